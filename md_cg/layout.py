@@ -1,0 +1,180 @@
+"""Where a node lives: layer folders, condition buckets and the routing key.
+
+::
+
+    <root>/<layer>/<id>.md                       every layer but knowledge
+    <root>/knowledge/cond_<readable>_<sha8>/<id>.md
+    <root>/knowledge/orphan/<id>.md              knowledge without a bucket key
+
+The bucket key (:func:`route_key`) of a knowledge node is
+
+1. the value of its first ``domain:<x>`` tag, if any;
+2. else its ``condition_space.observation_position`` normalised to a domain
+   (:func:`normalize_position`): instance-name tails in ASCII or full-width
+   brackets and skeleton suffixes are stripped, so
+   ``计算机科学·知识点（二分查找）`` and ``计算机科学·内容（按骨架填充）`` both
+   give ``计算机科学``;
+3. else ``None`` -- the node goes to ``orphan/``.
+
+Writing and searching compute the key with the same function, so a caller's
+context routes to the bucket its nodes were written to.
+
+Imports only :mod:`md_cg.node` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .node import Node, check_id, check_layer
+
+BUCKETED_LAYER = "knowledge"
+ORPHAN = "orphan"
+BUCKET_PREFIX = "cond_"
+DOMAIN_TAG = "domain:"
+
+#: Words that end an observation position without naming its domain: the
+#: "skeleton" part of ``计算机科学·知识点（二分查找）``. Compared after NFKC
+#: and case folding.
+SKELETON_SUFFIXES: tuple[str, ...] = (
+    "知识点",
+    "内容",
+    "条目",
+    "实例",
+    "示例",
+    "案例",
+    "骨架",
+    "模板",
+    "节点",
+    "要点",
+    "概念",
+    "item",
+    "instance",
+    "entry",
+    "example",
+    "content",
+    "template",
+    "topic",
+)
+
+_TAIL_BRACKETS = re.compile(r"\s*\([^()]*\)\s*$")
+_SEPARATORS = " \t·・•/|>:：-—_,，;；"
+_UNSAFE_DIR_CHARS = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f\s.]+')
+_READABLE_MAX = 40
+
+
+def normalize_domain(value: str) -> str:
+    """NFKC + case fold + trimmed separators: the identity of a domain string."""
+    text = unicodedata.normalize("NFKC", value).casefold()
+    return text.strip(_SEPARATORS)
+
+
+def normalize_position(position: str) -> str | None:
+    """Reduce an ``observation_position`` to its domain, or ``None`` if nothing is left.
+
+    Repeatedly strips a trailing bracket group (ASCII or full-width, which NFKC
+    folds to ASCII), then a trailing skeleton suffix (:data:`SKELETON_SUFFIXES`),
+    then trailing separators, until nothing changes.
+    """
+    text = unicodedata.normalize("NFKC", position).casefold().strip()
+    while True:
+        before = text
+        text = _TAIL_BRACKETS.sub("", text).rstrip(_SEPARATORS)
+        for suffix in SKELETON_SUFFIXES:
+            if text.endswith(suffix) and len(text) > len(suffix):
+                text = text[: -len(suffix)].rstrip(_SEPARATORS)
+                break
+        if text == before:
+            break
+    text = text.strip(_SEPARATORS)
+    if not text or text in SKELETON_SUFFIXES:
+        return None
+    return text
+
+
+def domain_from_tags(tags: Iterable[str]) -> str | None:
+    """The normalised value of the first non-empty ``domain:`` tag."""
+    for tag in tags:
+        if isinstance(tag, str) and tag.casefold().startswith(DOMAIN_TAG):
+            value = normalize_domain(tag[len(DOMAIN_TAG) :])
+            if value:
+                return value
+    return None
+
+
+def route_key_of(tags: Iterable[str] = (), condition_space: Mapping[str, Any] | None = None) -> str | None:
+    """The bucket key from tags and a condition space (see module docstring)."""
+    key = domain_from_tags(tags or ())
+    if key:
+        return key
+    if isinstance(condition_space, Mapping):
+        position = condition_space.get("observation_position")
+        if isinstance(position, str) and position.strip():
+            return normalize_position(position)
+    return None
+
+
+def route_key(node: Node) -> str | None:
+    """The bucket key of a node (``None``: no key, the node is an orphan)."""
+    return route_key_of(node.tags, node.condition_space)
+
+
+def bucket_dir(key: str | None) -> str:
+    """Folder name of the bucket for ``key``: ``cond_<readable>_<sha8>`` or ``orphan``."""
+    if not key:
+        return ORPHAN
+    readable = _UNSAFE_DIR_CHARS.sub("_", key).strip("_")[:_READABLE_MAX].rstrip("_")
+    digest = hashlib.sha256(key.encode("utf-8")).hexdigest()[:8]
+    return f"{BUCKET_PREFIX}{readable or 'x'}_{digest}"
+
+
+def bucket_of(node: Node) -> str | None:
+    """Bucket folder of a node, ``None`` for layers that are not bucketed."""
+    if node.layer != BUCKETED_LAYER:
+        return None
+    return bucket_dir(route_key(node))
+
+
+def rel_dir(layer: str, bucket: str | None) -> str:
+    """Relative folder (POSIX form) for a layer and bucket."""
+    check_layer(layer)
+    if layer == BUCKETED_LAYER:
+        return f"{layer}/{bucket or ORPHAN}"
+    return layer
+
+
+def rel_path(node: Node) -> str:
+    """Relative path (POSIX form) where ``node`` is stored."""
+    check_id(node.id)
+    return f"{rel_dir(node.layer, bucket_of(node))}/{node.id}.md"
+
+
+def context_route_key(context: Any) -> str | None:
+    """The bucket key a caller's search ``context`` routes to.
+
+    Accepted forms: a domain string; a mapping with ``domain``, ``tags`` and/or
+    ``condition_space`` (or condition-space fields at the top level, such as
+    ``observation_position``); a :class:`Node`. ``None`` means no routing.
+    """
+    if context is None:
+        return None
+    if isinstance(context, Node):
+        return route_key(context)
+    if isinstance(context, str):
+        return normalize_domain(context) or None
+    if isinstance(context, Mapping):
+        domain = context.get("domain")
+        if isinstance(domain, str) and normalize_domain(domain):
+            return normalize_domain(domain)
+        space = context.get("condition_space")
+        if not isinstance(space, Mapping) and "observation_position" in context:
+            space = context
+        return route_key_of(context.get("tags") or (), space)
+    raise TypeError(
+        f"search context must be None, a domain string, a mapping or a Node, "
+        f"got {type(context).__name__}"
+    )
