@@ -1,0 +1,573 @@
+"""Read a sqlite cognitive-graph database, read-only, as :class:`~md_cg.node.Node` objects.
+
+The database has a ``nodes`` table and (optionally) an ``edges`` table; the
+reference schema is :data:`SCHEMA_SQL` and ``docs/sqlite-schema.md`` maps
+every column to a node field. In short:
+
+* ``content`` holds the body; ``id``, ``layer`` and ``content`` are required
+  columns, every other reference column is optional (a database without it
+  reads as if the column were NULL everywhere).
+* JSON columns (:data:`JSON_COLUMNS`) hold JSON text. A number stored in one
+  is taken as that number; text that is not JSON is a bad row naming the
+  column (store strings as JSON strings: ``"one_off"``, not ``one_off``).
+* NULL, JSON ``null`` and an empty JSON array/object all mean *absent*: the
+  field is not set (``None``, or ``[]`` for list fields), exactly as an empty
+  value is left out of a node file, so sqlite → md → node compares equal.
+* Columns that are not in the reference schema are kept: a non-NULL text or
+  number goes to :attr:`Node.extra` under the column name (a BLOB there is a
+  bad row). The reference ``extra`` column (a JSON object) is merged into
+  :attr:`Node.extra` too.
+* An integer ``id`` (or edge ``source``/``target``) is read as its decimal
+  string.
+* The reader does not rely on ``id`` being a primary key: user databases often
+  lack the constraint, so duplicates are detected and reported. The first row
+  carrying an id owns it; every later row with that id is a bad row naming the
+  first rowid.
+
+Rows come out one at a time (:func:`iter_rows`); a bad row yields a
+:class:`RowResult` with ``error`` set and the rest continue. Edges are loaded
+up front, grouped by source, in ``edges`` rowid order; an edge whose source is
+no row of ``nodes`` is reported after the node rows.
+
+Nothing here writes: :func:`open_readonly` opens ``mode=ro`` with
+``query_only`` on, so the database file's bytes are unchanged afterwards.
+
+Imports only :mod:`md_cg.node` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .errors import InvalidNodeError, MdcgError
+from .node import Edge, Node, check_id, validate
+
+#: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
+#: generator) use it as is; the reader accepts any superset or subset that keeps
+#: ``id``, ``layer`` and ``content``.
+SCHEMA_SQL = """\
+CREATE TABLE nodes (
+    id TEXT NOT NULL PRIMARY KEY,
+    layer TEXT NOT NULL,
+    content TEXT NOT NULL,
+    modality TEXT,
+    importance REAL,
+    confidence REAL,
+    condition_space TEXT,
+    tags TEXT,
+    spatial TEXT,
+    temporal TEXT,
+    created_at REAL,
+    updated_at REAL,
+    semantic_coordinates TEXT,
+    state_attributes TEXT,
+    entity_id TEXT,
+    verification_basis TEXT,
+    non_applicable_conditions TEXT,
+    verification_history TEXT,
+    access_count INTEGER,
+    last_access REAL,
+    extra TEXT
+);
+CREATE TABLE edges (
+    source TEXT NOT NULL,
+    target TEXT NOT NULL,
+    type TEXT,
+    confidence REAL,
+    verified INTEGER,
+    extra TEXT
+);
+CREATE INDEX edges_source ON edges (source);
+"""
+
+#: Node columns of the reference schema, in table order.
+NODE_COLUMNS: tuple[str, ...] = (
+    "id",
+    "layer",
+    "content",
+    "modality",
+    "importance",
+    "confidence",
+    "condition_space",
+    "tags",
+    "spatial",
+    "temporal",
+    "created_at",
+    "updated_at",
+    "semantic_coordinates",
+    "state_attributes",
+    "entity_id",
+    "verification_basis",
+    "non_applicable_conditions",
+    "verification_history",
+    "access_count",
+    "last_access",
+    "extra",
+)
+#: Edge columns of the reference schema, in table order.
+EDGE_COLUMNS: tuple[str, ...] = ("source", "target", "type", "confidence", "verified", "extra")
+#: Columns a ``nodes`` table must have.
+REQUIRED_COLUMNS: tuple[str, ...] = ("id", "layer", "content")
+#: Columns holding JSON text.
+JSON_COLUMNS: tuple[str, ...] = (
+    "condition_space",
+    "tags",
+    "spatial",
+    "temporal",
+    "semantic_coordinates",
+    "state_attributes",
+    "entity_id",
+    "non_applicable_conditions",
+    "verification_history",
+    "extra",
+)
+# Node fields that are lists (absent = []), the rest of JSON fields are None when absent.
+_LIST_FIELDS = frozenset({"tags", "non_applicable_conditions", "verification_history"})
+# Plain columns copied to the field of the same name (NULL = absent).
+_PLAIN_COLUMNS: tuple[str, ...] = (
+    "modality",
+    "importance",
+    "confidence",
+    "created_at",
+    "updated_at",
+    "verification_basis",
+    "access_count",
+    "last_access",
+)
+
+
+@dataclass(frozen=True)
+class RowResult:
+    """One row of the source: a node, or the reason it cannot be one.
+
+    ``table`` is ``"nodes"`` for node rows and ``"edges"`` for an edge whose
+    source is not a node. ``rowid`` is the row's sqlite rowid in that table
+    (its 1-based position for a ``WITHOUT ROWID`` table). ``node_id`` is the
+    raw id value as stored (it may be NULL or unsafe).
+    """
+
+    rowid: int
+    node_id: Any
+    node: Node | None
+    error: str | None
+    table: str = "nodes"
+
+    @property
+    def ok(self) -> bool:
+        """True when the row became a valid node."""
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    """What :func:`inspect_source` found in a database."""
+
+    path: str
+    node_rows: int
+    edge_rows: int
+    has_edges_table: bool
+    node_columns: tuple[str, ...]
+    missing_columns: tuple[str, ...]
+    unknown_columns: tuple[str, ...]
+    dangling_edges: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "path": self.path,
+            "node_rows": self.node_rows,
+            "edge_rows": self.edge_rows,
+            "has_edges_table": self.has_edges_table,
+            "node_columns": list(self.node_columns),
+            "missing_columns": list(self.missing_columns),
+            "unknown_columns": list(self.unknown_columns),
+            "dangling_edges": self.dangling_edges,
+        }
+
+
+# -- opening ----------------------------------------------------------------
+
+
+def open_readonly(path: str | Path) -> sqlite3.Connection:
+    """Open ``path`` read-only (``mode=ro`` URI, ``query_only`` on).
+
+    Raises :class:`MdcgError` naming the path when the file is missing, is not
+    a sqlite database, or has no ``nodes`` table with the required columns.
+    """
+    p = Path(path)
+    if not p.is_file():
+        raise MdcgError(f"{p}: no such sqlite database file")
+    uri = p.resolve().as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        raise MdcgError(f"{p}: cannot open as a sqlite database ({exc})") from None
+    try:
+        conn.execute("PRAGMA query_only = ON")
+        columns = _columns(conn, "nodes")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise MdcgError(f"{p}: not a readable sqlite database ({exc})") from None
+    if not columns:
+        conn.close()
+        raise MdcgError(f"{p}: the database has no 'nodes' table")
+    lowered = {c.lower() for c in columns}
+    lacking = [c for c in REQUIRED_COLUMNS if c not in lowered]
+    if lacking:
+        conn.close()
+        raise MdcgError(
+            f"{p}: table 'nodes' lacks the required column(s) {', '.join(lacking)} "
+            "(see docs/sqlite-schema.md)"
+        )
+    return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [row[1] for row in conn.execute(f"PRAGMA table_info({_quote(table)})")]
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    try:
+        conn.execute(f"SELECT _rowid_ FROM {_quote(table)} LIMIT 0")
+    except sqlite3.OperationalError:
+        return False
+    return True
+
+
+def _select(conn: sqlite3.Connection, table: str, columns: Sequence[str]) -> sqlite3.Cursor:
+    """Rows of ``table`` as ``(rowid, *columns)`` in rowid (or primary key) order."""
+    cols = ", ".join(_quote(c) for c in columns)
+    if _has_rowid(conn, table):
+        return conn.execute(f"SELECT _rowid_, {cols} FROM {_quote(table)} ORDER BY _rowid_")
+    # WITHOUT ROWID tables are ordered by their primary key; number rows from 1.
+    return conn.execute(f"SELECT row_number() OVER (), {cols} FROM {_quote(table)}")
+
+
+# -- counting and inspecting ------------------------------------------------
+
+
+def count_rows(conn: sqlite3.Connection) -> int:
+    """Number of rows in ``nodes`` (the node results :func:`iter_rows` will yield)."""
+    return int(conn.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
+
+
+def _edge_table_columns(conn: sqlite3.Connection) -> dict[str, str]:
+    """Lower-cased reference edge column -> actual column name (empty: no table)."""
+    actual = _columns(conn, "edges")
+    found = {c.lower(): c for c in actual}
+    return {c: found[c] for c in EDGE_COLUMNS if c in found}
+
+
+def dangling_edges(conn: sqlite3.Connection) -> list[tuple[str, str]]:
+    """``(source, target)`` of every edge whose target is no ``nodes`` id, in edge order."""
+    cols = _edge_table_columns(conn)
+    if "source" not in cols or "target" not in cols:
+        return []
+    id_column = next(c for c in _columns(conn, "nodes") if c.lower() == "id")
+    ids = {_id_text(v) for (v,) in conn.execute(f"SELECT {_quote(id_column)} FROM nodes")}
+    out = []
+    for _, source, target in _select(conn, "edges", [cols["source"], cols["target"]]):
+        if _id_text(target) not in ids:
+            out.append((_id_text(source), _id_text(target)))
+    return out
+
+
+def inspect_source(conn: sqlite3.Connection, path: str | Path = "") -> SourceInfo:
+    """Columns, row counts and dangling edges of an open database."""
+    columns = tuple(_columns(conn, "nodes"))
+    lowered = {c.lower() for c in columns}
+    edge_cols = _edge_table_columns(conn)
+    has_edges = bool(_columns(conn, "edges"))
+    edge_rows = int(conn.execute("SELECT COUNT(*) FROM edges").fetchone()[0]) if has_edges else 0
+    return SourceInfo(
+        path=str(path),
+        node_rows=count_rows(conn),
+        edge_rows=edge_rows,
+        has_edges_table=has_edges,
+        node_columns=columns,
+        missing_columns=tuple(c for c in NODE_COLUMNS if c not in lowered),
+        unknown_columns=tuple(c for c in columns if c.lower() not in NODE_COLUMNS),
+        dangling_edges=len(dangling_edges(conn)) if edge_cols else 0,
+    )
+
+
+# -- decoding ---------------------------------------------------------------
+
+
+def _id_text(value: Any) -> Any:
+    """Integer ids read as their decimal string; anything else unchanged."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return value
+
+
+def _is_empty(value: Any) -> bool:
+    return value is None or (isinstance(value, (list, dict)) and not value)
+
+
+def _decode_json(column: str, value: Any) -> Any:
+    """The value of a JSON column; raise ``ValueError`` with the reason."""
+    if value is None:
+        return None
+    if isinstance(value, bytes):
+        raise ValueError(f"column {column!r} holds a BLOB, expected JSON text")
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValueError(f"column {column!r} holds a non-finite number")
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        raise ValueError(
+            f"invalid JSON in column {column!r} ({exc.msg} at char {exc.pos})"
+        ) from None
+
+
+def _load_edges(
+    conn: sqlite3.Connection,
+) -> tuple[dict[str, list[tuple[int, dict[str, Any]]]], int]:
+    """Edges grouped by source id, each as ``(edge rowid, edge dict)``; and the row count."""
+    cols = _edge_table_columns(conn)
+    grouped: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    if "source" not in cols or "target" not in cols:
+        return grouped, 0
+    names = list(cols)
+    count = 0
+    for rowid, *values in _select(conn, "edges", [cols[c] for c in names]):
+        count += 1
+        row = dict(zip(names, values, strict=True))
+        grouped[_id_text(row["source"])].append((rowid, row))
+    return grouped, count
+
+
+def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """The frontmatter form of one edge row (raises ``ValueError`` for a bad ``extra``)."""
+    edge: dict[str, Any] = {"target": _id_text(row.get("target"))}
+    if row.get("type") is not None:
+        edge["type"] = row["type"]
+    if row.get("confidence") is not None:
+        edge["confidence"] = row["confidence"]
+    if row.get("verified") is not None:
+        edge["verified"] = row["verified"]
+    extra = _decode_json("edges.extra", row.get("extra"))
+    if extra is not None and not isinstance(extra, dict):
+        raise ValueError("column 'edges.extra' must hold a JSON object")
+    for key, value in (extra or {}).items():
+        if key not in edge:
+            edge[key] = value
+    return edge
+
+
+def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ()) -> Node:
+    """Build and validate a node from one ``nodes`` row and its ``edges`` rows.
+
+    ``row`` maps column names (any case) to stored values; ``edges`` are rows of
+    the ``edges`` table whose source is this node, in order. Raises
+    :class:`InvalidNodeError` naming the column or field on the first problem
+    (several JSON problems are reported together).
+    """
+    lowered = {str(k).lower(): v for k, v in row.items()}
+    problems: list[str] = []
+    node_id = _id_text(lowered.get("id"))
+    if node_id is None:
+        raise InvalidNodeError("column 'id' is NULL", field="id")
+    if not isinstance(node_id, str):
+        raise InvalidNodeError(
+            f"column 'id' holds a {type(node_id).__name__}, expected text",
+            field="id",
+            value=node_id,
+        )
+    check_id(node_id)
+    if lowered.get("layer") is None:
+        problems.append("column 'layer' is NULL")
+    content = lowered.get("content")
+    if content is None:
+        problems.append("column 'content' is NULL (use '' for an empty body)")
+    elif not isinstance(content, str):
+        problems.append(f"column 'content' holds a {type(content).__name__}, expected text")
+
+    kwargs: dict[str, Any] = {}
+    for column in _PLAIN_COLUMNS:
+        value = lowered.get(column)
+        if value is None:
+            continue
+        if column == "access_count" and isinstance(value, float) and value.is_integer():
+            value = int(value)
+        kwargs[column] = value
+    extra: dict[str, Any] = {}
+    for column in JSON_COLUMNS:
+        try:
+            value = _decode_json(column, lowered.get(column))
+        except ValueError as exc:
+            problems.append(str(exc))
+            continue
+        if _is_empty(value):
+            continue
+        if column == "extra":
+            if not isinstance(value, dict):
+                problems.append("column 'extra' must hold a JSON object")
+                continue
+            extra.update(value)
+        else:
+            kwargs[column] = value
+    for column, value in row.items():
+        name = str(column)
+        if name.lower() in NODE_COLUMNS or value is None:
+            continue
+        if isinstance(value, bytes):
+            problems.append(f"column {name!r} holds a BLOB, which a node cannot carry")
+            continue
+        extra[name] = value
+    edge_dicts = []
+    for edge_row in edges:
+        try:
+            edge_dicts.append(_edge_from_row(edge_row))
+        except ValueError as exc:
+            problems.append(str(exc))
+    if problems:
+        raise InvalidNodeError("; ".join(problems), node_id=node_id)
+
+    for name in _LIST_FIELDS:
+        kwargs.setdefault(name, [])
+    node = Node(
+        id=node_id,
+        layer=lowered["layer"],
+        body=content,  # type: ignore[arg-type]
+        extra=extra,
+        edges=[Edge.from_value(e, node_id=node_id) for e in edge_dicts],
+        **kwargs,
+    )
+    return validate(node)
+
+
+def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
+    """Every ``nodes`` row in rowid order as a :class:`RowResult`, then orphan edges.
+
+    Good rows carry a validated :class:`Node` (with its out-edges); bad rows
+    carry ``error``: ``"nodes rowid <n> (id <id>): <reason>"``. After the node
+    rows, each edge whose source is no row of ``nodes`` yields a result with
+    ``table="edges"``. Node rows are streamed; edges are preloaded.
+    """
+    edges_by_source, _ = _load_edges(conn)
+    columns = _columns(conn, "nodes")
+    first_seen: dict[str, int] = {}
+    for rowid, *values in _select(conn, "nodes", columns):
+        row = dict(zip(columns, values, strict=True))
+        raw_id = next((v for k, v in row.items() if k.lower() == "id"), None)
+        node_id = _id_text(raw_id)
+        where = f"nodes rowid {rowid} (id {raw_id!r})"
+        if isinstance(node_id, str):
+            if node_id in first_seen:
+                yield RowResult(
+                    rowid,
+                    raw_id,
+                    None,
+                    f"{where}: duplicate id, first seen at nodes rowid {first_seen[node_id]}",
+                )
+                continue
+            first_seen[node_id] = rowid
+        edge_rows = (
+            [e for _, e in edges_by_source.get(node_id, ())] if isinstance(node_id, str) else []
+        )
+        try:
+            node = row_to_node(row, edge_rows)
+        except InvalidNodeError as exc:
+            yield RowResult(rowid, raw_id, None, f"{where}: {exc}")
+            continue
+        yield RowResult(rowid, raw_id, node, None)
+    for source, items in edges_by_source.items():
+        if source in first_seen:
+            continue
+        for edge_rowid, edge_row in items:
+            yield RowResult(
+                edge_rowid,
+                edge_row.get("source"),
+                None,
+                f"edges rowid {edge_rowid}: source {edge_row.get('source')!r} "
+                f"(target {edge_row.get('target')!r}) is not a node in 'nodes'",
+                table="edges",
+            )
+
+
+# -- the inverse --------------------------------------------------------------
+
+
+def _dump_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), allow_nan=False)
+
+
+def node_to_row(node: Node) -> dict[str, Any]:
+    """The ``nodes`` row for a node: every column of :data:`NODE_COLUMNS`, in order.
+
+    Absent fields (``None``, empty lists and dicts) become NULL; JSON fields are
+    JSON text; :attr:`Node.extra` goes to the ``extra`` column as one JSON
+    object. Edges are not part of the row: see :func:`node_edge_rows`.
+    """
+    row: dict[str, Any] = {"id": node.id, "layer": node.layer, "content": node.body}
+    for column in NODE_COLUMNS[3:]:
+        value = node.extra if column == "extra" else getattr(node, column)
+        if _is_empty(value):
+            row[column] = None
+        elif column in JSON_COLUMNS:
+            row[column] = _dump_json(value)
+        else:
+            row[column] = value
+    return row
+
+
+def node_edge_rows(node: Node) -> list[dict[str, Any]]:
+    """The ``edges`` rows (every column of :data:`EDGE_COLUMNS`) of a node's out-edges."""
+    rows = []
+    for e in node.edges:
+        edge = Edge.from_value(e, node_id=node.id)
+        rows.append(
+            {
+                "source": node.id,
+                "target": edge.target,
+                "type": edge.type,
+                "confidence": edge.confidence,
+                "verified": int(edge.verified)
+                if isinstance(edge.verified, bool)
+                else edge.verified,
+                "extra": _dump_json(edge.extra) if edge.extra else None,
+            }
+        )
+    return rows
+
+
+def write_nodes(conn: sqlite3.Connection, nodes: Iterable[Node]) -> tuple[int, int]:
+    """Create the reference schema in an empty, writable database and insert ``nodes``.
+
+    Returns ``(nodes written, edges written)``. This is the only function here
+    that writes, and only to the connection it is given (one transaction).
+    """
+    node_sql = (
+        f"INSERT INTO nodes ({', '.join(NODE_COLUMNS)}) "
+        f"VALUES ({', '.join('?' for _ in NODE_COLUMNS)})"
+    )
+    edge_sql = (
+        f"INSERT INTO edges ({', '.join(EDGE_COLUMNS)}) "
+        f"VALUES ({', '.join('?' for _ in EDGE_COLUMNS)})"
+    )
+    conn.executescript(SCHEMA_SQL)
+    n_nodes = n_edges = 0
+    with conn:
+        for node in nodes:
+            row = node_to_row(node)
+            conn.execute(node_sql, [row[c] for c in NODE_COLUMNS])
+            n_nodes += 1
+            for edge in node_edge_rows(node):
+                conn.execute(edge_sql, [edge[c] for c in EDGE_COLUMNS])
+                n_edges += 1
+    return n_nodes, n_edges
