@@ -1,0 +1,123 @@
+"""Typed results of the maintenance calls: sync, health, rebuild and compaction.
+
+Plain frozen dataclasses with ``to_dict()`` for JSON output. Imports nothing
+from the package but :mod:`md_cg.routing` (for the bucket-health figures).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from .routing import BucketHealth
+
+#: Finding kinds, with the severity each has.
+FINDING_KINDS: dict[str, str] = {
+    "unreadable_file": "error",  # a .md file that does not parse as a node
+    "missing_file": "error",  # the index has a node whose file is gone
+    "untracked_file": "warning",  # a node file the index does not know (run sync)
+    "changed_file": "warning",  # a file edited since it was indexed (run sync)
+    "duplicate_id": "error",  # one id, several files (sync keeps one)
+    "temp_file": "warning",  # a leftover temp file (sync removes it)
+    "misplaced_file": "warning",  # a file outside the folder its frontmatter implies
+    "dangling_edge": "warning",  # an edge whose target is not in the store
+    "bucket_degraded": "warning",  # condition buckets no longer route well
+    "log_damage": "warning",  # unreadable lines in an index log shard
+}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem found by :meth:`MdCG.health`.
+
+    ``kind`` is a key of :data:`FINDING_KINDS`; ``path`` (relative to the
+    store root) and ``node_id`` name what it concerns; ``detail`` says what is
+    wrong and how to fix it.
+    """
+
+    kind: str
+    detail: str
+    path: str | None = None
+    node_id: str | None = None
+
+    @property
+    def severity(self) -> str:
+        return FINDING_KINDS[self.kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "severity": self.severity}
+
+
+@dataclass(frozen=True)
+class HealthReport:
+    """What :meth:`MdCG.health` found. ``ok`` is True when there is no finding."""
+
+    layers: dict[str, int]
+    nodes: int
+    buckets: BucketHealth
+    findings: tuple[Finding, ...]
+
+    @property
+    def ok(self) -> bool:
+        return not self.findings
+
+    def by_kind(self, kind: str) -> list[Finding]:
+        return [f for f in self.findings if f.kind == kind]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "ok": self.ok,
+            "nodes": self.nodes,
+            "layers": dict(self.layers),
+            "buckets": asdict(self.buckets),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class Moved:
+    node_id: str
+    old_path: str
+    new_path: str
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What :meth:`MdCG.sync` found and did. Lists are sorted for stable output."""
+
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    deleted: tuple[str, ...] = ()
+    moved: tuple[Moved, ...] = ()
+    malformed: tuple[tuple[str, str], ...] = ()  # (path, reason)
+    duplicates_removed: tuple[str, ...] = ()  # paths moved to .mdcg/trash
+    temp_removed: tuple[str, ...] = ()
+
+    @property
+    def clean(self) -> bool:
+        """True when the index already matched the files."""
+        return not any(
+            (self.added, self.changed, self.deleted, self.moved, self.malformed,
+             self.duplicates_removed, self.temp_removed)
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["malformed"] = [{"path": p, "reason": r} for p, r in self.malformed]
+        return d
+
+
+@dataclass(frozen=True)
+class MaintenanceReport:
+    """Result of :meth:`MdCG.rebuild_index` / :meth:`MdCG.compact_index`."""
+
+    nodes: int
+    shards_before: int
+    shards_removed: tuple[str, ...]
+    shards_kept: tuple[str, ...]
+    snapshot_bytes: int
+    seconds: float
+    problems: tuple[tuple[str, str], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
