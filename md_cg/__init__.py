@@ -1,0 +1,83 @@
+"""md-cg: an AI agent's long-term memory as a cognitive graph of Markdown files.
+
+The ``.md`` files are canonical; the index under ``.mdcg/`` is derived and
+rebuildable. Start with :class:`MdCG`::
+
+    from md_cg import MdCG, Node
+
+    with MdCG("memory") as store:
+        store.add(id="kp_1", body="# 功能名：二分查找 ...", tags=["domain:计算机科学"])
+        results, meta = store.search("二分查找")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+# Public names -> the module that defines them. Imported on first use so that
+# `import md_cg` stays cheap (the CLI and MCP server start faster).
+_EXPORTS = {
+    "MdCG": "store",
+    "Deleted": "store",
+    "NodeHasIncomingEdgesError": "store",
+    "new_id": "store",
+    "Node": "node",
+    "Edge": "node",
+    "LAYERS": "node",
+    "VERIFICATION_BASES": "node",
+    "EDGE_TYPES": "node",
+    "Entry": "index",
+    "Finding": "reports",
+    "HealthReport": "reports",
+    "SyncReport": "reports",
+    "MaintenanceReport": "reports",
+    "MdcgError": "errors",
+    "InvalidNodeError": "errors",
+    "UnsafeIdError": "errors",
+    "UnknownLayerError": "errors",
+    "MalformedNodeFileError": "errors",
+    "NodeNotFoundError": "errors",
+    "DuplicateIdError": "errors",
+    "LockTimeoutError": "errors",
+    "NotAStoreError": "errors",
+    "ProtectedNodeError": "errors",
+    "StoreClosedError": "errors",
+    "route_key": "layout",
+    "bucket_dir": "layout",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'md_cg' has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f"md_cg.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .errors import (
+        DuplicateIdError,
+        InvalidNodeError,
+        LockTimeoutError,
+        MalformedNodeFileError,
+        MdcgError,
+        NodeNotFoundError,
+        NotAStoreError,
+        ProtectedNodeError,
+        StoreClosedError,
+        UnknownLayerError,
+        UnsafeIdError,
+    )
+    from .index import Entry
+    from .layout import bucket_dir, route_key
+    from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
+    from .reports import Finding, HealthReport, MaintenanceReport, SyncReport
+    from .store import Deleted, MdCG, NodeHasIncomingEdgesError, new_id

@@ -1,0 +1,256 @@
+"""Node file format: lossless round trips, YAML compatibility, malformed files."""
+
+from __future__ import annotations
+
+import frontmatter
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from md_cg import nodefile
+from md_cg.errors import InvalidNodeError, MalformedNodeFileError
+from md_cg.node import EDGE_TYPES, FIELD_ORDER, VERIFICATION_BASES, Edge, Node
+
+# -- strategies ---------------------------------------------------------------
+
+# Any Unicode scalar value except surrogates (which UTF-8 cannot hold):
+# CJK, emoji, U+2028/U+2029, U+0085, C0/C1 controls and DEL included.
+TEXT = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
+SPICY = st.sampled_from(
+    ["\u2028", "\u2029", "\x85", "\x7f", "\x00", "\t", "---", "二分查找", "😀", "\ufeff", "\r\n", "a: b"]
+)
+STRINGS = st.one_of(TEXT, SPICY, st.lists(st.one_of(TEXT, SPICY), max_size=4).map("".join))
+FLOATS = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e-7, 1e20, 1.5e300, 5e-324, -0.0, 1e16, 2.0]),
+)
+INTS = st.integers(min_value=-(2**63), max_value=2**63 - 1)
+JSON = st.recursive(
+    st.one_of(st.none(), st.booleans(), INTS, FLOATS, STRINGS),
+    lambda children: st.one_of(
+        st.lists(children, max_size=4), st.dictionaries(STRINGS, children, max_size=4)
+    ),
+    max_leaves=12,
+)
+UNIT = st.floats(min_value=0.0, max_value=1.0)
+KEYS = st.one_of(
+    st.sampled_from(["on", "off", "yes", "no", "null", "true", "content", "handler", "body", "Y"]),
+    st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30).filter(
+        lambda k: "\n" not in k
+    ),
+).filter(lambda k: k not in FIELD_ORDER)
+IDS = st.from_regex(r"[A-Za-z0-9_][A-Za-z0-9_\-]{0,30}", fullmatch=True)
+LINES = st.lists(st.one_of(STRINGS, st.just("---"), st.just("# 功能名：x"), st.just("")), max_size=8)
+BODIES = st.one_of(STRINGS, LINES.map("\n".join), LINES.map(lambda ls: "\n".join(ls) + "\n"))
+
+
+@st.composite
+def nodes(draw: st.DrawFn) -> Node:
+    return Node(
+        id=draw(IDS),
+        layer=draw(st.sampled_from(["knowledge", "anchor", "self", "rejected"])),
+        body=draw(BODIES),
+        modality=draw(st.one_of(st.none(), STRINGS)),
+        importance=draw(st.one_of(st.none(), UNIT)),
+        confidence=draw(st.one_of(st.none(), UNIT)),
+        condition_space=draw(st.one_of(st.none(), st.dictionaries(STRINGS, JSON, max_size=4))),
+        tags=draw(st.lists(STRINGS, max_size=4)),
+        spatial=draw(JSON),
+        temporal=draw(JSON),
+        created_at=draw(st.one_of(st.none(), FLOATS)),
+        state_attributes=draw(st.one_of(st.none(), st.dictionaries(STRINGS, JSON, max_size=3))),
+        entity_id=draw(JSON),
+        verification_basis=draw(st.one_of(st.none(), st.sampled_from(VERIFICATION_BASES))),
+        non_applicable_conditions=draw(st.lists(STRINGS, max_size=3)),
+        edges=draw(
+            st.lists(
+                st.builds(
+                    Edge,
+                    target=IDS,
+                    type=st.sampled_from(EDGE_TYPES),
+                    confidence=st.one_of(st.none(), FLOATS),
+                    verified=st.one_of(st.none(), st.integers(0, 1)),
+                ),
+                max_size=3,
+            )
+        ),
+        access_count=draw(st.one_of(st.none(), st.integers(0, 10**9))),
+        extra=draw(st.dictionaries(KEYS, JSON, max_size=4)),
+    )
+
+
+def normalised(node: Node) -> Node:
+    """Absent and explicit-null/empty mean the same thing."""
+    return nodefile.loads(nodefile.dumps(node))
+
+
+# -- property tests ---------------------------------------------------------------
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes())
+def test_round_trip_is_lossless(node: Node) -> None:
+    text = nodefile.dumps(node)
+    back = nodefile.loads(text)
+    expected = node.to_dict()
+    assert back.to_dict() == expected
+    assert back.body == node.body  # byte for byte, whitespace and '---' lines included
+    assert nodefile.dumps(back) == text
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes())
+def test_yaml_reader_sees_the_same_values(node: Node) -> None:
+    fm, body = nodefile.HANDLER.split(nodefile.dumps(node))
+    assert yaml.safe_load(fm) == node.to_dict()
+    assert body == node.body
+
+
+@given(FLOATS)
+def test_floats_are_written_as_yaml_floats(value: float) -> None:
+    text = nodefile.dump_float(value)
+    parsed = yaml.safe_load(f"a: {text}")["a"]
+    assert isinstance(parsed, float)
+    assert parsed == value
+
+
+# -- examples ---------------------------------------------------------------------
+
+
+def test_exact_file_text() -> None:
+    node = Node(
+        id="kp_1",
+        layer="knowledge",
+        importance=0.8,
+        confidence=1e-7,
+        tags=["domain:计算机"],
+        edges=[Edge("kp_2", "part_of", 0.7, 0)],
+        extra={"on": True, "content": "c"},
+        body="# 功能名：x\n---\nbody\n",
+    )
+    assert nodefile.dumps(node) == (
+        "---\n"
+        'id: "kp_1"\n'
+        'layer: "knowledge"\n'
+        "importance: 0.8\n"
+        "confidence: 1.0e-07\n"
+        'tags: ["domain:计算机"]\n'
+        'edges: [{"target": "kp_2", "type": "part_of", "confidence": 0.7, "verified": 0}]\n'
+        '"on": true\n'
+        'content: "c"\n'
+        "---\n"
+        "# 功能名：x\n---\nbody\n"
+    )
+
+
+def test_yaml_unsafe_characters_are_escaped() -> None:
+    node = Node(id="a", layer="self", tags=["x\u2028y\x85z\x7f\ufeff"])
+    text = nodefile.dumps(node)
+    assert 'tags: ["x\\u2028y\\u0085z\\u007f\\ufeff"]' in text
+    assert "\u2028" not in text
+
+
+def test_body_keeps_leading_and_trailing_whitespace_and_fences() -> None:
+    body = "\n\n  ---\n---\n----\n\ttrailing  \n\n"
+    node = Node(id="a", layer="self", body=body)
+    assert nodefile.loads(nodefile.dumps(node)).body == body
+
+
+def test_empty_body_and_empty_optional_fields() -> None:
+    node = Node(id="a", layer="self")
+    assert nodefile.dumps(node) == '---\nid: "a"\nlayer: "self"\n---\n'
+    assert nodefile.loads(nodefile.dumps(node)) == node
+
+
+def test_python_frontmatter_reads_our_files_with_the_handler(tmp_path) -> None:
+    # (frontmatter.load itself cannot take keys named content/handler: it
+    # passes metadata as keyword arguments. nodefile.loads has no such limit.)
+    node = Node(id="a", layer="self", body="text\n---\nmore", extra={"note": [1, 2]})
+    path = tmp_path / "a.md"
+    path.write_text(nodefile.dumps(node), encoding="utf-8")
+    post = frontmatter.load(path, handler=nodefile.MdcgHandler())
+    assert post.metadata == {"id": "a", "layer": "self", "note": [1, 2]}
+    assert post.content == "text\n---\nmore"
+
+
+def test_hand_written_yaml_frontmatter_is_read() -> None:
+    text = (
+        "---\n"
+        "id: hand_1\n"
+        "layer: knowledge\n"
+        "# a comment a person wrote\n"
+        "tags:\n  - domain:physics\n  - optics\n"
+        "importance: 0.5\n"
+        "my_note: keep me\n"
+        "---\nBody\n"
+    )
+    node = nodefile.loads(text)
+    assert node.id == "hand_1"
+    assert node.tags == ["domain:physics", "optics"]
+    assert node.extra == {"my_note": "keep me"}
+    assert node.body == "Body\n"
+    again = nodefile.loads(nodefile.dumps(node))
+    assert again == node
+
+
+def test_unknown_keys_survive_in_their_order() -> None:
+    text = '---\nid: "a"\nlayer: "self"\nzeta: 1\nalpha: {"x": [1, 2]}\n---\n'
+    node = nodefile.loads(text)
+    assert list(node.extra) == ["zeta", "alpha"]
+    assert nodefile.dumps(node) == text
+
+
+def test_crlf_fences_are_accepted_and_body_kept() -> None:
+    text = '---\r\nid: "a"\r\nlayer: "self"\r\n---\r\nline\r\n'
+    node = nodefile.loads(text)
+    assert node.id == "a"
+    assert node.body == "line\r\n"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("no frontmatter here\n", "x.md: the file does not start with a '---' line"),
+        ('---\nid: "a"\nlayer: "self"\n', "x.md: the frontmatter has no closing '---' line"),
+        ('---\nid: "a"\nlayer: "self"\nbad: [1,\n---\n', "x.md:4: value of 'bad' is not JSON"),
+        ('---\nlayer: "self"\n---\n', "x.md: frontmatter has no 'id'"),
+        (
+            '---\nid: "a"\nlayer: "attic"\n---\n',
+            "x.md: node 'a': unknown layer 'attic'; expected one of: anchor, structural, "
+            "knowledge, contextual, self, rejected, unresolved",
+        ),
+        (
+            '---\nid: "a"\nlayer: "self"\nverification_basis: "vibes"\n---\n',
+            "x.md: node 'a': field 'verification_basis' must be one of compiler, test, "
+            "measurement, formal_proof, data, other (or absent) (got 'vibes')",
+        ),
+        (
+            '---\nid: "../etc"\nlayer: "self"\n---\n',
+            "x.md: unsafe node id '../etc': it contains '..'; ids must be safe file-name stems",
+        ),
+    ],
+)
+def test_malformed_files_are_reported_with_path_and_reason(text: str, message: str) -> None:
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(text, "x.md")
+    assert str(err.value) == message
+    assert err.value.path == "x.md"
+
+
+def test_invalid_utf8_names_the_file(tmp_path) -> None:
+    path = tmp_path / "bad.md"
+    path.write_bytes(b'---\nid: "a"\nlayer: "self"\n---\n\xff\xfe')
+    with pytest.raises(MalformedNodeFileError, match=r"bad\.md: not valid UTF-8 at byte 30"):
+        nodefile.read_node(path)
+
+
+def test_values_that_cannot_be_stored_are_refused() -> None:
+    with pytest.raises(InvalidNodeError, match=r"field 'spatial': non-finite number nan"):
+        nodefile.dumps(Node(id="a", layer="self", spatial=float("nan")))
+    with pytest.raises(InvalidNodeError, match="outside the 64-bit range"):
+        nodefile.dumps(Node(id="a", layer="self", spatial=2**64))
+    with pytest.raises(InvalidNodeError, match="lone surrogate"):
+        nodefile.dumps(Node(id="a", layer="self", tags=["\ud800"]))
+    with pytest.raises(InvalidNodeError, match="cannot be stored in frontmatter"):
+        nodefile.dumps(Node(id="a", layer="self", spatial={1, 2}))
