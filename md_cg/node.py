@@ -296,7 +296,7 @@ def _is_number(v: Any) -> bool:
 def validate(node: Node) -> Node:
     """Check every rule a stored node must obey; return the node or raise.
 
-    Errors are :class:`InvalidNodeError` (or a subclass) naming the field.
+    Edges given as dicts are converted to :class:`Edge` in place. Errors are :class:`InvalidNodeError` (or a subclass) naming the field.
     """
     check_id(node.id)
     try:
@@ -346,8 +346,9 @@ def validate(node: Node) -> Node:
         _fail(node, "verification_history", "must be a list of objects", node.verification_history)
     if not isinstance(node.edges, list):
         _fail(node, "edges", "must be a list", node.edges)
-    for e in node.edges:
-        edge = Edge.from_value(e, node_id=node.id)
+    # Edges may be given as dicts; store them as Edge objects from here on.
+    node.edges = [Edge.from_value(e, node_id=node.id) for e in node.edges]
+    for edge in node.edges:
         try:
             check_id(edge.target, what="edge target")
         except UnsafeIdError as exc:

@@ -337,13 +337,20 @@ class MdCG:
                     fsops.remove_if_exists(tmp)
                 raise
             dirs: set[Path] = set()
-            for (node, rel, _), (tmp, target, st) in zip(puts, temps, strict=True):
-                os.replace(tmp, target)
-                dirs.add(target.parent)
-                self._state.put(
-                    index.make_entry(node, rel, st.st_mtime_ns, st.st_size),
-                    index.analyze(index.index_text(node)),
-                )
+            done = 0
+            try:
+                for (node, rel, _), (tmp, target, st) in zip(puts, temps, strict=True):
+                    os.replace(tmp, target)
+                    done += 1
+                    dirs.add(target.parent)
+                    self._state.put(
+                        index.make_entry(node, rel, st.st_mtime_ns, st.st_size),
+                        index.analyze(index.index_text(node)),
+                    )
+            except BaseException:
+                for tmp, _, _ in temps[done:]:
+                    fsops.remove_if_exists(tmp)
+                raise
             for node_id, rel in dels:
                 fsops.remove_if_exists(self.root / rel)
                 dirs.add((self.root / rel).parent)

@@ -1,0 +1,114 @@
+"""Shared fixtures and helpers for the md-cg tests."""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from md_cg import MdCG, Node
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def tree_listing(root: Path) -> dict[str, tuple[int, int]]:
+    """Every file and folder under root: relative path -> (size, mtime_ns)."""
+    out: dict[str, tuple[int, int]] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for name in dirnames + filenames:
+            p = Path(dirpath) / name
+            st = p.lstat()
+            out[p.relative_to(root).as_posix()] = (st.st_size if name in filenames else 0, st.st_mtime_ns)
+    return out
+
+
+def node_tree(root: Path) -> dict[str, tuple[int, int]]:
+    """Like tree_listing, without the operational .mdcg/ folder (locks, logs)."""
+    return {k: v for k, v in tree_listing(root).items() if not k.startswith(".mdcg")}
+
+
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+@contextlib.contextmanager
+def no_writes() -> Iterator[list[str]]:
+    """Make every write-mode open, mkdir, rename, unlink and replace fail.
+
+    Tests run as root, where permission bits do not stop writes, so "writes
+    nothing" is proven by making the write calls themselves raise.
+    """
+    attempts: list[str] = []
+    real_open, real_os_open, real_io_open = builtins.open, os.open, io.open
+
+    def guard(what: str) -> None:
+        attempts.append(what)
+        raise PermissionError(f"write attempted during a read-only call: {what}")
+
+    def fake_open(file, mode="r", *args, **kwargs):  # type: ignore[no-untyped-def]
+        if any(c in mode for c in "wax+"):
+            guard(f"open({file!r}, {mode!r})")
+        return real_open(file, mode, *args, **kwargs)
+
+    def fake_os_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if flags & _WRITE_FLAGS:
+            guard(f"os.open({path!r})")
+        return real_os_open(path, flags, *args, **kwargs)
+
+    patches = {
+        (builtins, "open"): fake_open,
+        (io, "open"): fake_open,
+        (os, "open"): fake_os_open,
+        (os, "mkdir"): lambda *a, **k: guard(f"mkdir{a}"),
+        (os, "makedirs"): lambda *a, **k: guard(f"makedirs{a}"),
+        (os, "rename"): lambda *a, **k: guard(f"rename{a}"),
+        (os, "replace"): lambda *a, **k: guard(f"replace{a}"),
+        (os, "unlink"): lambda *a, **k: guard(f"unlink{a}"),
+        (os, "remove"): lambda *a, **k: guard(f"remove{a}"),
+        (os, "rmdir"): lambda *a, **k: guard(f"rmdir{a}"),
+        (os, "utime"): lambda *a, **k: guard(f"utime{a}"),
+        (os, "truncate"): lambda *a, **k: guard(f"truncate{a}"),
+    }
+    saved = {key: getattr(*key) for key in patches}
+    try:
+        for (mod, name), fn in patches.items():
+            setattr(mod, name, fn)
+        yield attempts
+    finally:
+        for (mod, name), fn in saved.items():
+            setattr(mod, name, fn)
+
+
+def knowledge(node_id: str, domain: str = "计算机科学", body: str | None = None, **kw) -> Node:
+    """A complete, verified knowledge node in a domain bucket."""
+    if body is None:
+        body = (
+            f"# 功能名：{node_id}\n# 生效条件：有序数组\n# 子功能：取中点 → 比较\n"
+            f"# 执行：返回下标\n# 验证方式：单元测试\n# 不适用条件：数组未排序\n正文 {node_id}\n"
+        )
+    kw.setdefault("verification_basis", "test")
+    return Node(id=node_id, layer="knowledge", tags=[f"domain:{domain}"], body=body, **kw)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MdCG]:
+    with MdCG(tmp_path / "mem") as s:
+        yield s
+
+
+@pytest.fixture(params=[False, True], ids=["fast", "durable"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MdCG]:
+    """The same tests in both write modes (non-durable and durable)."""
+    with MdCG(tmp_path / "mem", durable=request.param) as s:
+        yield s
+
+
+def python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), *sys.path])
+    return env

@@ -1,0 +1,196 @@
+"""Many writer processes, a compactor, and writers killed with SIGKILL.
+
+Everything here runs real processes and checks id sets, never counts.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import python_env
+
+from md_cg import MdCG, nodefile
+
+WRITER = r"""
+import sys
+from md_cg import MdCG, Node
+root, rnd, proc, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+with MdCG(root) as s:
+    nodes = [
+        Node(id=f"r{rnd}_p{proc}_{i:03d}", layer="knowledge",
+             tags=[f"domain:d{(proc * 7 + i) % 40}"], body=f"round {rnd} proc {proc} node {i}")
+        for i in range(n)
+    ]
+    if proc % 2 == 0:
+        for node in nodes:
+            s.add(node)
+    else:
+        for start in range(0, n, 25):
+            s.add_many(nodes[start:start + 25])
+"""
+
+COMPACTOR = r"""
+import os, sys, time
+from md_cg import MdCG
+root, stop = sys.argv[1], sys.argv[2]
+runs = 0
+with MdCG(root) as s:
+    while not os.path.exists(stop):
+        s.compact_index()
+        runs += 1
+        time.sleep(0.01)
+    s.compact_index()
+print(runs)
+"""
+
+
+def ids_on_disk(root: Path) -> set[str]:
+    found = set()
+    for layer_dir in root.iterdir():
+        if layer_dir.name.startswith("."):
+            continue
+        for path in layer_dir.rglob("*.md"):
+            if not path.name.startswith("."):
+                found.add(nodefile.read_node(path).id)
+    return found
+
+
+def test_eight_writers_five_rounds_with_a_compactor(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    env = python_env()
+    written: set[str] = set()
+    procs, per_proc = 8, 200
+    for rnd in range(5):
+        stop = tmp_path / f"stop{rnd}"
+        compactor = subprocess.Popen(
+            [sys.executable, "-c", COMPACTOR, str(root), str(stop)],
+            env=env, stdout=subprocess.PIPE, text=True,
+        )
+        writers = [
+            subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(rnd), str(p), str(per_proc)], env=env)
+            for p in range(procs)
+        ]
+        for w in writers:
+            assert w.wait(timeout=300) == 0
+        stop.touch()
+        out, _ = compactor.communicate(timeout=300)
+        assert compactor.returncode == 0
+        assert int(out.strip()) >= 1
+        written |= {f"r{rnd}_p{p}_{i:03d}" for p in range(procs) for i in range(per_proc)}
+        assert ids_on_disk(root) == written
+        with MdCG(root) as fresh:
+            assert set(fresh.ids()) == written
+    with MdCG(root) as fresh:
+        health = fresh.health()
+        assert health.ok, health.findings[:5]
+        assert health.nodes == 8 * 200 * 5
+
+
+# -- SIGKILL -------------------------------------------------------------------
+
+CHURN = r"""
+import random, sys
+from md_cg import MdCG, Node
+root, seed, moves = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
+rng = random.Random(seed)
+with MdCG(root) as s:
+    print("ready", flush=True)
+    i = 0
+    while True:
+        i += 1
+        op = rng.random()
+        ids = s.ids()
+        if op < 0.5 or not ids:
+            s.add(Node(id=f"s{seed}_{i}", layer="knowledge", tags=[f"domain:d{i % 7}"], body="x" * rng.randint(1, 3000)))
+        elif op < 0.65:
+            s.add_many([Node(id=f"s{seed}_{i}_{j}", layer="self", body="batch") for j in range(10)])
+        elif op < 0.85:
+            target = rng.choice(ids)
+            if moves:
+                s.update(target, layer=rng.choice(["knowledge", "contextual", "self", "rejected"]))
+            else:
+                s.update(target, body="edited " + "y" * rng.randint(1, 3000))
+        else:
+            s.delete(rng.choice(ids), force=True)
+"""
+
+
+def kill_rounds(tmp_path: Path, moves: bool, rounds: int) -> list[str]:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    env = python_env()
+    rng = random.Random(1234 + moves)
+    kinds_seen: list[str] = []
+    for k in range(rounds):
+        proc = subprocess.Popen(
+            [sys.executable, "-c", CHURN, str(root), str(k), "1" if moves else "0"],
+            env=env, stdout=subprocess.PIPE, text=True,
+        )
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.01, 0.25))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        # every .md on disk parses (read_node raises otherwise)
+        on_disk = ids_on_disk(root)
+        with MdCG(root) as fresh:
+            assert set(fresh.ids()) == on_disk
+            findings = fresh.health().findings
+            kinds_seen += [f.kind for f in findings]
+            allowed = {"temp_file", "duplicate_id"} if moves else {"temp_file"}
+            assert {f.kind for f in findings} <= allowed, findings
+            if k % 2:
+                fresh.sync()
+                assert fresh.health().ok
+                assert set(fresh.ids()) == ids_on_disk(root)
+            if k % 5 == 4:
+                fresh.compact_index()
+    return kinds_seen
+
+
+def test_writer_killed_twenty_times_leaves_only_temp_files(tmp_path: Path) -> None:
+    kill_rounds(tmp_path, moves=False, rounds=20)
+
+
+def test_mover_killed_twenty_times_never_loses_a_node(tmp_path: Path) -> None:
+    kill_rounds(tmp_path, moves=True, rounds=20)
+
+
+@pytest.mark.parametrize("stage", ["after_log", "after_new_file"])
+def test_interrupted_move_keeps_the_node_in_one_place_at_least(tmp_path: Path, stage: str) -> None:
+    """Simulate a crash inside a move at each step; the node survives and resolves."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(nodefile.loads('---\nid: "x"\nlayer: "knowledge"\n---\nbody\n'))
+        old_path = s.entry("x").path
+        real_replace = os.replace
+
+        class Crash(Exception):
+            pass
+
+        def crashing_replace(src, dst):  # type: ignore[no-untyped-def]
+            if stage == "after_new_file":
+                real_replace(src, dst)
+            raise Crash
+
+        os.replace = crashing_replace  # type: ignore[assignment]
+        try:
+            with pytest.raises(Crash):
+                s.update("x", layer="contextual")
+        finally:
+            os.replace = real_replace
+    with MdCG(root) as fresh:
+        expect = "contextual/x.md" if stage == "after_new_file" else old_path
+        assert fresh.entry("x").path == expect
+        assert fresh.get("x").id == "x"
+        fresh.sync()
+        assert fresh.health().ok
+        assert [p.relative_to(root).as_posix() for p in root.rglob("x.md") if ".mdcg" not in p.parts] == [expect]

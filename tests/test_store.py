@@ -1,0 +1,247 @@
+"""The MdCG facade: add/get/update/delete, moves, refusals, durability, health."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from conftest import knowledge, node_tree
+
+from md_cg import MdCG, Node, NodeHasIncomingEdgesError, layout, nodefile
+from md_cg.errors import (
+    DuplicateIdError,
+    InvalidNodeError,
+    NodeNotFoundError,
+    NotAStoreError,
+    StoreClosedError,
+    UnknownLayerError,
+    UnsafeIdError,
+)
+
+
+def bucket(domain: str) -> str:
+    return layout.bucket_dir(layout.normalize_domain(domain))
+
+
+def test_init_creates_layers_and_gitignore(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as s:
+        assert len(s) == 0
+    names = sorted(p.name for p in (tmp_path / "m").iterdir())
+    assert names == [
+        ".gitignore", ".mdcg", "anchor", "contextual", "knowledge", "rejected", "self",
+        "structural", "unresolved",
+    ]
+    assert ".mdcg/*" in (tmp_path / "m" / ".gitignore").read_text()
+
+
+def test_open_missing_folder_without_create(tmp_path: Path) -> None:
+    with pytest.raises(NotAStoreError, match="no such folder"):
+        MdCG(tmp_path / "nope", create=False)
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(NotAStoreError, match="not a folder"):
+        MdCG(tmp_path / "file")
+
+
+def test_add_get_round_trip_and_paths(any_store: MdCG) -> None:
+    node = knowledge("kp_1", importance=0.8, confidence=0.6)
+    stored = any_store.add(node)
+    assert stored.created_at is not None
+    path = any_store.root / "knowledge" / bucket("计算机科学") / "kp_1.md"
+    assert path.read_text(encoding="utf-8") == nodefile.dumps(stored)
+    assert any_store.get("kp_1") == stored
+    assert any_store.entry("kp_1").path == f"knowledge/{bucket('计算机科学')}/kp_1.md"
+    assert any_store.ids() == ["kp_1"]
+    assert "kp_1" in any_store
+
+
+def test_add_with_keywords_generates_id(store: MdCG) -> None:
+    node = store.add(layer="self", body="I prefer tea")
+    assert node.id.startswith("n_") and len(node.id) == 14
+    assert store.get(node.id).body == "I prefer tea"
+    assert (store.root / "self" / f"{node.id}.md").exists()
+
+
+def test_layers_go_to_their_folders(store: MdCG) -> None:
+    for layer in ("anchor", "structural", "contextual", "self", "rejected", "unresolved"):
+        store.add(Node(id=f"x_{layer}", layer=layer))
+        assert (store.root / layer / f"x_{layer}.md").exists()
+    store.add(Node(id="k_orphan", layer="knowledge"))
+    assert (store.root / "knowledge" / "orphan" / "k_orphan.md").exists()
+
+
+def test_duplicate_id_refused_and_overwrite(store: MdCG) -> None:
+    store.add(knowledge("a"))
+    before = (store.root / store.entry("a").path).read_bytes()
+    with pytest.raises(DuplicateIdError) as err:
+        store.add(knowledge("a", body="other"))
+    assert str(err.value).startswith("node id 'a' already exists at knowledge/cond_")
+    assert (store.root / store.entry("a").path).read_bytes() == before
+    store.add(knowledge("a", body="other"), overwrite=True)
+    assert store.get("a").body == "other"
+
+
+def test_overwrite_with_identical_bytes_leaves_the_file_untouched(store: MdCG) -> None:
+    node = knowledge("a", created_at=1.0)
+    store.add(node)
+    path = store.root / store.entry("a").path
+    os.utime(path, ns=(1_000_000_000, 1_000_000_000))
+    store.add(knowledge("a", created_at=1.0), overwrite=True)
+    assert path.stat().st_mtime_ns == 1_000_000_000
+
+
+def test_overwrite_into_another_bucket_moves_the_file(store: MdCG) -> None:
+    store.add(knowledge("a", domain="物理学"))
+    old = store.root / store.entry("a").path
+    store.add(knowledge("a", domain="化学"), overwrite=True)
+    assert not old.exists()
+    assert store.entry("a").path == f"knowledge/{bucket('化学')}/a.md"
+    assert store.get("a").updated_at is not None
+
+
+@pytest.mark.parametrize(
+    ("node", "exc", "message"),
+    [
+        (Node(id="../x", layer="self"), UnsafeIdError, "unsafe node id '../x': it contains '..'"),
+        (Node(id="a/b", layer="self"), UnsafeIdError, "unsafe node id 'a/b': it contains the character '/'"),
+        (Node(id="", layer="self"), UnsafeIdError, "unsafe node id '': it is empty"),
+        (Node(id="a\x00", layer="self"), UnsafeIdError, "it contains the character '\\x00'"),
+        (Node(id="y" * 200, layer="self"), UnsafeIdError, "it is 200 characters long (max 128)"),
+        (Node(id="ok", layer="attic"), UnknownLayerError, "node 'ok': unknown layer 'attic'"),
+        (
+            Node(id="ok", layer="self", verification_basis="gut"),
+            InvalidNodeError,
+            "node 'ok': field 'verification_basis' must be one of compiler, test, measurement, "
+            "formal_proof, data, other (or absent) (got 'gut')",
+        ),
+    ],
+)
+def test_refused_input_names_the_value_and_loses_nothing(
+    store: MdCG, node: Node, exc: type[Exception], message: str
+) -> None:
+    store.add(knowledge("keep_1"))
+    store.add(Node(id="keep_2", layer="self", body="x"))
+    before = node_tree(store.root)
+    with pytest.raises(exc) as err:
+        store.add(node)
+    assert message in str(err.value)
+    assert node_tree(store.root) == before
+    assert store.ids() == ["keep_1", "keep_2"]
+    with MdCG(store.root) as fresh:
+        assert fresh.ids() == ["keep_1", "keep_2"]
+
+
+def test_add_many_is_all_or_nothing_on_bad_input(store: MdCG) -> None:
+    with pytest.raises(UnknownLayerError):
+        store.add_many([knowledge("a"), Node(id="b", layer="nope"), knowledge("c")])
+    assert store.ids() == []
+    with pytest.raises(DuplicateIdError, match="node id 'a' already exists at this batch"):
+        store.add_many([knowledge("a"), knowledge("a")])
+    assert store.ids() == []
+    store.add_many([knowledge(f"k{i}") for i in range(5)])
+    assert store.ids() == [f"k{i}" for i in range(5)]
+
+
+def test_unknown_field_keywords_are_refused(store: MdCG) -> None:
+    with pytest.raises(InvalidNodeError, match=r"unknown node field\(s\): colour"):
+        store.add(id="a", layer="self", colour="red")
+    store.add(Node(id="a", layer="self"))
+    with pytest.raises(InvalidNodeError, match="cannot update field\\(s\\) id of node 'a'"):
+        store.update("a", id="b")
+
+
+def test_update_changes_fields_and_stamps(store: MdCG) -> None:
+    store.add(knowledge("a", confidence=0.5))
+    node = store.update("a", confidence=0.7, extra={"note": "x"})
+    assert node.confidence == 0.7
+    again = store.get("a")
+    assert again.confidence == 0.7
+    assert again.extra == {"note": "x"}
+    assert again.updated_at is not None
+
+
+def test_update_moving_layers_is_a_move(store: MdCG) -> None:
+    store.add(knowledge("a"))
+    old = store.root / store.entry("a").path
+    store.move("a", "contextual")
+    assert not old.exists()
+    assert (store.root / "contextual" / "a.md").exists()
+    assert store.entry("a").layer == "contextual"
+    with MdCG(store.root) as fresh:
+        assert fresh.entry("a").path == "contextual/a.md"
+
+
+def test_update_unknown_id(store: MdCG) -> None:
+    with pytest.raises(NodeNotFoundError, match="no node with id 'ghost' in this store"):
+        store.update("ghost", confidence=0.1)
+    with pytest.raises(NodeNotFoundError):
+        store.get("ghost")
+
+
+def test_invalid_update_changes_nothing(store: MdCG) -> None:
+    store.add(knowledge("a"))
+    before = node_tree(store.root)
+    with pytest.raises(InvalidNodeError, match="between 0 and 1"):
+        store.update("a", confidence=3)
+    assert node_tree(store.root) == before
+
+
+def test_delete_and_incoming_edges(store: MdCG) -> None:
+    store.add(knowledge("target"))
+    store.add(knowledge("src", edges=[{"target": "target", "type": "causal"}]))
+    with pytest.raises(NodeHasIncomingEdgesError) as err:
+        store.delete("target")
+    assert str(err.value) == (
+        "node 'target' has incoming edges from src (causal); delete with force=True "
+        "to leave them dangling, or remove the edges first"
+    )
+    assert "target" in store
+    result = store.delete("target", force=True)
+    assert result.incoming == (("src", "causal"),)
+    assert result.node.id == "target"
+    assert "target" not in store
+    health = store.health()
+    assert [(f.kind, f.node_id) for f in health.findings] == [("dangling_edge", "src")]
+    with pytest.raises(NodeNotFoundError):
+        store.delete("target")
+
+
+def test_closed_store_refuses_use(tmp_path: Path) -> None:
+    s = MdCG(tmp_path / "m")
+    s.close()
+    with pytest.raises(StoreClosedError):
+        s.add(Node(id="a", layer="self"))
+
+
+def test_durable_writes_fsync_and_batch_is_one_group_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[int] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
+    with MdCG(tmp_path / "m") as s:
+        s.add(knowledge("fast"))
+        assert calls == []
+        s.add(knowledge("slow"), durable=True)
+        assert len(calls) == 3  # log shard, file, folder
+        calls.clear()
+        s.add_many([knowledge(f"b{i}") for i in range(20)], durable=True)
+        # one log fsync, one per file, one per folder (all in one bucket)
+        assert len(calls) == 1 + 20 + 1
+
+
+def test_health_reports_layer_counts_and_is_clean(store: MdCG) -> None:
+    store.add(knowledge("a"))
+    store.add(Node(id="s", layer="self"))
+    h = store.health()
+    assert h.ok, h.findings
+    assert h.nodes == 2
+    assert h.layers["knowledge"] == 1 and h.layers["self"] == 1 and h.layers["anchor"] == 0
+
+
+def test_health_flags_degraded_buckets_on_a_large_store(store: MdCG) -> None:
+    store.add_many([knowledge(f"k{i}", domain="only") for i in range(120)])
+    h = store.health()
+    assert [f.kind for f in h.findings] == ["bucket_degraded"]
+    assert h.buckets.largest_share == 1.0
+    assert h.buckets.degraded
