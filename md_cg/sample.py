@@ -1213,8 +1213,8 @@ TIME_WINDOWS: tuple[tuple[tuple[int, int], float], ...] = (
 )
 # Zipf exponent and offset of the domain sizes: with 90 domains and 3,042
 # nodes the largest holds 5.4% and Σvᵢ²/n² is 2.0%, as in the seed's census.
-_ZIPF_S = 0.95
-_ZIPF_OFFSET = 5
+_ZIPF_S = 1.05
+_ZIPF_OFFSET = 6
 # Share of knowledge nodes with each property (drawn per node).
 _P_SKELETON = 0.01
 _P_DOMAIN_TAG = 0.05
@@ -1663,7 +1663,8 @@ _OTHER_TEXT: dict[str, dict[str, tuple[str, ...]]] = {
             "# 目标：写出区分二者的判据",
         ),
         "en": (
-            "# Question: does {c} still hold when {na}?\n# Clues: the textbook only covers the "
+            "# Question: how should {c} be revised for this case: {na}?\n# Clues: the textbook "
+            "only covers the "
             "standard case; {r} may help\n# Goal: a corrected statement with evidence",
         ),
     },

@@ -1,0 +1,334 @@
+"""Bucket-key census: how well would each candidate key partition a store? (DESIGN §12)
+
+Pure functions over *records* -- anything with ``tags`` and
+``condition_space`` (as attributes, e.g. :class:`~md_cg.node.Node`, or as
+mapping keys). A record with a ``layer`` other than the one asked for
+(``knowledge`` by default, the only bucketed layer) is skipped.
+
+Schemes compared (each record's bucket key):
+
+==  ===========================================================================
+A   the raw ``condition_space`` 4-tuple (observation_position, observation_tool,
+    time_window, existence_constraint) -- the seed's v0.1 key
+B   ``observation_tool`` alone
+C   ``existence_constraint`` alone (``time_window`` alone is covered by the
+    per-field figures: it takes a handful of values)
+D   :func:`md_cg.layout.route_key_of` -- the ``domain:`` tag, else the
+    observation position normalised to its domain; records with neither are
+    counted as one ``orphan`` bucket. This is the key the engine uses.
+
+E   D, but a domain bucket holding more than :data:`SPLIT_FACTOR` times the
+    mean D bucket size is split by ``time_window`` (derived from the D x
+    time_window counts; not the engine's key -- see ``docs/census.md``)
+==  ===========================================================================
+
+A missing field is a value of its own (``<missing>``), so records without it
+form one bucket, as orphans do under D.
+
+For each scheme: bucket count, largest share, singleton rate, expected scan
+share ``Σ vᵢ² / n²`` and the verdict of :func:`md_cg.routing.bucket_health`.
+For each ``condition_space`` field: how many records carry it, its distinct
+values and the share of the most common one.
+
+E is reported because it measured better than D on the sample (lower
+expected scan, no singletons); it pays off only for searches whose context
+carries a time window, and a record's E bucket depends on the other records,
+so the engine keeps D. ``docs/census.md`` has the figures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .layout import ORPHAN, route_key_of
+from .routing import BucketHealth, bucket_health
+
+#: The four ``condition_space`` fields of the seed, in report order.
+CONDITION_FIELDS: tuple[str, ...] = (
+    "observation_position",
+    "observation_tool",
+    "time_window",
+    "existence_constraint",
+)
+#: Bucket key of a record that lacks the field(s) a scheme keys on.
+MISSING = "<missing>"
+#: The layer censused by default: the only one split into buckets.
+DEFAULT_LAYER = "knowledge"
+#: Scheme E splits a D bucket by time_window when it holds more than this many
+#: times the mean D bucket size.
+SPLIT_FACTOR = 2
+#: Name and label of the derived scheme E.
+E_NAME = "E"
+E_LABEL = f"D, split by time_window inside buckets > {SPLIT_FACTOR}x the mean"
+
+
+def _get(record: Any, name: str) -> Any:
+    if isinstance(record, Mapping):
+        return record.get(name)
+    return getattr(record, name, None)
+
+
+def _space(record: Any) -> Mapping[str, Any]:
+    space = _get(record, "condition_space")
+    return space if isinstance(space, Mapping) else {}
+
+
+def _value_key(value: Any) -> str:
+    """A hashable, readable key for a field value (lists and dicts as canonical JSON)."""
+    if value is None:
+        return MISSING
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def key_a(record: Any) -> str:
+    """Scheme A: the raw 4-tuple, as canonical JSON (missing fields are ``null``)."""
+    space = _space(record)
+    return json.dumps([space.get(f) for f in CONDITION_FIELDS], ensure_ascii=False, sort_keys=True)
+
+
+def key_b(record: Any) -> str:
+    """Scheme B: ``observation_tool``."""
+    return _value_key(_space(record).get("observation_tool"))
+
+
+def key_c(record: Any) -> str:
+    """Scheme C: ``existence_constraint``."""
+    return _value_key(_space(record).get("existence_constraint"))
+
+
+def key_d(record: Any) -> str:
+    """Scheme D: the engine's route key; records without one are the ``orphan`` bucket."""
+    tags = _get(record, "tags") or ()
+    return route_key_of(tags, _space(record)) or ORPHAN
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A candidate bucket key: short name, what it keys on, the key function."""
+
+    name: str
+    label: str
+    key: Callable[[Any], str]
+
+
+#: The schemes :func:`census` compares, in report order.
+SCHEMES: tuple[Scheme, ...] = (
+    Scheme("A", "raw condition_space 4-tuple", key_a),
+    Scheme("B", "observation_tool alone", key_b),
+    Scheme("C", "existence_constraint alone", key_c),
+    Scheme("D", "domain tag, else normalised observation_position (route_key)", key_d),
+)
+
+
+@dataclass(frozen=True)
+class SchemeResult:
+    """Figures of one scheme on the censused records."""
+
+    name: str
+    label: str
+    health: BucketHealth
+
+    @property
+    def verdict(self) -> str:
+        """``"healthy"`` or ``"degraded: <reasons>"``."""
+        if not self.health.degraded:
+            return "healthy"
+        return "degraded: " + "; ".join(self.health.reasons)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "scheme": self.name,
+            "label": self.label,
+            **self.health.to_dict(),
+            "verdict": self.verdict,
+        }
+
+
+@dataclass(frozen=True)
+class FieldStats:
+    """Spread of one ``condition_space`` field over the censused records."""
+
+    field: str
+    present: int
+    distinct: int
+    top_value: Any
+    top_count: int
+    top_share: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "field": self.field,
+            "present": self.present,
+            "distinct": self.distinct,
+            "top_value": self.top_value,
+            "top_count": self.top_count,
+            "top_share": self.top_share,
+        }
+
+
+@dataclass(frozen=True)
+class CensusReport:
+    """Result of :func:`census`."""
+
+    records: int
+    layer: str | None
+    schemes: tuple[SchemeResult, ...]
+    fields: tuple[FieldStats, ...]
+
+    def scheme(self, name: str) -> SchemeResult:
+        """The result of the scheme called ``name`` (``KeyError`` if absent)."""
+        for result in self.schemes:
+            if result.name == name:
+                return result
+        raise KeyError(name)
+
+    @property
+    def degraded(self) -> tuple[str, ...]:
+        """Names of the schemes the health check calls degraded."""
+        return tuple(s.name for s in self.schemes if s.health.degraded)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "records": self.records,
+            "layer": self.layer,
+            "schemes": [s.to_dict() for s in self.schemes],
+            "degraded": list(self.degraded),
+            "fields": [f.to_dict() for f in self.fields],
+        }
+
+
+def _field_stats(name: str, values: list[Any], total: int) -> FieldStats:
+    present = [v for v in values if v is not None]
+    counts = Counter(_value_key(v) for v in present)
+    if not counts:
+        return FieldStats(name, 0, 0, None, 0, 0.0)
+    top_key, top_count = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    top_value = next(v for v in present if _value_key(v) == top_key)
+    return FieldStats(name, len(present), len(counts), top_value, top_count, top_count / total)
+
+
+def split_oversized(
+    joint: Mapping[tuple[str, str], int], factor: float = SPLIT_FACTOR
+) -> dict[str, int]:
+    """Scheme E's bucket sizes from ``{(D key, time_window key): count}``.
+
+    A D bucket larger than ``factor`` times the mean D bucket size becomes one
+    bucket per time window (``"<D key> @ <window>"``); the others stay whole.
+    """
+    d_sizes: Counter[str] = Counter()
+    for (d_key, _), count in joint.items():
+        d_sizes[d_key] += count
+    if not d_sizes:
+        return {}
+    limit = factor * sum(d_sizes.values()) / len(d_sizes)
+    out: Counter[str] = Counter()
+    for (d_key, window), count in joint.items():
+        out[f"{d_key} @ {window}" if d_sizes[d_key] > limit else d_key] += count
+    return dict(out)
+
+
+def census(
+    records: Iterable[Any],
+    *,
+    layer: str | None = DEFAULT_LAYER,
+    schemes: Iterable[Scheme] = SCHEMES,
+) -> CensusReport:
+    """Compare bucket-key ``schemes`` (and E) on ``records`` in one pass.
+
+    ``layer=None`` censuses every record; otherwise records whose ``layer``
+    differs are skipped (records without a ``layer`` are always counted).
+    Scheme E is appended after the given schemes. Field figures cover the four
+    seed fields plus any other ``condition_space`` key seen, in order of first
+    appearance. Records are not kept, only counts.
+    """
+    chosen = tuple(schemes)
+    sizes: list[Counter[str]] = [Counter() for _ in chosen]
+    joint: Counter[tuple[str, str]] = Counter()
+    values: dict[str, list[Any]] = {f: [] for f in CONDITION_FIELDS}
+    total = 0
+    for record in records:
+        record_layer = _get(record, "layer")
+        if layer is not None and record_layer is not None and record_layer != layer:
+            continue
+        total += 1
+        for counter, scheme in zip(sizes, chosen, strict=True):
+            counter[scheme.key(record)] += 1
+        joint[(key_d(record), _value_key(_space(record).get("time_window")))] += 1
+        space = _space(record)
+        for name in space:
+            values.setdefault(name, [None] * (total - 1))
+        for name, seen in values.items():
+            seen.append(space.get(name))
+    return CensusReport(
+        records=total,
+        layer=layer,
+        schemes=(
+            *(
+                SchemeResult(s.name, s.label, bucket_health(dict(c)))
+                for s, c in zip(chosen, sizes, strict=True)
+            ),
+            SchemeResult(E_NAME, E_LABEL, bucket_health(split_oversized(joint))),
+        ),
+        fields=tuple(_field_stats(name, seen, total) for name, seen in values.items()),
+    )
+
+
+def _pct(x: float) -> str:
+    """A percentage with one decimal, or two significant digits below 0.1%."""
+    if 0 < x < 0.001:
+        return f"{x * 100:.2g}%"
+    return f"{x * 100:.1f}%"
+
+
+def _cell(value: Any) -> str:
+    text = _value_key(value) if value is not None else "—"
+    if len(text) > 40:
+        text = text[:39] + "…"
+    return text.replace("|", "\\|")
+
+
+def render_markdown(report: CensusReport) -> str:
+    """The report as Markdown: the scheme table, then the field table."""
+    scope = f"layer `{report.layer}`" if report.layer else "all layers"
+    lines = [
+        "# Bucket-key census",
+        "",
+        f"{report.records:,} records ({scope}).",
+        "",
+        "| scheme | bucket key | buckets | largest share | singleton rate "
+        "| expected scan Σvᵢ²/n² | verdict |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for s in report.schemes:
+        h = s.health
+        verdict = "healthy" if not h.degraded else "**degraded**"
+        lines.append(
+            f"| {s.name} | {s.label} | {h.buckets:,} | {_pct(h.largest_share)} "
+            f"| {_pct(h.singleton_rate)} | {_pct(h.expected_scan)} | {verdict} |"
+        )
+    reasons = [(s.name, r) for s in report.schemes for r in s.health.reasons]
+    if reasons:
+        lines += ["", "Degraded because:", ""]
+        lines += [f"- {name}: {reason}" for name, reason in reasons]
+    lines += [
+        "",
+        "## condition_space fields",
+        "",
+        "| field | present | distinct values | top value | top share |",
+        "|---|---:|---:|---|---:|",
+    ]
+    for f in report.fields:
+        lines.append(
+            f"| {f.field} | {f.present:,} | {f.distinct:,} | {_cell(f.top_value)} "
+            f"| {_pct(f.top_share)} |"
+        )
+    return "\n".join(lines) + "\n"
