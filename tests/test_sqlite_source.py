@@ -1,0 +1,282 @@
+"""The read-only sqlite reader: bad rows by rowid, NULL mapping, round trips, no writes."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from md_cg.errors import InvalidNodeError, MdcgError
+from md_cg.node import Edge, Node
+from md_cg.nodefile import dumps, loads
+from md_cg.sample import bundled_sample_path
+from md_cg.sqlite_source import (
+    EDGE_COLUMNS,
+    NODE_COLUMNS,
+    count_rows,
+    dangling_edges,
+    inspect_source,
+    iter_rows,
+    node_edge_rows,
+    node_to_row,
+    open_readonly,
+    row_to_node,
+    write_nodes,
+)
+
+# A user database: no primary key on id, so duplicates can exist.
+_LOOSE_SCHEMA = """
+CREATE TABLE nodes (id TEXT, layer TEXT, content TEXT, importance REAL, tags TEXT,
+                    condition_space TEXT, verification_basis TEXT, temporal TEXT);
+CREATE TABLE edges (source TEXT, target TEXT, type TEXT, confidence REAL, verified INTEGER);
+"""
+
+
+def _make_db(path: Path, rows: list[tuple], edges: list[tuple] = (), schema: str = _LOOSE_SCHEMA):
+    conn = sqlite3.connect(path)
+    conn.executescript(schema)
+    with conn:
+        for row in rows:
+            conn.execute(f"INSERT INTO nodes VALUES ({', '.join('?' * len(row))})", row)
+        for edge in edges:
+            conn.execute("INSERT INTO edges VALUES (?, ?, ?, ?, ?)", edge)
+    conn.close()
+    return path
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+@pytest.fixture
+def bad_db(tmp_path: Path) -> Path:
+    rows = [
+        (
+            "kp_good",
+            "knowledge",
+            "body one",
+            0.5,
+            '["a"]',
+            '{"observation_position": "数学"}',
+            "test",
+            None,
+        ),
+        ("kp_json", "knowledge", "x", None, '["a",', None, None, None),
+        ("kp_layer", "episodic", "x", None, None, None, None, None),
+        ("kp_good", "knowledge", "again", None, None, None, None, None),
+        ("../escape", "knowledge", "x", None, None, None, None, None),
+        ("kp_basis", "knowledge", "x", None, None, None, "proof", None),
+        ("kp_null", "knowledge", None, None, None, None, None, None),
+        (None, "knowledge", "x", None, None, None, None, None),
+        ("kp_two", "self", "", None, "[]", "{}", None, "1788612000.5"),
+        ("kp_cs", "knowledge", "y", None, None, '{"observation_position": 5', None, "oops"),
+    ]
+    edges = [
+        ("kp_good", "kp_two", "part_of", 0.7, 0),
+        ("kp_good", "kp_absent", "similar", None, None),
+        ("ghost", "kp_good", "causal", 0.5, 1),
+    ]
+    return _make_db(tmp_path / "bad.sqlite", rows, edges)
+
+
+def test_every_bad_row_kind_is_reported_by_rowid_while_good_rows_come_through(bad_db: Path):
+    conn = open_readonly(bad_db)
+    results = list(iter_rows(conn))
+    conn.close()
+    good = [(r.rowid, r.node.id) for r in results if r.ok]
+    assert good == [(1, "kp_good"), (9, "kp_two")]
+    errors = {(r.table, r.rowid): r.error for r in results if not r.ok}
+    assert set(errors) == {("nodes", n) for n in (2, 3, 4, 5, 6, 7, 8, 10)} | {("edges", 3)}
+    expected = {
+        ("nodes", 2): ["nodes rowid 2 (id 'kp_json')", "invalid JSON in column 'tags'"],
+        ("nodes", 3): ["nodes rowid 3", "unknown layer 'episodic'"],
+        ("nodes", 4): ["nodes rowid 4 (id 'kp_good')", "duplicate id, first seen at nodes rowid 1"],
+        ("nodes", 5): ["nodes rowid 5 (id '../escape')", "unsafe node id", "'..'"],
+        ("nodes", 6): ["nodes rowid 6", "verification_basis", "'proof'"],
+        ("nodes", 7): ["nodes rowid 7 (id 'kp_null')", "column 'content' is NULL"],
+        ("nodes", 8): ["nodes rowid 8 (id None)", "column 'id' is NULL"],
+        ("nodes", 10): ["'condition_space'", "'temporal'"],
+        ("edges", 3): ["edges rowid 3", "source 'ghost'", "is not a node"],
+    }
+    for key, parts in expected.items():
+        for part in parts:
+            assert part in errors[key], (key, part, errors[key])
+
+
+def test_good_rows_carry_fields_edges_and_absent_nulls(bad_db: Path):
+    conn = open_readonly(bad_db)
+    nodes = {r.node.id: r.node for r in iter_rows(conn) if r.ok}
+    conn.close()
+    first = nodes["kp_good"]
+    assert first.body == "body one"
+    assert first.importance == 0.5
+    assert first.tags == ["a"]
+    assert first.condition_space == {"observation_position": "数学"}
+    assert first.verification_basis == "test"
+    assert first.edges == [
+        Edge("kp_two", "part_of", 0.7, 0),
+        Edge("kp_absent", "similar", None, None),
+    ]
+    # NULL, '[]' and '{}' are absent fields; a number in a JSON column is kept.
+    second = nodes["kp_two"]
+    assert second == Node(id="kp_two", layer="self", body="", temporal=1788612000.5)
+
+
+def test_duplicate_ids_keep_the_first_row_even_when_it_is_bad(tmp_path: Path):
+    db = _make_db(
+        tmp_path / "dup.sqlite",
+        [("a", "nowhere", "x", None, None, None, None, None)] * 3,
+    )
+    conn = open_readonly(db)
+    results = list(iter_rows(conn))
+    conn.close()
+    assert [r.rowid for r in results] == [1, 2, 3]
+    assert "unknown layer" in results[0].error
+    assert "first seen at nodes rowid 1" in results[1].error
+    assert "first seen at nodes rowid 1" in results[2].error
+
+
+def test_reading_leaves_the_source_bytes_and_folder_unchanged(tmp_path: Path):
+    db = tmp_path / "sample.sqlite"
+    db.write_bytes(bundled_sample_path().read_bytes())
+    before, mtime, listing = _sha(db), db.stat().st_mtime_ns, sorted(os.listdir(tmp_path))
+    conn = open_readonly(db)
+    assert sum(1 for r in iter_rows(conn) if r.ok) == count_rows(conn) == 226
+    assert len(dangling_edges(conn)) == 2
+    inspect_source(conn, db)
+    with pytest.raises(sqlite3.OperationalError):
+        conn.execute("DELETE FROM nodes")
+    conn.close()
+    assert _sha(db) == before
+    assert db.stat().st_mtime_ns == mtime
+    assert sorted(os.listdir(tmp_path)) == listing
+
+
+def test_open_readonly_refuses_missing_and_foreign_files(tmp_path: Path):
+    missing = tmp_path / "nope.sqlite"
+    with pytest.raises(MdcgError, match=re.escape(f"{missing}: no such sqlite database file")):
+        open_readonly(missing)
+    assert not missing.exists()
+    text = tmp_path / "notes.sqlite"
+    text.write_text("not a database at all, just text " * 200)
+    with pytest.raises(MdcgError, match=re.escape(f"{text}: not a readable sqlite database")):
+        open_readonly(text)
+    empty = _make_db(tmp_path / "other.sqlite", [], schema="CREATE TABLE t (x);")
+    with pytest.raises(MdcgError, match="no 'nodes' table"):
+        open_readonly(empty)
+    lacking = _make_db(tmp_path / "lack.sqlite", [], schema="CREATE TABLE nodes (id, layer);")
+    with pytest.raises(MdcgError, match="lacks the required column"):
+        open_readonly(lacking)
+
+
+def test_minimal_table_unknown_columns_and_integer_ids(tmp_path: Path):
+    db = _make_db(
+        tmp_path / "min.sqlite",
+        [(7, "knowledge", "text", "lecture", None), (8, "self", "t", None, b"\x00blob")],
+        schema="CREATE TABLE nodes (id INTEGER, layer TEXT, content TEXT, source TEXT, pic BLOB);",
+    )
+    conn = open_readonly(db)
+    results = list(iter_rows(conn))
+    info = inspect_source(conn, db)
+    conn.close()
+    assert results[0].node == Node(
+        id="7", layer="knowledge", body="text", extra={"source": "lecture"}
+    )
+    assert results[0].node_id == 7
+    assert "column 'pic' holds a BLOB" in results[1].error
+    assert info.unknown_columns == ("source", "pic")
+    assert info.has_edges_table is False and info.edge_rows == 0
+    assert set(info.missing_columns) == set(NODE_COLUMNS) - {"id", "layer", "content"}
+
+
+def test_without_rowid_table_numbers_rows_by_position(tmp_path: Path):
+    db = _make_db(
+        tmp_path / "wr.sqlite",
+        [("b", "knowledge", "x"), ("a", "nowhere", "y")],
+        schema="CREATE TABLE nodes (id TEXT PRIMARY KEY, layer TEXT, content TEXT) WITHOUT ROWID;",
+    )
+    conn = open_readonly(db)
+    results = list(iter_rows(conn))
+    conn.close()
+    assert [(r.rowid, r.node_id, r.ok) for r in results] == [(1, "a", False), (2, "b", True)]
+    assert results[0].error.startswith("nodes rowid 1 (id 'a'): ")
+
+
+def _full_node() -> Node:
+    return Node(
+        id="kp_all",
+        layer="knowledge",
+        body="\n# 功能名：全字段\n---\n正文 with trailing space  \n",
+        modality="text",
+        importance=0.1 + 0.2,
+        confidence=1.0,
+        condition_space={"observation_position": "数学·知识点（x）", "time_window": [1, 2]},
+        tags=["domain:数学", "t"],
+        spatial={"bbox": [1, 2, 3, 4]},
+        temporal="durable",
+        created_at=1788612000.123456,
+        updated_at=1788612001.5,
+        semantic_coordinates=[0.1, -0.2],
+        state_attributes={"ccg": {"applies_when": "总是"}, "n": None},
+        entity_id="ent_1",
+        verification_basis="formal_proof",
+        non_applicable_conditions=["数组未排序"],
+        edges=[
+            Edge("kp_b", "part_of", 0.7, 0),
+            Edge("kp_c", "similar", None, True, extra={"note": "手工"}),
+        ],
+        verification_history=[{"verdict": "confirmed", "at": 1.5}],
+        access_count=3,
+        last_access=1788612002.25,
+        extra={"origin": ["a", {"b": 1}]},
+    )
+
+
+def test_node_to_row_and_back_is_lossless():
+    node = _full_node()
+    row = node_to_row(node)
+    assert list(row) == list(NODE_COLUMNS)
+    assert row["content"] == node.body
+    assert json.loads(row["extra"]) == {"origin": ["a", {"b": 1}]}
+    edges = node_edge_rows(node)
+    assert [list(e) for e in edges] == [list(EDGE_COLUMNS)] * 2
+    assert edges[1]["verified"] == 1
+    assert row_to_node(row, edges) == node
+
+
+def test_round_trip_through_a_database_and_through_markdown(tmp_path: Path):
+    nodes = [_full_node(), Node(id="kp_b", layer="anchor"), Node(id="kp_c", body="")]
+    db = tmp_path / "rt.sqlite"
+    conn = sqlite3.connect(db)
+    assert write_nodes(conn, nodes) == (3, 2)
+    conn.close()
+    conn = open_readonly(db)
+    back = [r.node for r in iter_rows(conn)]
+    conn.close()
+    assert back == nodes
+    for node in back:
+        assert loads(dumps(node)) == node
+
+
+def test_every_bundled_sample_node_round_trips():
+    conn = open_readonly(bundled_sample_path())
+    nodes = [r.node for r in iter_rows(conn)]
+    conn.close()
+    assert all(n is not None for n in nodes)
+    for node in nodes:
+        assert row_to_node(node_to_row(node), node_edge_rows(node)) == node
+        assert loads(dumps(node)) == node
+
+
+def test_row_to_node_raises_with_the_field_named():
+    with pytest.raises(InvalidNodeError, match="'importance'"):
+        row_to_node({"id": "a", "layer": "knowledge", "content": "", "importance": "high"})
+    with pytest.raises(InvalidNodeError, match=r"invalid JSON in column 'edges\.extra'"):
+        row_to_node(
+            {"id": "a", "layer": "knowledge", "content": ""}, [{"target": "b", "extra": "{"}]
+        )
