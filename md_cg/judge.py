@@ -1,0 +1,463 @@
+"""The qualification judge: may a found node be acted on? (DESIGN section 7)
+
+Search tier says *how* a node was found; the judgement says whether it may be
+used. :func:`judge` is a pure function of the node's CCG gaps, its
+not-applicable conditions, its verification basis, the query and the caller's
+context. The rule, checked in this order:
+
+1. **REJECT** -- a not-applicable condition of the node is hit by the query
+   or by the context. Checked first because an explicit "does not apply here"
+   is definitive: a node that says it must not be used on linked lists must
+   not be used on a linked list, whether or not its other CCG elements are
+   filled in. Reporting BLINDSPOT there would invite the caller to go and
+   complete a node that is already known to be wrong for the situation.
+2. **BLINDSPOT** -- a required CCG element is missing: attribution cannot be
+   established, stop guessing.
+3. **DEFER** -- complete, but no verification basis is declared: keep looking.
+4. **ACCEPT** -- complete, no condition hit, verification basis declared.
+
+Condition matching (:func:`condition_hit`)
+-------------------------------------------
+Both sides are normalised: NFKC, case folded, whitespace collapsed. A condition
+*hits* a text when it has content (below) and either
+
+(a) **phrase** -- the normalised condition occurs in the normalised text; where
+    the condition begins (ends) with a letter or digit of a non-CJK script, the
+    text character before (after) the occurrence must not be one, so
+    ``list`` does not hit ``playlist``; or
+(b) **content** -- every content word of the condition occurs among the
+    text's words, and every required CJK character of the condition is
+    *covered*: it belongs to a character bigram of the condition (inside one
+    run of CJK characters) that also occurs in the text; a condition run of
+    a single CJK character must occur in the text.
+
+*Words* are runs of letters/digits of non-CJK scripts (``c++``/``c#`` keep
+their suffix); a word matches its light plural forms (``lists`` ~ ``list``).
+*Content words* are the condition's words minus English function words
+(:data:`STOPWORDS`; negations such as ``not``/``no``/``without`` are content).
+*Required CJK characters* are all CJK characters of the condition except the
+particles 的/了/之 and the framing words at the edges of a run (如果/假如/若是/
+若/当/对于 at its start, 的时候/时候/的情况下/情况下/的情况/的话/时 at its end).
+A condition without content words or required characters never hits.
+
+Examples: ``linked list`` hits ``does this work on a linked list?`` (a) and
+``Linked Lists`` (b); ``数组未排序`` hits ``这个数组未排序能用吗`` (a) and
+``未排序的数组可以吗`` (b: 数组, 未排, 排序 cover every character) but not
+``数组已排序`` (未 is not covered); ``链表`` does not hit ``数组``.
+
+Negation is **not** understood: ``this is not a linked list`` hits ``linked
+list``. Conditions are matched as text, without semantics.
+
+The context
+-----------
+The context contributes text: a string is itself; a mapping contributes its
+string values, recursively through nested mappings and lists (tags,
+``condition_space`` values, ``domain``...), except the routing instruction
+``big_domain``; a :class:`~md_cg.node.Node` contributes its tags and
+``condition_space`` values; numbers and booleans are ignored. Each string is
+normalised on its own, so a phrase never spans two of them.
+
+Speed: :func:`prepare_conditions` and :func:`prepare_text` precompute what
+matching needs; :func:`judge` accepts prepared conditions and a prepared
+context, and caches prepared queries and condition strings.
+
+Imports only the standard library and :mod:`md_cg.node`, :mod:`md_cg.ccg`.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from . import ccg
+from .node import Node
+
+ACCEPT = "ACCEPT"
+REJECT = "REJECT"
+DEFER = "DEFER"
+BLINDSPOT = "BLINDSPOT"
+#: The four states, in the order the rule checks them.
+STATES: tuple[str, ...] = (REJECT, BLINDSPOT, DEFER, ACCEPT)
+
+#: English function words left out of a condition's content words.
+STOPWORDS: frozenset[str] = frozenset(
+    (
+        "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am",
+        "of", "on", "in", "at", "to", "for", "with", "by", "from", "as", "when",
+        "whenever", "while", "if", "it", "its", "this", "that", "these", "those",
+        "there", "do", "does", "did", "has", "have", "had", "and", "or", "any",
+        "some", "such", "case", "cases", "where", "which",
+    )
+)
+
+_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = re.compile(f"[{_CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+_WORD = re.compile(f"[^\\W_{_CJK_CLASS}]+[+#]*")
+_WORD_EDGE = re.compile(f"[^\\W_{_CJK_CLASS}]")
+_WS = re.compile(r"\s+")
+_BEFORE = f"(?<![^\\W_{_CJK_CLASS}])"
+_AFTER = f"(?![^\\W_{_CJK_CLASS}]|[+#])"
+# Clause boundaries: CJK punctuation, newlines, ASCII punctuation before a space,
+# the end or next to a CJK character, and the separator between context pieces.
+# (NFKC has already turned full-width ，；：！？ into ASCII.)
+_CLAUSE = re.compile(
+    f"[。、\n]|[,.;:!?](?=\\s|$|[{_CJK_CLASS}])|(?<=[{_CJK_CLASS}])[,.;:!?]| \\| "
+)
+
+_PARTICLES = frozenset("的了之")
+_LEADING = ("如果", "假如", "若是", "对于", "若", "当")
+_TRAILING = ("的情况下", "的时候", "情况下", "的情况", "时候", "的话", "时")
+_FRAMING = frozenset(_LEADING + _TRAILING)
+_SEPARATOR = " | "
+_MAX_DEPTH = 16
+
+
+def normalize_text(text: str) -> str:
+    """NFKC + case fold + whitespace collapsed and trimmed."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+
+
+def _forms(word: str) -> tuple[str, ...]:
+    """A word and its light plural-stripped forms."""
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return (word,)
+    forms = [word]
+    if word.endswith("ies") and len(word) > 4:
+        forms.append(word[:-3] + "y")
+    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
+        forms.append(word[:-2])
+    forms.append(word[:-1])
+    return tuple(forms)
+
+
+# -- prepared forms -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Clause:
+    words: frozenset[str]
+    bigrams: frozenset[str]
+    chars: frozenset[str]
+
+
+@dataclass(frozen=True)
+class PreparedText:
+    """A query or context, normalised and indexed for :func:`condition_hit`.
+
+    ``norm`` is the normalised text; ``clauses`` index its words, CJK bigrams
+    and CJK characters clause by clause (the content rule must be met inside
+    one clause).
+    """
+
+    norm: str
+    clauses: tuple[_Clause, ...]
+
+    @property
+    def empty(self) -> bool:
+        """True when there is no text at all."""
+        return not self.norm
+
+
+@dataclass(frozen=True)
+class _CjkRun:
+    text: str
+    required: tuple[int, ...]  # positions that must be covered
+
+
+@dataclass(frozen=True)
+class PreparedCondition:
+    """One not-applicable condition, precomputed for matching.
+
+    ``text`` is the condition as written (stripped); ``norm`` its normalised
+    form; ``has_content`` is False for a condition that can never hit.
+    """
+
+    text: str
+    norm: str
+    words: tuple[str, ...]
+    runs: tuple[_CjkRun, ...]
+    pattern: re.Pattern[str] | None
+
+    @property
+    def has_content(self) -> bool:
+        """True when the condition has a content word or a required CJK character."""
+        return bool(self.words) or any(run.required for run in self.runs)
+
+
+EMPTY_TEXT = PreparedText("", ())
+
+
+def _index_clause(text: str) -> _Clause:
+    words: set[str] = set()
+    for match in _WORD.finditer(text):
+        words.update(_forms(match.group()))
+    bigrams: set[str] = set()
+    chars: set[str] = set()
+    for match in _CJK_RUN.finditer(text):
+        run = match.group()
+        chars.update(run)
+        bigrams.update(run[i : i + 2] for i in range(len(run) - 1))
+    return _Clause(frozenset(words), frozenset(bigrams), frozenset(chars))
+
+
+def _index_text(norm: str) -> PreparedText:
+    clauses = tuple(_index_clause(part) for part in _CLAUSE.split(norm) if part.strip())
+    return PreparedText(norm, clauses)
+
+
+@lru_cache(maxsize=1024)
+def prepare_text(text: str) -> PreparedText:
+    """Normalise and index a query text (cached)."""
+    if not isinstance(text, str):
+        raise TypeError(f"query must be a string, got {type(text).__name__}")
+    return _index_text(normalize_text(text))
+
+
+def _context_strings(context: Any, out: list[str], depth: int = 0) -> None:
+    if context is None or isinstance(context, (bool, int, float)) or depth > _MAX_DEPTH:
+        return
+    if isinstance(context, str):
+        out.append(context)
+    elif isinstance(context, Node):
+        _context_strings(list(context.tags), out, depth + 1)
+        _context_strings(context.condition_space, out, depth + 1)
+    elif isinstance(context, Mapping):
+        for key, value in context.items():
+            if key != "big_domain":
+                _context_strings(value, out, depth + 1)
+    elif isinstance(context, (list, tuple, set, frozenset)):
+        items = sorted(context, key=repr) if isinstance(context, (set, frozenset)) else context
+        for item in items:
+            _context_strings(item, out, depth + 1)
+    else:
+        raise TypeError(
+            "judge context must be None, a string, a mapping, a list, a Node or a "
+            f"PreparedText, got {type(context).__name__}"
+        )
+
+
+def context_text(context: object) -> str:
+    """The text a context contributes (normalised pieces joined by `` | ``)."""
+    pieces: list[str] = []
+    _context_strings(context, pieces)
+    normed = (normalize_text(p) for p in pieces)
+    return _SEPARATOR.join(p for p in normed if p)
+
+
+def prepare_context(context: object) -> PreparedText:
+    """Normalise and index a caller's context once per search (see the module docstring)."""
+    if isinstance(context, PreparedText):
+        return context
+    text = context_text(context)
+    return _index_text(text) if text else EMPTY_TEXT
+
+
+def _required_positions(run: str) -> tuple[int, ...]:
+    if run in _FRAMING:
+        return ()
+    start, end = 0, len(run)
+    for prefix in _LEADING:
+        if run.startswith(prefix) and len(run) > len(prefix):
+            start = len(prefix)
+            break
+    for suffix in _TRAILING:
+        if run.endswith(suffix) and end - len(suffix) > start:
+            end -= len(suffix)
+            break
+    return tuple(i for i in range(start, end) if run[i] not in _PARTICLES)
+
+
+@lru_cache(maxsize=8192)
+def _prepare_one(condition: str) -> PreparedCondition:
+    text = condition.strip()
+    norm = normalize_text(text)
+    words = tuple(
+        dict.fromkeys(w for w in (m.group() for m in _WORD.finditer(norm)) if w not in STOPWORDS)
+    )
+    runs = tuple(_CjkRun(r, _required_positions(r)) for r in _CJK_RUN.findall(norm))
+    pattern = None
+    if norm:
+        before = _BEFORE if _WORD_EDGE.match(norm[0]) else ""
+        after = _AFTER if _WORD_EDGE.match(norm[-1]) else ""
+        if before or after:
+            pattern = re.compile(before + re.escape(norm) + after)
+    return PreparedCondition(text, norm, words, runs, pattern)
+
+
+def prepare_conditions(
+    conditions: Iterable[str | PreparedCondition],
+) -> tuple[PreparedCondition, ...]:
+    """Prepare conditions for matching: deduplicated by normalised form, order kept.
+
+    Blank conditions are dropped. The result is immutable and can be cached
+    per node by the index and passed to :func:`judge` as ``non_applicable``.
+    """
+    out: dict[str, PreparedCondition] = {}
+    for condition in conditions:
+        if isinstance(condition, PreparedCondition):
+            prepared = condition
+        elif isinstance(condition, str):
+            prepared = _prepare_one(condition)
+        else:
+            raise TypeError(f"conditions must be strings, got {type(condition).__name__}")
+        if prepared.norm and prepared.norm not in out:
+            out[prepared.norm] = prepared
+    return tuple(out.values())
+
+
+# -- matching -------------------------------------------------------------------
+
+
+def _covered(run: _CjkRun, bigrams: frozenset[str], chars: frozenset[str]) -> bool:
+    text = run.text
+    if len(text) == 1:
+        return text in chars
+    hit = [False] * len(text)
+    for i in range(len(text) - 1):
+        if text[i : i + 2] in bigrams:
+            hit[i] = hit[i + 1] = True
+    return all(hit[i] for i in run.required)
+
+
+def condition_hit(condition: PreparedCondition | str, text: PreparedText | str) -> bool:
+    """Whether a not-applicable condition is hit by a text (see the module docstring)."""
+    cond = _prepare_one(condition) if isinstance(condition, str) else condition
+    target = prepare_text(text) if isinstance(text, str) else text
+    if not cond.has_content or target.empty:
+        return False
+    if cond.norm in target.norm and (
+        cond.pattern is None or cond.pattern.search(target.norm) is not None
+    ):
+        return True
+    return any(_content_hit(cond, clause) for clause in target.clauses)
+
+
+def _content_hit(cond: PreparedCondition, clause: _Clause) -> bool:
+    words = clause.words
+    for word in cond.words:
+        if not any(form in words for form in _forms(word)):
+            return False
+    return all(_covered(run, clause.bigrams, clause.chars) for run in cond.runs if run.required)
+
+
+# -- the judgement ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The qualification of one node for one query.
+
+    ``state`` is one of :data:`STATES`; ``basis`` a one-line human-readable
+    reason; ``hit_condition`` the not-applicable condition that caused a
+    REJECT (as written in the node), else ``None``; ``missing`` the required
+    CCG elements that are absent (filled in every state, so a REJECT can
+    still tell the node is incomplete); ``matched_by`` is ``"query"`` or
+    ``"context"`` for a REJECT.
+    """
+
+    state: str
+    basis: str
+    hit_condition: str | None = None
+    missing: tuple[str, ...] = ()
+    matched_by: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping of the judgement."""
+        return {
+            "state": self.state,
+            "basis": self.basis,
+            "hit_condition": self.hit_condition,
+            "missing": list(self.missing),
+            "matched_by": self.matched_by,
+        }
+
+
+def judge(
+    *,
+    ccg_missing: Sequence[str],
+    non_applicable: Sequence[str | PreparedCondition],
+    verification_basis: str | None,
+    query: str,
+    context: object = None,
+) -> Judgement:
+    """Judge one node (see the module docstring for the rule and the matching).
+
+    ``ccg_missing``: required CCG elements absent (:func:`md_cg.ccg.missing`).
+    ``non_applicable``: the node's conditions (:func:`node_conditions`),
+    as strings or as :func:`prepare_conditions` output.
+    ``verification_basis``: the node's declared basis; ``None`` or blank
+    means none. ``query``: the raw query text. ``context``: the caller's
+    search context (string, mapping, list, Node, or :func:`prepare_context`
+    output), or ``None``.
+    """
+    missing = tuple(dict.fromkeys(str(m) for m in ccg_missing))
+    if non_applicable:
+        conditions = prepare_conditions(non_applicable)
+        if conditions:
+            query_text = prepare_text(query)
+            context_prepared = prepare_context(context) if context is not None else EMPTY_TEXT
+            for cond in conditions:
+                for source, target in (("query", query_text), ("context", context_prepared)):
+                    if condition_hit(cond, target):
+                        return Judgement(
+                            REJECT,
+                            f'REJECT: not-applicable condition "{cond.text}" matched by the '
+                            f"{source}",
+                            hit_condition=cond.text,
+                            missing=missing,
+                            matched_by=source,
+                        )
+    if missing:
+        return Judgement(
+            BLINDSPOT, f"BLINDSPOT: CCG incomplete, missing {', '.join(missing)}", missing=missing
+        )
+    basis = verification_basis.strip() if isinstance(verification_basis, str) else None
+    if not basis:
+        return Judgement(DEFER, "DEFER: CCG complete but no verification basis declared")
+    return Judgement(
+        ACCEPT,
+        f'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "{basis}"',
+    )
+
+
+# -- from a node ---------------------------------------------------------------------
+
+
+def node_conditions(node: Node) -> tuple[str, ...]:
+    """The not-applicable conditions of a node, deduplicated, order kept.
+
+    First the ``non_applicable_conditions`` field (each entry as written,
+    stripped), then the conditions of the "not applicable" CCG element
+    (body mark or ``state_attributes.ccg``) split by
+    :func:`md_cg.ccg.split_conditions`. Two conditions are duplicates when
+    their normalised forms are equal; the first spelling is kept.
+    """
+    elems = ccg.elements(node.body, node.state_attributes)
+    candidates = [c for c in node.non_applicable_conditions if isinstance(c, str)]
+    candidates.extend(ccg.split_conditions(elems.get("not_applicable", "")))
+    seen: set[str] = set()
+    out: list[str] = []
+    for condition in candidates:
+        text = condition.strip()
+        key = normalize_text(text)
+        if key and key not in seen:
+            seen.add(key)
+            out.append(text)
+    return tuple(out)
+
+
+def judge_node(node: Node, query: str, context: object = None) -> Judgement:
+    """Judge a node directly: CCG gaps, conditions and basis read from the node."""
+    elems = ccg.elements(node.body, node.state_attributes)
+    return judge(
+        ccg_missing=ccg.missing(elems),
+        non_applicable=node_conditions(node),
+        verification_basis=node.verification_basis,
+        query=query,
+        context=context,
+    )
