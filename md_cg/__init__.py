@@ -44,6 +44,8 @@ _EXPORTS = {
     "NotAStoreError": "errors",
     "ProtectedNodeError": "errors",
     "StoreClosedError": "errors",
+    "ReadOnlyStoreError": "errors",
+    "SearchResult": "search",
     "route_key": "layout",
     "bucket_dir": "layout",
 }
@@ -72,6 +74,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         NodeNotFoundError,
         NotAStoreError,
         ProtectedNodeError,
+        ReadOnlyStoreError,
         StoreClosedError,
         UnknownLayerError,
         UnsafeIdError,
@@ -79,5 +82,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .index import Entry
     from .layout import bucket_dir, route_key
     from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
+    from .search import SearchResult
     from .reports import Finding, HealthReport, MaintenanceReport, SyncReport
     from .store import Deleted, MdCG, NodeHasIncomingEdgesError, new_id

@@ -100,6 +100,10 @@ class LockTimeoutError(MdcgError, TimeoutError):
         self.timeout = timeout
 
 
+class ReadOnlyStoreError(MdcgError):
+    """A write was attempted on a store opened with ``read_only=True``."""
+
+
 class StoreClosedError(MdcgError):
     """The store was used after ``close()``."""
 

@@ -72,6 +72,8 @@ class Entry:
     title: str
     edges: tuple[tuple[str, str], ...]
     condition_space: dict[str, Any] | None = None
+    access_count: int = 0
+    last_access: float | None = None
 
     def to_list(self) -> list[Any]:
         return [
@@ -79,7 +81,7 @@ class Entry:
             self.size, list(self.tags), self.importance, self.confidence, self.created_at,
             self.updated_at, self.verification_basis, list(self.ccg_missing),
             list(self.conditions), self.title, [list(e) for e in self.edges],
-            self.condition_space,
+            self.condition_space, self.access_count, self.last_access,
         ]
 
     @classmethod
@@ -87,7 +89,7 @@ class Entry:
         return cls(
             row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(row[7]), row[8],
             row[9], row[10], row[11], row[12], tuple(row[13]), tuple(row[14]), row[15],
-            tuple((e[0], e[1]) for e in row[16]), row[17],
+            tuple((e[0], e[1]) for e in row[16]), row[17], row[18], row[19],
         )
 
 
@@ -129,6 +131,8 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int) -> Entry:
         title=title_of(node.body),
         edges=tuple((e.target, e.type) for e in node.edges),
         condition_space=node.condition_space,
+        access_count=node.access_count or 0,
+        last_access=node.last_access,
     )
 
 

@@ -30,7 +30,8 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from . import fsops, index, layout, nodefile
+from . import access, fsops, index, layout, nodefile
+from . import search as search_mod
 from .errors import (
     DuplicateIdError,
     InvalidNodeError,
@@ -38,12 +39,16 @@ from .errors import (
     MdcgError,
     NodeNotFoundError,
     NotAStoreError,
+    ReadOnlyStoreError,
     StoreClosedError,
 )
 from .index import Entry, IndexState, Parsed
 from .node import LAYERS, Node, check_id, check_layer, validate
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
+from .search import SearchResult
+from .synonyms import STORE_FILE as SYNONYM_FILE
+from .synonyms import SynonymTable
 
 STRIPES = 64
 #: Below this many knowledge nodes the bucket-health verdict is reported but
@@ -114,6 +119,9 @@ class MdCG:
     lock_timeout:
         Seconds to wait for a lock before raising
         :class:`~md_cg.errors.LockTimeoutError`.
+    read_only:
+        Refuse every write (:class:`~md_cg.errors.ReadOnlyStoreError`);
+        searches record no access. For stores on read-only media or copies.
     """
 
     def __init__(
@@ -124,10 +132,12 @@ class MdCG:
         durable: bool = False,
         refresh_interval: float | None = 1.0,
         lock_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> None:
         self.root = Path(root).absolute()
+        self.read_only = read_only
         if not self.root.exists():
-            if not create:
+            if not create or read_only:
                 raise NotAStoreError(self.root, "no such folder (pass create=True to make one)")
             self.init_folder()
         elif not self.root.is_dir():
@@ -140,6 +150,8 @@ class MdCG:
         self._maint = fsops.FileLock(self._meta / "lock", what="maintenance")
         self._stripes: dict[int, fsops.FileLock] = {}
         self._shard = fsops.ShardWriter(self._meta / index.LOG_DIR)
+        self._access = fsops.ShardWriter(self._meta / access.ACCESS_DIR)
+        self._synonyms: SynonymTable | None = None
         self._closed = False
         self._initialised = (self._meta / "lock").exists()
         self._load()
@@ -158,6 +170,8 @@ class MdCG:
         (self.root / index.META_DIR / "lock").touch(exist_ok=True)
 
     def _ensure_init(self) -> None:
+        if self.read_only:
+            raise ReadOnlyStoreError(f"store {self.root} was opened read-only")
         if not self._initialised:
             self.init_folder()
             self._initialised = True
@@ -166,6 +180,7 @@ class MdCG:
         """Release this process's log shard; the store can no longer be used."""
         with self._lock:
             self._shard.close()
+            self._access.close()
             self._closed = True
 
     def __enter__(self) -> MdCG:
@@ -493,9 +508,16 @@ class MdCG:
         anything is written; ``updated_at`` is set to now.
         """
         check_id(node_id)
-        with self._lock, self._stripe(node_id).hold(timeout=self.lock_timeout):
-            self._check_open()
-            self._ensure_init()
+        self._check_open()
+        self._ensure_init()
+        # Lock order everywhere: stripe, then maintenance (shared). Holding the
+        # shared lock across the read keeps compaction from rewriting the node
+        # between our read and our write.
+        with (
+            self._lock,
+            self._stripe(node_id).hold(timeout=self.lock_timeout),
+            self._maint.hold(shared=True, timeout=self.lock_timeout),
+        ):
             self.refresh()
             current = self._state.entries.get(node_id)
             if current is None:
@@ -529,8 +551,13 @@ class MdCG:
         (then the edges are left dangling and returned in the result).
         """
         check_id(node_id)
-        with self._lock, self._stripe(node_id).hold(timeout=self.lock_timeout):
-            self._check_open()
+        self._check_open()
+        self._ensure_init()
+        with (
+            self._lock,
+            self._stripe(node_id).hold(timeout=self.lock_timeout),
+            self._maint.hold(shared=True, timeout=self.lock_timeout),
+        ):
             self.refresh()
             current = self._state.entries.get(node_id)
             if current is None:
@@ -547,6 +574,142 @@ class MdCG:
             node = nodefile.read_node(self.root / current.path)
             self._commit([], [(node_id, current.path)], durable=durable)
             return Deleted(node, incoming)
+
+    # -- search ------------------------------------------------------------------
+
+    @property
+    def synonyms(self) -> SynonymTable:
+        """The synonym table: the shipped default plus ``.mdcg/synonyms.json`` if present."""
+        if self._synonyms is None:
+            self._synonyms = SynonymTable.from_files(self._meta / SYNONYM_FILE)
+        return self._synonyms
+
+    def reload_synonyms(self) -> SynonymTable:
+        """Re-read the store's synonym file (after editing it)."""
+        self._synonyms = None
+        return self.synonyms
+
+    def search(
+        self,
+        query: str,
+        layer: str | None = None,
+        k: int = 10,
+        context: Any = None,
+        judge: bool = True,
+        record: bool = True,
+    ) -> tuple[list[SearchResult], dict[str, Any]]:
+        """Find nodes for ``query`` with the T0–T3 ladder; return ``(results, meta)``.
+
+        ``layer`` limits the search to one layer (default: every layer but the
+        negative ones, ``rejected`` and ``unresolved``). ``context`` (tags with
+        ``domain:``, a ``condition_space``, a domain string, and/or
+        ``{"big_domain": "auto" | "<domain>"}``) routes the search to condition
+        buckets first; ``None`` means no routing. Each result has ``node``
+        (read on first access), ``score``, ``tier``, ``state`` and ``basis``;
+        ``judge=False`` leaves the last two ``None``. ``meta`` holds the plan
+        as executed: deepest tier, buckets, nodes scanned, big domain with its
+        score table, ``covered_neg`` (negative memories the query hits) and
+        timings. ``record=True`` appends the result ids to the access log (and
+        nothing else); a read-only store records nothing.
+        """
+        with self._lock:
+            self._check_open()
+            self._maybe_refresh()
+            results, meta = search_mod.run(
+                self._state,
+                self.synonyms,
+                query,
+                layer=layer,
+                k=k,
+                context=context,
+                judge=judge,
+                loader=self.get,
+            )
+        if record and results and not self.read_only:
+            self.record_access([r.id for r in results])
+        return results, meta
+
+    def record_access(self, node_ids: Iterable[str]) -> None:
+        """Append one access per id to this process's access-log shard (nothing else)."""
+        ids = [check_id(i) for i in node_ids]
+        if not ids:
+            return
+        with self._lock:
+            self._check_open()
+            self._ensure_init()
+            self._access.append({"id": i} for i in ids)
+
+    def access_counts(self, node_ids: Iterable[str] | None = None) -> dict[str, int]:
+        """Accesses per node: the folded ``access_count`` plus the log since the last fold.
+
+        With ``node_ids``, exactly those ids (0 for none); otherwise every node
+        with at least one access.
+        """
+        self._check_open()
+        self._maybe_refresh()
+        tail = access.read_counts(self._meta / access.ACCESS_DIR)
+        entries = self._state.entries
+        if node_ids is not None:
+            wanted = list(node_ids)
+            return {
+                i: (entries[i].access_count if i in entries else 0) + tail.counts.get(i, 0)
+                for i in wanted
+            }
+        out = {i: e.access_count for i, e in entries.items() if e.access_count}
+        for i, c in tail.counts.items():
+            if i in entries:
+                out[i] = out.get(i, 0) + c
+        return dict(sorted(out.items()))
+
+    def compact_access(self) -> dict[str, int]:
+        """Fold the access log into ``access_count``/``last_access`` of the nodes, in one batch.
+
+        Runs under the exclusive maintenance lock. Returns the accesses folded
+        per node. Crash-safe: see :mod:`md_cg.access`.
+        """
+        directory = self._meta / access.ACCESS_DIR
+        with self._lock:
+            self._check_open()
+            self._ensure_init()
+            with self._maint.hold(shared=False, timeout=self.lock_timeout):
+                self._read_tail()
+                pending = access.read_journal(directory)
+                if pending is not None:
+                    self._apply_access_targets(pending["targets"])
+                    access.write_checkpoint(directory, pending["offsets"])
+                    access.clear_journal(directory)
+                tail = access.read_counts(directory)
+                targets: dict[str, list[Any]] = {}
+                for node_id, count in sorted(tail.counts.items()):
+                    e = self._state.entries.get(node_id)
+                    if e is None:
+                        continue  # accesses of nodes deleted since are dropped
+                    last = max(e.last_access or 0.0, tail.last.get(node_id, 0.0))
+                    targets[node_id] = [e.access_count + count, last]
+                access.write_journal(directory, tail.offsets, targets)
+                self._apply_access_targets(targets)
+                access.write_checkpoint(directory, tail.offsets)
+                access.clear_journal(directory)
+                removed = access.remove_folded_shards(directory, tail.offsets)
+                if removed:
+                    offsets = {k: v for k, v in tail.offsets.items() if k not in removed}
+                    access.write_checkpoint(directory, offsets)
+                return {i: tail.counts[i] for i in targets}
+
+    def _apply_access_targets(self, targets: dict[str, list[Any]]) -> None:
+        """Set absolute access figures (caller holds the exclusive lock: no stripe locks)."""
+        puts = []
+        for node_id, (count, last) in targets.items():
+            e = self._state.entries.get(node_id)
+            if e is None:
+                continue
+            node = nodefile.read_node(self.root / e.path)
+            if node.access_count == count and node.last_access == last:
+                continue
+            node.access_count = int(count)
+            node.last_access = float(last)
+            puts.append(self._prepare(node))
+        self._commit(puts)
 
     # -- maintenance --------------------------------------------------------------
 

@@ -1,0 +1,291 @@
+"""Search: the T0–T3 fallback ladder over the in-memory index, and the judge.
+
+==== ==================== ==========================================================
+tier scope                how
+==== ==================== ==========================================================
+T0   routed bucket(s)     term match: nodes containing an expanded query term, BM25
+T1   routed bucket(s)     scan: character-bigram similarity over the whole bucket
+T2   whole store          term match: every candidate scored before cutting to k
+T3   whole store          scan: bigram similarity; fills up to k (never empty)
+==== ==================== ==========================================================
+
+The ladder stops as soon as ``k`` results with a score above zero exist
+(results, not candidates: a scan always has candidates). Tiers T0/T1 run only
+when the caller's ``context`` routes somewhere; ``context=None`` goes straight
+to T2, which then equals a plain full-store BM25 ranking. Each result carries
+the tier that found it and, unless ``judge=False``, its qualification state
+(ACCEPT / REJECT / DEFER / BLINDSPOT) and the basis of that state. A query
+reads no node file: everything comes from the index; ``result.node`` loads the
+file on first access.
+
+Imports only lower layers (index, text, textindex, judge, routing, layout,
+synonyms).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import layout, routing
+from .index import Entry, IndexState, layer_code
+from .judge import judge as judge_node
+from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
+from .synonyms import SynonymTable
+from .text import query_terms
+
+TIERS = ("T0", "T1", "T2", "T3")
+#: Share of a query's own terms a negative-memory entry must contain to count
+#: as covering the query (``meta["covered_neg"]``).
+NEGATIVE_COVERAGE = 0.5
+
+_POSITIVE_CODES = [layer_code(name) for name in LAYERS if name not in NEGATIVE_LAYERS]
+_NEGATIVE_CODES = [layer_code(name) for name in sorted(NEGATIVE_LAYERS)]
+
+
+@dataclass
+class SearchResult:
+    """One hit. ``node`` is read from its file the first time it is accessed."""
+
+    id: str
+    score: float
+    tier: str
+    state: str | None
+    basis: str | None
+    entry: Entry = field(repr=False)
+    _loader: Callable[[str], Node] | None = field(default=None, repr=False, compare=False)
+    _node: Node | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def node(self) -> Node:
+        if self._node is None:
+            if self._loader is None:
+                raise RuntimeError("this result has no store to load its node from")
+            self._node = self._loader(self.id)
+        return self._node
+
+    @property
+    def title(self) -> str:
+        return self.entry.title
+
+    def to_dict(self, *, with_node: bool = False) -> dict[str, Any]:
+        d: dict[str, Any] = {
+            "id": self.id,
+            "score": self.score,
+            "tier": self.tier,
+            "state": self.state,
+            "basis": self.basis,
+            "layer": self.entry.layer,
+            "path": self.entry.path,
+            "title": self.entry.title,
+        }
+        if with_node:
+            d["body"] = self.node.body
+            d["tags"] = list(self.node.tags)
+        return d
+
+
+def expand(query: str, synonyms: SynonymTable) -> tuple[list[tuple[str, float]], list[str]]:
+    """Weighted index terms of a query, and the words used for domain routing.
+
+    Terms: the query's own terms at 1.0, then the terms of synonyms found by
+    the synonym table at the table's weight; a term keeps the highest weight
+    any source gives it, in first-seen order. Words: the query's
+    whitespace-separated words plus the table entries found in it.
+    """
+    weights: dict[str, float] = {}
+    for term in query_terms(query):
+        weights.setdefault(term, 1.0)
+    words = query.split()
+    for phrase, weight in synonyms.expand_text(query):
+        if weight >= 1.0 and phrase not in words:
+            words.append(phrase)
+        for term in query_terms(phrase):
+            if weights.get(term, 0.0) < weight:
+                weights[term] = weight
+    return list(weights.items()), words
+
+
+@dataclass
+class Plan:
+    """What a search will scan, decided before scanning (returned in ``meta``)."""
+
+    layers: list[str]
+    route_key: str | None
+    buckets: list[str]
+    big_domain: str | None
+    big_domain_scores: dict[str, float] | None
+
+
+def plan(state: IndexState, words: Sequence[str], layer: str | None, context: Any) -> Plan:
+    """Decide the layers and the routed buckets (stage 1 and 2 of routing)."""
+    if layer is not None:
+        check_layer(layer)
+        layers = [layer]
+    else:
+        layers = [name for name in LAYERS if name not in NEGATIVE_LAYERS]
+    big: str | None = None
+    scores: dict[str, float] | None = None
+    buckets: list[str] = []
+    key: str | None = None
+    if isinstance(context, Mapping) and "big_domain" in context:
+        big, scores = routing.resolve_big_domain(context["big_domain"], words)
+        if big is not None:
+            keys = {e.domain for e in state.entries.values() if e.bucket is not None}
+            wanted = set(routing.buckets_for_big_domain(big, keys))
+            buckets = sorted(layout.bucket_dir(k) for k in wanted)
+    else:
+        big, scores = routing.big_domain_classify(words)
+    if context is not None and not (isinstance(context, Mapping) and set(context) == {"big_domain"}):
+        key = layout.context_route_key(
+            {k: v for k, v in context.items() if k != "big_domain"}
+            if isinstance(context, Mapping)
+            else context
+        )
+        if key is not None:
+            buckets = sorted(set(buckets) | {layout.bucket_dir(key)})
+    if layout.BUCKETED_LAYER not in layers:
+        buckets = []
+    return Plan(layers, key, buckets, big, scores)
+
+
+def run(
+    state: IndexState,
+    synonyms: SynonymTable,
+    query: str,
+    *,
+    layer: str | None = None,
+    k: int = 10,
+    context: Any = None,
+    judge: bool = True,
+    loader: Callable[[str], Node] | None = None,
+) -> tuple[list[SearchResult], dict[str, Any]]:
+    """Run the ladder over ``state``; see :meth:`md_cg.MdCG.search`."""
+    if not isinstance(query, str):
+        raise TypeError(f"query must be a string, got {type(query).__name__}")
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ValueError(f"k must be a positive integer, got {k!r}")
+    started = time.perf_counter()
+    text = state.text
+    terms, words = expand(query, synonyms)
+    p = plan(state, words, layer, context)
+    layer_codes = [layer_code(name) for name in p.layers]
+    found: dict[str, tuple[float, str]] = {}
+    timings: dict[str, float] = {}
+    scanned: dict[str, int] = {}
+    deepest = "T0"
+
+    def positives() -> int:
+        return sum(1 for score, _ in found.values() if score > 0)
+
+    def take(hits: Sequence[tuple[str, float]], tier: str, fill: bool = False) -> None:
+        for doc_id, score in hits:
+            if doc_id not in found and (score > 0 or fill) and len(found) < k:
+                found[doc_id] = (float(score), tier)
+
+    routed_codes = [state.bucket_codes[b] for b in p.buckets if b in state.bucket_codes]
+    if routed_codes:
+        bucket_scope = text.scope(layers=[layer_code(layout.BUCKETED_LAYER)], buckets=routed_codes)
+        t = time.perf_counter()
+        scanned["T0"] = text.size(bucket_scope)
+        deepest = "T0"
+        if terms:
+            take(text.match(terms, bucket_scope, k=k), "T0")
+        timings["T0"] = (time.perf_counter() - t) * 1000
+        if positives() < k:
+            t = time.perf_counter()
+            deepest = "T1"
+            scanned["T1"] = scanned["T0"]
+            take(text.similar(query, bucket_scope, k=k, exclude=found.keys()), "T1")
+            timings["T1"] = (time.perf_counter() - t) * 1000
+    if positives() < k:
+        # Results of T1 with a zero score never made it in; everything found so
+        # far has a positive score, so the remaining slots are k - len(found).
+        global_scope = text.scope(layers=layer_codes)
+        t = time.perf_counter()
+        deepest = "T2"
+        scanned["T2"] = text.size(global_scope)
+        if terms:
+            take(text.match(terms, global_scope, k=k - len(found), exclude=found.keys()), "T2")
+        timings["T2"] = (time.perf_counter() - t) * 1000
+        if positives() < k:
+            t = time.perf_counter()
+            deepest = "T3"
+            scanned["T3"] = scanned["T2"]
+            take(
+                text.similar(query, global_scope, k=k - len(found), exclude=found.keys()),
+                "T3",
+                fill=True,
+            )
+            timings["T3"] = (time.perf_counter() - t) * 1000
+
+    ordered = sorted(found.items(), key=lambda kv: (TIERS.index(kv[1][1]), -kv[1][0]))
+    results: list[SearchResult] = []
+    t = time.perf_counter()
+    for doc_id, (score, tier) in ordered:
+        entry = state.entries[doc_id]
+        state_, basis = (None, None)
+        if judge:
+            state_, basis = judge_entry(entry, query, context)
+        results.append(SearchResult(doc_id, score, tier, state_, basis, entry, loader))
+    timings["judge"] = (time.perf_counter() - t) * 1000
+    t = time.perf_counter()
+    covered = covered_negatives(state, terms)
+    timings["covered_neg"] = (time.perf_counter() - t) * 1000
+    total = len(state.entries)
+    largest_scope = max(scanned.values(), default=0)
+    meta: dict[str, Any] = {
+        "query": query,
+        "k": k,
+        "layer": layer,
+        "tier": deepest,
+        "route_key": p.route_key,
+        "buckets": p.buckets,
+        "routed": bool(routed_codes),
+        "big_domain": p.big_domain,
+        "big_domain_scores": p.big_domain_scores,
+        "terms": [[term, weight] for term, weight in terms],
+        "scanned": largest_scope,
+        "scanned_by_tier": scanned,
+        "scanned_share": largest_scope / total if total else 0.0,
+        "store_size": total,
+        "covered_neg": covered,
+        "timing_ms": {**timings, "total": (time.perf_counter() - started) * 1000},
+    }
+    return results, meta
+
+
+def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
+    """Qualification state and basis of one indexed node for a query and context."""
+    if entry.layer == "rejected":
+        return "REJECT", "REJECT: negative memory (a falsified hypothesis in rejected/)"
+    if entry.layer == "unresolved":
+        return "BLINDSPOT", "BLINDSPOT: negative memory (an open question in unresolved/)"
+    j = judge_node(
+        ccg_missing=entry.ccg_missing,
+        non_applicable=entry.conditions,
+        verification_basis=entry.verification_basis,
+        query=query,
+        context=context,
+    )
+    return j.state, j.basis
+
+
+def covered_negatives(state: IndexState, terms: Sequence[tuple[str, float]]) -> list[str]:
+    """Ids of rejected/unresolved entries that contain at least half the query's own terms."""
+    own = [t for t, w in terms if w >= 1.0]
+    if not own:
+        return []
+    text = state.text
+    scope = text.scope(layers=_NEGATIVE_CODES)
+    if text.size(scope) == 0:
+        return []
+    hits: dict[str, int] = {}
+    for term in own:
+        for doc_id, _ in text.match([(term, 1.0)], scope, k=None):
+            hits[doc_id] = hits.get(doc_id, 0) + 1
+    need = max(1, math.ceil(len(own) * NEGATIVE_COVERAGE))
+    return sorted(doc_id for doc_id, n in hits.items() if n >= need)
