@@ -1,0 +1,355 @@
+"""Tests of md_cg.synonyms: default table, per-store files, expansion."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from md_cg.errors import MdcgError
+from md_cg.synonyms import (
+    ORIGINAL_WEIGHT,
+    SYNONYM_WEIGHT,
+    SynonymFileError,
+    SynonymTable,
+    load_groups,
+    normalize,
+    store_synonym_path,
+)
+
+DEFAULT_FILE = Path(__file__).resolve().parent.parent / "md_cg" / "data" / "synonyms.json"
+
+
+@pytest.fixture(scope="module")
+def table() -> SynonymTable:
+    return SynonymTable.default()
+
+
+def words(expansion: list[tuple[str, float]]) -> list[str]:
+    return [w for w, _ in expansion]
+
+
+def write(path: Path, data: object) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+# -- the default table -------------------------------------------------------
+
+
+def test_weights() -> None:
+    assert ORIGINAL_WEIGHT == 1.0
+    assert SYNONYM_WEIGHT == 0.6
+
+
+def test_default_table_has_a_few_hundred_groups(table: SynonymTable) -> None:
+    assert len(table) >= 300
+    raw = json.loads(DEFAULT_FILE.read_text(encoding="utf-8"))
+    assert raw["version"] == 1
+    assert len(raw["groups"]) == len(table)
+
+
+def test_default_is_shared(table: SynonymTable) -> None:
+    assert SynonymTable.default() is table
+
+
+@pytest.mark.parametrize(
+    ("word", "expected"),
+    [
+        ("二分查找", {"折半查找", "binary search"}),
+        ("binary search", {"二分查找", "折半查找"}),
+        ("电脑", {"计算机", "computer"}),
+        ("computer", {"电脑", "计算机"}),
+        ("car", {"automobile", "汽车"}),
+        ("automobile", {"car"}),
+        ("医生", {"大夫", "doctor"}),
+        ("大夫", {"医生", "doctor"}),
+        ("doctor", {"医生", "大夫"}),
+        ("明天", {"tomorrow"}),
+        ("开心", {"高兴", "happy"}),
+        ("妈妈", {"母亲", "mother"}),
+        ("同事", {"colleague"}),
+    ],
+)
+def test_default_groups_are_symmetric_examples(
+    table: SynonymTable, word: str, expected: set[str]
+) -> None:
+    assert expected <= set(table.synonyms_of(word))
+
+
+def test_every_default_group_is_symmetric(table: SynonymTable) -> None:
+    for group in table.groups:
+        for a in group:
+            syn = set(table.synonyms_of(a))
+            assert a not in syn
+            for b in group:
+                if a != b:
+                    assert b in syn, (a, b)
+
+
+def test_word_in_two_groups_gets_the_union_not_the_closure(table: SynonymTable) -> None:
+    # 爷爷 and 外公 share "grandfather" but are not synonyms of each other.
+    assert "外公" in table.synonyms_of("grandfather")
+    assert "爷爷" in table.synonyms_of("grandfather")
+    assert "外公" not in table.synonyms_of("爷爷")
+
+
+def test_ambiguous_english_words_are_left_out(table: SynonymTable) -> None:
+    # verbs and function words that would drag unrelated results in
+    for word in ("work", "store", "train", "mean", "now", "map", "may", "resume"):
+        assert word not in table, word
+
+
+def test_lookup_is_case_and_width_insensitive(table: SynonymTable) -> None:
+    assert table.synonyms_of("Binary  SEARCH") == table.synonyms_of("binary search")
+    assert table.synonyms_of("ＣＡＲ") == table.synonyms_of("car")  # full-width
+    assert "Car" in table
+
+
+def test_plural_lookup(table: SynonymTable) -> None:
+    assert table.synonyms_of("doctors") == table.synonyms_of("doctor")
+    assert table.synonyms_of("linked lists") == table.synonyms_of("linked list")
+    assert table.synonyms_of("xyzzy") == ()
+
+
+# -- expand(words) -----------------------------------------------------------
+
+
+def test_expand_originals_first_then_synonyms(table: SynonymTable) -> None:
+    out = table.expand(["Car", "repair"])
+    assert out[:2] == [("car", 1.0), ("repair", 1.0)]
+    assert ("automobile", SYNONYM_WEIGHT) in out
+    assert ("汽车", SYNONYM_WEIGHT) in out
+    weights = [w for _, w in out]
+    assert weights == sorted(weights, reverse=True)
+
+
+def test_expand_exact_result(table: SynonymTable) -> None:
+    assert table.expand(["医生"]) == [
+        ("医生", 1.0),
+        ("大夫", 0.6),
+        ("医师", 0.6),
+        ("doctor", 0.6),
+        ("physician", 0.6),
+    ]
+
+
+def test_expand_multiword_phrase_from_adjacent_words(table: SynonymTable) -> None:
+    out = table.expand(["binary", "search", "edge"])
+    assert out[:4] == [("binary", 1.0), ("search", 1.0), ("edge", 1.0), ("binary search", 1.0)]
+    assert ("二分查找", 0.6) in out
+    # the words the phrase covers are not expanded on their own
+    assert "搜索" not in words(out)
+
+
+def test_expand_single_word_without_phrase(table: SynonymTable) -> None:
+    assert "搜索" in words(table.expand(["search"]))
+
+
+def test_expand_phrase_as_expansion(table: SynonymTable) -> None:
+    out = table.expand(["二分查找"])
+    assert ("binary search", 0.6) in out
+
+
+def test_expand_deduplicates_and_keeps_original_weight(table: SynonymTable) -> None:
+    out = table.expand(["car", "automobile", "CAR"])
+    assert words(out).count("car") == 1
+    assert dict(out)["automobile"] == 1.0  # an original stays 1.0 even though a synonym
+    assert len(words(out)) == len(set(words(out)))
+
+
+def test_expand_unknown_and_empty_words(table: SynonymTable) -> None:
+    assert table.expand(["xyzzy", "", "  "]) == [("xyzzy", 1.0)]
+    assert table.expand([]) == []
+
+
+def test_expand_chinese_word_finds_entries_inside(table: SynonymTable) -> None:
+    out = table.expand(["用电脑"])
+    assert out[0] == ("用电脑", 1.0)
+    assert ("电脑", 1.0) in out
+    assert ("computer", 0.6) in out
+
+
+def test_expand_is_deterministic(table: SynonymTable) -> None:
+    query = ["binary", "search", "二分查找", "car", "doctors", "明天"]
+    first = table.expand(query)
+    for _ in range(3):
+        assert table.expand(query) == first
+    assert SynonymTable.from_files().expand(query) == first
+
+
+# -- expand_text(query) ------------------------------------------------------------
+
+
+def test_expand_text_chinese_substring(table: SynonymTable) -> None:
+    assert table.expand_text("二分查找的边界") == [
+        ("二分查找", 1.0),
+        ("折半查找", 0.6),
+        ("二分搜索", 0.6),
+        ("二分法查找", 0.6),
+        ("binary search", 0.6),
+    ]
+
+
+def test_expand_text_english_phrase_and_plural(table: SynonymTable) -> None:
+    out = table.expand_text("How does Binary Search work on linked lists?")
+    assert out[:2] == [("binary search", 1.0), ("linked list", 1.0)]
+    assert ("二分查找", 0.6) in out
+    assert ("链表", 0.6) in out
+
+
+def test_expand_text_whole_words_only(table: SynonymTable) -> None:
+    assert table.expand_text("carpet cleaning") == []
+    assert words(table.expand_text("my car, carpet"))[:1] == ["car"]
+
+
+def test_expand_text_punctuation_breaks_phrases(table: SynonymTable) -> None:
+    assert "binary search" not in words(table.expand_text("binary, search"))
+    assert "binary search" in words(table.expand_text("binary-search"))
+
+
+def test_expand_text_longest_match(table: SynonymTable) -> None:
+    # 电话号码 is an entry: 电话 inside it is not expanded separately
+    out = words(table.expand_text("我的电话号码"))
+    assert out[0] == "电话号码"
+    assert "telephone" not in out
+
+
+def test_expand_text_single_cjk_char_only_when_standalone(table: SynonymTable) -> None:
+    assert table.expand_text("茶几上的东西") == []
+    assert words(table.expand_text("喝 茶 吗")) == ["茶", "茶水", "tea"]
+
+
+def test_expand_text_mixed_script(table: SynonymTable) -> None:
+    out = table.expand_text("用Python写脚本, c++ 和 c#")
+    assert words(out)[:4] == ["python", "脚本", "c++", "c#"]
+    assert {"script", "cpp", "csharp"} <= set(words(out))
+
+
+def test_expand_text_with_words_first(table: SynonymTable) -> None:
+    out = table.expand_text("二分查找的边界", words=["二分查找", "边界"])
+    assert out[:2] == [("二分查找", 1.0), ("边界", 1.0)]
+    assert words(out).count("二分查找") == 1
+
+
+def test_expand_text_empty(table: SynonymTable) -> None:
+    assert table.expand_text("") == []
+    assert table.expand_text("。，！") == []
+
+
+def test_expand_speed(table: SynonymTable) -> None:
+    query = "二分查找的边界 binary search on a sorted array"
+    table.expand_text(query)
+    n = 2000
+    start = time.perf_counter()
+    for _ in range(n):
+        table.expand_text(query)
+    per_call = (time.perf_counter() - start) / n
+    assert per_call < 200e-6  # 50 µs target on a developer machine; slack for CI
+
+
+# -- per-store files ---------------------------------------------------------------
+
+
+def test_store_file_adds_to_default(tmp_path: Path) -> None:
+    path = write(
+        tmp_path / ".mdcg" / "synonyms.json",
+        {
+            "version": 1,
+            "_comment": "mine",
+            "groups": [["小明", "明明", "xiaoming"], ["car", "座驾"]],
+        },
+    )
+    assert store_synonym_path(tmp_path) == path
+    t = SynonymTable.from_files(path)
+    assert len(t) == len(SynonymTable.default()) + 2
+    assert t.synonyms_of("小明") == ("明明", "xiaoming")
+    # a word in both: union, default groups first
+    syn = t.synonyms_of("car")
+    assert "automobile" in syn
+    assert syn[-1] == "座驾"
+    assert words(t.expand_text("小明的电脑"))[:2] == ["小明", "电脑"]
+
+
+def test_store_file_without_default(tmp_path: Path) -> None:
+    path = write(tmp_path / "s.json", [["a1", "b1"]])
+    t = SynonymTable.from_files(path, default=False)
+    assert t.groups == (("a1", "b1"),)
+    assert t.expand(["A1"]) == [("a1", 1.0), ("b1", 0.6)]
+
+
+def test_absent_store_file_is_skipped(tmp_path: Path) -> None:
+    t = SynonymTable.from_files(tmp_path / ".mdcg" / "synonyms.json", None)
+    assert len(t) == len(SynonymTable.default())
+
+
+def test_extended(table: SynonymTable) -> None:
+    t = table.extended([["foo", "bar"]])
+    assert t.synonyms_of("foo") == ("bar",)
+    assert "foo" not in table
+
+
+@pytest.mark.parametrize(
+    ("content", "problem"),
+    [
+        ("{not json", "not valid JSON"),
+        ('"groups"', "expected an object with 'groups' or a list of groups, got str"),
+        ('{"group": []}', "unknown key 'group'"),
+        ('{"version": 1}', "missing key 'groups'"),
+        ('{"version": 2, "groups": []}', "unsupported version 2"),
+        ('{"groups": {"a": "b"}}', "'groups' must be a list, got dict"),
+        ('{"groups": [["a", "b"], "c"]}', "group 2: expected a list of words, got str"),
+        ('{"groups": [["a", 5]]}', "group 1: entry 2: expected a string, got int 5"),
+        ('{"groups": [["a", " "]]}', "group 1: entry 2 ' ' has no letter, digit or CJK character"),
+        ('{"groups": [["car", "Car"]]}', "group 1: needs at least two different entries"),
+        ('{"groups": [["solo"]]}', "group 1: needs at least two different entries"),
+    ],
+)
+def test_malformed_file_names_path_and_problem(tmp_path: Path, content: str, problem: str) -> None:
+    path = tmp_path / ".mdcg" / "synonyms.json"
+    path.parent.mkdir()
+    path.write_text(content, encoding="utf-8")
+    with pytest.raises(MdcgError) as info:
+        SynonymTable.from_files(path)
+    message = str(info.value)
+    assert message.startswith(f"{path}: invalid synonym file: ")
+    assert problem in message
+    assert isinstance(info.value, SynonymFileError)
+    assert info.value.path == str(path)
+
+
+def test_non_utf8_file(tmp_path: Path) -> None:
+    path = tmp_path / "syn.json"
+    path.write_bytes('[["电脑", "计算机"]]'.encode("gbk"))
+    with pytest.raises(SynonymFileError, match="not UTF-8"):
+        SynonymTable.from_files(path)
+
+
+def test_utf8_bom_is_accepted(tmp_path: Path) -> None:
+    path = tmp_path / "syn.json"
+    path.write_bytes(b"\xef\xbb\xbf" + '[["甲", "乙"]]'.encode())
+    assert SynonymTable.from_files(path, default=False).synonyms_of("甲") == ("乙",)
+
+
+def test_directory_instead_of_file(tmp_path: Path) -> None:
+    with pytest.raises(SynonymFileError, match="is a directory"):
+        SynonymTable.from_files(tmp_path)
+
+
+def test_load_groups_missing_is_an_error_unless_allowed(tmp_path: Path) -> None:
+    with pytest.raises(SynonymFileError, match="file not found"):
+        load_groups(tmp_path / "nope.json")
+    assert load_groups(tmp_path / "nope.json", missing_ok=True) == []
+
+
+def test_constructor_rejects_bad_groups() -> None:
+    with pytest.raises(ValueError, match="synonym group 1"):
+        SynonymTable([["only"]])
+
+
+def test_normalize() -> None:
+    assert normalize("  Ｂinary\tSEARCH ") == "binary search"
+    assert normalize("ABC") == "abc"
