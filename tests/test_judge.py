@@ -1,0 +1,349 @@
+"""Tests of md_cg.judge: the four states, their order, condition matching."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from md_cg.judge import (
+    ACCEPT,
+    BLINDSPOT,
+    DEFER,
+    REJECT,
+    STATES,
+    Judgement,
+    PreparedText,
+    condition_hit,
+    context_text,
+    judge,
+    judge_node,
+    node_conditions,
+    prepare_conditions,
+    prepare_context,
+    prepare_text,
+)
+from md_cg.node import Node
+
+COMPLETE_BODY = (
+    "# 功能名：二分查找\n"
+    "# 生效条件：有序数组，随机访问 O(1)\n"
+    "# 子功能：取中点 → 比较 → 缩小区间\n"
+    "# 执行：返回下标或 -1\n"
+    "# 验证方式：单元测试覆盖边界\n"
+    "# 不适用条件：数组未排序；链表\n"
+    "正文……\n"
+)
+
+
+def run(
+    *,
+    missing: tuple[str, ...] = (),
+    conditions: tuple[str, ...] = (),
+    basis: str | None = "test",
+    query: str = "二分查找的边界",
+    context: object = None,
+) -> Judgement:
+    return judge(
+        ccg_missing=missing,
+        non_applicable=conditions,
+        verification_basis=basis,
+        query=query,
+        context=context,
+    )
+
+
+# -- the four states ------------------------------------------------------------
+
+
+def test_states_in_rule_order() -> None:
+    assert STATES == ("REJECT", "BLINDSPOT", "DEFER", "ACCEPT")
+
+
+def test_accept() -> None:
+    j = run(conditions=("数组未排序", "链表"))
+    assert j == Judgement(
+        ACCEPT,
+        'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "test"',
+    )
+
+
+def test_defer_without_basis() -> None:
+    for basis in (None, "", "   "):
+        j = run(conditions=("链表",), basis=basis)
+        assert j.state == DEFER
+        assert j.basis == "DEFER: CCG complete but no verification basis declared"
+        assert j.hit_condition is None
+        assert j.missing == ()
+
+
+def test_blindspot_lists_missing_elements() -> None:
+    j = run(missing=("verified_by", "not_applicable"), basis="test")
+    assert j.state == BLINDSPOT
+    assert j.basis == "BLINDSPOT: CCG incomplete, missing verified_by, not_applicable"
+    assert j.missing == ("verified_by", "not_applicable")
+
+
+def test_blindspot_beats_defer() -> None:
+    assert run(missing=("steps",), basis=None).state == BLINDSPOT
+
+
+def test_reject_by_query() -> None:
+    j = run(conditions=("链表", "数组未排序"), query="这个数组未排序能用吗")
+    assert j.state == REJECT
+    assert j.basis == 'REJECT: not-applicable condition "数组未排序" matched by the query'
+    assert j.hit_condition == "数组未排序"
+    assert j.matched_by == "query"
+
+
+def test_reject_beats_blindspot_and_keeps_missing() -> None:
+    j = run(
+        missing=("verified_by",),
+        conditions=("数组未排序",),
+        basis=None,
+        query="数组未排序可以用二分吗",
+    )
+    assert j.state == REJECT
+    assert j.missing == ("verified_by",)
+    # the same node without the hit is a blind spot
+    assert run(missing=("verified_by",), conditions=("数组未排序",), basis=None).state == BLINDSPOT
+
+
+def test_reject_via_context_not_query() -> None:
+    j = run(conditions=("链表",), query="二分查找怎么写", context={"tags": ["链表", "algorithm"]})
+    assert j.state == REJECT
+    assert j.matched_by == "context"
+    assert j.basis == 'REJECT: not-applicable condition "链表" matched by the context'
+    # the same query without that context is accepted
+    assert run(conditions=("链表",), query="二分查找怎么写").state == ACCEPT
+
+
+def test_first_condition_in_node_order_is_reported() -> None:
+    j = run(conditions=("链表", "数组未排序"), query="链表和数组未排序")
+    assert j.hit_condition == "链表"
+
+
+def test_query_is_checked_before_context_for_the_same_condition() -> None:
+    j = run(conditions=("链表",), query="链表", context="链表")
+    assert j.matched_by == "query"
+
+
+def test_english_condition() -> None:
+    j = run(conditions=("linked list",), query="Does this work on a linked list?")
+    assert j.state == REJECT
+    assert j.basis == 'REJECT: not-applicable condition "linked list" matched by the query'
+
+
+def test_no_false_hit() -> None:
+    assert run(conditions=("链表",), query="数组").state == ACCEPT
+    assert run(conditions=("数组未排序",), query="数组已排序").state == ACCEPT
+    assert run(conditions=("list",), query="my playlist").state == ACCEPT
+    assert run(conditions=("not sorted",), query="the array is sorted").state == ACCEPT
+
+
+def test_blank_and_empty_conditions_never_reject() -> None:
+    assert run(conditions=("", "  ", "。"), query="。 anything").state == ACCEPT
+    assert run(conditions=(), query="").state == ACCEPT
+
+
+def test_missing_deduplicated_order_kept() -> None:
+    j = run(missing=("steps", "executes", "steps"))
+    assert j.missing == ("steps", "executes")
+
+
+def test_judgement_is_frozen_and_serialisable() -> None:
+    j = run(conditions=("链表",), query="链表")
+    with pytest.raises(AttributeError):
+        j.state = ACCEPT  # type: ignore[misc]
+    assert j.to_dict() == {
+        "state": "REJECT",
+        "basis": 'REJECT: not-applicable condition "链表" matched by the query',
+        "hit_condition": "链表",
+        "missing": [],
+        "matched_by": "query",
+    }
+
+
+# -- condition matching --------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("condition", "text"),
+    [
+        ("linked list", "does this work on a linked list?"),
+        ("Linked List", "LINKED  LIST"),
+        ("linked list", "can I use it with linked lists"),  # plural, content rule
+        ("linked list", "a list that is linked"),  # all content words in one clause
+        ("数组未排序", "这个数组未排序能用吗"),
+        ("数组未排序", "未排序的数组可以吗"),  # reordered: every character covered
+        ("当数组未排序时", "数组未排序怎么办"),  # framing 当…时 not required
+        ("人物被遮挡 >70% 时", "人物被遮挡超过70%的照片"),
+        ("Windows 系统", "在windows系统上运行"),
+        ("array not sorted", "the array is not sorted"),
+        ("c++", "用c++写"),
+        ("ｌｉｎｋｅｄ ｌｉｓｔ", "linked list"),  # NFKC full-width
+        ("数据库连接失败", "数据库连接失败了怎么办"),
+        ("未排序的数组", "数组未排序时能用吗"),  # particle 的 not required
+    ],
+)
+def test_hits(condition: str, text: str) -> None:
+    assert condition_hit(condition, text)
+
+
+@pytest.mark.parametrize(
+    ("condition", "text"),
+    [
+        ("链表", "数组"),
+        ("数组未排序", "数组已排序"),  # 未 not covered
+        ("list", "my playlist"),  # word boundary
+        ("c", "c++ only"),
+        ("not sorted", "the array is sorted"),
+        ("array not sorted", "the array is sorted, not reversed"),  # different clauses
+        ("高并发写入", "高并发读取，写入少"),  # different clauses
+        ("linked list", "linked. List"),
+        ("时", "什么时候"),  # only framing: no content
+        ("the", "the end"),  # only function words: no content
+        ("linked list", ""),
+    ],
+)
+def test_no_hits(condition: str, text: str) -> None:
+    assert not condition_hit(condition, text)
+
+
+def test_phrase_rule_alone_can_hit() -> None:
+    # the condition spans a clause boundary, so only the phrase rule can match it
+    cond = "empty input, null value"
+    assert condition_hit(cond, "what about empty input, null value?")
+    assert not condition_hit(cond, "null value, and empty input")
+
+
+def test_negation_is_not_understood() -> None:
+    # documented limitation: text matching, no semantics
+    assert condition_hit("linked list", "this is not a linked list")
+
+
+def test_prepared_and_raw_give_the_same_answer() -> None:
+    conds = prepare_conditions(["链表", "linked list", "数组未排序"])
+    for text in ("链表", "a linked list", "数组", "未排序的数组"):
+        prepared = prepare_text(text)
+        for cond in conds:
+            assert condition_hit(cond, prepared) == condition_hit(cond.text, text)
+
+
+def test_prepare_conditions_dedups_by_normalised_form() -> None:
+    conds = prepare_conditions(["Linked List", "linked  list", "", "链表", "  链表 "])
+    assert [c.text for c in conds] == ["Linked List", "链表"]
+    assert prepare_conditions(conds) == conds
+    with pytest.raises(TypeError):
+        prepare_conditions([3])  # type: ignore[list-item]
+
+
+def test_judge_accepts_prepared_conditions_and_context() -> None:
+    conds = prepare_conditions(["链表"])
+    ctx = prepare_context({"tags": ["链表"]})
+    assert isinstance(ctx, PreparedText)
+    j = judge(
+        ccg_missing=(), non_applicable=conds, verification_basis="test", query="q", context=ctx
+    )
+    assert j.state == REJECT
+    assert j.matched_by == "context"
+
+
+# -- context text ------------------------------------------------------------------------
+
+
+def test_context_text_from_mapping_nested() -> None:
+    ctx = {
+        "tags": ["domain:计算机科学", "Linked List"],
+        "condition_space": {"observation_position": "链表·知识点", "time_window": [1, 2]},
+        "big_domain": "auto",
+        "flag": True,
+        "weight": 0.5,
+    }
+    assert context_text(ctx) == "domain:计算机科学 | linked list | 链表·知识点"
+
+
+def test_context_text_from_node_uses_tags_and_condition_space_only() -> None:
+    node = Node(
+        id="ctx",
+        body="数组未排序",
+        tags=["链表"],
+        condition_space={"observation_tool": "Linked List"},
+    )
+    assert context_text(node) == "链表 | linked list"
+    assert run(conditions=("数组未排序",), query="q", context=node).state == ACCEPT
+    assert run(conditions=("linked list",), query="q", context=node).state == REJECT
+
+
+def test_context_string_and_list() -> None:
+    assert run(conditions=("链表",), query="q", context="在链表上").state == REJECT
+    assert run(conditions=("链表",), query="q", context=["数组", "链表"]).state == REJECT
+
+
+def test_phrase_does_not_span_context_pieces() -> None:
+    assert not condition_hit("linked list", prepare_context(["a linked", "list b"]))
+
+
+def test_bad_context_type() -> None:
+    with pytest.raises(TypeError):
+        run(conditions=("链表",), context=object())
+
+
+def test_big_domain_value_is_not_context_text() -> None:
+    assert run(conditions=("auto",), query="q", context={"big_domain": "auto"}).state == ACCEPT
+
+
+# -- from a node ----------------------------------------------------------------------------
+
+
+def test_node_conditions_field_then_ccg_element_dedup() -> None:
+    node = Node(
+        id="kp_1",
+        body=COMPLETE_BODY,
+        non_applicable_conditions=["链表", "Linked List"],
+        verification_basis="test",
+    )
+    assert node_conditions(node) == ("链表", "Linked List", "数组未排序")
+
+
+def test_node_conditions_from_state_attributes_ccg() -> None:
+    node = Node(
+        id="kp_2",
+        state_attributes={"ccg": {"not_applicable": "no network, or read-only disk"}},
+    )
+    assert node_conditions(node) == ("no network", "read-only disk")
+
+
+def test_node_conditions_none() -> None:
+    assert node_conditions(Node(id="kp_3")) == ()
+
+
+def test_judge_node_states() -> None:
+    node = Node(id="kp_1", body=COMPLETE_BODY, verification_basis="test")
+    assert judge_node(node, "二分查找的边界").state == ACCEPT
+    assert judge_node(node, "这个数组未排序能用吗").state == REJECT
+    assert judge_node(node, "二分", context={"tags": ["链表"]}).state == REJECT
+    node.verification_basis = None
+    assert judge_node(node, "二分查找的边界").state == DEFER
+    bare = Node(id="kp_4", body="# 不适用条件：链表\n")
+    j = judge_node(bare, "二分查找")
+    assert j.state == BLINDSPOT
+    assert j.missing == ("applies_when", "steps", "executes", "verified_by")
+    assert judge_node(bare, "链表能用吗").state == REJECT
+
+
+def test_judge_is_fast_enough() -> None:
+    conds = prepare_conditions(["数组未排序", "链表", "linked list", "多进程并发写入"])
+    ctx = prepare_context({"tags": ["domain:计算机科学"]})
+    query = "二分查找在有序数组上的边界条件 binary search edge cases"
+    n = 2000
+    start = time.perf_counter()
+    for _ in range(n):
+        judge(
+            ccg_missing=(),
+            non_applicable=conds,
+            verification_basis="test",
+            query=query,
+            context=ctx,
+        )
+    assert (time.perf_counter() - start) / n < 200e-6
