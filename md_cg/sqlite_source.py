@@ -334,21 +334,20 @@ def _decode_json(column: str, value: Any) -> Any:
         ) from None
 
 
-def _load_edges(
-    conn: sqlite3.Connection,
-) -> tuple[dict[str, list[tuple[int, dict[str, Any]]]], int]:
-    """Edges grouped by source id, each as ``(edge rowid, edge dict)``; and the row count."""
+def _load_edges(conn: sqlite3.Connection) -> dict[Any, list[tuple[int, dict[str, Any]]]]:
+    """Edges grouped by source id, each as ``(edge rowid, row by reference column)``.
+
+    An ``edges`` table without ``source`` and ``target`` columns holds no edges.
+    """
     cols = _edge_table_columns(conn)
-    grouped: dict[str, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
+    grouped: dict[Any, list[tuple[int, dict[str, Any]]]] = defaultdict(list)
     if "source" not in cols or "target" not in cols:
-        return grouped, 0
+        return grouped
     names = list(cols)
-    count = 0
     for rowid, *values in _select(conn, "edges", [cols[c] for c in names]):
-        count += 1
         row = dict(zip(names, values, strict=True))
         grouped[_id_text(row["source"])].append((rowid, row))
-    return grouped, count
+    return grouped
 
 
 def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
@@ -459,7 +458,7 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     rows, each edge whose source is no row of ``nodes`` yields a result with
     ``table="edges"``. Node rows are streamed; edges are preloaded.
     """
-    edges_by_source, _ = _load_edges(conn)
+    edges_by_source = _load_edges(conn)
     columns = _columns(conn, "nodes")
     first_seen: dict[str, int] = {}
     for rowid, *values in _select(conn, "nodes", columns):
