@@ -1520,7 +1520,10 @@ def _knowledge_node(rng: random.Random, item: _Item, node_id: str, space: dict[s
     return node
 
 
-def _knowledge(rng: random.Random, seed: int, knowledge: int, slice_: bool, taken: set[str]):
+def _knowledge(
+    rng: random.Random, seed: int, knowledge: int, slice_: bool, taken: set[str]
+) -> tuple[list[_Item], list[Node]]:
+    """The knowledge notes to write and their nodes, in the same order."""
     items = _items(rng, knowledge, slice_)
     tools = _quota(rng, len(items), TOOLS)
     constraints = _quota(rng, len(items), CONSTRAINTS)
