@@ -156,6 +156,7 @@ class PreparedText:
 
     norm: str
     clauses: tuple[_Clause, ...]
+    union: _Clause
 
     @property
     def empty(self) -> bool:
@@ -165,8 +166,12 @@ class PreparedText:
 
 @dataclass(frozen=True)
 class _CjkRun:
+    """A run of CJK characters of a condition that has required characters."""
+
     text: str
-    required: tuple[int, ...]  # positions that must be covered
+    bigrams: tuple[str, ...]
+    # per required position: indices of the two bigrams that may cover it (-1: none)
+    cover: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True)
@@ -179,17 +184,14 @@ class PreparedCondition:
 
     text: str
     norm: str
-    words: tuple[str, ...]
+    words: tuple[tuple[str, ...], ...]  # content words, each with its plural forms
     runs: tuple[_CjkRun, ...]
     pattern: re.Pattern[str] | None
-
-    @property
-    def has_content(self) -> bool:
-        """True when the condition has a content word or a required CJK character."""
-        return bool(self.words) or any(run.required for run in self.runs)
+    has_content: bool
 
 
-EMPTY_TEXT = PreparedText("", ())
+_NO_CLAUSE = _Clause(frozenset(), frozenset(), frozenset())
+EMPTY_TEXT = PreparedText("", (), _NO_CLAUSE)
 
 
 def _index_clause(text: str) -> _Clause:
@@ -205,9 +207,18 @@ def _index_clause(text: str) -> _Clause:
     return _Clause(frozenset(words), frozenset(bigrams), frozenset(chars))
 
 
+@lru_cache(maxsize=1024)
 def _index_text(norm: str) -> PreparedText:
     clauses = tuple(_index_clause(part) for part in _CLAUSE.split(norm) if part.strip())
-    return PreparedText(norm, clauses)
+    if len(clauses) == 1:
+        union = clauses[0]
+    else:
+        union = _Clause(
+            frozenset().union(*(c.words for c in clauses)),
+            frozenset().union(*(c.bigrams for c in clauses)),
+            frozenset().union(*(c.chars for c in clauses)),
+        )
+    return PreparedText(norm, clauses, union)
 
 
 @lru_cache(maxsize=1024)
@@ -277,16 +288,30 @@ def _prepare_one(condition: str) -> PreparedCondition:
     text = condition.strip()
     norm = normalize_text(text)
     words = tuple(
-        dict.fromkeys(w for w in (m.group() for m in _WORD.finditer(norm)) if w not in STOPWORDS)
+        _forms(w)
+        for w in dict.fromkeys(m.group() for m in _WORD.finditer(norm))
+        if w not in STOPWORDS
     )
-    runs = tuple(_CjkRun(r, _required_positions(r)) for r in _CJK_RUN.findall(norm))
+    runs: list[_CjkRun] = []
+    for run in _CJK_RUN.findall(norm):
+        required = _required_positions(run)
+        if not required:
+            continue
+        last = len(run) - 2  # index of the last bigram
+        runs.append(
+            _CjkRun(
+                run,
+                tuple(run[i : i + 2] for i in range(len(run) - 1)),
+                tuple((p - 1 if p >= 1 else -1, p if p <= last else -1) for p in required),
+            )
+        )
     pattern = None
     if norm:
         before = _BEFORE if _WORD_EDGE.match(norm[0]) else ""
         after = _AFTER if _WORD_EDGE.match(norm[-1]) else ""
         if before or after:
             pattern = re.compile(before + re.escape(norm) + after)
-    return PreparedCondition(text, norm, words, runs, pattern)
+    return PreparedCondition(text, norm, words, tuple(runs), pattern, bool(words or runs))
 
 
 def prepare_conditions(
@@ -314,14 +339,13 @@ def prepare_conditions(
 
 
 def _covered(run: _CjkRun, bigrams: frozenset[str], chars: frozenset[str]) -> bool:
-    text = run.text
-    if len(text) == 1:
-        return text in chars
-    hit = [False] * len(text)
-    for i in range(len(text) - 1):
-        if text[i : i + 2] in bigrams:
-            hit[i] = hit[i + 1] = True
-    return all(hit[i] for i in run.required)
+    if not run.bigrams:
+        return run.text in chars
+    present = [b in bigrams for b in run.bigrams]
+    for left, right in run.cover:
+        if not ((left >= 0 and present[left]) or (right >= 0 and present[right])):
+            return False
+    return True
 
 
 def condition_hit(condition: PreparedCondition | str, text: PreparedText | str) -> bool:
@@ -334,15 +358,20 @@ def condition_hit(condition: PreparedCondition | str, text: PreparedText | str) 
         cond.pattern is None or cond.pattern.search(target.norm) is not None
     ):
         return True
+    # the union of all clauses rejects most conditions at once
+    if not _content_hit(cond, target.union):
+        return False
+    if len(target.clauses) == 1:
+        return True
     return any(_content_hit(cond, clause) for clause in target.clauses)
 
 
 def _content_hit(cond: PreparedCondition, clause: _Clause) -> bool:
     words = clause.words
-    for word in cond.words:
-        if not any(form in words for form in _forms(word)):
+    for forms in cond.words:
+        if not any(form in words for form in forms):
             return False
-    return all(_covered(run, clause.bigrams, clause.chars) for run in cond.runs if run.required)
+    return all(_covered(run, clause.bigrams, clause.chars) for run in cond.runs)
 
 
 # -- the judgement ------------------------------------------------------------------
