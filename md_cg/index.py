@@ -252,6 +252,8 @@ class IndexState:
     problems: dict[str, str] = field(default_factory=dict)
     #: ids with more than one file: id -> losing paths
     duplicates: dict[str, list[str]] = field(default_factory=dict)
+    #: intents without their "done" record yet: shard -> id -> paths
+    pending: dict[str, dict[str, list[str]]] = field(default_factory=dict)
 
     def bucket_code(self, bucket: str | None) -> int:
         if bucket is None:
@@ -453,23 +455,38 @@ def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | 
 
 @dataclass
 class TailRead:
-    """New log records from all shards since the given offsets, in replay order."""
+    """New log records since the given offsets.
 
-    records: list[dict[str, Any]]
+    ``by_shard`` keeps each shard's records in file order (what "done"
+    markers refer to); ``records`` is all of them in replay order
+    (timestamp, shard, sequence).
+    """
+
+    by_shard: dict[str, list[dict[str, Any]]]
     offsets: dict[str, int]
     bad_lines: int
     missing_shards: list[str]
 
+    @property
+    def records(self) -> list[dict[str, Any]]:
+        flat = [
+            (int(rec.get("ts", 0)), name, int(rec.get("seq", 0)), rec)
+            for name, recs in self.by_shard.items()
+            for rec in recs
+        ]
+        flat.sort(key=lambda r: (r[0], r[1], r[2]))
+        return [r[3] for r in flat]
+
 
 def read_tail(root: Path, offsets: dict[str, int]) -> TailRead:
-    """Read every shard from its known offset; order by (ts, shard, seq)."""
+    """Read every shard from its known offset (whole lines only)."""
     log_dir = root / META_DIR / LOG_DIR
     names = fsops.list_shards(log_dir)
     new_offsets = dict(offsets)
-    records: list[tuple[int, str, int, dict[str, Any]]] = []
+    by_shard: dict[str, list[dict[str, Any]]] = {}
     bad = 0
     present = set(names)
-    missing = [n for n, off in offsets.items() if n not in present and off > 0]
+    missing = [n for n in offsets if n not in present]
     for name in names:
         start = offsets.get(name, 0)
         path = log_dir / name
@@ -478,7 +495,6 @@ def read_tail(root: Path, offsets: dict[str, int]) -> TailRead:
         except FileNotFoundError:
             continue
         if size <= start:
-            new_offsets[name] = min(start, size) if size < start else start
             continue
         try:
             read = fsops.read_shard(path, start)
@@ -486,12 +502,11 @@ def read_tail(root: Path, offsets: dict[str, int]) -> TailRead:
             continue
         bad += read.bad_lines
         new_offsets[name] = read.end
-        for rec in read.records:
-            records.append((int(rec.get("ts", 0)), name, int(rec.get("seq", 0)), rec))
-    records.sort(key=lambda r: (r[0], r[1], r[2]))
+        if read.records:
+            by_shard[name] = read.records
     for name in missing:
         new_offsets.pop(name, None)
-    return TailRead([r[3] for r in records], new_offsets, bad, missing)
+    return TailRead(by_shard, new_offsets, bad, missing)
 
 
 def shard_ends(root: Path) -> dict[str, int]:
@@ -577,15 +592,50 @@ def _stat_and_parse(
     return parsed
 
 
-def replay(root: Path, state: IndexState, records: Iterable[dict[str, Any]]) -> list[str]:
-    """Apply log records by resolving every id they name against the disk."""
+def replay(root: Path, state: IndexState, tail: TailRead) -> list[str]:
+    """Apply new log records: resolve every id they name against the disk.
+
+    A ``put``/``del`` record is an intent written before its file operation;
+    a ``done`` record follows once the operations of that commit finished.
+    Ids whose intent has no ``done`` yet may be mid-write in another process,
+    so they stay *pending* and are resolved again on every later replay until
+    their ``done`` arrives (or compaction, which excludes all writers,
+    settles them: :func:`settle_pending`).
+    """
     touched: dict[str, list[str]] = {}
-    for rec in records:
-        node_id = rec.get("id")
-        path = rec.get("path")
-        if isinstance(node_id, str) and isinstance(path, str):
-            touched.setdefault(node_id, []).append(path)
+    for name, recs in tail.by_shard.items():
+        pending = state.pending.setdefault(name, {})
+        for rec in recs:
+            if rec.get("op") == "done":
+                for node_id, paths in pending.items():
+                    touched.setdefault(node_id, []).extend(paths)
+                pending.clear()
+                continue
+            node_id = rec.get("id")
+            path = rec.get("path")
+            if isinstance(node_id, str) and isinstance(path, str):
+                touched.setdefault(node_id, []).append(path)
+                pending.setdefault(node_id, []).append(path)
+    for name in tail.missing_shards:
+        # A shard that was compacted away belonged to a finished writer.
+        for node_id, paths in state.pending.pop(name, {}).items():
+            touched.setdefault(node_id, []).extend(paths)
+    for name in [n for n, p in state.pending.items() if not p]:
+        del state.pending[name]
+    for pending in state.pending.values():
+        for node_id, paths in pending.items():
+            touched.setdefault(node_id, []).extend(paths)
     return resolve_ids(root, state, touched)
+
+
+def settle_pending(root: Path, state: IndexState) -> list[str]:
+    """Resolve and forget every pending id (call only while no writer can be active)."""
+    touched: dict[str, list[str]] = {}
+    for pending in state.pending.values():
+        for node_id, paths in pending.items():
+            touched.setdefault(node_id, []).extend(paths)
+    state.pending.clear()
+    return resolve_ids(root, state, touched) if touched else []
 
 
 def iter_entries(state: IndexState, layer: str | None = None) -> Iterator[Entry]:

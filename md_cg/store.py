@@ -201,7 +201,10 @@ class MdCG:
             state, offsets, ident = snap.state, snap.offsets, snap.identity
             self.loaded_from = "snapshot"
         else:
-            offsets = index.shard_ends(self.root)
+            # Read the whole log after the scan: a record older than the scan
+            # may belong to a write that finished only after the scan looked
+            # (resolving an id against the disk twice is harmless).
+            offsets = {}
             state = index.build_from_files(self.root)
             ident = None
             self.loaded_from = "files"
@@ -216,9 +219,9 @@ class MdCG:
         tail = index.read_tail(self.root, self._offsets)
         self._offsets = tail.offsets
         self._log_damage += tail.bad_lines
-        if not tail.records:
+        if not tail.by_shard and not tail.missing_shards and not self._state.pending:
             return []
-        return index.replay(self.root, self._state, tail.records)
+        return index.replay(self.root, self._state, tail)
 
     def refresh(self) -> list[str]:
         """Pick up other processes' changes from the log; return the ids that changed.
@@ -319,6 +322,15 @@ class MdCG:
         rel = layout.rel_path(node)
         return node, rel, nodefile.dumps(node).encode("utf-8")
 
+    def _append_log(self, records: list[dict[str, Any]], *, durable: bool = False) -> None:
+        """Append to our own shard and move our own read offset past it."""
+        own = self._shard.name
+        before = self._offsets.get(own, 0) if own else 0
+        written = self._shard.append(records, durable=durable)
+        if own != self._shard.name:
+            before = 0  # a new shard (first write, or after fork)
+        self._offsets[self._shard.name] = before + written  # type: ignore[index]
+
     def _commit(
         self,
         puts: Sequence[tuple[Node, str, bytes]],
@@ -334,12 +346,7 @@ class MdCG:
         if not records:
             return
         with self._maint.hold(shared=True, timeout=self.lock_timeout):
-            own = self._shard.name
-            before = self._offsets.get(own, 0) if own else 0
-            written = self._shard.append(records, durable=durable)
-            if own is None or own != self._shard.name:
-                before = 0
-            self._offsets[self._shard.name] = before + written  # type: ignore[index]
+            self._append_log(records, durable=durable)
             temps: list[tuple[Path, Path, Any]] = []
             try:
                 for node, rel, data in puts:
@@ -375,6 +382,7 @@ class MdCG:
             if durable:
                 for d in dirs:
                     fsops.fsync_dir(d)
+            self._append_log([{"op": "done"}])
 
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         if node is not None:
@@ -770,6 +778,9 @@ class MdCG:
                     self._load()
                 else:
                     self._read_tail()
+                # No writer is active under the exclusive lock: every intent
+                # read so far has finished (or its writer died); settle them.
+                index.settle_pending(self.root, self._state)
                 return self._write_snapshot(started, shards_before)
 
     def rebuild_index(self, progress: Callable[[int], Any] | None = None) -> MaintenanceReport:
@@ -851,12 +862,7 @@ class MdCG:
         dup_removed = self._trash_duplicates()
         temp_removed = self._remove_abandoned_temps()
         if records:
-            own = self._shard.name
-            before_off = self._offsets.get(own, 0) if own else 0
-            written = self._shard.append(records)
-            if own is None or own != self._shard.name:
-                before_off = 0
-            self._offsets[self._shard.name] = before_off + written  # type: ignore[index]
+            self._append_log([*records, {"op": "done"}])
         return SyncReport(
             added=tuple(sorted(added)),
             changed=tuple(sorted(changed)),
