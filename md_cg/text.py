@@ -1,0 +1,280 @@
+"""Text analysis for search: one tokenizer for alphabetic and CJK text.
+
+:func:`analyze` turns a node's text into index terms; :func:`query_terms`
+turns a query into the terms :meth:`md_cg.textindex.TextIndex.match` looks up.
+Both run the same pipeline, so every term a query word produces is a term of
+any document that contains the word verbatim:
+
+1. :func:`normalize`: NFKC (full-width letters and digits become ASCII,
+   compatibility ideographs unified ones), lower case, and every character
+   that is not a letter or digit (punctuation, full-width punctuation,
+   symbols, emoji, ``_``) becomes a space.
+2. Words -- space-separated runs outside the CJK scripts: a word in
+   :data:`ENGLISH_STOPWORDS` is dropped; any other is case-folded and stemmed
+   with Snowball (English; Russian for Cyrillic words). Stems are cached.
+3. CJK runs (Han, kana, Hangul): every character bigram of the run and every
+   character (unigram); a run of one character gives just that character.
+
+:func:`query_terms` further drops English question words and Chinese
+question words (什么, 哪里, 多少, 为什么, 怎么, 如何, 是否, 吗, 呢, ...): a CJK
+run is cut where a question word is removed and the pieces are analysed as
+above (``哪一年`` leaves ``年``). Queries use CJK unigrams as well as bigrams:
+on the CMRC dev split that raised hit@1 from 76 to 81 (docs/ranking.md).
+
+:func:`char_bigrams` is a helper for bigram similarity.
+
+This module sits at the bottom of the package: it imports only PyStemmer,
+rapidfuzz and the standard library.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+
+import Stemmer
+from rapidfuzz.utils import default_process
+
+__all__ = [
+    "CHINESE_QUESTION_WORDS",
+    "CJK_CHARS",
+    "ENGLISH_QUESTION_WORDS",
+    "ENGLISH_STOPWORDS",
+    "Analyzer",
+    "analyze",
+    "char_bigrams",
+    "is_cjk",
+    "normalize",
+    "query_terms",
+]
+
+#: Character-class body of the scripts analysed by character n-grams:
+#: hiragana, katakana (+ phonetic extensions), CJK ideographs (extension A,
+#: unified, compatibility, extensions B and later), Hangul syllables and jamo,
+#: and the ideographic marks 々 〆 〇.
+CJK_CHARS = (
+    "\u3005-\u3007"
+    "\u3040-\u30ff"
+    "\u3130-\u318f"
+    "\u31f0-\u31ff"
+    "\u3400-\u4dbf"
+    "\u4e00-\u9fff"
+    "\u1100-\u11ff"
+    "\uac00-\ud7af"
+    "\uf900-\ufaff"
+    "\U00020000-\U0003134f"
+)
+
+_CJK_RE = re.compile(f"[{CJK_CHARS}]")
+_CJK_SPLIT_RE = re.compile(f"([{CJK_CHARS}]+)")
+_CYRILLIC_RE = re.compile("[\u0400-\u04ff]")
+
+_STOPWORDS_TEXT = """
+a about above after again against all am an and any are aren as at be because
+been before being below between both but by can could couldn d did didn do does
+doesn doing don down during each few for from further had hadn has hasn have
+haven having he her here hers herself him himself his how i if in into is isn
+it its itself just ll m ma me mightn more most mustn my myself needn no nor not
+now o of off on once only or other our ours ourselves out over own re s same
+shan she should shouldn so some such t than that the their theirs them
+themselves then there these they this those through to too under until up ve
+very was wasn we were weren what when where which while who whom why will with
+won would wouldn y you your yours yourself yourselves
+"""
+
+#: English stopwords: the Snowball/NLTK list plus the fragments that
+#: splitting contractions at the apostrophe leaves (``don't`` -> ``don`` ``t``).
+ENGLISH_STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
+
+#: English question words dropped from queries in addition to the stopwords.
+ENGLISH_QUESTION_WORDS: frozenset[str] = frozenset(
+    {"whose", "whatever", "whenever", "wherever", "whichever", "whoever"}
+)
+
+#: Chinese question words dropped from queries, matched longest first after
+#: :func:`normalize`; the CJK run is cut where one is removed.
+CHINESE_QUESTION_WORDS: tuple[str, ...] = (
+    "为什么",
+    "为何",
+    "怎么样",
+    "怎么",
+    "怎样",
+    "如何",
+    "什么",
+    "甚么",
+    "哪一",
+    "哪个",
+    "哪些",
+    "哪里",
+    "哪儿",
+    "哪",
+    "多少",
+    "是否",
+    "谁",
+    "吗",
+    "呢",
+)
+
+
+def is_cjk(ch: str) -> bool:
+    """True when the character ``ch`` belongs to a script analysed by n-grams."""
+    return _CJK_RE.match(ch) is not None
+
+
+def normalize(text: str) -> str:
+    """Lower-cased ``text`` with every character that is not a letter or digit made a space.
+
+    NFKC is applied first when the text is not in NFC (decomposed accents
+    would otherwise split words); then rapidfuzz's ``default_process`` (lower
+    case, non-alphanumerics to spaces; C++, ~1 µs per 500 characters); then
+    NFKC and ``default_process`` again if the result is still not NFKC
+    (full-width letters and digits, ligatures, compatibility ideographs,
+    half-width katakana). Full case folding (``ß`` -> ``ss``) is left to the
+    word stemmer, which caches it.
+    """
+    if text.isascii():
+        return default_process(text)
+    if not unicodedata.is_normalized("NFC", text):
+        text = unicodedata.normalize("NFKC", text)
+    s = default_process(text)
+    if not s.isascii() and not unicodedata.is_normalized("NFKC", s):
+        s = default_process(unicodedata.normalize("NFKC", s))
+    return s
+
+
+def char_bigrams(text: str) -> set[str]:
+    """The set of character bigrams of :func:`normalize` (``text``).
+
+    Spaces are kept, so bigrams span word boundaries. A text of one
+    character gives that character; an empty text gives the empty set.
+    """
+    s = normalize(text).strip()
+    if len(s) < 2:
+        return {s} if s else set()
+    return {s[i : i + 2] for i in range(len(s) - 1)}
+
+
+class _Stemmers(threading.local):
+    """One PyStemmer object per thread (a stemmer object is not thread-safe)."""
+
+    def __init__(self) -> None:
+        self.english = Stemmer.Stemmer("english")
+        self.russian = Stemmer.Stemmer("russian")
+
+
+_STEMMERS = _Stemmers()
+
+
+class _WordCache(dict[str, str]):
+    """word -> term ("" for a dropped word), computed on first sight.
+
+    A dict lookup is ~20x cheaper than stemming, and
+    ``map(cache.__getitem__, words)`` runs the lookup loop in C. The cache is
+    cleared when it reaches ``limit`` entries so that a stream of unique
+    tokens (hashes, numbers) cannot grow it without bound.
+    """
+
+    def __init__(self, drop: frozenset[str], limit: int = 500_000) -> None:
+        super().__init__()
+        self.drop = drop
+        self.limit = limit
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= self.limit:
+            self.clear()
+        if word.isascii():
+            term = "" if word in self.drop else _STEMMERS.english.stemWord(word)
+        else:
+            folded = word.casefold()
+            if folded in self.drop:
+                term = ""
+            elif _CYRILLIC_RE.search(folded):
+                term = _STEMMERS.russian.stemWord(folded)
+            else:
+                term = _STEMMERS.english.stemWord(folded)
+        self[word] = term
+        return term
+
+
+class Analyzer:
+    """A configured tokenizer; :func:`analyze` and :func:`query_terms` use the default one.
+
+    ``index_stopwords``: drop English stopwords from documents (True) or
+    only from queries. ``cjk_unigrams``: index every CJK character besides
+    the bigrams (True) or only one-character runs. ``query_unigrams``: a
+    query looks up the unigrams of its CJK runs too (only with
+    ``cjk_unigrams``). ``question_words``: drop question words from queries.
+
+    The defaults were chosen by measurement (docs/ranking.md); the other
+    settings exist so that the benchmark can show what each choice is worth.
+    Analyzers are safe to share between threads.
+    """
+
+    def __init__(
+        self,
+        *,
+        index_stopwords: bool = True,
+        cjk_unigrams: bool = True,
+        query_unigrams: bool = True,
+        question_words: bool = True,
+    ) -> None:
+        self.index_stopwords = index_stopwords
+        self.cjk_unigrams = cjk_unigrams
+        self.query_unigrams = query_unigrams and cjk_unigrams
+        self.question_words = question_words
+        query_drop = ENGLISH_STOPWORDS
+        if question_words:
+            query_drop = query_drop | ENGLISH_QUESTION_WORDS
+        self._words = _WordCache(ENGLISH_STOPWORDS if index_stopwords else frozenset())
+        self._qwords = _WordCache(query_drop)
+        words = sorted(CHINESE_QUESTION_WORDS, key=len, reverse=True)
+        self._question_re = re.compile("|".join(map(re.escape, words)))
+
+    def analyze(self, text: str) -> list[str]:
+        """Index terms of ``text``, repeats kept (term frequency matters).
+
+        Words first, then CJK bigrams, then CJK unigrams: a bag of terms.
+        """
+        return _terms(normalize(text), self._words, self.cjk_unigrams)
+
+    def query_terms(self, text: str) -> list[str]:
+        """Terms of a query: :meth:`analyze` minus stopwords and question words.
+
+        Repeats are kept (a term asked for twice weighs twice in BM25).
+        """
+        s = normalize(text)
+        if self.question_words and not s.isascii():
+            s = self._question_re.sub(" ", s)
+        return _terms(s, self._qwords, self.query_unigrams)
+
+
+def _terms(s: str, words: _WordCache, unigrams: bool) -> list[str]:
+    """Terms of normalised text ``s``."""
+    if s.isascii():
+        return list(filter(None, map(words.__getitem__, s.split())))
+    parts = _CJK_SPLIT_RE.split(s)
+    if len(parts) == 1:
+        return list(filter(None, map(words.__getitem__, s.split())))
+    # parts alternate: text outside CJK runs, a CJK run, outside, run, ...
+    terms = list(filter(None, map(words.__getitem__, " ".join(parts[0::2]).split())))
+    runs = parts[1::2]
+    terms += [r[i : i + 2] for r in runs for i in range(len(r) - 1)]
+    if unigrams:
+        terms.extend("".join(runs))
+    else:
+        terms += [r for r in runs if len(r) == 1]
+    return terms
+
+
+_DEFAULT = Analyzer()
+
+
+def analyze(text: str) -> list[str]:
+    """Index terms of ``text`` with the default :class:`Analyzer` (see the module doc)."""
+    return _DEFAULT.analyze(text)
+
+
+def query_terms(text: str) -> list[str]:
+    """Query terms of ``text`` with the default :class:`Analyzer` (see the module doc)."""
+    return _DEFAULT.query_terms(text)
