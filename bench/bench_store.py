@@ -35,10 +35,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from md_cg import MdCG, layout, nodefile  # noqa: E402
-from md_cg.node import Node  # noqa: E402
-from md_cg.sample import build_nodes  # noqa: E402
-from md_cg.sqlite_source import node_to_row  # noqa: E402
+from md_cg import MdCG, layout, nodefile
+from md_cg.node import Node
+from md_cg.sample import build_nodes
+from md_cg.sqlite_source import node_to_row
 
 SCHEMA = """
 CREATE TABLE nodes (id TEXT, layer TEXT, content TEXT, modality TEXT, importance REAL,
@@ -132,8 +132,14 @@ def bench_size(n: int, work: Path, durable_sample: int) -> list[tuple[str, str, 
         ours = rate(total, time.perf_counter() - t)
     floor = raw_floor(work / f"raw_{n}", nodes, durable=False)
     sq = sqlite_insert(work / f"sq_{n}.db", nodes, durable_each=False)
-    rows.append(("write, non-durable (nodes/s)", f"{ours:,.0f}", f"raw floor {floor:,.0f}; sqlite {sq:,.0f}",
-                 f"{ours / floor:.0%} of floor; {ours / sq:.2f}× sqlite"))
+    rows.append(
+        (
+            "write, non-durable (nodes/s)",
+            f"{ours:,.0f}",
+            f"raw floor {floor:,.0f}; sqlite {sq:,.0f}",
+            f"{ours / floor:.0%} of floor; {ours / sq:.2f}× sqlite",
+        )
+    )
 
     # durable per node, on a sample
     sample = nodes[: min(durable_sample, total)]
@@ -145,9 +151,14 @@ def bench_size(n: int, work: Path, durable_sample: int) -> list[tuple[str, str, 
         ours_d = rate(len(sample), time.perf_counter() - t)
     floor_d = raw_floor(work / f"rawd_{n}", sample, durable=True)
     sq_d = sqlite_insert(work / f"sqd_{n}.db", sample, durable_each=True)
-    rows.append((f"write, durable per node (nodes/s, first {len(sample):,})", f"{ours_d:,.0f}",
-                 f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
-                 f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite"))
+    rows.append(
+        (
+            f"write, durable per node (nodes/s, first {len(sample):,})",
+            f"{ours_d:,.0f}",
+            f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
+            f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite",
+        )
+    )
     shutil.rmtree(droot)
 
     # durable batch (group commit)
@@ -157,8 +168,14 @@ def bench_size(n: int, work: Path, durable_sample: int) -> list[tuple[str, str, 
         for start in range(0, total, 1000):
             s.add_many([x.copy() for x in nodes[start : start + 1000]], durable=True, stamp=False)
         ours_b = rate(total, time.perf_counter() - t)
-    rows.append(("write, durable batch of 1,000 (nodes/s)", f"{ours_b:,.0f}", f"sqlite one txn {sq:,.0f}",
-                 f"{ours_b / sq:.2f}× sqlite"))
+    rows.append(
+        (
+            "write, durable batch of 1,000 (nodes/s)",
+            f"{ours_b:,.0f}",
+            f"sqlite one txn {sq:,.0f}",
+            f"{ours_b / sq:.2f}× sqlite",
+        )
+    )
     shutil.rmtree(broot)
 
     # open: cold rebuild from files, then from snapshot
@@ -174,9 +191,17 @@ def bench_size(n: int, work: Path, durable_sample: int) -> list[tuple[str, str, 
         warm = time.perf_counter() - t
         assert s.loaded_from == "snapshot" and len(s) == total
     sq_open = sqlite_open(work / f"sq_{n}.db")
-    rows.append(("open from snapshot (s)", f"{warm:.3f}", f"sqlite connect+read ids {sq_open:.3f}",
-                 f"{warm / sq_open:.1f}× sqlite time"))
-    rows.append(("cold rebuild from files (nodes/s)", f"{rate(total, cold):,.0f}", f"{cold:.2f} s for {total:,}", ""))
+    rows.append(
+        (
+            "open from snapshot (s)",
+            f"{warm:.3f}",
+            f"sqlite connect+read ids {sq_open:.3f}",
+            f"{warm / sq_open:.1f}× sqlite time",
+        )
+    )
+    rows.append(
+        ("cold rebuild from files (nodes/s)", f"{rate(total, cold):,.0f}", f"{cold:.2f} s for {total:,}", "")
+    )
     for p in (root, work / f"raw_{n}"):
         shutil.rmtree(p)
     return rows

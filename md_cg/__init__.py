@@ -50,7 +50,37 @@ _EXPORTS = {
     "bucket_dir": "layout",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "Deleted",
+    "DuplicateIdError",
+    "EDGE_TYPES",
+    "Edge",
+    "Entry",
+    "Finding",
+    "HealthReport",
+    "InvalidNodeError",
+    "LAYERS",
+    "LockTimeoutError",
+    "MaintenanceReport",
+    "MalformedNodeFileError",
+    "MdCG",
+    "MdcgError",
+    "Node",
+    "NodeHasIncomingEdgesError",
+    "NodeNotFoundError",
+    "NotAStoreError",
+    "ProtectedNodeError",
+    "ReadOnlyStoreError",
+    "SearchResult",
+    "StoreClosedError",
+    "SyncReport",
+    "UnknownLayerError",
+    "UnsafeIdError",
+    "VERIFICATION_BASES",
+    "bucket_dir",
+    "new_id",
+    "route_key",
+]
 
 
 def __getattr__(name: str) -> Any:
@@ -82,6 +112,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .index import Entry
     from .layout import bucket_dir, route_key
     from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
-    from .search import SearchResult
     from .reports import Finding, HealthReport, MaintenanceReport, SyncReport
+    from .search import SearchResult
     from .store import Deleted, MdCG, NodeHasIncomingEdgesError, new_id

@@ -26,7 +26,7 @@ import hashlib
 import os
 import stat as statmod
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,19 +77,51 @@ class Entry:
 
     def to_list(self) -> list[Any]:
         return [
-            self.id, self.path, self.layer, self.bucket, self.domain, self.mtime_ns,
-            self.size, list(self.tags), self.importance, self.confidence, self.created_at,
-            self.updated_at, self.verification_basis, list(self.ccg_missing),
-            list(self.conditions), self.title, [list(e) for e in self.edges],
-            self.condition_space, self.access_count, self.last_access,
+            self.id,
+            self.path,
+            self.layer,
+            self.bucket,
+            self.domain,
+            self.mtime_ns,
+            self.size,
+            list(self.tags),
+            self.importance,
+            self.confidence,
+            self.created_at,
+            self.updated_at,
+            self.verification_basis,
+            list(self.ccg_missing),
+            list(self.conditions),
+            self.title,
+            [list(e) for e in self.edges],
+            self.condition_space,
+            self.access_count,
+            self.last_access,
         ]
 
     @classmethod
     def from_list(cls, row: list[Any]) -> Entry:
         return cls(
-            row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(row[7]), row[8],
-            row[9], row[10], row[11], row[12], tuple(row[13]), tuple(row[14]), row[15],
-            tuple((e[0], e[1]) for e in row[16]), row[17], row[18], row[19],
+            row[0],
+            row[1],
+            row[2],
+            row[3],
+            row[4],
+            row[5],
+            row[6],
+            tuple(row[7]),
+            row[8],
+            row[9],
+            row[10],
+            row[11],
+            row[12],
+            tuple(row[13]),
+            tuple(row[14]),
+            row[15],
+            tuple((e[0], e[1]) for e in row[16]),
+            row[17],
+            row[18],
+            row[19],
         )
 
 

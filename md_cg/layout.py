@@ -175,6 +175,5 @@ def context_route_key(context: Any) -> str | None:
             space = context
         return route_key_of(context.get("tags") or (), space)
     raise TypeError(
-        f"search context must be None, a domain string, a mapping or a Node, "
-        f"got {type(context).__name__}"
+        f"search context must be None, a domain string, a mapping or a Node, got {type(context).__name__}"
     )

@@ -247,9 +247,7 @@ class Node:
         if "id" not in meta:
             raise InvalidNodeError("frontmatter has no 'id'", field="id")
         if "layer" not in meta:
-            raise InvalidNodeError(
-                "frontmatter has no 'layer'", field="layer", node_id=str(meta.get("id"))
-            )
+            raise InvalidNodeError("frontmatter has no 'layer'", field="layer", node_id=str(meta.get("id")))
         known = {f.name for f in fields(cls)} - {"extra", "body"}
         kwargs: dict[str, Any] = {}
         extra: dict[str, Any] = {}
@@ -296,7 +294,8 @@ def _is_number(v: Any) -> bool:
 def validate(node: Node) -> Node:
     """Check every rule a stored node must obey; return the node or raise.
 
-    Edges given as dicts are converted to :class:`Edge` in place. Errors are :class:`InvalidNodeError` (or a subclass) naming the field.
+    Edges given as dicts are converted to :class:`Edge` in place. Errors are
+    :class:`InvalidNodeError` (or a subclass) naming the field.
     """
     check_id(node.id)
     try:
@@ -319,8 +318,7 @@ def validate(node: Node) -> Node:
         if v is not None and (not _is_number(v) or not math.isfinite(v)):
             _fail(node, name, "must be a finite number (seconds since the epoch)", v)
     if node.access_count is not None and (
-        not isinstance(node.access_count, int) or isinstance(node.access_count, bool)
-        or node.access_count < 0
+        not isinstance(node.access_count, int) or isinstance(node.access_count, bool) or node.access_count < 0
     ):
         _fail(node, "access_count", "must be a non-negative integer", node.access_count)
     if node.modality is not None and not isinstance(node.modality, str):

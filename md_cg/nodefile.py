@@ -48,9 +48,7 @@ from .node import Node
 
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Plain scalars YAML 1.1 resolves to booleans or null.
-_YAML_SPECIAL = frozenset(
-    "y n yes no on off true false null".split()
-)
+_YAML_SPECIAL = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null"])
 # Characters YAML will not take raw inside a double-quoted scalar, or reads as
 # line breaks (U+0085, U+2028, U+2029). orjson already escapes C0 controls.
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
@@ -112,9 +110,7 @@ def dump_value(v: Any) -> str:
                 raise InvalidNodeError(f"object key {k!r} is not a string", value=v)
             parts.append(f"{_dump_str(k)}: {dump_value(x)}")
         return "{" + ", ".join(parts) + "}"
-    raise InvalidNodeError(
-        f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v
-    )
+    raise InvalidNodeError(f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v)
 
 
 def dump_key(key: str) -> str:

@@ -97,8 +97,15 @@ class SyncReport:
     def clean(self) -> bool:
         """True when the index already matched the files."""
         return not any(
-            (self.added, self.changed, self.deleted, self.moved, self.malformed,
-             self.duplicates_removed, self.temp_removed)
+            (
+                self.added,
+                self.changed,
+                self.deleted,
+                self.moved,
+                self.malformed,
+                self.duplicates_removed,
+                self.temp_removed,
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:

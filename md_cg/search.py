@@ -33,6 +33,7 @@ from typing import Any
 from . import layout, routing
 from .index import Entry, IndexState, layer_code
 from .judge import judge as judge_node
+from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .synonyms import SynonymTable
 from .text import query_terms
@@ -225,11 +226,12 @@ def run(
     ordered = sorted(found.items(), key=lambda kv: (TIERS.index(kv[1][1]), -kv[1][0]))
     results: list[SearchResult] = []
     t = time.perf_counter()
+    prepared = prepare_context(context) if judge and context is not None else None
     for doc_id, (score, tier) in ordered:
         entry = state.entries[doc_id]
         state_, basis = (None, None)
         if judge:
-            state_, basis = judge_entry(entry, query, context)
+            state_, basis = judge_entry(entry, query, prepared)
         results.append(SearchResult(doc_id, score, tier, state_, basis, entry, loader))
     timings["judge"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
@@ -259,7 +261,10 @@ def run(
 
 
 def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
-    """Qualification state and basis of one indexed node for a query and context."""
+    """Qualification state and basis of one indexed node for a query and context.
+
+    ``context`` may be the raw context or :func:`md_cg.judge.prepare_context` output.
+    """
     if entry.layer == "rejected":
         return "REJECT", "REJECT: negative memory (a falsified hypothesis in rejected/)"
     if entry.layer == "unresolved":

@@ -30,7 +30,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from . import access, fsops, index, layout, nodefile
+from . import access, fsops, graph, index, layout, loop, nodefile
 from . import search as search_mod
 from .errors import (
     DuplicateIdError,
@@ -39,6 +39,7 @@ from .errors import (
     MdcgError,
     NodeNotFoundError,
     NotAStoreError,
+    ProtectedNodeError,
     ReadOnlyStoreError,
     StoreClosedError,
 )
@@ -51,6 +52,7 @@ from .synonyms import STORE_FILE as SYNONYM_FILE
 from .synonyms import SynonymTable
 
 STRIPES = 64
+AUDIT_DIR = "audit"
 #: Below this many knowledge nodes the bucket-health verdict is reported but
 #: not raised as a finding: with a handful of nodes every scheme looks degraded.
 BUCKET_HEALTH_MIN_NODES = 100
@@ -151,6 +153,7 @@ class MdCG:
         self._stripes: dict[int, fsops.FileLock] = {}
         self._shard = fsops.ShardWriter(self._meta / index.LOG_DIR)
         self._access = fsops.ShardWriter(self._meta / access.ACCESS_DIR)
+        self._audit = fsops.ShardWriter(self._meta / AUDIT_DIR)
         self._synonyms: SynonymTable | None = None
         self._closed = False
         self._initialised = (self._meta / "lock").exists()
@@ -181,6 +184,7 @@ class MdCG:
         with self._lock:
             self._shard.close()
             self._access.close()
+            self._audit.close()
             self._closed = True
 
     def __enter__(self) -> MdCG:
@@ -349,7 +353,7 @@ class MdCG:
             self._append_log(records, durable=durable)
             temps: list[tuple[Path, Path, Any]] = []
             try:
-                for node, rel, data in puts:
+                for _node, rel, data in puts:
                     target = self.root / rel
                     target.parent.mkdir(parents=True, exist_ok=True)
                     tmp, st = fsops.write_temp(target, data, durable=durable)
@@ -394,8 +398,7 @@ class MdCG:
         unknown = set(fields_) - _NODE_FIELDS
         if unknown:
             raise InvalidNodeError(
-                f"unknown node field(s): {', '.join(sorted(unknown))} "
-                "(put custom keys in extra={...})",
+                f"unknown node field(s): {', '.join(sorted(unknown))} (put custom keys in extra={{...}})",
                 field=sorted(unknown)[0],
             )
         fields_.setdefault("id", new_id())
@@ -571,11 +574,7 @@ class MdCG:
             if current is None:
                 raise NodeNotFoundError(node_id)
             incoming = tuple(
-                sorted(
-                    (src, etype)
-                    for src, etype in self._state.reverse.get(node_id, ())
-                    if src != node_id
-                )
+                sorted((src, etype) for src, etype in self._state.reverse.get(node_id, ()) if src != node_id)
             )
             if incoming and not force:
                 raise NodeHasIncomingEdgesError(node_id, incoming)
@@ -660,8 +659,7 @@ class MdCG:
         if node_ids is not None:
             wanted = list(node_ids)
             return {
-                i: (entries[i].access_count if i in entries else 0) + tail.counts.get(i, 0)
-                for i in wanted
+                i: (entries[i].access_count if i in entries else 0) + tail.counts.get(i, 0) for i in wanted
             }
         out = {i: e.access_count for i, e in entries.items() if e.access_count}
         for i, c in tail.counts.items():
@@ -718,6 +716,126 @@ class MdCG:
             node.last_access = float(last)
             puts.append(self._prepare(node))
         self._commit(puts)
+
+    # -- graph and forgetting ------------------------------------------------------
+
+    def neighbours(
+        self,
+        node_id: str,
+        direction: str = "out",
+        types: Iterable[str] | None = None,
+        depth: int = 1,
+    ) -> list[graph.Neighbour]:
+        """Nodes linked to ``node_id`` within ``depth`` edges (see :mod:`md_cg.graph`).
+
+        ``direction``: ``"out"`` (edges of the node), ``"in"`` (edges pointing
+        at it) or ``"both"``; ``types`` limits the edge types. Cycles are safe;
+        dangling targets are reported with ``exists=False``.
+        """
+        self._check_open()
+        self._maybe_refresh()
+        with self._lock:
+            return graph.neighbours(
+                self._state, node_id, direction, None if types is None else list(types), depth
+            )
+
+    def forget(
+        self, node_id: str, reason: str, *, force: bool = False, durable: bool | None = None
+    ) -> Deleted:
+        """Remove a node and leave a payload-free tombstone in the audit log.
+
+        The tombstone holds the id, the time, the reason and the layer -- no
+        content. ``anchor/`` nodes are protected: they refuse unless
+        ``force=True``. Edges pointing at the node are left dangling and
+        returned (``Deleted.incoming``); health() lists them.
+        """
+        check_id(node_id)
+        if not isinstance(reason, str) or not reason.strip():
+            raise InvalidNodeError(
+                f"forget({node_id!r}) needs a reason (a non-empty string)",
+                field="reason",
+                value=reason,
+                node_id=node_id,
+            )
+        self._check_open()
+        self._ensure_init()
+        with self._lock:
+            self.refresh()
+            entry = self._state.entries.get(node_id)
+            if entry is None:
+                raise NodeNotFoundError(node_id)
+            if entry.layer == "anchor" and not force:
+                raise ProtectedNodeError(
+                    node_id,
+                    f"node {node_id!r} is in anchor/ and is protected from forgetting; "
+                    "pass force=True to forget it anyway",
+                )
+            deleted = self.delete(node_id, force=True, durable=durable)
+            self._audit.append(
+                [
+                    {
+                        "event": "forget",
+                        "id": node_id,
+                        "layer": entry.layer,
+                        "reason": reason.strip(),
+                        "time": time.time(),
+                        "dangling": [list(e) for e in deleted.incoming],
+                    }
+                ],
+                durable=True,
+            )
+            return deleted
+
+    def tombstones(self) -> list[dict[str, Any]]:
+        """Every forget tombstone, oldest first (id, layer, reason, time; no content)."""
+        directory = self._meta / AUDIT_DIR
+        out: list[dict[str, Any]] = []
+        for name in fsops.list_shards(directory):
+            out.extend(fsops.read_shard(directory / name).records)
+        out.sort(key=lambda r: (r.get("ts", 0), r.get("seq", 0)))
+        return out
+
+    # -- the cognitive loop (see md_cg.loop) --------------------------------------
+
+    def add_rejected(self, hypothesis: str, reason: str, verification: str = "") -> Node:
+        """Record a falsified hypothesis in ``rejected/`` (importance 0; idempotent by content)."""
+        return loop.add_rejected(self, hypothesis, reason, verification)
+
+    def add_unresolved(self, question: str, clues: Iterable[str] | str | None = None, goal: str = "") -> Node:
+        """Record an open question in ``unresolved/`` (idempotent by question)."""
+        return loop.add_unresolved(self, question, clues, goal)
+
+    def verify(self, node_id: str, evidence: str, verdict: str) -> Node:
+        """Apply external evidence: ``confirmed`` (+0.05), ``weakened`` (-0.10) or
+        ``falsified`` (moved to ``rejected/``); the verdict joins the node's history."""
+        return loop.verify(self, node_id, evidence, verdict)
+
+    def reflect(
+        self,
+        query: str,
+        results: Sequence[Any],
+        feedback: Any = None,
+        *,
+        now: float | None = None,
+    ) -> loop.Reflection:
+        """Record the information gap D = 1 - ACCEPT rate of a search, with dD/dt and d²D/dt²."""
+        return loop.reflect(self, query, results, feedback, now=now)
+
+    def last_d(self) -> loop.Reflection | None:
+        """The latest reflection record (``.d`` is the information gap), or None."""
+        return loop.last_d(self)
+
+    def reflections(self) -> list[loop.Reflection]:
+        """The whole reflection record, oldest first."""
+        return loop.read_reflections(self)
+
+    def flywheel_step(self, error_report: dict[str, Any]) -> loop.FlywheelStep:
+        """Turn the missed conditions of a failure report into ``unresolved/`` questions."""
+        return loop.flywheel_step(self, error_report)
+
+    def resolve(self, unresolved_id: str, evidence: str, confirmed: bool) -> loop.Resolution:
+        """Settle a flywheel question: confirmed, its condition is added to the node."""
+        return loop.resolve(self, unresolved_id, evidence, confirmed)
 
     # -- maintenance --------------------------------------------------------------
 
@@ -942,9 +1060,7 @@ class MdCG:
                     continue
                 e = state.entries[node_id]
                 if (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
-                    findings.append(
-                        Finding("changed_file", "edited since indexed; run sync()", rel, node_id)
-                    )
+                    findings.append(Finding("changed_file", "edited since indexed; run sync()", rel, node_id))
             for e in sorted(state.entries.values(), key=lambda x: x.id):
                 if e.path not in files:
                     findings.append(

@@ -44,7 +44,7 @@ def no_writes() -> Iterator[list[str]]:
     nothing" is proven by making the write calls themselves raise.
     """
     attempts: list[str] = []
-    real_open, real_os_open, real_io_open = builtins.open, os.open, io.open
+    real_open, real_os_open = builtins.open, os.open
 
     def guard(what: str) -> None:
         attempts.append(what)

@@ -72,10 +72,14 @@ def test_eight_writers_five_rounds_with_a_compactor(tmp_path: Path) -> None:
         stop = tmp_path / f"stop{rnd}"
         compactor = subprocess.Popen(
             [sys.executable, "-c", COMPACTOR, str(root), str(stop)],
-            env=env, stdout=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         writers = [
-            subprocess.Popen([sys.executable, "-c", WRITER, str(root), str(rnd), str(p), str(per_proc)], env=env)
+            subprocess.Popen(
+                [sys.executable, "-c", WRITER, str(root), str(rnd), str(p), str(per_proc)], env=env
+            )
             for p in range(procs)
         ]
         for w in writers:
@@ -109,7 +113,8 @@ with MdCG(root) as s:
         op = rng.random()
         ids = s.ids()
         if op < 0.5 or not ids:
-            s.add(Node(id=f"s{seed}_{i}", layer="knowledge", tags=[f"domain:d{i % 7}"], body="x" * rng.randint(1, 3000)))
+            s.add(Node(id=f"s{seed}_{i}", layer="knowledge", tags=[f"domain:d{i % 7}"],
+                       body="x" * rng.randint(1, 3000)))
         elif op < 0.65:
             s.add_many([Node(id=f"s{seed}_{i}_{j}", layer="self", body="batch") for j in range(10)])
         elif op < 0.85:
@@ -132,7 +137,9 @@ def kill_rounds(tmp_path: Path, moves: bool, rounds: int) -> list[str]:
     for k in range(rounds):
         proc = subprocess.Popen(
             [sys.executable, "-c", CHURN, str(root), str(k), "1" if moves else "0"],
-            env=env, stdout=subprocess.PIPE, text=True,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
         )
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "ready"
@@ -193,4 +200,6 @@ def test_interrupted_move_keeps_the_node_in_one_place_at_least(tmp_path: Path, s
         assert fresh.get("x").id == "x"
         fresh.sync()
         assert fresh.health().ok
-        assert [p.relative_to(root).as_posix() for p in root.rglob("x.md") if ".mdcg" not in p.parts] == [expect]
+        assert [p.relative_to(root).as_posix() for p in root.rglob("x.md") if ".mdcg" not in p.parts] == [
+            expect
+        ]

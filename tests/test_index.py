@@ -128,8 +128,9 @@ def test_log_record_without_file_leaves_no_ghost(tmp_path: Path) -> None:
     log.mkdir(exist_ok=True)
     (log / "999999_dead.jsonl").write_bytes(
         b'{"ts": 5, "seq": 1, "op": "put", "id": "ghost", "path": "self/ghost.md"}\n'
-        b'{"ts": 6, "seq": 2, "op": "del", "id": "a", "path": "' + index.canonical_path(
-            MdCG(root).entry("a")).encode() + b'"}\n'
+        b'{"ts": 6, "seq": 2, "op": "del", "id": "a", "path": "'
+        + index.canonical_path(MdCG(root).entry("a")).encode()
+        + b'"}\n'
     )
     with MdCG(root) as s:
         # ghost has no file; "a" still has its file, so the unfinished delete did not happen
@@ -191,7 +192,9 @@ def test_sync_reports_hand_edit_copy_delete_and_move(tmp_path: Path) -> None:
         s.compact_index()  # without a snapshot, opening would simply read the new files
     # a person edits, copies in, deletes and moves files
     edit_path = next(root.glob("knowledge/*/edit.md"))
-    edit_path.write_text(edit_path.read_text(encoding="utf-8").replace("正文 edit", "改过了"), encoding="utf-8")
+    edit_path.write_text(
+        edit_path.read_text(encoding="utf-8").replace("正文 edit", "改过了"), encoding="utf-8"
+    )
     new = Node(id="copied_in", layer="self", body="from elsewhere")
     (root / "self" / "copied_in.md").write_text(nodefile.dumps(new), encoding="utf-8")
     next(root.glob("knowledge/*/gone.md")).unlink()
@@ -277,9 +280,21 @@ def test_duplicate_files_resolved_deterministically(tmp_path: Path) -> None:
 
 
 def git(cwd: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
-           "GIT_COMMITTER_EMAIL": "t@t"}
-    return subprocess.run(["git", "-c", "core.quotePath=false", *args], cwd=cwd, check=True, capture_output=True, text=True, env=env).stdout
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@t",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@t",
+    }
+    return subprocess.run(
+        ["git", "-c", "core.quotePath=false", *args],
+        cwd=cwd,
+        check=True,
+        capture_output=True,
+        text=True,
+        env=env,
+    ).stdout
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="git not installed")
@@ -290,7 +305,10 @@ def test_two_clones_merge_without_conflict_and_sync_to_the_union(tmp_path: Path)
     git(origin, "init", "-q", "-b", "main")
     git(origin, "add", "-A")
     git(origin, "commit", "-qm", "base")
-    assert git(origin, "ls-files").split() == [".gitignore", f"knowledge/{layout.bucket_dir('计算机科学')}/base.md"]
+    assert git(origin, "ls-files").split() == [
+        ".gitignore",
+        f"knowledge/{layout.bucket_dir('计算机科学')}/base.md",
+    ]
     a, b = tmp_path / "a", tmp_path / "b"
     git(tmp_path, "clone", "-q", str(origin), str(a))
     git(tmp_path, "clone", "-q", str(origin), str(b))

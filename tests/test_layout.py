@@ -55,7 +55,9 @@ def test_unknown_layer_and_bad_basis_name_the_value() -> None:
         validate(Node(id="a", layer="self", verification_basis="vibes"))
     assert err2.value.field == "verification_basis"
     assert err2.value.value == "vibes"
-    with pytest.raises(InvalidNodeError, match=r"field 'importance' must be a number between 0 and 1 \(got 1\.5\)"):
+    with pytest.raises(
+        InvalidNodeError, match=r"field 'importance' must be a number between 0 and 1 \(got 1\.5\)"
+    ):
         validate(Node(id="a", layer="self", importance=1.5))
     with pytest.raises(InvalidNodeError, match="has an edge type outside"):
         validate(Node(id="a", layer="self", edges=[{"target": "b", "type": "likes"}]))

@@ -29,8 +29,15 @@ def test_init_creates_layers_and_gitignore(tmp_path: Path) -> None:
         assert len(s) == 0
     names = sorted(p.name for p in (tmp_path / "m").iterdir())
     assert names == [
-        ".gitignore", ".mdcg", "anchor", "contextual", "knowledge", "rejected", "self",
-        "structural", "unresolved",
+        ".gitignore",
+        ".mdcg",
+        "anchor",
+        "contextual",
+        "knowledge",
+        "rejected",
+        "self",
+        "structural",
+        "unresolved",
     ]
     assert ".mdcg/*" in (tmp_path / "m" / ".gitignore").read_text()
 

@@ -1,0 +1,92 @@
+"""Edge traversal over the index (DESIGN §9).
+
+Out-edges live in the nodes' frontmatter; the index keeps the reverse map
+(target → sources), maintained through add, update, delete, moves and sync.
+:func:`neighbours` walks either direction breadth-first, is safe on cycles
+(every node is reported once, at its smallest depth) and reports edges to
+ids that are not in the store (dangling) without following them.
+
+Imports only :mod:`md_cg.index` and :mod:`md_cg.node`.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Collection
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .errors import InvalidNodeError, NodeNotFoundError
+from .index import IndexState
+from .node import EDGE_TYPES
+
+DIRECTIONS = ("out", "in", "both")
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    """A node reached from the start: over which edge, from which node, how far."""
+
+    id: str
+    type: str
+    direction: str  # "out": via an edge of `via`; "in": `id` has an edge to `via`
+    depth: int
+    via: str
+    exists: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def neighbours(
+    state: IndexState,
+    node_id: str,
+    direction: str = "out",
+    types: Collection[str] | None = None,
+    depth: int = 1,
+) -> list[Neighbour]:
+    """Nodes within ``depth`` edges of ``node_id`` (breadth-first, deterministic order)."""
+    if node_id not in state.entries:
+        raise NodeNotFoundError(node_id)
+    if direction not in DIRECTIONS:
+        raise InvalidNodeError(
+            f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}",
+            field="direction",
+            value=direction,
+        )
+    if types is not None:
+        bad = sorted(set(types) - set(EDGE_TYPES))
+        if bad:
+            raise InvalidNodeError(
+                f"unknown edge type(s) {', '.join(bad)}; expected {', '.join(EDGE_TYPES)}",
+                field="types",
+                value=bad,
+            )
+    if not isinstance(depth, int) or depth < 1:
+        raise InvalidNodeError(f"depth must be an integer >= 1, got {depth!r}", field="depth", value=depth)
+    wanted = set(types) if types is not None else None
+    seen = {node_id}
+    out: list[Neighbour] = []
+    queue: deque[tuple[str, int]] = deque([(node_id, 0)])
+    while queue:
+        current, d = queue.popleft()
+        if d >= depth:
+            continue
+        steps: list[tuple[str, str, str]] = []
+        if direction in ("out", "both"):
+            entry = state.entries.get(current)
+            if entry is not None:
+                steps += [(t, et, "out") for t, et in entry.edges]
+        if direction in ("in", "both"):
+            steps += [(src, et, "in") for src, et in state.reverse.get(current, ())]
+        for other, etype, way in sorted(steps, key=lambda s: (s[2], s[1], s[0])):
+            if wanted is not None and etype not in wanted:
+                continue
+            if other in seen:
+                continue
+            seen.add(other)
+            exists = other in state.entries
+            out.append(Neighbour(other, etype, way, d + 1, current, exists))
+            if exists:
+                queue.append((other, d + 1))
+    return out
