@@ -1,0 +1,319 @@
+"""Search: ladder rules, routing, synonyms, judge orthogonality, read-only access log."""
+
+from __future__ import annotations
+
+import builtins
+import os
+from pathlib import Path
+
+import orjson
+import pytest
+from conftest import knowledge, tree_listing
+
+from md_cg import MdCG, Node, layout
+from md_cg.search import expand
+
+CCG = (
+    "# 生效条件：{a}\n# 子功能：步骤\n# 执行：执行\n# 验证方式：测试\n# 不适用条件：{na}\n{text}\n"
+)
+
+
+def note(node_id: str, text: str, domain: str = "计算机科学", na: str = "无关条件甲", **kw) -> Node:
+    body = CCG.format(a="总是", na=na, text=text)
+    kw.setdefault("verification_basis", "test")
+    return Node(id=node_id, layer="knowledge", tags=[f"domain:{domain}"], body=body, **kw)
+
+
+def ids(results) -> list[str]:
+    return [r.id for r in results]
+
+
+@pytest.fixture
+def corpus(store: MdCG) -> MdCG:
+    store.add_many(
+        [
+            note("bs", "二分查找 在有序数组中取中点比较"),
+            note("bs2", "折半查找 的边界条件"),
+            note("qs", "快速排序 选择枢轴 分区"),
+            note("dp", "动态规划 记忆化 子问题"),
+            note("newton", "牛顿第二定律 力等于质量乘以加速度", domain="物理学"),
+            note("doppler", "多普勒效应 频率随相对运动变化", domain="物理学"),
+            note("photo", "photosynthesis turns light into chemical energy", domain="biology"),
+            note("cell", "the cell membrane controls what enters the cell", domain="biology"),
+            Node(id="me", layer="self", body="I prefer tea to coffee"),
+        ]
+    )
+    return store
+
+
+def test_result_fields_and_meta(corpus: MdCG) -> None:
+    results, meta = corpus.search("二分查找", k=3)
+    top = results[0]
+    assert top.id == "bs"
+    assert top.tier == "T2"
+    assert top.state == "ACCEPT"
+    assert top.basis == 'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "test"'
+    assert top.score > 0
+    assert top.node.body.endswith("二分查找 在有序数组中取中点比较\n")
+    assert set(meta) >= {
+        "tier", "buckets", "route_key", "routed", "scanned", "scanned_by_tier", "scanned_share",
+        "big_domain", "big_domain_scores", "covered_neg", "timing_ms", "terms",
+    }
+    assert meta["route_key"] is None and meta["buckets"] == [] and meta["routed"] is False
+    assert meta["big_domain"] == "computing"
+    assert len(meta["big_domain_scores"]) == 14
+    assert meta["scanned"] == 9  # every positive-layer node, no routing
+
+
+def test_synonym_expansion_finds_the_other_wording(corpus: MdCG) -> None:
+    results, meta = corpus.search("二分查找", k=2)
+    assert ids(results) == ["bs", "bs2"]  # bs2 only says 折半查找
+    assert results[0].score > results[1].score
+    weights = dict((t, w) for t, w in meta["terms"])
+    assert weights["二分"] == 1.0 and weights["折半"] == 0.6
+
+
+def test_per_store_synonym_file(corpus: MdCG) -> None:
+    assert ids(corpus.search("光合", k=1)[0])[0] != "photo"
+    (corpus.root / ".mdcg" / "synonyms.json").write_text(
+        '{"version": 1, "groups": [["光合作用", "photosynthesis"]]}', encoding="utf-8"
+    )
+    corpus.reload_synonyms()
+    results, _ = corpus.search("光合作用", k=1)
+    assert ids(results) == ["photo"]
+    assert results[0].tier == "T2"
+
+
+def test_context_none_equals_plain_full_store_ranking(corpus: MdCG) -> None:
+    results, meta = corpus.search("the cell energy light", k=5)
+    state = corpus._state
+    terms, _ = expand("the cell energy light", corpus.synonyms)
+    scope = state.text.scope(layers=[0, 1, 2, 3, 4])
+    plain = state.text.match(terms, scope, k=5)
+    positive = [(r.id, r.score) for r in results if r.tier == "T2"]
+    assert positive == [(i, pytest.approx(s)) for i, s in plain]
+    assert meta["scanned_by_tier"].keys() <= {"T2", "T3"}
+
+
+def test_routed_hit_stays_in_the_bucket(corpus: MdCG) -> None:
+    results, meta = corpus.search("多普勒", k=1, context={"tags": ["domain:物理学"]})
+    assert ids(results) == ["doppler"]
+    assert results[0].tier == "T0"
+    assert meta["tier"] == "T0"
+    assert meta["routed"] is True
+    assert meta["buckets"] == [layout.bucket_dir("物理学")]
+    assert meta["scanned"] == 2 and meta["scanned_share"] == 2 / 9
+
+
+def test_stop_rule_counts_results_with_score_not_candidates(store: MdCG) -> None:
+    """Seed regression: stopping at T1 because the bucket had candidates."""
+    # six bucket-mates that share no character with the query: the scan tier
+    # has six candidates, all with score 0
+    store.add_many(
+        [Node(id=f"x{i}", layer="knowledge", tags=["domain:物理学"], body="www vvv") for i in range(6)]
+    )
+    store.add_many([note(f"hit{i}", f"量子纠缠 实验 {i}", domain="化学") for i in range(4)])
+    store.add(note("local", "量子纠缠 在桶内", domain="物理学"))
+    results, meta = store.search("量子纠缠", k=5, context={"tags": ["domain:物理学"]})
+    assert [(r.id, r.tier) for r in results][0] == ("local", "T0")
+    assert sorted(r.id for r in results[1:]) == ["hit0", "hit1", "hit2", "hit3"]
+    assert {r.tier for r in results[1:]} == {"T2"}
+    assert meta["tier"] == "T2"
+    assert all(r.score > 0 for r in results)
+
+
+def test_t2_scores_all_candidates_before_cutting(store: MdCG) -> None:
+    """Seed regression: importance-first truncation dropped recall@10 from 100% to 4%."""
+    store.add_many(
+        [note(f"imp{i:03d}", f"重要但无关 filler {i}", domain=f"d{i % 20}", importance=0.99) for i in range(600)]
+    )
+    wanted = [f"rare{i}" for i in range(10)]
+    store.add_many([note(w, "罕见术语 sesquipedalian", domain="dz", importance=0.01) for w in wanted])
+    results, meta = store.search("sesquipedalian", k=10)
+    assert sorted(ids(results)) == wanted
+    assert meta["tier"] == "T2"
+
+
+def test_nonexistent_bucket_falls_to_t2(corpus: MdCG) -> None:
+    results, meta = corpus.search("快速排序", k=1, context={"tags": ["domain:根本不存在的域xyz"]})
+    assert ids(results) == ["qs"]
+    assert results[0].tier == "T2"
+    assert meta["routed"] is False
+    assert meta["route_key"] == "根本不存在的域xyz"
+
+
+def test_term_nothing_contains_still_answers_from_t3(corpus: MdCG) -> None:
+    results, meta = corpus.search("夸克禁闭", k=3)
+    assert len(results) == 3
+    assert {r.tier for r in results} == {"T3"}
+    assert meta["tier"] == "T3"
+
+
+def test_typo_scores_through_bigram_fallback(corpus: MdCG) -> None:
+    results, _ = corpus.search("photosyntesis", k=1)
+    assert ids(results) == ["photo"]
+    assert results[0].tier == "T3" and results[0].score > 0
+
+
+def test_empty_store_answers_empty(store: MdCG) -> None:
+    results, meta = store.search("anything")
+    assert results == []
+    assert (meta["tier"], meta["scanned"], meta["store_size"]) == ("T3", 0, 0)
+
+
+def test_bad_arguments(corpus: MdCG) -> None:
+    with pytest.raises(ValueError, match="k must be a positive integer, got 0"):
+        corpus.search("x", k=0)
+    with pytest.raises(Exception, match="unknown layer 'attic'"):
+        corpus.search("x", layer="attic")
+
+
+def test_layer_filter_and_negative_layers_excluded(corpus: MdCG) -> None:
+    corpus.add_rejected("tea cures everything", "no evidence")
+    results, meta = corpus.search("tea", k=3)
+    assert "me" == results[0].id
+    assert all(r.entry.layer != "rejected" for r in results)
+    assert meta["covered_neg"] == ["rej_" + corpus.get(meta["covered_neg"][0]).id[4:]]
+    only_self, _ = corpus.search("tea", layer="self", k=3)
+    assert ids(only_self) == ["me"]
+    neg, _ = corpus.search("tea", layer="rejected", k=3)
+    assert neg[0].state == "REJECT"
+
+
+def test_big_domain_routing_stage_two(corpus: MdCG) -> None:
+    results, meta = corpus.search("二分查找", k=1, context={"big_domain": "auto"})
+    assert meta["big_domain"] == "computing"
+    assert meta["buckets"] == [layout.bucket_dir("计算机科学")]
+    assert results[0].tier == "T0"
+    _, none_meta = corpus.search("zzzz qqqq", k=1)
+    assert none_meta["big_domain"] is None
+    assert set(none_meta["big_domain_scores"].values()) == {0.0}
+
+
+def test_judge_is_orthogonal_to_tier(store: MdCG) -> None:
+    store.add(note("nope", "二分查找 链表版本", na="链表"))
+    store.add(note("far", "完全不同的文字", domain="物理学"))
+    results, _ = store.search("二分查找 链表", k=1, context={"tags": ["domain:计算机科学"]})
+    assert (results[0].id, results[0].tier, results[0].state) == ("nope", "T0", "REJECT")
+    assert results[0].basis == 'REJECT: not-applicable condition "链表" matched by the query'
+    results, _ = store.search("夸克禁闭", k=2)
+    far = next(r for r in results if r.id == "far")
+    assert (far.tier, far.state) == ("T3", "ACCEPT")
+
+
+def test_judge_states_and_judge_off(store: MdCG) -> None:
+    store.add(note("defer", "延迟 判断", verification_basis=None))
+    store.add(Node(id="blind", layer="knowledge", body="延迟 判断 # 执行：x"))
+    results, _ = store.search("延迟 判断", k=2)
+    states = {r.id: (r.state, r.basis) for r in results}
+    assert states["defer"] == ("DEFER", "DEFER: CCG complete but no verification basis declared")
+    assert states["blind"][0] == "BLINDSPOT"
+    assert states["blind"][1].startswith("BLINDSPOT: CCG incomplete, missing applies_when")
+    results, _ = store.search("延迟 判断", k=2, judge=False)
+    assert {(r.state, r.basis) for r in results} == {(None, None)}
+
+
+def test_reject_by_context(store: MdCG) -> None:
+    store.add(note("bs", "二分查找", na="数组未排序"))
+    results, _ = store.search("二分查找", k=1, context={"condition_space": {"data": "数组未排序"}})
+    assert results[0].state == "REJECT"
+    assert results[0].basis == 'REJECT: not-applicable condition "数组未排序" matched by the context'
+
+
+def test_text_index_follows_writes_and_sync(store: MdCG) -> None:
+    store.add(note("a", "alpha bravo"))
+    assert ids(store.search("bravo", k=1)[0]) == ["a"]
+    store.update("a", body="charlie delta")
+    assert store.search("bravo", k=1)[0][0].tier == "T3"
+    assert ids(store.search("charlie", k=1)[0]) == ["a"]
+    store.compact_index()
+    path = store.root / store.entry("a").path
+    path.write_text(path.read_text(encoding="utf-8").replace("charlie", "echo"), encoding="utf-8")
+    store.sync()
+    assert ids(store.search("echo", k=1)[0]) == ["a"]
+    store.delete("a")
+    assert store.search("echo", k=1)[0] == []
+
+
+def test_a_query_reads_no_node_file(corpus: MdCG, monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str] = []
+    real_open, real_os_open = builtins.open, os.open
+
+    def spy_open(file, *a, **k):  # type: ignore[no-untyped-def]
+        opened.append(str(file))
+        return real_open(file, *a, **k)
+
+    def spy_os_open(path, *a, **k):  # type: ignore[no-untyped-def]
+        opened.append(str(path))
+        return real_os_open(path, *a, **k)
+
+    monkeypatch.setattr(builtins, "open", spy_open)
+    monkeypatch.setattr(os, "open", spy_os_open)
+    results, _ = corpus.search("二分查找 photosynthesis", k=5, record=False)
+    assert len(results) == 5
+    assert [p for p in opened if p.endswith(".md")] == []
+    results[0].node  # noqa: B018 - loading the node reads exactly its file
+    assert [p for p in opened if p.endswith(".md")] == [str(corpus.root / results[0].entry.path)]
+
+
+def test_searches_write_only_the_access_log(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([note(f"n{i:03d}", f"主题 {i % 17} 词{i}", domain=f"d{i % 9}") for i in range(200)])
+        s.compact_index()
+    with MdCG(root) as s:
+        before = tree_listing(root)
+        for i in range(100):
+            s.search(f"主题 {i % 17}", k=10)
+        after = tree_listing(root)
+        changed = {p for p in after if before.get(p) != after[p]}
+        assert {p for p in changed if not p.startswith(".mdcg/access")} <= {".mdcg"}
+        assert any(p.startswith(".mdcg/access/") and p.endswith(".jsonl") for p in changed)
+        for p, v in before.items():
+            if p.endswith(".md") or p.startswith(".mdcg/log") or p.endswith("index.snapshot"):
+                assert after[p] == v, p
+        counts = s.access_counts()
+        assert sum(counts.values()) == 1000
+        quiet_before = tree_listing(root)
+        for i in range(100):
+            s.search(f"主题 {i % 17}", k=10, record=False)
+        assert tree_listing(root) == quiet_before
+
+
+def test_access_counts_fold_into_frontmatter(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([note("a", "alpha"), note("b", "bravo")])
+        s.record_access(["a", "a", "b"])
+        s.record_access(["a"])
+        assert s.access_counts(["a", "b", "zzz"]) == {"a": 3, "b": 1, "zzz": 0}
+    with MdCG(root) as s:
+        folded = s.compact_access()
+        assert folded == {"a": 3, "b": 1}
+        assert s.get("a").access_count == 3 and s.get("b").access_count == 1
+        assert s.get("a").last_access is not None
+        assert s.access_counts() == {"a": 3, "b": 1}
+        assert list((root / ".mdcg" / "access").glob("*.jsonl")) == []  # folded shards removed
+        s.record_access(["b"])
+        assert s.access_counts() == {"a": 3, "b": 2}
+        assert s.compact_access() == {"b": 1}
+        assert s.get("b").access_count == 2
+
+
+def test_interrupted_access_fold_is_finished_not_doubled(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([note("a", "alpha"), note("b", "bravo")])
+        s.record_access(["a", "b", "b"])
+    with MdCG(root) as s:
+        # a fold that wrote its journal and applied only node "a" before dying
+        tail_offsets = {}
+        for shard in (root / ".mdcg" / "access").glob("*.jsonl"):
+            tail_offsets[shard.name] = shard.stat().st_size
+        (root / ".mdcg" / "access" / "fold.json").write_bytes(
+            orjson.dumps({"offsets": tail_offsets, "targets": {"a": [1, 5.0], "b": [2, 6.0]}})
+        )
+        s.update("a", access_count=1, last_access=5.0)
+        assert s.compact_access() == {}
+        assert s.get("a").access_count == 1 and s.get("b").access_count == 2
+        assert s.access_counts() == {"a": 1, "b": 2}
