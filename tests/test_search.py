@@ -13,9 +13,7 @@ from conftest import knowledge, tree_listing
 from md_cg import MdCG, Node, layout
 from md_cg.search import expand
 
-CCG = (
-    "# 生效条件：{a}\n# 子功能：步骤\n# 执行：执行\n# 验证方式：测试\n# 不适用条件：{na}\n{text}\n"
-)
+CCG = "# 生效条件：{a}\n# 子功能：步骤\n# 执行：执行\n# 验证方式：测试\n# 不适用条件：{na}\n{text}\n"
 
 
 def note(node_id: str, text: str, domain: str = "计算机科学", na: str = "无关条件甲", **kw) -> Node:
@@ -56,8 +54,18 @@ def test_result_fields_and_meta(corpus: MdCG) -> None:
     assert top.score > 0
     assert top.node.body.endswith("二分查找 在有序数组中取中点比较\n")
     assert set(meta) >= {
-        "tier", "buckets", "route_key", "routed", "scanned", "scanned_by_tier", "scanned_share",
-        "big_domain", "big_domain_scores", "covered_neg", "timing_ms", "terms",
+        "tier",
+        "buckets",
+        "route_key",
+        "routed",
+        "scanned",
+        "scanned_by_tier",
+        "scanned_share",
+        "big_domain",
+        "big_domain_scores",
+        "covered_neg",
+        "timing_ms",
+        "terms",
     }
     assert meta["route_key"] is None and meta["buckets"] == [] and meta["routed"] is False
     assert meta["big_domain"] == "computing"
@@ -125,7 +133,10 @@ def test_stop_rule_counts_results_with_score_not_candidates(store: MdCG) -> None
 def test_t2_scores_all_candidates_before_cutting(store: MdCG) -> None:
     """Seed regression: importance-first truncation dropped recall@10 from 100% to 4%."""
     store.add_many(
-        [note(f"imp{i:03d}", f"重要但无关 filler {i}", domain=f"d{i % 20}", importance=0.99) for i in range(600)]
+        [
+            note(f"imp{i:03d}", f"重要但无关 filler {i}", domain=f"d{i % 20}", importance=0.99)
+            for i in range(600)
+        ]
     )
     wanted = [f"rare{i}" for i in range(10)]
     store.add_many([note(w, "罕见术语 sesquipedalian", domain="dz", importance=0.01) for w in wanted])
