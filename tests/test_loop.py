@@ -46,7 +46,9 @@ def test_add_unresolved(store: MdCG) -> None:
     )
     assert q.layer == "unresolved"
     assert store.get(q.id).body == (
-        "# 问题：Why does the cache miss at night?\n# 已知线索：cron job at 2am；GC pauses\n# 目标：find cause\n"
+        "# 问题：Why does the cache miss at night?\n"
+        "# 已知线索：cron job at 2am；GC pauses\n"
+        "# 目标：find cause\n"
     )
     assert store.add_unresolved("why does the cache miss at night?").id == q.id
     _, meta = store.search("cache miss night", k=3)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from conftest import knowledge, tree_listing
+from conftest import tree_listing
 
 from md_cg import MdCG, Node, layout
 from md_cg.search import expand
@@ -123,7 +123,7 @@ def test_stop_rule_counts_results_with_score_not_candidates(store: MdCG) -> None
     store.add_many([note(f"hit{i}", f"量子纠缠 实验 {i}", domain="化学") for i in range(4)])
     store.add(note("local", "量子纠缠 在桶内", domain="物理学"))
     results, meta = store.search("量子纠缠", k=5, context={"tags": ["domain:物理学"]})
-    assert [(r.id, r.tier) for r in results][0] == ("local", "T0")
+    assert (results[0].id, results[0].tier) == ("local", "T0")
     assert sorted(r.id for r in results[1:]) == ["hit0", "hit1", "hit2", "hit3"]
     assert {r.tier for r in results[1:]} == {"T2"}
     assert meta["tier"] == "T2"
@@ -180,11 +180,11 @@ def test_bad_arguments(corpus: MdCG) -> None:
 
 
 def test_layer_filter_and_negative_layers_excluded(corpus: MdCG) -> None:
-    corpus.add_rejected("tea cures everything", "no evidence")
+    rejected = corpus.add_rejected("tea cures everything", "no evidence")
     results, meta = corpus.search("tea", k=3)
-    assert "me" == results[0].id
+    assert results[0].id == "me"
     assert all(r.entry.layer != "rejected" for r in results)
-    assert meta["covered_neg"] == ["rej_" + corpus.get(meta["covered_neg"][0]).id[4:]]
+    assert meta["covered_neg"] == [rejected.id]
     only_self, _ = corpus.search("tea", layer="self", k=3)
     assert ids(only_self) == ["me"]
     neg, _ = corpus.search("tea", layer="rejected", k=3)
