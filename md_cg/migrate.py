@@ -1,0 +1,825 @@
+"""Batch migration of a sqlite cognitive-graph database into an md-cg store (DESIGN §11).
+
+:func:`migrate` reads the source read-only (:func:`md_cg.sqlite_source.open_readonly`:
+``mode=ro`` plus ``query_only``, so the database file's bytes are unchanged),
+turns every row into a :class:`~md_cg.node.Node` with
+:func:`md_cg.sqlite_source.iter_rows`, and writes the nodes through the engine,
+``MdCG(dest).add_many(batch, overwrite=True, stamp=False)``, one group commit
+per ``batch`` nodes. Then it verifies the result: see :func:`verify_migration`.
+
+Idempotent
+    ``add_many(overwrite=True)`` leaves a file that already holds exactly the
+    bytes it would write untouched (mtime included), so a second run over the
+    same source changes no ``.md`` file and reports every node ``unchanged``.
+    A node whose layer or bucket changed in the source is moved; the engine
+    stamps ``updated_at`` on a move, so the migration rewrites the moved node
+    once more with the source's own value.
+
+Resumable
+    A journal ``<dest>/.mdcg/migrate/<key>.json`` (``key``: a hash of the
+    source's absolute path) records the source's identity (size, mtime and
+    SHA-256 of the database file, and of its ``-wal`` file if there is one)
+    and, after each committed batch, the last source rowid the batch covered.
+    A run that finds an unfinished journal for an identical source resumes:
+    rows up to that rowid are not written again (they are still read,
+    counted and verified); the interrupted writer's leftovers are cleaned by
+    :meth:`MdCG.sync` first. A changed source, a finished journal or
+    ``resume=False`` start from the first row. A finished run marks the
+    journal ``complete``.
+
+Verified, fully
+    After writing, a fresh read-only store is opened on ``dest`` and every
+    node of every good row is read back from its file (:meth:`MdCG.get`) and
+    compared with the node converted from the row, field by field and edge by
+    edge (target, type, confidence, verified, extra), with strict types (``1``
+    is not ``1.0`` or ``True``). Differences are listed by id with the names
+    of the fields (:class:`Mismatch`). Ids in ``dest`` that no good row
+    carries are reported as ``extras`` (not mismatches).
+
+Bad rows
+    Rows the reader rejects (invalid JSON, unknown layer, duplicate or unsafe
+    id, invalid ``verification_basis``, NULL content, edges whose source is no
+    node, ...) are reported by rowid with the reason (:class:`BadRow`); every
+    other row migrates. Bad rows do not make a report not-``ok``: they are
+    facts about the source, not failures of the migration, and the report
+    lists them all (the command line has ``--strict`` to fail on them).
+
+Dry run
+    ``dry_run=True`` writes nothing (the destination folder is not even
+    created): it reports what would be created, changed (the file's bytes
+    would differ, or the node would move) or left unchanged, the bad rows and
+    the bucket distribution of the result.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from . import fsops, layout, nodefile
+from .errors import LockTimeoutError, MalformedNodeFileError, MdcgError, NodeNotFoundError
+from .node import LAYERS, Edge, Node
+from .sqlite_source import RowResult, count_rows, dangling_edges, iter_rows, open_readonly
+from .store import MdCG
+
+#: Folder of the migration journals, under the store's ``.mdcg/``.
+JOURNAL_DIR = ".mdcg/migrate"
+#: Format version of a journal file.
+JOURNAL_VERSION = 1
+#: Default number of nodes per group commit.
+DEFAULT_BATCH = 500
+
+#: ``progress(done, total)``: called after each batch and at the end of each pass.
+ProgressFn = Callable[[int, int], Any]
+
+_MISSING = "<missing>"
+_UNREADABLE = "<unreadable>"
+_PATH = "<path>"
+_EDGE_ATTRS = ("target", "type", "confidence", "verified", "extra")
+_ABSENT = object()
+
+
+class MigrationError(MdcgError):
+    """The migration cannot start: unusable destination, or another run holds it."""
+
+
+class BadRow(NamedTuple):
+    """A source row that did not become a node.
+
+    ``table`` is ``"nodes"``, or ``"edges"`` for an edge whose source is no
+    node; ``rowid`` is the row's rowid in that table; ``node_id`` the raw id
+    (or edge source) as stored; ``reason`` the reader's explanation.
+    """
+
+    rowid: int
+    node_id: Any
+    reason: str
+    table: str = "nodes"
+
+
+class Mismatch(NamedTuple):
+    """A node whose file differs from its source row.
+
+    ``fields`` names what differs: node fields (``tags``, ``body``...),
+    ``extra.<key>`` for an extra key, ``edges[<i>].<attr>`` for one attribute
+    of the i-th edge, ``edges.count`` when the number of edges differs,
+    ``<path>`` when the file is not where the node belongs, ``<missing>`` when
+    no file holds the id and ``<unreadable>`` when its file does not parse.
+    ``detail`` shows the first difference (source value, then file value).
+    """
+
+    node_id: str
+    fields: tuple[str, ...]
+    detail: str = ""
+
+
+@dataclass
+class MigrationReport:
+    """What a migration, dry run or verification found and did.
+
+    Counts: ``rows`` is the number of ``nodes`` rows; ``migrated`` the good
+    ones (they are nodes in ``dest`` now, or would be after a dry run), split
+    into ``created`` / ``updated`` (bytes differed; ``moved`` of them changed
+    folder) / ``unchanged`` (already byte-identical) / ``skipped`` (covered by
+    the checkpoint a resumed run started from: not written again, still
+    verified). ``verified`` nodes were read back and compared.
+
+    ``ok`` is true when no node mismatches and the source did not change
+    while it was read; bad rows are listed but do not make it false.
+    """
+
+    source: str
+    dest: str
+    mode: str  # "migrate", "dry-run" or "verify"
+    rows: int = 0
+    migrated: int = 0
+    created: int = 0
+    updated: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    skipped: int = 0
+    verified: int = 0
+    bad_rows: list[BadRow] = field(default_factory=list)
+    mismatches: list[Mismatch] = field(default_factory=list)
+    extras: list[str] = field(default_factory=list)
+    changed_ids: list[str] = field(default_factory=list)
+    dangling_edges: list[tuple[str, str]] = field(default_factory=list)
+    layers: dict[str, int] = field(default_factory=dict)
+    buckets: dict[str, int] = field(default_factory=dict)
+    dest_findings: dict[str, int] = field(default_factory=dict)
+    resumed_from: int = 0
+    restarted: str | None = None
+    temp_removed: list[str] = field(default_factory=list)
+    source_sha256: str = ""
+    source_changed: bool = False
+    batch: int = DEFAULT_BATCH
+    durable: bool = False
+    write_seconds: float = 0.0
+    verify_seconds: float = 0.0
+    seconds: float = 0.0
+
+    @property
+    def dry_run(self) -> bool:
+        """True for a dry run (nothing written, nothing verified)."""
+        return self.mode == "dry-run"
+
+    @property
+    def ok(self) -> bool:
+        """No mismatch, and the source was the same at the end as at the start."""
+        return not self.mismatches and not self.source_changed
+
+    @property
+    def nodes_per_s(self) -> float:
+        """Good rows per second of the whole run (writing and verifying)."""
+        return self.migrated / self.seconds if self.seconds > 0 else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (every list in full)."""
+        return {
+            "ok": self.ok,
+            "mode": self.mode,
+            "source": self.source,
+            "dest": self.dest,
+            "source_sha256": self.source_sha256,
+            "source_changed": self.source_changed,
+            "rows": self.rows,
+            "migrated": self.migrated,
+            "created": self.created,
+            "updated": self.updated,
+            "moved": self.moved,
+            "unchanged": self.unchanged,
+            "skipped": self.skipped,
+            "verified": self.verified,
+            "bad_rows": [r._asdict() for r in self.bad_rows],
+            "mismatches": [
+                {"id": m.node_id, "fields": list(m.fields), "detail": m.detail}
+                for m in self.mismatches
+            ],
+            "extras": list(self.extras),
+            "changed_ids": list(self.changed_ids),
+            "dangling_edges": [list(e) for e in self.dangling_edges],
+            "layers": dict(self.layers),
+            "buckets": dict(self.buckets),
+            "dest_findings": dict(self.dest_findings),
+            "resumed_from": self.resumed_from,
+            "restarted": self.restarted,
+            "temp_removed": list(self.temp_removed),
+            "batch": self.batch,
+            "durable": self.durable,
+            "write_seconds": round(self.write_seconds, 4),
+            "verify_seconds": round(self.verify_seconds, 4),
+            "seconds": round(self.seconds, 4),
+            "nodes_per_s": round(self.nodes_per_s, 1),
+        }
+
+    def render(self, limit: int = 20) -> str:
+        """A human summary; each list shows at most ``limit`` items."""
+        title = {"migrate": "migration", "dry-run": "dry run", "verify": "verification"}[self.mode]
+        verdict = "OK" if self.ok else "FAILED"
+        lines = [f"{title} {self.source} -> {self.dest}: {verdict}"]
+        lines.append(
+            f"  rows {self.rows:,}: {self.migrated:,} good, {len(self.bad_rows_of('nodes')):,} bad"
+            + (
+                f", {len(self.bad_rows_of('edges')):,} orphan edge row(s)"
+                if self.bad_rows_of("edges")
+                else ""
+            )
+        )
+        if self.mode == "dry-run":
+            lines.append(
+                f"  would create {self.created:,}, change {self.updated:,} "
+                f"({self.moved:,} moving), leave unchanged {self.unchanged:,}; nothing written"
+            )
+        elif self.mode == "migrate":
+            lines.append(
+                f"  created {self.created:,}, updated {self.updated:,} ({self.moved:,} moved), "
+                f"unchanged {self.unchanged:,}, skipped (resumed) {self.skipped:,}"
+            )
+        if self.resumed_from:
+            lines.append(f"  resumed after source rowid {self.resumed_from}")
+        if self.restarted:
+            lines.append(f"  started over: {self.restarted}")
+        if self.temp_removed:
+            lines.append(f"  removed {len(self.temp_removed)} temp file(s) of the interrupted run")
+        if self.mode != "dry-run":
+            lines.append(
+                f"  verified {self.verified:,} node(s) field by field: "
+                f"{len(self.mismatches):,} mismatch(es), {len(self.extras):,} extra id(s) in dest"
+            )
+        if self.source_changed:
+            lines.append("  the source database changed while it was read: run again")
+        knowledge = sum(self.buckets.values())
+        if knowledge:
+            largest, size = max(self.buckets.items(), key=lambda kv: (kv[1], kv[0]))
+            lines.append(
+                f"  knowledge: {knowledge:,} node(s) in {len(self.buckets):,} bucket(s); largest "
+                f"{largest} {size:,} ({size / knowledge:.1%}), orphan "
+                f"{self.buckets.get(layout.ORPHAN, 0):,}"
+            )
+        if self.layers:
+            lines.append(
+                "  layers: " + ", ".join(f"{k} {v:,}" for k, v in self.layers.items() if v)
+            )
+        if self.dangling_edges:
+            lines.append(f"  {len(self.dangling_edges):,} dangling edge(s) kept (target not a node)")
+        if self.dest_findings:
+            lines.append(
+                "  dest health: "
+                + ", ".join(f"{k} {v}" for k, v in sorted(self.dest_findings.items()))
+            )
+        if self.seconds:
+            lines.append(
+                f"  {self.seconds:.2f} s ({self.write_seconds:.2f} s writing, "
+                f"{self.verify_seconds:.2f} s verifying), {self.nodes_per_s:,.0f} nodes/s"
+            )
+        _section(lines, "mismatches", [f"{m.node_id}: {', '.join(m.fields)}  {m.detail}"
+                                       for m in self.mismatches], limit)
+        _section(
+            lines,
+            "bad rows",
+            [f"{r.table} rowid {r.rowid} (id {r.node_id!r}): {r.reason}" for r in self.bad_rows],
+            limit,
+        )
+        if self.mode == "dry-run":
+            _section(lines, "would change", self.changed_ids, limit)
+        _section(lines, "extra ids in dest (not in the source)", self.extras, limit)
+        return "\n".join(lines) + "\n"
+
+    def bad_rows_of(self, table: str) -> list[BadRow]:
+        """The bad rows of one table (``"nodes"`` or ``"edges"``)."""
+        return [r for r in self.bad_rows if r.table == table]
+
+
+def _section(lines: list[str], title: str, items: list[str], limit: int) -> None:
+    if not items:
+        return
+    lines.append(f"{title} ({len(items):,}):")
+    lines.extend(f"  {item}" for item in items[:limit])
+    if len(items) > limit:
+        lines.append(f"  ... {len(items) - limit:,} more (see --json)")
+
+
+# -- source identity and the journal ---------------------------------------------------
+
+
+def _file_identity(path: Path) -> dict[str, Any]:
+    st = path.stat()
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            digest.update(chunk)
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": digest.hexdigest()}
+
+
+def source_identity(src: str | os.PathLike[str]) -> dict[str, Any]:
+    """Size, mtime and SHA-256 of the database file (and of its ``-wal`` file, if any)."""
+    path = Path(src)
+    ident = _file_identity(path)
+    wal = path.with_name(path.name + "-wal")
+    if wal.is_file():
+        ident["wal"] = _file_identity(wal)
+    return ident
+
+
+def journal_path(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> Path:
+    """Where the journal of migrating ``src`` into ``dest`` lives."""
+    key = hashlib.sha256(str(Path(src).resolve()).encode("utf-8")).hexdigest()[:16]
+    return Path(dest) / JOURNAL_DIR / f"{key}.json"
+
+
+def read_journal(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """The journal of migrating ``src`` into ``dest``, or ``None`` if absent or unreadable."""
+    try:
+        data = json.loads(journal_path(src, dest).read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("version") != JOURNAL_VERSION:
+        return None
+    if not isinstance(data.get("rowid"), int) or not isinstance(data.get("identity"), dict):
+        return None
+    return data
+
+
+class _Journal:
+    def __init__(self, src: Path, dest: Path, identity: dict[str, Any], durable: bool) -> None:
+        self.path = journal_path(src, dest)
+        self.durable = durable
+        self.record: dict[str, Any] = {
+            "version": JOURNAL_VERSION,
+            "source": str(src.resolve()),
+            "identity": identity,
+            "rowid": 0,
+            "rows_done": 0,
+            "complete": False,
+            "started_at": time.time(),
+            "updated_at": time.time(),
+        }
+
+    def save(self, **changes: Any) -> None:
+        self.record.update(changes, updated_at=time.time())
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        data = json.dumps(self.record, ensure_ascii=False, indent=1).encode("utf-8")
+        fsops.atomic_write(self.path, data, durable=self.durable)
+
+    def remove_abandoned_temps(self) -> list[str]:
+        removed = []
+        try:
+            names = os.listdir(self.path.parent)
+        except FileNotFoundError:
+            return removed
+        for name in sorted(names):
+            path = self.path.parent / name
+            if (
+                fsops.is_temp_name(name)
+                and fsops.temp_is_abandoned(path, name)
+                and fsops.remove_if_exists(path)
+            ):
+                removed.append(f"{JOURNAL_DIR}/{name}")
+        return removed
+
+
+# -- comparing nodes ----------------------------------------------------------------------
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal values of the same JSON types (``1``, ``1.0`` and ``True`` all differ)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, Edge):
+        return all(_same(getattr(a, n), getattr(b, n)) for n in _EDGE_ATTRS)
+    return bool(a == b)
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, Edge):
+        value = value.to_dict()
+    text = "(absent)" if value is _ABSENT else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def diff_nodes(expected: Node, actual: Node) -> tuple[list[str], str]:
+    """Names of the fields where ``actual`` differs from ``expected``, and the first difference.
+
+    Compares every :class:`Node` field with strict types; ``extra`` key by key
+    (``extra.<key>``) and ``edges`` edge by edge and attribute by attribute
+    (``edges[<i>].<attr>``, plus ``edges.count`` when the counts differ).
+    """
+    names: list[str] = []
+    first: tuple[str, Any, Any] | None = None
+
+    def note(name: str, a: Any, b: Any) -> None:
+        nonlocal first
+        names.append(name)
+        if first is None:
+            first = (name, a, b)
+
+    for f in fields(Node):
+        a, b = getattr(expected, f.name), getattr(actual, f.name)
+        if f.name == "edges":
+            for i, (ea, eb) in enumerate(zip(a, b, strict=False)):
+                for attr in _EDGE_ATTRS:
+                    if not _same(getattr(ea, attr), getattr(eb, attr)):
+                        note(f"edges[{i}].{attr}", getattr(ea, attr), getattr(eb, attr))
+            if len(a) != len(b):
+                note("edges.count", len(a), len(b))
+        elif f.name == "extra":
+            for key in list(a) + [k for k in b if k not in a]:
+                va, vb = a.get(key, _ABSENT), b.get(key, _ABSENT)
+                if va is _ABSENT or vb is _ABSENT or not _same(va, vb):
+                    note(f"extra.{key}", va, vb)
+        elif not _same(a, b):
+            note(f.name, a, b)
+    detail = ""
+    if first is not None:
+        name, a, b = first
+        detail = f"{name}: source {_show(a)}, file {_show(b)}"
+    return names, detail
+
+
+# -- the passes ----------------------------------------------------------------------------
+
+
+def _bad_row(row: RowResult) -> BadRow:
+    reason = row.error or ""
+    if row.table == "nodes":
+        prefix = f"nodes rowid {row.rowid} (id {row.node_id!r}): "
+    else:
+        prefix = f"edges rowid {row.rowid}: "
+    if reason.startswith(prefix):
+        reason = reason[len(prefix) :]
+    return BadRow(row.rowid, row.node_id, reason, row.table)
+
+
+def _tally(report: MigrationReport, row: RowResult) -> Node | None:
+    """Count one source result into the report; the node if the row is good."""
+    if row.node is None:
+        report.bad_rows.append(_bad_row(row))
+        return None
+    node = row.node
+    report.migrated += 1
+    report.layers[node.layer] = report.layers.get(node.layer, 0) + 1
+    bucket = layout.bucket_of(node)
+    if bucket is not None:
+        report.buckets[bucket] = report.buckets.get(bucket, 0) + 1
+    return node
+
+
+def _classify(store: MdCG | None, root: Path, node: Node) -> str:
+    """What ``add_many(overwrite=True)`` will do with ``node``: created/updated/moved/unchanged."""
+    rel = layout.rel_path(node)
+    current = store.entry(node.id).path if store is not None and node.id in store else None
+    if current is not None and current != rel:
+        return "moved"
+    data = nodefile.dumps(node).encode("utf-8")
+    path = root / rel
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return "unchanged"
+    except FileNotFoundError:
+        return "created"
+    return "updated"
+
+
+def _file_state(store: MdCG, root: Path, node: Node) -> str | tuple[int, int, int] | None:
+    """Before a write: ``"moved"``, or the (inode, mtime, size) of the node's file, or None."""
+    rel = layout.rel_path(node)
+    if node.id in store and store.entry(node.id).path != rel:
+        return "moved"
+    try:
+        st = (root / rel).stat()
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _status_after(root: Path, node: Node, before: str | tuple[int, int, int] | None) -> str:
+    """After ``add_many``: created, moved, unchanged (the very same file) or updated."""
+    if before is None or before == "moved":
+        return before or "created"
+    st = (root / layout.rel_path(node)).stat()
+    return "unchanged" if (st.st_ino, st.st_mtime_ns, st.st_size) == before else "updated"
+
+
+def _count(report: MigrationReport, node: Node, status: str) -> None:
+    if status == "created":
+        report.created += 1
+    elif status == "unchanged":
+        report.unchanged += 1
+    else:
+        report.updated += 1
+        report.moved += status == "moved"
+        report.changed_ids.append(node.id)
+
+
+def _check_dest(dest: Path) -> None:
+    """Refuse a destination that is a file, or a non-empty folder that is no store."""
+    if not dest.exists():
+        return
+    if not dest.is_dir():
+        raise MigrationError(f"{dest}: the destination exists and is not a folder")
+    if (dest / ".mdcg").is_dir():
+        return
+    known = {*LAYERS, ".gitignore"}
+    foreign = sorted(n for n in os.listdir(dest) if n not in known and not n.startswith("."))
+    if foreign:
+        raise MigrationError(
+            f"{dest}: the destination folder is not empty and is not an md-cg store "
+            f"(it holds {', '.join(foreign[:3])}{', ...' if len(foreign) > 3 else ''}); "
+            "choose a new or empty folder"
+        )
+
+
+def _tick(progress: ProgressFn | None, done: int, total: int) -> None:
+    if progress is not None:
+        progress(done, total)
+
+
+def _dry_run(
+    conn: sqlite3.Connection, dest: Path, report: MigrationReport, progress: ProgressFn | None
+) -> None:
+    store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
+    try:
+        total, done = report.rows, 0
+        for row in iter_rows(conn):
+            node = _tally(report, row)
+            if row.table != "nodes":
+                continue
+            done += 1
+            if node is not None:
+                _count(report, node, _classify(store, dest, node))
+            if done % report.batch == 0:
+                _tick(progress, done, total)
+        _tick(progress, done, total)
+    finally:
+        if store is not None:
+            store.close()
+
+
+def _write(
+    conn: sqlite3.Connection,
+    src: Path,
+    dest: Path,
+    report: MigrationReport,
+    identity: dict[str, Any],
+    *,
+    resume: bool,
+    progress: ProgressFn | None,
+) -> _Journal:
+    """The write pass: stream rows, group-commit nodes, checkpoint the journal."""
+    store = MdCG(dest, durable=report.durable)
+    journal = _Journal(src, dest, identity, report.durable)
+    try:
+        previous = read_journal(src, dest)
+        interrupted = previous is not None and not previous.get("complete")
+        start_after = 0
+        if interrupted:
+            assert previous is not None
+            if not resume:
+                report.restarted = "an interrupted run was found, but resume was turned off"
+            elif previous["identity"] != identity:
+                report.restarted = (
+                    "the source changed since the interrupted run (size, mtime or sha256 differ)"
+                )
+            else:
+                start_after = previous["rowid"]
+                journal.record["started_at"] = previous.get("started_at", time.time())
+            # Clean up after the interrupted writer: its temp files, index drift.
+            report.temp_removed = list(store.sync().temp_removed) + journal.remove_abandoned_temps()
+        report.resumed_from = start_after
+        journal.save(rowid=start_after, rows_done=0, complete=False)
+
+        total, done = 2 * report.rows, 0
+        pending: list[Node] = []
+        last_rowid = start_after
+        wrote = False
+
+        def flush() -> None:
+            nonlocal wrote
+            before = [_file_state(store, dest, n) for n in pending]
+            moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
+            batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
+            store.add_many(batch, overwrite=True, stamp=False, durable=report.durable)
+            if moved:
+                # A move stamps updated_at; put the source's value back.
+                store.add_many(moved, overwrite=True, stamp=False, durable=report.durable)
+            for n, b in zip(pending, before, strict=True):
+                status = _status_after(dest, n, b)
+                _count(report, n, status)
+                wrote = wrote or status != "unchanged"
+            pending.clear()
+
+        for row in iter_rows(conn):
+            node = _tally(report, row)
+            if row.table != "nodes":
+                continue
+            done += 1
+            if row.rowid <= start_after:
+                if node is not None:
+                    report.skipped += 1
+                continue
+            last_rowid = row.rowid
+            if node is not None:
+                pending.append(node)
+            if len(pending) >= report.batch:
+                flush()
+                journal.save(rowid=last_rowid, rows_done=done)
+                _tick(progress, done, total)
+        if pending:
+            flush()
+        journal.save(rowid=last_rowid, rows_done=done)
+        _tick(progress, done, total)
+        if wrote or interrupted:
+            # Fold the log into a snapshot: the store (and the check below) opens fast.
+            store.compact_index()
+    finally:
+        store.close()
+    return journal
+
+
+def _verify(
+    conn: sqlite3.Connection,
+    dest: Path,
+    report: MigrationReport,
+    *,
+    tally: bool,
+    progress: ProgressFn | None,
+    offset: int,
+    total: int,
+) -> None:
+    """The verification pass: every good row against its file, read by a fresh reader."""
+    with MdCG(dest, read_only=True, create=False, refresh_interval=None) as store:
+        health = store.health()
+        report.dest_findings = dict(sorted(Counter(f.kind for f in health.findings).items()))
+        unreadable = {f.path: f.detail for f in health.findings if f.kind == "unreadable_file"}
+        good: set[str] = set()
+        done = 0
+        for row in iter_rows(conn):
+            node = _tally(report, row) if tally else row.node
+            if row.table != "nodes":
+                continue
+            done += 1
+            if done % report.batch == 0:
+                _tick(progress, offset + done, total)
+            if node is None:
+                continue
+            good.add(node.id)
+            rel = layout.rel_path(node)
+            try:
+                actual = store.get(node.id)
+            except (NodeNotFoundError, MalformedNodeFileError, OSError):
+                if rel in unreadable:
+                    report.mismatches.append(
+                        Mismatch(node.id, (_UNREADABLE,), f"{rel}: {unreadable[rel]}")
+                    )
+                else:
+                    report.mismatches.append(
+                        Mismatch(node.id, (_MISSING,), f"no node file for this id (expected {rel})")
+                    )
+                continue
+            report.verified += 1
+            names, detail = diff_nodes(node, actual)
+            where = store.entry(node.id).path
+            if where != rel:
+                names.append(_PATH)
+                detail = detail or f"file at {where}, expected {rel}"
+            if names:
+                report.mismatches.append(Mismatch(node.id, tuple(names), detail))
+        _tick(progress, offset + done, total)
+        report.extras = sorted(set(store.ids()) - good)
+
+
+def _run(
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    mode: str,
+    *,
+    batch: int,
+    durable: bool,
+    progress: ProgressFn | None,
+    resume: bool,
+) -> MigrationReport:
+    if not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"batch must be a positive integer, got {batch!r}")
+    started = time.perf_counter()
+    src_path, dest_path = Path(src), Path(dest)
+    conn = open_readonly(src_path)
+    try:
+        identity = source_identity(src_path)
+        report = MigrationReport(
+            source=str(src_path),
+            dest=str(dest_path),
+            mode=mode,
+            rows=count_rows(conn),
+            source_sha256=identity["sha256"],
+            batch=batch,
+            durable=durable,
+        )
+        report.dangling_edges = dangling_edges(conn)
+        if mode == "dry-run":
+            _check_dest(dest_path)
+            _dry_run(conn, dest_path, report, progress)
+            report.write_seconds = time.perf_counter() - started
+        elif mode == "verify":
+            if not dest_path.is_dir():
+                raise MigrationError(f"{dest_path}: no such store folder to verify")
+            _verify(
+                conn, dest_path, report, tally=True, progress=progress, offset=0, total=report.rows
+            )
+            report.verify_seconds = time.perf_counter() - started
+        else:
+            _check_dest(dest_path)
+            lock = fsops.FileLock(
+                journal_path(src_path, dest_path).with_suffix(".lock"), what="migration"
+            )
+            try:
+                lock.acquire(timeout=0)
+            except LockTimeoutError:
+                raise MigrationError(
+                    f"{dest_path}: another migration of {src_path} into this store is running"
+                ) from None
+            try:
+                journal = _write(
+                    conn, src_path, dest_path, report, identity, resume=resume, progress=progress
+                )
+                report.write_seconds = time.perf_counter() - started
+                _verify(
+                    conn,
+                    dest_path,
+                    report,
+                    tally=False,
+                    progress=progress,
+                    offset=report.rows,
+                    total=2 * report.rows,
+                )
+                report.verify_seconds = time.perf_counter() - started - report.write_seconds
+                journal.save(
+                    complete=True,
+                    ok=not report.mismatches,
+                    mismatches=len(report.mismatches),
+                    bad_rows=len(report.bad_rows),
+                )
+            finally:
+                lock.release()
+    finally:
+        conn.close()
+    report.source_changed = source_identity(src_path) != identity
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def migrate(
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    dry_run: bool = False,
+    batch: int = DEFAULT_BATCH,
+    durable: bool = False,
+    progress: ProgressFn | None = None,
+    resume: bool = True,
+) -> MigrationReport:
+    """Migrate the sqlite database ``src`` into the store folder ``dest``, then verify it.
+
+    ``batch`` nodes go into each group commit; ``durable=True`` fsyncs every
+    file, folder and log append (and the journal). ``progress(done, total)``
+    is called after each batch and at the end of each pass; ``total`` is twice
+    the number of ``nodes`` rows (each row is counted once when written and
+    once when verified; a dry run counts each row once). ``resume=False``
+    ignores an unfinished journal and starts from the first row.
+
+    Raises :class:`~md_cg.errors.MdcgError` naming the path when the source
+    cannot be read as a cognitive-graph database, and
+    :class:`MigrationError` when ``dest`` is a file, a non-empty folder that
+    is no store, or another migration of the same source into it is running.
+    """
+    mode = "dry-run" if dry_run else "migrate"
+    return _run(src, dest, mode, batch=batch, durable=durable, progress=progress, resume=resume)
+
+
+def verify_migration(
+    src: str | os.PathLike[str],
+    dest: str | os.PathLike[str],
+    *,
+    progress: ProgressFn | None = None,
+) -> MigrationReport:
+    """Compare every good row of ``src`` with its node in the store ``dest``; write nothing.
+
+    The same check :func:`migrate` ends with, on its own: the report's
+    ``mismatches`` list every node whose file is missing, unreadable,
+    misplaced or differs in any field or edge. ``progress(done, total)`` counts
+    ``nodes`` rows.
+    """
+    return _run(
+        src, dest, "verify", batch=DEFAULT_BATCH, durable=False, progress=progress, resume=False
+    )
