@@ -4,8 +4,10 @@ A thin command over :mod:`md_cg.census` (DESIGN §12). ``SRC`` is either
 
 * a ``.sqlite`` file in the reference schema, read read-only through
   :mod:`md_cg.sqlite_source` (bad rows are reported on stderr and skipped), or
-* an md-cg store folder: every ``*.md`` under the layer folders is read with
-  :func:`md_cg.nodefile.read_node` (see :func:`records_from_folder`).
+* an md-cg store folder, opened read-only through the engine
+  (``MdCG(root, read_only=True, create=False)``): the census reads the index
+  entries (tags, condition space, layer) and reports the files the engine
+  cannot read (see :func:`records_from_folder`).
 
 Markdown goes to stdout, or JSON with ``--json``. Exit status: 0 on success,
 2 when ``SRC`` cannot be read at all.
@@ -21,9 +23,10 @@ from pathlib import Path
 
 from md_cg.census import CensusReport, census, render_markdown
 from md_cg.errors import MdcgError
+from md_cg.index import Entry
 from md_cg.node import LAYERS, Node
-from md_cg.nodefile import read_node
 from md_cg.sqlite_source import iter_rows, open_readonly
+from md_cg.store import MdCG
 
 #: Called with (where, reason) for each file or row that cannot be read.
 ErrorSink = Callable[[str, str], None]
@@ -33,25 +36,22 @@ def _stderr_sink(where: str, reason: str) -> None:
     print(f"skipped {where}: {reason}", file=sys.stderr)
 
 
-def records_from_folder(root: str | Path, on_error: ErrorSink = _stderr_sink) -> Iterator[Node]:
-    """Nodes of every ``*.md`` file under the layer folders of ``root``, sorted by path.
+def records_from_folder(root: str | Path, on_error: ErrorSink = _stderr_sink) -> list[Entry]:
+    """Index entries of every node of the store at ``root``, sorted by id.
 
-    Hidden files and folders (such as ``.mdcg/``) are skipped; a file that
-    cannot be read is reported to ``on_error`` by path and skipped. A stand-in
-    until the engine offers a read-only iteration API.
+    The store is opened read-only through the engine (nothing is written, not
+    even on a store that was never initialised); each entry carries the
+    ``tags``, ``condition_space`` and ``layer`` the census keys on. Files the
+    engine cannot read (``unreadable_file`` findings of
+    :meth:`~md_cg.store.MdCG.health`) are reported to ``on_error`` by path and
+    left out. Hidden files and folders, ``.mdcg/`` included, are not nodes.
     """
     base = Path(root)
-    for layer in LAYERS:
-        folder = base / layer
-        if not folder.is_dir():
-            continue
-        for path in sorted(folder.rglob("*.md")):
-            if any(part.startswith(".") for part in path.relative_to(base).parts):
-                continue
-            try:
-                yield read_node(path)
-            except (MdcgError, OSError) as exc:
-                on_error(str(path), str(exc))
+    with MdCG(base, read_only=True, create=False) as store:
+        entries = store.entries()
+        for finding in store.health().by_kind("unreadable_file"):
+            on_error(str(base / (finding.path or "")), finding.detail)
+    return entries
 
 
 def records_from_sqlite(path: str | Path, on_error: ErrorSink = _stderr_sink) -> Iterator[Node]:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from conftest import no_writes, tree_listing
 
 from census import census_of, main, records_from_folder
 from md_cg.census import (
@@ -16,7 +17,9 @@ from md_cg.census import (
     render_markdown,
     split_oversized,
 )
+from md_cg.index import Entry
 from md_cg.layout import rel_path
+from md_cg.migrate import migrate
 from md_cg.node import Node
 from md_cg.nodefile import dumps
 from md_cg.sample import bundled_sample_path, generate
@@ -198,6 +201,29 @@ def test_folder_and_sqlite_give_the_same_census(tmp_path: Path, capsys):
     assert sorted(n.id for n in folder_nodes) == sorted(n.id for n in nodes)
     assert census_of(root).to_dict() == census_of(bundled_sample_path()).to_dict()
     assert str(bad) in capsys.readouterr().err
+
+
+def test_folder_census_goes_through_the_engine_read_only(tmp_path: Path):
+    root = tmp_path / "store"
+    report = migrate(bundled_sample_path(), root)
+    assert report.ok and report.migrated == 226
+    # Damage one node file: the engine reports it and the census leaves it out.
+    victim = root / "knowledge" / "orphan" / "broken.md"
+    victim.write_text('---\nid: "broken"\nlayer: [\n---\n', encoding="utf-8")
+    before = tree_listing(root)
+    seen: list[tuple[str, str]] = []
+    with no_writes() as attempts:
+        records = records_from_folder(root, lambda where, reason: seen.append((where, reason)))
+    assert attempts == []
+    assert tree_listing(root) == before
+    assert all(isinstance(r, Entry) for r in records)
+    assert [r.id for r in records] == sorted(r.id for r in records)
+    assert len(records) == 226
+    assert [where for where, _ in seen] == [str(victim)]
+    # The census of the migrated store equals the census of its source database.
+    assert census_of(root).to_dict() == census_of(bundled_sample_path()).to_dict()
+    everything = census_of(root, layer=None)
+    assert everything.records == 226
 
 
 def test_command_line(tmp_path: Path, capsys):
