@@ -9,26 +9,27 @@ Two ways to find documents:
 * :meth:`TextIndex.match` -- Okapi BM25 over the documents some query term
   occurs in (search tiers T0/T2). Every matching document in scope is scored
   before the result is cut to ``k``.
-* :meth:`TextIndex.similar` -- character-similarity fallback for text no
+* :meth:`TextIndex.similar` -- character-similarity fallback for text that no
   term matches (tiers T1/T3): query words are compared with the vocabulary
   through a padded-bigram -> term map, CJK characters through their unigram
-  terms (or the vocabulary bigrams that contain them), and documents are
-  scored through those terms' postings. It always returns
-  ``min(k, documents in scope)`` results.
+  terms (or the vocabulary terms containing them), and documents are scored
+  through those terms' postings. It returns ``min(k, documents in scope)``
+  results, so a non-empty scope never answers empty.
 
-Layout: postings live in a few immutable CSR *segments* (term ids, offsets,
-document slots, term frequencies). :meth:`~TextIndex.add` only appends term
-ids to a pending buffer; the buffer becomes a segment when a query needs it
-(or when it grows large), and small segments are merged into larger ones
-geometrically, so adding costs amortised O(terms). Removing or replacing a
-document leaves a dead slot that the next compaction (automatic once a
-quarter of the slots are dead, and always in :meth:`~TextIndex.to_bytes`)
-reclaims.
+Layout: postings live in immutable CSR *segments* (sorted term ids, offsets,
+document slots, term frequencies). :meth:`~TextIndex.add` appends term ids to
+a pending buffer; the buffer becomes a segment when a query needs it or when
+it reaches 2^18 occurrences, and every 8 segments of one size tier
+(``floor(log8(postings))``) are merged into one, so a posting is merged
+O(log n) times and adding costs amortised O(terms). Removing or replacing a
+document leaves a dead slot; once a quarter of the slots are dead (and at
+:meth:`~TextIndex.to_bytes`) a compaction renumbers the live slots and drops
+unused terms, without re-sorting postings.
 
-Not thread-safe: read methods may flush, merge or compact internal state,
-so callers serialise every call (one lock around the index).
+Not thread-safe: reads may flush, merge or compact internal state, so callers
+serialise every call (one lock around the index).
 
-This module imports only numpy, rapidfuzz, PyStemmer and the standard library.
+Imports only numpy, rapidfuzz, PyStemmer and the standard library.
 """
 
 from __future__ import annotations
@@ -67,12 +68,13 @@ _CJK_SPLIT_RE = re.compile(f"([{_CJK_CHARS}]+)")
 _CYRILLIC_RE = re.compile("[\u0400-\u04ff]")
 
 _MAGIC = b"MDCGTIX1"
-_PENDING_MAX = 1 << 20  # term occurrences buffered before they become a segment
-_MERGE_FACTOR = 4  # merge trailing segments while the older is < 4x the newer
-_MAX_SEGMENTS = 8
+_PENDING_MAX = 1 << 18  # term occurrences buffered before they become a segment
+_MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(postings))
+_MERGE_MAX = 1 << 24  # postings above which automatic merging stops
 _COMPACT_MIN_DEAD = 1024
 _SCOPE_CACHE = 16
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 
 
 @dataclass(frozen=True)
@@ -80,33 +82,36 @@ class Scope:
     """A selection of documents: layer in ``layers`` AND bucket in ``buckets``.
 
     ``None`` means any. Obtain one from :meth:`TextIndex.scope`; it stays
-    valid across changes to the index (membership is evaluated at use).
+    valid while the index changes (membership is evaluated when used).
     """
 
     layers: frozenset[int] | None = None
     buckets: frozenset[int] | None = None
 
 
+# ------------------------------------------------------------------ segments
+
+
 class _Segment:
-    """Immutable postings: for term ``terms[i]``, slots ``docs[ptr[i]:ptr[i+1]]``."""
+    """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
 
     __slots__ = ("docs", "ptr", "terms", "tfs")
 
     def __init__(self, terms: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
-        self.terms = terms  # int32, sorted, unique
-        self.ptr = ptr  # int64, len(terms) + 1
-        self.docs = docs  # int32, sorted within a term
-        self.tfs = tfs  # uint16
+        self.terms = terms  # int32, strictly increasing
+        self.ptr = ptr  # int64, len(terms) + 1, strictly increasing
+        self.docs = docs  # int32, increasing within a term
+        self.tfs = tfs  # uint16, >= 1
 
     @property
     def nnz(self) -> int:
         return len(self.docs)
 
     @classmethod
-    def from_pairs(cls, terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> _Segment:
-        """Build from postings sorted by (term, doc)."""
+    def from_postings(cls, terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> _Segment:
+        """Build from one (term, doc, tf) row per posting, sorted by (term, doc)."""
         if len(terms) == 0:
-            return cls(_EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, np.zeros(0, np.uint16))
+            return cls(_EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_U16)
         first = np.empty(len(terms), dtype=bool)
         first[0] = True
         np.not_equal(terms[1:], terms[:-1], out=first[1:])
@@ -114,50 +119,65 @@ class _Segment:
         ptr = np.empty(len(starts) + 1, dtype=np.int64)
         ptr[:-1] = starts
         ptr[-1] = len(terms)
-        return cls(terms[starts].astype(np.int32), ptr, docs.astype(np.int32), tfs)
-
-    def term_column(self) -> np.ndarray:
-        """The term id of every posting (int64)."""
-        return np.repeat(self.terms.astype(np.int64), np.diff(self.ptr))
-
-
-def _merge_segments(segments: Sequence[_Segment], keep: np.ndarray | None) -> _Segment:
-    """One segment holding the postings of ``segments`` (slots renumbered).
-
-    ``keep``: when given, a map old slot -> new slot (-1 drops the posting).
-    """
-    terms = np.concatenate([s.term_column() for s in segments])
-    docs = np.concatenate([s.docs for s in segments]).astype(np.int64)
-    tfs = np.concatenate([s.tfs for s in segments])
-    if keep is not None:
-        docs = keep[docs]
-        live = docs >= 0
-        terms, docs, tfs = terms[live], docs[live], tfs[live]
-    if len(terms) and (terms.max() < (1 << 23)) and (docs.max() < (1 << 24)):
-        # One SIMD sort of packed (term, doc, tf) keys beats argsort + gathers.
-        key = (terms << 40) | (docs << 16) | tfs.astype(np.int64)
-        key.sort()
-        return _Segment.from_pairs(
-            key >> 40, (key >> 16) & 0xFFFFFF, (key & 0xFFFF).astype(np.uint16)
+        return cls(
+            terms[starts].astype(np.int32),
+            ptr,
+            docs.astype(np.int32, copy=False),
+            tfs.astype(np.uint16, copy=False),
         )
-    order = np.lexsort((docs, terms))
-    return _Segment.from_pairs(terms[order], docs[order], tfs[order])
+
+    def renumbered(self, slot_map: np.ndarray) -> _Segment:
+        """This segment with slots mapped through ``slot_map`` (-1 drops a posting).
+
+        ``slot_map`` is increasing on the slots it keeps, so the (term, doc)
+        order survives without a sort; terms left without postings go.
+        """
+        docs = slot_map[self.docs]
+        live = docs >= 0
+        if live.all():
+            return _Segment(self.terms, self.ptr, docs.astype(np.int32), self.tfs)
+        counts = np.add.reduceat(live.astype(np.int64), self.ptr[:-1])
+        used = counts > 0
+        ptr = np.zeros(int(np.count_nonzero(used)) + 1, dtype=np.int64)
+        np.cumsum(counts[used], out=ptr[1:])
+        return _Segment(self.terms[used], ptr, docs[live].astype(np.int32), self.tfs[live])
+
+
+def _tier(nnz: int) -> int:
+    return max(0, nnz.bit_length() - 1) // 3
+
+
+def _merge(segments: Sequence[_Segment]) -> _Segment:
+    """One segment with the postings of ``segments`` (older first, disjoint slots)."""
+    terms = np.concatenate([np.repeat(s.terms, np.diff(s.ptr)) for s in segments])
+    docs = np.concatenate([s.docs for s in segments])
+    tfs = np.concatenate([s.tfs for s in segments])
+    # Each segment is sorted by (term, doc) and an older one holds lower
+    # slots, so a stable sort by term (timsort: a k-way merge of the runs)
+    # gives (term, doc) order.
+    order = np.argsort(terms, kind="stable")
+    return _Segment.from_postings(terms[order], docs[order], tfs[order])
 
 
 class _Vocab(dict[str, int]):
     """term -> id; an unseen term gets the next id on lookup."""
 
-    def __init__(self) -> None:
+    def __init__(self, terms: list[str] | None = None) -> None:
         super().__init__()
-        self.terms: list[str] = []
+        self.terms: list[str] = terms if terms is not None else []
+        if terms:
+            self.update(zip(terms, range(len(terms)), strict=True))
 
     def __missing__(self, term: str) -> int:
-        if "\x00" in term:
-            raise ValueError("a term may not contain NUL")
+        if not isinstance(term, str) or "\x00" in term:
+            raise ValueError(f"a term must be a str without NUL, not {term!r}")
         tid = len(self.terms)
         self.terms.append(term)
         self[term] = tid
         return tid
+
+
+# ---------------------------------------------------------------- similarity
 
 
 def _padded_bigrams(word: str) -> set[str]:
@@ -165,15 +185,11 @@ def _padded_bigrams(word: str) -> set[str]:
     return {s[i : i + 2] for i in range(len(s) - 1)}
 
 
-def _dice(a: set[str], b: set[str]) -> float:
-    return 2.0 * len(a & b) / (len(a) + len(b))
-
-
 _STEMMERS: dict[str, Stemmer.Stemmer] = {}
 
 
-def _default_query_terms(query: str) -> list[str]:
-    """Query terms when no analyzer is given: stemmed words and CJK bigrams/characters."""
+def _plain_query_terms(query: str) -> list[str]:
+    """Query terms when no analyzer is given: Snowball stems, CJK bigrams/characters."""
     s = default_process(unicodedata.normalize("NFKC", query))
     if not _STEMMERS:
         _STEMMERS["en"] = Stemmer.Stemmer("english")
@@ -189,13 +205,17 @@ def _default_query_terms(query: str) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------- index
+
+
 class TextIndex:
     """BM25 over string-identified documents with layer/bucket scopes.
 
-    ``k1``/``b``: BM25 parameters. ``analyzer``: turns a query string into
-    terms for :meth:`similar` (the engine passes :func:`md_cg.text.query_terms`
-    so that stopwords and question words are ignored); without one, a plain
-    built-in analysis is used (NFKC, lower case, Snowball stems, CJK bigrams).
+    ``k1``/``b``: BM25 parameters (defaults chosen on the dev splits).
+    ``analyzer``: turns the query string of :meth:`similar` into terms; the
+    engine passes :func:`md_cg.text.query_terms` so that stopwords and
+    question words are ignored. Without one, a plain analysis is used (NFKC,
+    lower case, Snowball stems, CJK bigrams), which keeps stopwords.
     """
 
     def __init__(
@@ -205,35 +225,34 @@ class TextIndex:
         b: float = DEFAULT_B,
         analyzer: Callable[[str], list[str]] | None = None,
     ) -> None:
-        if not (k1 >= 0 and 0 <= b <= 1):
-            raise ValueError("BM25 needs k1 >= 0 and 0 <= b <= 1")
+        if not (math.isfinite(k1) and k1 >= 0 and 0 <= b <= 1):
+            raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = float(k1)
         self.b = float(b)
-        self.analyzer = analyzer or _default_query_terms
+        self.analyzer = analyzer or _plain_query_terms
         self._vocab = _Vocab()
-        self._slot: dict[str, int] = {}
-        self._ids: list[str | None] = []
-        cap = 64
-        self._len = np.zeros(cap, dtype=np.int32)
-        self._layer = np.zeros(cap, dtype=np.int32)
-        self._bucket = np.zeros(cap, dtype=np.int32)
-        self._prior = np.zeros(cap, dtype=np.float64)
-        self._alive = np.zeros(cap, dtype=bool)
-        self._live_len = 0  # sum of live document lengths
+        self._slot: dict[str, int] = {}  # live id -> slot
+        self._ids: list[str | None] = []  # slot -> id (None: dead)
+        self._len = np.zeros(64, dtype=np.int32)  # slot -> number of terms
+        self._layer = np.zeros(64, dtype=np.int32)
+        self._bucket = np.zeros(64, dtype=np.int32)
+        self._prior = np.zeros(64, dtype=np.float64)
+        self._alive = np.zeros(64, dtype=bool)
+        self._live_len = 0  # total terms of live documents
         self._dead = 0
         self._segments: list[_Segment] = []
         self._pend_terms = array("i")
         self._pend_slots: list[int] = []
         self._pend_counts: list[int] = []
-        self._version = 0
+        self._version = 0  # bumped by every change that can alter a scope mask
         self._masks: dict[Scope, np.ndarray] = {}
         self._masks_version = -1
-        # similar(): key (padded bigram / CJK character) -> term ids
+        # similar(): key (padded bigram, or CJK character) -> ids of the terms having it
         self._sim_keys: dict[str, array] = {}
-        self._sim_nbg = array("i")  # padded-bigram count per term id (0 for CJK terms)
-        self._sim_built = 0
+        self._sim_nbg = array("i")  # term id -> number of padded bigrams (0: CJK term)
+        self._sim_built = 0  # terms [0, _sim_built) are in _sim_keys
 
-    # ------------------------------------------------------------------ writes
+    # -------------------------------------------------------------- writes
 
     def __len__(self) -> int:
         return len(self._slot)
@@ -250,17 +269,21 @@ class TextIndex:
         bucket: int,
         prior: float = 0.5,
     ) -> None:
-        """Index ``doc_id`` with ``terms`` (repeats count), replacing any earlier version."""
+        """Index ``doc_id`` with ``terms`` (repeats count), replacing any earlier version.
+
+        ``terms`` come from :func:`md_cg.text.analyze`; a document without
+        terms is still in its scope (for :meth:`similar`'s fill).
+        """
         if not isinstance(doc_id, str) or "\x00" in doc_id:
-            raise ValueError(f"document id must be a str without NUL, not {doc_id!r}")
-        if doc_id in self._slot:
-            self._kill(self._slot.pop(doc_id))
+            raise ValueError(f"a document id must be a str without NUL, not {doc_id!r}")
+        ids = list(map(self._vocab.__getitem__, terms))
+        old = self._slot.pop(doc_id, None)
+        if old is not None:
+            self._kill(old)
         slot = len(self._ids)
         if slot == len(self._len):
             self._grow()
-        before = len(self._pend_terms)
-        self._pend_terms.extend(map(self._vocab.__getitem__, terms))
-        n = len(self._pend_terms) - before
+        n = len(ids)
         self._ids.append(doc_id)
         self._slot[doc_id] = slot
         self._len[slot] = n
@@ -269,12 +292,13 @@ class TextIndex:
         self._prior[slot] = prior
         self._alive[slot] = True
         self._live_len += n
+        self._version += 1
         if n:
+            self._pend_terms.fromlist(ids)
             self._pend_slots.append(slot)
             self._pend_counts.append(n)
             if len(self._pend_terms) >= _PENDING_MAX:
                 self._flush()
-        self._version += 1
 
     def remove(self, doc_id: str) -> bool:
         """Forget ``doc_id``; False when it was not indexed."""
@@ -293,7 +317,7 @@ class TextIndex:
         bucket: int | None = None,
         prior: float | None = None,
     ) -> None:
-        """Change a document's codes or prior without touching its terms (KeyError if absent)."""
+        """Change a document's codes or prior, keeping its terms (KeyError if absent)."""
         slot = self._slot[doc_id]
         if layer is not None:
             self._layer[slot] = layer
@@ -304,13 +328,31 @@ class TextIndex:
         self._version += 1
 
     def compact(self) -> None:
-        """Reclaim dead slots, merge all postings into one segment and drop unused terms."""
+        """Reclaim dead slots and drop terms no live document has.
+
+        Runs by itself once a quarter of the slots (at least 1,024) are dead,
+        and in :meth:`to_bytes`. O(postings), no sorting.
+        """
         self._flush()
-        alive = self._alive[: len(self._ids)]
-        keep = np.full(len(self._ids), -1, dtype=np.int64)
-        live_slots = np.flatnonzero(alive)
-        keep[live_slots] = np.arange(len(live_slots))
-        seg = _merge_segments(self._segments, keep) if self._segments else None
+        n_old = len(self._ids)
+        live_slots = np.flatnonzero(self._alive[:n_old])
+        slot_map = np.full(n_old, -1, dtype=np.int64)
+        slot_map[live_slots] = np.arange(len(live_slots))
+        segments = [s.renumbered(slot_map) for s in self._segments]
+        segments = [s for s in segments if s.nnz]
+        used = np.zeros(len(self._vocab.terms), dtype=bool)
+        for s in segments:
+            used[s.terms] = True
+        if not used.all():
+            # Every term left in a segment has postings; renumber the used ones.
+            term_map = (np.cumsum(used) - 1).astype(np.int32)
+            segments = [_Segment(term_map[s.terms], s.ptr, s.docs, s.tfs) for s in segments]
+            kept = np.flatnonzero(used).tolist()
+            self._vocab = _Vocab([self._vocab.terms[t] for t in kept])
+            self._sim_keys = {}
+            self._sim_nbg = array("i")
+            self._sim_built = 0
+        self._segments = segments
         ids = [self._ids[s] for s in live_slots.tolist()]
         n = len(ids)
         cap = max(64, n + n // 4)
@@ -320,16 +362,11 @@ class TextIndex:
             new[:n] = old[live_slots]
             setattr(self, name, new)
         self._ids = list(ids)
-        self._slot = {d: i for i, d in enumerate(ids)}
+        self._slot = dict(zip(ids, range(n), strict=True))  # type: ignore[arg-type]
         self._dead = 0
-        self._segments = [seg] if seg is not None and seg.nnz else []
-        if seg is None or seg.nnz == 0:
-            seg = _Segment.from_pairs(_EMPTY_I32, _EMPTY_I32, np.zeros(0, np.uint16))
-        if len(seg.terms) < len(self._vocab.terms):
-            self._drop_unused_terms(seg)
         self._version += 1
 
-    # ------------------------------------------------------------------ scopes
+    # -------------------------------------------------------------- scopes
 
     def scope(
         self,
@@ -346,7 +383,7 @@ class TextIndex:
         """Number of documents in ``scope``."""
         return int(np.count_nonzero(self._mask(scope)))
 
-    # ----------------------------------------------------------------- queries
+    # ------------------------------------------------------------- queries
 
     def match(
         self,
@@ -359,47 +396,55 @@ class TextIndex:
         """BM25 of every document in ``scope`` that contains a query term.
 
         ``weighted_terms``: (term, weight) pairs; a term's contribution is
-        multiplied by its weight, weights of a repeated term add up, and
-        terms with weight <= 0 or unknown to the index are ignored. Returns
-        the best ``k`` (all when None) as (id, score), score > 0, ordered by
-        score desc, prior desc, id asc. Every candidate is scored first.
+        multiplied by its weight, the weights of a repeated term add up, and
+        terms with weight <= 0 or unknown to the index are ignored. The score
+        of document d is
+
+            sum over terms t in d:  w_t * idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))
+
+        with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N, df and avgdl
+        over all live documents (not just the scope), dl = the document's
+        number of terms. Returns the best ``k`` (all when None) as
+        (id, score) with score > 0, ordered by score desc, prior desc, id asc;
+        every candidate is scored before the cut.
         """
         self._prepare()
+        if k is not None and k <= 0:
+            return []
         weights: dict[int, float] = {}
         for term, w in weighted_terms:
             tid = self._vocab.get(term)
             if tid is not None and w > 0:
                 weights[tid] = weights.get(tid, 0.0) + float(w)
-        if not weights or (k is not None and k <= 0):
+        if not weights:
             return []
         mask = self._mask(scope)
+        whole = self._dead == 0 and scope.layers is None and scope.buckets is None
         n_live = len(self._slot)
-        avgdl = self._live_len / n_live if n_live else 1.0
-        alive = self._alive
+        k1, b = self.k1, self.b
+        len_coef = k1 * b * n_live / self._live_len if self._live_len else 0.0
         docs_parts: list[np.ndarray] = []
         score_parts: list[np.ndarray] = []
-        k1, b = self.k1, self.b
-        for tid, w in weights.items():
-            docs, tfs = self._postings(tid)
-            if len(docs) == 0:
-                continue
-            df = int(np.count_nonzero(alive[docs]))
+        for tid, (docs, tfs) in zip(weights, self._gather(list(weights)), strict=True):
+            df = len(docs) if self._dead == 0 else int(np.count_nonzero(self._alive[docs]))
             if df == 0:
                 continue
+            if not whole:
+                sel = mask[docs]
+                docs, tfs = docs[sel], tfs[sel]
+                if len(docs) == 0:
+                    continue
             idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-            sel = mask[docs]
-            docs = docs[sel]
-            if len(docs) == 0:
-                continue
-            tf = tfs[sel].astype(np.float64)
-            norm = self._len[docs] * (k1 * b / avgdl) + k1 * (1.0 - b)
+            tf = tfs.astype(np.float64)
+            norm = self._len[docs] * len_coef + k1 * (1.0 - b)
             docs_parts.append(docs)
-            score_parts.append((w * idf * (k1 + 1.0)) * tf / (tf + norm))
+            score_parts.append((weights[tid] * idf * (k1 + 1.0)) * tf / (tf + norm))
         if not docs_parts:
             return []
-        n_slots = len(self._ids)
         scores = np.bincount(
-            np.concatenate(docs_parts), weights=np.concatenate(score_parts), minlength=n_slots
+            np.concatenate(docs_parts),
+            weights=np.concatenate(score_parts),
+            minlength=len(self._ids),
         )
         self._zero_excluded(scores, exclude)
         cand = np.flatnonzero(scores > 0)
@@ -415,22 +460,22 @@ class TextIndex:
     ) -> list[tuple[str, float]]:
         """Character-similarity ranking of the documents in ``scope``.
 
-        Units of the query (from the analyzer's terms): each alphabetic term
-        ``q``; each distinct CJK character of its CJK terms; each CJK bigram.
-        A unit's candidate vocabulary terms and their similarity ``sim``:
+        The analyzer's terms of ``query`` give the *units*: each distinct
+        non-CJK term; each distinct CJK character of the CJK terms; each
+        distinct CJK bigram. A unit's candidate vocabulary terms t and their
+        similarity sim:
 
-        * alphabetic ``q``: terms ``t`` (non-CJK) whose padded character
-          bigrams (``\\x02q\\x03``) have a Dice coefficient >= 0.5 with
-          ``q``'s; ``sim`` = that coefficient (1.0 for ``t == q``);
-        * CJK character ``c``: the unigram term ``c`` when the vocabulary has
-          it (``sim`` 1.0); otherwise every CJK term containing ``c``,
-          ``sim`` = 1 / len(t);
-        * CJK bigram: the same term only, ``sim`` 1.0.
+        * non-CJK term q: the non-CJK terms t whose padded character bigrams
+          (of ``"\\x02" + t + "\\x03"``) have a Dice coefficient
+          2|B(q) & B(t)| / (|B(q)| + |B(t)|) >= 0.5 with q's; sim = that
+          coefficient (1.0 for t == q). "binery" -> "binari" is 0.71;
+        * CJK character c: the unigram term c when the vocabulary has it
+          (sim 1.0); otherwise every CJK term containing c, sim = 1 / len(t);
+        * CJK bigram: that term only, sim 1.0.
 
-        score(d) = sum over units of max over the document's candidate terms
-        of ``sim * idf(t)``, with the BM25 idf over live documents
-        (ln(1 + (N - df + 0.5) / (df + 0.5))). Term frequency and document
-        length are ignored.
+        score(d) = sum over units of max over d's candidate terms of
+        sim * idf(t), with the BM25 idf over live documents; term frequency
+        and document length are ignored.
 
         Returns exactly min(k, documents in scope not excluded) pairs
         (id, score): positive scores first (score desc, prior desc, id asc),
@@ -440,39 +485,40 @@ class TextIndex:
         if k <= 0:
             return []
         mask = self._mask(scope)
-        n_slots = len(self._ids)
-        scores = np.zeros(n_slots, dtype=np.float64)
+        whole = self._dead == 0 and scope.layers is None and scope.buckets is None
+        scores = np.zeros(len(self._ids), dtype=np.float64)
         n_live = len(self._slot)
-        alive = self._alive
-        for cands in self._similar_units(self.analyzer(query)):
+        units = self._similar_units(self.analyzer(query))
+        tids = sorted({t for unit in units for t, _ in unit})
+        postings = dict(zip(tids, self._gather(tids), strict=True))
+        idf: dict[int, float] = {}
+        for tid, (docs, _) in postings.items():
+            df = len(docs) if self._dead == 0 else int(np.count_nonzero(self._alive[docs]))
+            if df:
+                idf[tid] = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+        for unit in units:
             docs_parts: list[np.ndarray] = []
             w_parts: list[np.ndarray] = []
-            for tid, sim in cands:
-                docs, _ = self._postings(tid)
-                if len(docs) == 0:
+            for tid, sim in unit:
+                if tid not in idf:
                     continue
-                df = int(np.count_nonzero(alive[docs]))
-                if df == 0:
-                    continue
-                docs = docs[mask[docs]]
-                if len(docs) == 0:
-                    continue
-                idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-                docs_parts.append(docs)
-                w_parts.append(np.full(len(docs), sim * idf))
-            if not docs_parts:
-                continue
+                docs = postings[tid][0]
+                if not whole:
+                    docs = docs[mask[docs]]
+                if len(docs):
+                    docs_parts.append(docs)
+                    w_parts.append(np.full(len(docs), sim * idf[tid]))
             if len(docs_parts) == 1:
                 scores[docs_parts[0]] += w_parts[0]
-                continue
-            docs = np.concatenate(docs_parts)
-            w = np.concatenate(w_parts)
-            order = np.lexsort((-w, docs))  # by doc, best weight first
-            docs, w = docs[order], w[order]
-            first = np.empty(len(docs), dtype=bool)
-            first[0] = True
-            np.not_equal(docs[1:], docs[:-1], out=first[1:])
-            scores[docs[first]] += w[first]
+            elif docs_parts:
+                docs = np.concatenate(docs_parts)
+                w = np.concatenate(w_parts)
+                order = np.lexsort((-w, docs))  # by doc, best weight first
+                docs, w = docs[order], w[order]
+                first = np.empty(len(docs), dtype=bool)
+                first[0] = True
+                np.not_equal(docs[1:], docs[:-1], out=first[1:])
+                scores[docs[first]] += w[first]
         excluded = self._zero_excluded(scores, exclude)
         positive = np.flatnonzero(scores > 0)
         result = self._ranked(positive, scores[positive], k)
@@ -485,100 +531,111 @@ class TextIndex:
             result += self._ranked(zero, np.zeros(len(zero)), k - len(result))
         return result
 
-    # ------------------------------------------------------------- persistence
+    # --------------------------------------------------------- persistence
 
     def to_bytes(self) -> bytes:
-        """A compact binary image of the index (compacts it first)."""
+        """A compact binary image of the index (compacts the index first).
+
+        Layout: magic ``MDCGTIX1``, a little-endian u32 header length, a JSON
+        header (k1, b, counts, array table), 8-byte aligned numpy arrays
+        (per segment: term ids, offsets, slots, frequencies; per document:
+        length, layer, bucket, prior; NUL-joined UTF-8 ids and vocabulary),
+        and a CRC-32 of everything before it.
+        """
         self.compact()
         n = len(self._ids)
-        seg = self._segments[0] if self._segments else None
-        arrays: list[tuple[str, np.ndarray]] = [
-            ("seg_terms", seg.terms if seg else _EMPTY_I32),
-            ("seg_ptr", seg.ptr if seg else np.zeros(1, np.int64)),
-            ("docs", seg.docs if seg else _EMPTY_I32),
-            ("tfs", seg.tfs if seg else np.zeros(0, np.uint16)),
-            ("len", self._len[:n]),
-            ("layer", self._layer[:n]),
-            ("bucket", self._bucket[:n]),
-            ("prior", self._prior[:n]),
-            ("ids", np.frombuffer("\x00".join(self._ids).encode(), dtype=np.uint8)),  # type: ignore[arg-type]
-            ("vocab", np.frombuffer("\x00".join(self._vocab.terms).encode(), dtype=np.uint8)),
-        ]
+        arrays: list[np.ndarray] = []
+        for s in self._segments:
+            arrays += [s.terms, s.ptr, s.docs, s.tfs]
+        arrays += [self._len[:n], self._layer[:n], self._bucket[:n], self._prior[:n]]
+        arrays.append(np.frombuffer("\x00".join(self._ids).encode(), dtype=np.uint8))  # type: ignore[arg-type]
+        arrays.append(np.frombuffer("\x00".join(self._vocab.terms).encode(), dtype=np.uint8))
         header = {
             "k1": self.k1,
             "b": self.b,
             "n_docs": n,
             "n_terms": len(self._vocab.terms),
-            "arrays": [[name, a.dtype.str, len(a)] for name, a in arrays],
+            "n_segments": len(self._segments),
+            "arrays": [[a.dtype.str, len(a)] for a in arrays],
         }
         head = json.dumps(header).encode()
-        out = bytearray(_MAGIC)
-        out += struct.pack("<I", len(head))
-        out += head
-        for _, a in arrays:
-            out += b"\x00" * (-len(out) % 8)
-            out += np.ascontiguousarray(a).tobytes()
-        out += struct.pack("<I", zlib.crc32(out))
-        return bytes(out)
+        parts = [_MAGIC, struct.pack("<I", len(head)), head]
+        pos = len(_MAGIC) + 4 + len(head)
+        for a in arrays:
+            pad = -pos % 8
+            parts.append(b"\x00" * pad)
+            data = np.ascontiguousarray(a).tobytes()
+            parts.append(data)
+            pos += pad + len(data)
+        body = b"".join(parts)
+        return body + struct.pack("<I", zlib.crc32(body))
 
     @classmethod
-    def from_bytes(
-        cls, data: bytes, *, analyzer: Callable[[str], list[str]] | None = None
-    ) -> TextIndex:
-        """Load an index written by :meth:`to_bytes`; ValueError when ``data`` is not one."""
+    def from_bytes(cls, data: bytes, *, analyzer: Callable[[str], list[str]] | None = None) -> TextIndex:
+        """Load an image written by :meth:`to_bytes`; ValueError when ``data`` is not one.
+
+        Postings are zero-copy views of ``data``.
+        """
         try:
-            return cls._load(memoryview(data), analyzer)
+            return cls._load(bytes(data), analyzer)
         except ValueError:
             raise
         except (KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
-            raise ValueError(f"corrupt text index: {exc}") from None
+            raise ValueError(f"corrupt text index: {exc!r}") from None
 
     @classmethod
-    def _load(cls, data: memoryview, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
-        if len(data) < len(_MAGIC) + 8 or bytes(data[: len(_MAGIC)]) != _MAGIC:
-            raise ValueError("not a text index (bad magic)")
-        (crc,) = struct.unpack("<I", data[-4:])
-        if zlib.crc32(data[:-4]) != crc:
-            raise ValueError("corrupt text index (checksum mismatch)")
-        (head_len,) = struct.unpack("<I", data[8:12])
-        header = json.loads(bytes(data[12 : 12 + head_len]))
-        pos = 12 + head_len
-        arrays: dict[str, np.ndarray] = {}
-        for name, dtype, count in header["arrays"]:
+    def _load(cls, data: bytes, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
+        if len(data) < len(_MAGIC) + 8 or data[: len(_MAGIC)] != _MAGIC:
+            raise ValueError("not a text index image (bad magic)")
+        (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+        if zlib.crc32(memoryview(data)[:-4]) != crc:
+            raise ValueError("corrupt text index image (checksum mismatch)")
+        (head_len,) = struct.unpack_from("<I", data, len(_MAGIC))
+        pos = len(_MAGIC) + 4
+        header = json.loads(data[pos : pos + head_len])
+        pos += head_len
+        arrays: list[np.ndarray] = []
+        for dtype, count in header["arrays"]:
             pos += -pos % 8
             dt = np.dtype(dtype)
+            if dt.kind not in "iuf" or int(count) < 0:
+                raise ValueError("corrupt text index image (array table)")
             end = pos + dt.itemsize * int(count)
             if end > len(data) - 4:
-                raise ValueError("corrupt text index (truncated)")
-            arrays[name] = np.frombuffer(data[pos:end], dtype=dt)
+                raise ValueError("corrupt text index image (truncated)")
+            arrays.append(np.frombuffer(data, dtype=dt, count=int(count), offset=pos))
             pos = end
-        n, n_terms = int(header["n_docs"]), int(header["n_terms"])
-        ids = bytes(arrays["ids"]).decode().split("\x00") if n else []
-        terms = bytes(arrays["vocab"]).decode().split("\x00") if n_terms else []
-        seg = _Segment(arrays["seg_terms"], arrays["seg_ptr"], arrays["docs"], arrays["tfs"])
-        _check_loaded(seg, arrays, ids, terms, n, n_terms)
+        n, n_terms, n_seg = int(header["n_docs"]), int(header["n_terms"]), int(header["n_segments"])
+        if len(arrays) != 4 * n_seg + 6:
+            raise ValueError("corrupt text index image (array count)")
+        segments = [_Segment(*arrays[4 * i : 4 * i + 4]) for i in range(n_seg)]
+        doc_len, layer, bucket, prior, id_blob, term_blob = arrays[4 * n_seg :]
+        ids = id_blob.tobytes().decode().split("\x00") if n else []
+        terms = term_blob.tobytes().decode().split("\x00") if n_terms else []
+        if len(ids) != n or len(set(ids)) != n or len(terms) != n_terms:
+            raise ValueError("corrupt text index image (id or vocabulary table)")
+        if any(len(a) != n for a in (doc_len, layer, bucket, prior)):
+            raise ValueError("corrupt text index image (document tables)")
+        for s in segments:
+            _check_segment(s, n, n_terms)
         index = cls(k1=header["k1"], b=header["b"], analyzer=analyzer)
-        index._vocab.terms = terms
-        index._vocab.update(zip(terms, range(n_terms), strict=True))
-        index._ids = ids
+        index._vocab = _Vocab(terms)
+        if len(index._vocab) != n_terms:
+            raise ValueError("corrupt text index image (duplicate terms)")
+        index._ids = list(ids)
         index._slot = dict(zip(ids, range(n), strict=True))
         cap = max(64, n + n // 4)
-        for name, key in (
-            ("_len", "len"),
-            ("_layer", "layer"),
-            ("_bucket", "bucket"),
-            ("_prior", "prior"),
-        ):
-            arr = np.zeros(cap, dtype=arrays[key].dtype)
-            arr[:n] = arrays[key]
+        for name, src in (("_len", doc_len), ("_layer", layer), ("_bucket", bucket), ("_prior", prior)):
+            arr = np.zeros(cap, dtype=getattr(index, name).dtype)
+            arr[:n] = src
             setattr(index, name, arr)
         index._alive = np.zeros(cap, dtype=bool)
         index._alive[:n] = True
-        index._live_len = int(arrays["len"].sum())
-        index._segments = [seg] if seg.nnz else []
+        index._live_len = int(doc_len.sum(dtype=np.int64))
+        index._segments = segments
         return index
 
-    # ---------------------------------------------------------------- internals
+    # ----------------------------------------------------------- internals
 
     def _grow(self) -> None:
         cap = len(self._len) * 2
@@ -595,65 +652,71 @@ class TextIndex:
         self._dead += 1
 
     def _flush(self) -> None:
-        """Turn the pending buffer into a segment and merge small segments."""
-        if self._pend_counts:
-            terms = np.frombuffer(self._pend_terms, dtype=np.int32).astype(np.int64)
-            slots = np.repeat(
-                np.array(self._pend_slots, dtype=np.int64),
-                np.array(self._pend_counts, dtype=np.int64),
-            )
-            self._pend_terms = array("i")
-            self._pend_slots = []
-            self._pend_counts = []
-            key = (terms << 32) | slots
-            key.sort()
-            first = np.empty(len(key), dtype=bool)
-            first[0] = True
-            np.not_equal(key[1:], key[:-1], out=first[1:])
-            starts = np.flatnonzero(first)
-            tfs = np.diff(np.append(starts, len(key)))
-            np.minimum(tfs, 0xFFFF, out=tfs)
-            key = key[starts]
-            self._segments.append(
-                _Segment.from_pairs(key >> 32, key & 0xFFFFFFFF, tfs.astype(np.uint16))
-            )
+        """Turn the pending buffer into a segment; merge full tiers."""
+        if not self._pend_counts:
+            return
+        terms = np.frombuffer(self._pend_terms, dtype=np.int32).astype(np.int64)
+        slots = np.repeat(
+            np.array(self._pend_slots, dtype=np.int64),
+            np.array(self._pend_counts, dtype=np.int64),
+        )
+        self._pend_terms = array("i")
+        self._pend_slots = []
+        self._pend_counts = []
+        key = (terms << 32) | slots
+        key.sort()
+        first = np.empty(len(key), dtype=bool)
+        first[0] = True
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        tfs = np.diff(starts, append=len(key))
+        np.minimum(tfs, 0xFFFF, out=tfs)
+        key = key[starts]
         segs = self._segments
-        # Merge the trailing segments that are small next to their predecessor
-        # (or too many), in one pass: the count stays logarithmic in the size
-        # and every posting is re-sorted O(log) times over its life.
-        start = len(segs) - 1
-        total = segs[start].nnz if segs else 0
-        while start > 0 and (segs[start - 1].nnz < _MERGE_FACTOR * total or start >= _MAX_SEGMENTS):
-            start -= 1
-            total += segs[start].nnz
-        if start < len(segs) - 1:
-            self._segments = [*segs[:start], _merge_segments(segs[start:], None)]
+        segs.append(_Segment.from_postings(key >> 32, key & 0xFFFFFFFF, tfs))
+        # Merge the last 8 segments while they share a tier (older segments
+        # are never of a lower tier, so the tiers along the list decrease).
+        while (
+            len(segs) >= _MERGE_WIDTH
+            and _tier(segs[-_MERGE_WIDTH].nnz) <= _tier(segs[-1].nnz)
+            and sum(s.nnz for s in segs[-_MERGE_WIDTH:]) <= _MERGE_MAX
+        ):
+            segs[-_MERGE_WIDTH:] = [_merge(segs[-_MERGE_WIDTH:])]
 
     def _prepare(self) -> None:
-        """Make postings queryable: flush pending adds, compact when many slots are dead."""
+        """Make postings queryable: flush pending adds; compact when many slots are dead."""
         if self._dead >= max(_COMPACT_MIN_DEAD, len(self._ids) // 4):
             self.compact()
         elif self._pend_counts:
             self._flush()
 
-    def _postings(self, tid: int) -> tuple[np.ndarray, np.ndarray]:
-        """All (slots, term frequencies) of term ``tid``, dead slots included."""
-        docs: list[np.ndarray] = []
-        tfs: list[np.ndarray] = []
-        for seg in self._segments:
-            i = int(np.searchsorted(seg.terms, tid))
-            if i < len(seg.terms) and seg.terms[i] == tid:
-                lo, hi = seg.ptr[i], seg.ptr[i + 1]
-                docs.append(seg.docs[lo:hi])
-                tfs.append(seg.tfs[lo:hi])
-        if not docs:
-            return _EMPTY_I32, np.zeros(0, np.uint16)
-        if len(docs) == 1:
-            return docs[0], tfs[0]
-        return np.concatenate(docs), np.concatenate(tfs)
+    def _gather(self, tids: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """(slots, term frequencies) of each term id, across segments, dead slots included."""
+        found: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in tids]
+        if tids:
+            q = np.asarray(tids, dtype=np.int32)
+            for seg in self._segments:
+                if len(seg.terms) == 0:
+                    continue
+                pos = np.searchsorted(seg.terms, q)
+                pos[pos >= len(seg.terms)] = 0
+                hit = np.flatnonzero(seg.terms[pos] == q)
+                for i in hit.tolist():
+                    lo, hi = seg.ptr[pos[i]], seg.ptr[pos[i] + 1]
+                    found[i][0].append(seg.docs[lo:hi])
+                    found[i][1].append(seg.tfs[lo:hi])
+        out = []
+        for docs, tfs in found:
+            if not docs:
+                out.append((_EMPTY_I32, _EMPTY_U16))
+            elif len(docs) == 1:
+                out.append((docs[0], tfs[0]))
+            else:
+                out.append((np.concatenate(docs), np.concatenate(tfs)))
+        return out
 
     def _mask(self, scope: Scope) -> np.ndarray:
-        """Boolean mask over slots: alive and in ``scope``."""
+        """Boolean mask over slots: alive and in ``scope`` (cached until the index changes)."""
         if self._masks_version != self._version:
             self._masks.clear()
             self._masks_version = self._version
@@ -680,16 +743,14 @@ class TextIndex:
         scores[idx] = 0.0
         return idx
 
-    def _ranked(
-        self, cand: np.ndarray, score: np.ndarray, k: int | None
-    ) -> list[tuple[str, float]]:
-        """(id, score) of ``cand`` ordered by score desc, prior desc, id asc, cut to ``k``."""
+    def _ranked(self, cand: np.ndarray, score: np.ndarray, k: int | None) -> list[tuple[str, float]]:
+        """(id, score) of slots ``cand``: score desc, prior desc, id asc; the first ``k``."""
         if len(cand) == 0:
             return []
         prior = self._prior[cand]
         if k is not None and len(cand) > k:
             # Keep only what can reach the top k: scores above the k-th best,
-            # and among those equal to it, priors down to the one still needed.
+            # and of those equal to it, the priors down to the last one needed.
             kth = np.partition(score, len(score) - k)[len(score) - k]
             at = score == kth
             need = k - int(np.count_nonzero(score > kth))
@@ -698,44 +759,29 @@ class TextIndex:
             keep = (score > kth) | (at & (prior >= cut))
             cand, score, prior = cand[keep], score[keep], prior[keep]
         order = np.lexsort((-prior, -score))
-        cand, score, prior = cand[order], score[order], prior[order]
-        limit = len(cand) if k is None else min(k, len(cand))
+        cand_l = cand[order].tolist()
+        score_l = score[order].tolist()
+        prior_l = prior[order].tolist()
+        limit = len(cand_l) if k is None else min(k, len(cand_l))
         ids = self._ids
         out: list[tuple[str, float]] = []
-        i = 0
-        n = len(cand)
-        score_l = score.tolist()
-        prior_l = prior.tolist()
-        cand_l = cand.tolist()
+        i, n = 0, len(cand_l)
         while i < n and len(out) < limit:
             j = i + 1
             while j < n and score_l[j] == score_l[i] and prior_l[j] == prior_l[i]:
                 j += 1
             if j - i == 1:
                 out.append((ids[cand_l[i]], score_l[i]))  # type: ignore[arg-type]
-            else:
+            else:  # a tie on (score, prior): by id
                 need = limit - len(out)
-                group = [ids[s] for s in cand_l[i:j]]
+                group: list[str] = [ids[s] for s in cand_l[i:j]]  # type: ignore[misc]
                 best = sorted(group) if need >= len(group) else heapq.nsmallest(need, group)
-                out += [(d, score_l[i]) for d in best[:need]]  # type: ignore[misc]
+                out += [(d, score_l[i]) for d in best[:need]]
             i = j
         return out
 
-    def _drop_unused_terms(self, seg: _Segment) -> None:
-        """Renumber the vocabulary to the terms that still have postings."""
-        old_terms = self._vocab.terms
-        used = seg.terms.tolist()
-        vocab = _Vocab()
-        vocab.terms = [old_terms[t] for t in used]
-        vocab.update(zip(vocab.terms, range(len(used)), strict=True))
-        self._vocab = vocab
-        seg.terms = np.arange(len(used), dtype=np.int32)
-        self._sim_keys = {}
-        self._sim_nbg = array("i")
-        self._sim_built = 0
-
     def _sim_update(self) -> None:
-        """Extend the similarity key map to vocabulary terms added since the last call."""
+        """Extend the similarity key map to the terms added since the last call."""
         terms = self._vocab.terms
         keys = self._sim_keys
         nbg = self._sim_nbg
@@ -743,22 +789,18 @@ class TextIndex:
             term = terms[tid]
             if _CJK_RE.match(term):
                 nbg.append(0)
-                for ch in set(term):
-                    arr = keys.get(ch)
-                    if arr is None:
-                        keys[ch] = arr = array("i")
-                    arr.append(tid)
+                grams: Iterable[str] = set(term)
             else:
-                bgs = _padded_bigrams(term)
-                nbg.append(len(bgs))
-                for bg in bgs:
-                    arr = keys.get(bg)
-                    if arr is None:
-                        keys[bg] = arr = array("i")
-                    arr.append(tid)
+                grams = _padded_bigrams(term)
+                nbg.append(len(grams))  # type: ignore[arg-type]
+            for g in grams:
+                arr = keys.get(g)
+                if arr is None:
+                    keys[g] = arr = array("i")
+                arr.append(tid)
         self._sim_built = len(terms)
 
-    def _similar_units(self, qterms: list[str]) -> list[list[tuple[int, float]]]:
+    def _similar_units(self, qterms: Iterable[str]) -> list[list[tuple[int, float]]]:
         """Per query unit, its candidate (term id, similarity) pairs (see :meth:`similar`)."""
         vocab = self._vocab
         units: list[list[tuple[int, float]]] = []
@@ -766,7 +808,7 @@ class TextIndex:
         chars: list[str] = []
         words: list[str] = []
         for q in qterms:
-            if q in seen or not q:
+            if not q or q in seen:
                 continue
             seen.add(q)
             if _CJK_RE.match(q):
@@ -775,58 +817,48 @@ class TextIndex:
                     units.append([(vocab[q], 1.0)])
             else:
                 words.append(q)
-        need_map = bool(words) or any(c not in vocab for c in chars)
-        if need_map and self._sim_built < len(vocab.terms):
+        if (words or any(c not in vocab for c in chars)) and self._sim_built < len(vocab.terms):
             self._sim_update()
         for c in chars:
             tid = vocab.get(c)
             if tid is not None:
                 units.append([(tid, 1.0)])
-            else:
-                ids = self._sim_keys.get(c)
-                if ids is not None:
-                    units.append([(t, 1.0 / len(vocab.terms[t])) for t in ids.tolist()])
-        nbg = np.frombuffer(self._sim_nbg, dtype=np.int32) if words else None
+            elif c in self._sim_keys:
+                terms = self._sim_keys[c].tolist()
+                units.append([(t, 1.0 / len(vocab.terms[t])) for t in terms])
+        if not words:
+            return units
+        nbg = np.frombuffer(self._sim_nbg, dtype=np.int32)
         for q in words:
-            qb = _padded_bigrams(q)
-            lists = [self._sim_keys[g] for g in qb if g in self._sim_keys]
-            if not lists or nbg is None:
+            grams = _padded_bigrams(q)
+            lists = [self._sim_keys[g] for g in grams if g in self._sim_keys]
+            if not lists:
                 continue
-            ids = np.concatenate([np.frombuffer(a, dtype=np.int32) for a in lists])
-            uniq, shared = np.unique(ids, return_counts=True)
-            dice = 2.0 * shared / (len(qb) + nbg[uniq])
-            hit = dice >= SIMILAR_THRESHOLD - 1e-12
+            cand = np.concatenate([np.frombuffer(a, dtype=np.int32) for a in lists])
+            tids, shared = np.unique(cand, return_counts=True)
+            dice = 2.0 * shared / (len(grams) + nbg[tids])
+            hit = dice >= SIMILAR_THRESHOLD
             if hit.any():
-                units.append(list(zip(uniq[hit].tolist(), dice[hit].tolist(), strict=True)))
+                units.append(list(zip(tids[hit].tolist(), dice[hit].tolist(), strict=True)))
         return units
 
 
-def _check_loaded(
-    seg: _Segment,
-    arrays: dict[str, np.ndarray],
-    ids: list[str],
-    terms: list[str],
-    n: int,
-    n_terms: int,
-) -> None:
-    """Structural checks on a loaded image (the checksum catches random damage)."""
-    if len(ids) != n or len(set(ids)) != n or len(terms) != n_terms:
-        raise ValueError("corrupt text index (id or vocabulary table)")
-    for key in ("len", "layer", "bucket", "prior"):
-        if len(arrays[key]) != n:
-            raise ValueError(f"corrupt text index ({key} table)")
-    ptr = seg.ptr
+def _check_segment(seg: _Segment, n_docs: int, n_terms: int) -> None:
+    """Structural checks of a loaded segment (the checksum catches random damage)."""
+    ptr, terms, docs = seg.ptr, seg.terms, seg.docs
     if (
-        len(ptr) != len(seg.terms) + 1
+        ptr.dtype != np.int64
+        or terms.dtype != np.int32
+        or docs.dtype != np.int32
+        or seg.tfs.dtype != np.uint16
+        or len(ptr) != len(terms) + 1
         or ptr[0] != 0
-        or ptr[-1] != len(seg.docs)
-        or len(seg.tfs) != len(seg.docs)
-        or (len(ptr) > 1 and np.any(np.diff(ptr) <= 0))
+        or ptr[-1] != len(docs)
+        or len(seg.tfs) != len(docs)
+        or np.any(np.diff(ptr) <= 0)
     ):
-        raise ValueError("corrupt text index (posting offsets)")
-    if len(seg.terms) and (
-        np.any(np.diff(seg.terms) <= 0) or seg.terms[0] < 0 or seg.terms[-1] >= n_terms
-    ):
-        raise ValueError("corrupt text index (term ids)")
-    if len(seg.docs) and (seg.docs.min() < 0 or seg.docs.max() >= n):
-        raise ValueError("corrupt text index (document slots)")
+        raise ValueError("corrupt text index image (posting offsets)")
+    if len(terms) and (np.any(np.diff(terms) <= 0) or terms[0] < 0 or terms[-1] >= n_terms):
+        raise ValueError("corrupt text index image (term ids)")
+    if len(docs) and (docs.min() < 0 or docs.max() >= n_docs):
+        raise ValueError("corrupt text index image (document slots)")

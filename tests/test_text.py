@@ -1,0 +1,212 @@
+"""Tokenizer: words, stems, stopwords, CJK n-grams, normalisation, query analysis."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from md_cg import text
+from md_cg.text import Analyzer, analyze, char_bigrams, is_cjk, normalize, query_terms
+
+
+def test_english_words_are_stemmed_and_stopwords_dropped():
+    assert analyze("The runners were running quickly") == ["runner", "run", "quick"]
+    assert analyze("the and of was") == []
+
+
+def test_term_frequency_is_kept():
+    assert analyze("cats, cats and more cats") == ["cat", "cat", "cat"]
+
+
+def test_apostrophes_and_underscores_split_words():
+    assert analyze("Caroline's snake_case don't") == ["carolin", "snake", "case"]
+
+
+def test_chinese_gives_bigrams_then_unigrams():
+    assert analyze("二分查找") == ["二分", "分查", "查找", "二", "分", "查", "找"]
+
+
+def test_single_character_run_gives_the_character():
+    assert analyze("猫") == ["猫"]
+    assert analyze("x 猫 z") == ["x", "z", "猫"]
+
+
+def test_full_width_punctuation_splits_cjk_runs():
+    assert analyze("你好，世界") == ["你好", "世界", "你", "好", "世", "界"]
+
+
+def test_mixed_script_token():
+    assert analyze("战国无双3由ω-force开发") == [
+        "3",
+        "ω",
+        "forc",
+        "战国",
+        "国无",
+        "无双",
+        "开发",
+        "战",
+        "国",
+        "无",
+        "双",
+        "由",
+        "开",
+        "发",
+    ]
+
+
+def test_full_width_forms_equal_ascii():
+    assert analyze("ＡＢＣ１２３ Ｒｕｎｎｉｎｇ") == ["abc123", "run"]
+    assert analyze("ＡＢＣ１２３ Ｒｕｎｎｉｎｇ") == analyze("ABC123 Running")
+
+
+def test_emoji_and_symbols_are_dropped():
+    assert analyze("I love 🐱 cats 😀! ★ ✓") == ["love", "cat"]
+    assert analyze("😀🎉") == []
+
+
+def test_case_folding_and_accents():
+    assert analyze("STRASSE Straße") == ["strass", "strass"]
+    # decomposed and precomposed accents give the same term
+    assert analyze("cafe\u0301") == analyze("café") == ["café"]
+
+
+def test_cyrillic_uses_the_russian_stemmer():
+    assert analyze("Кошки бегали") == ["кошк", "бега"]
+
+
+def test_kana_and_hangul_are_cjk():
+    assert analyze("ねこ 한국") == ["ねこ", "한국", "ね", "こ", "한", "국"]
+    assert is_cjk("ね") and is_cjk("한") and is_cjk("中") and not is_cjk("a")
+
+
+def test_empty_and_whitespace():
+    assert analyze("") == []
+    assert analyze("  \n\t ") == []
+    assert query_terms("") == []
+
+
+def test_normalize():
+    assert normalize("Hello, WORLD!") == "hello  world"
+    assert normalize("ＡＢＣ，你好") == "abc 你好"
+
+
+def test_query_drops_english_question_words():
+    assert query_terms("When did Caroline go to the LGBTQ support group?") == [
+        "carolin",
+        "go",
+        "lgbtq",
+        "support",
+        "group",
+    ]
+    assert query_terms("Whose dog is it?") == ["dog"]
+
+
+def test_query_drops_chinese_question_words_and_splits_runs():
+    assert query_terms("二分查找是什么？") == [
+        "二分",
+        "分查",
+        "查找",
+        "找是",
+        "二",
+        "分",
+        "查",
+        "找",
+        "是",
+    ]
+    assert query_terms("成立于哪一年") == ["成立", "立于", "成", "立", "于", "年"]
+    assert query_terms("为什么会这样呢") == ["会这", "这样", "会", "这", "样"]
+    assert query_terms("谁") == []
+
+
+def test_query_keeps_repeats():
+    assert query_terms("cat cat") == ["cat", "cat"]
+
+
+def test_index_never_drops_question_words():
+    assert analyze("什么") == ["什么", "什", "么"]
+    assert analyze("whose") == ["whose"]
+
+
+def test_analyzer_options():
+    assert Analyzer(index_stopwords=False).analyze("the cat") == ["the", "cat"]
+    assert Analyzer(cjk_unigrams=False).analyze("二分查找 猫") == ["二分", "分查", "查找", "猫"]
+    assert Analyzer(query_unigrams=False).query_terms("二分查找") == ["二分", "分查", "查找"]
+    assert Analyzer(question_words=False).query_terms("什么") == ["什么", "什", "么"]
+    # without index unigrams, queries cannot use them either (they would match nothing)
+    assert Analyzer(cjk_unigrams=False, query_unigrams=True).query_terms("二分") == ["二分"]
+
+
+def test_long_cjk_text_bigrams_match_the_short_path(monkeypatch):
+    body = "中华人民共和国成立于一九四九年。" * 20 + "abc 二分查找"
+    fast = analyze(body)
+    monkeypatch.setattr(text, "_NUMPY_BIGRAMS", 10**9)
+    slow = analyze(body)
+    assert fast == slow
+    assert fast.count("中华") == 20
+
+
+def test_char_bigrams():
+    assert char_bigrams("abc") == {"ab", "bc"}
+    assert char_bigrams("Ab Ab") == {"ab", "b ", " a"}
+    assert char_bigrams("二分查找") == {"二分", "分查", "查找"}
+    assert char_bigrams("a") == {"a"}
+    assert char_bigrams("") == set()
+
+
+def test_word_cache_is_bounded():
+    cache = text._WordCache(frozenset({"the"}), limit=3)
+    assert [cache[w] for w in ["running", "the", "cats", "jumps", "dogs"]] == [
+        "run",
+        "",
+        "cat",
+        "jump",
+        "dog",
+    ]
+    assert len(cache) <= 3
+
+
+def test_threads_get_the_same_terms():
+    words = [f"running{i} jumping cats 二分查找{i}" for i in range(200)]
+    expected = [analyze(w) for w in words]
+    results: list[list[list[str]]] = []
+
+    def work() -> None:
+        results.append([Analyzer().analyze(w) for w in words])
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == [expected] * 4
+
+
+_ALPHABET = st.sampled_from(list("abcxyzAB019éÉ中文二分查找是什么哪里吗ＡＢ１，。！ ねこ한"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.text(_ALPHABET, min_size=1, max_size=8), min_size=1, max_size=6),
+    pick=st.integers(min_value=0),
+    cut=st.integers(min_value=0),
+)
+def test_a_query_word_found_verbatim_yields_only_terms_of_the_document(words, pick, cut):
+    doc = " ".join(words)
+    tokens = normalize(doc).split()
+    if not tokens:
+        return
+    token = tokens[pick % len(tokens)]
+    # any CJK-only substring of a token is a verbatim query word too
+    if all(is_cjk(c) for c in token):
+        token = token[cut % len(token) :]
+    assert set(query_terms(token)) <= set(analyze(doc))
+
+
+@pytest.mark.parametrize(
+    "word", ["binary", "二分查找", "Straße", "ＡＢＣ", "Кошки", "什么是二分", "hello world"]
+)
+def test_query_terms_subset_of_analyze_for_the_same_text(word):
+    assert set(query_terms(word)) <= set(analyze(word))
