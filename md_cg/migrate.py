@@ -285,7 +285,11 @@ class MigrationReport:
         _section(
             lines,
             "bad rows",
-            [f"{r.table} rowid {r.rowid} (id {r.node_id!r}): {r.reason}" for r in self.bad_rows],
+            [
+                f"{r.table} rowid {r.rowid} ({'id' if r.table == 'nodes' else 'source'} "
+                f"{r.node_id!r}): {r.reason}"
+                for r in self.bad_rows
+            ],
             limit,
         )
         if self.mode == "dry-run":
@@ -663,6 +667,7 @@ def _verify(
         health = store.health()
         report.dest_findings = dict(sorted(Counter(f.kind for f in health.findings).items()))
         unreadable = {f.path: f.detail for f in health.findings if f.kind == "unreadable_file"}
+        untracked = {f.node_id: f.path for f in health.findings if f.kind == "untracked_file"}
         good: set[str] = set()
         done = 0
         for row in iter_rows(conn):
@@ -678,15 +683,19 @@ def _verify(
             rel = layout.rel_path(node)
             try:
                 actual = store.get(node.id)
-            except (NodeNotFoundError, MalformedNodeFileError, OSError):
+            except MalformedNodeFileError as exc:
+                report.mismatches.append(Mismatch(node.id, (_UNREADABLE,), str(exc)))
+                continue
+            except (NodeNotFoundError, OSError):
                 if rel in unreadable:
-                    report.mismatches.append(
-                        Mismatch(node.id, (_UNREADABLE,), f"{rel}: {unreadable[rel]}")
-                    )
+                    detail = f"{rel}: {unreadable[rel]}"
+                    report.mismatches.append(Mismatch(node.id, (_UNREADABLE,), detail))
+                elif node.id in untracked:
+                    detail = f"{untracked[node.id]} holds it but the index does not; run sync()"
+                    report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
                 else:
-                    report.mismatches.append(
-                        Mismatch(node.id, (_MISSING,), f"no node file for this id (expected {rel})")
-                    )
+                    detail = f"no node file for this id (expected {rel})"
+                    report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
                 continue
             report.verified += 1
             names, detail = diff_nodes(node, actual)
