@@ -1,0 +1,777 @@
+"""The ``mdcg`` command line: a thin shell over :class:`md_cg.MdCG` (DESIGN §13).
+
+Every command is one call into the library plus presentation: a rich table or
+summary on stdout, or ``--json`` (stable keys, the library's ``to_dict`` forms)
+for scripts. Progress bars and spinners go to stderr and are shown only on a
+terminal (``--quiet`` turns them off).
+
+Errors: a library error (:class:`~md_cg.errors.MdcgError`), a bad ``--context``
+or a missing file is one line ``error: ...`` on stderr and exit status 2. An
+exception of any other kind is a bug and keeps its traceback.
+
+Exit status: 0 success; 1 a check failed (``health`` found problems,
+``migrate`` found mismatches or, with ``--strict``, bad rows); 2 an error
+(usage, unknown id, unreadable source...); 130 interrupted.
+
+The store folder is ``--root DIR`` (before or after the command name), else
+the environment variable ``MDCG_ROOT``, else ``./memory``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+from typer.core import TyperGroup
+
+from .errors import MdcgError
+from .store import MdCG
+
+#: Environment variable naming the default store folder.
+ROOT_ENV = "MDCG_ROOT"
+#: Store folder used when neither ``--root`` nor ``MDCG_ROOT`` is given.
+DEFAULT_ROOT = "memory"
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_ERROR = 2
+
+#: Every command of ``mdcg``, in the order ``--help`` lists them.
+COMMANDS: tuple[str, ...] = (
+    "init",
+    "add",
+    "get",
+    "search",
+    "neighbours",
+    "verify",
+    "reflect",
+    "sync",
+    "health",
+    "census",
+    "migrate",
+    "rebuild",
+    "compact",
+    "bench",
+    "demo",
+    "mcp",
+)
+
+
+class CliError(MdcgError):
+    """A user error found by the command line itself (bad ``--context``, missing input)."""
+
+
+class _Group(TyperGroup):
+    """Turns user errors into one line on stderr and exit status 2."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [name for name in COMMANDS if name in self.commands]
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except MdcgError as exc:
+            _error_line(str(exc))
+        except FileNotFoundError as exc:
+            _error_line(f"{exc.filename}: no such file or folder" if exc.filename else str(exc))
+        except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
+            where = f"{exc.filename}: " if exc.filename else ""
+            _error_line(f"{where}{exc.strerror or exc}")
+
+
+def _error_line(message: str) -> None:
+    first = " ".join(message.split())
+    typer.echo(f"error: {first}", err=True)
+    raise typer.Exit(EXIT_ERROR)
+
+
+app = typer.Typer(
+    cls=_Group,
+    name="mdcg",
+    help="md-cg: an AI agent's long-term memory as a cognitive graph of Markdown files.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_show_locals=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass
+class _Globals:
+    root: Path | None = None
+    quiet: bool = False
+
+
+RootOpt = Annotated[
+    Path | None,
+    typer.Option(
+        "--root",
+        help=f"Store folder (default: ${ROOT_ENV}, else ./{DEFAULT_ROOT}).",
+        show_default=False,
+    ),
+]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON.")]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display on stderr.")]
+
+
+@app.callback()
+def _main(
+    ctx: typer.Context,
+    root: Annotated[
+        Path | None,
+        typer.Option(
+            "--root",
+            envvar=ROOT_ENV,
+            help=f"Store folder (default: ${ROOT_ENV}, else ./{DEFAULT_ROOT}).",
+            show_default=False,
+        ),
+    ] = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """md-cg: an AI agent's long-term memory as a cognitive graph of Markdown files."""
+    ctx.obj = _Globals(root=root, quiet=quiet)
+
+
+# -- helpers ------------------------------------------------------------------------
+
+
+def _globals(ctx: typer.Context) -> _Globals:
+    obj = ctx.find_root().obj
+    return obj if isinstance(obj, _Globals) else _Globals()
+
+
+def resolve_root(ctx: typer.Context, root: Path | None) -> Path:
+    """The store folder: the command's ``--root``, the global one, ``$MDCG_ROOT``, ``./memory``."""
+    if root is not None:
+        return root
+    g = _globals(ctx)
+    if g.root is not None:
+        return g.root
+    return Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+
+
+@contextmanager
+def _open(
+    ctx: typer.Context, root: Path | None, *, create: bool = False, read_only: bool = False
+) -> Iterator[MdCG]:
+    path = resolve_root(ctx, root)
+    if not create and not path.is_dir():
+        raise CliError(
+            f"{path}: no such store folder (create one with `mdcg init --root {path}`, "
+            f"or point --root / ${ROOT_ENV} at an existing store)"
+        )
+    with MdCG(path, create=create, read_only=read_only) as store:
+        yield store
+
+
+def _quiet(ctx: typer.Context, quiet: bool) -> bool:
+    return quiet or _globals(ctx).quiet
+
+
+def _stdout() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+def _stderr() -> Console:
+    return Console(stderr=True, highlight=False)
+
+
+def _jsonable(value: Any) -> Any:
+    to_dict = getattr(value, "to_dict", None)
+    if callable(to_dict):
+        return to_dict()
+    if isinstance(value, (set, frozenset, tuple)):
+        return list(value)
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"cannot write {type(value).__name__} as JSON")
+
+
+def _print_json(data: Any) -> None:
+    typer.echo(json.dumps(data, ensure_ascii=False, indent=2, default=_jsonable))
+
+
+def parse_context(text: str | None) -> Any:
+    """A ``--context`` value: a JSON object, or else a plain domain string."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[", '"'):
+        try:
+            value = json.loads(stripped)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"--context is not valid JSON ({exc.msg} at column {exc.colno})") from None
+        if isinstance(value, (dict, str)):
+            return value
+        raise CliError("--context must be a JSON object or a plain domain string")
+    if not stripped:
+        raise CliError("--context is empty (give a domain or a JSON object)")
+    return stripped
+
+
+@contextmanager
+def _bar(ctx: typer.Context, quiet: bool, label: str) -> Iterator[Callable[[int, int | None], None]]:
+    """A progress bar on stderr; ``update(done, total)``. Silent unless on a terminal."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    console = _stderr()
+    enabled = not _quiet(ctx, quiet) and console.is_terminal
+    progress = Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+        disable=not enabled,
+    )
+    task = progress.add_task(label, total=None)
+
+    def update(done: int, total: int | None = None) -> None:
+        progress.update(task, completed=done, total=total)
+
+    with progress:
+        yield update
+
+
+@contextmanager
+def _spinner(ctx: typer.Context, quiet: bool, label: str) -> Iterator[None]:
+    console = _stderr()
+    if _quiet(ctx, quiet) or not console.is_terminal:
+        yield
+        return
+    with console.status(label):
+        yield
+
+
+def _first_line(text: str, width: int = 70) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            line = line.strip()
+            return line if len(line) <= width else line[: width - 1] + "…"
+    return ""
+
+
+# -- commands -------------------------------------------------------------------------
+
+
+@app.command()
+def init(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Create a store folder (layer folders, .mdcg/, .gitignore). Idempotent."""
+    with _open(ctx, root, create=True) as store:
+        store.init_folder()
+        if json_out:
+            _print_json({"root": str(store.root), "nodes": len(store)})
+        else:
+            typer.echo(f"store ready at {store.root} ({len(store)} nodes)")
+
+
+def _parse_edge(spec: str) -> dict[str, Any]:
+    target, sep, etype = spec.rpartition(":")
+    if not sep:
+        return {"target": spec}
+    if not target:
+        raise CliError(f"--edge {spec!r}: expected TARGET:TYPE")
+    return {"target": target, "type": etype}
+
+
+def _read_body(body: str | None) -> str:
+    if body is not None and body != "-":
+        return body
+    if body is None and sys.stdin.isatty():
+        raise CliError("no body: give --body TEXT, or pipe it on stdin with --body -")
+    return sys.stdin.read()
+
+
+@app.command()
+def add(
+    ctx: typer.Context,
+    body: Annotated[
+        str | None, typer.Option("--body", "-b", help="The Markdown body; '-' (or none) reads stdin.")
+    ] = None,
+    node_id: Annotated[str | None, typer.Option("--id", help="Node id (default: generated).")] = None,
+    layer: Annotated[str, typer.Option("--layer", "-l", help="Layer folder.")] = "knowledge",
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", "-t", help="A tag (repeatable); domain:X routes.")
+    ] = None,
+    importance: Annotated[float | None, typer.Option(help="0..1")] = None,
+    confidence: Annotated[float | None, typer.Option(help="0..1")] = None,
+    basis: Annotated[
+        str | None,
+        typer.Option(
+            "--basis",
+            help="verification_basis: compiler, test, measurement, formal_proof, data, other.",
+        ),
+    ] = None,
+    not_applicable: Annotated[
+        list[str] | None,
+        typer.Option("--not-applicable", help="A not-applicable condition (repeatable)."),
+    ] = None,
+    edge: Annotated[
+        list[str] | None, typer.Option("--edge", help="An out-edge TARGET:TYPE (repeatable).")
+    ] = None,
+    overwrite: Annotated[bool, typer.Option(help="Replace an existing node with this id.")] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Add a memory; print its id and file path."""
+    fields: dict[str, Any] = {
+        "body": _read_body(body),
+        "layer": layer,
+        "tags": list(tag or []),
+        "importance": importance,
+        "confidence": confidence,
+        "verification_basis": basis,
+        "non_applicable_conditions": list(not_applicable or []),
+        "edges": [_parse_edge(e) for e in edge or []],
+    }
+    if node_id is not None:
+        fields["id"] = node_id
+    with _open(ctx, root, create=True) as store:
+        node = store.add(overwrite=overwrite, **fields)
+        path = store.path_of(node.id)
+        if json_out:
+            _print_json({"id": node.id, "layer": node.layer, "path": str(path)})
+        else:
+            typer.echo(f"{node.id}\t{path}")
+
+
+@app.command()
+def get(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Node id.")],
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Print a node's file (frontmatter and body), or its fields with --json."""
+    with _open(ctx, root, read_only=True) as store:
+        node = store.get(node_id)
+        path = store.path_of(node_id)
+        if json_out:
+            _print_json(
+                {
+                    "id": node.id,
+                    "layer": node.layer,
+                    "path": str(path),
+                    "frontmatter": node.to_dict(),
+                    "body": node.body,
+                }
+            )
+        else:
+            sys.stdout.write(path.read_text(encoding="utf-8"))
+            sys.stdout.flush()
+
+
+KOpt = Annotated[int, typer.Option("-k", "--limit", help="Number of results.")]
+ContextOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--context",
+        "-c",
+        help='Routing and judging context: a domain ("计算机科学") or a JSON object '
+        '({"domain": ..., "tags": [...], "condition_space": {...}, "big_domain": "auto"}).',
+    ),
+]
+LayerOpt = Annotated[
+    str | None, typer.Option("--layer", "-l", help="Search one layer only (default: all positive).")
+]
+
+
+def results_json(results: list[Any]) -> list[dict[str, Any]]:
+    """The ``--json`` form of search results (``SearchResult.to_dict``)."""
+    return [r.to_dict() for r in results]
+
+
+@app.command()
+def search(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What to look for.")],
+    context: ContextOpt = None,
+    layer: LayerOpt = None,
+    k: KOpt = 10,
+    no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the qualification judge.")] = False,
+    no_record: Annotated[
+        bool, typer.Option("--no-record", help="Do not count this search in the access log.")
+    ] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Search with the T0-T3 ladder; show tier, qualification state and score per hit."""
+    from .demo import meta_summary, results_table
+
+    ctx_value = parse_context(context)
+    with _open(ctx, root) as store:
+        results, meta = store.search(
+            query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record
+        )
+        if json_out:
+            _print_json({"query": query, "results": results_json(results), "meta": meta})
+            return
+        out = _stdout()
+        if results:
+            out.print(results_table(results))
+        else:
+            out.print("no results")
+        out.print(meta_summary(meta))
+
+
+@app.command()
+def neighbours(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Start node id.")],
+    direction: Annotated[str, typer.Option(help="out, in or both.")] = "out",
+    edge_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Only this edge type (repeatable).")
+    ] = None,
+    depth: Annotated[int, typer.Option(help="Edges to follow.")] = 1,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List the nodes linked to ID by edges (either direction, any depth)."""
+    with _open(ctx, root, read_only=True) as store:
+        found = store.neighbours(node_id, direction=direction, types=edge_type or None, depth=depth)
+        if json_out:
+            _print_json({"id": node_id, "neighbours": [n.to_dict() for n in found]})
+            return
+        if not found:
+            typer.echo(f"{node_id}: no neighbours ({direction}, depth {depth})")
+            return
+        table = Table("depth", "dir", "type", "id", "via", "title")
+        for n in found:
+            title = store.entry(n.id).title if n.exists else "(missing: dangling edge)"
+            table.add_row(str(n.depth), n.direction, n.type, n.id, n.via, _first_line(title, 50))
+        _stdout().print(table)
+
+
+@app.command()
+def verify(
+    ctx: typer.Context,
+    node_id: Annotated[str, typer.Argument(metavar="ID", help="Node id.")],
+    evidence: Annotated[str, typer.Option(help="The external evidence (required).")],
+    verdict: Annotated[str, typer.Option(help="confirmed, weakened or falsified.")],
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Apply external evidence to a node: confidence up/down, or move it to rejected/."""
+    with _open(ctx, root) as store:
+        node = store.verify(node_id, evidence, verdict)
+        last = node.verification_history[-1]
+        info = {
+            "id": node.id,
+            "verdict": verdict,
+            "layer": node.layer,
+            "confidence_before": last.get("confidence_before"),
+            "confidence_after": node.confidence,
+            "path": str(store.path_of(node.id)),
+        }
+        if json_out:
+            _print_json(info)
+        elif verdict == "falsified":
+            typer.echo(f"{node.id}: falsified, moved to rejected/ ({info['path']})")
+        else:
+            typer.echo(
+                f"{node.id}: {verdict}, confidence {info['confidence_before']:g} -> "
+                f"{info['confidence_after']:g}"
+            )
+
+
+@app.command()
+def reflect(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="The query to search and reflect on.")],
+    states: Annotated[
+        str | None,
+        typer.Option(
+            "--states",
+            help="Feedback: the true state of each result, comma-separated "
+            "(ACCEPT,REJECT,DEFER,BLINDSPOT), overriding the judge.",
+        ),
+    ] = None,
+    context: ContextOpt = None,
+    layer: LayerOpt = None,
+    k: KOpt = 10,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Run the search and record the information gap D = 1 - ACCEPT rate (with dD/dt)."""
+    ctx_value = parse_context(context)
+    feedback = [s.strip() for s in states.split(",")] if states is not None else None
+    with _open(ctx, root) as store:
+        results, _meta = store.search(query, layer=layer, k=k, context=ctx_value, record=False)
+        rec = store.reflect(query, results, feedback)
+        if json_out:
+            _print_json(
+                {
+                    "reflection": rec.to_dict(),
+                    "results": [{"id": r.id, "state": r.state} for r in results],
+                }
+            )
+            return
+        counts = ", ".join(f"{s} {n}" for s, n in rec.states.items()) or "no results"
+        typer.echo(
+            f"t={rec.t}  D={rec.d:.3f}  dD/dt={rec.dd:+.3f}  d2D/dt2={rec.d2d:+.3f}  "
+            f"({rec.accepted}/{rec.total} ACCEPT; {counts})"
+        )
+
+
+@app.command()
+def sync(
+    ctx: typer.Context, root: RootOpt = None, quiet: QuietOpt = False, json_out: JsonOpt = False
+) -> None:
+    """Reconcile the index with .md files added, edited, moved or deleted by hand."""
+    with _open(ctx, root) as store, _spinner(ctx, quiet, "syncing"):
+        report = store.sync()
+    if json_out:
+        _print_json({"clean": report.clean, **report.to_dict()})
+        return
+    if report.clean:
+        typer.echo("in sync: nothing changed")
+        return
+    lines = [
+        ("added", report.added),
+        ("changed", report.changed),
+        ("deleted", report.deleted),
+        ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
+        ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
+        ("duplicates moved to .mdcg/trash", report.duplicates_removed),
+        ("temp files removed", report.temp_removed),
+    ]
+    for label, items in lines:
+        if items:
+            typer.echo(f"{label} ({len(items)}): " + ", ".join(items))
+
+
+@app.command()
+def health(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Check the store (files, index, edges, buckets); exit 1 when anything is found."""
+    from .demo import health_table
+
+    with _open(ctx, root, read_only=True) as store:
+        report = store.health()
+    if json_out:
+        _print_json(report.to_dict())
+    else:
+        _stdout().print(health_table(report))
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+
+
+@app.command()
+def census(
+    ctx: typer.Context,
+    src: Annotated[Path, typer.Argument(help="A .sqlite database or an md-cg store folder.")],
+    all_layers: Annotated[
+        bool, typer.Option("--all-layers", help="Census every layer, not only knowledge/.")
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compare bucket-key schemes (A-E) on a sqlite database or store folder."""
+    from census import census_of
+
+    from .census import render_markdown
+
+    skipped: list[str] = []
+
+    def sink(where: str, reason: str) -> None:
+        skipped.append(where)
+        typer.echo(f"skipped {where}: {reason}", err=True)
+
+    report = census_of(src, layer=None if all_layers else "knowledge", on_error=sink)
+    if json_out:
+        _print_json(report.to_dict())
+    else:
+        sys.stdout.write(render_markdown(report))
+    if skipped:
+        typer.echo(f"{len(skipped)} unreadable file(s) or row(s) skipped", err=True)
+
+
+@app.command()
+def migrate(
+    ctx: typer.Context,
+    src: Annotated[Path, typer.Argument(metavar="SRC", help="The sqlite database (read-only).")],
+    dest: Annotated[Path, typer.Argument(metavar="DEST", help="The store folder (created).")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
+    ] = False,
+    verify_only: Annotated[
+        bool, typer.Option("--verify-only", help="Only compare DEST with SRC (no writes).")
+    ] = False,
+    batch: Annotated[int, typer.Option(help="Nodes per group commit.", min=1)] = 500,
+    durable: Annotated[bool, typer.Option(help="fsync every file (slow, power-cut safe).")] = False,
+    no_resume: Annotated[
+        bool, typer.Option("--no-resume", help="Ignore an interrupted run's journal; start over.")
+    ] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the source has bad rows.")] = False,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Migrate a sqlite cognitive graph into a store folder and verify every field."""
+    from .migrate import migrate as run_migration
+    from .migrate import verify_migration
+
+    if dry_run and verify_only:
+        raise CliError("--dry-run and --verify-only exclude each other")
+    label = "verifying" if verify_only else "dry run" if dry_run else "migrating"
+    with _bar(ctx, quiet, label) as update:
+        if verify_only:
+            report = verify_migration(src, dest, progress=update)
+        else:
+            report = run_migration(
+                src,
+                dest,
+                dry_run=dry_run,
+                batch=batch,
+                durable=durable,
+                progress=update,
+                resume=not no_resume,
+            )
+    if json_out:
+        _print_json(report.to_dict())
+    else:
+        sys.stdout.write(report.render())
+    if not report.ok:
+        raise typer.Exit(EXIT_FAILED)
+    if strict and report.bad_rows:
+        typer.echo(f"--strict: {len(report.bad_rows)} bad row(s) in the source", err=True)
+        raise typer.Exit(EXIT_FAILED)
+
+
+def _maintenance_out(report: Any, json_out: bool, what: str, extra: dict[str, Any] | None = None) -> None:
+    data = report.to_dict()
+    if extra:
+        data.update(extra)
+    if json_out:
+        _print_json(data)
+        return
+    typer.echo(
+        f"{what}: {report.nodes} nodes, snapshot {report.snapshot_bytes:,} bytes, "
+        f"log shards {report.shards_before} -> {report.shards_before - len(report.shards_removed)} "
+        f"({len(report.shards_kept)} kept: held by live processes or not yet covered), "
+        f"{report.seconds:.2f} s"
+    )
+    for path, reason in report.problems:
+        typer.echo(f"  unreadable: {path}: {reason}")
+    if extra and "access_folded" in extra:
+        folded = extra["access_folded"]
+        typer.echo(f"access log folded: {sum(folded.values())} access(es) into {len(folded)} node(s)")
+
+
+@app.command()
+def rebuild(
+    ctx: typer.Context, root: RootOpt = None, quiet: QuietOpt = False, json_out: JsonOpt = False
+) -> None:
+    """Rebuild the index from the .md files alone and write a new snapshot."""
+    with _open(ctx, root) as store, _bar(ctx, quiet, "reading files") as update:
+        done = [0]
+
+        def tick(n: int) -> None:
+            done[0] += n
+            update(done[0], None)
+
+        report = store.rebuild_index(progress=tick)
+    _maintenance_out(report, json_out, "rebuilt")
+
+
+@app.command()
+def compact(
+    ctx: typer.Context,
+    access: Annotated[
+        bool, typer.Option("--access", help="Also fold the access log into the nodes' frontmatter.")
+    ] = False,
+    root: RootOpt = None,
+    quiet: QuietOpt = False,
+    json_out: JsonOpt = False,
+) -> None:
+    """Fold the index log into a new snapshot (and, with --access, the access log)."""
+    with _open(ctx, root) as store, _spinner(ctx, quiet, "compacting"):
+        extra = {"access_folded": store.compact_access()} if access else None
+        report = store.compact_index()
+    _maintenance_out(report, json_out, "compacted", extra)
+
+
+@app.command()
+def bench(
+    ctx: typer.Context,
+    kind: Annotated[str, typer.Option(help="store, search or all.")] = "all",
+    sizes: Annotated[str | None, typer.Option(help="Comma-separated store sizes, e.g. 1000,3000.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the table to FILE.")] = None,
+    quiet: QuietOpt = False,
+) -> None:
+    """Run the benchmarks (md_cg.benchmark) and print the Markdown results table."""
+    try:
+        from . import benchmark
+    except ImportError as exc:
+        if exc.name != f"{__package__}.benchmark":
+            raise
+        raise CliError("the benchmark module md_cg.benchmark is not part of this install") from None
+    size_list: list[int] | None = None
+    if sizes is not None:
+        try:
+            size_list = [int(s) for s in sizes.split(",") if s.strip()]
+        except ValueError:
+            raise CliError(f"--sizes {sizes!r}: expected comma-separated integers") from None
+        if not size_list or min(size_list) < 1:
+            raise CliError(f"--sizes {sizes!r}: expected positive integers")
+    with _bar(ctx, quiet, f"bench {kind}") as update:
+        table = benchmark.run(kind=kind, sizes=size_list, progress=_any_progress(update))
+    if out is not None:
+        out.write_text(table, encoding="utf-8")
+    sys.stdout.write(table if table.endswith("\n") else table + "\n")
+
+
+def _any_progress(update: Callable[[int, int | None], None]) -> Callable[..., None]:
+    """Adapt ``update(done, total)`` to a callback given ``(done, total)``, ``(done,)`` or a label."""
+
+    def progress(*args: Any, **_kwargs: Any) -> None:
+        numbers = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+        if numbers:
+            update(numbers[0], numbers[1] if len(numbers) > 1 else None)
+
+    return progress
+
+
+@app.command()
+def demo(
+    ctx: typer.Context,
+    dest: Annotated[
+        Path | None, typer.Argument(metavar="[DIR]", help="Folder for the demo store (default: new temp).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Use DIR even if it is not empty.")] = False,
+    json_out: JsonOpt = False,
+    quiet: QuietOpt = False,
+) -> None:
+    """Build a store from the bundled sample and tour search, judge and the loop."""
+    from .demo import prepare_dest, run_demo
+
+    folder = prepare_dest(dest, force=force)
+    show_progress = not _quiet(ctx, quiet) and _stderr().is_terminal
+    if json_out:
+        _print_json(run_demo(folder, None, show_progress=show_progress).to_dict())
+    else:
+        run_demo(folder, _stdout(), show_progress=show_progress)
+
+
+@app.command()
+def mcp(ctx: typer.Context, root: RootOpt = None) -> None:
+    """Serve the store to an MCP client over stdio (remember, search/recall, verify...)."""
+    from .mcp_server import run_server
+
+    run_server(resolve_root(ctx, root))
+
+
+def main() -> None:
+    """Entry point of the ``mdcg`` script."""
+    app()
+
+
+if __name__ == "__main__":
+    main()
