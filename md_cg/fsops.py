@@ -137,50 +137,57 @@ class FileLock:
     """A shared or exclusive ``flock`` on a dedicated lock file.
 
     The lock file is created if missing and never replaced or deleted, so
-    every process locks the same inode. Re-entrant within one object.
+    every process locks the same inode. The file stays open between
+    acquisitions (re-opened after a fork: a child must not share the
+    parent's open file, or unlocking would release the parent's lock).
+    Re-entrant within one object.
     """
 
     def __init__(self, path: Path, *, what: str = "maintenance") -> None:
         self.path = path
         self.what = what
         self._fh: IO[Any] | None = None
+        self._pid = -1
         self._depth = 0
         self._shared = False
 
+    def _file(self) -> IO[Any]:
+        if self._fh is None or self._pid != os.getpid():
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "a")  # noqa: SIM115 - kept open for flock
+            self._pid = os.getpid()
+            self._depth = 0
+        return self._fh
+
     def acquire(self, *, shared: bool = False, timeout: float = 30.0) -> None:
-        if self._fh is not None:
+        if self._depth and self._pid == os.getpid():
             if self._shared and not shared:
                 raise RuntimeError("cannot upgrade a shared lock to exclusive")
             self._depth += 1
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fh = open(self.path, "a")  # noqa: SIM115 - held open while locked
+        fh = self._file()
         flags = portalocker.LOCK_SH if shared else portalocker.LOCK_EX
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                portalocker.lock(fh, flags | portalocker.LOCK_NB)
-                break
-            except (portalocker.AlreadyLocked, portalocker.LockException):
-                if time.monotonic() >= deadline:
-                    fh.close()
-                    raise LockTimeoutError(self.path, timeout, self.what) from None
+        try:
+            portalocker.lock(fh, flags | portalocker.LOCK_NB)
+        except (portalocker.AlreadyLocked, portalocker.LockException):
+            deadline = time.monotonic() + timeout
+            while True:
                 time.sleep(0.002)
-        self._fh = fh
+                try:
+                    portalocker.lock(fh, flags | portalocker.LOCK_NB)
+                    break
+                except (portalocker.AlreadyLocked, portalocker.LockException):
+                    if time.monotonic() >= deadline:
+                        raise LockTimeoutError(self.path, timeout, self.what) from None
         self._depth = 1
         self._shared = shared
 
     def release(self) -> None:
-        if self._fh is None:
+        if not self._depth or self._fh is None:
             return
         self._depth -= 1
-        if self._depth > 0:
-            return
-        fh, self._fh = self._fh, None
-        try:
-            portalocker.unlock(fh)
-        finally:
-            fh.close()
+        if self._depth == 0:
+            portalocker.unlock(self._fh)
 
     @contextlib.contextmanager
     def hold(self, *, shared: bool = False, timeout: float = 30.0) -> Iterator[None]:
@@ -192,7 +199,17 @@ class FileLock:
 
     @property
     def held(self) -> bool:
-        return self._fh is not None
+        return self._depth > 0
+
+    def close(self) -> None:
+        """Release (if held) and close the lock file."""
+        if self._fh is not None and self._pid == os.getpid():
+            if self._depth:
+                with contextlib.suppress(OSError):
+                    portalocker.unlock(self._fh)
+            self._fh.close()
+        self._fh = None
+        self._depth = 0
 
 
 def try_lock_exclusive(path: Path) -> IO[Any] | None:

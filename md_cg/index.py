@@ -140,10 +140,17 @@ def index_text(node: Node) -> str:
     return f"{node.body}\n{tags}" if tags else node.body
 
 
-def make_entry(node: Node, rel: str, mtime_ns: int, size: int) -> Entry:
-    """The index entry for a parsed node found at ``rel``."""
+_UNSET: Any = object()
+
+
+def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | None = _UNSET) -> Entry:
+    """The index entry for a parsed node found at ``rel``.
+
+    ``domain`` (the node's route key) may be passed when already computed.
+    """
     elems = ccg.elements(node.body, node.state_attributes)
-    domain = layout.route_key(node) if node.layer == layout.BUCKETED_LAYER else None
+    if domain is _UNSET:
+        domain = layout.route_key(node) if node.layer == layout.BUCKETED_LAYER else None
     return Entry(
         id=node.id,
         path=rel,
@@ -159,7 +166,7 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int) -> Entry:
         updated_at=node.updated_at,
         verification_basis=node.verification_basis,
         ccg_missing=ccg.missing(elems),
-        conditions=node_conditions(node),
+        conditions=node_conditions(node, elems),
         title=title_of(node.body),
         edges=tuple((e.target, e.type) for e in node.edges),
         condition_space=node.condition_space,
@@ -188,7 +195,8 @@ class Parsed:
 
     node: Node | None
     entry: Entry
-    terms: list[str]
+    #: the text to index; None when the file was unchanged (keep what is indexed)
+    text: str | None
 
 
 def parse_file(root: Path, rel: str) -> Parsed:
@@ -199,7 +207,7 @@ def parse_file(root: Path, rel: str) -> Parsed:
         data = fh.read()
     node = loads(read_bytes_as_text(data, rel), rel)
     entry = make_entry(node, rel, st.st_mtime_ns, st.st_size)
-    return Parsed(node, entry, analyze(index_text(node)))
+    return Parsed(node, entry, index_text(node))
 
 
 def scan_files(root: Path) -> dict[str, os.stat_result]:
@@ -286,6 +294,8 @@ class IndexState:
     duplicates: dict[str, list[str]] = field(default_factory=dict)
     #: intents without their "done" record yet: shard -> id -> paths
     pending: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    #: text waiting to be indexed: id -> (text, layer code, bucket code, prior)
+    pending_text: dict[str, tuple[str, int, int, float]] = field(default_factory=dict)
 
     def bucket_code(self, bucket: str | None) -> int:
         if bucket is None:
@@ -295,8 +305,13 @@ class IndexState:
             code = self.bucket_codes[bucket] = len(self.bucket_codes)
         return code
 
-    def put(self, entry: Entry, terms: list[str] | None) -> None:
-        """Insert or replace an entry; ``terms=None`` keeps the indexed text."""
+    def put(self, entry: Entry, text: str | None) -> None:
+        """Insert or replace an entry; ``text=None`` keeps the indexed text.
+
+        New text is not analysed here: it waits in ``pending_text`` until
+        :meth:`flush_text` (run by the first search, and before a snapshot is
+        written), so a process that only writes never pays for tokenising.
+        """
         old = self.entries.get(entry.id)
         if old is not None:
             self._unlink(old)
@@ -306,29 +321,32 @@ class IndexState:
         for target, etype in entry.edges:
             self.reverse.setdefault(target, set()).add((entry.id, etype))
         prior = entry.importance if entry.importance is not None else 0.5
-        if terms is None and entry.id in self.text:
-            self.text.set_meta(
-                entry.id,
-                layer=_LAYER_CODE[entry.layer],
-                bucket=self.bucket_code(entry.bucket),
-                prior=prior,
-            )
+        meta = (_LAYER_CODE[entry.layer], self.bucket_code(entry.bucket), prior)
+        if text is not None:
+            self.pending_text[entry.id] = (text, *meta)
+        elif entry.id in self.pending_text:
+            self.pending_text[entry.id] = (self.pending_text[entry.id][0], *meta)
+        elif entry.id in self.text:
+            self.text.set_meta(entry.id, layer=meta[0], bucket=meta[1], prior=meta[2])
         else:
-            self.text.add(
-                entry.id,
-                terms or [],
-                layer=_LAYER_CODE[entry.layer],
-                bucket=self.bucket_code(entry.bucket),
-                prior=prior,
-            )
+            self.pending_text[entry.id] = ("", *meta)
         self.problems.pop(entry.path, None)
 
     def drop(self, node_id: str) -> Entry | None:
         old = self.entries.pop(node_id, None)
         if old is not None:
             self._unlink(old)
+            self.pending_text.pop(node_id, None)
             self.text.remove(node_id)
         return old
+
+    def flush_text(self) -> int:
+        """Tokenise and index every pending text; return how many were indexed."""
+        pending, self.pending_text = self.pending_text, {}
+        add = self.text.add
+        for node_id, (text, layer, bucket, prior) in pending.items():
+            add(node_id, analyze(text), layer=layer, bucket=bucket, prior=prior)
+        return len(pending)
 
     def _unlink(self, old: Entry) -> None:
         if old.bucket is not None:
@@ -375,7 +393,7 @@ def build_from_files(
         best = copies[0] if len(copies) == 1 else winner(copies)
         if len(copies) > 1:
             state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
-        state.put(best.entry, best.terms)
+        state.put(best.entry, best.text)
     return state
 
 
@@ -396,6 +414,7 @@ def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> No
             "duplicates": state.duplicates,
         }
     )
+    state.flush_text()
     text_blob = state.text.to_bytes()
     digest = hashlib.blake2b(entries_blob, digest_size=16)
     digest.update(text_blob)
@@ -583,12 +602,11 @@ def resolve_ids(root: Path, state: IndexState, touched: dict[str, list[str]]) ->
         else:
             state.duplicates.pop(node_id, None)
         if current is None or current != best.entry:
-            state.put(best.entry, best.terms if best.terms is not _KEEP else None)
+            state.put(best.entry, best.text)
             changed.append(node_id)
     return changed
 
 
-_KEEP: list[str] = []
 
 
 def _stat_and_parse(
@@ -607,7 +625,7 @@ def _stat_and_parse(
         and current.size == st.st_size
     ):
         # Unchanged since we indexed it: reuse the entry, keep the indexed text.
-        return Parsed(None, current, _KEEP)
+        return Parsed(None, current, None)
     try:
         parsed = parse_file(root, rel)
     except MalformedNodeFileError as exc:
@@ -619,7 +637,7 @@ def _stat_and_parse(
         # The file now holds another id (edited by hand); index it under that id.
         other = state.entries.get(parsed.entry.id)
         if other is None or other.path == rel:
-            state.put(parsed.entry, parsed.terms)
+            state.put(parsed.entry, parsed.text)
         return None
     return parsed
 

@@ -457,16 +457,19 @@ def judge(
 # -- from a node ---------------------------------------------------------------------
 
 
-def node_conditions(node: Node) -> tuple[str, ...]:
+def node_conditions(node: Node, elems: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The not-applicable conditions of a node, deduplicated, order kept.
 
     First the ``non_applicable_conditions`` field (each entry as written,
     stripped), then the conditions of the "not applicable" CCG element
     (body mark or ``state_attributes.ccg``) split by
-    :func:`md_cg.ccg.split_conditions`. Two conditions are duplicates when
+    :func:`md_cg.ccg.split_conditions`. ``elems`` (the node's
+    :func:`md_cg.ccg.elements`) may be passed when already computed. Two
+    conditions are duplicates when
     their normalised forms are equal; the first spelling is kept.
     """
-    elems = ccg.elements(node.body, node.state_attributes)
+    if elems is None:
+        elems = ccg.elements(node.body, node.state_attributes)
     candidates = [c for c in node.non_applicable_conditions if isinstance(c, str)]
     candidates.extend(ccg.split_conditions(elems.get("not_applicable", "")))
     seen: set[str] = set()

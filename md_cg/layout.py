@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
+from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -123,6 +124,7 @@ def route_key(node: Node) -> str | None:
     return route_key_of(node.tags, node.condition_space)
 
 
+@lru_cache(maxsize=4096)
 def bucket_dir(key: str | None) -> str:
     """Folder name of the bucket for ``key``: ``cond_<readable>_<sha8>`` or ``orphan``."""
     if not key:

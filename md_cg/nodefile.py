@@ -67,6 +67,8 @@ def _dump_str(s: str) -> str:
             f"string {s[:40]!r}... contains a lone surrogate and cannot be stored as UTF-8",
             value=s,
         ) from None
+    if out.isascii() and "\x7f" not in out:
+        return out  # the only YAML-unsafe ASCII character orjson leaves raw is DEL
     return _YAML_UNSAFE.sub(_escape, out)
 
 
@@ -85,39 +87,65 @@ def dump_float(v: float) -> str:
     return f"{mantissa}e{exponent}"
 
 
+def _dump_int(v: int) -> str:
+    if not -_INT_LIMIT <= v < _INT_LIMIT:
+        raise InvalidNodeError(f"integer {v} is outside the 64-bit range", value=v)
+    return str(int(v))
+
+
+def _dump_list(v: list[Any] | tuple[Any, ...]) -> str:
+    return "[" + ", ".join([dump_value(x) for x in v]) + "]"
+
+
+def _dump_dict(v: dict[Any, Any]) -> str:
+    parts = []
+    for k, x in v.items():
+        if type(k) is not str:
+            raise InvalidNodeError(f"object key {k!r} is not a string", value=v)
+        parts.append(f"{_dump_str(k)}: {dump_value(x)}")
+    return "{" + ", ".join(parts) + "}"
+
+
+_DUMPERS: dict[type, Any] = {
+    str: _dump_str,
+    float: dump_float,
+    int: _dump_int,
+    bool: lambda v: "true" if v else "false",
+    type(None): lambda v: "null",
+    list: _dump_list,
+    tuple: _dump_list,
+    dict: _dump_dict,
+}
+
+
 def dump_value(v: Any) -> str:
     """Serialise one frontmatter value as YAML-safe JSON on a single line."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, str):
-        return _dump_str(v)
-    if isinstance(v, int):
-        if not -_INT_LIMIT <= v < _INT_LIMIT:
-            raise InvalidNodeError(f"integer {v} is outside the 64-bit range", value=v)
-        return str(int(v))
-    if isinstance(v, float):
-        return dump_float(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(dump_value(x) for x in v) + "]"
-    if isinstance(v, dict):
-        parts = []
-        for k, x in v.items():
-            if not isinstance(k, str):
-                raise InvalidNodeError(f"object key {k!r} is not a string", value=v)
-            parts.append(f"{_dump_str(k)}: {dump_value(x)}")
-        return "{" + ", ".join(parts) + "}"
-    raise InvalidNodeError(f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v)
+    dumper = _DUMPERS.get(type(v))
+    if dumper is not None:
+        return dumper(v)
+    # Subclasses of the JSON types (IntEnum, OrderedDict, str subclasses...).
+    for base in (bool, str, int, float, list, tuple, dict):
+        if isinstance(v, base):
+            return _DUMPERS[base](v)
+    raise InvalidNodeError(
+        f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v
+    )
+
+
+_KEY_CACHE: dict[str, str] = {}
 
 
 def dump_key(key: str) -> str:
     """A frontmatter key, double-quoted when YAML would not read it as that string."""
-    if _SAFE_KEY.match(key) and key.lower() not in _YAML_SPECIAL:
-        return key
-    return _dump_str(key)
+    out = _KEY_CACHE.get(key)
+    if out is None:
+        if _SAFE_KEY.match(key) and key.lower() not in _YAML_SPECIAL:
+            out = key
+        else:
+            out = _dump_str(key)
+        if len(_KEY_CACHE) < 10_000:
+            _KEY_CACHE[key] = out
+    return out
 
 
 def dump_frontmatter(meta: dict[str, Any]) -> str:

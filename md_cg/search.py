@@ -170,6 +170,7 @@ def run(
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise ValueError(f"k must be a positive integer, got {k!r}")
     started = time.perf_counter()
+    state.flush_text()
     text = state.text
     terms, words = expand(query, synonyms)
     p = plan(state, words, layer, context)

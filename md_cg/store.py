@@ -28,7 +28,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import access, fsops, graph, index, layout, loop, nodefile
 from . import search as search_mod
@@ -69,6 +69,15 @@ GITIGNORE = """\
 """
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
+
+
+class Put(NamedTuple):
+    """A node ready to be written: its relative path, bytes and route key."""
+
+    node: Node
+    rel: str
+    data: bytes
+    domain: str | None
 
 
 @dataclass(frozen=True)
@@ -155,6 +164,7 @@ class MdCG:
         self._access = fsops.ShardWriter(self._meta / access.ACCESS_DIR)
         self._audit = fsops.ShardWriter(self._meta / AUDIT_DIR)
         self._synonyms: SynonymTable | None = None
+        self._known_dirs: set[Path] = set()
         self._closed = False
         self._initialised = (self._meta / "lock").exists()
         self._load()
@@ -185,6 +195,9 @@ class MdCG:
             self._shard.close()
             self._access.close()
             self._audit.close()
+            self._maint.close()
+            for lock in self._stripes.values():
+                lock.close()
             self._closed = True
 
     def __enter__(self) -> MdCG:
@@ -321,10 +334,14 @@ class MdCG:
 
     # -- writing ------------------------------------------------------------------
 
-    def _prepare(self, node: Node) -> tuple[Node, str, bytes]:
-        validate(node)
-        rel = layout.rel_path(node)
-        return node, rel, nodefile.dumps(node).encode("utf-8")
+    def _prepare(self, node: Node, *, check: bool = True) -> Put:
+        """Validate (unless already done) and serialise a node; compute its path once."""
+        if check:
+            validate(node)
+        domain = layout.route_key(node) if node.layer == layout.BUCKETED_LAYER else None
+        bucket = layout.bucket_dir(domain) if node.layer == layout.BUCKETED_LAYER else None
+        rel = f"{layout.rel_dir(node.layer, bucket)}/{node.id}.md"
+        return Put(node, rel, nodefile.dumps(node).encode("utf-8"), domain)
 
     def _append_log(self, records: list[dict[str, Any]], *, durable: bool = False) -> None:
         """Append to our own shard and move our own read offset past it."""
@@ -337,7 +354,7 @@ class MdCG:
 
     def _commit(
         self,
-        puts: Sequence[tuple[Node, str, bytes]],
+        puts: Sequence[Put],
         dels: Sequence[tuple[str, str]] = (),
         *,
         durable: bool | None = None,
@@ -345,7 +362,7 @@ class MdCG:
         """Log intents, then write/unlink files, then update the in-memory index."""
         durable = self.durable if durable is None else durable
         self._ensure_init()
-        records = [{"op": "put", "id": n.id, "path": rel} for n, rel, _ in puts]
+        records = [{"op": "put", "id": p.node.id, "path": p.rel} for p in puts]
         records += [{"op": "del", "id": i, "path": rel} for i, rel in dels]
         if not records:
             return
@@ -353,10 +370,12 @@ class MdCG:
             self._append_log(records, durable=durable)
             temps: list[tuple[Path, Path, Any]] = []
             try:
-                for _node, rel, data in puts:
-                    target = self.root / rel
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    tmp, st = fsops.write_temp(target, data, durable=durable)
+                for put in puts:
+                    target = self.root / put.rel
+                    if target.parent not in self._known_dirs:
+                        target.parent.mkdir(parents=True, exist_ok=True)
+                        self._known_dirs.add(target.parent)
+                    tmp, st = fsops.write_temp(target, put.data, durable=durable)
                     temps.append((tmp, target, st))
             except BaseException:
                 for tmp, _, _ in temps:
@@ -365,13 +384,13 @@ class MdCG:
             dirs: set[Path] = set()
             done = 0
             try:
-                for (node, rel, _), (tmp, target, st) in zip(puts, temps, strict=True):
+                for put, (tmp, target, st) in zip(puts, temps, strict=True):
                     os.replace(tmp, target)
                     done += 1
                     dirs.add(target.parent)
                     self._state.put(
-                        index.make_entry(node, rel, st.st_mtime_ns, st.st_size),
-                        index.analyze(index.index_text(node)),
+                        index.make_entry(put.node, put.rel, st.st_mtime_ns, st.st_size, put.domain),
+                        index.index_text(put.node),
                     )
             except BaseException:
                 for tmp, _, _ in temps[done:]:
@@ -447,7 +466,7 @@ class MdCG:
             batch = list(nodes)
             now = time.time()
             seen: set[str] = set()
-            prepared: list[tuple[Node, str, bytes]] = []
+            prepared: list[Put] = []
             for node in batch:
                 if not isinstance(node, Node):
                     raise TypeError(f"add_many expects Node objects, got {type(node).__name__}")
@@ -458,10 +477,11 @@ class MdCG:
                     raise DuplicateIdError(node.id, "this batch")
                 seen.add(node.id)
             self._maybe_refresh()
-            puts: list[tuple[Node, str, bytes]] = []
+            puts: list[Put] = []
             dels: list[tuple[str, str]] = []
             for node in batch:
-                node_, rel, data = self._prepare(node)
+                put = self._prepare(node, check=False)
+                rel = put.rel
                 existing = self._state.entries.get(node.id)
                 if existing is None and (self.root / rel).exists():
                     existing_path: str | None = rel
@@ -470,20 +490,20 @@ class MdCG:
                 if existing_path is not None:
                     if not overwrite:
                         raise DuplicateIdError(node.id, existing_path)
-                    if existing_path == rel and _same_bytes(self.root / rel, data):
-                        prepared.append((node_, rel, data))
+                    if existing_path == rel and _same_bytes(self.root / rel, put.data):
+                        prepared.append(put)
                         continue
                     if existing_path != rel:
                         # A move: stamp the new copy so it wins over a leftover.
                         node.updated_at = max(now, (node.updated_at or 0.0) + 1e-6)
-                        node_, rel, data = self._prepare(node)
+                        put = self._prepare(node, check=False)
                         dels.append((node.id, existing_path))
-                puts.append((node_, rel, data))
-                prepared.append((node_, rel, data))
+                puts.append(put)
+                prepared.append(put)
             self._commit(puts, dels, durable=durable)
             if progress is not None:
                 progress(len(batch))
-            return [n for n, _, _ in prepared]
+            return [p.node for p in prepared]
 
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:
         """Change fields of a stored node; return the node as stored.
@@ -544,9 +564,9 @@ class MdCG:
                     node_id=node_id,
                 )
             node.updated_at = max(time.time(), (node.updated_at or 0.0) + 1e-6)
-            node, rel, data = self._prepare(node)
-            dels = [(node_id, current.path)] if current.path != rel else []
-            self._commit([(node, rel, data)], dels, durable=durable)
+            put = self._prepare(node)
+            dels = [(node_id, current.path)] if current.path != put.rel else []
+            self._commit([put], dels, durable=durable)
             return node
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:

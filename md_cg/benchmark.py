@@ -1,0 +1,415 @@
+"""Benchmarks of the store and of search, each beside its baselines in the same run.
+
+Used by ``mdcg bench`` and by the scripts in ``bench/`` (which add argument
+parsing and write the tables to ``docs/``). Figures depend on the machine;
+ratios against the baselines measured in the same process are what carry.
+
+Store (:func:`store_bench`): write throughput -- ``add`` per node
+(non-durable), ``add(durable=True)`` per node, ``add_many(durable=True)`` in
+batches of 1,000 -- beside the raw floor (the same bytes, temp file +
+``os.replace`` in a plain loop) and sqlite inserting the same rows; open time
+from the snapshot, cold rebuild from the files.
+
+Search (:func:`search_bench`): p50/p95 latency of ``search`` without context,
+with a routed hit (context = the domain of the wanted node: found at T0) and a
+routed miss (context = another domain: falls through to T2), reported apart,
+beside sqlite ``LIKE`` and sqlite FTS5 (trigram tokenizer, ``bm25()``) over the
+same texts; the share of the store each kind scans; the memory the opened
+index takes; and recall@10 against the sqlite ``LIKE`` results for queries
+that ``LIKE`` answers with 1-10 rows.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import layout, nodefile
+from .node import Node
+from .sample import build_nodes
+from .sqlite_source import SCHEMA_SQL, node_to_row
+from .store import MdCG
+
+Progress = Callable[[str], Any]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of a results table."""
+
+    n: int
+    measure: str
+    ours: str
+    baseline: str
+    ratio: str
+
+
+def machine() -> str:
+    return (
+        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
+        f"{platform.system()} {platform.release()}"
+    )
+
+
+def render(rows: Sequence[Row], title: str = "") -> str:
+    lines = [f"### {title}", ""] if title else []
+    lines += [
+        f"Machine: {machine()}",
+        "",
+        "| N | measure | md-cg | baselines (same run) | ratio |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {r.n:,} | {r.measure} | {r.ours} | {r.baseline} | {r.ratio} |" for r in rows]
+    return "\n".join(lines)
+
+
+def corpus(n: int, seed: int = 2026) -> list[Node]:
+    """Seed-shaped nodes with ``n`` knowledge nodes (edges dropped: a cut leaves them dangling)."""
+    nodes = build_nodes(knowledge=n, seed=seed)
+    for node in nodes:
+        node.edges = []
+    return nodes
+
+
+def _rate(count: int, seconds: float) -> float:
+    return count / seconds if seconds > 0 else float("inf")
+
+
+def _sqlite_rows(nodes: Sequence[Node]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    rows = [node_to_row(n) for n in nodes]
+    cols = list(rows[0]) if rows else []
+    return cols, [tuple(r[c] for c in cols) for r in rows]
+
+
+def _sqlite_db(path: Path, nodes: Sequence[Node], *, durable_each: bool) -> float:
+    """Insert the nodes as rows of the reference schema; return rows/s."""
+    cols, values = _sqlite_rows(nodes)
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=DELETE" if durable_each else "PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL" if durable_each else "PRAGMA synchronous=NORMAL")
+    conn.executescript(SCHEMA_SQL)
+    sql = f"INSERT INTO nodes ({', '.join(cols)}) VALUES ({', '.join('?' * len(cols))})"
+    t = time.perf_counter()
+    if durable_each:
+        for v in values:
+            conn.execute("BEGIN")
+            conn.execute(sql, v)
+            conn.execute("COMMIT")
+    else:
+        conn.execute("BEGIN")
+        conn.executemany(sql, values)
+        conn.execute("COMMIT")
+    elapsed = time.perf_counter() - t
+    conn.close()
+    return _rate(len(values), elapsed)
+
+
+def _raw_floor(root: Path, nodes: Sequence[Node], *, durable: bool) -> float:
+    payload = [(layout.rel_path(n), nodefile.dumps(n).encode("utf-8")) for n in nodes]
+    made: set[Path] = set()
+    t = time.perf_counter()
+    for rel, data in payload:
+        target = root / rel
+        parent = target.parent
+        if parent not in made:
+            parent.mkdir(parents=True, exist_ok=True)
+            made.add(parent)
+        tmp = parent / f".{target.name}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, data)
+        if durable:
+            os.fsync(fd)
+        os.close(fd)
+        os.replace(tmp, target)
+        if durable:
+            dfd = os.open(parent, os.O_RDONLY)
+            os.fsync(dfd)
+            os.close(dfd)
+    return _rate(len(payload), time.perf_counter() - t)
+
+
+def rss_bytes() -> int:
+    """Resident memory of this process (Linux /proc; 0 where unavailable)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError):
+        return 0
+
+
+# -- store ----------------------------------------------------------------------------
+
+
+def store_bench(
+    sizes: Sequence[int], *, durable_sample: int = 2000, work: Path | None = None,
+    progress: Progress | None = None,
+) -> list[Row]:
+    """Write throughput and open time at each size, beside raw floor and sqlite."""
+    rows: list[Row] = []
+    base = Path(work or tempfile.mkdtemp(prefix="mdcg-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        for n in sizes:
+            rows += _store_size(n, base, durable_sample, progress)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return rows
+
+
+def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | None) -> list[Row]:
+    say = progress or (lambda _msg: None)
+    nodes = corpus(n)
+    total = len(nodes)
+    rows: list[Row] = []
+
+    say(f"{n:,}: add() one node at a time")
+    root = work / f"md_{n}"
+    with MdCG(root) as s:
+        t = time.perf_counter()
+        for node in nodes:
+            s.add(node.copy(), stamp=False)
+        ours = _rate(total, time.perf_counter() - t)
+    floor = _raw_floor(work / f"raw_{n}", nodes, durable=False)
+    sq = _sqlite_db(work / f"sq_{n}.db", nodes, durable_each=False)
+    rows.append(Row(n, "write, non-durable (nodes/s)", f"{ours:,.0f}",
+                    f"raw floor {floor:,.0f}; sqlite one txn {sq:,.0f}",
+                    f"{ours / floor:.0%} of floor; {ours / sq:.2f}× sqlite"))
+
+    sample = nodes[: min(durable_sample, total)]
+    say(f"{n:,}: add(durable=True) per node on {len(sample):,}")
+    droot = work / f"mdd_{n}"
+    with MdCG(droot) as s:
+        t = time.perf_counter()
+        for node in sample:
+            s.add(node.copy(), durable=True, stamp=False)
+        ours_d = _rate(len(sample), time.perf_counter() - t)
+    floor_d = _raw_floor(work / f"rawd_{n}", sample, durable=True)
+    sq_d = _sqlite_db(work / f"sqd_{n}.db", sample, durable_each=True)
+    rows.append(Row(n, f"write, durable per node (nodes/s, first {len(sample):,})", f"{ours_d:,.0f}",
+                    f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
+                    f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite"))
+    shutil.rmtree(droot, ignore_errors=True)
+    shutil.rmtree(work / f"rawd_{n}", ignore_errors=True)
+
+    say(f"{n:,}: add_many(durable=True) in batches of 1,000")
+    broot = work / f"mdb_{n}"
+    with MdCG(broot) as s:
+        t = time.perf_counter()
+        for start in range(0, total, 1000):
+            s.add_many([x.copy() for x in nodes[start : start + 1000]], durable=True, stamp=False)
+        ours_b = _rate(total, time.perf_counter() - t)
+    rows.append(Row(n, "write, durable batch of 1,000 (nodes/s)", f"{ours_b:,.0f}",
+                    f"sqlite one txn {sq:,.0f}; sqlite commit each {sq_d:,.0f}",
+                    f"{ours_b / sq:.2f}× sqlite one txn; {ours_b / sq_d:.1f}× commit each"))
+    shutil.rmtree(broot, ignore_errors=True)
+
+    say(f"{n:,}: open")
+    gc.collect()
+    t = time.perf_counter()
+    with MdCG(root) as s:
+        cold = time.perf_counter() - t
+        assert s.loaded_from == "files" and len(s) == total
+        s.compact_index()
+    gc.collect()
+    t = time.perf_counter()
+    with MdCG(root) as s:
+        warm = time.perf_counter() - t
+        assert s.loaded_from == "snapshot" and len(s) == total
+    t = time.perf_counter()
+    conn = sqlite3.connect(work / f"sq_{n}.db")
+    got = conn.execute("SELECT id, layer, content FROM nodes").fetchall()
+    conn.close()
+    sq_open = time.perf_counter() - t
+    assert len(got) == total
+    rows.append(Row(n, "open from snapshot (s)", f"{warm:.3f}", f"sqlite connect + read all rows {sq_open:.3f}",
+                    f"{warm / sq_open:.1f}× sqlite time"))
+    rows.append(Row(n, "cold rebuild from files (nodes/s)", f"{_rate(total, cold):,.0f}",
+                    f"{cold:.2f} s for {total:,} files", ""))
+    for p in (root, work / f"raw_{n}"):
+        shutil.rmtree(p, ignore_errors=True)
+    return rows
+
+
+# -- search ---------------------------------------------------------------------------
+
+
+@dataclass
+class QueryCase:
+    query: str
+    domain: str | None  # route key of a node the query is about
+    miss_domain: str  # a domain whose bucket does not answer the query
+    like_ids: list[str]  # sqlite LIKE answer (1..10 rows)
+
+
+def _instances(nodes: Sequence[Node]) -> dict[str, list[Node]]:
+    """Instance names (the bracketed tail of observation_position) -> nodes."""
+    out: dict[str, list[Node]] = {}
+    for node in nodes:
+        pos = (node.condition_space or {}).get("observation_position")
+        if not isinstance(pos, str):
+            continue
+        for open_b, close_b in (("（", "）"), ("(", ")")):
+            if open_b in pos and pos.endswith(close_b):
+                inner = pos[pos.rindex(open_b) + 1 : -1].split(":")[0].split("：")[0].strip()
+                if len(inner) >= 2:
+                    out.setdefault(inner, []).append(node)
+                break
+    return out
+
+
+def query_cases(
+    nodes: Sequence[Node], conn: sqlite3.Connection, count: int, seed: int = 7
+) -> list[QueryCase]:
+    """Queries (instance names) that sqlite LIKE answers with 1..10 rows."""
+    rng = random.Random(seed)
+    by_name = _instances(nodes)
+    names = sorted(by_name)
+    rng.shuffle(names)
+    domains = sorted({layout.route_key(n) for n in nodes if n.layer == "knowledge"} - {None})
+    cases: list[QueryCase] = []
+    for name in names:
+        like = [r[0] for r in conn.execute(
+            "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') AND content LIKE ? LIMIT 11",
+            (f"%{name}%",),
+        )]
+        if not 1 <= len(like) <= 10:
+            continue
+        domain = layout.route_key(by_name[name][0])
+        miss = next(d for d in domains if d != domain)
+        cases.append(QueryCase(name, domain, miss, like))
+        if len(cases) >= count:
+            break
+    return cases
+
+
+def _pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    if not values:
+        return float("nan")
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def _timed(fn: Callable[[], Any], repeat: int = 1) -> float:
+    t = time.perf_counter()
+    for _ in range(repeat):
+        fn()
+    return (time.perf_counter() - t) / repeat * 1000
+
+
+def search_bench(
+    sizes: Sequence[int], *, queries: int = 200, work: Path | None = None,
+    progress: Progress | None = None,
+) -> list[Row]:
+    rows: list[Row] = []
+    base = Path(work or tempfile.mkdtemp(prefix="mdcg-search-"))
+    base.mkdir(parents=True, exist_ok=True)
+    try:
+        for n in sizes:
+            rows += _search_size(n, base, queries, progress)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    return rows
+
+
+def _search_size(n: int, work: Path, queries: int, progress: Progress | None) -> list[Row]:
+    say = progress or (lambda _msg: None)
+    say(f"{n:,}: building the store and the sqlite baselines")
+    nodes = corpus(n)
+    root = work / f"s_{n}"
+    with MdCG(root) as s:
+        for start in range(0, len(nodes), 2000):
+            s.add_many(nodes[start : start + 2000], stamp=False)
+        s.compact_index()
+    db = work / f"s_{n}.db"
+    _sqlite_db(db, nodes, durable_each=False)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='trigram')")
+    conn.execute("INSERT INTO fts(rowid, content) SELECT rowid, content FROM nodes")
+    conn.commit()
+    cases = query_cases(nodes, conn, queries)
+
+    gc.collect()
+    before = rss_bytes()
+    store = MdCG(root, refresh_interval=None)
+    index_rss = rss_bytes() - before
+    total = len(store)
+    try:
+        say(f"{n:,}: {len(cases)} queries × 3 kinds")
+        for c in cases[:5]:  # warm caches (stemmer, synonyms, numpy)
+            store.search(c.query, record=False)
+        times: dict[str, list[float]] = {"none": [], "hit": [], "miss": []}
+        scanned: dict[str, list[float]] = {"none": [], "hit": [], "miss": []}
+        tiers: dict[str, list[str]] = {"none": [], "hit": [], "miss": []}
+        recalls: list[float] = []
+        like_t: list[float] = []
+        fts_t: list[float] = []
+        for c in cases:
+            for kind, ctx in (("none", None), ("hit", c.domain), ("miss", c.miss_domain)):
+                t = time.perf_counter()
+                results, meta = store.search(c.query, k=10, context=ctx, record=False)
+                times[kind].append((time.perf_counter() - t) * 1000)
+                scanned[kind].append(meta["scanned_share"])
+                tiers[kind].append(results[0].tier if results else "-")
+                if kind == "none":
+                    got = {r.id for r in results}
+                    recalls.append(len(got & set(c.like_ids)) / len(c.like_ids))
+            pattern = f"%{c.query}%"
+            t = time.perf_counter()
+            conn.execute(
+                "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') AND content LIKE ? LIMIT 10",
+                (pattern,),
+            ).fetchall()
+            like_t.append((time.perf_counter() - t) * 1000)
+            t = time.perf_counter()
+            phrase = '"' + c.query.replace('"', '""') + '"'
+            conn.execute(
+                "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10", (phrase,)
+            ).fetchall()
+            fts_t.append((time.perf_counter() - t) * 1000)
+    finally:
+        store.close()
+        conn.close()
+    like50, fts50 = _pct(like_t, 0.5), _pct(fts_t, 0.5)
+    rows: list[Row] = []
+    names = {"none": "no context", "hit": "routed hit", "miss": "routed miss"}
+    for kind in ("none", "hit", "miss"):
+        p50, p95 = _pct(times[kind], 0.5), _pct(times[kind], 0.95)
+        share = statistics.mean(scanned[kind]) if scanned[kind] else 0.0
+        top_tiers = ", ".join(f"{t}:{tiers[kind].count(t)}" for t in sorted(set(tiers[kind])))
+        rows.append(Row(
+            n, f"search p50/p95 ms, {names[kind]} (scans {share:.1%}; top tier {top_tiers})",
+            f"{p50:.3f} / {p95:.3f}",
+            f"sqlite LIKE {like50:.3f} / {_pct(like_t, 0.95):.3f}; FTS5 trigram {fts50:.3f} / {_pct(fts_t, 0.95):.3f}",
+            f"{like50 / p50:.1f}× faster than LIKE; {fts50 / p50:.2f}× FTS5",
+        ))
+    rows.append(Row(n, f"recall@10 vs sqlite LIKE ({len(recalls)} queries with 1-10 LIKE rows)",
+                    f"{statistics.mean(recalls):.3f}" if recalls else "n/a", "sqlite LIKE = 1.000", ""))
+    rows.append(Row(n, "index memory (RSS after open from snapshot)", f"{index_rss / 2**20:,.0f} MiB",
+                    f"{total:,} nodes", f"{index_rss / max(total, 1) / 1024:.1f} KiB/node"))
+    shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def run(kind: str = "all", sizes: Sequence[int] | None = None, progress: Progress | None = None) -> str:
+    """Run the store and/or search benchmark; return the Markdown tables."""
+    if kind not in ("store", "search", "all"):
+        raise ValueError(f"kind must be store, search or all, got {kind!r}")
+    parts = []
+    if kind in ("store", "all"):
+        rows = store_bench(sizes or [1000], durable_sample=200, progress=progress)
+        parts.append(render(rows, "Store: writes and open"))
+    if kind in ("search", "all"):
+        rows = search_bench(sizes or [3000], queries=100, progress=progress)
+        parts.append(render(rows, "Search: latency, recall, memory"))
+    return "\n\n".join(parts)
