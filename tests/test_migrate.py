@@ -540,10 +540,8 @@ def test_full_sample_migrates_with_zero_mismatches_and_every_edge(tmp_path: Path
     assert (_sha256(src), src.stat().st_mtime_ns) == (digest, mtime)
 
 
-@pytest.mark.slow
-def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
-    src, dest = full_sample, tmp_path / "store"
-    digest = _sha256(src)
+def _migrate_and_kill(src: Path, dest: Path, *, past_rowid: int, delay: float) -> dict:
+    """Run ``python -m migrate`` and SIGKILL it ``delay`` s after the journal passes a rowid."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "migrate", str(src), str(dest), "--batch", "25", "--no-progress"],
         env=python_env(),
@@ -554,26 +552,39 @@ def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
     try:
         while time.monotonic() < deadline:
             state = read_journal(src, dest)
-            if state is not None and state["rowid"] >= 500:
+            if state is not None and state["rowid"] > past_rowid:
                 break
             assert proc.poll() is None, "the migration ended before it could be killed"
             time.sleep(0.002)
         else:
             pytest.fail("the journal never showed progress")
+        time.sleep(delay)  # land inside a batch's commit now and then
     finally:
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait()
     assert proc.returncode == -signal.SIGKILL
     killed_at = read_journal(src, dest)
     assert killed_at is not None and killed_at["complete"] is False
-    assert 500 <= killed_at["rowid"] < 3228
+    assert past_rowid < killed_at["rowid"] < 3228
+    return killed_at
+
+
+@pytest.mark.slow
+def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
+    src, dest = full_sample, tmp_path / "store"
+    digest = _sha256(src)
+    first = _migrate_and_kill(src, dest, past_rowid=400, delay=0.0)
+    # Killed again while resuming: the checkpoint moves on.
+    second = _migrate_and_kill(src, dest, past_rowid=first["rowid"] + 300, delay=0.012)
+    assert second["started_at"] == first["started_at"]
     with MdCG(dest, read_only=True, create=False) as store:
-        kinds = {f.kind for f in store.health().findings}
+        findings = store.health().findings
         present = len(store)
-    # Before the resume: at most leftovers of the interrupted commit (temp files) and edges
-    # to nodes not migrated yet.
-    assert kinds <= {"temp_file", "dangling_edge"}
-    assert present >= killed_at["rowid"]
+    # Before the final resume: nothing but leftovers of the interrupted commit (temp files)
+    # and edges to nodes not migrated yet; every node up to the checkpoint is there.
+    assert {f.kind for f in findings} <= {"temp_file", "dangling_edge"}
+    temps = sorted(f.path for f in findings if f.kind == "temp_file")
+    assert present >= second["rowid"]
 
     result = subprocess.run(
         [sys.executable, "-m", "migrate", str(src), str(dest), "--batch", "25", "--json",
@@ -585,18 +596,18 @@ def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    assert report["resumed_from"] == killed_at["rowid"]
-    assert report["skipped"] == killed_at["rowid"]  # rowids 1..3228, every row good
+    assert report["resumed_from"] == second["rowid"]
+    assert report["skipped"] == second["rowid"]  # rowids 1..3228, every row good
     assert report["mismatches"] == [] and report["ok"] is True
     assert (report["migrated"], report["verified"]) == (3228, 3228)
-    assert report["created"] + report["updated"] + report["unchanged"] == 3228 - killed_at["rowid"]
-    # The resume ran sync(): the killed writer's temp files are gone, and the only findings
-    # left are the source's own 9 dangling edges.
+    assert report["created"] + report["updated"] + report["unchanged"] == 3228 - second["rowid"]
+    # The resume ran sync() first: exactly the killed writer's temp files were removed, and
+    # the only findings left are the source's own 9 dangling edges.
+    assert sorted(p for p in report["temp_removed"] if not p.startswith(".mdcg/migrate")) == temps
     assert report["dest_findings"] == {"dangling_edge": 9}
     with MdCG(dest, read_only=True, create=False) as store:
         assert store.ids() == sorted(n.id for n in _source_nodes(src))
-        findings = store.health().findings
-    assert Counter(f.kind for f in findings) == {"dangling_edge": 9}
+        assert Counter(f.kind for f in store.health().findings) == {"dangling_edge": 9}
     finished = read_journal(src, dest)
     assert finished is not None and finished["complete"] is True
     assert verify_migration(src, dest).mismatches == []
