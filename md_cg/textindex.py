@@ -49,7 +49,14 @@ import numpy as np
 import Stemmer
 from rapidfuzz.utils import default_process
 
-__all__ = ["DEFAULT_B", "DEFAULT_K1", "SIMILAR_THRESHOLD", "Scope", "TextIndex"]
+__all__ = [
+    "DEFAULT_B",
+    "DEFAULT_K1",
+    "SIMILAR_CANDIDATES",
+    "SIMILAR_THRESHOLD",
+    "Scope",
+    "TextIndex",
+]
 
 #: BM25 term-frequency saturation (chosen on the dev splits, docs/ranking.md).
 DEFAULT_K1 = 0.6
@@ -58,6 +65,8 @@ DEFAULT_B = 0.4
 #: Minimum Dice coefficient of padded character bigrams for a vocabulary term
 #: to count as similar to a query word in :meth:`TextIndex.similar`.
 SIMILAR_THRESHOLD = 0.5
+#: At most this many similar vocabulary terms stand in for an unknown query word.
+SIMILAR_CANDIDATES = 20
 
 _CJK_CHARS = (
     "\u3005-\u3007\u3040-\u30ff\u3130-\u318f\u31f0-\u31ff\u3400-\u4dbf"
@@ -418,34 +427,22 @@ class TextIndex:
                 weights[tid] = weights.get(tid, 0.0) + float(w)
         if not weights:
             return []
-        mask = self._mask(scope)
-        whole = self._dead == 0 and scope.layers is None and scope.buckets is None
-        n_live = len(self._slot)
-        k1, b = self.k1, self.b
-        len_coef = k1 * b * n_live / self._live_len if self._live_len else 0.0
-        docs_parts: list[np.ndarray] = []
-        score_parts: list[np.ndarray] = []
-        for tid, (docs, tfs) in zip(weights, self._gather(list(weights)), strict=True):
-            df = len(docs) if self._dead == 0 else int(np.count_nonzero(self._alive[docs]))
-            if df == 0:
-                continue
-            if not whole:
-                sel = mask[docs]
-                docs, tfs = docs[sel], tfs[sel]
-                if len(docs) == 0:
-                    continue
-            idf = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
-            tf = tfs.astype(np.float64)
-            norm = self._len[docs] * len_coef + k1 * (1.0 - b)
-            docs_parts.append(docs)
-            score_parts.append((weights[tid] * idf * (k1 + 1.0)) * tf / (tf + norm))
-        if not docs_parts:
+        tids = list(weights)
+        term_idx, docs, tfs = self._gather(tids)
+        idf = self._idf(term_idx, docs, len(tids))
+        docs, keep = self._in_scope(docs, scope)
+        if keep is not None:
+            term_idx, tfs = term_idx[keep], tfs[keep]
+        if len(docs) == 0:
             return []
-        scores = np.bincount(
-            np.concatenate(docs_parts),
-            weights=np.concatenate(score_parts),
-            minlength=len(self._ids),
-        )
+        k1, b = self.k1, self.b
+        len_coef = k1 * b * len(self._slot) / self._live_len
+        tf = tfs.astype(np.float64)
+        coef = np.fromiter(weights.values(), dtype=np.float64, count=len(tids)) * idf * (k1 + 1.0)
+        contrib = coef[term_idx] * tf / (tf + (self._len[docs] * len_coef + k1 * (1.0 - b)))
+        # A document's contributions are summed in query-term order (it lives
+        # in one segment), so equal documents get bit-equal scores.
+        scores = np.bincount(docs, weights=contrib, minlength=len(self._ids))
         self._zero_excluded(scores, exclude)
         cand = np.flatnonzero(scores > 0)
         return self._ranked(cand, scores[cand], k)
@@ -465,10 +462,13 @@ class TextIndex:
         distinct CJK bigram. A unit's candidate vocabulary terms t and their
         similarity sim:
 
-        * non-CJK term q: the non-CJK terms t whose padded character bigrams
-          (of ``"\\x02" + t + "\\x03"``) have a Dice coefficient
-          2|B(q) & B(t)| / (|B(q)| + |B(t)|) >= 0.5 with q's; sim = that
-          coefficient (1.0 for t == q). "binery" -> "binari" is 0.71;
+        * non-CJK term q in the vocabulary: q itself, sim 1.0;
+        * non-CJK term q not in the vocabulary (a typo, an inflection the
+          stemmer missed): the non-CJK terms t whose padded character bigrams
+          (of ``"\x02" + t + "\x03"``) have a Dice coefficient
+          2|B(q) & B(t)| / (|B(q)| + |B(t)|) >= 0.5 with q's, at most the 20
+          most similar (ties by term); sim = that coefficient.
+          "binery" -> "binari" is 5/7;
         * CJK character c: the unigram term c when the vocabulary has it
           (sim 1.0); otherwise every CJK term containing c, sim = 1 / len(t);
         * CJK bigram: that term only, sim 1.0.
@@ -485,40 +485,54 @@ class TextIndex:
         if k <= 0:
             return []
         mask = self._mask(scope)
-        whole = self._dead == 0 and scope.layers is None and scope.buckets is None
-        scores = np.zeros(len(self._ids), dtype=np.float64)
-        n_live = len(self._slot)
         units = self._similar_units(self.analyzer(query))
-        tids = sorted({t for unit in units for t, _ in unit})
-        postings = dict(zip(tids, self._gather(tids), strict=True))
-        idf: dict[int, float] = {}
-        for tid, (docs, _) in postings.items():
-            df = len(docs) if self._dead == 0 else int(np.count_nonzero(self._alive[docs]))
-            if df:
-                idf[tid] = math.log(1.0 + (n_live - df + 0.5) / (df + 0.5))
+        slot_of: dict[int, int] = {}
         for unit in units:
-            docs_parts: list[np.ndarray] = []
-            w_parts: list[np.ndarray] = []
+            for tid, _ in unit:
+                slot_of.setdefault(tid, len(slot_of))
+        term_idx, docs, _ = self._gather(list(slot_of))
+        idf = self._idf(term_idx, docs, len(slot_of))
+        docs, keep = self._in_scope(docs, scope)
+        if keep is not None:
+            term_idx = term_idx[keep]
+        # A unit with one candidate term adds sim * idf to each of its
+        # documents; a unit with several adds, per document, the best one.
+        single_w = np.zeros(len(slot_of), dtype=np.float64)
+        docs_parts: list[np.ndarray] = []
+        w_parts: list[np.ndarray] = []
+        for unit in units:
+            if len(unit) == 1:
+                tid, sim = unit[0]
+                single_w[slot_of[tid]] += sim * idf[slot_of[tid]]
+                continue
+            sim_of = np.zeros(len(slot_of), dtype=np.float64)
             for tid, sim in unit:
-                if tid not in idf:
-                    continue
-                docs = postings[tid][0]
-                if not whole:
-                    docs = docs[mask[docs]]
-                if len(docs):
-                    docs_parts.append(docs)
-                    w_parts.append(np.full(len(docs), sim * idf[tid]))
-            if len(docs_parts) == 1:
-                scores[docs_parts[0]] += w_parts[0]
-            elif docs_parts:
-                docs = np.concatenate(docs_parts)
-                w = np.concatenate(w_parts)
-                order = np.lexsort((-w, docs))  # by doc, best weight first
-                docs, w = docs[order], w[order]
-                first = np.empty(len(docs), dtype=bool)
-                first[0] = True
-                np.not_equal(docs[1:], docs[:-1], out=first[1:])
-                scores[docs[first]] += w[first]
+                sim_of[slot_of[tid]] = sim * idf[slot_of[tid]]
+            w = sim_of[term_idx]
+            sel = np.flatnonzero(w > 0)
+            if len(sel) == 0:
+                continue
+            d, w = docs[sel], w[sel]
+            order = np.lexsort((-w, d))  # by document, best weight first
+            d, w = d[order], w[order]
+            first = np.empty(len(d), dtype=bool)
+            first[0] = True
+            np.not_equal(d[1:], d[:-1], out=first[1:])
+            docs_parts.append(d[first])
+            w_parts.append(w[first])
+        if single_w.any():
+            w = single_w[term_idx]
+            sel = np.flatnonzero(w > 0)
+            docs_parts.append(docs[sel])
+            w_parts.append(w[sel])
+        if docs_parts:
+            scores = np.bincount(
+                np.concatenate(docs_parts),
+                weights=np.concatenate(w_parts),
+                minlength=len(self._ids),
+            )
+        else:
+            scores = np.zeros(len(self._ids), dtype=np.float64)
         excluded = self._zero_excluded(scores, exclude)
         positive = np.flatnonzero(scores > 0)
         result = self._ranked(positive, scores[positive], k)
@@ -690,30 +704,56 @@ class TextIndex:
         elif self._pend_counts:
             self._flush()
 
-    def _gather(self, tids: Sequence[int]) -> list[tuple[np.ndarray, np.ndarray]]:
-        """(slots, term frequencies) of each term id, across segments, dead slots included."""
-        found: list[tuple[list[np.ndarray], list[np.ndarray]]] = [([], []) for _ in tids]
-        if tids:
-            q = np.asarray(tids, dtype=np.int32)
-            for seg in self._segments:
-                if len(seg.terms) == 0:
-                    continue
-                pos = np.searchsorted(seg.terms, q)
-                pos[pos >= len(seg.terms)] = 0
-                hit = np.flatnonzero(seg.terms[pos] == q)
-                for i in hit.tolist():
-                    lo, hi = seg.ptr[pos[i]], seg.ptr[pos[i] + 1]
-                    found[i][0].append(seg.docs[lo:hi])
-                    found[i][1].append(seg.tfs[lo:hi])
-        out = []
-        for docs, tfs in found:
-            if not docs:
-                out.append((_EMPTY_I32, _EMPTY_U16))
-            elif len(docs) == 1:
-                out.append((docs[0], tfs[0]))
-            else:
-                out.append((np.concatenate(docs), np.concatenate(tfs)))
-        return out
+    def _gather(self, tids: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All postings of the term ids ``tids``, dead slots included.
+
+        Returns parallel arrays: index into ``tids`` (int64), slot (int64) and
+        term frequency (uint16); per segment, terms in ``tids`` order.
+        """
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        q = np.asarray(tids, dtype=np.int32)
+        for seg in self._segments if len(q) else ():
+            if len(seg.terms) == 0:
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            hit = np.flatnonzero(seg.terms[pos] == q)
+            if len(hit) == 0:
+                continue
+            lo = seg.ptr[pos[hit]]
+            lengths = seg.ptr[pos[hit] + 1] - lo
+            # positions of every posting of the hit terms, in one gather
+            at = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+            at += np.arange(len(at))
+            parts.append((np.repeat(hit, lengths), seg.docs[at].astype(np.int64), seg.tfs[at]))
+        if not parts:
+            empty = np.zeros(0, dtype=np.int64)
+            return empty, empty, _EMPTY_U16
+        if len(parts) == 1:
+            return parts[0]
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+    def _idf(self, term_idx: np.ndarray, docs: np.ndarray, n_terms: int) -> np.ndarray:
+        """BM25 idf of each gathered term over the live documents (0 when none has it)."""
+        if self._dead:
+            df = np.bincount(term_idx, weights=self._alive[docs], minlength=n_terms)
+        else:
+            df = np.bincount(term_idx, minlength=n_terms).astype(np.float64)
+        n = len(self._slot)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        idf[df == 0] = 0.0
+        return idf
+
+    def _in_scope(self, docs: np.ndarray, scope: Scope) -> tuple[np.ndarray, np.ndarray | None]:
+        """``docs`` restricted to live documents in ``scope``, and the selection used."""
+        if self._dead == 0 and scope.layers is None and scope.buckets is None:
+            return docs, None
+        keep = self._mask(scope)[docs]
+        return docs[keep], keep
 
     def _mask(self, scope: Scope) -> np.ndarray:
         """Boolean mask over slots: alive and in ``scope`` (cached until the index changes)."""
@@ -805,6 +845,7 @@ class TextIndex:
         vocab = self._vocab
         units: list[list[tuple[int, float]]] = []
         seen: set[str] = set()
+        seen_chars: set[str] = set()
         chars: list[str] = []
         words: list[str] = []
         for q in qterms:
@@ -812,9 +853,12 @@ class TextIndex:
                 continue
             seen.add(q)
             if _CJK_RE.match(q):
-                chars += [c for c in q if c not in chars]
+                chars += [c for c in q if c not in seen_chars]
+                seen_chars.update(q)
                 if len(q) > 1 and q in vocab:
                     units.append([(vocab[q], 1.0)])
+            elif q in vocab:
+                units.append([(vocab[q], 1.0)])
             else:
                 words.append(q)
         if (words or any(c not in vocab for c in chars)) and self._sim_built < len(vocab.terms):
@@ -837,9 +881,13 @@ class TextIndex:
             cand = np.concatenate([np.frombuffer(a, dtype=np.int32) for a in lists])
             tids, shared = np.unique(cand, return_counts=True)
             dice = 2.0 * shared / (len(grams) + nbg[tids])
-            hit = dice >= SIMILAR_THRESHOLD
-            if hit.any():
-                units.append(list(zip(tids[hit].tolist(), dice[hit].tolist(), strict=True)))
+            hit = np.flatnonzero(dice >= SIMILAR_THRESHOLD)
+            best = sorted(
+                zip(dice[hit].tolist(), tids[hit].tolist(), strict=True),
+                key=lambda p: (-p[0], vocab.terms[p[1]]),
+            )[:SIMILAR_CANDIDATES]
+            if best:
+                units.append([(t, d) for d, t in best])
         return units
 
 

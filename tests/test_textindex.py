@@ -393,3 +393,18 @@ def test_structurally_wrong_images_raise_value_error():
     for edit in (fewer_docs, more_terms, no_segments, bad_dtype, swap_dtypes):
         with pytest.raises(ValueError):
             TextIndex.from_bytes(_reseal(blob, edit))
+
+
+def test_similar_uses_known_words_exactly_and_caps_fuzzy_candidates(monkeypatch):
+    ix = TextIndex(analyzer=query_terms)
+    ix.add("exact", analyze("binary"), layer=0, bucket=0)
+    ix.add("near", analyze("binar"), layer=0, bucket=0)
+    ix.add("far", analyze("binomial"), layer=0, bucket=0)
+    # a known word stands for itself only
+    got = ix.similar("binary", ix.scope(), k=3)
+    assert [d for d, _ in got] == ["exact", "far", "near"]
+    assert [s for _, s in got][1:] == [0.0, 0.0]
+    # an unknown word brings its similar terms; the cap keeps the most similar
+    assert [d for d, s in ix.similar("binarx", ix.scope(), k=3) if s > 0] == ["near", "exact"]
+    monkeypatch.setattr(textindex, "SIMILAR_CANDIDATES", 1)
+    assert [d for d, s in ix.similar("binarx", ix.scope(), k=3) if s > 0] == ["near"]
