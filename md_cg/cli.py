@@ -41,6 +41,9 @@ ROOT_ENV = "MDCG_ROOT"
 #: Store folder used when neither ``--root`` nor ``MDCG_ROOT`` is given.
 DEFAULT_ROOT = "memory"
 
+#: Values of ``mdcg bench --kind``.
+BENCH_KINDS = ("store", "search", "all")
+
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
@@ -244,13 +247,14 @@ def _bar(ctx: typer.Context, quiet: bool, label: str) -> Iterator[Callable[[int,
 
 
 @contextmanager
-def _spinner(ctx: typer.Context, quiet: bool, label: str) -> Iterator[None]:
+def _status(ctx: typer.Context, quiet: bool, label: str) -> Iterator[Callable[[str], None]]:
+    """A spinner with a message on stderr; ``say(message)`` changes the message."""
     console = _stderr()
     if _quiet(ctx, quiet) or not console.is_terminal:
-        yield
+        yield lambda _message: None
         return
-    with console.status(label):
-        yield
+    with console.status(label) as status:
+        yield lambda message: status.update(f"{label}: {message}")
 
 
 def _first_line(text: str, width: int = 70) -> str:
@@ -319,7 +323,9 @@ def add(
     edge: Annotated[
         list[str] | None, typer.Option("--edge", help="An out-edge TARGET:TYPE (repeatable).")
     ] = None,
-    overwrite: Annotated[bool, typer.Option(help="Replace an existing node with this id.")] = False,
+    overwrite: Annotated[
+        bool, typer.Option("--overwrite", help="Replace an existing node with this id.")
+    ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -386,6 +392,12 @@ LayerOpt = Annotated[
 ]
 
 
+def _check_k(k: int) -> None:
+    # search() raises a plain ValueError for k < 1; say it as a user error here.
+    if k < 1:
+        raise CliError(f"-k must be at least 1, got {k}")
+
+
 def results_json(results: list[Any]) -> list[dict[str, Any]]:
     """The ``--json`` form of search results (``SearchResult.to_dict``)."""
     return [r.to_dict() for r in results]
@@ -409,6 +421,7 @@ def search(
     from .demo import meta_summary, results_table
 
     ctx_value = parse_context(context)
+    _check_k(k)
     with _open(ctx, root) as store:
         results, meta = store.search(
             query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record
@@ -504,6 +517,7 @@ def reflect(
 ) -> None:
     """Run the search and record the information gap D = 1 - ACCEPT rate (with dD/dt)."""
     ctx_value = parse_context(context)
+    _check_k(k)
     feedback = [s.strip() for s in states.split(",")] if states is not None else None
     with _open(ctx, root) as store:
         results, _meta = store.search(query, layer=layer, k=k, context=ctx_value, record=False)
@@ -528,7 +542,7 @@ def sync(
     ctx: typer.Context, root: RootOpt = None, quiet: QuietOpt = False, json_out: JsonOpt = False
 ) -> None:
     """Reconcile the index with .md files added, edited, moved or deleted by hand."""
-    with _open(ctx, root) as store, _spinner(ctx, quiet, "syncing"):
+    with _open(ctx, root) as store, _status(ctx, quiet, "syncing"):
         report = store.sync()
     if json_out:
         _print_json({"clean": report.clean, **report.to_dict()})
@@ -606,7 +620,9 @@ def migrate(
         bool, typer.Option("--verify-only", help="Only compare DEST with SRC (no writes).")
     ] = False,
     batch: Annotated[int, typer.Option(help="Nodes per group commit.", min=1)] = 500,
-    durable: Annotated[bool, typer.Option(help="fsync every file (slow, power-cut safe).")] = False,
+    durable: Annotated[
+        bool, typer.Option("--durable", help="fsync every file (slow, power-cut safe).")
+    ] = False,
     no_resume: Annotated[
         bool, typer.Option("--no-resume", help="Ignore an interrupted run's journal; start over.")
     ] = False,
@@ -692,7 +708,7 @@ def compact(
     json_out: JsonOpt = False,
 ) -> None:
     """Fold the index log into a new snapshot (and, with --access, the access log)."""
-    with _open(ctx, root) as store, _spinner(ctx, quiet, "compacting"):
+    with _open(ctx, root) as store, _status(ctx, quiet, "compacting"):
         extra = {"access_folded": store.compact_access()} if access else None
         report = store.compact_index()
     _maintenance_out(report, json_out, "compacted", extra)
@@ -703,16 +719,14 @@ def bench(
     ctx: typer.Context,
     kind: Annotated[str, typer.Option(help="store, search or all.")] = "all",
     sizes: Annotated[str | None, typer.Option(help="Comma-separated store sizes, e.g. 1000,3000.")] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Also write the table to FILE.")] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Also write the tables to FILE.")] = None,
     quiet: QuietOpt = False,
 ) -> None:
-    """Run the benchmarks (md_cg.benchmark) and print the Markdown results table."""
-    try:
-        from . import benchmark
-    except ImportError as exc:
-        if exc.name != f"{__package__}.benchmark":
-            raise
-        raise CliError("the benchmark module md_cg.benchmark is not part of this install") from None
+    """Run the store/search benchmarks beside their baselines; print Markdown tables."""
+    from . import benchmark
+
+    if kind not in BENCH_KINDS:
+        raise CliError(f"--kind {kind!r}: expected one of {', '.join(BENCH_KINDS)}")
     size_list: list[int] | None = None
     if sizes is not None:
         try:
@@ -721,29 +735,19 @@ def bench(
             raise CliError(f"--sizes {sizes!r}: expected comma-separated integers") from None
         if not size_list or min(size_list) < 1:
             raise CliError(f"--sizes {sizes!r}: expected positive integers")
-    with _bar(ctx, quiet, f"bench {kind}") as update:
-        table = benchmark.run(kind=kind, sizes=size_list, progress=_any_progress(update))
+    with _status(ctx, quiet, f"bench {kind}") as say:
+        tables = benchmark.run(kind=kind, sizes=size_list, progress=say)
+    text = tables if tables.endswith("\n") else tables + "\n"
     if out is not None:
-        out.write_text(table, encoding="utf-8")
-    sys.stdout.write(table if table.endswith("\n") else table + "\n")
-
-
-def _any_progress(update: Callable[[int, int | None], None]) -> Callable[..., None]:
-    """Adapt ``update(done, total)`` to a callback given ``(done, total)``, ``(done,)`` or a label."""
-
-    def progress(*args: Any, **_kwargs: Any) -> None:
-        numbers = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
-        if numbers:
-            update(numbers[0], numbers[1] if len(numbers) > 1 else None)
-
-    return progress
+        out.write_text(text, encoding="utf-8")
+    sys.stdout.write(text)
 
 
 @app.command()
 def demo(
     ctx: typer.Context,
     dest: Annotated[
-        Path | None, typer.Argument(metavar="[DIR]", help="Folder for the demo store (default: new temp).")
+        Path | None, typer.Argument(metavar="DIR", help="Folder for the demo store (default: new temp).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Use DIR even if it is not empty.")] = False,
     json_out: JsonOpt = False,

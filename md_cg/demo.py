@@ -41,7 +41,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
@@ -201,26 +201,26 @@ def meta_summary(meta: dict[str, Any]) -> str:
     )
 
 
-def health_table(report: HealthReport) -> Table:
-    """The findings of a health check under a one-line verdict."""
+def health_table(report: HealthReport) -> Group:
+    """A one-line verdict of a health check, then a table of its findings (if any)."""
     b = report.buckets
     verdict = "OK" if report.ok else f"{len(report.findings)} finding(s)"
     layers = ", ".join(f"{k} {v}" for k, v in report.layers.items() if v)
-    title = (
+    line = (
         f"health: {verdict} · {report.nodes} nodes ({layers}) · {b.buckets} buckets, "
         f"largest {b.largest_share:.1%}, expected scan {b.expected_scan:.1%}"
-        + (" (degraded)" if b.degraded else "")
     )
-    table = Table(title=escape(title), title_justify="left")
+    if report.ok:
+        return Group(escape(line))
+    table = Table()
     table.add_column("severity", no_wrap=True)
     table.add_column("kind", no_wrap=True)
     table.add_column("node", no_wrap=True)
     table.add_column("detail", overflow="fold")
     for f in report.findings:
-        table.add_row(
-            f.severity, f.kind, f.node_id or "", escape(f.detail + (f" ({f.path})" if f.path else ""))
-        )
-    return table
+        where = f" ({f.path})" if f.path else ""
+        table.add_row(f.severity, f.kind, f.node_id or "", escape(f.detail + where))
+    return Group(escape(line), table)
 
 
 # -- running ----------------------------------------------------------------------
@@ -332,16 +332,15 @@ def run_demo(
     out = _Out(console)
     source = bundled_sample_path()
     root = Path(dest)
+    with _migration_bar(show_progress) as progress:
+        report = migrate(source, root, progress=progress)
     out.print(f"[bold]md-cg demo[/] · store folder: {escape(str(root.absolute()))}")
-
     out.step(
         "1 · Migrate the bundled sample (sqlite -> Markdown files)",
         "md_cg.migrate reads the sample database read-only, writes one .md file per node "
         "through the store's batch API (knowledge nodes go to condition-bucket folders), then "
         "reads every node back and compares every field and edge with its source row.",
     )
-    with _migration_bar(show_progress) as progress:
-        report = migrate(source, root, progress=progress)
     out.print(_migration_table(report))
 
     searches: dict[str, SearchFacts] = {}

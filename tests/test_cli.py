@@ -1,0 +1,539 @@
+"""The ``mdcg`` command line: every command on a tmp store, --json shapes, one-line errors, docs."""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from md_cg import MdCG, Node
+from md_cg.cli import COMMANDS, app
+from md_cg.sample import bundled_sample_path
+from md_cg.sqlite_source import write_nodes
+
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "cli.md"
+
+BINARY_SEARCH = """\
+# Function: binary search
+# Applies when: a sorted array with O(1) random access
+# Steps: take the middle, compare, halve the interval
+# Executes: returns the index of the target or -1
+# Verified by: unit tests on empty, single and duplicate inputs
+# Not applicable when: the array is unsorted; linked lists
+Binary search halves the search interval at every step.
+"""
+
+
+@pytest.fixture
+def runner() -> CliRunner:
+    return CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    """A small store: a judged knowledge node with an edge, its target, an anchor, a rejected note."""
+    path = tmp_path / "memory"
+    with MdCG(path) as store:
+        store.add(
+            Node(
+                id="kp_bsearch",
+                body=BINARY_SEARCH,
+                tags=["domain:computing"],
+                confidence=0.6,
+                verification_basis="test",
+                non_applicable_conditions=["unsorted array", "linked list"],
+                edges=[{"target": "kp_sorting", "type": "part_of"}],
+            )
+        )
+        store.add(
+            Node(id="kp_sorting", body="# Sorting\nSorting puts items in order.\n", tags=["domain:computing"])
+        )
+        store.add(Node(id="anc_rule", layer="anchor", body="Always confirm before deleting user data.\n"))
+        store.add_rejected("binary search works on linked lists", "no random access on a linked list")
+    return path
+
+
+def run(runner: CliRunner, *args: Any, input: str | None = None, code: int = 0) -> Any:
+    result = runner.invoke(app, [str(a) for a in args], input=input)
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr, result.exception)
+    return result
+
+
+def run_json(runner: CliRunner, *args: Any, input: str | None = None, code: int = 0) -> Any:
+    return json.loads(run(runner, *args, "--json", input=input, code=code).stdout)
+
+
+def one_line_error(runner: CliRunner, *args: Any, code: int = 2) -> str:
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exit_code == code, (result.stdout, result.stderr, result.exception)
+    assert result.stdout == ""
+    assert "Traceback" not in result.stderr and "Traceback" not in result.output
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    assert isinstance(result.exception, SystemExit)
+    return lines[0]
+
+
+# -- the command set, help and documentation ------------------------------------------------
+
+
+def test_the_sixteen_commands_exist_have_help_and_are_documented(runner: CliRunner) -> None:
+    group = typer.main.get_command(app)
+    names = list(group.commands)  # type: ignore[attr-defined]
+    assert sorted(names) == sorted(COMMANDS)
+    assert set(COMMANDS) == {
+        "init", "add", "get", "search", "neighbours", "verify", "reflect", "sync", "health",
+        "census", "migrate", "rebuild", "compact", "bench", "demo", "mcp",
+    }  # fmt: skip
+    docs = DOCS.read_text(encoding="utf-8")
+    top = run(runner, "--help").stdout
+    for name in names:
+        result = run(runner, name, "--help")
+        assert "Usage:" in result.stdout and name in result.stdout
+        assert name in top
+        heading = re.search(rf"^#+ .*`mdcg {name}\b", docs, re.MULTILINE)
+        row = re.search(rf"^\|\s*`mdcg {name}\b", docs, re.MULTILINE)
+        assert heading or row, f"docs/cli.md does not document `mdcg {name}`"
+
+
+def test_docs_name_only_commands_that_exist() -> None:
+    docs = DOCS.read_text(encoding="utf-8")
+    documented = set(re.findall(r"^#+ `mdcg (\w+)", docs, re.MULTILINE))
+    assert documented == set(COMMANDS)
+
+
+# -- init / add / get -------------------------------------------------------------------------
+
+
+def test_init_creates_the_folder_idempotently(runner: CliRunner, tmp_path: Path) -> None:
+    target = tmp_path / "fresh"
+    out = run(runner, "init", "--root", target).stdout
+    assert out == f"store ready at {target} (0 nodes)\n"
+    assert {p.name for p in target.iterdir()} >= {"knowledge", "rejected", ".mdcg", ".gitignore"}
+    assert run_json(runner, "init", "--root", target) == {"root": str(target), "nodes": 0}
+
+
+def test_add_with_every_option_prints_id_and_path(runner: CliRunner, root: Path) -> None:
+    out = run(
+        runner,
+        "--root",
+        root,
+        "add",
+        "--body",
+        "# Function: merge sort\nSplit, sort, merge.\n",
+        "--id",
+        "kp_merge",
+        "--tag",
+        "domain:computing",
+        "--tag",
+        "sorting",
+        "--importance",
+        "0.7",
+        "--confidence",
+        "0.55",
+        "--basis",
+        "test",
+        "--not-applicable",
+        "memory is scarce",
+        "--edge",
+        "kp_sorting:part_of",
+        "--edge",
+        "kp_bsearch:similar",
+    ).stdout
+    node_id, path = out.rstrip("\n").split("\t")
+    assert node_id == "kp_merge"
+    assert Path(path).is_file() and Path(path).parent.parent.name == "knowledge"
+    with MdCG(root, read_only=True) as store:
+        node = store.get("kp_merge")
+    assert node.body == "# Function: merge sort\nSplit, sort, merge.\n"
+    assert node.tags == ["domain:computing", "sorting"]
+    assert (node.importance, node.confidence, node.verification_basis) == (0.7, 0.55, "test")
+    assert node.non_applicable_conditions == ["memory is scarce"]
+    assert [(e.target, e.type) for e in node.edges] == [("kp_sorting", "part_of"), ("kp_bsearch", "similar")]
+
+
+def test_add_reads_the_body_from_stdin_and_generates_an_id(runner: CliRunner, root: Path) -> None:
+    data = run_json(
+        runner, "add", "--root", root, "--body", "-", "--layer", "contextual", input="from stdin\n"
+    )
+    assert set(data) == {"id", "layer", "path"} and data["layer"] == "contextual"
+    assert Path(data["path"]).read_text(encoding="utf-8").endswith("---\nfrom stdin\n")
+    # with no --body at all, a piped stdin is the body too
+    data = run_json(runner, "add", "--root", root, input="piped\n")
+    with MdCG(root, read_only=True) as store:
+        assert store.get(data["id"]).body == "piped\n"
+
+
+def test_add_refuses_bad_input_in_one_line(runner: CliRunner, root: Path) -> None:
+    assert "unknown layer 'attic'" in one_line_error(
+        runner, "add", "--root", root, "-b", "x", "--layer", "attic"
+    )
+    assert "verification_basis" in one_line_error(
+        runner, "add", "--root", root, "-b", "x", "--basis", "vibes"
+    )
+    assert "edge type" in one_line_error(
+        runner, "add", "--root", root, "-b", "x", "--edge", "kp_sorting:likes"
+    )
+    assert "already exists" in one_line_error(runner, "add", "--root", root, "-b", "x", "--id", "kp_sorting")
+    assert "between 0 and 1" in one_line_error(runner, "add", "--root", root, "-b", "x", "--importance", "2")
+
+
+def test_get_prints_the_file_or_json(runner: CliRunner, root: Path) -> None:
+    text = run(runner, "get", "kp_bsearch", "--root", root).stdout
+    with MdCG(root, read_only=True) as store:
+        path = store.path_of("kp_bsearch")
+    assert text == path.read_text(encoding="utf-8")
+    assert text.startswith('---\nid: "kp_bsearch"\nlayer: "knowledge"\n') and text.endswith(BINARY_SEARCH)
+    data = run_json(runner, "get", "kp_bsearch", "--root", root)
+    assert set(data) == {"id", "layer", "path", "frontmatter", "body"}
+    assert data["body"] == BINARY_SEARCH and data["path"] == str(path)
+    assert data["frontmatter"]["non_applicable_conditions"] == ["unsorted array", "linked list"]
+    assert data["frontmatter"]["edges"] == [{"target": "kp_sorting", "type": "part_of"}]
+
+
+# -- search / neighbours / verify / reflect ------------------------------------------------------
+
+
+def test_search_table_and_meta_line(runner: CliRunner, root: Path) -> None:
+    out = run(runner, "search", "binary search", "--root", root, "-k", "1").stdout
+    assert re.search(r"│ 1 │ T2\s+│ ACCEPT\s+│\s+[\d.]+ │ kp_bsearch\s+│ Function: binary search", out)
+    assert "deepest tier T2" in out and "buckets: none" in out
+    assert re.search(r"covered_neg: rej_[0-9a-f]{16}", out)
+    routed = run(
+        runner, "search", "binary search", "--root", root, "--context", "computing", "-k", "1"
+    ).stdout
+    assert "│ T0 " in routed and "(routed)" in routed and "scanned 2/4 (50.0%)" in routed
+
+
+def test_search_json_has_results_and_meta(runner: CliRunner, root: Path) -> None:
+    data = run_json(
+        runner,
+        "search",
+        "binary search",
+        "--root",
+        root,
+        "-c",
+        '{"domain": "computing", "situation": "a linked list"}',
+    )
+    assert set(data) == {"query", "results", "meta"}
+    top = data["results"][0]
+    assert set(top) == {"id", "score", "tier", "state", "basis", "layer", "path", "title"}
+    assert (top["id"], top["tier"], top["state"]) == ("kp_bsearch", "T0", "REJECT")
+    assert "linked list" in top["basis"]
+    meta = data["meta"]
+    assert meta["routed"] is True and meta["tier"] in ("T1", "T2", "T3")
+    assert meta["buckets"] == ["cond_computing_" + meta["buckets"][0].rsplit("_", 1)[1]]
+    assert meta["store_size"] == 4 and len(meta["covered_neg"]) == 1
+    assert {"scanned", "scanned_share", "big_domain", "timing_ms", "terms"} <= set(meta)
+    unjudged = run_json(runner, "search", "binary search", "--root", root, "--no-judge", "-k", "1")
+    assert unjudged["results"][0]["state"] is None and unjudged["results"][0]["basis"] is None
+
+
+def test_search_records_access_unless_no_record(runner: CliRunner, root: Path) -> None:
+    run(runner, "search", "binary search", "--root", root, "-k", "1", "--no-record")
+    with MdCG(root, read_only=True) as store:
+        assert store.access_counts(["kp_bsearch"]) == {"kp_bsearch": 0}
+    run(runner, "search", "binary search", "--root", root, "-k", "1")
+    with MdCG(root, read_only=True) as store:
+        assert store.access_counts(["kp_bsearch"]) == {"kp_bsearch": 1}
+
+
+def test_search_errors_are_one_line(runner: CliRunner, root: Path) -> None:
+    assert "--context is not valid JSON" in one_line_error(
+        runner, "search", "x", "--root", root, "--context", "{bad"
+    )
+    assert "JSON object or a plain domain" in one_line_error(
+        runner, "search", "x", "--root", root, "-c", "[1]"
+    )
+    assert "unknown layer" in one_line_error(runner, "search", "x", "--root", root, "--layer", "attic")
+    assert (
+        one_line_error(runner, "search", "x", "--root", root, "-k", "0")
+        == "error: -k must be at least 1, got 0"
+    )
+    assert "unknown big domain" in one_line_error(
+        runner, "search", "x", "--root", root, "-c", '{"big_domain": "astrology"}'
+    )
+
+
+def test_neighbours_text_and_json(runner: CliRunner, root: Path) -> None:
+    out = run(runner, "neighbours", "kp_sorting", "--root", root, "--direction", "in").stdout
+    assert re.search(r"│ 1\s+│ in\s+│ part_of │ kp_bsearch\s+│ kp_sorting", out)
+    data = run_json(
+        runner, "neighbours", "kp_bsearch", "--root", root, "--direction", "both", "--type", "part_of"
+    )
+    assert data == {
+        "id": "kp_bsearch",
+        "neighbours": [
+            {
+                "id": "kp_sorting",
+                "type": "part_of",
+                "direction": "out",
+                "depth": 1,
+                "via": "kp_bsearch",
+                "exists": True,
+            }
+        ],
+    }
+    assert (
+        run_json(runner, "neighbours", "kp_bsearch", "--root", root, "--type", "causal")["neighbours"] == []
+    )
+    assert "no neighbours" in run(runner, "neighbours", "anc_rule", "--root", root).stdout
+    assert "unknown edge type" in one_line_error(
+        runner, "neighbours", "kp_bsearch", "--root", root, "--type", "x"
+    )
+    assert "no node with id 'nope'" in one_line_error(runner, "neighbours", "nope", "--root", root)
+
+
+def test_verify_changes_confidence_in_the_file(runner: CliRunner, root: Path) -> None:
+    out = run(
+        runner,
+        "verify",
+        "kp_bsearch",
+        "--root",
+        root,
+        "--evidence",
+        "40 tests pass",
+        "--verdict",
+        "confirmed",
+    )
+    assert out.stdout == "kp_bsearch: confirmed, confidence 0.6 -> 0.65\n"
+    data = run_json(
+        runner, "verify", "kp_bsearch", "--root", root, "--evidence", "1 failure", "--verdict", "weakened"
+    )
+    assert data["confidence_before"] == 0.65 and data["confidence_after"] == pytest.approx(0.55)
+    assert set(data) == {"id", "verdict", "layer", "confidence_before", "confidence_after", "path"}
+    assert "confidence: 0.55\n" in Path(data["path"]).read_text(encoding="utf-8")
+    out = run(runner, "verify", "kp_sorting", "--root", root, "--evidence", "wrong", "--verdict", "falsified")
+    assert out.stdout.startswith("kp_sorting: falsified, moved to rejected/")
+    with MdCG(root, read_only=True) as store:
+        assert store.entry("kp_sorting").layer == "rejected"
+
+
+def test_verify_errors_are_one_line(runner: CliRunner, root: Path) -> None:
+    line = one_line_error(
+        runner, "verify", "kp_bsearch", "--root", root, "--evidence", "e", "--verdict", "maybe"
+    )
+    assert line == (
+        "error: unknown verdict 'maybe' for node 'kp_bsearch'; expected one of confirmed, weakened, falsified"
+    )
+    line = one_line_error(
+        runner, "verify", "kp_nope", "--root", root, "--evidence", "e", "--verdict", "confirmed"
+    )
+    assert line == "error: no node with id 'kp_nope' in this store"
+    assert "evidence must be a non-empty string" in one_line_error(
+        runner, "verify", "kp_bsearch", "--root", root, "--evidence", " ", "--verdict", "confirmed"
+    )
+
+
+def test_reflect_records_the_gap(runner: CliRunner, root: Path) -> None:
+    data = run_json(runner, "reflect", "binary search", "--root", root, "-k", "2")
+    assert set(data) == {"reflection", "results"}
+    states = [r["state"] for r in data["results"]]
+    assert data["reflection"]["d"] == pytest.approx(1 - states.count("ACCEPT") / len(states))
+    out = run(
+        runner, "reflect", "binary search", "--root", root, "-k", "2", "--states", "REJECT,REJECT"
+    ).stdout
+    assert out.startswith("t=1  D=1.000  dD/dt=")
+    with MdCG(root, read_only=True) as store:
+        assert [r.d for r in store.reflections()][-1] == 1.0
+    assert "feedback has 1 states for 2 results" in one_line_error(
+        runner, "reflect", "binary search", "--root", root, "-k", "2", "--states", "ACCEPT"
+    )
+
+
+# -- maintenance ------------------------------------------------------------------------------
+
+
+def test_sync_reports_a_hand_added_file(runner: CliRunner, root: Path) -> None:
+    run(runner, "compact", "--root", root)  # a snapshot: later opens do not rescan the files
+    assert run(runner, "sync", "--root", root).stdout == "in sync: nothing changed\n"
+    (root / "contextual" / "ctx_hand.md").write_text('---\nid: "ctx_hand"\nlayer: "contextual"\n---\nhi\n')
+    data = run_json(runner, "sync", "--root", root)
+    assert data["added"] == ["ctx_hand"] and data["clean"] is False
+    assert set(data) >= {"added", "changed", "deleted", "moved", "malformed", "clean"}
+    (root / "contextual" / "broken.md").write_text("no frontmatter here\n")
+    out = run(runner, "sync", "--root", root).stdout
+    assert out.startswith("malformed (1): contextual/broken.md: ")
+
+
+def test_health_exit_code_and_json(runner: CliRunner, root: Path) -> None:
+    out = run(runner, "health", "--root", root).stdout
+    assert out == (
+        "health: OK · 4 nodes (anchor 1, knowledge 2, rejected 1) · "
+        "1 buckets, largest 100.0%, expected scan 100.0%\n"
+    )
+    data = run_json(runner, "health", "--root", root)
+    assert set(data) == {"ok", "nodes", "layers", "buckets", "findings"} and data["ok"] is True
+    with MdCG(root) as store:
+        store.update("kp_sorting", edges=[{"target": "kp_gone", "type": "causal"}])
+    result = run(runner, "health", "--root", root, code=1)
+    assert "dangling_edge" in result.stdout and "kp_gone" in result.stdout
+    data = run_json(runner, "health", "--root", root, code=1)
+    assert data["ok"] is False and [f["kind"] for f in data["findings"]] == ["dangling_edge"]
+
+
+def test_rebuild_and_compact(runner: CliRunner, root: Path) -> None:
+    data = run_json(runner, "rebuild", "--root", root)
+    assert data["nodes"] == 4 and data["snapshot_bytes"] > 0 and data["problems"] == []
+    assert set(data) >= {"shards_before", "shards_removed", "shards_kept", "seconds"}
+    out = run(runner, "compact", "--root", root).stdout
+    assert out.startswith("compacted: 4 nodes, snapshot ")
+    run(runner, "search", "binary search", "--root", root, "-k", "1")
+    data = run_json(runner, "compact", "--root", root, "--access")
+    assert data["access_folded"] == {"kp_bsearch": 1} and data["nodes"] == 4
+    assert "access_count: 1\n" in (root / "knowledge").joinpath(
+        next(p.relative_to(root / "knowledge") for p in (root / "knowledge").rglob("kp_bsearch.md"))
+    ).read_text(encoding="utf-8")
+
+
+# -- census / migrate ------------------------------------------------------------------------
+
+
+def test_census_of_sqlite_and_folder(runner: CliRunner, root: Path) -> None:
+    sample = bundled_sample_path()
+    data = run_json(runner, "census", sample)
+    assert data["records"] == 200 and [s["scheme"] for s in data["schemes"]][:4] == ["A", "B", "C", "D"]
+    assert set(data) == {"records", "layer", "schemes", "degraded", "fields"}
+    md = run(runner, "census", sample).stdout
+    assert md.startswith("#") and "| D " in md
+    folder = run_json(runner, "census", root, "--all-layers")
+    assert folder["records"] == 4 and folder["layer"] is None
+    assert "no such sqlite database file" in one_line_error(runner, "census", root.parent / "missing.sqlite")
+
+
+def _db_with_a_bad_row(path: Path) -> Path:
+    conn = sqlite3.connect(path)
+    write_nodes(conn, [Node(id="kp_a", body="alpha\n", tags=["domain:x"]), Node(id="kp_b", body="beta\n")])
+    with conn:
+        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('kp_bad', 'attic', 'x')")
+    conn.close()
+    return path
+
+
+def test_migrate_the_sample_verifies_every_node(runner: CliRunner, tmp_path: Path) -> None:
+    dest = tmp_path / "migrated"
+    data = run_json(runner, "migrate", bundled_sample_path(), dest, "--batch", "100")
+    assert data["ok"] is True and data["rows"] == data["migrated"] == data["verified"] == 226
+    assert data["mismatches"] == [] and data["created"] == 226 and data["batch"] == 100
+    again = run(runner, "migrate", bundled_sample_path(), dest).stdout
+    assert ": OK\n" in again and "unchanged 226" in again and "0 mismatch(es)" in again
+    dry = run_json(runner, "migrate", bundled_sample_path(), tmp_path / "never", "--dry-run")
+    assert dry["mode"] == "dry-run" and dry["created"] == 226 and not (tmp_path / "never").exists()
+    verified = run_json(runner, "migrate", bundled_sample_path(), dest, "--verify-only")
+    assert verified["mode"] == "verify" and verified["ok"] is True
+
+
+def test_migrate_exit_codes(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    db = _db_with_a_bad_row(tmp_path / "bad.sqlite")
+    data = run_json(runner, "migrate", db, tmp_path / "a")
+    assert (
+        data["ok"] is True
+        and data["migrated"] == 2
+        and [r["node_id"] for r in data["bad_rows"]] == ["kp_bad"]
+    )
+    result = run(runner, "migrate", db, tmp_path / "b", "--strict", code=1)
+    assert result.stderr == "--strict: 1 bad row(s) in the source\n"
+    assert "no such sqlite database file" in one_line_error(
+        runner, "migrate", tmp_path / "nope.sqlite", tmp_path / "c"
+    )
+    (tmp_path / "foreign").mkdir()
+    (tmp_path / "foreign" / "notes.txt").write_text("mine")
+    assert "not an md-cg store" in one_line_error(runner, "migrate", db, tmp_path / "foreign")
+    assert "exclude each other" in one_line_error(
+        runner, "migrate", db, tmp_path / "d", "--dry-run", "--verify-only"
+    )
+
+    import md_cg.migrate as migrate_mod
+
+    real = migrate_mod.migrate
+
+    def with_mismatch(*args: Any, **kwargs: Any) -> Any:
+        report = real(*args, **kwargs)
+        report.mismatches.append(migrate_mod.Mismatch("kp_a", ("body",), "'alpha' != 'alpha!'"))
+        return report
+
+    monkeypatch.setattr(migrate_mod, "migrate", with_mismatch)
+    result = run(runner, "migrate", db, tmp_path / "e", code=1)
+    assert ": FAILED\n" in result.stdout and "kp_a: body" in result.stdout
+
+
+# -- bench / demo / root resolution / unexpected errors --------------------------------------------
+
+
+def test_bench_writes_the_table(runner: CliRunner, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[tuple[str, Any]] = []
+
+    def fake_run(kind: str = "all", sizes: list[int] | None = None, progress: Any = None) -> str:
+        calls.append((kind, sizes))
+        progress("working")
+        return f"| kind | sizes |\n|---|---|\n| {kind} | {sizes} |"
+
+    monkeypatch.setitem(sys.modules, "md_cg.benchmark", types.SimpleNamespace(run=fake_run))
+    import md_cg
+
+    monkeypatch.setattr(md_cg, "benchmark", sys.modules["md_cg.benchmark"], raising=False)
+    out_file = tmp_path / "bench.md"
+    out = run(runner, "bench", "--kind", "search", "--sizes", "1000,3000", "--out", out_file).stdout
+    assert out == "| kind | sizes |\n|---|---|\n| search | [1000, 3000] |\n"
+    assert out_file.read_text(encoding="utf-8") == out and calls == [("search", [1000, 3000])]
+    assert "expected one of store, search, all" in one_line_error(runner, "bench", "--kind", "disk")
+    assert "comma-separated integers" in one_line_error(runner, "bench", "--sizes", "1k")
+    assert "positive integers" in one_line_error(runner, "bench", "--sizes", "0")
+
+
+def test_bench_runs_the_real_search_benchmark(runner: CliRunner, tmp_path: Path) -> None:
+    out_file = tmp_path / "search.md"
+    out = run(runner, "bench", "--kind", "search", "--sizes", "60", "--out", out_file).stdout
+    assert out.startswith("### Search") and "| 60 | recall@10 vs sqlite LIKE" in out
+    assert out_file.read_text(encoding="utf-8") == out
+
+
+def test_demo_command_refuses_a_non_empty_folder(runner: CliRunner, tmp_path: Path) -> None:
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "x.txt").write_text("x")
+    line = one_line_error(runner, "demo", tmp_path / "full")
+    assert "not empty" in line and "--force" in line
+    assert "not an md-cg store" in one_line_error(runner, "demo", tmp_path / "full", "--force")
+
+
+def test_root_comes_from_option_env_or_default(
+    runner: CliRunner, root: Path, tmp_path: Path, monkeypatch
+) -> None:
+    assert run_json(runner, "health", "--root", root)["nodes"] == 4
+    assert run_json(runner, "--root", root, "health")["nodes"] == 4
+    env_runner = CliRunner(env={"MDCG_ROOT": str(root)})
+    assert json.loads(env_runner.invoke(app, ["health", "--json"]).stdout)["nodes"] == 4
+    cwd = tmp_path / "elsewhere"
+    cwd.mkdir()
+    monkeypatch.chdir(cwd)
+    line = one_line_error(runner, "health")
+    assert line.startswith("error: memory: no such store folder") and "mdcg init" in line
+    (cwd / "memory").symlink_to(root)
+    assert run_json(runner, "health")["nodes"] == 4
+
+
+def test_missing_store_and_unknown_id_are_one_line(runner: CliRunner, root: Path, tmp_path: Path) -> None:
+    assert "no such store folder" in one_line_error(runner, "get", "x", "--root", tmp_path / "nowhere")
+    assert (
+        one_line_error(runner, "get", "kp_nope", "--root", root)
+        == "error: no node with id 'kp_nope' in this store"
+    )
+    assert "unsafe node id" in one_line_error(runner, "get", "../etc", "--root", root)
+
+
+def test_unexpected_exceptions_keep_their_traceback(runner: CliRunner, root: Path, monkeypatch) -> None:
+    def boom(self: MdCG) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(MdCG, "health", boom)
+    result = runner.invoke(app, ["health", "--root", str(root)])
+    assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
