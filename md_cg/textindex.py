@@ -345,10 +345,13 @@ class TextIndex:
         self._flush()
         n_old = len(self._ids)
         live_slots = np.flatnonzero(self._alive[:n_old])
-        slot_map = np.full(n_old, -1, dtype=np.int64)
-        slot_map[live_slots] = np.arange(len(live_slots))
-        segments = [s.renumbered(slot_map) for s in self._segments]
-        segments = [s for s in segments if s.nnz]
+        if self._dead:
+            slot_map = np.full(n_old, -1, dtype=np.int64)
+            slot_map[live_slots] = np.arange(len(live_slots))
+            segments = [s.renumbered(slot_map) for s in self._segments]
+            segments = [s for s in segments if s.nnz]
+        else:
+            segments = list(self._segments)
         used = np.zeros(len(self._vocab.terms), dtype=bool)
         for s in segments:
             used[s.terms] = True
@@ -573,16 +576,19 @@ class TextIndex:
             "arrays": [[a.dtype.str, len(a)] for a in arrays],
         }
         head = json.dumps(header).encode()
-        parts = [_MAGIC, struct.pack("<I", len(head)), head]
+        parts: list[bytes | memoryview] = [_MAGIC, struct.pack("<I", len(head)), head]
         pos = len(_MAGIC) + 4 + len(head)
         for a in arrays:
             pad = -pos % 8
             parts.append(b"\x00" * pad)
-            data = np.ascontiguousarray(a).tobytes()
+            data = memoryview(np.ascontiguousarray(a)).cast("B")
             parts.append(data)
             pos += pad + len(data)
-        body = b"".join(parts)
-        return body + struct.pack("<I", zlib.crc32(body))
+        crc = 0
+        for part in parts:
+            crc = zlib.crc32(part, crc)
+        parts.append(struct.pack("<I", crc))
+        return b"".join(parts)
 
     @classmethod
     def from_bytes(cls, data: bytes, *, analyzer: Callable[[str], list[str]] | None = None) -> TextIndex:
