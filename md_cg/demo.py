@@ -259,6 +259,11 @@ class _Out:
         if self.console is not None:
             self.console.print(*items)
 
+    def line(self, text: str) -> None:
+        """A line that is never wrapped (it holds a path or a command to copy)."""
+        if self.console is not None:
+            self.console.print(text, soft_wrap=True)
+
 
 @contextmanager
 def _migration_bar(enabled: bool) -> Iterator[Any]:
@@ -334,7 +339,7 @@ def run_demo(
     root = Path(dest)
     with _migration_bar(show_progress) as progress:
         report = migrate(source, root, progress=progress)
-    out.print(f"[bold]md-cg demo[/] · store folder: {escape(str(root.absolute()))}")
+    out.line(f"[bold]md-cg demo[/] · store folder: {escape(str(root.absolute()))}")
     out.step(
         "1 · Migrate the bundled sample (sqlite -> Markdown files)",
         "md_cg.migrate reads the sample database read-only, writes one .md file per node "
@@ -431,7 +436,7 @@ def run_demo(
             "(counter-evidence weighs more), falsified moves the node to rejected/. "
             "The verdict joins the node's verification_history in its file.",
         )
-        out.print(
+        out.line(
             f"confidence {history['confidence_before']:g} -> {node.confidence:g} · "
             f"{escape(str(store.path_of(target.id).relative_to(store.root)))}"
         )
@@ -466,7 +471,7 @@ def run_demo(
 
     seconds = time.perf_counter() - started
     out.print()
-    out.print(
+    out.line(
         f"[bold]done[/] in {seconds:.2f} s. Try: mdcg --root {escape(str(root))} search 二分查找 "
         "--context 计算机科学"
     )
