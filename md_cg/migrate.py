@@ -198,7 +198,7 @@ class MigrationReport:
             "unchanged": self.unchanged,
             "skipped": self.skipped,
             "verified": self.verified,
-            "bad_rows": [r._asdict() for r in self.bad_rows],
+            "bad_rows": [{**r._asdict(), "node_id": _json_id(r.node_id)} for r in self.bad_rows],
             "mismatches": [
                 {"id": m.node_id, "fields": list(m.fields), "detail": m.detail}
                 for m in self.mismatches
@@ -300,6 +300,11 @@ class MigrationReport:
     def bad_rows_of(self, table: str) -> list[BadRow]:
         """The bad rows of one table (``"nodes"`` or ``"edges"``)."""
         return [r for r in self.bad_rows if r.table == table]
+
+
+def _json_id(value: Any) -> Any:
+    """A raw id as JSON can carry it (a BLOB id becomes its repr)."""
+    return value if value is None or isinstance(value, (str, int, float)) else repr(value)
 
 
 def _section(lines: list[str], title: str, items: list[str], limit: int) -> None:
