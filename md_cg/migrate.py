@@ -59,13 +59,19 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import fsops, layout, nodefile
-from .errors import LockTimeoutError, MalformedNodeFileError, MdcgError, NodeNotFoundError
+from .errors import (
+    InvalidNodeError,
+    LockTimeoutError,
+    MalformedNodeFileError,
+    MdcgError,
+    NodeNotFoundError,
+)
 from .node import LAYERS, Edge, Node
 from .sqlite_source import RowResult, count_rows, dangling_edges, iter_rows, open_readonly
 from .store import MdCG
@@ -471,6 +477,29 @@ def _bad_row(row: RowResult) -> BadRow:
     return BadRow(row.rowid, row.node_id, reason, row.table)
 
 
+def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
+    """:func:`iter_rows`, where a node that cannot be written to a file is a bad row too.
+
+    The reader validates nodes against the node model; a few values pass it
+    but cannot be stored in frontmatter (an integer outside 64 bits, a lone
+    UTF-16 surrogate from a JSON escape). Rejecting those here keeps one bad
+    row from failing a whole batch commit, and every pass agrees on the rows.
+    """
+    for row in iter_rows(conn):
+        if row.node is not None:
+            try:
+                nodefile.dumps(row.node).encode("utf-8")
+            except (InvalidNodeError, UnicodeError) as exc:
+                row = RowResult(
+                    row.rowid,
+                    row.node_id,
+                    None,
+                    f"nodes rowid {row.rowid} (id {row.node_id!r}): "
+                    f"cannot be written to a node file: {exc}",
+                )
+        yield row
+
+
 def _tally(report: MigrationReport, row: RowResult) -> Node | None:
     """Count one source result into the report; the node if the row is good."""
     if row.node is None:
@@ -561,7 +590,7 @@ def _dry_run(
     store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
     try:
         total, done = report.rows, 0
-        for row in iter_rows(conn):
+        for row in _rows(conn):
             node = _tally(report, row)
             if row.table != "nodes":
                 continue
@@ -629,7 +658,7 @@ def _write(
                 wrote = wrote or status != "unchanged"
             pending.clear()
 
-        for row in iter_rows(conn):
+        for row in _rows(conn):
             node = _tally(report, row)
             if row.table != "nodes":
                 continue
@@ -675,7 +704,7 @@ def _verify(
         untracked = {f.node_id: f.path for f in health.findings if f.kind == "untracked_file"}
         good: set[str] = set()
         done = 0
-        for row in iter_rows(conn):
+        for row in _rows(conn):
             node = _tally(report, row) if tally else row.node
             if row.table != "nodes":
                 continue

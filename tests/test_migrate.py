@@ -101,6 +101,8 @@ def _bad_source(path: Path) -> None:
     row(id="null_content", content=None)
     row(id="good_2", layer="self", content="", extra='{"mood": "calm"}')
     row(id=b"\x00id")
+    row(id="lone_surrogate", tags='["\\ud800"]')
+    row(id="huge_int", extra='{"big": 99999999999999999999}')
     edges = "INSERT INTO edges (source, target, type, confidence, verified) VALUES (?, ?, ?, ?, ?)"
     conn.execute(edges, ("good_1", "good_2", "part_of", 0.7, 1))
     conn.execute(edges, ("good_2", "nowhere", "similar", None, 0))
@@ -131,6 +133,18 @@ EXPECTED_BAD = [
     ),
     BadRow(7, "null_content", "column 'content' is NULL (use '' for an empty body)"),
     BadRow(9, b"\x00id", "column 'id' holds a bytes, expected text"),
+    BadRow(
+        10,
+        "lone_surrogate",
+        "cannot be written to a node file: field 'tags': string '\\ud800'... contains a lone "
+        "surrogate and cannot be stored as UTF-8",
+    ),
+    BadRow(
+        11,
+        "huge_int",
+        "cannot be written to a node file: field 'big': integer 99999999999999999999 is "
+        "outside the 64-bit range",
+    ),
     BadRow(3, "ghost", "source 'ghost' (target 'good_1') is not a node in 'nodes'", "edges"),
 ]
 
@@ -140,7 +154,7 @@ def test_bad_rows_are_reported_by_rowid_and_the_good_rows_migrate(tmp_path: Path
     _bad_source(src)
     report = migrate(src, dest)
     assert report.bad_rows == EXPECTED_BAD
-    assert (report.rows, report.migrated, report.created, report.verified) == (9, 2, 2, 2)
+    assert (report.rows, report.migrated, report.created, report.verified) == (11, 2, 2, 2)
     assert report.mismatches == [] and report.extras == []
     assert report.ok  # bad rows are reported, they do not fail the migration
     assert report.dangling_edges == [("good_2", "nowhere")]
@@ -159,22 +173,22 @@ def test_bad_rows_are_reported_by_rowid_and_the_good_rows_migrate(tmp_path: Path
         assert (two.body, two.extra) == ("", {"mood": "calm"})
         assert two.edges == [Edge("nowhere", "similar", None, 0)]
     text = report.render()
-    assert "rows 9: 2 good, 7 bad, 1 orphan edge row(s)" in text
+    assert "rows 11: 2 good, 9 bad, 1 orphan edge row(s)" in text
     assert "nodes rowid 4 (id 'good_1'): duplicate id, first seen at nodes rowid 1" in text
     assert "edges rowid 3 (source 'ghost'): source 'ghost' (target 'good_1')" in text
     # The command line: bad rows alone exit 0, --strict makes them exit 1.
     assert main([str(src), str(dest), "--no-progress"]) == 0
     out = capsys.readouterr().out
-    assert "bad rows (8):" in out and "unchanged 2" in out
+    assert "bad rows (10):" in out and "unchanged 2" in out
     assert main([str(src), str(dest), "--no-progress", "--strict", "--json"]) == 1
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert [(r["table"], r["rowid"]) for r in data["bad_rows"]] == [
         ("nodes", 2), ("nodes", 3), ("nodes", 4), ("nodes", 5), ("nodes", 6), ("nodes", 7),
-        ("nodes", 9), ("edges", 3),
+        ("nodes", 9), ("nodes", 10), ("nodes", 11), ("edges", 3),
     ]
     assert data["bad_rows"][6]["node_id"] == "b'\\x00id'"
-    assert "--strict: 8 bad row(s) in the source" in captured.err
+    assert "--strict: 10 bad row(s) in the source" in captured.err
 
 
 # -- verification --------------------------------------------------------------------------
@@ -435,7 +449,7 @@ def test_report_to_dict_is_json_ready(tmp_path: Path):
     _bad_source(src)
     data = json.loads(json.dumps(migrate(src, dest).to_dict(), ensure_ascii=False))
     assert data["ok"] is True and data["mode"] == "migrate"
-    assert (data["rows"], data["migrated"], data["created"], data["verified"]) == (9, 2, 2, 2)
+    assert (data["rows"], data["migrated"], data["created"], data["verified"]) == (11, 2, 2, 2)
     assert data["bad_rows"][0] == {
         "rowid": 2,
         "node_id": "bad_json",
