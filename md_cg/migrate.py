@@ -815,6 +815,15 @@ def _run(
                 )
             finally:
                 lock.release()
+    except sqlite3.Error as exc:
+        # The reader turns bad values into bad rows; what is left here is the
+        # database itself failing mid-read (undecodable text, corruption).
+        raise MdcgError(
+            f"{src_path}: reading the database failed ({exc}); batches committed before "
+            "it are kept and a re-run resumes after them"
+            if mode == "migrate"
+            else f"{src_path}: reading the database failed ({exc})"
+        ) from None
     finally:
         conn.close()
     report.source_changed = source_identity(src_path) != identity

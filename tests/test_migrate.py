@@ -502,6 +502,24 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path: Path):
         assert "Traceback" not in result.stderr
 
 
+def test_a_database_failing_mid_read_is_a_one_line_error(tmp_path: Path, capsys):
+    src = tmp_path / "utf.sqlite"
+    conn = sqlite3.connect(src)
+    conn.executescript(SCHEMA_SQL)
+    with conn:
+        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('a', 'self', 'fine')")
+        conn.execute(
+            "INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))"
+        )
+    conn.close()
+    assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"error: {src}: reading the database failed (Could not decode to UTF-8")
+    assert err.count("\n") == 1
+    assert main([str(src), str(tmp_path / "dry"), "--dry-run", "--no-progress"]) == 2
+    assert not (tmp_path / "dry").exists()
+
+
 # -- the full sample (slow) ----------------------------------------------------------------
 
 
