@@ -620,10 +620,10 @@ def _write(
     journal = _Journal(src, dest, identity, report.durable)
     try:
         previous = read_journal(src, dest)
-        interrupted = previous is not None and not previous.get("complete")
+        interrupted = False
         start_after = 0
-        if interrupted:
-            assert previous is not None
+        if previous is not None and not previous.get("complete"):
+            interrupted = True
             if not resume:
                 report.restarted = "an interrupted run was found, but resume was turned off"
             elif previous["identity"] != identity:
