@@ -47,6 +47,7 @@ BENCH_KINDS = ("store", "search", "all")
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
 
 #: Every command of ``mdcg``, in the order ``--help`` lists them.
 COMMANDS: tuple[str, ...] = (
@@ -637,19 +638,25 @@ def migrate(
     if dry_run and verify_only:
         raise CliError("--dry-run and --verify-only exclude each other")
     label = "verifying" if verify_only else "dry run" if dry_run else "migrating"
-    with _bar(ctx, quiet, label) as update:
-        if verify_only:
-            report = verify_migration(src, dest, progress=update)
-        else:
-            report = run_migration(
-                src,
-                dest,
-                dry_run=dry_run,
-                batch=batch,
-                durable=durable,
-                progress=update,
-                resume=not no_resume,
-            )
+    try:
+        with _bar(ctx, quiet, label) as update:
+            if verify_only:
+                report = verify_migration(src, dest, progress=update)
+            else:
+                report = run_migration(
+                    src,
+                    dest,
+                    dry_run=dry_run,
+                    batch=batch,
+                    durable=durable,
+                    progress=update,
+                    resume=not no_resume,
+                )
+    except KeyboardInterrupt:
+        typer.echo(
+            "interrupted: run the same command again to resume from the last committed batch", err=True
+        )
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if json_out:
         _print_json(report.to_dict())
     else:

@@ -465,6 +465,13 @@ def test_migrate_exit_codes(runner: CliRunner, tmp_path: Path, monkeypatch: pyte
     result = run(runner, "migrate", db, tmp_path / "e", code=1)
     assert ": FAILED\n" in result.stdout and "kp_a: body" in result.stdout
 
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(migrate_mod, "migrate", interrupted)
+    result = run(runner, "migrate", db, tmp_path / "f", code=130)
+    assert result.stderr.startswith("interrupted: run the same command again to resume")
+
 
 # -- bench / demo / root resolution / unexpected errors --------------------------------------------
 
