@@ -39,6 +39,7 @@ import json
 import math
 import re
 import struct
+import threading
 import unicodedata
 import zlib
 from array import array
@@ -194,23 +195,28 @@ def _padded_bigrams(word: str) -> set[str]:
     return {s[i : i + 2] for i in range(len(s) - 1)}
 
 
-_STEMMERS: dict[str, Stemmer.Stemmer] = {}
+class _Stemmers(threading.local):
+    """One PyStemmer object per thread (a stemmer object is not thread-safe)."""
+
+    def __init__(self) -> None:
+        self.english = Stemmer.Stemmer("english")
+        self.russian = Stemmer.Stemmer("russian")
+
+
+_STEMMERS = _Stemmers()
 
 
 def _plain_query_terms(query: str) -> list[str]:
     """Query terms when no analyzer is given: Snowball stems, CJK bigrams/characters."""
     s = default_process(unicodedata.normalize("NFKC", query))
-    if not _STEMMERS:
-        _STEMMERS["en"] = Stemmer.Stemmer("english")
-        _STEMMERS["ru"] = Stemmer.Stemmer("russian")
     out: list[str] = []
     for i, part in enumerate(_CJK_SPLIT_RE.split(s)):
         if i % 2:
             out += [part[j : j + 2] for j in range(len(part) - 1)] or [part]
         else:
             for w in part.split():
-                lang = "ru" if _CYRILLIC_RE.search(w) else "en"
-                out.append(_STEMMERS[lang].stemWord(w.casefold()))
+                stemmer = _STEMMERS.russian if _CYRILLIC_RE.search(w) else _STEMMERS.english
+                out.append(stemmer.stemWord(w.casefold()))
     return out
 
 
@@ -694,8 +700,9 @@ class TextIndex:
         key = key[starts]
         segs = self._segments
         segs.append(_Segment.from_postings(key >> 32, key & 0xFFFFFFFF, tfs))
-        # Merge the last 8 segments while they share a tier (older segments
-        # are never of a lower tier, so the tiers along the list decrease).
+        # Merge the last 8 segments while the 8th-last is not of a higher tier
+        # than the last: tiers then decrease along the list, at most 7
+        # segments per tier remain, and a posting is merged O(log n) times.
         while (
             len(segs) >= _MERGE_WIDTH
             and _tier(segs[-_MERGE_WIDTH].nnz) <= _tier(segs[-1].nnz)
