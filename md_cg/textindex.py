@@ -83,6 +83,7 @@ _MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(posti
 _MERGE_MAX = 1 << 24  # postings above which automatic merging stops
 _COMPACT_MIN_DEAD = 1024
 _SCOPE_CACHE = 16
+_TIE_PYTHON = 2048  # larger ties on (score, prior) are ordered through a cached id rank
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 
@@ -262,6 +263,9 @@ class TextIndex:
         self._version = 0  # bumped by every change that can alter a scope mask
         self._masks: dict[Scope, np.ndarray] = {}
         self._masks_version = -1
+        self._generation = 0  # bumped when compaction renumbers the slots
+        self._rank = np.zeros(0, dtype=np.int64)
+        self._rank_key = (-1, -1)
         # similar(): key (padded bigram, or CJK character) -> ids of the terms having it
         self._sim_keys: dict[str, array] = {}
         self._sim_nbg = array("i")  # term id -> number of padded bigrams (0: CJK term)
@@ -383,6 +387,7 @@ class TextIndex:
         self._slot = dict(zip(ids, range(n), strict=True))  # type: ignore[arg-type]
         self._dead = 0
         self._version += 1
+        self._generation += 1
 
     # -------------------------------------------------------------- scopes
 
@@ -445,10 +450,15 @@ class TextIndex:
         if len(docs) == 0:
             return []
         k1, b = self.k1, self.b
-        len_coef = k1 * b * len(self._slot) / self._live_len
-        tf = tfs.astype(np.float64)
         coef = np.fromiter(weights.values(), dtype=np.float64, count=len(tids)) * idf * (k1 + 1.0)
-        contrib = coef[term_idx] * tf / (tf + (self._len[docs] * len_coef + k1 * (1.0 - b)))
+        # contribution = coef[t] * tf / (tf + k1 * (1 - b) + k1 * b / avgdl * dl), in place
+        tf = tfs.astype(np.float64)
+        den = self._len[docs].astype(np.float64)
+        den *= k1 * b * len(self._slot) / self._live_len
+        den += k1 * (1.0 - b)
+        den += tf
+        contrib = np.divide(tf, den, out=tf)
+        contrib *= coef[term_idx]
         # A document's contributions are summed in query-term order (it lives
         # in one segment), so equal documents get bit-equal scores.
         scores = np.bincount(docs, weights=contrib, minlength=len(self._ids))
@@ -734,11 +744,17 @@ class TextIndex:
             if len(hit) == 0:
                 continue
             lo = seg.ptr[pos[hit]]
-            lengths = seg.ptr[pos[hit] + 1] - lo
-            # positions of every posting of the hit terms, in one gather
-            at = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
-            at += np.arange(len(at))
-            parts.append((np.repeat(hit, lengths), seg.docs[at].astype(np.int64), seg.tfs[at]))
+            hi = seg.ptr[pos[hit] + 1]
+            lengths = hi - lo
+            if len(hit) <= 16:  # few terms: concatenate slices
+                spans = list(zip(lo.tolist(), hi.tolist(), strict=True))
+                docs = np.concatenate([seg.docs[a:z] for a, z in spans], dtype=np.int64)
+                tfs = np.concatenate([seg.tfs[a:z] for a, z in spans])
+            else:  # many terms: positions of all their postings, one gather
+                at = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+                at += np.arange(len(at))
+                docs, tfs = seg.docs[at].astype(np.int64), seg.tfs[at]
+            parts.append((np.repeat(hit, lengths), docs, tfs))
         if not parts:
             empty = np.zeros(0, dtype=np.int64)
             return empty, empty, _EMPTY_U16
@@ -812,26 +828,45 @@ class TextIndex:
             keep = (score > kth) | (at & (prior >= cut))
             cand, score, prior = cand[keep], score[keep], prior[keep]
         order = np.lexsort((-prior, -score))
-        cand_l = cand[order].tolist()
-        score_l = score[order].tolist()
-        prior_l = prior[order].tolist()
-        limit = len(cand_l) if k is None else min(k, len(cand_l))
+        cand, score, prior = cand[order], score[order], prior[order]
+        n = len(cand)
+        limit = n if k is None else min(k, n)
+        # Runs of equal (score, prior) are ordered by id.
+        bounds = np.flatnonzero((score[1:] != score[:-1]) | (prior[1:] != prior[:-1])) + 1
         ids = self._ids
         out: list[tuple[str, float]] = []
-        i, n = 0, len(cand_l)
-        while i < n and len(out) < limit:
-            j = i + 1
-            while j < n and score_l[j] == score_l[i] and prior_l[j] == prior_l[i]:
-                j += 1
-            if j - i == 1:
-                out.append((ids[cand_l[i]], score_l[i]))  # type: ignore[arg-type]
-            else:  # a tie on (score, prior): by id
-                need = limit - len(out)
-                group: list[str] = [ids[s] for s in cand_l[i:j]]  # type: ignore[misc]
+        start = 0
+        for end in [*bounds.tolist(), n]:
+            need = limit - len(out)
+            if need <= 0:
+                break
+            value = float(score[start])
+            if end - start == 1:
+                out.append((ids[int(cand[start])], value))  # type: ignore[arg-type]
+            elif end - start <= _TIE_PYTHON:
+                group: list[str] = [ids[s] for s in cand[start:end].tolist()]  # type: ignore[misc]
                 best = sorted(group) if need >= len(group) else heapq.nsmallest(need, group)
-                out += [(d, score_l[i]) for d in best[:need]]
-            i = j
+                out += [(d, value) for d in best[:need]]
+            else:
+                slots = cand[start:end]
+                rank = self._id_rank()[slots]
+                if need < len(slots):
+                    pick = np.argpartition(rank, need - 1)[:need]
+                    slots, rank = slots[pick], rank[pick]
+                out += [(ids[s], value) for s in slots[np.argsort(rank)].tolist()]  # type: ignore[misc]
+            start = end
         return out
+
+    def _id_rank(self) -> np.ndarray:
+        """Rank of every slot's id in id order (dead slots first); cached per slot layout."""
+        key = (self._generation, len(self._ids))
+        if self._rank_key != key:
+            ids = self._ids
+            order = sorted(range(len(ids)), key=lambda s: ids[s] or "")
+            rank = np.empty(len(ids), dtype=np.int64)
+            rank[order] = np.arange(len(ids))
+            self._rank, self._rank_key = rank, key
+        return self._rank
 
     def _sim_update(self) -> None:
         """Extend the similarity key map to the terms added since the last call."""

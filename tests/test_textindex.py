@@ -84,13 +84,26 @@ def test_ties_break_by_prior_then_id():
     assert [d for d, _ in ix.match(q("x"), ix.scope(), k=3)] == ["c", "a", "b"]
 
 
-def test_large_tie_group_is_cut_by_id():
+@pytest.mark.parametrize("python_ties", [2048, 4])
+def test_large_tie_group_is_cut_by_id(monkeypatch, python_ties):
+    monkeypatch.setattr(textindex, "_TIE_PYTHON", python_ties)
     ix = TextIndex()
     ids = [f"id{i:04d}" for i in range(300)]
     for doc_id in random.Random(5).sample(ids, len(ids)):
         ix.add(doc_id, ["t"], layer=0, bucket=0)
     assert [d for d, _ in ix.match(q("t"), ix.scope(), k=5)] == ids[:5]
+    assert [d for d, _ in ix.match(q("t"), ix.scope(), k=None)] == ids
     assert [d for d, _ in ix.similar("t", ix.scope(), k=4)] == ids[:4]
+    assert [d for d, _ in ix.similar("zzz", ix.scope(), k=3)] == ids[:3]
+    # the id order follows later adds and removals (and the compaction they cause)
+    ix.add("a-first", ["t"], layer=0, bucket=0)
+    assert [d for d, _ in ix.match(q("t"), ix.scope(), k=2)] == ["a-first", ids[0]]
+    for doc_id in ids[:200]:
+        ix.remove(doc_id)
+    monkeypatch.setattr(textindex, "_COMPACT_MIN_DEAD", 10)
+    assert [d for d, _ in ix.similar("zzz", ix.scope(), k=3)] == ["a-first", *ids[200:202]]
+    ix.add("0-new", [], layer=0, bucket=0)
+    assert [d for d, _ in ix.similar("zzz", ix.scope(), k=2)] == ["0-new", "a-first"]
 
 
 def test_scope_by_layer_and_bucket(three):
