@@ -35,6 +35,7 @@ _EXPORTS = {
     "MaintenanceReport": "reports",
     "MdcgError": "errors",
     "InvalidNodeError": "errors",
+    "InvalidArgumentError": "errors",
     "UnsafeIdError": "errors",
     "UnknownLayerError": "errors",
     "MalformedNodeFileError": "errors",
@@ -58,6 +59,7 @@ __all__ = [
     "Entry",
     "Finding",
     "HealthReport",
+    "InvalidArgumentError",
     "InvalidNodeError",
     "LAYERS",
     "LockTimeoutError",
@@ -97,6 +99,7 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .errors import (
         DuplicateIdError,
+        InvalidArgumentError,
         InvalidNodeError,
         LockTimeoutError,
         MalformedNodeFileError,

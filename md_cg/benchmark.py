@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from . import layout, nodefile
+from .errors import InvalidArgumentError
 from .node import Node
 from .sample import build_nodes
 from .sqlite_source import SCHEMA_SQL, node_to_row
@@ -404,7 +405,9 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
 def run(kind: str = "all", sizes: Sequence[int] | None = None, progress: Progress | None = None) -> str:
     """Run the store and/or search benchmark; return the Markdown tables."""
     if kind not in ("store", "search", "all"):
-        raise ValueError(f"kind must be store, search or all, got {kind!r}")
+        raise InvalidArgumentError(
+            f"kind must be store, search or all, got {kind!r}", name="kind", value=kind
+        )
     parts = []
     if kind in ("store", "all"):
         rows = store_bench(sizes or [1000], durable_sample=200, progress=progress)

@@ -394,7 +394,7 @@ LayerOpt = Annotated[
 
 
 def _check_k(k: int) -> None:
-    # search() raises a plain ValueError for k < 1; say it as a user error here.
+    # Checked here so the message names the command-line option.
     if k < 1:
         raise CliError(f"-k must be at least 1, got {k}")
 

@@ -40,6 +40,16 @@ class InvalidNodeError(MdcgError, ValueError):
         self.node_id = node_id
 
 
+class InvalidArgumentError(MdcgError, ValueError):
+    """An argument of a call is out of range or of the wrong kind (``k=0``, a bad
+    search context, an unknown benchmark kind...). ``name`` is the argument."""
+
+    def __init__(self, message: str, *, name: str | None = None, value: object = None) -> None:
+        super().__init__(message)
+        self.name = name
+        self.value = value
+
+
 class UnsafeIdError(InvalidNodeError):
     """A node id that is not a safe file-name stem."""
 

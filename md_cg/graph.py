@@ -16,7 +16,7 @@ from collections.abc import Collection
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .errors import InvalidNodeError, NodeNotFoundError
+from .errors import InvalidArgumentError, NodeNotFoundError
 from .index import IndexState
 from .node import EDGE_TYPES
 
@@ -49,21 +49,21 @@ def neighbours(
     if node_id not in state.entries:
         raise NodeNotFoundError(node_id)
     if direction not in DIRECTIONS:
-        raise InvalidNodeError(
+        raise InvalidArgumentError(
             f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}",
-            field="direction",
+            name="direction",
             value=direction,
         )
     if types is not None:
         bad = sorted(set(types) - set(EDGE_TYPES))
         if bad:
-            raise InvalidNodeError(
+            raise InvalidArgumentError(
                 f"unknown edge type(s) {', '.join(bad)}; expected {', '.join(EDGE_TYPES)}",
-                field="types",
+                name="types",
                 value=bad,
             )
     if not isinstance(depth, int) or depth < 1:
-        raise InvalidNodeError(f"depth must be an integer >= 1, got {depth!r}", field="depth", value=depth)
+        raise InvalidArgumentError(f"depth must be an integer >= 1, got {depth!r}", name="depth", value=depth)
     wanted = set(types) if types is not None else None
     seen = {node_id}
     out: list[Neighbour] = []

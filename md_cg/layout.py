@@ -31,6 +31,7 @@ from functools import lru_cache
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .errors import InvalidArgumentError
 from .node import Node, check_id, check_layer
 
 BUCKETED_LAYER = "knowledge"
@@ -176,6 +177,9 @@ def context_route_key(context: Any) -> str | None:
         if not isinstance(space, Mapping) and "observation_position" in context:
             space = context
         return route_key_of(context.get("tags") or (), space)
-    raise TypeError(
-        f"search context must be None, a domain string, a mapping or a Node, got {type(context).__name__}"
+    raise InvalidArgumentError(
+        f"search context must be None, a domain string, a mapping or a Node, "
+        f"got {type(context).__name__}",
+        name="context",
+        value=context,
     )

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import layout, routing
+from .errors import InvalidArgumentError
 from .index import Entry, IndexState, layer_code
 from .judge import judge as judge_node
 from .judge import prepare_context
@@ -166,9 +167,11 @@ def run(
 ) -> tuple[list[SearchResult], dict[str, Any]]:
     """Run the ladder over ``state``; see :meth:`md_cg.MdCG.search`."""
     if not isinstance(query, str):
-        raise TypeError(f"query must be a string, got {type(query).__name__}")
+        raise InvalidArgumentError(
+            f"query must be a string, got {type(query).__name__}", name="query", value=query
+        )
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise ValueError(f"k must be a positive integer, got {k!r}")
+        raise InvalidArgumentError(f"k must be a positive integer, got {k!r}", name="k", value=k)
     started = time.perf_counter()
     state.flush_text()
     text = state.text

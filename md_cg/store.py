@@ -35,6 +35,7 @@ from . import search as search_mod
 from .errors import (
     DuplicateIdError,
     InvalidNodeError,
+    LockTimeoutError,
     MalformedNodeFileError,
     MdcgError,
     NodeNotFoundError,
@@ -133,6 +134,11 @@ class MdCG:
     read_only:
         Refuse every write (:class:`~md_cg.errors.ReadOnlyStoreError`);
         searches record no access. For stores on read-only media or copies.
+    auto_compact:
+        When a process that wrote closes the store, it compacts the index
+        (writes a snapshot) if there is none yet or if at least this many log
+        records came after it -- without waiting: if another process holds a
+        lock, it is skipped. ``None`` turns this off.
     """
 
     def __init__(
@@ -144,6 +150,7 @@ class MdCG:
         refresh_interval: float | None = 1.0,
         lock_timeout: float = 30.0,
         read_only: bool = False,
+        auto_compact: int | None = 10_000,
     ) -> None:
         self.root = Path(root).absolute()
         self.read_only = read_only
@@ -156,6 +163,9 @@ class MdCG:
         self.durable = durable
         self.refresh_interval = refresh_interval
         self.lock_timeout = lock_timeout
+        self.auto_compact = auto_compact
+        self._wrote = False
+        self._tail_records = 0
         self._meta = self.root / index.META_DIR
         self._lock = threading.RLock()
         self._maint = fsops.FileLock(self._meta / "lock", what="maintenance")
@@ -190,9 +200,20 @@ class MdCG:
             self._initialised = True
 
     def close(self) -> None:
-        """Release this process's log shard; the store can no longer be used."""
+        """Compact if due (see ``auto_compact``), release this process's files and locks.
+
+        The store can no longer be used afterwards.
+        """
         with self._lock:
+            if self._closed:
+                return
+            # Release our shard first, so the compaction can fold and remove it.
             self._shard.close()
+            if self._compaction_due():
+                try:
+                    self._compact(timeout=0.0)
+                except LockTimeoutError:
+                    pass  # another process is busy; a later close or compact will do it
             self._access.close()
             self._audit.close()
             self._maint.close()
@@ -227,15 +248,24 @@ class MdCG:
             self.loaded_from = "files"
         self._state: IndexState = state
         self._offsets: dict[str, int] = offsets
+        self._tail_records = 0
         self._snap_ident = ident
         self._log_damage = 0
         self._read_tail()
         self._last_refresh = time.monotonic()
 
+    def _compaction_due(self) -> bool:
+        if self.auto_compact is None or not self._wrote or self.read_only:
+            return False
+        if index.snapshot_identity(self.root) is None:
+            return True
+        return self._tail_records >= self.auto_compact
+
     def _read_tail(self) -> list[str]:
         tail = index.read_tail(self.root, self._offsets)
         self._offsets = tail.offsets
         self._log_damage += tail.bad_lines
+        self._tail_records += sum(len(r) for r in tail.by_shard.values())
         if not tail.by_shard and not tail.missing_shards and not self._state.pending:
             return []
         return index.replay(self.root, self._state, tail)
@@ -348,6 +378,8 @@ class MdCG:
         own = self._shard.name
         before = self._offsets.get(own, 0) if own else 0
         written = self._shard.append(records, durable=durable)
+        self._wrote = True
+        self._tail_records += len(records)
         if own != self._shard.name:
             before = 0  # a new shard (first write, or after fork)
         self._offsets[self._shard.name] = before + written  # type: ignore[index]
@@ -368,44 +400,58 @@ class MdCG:
             return
         with self._maint.hold(shared=True, timeout=self.lock_timeout):
             self._append_log(records, durable=durable)
-            temps: list[tuple[Path, Path, Any]] = []
             try:
-                for put in puts:
-                    target = self.root / put.rel
-                    if target.parent not in self._known_dirs:
-                        target.parent.mkdir(parents=True, exist_ok=True)
-                        self._known_dirs.add(target.parent)
-                    tmp, st = fsops.write_temp(target, put.data, durable=durable)
-                    temps.append((tmp, target, st))
+                self._apply(puts, dels, durable)
             except BaseException:
-                for tmp, _, _ in temps:
-                    fsops.remove_if_exists(tmp)
+                # The commit stopped halfway: our offset is past our own
+                # intents, so settle their ids from the disk now, or this
+                # process (and a snapshot it writes) would keep a stale view.
+                touched: dict[str, list[str]] = {}
+                for rec in records:
+                    touched.setdefault(rec["id"], []).append(rec["path"])
+                index.resolve_ids(self.root, self._state, touched)
                 raise
-            dirs: set[Path] = set()
-            done = 0
-            try:
-                for put, (tmp, target, st) in zip(puts, temps, strict=True):
-                    os.replace(tmp, target)
-                    done += 1
-                    dirs.add(target.parent)
-                    self._state.put(
-                        index.make_entry(put.node, put.rel, st.st_mtime_ns, st.st_size, put.domain),
-                        index.index_text(put.node),
-                    )
-            except BaseException:
-                for tmp, _, _ in temps[done:]:
-                    fsops.remove_if_exists(tmp)
-                raise
-            for node_id, rel in dels:
-                fsops.remove_if_exists(self.root / rel)
-                dirs.add((self.root / rel).parent)
-                cur = self._state.entries.get(node_id)
-                if cur is not None and cur.path == rel:
-                    self._state.drop(node_id)
-            if durable:
-                for d in dirs:
-                    fsops.fsync_dir(d)
             self._append_log([{"op": "done"}])
+
+    def _apply(self, puts: Sequence[Put], dels: Sequence[tuple[str, str]], durable: bool) -> None:
+        """Write the temp files, rename them into place, unlink, update the index."""
+        temps: list[tuple[Path, Path, Any]] = []
+        try:
+            for put in puts:
+                target = self.root / put.rel
+                if target.parent not in self._known_dirs:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    self._known_dirs.add(target.parent)
+                tmp, st = fsops.write_temp(target, put.data, durable=durable)
+                temps.append((tmp, target, st))
+        except BaseException:
+            for tmp, _, _ in temps:
+                fsops.remove_if_exists(tmp)
+            raise
+        dirs: set[Path] = set()
+        done = 0
+        try:
+            for put, (tmp, target, st) in zip(puts, temps, strict=True):
+                os.replace(tmp, target)
+                done += 1
+                dirs.add(target.parent)
+                self._state.put(
+                    index.make_entry(put.node, put.rel, st.st_mtime_ns, st.st_size, put.domain),
+                    index.index_text(put.node),
+                )
+        except BaseException:
+            for tmp, _, _ in temps[done:]:
+                fsops.remove_if_exists(tmp)
+            raise
+        for node_id, rel in dels:
+            fsops.remove_if_exists(self.root / rel)
+            dirs.add((self.root / rel).parent)
+            cur = self._state.entries.get(node_id)
+            if cur is not None and cur.path == rel:
+                self._state.drop(node_id)
+        if durable:
+            for d in dirs:
+                fsops.fsync_dir(d)
 
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         if node is not None:
@@ -887,6 +933,7 @@ class MdCG:
         covered = dict(self._offsets)
         index.write_snapshot(self.root, self._state, covered)
         self._snap_ident = index.snapshot_identity(self.root)
+        self._tail_records = 0
         removed, kept = self._remove_dead_shards(covered)
         size = index.snapshot_path(self.root).stat().st_size
         return MaintenanceReport(
@@ -907,9 +954,13 @@ class MdCG:
         """
         with self._lock:
             self._check_open()
-            self._ensure_init()
-            started = time.perf_counter()
-            with self._maint.hold(shared=False, timeout=self.lock_timeout):
+            return self._compact(timeout=self.lock_timeout)
+
+    def _compact(self, *, timeout: float) -> MaintenanceReport:
+        self._ensure_init()
+        started = time.perf_counter()
+        with self._lock:
+            with self._maint.hold(shared=False, timeout=timeout):
                 shards_before = len(fsops.list_shards(self._meta / index.LOG_DIR))
                 ident = index.snapshot_identity(self.root)
                 if ident is not None and ident != self._snap_ident:

@@ -15,7 +15,7 @@ from md_cg import MdCG, Node, index, layout, nodefile
 
 
 def populated(root: Path, n: int = 30) -> set[str]:
-    with MdCG(root) as s:
+    with MdCG(root, auto_compact=None) as s:
         s.add_many([knowledge(f"k{i:03d}", domain=f"域{i % 4}") for i in range(n)])
         s.add(Node(id="self_1", layer="self", body="I like tea"))
         s.delete("k000")
@@ -107,7 +107,7 @@ def test_snapshot_plus_tail(tmp_path: Path) -> None:
 
 def test_torn_last_line_of_a_shard_is_tolerated(tmp_path: Path) -> None:
     root = tmp_path / "m"
-    with MdCG(root) as s:
+    with MdCG(root, auto_compact=None) as s:
         s.add(knowledge("a"))
         s.add(knowledge("b"))
     (shard,) = (root / ".mdcg" / "log").glob("*.jsonl")
@@ -154,7 +154,7 @@ def test_other_process_changes_visible_after_refresh(tmp_path: Path) -> None:
 
 def test_compaction_keeps_shards_of_live_processes(tmp_path: Path) -> None:
     root = tmp_path / "m"
-    with MdCG(root) as live, MdCG(root) as other:
+    with MdCG(root, auto_compact=None) as live, MdCG(root, auto_compact=None) as other:
         live.add(knowledge("live_1"))
         other.add(knowledge("other_1"))
         other_shard = other._shard.name
@@ -179,6 +179,34 @@ def test_rebuild_index_from_files(tmp_path: Path) -> None:
     with MdCG(root) as s:
         assert s.loaded_from == "snapshot"
         assert set(s.ids()) == ids
+
+
+def test_a_writer_compacts_when_it_closes(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(knowledge("a"))
+        assert not index.snapshot_path(root).exists()
+    assert index.snapshot_path(root).exists()
+    assert shard_files(root) == []
+    with MdCG(root) as s:
+        assert s.loaded_from == "snapshot"
+        s.get("a")
+    before = index.snapshot_path(root).stat().st_mtime_ns
+    with MdCG(root) as s:  # wrote nothing: no compaction
+        s.search("a")
+    with MdCG(root, auto_compact=3) as s:
+        s.add_many([knowledge("b"), knowledge("c")])  # 2 puts + 1 done = 3 records
+    assert index.snapshot_path(root).stat().st_mtime_ns != before
+
+
+def test_sync_in_a_new_process_sees_a_hand_edit(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(knowledge("a"))
+    path = next(root.glob("knowledge/*/a.md"))
+    path.write_text(path.read_text(encoding="utf-8") + "more\n", encoding="utf-8")
+    with MdCG(root) as s:
+        assert s.sync().changed == ("a",)
 
 
 # -- sync ------------------------------------------------------------------------
@@ -255,8 +283,9 @@ def test_sync_removes_abandoned_temp_files_and_health_reports_them(tmp_path: Pat
 
 
 def test_duplicate_files_resolved_deterministically(tmp_path: Path) -> None:
+    """Without a snapshot the open sees both copies and picks the newer one."""
     root = tmp_path / "m"
-    with MdCG(root) as s:
+    with MdCG(root, auto_compact=None) as s:
         s.add(knowledge("dup"))
     original = next(root.glob("knowledge/*/dup.md"))
     newer = nodefile.read_node(original)
@@ -264,7 +293,7 @@ def test_duplicate_files_resolved_deterministically(tmp_path: Path) -> None:
     newer.updated_at = 2_000_000_000.0
     (root / "rejected" / "dup.md").write_text(nodefile.dumps(newer), encoding="utf-8")
     for _ in range(2):  # same answer every time
-        with MdCG(root) as s:
+        with MdCG(root, auto_compact=None) as s:
             assert s.entry("dup").path == "rejected/dup.md"
             assert [f.kind for f in s.health().findings] == ["duplicate_id"]
     with MdCG(root) as s:
@@ -274,6 +303,25 @@ def test_duplicate_files_resolved_deterministically(tmp_path: Path) -> None:
     assert not original.exists()
     trashed = list((root / ".mdcg" / "trash").rglob("dup.md"))
     assert len(trashed) == 1
+
+
+def test_duplicate_copied_in_under_a_snapshot_is_found_by_sync(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(knowledge("dup"))
+    assert index.snapshot_path(root).exists()
+    original = next(root.glob("knowledge/*/dup.md"))
+    newer = nodefile.read_node(original)
+    newer.layer = "rejected"
+    newer.updated_at = 2_000_000_000.0
+    (root / "rejected" / "dup.md").write_text(nodefile.dumps(newer), encoding="utf-8")
+    with MdCG(root) as s:
+        assert [(f.kind, f.path) for f in s.health().findings] == [("untracked_file", "rejected/dup.md")]
+        report = s.sync()
+        assert [(m.node_id, m.new_path) for m in report.moved] == [("dup", "rejected/dup.md")]
+        assert report.duplicates_removed == (original.relative_to(root).as_posix(),)
+        assert s.entry("dup").layer == "rejected"
+        assert s.health().ok
 
 
 # -- git -------------------------------------------------------------------------

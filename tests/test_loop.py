@@ -10,7 +10,7 @@ import pytest
 from conftest import knowledge, node_tree, python_env
 
 from md_cg import MdCG, Node, nodefile
-from md_cg.errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
+from md_cg.errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError, ProtectedNodeError
 from md_cg.loop import CONFIRM_STEP, WEAKEN_STEP, InvalidVerdictError
 
 # -- negative memory -----------------------------------------------------------------
@@ -114,15 +114,16 @@ def test_unknown_verdict_and_unknown_id_change_nothing(store: MdCG) -> None:
 
 def test_interrupted_falsify_resolves_to_the_rejected_copy(tmp_path: Path) -> None:
     root = tmp_path / "m"
-    with MdCG(root) as s:
+    with MdCG(root, auto_compact=None) as s:
         s.add(knowledge("k", confidence=0.6))
         src = s.root / s.entry("k").path
-    # simulate a crash after the rejected/ copy was written, before the old one went
+    # simulate a crash after the rejected/ copy was written, before the old one
+    # went (no snapshot: the open reads both files)
     node = nodefile.read_node(src)
     node.layer = "rejected"
     node.updated_at = 2e9
     (root / "rejected" / "k.md").write_text(nodefile.dumps(node), encoding="utf-8")
-    with MdCG(root) as s:
+    with MdCG(root, auto_compact=None) as s:
         assert s.entry("k").path == "rejected/k.md"
         assert s.sync().duplicates_removed == (src.relative_to(root).as_posix(),)
         assert s.health().ok
@@ -310,9 +311,9 @@ def test_neighbours_directions_types_depth_and_cycles(store: MdCG) -> None:
     inc = [(n.id, n.type) for n in store.neighbours("a", "in")]
     assert inc == [("d", "hierarchical"), ("c", "similar")]
     assert [n.id for n in store.neighbours("a", "both", types=["part_of"])] == ["b"]
-    with pytest.raises(InvalidNodeError, match="unknown edge type\\(s\\) likes"):
+    with pytest.raises(InvalidArgumentError, match="unknown edge type\\(s\\) likes"):
         store.neighbours("a", types=["likes"])
-    with pytest.raises(InvalidNodeError, match="direction must be one of out, in, both"):
+    with pytest.raises(InvalidArgumentError, match="direction must be one of out, in, both"):
         store.neighbours("a", "sideways")
 
 
