@@ -257,7 +257,7 @@ class TextIndex:
         self._live_len = 0  # total terms of live documents
         self._dead = 0
         self._segments: list[_Segment] = []
-        self._pend_terms = array("i")
+        self._pend_terms: list[int] = []
         self._pend_slots: list[int] = []
         self._pend_counts: list[int] = []
         self._version = 0  # bumped by every change that can alter a scope mask
@@ -313,7 +313,7 @@ class TextIndex:
         self._live_len += n
         self._version += 1
         if n:
-            self._pend_terms.fromlist(ids)
+            self._pend_terms += ids
             self._pend_slots.append(slot)
             self._pend_counts.append(n)
             if len(self._pend_terms) >= _PENDING_MAX:
@@ -691,12 +691,12 @@ class TextIndex:
         """Turn the pending buffer into a segment; merge full tiers."""
         if not self._pend_counts:
             return
-        terms = np.frombuffer(self._pend_terms, dtype=np.int32).astype(np.int64)
+        terms = np.array(self._pend_terms, dtype=np.int64)
         slots = np.repeat(
             np.array(self._pend_slots, dtype=np.int64),
             np.array(self._pend_counts, dtype=np.int64),
         )
-        self._pend_terms = array("i")
+        self._pend_terms = []
         self._pend_slots = []
         self._pend_counts = []
         key = (terms << 32) | slots
