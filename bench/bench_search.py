@@ -1,0 +1,40 @@
+"""Search latency (no context / routed hit / routed miss), recall@10 against sqlite
+LIKE, and index memory, beside sqlite LIKE and FTS5 (trigram), in one run.
+
+    python bench/bench_search.py [--sizes 3000,10000,100000] [--queries 200] [--work DIR] [--out FILE]
+
+Thin over :func:`md_cg.benchmark.search_bench`; retrieval quality on the
+public data sets is in ``bench/quality.py``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from md_cg import benchmark
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="3000,10000,100000")
+    ap.add_argument("--queries", type=int, default=200)
+    ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--out", type=Path, default=None)
+    args = ap.parse_args()
+    rows = benchmark.search_bench(
+        [int(x) for x in args.sizes.split(",")],
+        queries=args.queries,
+        work=args.work,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+    )
+    text = benchmark.render(rows, "Search: latency, recall against sqlite LIKE, memory")
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
