@@ -149,6 +149,32 @@ def rss_bytes() -> int:
         return 0
 
 
+_RSS_PROBE = """
+import sys
+from md_cg import MdCG
+from md_cg.benchmark import rss_bytes
+import gc
+gc.collect()
+before = rss_bytes()
+store = MdCG(sys.argv[1], refresh_interval=None)
+store.search("probe", record=False)
+gc.collect()
+print(rss_bytes() - before)
+"""
+
+
+def index_memory(root: Path) -> int:
+    """Bytes of resident memory an opened store (snapshot + text index) adds to a
+    fresh process that has already imported md_cg."""
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-c", _RSS_PROBE, str(root)], check=True, capture_output=True, text=True
+    )
+    return int(out.stdout.strip())
+
+
 # -- store ----------------------------------------------------------------------------
 
 
@@ -340,10 +366,8 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
     conn.commit()
     cases = query_cases(nodes, conn, queries)
 
-    gc.collect()
-    before = rss_bytes()
+    index_rss = index_memory(root)
     store = MdCG(root, refresh_interval=None)
-    index_rss = rss_bytes() - before
     total = len(store)
     try:
         say(f"{n:,}: {len(cases)} queries × 3 kinds")

@@ -36,7 +36,7 @@ import orjson
 from . import ccg, fsops, layout
 from .errors import MalformedNodeFileError
 from .judge import node_conditions
-from .node import LAYERS, Node
+from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .nodefile import loads, read_bytes_as_text
 from .text import analyze
 from .textindex import TextIndex
@@ -48,6 +48,7 @@ SNAPSHOT_MAGIC = b"MDCG-SNAPSHOT 1\n"
 TITLE_MAX = 120
 
 _LAYER_CODE = {name: i for i, name in enumerate(LAYERS)}
+_NEGATIVE_CODES = frozenset(_LAYER_CODE[name] for name in NEGATIVE_LAYERS)
 
 
 @dataclass(slots=True)
@@ -296,6 +297,8 @@ class IndexState:
     pending: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     #: text waiting to be indexed: id -> (text, layer code, bucket code, prior)
     pending_text: dict[str, tuple[str, int, int, float]] = field(default_factory=dict)
+    #: the terms of negative-memory nodes (rejected/, unresolved/), for covered_neg
+    negative_terms: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def bucket_code(self, bucket: str | None) -> int:
         if bucket is None:
@@ -337,6 +340,7 @@ class IndexState:
         if old is not None:
             self._unlink(old)
             self.pending_text.pop(node_id, None)
+            self.negative_terms.pop(node_id, None)
             self.text.remove(node_id)
         return old
 
@@ -345,7 +349,12 @@ class IndexState:
         pending, self.pending_text = self.pending_text, {}
         add = self.text.add
         for node_id, (text, layer, bucket, prior) in pending.items():
-            add(node_id, analyze(text), layer=layer, bucket=bucket, prior=prior)
+            terms = analyze(text)
+            add(node_id, terms, layer=layer, bucket=bucket, prior=prior)
+            if layer in _NEGATIVE_CODES:
+                self.negative_terms[node_id] = frozenset(terms)
+            else:
+                self.negative_terms.pop(node_id, None)
         return len(pending)
 
     def _unlink(self, old: Entry) -> None:
@@ -412,6 +421,7 @@ def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> No
             "bucket_codes": state.bucket_codes,
             "problems": state.problems,
             "duplicates": state.duplicates,
+            "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
         }
     )
     state.flush_text()
@@ -485,6 +495,7 @@ def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | 
         bucket_codes=dict(body["bucket_codes"]),
         problems=dict(body["problems"]),
         duplicates={k: list(v) for k, v in body["duplicates"].items()},
+        negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
     )
     entries = state.entries
     buckets = state.buckets

@@ -284,17 +284,25 @@ def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
 
 
 def covered_negatives(state: IndexState, terms: Sequence[tuple[str, float]]) -> list[str]:
-    """Ids of rejected/unresolved entries that contain at least half the query's own terms."""
-    own = [t for t, w in terms if w >= 1.0]
-    if not own:
+    """Ids of rejected/unresolved entries that contain at least half the query's own terms.
+
+    (:data:`NEGATIVE_COVERAGE`; own terms are those of weight 1.0, synonyms
+    excluded.) Uses the term sets the index keeps for negative memory; when
+    there are many, a single BM25 pass over the negative layers picks the
+    candidates first.
+    """
+    own = {t for t, w in terms if w >= 1.0}
+    negatives = state.negative_terms
+    if not own or not negatives:
         return []
-    text = state.text
-    scope = text.scope(layers=_NEGATIVE_CODES)
-    if text.size(scope) == 0:
-        return []
-    hits: dict[str, int] = {}
-    for term in own:
-        for doc_id, _ in text.match([(term, 1.0)], scope, k=None):
-            hits[doc_id] = hits.get(doc_id, 0) + 1
     need = max(1, math.ceil(len(own) * NEGATIVE_COVERAGE))
-    return sorted(doc_id for doc_id, n in hits.items() if n >= need)
+    if len(negatives) > 200:
+        scope = state.text.scope(layers=_NEGATIVE_CODES)
+        candidates = [doc_id for doc_id, _ in state.text.match([(t, 1.0) for t in own], scope, k=None)]
+    else:
+        candidates = list(negatives)
+    return sorted(
+        doc_id
+        for doc_id in candidates
+        if doc_id in negatives and len(own & negatives[doc_id]) >= need
+    )
