@@ -415,6 +415,7 @@ def snapshot_path(root: Path) -> Path:
 
 def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> None:
     """Write the snapshot atomically (caller holds the exclusive maintenance lock)."""
+    state.flush_text()
     entries_blob = orjson.dumps(
         {
             "entries": [e.to_list() for e in state.entries.values()],
@@ -424,7 +425,6 @@ def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> No
             "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
         }
     )
-    state.flush_text()
     text_blob = state.text.to_bytes()
     digest = hashlib.blake2b(entries_blob, digest_size=16)
     digest.update(text_blob)

@@ -328,3 +328,14 @@ def test_interrupted_access_fold_is_finished_not_doubled(tmp_path: Path) -> None
         assert s.compact_access() == {}
         assert s.get("a").access_count == 1 and s.get("b").access_count == 2
         assert s.access_counts() == {"a": 1, "b": 2}
+
+
+def test_covered_neg_survives_a_snapshot(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(note("real", "sorting guide"))
+        rej = s.add_rejected("sorting lookups speedup", "falsified by benchmark")
+    with MdCG(root) as s:
+        assert s.loaded_from == "snapshot"
+        _, meta = s.search("sorting lookups speedup", k=3)
+        assert meta["covered_neg"] == [rej.id]
