@@ -90,25 +90,40 @@ class SearchResult:
         return d
 
 
-def expand(query: str, synonyms: SynonymTable) -> tuple[list[tuple[str, float]], list[str]]:
-    """Weighted index terms of a query, and the words used for domain routing.
+@dataclass
+class Expansion:
+    """A query after synonym expansion.
 
-    Terms: the query's own terms at 1.0, then the terms of synonyms found by
-    the synonym table at the table's weight; a term keeps the highest weight
-    any source gives it, in first-seen order. Words: the query's
-    whitespace-separated words plus the table entries found in it.
+    ``terms``: weighted index terms -- the query's own terms at 1.0, then the
+    terms of synonyms at the table's weight (a term keeps the highest weight
+    any source gives it, first-seen order). ``words``: the query's
+    whitespace-separated words plus the table entries found in it (for domain
+    routing). ``synonyms``: the synonym phrases added (the judge matches
+    not-applicable conditions against them too, so "linked list" in a query
+    hits a node's "链表" condition).
     """
+
+    terms: list[tuple[str, float]]
+    words: list[str]
+    synonyms: list[str]
+
+
+def expand(query: str, synonyms: SynonymTable) -> Expansion:
     weights: dict[str, float] = {}
     for term in query_terms(query):
         weights.setdefault(term, 1.0)
     words = query.split()
+    added: list[str] = []
     for phrase, weight in synonyms.expand_text(query):
-        if weight >= 1.0 and phrase not in words:
-            words.append(phrase)
+        if weight >= 1.0:
+            if phrase not in words:
+                words.append(phrase)
+        else:
+            added.append(phrase)
         for term in query_terms(phrase):
             if weights.get(term, 0.0) < weight:
                 weights[term] = weight
-    return list(weights.items()), words
+    return Expansion(list(weights.items()), words, added)
 
 
 @dataclass
@@ -175,8 +190,9 @@ def run(
     started = time.perf_counter()
     state.flush_text()
     text = state.text
-    terms, words = expand(query, synonyms)
-    p = plan(state, words, layer, context)
+    expansion = expand(query, synonyms)
+    terms = expansion.terms
+    p = plan(state, expansion.words, layer, context)
     layer_codes = [layer_code(name) for name in p.layers]
     found: dict[str, tuple[float, str]] = {}
     timings: dict[str, float] = {}
@@ -231,11 +247,13 @@ def run(
     results: list[SearchResult] = []
     t = time.perf_counter()
     prepared = prepare_context(context) if judge and context is not None else None
+    # The judge reads the query together with its synonyms, each on its own clause.
+    judged_query = "\n；".join([query, *expansion.synonyms])
     for doc_id, (score, tier) in ordered:
         entry = state.entries[doc_id]
         state_, basis = (None, None)
         if judge:
-            state_, basis = judge_entry(entry, query, prepared)
+            state_, basis = judge_entry(entry, judged_query, prepared)
         results.append(SearchResult(doc_id, score, tier, state_, basis, entry, loader))
     timings["judge"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()

@@ -95,7 +95,7 @@ def test_per_store_synonym_file(corpus: MdCG) -> None:
 def test_context_none_equals_plain_full_store_ranking(corpus: MdCG) -> None:
     results, meta = corpus.search("the cell energy light", k=5)
     state = corpus._state
-    terms, _ = expand("the cell energy light", corpus.synonyms)
+    terms = expand("the cell energy light", corpus.synonyms).terms
     scope = state.text.scope(layers=[0, 1, 2, 3, 4])
     plain = state.text.match(terms, scope, k=5)
     positive = [(r.id, r.score) for r in results if r.tier == "T2"]
@@ -222,6 +222,15 @@ def test_judge_states_and_judge_off(store: MdCG) -> None:
     assert states["blind"][1].startswith("BLINDSPOT: CCG incomplete, missing applies_when")
     results, _ = store.search("延迟 判断", k=2, judge=False)
     assert {(r.state, r.basis) for r in results} == {(None, None)}
+
+
+def test_reject_through_a_synonym_of_the_condition(store: MdCG) -> None:
+    store.add(note("bs", "二分查找 binary search", na="链表"))
+    results, _ = store.search("binary search on a linked list", k=1)
+    assert (results[0].id, results[0].state) == ("bs", "REJECT")
+    assert results[0].basis == 'REJECT: not-applicable condition "链表" matched by the query'
+    results, _ = store.search("binary search on an array", k=1)
+    assert results[0].state == "ACCEPT"
 
 
 def test_reject_by_context(store: MdCG) -> None:
