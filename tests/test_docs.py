@@ -1,0 +1,40 @@
+"""The documentation's Python examples run as written."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import REPO
+
+
+def python_blocks(path: Path) -> list[str]:
+    return re.findall(r"```python\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+
+
+@pytest.mark.parametrize("doc", ["docs/tutorial.md", "README.md"])
+def test_python_examples_run(doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    namespace: dict[str, object] = {}
+    for block in python_blocks(REPO / doc):
+        exec(compile(block, doc, "exec"), namespace)
+    store = namespace.get("store")
+    if store is not None and hasattr(store, "close"):
+        store.close()
+
+
+def test_tutorial_claims_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The printed values the tutorial states in comments."""
+    monkeypatch.chdir(tmp_path)
+    ns: dict[str, object] = {}
+    blocks = python_blocks(REPO / "docs/tutorial.md")
+    exec(compile(blocks[0] + blocks[1], "tutorial", "exec"), ns)
+    store = ns["store"]
+    results, _ = store.search("binary search over a linked list")  # type: ignore[attr-defined]
+    assert results[0].state == "REJECT"
+    assert results[0].basis == 'REJECT: not-applicable condition "linked list" matched by the query'
+    results, meta = store.search("binary search", k=1, context={"tags": ["domain:computing"]})  # type: ignore[attr-defined]
+    assert results[0].tier == "T0"
+    assert store.verify("kp_bsearch", "x", "confirmed").confidence == 0.65  # type: ignore[attr-defined]
+    store.close()  # type: ignore[attr-defined]
