@@ -36,5 +36,6 @@ def test_tutorial_claims_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert results[0].basis == 'REJECT: not-applicable condition "linked list" matched by the query'
     results, meta = store.search("binary search", k=1, context={"tags": ["domain:computing"]})  # type: ignore[attr-defined]
     assert results[0].tier == "T0"
+    assert meta["scanned_share"] == 1.0
     assert store.verify("kp_bsearch", "x", "confirmed").confidence == 0.65  # type: ignore[attr-defined]
     store.close()  # type: ignore[attr-defined]
