@@ -38,7 +38,7 @@ from .errors import MalformedNodeFileError
 from .judge import node_conditions
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .nodefile import loads, read_bytes_as_text
-from .text import analyze
+from .text import analyze, query_terms
 from .textindex import TextIndex
 
 META_DIR = ".mdcg"
@@ -287,7 +287,7 @@ class IndexState:
     entries: dict[str, Entry] = field(default_factory=dict)
     buckets: dict[str, set[str]] = field(default_factory=dict)
     reverse: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
-    text: TextIndex = field(default_factory=TextIndex)
+    text: TextIndex = field(default_factory=lambda: TextIndex(analyzer=query_terms))
     bucket_codes: dict[str, int] = field(default_factory=dict)
     #: files that failed to parse at the last rebuild/sync, by path
     problems: dict[str, str] = field(default_factory=dict)
@@ -491,7 +491,7 @@ def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | 
         return None
     body = orjson.loads(entries_blob)
     state = IndexState(
-        text=TextIndex.from_bytes(text_blob),
+        text=TextIndex.from_bytes(text_blob, analyzer=query_terms),
         bucket_codes=dict(body["bucket_codes"]),
         problems=dict(body["problems"]),
         duplicates={k: list(v) for k, v in body["duplicates"].items()},
