@@ -52,16 +52,17 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "EDGE_TYPES",
+    "LAYERS",
+    "VERIFICATION_BASES",
     "Deleted",
     "DuplicateIdError",
-    "EDGE_TYPES",
     "Edge",
     "Entry",
     "Finding",
     "HealthReport",
     "InvalidArgumentError",
     "InvalidNodeError",
-    "LAYERS",
     "LockTimeoutError",
     "MaintenanceReport",
     "MalformedNodeFileError",
@@ -78,7 +79,6 @@ __all__ = [
     "SyncReport",
     "UnknownLayerError",
     "UnsafeIdError",
-    "VERIFICATION_BASES",
     "bucket_dir",
     "new_id",
     "route_key",

@@ -179,7 +179,10 @@ def index_memory(root: Path) -> int:
 
 
 def store_bench(
-    sizes: Sequence[int], *, durable_sample: int = 2000, work: Path | None = None,
+    sizes: Sequence[int],
+    *,
+    durable_sample: int = 2000,
+    work: Path | None = None,
     progress: Progress | None = None,
 ) -> list[Row]:
     """Write throughput and open time at each size, beside raw floor and sqlite."""
@@ -209,9 +212,15 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
         ours = _rate(total, time.perf_counter() - t)
     floor = _raw_floor(work / f"raw_{n}", nodes, durable=False)
     sq = _sqlite_db(work / f"sq_{n}.db", nodes, durable_each=False)
-    rows.append(Row(n, "write, non-durable (nodes/s)", f"{ours:,.0f}",
-                    f"raw floor {floor:,.0f}; sqlite one txn {sq:,.0f}",
-                    f"{ours / floor:.0%} of floor; {ours / sq:.2f}× sqlite"))
+    rows.append(
+        Row(
+            n,
+            "write, non-durable (nodes/s)",
+            f"{ours:,.0f}",
+            f"raw floor {floor:,.0f}; sqlite one txn {sq:,.0f}",
+            f"{ours / floor:.0%} of floor; {ours / sq:.2f}× sqlite",
+        )
+    )
 
     sample = nodes[: min(durable_sample, total)]
     say(f"{n:,}: add(durable=True) per node on {len(sample):,}")
@@ -223,9 +232,15 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
         ours_d = _rate(len(sample), time.perf_counter() - t)
     floor_d = _raw_floor(work / f"rawd_{n}", sample, durable=True)
     sq_d = _sqlite_db(work / f"sqd_{n}.db", sample, durable_each=True)
-    rows.append(Row(n, f"write, durable per node (nodes/s, first {len(sample):,})", f"{ours_d:,.0f}",
-                    f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
-                    f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite"))
+    rows.append(
+        Row(
+            n,
+            f"write, durable per node (nodes/s, first {len(sample):,})",
+            f"{ours_d:,.0f}",
+            f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
+            f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite",
+        )
+    )
     shutil.rmtree(droot, ignore_errors=True)
     shutil.rmtree(work / f"rawd_{n}", ignore_errors=True)
 
@@ -236,9 +251,15 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
         for start in range(0, total, 1000):
             s.add_many([x.copy() for x in nodes[start : start + 1000]], durable=True, stamp=False)
         ours_b = _rate(total, time.perf_counter() - t)
-    rows.append(Row(n, "write, durable batch of 1,000 (nodes/s)", f"{ours_b:,.0f}",
-                    f"sqlite one txn {sq:,.0f}; sqlite commit each {sq_d:,.0f}",
-                    f"{ours_b / sq:.2f}× sqlite one txn; {ours_b / sq_d:.1f}× commit each"))
+    rows.append(
+        Row(
+            n,
+            "write, durable batch of 1,000 (nodes/s)",
+            f"{ours_b:,.0f}",
+            f"sqlite one txn {sq:,.0f}; sqlite commit each {sq_d:,.0f}",
+            f"{ours_b / sq:.2f}× sqlite one txn; {ours_b / sq_d:.1f}× commit each",
+        )
+    )
     shutil.rmtree(broot, ignore_errors=True)
 
     say(f"{n:,}: open")
@@ -259,10 +280,24 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
     conn.close()
     sq_open = time.perf_counter() - t
     assert len(got) == total
-    rows.append(Row(n, "open from snapshot (s)", f"{warm:.3f}", f"sqlite connect + read all rows {sq_open:.3f}",
-                    f"{warm / sq_open:.1f}× sqlite time"))
-    rows.append(Row(n, "cold rebuild from files (nodes/s)", f"{_rate(total, cold):,.0f}",
-                    f"{cold:.2f} s for {total:,} files", ""))
+    rows.append(
+        Row(
+            n,
+            "open from snapshot (s)",
+            f"{warm:.3f}",
+            f"sqlite connect + read all rows {sq_open:.3f}",
+            f"{warm / sq_open:.1f}× sqlite time",
+        )
+    )
+    rows.append(
+        Row(
+            n,
+            "cold rebuild from files (nodes/s)",
+            f"{_rate(total, cold):,.0f}",
+            f"{cold:.2f} s for {total:,} files",
+            "",
+        )
+    )
     for p in (root, work / f"raw_{n}"):
         shutil.rmtree(p, ignore_errors=True)
     return rows
@@ -306,10 +341,14 @@ def query_cases(
     domains = sorted({layout.route_key(n) for n in nodes if n.layer == "knowledge"} - {None})
     cases: list[QueryCase] = []
     for name in names:
-        like = [r[0] for r in conn.execute(
-            "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') AND content LIKE ? LIMIT 11",
-            (f"%{name}%",),
-        )]
+        like = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') "
+            "AND content LIKE ? LIMIT 11",
+                (f"%{name}%",),
+            )
+        ]
         if not 1 <= len(like) <= 10:
             continue
         domain = layout.route_key(by_name[name][0])
@@ -335,7 +374,10 @@ def _timed(fn: Callable[[], Any], repeat: int = 1) -> float:
 
 
 def search_bench(
-    sizes: Sequence[int], *, queries: int = 200, work: Path | None = None,
+    sizes: Sequence[int],
+    *,
+    queries: int = 200,
+    work: Path | None = None,
     progress: Progress | None = None,
 ) -> list[Row]:
     rows: list[Row] = []
@@ -392,7 +434,8 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
             pattern = f"%{c.query}%"
             t = time.perf_counter()
             conn.execute(
-                "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') AND content LIKE ? LIMIT 10",
+                "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') "
+                "AND content LIKE ? LIMIT 10",
                 (pattern,),
             ).fetchall()
             like_t.append((time.perf_counter() - t) * 1000)
@@ -412,16 +455,34 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
         p50, p95 = _pct(times[kind], 0.5), _pct(times[kind], 0.95)
         share = statistics.mean(scanned[kind]) if scanned[kind] else 0.0
         top_tiers = ", ".join(f"{t}:{tiers[kind].count(t)}" for t in sorted(set(tiers[kind])))
-        rows.append(Row(
-            n, f"search p50/p95 ms, {names[kind]} (scans {share:.1%}; top tier {top_tiers})",
-            f"{p50:.3f} / {p95:.3f}",
-            f"sqlite LIKE {like50:.3f} / {_pct(like_t, 0.95):.3f}; FTS5 trigram {fts50:.3f} / {_pct(fts_t, 0.95):.3f}",
-            f"{like50 / p50:.1f}× faster than LIKE; {fts50 / p50:.2f}× FTS5",
-        ))
-    rows.append(Row(n, f"recall@10 vs sqlite LIKE ({len(recalls)} queries with 1-10 LIKE rows)",
-                    f"{statistics.mean(recalls):.3f}" if recalls else "n/a", "sqlite LIKE = 1.000", ""))
-    rows.append(Row(n, "index memory (RSS after open from snapshot)", f"{index_rss / 2**20:,.0f} MiB",
-                    f"{total:,} nodes", f"{index_rss / max(total, 1) / 1024:.1f} KiB/node"))
+        rows.append(
+            Row(
+                n,
+                f"search p50/p95 ms, {names[kind]} (scans {share:.1%}; top tier {top_tiers})",
+                f"{p50:.3f} / {p95:.3f}",
+                f"sqlite LIKE {like50:.3f} / {_pct(like_t, 0.95):.3f}; "
+                f"FTS5 trigram {fts50:.3f} / {_pct(fts_t, 0.95):.3f}",
+                f"{like50 / p50:.1f}× faster than LIKE; {fts50 / p50:.2f}× FTS5",
+            )
+        )
+    rows.append(
+        Row(
+            n,
+            f"recall@10 vs sqlite LIKE ({len(recalls)} queries with 1-10 LIKE rows)",
+            f"{statistics.mean(recalls):.3f}" if recalls else "n/a",
+            "sqlite LIKE = 1.000",
+            "",
+        )
+    )
+    rows.append(
+        Row(
+            n,
+            "index memory (RSS after open from snapshot)",
+            f"{index_rss / 2**20:,.0f} MiB",
+            f"{total:,} nodes",
+            f"{index_rss / max(total, 1) / 1024:.1f} KiB/node",
+        )
+    )
     shutil.rmtree(root, ignore_errors=True)
     return rows
 

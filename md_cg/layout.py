@@ -27,8 +27,8 @@ from __future__ import annotations
 import hashlib
 import re
 import unicodedata
-from functools import lru_cache
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidArgumentError
@@ -178,8 +178,7 @@ def context_route_key(context: Any) -> str | None:
             space = context
         return route_key_of(context.get("tags") or (), space)
     raise InvalidArgumentError(
-        f"search context must be None, a domain string, a mapping or a Node, "
-        f"got {type(context).__name__}",
+        f"search context must be None, a domain string, a mapping or a Node, got {type(context).__name__}",
         name="context",
         value=context,
     )

@@ -127,9 +127,7 @@ def dump_value(v: Any) -> str:
     for base in (bool, str, int, float, list, tuple, dict):
         if isinstance(v, base):
             return _DUMPERS[base](v)
-    raise InvalidNodeError(
-        f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v
-    )
+    raise InvalidNodeError(f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v)
 
 
 _KEY_CACHE: dict[str, str] = {}

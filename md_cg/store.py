@@ -959,18 +959,17 @@ class MdCG:
     def _compact(self, *, timeout: float) -> MaintenanceReport:
         self._ensure_init()
         started = time.perf_counter()
-        with self._lock:
-            with self._maint.hold(shared=False, timeout=timeout):
-                shards_before = len(fsops.list_shards(self._meta / index.LOG_DIR))
-                ident = index.snapshot_identity(self.root)
-                if ident is not None and ident != self._snap_ident:
-                    self._load()
-                else:
-                    self._read_tail()
-                # No writer is active under the exclusive lock: every intent
-                # read so far has finished (or its writer died); settle them.
-                index.settle_pending(self.root, self._state)
-                return self._write_snapshot(started, shards_before)
+        with self._lock, self._maint.hold(shared=False, timeout=timeout):
+            shards_before = len(fsops.list_shards(self._meta / index.LOG_DIR))
+            ident = index.snapshot_identity(self.root)
+            if ident is not None and ident != self._snap_ident:
+                self._load()
+            else:
+                self._read_tail()
+            # No writer is active under the exclusive lock: every intent
+            # read so far has finished (or its writer died); settle them.
+            index.settle_pending(self.root, self._state)
+            return self._write_snapshot(started, shards_before)
 
     def rebuild_index(self, progress: Callable[[int], Any] | None = None) -> MaintenanceReport:
         """Rebuild the index from the ``.md`` files alone and write a new snapshot."""
