@@ -37,12 +37,13 @@ TMP_STALE_SECONDS = 600.0
 # -- atomic writes ------------------------------------------------------------
 
 
-def temp_name(target: Path) -> Path:
+def temp_name(target: str | os.PathLike[str]) -> str:
     """A unique temp path next to ``target``: ``.<name>.<pid>.<rand>.tmp``."""
-    return target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
+    head, name = os.path.split(os.fspath(target))
+    return os.path.join(head, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so a rename in it survives a power cut."""
     fd = os.open(path, os.O_RDONLY)
     try:
@@ -51,7 +52,7 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def write_temp(target: Path, data: bytes, *, durable: bool) -> tuple[Path, os.stat_result]:
+def write_temp(target: str | os.PathLike[str], data: bytes, *, durable: bool) -> tuple[str, os.stat_result]:
     """Write ``data`` to a fresh temp file beside ``target``.
 
     Returns the temp path and its stat (mtime and size survive the rename).
@@ -75,7 +76,7 @@ def write_temp(target: Path, data: bytes, *, durable: bool) -> tuple[Path, os.st
     return tmp, st
 
 
-def atomic_write(target: Path, data: bytes, *, durable: bool = False) -> os.stat_result:
+def atomic_write(target: str | os.PathLike[str], data: bytes, *, durable: bool = False) -> os.stat_result:
     """Replace ``target`` with ``data`` atomically (readers see old or new, never half).
 
     Returns the stat of the written file.
@@ -88,7 +89,7 @@ def atomic_write(target: Path, data: bytes, *, durable: bool = False) -> os.stat
             os.unlink(tmp)
         raise
     if durable:
-        fsync_dir(target.parent)
+        fsync_dir(os.path.dirname(os.fspath(target)))
     return st
 
 
@@ -348,7 +349,7 @@ def list_shards(directory: Path) -> list[str]:
     return sorted(n for n in names if n.endswith(SHARD_SUFFIX) and not n.startswith("."))
 
 
-def remove_if_exists(path: Path) -> bool:
+def remove_if_exists(path: str | os.PathLike[str]) -> bool:
     """Unlink ``path``; False if it was already gone."""
     try:
         os.unlink(path)

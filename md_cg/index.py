@@ -128,10 +128,14 @@ class Entry:
 
 def title_of(body: str) -> str:
     """First non-empty body line, without Markdown heading marks, shortened."""
-    for line in body.splitlines():
-        text = line.strip().lstrip("#").strip()
+    start, end = 0, len(body)
+    while start < end:
+        nl = body.find("\n", start)
+        stop = end if nl < 0 else nl
+        text = body[start:stop].strip().lstrip("#").strip()
         if text:
             return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
+        start = stop + 1
     return ""
 
 
@@ -202,7 +206,7 @@ class Parsed:
 
 def parse_file(root: Path, rel: str) -> Parsed:
     """Read and parse ``root/rel``; raise MalformedNodeFileError or OSError."""
-    path = root / rel
+    path = f"{root}/{rel}"
     with open(path, "rb") as fh:
         st = os.fstat(fh.fileno())
         data = fh.read()
@@ -687,6 +691,26 @@ def replay(root: Path, state: IndexState, tail: TailRead) -> list[str]:
         for node_id, paths in pending.items():
             touched.setdefault(node_id, []).extend(paths)
     return resolve_ids(root, state, touched)
+
+
+def prime_pending(state: IndexState, tail: TailRead) -> None:
+    """Record the intents of ``tail`` that have no ``done`` yet, without resolving anything.
+
+    Used when the state was just built from the files: a commit whose ``done``
+    was already in the log before the scan began is reflected in the scan;
+    only unfinished ones must be resolved again later.
+    """
+    for name, recs in tail.by_shard.items():
+        pending: dict[str, list[str]] = {}
+        for rec in recs:
+            if rec.get("op") == "done":
+                pending.clear()
+                continue
+            node_id, path = rec.get("id"), rec.get("path")
+            if isinstance(node_id, str) and isinstance(path, str):
+                pending.setdefault(node_id, []).append(path)
+        if pending:
+            state.pending[name] = pending
 
 
 def settle_pending(root: Path, state: IndexState) -> list[str]:

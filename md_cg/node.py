@@ -14,6 +14,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass, field, fields
+from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError
@@ -115,6 +116,7 @@ def check_id(node_id: object, *, what: str = "node id") -> str:
     return node_id
 
 
+@lru_cache(maxsize=65536)
 def _id_problem(node_id: str) -> str | None:
     if node_id == "":
         return "it is empty"
@@ -248,7 +250,7 @@ class Node:
             raise InvalidNodeError("frontmatter has no 'id'", field="id")
         if "layer" not in meta:
             raise InvalidNodeError("frontmatter has no 'layer'", field="layer", node_id=str(meta.get("id")))
-        known = {f.name for f in fields(cls)} - {"extra", "body"}
+        known = _KNOWN_FIELDS
         kwargs: dict[str, Any] = {}
         extra: dict[str, Any] = {}
         for key, value in meta.items():
@@ -270,6 +272,9 @@ class Node:
         import copy as _copy
 
         return _copy.deepcopy(self)
+
+
+_KNOWN_FIELDS = frozenset(f.name for f in fields(Node)) - {"extra", "body"}
 
 
 # -- validation -----------------------------------------------------------

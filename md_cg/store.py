@@ -174,7 +174,8 @@ class MdCG:
         self._access = fsops.ShardWriter(self._meta / access.ACCESS_DIR)
         self._audit = fsops.ShardWriter(self._meta / AUDIT_DIR)
         self._synonyms: SynonymTable | None = None
-        self._known_dirs: set[Path] = set()
+        self._known_dirs: set[str] = set()
+        self._root_str = str(self.root)
         self._closed = False
         self._initialised = (self._meta / "lock").exists()
         self._load()
@@ -239,11 +240,13 @@ class MdCG:
             state, offsets, ident = snap.state, snap.offsets, snap.identity
             self.loaded_from = "snapshot"
         else:
-            # Read the whole log after the scan: a record older than the scan
-            # may belong to a write that finished only after the scan looked
-            # (resolving an id against the disk twice is harmless).
-            offsets = {}
+            # Read the log before scanning the files: commits whose "done" is
+            # already there are reflected in the scan; the unfinished ones stay
+            # pending and are resolved against the disk after it.
+            before = index.read_tail(self.root, {})
             state = index.build_from_files(self.root)
+            index.prime_pending(state, before)
+            offsets = before.offsets
             ident = None
             self.loaded_from = "files"
         self._state: IndexState = state
@@ -415,26 +418,28 @@ class MdCG:
 
     def _apply(self, puts: Sequence[Put], dels: Sequence[tuple[str, str]], durable: bool) -> None:
         """Write the temp files, rename them into place, unlink, update the index."""
-        temps: list[tuple[Path, Path, Any]] = []
+        temps: list[tuple[str, str, Any]] = []
+        root = self._root_str
         try:
             for put in puts:
-                target = self.root / put.rel
-                if target.parent not in self._known_dirs:
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    self._known_dirs.add(target.parent)
+                target = f"{root}/{put.rel}"
+                parent = target[: target.rindex("/")]
+                if parent not in self._known_dirs:
+                    os.makedirs(parent, exist_ok=True)
+                    self._known_dirs.add(parent)
                 tmp, st = fsops.write_temp(target, put.data, durable=durable)
                 temps.append((tmp, target, st))
         except BaseException:
             for tmp, _, _ in temps:
                 fsops.remove_if_exists(tmp)
             raise
-        dirs: set[Path] = set()
+        dirs: set[str] = set()
         done = 0
         try:
             for put, (tmp, target, st) in zip(puts, temps, strict=True):
                 os.replace(tmp, target)
                 done += 1
-                dirs.add(target.parent)
+                dirs.add(target[: target.rindex("/")])
                 self._state.put(
                     index.make_entry(put.node, put.rel, st.st_mtime_ns, st.st_size, put.domain),
                     index.index_text(put.node),
@@ -444,8 +449,9 @@ class MdCG:
                 fsops.remove_if_exists(tmp)
             raise
         for node_id, rel in dels:
-            fsops.remove_if_exists(self.root / rel)
-            dirs.add((self.root / rel).parent)
+            path = f"{root}/{rel}"
+            fsops.remove_if_exists(path)
+            dirs.add(path[: path.rindex("/")])
             cur = self._state.entries.get(node_id)
             if cur is not None and cur.path == rel:
                 self._state.drop(node_id)
@@ -529,7 +535,7 @@ class MdCG:
                 put = self._prepare(node, check=False)
                 rel = put.rel
                 existing = self._state.entries.get(node.id)
-                if existing is None and (self.root / rel).exists():
+                if existing is None and os.path.lexists(f"{self._root_str}/{rel}"):
                     existing_path: str | None = rel
                 else:
                     existing_path = existing.path if existing is not None else None
