@@ -195,6 +195,26 @@ class SourceInfo:
 # -- opening ----------------------------------------------------------------
 
 
+class BadText(bytes):
+    """A TEXT value that is not valid UTF-8 (kept as its bytes so one bad row
+    does not abort reading the others)."""
+
+    @property
+    def error(self) -> str:
+        try:
+            self.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return f"not valid UTF-8 at byte {exc.start}"
+        return "not valid UTF-8"  # pragma: no cover - a BadText always fails
+
+
+def _text(value: bytes) -> str | BadText:
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return BadText(value)
+
+
 def open_readonly(path: str | Path) -> sqlite3.Connection:
     """Open ``path`` read-only (``mode=ro`` URI, ``query_only`` on).
 
@@ -209,6 +229,7 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         conn = sqlite3.connect(uri, uri=True)
     except sqlite3.Error as exc:
         raise MdcgError(f"{p}: cannot open as a sqlite database ({exc})") from None
+    conn.text_factory = _text
     try:
         conn.execute("PRAGMA query_only = ON")
         columns = _columns(conn, "nodes")
@@ -309,6 +330,8 @@ def _id_text(value: Any) -> Any:
     """Integer ids read as their decimal string; anything else unchanged."""
     if isinstance(value, int) and not isinstance(value, bool):
         return str(value)
+    if isinstance(value, BadText):
+        return None
     return value
 
 
@@ -329,9 +352,7 @@ def _decode_json(column: str, value: Any) -> Any:
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
-        raise ValueError(
-            f"invalid JSON in column {column!r} ({exc.msg} at char {exc.pos})"
-        ) from None
+        raise ValueError(f"invalid JSON in column {column!r} ({exc.msg} at char {exc.pos})") from None
 
 
 def _load_edges(conn: sqlite3.Connection) -> dict[Any, list[tuple[int, dict[str, Any]]]]:
@@ -466,6 +487,11 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
         raw_id = next((v for k, v in row.items() if k.lower() == "id"), None)
         node_id = _id_text(raw_id)
         where = f"nodes rowid {rowid} (id {raw_id!r})"
+        undecodable = [k for k, v in row.items() if isinstance(v, BadText)]
+        if undecodable:
+            column = undecodable[0]
+            yield RowResult(rowid, raw_id, None, f"{where}: column {column!r} is {row[column].error}")
+            continue
         if isinstance(node_id, str):
             if node_id in first_seen:
                 yield RowResult(
@@ -476,9 +502,7 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
                 )
                 continue
             first_seen[node_id] = rowid
-        edge_rows = (
-            [e for _, e in edges_by_source.get(node_id, ())] if isinstance(node_id, str) else []
-        )
+        edge_rows = [e for _, e in edges_by_source.get(node_id, ())] if isinstance(node_id, str) else []
         try:
             node = row_to_node(row, edge_rows)
         except InvalidNodeError as exc:
@@ -536,9 +560,7 @@ def node_edge_rows(node: Node) -> list[dict[str, Any]]:
                 "target": edge.target,
                 "type": edge.type,
                 "confidence": edge.confidence,
-                "verified": int(edge.verified)
-                if isinstance(edge.verified, bool)
-                else edge.verified,
+                "verified": int(edge.verified) if isinstance(edge.verified, bool) else edge.verified,
                 "extra": _dump_json(edge.extra) if edge.extra else None,
             }
         )
@@ -552,12 +574,10 @@ def write_nodes(conn: sqlite3.Connection, nodes: Iterable[Node]) -> tuple[int, i
     that writes, and only to the connection it is given (one transaction).
     """
     node_sql = (
-        f"INSERT INTO nodes ({', '.join(NODE_COLUMNS)}) "
-        f"VALUES ({', '.join('?' for _ in NODE_COLUMNS)})"
+        f"INSERT INTO nodes ({', '.join(NODE_COLUMNS)}) VALUES ({', '.join('?' for _ in NODE_COLUMNS)})"
     )
     edge_sql = (
-        f"INSERT INTO edges ({', '.join(EDGE_COLUMNS)}) "
-        f"VALUES ({', '.join('?' for _ in EDGE_COLUMNS)})"
+        f"INSERT INTO edges ({', '.join(EDGE_COLUMNS)}) VALUES ({', '.join('?' for _ in EDGE_COLUMNS)})"
     )
     conn.executescript(SCHEMA_SQL)
     n_nodes = n_edges = 0

@@ -184,8 +184,16 @@ def test_bad_rows_are_reported_by_rowid_and_the_good_rows_migrate(tmp_path: Path
     captured = capsys.readouterr()
     data = json.loads(captured.out)
     assert [(r["table"], r["rowid"]) for r in data["bad_rows"]] == [
-        ("nodes", 2), ("nodes", 3), ("nodes", 4), ("nodes", 5), ("nodes", 6), ("nodes", 7),
-        ("nodes", 9), ("nodes", 10), ("nodes", 11), ("edges", 3),
+        ("nodes", 2),
+        ("nodes", 3),
+        ("nodes", 4),
+        ("nodes", 5),
+        ("nodes", 6),
+        ("nodes", 7),
+        ("nodes", 9),
+        ("nodes", 10),
+        ("nodes", 11),
+        ("edges", 3),
     ]
     assert data["bad_rows"][6]["node_id"] == "b'\\x00id'"
     assert "--strict: 10 bad row(s) in the source" in captured.err
@@ -298,7 +306,11 @@ def test_dry_run_writes_nothing_and_predicts_the_migration(tmp_path: Path):
     assert attempts == []
     assert not dest.exists() and not dest.parent.exists()
     assert (dry.mode, dry.created, dry.updated, dry.unchanged, dry.verified) == (
-        "dry-run", SLICE_ROWS, 0, 0, 0,
+        "dry-run",
+        SLICE_ROWS,
+        0,
+        0,
+        0,
     )
     expected_buckets = Counter(bucket_of(n) for n in nodes if n.layer == "knowledge")
     assert dry.buckets == dict(expected_buckets)
@@ -350,8 +362,13 @@ def test_progress_counts_rows_written_then_verified(tmp_path: Path):
     # Writing: after each batch of 100 rows and at the end; then verifying, the same.
     assert calls == [(100, 452), (200, 452), (226, 452), (326, 452), (426, 452), (452, 452)]
     calls.clear()
-    migrate(bundled_sample_path(), tmp_path / "d", batch=100, dry_run=True,
-            progress=lambda d, t: calls.append((d, t)))
+    migrate(
+        bundled_sample_path(),
+        tmp_path / "d",
+        batch=100,
+        dry_run=True,
+        progress=lambda d, t: calls.append((d, t)),
+    )
     assert calls == [(100, 226), (200, 226), (226, 226)]
 
 
@@ -400,9 +417,7 @@ def test_a_changed_source_or_no_resume_starts_from_the_first_row(tmp_path: Path)
     _execute(src, "UPDATE nodes SET content = 'edited' WHERE rowid = 200")
     report = migrate(src, dest, batch=50)
     assert report.resumed_from == 0
-    assert report.restarted == (
-        "the source changed since the interrupted run (size, mtime or sha256 differ)"
-    )
+    assert report.restarted == ("the source changed since the interrupted run (size, mtime or sha256 differ)")
     assert (report.skipped, report.unchanged, report.created) == (0, 50, SLICE_ROWS - 50)
     assert report.ok
 
@@ -483,9 +498,7 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path: Path):
     (tmp_path / "notes.sqlite").write_text("just text, not a database\n")
     junk = _run_cli("notes.sqlite", "out", cwd=tmp_path)
     assert junk.returncode == 2
-    assert junk.stderr == (
-        "error: notes.sqlite: not a readable sqlite database (file is not a database)\n"
-    )
+    assert junk.stderr == ("error: notes.sqlite: not a readable sqlite database (file is not a database)\n")
     assert not (tmp_path / "out").exists()
     ok = _run_cli(str(bundled_sample_path()), "out", "--json", "--no-progress", cwd=tmp_path)
     assert ok.returncode == 0, ok.stderr
@@ -502,22 +515,19 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path: Path):
         assert "Traceback" not in result.stderr
 
 
-def test_a_database_failing_mid_read_is_a_one_line_error(tmp_path: Path, capsys):
+def test_text_that_is_not_utf8_is_a_bad_row(tmp_path: Path, capsys):
     src = tmp_path / "utf.sqlite"
     conn = sqlite3.connect(src)
     conn.executescript(SCHEMA_SQL)
     with conn:
         conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('a', 'self', 'fine')")
-        conn.execute(
-            "INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))"
-        )
+        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))")
     conn.close()
-    assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 2
-    err = capsys.readouterr().err
-    assert err.startswith(f"error: {src}: reading the database failed (Could not decode to UTF-8")
-    assert err.count("\n") == 1
-    assert main([str(src), str(tmp_path / "dry"), "--dry-run", "--no-progress"]) == 2
-    assert not (tmp_path / "dry").exists()
+    assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "nodes rowid 2 (id 'b'): column 'content' is not valid UTF-8 at byte 0" in out
+    assert (tmp_path / "store" / "self" / "a.md").exists()
+    assert main([str(src), str(tmp_path / "strict"), "--no-progress", "--strict"]) == 1
 
 
 # -- the full sample (slow) ----------------------------------------------------------------
@@ -540,8 +550,13 @@ def test_full_sample_migrates_with_zero_mismatches_and_every_edge(tmp_path: Path
     assert report.ok and report.mismatches == [] and report.bad_rows == []
     assert (report.rows, report.migrated, report.created, report.verified) == (3228,) * 4
     assert report.layers == {
-        "knowledge": 3048, "unresolved": 30, "rejected": 26, "self": 28, "contextual": 42,
-        "structural": 30, "anchor": 24,
+        "knowledge": 3048,
+        "unresolved": 30,
+        "rejected": 26,
+        "self": 28,
+        "contextual": 42,
+        "structural": 30,
+        "anchor": 24,
     }
     assert (len(report.buckets), max(report.buckets.values())) == (91, 163)
     assert (_sha256(src), src.stat().st_mtime_ns) == (digest, mtime)
@@ -563,9 +578,7 @@ def test_full_sample_migrates_with_zero_mismatches_and_every_edge(tmp_path: Path
     assert len(file_edges) == 2447
     assert sorted(file_edges, key=repr) == sorted(source_edges, key=repr)
     assert len(source_dangling) == 9
-    assert sorted((f.node_id, f.detail.split("'")[1]) for f in health.findings) == sorted(
-        source_dangling
-    )
+    assert sorted((f.node_id, f.detail.split("'")[1]) for f in health.findings) == sorted(source_dangling)
     assert {f.kind for f in health.findings} == {"dangling_edge"}
 
     files = _file_bytes(dest)
@@ -622,8 +635,7 @@ def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
     assert present >= second["rowid"]
 
     result = subprocess.run(
-        [sys.executable, "-m", "migrate", str(src), str(dest), "--batch", "25", "--json",
-         "--no-progress"],
+        [sys.executable, "-m", "migrate", str(src), str(dest), "--batch", "25", "--json", "--no-progress"],
         env=python_env(),
         capture_output=True,
         text=True,

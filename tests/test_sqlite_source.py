@@ -184,9 +184,7 @@ def test_minimal_table_unknown_columns_and_integer_ids(tmp_path: Path):
     results = list(iter_rows(conn))
     info = inspect_source(conn, db)
     conn.close()
-    assert results[0].node == Node(
-        id="7", layer="knowledge", body="text", extra={"source": "lecture"}
-    )
+    assert results[0].node == Node(id="7", layer="knowledge", body="text", extra={"source": "lecture"})
     assert results[0].node_id == 7
     assert "column 'pic' holds a BLOB" in results[1].error
     assert info.unknown_columns == ("source", "pic")
@@ -277,6 +275,27 @@ def test_row_to_node_raises_with_the_field_named():
     with pytest.raises(InvalidNodeError, match="'importance'"):
         row_to_node({"id": "a", "layer": "knowledge", "content": "", "importance": "high"})
     with pytest.raises(InvalidNodeError, match=r"invalid JSON in column 'edges\.extra'"):
-        row_to_node(
-            {"id": "a", "layer": "knowledge", "content": ""}, [{"target": "b", "extra": "{"}]
-        )
+        row_to_node({"id": "a", "layer": "knowledge", "content": ""}, [{"target": "b", "extra": "{"}])
+
+
+def test_text_that_is_not_utf8_is_a_bad_row_not_a_failed_read(tmp_path) -> None:
+    import sqlite3
+
+    from md_cg import sqlite_source
+
+    db = tmp_path / "bad.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(sqlite_source.SCHEMA_SQL)
+    conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('good1', 'self', 'fine')")
+    conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('broken', 'self', CAST(X'61FF62' AS TEXT))")
+    conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('good2', 'self', 'also fine')")
+    conn.commit()
+    conn.close()
+    with sqlite_source.open_readonly(db) as ro:
+        results = list(sqlite_source.iter_rows(ro))
+    assert [(r.rowid, r.node.id if r.node else None) for r in results] == [
+        (1, "good1"),
+        (2, None),
+        (3, "good2"),
+    ]
+    assert results[1].error == "nodes rowid 2 (id 'broken'): column 'content' is not valid UTF-8 at byte 1"
