@@ -43,6 +43,15 @@ def temp_name(target: str | os.PathLike[str]) -> str:
     return os.path.join(head, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
 
 
+def fsync_file(path: str | os.PathLike[str]) -> None:
+    """fsync a file that is already written and closed."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def fsync_dir(path: str | os.PathLike[str]) -> None:
     """fsync a directory so a rename in it survives a power cut."""
     fd = os.open(path, os.O_RDONLY)

@@ -420,6 +420,9 @@ class MdCG:
         """Write the temp files, rename them into place, unlink, update the index."""
         temps: list[tuple[str, str, Any]] = []
         root = self._root_str
+        # Durable: the group commit writes every temp file first and fsyncs them
+        # in a second pass (the kernel can write them back together), so all
+        # are on disk before the first rename.
         try:
             for put in puts:
                 target = f"{root}/{put.rel}"
@@ -427,8 +430,11 @@ class MdCG:
                 if parent not in self._known_dirs:
                     os.makedirs(parent, exist_ok=True)
                     self._known_dirs.add(parent)
-                tmp, st = fsops.write_temp(target, put.data, durable=durable)
+                tmp, st = fsops.write_temp(target, put.data, durable=False)
                 temps.append((tmp, target, st))
+            if durable:
+                for tmp, _, _ in temps:
+                    fsops.fsync_file(tmp)
         except BaseException:
             for tmp, _, _ in temps:
                 fsops.remove_if_exists(tmp)

@@ -235,6 +235,9 @@ def test_durable_writes_fsync_and_batch_is_one_group_commit(
         s.add_many([knowledge(f"b{i}") for i in range(20)], durable=True)
         # one log fsync, one per file, one per folder (all in one bucket)
         assert len(calls) == 1 + 20 + 1
+        calls.clear()
+        s.add_many([knowledge(f"g{i}", domain=f"d{i % 2}") for i in range(40)], durable=True)
+        assert len(calls) == 1 + 40 + 2  # two bucket folders
 
 
 def test_health_reports_layer_counts_and_is_clean(store: MdCG) -> None:
