@@ -103,6 +103,10 @@ class Scope:
 # ------------------------------------------------------------------ segments
 
 
+#: Top-k queries over fewer postings than this are scored exhaustively.
+_PRUNE_MIN_POSTINGS = 20_000
+
+
 class _Segment:
     """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
 
@@ -442,6 +446,10 @@ class TextIndex:
         if not weights:
             return []
         tids = list(weights)
+        if k is not None and len(tids) > 1:
+            top = self._match_top_k(tids, list(weights.values()), scope, k, exclude)
+            if top is not None:
+                return top
         term_idx, docs, tfs = self._gather(tids)
         idf = self._idf(term_idx, docs, len(tids))
         docs, keep = self._in_scope(docs, scope)
@@ -465,6 +473,113 @@ class TextIndex:
         self._zero_excluded(scores, exclude)
         cand = np.flatnonzero(scores > 0)
         return self._ranked(cand, scores[cand], k)
+
+    def _spans(self, tids: Sequence[int]) -> list[list[tuple[_Segment, int, int]]]:
+        """Per term id: the (segment, start, stop) of its postings in each segment."""
+        q = np.asarray(tids, dtype=np.int32)
+        spans: list[list[tuple[_Segment, int, int]]] = [[] for _ in tids]
+        for seg in self._segments:
+            if len(seg.terms) == 0:
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            for h in np.flatnonzero(seg.terms[pos] == q).tolist():
+                p = int(pos[h])
+                spans[h].append((seg, int(seg.ptr[p]), int(seg.ptr[p + 1])))
+        return spans
+
+    def _match_top_k(
+        self,
+        tids: list[int],
+        weights: list[float],
+        scope: Scope,
+        k: int,
+        exclude: Collection[str],
+    ) -> list[tuple[str, float]] | None:
+        """Exact top-k BM25 without scoring every posting of very common terms (MaxScore).
+
+        A term's contribution to any document is below ``ub = w * idf * (k1 + 1)``.
+        Terms are taken in decreasing ``ub``; the first ``m`` (*essential*)
+        terms give the candidates and their partial scores. When the sum of
+        the other terms' ``ub`` is below the k-th best partial score, no
+        document lacking every essential term can reach the top k, so only
+        the candidates are completed with the other terms (looked up by binary
+        search in their postings, not gathered). Returns None when pruning
+        does not pay (few postings, or the essential terms hold most of them):
+        the caller then scores every posting. The result equals full scoring
+        (up to floating-point summation order).
+        """
+        spans = self._spans(tids)
+        lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+        total = int(lengths.sum())
+        if total < _PRUNE_MIN_POSTINGS:
+            return None
+        if self._dead:
+            alive = self._alive
+            df = np.array(
+                [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
+                dtype=np.float64,
+            )
+        else:
+            df = lengths.astype(np.float64)
+        n = len(self._slot)
+        idf = np.log1p((n - df + 0.5) / (df + 0.5))
+        idf[df == 0] = 0.0
+        k1, b = self.k1, self.b
+        coef = np.asarray(weights, dtype=np.float64) * idf * (k1 + 1.0)
+        order = np.argsort(-coef, kind="stable").tolist()
+        mask = self._mask(scope)
+        norm = k1 * b * n / self._live_len
+        base = k1 * (1.0 - b)
+        lens = self._len
+        excluded = np.array([s for s in map(self._slot.get, exclude) if s is not None], dtype=np.int64)
+        docs_parts: list[np.ndarray] = []
+        contrib_parts: list[np.ndarray] = []
+        gathered = 0
+        for m in range(1, len(order)):
+            j = order[m - 1]  # the term that just became essential
+            gathered += int(lengths[j])
+            if gathered > total // 2:
+                return None
+            for seg, a, z in spans[j]:
+                d = seg.docs[a:z]
+                keep = mask[d]
+                d = d[keep]
+                tf = seg.tfs[a:z][keep].astype(np.float64)
+                den = lens[d] * norm + base + tf
+                docs_parts.append(d)
+                contrib_parts.append(tf / den * coef[j])
+            others = order[m:]
+            rest = float(coef[others].sum())
+            # A partial score never exceeds the essential terms' bounds together.
+            if not docs_parts or rest >= float(coef[order[:m]].sum()):
+                continue
+            cand, inverse = np.unique(np.concatenate(docs_parts), return_inverse=True)
+            score = np.bincount(inverse, weights=np.concatenate(contrib_parts), minlength=len(cand))
+            if len(excluded):
+                keep = ~np.isin(cand, excluded)
+                cand, score = cand[keep], score[keep]
+            if len(cand) < k:
+                continue
+            theta = float(np.partition(score, len(score) - k)[len(score) - k])
+            if rest >= theta:
+                continue
+            # Complete the candidates' scores through a slot -> candidate map.
+            position = np.full(len(self._ids), -1, dtype=np.int32)
+            position[cand] = np.arange(len(cand), dtype=np.int32)
+            for j in others:
+                for seg, a, z in spans[j]:
+                    where = position[seg.docs[a:z]]
+                    hit = np.flatnonzero(where >= 0)
+                    if len(hit) == 0:
+                        continue
+                    at = where[hit]
+                    tf = seg.tfs[a:z][hit].astype(np.float64)
+                    den = lens[cand[at]] * norm + base + tf
+                    score[at] += tf / den * coef[j]
+            positive = score > 0
+            return self._ranked(cand[positive].astype(np.int64), score[positive], k)
+        return None
 
     def similar(
         self,

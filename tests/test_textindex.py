@@ -421,3 +421,42 @@ def test_similar_uses_known_words_exactly_and_caps_fuzzy_candidates(monkeypatch)
     assert [d for d, s in ix.similar("binarx", ix.scope(), k=3) if s > 0] == ["near", "exact"]
     monkeypatch.setattr(textindex, "SIMILAR_CANDIDATES", 1)
     assert [d for d, s in ix.similar("binarx", ix.scope(), k=3) if s > 0] == ["near"]
+
+
+def test_pruned_top_k_equals_exhaustive_scoring(monkeypatch) -> None:
+    """MaxScore pruning of common terms returns exactly the exhaustive top k."""
+    import random
+
+    from md_cg import textindex as ti_mod
+
+    rng = random.Random(11)
+    vocab = [f"w{i}" for i in range(300)]
+    weights = [1.0 / (i + 1) for i in range(300)]  # Zipf: a few terms in most documents
+    index = ti_mod.TextIndex()
+    for d in range(3000):
+        terms = rng.choices(vocab, weights=weights, k=rng.randint(5, 30))
+        index.add(f"d{d:04d}", terms, layer=d % 3, bucket=d % 7, prior=rng.random())
+    for d in range(0, 3000, 17):
+        index.remove(f"d{d:04d}")  # dead slots too
+    scopes = [index.scope(), index.scope(layers=[0, 1]), index.scope(buckets=[2, 3, 4])]
+    real = ti_mod.TextIndex._match_top_k
+    used: list[bool] = []
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        out = real(self, *args)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(ti_mod.TextIndex, "_match_top_k", counting)
+    for _ in range(150):
+        query = [(t, rng.choice([1.0, 0.6])) for t in rng.sample(vocab[:60], rng.randint(2, 8))]
+        scope = rng.choice(scopes)
+        exclude = {f"d{rng.randrange(3000):04d}" for _ in range(rng.randint(0, 5))}
+        k = rng.choice([1, 5, 10, 25])
+        monkeypatch.setattr(ti_mod, "_PRUNE_MIN_POSTINGS", 0)
+        pruned = index.match(query, scope, k=k, exclude=exclude)
+        monkeypatch.setattr(ti_mod, "_PRUNE_MIN_POSTINGS", 10**12)
+        full = index.match(query, scope, k=k, exclude=exclude)
+        assert [i for i, _ in pruned] == [i for i, _ in full]
+        assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
+    assert sum(used) >= 75  # the pruned path answered at least half of the 150 queries
