@@ -187,12 +187,17 @@ def store_bench(
     progress: Progress | None = None,
 ) -> list[Row]:
     """Write throughput and open time at each size, beside raw floor and sqlite."""
+    return _per_size(sizes, work, lambda n, base: _store_size(n, base, durable_sample, progress))
+
+
+def _per_size(sizes: Sequence[int], work: Path | None, one: Callable[[int, Path], list[Row]]) -> list[Row]:
+    """Run ``one(n, folder)`` for each size in a scratch folder removed afterwards."""
     rows: list[Row] = []
     base = Path(work or tempfile.mkdtemp(prefix="mdcg-bench-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
         for n in sizes:
-            rows += _store_size(n, base, durable_sample, progress)
+            rows += one(n, base)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     return rows
@@ -392,15 +397,7 @@ def search_bench(
     work: Path | None = None,
     progress: Progress | None = None,
 ) -> list[Row]:
-    rows: list[Row] = []
-    base = Path(work or tempfile.mkdtemp(prefix="mdcg-search-"))
-    base.mkdir(parents=True, exist_ok=True)
-    try:
-        for n in sizes:
-            rows += _search_size(n, base, queries, progress)
-    finally:
-        shutil.rmtree(base, ignore_errors=True)
-    return rows
+    return _per_size(sizes, work, lambda n, base: _search_size(n, base, queries, progress))
 
 
 def _search_size(n: int, work: Path, queries: int, progress: Progress | None) -> list[Row]:

@@ -20,6 +20,7 @@ Concurrency model
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -583,6 +584,29 @@ class MdCG:
             )
         return self.modify(node_id, lambda node: _apply(node, changes), durable=durable)
 
+    @contextlib.contextmanager
+    def _locked(self, node_id: str) -> Iterator[Entry]:
+        """Hold a node for a read-modify-write; yield its current entry.
+
+        Lock order everywhere: the id's stripe, then the maintenance lock
+        (shared). Holding the shared lock across the read keeps compaction from
+        rewriting the node between our read and our write; the log is re-read
+        first so another process's last change to the node is seen.
+        """
+        check_id(node_id)
+        self._check_open()
+        self._ensure_init()
+        with (
+            self._lock,
+            self._stripe(node_id).hold(timeout=self.lock_timeout),
+            self._maint.hold(shared=True, timeout=self.lock_timeout),
+        ):
+            self.refresh()
+            current = self._state.entries.get(node_id)
+            if current is None:
+                raise NodeNotFoundError(node_id)
+            yield current
+
     def modify(
         self,
         node_id: str,
@@ -596,21 +620,7 @@ class MdCG:
         mutates it or returns a replacement. The result is validated before
         anything is written; ``updated_at`` is set to now.
         """
-        check_id(node_id)
-        self._check_open()
-        self._ensure_init()
-        # Lock order everywhere: stripe, then maintenance (shared). Holding the
-        # shared lock across the read keeps compaction from rewriting the node
-        # between our read and our write.
-        with (
-            self._lock,
-            self._stripe(node_id).hold(timeout=self.lock_timeout),
-            self._maint.hold(shared=True, timeout=self.lock_timeout),
-        ):
-            self.refresh()
-            current = self._state.entries.get(node_id)
-            if current is None:
-                raise NodeNotFoundError(node_id)
+        with self._locked(node_id) as current:
             node = nodefile.read_node(self.root / current.path)
             result = change(node)
             if result is not None:
@@ -639,18 +649,7 @@ class MdCG:
         :class:`NodeHasIncomingEdgesError` listing them, unless ``force=True``
         (then the edges are left dangling and returned in the result).
         """
-        check_id(node_id)
-        self._check_open()
-        self._ensure_init()
-        with (
-            self._lock,
-            self._stripe(node_id).hold(timeout=self.lock_timeout),
-            self._maint.hold(shared=True, timeout=self.lock_timeout),
-        ):
-            self.refresh()
-            current = self._state.entries.get(node_id)
-            if current is None:
-                raise NodeNotFoundError(node_id)
+        with self._locked(node_id) as current:
             incoming = tuple(
                 sorted((src, etype) for src, etype in self._state.reverse.get(node_id, ()) if src != node_id)
             )
