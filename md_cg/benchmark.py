@@ -211,10 +211,11 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
 
     say(f"{n:,}: add() one node at a time")
     root = work / f"md_{n}"
+    copies = [node.copy() for node in nodes]  # add() stamps what it is given
     with MdCG(root, auto_compact=None) as s:  # the cold open below reads the files
         t = time.perf_counter()
-        for node in nodes:
-            s.add(node.copy(), stamp=False)
+        for node in copies:
+            s.add(node, stamp=False)
         ours = _rate(total, time.perf_counter() - t)
     floor = _raw_floor(work / f"raw_{n}", nodes, durable=False)
     sq = _sqlite_db(work / f"sq_{n}.db", nodes, durable_each=False)
@@ -231,10 +232,11 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
     sample = nodes[: min(durable_sample, total)]
     say(f"{n:,}: add(durable=True) per node on {len(sample):,}")
     droot = work / f"mdd_{n}"
+    copies = [node.copy() for node in sample]
     with MdCG(droot) as s:
         t = time.perf_counter()
-        for node in sample:
-            s.add(node.copy(), durable=True, stamp=False)
+        for node in copies:
+            s.add(node, durable=True, stamp=False)
         ours_d = _rate(len(sample), time.perf_counter() - t)
     floor_d = _raw_floor(work / f"rawd_{n}", sample, durable=True)
     sq_d = _sqlite_db(work / f"sqd_{n}.db", sample, durable_each=True)
@@ -252,10 +254,11 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
 
     say(f"{n:,}: add_many(durable=True) in batches of 1,000")
     broot = work / f"mdb_{n}"
+    copies = [node.copy() for node in nodes]
     with MdCG(broot) as s:
         t = time.perf_counter()
         for start in range(0, total, 1000):
-            s.add_many([x.copy() for x in nodes[start : start + 1000]], durable=True, stamp=False)
+            s.add_many(copies[start : start + 1000], durable=True, stamp=False)
         ours_b = _rate(total, time.perf_counter() - t)
     rows.append(
         Row(
