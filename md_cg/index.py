@@ -74,22 +74,33 @@ class Entry:
     conditions: list[str]
     title: str
     edges: list[list[str]]  # [target, type] pairs
-    condition_space: dict[str, Any] | None = None
+    #: the condition space as compact JSON (parsed on demand: few callers need it,
+    #: and one string is far cheaper to load than a dict of lists)
+    space_json: str | None = None
     access_count: int = 0
     last_access: float | None = None
 
-    def to_list(self) -> list[Any]:
+    @property
+    def condition_space(self) -> dict[str, Any] | None:
+        """The node's ``condition_space`` (a fresh dict on every access)."""
+        return None if self.space_json is None else orjson.loads(self.space_json)
+
+    def to_row(self) -> list[Any]:
+        """The snapshot row: the path and domain are left out when derivable."""
+        path = None if self.path == canonical_path(self) else self.path
         return [
-            self.id, self.path, self.layer, self.bucket, self.domain, self.mtime_ns,
-            self.size, self.tags, self.importance, self.confidence, self.created_at,
-            self.updated_at, self.verification_basis, self.ccg_missing,
-            self.conditions, self.title, self.edges, self.condition_space,
-            self.access_count, self.last_access,
+            self.id, path, self.layer, self.bucket, self.mtime_ns, self.size, self.tags,
+            self.importance, self.confidence, self.created_at, self.updated_at,
+            self.verification_basis, self.ccg_missing, self.conditions, self.title,
+            self.edges, self.space_json, self.access_count, self.last_access,
         ]  # fmt: skip
 
     @classmethod
-    def from_list(cls, row: list[Any]) -> Entry:
-        return cls(*row)
+    def from_row(cls, row: list[Any], domains: dict[str, str]) -> Entry:
+        node_id, path, layer, bucket = row[0], row[1], row[2], row[3]
+        if path is None:
+            path = f"knowledge/{bucket}/{node_id}.md" if bucket else f"{layer}/{node_id}.md"
+        return cls(node_id, path, layer, bucket, domains.get(bucket) if bucket else None, *row[4:])
 
 
 def title_of(body: str) -> str:
@@ -140,7 +151,7 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | Non
         conditions=list(node_conditions(node, elems)),
         title=title_of(node.body),
         edges=[[e.target, e.type] for e in node.edges],
-        condition_space=node.condition_space,
+        space_json=orjson.dumps(node.condition_space).decode() if node.condition_space else None,
         access_count=node.access_count or 0,
         last_access=node.last_access,
     )
@@ -255,7 +266,9 @@ class IndexState:
     """All entries plus the structures derived from them."""
 
     entries: dict[str, Entry] = field(default_factory=dict)
-    buckets: dict[str, set[str]] = field(default_factory=dict)
+    #: knowledge bucket folder -> number of nodes, and -> its domain (route key)
+    buckets: dict[str, int] = field(default_factory=dict)
+    bucket_domains: dict[str, str] = field(default_factory=dict)
     reverse: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
     text: TextIndex = field(default_factory=lambda: TextIndex(analyzer=query_terms))
     bucket_codes: dict[str, int] = field(default_factory=dict)
@@ -290,7 +303,9 @@ class IndexState:
             self._unlink(old)
         self.entries[entry.id] = entry
         if entry.bucket is not None:
-            self.buckets.setdefault(entry.bucket, set()).add(entry.id)
+            self.buckets[entry.bucket] = self.buckets.get(entry.bucket, 0) + 1
+            if entry.domain is not None:
+                self.bucket_domains[entry.bucket] = entry.domain
         for target, etype in entry.edges:
             self.reverse.setdefault(target, set()).add((entry.id, etype))
         prior = entry.importance if entry.importance is not None else 0.5
@@ -335,11 +350,12 @@ class IndexState:
 
     def _unlink(self, old: Entry) -> None:
         if old.bucket is not None:
-            members = self.buckets.get(old.bucket)
-            if members is not None:
-                members.discard(old.id)
-                if not members:
-                    del self.buckets[old.bucket]
+            left = self.buckets.get(old.bucket, 0) - 1
+            if left > 0:
+                self.buckets[old.bucket] = left
+            else:
+                self.buckets.pop(old.bucket, None)
+                self.bucket_domains.pop(old.bucket, None)
         for target, etype in old.edges:
             sources = self.reverse.get(target)
             if sources is not None:
@@ -417,7 +433,8 @@ def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> No
     state.flush_text()
     entries_blob = orjson.dumps(
         {
-            "entries": [e.to_list() for e in state.entries.values()],
+            "entries": [e.to_row() for e in state.entries.values()],
+            "bucket_domains": state.bucket_domains,
             "bucket_codes": state.bucket_codes,
             "problems": state.problems,
             "duplicates": state.duplicates,
@@ -425,10 +442,10 @@ def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> No
         }
     )
     text_blob = state.text.to_bytes()
-    digest = zlib.crc32(text_blob, zlib.crc32(entries_blob))
+    digest = zlib.crc32(entries_blob)  # the text index carries a checksum of its own
     header = orjson.dumps(
         {
-            "version": 2,
+            "version": 3,
             "created": time.time(),
             "offsets": offsets,
             "entries_len": len(entries_blob),
@@ -477,7 +494,7 @@ def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | 
         return None
     nl = data.index(b"\n", len(SNAPSHOT_MAGIC))
     header = orjson.loads(data[len(SNAPSHOT_MAGIC) : nl])
-    if header.get("version") != 2:
+    if header.get("version") != 3:
         return None
     start = nl + 1
     view = memoryview(data)  # no copy of the (large) entries section
@@ -485,7 +502,7 @@ def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | 
     text_blob = data[start + header["entries_len"] :]
     if len(entries_blob) != header["entries_len"] or len(text_blob) != header["text_len"]:
         return None
-    if zlib.crc32(text_blob, zlib.crc32(entries_blob)) != header["crc32"]:
+    if zlib.crc32(entries_blob) != header["crc32"]:
         return None
     body = orjson.loads(entries_blob)
     state = IndexState(
@@ -498,11 +515,13 @@ def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | 
     entries = state.entries
     buckets = state.buckets
     reverse = state.reverse
+    domains = state.bucket_domains = dict(body["bucket_domains"])
+    from_row = Entry.from_row
     for row in body["entries"]:
-        e = Entry.from_list(row)
+        e = from_row(row, domains)
         entries[e.id] = e
         if e.bucket is not None:
-            buckets.setdefault(e.bucket, set()).add(e.id)
+            buckets[e.bucket] = buckets.get(e.bucket, 0) + 1
         for target, etype in e.edges:
             reverse.setdefault(target, set()).add((e.id, etype))
     if len(state.text) != len(entries):

@@ -151,8 +151,7 @@ def plan(state: IndexState, words: Sequence[str], layer: str | None, context: An
     if isinstance(context, Mapping) and "big_domain" in context:
         big, scores = routing.resolve_big_domain(context["big_domain"], words)
         if big is not None:
-            keys = {e.domain for e in state.entries.values() if e.bucket is not None}
-            wanted = set(routing.buckets_for_big_domain(big, keys))
+            wanted = set(routing.buckets_for_big_domain(big, set(state.bucket_domains.values())))
             buckets = sorted(layout.bucket_dir(k) for k in wanted)
     else:
         big, scores = routing.big_domain_classify(words)

@@ -1204,7 +1204,7 @@ class MdCG:
 
     def bucket_sizes(self) -> dict[str, int]:
         """Knowledge bucket folder -> number of nodes (``orphan`` included)."""
-        return {b: len(ids) for b, ids in sorted(self._state.buckets.items())}
+        return dict(sorted(self._state.buckets.items()))
 
 
 def _apply(node: Node, changes: dict[str, Any]) -> Node:
