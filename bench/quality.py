@@ -119,6 +119,36 @@ def ours(analyzer: Analyzer | None = None, k1: float = DEFAULT_K1, b: float = DE
     return build
 
 
+def ours_store() -> Builder:
+    """The whole engine: MdCG.search (synonym expansion, the T0-T3 ladder) without context.
+
+    Each document is a knowledge node of a fresh store in a temporary folder
+    (ids are renumbered: the data sets' ids are not all safe file names).
+    """
+
+    def build(ids: list[str], texts: list[str]) -> Searcher:
+        import atexit
+        import shutil
+        import tempfile
+
+        from md_cg import MdCG, Node
+
+        folder = tempfile.mkdtemp(prefix="mdcg-quality-")
+        atexit.register(shutil.rmtree, folder, True)
+        store = MdCG(folder, auto_compact=None)
+        store.add_many(
+            [Node(id=f"d{i}", layer="knowledge", body=t) for i, t in enumerate(texts)], stamp=False
+        )
+
+        def search(q: str, k: int) -> list[str]:
+            results, _ = store.search(q, k=k, judge=False, record=False)
+            return [ids[int(r.id[1:])] for r in results]
+
+        return search
+
+    return build
+
+
 def bm25s_words(stem: bool, own_stopwords: bool = False) -> Builder:
     """bm25s (Lucene BM25, k1=1.5, b=0.75), NLTK-style English stopwords, +/- Snowball stems.
 
@@ -513,6 +543,7 @@ def main(argv: list[str] | None = None) -> int:
     if convs:
         methods = {
             "md-cg TextIndex": ours(),
+            "md-cg MdCG.search (synonyms, ladder)": ours_store(),
             "bm25s + Snowball stem": bm25s_words(True),
             "bm25s": bm25s_words(False),
             "bm25s + Snowball stem, bm25s 'en' stopwords": bm25s_words(True, own_stopwords=True),
@@ -527,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
     if cmrc:
         methods = {
             "md-cg TextIndex": ours(),
+            "md-cg MdCG.search (synonyms, ladder)": ours_store(),
             "BM25 over char bigrams (bm25s)": bm25s_tokens(char_bigrams_plain),
             "sqlite FTS5 trigram, bm25()": sqlite_fts5_trigram(),
         }
