@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import time
 import uuid
@@ -37,10 +38,21 @@ TMP_STALE_SECONDS = 600.0
 # -- atomic writes ------------------------------------------------------------
 
 
+_TEMP_TAG: list[Any] = [-1, "", None]  # pid, random token, counter (renewed after fork)
+
+
 def temp_name(target: str | os.PathLike[str]) -> str:
-    """A unique temp path next to ``target``: ``.<name>.<pid>.<rand>.tmp``."""
+    """A unique temp path next to ``target``: ``.<name>.<pid>.<token><n>.tmp``.
+
+    The pid says whose it is (``sync`` removes temp files of dead writers); a
+    random token drawn once per process plus a counter keeps names unique
+    without the cost of a UUID per write (and O_EXCL refuses any clash).
+    """
+    pid = os.getpid()
+    if _TEMP_TAG[0] != pid:
+        _TEMP_TAG[:] = [pid, os.urandom(4).hex(), itertools.count()]
     head, name = os.path.split(os.fspath(target))
-    return os.path.join(head, f".{name}.{os.getpid()}.{uuid.uuid4().hex[:12]}{TMP_SUFFIX}")
+    return os.path.join(head, f".{name}.{pid}.{_TEMP_TAG[1]}{next(_TEMP_TAG[2]):x}{TMP_SUFFIX}")
 
 
 def fsync_file(path: str | os.PathLike[str]) -> None:
