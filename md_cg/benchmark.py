@@ -117,27 +117,34 @@ def _sqlite_db(path: Path, nodes: Sequence[Node], *, durable_each: bool) -> floa
     return _rate(len(values), elapsed)
 
 
-def _raw_floor(root: Path, nodes: Sequence[Node], *, durable: bool) -> float:
+def _raw_floor(root: Path, nodes: Sequence[Node], *, durable: bool, batch: int = 1) -> float:
+    """The floor of any engine: the same file bytes (serialised before the clock
+    starts), each a temp file + ``os.replace``; durable: fsync of each file and
+    of each folder once per ``batch`` files. Returns files/s."""
     payload = [(layout.rel_path(n), nodefile.dumps(n).encode("utf-8")) for n in nodes]
     made: set[Path] = set()
     t = time.perf_counter()
-    for rel, data in payload:
-        target = root / rel
-        parent = target.parent
-        if parent not in made:
-            parent.mkdir(parents=True, exist_ok=True)
-            made.add(parent)
-        tmp = parent / f".{target.name}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        os.write(fd, data)
+    for start in range(0, len(payload), batch):
+        dirs: set[Path] = set()
+        for rel, data in payload[start : start + batch]:
+            target = root / rel
+            parent = target.parent
+            if parent not in made:
+                parent.mkdir(parents=True, exist_ok=True)
+                made.add(parent)
+            tmp = parent / f".{target.name}.tmp"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            os.write(fd, data)
+            if durable:
+                os.fsync(fd)
+            os.close(fd)
+            os.replace(tmp, target)
+            dirs.add(parent)
         if durable:
-            os.fsync(fd)
-        os.close(fd)
-        os.replace(tmp, target)
-        if durable:
-            dfd = os.open(parent, os.O_RDONLY)
-            os.fsync(dfd)
-            os.close(dfd)
+            for parent in dirs:
+                dfd = os.open(parent, os.O_RDONLY)
+                os.fsync(dfd)
+                os.close(dfd)
     return _rate(len(payload), time.perf_counter() - t)
 
 
@@ -553,3 +560,116 @@ def run(kind: str = "all", sizes: Sequence[int] | None = None, progress: Progres
         rows = search_bench(sizes or [3000], queries=100, progress=progress)
         parts.append(render(rows, "Search: latency, recall, memory"))
     return "\n\n".join(parts)
+
+
+# -- migration ------------------------------------------------------------------
+
+
+def _sqlite_copy(src: Path, dest: Path) -> int:
+    """Copy the ``nodes`` and ``edges`` rows into a new database; return the node rows."""
+    source = sqlite3.connect(f"{src.resolve().as_uri()}?mode=ro", uri=True)
+    target = sqlite3.connect(dest)
+    try:
+        for (sql,) in source.execute(
+            "SELECT sql FROM sqlite_master WHERE name IN ('nodes', 'edges') AND type = 'table'"
+        ):
+            target.execute(sql)
+        with target:
+            for table in ("nodes", "edges"):
+                rows = source.execute(f"SELECT * FROM {table}").fetchall()
+                if rows:
+                    marks = ", ".join("?" for _ in rows[0])
+                    target.executemany(f"INSERT INTO {table} VALUES ({marks})", rows)
+        return int(target.execute("SELECT COUNT(*) FROM nodes").fetchone()[0])
+    finally:
+        source.close()
+        target.close()
+
+
+def migrate_bench(
+    *, repeat: int = 3, batch: int = 500, knowledge: int | None = None, work: Path | None = None
+) -> str:
+    """Migration throughput of the seed-shaped sample beside its floors, in one run.
+
+    Times, ``repeat`` times each (median reported): :func:`md_cg.migrate.migrate`
+    end to end (read, convert, write through ``add_many``, snapshot, verify
+    every field), non-durable and durable, with the write and verify passes
+    apart; the idempotent re-run; reading and converting the rows alone; the raw
+    floor (the same files, temp + ``os.replace``; durable: fsync per file and
+    per folder once a batch); a plain sqlite -> sqlite copy of the rows.
+    Returns a Markdown table.
+    """
+    from .migrate import migrate
+    from .sample import generate
+    from .sqlite_source import iter_rows, open_readonly
+
+    base = Path(work or tempfile.mkdtemp(prefix="mdcg-migrate-bench-"))
+    base.mkdir(parents=True, exist_ok=True)
+    samples: dict[str, list[float]] = {}
+
+    def add(name: str, seconds: float) -> None:
+        samples.setdefault(name, []).append(seconds)
+
+    try:
+        src = base / "full.sqlite"
+        stats = generate(src, knowledge=knowledge)
+        total = stats.nodes
+        conn = open_readonly(src)
+        try:
+            nodes = [r.node for r in iter_rows(conn) if r.node is not None]
+        finally:
+            conn.close()
+        for i in range(repeat):
+            for durable in (False, True):
+                tag = "durable" if durable else "non-durable"
+                dest = base / f"md_{tag}_{i}"
+                report = migrate(src, dest, batch=batch, durable=durable)
+                if not report.ok or report.migrated != total:
+                    raise RuntimeError(f"migration failed: {report.render()}")
+                add(f"migrate, {tag}", report.seconds)
+                add(f"  of which writing, {tag}", report.write_seconds)
+                add(f"  of which verifying, {tag}", report.verify_seconds)
+                if not durable:
+                    again = migrate(src, dest, batch=batch)
+                    if again.unchanged != total:
+                        raise RuntimeError("the re-run rewrote files")
+                    add("migrate again (all unchanged), non-durable", again.seconds)
+                shutil.rmtree(dest)
+            t = time.perf_counter()
+            conn = open_readonly(src)
+            try:
+                for _ in iter_rows(conn):
+                    pass
+            finally:
+                conn.close()
+            add("sqlite read + convert (iter_rows)", time.perf_counter() - t)
+            for durable in (False, True):
+                tag = "durable" if durable else "non-durable"
+                root = base / f"raw_{tag}_{i}"
+                rate = _raw_floor(root, nodes, durable=durable, batch=batch)
+                add(f"raw floor (temp + os.replace), {tag}", len(nodes) / rate)
+                shutil.rmtree(root)
+            copy = base / f"copy_{i}.sqlite"
+            t = time.perf_counter()
+            _sqlite_copy(src, copy)
+            add("sqlite -> sqlite copy (one transaction)", time.perf_counter() - t)
+            copy.unlink()
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    floor = medians["raw floor (temp + os.replace), non-durable"]
+    floor_durable = medians["raw floor (temp + os.replace), durable"]
+    lines = [
+        f"Migration of the sample: {total:,} nodes ({stats.knowledge:,} knowledge), "
+        f"{stats.edges:,} edges; batch {batch}; median of {repeat} run(s).",
+        f"Machine: {machine()}",
+        "",
+        "| what | seconds | nodes/s | time vs raw floor (same durability) |",
+        "|---|---:|---:|---:|",
+    ]
+    for name, seconds in medians.items():
+        base_s = floor_durable if name.endswith(", durable") else floor
+        writes = not name.startswith("sqlite") and "verifying" not in name
+        ratio = f"{seconds / base_s:.1f}×" if writes else "–"
+        lines.append(f"| {name} | {seconds:.3f} | {total / seconds:,.0f} | {ratio} |")
+    return "\n".join(lines)
