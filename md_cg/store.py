@@ -136,10 +136,11 @@ class MdCG:
         Refuse every write (:class:`~md_cg.errors.ReadOnlyStoreError`);
         searches record no access. For stores on read-only media or copies.
     auto_compact:
-        When a process that wrote closes the store, it compacts the index
-        (writes a snapshot) if there is none yet or if at least this many log
-        records came after it -- without waiting: if another process holds a
-        lock, it is skipped. ``None`` turns this off.
+        On close, compact the index (write a snapshot) if there is none yet
+        (also after a session that only read: a fresh clone then opens fast
+        the next time), or if this process wrote and at least this many log
+        records followed the snapshot -- without waiting: if another process
+        holds a lock, it is skipped. ``None`` turns this off.
     """
 
     def __init__(
@@ -259,11 +260,14 @@ class MdCG:
         self._last_refresh = time.monotonic()
 
     def _compaction_due(self) -> bool:
-        if self.auto_compact is None or not self._wrote or self.read_only:
+        if self.auto_compact is None or self.read_only:
             return False
         if index.snapshot_identity(self.root) is None:
-            return True
-        return self._tail_records >= self.auto_compact
+            # No snapshot yet (a new store, or a fresh git clone: .mdcg/ is not
+            # committed): save the next process the rebuild from the files --
+            # also when this one only read, as long as the folder is writable.
+            return self._wrote or (len(self._state.entries) > 0 and os.access(self.root, os.W_OK))
+        return self._wrote and self._tail_records >= self.auto_compact
 
     def _read_tail(self) -> list[str]:
         tail = index.read_tail(self.root, self._offsets)

@@ -199,6 +199,24 @@ def test_a_writer_compacts_when_it_closes(tmp_path: Path) -> None:
     assert index.snapshot_path(root).stat().st_mtime_ns != before
 
 
+def test_a_reader_of_a_fresh_clone_leaves_a_snapshot_for_the_next(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    ids = populated(root)
+    clone = tmp_path / "clone"  # what git clone gives: the files, no .mdcg/
+    for layer in ("knowledge", "self", "contextual"):
+        shutil.copytree(root / layer, clone / layer)
+    with MdCG(clone, read_only=True) as s:
+        assert s.loaded_from == "files"
+    assert not (clone / ".mdcg").exists()  # read_only writes nothing, ever
+    with MdCG(clone) as s:
+        assert s.loaded_from == "files"
+        s.search("正文")
+    assert index.snapshot_path(clone).exists()
+    with MdCG(clone) as s:
+        assert s.loaded_from == "snapshot"
+        assert set(s.ids()) == ids
+
+
 def test_sync_in_a_new_process_sees_a_hand_edit(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
