@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidNodeError, MdcgError
-from .node import Edge, Node, check_id, validate
+from .node import FIELD_ORDER, Edge, Node, check_id, validate
 
 #: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
 #: generator) use it as is; the reader accepts any superset or subset that keeps
@@ -87,28 +87,14 @@ CREATE TABLE edges (
 CREATE INDEX edges_source ON edges (source);
 """
 
-#: Node columns of the reference schema, in table order.
+#: Node columns of the reference schema, in table order: the node's fields in
+#: frontmatter order with the body as ``content`` (third), edges in their own
+#: table, unknown keys as one JSON object in ``extra``.
 NODE_COLUMNS: tuple[str, ...] = (
     "id",
     "layer",
     "content",
-    "modality",
-    "importance",
-    "confidence",
-    "condition_space",
-    "tags",
-    "spatial",
-    "temporal",
-    "created_at",
-    "updated_at",
-    "semantic_coordinates",
-    "state_attributes",
-    "entity_id",
-    "verification_basis",
-    "non_applicable_conditions",
-    "verification_history",
-    "access_count",
-    "last_access",
+    *(name for name in FIELD_ORDER[2:] if name != "edges"),
     "extra",
 )
 #: Edge columns of the reference schema, in table order.

@@ -112,3 +112,37 @@ def python_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *sys.path])
     return env
+
+
+BINARY_SEARCH = """\
+# Function: binary search
+# Applies when: a sorted array with O(1) random access
+# Steps: take the middle, compare, halve the interval
+# Executes: returns the index of the target or -1
+# Verified by: unit tests on empty, single and duplicate inputs
+# Not applicable when: the array is unsorted; linked lists
+Binary search halves the search interval at every step.
+"""
+
+
+def build_small_store(path: Path) -> Path:
+    """The store the CLI and MCP tests share: a judged knowledge node with an
+    edge, its target, an anchor and a rejected note."""
+    with MdCG(path) as store:
+        store.add(
+            Node(
+                id="kp_bsearch",
+                body=BINARY_SEARCH,
+                tags=["domain:computing"],
+                confidence=0.6,
+                verification_basis="test",
+                non_applicable_conditions=["unsorted array", "linked list"],
+                edges=[{"target": "kp_sorting", "type": "part_of"}],
+            )
+        )
+        store.add(
+            Node(id="kp_sorting", body="# Sorting\nSorting puts items in order.\n", tags=["domain:computing"])
+        )
+        store.add(Node(id="anc_rule", layer="anchor", body="Always confirm before deleting user data.\n"))
+        store.add_rejected("binary search works on linked lists", "no random access on a linked list")
+    return path

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 import typer
+from conftest import BINARY_SEARCH, build_small_store
 from typer.testing import CliRunner
 
 from md_cg import MdCG, Node
@@ -22,17 +23,6 @@ from md_cg.sqlite_source import write_nodes
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "cli.md"
 
-BINARY_SEARCH = """\
-# Function: binary search
-# Applies when: a sorted array with O(1) random access
-# Steps: take the middle, compare, halve the interval
-# Executes: returns the index of the target or -1
-# Verified by: unit tests on empty, single and duplicate inputs
-# Not applicable when: the array is unsorted; linked lists
-Binary search halves the search interval at every step.
-"""
-
-
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
@@ -41,25 +31,7 @@ def runner() -> CliRunner:
 @pytest.fixture
 def root(tmp_path: Path) -> Path:
     """A small store: a judged knowledge node with an edge, its target, an anchor, a rejected note."""
-    path = tmp_path / "memory"
-    with MdCG(path) as store:
-        store.add(
-            Node(
-                id="kp_bsearch",
-                body=BINARY_SEARCH,
-                tags=["domain:computing"],
-                confidence=0.6,
-                verification_basis="test",
-                non_applicable_conditions=["unsorted array", "linked list"],
-                edges=[{"target": "kp_sorting", "type": "part_of"}],
-            )
-        )
-        store.add(
-            Node(id="kp_sorting", body="# Sorting\nSorting puts items in order.\n", tags=["domain:computing"])
-        )
-        store.add(Node(id="anc_rule", layer="anchor", body="Always confirm before deleting user data.\n"))
-        store.add_rejected("binary search works on linked lists", "no random access on a linked list")
-    return path
+    return build_small_store(tmp_path / "memory")
 
 
 def run(runner: CliRunner, *args: Any, input: str | None = None, code: int = 0) -> Any:

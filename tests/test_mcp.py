@@ -16,43 +16,17 @@ from typing import Any
 
 import anyio
 import pytest
+from conftest import BINARY_SEARCH, build_small_store
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
-from md_cg import MdCG, Node
+from md_cg import MdCG
 from md_cg.mcp_server import INSTRUCTIONS, create_server
 
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"remember", "search", "recall", "get", "neighbours", "verify", "reflect", "health", "forget"}
 
-BINARY_SEARCH = """\
-# Function: binary search
-# Applies when: a sorted array with O(1) random access
-# Steps: take the middle, compare, halve the interval
-# Executes: returns the index of the target or -1
-# Verified by: unit tests on empty, single and duplicate inputs
-# Not applicable when: the array is unsorted; linked lists
-Binary search halves the search interval at every step.
-"""
-
-
 def _build(root: Path) -> None:
-    with MdCG(root) as store:
-        store.add(
-            Node(
-                id="kp_bsearch",
-                body=BINARY_SEARCH,
-                tags=["domain:computing"],
-                confidence=0.6,
-                verification_basis="test",
-                non_applicable_conditions=["unsorted array", "linked list"],
-                edges=[{"target": "kp_sorting", "type": "part_of"}],
-            )
-        )
-        store.add(
-            Node(id="kp_sorting", body="# Sorting\nSorting puts items in order.\n", tags=["domain:computing"])
-        )
-        store.add(Node(id="anc_rule", layer="anchor", body="Always confirm before deleting user data.\n"))
-        store.add_rejected("binary search works on linked lists", "no random access on a linked list")
+    build_small_store(root)
 
 
 def _md_files(root: Path) -> set[str]:
