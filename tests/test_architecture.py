@@ -15,6 +15,7 @@ PKG = Path(__file__).resolve().parent.parent / "md_cg"
 
 RANK = {
     "errors": 0,
+    "script": 0,
     "node": 1,
     "ccg": 1,
     "fsops": 1,
