@@ -20,8 +20,12 @@ __version__ = "0.1.0"
 # `import md_cg` stays cheap (the CLI and MCP server start faster).
 _EXPORTS = {
     "MdCG": "store",
-    "Deleted": "store",
-    "NodeHasIncomingEdgesError": "store",
+    "Deleted": "reports",
+    "NodeHasIncomingEdgesError": "errors",
+    "IdCollisionError": "errors",
+    "InvalidVerdictError": "errors",
+    "UnsafePathError": "errors",
+    "StoreEngine": "protocol",
     "new_id": "store",
     "Node": "node",
     "Edge": "node",
@@ -61,8 +65,10 @@ __all__ = [
     "Entry",
     "Finding",
     "HealthReport",
+    "IdCollisionError",
     "InvalidArgumentError",
     "InvalidNodeError",
+    "InvalidVerdictError",
     "LockTimeoutError",
     "MaintenanceReport",
     "MalformedNodeFileError",
@@ -76,9 +82,11 @@ __all__ = [
     "ReadOnlyStoreError",
     "SearchResult",
     "StoreClosedError",
+    "StoreEngine",
     "SyncReport",
     "UnknownLayerError",
     "UnsafeIdError",
+    "UnsafePathError",
     "bucket_dir",
     "new_id",
     "route_key",
@@ -99,11 +107,14 @@ def __getattr__(name: str) -> Any:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .errors import (
         DuplicateIdError,
+        IdCollisionError,
         InvalidArgumentError,
         InvalidNodeError,
+        InvalidVerdictError,
         LockTimeoutError,
         MalformedNodeFileError,
         MdcgError,
+        NodeHasIncomingEdgesError,
         NodeNotFoundError,
         NotAStoreError,
         ProtectedNodeError,
@@ -111,10 +122,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         StoreClosedError,
         UnknownLayerError,
         UnsafeIdError,
+        UnsafePathError,
     )
     from .index import Entry
     from .layout import bucket_dir, route_key
     from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
-    from .reports import Finding, HealthReport, MaintenanceReport, SyncReport
+    from .protocol import StoreEngine
+    from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
     from .search import SearchResult
-    from .store import Deleted, MdCG, NodeHasIncomingEdgesError, new_id
+    from .store import MdCG, new_id

@@ -1,34 +1,33 @@
-"""Access statistics: an append-only log, counted on read, folded on request.
+"""Access statistics: an append-only log, counted on read, folded into local state.
 
 Recording an access never touches a node file, the snapshot or the index
 logs: it appends one line per node id to this process's own shard in
-``.mdcg/access/``. :func:`read_counts` adds up the lines written after the
-last fold; ``MdCG.compact_access`` folds them into the nodes' ``access_count``
-and ``last_access`` frontmatter in one batch, then records which shard
-offsets it has folded (``checkpoint.json``).
+``.mdcg/access/``. Access counts are volatile, per-clone state: they are
+kept out of the tracked ``.md`` files, so two clones of a memory folder
+never conflict over them in a git merge.
 
-A fold is crash-safe: the absolute target values are written to
-``fold.json`` before any node changes, and a fold interrupted midway is
-finished from that journal by the next ``compact_access`` (setting absolute
-values twice changes nothing), so no access is counted twice or lost.
+:func:`read_counts` adds up the lines written after the last fold;
+:func:`fold` adds them into ``.mdcg/access/counts.json`` -- the totals and
+the shard offsets they reach, replaced in one atomic write, so a fold killed
+at any point either happened entirely or not at all -- and removes the
+shards it has fully folded whose writers are gone.
 
-Imports only :mod:`md_cg.fsops`.
+Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import fsops
+from . import fsops, paths
+from .errors import UnsafePathError
 
-ACCESS_DIR = "access"
-CHECKPOINT = "checkpoint.json"
-JOURNAL = "fold.json"
+ACCESS_REL = paths.meta(paths.ACCESS_DIR)
+COUNTS = "counts.json"
 
 
 @dataclass
@@ -40,35 +39,53 @@ class AccessTail:
     offsets: dict[str, int]
 
 
-def read_json(path: Path) -> dict[str, Any] | None:
+@dataclass
+class Folded:
+    """The totals of every fold so far (``counts.json``)."""
+
+    counts: dict[str, int]
+    last: dict[str, float]
+    offsets: dict[str, int]
+
+
+def read_folded(root: str) -> Folded:
+    """The folded totals; empty when nothing was folded yet.
+
+    A damaged ``counts.json`` raises ValueError naming it: the totals are
+    local state, and silently starting from zero would lose them.
+    """
     try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
+        data, _ = fsops.read_file(root, f"{ACCESS_REL}/{COUNTS}")
+    except (FileNotFoundError, NotADirectoryError):
+        return Folded({}, {}, {})
     try:
         value = orjson.loads(data)
-    except orjson.JSONDecodeError:
-        raise ValueError(f"{path}: not valid JSON; delete it only if no fold is pending") from None
-    if not isinstance(value, dict):
-        raise ValueError(f"{path}: expected a JSON object")
-    return value
+        return Folded(
+            {str(k): int(v) for k, v in value["counts"].items()},
+            {str(k): float(v) for k, v in value["last"].items()},
+            {str(k): int(v) for k, v in value["offsets"].items()},
+        )
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        raise ValueError(
+            f"{ACCESS_REL}/{COUNTS}: not a valid access fold; delete it to start counting anew"
+        ) from None
 
 
-def checkpoint_offsets(directory: Path) -> dict[str, int]:
-    data = read_json(directory / CHECKPOINT)
-    return {str(k): int(v) for k, v in (data or {}).get("offsets", {}).items()}
-
-
-def read_counts(directory: Path) -> AccessTail:
-    """Add up every access line written after the checkpoint offsets."""
-    offsets = checkpoint_offsets(directory)
+def read_counts(root: str, offsets: dict[str, int] | None = None) -> AccessTail:
+    """Add up every access line written after ``offsets`` (default: the last fold)."""
+    if offsets is None:
+        offsets = read_folded(root).offsets
     counts: dict[str, int] = {}
     last: dict[str, float] = {}
     ends = dict(offsets)
-    for name in fsops.list_shards(directory):
+    try:
+        names = fsops.list_shards(root, ACCESS_REL)
+    except UnsafePathError:
+        names = []
+    for name in names:
         try:
-            read = fsops.read_shard(directory / name, offsets.get(name, 0))
-        except FileNotFoundError:
+            read = fsops.read_shard(root, f"{ACCESS_REL}/{name}", offsets.get(name, 0))
+        except (FileNotFoundError, UnsafePathError):
             continue
         ends[name] = read.end
         for rec in read.records:
@@ -82,36 +99,44 @@ def read_counts(directory: Path) -> AccessTail:
     return AccessTail(counts, last, ends)
 
 
-def write_checkpoint(directory: Path, offsets: dict[str, int]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    fsops.atomic_write(directory / CHECKPOINT, orjson.dumps({"offsets": offsets}), durable=True)
+def fold(root: str, keep: Any = None) -> dict[str, int]:
+    """Fold the log into ``counts.json``; return the accesses folded per node.
+
+    ``keep(node_id) -> bool`` drops the counts of nodes that no longer exist.
+    The caller holds the exclusive store lock (no other fold runs).
+    """
+    folded = read_folded(root)
+    tail = read_counts(root, folded.offsets)
+    added = {i: c for i, c in tail.counts.items() if keep is None or keep(i)}
+    counts = {i: c for i, c in folded.counts.items() if keep is None or keep(i)}
+    last = {i: t for i, t in folded.last.items() if i in counts or i in added}
+    for node_id, c in added.items():
+        counts[node_id] = counts.get(node_id, 0) + c
+        last[node_id] = max(last.get(node_id, 0.0), tail.last.get(node_id, 0.0))
+    record = {
+        "counts": dict(sorted(counts.items())),
+        "last": dict(sorted(last.items())),
+        "offsets": tail.offsets,
+    }
+    fsops.atomic_write(root, f"{ACCESS_REL}/{COUNTS}", orjson.dumps(record), durable=True)
+    removed = _remove_folded_shards(root, tail.offsets)
+    if removed:
+        record["offsets"] = {k: v for k, v in tail.offsets.items() if k not in removed}
+        fsops.atomic_write(root, f"{ACCESS_REL}/{COUNTS}", orjson.dumps(record), durable=True)
+    return dict(sorted(added.items()))
 
 
-def write_journal(directory: Path, offsets: dict[str, int], targets: dict[str, list[Any]]) -> None:
-    directory.mkdir(parents=True, exist_ok=True)
-    fsops.atomic_write(
-        directory / JOURNAL, orjson.dumps({"offsets": offsets, "targets": targets}), durable=True
-    )
-
-
-def read_journal(directory: Path) -> dict[str, Any] | None:
-    return read_json(directory / JOURNAL)
-
-
-def clear_journal(directory: Path) -> None:
-    fsops.remove_if_exists(directory / JOURNAL)
-
-
-def remove_folded_shards(directory: Path, offsets: dict[str, int]) -> list[str]:
+def _remove_folded_shards(root: str, offsets: dict[str, int]) -> list[str]:
     """Delete shards fully folded whose writer is gone; return their names."""
     removed = []
-    for name in fsops.list_shards(directory):
-        fh = fsops.try_lock_exclusive(directory / name)
+    for name in fsops.list_shards(root, ACCESS_REL):
+        rel = f"{ACCESS_REL}/{name}"
+        fh = fsops.try_lock_exclusive(root, rel)
         if fh is None:
             continue
         try:
             if offsets.get(name, -1) == os.fstat(fh.fileno()).st_size:
-                os.unlink(directory / name)
+                fsops.remove(root, rel)
                 removed.append(name)
         finally:
             fh.close()

@@ -542,27 +542,35 @@ def reflect(
 def sync(
     ctx: typer.Context, root: RootOpt = None, quiet: QuietOpt = False, json_out: JsonOpt = False
 ) -> None:
-    """Reconcile the index with .md files added, edited, moved or deleted by hand."""
+    """Reconcile the index with .md files added, edited, moved or deleted by hand.
+
+    Exits 1 when something needs a person (malformed files, duplicate or twin
+    ids, symlinks): those are reported, never moved or deleted.
+    """
     with _open(ctx, root) as store, _status(ctx, quiet, "syncing"):
         report = store.sync()
     if json_out:
-        _print_json({"clean": report.clean, **report.to_dict()})
-        return
-    if report.clean:
+        _print_json({"clean": report.clean, "problems": report.problems, **report.to_dict()})
+    elif report.clean:
         typer.echo("in sync: nothing changed")
-        return
-    lines = [
-        ("added", report.added),
-        ("changed", report.changed),
-        ("deleted", report.deleted),
-        ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
-        ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
-        ("duplicates moved to .mdcg/trash", report.duplicates_removed),
-        ("temp files removed", report.temp_removed),
-    ]
-    for label, items in lines:
-        if items:
-            typer.echo(f"{label} ({len(items)}): " + ", ".join(items))
+    else:
+        lines = [
+            ("added", report.added),
+            ("changed", report.changed),
+            ("deleted", report.deleted),
+            ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
+            ("interrupted writes finished", [str(report.recovered)] if report.recovered else []),
+            ("temp files removed", report.temp_removed),
+            ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
+            ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
+            ("twin ids (differ only by case; rename one)", [" / ".join(t) for t in report.twins]),
+            ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
+        ]
+        for label, items in lines:
+            if items:
+                typer.echo(f"{label} ({len(items)}): " + ", ".join(items))
+    if report.problems:
+        raise typer.Exit(1)
 
 
 @app.command()

@@ -47,7 +47,7 @@ from rich.rule import Rule
 from rich.table import Table
 
 from .errors import MdcgError
-from .loop import STATES
+from .judge import STATES
 from .migrate import MigrationReport, migrate
 from .reports import HealthReport
 from .sample import bundled_sample_path

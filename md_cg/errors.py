@@ -12,6 +12,7 @@ This module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -89,13 +90,49 @@ class NodeNotFoundError(MdcgError, KeyError):
 class DuplicateIdError(MdcgError):
     """``add`` was asked to create a node whose id already exists."""
 
-    def __init__(self, node_id: str, path: str) -> None:
+    def __init__(self, node_id: str, path: str, message: str | None = None) -> None:
         super().__init__(
-            f"node id {node_id!r} already exists at {path}; "
-            "use update() to change it or add(..., overwrite=True) to replace it"
+            message
+            or f"node id {node_id!r} already exists at {path}; update that node, "
+            "or add again with overwrite to replace it"
         )
         self.node_id = node_id
         self.path = path
+
+
+class IdCollisionError(DuplicateIdError):
+    """A new id differs from an existing one only by case or Unicode normalisation.
+
+    Such ids would be one file on macOS and Windows (case-insensitive,
+    normalising file systems), so a folder that travels would lose one of them.
+    """
+
+    def __init__(self, node_id: str, existing: str, path: str) -> None:
+        super().__init__(
+            node_id,
+            path,
+            f"node id {node_id!r} collides with the existing id {existing!r} ({path}): ids that "
+            "differ only by letter case or Unicode normalisation are the same file on macOS and "
+            "Windows; choose another id or change the existing node",
+        )
+        self.existing = existing
+
+
+class NodeHasIncomingEdgesError(MdcgError):
+    """``delete`` refused: other nodes have edges to this one."""
+
+    def __init__(self, node_id: str, incoming: Sequence[tuple[str, str]]) -> None:
+        listed = ", ".join(f"{src} ({etype})" for src, etype in incoming)
+        super().__init__(
+            f"node {node_id!r} has incoming edges from {listed}; "
+            "delete with force=True to leave them dangling, or remove the edges first"
+        )
+        self.node_id = node_id
+        self.incoming = tuple(incoming)
+
+
+class InvalidVerdictError(MdcgError, ValueError):
+    """A verdict outside the known verdicts, or a feedback state outside the four states."""
 
 
 class LockTimeoutError(MdcgError, TimeoutError):
@@ -132,3 +169,16 @@ class ProtectedNodeError(MdcgError):
     def __init__(self, node_id: str, reason: str) -> None:
         super().__init__(reason)
         self.node_id = node_id
+
+
+class UnsafePathError(MdcgError):
+    """A path under the store that md-cg refuses to use: a symlink at some component,
+    something other than a regular file or folder, or a name outside the path rules.
+
+    md-cg never follows a symlink below the store root; ``health()`` lists them.
+    """
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason

@@ -1,12 +1,22 @@
-"""File operations: atomic writes, temp files, locks and per-process log shards.
+"""File operations below a store root: no symlink is ever followed.
 
-* :func:`atomic_write` -- a unique temp file in the target's directory, then
-  ``os.replace``; optional fsync of the file and its directory.
+Every path handed to this module is relative to a trusted root folder. It is
+walked one component at a time with ``O_NOFOLLOW`` through directory file
+descriptors (``openat``), so a symlink anywhere below the root -- a layer
+folder, a bucket, a node file, ``.mdcg/`` or anything in it -- makes the
+operation fail with :class:`~md_cg.errors.UnsafePathError` instead of
+reaching outside. The root itself may be a symlink: the caller chose it.
+
+* :class:`Dir` -- an open folder: unique temp files, ``rename``, ``unlink``.
+* :func:`atomic_write` -- temp file in the target's folder, then rename.
+* :func:`read_file` / :func:`lstat` -- read or stat one file, no symlinks.
+* :func:`scan` -- walk a folder tree: regular files, symlinks and other
+  entries reported apart; entries that vanish mid-scan are simply absent.
 * :class:`FileLock` -- portalocker (``flock``) on a lock file that is never
-  replaced, shared or exclusive, with a timeout that raises
-  :class:`~md_cg.errors.LockTimeoutError`.
+  replaced; :class:`MaintenanceLock` adds a gate so that maintenance is not
+  starved by a stream of writers.
 * :class:`ShardWriter` / :func:`read_shard` -- append-only JSON-lines shards,
-  one per writing process, so no two processes ever append to one file.
+  one per writing process.
 
 Imports only :mod:`md_cg.errors`.
 """
@@ -17,101 +27,96 @@ import contextlib
 import errno
 import itertools
 import os
+import stat as statmod
 import time
 import uuid
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
 import portalocker
 
-from .errors import LockTimeoutError
+from .errors import LockTimeoutError, UnsafePathError
 
 TMP_SUFFIX = ".tmp"
 #: Temp files older than this are treated as abandoned even if their pid lives
 #: (pid reuse); younger ones are removed only when their writer is dead.
 TMP_STALE_SECONDS = 600.0
+SHARD_SUFFIX = ".jsonl"
+
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
+# O_NONBLOCK: opening a FIFO planted under a node name must not hang the reader.
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
 
 
-# -- atomic writes ------------------------------------------------------------
+def _split(rel: str) -> tuple[str, str]:
+    cut = rel.rfind("/")
+    return (rel[:cut], rel[cut + 1 :]) if cut >= 0 else ("", rel)
 
+
+def _refuse(dirfd: int, name: str, rel: str, exc: OSError) -> OSError | UnsafePathError:
+    """Turn ELOOP/ENOTDIR into UnsafePathError when ``name`` is a symlink or odd entry."""
+    if exc.errno == errno.ELOOP:
+        return UnsafePathError(rel, "is a symlink (md-cg never follows symlinks below the store root)")
+    if exc.errno == errno.ENOTDIR:
+        try:
+            st = os.lstat(name, dir_fd=dirfd)
+        except OSError:
+            return exc
+        if statmod.S_ISLNK(st.st_mode):
+            return UnsafePathError(rel, "is a symlink (md-cg never follows symlinks below the store root)")
+        return FileNotFoundError(errno.ENOENT, "a component is not a folder", rel)
+    return exc
+
+
+def open_dir(root: str, rel_dir: str, *, create: bool = False) -> int:
+    """An fd of ``root/rel_dir`` reached without following symlinks (caller closes it)."""
+    fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    done: list[str] = []
+    try:
+        for part in rel_dir.split("/") if rel_dir else ():
+            done.append(part)
+            try:
+                nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                with contextlib.suppress(FileExistsError):
+                    os.mkdir(part, 0o777, dir_fd=fd)
+                try:
+                    nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
+                except OSError as exc:
+                    raise _refuse(fd, part, "/".join(done), exc) from None
+            except OSError as exc:
+                raise _refuse(fd, part, "/".join(done), exc) from None
+            os.close(fd)
+            fd = nfd
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+# -- temp names -----------------------------------------------------------------
 
 _TEMP_TAG: list[Any] = [-1, "", None]  # pid, random token, counter (renewed after fork)
 
 
-def temp_name(target: str | os.PathLike[str]) -> str:
-    """A unique temp path next to ``target``: ``.<name>.<pid>.<token><n>.tmp``.
+def temp_name(name: str) -> str:
+    """A unique temp name beside ``name``: ``.<name>.<pid>.<token><n>.tmp``.
 
-    The pid says whose it is (``sync`` removes temp files of dead writers); a
-    random token drawn once per process plus a counter keeps names unique
-    without the cost of a UUID per write (and O_EXCL refuses any clash).
+    The pid says whose it is (maintenance removes temp files of dead
+    writers); a random token drawn once per process plus a counter keeps
+    names unique without the cost of a UUID per write (and O_EXCL refuses
+    any clash).
     """
     pid = os.getpid()
     if _TEMP_TAG[0] != pid:
         _TEMP_TAG[:] = [pid, os.urandom(4).hex(), itertools.count()]
-    head, name = os.path.split(os.fspath(target))
-    return os.path.join(head, f".{name}.{pid}.{_TEMP_TAG[1]}{next(_TEMP_TAG[2]):x}{TMP_SUFFIX}")
-
-
-def fsync_file(path: str | os.PathLike[str]) -> None:
-    """fsync a file that is already written and closed."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def fsync_dir(path: str | os.PathLike[str]) -> None:
-    """fsync a directory so a rename in it survives a power cut."""
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def write_temp(target: str | os.PathLike[str], data: bytes, *, durable: bool) -> tuple[str, os.stat_result]:
-    """Write ``data`` to a fresh temp file beside ``target``.
-
-    Returns the temp path and its stat (mtime and size survive the rename).
-    """
-    tmp = temp_name(target)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-    try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        if durable:
-            os.fsync(fd)
-        st = os.fstat(fd)
-    except BaseException:
-        os.close(fd)
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    os.close(fd)
-    return tmp, st
-
-
-def atomic_write(target: str | os.PathLike[str], data: bytes, *, durable: bool = False) -> os.stat_result:
-    """Replace ``target`` with ``data`` atomically (readers see old or new, never half).
-
-    Returns the stat of the written file.
-    """
-    tmp, st = write_temp(target, data, durable=durable)
-    try:
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    if durable:
-        fsync_dir(os.path.dirname(os.fspath(target)))
-    return st
+    return f".{name}.{pid}.{_TEMP_TAG[1]}{next(_TEMP_TAG[2]):x}{TMP_SUFFIX}"
 
 
 def is_temp_name(name: str) -> bool:
@@ -140,72 +145,343 @@ def pid_alive(pid: int) -> bool:
     return True
 
 
-def temp_is_abandoned(path: Path, name: str, now: float | None = None) -> bool:
+def temp_is_abandoned(name: str, mtime: float, now: float | None = None) -> bool:
     """A temp file whose writer is dead, or that is older than :data:`TMP_STALE_SECONDS`."""
     pid = temp_owner_pid(name)
     if pid is not None and pid != os.getpid() and not pid_alive(pid):
         return True
+    return (now or time.time()) - mtime > TMP_STALE_SECONDS
+
+
+# -- folders and files ----------------------------------------------------------
+
+
+class Dir:
+    """A folder below the root, opened without following symlinks.
+
+    ``create=True`` makes missing folders on the way. Use as a context
+    manager (or call :meth:`close`).
+    """
+
+    def __init__(self, root: str, rel_dir: str, *, create: bool = False) -> None:
+        self.rel = rel_dir
+        self.fd = open_dir(root, rel_dir, create=create)
+
+    def __enter__(self) -> Dir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def _rel(self, name: str) -> str:
+        return f"{self.rel}/{name}" if self.rel else name
+
+    def write_temp(self, name: str, data: bytes, *, durable: bool = False) -> tuple[str, os.stat_result]:
+        """Write ``data`` to a fresh temp file beside ``name``; return its name and stat."""
+        tmp = temp_name(name)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if durable:
+                os.fsync(fd)
+            st = os.fstat(fd)
+        except BaseException:
+            os.close(fd)
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=self.fd)
+            raise
+        os.close(fd)
+        return tmp, st
+
+    def fsync_file(self, name: str) -> None:
+        fd = os.open(name, os.O_RDONLY | _NOFOLLOW | _CLOEXEC, dir_fd=self.fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def replace(self, src: str, dst: str) -> None:
+        """Rename ``src`` over ``dst`` in this folder (atomic)."""
+        os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def unlink(self, name: str) -> bool:
+        """Remove ``name`` (a file or symlink, never what it points to); False if absent."""
+        try:
+            os.unlink(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def lstat(self, name: str) -> os.stat_result:
+        return os.lstat(name, dir_fd=self.fd)
+
+    def exists(self, name: str) -> bool:
+        try:
+            os.lstat(name, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def read(self, name: str, *, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+        """Read a regular file of this folder (never through a symlink)."""
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise _refuse(self.fd, name, self._rel(name), exc) from None
+        try:
+            st = os.fstat(fd)
+            if not statmod.S_ISREG(st.st_mode):
+                raise UnsafePathError(self._rel(name), "is not a regular file")
+            if max_bytes is not None and st.st_size > max_bytes:
+                return b"", st
+            chunks = []
+            while True:
+                chunk = os.read(fd, max(st.st_size, 1 << 16))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+            return b"".join(chunks), st
+        finally:
+            os.close(fd)
+
+    def fsync(self) -> None:
+        os.fsync(self.fd)
+
+    def listdir(self) -> list[str]:
+        return os.listdir(self.fd)
+
+
+def read_file(root: str, rel: str, *, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+    """Read ``root/rel`` without following symlinks; return its bytes and stat.
+
+    With ``max_bytes``, a larger file is not read: the bytes come back empty
+    and the caller compares ``st_size`` with its limit.
+    """
+    parent, name = _split(rel)
+    with Dir(root, parent) as d:
+        return d.read(name, max_bytes=max_bytes)
+
+
+def lstat(root: str, rel: str) -> os.stat_result:
+    """``lstat`` of ``root/rel``, reached without following symlinks."""
+    parent, name = _split(rel)
+    with Dir(root, parent) as d:
+        return d.lstat(name)
+
+
+def exists(root: str, rel: str) -> bool:
+    """Whether anything is at ``root/rel`` (a symlink on the way counts as absent)."""
     try:
-        age = (now or time.time()) - path.stat().st_mtime
-    except FileNotFoundError:
+        lstat(root, rel)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return False
-    return age > TMP_STALE_SECONDS
+    return True
 
 
-# -- locks --------------------------------------------------------------------
+def atomic_write(root: str, rel: str, data: bytes, *, durable: bool = False) -> os.stat_result:
+    """Replace ``root/rel`` with ``data`` atomically (readers see old or new, never half)."""
+    parent, name = _split(rel)
+    with Dir(root, parent, create=True) as d:
+        tmp, st = d.write_temp(name, data, durable=durable)
+        try:
+            d.replace(tmp, name)
+        except BaseException:
+            d.unlink(tmp)
+            raise
+        if durable:
+            d.fsync()
+    return st
+
+
+def touch(root: str, rel: str) -> None:
+    """Create ``root/rel`` empty if it does not exist (never replaces it)."""
+    _open_lock_file(root, rel).close()
+
+
+def remove(root: str, rel: str) -> bool:
+    """Unlink ``root/rel`` (never through a symlinked folder); False if it was absent."""
+    parent, name = _split(rel)
+    try:
+        with Dir(root, parent) as d:
+            return d.unlink(name)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+
+
+def remove_empty_dirs(root: str, rel_dir: str, *, stop: int = 1) -> None:
+    """Remove ``rel_dir`` and its parents while empty, keeping the first ``stop`` components."""
+    parts = rel_dir.split("/")
+    while len(parts) > stop:
+        parent, name = "/".join(parts[:-1]), parts[-1]
+        try:
+            with Dir(root, parent) as d:
+                os.rmdir(name, dir_fd=d.fd)
+        except OSError:
+            return  # not empty, gone, or not ours to remove
+        parts.pop()
+
+
+@dataclass
+class ScanResult:
+    """What :func:`scan` found below a folder, by relative path."""
+
+    files: dict[str, os.stat_result] = field(default_factory=dict)
+    symlinks: list[str] = field(default_factory=list)
+    other: list[str] = field(default_factory=list)
+    hidden: list[str] = field(default_factory=list)
+    too_deep: list[str] = field(default_factory=list)
+
+
+def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None = None) -> ScanResult:
+    """Walk ``root/top`` without following symlinks.
+
+    Regular files go to ``files`` (with their ``lstat``), symlinks and other
+    non-regular entries are listed apart, names starting with ``.`` (temp
+    files, editor state) go to ``hidden`` and are not descended into. An
+    entry or folder that vanishes while the walk runs is absent, not an
+    error; a symlinked ``top`` is reported in ``symlinks``.
+    """
+    out = result if result is not None else ScanResult()
+    try:
+        first = Dir(root, top)
+    except (FileNotFoundError, NotADirectoryError):
+        return out
+    except UnsafePathError:
+        out.symlinks.append(top)
+        return out
+    stack = [(first, 1)]
+    while stack:
+        d, depth = stack.pop()
+        try:
+            try:
+                names = d.listdir()
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            for name in names:
+                _scan_entry(d, name, depth, max_depth, out, stack)
+        finally:
+            d.close()
+    return out
+
+
+def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, stack: list[Any]) -> None:
+    rel = f"{d.rel}/{name}"
+    if name.startswith("."):
+        out.hidden.append(rel)
+        return
+    try:
+        st = os.lstat(name, dir_fd=d.fd)
+    except FileNotFoundError:
+        return  # removed while we scanned
+    mode = st.st_mode
+    if statmod.S_ISREG(mode):
+        out.files[rel] = st
+    elif statmod.S_ISDIR(mode):
+        if depth >= max_depth:
+            out.too_deep.append(rel)
+            return
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=d.fd)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                out.symlinks.append(rel)
+                return
+            raise
+        sub = Dir.__new__(Dir)
+        sub.rel, sub.fd = rel, fd
+        stack.append((sub, depth + 1))
+    elif statmod.S_ISLNK(mode):
+        out.symlinks.append(rel)
+    else:
+        out.other.append(rel)
+
+
+# -- locks ----------------------------------------------------------------------
+
+_LOCK_ERRORS = (portalocker.AlreadyLocked, portalocker.LockException)
+
+
+def _open_lock_file(root: str, rel: str, mode: str = "a") -> IO[Any]:
+    parent, name = _split(rel)
+    with Dir(root, parent, create=True) as d:
+        flags = (os.O_RDWR | os.O_CREAT) if mode == "a" else os.O_RDONLY
+        try:
+            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=d.fd)
+        except OSError as exc:
+            raise _refuse(d.fd, name, rel, exc) from None
+    return os.fdopen(fd, "rb" if mode != "a" else "ab")
 
 
 class FileLock:
-    """A shared or exclusive ``flock`` on a dedicated lock file.
+    """A shared or exclusive ``flock`` on a dedicated lock file below the root.
 
     The lock file is created if missing and never replaced or deleted, so
-    every process locks the same inode. The file stays open between
-    acquisitions (re-opened after a fork: a child must not share the
-    parent's open file, or unlocking would release the parent's lock).
-    Re-entrant within one object.
+    every process locks the same inode. It stays open between acquisitions
+    (re-opened after a fork: a child must not share the parent's open file,
+    or unlocking would release the parent's lock). Re-entrant within one
+    object: a shared request while holding exclusive nests; the reverse is
+    refused.
     """
 
-    def __init__(self, path: Path, *, what: str = "maintenance") -> None:
-        self.path = path
+    def __init__(self, root: str, rel: str, *, what: str = "maintenance") -> None:
+        self.root = root
+        self.rel = rel
         self.what = what
         self._fh: IO[Any] | None = None
         self._pid = -1
         self._depth = 0
         self._shared = False
 
+    @property
+    def depth(self) -> int:
+        return self._depth if self._pid == os.getpid() else 0
+
     def _file(self) -> IO[Any]:
         if self._fh is None or self._pid != os.getpid():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "a")  # noqa: SIM115 - kept open for flock
+            self._fh = _open_lock_file(self.root, self.rel)
             self._pid = os.getpid()
             self._depth = 0
         return self._fh
 
-    def acquire(self, *, shared: bool = False, timeout: float = 30.0) -> None:
-        if self._depth and self._pid == os.getpid():
+    def try_acquire(self, *, shared: bool = False) -> bool:
+        """Take the lock if it is free now; True on success."""
+        if self.depth:
             if self._shared and not shared:
                 raise RuntimeError("cannot upgrade a shared lock to exclusive")
             self._depth += 1
-            return
-        fh = self._file()
+            return True
         flags = portalocker.LOCK_SH if shared else portalocker.LOCK_EX
         try:
-            portalocker.lock(fh, flags | portalocker.LOCK_NB)
-        except (portalocker.AlreadyLocked, portalocker.LockException):
-            deadline = time.monotonic() + timeout
-            while True:
-                time.sleep(0.002)
-                try:
-                    portalocker.lock(fh, flags | portalocker.LOCK_NB)
-                    break
-                except (portalocker.AlreadyLocked, portalocker.LockException):
-                    if time.monotonic() >= deadline:
-                        raise LockTimeoutError(self.path, timeout, self.what) from None
+            portalocker.lock(self._file(), flags | portalocker.LOCK_NB)
+        except _LOCK_ERRORS:
+            return False
         self._depth = 1
         self._shared = shared
+        return True
+
+    def acquire(self, *, shared: bool = False, timeout: float = 30.0) -> None:
+        if self.try_acquire(shared=shared):
+            return
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while not self.try_acquire(shared=shared):
+            if time.monotonic() >= deadline:
+                raise LockTimeoutError(f"{self.root}/{self.rel}", timeout, self.what) from None
+            time.sleep(delay)
+            delay = min(delay * 2, 0.005)
 
     def release(self) -> None:
-        if not self._depth or self._fh is None:
+        if not self.depth or self._fh is None:
             return
         self._depth -= 1
         if self._depth == 0:
@@ -219,10 +495,6 @@ class FileLock:
         finally:
             self.release()
 
-    @property
-    def held(self) -> bool:
-        return self._depth > 0
-
     def close(self) -> None:
         """Release (if held) and close the lock file."""
         if self._fh is not None and self._pid == os.getpid():
@@ -234,74 +506,137 @@ class FileLock:
         self._depth = 0
 
 
-def try_lock_exclusive(path: Path) -> IO[Any] | None:
-    """Lock an existing file exclusively without waiting; the open handle, or None if busy."""
+class MaintenanceLock:
+    """The store-wide lock: shared by every write, exclusive for maintenance.
+
+    ``flock`` is not fair: a steady stream of writers holding it shared would
+    keep compaction waiting forever. A second lock file, the *gate*, fixes
+    that: maintenance closes the gate (exclusive) before it asks for the
+    main lock, and writers pass the gate (shared, only for the instant of
+    taking the main lock), so no new writer starts while maintenance waits
+    for the running ones to finish.
+    """
+
+    def __init__(self, root: str, main_rel: str, gate_rel: str) -> None:
+        self.main = FileLock(root, main_rel, what="maintenance")
+        self.gate = FileLock(root, gate_rel, what="maintenance gate")
+
+    @contextlib.contextmanager
+    def shared(self, timeout: float) -> Iterator[None]:
+        if self.main.depth:  # nested in a held lock (shared or exclusive)
+            with self.main.hold(shared=True, timeout=timeout):
+                yield
+            return
+        deadline = time.monotonic() + timeout
+        self.gate.acquire(shared=True, timeout=timeout)
+        try:
+            self.main.acquire(shared=True, timeout=max(0.0, deadline - time.monotonic()))
+        finally:
+            self.gate.release()
+        try:
+            yield
+        finally:
+            self.main.release()
+
+    @contextlib.contextmanager
+    def exclusive(self, timeout: float) -> Iterator[None]:
+        deadline = time.monotonic() + timeout
+        self.gate.acquire(shared=False, timeout=timeout)
+        try:
+            self.main.acquire(shared=False, timeout=max(0.0, deadline - time.monotonic()))
+            try:
+                yield
+            finally:
+                self.main.release()
+        finally:
+            self.gate.release()
+
+    def close(self) -> None:
+        self.main.close()
+        self.gate.close()
+
+
+def try_lock_exclusive(root: str, rel: str) -> IO[Any] | None:
+    """Lock an existing file exclusively without waiting; the open handle, or None if busy/absent."""
     try:
-        fh = open(path, "rb")  # noqa: SIM115 - returned to the caller
-    except FileNotFoundError:
+        fh = _open_lock_file(root, rel, mode="r")
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return None
     try:
         portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
-    except (portalocker.AlreadyLocked, portalocker.LockException):
+    except _LOCK_ERRORS:
         fh.close()
         return None
     return fh
 
 
-# -- log shards ---------------------------------------------------------------
+def owner_alive(root: str, rel: str) -> bool:
+    """Whether a live process holds the shard at ``rel`` (its writer keeps it locked)."""
+    fh = try_lock_exclusive(root, rel)
+    if fh is None:
+        return exists(root, rel)
+    fh.close()
+    return False
 
-SHARD_SUFFIX = ".jsonl"
+
+# -- log shards -----------------------------------------------------------------
 
 
 class ShardWriter:
-    """Appends JSON-lines records to this process's own shard.
+    """Appends JSON-lines records to this process's own shard in ``root/rel_dir``.
 
     The shard is created on the first append (a process that only reads never
     creates one), under a temp name, locked exclusively, then renamed into
-    place -- so a compactor that finds a shard it can lock knows no live
-    process owns it. The lock is held until :meth:`close`. After ``fork`` the
-    child starts a shard of its own.
+    place -- so a compactor that can lock a shard knows no live process owns
+    it. The lock is held until :meth:`close` (or :meth:`rotate`). After
+    ``fork`` the child starts a shard of its own.
     """
 
-    def __init__(self, directory: Path) -> None:
-        self.directory = directory
+    def __init__(self, root: str, rel_dir: str) -> None:
+        self.root = root
+        self.rel_dir = rel_dir
         self._fh: IO[bytes] | None = None
         self._pid = -1
         self._seq = 0
         self.name: str | None = None
 
+    @property
+    def rel(self) -> str | None:
+        return f"{self.rel_dir}/{self.name}" if self.name else None
+
     def _open(self) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True)
         pid = os.getpid()
         stem = f"{pid}_{uuid.uuid4().hex}"
-        tmp = self.directory / f".{stem}.creating{TMP_SUFFIX}"
-        fh = open(tmp, "xb", buffering=0)  # noqa: SIM115 - kept open for appends
-        try:
-            portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
-            os.rename(tmp, self.directory / f"{stem}{SHARD_SUFFIX}")
-        except BaseException:
-            fh.close()
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        tmp = f".{stem}.creating{TMP_SUFFIX}"
+        with Dir(self.root, self.rel_dir, create=True) as d:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=d.fd)
+            fh = os.fdopen(fd, "wb", buffering=0)
+            try:
+                portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
+                d.replace(tmp, f"{stem}{SHARD_SUFFIX}")
+            except BaseException:
+                fh.close()
+                d.unlink(tmp)
+                raise
         self._fh, self._pid, self._seq, self.name = fh, pid, 0, f"{stem}{SHARD_SUFFIX}"
 
-    def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> int:
-        """Append records as one ``write`` (stamped with ``ts`` and ``seq``).
+    def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> tuple[int, int]:
+        """Append records as one ``write`` (each stamped with ``ts`` and ``seq``).
 
-        Returns the number of bytes appended.
+        Returns ``(bytes appended, seq of the first record)``.
         """
         if self._fh is None or self._pid != os.getpid():
             self._fh = None  # a forked child must not share the parent's shard
             self._open()
         assert self._fh is not None
         ts = time.time_ns()
+        first = self._seq + 1
         lines = []
         for rec in records:
             self._seq += 1
             lines.append(orjson.dumps({"ts": ts, "seq": self._seq, **rec}))
         if not lines:
-            return 0
+            return 0, first
         data = b"\n".join(lines) + b"\n"
         fd = self._fh.fileno()
         view = memoryview(data)
@@ -310,14 +645,16 @@ class ShardWriter:
             view = view[n:]
         if durable:
             os.fsync(fd)
-        return len(data)
+        return len(data), first
 
     def close(self) -> None:
+        """Release and close the shard; the next append starts a new one."""
         if self._fh is not None and self._pid == os.getpid():
             with contextlib.suppress(OSError):
                 portalocker.unlock(self._fh)
             self._fh.close()
         self._fh = None
+        self.name = None
 
 
 @dataclass(frozen=True)
@@ -330,20 +667,31 @@ class ShardRead:
     bad_lines: int
 
 
-def read_shard(path: Path, start: int = 0) -> ShardRead:
-    """Read whole lines of a shard from byte ``start``.
+def read_shard(root: str, rel: str, start: int = 0) -> ShardRead:
+    """Read whole lines of a shard from byte ``start`` (never through a symlink).
 
     A last line without its newline (a writer killed mid-append, or one still
     writing) is not consumed: ``end`` stops before it. A complete line that is
-    not valid JSON is counted in ``bad_lines`` and skipped.
+    not a JSON object is counted in ``bad_lines`` and skipped.
     """
-    with open(path, "rb") as fh:
-        if start:
-            fh.seek(start)
-        data = fh.read()
+    parent, name = _split(rel)
+    with Dir(root, parent) as d:
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=d.fd)
+        except OSError as exc:
+            raise _refuse(d.fd, name, rel, exc) from None
+    try:
+        if not statmod.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(rel, "is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            if start:
+                fh.seek(start)
+            data = fh.read()
+    finally:
+        os.close(fd)
     cut = data.rfind(b"\n")
     if cut < 0:
-        return ShardRead(path.name, [], start, 0)
+        return ShardRead(name, [], start, 0)
     records: list[dict[str, Any]] = []
     bad = 0
     for line in data[:cut].split(b"\n"):
@@ -358,26 +706,14 @@ def read_shard(path: Path, start: int = 0) -> ShardRead:
             records.append(rec)
         else:
             bad += 1
-    return ShardRead(path.name, records, start + cut + 1, bad)
+    return ShardRead(name, records, start + cut + 1, bad)
 
 
-def list_shards(directory: Path) -> list[str]:
-    """Names of the shards in ``directory`` (sorted), ignoring temp files."""
+def list_shards(root: str, rel_dir: str) -> list[str]:
+    """Names of the shards in ``root/rel_dir`` (sorted), ignoring temp and hidden files."""
     try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
+        with Dir(root, rel_dir) as d:
+            names = d.listdir()
+    except (FileNotFoundError, NotADirectoryError):
         return []
     return sorted(n for n in names if n.endswith(SHARD_SUFFIX) and not n.startswith("."))
-
-
-def remove_if_exists(path: str | os.PathLike[str]) -> bool:
-    """Unlink ``path``; False if it was already gone."""
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        return False
-    except OSError as exc:  # pragma: no cover - surfaced to the caller
-        if exc.errno == errno.ENOENT:
-            return False
-        raise
-    return True

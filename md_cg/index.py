@@ -3,21 +3,19 @@
 Everything here is **derived** from the ``.md`` files and can be thrown away:
 
 * :class:`Entry` -- per node: path, layer, bucket, tags, judge inputs, edges.
-* :class:`IndexState` -- all entries, bucket membership, reverse edges and the
-  :class:`~md_cg.textindex.TextIndex` search uses.
-* Log shards (``.mdcg/log/<pid>_<uuid>.jsonl``) -- every mutation appends an
-  *intent* record (``put``/``del`` of an id at a path) to its own process's
-  shard **before** touching the file. Replaying records never trusts them
-  blindly: the ids they name are resolved against the files on disk, so a
-  writer killed between the record and the file leaves no ghost.
-* The snapshot (``.mdcg/index.snapshot``) -- entries, text index and the shard
-  offsets it covers, written only by ``compact``/``rebuild`` under the
-  exclusive maintenance lock. Open = snapshot + replay of what came after.
-  A missing, truncated or garbage snapshot means a rebuild **in memory** from
-  the files; nothing is written.
+* :class:`IndexState` -- all entries, bucket membership, reverse edges, the
+  id keys (case- and normalisation-folded, see :func:`md_cg.paths.id_key`)
+  and the :class:`~md_cg.textindex.TextIndex` search uses.
+* Reading files: :func:`scan_files` walks the layer folders without
+  following symlinks and sorts what it finds into node files and problems;
+  :func:`parse_file` reads one file within the size limit;
+  :func:`resolve_ids` settles ids named by the journal against the disk.
+
+The snapshot codec is :mod:`md_cg.snapshot`; the log protocol is
+:mod:`md_cg.journal`.
 
 Module layering: imports the bottom modules (node, nodefile, ccg, layout,
-fsops, text, textindex, judge) and nothing above.
+paths, fsops, text, textindex, judge) and nothing above.
 """
 
 from __future__ import annotations
@@ -25,29 +23,23 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import stat as statmod
-import time
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import orjson
 
-from . import ccg, fsops, layout
-from .errors import MalformedNodeFileError
+from . import ccg, fsops, layout, paths
+from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .nodefile import loads, read_bytes_as_text
 from .text import analyze, query_terms
 from .textindex import TextIndex
 
-META_DIR = ".mdcg"
-LOG_DIR = "log"
-SNAPSHOT_NAME = "index.snapshot"
-SNAPSHOT_MAGIC = b"MDCG-SNAPSHOT 1\n"
 TITLE_MAX = 120
+#: Largest node file read; a larger one is reported as malformed (never read).
+MAX_FILE_BYTES = 8 * 1024 * 1024
 
 _LAYER_CODE = {name: i for i, name in enumerate(LAYERS)}
 _NEGATIVE_CODES = frozenset(_LAYER_CODE[name] for name in NEGATIVE_LAYERS)
@@ -55,13 +47,16 @@ _NEGATIVE_CODES = frozenset(_LAYER_CODE[name] for name in NEGATIVE_LAYERS)
 
 @dataclass(slots=True)
 class Entry:
-    """What the index keeps about one node (all derived from its file)."""
+    """What the index keeps about one node (all derived from its file).
+
+    Field order is the snapshot's row order (:data:`md_cg.snapshot.COLUMNS`);
+    ``domain`` stays last: it is not stored but derived from the bucket.
+    """
 
     id: str
     path: str
     layer: str
     bucket: str | None
-    domain: str | None
     mtime_ns: int
     size: int
     tags: list[str]
@@ -79,28 +74,12 @@ class Entry:
     space_json: str | None = None
     access_count: int = 0
     last_access: float | None = None
+    domain: str | None = None
 
     @property
     def condition_space(self) -> dict[str, Any] | None:
         """The node's ``condition_space`` (a fresh dict on every access)."""
         return None if self.space_json is None else orjson.loads(self.space_json)
-
-    def to_row(self) -> list[Any]:
-        """The snapshot row: the path and domain are left out when derivable."""
-        path = None if self.path == canonical_path(self) else self.path
-        return [
-            self.id, path, self.layer, self.bucket, self.mtime_ns, self.size, self.tags,
-            self.importance, self.confidence, self.created_at, self.updated_at,
-            self.verification_basis, self.ccg_missing, self.conditions, self.title,
-            self.edges, self.space_json, self.access_count, self.last_access,
-        ]  # fmt: skip
-
-    @classmethod
-    def from_row(cls, row: list[Any], domains: dict[str, str]) -> Entry:
-        node_id, path, layer, bucket = row[0], row[1], row[2], row[3]
-        if path is None:
-            path = f"knowledge/{bucket}/{node_id}.md" if bucket else f"{layer}/{node_id}.md"
-        return cls(node_id, path, layer, bucket, domains.get(bucket) if bucket else None, *row[4:])
 
 
 def title_of(body: str) -> str:
@@ -138,7 +117,6 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | Non
         path=rel,
         layer=node.layer,
         bucket=layout.bucket_dir(domain) if node.layer == layout.BUCKETED_LAYER else None,
-        domain=domain,
         mtime_ns=mtime_ns,
         size=size,
         tags=list(node.tags),
@@ -154,18 +132,16 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | Non
         space_json=orjson.dumps(node.condition_space).decode() if node.condition_space else None,
         access_count=node.access_count or 0,
         last_access=node.last_access,
+        domain=domain,
     )
 
 
+def canonical_path(entry: Entry) -> str:
+    """Where the node of ``entry`` belongs according to its own frontmatter."""
+    return paths.node_rel(entry.layer, entry.bucket, entry.id)
+
+
 # -- reading files ------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileProblem:
-    """A ``.md`` file that could not be read as a node."""
-
-    path: str
-    reason: str
 
 
 @dataclass
@@ -181,73 +157,83 @@ class Parsed:
     text: str | None
 
 
-def parse_file(root: Path, rel: str) -> Parsed:
-    """Read and parse ``root/rel``; raise MalformedNodeFileError or OSError."""
-    path = f"{root}/{rel}"
-    with open(path, "rb") as fh:
-        st = os.fstat(fh.fileno())
-        data = fh.read()
-    node = loads(read_bytes_as_text(data, rel), rel)
+def decode_node(data: bytes, rel: str) -> Node:
+    """Parse the bytes of the node file at ``rel`` (a checked node path)."""
+    return loads(read_bytes_as_text(data, rel), rel)
+
+
+def read_node(root: str, rel: str) -> Node:
+    """Read and parse the node file ``root/rel`` (no symlinks, within the size limit)."""
+    return decode_node(_read_limited(root, rel)[0], rel)
+
+
+def _read_limited(root: str, rel: str) -> tuple[bytes, os.stat_result]:
+    data, st = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
+    if st.st_size > MAX_FILE_BYTES:
+        raise MalformedNodeFileError(
+            rel, f"the file is {st.st_size:,} bytes, more than the {MAX_FILE_BYTES:,}-byte limit"
+        )
+    return data, st
+
+
+def parse_file(root: str, rel: str) -> Parsed:
+    """Read and parse ``root/rel`` (no symlinks, within :data:`MAX_FILE_BYTES`).
+
+    Raises MalformedNodeFileError, UnsafePathError or OSError (FileNotFoundError
+    when the file is gone).
+    """
+    data, st = _read_limited(root, rel)
+    node = decode_node(data, rel)
     entry = make_entry(node, rel, st.st_mtime_ns, st.st_size)
     return Parsed(node, entry, index_text(node))
 
 
-def scan_files(root: Path) -> dict[str, os.stat_result]:
-    """Every ``*.md`` under the layer folders: relative POSIX path -> stat.
+@dataclass
+class Scan:
+    """Node files under the layer folders, and what was found there but refused."""
 
-    Hidden files and folders (names starting with ``.``, such as temp files)
-    are skipped; so is everything outside the layer folders.
+    files: dict[str, os.stat_result] = field(default_factory=dict)
+    #: refused entries: relative path -> why (symlinks, special files, bad names, too deep)
+    refused: dict[str, str] = field(default_factory=dict)
+    #: temp files (``.<name>.<pid>.<token>.tmp``) left by writers
+    temps: list[str] = field(default_factory=list)
+
+
+def scan_files(root: str) -> Scan:
+    """Every node file under the layer folders, reached without following symlinks.
+
+    Hidden names (starting with ``.``) are skipped, temp files among them are
+    listed; symlinks, special files, ``.md`` names outside the path rules and
+    folders deeper than :data:`md_cg.paths.MAX_DEPTH` are refused with a reason.
+    A file or folder that vanishes while the scan runs is simply absent.
     """
-    found: dict[str, os.stat_result] = {}
+    found = fsops.ScanResult()
     for layer in LAYERS:
-        top = root / layer
-        stack = [(top, layer)]
-        while stack:
-            directory, rel_dir = stack.pop()
-            try:
-                it = os.scandir(directory)
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            with it:
-                for de in it:
-                    if de.name.startswith("."):
-                        continue
-                    if de.is_dir(follow_symlinks=False):
-                        stack.append((Path(de.path), f"{rel_dir}/{de.name}"))
-                    elif de.name.endswith(".md") and de.is_file(follow_symlinks=False):
-                        found[f"{rel_dir}/{de.name}"] = de.stat(follow_symlinks=False)
-    return found
-
-
-def scan_temp_files(root: Path) -> list[str]:
-    """Relative paths of temp files left under the layer folders and the log folder."""
-    out: list[str] = []
-    dirs = [root / layer for layer in LAYERS] + [root / META_DIR / LOG_DIR]
-    while dirs:
-        directory = dirs.pop()
-        try:
-            it = os.scandir(directory)
-        except (FileNotFoundError, NotADirectoryError):
+        fsops.scan(root, layer, max_depth=paths.MAX_DEPTH - 1, result=found)
+    out = Scan()
+    for rel, st in found.files.items():
+        if not rel.endswith(paths.NODE_SUFFIX):
             continue
-        with it:
-            for de in it:
-                if de.is_dir(follow_symlinks=False) and not de.name.startswith("."):
-                    dirs.append(Path(de.path))
-                elif fsops.is_temp_name(de.name):
-                    out.append(Path(de.path).relative_to(root).as_posix())
-    return sorted(out)
-
-
-def canonical_path(entry: Entry) -> str:
-    """Where the node of ``entry`` belongs according to its own frontmatter."""
-    return f"{layout.rel_dir(entry.layer, entry.bucket)}/{entry.id}.md"
+        problem = paths.rel_problem(rel)
+        if problem is None:
+            out.files[rel] = st
+        else:
+            out.refused[rel] = f"not a usable node path: {problem}"
+    for rel in found.symlinks:
+        out.refused[rel] = "a symlink (md-cg never follows symlinks below the store root)"
+    for rel in found.other:
+        out.refused[rel] = "not a regular file or folder"
+    for rel in found.too_deep:
+        out.refused[rel] = f"a folder deeper than {paths.MAX_DEPTH} levels (not scanned)"
+    out.temps = sorted(rel for rel in found.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1]))
+    return out
 
 
 def winner(candidates: list[Parsed]) -> Parsed:
     """The copy that stands when one id has several files (deterministic).
 
-    Latest ``updated_at`` first (a move or falsify stamps the new copy), then
-    a copy at its canonical location, then the smallest path.
+    Latest ``updated_at`` first (every write stamps it), then a copy at its
+    canonical location, then the smallest path.
     """
 
     def key(p: Parsed) -> tuple[float, int, str]:
@@ -270,14 +256,16 @@ class IndexState:
     buckets: dict[str, int] = field(default_factory=dict)
     bucket_domains: dict[str, str] = field(default_factory=dict)
     reverse: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    #: id key (case/normalisation folded) -> the id indexed under it
+    keys: dict[str, str] = field(default_factory=dict)
+    #: id keys held by more than one indexed id (twins pulled in from elsewhere)
+    twin_keys: dict[str, set[str]] = field(default_factory=dict)
     text: TextIndex = field(default_factory=lambda: TextIndex(analyzer=query_terms))
     bucket_codes: dict[str, int] = field(default_factory=dict)
     #: files that failed to parse at the last rebuild/sync, by path
     problems: dict[str, str] = field(default_factory=dict)
     #: ids with more than one file: id -> losing paths
     duplicates: dict[str, list[str]] = field(default_factory=dict)
-    #: intents without their "done" record yet: shard -> id -> paths
-    pending: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     #: text waiting to be indexed: id -> (text, layer code, bucket code, prior)
     pending_text: dict[str, tuple[str, int, int, float]] = field(default_factory=dict)
     #: the terms of negative-memory nodes (rejected/, unresolved/), for covered_neg
@@ -291,6 +279,11 @@ class IndexState:
             code = self.bucket_codes[bucket] = len(self.bucket_codes)
         return code
 
+    def twin_of(self, node_id: str) -> str | None:
+        """Another indexed id that collides with ``node_id`` on folding file systems."""
+        other = self.keys.get(paths.id_key(node_id))
+        return other if other is not None and other != node_id else None
+
     def put(self, entry: Entry, text: str | None) -> None:
         """Insert or replace an entry; ``text=None`` keeps the indexed text.
 
@@ -302,6 +295,10 @@ class IndexState:
         if old is not None:
             self._unlink(old)
         self.entries[entry.id] = entry
+        key = paths.id_key(entry.id)
+        holder = self.keys.setdefault(key, entry.id)
+        if holder != entry.id:
+            self.twin_keys.setdefault(key, {holder}).add(entry.id)
         if entry.bucket is not None:
             self.buckets[entry.bucket] = self.buckets.get(entry.bucket, 0) + 1
             if entry.domain is not None:
@@ -324,6 +321,16 @@ class IndexState:
         old = self.entries.pop(node_id, None)
         if old is not None:
             self._unlink(old)
+            key = paths.id_key(node_id)
+            twins = self.twin_keys.get(key)
+            if twins is not None:
+                twins.discard(node_id)
+                if self.keys.get(key) == node_id:
+                    self.keys[key] = min(twins)
+                if len(twins) <= 1:
+                    del self.twin_keys[key]
+            elif self.keys.get(key) == node_id:
+                del self.keys[key]
             self.pending_text.pop(node_id, None)
             self.negative_terms.pop(node_id, None)
             self.text.remove(node_id)
@@ -366,6 +373,10 @@ class IndexState:
     def by_path(self) -> dict[str, str]:
         return {e.path: e.id for e in self.entries.values()}
 
+    def twins(self) -> dict[str, list[str]]:
+        """Id key -> the indexed ids that share it (only keys with more than one)."""
+        return {k: sorted(v) for k, v in sorted(self.twin_keys.items())}
+
 
 def layer_code(layer: str) -> int:
     return _LAYER_CODE[layer]
@@ -389,25 +400,23 @@ def no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def build_from_files(
-    root: Path, files: dict[str, os.stat_result] | None = None, progress: Any = None
-) -> IndexState:
+def build_from_files(root: str, scan: Scan | None = None, progress: Any = None) -> IndexState:
     """A fresh state from the ``.md`` files alone (reads files, writes nothing)."""
     with no_gc():
-        return _build_from_files(root, files, progress)
+        return _build_from_files(root, scan, progress)
 
 
-def _build_from_files(root: Path, files: dict[str, os.stat_result] | None, progress: Any) -> IndexState:
-    if files is None:
-        files = scan_files(root)
+def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState:
+    if scan is None:
+        scan = scan_files(root)
     state = IndexState()
     by_id: dict[str, list[Parsed]] = {}
-    for rel in sorted(files):
+    for rel in sorted(scan.files):
         try:
             parsed = parse_file(root, rel)
-        except MalformedNodeFileError as exc:
-            state.problems[rel] = exc.reason
-        except FileNotFoundError:
+        except (MalformedNodeFileError, UnsafePathError) as exc:
+            state.problems[rel] = _reason(exc)
+        except (FileNotFoundError, NotADirectoryError):
             pass  # removed while we scanned
         else:
             by_id.setdefault(parsed.entry.id, []).append(parsed)
@@ -421,198 +430,25 @@ def _build_from_files(root: Path, files: dict[str, os.stat_result] | None, progr
     return state
 
 
-# -- snapshot -----------------------------------------------------------------
+def _reason(exc: MalformedNodeFileError | UnsafePathError) -> str:
+    return exc.reason
 
 
-def snapshot_path(root: Path) -> Path:
-    return root / META_DIR / SNAPSHOT_NAME
+# -- settling ids against the disk ------------------------------------------------
 
 
-def write_snapshot(root: Path, state: IndexState, offsets: dict[str, int]) -> None:
-    """Write the snapshot atomically (caller holds the exclusive maintenance lock)."""
-    state.flush_text()
-    entries_blob = orjson.dumps(
-        {
-            "entries": [e.to_row() for e in state.entries.values()],
-            "bucket_domains": state.bucket_domains,
-            "bucket_codes": state.bucket_codes,
-            "problems": state.problems,
-            "duplicates": state.duplicates,
-            "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
-        }
-    )
-    text_blob = state.text.to_bytes()
-    digest = zlib.crc32(entries_blob)  # the text index carries a checksum of its own
-    header = orjson.dumps(
-        {
-            "version": 3,
-            "created": time.time(),
-            "offsets": offsets,
-            "entries_len": len(entries_blob),
-            "text_len": len(text_blob),
-            "crc32": digest,
-        }
-    )
-    target = snapshot_path(root)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fsops.atomic_write(target, SNAPSHOT_MAGIC + header + b"\n" + entries_blob + text_blob)
-
-
-@dataclass
-class Snapshot:
-    state: IndexState
-    offsets: dict[str, int]
-    identity: tuple[int, int, int]
-
-
-def snapshot_identity(root: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(snapshot_path(root))
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
-def load_snapshot(root: Path) -> Snapshot | None:
-    """The snapshot, or ``None`` when it is missing, truncated or not a snapshot."""
-    path = snapshot_path(root)
-    try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            data = fh.read()
-    except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
-        return None
-    try:
-        with no_gc():
-            return _decode_snapshot(data, (st.st_ino, st.st_mtime_ns, st.st_size))
-    except (ValueError, KeyError, IndexError, TypeError, orjson.JSONDecodeError):
-        return None
-
-
-def _decode_snapshot(data: bytes, identity: tuple[int, int, int]) -> Snapshot | None:
-    if not data.startswith(SNAPSHOT_MAGIC):
-        return None
-    nl = data.index(b"\n", len(SNAPSHOT_MAGIC))
-    header = orjson.loads(data[len(SNAPSHOT_MAGIC) : nl])
-    if header.get("version") != 3:
-        return None
-    start = nl + 1
-    view = memoryview(data)  # no copy of the (large) entries section
-    entries_blob = view[start : start + header["entries_len"]]
-    text_blob = data[start + header["entries_len"] :]
-    if len(entries_blob) != header["entries_len"] or len(text_blob) != header["text_len"]:
-        return None
-    if zlib.crc32(entries_blob) != header["crc32"]:
-        return None
-    body = orjson.loads(entries_blob)
-    state = IndexState(
-        text=TextIndex.from_bytes(text_blob, analyzer=query_terms),
-        bucket_codes=dict(body["bucket_codes"]),
-        problems=dict(body["problems"]),
-        duplicates={k: list(v) for k, v in body["duplicates"].items()},
-        negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
-    )
-    entries = state.entries
-    buckets = state.buckets
-    reverse = state.reverse
-    domains = state.bucket_domains = dict(body["bucket_domains"])
-    from_row = Entry.from_row
-    for row in body["entries"]:
-        e = from_row(row, domains)
-        entries[e.id] = e
-        if e.bucket is not None:
-            buckets[e.bucket] = buckets.get(e.bucket, 0) + 1
-        for target, etype in e.edges:
-            reverse.setdefault(target, set()).add((e.id, etype))
-    if len(state.text) != len(entries):
-        return None
-    return Snapshot(state, {str(k): int(v) for k, v in header["offsets"].items()}, identity)
-
-
-# -- log replay -----------------------------------------------------------------
-
-
-@dataclass
-class TailRead:
-    """New log records since the given offsets.
-
-    ``by_shard`` keeps each shard's records in file order (what "done"
-    markers refer to); ``records`` is all of them in replay order
-    (timestamp, shard, sequence).
-    """
-
-    by_shard: dict[str, list[dict[str, Any]]]
-    offsets: dict[str, int]
-    bad_lines: int
-    missing_shards: list[str]
-
-    @property
-    def records(self) -> list[dict[str, Any]]:
-        flat = [
-            (int(rec.get("ts", 0)), name, int(rec.get("seq", 0)), rec)
-            for name, recs in self.by_shard.items()
-            for rec in recs
-        ]
-        flat.sort(key=lambda r: (r[0], r[1], r[2]))
-        return [r[3] for r in flat]
-
-
-def read_tail(root: Path, offsets: dict[str, int]) -> TailRead:
-    """Read every shard from its known offset (whole lines only)."""
-    log_dir = root / META_DIR / LOG_DIR
-    names = fsops.list_shards(log_dir)
-    new_offsets = dict(offsets)
-    by_shard: dict[str, list[dict[str, Any]]] = {}
-    bad = 0
-    present = set(names)
-    missing = [n for n in offsets if n not in present]
-    for name in names:
-        start = offsets.get(name, 0)
-        path = log_dir / name
-        try:
-            size = os.stat(path).st_size
-        except FileNotFoundError:
-            continue
-        if size <= start:
-            continue
-        try:
-            read = fsops.read_shard(path, start)
-        except FileNotFoundError:
-            continue
-        bad += read.bad_lines
-        new_offsets[name] = read.end
-        if read.records:
-            by_shard[name] = read.records
-    for name in missing:
-        new_offsets.pop(name, None)
-    return TailRead(by_shard, new_offsets, bad, missing)
-
-
-def shard_ends(root: Path) -> dict[str, int]:
-    """Current offset just after the last whole line of every shard."""
-    log_dir = root / META_DIR / LOG_DIR
-    ends: dict[str, int] = {}
-    for name in fsops.list_shards(log_dir):
-        try:
-            with open(log_dir / name, "rb") as fh:
-                data = fh.read()
-        except FileNotFoundError:
-            continue
-        ends[name] = data.rfind(b"\n") + 1
-    return ends
-
-
-def resolve_ids(root: Path, state: IndexState, touched: dict[str, list[str]]) -> list[str]:
+def resolve_ids(root: str, state: IndexState, touched: dict[str, list[str]]) -> list[str]:
     """Settle each touched id against the disk: the files that exist decide.
 
-    ``touched`` maps an id to every path the log named for it. Candidate paths
-    are those plus the id's current entry path; the existing ones are parsed
-    and the :func:`winner` stands. Returns the ids whose entry changed.
+    ``touched`` maps an id to every path the log named for it (already
+    checked against the path rules). Candidate paths are those plus the id's
+    current entry path; the existing ones are parsed and the :func:`winner`
+    stands. Returns the ids whose entry changed.
     """
     changed: list[str] = []
-    for node_id, paths in touched.items():
+    for node_id, rels in touched.items():
         current = state.entries.get(node_id)
-        candidates = list(dict.fromkeys([*paths, *([current.path] if current else [])]))
+        candidates = list(dict.fromkeys([*rels, *([current.path] if current else [])]))
         parsed: list[Parsed] = []
         for rel in candidates:
             p = _stat_and_parse(root, rel, node_id, current, state)
@@ -636,13 +472,13 @@ def resolve_ids(root: Path, state: IndexState, touched: dict[str, list[str]]) ->
 
 
 def _stat_and_parse(
-    root: Path, rel: str, node_id: str, current: Entry | None, state: IndexState
+    root: str, rel: str, node_id: str, current: Entry | None, state: IndexState
 ) -> Parsed | None:
-    try:
-        st = os.stat(root / rel)
-    except (FileNotFoundError, NotADirectoryError):
+    if paths.rel_problem(rel) is not None:
         return None
-    if not statmod.S_ISREG(st.st_mode):
+    try:
+        st = fsops.lstat(root, rel)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return None
     if (
         current is not None
@@ -654,10 +490,10 @@ def _stat_and_parse(
         return Parsed(None, current, None)
     try:
         parsed = parse_file(root, rel)
-    except MalformedNodeFileError as exc:
-        state.problems[rel] = exc.reason
+    except (MalformedNodeFileError, UnsafePathError) as exc:
+        state.problems[rel] = _reason(exc)
         return None
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return None
     if parsed.entry.id != node_id:
         # The file now holds another id (edited by hand); index it under that id.
@@ -666,72 +502,6 @@ def _stat_and_parse(
             state.put(parsed.entry, parsed.text)
         return None
     return parsed
-
-
-def replay(root: Path, state: IndexState, tail: TailRead) -> list[str]:
-    """Apply new log records: resolve every id they name against the disk.
-
-    A ``put``/``del`` record is an intent written before its file operation;
-    a ``done`` record follows once the operations of that commit finished.
-    Ids whose intent has no ``done`` yet may be mid-write in another process,
-    so they stay *pending* and are resolved again on every later replay until
-    their ``done`` arrives (or compaction, which excludes all writers,
-    settles them: :func:`settle_pending`).
-    """
-    touched: dict[str, list[str]] = {}
-    for name, recs in tail.by_shard.items():
-        pending = state.pending.setdefault(name, {})
-        for rec in recs:
-            if rec.get("op") == "done":
-                for node_id, paths in pending.items():
-                    touched.setdefault(node_id, []).extend(paths)
-                pending.clear()
-                continue
-            node_id = rec.get("id")
-            path = rec.get("path")
-            if isinstance(node_id, str) and isinstance(path, str):
-                touched.setdefault(node_id, []).append(path)
-                pending.setdefault(node_id, []).append(path)
-    for name in tail.missing_shards:
-        # A shard that was compacted away belonged to a finished writer.
-        for node_id, paths in state.pending.pop(name, {}).items():
-            touched.setdefault(node_id, []).extend(paths)
-    for name in [n for n, p in state.pending.items() if not p]:
-        del state.pending[name]
-    for pending in state.pending.values():
-        for node_id, paths in pending.items():
-            touched.setdefault(node_id, []).extend(paths)
-    return resolve_ids(root, state, touched)
-
-
-def prime_pending(state: IndexState, tail: TailRead) -> None:
-    """Record the intents of ``tail`` that have no ``done`` yet, without resolving anything.
-
-    Used when the state was just built from the files: a commit whose ``done``
-    was already in the log before the scan began is reflected in the scan;
-    only unfinished ones must be resolved again later.
-    """
-    for name, recs in tail.by_shard.items():
-        pending: dict[str, list[str]] = {}
-        for rec in recs:
-            if rec.get("op") == "done":
-                pending.clear()
-                continue
-            node_id, path = rec.get("id"), rec.get("path")
-            if isinstance(node_id, str) and isinstance(path, str):
-                pending.setdefault(node_id, []).append(path)
-        if pending:
-            state.pending[name] = pending
-
-
-def settle_pending(root: Path, state: IndexState) -> list[str]:
-    """Resolve and forget every pending id (call only while no writer can be active)."""
-    touched: dict[str, list[str]] = {}
-    for pending in state.pending.values():
-        for node_id, paths in pending.items():
-            touched.setdefault(node_id, []).extend(paths)
-    state.pending.clear()
-    return resolve_ids(root, state, touched) if touched else []
 
 
 def iter_entries(state: IndexState, layer: str | None = None) -> Iterator[Entry]:

@@ -19,7 +19,7 @@ The bucket key (:func:`route_key`) of a knowledge node is
 Writing and searching compute the key with the same function, so a caller's
 context routes to the bucket its nodes were written to.
 
-Imports only :mod:`md_cg.node` and :mod:`md_cg.errors`.
+Imports only :mod:`md_cg.node`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ from typing import Any
 
 from .errors import InvalidArgumentError
 from .node import Node, check_id, check_layer
+from .paths import BUCKETED_LAYER, ORPHAN, node_rel
 
-BUCKETED_LAYER = "knowledge"
-ORPHAN = "orphan"
 BUCKET_PREFIX = "cond_"
 DOMAIN_TAG = "domain:"
 
@@ -153,7 +152,8 @@ def rel_dir(layer: str, bucket: str | None) -> str:
 def rel_path(node: Node) -> str:
     """Relative path (POSIX form) where ``node`` is stored."""
     check_id(node.id)
-    return f"{rel_dir(node.layer, bucket_of(node))}/{node.id}.md"
+    check_layer(node.layer)
+    return node_rel(node.layer, bucket_of(node), node.id)
 
 
 def context_route_key(context: Any) -> str | None:

@@ -25,7 +25,8 @@ Reflection
     judge's states. Over the record (one step per reflection, ``t`` = 0, 1, …),
     dD/dt = D(t) − D(t−1) and d²D/dt² = dD/dt(t) − dD/dt(t−1), with the
     derivatives of the first record(s) taken as 0. Records are appended to
-    ``.mdcg/reflection.jsonl`` under a lock.
+    the store's ``reflection`` log (``.mdcg/reflection/``) under its lock, so
+    two processes never number two steps alike.
 
 Flywheel
     ``flywheel_step(report)`` turns every condition a failure report says was
@@ -47,24 +48,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import fsops
-from .errors import InvalidNodeError, MdcgError, NodeNotFoundError
+from . import paths
+from .errors import InvalidNodeError, InvalidVerdictError, NodeNotFoundError
+from .judge import STATES
 from .node import Node
+from .protocol import StoreEngine
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import SearchResult
-    from .store import MdCG
 
 CONFIRM_STEP = 0.05
 WEAKEN_STEP = 0.10
 DEFAULT_CONFIDENCE = 0.5
 VERDICTS = ("confirmed", "weakened", "falsified")
-STATES = ("ACCEPT", "REJECT", "DEFER", "BLINDSPOT")
-REFLECTION_FILE = "reflection.jsonl"
-
-
-class InvalidVerdictError(MdcgError, ValueError):
-    """A verdict outside :data:`VERDICTS` (or a bad feedback state)."""
+__all__ = ["STATES", "VERDICTS", "InvalidVerdictError"]
 
 
 def _norm(text: str) -> str:
@@ -98,7 +95,7 @@ def rejected_id(hypothesis: str) -> str:
     return f"rej_{_hash(hypothesis)}"
 
 
-def add_rejected(store: MdCG, hypothesis: str, reason: str, verification: str = "") -> Node:
+def add_rejected(store: StoreEngine, hypothesis: str, reason: str, verification: str = "") -> Node:
     hypothesis = _text(hypothesis, "hypothesis")
     reason = _text(reason, "reason")
     node_id = rejected_id(hypothesis)
@@ -148,7 +145,7 @@ def unresolved_id(question: str, key: str = "") -> str:
 
 
 def add_unresolved(
-    store: MdCG,
+    store: StoreEngine,
     question: str,
     clues: Iterable[str] | str | None = None,
     goal: str = "",
@@ -177,7 +174,7 @@ def add_unresolved(
 # -- verification -------------------------------------------------------------------
 
 
-def verify(store: MdCG, node_id: str, evidence: str, verdict: str) -> Node:
+def verify(store: StoreEngine, node_id: str, evidence: str, verdict: str) -> Node:
     if verdict not in VERDICTS:
         raise InvalidVerdictError(
             f"unknown verdict {verdict!r} for node {node_id!r}; expected one of {', '.join(VERDICTS)}"
@@ -242,6 +239,7 @@ def _states_of(results: Sequence[Any], feedback: Any) -> list[str]:
         state = r.get("state") if isinstance(r, Mapping) else getattr(r, "state", r)
         states.append(state if isinstance(state, str) else "")
     if feedback is None:
+        _check_states(states, "result")
         return states
     if isinstance(feedback, Mapping):
         ids = [r.get("id") if isinstance(r, Mapping) else getattr(r, "id", None) for r in results]
@@ -258,32 +256,28 @@ def _states_of(results: Sequence[Any], feedback: Any) -> list[str]:
         if len(fb) != len(states):
             raise InvalidVerdictError(f"feedback has {len(fb)} states for {len(states)} results")
         states = fb
-    for s in states:
-        if s not in STATES:
-            raise InvalidVerdictError(f"feedback state {s!r} is not one of {', '.join(STATES)}")
+    _check_states(states, "feedback")
     return states
 
 
-def read_reflections(store: MdCG) -> list[Reflection]:
-    path = store.root / ".mdcg" / REFLECTION_FILE
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return []
+def _check_states(states: Sequence[str], what: str) -> None:
+    for s in states:
+        if s not in STATES:
+            raise InvalidVerdictError(f"{what} state {s!r} is not one of {', '.join(STATES)}")
+
+
+def read_reflections(store: StoreEngine) -> list[Reflection]:
     out = []
-    for line in data.split(b"\n"):
-        if not line.strip():
-            continue
+    for rec in store.log(paths.REFLECTION_DIR).read():
         try:
-            rec = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # a torn last line of a killed writer
-        out.append(Reflection(**rec))
+            out.append(Reflection(**rec))
+        except TypeError:
+            continue  # not a reflection record
     return out
 
 
 def reflect(
-    store: MdCG,
+    store: StoreEngine,
     query: str,
     results: Sequence[SearchResult | Mapping[str, Any] | str],
     feedback: Mapping[str, str] | Sequence[str] | None = None,
@@ -295,9 +289,8 @@ def reflect(
     accepted = sum(1 for s in states if s == "ACCEPT")
     d = 1.0 - (accepted / total if total else 0.0)
     counts = {s: states.count(s) for s in STATES if s in states}
-    lock = fsops.FileLock(store.root / ".mdcg" / "reflection.lock", what="reflection")
-    store._ensure_init()
-    with lock.hold(timeout=store.lock_timeout):
+    log = store.log(paths.REFLECTION_DIR)
+    with log.locked(store.lock_timeout):
         history = read_reflections(store)
         if history:
             prev = history[-1]
@@ -317,19 +310,11 @@ def reflect(
             d2d=round(d2d, 12),
             states=counts,
         )
-        path = store.root / ".mdcg" / REFLECTION_FILE
-        line = orjson.dumps(rec.to_dict()) + b"\n"
-        with open(path, "ab") as fh:
-            if fh.tell() > 0:
-                with open(path, "rb") as rf:
-                    rf.seek(-1, 2)
-                    if rf.read(1) != b"\n":
-                        line = b"\n" + line  # never glue onto a torn last line
-            fh.write(line)
+        log.append([rec.to_dict()])
     return rec
 
 
-def last_d(store: MdCG) -> Reflection | None:
+def last_d(store: StoreEngine) -> Reflection | None:
     history = read_reflections(store)
     return history[-1] if history else None
 
@@ -350,7 +335,7 @@ class FlywheelStep:
         return asdict(self)
 
 
-def flywheel_step(store: MdCG, error_report: Mapping[str, Any]) -> FlywheelStep:
+def flywheel_step(store: StoreEngine, error_report: Mapping[str, Any]) -> FlywheelStep:
     """Turn the missed conditions of a failure report into ``unresolved/`` entries.
 
     ``error_report`` keys: ``missed_conditions`` (list of strings, required),
@@ -408,7 +393,7 @@ class Resolution:
     rejected_id: str | None
 
 
-def resolve(store: MdCG, unresolved_id_: str, evidence: str, confirmed: bool) -> Resolution:
+def resolve(store: StoreEngine, unresolved_id_: str, evidence: str, confirmed: bool) -> Resolution:
     """Settle a flywheel question with external evidence.
 
     Confirmed: the condition joins the concerned node's

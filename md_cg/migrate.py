@@ -206,8 +206,7 @@ class MigrationReport:
             "verified": self.verified,
             "bad_rows": [{**r._asdict(), "node_id": _json_id(r.node_id)} for r in self.bad_rows],
             "mismatches": [
-                {"id": m.node_id, "fields": list(m.fields), "detail": m.detail}
-                for m in self.mismatches
+                {"id": m.node_id, "fields": list(m.fields), "detail": m.detail} for m in self.mismatches
             ],
             "extras": list(self.extras),
             "changed_ids": list(self.changed_ids),
@@ -271,23 +270,24 @@ class MigrationReport:
                 f"{self.buckets.get(layout.ORPHAN, 0):,}"
             )
         if self.layers:
-            lines.append(
-                "  layers: " + ", ".join(f"{k} {v:,}" for k, v in self.layers.items() if v)
-            )
+            lines.append("  layers: " + ", ".join(f"{k} {v:,}" for k, v in self.layers.items() if v))
         if self.dangling_edges:
             lines.append(f"  {len(self.dangling_edges):,} dangling edge(s) kept (target not a node)")
         if self.dest_findings:
             lines.append(
-                "  dest health: "
-                + ", ".join(f"{k} {v}" for k, v in sorted(self.dest_findings.items()))
+                "  dest health: " + ", ".join(f"{k} {v}" for k, v in sorted(self.dest_findings.items()))
             )
         if self.seconds:
             lines.append(
                 f"  {self.seconds:.2f} s ({self.write_seconds:.2f} s writing, "
                 f"{self.verify_seconds:.2f} s verifying), {self.nodes_per_s:,.0f} nodes/s"
             )
-        _section(lines, "mismatches", [f"{m.node_id}: {', '.join(m.fields)}  {m.detail}"
-                                       for m in self.mismatches], limit)
+        _section(
+            lines,
+            "mismatches",
+            [f"{m.node_id}: {', '.join(m.fields)}  {m.detail}" for m in self.mismatches],
+            limit,
+        )
         _section(
             lines,
             "bad rows",
@@ -380,24 +380,23 @@ class _Journal:
 
     def save(self, **changes: Any) -> None:
         self.record.update(changes, updated_at=time.time())
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         data = json.dumps(self.record, ensure_ascii=False, indent=1).encode("utf-8")
-        fsops.atomic_write(self.path, data, durable=self.durable)
+        fsops.atomic_write(
+            str(self.path.parents[2]), f"{JOURNAL_DIR}/{self.path.name}", data, durable=self.durable
+        )
 
     def remove_abandoned_temps(self) -> list[str]:
+        root = str(self.path.parents[2])
+        found = fsops.scan(root, JOURNAL_DIR, max_depth=1)
         removed = []
-        try:
-            names = os.listdir(self.path.parent)
-        except FileNotFoundError:
-            return removed
-        for name in sorted(names):
-            path = self.path.parent / name
-            if (
-                fsops.is_temp_name(name)
-                and fsops.temp_is_abandoned(path, name)
-                and fsops.remove_if_exists(path)
-            ):
-                removed.append(f"{JOURNAL_DIR}/{name}")
+        for rel in sorted(found.hidden):
+            name = rel.rsplit("/", 1)[-1]
+            try:
+                mtime = fsops.lstat(root, rel).st_mtime
+            except (OSError, MdcgError):
+                continue
+            if fsops.is_temp_name(name) and fsops.temp_is_abandoned(name, mtime) and fsops.remove(root, rel):
+                removed.append(rel)
         return removed
 
 
@@ -494,8 +493,7 @@ def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
                     row.rowid,
                     row.node_id,
                     None,
-                    f"nodes rowid {row.rowid} (id {row.node_id!r}): "
-                    f"cannot be written to a node file: {exc}",
+                    f"nodes rowid {row.rowid} (id {row.node_id!r}): cannot be written to a node file: {exc}",
                 )
         yield row
 
@@ -777,14 +775,15 @@ def _run(
         elif mode == "verify":
             if not dest_path.is_dir():
                 raise MigrationError(f"{dest_path}: no such store folder to verify")
-            _verify(
-                conn, dest_path, report, tally=True, progress=progress, offset=0, total=report.rows
-            )
+            _verify(conn, dest_path, report, tally=True, progress=progress, offset=0, total=report.rows)
             report.verify_seconds = time.perf_counter() - started
         else:
             _check_dest(dest_path)
+            dest_path.mkdir(parents=True, exist_ok=True)
             lock = fsops.FileLock(
-                journal_path(src_path, dest_path).with_suffix(".lock"), what="migration"
+                str(dest_path),
+                f"{JOURNAL_DIR}/{journal_path(src_path, dest_path).with_suffix('.lock').name}",
+                what="migration",
             )
             try:
                 lock.acquire(timeout=0)
@@ -872,6 +871,4 @@ def verify_migration(
     misplaced or differs in any field or edge. ``progress(done, total)`` counts
     ``nodes`` rows.
     """
-    return _run(
-        src, dest, "verify", batch=DEFAULT_BATCH, durable=False, progress=progress, resume=False
-    )
+    return _run(src, dest, "verify", batch=DEFAULT_BATCH, durable=False, progress=progress, resume=False)

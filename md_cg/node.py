@@ -370,3 +370,26 @@ def validate(node: Node) -> Node:
         if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or "\n" in key:
             _fail(node, "extra", f"has an invalid key (1..{MAX_KEY_CHARS} chars, no newline)", key)
     return node
+
+
+def id_problem(name: str) -> str | None:
+    """Why ``name`` is not a safe file-name stem (``None`` if it is one); see :func:`check_id`."""
+    return _id_problem(name)
+
+
+_SLUG_DROP = re.compile(r"[^\w]+")
+SLUG_MAX = 48
+
+
+def slug_id(text: str) -> str:
+    """A readable id: a slug of the first non-empty line of ``text`` plus a short random suffix.
+
+    ``"# Binary search\\n..."`` gives ids like ``binary-search-3f9a2c``; CJK is
+    kept as is; an empty text gives ``note-<suffix>``. Always a safe id.
+    """
+    import secrets
+
+    line = next((ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")
+    slug = _SLUG_DROP.sub("-", unicodedata.normalize("NFKC", line).casefold()).strip("-_")
+    slug = slug[:SLUG_MAX].rstrip("-_") or "note"
+    return f"{slug}-{secrets.token_hex(3)}"

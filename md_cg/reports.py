@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from .node import Node
 from .routing import BucketHealth
 
 #: Finding kinds, with the severity each has.
@@ -22,7 +23,14 @@ FINDING_KINDS: dict[str, str] = {
     "misplaced_file": "warning",  # a file outside the folder its frontmatter implies
     "dangling_edge": "warning",  # an edge whose target is not in the store
     "bucket_degraded": "warning",  # condition buckets no longer route well
-    "log_damage": "warning",  # unreadable lines in an index log shard
+    "log_damage": "warning",  # unreadable lines or unusable records in the index log
+    "unsafe_path": "error",  # a symlink, special file or bad name below the root (never followed)
+    "twin_id": "error",  # ids that differ only by case/normalisation (collide on macOS/Windows)
+    "open_commit": "warning",  # a write interrupted by a crash; sync() finishes it
+    "synonyms_file": "warning",  # the store's synonyms.json is unusable; the shipped table is used
+    "content_drift": "error",  # health(deep=True): an entry differs from its file's content
+    "text_drift": "error",  # health(deep=True): the text index differs from the file's text
+    "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)
 }
 
 
@@ -90,7 +98,10 @@ class SyncReport:
     deleted: tuple[str, ...] = ()
     moved: tuple[Moved, ...] = ()
     malformed: tuple[tuple[str, str], ...] = ()  # (path, reason)
-    duplicates_removed: tuple[str, ...] = ()  # paths moved to .mdcg/trash
+    duplicates: tuple[tuple[str, str], ...] = ()  # (id, path of a losing copy): reported, never moved
+    refused: tuple[tuple[str, str], ...] = ()  # (path, reason): symlinks and the like, never followed
+    twins: tuple[tuple[str, ...], ...] = ()  # ids colliding on case-insensitive file systems
+    recovered: int = 0  # interrupted commits finished (rolled forward)
     temp_removed: tuple[str, ...] = ()
 
     @property
@@ -103,15 +114,34 @@ class SyncReport:
                 self.deleted,
                 self.moved,
                 self.malformed,
-                self.duplicates_removed,
+                self.duplicates,
+                self.refused,
+                self.twins,
+                self.recovered,
                 self.temp_removed,
             )
         )
 
+    @property
+    def problems(self) -> bool:
+        """True when something needs a person: malformed files, duplicates, twins, refused paths."""
+        return bool(self.malformed or self.duplicates or self.refused or self.twins)
+
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["malformed"] = [{"path": p, "reason": r} for p, r in self.malformed]
+        d["duplicates"] = [{"id": i, "path": p} for i, p in self.duplicates]
+        d["refused"] = [{"path": p, "reason": r} for p, r in self.refused]
+        d["twins"] = [list(t) for t in self.twins]
         return d
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """Result of ``delete``/``forget``: the removed node and the edges left dangling."""
+
+    node: Node
+    incoming: tuple[tuple[str, str], ...]
 
 
 @dataclass(frozen=True)

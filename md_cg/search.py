@@ -44,7 +44,6 @@ TIERS = ("T0", "T1", "T2", "T3")
 #: as covering the query (``meta["covered_neg"]``).
 NEGATIVE_COVERAGE = 0.5
 
-_POSITIVE_CODES = [layer_code(name) for name in LAYERS if name not in NEGATIVE_LAYERS]
 _NEGATIVE_CODES = [layer_code(name) for name in sorted(NEGATIVE_LAYERS)]
 
 

@@ -53,7 +53,7 @@ def test_damaged_snapshot_rebuilds_in_memory_and_writes_nothing(tmp_path: Path, 
     with MdCG(root) as s:
         s.compact_index()
         expected = s.entries()
-    snap = index.snapshot_path(root)
+    snap = (root / ".mdcg" / "index.snapshot")
     data = snap.read_bytes()
     if damage == "deleted":
         snap.unlink()
@@ -157,11 +157,11 @@ def test_compaction_keeps_shards_of_live_processes(tmp_path: Path) -> None:
     with MdCG(root, auto_compact=None) as live, MdCG(root, auto_compact=None) as other:
         live.add(knowledge("live_1"))
         other.add(knowledge("other_1"))
-        other_shard = other._shard.name
+        other_shard = other._engine.journal.shard
         other.close()
         report = live.compact_index()
         assert report.shards_removed == (other_shard,)
-        assert report.shards_kept == (live._shard.name,)
+        assert report.shards_kept == (live._engine.journal.shard,)
         live.add(knowledge("live_2"))  # still appends to its kept shard
     with MdCG(root) as s:
         assert s.ids() == ["live_1", "live_2", "other_1"]
@@ -185,18 +185,18 @@ def test_a_writer_compacts_when_it_closes(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add(knowledge("a"))
-        assert not index.snapshot_path(root).exists()
-    assert index.snapshot_path(root).exists()
+        assert not (root / ".mdcg" / "index.snapshot").exists()
+    assert (root / ".mdcg" / "index.snapshot").exists()
     assert shard_files(root) == []
     with MdCG(root) as s:
         assert s.loaded_from == "snapshot"
         s.get("a")
-    before = index.snapshot_path(root).stat().st_mtime_ns
+    before = (root / ".mdcg" / "index.snapshot").stat().st_mtime_ns
     with MdCG(root) as s:  # wrote nothing: no compaction
         s.search("a")
-    with MdCG(root, auto_compact=3) as s:
-        s.add_many([knowledge("b"), knowledge("c")])  # 2 puts + 1 done = 3 records
-    assert index.snapshot_path(root).stat().st_mtime_ns != before
+    with MdCG(root, auto_compact=2) as s:
+        s.add_many([knowledge("b"), knowledge("c")])  # 2 node changes logged
+    assert (root / ".mdcg" / "index.snapshot").stat().st_mtime_ns != before
 
 
 def test_a_reader_of_a_fresh_clone_leaves_a_snapshot_for_the_next(tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_a_reader_of_a_fresh_clone_leaves_a_snapshot_for_the_next(tmp_path: Path
     with MdCG(clone) as s:
         assert s.loaded_from == "files"
         s.search("正文")
-    assert index.snapshot_path(clone).exists()
+    assert (clone / ".mdcg" / "index.snapshot").exists()
     with MdCG(clone) as s:
         assert s.loaded_from == "snapshot"
         assert set(s.ids()) == ids
@@ -316,18 +316,21 @@ def test_duplicate_files_resolved_deterministically(tmp_path: Path) -> None:
             assert [f.kind for f in s.health().findings] == ["duplicate_id"]
     with MdCG(root) as s:
         report = s.sync()
-        assert report.duplicates_removed == (original.relative_to(root).as_posix(),)
-        assert s.health().ok
-    assert not original.exists()
-    trashed = list((root / ".mdcg" / "trash").rglob("dup.md"))
-    assert len(trashed) == 1
+        # Reported, never moved or deleted: which copy is right is a person's call.
+        assert report.duplicates == (("dup", original.relative_to(root).as_posix()),)
+        assert report.problems
+        assert [(f.kind, f.path) for f in s.health().findings] == [
+            ("duplicate_id", original.relative_to(root).as_posix())
+        ]
+    assert original.exists()
+    assert not (root / ".mdcg" / "trash").exists()
 
 
 def test_duplicate_copied_in_under_a_snapshot_is_found_by_sync(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add(knowledge("dup"))
-    assert index.snapshot_path(root).exists()
+    assert (root / ".mdcg" / "index.snapshot").exists()
     original = next(root.glob("knowledge/*/dup.md"))
     newer = nodefile.read_node(original)
     newer.layer = "rejected"
@@ -337,9 +340,10 @@ def test_duplicate_copied_in_under_a_snapshot_is_found_by_sync(tmp_path: Path) -
         assert [(f.kind, f.path) for f in s.health().findings] == [("untracked_file", "rejected/dup.md")]
         report = s.sync()
         assert [(m.node_id, m.new_path) for m in report.moved] == [("dup", "rejected/dup.md")]
-        assert report.duplicates_removed == (original.relative_to(root).as_posix(),)
+        assert report.duplicates == (("dup", original.relative_to(root).as_posix()),)
         assert s.entry("dup").layer == "rejected"
-        assert s.health().ok
+        assert [f.kind for f in s.health().findings] == ["duplicate_id"]
+        assert original.exists()
 
 
 # -- git -------------------------------------------------------------------------

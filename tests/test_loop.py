@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -112,21 +114,30 @@ def test_unknown_verdict_and_unknown_id_change_nothing(store: MdCG) -> None:
     assert node_tree(store.root) == before
 
 
-def test_interrupted_falsify_resolves_to_the_rejected_copy(tmp_path: Path) -> None:
+def _falsify_then_die(root: str) -> None:
+    store = MdCG(root, auto_compact=None)
+    # Killed right after the rejected/ copy landed, before the old file went.
+    store._engine.journal.fault = lambda step: os._exit(9) if step == "renamed" else None
+    store.verify("k", "wrong", "falsified")
+
+
+def test_interrupted_falsify_is_finished_by_sync(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root, auto_compact=None) as s:
         s.add(knowledge("k", confidence=0.6))
-        src = s.root / s.entry("k").path
-    # simulate a crash after the rejected/ copy was written, before the old one
-    # went (no snapshot: the open reads both files)
-    node = nodefile.read_node(src)
-    node.layer = "rejected"
-    node.updated_at = 2e9
-    (root / "rejected" / "k.md").write_text(nodefile.dumps(node), encoding="utf-8")
+        src = s.entry("k").path
+    proc = multiprocessing.get_context("fork").Process(target=_falsify_then_die, args=(str(root),))
+    proc.start()
+    proc.join()
+    assert proc.exitcode == 9
+    assert (root / src).exists() and (root / "rejected" / "k.md").exists()
     with MdCG(root, auto_compact=None) as s:
-        assert s.entry("k").path == "rejected/k.md"
-        assert s.sync().duplicates_removed == (src.relative_to(root).as_posix(),)
+        assert s.entry("k").path == "rejected/k.md"  # the newer copy stands meanwhile
+        assert sorted(f.kind for f in s.health().findings) == ["duplicate_id", "open_commit"]
+        report = s.sync()
+        assert report.recovered == 1 and report.duplicates == ()
         assert s.health().ok
+    assert not (root / src).exists()
 
 
 VERIFIER = r"""
@@ -193,7 +204,9 @@ def test_reflect_against_a_hand_computed_sequence(store: MdCG) -> None:
     assert [r.t for r in recs] == [0, 1, 2, 3, 4]
     assert store.last_d() == recs[-1]
     assert store.reflections() == recs
-    assert len((store.root / ".mdcg" / "reflection.jsonl").read_text().splitlines()) == 5
+    assert [
+        len(f.read_text().splitlines()) for f in (store.root / ".mdcg" / "reflection").glob("*.jsonl")
+    ] == [5]
 
 
 def test_feedback_overrides_the_judge(store: MdCG) -> None:

@@ -176,8 +176,8 @@ async def _scenario(root: Path) -> None:
             )
         )
         assert ref2["reflection"]["d"] == 1.0 and ref2["reflection"]["t"] == 1
-        log = (root / ".mdcg" / "reflection.jsonl").read_text(encoding="utf-8").strip().split("\n")
-        assert len(log) == 2
+        with MdCG(root, read_only=True) as reader:
+            assert [r.t for r in reader.reflections()] == [0, 1]
 
         # health
         h = _ok(await _call(session, "health", {}))

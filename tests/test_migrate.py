@@ -432,7 +432,8 @@ def test_a_changed_source_or_no_resume_starts_from_the_first_row(tmp_path: Path)
 
 def test_a_second_migration_of_the_same_source_into_the_store_is_refused(tmp_path: Path):
     src, dest = bundled_sample_path(), tmp_path / "store"
-    lock = FileLock(journal_path(src, dest).with_suffix(".lock"))
+    dest.mkdir()
+    lock = FileLock(str(dest), f".mdcg/migrate/{journal_path(src, dest).with_suffix('.lock').name}")
     with lock.hold(), pytest.raises(MigrationError, match=r"another migration of .* is running"):
         migrate(src, dest)
     assert migrate(src, dest).ok

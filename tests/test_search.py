@@ -10,7 +10,7 @@ import orjson
 import pytest
 from conftest import tree_listing
 
-from md_cg import MdCG, Node, layout
+from md_cg import MdCG, Node, access, layout
 from md_cg.search import expand
 
 CCG = "# 生效条件：{a}\n# 子功能：步骤\n# 执行：执行\n# 验证方式：测试\n# 不适用条件：{na}\n{text}\n"
@@ -94,7 +94,7 @@ def test_per_store_synonym_file(corpus: MdCG) -> None:
 
 def test_context_none_equals_plain_full_store_ranking(corpus: MdCG) -> None:
     results, meta = corpus.search("the cell energy light", k=5)
-    state = corpus._state
+    state = corpus._engine.state
     terms = expand("the cell energy light", corpus.synonyms).terms
     scope = state.text.scope(layers=[0, 1, 2, 3, 4])
     plain = state.text.match(terms, scope, k=5)
@@ -264,7 +264,9 @@ def test_a_query_reads_no_node_file(corpus: MdCG, monkeypatch: pytest.MonkeyPatc
         return real_open(file, *a, **k)
 
     def spy_os_open(path, *a, **k):  # type: ignore[no-untyped-def]
-        opened.append(str(path))
+        # Files are opened through folder descriptors (no symlink is followed): name the file.
+        where = os.readlink(f"/proc/self/fd/{k['dir_fd']}") + "/" if k.get("dir_fd") is not None else ""
+        opened.append(where + str(path))
         return real_os_open(path, *a, **k)
 
     monkeypatch.setattr(builtins, "open", spy_open)
@@ -300,43 +302,54 @@ def test_searches_write_only_the_access_log(tmp_path: Path) -> None:
         assert tree_listing(root) == quiet_before
 
 
-def test_access_counts_fold_into_frontmatter(tmp_path: Path) -> None:
+def test_access_counts_fold_into_local_state_never_into_node_files(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add_many([note("a", "alpha"), note("b", "bravo")])
+        files = {p: p.read_bytes() for p in root.rglob("*.md")}
         s.record_access(["a", "a", "b"])
         s.record_access(["a"])
         assert s.access_counts(["a", "b", "zzz"]) == {"a": 3, "b": 1, "zzz": 0}
     with MdCG(root) as s:
         folded = s.compact_access()
         assert folded == {"a": 3, "b": 1}
-        assert s.get("a").access_count == 3 and s.get("b").access_count == 1
-        assert s.get("a").last_access is not None
         assert s.access_counts() == {"a": 3, "b": 1}
         assert list((root / ".mdcg" / "access").glob("*.jsonl")) == []  # folded shards removed
         s.record_access(["b"])
         assert s.access_counts() == {"a": 3, "b": 2}
         assert s.compact_access() == {"b": 1}
-        assert s.get("b").access_count == 2
+        assert s.access_counts() == {"a": 3, "b": 2}
+    # Volatile, per-clone state: the tracked node files are byte for byte unchanged.
+    assert {p: p.read_bytes() for p in root.rglob("*.md")} == files
+    counts = orjson.loads((root / ".mdcg" / "access" / "counts.json").read_bytes())
+    assert counts["counts"] == {"a": 3, "b": 2}
 
 
-def test_interrupted_access_fold_is_finished_not_doubled(tmp_path: Path) -> None:
+def test_interrupted_access_fold_is_not_doubled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add_many([note("a", "alpha"), note("b", "bravo")])
         s.record_access(["a", "b", "b"])
     with MdCG(root) as s:
-        # a fold that wrote its journal and applied only node "a" before dying
-        tail_offsets = {}
-        for shard in (root / ".mdcg" / "access").glob("*.jsonl"):
-            tail_offsets[shard.name] = shard.stat().st_size
-        (root / ".mdcg" / "access" / "fold.json").write_bytes(
-            orjson.dumps({"offsets": tail_offsets, "targets": {"a": [1, 5.0], "b": [2, 6.0]}})
-        )
-        s.update("a", access_count=1, last_access=5.0)
-        assert s.compact_access() == {}
-        assert s.get("a").access_count == 1 and s.get("b").access_count == 2
+        # a fold killed while writing its totals leaves only a temp file behind
+        (root / ".mdcg" / "access" / ".counts.json.999999.dead0.tmp").write_bytes(b'{"counts": {"a": 9')
+
+        class Killed(Exception):
+            pass
+
+        def killed(*_: object) -> list[str]:
+            raise Killed
+
+        # ...and one killed after writing its totals, before removing the shards it folded
+        with monkeypatch.context() as m:
+            m.setattr(access, "_remove_folded_shards", killed)
+            with pytest.raises(Killed):
+                s.compact_access()
+        assert len(list((root / ".mdcg" / "access").glob("*.jsonl"))) == 1
         assert s.access_counts() == {"a": 1, "b": 2}
+        assert s.compact_access() == {}
+        assert s.access_counts() == {"a": 1, "b": 2}
+        assert s.sync().temp_removed == (".mdcg/access/.counts.json.999999.dead0.tmp",)
 
 
 def test_covered_neg_survives_a_snapshot(tmp_path: Path) -> None:

@@ -1,0 +1,521 @@
+"""The engine: one store's index, locks and journal, and the primitives on them.
+
+:class:`Engine` owns everything a process knows about a store folder: the
+in-memory index (:class:`~md_cg.index.IndexState`), how far it has followed
+the journal (:class:`~md_cg.journal.Cursor`), its locks and its own log
+shard. It offers the primitives the rest of the package is built on --
+fresh reads, locked writes through the journal -- and nothing else: the
+public API is :class:`md_cg.MdCG`, maintenance is :mod:`md_cg.maintenance`,
+the cognitive loop and the lifecycle modules use the narrow
+:class:`md_cg.protocol.StoreEngine` view of it.
+
+Freshness: every read (``ids``, ``entries``, ``len``, ``in``, ``entry``,
+``get``, ``iter_nodes``, search, neighbours) first calls :meth:`fresh`,
+which follows other processes' log records when ``refresh_interval``
+seconds have passed since the last look (``0``: always; ``None``: only on
+:meth:`refresh`). Writes always catch up first, under their locks.
+
+Concurrency: a write holds the stripe locks of its ids (64 lock files,
+chosen by the folded id, so twins share a stripe), then the store lock
+shared (:class:`~md_cg.fsops.MaintenanceLock`); it re-reads the log, rolls
+forward any dead commit on its ids, checks existence and writes through the
+journal. The existence check and the write of one id are therefore atomic
+across processes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import threading
+import time
+import warnings
+import zlib
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import fsops, index, journal, layout, nodefile, paths, snapshot
+from .errors import (
+    DuplicateIdError,
+    IdCollisionError,
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+    NotAStoreError,
+    ReadOnlyStoreError,
+    StoreClosedError,
+    UnsafePathError,
+)
+from .index import Entry, IndexState
+from .journal import Cursor, Journal, Put
+from .node import LAYERS, Node, check_id, check_layer, validate
+
+STRIPES = 64
+
+GITIGNORE = """\
+# md-cg: the .md files are canonical. Everything under .mdcg/ is derived
+# (index snapshot, index logs) or local operational state (locks, access and
+# reflection logs, tombstones) and is rebuilt or recreated as needed.
+.mdcg/*
+# ...except per-store configuration, which belongs in the repository.
+!.mdcg/synonyms.json
+!.mdcg/retention_markers.json
+# Temp files of interrupted writes (health reports them, sync removes them).
+.*.tmp
+"""
+
+
+@dataclass
+class Staged:
+    """A node ready to be written: the node, its path, its bytes and route key."""
+
+    node: Node
+    rel: str
+    data: bytes
+    domain: str | None
+
+
+def stage(node: Node) -> Staged:
+    """Serialise a validated node and compute its path once."""
+    domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
+    bucket = layout.bucket_dir(domain) if node.layer == paths.BUCKETED_LAYER else None
+    rel = paths.node_rel(node.layer, bucket, node.id)
+    return Staged(node, rel, nodefile.dumps(node).encode("utf-8"), domain)
+
+
+def _stamp_after(previous: float | None, now: float) -> float:
+    """A write time strictly after ``previous`` (the last write of the node wins)."""
+    return max(now, (previous or 0.0) + 1e-6)
+
+
+class Engine:
+    """The index, locks and journal of the store at ``root`` (see module docstring)."""
+
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        *,
+        create: bool = True,
+        durable: bool = False,
+        refresh_interval: float | None = 1.0,
+        lock_timeout: float = 30.0,
+        read_only: bool = False,
+    ) -> None:
+        self.root = Path(root).absolute()
+        self.root_str = str(self.root)
+        self.read_only = read_only
+        if not self.root.exists():
+            if not create or read_only:
+                raise NotAStoreError(self.root, "no such folder (pass create=True to make one)")
+            self.root.mkdir(parents=True)
+            self._init_folder()
+        elif not self.root.is_dir():
+            raise NotAStoreError(self.root, "not a folder")
+        self.durable = durable
+        self.refresh_interval = refresh_interval
+        self.lock_timeout = lock_timeout
+        self.wrote = False
+        self.changes = 0
+        self.lock = threading.RLock()
+        self.maint = fsops.MaintenanceLock(self.root_str, paths.meta(paths.LOCK), paths.meta(paths.GATE))
+        self.journal = Journal(self.root_str)
+        self._stripes: dict[int, fsops.FileLock] = {}
+        self._closed = False
+        self._initialised = fsops.exists(self.root_str, paths.meta(paths.LOCK))
+        self.loaded_from = "files"
+        self.load()
+
+    # -- lifecycle ----------------------------------------------------------------
+
+    def _init_folder(self) -> None:
+        for layer in LAYERS:
+            fsops.Dir(self.root_str, layer, create=True).close()
+        if not fsops.exists(self.root_str, ".gitignore"):
+            fsops.atomic_write(self.root_str, ".gitignore", GITIGNORE.encode("utf-8"))
+        fsops.touch(self.root_str, paths.meta(paths.LOCK))
+
+    def ensure_writable(self) -> None:
+        """Raise on a read-only or closed store; create the layout on the first write."""
+        self.check_open()
+        if self.read_only:
+            raise ReadOnlyStoreError(f"store {self.root} was opened read-only")
+        if not self._initialised:
+            self._init_folder()
+            self._initialised = True
+
+    def check_open(self) -> None:
+        if self._closed:
+            raise StoreClosedError(f"store {self.root} is closed")
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Release this process's shard and locks (the facade compacts first if due)."""
+        self.journal.writer.close()
+        self.maint.close()
+        for lock in self._stripes.values():
+            lock.close()
+        self._closed = True
+
+    # -- loading and following the log -----------------------------------------------
+
+    def load(self) -> None:
+        """(Re)load the index: the snapshot plus the log after it, else the files."""
+        snap = snapshot.load(self.root_str)
+        if snap is not None:
+            state, cursor = snap.state, Cursor(offsets=dict(snap.offsets))
+            self.snap_ident: tuple[int, int, int] | None = snap.identity
+            self.loaded_from = "snapshot"
+        else:
+            # Read the log before scanning the files: commits closed by then are
+            # reflected in the scan; the open ones are resolved after it.
+            before = journal.read_tail(self.root_str, {})
+            state = index.build_from_files(self.root_str)
+            cursor = Cursor()
+            journal.replay(cursor, before)
+            self.snap_ident = None
+            self.loaded_from = "files"
+        self.state: IndexState = state
+        self.cursor: Cursor = cursor
+        self.changes = 0
+        self.catch_up()
+        self._last_refresh = time.monotonic()
+
+    def catch_up(self) -> list[str]:
+        """Follow the log from the cursor; resolve what it touched; return changed ids."""
+        tail = journal.read_tail(self.root_str, self.cursor.offsets)
+        if tail.empty and not self.cursor.pending and not self.cursor.legacy:
+            self.cursor.unsafe |= tail.unsafe
+            return []
+        self.changes += sum(
+            len(r.get("put", ())) + len(r.get("del", ())) + (r.get("op") in ("put", "del"))
+            for recs in tail.by_shard.values()
+            for r in recs
+        )
+        touched = journal.replay(self.cursor, tail)
+        live = [c for c in self.cursor.pending.values() if c.key not in self.cursor.dead]
+        if live:
+            for node_id, rels in journal.mark_dead(
+                self.cursor, journal.find_dead(self.root_str, self.cursor, self.journal.failed)
+            ).items():
+                touched.setdefault(node_id, []).extend(rels)
+        return index.resolve_ids(self.root_str, self.state, touched)
+
+    def refresh(self) -> list[str]:
+        """Pick up other processes' changes; return the ids that changed.
+
+        If another process wrote a new snapshot meanwhile, the index is reloaded.
+        """
+        with self.lock:
+            self.check_open()
+            ident = snapshot.identity(self.root_str)
+            if ident is not None and ident != self.snap_ident:
+                before = dict(self.state.entries)
+                self.load()
+                after = self.state.entries
+                return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+            changed = self.catch_up()
+            self._last_refresh = time.monotonic()
+            return changed
+
+    def fresh(self) -> None:
+        """The freshness rule of every read: refresh when ``refresh_interval`` has passed."""
+        self.check_open()
+        if self.refresh_interval is None:
+            return
+        if time.monotonic() - self._last_refresh >= self.refresh_interval:
+            self.refresh()
+
+    def advance(self, shard: str, nbytes: int) -> None:
+        """Move our cursor past records we appended ourselves."""
+        self.wrote = True
+        self.cursor.offsets[shard] = self.cursor.offsets.get(shard, 0) + nbytes
+
+    # -- reading ------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        self.fresh()
+        return len(self.state.entries)
+
+    def __contains__(self, node_id: object) -> bool:
+        self.fresh()
+        return isinstance(node_id, str) and node_id in self.state.entries
+
+    def ids(self, layer: str | None = None) -> list[str]:
+        """Sorted ids of all nodes, or of one layer."""
+        if layer is not None:
+            check_layer(layer)
+        self.fresh()
+        return sorted(e.id for e in index.iter_entries(self.state, layer))
+
+    def entries(self, layer: str | None = None) -> list[Entry]:
+        """Index entries of all nodes (or one layer), sorted by id."""
+        if layer is not None:
+            check_layer(layer)
+        self.fresh()
+        return sorted(index.iter_entries(self.state, layer), key=lambda e: e.id)
+
+    def entry(self, node_id: str) -> Entry:
+        """The index entry of a node (path, layer, bucket, judge inputs...)."""
+        self.fresh()
+        e = self.state.entries.get(node_id)
+        if e is None:
+            raise NodeNotFoundError(node_id)
+        return e
+
+    def read_node(self, rel: str) -> Node:
+        """Parse the node file at ``rel`` (no symlinks, size-limited)."""
+        return index.read_node(self.root_str, rel)
+
+    def get(self, node_id: str) -> Node:
+        """Read a node from its file. Raises NodeNotFoundError for an unknown id."""
+        check_id(node_id)
+        self.fresh()
+        for attempt in (0, 1):
+            e = self.state.entries.get(node_id)
+            if e is not None:
+                try:
+                    node = self.read_node(e.path)
+                except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+                    node = None
+                if node is not None and node.id == node_id:
+                    return node
+            if attempt == 0:
+                self.refresh()
+        raise NodeNotFoundError(node_id)
+
+    def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
+        """Every node (or every node of a layer), read from its file, in id order."""
+        for node_id in self.ids(layer):
+            try:
+                yield self.get(node_id)
+            except NodeNotFoundError:
+                continue
+
+    def drop_missing(self, node_ids: Iterable[str]) -> list[str]:
+        """Re-resolve ids whose files may be gone (in memory only); return those dropped."""
+        touched = {i: [self.state.entries[i].path] for i in node_ids if i in self.state.entries}
+        index.resolve_ids(self.root_str, self.state, touched)
+        return [i for i in touched if i not in self.state.entries]
+
+    # -- locks --------------------------------------------------------------------
+
+    def stripe_of(self, node_id: str) -> int:
+        return zlib.crc32(paths.id_key(node_id).encode("utf-8")) % STRIPES
+
+    def _stripe(self, n: int) -> fsops.FileLock:
+        lock = self._stripes.get(n)
+        if lock is None:
+            lock = self._stripes[n] = fsops.FileLock(
+                self.root_str, paths.meta(paths.STRIPE_DIR, f"{n:02d}.lock"), what=f"node stripe {n:02d}"
+            )
+        return lock
+
+    @contextlib.contextmanager
+    def hold(self, node_ids: Iterable[str]) -> Iterator[None]:
+        """Lock ``node_ids`` for a write: stripes, then the store lock shared.
+
+        Inside, the index has caught up with the log, and every dead commit
+        that names one of these ids (by id key) has been rolled forward.
+        """
+        self.ensure_writable()
+        keys = {paths.id_key(i) for i in node_ids}
+        stripes = {zlib.crc32(k.encode("utf-8")) % STRIPES for k in keys}
+        with self.lock:
+            while True:
+                with contextlib.ExitStack() as stack:
+                    for n in sorted(stripes):
+                        stack.enter_context(self._stripe(n).hold(timeout=self.lock_timeout))
+                    stack.enter_context(self.maint.shared(self.lock_timeout))
+                    self.refresh()
+                    dead = [
+                        c
+                        for c in journal.find_dead(self.root_str, self.cursor, self.journal.failed)
+                        if any(paths.id_key(i) in keys for i in c.ids)
+                    ]
+                    more = {self.stripe_of(i) for c in dead for i in c.ids}
+                    if more <= stripes:
+                        if dead:
+                            self.recover(dead)
+                        yield
+                        return
+                stripes |= more
+
+    def recover(self, commits: Sequence[journal.Commit]) -> None:
+        """Roll dead commits forward (the caller holds their stripes or the exclusive lock)."""
+        self.journal.recover(commits, advance=self.advance)
+        keys = {c.key for c in commits}
+        self.journal.failed = [c for c in self.journal.failed if c.key not in keys]
+        touched: dict[str, list[str]] = {}
+        for c in commits:
+            self.cursor.pending.pop(c.key, None)
+            self.cursor.dead.discard(c.key)
+            for node_id, rels in c.touched().items():
+                touched.setdefault(node_id, []).extend(rels)
+        index.resolve_ids(self.root_str, self.state, touched)
+
+    # -- writing --------------------------------------------------------------------
+
+    def commit(
+        self, staged: Sequence[Staged], dels: Sequence[tuple[str, str]], *, durable: bool | None
+    ) -> None:
+        """Write ``staged`` and remove ``dels`` through the journal; update the index.
+
+        The caller holds the ids' locks (:meth:`hold`).
+        """
+        if not staged and not dels:
+            return
+        self.changes += len(staged) + len(dels)
+        by_id = {s.node.id: s for s in staged}
+
+        def applied(put: Put, st: os.stat_result) -> None:
+            s = by_id[put.node_id]
+            self.state.put(
+                index.make_entry(s.node, s.rel, st.st_mtime_ns, st.st_size, s.domain),
+                index.index_text(s.node),
+            )
+
+        try:
+            self.journal.commit(
+                [Put(s.node.id, s.rel, s.data) for s in staged],
+                list(dels),
+                durable=self.durable if durable is None else durable,
+                applied=applied,
+                advance=self.advance,
+            )
+        except BaseException:
+            # Stopped midway: an open commit is rolled forward by the next recovery;
+            # meanwhile the files decide what the index shows.
+            for c in self.journal.failed:
+                self.cursor.pending.setdefault(c.key, c)
+            touched: dict[str, list[str]] = {}
+            for s in staged:
+                touched.setdefault(s.node.id, []).append(s.rel)
+            for node_id, rel in dels:
+                touched.setdefault(node_id, []).append(rel)
+            index.resolve_ids(self.root_str, self.state, touched)
+            raise
+        for node_id, rel in dels:
+            cur = self.state.entries.get(node_id)
+            if cur is not None and cur.path == rel:
+                self.state.drop(node_id)
+
+    def check_new(self, node: Node, rel: str) -> str | None:
+        """The path of an existing node with this id (or a twin of it), else None.
+
+        A twin -- an id that differs only by case or normalisation -- raises
+        :class:`IdCollisionError`. Call inside :meth:`hold`.
+        """
+        twin = self.state.twin_of(node.id)
+        if twin is not None:
+            raise IdCollisionError(node.id, twin, self.state.entries[twin].path)
+        existing = self.state.entries.get(node.id)
+        if existing is not None:
+            return existing.path
+        if fsops.exists(self.root_str, rel):
+            return rel  # a file nobody indexed yet (copied in, or a folding file system's twin)
+        return None
+
+    def add_many(
+        self, batch: list[Node], *, overwrite: bool, durable: bool | None, stamp: bool
+    ) -> list[Node]:
+        """Store validated nodes as one commit (see :meth:`md_cg.MdCG.add_many`)."""
+        with self.hold(n.id for n in batch):
+            now = time.time()
+            staged: list[Staged] = []
+            dels: list[tuple[str, str]] = []
+            out: list[Node] = []
+            for node in batch:
+                s = stage(node)
+                existing_path = self.check_new(node, s.rel)
+                if existing_path is not None:
+                    if not overwrite:
+                        raise DuplicateIdError(node.id, existing_path)
+                    same = self._unchanged(node, s, existing_path)
+                    if same is not None:
+                        out.append(same)
+                        continue
+                    if existing_path != s.rel:
+                        dels.append((node.id, existing_path))
+                if stamp:
+                    prev = self.state.entries.get(node.id)
+                    node.updated_at = _stamp_after(prev.updated_at if prev else None, now)
+                    s = stage(node)
+                staged.append(s)
+                out.append(node)
+            self.commit(staged, dels, durable=durable)
+            return out
+
+    def _unchanged(self, node: Node, s: Staged, existing_path: str) -> Node | None:
+        """The stored node when overwriting would change nothing but ``updated_at``."""
+        if existing_path != s.rel:
+            return None
+        try:
+            data, _ = fsops.read_file(self.root_str, s.rel, max_bytes=index.MAX_FILE_BYTES)
+            stored = index.decode_node(data, s.rel)
+        except (OSError, UnsafePathError, MalformedNodeFileError):
+            return None
+        if data == s.data:
+            return stored
+        probe = node.copy()
+        probe.updated_at = stored.updated_at
+        return stored if nodefile.dumps(probe).encode("utf-8") == data else None
+
+    def modify(self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None) -> Node:
+        """Read-modify-write one node under its locks; stamps ``updated_at``."""
+        check_id(node_id)
+        with self.hold([node_id]):
+            current = self.state.entries.get(node_id)
+            if current is None:
+                raise NodeNotFoundError(node_id)
+            node = self.read_node(current.path)
+            result = change(node)
+            if result is not None:
+                node = result
+            if node.id != node_id:
+                raise InvalidNodeError(
+                    f"the id of node {node_id!r} cannot change (got {node.id!r})", field="id", node_id=node_id
+                )
+            validate(node)
+            node.updated_at = _stamp_after(current.updated_at, time.time())
+            s = stage(node)
+            dels = [(node_id, current.path)] if current.path != s.rel else []
+            self.commit([s], dels, durable=durable)
+            return node
+
+    def remove(
+        self, node_id: str, *, durable: bool | None, check: Callable[[Entry], None] | None = None
+    ) -> Node:
+        """Remove a node's file under its locks; ``check(entry)`` may refuse first."""
+        check_id(node_id)
+        with self.hold([node_id]):
+            current = self.state.entries.get(node_id)
+            if current is None:
+                raise NodeNotFoundError(node_id)
+            if check is not None:
+                check(current)
+            node = self.read_node(current.path)
+            self.commit([], [(node_id, current.path)], durable=durable)
+            return node
+
+    def incoming(self, node_id: str) -> tuple[tuple[str, str], ...]:
+        """(source id, edge type) of every edge pointing at ``node_id`` from another node."""
+        return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
+
+
+def is_read_only_error(exc: OSError) -> bool:
+    """True for the errors a read-only folder or medium gives on a write."""
+    return exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+def warn_once(engine: Any, key: str, message: str) -> None:
+    """Emit ``message`` as a warning once per store handle."""
+    seen = engine.__dict__.setdefault("_warned", set())
+    if key not in seen:
+        seen.add(key)
+        warnings.warn(message, RuntimeWarning, stacklevel=3)

@@ -1,0 +1,465 @@
+"""The commit journal: the whole protocol by which node files change.
+
+A *commit* is a set of node files written (``put``) and removed (``del``)
+together -- one ``add``, one ``update``, one ``add_many`` batch. It is made
+crash-safe and visible to other processes in four steps, by the process that
+owns it (holding the store lock shared and the stripe locks of its ids):
+
+1. every new file is written to a unique temp file beside its target (and
+   fsynced, if durable); nothing visible has changed yet;
+2. one ``commit`` record naming every put (id, path, temp name) and every
+   del (id, path) is appended to the process's own log shard as a single
+   line -- a line torn by a crash is ignored, so the commit either exists
+   whole or not at all;
+3. the temp files are renamed over their targets, then the dels unlinked;
+4. a ``done`` record closes the commit.
+
+Killed before step 2, the commit never happened: its temp files are
+garbage that maintenance removes. Killed after step 2, the commit is
+*rolled forward* by the next process that needs its ids (:func:`recover`):
+every temp file still present is renamed into place and the dels are done,
+then a ``recovered`` record closes it. So a batch is all or nothing once
+recovered. Recovery runs in any writer whose ids meet the dead commit, in
+``sync()`` and in compaction; readers never write, so until then a reader
+may see the part of a dead batch that was already renamed.
+
+Readers follow the log (:func:`read_tail`, :func:`replay`) and never trust
+it blindly: every id a record names is resolved against the files on disk
+(by :mod:`md_cg.index`), and every path in a record must pass
+:func:`md_cg.paths.rel_problem` or the record is dropped and counted.
+A commit without its ``done`` is *pending*: its ids are resolved again on
+every replay while its writer lives, and once more when the writer is found
+dead.
+
+Other records: ``sync`` (files reconciled by ``sync()``: resolve now) and
+the ``put``/``del``/``done`` records of earlier versions (read, never
+written).
+
+Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import fsops, paths
+from .errors import UnsafePathError
+
+LOG_REL = paths.meta(paths.LOG_DIR)
+
+
+@dataclass(frozen=True)
+class Put:
+    """A file to write: the node id, its path and its bytes."""
+
+    node_id: str
+    rel: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Commit:
+    """A commit record read from a shard (``seq`` is its sequence number there)."""
+
+    shard: str
+    seq: int
+    puts: tuple[tuple[str, str, str], ...]  # (id, rel, temp name)
+    dels: tuple[tuple[str, str], ...]  # (id, rel)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.shard, self.seq)
+
+    @property
+    def ids(self) -> frozenset[str]:
+        return frozenset([p[0] for p in self.puts] + [d[0] for d in self.dels])
+
+    def touched(self) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {}
+        for node_id, rel, _ in self.puts:
+            out.setdefault(node_id, []).append(rel)
+        for node_id, rel in self.dels:
+            out.setdefault(node_id, []).append(rel)
+        return out
+
+
+@dataclass
+class Cursor:
+    """How far a process has followed the log, and the commits still open."""
+
+    offsets: dict[str, int] = field(default_factory=dict)
+    pending: dict[tuple[str, int], Commit] = field(default_factory=dict)
+    #: pending commits whose writer is gone: resolved once, waiting for recovery
+    dead: set[tuple[str, int]] = field(default_factory=set)
+    #: open put/del records of earlier versions, by shard
+    legacy: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    bad_lines: int = 0
+    bad_records: int = 0
+    #: shard names that could not be read safely (symlinks, not regular files)
+    unsafe: set[str] = field(default_factory=set)
+
+    def open_commits(self) -> list[Commit]:
+        return list(self.pending.values())
+
+
+# -- writing ----------------------------------------------------------------------
+
+
+class Journal:
+    """This process's side of the protocol: its shard, its commits, its recoveries."""
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self.writer = fsops.ShardWriter(root, LOG_REL)
+        #: called between the steps of a commit (tests inject crashes here)
+        self.fault: Callable[[str], None] | None = None
+        #: this process's commits interrupted after being logged (to roll forward)
+        self.failed: list[Commit] = []
+
+    @property
+    def shard(self) -> str | None:
+        return self.writer.name
+
+    def append(self, records: list[dict[str, Any]], *, durable: bool = False) -> tuple[str, int, int]:
+        """Append records; return (shard name, its new end offset, seq of the first)."""
+        written, first = self.writer.append(records, durable=durable)
+        assert self.writer.name is not None
+        return self.writer.name, written, first
+
+    def _step(self, name: str) -> None:
+        if self.fault is not None:
+            self.fault(name)
+
+    def commit(
+        self,
+        puts: Sequence[Put],
+        dels: Sequence[tuple[str, str]],
+        *,
+        durable: bool,
+        applied: Callable[[Put, os.stat_result], None],
+        advance: Callable[[str, int], None],
+    ) -> None:
+        """Run the four steps for ``puts`` and ``dels`` (see the module docstring).
+
+        ``applied(put, stat)`` is called as each file lands; ``advance(shard,
+        nbytes)`` after each append, so the caller's cursor skips its own records.
+        If a rename or unlink fails (or the call is interrupted), no ``done`` is
+        written: the commit stays open, is added to :attr:`failed`, and is rolled
+        forward by the next recovery, exactly like the commit of a crashed process.
+        """
+        dirs: dict[str, fsops.Dir] = {}
+        try:
+            temps, stats = self._write_temps(puts, dirs, durable)
+            self._step("temps")
+            record = {
+                "op": "commit",
+                "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
+                "del": [[i, rel] for i, rel in dels],
+            }
+            try:
+                shard, nbytes, seq = self.append([record], durable=durable)
+            except BaseException:
+                _remove_temps(puts, temps, dirs)
+                raise
+            advance(shard, nbytes)
+            self._step("logged")
+            try:
+                self._apply(puts, temps, stats, dels, dirs, applied)
+                if durable:
+                    for d in dirs.values():
+                        d.fsync()
+            except BaseException:
+                # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
+                # temp files, and is rolled forward like a crashed one.
+                self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
+                raise
+            shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
+            advance(shard, nbytes)
+        finally:
+            for d in dirs.values():
+                d.close()
+
+    def _write_temps(
+        self, puts: Sequence[Put], dirs: dict[str, fsops.Dir], durable: bool
+    ) -> tuple[list[str], list[os.stat_result]]:
+        temps: list[str] = []
+        stats: list[os.stat_result] = []
+        try:
+            for put in puts:
+                parent, name = _split(put.rel)
+                d = dirs.get(parent)
+                if d is None:
+                    d = dirs[parent] = fsops.Dir(self.root, parent, create=True)
+                tmp, st = d.write_temp(name, put.data)
+                temps.append(tmp)
+                stats.append(st)
+            if durable:
+                # All temp files are written first and fsynced in a second pass,
+                # so the kernel can write them back together.
+                for put, tmp in zip(puts, temps, strict=False):
+                    dirs[_split(put.rel)[0]].fsync_file(tmp)
+        except BaseException:
+            _remove_temps(puts, temps, dirs)
+            raise
+        return temps, stats
+
+    def _apply(
+        self,
+        puts: Sequence[Put],
+        temps: list[str],
+        stats: list[os.stat_result],
+        dels: Sequence[tuple[str, str]],
+        dirs: dict[str, fsops.Dir],
+        applied: Callable[[Put, os.stat_result], None],
+    ) -> None:
+        for n, (put, tmp, st) in enumerate(zip(puts, temps, stats, strict=True)):
+            parent, name = _split(put.rel)
+            dirs[parent].replace(tmp, name)
+            applied(put, st)
+            if n == 0:
+                self._step("first-rename")
+        self._step("renamed")
+        for _, rel in dels:
+            parent, name = _split(rel)
+            d = dirs.get(parent)
+            if d is None:
+                try:
+                    d = dirs[parent] = fsops.Dir(self.root, parent)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+            d.unlink(name)
+
+    def recover(self, commits: Iterable[Commit], *, advance: Callable[[str, int], None]) -> list[Commit]:
+        """Roll dead commits forward and close each with a ``recovered`` record.
+
+        The caller holds the stripe locks of every id of these commits (or the
+        exclusive store lock), so nobody else is changing those files.
+        """
+        done: list[Commit] = []
+        for c in commits:
+            roll_forward(self.root, c)
+            done.append(c)
+        if done:
+            shard, nbytes, _ = self.append([{"op": "recovered", "shard": c.shard, "c": c.seq} for c in done])
+            advance(shard, nbytes)
+        return done
+
+
+def roll_forward(root: str, c: Commit) -> None:
+    """Finish a commit whose writer died after logging it (idempotent)."""
+    landed: set[str] = set()
+    for node_id, rel, tmp in c.puts:
+        parent, name = _split(rel)
+        if not _safe_temp(tmp, name):
+            continue
+        try:
+            with fsops.Dir(root, parent) as d:
+                if d.exists(tmp):
+                    d.replace(tmp, name)
+                if d.exists(name):
+                    landed.add(node_id)
+        except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+            continue
+    put_ids = {p[0] for p in c.puts}
+    for node_id, rel in c.dels:
+        # The old copy of a moved node goes only once the new copy is in place.
+        if node_id in put_ids and node_id not in landed:
+            continue
+        try:
+            fsops.remove(root, rel)
+        except UnsafePathError:
+            continue
+
+
+def _safe_temp(tmp: object, name: str) -> bool:
+    return (
+        isinstance(tmp, str)
+        and "/" not in tmp
+        and fsops.is_temp_name(tmp)
+        and tmp.startswith(f".{name}.")
+        and len(tmp) < 512
+    )
+
+
+def _split(rel: str) -> tuple[str, str]:
+    cut = rel.rfind("/")
+    return rel[:cut], rel[cut + 1 :]
+
+
+def _remove_temps(puts: Sequence[Put], temps: Sequence[str], dirs: dict[str, fsops.Dir]) -> None:
+    for put, tmp in zip(puts, temps, strict=False):
+        dirs[_split(put.rel)[0]].unlink(tmp)
+
+
+# -- reading ----------------------------------------------------------------------
+
+
+@dataclass
+class Tail:
+    """Records appended since a cursor's offsets, per shard in file order."""
+
+    by_shard: dict[str, list[dict[str, Any]]]
+    offsets: dict[str, int]
+    missing: list[str]
+    bad_lines: int
+    unsafe: set[str]
+
+    @property
+    def empty(self) -> bool:
+        return not self.by_shard and not self.missing
+
+
+def read_tail(root: str, offsets: dict[str, int]) -> Tail:
+    """Read every shard from its known offset (whole lines only)."""
+    try:
+        names = fsops.list_shards(root, LOG_REL)
+    except UnsafePathError:
+        names = []
+        unsafe = {LOG_REL}
+    else:
+        unsafe = set()
+    new_offsets = dict(offsets)
+    by_shard: dict[str, list[dict[str, Any]]] = {}
+    bad = 0
+    present = set(names)
+    for name in names:
+        start = offsets.get(name, 0)
+        try:
+            read = fsops.read_shard(root, f"{LOG_REL}/{name}", start)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except UnsafePathError:
+            unsafe.add(name)
+            continue
+        bad += read.bad_lines
+        new_offsets[name] = read.end
+        if read.records:
+            by_shard[name] = read.records
+    missing = [n for n in offsets if n not in present]
+    for name in missing:
+        new_offsets.pop(name, None)
+    return Tail(by_shard, new_offsets, missing, bad, unsafe)
+
+
+def shard_ends(root: str) -> dict[str, int]:
+    """The offset just after the last whole line of every shard (for a rebuild)."""
+    return read_tail(root, {}).offsets
+
+
+def _pairs(value: Any, width: int) -> list[tuple[str, ...]] | None:
+    if not isinstance(value, list):
+        return None
+    out = []
+    for item in value:
+        if not isinstance(item, list) or len(item) != width or not all(isinstance(x, str) for x in item):
+            return None
+        out.append(tuple(item))
+    return out
+
+
+def _checked(items: list[tuple[str, ...]] | None) -> bool:
+    return items is not None and all(paths.rel_problem(item[1]) is None for item in items)
+
+
+def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
+    """A ``commit`` or ``sync`` record as a :class:`Commit`, or None when malformed/unsafe."""
+    seq = rec.get("seq")
+    puts = _pairs(rec.get("put", []), 3 if rec.get("op") == "commit" else 2)
+    dels = _pairs(rec.get("del", []), 2)
+    if not isinstance(seq, int) or not _checked(puts) or not _checked(dels):
+        return None
+    assert puts is not None and dels is not None
+    full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
+    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels))
+
+
+def replay(cursor: Cursor, tail: Tail) -> dict[str, list[str]]:
+    """Advance ``cursor`` over ``tail``; return every touched id with its candidate paths.
+
+    Touched: the ids of new ``sync`` records, of commits that closed, of
+    commits still open (they may be mid-write), and of open commits whose
+    shard was removed.
+    """
+    touched: dict[str, list[str]] = {}
+
+    def touch(items: dict[str, list[str]]) -> None:
+        for node_id, rels in items.items():
+            touched.setdefault(node_id, []).extend(rels)
+
+    cursor.bad_lines += tail.bad_lines
+    cursor.unsafe |= tail.unsafe
+    for shard, recs in tail.by_shard.items():
+        for rec in recs:
+            _replay_one(cursor, shard, rec, touch)
+    for shard in tail.missing:
+        # A shard is removed only by maintenance, after its commits were closed.
+        for key in [k for k in cursor.pending if k[0] == shard]:
+            touch(cursor.pending.pop(key).touched())
+            cursor.dead.discard(key)
+        touch(cursor.legacy.pop(shard, {}))
+    for key, c in cursor.pending.items():
+        if key not in cursor.dead:
+            touch(c.touched())
+    for pending in cursor.legacy.values():
+        touch(pending)
+    cursor.offsets = tail.offsets
+    return touched
+
+
+def _replay_one(cursor: Cursor, shard: str, rec: dict[str, Any], touch: Callable[[Any], None]) -> None:
+    op = rec.get("op")
+    if op in ("commit", "sync"):
+        c = parse_commit(shard, rec)
+        if c is None:
+            cursor.bad_records += 1
+        elif op == "commit":
+            cursor.pending[c.key] = c
+        else:
+            touch(c.touched())
+    elif op in ("done", "recovered"):
+        key = (rec.get("shard", shard), rec.get("c"))
+        c = cursor.pending.pop(key, None)  # type: ignore[arg-type]
+        cursor.dead.discard(key)  # type: ignore[arg-type]
+        if c is not None:
+            touch(c.touched())
+        elif op == "done" and "c" not in rec:
+            touch(cursor.legacy.pop(shard, {}))  # a done of the earlier format
+    elif op in ("put", "del"):
+        node_id, rel = rec.get("id"), rec.get("path")
+        if isinstance(node_id, str) and paths.rel_problem(rel) is None:
+            cursor.legacy.setdefault(shard, {}).setdefault(node_id, []).append(rel)  # type: ignore[arg-type]
+        else:
+            cursor.bad_records += 1
+    else:
+        cursor.bad_records += 1
+
+
+def find_dead(root: str, cursor: Cursor, own_failed: Iterable[Commit] = ()) -> list[Commit]:
+    """Open commits that will not finish: their writer is gone (its shard is no
+    longer locked), or it is this process and the commit failed midway."""
+    failed = {c.key for c in own_failed}
+    alive: dict[str, bool] = {}
+    dead = []
+    for c in cursor.pending.values():
+        if c.key in failed:
+            dead.append(c)
+            continue
+        if c.shard not in alive:
+            alive[c.shard] = fsops.owner_alive(root, f"{LOG_REL}/{c.shard}")
+        if not alive[c.shard]:
+            dead.append(c)
+    return dead
+
+
+def mark_dead(cursor: Cursor, commits: Iterable[Commit]) -> dict[str, list[str]]:
+    """Record commits as dead; return the ids of those newly marked (to resolve once more)."""
+    touched: dict[str, list[str]] = {}
+    for c in commits:
+        if c.key not in cursor.dead:
+            cursor.dead.add(c.key)
+            for node_id, rels in c.touched().items():
+                touched.setdefault(node_id, []).extend(rels)
+    return touched

@@ -1,0 +1,93 @@
+"""Named append-only logs under ``.mdcg/``: reflections, tombstones, audit records.
+
+An :class:`AppendLog` is a folder ``.mdcg/<name>/`` of JSON-lines shards,
+one per writing process (:class:`~md_cg.fsops.ShardWriter`), read whole and
+ordered by (time, shard, sequence). Records are only ever appended; a torn
+last line of a killed writer is ignored. A read-compute-append sequence that
+must not interleave with another process's (the reflection record numbers
+its steps) holds :meth:`AppendLog.locked`.
+
+Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from . import fsops, paths
+from .errors import UnsafePathError
+
+
+class AppendLog:
+    """The append-only log ``.mdcg/<name>/`` of a store rooted at ``root``.
+
+    ``legacy`` names a single JSON-lines file under ``.mdcg/`` written by an
+    earlier version; it is read first and never written.
+    """
+
+    def __init__(self, root: str, name: str, *, legacy: str | None = None) -> None:
+        self.root = root
+        self.rel = paths.meta(name)
+        self.legacy = paths.meta(legacy) if legacy else None
+        self._writer = fsops.ShardWriter(root, self.rel)
+        self._lock = fsops.FileLock(root, paths.meta(f"{name}.lock"), what=f"{name} log")
+
+    def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> None:
+        """Append records; each line is ``{"ts": <ns>, "seq": <n>, "r": <record>}``."""
+        self._writer.append(({"r": rec} for rec in records), durable=durable)
+
+    def read(self) -> list[dict[str, Any]]:
+        """Every record, oldest first."""
+        out: list[tuple[int, str, int, dict[str, Any]]] = []
+        if self.legacy is not None:
+            for i, rec in enumerate(_legacy_records(self.root, self.legacy)):
+                out.append((-1, "", i, rec))
+        try:
+            names = fsops.list_shards(self.root, self.rel)
+        except UnsafePathError:
+            names = []
+        for name in names:
+            try:
+                read = fsops.read_shard(self.root, f"{self.rel}/{name}")
+            except (FileNotFoundError, UnsafePathError):
+                continue
+            for line in read.records:
+                ts, seq, rec = line.get("ts", 0), line.get("seq", 0), line.get("r")
+                if isinstance(rec, dict):
+                    out.append(
+                        (ts if isinstance(ts, int) else 0, name, seq if isinstance(seq, int) else 0, rec)
+                    )
+        out.sort(key=lambda r: (r[0], r[1], r[2]))
+        return [r[3] for r in out]
+
+    @contextlib.contextmanager
+    def locked(self, timeout: float) -> Iterator[None]:
+        """Hold this log's lock (for read-compute-append sequences)."""
+        with self._lock.hold(timeout=timeout):
+            yield
+
+    def close(self) -> None:
+        self._writer.close()
+        self._lock.close()
+
+
+def _legacy_records(root: str, rel: str) -> list[dict[str, Any]]:
+    try:
+        data, _ = fsops.read_file(root, rel)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        return []
+    out = []
+    for line in data.split(b"\n"):
+        if not line.strip():
+            continue
+        try:
+            rec = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a torn line of a killed writer
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out

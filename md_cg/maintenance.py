@@ -1,0 +1,450 @@
+"""Maintenance: compaction, rebuild, sync, health and the access fold.
+
+These are the only calls that write the snapshot, remove log shards or
+remove leftovers. Compaction and rebuild hold the store lock exclusively
+(new writers wait at the gate, so maintenance is never starved); sync holds
+it shared and, for interrupted commits, the stripe locks of their ids.
+
+* :func:`compact` -- finish interrupted commits, write a snapshot covering
+  the log so far, remove the shards it covers whose writers are gone, and
+  remove abandoned temp files (the snapshot's own included).
+* :func:`rebuild` -- the same, from the ``.md`` files alone.
+* :func:`sync` -- reconcile the index with files added, changed, deleted or
+  moved outside the engine (stat-based: only new or changed files are
+  parsed), finish interrupted commits, remove abandoned temp files. Files
+  that do not parse, duplicate ids, twins and refused paths (symlinks...) are
+  *reported*, never moved or deleted.
+* :func:`health` -- typed findings; read-only: it writes nothing.
+* :func:`fold_access` -- fold the access log into the local totals.
+
+Imports the engine and the modules below it.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+from . import access, fsops, index, journal, paths, snapshot
+from .engine import Engine
+from .errors import MalformedNodeFileError, UnsafePathError
+from .index import IndexState, Parsed
+from .node import LAYERS
+from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
+from .routing import bucket_health
+
+#: Below this many knowledge nodes the bucket-health verdict is reported but
+#: not raised as a finding: with a handful of nodes every scheme looks degraded.
+BUCKET_HEALTH_MIN_NODES = 100
+#: Folders under ``.mdcg/`` searched for leftover temp files.
+META_DEPTH = 3
+
+
+# -- compaction -------------------------------------------------------------------
+
+
+def compaction_due(engine: Engine, auto_compact: int | None) -> bool:
+    """Whether closing this handle should compact (see ``MdCG(auto_compact=)``)."""
+    if auto_compact is None or engine.read_only:
+        return False
+    if snapshot.identity(engine.root_str) is None:
+        # No snapshot yet (a new store, or a fresh git clone: .mdcg/ is not
+        # committed): save the next process the rebuild from the files -- also
+        # when this one only read, as long as the folder is writable.
+        return engine.wrote or (len(engine.state.entries) > 0 and os.access(engine.root, os.W_OK))
+    return engine.wrote and engine.changes >= auto_compact
+
+
+def compact(engine: Engine, *, timeout: float) -> MaintenanceReport:
+    """Fold the log into a new snapshot and remove the shards it covers."""
+    engine.ensure_writable()
+    started = time.perf_counter()
+    with engine.lock, engine.maint.exclusive(timeout):
+        shards_before = len(fsops.list_shards(engine.root_str, journal.LOG_REL))
+        ident = snapshot.identity(engine.root_str)
+        if ident is not None and ident != engine.snap_ident:
+            engine.load()
+        else:
+            engine.catch_up()
+        _settle(engine)
+        return _write_snapshot(engine, started, shards_before)
+
+
+def _settle(engine: Engine) -> None:
+    """Under the exclusive lock no writer is active: finish every open commit."""
+    cursor = engine.cursor
+    if cursor.pending:
+        engine.recover(list(cursor.pending.values()))
+    if cursor.legacy:
+        touched: dict[str, list[str]] = {}
+        for pending in cursor.legacy.values():
+            for node_id, rels in pending.items():
+                touched.setdefault(node_id, []).extend(rels)
+        cursor.legacy.clear()
+        index.resolve_ids(engine.root_str, engine.state, touched)
+
+
+def _write_snapshot(engine: Engine, started: float, shards_before: int) -> MaintenanceReport:
+    covered = dict(engine.cursor.offsets)
+    snapshot.write(engine.root_str, engine.state, covered)
+    engine.snap_ident = snapshot.identity(engine.root_str)
+    engine.changes = 0
+    removed, kept = _remove_dead_shards(engine, covered)
+    _remove_abandoned_temps(engine)
+    size = fsops.lstat(engine.root_str, snapshot.REL).st_size
+    return MaintenanceReport(
+        nodes=len(engine.state.entries),
+        shards_before=shards_before,
+        shards_removed=tuple(removed),
+        shards_kept=tuple(kept),
+        snapshot_bytes=size,
+        seconds=time.perf_counter() - started,
+        problems=tuple(sorted(engine.state.problems.items())),
+    )
+
+
+def _remove_dead_shards(engine: Engine, covered: dict[str, int]) -> tuple[list[str], list[str]]:
+    """Delete shards fully covered by the snapshot whose writer is gone."""
+    removed: list[str] = []
+    kept: list[str] = []
+    for name in fsops.list_shards(engine.root_str, journal.LOG_REL):
+        rel = f"{journal.LOG_REL}/{name}"
+        fh = fsops.try_lock_exclusive(engine.root_str, rel)
+        if fh is None:
+            kept.append(name)  # a live process holds it
+            continue
+        try:
+            if covered.get(name, -1) == os.fstat(fh.fileno()).st_size:
+                fsops.remove(engine.root_str, rel)
+                removed.append(name)
+            else:
+                kept.append(name)
+        finally:
+            fh.close()
+    for name in removed:
+        engine.cursor.offsets.pop(name, None)
+    return removed, kept
+
+
+def rebuild(
+    engine: Engine, *, timeout: float, progress: Callable[[int], Any] | None = None
+) -> MaintenanceReport:
+    """Rebuild the index from the ``.md`` files alone and write a new snapshot."""
+    engine.ensure_writable()
+    started = time.perf_counter()
+    with engine.lock, engine.maint.exclusive(timeout):
+        shards_before = len(fsops.list_shards(engine.root_str, journal.LOG_REL))
+        # Finish interrupted commits first: their files are part of the truth.
+        engine.catch_up()
+        _settle(engine)
+        engine.cursor = journal.Cursor(offsets=journal.shard_ends(engine.root_str))
+        engine.state = index.build_from_files(engine.root_str, progress=progress)
+        return _write_snapshot(engine, started, shards_before)
+
+
+# -- temp files ---------------------------------------------------------------------
+
+
+def temp_files(engine: Engine, scan: index.Scan | None = None) -> list[str]:
+    """Temp files under the layer folders and under ``.mdcg/``, relative to the root."""
+    found = list(scan.temps if scan is not None else index.scan_files(engine.root_str).temps)
+    meta = fsops.ScanResult()
+    fsops.scan(engine.root_str, paths.META_DIR, max_depth=META_DEPTH, result=meta)
+    found += [rel for rel in meta.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1])]
+    return sorted(found)
+
+
+def _remove_abandoned_temps(engine: Engine, scan: index.Scan | None = None) -> list[str]:
+    removed = []
+    now = time.time()
+    for rel in temp_files(engine, scan):
+        name = rel.rsplit("/", 1)[-1]
+        try:
+            st = fsops.lstat(engine.root_str, rel)
+        except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+            continue
+        abandoned = fsops.temp_is_abandoned(name, st.st_mtime, now) and _not_open(engine, rel)
+        if abandoned and fsops.remove(engine.root_str, rel):
+            removed.append(rel)
+    return removed
+
+
+def _not_open(engine: Engine, rel: str) -> bool:
+    """A temp file named by an open commit is not garbage: recovery still needs it."""
+    name = rel.rsplit("/", 1)[-1]
+    return not any(name == tmp for c in engine.cursor.pending.values() for _, _, tmp in c.puts)
+
+
+# -- sync ---------------------------------------------------------------------------
+
+
+def sync(engine: Engine) -> SyncReport:
+    """Reconcile the index with the files (see the module docstring)."""
+    engine.ensure_writable()
+    with engine.lock:
+        engine.refresh()
+        dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
+        recovered = 0
+        if dead:
+            with engine.hold({i for c in dead for i in c.ids}):
+                recovered = len(dead)  # hold() rolled them forward
+        with engine.maint.shared(engine.lock_timeout):
+            engine.refresh()
+            return _sync_locked(engine, recovered)
+
+
+def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
+    state = engine.state
+    scan = index.scan_files(engine.root_str)
+    files = scan.files
+    by_path = state.by_path()
+    touched: dict[str, list[str]] = {}
+    malformed: dict[str, str] = {}
+    for node_id, e in state.entries.items():
+        if e.path not in files:
+            touched.setdefault(node_id, []).append(e.path)
+    for rel, st in files.items():
+        known = by_path.get(rel)
+        if known is not None:
+            e = state.entries[known]
+            if (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
+                touched.setdefault(known, []).append(rel)
+            continue
+        try:
+            parsed: Parsed = index.parse_file(engine.root_str, rel)
+        except (MalformedNodeFileError, UnsafePathError) as exc:
+            malformed[rel] = exc.reason
+            continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        touched.setdefault(parsed.entry.id, []).append(rel)
+    for rel in list(state.problems):
+        if rel not in files:
+            del state.problems[rel]
+    before = {i: state.entries.get(i) for i in touched}
+    index.resolve_ids(engine.root_str, state, touched)
+    state.problems.update(malformed)
+    changes, records = _classify(state, before)
+    if records["put"] or records["del"]:
+        shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
+        engine.advance(shard, nbytes)
+    return SyncReport(
+        added=tuple(sorted(changes["added"])),
+        changed=tuple(sorted(changes["changed"])),
+        deleted=tuple(sorted(changes["deleted"])),
+        moved=tuple(sorted(changes["moved"], key=lambda m: m.node_id)),
+        malformed=tuple(sorted(state.problems.items())),
+        duplicates=tuple(sorted((i, p) for i, losers in state.duplicates.items() for p in losers)),
+        refused=tuple(sorted(scan.refused.items())),
+        twins=tuple(tuple(v) for v in state.twins().values()),
+        recovered=recovered,
+        temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
+    )
+
+
+def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    changes: dict[str, list[Any]] = {"added": [], "changed": [], "deleted": [], "moved": []}
+    records: dict[str, list[Any]] = {"put": [], "del": []}
+    for node_id, old in before.items():
+        new = state.entries.get(node_id)
+        if old is None and new is not None:
+            changes["added"].append(node_id)
+        elif old is not None and new is None:
+            changes["deleted"].append(node_id)
+            records["del"].append([node_id, old.path])
+            continue
+        elif old is not None and new is not None and old.path != new.path:
+            changes["moved"].append(Moved(node_id, old.path, new.path))
+            records["del"].append([node_id, old.path])
+        elif old != new:
+            changes["changed"].append(node_id)
+        else:
+            continue
+        assert new is not None
+        records["put"].append([node_id, new.path])
+    return changes, records
+
+
+# -- health ---------------------------------------------------------------------------
+
+
+def health(engine: Engine, *, deep: bool = False, extra: tuple[Finding, ...] = ()) -> HealthReport:
+    """Check the store; return typed findings (read-only: writes nothing).
+
+    ``deep=True`` also parses every file and compares its content (fields,
+    route key, title, conditions, indexed text) with the index, like
+    diskcache's ``check()``.
+    """
+    with engine.lock:
+        engine.fresh()
+        state = engine.state
+        scan = index.scan_files(engine.root_str)
+        findings: list[Finding] = list(extra)
+        findings += _file_findings(engine, scan)
+        findings += _entry_findings(state, scan.files)
+        findings += _log_findings(engine)
+        findings += [
+            Finding("temp_file", "leftover of an interrupted write; sync() removes it", rel)
+            for rel in temp_files(engine, scan)
+        ]
+        if deep:
+            findings += deep_findings(engine, scan.files)
+        sizes = dict(sorted(state.buckets.items()))
+        buckets = bucket_health(sizes)
+        if buckets.degraded and buckets.nodes >= BUCKET_HEALTH_MIN_NODES:
+            findings.append(Finding("bucket_degraded", "; ".join(buckets.reasons)))
+        layers = {layer: 0 for layer in LAYERS}
+        for e in state.entries.values():
+            layers[e.layer] += 1
+        return HealthReport(
+            layers=layers, nodes=len(state.entries), buckets=buckets, findings=tuple(findings)
+        )
+
+
+def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
+    state = engine.state
+    out: list[Finding] = []
+    by_path = state.by_path()
+    dup_paths = {p for losers in state.duplicates.values() for p in losers}
+    for rel, reason in sorted(scan.refused.items()):
+        out.append(Finding("unsafe_path", f"{reason}; ignored", path=rel))
+    for rel, reason in sorted(state.problems.items()):
+        if rel in scan.files:
+            out.append(Finding("unreadable_file", reason, path=rel))
+    for rel, st in sorted(scan.files.items()):
+        if rel in state.problems or rel in dup_paths:
+            continue
+        node_id = by_path.get(rel)
+        if node_id is None:
+            try:
+                parsed = index.parse_file(engine.root_str, rel)
+            except (MalformedNodeFileError, UnsafePathError) as exc:
+                out.append(Finding("unreadable_file", exc.reason, path=rel))
+                continue
+            except (FileNotFoundError, NotADirectoryError):
+                continue
+            out.append(
+                Finding(
+                    "untracked_file", "a node file the index does not know; run sync()", rel, parsed.entry.id
+                )
+            )
+            continue
+        e = state.entries[node_id]
+        if (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
+            out.append(Finding("changed_file", "edited since indexed; run sync()", rel, node_id))
+    return out
+
+
+def _entry_findings(state: IndexState, files: dict[str, Any]) -> list[Finding]:
+    out: list[Finding] = []
+    for e in sorted(state.entries.values(), key=lambda x: x.id):
+        if e.path not in files:
+            out.append(Finding("missing_file", "indexed but the file is gone; run sync()", e.path, e.id))
+        elif e.path != index.canonical_path(e) and e.path.count("/") <= 2:
+            out.append(
+                Finding(
+                    "misplaced_file", f"its frontmatter puts it at {index.canonical_path(e)}", e.path, e.id
+                )
+            )
+        for target, etype in e.edges:
+            if target not in state.entries:
+                out.append(
+                    Finding(
+                        "dangling_edge",
+                        f"{etype} edge to {target!r}, which is not in the store",
+                        e.path,
+                        e.id,
+                    )
+                )
+    for node_id, losers in sorted(state.duplicates.items()):
+        stands = state.entries[node_id].path if node_id in state.entries else None
+        for rel in losers:
+            detail = (
+                f"another file holds this id ({stands} stands); remove or rename one copy"
+                if stands
+                else "duplicate copy; remove or rename one copy"
+            )
+            out.append(Finding("duplicate_id", detail, rel, node_id))
+    for twins in state.twins().values():
+        for node_id in twins:
+            others = ", ".join(repr(t) for t in twins if t != node_id)
+            out.append(
+                Finding(
+                    "twin_id",
+                    f"differs from {others} only by case or Unicode normalisation: one file on "
+                    "macOS/Windows; rename one",
+                    state.entries[node_id].path,
+                    node_id,
+                )
+            )
+    return out
+
+
+def _log_findings(engine: Engine) -> list[Finding]:
+    cursor = engine.cursor
+    out: list[Finding] = []
+    damage = cursor.bad_lines + cursor.bad_records
+    if damage:
+        out.append(
+            Finding(
+                "log_damage",
+                f"{damage} unreadable line(s) or unusable record(s) in the index log (ignored); "
+                "rebuild_index() recovers from the files",
+            )
+        )
+    for name in sorted(cursor.unsafe):
+        rel = name if "/" in name else f"{journal.LOG_REL}/{name}"
+        out.append(Finding("unsafe_path", "a symlink or special file in the index log; ignored", rel))
+    for c in sorted(cursor.pending.values(), key=lambda c: c.key):
+        if c.key in cursor.dead:
+            out.append(
+                Finding(
+                    "open_commit",
+                    f"a write of {len(c.ids)} node(s) interrupted by a crash (log {c.shard}, "
+                    f"record {c.seq}); sync() or the next write of these ids finishes it",
+                )
+            )
+    return out
+
+
+def deep_findings(engine: Engine, files: dict[str, Any]) -> list[Finding]:
+    """Compare every entry with its file's content, and the indexed text with the file's text."""
+    state = engine.state
+    state.flush_text()
+    out: list[Finding] = []
+    for e in sorted(state.entries.values(), key=lambda x: x.id):
+        if e.path not in files:
+            continue
+        try:
+            parsed = index.parse_file(engine.root_str, e.path)
+        except (MalformedNodeFileError, UnsafePathError, FileNotFoundError, NotADirectoryError):
+            continue
+        fresh = parsed.entry
+        fresh.mtime_ns, fresh.size = e.mtime_ns, e.size
+        if fresh != e:
+            fields_ = [f for f in _ENTRY_FIELDS if getattr(fresh, f) != getattr(e, f)]
+            out.append(
+                Finding(
+                    "content_drift", f"index differs from the file in: {', '.join(fields_)}", e.path, e.id
+                )
+            )
+        expected = index.text_terms(parsed.text or "")
+        if state.text.doc_terms(e.id) != expected:
+            out.append(Finding("text_drift", "the text index differs from the file's text", e.path, e.id))
+    return out
+
+
+_ENTRY_FIELDS = (*(f for f in snapshot.COLUMNS if f not in ("mtime_ns", "size")), "domain")
+
+
+# -- access -----------------------------------------------------------------------------
+
+
+def fold_access(engine: Engine) -> dict[str, int]:
+    """Fold the access log into the local totals (``.mdcg/access/counts.json``)."""
+    engine.ensure_writable()
+    with engine.lock, engine.maint.exclusive(engine.lock_timeout):
+        engine.catch_up()
+        return access.fold(engine.root_str, keep=lambda i: i in engine.state.entries)

@@ -1,0 +1,111 @@
+"""Where things live: node file paths and every name under ``.mdcg/``.
+
+The one owner of path rules. A node file lives at
+``<layer>/[<folders>/]<id>.md`` under the store root; the engine writes
+``<layer>/<id>.md`` or ``knowledge/<bucket>/<id>.md`` (:func:`node_rel`),
+and a person may put notes in sub-folders of a layer folder.
+
+Paths that come from anywhere but the engine's own computation -- a log
+record, a snapshot row, a file found by a scan -- are checked with
+:func:`rel_problem` before they are used: relative, ``/``-separated, a layer
+folder first, every component a safe name (no ``..``, nothing hidden, no
+separators or control characters), ``.md`` last, bounded depth. The file
+operations (:mod:`md_cg.fsops`) then refuse to follow a symlink at any
+component, so a checked path can never reach outside the root.
+
+Imports only :mod:`md_cg.node`, :mod:`md_cg.script` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+from .node import LAYERS, id_problem
+from .script import id_fold
+
+#: Everything derived or operational lives in this folder of the store root.
+META_DIR = ".mdcg"
+#: Index journal shards (one per writing process), ``.mdcg/log/<pid>_<uuid>.jsonl``.
+LOG_DIR = "log"
+#: The index snapshot, ``.mdcg/index.snapshot``.
+SNAPSHOT = "index.snapshot"
+#: Access-event shards and their fold checkpoint.
+ACCESS_DIR = "access"
+#: Tombstones of forgotten nodes (payload-free).
+AUDIT_DIR = "audit"
+#: Shards of the reflection record (``reflect``).
+REFLECTION_DIR = "reflection"
+#: The single-file reflection record of earlier versions (read, never written).
+LEGACY_REFLECTION_FILE = "reflection.jsonl"
+#: Copies that earlier versions moved aside; purged by ``forget`` and maintenance.
+TRASH_DIR = "trash"
+#: The maintenance lock (shared by writers, exclusive for compaction) and its gate.
+LOCK = "lock"
+GATE = "gate"
+#: Per-id stripe locks, ``.mdcg/locks/NN.lock``.
+STRIPE_DIR = "locks"
+#: Per-store synonym groups (tracked by git).
+SYNONYMS = "synonyms.json"
+
+#: Deepest node path accepted (layer folder, sub-folders, file).
+MAX_DEPTH = 8
+MAX_REL_CHARS = 1024
+NODE_SUFFIX = ".md"
+
+BUCKETED_LAYER = "knowledge"
+ORPHAN = "orphan"
+
+_LAYER_SET = frozenset(LAYERS)
+
+
+def meta(*parts: str) -> str:
+    """A path under ``.mdcg/`` relative to the root (POSIX form)."""
+    return "/".join((META_DIR, *parts))
+
+
+def node_rel(layer: str, bucket: str | None, node_id: str) -> str:
+    """Where the engine writes a node: ``<layer>/<id>.md`` or ``knowledge/<bucket>/<id>.md``."""
+    if layer == BUCKETED_LAYER:
+        return f"{layer}/{bucket or ORPHAN}/{node_id}{NODE_SUFFIX}"
+    return f"{layer}/{node_id}{NODE_SUFFIX}"
+
+
+def rel_problem(rel: object) -> str | None:
+    """Why ``rel`` is not an acceptable node path, or ``None`` if it is one."""
+    if not isinstance(rel, str):
+        return f"not a string ({type(rel).__name__})"
+    if not rel or len(rel) > MAX_REL_CHARS:
+        return "empty or too long"
+    if rel.startswith("/") or "\\" in rel:
+        return "not a relative POSIX path"
+    parts = rel.split("/")
+    if len(parts) < 2 or len(parts) > MAX_DEPTH:
+        return f"not <layer>/.../<id>.md within {MAX_DEPTH} levels"
+    if parts[0] not in _LAYER_SET:
+        return f"{parts[0]!r} is not a layer folder"
+    name = parts[-1]
+    if not name.endswith(NODE_SUFFIX):
+        return "not a .md file"
+    for part in (*parts[1:-1], name[: -len(NODE_SUFFIX)]):
+        problem = id_problem(part)
+        if problem:
+            return f"component {part!r}: {problem}"
+    return None
+
+
+def is_node_rel(rel: object) -> bool:
+    """True when ``rel`` passes :func:`rel_problem`."""
+    return rel_problem(rel) is None
+
+
+def layer_of(rel: str) -> str:
+    """The layer folder of a (checked) node path."""
+    return rel.split("/", 1)[0]
+
+
+def stem_of(rel: str) -> str:
+    """The file stem of a (checked) node path: the id of a note without frontmatter."""
+    return rel.rsplit("/", 1)[-1][: -len(NODE_SUFFIX)]
+
+
+def id_key(node_id: str) -> str:
+    """The uniqueness key of an id: ids with equal keys collide on macOS/Windows."""
+    return id_fold(node_id)

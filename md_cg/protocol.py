@@ -1,0 +1,54 @@
+"""The narrow door into a store for the modules built on top of it.
+
+The cognitive loop (:mod:`md_cg.loop`) and the lifecycle modules depend on
+:class:`StoreEngine`, not on :class:`md_cg.MdCG`: a structural protocol
+listing exactly the calls they may make. ``MdCG`` satisfies it; a test
+double can too. Keeping the door narrow keeps each capability in a room of
+its own and the import graph free of cycles.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any, Protocol
+
+from .index import Entry
+from .logs import AppendLog
+from .node import Node
+from .reports import Deleted
+
+
+class StoreEngine(Protocol):
+    """What the loop and the lifecycle modules may ask of a store."""
+
+    @property
+    def root(self) -> Path: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    @property
+    def lock_timeout(self) -> float: ...
+
+    def __contains__(self, node_id: object) -> bool: ...
+
+    def get(self, node_id: str) -> Node: ...
+
+    def entry(self, node_id: str) -> Entry: ...
+
+    def entries(self, layer: str | None = None) -> list[Entry]: ...
+
+    def refresh(self) -> list[str]: ...
+
+    def add(self, node: Node | None = None, /, **kwargs: Any) -> Node: ...
+
+    def add_many(self, nodes: Iterable[Node], **kwargs: Any) -> list[Node]: ...
+
+    def modify(
+        self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None
+    ) -> Node: ...
+
+    def delete(self, node_id: str, *, force: bool = False, durable: bool | None = None) -> Deleted: ...
+
+    def log(self, name: str) -> AppendLog: ...

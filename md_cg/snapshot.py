@@ -1,0 +1,181 @@
+"""The snapshot codec: the index saved to ``.mdcg/index.snapshot``.
+
+::
+
+    MDCG-SNAPSHOT 1\\n
+    {header JSON}\\n
+    <entries JSON><text index bytes>
+
+The header holds :data:`VERSION`, the log offsets the snapshot covers, the
+lengths of the two sections, a CRC-32 of the entries section (the text index
+checks itself) and ``columns``: the names of the entry fields, in the order
+each row lists them. Rows are read back **by name**, so a snapshot written
+with other columns -- an older or newer version, or a field added to
+:class:`~md_cg.index.Entry` since -- can never misalign: if the columns are
+not exactly the current ones the snapshot is refused and the index is rebuilt
+from the files (a snapshot is derived, never trusted blindly). Every row's
+path must also pass the path rules (:func:`md_cg.paths.rel_problem`), or the
+whole snapshot is refused.
+
+Written only by maintenance under the exclusive store lock; a missing,
+truncated, foreign or damaged snapshot means a rebuild *in memory* -- nothing
+is written on the read path.
+
+Imports :mod:`md_cg.index` and the bottom modules.
+"""
+
+from __future__ import annotations
+
+import time
+import zlib
+from dataclasses import dataclass, fields
+from typing import Any
+
+import orjson
+
+from . import fsops, paths
+from .errors import UnsafePathError
+from .index import Entry, IndexState, canonical_path, no_gc
+from .text import query_terms
+from .textindex import TextIndex
+
+MAGIC = b"MDCG-SNAPSHOT 1\n"
+#: The format version. Bump it when the meaning of a section changes.
+VERSION = 4
+REL = paths.meta(paths.SNAPSHOT)
+#: Entry fields in row order (the ``columns`` header); ``path`` is None when
+#: it is the canonical path, ``domain`` is not stored (read from the bucket map).
+COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Entry))[:-1]
+assert tuple(f.name for f in fields(Entry))[-1] == "domain", "Entry.domain must stay its last field"
+_PATH = COLUMNS.index("path")
+
+
+@dataclass
+class Snapshot:
+    """A decoded snapshot: the index state, the log offsets it covers, its file identity."""
+
+    state: IndexState
+    offsets: dict[str, int]
+    identity: tuple[int, int, int]
+
+
+def _row(e: Entry) -> list[Any]:
+    row = [getattr(e, name) for name in COLUMNS]
+    if e.path == canonical_path(e):
+        row[_PATH] = None
+    return row
+
+
+def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
+    """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
+    state.flush_text()
+    entries_blob = orjson.dumps(
+        {
+            "entries": [_row(e) for e in state.entries.values()],
+            "bucket_domains": state.bucket_domains,
+            "bucket_codes": state.bucket_codes,
+            "problems": state.problems,
+            "duplicates": state.duplicates,
+            "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
+        }
+    )
+    text_blob = state.text.to_bytes()
+    header = orjson.dumps(
+        {
+            "version": VERSION,
+            "created": time.time(),
+            "columns": COLUMNS,
+            "offsets": offsets,
+            "entries_len": len(entries_blob),
+            "text_len": len(text_blob),
+            "crc32": zlib.crc32(entries_blob),
+        }
+    )
+    return MAGIC + header + b"\n" + entries_blob + text_blob
+
+
+def write(root: str, state: IndexState, offsets: dict[str, int]) -> None:
+    """Write the snapshot atomically (the caller holds the exclusive store lock)."""
+    fsops.atomic_write(root, REL, encode(state, offsets))
+
+
+def identity(root: str) -> tuple[int, int, int] | None:
+    """(inode, mtime, size) of the snapshot file, or None when there is none."""
+    try:
+        st = fsops.lstat(root, REL)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def load(root: str) -> Snapshot | None:
+    """The snapshot, or ``None`` when it is missing, damaged, foreign or unsafe."""
+    try:
+        data, st = fsops.read_file(root, REL)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError):
+        return None
+    try:
+        with no_gc():
+            return decode(data, (st.st_ino, st.st_mtime_ns, st.st_size))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, orjson.JSONDecodeError):
+        return None
+
+
+def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | None:
+    """Decode snapshot bytes; None when they are not a current, intact snapshot."""
+    if not data.startswith(MAGIC):
+        return None
+    nl = data.index(b"\n", len(MAGIC))
+    header = orjson.loads(data[len(MAGIC) : nl])
+    if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
+        return None
+    start = nl + 1
+    view = memoryview(data)  # no copy of the (large) entries section
+    entries_blob = view[start : start + header["entries_len"]]
+    text_blob = data[start + header["entries_len"] :]
+    if len(entries_blob) != header["entries_len"] or len(text_blob) != header["text_len"]:
+        return None
+    if zlib.crc32(entries_blob) != header["crc32"]:
+        return None
+    body = orjson.loads(entries_blob)
+    state = IndexState(
+        text=TextIndex.from_bytes(text_blob, analyzer=query_terms),
+        bucket_codes=dict(body["bucket_codes"]),
+        problems=dict(body["problems"]),
+        duplicates={k: list(v) for k, v in body["duplicates"].items()},
+        negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
+    )
+    domains = state.bucket_domains = dict(body["bucket_domains"])
+    if not _load_rows(state, body["entries"], domains):
+        return None
+    if len(state.text) != len(state.entries):
+        return None
+    return Snapshot(state, {str(k): int(v) for k, v in header["offsets"].items()}, ident)
+
+
+def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> bool:
+    entries, buckets, reverse, keys = state.entries, state.buckets, state.reverse, state.keys
+    width = len(COLUMNS)
+    for row in rows:
+        if len(row) != width:
+            return False
+        # Positional: COLUMNS is exactly Entry's fields before `domain` (checked
+        # at import), and the header's columns were compared with COLUMNS.
+        e = Entry(*row)
+        node_id, bucket = e.id, e.bucket
+        if bucket is not None:
+            e.domain = domains.get(bucket)
+        if e.path is None:
+            e.path = canonical_path(e)
+        elif paths.rel_problem(e.path) is not None:
+            return False
+        entries[node_id] = e
+        key = paths.id_key(node_id)
+        holder = keys.setdefault(key, node_id)
+        if holder != node_id:
+            state.twin_keys.setdefault(key, {holder}).add(node_id)
+        if bucket is not None:
+            buckets[bucket] = buckets.get(bucket, 0) + 1
+        for target, etype in e.edges:
+            reverse.setdefault(target, set()).add((node_id, etype))
+    return True
