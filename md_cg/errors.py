@@ -12,6 +12,7 @@ This module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 
@@ -132,3 +133,20 @@ class ProtectedNodeError(MdcgError):
     def __init__(self, node_id: str, reason: str) -> None:
         super().__init__(reason)
         self.node_id = node_id
+
+
+class SynonymFileError(MdcgError, ValueError):
+    """A synonym file that cannot be used; ``path`` is the file, ``reason`` the problem."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: invalid synonym file: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class UnknownBigDomainError(MdcgError, ValueError):
+    """A big-domain name outside ``domains`` and not ``auto``; ``domain`` is what was given."""
+
+    def __init__(self, domain: object, domains: Sequence[str], auto: str = "auto") -> None:
+        super().__init__(f"unknown big domain {domain!r}; expected {auto!r} or one of: {', '.join(domains)}")
+        self.domain = domain

@@ -67,7 +67,6 @@ Imports only the standard library and :mod:`md_cg.node`, :mod:`md_cg.ccg`.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,6 +74,7 @@ from typing import Any
 
 from . import ccg
 from .node import Node
+from .script import CJK_CHARS, CJK_RUN_RE, WORD_CHAR, fold, plural_forms
 
 ACCEPT = "ACCEPT"
 REJECT = "REJECT"
@@ -83,31 +83,22 @@ BLINDSPOT = "BLINDSPOT"
 #: The four states, in the order the rule checks them.
 STATES: tuple[str, ...] = (REJECT, BLINDSPOT, DEFER, ACCEPT)
 
+_STOPWORDS_TEXT = """
+a an the is are was were be been being am of on in at to for with by from as
+when whenever while if it its this that these those there do does did has
+have had and or any some such case cases where which
+"""
 #: English function words left out of a condition's content words.
-STOPWORDS: frozenset[str] = frozenset(
-    (
-        "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am",
-        "of", "on", "in", "at", "to", "for", "with", "by", "from", "as", "when",
-        "whenever", "while", "if", "it", "its", "this", "that", "these", "those",
-        "there", "do", "does", "did", "has", "have", "had", "and", "or", "any",
-        "some", "such", "case", "cases", "where", "which",
-    )
-)
+STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(f"[^\\W_{_CJK_CLASS}]+[+#]*")
-_WORD_EDGE = re.compile(f"[^\\W_{_CJK_CLASS}]")
-_WS = re.compile(r"\s+")
-_BEFORE = f"(?<![^\\W_{_CJK_CLASS}])"
-_AFTER = f"(?![^\\W_{_CJK_CLASS}]|[+#])"
+_WORD = re.compile(f"{WORD_CHAR}+[+#]*")
+_WORD_EDGE = re.compile(WORD_CHAR)
+_BEFORE = f"(?<!{WORD_CHAR})"
+_AFTER = f"(?!{WORD_CHAR}|[+#])"
 # Clause boundaries: CJK punctuation, newlines, ASCII punctuation before a space,
 # the end or next to a CJK character, and the separator between context pieces.
 # (NFKC has already turned full-width ，；：！？ into ASCII.)
-_CLAUSE = re.compile(
-    f"[。、\n]|[,.;:!?](?=\\s|$|[{_CJK_CLASS}])|(?<=[{_CJK_CLASS}])[,.;:!?]| \\| "
-)
+_CLAUSE = re.compile(f"[。、\n]|[,.;:!?](?=\\s|$|[{CJK_CHARS}])|(?<=[{CJK_CHARS}])[,.;:!?]| \\| ")
 
 _PARTICLES = frozenset("的了之")
 _LEADING = ("如果", "假如", "若是", "对于", "若", "当")
@@ -118,21 +109,8 @@ _MAX_DEPTH = 16
 
 
 def normalize_text(text: str) -> str:
-    """NFKC + case fold + whitespace collapsed and trimmed."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
-
-
-def _forms(word: str) -> tuple[str, ...]:
-    """A word and its light plural-stripped forms."""
-    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
-        return (word,)
-    forms = [word]
-    if word.endswith("ies") and len(word) > 4:
-        forms.append(word[:-3] + "y")
-    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
-        forms.append(word[:-2])
-    forms.append(word[:-1])
-    return tuple(forms)
+    """NFKC + case fold + whitespace collapsed and trimmed (:func:`md_cg.script.fold`)."""
+    return fold(text)
 
 
 # -- prepared forms -----------------------------------------------------------
@@ -197,10 +175,10 @@ EMPTY_TEXT = PreparedText("", (), _NO_CLAUSE)
 def _index_clause(text: str) -> _Clause:
     words: set[str] = set()
     for match in _WORD.finditer(text):
-        words.update(_forms(match.group()))
+        words.update(plural_forms(match.group()))
     bigrams: set[str] = set()
     chars: set[str] = set()
-    for match in _CJK_RUN.finditer(text):
+    for match in CJK_RUN_RE.finditer(text):
         run = match.group()
         chars.update(run)
         bigrams.update(run[i : i + 2] for i in range(len(run) - 1))
@@ -288,12 +266,10 @@ def _prepare_one(condition: str) -> PreparedCondition:
     text = condition.strip()
     norm = normalize_text(text)
     words = tuple(
-        _forms(w)
-        for w in dict.fromkeys(m.group() for m in _WORD.finditer(norm))
-        if w not in STOPWORDS
+        plural_forms(w) for w in dict.fromkeys(m.group() for m in _WORD.finditer(norm)) if w not in STOPWORDS
     )
     runs: list[_CjkRun] = []
-    for run in _CJK_RUN.findall(norm):
+    for run in CJK_RUN_RE.findall(norm):
         required = _required_positions(run)
         if not required:
             continue
@@ -354,9 +330,7 @@ def condition_hit(condition: PreparedCondition | str, text: PreparedText | str) 
     target = prepare_text(text) if isinstance(text, str) else text
     if not cond.has_content or target.empty:
         return False
-    if cond.norm in target.norm and (
-        cond.pattern is None or cond.pattern.search(target.norm) is not None
-    ):
+    if cond.norm in target.norm and (cond.pattern is None or cond.pattern.search(target.norm) is not None):
         return True
     # the union of all clauses rejects most conditions at once
     if not _content_hit(cond, target.union):
@@ -435,8 +409,7 @@ def judge(
                     if condition_hit(cond, target):
                         return Judgement(
                             REJECT,
-                            f'REJECT: not-applicable condition "{cond.text}" matched by the '
-                            f"{source}",
+                            f'REJECT: not-applicable condition "{cond.text}" matched by the {source}',
                             hit_condition=cond.text,
                             missing=missing,
                             matched_by=source,

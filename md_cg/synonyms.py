@@ -50,14 +50,14 @@ from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import orjson
 
-from .errors import MdcgError
+from .errors import SynonymFileError
+from .script import CJK_CHAR_RE, CJK_CHARS, WORD_CHAR, fold, singulars
 
 #: Weight of the query's own words and of table entries found in the query text.
 ORIGINAL_WEIGHT = 1.0
@@ -70,27 +70,13 @@ FORMAT_VERSION = 1
 
 _DEFAULT_PATH = Path(__file__).parent / "data" / "synonyms.json"
 
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-_TOKEN_GAP = re.compile(f"(?:([{_CJK_CLASS}])|([^\\W_{_CJK_CLASS}]+[+#]*))((?:[^\\w]|_)*)")
-_WS = re.compile(r"\s+")
+_TOKEN_GAP = re.compile(f"(?:([{CJK_CHARS}])|({WORD_CHAR}+[+#]*))((?:[^\\w]|_)*)")
 _JOINING_GAPS = frozenset({"-", ".", "'", "’", "/", "·", "_"})
 
 
-class SynonymFileError(MdcgError, ValueError):
-    """A synonym file that cannot be used; ``path`` is the file, ``reason`` the problem."""
-
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        super().__init__(f"{path}: invalid synonym file: {reason}")
-        self.path = str(path)
-        self.reason = reason
-
-
 def normalize(text: str) -> str:
-    """NFKC + case fold + whitespace collapsed and trimmed."""
-    if text.isascii() and text.isalnum():
-        return text.lower()
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """NFKC + case fold + whitespace collapsed and trimmed (:func:`md_cg.script.fold`)."""
+    return fold(text)
 
 
 def _runs(text: str) -> list[tuple[list[str], list[bool]]]:
@@ -126,21 +112,8 @@ def _key(text: str) -> str:
     return " ".join(tok for tokens, _ in _runs(text) for tok in tokens)
 
 
-def _singulars(token: str) -> tuple[str, ...]:
-    """Light plural strips of a non-CJK token, most specific first."""
-    if len(token) <= 3 or not token.endswith("s") or token.endswith("ss"):
-        return ()
-    forms: list[str] = []
-    if token.endswith("ies") and len(token) > 4:
-        forms.append(token[:-3] + "y")
-    if token.endswith(("ses", "xes", "zes", "ches", "shes")):
-        forms.append(token[:-2])
-    forms.append(token[:-1])
-    return tuple(forms)
-
-
 def _is_cjk_token(token: str) -> bool:
-    return len(token) == 1 and _CJK_CHAR.match(token) is not None
+    return len(token) == 1 and CJK_CHAR_RE.match(token) is not None
 
 
 class SynonymTable:
@@ -199,9 +172,7 @@ class SynonymTable:
         return _default_table()
 
     @classmethod
-    def from_files(
-        cls, *paths: str | os.PathLike[str] | None, default: bool = True
-    ) -> SynonymTable:
+    def from_files(cls, *paths: str | os.PathLike[str] | None, default: bool = True) -> SynonymTable:
         """The default table (unless ``default=False``) plus the groups of each file.
 
         Paths that do not exist (and ``None``) are skipped: a store without a
@@ -252,7 +223,7 @@ class SynonymTable:
         head, _, last = key.rpartition(" ")
         if not last or _is_cjk_token(last):
             return None
-        for form in _singulars(last):
+        for form in singulars(last):
             candidate = f"{head} {form}" if head else form
             if candidate in self._synonyms:
                 return candidate
@@ -284,7 +255,7 @@ class SynonymTable:
             key = _key(word)
             if not key:
                 continue
-            if " " not in key and not _CJK_CHAR.search(key):
+            if " " not in key and not CJK_CHAR_RE.search(key):
                 run.append(key)
                 continue
             if run:
@@ -339,7 +310,7 @@ class SynonymTable:
                 if candidate in synonyms:
                     best_key, best_end = candidate, j + 1
                 elif not cjk[j] and token[-1] == "s":
-                    for form in _singulars(token):
+                    for form in singulars(token):
                         plural_hit = f"{key} {form}" if key else form
                         if plural_hit in synonyms:
                             best_key, best_end = plural_hit, j + 1

@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from md_cg import textindex
+from md_cg import textindex, textindex_docs, textindex_postings
 from md_cg.text import Analyzer, analyze, query_terms
 from md_cg.textindex import TextIndex
 
@@ -86,7 +86,7 @@ def test_ties_break_by_prior_then_id():
 
 @pytest.mark.parametrize("python_ties", [2048, 4])
 def test_large_tie_group_is_cut_by_id(monkeypatch, python_ties):
-    monkeypatch.setattr(textindex, "_TIE_PYTHON", python_ties)
+    monkeypatch.setattr(textindex_docs, "_TIE_PYTHON", python_ties)
     ix = TextIndex()
     ids = [f"id{i:04d}" for i in range(300)]
     for doc_id in random.Random(5).sample(ids, len(ids)):
@@ -195,7 +195,7 @@ def _reference(docs: dict[str, list[str]], query: list[str], k1: float, b: float
 
 @pytest.mark.parametrize("pending", [5, 64, 1 << 18])
 def test_segments_merges_and_compaction_agree_with_a_reference(monkeypatch, pending):
-    monkeypatch.setattr(textindex, "_PENDING_MAX", pending)
+    monkeypatch.setattr(textindex_postings, "PENDING_MAX", pending)
     monkeypatch.setattr(textindex, "_COMPACT_MIN_DEAD", 20)
     rng = random.Random(pending)
     vocab = [f"t{i}" for i in range(120)]
