@@ -3,18 +3,42 @@
 Search tier says *how* a node was found; the judgement says whether it may be
 used. :func:`judge` is a pure function of the node's CCG gaps, its
 not-applicable conditions, its verification basis, the query and the caller's
-context. The rule, checked in this order:
+context.
+
+Facts and procedures
+--------------------
+A node is a *procedure* when it carries at least one of the five required CCG
+elements (applies when, steps, executes, verified by, not applicable): it
+claims to say when and how something is done, and is judged on whether it
+says all of it. A node with none of them is a *fact* ("the user's name is
+Sam", "多普勒效应：频率随相对运动变化"): it has no applicability conditions to
+be incomplete about, so a missing procedure mark says nothing about whether
+it may be used (:func:`is_fact`). The optional ``Function`` mark alone names a
+thing without stating a condition or a step, so it does not make a procedure.
+
+The rule, checked in this order:
 
 1. **REJECT** -- a not-applicable condition of the node is hit by the query
-   or by the context. Checked first because an explicit "does not apply here"
-   is definitive: a node that says it must not be used on linked lists must
-   not be used on a linked list, whether or not its other CCG elements are
-   filled in. Reporting BLINDSPOT there would invite the caller to go and
-   complete a node that is already known to be wrong for the situation.
-2. **BLINDSPOT** -- a required CCG element is missing: attribution cannot be
-   established, stop guessing.
-3. **DEFER** -- complete, but no verification basis is declared: keep looking.
-4. **ACCEPT** -- complete, no condition hit, verification basis declared.
+   or by the context (facts and procedures alike; a fact's conditions come
+   from its ``non_applicable_conditions`` field). Checked first because an
+   explicit "does not apply here" is definitive: a node that says it must
+   not be used on linked lists must not be used on a linked list, whether or
+   not its other CCG elements are filled in. Reporting BLINDSPOT there would
+   invite the caller to go and complete a node that is already known to be
+   wrong for the situation.
+2. **BLINDSPOT** -- a procedure with a required CCG element missing:
+   attribution cannot be established, stop guessing. Never a fact.
+3. **DEFER** -- a complete procedure, or a fact, with no verification basis
+   declared: usable with care, keep looking for confirmation.
+4. **ACCEPT** -- a complete procedure, or a fact, with no condition hit and a
+   verification basis declared.
+
+A fact and a complete procedure are judged alike on verification: a fact
+without a basis is as unconfirmed as a procedure without one, and ranking it
+above the procedure would reward leaving annotations out. The basis text
+says which kind the node is (``ACCEPT: fact with no applicability
+conditions, verification basis "user said so"``), so an agent is told the
+truth about why.
 
 Condition matching (:func:`condition_hit`)
 -------------------------------------------
@@ -76,12 +100,36 @@ from . import ccg
 from .node import Node
 from .script import CJK_CHARS, CJK_RUN_RE, WORD_CHAR, fold, plural_forms
 
+__all__ = [
+    "ACCEPT",
+    "BLINDSPOT",
+    "DEFER",
+    "EMPTY_TEXT",
+    "REJECT",
+    "STATES",
+    "STOPWORDS",
+    "Judgement",
+    "PreparedCondition",
+    "PreparedText",
+    "condition_hit",
+    "context_text",
+    "is_fact",
+    "judge",
+    "judge_node",
+    "node_conditions",
+    "normalize_text",
+    "prepare_conditions",
+    "prepare_context",
+    "prepare_text",
+]
+
 ACCEPT = "ACCEPT"
 REJECT = "REJECT"
 DEFER = "DEFER"
 BLINDSPOT = "BLINDSPOT"
-#: The four states, in the order the rule checks them.
-STATES: tuple[str, ...] = (REJECT, BLINDSPOT, DEFER, ACCEPT)
+#: The four states, in the order agents and reports list them (the rule checks
+#: REJECT, then BLINDSPOT, then DEFER/ACCEPT).
+STATES: tuple[str, ...] = (ACCEPT, REJECT, DEFER, BLINDSPOT)
 
 _STOPWORDS_TEXT = """
 a an the is are was were be been being am of on in at to for with by from as
@@ -105,6 +153,7 @@ _LEADING = ("如果", "假如", "若是", "对于", "若", "当")
 _TRAILING = ("的情况下", "的时候", "情况下", "的情况", "时候", "的话", "时")
 _FRAMING = frozenset(_LEADING + _TRAILING)
 _SEPARATOR = " | "
+_REQUIRED = frozenset(ccg.REQUIRED)
 _MAX_DEPTH = 16
 
 
@@ -358,8 +407,9 @@ class Judgement:
     ``state`` is one of :data:`STATES`; ``basis`` a one-line human-readable
     reason; ``hit_condition`` the not-applicable condition that caused a
     REJECT (as written in the node), else ``None``; ``missing`` the required
-    CCG elements that are absent (filled in every state, so a REJECT can
-    still tell the node is incomplete); ``matched_by`` is ``"query"`` or
+    CCG elements that are absent from a procedure (filled in every state, so
+    a REJECT can still tell the node is incomplete; empty for a fact, which
+    is not incomplete); ``matched_by`` is ``"query"`` or
     ``"context"`` for a REJECT.
     """
 
@@ -399,32 +449,49 @@ def judge(
     output), or ``None``.
     """
     missing = tuple(dict.fromkeys(str(m) for m in ccg_missing))
-    if non_applicable:
-        conditions = prepare_conditions(non_applicable)
-        if conditions:
-            query_text = prepare_text(query)
-            context_prepared = prepare_context(context) if context is not None else EMPTY_TEXT
-            for cond in conditions:
-                for source, target in (("query", query_text), ("context", context_prepared)):
-                    if condition_hit(cond, target):
-                        return Judgement(
-                            REJECT,
-                            f'REJECT: not-applicable condition "{cond.text}" matched by the {source}',
-                            hit_condition=cond.text,
-                            missing=missing,
-                            matched_by=source,
-                        )
+    fact = is_fact(missing)
+    if fact:
+        missing = ()  # a fact is not an incomplete procedure
+    conditions = prepare_conditions(non_applicable) if non_applicable else ()
+    if conditions:
+        query_text = prepare_text(query)
+        context_prepared = prepare_context(context) if context is not None else EMPTY_TEXT
+        for cond in conditions:
+            for source, target in (("query", query_text), ("context", context_prepared)):
+                if condition_hit(cond, target):
+                    return Judgement(
+                        REJECT,
+                        f'REJECT: not-applicable condition "{cond.text}" matched by the {source}',
+                        hit_condition=cond.text,
+                        missing=missing,
+                        matched_by=source,
+                    )
+    basis = verification_basis.strip() if isinstance(verification_basis, str) else None
+    if fact:
+        what = (
+            "fact, no not-applicable condition hit" if conditions else "fact with no applicability conditions"
+        )
+        if not basis:
+            return Judgement(DEFER, f"DEFER: {what}, but no verification basis declared")
+        return Judgement(ACCEPT, f'ACCEPT: {what}, verification basis "{basis}"')
     if missing:
         return Judgement(
             BLINDSPOT, f"BLINDSPOT: CCG incomplete, missing {', '.join(missing)}", missing=missing
         )
-    basis = verification_basis.strip() if isinstance(verification_basis, str) else None
     if not basis:
         return Judgement(DEFER, "DEFER: CCG complete but no verification basis declared")
     return Judgement(
         ACCEPT,
         f'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "{basis}"',
     )
+
+
+def is_fact(ccg_missing: Sequence[str]) -> bool:
+    """True when none of the required CCG elements is present: the node is a fact, not a procedure.
+
+    ``ccg_missing`` is :func:`md_cg.ccg.missing` of the node (see the module docstring).
+    """
+    return _REQUIRED.issubset(ccg_missing)
 
 
 # -- from a node ---------------------------------------------------------------------
