@@ -20,9 +20,13 @@ File format (the shipped ``md_cg/data/synonyms.json`` and a store's
 
 A bare list of groups is accepted too. Every group needs at least two
 different entries (after normalisation); every entry is a non-empty string
-with at least one letter, digit or CJK character. A malformed file raises
-:class:`SynonymFileError` (an :class:`md_cg.errors.MdcgError`) naming the file
-and the problem; an absent file is simply skipped.
+with at least one letter, digit or CJK character. A malformed file (git
+conflict markers included) raises :class:`SynonymFileError` (an
+:class:`md_cg.errors.MdcgError`) naming the file and the problem; an absent
+file is simply skipped. A store opens its file with
+:meth:`SynonymTable.for_store`, which falls back to the shipped table and
+returns the problem instead of raising, so one broken file cannot stop every
+search.
 
 Matching is on normalised text: NFKC, case folded, whitespace collapsed. Text
 is cut into *tokens* -- each CJK character is one token, and a run of other
@@ -71,6 +75,7 @@ FORMAT_VERSION = 1
 _DEFAULT_PATH = Path(__file__).parent / "data" / "synonyms.json"
 
 _TOKEN_GAP = re.compile(f"(?:([{CJK_CHARS}])|({WORD_CHAR}+[+#]*))((?:[^\\w]|_)*)")
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
 _JOINING_GAPS = frozenset({"-", ".", "'", "’", "/", "·", "_"})
 
 
@@ -187,6 +192,26 @@ class SynonymTable:
         table = cls.__new__(cls)
         table._build(groups)
         return table
+
+    @classmethod
+    def for_store(cls, root: str | os.PathLike[str]) -> tuple[SynonymTable, str | None]:
+        """The table a store searches with, and the problem with its synonym file, if any.
+
+        Reads ``<root>/.mdcg/synonyms.json`` (:func:`store_synonym_path`):
+        absent, it gives the shipped table and ``None``. A file that cannot
+        be used (unresolved git conflict markers after a merge, invalid JSON,
+        a wrong shape, unreadable) must not take every search down, so the
+        shipped table is returned with a one-line problem that names the
+        file and what is wrong, for ``health()`` to report. Explicit loads
+        (:meth:`from_files`) still raise.
+        """
+        path = store_synonym_path(root)
+        if not os.path.lexists(path):
+            return _default_table(), None  # shared: no copy of the shipped groups per store
+        try:
+            return cls.from_files(path), None
+        except SynonymFileError as exc:
+            return _default_table(), f"{exc}; searching with the shipped synonym table instead"
 
     def extended(self, groups: Iterable[Sequence[str]]) -> SynonymTable:
         """A new table with this table's groups followed by ``groups``."""
@@ -418,9 +443,15 @@ def load_groups(path: str | os.PathLike[str], *, missing_ok: bool = False) -> li
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SynonymFileError(path, f"not UTF-8 text (byte {exc.start})") from None
+    conflict = _CONFLICT_MARKER.search(text)
+    if conflict:
+        line = text.count("\n", 0, conflict.start()) + 1
+        raise SynonymFileError(
+            path, f"unresolved git merge conflict (conflict marker at line {line}); resolve it and save"
+        )
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -74,9 +74,7 @@ def test_default_is_shared(table: SynonymTable) -> None:
         ("同事", {"colleague"}),
     ],
 )
-def test_default_groups_are_symmetric_examples(
-    table: SynonymTable, word: str, expected: set[str]
-) -> None:
+def test_default_groups_are_symmetric_examples(table: SynonymTable, word: str, expected: set[str]) -> None:
     assert expected <= set(table.synonyms_of(word))
 
 
@@ -353,3 +351,88 @@ def test_constructor_rejects_bad_groups() -> None:
 def test_normalize() -> None:
     assert normalize("  Ｂinary\tSEARCH ") == "binary search"
     assert normalize("ABC") == "abc"
+
+
+# -- a store's file that cannot be used -------------------------------------------------
+
+CONFLICTED = """{
+  "groups": [
+<<<<<<< HEAD
+    ["笔记本", "laptop"]
+=======
+    ["笔记本", "notebook computer"]
+>>>>>>> theirs
+  ]
+}
+"""
+
+
+def _store_file(root: Path, content: str) -> Path:
+    path = store_synonym_path(root)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(content, encoding="utf-8")
+    return path
+
+
+def test_for_store_without_a_file_is_the_shipped_table(tmp_path: Path) -> None:
+    table, problem = SynonymTable.for_store(tmp_path)
+    assert problem is None
+    assert table is SynonymTable.default()
+
+
+def test_for_store_reads_a_good_file(tmp_path: Path) -> None:
+    _store_file(tmp_path, '{"version": 1, "groups": [["光合作用", "photosynthesis"]]}')
+    table, problem = SynonymTable.for_store(tmp_path)
+    assert problem is None
+    assert table.synonyms_of("光合作用") == ("photosynthesis",)
+    assert len(table) == len(SynonymTable.default()) + 1
+
+
+def test_for_store_falls_back_on_git_conflict_markers(tmp_path: Path) -> None:
+    path = _store_file(tmp_path, CONFLICTED)
+    table, problem = SynonymTable.for_store(tmp_path)
+    assert table is SynonymTable.default()
+    assert problem == (
+        f"{path}: invalid synonym file: unresolved git merge conflict (conflict marker at line 3); "
+        "resolve it and save; searching with the shipped synonym table instead"
+    )
+    assert table.expand_text("二分查找")  # the fallback table still expands
+    with pytest.raises(SynonymFileError, match="conflict marker at line 3"):
+        SynonymTable.from_files(path)  # an explicit load still raises
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        ('{"groups": [["a", "b"],', "not valid JSON: "),
+        ('{"groups": {"a": "b"}}', "'groups' must be a list, got dict"),
+        ('[["solo"]]', "group 1: needs at least two different entries"),
+    ],
+)
+def test_for_store_falls_back_on_a_broken_file(tmp_path: Path, content: str, reason: str) -> None:
+    path = _store_file(tmp_path, content)
+    table, problem = SynonymTable.for_store(tmp_path)
+    assert table is SynonymTable.default()
+    assert problem is not None
+    assert problem.startswith(f"{path}: invalid synonym file: {reason}")
+    assert problem.endswith("; searching with the shipped synonym table instead")
+    assert "\n" not in problem
+
+
+def test_for_store_reports_an_unreadable_file(tmp_path: Path) -> None:
+    store_synonym_path(tmp_path).mkdir(parents=True)  # a folder where the file should be
+    table, problem = SynonymTable.for_store(tmp_path)
+    assert table is SynonymTable.default()
+    assert problem == (
+        f"{store_synonym_path(tmp_path)}: invalid synonym file: is a directory, not a file; "
+        "searching with the shipped synonym table instead"
+    )
+
+
+def test_error_classes_live_in_errors_and_stay_importable() -> None:
+    from md_cg import errors, routing, synonyms
+
+    assert synonyms.SynonymFileError is errors.SynonymFileError
+    assert routing.UnknownBigDomainError is errors.UnknownBigDomainError
+    assert issubclass(errors.SynonymFileError, errors.MdcgError)
+    assert issubclass(errors.UnknownBigDomainError, errors.MdcgError)
