@@ -41,7 +41,11 @@ breaks a phrase. The last word of an English entry may carry a plural ``s``/``es
 
 Weights: the query's own words, and table entries found in the query, get
 :data:`ORIGINAL_WEIGHT` (1.0); their synonyms get :data:`SYNONYM_WEIGHT`
-(0.6), so a search ranks a literal match above a synonym match. Results are
+(0.6), so a search ranks a literal match above a synonym match. A CJK
+synonym of a query without any CJK text gets :data:`CROSS_SCRIPT_WEIGHT`
+(0.05): measured on mixed English/Chinese pools, Chinese synonyms of English
+queries at 0.6 pushed Chinese notes into English results, while Chinese
+queries lose nothing from English synonyms (docs/ranking.md). Results are
 deduplicated (first occurrence wins, so an original keeps 1.0 even when it is
 also a synonym of another word) and come in a deterministic order: originals
 in query order, then found entries in query order, then synonyms in the order
@@ -61,12 +65,16 @@ from pathlib import Path
 import orjson
 
 from .errors import SynonymFileError
-from .script import CJK_CHAR_RE, CJK_CHARS, WORD_CHAR, fold, singulars
+from .script import CJK_CHAR_RE, CJK_CHARS, WORD_CHAR, fold, has_cjk, singulars
 
 #: Weight of the query's own words and of table entries found in the query text.
 ORIGINAL_WEIGHT = 1.0
 #: Weight of a synonym added by expansion.
 SYNONYM_WEIGHT = 0.6
+#: Weight of a CJK synonym added to a query without CJK text (docs/ranking.md):
+#: enough for an English query to find a note written only in Chinese, too
+#: little to rank Chinese notes above English ones that match its own words.
+CROSS_SCRIPT_WEIGHT = 0.05
 #: File name of a store's synonym file inside ``<root>/.mdcg/``.
 STORE_FILE = "synonyms.json"
 #: The only file format version.
@@ -265,7 +273,9 @@ class SynonymTable:
         (Chinese, or several tokens such as ``binary-search``) is scanned on
         its own like text, so ``二分查找`` and ``用电脑`` find their entries.
         Returns the words (normalised) and the entries found at
-        :data:`ORIGINAL_WEIGHT`, then the synonyms at :data:`SYNONYM_WEIGHT`.
+        :data:`ORIGINAL_WEIGHT`, then the synonyms at :data:`SYNONYM_WEIGHT`
+        (:data:`CROSS_SCRIPT_WEIGHT` for a CJK synonym when no word has CJK
+        text).
         Words that a tokenizer has cut into CJK bigrams find little: pass the
         raw query to :meth:`expand_text` instead.
         """
@@ -290,7 +300,7 @@ class SynonymTable:
                 found.extend(self._scan(tokens, flags))
         if run:
             found.extend(self._scan(run, [False] * len(run)))
-        return self._finish(out, found)
+        return self._finish(out, found, any(map(has_cjk, out)))
 
     def expand_text(self, query: str, words: Sequence[str] = ()) -> list[tuple[str, float]]:
         """Expand a raw query text by finding table entries inside it.
@@ -299,7 +309,8 @@ class SynonymTable:
         come first, normalised, at :data:`ORIGINAL_WEIGHT`. Then every table
         entry found in the text by longest-match scanning (see the module
         docstring) is added at :data:`ORIGINAL_WEIGHT`, then the synonyms of
-        all of them at :data:`SYNONYM_WEIGHT`. A one-character Chinese entry
+        all of them at :data:`SYNONYM_WEIGHT` (:data:`CROSS_SCRIPT_WEIGHT` for
+        a CJK synonym when neither the query nor ``words`` has CJK text). A one-character Chinese entry
         (``茶``) is found only when it stands alone between non-CJK
         characters, never inside a longer run of Chinese (``茶几``).
         """
@@ -313,7 +324,7 @@ class SynonymTable:
         if text:
             for tokens, flags in _runs(text):
                 found.extend(self._scan(tokens, flags))
-        return self._finish(out, found)
+        return self._finish(out, found, has_cjk(text) or any(map(has_cjk, out)))
 
     def _scan(self, run: list[str], cjk: list[bool]) -> list[str]:
         """Keys of the entries found in one run of tokens, longest match first.
@@ -358,12 +369,13 @@ class SynonymTable:
             i = best_end
         return found
 
-    def _finish(self, out: dict[str, float], found: list[str]) -> list[tuple[str, float]]:
+    def _finish(self, out: dict[str, float], found: list[str], cjk_query: bool) -> list[tuple[str, float]]:
         for key in found:
             out.setdefault(self._display[key], ORIGINAL_WEIGHT)
         for key in found:
             for synonym in self._synonyms.get(key, ()):
-                out.setdefault(synonym, SYNONYM_WEIGHT)
+                cross = not cjk_query and has_cjk(synonym)
+                out.setdefault(synonym, CROSS_SCRIPT_WEIGHT if cross else SYNONYM_WEIGHT)
         return list(out.items())
 
 

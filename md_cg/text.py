@@ -32,6 +32,7 @@ standard library.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 import numpy as np
 from rapidfuzz.utils import default_process
@@ -46,6 +47,7 @@ __all__ = [
     "Analyzer",
     "analyze",
     "char_bigrams",
+    "expand_query",
     "is_cjk",
     "normalize",
     "query_terms",
@@ -212,6 +214,40 @@ class Analyzer:
             s = self._question_re.sub(" ", s)
         return _terms(s, self._qwords, self.query_unigrams)
 
+    def synonym_terms(self, phrase: str) -> list[str]:
+        """Terms a synonym adds to a query: :meth:`query_terms` without single CJK characters.
+
+        A synonym's CJK text gives its bigrams only: its characters alone
+        (用户 -> 用, 户; 最后期限 -> 最, 后) match unrelated text everywhere.
+        A one-character CJK synonym gives nothing.
+        """
+        s = normalize(phrase)
+        if self.question_words and not s.isascii():
+            s = self._question_re.sub(" ", s)
+        return [t for t in _terms(s, self._qwords, False) if len(t) > 1 or not is_cjk(t)]
+
+    def expand_query(self, query: str, expansions: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Weighted terms of ``query`` and of its synonym ``expansions`` ((phrase, weight) pairs).
+
+        ``expansions`` come from :meth:`md_cg.synonyms.SynonymTable.expand_text`,
+        which weighs them. The query's own terms (:meth:`query_terms`) come
+        first at weight 1.0; a phrase of weight >= 1 (a table entry found in
+        the query: the query's own text) adds its :meth:`query_terms`; a
+        synonym (weight < 1) adds its :meth:`synonym_terms`, so no synonym
+        adds a single CJK character. A term keeps the highest weight any
+        source gives it; order is first seen. Repeats of a term in the query
+        do not add up here.
+        """
+        weights: dict[str, float] = {}
+        for term in self.query_terms(query):
+            weights.setdefault(term, 1.0)
+        for phrase, weight in expansions:
+            terms = self.query_terms(phrase) if weight >= 1.0 else self.synonym_terms(phrase)
+            for term in terms:
+                if weights.get(term, 0.0) < weight:
+                    weights[term] = weight
+        return list(weights.items())
+
 
 def _terms(s: str, words: _WordCache, unigrams: bool) -> list[str]:
     """Terms of normalised text ``s``."""
@@ -260,3 +296,8 @@ def analyze(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """Query terms of ``text`` with the default :class:`Analyzer` (see the module doc)."""
     return _DEFAULT.query_terms(text)
+
+
+def expand_query(query: str, expansions: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """:meth:`Analyzer.expand_query` with the default :class:`Analyzer`."""
+    return _DEFAULT.expand_query(query, expansions)

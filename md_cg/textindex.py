@@ -119,8 +119,9 @@ class TextIndex:
         """
         if not isinstance(doc_id, str) or "\x00" in doc_id:
             raise ValueError(f"a document id must be a str without NUL, not {doc_id!r}")
-        ids = list(map(self._vocab.__getitem__, terms))
-        slot = self._docs.add(doc_id, len(ids), layer, bucket, prior)
+        vocab = self._vocab
+        ids = list(map(vocab.__getitem__, terms))
+        slot = self._docs.add(doc_id, len(ids), sum(map(vocab.cjk.__getitem__, ids)), layer, bucket, prior)
         self._postings.append(slot, ids)
 
     def remove(self, doc_id: str) -> bool:
@@ -147,8 +148,7 @@ class TextIndex:
         slot_map = self._docs.compact()
         kept = self._postings.compacted(slot_map, len(self._vocab.terms))
         if kept is not None:
-            terms = self._vocab.terms
-            self._vocab = Vocab([terms[t] for t in kept.tolist()])
+            self._vocab = self._vocab.subset(kept)
             self._sim.reset()
 
     # -------------------------------------------------------------- scopes
@@ -221,19 +221,29 @@ class TextIndex:
         """BM25 over every posting of the query terms (see :meth:`match`)."""
         table = self._docs
         term_idx, docs, tfs = self._postings.gather(tids)
-        idf = table.idf(term_idx, docs, len(tids))
+        alive = table.alive[docs] if table.dead else None
+        cls = None
+        if table.mixed:
+            cls = table.cjk[docs]
+            df = np.bincount(term_idx * 2 + cls, weights=alive, minlength=2 * len(tids)).reshape(-1, 2)
+        else:
+            df = np.bincount(term_idx, weights=alive, minlength=len(tids)).astype(np.float64)
+        coef, norm = self._coefficients(weights, df)
         docs, keep = table.in_scope(docs, scope)
         if keep is not None:
             term_idx, tfs = term_idx[keep], tfs[keep]
+            if cls is not None:
+                cls = cls[keep]
         if len(docs) == 0:
             return []
-        k1, b = self.k1, self.b
-        coef = np.asarray(weights, dtype=np.float64) * idf * (k1 + 1.0)
-        # contribution = coef[t] * tf / (tf + k1 * (1 - b) + k1 * b / avgdl * dl), in place
+        # contribution = coef[t] * tf / (tf + k1 * (1 - b) + norm[class] * dl), in place
         tf = tfs.astype(np.float64)
-        den = table.len[docs].astype(np.float64)
-        den *= k1 * b * table.n_live / table.live_len
-        den += k1 * (1.0 - b)
+        if cls is None:
+            den = table.len[docs].astype(np.float64)
+            den *= norm[0]
+        else:
+            den = table.length_factors(norm)[docs]
+        den += self.k1 * (1.0 - self.b)
         den += tf
         contrib = np.divide(tf, den, out=tf)
         contrib *= coef[term_idx]
@@ -243,6 +253,34 @@ class TextIndex:
         table.zero_excluded(scores, exclude)
         cand = np.flatnonzero(scores > 0)
         return table.ranked(cand, scores[cand], k)
+
+    def _coefficients(self, weights: list[float], df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``w * idf * (k1 + 1)`` per query term, and ``k1 * b / avgdl`` per document class.
+
+        ``df``: each term's document frequency over the live documents, or
+        in a mixed store, per class (terms x 2: non-CJK, CJK documents). In a
+        mixed store, a term's idf is taken in the class that holds most of
+        its documents (N and df of that class), and a document's length is
+        compared with the average of its own class; so padding a store with
+        documents in another language leaves the ranking of a query in the
+        first language unchanged. In a store of one class both are the
+        usual BM25 figures.
+        """
+        table = self._docs
+        k1, b = self.k1, self.b
+        w = np.asarray(weights, dtype=np.float64)
+        if df.ndim == 1:
+            n = table.n_live
+            norm = k1 * b * n / table.live_len if table.live_len else 0.0
+            return w * idf_of(df, n) * (k1 + 1.0), np.array([norm, norm])
+        (n_other, n_cjk), (len_other, len_cjk) = table.class_stats()
+        # a term's home class holds most of its documents (ties: non-CJK)
+        other, cjk = df[:, 0], df[:, 1]
+        idf = idf_of(np.maximum(other, cjk), np.where(cjk > other, n_cjk, n_other))
+        norm_class = np.array(
+            [k1 * b * n_other / len_other if len_other else 0.0, k1 * b * n_cjk / len_cjk if len_cjk else 0.0]
+        )
+        return w * idf * (k1 + 1.0), norm_class
 
     def _match_top_k(
         self,
@@ -259,19 +297,23 @@ class TextIndex:
         terms give the candidates and their partial scores. When the sum of
         the other terms' ``ub`` is below the k-th best partial score, no
         document lacking every essential term can reach the top k, so only
-        the candidates are completed with the other terms (looked up by binary
-        search in their postings, not gathered). Returns None when pruning
-        does not pay (few postings, or the essential terms hold most of them):
-        the caller then scores every posting. The result equals full scoring
-        (up to floating-point summation order).
+        the candidates are completed with the other terms (looked up by
+        binary search in their postings, not gathered). Returns None when
+        pruning does not pay (few postings, or the essential terms hold most
+        of them): the caller then scores every posting. The result equals
+        full scoring (up to floating-point summation order).
         """
-        spans = self._postings.spans(tids)
+        table = self._docs
+        spans, cjk = self._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
         lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
         total = int(lengths.sum())
         if total < _PRUNE_MIN_POSTINGS:
             return None
-        table = self._docs
-        if table.dead:
+        if cjk is not None:
+            df = np.column_stack([lengths - cjk, cjk]).astype(np.float64)
+        elif table.mixed:
+            df = np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
+        elif table.dead:
             alive = table.alive
             df = np.array(
                 [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
@@ -279,9 +321,9 @@ class TextIndex:
             )
         else:
             df = lengths.astype(np.float64)
-        coef = np.asarray(weights, dtype=np.float64) * idf_of(df, table.n_live) * (self.k1 + 1.0)
+        coef, norm = self._coefficients(weights, df)
         order = np.argsort(-coef, kind="stable").tolist()
-        pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef)
+        pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
         gathered = 0
         for m in range(1, len(order)):
             gathered += int(lengths[order[m - 1]])  # the term that just became essential
@@ -369,8 +411,10 @@ class TextIndex:
         Layout: magic ``MDCGTIX1``, a little-endian u32 header length, a JSON
         header (k1, b, counts, array table), 8-byte aligned numpy arrays
         (per segment: term ids, offsets, slots, frequencies; per document:
-        length, layer, bucket, prior; NUL-joined UTF-8 ids and vocabulary),
-        and a CRC-32 of everything before it.
+        length, layer, bucket, prior; NUL-joined UTF-8 ids and vocabulary;
+        per document and per term: is it CJK), and a CRC-32 of everything
+        before it. Images without the last two arrays (written before they
+        existed) still load; the flags are then recomputed.
         """
         self.compact()
         table = self._docs
@@ -382,6 +426,7 @@ class TextIndex:
         arrays += [table.len[:n], table.layer[:n], table.bucket[:n], table.prior[:n]]
         arrays.append(np.frombuffer("\x00".join(table.ids).encode(), dtype=np.uint8))  # type: ignore[arg-type]
         arrays.append(np.frombuffer("\x00".join(self._vocab.terms).encode(), dtype=np.uint8))
+        arrays += [table.cjk[:n], np.frombuffer(self._vocab.cjk, dtype=np.uint8)]
         header = {
             "k1": self.k1,
             "b": self.b,
@@ -408,23 +453,26 @@ class TextIndex:
     def _load(cls, data: bytes, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
         header, arrays = codec.decode(data)
         n, n_terms, n_seg = int(header["n_docs"]), int(header["n_terms"]), int(header["n_segments"])
-        if len(arrays) != 4 * n_seg + 6:
+        if len(arrays) not in (4 * n_seg + 6, 4 * n_seg + 8):
             raise ValueError("corrupt text index image (array count)")
         segments = [Segment(*arrays[4 * i : 4 * i + 4]) for i in range(n_seg)]
-        doc_len, layer, bucket, prior, id_blob, term_blob = arrays[4 * n_seg :]
+        doc_len, layer, bucket, prior, id_blob, term_blob, *flags = arrays[4 * n_seg :]
         ids = id_blob.tobytes().decode().split("\x00") if n else []
         terms = term_blob.tobytes().decode().split("\x00") if n_terms else []
         if len(ids) != n or len(set(ids)) != n or len(terms) != n_terms:
             raise ValueError("corrupt text index image (id or vocabulary table)")
-        if any(len(a) != n for a in (doc_len, layer, bucket, prior)):
+        if any(len(a) != n for a in (doc_len, layer, bucket, prior, *flags[:1])):
             raise ValueError("corrupt text index image (document tables)")
+        if flags and (len(flags[1]) != n_terms or flags[0].dtype != np.uint8 or flags[1].dtype != np.uint8):
+            raise ValueError("corrupt text index image (script flags)")
         for s in segments:
             s.check(n, n_terms)
         index = cls(k1=header["k1"], b=header["b"], analyzer=analyzer)
-        index._vocab = Vocab(terms)
+        index._vocab = Vocab(terms, flags[1].tobytes() if flags else None)
         if len(index._vocab) != n_terms:
             raise ValueError("corrupt text index image (duplicate terms)")
-        index._docs.load(ids, doc_len, layer, bucket, prior)
+        doc_cjk = flags[0] if flags else _doc_classes(segments, index._vocab, doc_len)
+        index._docs.load(ids, doc_len, layer, bucket, prior, doc_cjk)
         index._postings = Postings(segments)
         return index
 
@@ -439,12 +487,33 @@ class TextIndex:
             self._postings.flush()
 
 
+def _doc_classes(segments: list[Segment], vocab: Vocab, doc_len: np.ndarray) -> np.ndarray:
+    """Per document, 1 when more than half of its terms are CJK (for images without the flags)."""
+    flags = np.frombuffer(vocab.cjk, dtype=np.uint8)
+    n_cjk = np.zeros(len(doc_len), dtype=np.float64)
+    for seg in segments:
+        per_posting = np.repeat(flags[seg.terms], np.diff(seg.ptr))
+        n_cjk += np.bincount(seg.docs, weights=seg.tfs * per_posting, minlength=len(doc_len))
+    return (2 * n_cjk > doc_len).astype(np.uint8)
+
+
+def _class_counts(table: DocTable, spans: list[Span]) -> list[int]:
+    """Live documents of each class (non-CJK, CJK) among one term's postings."""
+    counts = np.zeros(2, dtype=np.int64)
+    for seg, a, z in spans:
+        d = seg.docs[a:z]
+        cls = table.cjk[d] if not table.dead else table.cjk[d][table.alive[d]]
+        counts += np.bincount(cls, minlength=2)
+    return counts.tolist()
+
+
 class _Pruner:
     """The state of one MaxScore pass of :meth:`TextIndex._match_top_k`.
 
     Holds the partial scores gathered from the essential terms so far;
     :meth:`step` adds the newest essential term and answers when the bound
-    allows it.
+    allows it. ``coef``/``norm`` are :meth:`TextIndex._coefficients`; a
+    term's ``coef`` bounds its contribution to any document.
     """
 
     def __init__(
@@ -454,30 +523,38 @@ class _Pruner:
         excluded: np.ndarray,
         spans: list[list[Span]],
         coef: np.ndarray,
+        norm: np.ndarray,
     ) -> None:
         table = index._docs
         self.table = table
+        self.factors = table.length_factors(norm) if table.mixed else None
         self.mask = mask
         self.excluded = excluded
         self.spans = spans
         self.coef = coef
-        self.norm = index.k1 * index.b * table.n_live / table.live_len
+        self.norm = norm
         self.base = index.k1 * (1.0 - index.b)
         self.docs_parts: list[np.ndarray] = []
         self.contrib_parts: list[np.ndarray] = []
 
+    def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
+        """BM25 contributions of term ``j`` to ``docs`` with term frequencies ``tfs``."""
+        tf = tfs.astype(np.float64)
+        if self.factors is not None:
+            den = self.factors[docs] + self.base + tf
+        else:
+            den = self.table.len[docs] * self.norm[0] + self.base + tf
+        return tf / den * self.coef[j]
+
     def step(self, essential: list[int], others: list[int], k: int) -> list[tuple[str, float]] | None:
         """Add the last of ``essential``; the exact top ``k`` if the bound now holds, else None."""
         j = essential[-1]
-        lens = self.table.len
         for seg, a, z in self.spans[j]:
             d = seg.docs[a:z]
             keep = self.mask[d]
             d = d[keep]
-            tf = seg.tfs[a:z][keep].astype(np.float64)
-            den = lens[d] * self.norm + self.base + tf
             self.docs_parts.append(d)
-            self.contrib_parts.append(tf / den * self.coef[j])
+            self.contrib_parts.append(self._contributions(j, d, seg.tfs[a:z][keep]))
         rest = float(self.coef[others].sum())
         # A partial score never exceeds the essential terms' bounds together.
         if not self.docs_parts or rest >= float(self.coef[essential].sum()):
@@ -498,7 +575,6 @@ class _Pruner:
 
     def _complete(self, cand: np.ndarray, score: np.ndarray, others: list[int]) -> None:
         """Add the non-essential terms' contributions to the candidates' ``score``, in place."""
-        lens = self.table.len
         # a slot -> candidate map
         position = np.full(len(self.table.ids), -1, dtype=np.int32)
         position[cand] = np.arange(len(cand), dtype=np.int32)
@@ -509,6 +585,4 @@ class _Pruner:
                 if len(hit) == 0:
                     continue
                 at = where[hit]
-                tf = seg.tfs[a:z][hit].astype(np.float64)
-                den = lens[cand[at]] * self.norm + self.base + tf
-                score[at] += tf / den * self.coef[j]
+                score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])

@@ -23,7 +23,7 @@ __all__ = ["DocTable", "Scope"]
 
 _SCOPE_CACHE = 16
 _TIE_PYTHON = 2048  # larger ties on (score, prior) are ordered through a cached id rank
-_COLUMNS = ("len", "layer", "bucket", "prior", "alive")
+_COLUMNS = ("len", "layer", "bucket", "prior", "alive", "cjk")
 
 
 @dataclass(frozen=True)
@@ -42,9 +42,12 @@ class DocTable:
     """Slots of the indexed documents (see the module docstring).
 
     ``slot``: live id -> slot; ``ids``: slot -> id (None when dead);
-    ``len``/``layer``/``bucket``/``prior``/``alive``: per-slot arrays with
-    spare capacity; ``live_len``: total terms of live documents; ``dead``:
+    ``len``/``layer``/``bucket``/``prior``/``alive``/``cjk``: per-slot arrays
+    with spare capacity (``cjk``: the document is CJK text, see
+    :meth:`add`); ``live_len``: total terms of live documents; ``dead``:
     number of dead slots; ``version`` changes whenever a scope mask may.
+    ``n_cjk`` and ``len_cjk``: number and total terms of the live CJK
+    documents.
     """
 
     def __init__(self) -> None:
@@ -55,7 +58,10 @@ class DocTable:
         self.bucket = np.zeros(64, dtype=np.int32)
         self.prior = np.zeros(64, dtype=np.float64)
         self.alive = np.zeros(64, dtype=bool)
+        self.cjk = np.zeros(64, dtype=np.uint8)
         self.live_len = 0
+        self.n_cjk = 0
+        self.len_cjk = 0
         self.dead = 0
         self.version = 0
         self._masks: dict[Scope, np.ndarray] = {}
@@ -63,16 +69,33 @@ class DocTable:
         self._generation = 0  # bumped when compaction renumbers the slots
         self._rank = np.zeros(0, dtype=np.int64)
         self._rank_key = (-1, -1)
+        self._factors = np.zeros(0, dtype=np.float64)
+        self._factors_key: tuple[int, float, float] = (-1, 0.0, 0.0)
 
     @property
     def n_live(self) -> int:
         """Number of live documents."""
         return len(self.slot)
 
+    @property
+    def mixed(self) -> bool:
+        """True when live CJK and live non-CJK documents are both present."""
+        return 0 < self.n_cjk < len(self.slot)
+
+    def class_stats(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((live non-CJK documents, live CJK documents), (their total terms, the same))."""
+        n, total = len(self.slot), self.live_len
+        return (n - self.n_cjk, self.n_cjk), (total - self.len_cjk, self.len_cjk)
+
     # -------------------------------------------------------------- writes
 
-    def add(self, doc_id: str, n_terms: int, layer: int, bucket: int, prior: float) -> int:
-        """Give ``doc_id`` a new slot (killing its old one) and return the slot."""
+    def add(self, doc_id: str, n_terms: int, n_cjk: int, layer: int, bucket: int, prior: float) -> int:
+        """Give ``doc_id`` a new slot (killing its old one) and return the slot.
+
+        ``n_cjk`` of its ``n_terms`` terms are CJK; the document is CJK text
+        when they are more than half.
+        """
+        cjk = 2 * n_cjk > n_terms
         old = self.slot.pop(doc_id, None)
         if old is not None:
             self.kill(old)
@@ -86,7 +109,11 @@ class DocTable:
         self.bucket[slot] = bucket
         self.prior[slot] = prior
         self.alive[slot] = True
+        self.cjk[slot] = cjk
         self.live_len += n_terms
+        if cjk:
+            self.n_cjk += 1
+            self.len_cjk += n_terms
         self.version += 1
         return slot
 
@@ -102,7 +129,11 @@ class DocTable:
     def kill(self, slot: int) -> None:
         """Mark ``slot`` dead (its id must already be out of :attr:`slot`)."""
         self.alive[slot] = False
-        self.live_len -= int(self.len[slot])
+        n = int(self.len[slot])
+        self.live_len -= n
+        if self.cjk[slot]:
+            self.n_cjk -= 1
+            self.len_cjk -= n
         self.ids[slot] = None
         self.dead += 1
 
@@ -146,11 +177,13 @@ class DocTable:
         layer: np.ndarray,
         bucket: np.ndarray,
         prior: np.ndarray,
+        cjk: np.ndarray,
     ) -> None:
         """Fill an empty table with live documents (from a saved image)."""
         n = len(ids)
         cap = max(64, n + n // 4)
-        for name, src in (("len", doc_len), ("layer", layer), ("bucket", bucket), ("prior", prior)):
+        columns = (("len", doc_len), ("layer", layer), ("bucket", bucket), ("prior", prior), ("cjk", cjk))
+        for name, src in columns:
             arr = np.zeros(cap, dtype=getattr(self, name).dtype)
             arr[:n] = src
             setattr(self, name, arr)
@@ -159,6 +192,9 @@ class DocTable:
         self.ids = list(ids)
         self.slot = dict(zip(ids, range(n), strict=True))
         self.live_len = int(doc_len.sum(dtype=np.int64))
+        is_cjk = cjk.astype(bool)
+        self.n_cjk = int(np.count_nonzero(is_cjk))
+        self.len_cjk = int(doc_len[is_cjk].sum(dtype=np.int64))
         self.version += 1
 
     def _resize(self, cap: int, keep: np.ndarray) -> None:
@@ -179,6 +215,18 @@ class DocTable:
         else:
             df = np.bincount(term_idx, minlength=n_terms).astype(np.float64)
         return idf_of(df, len(self.slot))
+
+    def length_factors(self, norm: np.ndarray) -> np.ndarray:
+        """Per slot, its number of terms times ``norm`` of its class (cached until the table changes).
+
+        ``norm``: ``k1 * b / avgdl`` of the non-CJK and of the CJK documents.
+        """
+        key = (self.version, float(norm[0]), float(norm[1]))
+        if self._factors_key != key:
+            n = len(self.ids)
+            self._factors = self.len[:n] * np.asarray(norm, dtype=np.float64)[self.cjk[:n]]
+            self._factors_key = key
+        return self._factors
 
     def mask(self, scope: Scope) -> np.ndarray:
         """Boolean mask over slots: alive and in ``scope`` (cached until the table changes)."""

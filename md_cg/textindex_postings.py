@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .script import is_cjk
+
 __all__ = ["PENDING_MAX", "Postings", "Segment", "Vocab"]
 
 #: Term occurrences buffered before they become a segment.
@@ -38,13 +40,27 @@ _EMPTY_I64 = np.zeros(0, dtype=np.int64)
 class Segment:
     """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
 
-    __slots__ = ("docs", "ptr", "terms", "tfs")
+    __slots__ = ("_n_cjk", "docs", "ptr", "terms", "tfs")
 
     def __init__(self, terms: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
         self.terms = terms  # int32, strictly increasing
         self.ptr = ptr  # int64, len(terms) + 1, strictly increasing
         self.docs = docs  # int32, increasing within a term
         self.tfs = tfs  # uint16, >= 1
+        self._n_cjk: np.ndarray | None = None
+
+    def cjk_counts(self, doc_cjk: np.ndarray) -> np.ndarray:
+        """Per term, how many of its postings are in CJK documents (``doc_cjk``: slot -> 0/1).
+
+        Computed once: a slot's class never changes, and a renumbering of the
+        slots makes new segments.
+        """
+        if self._n_cjk is None:
+            if len(self.terms):
+                self._n_cjk = np.add.reduceat(doc_cjk[self.docs].astype(np.int64), self.ptr[:-1])
+            else:
+                self._n_cjk = np.zeros(0, dtype=np.int64)
+        return self._n_cjk
 
     @property
     def nnz(self) -> int:
@@ -124,11 +140,20 @@ def _merge(segments: Sequence[Segment]) -> Segment:
 
 
 class Vocab(dict[str, int]):
-    """term -> id; an unseen term gets the next id on lookup."""
+    """term -> id; an unseen term gets the next id on lookup.
 
-    def __init__(self, terms: list[str] | None = None) -> None:
+    ``terms``: id -> term; ``cjk``: id -> 1 when the term is CJK text (its
+    first character is in :data:`md_cg.script.CJK_CHARS`), else 0. Terms
+    come from :func:`md_cg.text.analyze`, whose terms are either all CJK or
+    free of it.
+    """
+
+    def __init__(self, terms: list[str] | None = None, cjk: bytes | None = None) -> None:
         super().__init__()
         self.terms: list[str] = terms if terms is not None else []
+        if cjk is not None and len(cjk) != len(self.terms):
+            raise ValueError("one CJK flag per term is needed")
+        self.cjk = bytearray(cjk) if cjk is not None else bytearray(map(is_cjk, self.terms))
         if terms:
             self.update(zip(terms, range(len(terms)), strict=True))
 
@@ -137,8 +162,14 @@ class Vocab(dict[str, int]):
             raise ValueError(f"a term must be a str without NUL, not {term!r}")
         tid = len(self.terms)
         self.terms.append(term)
+        self.cjk.append(is_cjk(term))
         self[term] = tid
         return tid
+
+    def subset(self, kept: np.ndarray) -> Vocab:
+        """A vocabulary of the terms ``kept`` (old ids, increasing): new id = position."""
+        flags = np.frombuffer(self.cjk, dtype=np.uint8)[kept].tobytes()
+        return Vocab([self.terms[t] for t in kept.tolist()], flags)
 
 
 #: One term's postings in one segment: (segment, start, stop).
@@ -266,16 +297,29 @@ class Postings:
             np.concatenate([p[2] for p in parts]),
         )
 
-    def spans(self, tids: Sequence[int]) -> list[list[Span]]:
-        """Per term id: the (segment, start, stop) of its postings in each segment."""
+    def spans(
+        self, tids: Sequence[int], doc_cjk: np.ndarray | None = None
+    ) -> tuple[list[list[Span]], list[int] | None]:
+        """Per term id: the (segment, start, stop) of its postings in each segment.
+
+        With ``doc_cjk`` (slot -> 0/1) also, per term id, how many of its
+        postings are in CJK documents (dead slots included); else None.
+        """
         q = np.asarray(tids, dtype=np.int32)
         spans: list[list[Span]] = [[] for _ in tids]
+        cjk = [0] * len(tids) if doc_cjk is not None else None
         for seg in self.segments:
             if len(seg.terms) == 0:
                 continue
             pos = np.searchsorted(seg.terms, q)
             pos[pos >= len(seg.terms)] = 0
-            for h in np.flatnonzero(seg.terms[pos] == q).tolist():
+            hits = np.flatnonzero(seg.terms[pos] == q).tolist()
+            if not hits:
+                continue
+            counts = seg.cjk_counts(doc_cjk) if cjk is not None and doc_cjk is not None else None
+            for h in hits:
                 p = int(pos[h])
                 spans[h].append((seg, int(seg.ptr[p]), int(seg.ptr[p + 1])))
-        return spans
+                if counts is not None and cjk is not None:
+                    cjk[h] += int(counts[p])
+        return spans, cjk
