@@ -22,7 +22,10 @@ tiered merging), the document table (:mod:`md_cg.textindex_docs`: slots,
 scopes, idf, result order), the similarity keys
 (:mod:`md_cg.textindex_similar`) and the binary image
 (:mod:`md_cg.textindex_codec`). This module holds the BM25 scoring and ties
-them together. Removing or replacing a document leaves a dead slot; once a
+them together. Documents fall into two classes, CJK text and the rest, and
+in a store holding both each class keeps its own BM25 statistics, so a
+Chinese memory added to an English store does not move English rankings
+(:meth:`TextIndex.match`). Removing or replacing a document leaves a dead slot; once a
 quarter of the slots are dead (and at :meth:`~TextIndex.to_bytes`) a
 compaction renumbers the live slots and drops unused terms, without
 re-sorting postings.
@@ -119,10 +122,11 @@ class TextIndex:
         """
         if not isinstance(doc_id, str) or "\x00" in doc_id:
             raise ValueError(f"a document id must be a str without NUL, not {doc_id!r}")
-        vocab = self._vocab
-        ids = list(map(vocab.__getitem__, terms))
-        slot = self._docs.add(doc_id, len(ids), sum(map(vocab.cjk.__getitem__, ids)), layer, bucket, prior)
+        ids = list(map(self._vocab.__getitem__, terms))
+        slot = self._docs.add(doc_id, len(ids), layer, bucket, prior)
         self._postings.append(slot, ids)
+        if self._postings.full:
+            self._flush()
 
     def remove(self, doc_id: str) -> bool:
         """Forget ``doc_id``; False when it was not indexed."""
@@ -145,6 +149,7 @@ class TextIndex:
         Runs by itself once a quarter of the slots (at least 1,024) are dead,
         and in :meth:`to_bytes`. O(postings), no sorting.
         """
+        self._flush()
         slot_map = self._docs.compact()
         kept = self._postings.compacted(slot_map, len(self._vocab.terms))
         if kept is not None:
@@ -189,7 +194,11 @@ class TextIndex:
 
         with idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5)), N, df and avgdl
         over all live documents (not just the scope), dl = the document's
-        number of terms. Returns the best ``k`` (all when None) as
+        number of terms. A store holding both CJK documents (more than half
+        of their terms CJK) and other documents keeps the two classes'
+        statistics apart: idf(t) uses N and df of the class that holds most
+        of t's documents, and avgdl is that of d's own class (see
+        :meth:`_coefficients`). Returns the best ``k`` (all when None) as
         (id, score) with score > 0, ordered by score desc, prior desc, id asc;
         every candidate is scored before the cut.
         """
@@ -484,7 +493,13 @@ class TextIndex:
         if table.dead >= max(_COMPACT_MIN_DEAD, len(table.ids) // 4):
             self.compact()
         elif self._postings.pending:
-            self._postings.flush()
+            self._flush()
+
+    def _flush(self) -> None:
+        """Turn pending adds into a segment and classify their documents (CJK or not)."""
+        classes = self._postings.flush(np.frombuffer(self._vocab.cjk, dtype=np.uint8))
+        if classes is not None:
+            self._docs.classify(*classes)
 
 
 def _doc_classes(segments: list[Segment], vocab: Vocab, doc_len: np.ndarray) -> np.ndarray:

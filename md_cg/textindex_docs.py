@@ -89,13 +89,12 @@ class DocTable:
 
     # -------------------------------------------------------------- writes
 
-    def add(self, doc_id: str, n_terms: int, n_cjk: int, layer: int, bucket: int, prior: float) -> int:
+    def add(self, doc_id: str, n_terms: int, layer: int, bucket: int, prior: float) -> int:
         """Give ``doc_id`` a new slot (killing its old one) and return the slot.
 
-        ``n_cjk`` of its ``n_terms`` terms are CJK; the document is CJK text
-        when they are more than half.
+        The slot starts non-CJK; :meth:`classify` sets its class once its
+        terms are counted (when the postings are flushed, before any query).
         """
-        cjk = 2 * n_cjk > n_terms
         old = self.slot.pop(doc_id, None)
         if old is not None:
             self.kill(old)
@@ -109,13 +108,22 @@ class DocTable:
         self.bucket[slot] = bucket
         self.prior[slot] = prior
         self.alive[slot] = True
-        self.cjk[slot] = cjk
+        self.cjk[slot] = 0
         self.live_len += n_terms
-        if cjk:
-            self.n_cjk += 1
-            self.len_cjk += n_terms
         self.version += 1
         return slot
+
+    def classify(self, slots: np.ndarray, n_cjk: np.ndarray) -> None:
+        """Mark as CJK the live ``slots`` whose ``n_cjk`` CJK terms are more than half of their terms."""
+        live = self.alive[slots]
+        slots, n_cjk = slots[live], n_cjk[live]
+        cjk = 2 * n_cjk > self.len[slots]
+        if cjk.any():
+            chosen = slots[cjk]
+            self.cjk[chosen] = 1
+            self.n_cjk += len(chosen)
+            self.len_cjk += int(self.len[chosen].sum(dtype=np.int64))
+            self.version += 1
 
     def remove(self, doc_id: str) -> bool:
         """Kill the slot of ``doc_id``; False when it was not indexed."""

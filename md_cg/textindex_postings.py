@@ -192,25 +192,37 @@ class Postings:
         """True when added documents are waiting to become a segment."""
         return bool(self._pend_counts)
 
+    @property
+    def full(self) -> bool:
+        """True when the pending buffer should become a segment now."""
+        return len(self._pend_terms) >= PENDING_MAX
+
     def append(self, slot: int, tids: list[int]) -> None:
-        """Buffer the term ids of the document in ``slot`` (repeats count)."""
+        """Buffer the term ids of the document in ``slot`` (repeats count); see :attr:`full`."""
         if not tids:
             return
         self._pend_terms += tids
         self._pend_slots.append(slot)
         self._pend_counts.append(len(tids))
-        if len(self._pend_terms) >= PENDING_MAX:
-            self.flush()
 
-    def flush(self) -> None:
-        """Turn the pending buffer into a segment; merge full tiers."""
+    def flush(self, term_cjk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Turn the pending buffer into a segment; merge full tiers.
+
+        With ``term_cjk`` (term id -> 0/1) returns the slots that were
+        pending and, for each, how many of its terms are CJK (repeats
+        count), so that the caller can classify the documents in one
+        vectorised step; else, or with nothing pending, None.
+        """
         if not self._pend_counts:
-            return
+            return None
         terms = np.array(self._pend_terms, dtype=np.int64)
-        slots = np.repeat(
-            np.array(self._pend_slots, dtype=np.int64),
-            np.array(self._pend_counts, dtype=np.int64),
-        )
+        doc_slots = np.array(self._pend_slots, dtype=np.int64)
+        counts = np.array(self._pend_counts, dtype=np.int64)
+        slots = np.repeat(doc_slots, counts)
+        classes = None
+        if term_cjk is not None:
+            starts = np.cumsum(counts) - counts
+            classes = (doc_slots, np.add.reduceat(term_cjk[terms].astype(np.int64), starts))
         self._pend_terms = []
         self._pend_slots = []
         self._pend_counts = []
@@ -234,15 +246,19 @@ class Postings:
             and sum(s.nnz for s in segs[-_MERGE_WIDTH:]) <= _MERGE_MAX
         ):
             segs[-_MERGE_WIDTH:] = [_merge(segs[-_MERGE_WIDTH:])]
+        return classes
 
     def compacted(self, slot_map: np.ndarray | None, n_terms: int) -> np.ndarray | None:
         """Renumber slots through ``slot_map`` (None: keep) and drop unused terms.
 
-        Flushes first. Returns the ids of the terms that are still used, in
-        order (their new ids are their positions), or None when every one of
-        the ``n_terms`` terms is still used and no term id changed.
+        The pending buffer must be empty (flushed by the caller, who
+        classifies its documents). Returns the ids of the terms that are
+        still used, in order (their new ids are their positions), or None
+        when every one of the ``n_terms`` terms is still used and no term id
+        changed.
         """
-        self.flush()
+        if self._pend_counts:
+            raise RuntimeError("flush the pending documents before compacting")
         segments = self.segments
         if slot_map is not None:
             segments = [s.renumbered(slot_map) for s in segments]

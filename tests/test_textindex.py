@@ -497,10 +497,10 @@ def test_padding_with_another_language_leaves_scores_unchanged(query: str, engli
     """Each document class is scored with its own statistics (N, df, average length)."""
     single = _index(ENGLISH) if english else _index([], CHINESE)
     mixed = _index(ENGLISH, CHINESE)
-    assert mixed._docs.mixed and not single._docs.mixed
     terms = q(*query_terms(query))
     alone = single.match(terms, single.scope(), k=None)
     padded = [(d, s) for d, s in mixed.match(terms, mixed.scope(), k=None) if d in dict(alone)]
+    assert mixed._docs.mixed and not single._docs.mixed
     assert alone  # the query does match something
     assert padded == alone  # bit-equal scores, same order
 
@@ -530,6 +530,9 @@ def test_the_class_of_a_document_is_the_script_of_most_of_its_terms() -> None:
     ix.add("en", ["pork", "belly", "红烧"], layer=0, bucket=0)
     ix.add("tie", ["pork", "红烧"], layer=0, bucket=0)
     ix.add("empty", [], layer=0, bucket=0)
+    ix.add("gone", ["红烧", "烧肉"], layer=0, bucket=0)
+    ix.remove("gone")  # removed before its postings were flushed: never counted
+    ix.match(q("pork"), ix.scope(), k=1)  # documents are classified when their postings are flushed
     table = ix._docs
     assert [int(table.cjk[table.slot[d]]) for d in ("zh", "en", "tie", "empty")] == [1, 0, 0, 0]
     assert (table.n_cjk, table.len_cjk) == (1, 6)
@@ -549,6 +552,7 @@ def test_pruned_top_k_equals_exhaustive_scoring_in_a_mixed_store(monkeypatch, de
         index.add(f"d{d:04d}", terms, layer=d % 3, bucket=d % 7, prior=rng.random())
     for d in range(0, 3000, 13) if dead else ():
         index.remove(f"d{d:04d}")
+    index.match(q("w1"), index.scope(), k=1)
     assert index._docs.mixed and bool(index._docs.dead) is dead
     used = []
     real = TextIndex._match_top_k
