@@ -390,15 +390,16 @@ def mixed_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
     """Single and mixed pools side by side, with the change in points."""
     lines = [
         "| method | LoCoMo hit@10 single | mixed | change | CMRC hit@1 single | mixed | change"
-        " | CMRC MRR@10 single / mixed |",
-        "|---|---|---|---|---|---|---|---|",
+        " | LoCoMo hit@1 single / mixed | CMRC MRR@10 single / mixed |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for name, r in results.items():
         en1, en2 = r["en single"]["hit@10"], r["en mixed"]["hit@10"]
         zh1, zh2 = r["zh single"]["hit@1"], r["zh mixed"]["hit@1"]
         lines.append(
             f"| {name} | {pct(en1)} | {pct(en2)} | {100 * (en2 - en1):+.1f} | {pct(zh1)} | {pct(zh2)}"
-            f" | {100 * (zh2 - zh1):+.1f} | {r['zh single']['mrr@10']:.3f} / {r['zh mixed']['mrr@10']:.3f} |"
+            f" | {100 * (zh2 - zh1):+.1f} | {pct(r['en single']['hit@1'])} / {pct(r['en mixed']['hit@1'])}"
+            f" | {r['zh single']['mrr@10']:.3f} / {r['zh mixed']['mrr@10']:.3f} |"
         )
     return "\n".join(lines)
 
