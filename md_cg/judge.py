@@ -85,7 +85,7 @@ Speed: :func:`prepare_conditions` and :func:`prepare_text` precompute what
 matching needs; :func:`judge` accepts prepared conditions and a prepared
 context, and caches prepared queries and condition strings.
 
-Imports only the standard library and :mod:`md_cg.node`, :mod:`md_cg.ccg`.
+Imports only the standard library and :mod:`md_cg.node`, :mod:`md_cg.ccg`, :mod:`md_cg.script`.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ scan share ``Σ vᵢ² / n²`` exceeds :data:`EXPECTED_SCAN_MAX`. Comparisons ar
 strict and exact (rational arithmetic): a figure exactly at its threshold is
 healthy.
 
-Imports only the standard library, orjson and :mod:`md_cg.errors`.
+Imports only the standard library, orjson, :mod:`md_cg.errors` and :mod:`md_cg.script`.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ also a synonym of another word) and come in a deterministic order: originals
 in query order, then found entries in query order, then synonyms in the order
 of their groups and of the entries inside them.
 
-Imports only the standard library, orjson and :mod:`md_cg.errors`.
+Imports only the standard library, orjson, :mod:`md_cg.errors` and :mod:`md_cg.script`.
 """
 
 from __future__ import annotations

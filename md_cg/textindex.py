@@ -22,13 +22,15 @@ tiered merging), the document table (:mod:`md_cg.textindex_docs`: slots,
 scopes, idf, result order), the similarity keys
 (:mod:`md_cg.textindex_similar`) and the binary image
 (:mod:`md_cg.textindex_codec`). This module holds the BM25 scoring and ties
-them together. Documents fall into two classes, CJK text and the rest, and
-in a store holding both each class keeps its own BM25 statistics, so a
-Chinese memory added to an English store does not move English rankings
-(:meth:`TextIndex.match`). Removing or replacing a document leaves a dead slot; once a
-quarter of the slots are dead (and at :meth:`~TextIndex.to_bytes`) a
-compaction renumbers the live slots and drops unused terms, without
-re-sorting postings.
+them together.
+
+Documents fall into two classes, CJK text and the rest, and in a store
+holding both each class keeps its own BM25 statistics, so a Chinese memory
+added to an English store does not move English rankings
+(:meth:`TextIndex.match`). Removing or replacing a document leaves a dead
+slot; once a quarter of the slots are dead (and at
+:meth:`~TextIndex.to_bytes`) a compaction renumbers the live slots and drops
+unused terms, without re-sorting postings.
 
 Not thread-safe: reads may flush, merge or compact internal state, so callers
 serialise every call (one lock around the index).

@@ -14,7 +14,7 @@ Slots are the text index's document numbers; whether a slot is alive is the
 document table's business (:mod:`md_cg.textindex_docs`), so the postings of a
 removed document stay until compaction.
 
-Imports only numpy and the standard library.
+Imports only numpy, :mod:`md_cg.script` and the standard library.
 """
 
 from __future__ import annotations
