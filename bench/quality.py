@@ -30,6 +30,7 @@ time of the process; latencies are the best of three runs per query).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import re
@@ -39,14 +40,18 @@ import sys
 import time
 import tracemalloc
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-DATA = REPO.parent / "shared" / "data"
+# ../shared/data beside the checkout; a worktree one level deeper finds it too
+DATA = next(
+    (p / "shared" / "data" for p in REPO.parents if (p / "shared" / "data").is_dir()),
+    REPO.parent / "shared" / "data",
+)
 sys.path.insert(0, str(REPO))
 
-from md_cg.text import ENGLISH_STOPWORDS, Analyzer, analyze, query_terms  # noqa: E402
+from md_cg.text import ENGLISH_STOPWORDS, Analyzer, analyze, expand_query, query_terms  # noqa: E402
 from md_cg.textindex import DEFAULT_B, DEFAULT_K1, TextIndex  # noqa: E402
 
 KS = (1, 5, 10)
@@ -119,11 +124,16 @@ def ours(analyzer: Analyzer | None = None, k1: float = DEFAULT_K1, b: float = DE
     return build
 
 
-def ours_store() -> Builder:
+def ours_store(expansion: bool = False) -> Builder:
     """The whole engine: MdCG.search (synonym expansion, the T0-T3 ladder) without context.
 
     Each document is a knowledge node of a fresh store in a temporary folder
     (ids are renumbered: the data sets' ids are not all safe file names).
+    ``expansion``: search with :func:`md_cg.text.expand_query` turning the
+    synonyms into weighted terms (no single CJK characters from synonyms,
+    CJK synonyms of a query without CJK text at ``CROSS_SCRIPT_WEIGHT``)
+    instead of whatever ``md_cg.search.expand`` does now; the two are the
+    same once search.expand calls expand_query.
     """
 
     def build(ids: list[str], texts: list[str]) -> Searcher:
@@ -141,12 +151,35 @@ def ours_store() -> Builder:
         )
 
         def search(q: str, k: int) -> list[str]:
-            results, _ = store.search(q, k=k, judge=False, record=False)
+            with _expansion(expansion):
+                results, _ = store.search(q, k=k, judge=False, record=False)
             return [ids[int(r.id[1:])] for r in results]
 
         return search
 
     return build
+
+
+@contextlib.contextmanager
+def _expansion(on: bool) -> Iterator[None]:
+    """Make md_cg.search.expand use :func:`md_cg.text.expand_query` while ``on``."""
+    from md_cg import search as engine
+
+    if not on:
+        yield
+        return
+    wired = engine.expand
+
+    def expand(query: str, synonyms: object) -> object:
+        found = synonyms.expand_text(query)  # type: ignore[attr-defined]
+        plain = wired(query, synonyms)
+        return engine.Expansion(expand_query(query, found), plain.words, plain.synonyms)
+
+    engine.expand = expand  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        engine.expand = wired
 
 
 def bm25s_words(stem: bool, own_stopwords: bool = False) -> Builder:
@@ -293,6 +326,28 @@ def eval_cmrc(docs: list[tuple[str, str]], questions: list, build: Builder) -> d
     return mean_scores([score_ranked(search(q, 10), rel) for q, rel in questions])
 
 
+def eval_mixed(convs: list[dict], cmrc: tuple, build: Builder) -> dict[str, dict[str, float]]:
+    """English and Chinese figures of one method on single-language and mixed pools.
+
+    English: each LoCoMo conversation alone, then padded with every CMRC
+    chunk (cats 1-4). Chinese: the CMRC pool alone, then padded with every
+    LoCoMo turn (ids prefixed with the conversation: turn ids repeat).
+    """
+    docs, questions = cmrc
+    turns = [(f"{c['id']}/{d}", t) for c in convs for d, t in c["docs"]]
+    out: dict[str, dict[str, float]] = {}
+    for name, pad in (("single", []), ("mixed", docs)):
+        rows = []
+        for conv in convs:
+            pool = list(conv["docs"]) + pad
+            search = build([d for d, _ in pool], [t for _, t in pool])
+            rows += [score_ranked(search(q, 10), rel) for q, rel, cat in conv["questions"] if cat != 5]
+        out[f"en {name}"] = mean_scores(rows)
+    for name, pad in (("single", []), ("mixed", turns)):
+        out[f"zh {name}"] = eval_cmrc(list(docs) + pad, questions, build)
+    return out
+
+
 # ------------------------------------------------------------------- reports
 
 
@@ -327,6 +382,24 @@ def cmrc_table(results: dict[str, dict], ref: str) -> str:
             f"| {name} | {pct(r['hit@1'])} | {pct(r['hit@5'])} | {pct(r['hit@10'])} "
             f"| {r['mrr@10']:.3f} | {r['hit@1'] / base['hit@1']:.3f} "
             f"| {r['mrr@10'] / base['mrr@10']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def mixed_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Single and mixed pools side by side, with the change in points."""
+    lines = [
+        "| method | LoCoMo hit@10 single | mixed | change | CMRC hit@1 single | mixed | change"
+        " | LoCoMo hit@1 single / mixed | CMRC MRR@10 single / mixed |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        en1, en2 = r["en single"]["hit@10"], r["en mixed"]["hit@10"]
+        zh1, zh2 = r["zh single"]["hit@1"], r["zh mixed"]["hit@1"]
+        lines.append(
+            f"| {name} | {pct(en1)} | {pct(en2)} | {100 * (en2 - en1):+.1f} | {pct(zh1)} | {pct(zh2)}"
+            f" | {100 * (zh2 - zh1):+.1f} | {pct(r['en single']['hit@1'])} / {pct(r['en mixed']['hit@1'])}"
+            f" | {r['zh single']['mrr@10']:.3f} / {r['zh mixed']['mrr@10']:.3f} |"
         )
     return "\n".join(lines)
 
@@ -461,7 +534,7 @@ def _speed_at(n_docs: int, docs: list[str], queries: list[str]) -> list[str]:
     index.match([("x", 1.0)], index.scope(), k=10)
     mem = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    n_post = sum(s.nnz for s in index._segments)
+    n_post = sum(s.nnz for s in index._postings.segments)
     p = f"{n_docs:,} docs"
     return [
         f"| {p}: cold build, analyze + add + first query | {n_docs / (t_build + t_flush):,.0f}"
@@ -527,6 +600,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", action="store_true", help="print the tuning grid")
     ap.add_argument("--speed", action="store_true", help="time tokenizer and index")
     ap.add_argument("--date-prefix", action="store_true", help="prefix LoCoMo turns with the session date")
+    ap.add_argument(
+        "--no-mixed", action="store_true", help="skip the mixed-language pools (the slowest part)"
+    )
     args = ap.parse_args(argv)
 
     out: dict[str, object] = {}
@@ -566,6 +642,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n### CMRC 2018 dev, {len(cmrc[0])} docs, {len(cmrc[1])} questions\n")
         print(cmrc_table(res, "BM25 over char bigrams (bm25s)"))
         out["cmrc"] = res
+    if convs and cmrc and not args.no_mixed:
+        methods = {
+            "md-cg TextIndex (no synonyms)": ours(),
+            "md-cg MdCG.search, search.expand as wired": ours_store(),
+            "md-cg MdCG.search, synonyms through text.expand_query": ours_store(expansion=True),
+        }
+        res = {name: eval_mixed(convs, cmrc, build) for name, build in methods.items()}
+        n_turns = sum(len(c["docs"]) for c in convs)
+        print(
+            f"\n### Mixed-language pools: each LoCoMo conversation + {len(cmrc[0])} CMRC chunks;"
+            f" CMRC + {n_turns} LoCoMo turns\n"
+        )
+        print(mixed_table(res))
+        out["mixed"] = res
     if args.sweep and (convs or cmrc):
         table = sweep(convs, cmrc)
         print("\n### Tuning grid (LoCoMo cat 1-4, CMRC)\n")

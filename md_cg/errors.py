@@ -182,3 +182,20 @@ class UnsafePathError(MdcgError):
         super().__init__(f"{path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class SynonymFileError(MdcgError, ValueError):
+    """A synonym file that cannot be used; ``path`` is the file, ``reason`` the problem."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: invalid synonym file: {reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
+class UnknownBigDomainError(MdcgError, ValueError):
+    """A big-domain name outside ``domains`` and not ``auto``; ``domain`` is what was given."""
+
+    def __init__(self, domain: object, domains: Sequence[str], auto: str = "auto") -> None:
+        super().__init__(f"unknown big domain {domain!r}; expected {auto!r} or one of: {', '.join(domains)}")
+        self.domain = domain

@@ -3,18 +3,42 @@
 Search tier says *how* a node was found; the judgement says whether it may be
 used. :func:`judge` is a pure function of the node's CCG gaps, its
 not-applicable conditions, its verification basis, the query and the caller's
-context. The rule, checked in this order:
+context.
+
+Facts and procedures
+--------------------
+A node is a *procedure* when it carries at least one of the five required CCG
+elements (applies when, steps, executes, verified by, not applicable): it
+claims to say when and how something is done, and is judged on whether it
+says all of it. A node with none of them is a *fact* ("the user's name is
+Sam", "多普勒效应：频率随相对运动变化"): it has no applicability conditions to
+be incomplete about, so a missing procedure mark says nothing about whether
+it may be used (:func:`is_fact`). The optional ``Function`` mark alone names a
+thing without stating a condition or a step, so it does not make a procedure.
+
+The rule, checked in this order:
 
 1. **REJECT** -- a not-applicable condition of the node is hit by the query
-   or by the context. Checked first because an explicit "does not apply here"
-   is definitive: a node that says it must not be used on linked lists must
-   not be used on a linked list, whether or not its other CCG elements are
-   filled in. Reporting BLINDSPOT there would invite the caller to go and
-   complete a node that is already known to be wrong for the situation.
-2. **BLINDSPOT** -- a required CCG element is missing: attribution cannot be
-   established, stop guessing.
-3. **DEFER** -- complete, but no verification basis is declared: keep looking.
-4. **ACCEPT** -- complete, no condition hit, verification basis declared.
+   or by the context (facts and procedures alike; a fact's conditions come
+   from its ``non_applicable_conditions`` field). Checked first because an
+   explicit "does not apply here" is definitive: a node that says it must
+   not be used on linked lists must not be used on a linked list, whether or
+   not its other CCG elements are filled in. Reporting BLINDSPOT there would
+   invite the caller to go and complete a node that is already known to be
+   wrong for the situation.
+2. **BLINDSPOT** -- a procedure with a required CCG element missing:
+   attribution cannot be established, stop guessing. Never a fact.
+3. **DEFER** -- a complete procedure, or a fact, with no verification basis
+   declared: usable with care, keep looking for confirmation.
+4. **ACCEPT** -- a complete procedure, or a fact, with no condition hit and a
+   verification basis declared.
+
+A fact and a complete procedure are judged alike on verification: a fact
+without a basis is as unconfirmed as a procedure without one, and ranking it
+above the procedure would reward leaving annotations out. The basis text
+says which kind the node is (``ACCEPT: fact with no applicability
+conditions, verification basis "user said so"``), so an agent is told the
+truth about why.
 
 Condition matching (:func:`condition_hit`)
 -------------------------------------------
@@ -61,13 +85,12 @@ Speed: :func:`prepare_conditions` and :func:`prepare_text` precompute what
 matching needs; :func:`judge` accepts prepared conditions and a prepared
 context, and caches prepared queries and condition strings.
 
-Imports only the standard library and :mod:`md_cg.node`, :mod:`md_cg.ccg`.
+Imports only the standard library and :mod:`md_cg.node`, :mod:`md_cg.ccg`, :mod:`md_cg.script`.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -75,64 +98,68 @@ from typing import Any
 
 from . import ccg
 from .node import Node
+from .script import CJK_CHARS, CJK_RUN_RE, WORD_CHAR, fold, plural_forms
+
+__all__ = [
+    "ACCEPT",
+    "BLINDSPOT",
+    "DEFER",
+    "EMPTY_TEXT",
+    "REJECT",
+    "STATES",
+    "STOPWORDS",
+    "Judgement",
+    "PreparedCondition",
+    "PreparedText",
+    "condition_hit",
+    "context_text",
+    "is_fact",
+    "judge",
+    "judge_node",
+    "node_conditions",
+    "normalize_text",
+    "prepare_conditions",
+    "prepare_context",
+    "prepare_text",
+]
 
 ACCEPT = "ACCEPT"
 REJECT = "REJECT"
 DEFER = "DEFER"
 BLINDSPOT = "BLINDSPOT"
-#: The four states, in the order the rule checks them.
-STATES: tuple[str, ...] = (REJECT, BLINDSPOT, DEFER, ACCEPT)
+#: The four states, in the order agents and reports list them (the rule checks
+#: REJECT, then BLINDSPOT, then DEFER/ACCEPT).
+STATES: tuple[str, ...] = (ACCEPT, REJECT, DEFER, BLINDSPOT)
 
+_STOPWORDS_TEXT = """
+a an the is are was were be been being am of on in at to for with by from as
+when whenever while if it its this that these those there do does did has
+have had and or any some such case cases where which
+"""
 #: English function words left out of a condition's content words.
-STOPWORDS: frozenset[str] = frozenset(
-    (
-        "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "am",
-        "of", "on", "in", "at", "to", "for", "with", "by", "from", "as", "when",
-        "whenever", "while", "if", "it", "its", "this", "that", "these", "those",
-        "there", "do", "does", "did", "has", "have", "had", "and", "or", "any",
-        "some", "such", "case", "cases", "where", "which",
-    )
-)
+STOPWORDS: frozenset[str] = frozenset(_STOPWORDS_TEXT.split())
 
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK = re.compile(f"[{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-_WORD = re.compile(f"[^\\W_{_CJK_CLASS}]+[+#]*")
-_WORD_EDGE = re.compile(f"[^\\W_{_CJK_CLASS}]")
-_WS = re.compile(r"\s+")
-_BEFORE = f"(?<![^\\W_{_CJK_CLASS}])"
-_AFTER = f"(?![^\\W_{_CJK_CLASS}]|[+#])"
+_WORD = re.compile(f"{WORD_CHAR}+[+#]*")
+_WORD_EDGE = re.compile(WORD_CHAR)
+_BEFORE = f"(?<!{WORD_CHAR})"
+_AFTER = f"(?!{WORD_CHAR}|[+#])"
 # Clause boundaries: CJK punctuation, newlines, ASCII punctuation before a space,
 # the end or next to a CJK character, and the separator between context pieces.
 # (NFKC has already turned full-width ，；：！？ into ASCII.)
-_CLAUSE = re.compile(
-    f"[。、\n]|[,.;:!?](?=\\s|$|[{_CJK_CLASS}])|(?<=[{_CJK_CLASS}])[,.;:!?]| \\| "
-)
+_CLAUSE = re.compile(f"[。、\n]|[,.;:!?](?=\\s|$|[{CJK_CHARS}])|(?<=[{CJK_CHARS}])[,.;:!?]| \\| ")
 
 _PARTICLES = frozenset("的了之")
 _LEADING = ("如果", "假如", "若是", "对于", "若", "当")
 _TRAILING = ("的情况下", "的时候", "情况下", "的情况", "时候", "的话", "时")
 _FRAMING = frozenset(_LEADING + _TRAILING)
 _SEPARATOR = " | "
+_REQUIRED = frozenset(ccg.REQUIRED)
 _MAX_DEPTH = 16
 
 
 def normalize_text(text: str) -> str:
-    """NFKC + case fold + whitespace collapsed and trimmed."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
-
-
-def _forms(word: str) -> tuple[str, ...]:
-    """A word and its light plural-stripped forms."""
-    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
-        return (word,)
-    forms = [word]
-    if word.endswith("ies") and len(word) > 4:
-        forms.append(word[:-3] + "y")
-    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
-        forms.append(word[:-2])
-    forms.append(word[:-1])
-    return tuple(forms)
+    """NFKC + case fold + whitespace collapsed and trimmed (:func:`md_cg.script.fold`)."""
+    return fold(text)
 
 
 # -- prepared forms -----------------------------------------------------------
@@ -197,10 +224,10 @@ EMPTY_TEXT = PreparedText("", (), _NO_CLAUSE)
 def _index_clause(text: str) -> _Clause:
     words: set[str] = set()
     for match in _WORD.finditer(text):
-        words.update(_forms(match.group()))
+        words.update(plural_forms(match.group()))
     bigrams: set[str] = set()
     chars: set[str] = set()
-    for match in _CJK_RUN.finditer(text):
+    for match in CJK_RUN_RE.finditer(text):
         run = match.group()
         chars.update(run)
         bigrams.update(run[i : i + 2] for i in range(len(run) - 1))
@@ -288,12 +315,10 @@ def _prepare_one(condition: str) -> PreparedCondition:
     text = condition.strip()
     norm = normalize_text(text)
     words = tuple(
-        _forms(w)
-        for w in dict.fromkeys(m.group() for m in _WORD.finditer(norm))
-        if w not in STOPWORDS
+        plural_forms(w) for w in dict.fromkeys(m.group() for m in _WORD.finditer(norm)) if w not in STOPWORDS
     )
     runs: list[_CjkRun] = []
-    for run in _CJK_RUN.findall(norm):
+    for run in CJK_RUN_RE.findall(norm):
         required = _required_positions(run)
         if not required:
             continue
@@ -354,9 +379,7 @@ def condition_hit(condition: PreparedCondition | str, text: PreparedText | str) 
     target = prepare_text(text) if isinstance(text, str) else text
     if not cond.has_content or target.empty:
         return False
-    if cond.norm in target.norm and (
-        cond.pattern is None or cond.pattern.search(target.norm) is not None
-    ):
+    if cond.norm in target.norm and (cond.pattern is None or cond.pattern.search(target.norm) is not None):
         return True
     # the union of all clauses rejects most conditions at once
     if not _content_hit(cond, target.union):
@@ -384,8 +407,9 @@ class Judgement:
     ``state`` is one of :data:`STATES`; ``basis`` a one-line human-readable
     reason; ``hit_condition`` the not-applicable condition that caused a
     REJECT (as written in the node), else ``None``; ``missing`` the required
-    CCG elements that are absent (filled in every state, so a REJECT can
-    still tell the node is incomplete); ``matched_by`` is ``"query"`` or
+    CCG elements that are absent from a procedure (filled in every state, so
+    a REJECT can still tell the node is incomplete; empty for a fact, which
+    is not incomplete); ``matched_by`` is ``"query"`` or
     ``"context"`` for a REJECT.
     """
 
@@ -425,33 +449,49 @@ def judge(
     output), or ``None``.
     """
     missing = tuple(dict.fromkeys(str(m) for m in ccg_missing))
-    if non_applicable:
-        conditions = prepare_conditions(non_applicable)
-        if conditions:
-            query_text = prepare_text(query)
-            context_prepared = prepare_context(context) if context is not None else EMPTY_TEXT
-            for cond in conditions:
-                for source, target in (("query", query_text), ("context", context_prepared)):
-                    if condition_hit(cond, target):
-                        return Judgement(
-                            REJECT,
-                            f'REJECT: not-applicable condition "{cond.text}" matched by the '
-                            f"{source}",
-                            hit_condition=cond.text,
-                            missing=missing,
-                            matched_by=source,
-                        )
+    fact = is_fact(missing)
+    if fact:
+        missing = ()  # a fact is not an incomplete procedure
+    conditions = prepare_conditions(non_applicable) if non_applicable else ()
+    if conditions:
+        query_text = prepare_text(query)
+        context_prepared = prepare_context(context) if context is not None else EMPTY_TEXT
+        for cond in conditions:
+            for source, target in (("query", query_text), ("context", context_prepared)):
+                if condition_hit(cond, target):
+                    return Judgement(
+                        REJECT,
+                        f'REJECT: not-applicable condition "{cond.text}" matched by the {source}',
+                        hit_condition=cond.text,
+                        missing=missing,
+                        matched_by=source,
+                    )
+    basis = verification_basis.strip() if isinstance(verification_basis, str) else None
+    if fact:
+        what = (
+            "fact, no not-applicable condition hit" if conditions else "fact with no applicability conditions"
+        )
+        if not basis:
+            return Judgement(DEFER, f"DEFER: {what}, but no verification basis declared")
+        return Judgement(ACCEPT, f'ACCEPT: {what}, verification basis "{basis}"')
     if missing:
         return Judgement(
             BLINDSPOT, f"BLINDSPOT: CCG incomplete, missing {', '.join(missing)}", missing=missing
         )
-    basis = verification_basis.strip() if isinstance(verification_basis, str) else None
     if not basis:
         return Judgement(DEFER, "DEFER: CCG complete but no verification basis declared")
     return Judgement(
         ACCEPT,
         f'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "{basis}"',
     )
+
+
+def is_fact(ccg_missing: Sequence[str]) -> bool:
+    """True when none of the required CCG elements is present: the node is a fact, not a procedure.
+
+    ``ccg_missing`` is :func:`md_cg.ccg.missing` of the node (see the module docstring).
+    """
+    return _REQUIRED.issubset(ccg_missing)
 
 
 # -- from a node ---------------------------------------------------------------------

@@ -19,14 +19,13 @@ The bucket key (:func:`route_key`) of a knowledge node is
 Writing and searching compute the key with the same function, so a caller's
 context routes to the bucket its nodes were written to.
 
-Imports only :mod:`md_cg.node`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
+Imports only :mod:`md_cg.node`, :mod:`md_cg.paths`, :mod:`md_cg.script` and :mod:`md_cg.errors`.
 """
 
 from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
 from typing import Any
@@ -34,6 +33,7 @@ from typing import Any
 from .errors import InvalidArgumentError
 from .node import Node, check_id, check_layer
 from .paths import BUCKETED_LAYER, ORPHAN, node_rel
+from .script import fold
 
 BUCKET_PREFIX = "cond_"
 DOMAIN_TAG = "domain:"
@@ -70,8 +70,7 @@ _READABLE_MAX = 40
 
 def normalize_domain(value: str) -> str:
     """NFKC + case fold + trimmed separators: the identity of a domain string."""
-    text = unicodedata.normalize("NFKC", value).casefold()
-    return text.strip(_SEPARATORS)
+    return fold(value, collapse=False).strip(_SEPARATORS)
 
 
 def normalize_position(position: str) -> str | None:
@@ -81,7 +80,7 @@ def normalize_position(position: str) -> str | None:
     folds to ASCII), then a trailing skeleton suffix (:data:`SKELETON_SUFFIXES`),
     then trailing separators, until nothing changes.
     """
-    text = unicodedata.normalize("NFKC", position).casefold().strip()
+    text = fold(position, collapse=False).strip()
     while True:
         before = text
         text = _TAIL_BRACKETS.sub("", text).rstrip(_SEPARATORS)

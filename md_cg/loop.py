@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import hashlib
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -53,6 +52,7 @@ from .errors import InvalidNodeError, InvalidVerdictError, NodeNotFoundError
 from .judge import STATES
 from .node import Node
 from .protocol import StoreEngine
+from .script import fold
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import SearchResult
@@ -64,12 +64,8 @@ VERDICTS = ("confirmed", "weakened", "falsified")
 __all__ = ["STATES", "VERDICTS", "InvalidVerdictError"]
 
 
-def _norm(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
-
-
 def _hash(*parts: str) -> str:
-    h = hashlib.sha256("\x1f".join(_norm(p) for p in parts).encode("utf-8"))
+    h = hashlib.sha256("\x1f".join(fold(p) for p in parts).encode("utf-8"))
     return h.hexdigest()[:16]
 
 

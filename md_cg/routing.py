@@ -42,13 +42,12 @@ scan share ``Σ vᵢ² / n²`` exceeds :data:`EXPECTED_SCAN_MAX`. Comparisons ar
 strict and exact (rational arithmetic): a figure exactly at its threshold is
 healthy.
 
-Imports only the standard library, orjson and :mod:`md_cg.errors`.
+Imports only the standard library, orjson, :mod:`md_cg.errors` and :mod:`md_cg.script`.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
@@ -58,7 +57,8 @@ from typing import Any
 
 import orjson
 
-from .errors import MdcgError
+from .errors import MdcgError, UnknownBigDomainError
+from .script import fold, has_cjk, plural_forms
 
 #: The 14 big domains, in their fixed order (also the tie-breaking order).
 DOMAINS: tuple[str, ...] = (
@@ -95,46 +95,12 @@ EXPECTED_SCAN_MAX = 0.30
 
 _DATA_FILE = "big_domains.json"
 
-# CJK ideographs (incl. extension A and compatibility), kana, hangul.
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_HAS_CJK = re.compile(f"[{_CJK_CLASS}]")
 _LATIN_WORD = re.compile(r"^[^\W_]+(?:[-'+#.][^\W_]*)*[+#]*$")
 _KEY_SPLIT = re.compile(r"[\s·・•/|>:：,，;；、()（）\[\]【】]+")
-_WS = re.compile(r"\s+")
-
-
-class UnknownBigDomainError(MdcgError, ValueError):
-    """A big-domain name outside :data:`DOMAINS` (and not ``"auto"``)."""
-
-    def __init__(self, domain: object) -> None:
-        super().__init__(
-            f"unknown big domain {domain!r}; expected {AUTO!r} or one of: {', '.join(DOMAINS)}"
-        )
-        self.domain = domain
-
-
-# -- normalisation ----------------------------------------------------------
-
-
-def _norm(term: str) -> str:
-    """NFKC + case fold + collapsed, trimmed whitespace."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", term).casefold()).strip()
-
-
-def _plural_forms(word: str) -> tuple[str, ...]:
-    """The word and its light plural-stripped forms (English only)."""
-    forms = [word]
-    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
-        if word.endswith("ies") and len(word) > 4:
-            forms.append(word[:-3] + "y")
-        if word.endswith(("ses", "xes", "zes", "ches", "shes")):
-            forms.append(word[:-2])
-        forms.append(word[:-1])
-    return tuple(forms)
 
 
 def _is_latin_word(word: str) -> bool:
-    return bool(word) and _LATIN_WORD.match(word) is not None and not _HAS_CJK.search(word)
+    return bool(word) and _LATIN_WORD.match(word) is not None and not has_cjk(word)
 
 
 # -- the keyword table --------------------------------------------------------
@@ -153,9 +119,7 @@ def _load_keywords() -> dict[str, list[str]]:
     data = orjson.loads(raw)
     domains = data.get("domains") if isinstance(data, dict) else None
     if not isinstance(domains, dict) or tuple(domains) != DOMAINS:
-        raise MdcgError(
-            f"md_cg/data/{_DATA_FILE}: 'domains' must list exactly {', '.join(DOMAINS)} in order"
-        )
+        raise MdcgError(f"md_cg/data/{_DATA_FILE}: 'domains' must list exactly {', '.join(DOMAINS)} in order")
     out: dict[str, list[str]] = {}
     for name, entry in domains.items():
         words: list[str] = []
@@ -176,11 +140,11 @@ def _table() -> _Table:
     longest = 0
     for domain, words in _load_keywords().items():
         for word in words:
-            key = _norm(word)
+            key = fold(word)
             if not key:
                 continue
             exact.setdefault(key, set()).add(domain)
-            if _HAS_CJK.search(key) and len(key) >= 2:
+            if has_cjk(key) and len(key) >= 2:
                 cjk.setdefault(key, set()).add(domain)
                 longest = max(longest, len(key))
                 for i in range(len(key)):
@@ -197,7 +161,7 @@ def _table() -> _Table:
 def domain_keywords(domain: str) -> tuple[str, ...]:
     """The normalised keywords of one big domain, sorted (for audit and tests)."""
     if domain not in DOMAINS:
-        raise UnknownBigDomainError(domain)
+        raise UnknownBigDomainError(domain, DOMAINS, AUTO)
     return tuple(sorted(k for k, ds in _table().exact.items() if domain in ds))
 
 
@@ -207,7 +171,7 @@ def domain_keywords(domain: str) -> tuple[str, ...]:
 def _term_hits(term: str, table: _Table) -> dict[str, float]:
     """Best match weight of one normalised term per domain it hits."""
     hits: dict[str, float] = {}
-    if _HAS_CJK.search(term):
+    if has_cjk(term):
         for domain in table.exact.get(term, ()):
             hits[domain] = EXACT_WEIGHT
         if len(term) >= 2:
@@ -221,7 +185,7 @@ def _term_hits(term: str, table: _Table) -> dict[str, float]:
             for domain in partial:
                 hits.setdefault(domain, PARTIAL_WEIGHT)
         return hits
-    for form in _plural_forms(term):
+    for form in plural_forms(term):
         for domain in table.exact.get(form, ()):
             hits[domain] = EXACT_WEIGHT
     return hits
@@ -235,7 +199,7 @@ def _scores(terms: Iterable[str]) -> dict[str, float]:
     for raw in terms:
         if not isinstance(raw, str):
             raise TypeError(f"terms must be strings, got {type(raw).__name__} {raw!r}")
-        term = _norm(raw)
+        term = fold(raw)
         normed.append(term)
         if term and term not in seen:
             seen.add(term)
@@ -282,7 +246,7 @@ def big_domain_classify(terms: Iterable[str]) -> tuple[str | None, dict[str, flo
 
 def _key_terms(key: str) -> list[str]:
     """The terms of a bucket key: the whole key, its parts and their words."""
-    text = _norm(key)
+    text = fold(key)
     terms = [text] if text else []
     for part in _KEY_SPLIT.split(text):
         if part and part not in terms:
@@ -304,7 +268,7 @@ def domain_of_key(route_key: str) -> str | None:
     """
     if not isinstance(route_key, str):
         raise TypeError(f"route_key must be a string, got {type(route_key).__name__}")
-    text = _norm(route_key)
+    text = fold(route_key)
     if text in DOMAINS:
         return text
     top, _ = big_domain_classify(_key_terms(text))
@@ -318,14 +282,12 @@ def buckets_for_big_domain(domain: str, keys: Iterable[str | None]) -> list[str]
     :class:`UnknownBigDomainError` for a domain outside :data:`DOMAINS`.
     """
     if domain not in DOMAINS:
-        raise UnknownBigDomainError(domain)
+        raise UnknownBigDomainError(domain, DOMAINS, AUTO)
     found = {k for k in keys if isinstance(k, str) and k and domain_of_key(k) == domain}
     return sorted(found)
 
 
-def resolve_big_domain(
-    spec: str, terms: Iterable[str] = ()
-) -> tuple[str | None, dict[str, float]]:
+def resolve_big_domain(spec: str, terms: Iterable[str] = ()) -> tuple[str | None, dict[str, float]]:
     """Resolve a caller's ``context["big_domain"]`` value.
 
     ``"auto"`` classifies ``terms`` (:func:`big_domain_classify`); a domain id
@@ -334,13 +296,13 @@ def resolve_big_domain(
     :class:`UnknownBigDomainError`.
     """
     if not isinstance(spec, str):
-        raise UnknownBigDomainError(spec)
-    name = _norm(spec)
+        raise UnknownBigDomainError(spec, DOMAINS, AUTO)
+    name = fold(spec)
     top, scores = big_domain_classify(terms)
     if name == AUTO:
         return top, scores
     if name not in DOMAINS:
-        raise UnknownBigDomainError(spec)
+        raise UnknownBigDomainError(spec, DOMAINS, AUTO)
     return name, scores
 
 

@@ -1,13 +1,144 @@
 """Script and normalisation rules: the one owner of every text-folding rule.
 
 Every module that folds, classifies or stems text calls this module instead
-of writing the rule again (NFKC, case folding, CJK ranges, plural forms,
-stemmers). Imports nothing from the package.
+of writing the rule again. No other module of the package calls
+``unicodedata.normalize`` or spells a CJK code-point range (a test checks it).
+
+Folding
+-------
+* :func:`fold` -- NFKC, full case folding and (by default) whitespace runs
+  made one space and trimmed: the identity of a condition, a keyword, a
+  synonym entry or a domain string.
+* :func:`nfkc` -- NFKC alone, for the tokenizer (:mod:`md_cg.text`), which
+  does its own lower-casing.
+* :func:`id_fold` -- NFC + case folding: the identity of a node id on the
+  case-insensitive, normalising file systems of macOS and Windows.
+
+The CJK class
+-------------
+:data:`CJK_CHARS` is the one set of characters treated as CJK: analysed by
+character n-grams in search, cut into characters by the judge and the synonym
+matcher, matched by substring in routing. It holds
+
+* Han: CJK unified ideographs (U+4E00-9FFF), extension A (U+3400-4DBF),
+  extensions B-H and the compatibility supplement (U+20000-323AF), and the
+  compatibility ideographs (U+F900-FAFF);
+* the ideographic marks 々 〆 〇 (U+3005-3007), which are written inside Han
+  words (人々, 〇〇年);
+* kana: hiragana and katakana (U+3040-30FF) and the katakana phonetic
+  extensions (U+31F0-31FF);
+* Hangul: syllables (U+AC00-D7AF), jamo (U+1100-11FF) and compatibility
+  jamo (U+3130-318F).
+
+All of these are written without spaces between words, so a word boundary
+cannot be found from the text; that is what puts a script in the class.
+Latin, Cyrillic, Greek and the other scripts that separate words with spaces
+are not in it, nor is CJK punctuation (it separates runs). Bopomofo and the
+Kangxi radicals are left out: NFKC maps the radicals to unified ideographs,
+and Bopomofo is an annotation, not running text.
+
+Plural forms and stemming
+-------------------------
+:func:`singulars` strips a light English plural (``lists`` -> ``list``,
+``libraries`` -> ``library``, ``boxes`` -> ``box``); :func:`plural_forms`
+is the word and those forms. :func:`stem` is the one access point to the
+Snowball stemmers (English; Russian for Cyrillic words), one stemmer object
+per thread because a PyStemmer object is not thread-safe.
+
+Imports nothing from the package.
 """
 
 from __future__ import annotations
 
+import re
+import threading
 import unicodedata
+
+import Stemmer
+
+__all__ = [
+    "CJK_CHARS",
+    "CJK_CHAR_RE",
+    "CJK_RUN_RE",
+    "CJK_SPLIT_RE",
+    "CYRILLIC_RE",
+    "WORD_CHAR",
+    "fold",
+    "has_cjk",
+    "id_fold",
+    "is_cjk",
+    "is_nfc",
+    "is_nfkc",
+    "nfkc",
+    "plural_forms",
+    "singulars",
+    "stem",
+]
+
+#: Body of a regular-expression character class matching one CJK character
+#: (see the module docstring for what it holds and why).
+CJK_CHARS = (
+    "\u3005-\u3007"  # 々 〆 〇
+    "\u3040-\u30ff"  # hiragana, katakana
+    "\u3130-\u318f"  # Hangul compatibility jamo
+    "\u31f0-\u31ff"  # katakana phonetic extensions
+    "\u3400-\u4dbf"  # CJK extension A
+    "\u4e00-\u9fff"  # CJK unified ideographs
+    "\u1100-\u11ff"  # Hangul jamo
+    "\uac00-\ud7af"  # Hangul syllables
+    "\uf900-\ufaff"  # CJK compatibility ideographs
+    "\U00020000-\U000323af"  # CJK extensions B-H, compatibility supplement
+)
+
+#: One CJK character.
+CJK_CHAR_RE = re.compile(f"[{CJK_CHARS}]")
+#: A maximal run of CJK characters.
+CJK_RUN_RE = re.compile(f"[{CJK_CHARS}]+")
+#: Splits text into alternating non-CJK text and CJK runs (the runs are kept).
+CJK_SPLIT_RE = re.compile(f"([{CJK_CHARS}]+)")
+#: A Cyrillic letter (the word is stemmed as Russian).
+CYRILLIC_RE = re.compile("[\u0400-\u04ff]")
+#: Character class of a letter or digit outside the CJK class (``_`` excluded).
+WORD_CHAR = f"[^\\W_{CJK_CHARS}]"
+
+
+def is_cjk(ch: str) -> bool:
+    """True when the first character of ``ch`` is in the CJK class."""
+    return CJK_CHAR_RE.match(ch) is not None
+
+
+def has_cjk(text: str) -> bool:
+    """True when ``text`` contains a character of the CJK class."""
+    return CJK_CHAR_RE.search(text) is not None
+
+
+def nfkc(text: str) -> str:
+    """``text`` in Unicode normalisation form NFKC."""
+    return unicodedata.normalize("NFKC", text)
+
+
+def is_nfc(text: str) -> bool:
+    """True when ``text`` is already in NFC (cheap: no copy is made)."""
+    return unicodedata.is_normalized("NFC", text)
+
+
+def is_nfkc(text: str) -> bool:
+    """True when ``text`` is already in NFKC (cheap: no copy is made)."""
+    return unicodedata.is_normalized("NFKC", text)
+
+
+def fold(text: str, *, collapse: bool = True) -> str:
+    """NFKC + full case folding; with ``collapse``, whitespace runs become one space, trimmed.
+
+    Full-width letters and digits become ASCII, ``ß`` becomes ``ss``,
+    compatibility ideographs become unified ones. ``collapse=False`` keeps
+    whitespace as it is (bucket keys are derived from such text and must not
+    change).
+    """
+    if text.isascii() and text.isalnum():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(folded.split()) if collapse else folded
 
 
 def id_fold(text: str) -> str:
@@ -18,3 +149,45 @@ def id_fold(text: str) -> str:
     two such ids would collide on those file systems.
     """
     return unicodedata.normalize("NFC", text).casefold()
+
+
+def singulars(word: str) -> tuple[str, ...]:
+    """Light plural strips of a folded English word, most specific first.
+
+    Words of three letters or fewer, words not ending in ``s`` and words
+    ending in ``ss`` give nothing; ``-ies`` also gives ``-y``; ``-ses``,
+    ``-xes``, ``-zes``, ``-ches`` and ``-shes`` also give the word without
+    ``es``; every other candidate gives the word without its ``s``.
+    """
+    if len(word) <= 3 or not word.endswith("s") or word.endswith("ss"):
+        return ()
+    forms: list[str] = []
+    if word.endswith("ies") and len(word) > 4:
+        forms.append(word[:-3] + "y")
+    if word.endswith(("ses", "xes", "zes", "ches", "shes")):
+        forms.append(word[:-2])
+    forms.append(word[:-1])
+    return tuple(forms)
+
+
+def plural_forms(word: str) -> tuple[str, ...]:
+    """``word`` followed by its :func:`singulars`."""
+    return (word, *singulars(word))
+
+
+class _Stemmers(threading.local):
+    """One PyStemmer object per thread (a stemmer object is not thread-safe)."""
+
+    def __init__(self) -> None:
+        self.english = Stemmer.Stemmer("english")
+        self.russian = Stemmer.Stemmer("russian")
+
+
+_STEMMERS = _Stemmers()
+
+
+def stem(word: str) -> str:
+    """Snowball stem of a case-folded word: Russian when it has a Cyrillic letter, else English."""
+    if not word.isascii() and CYRILLIC_RE.search(word):
+        return _STEMMERS.russian.stemWord(word)
+    return _STEMMERS.english.stemWord(word)

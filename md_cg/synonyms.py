@@ -20,9 +20,13 @@ File format (the shipped ``md_cg/data/synonyms.json`` and a store's
 
 A bare list of groups is accepted too. Every group needs at least two
 different entries (after normalisation); every entry is a non-empty string
-with at least one letter, digit or CJK character. A malformed file raises
-:class:`SynonymFileError` (an :class:`md_cg.errors.MdcgError`) naming the file
-and the problem; an absent file is simply skipped.
+with at least one letter, digit or CJK character. A malformed file (git
+conflict markers included) raises :class:`SynonymFileError` (an
+:class:`md_cg.errors.MdcgError`) naming the file and the problem; an absent
+file is simply skipped. A store opens its file with
+:meth:`SynonymTable.for_store`, which falls back to the shipped table and
+returns the problem instead of raising, so one broken file cannot stop every
+search.
 
 Matching is on normalised text: NFKC, case folded, whitespace collapsed. Text
 is cut into *tokens* -- each CJK character is one token, and a run of other
@@ -37,32 +41,40 @@ breaks a phrase. The last word of an English entry may carry a plural ``s``/``es
 
 Weights: the query's own words, and table entries found in the query, get
 :data:`ORIGINAL_WEIGHT` (1.0); their synonyms get :data:`SYNONYM_WEIGHT`
-(0.6), so a search ranks a literal match above a synonym match. Results are
+(0.6), so a search ranks a literal match above a synonym match. A CJK
+synonym of a query without any CJK text gets :data:`CROSS_SCRIPT_WEIGHT`
+(0.05): measured on mixed English/Chinese pools, Chinese synonyms of English
+queries at 0.6 pushed Chinese notes into English results, while Chinese
+queries lose nothing from English synonyms (docs/ranking.md). Results are
 deduplicated (first occurrence wins, so an original keeps 1.0 even when it is
 also a synonym of another word) and come in a deterministic order: originals
 in query order, then found entries in query order, then synonyms in the order
 of their groups and of the entries inside them.
 
-Imports only the standard library, orjson and :mod:`md_cg.errors`.
+Imports only the standard library, orjson, :mod:`md_cg.errors` and :mod:`md_cg.script`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import orjson
 
-from .errors import MdcgError
+from .errors import SynonymFileError
+from .script import CJK_CHAR_RE, CJK_CHARS, WORD_CHAR, fold, has_cjk, singulars
 
 #: Weight of the query's own words and of table entries found in the query text.
 ORIGINAL_WEIGHT = 1.0
 #: Weight of a synonym added by expansion.
 SYNONYM_WEIGHT = 0.6
+#: Weight of a CJK synonym added to a query without CJK text (docs/ranking.md):
+#: enough for an English query to find a note written only in Chinese, too
+#: little to rank Chinese notes above English ones that match its own words.
+CROSS_SCRIPT_WEIGHT = 0.05
 #: File name of a store's synonym file inside ``<root>/.mdcg/``.
 STORE_FILE = "synonyms.json"
 #: The only file format version.
@@ -70,27 +82,14 @@ FORMAT_VERSION = 1
 
 _DEFAULT_PATH = Path(__file__).parent / "data" / "synonyms.json"
 
-_CJK_CLASS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_CJK_CHAR = re.compile(f"[{_CJK_CLASS}]")
-_TOKEN_GAP = re.compile(f"(?:([{_CJK_CLASS}])|([^\\W_{_CJK_CLASS}]+[+#]*))((?:[^\\w]|_)*)")
-_WS = re.compile(r"\s+")
+_TOKEN_GAP = re.compile(f"(?:([{CJK_CHARS}])|({WORD_CHAR}+[+#]*))((?:[^\\w]|_)*)")
+_CONFLICT_MARKER = re.compile(r"^(?:<{7}|>{7})(?: |$)", re.MULTILINE)
 _JOINING_GAPS = frozenset({"-", ".", "'", "’", "/", "·", "_"})
 
 
-class SynonymFileError(MdcgError, ValueError):
-    """A synonym file that cannot be used; ``path`` is the file, ``reason`` the problem."""
-
-    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
-        super().__init__(f"{path}: invalid synonym file: {reason}")
-        self.path = str(path)
-        self.reason = reason
-
-
 def normalize(text: str) -> str:
-    """NFKC + case fold + whitespace collapsed and trimmed."""
-    if text.isascii() and text.isalnum():
-        return text.lower()
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text).casefold()).strip()
+    """NFKC + case fold + whitespace collapsed and trimmed (:func:`md_cg.script.fold`)."""
+    return fold(text)
 
 
 def _runs(text: str) -> list[tuple[list[str], list[bool]]]:
@@ -126,21 +125,8 @@ def _key(text: str) -> str:
     return " ".join(tok for tokens, _ in _runs(text) for tok in tokens)
 
 
-def _singulars(token: str) -> tuple[str, ...]:
-    """Light plural strips of a non-CJK token, most specific first."""
-    if len(token) <= 3 or not token.endswith("s") or token.endswith("ss"):
-        return ()
-    forms: list[str] = []
-    if token.endswith("ies") and len(token) > 4:
-        forms.append(token[:-3] + "y")
-    if token.endswith(("ses", "xes", "zes", "ches", "shes")):
-        forms.append(token[:-2])
-    forms.append(token[:-1])
-    return tuple(forms)
-
-
 def _is_cjk_token(token: str) -> bool:
-    return len(token) == 1 and _CJK_CHAR.match(token) is not None
+    return len(token) == 1 and CJK_CHAR_RE.match(token) is not None
 
 
 class SynonymTable:
@@ -199,9 +185,7 @@ class SynonymTable:
         return _default_table()
 
     @classmethod
-    def from_files(
-        cls, *paths: str | os.PathLike[str] | None, default: bool = True
-    ) -> SynonymTable:
+    def from_files(cls, *paths: str | os.PathLike[str] | None, default: bool = True) -> SynonymTable:
         """The default table (unless ``default=False``) plus the groups of each file.
 
         Paths that do not exist (and ``None``) are skipped: a store without a
@@ -216,6 +200,26 @@ class SynonymTable:
         table = cls.__new__(cls)
         table._build(groups)
         return table
+
+    @classmethod
+    def for_store(cls, root: str | os.PathLike[str]) -> tuple[SynonymTable, str | None]:
+        """The table a store searches with, and the problem with its synonym file, if any.
+
+        Reads ``<root>/.mdcg/synonyms.json`` (:func:`store_synonym_path`):
+        absent, it gives the shipped table and ``None``. A file that cannot
+        be used (unresolved git conflict markers after a merge, invalid JSON,
+        a wrong shape, unreadable) must not take every search down, so the
+        shipped table is returned with a one-line problem that names the
+        file and what is wrong, for ``health()`` to report. Explicit loads
+        (:meth:`from_files`) still raise.
+        """
+        path = store_synonym_path(root)
+        if not os.path.lexists(path):
+            return _default_table(), None  # shared: no copy of the shipped groups per store
+        try:
+            return cls.from_files(path), None
+        except SynonymFileError as exc:
+            return _default_table(), f"{exc}; searching with the shipped synonym table instead"
 
     def extended(self, groups: Iterable[Sequence[str]]) -> SynonymTable:
         """A new table with this table's groups followed by ``groups``."""
@@ -252,7 +256,7 @@ class SynonymTable:
         head, _, last = key.rpartition(" ")
         if not last or _is_cjk_token(last):
             return None
-        for form in _singulars(last):
+        for form in singulars(last):
             candidate = f"{head} {form}" if head else form
             if candidate in self._synonyms:
                 return candidate
@@ -269,7 +273,9 @@ class SynonymTable:
         (Chinese, or several tokens such as ``binary-search``) is scanned on
         its own like text, so ``二分查找`` and ``用电脑`` find their entries.
         Returns the words (normalised) and the entries found at
-        :data:`ORIGINAL_WEIGHT`, then the synonyms at :data:`SYNONYM_WEIGHT`.
+        :data:`ORIGINAL_WEIGHT`, then the synonyms at :data:`SYNONYM_WEIGHT`
+        (:data:`CROSS_SCRIPT_WEIGHT` for a CJK synonym when no word has CJK
+        text).
         Words that a tokenizer has cut into CJK bigrams find little: pass the
         raw query to :meth:`expand_text` instead.
         """
@@ -284,7 +290,7 @@ class SynonymTable:
             key = _key(word)
             if not key:
                 continue
-            if " " not in key and not _CJK_CHAR.search(key):
+            if " " not in key and not CJK_CHAR_RE.search(key):
                 run.append(key)
                 continue
             if run:
@@ -294,7 +300,7 @@ class SynonymTable:
                 found.extend(self._scan(tokens, flags))
         if run:
             found.extend(self._scan(run, [False] * len(run)))
-        return self._finish(out, found)
+        return self._finish(out, found, any(map(has_cjk, out)))
 
     def expand_text(self, query: str, words: Sequence[str] = ()) -> list[tuple[str, float]]:
         """Expand a raw query text by finding table entries inside it.
@@ -303,7 +309,8 @@ class SynonymTable:
         come first, normalised, at :data:`ORIGINAL_WEIGHT`. Then every table
         entry found in the text by longest-match scanning (see the module
         docstring) is added at :data:`ORIGINAL_WEIGHT`, then the synonyms of
-        all of them at :data:`SYNONYM_WEIGHT`. A one-character Chinese entry
+        all of them at :data:`SYNONYM_WEIGHT` (:data:`CROSS_SCRIPT_WEIGHT` for
+        a CJK synonym when neither the query nor ``words`` has CJK text). A one-character Chinese entry
         (``茶``) is found only when it stands alone between non-CJK
         characters, never inside a longer run of Chinese (``茶几``).
         """
@@ -317,7 +324,7 @@ class SynonymTable:
         if text:
             for tokens, flags in _runs(text):
                 found.extend(self._scan(tokens, flags))
-        return self._finish(out, found)
+        return self._finish(out, found, has_cjk(text) or any(map(has_cjk, out)))
 
     def _scan(self, run: list[str], cjk: list[bool]) -> list[str]:
         """Keys of the entries found in one run of tokens, longest match first.
@@ -339,7 +346,7 @@ class SynonymTable:
                 if candidate in synonyms:
                     best_key, best_end = candidate, j + 1
                 elif not cjk[j] and token[-1] == "s":
-                    for form in _singulars(token):
+                    for form in singulars(token):
                         plural_hit = f"{key} {form}" if key else form
                         if plural_hit in synonyms:
                             best_key, best_end = plural_hit, j + 1
@@ -362,12 +369,13 @@ class SynonymTable:
             i = best_end
         return found
 
-    def _finish(self, out: dict[str, float], found: list[str]) -> list[tuple[str, float]]:
+    def _finish(self, out: dict[str, float], found: list[str], cjk_query: bool) -> list[tuple[str, float]]:
         for key in found:
             out.setdefault(self._display[key], ORIGINAL_WEIGHT)
         for key in found:
             for synonym in self._synonyms.get(key, ()):
-                out.setdefault(synonym, SYNONYM_WEIGHT)
+                cross = not cjk_query and has_cjk(synonym)
+                out.setdefault(synonym, CROSS_SCRIPT_WEIGHT if cross else SYNONYM_WEIGHT)
         return list(out.items())
 
 
@@ -447,9 +455,15 @@ def load_groups(path: str | os.PathLike[str], *, missing_ok: bool = False) -> li
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
-        raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise SynonymFileError(path, f"not UTF-8 text (byte {exc.start})") from None
+    conflict = _CONFLICT_MARKER.search(text)
+    if conflict:
+        line = text.count("\n", 0, conflict.start()) + 1
+        raise SynonymFileError(
+            path, f"unresolved git merge conflict (conflict marker at line {line}); resolve it and save"
+        )
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

@@ -12,7 +12,8 @@ any document that contains the word verbatim:
 2. Words -- space-separated runs outside the CJK scripts: a word in
    :data:`ENGLISH_STOPWORDS` is dropped; any other is case-folded and stemmed
    with Snowball (English; Russian for Cyrillic words). Stems are cached.
-3. CJK runs (Han, kana, Hangul): every character bigram of the run and every
+3. CJK runs (:data:`md_cg.script.CJK_CHARS`: Han, kana, Hangul, the
+   ideographic marks): every character bigram of the run and every
    character (unigram); a run of one character gives just that character.
 
 :func:`query_terms` further drops English question words and Chinese
@@ -23,19 +24,20 @@ on the CMRC dev split that raised hit@1 from 78.1 to 80.7 (docs/ranking.md).
 
 :func:`char_bigrams` is a helper for bigram similarity.
 
-This module sits at the bottom of the package: it imports only numpy,
-PyStemmer, rapidfuzz and the standard library.
+Which characters are CJK, NFKC and the stemmers belong to
+:mod:`md_cg.script`; this module imports only it, numpy, rapidfuzz and the
+standard library.
 """
 
 from __future__ import annotations
 
 import re
-import threading
-import unicodedata
+from collections.abc import Iterable
 
 import numpy as np
-import Stemmer
 from rapidfuzz.utils import default_process
+
+from .script import CJK_CHARS, CJK_SPLIT_RE, is_cjk, is_nfc, is_nfkc, nfkc, stem
 
 __all__ = [
     "CHINESE_QUESTION_WORDS",
@@ -45,31 +47,12 @@ __all__ = [
     "Analyzer",
     "analyze",
     "char_bigrams",
+    "expand_query",
     "is_cjk",
     "normalize",
     "query_terms",
 ]
 
-#: Character-class body of the scripts analysed by character n-grams:
-#: hiragana, katakana (+ phonetic extensions), CJK ideographs (extension A,
-#: unified, compatibility, extensions B and later), Hangul syllables and jamo,
-#: and the ideographic marks 々 〆 〇.
-CJK_CHARS = (
-    "\u3005-\u3007"
-    "\u3040-\u30ff"
-    "\u3130-\u318f"
-    "\u31f0-\u31ff"
-    "\u3400-\u4dbf"
-    "\u4e00-\u9fff"
-    "\u1100-\u11ff"
-    "\uac00-\ud7af"
-    "\uf900-\ufaff"
-    "\U00020000-\U0003134f"
-)
-
-_CJK_RE = re.compile(f"[{CJK_CHARS}]")
-_CJK_SPLIT_RE = re.compile(f"([{CJK_CHARS}]+)")
-_CYRILLIC_RE = re.compile("[\u0400-\u04ff]")
 _NUMPY_BIGRAMS = 128  # CJK characters from which bigrams are built with numpy
 
 _STOPWORDS_TEXT = """
@@ -124,11 +107,6 @@ CHINESE_QUESTION_WORDS: tuple[str, ...] = (
 )
 
 
-def is_cjk(ch: str) -> bool:
-    """True when the character ``ch`` belongs to a script analysed by n-grams."""
-    return _CJK_RE.match(ch) is not None
-
-
 def normalize(text: str) -> str:
     """Lower-cased ``text`` with every character that is not a letter or digit made a space.
 
@@ -142,11 +120,11 @@ def normalize(text: str) -> str:
     """
     if text.isascii():
         return default_process(text)
-    if not unicodedata.is_normalized("NFC", text):
-        text = unicodedata.normalize("NFKC", text)
+    if not is_nfc(text):
+        text = nfkc(text)
     s = default_process(text)
-    if not s.isascii() and not unicodedata.is_normalized("NFKC", s):
-        s = default_process(unicodedata.normalize("NFKC", s))
+    if not s.isascii() and not is_nfkc(s):
+        s = default_process(nfkc(s))
     return s
 
 
@@ -160,17 +138,6 @@ def char_bigrams(text: str) -> set[str]:
     if len(s) < 2:
         return {s} if s else set()
     return {s[i : i + 2] for i in range(len(s) - 1)}
-
-
-class _Stemmers(threading.local):
-    """One PyStemmer object per thread (a stemmer object is not thread-safe)."""
-
-    def __init__(self) -> None:
-        self.english = Stemmer.Stemmer("english")
-        self.russian = Stemmer.Stemmer("russian")
-
-
-_STEMMERS = _Stemmers()
 
 
 class _WordCache(dict[str, str]):
@@ -190,16 +157,8 @@ class _WordCache(dict[str, str]):
     def __missing__(self, word: str) -> str:
         if len(self) >= self.limit:
             self.clear()
-        if word.isascii():
-            term = "" if word in self.drop else _STEMMERS.english.stemWord(word)
-        else:
-            folded = word.casefold()
-            if folded in self.drop:
-                term = ""
-            elif _CYRILLIC_RE.search(folded):
-                term = _STEMMERS.russian.stemWord(folded)
-            else:
-                term = _STEMMERS.english.stemWord(folded)
+        folded = word if word.isascii() else word.casefold()
+        term = "" if folded in self.drop else stem(folded)
         self[word] = term
         return term
 
@@ -255,12 +214,46 @@ class Analyzer:
             s = self._question_re.sub(" ", s)
         return _terms(s, self._qwords, self.query_unigrams)
 
+    def synonym_terms(self, phrase: str) -> list[str]:
+        """Terms a synonym adds to a query: :meth:`query_terms` without single CJK characters.
+
+        A synonym's CJK text gives its bigrams only: its characters alone
+        (用户 -> 用, 户; 最后期限 -> 最, 后) match unrelated text everywhere.
+        A one-character CJK synonym gives nothing.
+        """
+        s = normalize(phrase)
+        if self.question_words and not s.isascii():
+            s = self._question_re.sub(" ", s)
+        return [t for t in _terms(s, self._qwords, False) if len(t) > 1 or not is_cjk(t)]
+
+    def expand_query(self, query: str, expansions: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+        """Weighted terms of ``query`` and of its synonym ``expansions`` ((phrase, weight) pairs).
+
+        ``expansions`` come from :meth:`md_cg.synonyms.SynonymTable.expand_text`,
+        which weighs them. The query's own terms (:meth:`query_terms`) come
+        first at weight 1.0; a phrase of weight >= 1 (a table entry found in
+        the query: the query's own text) adds its :meth:`query_terms`; a
+        synonym (weight < 1) adds its :meth:`synonym_terms`, so no synonym
+        adds a single CJK character. A term keeps the highest weight any
+        source gives it; order is first seen. Repeats of a term in the query
+        do not add up here.
+        """
+        weights: dict[str, float] = {}
+        for term in self.query_terms(query):
+            weights.setdefault(term, 1.0)
+        for phrase, weight in expansions:
+            terms = self.query_terms(phrase) if weight >= 1.0 else self.synonym_terms(phrase)
+            for term in terms:
+                if weights.get(term, 0.0) < weight:
+                    weights[term] = weight
+        return list(weights.items())
+
 
 def _terms(s: str, words: _WordCache, unigrams: bool) -> list[str]:
     """Terms of normalised text ``s``."""
     if s.isascii():
         return list(filter(None, map(words.__getitem__, s.split())))
-    parts = _CJK_SPLIT_RE.split(s)
+    parts = CJK_SPLIT_RE.split(s)
     if len(parts) == 1:
         return list(filter(None, map(words.__getitem__, s.split())))
     # parts alternate: text outside CJK runs, a CJK run, outside, run, ...
@@ -303,3 +296,8 @@ def analyze(text: str) -> list[str]:
 def query_terms(text: str) -> list[str]:
     """Query terms of ``text`` with the default :class:`Analyzer` (see the module doc)."""
     return _DEFAULT.query_terms(text)
+
+
+def expand_query(query: str, expansions: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
+    """:meth:`Analyzer.expand_query` with the default :class:`Analyzer`."""
+    return _DEFAULT.expand_query(query, expansions)

@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from md_cg.ccg import REQUIRED
 from md_cg.judge import (
     ACCEPT,
     BLINDSPOT,
@@ -16,6 +17,7 @@ from md_cg.judge import (
     PreparedText,
     condition_hit,
     context_text,
+    is_fact,
     judge,
     judge_node,
     node_conditions,
@@ -56,8 +58,8 @@ def run(
 # -- the four states ------------------------------------------------------------
 
 
-def test_states_in_rule_order() -> None:
-    assert STATES == ("REJECT", "BLINDSPOT", "DEFER", "ACCEPT")
+def test_states_in_listing_order() -> None:
+    assert STATES == ("ACCEPT", "REJECT", "DEFER", "BLINDSPOT")
 
 
 def test_accept() -> None:
@@ -242,9 +244,7 @@ def test_judge_accepts_prepared_conditions_and_context() -> None:
     conds = prepare_conditions(["链表"])
     ctx = prepare_context({"tags": ["链表"]})
     assert isinstance(ctx, PreparedText)
-    j = judge(
-        ccg_missing=(), non_applicable=conds, verification_basis="test", query="q", context=ctx
-    )
+    j = judge(ccg_missing=(), non_applicable=conds, verification_basis="test", query="q", context=ctx)
     assert j.state == REJECT
     assert j.matched_by == "context"
 
@@ -347,3 +347,106 @@ def test_judge_is_fast_enough() -> None:
             context=ctx,
         )
     assert (time.perf_counter() - start) / n < 200e-6
+
+
+# -- facts and procedures ---------------------------------------------------------------
+
+FACT_EN = "The user's name is Sam; he lives in Lisbon."
+FACT_ZH = "用户的名字是小明，住在杭州。"
+PROCEDURE_EN = (
+    "# Applies when: the array is sorted\n# Steps: take the middle, compare, halve\n"
+    "# Executes: returns the index or -1\n# Verified by: unit tests\n"
+    "# Not applicable when: linked list\nBinary search.\n"
+)
+
+
+def test_is_fact() -> None:
+    assert is_fact(REQUIRED) and is_fact((*REQUIRED, "steps"))
+    assert not is_fact(REQUIRED[1:]) and not is_fact(())
+
+
+@pytest.mark.parametrize(
+    ("body", "query"), [(FACT_EN, "what is the user's name"), (FACT_ZH, "用户叫什么名字")]
+)
+def test_a_fact_with_a_basis_is_accepted(body: str, query: str) -> None:
+    j = judge_node(Node(id="f", body=body, verification_basis="user said so"), query)
+    assert j == Judgement(
+        ACCEPT,
+        'ACCEPT: fact with no applicability conditions, verification basis "user said so"',
+    )
+
+
+@pytest.mark.parametrize(("body", "query"), [(FACT_EN, "where does Sam live"), (FACT_ZH, "小明住在哪里")])
+def test_a_fact_without_a_basis_is_deferred_not_a_blindspot(body: str, query: str) -> None:
+    j = judge_node(Node(id="f", body=body), query)
+    assert j == Judgement(
+        DEFER,
+        "DEFER: fact with no applicability conditions, but no verification basis declared",
+    )
+    assert j.missing == ()
+
+
+def test_a_function_name_alone_does_not_make_a_procedure() -> None:
+    j = judge_node(Node(id="f", body="# Function: greeting\nSay hello.\n", verification_basis="x"), "hello")
+    assert j.state == ACCEPT and j.basis.startswith("ACCEPT: fact with")
+
+
+@pytest.mark.parametrize(
+    ("conditions", "query", "hit"),
+    [
+        (["in a video call"], "greet the user in a video call", "in a video call"),
+        (["视频通话"], "视频通话时怎么称呼", "视频通话"),
+    ],
+)
+def test_a_fact_is_rejected_by_its_conditions(conditions: list[str], query: str, hit: str) -> None:
+    node = Node(id="f", body=FACT_EN, non_applicable_conditions=conditions, verification_basis="user")
+    j = judge_node(node, query)
+    assert (j.state, j.hit_condition, j.matched_by, j.missing) == (REJECT, hit, "query", ())
+    other = judge_node(node, "what is the user's name")
+    assert other == Judgement(
+        ACCEPT,
+        'ACCEPT: fact, no not-applicable condition hit, verification basis "user"',
+    )
+    node.verification_basis = None
+    assert judge_node(node, "名字").basis == (
+        "DEFER: fact, no not-applicable condition hit, but no verification basis declared"
+    )
+
+
+@pytest.mark.parametrize("body", [PROCEDURE_EN, COMPLETE_BODY])
+def test_a_complete_procedure_is_judged_as_before(body: str) -> None:
+    node = Node(id="p", body=body, verification_basis="test")
+    assert judge_node(node, "binary search 二分查找").basis == (
+        'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "test"'
+    )
+    node.verification_basis = None
+    assert (
+        judge_node(node, "binary search 二分查找").basis
+        == "DEFER: CCG complete but no verification basis declared"
+    )
+
+
+@pytest.mark.parametrize(
+    ("body", "missing"),
+    [
+        (
+            "# Steps: take the middle\nBinary search.\n",
+            ("applies_when", "executes", "verified_by", "not_applicable"),
+        ),
+        ("# 生效条件：有序数组\n# 执行：返回下标\n二分查找\n", ("steps", "verified_by", "not_applicable")),
+    ],
+)
+def test_an_incomplete_procedure_is_still_a_blindspot(body: str, missing: tuple[str, ...]) -> None:
+    j = judge_node(Node(id="p", body=body, verification_basis="test"), "binary search 二分查找")
+    assert j == Judgement(
+        BLINDSPOT, f"BLINDSPOT: CCG incomplete, missing {', '.join(missing)}", missing=missing
+    )
+
+
+@pytest.mark.parametrize(
+    ("query", "hit"), [("binary search on a linked list", "linked list"), ("链表上的二分查找", "链表")]
+)
+def test_a_procedure_is_rejected_by_its_conditions(query: str, hit: str) -> None:
+    body = PROCEDURE_EN if hit == "linked list" else COMPLETE_BODY
+    j = judge_node(Node(id="p", body=body, verification_basis="test"), query)
+    assert (j.state, j.hit_condition) == (REJECT, hit)

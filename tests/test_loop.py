@@ -225,7 +225,7 @@ def test_reflect_with_real_search_results(store: MdCG) -> None:
     store.add(
         knowledge("good", body="# 生效条件：a\n# 子功能：b\n# 执行：c\n# 验证方式：d\n# 不适用条件：e\nalpha")
     )
-    store.add(knowledge("blind", body="alpha only"))
+    store.add(knowledge("blind", body="# 执行：c\nalpha only"))  # a procedure missing marks
     results, _ = store.search("alpha", k=2)
     rec = store.reflect("alpha", results)
     assert (rec.total, rec.accepted, rec.d) == (2, 1, 0.5)

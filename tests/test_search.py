@@ -214,7 +214,7 @@ def test_judge_is_orthogonal_to_tier(store: MdCG) -> None:
 
 def test_judge_states_and_judge_off(store: MdCG) -> None:
     store.add(note("defer", "延迟 判断", verification_basis=None))
-    store.add(Node(id="blind", layer="knowledge", body="延迟 判断 # 执行：x"))
+    store.add(Node(id="blind", layer="knowledge", body="延迟 判断\n# 执行：x"))
     results, _ = store.search("延迟 判断", k=2)
     states = {r.id: (r.state, r.basis) for r in results}
     assert states["defer"] == ("DEFER", "DEFER: CCG complete but no verification basis declared")

@@ -210,3 +210,46 @@ def test_a_query_word_found_verbatim_yields_only_terms_of_the_document(words, pi
 )
 def test_query_terms_subset_of_analyze_for_the_same_text(word):
     assert set(query_terms(word)) <= set(analyze(word))
+
+
+# -- synonym terms -------------------------------------------------------------------
+
+
+def test_synonym_terms_never_give_single_cjk_characters() -> None:
+    analyzer = Analyzer()
+    assert analyzer.synonym_terms("用户") == ["用户"]
+    assert analyzer.synonym_terms("最后期限") == ["最后", "后期", "期限"]
+    assert analyzer.synonym_terms("茶") == []  # a one-character synonym adds nothing
+    assert analyzer.synonym_terms("due date") == ["due", "date"]
+    assert analyzer.synonym_terms("C 语言") == ["c", "语言"]
+    assert query_terms("用户") == ["用户", "用", "户"]  # the query's own text keeps its characters
+
+
+def test_expand_query_keeps_own_unigrams_and_drops_synonym_unigrams() -> None:
+    expansions = [("二分查找", 1.0), ("折半查找", 0.6), ("binary search", 0.6), ("茶", 0.6)]
+    assert text.expand_query("二分查找的边界", expansions) == [
+        ("二分", 1.0),
+        ("分查", 1.0),
+        ("查找", 1.0),
+        ("找的", 1.0),
+        ("的边", 1.0),
+        ("边界", 1.0),
+        ("二", 1.0),
+        ("分", 1.0),
+        ("查", 1.0),
+        ("找", 1.0),
+        ("的", 1.0),
+        ("边", 1.0),
+        ("界", 1.0),
+        ("折半", 0.6),
+        ("半查", 0.6),
+        ("binari", 0.6),
+        ("search", 0.6),
+    ]
+
+
+def test_expand_query_weights_come_from_the_expansions() -> None:
+    out = text.expand_query("the user", [("user", 1.0), ("用户", 0.05), ("使用者", 0.05), ("client", 0.6)])
+    assert out == [("user", 1.0), ("用户", 0.05), ("使用", 0.05), ("用者", 0.05), ("client", 0.6)]
+    # a term keeps the highest weight any source gives it
+    assert text.expand_query("client", [("client", 0.6)]) == [("client", 1.0)]

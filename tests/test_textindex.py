@@ -10,7 +10,7 @@ import zlib
 
 import pytest
 
-from md_cg import textindex
+from md_cg import textindex, textindex_docs, textindex_postings
 from md_cg.text import Analyzer, analyze, query_terms
 from md_cg.textindex import TextIndex
 
@@ -86,7 +86,7 @@ def test_ties_break_by_prior_then_id():
 
 @pytest.mark.parametrize("python_ties", [2048, 4])
 def test_large_tie_group_is_cut_by_id(monkeypatch, python_ties):
-    monkeypatch.setattr(textindex, "_TIE_PYTHON", python_ties)
+    monkeypatch.setattr(textindex_docs, "_TIE_PYTHON", python_ties)
     ix = TextIndex()
     ids = [f"id{i:04d}" for i in range(300)]
     for doc_id in random.Random(5).sample(ids, len(ids)):
@@ -195,7 +195,7 @@ def _reference(docs: dict[str, list[str]], query: list[str], k1: float, b: float
 
 @pytest.mark.parametrize("pending", [5, 64, 1 << 18])
 def test_segments_merges_and_compaction_agree_with_a_reference(monkeypatch, pending):
-    monkeypatch.setattr(textindex, "_PENDING_MAX", pending)
+    monkeypatch.setattr(textindex_postings, "PENDING_MAX", pending)
     monkeypatch.setattr(textindex, "_COMPACT_MIN_DEAD", 20)
     rng = random.Random(pending)
     vocab = [f"t{i}" for i in range(120)]
@@ -460,3 +460,136 @@ def test_pruned_top_k_equals_exhaustive_scoring(monkeypatch) -> None:
         assert [i for i, _ in pruned] == [i for i, _ in full]
         assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
     assert sum(used) >= 75  # the pruned path answered at least half of the 150 queries
+
+
+# -- a store in two languages -----------------------------------------------------------
+
+ENGLISH = [
+    "the atlas deadline moved to march",
+    "atlas review notes and deadline risks",
+    "coffee with oat milk every morning",
+    "the deadline for the tax return is april",
+    "morning standup with the platform team",
+    "atlas atlas launch checklist",
+]
+CHINESE = [
+    "红烧肉最后大火收汁",
+    "项目截止日期前冻结接口",
+    "龙井茶用八十度的水冲泡",
+    "全角标点用于中文用户界面",
+    "截止日期之前提交报告 deadline",
+    "二分查找要求数组有序",
+]
+
+
+def _index(*texts: list[str]) -> TextIndex:
+    ix = TextIndex(analyzer=query_terms)
+    for group, docs in enumerate(texts):
+        for i, text in enumerate(docs):
+            ix.add(f"{'ez'[group]}{i}", analyze(text), layer=0, bucket=0)
+    return ix
+
+
+@pytest.mark.parametrize(
+    ("query", "english"), [("atlas deadline", True), ("morning coffee", True), ("截止日期", False)]
+)
+def test_padding_with_another_language_leaves_scores_unchanged(query: str, english: bool) -> None:
+    """Each document class is scored with its own statistics (N, df, average length)."""
+    single = _index(ENGLISH) if english else _index([], CHINESE)
+    mixed = _index(ENGLISH, CHINESE)
+    terms = q(*query_terms(query))
+    alone = single.match(terms, single.scope(), k=None)
+    padded = [(d, s) for d, s in mixed.match(terms, mixed.scope(), k=None) if d in dict(alone)]
+    assert mixed._docs.mixed and not single._docs.mixed
+    assert alone  # the query does match something
+    assert padded == alone  # bit-equal scores, same order
+
+
+def test_a_term_takes_the_idf_of_the_class_that_holds_it() -> None:
+    mixed = _index(ENGLISH, CHINESE)
+    # "deadline" is in 3 English documents and 1 Chinese one: its idf is the English one,
+    # in the Chinese document too (length compared with the Chinese average)
+    scores = dict(mixed.match(q("deadlin"), mixed.scope(), k=None))
+    assert set(scores) == {"e0", "e1", "e3", "z4"}
+    n_en, df_en = 6, 3
+    idf = math.log(1 + (n_en - df_en + 0.5) / (df_en + 0.5))
+    k1, b = textindex.DEFAULT_K1, textindex.DEFAULT_B
+    z4 = analyze(CHINESE[4])
+    avg_zh = sum(len(analyze(t)) for t in CHINESE) / len(CHINESE)
+    expected = idf * (k1 + 1) / (1 + k1 * (1 - b + b * len(z4) / avg_zh))
+    assert scores["z4"] == pytest.approx(expected, rel=1e-12)
+    e0 = analyze(ENGLISH[0])
+    avg_en = sum(len(analyze(t)) for t in ENGLISH) / len(ENGLISH)
+    expected = idf * (k1 + 1) / (1 + k1 * (1 - b + b * len(e0) / avg_en))
+    assert scores["e0"] == pytest.approx(expected, rel=1e-12)
+
+
+def test_the_class_of_a_document_is_the_script_of_most_of_its_terms() -> None:
+    ix = TextIndex()
+    ix.add("zh", ["红烧", "烧肉", "红", "烧", "肉", "pork"], layer=0, bucket=0)
+    ix.add("en", ["pork", "belly", "红烧"], layer=0, bucket=0)
+    ix.add("tie", ["pork", "红烧"], layer=0, bucket=0)
+    ix.add("empty", [], layer=0, bucket=0)
+    ix.add("gone", ["红烧", "烧肉"], layer=0, bucket=0)
+    ix.remove("gone")  # removed before its postings were flushed: never counted
+    ix.match(q("pork"), ix.scope(), k=1)  # documents are classified when their postings are flushed
+    table = ix._docs
+    assert [int(table.cjk[table.slot[d]]) for d in ("zh", "en", "tie", "empty")] == [1, 0, 0, 0]
+    assert (table.n_cjk, table.len_cjk) == (1, 6)
+    ix.remove("zh")
+    assert (table.n_cjk, table.len_cjk, table.mixed) == (0, 0, False)
+
+
+@pytest.mark.parametrize("dead", [False, True])
+def test_pruned_top_k_equals_exhaustive_scoring_in_a_mixed_store(monkeypatch, dead: bool) -> None:
+    rng = random.Random(12)
+    vocab = [f"w{i}" for i in range(150)] + [chr(0x4E00 + i) + chr(0x4E80 + i) for i in range(150)]
+    weights = [1.0 / (i % 150 + 1) for i in range(300)]
+    index = TextIndex()
+    for d in range(3000):
+        half = vocab[150:] if d % 3 == 0 else vocab[:150]
+        terms = rng.choices(half, weights=weights[:150], k=rng.randint(5, 30)) + rng.choices(vocab, k=2)
+        index.add(f"d{d:04d}", terms, layer=d % 3, bucket=d % 7, prior=rng.random())
+    for d in range(0, 3000, 13) if dead else ():
+        index.remove(f"d{d:04d}")
+    index.match(q("w1"), index.scope(), k=1)
+    assert index._docs.mixed and bool(index._docs.dead) is dead
+    used = []
+    real = TextIndex._match_top_k
+
+    def counting(self, *args):  # type: ignore[no-untyped-def]
+        out = real(self, *args)
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(TextIndex, "_match_top_k", counting)
+    for _ in range(100):
+        pool = vocab[:40] + vocab[150:190]
+        query = [(t, rng.choice([1.0, 0.6, 0.05])) for t in rng.sample(pool, rng.randint(2, 8))]
+        scope = rng.choice([index.scope(), index.scope(layers=[0, 2])])
+        k = rng.choice([1, 5, 10])
+        monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+        pruned = index.match(query, scope, k=k)
+        monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)
+        full = index.match(query, scope, k=k)
+        assert [i for i, _ in pruned] == [i for i, _ in full]
+        assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
+    assert sum(used) >= 30
+
+
+def test_an_image_keeps_the_classes_and_an_old_image_still_loads() -> None:
+    from md_cg import textindex_codec as codec
+
+    ix = _index(ENGLISH, CHINESE)
+    ix.remove("e5")
+    blob = ix.to_bytes()
+    loaded = TextIndex.from_bytes(blob, analyzer=query_terms)
+    header, arrays = codec.decode(blob)
+    old = codec.encode({k: v for k, v in header.items() if k != "arrays"}, arrays[:-2])
+    legacy = TextIndex.from_bytes(old, analyzer=query_terms)
+    for query in ("atlas deadline", "截止日期", "deadline 截止"):
+        expected = ix.match(q(*query_terms(query)), ix.scope(), k=None)
+        assert loaded.match(q(*query_terms(query)), loaded.scope(), k=None) == expected
+        assert legacy.match(q(*query_terms(query)), legacy.scope(), k=None) == expected
+    assert bytes(legacy._vocab.cjk) == bytes(ix._vocab.cjk)
+    assert legacy.to_bytes() == blob

@@ -1,0 +1,340 @@
+"""The document table of the text index: slots, scopes and result order.
+
+Every document of a :class:`~md_cg.textindex.TextIndex` has a *slot*: a row
+of parallel arrays (number of terms, layer code, bucket code, prior, alive).
+Removing or replacing a document leaves a dead slot until compaction
+renumbers the live ones. :class:`DocTable` also answers the questions every
+ranking asks of the documents: which slots a :class:`Scope` selects (cached
+masks), which slots a caller excluded, the BM25 idf over live documents, and
+the final order of results (score desc, prior desc, id asc).
+
+Imports only numpy and the standard library.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Collection
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["DocTable", "Scope"]
+
+_SCOPE_CACHE = 16
+_TIE_PYTHON = 2048  # larger ties on (score, prior) are ordered through a cached id rank
+_COLUMNS = ("len", "layer", "bucket", "prior", "alive", "cjk")
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A selection of documents: layer in ``layers`` AND bucket in ``buckets``.
+
+    ``None`` means any. Obtain one from :meth:`md_cg.textindex.TextIndex.scope`;
+    it stays valid while the index changes (membership is evaluated when used).
+    """
+
+    layers: frozenset[int] | None = None
+    buckets: frozenset[int] | None = None
+
+
+class DocTable:
+    """Slots of the indexed documents (see the module docstring).
+
+    ``slot``: live id -> slot; ``ids``: slot -> id (None when dead);
+    ``len``/``layer``/``bucket``/``prior``/``alive``/``cjk``: per-slot arrays
+    with spare capacity (``cjk``: the document is CJK text, see
+    :meth:`add`); ``live_len``: total terms of live documents; ``dead``:
+    number of dead slots; ``version`` changes whenever a scope mask may.
+    ``n_cjk`` and ``len_cjk``: number and total terms of the live CJK
+    documents.
+    """
+
+    def __init__(self) -> None:
+        self.slot: dict[str, int] = {}
+        self.ids: list[str | None] = []
+        self.len = np.zeros(64, dtype=np.int32)
+        self.layer = np.zeros(64, dtype=np.int32)
+        self.bucket = np.zeros(64, dtype=np.int32)
+        self.prior = np.zeros(64, dtype=np.float64)
+        self.alive = np.zeros(64, dtype=bool)
+        self.cjk = np.zeros(64, dtype=np.uint8)
+        self.live_len = 0
+        self.n_cjk = 0
+        self.len_cjk = 0
+        self.dead = 0
+        self.version = 0
+        self._masks: dict[Scope, np.ndarray] = {}
+        self._masks_version = -1
+        self._generation = 0  # bumped when compaction renumbers the slots
+        self._rank = np.zeros(0, dtype=np.int64)
+        self._rank_key = (-1, -1)
+        self._factors = np.zeros(0, dtype=np.float64)
+        self._factors_key: tuple[int, float, float] = (-1, 0.0, 0.0)
+
+    @property
+    def n_live(self) -> int:
+        """Number of live documents."""
+        return len(self.slot)
+
+    @property
+    def mixed(self) -> bool:
+        """True when live CJK and live non-CJK documents are both present."""
+        return 0 < self.n_cjk < len(self.slot)
+
+    def class_stats(self) -> tuple[tuple[int, int], tuple[int, int]]:
+        """((live non-CJK documents, live CJK documents), (their total terms, the same))."""
+        n, total = len(self.slot), self.live_len
+        return (n - self.n_cjk, self.n_cjk), (total - self.len_cjk, self.len_cjk)
+
+    # -------------------------------------------------------------- writes
+
+    def add(self, doc_id: str, n_terms: int, layer: int, bucket: int, prior: float) -> int:
+        """Give ``doc_id`` a new slot (killing its old one) and return the slot.
+
+        The slot starts non-CJK; :meth:`classify` sets its class once its
+        terms are counted (when the postings are flushed, before any query).
+        """
+        old = self.slot.pop(doc_id, None)
+        if old is not None:
+            self.kill(old)
+        slot = len(self.ids)
+        if slot == len(self.len):
+            self._resize(slot * 2, np.arange(slot))
+        self.ids.append(doc_id)
+        self.slot[doc_id] = slot
+        self.len[slot] = n_terms
+        self.layer[slot] = layer
+        self.bucket[slot] = bucket
+        self.prior[slot] = prior
+        self.alive[slot] = True
+        self.cjk[slot] = 0
+        self.live_len += n_terms
+        self.version += 1
+        return slot
+
+    def classify(self, slots: np.ndarray, n_cjk: np.ndarray) -> None:
+        """Mark as CJK the live ``slots`` whose ``n_cjk`` CJK terms are more than half of their terms."""
+        live = self.alive[slots]
+        slots, n_cjk = slots[live], n_cjk[live]
+        cjk = 2 * n_cjk > self.len[slots]
+        if cjk.any():
+            chosen = slots[cjk]
+            self.cjk[chosen] = 1
+            self.n_cjk += len(chosen)
+            self.len_cjk += int(self.len[chosen].sum(dtype=np.int64))
+            self.version += 1
+
+    def remove(self, doc_id: str) -> bool:
+        """Kill the slot of ``doc_id``; False when it was not indexed."""
+        slot = self.slot.pop(doc_id, None)
+        if slot is None:
+            return False
+        self.kill(slot)
+        self.version += 1
+        return True
+
+    def kill(self, slot: int) -> None:
+        """Mark ``slot`` dead (its id must already be out of :attr:`slot`)."""
+        self.alive[slot] = False
+        n = int(self.len[slot])
+        self.live_len -= n
+        if self.cjk[slot]:
+            self.n_cjk -= 1
+            self.len_cjk -= n
+        self.ids[slot] = None
+        self.dead += 1
+
+    def set_meta(self, doc_id: str, layer: int | None, bucket: int | None, prior: float | None) -> None:
+        """Change a document's codes or prior (KeyError if absent)."""
+        slot = self.slot[doc_id]
+        if layer is not None:
+            self.layer[slot] = layer
+        if bucket is not None:
+            self.bucket[slot] = bucket
+        if prior is not None:
+            self.prior[slot] = prior
+        self.version += 1
+
+    def compact(self) -> np.ndarray | None:
+        """Renumber the live slots 0..n-1, keeping their order.
+
+        Returns the old -> new slot map (-1 for a dead slot), or None when no
+        slot was dead (nothing moved).
+        """
+        n_old = len(self.ids)
+        live_slots = np.flatnonzero(self.alive[:n_old])
+        slot_map = None
+        if self.dead:
+            slot_map = np.full(n_old, -1, dtype=np.int64)
+            slot_map[live_slots] = np.arange(len(live_slots))
+        ids = [self.ids[s] for s in live_slots.tolist()]
+        n = len(ids)
+        self._resize(max(64, n + n // 4), live_slots)
+        self.ids = list(ids)
+        self.slot = dict(zip(ids, range(n), strict=True))  # type: ignore[arg-type]
+        self.dead = 0
+        self.version += 1
+        self._generation += 1
+        return slot_map
+
+    def load(
+        self,
+        ids: list[str],
+        doc_len: np.ndarray,
+        layer: np.ndarray,
+        bucket: np.ndarray,
+        prior: np.ndarray,
+        cjk: np.ndarray,
+    ) -> None:
+        """Fill an empty table with live documents (from a saved image)."""
+        n = len(ids)
+        cap = max(64, n + n // 4)
+        columns = (("len", doc_len), ("layer", layer), ("bucket", bucket), ("prior", prior), ("cjk", cjk))
+        for name, src in columns:
+            arr = np.zeros(cap, dtype=getattr(self, name).dtype)
+            arr[:n] = src
+            setattr(self, name, arr)
+        self.alive = np.zeros(cap, dtype=bool)
+        self.alive[:n] = True
+        self.ids = list(ids)
+        self.slot = dict(zip(ids, range(n), strict=True))
+        self.live_len = int(doc_len.sum(dtype=np.int64))
+        is_cjk = cjk.astype(bool)
+        self.n_cjk = int(np.count_nonzero(is_cjk))
+        self.len_cjk = int(doc_len[is_cjk].sum(dtype=np.int64))
+        self.version += 1
+
+    def _resize(self, cap: int, keep: np.ndarray) -> None:
+        """Reallocate the per-slot arrays with capacity ``cap``, rows ``keep`` first."""
+        n = len(keep)
+        for name in _COLUMNS:
+            old = getattr(self, name)
+            new = np.zeros(cap, dtype=old.dtype)
+            new[:n] = old[keep]
+            setattr(self, name, new)
+
+    # ------------------------------------------------------------- queries
+
+    def idf(self, term_idx: np.ndarray, docs: np.ndarray, n_terms: int) -> np.ndarray:
+        """BM25 idf of each gathered term over the live documents (0 when none has it)."""
+        if self.dead:
+            df = np.bincount(term_idx, weights=self.alive[docs], minlength=n_terms)
+        else:
+            df = np.bincount(term_idx, minlength=n_terms).astype(np.float64)
+        return idf_of(df, len(self.slot))
+
+    def length_factors(self, norm: np.ndarray) -> np.ndarray:
+        """Per slot, its number of terms times ``norm`` of its class (cached until the table changes).
+
+        ``norm``: ``k1 * b / avgdl`` of the non-CJK and of the CJK documents.
+        """
+        key = (self.version, float(norm[0]), float(norm[1]))
+        if self._factors_key != key:
+            n = len(self.ids)
+            self._factors = self.len[:n] * np.asarray(norm, dtype=np.float64)[self.cjk[:n]]
+            self._factors_key = key
+        return self._factors
+
+    def mask(self, scope: Scope) -> np.ndarray:
+        """Boolean mask over slots: alive and in ``scope`` (cached until the table changes)."""
+        if self._masks_version != self.version:
+            self._masks.clear()
+            self._masks_version = self.version
+        mask = self._masks.get(scope)
+        if mask is None:
+            n = len(self.ids)
+            mask = self.alive[:n].copy()
+            if scope.layers is not None:
+                mask &= np.isin(self.layer[:n], list(scope.layers))
+            if scope.buckets is not None:
+                mask &= np.isin(self.bucket[:n], list(scope.buckets))
+            if len(self._masks) >= _SCOPE_CACHE:
+                self._masks.clear()
+            self._masks[scope] = mask
+        return mask
+
+    def in_scope(self, docs: np.ndarray, scope: Scope) -> tuple[np.ndarray, np.ndarray | None]:
+        """``docs`` restricted to live documents in ``scope``, and the selection used."""
+        if self.dead == 0 and scope.layers is None and scope.buckets is None:
+            return docs, None
+        keep = self.mask(scope)[docs]
+        return docs[keep], keep
+
+    def excluded_slots(self, exclude: Collection[str]) -> np.ndarray:
+        """Slots of the indexed ids among ``exclude`` (int64)."""
+        return np.array([s for s in map(self.slot.get, exclude) if s is not None], dtype=np.int64)
+
+    def zero_excluded(self, scores: np.ndarray, exclude: Collection[str]) -> np.ndarray | None:
+        """Set the scores of the excluded documents to 0; their slots, or None when none."""
+        if not exclude:
+            return None
+        idx = self.excluded_slots(exclude)
+        if not len(idx):
+            return None
+        scores[idx] = 0.0
+        return idx
+
+    def ranked(self, cand: np.ndarray, score: np.ndarray, k: int | None) -> list[tuple[str, float]]:
+        """(id, score) of slots ``cand``: score desc, prior desc, id asc; the first ``k``."""
+        if len(cand) == 0:
+            return []
+        prior = self.prior[cand]
+        if k is not None and len(cand) > k:
+            # Keep only what can reach the top k: scores above the k-th best,
+            # and of those equal to it, the priors down to the last one needed.
+            kth = np.partition(score, len(score) - k)[len(score) - k]
+            at = score == kth
+            need = k - int(np.count_nonzero(score > kth))
+            prior_at = prior[at]
+            cut = np.partition(prior_at, len(prior_at) - need)[len(prior_at) - need]
+            keep = (score > kth) | (at & (prior >= cut))
+            cand, score, prior = cand[keep], score[keep], prior[keep]
+        order = np.lexsort((-prior, -score))
+        cand, score, prior = cand[order], score[order], prior[order]
+        n = len(cand)
+        limit = n if k is None else min(k, n)
+        # Runs of equal (score, prior) are ordered by id.
+        bounds = np.flatnonzero((score[1:] != score[:-1]) | (prior[1:] != prior[:-1])) + 1
+        out: list[tuple[str, float]] = []
+        start = 0
+        for end in [*bounds.tolist(), n]:
+            need = limit - len(out)
+            if need <= 0:
+                break
+            out += self._tie_run(cand[start:end], float(score[start]), need)
+            start = end
+        return out
+
+    def _tie_run(self, slots: np.ndarray, value: float, need: int) -> list[tuple[str, float]]:
+        """The first ``need`` of ``slots`` (equal score and prior) in id order."""
+        ids = self.ids
+        if len(slots) == 1:
+            return [(ids[int(slots[0])], value)]  # type: ignore[list-item]
+        if len(slots) <= _TIE_PYTHON:
+            group: list[str] = [ids[s] for s in slots.tolist()]  # type: ignore[misc]
+            best = sorted(group) if need >= len(group) else heapq.nsmallest(need, group)
+            return [(d, value) for d in best[:need]]
+        rank = self._id_rank()[slots]
+        if need < len(slots):
+            pick = np.argpartition(rank, need - 1)[:need]
+            slots, rank = slots[pick], rank[pick]
+        return [(ids[s], value) for s in slots[np.argsort(rank)].tolist()]  # type: ignore[misc]
+
+    def _id_rank(self) -> np.ndarray:
+        """Rank of every slot's id in id order (dead slots first); cached per slot layout."""
+        key = (self._generation, len(self.ids))
+        if self._rank_key != key:
+            ids = self.ids
+            order = sorted(range(len(ids)), key=lambda s: ids[s] or "")
+            rank = np.empty(len(ids), dtype=np.int64)
+            rank[order] = np.arange(len(ids))
+            self._rank, self._rank_key = rank, key
+        return self._rank
+
+
+def idf_of(df: np.ndarray, n: int) -> np.ndarray:
+    """BM25 idf ``ln(1 + (n - df + 0.5) / (df + 0.5))`` of document frequencies ``df``; 0 where df is 0."""
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    idf[df == 0] = 0.0
+    return idf

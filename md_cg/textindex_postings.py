@@ -1,0 +1,341 @@
+"""Postings of the text index: the vocabulary and immutable CSR segments.
+
+A :class:`Segment` holds, for its sorted term ids, the document slots and
+term frequencies of each term. :class:`Postings` owns the list of segments
+and a pending buffer: :meth:`Postings.append` buffers one document's term ids;
+the buffer becomes a segment when a query needs it (:meth:`Postings.flush`)
+or when it reaches 2^18 occurrences, and every 8 segments of one size tier
+(``floor(log8(postings))``) are merged into one, so a posting is merged
+O(log n) times and adding costs amortised O(terms). Compaction
+(:meth:`Postings.compacted`) maps slots and terms through tables without
+re-sorting.
+
+Slots are the text index's document numbers; whether a slot is alive is the
+document table's business (:mod:`md_cg.textindex_docs`), so the postings of a
+removed document stay until compaction.
+
+Imports only numpy, :mod:`md_cg.script` and the standard library.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from .script import is_cjk
+
+__all__ = ["PENDING_MAX", "Postings", "Segment", "Vocab"]
+
+#: Term occurrences buffered before they become a segment.
+PENDING_MAX = 1 << 18
+_MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(postings))
+_MERGE_MAX = 1 << 24  # postings above which automatic merging stops
+_FEW_TERMS = 16  # up to this many terms, gather() concatenates slices
+_EMPTY_I32 = np.zeros(0, dtype=np.int32)
+_EMPTY_U16 = np.zeros(0, dtype=np.uint16)
+_EMPTY_I64 = np.zeros(0, dtype=np.int64)
+
+
+class Segment:
+    """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
+
+    __slots__ = ("_n_cjk", "docs", "ptr", "terms", "tfs")
+
+    def __init__(self, terms: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
+        self.terms = terms  # int32, strictly increasing
+        self.ptr = ptr  # int64, len(terms) + 1, strictly increasing
+        self.docs = docs  # int32, increasing within a term
+        self.tfs = tfs  # uint16, >= 1
+        self._n_cjk: np.ndarray | None = None
+
+    def cjk_counts(self, doc_cjk: np.ndarray) -> np.ndarray:
+        """Per term, how many of its postings are in CJK documents (``doc_cjk``: slot -> 0/1).
+
+        Computed once: a slot's class never changes, and a renumbering of the
+        slots makes new segments.
+        """
+        if self._n_cjk is None:
+            if len(self.terms):
+                self._n_cjk = np.add.reduceat(doc_cjk[self.docs].astype(np.int64), self.ptr[:-1])
+            else:
+                self._n_cjk = np.zeros(0, dtype=np.int64)
+        return self._n_cjk
+
+    @property
+    def nnz(self) -> int:
+        """Number of postings."""
+        return len(self.docs)
+
+    @classmethod
+    def from_postings(cls, terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> Segment:
+        """Build from one (term, doc, tf) row per posting, sorted by (term, doc)."""
+        if len(terms) == 0:
+            return cls(_EMPTY_I32, np.zeros(1, np.int64), _EMPTY_I32, _EMPTY_U16)
+        first = np.empty(len(terms), dtype=bool)
+        first[0] = True
+        np.not_equal(terms[1:], terms[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        ptr = np.empty(len(starts) + 1, dtype=np.int64)
+        ptr[:-1] = starts
+        ptr[-1] = len(terms)
+        return cls(
+            terms[starts].astype(np.int32),
+            ptr,
+            docs.astype(np.int32, copy=False),
+            tfs.astype(np.uint16, copy=False),
+        )
+
+    def renumbered(self, slot_map: np.ndarray) -> Segment:
+        """This segment with slots mapped through ``slot_map`` (-1 drops a posting).
+
+        ``slot_map`` is increasing on the slots it keeps, so the (term, doc)
+        order survives without a sort; terms left without postings go.
+        """
+        docs = slot_map[self.docs]
+        live = docs >= 0
+        if live.all():
+            return Segment(self.terms, self.ptr, docs.astype(np.int32), self.tfs)
+        counts = np.add.reduceat(live.astype(np.int64), self.ptr[:-1])
+        used = counts > 0
+        ptr = np.zeros(int(np.count_nonzero(used)) + 1, dtype=np.int64)
+        np.cumsum(counts[used], out=ptr[1:])
+        return Segment(self.terms[used], ptr, docs[live].astype(np.int32), self.tfs[live])
+
+    def check(self, n_docs: int, n_terms: int) -> None:
+        """Structural checks of a loaded segment (ValueError; a checksum catches random damage)."""
+        ptr, terms, docs = self.ptr, self.terms, self.docs
+        if (
+            ptr.dtype != np.int64
+            or terms.dtype != np.int32
+            or docs.dtype != np.int32
+            or self.tfs.dtype != np.uint16
+            or len(ptr) != len(terms) + 1
+            or ptr[0] != 0
+            or ptr[-1] != len(docs)
+            or len(self.tfs) != len(docs)
+            or np.any(np.diff(ptr) <= 0)
+        ):
+            raise ValueError("corrupt text index image (posting offsets)")
+        if len(terms) and (np.any(np.diff(terms) <= 0) or terms[0] < 0 or terms[-1] >= n_terms):
+            raise ValueError("corrupt text index image (term ids)")
+        if len(docs) and (docs.min() < 0 or docs.max() >= n_docs):
+            raise ValueError("corrupt text index image (document slots)")
+
+
+def _tier(nnz: int) -> int:
+    return max(0, nnz.bit_length() - 1) // 3
+
+
+def _merge(segments: Sequence[Segment]) -> Segment:
+    """One segment with the postings of ``segments`` (older first, disjoint slots)."""
+    terms = np.concatenate([np.repeat(s.terms, np.diff(s.ptr)) for s in segments])
+    docs = np.concatenate([s.docs for s in segments])
+    tfs = np.concatenate([s.tfs for s in segments])
+    # Each segment is sorted by (term, doc) and an older one holds lower
+    # slots, so a stable sort by term (timsort: a k-way merge of the runs)
+    # gives (term, doc) order.
+    order = np.argsort(terms, kind="stable")
+    return Segment.from_postings(terms[order], docs[order], tfs[order])
+
+
+class Vocab(dict[str, int]):
+    """term -> id; an unseen term gets the next id on lookup.
+
+    ``terms``: id -> term; ``cjk``: id -> 1 when the term is CJK text (its
+    first character is in :data:`md_cg.script.CJK_CHARS`), else 0. Terms
+    come from :func:`md_cg.text.analyze`, whose terms are either all CJK or
+    free of it.
+    """
+
+    def __init__(self, terms: list[str] | None = None, cjk: bytes | None = None) -> None:
+        super().__init__()
+        self.terms: list[str] = terms if terms is not None else []
+        if cjk is not None and len(cjk) != len(self.terms):
+            raise ValueError("one CJK flag per term is needed")
+        self.cjk = bytearray(cjk) if cjk is not None else bytearray(map(is_cjk, self.terms))
+        if terms:
+            self.update(zip(terms, range(len(terms)), strict=True))
+
+    def __missing__(self, term: str) -> int:
+        if not isinstance(term, str) or "\x00" in term:
+            raise ValueError(f"a term must be a str without NUL, not {term!r}")
+        tid = len(self.terms)
+        self.terms.append(term)
+        self.cjk.append(is_cjk(term))
+        self[term] = tid
+        return tid
+
+    def subset(self, kept: np.ndarray) -> Vocab:
+        """A vocabulary of the terms ``kept`` (old ids, increasing): new id = position."""
+        flags = np.frombuffer(self.cjk, dtype=np.uint8)[kept].tobytes()
+        return Vocab([self.terms[t] for t in kept.tolist()], flags)
+
+
+#: One term's postings in one segment: (segment, start, stop).
+Span = tuple[Segment, int, int]
+
+
+class Postings:
+    """The segments of the index and the pending buffer of added documents."""
+
+    __slots__ = ("_pend_counts", "_pend_slots", "_pend_terms", "segments")
+
+    def __init__(self, segments: list[Segment] | None = None) -> None:
+        self.segments: list[Segment] = segments if segments is not None else []
+        self._pend_terms: list[int] = []
+        self._pend_slots: list[int] = []
+        self._pend_counts: list[int] = []
+
+    @property
+    def pending(self) -> bool:
+        """True when added documents are waiting to become a segment."""
+        return bool(self._pend_counts)
+
+    @property
+    def full(self) -> bool:
+        """True when the pending buffer should become a segment now."""
+        return len(self._pend_terms) >= PENDING_MAX
+
+    def append(self, slot: int, tids: list[int]) -> None:
+        """Buffer the term ids of the document in ``slot`` (repeats count); see :attr:`full`."""
+        if not tids:
+            return
+        self._pend_terms += tids
+        self._pend_slots.append(slot)
+        self._pend_counts.append(len(tids))
+
+    def flush(self, term_cjk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+        """Turn the pending buffer into a segment; merge full tiers.
+
+        With ``term_cjk`` (term id -> 0/1) returns the slots that were
+        pending and, for each, how many of its terms are CJK (repeats
+        count), so that the caller can classify the documents in one
+        vectorised step; else, or with nothing pending, None.
+        """
+        if not self._pend_counts:
+            return None
+        terms = np.array(self._pend_terms, dtype=np.int64)
+        doc_slots = np.array(self._pend_slots, dtype=np.int64)
+        counts = np.array(self._pend_counts, dtype=np.int64)
+        slots = np.repeat(doc_slots, counts)
+        classes = None
+        if term_cjk is not None:
+            starts = np.cumsum(counts) - counts
+            classes = (doc_slots, np.add.reduceat(term_cjk[terms].astype(np.int64), starts))
+        self._pend_terms = []
+        self._pend_slots = []
+        self._pend_counts = []
+        key = (terms << 32) | slots
+        key.sort()
+        first = np.empty(len(key), dtype=bool)
+        first[0] = True
+        np.not_equal(key[1:], key[:-1], out=first[1:])
+        starts = np.flatnonzero(first)
+        tfs = np.diff(starts, append=len(key))
+        np.minimum(tfs, 0xFFFF, out=tfs)
+        key = key[starts]
+        segs = self.segments
+        segs.append(Segment.from_postings(key >> 32, key & 0xFFFFFFFF, tfs))
+        # Merge the last 8 segments while the 8th-last is not of a higher tier
+        # than the last: tiers then decrease along the list, at most 7
+        # segments per tier remain, and a posting is merged O(log n) times.
+        while (
+            len(segs) >= _MERGE_WIDTH
+            and _tier(segs[-_MERGE_WIDTH].nnz) <= _tier(segs[-1].nnz)
+            and sum(s.nnz for s in segs[-_MERGE_WIDTH:]) <= _MERGE_MAX
+        ):
+            segs[-_MERGE_WIDTH:] = [_merge(segs[-_MERGE_WIDTH:])]
+        return classes
+
+    def compacted(self, slot_map: np.ndarray | None, n_terms: int) -> np.ndarray | None:
+        """Renumber slots through ``slot_map`` (None: keep) and drop unused terms.
+
+        The pending buffer must be empty (flushed by the caller, who
+        classifies its documents). Returns the ids of the terms that are
+        still used, in order (their new ids are their positions), or None
+        when every one of the ``n_terms`` terms is still used and no term id
+        changed.
+        """
+        if self._pend_counts:
+            raise RuntimeError("flush the pending documents before compacting")
+        segments = self.segments
+        if slot_map is not None:
+            segments = [s.renumbered(slot_map) for s in segments]
+            segments = [s for s in segments if s.nnz]
+        used = np.zeros(n_terms, dtype=bool)
+        for s in segments:
+            used[s.terms] = True
+        kept: np.ndarray | None = None
+        if not used.all():
+            # Every term left in a segment has postings; renumber the used ones.
+            term_map = (np.cumsum(used) - 1).astype(np.int32)
+            segments = [Segment(term_map[s.terms], s.ptr, s.docs, s.tfs) for s in segments]
+            kept = np.flatnonzero(used)
+        self.segments = segments
+        return kept
+
+    def gather(self, tids: Sequence[int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """All postings of the term ids ``tids``, dead slots included (flush first).
+
+        Returns parallel arrays: index into ``tids`` (int64), slot (int64) and
+        term frequency (uint16); per segment, terms in ``tids`` order.
+        """
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        q = np.asarray(tids, dtype=np.int32)
+        for seg in self.segments if len(q) else ():
+            if len(seg.terms) == 0:
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            hit = np.flatnonzero(seg.terms[pos] == q)
+            if len(hit) == 0:
+                continue
+            lo = seg.ptr[pos[hit]]
+            hi = seg.ptr[pos[hit] + 1]
+            lengths = hi - lo
+            if len(hit) <= _FEW_TERMS:
+                spans = list(zip(lo.tolist(), hi.tolist(), strict=True))
+                docs = np.concatenate([seg.docs[a:z] for a, z in spans], dtype=np.int64)
+                tfs = np.concatenate([seg.tfs[a:z] for a, z in spans])
+            else:  # many terms: positions of all their postings, one gather
+                at = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
+                at += np.arange(len(at))
+                docs, tfs = seg.docs[at].astype(np.int64), seg.tfs[at]
+            parts.append((np.repeat(hit, lengths), docs, tfs))
+        if not parts:
+            return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
+        if len(parts) == 1:
+            return parts[0]
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+    def spans(
+        self, tids: Sequence[int], doc_cjk: np.ndarray | None = None
+    ) -> tuple[list[list[Span]], list[int] | None]:
+        """Per term id: the (segment, start, stop) of its postings in each segment.
+
+        With ``doc_cjk`` (slot -> 0/1) also, per term id, how many of its
+        postings are in CJK documents (dead slots included); else None.
+        """
+        q = np.asarray(tids, dtype=np.int32)
+        spans: list[list[Span]] = [[] for _ in tids]
+        cjk = [0] * len(tids) if doc_cjk is not None else None
+        for seg in self.segments:
+            if len(seg.terms) == 0:
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            hits = np.flatnonzero(seg.terms[pos] == q).tolist()
+            if not hits:
+                continue
+            counts = seg.cjk_counts(doc_cjk) if cjk is not None and doc_cjk is not None else None
+            for h in hits:
+                p = int(pos[h])
+                spans[h].append((seg, int(seg.ptr[p]), int(seg.ptr[p + 1])))
+                if counts is not None and cjk is not None:
+                    cjk[h] += int(counts[p])
+        return spans, cjk

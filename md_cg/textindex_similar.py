@@ -1,0 +1,192 @@
+"""The character-similarity fallback of the text index (search tiers T1/T3).
+
+:class:`SimilarityKeys` maps keys to the vocabulary terms that have them --
+padded character bigrams of non-CJK terms, characters of CJK terms -- and is
+extended incrementally as the vocabulary grows. :meth:`SimilarityKeys.units`
+turns a query's terms into *units*, each a list of (term id, similarity)
+candidates; :func:`unit_scores` scores documents through those candidates'
+postings. :meth:`md_cg.textindex.TextIndex.similar` documents the rule.
+
+Imports only numpy, rapidfuzz, :mod:`md_cg.script` and the standard library.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+from rapidfuzz.utils import default_process
+
+from .script import CJK_SPLIT_RE, is_cjk, nfkc, stem
+
+__all__ = ["SimilarityKeys", "plain_query_terms", "unit_scores"]
+
+#: A unit: the candidate (term id, similarity) pairs that stand for one query unit.
+Unit = list[tuple[int, float]]
+
+
+def padded_bigrams(word: str) -> set[str]:
+    """Character bigrams of ``"\\x02" + word + "\\x03"``."""
+    s = f"\x02{word}\x03"
+    return {s[i : i + 2] for i in range(len(s) - 1)}
+
+
+def plain_query_terms(query: str) -> list[str]:
+    """Query terms when no analyzer is given: Snowball stems, CJK bigrams/characters."""
+    s = default_process(nfkc(query))
+    out: list[str] = []
+    for i, part in enumerate(CJK_SPLIT_RE.split(s)):
+        if i % 2:
+            out += [part[j : j + 2] for j in range(len(part) - 1)] or [part]
+        else:
+            out += [stem(w.casefold()) for w in part.split()]
+    return out
+
+
+class SimilarityKeys:
+    """Key (padded bigram, or CJK character) -> ids of the vocabulary terms having it."""
+
+    __slots__ = ("_built", "_keys", "_nbg")
+
+    def __init__(self) -> None:
+        self._keys: dict[str, array] = {}
+        self._nbg = array("i")  # term id -> number of padded bigrams (0: CJK term)
+        self._built = 0  # terms [0, _built) are in _keys
+
+    def reset(self) -> None:
+        """Forget every key (after the vocabulary was renumbered)."""
+        self._keys = {}
+        self._nbg = array("i")
+        self._built = 0
+
+    def _update(self, terms: Sequence[str]) -> None:
+        """Extend the key map to the terms added since the last call."""
+        keys = self._keys
+        nbg = self._nbg
+        for tid in range(self._built, len(terms)):
+            term = terms[tid]
+            if is_cjk(term):
+                nbg.append(0)
+                grams: Iterable[str] = set(term)
+            else:
+                grams = padded_bigrams(term)
+                nbg.append(len(grams))  # type: ignore[arg-type]
+            for g in grams:
+                arr = keys.get(g)
+                if arr is None:
+                    keys[g] = arr = array("i")
+                arr.append(tid)
+        self._built = len(terms)
+
+    def units(
+        self,
+        qterms: Iterable[str],
+        vocab: dict[str, int],
+        terms: Sequence[str],
+        *,
+        threshold: float,
+        candidates: int,
+    ) -> list[Unit]:
+        """Per query unit, its candidate (term id, similarity) pairs.
+
+        ``vocab`` maps terms to ids and ``terms`` ids to terms; ``threshold``
+        is the least Dice coefficient of a similar term, ``candidates`` the
+        most similar terms kept per unknown word.
+        """
+        units: list[Unit] = []
+        seen: set[str] = set()
+        seen_chars: set[str] = set()
+        chars: list[str] = []
+        words: list[str] = []
+        for q in qterms:
+            if not q or q in seen:
+                continue
+            seen.add(q)
+            if is_cjk(q):
+                chars += [c for c in q if c not in seen_chars]
+                seen_chars.update(q)
+                if len(q) > 1 and q in vocab:
+                    units.append([(vocab[q], 1.0)])
+            elif q in vocab:
+                units.append([(vocab[q], 1.0)])
+            else:
+                words.append(q)
+        if (words or any(c not in vocab for c in chars)) and self._built < len(terms):
+            self._update(terms)
+        for c in chars:
+            tid = vocab.get(c)
+            if tid is not None:
+                units.append([(tid, 1.0)])
+            elif c in self._keys:
+                units.append([(t, 1.0 / len(terms[t])) for t in self._keys[c].tolist()])
+        for q in words:
+            unit = self._similar_words(q, terms, threshold, candidates)
+            if unit:
+                units.append(unit)
+        return units
+
+    def _similar_words(self, q: str, terms: Sequence[str], threshold: float, candidates: int) -> Unit:
+        """The vocabulary terms whose padded bigrams are similar to those of ``q``."""
+        grams = padded_bigrams(q)
+        lists = [self._keys[g] for g in grams if g in self._keys]
+        if not lists:
+            return []
+        nbg = np.frombuffer(self._nbg, dtype=np.int32)
+        cand = np.concatenate([np.frombuffer(a, dtype=np.int32) for a in lists])
+        tids, shared = np.unique(cand, return_counts=True)
+        dice = 2.0 * shared / (len(grams) + nbg[tids])
+        hit = np.flatnonzero(dice >= threshold)
+        best = sorted(
+            zip(dice[hit].tolist(), tids[hit].tolist(), strict=True),
+            key=lambda p: (-p[0], terms[p[1]]),
+        )[:candidates]
+        return [(t, d) for d, t in best]
+
+
+def unit_scores(
+    units: Sequence[Unit],
+    slot_of: dict[int, int],
+    term_idx: np.ndarray,
+    docs: np.ndarray,
+    idf: np.ndarray,
+    n_slots: int,
+) -> np.ndarray:
+    """Per slot, the sum over units of the best ``sim * idf`` among the unit's terms it has.
+
+    ``slot_of`` maps a term id to its position in the gathered postings
+    (``term_idx``, ``docs``) and in ``idf``.
+    """
+    # A unit with one candidate term adds sim * idf to each of its documents;
+    # a unit with several adds, per document, the best one.
+    single_w = np.zeros(len(slot_of), dtype=np.float64)
+    docs_parts: list[np.ndarray] = []
+    w_parts: list[np.ndarray] = []
+    for unit in units:
+        if len(unit) == 1:
+            tid, sim = unit[0]
+            single_w[slot_of[tid]] += sim * idf[slot_of[tid]]
+            continue
+        sim_of = np.zeros(len(slot_of), dtype=np.float64)
+        for tid, sim in unit:
+            sim_of[slot_of[tid]] = sim * idf[slot_of[tid]]
+        w = sim_of[term_idx]
+        sel = np.flatnonzero(w > 0)
+        if len(sel) == 0:
+            continue
+        d, w = docs[sel], w[sel]
+        order = np.lexsort((-w, d))  # by document, best weight first
+        d, w = d[order], w[order]
+        first = np.empty(len(d), dtype=bool)
+        first[0] = True
+        np.not_equal(d[1:], d[:-1], out=first[1:])
+        docs_parts.append(d[first])
+        w_parts.append(w[first])
+    if single_w.any():
+        w = single_w[term_idx]
+        sel = np.flatnonzero(w > 0)
+        docs_parts.append(docs[sel])
+        w_parts.append(w[sel])
+    if not docs_parts:
+        return np.zeros(n_slots, dtype=np.float64)
+    return np.bincount(np.concatenate(docs_parts), weights=np.concatenate(w_parts), minlength=n_slots)
