@@ -13,6 +13,7 @@ This module imports nothing from the rest of the package.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 
 class MdcgError(Exception):
@@ -61,15 +62,36 @@ class UnknownLayerError(InvalidNodeError):
 class MalformedNodeFileError(MdcgError):
     """A ``.md`` file that cannot be read as a node.
 
-    ``path`` is the file, ``line`` the 1-based line of the problem when known.
+    ``path`` is the file, ``line`` the 1-based line of the (first) problem
+    when known. ``problems`` lists every problem found in the file, each a
+    :class:`FileProblem` (line or None, message); ``reason`` and the message
+    name them all. Either give ``reason`` (one problem, at ``line``) or
+    ``problems``.
     """
 
-    def __init__(self, path: str | Path, reason: str, *, line: int | None = None) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
+    def __init__(
+        self,
+        path: str | Path,
+        reason: str = "",
+        *,
+        line: int | None = None,
+        problems: list[FileProblem] | None = None,
+    ) -> None:
+        if not problems:
+            problems = [FileProblem(line, reason)]
+        if len(problems) == 1:
+            line, reason = problems[0]
+            where = f"{path}:{line}" if line is not None else str(path)
+        else:
+            line = problems[0].line
+            listed = "; ".join(f"line {p.line}: {p.message}" if p.line else p.message for p in problems)
+            reason = f"{len(problems)} problems: {listed}"
+            where = str(path)
         super().__init__(f"{where}: {reason}")
         self.path = str(path)
         self.reason = reason
         self.line = line
+        self.problems = list(problems)
 
 
 class NodeNotFoundError(MdcgError, KeyError):
@@ -132,3 +154,11 @@ class ProtectedNodeError(MdcgError):
     def __init__(self, node_id: str, reason: str) -> None:
         super().__init__(reason)
         self.node_id = node_id
+
+
+class FileProblem(NamedTuple):
+    """One problem of a malformed node file: its 1-based ``line`` (None when
+    the problem is not on one line, e.g. a missing key) and a ``message``."""
+
+    line: int | None
+    message: str
