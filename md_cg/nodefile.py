@@ -55,7 +55,7 @@ import yaml
 from frontmatter.default_handlers import YAMLHandler
 from yaml.composer import Composer, ComposerError
 from yaml.constructor import SafeConstructor
-from yaml.events import AliasEvent
+from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.nodes import Node as YamlNode
 from yaml.resolver import Resolver
@@ -242,8 +242,9 @@ class _BoundedComposer(Composer):
 
     Aliases are what make a 382-byte "billion laughs" document expand to
     gigabytes; refusing them (and anchors) when their event arrives costs
-    nothing. Depth is checked before descending, so a 100,000-deep ``[[[``
-    stops at level MAX_DEPTH + 1 (the document's own mapping is a level).
+    nothing. Depth is checked before a list or mapping is entered, so a
+    100,000-deep ``[[[`` stops at level MAX_DEPTH + 1 of a value (the
+    document's own mapping does not count).
     """
 
     _depth = 0
@@ -254,7 +255,7 @@ class _BoundedComposer(Composer):
             raise ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed", event.start_mark)
         if event.anchor is not None:
             raise ComposerError(None, None, f"anchors (&{event.anchor}) are not allowed", event.start_mark)
-        if self._depth > MAX_DEPTH:
+        if self._depth > MAX_DEPTH and isinstance(event, CollectionStartEvent):
             raise ComposerError(
                 None, None, f"nested deeper than {MAX_DEPTH} levels of lists and objects", event.start_mark
             )

@@ -530,6 +530,92 @@ def test_text_that_is_not_utf8_is_a_bad_row(tmp_path: Path, capsys):
     assert main([str(src), str(tmp_path / "strict"), "--no-progress", "--strict"]) == 1
 
 
+# -- temporal data as it is really stored, and hostile cells -----------------------------------
+
+
+def _seed_shaped_source(path: Path) -> dict[str, tuple[object, object]]:
+    """606 rows shaped like the seed's database: 369 with plain TEXT in ``temporal`` or
+    ``entity_id`` (``durable``, ``ent_1``), the rest JSON-encoded or NULL, then 3 hostile
+    rows. Returns the expected (temporal, entity_id) of each good id."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_SQL)
+    kinds = ["durable", "one_off", "recurring", "unknown", ""]
+    expected: dict[str, tuple[object, object]] = {}
+    with conn:
+        for i in range(606):
+            kind, entity = kinds[i % 5], f"ent_{i % 7}"
+            if i < 369:  # plain text in one or both columns
+                cells = (kind, entity if i % 2 else None) if i % 3 else (json.dumps(kind), entity)
+                want = (kind, entity if (i % 3 == 0 or i % 2) else None)
+            else:  # JSON-encoded, as the reference schema writes them, or NULL
+                cells = (json.dumps(kind), json.dumps(entity)) if i % 4 else (None, None)
+                want = (kind, entity) if i % 4 else (None, None)
+            conn.execute(
+                "INSERT INTO nodes (id, layer, content, temporal, entity_id, created_at, tags) "
+                "VALUES (?, 'contextual', ?, ?, ?, ?, ?)",
+                (f"m{i:03d}", f"memory {i}", *cells, 1788612000.0 + i / 7, '["seed"]'),
+            )
+            expected[f"m{i:03d}"] = want
+        hostile = [
+            ("deep_tags", "tags", "[" * 100_000 + "]" * 100_000),
+            ("deep_extra", "extra", '{"x": ' * 70 + "1" + "}" * 70),
+            ("huge_state", "state_attributes", '{"x": "' + "y" * 300_000 + '"}'),
+        ]
+        for node_id, column, cell in hostile:
+            conn.execute(
+                f"INSERT INTO nodes (id, layer, content, {column}) VALUES (?, 'self', 'x', ?)",
+                (node_id, cell),
+            )
+    conn.close()
+    return expected
+
+
+def test_seed_shaped_plain_text_migrates_every_row_and_hostile_cells_are_bad_rows(tmp_path: Path):
+    src, dest = tmp_path / "seed.sqlite", tmp_path / "store"
+    expected = _seed_shaped_source(src)
+    report = migrate(src, dest)
+    assert report.ok, report.render()
+    assert (report.rows, report.migrated, report.verified) == (609, 606, 606)
+    assert report.bad_rows == [
+        BadRow(607, "deep_tags", "column 'tags' nests deeper than 64 levels of lists and objects"),
+        BadRow(608, "deep_extra", "column 'extra' nests deeper than 64 levels of lists and objects"),
+        BadRow(
+            609,
+            "huge_state",
+            "column 'state_attributes' holds 300,009 characters, more than a node's frontmatter "
+            "can hold (256 KiB)",
+        ),
+    ]
+    with MdCG(dest, read_only=True) as store:
+        got = {i: (store.get(i).temporal, store.get(i).entity_id) for i in expected}
+        assert got == expected
+        assert store.get("m001").created_at == 1788612000.142857  # the instant, to the microsecond
+    text = (dest / "contextual" / "m001.md").read_text(encoding="utf-8")
+    assert 'temporal: "one_off"\n' in text and 'entity_id: "ent_1"\n' in text
+    assert 'created_at: "2026-09-05T12:40:00.142857Z"\n' in text
+    again = verify_migration(src, dest)
+    assert again.ok and again.mismatches == [] and again.verified == 606
+    second = migrate(src, dest)
+    assert second.ok and second.unchanged == 606
+
+
+def test_cli_migrate_survives_a_deeply_nested_cell(tmp_path: Path, capsys):
+    src = tmp_path / "deep.sqlite"
+    conn = sqlite3.connect(src)
+    conn.executescript(SCHEMA_SQL)
+    with conn:
+        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('a', 'self', 'fine')")
+        conn.execute(
+            "INSERT INTO nodes (id, layer, content, tags) VALUES ('deep', 'self', 'x', ?)",
+            ("[" * 100_000 + "]" * 100_000,),
+        )
+    conn.close()
+    assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "nodes rowid 2 (id 'deep'): column 'tags' nests deeper than 64 levels" in out
+    assert (tmp_path / "store" / "self" / "a.md").exists()
+
+
 # -- the full sample (slow) ----------------------------------------------------------------
 
 
