@@ -330,7 +330,7 @@ def _construct(loader: Any, node: YamlNode, raw: bool = False) -> Any:
     """The value of a composed YAML node; ``raw``: plain scalars as written."""
     if isinstance(node, ScalarNode):
         if raw:
-            return None if node.tag == _NULL_TAG and node.style is None else node.value
+            return None if node.tag == _NULL_TAG else node.value
         return _plain(loader.construct_object(node, deep=True))
     if isinstance(node, SequenceNode) and node.tag == _SEQ_TAG:
         return [_construct(loader, item, raw) for item in node.value]
@@ -430,14 +430,13 @@ class MdcgHandler(YAMLHandler):
         end = self.FM_BOUNDARY.search(text, start)
         if end is None:
             raise ValueError("the frontmatter has no closing '---' line")
-        fm = text[start : end.start()]
+        fm = text[start : end.start()].removesuffix("\n")
         size = _utf8_size(fm, MAX_FRONTMATTER_BYTES)
         if size > MAX_FRONTMATTER_BYTES:
             raise ValueError(
                 f"the frontmatter is {size:,} bytes, over the limit of {_kib(MAX_FRONTMATTER_BYTES)}"
             )
-        body = text[end.end() + 1 :]
-        return fm[:-1] if fm.endswith("\n") else fm, body[:-1] if body.endswith("\n") else body
+        return fm, text[end.end() + 1 :].removesuffix("\n")
 
     def load(self, fm: str, **kwargs: object) -> dict[str, Any]:  # type: ignore[override]
         return parse_frontmatter(fm)[0]
