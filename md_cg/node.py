@@ -23,9 +23,9 @@ import re
 import reprlib
 import secrets
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
@@ -219,14 +219,19 @@ def check_layer(layer: object) -> str:
 # -- instants ----------------------------------------------------------------
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
 _MICRO = 1_000_000
-# The instants an ISO 8601 date can name: years 0001 to 9999.
-_ISO_MIN = (datetime.min.replace(tzinfo=UTC) - _EPOCH).total_seconds()
-_ISO_MAX = (datetime.max.replace(tzinfo=UTC) - _EPOCH).total_seconds()
+# Below 2**33 s (year 2242) a float holds every microsecond, and float
+# arithmetic finds the nearest one exactly.
+_FAST_MICROS = 2.0**33
 
 
 def _micros(seconds: float) -> int:
     """Whole microseconds nearest to ``seconds``, computed exactly (half to even)."""
+    if -_FAST_MICROS < seconds < _FAST_MICROS:
+        fast = round(seconds * _MICRO)
+        if fast / _MICRO == seconds:
+            return fast  # seconds is that many microseconds (the usual case)
     num, den = float(seconds).as_integer_ratio()
     micros, rest = divmod(num * _MICRO, den)
     if 2 * rest > den or (2 * rest == den and micros % 2):
@@ -267,7 +272,7 @@ def parse_instant(value: Any) -> float:
         except ValueError:
             raise ValueError("is not an ISO 8601 date or time (e.g. 2026-11-30T23:59:20Z)") from None
     if not isinstance(value, datetime):
-        if hasattr(value, "toordinal"):  # a datetime.date
+        if isinstance(value, date):
             value = datetime(value.year, value.month, value.day)
         else:
             raise ValueError("must be a number of seconds since the epoch or an ISO 8601 date")
@@ -283,16 +288,13 @@ def format_instant(seconds: float) -> str | float:
     outside the years 0001-9999 (which ISO 8601 cannot name) is returned as
     the number itself. ``seconds`` should be quantised (see :func:`validate`).
     """
-    if not _ISO_MIN <= seconds <= _ISO_MAX:
+    if not math.isfinite(seconds):
         return seconds
     try:
-        t = _EPOCH + timedelta(microseconds=_micros(seconds))
-    except OverflowError:
+        moment = _NAIVE_EPOCH + timedelta(microseconds=_micros(seconds))
+    except OverflowError:  # before 0001 or after 9999
         return seconds
-    return (
-        f"{t.year:04d}-{t.month:02d}-{t.day:02d}T{t.hour:02d}:{t.minute:02d}:{t.second:02d}"
-        f".{t.microsecond:06d}Z"
-    )
+    return moment.isoformat(timespec="microseconds") + "Z"
 
 
 @dataclass(eq=True)
@@ -420,13 +422,15 @@ def build_node(
     *,
     default_id: str | None = None,
     default_layer: str | None = None,
+    bounded: Collection[str] = (),
 ) -> tuple[Node, list[InvalidNodeError]]:
     """A node from a frontmatter mapping, and every problem it has (none: valid).
 
     Keys the model does not know go to :attr:`Node.extra`. A missing or null
     ``id``/``layer`` takes ``default_id``/``default_layer``; without a default
     it is a problem (``frontmatter has no 'id'``). The node is normalised as
-    :func:`validate` does, wherever its values allow it.
+    :func:`validate` does, wherever its values allow it. ``bounded``: keys
+    whose values the parser already kept within the size and depth limits.
     """
     kwargs: dict[str, Any] = {}
     extra: dict[str, Any] = {}
@@ -452,23 +456,22 @@ def build_node(
             problems.append(InvalidNodeError("frontmatter has no 'layer'", field="layer", node_id=node_id))
             skip.add("layer")
     node = Node(body=body, extra=extra, **kwargs)
-    problems.extend(node_problems(node, skip=skip))
+    problems.extend(node_problems(node, skip=skip, bounded=bounded))
     return node, problems
 
 
 # -- validation -----------------------------------------------------------
 
 _NUMBER_FIELDS_UNIT = ("importance", "confidence")
-# Fields whose values may nest: checked against MAX_DEPTH and the size limit.
+# Fields whose values may nest: checked against MAX_DEPTH and the size limit
+# (tags and non_applicable_conditions are flat lists of strings once valid).
 _NESTING_FIELDS = (
     "condition_space",
-    "tags",
     "spatial",
     "temporal",
     "semantic_coordinates",
     "state_attributes",
     "entity_id",
-    "non_applicable_conditions",
     "verification_history",
 )
 # Fields where None is "absent" (an empty list or object is normalised to None).
@@ -530,14 +533,18 @@ def bulk_problem(value: Any) -> str | None:
     return None
 
 
-def node_problems(node: Node, *, skip: frozenset[str] | set[str] = frozenset()) -> list[InvalidNodeError]:
+def node_problems(
+    node: Node, *, skip: Collection[str] = (), bounded: Collection[str] = ()
+) -> list[InvalidNodeError]:
     """Every rule ``node`` breaks (empty: it is valid), each naming its field.
 
     Normalises in place where the value allows it: times become quantised
     floats (:func:`parse_instant`), edges given as dicts become :class:`Edge`,
     an empty list or object in a field where ``None`` means absent becomes
-    ``None``.
-    Fields in ``skip`` are not checked (already reported by the caller).
+    ``None``. Fields in ``skip`` are not checked (already reported by the
+    caller); fields and extra keys in ``bounded`` are not walked for size and
+    depth (a parser that bounded them while reading says so: :func:`bulk_problem`
+    is the costly check).
     """
     problems: list[InvalidNodeError] = []
     node_id = node.id if isinstance(node.id, str) else None
@@ -575,13 +582,14 @@ def node_problems(node: Node, *, skip: frozenset[str] | set[str] = frozenset()) 
             setattr(node, name, None)  # empty means absent: the file will not have it
     _check_scalars(node, fail)
     _check_collections(node, fail)
-    _check_edges(node, fail)
-    _check_extra(node, fail)
+    _check_edges(node, fail, "edges" not in bounded)
+    _check_extra(node, fail, bounded)
     for name in _NESTING_FIELDS:
-        if name not in failed:
-            why = bulk_problem(getattr(node, name))
+        value = getattr(node, name)
+        if value and name not in failed and name not in bounded and not isinstance(value, (int, float)):
+            why = bulk_problem(value)
             if why:
-                fail(name, why, getattr(node, name))
+                fail(name, why, value)
     return problems
 
 
@@ -599,8 +607,10 @@ def _check_scalars(node: Node, fail: _Fail) -> None:
             fail(name, "must be a number between 0 and 1", v)
     for name in TIME_FIELDS:
         v = getattr(node, name)
-        if v is None:
-            continue
+        if v is None or (
+            type(v) is float and -_FAST_MICROS < v < _FAST_MICROS and round(v * _MICRO) / _MICRO == v
+        ):
+            continue  # None, or already a whole number of microseconds (the usual case)
         try:
             setattr(node, name, parse_instant(v))
         except ValueError as exc:
@@ -621,6 +631,8 @@ def _check_collections(node: Node, fail: _Fail) -> None:
         v = getattr(node, name)
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
             fail(name, "must be a list of strings", v)
+        elif sum(map(len, v)) + len(v) > MAX_FRONTMATTER_BYTES:
+            fail(name, f"is larger than the frontmatter limit of {MAX_FRONTMATTER_BYTES // 1024} KiB", v)
     if node.verification_basis is not None and node.verification_basis not in VERIFICATION_BASES:
         fail(
             "verification_basis",
@@ -632,7 +644,7 @@ def _check_collections(node: Node, fail: _Fail) -> None:
         fail("verification_history", "must be a list of objects", history)
 
 
-def _check_edges(node: Node, fail: _Fail) -> None:
+def _check_edges(node: Node, fail: _Fail, walk: bool) -> None:
     if not isinstance(node.edges, list):
         fail("edges", "must be a list", node.edges)
         return
@@ -656,12 +668,12 @@ def _check_edges(node: Node, fail: _Fail) -> None:
             not _is_number(edge.confidence) or not math.isfinite(edge.confidence)
         ):
             fail("edges", "has a non-numeric edge confidence", edge.confidence)
-        why = bulk_problem(edge.extra)
+        why = bulk_problem(edge.extra) if walk and edge.extra else None
         if why:
             fail("edges", f"has an edge whose extra keys {why}", edge.extra)
 
 
-def _check_extra(node: Node, fail: _Fail) -> None:
+def _check_extra(node: Node, fail: _Fail, bounded: Collection[str]) -> None:
     if not isinstance(node.extra, dict):
         fail("extra", "must be a dict of extra frontmatter keys", node.extra)
         return
@@ -670,7 +682,7 @@ def _check_extra(node: Node, fail: _Fail) -> None:
             fail(key, "is a known field and cannot also be an extra key", key)
         elif not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or "\n" in key:
             fail("extra", f"has an invalid key (1..{MAX_KEY_CHARS} chars, no newline)", key)
-        else:
+        elif key not in bounded:
             why = bulk_problem(value)
             if why:
                 fail(key, why, value)

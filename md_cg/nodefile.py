@@ -47,7 +47,7 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, NamedTuple
 
 import frontmatter
 import orjson
@@ -123,19 +123,15 @@ def _dump_dict(v: dict[Any, Any], depth: int) -> str:
     return "{" + ", ".join(parts) + "}"
 
 
-_DUMPERS: dict[type, Any] = {
+_SCALAR_DUMPERS: dict[type, Any] = {
     str: _dump_str,
     float: dump_float,
     int: _dump_int,
     bool: lambda v: "true" if v else "false",
     type(None): lambda v: "null",
-    list: _dump_list,
-    tuple: _dump_list,
-    dict: _dump_dict,
 }
-
-
-_NESTED = frozenset([_dump_list, _dump_dict])
+_NESTED_DUMPERS: dict[type, Any] = {list: _dump_list, tuple: _dump_list, dict: _dump_dict}
+_BASES = (bool, str, int, float, list, tuple, dict)
 
 
 def dump_value(v: Any, _depth: int = 0) -> str:
@@ -144,20 +140,22 @@ def dump_value(v: Any, _depth: int = 0) -> str:
     Refuses (:class:`InvalidNodeError`) values that JSON cannot carry and
     values nested deeper than :data:`~md_cg.node.MAX_DEPTH` levels.
     """
-    dumper = _DUMPERS.get(type(v))
-    if dumper is None:
+    kind = type(v)
+    dumper = _SCALAR_DUMPERS.get(kind)
+    if dumper is not None:
+        return dumper(v)
+    if kind not in _NESTED_DUMPERS:
         # Subclasses of the JSON types (IntEnum, OrderedDict, str subclasses...).
-        base = next((b for b in (bool, str, int, float, list, tuple, dict) if isinstance(v, b)), None)
-        if base is None:
+        kind = next((b for b in _BASES if isinstance(v, b)), None)
+        if kind is None:
             raise InvalidNodeError(
                 f"value {show(v)} of type {type(v).__name__} cannot be stored in frontmatter", value=v
             )
-        dumper = _DUMPERS[base]
-    if dumper in _NESTED:
-        if _depth >= MAX_DEPTH:
-            raise InvalidNodeError(f"value nests deeper than {MAX_DEPTH} levels of lists and objects")
-        return dumper(v, _depth + 1)
-    return dumper(v)
+        if kind in _SCALAR_DUMPERS:
+            return _SCALAR_DUMPERS[kind](v)
+    if _depth >= MAX_DEPTH:
+        raise InvalidNodeError(f"value nests deeper than {MAX_DEPTH} levels of lists and objects")
+    return _NESTED_DUMPERS[kind](v, _depth + 1)
 
 
 _KEY_CACHE: dict[str, str] = {}
@@ -192,14 +190,30 @@ def dump_frontmatter(meta: dict[str, Any]) -> str:
 _KEY_DECODER = json.JSONDecoder()
 
 
-def _json_lines(fm: str, first_line: int = 1) -> tuple[dict[str, Any], dict[str, int], list[FileProblem]]:
-    """Parse ``key: <JSON>`` lines: the mapping, each key's 1-based line, duplicate keys.
+class Frontmatter(NamedTuple):
+    """A parsed frontmatter: the mapping, the line of each key, and what is wrong.
+
+    ``problems`` are keys given twice and values that cannot be constructed;
+    ``unbounded`` names the keys whose values may nest deeper than
+    :data:`~md_cg.node.MAX_DEPTH` (the node model checks those; every other
+    value is known to be within the limits already).
+    """
+
+    meta: dict[str, Any]
+    lines: dict[str, int]
+    problems: list[FileProblem]
+    unbounded: frozenset[str] = frozenset()
+
+
+def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
+    """Parse ``key: <JSON>`` lines (see :class:`Frontmatter`).
 
     Raises ``ValueError(line, reason)`` at the first line that is not ``key: <JSON>``.
     """
     meta: dict[str, Any] = {}
     lines: dict[str, int] = {}
     problems: list[FileProblem] = []
+    unbounded = set()
     # split("\n"), not splitlines(): U+2028 & co may appear raw in values.
     for number, raw in enumerate(fm.split("\n"), start=first_line):
         line = raw[:-1] if raw.endswith("\r") else raw
@@ -224,14 +238,16 @@ def _json_lines(fm: str, first_line: int = 1) -> tuple[dict[str, Any], dict[str,
             raise ValueError(number, f"value of {key!r} is not JSON") from None
         if key in meta:
             problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
+        if len(value_text) > MAX_DEPTH and value_text.count("[") + value_text.count("{") > MAX_DEPTH:
+            unbounded.add(key)  # orjson nests up to 1024 levels; ours is MAX_DEPTH
         meta[key] = value
         lines[key] = number
-    return meta, lines, problems
+    return Frontmatter(meta, lines, problems, frozenset(unbounded))
 
 
 def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
     """Parse ``key: <JSON>`` lines; raise ``ValueError(line_no, reason)`` on the first bad line."""
-    return _json_lines(fm)[0]
+    return _json_lines(fm).meta
 
 
 # -- the bounded YAML loader ------------------------------------------------------
@@ -343,7 +359,7 @@ def _construct(loader: Any, node: YamlNode, raw: bool = False) -> Any:
     return _plain(loader.construct_object(node, deep=True))
 
 
-def _yaml(fm: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], list[FileProblem]]:
+def _yaml(fm: str, first_line: int) -> Frontmatter:
     """Parse a YAML frontmatter; raise ``ValueError(line, reason)`` when it does not parse."""
     loader = YAML_LOADER(fm)
     try:
@@ -353,7 +369,7 @@ def _yaml(fm: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], lis
     finally:
         loader.dispose()
     if root is None:
-        return {}, {}, []
+        return Frontmatter({}, {}, [])
     if not isinstance(root, MappingNode):
         raise ValueError(first_line, "the frontmatter is not a mapping of keys to values")
     meta: dict[str, Any] = {}
@@ -375,26 +391,24 @@ def _yaml(fm: str, first_line: int) -> tuple[dict[str, Any], dict[str, int], lis
             continue
         meta[key] = value
         lines[key] = number
-    return meta, lines, problems
+    # No aliases and a bounded composer: every value is within the limits.
+    return Frontmatter(meta, lines, problems)
 
 
-def parse_frontmatter(
-    fm: str, first_line: int = 1
-) -> tuple[dict[str, Any], dict[str, int], list[FileProblem]]:
-    """Parse a frontmatter: ``(mapping, 1-based line of each key, problems)``.
+def parse_frontmatter(fm: str, first_line: int = 1) -> Frontmatter:
+    """Parse a frontmatter (see :class:`Frontmatter`).
 
     The canonical ``key: <JSON>`` lines first; anything else is read as YAML
     with :data:`YAML_LOADER`. Raises ``ValueError(line, reason)`` when the
     text is neither: the reason is YAML's (what is wrong, and the column),
-    since YAML is the general form. ``problems`` are keys given twice and
-    values that cannot be constructed. Lines are numbered from ``first_line``
+    since YAML is the general form. Lines are numbered from ``first_line``
     (2 in a file, whose line 1 is the opening fence).
     """
     try:
         return _json_lines(fm, first_line)
     except ValueError:
         if not fm.strip():
-            return {}, {}, []
+            return Frontmatter({}, {}, [])
         return _yaml(fm, first_line)
 
 
@@ -439,18 +453,22 @@ class MdcgHandler(YAMLHandler):
         return fm, text[end.end() + 1 :].removesuffix("\n")
 
     def load(self, fm: str, **kwargs: object) -> dict[str, Any]:  # type: ignore[override]
-        return parse_frontmatter(fm)[0]
+        return parse_frontmatter(fm).meta
 
     def export(self, metadata: dict[str, object], **kwargs: object) -> str:
         return dump_frontmatter(metadata)
 
     def format(self, post: frontmatter.Post, **kwargs: object) -> str:
-        fm = self.export(post.metadata)
-        body = f"{post.content}\n" if post.content else ""
-        return f"---\n{fm}\n---\n{body}" if fm else f"---\n---\n{body}"
+        return _file_text(self.export(post.metadata), post.content)
 
 
 HANDLER = MdcgHandler()
+
+
+def _file_text(fm: str, body: str) -> str:
+    """Fences, frontmatter and body; a non-empty body ends with the file's newline."""
+    tail = f"{body}\n" if body else ""
+    return f"---\n{fm}\n---\n{tail}" if fm else f"---\n---\n{tail}"
 
 
 def _kib(n: int) -> str:
@@ -478,8 +496,7 @@ def dumps(node: Node) -> str:
     :data:`~md_cg.node.MAX_FILE_BYTES` or its frontmatter
     :data:`~md_cg.node.MAX_FRONTMATTER_BYTES` (naming the largest field).
     """
-    post = node_to_post(node)
-    fm = HANDLER.export(post.metadata)
+    fm = dump_frontmatter(node.to_dict(iso_times=True))
     fm_size = _utf8_size(fm, MAX_FRONTMATTER_BYTES)
     if fm_size > MAX_FRONTMATTER_BYTES:
         largest = max(fm.split("\n"), key=len).partition(":")[0].strip('"')
@@ -489,7 +506,7 @@ def dumps(node: Node) -> str:
             field=largest,
             node_id=node.id,
         )
-    text = HANDLER.format(post)
+    text = _file_text(fm, node.body)
     size = _utf8_size(text, MAX_FILE_BYTES)
     if size > MAX_FILE_BYTES:
         raise InvalidNodeError(
@@ -528,14 +545,20 @@ def loads(
             raise MalformedNodeFileError(path, str(exc)) from None
         fm, body = "", text.removeprefix("\ufeff").removesuffix("\n")
     try:
-        meta, lines, problems = parse_frontmatter(fm, first_line=2)
+        meta, lines, problems, unbounded = parse_frontmatter(fm, first_line=2)
     except ValueError as exc:
         line, reason = exc.args
         raise MalformedNodeFileError(path, reason, line=line) from None
     for name in _STRING_LIST_FIELDS:
         if isinstance(meta.get(name), str):
             meta[name] = [meta[name]]  # `tags: python` is a list of one
-    node, invalid = build_node(meta, body, default_id=default_id, default_layer=default_layer)
+    node, invalid = build_node(
+        meta,
+        body,
+        default_id=default_id,
+        default_layer=default_layer,
+        bounded=meta.keys() - unbounded,
+    )
     for exc in invalid:
         line = lines.get(exc.field) if exc.field else None
         problems.append(FileProblem(line, str(exc)))
