@@ -463,17 +463,6 @@ def build_node(
 # -- validation -----------------------------------------------------------
 
 _NUMBER_FIELDS_UNIT = ("importance", "confidence")
-# Fields whose values may nest: checked against MAX_DEPTH and the size limit
-# (tags and non_applicable_conditions are flat lists of strings once valid).
-_NESTING_FIELDS = (
-    "condition_space",
-    "spatial",
-    "temporal",
-    "semantic_coordinates",
-    "state_attributes",
-    "entity_id",
-    "verification_history",
-)
 # Fields where None is "absent" (an empty list or object is normalised to None).
 _MAYBE_EMPTY_FIELDS = (
     "condition_space",
@@ -483,6 +472,9 @@ _MAYBE_EMPTY_FIELDS = (
     "state_attributes",
     "entity_id",
 )
+# Fields whose values may nest: checked against MAX_DEPTH and the size limit
+# (tags and non_applicable_conditions are flat lists of strings once valid).
+_NESTING_FIELDS = (*_MAYBE_EMPTY_FIELDS, "verification_history")
 _REPR = reprlib.Repr()
 _REPR.maxlevel = 3
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6

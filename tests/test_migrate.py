@@ -515,14 +515,22 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path: Path):
         assert "Traceback" not in result.stderr
 
 
-def test_text_that_is_not_utf8_is_a_bad_row(tmp_path: Path, capsys):
-    src = tmp_path / "utf.sqlite"
+def _good_row_and(src: Path, sql: str, *params: object) -> Path:
+    """A source with the good row ``a`` (self, 'fine'), then the row ``sql`` inserts."""
     conn = sqlite3.connect(src)
     conn.executescript(SCHEMA_SQL)
     with conn:
         conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('a', 'self', 'fine')")
-        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))")
+        conn.execute(sql, params)
     conn.close()
+    return src
+
+
+def test_text_that_is_not_utf8_is_a_bad_row(tmp_path: Path, capsys):
+    src = _good_row_and(
+        tmp_path / "utf.sqlite",
+        "INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))",
+    )
     assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "nodes rowid 2 (id 'b'): column 'content' is not valid UTF-8 at byte 0" in out
@@ -600,16 +608,11 @@ def test_seed_shaped_plain_text_migrates_every_row_and_hostile_cells_are_bad_row
 
 
 def test_cli_migrate_survives_a_deeply_nested_cell(tmp_path: Path, capsys):
-    src = tmp_path / "deep.sqlite"
-    conn = sqlite3.connect(src)
-    conn.executescript(SCHEMA_SQL)
-    with conn:
-        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('a', 'self', 'fine')")
-        conn.execute(
-            "INSERT INTO nodes (id, layer, content, tags) VALUES ('deep', 'self', 'x', ?)",
-            ("[" * 100_000 + "]" * 100_000,),
-        )
-    conn.close()
+    src = _good_row_and(
+        tmp_path / "deep.sqlite",
+        "INSERT INTO nodes (id, layer, content, tags) VALUES ('deep', 'self', 'x', ?)",
+        "[" * 100_000 + "]" * 100_000,
+    )
     assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "nodes rowid 2 (id 'deep'): column 'tags' nests deeper than 64 levels" in out
