@@ -231,3 +231,21 @@ def test_dump_value_refuses_unvalidated_deep_values() -> None:
     with pytest.raises(InvalidNodeError, match="value nests deeper than 64 levels"):
         nodefile.dump_value(_nested(10_000))
     assert nodefile.dump_value(_nested(MAX_DEPTH)) == "[" * MAX_DEPTH + "1" + "]" * MAX_DEPTH
+
+
+def test_a_store_with_hostile_files_opens_fast_and_reports_them(tmp_path: Path) -> None:
+    from md_cg import MdCG
+
+    root = tmp_path / "memory"
+    with MdCG(root) as store:
+        store.add(Node(id="good", layer="self", body="fine"))
+    (root / "self" / "bomb.md").write_text(_bomb(), encoding="utf-8")
+    (root / "self" / "deep.md").write_text(f"{HEAD}tags: {'[' * 100_000}{']' * 100_000}\n---\n")
+    started = time.perf_counter()
+    with MdCG(root) as store:
+        assert store.get("good").body == "fine"
+        unreadable = {f.path: f.detail for f in store.health().findings if f.kind == "unreadable_file"}
+    assert time.perf_counter() - started < 2.0
+    assert set(unreadable) == {"self/bomb.md", "self/deep.md"}
+    assert "anchors (&a) are not allowed" in unreadable["self/bomb.md"]
+    assert "nested deeper than 64 levels" in unreadable["self/deep.md"]
