@@ -59,6 +59,7 @@ from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.nodes import Node as YamlNode
 from yaml.resolver import Resolver
+from yaml.scanner import ScannerError
 
 from .errors import FileProblem, InvalidNodeError, MalformedNodeFileError
 from .node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, build_node, show
@@ -284,6 +285,15 @@ class _BoundedComposer(Composer):
 
 class BoundedSafeLoader(_BoundedComposer, yaml.SafeLoader):
     """PyYAML's SafeLoader without anchors and aliases, nesting bounded by MAX_DEPTH."""
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:
+        # Each open bracket is a possible simple key the scanner keeps looking
+        # ahead for; stopping at the limit keeps a 100,000-deep '[[[' linear.
+        if self.flow_level > MAX_DEPTH:
+            raise ScannerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels of lists and objects", self.get_mark()
+            )
+        super().fetch_flow_collection_start(TokenClass)
 
 
 try:
