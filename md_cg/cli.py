@@ -294,7 +294,13 @@ def _read_body(body: str | None) -> str:
         return body
     if body is None and sys.stdin.isatty():
         raise CliError("no body: give --body TEXT, or pipe it on stdin with --body -")
-    return sys.stdin.read()
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"the body on stdin is not valid UTF-8 (byte {exc.start}); pass UTF-8 text") from None
+    # Like shell command substitution: the final newline of piped text is not part of it.
+    return text[:-1] if text.endswith("\n") else text
 
 
 @app.command()

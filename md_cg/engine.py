@@ -51,7 +51,7 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
-from .node import LAYERS, Node, check_id, check_layer, validate
+from .node import LAYERS, Node, check_id, check_layer, quantise_instant, validate
 
 STRIPES = 64
 
@@ -87,8 +87,9 @@ def stage(node: Node) -> Staged:
 
 
 def _stamp_after(previous: float | None, now: float) -> float:
-    """A write time strictly after ``previous`` (the last write of the node wins)."""
-    return max(now, (previous or 0.0) + 1e-6)
+    """A write time strictly after ``previous`` (the last write of the node wins),
+    on the microsecond grid the files store."""
+    return quantise_instant(max(now, (previous or 0.0) + 1e-6))
 
 
 class Engine:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 
 class MdcgError(Exception):
@@ -62,15 +63,36 @@ class UnknownLayerError(InvalidNodeError):
 class MalformedNodeFileError(MdcgError):
     """A ``.md`` file that cannot be read as a node.
 
-    ``path`` is the file, ``line`` the 1-based line of the problem when known.
+    ``path`` is the file, ``line`` the 1-based line of the (first) problem
+    when known. ``problems`` lists every problem found in the file, each a
+    :class:`FileProblem` (line or None, message); ``reason`` and the message
+    name them all. Either give ``reason`` (one problem, at ``line``) or
+    ``problems``.
     """
 
-    def __init__(self, path: str | Path, reason: str, *, line: int | None = None) -> None:
-        where = f"{path}:{line}" if line is not None else str(path)
+    def __init__(
+        self,
+        path: str | Path,
+        reason: str = "",
+        *,
+        line: int | None = None,
+        problems: list[FileProblem] | None = None,
+    ) -> None:
+        if not problems:
+            problems = [FileProblem(line, reason)]
+        if len(problems) == 1:
+            line, reason = problems[0]
+            where = f"{path}:{line}" if line is not None else str(path)
+        else:
+            line = problems[0].line
+            listed = "; ".join(f"line {p.line}: {p.message}" if p.line else p.message for p in problems)
+            reason = f"{len(problems)} problems: {listed}"
+            where = str(path)
         super().__init__(f"{where}: {reason}")
         self.path = str(path)
         self.reason = reason
         self.line = line
+        self.problems = list(problems)
 
 
 class NodeNotFoundError(MdcgError, KeyError):
@@ -199,3 +221,11 @@ class UnknownBigDomainError(MdcgError, ValueError):
     def __init__(self, domain: object, domains: Sequence[str], auto: str = "auto") -> None:
         super().__init__(f"unknown big domain {domain!r}; expected {auto!r} or one of: {', '.join(domains)}")
         self.domain = domain
+
+
+class FileProblem(NamedTuple):
+    """One problem of a malformed node file: its 1-based ``line`` (None when
+    the problem is not on one line, e.g. a missing key) and a ``message``."""
+
+    line: int | None
+    message: str

@@ -164,6 +164,8 @@ class MigrationReport:
     resumed_from: int = 0
     restarted: str | None = None
     temp_removed: list[str] = field(default_factory=list)
+    #: commits of the interrupted run that were logged and are finished by the resume
+    recovered: int = 0
     source_sha256: str = ""
     source_changed: bool = False
     batch: int = DEFAULT_BATCH
@@ -217,6 +219,7 @@ class MigrationReport:
             "resumed_from": self.resumed_from,
             "restarted": self.restarted,
             "temp_removed": list(self.temp_removed),
+            "recovered": self.recovered,
             "batch": self.batch,
             "durable": self.durable,
             "write_seconds": round(self.write_seconds, 4),
@@ -254,6 +257,8 @@ class MigrationReport:
             lines.append(f"  started over: {self.restarted}")
         if self.temp_removed:
             lines.append(f"  removed {len(self.temp_removed)} temp file(s) of the interrupted run")
+        if self.recovered:
+            lines.append(f"  finished {self.recovered} batch(es) the interrupted run had logged")
         if self.mode != "dry-run":
             lines.append(
                 f"  verified {self.verified:,} node(s) field by field: "
@@ -632,7 +637,9 @@ def _write(
                 start_after = previous["rowid"]
                 journal.record["started_at"] = previous.get("started_at", time.time())
             # Clean up after the interrupted writer: its temp files, index drift.
-            report.temp_removed = list(store.sync().temp_removed) + journal.remove_abandoned_temps()
+            synced = store.sync()
+            report.recovered = synced.recovered
+            report.temp_removed = list(synced.temp_removed) + journal.remove_abandoned_temps()
         report.resumed_from = start_after
         journal.save(rowid=start_after, rows_done=0, complete=False)
 

@@ -5,19 +5,32 @@ fields are attributes; keys the engine does not know (added by a person or a
 newer version) are kept in :attr:`Node.extra` and written back unchanged.
 ``None`` (or an empty list/dict) means *absent*: the field is not written.
 
-This module is the bottom of the package: it imports only :mod:`md_cg.errors`.
+Times (:data:`TIME_FIELDS`) are floats, seconds since the epoch, quantised
+to whole microseconds by :func:`validate`; files carry them as ISO 8601 UTC
+(:func:`format_instant`, :func:`parse_instant`). The size and nesting limits
+every stored node obeys (:data:`MAX_FILE_BYTES`, :data:`MAX_FRONTMATTER_BYTES`,
+:data:`MAX_DEPTH`) are defined here, so that nothing the API accepts is a
+file the reader would refuse.
+
+This module is the bottom of the package: it imports only :mod:`md_cg.errors`
+and :mod:`md_cg.script`.
 """
 
 from __future__ import annotations
 
 import math
 import re
+import reprlib
+import secrets
 import unicodedata
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
+from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError
+from .script import fold, id_fold
 
 #: The layers, in the order they appear on disk and in reports. The first five
 #: are the memory layers; ``rejected`` and ``unresolved`` hold negative memory.
@@ -60,6 +73,20 @@ MAX_ID_CHARS = 128
 MAX_ID_BYTES = 200
 #: Longest frontmatter key accepted (YAML readers refuse keys over 1,024).
 MAX_KEY_CHARS = 200
+
+#: Largest node file, in bytes (frontmatter, fences and body). A larger file
+#: is malformed; a node that would need one is refused.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Largest frontmatter (the text between the fences), in UTF-8 bytes.
+MAX_FRONTMATTER_BYTES = 256 * 1024
+#: Deepest nesting of lists and objects inside one field value: ``[1]`` nests
+#: 1 level, ``{"a": [1]}`` 2. Deeper values are refused (in files, sqlite
+#: cells and through the API), so no reader or writer recurses without bound.
+MAX_DEPTH = 64
+
+#: Node fields that hold instants (seconds since the epoch in memory, ISO 8601
+#: UTC in files).
+TIME_FIELDS: tuple[str, ...] = ("created_at", "updated_at", "last_access")
 
 # Characters that are path separators or reserved on common file systems.
 _ID_FORBIDDEN = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
@@ -140,6 +167,44 @@ def _id_problem(node_id: str) -> str | None:
     return None
 
 
+def id_key(node_id: str) -> str:
+    """The uniqueness key of an id: ids with the same key are the same id.
+
+    NFC normalisation and case folding (:func:`md_cg.script.id_fold`): on
+    macOS and Windows, ``Foo.md`` and ``foo.md`` (or the NFC and NFD spellings
+    of ``café.md``) are one file, so a store refuses the second of two such ids.
+    """
+    return id_fold(node_id)
+
+
+#: Longest slug part of an id made by :func:`slug_id`, in characters.
+SLUG_CHARS = 48
+_SLUG_KEEP = ("L", "M", "N")  # letters, marks and digits of every script
+
+
+def slug_id(text: str) -> str:
+    """A readable, safe id for ``text``: a slug of its first line plus a 6-hex suffix.
+
+    The first non-blank line is NFKC-normalised and case-folded; every run of
+    characters that are not letters, marks or digits (any script: CJK is kept
+    as is) becomes one ``-``; leading and trailing ``-`` are trimmed and the
+    slug is cut to :data:`SLUG_CHARS` characters (at a ``-`` when one is in
+    the second half). A random suffix of 6 hex digits keeps ids apart:
+    ``"Binary search, revisited"`` gives e.g. ``binary-search-revisited-3f9a2c``.
+    Text with nothing to slug gives ``note-<hex>``. The result always passes
+    :func:`check_id`.
+    """
+    first = next((line for line in str(text).splitlines() if line.strip()), "")
+    folded = fold(first, collapse=False)
+    chars = [c if unicodedata.category(c)[0] in _SLUG_KEEP else "-" for c in folded]
+    slug = re.sub("-{2,}", "-", "".join(chars)).strip("-")
+    if len(slug) > SLUG_CHARS:
+        cut = slug[:SLUG_CHARS]
+        dash = cut.rfind("-")
+        slug = (cut[:dash] if dash >= SLUG_CHARS // 2 else cut).strip("-")
+    return check_id(f"{slug or 'note'}-{secrets.token_hex(3)}")
+
+
 def check_layer(layer: object) -> str:
     """Return ``layer`` if it is one of :data:`LAYERS`, else raise."""
     if layer not in LAYERS:
@@ -149,6 +214,87 @@ def check_layer(layer: object) -> str:
             value=layer,
         )
     return layer  # type: ignore[return-value]
+
+
+# -- instants ----------------------------------------------------------------
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_NAIVE_EPOCH = datetime(1970, 1, 1)
+_MICRO = 1_000_000
+# Below 2**33 s (year 2242) a float holds every microsecond, and float
+# arithmetic finds the nearest one exactly.
+_FAST_MICROS = 2.0**33
+
+
+def _micros(seconds: float) -> int:
+    """Whole microseconds nearest to ``seconds``, computed exactly (half to even)."""
+    if -_FAST_MICROS < seconds < _FAST_MICROS:
+        fast = round(seconds * _MICRO)
+        if fast / _MICRO == seconds:
+            return fast  # seconds is that many microseconds (the usual case)
+    num, den = float(seconds).as_integer_ratio()
+    micros, rest = divmod(num * _MICRO, den)
+    if 2 * rest > den or (2 * rest == den and micros % 2):
+        micros += 1
+    return micros
+
+
+def quantise_instant(seconds: float) -> float:
+    """``seconds`` rounded to the nearest whole microsecond (exact, half to even).
+
+    Idempotent, and a quantised value survives :func:`format_instant` /
+    :func:`parse_instant` unchanged. Values too large for a float to hold
+    microseconds come back unchanged.
+    """
+    return _micros(seconds) / _MICRO
+
+
+def parse_instant(value: Any) -> float:
+    """An instant as seconds since the epoch, quantised to microseconds.
+
+    Accepts a number (seconds since the epoch: old files and sqlite sources),
+    an ISO 8601 string (``2026-11-30T23:59:20.123456Z``, ``2026-11-30``; a
+    time without an offset is UTC) or a :class:`datetime.datetime` /
+    :class:`datetime.date`. Raises ``ValueError`` saying what is wrong.
+    """
+    if isinstance(value, bool) or value is None:
+        raise ValueError("must be a number of seconds since the epoch or an ISO 8601 date")
+    if isinstance(value, (int, float)):
+        if not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        try:
+            return quantise_instant(value)
+        except OverflowError:
+            raise ValueError("is too large for an instant") from None
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise ValueError("is not an ISO 8601 date or time (e.g. 2026-11-30T23:59:20Z)") from None
+    if not isinstance(value, datetime):
+        if isinstance(value, date):
+            value = datetime(value.year, value.month, value.day)
+        else:
+            raise ValueError("must be a number of seconds since the epoch or an ISO 8601 date")
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    return ((value - _EPOCH) // timedelta(microseconds=1)) / _MICRO
+
+
+def format_instant(seconds: float) -> str | float:
+    """An instant as written in files: ISO 8601 UTC with microseconds.
+
+    ``1796083200.5`` gives ``"2026-12-01T00:00:00.500000Z"``. An instant
+    outside the years 0001-9999 (which ISO 8601 cannot name) is returned as
+    the number itself. ``seconds`` should be quantised (see :func:`validate`).
+    """
+    if not math.isfinite(seconds):
+        return seconds
+    try:
+        moment = _NAIVE_EPOCH + timedelta(microseconds=_micros(seconds))
+    except OverflowError:  # before 0001 or after 9999
+        return seconds
+    return moment.isoformat(timespec="microseconds") + "Z"
 
 
 @dataclass(eq=True)
@@ -177,7 +323,7 @@ class Edge:
             return value
         if not isinstance(value, dict) or "target" not in value:
             raise InvalidNodeError(
-                f"edge {value!r} must be an object with at least a 'target'",
+                f"edge {show(value)} must be an object with at least a 'target'",
                 field="edges",
                 value=value,
                 node_id=node_id,
@@ -225,8 +371,13 @@ class Node:
     extra: dict[str, Any] = field(default_factory=dict)
 
     # -- conversion -----------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        """The frontmatter mapping, keys in :data:`FIELD_ORDER`, absent fields left out."""
+    def to_dict(self, *, iso_times: bool = False) -> dict[str, Any]:
+        """The field mapping, keys in :data:`FIELD_ORDER`, absent fields left out.
+
+        Times are numbers (seconds since the epoch); with ``iso_times=True``
+        they are written as in files (:func:`format_instant`), which makes
+        this the frontmatter mapping of the node's file.
+        """
         out: dict[str, Any] = {}
         for name in FIELD_ORDER:
             value = getattr(self, name)
@@ -234,6 +385,8 @@ class Node:
                 continue
             if name == "edges":
                 value = [Edge.from_value(e, node_id=self.id).to_dict() for e in value]
+            elif iso_times and name in TIME_FIELDS and _is_number(value):
+                value = format_instant(value)
             out[name] = value
         for key, value in self.extra.items():
             out[key] = value
@@ -244,27 +397,12 @@ class Node:
         """Build a node from a frontmatter mapping (unknown keys go to ``extra``).
 
         Raises :class:`InvalidNodeError` naming the field when a value has the
-        wrong type or is outside its allowed set.
+        wrong type or is outside its allowed set (the first problem; see
+        :func:`build_node` for all of them).
         """
-        if "id" not in meta:
-            raise InvalidNodeError("frontmatter has no 'id'", field="id")
-        if "layer" not in meta:
-            raise InvalidNodeError("frontmatter has no 'layer'", field="layer", node_id=str(meta.get("id")))
-        known = _KNOWN_FIELDS
-        kwargs: dict[str, Any] = {}
-        extra: dict[str, Any] = {}
-        for key, value in meta.items():
-            if key in known:
-                kwargs[key] = value
-            else:
-                extra[key] = value
-        for listy in ("tags", "non_applicable_conditions", "edges", "verification_history"):
-            if kwargs.get(listy) is None:
-                kwargs.pop(listy, None)
-        node = cls(body=body, extra=extra, **kwargs)
-        if node.edges:
-            node.edges = [Edge.from_value(e, node_id=str(node.id)) for e in node.edges]
-        validate(node)
+        node, problems = build_node(meta, body)
+        if problems:
+            raise problems[0]
         return node
 
     def copy(self) -> Node:
@@ -275,100 +413,286 @@ class Node:
 
 
 _KNOWN_FIELDS = frozenset(f.name for f in fields(Node)) - {"extra", "body"}
+_LIST_FIELDS = ("tags", "non_applicable_conditions", "edges", "verification_history")
+
+
+def build_node(
+    meta: dict[str, Any],
+    body: str = "",
+    *,
+    default_id: str | None = None,
+    default_layer: str | None = None,
+    bounded: Collection[str] = (),
+) -> tuple[Node, list[InvalidNodeError]]:
+    """A node from a frontmatter mapping, and every problem it has (none: valid).
+
+    Keys the model does not know go to :attr:`Node.extra`. A missing or null
+    ``id``/``layer`` takes ``default_id``/``default_layer``; without a default
+    it is a problem (``frontmatter has no 'id'``). The node is normalised as
+    :func:`validate` does, wherever its values allow it. ``bounded``: keys
+    whose values the parser already kept within the size and depth limits.
+    """
+    kwargs: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key in _KNOWN_FIELDS:
+            kwargs[key] = value
+        else:
+            extra[key] = value
+    for listy in _LIST_FIELDS:
+        if kwargs.get(listy) is None:
+            kwargs.pop(listy, None)
+    problems: list[InvalidNodeError] = []
+    skip = set()
+    if kwargs.get("id") is None:
+        kwargs["id"] = default_id
+        if default_id is None:
+            problems.append(InvalidNodeError("frontmatter has no 'id'", field="id"))
+            skip.add("id")
+    if kwargs.get("layer") is None:
+        kwargs["layer"] = default_layer
+        if default_layer is None:
+            node_id = kwargs["id"] if isinstance(kwargs["id"], str) else None
+            problems.append(InvalidNodeError("frontmatter has no 'layer'", field="layer", node_id=node_id))
+            skip.add("layer")
+    node = Node(body=body, extra=extra, **kwargs)
+    problems.extend(node_problems(node, skip=skip, bounded=bounded))
+    return node, problems
 
 
 # -- validation -----------------------------------------------------------
 
 _NUMBER_FIELDS_UNIT = ("importance", "confidence")
-_NUMBER_FIELDS = ("created_at", "updated_at", "last_access")
+# Fields where None is "absent" (an empty list or object is normalised to None).
+_MAYBE_EMPTY_FIELDS = (
+    "condition_space",
+    "spatial",
+    "temporal",
+    "semantic_coordinates",
+    "state_attributes",
+    "entity_id",
+)
+# Fields whose values may nest: checked against MAX_DEPTH and the size limit
+# (tags and non_applicable_conditions are flat lists of strings once valid).
+_NESTING_FIELDS = (*_MAYBE_EMPTY_FIELDS, "verification_history")
+_REPR = reprlib.Repr()
+_REPR.maxlevel = 3
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+_REPR.maxstring = _REPR.maxother = 160
+_REPR.maxlong = 60
 
 
-def _fail(node: Node, fieldname: str, message: str, value: Any) -> None:
-    raise InvalidNodeError(
-        f"node {node.id!r}: field {fieldname!r} {message} (got {value!r})",
-        field=fieldname,
-        value=value,
-        node_id=node.id if isinstance(node.id, str) else None,
-    )
+def show(value: Any) -> str:
+    """A short ``repr`` of a value for messages: bounded in length and depth."""
+    return _REPR.repr(value)
 
 
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def validate(node: Node) -> Node:
-    """Check every rule a stored node must obey; return the node or raise.
+def bulk_problem(value: Any) -> str | None:
+    """Why ``value`` cannot be a frontmatter value (too deep or too large), or None.
 
-    Edges given as dicts are converted to :class:`Edge` in place. Errors are
-    :class:`InvalidNodeError` (or a subclass) naming the field.
+    Walks without recursion, counting each list item, object key and string
+    character against :data:`MAX_FRONTMATTER_BYTES` (every item costs at
+    least a byte in a file), so it stops early on huge, cyclic or shared
+    ("billion laughs") structures.
     """
-    check_id(node.id)
-    try:
-        check_layer(node.layer)
-    except UnknownLayerError as exc:
-        exc.node_id = node.id
-        raise UnknownLayerError(
-            f"node {node.id!r}: {exc}", field="layer", value=node.layer, node_id=node.id
-        ) from None
+    budget = MAX_FRONTMATTER_BYTES
+    if isinstance(value, str):
+        budget -= len(value)
+    stack = [(value, 1)] if isinstance(value, (list, tuple, dict)) else []
+    while stack and budget >= 0:
+        container, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            return f"nests deeper than {MAX_DEPTH} levels of lists and objects"
+        budget -= len(container)
+        if budget < 0:
+            break
+        if isinstance(container, dict):
+            budget -= sum(len(k) for k in container if isinstance(k, str))
+            children: Any = container.values()
+        else:
+            children = container
+        for child in children:
+            if isinstance(child, str):
+                budget -= len(child)
+            elif isinstance(child, (list, tuple, dict)):
+                stack.append((child, depth + 1))
+    if budget < 0:
+        return f"is larger than the frontmatter limit of {MAX_FRONTMATTER_BYTES // 1024} KiB"
+    return None
+
+
+def node_problems(
+    node: Node, *, skip: Collection[str] = (), bounded: Collection[str] = ()
+) -> list[InvalidNodeError]:
+    """Every rule ``node`` breaks (empty: it is valid), each naming its field.
+
+    Normalises in place where the value allows it: times become quantised
+    floats (:func:`parse_instant`), edges given as dicts become :class:`Edge`,
+    an empty list or object in a field where ``None`` means absent becomes
+    ``None``. Fields in ``skip`` are not checked (already reported by the
+    caller); fields and extra keys in ``bounded`` are not walked for size and
+    depth (a parser that bounded them while reading says so: :func:`bulk_problem`
+    is the costly check).
+    """
+    problems: list[InvalidNodeError] = []
+    node_id = node.id if isinstance(node.id, str) else None
+    prefix = f"node {node_id!r}: " if node_id is not None else ""
+    failed: set[str] = set()
+
+    def fail(name: str, message: str, value: Any) -> None:
+        failed.add(name)
+        problems.append(
+            InvalidNodeError(
+                f"{prefix}field {name!r} {message} (got {show(value)})",
+                field=name,
+                value=value,
+                node_id=node_id,
+            )
+        )
+
+    if "id" not in skip:
+        try:
+            check_id(node.id)
+        except UnsafeIdError as exc:
+            problems.append(exc)
+    if "layer" not in skip and node.layer not in LAYERS:
+        problems.append(
+            UnknownLayerError(
+                f"{prefix}unknown layer {show(node.layer)}; expected one of: {', '.join(LAYERS)}",
+                field="layer",
+                value=node.layer,
+                node_id=node_id,
+            )
+        )
+    for name in _MAYBE_EMPTY_FIELDS:
+        value = getattr(node, name)
+        if isinstance(value, (list, dict)) and not value:
+            setattr(node, name, None)  # empty means absent: the file will not have it
+    _check_scalars(node, fail)
+    _check_collections(node, fail)
+    _check_edges(node, fail, "edges" not in bounded)
+    _check_extra(node, fail, bounded)
+    for name in _NESTING_FIELDS:
+        value = getattr(node, name)
+        if value and name not in failed and name not in bounded and not isinstance(value, (int, float)):
+            why = bulk_problem(value)
+            if why:
+                fail(name, why, value)
+    return problems
+
+
+_Fail = Callable[[str, str, Any], None]
+
+
+def _check_scalars(node: Node, fail: _Fail) -> None:
     if not isinstance(node.body, str):
-        _fail(node, "body", "must be a string", node.body)
+        fail("body", "must be a string", node.body)
+    elif len(node.body) > MAX_FILE_BYTES:
+        fail("body", f"is larger than the file limit of {MAX_FILE_BYTES // 1024 // 1024} MiB", node.body)
     for name in _NUMBER_FIELDS_UNIT:
         v = getattr(node, name)
-        if v is None:
-            continue
-        if not _is_number(v) or not math.isfinite(v) or not 0.0 <= v <= 1.0:
-            _fail(node, name, "must be a number between 0 and 1", v)
-    for name in _NUMBER_FIELDS:
+        if v is not None and (not _is_number(v) or not math.isfinite(v) or not 0.0 <= v <= 1.0):
+            fail(name, "must be a number between 0 and 1", v)
+    for name in TIME_FIELDS:
         v = getattr(node, name)
-        if v is not None and (not _is_number(v) or not math.isfinite(v)):
-            _fail(node, name, "must be a finite number (seconds since the epoch)", v)
-    if node.access_count is not None and (
-        not isinstance(node.access_count, int) or isinstance(node.access_count, bool) or node.access_count < 0
-    ):
-        _fail(node, "access_count", "must be a non-negative integer", node.access_count)
+        if v is None or (
+            type(v) is float and -_FAST_MICROS < v < _FAST_MICROS and round(v * _MICRO) / _MICRO == v
+        ):
+            continue  # None, or already a whole number of microseconds (the usual case)
+        try:
+            setattr(node, name, parse_instant(v))
+        except ValueError as exc:
+            fail(name, f"{exc} (an instant: seconds since the epoch or ISO 8601)", v)
+    count = node.access_count
+    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
+        fail("access_count", "must be a non-negative integer", count)
     if node.modality is not None and not isinstance(node.modality, str):
-        _fail(node, "modality", "must be a string", node.modality)
-    if node.condition_space is not None and not isinstance(node.condition_space, dict):
-        _fail(node, "condition_space", "must be an object", node.condition_space)
-    if node.state_attributes is not None and not isinstance(node.state_attributes, dict):
-        _fail(node, "state_attributes", "must be an object", node.state_attributes)
+        fail("modality", "must be a string", node.modality)
+
+
+def _check_collections(node: Node, fail: _Fail) -> None:
+    for name in ("condition_space", "state_attributes"):
+        v = getattr(node, name)
+        if v is not None and not isinstance(v, dict):
+            fail(name, "must be an object", v)
     for name in ("tags", "non_applicable_conditions"):
         v = getattr(node, name)
         if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
-            _fail(node, name, "must be a list of strings", v)
+            fail(name, "must be a list of strings", v)
+        elif sum(map(len, v)) + len(v) > MAX_FRONTMATTER_BYTES:
+            fail(name, f"is larger than the frontmatter limit of {MAX_FRONTMATTER_BYTES // 1024} KiB", v)
     if node.verification_basis is not None and node.verification_basis not in VERIFICATION_BASES:
-        _fail(
-            node,
+        fail(
             "verification_basis",
             f"must be one of {', '.join(VERIFICATION_BASES)} (or absent)",
             node.verification_basis,
         )
-    if not isinstance(node.verification_history, list) or not all(
-        isinstance(x, dict) for x in node.verification_history
-    ):
-        _fail(node, "verification_history", "must be a list of objects", node.verification_history)
+    history = node.verification_history
+    if not isinstance(history, list) or not all(isinstance(x, dict) for x in history):
+        fail("verification_history", "must be a list of objects", history)
+
+
+def _check_edges(node: Node, fail: _Fail, walk: bool) -> None:
     if not isinstance(node.edges, list):
-        _fail(node, "edges", "must be a list", node.edges)
+        fail("edges", "must be a list", node.edges)
+        return
     # Edges may be given as dicts; store them as Edge objects from here on.
-    node.edges = [Edge.from_value(e, node_id=node.id) for e in node.edges]
-    for edge in node.edges:
+    edges = []
+    for value in node.edges:
+        try:
+            edges.append(Edge.from_value(value, node_id=node.id if isinstance(node.id, str) else None))
+        except InvalidNodeError as exc:
+            fail("edges", str(exc), value)
+            return
+    node.edges = edges
+    for edge in edges:
         try:
             check_id(edge.target, what="edge target")
         except UnsafeIdError as exc:
-            _fail(node, "edges", f"has an unsafe target: {exc}", edge.target)
+            fail("edges", f"has an unsafe target: {exc}", edge.target)
         if edge.type not in EDGE_TYPES:
-            _fail(node, "edges", f"has an edge type outside {', '.join(EDGE_TYPES)}", edge.type)
+            fail("edges", f"has an edge type outside {', '.join(EDGE_TYPES)}", edge.type)
         if edge.confidence is not None and (
             not _is_number(edge.confidence) or not math.isfinite(edge.confidence)
         ):
-            _fail(node, "edges", "has a non-numeric edge confidence", edge.confidence)
+            fail("edges", "has a non-numeric edge confidence", edge.confidence)
+        why = bulk_problem(edge.extra) if walk and edge.extra else None
+        if why:
+            fail("edges", f"has an edge whose extra keys {why}", edge.extra)
+
+
+def _check_extra(node: Node, fail: _Fail, bounded: Collection[str]) -> None:
     if not isinstance(node.extra, dict):
-        _fail(node, "extra", "must be a dict of extra frontmatter keys", node.extra)
-    for key in node.extra:
+        fail("extra", "must be a dict of extra frontmatter keys", node.extra)
+        return
+    for key, value in node.extra.items():
         if key in FIELD_ORDER:
-            _fail(node, key, "is a known field and cannot also be an extra key", key)
-        if not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or "\n" in key:
-            _fail(node, "extra", f"has an invalid key (1..{MAX_KEY_CHARS} chars, no newline)", key)
+            fail(key, "is a known field and cannot also be an extra key", key)
+        elif not isinstance(key, str) or not key or len(key) > MAX_KEY_CHARS or "\n" in key:
+            fail("extra", f"has an invalid key (1..{MAX_KEY_CHARS} chars, no newline)", key)
+        elif key not in bounded:
+            why = bulk_problem(value)
+            if why:
+                fail(key, why, value)
+
+
+def validate(node: Node) -> Node:
+    """Check every rule a stored node must obey; return the node or raise.
+
+    Raises the first problem :func:`node_problems` finds, an
+    :class:`InvalidNodeError` (or a subclass) naming the field. Normalises
+    in place: edges given as dicts become :class:`Edge`, times become floats
+    quantised to whole microseconds and empty values of optional fields
+    become ``None``, so that writing and reading a valid node gives back an
+    equal node (``loads(dumps(validate(n))) == n``).
+    """
+    problems = node_problems(node)
+    if problems:
+        raise problems[0]
     return node
 
 
@@ -376,20 +700,3 @@ def id_problem(name: str) -> str | None:
     """Why ``name`` is not a safe file-name stem (``None`` if it is one); see :func:`check_id`."""
     return _id_problem(name)
 
-
-_SLUG_DROP = re.compile(r"[^\w]+")
-SLUG_MAX = 48
-
-
-def slug_id(text: str) -> str:
-    """A readable id: a slug of the first non-empty line of ``text`` plus a short random suffix.
-
-    ``"# Binary search\\n..."`` gives ids like ``binary-search-3f9a2c``; CJK is
-    kept as is; an empty text gives ``note-<suffix>``. Always a safe id.
-    """
-    import secrets
-
-    line = next((ln.strip().lstrip("#").strip() for ln in text.splitlines() if ln.strip()), "")
-    slug = _SLUG_DROP.sub("-", unicodedata.normalize("NFKC", line).casefold()).strip("-_")
-    slug = slug[:SLUG_MAX].rstrip("-_") or "note"
-    return f"{slug}-{secrets.token_hex(3)}"

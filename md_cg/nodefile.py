@@ -1,4 +1,4 @@
-"""Reading and writing node files: ``key: <JSON>`` frontmatter plus a byte-exact body.
+"""Reading and writing node files: ``key: <JSON>`` frontmatter plus the body.
 
 File layout::
 
@@ -6,13 +6,17 @@ File layout::
     id: "kp_3f9a2c"
     layer: "knowledge"
     importance: 0.8
+    created_at: "2026-11-30T23:59:20.123456Z"
     ---
-    <body, byte for byte>
+    <body>
 
 * The first line is exactly ``---``; the frontmatter ends at the **first**
   following line that is exactly ``---`` (a trailing ``\\r`` is tolerated).
   Everything after that line is the body, unchanged, even when it contains
-  ``---`` lines of its own.
+  ``---`` lines of its own, except for the **final newline**: it belongs to
+  the file, not to the body. The writer ends a non-empty body with one
+  ``\\n``; the reader takes one final ``\\n`` off. So every file written ends
+  with a newline, and reading gives back exactly the body that was written.
 * Each frontmatter line is ``key: <JSON value>``. JSON is a subset of YAML's
   flow style, and the writer only produces JSON that YAML 1.1 readers
   (PyYAML, Obsidian) read to the same values: floats always have a dot and a
@@ -20,9 +24,16 @@ File layout::
   C1 controls, U+2028/U+2029, U+FEFF, U+FFFE/U+FFFF) are ``\\u`` escaped, and
   keys YAML would read as something other than a plain string (``on``,
   ``null``, ``yes``, keys with spaces or colons, ...) are double-quoted.
-* A file whose frontmatter is not in this form but is valid YAML (a person
-  wrote it by hand) is read through PyYAML and rewritten in the canonical
-  form the next time the engine writes it.
+  Times are ISO 8601 UTC strings.
+* A frontmatter that is not in this form but is YAML (a person wrote it, e.g.
+  in Obsidian) is read with a bounded YAML loader (:data:`YAML_LOADER`,
+  built on PyYAML's SafeLoader): no anchors or aliases, at most
+  :data:`~md_cg.node.MAX_DEPTH` levels of nesting. Plain scalars of the
+  string fields are read as written (``id: 2024`` is the id ``"2024"``), a
+  single string is a list of one for list fields (``tags: python``).
+* A file is at most :data:`~md_cg.node.MAX_FILE_BYTES` bytes and its
+  frontmatter at most :data:`~md_cg.node.MAX_FRONTMATTER_BYTES`; the reader
+  never reads more than that, and the writer refuses a node that needs more.
 
 Parsing goes through python-frontmatter with :class:`MdcgHandler`, so
 ``frontmatter.load(path, handler=MdcgHandler())`` also works.
@@ -36,15 +47,22 @@ import json
 import math
 import re
 from pathlib import Path
-from typing import Any
+from typing import IO, Any, NamedTuple
 
 import frontmatter
 import orjson
 import yaml
 from frontmatter.default_handlers import YAMLHandler
+from yaml.composer import Composer, ComposerError
+from yaml.constructor import SafeConstructor
+from yaml.events import AliasEvent, CollectionStartEvent
+from yaml.nodes import MappingNode, ScalarNode, SequenceNode
+from yaml.nodes import Node as YamlNode
+from yaml.resolver import Resolver
+from yaml.scanner import ScannerError
 
-from .errors import InvalidNodeError, MalformedNodeFileError
-from .node import Node
+from .errors import FileProblem, InvalidNodeError, MalformedNodeFileError
+from .node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, build_node, show
 
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Plain scalars YAML 1.1 resolves to booleans or null.
@@ -93,41 +111,52 @@ def _dump_int(v: int) -> str:
     return str(int(v))
 
 
-def _dump_list(v: list[Any] | tuple[Any, ...]) -> str:
-    return "[" + ", ".join([dump_value(x) for x in v]) + "]"
+def _dump_list(v: list[Any] | tuple[Any, ...], depth: int) -> str:
+    return "[" + ", ".join([dump_value(x, depth) for x in v]) + "]"
 
 
-def _dump_dict(v: dict[Any, Any]) -> str:
+def _dump_dict(v: dict[Any, Any], depth: int) -> str:
     parts = []
     for k, x in v.items():
         if type(k) is not str:
-            raise InvalidNodeError(f"object key {k!r} is not a string", value=v)
-        parts.append(f"{_dump_str(k)}: {dump_value(x)}")
+            raise InvalidNodeError(f"object key {show(k)} is not a string", value=v)
+        parts.append(f"{_dump_str(k)}: {dump_value(x, depth)}")
     return "{" + ", ".join(parts) + "}"
 
 
-_DUMPERS: dict[type, Any] = {
+_SCALAR_DUMPERS: dict[type, Any] = {
     str: _dump_str,
     float: dump_float,
     int: _dump_int,
     bool: lambda v: "true" if v else "false",
     type(None): lambda v: "null",
-    list: _dump_list,
-    tuple: _dump_list,
-    dict: _dump_dict,
 }
+_NESTED_DUMPERS: dict[type, Any] = {list: _dump_list, tuple: _dump_list, dict: _dump_dict}
+_BASES = (bool, str, int, float, list, tuple, dict)
 
 
-def dump_value(v: Any) -> str:
-    """Serialise one frontmatter value as YAML-safe JSON on a single line."""
-    dumper = _DUMPERS.get(type(v))
+def dump_value(v: Any, _depth: int = 0) -> str:
+    """Serialise one frontmatter value as YAML-safe JSON on a single line.
+
+    Refuses (:class:`InvalidNodeError`) values that JSON cannot carry and
+    values nested deeper than :data:`~md_cg.node.MAX_DEPTH` levels.
+    """
+    kind = type(v)
+    dumper = _SCALAR_DUMPERS.get(kind)
     if dumper is not None:
         return dumper(v)
-    # Subclasses of the JSON types (IntEnum, OrderedDict, str subclasses...).
-    for base in (bool, str, int, float, list, tuple, dict):
-        if isinstance(v, base):
-            return _DUMPERS[base](v)
-    raise InvalidNodeError(f"value {v!r} of type {type(v).__name__} cannot be stored in frontmatter", value=v)
+    if kind not in _NESTED_DUMPERS:
+        # Subclasses of the JSON types (IntEnum, OrderedDict, str subclasses...).
+        kind = next((b for b in _BASES if isinstance(v, b)), None)
+        if kind is None:
+            raise InvalidNodeError(
+                f"value {show(v)} of type {type(v).__name__} cannot be stored in frontmatter", value=v
+            )
+        if kind in _SCALAR_DUMPERS:
+            return _SCALAR_DUMPERS[kind](v)
+    if _depth >= MAX_DEPTH:
+        raise InvalidNodeError(f"value nests deeper than {MAX_DEPTH} levels of lists and objects")
+    return _NESTED_DUMPERS[kind](v, _depth + 1)
 
 
 _KEY_CACHE: dict[str, str] = {}
@@ -162,11 +191,32 @@ def dump_frontmatter(meta: dict[str, Any]) -> str:
 _KEY_DECODER = json.JSONDecoder()
 
 
-def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
-    """Parse ``key: <JSON>`` lines; raise ``ValueError(line_no, reason)`` on the first bad line."""
+class Frontmatter(NamedTuple):
+    """A parsed frontmatter: the mapping, the line of each key, and what is wrong.
+
+    ``problems`` are keys given twice and values that cannot be constructed;
+    ``unbounded`` names the keys whose values may nest deeper than
+    :data:`~md_cg.node.MAX_DEPTH` (the node model checks those; every other
+    value is known to be within the limits already).
+    """
+
+    meta: dict[str, Any]
+    lines: dict[str, int]
+    problems: list[FileProblem]
+    unbounded: frozenset[str] = frozenset()
+
+
+def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
+    """Parse ``key: <JSON>`` lines (see :class:`Frontmatter`).
+
+    Raises ``ValueError(line, reason)`` at the first line that is not ``key: <JSON>``.
+    """
     meta: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    problems: list[FileProblem] = []
+    unbounded = set()
     # split("\n"), not splitlines(): U+2028 & co may appear raw in values.
-    for number, raw in enumerate(fm.split("\n"), start=1):
+    for number, raw in enumerate(fm.split("\n"), start=first_line):
         line = raw[:-1] if raw.endswith("\r") else raw
         if not line.strip():
             continue
@@ -184,18 +234,117 @@ def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
             if not sep or not key or key != key.strip():
                 raise ValueError(number, "expected 'key: value'")
         try:
-            meta[key] = orjson.loads(value_text)
+            value = orjson.loads(value_text)
         except orjson.JSONDecodeError:
             raise ValueError(number, f"value of {key!r} is not JSON") from None
-    return meta
+        if key in meta:
+            problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
+        if len(value_text) > MAX_DEPTH and value_text.count("[") + value_text.count("{") > MAX_DEPTH:
+            unbounded.add(key)  # orjson nests up to 1024 levels; ours is MAX_DEPTH
+        meta[key] = value
+        lines[key] = number
+    return Frontmatter(meta, lines, problems, frozenset(unbounded))
 
 
-def _yaml_plain(value: Any) -> Any:
-    """Make a PyYAML value JSON-shaped (dates become ISO strings, keys strings)."""
+def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
+    """Parse ``key: <JSON>`` lines; raise ``ValueError(line_no, reason)`` on the first bad line."""
+    return _json_lines(fm).meta
+
+
+# -- the bounded YAML loader ------------------------------------------------------
+
+
+class _BoundedComposer(Composer):
+    """Composes YAML with no anchors or aliases and at most MAX_DEPTH levels.
+
+    Aliases are what make a 382-byte "billion laughs" document expand to
+    gigabytes; refusing them (and anchors) when their event arrives costs
+    nothing. Depth is checked before a list or mapping is entered, so a
+    100,000-deep ``[[[`` stops at level MAX_DEPTH + 1 of a value (the
+    document's own mapping does not count).
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: YamlNode | None, index: Any) -> YamlNode:
+        event = self.peek_event()
+        if isinstance(event, AliasEvent):
+            raise ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed", event.start_mark)
+        if event.anchor is not None:
+            raise ComposerError(None, None, f"anchors (&{event.anchor}) are not allowed", event.start_mark)
+        if self._depth > MAX_DEPTH and isinstance(event, CollectionStartEvent):
+            raise ComposerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels of lists and objects", event.start_mark
+            )
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+class BoundedSafeLoader(_BoundedComposer, yaml.SafeLoader):
+    """PyYAML's SafeLoader without anchors and aliases, nesting bounded by MAX_DEPTH."""
+
+    def fetch_flow_collection_start(self, TokenClass: type) -> None:
+        # Each open bracket is a possible simple key the scanner keeps looking
+        # ahead for; stopping at the limit keeps a 100,000-deep '[[[' linear.
+        if self.flow_level > MAX_DEPTH:
+            raise ScannerError(
+                None, None, f"nested deeper than {MAX_DEPTH} levels of lists and objects", self.get_mark()
+            )
+        super().fetch_flow_collection_start(TokenClass)
+
+
+try:
+    from yaml._yaml import CParser
+
+    class _CBoundedLoader(_BoundedComposer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+        """:class:`BoundedSafeLoader` with libyaml's scanner and parser (about 5x faster)."""
+
+        def __init__(self, stream: str) -> None:
+            CParser.__init__(self, stream)
+            Composer.__init__(self)
+            SafeConstructor.__init__(self)
+            Resolver.__init__(self)
+
+    #: The loader hand-written frontmatter is read with.
+    YAML_LOADER: type = _CBoundedLoader
+except ImportError:  # pragma: no cover - PyYAML built without libyaml
+    YAML_LOADER = BoundedSafeLoader
+
+_NULL_TAG = "tag:yaml.org,2002:null"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MAP_TAG = "tag:yaml.org,2002:map"
+# Fields whose plain scalars are taken as written (`id: 2024` is "2024").
+_STRING_FIELDS = frozenset(["id", "layer", "modality", "verification_basis"])
+_STRING_LIST_FIELDS = frozenset(["tags", "non_applicable_conditions"])
+
+
+def _yaml_problem(exc: yaml.YAMLError, first_line: int) -> tuple[int, str]:
+    """(line, reason) of a YAML error: what is wrong, the column, and the context."""
+    mark = getattr(exc, "problem_mark", None)
+    context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc)
+    if "nesting depth" in problem:  # libyaml's own limit (1000) met before ours
+        problem = f"nested deeper than {MAX_DEPTH} levels of lists and objects"
+    mark = mark or context_mark
+    if mark is None:
+        return first_line, f"the YAML frontmatter does not parse: {problem}"
+    reason = f"the YAML frontmatter does not parse: {problem} (column {mark.column + 1})"
+    if context:
+        reason += f", {context}"
+        if context_mark is not None and (context_mark.line, context_mark.column) != (mark.line, mark.column):
+            reason += f" from line {context_mark.line + first_line}, column {context_mark.column + 1}"
+    return mark.line + first_line, reason
+
+
+def _plain(value: Any) -> Any:
+    """A constructed YAML value made JSON-shaped (dates become ISO strings, keys strings)."""
     if isinstance(value, dict):
-        return {str(k): _yaml_plain(v) for k, v in value.items()}
+        return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_yaml_plain(v) for v in value]
+        return [_plain(v) for v in value]
     if isinstance(value, (str, int, float, bool)) or value is None:
         return value
     if hasattr(value, "isoformat"):
@@ -203,12 +352,83 @@ def _yaml_plain(value: Any) -> Any:
     return str(value)
 
 
+def _construct(loader: Any, node: YamlNode, raw: bool = False) -> Any:
+    """The value of a composed YAML node; ``raw``: plain scalars as written."""
+    if isinstance(node, ScalarNode):
+        if raw:
+            return None if node.tag == _NULL_TAG else node.value
+        return _plain(loader.construct_object(node, deep=True))
+    if isinstance(node, SequenceNode) and node.tag == _SEQ_TAG:
+        return [_construct(loader, item, raw) for item in node.value]
+    if isinstance(node, MappingNode) and node.tag == _MAP_TAG:
+        out = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, ScalarNode) else str(_construct(loader, key_node))
+            out[key] = _construct(loader, value_node)
+        return out
+    return _plain(loader.construct_object(node, deep=True))
+
+
+def _yaml(fm: str, first_line: int) -> Frontmatter:
+    """Parse a YAML frontmatter; raise ``ValueError(line, reason)`` when it does not parse."""
+    loader = YAML_LOADER(fm)
+    try:
+        root = loader.get_single_node()
+    except yaml.YAMLError as exc:
+        raise ValueError(*_yaml_problem(exc, first_line)) from None
+    finally:
+        loader.dispose()
+    if root is None:
+        return Frontmatter({}, {}, [])
+    if not isinstance(root, MappingNode):
+        raise ValueError(first_line, "the frontmatter is not a mapping of keys to values")
+    meta: dict[str, Any] = {}
+    lines: dict[str, int] = {}
+    problems: list[FileProblem] = []
+    for key_node, value_node in root.value:
+        number = key_node.start_mark.line + first_line
+        if not isinstance(key_node, ScalarNode):
+            problems.append(FileProblem(number, "a key must be a plain string, not a list or object"))
+            continue
+        key = key_node.value
+        if key in meta:
+            problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
+        try:
+            value = _construct(loader, value_node, raw=key in _STRING_FIELDS or key in _STRING_LIST_FIELDS)
+        except (yaml.YAMLError, ValueError, OverflowError) as exc:
+            reason = _yaml_problem(exc, first_line)[1] if isinstance(exc, yaml.YAMLError) else str(exc)
+            problems.append(FileProblem(number, f"value of {key!r} cannot be read: {reason}"))
+            continue
+        meta[key] = value
+        lines[key] = number
+    # No aliases and a bounded composer: every value is within the limits.
+    return Frontmatter(meta, lines, problems)
+
+
+def parse_frontmatter(fm: str, first_line: int = 1) -> Frontmatter:
+    """Parse a frontmatter (see :class:`Frontmatter`).
+
+    The canonical ``key: <JSON>`` lines first; anything else is read as YAML
+    with :data:`YAML_LOADER`. Raises ``ValueError(line, reason)`` when the
+    text is neither: the reason is YAML's (what is wrong, and the column),
+    since YAML is the general form. Lines are numbered from ``first_line``
+    (2 in a file, whose line 1 is the opening fence).
+    """
+    try:
+        return _json_lines(fm, first_line)
+    except ValueError:
+        if not fm.strip():
+            return Frontmatter({}, {}, [])
+        return _yaml(fm, first_line)
+
+
 class MdcgHandler(YAMLHandler):
     """python-frontmatter handler for md-cg files.
 
     Keeps YAMLHandler's ``---`` fences but splits at the *first* closing
-    fence only, keeps the body byte for byte, and reads/writes ``key: <JSON>``
-    lines (falling back to PyYAML for hand-written YAML frontmatter).
+    fence only, keeps the body (minus the file's final newline), and
+    reads/writes ``key: <JSON>`` lines (falling back to the bounded YAML
+    loader for hand-written frontmatter).
     """
 
     FM_BOUNDARY = re.compile(r"^---\r?$", re.MULTILINE)
@@ -218,7 +438,10 @@ class MdcgHandler(YAMLHandler):
         return text.startswith(("---\n", "---\r\n")) or text in ("---", "---\r")
 
     def split(self, text: str) -> tuple[str, str]:
-        """Return ``(frontmatter, body)``; raise ``ValueError`` without a proper fence."""
+        """Return ``(frontmatter, body)``; raise ``ValueError`` without a proper fence.
+
+        The body loses one final ``\\n`` (the file's, see the module docstring).
+        """
         if text.startswith("\ufeff"):
             text = text[1:]
         if text.startswith("---\n"):
@@ -227,73 +450,131 @@ class MdcgHandler(YAMLHandler):
             start = 5
         else:
             raise ValueError("the file does not start with a '---' line")
-        # The frontmatter may be empty: the closing fence directly follows.
-        pos = start
-        while True:
-            nl = text.find("\n", pos)
-            line_end = len(text) if nl < 0 else nl
-            line = text[pos:line_end]
-            if line in ("---", "---\r"):
-                fm = text[start:pos]
-                body = "" if nl < 0 else text[nl + 1 :]
-                return fm[:-1] if fm.endswith("\n") else fm, body
-            if nl < 0:
-                raise ValueError("the frontmatter has no closing '---' line")
-            pos = nl + 1
+        # The text is at most MAX_FILE_BYTES (see loads), so this search is bounded.
+        end = self.FM_BOUNDARY.search(text, start)
+        if end is None:
+            raise ValueError("the frontmatter has no closing '---' line")
+        fm = text[start : end.start()].removesuffix("\n")
+        size = _utf8_size(fm, MAX_FRONTMATTER_BYTES)
+        if size > MAX_FRONTMATTER_BYTES:
+            raise ValueError(
+                f"the frontmatter is {size:,} bytes, over the limit of {_kib(MAX_FRONTMATTER_BYTES)}"
+            )
+        return fm, text[end.end() + 1 :].removesuffix("\n")
 
     def load(self, fm: str, **kwargs: object) -> dict[str, Any]:  # type: ignore[override]
-        try:
-            return parse_frontmatter_lines(fm)
-        except ValueError as first:
-            try:
-                data = yaml.safe_load(fm) if fm.strip() else {}
-            except yaml.YAMLError:
-                line, reason = first.args
-                raise ValueError(line, reason) from None
-            if not isinstance(data, dict):
-                raise ValueError(1, "frontmatter is not a mapping of keys to values") from None
-            return _yaml_plain(data)
+        return parse_frontmatter(fm).meta
 
     def export(self, metadata: dict[str, object], **kwargs: object) -> str:
         return dump_frontmatter(metadata)
 
     def format(self, post: frontmatter.Post, **kwargs: object) -> str:
-        fm = self.export(post.metadata)
-        return f"---\n{fm}\n---\n{post.content}" if fm else f"---\n---\n{post.content}"
+        return _file_text(self.export(post.metadata), post.content)
 
 
 HANDLER = MdcgHandler()
 
 
+def _file_text(fm: str, body: str) -> str:
+    """Fences, frontmatter and body; a non-empty body ends with the file's newline."""
+    tail = f"{body}\n" if body else ""
+    return f"---\n{fm}\n---\n{tail}" if fm else f"---\n---\n{tail}"
+
+
+def _kib(n: int) -> str:
+    return f"{n // 1024 // 1024} MiB" if n >= 1024 * 1024 else f"{n // 1024} KiB"
+
+
 def node_to_post(node: Node) -> frontmatter.Post:
     """The python-frontmatter ``Post`` for a node (metadata set directly, so keys
-    such as ``content`` or ``handler`` are safe)."""
+    such as ``content`` or ``handler`` are safe). Times are ISO 8601 strings."""
     post = frontmatter.Post(node.body)
-    post.metadata = node.to_dict()
+    post.metadata = node.to_dict(iso_times=True)
     post.handler = HANDLER
     return post
 
 
+def _utf8_size(text: str, limit: int) -> int:
+    """The UTF-8 size of ``text``, or 0 when it is certainly within ``limit``."""
+    return len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limit else 0
+
+
 def dumps(node: Node) -> str:
-    """The full text of a node file. Validation is the caller's job (see node.validate)."""
-    return HANDLER.format(node_to_post(node))
+    """The full text of a node file. Validation is the caller's job (see node.validate).
+
+    Raises :class:`InvalidNodeError` when the file would exceed
+    :data:`~md_cg.node.MAX_FILE_BYTES` or its frontmatter
+    :data:`~md_cg.node.MAX_FRONTMATTER_BYTES` (naming the largest field).
+    """
+    fm = dump_frontmatter(node.to_dict(iso_times=True))
+    fm_size = _utf8_size(fm, MAX_FRONTMATTER_BYTES)
+    if fm_size > MAX_FRONTMATTER_BYTES:
+        largest = max(fm.split("\n"), key=len).partition(":")[0].strip('"')
+        raise InvalidNodeError(
+            f"node {node.id!r}: the frontmatter would be {fm_size:,} bytes, over the limit of "
+            f"{_kib(MAX_FRONTMATTER_BYTES)} (largest field: {largest!r})",
+            field=largest,
+            node_id=node.id,
+        )
+    text = _file_text(fm, node.body)
+    size = _utf8_size(text, MAX_FILE_BYTES)
+    if size > MAX_FILE_BYTES:
+        raise InvalidNodeError(
+            f"node {node.id!r}: the file would be {size:,} bytes, over the limit of {_kib(MAX_FILE_BYTES)}",
+            field="body",
+            node_id=node.id,
+        )
+    return text
 
 
-def loads(text: str, path: str | Path = "<string>") -> Node:
-    """Parse the text of a node file; raise :class:`MalformedNodeFileError` naming ``path``."""
+# -- reading -------------------------------------------------------------------------
+
+
+def loads(
+    text: str,
+    path: str | Path = "<string>",
+    *,
+    default_id: str | None = None,
+    default_layer: str | None = None,
+) -> Node:
+    """Parse the text of a node file; raise :class:`MalformedNodeFileError` naming ``path``.
+
+    ``default_id`` and ``default_layer`` stand in for a missing (or null)
+    ``id``/``layer``; with either given, a file without frontmatter is a node
+    whose body is the whole text. Every problem of the file is reported
+    together (the error's ``problems``, each with its line when known).
+    """
+    size = _utf8_size(text, MAX_FILE_BYTES)
+    if size > MAX_FILE_BYTES:
+        reason = f"the file is {size:,} bytes, over the limit of {_kib(MAX_FILE_BYTES)}"
+        raise MalformedNodeFileError(path, reason)
     try:
         fm, body = HANDLER.split(text)
     except ValueError as exc:
-        raise MalformedNodeFileError(path, str(exc)) from None
+        if HANDLER.detect(text.removeprefix("\ufeff")) or (default_id is None and default_layer is None):
+            raise MalformedNodeFileError(path, str(exc)) from None
+        fm, body = "", text.removeprefix("\ufeff").removesuffix("\n")
     try:
-        meta = HANDLER.load(fm)
+        meta, lines, problems, unbounded = parse_frontmatter(fm, first_line=2)
     except ValueError as exc:
         line, reason = exc.args
-        raise MalformedNodeFileError(path, reason, line=line + 1) from None
-    try:
-        return Node.from_dict(meta, body)
-    except InvalidNodeError as exc:
-        raise MalformedNodeFileError(path, str(exc)) from None
+        raise MalformedNodeFileError(path, reason, line=line) from None
+    for name in _STRING_LIST_FIELDS:
+        if isinstance(meta.get(name), str):
+            meta[name] = [meta[name]]  # `tags: python` is a list of one
+    node, invalid = build_node(
+        meta,
+        body,
+        default_id=default_id,
+        default_layer=default_layer,
+        bounded=meta.keys() - unbounded,
+    )
+    for exc in invalid:
+        line = lines.get(exc.field) if exc.field else None
+        problems.append(FileProblem(line, str(exc)))
+    if problems:
+        raise MalformedNodeFileError(path, problems=problems)
+    return node
 
 
 def read_bytes_as_text(data: bytes, path: str | Path) -> str:
@@ -304,8 +585,16 @@ def read_bytes_as_text(data: bytes, path: str | Path) -> str:
         raise MalformedNodeFileError(path, f"not valid UTF-8 at byte {exc.start}") from None
 
 
-def read_node(path: str | Path) -> Node:
-    """Read and parse one node file."""
+def read_limited(fh: IO[bytes], path: str | Path) -> bytes:
+    """Read an open node file, but never more than MAX_FILE_BYTES (+1 to tell it is over)."""
+    data = fh.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise MalformedNodeFileError(path, f"the file is over the limit of {_kib(MAX_FILE_BYTES)}")
+    return data
+
+
+def read_node(path: str | Path, *, default_id: str | None = None, default_layer: str | None = None) -> Node:
+    """Read and parse one node file (see :func:`loads` for the defaults)."""
     with open(path, "rb") as fh:
-        data = fh.read()
-    return loads(read_bytes_as_text(data, path), path)
+        data = read_limited(fh, path)
+    return loads(read_bytes_as_text(data, path), path, default_id=default_id, default_layer=default_layer)

@@ -8,8 +8,15 @@ every column to a node field. In short:
   columns, every other reference column is optional (a database without it
   reads as if the column were NULL everywhere).
 * JSON columns (:data:`JSON_COLUMNS`) hold JSON text. A number stored in one
-  is taken as that number; text that is not JSON is a bad row naming the
-  column (store strings as JSON strings: ``"one_off"``, not ``one_off``).
+  is taken as that number. In the columns of free values
+  (:data:`TEXT_OR_JSON_COLUMNS`: ``temporal``, ``entity_id``, ``spatial``,
+  ``semantic_coordinates``) text that is not JSON is that text: ``one_off``
+  and ``"one_off"`` both give the string ``one_off`` (text that *is* JSON,
+  such as ``42`` or ``null``, is read as JSON). In the other JSON columns
+  (objects and lists) text that is not JSON is a bad row naming the column.
+* Parsing is bounded: a JSON cell longer than the frontmatter limit
+  (:data:`~md_cg.node.MAX_FRONTMATTER_BYTES`) or nested deeper than
+  :data:`~md_cg.node.MAX_DEPTH` levels is a bad row, never a crash.
 * NULL, JSON ``null`` and an empty JSON array/object all mean *absent*: the
   field is not set (``None``, or ``[]`` for list fields), exactly as an empty
   value is left out of a node file, so sqlite → md → node compares equal.
@@ -39,6 +46,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sqlite3
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -47,7 +55,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidNodeError, MdcgError
-from .node import FIELD_ORDER, Edge, Node, check_id, validate
+from .node import FIELD_ORDER, MAX_DEPTH, MAX_FRONTMATTER_BYTES, Edge, Node, check_id, validate
 
 #: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
 #: generator) use it as is; the reader accepts any superset or subset that keeps
@@ -114,6 +122,9 @@ JSON_COLUMNS: tuple[str, ...] = (
     "verification_history",
     "extra",
 )
+#: JSON columns of free values, where text that is not JSON is read as that
+#: text (databases often store ``temporal`` and ``entity_id`` as plain text).
+TEXT_OR_JSON_COLUMNS: tuple[str, ...] = ("spatial", "temporal", "semantic_coordinates", "entity_id")
 # Node fields that are lists (absent = []), the rest of JSON fields are None when absent.
 _LIST_FIELDS = frozenset({"tags", "non_applicable_conditions", "verification_history"})
 # Plain columns copied to the field of the same name (NULL = absent).
@@ -325,6 +336,30 @@ def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (list, dict)) and not value)
 
 
+# A JSON string literal (one way to match each character: no catastrophic backtracking).
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def nests_too_deep(text: str) -> bool:
+    """Whether the JSON ``text`` nests lists and objects deeper than MAX_DEPTH.
+
+    Brackets inside strings do not count. Linear, without recursion, so it
+    can run before a recursive parser is trusted with the text.
+    """
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return False
+    depth = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub("", text)):
+        if bracket in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return True
+        else:
+            depth -= 1
+    return False
+
+
 def _decode_json(column: str, value: Any) -> Any:
     """The value of a JSON column; raise ``ValueError`` with the reason."""
     if value is None:
@@ -335,10 +370,21 @@ def _decode_json(column: str, value: Any) -> Any:
         if isinstance(value, float) and not math.isfinite(value):
             raise ValueError(f"column {column!r} holds a non-finite number")
         return value
+    if len(value) > MAX_FRONTMATTER_BYTES:
+        raise ValueError(
+            f"column {column!r} holds {len(value):,} characters, more than a node's frontmatter "
+            f"can hold ({MAX_FRONTMATTER_BYTES // 1024} KiB)"
+        )
+    if nests_too_deep(value):
+        raise ValueError(f"column {column!r} nests deeper than {MAX_DEPTH} levels of lists and objects")
     try:
         return json.loads(value)
     except json.JSONDecodeError as exc:
+        if column in TEXT_OR_JSON_COLUMNS:
+            return value  # plain text, as databases often store `temporal` and `entity_id`
         raise ValueError(f"invalid JSON in column {column!r} ({exc.msg} at char {exc.pos})") from None
+    except ValueError as exc:  # e.g. an integer of more than 4,300 digits
+        raise ValueError(f"column {column!r} cannot be read as JSON ({exc})") from None
 
 
 def _load_edges(conn: sqlite3.Connection) -> dict[Any, list[tuple[int, dict[str, Any]]]]:

@@ -516,19 +516,108 @@ def test_cli_exit_codes_and_one_line_errors(tmp_path: Path):
         assert "Traceback" not in result.stderr
 
 
-def test_text_that_is_not_utf8_is_a_bad_row(tmp_path: Path, capsys):
-    src = tmp_path / "utf.sqlite"
+def _good_row_and(src: Path, sql: str, *params: object) -> Path:
+    """A source with the good row ``a`` (self, 'fine'), then the row ``sql`` inserts."""
     conn = sqlite3.connect(src)
     conn.executescript(SCHEMA_SQL)
     with conn:
         conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('a', 'self', 'fine')")
-        conn.execute("INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))")
+        conn.execute(sql, params)
     conn.close()
+    return src
+
+
+def test_text_that_is_not_utf8_is_a_bad_row(tmp_path: Path, capsys):
+    src = _good_row_and(
+        tmp_path / "utf.sqlite",
+        "INSERT INTO nodes (id, layer, content) VALUES ('b', 'self', CAST(X'FF61' AS TEXT))",
+    )
     assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "nodes rowid 2 (id 'b'): column 'content' is not valid UTF-8 at byte 0" in out
     assert (tmp_path / "store" / "self" / "a.md").exists()
     assert main([str(src), str(tmp_path / "strict"), "--no-progress", "--strict"]) == 1
+
+
+# -- temporal data as it is really stored, and hostile cells -----------------------------------
+
+
+def _seed_shaped_source(path: Path) -> dict[str, tuple[object, object]]:
+    """606 rows shaped like the seed's database: 369 with plain TEXT in ``temporal`` or
+    ``entity_id`` (``durable``, ``ent_1``), the rest JSON-encoded or NULL, then 3 hostile
+    rows. Returns the expected (temporal, entity_id) of each good id."""
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_SQL)
+    kinds = ["durable", "one_off", "recurring", "unknown", ""]
+    expected: dict[str, tuple[object, object]] = {}
+    with conn:
+        for i in range(606):
+            kind, entity = kinds[i % 5], f"ent_{i % 7}"
+            if i < 369:  # plain text in one or both columns
+                cells = (kind, entity if i % 2 else None) if i % 3 else (json.dumps(kind), entity)
+                want = (kind, entity if (i % 3 == 0 or i % 2) else None)
+            else:  # JSON-encoded, as the reference schema writes them, or NULL
+                cells = (json.dumps(kind), json.dumps(entity)) if i % 4 else (None, None)
+                want = (kind, entity) if i % 4 else (None, None)
+            conn.execute(
+                "INSERT INTO nodes (id, layer, content, temporal, entity_id, created_at, tags) "
+                "VALUES (?, 'contextual', ?, ?, ?, ?, ?)",
+                (f"m{i:03d}", f"memory {i}", *cells, 1788612000.0 + i / 7, '["seed"]'),
+            )
+            expected[f"m{i:03d}"] = want
+        hostile = [
+            ("deep_tags", "tags", "[" * 100_000 + "]" * 100_000),
+            ("deep_extra", "extra", '{"x": ' * 70 + "1" + "}" * 70),
+            ("huge_state", "state_attributes", '{"x": "' + "y" * 300_000 + '"}'),
+        ]
+        for node_id, column, cell in hostile:
+            conn.execute(
+                f"INSERT INTO nodes (id, layer, content, {column}) VALUES (?, 'self', 'x', ?)",
+                (node_id, cell),
+            )
+    conn.close()
+    return expected
+
+
+def test_seed_shaped_plain_text_migrates_every_row_and_hostile_cells_are_bad_rows(tmp_path: Path):
+    src, dest = tmp_path / "seed.sqlite", tmp_path / "store"
+    expected = _seed_shaped_source(src)
+    report = migrate(src, dest)
+    assert report.ok, report.render()
+    assert (report.rows, report.migrated, report.verified) == (609, 606, 606)
+    assert report.bad_rows == [
+        BadRow(607, "deep_tags", "column 'tags' nests deeper than 64 levels of lists and objects"),
+        BadRow(608, "deep_extra", "column 'extra' nests deeper than 64 levels of lists and objects"),
+        BadRow(
+            609,
+            "huge_state",
+            "column 'state_attributes' holds 300,009 characters, more than a node's frontmatter "
+            "can hold (256 KiB)",
+        ),
+    ]
+    with MdCG(dest, read_only=True) as store:
+        got = {i: (store.get(i).temporal, store.get(i).entity_id) for i in expected}
+        assert got == expected
+        assert store.get("m001").created_at == 1788612000.142857  # the instant, to the microsecond
+    text = (dest / "contextual" / "m001.md").read_text(encoding="utf-8")
+    assert 'temporal: "one_off"\n' in text and 'entity_id: "ent_1"\n' in text
+    assert 'created_at: "2026-09-05T12:40:00.142857Z"\n' in text
+    again = verify_migration(src, dest)
+    assert again.ok and again.mismatches == [] and again.verified == 606
+    second = migrate(src, dest)
+    assert second.ok and second.unchanged == 606
+
+
+def test_cli_migrate_survives_a_deeply_nested_cell(tmp_path: Path, capsys):
+    src = _good_row_and(
+        tmp_path / "deep.sqlite",
+        "INSERT INTO nodes (id, layer, content, tags) VALUES ('deep', 'self', 'x', ?)",
+        "[" * 100_000 + "]" * 100_000,
+    )
+    assert main([str(src), str(tmp_path / "store"), "--no-progress"]) == 0
+    out = capsys.readouterr().out
+    assert "nodes rowid 2 (id 'deep'): column 'tags' nests deeper than 64 levels" in out
+    assert (tmp_path / "store" / "self" / "a.md").exists()
 
 
 # -- the full sample (slow) ----------------------------------------------------------------
@@ -629,9 +718,10 @@ def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
     with MdCG(dest, read_only=True, create=False) as store:
         findings = store.health().findings
         present = len(store)
-    # Before the final resume: nothing but leftovers of the interrupted commit (temp files)
-    # and edges to nodes not migrated yet; every node up to the checkpoint is there.
-    assert {f.kind for f in findings} <= {"temp_file", "dangling_edge"}
+    # Before the final resume: nothing but leftovers of the interrupted commit (temp files;
+    # an open commit when the kill came after it was logged) and edges to nodes not
+    # migrated yet; every node up to the checkpoint is there.
+    assert {f.kind for f in findings} <= {"temp_file", "open_commit", "dangling_edge"}
     temps = sorted(f.path for f in findings if f.kind == "temp_file")
     assert present >= second["rowid"]
 
@@ -649,9 +739,13 @@ def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
     assert report["mismatches"] == [] and report["ok"] is True
     assert (report["migrated"], report["verified"]) == (3228, 3228)
     assert report["created"] + report["updated"] + report["unchanged"] == 3228 - second["rowid"]
-    # The resume ran sync() first: exactly the killed writer's temp files were removed, and
-    # the only findings left are the source's own 9 dangling edges.
-    assert sorted(p for p in report["temp_removed"] if not p.startswith(".mdcg/migrate")) == temps
+    # The resume ran sync() first: a batch the killed writer had logged was finished (its
+    # temp files renamed into place), the other temp files removed; none is left, and the
+    # only findings left are the source's own 9 dangling edges.
+    removed = sorted(p for p in report["temp_removed"] if not p.startswith(".mdcg/migrate"))
+    assert report["recovered"] in (0, 1)
+    assert set(removed) <= set(temps) and (report["recovered"] or removed == temps)
+    assert not [p for p in dest.rglob(".*.tmp")]
     assert report["dest_findings"] == {"dangling_edge": 9}
     with MdCG(dest, read_only=True, create=False) as store:
         assert store.ids() == sorted(n.id for n in _source_nodes(src))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC
+
 import frontmatter
 import pytest
 import yaml
@@ -10,7 +12,7 @@ from hypothesis import strategies as st
 
 from md_cg import nodefile
 from md_cg.errors import InvalidNodeError, MalformedNodeFileError
-from md_cg.node import EDGE_TYPES, FIELD_ORDER, VERIFICATION_BASES, Edge, Node
+from md_cg.node import EDGE_TYPES, FIELD_ORDER, VERIFICATION_BASES, Edge, Node, validate
 
 # -- strategies ---------------------------------------------------------------
 
@@ -34,6 +36,13 @@ JSON = st.recursive(
     max_leaves=12,
 )
 UNIT = st.floats(min_value=0.0, max_value=1.0)
+# Instants: any finite float (out-of-range ones are written as numbers), ISO strings.
+INSTANTS = st.one_of(
+    st.none(),
+    FLOATS,
+    st.floats(min_value=-62135596800.0, max_value=253402300799.0),
+    st.datetimes(timezones=st.just(UTC)).map(lambda t: t.isoformat()),
+)
 KEYS = st.one_of(
     st.sampled_from(["on", "off", "yes", "no", "null", "true", "content", "handler", "body", "Y"]),
     st.text(st.characters(exclude_categories=("Cs",)), min_size=1, max_size=30).filter(
@@ -58,7 +67,9 @@ def nodes(draw: st.DrawFn) -> Node:
         tags=draw(st.lists(STRINGS, max_size=4)),
         spatial=draw(JSON),
         temporal=draw(JSON),
-        created_at=draw(st.one_of(st.none(), FLOATS)),
+        created_at=draw(INSTANTS),
+        updated_at=draw(INSTANTS),
+        last_access=draw(INSTANTS),
         state_attributes=draw(st.one_of(st.none(), st.dictionaries(STRINGS, JSON, max_size=3))),
         entity_id=draw(JSON),
         verification_basis=draw(st.one_of(st.none(), st.sampled_from(VERIFICATION_BASES))),
@@ -80,31 +91,30 @@ def nodes(draw: st.DrawFn) -> Node:
     )
 
 
-def normalised(node: Node) -> Node:
-    """Absent and explicit-null/empty mean the same thing."""
-    return nodefile.loads(nodefile.dumps(node))
-
-
 # -- property tests ---------------------------------------------------------------
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes())
 def test_round_trip_is_lossless(node: Node) -> None:
+    validate(node)  # quantises times to microseconds: parse(write(node)) == node from here
     text = nodefile.dumps(node)
     back = nodefile.loads(text)
-    expected = node.to_dict()
-    assert back.to_dict() == expected
+    assert back == node
+    assert back.to_dict() == node.to_dict()
     assert back.body == node.body  # byte for byte, whitespace and '---' lines included
     assert nodefile.dumps(back) == text
+    assert text.endswith("\n")
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes())
 def test_yaml_reader_sees_the_same_values(node: Node) -> None:
-    fm, body = nodefile.HANDLER.split(nodefile.dumps(node))
-    assert yaml.safe_load(fm) == node.to_dict()
-    assert body == node.body
+    validate(node)
+    text = nodefile.dumps(node)
+    fm = text[4 : text.index("\n---\n", 3)]
+    assert yaml.safe_load(fm) == node.to_dict(iso_times=True)
+    assert text[len(fm) + 9 :] == (node.body + "\n" if node.body else "")
 
 
 @given(FLOATS)
@@ -140,7 +150,7 @@ def test_exact_file_text() -> None:
         '"on": true\n'
         'content: "c"\n'
         "---\n"
-        "# 功能名：x\n---\nbody\n"
+        "# 功能名：x\n---\nbody\n\n"
     )
 
 
@@ -174,6 +184,35 @@ def test_python_frontmatter_reads_our_files_with_the_handler(tmp_path) -> None:
     assert post.content == "text\n---\nmore"
 
 
+def test_times_are_iso_8601_utc_in_files_and_epoch_floats_in_memory() -> None:
+    node = validate(Node(id="t", layer="self", created_at=1796083200.5, updated_at=1796083200.1234567))
+    assert node.updated_at == 1796083200.123457  # quantised to microseconds
+    text = nodefile.dumps(node)
+    assert text == (
+        '---\nid: "t"\nlayer: "self"\n'
+        'created_at: "2026-12-01T00:00:00.500000Z"\n'
+        'updated_at: "2026-12-01T00:00:00.123457Z"\n---\n'
+    )
+    assert nodefile.loads(text) == node
+    # Epoch numbers (files written before) are the same instants.
+    old = '---\nid: "t"\nlayer: "self"\ncreated_at: 1796083200.5\nupdated_at: 1796083200.123457\n---\n'
+    assert nodefile.loads(old) == node
+    # Outside the years 0001-9999 an instant stays a number.
+    far = validate(Node(id="t", layer="self", created_at=1.5e300))
+    assert "created_at: 1.5e+300\n" in nodefile.dumps(far)
+    assert nodefile.loads(nodefile.dumps(far)) == far
+
+
+def test_every_file_ends_with_a_newline_and_the_body_comes_back_exactly() -> None:
+    cases = {"": "---\n", "x": "---\nx\n", "x\n": "---\nx\n\n", "\n": "---\n\n\n", "a\r": "---\na\r\n"}
+    for body, tail in cases.items():
+        text = nodefile.dumps(Node(id="a", layer="self", body=body))
+        assert text == '---\nid: "a"\nlayer: "self"\n' + tail
+        assert nodefile.loads(text).body == body
+    # A file written by hand without a final newline reads the same as with one.
+    assert nodefile.loads('---\nid: "a"\nlayer: "self"\n---\nx').body == "x"
+
+
 def test_hand_written_yaml_frontmatter_is_read() -> None:
     text = (
         "---\n"
@@ -189,7 +228,7 @@ def test_hand_written_yaml_frontmatter_is_read() -> None:
     assert node.id == "hand_1"
     assert node.tags == ["domain:physics", "optics"]
     assert node.extra == {"my_note": "keep me"}
-    assert node.body == "Body\n"
+    assert node.body == "Body"
     again = nodefile.loads(nodefile.dumps(node))
     assert again == node
 
@@ -205,7 +244,8 @@ def test_crlf_fences_are_accepted_and_body_kept() -> None:
     text = '---\r\nid: "a"\r\nlayer: "self"\r\n---\r\nline\r\n'
     node = nodefile.loads(text)
     assert node.id == "a"
-    assert node.body == "line\r\n"
+    assert node.body == "line\r"  # the final newline is the file's
+    assert nodefile.dumps(node).endswith("---\nline\r\n")
 
 
 @pytest.mark.parametrize(
@@ -213,21 +253,25 @@ def test_crlf_fences_are_accepted_and_body_kept() -> None:
     [
         ("no frontmatter here\n", "x.md: the file does not start with a '---' line"),
         ('---\nid: "a"\nlayer: "self"\n', "x.md: the frontmatter has no closing '---' line"),
-        ('---\nid: "a"\nlayer: "self"\nbad: [1,\n---\n', "x.md:4: value of 'bad' is not JSON"),
+        (
+            '---\nid: "a"\nlayer: "self"\nbad: [1, 2\nnext: 3\n---\n',
+            "x.md:5: the YAML frontmatter does not parse: did not find expected ',' or ']' (column 5), "
+            "while parsing a flow sequence from line 4, column 6",
+        ),
         ('---\nlayer: "self"\n---\n', "x.md: frontmatter has no 'id'"),
         (
             '---\nid: "a"\nlayer: "attic"\n---\n',
-            "x.md: node 'a': unknown layer 'attic'; expected one of: anchor, structural, "
+            "x.md:3: node 'a': unknown layer 'attic'; expected one of: anchor, structural, "
             "knowledge, contextual, self, rejected, unresolved",
         ),
         (
             '---\nid: "a"\nlayer: "self"\nverification_basis: "vibes"\n---\n',
-            "x.md: node 'a': field 'verification_basis' must be one of compiler, test, "
+            "x.md:4: node 'a': field 'verification_basis' must be one of compiler, test, "
             "measurement, formal_proof, data, other (or absent) (got 'vibes')",
         ),
         (
             '---\nid: "../etc"\nlayer: "self"\n---\n',
-            "x.md: unsafe node id '../etc': it contains '..'; ids must be safe file-name stems",
+            "x.md:2: unsafe node id '../etc': it contains '..'; ids must be safe file-name stems",
         ),
     ],
 )

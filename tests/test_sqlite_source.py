@@ -18,6 +18,7 @@ from md_cg.sample import bundled_sample_path
 from md_cg.sqlite_source import (
     EDGE_COLUMNS,
     NODE_COLUMNS,
+    SCHEMA_SQL,
     count_rows,
     dangling_edges,
     inspect_source,
@@ -74,7 +75,7 @@ def bad_db(tmp_path: Path) -> Path:
         ("kp_null", "knowledge", None, None, None, None, None, None),
         (None, "knowledge", "x", None, None, None, None, None),
         ("kp_two", "self", "", None, "[]", "{}", None, "1788612000.5"),
-        ("kp_cs", "knowledge", "y", None, None, '{"observation_position": 5', None, "oops"),
+        ("kp_cs", "knowledge", "y", None, '["a"', '{"observation_position": 5', None, "oops"),
     ]
     edges = [
         ("kp_good", "kp_two", "part_of", 0.7, 0),
@@ -100,12 +101,14 @@ def test_every_bad_row_kind_is_reported_by_rowid_while_good_rows_come_through(ba
         ("nodes", 6): ["nodes rowid 6", "verification_basis", "'proof'"],
         ("nodes", 7): ["nodes rowid 7 (id 'kp_null')", "column 'content' is NULL"],
         ("nodes", 8): ["nodes rowid 8 (id None)", "column 'id' is NULL"],
-        ("nodes", 10): ["'condition_space'", "'temporal'"],
+        ("nodes", 10): ["invalid JSON in column 'tags'", "invalid JSON in column 'condition_space'"],
         ("edges", 3): ["edges rowid 3", "source 'ghost'", "is not a node"],
     }
     for key, parts in expected.items():
         for part in parts:
             assert part in errors[key], (key, part, errors[key])
+    # Plain text in a free-value column (temporal "oops") is text, not a problem.
+    assert "temporal" not in errors[("nodes", 10)]
 
 
 def test_good_rows_carry_fields_edges_and_absent_nulls(bad_db: Path):
@@ -299,3 +302,127 @@ def test_text_that_is_not_utf8_is_a_bad_row_not_a_failed_read(tmp_path) -> None:
         (3, "good2"),
     ]
     assert results[1].error == "nodes rowid 2 (id 'broken'): column 'content' is not valid UTF-8 at byte 1"
+
+
+# -- plain-text values, as seed-shaped databases store them ----------------------------
+
+
+def _seed_shaped_db(path: Path) -> tuple[Path, dict[str, tuple[object, object]]]:
+    """The reference schema, ``temporal`` and ``entity_id`` as plain TEXT and as JSON, mixed.
+
+    Returns the database and, by id, the expected (temporal, entity_id).
+    """
+    temporal_cells = [
+        ("durable", "durable"),
+        ("one_off", "one_off"),
+        ("recurring", "recurring"),
+        ("unknown", "unknown"),
+        ("", ""),
+        ('"durable"', "durable"),
+        ('"one_off"', "one_off"),
+        (None, None),
+        ("1788612000.5", 1788612000.5),
+    ]
+    entity_cells = [("ent_1", "ent_1"), ('"ent_2"', "ent_2"), (None, None), ("ent 3: x", "ent 3: x")]
+    conn = sqlite3.connect(path)
+    conn.executescript(SCHEMA_SQL)
+    expected = {}
+    with conn:
+        for i in range(len(temporal_cells) * len(entity_cells)):
+            (t_cell, t_value), (e_cell, e_value) = temporal_cells[i % 9], entity_cells[i // 9]
+            node_id = f"n{i:02d}"
+            conn.execute(
+                "INSERT INTO nodes (id, layer, content, temporal, entity_id) VALUES (?, 'self', ?, ?, ?)",
+                (node_id, f"memory {i}", t_cell, e_cell),
+            )
+            expected[node_id] = (t_value, e_value)
+    conn.close()
+    return path, expected
+
+
+def test_plain_text_temporal_and_entity_id_are_read_as_text_and_json_still_works(tmp_path: Path):
+    db, expected = _seed_shaped_db(tmp_path / "seed.sqlite")
+    with open_readonly(db) as conn:
+        results = list(iter_rows(conn))
+    assert [r.error for r in results if not r.ok] == []
+    got = {r.node.id: (r.node.temporal, r.node.entity_id) for r in results}
+    assert got == expected
+    # Round trip: node -> row (JSON text) -> node, and node -> file -> node, exactly.
+    nodes = [r.node for r in results]
+    again = tmp_path / "again.sqlite"
+    conn = sqlite3.connect(again)
+    write_nodes(conn, nodes)
+    conn.close()
+    with open_readonly(again) as conn:
+        assert [r.node for r in iter_rows(conn)] == nodes
+    for node in nodes:
+        assert loads(dumps(node)) == node
+    by_id = {n.id: n for n in nodes}
+    assert 'temporal: "one_off"\nentity_id: "ent_1"\n' in dumps(by_id["n01"])
+    assert 'temporal: ""\nentity_id: "ent_1"\n' in dumps(by_id["n04"])
+
+
+def test_structured_columns_still_need_json(tmp_path: Path):
+    with pytest.raises(InvalidNodeError, match=r"invalid JSON in column 'tags'"):
+        row_to_node({"id": "a", "layer": "self", "content": "", "tags": "python"})
+    with pytest.raises(InvalidNodeError, match=r"invalid JSON in column 'condition_space'"):
+        row_to_node({"id": "a", "layer": "self", "content": "", "condition_space": "math"})
+
+
+def test_hostile_cells_are_bad_rows_never_crashes(tmp_path: Path):
+    deep = "[" * 100_000 + "]" * 100_000
+    db = tmp_path / "hostile.sqlite"
+    conn = sqlite3.connect(db)
+    conn.executescript(SCHEMA_SQL)
+    rows = [
+        ("ok1", None, None, None),
+        ("deep_tags", deep, None, None),
+        ("deep_temporal", None, deep, None),
+        ("huge", None, None, '"' + "x" * 300_000 + '"'),
+        ("digits", None, "1" * 5000, None),
+        ("deep_string_ok", '["' + "[" * 1000 + '"]', None, None),
+        ("ok2", None, None, None),
+    ]
+    with conn:
+        for node_id, tags, temporal, spatial in rows:
+            conn.execute(
+                "INSERT INTO nodes (id, layer, content, tags, temporal, spatial) "
+                "VALUES (?, 'self', 'b', ?, ?, ?)",
+                (node_id, tags, temporal, spatial),
+            )
+    conn.close()
+    with open_readonly(db) as conn:
+        results = {r.node_id: r for r in iter_rows(conn)}
+    assert {i for i, r in results.items() if r.ok} == {"ok1", "deep_string_ok", "ok2"}
+    assert results["deep_string_ok"].node.tags == ["[" * 1000]
+    assert results["deep_tags"].error == (
+        "nodes rowid 2 (id 'deep_tags'): column 'tags' nests deeper than 64 levels of lists and objects"
+    )
+    assert results["deep_temporal"].error == (
+        "nodes rowid 3 (id 'deep_temporal'): column 'temporal' nests deeper than 64 levels "
+        "of lists and objects"
+    )
+    assert results["huge"].error == (
+        "nodes rowid 4 (id 'huge'): column 'spatial' holds 300,002 characters, "
+        "more than a node's frontmatter can hold (256 KiB)"
+    )
+    assert results["digits"].error.startswith(
+        "nodes rowid 5 (id 'digits'): column 'temporal' cannot be read as JSON (Exceeds the limit"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "too_deep"),
+    [
+        ("[" * 64 + "]" * 64, False),
+        ("[" * 65 + "]" * 65, True),
+        ('{"a": ' * 65 + "1" + "}" * 65, True),
+        ('["' + "[" * 200 + '"]', False),
+        ('["\\\\", ' + "[" * 70 + "]" * 70 + "]", True),  # an escaped backslash ends no string
+        ('["\\"' + "[" * 100 + '"]', False),  # an escaped quote does not end the string
+    ],
+)
+def test_nesting_is_measured_outside_strings(text: str, too_deep: bool):
+    from md_cg.sqlite_source import nests_too_deep
+
+    assert nests_too_deep(text) is too_deep

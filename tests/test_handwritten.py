@@ -1,0 +1,267 @@
+"""Hand-written notes (e.g. from Obsidian) and readable files: defaults, YAML as people
+write it, every problem at once, slug ids, id uniqueness keys, ISO 8601 instants."""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, date, datetime
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from md_cg import nodefile
+from md_cg.errors import FileProblem, MalformedNodeFileError
+from md_cg.node import (
+    SLUG_CHARS,
+    Node,
+    check_id,
+    format_instant,
+    id_key,
+    parse_instant,
+    quantise_instant,
+    slug_id,
+    validate,
+)
+
+OBSIDIAN = """---
+title: Binary search
+tags:
+  - algorithms
+  - search
+aliases: [bsearch, 二分查找]
+created: 2026-11-30
+created_at: 2026-11-30 10:15
+importance: 0.7
+status: draft
+---
+# Binary search
+
+Halve the interval each step.
+"""
+
+
+def test_a_note_without_frontmatter_takes_the_defaults() -> None:
+    node = nodefile.loads(
+        "Just a thought.\nSecond line.\n",
+        "knowledge/thought.md",
+        default_id="thought",
+        default_layer="knowledge",
+    )
+    assert node == Node(id="thought", layer="knowledge", body="Just a thought.\nSecond line.")
+    # Without defaults the file is still malformed, as before.
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads("Just a thought.\n", "knowledge/thought.md")
+    assert str(err.value) == "knowledge/thought.md: the file does not start with a '---' line"
+    # The positional form keeps working.
+    assert nodefile.loads('---\nid: "a"\nlayer: "self"\n---\n', "self/a.md").id == "a"
+
+
+def test_obsidian_frontmatter_is_read_with_the_defaults() -> None:
+    node = nodefile.loads(
+        OBSIDIAN, "knowledge/binary-search.md", default_id="binary-search", default_layer="knowledge"
+    )
+    assert node.id == "binary-search"
+    assert node.layer == "knowledge"
+    assert node.tags == ["algorithms", "search"]
+    assert node.importance == 0.7
+    assert node.created_at == datetime(2026, 11, 30, 10, 15, tzinfo=UTC).timestamp()
+    assert node.extra == {
+        "title": "Binary search",
+        "aliases": ["bsearch", "二分查找"],
+        "created": "2026-11-30",
+        "status": "draft",
+    }
+    assert node.body == "# Binary search\n\nHalve the interval each step."
+    # If the engine is asked to write it, the result reads back as the same node.
+    assert nodefile.loads(nodefile.dumps(node)) == node
+
+
+def test_frontmatter_id_and_layer_win_over_the_defaults() -> None:
+    text = "---\nid: other\nlayer: self\n---\nx\n"
+    node = nodefile.loads(text, "knowledge/x.md", default_id="x", default_layer="knowledge")
+    assert (node.id, node.layer) == ("other", "self")
+    # null is absent, so the default applies.
+    node = nodefile.loads(
+        "---\nid:\nlayer: ~\n---\nx\n", "knowledge/x.md", default_id="x", default_layer="knowledge"
+    )
+    assert (node.id, node.layer) == ("x", "knowledge")
+
+
+@pytest.mark.parametrize(
+    ("yaml_text", "tags"),
+    [
+        ("tags: [a, b]", ["a", "b"]),
+        ("tags:\n  - a\n  - b", ["a", "b"]),
+        ("tags: python", ["python"]),
+        ('tags: "python"', ["python"]),
+        ("tags: [yes, 2024, 1.50, null-ish]", ["yes", "2024", "1.50", "null-ish"]),
+        ("tags:", []),
+    ],
+)
+def test_tags_as_people_write_them(yaml_text: str, tags: list[str]) -> None:
+    node = nodefile.loads(f"---\n{yaml_text}\n---\n", "n.md", default_id="n", default_layer="self")
+    assert node.tags == tags
+
+
+def test_string_fields_keep_their_text_and_dates_become_instants() -> None:
+    text = (
+        "---\nid: 2024\nlayer: self\nmodality: 12\nupdated_at: 2026-11-30\n"
+        "last_access: 2026-11-30T10:00:00+02:00\n---\n"
+    )
+    node = nodefile.loads(text, "n.md")
+    assert (node.id, node.modality) == ("2024", "12")
+    assert node.updated_at == datetime(2026, 11, 30, tzinfo=UTC).timestamp()
+    assert node.last_access == datetime(2026, 11, 30, 8, tzinfo=UTC).timestamp()
+    # JSON lines stay typed: a JSON string is a single tag, a number is not an id.
+    assert nodefile.loads('---\nid: "a"\nlayer: "self"\ntags: "x"\n---\n').tags == ["x"]
+    with pytest.raises(MalformedNodeFileError, match="node id must be a string, got int 5"):
+        nodefile.loads('---\nid: 5\nlayer: "self"\n---\n')
+
+
+def test_every_problem_of_a_file_is_reported_together() -> None:
+    text = (
+        "---\n"
+        "id: kp_1\n"  # 2
+        "importance: 5\n"  # 3
+        "tags: [a, [b]]\n"  # 4
+        "verification_basis: vibes\n"  # 5
+        "created_at: yesterday\n"  # 6
+        "importance: 0.5\n"  # 7
+        "---\nbody\n"
+    )
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(text, "knowledge/kp_1.md")
+    exc = err.value
+    assert exc.problems == [
+        FileProblem(7, "key 'importance' appears again (first on line 3)"),
+        FileProblem(None, "frontmatter has no 'layer'"),
+        FileProblem(
+            6,
+            "node 'kp_1': field 'created_at' is not an ISO 8601 date or time (e.g. 2026-11-30T23:59:20Z) "
+            "(an instant: seconds since the epoch or ISO 8601) (got 'yesterday')",
+        ),
+        FileProblem(4, "node 'kp_1': field 'tags' must be a list of strings (got ['a', ['b']])"),
+        FileProblem(
+            5,
+            "node 'kp_1': field 'verification_basis' must be one of compiler, test, measurement, "
+            "formal_proof, data, other (or absent) (got 'vibes')",
+        ),
+    ]
+    assert exc.line == 7
+    assert str(exc) == "knowledge/kp_1.md: 5 problems: " + "; ".join(
+        f"line {p.line}: {p.message}" if p.line else p.message for p in exc.problems
+    )
+    # With the layer given by the folder, that problem goes away and the others stay.
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(text, "knowledge/kp_1.md", default_layer="knowledge")
+    assert len(err.value.problems) == 4
+
+
+def test_reading_never_changes_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "note.md"
+    path.write_bytes(OBSIDIAN.encode("utf-8"))
+    before = (path.read_bytes(), path.stat().st_mtime_ns)
+    nodefile.read_node(path, default_id="note", default_layer="knowledge")
+    assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+# -- slug ids and uniqueness keys -----------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "slug"),
+    [
+        ("Binary search", "binary-search"),
+        ("  # Binary Search: O(log n)!\nsecond line", "binary-search-o-log-n"),
+        ("\n\n二分查找 算法\n", "二分查找-算法"),
+        ("Ｆｕｌｌ　ｗｉｄｔｈ", "full-width"),
+        ("Straße café", "strasse-café"),
+        ("", "note"),
+        ("!!! ... ///", "note"),
+        ("../../etc/passwd", "etc-passwd"),
+        ("a" * 30 + " " + "b" * 30, "a" * 30),
+        ("x" * 100, "x" * SLUG_CHARS),
+    ],
+)
+def test_slug_id(text: str, slug: str) -> None:
+    made = slug_id(text)
+    assert re.fullmatch(re.escape(slug) + "-[0-9a-f]{6}", made), made
+    assert check_id(made) == made
+
+
+def test_slug_ids_differ_by_their_suffix() -> None:
+    assert len({slug_id("same title") for _ in range(50)}) == 50
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=300))
+def test_any_text_gives_a_safe_id(text: str) -> None:
+    made = slug_id(text)
+    assert check_id(made) == made
+    assert len(made) <= SLUG_CHARS + 7
+    assert re.fullmatch(r"[^\s]+-[0-9a-f]{6}", made)
+    assert made == made.casefold()
+
+
+def test_id_key_folds_case_and_normalisation() -> None:
+    assert id_key("Foo") == id_key("foo") == id_key("FOO")
+    assert id_key("caf\u00e9") == id_key("cafe\u0301")
+    assert id_key("Straße") == id_key("STRASSE")
+    assert id_key("a") != id_key("b")
+
+
+# -- instants ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"),
+    [
+        (1796083200.5, 1796083200.5),
+        (1796083200, 1796083200.0),
+        ("2026-12-01T00:00:00.500000Z", 1796083200.5),
+        ("2026-12-01T01:00:00.5+01:00", 1796083200.5),
+        ("2026-12-01", 1796083200.0),
+        ("2026-12-01 00:00", 1796083200.0),
+        (date(2026, 12, 1), 1796083200.0),
+        (datetime(2026, 12, 1), 1796083200.0),
+        ("1969-12-31T23:59:59Z", -1.0),
+        (0.1234564, 0.123456),
+        (0.1234565, 0.123456),  # below the half: the float is 0.12345649999...
+    ],
+)
+def test_parse_instant(value: object, seconds: float) -> None:
+    assert parse_instant(value) == seconds
+
+
+@pytest.mark.parametrize("value", ["yesterday", "", True, None, float("nan"), [1], "2026-13-01"])
+def test_parse_instant_refuses(value: object) -> None:
+    with pytest.raises(ValueError):
+        parse_instant(value)
+
+
+def test_format_instant() -> None:
+    assert format_instant(1796083200.5) == "2026-12-01T00:00:00.500000Z"
+    assert format_instant(0.0) == "1970-01-01T00:00:00.000000Z"
+    assert format_instant(-62135596800.0) == "0001-01-01T00:00:00.000000Z"
+    assert format_instant(253402300799.0) == "9999-12-31T23:59:59.000000Z"
+    assert format_instant(253402300800.0) == 253402300800.0  # year 10000
+    assert format_instant(1e12 * 1000) == 1e15  # milliseconds by mistake: kept as the number
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_quantised_instants_survive_iso_and_back(value: float) -> None:
+    q = quantise_instant(value)
+    assert quantise_instant(q) == q
+    written = format_instant(q)
+    assert parse_instant(written) == q
+    if isinstance(written, str):
+        assert abs(q - value) <= 5e-7 * (1 + 1e-9)
+
+
+def test_validate_quantises_every_time_field() -> None:
+    node = validate(Node(id="a", layer="self", created_at=1.00000049, updated_at="2026-12-01", last_access=2))
+    assert (node.created_at, node.updated_at, node.last_access) == (1.0, 1796083200.0, 2.0)
+    assert type(node.last_access) is float

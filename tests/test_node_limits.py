@@ -1,0 +1,251 @@
+"""Bounded parsing: alias bombs, deep nesting, huge files and cells never take a reader down.
+
+Every case here used to hang, eat gigabytes or raise RecursionError (issue 9,
+item 4). Each must now fail fast with a clear error naming the file and line,
+the node and field, or the sqlite row and column.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from md_cg import nodefile
+from md_cg.errors import FileProblem, InvalidNodeError, MalformedNodeFileError
+from md_cg.node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, validate
+
+HEAD = '---\nid: "a"\nlayer: "self"\n'
+LOADERS = pytest.mark.parametrize(
+    "loader", [nodefile.YAML_LOADER, nodefile.BoundedSafeLoader], ids=lambda c: c.__name__
+)
+
+
+@pytest.fixture
+def use_loader(monkeypatch: pytest.MonkeyPatch):
+    def use(loader: type) -> None:
+        monkeypatch.setattr(nodefile, "YAML_LOADER", loader)
+
+    return use
+
+
+def _bomb() -> str:
+    """The 'billion laughs': 9 levels of 9 aliases, 9**9 strings once expanded."""
+    lines = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for prev, name in zip("abcdefgh", "bcdefghi", strict=True):
+        lines.append(f"{name}: &{name} [" + ", ".join([f"*{prev}"] * 9) + "]")
+    return HEAD + "\n".join(lines) + "\n---\nbody\n"
+
+
+def _nested(levels: int) -> list:
+    """[[...[1]...]] with ``levels`` lists, built without recursion."""
+    value: list = [1]
+    for _ in range(levels - 1):
+        value = [value]
+    return value
+
+
+# -- files ------------------------------------------------------------------------------
+
+
+@LOADERS
+def test_alias_bomb_is_refused_fast_with_the_line(loader: type, use_loader, tmp_path: Path) -> None:
+    use_loader(loader)
+    text = _bomb()
+    assert len(text.encode()) < 700
+    path = tmp_path / "bomb.md"
+    path.write_text(text, encoding="utf-8")
+    started = time.perf_counter()
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.read_node(path)
+    assert time.perf_counter() - started < 2.0
+    assert str(err.value) == (
+        f"{path}:4: the YAML frontmatter does not parse: anchors (&a) are not allowed (column 4)"
+    )
+    assert err.value.line == 4
+
+
+@LOADERS
+def test_an_alias_without_anchor_is_refused_too(loader: type, use_loader) -> None:
+    use_loader(loader)
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(HEAD + "x: [*nothing]\n---\n", "x.md")
+    assert str(err.value) == (
+        "x.md:4: the YAML frontmatter does not parse: aliases (*nothing) are not allowed (column 5)"
+    )
+
+
+@LOADERS
+@pytest.mark.parametrize(
+    ("lines", "line"),
+    [
+        ("tags: " + "[" * 100_000 + "]" * 100_000, 4),  # flow lists (orjson refuses them: > 1024)
+        ("tags:\n  " + "- " * 100_000 + "x", 5),  # block lists, nested on one line
+        ("tags: " + "{a: " * 50_000 + "1" + "}" * 50_000, 4),  # flow mappings (50k: within 256 KiB)
+    ],
+    ids=["flow-lists", "block-lists", "flow-maps"],
+)
+def test_100k_deep_nesting_in_a_file_is_malformed_not_recursion(
+    loader: type, use_loader, lines: str, line: int
+) -> None:
+    use_loader(loader)
+    started = time.perf_counter()
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(f"{HEAD}{lines}\n---\n", "deep.md")
+    assert time.perf_counter() - started < 2.0
+    assert err.value.line == line
+    assert str(err.value).startswith(f"deep.md:{line}: the YAML frontmatter does not parse: ")
+    assert f"nested deeper than {MAX_DEPTH} levels of lists and objects" in str(err.value)
+
+
+@LOADERS
+def test_depth_limit_is_exact_in_yaml(loader: type, use_loader) -> None:
+    use_loader(loader)
+    ok = nodefile.loads(f"{HEAD}x: {'[' * MAX_DEPTH}1{']' * MAX_DEPTH}\nhand: written\n---\n", "x.md")
+    assert ok.extra["x"] == _nested(MAX_DEPTH)
+    with pytest.raises(MalformedNodeFileError, match=r"x\.md:4: .*nested deeper than 64 levels"):
+        nodefile.loads(f"{HEAD}x: {'[' * 65}1{']' * 65}\nhand: written\n---\n", "x.md")
+
+
+def test_depth_limit_is_exact_in_json_lines() -> None:
+    ok = nodefile.loads(f"{HEAD}x: {'[' * MAX_DEPTH}1{']' * MAX_DEPTH}\n---\n", "x.md")
+    assert ok.extra["x"] == _nested(MAX_DEPTH)
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(f"{HEAD}x: {'[' * 65}1{']' * 65}\n---\n", "x.md")
+    assert str(err.value) == (
+        "x.md:4: node 'a': field 'x' nests deeper than 64 levels of lists and objects (got [[[[...]]]])"
+    )
+
+
+def test_huge_file_is_refused_without_reading_it_all(tmp_path: Path) -> None:
+    path = tmp_path / "huge.md"
+    body = "x" * (MAX_FILE_BYTES + 10)
+    path.write_text(HEAD + "---\n" + body, encoding="utf-8")
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.read_node(path)
+    assert str(err.value) == f"{path}: the file is over the limit of 4 MiB"
+    text = HEAD + "---\n" + body
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(text, "huge.md")
+    assert str(err.value) == f"huge.md: the file is {len(text):,} bytes, over the limit of 4 MiB"
+
+
+def test_huge_frontmatter_is_refused() -> None:
+    fm = 'id: "a"\nlayer: "self"\nnote: "' + "y" * MAX_FRONTMATTER_BYTES + '"'
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(f"---\n{fm}\n---\nbody\n", "fm.md")
+    assert str(err.value) == f"fm.md: the frontmatter is {len(fm):,} bytes, over the limit of 256 KiB"
+    # Without a closing fence the search stops at the end of the (bounded) file.
+    with pytest.raises(MalformedNodeFileError, match="the frontmatter has no closing '---' line"):
+        nodefile.loads(HEAD + "x: 1\n" * 1000, "open.md")
+
+
+def test_an_integer_too_long_for_python_is_a_problem_not_a_crash() -> None:
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(f"{HEAD}big: {'7' * 5000}\nhand: written\n---\n", "x.md")
+    assert err.value.problems[0].line == 4
+    assert err.value.problems[0].message.startswith("value of 'big' cannot be read: Exceeds the limit")
+
+
+def test_invalid_yaml_says_it_does_not_parse_what_and_where() -> None:
+    text = "---\nid: kp_1\nlayer: knowledge\ntitle: a: b\n---\n"
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(text, "notes/x.md")
+    assert str(err.value) == (
+        "notes/x.md:4: the YAML frontmatter does not parse: "
+        "mapping values are not allowed in this context (column 9)"
+    )
+    assert err.value.problems == [
+        FileProblem(
+            4,
+            "the YAML frontmatter does not parse: mapping values are not allowed in this context (column 9)",
+        )
+    ]
+
+
+# -- the API ---------------------------------------------------------------------------
+
+
+def test_100k_deep_extra_through_the_api_names_the_field() -> None:
+    node = Node(id="a", layer="self", extra={"x": _nested(100_000)})
+    with pytest.raises(InvalidNodeError) as err:
+        validate(node)
+    assert err.value.field == "x"
+    assert str(err.value) == (
+        "node 'a': field 'x' nests deeper than 64 levels of lists and objects (got [[[[...]]]])"
+    )
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("tags", _nested(100_000), "must be a list of strings"),
+        ("condition_space", {"k": _nested(100_000)}, "nests deeper than 64 levels"),
+        ("temporal", _nested(65), "nests deeper than 64 levels"),
+        ("verification_history", [{"k": _nested(100_000)}], "nests deeper than 64 levels"),
+    ],
+)
+def test_deep_values_in_known_fields_name_the_field(field: str, value: object, message: str) -> None:
+    with pytest.raises(InvalidNodeError) as err:
+        validate(Node(id="a", layer="self", **{field: value}))
+    assert err.value.field == field
+    assert f"node 'a': field {field!r} {message}" in str(err.value)
+
+
+def test_cyclic_and_shared_structures_are_refused_fast() -> None:
+    cyclic: list = []
+    cyclic.append(cyclic)
+    with pytest.raises(InvalidNodeError, match="field 'loop' nests deeper than 64 levels"):
+        validate(Node(id="a", layer="self", extra={"loop": cyclic}))
+    # A "billion laughs" built in memory: 10 levels of 10 references to one list.
+    laughs: list = ["lol"] * 10
+    for _ in range(9):
+        laughs = [laughs] * 10
+    started = time.perf_counter()
+    with pytest.raises(InvalidNodeError, match="field 'lol' is larger than the frontmatter limit of 256 KiB"):
+        validate(Node(id="a", layer="self", extra={"lol": laughs}))
+    assert time.perf_counter() - started < 1.0
+
+
+def test_api_values_that_would_make_a_file_too_large_are_refused() -> None:
+    with pytest.raises(InvalidNodeError, match="field 'body' is larger than the file limit of 4 MiB"):
+        validate(Node(id="a", layer="self", body="x" * (MAX_FILE_BYTES + 1)))
+    # Each field fits, together they do not: refused when the file is made.
+    wide = Node(id="a", layer="self", extra={f"k{i}": "v" * 60_000 for i in range(5)})
+    validate(wide)
+    with pytest.raises(InvalidNodeError) as err:
+        nodefile.dumps(wide)
+    assert str(err.value).startswith("node 'a': the frontmatter would be ")
+    assert str(err.value).endswith("over the limit of 256 KiB (largest field: 'k0')")
+    # A body of 1.5M three-byte characters is within the character bound, not the byte one.
+    wide_body = Node(id="a", layer="self", body="中" * 1_500_000)
+    validate(wide_body)
+    with pytest.raises(
+        InvalidNodeError, match=r"the file would be 4,500,0\d\d bytes, over the limit of 4 MiB"
+    ):
+        nodefile.dumps(wide_body)
+
+
+def test_dump_value_refuses_unvalidated_deep_values() -> None:
+    with pytest.raises(InvalidNodeError, match="value nests deeper than 64 levels"):
+        nodefile.dump_value(_nested(10_000))
+    assert nodefile.dump_value(_nested(MAX_DEPTH)) == "[" * MAX_DEPTH + "1" + "]" * MAX_DEPTH
+
+
+def test_a_store_with_hostile_files_opens_fast_and_reports_them(tmp_path: Path) -> None:
+    from md_cg import MdCG
+
+    root = tmp_path / "memory"
+    with MdCG(root) as store:
+        store.add(Node(id="good", layer="self", body="fine"))
+    (root / "self" / "bomb.md").write_text(_bomb(), encoding="utf-8")
+    (root / "self" / "deep.md").write_text(f"{HEAD}tags: {'[' * 100_000}{']' * 100_000}\n---\n")
+    started = time.perf_counter()
+    with MdCG(root) as store:
+        assert store.get("good").body == "fine"
+        unreadable = {f.path: f.detail for f in store.health().findings if f.kind == "unreadable_file"}
+    assert time.perf_counter() - started < 2.0
+    assert set(unreadable) == {"self/bomb.md", "self/deep.md"}
+    assert "anchors (&a) are not allowed" in unreadable["self/bomb.md"]
+    assert "nested deeper than 64 levels" in unreadable["self/deep.md"]
