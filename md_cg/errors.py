@@ -132,3 +132,12 @@ class ProtectedNodeError(MdcgError):
     def __init__(self, node_id: str, reason: str) -> None:
         super().__init__(reason)
         self.node_id = node_id
+
+
+class MarkerFileError(MdcgError, ValueError):
+    """A retention marker file that cannot be used; ``path`` is the file, ``reason`` the problem."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: invalid retention marker file: {reason}")
+        self.path = str(path)
+        self.reason = reason
