@@ -234,11 +234,11 @@ _ASCII_DROP = str.maketrans(
 
 # Kept local until md_cg.script owns the CJK ranges, the fold and a stemmer.
 _CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
-_TOKEN_RE = re.compile(f"([{_CJK}]+)|([^\\W_{_CJK}]+)")
-_SKETCH_RE = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _LATIN_RE = re.compile(f"[^\\W_{_CJK}]+")
+_SKETCH_RE = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 _CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"), ("n't", " not"))
-_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+_QUOTES = ("\u2019", "\u2018", "\u02bc")
 
 
 def _words(text: str) -> list[str]:
@@ -307,8 +307,12 @@ _WORD_NUMBERS: dict[str, str] = {
     **{w: str(n) for w, n in (*_EN_NUMBERS.items(), *_EN_ORDINALS.items())},
     **_WEEKDAYS,
     **{w: m for w, m in _MONTHS.items() if w != "may"},
+    "maymonth": _MONTHS["may"],
 }
+# "may" is the month only before a number ("May 3"); otherwise a stop word.
+_MAY_DATE_RE = re.compile(r"\bmay\s+(?=\d)")
 _EN_SKIP = _EN_STOP | _EN_NEGATIONS
+_STEMS: dict[str, str] = {}
 _NUMBER_SUFFIX_RE = re.compile(r"(\d+)(st|nd|rd|th|am|pm|h|s)?")
 _NOT_COMPARISON_RE = re.compile("比如|比较|比赛|比例|比率|比重|比分")
 _COMPARISON_RE = re.compile(
@@ -343,9 +347,14 @@ class _Features:
     after_comparison: str | None
 
 
+@lru_cache(maxsize=8192)
 def _fold(text: str) -> str:
-    folded = text.casefold() if text.isascii() else unicodedata.normalize("NFKC", text).casefold()
-    folded = folded.translate(_QUOTES)
+    if text.isascii():
+        folded = text.casefold()
+    else:
+        folded = unicodedata.normalize("NFKC", text).casefold()
+        for quote in _QUOTES:
+            folded = folded.replace(quote, "'")
     if "'" in folded:
         for short, long in _CONTRACTIONS:
             folded = folded.replace(short, long)
@@ -353,9 +362,15 @@ def _fold(text: str) -> str:
     return folded
 
 
-@lru_cache(maxsize=65536)
 def _stem(word: str) -> str:
     """Light English suffix stripping: enough to match "runs"/"running"/"run"."""
+    stem = _stem_uncached(word)
+    if len(_STEMS) < 65536:
+        _STEMS[word] = stem
+    return stem
+
+
+def _stem_uncached(word: str) -> str:
     for suffix, shortest in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
         if word.endswith(suffix) and len(word) >= shortest and not word.endswith("ss"):
             word = word[: -len(suffix)]
@@ -395,35 +410,30 @@ def _cn_numbers(folded: str) -> list[str]:
     return out
 
 
-def _word_number(word: str, next_word: str) -> str | None:
-    """The number a Latin word names ("3pm" 3, "third" 3, "friday" wd5), or None.
-    "may" is the month only before a number ("May 3")."""
-    if word[0].isdigit():
-        match = _NUMBER_SUFFIX_RE.fullmatch(word)
-        return str(int(match.group(1))) if match else None
-    if word == "may":
-        return _MONTHS["may"] if next_word[:1].isdigit() else None
-    return _WORD_NUMBERS.get(word)
-
-
-def _content_words(folded: str) -> tuple[list[str], list[str]]:
-    """(content words, numbers) of folded text, in text order."""
+def _content_words(folded: str) -> tuple[list[str], list[str], int]:
+    """(content words, numbers, English negations) of folded text: Latin words
+    in text order, then the CJK characters in text order."""
+    if "may" in folded:
+        folded = _MAY_DATE_RE.sub("maymonth ", folded)
+    latin = _LATIN_RE.findall(folded)
+    negations = sum(map(_EN_NEGATIONS.__contains__, latin))
+    kept = [w for w in latin if w not in _EN_SKIP]
+    numbers = [_WORD_NUMBERS[w] for w in kept if w in _WORD_NUMBERS]
     content: list[str] = []
-    numbers: list[str] = []
-    tokens = _TOKEN_RE.findall(folded)
-    last = len(tokens) - 1
-    for index, (cjk, word) in enumerate(tokens):
-        if cjk:
-            content.extend(cjk.translate(_ZH_DROP))
+    for word in kept:
+        if word in _WORD_NUMBERS:
             continue
-        value = _WORD_NUMBERS.get(word)
-        if value is None and (word[0].isdigit() or word == "may"):
-            value = _word_number(word, tokens[index + 1][1] if index < last else "")
-        if value is not None:
-            numbers.append(value)
-        elif word not in _EN_SKIP:
-            content.append(_stem(word))
-    return content, numbers
+        if word[0].isdigit():
+            match = _NUMBER_SUFFIX_RE.fullmatch(word)
+            if match:
+                numbers.append(str(int(match.group(1))))
+                continue
+            content.append(word)
+        else:
+            content.append(_STEMS.get(word) or _stem(word))
+    if not folded.isascii():
+        content.extend("".join(_CJK_RUN_RE.findall(folded)).translate(_ZH_DROP))
+    return content, numbers, negations
 
 
 def _after_comparison(folded: str) -> str | None:
@@ -436,7 +446,7 @@ def _after_comparison(folded: str) -> str | None:
     match = pattern.search(blanked)
     if match is None:
         return None
-    after, _ = _content_words(folded[match.end() :])
+    after = _content_words(folded[match.end() :])[0]
     return after[0] if after else ""
 
 
@@ -452,8 +462,7 @@ def _zh_negations(folded: str) -> int:
 @lru_cache(maxsize=8192)
 def _features(text: str) -> _Features:
     folded = _fold(text)
-    content, numbers = _content_words(folded)
-    negations = sum(1 for word in _LATIN_RE.findall(folded) if word in _EN_NEGATIONS)
+    content, numbers, negations = _content_words(folded)
     if not folded.isascii():
         if _CN_NUMERAL_RE.search(folded):
             numbers.extend(_cn_numbers(folded))
@@ -549,6 +558,7 @@ def verdict(
     existing: Iterable[tuple[str, str, str]],
     *,
     threshold: float = NEAR_THRESHOLD,
+    prefilter: float = PREFILTER,
 ) -> Verdict:
     """Judge ``candidate`` against ``existing`` ``(id, title, content)`` rows,
     which the caller has already limited to the candidate's scope and to
@@ -558,7 +568,8 @@ def verdict(
     ``exact``; otherwise the row with the highest :func:`near_score` of
     ``title + "\\n" + content`` is ``near`` if it reaches ``threshold``
     (ties go to the earlier row), else the verdict is ``new``. Rows whose
-    characters differ too much (:data:`PREFILTER`) are not scored.
+    sorted words are less similar than ``prefilter`` are not scored (0
+    scores every row).
     """
     rows = list(existing)
     key = title_key(candidate.title)
@@ -570,7 +581,7 @@ def verdict(
     sketch = _sketch(probe)
     for node_id, title, content in rows:
         text = f"{title}\n{content}"
-        if fuzz.ratio(sketch, _sketch(text), processor=None, score_cutoff=PREFILTER * 100) == 0.0:
+        if prefilter > 0 and fuzz.ratio(sketch, _sketch(text), score_cutoff=prefilter * 100) == 0.0:
             continue
         score = near_score(probe, text)
         if score > best:
