@@ -41,7 +41,6 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -341,7 +340,7 @@ _PREFERENCE_RE = re.compile(_COMPARISON_RE.pattern + r"|\bto\b")
 class _Features:
     numbers: tuple[str, ...]
     negations: int
-    content: Counter[str]
+    content: frozenset[str]
     words: tuple[str, ...]
     joined: str
     after_comparison: str | None
@@ -470,7 +469,7 @@ def _features(text: str) -> _Features:
     return _Features(
         numbers=tuple(sorted(numbers)),
         negations=negations,
-        content=Counter(content),
+        content=frozenset(content),
         words=tuple(content),
         joined=" ".join(content),
         after_comparison=_after_comparison(folded),
@@ -498,15 +497,9 @@ class Similarity:
     guard: str | None
 
 
-def _spelled(words: tuple[str, ...], extra: Counter[str]) -> str:
+def _spelled(words: tuple[str, ...], extra: frozenset[str]) -> str:
     """The extra words run together in text order: "wi fi" and "wifi" spell alike."""
-    left = Counter(extra)
-    out = []
-    for word in words:
-        if left[word] > 0:
-            left[word] -= 1
-            out.append(word)
-    return "".join(out)
+    return "".join(dict.fromkeys(word for word in words if word in extra))
 
 
 def _guard(a: _Features, b: _Features) -> str | None:
@@ -514,6 +507,7 @@ def _guard(a: _Features, b: _Features) -> str | None:
         return "numbers"
     if a.negations != b.negations:
         return "negation"
+    # Sets, not counts: a title repeated in the content adds no fact.
     extra_a, extra_b = a.content - b.content, b.content - a.content
     if extra_a and extra_b and _spelled(a.words, extra_a) != _spelled(b.words, extra_b):
         return "substitution"

@@ -497,14 +497,12 @@ def parse_markers(data: object, path: str | os.PathLike[str], *, complete: bool 
     for key in data:
         if key not in _FILE_KEYS and not str(key).startswith("_"):
             raise MarkerFileError(where, f"unknown key {key!r} (expected {', '.join(_FILE_KEYS)})")
+    veto = _parse_section(data, "veto", VETO_FAMILIES, where, complete)
+    term = _parse_section(data, "term", TERM_RULES, where, complete)
     anchor = _folded_list(data.get("anchor", []), "anchor", where)
     if complete and not anchor:
         raise MarkerFileError(where, "anchor: no markers")
-    return MarkerLists(
-        veto=_parse_section(data, "veto", VETO_FAMILIES, where, complete),
-        term=_parse_section(data, "term", TERM_RULES, where, complete),
-        anchor=anchor,
-    )
+    return MarkerLists(veto=veto, term=term, anchor=anchor)
 
 
 def read_marker_file(path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
