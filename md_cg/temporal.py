@@ -210,33 +210,54 @@ class RetentionDecision:
     marker: str | None = None
 
 
-def _part_pattern(part: str) -> str:
+def _part_pattern(part: str, *, left: bool = True, right: bool = True) -> str:
+    """One part of a marker: CJK as is; Latin with the word boundaries asked for."""
     if _CJK_RE.search(part):
         return re.escape(part)
     body = re.escape(part[:-1]) + f"{_LATIN_WORDCHAR}*" if part.endswith("*") else re.escape(part)
-    return f"(?<!{_LATIN_WORDCHAR}){body}(?!{_LATIN_WORDCHAR})"
+    before = f"(?<!{_LATIN_WORDCHAR})" if left else ""
+    after = f"(?!{_LATIN_WORDCHAR})" if right else ""
+    return f"{before}{body}{after}"
 
 
 def _marker_pattern(marker: str) -> str:
-    return _GAP_PATTERN.join(_part_pattern(part.strip()) for part in marker.split(GAP))
+    """A marker's pattern; ``...`` gaps between parts. A Latin marker leaves
+    its outer word boundaries to its family's group (:func:`_compile`)."""
+    parts = [part.strip() for part in marker.split(GAP)]
+    if _CJK_RE.search(marker):
+        return _GAP_PATTERN.join(_part_pattern(part) for part in parts)
+    last = len(parts) - 1
+    return _GAP_PATTERN.join(
+        _part_pattern(part, left=index > 0, right=index < last) for index, part in enumerate(parts)
+    )
 
 
 def _compile(groups: Mapping[str, tuple[str, ...]]) -> dict[str, re.Pattern[str]]:
+    """One pattern per family: its CJK markers anywhere, its Latin markers as
+    whole words. The word boundary is checked once per position for all the
+    Latin markers (checking it per marker made a search five times slower)."""
     out: dict[str, re.Pattern[str]] = {}
     for name, markers in groups.items():
-        if markers:
-            ordered = sorted(markers, key=len, reverse=True)  # longest marker wins at one spot
-            out[name] = re.compile("|".join(_marker_pattern(m) for m in ordered))
+        ordered = sorted(markers, key=len, reverse=True)  # longest marker wins at one spot
+        cjk = [_marker_pattern(m) for m in ordered if _CJK_RE.search(m)]
+        latin = [_marker_pattern(m) for m in ordered if not _CJK_RE.search(m)]
+        alternatives = [*cjk]
+        if latin:
+            alternatives.append(f"(?<!{_LATIN_WORDCHAR})(?:{'|'.join(latin)})(?!{_LATIN_WORDCHAR})")
+        if alternatives:
+            out[name] = re.compile("|".join(alternatives))
     return out
 
 
 @dataclass(frozen=True)
 class Markers:
-    """Veto families and term-rule markers, folded, with their compiled matchers.
+    """Veto families, term-rule markers and anchors, folded, with their compiled matchers.
 
-    Build one with :func:`load_markers` (shipped list plus a store file) or
-    :func:`shipped_markers`. ``problem`` is set when a store file could not
-    be used; see :func:`decide_retention` for what that changes.
+    Build one with :func:`load_markers` (shipped lists plus a store file),
+    :func:`shipped_markers` or :meth:`extended`; constructing it directly
+    skips validation (names outside :data:`VETO_FAMILIES` and
+    :data:`TERM_RULES` are dropped). ``problem`` is set when a store file
+    could not be used; see :func:`decide_retention` for what that changes.
     """
 
     veto: Mapping[str, tuple[str, ...]]
@@ -248,11 +269,14 @@ class Markers:
     _anchor_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        veto = {f: tuple(self.veto.get(f, ())) for f in VETO_FAMILIES}
-        term = {r: tuple(self.term.get(r, ())) for r in TERM_RULES}
+        def folded(markers: Sequence[str]) -> tuple[str, ...]:
+            return tuple(dict.fromkeys(_fold(m) for m in markers))
+
+        veto = {f: folded(self.veto.get(f, ())) for f in VETO_FAMILIES}
+        term = {r: folded(self.term.get(r, ())) for r in TERM_RULES}
         object.__setattr__(self, "veto", MappingProxyType(veto))
         object.__setattr__(self, "term", MappingProxyType(term))
-        object.__setattr__(self, "anchor", tuple(self.anchor))
+        object.__setattr__(self, "anchor", folded(self.anchor))
         object.__setattr__(self, "_veto_re", _compile(veto))
         object.__setattr__(self, "_term_re", _compile(term))
         # Every term marker names a moment too, so it anchors as well.
@@ -275,31 +299,32 @@ class Markers:
         """The same markers, flagged as incomplete because of ``problem``."""
         return Markers(self.veto, self.term, self.anchor, problem)
 
-    def anchor_hit(self, text: str) -> str | None:
+    def anchor_hit(self, text: str, *, folded: bool = False) -> str | None:
         """The first anchor in ``text`` (an anchor word, a term marker, a
-        clock time or a day of the month), or ``None``."""
-        folded = _fold(text)
-        match = self._anchor_re.search(folded) if self._anchor_re else None
-        match = match or _CLOCK_RE.search(folded)
+        clock time or a day of the month), or ``None``. ``folded=True``:
+        ``text`` is already folded."""
+        folded_text = text if folded else _fold(text)
+        match = self._anchor_re.search(folded_text) if self._anchor_re else None
+        match = match or _CLOCK_RE.search(folded_text)
         return match.group() if match else None
 
-    def veto_hit(self, text: str) -> Hit | None:
+    def veto_hit(self, text: str, *, folded: bool = False) -> Hit | None:
         """The first veto family (in :data:`VETO_FAMILIES` order) found anywhere in ``text``."""
-        folded = _fold(text)
+        folded_text = text if folded else _fold(text)
         for family, pattern in self._veto_re.items():
-            match = pattern.search(folded)
+            match = pattern.search(folded_text)
             if match:
-                return Hit(family, match.group(), _units_before(folded, match.start()))
+                return Hit(family, match.group(), _units_before(folded_text, match.start()))
         return None
 
-    def term_hit(self, text: str, window: int = TERM_WINDOW) -> Hit | None:
+    def term_hit(self, text: str, window: int = TERM_WINDOW, *, folded: bool = False) -> Hit | None:
         """The first term rule (in :data:`TERM_RULES` order) whose earliest
         marker begins within the first ``window`` units of ``text``."""
-        folded = _fold(text)
+        folded_text = text if folded else _fold(text)
         for rule, pattern in self._term_re.items():
-            match = pattern.search(folded)
+            match = pattern.search(folded_text)
             if match:
-                unit = _units_before(folded, match.start())
+                unit = _units_before(folded_text, match.start())
                 if unit < window:
                     return Hit(rule, match.group(), unit)
         return None
@@ -366,9 +391,9 @@ def decide_retention(
     elif kind in ("durable", "recurring"):
         verdict = ("long", f"temporal_{kind}", f"the extractor marked it {kind}: not a one-off event", None)
     elif kind == "one_off":
-        verdict = _one_off_verdict(text or "", found, require_anchor)
+        verdict = _one_off_verdict(_fold(text or ""), found, require_anchor)
     else:
-        verdict = _term_verdict(text or "", kind, found)
+        verdict = _term_verdict(_fold(text or ""), kind, found)
     decided, rule, reason, marker = verdict
     expires_at = when + ttl if decided == "temp" else None
     return RetentionDecision(decided, expires_at, rule, reason, kind, marker)
@@ -386,7 +411,7 @@ def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | N
             f"{origin}, but the marker lists are incomplete: {found.problem}",
             None,
         )
-    veto = found.veto_hit(text)
+    veto = found.veto_hit(text, folded=True)
     if veto is None:
         return None
     label = _FAMILY_LABELS[veto.family]
@@ -399,14 +424,14 @@ def _one_off_verdict(text: str, found: Markers, require_anchor: bool) -> _Verdic
     vetoed = _vetoed(origin, found, text, "veto_")
     if vetoed:
         return vetoed
-    anchor = found.anchor_hit(text)
+    anchor = found.anchor_hit(text, folded=True)
     if anchor is None and require_anchor:
         return ("long", "veto_no_anchor", f"{origin}, but nothing in the text names a moment", None)
     return ("temp", "temporal_one_off", f"{origin}, the text names a moment and has no veto marker", anchor)
 
 
 def _term_verdict(text: str, kind: str, found: Markers) -> _Verdict:
-    head = found.term_hit(text)
+    head = found.term_hit(text, folded=True)
     if head is None:
         said = "no temporal kind" if kind == UNSET else "temporal kind unknown"
         return ("long", "default_long", f"{said} and no one-off marker opens the text", None)

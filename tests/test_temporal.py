@@ -215,6 +215,10 @@ def test_latin_markers_match_whole_words_only() -> None:
     # "unlikely" is not "likes"; "renamed" is not "name"; "dealer" is not "deal".
     for text in ("Unlikely to rain this evening", "The dealer renamed the car today"):
         assert decide(text, "one_off").rule == "temporal_one_off"
+    # Each part of a gap marker is a whole word: "settle ... alarms" is not "set...alarm".
+    assert decide("Settle the alarms dispute with Bob").rule == "default_long"
+    assert decide("Set the kitchen alarm").rule == "term_n4_reminder_request"
+    assert decide("Please reset my alarm").rule == "default_long"
 
 
 @pytest.mark.parametrize(
@@ -340,8 +344,8 @@ def test_parse_markers_complete_requires_every_list() -> None:
 
 
 def test_markers_compare_by_content() -> None:
-    a = Markers({"habit": ("daily",)}, {}, ())
-    assert a == Markers({"habit": ("daily",)}, {}, ())
+    a = Markers({"habit": ("Daily",)}, {}, ())
+    assert a == Markers({"habit": ("daily",)}, {}, ()) and a.veto["habit"] == ("daily",)
     assert a.veto_hit("He runs daily") is not None and a.veto_hit("He ran today") is None
 
 
