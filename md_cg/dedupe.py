@@ -521,7 +521,8 @@ def compare(a: str, b: str) -> Similarity:
     """:func:`near_score` with its parts, for reports and measurement."""
     fa, fb = _features(a), _features(b)
     if not fa.joined and not fb.joined:
-        similarity = 1.0 if fa.numbers == fb.numbers else 0.0
+        # Nothing but numbers (or nothing at all): alike only if the same numbers.
+        similarity = 1.0 if fa.numbers and fa.numbers == fb.numbers else 0.0
     else:
         similarity = fuzz.token_sort_ratio(fa.joined, fb.joined, processor=None) / 100.0
     guard = _guard(fa, fb)

@@ -201,6 +201,12 @@ def test_what_is_not_a_different_fact() -> None:
         assert compare(a, b).guard is None and near_score(a, b) >= NEAR_THRESHOLD, (a, b)
 
 
+def test_texts_without_words() -> None:
+    assert compare("10:30", "10:30") == Similarity(1.0, 1.0, None)
+    assert compare("!!!", "???") == Similarity(0.0, 0.0, None)
+    assert compare("10:30", "11:30").guard == "numbers"
+
+
 def test_adding_a_fact_scores_below_the_threshold() -> None:
     result = compare(
         "Sarah is the project manager", "Sarah is the project manager and also handles the hiring"
