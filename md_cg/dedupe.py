@@ -411,25 +411,22 @@ def _cn_numbers(folded: str) -> list[str]:
 
 def _content_words(folded: str) -> tuple[list[str], list[str], int]:
     """(content words, numbers, English negations) of folded text: Latin words
-    in text order, then the CJK characters in text order."""
+    in text order (names starting with a digit last), then CJK characters."""
     if "may" in folded:
         folded = _MAY_DATE_RE.sub("maymonth ", folded)
     latin = _LATIN_RE.findall(folded)
     negations = sum(map(_EN_NEGATIONS.__contains__, latin))
     kept = [w for w in latin if w not in _EN_SKIP]
     numbers = [_WORD_NUMBERS[w] for w in kept if w in _WORD_NUMBERS]
-    content: list[str] = []
+    stems = _STEMS
+    content = [stems.get(w) or _stem(w) for w in kept if w not in _WORD_NUMBERS and not w[0].isdigit()]
     for word in kept:
-        if word in _WORD_NUMBERS:
-            continue
         if word[0].isdigit():
             match = _NUMBER_SUFFIX_RE.fullmatch(word)
             if match:
                 numbers.append(str(int(match.group(1))))
-                continue
-            content.append(word)
-        else:
-            content.append(_STEMS.get(word) or _stem(word))
+            else:
+                content.append(word)  # "1password", "4s": a name, not a number
     if not folded.isascii():
         content.extend("".join(_CJK_RUN_RE.findall(folded)).translate(_ZH_DROP))
     return content, numbers, negations
