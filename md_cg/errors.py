@@ -229,3 +229,12 @@ class FileProblem(NamedTuple):
 
     line: int | None
     message: str
+
+
+class MarkerFileError(MdcgError, ValueError):
+    """A retention marker file that cannot be used; ``path`` is the file, ``reason`` the problem."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: invalid retention marker file: {reason}")
+        self.path = str(path)
+        self.reason = reason

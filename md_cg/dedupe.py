@@ -1,0 +1,583 @@
+"""Near-duplicate verdicts for organise: is a candidate memory already stored?
+
+Pure functions over plain values; the caller (organise) fetches the existing
+nodes of the candidate's scope (non-archived, pre-selected by the BM25 index)
+and records what this module decides.
+
+* :func:`normalize_candidate` checks one raw candidate and returns a
+  :class:`NormalizedCandidate` or a :class:`Skip` with the reason (a bad
+  candidate is reported, never fatal).
+* :func:`title_key` is the identity of a title for ``exact``: case,
+  whitespace and punctuation do not count.
+* :func:`near_score` says how close two texts are, 0..1, and is 0 when they
+  state different facts. :func:`verdict` turns that into ``exact`` /
+  ``near`` / ``new`` against a list of ``(id, title, content)``.
+
+A false ``near`` invites an archive, so ``near`` is built for precision.
+Lexical similarity alone cannot tell "Alice lives in Berlin" from "Alice
+lives in Paris" (one word apart, like many true paraphrases), so guards
+first look for a different fact and score such a pair 0:
+
+* ``numbers``: the numbers differ (digits, Chinese and English number
+  words, ordinals, weekdays, months: "3pm"/"5pm", "三点"/"五点", "周三"/"周五");
+* ``negation``: a different count of negations ("likes"/"does not like");
+* ``substitution``: each text has a content word the other lacks (Berlin /
+  Paris, 腾讯/阿里); a text may only *add* words to the other;
+* ``direction``: both compare ("over", "than", "而不是", "比"...) but
+  not the same thing ("email over phone" / "phone over email").
+
+What passes is scored by rapidfuzz's ``token_sort_ratio`` over the content
+words (English stop words dropped, light suffix stripping; each CJK
+character one word), which then measures how much one text adds. The
+threshold :data:`NEAR_THRESHOLD` was chosen on
+``tests/data/near_dup_pairs.jsonl`` (docs/organize.md has the table).
+
+Imports only the standard library, rapidfuzz and :mod:`md_cg.node` /
+:mod:`md_cg.temporal`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from rapidfuzz import fuzz
+
+from .node import LAYERS, NEGATIVE_LAYERS
+from .temporal import normalize_temporal
+
+#: ``near`` when :func:`near_score` reaches this (measured, docs/organize.md).
+NEAR_THRESHOLD = 0.83
+#: :func:`verdict` skips a row whose sorted-word similarity to the candidate
+#: (all words, stop words too) is below this: no labelled near pair is below
+#: 0.79, and the check costs a few microseconds where scoring costs tens.
+PREFILTER = 0.6
+#: The scope keys a candidate carries; organise compares only within one scope.
+SCOPE_KEYS: tuple[str, ...] = ("sensitivity", "agent_scope", "workspace_scope")
+#: Layers organise may write: the memory layers (negative memory has its own calls).
+CANDIDATE_LAYERS: tuple[str, ...] = tuple(layer for layer in LAYERS if layer not in NEGATIVE_LAYERS)
+
+
+# -- candidates -----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class NormalizedCandidate:
+    """A checked organise candidate: trimmed text, tags deduplicated in order,
+    ``temporal`` normalised, scope keys from the candidate or the run's defaults."""
+
+    layer: str
+    title: str
+    content: str
+    importance: float | None = None
+    tags: tuple[str, ...] = ()
+    temporal: str = ""
+    sensitivity: str | int | None = None
+    agent_scope: str | None = None
+    workspace_scope: str | None = None
+
+    @property
+    def scope(self) -> tuple[object, object, object]:
+        """``(sensitivity, agent_scope, workspace_scope)``: candidates match only within one scope."""
+        return (self.sensitivity, self.agent_scope, self.workspace_scope)
+
+    @property
+    def text(self) -> str:
+        """Title and content as one text, as :func:`verdict` compares it."""
+        return f"{self.title}\n{self.content}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The snapshot form (JSON-ready); unset optional fields are left out."""
+        out: dict[str, Any] = {"layer": self.layer, "title": self.title, "content": self.content}
+        if self.importance is not None:
+            out["importance"] = self.importance
+        if self.tags:
+            out["tags"] = list(self.tags)
+        if self.temporal:
+            out["temporal"] = self.temporal
+        for key in SCOPE_KEYS:
+            if getattr(self, key) is not None:
+                out[key] = getattr(self, key)
+        return out
+
+
+@dataclass(frozen=True)
+class Skip:
+    """Why a candidate was not accepted; ``field`` names the offending key when one did."""
+
+    reason: str
+    field: str | None = None
+
+
+def _text_field(raw: Mapping[str, Any], key: str) -> str | Skip:
+    value = raw.get(key)
+    if value is None:
+        return Skip(f"{key} is required", key)
+    if not isinstance(value, str):
+        return Skip(f"{key} must be a string, got {type(value).__name__}", key)
+    text = value.strip()
+    if not any(ch.isalnum() for ch in text):
+        return Skip(f"{key} has no letter, digit or CJK character", key)
+    return text
+
+
+def _layer_field(raw: Mapping[str, Any]) -> str | Skip:
+    key = "layer" if raw.get("layer") is not None else "type"
+    value = raw.get(key)
+    if value is None:
+        return Skip("layer (or type) is required", "layer")
+    if not isinstance(value, str):
+        return Skip(f"{key} must be a string, got {type(value).__name__}", key)
+    layer = value.strip().casefold()
+    if layer in NEGATIVE_LAYERS:
+        return Skip(f"{layer} nodes are written by add_{layer}, not by organise", key)
+    if layer not in CANDIDATE_LAYERS:
+        return Skip(f"unknown layer {value!r}; expected one of: {', '.join(CANDIDATE_LAYERS)}", key)
+    return layer
+
+
+def _importance_field(raw: Mapping[str, Any]) -> float | Skip | None:
+    value = raw.get("importance")
+    if value is None:
+        return None
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or not 0.0 <= value <= 1.0:
+        return Skip(f"importance must be a number between 0 and 1, got {value!r}", "importance")
+    return float(value)
+
+
+def _tags_field(raw: Mapping[str, Any]) -> tuple[str, ...] | Skip:
+    value = raw.get("tags")
+    if value is None:
+        return ()
+    if not isinstance(value, (list, tuple)):
+        return Skip(f"tags must be a list of strings, got {type(value).__name__}", "tags")
+    tags: list[str] = []
+    for number, tag in enumerate(value, 1):
+        if not isinstance(tag, str):
+            return Skip(f"tag {number} must be a string, got {type(tag).__name__}", "tags")
+        if tag.strip():
+            tags.append(tag.strip())
+    return tuple(dict.fromkeys(tags))
+
+
+def _scope_field(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str) -> object:
+    value = raw.get(key)
+    if value is None:
+        value = defaults.get(key)
+    if value is None:
+        return None
+    if key == "sensitivity" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    if isinstance(value, str) and value.strip():
+        return value.strip()
+    need = "a non-empty string or a non-negative integer" if key == "sensitivity" else "a non-empty string"
+    return Skip(f"{key} must be {need}, got {value!r}", key)
+
+
+def normalize_candidate(raw: object, defaults: Mapping[str, Any] | None = None) -> NormalizedCandidate | Skip:
+    """Check one raw organise candidate.
+
+    ``raw`` needs ``layer`` (or the seed's ``type``; one of
+    :data:`CANDIDATE_LAYERS`), a ``title`` and a ``content`` with at least
+    one letter, digit or CJK character; ``importance`` (0..1), ``tags`` (a
+    list of strings), ``temporal`` (normalised, see
+    :func:`md_cg.temporal.normalize_temporal`) and the :data:`SCOPE_KEYS` are
+    optional. A scope key missing from ``raw`` comes from ``defaults`` (the
+    run's scope), so the report and the write use the same scope. Unknown
+    keys are ignored. Returns a :class:`Skip` with the reason instead of
+    raising.
+    """
+    if not isinstance(raw, Mapping):
+        return Skip(f"a candidate must be an object, got {type(raw).__name__}")
+    fields: dict[str, Any] = {
+        "layer": _layer_field(raw),
+        "title": _text_field(raw, "title"),
+        "content": _text_field(raw, "content"),
+        "importance": _importance_field(raw),
+        "tags": _tags_field(raw),
+    }
+    for key in SCOPE_KEYS:
+        fields[key] = _scope_field(raw, defaults or {}, key)
+    for value in fields.values():
+        if isinstance(value, Skip):
+            return value
+    return NormalizedCandidate(temporal=normalize_temporal(raw.get("temporal")), **fields)
+
+
+# -- exact: the title key -----------------------------------------------------------
+
+
+@lru_cache(maxsize=8192)
+def title_key(title: str) -> str:
+    """A title's identity for ``exact``: NFKC, case folded, without whitespace
+    or punctuation (``"Q3 Budget Review!"`` and ``"q3 budget review"`` match).
+    Symbols stay (``C++`` is not ``C``)."""
+    if title.isascii():
+        return title.casefold().translate(_ASCII_DROP)
+    folded = unicodedata.normalize("NFKC", title).casefold()
+    return "".join(ch for ch in folded if not ch.isspace() and unicodedata.category(ch)[0] != "P")
+
+
+_ASCII_DROP = str.maketrans(
+    dict.fromkeys(chr(c) for c in range(128) if chr(c).isspace() or unicodedata.category(chr(c))[0] == "P")
+)
+
+
+# -- near: text features ----------------------------------------------------------------
+
+# Kept local until md_cg.script owns the CJK ranges, the fold and a stemmer.
+_CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RUN_RE = re.compile(f"[{_CJK}]+")
+_LATIN_RE = re.compile(f"[^\\W_{_CJK}]+")
+_SKETCH_RE = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
+_CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"), ("n't", " not"))
+_QUOTES = ("\u2019", "\u2018", "\u02bc")
+
+
+def _words(text: str) -> list[str]:
+    return text.split()
+
+
+_EN_STOP = frozenset(
+    _words(
+        """a an the is are was were be been being am of in on at to for by with from as and or but that
+        this these those it its their there they them he she his her we our you your i my me do does did
+        has have had will would shall should can could may might must so than then also just very about
+        into over per via each every all any some"""
+    )
+)
+_EN_NEGATIONS = frozenset(
+    _words("not no never cannot without nor none dont doesnt didnt isnt arent wasnt werent")
+)
+# 不 没 无 别 未 非 勿 莫 甭 禁 are negations; these words only contain one.
+_ZH_NEGATIONS = "不没无别未非勿莫甭禁"
+_ZH_NEGATION_RE = re.compile(f"[{_ZH_NEGATIONS}]")
+# ...except inside 非常 特别 别人 区别 差别 无论 不过 差不多, which negate nothing.
+_NEGATION_SPOILERS = frozenset("特区差")
+_NOT_NEGATIONS = ("非常", "别人", "无论", "不过")
+_CN_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
+_CN_NUMERALS = "零〇一二两三四五六七八九十百千万"
+# CJK characters that are not content: particles, negations (counted apart), numerals (numbers apart).
+_ZH_DROP = str.maketrans(
+    dict.fromkeys("的了是在和与把被都也着过之呢吗啊吧地得" + _ZH_NEGATIONS + _CN_NUMERALS)
+)
+_CN_UNITS = frozenset("点时分秒天日号月年岁个位人次遍杯块元楼层版周公米斤份本张条件台只名家门倍成折期")
+_CN_RUN_RE = re.compile(f"[{_CN_NUMERALS}]+")
+_CN_NUMERAL_RE = re.compile(f"[{_CN_NUMERALS}]|[周期拜][日天]")
+_CN_SUNDAY_RE = re.compile("(?:周|星期|礼拜)[日天]")
+_EN_NUMBERS = {
+    **{
+        w: i
+        for i, w in enumerate(_words("zero one two three four five six seven eight nine ten eleven twelve"))
+    },
+    **{
+        w: 13 + i
+        for i, w in enumerate(_words("thirteen fourteen fifteen sixteen seventeen eighteen nineteen"))
+    },
+    **{w: 20 + 10 * i for i, w in enumerate(_words("twenty thirty forty fifty sixty seventy eighty ninety"))},
+    "hundred": 100,
+    "thousand": 1000,
+    "dozen": 12,
+    "once": 1,
+    "twice": 2,
+}
+_EN_ORDINALS = {
+    w: i + 1
+    for i, w in enumerate(
+        _words("first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth")
+    )
+}
+_WEEKDAYS = {
+    w: f"wd{i + 1}" for i, w in enumerate(_words("monday tuesday wednesday thursday friday saturday sunday"))
+}
+_MONTHS = {
+    w: f"m{i + 1}"
+    for i, w in enumerate(
+        _words("january february march april may june july august september october november december")
+    )
+}
+_WORD_NUMBERS: dict[str, str] = {
+    **{w: str(n) for w, n in (*_EN_NUMBERS.items(), *_EN_ORDINALS.items())},
+    **_WEEKDAYS,
+    **{w: m for w, m in _MONTHS.items() if w != "may"},
+    "maymonth": _MONTHS["may"],
+}
+# "may" is the month only before a number ("May 3"); otherwise a stop word.
+_MAY_DATE_RE = re.compile(r"\bmay\s+(?=\d)")
+_EN_SKIP = _EN_STOP | _EN_NEGATIONS
+_STEMS: dict[str, str] = {}
+_NUMBER_SUFFIX_RE = re.compile(r"(\d+)(st|nd|rd|th|am|pm|h|s)?")
+_NOT_COMPARISON_RE = re.compile("比如|比较|比赛|比例|比率|比重|比分")
+_COMPARISON_RE = re.compile(
+    r"而不是|而非|胜过|多于|少于|不如|比|instead of|rather than|versus|\b(?:over|than|vs)\b"
+)
+_COMPARISON_HINTS = (
+    "比",
+    "而",
+    "胜过",
+    "多于",
+    "少于",
+    "不如",
+    "instead",
+    "rather",
+    "versus",
+    "over",
+    "than",
+    "vs",
+    "prefer",
+)
+# "prefer tea to coffee": after a preference, "to" compares too.
+_PREFERENCE_RE = re.compile(_COMPARISON_RE.pattern + r"|\bto\b")
+
+
+@dataclass(frozen=True)
+class _Features:
+    numbers: tuple[str, ...]
+    negations: int
+    content: frozenset[str]
+    words: tuple[str, ...]
+    joined: str
+    after_comparison: str | None
+
+
+@lru_cache(maxsize=8192)
+def _fold(text: str) -> str:
+    if text.isascii():
+        folded = text.casefold()
+    else:
+        folded = unicodedata.normalize("NFKC", text).casefold()
+        for quote in _QUOTES:
+            folded = folded.replace(quote, "'")
+    if "'" in folded:
+        for short, long in _CONTRACTIONS:
+            folded = folded.replace(short, long)
+        folded = folded.replace("'", "")
+    return folded
+
+
+def _stem(word: str) -> str:
+    """Light English suffix stripping: enough to match "runs"/"running"/"run"."""
+    stem = _stem_uncached(word)
+    if len(_STEMS) < 65536:
+        _STEMS[word] = stem
+    return stem
+
+
+def _stem_uncached(word: str) -> str:
+    for suffix, shortest in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
+        if word.endswith(suffix) and len(word) >= shortest and not word.endswith("ss"):
+            word = word[: -len(suffix)]
+            if suffix in ("ing", "ed") and len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":
+                word = word[:-1]
+            break
+    return word[:-1] if word.endswith("e") and len(word) > 3 else word
+
+
+def _cn_value(run: str) -> int:
+    if len(run) > 1 and all(ch in _CN_DIGITS for ch in run):
+        return int("".join(str(_CN_DIGITS[ch]) for ch in run))
+    total = current = 0
+    for ch in run:
+        if ch in _CN_DIGITS:
+            current = _CN_DIGITS[ch]
+        elif ch == "万":
+            total, current = (total + current) * 10000, 0
+        else:
+            total += (current or 1) * {"十": 10, "百": 100, "千": 1000}[ch]
+            current = 0
+    return total + current
+
+
+def _cn_numbers(folded: str) -> list[str]:
+    """Chinese numerals that name a quantity: after 第/周/星期/礼拜/点, before a
+    unit (三点, 两个, 五月), or several characters long (三十, 二零二四).
+    A lone 一 in 一起 or 统一 is not a number."""
+    out: list[str] = []
+    for match in _CN_RUN_RE.finditer(folded):
+        run, start, end = match.group(), match.start(), match.end()
+        if folded.endswith(("周", "星期", "礼拜"), 0, start):
+            out.append(f"wd{_cn_value(run)}")
+        elif len(run) > 1 or folded.endswith(("第", "点"), 0, start) or folded[end : end + 1] in _CN_UNITS:
+            out.append(str(_cn_value(run)))
+    out.extend("wd7" for _ in _CN_SUNDAY_RE.finditer(folded))
+    return out
+
+
+def _content_words(folded: str) -> tuple[list[str], list[str], int]:
+    """(content words, numbers, English negations) of folded text: Latin words
+    in text order (names starting with a digit last), then CJK characters."""
+    if "may" in folded:
+        folded = _MAY_DATE_RE.sub("maymonth ", folded)
+    latin = _LATIN_RE.findall(folded)
+    negations = sum(map(_EN_NEGATIONS.__contains__, latin))
+    kept = [w for w in latin if w not in _EN_SKIP]
+    numbers = [_WORD_NUMBERS[w] for w in kept if w in _WORD_NUMBERS]
+    stems = _STEMS
+    content = [stems.get(w) or _stem(w) for w in kept if w not in _WORD_NUMBERS and not w[0].isdigit()]
+    for word in kept:
+        if word[0].isdigit():
+            match = _NUMBER_SUFFIX_RE.fullmatch(word)
+            if match:
+                numbers.append(str(int(match.group(1))))
+            else:
+                content.append(word)  # "1password", "4s": a name, not a number
+    if not folded.isascii():
+        content.extend("".join(_CJK_RUN_RE.findall(folded)).translate(_ZH_DROP))
+    return content, numbers, negations
+
+
+def _after_comparison(folded: str) -> str | None:
+    """The first content word after the first comparison word; ``None`` when
+    there is no comparison, ``""`` when nothing follows it."""
+    if not any(hint in folded for hint in _COMPARISON_HINTS):
+        return None
+    blanked = _NOT_COMPARISON_RE.sub(lambda m: " " * len(m.group()), folded)
+    pattern = _PREFERENCE_RE if "prefer" in blanked else _COMPARISON_RE
+    match = pattern.search(blanked)
+    if match is None:
+        return None
+    after = _content_words(folded[match.end() :])[0]
+    return after[0] if after else ""
+
+
+def _zh_negations(folded: str) -> int:
+    count = 0
+    for match in _ZH_NEGATION_RE.finditer(folded):
+        at = match.start()
+        if folded[at - 1 : at] not in _NEGATION_SPOILERS and not folded.startswith(_NOT_NEGATIONS, at):
+            count += 1
+    return count
+
+
+@lru_cache(maxsize=8192)
+def _features(text: str) -> _Features:
+    folded = _fold(text)
+    content, numbers, negations = _content_words(folded)
+    if not folded.isascii():
+        if _CN_NUMERAL_RE.search(folded):
+            numbers.extend(_cn_numbers(folded))
+        negations += _zh_negations(folded)
+    return _Features(
+        numbers=tuple(sorted(numbers)),
+        negations=negations,
+        content=frozenset(content),
+        words=tuple(content),
+        joined=" ".join(content),
+        after_comparison=_after_comparison(folded),
+    )
+
+
+@lru_cache(maxsize=8192)
+def _sketch(text: str) -> str:
+    """The text's words (each CJK character one word), sorted: cheap to compare."""
+    return " ".join(sorted(_SKETCH_RE.findall(_fold(text))))
+
+
+# -- near: the score --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Similarity:
+    """How close two texts are: ``score`` (what :func:`near_score` returns),
+    ``similarity`` (the rapidfuzz score before the guards, 0..1) and
+    ``guard`` (``"numbers"``, ``"negation"``, ``"substitution"``,
+    ``"direction"``, or ``None`` when no guard fired)."""
+
+    score: float
+    similarity: float
+    guard: str | None
+
+
+def _spelled(words: tuple[str, ...], extra: frozenset[str]) -> str:
+    """The extra words run together in text order: "wi fi" and "wifi" spell alike."""
+    return "".join(dict.fromkeys(word for word in words if word in extra))
+
+
+def _guard(a: _Features, b: _Features) -> str | None:
+    if a.numbers != b.numbers:
+        return "numbers"
+    if a.negations != b.negations:
+        return "negation"
+    # Sets, not counts: a title repeated in the content adds no fact.
+    extra_a, extra_b = a.content - b.content, b.content - a.content
+    if extra_a and extra_b and _spelled(a.words, extra_a) != _spelled(b.words, extra_b):
+        return "substitution"
+    compared = a.after_comparison is not None and b.after_comparison is not None
+    if compared and a.after_comparison != b.after_comparison:
+        return "direction"
+    return None
+
+
+def compare(a: str, b: str) -> Similarity:
+    """:func:`near_score` with its parts, for reports and measurement."""
+    fa, fb = _features(a), _features(b)
+    if not fa.joined and not fb.joined:
+        # Nothing but numbers (or nothing at all): alike only if the same numbers.
+        similarity = 1.0 if fa.numbers and fa.numbers == fb.numbers else 0.0
+    else:
+        similarity = fuzz.token_sort_ratio(fa.joined, fb.joined, processor=None) / 100.0
+    guard = _guard(fa, fb)
+    return Similarity(0.0 if guard else similarity, similarity, guard)
+
+
+def near_score(a: str, b: str) -> float:
+    """How close two texts are, 0..1; 0 when a guard finds a different fact
+    (numbers, negation, a substituted content word, a reversed comparison).
+    Symmetric; texts are folded (NFKC, case) and cached."""
+    return compare(a, b).score
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verdict on one candidate: ``kind`` is ``"exact"`` (same title key),
+    ``"near"`` (:func:`near_score` at or above the threshold) or ``"new"``;
+    ``match_id`` the matched node (``None`` for new); ``score`` 1.0 for exact,
+    else the best near score seen (also for new, to show how close it came)."""
+
+    kind: str
+    match_id: str | None
+    score: float
+
+
+def verdict(
+    candidate: NormalizedCandidate,
+    existing: Iterable[tuple[str, str, str]],
+    *,
+    threshold: float = NEAR_THRESHOLD,
+    prefilter: float = PREFILTER,
+) -> Verdict:
+    """Judge ``candidate`` against ``existing`` ``(id, title, content)`` rows,
+    which the caller has already limited to the candidate's scope and to
+    non-archived nodes.
+
+    The first row whose :func:`title_key` equals the candidate's is
+    ``exact``; otherwise the row with the highest :func:`near_score` of
+    ``title + "\\n" + content`` is ``near`` if it reaches ``threshold``
+    (ties go to the earlier row), else the verdict is ``new``. Rows whose
+    sorted words are less similar than ``prefilter`` are not scored (0
+    scores every row).
+    """
+    rows = list(existing)
+    key = title_key(candidate.title)
+    for node_id, title, _content in rows:
+        if title_key(title) == key:
+            return Verdict("exact", node_id, 1.0)
+    best_id, best = None, 0.0
+    probe = candidate.text
+    sketch = _sketch(probe)
+    for node_id, title, content in rows:
+        text = f"{title}\n{content}"
+        if prefilter > 0 and fuzz.ratio(sketch, _sketch(text), score_cutoff=prefilter * 100) == 0.0:
+            continue
+        score = near_score(probe, text)
+        if score > best:
+            best_id, best = node_id, score
+    if best_id is not None and best >= threshold:
+        return Verdict("near", best_id, best)
+    return Verdict("new", None, best)

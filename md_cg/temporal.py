@@ -1,0 +1,582 @@
+"""Retention decision: is a memory temporary (it expires) or long-lived?
+
+One pure function, :func:`decide_retention`, turns a node's text, its
+``temporal`` kind (what an extractor said), an optional tier the caller asked
+for, the time and the store's TTL into a :class:`RetentionDecision`. Every
+write path is meant to call it, so the rule that decided is always the same
+and always named (``rule``), apart from the human explanation (``reason``).
+
+The asymmetry behind every rule: deleting a memory that should have stayed
+cannot be undone, keeping one too long costs a little space. So every doubt
+resolves to ``long``:
+
+* ``temporal`` is a closed set (:data:`TEMPORAL_KINDS`, or ``""`` = unset).
+  :func:`normalize_temporal` only trims and case-folds; anything else is
+  ``unknown``, never a guessed ``one_off``.
+* ``one_off`` is the only kind that makes a node temporary, and a *veto*
+  keeps it long when the text itself says it is not a one-off event over
+  within the TTL: seven marker families (remember, agreement, habit,
+  durable fact, permanence, state change, far future). A one-off verdict on
+  an extractor's rewritten sentence such as "两人约好明天一起晒太阳" would
+  otherwise delete the agreement itself.
+* An extractor's ``one_off`` must also be *anchored*: the text names a
+  moment (today, 下午, lunch, a clock time or a date...). Without one the
+  node stays long (``veto_no_anchor``). Word lists cannot name every durable
+  fact; on 30 statements written after the lists were tuned, the six-family
+  veto let 18 of 19 durable facts mislabelled ``one_off`` through ("The user
+  is left-handed"), the anchor check 1.
+* ``unknown`` and unset fall back to term rules (``term_n1`` ... ``term_n5``)
+  that only fire on a one-off time marker near the start of the text, under
+  the same veto; a number alone never fires one.
+* Numbers and frequencies are deliberately not vetoes: "set an alarm for
+  7" is the typical one-off.
+
+The marker lists live in ``md_cg/data/retention_markers.json`` and a store
+may add to them (``<root>/.mdcg/retention_markers.json``, same format, see
+:func:`load_markers`). A store file that cannot be used does not break
+writes: the returned :class:`Markers` carry the problem, and while they do no
+automatic decision makes anything temporary (rule ``markers_unreadable``).
+
+Imports only the standard library, orjson and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+
+import orjson
+
+from .errors import InvalidArgumentError, MarkerFileError
+
+#: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
+TEMPORAL_KINDS: tuple[str, ...] = ("one_off", "recurring", "durable", "unknown")
+#: The unset kind: never asked (history, non-extractor writes), unlike ``unknown``.
+UNSET = ""
+#: Retention tiers.
+TIERS: tuple[str, ...] = ("temp", "long")
+#: Default life of a temporary node: 7 days.
+DEFAULT_TTL_SECONDS = 7 * 86400.0
+#: A term rule fires only when its marker begins among the first this many
+#: units (a CJK character or a Latin word) of the text. The seed measured
+#: that widening its 12-character window to 24 made 11 restatements of one
+#: standing agreement temporary; the window is what keeps trailing asides
+#: ("... and today she mentioned it again") from deciding.
+TERM_WINDOW = 12
+#: Veto families, in the order they are checked (the first hit names the rule).
+VETO_FAMILIES: tuple[str, ...] = (
+    "remember",
+    "agreement",
+    "habit",
+    "durable_fact",
+    "permanence",
+    "state_change",
+    "far_future",
+)
+#: Term rules for unknown/unset kinds, in precedence order.
+TERM_RULES: tuple[str, ...] = (
+    "n1_relative_day",
+    "n2_just_now",
+    "n3_this_once",
+    "n4_reminder_request",
+    "n5_near_date",
+)
+#: File name of a store's marker file inside ``<root>/.mdcg/``.
+STORE_FILE = "retention_markers.json"
+#: The only marker file format version.
+FORMAT_VERSION = 1
+
+#: Every rule code a decision can carry, in decision order.
+RULE_CODES: tuple[str, ...] = (
+    "explicit_tier",
+    "temporal_durable",
+    "temporal_recurring",
+    "markers_unreadable",
+    *(f"veto_{family}" for family in VETO_FAMILIES),
+    "veto_no_anchor",
+    "temporal_one_off",
+    *(f"term_guard_{family}" for family in VETO_FAMILIES),
+    *(f"term_{rule}" for rule in TERM_RULES),
+    "default_long",
+)
+
+_FAMILY_LABELS = {
+    "remember": "an explicit remember / don't-forget",
+    "agreement": "an agreement or promise",
+    "habit": "a habit",
+    "durable_fact": "a durable fact",
+    "permanence": "a permanence",
+    "state_change": "a state change",
+    "far_future": "a time after next week, later than the TTL",
+}
+_SHIPPED_PATH = Path(__file__).parent / "data" / STORE_FILE
+
+# Kept local until md_cg.script owns the CJK ranges and the NFKC+casefold fold.
+_CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK_RE = re.compile(f"[{_CJK}]")
+_LATIN_WORDCHAR = f"[^\\W_{_CJK}]"
+_UNIT_RE = re.compile(f"[{_CJK}]|{_LATIN_WORDCHAR}+")
+# A clock time or a day of the month anchors a one_off verdict (it never
+# decides temp on its own): 7pm, 6:30, 7 o'clock, 3点, 八点半, the 14th, 14号.
+_CLOCK_RE = re.compile(
+    r"\d{1,2}(?::\d{2}|\s*(?:am|pm|a\.m\.|p\.m\.|o'clock|点|时|時)|(?:st|nd|rd|th)\b|\s*[号日])"
+    r"|[零〇一二两三四五六七八九十]{1,3}点"
+)
+_WS_RE = re.compile(r"\s+")
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+#: Gap in a marker: ``set...alarm`` matches "set a 7 o'clock alarm" and
+#: ``定...闹钟`` matches "定个7点的闹钟" (up to 16 characters, no sentence end).
+GAP = "..."
+_GAP_PATTERN = "[^.!?;。！？；\n]{0,16}?"
+
+
+def _fold(text: str) -> str:
+    """NFKC, case fold, curly apostrophes made straight, whitespace collapsed."""
+    folded = unicodedata.normalize("NFKC", text).casefold().translate(_QUOTES)
+    return _WS_RE.sub(" ", folded).strip()
+
+
+def normalize_temporal(value: object) -> str:
+    """The temporal kind of ``value``: one of :data:`TEMPORAL_KINDS`, or ``""``.
+
+    ``None`` and strings that are empty after trimming are unset (``""``).
+    Strings are trimmed and case-folded and must then be one of the four
+    kinds; everything else (synonyms such as ``"once"``, typos, numbers,
+    objects) is ``"unknown"``. Never raises, never guesses ``one_off``.
+    """
+    if value is None:
+        return UNSET
+    if not isinstance(value, str):
+        return "unknown"
+    kind = value.strip().casefold()
+    if not kind:
+        return UNSET
+    return kind if kind in TEMPORAL_KINDS else "unknown"
+
+
+def normalize_tier(value: object) -> str:
+    """An explicitly requested tier: ``"temp"``, ``"long"`` or ``""`` (none given).
+
+    ``None`` and ``""`` mean no tier was given. A tier is an instruction, so
+    anything outside :data:`TIERS` (after trimming and case folding) raises
+    :class:`InvalidArgumentError` naming it instead of being guessed.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        tier = value.strip().casefold()
+        if tier == "" or tier in TIERS:
+            return tier
+    raise InvalidArgumentError(
+        f"retention tier must be one of {', '.join(TIERS)} (or absent), got {value!r}",
+        name="tier",
+        value=value,
+    )
+
+
+@dataclass(frozen=True)
+class Hit:
+    """A marker found in a text: its ``family`` (or term rule), the folded
+    ``marker`` as it occurs in the text, and the ``unit`` it starts at."""
+
+    family: str
+    marker: str
+    unit: int
+
+
+@dataclass(frozen=True)
+class RetentionDecision:
+    """The outcome of :func:`decide_retention`.
+
+    ``tier`` is ``"temp"`` or ``"long"``; ``expires_at`` (seconds since the
+    epoch) is set exactly when the tier is temp. ``rule`` is one of
+    :data:`RULE_CODES` (who decided, for the decision log); ``reason`` is the
+    human explanation; ``temporal`` the normalised kind; ``marker`` the text
+    that triggered the rule, when one did.
+    """
+
+    tier: str
+    expires_at: float | None
+    rule: str
+    reason: str
+    temporal: str
+    marker: str | None = None
+
+
+def _part_pattern(part: str, *, left: bool = True, right: bool = True) -> str:
+    """One part of a marker: CJK as is; Latin with the word boundaries asked for."""
+    if _CJK_RE.search(part):
+        return re.escape(part)
+    body = re.escape(part[:-1]) + f"{_LATIN_WORDCHAR}*" if part.endswith("*") else re.escape(part)
+    before = f"(?<!{_LATIN_WORDCHAR})" if left else ""
+    after = f"(?!{_LATIN_WORDCHAR})" if right else ""
+    return f"{before}{body}{after}"
+
+
+def _marker_pattern(marker: str) -> str:
+    """A marker's pattern; ``...`` gaps between parts. A Latin marker leaves
+    its outer word boundaries to its family's group (:func:`_compile`)."""
+    parts = [part.strip() for part in marker.split(GAP)]
+    if _CJK_RE.search(marker):
+        return _GAP_PATTERN.join(_part_pattern(part) for part in parts)
+    last = len(parts) - 1
+    return _GAP_PATTERN.join(
+        _part_pattern(part, left=index > 0, right=index < last) for index, part in enumerate(parts)
+    )
+
+
+def _compile(groups: Mapping[str, tuple[str, ...]]) -> dict[str, re.Pattern[str]]:
+    """One pattern per family: its CJK markers anywhere, its Latin markers as
+    whole words. The word boundary is checked once per position for all the
+    Latin markers (checking it per marker made a search five times slower)."""
+    out: dict[str, re.Pattern[str]] = {}
+    for name, markers in groups.items():
+        ordered = sorted(markers, key=len, reverse=True)  # longest marker wins at one spot
+        cjk = [_marker_pattern(m) for m in ordered if _CJK_RE.search(m)]
+        latin = [_marker_pattern(m) for m in ordered if not _CJK_RE.search(m)]
+        alternatives = [*cjk]
+        if latin:
+            alternatives.append(f"(?<!{_LATIN_WORDCHAR})(?:{'|'.join(latin)})(?!{_LATIN_WORDCHAR})")
+        if alternatives:
+            out[name] = re.compile("|".join(alternatives))
+    return out
+
+
+@dataclass(frozen=True)
+class Markers:
+    """Veto families, term-rule markers and anchors, folded, with their compiled matchers.
+
+    Build one with :func:`load_markers` (shipped lists plus a store file),
+    :func:`shipped_markers` or :meth:`extended`; constructing it directly
+    skips validation (names outside :data:`VETO_FAMILIES` and
+    :data:`TERM_RULES` are dropped). ``problem`` is set when a store file
+    could not be used; see :func:`decide_retention` for what that changes.
+    """
+
+    veto: Mapping[str, tuple[str, ...]]
+    term: Mapping[str, tuple[str, ...]]
+    anchor: tuple[str, ...] = ()
+    problem: str | None = None
+    _veto_re: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _term_re: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
+    _anchor_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        def folded(markers: Sequence[str]) -> tuple[str, ...]:
+            return tuple(dict.fromkeys(_fold(m) for m in markers))
+
+        veto = {f: folded(self.veto.get(f, ())) for f in VETO_FAMILIES}
+        term = {r: folded(self.term.get(r, ())) for r in TERM_RULES}
+        object.__setattr__(self, "veto", MappingProxyType(veto))
+        object.__setattr__(self, "term", MappingProxyType(term))
+        object.__setattr__(self, "anchor", folded(self.anchor))
+        object.__setattr__(self, "_veto_re", _compile(veto))
+        object.__setattr__(self, "_term_re", _compile(term))
+        # Every term marker names a moment too, so it anchors as well.
+        anchors = tuple(dict.fromkeys((*self.anchor, *(m for ms in term.values() for m in ms))))
+        object.__setattr__(self, "_anchor_re", _compile({"anchor": anchors}).get("anchor"))
+
+    def extended(
+        self,
+        veto: Mapping[str, Sequence[str]] | None = None,
+        term: Mapping[str, Sequence[str]] | None = None,
+        anchor: Sequence[str] = (),
+    ) -> Markers:
+        """New markers with these lists appended (duplicates dropped); raises
+        :class:`MarkerFileError` (path ``<arguments>``) on an invalid marker."""
+        data = {"veto": dict(veto or {}), "term": dict(term or {}), "anchor": list(anchor)}
+        added = parse_markers(data, "<arguments>", complete=False)
+        return _merge(self, added, self.problem)
+
+    def with_problem(self, problem: str) -> Markers:
+        """The same markers, flagged as incomplete because of ``problem``."""
+        return Markers(self.veto, self.term, self.anchor, problem)
+
+    def anchor_hit(self, text: str, *, folded: bool = False) -> str | None:
+        """The first anchor in ``text`` (an anchor word, a term marker, a
+        clock time or a day of the month), or ``None``. ``folded=True``:
+        ``text`` is already folded."""
+        folded_text = text if folded else _fold(text)
+        match = self._anchor_re.search(folded_text) if self._anchor_re else None
+        match = match or _CLOCK_RE.search(folded_text)
+        return match.group() if match else None
+
+    def veto_hit(self, text: str, *, folded: bool = False) -> Hit | None:
+        """The first veto family (in :data:`VETO_FAMILIES` order) found anywhere in ``text``."""
+        folded_text = text if folded else _fold(text)
+        for family, pattern in self._veto_re.items():
+            match = pattern.search(folded_text)
+            if match:
+                return Hit(family, match.group(), _units_before(folded_text, match.start()))
+        return None
+
+    def term_hit(self, text: str, window: int = TERM_WINDOW, *, folded: bool = False) -> Hit | None:
+        """The first term rule (in :data:`TERM_RULES` order) whose earliest
+        marker begins within the first ``window`` units of ``text``."""
+        folded_text = text if folded else _fold(text)
+        for rule, pattern in self._term_re.items():
+            match = pattern.search(folded_text)
+            if match:
+                unit = _units_before(folded_text, match.start())
+                if unit < window:
+                    return Hit(rule, match.group(), unit)
+        return None
+
+
+def _units_before(folded: str, offset: int) -> int:
+    return len(_UNIT_RE.findall(folded, 0, offset))
+
+
+def _merge(base: Markers, added: MarkerLists, problem: str | None) -> Markers:
+    def join(old: Mapping[str, tuple[str, ...]], new: Mapping[str, tuple[str, ...]]) -> dict:
+        return {k: tuple(dict.fromkeys((*old.get(k, ()), *new.get(k, ())))) for k in {*old, *new}}
+
+    anchor = tuple(dict.fromkeys((*base.anchor, *added.anchor)))
+    return Markers(join(base.veto, added.veto), join(base.term, added.term), anchor, problem)
+
+
+# -- the decision ---------------------------------------------------------------
+
+
+def _check_number(name: str, value: object, *, positive: bool = False) -> float:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    if not ok or (positive and value <= 0):  # type: ignore[operator]
+        need = "a positive finite number" if positive else "a finite number"
+        raise InvalidArgumentError(f"{name} must be {need} of seconds, got {value!r}", name=name, value=value)
+    return float(value)  # type: ignore[arg-type]
+
+
+def decide_retention(
+    *,
+    text: str | None,
+    temporal: object,
+    tier: object = None,
+    now: float,
+    ttl_seconds: float = DEFAULT_TTL_SECONDS,
+    markers: Markers | None = None,
+    require_anchor: bool = True,
+) -> RetentionDecision:
+    """Decide a node's retention tier and expiry.
+
+    Order: (1) an explicit ``tier`` (``"temp"``/``"long"``) wins; (2) the
+    temporal kind: ``durable``/``recurring`` are long and no term rule runs;
+    ``one_off`` is temp (``expires_at = now + ttl_seconds``) unless a veto
+    family is in the text or (with ``require_anchor``) nothing in the text
+    names a moment; (3) for ``unknown``/unset, the term rules: a one-off
+    marker in the first :data:`TERM_WINDOW` units makes it temp unless a
+    veto family is in the text; (4) otherwise long.
+
+    ``temporal`` is normalised with :func:`normalize_temporal` (raw extractor
+    output is fine). ``markers`` defaults to :func:`shipped_markers`; if they
+    carry a ``problem`` no automatic decision is temp. Raises
+    :class:`InvalidArgumentError` for a bad ``tier``, ``now``,
+    ``ttl_seconds`` or a ``text`` that is not a string.
+    """
+    if text is not None and not isinstance(text, str):
+        raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}", name="text")
+    asked = normalize_tier(tier)
+    when = _check_number("now", now)
+    ttl = _check_number("ttl_seconds", ttl_seconds, positive=True)
+    kind = normalize_temporal(temporal)
+    found = markers if markers is not None else shipped_markers()
+    if asked:
+        verdict = (asked, "explicit_tier", f"the caller asked for the {asked} tier", None)
+    elif kind in ("durable", "recurring"):
+        verdict = ("long", f"temporal_{kind}", f"the extractor marked it {kind}: not a one-off event", None)
+    elif kind == "one_off":
+        verdict = _one_off_verdict(_fold(text or ""), found, require_anchor)
+    else:
+        verdict = _term_verdict(_fold(text or ""), kind, found)
+    decided, rule, reason, marker = verdict
+    expires_at = when + ttl if decided == "temp" else None
+    return RetentionDecision(decided, expires_at, rule, reason, kind, marker)
+
+
+_Verdict = tuple[str, str, str, "str | None"]
+
+
+def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | None:
+    """The long verdict when the markers are incomplete or a veto family is in ``text``."""
+    if found.problem:
+        return (
+            "long",
+            "markers_unreadable",
+            f"{origin}, but the marker lists are incomplete: {found.problem}",
+            None,
+        )
+    veto = found.veto_hit(text, folded=True)
+    if veto is None:
+        return None
+    label = _FAMILY_LABELS[veto.family]
+    reason = f"{origin}, but the text states {label} ({veto.marker!r})"
+    return ("long", f"{prefix}{veto.family}", reason, veto.marker)
+
+
+def _one_off_verdict(text: str, found: Markers, require_anchor: bool) -> _Verdict:
+    origin = "the extractor marked it one_off"
+    vetoed = _vetoed(origin, found, text, "veto_")
+    if vetoed:
+        return vetoed
+    anchor = found.anchor_hit(text, folded=True)
+    if anchor is None and require_anchor:
+        return ("long", "veto_no_anchor", f"{origin}, but nothing in the text names a moment", None)
+    return ("temp", "temporal_one_off", f"{origin}, the text names a moment and has no veto marker", anchor)
+
+
+def _term_verdict(text: str, kind: str, found: Markers) -> _Verdict:
+    head = found.term_hit(text, folded=True)
+    if head is None:
+        said = "no temporal kind" if kind == UNSET else "temporal kind unknown"
+        return ("long", "default_long", f"{said} and no one-off marker opens the text", None)
+    origin = f"the one-off marker {head.marker!r} ({head.family}) opens the text"
+    vetoed = _vetoed(origin, found, text, "term_guard_")
+    if vetoed:
+        return vetoed
+    return ("temp", f"term_{head.family}", f"{origin} and no veto marker is in the text", head.marker)
+
+
+# -- marker files -----------------------------------------------------------------
+
+
+def _check_marker(value: object) -> tuple[str | None, str]:
+    """(problem, folded marker) of one marker; problem is None when valid."""
+    if not isinstance(value, str):
+        return f"expected a string, got {type(value).__name__} {value!r}", ""
+    marker = _fold(value)
+    if any(ch.isdigit() for ch in marker):
+        return f"{value!r} contains a digit: a number alone never decides retention", ""
+    for part in (p.strip() for p in marker.split(GAP)):
+        core = part[:-1] if part.endswith("*") else part
+        if not any(ch.isalpha() for ch in core):
+            return f"{value!r}: {part!r} has no letter or CJK character", ""
+        if "*" in core:
+            return f"{value!r}: '*' is allowed only at the end of a word", ""
+        if part.endswith("*") and _CJK_RE.search(part):
+            return f"{value!r}: '*' is for Latin words (CJK markers already match anywhere)", ""
+    return None, marker
+
+
+def _folded_list(items: object, where: str, path: str) -> tuple[str, ...]:
+    if not isinstance(items, list):
+        raise MarkerFileError(path, f"{where} must be a list of strings")
+    folded = []
+    for number, item in enumerate(items, 1):
+        problem, marker = _check_marker(item)
+        if problem:
+            raise MarkerFileError(path, f"{where} entry {number}: {problem}")
+        folded.append(marker)
+    return tuple(dict.fromkeys(folded))
+
+
+def _parse_section(
+    data: Mapping[str, object], key: str, names: tuple[str, ...], path: str, complete: bool
+) -> dict[str, tuple[str, ...]]:
+    section = data.get(key, {})
+    if not isinstance(section, Mapping):
+        raise MarkerFileError(path, f"{key!r} must be an object of lists, got {type(section).__name__}")
+    out: dict[str, tuple[str, ...]] = {}
+    for name, items in section.items():
+        if name not in names:
+            raise MarkerFileError(path, f"{key}: unknown name {name!r}; expected one of: {', '.join(names)}")
+        out[name] = _folded_list(items, f"{key}.{name}", path)
+    missing = [n for n in names if not out.get(n)]
+    if complete and missing:
+        raise MarkerFileError(path, f"{key}: no markers for {', '.join(missing)}")
+    return out
+
+
+@dataclass(frozen=True)
+class MarkerLists:
+    """The validated, folded content of one marker file."""
+
+    veto: Mapping[str, tuple[str, ...]]
+    term: Mapping[str, tuple[str, ...]]
+    anchor: tuple[str, ...]
+
+
+_FILE_KEYS = ("version", "veto", "term", "anchor")
+
+
+def parse_markers(data: object, path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
+    """Validate the content of a marker file.
+
+    The format is ``{"version": 1, "veto": {family: [markers]}, "term":
+    {rule: [markers]}, "anchor": [markers]}``; keys starting with ``_`` are
+    comments, every other key is optional. ``complete=True`` (the shipped
+    file) requires markers for every family, rule and the anchors. Raises
+    :class:`MarkerFileError` naming ``path`` and the offending key or entry.
+    """
+    where = os.fspath(path)
+    if not isinstance(data, Mapping):
+        raise MarkerFileError(where, f"expected a JSON object, got {type(data).__name__}")
+    version = data.get("version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise MarkerFileError(where, f"unsupported version {version!r} (this md-cg reads {FORMAT_VERSION})")
+    for key in data:
+        if key not in _FILE_KEYS and not str(key).startswith("_"):
+            raise MarkerFileError(where, f"unknown key {key!r} (expected {', '.join(_FILE_KEYS)})")
+    veto = _parse_section(data, "veto", VETO_FAMILIES, where, complete)
+    term = _parse_section(data, "term", TERM_RULES, where, complete)
+    anchor = _folded_list(data.get("anchor", []), "anchor", where)
+    if complete and not anchor:
+        raise MarkerFileError(where, "anchor: no markers")
+    return MarkerLists(veto=veto, term=term, anchor=anchor)
+
+
+def read_marker_file(path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
+    """Read and validate one marker file (see :func:`parse_markers`).
+
+    A file that cannot be read or parsed raises :class:`MarkerFileError`;
+    a missing file raises :class:`FileNotFoundError`.
+    """
+    try:
+        raw = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        raise MarkerFileError(path, f"cannot read it: {exc.strerror or exc}") from exc
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise MarkerFileError(path, f"not valid JSON: {exc}") from None
+    return parse_markers(data, path, complete=complete)
+
+
+@lru_cache(maxsize=1)
+def shipped_markers() -> Markers:
+    """The markers shipped in ``md_cg/data/retention_markers.json`` (loaded once)."""
+    lists = read_marker_file(_SHIPPED_PATH, complete=True)
+    return Markers(lists.veto, lists.term, lists.anchor)
+
+
+def load_markers(extra_path: str | os.PathLike[str] | None = None) -> Markers:
+    """The shipped markers extended by a store's marker file.
+
+    ``extra_path`` that is ``None`` or does not exist gives the shipped
+    markers. A file that exists but cannot be used (unreadable, not JSON,
+    invalid entry) never raises: the result is the shipped markers with
+    :attr:`Markers.problem` set to the error text, so writes go on and no
+    automatic decision is temp until the file is fixed.
+    """
+    base = shipped_markers()
+    if extra_path is None:
+        return base
+    try:
+        added = read_marker_file(extra_path)
+    except FileNotFoundError:
+        return base
+    except MarkerFileError as exc:
+        return base.with_problem(str(exc))
+    return _merge(base, added, None)
+
+
+def store_marker_path(root: str | os.PathLike[str]) -> Path:
+    """Where a store keeps its marker file: ``<root>/.mdcg/retention_markers.json``."""
+    return Path(root) / ".mdcg" / STORE_FILE
