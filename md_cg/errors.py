@@ -132,3 +132,13 @@ class ProtectedNodeError(MdcgError):
     def __init__(self, node_id: str, reason: str) -> None:
         super().__init__(reason)
         self.node_id = node_id
+
+
+class DataFileError(MdcgError, ValueError):
+    """A data file (shipped under ``md_cg/data/`` or kept by a store) that
+    cannot be used as it is; ``path`` is the file, ``reason`` the problem."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason

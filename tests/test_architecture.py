@@ -22,6 +22,8 @@ RANK = {
     "text": 1,
     "textindex": 1,
     "synonyms": 1,
+    "recall": 1,
+    "resurface": 1,
     "nodefile": 2,
     "layout": 2,
     "routing": 2,
