@@ -322,17 +322,17 @@ def _tier_rules(today: date, years: Sequence[int]) -> list[list[tuple[int, int]]
 
 
 @lru_cache(maxsize=64)
-def _calendar(today: date, max_years_back: int) -> tuple[tuple[tuple[int, int, int], ...], ...]:
-    """Per tier, its days as (ordinal, years_ago, months_ago), oldest first.
+def _calendar(today: date, max_years_back: int) -> tuple[Mapping[int, tuple[int, int]], ...]:
+    """Per tier, its days: ordinal -> (years_ago, months_ago), oldest first.
 
     Disjoint by construction: a day keeps the lowest tier that claims it.
     Cached per (day, depth), so repeated calls on one day cost nothing.
     """
     years = [y for y in range(today.year - 1, today.year - max_years_back - 1, -1) if y >= 1]
     taken: set[int] = set()
-    tiers: list[tuple[tuple[int, int, int], ...]] = []
+    tiers: list[Mapping[int, tuple[int, int]]] = []
     for tier, days in enumerate(_tier_rules(today, years), start=1):
-        rows = []
+        rows: dict[int, tuple[int, int]] = {}
         for ordinal, anchor_year in sorted(days):
             if ordinal in taken or ordinal < 1:
                 continue
@@ -344,8 +344,8 @@ def _calendar(today: date, max_years_back: int) -> tuple[tuple[tuple[int, int, i
                 years_ago = 0
             else:
                 years_ago = today.year - anchor_year
-            rows.append((ordinal, years_ago, months))
-        tiers.append(tuple(rows))
+            rows[ordinal] = (years_ago, months)
+        tiers.append(MappingProxyType(rows))
     return tuple(tiers)
 
 
@@ -362,13 +362,13 @@ def _check_depth(max_years_back: object) -> int:
 def tier_days(today: date, max_years_back: int = MAX_YEARS_BACK) -> dict[int, list[date]]:
     """Every day each tier covers as seen from ``today``: tier -> sorted days."""
     cal = _calendar(_check_today(today), _check_depth(max_years_back))
-    return {tier: [date.fromordinal(row[0]) for row in rows] for tier, rows in enumerate(cal, start=1)}
+    return {tier: [date.fromordinal(o) for o in rows] for tier, rows in enumerate(cal, start=1)}
 
 
 @lru_cache(maxsize=64)
 def _tier_lookup(today: date, max_years_back: int) -> Mapping[int, int]:
     cal = _calendar(today, max_years_back)
-    return MappingProxyType({row[0]: tier for tier, rows in enumerate(cal, start=1) for row in rows})
+    return MappingProxyType({o: tier for tier, rows in enumerate(cal, start=1) for o in rows})
 
 
 def tier_of(day: date, today: date, max_years_back: int = MAX_YEARS_BACK) -> int | None:
@@ -441,6 +441,10 @@ class ResurfaceIndex:
         """The ids dated on day ``ordinal``, sorted."""
         return self._by_day.get(ordinal, ())
 
+    def days_among(self, ordinals: Iterable[int]) -> list[int]:
+        """The day ordinals among ``ordinals`` that hold nodes, sorted."""
+        return sorted(self._by_day.keys() & ordinals)
+
     def nth_up_to(self, ordinal: int, rng: random.Random) -> tuple[str, int] | None:
         """A uniformly drawn (id, day ordinal) among nodes dated on or before ``ordinal``."""
         last = bisect_right(self._days, ordinal)
@@ -469,7 +473,7 @@ _YEAR_TIERS = frozenset({1, 3, 4, 5, 6})
 def _pick_in_tier(
     index: ResurfaceIndex,
     shows: ShowHistory,
-    rows: Sequence[tuple[int, int, int]],
+    rows: Mapping[int, tuple[int, int]],
     tier: int,
     today: int,
     cooldown: int,
@@ -478,13 +482,15 @@ def _pick_in_tier(
     """(id, ordinal, years_ago, months_ago, show_count) drawn from one tier."""
     pool: list[tuple[str, int, int, int, int]] = []
     ages: list[int] = []
-    for ordinal, years_ago, months_ago in rows:
+    by_years = tier in _YEAR_TIERS
+    for ordinal in index.days_among(rows.keys()):
+        years_ago, months_ago = rows[ordinal]
         for node_id in index.on(ordinal):
             count, last = shows.as_of(node_id, today)
             if last is not None and today - last < cooldown:
                 continue
             pool.append((node_id, ordinal, years_ago, months_ago, count))
-            ages.append(years_ago if tier in _YEAR_TIERS else months_ago)
+            ages.append(years_ago if by_years else months_ago)
     if not pool:
         return None
     max_age = max(ages)

@@ -196,6 +196,13 @@ def test_partial_coverage_when_log_starts_inside_the_window() -> None:
     assert cov.earliest_event == NOW - timedelta(days=1)
 
 
+def test_a_log_starting_exactly_at_the_window_start_covers_it() -> None:
+    events = [{"ts": SINCE_NS, "mode": "get", "ids": ["a"]}]
+    assert recall_stats(events, NODES, now=NOW).coverage.full_window is True
+    later = [{"ts": SINCE_NS + 1, "mode": "get", "ids": ["a"]}]
+    assert recall_stats(later, NODES, now=NOW).coverage.full_window is False
+
+
 def test_access_event_objects_are_accepted() -> None:
     events = [AccessEvent(NOW_NS, "inject", ("a", "b")), AccessEvent(NOW_NS, "search", ("a",))]
     stats = recall_stats(events, NODES, now=NOW)
