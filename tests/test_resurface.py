@@ -6,8 +6,10 @@ from __future__ import annotations
 import calendar
 import math
 import random
+import re
 from collections import Counter
 from datetime import UTC, date, datetime, timedelta, timezone
+from pathlib import Path
 
 import pytest
 
@@ -545,3 +547,11 @@ def test_index_size_and_lookup() -> None:
     assert index.on(D(2020, 1, 1).toordinal()) == ("a", "b")
     assert index.on(D(2019, 1, 1).toordinal()) == ()
     assert len(ResurfaceIndex([])) == 0
+
+
+def test_docs_examples_run_as_written() -> None:
+    doc = Path(__file__).resolve().parent.parent / "docs" / "recall.md"
+    blocks = re.findall(r"```python\n(.*?)```", doc.read_text(encoding="utf-8"), re.S)
+    assert len(blocks) == 2
+    for block in blocks:
+        exec(compile(block, str(doc), "exec"), {})
