@@ -124,12 +124,13 @@ def event_record(
             raise InvalidArgumentError(f"{name} must be a string or None, got {value!r}", name=name)
     if isinstance(ids, str):
         raise InvalidArgumentError("ids must be a list of node ids, not one string", name="ids", value=ids)
-    unique = tuple(dict.fromkeys(ids))
-    for node_id in unique:
+    given = list(ids)
+    for node_id in given:
         if not isinstance(node_id, str) or not node_id:
             raise InvalidArgumentError(
                 f"ids must hold non-empty strings, got {node_id!r}", name="ids", value=node_id
             )
+    unique = tuple(dict.fromkeys(given))
     return AccessEvent(ts_ns, mode, unique, agent, workspace).to_dict()
 
 
@@ -428,9 +429,16 @@ def _scan(
 def _node_table(nodes: Iterable[Sequence[Any]]) -> dict[str, tuple[str | None, float | None, bool]]:
     table: dict[str, tuple[str | None, float | None, bool]] = {}
     for node in nodes:
-        node_id, title, created_at, active = node
+        try:
+            node_id, title, created_at, active = node
+        except (TypeError, ValueError):
+            raise InvalidArgumentError(
+                f"nodes: expected (id, title, created_at, active), got {node!r}", name="nodes"
+            ) from None
         if not isinstance(node_id, str) or not node_id:
-            raise InvalidArgumentError(f"nodes: a node id must be a non-empty string, got {node_id!r}")
+            raise InvalidArgumentError(
+                f"nodes: a node id must be a non-empty string, got {node_id!r}", name="nodes"
+            )
         if node_id in table:
             raise InvalidArgumentError(f"nodes: node id {node_id!r} is given twice", name="nodes")
         table[node_id] = (title, created_at, bool(active))

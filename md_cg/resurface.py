@@ -235,11 +235,14 @@ class ShowHistory:
 # the tier calendar
 
 
-def _add_months(day: date, months: int) -> date:
-    """``day`` moved by whole months, the day clamped to the month's length."""
+def _add_months(day: date, months: int) -> date | None:
+    """``day`` moved by whole months, the day clamped to the month's length
+    (None before year 1: the calendar of the first years is just shorter)."""
     index = day.year * 12 + day.month - 1 + months
     year, month = divmod(index, 12)
     month += 1
+    if year < 1:
+        return None
     return date(year, month, min(day.day, calendar.monthrange(year, month)[1]))
 
 
@@ -274,7 +277,7 @@ def _tier2(today: date) -> list[tuple[int, int]]:
         if k % 12 == 0:
             continue  # this calendar month: tier 1's day
         first = _add_months(today.replace(day=1), -k)
-        if _valid(first.year, first.month, today.day):
+        if first is not None and _valid(first.year, first.month, today.day):
             out.append((first.replace(day=today.day).toordinal(), k))
     return out
 
@@ -288,7 +291,7 @@ def _tier3(today: date, years: Sequence[int]) -> list[tuple[int, int]]:
         else:  # Feb 29 in a non-leap year sits between Feb 28 and Mar 1
             before = date(y, 2, 28).toordinal()
             after = before + 1
-        out.extend((before - k, y) for k in range(_WEEK_RADIUS))
+        out.extend((before - k, y) for k in range(_WEEK_RADIUS) if before - k >= 1)
         out.extend((after + k, y) for k in range(_WEEK_RADIUS))
     return out
 
@@ -308,8 +311,9 @@ def _tier_rules(today: date, years: Sequence[int]) -> list[list[tuple[int, int]]
     quarter = (today.month - 1) // 3
     quarter_months = [3 * quarter + i + 1 for i in range(3)]
     half_other = 3 * (quarter ^ 1)
-    lo = _add_months(today, -6).toordinal()
-    hi = _add_months(today, -2).toordinal()
+    lo = _add_months(today, -6) or date.min
+    hi = _add_months(today, -2)
+    recent = [] if hi is None else [(o, 0) for o in range(lo.toordinal(), hi.toordinal() + 1)]
     return [
         _tier1(today, years),
         _tier2(today),
@@ -317,7 +321,7 @@ def _tier_rules(today: date, years: Sequence[int]) -> list[list[tuple[int, int]]
         _month_days(years, [today.month]),
         _month_days(years, [m for m in quarter_months if m != today.month]),
         _month_days(years, [half_other + i + 1 for i in range(3)]),
-        [(o, 0) for o in range(lo, hi + 1)],
+        recent,
     ]
 
 
@@ -334,7 +338,7 @@ def _calendar(today: date, max_years_back: int) -> tuple[Mapping[int, tuple[int,
     for tier, days in enumerate(_tier_rules(today, years), start=1):
         rows: dict[int, tuple[int, int]] = {}
         for ordinal, anchor_year in sorted(days):
-            if ordinal in taken or ordinal < 1:
+            if ordinal in taken:
                 continue
             taken.add(ordinal)
             months = _months_between(date.fromordinal(ordinal), today)

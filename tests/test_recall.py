@@ -223,6 +223,8 @@ def test_bad_now_and_bad_nodes_raise_naming_the_input() -> None:
         recall_stats([], [("a", None, None, True), ("a", None, None, True)], now=NOW)
     with pytest.raises(InvalidArgumentError, match="non-empty string"):
         recall_stats([], [("", None, None, True)], now=NOW)
+    with pytest.raises(InvalidArgumentError, match=r"expected \(id, title, created_at, active\)"):
+        recall_stats([], [("a", "title")], now=NOW)
 
 
 def test_now_in_another_timezone_is_the_same_instant() -> None:
@@ -263,6 +265,7 @@ def test_parse_event_rejects_malformed(record: object) -> None:
         ({"mode": "get", "ids": ["a"], "ts_ns": 1.5}, "ts_ns must be a non-negative integer"),
         ({"mode": "get", "ids": "a", "ts_ns": 1}, "ids must be a list of node ids"),
         ({"mode": "get", "ids": ["a", ""], "ts_ns": 1}, "ids must hold non-empty strings"),
+        ({"mode": "get", "ids": [["a"]], "ts_ns": 1}, "ids must hold non-empty strings"),
         ({"mode": "get", "ids": ["a"], "ts_ns": 1, "agent": 3}, "agent must be a string or None"),
     ],
 )

@@ -46,6 +46,18 @@ def _shift_months(day: date, months: int) -> date:
     return date(y, m, min(day.day, calendar.monthrange(y, m)[1]))
 
 
+def _in_recent_months(d: date, t: date) -> bool:
+    try:
+        hi = _shift_months(t, -2)
+    except ValueError:  # before year 1
+        return False
+    try:
+        lo = _shift_months(t, -6)
+    except ValueError:
+        lo = date.min
+    return lo <= d <= hi
+
+
 def _oracle(d: date, t: date, depth: int = 10) -> int | None:
     """The tier of ``d`` seen from ``t``, written straight from the issue text."""
     past = t.year - depth <= d.year <= t.year - 1
@@ -58,7 +70,7 @@ def _oracle(d: date, t: date, depth: int = 10) -> int | None:
         return (t.month, t.day) == (2, 28) and not _leap(t.year) and (x.month, x.day) == (2, 29)
 
     def t3(x: date) -> bool:
-        for y in range(t.year - depth, t.year):
+        for y in range(max(1, t.year - depth), t.year):
             if t.month == 2 and t.day == 29 and not _leap(y):
                 lo, hi = date(y, 2, 26), date(y, 3, 3)
                 hit = lo <= x <= hi
@@ -78,7 +90,7 @@ def _oracle(d: date, t: date, depth: int = 10) -> int | None:
         past and d.month == t.month,
         past and (d.month - 1) // 3 == quarter and d.month != t.month,
         past and (d.month - 1) // 3 == quarter ^ 1,
-        _shift_months(t, -6) <= d <= _shift_months(t, -2),
+        _in_recent_months(d, t),
     ]
     return next((i + 1 for i, ok in enumerate(checks) if ok), None)
 
@@ -539,6 +551,16 @@ def test_node_date() -> None:
         node_date(True, node_id="kp_2")
     with pytest.raises(InvalidNodeError, match="not a representable time"):
         node_date(1e20, node_id="kp_3")
+
+
+@pytest.mark.parametrize("today", [D(1, 1, 1), D(1, 4, 30), D(2, 1, 2), D(3, 2, 28)], ids=str)
+def test_the_first_years_of_the_calendar_just_have_fewer_days(today: date) -> None:
+    start = D(1, 1, 1)
+    for offset in range((today - start).days + 1):
+        day = start + timedelta(days=offset)
+        assert tier_of(day, today) == _oracle(day, today), str(day)
+    got = resurface([("first", D(1, 1, 1))], today=today, seed=0)
+    assert got is not None and got.id == "first"
 
 
 def test_index_size_and_lookup() -> None:
