@@ -236,5 +236,13 @@ class MarkerFileError(MdcgError, ValueError):
 
     def __init__(self, path: str | Path, reason: str) -> None:
         super().__init__(f"{path}: invalid retention marker file: {reason}")
+
+
+class DataFileError(MdcgError, ValueError):
+    """A data file (shipped under ``md_cg/data/`` or kept by a store) that
+    cannot be used as it is; ``path`` is the file, ``reason`` the problem."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
         self.path = str(path)
         self.reason = reason

@@ -27,6 +27,8 @@ RANK = {
     "textindex": 2,
     "synonyms": 1,
     "temporal": 1,
+    "recall": 1,
+    "resurface": 1,
     "nodefile": 2,
     "paths": 2,
     "routing": 2,

@@ -1,0 +1,396 @@
+"""Recall statistics on a hand-computed event log, the event record rules, and
+the adaptive inject budget (issue 14 items 2 and 3)."""
+
+from __future__ import annotations
+
+import json
+import math
+from datetime import UTC, datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from md_cg import recall
+from md_cg.errors import DataFileError, InvalidArgumentError
+from md_cg.recall import (
+    AccessEvent,
+    StatsNode,
+    adaptive_inject_budget,
+    event_record,
+    load_recall_cues,
+    needs_broad_recall,
+    parse_event,
+    recall_stats,
+)
+
+NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+NS = 1_000_000_000
+NOW_NS = int(NOW.timestamp()) * NS
+DAY_S = 86_400.0
+DAY_NS = 86_400 * NS
+SINCE_NS = NOW_NS - 30 * DAY_NS
+
+
+def ago(days: float) -> float:
+    return NOW.timestamp() - days * DAY_S
+
+
+NODES = [
+    StatsNode("a", "Alpha", ago(100), True),
+    StatsNode("b", "Beta", ago(40), True),
+    StatsNode("c", "Gamma", ago(3), True),  # exempt, exposed
+    StatsNode("d", "Delta", ago(50), True),  # zombie
+    StatsNode("e", "Eps", ago(60), False),  # archived, exposed
+    StatsNode("f", "Zeta", ago(7), True),  # exactly 7 days old: not exempt -> zombie
+    StatsNode("g", "Eta", None, True),  # age unknown: never exempt -> zombie
+    StatsNode("h", "Theta", ago(6.99), True),  # exempt, never exposed
+]
+
+EVENTS: list[object] = [
+    {"ts": SINCE_NS - 1, "mode": "search", "agent": "main", "ids": ["a", "b"]},  # before the window
+    {"ts": SINCE_NS, "mode": "search", "agent": "main", "ids": ["a", "a", "b"]},  # a counts once
+    {"ts": NOW_NS - DAY_NS, "mode": "inject", "agent": "main", "ids": ["a", "c"]},
+    {"ts": NOW_NS - DAY_NS, "mode": "inject", "agent": "main", "ids": []},  # a run that filled nothing
+    {"ts": NOW_NS - 2 * DAY_NS, "mode": "inject", "agent": "main", "ids": ["b", "x"]},  # x: unknown id
+    {"ts": NOW_NS, "mode": "get", "agent": "main", "workspace": "w1", "ids": ["e"]},
+    {"ts": NOW_NS - 5 * NS, "mode": "search", "agent": "other", "ids": ["a"]},
+    # malformed, eight of them
+    {"ts": "yesterday", "mode": "search", "ids": ["a"]},
+    {"ts": NOW_NS, "mode": "peek", "ids": ["a"]},
+    {"ts": NOW_NS, "mode": "get", "ids": "a"},
+    {"ts": NOW_NS, "mode": "get", "ids": [1]},
+    "not an object",
+    {"ts": NOW_NS, "mode": "get", "ids": [""]},
+    {"ts": True, "mode": "get", "ids": ["a"]},
+    {"ts": NOW_NS, "mode": "get", "agent": 5, "ids": ["a"]},
+]
+
+
+def test_hand_computed_log_exact_figures() -> None:
+    stats = recall_stats(EVENTS, NODES, now=NOW)
+    assert [(r.id, r.title, r.count, r.active) for r in stats.top_recalled] == [
+        ("a", "Alpha", 3, True),
+        ("b", "Beta", 2, True),
+        ("c", "Gamma", 1, True),
+        ("e", "Eps", 1, False),
+    ]
+    assert stats.exposed_count == 4
+    z = stats.zombie
+    assert (z.active_count, z.exempt_count, z.eligible_count, z.zombie_count) == (7, 2, 5, 3)
+    assert z.zombie_rate == pytest.approx(0.6)
+    assert z.sample == (("g", "Eta"), ("d", "Delta"), ("f", "Zeta"))  # oldest first, unknown age first
+    inj = stats.injection
+    assert (inj.runs, inj.injected_count, inj.slots) == (3, 4, 5)
+    assert inj.slot_fill_rate == pytest.approx(4 / 15)
+    cov = stats.coverage
+    assert (cov.scanned, cov.malformed, cov.events_in_window) == (15, 8, 6)
+    assert dict(cov.by_mode) == {"search": 2, "inject": 3, "get": 1}
+    assert cov.earliest_event == datetime.fromtimestamp((SINCE_NS - 1) // 1000 / 1e6, tz=UTC)
+    assert cov.window_start == NOW - timedelta(days=30)
+    assert cov.full_window is True
+    assert cov.truncated is False
+    assert dict(stats.options) == {
+        "window_days": 30,
+        "exempt_days": 7,
+        "max_inject_slots": 5,
+        "top_n": 10,
+        "scan_cap": recall.DEFAULT_SCAN_CAP,
+    }
+
+
+def test_caller_filter_counts_only_that_callers_events() -> None:
+    stats = recall_stats(EVENTS, NODES, now=NOW, agent="main")
+    assert [(r.id, r.count) for r in stats.top_recalled] == [("a", 2), ("b", 2), ("c", 1), ("e", 1)]
+    assert stats.coverage.events_in_window == 5
+    both = recall_stats(EVENTS, NODES, now=NOW, agent="main", workspace="w1")
+    assert [(r.id, r.count) for r in both.top_recalled] == [("e", 1)]
+    assert both.injection.runs == 0 and both.injection.slot_fill_rate is None
+    # coverage reports the log's start whoever wrote the first event
+    assert both.coverage.full_window is True
+
+
+def test_to_dict_is_json_and_exact() -> None:
+    data = recall_stats(EVENTS, NODES, now=NOW, top_n=2).to_dict()
+    text = json.dumps(data)
+    assert json.loads(text) == data
+    assert data["top_recalled"] == [
+        {"id": "a", "title": "Alpha", "count": 3, "active": True},
+        {"id": "b", "title": "Beta", "count": 2, "active": True},
+    ]
+    assert data["zombie"]["sample"] == [{"id": "g", "title": "Eta"}, {"id": "d", "title": "Delta"}]
+    assert data["coverage"]["window_start"] == "2026-01-30T12:00:00+00:00"
+    assert data["now"] == "2026-03-01T12:00:00+00:00"
+    assert data["injection"] == {"runs": 3, "injected_count": 4, "slots": 5, "slot_fill_rate": 4 / 15}
+
+
+def test_window_and_exemption_options_change_the_figures() -> None:
+    stats = recall_stats(EVENTS, NODES, now=NOW, window_days=1, exempt_days=0, max_inject_slots=2)
+    # the last day holds events 3 and 4 (exactly one day old), 6 and 7
+    assert [(r.id, r.count) for r in stats.top_recalled] == [("a", 2), ("c", 1), ("e", 1)]
+    z = stats.zombie
+    assert (z.active_count, z.exempt_count, z.eligible_count, z.zombie_count) == (7, 0, 7, 5)
+    assert z.zombie_rate == pytest.approx(5 / 7)
+    assert [i for i, _t in z.sample] == ["g", "d", "b", "f", "h"]
+    assert (stats.injection.runs, stats.injection.injected_count) == (2, 2)
+    assert stats.injection.slot_fill_rate == pytest.approx(0.5)
+    assert stats.coverage.events_in_window == 4
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "used"),
+    [
+        ("window_days", 0, 30),
+        ("window_days", 366, 30),
+        ("window_days", 365, 365),
+        ("window_days", "14", 14),
+        ("window_days", 14.0, 14),
+        ("window_days", 14.5, 30),
+        ("window_days", True, 30),
+        ("window_days", None, 30),
+        ("window_days", "two weeks", 30),
+        ("window_days", float("nan"), 30),
+        ("exempt_days", 0, 0),
+        ("exempt_days", -1, 7),
+        ("exempt_days", 366, 7),
+        ("max_inject_slots", 0, 5),
+        ("max_inject_slots", 1, 1),
+        ("max_inject_slots", 50, 50),
+        ("top_n", 0, 10),
+        ("top_n", 1001, 10),
+        ("scan_cap", 0, recall.DEFAULT_SCAN_CAP),
+    ],
+)
+def test_out_of_range_options_fall_back_to_defaults(name: str, value: object, used: int) -> None:
+    stats = recall_stats([], [], now=NOW, **{name: value})
+    assert stats.options[name] == used
+
+
+def test_scan_cap_marks_truncation_and_counts_only_what_it_read() -> None:
+    events = ({"ts": NOW_NS, "mode": "search", "ids": [f"n{i}"]} for i in range(5))
+    nodes = [(f"n{i}", None, ago(100), True) for i in range(5)]
+    capped = recall_stats(events, nodes, now=NOW, scan_cap=3)
+    assert capped.coverage.truncated is True
+    assert capped.coverage.scanned == 3
+    assert sorted(r.id for r in capped.top_recalled) == ["n0", "n1", "n2"]
+    exact = recall_stats(
+        [{"ts": NOW_NS, "mode": "search", "ids": [f"n{i}"]} for i in range(5)], nodes, now=NOW, scan_cap=5
+    )
+    assert exact.coverage.truncated is False
+    assert exact.coverage.scanned == 5
+    assert exact.zombie.zombie_count == 0
+
+
+def test_empty_inputs_give_none_rates_not_zero() -> None:
+    stats = recall_stats([], [], now=NOW)
+    assert stats.zombie.zombie_rate is None
+    assert stats.injection.slot_fill_rate is None
+    assert stats.coverage.earliest_event is None
+    assert stats.coverage.full_window is False
+    assert stats.top_recalled == ()
+
+
+def test_partial_coverage_when_log_starts_inside_the_window() -> None:
+    events = [{"ts": NOW_NS - DAY_NS, "mode": "get", "ids": ["a"]}]
+    cov = recall_stats(events, NODES, now=NOW).coverage
+    assert cov.full_window is False
+    assert cov.earliest_event == NOW - timedelta(days=1)
+
+
+def test_a_log_starting_exactly_at_the_window_start_covers_it() -> None:
+    events = [{"ts": SINCE_NS, "mode": "get", "ids": ["a"]}]
+    assert recall_stats(events, NODES, now=NOW).coverage.full_window is True
+    later = [{"ts": SINCE_NS + 1, "mode": "get", "ids": ["a"]}]
+    assert recall_stats(later, NODES, now=NOW).coverage.full_window is False
+
+
+def test_access_event_objects_are_accepted() -> None:
+    events = [AccessEvent(NOW_NS, "inject", ("a", "b")), AccessEvent(NOW_NS, "search", ("a",))]
+    stats = recall_stats(events, NODES, now=NOW)
+    assert [(r.id, r.count) for r in stats.top_recalled] == [("a", 2), ("b", 1)]
+    assert stats.injection.injected_count == 2
+
+
+def test_top_n_ties_break_by_id() -> None:
+    events = [{"ts": NOW_NS, "mode": "search", "ids": ["d", "b", "c"]}]
+    stats = recall_stats(events, NODES, now=NOW, top_n=2)
+    assert [r.id for r in stats.top_recalled] == ["b", "c"]
+
+
+def test_bad_now_and_bad_nodes_raise_naming_the_input() -> None:
+    with pytest.raises(InvalidArgumentError, match="now must be a timezone-aware datetime"):
+        recall_stats([], [], now=datetime(2026, 3, 1))
+    with pytest.raises(InvalidArgumentError, match="'a' is given twice"):
+        recall_stats([], [("a", None, None, True), ("a", None, None, True)], now=NOW)
+    with pytest.raises(InvalidArgumentError, match="non-empty string"):
+        recall_stats([], [("", None, None, True)], now=NOW)
+    with pytest.raises(InvalidArgumentError, match=r"expected \(id, title, created_at, active\)"):
+        recall_stats([], [("a", "title")], now=NOW)
+
+
+def test_now_in_another_timezone_is_the_same_instant() -> None:
+    tz8 = timezone(timedelta(hours=8))
+    a = recall_stats(EVENTS, NODES, now=NOW.astimezone(tz8)).to_dict()
+    b = recall_stats(EVENTS, NODES, now=NOW).to_dict()
+    assert a["top_recalled"] == b["top_recalled"]
+    assert a["coverage"]["events_in_window"] == b["coverage"]["events_in_window"]
+
+
+# ---------------------------------------------------------------- event records
+
+
+def test_event_record_dedupes_and_round_trips() -> None:
+    rec = event_record("search", ["a", "b", "a"], ts_ns=NOW_NS, agent="main")
+    assert rec == {"ts": NOW_NS, "mode": "search", "agent": "main", "ids": ["a", "b"]}
+    ev = parse_event(json.loads(json.dumps(rec)))
+    assert ev == AccessEvent(NOW_NS, "search", ("a", "b"), "main", None)
+    assert ev.to_dict() == rec
+    assert ev.time == NOW
+
+
+def test_parse_event_dedupes_a_hand_written_record() -> None:
+    ev = parse_event({"ts": 5, "mode": "get", "ids": ["x", "y", "x"], "extra": 1})
+    assert ev == AccessEvent(5, "get", ("x", "y"))
+
+
+@pytest.mark.parametrize("record", EVENTS[7:])
+def test_parse_event_rejects_malformed(record: object) -> None:
+    assert parse_event(record) is None
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"mode": "peek", "ids": ["a"], "ts_ns": 1}, "mode must be one of search, inject, get"),
+        ({"mode": "get", "ids": ["a"], "ts_ns": -1}, "ts_ns must be a non-negative integer"),
+        ({"mode": "get", "ids": ["a"], "ts_ns": 1.5}, "ts_ns must be a non-negative integer"),
+        ({"mode": "get", "ids": "a", "ts_ns": 1}, "ids must be a list of node ids"),
+        ({"mode": "get", "ids": ["a", ""], "ts_ns": 1}, "ids must hold non-empty strings"),
+        ({"mode": "get", "ids": [["a"]], "ts_ns": 1}, "ids must hold non-empty strings"),
+        ({"mode": "get", "ids": ["a"], "ts_ns": 1, "agent": 3}, "agent must be a string or None"),
+    ],
+)
+def test_event_record_refuses_bad_input(kwargs: dict[str, object], message: str) -> None:
+    mode = kwargs.pop("mode")
+    ids = kwargs.pop("ids")
+    with pytest.raises(InvalidArgumentError, match=message):
+        event_record(mode, ids, **kwargs)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- adaptive budget
+
+SEED_CUES_ZH = [
+    "上次", "之前", "以前", "那天", "那次", "刚才", "刚刚", "后来", "很早",
+    "还记得", "记不记得", "我们讨论", "我们聊", "我说过", "你提过", "提到过",
+    "最近", "上次说", "之前说",
+]  # fmt: skip
+SEED_CUES_EN = [
+    "last time", "previously", "earlier", "remember", "we discussed",
+    "i mentioned", "you said", "that thing", "remind me",
+]  # fmt: skip
+
+
+def test_shipped_cues_hold_every_seed_cue() -> None:
+    cues = set(load_recall_cues())
+    assert set(SEED_CUES_ZH) <= cues
+    assert set(SEED_CUES_EN) <= cues
+
+
+@pytest.mark.parametrize("cue", SEED_CUES_ZH + SEED_CUES_EN)
+def test_each_cue_inside_a_long_query_is_broad(cue: str) -> None:
+    assert needs_broad_recall(f"nginx reverse proxy {cue} config timeout") is True
+
+
+@pytest.mark.parametrize(
+    ("query", "broad"),
+    [
+        (None, True),
+        ("", True),
+        ("   ", True),
+        ("abcd", True),  # 4 characters
+        ("  abcd  ", True),  # trimmed to 4
+        ("abcde", False),  # 5 characters, no cue
+        ("二分查找", True),  # 4 characters
+        ("二分查找法", False),
+        ("二分查找的时间复杂度是多少", False),
+        ("how do I configure the nginx reverse proxy", False),
+        ("What did we decide LAST TIME about retries", True),  # case folded
+        ("what was  last \t time's decision", True),  # whitespace collapsed
+        ("上次我们说的部署方案", True),
+        ("還記得那個部署方案嗎", True),  # traditional script
+    ],
+)
+def test_needs_broad_recall(query: str | None, broad: bool) -> None:
+    assert needs_broad_recall(query) is broad
+
+
+def test_needs_broad_recall_refuses_a_non_string() -> None:
+    with pytest.raises(InvalidArgumentError, match="query must be a string or None"):
+        needs_broad_recall(12345)  # type: ignore[arg-type]
+
+
+def test_custom_cues_replace_the_shipped_ones() -> None:
+    assert needs_broad_recall("deploy checklist for friday", cues=["Checklist"]) is True
+    assert needs_broad_recall("what did we say last time", cues=["checklist"]) is False
+
+
+@pytest.mark.parametrize(
+    ("query", "cap", "budget"),
+    [
+        ("configure nginx reverse proxy", 5, 3),
+        ("configure nginx reverse proxy", 4, 2),
+        ("configure nginx reverse proxy", 3, 2),
+        ("configure nginx reverse proxy", 2, 1),
+        ("configure nginx reverse proxy", 10, 5),
+        ("what did we decide last time", 5, 5),  # broad keeps the cap
+        ("", 5, 5),
+        (None, 7, 7),
+        ("nginx", 5, 3),  # exactly 5 characters: specific
+        ("ngin", 5, 5),  # 4 characters: broad
+        ("configure nginx reverse proxy", 1, 1),
+        ("configure nginx reverse proxy", 0, 0),  # 0 = inject nothing, never raised to 1
+        ("configure nginx reverse proxy", -2, -2),
+        ("what did we decide last time", 0, 0),
+    ],
+)
+def test_adaptive_inject_budget(query: str | None, cap: int, budget: int) -> None:
+    assert adaptive_inject_budget(query, cap) == budget
+
+
+def test_budget_only_shrinks_and_never_below_one() -> None:
+    for cap in range(-3, 60):
+        for query in ("configure nginx reverse proxy", "last time"):
+            got = adaptive_inject_budget(query, cap)
+            assert got <= cap or cap <= 1
+            if cap >= 1:
+                assert 1 <= got <= cap
+            if cap > 1 and query != "last time":
+                assert got == math.ceil(cap / 2)
+
+
+@pytest.mark.parametrize("cap", [True, 2.0, "5", None])
+def test_budget_refuses_a_non_integer_cap(cap: object) -> None:
+    with pytest.raises(InvalidArgumentError, match="max_items must be an integer"):
+        adaptive_inject_budget("configure nginx", cap)  # type: ignore[arg-type]
+
+
+def test_cue_file_errors_name_the_file(tmp_path: Path) -> None:
+    missing = tmp_path / "none.json"
+    with pytest.raises(DataFileError, match=r"none\.json: recall cue file not found"):
+        load_recall_cues(missing)
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(DataFileError, match=r"bad\.json: not a UTF-8 JSON recall cue file"):
+        load_recall_cues(bad)
+    wrong = tmp_path / "wrong.json"
+    wrong.write_text(json.dumps({"en": ["ok", 3]}), encoding="utf-8")
+    with pytest.raises(DataFileError, match=r"cues under 'en': 3 is not a non-empty string"):
+        load_recall_cues(wrong)
+    empty = tmp_path / "empty.json"
+    empty.write_text(json.dumps({"version": 1, "en": []}), encoding="utf-8")
+    with pytest.raises(DataFileError, match="holds no recall cue"):
+        load_recall_cues(empty)
+    good = tmp_path / "good.json"
+    good.write_text(
+        json.dumps({"version": 1, "_comment": "x", "fr": ["La Dernière  Fois"]}), encoding="utf-8"
+    )
+    assert load_recall_cues(good) == ("la dernière fois",)
