@@ -132,3 +132,13 @@ class ProtectedNodeError(MdcgError):
     def __init__(self, node_id: str, reason: str) -> None:
         super().__init__(reason)
         self.node_id = node_id
+
+
+class MergeError(MdcgError):
+    """A node file could not be merged at all (the text merge tool is missing or
+    refused the content). ``path`` is the file being merged."""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = str(path)
+        self.reason = reason

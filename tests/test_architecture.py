@@ -27,6 +27,7 @@ RANK = {
     "routing": 2,
     "access": 2,
     "judge": 3,
+    "merge": 3,
     "index": 4,
     "reports": 4,
     "sqlite_source": 4,
