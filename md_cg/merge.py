@@ -428,6 +428,8 @@ def merge_file_texts(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<f
             raise MergeError(path, "git is not installed; it is needed to merge the text") from None
     if not 0 <= done.returncode < 128:
         reason = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+        for label, file in zip(LABELS, files, strict=True):
+            reason = reason.replace(file, f"the {label} version")
         raise MergeError(path, f"git merge-file failed: {reason}")
     return done.stdout, done.returncode
 
