@@ -75,6 +75,8 @@ _TIME_FIELDS = ("created_at", "updated_at", "last_access")
 _INSTANT_TOLERANCE = 1.5e-6
 _GITATTRIBUTES_HEADER = "# md-cg: merge node files field by field (docs/git.md)"
 _MARKERS = re.compile(r"^<{7}(?: .*)?\r?\n(?:.*\n)*?={7}\r?\n(?:.*\n)*?>{7}(?: .*)?$", re.MULTILINE)
+# A note about git may quote conflict markers in a fenced code block.
+_FENCED = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
 
 
 class _Conflict(Exception):
@@ -367,10 +369,10 @@ def merge_nodes(
     """Merge three versions of a node; return the merged node and its conflict record.
 
     ``base`` is ``None`` when both sides added the file. The record is
-    ``None`` when the merge is clean, else ``{"fields": {name: {"base",
-    "ours", "theirs"}}, "body": bool}``; it is also stored in the node under
-    :data:`CONFLICT_KEY`. Raises :class:`MergeError` if the body merge tool
-    cannot run.
+    ``None`` when this merge found no conflict, else ``{"fields": {name:
+    {"ours", "base", "theirs"}}, "body": bool}`` as stored in the node under
+    :data:`CONFLICT_KEY` (with conflicts an earlier merge left unresolved).
+    Raises :class:`MergeError` if the body merge tool cannot run.
     """
     metas = tuple(n.to_dict() if n is not None else {} for n in (base, ours, theirs))
     prior = _prior_conflict(*(m.pop(CONFLICT_KEY, _ABSENT) for m in metas))
@@ -508,11 +510,15 @@ def conflict_of(node: Node) -> dict[str, Any] | None:
         body = record.get("body") if isinstance(record, dict) else None
         return {
             "fields": dict(fields) if isinstance(fields, dict) else {},
-            "body": bool(body) or _MARKERS.search(node.body) is not None,
+            "body": bool(body) or _has_markers(node.body),
         }
-    if _MARKERS.search(node.body) is not None:
+    if _has_markers(node.body):
         return {"fields": {}, "body": True}
     return None
+
+
+def _has_markers(body: str) -> bool:
+    return _MARKERS.search(_FENCED.sub("", body)) is not None
 
 
 def describe_conflict(path: str, conflict: dict[str, Any]) -> str:

@@ -303,6 +303,8 @@ def test_conflict_of_finds_records_and_bare_markers() -> None:
     assert conflict_of(Node(id="n1", body="a\n=======\nb\n")) is None  # a setext heading, not markers
     marked = "x\n<<<<<<< HEAD\nmine\n=======\nyours\n>>>>>>> other\n"
     assert conflict_of(Node(id="n1", body=marked)) == {"fields": {}, "body": True}
+    quoted = "How git marks a conflict:\n\n```text\n<<<<<<< HEAD\nmine\n=======\nyours\n>>>>>>> b\n```\n"
+    assert conflict_of(Node(id="n1", body=quoted)) is None
     odd = Node(id="n1", extra={CONFLICT_KEY: True})  # written by hand
     assert conflict_of(odd) == {"fields": {}, "body": False}
 
@@ -507,6 +509,33 @@ def test_the_same_body_line_edited_in_two_clones_is_a_listed_conflict(tmp_path: 
         assert store.sync().malformed == ()
         assert set(store.ids()) == {"n0", "n1"}
         assert conflict_of(store.get("n0")) == {"fields": {}, "body": True}
+
+
+def test_a_node_moved_in_one_clone_and_verified_in_the_other_merges_as_a_rename(tmp_path: Path) -> None:
+    origin = make_origin(tmp_path, 2)
+    clones = {name: clone(origin, name) for name in ("a", "b")}
+    with MdCG(clones["a"]) as store:
+        store.verify("n1", "wrong in a", "falsified")  # moves the file to rejected/
+    with MdCG(clones["b"]) as store:
+        store.verify("n1", "right in b", "confirmed")
+    for path in clones.values():
+        git(path, "add", "-A")
+        git(path, "commit", "-q", "-m", "verify")
+    git(clones["a"], "remote", "add", "other", str(clones["b"]))
+    git(clones["a"], "fetch", "-q", "other")
+    # a two-line note: git needs a lower similarity to see the move (docs/git.md, Limits)
+    done = git(clones["a"], "merge", "-X", "find-renames=20%", "--no-edit", "other/main", check=False)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [p.relative_to(clones["a"]).as_posix() for p in clones["a"].glob("*/**/n1.md")] == [
+        "rejected/n1.md"
+    ]
+    node = nodefile.read_node(clones["a"] / "rejected" / "n1.md")
+    assert node.layer == "rejected" and node.importance == 0.0
+    assert [(h["verdict"], h["evidence"]) for h in node.verification_history] == [
+        ("falsified", "wrong in a"),
+        ("confirmed", "right in b"),
+    ]
+    assert node.confidence == 0.55
 
 
 @pytest.fixture(autouse=True)
