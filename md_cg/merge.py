@@ -108,7 +108,11 @@ def _canon(value: Any) -> bytes:
     """A spelling of a JSON value in which equal values are equal bytes (1 != 1.0 != true)."""
     if value is _ABSENT:
         return b"\x00absent"
-    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        # Hand-written YAML can hold what JSON cannot (integers past 64 bits).
+        return repr(value).encode("utf-8", "backslashreplace")
 
 
 def _instant(value: Any) -> float | None:
