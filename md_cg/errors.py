@@ -242,6 +242,11 @@ class DataFileError(MdcgError, ValueError):
     """A data file (shipped under ``md_cg/data/`` or kept by a store) that
     cannot be used as it is; ``path`` is the file, ``reason`` the problem."""
 
+
+class MergeError(MdcgError):
+    """A node file could not be merged at all (the text merge tool is missing or
+    refused the content). ``path`` is the file being merged."""
+
     def __init__(self, path: str | Path, reason: str) -> None:
         super().__init__(f"{path}: {reason}")
         self.path = str(path)

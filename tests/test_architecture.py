@@ -40,6 +40,7 @@ RANK = {
     "dedupe": 2,
     "judge": 3,
     "reports": 3,
+    "merge": 3,
     "index": 4,
     "sqlite_source": 4,
     "snapshot": 5,

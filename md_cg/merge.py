@@ -1,0 +1,608 @@
+"""The git merge driver for node files: three-way merges field by field.
+
+Two clones of one memory folder change the same node files in ways that are
+not real disagreements: both fold accesses into ``access_count`` and
+``last_access``, both verify a node (each appending to its one-line
+``verification_history``), both stamp ``updated_at``. A line-based merge
+calls each of those a conflict. This driver parses the three versions
+(base, ours, theirs) as nodes and merges them by what each field means:
+
+* ``verification_history``: the union of the entries, without duplicates,
+  ordered by ``ts`` (histories only grow).
+* ``access_count``, ``last_access``, ``updated_at``: the larger value (times
+  are compared as instants, whatever their spelling in the file).
+* ``tags``, ``non_applicable_conditions``: a three-way set merge (additions
+  of both sides, removals of both sides).
+* ``condition_space``, ``state_attributes`` and ``edges`` (keyed by target
+  and type): three-way per key.
+* ``confidence``: when both sides verified the node and each side's value is
+  its base moved by its own new verifications, the base moved by every new
+  verification of either side, in time order (two confirmations count
+  twice, one seen on both sides once); otherwise three-way.
+* every other field: three-way (one side changed it: take that; both to the
+  same value: take it; both differently: a true conflict).
+* the body: a line-based three-way merge (``git merge-file --diff3``).
+
+A true conflict still leaves a file that parses as a node: the field keeps
+our value, the frontmatter gains a ``merge_conflict`` key holding base, ours
+and theirs of each conflicting field, and a conflicting body carries git's
+markers (``<<<<<<< ours`` ... ``>>>>>>> theirs``). :func:`conflict_of` finds
+such nodes. When a version does not parse as a node, the driver falls back
+to a plain text three-way merge. Run by git as::
+
+    python -m md_cg.merge %O %A %B %P
+
+It writes the result over ``%A`` and exits 0 when clean, 1 on a conflict
+(git then reports the file as conflicted), 2 on a usage or tool error.
+See docs/git.md. This module imports only :mod:`md_cg.node`,
+:mod:`md_cg.nodefile` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from . import nodefile
+from .errors import InvalidNodeError, MalformedNodeFileError, MergeError
+from .node import LAYERS, Node
+
+#: The frontmatter key that marks a node left with a true merge conflict.
+CONFLICT_KEY = "merge_conflict"
+#: Name of the merge driver in ``.gitattributes`` and ``git config``.
+DRIVER_NAME = "mdcg"
+#: Labels of the conflict markers written into a conflicting body.
+LABELS = ("ours", "base", "theirs")
+
+_ABSENT: Any = object()
+_MAX_TIME_FIELDS = ("updated_at", "last_access")
+_SET_FIELDS = ("tags", "non_applicable_conditions")
+_KEYED_FIELDS = ("condition_space", "state_attributes")
+_TIME_FIELDS = ("created_at", "updated_at", "last_access")
+# Instants this close are one instant written two ways: an ISO 8601 string
+# keeps microseconds (rounded or truncated), a float about 0.25 us at 2026.
+_INSTANT_TOLERANCE = 1.5e-6
+_GITATTRIBUTES_HEADER = "# md-cg: merge node files field by field (docs/git.md)"
+_MARKERS = re.compile(r"^<{7}(?: .*)?\r?\n(?:.*\n)*?={7}\r?\n(?:.*\n)*?>{7}(?: .*)?$", re.MULTILINE)
+# A note about git may quote conflict markers in a fenced code block.
+_FENCED = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
+
+
+class _Conflict(Exception):
+    """Both sides changed a value differently (internal signal)."""
+
+
+@dataclass(frozen=True)
+class MergeResult:
+    """The outcome of merging one node file.
+
+    ``data`` is the merged file. ``clean`` is false on a true conflict or when
+    the text fallback could not produce a valid node. ``conflict`` holds the
+    conflicts this merge found, in the shape :func:`conflict_of` returns
+    (``None`` when there were none or the text fallback was used).
+    ``fallback`` says why the versions were merged as plain text (the parse
+    error), else ``None``.
+    """
+
+    data: bytes
+    clean: bool
+    conflict: dict[str, Any] | None = None
+    fallback: str | None = None
+
+
+# -- values -------------------------------------------------------------------
+
+
+def _canon(value: Any) -> bytes:
+    """A spelling of a JSON value in which equal values are equal bytes (1 != 1.0 != true)."""
+    if value is _ABSENT:
+        return b"\x00absent"
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        # Hand-written YAML can hold what JSON cannot (integers past 64 bits).
+        return repr(value).encode("utf-8", "backslashreplace")
+
+
+def _instant(value: Any) -> float | None:
+    """Seconds since the epoch of a number or an ISO 8601 string; ``None`` if neither."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return parsed.timestamp()
+    return None
+
+
+def _same(a: Any, b: Any, *, time: bool = False) -> bool:
+    if time and a is not _ABSENT and b is not _ABSENT:
+        ia, ib = _instant(a), _instant(b)
+        if ia is not None and ib is not None:
+            return abs(ia - ib) <= _INSTANT_TOLERANCE
+    return _canon(a) == _canon(b)
+
+
+def _three_way(base: Any, ours: Any, theirs: Any, *, time: bool = False) -> Any:
+    """One side changed: that side; both alike: that value; else :class:`_Conflict`."""
+    if _same(ours, theirs, time=time):
+        return ours
+    if _same(ours, base, time=time):
+        return theirs
+    if _same(theirs, base, time=time):
+        return ours
+    raise _Conflict
+
+
+# -- field rules ----------------------------------------------------------------
+
+
+def _latest(base: Any, ours: Any, theirs: Any) -> Any:
+    """The later instant of the two sides (a side that dropped the field loses)."""
+    present = [v for v in (ours, theirs) if v is not _ABSENT]
+    if not present:
+        return _ABSENT
+    instants = [_instant(v) for v in present]
+    if any(i is None for i in instants):
+        return _three_way(base, ours, theirs)
+    return present[max(range(len(present)), key=lambda i: instants[i])]
+
+
+def _largest_count(base: Any, ours: Any, theirs: Any) -> Any:
+    present = [v for v in (ours, theirs) if v is not _ABSENT]
+    if not present:
+        return _ABSENT
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in present):
+        return _three_way(base, ours, theirs)
+    return max(present)
+
+
+def _as_list(value: Any) -> list[Any]:
+    return [] if value is _ABSENT else list(value)
+
+
+def _merge_set(base: Any, ours: Any, theirs: Any) -> Any:
+    """Both sides' additions and both sides' removals; ours' order, then theirs' new items."""
+    if _same(ours, theirs) or _same(theirs, base):
+        return ours
+    if _same(ours, base):
+        return theirs
+    b, o, t = _as_list(base), _as_list(ours), _as_list(theirs)
+    removed = {_canon(x) for x in b} - ({_canon(x) for x in o} & {_canon(x) for x in t})
+    out: list[Any] = []
+    seen: set[bytes] = set()
+    for item in [*o, *t]:
+        key = _canon(item)
+        if key not in removed and key not in seen:
+            seen.add(key)
+            out.append(item)
+    return out or _ABSENT
+
+
+def _merge_keyed(
+    base: list[tuple[Any, Any]], ours: list[tuple[Any, Any]], theirs: list[tuple[Any, Any]]
+) -> list[tuple[Any, Any]]:
+    """Three-way merge of ``(key, value)`` items per key; ours' order, then theirs' new keys."""
+    b, o, t = dict(base), dict(ours), dict(theirs)
+    if len(b) != len(base) or len(o) != len(ours) or len(t) != len(theirs):
+        raise _Conflict  # repeated keys: no per-key identity to merge by
+    out = []
+    for key in [*o, *(k for k in t if k not in o)]:
+        value = _three_way(b.get(key, _ABSENT), o.get(key, _ABSENT), t.get(key, _ABSENT))
+        if value is not _ABSENT:
+            out.append((key, value))
+    return out
+
+
+def _merge_mapping(base: Any, ours: Any, theirs: Any) -> Any:
+    if not all(v is _ABSENT or isinstance(v, dict) for v in (base, ours, theirs)):
+        return _three_way(base, ours, theirs)
+    items = [list(v.items()) if v is not _ABSENT else [] for v in (base, ours, theirs)]
+    merged = dict(_merge_keyed(*items))
+    return merged or _ABSENT
+
+
+def _edge_key(edge: Any) -> Any:
+    return (edge.get("target"), edge.get("type", "similar")) if isinstance(edge, dict) else _canon(edge)
+
+
+def _merge_edges(base: Any, ours: Any, theirs: Any) -> Any:
+    items = [[(_edge_key(e), e) for e in _as_list(v)] for v in (base, ours, theirs)]
+    merged = [edge for _, edge in _merge_keyed(*items)]
+    return merged or _ABSENT
+
+
+class _Entries:
+    """A set of history entries where an entry's ``ts`` is compared as an instant.
+
+    Two entries are the same when everything but ``ts`` is equal and the
+    ``ts`` values are the same instant (a float and an ISO 8601 string may
+    spell one instant, to the microsecond).
+    """
+
+    def __init__(self, entries: list[Any] | None = None) -> None:
+        self._times: dict[bytes, list[float | None]] = {}
+        for entry in entries or []:
+            self.add(entry)
+
+    @staticmethod
+    def _parts(entry: Any) -> tuple[bytes, float | None]:
+        if isinstance(entry, dict) and "ts" in entry:
+            instant = _instant(entry["ts"])
+            if instant is not None:
+                return _canon({k: v for k, v in entry.items() if k != "ts"}), instant
+        return _canon(entry), None
+
+    def __contains__(self, entry: Any) -> bool:
+        key, instant = self._parts(entry)
+        for other in self._times.get(key, []):
+            if instant is None or other is None:
+                if instant is other:
+                    return True
+            elif abs(instant - other) <= _INSTANT_TOLERANCE:
+                return True
+        return False
+
+    def add(self, entry: Any) -> bool:
+        """Add ``entry``; false if it was already there."""
+        if entry in self:
+            return False
+        key, instant = self._parts(entry)
+        self._times.setdefault(key, []).append(instant)
+        return True
+
+
+def _entry_time(entry: Any) -> float:
+    instant = _instant(entry.get("ts")) if isinstance(entry, dict) else None
+    return -math.inf if instant is None else instant
+
+
+def _merge_history(base: Any, ours: Any, theirs: Any) -> Any:
+    """The union of the entries, deduplicated, ordered by ``ts`` (entries without one first)."""
+    seen = _Entries()
+    entries = [e for e in [*_as_list(base), *_as_list(ours), *_as_list(theirs)] if seen.add(e)]
+    entries.sort(key=_entry_time)  # stable: equal times keep the order met
+    return entries or _ABSENT
+
+
+def _replay(start: float, entries: list[Any]) -> float | None:
+    """``start`` moved by each entry's recorded change, clamped to 0..1 (``None``: not replayable)."""
+    value = start
+    for entry in entries:
+        before, after = entry.get("confidence_before"), entry.get("confidence_after")
+        if not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (before, after)):
+            return None
+        value = min(1.0, max(0.0, round(value + after - before, 10)))
+    return value
+
+
+def _verified_confidence(metas: tuple[dict[str, Any], ...], history: Any) -> Any:
+    """The confidence both sides reached by verifying, or :class:`_Conflict`.
+
+    Each side's confidence must be exactly its base moved by its own new
+    verifications; the result is the base moved by all of them, in time order.
+    """
+    base, ours, theirs = metas
+    known = _Entries(_as_list(base.get("verification_history", _ABSENT)))
+
+    def new(meta: dict[str, Any]) -> list[Any]:
+        mine = _as_list(meta.get("verification_history", _ABSENT))
+        return sorted((e for e in mine if e not in known and isinstance(e, dict)), key=_entry_time)
+
+    new_ours, new_theirs = new(ours), new(theirs)
+    if not new_ours or not new_theirs:
+        raise _Conflict
+    start = base.get("confidence", _ABSENT)
+    if start is _ABSENT:
+        start = min((new_ours[0], new_theirs[0]), key=_entry_time).get("confidence_before")
+    if not isinstance(start, (int, float)) or isinstance(start, bool):
+        raise _Conflict
+    for side, entries in ((ours, new_ours), (theirs, new_theirs)):
+        replayed = _replay(start, entries)
+        reached = side.get("confidence")
+        if replayed is None or not isinstance(reached, (int, float)) or abs(replayed - reached) > 1e-9:
+            raise _Conflict
+    merged = _replay(start, [e for e in _as_list(history) if e not in known])
+    if merged is None:
+        raise _Conflict
+    return merged
+
+
+_RULES: dict[str, Callable[[Any, Any, Any], Any]] = {
+    "verification_history": _merge_history,
+    "access_count": _largest_count,
+    "edges": _merge_edges,
+    **{name: _latest for name in _MAX_TIME_FIELDS},
+    **{name: _merge_set for name in _SET_FIELDS},
+    **{name: _merge_mapping for name in _KEYED_FIELDS},
+}
+
+
+# -- nodes --------------------------------------------------------------------
+
+
+def _merge_field(name: str, values: tuple[Any, Any, Any], metas: tuple[dict[str, Any], ...]) -> Any:
+    if name == "confidence":
+        history = _merge_history(*(m.get("verification_history", _ABSENT) for m in metas))
+        try:
+            return _verified_confidence(metas, history)
+        except _Conflict:
+            pass  # not explained by verifications alone: the three-way rule decides
+    rule = _RULES.get(name)
+    if rule is not None:
+        return rule(*values)
+    return _three_way(*values, time=name in _TIME_FIELDS)
+
+
+def _prior_conflict(base: Any, ours: Any, theirs: Any) -> dict[str, Any]:
+    """The ``merge_conflict`` record the sides already carried (both, if they disagree)."""
+    try:
+        kept = [_three_way(base, ours, theirs)]
+    except _Conflict:
+        kept = [ours, theirs]
+    fields: dict[str, Any] = {}
+    body = False
+    for record in kept:
+        if isinstance(record, dict):
+            if isinstance(record.get("fields"), dict):
+                fields.update(record["fields"])
+            body = body or bool(record.get("body"))
+    return {"fields": fields, "body": body}
+
+
+def merge_nodes(
+    base: Node | None, ours: Node, theirs: Node, *, path: str = "<node>"
+) -> tuple[Node, dict[str, Any] | None]:
+    """Merge three versions of a node; return the merged node and its conflict record.
+
+    ``base`` is ``None`` when both sides added the file. The record is
+    ``None`` when this merge found no conflict, else ``{"fields": {name:
+    {"ours", "base", "theirs"}}, "body": bool}`` as stored in the node under
+    :data:`CONFLICT_KEY` (with conflicts an earlier merge left unresolved).
+    Raises :class:`MergeError` if the body merge tool cannot run.
+    """
+    metas = tuple(n.to_dict() if n is not None else {} for n in (base, ours, theirs))
+    prior = _prior_conflict(*(m.pop(CONFLICT_KEY, _ABSENT) for m in metas))
+    names = list(dict.fromkeys([*metas[1], *metas[2], *metas[0]]))
+    merged: dict[str, Any] = {}
+    conflicts: dict[str, Any] = {}
+    for name in names:
+        values = tuple(m.get(name, _ABSENT) for m in metas)
+        try:
+            value = _merge_field(name, values, metas)
+        except _Conflict:
+            value = values[1]
+            conflicts[name] = _conflict_values(values)
+        if value is not _ABSENT:
+            merged[name] = value
+    body, body_conflict = _merge_body(None if base is None else base.body, ours.body, theirs.body, path=path)
+    record: dict[str, Any] | None = None
+    if conflicts or body_conflict or prior["fields"] or prior["body"]:
+        record = {
+            "fields": dict(sorted({**prior["fields"], **conflicts}.items())),
+            "body": body_conflict or prior["body"],
+        }
+        merged[CONFLICT_KEY] = record
+    return Node.from_dict(merged, body), record if (conflicts or body_conflict) else None
+
+
+def _conflict_values(values: tuple[Any, Any, Any]) -> dict[str, Any]:
+    """The three versions of a conflicting field (absent as ``None``)."""
+    base, ours, theirs = (None if v is _ABSENT else v for v in values)
+    return {"ours": ours, "base": base, "theirs": theirs}
+
+
+# -- text ---------------------------------------------------------------------
+
+
+def merge_file_texts(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<file>") -> tuple[bytes, int]:
+    """Line-based three-way merge by ``git merge-file --diff3``; return (merged, conflict count).
+
+    Conflicting hunks carry markers labelled ``ours``, ``base`` and ``theirs``.
+    Raises :class:`MergeError` naming ``path`` when git is missing or refuses
+    (binary content).
+    """
+    with tempfile.TemporaryDirectory(prefix="mdcg-merge-") as tmp:
+        files = []
+        for label, data in zip(LABELS, (ours, base, theirs), strict=True):
+            file = Path(tmp) / label
+            file.write_bytes(data)
+            files.append(str(file))
+        cmd = ["git", "merge-file", "-p", "--diff3"]
+        for label in LABELS:
+            cmd += ["-L", label]
+        try:
+            done = subprocess.run([*cmd, *files], cwd=tmp, capture_output=True, check=False)
+        except FileNotFoundError:
+            raise MergeError(path, "git is not installed; it is needed to merge the text") from None
+    if not 0 <= done.returncode < 128:
+        reason = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
+        for label, file in zip(LABELS, files, strict=True):
+            reason = reason.replace(file, f"the {label} version")
+        raise MergeError(path, f"git merge-file failed: {reason}")
+    return done.stdout, done.returncode
+
+
+def _merge_body(base: str | None, ours: str, theirs: str, *, path: str) -> tuple[str, bool]:
+    if ours == theirs or (base is not None and theirs == base):
+        return ours, False
+    if base is not None and ours == base:
+        return theirs, False
+    data, conflicts = merge_file_texts(
+        (base or "").encode("utf-8"), ours.encode("utf-8"), theirs.encode("utf-8"), path=path
+    )
+    return data.decode("utf-8"), conflicts > 0
+
+
+def _parse(data: bytes, path: str, side: str) -> Node:
+    try:
+        return nodefile.loads(nodefile.read_bytes_as_text(data, path), path)
+    except MalformedNodeFileError as exc:
+        raise MalformedNodeFileError(path, f"{side} version: {exc.reason}", line=exc.line) from None
+
+
+def _text_fallback(base: bytes, ours: bytes, theirs: bytes, path: str, reason: str) -> MergeResult:
+    data, conflicts = merge_file_texts(base, ours, theirs, path=path)
+    clean = conflicts == 0
+    if clean:
+        try:
+            _parse(data, path, "merged")
+        except MalformedNodeFileError:
+            clean = False
+    return MergeResult(data=data, clean=clean, conflict=None, fallback=reason)
+
+
+def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<node>") -> MergeResult:
+    """Merge three versions of a node file (an empty ``base``: both sides added it).
+
+    Versions that parse are merged field by field (:func:`merge_nodes`); the
+    result is ours or theirs byte for byte when it equals that side. If any
+    version does not parse, the files are merged as plain text, and the result
+    is clean only if no hunk conflicted and the merged file parses.
+    """
+    if ours == theirs:
+        return MergeResult(data=ours, clean=True)
+    try:
+        nodes = [_parse(data, path, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
+        base_node = _parse(base, path, "base") if base.strip() else None
+    except MalformedNodeFileError as exc:
+        return _text_fallback(base, ours, theirs, path, str(exc))
+    try:
+        merged, conflict = merge_nodes(base_node, nodes[0], nodes[1], path=path)
+    except InvalidNodeError as exc:
+        # Each value came from a valid version; a combination that breaks a
+        # cross-field rule is left to the text merge and to a person.
+        return _text_fallback(base, ours, theirs, path, f"{path}: the merged node is invalid: {exc}")
+    for data, node in ((ours, nodes[0]), (theirs, nodes[1])):
+        if node == merged:
+            return MergeResult(data=data, clean=conflict is None, conflict=conflict)
+    return MergeResult(data=nodefile.dumps(merged).encode("utf-8"), clean=conflict is None, conflict=conflict)
+
+
+# -- conflicts ----------------------------------------------------------------
+
+
+def conflict_of(node: Node) -> dict[str, Any] | None:
+    """The unresolved merge conflict a node carries, or ``None``.
+
+    Returns ``{"fields": {name: {"ours", "base", "theirs"}}, "body": bool}``
+    from the node's ``merge_conflict`` key, or ``{"fields": {}, "body": True}``
+    for a body holding git conflict markers without that key (a merge made
+    without this driver). Resolving a conflict means editing the file and
+    deleting the ``merge_conflict`` key and the markers.
+    """
+    record = node.extra.get(CONFLICT_KEY, _ABSENT)
+    if record is not _ABSENT:
+        fields = record.get("fields") if isinstance(record, dict) else None
+        body = record.get("body") if isinstance(record, dict) else None
+        return {
+            "fields": dict(fields) if isinstance(fields, dict) else {},
+            "body": bool(body) or _has_markers(node.body),
+        }
+    if _has_markers(node.body):
+        return {"fields": {}, "body": True}
+    return None
+
+
+def _has_markers(body: str) -> bool:
+    return _MARKERS.search(_FENCED.sub("", body)) is not None
+
+
+def describe_conflict(path: str, conflict: dict[str, Any]) -> str:
+    """One line naming what conflicted in the file at ``path``."""
+    parts = [f"field {name!r}" for name in conflict["fields"]]
+    if conflict["body"]:
+        parts.append("the body (between <<<<<<< and >>>>>>> markers)")
+    what = ", ".join(parts) if parts else "an earlier merge"
+    return (
+        f"{path}: merge conflict in {what}; both versions are kept, see '{CONFLICT_KEY}' in its frontmatter"
+    )
+
+
+# -- installation ----------------------------------------------------------------
+
+
+def attribute_lines() -> list[str]:
+    """The ``.gitattributes`` rules that send node files to the driver."""
+    return [f"{layer}/**/*.md merge={DRIVER_NAME}" for layer in LAYERS]
+
+
+def driver_command(python: str | None = None) -> str:
+    """The driver command line for ``git config merge.mdcg.driver``."""
+    exe = shlex.quote(python or sys.executable)
+    return f"{exe} -m md_cg.merge %O %A %B %P"
+
+
+def install(root: Path) -> str:
+    """Add the driver's rules to ``root/.gitattributes``; return how to enable the driver.
+
+    Idempotent: lines already present are not repeated and every other line
+    is kept. ``git config`` is not carried by clones, so each clone runs the
+    returned command once.
+    """
+    root = Path(root)
+    target = root / ".gitattributes"
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    present = {line.strip() for line in text.splitlines()}
+    missing = [line for line in attribute_lines() if line not in present]
+    if missing:
+        if _GITATTRIBUTES_HEADER not in present:
+            missing.insert(0, _GITATTRIBUTES_HEADER)
+        if text and not text.endswith("\n"):
+            text += "\n"
+        target.write_text(text + "\n".join(missing) + "\n", encoding="utf-8")
+    where = shlex.quote(str(root))
+    return (
+        f"{target} sends node files to the md-cg merge driver. Commit it, then enable\n"
+        "the driver once in every clone (git config is not cloned):\n"
+        f"  git -C {where} config merge.{DRIVER_NAME}.name 'md-cg node files'\n"
+        f"  git -C {where} config merge.{DRIVER_NAME}.driver {shlex.quote(driver_command())}\n"
+    )
+
+
+# -- the driver ---------------------------------------------------------------------
+
+
+USAGE = "usage: python -m md_cg.merge BASE OURS THEIRS [PATH]   (git: %O %A %B %P)"
+
+
+def main(argv: Sequence[str]) -> int:
+    """Run as git's merge driver: merge into OURS; 0 clean, 1 conflict, 2 error."""
+    if len(argv) not in (3, 4):
+        print(USAGE, file=sys.stderr)
+        return 2
+    base_file, ours_file, theirs_file = argv[:3]
+    path = argv[3] if len(argv) == 4 else ours_file
+    try:
+        base, ours, theirs = (Path(p).read_bytes() for p in (base_file, ours_file, theirs_file))
+        result = merge_node_files(base, ours, theirs, path=path)
+    except (OSError, MergeError) as exc:
+        print(f"md-cg merge: {exc}", file=sys.stderr)
+        return 2
+    Path(ours_file).write_bytes(result.data)
+    if result.fallback is not None:
+        print(f"md-cg merge: merged as plain text because {result.fallback}", file=sys.stderr)
+    if result.conflict is not None:
+        print(f"md-cg merge: {describe_conflict(path, result.conflict)}", file=sys.stderr)
+    return 0 if result.clean else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
