@@ -49,6 +49,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from .node import LAYERS, NEGATIVE_LAYERS
+from .script import CJK_CHARS, fold
 from .temporal import normalize_temporal
 
 #: ``near`` when :func:`near_score` reaches this (measured, docs/organize.md).
@@ -220,7 +221,7 @@ def title_key(title: str) -> str:
     Symbols stay (``C++`` is not ``C``)."""
     if title.isascii():
         return title.casefold().translate(_ASCII_DROP)
-    folded = unicodedata.normalize("NFKC", title).casefold()
+    folded = fold(title, collapse=False)
     return "".join(ch for ch in folded if not ch.isspace() and unicodedata.category(ch)[0] != "P")
 
 
@@ -231,8 +232,7 @@ _ASCII_DROP = str.maketrans(
 
 # -- near: text features ----------------------------------------------------------------
 
-# Kept local until md_cg.script owns the CJK ranges, the fold and a stemmer.
-_CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = CJK_CHARS
 _CJK_RUN_RE = re.compile(f"[{_CJK}]+")
 _LATIN_RE = re.compile(f"[^\\W_{_CJK}]+")
 _SKETCH_RE = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
@@ -351,7 +351,7 @@ def _fold(text: str) -> str:
     if text.isascii():
         folded = text.casefold()
     else:
-        folded = unicodedata.normalize("NFKC", text).casefold()
+        folded = fold(text, collapse=False)
         for quote in _QUOTES:
             folded = folded.replace(quote, "'")
     if "'" in folded:

@@ -21,6 +21,20 @@ class MdcgError(Exception):
     """Base class of every error md-cg raises on purpose."""
 
 
+class FileError(MdcgError):
+    """An error about one file or folder: ``path`` names it, ``reason`` says what is wrong.
+
+    Subclasses set :attr:`what` to say which kind of file it is in the message.
+    """
+
+    what = ""
+
+    def __init__(self, path: str | Path, reason: str) -> None:
+        super().__init__(f"{path}: {self.what}{reason}")
+        self.path = str(path)
+        self.reason = reason
+
+
 class InvalidNodeError(MdcgError, ValueError):
     """A node (or a field of it) cannot be stored as given.
 
@@ -177,12 +191,8 @@ class StoreClosedError(MdcgError):
     """The store was used after ``close()``."""
 
 
-class NotAStoreError(MdcgError):
+class NotAStoreError(FileError):
     """A path that is not (and may not become) an md-cg store."""
-
-    def __init__(self, path: str | Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = str(path)
 
 
 class ProtectedNodeError(MdcgError):
@@ -193,26 +203,18 @@ class ProtectedNodeError(MdcgError):
         self.node_id = node_id
 
 
-class UnsafePathError(MdcgError):
+class UnsafePathError(FileError):
     """A path under the store that md-cg refuses to use: a symlink at some component,
     something other than a regular file or folder, or a name outside the path rules.
 
     md-cg never follows a symlink below the store root; ``health()`` lists them.
     """
 
-    def __init__(self, path: str, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = path
-        self.reason = reason
 
-
-class SynonymFileError(MdcgError, ValueError):
+class SynonymFileError(FileError, ValueError):
     """A synonym file that cannot be used; ``path`` is the file, ``reason`` the problem."""
 
-    def __init__(self, path: str | Path, reason: str) -> None:
-        super().__init__(f"{path}: invalid synonym file: {reason}")
-        self.path = str(path)
-        self.reason = reason
+    what = "invalid synonym file: "
 
 
 class UnknownBigDomainError(MdcgError, ValueError):
@@ -231,23 +233,17 @@ class FileProblem(NamedTuple):
     message: str
 
 
-class MarkerFileError(MdcgError, ValueError):
+class MarkerFileError(FileError, ValueError):
     """A retention marker file that cannot be used; ``path`` is the file, ``reason`` the problem."""
 
-    def __init__(self, path: str | Path, reason: str) -> None:
-        super().__init__(f"{path}: invalid retention marker file: {reason}")
+    what = "invalid retention marker file: "
 
 
-class DataFileError(MdcgError, ValueError):
+class DataFileError(FileError, ValueError):
     """A data file (shipped under ``md_cg/data/`` or kept by a store) that
     cannot be used as it is; ``path`` is the file, ``reason`` the problem."""
 
 
-class MergeError(MdcgError):
+class MergeError(FileError):
     """A node file could not be merged at all (the text merge tool is missing or
     refused the content). ``path`` is the file being merged."""
-
-    def __init__(self, path: str | Path, reason: str) -> None:
-        super().__init__(f"{path}: {reason}")
-        self.path = str(path)
-        self.reason = reason

@@ -45,7 +45,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -55,6 +54,7 @@ from types import MappingProxyType
 import orjson
 
 from .errors import InvalidArgumentError, MarkerFileError
+from .script import CJK_CHARS, fold
 
 #: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
 TEMPORAL_KINDS: tuple[str, ...] = ("one_off", "recurring", "durable", "unknown")
@@ -118,8 +118,7 @@ _FAMILY_LABELS = {
 }
 _SHIPPED_PATH = Path(__file__).parent / "data" / STORE_FILE
 
-# Kept local until md_cg.script owns the CJK ranges and the NFKC+casefold fold.
-_CJK = "\u3005-\u3007\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff"
+_CJK = CJK_CHARS
 _CJK_RE = re.compile(f"[{_CJK}]")
 _LATIN_WORDCHAR = f"[^\\W_{_CJK}]"
 _UNIT_RE = re.compile(f"[{_CJK}]|{_LATIN_WORDCHAR}+")
@@ -139,7 +138,7 @@ _GAP_PATTERN = "[^.!?;。！？；\n]{0,16}?"
 
 def _fold(text: str) -> str:
     """NFKC, case fold, curly apostrophes made straight, whitespace collapsed."""
-    folded = unicodedata.normalize("NFKC", text).casefold().translate(_QUOTES)
+    folded = fold(text, collapse=False).translate(_QUOTES)
     return _WS_RE.sub(" ", folded).strip()
 
 

@@ -36,7 +36,6 @@ RANK = {
     "access": 3,
     "logs": 3,
     "journal": 3,
-    "access": 2,
     "dedupe": 2,
     "judge": 3,
     "reports": 3,
