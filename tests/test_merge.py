@@ -465,10 +465,8 @@ def test_two_clones_merge_without_conflicts_and_sync_sees_the_union(tmp_path: Pa
     assert set(merged) == everyone
     new_paths = {p.parent for p in clones["a"].glob("knowledge/**/new_*.md")}
     assert len(new_paths) == 1  # both adds went into the same bucket
-    for i in (f"n{k}" for k in range(8)):
-        a, b = before["a"][i], before["b"][i]
-        assert merged[i].access_count == max(a.access_count or 0, b.access_count or 0) or None
-        assert merged[i].last_access == max(a.last_access or 0, b.last_access or 0) or None
+    for i in (f"n{k}" for k in range(8)):  # searches and folds never touch the tracked files
+        assert (merged[i].access_count, merged[i].last_access) == (None, None)
     history = merged["n1"].verification_history
     assert [h["evidence"] for h in history] == ["checked in clone a", "checked in clone b"]
     assert history == [before["a"]["n1"].verification_history[0], before["b"]["n1"].verification_history[0]]
