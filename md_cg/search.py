@@ -37,12 +37,23 @@ from .judge import judge as judge_node
 from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .synonyms import SynonymTable
-from .text import query_terms
+from .text import expand_query
 
 TIERS = ("T0", "T1", "T2", "T3")
 #: Share of a query's own terms a negative-memory entry must contain to count
 #: as covering the query (``meta["covered_neg"]``).
 NEGATIVE_COVERAGE = 0.5
+#: Negative memories listed in ``meta["covered_neg"]`` by default (the total is
+#: in ``meta["covered_neg_total"]``).
+NEGATIVE_LIMIT = 5
+#: Least weight of a matched synonym term that counts as evidence (cross-script
+#: expansions weigh 0.05: a match on one alone is not evidence).
+MIN_EVIDENCE_WEIGHT = 0.2
+#: Least share of a query a similarity-tier hit must explain to count as
+#: evidence (:meth:`md_cg.textindex.TextIndex.similarity_ideal`): a typo such as
+#: "binery search" explains ~0.75, "xyzzy plugh" against real text ~0.2.
+FUZZY_FLOOR = 0.5
+_SIMILARITY_TIERS = ("T1", "T3")
 
 _NEGATIVE_CODES = [layer_code(name) for name in sorted(NEGATIVE_LAYERS)]
 
@@ -57,6 +68,12 @@ class SearchResult:
     state: str | None
     basis: str | None
     entry: Entry = field(repr=False)
+    #: why this hit is about the query: ``terms`` (the query's own terms it
+    #: contains), ``synonyms`` (synonym terms it contains) and, for the
+    #: similarity tiers, ``fuzzy`` (the share of the query it explains)
+    evidence: dict[str, Any] = field(default_factory=dict)
+    #: no evidence at all: the ladder's never-empty rule put it here
+    filler: bool = False
     _loader: Callable[[str], Node] | None = field(default=None, repr=False, compare=False)
     _node: Node | None = field(default=None, repr=False, compare=False)
 
@@ -82,6 +99,8 @@ class SearchResult:
             "layer": self.entry.layer,
             "path": self.entry.path,
             "title": self.entry.title,
+            "evidence": self.evidence,
+            "filler": self.filler,
         }
         if with_node:
             d["body"] = self.node.body
@@ -108,21 +127,17 @@ class Expansion:
 
 
 def expand(query: str, synonyms: SynonymTable) -> Expansion:
-    weights: dict[str, float] = {}
-    for term in query_terms(query):
-        weights.setdefault(term, 1.0)
+    """The weighted terms of ``query`` and its synonyms (see :func:`md_cg.text.expand_query`)."""
+    found = synonyms.expand_text(query)
     words = query.split()
     added: list[str] = []
-    for phrase, weight in synonyms.expand_text(query):
+    for phrase, weight in found:
         if weight >= 1.0:
             if phrase not in words:
                 words.append(phrase)
         else:
             added.append(phrase)
-        for term in query_terms(phrase):
-            if weights.get(term, 0.0) < weight:
-                weights[term] = weight
-    return Expansion(list(weights.items()), words, added)
+    return Expansion(expand_query(query, found), words, added)
 
 
 @dataclass
@@ -177,6 +192,7 @@ def run(
     context: Any = None,
     judge: bool = True,
     loader: Callable[[str], Node] | None = None,
+    neg_limit: int = NEGATIVE_LIMIT,
 ) -> tuple[list[SearchResult], dict[str, Any]]:
     """Run the ladder over ``state``; see :meth:`md_cg.MdCG.search`."""
     if not isinstance(query, str):
@@ -244,18 +260,26 @@ def run(
     ordered = sorted(found.items(), key=lambda kv: (TIERS.index(kv[1][1]), -kv[1][0]))
     results: list[SearchResult] = []
     t = time.perf_counter()
+    evidence = _evidence(text, query, terms, ordered)
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause.
     judged_query = "\n；".join([query, *expansion.synonyms])
     for doc_id, (score, tier) in ordered:
         entry = state.entries[doc_id]
+        why, filler = evidence[doc_id]
         state_, basis = (None, None)
         if judge:
             state_, basis = judge_entry(entry, judged_query, prepared)
-        results.append(SearchResult(doc_id, score, tier, state_, basis, entry, loader))
+            if filler and state_ == "ACCEPT":
+                state_, basis = "DEFER", f"DEFER: no evidence it is about the query (filler); {basis}"
+        results.append(
+            SearchResult(
+                doc_id, score, tier, state_, basis, entry, evidence=why, filler=filler, _loader=loader
+            )
+        )
     timings["judge"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
-    covered = covered_negatives(state, terms)
+    covered, covered_total = covered_negatives(state, terms, limit=neg_limit)
     timings["covered_neg"] = (time.perf_counter() - t) * 1000
     total = len(state.entries)
     largest_scope = max(scanned.values(), default=0)
@@ -275,6 +299,8 @@ def run(
         "scanned_share": largest_scope / total if total else 0.0,
         "store_size": total,
         "covered_neg": covered,
+        "covered_neg_total": covered_total,
+        "filler": sum(1 for r in results if r.filler),
         "timing_ms": {**timings, "total": (time.perf_counter() - started) * 1000},
     }
     return results, meta
@@ -299,26 +325,52 @@ def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
     return j.state, j.basis
 
 
-def covered_negatives(state: IndexState, terms: Sequence[tuple[str, float]]) -> list[str]:
-    """Ids of rejected/unresolved entries that contain at least half the query's own terms.
+def _evidence(
+    text: Any, query: str, terms: Sequence[tuple[str, float]], hits: Sequence[tuple[str, tuple[float, str]]]
+) -> dict[str, tuple[dict[str, Any], bool]]:
+    """Per hit: its evidence of being about the query, and whether it has none (filler)."""
+    weight = dict(terms)
+    contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
+    ideal = 0.0
+    if any(tier in _SIMILARITY_TIERS for _, (_, tier) in hits):
+        ideal = text.similarity_ideal(query)
+    out: dict[str, tuple[dict[str, Any], bool]] = {}
+    for doc_id, (score, tier) in hits:
+        has = contained.get(doc_id, [])
+        why: dict[str, Any] = {
+            "terms": [t for t in has if weight[t] >= 1.0],
+            "synonyms": [t for t in has if MIN_EVIDENCE_WEIGHT <= weight[t] < 1.0],
+        }
+        fuzzy_ok = False
+        if tier in _SIMILARITY_TIERS:
+            share = min(1.0, score / ideal) if ideal > 0 else 0.0
+            why["fuzzy"] = round(share, 3)
+            fuzzy_ok = share >= FUZZY_FLOOR
+        out[doc_id] = (why, not (why["terms"] or why["synonyms"] or fuzzy_ok))
+    return out
+
+
+def covered_negatives(
+    state: IndexState, terms: Sequence[tuple[str, float]], *, limit: int | None = NEGATIVE_LIMIT
+) -> tuple[list[str], int]:
+    """Rejected/unresolved entries that contain at least half the query's own terms.
 
     (:data:`NEGATIVE_COVERAGE`; own terms are those of weight 1.0, synonyms
-    excluded.) Uses the term sets the index keeps for negative memory; when
-    there are many, a single BM25 pass over the negative layers picks the
-    candidates first.
+    excluded.) Returns at most ``limit`` ids -- those sharing the most of the
+    query's terms first, then by id -- and how many there are in all. Uses the
+    term sets the index keeps for negative memory; when there are many, a
+    single BM25 pass over the negative layers picks the candidates first.
     """
     own = {t for t, w in terms if w >= 1.0}
     negatives = state.negative_terms
     if not own or not negatives:
-        return []
+        return [], 0
     need = max(1, math.ceil(len(own) * NEGATIVE_COVERAGE))
     if len(negatives) > 200:
         scope = state.text.scope(layers=_NEGATIVE_CODES)
         candidates = [doc_id for doc_id, _ in state.text.match([(t, 1.0) for t in own], scope, k=None)]
     else:
         candidates = list(negatives)
-    return sorted(
-        doc_id
-        for doc_id in candidates
-        if doc_id in negatives and len(own & negatives[doc_id]) >= need
-    )
+    shared = {d: len(own & negatives[d]) for d in candidates if d in negatives}
+    hits = sorted((d for d, n in shared.items() if n >= need), key=lambda d: (-shared[d], d))
+    return (hits if limit is None else hits[:limit]), len(hits)

@@ -415,6 +415,7 @@ class MdCG:
         context: Any = None,
         judge: bool = True,
         record: bool = True,
+        neg_limit: int = search_mod.NEGATIVE_LIMIT,
     ) -> tuple[list[SearchResult], dict[str, Any]]:
         """Find nodes for ``query`` with the T0–T3 ladder; return ``(results, meta)``.
 
@@ -424,9 +425,14 @@ class MdCG:
         and/or ``{"big_domain": ...}``); ``None`` means no routing. Each result
         has ``node`` (read on first access), ``score``, ``tier``, ``state`` and
         ``basis``; ``judge=False`` leaves the last two ``None``. ``meta`` is the
-        plan as executed. A hit whose file has gone (``git pull``, ``rm``) is
-        dropped and the index refreshed. ``record=True`` appends the result ids
-        to the access log (nothing else); a read-only store records nothing.
+        plan as executed; ``meta["covered_neg"]`` lists at most ``neg_limit``
+        negative memories the query matches (``covered_neg_total`` counts them
+        all). Every result carries its ``evidence`` of being about the query;
+        one with none is ``filler`` (the ladder never answers a non-empty store
+        with nothing) and is never ACCEPT. A hit whose file has gone (``git
+        pull``, ``rm``) is dropped and the index refreshed. ``record=True``
+        appends the ids of the results that are not filler to the access log
+        (nothing else); a read-only store records nothing.
         """
         eng = self._engine
         with eng.lock:
@@ -449,8 +455,8 @@ class MdCG:
                     break
                 eng.refresh()
                 eng.drop_missing(gone)
-        if record and results and not self.read_only:
-            self.record_access([r.id for r in results])
+        if record and not self.read_only:
+            self.record_access([r.id for r in results if not r.filler])
         return results, meta
 
     def record_access(self, node_ids: Iterable[str]) -> None:

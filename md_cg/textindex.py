@@ -414,6 +414,58 @@ class TextIndex:
             result += table.ranked(zero, np.zeros(len(zero)), k - len(result))
         return result
 
+    # ------------------------------------------------------------ evidence
+
+    def terms_of(self, doc_ids: Sequence[str], terms: Sequence[str]) -> dict[str, list[str]]:
+        """For each of ``doc_ids``, the ``terms`` it contains (in ``terms`` order)."""
+        self._prepare()
+        out: dict[str, list[str]] = {d: [] for d in doc_ids}
+        known = [(term, tid) for term in terms if (tid := dict.get(self._vocab, term)) is not None]
+        slot_of = self._docs.slot
+        slots = {slot_of[d]: d for d in doc_ids if d in slot_of}
+        if not known or not slots:
+            return out
+        term_idx, docs, _ = self._postings.gather([tid for _, tid in known])
+        want = np.isin(docs, np.fromiter(slots, dtype=np.int64))
+        found: dict[str, set[int]] = {}
+        for i, slot in zip(term_idx[want].tolist(), docs[want].tolist(), strict=True):
+            found.setdefault(slots[slot], set()).add(i)
+        for doc_id, idx in found.items():
+            out[doc_id] = [known[i][0] for i in sorted(idx)]
+        return out
+
+    def similarity_ideal(self, query: str) -> float:
+        """The score of :meth:`similar` that would explain every unit of ``query``.
+
+        Per unit, the highest idf among its candidate terms (a document can
+        earn at most similarity x idf of one of them); a unit nothing in the
+        vocabulary resembles counts as the rarest possible term. A
+        document's similarity score divided by this is the share of the query
+        it explains (0..1), the fuzzy evidence that it is about the query.
+        """
+        self._prepare()
+        vocab = self._vocab
+        units = self._sim.units(
+            self.analyzer(query),
+            vocab,
+            vocab.terms,
+            threshold=SIMILAR_THRESHOLD,
+            candidates=SIMILAR_CANDIDATES,
+        )
+        table = self._docs
+        rare = float(idf_of(np.array([1.0]), max(1, table.n_live))[0])
+        slot_of: dict[int, int] = {}
+        for unit in units:
+            for tid, _ in unit:
+                slot_of.setdefault(tid, len(slot_of))
+        term_idx, docs, _ = self._postings.gather(list(slot_of))
+        idf = table.idf(term_idx, docs, len(slot_of))
+        total = 0.0
+        for unit in units:
+            best = max((float(idf[slot_of[tid]]) for tid, _ in unit), default=0.0)
+            total += best if best > 0 else rare
+        return total
+
     # --------------------------------------------------------- persistence
 
     def to_bytes(self) -> bytes:

@@ -92,7 +92,9 @@ class SimilarityKeys:
 
         ``vocab`` maps terms to ids and ``terms`` ids to terms; ``threshold``
         is the least Dice coefficient of a similar term, ``candidates`` the
-        most similar terms kept per unknown word.
+        most similar terms kept per unknown word. A unit nothing in the
+        vocabulary resembles is an empty list (it scores nothing, but counts
+        in :meth:`md_cg.textindex.TextIndex.similarity_ideal`).
         """
         units: list[Unit] = []
         seen: set[str] = set()
@@ -120,10 +122,10 @@ class SimilarityKeys:
                 units.append([(tid, 1.0)])
             elif c in self._keys:
                 units.append([(t, 1.0 / len(terms[t])) for t in self._keys[c].tolist()])
+            else:
+                units.append([])
         for q in words:
-            unit = self._similar_words(q, terms, threshold, candidates)
-            if unit:
-                units.append(unit)
+            units.append(self._similar_words(q, terms, threshold, candidates))
         return units
 
     def _similar_words(self, q: str, terms: Sequence[str], threshold: float, candidates: int) -> Unit:

@@ -23,6 +23,7 @@ from md_cg.sqlite_source import write_nodes
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "cli.md"
 
+
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
@@ -199,7 +200,18 @@ def test_search_json_has_results_and_meta(runner: CliRunner, root: Path) -> None
     )
     assert set(data) == {"query", "results", "meta"}
     top = data["results"][0]
-    assert set(top) == {"id", "score", "tier", "state", "basis", "layer", "path", "title"}
+    assert set(top) == {
+        "id",
+        "score",
+        "tier",
+        "state",
+        "basis",
+        "layer",
+        "path",
+        "title",
+        "evidence",
+        "filler",
+    }
     assert (top["id"], top["tier"], top["state"]) == ("kp_bsearch", "T0", "REJECT")
     assert "linked list" in top["basis"]
     meta = data["meta"]

@@ -207,9 +207,17 @@ def test_judge_is_orthogonal_to_tier(store: MdCG) -> None:
     results, _ = store.search("二分查找 链表", k=1, context={"tags": ["domain:计算机科学"]})
     assert (results[0].id, results[0].tier, results[0].state) == ("nope", "T0", "REJECT")
     assert results[0].basis == 'REJECT: not-applicable condition "链表" matched by the query'
-    results, _ = store.search("夸克禁闭", k=2)
+    # The fallback tier can find a fit node: a typo no term matches still has fuzzy evidence...
+    store.add(note("typo", "photosynthesis in plants", domain="生物学"))
+    results, _ = store.search("fotosynthesis", k=1)
+    assert (results[0].id, results[0].tier, results[0].state) == ("typo", "T3", "ACCEPT")
+    assert results[0].evidence["fuzzy"] >= 0.5 and not results[0].filler
+    # ...but a hit without any evidence is filler, and filler is never ACCEPT.
+    results, meta = store.search("夸克禁闭", k=3)
     far = next(r for r in results if r.id == "far")
-    assert (far.tier, far.state) == ("T3", "ACCEPT")
+    assert (far.tier, far.state, far.filler) == ("T3", "DEFER", True)
+    assert far.basis.startswith("DEFER: no evidence it is about the query (filler); ACCEPT:")
+    assert meta["filler"] == 3
 
 
 def test_judge_states_and_judge_off(store: MdCG) -> None:
