@@ -29,7 +29,7 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, check_layer, validate
+from .node import Node, check_id, check_layer, slug_id, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
@@ -40,6 +40,16 @@ _NODE_FIELDS = {f.name for f in fields(Node)}
 def new_id(prefix: str = "n") -> str:
     """A fresh random node id such as ``n_3f9a2c1b7d0e``."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def _require_text(node: Node) -> None:
+    if not isinstance(node.body, str) or not node.body.strip():
+        raise InvalidNodeError(
+            f"node {node.id!r}: the body is empty; a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
 
 
 def _apply(node: Node, changes: dict[str, Any]) -> Node:
@@ -210,10 +220,13 @@ class MdCG:
         :class:`~md_cg.errors.DuplicateIdError` unless ``overwrite=True``,
         which replaces the node (moving its file if its layer or bucket
         changed). ``stamp`` sets ``created_at`` when absent and ``updated_at``
-        to now. Invalid input, an empty body included, raises before anything
-        is written.
+        to now. Invalid input raises before anything is written, and so does
+        an empty body: a memory needs some text (:meth:`add_many`, the import
+        path, carries sources as they are).
         """
+        self._engine.check_open()
         node = self._coerce(node, fields_)
+        _require_text(validate(node))
         return self.add_many([node], overwrite=overwrite, durable=durable, stamp=stamp)[0]
 
     def add_many(
@@ -266,7 +279,7 @@ class MdCG:
                 field=sorted(unknown)[0],
             )
         if fields_.get("id") is None:
-            fields_["id"] = new_id()
+            fields_["id"] = slug_id(fields_.get("body") or "")
         return Node(**fields_)
 
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:
@@ -285,6 +298,8 @@ class MdCG:
                 field=bad[0],
                 node_id=node_id,
             )
+        if "body" in changes:
+            _require_text(Node(id=node_id, body=changes["body"]))
         return self.modify(node_id, lambda node: _apply(node, changes), durable=durable)
 
     def modify(

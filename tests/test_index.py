@@ -234,7 +234,7 @@ def test_sync_reports_hand_edit_copy_delete_and_move(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add_many([knowledge("edit"), knowledge("gone"), knowledge("moveme", domain="物理学")])
-        s.add(Node(id="stay", layer="self"))
+        s.add(Node(id="stay", layer="self", body="stays put"))
         s.compact_index()  # without a snapshot, opening would simply read the new files
     # a person edits, copies in, deletes and moves files
     edit_path = next(root.glob("knowledge/*/edit.md"))
@@ -384,7 +384,7 @@ def test_two_clones_merge_without_conflict_and_sync_to_the_union(tmp_path: Path)
     git(tmp_path, "clone", "-q", str(origin), str(b))
     with MdCG(a) as s:
         s.add_many([knowledge(f"a{i}") for i in range(5)])
-        s.add(Node(id="a_self", layer="self"))
+        s.add(Node(id="a_self", layer="self", body="added in clone a"))
         s.compact_index()
     with MdCG(b) as s:
         s.add_many([knowledge(f"b{i}", domain="物理学") for i in range(5)])

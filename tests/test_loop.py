@@ -287,7 +287,7 @@ def test_flywheel_bad_reports(store: MdCG) -> None:
         NodeNotFoundError, match="no node with id 'ghost' in this store \\(named by the error report\\)"
     ):
         store.flywheel_step({"node_id": "ghost", "missed_conditions": ["a"]})
-    store.add(Node(id="s", layer="self"))
+    store.add(Node(id="s", layer="self", body="a self note"))
     with pytest.raises(InvalidNodeError, match="is in self/, not an open question"):
         store.resolve("s", "x", True)
 

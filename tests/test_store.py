@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -64,16 +65,17 @@ def test_add_get_round_trip_and_paths(any_store: MdCG) -> None:
 
 def test_add_with_keywords_generates_id(store: MdCG) -> None:
     node = store.add(layer="self", body="I prefer tea")
-    assert node.id.startswith("n_") and len(node.id) == 14
+    # a readable id: a slug of the first line plus a short random suffix
+    assert re.fullmatch(r"i-prefer-tea-[0-9a-f]{6}", node.id)
     assert store.get(node.id).body == "I prefer tea"
     assert (store.root / "self" / f"{node.id}.md").exists()
 
 
 def test_layers_go_to_their_folders(store: MdCG) -> None:
     for layer in ("anchor", "structural", "contextual", "self", "rejected", "unresolved"):
-        store.add(Node(id=f"x_{layer}", layer=layer))
+        store.add(Node(id=f"x_{layer}", layer=layer, body=f"a note in {layer}"))
         assert (store.root / layer / f"x_{layer}.md").exists()
-    store.add(Node(id="k_orphan", layer="knowledge"))
+    store.add(Node(id="k_orphan", layer="knowledge", body="no domain"))
     assert (store.root / "knowledge" / "orphan" / "k_orphan.md").exists()
 
 
@@ -152,7 +154,7 @@ def test_add_many_is_all_or_nothing_on_bad_input(store: MdCG) -> None:
 def test_unknown_field_keywords_are_refused(store: MdCG) -> None:
     with pytest.raises(InvalidNodeError, match=r"unknown node field\(s\): colour"):
         store.add(id="a", layer="self", colour="red")
-    store.add(Node(id="a", layer="self"))
+    store.add(Node(id="a", layer="self", body="a"))
     with pytest.raises(InvalidNodeError, match="cannot update field\\(s\\) id of node 'a'"):
         store.update("a", id="b")
 
@@ -242,7 +244,7 @@ def test_durable_writes_fsync_and_batch_is_one_group_commit(
 
 def test_health_reports_layer_counts_and_is_clean(store: MdCG) -> None:
     store.add(knowledge("a"))
-    store.add(Node(id="s", layer="self"))
+    store.add(Node(id="s", layer="self", body="a self note"))
     h = store.health()
     assert h.ok, h.findings
     assert h.nodes == 2
