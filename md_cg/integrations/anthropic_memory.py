@@ -260,7 +260,9 @@ class MemoryFiles:
         try:
             return check_id(id_of_name(p.parts[-1]))
         except UnsafeIdError as exc:
-            raise ToolError(f"The file name {p.parts[-1]!r} in {p.text} cannot be a memory id: {exc}") from None
+            raise ToolError(
+                f"The file name {p.parts[-1]!r} in {p.text} cannot be a memory id: {exc}"
+            ) from None
 
     def _new_layer(self, p: _Path, folders: set[str]) -> str | None:
         """The layer a new file at ``p`` goes to (``None``: directly in /memories)."""
@@ -274,7 +276,9 @@ class MemoryFiles:
                 f"for a {DEFAULT_LAYER} memory"
             )
         if folder not in folders:
-            raise ToolError(f"The folder {MEMORIES}/{folder} does not exist (write into {MEMORIES}/{p.layer})")
+            raise ToolError(
+                f"The folder {MEMORIES}/{folder} does not exist (write into {MEMORIES}/{p.layer})"
+            )
         return p.layer
 
     @staticmethod
@@ -310,7 +314,9 @@ class MemoryFiles:
         if not view_range:
             return 1, n
         if len(view_range) != 2 or not all(isinstance(v, int) for v in view_range):
-            raise ToolError(f"Invalid `view_range` {view_range} for {path}: give two line numbers [start, end]")
+            raise ToolError(
+                f"Invalid `view_range` {view_range} for {path}: give two line numbers [start, end]"
+            )
         start, end = view_range
         end = n if end == -1 else end
         if not 1 <= start <= max(n, 1) or end < start or end > n:
@@ -359,7 +365,9 @@ class MemoryFiles:
         entries = self._entries()
         folders = self._folders(entries)
         if not p.parts or p.rel in folders:
-            raise ToolError(f"Cannot create {p.text}: it is a folder; give a file name such as {p.text}/notes.md")
+            raise ToolError(
+                f"Cannot create {p.text}: it is a folder; give a file name such as {p.text}/notes.md"
+            )
         node_id = self._new_id(p)
         layer = self._new_layer(p, folders)
         existing = self._entry(node_id)
@@ -373,7 +381,9 @@ class MemoryFiles:
         except InvalidNodeError as exc:
             raise ToolError(f"Cannot create {p.text}: {exc}") from None
         where = self.where_id(stored.id)
-        return f"File created successfully at: {p.text}" + (f" (stored as {where})" if where != p.text else "")
+        return f"File created successfully at: {p.text}" + (
+            f" (stored as {where})" if where != p.text else ""
+        )
 
     def _elsewhere(self, p: _Path, entry: Entry) -> str:
         where = self.where(entry)
@@ -449,7 +459,9 @@ class MemoryFiles:
         entry = self._existing_file(p)
         old, new = command.old_str, command.new_str
         if not old:
-            raise ToolError(f"No replacement was performed, old_str is empty (give text of {p.text} to replace).")
+            raise ToolError(
+                f"No replacement was performed, old_str is empty (give text of {p.text} to replace)."
+            )
         changed: list[int] = []
 
         def replace(text: str) -> str:
