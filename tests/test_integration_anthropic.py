@@ -122,8 +122,8 @@ def test_create_full_node_file_into_a_bucket(tool: MdCGMemoryTool) -> None:
     bucket = tool.store.entry("pork").bucket
     assert bucket is not None and bucket.startswith("cond_cooking_")
     assert (
-        reply
-        == f"File created successfully at: /memories/knowledge/pork.md (stored as /memories/knowledge/{bucket}/pork.md)"
+        reply == f"File created successfully at: /memories/knowledge/pork.md (stored as "
+        f"/memories/knowledge/{bucket}/pork.md)"
     )
     node = tool.store.get("pork")
     assert (node.tags, node.importance, node.body) == (
@@ -143,7 +143,8 @@ def test_create_full_node_file_into_a_bucket(tool: MdCGMemoryTool) -> None:
 def test_create_refusals(tool: MdCGMemoryTool) -> None:
     create(tool, "/memories/coffee.md", "likes coffee")
     assert error(tool, Create(command="create", path="/memories/coffee.md", file_text="x")) == (
-        "File /memories/coffee.md already exists (as /memories/contextual/coffee.md: file names are unique in /memories)"
+        "File /memories/coffee.md already exists (as /memories/contextual/coffee.md: "
+        "file names are unique in /memories)"
     )
     assert error(tool, Create(command="create", path="/memories/contextual/coffee.md", file_text="x")) == (
         "File /memories/contextual/coffee.md already exists"
@@ -152,7 +153,8 @@ def test_create_refusals(tool: MdCGMemoryTool) -> None:
         "Cannot create /memories/empty.md: file_text is empty (a memory needs content)"
     )
     assert error(tool, Create(command="create", path="/memories/a.md", file_text='---\nid: "b"\n---\nx')) == (
-        "Cannot create /memories/a.md: its frontmatter says id 'b' but the file name says 'a' (the id is the file name)"
+        "Cannot create /memories/a.md: its frontmatter says id 'b' but the file name "
+        "says 'a' (the id is the file name)"
     )
     msg = error(
         tool,
@@ -168,7 +170,8 @@ def test_create_refusals(tool: MdCGMemoryTool) -> None:
     assert msg.startswith("Cannot create /memories/bad.md: file_text is not a valid memory file: ")
     assert "importance" in msg
     assert error(tool, Create(command="create", path="/memories/knowledge", file_text="x")) == (
-        "Cannot create /memories/knowledge: it is a folder; give a file name such as /memories/knowledge/notes.md"
+        "Cannot create /memories/knowledge: it is a folder; give a file name such as "
+        "/memories/knowledge/notes.md"
     )
     assert error(
         tool, Create(command="create", path="/memories/knowledge/cond_nope_1/x.md", file_text="x")
@@ -181,7 +184,8 @@ def test_non_markdown_names_keep_their_extension_in_the_id(tool: MdCGMemoryTool)
     assert tool.store.entry("notes.txt").path == "contextual/notes.txt.md"
     view = run(tool, View(command="view", path="/memories/notes.txt"))
     assert view.splitlines()[0] == (
-        "Here's the content of /memories/notes.txt (stored as /memories/contextual/notes.txt.md) with line numbers:"
+        "Here's the content of /memories/notes.txt (stored as "
+        "/memories/contextual/notes.txt.md) with line numbers:"
     )
     assert view.splitlines()[-1] == "     7\tplain notes"
 
@@ -380,7 +384,8 @@ def test_rename_moves_and_renames(tool: MdCGMemoryTool) -> None:
         tool, Rename(command="rename", old_path="/memories/self/a.md", new_path="/memories/knowledge/b.md")
     )
     assert reply == (
-        "Successfully renamed /memories/self/a.md to /memories/knowledge/b.md (stored as /memories/knowledge/orphan/b.md)"
+        "Successfully renamed /memories/self/a.md to /memories/knowledge/b.md (stored as "
+        "/memories/knowledge/orphan/b.md)"
     )
     assert "a" not in tool.store
     b = tool.store.get("b")
@@ -436,7 +441,8 @@ def test_unsafe_paths_are_refused(tool: MdCGMemoryTool, path: str, message: str)
 
 def test_folders_that_are_not_layers_are_refused(tool: MdCGMemoryTool) -> None:
     assert error(tool, Create(command="create", path="/memories/projects/x.md", file_text="x")) == (
-        "Cannot write /memories/projects/x.md: the folders of /memories are md-cg's layers (anchor, structural, "
+        "Cannot write /memories/projects/x.md: the folders of /memories are md-cg's "
+        "layers (anchor, structural, "
         "knowledge, contextual, self, rejected, unresolved); write /memories/<layer>/<name>.md, or "
         "/memories/<name>.md for a contextual memory"
     )
@@ -501,7 +507,8 @@ def test_sdk_tool_runner_offline(tmp_path: Path) -> None:
         assert result == {
             "type": "tool_result",
             "tool_use_id": "toolu_1",
-            "content": "File created successfully at: /memories/coffee.md (stored as /memories/contextual/coffee.md)",
+            "content": "File created successfully at: /memories/coffee.md (stored as "
+            "/memories/contextual/coffee.md)",
         }
         assert memory.store.get("coffee").body == "Likes coffee."
 

@@ -113,8 +113,8 @@ def human_size(n: int) -> str:
     if n < 1024:
         return f"{n}B"
     value, unit = float(n), "B"
-    for unit in ("K", "M", "G"):
-        value /= 1024
+    for name in ("K", "M", "G"):
+        value, unit = value / 1024, name
         if value < 1024:
             break
     return f"{int(value)}{unit}" if value == int(value) else f"{value:.1f}{unit}"
@@ -352,10 +352,11 @@ class MemoryFiles:
             return "\n".join([head, *lines, *items[first - 1 : last]])
         if len(items) > self.max_listing:
             more = len(items) - self.max_listing
-            items = items[: self.max_listing] + [
+            note = (
                 f"({more} more items not listed: view a sub-folder, or pass view_range "
                 f"[{self.max_listing + 1}, {len(items)}] to list them)"
-            ]
+            )
+            items = [*items[: self.max_listing], note]
         return "\n".join([head, *lines, *items])
 
     # -- create ------------------------------------------------------------------------------
