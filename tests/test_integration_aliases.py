@@ -19,12 +19,12 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio  # noqa: E402
-from mcp import Client  # noqa: E402
-from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+import anyio
+from mcp import Client
+from mcp.server.mcpserver.exceptions import ToolError
 
-from md_cg import MdCG  # noqa: E402
-from md_cg.integrations.aliases import (  # noqa: E402
+from md_cg import MdCG
+from md_cg.integrations.aliases import (
     ALIASES,
     alias_table_markdown,
     alias_tools,
@@ -33,7 +33,7 @@ from md_cg.integrations.aliases import (  # noqa: E402
     observations_of,
     register_aliases,
 )
-from md_cg.mcp_server import create_server  # noqa: E402
+from md_cg.mcp_server import create_server
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
 
@@ -51,7 +51,7 @@ def stand_ins(store: MdCG) -> dict[str, Any]:
         node = store.update(id, **changes)
         return {"id": node.id, "layer": node.layer, "updated": sorted(changes)}
 
-    def list(tag: str | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:  # noqa: A001
+    def list(tag: str | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
         entries = [e for e in store.entries() if tag is None or tag in e.tags]
         page = entries[offset : offset + limit]
         return {
@@ -128,8 +128,9 @@ async def _knowledge_graph(client: Client, root: Path, store: MdCG) -> None:
     assert [(e.target, e.type, e.extra) for e in edges] == [
         ("Anthropic", "similar", {"relation": "works_at"})
     ]
+    more = ["Prefers morning meetings", "Speaks fluent Spanish"]
     added = _ok(await client.call_tool("add_observations", {"observations": [
-        {"entityName": "John_Smith", "contents": ["Prefers morning meetings", "Speaks fluent Spanish"]}]}))  # fmt: skip
+        {"entityName": "John_Smith", "contents": more}]}))  # fmt: skip
     assert added["results"][0]["addedObservations"] == ["Prefers morning meetings"]
     assert store.get("John_Smith").body == (
         "# John_Smith (person)\n- Speaks fluent Spanish\n- Prefers morning meetings"
