@@ -72,6 +72,7 @@ from ..errors import (
 )
 from ..index import Entry
 from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id
+from ..paths import BUCKETED_LAYER as BUCKETED
 from ..store import MdCG
 
 __all__ = ["DEFAULT_LAYER", "MEMORIES", "AsyncMdCGMemoryTool", "MdCGMemoryTool", "MemoryFiles"]
@@ -160,6 +161,9 @@ class MemoryFiles:
     def _entries(self) -> list[Entry]:
         return self.store.entries()
 
+    def _buckets(self) -> dict[str, int]:
+        return self.store.bucket_sizes()
+
     def _entry(self, node_id: str) -> Entry | None:
         try:
             return self.store.entry(node_id)
@@ -233,13 +237,22 @@ class MemoryFiles:
             )
         return _Path(MEMORIES + ("/" + "/".join(parts) if parts else ""), parts)
 
-    def _folders(self, entries: list[Entry]) -> set[str]:
-        """Every folder (relative, no slash at the end) that holds a node, plus the layer folders."""
-        found = set(LAYERS)
-        for e in entries:
-            parts = e.path.split("/")[:-1]
-            found.update("/".join(parts[: i + 1]) for i in range(len(parts)))
-        return found
+    def _is_folder(self, p: _Path) -> bool:
+        """Whether ``p`` is a folder: ``/memories``, a layer, a bucket or a sub-folder holding nodes.
+
+        Cheap for the usual paths (no scan of the index for a ``.md`` name).
+        """
+        if len(p.parts) <= 1:
+            return not p.parts or p.parts[0] in LAYERS
+        if p.layer is None or p.parts[-1].endswith(MD):
+            return False
+        if len(p.parts) == 2 and p.parts[0] == BUCKETED and p.parts[1] in self._buckets():
+            return True
+        prefix = p.rel + "/"
+        return any(e.path.startswith(prefix) for e in self._entries())
+
+    def _parent(self, p: _Path) -> _Path:
+        return _Path(p.text.rsplit("/", 1)[0], p.parts[:-1])
 
     def _find(self, p: _Path) -> Entry | None:
         """The node a file path stands for: its exact path, else its id in the layer the path names."""
@@ -264,7 +277,7 @@ class MemoryFiles:
                 f"The file name {p.parts[-1]!r} in {p.text} cannot be a memory id: {exc}"
             ) from None
 
-    def _new_layer(self, p: _Path, folders: set[str]) -> str | None:
+    def _new_layer(self, p: _Path) -> str | None:
         """The layer a new file at ``p`` goes to (``None``: directly in /memories)."""
         if len(p.parts) == 1:
             return None
@@ -275,7 +288,7 @@ class MemoryFiles:
                 f"({', '.join(LAYERS)}); write {MEMORIES}/<layer>/<name>.md, or {MEMORIES}/<name>.md "
                 f"for a {DEFAULT_LAYER} memory"
             )
-        if folder not in folders:
+        if not self._is_folder(self._parent(p)):
             raise ToolError(
                 f"The folder {MEMORIES}/{folder} does not exist (write into {MEMORIES}/{p.layer})"
             )
@@ -293,10 +306,8 @@ class MemoryFiles:
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         p = self.parse(command.path)
-        entries = self._entries()
-        folders = self._folders(entries)
-        if not p.parts or p.rel in folders:
-            return self._view_folder(p, entries, command.view_range)
+        if self._is_folder(p):
+            return self._view_folder(p, self._entries(), command.view_range)
         entry = self._find(p)
         if entry is None:
             raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.")
@@ -363,14 +374,12 @@ class MemoryFiles:
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         p = self.parse(command.path)
-        entries = self._entries()
-        folders = self._folders(entries)
-        if not p.parts or p.rel in folders:
+        if self._is_folder(p):
             raise ToolError(
                 f"Cannot create {p.text}: it is a folder; give a file name such as {p.text}/notes.md"
             )
         node_id = self._new_id(p)
-        layer = self._new_layer(p, folders)
+        layer = self._new_layer(p)
         existing = self._entry(node_id)
         if existing is not None:
             raise ToolError(f"File {p.text} already exists" + self._elsewhere(p, existing))
@@ -414,7 +423,7 @@ class MemoryFiles:
     # -- str_replace and insert --------------------------------------------------------------
 
     def _existing_file(self, p: _Path) -> Entry:
-        if not p.parts or p.rel in self._folders(self._entries()):
+        if self._is_folder(p):
             raise ToolError(f"The path {p.text} is not a file.")
         entry = self._find(p)
         if entry is None:
@@ -520,7 +529,7 @@ class MemoryFiles:
         p = self.parse(command.path)
         if not p.parts:
             raise ToolError(f"Cannot delete the {MEMORIES} directory itself")
-        if p.rel in self._folders(self._entries()):
+        if self._is_folder(p):
             raise ToolError(
                 f"Cannot delete the folder {p.text}: md-cg deletes memories one file at a time "
                 "(each leaves a tombstone); delete the files in it"
@@ -540,9 +549,7 @@ class MemoryFiles:
         old, new = self.parse(command.old_path), self.parse(command.new_path)
         if not old.parts:
             raise ToolError(f"Cannot rename the {MEMORIES} directory itself")
-        entries = self._entries()
-        folders = self._folders(entries)
-        if old.rel in folders:
+        if self._is_folder(old):
             raise ToolError(
                 f"Cannot rename the folder {old.text}: folders are md-cg's layers and buckets; "
                 "rename the files in it one by one"
@@ -550,10 +557,10 @@ class MemoryFiles:
         entry = self._find(old)
         if entry is None:
             raise ToolError(f"The path {old.text} does not exist")
-        if not new.parts or new.rel in folders:
+        if self._is_folder(new):
             raise ToolError(f"The destination {new.text} already exists")
         new_id = self._new_id(new)
-        layer = self._new_layer(new, folders) or entry.layer
+        layer = self._new_layer(new) or entry.layer
         if new_id != entry.id:
             if self._entry(new_id) is not None:
                 raise ToolError(f"The destination {new.text} already exists")
