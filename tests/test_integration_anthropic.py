@@ -586,3 +586,33 @@ def test_two_agents_in_two_processes_share_one_folder(tmp_path: Path) -> None:
         assert on_disk == expected
         assert {store.get(f"race-{i}").body for i in range(n)} <= {"won by alice", "won by bob"}
         assert store.health().ok
+
+
+def test_the_wiring_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """docs/integrations.md's tool-runner lines, with the client answered offline."""
+    httpx2 = pytest.importorskip("httpx2")
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text(encoding="utf-8")
+    block = next(b for b in doc.split("```python\n")[1:] if "MdCGMemoryTool" in b).split("```")[0]
+    create = {"command": "create", "path": "/memories/coffee.md", "file_text": "Coffee: black."}
+    turns = iter([
+        ([{"type": "tool_use", "id": "toolu_1", "name": "memory", "input": create}], "tool_use"),
+        ([{"type": "text", "text": "Noted."}], "end_turn"),
+    ])  # fmt: skip
+
+    def answer(request):
+        content, stop = next(turns)
+        return httpx2.Response(200, json={
+            "id": "msg", "type": "message", "role": "assistant", "model": "claude-sonnet-5-5",
+            "content": content, "stop_reason": stop, "stop_sequence": None,
+            "usage": {"input_tokens": 1, "output_tokens": 1},
+        })  # fmt: skip
+
+    real = anthropic.Anthropic
+    monkeypatch.setattr(
+        anthropic, "Anthropic",
+        lambda: real(api_key="offline", http_client=httpx2.Client(transport=httpx2.MockTransport(answer))),
+    )  # fmt: skip
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/integrations.md", "exec"), {})
+    with MdCG(tmp_path / "memory") as store:
+        assert store.get("coffee").body == "Coffee: black."

@@ -353,3 +353,16 @@ def test_a_langgraph_graph_writes_and_reads_memories(tmp_path: Path) -> None:
     with MdCG(tmp_path / "mem") as md:  # the memories are files md-cg itself reads
         bodies = sorted(n.body for n in md.iter_nodes())
         assert bodies == ["I am allergic to peanuts", "I live in Lyon too", "my sister lives in Lyon"]
+
+
+def test_the_example_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text(encoding="utf-8")
+    block = next(b for b in doc.split("```python\n")[1:] if "MdCGStore(" in b).split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/integrations.md", "exec"), {})
+    with MdCGStore(tmp_path / "memory") as store:
+        got = store.get(("memories", "alice"), "coffee")
+        assert got.value == {"kind": "preference", "text": "Alice drinks her coffee black"}
+        assert store.list_namespaces(prefix=("memories",)) == [("memories", "alice")]
+        [hit] = store.search(("memories", "alice"), query="what does alice drink?", limit=5)
+        assert hit.key == "coffee" and hit.score > 0
