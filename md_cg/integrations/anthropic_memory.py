@@ -525,18 +525,21 @@ class MemoryFiles:
 
     # -- delete and rename -------------------------------------------------------------------
 
-    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
-        p = self.parse(command.path)
+    def _one_file(self, p: _Path, verb: str, why_not_folders: str) -> Entry:
+        """The node a delete or rename acts on; the root and folders are refused."""
         if not p.parts:
-            raise ToolError(f"Cannot delete the {MEMORIES} directory itself")
+            raise ToolError(f"Cannot {verb} the {MEMORIES} directory itself")
         if self._is_folder(p):
-            raise ToolError(
-                f"Cannot delete the folder {p.text}: md-cg deletes memories one file at a time "
-                "(each leaves a tombstone); delete the files in it"
-            )
+            raise ToolError(f"Cannot {verb} the folder {p.text}: {why_not_folders}")
         entry = self._find(p)
         if entry is None:
             raise ToolError(f"The path {p.text} does not exist")
+        return entry
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        p = self.parse(command.path)
+        why = "md-cg deletes memories one file at a time (each leaves a tombstone); delete the files in it"
+        entry = self._one_file(p, "delete", why)
         try:
             self._forget(entry.id, DELETE_REASON)
         except NodeNotFoundError:
@@ -547,16 +550,8 @@ class MemoryFiles:
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         old, new = self.parse(command.old_path), self.parse(command.new_path)
-        if not old.parts:
-            raise ToolError(f"Cannot rename the {MEMORIES} directory itself")
-        if self._is_folder(old):
-            raise ToolError(
-                f"Cannot rename the folder {old.text}: folders are md-cg's layers and buckets; "
-                "rename the files in it one by one"
-            )
-        entry = self._find(old)
-        if entry is None:
-            raise ToolError(f"The path {old.text} does not exist")
+        why = "folders are md-cg's layers and buckets; rename the files in it one by one"
+        entry = self._one_file(old, "rename", why)
         if self._is_folder(new):
             raise ToolError(f"The destination {new.text} already exists")
         new_id = self._new_id(new)
@@ -595,13 +590,30 @@ def _nearest_line(text: str, needle: str, line: int) -> int:
     return min(found, key=lambda n: abs(n - line)) if found else line
 
 
-def _open(store: MdCG | str | os.PathLike[str]) -> tuple[MdCG, bool]:
-    if isinstance(store, MdCG):
-        return store, False
-    return MdCG(store), True
+class _OnStore:
+    """What both tool classes share: the store they run on, and closing it when they opened it."""
+
+    store: MdCG
+    files: MemoryFiles
+    _owned: bool
+
+    def _attach(self, store: MdCG | str | os.PathLike[str], max_listing: int) -> None:
+        self.store, self._owned = (store, False) if isinstance(store, MdCG) else (MdCG(store), True)
+        self.files = MemoryFiles(self.store, max_listing=max_listing)
+
+    def close(self) -> None:
+        """Close the store if this tool opened it."""
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-class MdCGMemoryTool(BetaAbstractMemoryTool):
+class MdCGMemoryTool(_OnStore, BetaAbstractMemoryTool):
     """Claude's memory tool (``memory_20250818``) on an md-cg store; see the module docstring.
 
     ``store`` is an open :class:`~md_cg.MdCG` (the caller closes it) or a
@@ -617,19 +629,7 @@ class MdCGMemoryTool(BetaAbstractMemoryTool):
         cache_control: Any = None,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.store, self._owned = _open(store)
-        self.files = MemoryFiles(self.store, max_listing=max_listing)
-
-    def close(self) -> None:
-        """Close the store if this tool opened it."""
-        if self._owned:
-            self.store.close()
-
-    def __enter__(self) -> MdCGMemoryTool:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+        self._attach(store, max_listing)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self.files.view(command)
@@ -650,7 +650,7 @@ class MdCGMemoryTool(BetaAbstractMemoryTool):
         return self.files.rename(command)
 
 
-class AsyncMdCGMemoryTool(BetaAsyncAbstractMemoryTool):
+class AsyncMdCGMemoryTool(_OnStore, BetaAsyncAbstractMemoryTool):
     """The async form of :class:`MdCGMemoryTool` (each command runs in a worker thread)."""
 
     def __init__(
@@ -661,13 +661,7 @@ class AsyncMdCGMemoryTool(BetaAsyncAbstractMemoryTool):
         cache_control: Any = None,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self.store, self._owned = _open(store)
-        self.files = MemoryFiles(self.store, max_listing=max_listing)
-
-    def close(self) -> None:
-        """Close the store if this tool opened it."""
-        if self._owned:
-            self.store.close()
+        self._attach(store, max_listing)
 
     async def _run(self, fn: Callable[[Any], str], command: Any) -> str:
         return await run_sync(fn, command)
