@@ -323,7 +323,7 @@ class State(TypedDict):
 
 
 def test_a_langgraph_graph_writes_and_reads_memories(tmp_path: Path) -> None:
-    from langgraph.graph import END, START, StateGraph
+    graph = pytest.importorskip("langgraph.graph")  # from `langgraph`, not `langgraph-checkpoint`
 
     def remember(state: State, *, store: BaseStore) -> dict[str, Any]:
         if state["message"].startswith("remember "):
@@ -336,18 +336,18 @@ def test_a_langgraph_graph_writes_and_reads_memories(tmp_path: Path) -> None:
         hits = store.search(("memories", state["user"]), query=state["message"], limit=3)
         return {"recalled": [h.value["text"] for h in hits if h.score is not None]}
 
-    builder = StateGraph(State)
+    builder = graph.StateGraph(State)
     builder.add_node("remember", remember)
     builder.add_node("recall", recall)
-    builder.add_edge(START, "remember")
+    builder.add_edge(graph.START, "remember")
     builder.add_edge("remember", "recall")
-    builder.add_edge("recall", END)
+    builder.add_edge("recall", graph.END)
     with MdCGStore(tmp_path / "mem") as store:
-        graph = builder.compile(store=store)
+        app = builder.compile(store=store)
         for message in ["remember I am allergic to peanuts", "remember my sister lives in Lyon"]:
-            graph.invoke({"user": "sam", "message": message, "recalled": []})
-        graph.invoke({"user": "kim", "message": "remember I live in Lyon too", "recalled": []})
-        out = graph.invoke({"user": "sam", "message": "where does my sister live?", "recalled": []})
+            app.invoke({"user": "sam", "message": message, "recalled": []})
+        app.invoke({"user": "kim", "message": "remember I live in Lyon too", "recalled": []})
+        out = app.invoke({"user": "sam", "message": "where does my sister live?", "recalled": []})
         assert out["recalled"] == ["my sister lives in Lyon"]
         assert store.list_namespaces() == [("memories", "kim"), ("memories", "sam")]
     with MdCG(tmp_path / "mem") as md:  # the memories are files md-cg itself reads
