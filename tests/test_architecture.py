@@ -58,22 +58,48 @@ RANK = {
     "mcp_server": 12,
     "cli": 13,
     "__init__": 14,
+    # md_cg/integrations/: optional extras. The alias table sits below the MCP
+    # server (which registers it); the framework backends sit above everything.
+    "integrations.__init__": 15,
+    "integrations.aliases": 11,
+    "integrations.anthropic_memory": 15,
+    "integrations.langgraph_store": 15,
 }
+SUBPACKAGES = ("integrations",)
+
+
+def module_path(module: str) -> Path:
+    return PKG.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def rank_key(dotted: str) -> str:
+    """The RANK key of a module path inside md_cg (``integrations.aliases``, ``store``)."""
+    parts = dotted.split(".")
+    if parts[0] in SUBPACKAGES and len(parts) > 1:
+        return ".".join(parts[:2])
+    return parts[0]
 
 
 def internal_imports(path: Path) -> set[str]:
+    """RANK keys of the md_cg modules a file imports (relative imports resolved from its package)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = path.parent.relative_to(PKG).parts  # () for md_cg itself
     found: set[str] = set()
 
     def visit(node: ast.AST) -> None:
         for child in ast.iter_child_nodes(node):
-            if isinstance(child, ast.ImportFrom) and child.level == 1:
-                if child.module:
-                    found.add(child.module.split(".")[0])
+            if isinstance(child, ast.ImportFrom) and child.level:
+                base = package[: len(package) - (child.level - 1)]
+                target = [*base, *(child.module.split(".") if child.module else [])]
+                if target and (child.module or target[0] in SUBPACKAGES):
+                    if target[0] in SUBPACKAGES and len(target) == 1:
+                        found.update(f"{target[0]}.{a.name}" for a in child.names)
+                    else:
+                        found.add(rank_key(".".join(target)))
                 else:
-                    found.update(alias.name for alias in child.names)
+                    found.update(rank_key(a.name) for a in child.names)
             elif isinstance(child, ast.ImportFrom) and (child.module or "").startswith("md_cg."):
-                found.add(child.module.split(".")[1])
+                found.add(rank_key(child.module.split(".", 1)[1]))
             visit(child)
 
     visit(tree)
@@ -82,14 +108,21 @@ def internal_imports(path: Path) -> set[str]:
 
 def test_every_module_has_a_rank() -> None:
     modules = {p.stem for p in PKG.glob("*.py")}
+    for sub in SUBPACKAGES:
+        modules |= {f"{sub}.{p.stem}" for p in (PKG / sub).glob("*.py")}
     assert modules == set(RANK), "add new modules to RANK and docs/architecture.md"
+
+
+def test_subpackage_imports_are_resolved() -> None:
+    assert internal_imports(PKG / "integrations" / "anthropic_memory.py") >= {"store", "nodefile", "errors"}
+    assert "node" in internal_imports(PKG / "integrations" / "aliases.py")
 
 
 @pytest.mark.parametrize("module", sorted(RANK))
 def test_no_upward_or_sideways_import(module: str) -> None:
     if module == "__init__":
         return  # the package surface re-exports everything, lazily
-    for dep in internal_imports(PKG / f"{module}.py"):
+    for dep in internal_imports(module_path(module)):
         if dep == "__version__":
             continue
         assert RANK[dep] < RANK[module], (

@@ -1,0 +1,600 @@
+"""MCP tool names that clients already know, mapped onto md-cg's MCP tools.
+
+Two families of names are in wide use:
+
+* ``mcp-memory``: the MCP reference memory server (a knowledge graph of
+  entities, observations and relations): ``create_entities``,
+  ``create_relations``, ``add_observations``, ``delete_entities``,
+  ``delete_observations``, ``delete_relations``, ``read_graph``,
+  ``search_nodes``, ``open_nodes``;
+* ``mem0``: mem0's MCP server: ``add_memory``, ``search_memories``,
+  ``get_memories``, ``get_memory``, ``update_memory``, ``delete_memory``
+  (and ``delete_all_memories``, ``delete_entities``, ``list_entities``,
+  which md-cg does not offer).
+
+:data:`ALIASES` is the table (docs/integrations.md shows it); each supported
+alias is a small function built from md-cg's own tool functions (the ones the
+server registers), so an alias answers with md-cg's replies: one call, the
+tool's reply as it is; several calls (a list of entities), the replies in a
+list. :func:`alias_tools` builds them and checks that every md-cg tool and
+parameter an alias needs exists -- an alias whose target is missing is
+reported unavailable with the reason, never registered half-working.
+:func:`register_aliases` adds them to an ``MCPServer``; the server's
+``--aliases`` flag decides whether it is called.
+
+How the knowledge graph maps: an entity is a ``knowledge`` node whose id is
+the entity name, tagged ``entity`` and ``type:<entityType>``, whose body is
+``# <name> (<entityType>)`` followed by one ``- <observation>`` line per
+observation. A relation is an edge of the ``from`` node to the ``to`` node,
+``{"target": to, "type": ..., "relation": relationType}``: md-cg's edge types
+are a closed set, so a relation type outside it is kept in ``relation`` on an
+edge of type ``similar``. mem0's ``user_id``/``agent_id``/``app_id``/``run_id``
+are kept as the tags ``user:<id>`` (...) and filter searches and lists; they
+are labels, not access scopes (md-cg's scopes are set by whoever starts the
+server, never by a tool argument).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Annotated, Any
+
+from mcp.server.mcpserver.exceptions import ToolError
+from pydantic import Field
+from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
+
+from ..node import EDGE_TYPES
+
+__all__ = [
+    "ALIASES",
+    "FAMILIES",
+    "Alias",
+    "AliasSet",
+    "AliasTool",
+    "alias_table_markdown",
+    "alias_tools",
+    "register_aliases",
+]
+
+Tools = Mapping[str, Callable[..., Any]]
+FAMILIES = ("mcp-memory", "mem0")
+#: Edge type of a relation whose type is not one of md-cg's.
+RELATION_EDGE_TYPE = "similar"
+ENTITY_TAG = "entity"
+LABELS = ("user_id", "agent_id", "app_id", "run_id")
+
+
+@dataclass(frozen=True)
+class Alias:
+    """One row of the alias table: what a foreign tool name does on md-cg."""
+
+    name: str
+    family: str
+    #: md-cg tools and the parameters of theirs the alias uses (empty: not supported)
+    needs: Mapping[str, tuple[str, ...]]
+    maps: str
+    unsupported: str = ""
+
+    @property
+    def supported(self) -> bool:
+        return bool(self.needs)
+
+
+def _a(name: str, family: str, needs: dict[str, tuple[str, ...]], maps: str, unsupported: str = "") -> Alias:
+    return Alias(name, family, needs, maps, unsupported)
+
+
+ALIASES: tuple[Alias, ...] = (
+    _a(
+        "create_entities",
+        "mcp-memory",
+        {"get": ("id",), "remember": ("body", "tags", "id")},
+        "`remember` per entity (id = name; existing names are skipped)",
+    ),
+    _a(
+        "create_relations",
+        "mcp-memory",
+        {"get": ("id",), "update": ("id", "edges")},
+        "`get` + `update` of the `from` node's edges",
+        "relation types outside md-cg's edge types are kept in the edge's `relation` key on a `similar` edge",
+    ),
+    _a(
+        "add_observations",
+        "mcp-memory",
+        {"get": ("id",), "update": ("id", "body")},
+        "`get` + `update` of the body (one `- ` line per observation)",
+    ),
+    _a(
+        "delete_entities",
+        "mcp-memory",
+        {"get": ("id",), "forget": ("id", "reason")},
+        "`forget` per entity (tombstone kept)",
+        "relations pointing at a deleted entity are left dangling (listed in `forget`'s reply), not deleted",
+    ),
+    _a(
+        "delete_observations",
+        "mcp-memory",
+        {"get": ("id",), "update": ("id", "body")},
+        "`get` + `update` of the body without those lines",
+    ),
+    _a(
+        "delete_relations",
+        "mcp-memory",
+        {"get": ("id",), "update": ("id", "edges")},
+        "`get` + `update` of the `from` node's edges",
+    ),
+    _a(
+        "read_graph",
+        "mcp-memory",
+        {"list": ()},
+        "`list`",
+        "returns md-cg's bounded list, not the whole graph at once; read nodes with `open_nodes`",
+    ),
+    _a("search_nodes", "mcp-memory", {"search": ("query",)}, "`search`"),
+    _a("open_nodes", "mcp-memory", {"get": ("id",)}, "`get` per name (unknown names are skipped)"),
+    _a(
+        "add_memory",
+        "mem0",
+        {"remember": ("body", "tags")},
+        "`remember` (body = `text`; `user_id`... become tags)",
+        "`messages` (no extraction from a conversation: pass the fact as `text`) and `metadata` are "
+        "refused; `enable_graph` is ignored",
+    ),
+    _a(
+        "search_memories",
+        "mem0",
+        {"search": ("query", "k")},
+        "`search` (k = `limit`)",
+        "`filters` only as equality on `user_id`, `agent_id`, `app_id`, `run_id` (possibly in an "
+        "`AND` list); `enable_graph` is ignored",
+    ),
+    _a(
+        "get_memories",
+        "mem0",
+        {"list": ("tag", "limit", "offset")},
+        "`list` (`page`/`page_size` become offset/limit)",
+        "`filters` as in `search_memories`, one label",
+    ),
+    _a("get_memory", "mem0", {"get": ("id",)}, "`get`"),
+    _a("update_memory", "mem0", {"update": ("id", "body")}, "`update` of the body"),
+    _a("delete_memory", "mem0", {"forget": ("id", "reason")}, "`forget` (tombstone kept)"),
+    _a("delete_all_memories", "mem0", {}, "-", "not supported: md-cg never deletes in bulk"),
+    _a(
+        "delete_entities",
+        "mem0",
+        {},
+        "-",
+        "not supported (a name of the other family is the one "
+        "registered); md-cg has no user/agent entities to delete",
+    ),
+    _a("list_entities", "mem0", {}, "-", "not supported: scopes are set when the server starts"),
+)
+
+
+@dataclass(frozen=True)
+class AliasTool:
+    """A supported alias, ready to register: ``fn`` has the alias's own parameters."""
+
+    name: str
+    description: str
+    fn: Callable[..., dict[str, Any]]
+
+
+@dataclass
+class AliasSet:
+    """What :func:`alias_tools` built: the aliases to register and why the others are not."""
+
+    available: dict[str, AliasTool] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+
+
+# -- entity bodies ----------------------------------------------------------------------------
+
+
+def entity_body(name: str, entity_type: str, observations: list[str]) -> str:
+    """The body of an entity node: a title line and one ``- `` line per observation."""
+    lines = [f"# {name} ({entity_type})" if entity_type else f"# {name}"]
+    lines += [f"- {' '.join(o.split())}" for o in observations if o.strip()]
+    return "\n".join(lines)
+
+
+def observations_of(body: str) -> list[str]:
+    """The observations of an entity body (its ``- `` lines)."""
+    return [line[2:] for line in body.split("\n")[1:] if line.startswith("- ")]
+
+
+def _node(tools: Tools, node_id: str) -> dict[str, Any] | None:
+    """md-cg's ``get`` reply for ``node_id``, or ``None`` when it does not answer with one."""
+    try:
+        return tools["get"](id=node_id)
+    except ToolError:
+        return None
+
+
+def _edges(node: dict[str, Any]) -> list[dict[str, Any]]:
+    return [dict(e) for e in node.get("frontmatter", {}).get("edges") or []]
+
+
+def _relation_edge(to: str, relation: str) -> dict[str, Any]:
+    kind = relation if relation in EDGE_TYPES else RELATION_EDGE_TYPE
+    return {"target": to, "type": kind, "relation": relation}
+
+
+def _same_relation(edge: dict[str, Any], to: str, relation: str) -> bool:
+    return edge.get("target") == to and edge.get("relation", edge.get("type")) == relation
+
+
+# -- the knowledge-graph family ----------------------------------------------------------------
+
+
+class Entity(TypedDict):
+    name: str
+    entityType: str
+    observations: list[str]
+
+
+Relation = TypedDict("Relation", {"from": str, "to": str, "relationType": str})
+
+
+class Observations(TypedDict):
+    entityName: str
+    contents: list[str]
+
+
+class Deletion(TypedDict):
+    entityName: str
+    observations: list[str]
+
+
+def _create_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def create_entities(entities: list[Entity]) -> dict[str, Any]:
+        created, skipped = [], []
+        for e in entities:
+            if _node(tools, e["name"]) is not None:
+                skipped.append(e["name"])
+                continue
+            tags = [ENTITY_TAG] + ([f"type:{e['entityType']}"] if e.get("entityType") else [])
+            body = entity_body(e["name"], e.get("entityType", ""), list(e.get("observations") or []))
+            created.append(tools["remember"](body=body, tags=tags, id=e["name"]))
+        return {"created": created, "skipped": skipped}
+
+    return create_entities
+
+
+def _edit_edges(tools: Tools, relations: list[Relation], add: bool) -> dict[str, Any]:
+    by_source: dict[str, list[Relation]] = {}
+    for r in relations:
+        by_source.setdefault(r["from"], []).append(r)
+    updated, skipped = [], []
+    for source, rels in by_source.items():
+        node = _node(tools, source)
+        if node is None:
+            if add:
+                raise ToolError(f"Entity with name {source} not found (no md-cg memory has that id)")
+            skipped.append(source)
+            continue
+        edges = _edges(node)
+        for r in rels:
+            present = any(_same_relation(e, r["to"], r["relationType"]) for e in edges)
+            if add and not present:
+                edges.append(_relation_edge(r["to"], r["relationType"]))
+            elif not add:
+                edges = [e for e in edges if not _same_relation(e, r["to"], r["relationType"])]
+        if edges != _edges(node):
+            updated.append(tools["update"](id=source, edges=edges))
+    return {"updated": updated, "skipped": skipped}
+
+
+def _create_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def create_relations(relations: list[Relation]) -> dict[str, Any]:
+        return _edit_edges(tools, relations, add=True)
+
+    return create_relations
+
+
+def _delete_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def delete_relations(relations: list[Relation]) -> dict[str, Any]:
+        return _edit_edges(tools, relations, add=False)
+
+    return delete_relations
+
+
+def _add_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def add_observations(observations: list[Observations]) -> dict[str, Any]:
+        results = []
+        for o in observations:
+            node = _node(tools, o["entityName"])
+            if node is None:
+                raise ToolError(f"Entity with name {o['entityName']} not found (no md-cg memory has that id)")
+            have = observations_of(node["body"])
+            new = [c for c in (" ".join(c.split()) for c in o["contents"]) if c and c not in have]
+            reply = tools["update"](
+                id=o["entityName"], body="\n".join([node["body"], *(f"- {c}" for c in new)])
+            )
+            results.append({"entityName": o["entityName"], "addedObservations": new, "update": reply})
+        return {"results": results}
+
+    return add_observations
+
+
+def _delete_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def delete_observations(deletions: list[Deletion]) -> dict[str, Any]:
+        updated = []
+        for d in deletions:
+            node = _node(tools, d["entityName"])
+            if node is None:
+                continue  # the reference server is silent about unknown entities
+            gone = {" ".join(o.split()) for o in d["observations"]}
+            lines = node["body"].split("\n")
+            kept = lines[:1] + [ln for ln in lines[1:] if not (ln.startswith("- ") and ln[2:] in gone)]
+            if kept != lines:
+                updated.append(tools["update"](id=d["entityName"], body="\n".join(kept)))
+        return {"updated": updated}
+
+    return delete_observations
+
+
+def _delete_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def delete_entities(entityNames: list[str]) -> dict[str, Any]:
+        forgotten, missing = [], []
+        for name in entityNames:
+            if _node(tools, name) is None:
+                missing.append(name)  # the reference server is silent about unknown entities
+                continue
+            forgotten.append(tools["forget"](id=name, reason="delete_entities (MCP memory alias)"))
+        return {"forgotten": forgotten, "missing": missing}
+
+    return delete_entities
+
+
+def _read_graph(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def read_graph() -> dict[str, Any]:
+        return tools["list"]()
+
+    return read_graph
+
+
+def _search_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def search_nodes(
+        query: Annotated[str, Field(description="Words to look for in names, types and observations.")],
+    ) -> dict[str, Any]:
+        return tools["search"](query=query)
+
+    return search_nodes
+
+
+def _open_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def open_nodes(names: list[str]) -> dict[str, Any]:
+        return {"nodes": [n for n in (_node(tools, name) for name in names) if n is not None]}
+
+    return open_nodes
+
+
+# -- the mem0 family -------------------------------------------------------------------------
+
+_LABEL_TAGS = {"user_id": "user", "agent_id": "agent", "app_id": "app", "run_id": "run"}
+Label = Annotated[
+    str | None, Field(description="Kept as a tag on the memory (a label, not an access scope).")
+]
+
+
+def label_tags(**labels: str | None) -> list[str]:
+    """Tags for mem0's ``user_id``/``agent_id``/``app_id``/``run_id`` (``user:<id>``...)."""
+    return [f"{_LABEL_TAGS[k]}:{v}" for k, v in labels.items() if v]
+
+
+def filter_tags(filters: Mapping[str, Any] | None) -> list[str]:
+    """The label tags a mem0 ``filters`` object asks for; anything else is refused."""
+    if not filters:
+        return []
+    clauses = filters["AND"] if set(filters) == {"AND"} else [filters]
+    tags = []
+    for clause in clauses if isinstance(clauses, list) else [None]:
+        if not isinstance(clause, Mapping):
+            raise ToolError(f"filters: expected an object or {{'AND': [objects]}}, got {filters!r}")
+        for key, value in clause.items():
+            if key not in _LABEL_TAGS or not isinstance(value, str):
+                raise ToolError(
+                    f"filters: md-cg supports only equality on {', '.join(LABELS)} (got {key!r}: {value!r})"
+                )
+            tags.append(f"{_LABEL_TAGS[key]}:{value}")
+    return tags
+
+
+def _tags_of(tools: Tools, result: Mapping[str, Any]) -> list[str]:
+    if "tags" in result:
+        return list(result["tags"] or [])
+    node = _node(tools, result["id"])
+    return list((node or {}).get("frontmatter", {}).get("tags") or [])
+
+
+def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def add_memory(
+        text: Annotated[str, Field(description="The fact to remember, as a plain sentence.")],
+        messages: Annotated[list[dict[str, str]] | None, Field(description="Refused (pass `text`).")] = None,
+        user_id: Label = None,
+        agent_id: Label = None,
+        app_id: Label = None,
+        run_id: Label = None,
+        metadata: Annotated[dict[str, Any] | None, Field(description="Refused.")] = None,
+        enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
+    ) -> dict[str, Any]:
+        if messages:
+            raise ToolError(
+                "messages: md-cg does not extract memories from a conversation; pass the fact as text"
+            )
+        if metadata:
+            raise ToolError("metadata: not supported by md-cg; put what matters in text")
+        tags = label_tags(user_id=user_id, agent_id=agent_id, app_id=app_id, run_id=run_id)
+        return tools["remember"](body=text, tags=tags)
+
+    return add_memory
+
+
+def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def search_memories(
+        query: Annotated[str, Field(description="What to look for.")],
+        filters: Annotated[
+            dict[str, Any] | None, Field(description="Equality on user_id, agent_id, app_id, run_id.")
+        ] = None,
+        limit: Annotated[
+            int | None, Field(description="Maximum number of results (1-100).", ge=1, le=100)
+        ] = None,
+        enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
+    ) -> dict[str, Any]:
+        k = limit or 10
+        wanted = filter_tags(filters)
+        if not wanted:
+            return tools["search"](query=query, k=k)
+        reply = dict(tools["search"](query=query, k=min(100, max(5 * k, 50))))
+        kept = [r for r in reply["results"] if set(wanted) <= set(_tags_of(tools, r))][:k]
+        reply["results"] = kept
+        if "counts" in reply:
+            counts: dict[str, int] = {}
+            for r in kept:
+                if r.get("state") is not None:
+                    counts[r["state"]] = counts.get(r["state"], 0) + 1
+            reply["counts"] = counts
+        return reply
+
+    return search_memories
+
+
+def _get_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def get_memories(
+        filters: Annotated[
+            dict[str, Any] | None, Field(description="Equality on one of user_id, agent_id, app_id, run_id.")
+        ] = None,
+        page: Annotated[int | None, Field(description="1-based page.", ge=1)] = None,
+        page_size: Annotated[
+            int | None, Field(description="Memories per page (default 10).", ge=1, le=100)
+        ] = None,
+        enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
+    ) -> dict[str, Any]:
+        tags = filter_tags(filters)
+        if len(tags) > 1:
+            raise ToolError(
+                f"filters: get_memories on md-cg filters on one label at a time (got {', '.join(tags)})"
+            )
+        size = page_size or 10
+        return tools["list"](tag=tags[0] if tags else None, limit=size, offset=((page or 1) - 1) * size)
+
+    return get_memories
+
+
+MemoryId = Annotated[str, Field(description="The memory's id (md-cg node id).")]
+
+
+def _get_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def get_memory(memory_id: MemoryId) -> dict[str, Any]:
+        return tools["get"](id=memory_id)
+
+    return get_memory
+
+
+def _update_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def update_memory(
+        memory_id: MemoryId, text: Annotated[str, Field(description="The new text.")]
+    ) -> dict[str, Any]:
+        return tools["update"](id=memory_id, body=text)
+
+    return update_memory
+
+
+def _delete_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
+    def delete_memory(memory_id: MemoryId) -> dict[str, Any]:
+        return tools["forget"](id=memory_id, reason="delete_memory (mem0 alias)")
+
+    return delete_memory
+
+
+_FACTORIES: dict[tuple[str, str], Callable[[Tools], Callable[..., dict[str, Any]]]] = {
+    ("mcp-memory", "create_entities"): _create_entities,
+    ("mcp-memory", "create_relations"): _create_relations,
+    ("mcp-memory", "add_observations"): _add_observations,
+    ("mcp-memory", "delete_entities"): _delete_entities,
+    ("mcp-memory", "delete_observations"): _delete_observations,
+    ("mcp-memory", "delete_relations"): _delete_relations,
+    ("mcp-memory", "read_graph"): _read_graph,
+    ("mcp-memory", "search_nodes"): _search_nodes,
+    ("mcp-memory", "open_nodes"): _open_nodes,
+    ("mem0", "add_memory"): _add_memory,
+    ("mem0", "search_memories"): _search_memories,
+    ("mem0", "get_memories"): _get_memories,
+    ("mem0", "get_memory"): _get_memory,
+    ("mem0", "update_memory"): _update_memory,
+    ("mem0", "delete_memory"): _delete_memory,
+}
+
+_FAMILY_NAMES = {"mcp-memory": "the MCP reference memory server", "mem0": "mem0's MCP server"}
+
+
+# -- building and registering ------------------------------------------------------------------
+
+
+def _missing(alias: Alias, tools: Tools) -> str | None:
+    """Why md-cg's tools cannot serve ``alias`` (``None``: they can)."""
+    for tool, params in alias.needs.items():
+        fn = tools.get(tool)
+        if fn is None:
+            return f"md-cg has no `{tool}` tool"
+        accepted = inspect.signature(fn).parameters
+        absent = [p for p in params if p not in accepted]
+        if absent:
+            return f"md-cg's `{tool}` tool has no parameter `{absent[0]}`"
+    return None
+
+
+def _description(alias: Alias) -> str:
+    text = f"{alias.name} as in {_FAMILY_NAMES[alias.family]}, served by md-cg: {alias.maps}."
+    return text + (f" Not supported: {alias.unsupported}." if alias.unsupported else "")
+
+
+def alias_tools(tools: Tools, families: tuple[str, ...] = FAMILIES) -> AliasSet:
+    """The aliases of ``families`` that md-cg's ``tools`` (name -> tool function) can serve.
+
+    A name offered by both families goes to the first family that supports it.
+    """
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise ValueError(f"unknown alias family {unknown[0]!r} (known: {', '.join(FAMILIES)})")
+    out = AliasSet()
+    for alias in sorted(
+        ALIASES, key=lambda a: (not a.supported, families.index(a.family) if a.family in families else 0)
+    ):
+        if alias.family not in families or alias.name in out.available:
+            continue
+        reason = _missing(alias, tools) if alias.supported else alias.unsupported
+        if reason:
+            out.unavailable.setdefault(alias.name, reason)
+            continue
+        fn = _FACTORIES[(alias.family, alias.name)](tools)
+        out.available[alias.name] = AliasTool(alias.name, _description(alias), fn)
+        out.unavailable.pop(alias.name, None)
+    return out
+
+
+def register_aliases(server: Any, tools: Tools, families: tuple[str, ...] = FAMILIES) -> AliasSet:
+    """Add the available aliases to an ``MCPServer`` (``server.add_tool``); return what was built.
+
+    A name the server already has is left alone (reported unavailable).
+    """
+    built = alias_tools(tools, families)
+    for name in list(built.available):
+        if name in tools:
+            built.unavailable[name] = f"md-cg already has a `{name}` tool"
+            del built.available[name]
+    for alias in built.available.values():
+        server.add_tool(alias.fn, name=alias.name, description=alias.description)
+    return built
+
+
+def alias_table_markdown() -> str:
+    """The alias table as Markdown (docs/integrations.md carries it)."""
+    rows = ["| alias | family | md-cg tools | mapping | not supported |", "|---|---|---|---|---|"]
+    for a in ALIASES:
+        needs = ", ".join(f"`{t}`" for t in a.needs) or "-"
+        rows.append(f"| `{a.name}` | {a.family} | {needs} | {a.maps} | {a.unsupported or '-'} |")
+    return "\n".join(rows)

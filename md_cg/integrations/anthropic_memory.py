@@ -1,0 +1,685 @@
+"""Claude's client-side memory tool (``memory_20250818``) backed by an md-cg store.
+
+:class:`MdCGMemoryTool` subclasses the ``anthropic`` SDK's
+``BetaAbstractMemoryTool`` (and :class:`AsyncMdCGMemoryTool` its async twin),
+so it plugs into the SDK's tool runner::
+
+    from anthropic import Anthropic
+    from md_cg.integrations.anthropic_memory import MdCGMemoryTool
+
+    with MdCGMemoryTool("memory") as memory:
+        runner = Anthropic().beta.messages.tool_runner(
+            model="claude-sonnet-4-5", max_tokens=2048, tools=[memory],
+            messages=[{"role": "user", "content": "Remember that I like coffee"}],
+        )
+        for message in runner: ...
+
+The tool's ``/memories`` directory *is* the store folder, seen through the
+engine: ``/memories/<layer>/<id>.md`` (knowledge nodes in
+``/memories/knowledge/<bucket>/<id>.md``). The six commands map onto the store:
+
+* ``view`` of a folder lists its sub-folders and node files, two levels deep,
+  with sizes, from the index (at most ``max_listing`` lines; ``view_range``
+  pages through a longer listing); ``view`` of a file shows the whole node
+  file (frontmatter and body) with line numbers, honouring ``view_range``.
+* ``create`` adds a node: the file name gives the id (``notes.md`` -> ``notes``;
+  another extension is part of the id), the folder the layer (a file directly
+  in ``/memories`` goes to ``contextual/``). ``file_text`` is plain Markdown
+  (the body) or a full node file (frontmatter and body).
+* ``str_replace`` and ``insert`` edit the node file under the node's lock; the
+  result must still be a valid node file with the same id, or nothing is
+  written. A changed ``layer:`` line moves the node.
+* ``delete`` forgets the node (a payload-free tombstone is kept).
+* ``rename`` moves the node to another layer and/or gives it another id.
+
+A file path is found by its id wherever the node lives (ids are unique in a
+store), as long as the layer folder named in the path, if any, is the node's
+layer. Paths outside ``/memories``, traversal (``..``, encoded or not),
+hidden names (``.mdcg``) and names that are not safe ids are refused with the
+error texts of the tool's documentation. Every change goes through
+:class:`~md_cg.MdCG` (index, log, locks), so several agents and processes can
+share one folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+from urllib.parse import unquote
+
+from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
+from anthropic.types.beta import (
+    BetaMemoryTool20250818CreateCommand,
+    BetaMemoryTool20250818DeleteCommand,
+    BetaMemoryTool20250818InsertCommand,
+    BetaMemoryTool20250818RenameCommand,
+    BetaMemoryTool20250818StrReplaceCommand,
+    BetaMemoryTool20250818ViewCommand,
+)
+from anyio.to_thread import run_sync
+
+from .. import fsops, nodefile
+from ..errors import (
+    DuplicateIdError,
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+    ProtectedNodeError,
+    UnsafeIdError,
+)
+from ..index import Entry
+from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id
+from ..paths import BUCKETED_LAYER as BUCKETED
+from ..store import MdCG
+
+__all__ = ["DEFAULT_LAYER", "MEMORIES", "AsyncMdCGMemoryTool", "MdCGMemoryTool", "MemoryFiles"]
+
+#: The directory the memory tool's paths live in.
+MEMORIES = "/memories"
+#: Layer of a file created directly in ``/memories``.
+DEFAULT_LAYER = "contextual"
+#: Why a deleted memory was forgotten (kept in its tombstone).
+DELETE_REASON = "deleted with Claude's memory tool"
+#: Lines of a folder listing before it is cut (``view_range`` pages further).
+MAX_LISTING = 500
+LINE_NUMBER_WIDTH = 6
+MD = ".md"
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_R = TypeVar("_R")
+
+
+@dataclass(frozen=True)
+class _Path:
+    """A checked ``/memories`` path: ``parts`` are its components after ``/memories``."""
+
+    text: str
+    parts: tuple[str, ...]
+
+    @property
+    def layer(self) -> str | None:
+        """The layer folder the path names, if any."""
+        return self.parts[0] if self.parts and self.parts[0] in LAYERS else None
+
+    @property
+    def rel(self) -> str:
+        return "/".join(self.parts)
+
+
+def human_size(n: int) -> str:
+    """A size the way the memory tool's reference backend writes it: ``0B``, ``512B``, ``4.5K``."""
+    if n < 1024:
+        return f"{n}B"
+    value, unit = float(n), "B"
+    for name in ("K", "M", "G"):
+        value, unit = value / 1024, name
+        if value < 1024:
+            break
+    return f"{int(value)}{unit}" if value == int(value) else f"{value:.1f}{unit}"
+
+
+def file_lines(text: str) -> list[str]:
+    """The lines of a file as the tool numbers them (split on ``\\n``; no empty line after the last)."""
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def numbered(lines: list[str], first: int) -> str:
+    return "\n".join(f"{n:>{LINE_NUMBER_WIDTH}}\t{line}" for n, line in enumerate(lines, first))
+
+
+def id_of_name(name: str) -> str:
+    """The node id a file name stands for: ``notes.md`` -> ``notes``, ``notes.txt`` -> ``notes.txt``."""
+    return name[: -len(MD)] if name.endswith(MD) and len(name) > len(MD) else name
+
+
+def _has_fence(text: str) -> bool:
+    first = text.removeprefix("\ufeff").split("\n", 1)[0]
+    return first.rstrip("\r") == "---"
+
+
+class MemoryFiles:
+    """The memory tool's file view of an md-cg store: the six commands, as plain methods.
+
+    Each method takes the SDK's command model and returns the tool result
+    text, or raises the SDK's ``ToolError`` with the text the agent reads.
+    Errors of the file system or the locks (``OSError``, ``LockTimeoutError``)
+    propagate: they are not the agent's fault and the runner reports them.
+    """
+
+    def __init__(self, store: MdCG, *, max_listing: int = MAX_LISTING) -> None:
+        self.store = store
+        self.max_listing = max_listing
+
+    # -- the store calls (all of them; a scoped store handle goes here) -------------------
+
+    def _entries(self) -> list[Entry]:
+        return self.store.entries()
+
+    def _buckets(self) -> dict[str, int]:
+        return self.store.bucket_sizes()
+
+    def _entry(self, node_id: str) -> Entry | None:
+        try:
+            return self.store.entry(node_id)
+        except NodeNotFoundError:
+            return None
+
+    def _read_text(self, node_id: str) -> str:
+        """The node file's text as stored (MdCG has no public call for it yet)."""
+        entry = self.store.entry(node_id)
+        data, st = fsops.read_file(str(self.store.root), entry.path, max_bytes=MAX_FILE_BYTES)
+        if st.st_size > MAX_FILE_BYTES:
+            raise MalformedNodeFileError(entry.path, f"the file is over {MAX_FILE_BYTES:,} bytes")
+        return nodefile.read_bytes_as_text(data, entry.path)
+
+    def _add(self, node: Node) -> Node:
+        return self.store.add(node)
+
+    def _modify(self, node_id: str, change: Callable[[Node], Node]) -> Node:
+        return self.store.modify(node_id, change)
+
+    def _move(self, node_id: str, layer: str) -> Node:
+        return self.store.move(node_id, layer)
+
+    def _forget(self, node_id: str, reason: str) -> None:
+        self.store.forget(node_id, reason)
+
+    def _rename_id(self, old_id: str, new_id: str, layer: str) -> Node:
+        """Give a node a new id: add the copy, point incoming edges at it, delete the old one.
+
+        Not one commit (MdCG has no rename yet): a crash in between leaves both
+        copies, never neither.
+        """
+        node = self.store.get(old_id)
+        node.id, node.layer = new_id, layer
+        node.edges = [_retarget(e, old_id, new_id) for e in node.edges]
+        stored = self.store.add(node)
+        sources = sorted({n.id for n in self.store.neighbours(old_id, direction="in") if n.id != old_id})
+        for source in sources:
+
+            def point_at_new(n: Node) -> Node:
+                n.edges = [_retarget(e, old_id, new_id) for e in n.edges]
+                return n
+
+            self.store.modify(source, point_at_new)
+        self.store.delete(old_id, force=True)
+        return stored
+
+    # -- paths ---------------------------------------------------------------------------
+
+    def parse(self, path: object) -> _Path:
+        """Check a tool path; raise ToolError with the documented text when it is not allowed."""
+        if not isinstance(path, str):
+            raise ToolError(f"Path must start with {MEMORIES}, got: {path!r}")
+        if path != MEMORIES and not path.startswith(MEMORIES + "/"):
+            raise ToolError(f"Path must start with {MEMORIES}, got: {path}")
+        parts = tuple(p for p in path[len(MEMORIES) :].split("/") if p)
+        # an encoded "..", "/" or "\\" is refused too: some layer below may decode it
+        decoded = unquote(path)
+        decoded_parts = tuple(p for p in decoded[len(MEMORIES) :].split("/") if p)
+        if (
+            "\\" in decoded
+            or _CONTROL.search(decoded)
+            or len(decoded_parts) != len(parts)
+            or any(p in (".", "..") for p in parts + decoded_parts)
+        ):
+            raise ToolError(f"Path {path} would escape {MEMORIES} directory")
+        if any(p.startswith(".") for p in parts):
+            raise ToolError(
+                f"The path {path} is not allowed: names starting with '.' are hidden "
+                f"(md-cg keeps its index in {MEMORIES}/.mdcg, which is not a memory)"
+            )
+        return _Path(MEMORIES + ("/" + "/".join(parts) if parts else ""), parts)
+
+    def _is_folder(self, p: _Path) -> bool:
+        """Whether ``p`` is a folder: ``/memories``, a layer, a bucket or a sub-folder holding nodes.
+
+        Cheap for the usual paths (no scan of the index for a ``.md`` name).
+        """
+        if len(p.parts) <= 1:
+            return not p.parts or p.parts[0] in LAYERS
+        if p.layer is None or p.parts[-1].endswith(MD):
+            return False
+        if len(p.parts) == 2 and p.parts[0] == BUCKETED and p.parts[1] in self._buckets():
+            return True
+        prefix = p.rel + "/"
+        return any(e.path.startswith(prefix) for e in self._entries())
+
+    def _parent(self, p: _Path) -> _Path:
+        return _Path(p.text.rsplit("/", 1)[0], p.parts[:-1])
+
+    def _find(self, p: _Path) -> Entry | None:
+        """The node a file path stands for: its exact path, else its id in the layer the path names."""
+        if not p.parts:
+            return None
+        try:
+            node_id = check_id(id_of_name(p.parts[-1]))
+        except UnsafeIdError:
+            return None
+        entry = self._entry(node_id)
+        if entry is None:
+            return None
+        if entry.path in (p.rel, p.rel + MD) or len(p.parts) == 1 or entry.layer == p.layer:
+            return entry
+        return None
+
+    def _new_id(self, p: _Path) -> str:
+        try:
+            return check_id(id_of_name(p.parts[-1]))
+        except UnsafeIdError as exc:
+            raise ToolError(
+                f"The file name {p.parts[-1]!r} in {p.text} cannot be a memory id: {exc}"
+            ) from None
+
+    def _new_layer(self, p: _Path) -> str | None:
+        """The layer a new file at ``p`` goes to (``None``: directly in /memories)."""
+        if len(p.parts) == 1:
+            return None
+        folder = "/".join(p.parts[:-1])
+        if p.layer is None:
+            raise ToolError(
+                f"Cannot write {p.text}: the folders of {MEMORIES} are md-cg's layers "
+                f"({', '.join(LAYERS)}); write {MEMORIES}/<layer>/<name>.md, or {MEMORIES}/<name>.md "
+                f"for a {DEFAULT_LAYER} memory"
+            )
+        if not self._is_folder(self._parent(p)):
+            raise ToolError(
+                f"The folder {MEMORIES}/{folder} does not exist (write into {MEMORIES}/{p.layer})"
+            )
+        return p.layer
+
+    @staticmethod
+    def where(entry: Entry) -> str:
+        """The tool path of a node's file."""
+        return f"{MEMORIES}/{entry.path}"
+
+    def where_id(self, node_id: str) -> str:
+        return self.where(self.store.entry(node_id))
+
+    # -- view ------------------------------------------------------------------------------
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        p = self.parse(command.path)
+        if self._is_folder(p):
+            return self._view_folder(p, self._entries(), command.view_range)
+        entry = self._find(p)
+        if entry is None:
+            raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.")
+        text = self._read_text(entry.id)
+        lines = file_lines(text)
+        first, last = self._range(command.view_range, len(lines), p.text)
+        head = f"Here's the content of {p.text} with line numbers:"
+        if self.where(entry) != p.text:
+            head = f"Here's the content of {p.text} (stored as {self.where(entry)}) with line numbers:"
+        return head + "\n" + numbered(lines[first - 1 : last], first)
+
+    @staticmethod
+    def _range(view_range: list[int] | None, n: int, path: str) -> tuple[int, int]:
+        """The 1-based first and last line to show; ``[start, -1]`` runs to the end."""
+        if not view_range:
+            return 1, n
+        if len(view_range) != 2 or not all(isinstance(v, int) for v in view_range):
+            raise ToolError(
+                f"Invalid `view_range` {view_range} for {path}: give two line numbers [start, end]"
+            )
+        start, end = view_range
+        end = n if end == -1 else end
+        if not 1 <= start <= max(n, 1) or end < start or end > n:
+            raise ToolError(
+                f"Invalid `view_range` {view_range} for {path}: it should be within the range of "
+                f"lines of the file, [1, {n}], with end >= start or end = -1"
+            )
+        return start, end
+
+    def _view_folder(self, p: _Path, entries: list[Entry], view_range: list[int] | None) -> str:
+        prefix = p.rel + "/" if p.parts else ""
+        sizes: dict[str, int] = {}
+        total = 0
+        for e in entries:
+            if not e.path.startswith(prefix):
+                continue
+            total += e.size
+            parts = e.path[len(prefix) :].split("/")
+            for depth in (1, 2):
+                if len(parts) > depth:
+                    key = "/".join(parts[:depth]) + "/"
+                    sizes[key] = sizes.get(key, 0) + e.size
+            if len(parts) <= 2:
+                sizes["/".join(parts)] = e.size
+        if not p.parts:
+            for layer in LAYERS:
+                sizes.setdefault(layer + "/", 0)
+        items = [f"{human_size(size)}\t{p.text}/{name}" for name, size in sorted(sizes.items())]
+        head = f"Here're the files and directories up to 2 levels deep in {p.text}, excluding hidden items:"
+        lines = [f"{human_size(total)}\t{p.text}"]
+        if view_range:
+            first, last = self._range(view_range, len(items), p.text)
+            return "\n".join([head, *lines, *items[first - 1 : last]])
+        if len(items) > self.max_listing:
+            more = len(items) - self.max_listing
+            note = (
+                f"({more} more items not listed: view a sub-folder, or pass view_range "
+                f"[{self.max_listing + 1}, {len(items)}] to list them)"
+            )
+            items = [*items[: self.max_listing], note]
+        return "\n".join([head, *lines, *items])
+
+    # -- create ------------------------------------------------------------------------------
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        p = self.parse(command.path)
+        if self._is_folder(p):
+            raise ToolError(
+                f"Cannot create {p.text}: it is a folder; give a file name such as {p.text}/notes.md"
+            )
+        node_id = self._new_id(p)
+        layer = self._new_layer(p)
+        existing = self._entry(node_id)
+        if existing is not None:
+            raise ToolError(f"File {p.text} already exists" + self._elsewhere(p, existing))
+        node = self._parse_new(command.file_text, p, node_id, layer)
+        try:
+            stored = self._add(node)
+        except DuplicateIdError:
+            raise ToolError(f"File {p.text} already exists") from None
+        except InvalidNodeError as exc:
+            raise ToolError(f"Cannot create {p.text}: {exc}") from None
+        where = self.where_id(stored.id)
+        return f"File created successfully at: {p.text}" + (
+            f" (stored as {where})" if where != p.text else ""
+        )
+
+    def _elsewhere(self, p: _Path, entry: Entry) -> str:
+        where = self.where(entry)
+        return "" if where == p.text else f" (as {where}: file names are unique in {MEMORIES})"
+
+    def _parse_new(self, text: str, p: _Path, node_id: str, layer: str | None) -> Node:
+        if not isinstance(text, str) or not text.strip():
+            raise ToolError(f"Cannot create {p.text}: file_text is empty (a memory needs content)")
+        try:
+            node = nodefile.loads(text, p.text, default_id=node_id, default_layer=layer or DEFAULT_LAYER)
+        except MalformedNodeFileError as exc:
+            raise ToolError(f"Cannot create {p.text}: file_text is not a valid memory file: {exc}") from None
+        if node.id != node_id:
+            raise ToolError(
+                f"Cannot create {p.text}: its frontmatter says id {node.id!r} but the file name says "
+                f"{node_id!r} (the id is the file name)"
+            )
+        if layer is not None and node.layer != layer:
+            raise ToolError(
+                f"Cannot create {p.text}: its frontmatter says layer {node.layer!r} but the folder is "
+                f"{layer}/ (put it in {MEMORIES}/{node.layer}/, or drop the layer line)"
+            )
+        if not node.body.strip():
+            raise ToolError(f"Cannot create {p.text}: the memory has no content after its frontmatter")
+        return node
+
+    # -- str_replace and insert --------------------------------------------------------------
+
+    def _existing_file(self, p: _Path) -> Entry:
+        if self._is_folder(p):
+            raise ToolError(f"The path {p.text} is not a file.")
+        entry = self._find(p)
+        if entry is None:
+            raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.")
+        return entry
+
+    def _edit(self, p: _Path, entry: Entry, edit: Callable[[str], str]) -> tuple[Node, str]:
+        """Apply ``edit`` to the node file's text under the node's lock; return the node and new text."""
+
+        def change(current: Node) -> Node:
+            before = self._read_text(entry.id)
+            after = edit(before)
+            return self._parse_edit(after, before, p, current)
+
+        try:
+            node = self._modify(entry.id, change)
+        except NodeNotFoundError:
+            raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.") from None
+        return node, self._read_text(node.id)
+
+    def _parse_edit(self, after: str, before: str, p: _Path, current: Node) -> Node:
+        refuse = "No replacement was performed: "
+        if _has_fence(before) and not _has_fence(after):
+            raise ToolError(
+                refuse + f"the edit would remove the opening '---' line of the frontmatter of {p.text}; "
+                "the frontmatter must stay valid"
+            )
+        try:
+            node = nodefile.loads(after, p.text, default_id=current.id, default_layer=current.layer)
+        except MalformedNodeFileError as exc:
+            raise ToolError(refuse + f"the edited file would not be a valid memory: {exc}") from None
+        if node.id != current.id:
+            raise ToolError(
+                refuse + f"the edit would change the id of {p.text} to {node.id!r}; the id is the file "
+                "name (use the rename command)"
+            )
+        if not node.body.strip():
+            raise ToolError(refuse + f"the edit would leave {p.text} without content")
+        return node
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        p = self.parse(command.path)
+        entry = self._existing_file(p)
+        old, new = command.old_str, command.new_str
+        if not old:
+            raise ToolError(
+                f"No replacement was performed, old_str is empty (give text of {p.text} to replace)."
+            )
+        changed: list[int] = []
+
+        def replace(text: str) -> str:
+            count = text.count(old)
+            if count == 0:
+                raise ToolError(
+                    f"No replacement was performed, old_str `{old}` did not appear verbatim in {p.text}."
+                )
+            if count > 1:
+                lines = _occurrence_lines(text, old)
+                raise ToolError(
+                    f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
+                    f"{', '.join(map(str, lines))}. Please ensure it is unique"
+                )
+            changed.append(text[: text.find(old)].count("\n"))
+            return text.replace(old, new, 1)
+
+        node, text = self._edit(p, entry, replace)
+        lines = file_lines(text)
+        at = _nearest_line(text, new, changed[0]) if new else changed[0]
+        start, end = max(0, at - 2), min(len(lines), at + 3)
+        moved = self._moved_note(p, node)
+        return (
+            "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
+            + numbered(lines[start:end], start + 1)
+            + moved
+        )
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        p = self.parse(command.path)
+        entry = self._existing_file(p)
+        at, new = command.insert_line, command.insert_text
+
+        def insert_text(text: str) -> str:
+            lines = file_lines(text)
+            if not isinstance(at, int) or not 0 <= at <= len(lines):
+                raise ToolError(
+                    f"Invalid `insert_line` parameter: {at}. It should be within the range [0, {len(lines)}]."
+                )
+            lines.insert(at, new.rstrip("\n"))
+            return "\n".join(lines) + "\n"
+
+        node, _text = self._edit(p, entry, insert_text)
+        return f"The file {p.text} has been edited." + self._moved_note(p, node)
+
+    def _moved_note(self, p: _Path, node: Node) -> str:
+        where = self.where_id(node.id)
+        if p.layer is not None and node.layer != p.layer:
+            return f"\nThe layer changed: the memory is now {where}"
+        return ""
+
+    # -- delete and rename -------------------------------------------------------------------
+
+    def _one_file(self, p: _Path, verb: str, why_not_folders: str) -> Entry:
+        """The node a delete or rename acts on; the root and folders are refused."""
+        if not p.parts:
+            raise ToolError(f"Cannot {verb} the {MEMORIES} directory itself")
+        if self._is_folder(p):
+            raise ToolError(f"Cannot {verb} the folder {p.text}: {why_not_folders}")
+        entry = self._find(p)
+        if entry is None:
+            raise ToolError(f"The path {p.text} does not exist")
+        return entry
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        p = self.parse(command.path)
+        why = "md-cg deletes memories one file at a time (each leaves a tombstone); delete the files in it"
+        entry = self._one_file(p, "delete", why)
+        try:
+            self._forget(entry.id, DELETE_REASON)
+        except NodeNotFoundError:
+            raise ToolError(f"The path {p.text} does not exist") from None
+        except ProtectedNodeError as exc:
+            raise ToolError(f"Cannot delete {p.text}: {exc}") from None
+        return f"Successfully deleted {p.text}"
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        old, new = self.parse(command.old_path), self.parse(command.new_path)
+        why = "folders are md-cg's layers and buckets; rename the files in it one by one"
+        entry = self._one_file(old, "rename", why)
+        if self._is_folder(new):
+            raise ToolError(f"The destination {new.text} already exists")
+        new_id = self._new_id(new)
+        layer = self._new_layer(new) or entry.layer
+        if new_id != entry.id:
+            if self._entry(new_id) is not None:
+                raise ToolError(f"The destination {new.text} already exists")
+            try:
+                self._rename_id(entry.id, new_id, layer)
+            except DuplicateIdError:
+                raise ToolError(f"The destination {new.text} already exists") from None
+        elif layer != entry.layer:
+            self._move(entry.id, layer)
+        where = self.where_id(new_id)
+        stored = f" (stored as {where})" if where != new.text else ""
+        return f"Successfully renamed {old.text} to {new.text}{stored}"
+
+
+def _retarget(edge: Any, old_id: str, new_id: str) -> Any:
+    if getattr(edge, "target", None) == old_id:
+        edge.target = new_id
+    return edge
+
+
+def _occurrence_lines(text: str, needle: str) -> list[int]:
+    lines, start = [], text.find(needle)
+    while start != -1:
+        lines.append(text[:start].count("\n") + 1)
+        start = text.find(needle, start + 1)
+    return lines
+
+
+def _nearest_line(text: str, needle: str, line: int) -> int:
+    """The 0-based line of the occurrence of ``needle`` closest to ``line`` (``line`` if none)."""
+    found = [n - 1 for n in _occurrence_lines(text, needle)]
+    return min(found, key=lambda n: abs(n - line)) if found else line
+
+
+class _OnStore:
+    """What both tool classes share: the store they run on, and closing it when they opened it."""
+
+    store: MdCG
+    files: MemoryFiles
+    _owned: bool
+
+    def _attach(self, store: MdCG | str | os.PathLike[str], max_listing: int) -> None:
+        self.store, self._owned = (store, False) if isinstance(store, MdCG) else (MdCG(store), True)
+        self.files = MemoryFiles(self.store, max_listing=max_listing)
+
+    def close(self) -> None:
+        """Close the store if this tool opened it."""
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> Any:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class MdCGMemoryTool(_OnStore, BetaAbstractMemoryTool):
+    """Claude's memory tool (``memory_20250818``) on an md-cg store; see the module docstring.
+
+    ``store`` is an open :class:`~md_cg.MdCG` (the caller closes it) or a
+    folder (opened here, closed by :meth:`close` or the ``with`` block).
+    ``max_listing`` bounds a folder listing (lines).
+    """
+
+    def __init__(
+        self,
+        store: MdCG | str | os.PathLike[str],
+        *,
+        max_listing: int = MAX_LISTING,
+        cache_control: Any = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self._attach(store, max_listing)
+
+    def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        return self.files.view(command)
+
+    def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        return self.files.create(command)
+
+    def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        return self.files.str_replace(command)
+
+    def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        return self.files.insert(command)
+
+    def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        return self.files.delete(command)
+
+    def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        return self.files.rename(command)
+
+
+class AsyncMdCGMemoryTool(_OnStore, BetaAsyncAbstractMemoryTool):
+    """The async form of :class:`MdCGMemoryTool` (each command runs in a worker thread)."""
+
+    def __init__(
+        self,
+        store: MdCG | str | os.PathLike[str],
+        *,
+        max_listing: int = MAX_LISTING,
+        cache_control: Any = None,
+    ) -> None:
+        super().__init__(cache_control=cache_control)
+        self._attach(store, max_listing)
+
+    async def _run(self, fn: Callable[[Any], str], command: Any) -> str:
+        return await run_sync(fn, command)
+
+    async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
+        return await self._run(self.files.view, command)
+
+    async def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
+        return await self._run(self.files.create, command)
+
+    async def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
+        return await self._run(self.files.str_replace, command)
+
+    async def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
+        return await self._run(self.files.insert, command)
+
+    async def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
+        return await self._run(self.files.delete, command)
+
+    async def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
+        return await self._run(self.files.rename, command)

@@ -1,0 +1,481 @@
+"""A LangGraph ``BaseStore`` whose items are md-cg nodes (readable Markdown files).
+
+::
+
+    from langgraph.graph import StateGraph
+    from md_cg.integrations.langgraph_store import MdCGStore
+
+    store = MdCGStore("memory")               # or MdCGStore(MdCG(...))
+    graph = builder.compile(store=store)      # nodes get it as `store: BaseStore`
+    store.put(("memories", "alice"), "coffee", {"text": "Alice drinks her coffee black"})
+    store.search(("memories", "alice"), query="what does alice drink?")
+
+**One item, one node.** The node id is a slug of the key plus a hash of
+(namespace, key), e.g. ``coffee-3f9a2c1b7d0e``, so ``get`` needs no lookup.
+The value is kept in the file:
+
+* its text field -- the first of :data:`BODY_FIELDS` whose value is a
+  non-blank string -- is the node's Markdown body, word for word
+  (``langgraph_body: "text"`` names the field);
+* every other field is the frontmatter key ``langgraph_value`` (one JSON
+  object); a value without a text field also gets a readable body, one
+  ``field: value`` line per field, which is derived (reading the item takes
+  the frontmatter);
+* ``langgraph_key`` holds the key.
+
+**Namespaces are folders.** The namespace is written as the node's
+``condition_space.observation_position``, ``langgraph:<label>/<label>...``
+(``%`` and ``/`` inside a label are written ``%25`` and ``%2F``). md-cg's
+bucket rule turns it into the node's folder
+(``knowledge/cond_langgraph_users_123_<sha8>/``), and a search in one
+namespace is routed to that folder first. The namespace never enters the
+search index (tags would), so it cannot make an item look relevant. Until
+md-cg has access scopes, a namespace is a folder, not a boundary: every
+handle on the store sees every namespace. With scopes, a store handle is
+opened with its caller's scope (``MdCG(root, scope=...)``) and passed here;
+all the store calls of this module go through :meth:`MdCGStore._handle`,
+the one place a namespace-to-scope mapping plugs in.
+
+**Search.** With a ``query``, md-cg's search ranks the items of the
+namespace prefix (``score`` is md-cg's score); items without evidence of
+being about the query come after them with ``score=None`` when ``fill`` is
+true (as LangGraph's stores return every item that passes the filter),
+newest first. Without a query, items come newest first. ``filter`` compares
+values as LangGraph's in-memory store does (equality, nested objects, and
+``$eq $ne $gt $gte $lt $lte``).
+
+**Batches.** Like LangGraph's stores, reads in a batch see the store as it
+was before the batch; the batch's puts (the last one per item wins) are then
+stored as one md-cg commit (all or nothing), and its deletions follow.
+``index`` arguments are accepted and ignored (md-cg indexes the body); TTLs
+are not supported.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from functools import lru_cache
+from typing import Any
+
+import orjson
+from langgraph.store.base import (
+    BaseStore,
+    GetOp,
+    Item,
+    ListNamespacesOp,
+    MatchCondition,
+    Op,
+    PutOp,
+    Result,
+    SearchItem,
+    SearchOp,
+    validate_op_namespace,
+)
+
+from ..errors import InvalidArgumentError, NodeNotFoundError
+from ..index import Entry
+from ..node import Node
+from ..search import SearchResult
+from ..store import MdCG
+
+__all__ = ["BODY_FIELDS", "NS_PREFIX", "MdCGStore", "matches_filter", "namespace_of", "node_id_for"]
+
+#: Value fields that become the node body, in order of preference.
+BODY_FIELDS = ("content", "text", "memory", "body", "data")
+#: How an observation position marks a LangGraph namespace.
+NS_PREFIX = "langgraph:"
+KEY_FIELD = "langgraph_key"
+VALUE_FIELD = "langgraph_value"
+BODY_FIELD = "langgraph_body"
+_SLUG_CHARS = 40
+_HASH_CHARS = 12
+
+
+# -- names ------------------------------------------------------------------------------
+
+
+def _quote(label: str) -> str:
+    return label.replace("%", "%25").replace("/", "%2F")
+
+
+def _unquote(label: str) -> str:
+    return label.replace("%2F", "/").replace("%2f", "/").replace("%25", "%")
+
+
+def position_of(namespace: Sequence[str]) -> str:
+    """The observation position that stands for ``namespace``."""
+    return NS_PREFIX + "/".join(_quote(label) for label in namespace)
+
+
+@lru_cache(maxsize=65536)
+def _namespace_of_space(space_json: str) -> tuple[str, ...] | None:
+    position = orjson.loads(space_json).get("observation_position")
+    if not isinstance(position, str) or not position.startswith(NS_PREFIX):
+        return None
+    return tuple(_unquote(label) for label in position[len(NS_PREFIX) :].split("/"))
+
+
+def namespace_of(entry: Entry) -> tuple[str, ...] | None:
+    """The LangGraph namespace of an index entry, or ``None`` for a node that is not an item."""
+    return None if entry.space_json is None else _namespace_of_space(entry.space_json)
+
+
+def node_id_for(namespace: Sequence[str], key: str) -> str:
+    """The node id of the item ``key`` of ``namespace``: a slug of the key and a hash of both."""
+    digest = hashlib.sha256(orjson.dumps([list(namespace), key])).hexdigest()[:_HASH_CHARS]
+    folded = unicodedata.normalize("NFKC", key).casefold()
+    slug = re.sub(r"[^\w]+|_", "-", folded).strip("-")[:_SLUG_CHARS].strip("-")
+    return f"{slug or 'item'}-{digest}"
+
+
+# -- values -------------------------------------------------------------------------------
+
+
+def _body_field(value: Mapping[str, Any]) -> str | None:
+    for name in BODY_FIELDS:
+        text = value.get(name)
+        if isinstance(text, str) and text.strip():
+            return name
+    return None
+
+
+def _render(value: Mapping[str, Any]) -> str:
+    """A readable body for a value without a text field (derived: the frontmatter holds the value)."""
+    lines = []
+    for name, v in value.items():
+        shown = v if isinstance(v, str) else orjson.dumps(v).decode()
+        lines.append(f"{name}: {shown}")
+    return "\n".join(lines) or "(empty value)"
+
+
+def value_to_node(
+    namespace: tuple[str, ...], key: str, value: Mapping[str, Any], layer: str, base: Node | None
+) -> Node:
+    """The node that stores an item (``base``: the stored node, whose other fields are kept)."""
+    value = dict(value)
+    field = _body_field(value)
+    body = value.pop(field) if field else _render(value)
+    node = base.copy() if base is not None else Node(id=node_id_for(namespace, key), layer=layer)
+    node.body = body
+    node.condition_space = {**(node.condition_space or {}), "observation_position": position_of(namespace)}
+    extra = dict(node.extra)
+    extra[KEY_FIELD] = key
+    extra[VALUE_FIELD] = value or None
+    extra[BODY_FIELD] = field
+    node.extra = {k: v for k, v in extra.items() if v is not None}
+    return node
+
+
+def node_value(node: Node) -> dict[str, Any]:
+    """The item value a node stores."""
+    value = dict(node.extra.get(VALUE_FIELD) or {})
+    field = node.extra.get(BODY_FIELD)
+    if isinstance(field, str):
+        value[field] = node.body
+    return value
+
+
+def _when(ts: float | None) -> datetime:
+    return datetime.fromtimestamp(ts or 0.0, tz=UTC)
+
+
+# -- filters --------------------------------------------------------------------------------
+
+_OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+
+
+def _compare(actual: Any, operator: str, expected: Any) -> bool:
+    if operator == "$eq":
+        return actual == expected
+    if operator == "$ne":
+        return actual != expected
+    try:
+        a, b = float(actual), float(expected)
+    except (TypeError, ValueError):
+        return False
+    return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[operator]
+
+
+def _matches(actual: Any, wanted: Any) -> bool:
+    if isinstance(wanted, dict) and any(isinstance(k, str) and k.startswith("$") for k in wanted):
+        unknown = [k for k in wanted if k not in _OPERATORS]
+        if unknown:
+            raise InvalidArgumentError(
+                f"unsupported filter operator {unknown[0]!r} (use one of {', '.join(_OPERATORS)})",
+                name="filter",
+                value=wanted,
+            )
+        return all(_compare(actual, op, v) for op, v in wanted.items())
+    if isinstance(wanted, dict):
+        return isinstance(actual, dict) and all(_matches(actual.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(wanted)
+            and all(_matches(a, w) for a, w in zip(actual, wanted, strict=True))
+        )
+    return actual == wanted
+
+
+def matches_filter(value: Mapping[str, Any], filter_: Mapping[str, Any] | None) -> bool:
+    """Whether an item value passes a LangGraph search filter."""
+    return not filter_ or all(_matches(value.get(k), v) for k, v in filter_.items())
+
+
+def _namespace_matches(namespace: tuple[str, ...], condition: MatchCondition) -> bool:
+    path = tuple(condition.path)
+    if len(namespace) < len(path):
+        return False
+    part = (
+        namespace[: len(path)]
+        if condition.match_type == "prefix"
+        else namespace[len(namespace) - len(path) :]
+    )
+    if condition.match_type not in ("prefix", "suffix"):
+        raise InvalidArgumentError(
+            f"unsupported namespace match type {condition.match_type!r} (use 'prefix' or 'suffix')",
+            name="match_type",
+            value=condition.match_type,
+        )
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
+
+
+# -- the store ------------------------------------------------------------------------------
+
+
+class MdCGStore(BaseStore):
+    """LangGraph's ``BaseStore`` on an md-cg store; see the module docstring.
+
+    ``store``: an open :class:`~md_cg.MdCG` (the caller closes it) or a
+    folder (opened here; :meth:`close` closes it). ``layer``: where items
+    are written (``knowledge``: one bucket folder per namespace). ``fill``:
+    a search with a query also returns the items without evidence, after
+    the ranked ones, with ``score=None``. ``record_access``: searches with a
+    query record the ranked items they return as accesses.
+    """
+
+    __slots__ = ("_owned", "fill", "layer", "record_access", "store")
+
+    def __init__(
+        self,
+        store: MdCG | str | os.PathLike[str],
+        *,
+        layer: str = "knowledge",
+        fill: bool = True,
+        record_access: bool = True,
+    ) -> None:
+        self.store, self._owned = (store, False) if isinstance(store, MdCG) else (MdCG(store), True)
+        self.layer = layer
+        self.fill = fill
+        self.record_access = record_access
+
+    def close(self) -> None:
+        """Close the md-cg store if this object opened it."""
+        if self._owned:
+            self.store.close()
+
+    def __enter__(self) -> MdCGStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- the store calls (all of them) -------------------------------------------------------
+
+    def _handle(self, namespace: tuple[str, ...] = ()) -> MdCG:
+        """The md-cg handle that serves ``namespace`` (one store until md-cg has scopes)."""
+        return self.store
+
+    def _items(self, prefix: tuple[str, ...]) -> list[tuple[Entry, tuple[str, ...]]]:
+        """Index entries of the items under a namespace prefix, with their namespaces (no file read)."""
+        n = len(prefix)
+        out = []
+        for entry in self._handle(prefix).entries():
+            ns = namespace_of(entry)
+            if ns is not None and ns[:n] == prefix:
+                out.append((entry, ns))
+        return out
+
+    def _read(self, node_id: str, namespace: tuple[str, ...]) -> Node | None:
+        try:
+            return self._handle(namespace).get(node_id)
+        except NodeNotFoundError:
+            return None
+
+    def _ranked(self, query: str, k: int, context: Any, namespace: tuple[str, ...]) -> list[SearchResult]:
+        results, _meta = self._handle(namespace).search(
+            query, layer=self.layer, k=k, context=context, record=False
+        )
+        return results
+
+    def _write(self, nodes: list[Node]) -> None:
+        if nodes:
+            self._handle().add_many(nodes, overwrite=True)
+
+    def _remove(self, node_id: str, namespace: tuple[str, ...]) -> None:
+        try:
+            self._handle(namespace).delete(node_id, force=True)
+        except NodeNotFoundError:
+            pass  # deleting an absent item is not an error in LangGraph
+
+    def _recorded(self, ids: list[str], namespace: tuple[str, ...]) -> None:
+        if self.record_access and ids:
+            self._handle(namespace).record_access(ids)
+
+    # -- BaseStore ----------------------------------------------------------------------------
+
+    def batch(self, ops: Iterable[Op]) -> list[Result]:
+        """Run LangGraph operations: reads first (on the state before the batch), then the writes."""
+        ops = list(ops)
+        for op in ops:
+            validate_op_namespace(op)
+        results: list[Result] = []
+        puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
+        for op in ops:
+            if isinstance(op, GetOp):
+                results.append(self._get(tuple(op.namespace), op.key))
+            elif isinstance(op, SearchOp):
+                results.append(self._search(op))
+            elif isinstance(op, ListNamespacesOp):
+                results.append(self._list_namespaces(op))
+            elif isinstance(op, PutOp):
+                if op.ttl is not None:
+                    raise NotImplementedError("TTL is not supported by MdCGStore (set ttl=None)")
+                puts[(tuple(op.namespace), op.key)] = op
+                results.append(None)
+            else:
+                raise InvalidArgumentError(
+                    f"unknown LangGraph operation {type(op).__name__}", name="op", value=op
+                )
+        self._apply(puts)
+        return results
+
+    async def abatch(self, ops: Iterable[Op]) -> list[Result]:
+        """:meth:`batch` in a worker thread (md-cg's file and lock calls block)."""
+        ops = list(ops)
+        return await asyncio.get_running_loop().run_in_executor(None, self.batch, ops)
+
+    def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
+        node = self._read(node_id_for(namespace, key), namespace)
+        if node is None or node.extra.get(KEY_FIELD) != key:
+            return None
+        space = node.condition_space or {}
+        if space.get("observation_position") != position_of(namespace):
+            return None
+        return Item(
+            value=node_value(node),
+            key=key,
+            namespace=namespace,
+            created_at=_when(node.created_at),
+            updated_at=_when(node.updated_at),
+        )
+
+    def _apply(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
+        writes, deletes = [], []
+        for (namespace, key), op in puts.items():
+            node_id = node_id_for(namespace, key)
+            if op.value is None:
+                deletes.append((node_id, namespace))
+            else:
+                base = self._read(node_id, namespace)
+                writes.append(value_to_node(namespace, key, op.value, self.layer, base))
+        self._write(writes)
+        for node_id, namespace in deletes:
+            self._remove(node_id, namespace)
+
+    # -- search -------------------------------------------------------------------------------
+
+    def _search(self, op: SearchOp) -> list[SearchItem]:
+        prefix = tuple(op.namespace_prefix)
+        items = self._items(prefix)
+        if not items or op.limit <= 0:
+            return []
+        by_id = {e.id: ns for e, ns in items}
+        start = max(op.offset, 0)
+        wanted = start + op.limit
+        found: list[SearchItem] = []
+        ranked: set[str] = set()
+        if op.query and op.query.strip():
+            for result in self._evidence(op.query, prefix, items):
+                ranked.add(result.id)
+                item = self._search_item(result.id, result.score, by_id[result.id], op)
+                if item is not None:
+                    found.append(item)
+                    if len(found) >= wanted:
+                        break
+            self._recorded([node_id_for(i.namespace, i.key) for i in found[start:wanted]], prefix)
+            if not self.fill:
+                return found[start:wanted]
+        rest = sorted(
+            (e for e, _ in items if e.id not in ranked), key=lambda e: (-(e.updated_at or 0.0), e.id)
+        )
+        for entry in rest:
+            if len(found) >= wanted:
+                break
+            item = self._search_item(entry.id, None, by_id[entry.id], op)
+            if item is not None:
+                found.append(item)
+        return found[start:wanted]
+
+    def _search_item(
+        self, node_id: str, score: float | None, namespace: tuple[str, ...], op: SearchOp
+    ) -> SearchItem | None:
+        node = self._read(node_id, namespace)
+        if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
+            return None
+        value = node_value(node)
+        if not matches_filter(value, op.filter):
+            return None
+        return SearchItem(
+            namespace=namespace,
+            key=node.extra[KEY_FIELD],
+            value=value,
+            created_at=_when(node.created_at),
+            updated_at=_when(node.updated_at),
+            score=score,
+        )
+
+    def _evidence(
+        self, query: str, prefix: tuple[str, ...], items: list[tuple[Entry, tuple[str, ...]]]
+    ) -> Iterable[SearchResult]:
+        """md-cg's ranked hits with evidence among ``items``, best first (asks for more as needed)."""
+        ids = {e.id for e, _ in items}
+        namespaces = {ns for _, ns in items}
+        context = {"observation_position": position_of(prefix)} if namespaces == {prefix} else None
+        size = len(self._handle(prefix))
+        k, seen = 32, set()
+        while True:
+            results = self._ranked(query, min(k, max(size, 1)), context, prefix)
+            for r in results:
+                if r.id in seen:
+                    continue
+                if not _has_evidence(r):
+                    return
+                seen.add(r.id)
+                if r.id in ids:
+                    yield r
+            if len(results) < k or k >= size:
+                return
+            k *= 4
+
+    # -- namespaces -----------------------------------------------------------------------------
+
+    def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
+        namespaces = {ns for _, ns in self._items(())}
+        for condition in op.match_conditions or ():
+            namespaces = {ns for ns in namespaces if _namespace_matches(ns, condition)}
+        if op.max_depth is not None:
+            namespaces = {ns[: op.max_depth] for ns in namespaces}
+        return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+
+def _has_evidence(result: SearchResult) -> bool:
+    """Whether a hit is about the query: md-cg's evidence flag when it has one, else a score above 0."""
+    flag = getattr(result, "evidence", None)
+    return bool(flag) if flag is not None else result.score > 0

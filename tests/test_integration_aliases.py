@@ -1,0 +1,212 @@
+"""MCP tool aliases (the MCP reference memory server's names and mem0's) on md-cg's real tools.
+
+The aliases are built from the md-cg server's own tool functions and
+registered on the server; calls go through the MCP SDK's in-process client.
+md-cg's ``update`` and ``list`` tools are on their way (the everyday-use
+issue); until the server has them, the test stands in for them with
+functions of the same shape on the same store, and the aliases that need
+them are first checked to be reported unavailable with the reason. Skipped
+when the ``mcp`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
+from mcp import Client
+from mcp.server.mcpserver.exceptions import ToolError
+
+from md_cg import MdCG
+from md_cg.integrations.aliases import (
+    ALIASES,
+    alias_table_markdown,
+    alias_tools,
+    entity_body,
+    filter_tags,
+    observations_of,
+    register_aliases,
+)
+from md_cg.mcp_server import create_server
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
+
+
+def server_tools(server: Any) -> dict[str, Any]:
+    """The tool functions an MCPServer registered (what mcp_server.create_server passes to the aliases)."""
+    return {t.name: t.fn for t in server._tool_manager.list_tools()}
+
+
+def stand_ins(store: MdCG) -> dict[str, Any]:
+    """``update`` and ``list`` with the shape the aliases expect, until md-cg's server has them."""
+
+    def update(id: str, body: str | None = None, edges: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+        changes = {k: v for k, v in {"body": body, "edges": edges}.items() if v is not None}
+        node = store.update(id, **changes)
+        return {"id": node.id, "layer": node.layer, "updated": sorted(changes)}
+
+    def list(tag: str | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
+        entries = [e for e in store.entries() if tag is None or tag in e.tags]
+        page = entries[offset : offset + limit]
+        return {
+            "total": len(entries),
+            "items": [{"id": e.id, "title": e.title, "layer": e.layer} for e in page],
+        }
+
+    return {"update": update, "list": list}
+
+
+def test_aliases_needing_missing_tools_are_reported_not_registered(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as store:
+        tools = server_tools(create_server(tmp_path / "m", store=store))
+        built = alias_tools({k: v for k, v in tools.items() if k not in ("update", "list")})
+        assert built.unavailable["create_relations"] == "md-cg has no `update` tool"
+        assert built.unavailable["read_graph"] == "md-cg has no `list` tool"
+        assert built.unavailable["delete_all_memories"] == "not supported: md-cg never deletes in bulk"
+        assert "delete_entities" in built.available  # the knowledge-graph one; mem0's is not supported
+        assert set(built.available) == {
+            "create_entities", "delete_entities", "search_nodes", "open_nodes",
+            "add_memory", "search_memories", "get_memory", "delete_memory",
+        }  # fmt: skip
+        # a target whose parameters differ is caught at build time, not at call time
+        narrow = dict(tools, update=lambda id, text: None)
+        assert (
+            alias_tools(narrow).unavailable["update_memory"]
+            == "md-cg's `update` tool has no parameter `body`"
+        )
+        with pytest.raises(ValueError, match="unknown alias family 'zep'"):
+            alias_tools(tools, ("zep",))
+
+
+def test_the_table_in_the_docs_is_the_table_in_the_code() -> None:
+    assert alias_table_markdown() in DOCS.read_text(encoding="utf-8")
+    names = [a.name for a in ALIASES if a.family == "mcp-memory"]
+    assert names == [
+        "create_entities", "create_relations", "add_observations", "delete_entities", "delete_observations",
+        "delete_relations", "read_graph", "search_nodes", "open_nodes",
+    ]  # fmt: skip
+    assert {a.name for a in ALIASES if a.family == "mem0"} >= {
+        "add_memory", "search_memories", "get_memories", "update_memory", "delete_memory",
+    }  # fmt: skip
+
+
+def test_entity_bodies_and_filters() -> None:
+    body = entity_body("John_Smith", "person", ["Speaks fluent\nSpanish", "  ", "Likes tea"])
+    assert body == "# John_Smith (person)\n- Speaks fluent Spanish\n- Likes tea"
+    assert observations_of(body) == ["Speaks fluent Spanish", "Likes tea"]
+    assert filter_tags(None) == []
+    assert filter_tags({"user_id": "sam"}) == ["user:sam"]
+    assert filter_tags({"AND": [{"user_id": "sam"}, {"run_id": "r1"}]}) == ["user:sam", "run:r1"]
+    with pytest.raises(ToolError, match="only equality on user_id, agent_id, app_id, run_id"):
+        filter_tags({"created_at": {"gte": "2024-01-01"}})
+
+
+def _ok(result: Any) -> dict[str, Any]:
+    assert not result.is_error, result.content
+    return result.structured_content
+
+
+async def _knowledge_graph(client: Client, root: Path, store: MdCG) -> None:
+    made = _ok(await client.call_tool("create_entities", {"entities": [
+        {"name": "John_Smith", "entityType": "person", "observations": ["Speaks fluent Spanish"]},
+        {"name": "Anthropic", "entityType": "organization", "observations": []},
+    ]}))  # fmt: skip
+    assert [c["id"] for c in made["created"]] == ["John_Smith", "Anthropic"] and made["skipped"] == []
+    assert (root / "knowledge" / "orphan" / "John_Smith.md").is_file()
+    again = _ok(await client.call_tool("create_entities", {"entities": [
+        {"name": "John_Smith", "entityType": "person", "observations": ["ignored"]}]}))  # fmt: skip
+    assert again == {"created": [], "skipped": ["John_Smith"]}
+    rel = {"from": "John_Smith", "to": "Anthropic", "relationType": "works_at"}
+    _ok(await client.call_tool("create_relations", {"relations": [rel, rel]}))
+    edges = store.get("John_Smith").edges
+    assert [(e.target, e.type, e.extra) for e in edges] == [
+        ("Anthropic", "similar", {"relation": "works_at"})
+    ]
+    more = ["Prefers morning meetings", "Speaks fluent Spanish"]
+    added = _ok(await client.call_tool("add_observations", {"observations": [
+        {"entityName": "John_Smith", "contents": more}]}))  # fmt: skip
+    assert added["results"][0]["addedObservations"] == ["Prefers morning meetings"]
+    assert store.get("John_Smith").body == (
+        "# John_Smith (person)\n- Speaks fluent Spanish\n- Prefers morning meetings"
+    )
+    missing = await client.call_tool(
+        "add_observations", {"observations": [{"entityName": "Nobody", "contents": ["x"]}]}
+    )
+    assert missing.is_error and "Entity with name Nobody not found" in missing.content[0].text
+    found = _ok(await client.call_tool("search_nodes", {"query": "morning meetings"}))
+    assert found["results"][0]["id"] == "John_Smith"
+    opened = _ok(await client.call_tool("open_nodes", {"names": ["Anthropic", "Nobody"]}))
+    assert [n["id"] for n in opened["nodes"]] == ["Anthropic"]
+    _ok(await client.call_tool("delete_observations", {"deletions": [
+        {"entityName": "John_Smith", "observations": ["Speaks fluent Spanish"]}]}))  # fmt: skip
+    assert store.get("John_Smith").body == "# John_Smith (person)\n- Prefers morning meetings"
+    _ok(await client.call_tool("delete_relations", {"relations": [rel]}))
+    assert store.get("John_Smith").edges == []
+    graph = _ok(await client.call_tool("read_graph", {}))
+    assert [i["id"] for i in graph["items"]] == ["Anthropic", "John_Smith"]
+    gone = _ok(await client.call_tool("delete_entities", {"entityNames": ["Anthropic", "Nobody"]}))
+    assert [f["id"] for f in gone["forgotten"]] == ["Anthropic"] and gone["missing"] == ["Nobody"]
+    assert "Anthropic" not in store and [t["id"] for t in store.tombstones()] == ["Anthropic"]
+
+
+async def _mem0(client: Client, store: MdCG) -> None:
+    sam = _ok(await client.call_tool("add_memory", {"text": "Sam is vegetarian", "user_id": "sam"}))
+    _ok(await client.call_tool("add_memory", {"text": "Kim is vegetarian too", "user_id": "kim"}))
+    assert store.get(sam["id"]).tags == ["user:sam"]
+    refused = await client.call_tool("add_memory", {"text": "x", "metadata": {"k": 1}})
+    assert refused.is_error and "metadata: not supported" in refused.content[0].text
+    everyone = _ok(await client.call_tool("search_memories", {"query": "vegetarian"}))
+    assert len(everyone["results"]) >= 2
+    only_sam = _ok(
+        await client.call_tool("search_memories", {"query": "vegetarian", "filters": {"user_id": "sam"}})
+    )
+    assert [r["id"] for r in only_sam["results"]] == [sam["id"]]
+    assert sum(only_sam["counts"].values()) == 1
+    bad = await client.call_tool("search_memories", {"query": "x", "filters": {"created_at": "2024"}})
+    assert bad.is_error and "only equality on user_id" in bad.content[0].text
+    listed = _ok(await client.call_tool("get_memories", {"filters": {"AND": [{"user_id": "kim"}]}}))
+    assert [i["title"] for i in listed["items"]] == ["Kim is vegetarian too"]
+    got = _ok(await client.call_tool("get_memory", {"memory_id": sam["id"]}))
+    assert got["body"] == "Sam is vegetarian"
+    _ok(await client.call_tool("update_memory", {"memory_id": sam["id"], "text": "Sam is vegan"}))
+    assert store.get(sam["id"]).body == "Sam is vegan"
+    forgotten = _ok(await client.call_tool("delete_memory", {"memory_id": sam["id"]}))
+    assert forgotten["forgotten"] is True and sam["id"] not in store
+    unknown = await client.call_tool("delete_memory", {"memory_id": "no-such-id"})
+    assert unknown.is_error and "no-such-id" in unknown.content[0].text
+
+
+def test_aliases_through_the_mcp_client(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        server = create_server(root, store=store)
+        tools = {**stand_ins(store), **server_tools(server)}
+        built = register_aliases(server, tools)
+        assert set(built.unavailable) == {"delete_all_memories", "list_entities"}
+
+        async def run() -> None:
+            async with Client(server) as client:
+                listed = {t.name: t for t in (await client.list_tools()).tools}
+                assert set(built.available) <= set(listed)
+                schema = listed["create_relations"].input_schema
+                assert json.dumps(schema).count('"relationType"') >= 1
+                await _knowledge_graph(client, root, store)
+                await _mem0(client, store)
+
+        anyio.run(run)
+
+
+def test_register_leaves_existing_tool_names_alone(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as store:
+        server = create_server(tmp_path / "m", store=store)
+        tools = {**stand_ins(store), **server_tools(server)}
+        tools["search_nodes"] = tools["search"]  # pretend md-cg had a tool of that name
+        built = register_aliases(server, tools, ("mcp-memory",))
+        assert built.unavailable["search_nodes"] == "md-cg already has a `search_nodes` tool"
+        assert "add_memory" not in built.available and "add_memory" not in built.unavailable

@@ -1,0 +1,368 @@
+"""The LangGraph store on md-cg: the interface's own expectations, side by side with InMemoryStore.
+
+The ``langgraph-checkpoint`` package ships no conformance suite for stores,
+so the expectations of LangGraph's own store tests (list_namespaces with
+prefixes, suffixes, wildcards, depth and pages; namespace validation;
+filtered and paged search) are checked here against :class:`MdCGStore`, and
+wherever the answer does not depend on ranking, against LangGraph's
+``InMemoryStore`` fed the same operations. A small graph runs offline.
+Skipped when the ``langgraph`` extra is not installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from pathlib import Path
+from typing import Any, TypedDict
+
+import pytest
+
+pytest.importorskip("langgraph.store.base")
+
+from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
+from langgraph.store.memory import InMemoryStore
+
+from md_cg import MdCG
+from md_cg.errors import InvalidArgumentError, InvalidNodeError
+from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
+
+
+@pytest.fixture
+def store(tmp_path: Path):
+    with MdCGStore(tmp_path / "mem") as s:
+        yield s
+
+
+def both(tmp_path: Path) -> tuple[MdCGStore, InMemoryStore]:
+    return MdCGStore(tmp_path / "mem"), InMemoryStore()
+
+
+NAMESPACES = [
+    ("a", "b", "c"),
+    ("a", "b", "d", "e"),
+    ("a", "b", "d", "i"),
+    ("a", "b", "f"),
+    ("a", "c", "f"),
+    ("b", "a", "f"),
+    ("users", "123"),
+    ("users", "456", "settings"),
+    ("admin", "users", "789"),
+]
+
+LIST_CASES: list[dict[str, Any]] = [
+    {},
+    {"prefix": ("a", "b")},
+    {"suffix": ("f",)},
+    {"prefix": ("a",), "suffix": ("f",)},
+    {"prefix": ("a", "b"), "max_depth": 3},
+    {"prefix": ("a", "b"), "limit": 2},
+    {"prefix": ("a", "b"), "offset": 2},
+    {"prefix": ("a", "*", "f")},
+    {"suffix": ("*", "f")},
+    {"prefix": ("nonexistent",)},
+    {"prefix": ("users", "123")},
+    {"prefix": ("users", "*")},
+    {"prefix": ("*", "users"), "suffix": ("*", "settings")},
+    {"max_depth": 2},
+    {"max_depth": 1, "limit": 2, "offset": 1},
+]
+
+
+def test_list_namespaces_as_langgraph_expects(tmp_path: Path) -> None:
+    ours, ref = both(tmp_path)
+    with ours:
+        for s in (ours, ref):
+            assert s.list_namespaces() == []
+            for i, ns in enumerate(NAMESPACES):
+                s.put(ns, f"id_{i}", {"data": f"value_{i:02d}"})
+        for case in LIST_CASES:
+            assert ours.list_namespaces(**case) == ref.list_namespaces(**case), case
+        assert ours.list_namespaces(prefix=("a", "b"), max_depth=3) == [
+            ("a", "b", "c"),
+            ("a", "b", "d"),
+            ("a", "b", "f"),
+        ]
+        assert ours.list_namespaces(suffix=("*", "f")) == [("a", "b", "f"), ("a", "c", "f"), ("b", "a", "f")]
+
+
+def test_list_namespaces_pagination(store: MdCGStore) -> None:
+    for i in range(20):
+        store.put(("namespace", f"sub_{i:02d}"), f"id_{i:02d}", {"data": f"value_{i:02d}"})
+    for offset in (0, 5, 15):
+        assert store.list_namespaces(prefix=("namespace",), limit=5, offset=offset) == [
+            ("namespace", f"sub_{i:02d}") for i in range(offset, offset + 5)
+        ]
+
+
+def test_namespace_labels_are_validated(store: MdCGStore) -> None:
+    doc = {"foo": "bar"}
+    for bad in [(), ("the", "thing.about"), ("some", "fun", ""), ("langgraph", "foo")]:
+        with pytest.raises(InvalidNamespaceError):
+            store.put(bad, "foo", doc)
+    with pytest.raises(InvalidNamespaceError):
+        store.batch([GetOp(("a.b",), "k")])
+    store.put(("foo", "langgraph", "foo"), "bar", doc)
+    assert store.get(("foo", "langgraph", "foo"), "bar").value == doc
+    assert store.search(("foo", "langgraph", "foo"))[0].value == doc
+    store.delete(("foo", "langgraph", "foo"), "bar")
+    assert store.get(("foo", "langgraph", "foo"), "bar") is None
+    # past the public put, as LangGraph's own stores allow
+    store.batch([PutOp(("langgraph", "foo"), "bar", doc)])
+    assert store.get(("langgraph", "foo"), "bar").value == doc
+    assert store.list_namespaces() == [("langgraph", "foo")]
+    assert store.store.ids() == [node_id_for(("langgraph", "foo"), "bar")]
+
+
+def test_labels_with_slashes_and_percents_stay_apart(store: MdCGStore) -> None:
+    store.put(("a/b",), "k", {"text": "one"})
+    store.put(("a", "b"), "k", {"text": "two"})
+    store.put(("a%2Fb",), "k", {"text": "three"})
+    assert sorted(store.list_namespaces()) == [("a", "b"), ("a%2Fb",), ("a/b",)]
+    assert [store.get(ns, "k").value["text"] for ns in [("a/b",), ("a", "b"), ("a%2Fb",)]] == [
+        "one",
+        "two",
+        "three",
+    ]
+    assert [i.value["text"] for i in store.search(("a",))] == ["two"]
+
+
+def test_files_are_readable_markdown(store: MdCGStore) -> None:
+    store.put(
+        ("memories", "alice"), "coffee", {"text": "Alice drinks her coffee black.", "kind": "preference"}
+    )
+    node_id = node_id_for(("memories", "alice"), "coffee")
+    assert node_id.startswith("coffee-") and len(node_id) == len("coffee-") + 12
+    path = store.store.path_of(node_id)
+    assert path.parent.name.startswith("cond_langgraph_memories_alice_")
+    lines = path.read_text(encoding="utf-8").split("\n")
+    assert lines[:4] == [
+        "---",
+        f'id: "{node_id}"',
+        'layer: "knowledge"',
+        'condition_space: {"observation_position": "langgraph:memories/alice"}',
+    ]
+    assert lines[6:] == [
+        'langgraph_key: "coffee"',
+        'langgraph_value: {"kind": "preference"}',
+        'langgraph_body: "text"',
+        "---",
+        "Alice drinks her coffee black.",
+        "",
+    ]
+    # a value without a text field: the frontmatter holds it, the body shows it
+    store.put(("settings",), "ui", {"theme": "dark", "font": 12, "panes": ["a", "b"]})
+    node = store.store.get(node_id_for(("settings",), "ui"))
+    assert node.body == 'theme: dark\nfont: 12\npanes: ["a","b"]'
+    assert "langgraph_body" not in node.extra
+    assert store.get(("settings",), "ui").value == {"theme": "dark", "font": 12, "panes": ["a", "b"]}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"content": "ends with a newline\n", "n": 1},
+        {"text": "  spaced  \r\nCRLF line\r\n---\nnot a fence", "nested": {"deep": [1, {"x": None}]}},
+        {"memory": "二分查找 needs a sorted array", "tags": ["算法"]},
+        {"text": "   ", "data": "the text field is blank, so data is the body"},
+        {},
+    ],
+)
+def test_values_round_trip_exactly(store: MdCGStore, value: dict[str, Any]) -> None:
+    store.put(("rt",), "k", value)
+    assert store.get(("rt",), "k").value == value
+    with MdCGStore(store.store.root) as again:  # another handle reads the files
+        assert again.get(("rt",), "k").value == value
+
+
+def test_put_updates_in_place_and_keeps_other_fields(store: MdCGStore) -> None:
+    store.put(("n",), "k", {"text": "first"})
+    first = store.get(("n",), "k")
+    node_id = node_id_for(("n",), "k")
+    store.store.update(node_id, importance=0.9, tags=["pinned"])  # a person's edit
+    store.put(("n",), "k", {"text": "second", "extra": True})
+    second = store.get(("n",), "k")
+    assert second.value == {"text": "second", "extra": True}
+    assert second.created_at == first.created_at and second.updated_at > first.updated_at
+    node = store.store.get(node_id)
+    assert (node.importance, node.tags) == (0.9, ["pinned"])
+    assert store.store.ids() == [node_id]
+
+
+def test_bad_values_and_ttl_are_refused_with_nothing_stored(store: MdCGStore) -> None:
+    with pytest.raises(InvalidNodeError) as info:
+        store.batch([PutOp(("n",), "good", {"text": "fine"}), PutOp(("n",), "bad", {"x": math.nan})])
+    assert "langgraph_value" in str(info.value)
+    assert store.store.ids() == []  # one commit: all or nothing
+    with pytest.raises(NotImplementedError):
+        store.put(("n",), "k", {"text": "x"}, ttl=5)
+    with pytest.raises(NotImplementedError, match="TTL is not supported by MdCGStore"):
+        store.batch([PutOp(("n",), "k", {"text": "x"}, ttl=5.0)])
+    store.put(("n",), "k", {"score": 1})
+    with pytest.raises(InvalidArgumentError, match=r"unsupported filter operator '\$in'"):
+        store.search(("n",), filter={"score": {"$in": [1]}})
+
+
+def test_batch_reads_see_the_store_before_the_batch(tmp_path: Path) -> None:
+    ours, ref = both(tmp_path)
+    with ours:
+        for s in (ours, ref):
+            s.put(("b",), "old", {"text": "old"})
+        ops = [
+            PutOp(("b",), "new", {"text": "v1"}),
+            GetOp(("b",), "new"),
+            PutOp(("b",), "new", {"text": "v2"}),
+            PutOp(("b",), "old", None),
+            GetOp(("b",), "old"),
+            SearchOp(("b",)),
+            ListNamespacesOp(),
+        ]
+        mine, theirs = ours.batch(ops), ref.batch(ops)
+        assert mine[1] is None and theirs[1] is None
+        assert mine[4].value == theirs[4].value == {"text": "old"}
+        assert [i.key for i in mine[5]] == [i.key for i in theirs[5]] == ["old"]
+        assert mine[6] == theirs[6] == [("b",)]
+        for s in (ours, ref):
+            assert s.get(("b",), "new").value == {"text": "v2"}
+            assert s.get(("b",), "old") is None
+
+
+DOCS = [
+    ("doc1", {"text": "red apple", "color": "red", "score": 4.5}),
+    ("doc2", {"text": "red car", "color": "red", "score": 3.0}),
+    ("doc3", {"text": "green apple", "color": "green", "score": 4.0}),
+    ("doc4", {"text": "blue car", "color": "blue", "score": 3.5}),
+]
+
+
+def test_search_with_query_and_filters(store: MdCGStore) -> None:
+    for key, value in DOCS:
+        store.put(("test",), key, value)
+    results = store.search(("test",), query="apple", filter={"color": "red"})
+    assert [r.key for r in results] == ["doc1", "doc2"]
+    assert results[0].score > 0 and results[1].score is None
+    assert [r.key for r in store.search(("test",), query="car", filter={"color": "red"})] == ["doc2", "doc1"]
+    results = store.search(("test",), query="blue", filter={"score": {"$gt": 3.2}})
+    assert next(r.key for r in results) == "doc4" and {r.key for r in results} == {"doc1", "doc3", "doc4"}
+    results = store.search(("test",), query="apple", filter={"score": {"$gte": 4.0}, "color": "green"})
+    assert [r.key for r in results] == ["doc3"]
+    assert {r.key for r in store.search(("test",), filter={"score": {"$lt": 4, "$ne": 3.0}})} == {"doc4"}
+    # fill=False: only the items with evidence
+    strict = MdCGStore(store.store, fill=False)
+    assert [r.key for r in strict.search(("test",), query="apple")] == ["doc1", "doc3"]
+    assert strict.search(("test",), query="xyzzy plugh") == []
+
+
+def test_filtered_search_matches_the_in_memory_store(tmp_path: Path) -> None:
+    ours, ref = both(tmp_path)
+    values = [
+        {"n": i, "even": i % 2 == 0, "meta": {"group": "ab"[i % 2], "tags": ["x"] * (i % 3)}}
+        for i in range(12)
+    ]
+    filters = [
+        None,
+        {"even": True},
+        {"n": {"$gte": 4, "$lt": 9}},
+        {"meta": {"group": "b"}},
+        {"meta": {"tags": ["x", "x"]}},
+        {"n": {"$ne": 3}, "even": False},
+        {"missing": 1},
+    ]
+    with ours:
+        for s in (ours, ref):
+            for i, v in enumerate(values):
+                s.put(("f", str(i % 3)), f"k{i}", v)
+        for f in filters:
+            for prefix in [("f",), ("f", "1")]:
+                mine = {(r.namespace, r.key) for r in ours.search(prefix, filter=f, limit=100)}
+                theirs = {(r.namespace, r.key) for r in ref.search(prefix, filter=f, limit=100)}
+                assert mine == theirs, (f, prefix)
+
+
+def test_search_pages_and_edge_cases(store: MdCGStore) -> None:
+    for i in range(5):
+        store.put(("test",), f"doc{i}", {"text": f"test document number {i}"})
+    page1 = store.search(("test",), query="test", limit=2)
+    page2 = store.search(("test",), query="test", limit=2, offset=2)
+    everything = store.search(("test",), query="test", limit=10)
+    assert len(page1) == len(page2) == 2 and len(everything) == 5
+    assert [r.key for r in page1 + page2] == [r.key for r in everything[:4]]
+    assert next(r.key for r in store.search(("test",), query="number 3")) == "doc3"
+    for query in ["", None, "test " * 100, "test!@#$%^&*()"]:
+        assert len(store.search(("test",), query=query)) == 5
+    assert store.search(("test",), query="test", limit=0) == []
+    assert store.search(("elsewhere",), query="test") == []
+
+
+def test_search_in_a_namespace_ignores_the_others(store: MdCGStore) -> None:
+    for i in range(40):
+        store.put(("noise",), f"n{i}", {"text": f"coffee note {i} about espresso"})
+    store.put(("me",), "fact", {"text": "I take my coffee with oat milk"})
+    results = store.search(("me",), query="coffee")
+    assert [(r.namespace, r.key) for r in results] == [(("me",), "fact")]
+    assert results[0].score > 0
+    assert store.store.access_counts([node_id_for(("me",), "fact")]) == {node_id_for(("me",), "fact"): 1}
+
+
+def test_async_forms(store: MdCGStore) -> None:
+    async def scenario() -> tuple[Any, ...]:
+        await store.aput(("a",), "k", {"text": "async value"})
+        got = await store.aget(("a",), "k")
+        found = await store.asearch(("a",), query="async")
+        spaces = await store.alist_namespaces()
+        await store.adelete(("a",), "k")
+        return got.value, [r.key for r in found], spaces, await store.aget(("a",), "k")
+
+    assert asyncio.run(scenario()) == ({"text": "async value"}, ["k"], [("a",)], None)
+
+
+class State(TypedDict):
+    user: str
+    message: str
+    recalled: list[str]
+
+
+def test_a_langgraph_graph_writes_and_reads_memories(tmp_path: Path) -> None:
+    graph = pytest.importorskip("langgraph.graph")  # from `langgraph`, not `langgraph-checkpoint`
+
+    def remember(state: State, *, store: BaseStore) -> dict[str, Any]:
+        if state["message"].startswith("remember "):
+            fact = state["message"][len("remember ") :]
+            key = f"fact-{len(store.search(('memories', state['user']), limit=100))}"
+            store.put(("memories", state["user"]), key, {"text": fact})
+        return {}
+
+    def recall(state: State, *, store: BaseStore) -> dict[str, Any]:
+        hits = store.search(("memories", state["user"]), query=state["message"], limit=3)
+        return {"recalled": [h.value["text"] for h in hits if h.score is not None]}
+
+    builder = graph.StateGraph(State)
+    builder.add_node("remember", remember)
+    builder.add_node("recall", recall)
+    builder.add_edge(graph.START, "remember")
+    builder.add_edge("remember", "recall")
+    builder.add_edge("recall", graph.END)
+    with MdCGStore(tmp_path / "mem") as store:
+        app = builder.compile(store=store)
+        for message in ["remember I am allergic to peanuts", "remember my sister lives in Lyon"]:
+            app.invoke({"user": "sam", "message": message, "recalled": []})
+        app.invoke({"user": "kim", "message": "remember I live in Lyon too", "recalled": []})
+        out = app.invoke({"user": "sam", "message": "where does my sister live?", "recalled": []})
+        assert out["recalled"] == ["my sister lives in Lyon"]
+        assert store.list_namespaces() == [("memories", "kim"), ("memories", "sam")]
+    with MdCG(tmp_path / "mem") as md:  # the memories are files md-cg itself reads
+        bodies = sorted(n.body for n in md.iter_nodes())
+        assert bodies == ["I am allergic to peanuts", "I live in Lyon too", "my sister lives in Lyon"]
+
+
+def test_the_example_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text(encoding="utf-8")
+    block = next(b for b in doc.split("```python\n")[1:] if "MdCGStore(" in b).split("```")[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "docs/integrations.md", "exec"), {})
+    with MdCGStore(tmp_path / "memory") as store:
+        got = store.get(("memories", "alice"), "coffee")
+        assert got.value == {"kind": "preference", "text": "Alice drinks her coffee black"}
+        assert store.list_namespaces(prefix=("memories",)) == [("memories", "alice")]
+        [hit] = store.search(("memories", "alice"), query="what does alice drink?", limit=5)
+        assert hit.key == "coffee" and hit.score > 0
