@@ -476,6 +476,5 @@ class MdCGStore(BaseStore):
 
 
 def _has_evidence(result: SearchResult) -> bool:
-    """Whether a hit is about the query: md-cg's evidence flag when it has one, else a score above 0."""
-    flag = getattr(result, "evidence", None)
-    return bool(flag) if flag is not None else result.score > 0
+    """Whether a hit is about the query: it is not ladder filler (see ``SearchResult.evidence``)."""
+    return not result.filler
