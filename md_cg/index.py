@@ -158,8 +158,14 @@ class Parsed:
 
 
 def decode_node(data: bytes, rel: str) -> Node:
-    """Parse the bytes of the node file at ``rel`` (a checked node path)."""
-    return loads(read_bytes_as_text(data, rel), rel)
+    """Parse the bytes of the node file at ``rel`` (a checked node path).
+
+    A note written by hand needs no frontmatter: its id is the file stem and
+    its layer the layer folder it sits in, unless its frontmatter says otherwise.
+    """
+    return loads(
+        read_bytes_as_text(data, rel), rel, default_id=paths.stem_of(rel), default_layer=paths.layer_of(rel)
+    )
 
 
 def read_node(root: str, rel: str) -> Node:

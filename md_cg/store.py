@@ -17,7 +17,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from . import access, fsops, graph, loop, maintenance, paths
+from . import access, editing, forgetting, fsops, graph, loop, maintenance, paths
 from . import engine as engine_mod
 from . import search as search_mod
 from .engine import Engine
@@ -25,7 +25,6 @@ from .errors import (
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
-    ProtectedNodeError,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -40,16 +39,6 @@ _NODE_FIELDS = {f.name for f in fields(Node)}
 def new_id(prefix: str = "n") -> str:
     """A fresh random node id such as ``n_3f9a2c1b7d0e``."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
-
-
-def _require_text(node: Node) -> None:
-    if not isinstance(node.body, str) or not node.body.strip():
-        raise InvalidNodeError(
-            f"node {node.id!r}: the body is empty; a memory needs some text",
-            field="body",
-            value=node.body,
-            node_id=node.id,
-        )
 
 
 def _apply(node: Node, changes: dict[str, Any]) -> Node:
@@ -195,6 +184,27 @@ class MdCG:
         """Every node (or every node of a layer), read from its file, in id order."""
         return self._engine.iter_nodes(layer)
 
+    def list(
+        self,
+        layer: str | None = None,
+        *,
+        tag: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[Entry]:
+        """Index entries, newest first: of ``layer``, carrying ``tag``, whose last
+        update (or creation) lies in ``[since, until]`` (seconds since the epoch);
+        then ``offset`` and ``limit``. Reads no node file."""
+        return editing.select(
+            self._engine.entries(), layer=layer, tag=tag, since=since, until=until, limit=limit, offset=offset
+        )
+
+    def read_text(self, node_id: str) -> str:
+        """The node's file exactly as stored: frontmatter and body."""
+        return editing.read_text(self._engine, node_id)
+
     def bucket_sizes(self) -> dict[str, int]:
         """Knowledge bucket folder -> number of nodes (``orphan`` included)."""
         self._engine.fresh()
@@ -226,7 +236,7 @@ class MdCG:
         """
         self._engine.check_open()
         node = self._coerce(node, fields_)
-        _require_text(validate(node))
+        editing.require_text(validate(node))
         return self.add_many([node], overwrite=overwrite, durable=durable, stamp=stamp)[0]
 
     def add_many(
@@ -299,7 +309,7 @@ class MdCG:
                 node_id=node_id,
             )
         if "body" in changes:
-            _require_text(Node(id=node_id, body=changes["body"]))
+            editing.require_text(Node(id=node_id, body=changes["body"]))
         return self.modify(node_id, lambda node: _apply(node, changes), durable=durable)
 
     def modify(
@@ -312,6 +322,20 @@ class MdCG:
         anything is written; ``updated_at`` is set to now.
         """
         return self._engine.modify(node_id, change, durable=durable)
+
+    def edit_text(self, node_id: str, change: Callable[[str], str], *, durable: bool | None = None) -> Node:
+        """Rewrite a node's file text with ``change`` under its lock (see :func:`md_cg.editing.edit_text`).
+
+        The result must parse as the same node with some body text, or nothing is written.
+        """
+        return editing.edit_text(self._engine, node_id, change, durable=durable)
+
+    def rename(
+        self, node_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
+    ) -> Node:
+        """Give a node a new id (and optionally layer): one commit that also re-points
+        the edges of every node linking to it."""
+        return editing.rename(self._engine, node_id, new_id, layer=layer, durable=durable)
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
         """Move a node to another layer (crash-safe)."""
@@ -339,59 +363,24 @@ class MdCG:
     def forget(
         self, node_id: str, reason: str, *, force: bool = False, durable: bool | None = None
     ) -> Deleted:
-        """Remove a node for good and leave a payload-free tombstone.
+        """Remove a node for good and leave a payload-free tombstone (see :mod:`md_cg.forgetting`).
 
         The tombstone (id, layer, reason, time; no content) is written first,
         then the file is removed, so a crash leaves the node or the tombstone,
-        never neither. Then every derived copy of its content is scrubbed: the
-        snapshot is rewritten without it, this process's log shard is retired,
-        an emptied bucket folder and old trash copies are removed. ``anchor/``
-        nodes refuse unless ``force=True``. Edges pointing at it are left
-        dangling and returned.
+        never neither; then the derived copies of its content are scrubbed
+        (the snapshot is rewritten). ``anchor/`` nodes refuse unless
+        ``force=True``. Edges pointing at it are left dangling and returned.
         """
-        check_id(node_id)
-        if not isinstance(reason, str) or not reason.strip():
-            raise InvalidNodeError(
-                f"forget({node_id!r}) needs a reason (a non-empty string)",
-                field="reason",
-                value=reason,
-                node_id=node_id,
-            )
-        eng = self._engine
-        incoming: list[tuple[str, str]] = []
-        folder: list[str] = []
+        return self.forget_many([node_id], reason, force=force, durable=durable)[0]
+
+    def forget_many(
+        self, node_ids: Iterable[str], reason: str, *, force: bool = False, durable: bool | None = None
+    ) -> list[Deleted]:
+        """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
         tombstones = self.log(paths.AUDIT_DIR)
-
-        def tombstone_first(entry: Entry) -> None:
-            if entry.layer == "anchor" and not force:
-                raise ProtectedNodeError(
-                    node_id,
-                    f"node {node_id!r} is in anchor/ and is protected from forgetting; "
-                    "pass force=True to forget it anyway",
-                )
-            incoming.extend(eng.incoming(node_id))
-            record = {"event": "forget", "id": node_id, "layer": entry.layer, "reason": reason.strip()}
-            tombstones.append(
-                [{**record, "time": time.time(), "dangling": [list(e) for e in incoming]}], durable=True
-            )
-            folder.append(entry.path.rsplit("/", 1)[0])
-
-        with eng.lock:
-            node = eng.remove(node_id, durable=durable, check=tombstone_first)
-            self._scrub(node_id, folder[0])
-        return Deleted(node, tuple(incoming))
-
-    def _scrub(self, node_id: str, folder: str) -> None:
-        """Remove derived copies of a forgotten node's content (see :meth:`forget`)."""
-        eng = self._engine
-        fsops.remove_empty_dirs(eng.root_str, folder, stop=1)
-        trash = fsops.ScanResult()
-        fsops.scan(eng.root_str, paths.meta(paths.TRASH_DIR), result=trash)
-        for rel in trash.files:
-            if rel.rsplit("/", 1)[-1] == f"{node_id}.md":
-                fsops.remove(eng.root_str, rel)
-        eng.journal.writer.close()  # retire our shard: the compaction removes it
-        maintenance.compact(eng, timeout=eng.lock_timeout)
+        return forgetting.forget_many(
+            self._engine, tombstones, list(node_ids), reason, force=force, durable=durable
+        )
 
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content)."""

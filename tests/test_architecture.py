@@ -47,6 +47,8 @@ RANK = {
     "graph": 5,
     "engine": 6,
     "maintenance": 7,
+    "forgetting": 8,
+    "editing": 7,
     "protocol": 7,
     "loop": 8,
     "store": 9,

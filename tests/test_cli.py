@@ -345,7 +345,9 @@ def test_sync_reports_a_hand_added_file(runner: CliRunner, root: Path) -> None:
     data = run_json(runner, "sync", "--root", root)
     assert data["added"] == ["ctx_hand"] and data["clean"] is False
     assert set(data) >= {"added", "changed", "deleted", "moved", "malformed", "clean"}
-    (root / "contextual" / "broken.md").write_text("no frontmatter here\n")
+    (root / "contextual" / "plain.md").write_text("a note without frontmatter is a node too\n")
+    assert run_json(runner, "sync", "--root", root)["added"] == ["plain"]
+    (root / "contextual" / "broken.md").write_text("---\nid: [unclosed\n---\nbody\n")
     out = run(runner, "sync", "--root", root, code=1).stdout  # a file needs a person: exit 1
     assert out.startswith("malformed (1): contextual/broken.md: ")
 

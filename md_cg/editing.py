@@ -1,0 +1,187 @@
+"""Edits beyond field updates: the raw file text, renaming an id, listing with filters.
+
+* :func:`read_text` -- a node's file exactly as stored.
+* :func:`edit_text` -- read-modify-write of the file text under the node's
+  lock; the result must still parse as the same node, or nothing is written.
+* :func:`rename` -- a new id for a node, as one journal commit that also
+  re-points the edges of every node that linked to it.
+* :func:`select` -- entries filtered by layer, tag and time, newest first.
+
+Imports the engine and the modules below it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Sequence
+
+from . import fsops, index, paths
+from .engine import Engine, stage
+from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
+from .index import Entry
+from .node import Node, check_id, check_layer, quantise_instant, validate
+from .nodefile import loads, read_bytes_as_text
+
+
+def require_text(node: Node) -> Node:
+    """``node``, or InvalidNodeError when its body has no text (a memory needs some)."""
+    if not isinstance(node.body, str) or not node.body.strip():
+        raise InvalidNodeError(
+            f"node {node.id!r}: the body is empty; a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    return node
+
+
+def read_text(engine: Engine, node_id: str) -> str:
+    """The node's file as stored (frontmatter and body), read without following symlinks."""
+    entry = engine.entry(check_id(node_id))
+    data, _ = fsops.read_file(engine.root_str, entry.path, max_bytes=index.MAX_FILE_BYTES)
+    return read_bytes_as_text(data, entry.path)
+
+
+def edit_text(engine: Engine, node_id: str, change: Callable[[str], str], *, durable: bool | None) -> Node:
+    """Apply ``change`` to the node's file text under its lock; return the node as stored.
+
+    The new text may be canonical or hand-written (YAML) frontmatter, or no
+    frontmatter at all (the id and layer stay). It must parse as a valid node
+    with the same id and some body text, or nothing is written. A changed
+    layer (or bucket) moves the file.
+    """
+    check_id(node_id)
+    with engine.lock, engine.hold([node_id]):
+        current = engine.state.entries.get(node_id)
+        if current is None:
+            raise NodeNotFoundError(node_id)
+        data, _ = fsops.read_file(engine.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
+        text = change(read_bytes_as_text(data, current.path))
+        if not isinstance(text, str):
+            raise InvalidArgumentError("the edit must produce text", name="change", value=text)
+        try:
+            node = loads(text, current.path, default_id=node_id, default_layer=current.layer)
+        except MalformedNodeFileError as exc:
+            raise InvalidNodeError(
+                f"node {node_id!r}: the edited file would not be a valid node: {exc.reason}", node_id=node_id
+            ) from None
+        if node.id != node_id:
+            raise InvalidNodeError(
+                f"the id of node {node_id!r} cannot change in an edit (got {node.id!r}); rename it instead",
+                field="id",
+                node_id=node_id,
+            )
+        require_text(validate(node))
+        node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
+        s = stage(node)
+        engine.commit([s], [(node_id, current.path)] if current.path != s.rel else [], durable=durable)
+        return node
+
+
+def rename(
+    engine: Engine, old_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
+) -> Node:
+    """Give the node ``old_id`` the id ``new_id`` (and optionally a new layer).
+
+    One commit writes the renamed node, re-points the edges of every node
+    that linked to ``old_id`` and removes the old file: all or nothing. The
+    new id must be free (twins included).
+    """
+    check_id(old_id)
+    check_id(new_id)
+    if layer is not None:
+        check_layer(layer)
+    if paths.id_key(old_id) == paths.id_key(new_id) and old_id != new_id:
+        raise InvalidArgumentError(
+            f"{old_id!r} and {new_id!r} differ only by case or normalisation: one file on macOS/Windows",
+            name="new_id",
+            value=new_id,
+        )
+    with engine.lock:
+        sources = _sources(engine, old_id)
+        while True:
+            with engine.hold([old_id, new_id, *sources]):
+                now_sources = _sources(engine, old_id)
+                if not now_sources <= sources:
+                    sources |= now_sources
+                    continue
+                return _rename_locked(engine, old_id, new_id, layer, sorted(now_sources), durable)
+
+
+def _sources(engine: Engine, node_id: str) -> set[str]:
+    return {src for src, _ in engine.state.reverse.get(node_id, ()) if src != node_id}
+
+
+def _rename_locked(
+    engine: Engine, old_id: str, new_id: str, layer: str | None, sources: Sequence[str], durable: bool | None
+) -> Node:
+    current = engine.state.entries.get(old_id)
+    if current is None:
+        raise NodeNotFoundError(old_id)
+    node = engine.read_node(current.path)
+    node.id = new_id
+    if layer is not None:
+        node.layer = layer
+    for edge in node.edges:  # a self-loop follows the node
+        if edge.target == old_id:
+            edge.target = new_id
+    now = time.time()
+    node.updated_at = quantise_instant(now)
+    renamed = stage(validate(node))
+    if old_id != new_id:
+        existing = engine.check_new(node, renamed.rel)
+        if existing is not None:
+            raise InvalidArgumentError(
+                f"cannot rename {old_id!r} to {new_id!r}: that id exists at {existing}",
+                name="new_id",
+                value=new_id,
+            )
+    puts = [renamed]
+    for src in sources:
+        entry = engine.state.entries[src]
+        other = engine.read_node(entry.path)
+        for edge in other.edges:
+            if edge.target == old_id:
+                edge.target = new_id
+        other.updated_at = quantise_instant(max(now, (entry.updated_at or 0.0) + 1e-6))
+        puts.append(stage(validate(other)))
+    dels = [(old_id, current.path)] if (old_id != new_id or current.path != renamed.rel) else []
+    engine.commit(puts, dels, durable=durable)
+    return node
+
+
+def select(
+    entries: Iterable[Entry],
+    *,
+    layer: str | None = None,
+    tag: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> list[Entry]:
+    """Entries of ``layer`` carrying ``tag`` whose time (last update, else creation)
+    lies in ``[since, until]``; newest first (ties by id), then ``offset``/``limit``."""
+    if layer is not None:
+        check_layer(layer)
+    for name, value in (("limit", limit), ("offset", offset)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise InvalidArgumentError(
+                f"{name} must be a non-negative integer, got {value!r}", name=name, value=value
+            )
+    wanted = tag.casefold() if tag is not None else None
+
+    def when(e: Entry) -> float:
+        return e.updated_at if e.updated_at is not None else (e.created_at or 0.0)
+
+    picked = [
+        e
+        for e in entries
+        if (layer is None or e.layer == layer)
+        and (wanted is None or any(t.casefold() == wanted for t in e.tags))
+        and (since is None or when(e) >= since)
+        and (until is None or when(e) <= until)
+    ]
+    picked.sort(key=lambda e: (-when(e), e.id))
+    end = None if limit is None else offset + limit
+    return picked[offset:end]

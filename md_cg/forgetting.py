@@ -1,0 +1,119 @@
+"""Forgetting: removing memories for good, with payload-free tombstones.
+
+``forget`` (and the retention sweep) must leave no copy of what was
+forgotten, and must never lose both the memory and the record that it was
+forgotten. The order is therefore:
+
+1. under the ids' locks, check everything first (the ids exist; ``anchor/``
+   nodes are protected unless forced) so that nothing is half-done;
+2. append one tombstone per node -- id, layer, reason, time, dangling edges;
+   no content -- and fsync it;
+3. remove the files, as one journal commit (all or nothing, even across a
+   crash: see :mod:`md_cg.journal`);
+4. scrub the derived copies of the content: an emptied bucket folder, old
+   ``.mdcg/trash`` copies, this process's log shard (retired so that
+   maintenance can remove it) and the snapshot (rewritten by a compaction,
+   its text index without the forgotten terms).
+
+A crash between 2 and 3 leaves the node and its tombstone; between 3 and 4,
+the tombstone and a snapshot that still mentions the node -- the next
+compaction rewrites it. Log shards of *other* live processes that wrote the
+node keep its path until they exit and a compaction removes them.
+
+Imports the engine, maintenance and the modules below them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from . import fsops, maintenance, paths
+from .engine import Engine
+from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
+from .logs import AppendLog
+from .node import check_id
+from .reports import Deleted
+
+
+def check_reason(node_id: str, reason: object) -> str:
+    """The stripped reason, or InvalidNodeError when there is none."""
+    if not isinstance(reason, str) or not reason.strip():
+        raise InvalidNodeError(
+            f"forget({node_id!r}) needs a reason (a non-empty string)",
+            field="reason",
+            value=reason,
+            node_id=node_id,
+        )
+    return reason.strip()
+
+
+def forget_many(
+    engine: Engine,
+    tombstones: AppendLog,
+    node_ids: Sequence[str],
+    reason: str,
+    *,
+    force: bool = False,
+    durable: bool | None = None,
+    event: str = "forget",
+) -> list[Deleted]:
+    """Forget ``node_ids`` (see the module docstring); return what was removed, in order.
+
+    Refuses before writing anything when an id is unknown or protected.
+    Edges into the forgotten nodes from nodes that stay are left dangling and
+    returned with each node.
+    """
+    ids = list(dict.fromkeys(check_id(i) for i in node_ids))
+    why = check_reason(ids[0] if ids else "", reason)
+    if not ids:
+        return []
+    doomed = set(ids)
+    with engine.lock:
+        with engine.hold(ids):
+            entries = []
+            for node_id in ids:
+                entry = engine.state.entries.get(node_id)
+                if entry is None:
+                    raise NodeNotFoundError(node_id)
+                if entry.layer == "anchor" and not force:
+                    raise ProtectedNodeError(
+                        node_id,
+                        f"node {node_id!r} is in anchor/ and is protected from forgetting; "
+                        "pass force=True to forget it anyway",
+                    )
+                entries.append(entry)
+            incoming = {i: tuple(e for e in engine.incoming(i) if e[0] not in doomed) for i in ids}
+            nodes = [engine.read_node(e.path) for e in entries]
+            now = time.time()
+            tombstones.append(
+                [
+                    {
+                        "event": event,
+                        "id": e.id,
+                        "layer": e.layer,
+                        "reason": why,
+                        "time": now,
+                        "dangling": [list(x) for x in incoming[e.id]],
+                    }
+                    for e in entries
+                ],
+                durable=True,
+            )
+            engine.commit([], [(e.id, e.path) for e in entries], durable=durable)
+        scrub(engine, ids, {e.path.rsplit("/", 1)[0] for e in entries})
+    return [Deleted(node, incoming[node.id]) for node in nodes]
+
+
+def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:
+    """Remove the derived copies of forgotten nodes' content (step 4)."""
+    root = engine.root_str
+    for folder in sorted(folders, key=len, reverse=True):
+        fsops.remove_empty_dirs(root, folder, stop=1)
+    names = {f"{i}{paths.NODE_SUFFIX}" for i in node_ids}
+    trash = fsops.scan(root, paths.meta(paths.TRASH_DIR))
+    for rel in trash.files:
+        if rel.rsplit("/", 1)[-1] in names:
+            fsops.remove(root, rel)
+    engine.journal.writer.close()  # retire our shard: the compaction removes it
+    maintenance.compact(engine, timeout=engine.lock_timeout)
