@@ -212,29 +212,13 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
             if (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
                 touched.setdefault(known, []).append(rel)
             continue
-        try:
-            parsed: Parsed = index.parse_file(engine.root_str, rel)
-        except (MalformedNodeFileError, UnsafePathError) as exc:
-            malformed[rel] = exc.reason
-            continue
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        touched.setdefault(parsed.entry.id, []).append(rel)
+        _touch_file(engine, rel, touched, malformed)
     for rel in list(state.problems):
         if rel not in files:
             del state.problems[rel]
-    before = {i: state.entries.get(i) for i in touched}
-    index.resolve_ids(engine.root_str, state, touched)
-    state.problems.update(malformed)
-    changes, records = _classify(state, before)
-    if records["put"] or records["del"]:
-        shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
-        engine.advance(shard, nbytes)
+    changes = _settle_touched(engine, touched, malformed, log=True)
     return SyncReport(
-        added=tuple(sorted(changes["added"])),
-        changed=tuple(sorted(changes["changed"])),
-        deleted=tuple(sorted(changes["deleted"])),
-        moved=tuple(sorted(changes["moved"], key=lambda m: m.node_id)),
+        **changes,
         malformed=tuple(sorted(state.problems.items())),
         duplicates=tuple(sorted((i, p) for i, losers in state.duplicates.items() for p in losers)),
         refused=tuple(sorted(scan.refused.items())),
@@ -242,6 +226,87 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
         recovered=recovered,
         temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
     )
+
+
+def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malformed: dict[str, str]) -> None:
+    """Parse a file the index does not hold (or holds stale) and note its id."""
+    try:
+        parsed: Parsed = index.parse_file(engine.root_str, rel)
+    except (MalformedNodeFileError, UnsafePathError) as exc:
+        malformed[rel] = exc.reason
+        return
+    except (FileNotFoundError, NotADirectoryError):
+        return
+    touched.setdefault(parsed.entry.id, []).append(rel)
+
+
+def _settle_touched(
+    engine: Engine, touched: dict[str, list[str]], malformed: dict[str, str], *, log: bool
+) -> dict[str, Any]:
+    """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them."""
+    state = engine.state
+    before = {i: state.entries.get(i) for i in touched}
+    index.resolve_ids(engine.root_str, state, touched)
+    state.problems.update(malformed)
+    changes, records = _classify(state, before)
+    if log and (records["put"] or records["del"]):
+        shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
+        engine.advance(shard, nbytes)
+    return {
+        "added": tuple(sorted(changes["added"])),
+        "changed": tuple(sorted(changes["changed"])),
+        "deleted": tuple(sorted(changes["deleted"])),
+        "moved": tuple(sorted(changes["moved"], key=lambda m: m.node_id)),
+    }
+
+
+def stale_paths(engine: Engine) -> set[str]:
+    """Paths whose files differ from the index by a stat (new, changed, gone): a full stat scan."""
+    files = index.scan_files(engine.root_str).files
+    out = {e.path for e in engine.state.entries.values() if e.path not in files}
+    entries = engine.state.entries
+    by_path = engine.state.by_path()
+    for rel, st in files.items():
+        node_id = by_path.get(rel)
+        e = entries.get(node_id) if node_id is not None else None
+        if e is None:
+            if rel not in engine.state.problems:
+                out.add(rel)
+        elif (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
+            out.add(rel)
+    return out
+
+
+def sync_paths(engine: Engine, rels: set[str]) -> SyncReport:
+    """Reconcile only the files at ``rels`` (from a :class:`md_cg.watch.ChangeWatch`).
+
+    A path ending in ``/`` is a folder that moved away: every node indexed
+    under it is resolved. On a writable store the changes are logged for
+    other processes (under the store lock, shared); a read-only handle
+    updates only its own view.
+    """
+    state = engine.state
+    by_path = state.by_path()
+    touched: dict[str, list[str]] = {}
+    malformed: dict[str, str] = {}
+    for rel in sorted(rels):
+        if rel.endswith("/"):
+            for path, node_id in by_path.items():
+                if path.startswith(rel):
+                    touched.setdefault(node_id, []).append(path)
+            continue
+        if paths.rel_problem(rel) is not None:
+            continue
+        state.problems.pop(rel, None)
+        known = by_path.get(rel)
+        if known is not None:
+            touched.setdefault(known, []).append(rel)
+        _touch_file(engine, rel, touched, malformed)
+    if engine.read_only:
+        return SyncReport(**_settle_touched(engine, touched, malformed, log=False))
+    engine.ensure_writable()
+    with engine.lock, engine.maint.shared(engine.lock_timeout):
+        return SyncReport(**_settle_touched(engine, touched, malformed, log=True))
 
 
 def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:

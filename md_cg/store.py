@@ -32,6 +32,7 @@ from .node import Node, check_id, check_layer, slug_id, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
+from .watch import ChangeWatch
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
 
@@ -89,6 +90,8 @@ class MdCG:
         self._access = fsops.ShardWriter(self._engine.root_str, access.ACCESS_REL)
         self._access_broken: str | None = None
         self._logs: dict[str, AppendLog] = {}
+        self._watch: ChangeWatch | None = None
+        self._last_scan: float | None = None
 
     # -- properties and lifecycle ----------------------------------------------------------
 
@@ -132,6 +135,8 @@ class MdCG:
             self._access.close()
             for log in self._logs.values():
                 log.close()
+            if self._watch is not None:
+                self._watch.close()
             eng.close()
 
     def __enter__(self) -> MdCG:
@@ -582,6 +587,36 @@ class MdCG:
         moved or deleted; ``report.problems`` says whether any was found.
         """
         return maintenance.sync(self._engine)
+
+    def sync_if_changed(self, min_interval: float = 1.0) -> SyncReport | None:
+        """Pick up files changed by hand since the last call, cheaply; None when nothing changed.
+
+        For long-running processes (the MCP server calls it before every
+        tool call). The first call compares the files with the index by a stat
+        scan and starts watching the layer folders (inotify on Linux); later
+        calls only reconcile the files the watch reports. Without inotify
+        (or after its queue overflowed) the stat scan runs again, at most
+        once per ``min_interval`` seconds. A read-only handle updates its own
+        view and writes nothing.
+        """
+        eng = self._engine
+        with eng.lock:
+            eng.fresh()
+            now = time.monotonic()
+            if self._watch is None:
+                self._watch = ChangeWatch(eng.root_str)
+                changed: set[str] | None = None
+            else:
+                changed = self._watch.poll()
+            if changed is None:
+                if self._last_scan is not None and now - self._last_scan < min_interval:
+                    return None
+                self._last_scan = now
+                changed = maintenance.stale_paths(eng)
+            if not changed:
+                return None
+            report = maintenance.sync_paths(eng, changed)
+            return None if report.clean else report
 
     def health(self, deep: bool = False) -> HealthReport:
         """Check the store; return typed findings (read-only: writes nothing).
