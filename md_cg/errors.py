@@ -12,6 +12,7 @@ This module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -29,7 +30,7 @@ class FileError(MdcgError):
 
     what = ""
 
-    def __init__(self, path: str | Path, reason: str) -> None:
+    def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         super().__init__(f"{path}: {self.what}{reason}")
         self.path = str(path)
         self.reason = reason

@@ -41,9 +41,26 @@ class StoreEngine(Protocol):
 
     def refresh(self) -> list[str]: ...
 
-    def add(self, node: Node | None = None, /, **kwargs: Any) -> Node: ...
+    def add(
+        self,
+        node: Node | None = None,
+        /,
+        *,
+        overwrite: bool = False,
+        durable: bool | None = None,
+        stamp: bool = True,
+        **fields_: Any,
+    ) -> Node: ...
 
-    def add_many(self, nodes: Iterable[Node], **kwargs: Any) -> list[Node]: ...
+    def add_many(
+        self,
+        nodes: Iterable[Node],
+        *,
+        overwrite: bool = False,
+        durable: bool | None = None,
+        stamp: bool = True,
+        progress: Callable[[int], Any] | None = None,
+    ) -> list[Node]: ...
 
     def modify(
         self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None

@@ -189,7 +189,7 @@ class MdCG:
         """Every node (or every node of a layer), read from its file, in id order."""
         return self._engine.iter_nodes(layer)
 
-    def list(
+    def list_nodes(
         self,
         layer: str | None = None,
         *,

@@ -80,6 +80,7 @@ class ChangeWatch:
         return self._fd >= 0
 
     def _watch(self, rel_dir: str) -> bool:
+        assert self._libc is not None
         path = os.path.join(self.root, rel_dir).encode()
         wd = self._libc.inotify_add_watch(self._fd, path, _MASK | _IN_ONLYDIR | _IN_DONT_FOLLOW)
         if wd < 0:
@@ -159,6 +160,7 @@ class ChangeWatch:
 
     def _forget_tree(self, rel_dir: str) -> None:
         """Stop watching a folder that moved away (a move back in is watched anew)."""
+        assert self._libc is not None
         for wd, rel in list(self._dirs.items()):
             if rel == rel_dir or rel.startswith(rel_dir + "/"):
                 self._libc.inotify_rm_watch(self._fd, wd)
