@@ -216,9 +216,7 @@ def _field_stats(name: str, values: list[Any], total: int) -> FieldStats:
     return FieldStats(name, len(present), len(counts), top_value, top_count, top_count / total)
 
 
-def split_oversized(
-    joint: Mapping[tuple[str, str], int], factor: float = SPLIT_FACTOR
-) -> dict[str, int]:
+def split_oversized(joint: Mapping[tuple[str, str], int], factor: float = SPLIT_FACTOR) -> dict[str, int]:
     """Scheme E's bucket sizes from ``{(D key, time_window key): count}``.
 
     A D bucket larger than ``factor`` times the mean D bucket size becomes one
@@ -328,7 +326,6 @@ def render_markdown(report: CensusReport) -> str:
     ]
     for f in report.fields:
         lines.append(
-            f"| {f.field} | {f.present:,} | {f.distinct:,} | {_cell(f.top_value)} "
-            f"| {_pct(f.top_share)} |"
+            f"| {f.field} | {f.present:,} | {f.distinct:,} | {_cell(f.top_value)} | {_pct(f.top_share)} |"
         )
     return "\n".join(lines) + "\n"

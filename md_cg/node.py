@@ -64,6 +64,30 @@ EDGE_TYPES: tuple[str, ...] = (
     "spatial",
     "hierarchical",
     "similar",
+    "supersedes",
+)
+
+#: The closed set of ``temporal`` kinds (absent = unset, never asked). Anything
+#: else a caller or a file gives becomes ``unknown`` ("asked, not sure"), never
+#: ``one_off`` -- guessing one-off would expire a memory that should stay.
+TEMPORAL_KINDS: tuple[str, ...] = ("one_off", "recurring", "durable", "unknown")
+#: The retention tiers (absent = not assigned yet).
+RETENTION_TIERS: tuple[str, ...] = ("temp", "long")
+#: Sensitivity levels, lowest first; a node without one counts as ``normal``.
+SENSITIVITY_LEVELS: tuple[str, ...] = ("public", "normal", "private", "secret")
+DEFAULT_SENSITIVITY = "normal"
+#: Longest agent or workspace scope name.
+MAX_SCOPE_CHARS = 200
+#: Fields added after the seed's sqlite schema: a sqlite database carries
+#: them in its ``extra`` JSON column (see :mod:`md_cg.sqlite_source`).
+LIFECYCLE_FIELDS: tuple[str, ...] = (
+    "sensitivity",
+    "agent_scope",
+    "workspace_scope",
+    "retention_tier",
+    "retention_reason",
+    "expires_at",
+    "valid_until",
 )
 
 #: Longest id accepted, in characters and in UTF-8 bytes (file names are
@@ -86,7 +110,7 @@ MAX_DEPTH = 64
 
 #: Node fields that hold instants (seconds since the epoch in memory, ISO 8601
 #: UTC in files).
-TIME_FIELDS: tuple[str, ...] = ("created_at", "updated_at", "last_access")
+TIME_FIELDS: tuple[str, ...] = ("created_at", "updated_at", "last_access", "expires_at", "valid_until")
 
 # Characters that are path separators or reserved on common file systems.
 _ID_FORBIDDEN = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
@@ -101,8 +125,15 @@ FIELD_ORDER: tuple[str, ...] = (
     "confidence",
     "condition_space",
     "tags",
+    "sensitivity",
+    "agent_scope",
+    "workspace_scope",
     "spatial",
     "temporal",
+    "retention_tier",
+    "retention_reason",
+    "expires_at",
+    "valid_until",
     "created_at",
     "updated_at",
     "semantic_coordinates",
@@ -355,8 +386,15 @@ class Node:
     confidence: float | None = None
     condition_space: dict[str, Any] | None = None
     tags: list[str] = field(default_factory=list)
+    sensitivity: str | None = None
+    agent_scope: str | None = None
+    workspace_scope: str | None = None
     spatial: Any = None
-    temporal: Any = None
+    temporal: str | None = None
+    retention_tier: str | None = None
+    retention_reason: str | None = None
+    expires_at: float | None = None
+    valid_until: float | None = None
     created_at: float | None = None
     updated_at: float | None = None
     semantic_coordinates: Any = None
@@ -612,6 +650,47 @@ def _check_scalars(node: Node, fail: _Fail) -> None:
         fail("access_count", "must be a non-negative integer", count)
     if node.modality is not None and not isinstance(node.modality, str):
         fail("modality", "must be a string", node.modality)
+    _check_lifecycle(node, fail)
+
+
+def normalize_temporal(value: object) -> str:
+    """The temporal kind of ``value``: one of :data:`TEMPORAL_KINDS`, or ``""`` (unset).
+
+    ``None`` and blank strings are unset. Strings are trimmed and case-folded
+    and must then be one of the four kinds; anything else (synonyms such as
+    ``"once"``, typos, numbers, objects) is ``"unknown"``. Never raises,
+    never guesses ``one_off``.
+    """
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        return "unknown"
+    kind = value.strip().casefold()
+    if not kind:
+        return ""
+    return kind if kind in TEMPORAL_KINDS else "unknown"
+
+
+def _check_lifecycle(node: Node, fail: _Fail) -> None:
+    """Retention and scope fields: closed sets, normalised in place."""
+    if isinstance(node.temporal, str):  # an explicit blank stays blank (unset), None stays absent
+        node.temporal = normalize_temporal(node.temporal)
+    if node.retention_tier is not None and node.retention_tier not in RETENTION_TIERS:
+        fail(
+            "retention_tier", f"must be one of {', '.join(RETENTION_TIERS)} (or absent)", node.retention_tier
+        )
+    if node.retention_reason is not None and not isinstance(node.retention_reason, str):
+        fail("retention_reason", "must be a string", node.retention_reason)
+    if node.sensitivity is not None and node.sensitivity not in SENSITIVITY_LEVELS:
+        fail("sensitivity", f"must be one of {', '.join(SENSITIVITY_LEVELS)} (or absent)", node.sensitivity)
+    for name in ("agent_scope", "workspace_scope"):
+        v = getattr(node, name)
+        if v is not None and (
+            not isinstance(v, str) or not v.strip() or len(v) > MAX_SCOPE_CHARS or v != v.strip()
+        ):
+            fail(
+                name, f"must be a non-blank name of at most {MAX_SCOPE_CHARS} characters, no outer spaces", v
+            )
 
 
 def _check_collections(node: Node, fail: _Fail) -> None:
@@ -699,4 +778,3 @@ def validate(node: Node) -> Node:
 def id_problem(name: str) -> str | None:
     """Why ``name`` is not a safe file-name stem (``None`` if it is one); see :func:`check_id`."""
     return _id_problem(name)
-

@@ -1002,8 +1002,7 @@ CURATED: dict[str, tuple[str, str, str, str, str, str, str]] = {
         "find mean and variance, standardise the sample mean, use the normal table",
         "approximate probabilities for the sample mean",
         "Monte Carlo simulation",
-        "heavy-tailed distributions without finite variance such as the Cauchy|strongly dependent"
-        " samples",
+        "heavy-tailed distributions without finite variance such as the Cauchy|strongly dependent samples",
         "formal_proof",
     ),
     "plate tectonics": (
@@ -1073,8 +1072,7 @@ _ASPECT_TEXT_EN: tuple[str, ...] = (
     "{c} is a core topic in {d}, usually studied together with {r}.",
     "Read the definition of {c} word by word: the object, the conditions, then the scope.",
     "The key idea of {c} is to reduce a problem to a known result and check its assumptions.",
-    "Derive {c} from the definitions, citing a reason for every step; {r} supplies the "
-    "missing lemmas.",
+    "Derive {c} from the definitions, citing a reason for every step; {r} supplies the missing lemmas.",
     "Worked example: take a concrete case that meets the assumptions, apply {c} step by step, "
     "then test the answer on an edge case.",
     "Common mistakes: treating {c} as true without its assumptions, or confusing it with {r}.",
@@ -1322,9 +1320,7 @@ def _node_id(prefix: str, seed: int, key: str, taken: set[str]) -> str:
 # -- knowledge ------------------------------------------------------------------
 
 
-def _plan_domains(
-    knowledge: int, slice_: bool
-) -> tuple[list[tuple[str, str, list[str], int]], int]:
+def _plan_domains(knowledge: int, slice_: bool) -> tuple[list[tuple[str, str, list[str], int]], int]:
     """``[(domain, language, concepts, size)]`` and the number of orphans."""
     orphans = max(2, round(knowledge / 500))
     if knowledge < orphans + 2:
@@ -1383,9 +1379,7 @@ def _fill(template: str, item: _Item, domain: str) -> str:
     return template.format(c=item.concept, d=domain, r=item.related, a=aspect)
 
 
-def _elements(
-    rng: random.Random, item: _Item, basis: str | None
-) -> tuple[dict[str, str], list[str]]:
+def _elements(rng: random.Random, item: _Item, basis: str | None) -> tuple[dict[str, str], list[str]]:
     """CCG elements (by element name) and the not-applicable conditions of a note."""
     zh = item.lang == "zh"
     domain = item.domain or ("通用" if zh else "general studies")
@@ -1459,9 +1453,7 @@ def _knowledge_node(rng: random.Random, item: _Item, node_id: str, space: dict[s
     if roll < _P_CCG_DICT:
         by_mark = rng.random() < 0.5
         state["ccg"] = {
-            (ELEMENTS[k][0] if by_mark and zh else k): v
-            for k, v in elements.items()
-            if k != "function"
+            (ELEMENTS[k][0] if by_mark and zh else k): v for k, v in elements.items() if k != "function"
         }
         body = f"# {ELEMENTS['function'][0] if zh else ELEMENTS['function'][1]}"
         body += f"{'：' if zh else ': '}{elements['function']}\n\n{prose}\n"
@@ -1581,7 +1573,7 @@ def _knowledge_edges(rng: random.Random, seed: int, items: list[_Item], nodes: l
                 node.edges.append(_edge(rng, nodes[target].id, kind))
     present = {e.type for n in nodes for e in n.edges}
     for kind in EDGE_TYPES:
-        if kind not in present:
+        if kind not in present and kind != "supersedes":  # lifecycle edges are not seeded
             a, b = rng.sample(range(len(nodes)), 2)
             nodes[a].edges.append(_edge(rng, nodes[b].id, kind))
     dangling = max(2, round(len(nodes) * 0.003))
@@ -1723,9 +1715,7 @@ def _other_nodes(
                 body=body + "\n",
                 modality="text",
                 importance=round(rng.uniform(low, high), 2),
-                confidence=round(
-                    rng.uniform(0.1, 0.3) if layer == "rejected" else rng.uniform(0.5, 0.95), 2
-                ),
+                confidence=round(rng.uniform(0.1, 0.3) if layer == "rejected" else rng.uniform(0.5, 0.95), 2),
                 tags=[layer, "en" if english else "zh"],
                 created_at=round(rng.uniform(start, end), 3),
                 access_count=rng.randint(0, 12),
@@ -1799,14 +1789,10 @@ def measure(
         knowledge=len(knowledge),
         domains=len(keys),
         orphans=orphans,
-        distinct_positions=len(
-            {s["observation_position"] for s in spaces if "observation_position" in s}
-        ),
+        distinct_positions=len({s["observation_position"] for s in spaces if "observation_position" in s}),
         largest_domain_share=max(keys.values()) / len(knowledge) if keys else 0.0,
         top_tool_share=_share(Counter(s.get("observation_tool") for s in spaces), len(knowledge)),
-        top_constraint_share=_share(
-            Counter(s.get("existence_constraint") for s in spaces), len(knowledge)
-        ),
+        top_constraint_share=_share(Counter(s.get("existence_constraint") for s in spaces), len(knowledge)),
         time_windows=len({json.dumps(s.get("time_window")) for s in spaces}),
         domain_tagged=sum(1 for n in knowledge if domain_from_tags(n.tags)),
     )

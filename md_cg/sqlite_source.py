@@ -55,7 +55,16 @@ from pathlib import Path
 from typing import Any
 
 from .errors import InvalidNodeError, MdcgError
-from .node import FIELD_ORDER, MAX_DEPTH, MAX_FRONTMATTER_BYTES, Edge, Node, check_id, validate
+from .node import (
+    FIELD_ORDER,
+    LIFECYCLE_FIELDS,
+    MAX_DEPTH,
+    MAX_FRONTMATTER_BYTES,
+    Edge,
+    Node,
+    check_id,
+    validate,
+)
 
 #: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
 #: generator) use it as is; the reader accepts any superset or subset that keeps
@@ -102,7 +111,7 @@ NODE_COLUMNS: tuple[str, ...] = (
     "id",
     "layer",
     "content",
-    *(name for name in FIELD_ORDER[2:] if name != "edges"),
+    *(name for name in FIELD_ORDER[2:] if name != "edges" and name not in LIFECYCLE_FIELDS),
     "extra",
 )
 #: Edge columns of the reference schema, in table order.
@@ -490,6 +499,9 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
     if problems:
         raise InvalidNodeError("; ".join(problems), node_id=node_id)
 
+    for name in LIFECYCLE_FIELDS:  # newer node fields travel in the extra object
+        if name in extra:
+            kwargs[name] = extra.pop(name)
     for name in _LIST_FIELDS:
         kwargs.setdefault(name, [])
     node = Node(
@@ -570,8 +582,9 @@ def node_to_row(node: Node) -> dict[str, Any]:
     object. Edges are not part of the row: see :func:`node_edge_rows`.
     """
     row: dict[str, Any] = {"id": node.id, "layer": node.layer, "content": node.body}
+    carried = {name: getattr(node, name) for name in LIFECYCLE_FIELDS if getattr(node, name) is not None}
     for column in NODE_COLUMNS[3:]:
-        value = node.extra if column == "extra" else getattr(node, column)
+        value = {**node.extra, **carried} if column == "extra" else getattr(node, column)
         if _is_empty(value):
             row[column] = None
         elif column in JSON_COLUMNS:

@@ -54,14 +54,15 @@ from types import MappingProxyType
 import orjson
 
 from .errors import InvalidArgumentError, MarkerFileError
+from .node import RETENTION_TIERS, normalize_temporal
 from .script import CJK_CHARS, fold
 
 #: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
-TEMPORAL_KINDS: tuple[str, ...] = ("one_off", "recurring", "durable", "unknown")
+# The closed sets live with the node model (a node's fields obey them).
 #: The unset kind: never asked (history, non-extractor writes), unlike ``unknown``.
 UNSET = ""
 #: Retention tiers.
-TIERS: tuple[str, ...] = ("temp", "long")
+TIERS: tuple[str, ...] = RETENTION_TIERS
 #: Default life of a temporary node: 7 days.
 DEFAULT_TTL_SECONDS = 7 * 86400.0
 #: A term rule fires only when its marker begins among the first this many
@@ -140,24 +141,6 @@ def _fold(text: str) -> str:
     """NFKC, case fold, curly apostrophes made straight, whitespace collapsed."""
     folded = fold(text, collapse=False).translate(_QUOTES)
     return _WS_RE.sub(" ", folded).strip()
-
-
-def normalize_temporal(value: object) -> str:
-    """The temporal kind of ``value``: one of :data:`TEMPORAL_KINDS`, or ``""``.
-
-    ``None`` and strings that are empty after trimming are unset (``""``).
-    Strings are trimmed and case-folded and must then be one of the four
-    kinds; everything else (synonyms such as ``"once"``, typos, numbers,
-    objects) is ``"unknown"``. Never raises, never guesses ``one_off``.
-    """
-    if value is None:
-        return UNSET
-    if not isinstance(value, str):
-        return "unknown"
-    kind = value.strip().casefold()
-    if not kind:
-        return UNSET
-    return kind if kind in TEMPORAL_KINDS else "unknown"
 
 
 def normalize_tier(value: object) -> str:

@@ -53,7 +53,7 @@ def test_damaged_snapshot_rebuilds_in_memory_and_writes_nothing(tmp_path: Path, 
     with MdCG(root) as s:
         s.compact_index()
         expected = s.entries()
-    snap = (root / ".mdcg" / "index.snapshot")
+    snap = root / ".mdcg" / "index.snapshot"
     data = snap.read_bytes()
     if damage == "deleted":
         snap.unlink()

@@ -25,6 +25,7 @@ from md_cg.mcp_server import INSTRUCTIONS, create_server
 REPO = Path(__file__).resolve().parent.parent
 TOOLS = {"remember", "search", "recall", "get", "neighbours", "verify", "reflect", "health", "forget"}
 
+
 def _build(root: Path) -> None:
     build_small_store(root)
 

@@ -34,9 +34,20 @@ def nonzero(scores: dict[str, float]) -> dict[str, float]:
 
 def test_domains_are_the_fourteen_in_fixed_order() -> None:
     assert DOMAINS == (
-        "mathematics", "physics", "chemistry", "biology", "computing", "language",
-        "history", "geography", "art", "economics", "psychology", "medicine",
-        "engineering", "general",
+        "mathematics",
+        "physics",
+        "chemistry",
+        "biology",
+        "computing",
+        "language",
+        "history",
+        "geography",
+        "art",
+        "economics",
+        "psychology",
+        "medicine",
+        "engineering",
+        "general",
     )
 
 
@@ -359,8 +370,13 @@ def test_health_is_frozen_and_serialisable() -> None:
         h.degraded = True  # type: ignore[misc]
     d = h.to_dict()
     assert d == {
-        "buckets": 2, "nodes": 4, "largest_share": 0.5, "singleton_rate": 0.0,
-        "expected_scan": 0.5, "degraded": True, "reasons": list(h.reasons),
+        "buckets": 2,
+        "nodes": 4,
+        "largest_share": 0.5,
+        "singleton_rate": 0.0,
+        "expected_scan": 0.5,
+        "degraded": True,
+        "reasons": list(h.reasons),
         "largest_bucket": "a",
     }
     json.dumps(d)
