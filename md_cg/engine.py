@@ -167,7 +167,7 @@ class Engine:
 
     def load(self) -> None:
         """(Re)load the index: the snapshot plus the log after it, else the files."""
-        snap = snapshot.load(self.root_str)
+        snap, self.snapshot_problem = snapshot.load_checked(self.root_str)
         if snap is not None:
             state, cursor = snap.state, Cursor(offsets=dict(snap.offsets))
             self.snap_ident: tuple[int, int, int] | None = snap.identity

@@ -125,10 +125,18 @@ def is_temp_name(name: str) -> bool:
 
 
 def temp_owner_pid(name: str) -> int | None:
-    """The pid embedded in a temp file name, if any."""
+    """The pid embedded in a temp file name, if any.
+
+    Two forms: ``.<name>.<pid>.<token>.tmp`` (:func:`temp_name`) and
+    ``.<pid>_<uuid>.creating.tmp`` (a shard being created by :class:`ShardWriter`).
+    """
     parts = name[: -len(TMP_SUFFIX)].split(".")
     if len(parts) >= 3 and parts[-2].isdigit():
         return int(parts[-2])
+    if len(parts) == 3 and parts[-1] == "creating":
+        pid = parts[1].split("_", 1)[0]
+        if pid.isdigit():
+            return int(pid)
     return None
 
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +39,8 @@ from .text import analyze, query_terms
 from .textindex import TextIndex
 
 TITLE_MAX = 120
+#: The text index stores term frequencies as uint16.
+TF_MAX = 0xFFFF
 #: Largest node file read; a larger one is reported as malformed (never read).
 MAX_FILE_BYTES = 8 * 1024 * 1024
 
@@ -80,6 +83,11 @@ class Entry:
     def condition_space(self) -> dict[str, Any] | None:
         """The node's ``condition_space`` (a fresh dict on every access)."""
         return None if self.space_json is None else orjson.loads(self.space_json)
+
+
+def text_terms(text: str) -> dict[str, int]:
+    """The term frequencies the text index holds for ``text`` (capped as it caps them)."""
+    return {t: min(c, TF_MAX) for t, c in Counter(analyze(text)).items()}
 
 
 def title_of(body: str) -> str:
@@ -272,11 +280,18 @@ class IndexState:
     negative_terms: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def bucket_code(self, bucket: str | None) -> int:
+        """The text index's integer code of a bucket folder (-1 for none).
+
+        A bucket's code is dropped when its last node leaves (so a forgotten
+        node's domain does not linger in the snapshot); a new bucket gets the
+        next code after the highest in use, never a dropped bucket's code
+        still held by dead text-index slots.
+        """
         if bucket is None:
             return -1
         code = self.bucket_codes.get(bucket)
         if code is None:
-            code = self.bucket_codes[bucket] = len(self.bucket_codes)
+            code = self.bucket_codes[bucket] = max(self.bucket_codes.values(), default=-1) + 1
         return code
 
     def twin_of(self, node_id: str) -> str | None:
@@ -363,6 +378,7 @@ class IndexState:
             else:
                 self.buckets.pop(old.bucket, None)
                 self.bucket_domains.pop(old.bucket, None)
+                self.bucket_codes.pop(old.bucket, None)
         for target, etype in old.edges:
             sources = self.reverse.get(target)
             if sources is not None:

@@ -47,14 +47,26 @@ META_DEPTH = 3
 
 def compaction_due(engine: Engine, auto_compact: int | None) -> bool:
     """Whether closing this handle should compact (see ``MdCG(auto_compact=)``)."""
-    if auto_compact is None or engine.read_only:
+    if auto_compact is None or engine.read_only or not meta_usable(engine):
         return False
-    if snapshot.identity(engine.root_str) is None:
-        # No snapshot yet (a new store, or a fresh git clone: .mdcg/ is not
-        # committed): save the next process the rebuild from the files -- also
-        # when this one only read, as long as the folder is writable.
+    if snapshot.identity(engine.root_str) is None or engine.snap_ident is None:
+        # No usable snapshot (a new store, a fresh git clone: .mdcg/ is not
+        # committed, or one of another version or damaged): save the next
+        # process the rebuild from the files -- also when this one only read,
+        # as long as the folder is writable.
         return engine.wrote or (len(engine.state.entries) > 0 and os.access(engine.root, os.W_OK))
     return engine.wrote and engine.changes >= auto_compact
+
+
+def meta_usable(engine: Engine) -> bool:
+    """False when ``.mdcg/`` is a symlink or not a folder (nothing is written through it)."""
+    try:
+        fsops.Dir(engine.root_str, paths.META_DIR).close()
+    except (FileNotFoundError, NotADirectoryError):
+        return not fsops.exists(engine.root_str, paths.META_DIR)
+    except UnsafePathError:
+        return False
+    return True
 
 
 def compact(engine: Engine, *, timeout: float) -> MaintenanceReport:
@@ -284,7 +296,10 @@ def health(engine: Engine, *, deep: bool = False, extra: tuple[Finding, ...] = (
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan.files)
-        findings += _log_findings(engine)
+        meta = _meta_findings(engine)
+        if not (meta and meta[0].path == paths.META_DIR):
+            findings += _log_findings(engine)
+        findings += meta
         findings += [
             Finding("temp_file", "leftover of an interrupted write; sync() removes it", rel)
             for rel in temp_files(engine, scan)
@@ -409,11 +424,45 @@ def _log_findings(engine: Engine) -> list[Finding]:
     return out
 
 
+def _meta_findings(engine: Engine) -> list[Finding]:
+    """Symlinks and special files in ``.mdcg/`` (never followed), and a refused snapshot."""
+    out: list[Finding] = []
+    found = fsops.ScanResult()
+    fsops.scan(engine.root_str, paths.META_DIR, max_depth=META_DEPTH, result=found)
+    if found.symlinks == [paths.META_DIR]:
+        return [
+            Finding(
+                "unsafe_path",
+                "the store's .mdcg/ folder is a symlink: never followed, so the index is built "
+                "from the files and every write is refused; replace it with a folder",
+                paths.META_DIR,
+            )
+        ]
+    already = {name if "/" in name else f"{journal.LOG_REL}/{name}" for name in engine.cursor.unsafe}
+    for rel in sorted(set(found.symlinks) - already):
+        out.append(Finding("unsafe_path", "a symlink in the store's .mdcg/ folder; never followed", rel))
+    for rel in sorted(found.other):
+        out.append(Finding("unsafe_path", "not a regular file or folder; ignored", rel))
+    if engine.snapshot_problem:
+        out.append(
+            Finding(
+                "log_damage",
+                f"the index snapshot is {engine.snapshot_problem}; the index was rebuilt from the "
+                "files, and compact_index() writes a new snapshot",
+                snapshot.REL,
+            )
+        )
+    return out
+
+
 def deep_findings(engine: Engine, files: dict[str, Any]) -> list[Finding]:
     """Compare every entry with its file's content, and the indexed text with the file's text."""
     state = engine.state
     state.flush_text()
+    indexed = state.text.doc_term_counts()
     out: list[Finding] = []
+    for extra in sorted(indexed.keys() - state.entries.keys()):
+        out.append(Finding("text_drift", "the text index holds a node the index does not", node_id=extra))
     for e in sorted(state.entries.values(), key=lambda x: x.id):
         if e.path not in files:
             continue
@@ -430,10 +479,25 @@ def deep_findings(engine: Engine, files: dict[str, Any]) -> list[Finding]:
                     "content_drift", f"index differs from the file in: {', '.join(fields_)}", e.path, e.id
                 )
             )
-        expected = index.text_terms(parsed.text or "")
-        if state.text.doc_terms(e.id) != expected:
-            out.append(Finding("text_drift", "the text index differs from the file's text", e.path, e.id))
+        problem = _text_problem(state, e, indexed.get(e.id), parsed.text or "")
+        if problem:
+            out.append(Finding("text_drift", f"the text index differs from the file: {problem}", e.path, e.id))
     return out
+
+
+def _text_problem(state: IndexState, e: index.Entry, terms: dict[str, int] | None, text: str) -> str | None:
+    if terms is None:
+        return "not indexed"
+    expected = index.text_terms(text)
+    if terms != expected:
+        missing = sorted(expected.keys() - terms.keys())[:3]
+        extra = sorted(terms.keys() - expected.keys())[:3]
+        return f"terms (missing {missing}, extra {extra}, or other counts)"
+    prior = e.importance if e.importance is not None else 0.5
+    meta = (index.layer_code(e.layer), state.bucket_codes.get(e.bucket, -2) if e.bucket else -1, prior)
+    if state.text.doc_meta(e.id) != meta:
+        return f"layer/bucket/prior codes {state.text.doc_meta(e.id)} instead of {meta}"
+    return None
 
 
 _ENTRY_FIELDS = (*(f for f in snapshot.COLUMNS if f not in ("mtime_ns", "size")), "domain")

@@ -110,33 +110,50 @@ def identity(root: str) -> tuple[int, int, int] | None:
 
 def load(root: str) -> Snapshot | None:
     """The snapshot, or ``None`` when it is missing, damaged, foreign or unsafe."""
+    return load_checked(root)[0]
+
+
+def load_checked(root: str) -> tuple[Snapshot | None, str | None]:
+    """The snapshot and, when one exists but cannot be used, why (else None).
+
+    A snapshot of another format version is refused without a problem: it
+    is replaced at the next compaction, as after any upgrade.
+    """
     try:
         data, st = fsops.read_file(root, REL)
-    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError):
-        return None
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except (IsADirectoryError, UnsafePathError) as exc:
+        return None, f"not a regular file, refused ({exc})"
     try:
         with no_gc():
-            return decode(data, (st.st_ino, st.st_mtime_ns, st.st_size))
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, orjson.JSONDecodeError):
-        return None
+            snap = decode(data, (st.st_ino, st.st_mtime_ns, st.st_size))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
+        return None, f"damaged ({type(exc).__name__}: {exc})"[:300]
+    if isinstance(snap, str):
+        return None, None if snap == _OTHER_VERSION else snap
+    return snap, None
 
 
-def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | None:
-    """Decode snapshot bytes; None when they are not a current, intact snapshot."""
+_OTHER_VERSION = "written by another format version"
+
+
+def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | str:
+    """Decode snapshot bytes; a string saying why when they are not a current, intact snapshot."""
     if not data.startswith(MAGIC):
-        return None
+        return "damaged (not a snapshot)"
     nl = data.index(b"\n", len(MAGIC))
     header = orjson.loads(data[len(MAGIC) : nl])
     if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
-        return None
+        return _OTHER_VERSION
     start = nl + 1
     view = memoryview(data)  # no copy of the (large) entries section
     entries_blob = view[start : start + header["entries_len"]]
     text_blob = data[start + header["entries_len"] :]
     if len(entries_blob) != header["entries_len"] or len(text_blob) != header["text_len"]:
-        return None
+        return "damaged (truncated)"
     if zlib.crc32(entries_blob) != header["crc32"]:
-        return None
+        return "damaged (checksum)"
     body = orjson.loads(entries_blob)
     state = IndexState(
         text=TextIndex.from_bytes(text_blob, analyzer=query_terms),
@@ -146,29 +163,33 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | N
         negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
     )
     domains = state.bucket_domains = dict(body["bucket_domains"])
-    if not _load_rows(state, body["entries"], domains):
-        return None
+    problem = _load_rows(state, body["entries"], domains)
+    if problem is not None:
+        return problem
     if len(state.text) != len(state.entries):
-        return None
+        return "damaged (the text index does not match the entries)"
     return Snapshot(state, {str(k): int(v) for k, v in header["offsets"].items()}, ident)
 
 
-def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> bool:
+def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:
+    """Fill ``state`` from the rows; why not, when a row is unusable (the snapshot is refused)."""
     entries, buckets, reverse, keys = state.entries, state.buckets, state.reverse, state.keys
     width = len(COLUMNS)
     for row in rows:
-        if len(row) != width:
-            return False
+        if not isinstance(row, list) or len(row) != width:
+            return "damaged (a row does not have the header's columns)"
         # Positional: COLUMNS is exactly Entry's fields before `domain` (checked
         # at import), and the header's columns were compared with COLUMNS.
         e = Entry(*row)
         node_id, bucket = e.id, e.bucket
+        if not isinstance(node_id, str) or paths.rel_problem(paths.node_rel(e.layer, bucket, node_id)):
+            return f"unsafe (a row with id {node_id!r}, layer {e.layer!r}, bucket {bucket!r})"[:300]
         if bucket is not None:
             e.domain = domains.get(bucket)
         if e.path is None:
             e.path = canonical_path(e)
         elif paths.rel_problem(e.path) is not None:
-            return False
+            return f"unsafe (a row with path {e.path!r}: {paths.rel_problem(e.path)})"[:300]
         entries[node_id] = e
         key = paths.id_key(node_id)
         holder = keys.setdefault(key, node_id)
@@ -178,4 +199,4 @@ def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]
             buckets[bucket] = buckets.get(bucket, 0) + 1
         for target, etype in e.edges:
             reverse.setdefault(target, set()).add((node_id, etype))
-    return True
+    return None
