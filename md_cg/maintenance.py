@@ -481,7 +481,9 @@ def deep_findings(engine: Engine, files: dict[str, Any]) -> list[Finding]:
             )
         problem = _text_problem(state, e, indexed.get(e.id), parsed.text or "")
         if problem:
-            out.append(Finding("text_drift", f"the text index differs from the file: {problem}", e.path, e.id))
+            out.append(
+                Finding("text_drift", f"the text index differs from the file: {problem}", e.path, e.id)
+            )
     return out
 
 
