@@ -81,8 +81,8 @@ class Row:
 # -- processes ------------------------------------------------------------------------
 
 
-def fork(fn: Callable[..., Any], *args: Any) -> int:
-    """Run ``fn(*args)`` in a forked child; its exit status is 0 when it returned."""
+def fork(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> int:
+    """Run ``fn(*args, **kwargs)`` in a forked child; its exit status is 0 when it returned."""
     sys.stdout.flush()
     sys.stderr.flush()
     pid = os.fork()
@@ -90,7 +90,7 @@ def fork(fn: Callable[..., Any], *args: Any) -> int:
         code = 1
         try:
             warnings.simplefilter("ignore")
-            fn(*args)
+            fn(*args, **kwargs)
             code = 0
         except BaseException:
             traceback.print_exc()
@@ -638,6 +638,9 @@ def batch_fault(root: Path, step: str, *, mode: str, n: int = 200) -> dict[str, 
     return {
         "exit": code,
         "bodies_before_sync": {i: before_sync.body(i) for i in ids},
+        "landed_before_sync": sum(
+            any(n.body.startswith("new") for _, n in before_sync.files.get(i, [])) for i in ids
+        ),
         "bodies": {i: after.body(i) for i in ids},
         "doubled": after.doubled,
         "unreadable": after.unreadable,
