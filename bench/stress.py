@@ -1620,3 +1620,66 @@ def main() -> int:
 if __name__ == "__main__":
     with contextlib.suppress(KeyboardInterrupt):
         raise SystemExit(main())
+
+
+# -- a read-only copy ---------------------------------------------------------------------------------
+
+
+def read_only_session(root: Path) -> dict[str, Any]:
+    """Reads on a folder this process cannot write: what they returned and warned."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        s = MdCG(root, create=False)
+        out: dict[str, Any] = {"loaded_from": s.loaded_from}
+        out["search"] = [[r.id for r in s.search(q)[0]] for q in ("alpha", "beta", "alpha beta")]
+        out["get"] = s.get("n1").body
+        out["ids"] = s.ids()
+        out["health"] = sorted(f.kind for f in s.health().findings)
+        s.close()
+    out["warnings"] = [str(w.message) for w in caught]
+    return out
+
+
+def read_only_copy(template: Path, dest_parent: Path) -> Path:
+    """A copy of a store with every file 0444 and folder 0555, reachable by other users."""
+    dest_parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(dest_parent, 0o755)
+    root = dest_parent / "ro"
+    shutil.copytree(template, root, symlinks=True)
+    for dirpath, dirnames, filenames in os.walk(root, topdown=False):
+        for name in filenames:
+            os.chmod(Path(dirpath) / name, 0o444)
+        for name in dirnames:
+            os.chmod(Path(dirpath) / name, 0o555)
+    os.chmod(root, 0o555)
+    return root
+
+
+def as_nobody(fn: Callable[[Path], dict[str, Any]], root: Path) -> dict[str, Any]:
+    """Run ``fn(root)`` in a forked child with the uid and gid of ``nobody`` (when root),
+    so that permission bits bind; its result comes back through a pipe."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            if os.geteuid() == 0:
+                os.setgroups([])
+                os.setgid(65534)
+                os.setuid(65534)
+            try:
+                result: dict[str, Any] = {"ok": fn(root)}
+            except Exception as exc:
+                result = {"error": f"{type(exc).__name__}: {exc}", "trace": traceback.format_exc()}
+            os.write(write_end, json.dumps(result).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks = []
+    while chunk := os.read(read_end, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_end)
+    wait(pid)
+    return json.loads(b"".join(chunks) or b'{"error": "child died"}')

@@ -528,6 +528,8 @@ class MaintenanceLock:
     def __init__(self, root: str, main_rel: str, gate_rel: str) -> None:
         self.main = FileLock(root, main_rel, what="maintenance")
         self.gate = FileLock(root, gate_rel, what="maintenance gate")
+        #: seconds the last exclusive acquisition waited (for measurements)
+        self.last_wait = 0.0
 
     @contextlib.contextmanager
     def shared(self, timeout: float) -> Iterator[None]:
@@ -548,10 +550,12 @@ class MaintenanceLock:
 
     @contextlib.contextmanager
     def exclusive(self, timeout: float) -> Iterator[None]:
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        deadline = started + timeout
         self.gate.acquire(shared=False, timeout=timeout)
         try:
             self.main.acquire(shared=False, timeout=max(0.0, deadline - time.monotonic()))
+            self.last_wait = time.monotonic() - started
             try:
                 yield
             finally:

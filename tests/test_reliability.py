@@ -8,32 +8,16 @@ children killed with SIGKILL, at a chosen step of the commit protocol
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import signal
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
-from conftest import REPO
+from stresslib import stress
 
 from md_cg import MdCG, Node, fsops
 from md_cg.errors import DuplicateIdError, IdCollisionError
-
-
-def _load_stress() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("stress", REPO / "bench" / "stress.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["stress"] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-stress = _load_stress()
-
 
 # -- 1. the existence check and the write of one id are atomic across processes ------------------
 
