@@ -7,7 +7,8 @@ it shared and, for interrupted commits, the stripe locks of their ids.
 
 * :func:`compact` -- finish interrupted commits, write a snapshot covering
   the log so far, remove the shards it covers whose writers are gone, and
-  remove abandoned temp files (the snapshot's own included).
+  remove abandoned temp files under ``.mdcg/`` (a killed compaction's
+  snapshot temp among them).
 * :func:`rebuild` -- the same, from the ``.md`` files alone.
 * :func:`sync` -- reconcile the index with files added, changed, deleted or
   moved outside the engine (stat-based: only new or changed files are
@@ -75,11 +76,7 @@ def compact(engine: Engine, *, timeout: float) -> MaintenanceReport:
     started = time.perf_counter()
     with engine.lock, engine.maint.exclusive(timeout):
         shards_before = len(fsops.list_shards(engine.root_str, journal.LOG_REL))
-        ident = snapshot.identity(engine.root_str)
-        if ident is not None and ident != engine.snap_ident:
-            engine.load()
-        else:
-            engine.catch_up()
+        engine.refresh()
         _settle(engine)
         return _write_snapshot(engine, started, shards_before)
 
@@ -100,11 +97,13 @@ def _settle(engine: Engine) -> None:
 
 def _write_snapshot(engine: Engine, started: float, shards_before: int) -> MaintenanceReport:
     covered = dict(engine.cursor.offsets)
-    snapshot.write(engine.root_str, engine.state, covered)
-    engine.snap_ident = snapshot.identity(engine.root_str)
+    written = snapshot.write(engine.root_str, engine.state, covered)
+    engine.snap_ident, engine.snap_gen = written.identity, written.generation
     engine.changes = 0
     removed, kept = _remove_dead_shards(engine, covered)
-    _remove_abandoned_temps(engine)
+    # Only .mdcg/ here (a killed compaction's snapshot temp): scanning every
+    # layer folder would lengthen the exclusive hold; sync() removes the rest.
+    _remove_abandoned_temps(engine, layers=False)
     size = fsops.lstat(engine.root_str, snapshot.REL).st_size
     return MaintenanceReport(
         nodes=len(engine.state.entries),
@@ -159,34 +158,44 @@ def rebuild(
 # -- temp files ---------------------------------------------------------------------
 
 
-def temp_files(engine: Engine, scan: index.Scan | None = None) -> list[str]:
-    """Temp files under the layer folders and under ``.mdcg/``, relative to the root."""
-    found = list(scan.temps if scan is not None else index.scan_files(engine.root_str).temps)
+def temp_files(engine: Engine, scan: index.Scan | None = None, *, layers: bool = True) -> list[str]:
+    """Temp files under the layer folders (unless ``layers=False``) and under ``.mdcg/``."""
+    found: list[str] = []
+    if layers:
+        found += scan.temps if scan is not None else index.scan_files(engine.root_str).temps
     meta = fsops.ScanResult()
     fsops.scan(engine.root_str, paths.META_DIR, max_depth=META_DEPTH, result=meta)
     found += [rel for rel in meta.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1])]
     return sorted(found)
 
 
-def _remove_abandoned_temps(engine: Engine, scan: index.Scan | None = None) -> list[str]:
-    removed = []
+def _remove_abandoned_temps(
+    engine: Engine, scan: index.Scan | None = None, *, layers: bool = True
+) -> list[str]:
+    """Remove temp files whose writer is dead (or that are stale), unless a logged commit names them.
+
+    The writer is found dead *before* the log is read again: a writer killed
+    after logging its commit has its commit in the log by then, and the
+    commit's temp files are kept for recovery.
+    """
     now = time.time()
-    for rel in temp_files(engine, scan):
-        name = rel.rsplit("/", 1)[-1]
+    candidates = []
+    for rel in temp_files(engine, scan, layers=layers):
         try:
             st = fsops.lstat(engine.root_str, rel)
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
-        abandoned = fsops.temp_is_abandoned(name, st.st_mtime, now) and _not_open(engine, rel)
-        if abandoned and fsops.remove(engine.root_str, rel):
-            removed.append(rel)
-    return removed
-
-
-def _not_open(engine: Engine, rel: str) -> bool:
-    """A temp file named by an open commit is not garbage: recovery still needs it."""
-    name = rel.rsplit("/", 1)[-1]
-    return not any(name == tmp for c in engine.cursor.pending.values() for _, _, tmp in c.puts)
+        if fsops.temp_is_abandoned(rel.rsplit("/", 1)[-1], st.st_mtime, now):
+            candidates.append(rel)
+    if not candidates:
+        return []
+    engine.catch_up()
+    named = {tmp for c in engine.cursor.pending.values() for _, _, tmp in c.puts}
+    return [
+        rel
+        for rel in candidates
+        if rel.rsplit("/", 1)[-1] not in named and fsops.remove(engine.root_str, rel)
+    ]
 
 
 # -- sync ---------------------------------------------------------------------------

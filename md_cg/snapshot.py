@@ -57,6 +57,17 @@ class Snapshot:
     state: IndexState
     offsets: dict[str, int]
     identity: tuple[int, int, int]
+    #: 1 for the first snapshot of a folder, one more for each after it (None: unknown)
+    generation: int | None = None
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a snapshot's header says: its file identity, the log offsets it covers, its generation."""
+
+    identity: tuple[int, int, int]
+    offsets: dict[str, int]
+    generation: int | None
 
 
 def _row(e: Entry) -> list[Any]:
@@ -66,7 +77,7 @@ def _row(e: Entry) -> list[Any]:
     return row
 
 
-def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
+def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
     """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
     state.flush_text()
     entries_blob = orjson.dumps(
@@ -86,6 +97,7 @@ def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
             "created": time.time(),
             "columns": COLUMNS,
             "offsets": offsets,
+            "generation": generation,
             "entries_len": len(entries_blob),
             "text_len": len(text_blob),
             "crc32": zlib.crc32(entries_blob),
@@ -94,9 +106,16 @@ def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
     return MAGIC + header + b"\n" + entries_blob + text_blob
 
 
-def write(root: str, state: IndexState, offsets: dict[str, int]) -> None:
-    """Write the snapshot atomically (the caller holds the exclusive store lock)."""
-    fsops.atomic_write(root, REL, encode(state, offsets))
+def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
+    """Write the snapshot atomically (the caller holds the exclusive store lock).
+
+    Its generation is one more than that of the snapshot it replaces (1 when
+    there is none, or none of this version), read under the same lock.
+    """
+    before = read_header(root)
+    generation = before.generation + 1 if before is not None and before.generation is not None else 1
+    st = fsops.atomic_write(root, REL, encode(state, offsets, generation))
+    return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation)
 
 
 def identity(root: str) -> tuple[int, int, int] | None:
@@ -106,6 +125,34 @@ def identity(root: str) -> tuple[int, int, int] | None:
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+#: Bytes read to find the header of a snapshot written by another process.
+HEADER_READ = 1 << 20
+
+
+def read_header(root: str) -> Header | None:
+    """The header of the current snapshot (its first bytes only).
+
+    None when there is no snapshot of this version, or its header cannot be read.
+    """
+    try:
+        data, st = fsops.read_file(root, REL, head=HEADER_READ)
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError):
+        return None
+    nl = data.find(b"\n", len(MAGIC))
+    if not data.startswith(MAGIC) or nl < 0:
+        return None
+    try:
+        header = orjson.loads(data[len(MAGIC) : nl])
+        if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
+            return None
+        offsets = {str(k): int(v) for k, v in header["offsets"].items()}
+        generation = header.get("generation")
+    except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        return None
+    gen = generation if isinstance(generation, int) else None
+    return Header((st.st_ino, st.st_mtime_ns, st.st_size), offsets, gen)
 
 
 def load(root: str) -> Snapshot | None:
@@ -168,7 +215,9 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
         return problem
     if len(state.text) != len(state.entries):
         return "damaged (the text index does not match the entries)"
-    return Snapshot(state, {str(k): int(v) for k, v in header["offsets"].items()}, ident)
+    offsets = {str(k): int(v) for k, v in header["offsets"].items()}
+    generation = header.get("generation")
+    return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
 
 
 def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:

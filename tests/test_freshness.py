@@ -277,3 +277,59 @@ def test_code_with_a_new_entry_field_refuses_an_older_snapshot(
     monkeypatch.setattr(snapshot, "COLUMNS", (*snapshot.COLUMNS, "a_new_field"))
     snap, problem = snapshot.load_checked(str(root))
     assert (snap, problem) == (None, None)
+
+
+# -- following another process's compaction -------------------------------------------------------------
+
+
+def _count_loads(store: MdCG) -> list[int]:
+    calls: list[int] = []
+    eng = store._engine
+    real = eng.load
+
+    def load() -> None:
+        calls.append(1)
+        real()
+
+    eng.load = load  # type: ignore[method-assign]
+    return calls
+
+
+def _compact(s: MdCG) -> None:
+    s.compact_index()
+
+
+def test_a_reader_follows_the_next_snapshot_without_reloading(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _hub_store(root)
+    with MdCG(root) as s:
+        s.compact_index()
+    with MdCG(root, refresh_interval=None) as a:
+        loads = _count_loads(a)
+        first = a._engine.snap_gen
+        _in_child(root, _add_new("x"))
+        assert a.refresh() == ["x"]  # read the writer's shard
+        _in_child(root, _compact)  # removes that shard (its writer is gone)
+        _in_child(root, _add_new("y"))
+        assert a.refresh() == ["y"]
+        assert loads == [] and a._engine.snap_gen == first + 1
+        assert a.ids() == ["gone", "hub", "x", "y"]
+
+
+@pytest.mark.parametrize("compactions", [1, 2])
+def test_a_reader_reloads_when_a_compaction_removed_what_it_had_not_read(
+    tmp_path: Path, compactions: int
+) -> None:
+    root = tmp_path / "m"
+    _hub_store(root)
+    with MdCG(root) as s:
+        s.compact_index()
+    with MdCG(root, refresh_interval=None) as a:
+        loads = _count_loads(a)
+        _in_child(root, _add_new("x"))  # a short-lived writer: its shard is removable at once
+        for _ in range(compactions):
+            _in_child(root, _compact)
+        assert not (root / ".mdcg" / "log").exists() or list((root / ".mdcg" / "log").iterdir()) == []
+        assert a.refresh() == ["x"]
+        assert loads == [1]
+        assert "x" in a and a.get("x").body == "x okapi"
