@@ -299,12 +299,17 @@ def _compact(s: MdCG) -> None:
     s.compact_index()
 
 
-def test_a_reader_follows_the_next_snapshot_without_reloading(tmp_path: Path) -> None:
-    root = tmp_path / "m"
+def _compacted_hub(root: Path) -> MdCG:
+    """A store with a snapshot, and a reader on it that refreshes only when asked."""
     _hub_store(root)
     with MdCG(root) as s:
         s.compact_index()
-    with MdCG(root, refresh_interval=None) as a:
+    return MdCG(root, refresh_interval=None)
+
+
+def test_a_reader_follows_the_next_snapshot_without_reloading(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with _compacted_hub(root) as a:
         loads = _count_loads(a)
         first = a._engine.snap_gen
         _in_child(root, _add_new("x"))
@@ -321,10 +326,7 @@ def test_a_reader_reloads_when_a_compaction_removed_what_it_had_not_read(
     tmp_path: Path, compactions: int
 ) -> None:
     root = tmp_path / "m"
-    _hub_store(root)
-    with MdCG(root) as s:
-        s.compact_index()
-    with MdCG(root, refresh_interval=None) as a:
+    with _compacted_hub(root) as a:
         loads = _count_loads(a)
         _in_child(root, _add_new("x"))  # a short-lived writer: its shard is removable at once
         for _ in range(compactions):
