@@ -34,6 +34,7 @@ from . import ccg, fsops, layout, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .node import LAYERS, NEGATIVE_LAYERS, Node
+from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import loads, read_bytes_as_text
 from .text import analyze, query_terms
 from .textindex import TextIndex
@@ -41,8 +42,9 @@ from .textindex import TextIndex
 TITLE_MAX = 120
 #: The text index stores term frequencies as uint16.
 TF_MAX = 0xFFFF
-#: Largest node file read; a larger one is reported as malformed (never read).
-MAX_FILE_BYTES = 8 * 1024 * 1024
+#: Largest node file read (the format's limit); a larger one is reported as
+#: malformed without being read.
+MAX_FILE_BYTES = NODE_MAX_FILE_BYTES
 
 _LAYER_CODE = {name: i for i, name in enumerate(LAYERS)}
 _NEGATIVE_CODES = frozenset(_LAYER_CODE[name] for name in NEGATIVE_LAYERS)
