@@ -56,7 +56,8 @@ class AppendLog:
             except (FileNotFoundError, UnsafePathError):
                 continue
             for line in read.records:
-                ts, seq, rec = line.get("ts", 0), line.get("seq", 0), line.get("r")
+                ts, seq = line.get("ts", 0), line.get("seq", 0)
+                rec: Any = line.get("r")
                 if isinstance(rec, dict):
                     out.append(
                         (ts if isinstance(ts, int) else 0, name, seq if isinstance(seq, int) else 0, rec)
