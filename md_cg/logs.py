@@ -44,8 +44,8 @@ class AppendLog:
         """Every record, oldest first."""
         out: list[tuple[int, str, int, dict[str, Any]]] = []
         if self.legacy is not None:
-            for i, rec in enumerate(_legacy_records(self.root, self.legacy)):
-                out.append((-1, "", i, rec))
+            for i, old in enumerate(_legacy_records(self.root, self.legacy)):
+                out.append((-1, "", i, old))
         try:
             names = fsops.list_shards(self.root, self.rel)
         except UnsafePathError:
