@@ -198,6 +198,15 @@ def health_errors(store: MdCG, allowed: frozenset[str] = BENIGN) -> list[str]:
     ]
 
 
+DRIFT = ("content_drift", "text_drift")
+
+
+def drift(root: Path) -> list[str]:
+    """Drift findings of ``health(deep=True)`` (the index disagreeing with the files), read-only."""
+    with MdCG(root, auto_compact=None, read_only=True) as s:
+        return [f"{f.kind} {f.node_id}" for f in s.health(deep=True).findings if f.kind in DRIFT]
+
+
 def settle(root: Path) -> tuple[Disk, list[str]]:
     """Open, sync (finishing interrupted commits), deep health; the disk afterwards."""
     with MdCG(root, auto_compact=None) as s:
@@ -717,9 +726,13 @@ def scan_races(root: Path, rounds: int, movers: int = 2) -> Row:
     finally:
         for pid in pids:
             kill(pid)
-    disk = read_disk(root)
+    disk, problems = settle(root)
     row.lost = 150 - len(disk.ids & {f"m{i}" for i in range(150)})
     row.corrupt = len(disk.unreadable) + len(disk.doubled)
+    # moved files sit outside the folder their frontmatter implies: that is all health may say
+    problems = [p for p in problems if not p.startswith("misplaced_file")]
+    row.errors += len(problems)
+    row.notes += problems[:3]
     row.seconds = time.perf_counter() - started
     return row
 
@@ -981,6 +994,9 @@ def confinement(work: Path) -> Row:
             r = exercise(root)
             row.operations += len(r["outcomes"])
             row.outside += len(changed(before, listing(outside)))
+            late = drift(root)
+            row.errors += len(late)
+            row.notes += late[:3]
             seen = r["seen"]
             bad = [k for k, v in r["outcomes"].items() if v != "ok"]
             if "planted" in seen.get("search", []) or "NodeNotFoundError" not in r["outcomes"]["get planted"]:
@@ -1057,6 +1073,9 @@ def symlinks(work: Path) -> Row:
         r = exercise(root)
         row.operations += len(r["outcomes"])
         row.outside += len(changed(before, listing(outside)))
+        late = drift(root)
+        row.errors += len(late)
+        row.notes += late[:3]
         failed = [k for k in READS if r["outcomes"].get(k) != "ok"]
         failed += [
             k
@@ -1586,6 +1605,9 @@ def bad_input_row(work: Path, channels: tuple[str, ...] = ("file", "api", "cli",
         disk = read_disk(root)
         row.lost += sum(disk.body(i) is None for i in ("n1", "k1"))
         row.outside += len(changed(before, listing(outside)))
+        late = drift(root)
+        row.errors += len(late)
+        row.notes += late[:3]
     row.seconds = time.perf_counter() - started
     return row
 
