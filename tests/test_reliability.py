@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -387,3 +388,45 @@ def test_a_twin_already_on_disk_is_reported_by_health_and_sync(tmp_path: Path) -
             ("cafe\u0301", "contextual/cafe\u0301.md"),
         ]
     )
+
+
+def test_back_to_back_maintenance_leaves_writers_their_turn(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    maint = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    writer = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    with maint.exclusive(5.0):
+        time.sleep(0.3)
+    with writer.shared(0.05):  # the gate is open right after: a writer gets in at once
+        pass
+    started = time.monotonic()
+    with maint.exclusive(5.0):
+        waited = time.monotonic() - started
+    assert 0.28 <= waited < 2.0  # the next hold waited about as long as the last one lasted
+    started = time.monotonic()
+    with maint.exclusive(0.0):  # a caller that cannot wait (close() compacts with timeout 0) does not
+        assert time.monotonic() - started < 0.1
+    maint.close()
+    writer.close()
+
+
+def _log_a_commit_and_die(root: str) -> None:
+    s = MdCG(root, auto_compact=None)
+    stress.crash_at(s, "logged")
+    s.add(Node(id="late", layer="self", body="logged, not renamed"))
+
+
+def test_temp_removal_reads_the_log_after_finding_the_writer_dead(tmp_path: Path) -> None:
+    """A writer killed after logging its commit: its temp file is needed for recovery, even if
+    the remover's view of the log predates the commit."""
+    from md_cg import maintenance
+
+    root = tmp_path / "m"
+    MdCG(root).close()
+    with MdCG(root, refresh_interval=None, auto_compact=None) as s:
+        s.ids()  # the view of the log is taken now
+        assert stress.wait(stress.fork(_log_a_commit_and_die, str(root))) == -signal.SIGKILL
+        assert len(list((root / "self").glob(".late.md.*.tmp"))) == 1
+        assert maintenance._remove_abandoned_temps(s._engine) == []
+        assert s.sync().recovered == 1
+        assert s.get("late").body == "logged, not renamed"
