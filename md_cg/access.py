@@ -52,11 +52,13 @@ def read_folded(root: str) -> Folded:
     """The folded totals; empty when nothing was folded yet.
 
     A damaged ``counts.json`` raises ValueError naming it: the totals are
-    local state, and silently starting from zero would lose them.
+    local state, and silently starting from zero would lose them. A symlink
+    on the way is never followed: the folder counts as empty (``health()``
+    reports the symlink as an ``unsafe_path``).
     """
     try:
         data, _ = fsops.read_file(root, f"{ACCESS_REL}/{COUNTS}")
-    except (FileNotFoundError, NotADirectoryError):
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return Folded({}, {}, {})
     try:
         value = orjson.loads(data)

@@ -167,10 +167,11 @@ class Engine:
 
     def load(self) -> None:
         """(Re)load the index: the snapshot plus the log after it, else the files."""
-        snap = snapshot.load(self.root_str)
+        snap, self.snapshot_problem = snapshot.load_checked(self.root_str)
         if snap is not None:
             state, cursor = snap.state, Cursor(offsets=dict(snap.offsets))
             self.snap_ident: tuple[int, int, int] | None = snap.identity
+            self.snap_gen: int | None = snap.generation
             self.loaded_from = "snapshot"
         else:
             # Read the log before scanning the files: commits closed by then are
@@ -180,6 +181,7 @@ class Engine:
             cursor = Cursor()
             journal.replay(cursor, before)
             self.snap_ident = None
+            self.snap_gen = None
             self.loaded_from = "files"
         self.state: IndexState = state
         self.cursor: Cursor = cursor
@@ -210,19 +212,50 @@ class Engine:
     def refresh(self) -> list[str]:
         """Pick up other processes' changes; return the ids that changed.
 
-        If another process wrote a new snapshot meanwhile, the index is reloaded.
+        When another process has written a new snapshot meanwhile, this process
+        goes on following the log if that is exact (:meth:`_follow`), else it
+        reloads the index.
         """
         with self.lock:
             self.check_open()
             ident = snapshot.identity(self.root_str)
             if ident is not None and ident != self.snap_ident:
-                before = dict(self.state.entries)
-                self.load()
-                after = self.state.entries
-                return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-            changed = self.catch_up()
+                changed = self._follow(ident)
+                if changed is None:
+                    changed = self._reload()
+            else:
+                changed = self.catch_up()
             self._last_refresh = time.monotonic()
             return changed
+
+    def _reload(self) -> list[str]:
+        before = dict(self.state.entries)
+        self.load()
+        after = self.state.entries
+        return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+
+    def _follow(self, ident: tuple[int, int, int]) -> list[str] | None:
+        """Catch up over a snapshot written by another process, without reloading.
+
+        Exact when the snapshot is the very next one after ours (its generation
+        is one more) and every shard it covers was read by us as far as it
+        covers it -- before the compaction removed it, or now: the compaction
+        removed only shards it covers, so our index plus the log then equals
+        the snapshot plus the log. Returns the changed ids, or None when the
+        index must be reloaded instead.
+        """
+        head = snapshot.read_header(self.root_str)
+        if head is None or head.identity != ident or self.snap_gen is None:
+            return None
+        if head.generation != self.snap_gen + 1:
+            return None
+        before = dict(self.cursor.offsets)
+        changed = self.catch_up()
+        after = self.cursor.offsets
+        if any(max(before.get(n, 0), after.get(n, 0)) < end for n, end in head.offsets.items()):
+            return None  # a shard vanished before we had read what the snapshot covers of it
+        self.snap_ident, self.snap_gen = head.identity, head.generation
+        return changed
 
     def fresh(self) -> None:
         """The freshness rule of every read: refresh when ``refresh_interval`` has passed."""

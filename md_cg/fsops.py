@@ -125,10 +125,18 @@ def is_temp_name(name: str) -> bool:
 
 
 def temp_owner_pid(name: str) -> int | None:
-    """The pid embedded in a temp file name, if any."""
+    """The pid embedded in a temp file name, if any.
+
+    Two forms: ``.<name>.<pid>.<token>.tmp`` (:func:`temp_name`) and
+    ``.<pid>_<uuid>.creating.tmp`` (a shard being created by :class:`ShardWriter`).
+    """
     parts = name[: -len(TMP_SUFFIX)].split(".")
     if len(parts) >= 3 and parts[-2].isdigit():
         return int(parts[-2])
+    if len(parts) == 3 and parts[-1] == "creating":
+        pid = parts[1].split("_", 1)[0]
+        if pid.isdigit():
+            return int(pid)
     return None
 
 
@@ -230,8 +238,10 @@ class Dir:
             return False
         return True
 
-    def read(self, name: str, *, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
-        """Read a regular file of this folder (never through a symlink)."""
+    def read(
+        self, name: str, *, max_bytes: int | None = None, head: int | None = None
+    ) -> tuple[bytes, os.stat_result]:
+        """Read a regular file of this folder (never through a symlink); ``head``: only its first bytes."""
         try:
             fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
         except OSError as exc:
@@ -242,6 +252,8 @@ class Dir:
                 raise UnsafePathError(self._rel(name), "is not a regular file")
             if max_bytes is not None and st.st_size > max_bytes:
                 return b"", st
+            if head is not None:
+                return os.pread(fd, head, 0), st
             chunks = []
             while True:
                 chunk = os.read(fd, max(st.st_size, 1 << 16))
@@ -259,15 +271,18 @@ class Dir:
         return os.listdir(self.fd)
 
 
-def read_file(root: str, rel: str, *, max_bytes: int | None = None) -> tuple[bytes, os.stat_result]:
+def read_file(
+    root: str, rel: str, *, max_bytes: int | None = None, head: int | None = None
+) -> tuple[bytes, os.stat_result]:
     """Read ``root/rel`` without following symlinks; return its bytes and stat.
 
     With ``max_bytes``, a larger file is not read: the bytes come back empty
-    and the caller compares ``st_size`` with its limit.
+    and the caller compares ``st_size`` with its limit. With ``head``, at
+    most that many bytes from the start are read.
     """
     parent, name = _split(rel)
     with Dir(root, parent) as d:
-        return d.read(name, max_bytes=max_bytes)
+        return d.read(name, max_bytes=max_bytes, head=head)
 
 
 def lstat(root: str, rel: str) -> os.stat_result:
@@ -409,6 +424,8 @@ def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, 
 # -- locks ----------------------------------------------------------------------
 
 _LOCK_ERRORS = (portalocker.AlreadyLocked, portalocker.LockException)
+#: Longest pause (seconds) a handle leaves to writers between two exclusive holds.
+MAINTENANCE_YIELD_MAX = 1.0
 
 
 def _open_lock_file(root: str, rel: str, mode: str = "a") -> IO[Any]:
@@ -515,11 +532,20 @@ class MaintenanceLock:
     main lock, and writers pass the gate (shared, only for the instant of
     taking the main lock), so no new writer starts while maintenance waits
     for the running ones to finish.
+
+    The gate favours maintenance, so maintenance run back to back (a
+    compaction loop) would starve the writers in turn: after holding the
+    lock exclusively for *t* seconds, the next exclusive request of the same
+    handle first leaves the writers ``min(t, MAINTENANCE_YIELD_MAX)`` seconds
+    (bounded by its timeout), so they get at least half of the time.
     """
 
     def __init__(self, root: str, main_rel: str, gate_rel: str) -> None:
         self.main = FileLock(root, main_rel, what="maintenance")
         self.gate = FileLock(root, gate_rel, what="maintenance gate")
+        #: seconds the last exclusive acquisition waited for the lock (for measurements)
+        self.last_wait = 0.0
+        self._writers_until = 0.0  # monotonic time before which this handle leaves the lock to writers
 
     @contextlib.contextmanager
     def shared(self, timeout: float) -> Iterator[None]:
@@ -540,14 +566,24 @@ class MaintenanceLock:
 
     @contextlib.contextmanager
     def exclusive(self, timeout: float) -> Iterator[None]:
-        deadline = time.monotonic() + timeout
+        started = time.monotonic()
+        pause = min(self._writers_until - started, timeout)
+        if pause > 0 and not self.main.depth:
+            time.sleep(pause)
+            started += pause
+            timeout -= pause
+        deadline = started + timeout
         self.gate.acquire(shared=False, timeout=timeout)
         try:
             self.main.acquire(shared=False, timeout=max(0.0, deadline - time.monotonic()))
+            acquired = time.monotonic()
+            self.last_wait = acquired - started
             try:
                 yield
             finally:
                 self.main.release()
+                held = time.monotonic() - acquired
+                self._writers_until = time.monotonic() + min(held, MAINTENANCE_YIELD_MAX)
         finally:
             self.gate.release()
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,13 +34,17 @@ from . import ccg, fsops, layout, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .node import LAYERS, NEGATIVE_LAYERS, Node
+from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import loads, read_bytes_as_text
 from .text import analyze, query_terms
 from .textindex import TextIndex
 
 TITLE_MAX = 120
-#: Largest node file read; a larger one is reported as malformed (never read).
-MAX_FILE_BYTES = 8 * 1024 * 1024
+#: The text index stores term frequencies as uint16.
+TF_MAX = 0xFFFF
+#: Largest node file read (the format's limit); a larger one is reported as
+#: malformed without being read.
+MAX_FILE_BYTES = NODE_MAX_FILE_BYTES
 
 _LAYER_CODE = {name: i for i, name in enumerate(LAYERS)}
 _NEGATIVE_CODES = frozenset(_LAYER_CODE[name] for name in NEGATIVE_LAYERS)
@@ -80,6 +85,11 @@ class Entry:
     def condition_space(self) -> dict[str, Any] | None:
         """The node's ``condition_space`` (a fresh dict on every access)."""
         return None if self.space_json is None else orjson.loads(self.space_json)
+
+
+def text_terms(text: str) -> dict[str, int]:
+    """The term frequencies the text index holds for ``text`` (capped as it caps them)."""
+    return {t: min(c, TF_MAX) for t, c in Counter(analyze(text)).items()}
 
 
 def title_of(body: str) -> str:
@@ -278,11 +288,18 @@ class IndexState:
     negative_terms: dict[str, frozenset[str]] = field(default_factory=dict)
 
     def bucket_code(self, bucket: str | None) -> int:
+        """The text index's integer code of a bucket folder (-1 for none).
+
+        A bucket's code is dropped when its last node leaves (so a forgotten
+        node's domain does not linger in the snapshot); a new bucket gets the
+        next code after the highest in use, never a dropped bucket's code
+        still held by dead text-index slots.
+        """
         if bucket is None:
             return -1
         code = self.bucket_codes.get(bucket)
         if code is None:
-            code = self.bucket_codes[bucket] = len(self.bucket_codes)
+            code = self.bucket_codes[bucket] = max(self.bucket_codes.values(), default=-1) + 1
         return code
 
     def twin_of(self, node_id: str) -> str | None:
@@ -369,6 +386,7 @@ class IndexState:
             else:
                 self.buckets.pop(old.bucket, None)
                 self.bucket_domains.pop(old.bucket, None)
+                self.bucket_codes.pop(old.bucket, None)
         for target, etype in old.edges:
             sources = self.reverse.get(target)
             if sources is not None:

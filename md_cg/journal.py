@@ -114,7 +114,10 @@ class Journal:
     def __init__(self, root: str) -> None:
         self.root = root
         self.writer = fsops.ShardWriter(root, LOG_REL)
-        #: called between the steps of a commit (tests inject crashes here)
+        #: called between the steps of a commit with the step's name (tests
+        #: inject crashes here): ``temps`` (temp files written), ``logged``
+        #: (commit line appended), ``rename-<k>`` (k files renamed into place),
+        #: ``renamed`` (all of them), ``deleted`` (dels done, ``done`` not yet)
         self.fault: Callable[[str], None] | None = None
         #: this process's commits interrupted after being logged (to roll forward)
         self.failed: list[Commit] = []
@@ -219,8 +222,8 @@ class Journal:
             parent, name = _split(put.rel)
             dirs[parent].replace(tmp, name)
             applied(put, st)
-            if n == 0:
-                self._step("first-rename")
+            if self.fault is not None:
+                self.fault(f"rename-{n + 1}")
         self._step("renamed")
         for _, rel in dels:
             parent, name = _split(rel)
@@ -231,6 +234,7 @@ class Journal:
                 except (FileNotFoundError, NotADirectoryError):
                     continue
             d.unlink(name)
+        self._step("deleted")
 
     def recover(self, commits: Iterable[Commit], *, advance: Callable[[str, int], None]) -> list[Commit]:
         """Roll dead commits forward and close each with a ``recovered`` record.

@@ -44,8 +44,8 @@ class AppendLog:
         """Every record, oldest first."""
         out: list[tuple[int, str, int, dict[str, Any]]] = []
         if self.legacy is not None:
-            for i, rec in enumerate(_legacy_records(self.root, self.legacy)):
-                out.append((-1, "", i, rec))
+            for i, old in enumerate(_legacy_records(self.root, self.legacy)):
+                out.append((-1, "", i, old))
         try:
             names = fsops.list_shards(self.root, self.rel)
         except UnsafePathError:
@@ -56,7 +56,8 @@ class AppendLog:
             except (FileNotFoundError, UnsafePathError):
                 continue
             for line in read.records:
-                ts, seq, rec = line.get("ts", 0), line.get("seq", 0), line.get("r")
+                ts, seq = line.get("ts", 0), line.get("seq", 0)
+                rec: Any = line.get("r")
                 if isinstance(rec, dict):
                     out.append(
                         (ts if isinstance(ts, int) else 0, name, seq if isinstance(seq, int) else 0, rec)

@@ -7,7 +7,8 @@ it shared and, for interrupted commits, the stripe locks of their ids.
 
 * :func:`compact` -- finish interrupted commits, write a snapshot covering
   the log so far, remove the shards it covers whose writers are gone, and
-  remove abandoned temp files (the snapshot's own included).
+  remove abandoned temp files under ``.mdcg/`` (a killed compaction's
+  snapshot temp among them).
 * :func:`rebuild` -- the same, from the ``.md`` files alone.
 * :func:`sync` -- reconcile the index with files added, changed, deleted or
   moved outside the engine (stat-based: only new or changed files are
@@ -47,14 +48,26 @@ META_DEPTH = 3
 
 def compaction_due(engine: Engine, auto_compact: int | None) -> bool:
     """Whether closing this handle should compact (see ``MdCG(auto_compact=)``)."""
-    if auto_compact is None or engine.read_only:
+    if auto_compact is None or engine.read_only or not meta_usable(engine):
         return False
-    if snapshot.identity(engine.root_str) is None:
-        # No snapshot yet (a new store, or a fresh git clone: .mdcg/ is not
-        # committed): save the next process the rebuild from the files -- also
-        # when this one only read, as long as the folder is writable.
+    if snapshot.identity(engine.root_str) is None or engine.snap_ident is None:
+        # No usable snapshot (a new store, a fresh git clone: .mdcg/ is not
+        # committed, or one of another version or damaged): save the next
+        # process the rebuild from the files -- also when this one only read,
+        # as long as the folder is writable.
         return engine.wrote or (len(engine.state.entries) > 0 and os.access(engine.root, os.W_OK))
     return engine.wrote and engine.changes >= auto_compact
+
+
+def meta_usable(engine: Engine) -> bool:
+    """False when ``.mdcg/`` is a symlink or not a folder (nothing is written through it)."""
+    try:
+        fsops.Dir(engine.root_str, paths.META_DIR).close()
+    except (FileNotFoundError, NotADirectoryError):
+        return not fsops.exists(engine.root_str, paths.META_DIR)
+    except UnsafePathError:
+        return False
+    return True
 
 
 def compact(engine: Engine, *, timeout: float) -> MaintenanceReport:
@@ -63,11 +76,7 @@ def compact(engine: Engine, *, timeout: float) -> MaintenanceReport:
     started = time.perf_counter()
     with engine.lock, engine.maint.exclusive(timeout):
         shards_before = len(fsops.list_shards(engine.root_str, journal.LOG_REL))
-        ident = snapshot.identity(engine.root_str)
-        if ident is not None and ident != engine.snap_ident:
-            engine.load()
-        else:
-            engine.catch_up()
+        engine.refresh()
         _settle(engine)
         return _write_snapshot(engine, started, shards_before)
 
@@ -88,11 +97,13 @@ def _settle(engine: Engine) -> None:
 
 def _write_snapshot(engine: Engine, started: float, shards_before: int) -> MaintenanceReport:
     covered = dict(engine.cursor.offsets)
-    snapshot.write(engine.root_str, engine.state, covered)
-    engine.snap_ident = snapshot.identity(engine.root_str)
+    written = snapshot.write(engine.root_str, engine.state, covered)
+    engine.snap_ident, engine.snap_gen = written.identity, written.generation
     engine.changes = 0
     removed, kept = _remove_dead_shards(engine, covered)
-    _remove_abandoned_temps(engine)
+    # Only .mdcg/ here (a killed compaction's snapshot temp): scanning every
+    # layer folder would lengthen the exclusive hold; sync() removes the rest.
+    _remove_abandoned_temps(engine, layers=False)
     size = fsops.lstat(engine.root_str, snapshot.REL).st_size
     return MaintenanceReport(
         nodes=len(engine.state.entries),
@@ -147,34 +158,44 @@ def rebuild(
 # -- temp files ---------------------------------------------------------------------
 
 
-def temp_files(engine: Engine, scan: index.Scan | None = None) -> list[str]:
-    """Temp files under the layer folders and under ``.mdcg/``, relative to the root."""
-    found = list(scan.temps if scan is not None else index.scan_files(engine.root_str).temps)
+def temp_files(engine: Engine, scan: index.Scan | None = None, *, layers: bool = True) -> list[str]:
+    """Temp files under the layer folders (unless ``layers=False``) and under ``.mdcg/``."""
+    found: list[str] = []
+    if layers:
+        found += scan.temps if scan is not None else index.scan_files(engine.root_str).temps
     meta = fsops.ScanResult()
     fsops.scan(engine.root_str, paths.META_DIR, max_depth=META_DEPTH, result=meta)
     found += [rel for rel in meta.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1])]
     return sorted(found)
 
 
-def _remove_abandoned_temps(engine: Engine, scan: index.Scan | None = None) -> list[str]:
-    removed = []
+def _remove_abandoned_temps(
+    engine: Engine, scan: index.Scan | None = None, *, layers: bool = True
+) -> list[str]:
+    """Remove temp files whose writer is dead (or that are stale), unless a logged commit names them.
+
+    The writer is found dead *before* the log is read again: a writer killed
+    after logging its commit has its commit in the log by then, and the
+    commit's temp files are kept for recovery.
+    """
     now = time.time()
-    for rel in temp_files(engine, scan):
-        name = rel.rsplit("/", 1)[-1]
+    candidates = []
+    for rel in temp_files(engine, scan, layers=layers):
         try:
             st = fsops.lstat(engine.root_str, rel)
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
-        abandoned = fsops.temp_is_abandoned(name, st.st_mtime, now) and _not_open(engine, rel)
-        if abandoned and fsops.remove(engine.root_str, rel):
-            removed.append(rel)
-    return removed
-
-
-def _not_open(engine: Engine, rel: str) -> bool:
-    """A temp file named by an open commit is not garbage: recovery still needs it."""
-    name = rel.rsplit("/", 1)[-1]
-    return not any(name == tmp for c in engine.cursor.pending.values() for _, _, tmp in c.puts)
+        if fsops.temp_is_abandoned(rel.rsplit("/", 1)[-1], st.st_mtime, now):
+            candidates.append(rel)
+    if not candidates:
+        return []
+    engine.catch_up()
+    named = {tmp for c in engine.cursor.pending.values() for _, _, tmp in c.puts}
+    return [
+        rel
+        for rel in candidates
+        if rel.rsplit("/", 1)[-1] not in named and fsops.remove(engine.root_str, rel)
+    ]
 
 
 # -- sync ---------------------------------------------------------------------------
@@ -349,7 +370,10 @@ def health(engine: Engine, *, deep: bool = False, extra: tuple[Finding, ...] = (
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan.files)
-        findings += _log_findings(engine)
+        meta = _meta_findings(engine)
+        if not (meta and meta[0].path == paths.META_DIR):
+            findings += _log_findings(engine)
+        findings += meta
         findings += [
             Finding("temp_file", "leftover of an interrupted write; sync() removes it", rel)
             for rel in temp_files(engine, scan)
@@ -474,11 +498,45 @@ def _log_findings(engine: Engine) -> list[Finding]:
     return out
 
 
+def _meta_findings(engine: Engine) -> list[Finding]:
+    """Symlinks and special files in ``.mdcg/`` (never followed), and a refused snapshot."""
+    out: list[Finding] = []
+    found = fsops.ScanResult()
+    fsops.scan(engine.root_str, paths.META_DIR, max_depth=META_DEPTH, result=found)
+    if found.symlinks == [paths.META_DIR]:
+        return [
+            Finding(
+                "unsafe_path",
+                "the store's .mdcg/ folder is a symlink: never followed, so the index is built "
+                "from the files and every write is refused; replace it with a folder",
+                paths.META_DIR,
+            )
+        ]
+    already = {name if "/" in name else f"{journal.LOG_REL}/{name}" for name in engine.cursor.unsafe}
+    for rel in sorted(set(found.symlinks) - already):
+        out.append(Finding("unsafe_path", "a symlink in the store's .mdcg/ folder; never followed", rel))
+    for rel in sorted(found.other):
+        out.append(Finding("unsafe_path", "not a regular file or folder; ignored", rel))
+    if engine.snapshot_problem:
+        out.append(
+            Finding(
+                "log_damage",
+                f"the index snapshot is {engine.snapshot_problem}; the index was rebuilt from the "
+                "files, and compact_index() writes a new snapshot",
+                snapshot.REL,
+            )
+        )
+    return out
+
+
 def deep_findings(engine: Engine, files: dict[str, Any]) -> list[Finding]:
     """Compare every entry with its file's content, and the indexed text with the file's text."""
     state = engine.state
     state.flush_text()
+    indexed = state.text.doc_term_counts()
     out: list[Finding] = []
+    for extra in sorted(indexed.keys() - state.entries.keys()):
+        out.append(Finding("text_drift", "the text index holds a node the index does not", node_id=extra))
     for e in sorted(state.entries.values(), key=lambda x: x.id):
         if e.path not in files:
             continue
@@ -495,10 +553,27 @@ def deep_findings(engine: Engine, files: dict[str, Any]) -> list[Finding]:
                     "content_drift", f"index differs from the file in: {', '.join(fields_)}", e.path, e.id
                 )
             )
-        expected = index.text_terms(parsed.text or "")
-        if state.text.doc_terms(e.id) != expected:
-            out.append(Finding("text_drift", "the text index differs from the file's text", e.path, e.id))
+        problem = _text_problem(state, e, indexed.get(e.id), parsed.text or "")
+        if problem:
+            out.append(
+                Finding("text_drift", f"the text index differs from the file: {problem}", e.path, e.id)
+            )
     return out
+
+
+def _text_problem(state: IndexState, e: index.Entry, terms: dict[str, int] | None, text: str) -> str | None:
+    if terms is None:
+        return "not indexed"
+    expected = index.text_terms(text)
+    if terms != expected:
+        missing = sorted(expected.keys() - terms.keys())[:3]
+        extra = sorted(terms.keys() - expected.keys())[:3]
+        return f"terms (missing {missing}, extra {extra}, or other counts)"
+    prior = e.importance if e.importance is not None else 0.5
+    meta = (index.layer_code(e.layer), state.bucket_codes.get(e.bucket, -2) if e.bucket else -1, prior)
+    if state.text.doc_meta(e.id) != meta:
+        return f"layer/bucket/prior codes {state.text.doc_meta(e.id)} instead of {meta}"
+    return None
 
 
 _ENTRY_FIELDS = (*(f for f in snapshot.COLUMNS if f not in ("mtime_ns", "size")), "domain")

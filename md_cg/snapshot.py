@@ -57,6 +57,17 @@ class Snapshot:
     state: IndexState
     offsets: dict[str, int]
     identity: tuple[int, int, int]
+    #: 1 for the first snapshot of a folder, one more for each after it (None: unknown)
+    generation: int | None = None
+
+
+@dataclass(frozen=True)
+class Header:
+    """What a snapshot's header says: its file identity, the log offsets it covers, its generation."""
+
+    identity: tuple[int, int, int]
+    offsets: dict[str, int]
+    generation: int | None
 
 
 def _row(e: Entry) -> list[Any]:
@@ -66,7 +77,7 @@ def _row(e: Entry) -> list[Any]:
     return row
 
 
-def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
+def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
     """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
     state.flush_text()
     entries_blob = orjson.dumps(
@@ -86,6 +97,7 @@ def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
             "created": time.time(),
             "columns": COLUMNS,
             "offsets": offsets,
+            "generation": generation,
             "entries_len": len(entries_blob),
             "text_len": len(text_blob),
             "crc32": zlib.crc32(entries_blob),
@@ -94,9 +106,16 @@ def encode(state: IndexState, offsets: dict[str, int]) -> bytes:
     return MAGIC + header + b"\n" + entries_blob + text_blob
 
 
-def write(root: str, state: IndexState, offsets: dict[str, int]) -> None:
-    """Write the snapshot atomically (the caller holds the exclusive store lock)."""
-    fsops.atomic_write(root, REL, encode(state, offsets))
+def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
+    """Write the snapshot atomically (the caller holds the exclusive store lock).
+
+    Its generation is one more than that of the snapshot it replaces (1 when
+    there is none, or none of this version), read under the same lock.
+    """
+    before = read_header(root)
+    generation = before.generation + 1 if before is not None and before.generation is not None else 1
+    st = fsops.atomic_write(root, REL, encode(state, offsets, generation))
+    return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation)
 
 
 def identity(root: str) -> tuple[int, int, int] | None:
@@ -108,35 +127,80 @@ def identity(root: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
 
-def load(root: str) -> Snapshot | None:
-    """The snapshot, or ``None`` when it is missing, damaged, foreign or unsafe."""
+#: Bytes read to find the header of a snapshot written by another process.
+HEADER_READ = 1 << 20
+
+
+def read_header(root: str) -> Header | None:
+    """The header of the current snapshot (its first bytes only).
+
+    None when there is no snapshot of this version, or its header cannot be read.
+    """
     try:
-        data, st = fsops.read_file(root, REL)
+        data, st = fsops.read_file(root, REL, head=HEADER_READ)
     except (FileNotFoundError, NotADirectoryError, IsADirectoryError, UnsafePathError):
         return None
+    nl = data.find(b"\n", len(MAGIC))
+    if not data.startswith(MAGIC) or nl < 0:
+        return None
+    try:
+        header = orjson.loads(data[len(MAGIC) : nl])
+        if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
+            return None
+        offsets = {str(k): int(v) for k, v in header["offsets"].items()}
+        generation = header.get("generation")
+    except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
+        return None
+    gen = generation if isinstance(generation, int) else None
+    return Header((st.st_ino, st.st_mtime_ns, st.st_size), offsets, gen)
+
+
+def load(root: str) -> Snapshot | None:
+    """The snapshot, or ``None`` when it is missing, damaged, foreign or unsafe."""
+    return load_checked(root)[0]
+
+
+def load_checked(root: str) -> tuple[Snapshot | None, str | None]:
+    """The snapshot and, when one exists but cannot be used, why (else None).
+
+    A snapshot of another format version is refused without a problem: it
+    is replaced at the next compaction, as after any upgrade.
+    """
+    try:
+        data, st = fsops.read_file(root, REL)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, None
+    except (IsADirectoryError, UnsafePathError) as exc:
+        return None, f"not a regular file, refused ({exc})"
     try:
         with no_gc():
-            return decode(data, (st.st_ino, st.st_mtime_ns, st.st_size))
-    except (ValueError, KeyError, IndexError, TypeError, AttributeError, orjson.JSONDecodeError):
-        return None
+            snap = decode(data, (st.st_ino, st.st_mtime_ns, st.st_size))
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
+        return None, f"damaged ({type(exc).__name__}: {exc})"[:300]
+    if isinstance(snap, str):
+        return None, None if snap == _OTHER_VERSION else snap
+    return snap, None
 
 
-def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | None:
-    """Decode snapshot bytes; None when they are not a current, intact snapshot."""
+_OTHER_VERSION = "written by another format version"
+
+
+def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | str:
+    """Decode snapshot bytes; a string saying why when they are not a current, intact snapshot."""
     if not data.startswith(MAGIC):
-        return None
+        return "damaged (not a snapshot)"
     nl = data.index(b"\n", len(MAGIC))
     header = orjson.loads(data[len(MAGIC) : nl])
     if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
-        return None
+        return _OTHER_VERSION
     start = nl + 1
     view = memoryview(data)  # no copy of the (large) entries section
     entries_blob = view[start : start + header["entries_len"]]
     text_blob = data[start + header["entries_len"] :]
     if len(entries_blob) != header["entries_len"] or len(text_blob) != header["text_len"]:
-        return None
+        return "damaged (truncated)"
     if zlib.crc32(entries_blob) != header["crc32"]:
-        return None
+        return "damaged (checksum)"
     body = orjson.loads(entries_blob)
     state = IndexState(
         text=TextIndex.from_bytes(text_blob, analyzer=query_terms),
@@ -146,29 +210,35 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | N
         negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
     )
     domains = state.bucket_domains = dict(body["bucket_domains"])
-    if not _load_rows(state, body["entries"], domains):
-        return None
+    problem = _load_rows(state, body["entries"], domains)
+    if problem is not None:
+        return problem
     if len(state.text) != len(state.entries):
-        return None
-    return Snapshot(state, {str(k): int(v) for k, v in header["offsets"].items()}, ident)
+        return "damaged (the text index does not match the entries)"
+    offsets = {str(k): int(v) for k, v in header["offsets"].items()}
+    generation = header.get("generation")
+    return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
 
 
-def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> bool:
+def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:
+    """Fill ``state`` from the rows; why not, when a row is unusable (the snapshot is refused)."""
     entries, buckets, reverse, keys = state.entries, state.buckets, state.reverse, state.keys
     width = len(COLUMNS)
     for row in rows:
-        if len(row) != width:
-            return False
+        if not isinstance(row, list) or len(row) != width:
+            return "damaged (a row does not have the header's columns)"
         # Positional: COLUMNS is exactly Entry's fields before `domain` (checked
         # at import), and the header's columns were compared with COLUMNS.
         e = Entry(*row)
         node_id, bucket = e.id, e.bucket
+        if not isinstance(node_id, str) or paths.rel_problem(paths.node_rel(e.layer, bucket, node_id)):
+            return f"unsafe (a row with id {node_id!r}, layer {e.layer!r}, bucket {bucket!r})"[:300]
         if bucket is not None:
             e.domain = domains.get(bucket)
         if e.path is None:
             e.path = canonical_path(e)
         elif paths.rel_problem(e.path) is not None:
-            return False
+            return f"unsafe (a row with path {e.path!r}: {paths.rel_problem(e.path)})"[:300]
         entries[node_id] = e
         key = paths.id_key(node_id)
         holder = keys.setdefault(key, node_id)
@@ -178,4 +248,4 @@ def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]
             buckets[bucket] = buckets.get(bucket, 0) + 1
         for target, etype in e.edges:
             reverse.setdefault(target, set()).add((node_id, etype))
-    return True
+    return None

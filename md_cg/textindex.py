@@ -158,6 +158,38 @@ class TextIndex:
             self._vocab = self._vocab.subset(kept)
             self._sim.reset()
 
+    # ------------------------------------------------------------ checking
+
+    def doc_term_counts(self) -> dict[str, dict[str, int]]:
+        """Every live document's terms with their frequencies, in one pass over the postings.
+
+        For consistency checks (``health(deep=True)``): compare with
+        ``Counter(analyze(text))``, frequencies capped at 65,535. A document
+        without terms maps to ``{}``.
+        """
+        self._flush()
+        table = self._docs
+        out: dict[str, dict[str, int]] = {doc_id: {} for doc_id in table.slot}
+        terms = self._vocab.terms
+        for seg in self._postings.segments:
+            if not seg.nnz:
+                continue
+            term_of = np.repeat(seg.terms, np.diff(seg.ptr))
+            live = table.alive[seg.docs]
+            for slot, tid, tf in zip(
+                seg.docs[live].tolist(), term_of[live].tolist(), seg.tfs[live].tolist(), strict=True
+            ):
+                counts = out[table.ids[slot]]  # type: ignore[index]
+                term = terms[tid]
+                counts[term] = counts.get(term, 0) + tf
+        return out
+
+    def doc_meta(self, doc_id: str) -> tuple[int, int, float]:
+        """(layer code, bucket code, prior) of a document (KeyError if absent)."""
+        slot = self._docs.slot[doc_id]
+        table = self._docs
+        return int(table.layer[slot]), int(table.bucket[slot]), float(table.prior[slot])
+
     # -------------------------------------------------------------- scopes
 
     def scope(

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from md_cg import MdCG, Node
+from md_cg.errors import StoreClosedError
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -95,10 +96,24 @@ def knowledge(node_id: str, domain: str = "计算机科学", body: str | None = 
     return Node(id=node_id, layer="knowledge", tags=[f"domain:{domain}"], body=body, **kw)
 
 
+#: Findings of ``health(deep=True)`` that mean the index disagrees with the files.
+DRIFT = ("content_drift", "text_drift")
+
+
+def assert_no_drift(store: MdCG) -> None:
+    """The index matches the files, entry by entry and term by term (``health(deep=True)``)."""
+    try:
+        findings = store.health(deep=True).findings
+    except StoreClosedError:
+        return  # the test closed the store itself
+    assert [f for f in findings if f.kind in DRIFT] == []
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[MdCG]:
     with MdCG(tmp_path / "mem") as s:
         yield s
+        assert_no_drift(s)
 
 
 @pytest.fixture(params=[False, True], ids=["fast", "durable"])
@@ -106,6 +121,7 @@ def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MdCG]:
     """The same tests in both write modes (non-durable and durable)."""
     with MdCG(tmp_path / "mem", durable=request.param) as s:
         yield s
+        assert_no_drift(s)
 
 
 def python_env() -> dict[str, str]:

@@ -1,0 +1,432 @@
+"""No acknowledged write is lost: races, kills at every step, leftovers, forget, twins.
+
+The short versions of ``bench/stress.py`` (the same functions, smaller
+numbers). Everything concurrent or crash-related runs real processes: forked
+children killed with SIGKILL, at a chosen step of the commit protocol
+(``journal.fault``) or at a random moment.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from stresslib import stress
+
+from md_cg import MdCG, Node, fsops
+from md_cg.errors import DuplicateIdError, IdCollisionError
+
+# -- 1. the existence check and the write of one id are atomic across processes ------------------
+
+
+def test_two_handles_reproduction_from_the_issue(tmp_path: Path) -> None:
+    R = tmp_path / "m"
+    a, b = MdCG(R), MdCG(R)
+    a.add(Node(id="X", layer="self", body="x"))
+    with pytest.raises(DuplicateIdError, match=r"node id 'X' already exists at self/X\.md"):
+        b.add(Node(id="X", layer="contextual", body="x"))
+    a.add(Node(id="O", layer="structural", body="v1"))
+    b.refresh()
+    b.add(Node(id="O", layer="knowledge", body="v2"), overwrite=True)
+    v3 = a.add(Node(id="O", layer="structural", body="v3"), overwrite=True)  # returns normally
+    a.close()
+    b.close()
+    with MdCG(R) as fresh:
+        assert fresh.get("O").body == "v3"
+        assert fresh.get("O").updated_at == v3.updated_at
+        report = fresh.sync()
+        assert report.clean, report
+        assert fresh.entry("O").path == "structural/O.md"
+    assert sorted(p.relative_to(R).as_posix() for p in R.rglob("*.md")) == ["self/X.md", "structural/O.md"]
+
+
+def test_same_id_race_eight_processes(tmp_path: Path) -> None:
+    """8 processes add and overwrite the same 50 ids (moving them between layers)."""
+    r = stress.same_id_race(tmp_path / "m", procs=8, n_ids=50, rounds=3)
+    assert r.writes == 8 * 50 * 3
+    assert r.other_outcomes == []  # every write returned, or was a plain add that raised DuplicateIdError
+    assert set(r.files_per_id.values()) == {1}  # exactly one file per id
+    assert r.plain_adds_ok == {f"race-{i:03d}": 1 for i in range(50)}  # one plain add per id succeeded
+    assert r.repeated_stamps == []  # updated_at strictly increases over one id's writes
+    assert r.disk_body == r.last_ok_body  # the file holds the last write that returned
+    assert r.problems == []
+
+
+def test_writers_and_overwriters_with_a_compactor(tmp_path: Path) -> None:
+    row = stress.writers(tmp_path / "m", procs=8, ops=40, rounds=2)
+    assert (row.lost, row.extra, row.corrupt, row.errors, row.notes) == (0, 0, 0, 0, [])
+
+
+# -- 10. a batch killed at any step is all or nothing after recovery ----------------------------
+
+CASES = [
+    (step, mode)
+    for step in stress.batch_steps(200)
+    for mode in ("new", "overwrite", "move")
+    if step != "deleted" or mode == "move"
+]
+
+
+@pytest.mark.parametrize(("step", "mode"), CASES, ids=[f"{s}-{m}" for s, m in CASES])
+def test_killed_batch_is_all_or_nothing(tmp_path: Path, step: str, mode: str) -> None:
+    r = stress.batch_fault(tmp_path / "m", step, mode=mode, n=200)
+    assert r["exit"] == -signal.SIGKILL  # the child really died at that step
+    ids = sorted(r["bodies"])
+    old = {i: (None if mode == "new" else f"old {i}") for i in ids}
+    new = {i: f"new {i}" for i in ids}
+    # Killed before the commit line: nothing happened. After it: rolled forward whole.
+    assert r["bodies"] == (old if step == "temps" else new)
+    assert r["recovered"] == (0 if step == "temps" else 1)
+    assert (r["doubled"], r["unreadable"], r["temps"], r["problems"]) == ([], [], [], [])
+    # The kill really hit where it should: k of the 200 renames had landed before recovery.
+    landed = (
+        int(step.split("-")[1]) if step.startswith("rename-") else {"temps": 0, "logged": 0}.get(step, 200)
+    )
+    assert r["landed_before_sync"] == landed
+
+
+def _add_batch_then_crash(root: str) -> None:
+    s = MdCG(root, auto_compact=None)
+    stress.crash_at(s, "rename-50")
+    s.add_many([Node(id=f"b{i:03d}", layer="self", body=f"new {i}") for i in range(200)])
+
+
+def test_the_next_write_of_one_id_finishes_a_killed_batch(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    assert stress.wait(stress.fork(_add_batch_then_crash, str(root))) == -signal.SIGKILL
+    assert len(stress.read_disk(root).ids) == 50
+    with MdCG(root, auto_compact=None) as s:
+        s.update("b150", body="edited")  # its stripe meets the dead commit: rolled forward first
+        assert s.health().by_kind("open_commit") == []
+    disk = stress.read_disk(root)
+    assert disk.ids == {f"b{i:03d}" for i in range(200)}
+    assert disk.body("b150") == "edited" and disk.body("b007") == "new 7"
+
+
+def test_random_sigkills_on_every_write_path(tmp_path: Path) -> None:
+    rows = stress.kill_rounds(tmp_path, 10, batch=50, kinds=stress.KILL_KINDS)
+    assert set(rows) == set(stress.KILL_KINDS)
+    for kind, row in rows.items():
+        assert (row.lost, row.extra, row.corrupt, row.outside, row.errors, row.notes) == (
+            0,
+            0,
+            0,
+            0,
+            0,
+            [],
+        ), kind
+
+
+# -- 5. scan races -----------------------------------------------------------------------------------
+
+
+def test_health_sync_and_open_while_files_move(tmp_path: Path) -> None:
+    row = stress.scan_races(tmp_path / "m", rounds=40, movers=2)
+    assert (row.errors, row.notes, row.lost, row.corrupt) == (0, [], 0, 0)
+
+
+def test_scan_treats_a_vanishing_entry_as_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Deterministic: entries vanish between listing their folder and looking at them."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="a"))
+        s.add(Node(id="k", layer="knowledge", tags=["domain:d"], body="k"))
+    real_lstat, real_open = os.lstat, os.open
+
+    def lstat(path, *args, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        if dir_fd is not None and str(path).endswith(".md"):
+            raise FileNotFoundError(2, "vanished", str(path))
+        return real_lstat(path, *args, dir_fd=dir_fd, **kw)
+
+    def open_(path, flags, *args, dir_fd=None, **kw):  # type: ignore[no-untyped-def]
+        if dir_fd is not None and str(path).startswith("cond_"):
+            raise FileNotFoundError(2, "vanished", str(path))  # a bucket folder moved away
+        return real_open(path, flags, *args, dir_fd=dir_fd, **kw)
+
+    monkeypatch.setattr(os, "lstat", lstat)
+    monkeypatch.setattr(os, "open", open_)
+    for layer in ("self", "knowledge"):
+        found = fsops.scan(str(root), layer)
+        assert (found.files, found.symlinks, found.other, found.too_deep) == ({}, [], [], [])
+
+
+# -- 6. maintenance is not starved by writers -----------------------------------------------------
+
+
+def test_compaction_and_rebuild_get_the_lock_within_5s_under_8_writers(tmp_path: Path) -> None:
+    """Durable writers hold the store lock long enough that, without the gate, maintenance
+    gives up (bench/stress.py measures that); with it, it waits milliseconds."""
+    r = stress.maintenance_waits(tmp_path / "m", writers_=8, compactions=3, rebuilds=2, durable=True)
+    assert r["errors"] == []
+    assert len(r["waits"]["compact"]) == 3 and len(r["waits"]["rebuild"]) == 2
+    assert max(r["waits"]["compact"] + r["waits"]["rebuild"]) < 5.0
+    assert r["nodes"] > 300  # the writers did write meanwhile
+
+
+def test_a_waiting_maintenance_closes_the_gate_to_new_writers(tmp_path: Path) -> None:
+    """While maintenance waits for running writers, a new writer waits behind it."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="a"))
+    first = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    maint = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    with first.shared(1.0):  # a running writer
+        assert maint.gate.try_acquire()  # maintenance closes the gate, then waits for the writer
+        later = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+        with pytest.raises(Exception, match="maintenance gate"), later.shared(0.05):
+            pass
+        maint.gate.release()
+    for lock in (first, maint, later):
+        lock.close()
+
+
+# -- 9. forget ----------------------------------------------------------------------------------------
+
+
+def test_forget_leaves_no_byte_of_the_node_under_the_root(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    (root / ".mdcg" / "trash" / "old").mkdir(parents=True)
+    (root / ".mdcg" / "trash" / "old" / "secret.md").write_text(stress.secret_node().body)
+    found = stress.forget_scrub(root)
+    assert found == {}
+    needles = stress.secret_needles()
+    assert {"zorbifi", "quuxplorbl", "xylophon", "password"} <= set(needles)  # the index's own forms
+    with MdCG(root) as s:
+        assert [(t["id"], t["reason"]) for t in s.tombstones()] == [("secret", "the user asked")]
+        assert "secret" not in s and s.search("zorbified password")[0][0].id == "other"
+
+
+def test_the_grep_would_see_a_left_copy(tmp_path: Path) -> None:
+    """The check above can fail: before forget, the secret is in files, log and snapshot."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(stress.secret_node())
+        s.compact_index()
+        s.add(Node(id="after", layer="self", body="after the snapshot"))
+        s.update("secret", body=stress.secret_node().body + "zorbified again")
+        found = stress.grep_root(root, stress.secret_needles())
+    assert {"knowledge/cond_xylophonic_e74a5777/secret.md", ".mdcg/index.snapshot"} <= set(found)
+    assert any(k.startswith(".mdcg/log/") for k in found)
+
+
+FORGET_STEPS = ("before-tombstone", "after-tombstone", "logged", "deleted", "scrub")
+
+
+def _forget_and_crash(root: str, step: str) -> None:
+    from md_cg import logs, maintenance
+
+    s = MdCG(root, auto_compact=None)
+    die = lambda *a, **k: os.kill(os.getpid(), signal.SIGKILL)  # noqa: E731
+    if step == "before-tombstone":
+        logs.AppendLog.append = die  # type: ignore[method-assign]
+    elif step == "after-tombstone":
+        stress.crash_at(s, "temps")  # the first step of the removal
+    elif step == "scrub":
+        maintenance.compact = die  # type: ignore[assignment]
+    else:
+        stress.crash_at(s, step)
+    s.forget("secret", "asked")
+
+
+@pytest.mark.parametrize("step", FORGET_STEPS)
+def test_a_killed_forget_leaves_the_node_or_its_tombstone(tmp_path: Path, step: str) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(stress.secret_node())
+    assert stress.wait(stress.fork(_forget_and_crash, str(root), step)) == -signal.SIGKILL
+    with MdCG(root, auto_compact=None) as s:
+        s.sync()
+        present = "secret" in s
+        tombstoned = [t["id"] for t in s.tombstones()] == ["secret"]
+    assert present or tombstoned
+    expected = {
+        "before-tombstone": (True, False),
+        "after-tombstone": (True, True),
+        "logged": (False, True),  # the removal was logged: sync rolled it forward
+        "deleted": (False, True),
+        "scrub": (False, True),
+    }
+    assert (present, tombstoned) == expected[step]
+
+
+# -- 11. leftovers, synonyms, duplicates ------------------------------------------------------------
+
+
+def _compact_and_crash(root: str) -> None:
+    s = MdCG(root, auto_compact=None)
+    real = fsops.Dir.replace
+
+    def replace(self: fsops.Dir, src: str, dst: str) -> None:
+        if dst == "index.snapshot":
+            os.kill(os.getpid(), signal.SIGKILL)  # the temp snapshot is written, not renamed
+        real(self, src, dst)
+
+    fsops.Dir.replace = replace  # type: ignore[method-assign]
+    s.compact_index()
+
+
+def _add_and_crash(root: str) -> None:
+    s = MdCG(root, auto_compact=None)
+    stress.crash_at(s, "temps")
+    s.add(Node(id="half", layer="self", body="never logged"))
+
+
+def test_temp_leftovers_of_killed_processes_are_reported_and_removed(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="a"))
+        s.search("a")
+    for child in (_compact_and_crash, _add_and_crash):
+        assert stress.wait(stress.fork(child, str(root))) == -signal.SIGKILL
+    (root / ".mdcg" / "access" / f".{4194303}_dead.creating.tmp").write_bytes(b"")
+    with MdCG(root, auto_compact=None) as s:
+        temps = sorted(f.path for f in s.health().findings if f.kind == "temp_file")
+        assert len(temps) == 3, temps
+        assert temps[0] == ".mdcg/.index.snapshot." + temps[0].split("snapshot.", 1)[1]
+        assert re.fullmatch(r"\.mdcg/\.index\.snapshot\.\d+\.[0-9a-f]+\.tmp", temps[0])
+        assert temps[1] == ".mdcg/access/.4194303_dead.creating.tmp"
+        assert re.fullmatch(r"self/\.half\.md\.\d+\.[0-9a-f]+\.tmp", temps[2])
+        assert sorted(s.sync().temp_removed) == temps
+        assert s.health().ok
+        assert "half" not in s
+    assert list(root.rglob(".*.tmp")) == []
+
+
+def test_compaction_removes_temp_leftovers_too(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="a"))
+    assert stress.wait(stress.fork(_compact_and_crash, str(root))) == -signal.SIGKILL
+    assert len(list((root / ".mdcg").glob(".index.snapshot.*.tmp"))) == 1
+    with MdCG(root, auto_compact=None) as s:
+        s.compact_index()
+        assert s.health().ok
+    assert list((root / ".mdcg").glob(".index.snapshot.*.tmp")) == []
+
+
+def test_a_live_writers_temp_file_is_kept(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    mine = root / "self" / fsops.temp_name("x.md")
+    mine.write_bytes(b"being written")
+    with MdCG(root, auto_compact=None) as s:
+        assert s.sync().temp_removed == ()
+        assert [f.path for f in s.health().findings] == [mine.relative_to(root).as_posix()]
+    assert mine.exists()
+
+
+def test_conflicted_synonyms_file_keeps_search_working(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="n1", layer="self", body="the deadline is friday"))
+    (root / ".mdcg" / "synonyms.json").write_text(
+        '<<<<<<< HEAD\n{"groups": [["deadline", "due date"]]}\n=======\n{"groups": []}\n>>>>>>> theirs\n'
+    )
+    with MdCG(root) as s:
+        assert [r.id for r in s.search("deadline")[0]] == ["n1"]
+        findings = s.health().by_kind("synonyms_file")
+    assert len(findings) == 1
+    assert "synonyms.json" in findings[0].detail and "the shipped table is used" in findings[0].detail
+
+
+def test_the_same_new_id_in_two_layers_is_reported_never_trashed(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    for layer in ("self", "contextual"):
+        (root / layer / "dup.md").write_text(f"---\nid: dup\nlayer: {layer}\n---\nin {layer}\n")
+    with MdCG(root) as s:
+        report = s.sync()
+        assert len(report.duplicates) == 1 and report.duplicates[0][0] == "dup"
+        assert report.problems
+        assert [f.node_id for f in s.health().by_kind("duplicate_id")] == ["dup"]
+        s.compact_index()
+        s.rebuild_index()
+    assert (root / "self" / "dup.md").exists() and (root / "contextual" / "dup.md").exists()
+    assert not (root / ".mdcg" / "trash").exists()
+
+
+# -- 14. ids that collide on case-insensitive, normalising file systems -------------------------------
+
+
+@pytest.mark.parametrize(
+    ("first", "second"), [("Foo", "foo"), ("caf\u00e9", "cafe\u0301")], ids=["case", "nfd"]
+)
+def test_a_twin_id_is_refused(tmp_path: Path, first: str, second: str) -> None:
+    with MdCG(tmp_path / "m") as s:
+        s.add(Node(id=first, layer="self", body="first"))
+        for call in (
+            lambda: s.add(Node(id=second, layer="contextual", body="second")),
+            lambda: s.add(Node(id=second, layer="self", body="second"), overwrite=True),
+            lambda: s.add_many([Node(id=second, layer="self", body="second")]),
+        ):
+            with pytest.raises(IdCollisionError, match=f"collides with the existing id '{first}'"):
+                call()
+        assert s.ids() == [first]
+
+
+def test_a_twin_already_on_disk_is_reported_by_health_and_sync(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="Foo", layer="self", body="upper"))
+        s.add(Node(id="caf\u00e9", layer="self", body="nfc"))
+    (root / "contextual" / "foo.md").write_text("---\nid: foo\nlayer: contextual\n---\nlower\n")
+    (root / "contextual" / "cafe\u0301.md").write_text("---\nid: cafe\u0301\nlayer: contextual\n---\nnfd\n")
+    with MdCG(root) as s:
+        report = s.sync()
+        assert sorted(report.twins) == sorted([("Foo", "foo"), ("cafe\u0301", "caf\u00e9")])
+        twins = sorted((f.node_id, f.path) for f in s.health().by_kind("twin_id"))
+    assert twins == sorted(
+        [
+            ("Foo", "self/Foo.md"),
+            ("foo", "contextual/foo.md"),
+            ("caf\u00e9", "self/caf\u00e9.md"),
+            ("cafe\u0301", "contextual/cafe\u0301.md"),
+        ]
+    )
+
+
+def test_back_to_back_maintenance_leaves_writers_their_turn(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    maint = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    writer = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    with maint.exclusive(5.0):
+        time.sleep(0.3)
+    with writer.shared(0.05):  # the gate is open right after: a writer gets in at once
+        pass
+    started = time.monotonic()
+    with maint.exclusive(5.0):
+        waited = time.monotonic() - started
+    assert 0.28 <= waited < 2.0  # the next hold waited about as long as the last one lasted
+    started = time.monotonic()
+    with maint.exclusive(0.0):  # a caller that cannot wait (close() compacts with timeout 0) does not
+        assert time.monotonic() - started < 0.1
+    maint.close()
+    writer.close()
+
+
+def _log_a_commit_and_die(root: str) -> None:
+    s = MdCG(root, auto_compact=None)
+    stress.crash_at(s, "logged")
+    s.add(Node(id="late", layer="self", body="logged, not renamed"))
+
+
+def test_temp_removal_reads_the_log_after_finding_the_writer_dead(tmp_path: Path) -> None:
+    """A writer killed after logging its commit: its temp file is needed for recovery, even if
+    the remover's view of the log predates the commit."""
+    from md_cg import maintenance
+
+    root = tmp_path / "m"
+    MdCG(root).close()
+    with MdCG(root, refresh_interval=None, auto_compact=None) as s:
+        s.ids()  # the view of the log is taken now
+        assert stress.wait(stress.fork(_log_a_commit_and_die, str(root))) == -signal.SIGKILL
+        assert len(list((root / "self").glob(".late.md.*.tmp"))) == 1
+        assert maintenance._remove_abandoned_temps(s._engine) == []
+        assert s.sync().recovered == 1
+        assert s.get("late").body == "logged, not renamed"
