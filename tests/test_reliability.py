@@ -283,6 +283,7 @@ def test_temp_leftovers_of_killed_processes_are_reported_and_removed(tmp_path: P
         s.search("a")
     for child in (_compact_and_crash, _add_and_crash):
         assert stress.wait(stress.fork(child, str(root))) == -signal.SIGKILL
+    (root / ".mdcg" / "access").mkdir(exist_ok=True)
     (root / ".mdcg" / "access" / f".{4194303}_dead.creating.tmp").write_bytes(b"")
     with MdCG(root, auto_compact=None) as s:
         temps = sorted(f.path for f in s.health().findings if f.kind == "temp_file")
