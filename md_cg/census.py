@@ -30,6 +30,11 @@ share ``Σ vᵢ² / n²`` and the verdict of :func:`md_cg.routing.bucket_health`
 For each ``condition_space`` field: how many records carry it, its distinct
 values and the share of the most common one.
 
+The sources: :func:`census_of` reads a store folder (read-only, through the
+engine: :func:`records_from_folder`) or a sqlite database in the reference
+schema (:func:`records_from_sqlite`); files or rows it cannot read go to an
+error sink. ``mdcg census`` and ``python -m census`` are thin over it.
+
 E is reported because it measured better than D on the sample (lower
 expected scan, no singletons); it pays off only for searches whose context
 carries a time window, and a record's E bucket depends on the other records,
@@ -39,13 +44,20 @@ so the engine keeps D. ``docs/census.md`` has the figures.
 from __future__ import annotations
 
 import json
+import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
+from .errors import MdcgError
+from .index import Entry
 from .layout import ORPHAN, route_key_of
+from .node import LAYERS, Node
 from .routing import BucketHealth, bucket_health
+from .sqlite_source import iter_rows, open_readonly
+from .store import MdCG
 
 #: The four ``condition_space`` fields of the seed, in report order.
 CONDITION_FIELDS: tuple[str, ...] = (
@@ -329,3 +341,57 @@ def render_markdown(report: CensusReport) -> str:
             f"| {f.field} | {f.present:,} | {f.distinct:,} | {_cell(f.top_value)} | {_pct(f.top_share)} |"
         )
     return "\n".join(lines) + "\n"
+
+
+# -- sources: a store folder or a sqlite database --------------------------------------------
+
+#: Called with (where, reason) for each file or row that cannot be read.
+ErrorSink = Callable[[str, str], None]
+
+
+def stderr_sink(where: str, reason: str) -> None:
+    """The default :data:`ErrorSink`: one ``skipped WHERE: REASON`` line on stderr."""
+    print(f"skipped {where}: {reason}", file=sys.stderr)
+
+
+def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> list[Entry]:
+    """Index entries of every node of the store at ``root``, sorted by id.
+
+    The store is opened read-only through the engine (nothing is written, not
+    even on a store that was never initialised); each entry carries the
+    ``tags``, ``condition_space`` and ``layer`` the census keys on. Files the
+    engine cannot read (``unreadable_file`` findings of
+    :meth:`~md_cg.store.MdCG.health`) are reported to ``on_error`` by path and
+    left out. Hidden files and folders, ``.mdcg/`` included, are not nodes.
+    """
+    base = Path(root)
+    with MdCG(base, read_only=True, create=False) as store:
+        entries = store.entries()
+        for finding in store.health().by_kind("unreadable_file"):
+            on_error(str(base / (finding.path or "")), finding.detail)
+    return entries
+
+
+def records_from_sqlite(path: str | Path, on_error: ErrorSink = stderr_sink) -> Iterator[Node]:
+    """Nodes of the good rows of a sqlite database; bad rows go to ``on_error``."""
+    conn = open_readonly(path)
+    try:
+        for row in iter_rows(conn):
+            if row.node is not None:
+                yield row.node
+            else:
+                on_error(f"{path}: {row.table} rowid {row.rowid}", row.error or "")
+    finally:
+        conn.close()
+
+
+def census_of(
+    src: str | Path, *, layer: str | None = DEFAULT_LAYER, on_error: ErrorSink = stderr_sink
+) -> CensusReport:
+    """Census of a store folder or sqlite file (raises :class:`~md_cg.errors.MdcgError` if unreadable)."""
+    path = Path(src)
+    if path.is_dir():
+        if not any((path / layer_name).is_dir() for layer_name in LAYERS):
+            raise MdcgError(f"{path}: not an md-cg store (no layer folders such as knowledge/)")
+        return census(records_from_folder(path, on_error), layer=layer)
+    return census(records_from_sqlite(path, on_error), layer=layer)

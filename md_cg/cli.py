@@ -1,13 +1,17 @@
 """The ``mdcg`` command line: a thin shell over :class:`md_cg.MdCG` (DESIGN §13).
 
-Every command is one call into the library plus presentation: a rich table or
-summary on stdout, or ``--json`` (stable keys, the library's ``to_dict`` forms)
-for scripts. Progress bars and spinners go to stderr and are shown only on a
-terminal (``--quiet`` turns them off).
+Every command is one call into the library plus presentation (tables and
+lines from :mod:`md_cg.render`) on stdout, or ``--json`` (stable keys, the
+library's ``to_dict`` forms) for scripts. Progress bars and spinners go to
+stderr and are shown only on a terminal (``--quiet`` turns them off). Search
+results without evidence of being about the query (the ladder's filler) are
+left out unless ``--fill`` is given. This module imports only md_cg's public
+API: the names ``md_cg`` exports and its documented public modules.
 
-Errors: a library error (:class:`~md_cg.errors.MdcgError`), a bad ``--context``
-or a missing file is one line ``error: ...`` on stderr and exit status 2. An
-exception of any other kind is a bug and keeps its traceback.
+Errors: a library error (:class:`md_cg.MdcgError`), a bad option value or a
+missing file is one line ``error: ...`` on stderr and exit status 2; its
+hints name ``mdcg`` commands. An exception of any other kind is a bug and
+keeps its traceback.
 
 Exit status: 0 success; 1 a check failed (``health`` found problems,
 ``migrate`` found mismatches or, with ``--strict``, bad rows); 2 an error
@@ -33,8 +37,28 @@ from rich.console import Console
 from rich.table import Table
 from typer.core import TyperGroup
 
-from .errors import MdcgError
-from .store import MdCG
+from md_cg import (
+    DuplicateIdError,
+    IdCollisionError,
+    InvalidArgumentError,
+    MdCG,
+    MdcgError,
+    NodeHasIncomingEdgesError,
+    ProtectedNodeError,
+)
+from md_cg.render import (
+    clip,
+    entries_table,
+    first_line,
+    health_table,
+    iso,
+    meta_summary,
+    node_dict,
+    node_text,
+    parse_when,
+    results_table,
+    sync_lines,
+)
 
 #: Environment variable naming the default store folder.
 ROOT_ENV = "MDCG_ROOT"
@@ -54,6 +78,11 @@ COMMANDS: tuple[str, ...] = (
     "init",
     "add",
     "get",
+    "show",
+    "list",
+    "update",
+    "delete",
+    "forget",
     "search",
     "neighbours",
     "verify",
@@ -70,8 +99,22 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
-class CliError(MdcgError):
-    """A user error found by the command line itself (bad ``--context``, missing input)."""
+def message(exc: MdcgError) -> str:
+    """The one-line message of a library error, with hints that name ``mdcg`` commands."""
+    if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
+        return (
+            f"node id {exc.node_id!r} already exists at {exc.path}; change it with "
+            f"`mdcg update {exc.node_id} ...`, or replace it with `mdcg add --overwrite`"
+        )
+    if isinstance(exc, NodeHasIncomingEdgesError):
+        listed = ", ".join(f"{src} ({etype})" for src, etype in exc.incoming)
+        return (
+            f"node {exc.node_id!r} has incoming edges from {listed}; `mdcg delete --force` "
+            "leaves them dangling (or remove the edges first)"
+        )
+    if isinstance(exc, ProtectedNodeError):
+        return f"node {exc.node_id!r} is in anchor/ and protected; pass --force to forget it anyway"
+    return " ".join(str(exc).split())
 
 
 class _Group(TyperGroup):
@@ -84,7 +127,7 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except MdcgError as exc:
-            _error_line(str(exc))
+            _error_line(message(exc))
         except FileNotFoundError as exc:
             _error_line(f"{exc.filename}: no such file or folder" if exc.filename else str(exc))
         except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
@@ -105,6 +148,8 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_show_locals=False,
+    # Plain help: flags show as flags (rich help renders `--json <bool>`).
+    rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
@@ -169,7 +214,7 @@ def _open(
 ) -> Iterator[MdCG]:
     path = resolve_root(ctx, root)
     if not create and not path.is_dir():
-        raise CliError(
+        raise InvalidArgumentError(
             f"{path}: no such store folder (create one with `mdcg init --root {path}`, "
             f"or point --root / ${ROOT_ENV} at an existing store)"
         )
@@ -213,12 +258,14 @@ def parse_context(text: str | None) -> Any:
         try:
             value = json.loads(stripped)
         except json.JSONDecodeError as exc:
-            raise CliError(f"--context is not valid JSON ({exc.msg} at column {exc.colno})") from None
+            raise InvalidArgumentError(
+                f"--context is not valid JSON ({exc.msg} at column {exc.colno})"
+            ) from None
         if isinstance(value, (dict, str)):
             return value
-        raise CliError("--context must be a JSON object or a plain domain string")
+        raise InvalidArgumentError("--context must be a JSON object or a plain domain string")
     if not stripped:
-        raise CliError("--context is empty (give a domain or a JSON object)")
+        raise InvalidArgumentError("--context is empty (give a domain or a JSON object)")
     return stripped
 
 
@@ -258,26 +305,26 @@ def _status(ctx: typer.Context, quiet: bool, label: str) -> Iterator[Callable[[s
         yield lambda message: status.update(f"{label}: {message}")
 
 
-def _first_line(text: str, width: int = 70) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            line = line.strip()
-            return line if len(line) <= width else line[: width - 1] + "…"
-    return ""
-
-
 # -- commands -------------------------------------------------------------------------
 
 
 @app.command()
 def init(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
-    """Create a store folder (layer folders, .mdcg/, .gitignore). Idempotent."""
+    """Create a store folder (layer folders, .mdcg/, .gitignore, .gitattributes). Idempotent.
+
+    .gitattributes sends node files to md-cg's git merge driver; the lines
+    printed say how to enable it in a clone (docs/git.md).
+    """
+    from md_cg.merge import install
+
     with _open(ctx, root, create=True) as store:
         store.init_folder()
+        how = install(store.root)
         if json_out:
-            _print_json({"root": str(store.root), "nodes": len(store)})
+            _print_json({"root": str(store.root), "nodes": len(store), "merge_driver": how})
         else:
             typer.echo(f"store ready at {store.root} ({len(store)} nodes)")
+            typer.echo(how, nl=False)
 
 
 def _parse_edge(spec: str) -> dict[str, Any]:
@@ -285,7 +332,7 @@ def _parse_edge(spec: str) -> dict[str, Any]:
     if not sep:
         return {"target": spec}
     if not target:
-        raise CliError(f"--edge {spec!r}: expected TARGET:TYPE")
+        raise InvalidArgumentError(f"--edge {spec!r}: expected TARGET:TYPE")
     return {"target": target, "type": etype}
 
 
@@ -293,12 +340,14 @@ def _read_body(body: str | None) -> str:
     if body is not None and body != "-":
         return body
     if body is None and sys.stdin.isatty():
-        raise CliError("no body: give --body TEXT, or pipe it on stdin with --body -")
+        raise InvalidArgumentError("no body: give --body TEXT, or pipe it on stdin with --body -")
     raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise CliError(f"the body on stdin is not valid UTF-8 (byte {exc.start}); pass UTF-8 text") from None
+        raise InvalidArgumentError(
+            f"the body on stdin is not valid UTF-8 (byte {exc.start}); pass UTF-8 text"
+        ) from None
     # Like shell command substitution: the final newline of piped text is not part of it.
     return text[:-1] if text.endswith("\n") else text
 
@@ -358,30 +407,178 @@ def add(
             typer.echo(f"{node.id}\t{path}")
 
 
+IdArg = Annotated[str, typer.Argument(metavar="ID", help="Node id.")]
+
+
 @app.command()
-def get(
-    ctx: typer.Context,
-    node_id: Annotated[str, typer.Argument(metavar="ID", help="Node id.")],
-    root: RootOpt = None,
-    json_out: JsonOpt = False,
-) -> None:
-    """Print a node's file (frontmatter and body), or its fields with --json."""
+def get(ctx: typer.Context, node_id: IdArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Print a memory: its fields, one per line, then its body (--json: the fields as JSON)."""
     with _open(ctx, root, read_only=True) as store:
         node = store.get(node_id)
         path = store.path_of(node_id)
         if json_out:
-            _print_json(
-                {
-                    "id": node.id,
-                    "layer": node.layer,
-                    "path": str(path),
-                    "frontmatter": node.to_dict(),
-                    "body": node.body,
-                }
-            )
+            _print_json(node_dict(node, str(path)))
         else:
-            sys.stdout.write(path.read_text(encoding="utf-8"))
+            sys.stdout.write(node_text(node, str(path.relative_to(store.root))))
+
+
+@app.command()
+def show(ctx: typer.Context, node_id: IdArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Print a memory's file exactly as stored (frontmatter and body)."""
+    with _open(ctx, root, read_only=True) as store:
+        text = store.read_text(node_id)
+        if json_out:
+            _print_json({"id": node_id, "path": str(store.path_of(node_id)), "text": text})
+        else:
+            sys.stdout.write(text)
             sys.stdout.flush()
+
+
+def _when(value: str | None, option: str) -> float | None:
+    return None if value is None else parse_when(value, name=option)
+
+
+@app.command(name="list")
+def list_(
+    ctx: typer.Context,
+    layer: Annotated[str | None, typer.Option("--layer", "-l", help="Only this layer.")] = None,
+    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only memories with this tag.")] = None,
+    since: Annotated[
+        str | None, typer.Option(help="Changed since: an ISO date/time, or a duration back (7d, 12h, 30m).")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option(help="Changed until: an ISO date/time, or a duration back (7d, 12h, 30m).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Memories shown.", min=1)] = 50,
+    offset: Annotated[int, typer.Option(help="Memories skipped first.", min=0)] = 0,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """List memories, newest first (last change), by layer, tag and time."""
+    start, end = _when(since, "--since"), _when(until, "--until")
+    with _open(ctx, root, read_only=True) as store:
+        found = store.list(layer, tag=tag, since=start, until=end)
+    page = found[offset : offset + limit]
+    if json_out:
+        items = [
+            {
+                "id": e.id,
+                "layer": e.layer,
+                "title": e.title,
+                "tags": list(e.tags),
+                "created": iso(e.created_at),
+                "updated": iso(e.updated_at),
+                "path": e.path,
+            }
+            for e in page
+        ]
+        _print_json({"total": len(found), "offset": offset, "items": items})
+        return
+    if not page:
+        typer.echo(f"no memories ({len(found)} match)" if found else "no memories match")
+        return
+    _stdout().print(entries_table(page))
+    more = f"; --offset {offset + len(page)} for more" if offset + len(page) < len(found) else ""
+    typer.echo(f"{offset + 1}-{offset + len(page)} of {len(found)}{more}")
+
+
+@app.command()
+def update(
+    ctx: typer.Context,
+    node_id: IdArg,
+    body: Annotated[
+        str | None, typer.Option("--body", "-b", help="New Markdown body; '-' reads stdin.")
+    ] = None,
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", "-t", help="The tags (repeatable; replaces all tags).")
+    ] = None,
+    no_tags: Annotated[bool, typer.Option("--no-tags", help="Remove every tag.")] = False,
+    layer: Annotated[str | None, typer.Option("--layer", "-l", help="Move to this layer.")] = None,
+    importance: Annotated[float | None, typer.Option(help="0..1")] = None,
+    confidence: Annotated[float | None, typer.Option(help="0..1")] = None,
+    basis: Annotated[str | None, typer.Option("--basis", help="verification_basis.")] = None,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Change a memory's body, tags, layer, importance, confidence or basis (only what is given)."""
+    if tag and no_tags:
+        raise InvalidArgumentError("--tag and --no-tags exclude each other")
+    changes: dict[str, Any] = {
+        "layer": layer,
+        "importance": importance,
+        "confidence": confidence,
+        "verification_basis": basis,
+        "tags": [] if no_tags else (list(tag) if tag else None),
+    }
+    if body is not None:
+        changes["body"] = _read_body(body)
+    changes = {k: v for k, v in changes.items() if v is not None}
+    if not changes:
+        raise InvalidArgumentError(
+            "nothing to update: give --body, --tag, --layer, --importance, --confidence or --basis"
+        )
+    with _open(ctx, root) as store:
+        node = store.update(node_id, **changes)
+        path = store.path_of(node.id)
+    if json_out:
+        _print_json({"id": node.id, "layer": node.layer, "path": str(path), "updated": sorted(changes)})
+    else:
+        typer.echo(f"{node.id}: updated {', '.join(sorted(changes))} ({path})")
+
+
+def _dangling(incoming: Any) -> list[dict[str, str]]:
+    return [{"source": src, "type": etype} for src, etype in incoming]
+
+
+@app.command()
+def delete(
+    ctx: typer.Context,
+    node_id: IdArg,
+    force: Annotated[
+        bool, typer.Option("--force", help="Delete even if other memories link to it (edges left dangling).")
+    ] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Delete a memory's file (no tombstone; `mdcg forget` keeps one and scrubs the index)."""
+    with _open(ctx, root) as store:
+        path = store.path_of(node_id)
+        deleted = store.delete(node_id, force=force)
+    if json_out:
+        _print_json(
+            {"id": node_id, "layer": deleted.node.layer, "dangling_edges": _dangling(deleted.incoming)}
+        )
+        return
+    typer.echo(f"{node_id}: deleted ({path})")
+    if deleted.incoming:
+        typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+
+
+@app.command()
+def forget(
+    ctx: typer.Context,
+    node_id: IdArg,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required; kept in the tombstone).")],
+    force: Annotated[bool, typer.Option("--force", help="Also forget a protected anchor/ memory.")] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Forget a memory for good: a content-free tombstone, the file removed, the index scrubbed."""
+    with _open(ctx, root) as store:
+        deleted = store.forget(node_id, reason, force=force)
+    if json_out:
+        _print_json(
+            {
+                "id": node_id,
+                "forgotten": True,
+                "layer": deleted.node.layer,
+                "dangling_edges": _dangling(deleted.incoming),
+            }
+        )
+        return
+    typer.echo(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept")
+    if deleted.incoming:
+        typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
 
 
 KOpt = Annotated[int, typer.Option("-k", "--limit", help="Number of results.")]
@@ -402,7 +599,12 @@ LayerOpt = Annotated[
 def _check_k(k: int) -> None:
     # Checked here so the message names the command-line option.
     if k < 1:
-        raise CliError(f"-k must be at least 1, got {k}")
+        raise InvalidArgumentError(f"-k must be at least 1, got {k}")
+
+
+FillOpt = Annotated[
+    bool, typer.Option("--fill", help="Also show hits with no evidence of being about the query (filler).")
+]
 
 
 def results_json(results: list[Any]) -> list[dict[str, Any]]:
@@ -417,6 +619,7 @@ def search(
     context: ContextOpt = None,
     layer: LayerOpt = None,
     k: KOpt = 10,
+    fill: FillOpt = False,
     no_judge: Annotated[bool, typer.Option("--no-judge", help="Skip the qualification judge.")] = False,
     no_record: Annotated[
         bool, typer.Option("--no-record", help="Do not count this search in the access log.")
@@ -424,24 +627,27 @@ def search(
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Search with the T0-T3 ladder; show tier, qualification state and score per hit."""
-    from .demo import meta_summary, results_table
+    """Search with the T0-T3 ladder; show tier, qualification state and score per hit.
 
+    Hits with no evidence of being about the query (filler) are left out
+    unless --fill is given; the summary line counts them.
+    """
     ctx_value = parse_context(context)
     _check_k(k)
     with _open(ctx, root) as store:
         results, meta = store.search(
             query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record
         )
-        if json_out:
-            _print_json({"query": query, "results": results_json(results), "meta": meta})
-            return
-        out = _stdout()
-        if results:
-            out.print(results_table(results))
-        else:
-            out.print("no results")
-        out.print(meta_summary(meta))
+    shown = [r for r in results if fill or not r.filler]
+    omitted = len(results) - len(shown)
+    if json_out:
+        _print_json(
+            {"query": query, "results": results_json(shown), "meta": {**meta, "filler_omitted": omitted}}
+        )
+        return
+    out = _stdout()
+    out.print(results_table(shown) if shown else "no results with evidence of being about the query")
+    out.print(meta_summary(meta, omitted=omitted))
 
 
 @app.command()
@@ -468,7 +674,7 @@ def neighbours(
         table = Table("depth", "dir", "type", "id", "via", "title")
         for n in found:
             title = store.entry(n.id).title if n.exists else "(missing: dangling edge)"
-            table.add_row(str(n.depth), n.direction, n.type, n.id, n.via, _first_line(title, 50))
+            table.add_row(str(n.depth), n.direction, n.type, n.id, n.via, clip(first_line(title), 50))
         _stdout().print(table)
 
 
@@ -519,15 +725,20 @@ def reflect(
     context: ContextOpt = None,
     layer: LayerOpt = None,
     k: KOpt = 10,
+    fill: FillOpt = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Run the search and record the information gap D = 1 - ACCEPT rate (with dD/dt)."""
+    """Run the search and record the information gap D = 1 - ACCEPT rate (with dD/dt).
+
+    D is taken over the results shown: filler is left out unless --fill.
+    """
     ctx_value = parse_context(context)
     _check_k(k)
     feedback = [s.strip() for s in states.split(",")] if states is not None else None
     with _open(ctx, root) as store:
-        results, _meta = store.search(query, layer=layer, k=k, context=ctx_value, record=False)
+        found, _meta = store.search(query, layer=layer, k=k, context=ctx_value, record=False)
+        results = [r for r in found if fill or not r.filler]
         rec = store.reflect(query, results, feedback)
         if json_out:
             _print_json(
@@ -560,21 +771,8 @@ def sync(
     elif report.clean:
         typer.echo("in sync: nothing changed")
     else:
-        lines = [
-            ("added", report.added),
-            ("changed", report.changed),
-            ("deleted", report.deleted),
-            ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
-            ("interrupted writes finished", [str(report.recovered)] if report.recovered else []),
-            ("temp files removed", report.temp_removed),
-            ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
-            ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
-            ("twin ids (differ only by case; rename one)", [" / ".join(t) for t in report.twins]),
-            ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
-        ]
-        for label, items in lines:
-            if items:
-                typer.echo(f"{label} ({len(items)}): " + ", ".join(items))
+        for line in sync_lines(report):
+            typer.echo(line)
     if report.problems:
         raise typer.Exit(1)
 
@@ -582,8 +780,6 @@ def sync(
 @app.command()
 def health(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
     """Check the store (files, index, edges, buckets); exit 1 when anything is found."""
-    from .demo import health_table
-
     with _open(ctx, root, read_only=True) as store:
         report = store.health()
     if json_out:
@@ -604,9 +800,7 @@ def census(
     json_out: JsonOpt = False,
 ) -> None:
     """Compare bucket-key schemes (A-E) on a sqlite database or store folder."""
-    from census import census_of
-
-    from .census import render_markdown
+    from md_cg.census import census_of, render_markdown
 
     skipped: list[str] = []
 
@@ -646,11 +840,11 @@ def migrate(
     json_out: JsonOpt = False,
 ) -> None:
     """Migrate a sqlite cognitive graph into a store folder and verify every field."""
-    from .migrate import migrate as run_migration
-    from .migrate import verify_migration
+    from md_cg.migrate import migrate as run_migration
+    from md_cg.migrate import verify_migration
 
     if dry_run and verify_only:
-        raise CliError("--dry-run and --verify-only exclude each other")
+        raise InvalidArgumentError("--dry-run and --verify-only exclude each other")
     label = "verifying" if verify_only else "dry run" if dry_run else "migrating"
     try:
         with _bar(ctx, quiet, label) as update:
@@ -744,18 +938,18 @@ def bench(
     quiet: QuietOpt = False,
 ) -> None:
     """Run the store/search benchmarks beside their baselines; print Markdown tables."""
-    from . import benchmark
+    from md_cg import benchmark
 
     if kind not in BENCH_KINDS:
-        raise CliError(f"--kind {kind!r}: expected one of {', '.join(BENCH_KINDS)}")
+        raise InvalidArgumentError(f"--kind {kind!r}: expected one of {', '.join(BENCH_KINDS)}")
     size_list: list[int] | None = None
     if sizes is not None:
         try:
             size_list = [int(s) for s in sizes.split(",") if s.strip()]
         except ValueError:
-            raise CliError(f"--sizes {sizes!r}: expected comma-separated integers") from None
+            raise InvalidArgumentError(f"--sizes {sizes!r}: expected comma-separated integers") from None
         if not size_list or min(size_list) < 1:
-            raise CliError(f"--sizes {sizes!r}: expected positive integers")
+            raise InvalidArgumentError(f"--sizes {sizes!r}: expected positive integers")
     with _status(ctx, quiet, f"bench {kind}") as say:
         tables = benchmark.run(kind=kind, sizes=size_list, progress=say)
     text = tables if tables.endswith("\n") else tables + "\n"
@@ -775,7 +969,7 @@ def demo(
     quiet: QuietOpt = False,
 ) -> None:
     """Build a store from the bundled sample and tour search, judge and the loop."""
-    from .demo import prepare_dest, run_demo
+    from md_cg.demo import prepare_dest, run_demo
 
     folder = prepare_dest(dest, force=force)
     show_progress = not _quiet(ctx, quiet) and _stderr().is_terminal
@@ -786,11 +980,33 @@ def demo(
 
 
 @app.command()
-def mcp(ctx: typer.Context, root: RootOpt = None) -> None:
-    """Serve the store to an MCP client over stdio (remember, search/recall, verify...)."""
-    from .mcp_server import run_server
-
-    run_server(resolve_root(ctx, root))
+def mcp(
+    ctx: typer.Context,
+    aliases: Annotated[
+        str | None,
+        typer.Option(
+            "--aliases",
+            help="Also serve foreign tool names: mcp-memory (the MCP reference memory server), "
+            "mem0, or both comma-separated.",
+        ),
+    ] = None,
+    root: RootOpt = None,
+) -> None:
+    """Serve the store to an MCP client over stdio (needs the md-cg[mcp] extra)."""
+    try:
+        from md_cg.integrations.aliases import FAMILIES
+        from md_cg.mcp_server import run_server
+    except ImportError as exc:
+        raise InvalidArgumentError(
+            f"the MCP server needs the mcp package ({exc}); install it with: pip install 'md-cg[mcp]'"
+        ) from None
+    families = tuple(a.strip() for a in (aliases or "").split(",") if a.strip())
+    unknown = [f for f in families if f not in FAMILIES]
+    if unknown:
+        raise InvalidArgumentError(
+            f"--aliases {unknown[0]!r}: expected {' or '.join(FAMILIES)} (comma-separated)"
+        )
+    run_server(resolve_root(ctx, root), aliases=families)
 
 
 def main() -> None:

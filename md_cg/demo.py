@@ -9,7 +9,9 @@ verification), then runs the searches that show what the engine does:
 2. a routed search: a context with a domain sends the query to one condition
    bucket (tier T0), reading a fraction of the store;
 3. the same query without context: the global ladder (tier T2);
-4. a query no node contains: the similarity fallback (tier T3);
+4. a nonsense query: the similarity fallback (tier T3) fills the answer with
+   hits that have no evidence of being about the query (flagged filler,
+   never ACCEPT);
 5. the qualification judge: one query whose results are ACCEPT, DEFER and
    BLINDSPOT, then the same query with a context that hits a not-applicable
    condition, turning those nodes to REJECT;
@@ -25,8 +27,7 @@ Every figure printed is measured in the run and returned in a
 :class:`DemoSummary`, so tests assert exact facts. The queries are chosen for
 the bundled sample; the node ids are not hard-coded.
 
-The rich renderers :func:`results_table`, :func:`meta_summary` and
-:func:`health_table` are shared with the command line.
+The tables come from :mod:`md_cg.render`, shared with the command line.
 """
 
 from __future__ import annotations
@@ -35,26 +36,28 @@ import os
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console
 from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
-from .errors import MdcgError
+from .errors import DemoError
 from .judge import STATES
 from .migrate import MigrationReport, migrate
+from .render import clip, first_line, health_table, meta_summary, results_table
 from .reports import HealthReport
 from .sample import bundled_sample_path
 from .search import TIERS, SearchResult
 from .store import MdCG
 
 #: The searches of the tour: (key, query, context, k). Chosen for the bundled sample.
+Spec = tuple[str, str, Any, int]
 ROUTED = ("routed", "二分查找", "计算机科学", 5)
 UNROUTED = ("unrouted", "二分查找", None, 5)
 FALLBACK = ("fallback", "xyzzy plugh", None, 3)
@@ -64,11 +67,7 @@ BIG_DOMAIN = ("big_domain", "能量守恒", {"big_domain": "auto"}, 3)
 #: Evidence the tour applies with ``verify``.
 EVIDENCE = "re-measured on an air track: a = F/m within 1% over 12 runs"
 
-_STATE_STYLE = {"ACCEPT": "green", "REJECT": "red", "DEFER": "yellow", "BLINDSPOT": "magenta"}
-
-
-class DemoError(MdcgError):
-    """The demo cannot run in the folder it was given."""
+__all__ = ["DemoError", "DemoSummary", "Hit", "SearchFacts", "prepare_dest", "run_demo"]
 
 
 @dataclass(frozen=True)
@@ -81,6 +80,8 @@ class Hit:
     score: float
     layer: str
     title: str
+    #: no evidence of being about the query (the ladder's never-empty rule put it here)
+    filler: bool = False
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,11 @@ class SearchFacts:
         """The tiers that found the hits, in ladder order."""
         seen = {h.tier for h in self.hits}
         return tuple(t for t in TIERS if t in seen)
+
+    @property
+    def filler(self) -> int:
+        """How many hits have no evidence of being about the query."""
+        return sum(1 for h in self.hits if h.filler)
 
 
 @dataclass(frozen=True)
@@ -154,73 +160,6 @@ class DemoSummary:
         d["tiers"] = list(self.tiers)
         d["states"] = list(self.states)
         return d
-
-
-# -- shared renderers ---------------------------------------------------------------
-
-
-def _state_cell(state: str | None) -> str:
-    if state is None:
-        return "-"
-    return f"[{_STATE_STYLE.get(state, 'white')}]{state}[/]"
-
-
-def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Table:
-    """A table of search results: rank, tier, state, score, id and title (with ``basis`` under it)."""
-    rows = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id, r) for i, r in enumerate(results, 1)]
-    table = Table(show_lines=basis)
-    for n, (name, justify) in enumerate(
-        (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
-    ):
-        width = max([len(name), *(len(row[n]) for row in rows)])
-        table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
-    if basis:
-        table.add_column("title / why", ratio=1, overflow="fold")
-    else:
-        table.add_column("title", ratio=1, overflow="ellipsis")
-    for number, tier, _state, score, node_id, r in rows:
-        title = escape(_clip(r.title, 60))
-        if basis:
-            title += f"\n[dim]{escape(r.basis or '')}[/]"
-        table.add_row(number, tier, _state_cell(r.state), score, node_id, title)
-    return table
-
-
-def meta_summary(meta: dict[str, Any]) -> str:
-    """One line summing up a search's ``meta``: how deep, where, how much, how long."""
-    buckets = ", ".join(meta.get("buckets") or []) or "none"
-    routed = " (routed)" if meta.get("routed") else ""
-    scanned, size = meta.get("scanned", 0), meta.get("store_size", 0)
-    share = meta.get("scanned_share", 0.0)
-    neg = ", ".join(meta.get("covered_neg") or []) or "none"
-    total = (meta.get("timing_ms") or {}).get("total", 0.0)
-    return escape(
-        f"deepest tier {meta.get('tier')} · buckets: {buckets}{routed} · "
-        f"scanned {scanned}/{size} ({share:.1%}) · big domain: {meta.get('big_domain') or 'none'} · "
-        f"covered_neg: {neg} · {total:.1f} ms"
-    )
-
-
-def health_table(report: HealthReport) -> Group:
-    """A one-line verdict of a health check, then a table of its findings (if any)."""
-    b = report.buckets
-    verdict = "OK" if report.ok else f"{len(report.findings)} finding(s)"
-    layers = ", ".join(f"{k} {v}" for k, v in report.layers.items() if v)
-    line = (
-        f"health: {verdict} · {report.nodes} nodes ({layers}) · {b.buckets} buckets, "
-        f"largest {b.largest_share:.1%}, expected scan {b.expected_scan:.1%}"
-    )
-    if report.ok:
-        return Group(escape(line))
-    table = Table()
-    table.add_column("severity", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("node", no_wrap=True)
-    table.add_column("detail", overflow="fold")
-    for f in report.findings:
-        where = f" ({f.path})" if f.path else ""
-        table.add_row(f.severity, f.kind, f.node_id or "", escape(f.detail + where))
-    return Group(escape(line), table)
 
 
 # -- running ----------------------------------------------------------------------
@@ -284,28 +223,6 @@ def _migration_bar(enabled: bool) -> Iterator[Any]:
         yield lambda done, total: bar.update(task, completed=done, total=total)
 
 
-def _facts(
-    store: MdCG, spec: tuple[str, str, Any, int]
-) -> tuple[SearchFacts, list[SearchResult], dict[str, Any]]:
-    _key, query, context, k = spec
-    results, meta = store.search(query, k=k, context=context, record=False)
-    hits = tuple(Hit(r.id, r.tier, r.state, round(r.score, 4), r.entry.layer, r.title) for r in results)
-    facts = SearchFacts(
-        query=query,
-        context=context,
-        tier=meta["tier"],
-        routed=bool(meta["routed"]),
-        buckets=tuple(meta["buckets"]),
-        big_domain=meta["big_domain"],
-        scanned=meta["scanned"],
-        store_size=meta["store_size"],
-        covered_neg=tuple(meta["covered_neg"]),
-        hits=hits,
-        ms=round(meta["timing_ms"]["total"], 3),
-    )
-    return facts, results, meta
-
-
 def _migration_table(report: MigrationReport) -> Table:
     table = Table("figure", "value", show_header=False)
     table.add_row("source rows", str(report.rows))
@@ -322,6 +239,190 @@ def _migration_table(report: MigrationReport) -> Table:
     return table
 
 
+@dataclass
+class _Tour:
+    """One run of the tour on an open store: each step prints and keeps its facts."""
+
+    store: MdCG
+    out: _Out
+    searches: dict[str, SearchFacts]
+
+    def search(self, spec: Spec) -> tuple[SearchFacts, list[SearchResult], dict[str, Any]]:
+        key, query, context, k = spec
+        results, meta = self.store.search(query, k=k, context=context, record=False)
+        hits = tuple(
+            Hit(r.id, r.tier, r.state, round(r.score, 4), r.entry.layer, r.title, r.filler) for r in results
+        )
+        facts = SearchFacts(
+            query=query,
+            context=context,
+            tier=meta["tier"],
+            routed=bool(meta["routed"]),
+            buckets=tuple(meta["buckets"]),
+            big_domain=meta["big_domain"],
+            scanned=meta["scanned"],
+            store_size=meta["store_size"],
+            covered_neg=tuple(meta["covered_neg"]),
+            hits=hits,
+            ms=round(meta["timing_ms"]["total"], 3),
+        )
+        self.searches[key] = facts
+        return facts, results, meta
+
+    def shown(self, spec: Spec, title: str, text: Any) -> SearchFacts:
+        """Run a search and print it: ``text`` may use the facts (a function of them)."""
+        facts, results, meta = self.search(spec)
+        self.out.step(title, text(facts) if callable(text) else text)
+        self.out.print(results_table(results))
+        self.out.print(meta_summary(meta))
+        return facts
+
+    def ladder(self) -> None:
+        """Steps 2-4: a routed search, the global ladder, and a query nothing is about."""
+        self.shown(
+            ROUTED,
+            f"2 · Routed search: {ROUTED[1]!r} with context {ROUTED[2]!r}",
+            lambda f: (
+                "A context naming a domain routes the query to that domain's condition bucket: "
+                f"tier T0 matched terms inside {len(f.buckets)} bucket, reading {f.scanned} "
+                f"of {f.store_size} nodes. Routing is an opt-in accelerator, never a filter."
+            ),
+        )
+        self.shown(
+            UNROUTED,
+            f"3 · No context: {UNROUTED[1]!r}",
+            lambda f: (
+                "Without a context the engine guesses nothing: the global ladder goes straight "
+                f"to T2, a BM25 term match over the whole store ({f.scanned} nodes)."
+            ),
+        )
+        self.shown(
+            FALLBACK,
+            f"4 · Nonsense: {FALLBACK[1]!r} (no node is about these words)",
+            "When term matching finds fewer than k results, T3 ranks the whole store by "
+            "character-bigram similarity, so a non-empty store never answers empty. Hits with no "
+            "evidence of being about the query (no query term, too little similarity) are flagged "
+            "filler: never ACCEPT, never counted as an access, and left out by `mdcg search` and the "
+            "MCP server unless asked for (--fill).",
+        )
+
+    def judge(self) -> tuple[list[SearchResult], list[SearchResult]]:
+        """Step 5: the four states, then a context that turns ACCEPT/DEFER into REJECT."""
+        _, judged, _ = self.search(JUDGED)
+        self.out.step(
+            f"5 · Qualification judge: {JUDGED[1]!r}",
+            "Tier says how a node was found; state says whether it may be used. A procedure (a "
+            "note with CCG marks) is ACCEPT when its annotation is complete and its verification "
+            "basis declared, DEFER when complete but unverified, BLINDSPOT when marks are missing "
+            "(you cannot tell when it applies). A plain fact is ACCEPT with a basis, DEFER without.",
+        )
+        self.out.print(results_table(judged, basis=True))
+        _, rejected, _ = self.search(REJECTED)
+        self.out.step(
+            f"5b · Same query, context {REJECTED[2]!r}",
+            "The context hits a not-applicable condition of the Newton's-second-law notes: "
+            "they are now REJECT (do not act on them), whatever their rank or tier.",
+        )
+        self.out.print(results_table(rejected, basis=True))
+        return judged, rejected
+
+    def negatives(self) -> tuple[str, ...]:
+        """Step 6: the negative memories the judged query covers."""
+        covered = self.searches["judged"].covered_neg
+        self.out.step(
+            "6 · Negative memory: covered_neg",
+            "The same query also matches entries of rejected/ (falsified hypotheses) and "
+            "unresolved/ (open questions). Search never ranks them as answers; it reports "
+            "them in meta['covered_neg'] (at most 5, with a total) so the agent does not repeat "
+            "a known mistake.",
+        )
+        table = Table()
+        table.add_column("id", no_wrap=True, min_width=max(map(len, covered), default=2))
+        table.add_column("layer", no_wrap=True, min_width=10)
+        table.add_column("first line", ratio=1, overflow="ellipsis")
+        for node_id in covered:
+            node = self.store.get(node_id)
+            table.add_row(node_id, node.layer, escape(clip(first_line(node.body), 60)))
+        self.out.print(table)
+        return covered
+
+    def big_domain(self) -> None:
+        """Step 7: big-domain routing."""
+        self.shown(
+            BIG_DOMAIN,
+            f"7 · Big-domain routing: {BIG_DOMAIN[1]!r} with context {BIG_DOMAIN[2]!r}",
+            lambda f: (
+                f"The query's terms are scored against 14 big domains; the top one "
+                f"({f.big_domain}) routes the search to all of its buckets ({', '.join(f.buckets)})."
+            ),
+        )
+
+    def verify(self, judged: list[SearchResult]) -> tuple[str, dict[str, Any], float]:
+        """Step 8: confirm an ACCEPT node; returns its id, the history entry and the new confidence."""
+        target = next(r for r in judged if r.state == "ACCEPT")
+        node = self.store.verify(target.id, EVIDENCE, "confirmed")
+        history = node.verification_history[-1]
+        self.out.step(
+            f"8 · verify({target.id!r}, verdict='confirmed')",
+            "External evidence moves confidence: confirmed +0.05, weakened -0.10 "
+            "(counter-evidence weighs more), falsified moves the node to rejected/. "
+            "The verdict joins the node's verification_history in its file.",
+        )
+        rel = self.store.path_of(target.id).relative_to(self.store.root)
+        self.out.line(
+            f"confidence {history['confidence_before']:g} -> {node.confidence:g} · {escape(str(rel))}"
+        )
+        return target.id, history, float(node.confidence or 0.0)
+
+    def reflect(self, judged: list[SearchResult], rejected: list[SearchResult]) -> tuple[dict[str, Any], ...]:
+        """Step 9: the information gap of steps 5 and 5b."""
+        first = self.store.reflect(JUDGED[1], judged)
+        second = self.store.reflect(REJECTED[1], rejected)
+        self.out.step(
+            "9 · reflect: the information gap",
+            "D = 1 - ACCEPT rate of a search's results, recorded with its change dD/dt "
+            "over the reflection log. The context of step 5b pushed D up.",
+        )
+        table = Table("t", "query", "D", "dD/dt", "states")
+        for rec in (first, second):
+            table.add_row(
+                str(rec.t),
+                escape(rec.query),
+                f"{rec.d:.3f}",
+                f"{rec.dd:+.3f}",
+                escape(", ".join(f"{k} {v}" for k, v in rec.states.items())),
+            )
+        self.out.print(table)
+        return first.to_dict(), second.to_dict()
+
+    def health(self) -> HealthReport:
+        """Step 10: one consistency check."""
+        report = self.store.health()
+        self.out.step(
+            "10 · health()",
+            "One consistency check: unreadable files, index/file drift, duplicate ids, temp "
+            "files, dangling edges, degraded buckets. The sample deliberately carries edges "
+            "whose targets were never in the source database; health reports them.",
+        )
+        self.out.print(health_table(report))
+        return report
+
+
+def _migrate_step(root: Path, out: _Out, show_progress: bool) -> MigrationReport:
+    """Step 1: the sample through the real migration, verified field by field."""
+    with _migration_bar(show_progress) as progress:
+        report = migrate(bundled_sample_path(), root, progress=progress)
+    out.line(f"[bold]md-cg demo[/] · store folder: {escape(str(root.absolute()))}")
+    out.step(
+        "1 · Migrate the bundled sample (sqlite -> Markdown files)",
+        "md_cg.migrate reads the sample database read-only, writes one .md file per node "
+        "through the store's batch API (knowledge nodes go to condition-bucket folders), then "
+        "reads every node back and compares every field and edge with its source row.",
+    )
+    out.print(_migration_table(report))
+    return report
+
+
 def run_demo(
     dest: str | os.PathLike[str], console: Console | None = None, *, show_progress: bool = False
 ) -> DemoSummary:
@@ -335,140 +436,18 @@ def run_demo(
     """
     started = time.perf_counter()
     out = _Out(console)
-    source = bundled_sample_path()
     root = Path(dest)
-    with _migration_bar(show_progress) as progress:
-        report = migrate(source, root, progress=progress)
-    out.line(f"[bold]md-cg demo[/] · store folder: {escape(str(root.absolute()))}")
-    out.step(
-        "1 · Migrate the bundled sample (sqlite -> Markdown files)",
-        "md_cg.migrate reads the sample database read-only, writes one .md file per node "
-        "through the store's batch API (knowledge nodes go to condition-bucket folders), then "
-        "reads every node back and compares every field and edge with its source row.",
-    )
-    out.print(_migration_table(report))
-
-    searches: dict[str, SearchFacts] = {}
+    report = _migrate_step(root, out, show_progress)
     with MdCG(root) as store:
-        facts, results, meta = _facts(store, ROUTED)
-        searches["routed"] = facts
-        out.step(
-            f"2 · Routed search: {ROUTED[1]!r} with context {ROUTED[2]!r}",
-            "A context naming a domain routes the query to that domain's condition bucket: "
-            f"tier T0 matched terms inside {len(facts.buckets)} bucket, reading {facts.scanned} "
-            f"of {facts.store_size} nodes. Routing is an opt-in accelerator, never a filter.",
-        )
-        out.print(results_table(results))
-        out.print(meta_summary(meta))
-
-        facts, results, meta = _facts(store, UNROUTED)
-        searches["unrouted"] = facts
-        out.step(
-            f"3 · No context: {UNROUTED[1]!r}",
-            "Without a context the engine guesses nothing: the global ladder goes straight to "
-            f"T2, a BM25 term match over the whole store ({facts.scanned} nodes).",
-        )
-        out.print(results_table(results))
-        out.print(meta_summary(meta))
-
-        facts, results, meta = _facts(store, FALLBACK)
-        searches["fallback"] = facts
-        out.step(
-            f"4 · Fallback: {FALLBACK[1]!r} (no node contains these words)",
-            "When term matching finds fewer than k results, T3 ranks the whole store by "
-            "character-bigram similarity: a non-empty store never answers empty. The scores "
-            "say how weak these hits are, and the judge still qualifies each one.",
-        )
-        out.print(results_table(results))
-        out.print(meta_summary(meta))
-
-        judged, judged_results, _ = _facts(store, JUDGED)
-        searches["judged"] = judged
-        out.step(
-            f"5 · Qualification judge: {JUDGED[1]!r}",
-            "Tier says how a node was found; state says whether it may be used. ACCEPT: "
-            "complete CCG annotation, no not-applicable condition hit, verification basis "
-            "declared. DEFER: complete but unverified, keep looking. BLINDSPOT: annotation "
-            "incomplete, attribution cannot be established.",
-        )
-        out.print(results_table(judged_results, basis=True))
-        rejected, rejected_results, _ = _facts(store, REJECTED)
-        searches["rejected"] = rejected
-        out.step(
-            f"5b · Same query, context {REJECTED[2]!r}",
-            "The context hits a not-applicable condition of the Newton's-second-law notes: "
-            "they are now REJECT (do not act on them), whatever their rank or tier.",
-        )
-        out.print(results_table(rejected_results, basis=True))
-
-        covered = judged.covered_neg
-        out.step(
-            "6 · Negative memory: covered_neg",
-            "The same query also matches entries of rejected/ (falsified hypotheses) and "
-            "unresolved/ (open questions). Search never ranks them as answers; it reports "
-            "them in meta['covered_neg'] so the agent does not repeat a known mistake.",
-        )
-        neg_table = Table()
-        neg_table.add_column("id", no_wrap=True, min_width=max(map(len, covered), default=2))
-        neg_table.add_column("layer", no_wrap=True, min_width=10)
-        neg_table.add_column("first line", ratio=1, overflow="ellipsis")
-        for node_id in covered:
-            node = store.get(node_id)
-            neg_table.add_row(node_id, node.layer, escape(_clip(_first_line(node.body), 60)))
-        out.print(neg_table)
-
-        facts, results, meta = _facts(store, BIG_DOMAIN)
-        searches["big_domain"] = facts
-        out.step(
-            f"7 · Big-domain routing: {BIG_DOMAIN[1]!r} with context {BIG_DOMAIN[2]!r}",
-            f"The query's terms are scored against 14 big domains; the top one ({facts.big_domain}) "
-            f"routes the search to all of its buckets ({', '.join(facts.buckets)}).",
-        )
-        out.print(results_table(results))
-        out.print(meta_summary(meta))
-
-        target = next(r for r in judged_results if r.state == "ACCEPT")
-        node = store.verify(target.id, EVIDENCE, "confirmed")
-        history = node.verification_history[-1]
-        out.step(
-            f"8 · verify({target.id!r}, verdict='confirmed')",
-            "External evidence moves confidence: confirmed +0.05, weakened -0.10 "
-            "(counter-evidence weighs more), falsified moves the node to rejected/. "
-            "The verdict joins the node's verification_history in its file.",
-        )
-        out.line(
-            f"confidence {history['confidence_before']:g} -> {node.confidence:g} · "
-            f"{escape(str(store.path_of(target.id).relative_to(store.root)))}"
-        )
-
-        first = store.reflect(JUDGED[1], judged_results)
-        second = store.reflect(REJECTED[1], rejected_results)
-        out.step(
-            "9 · reflect: the information gap",
-            "D = 1 - ACCEPT rate of a search's results, recorded with its change dD/dt "
-            "over the reflection log. The context of step 5b pushed D up.",
-        )
-        ref_table = Table("t", "query", "D", "dD/dt", "states")
-        for rec in (first, second):
-            ref_table.add_row(
-                str(rec.t),
-                escape(rec.query),
-                f"{rec.d:.3f}",
-                f"{rec.dd:+.3f}",
-                escape(", ".join(f"{k} {v}" for k, v in rec.states.items())),
-            )
-        out.print(ref_table)
-
-        report_h = store.health()
-        out.step(
-            "10 · health()",
-            "One consistency check: unreadable files, index/file drift, duplicate ids, temp "
-            "files, dangling edges, degraded buckets. The sample deliberately carries edges "
-            "whose targets were never in the source database; health reports them.",
-        )
-        out.print(health_table(report_h))
+        tour = _Tour(store, out, {})
+        tour.ladder()
+        judged, rejected = tour.judge()
+        covered = tour.negatives()
+        tour.big_domain()
+        verified_id, history, confidence = tour.verify(judged)
+        reflections = tour.reflect(judged, rejected)
+        report_h = tour.health()
         nodes = len(store)
-
     seconds = time.perf_counter() - started
     out.print()
     out.line(
@@ -477,7 +456,7 @@ def run_demo(
     )
     return DemoSummary(
         dest=str(root),
-        source=str(source),
+        source=str(bundled_sample_path()),
         migration_ok=report.ok,
         rows=report.rows,
         migrated=report.migrated,
@@ -485,25 +464,14 @@ def run_demo(
         bad_rows=len(report.bad_rows),
         layers={k: v for k, v in report.layers.items() if v},
         buckets=len(report.buckets),
-        searches=searches,
+        searches=tour.searches,
         covered_neg=covered,
-        verified_id=target.id,
+        verified_id=verified_id,
         confidence_before=float(history["confidence_before"]),
-        confidence_after=float(history["confidence_after"]),
-        reflections=(first.to_dict(), second.to_dict()),
+        confidence_after=confidence,
+        reflections=reflections,
         health_ok=report_h.ok,
         health_findings=dict(sorted(Counter(f.kind for f in report_h.findings).items())),
         nodes=nodes,
         seconds=round(seconds, 3),
     )
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"

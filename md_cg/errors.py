@@ -248,3 +248,7 @@ class DataFileError(FileError, ValueError):
 class MergeError(FileError):
     """A node file could not be merged at all (the text merge tool is missing or
     refused the content). ``path`` is the file being merged."""
+
+
+class DemoError(MdcgError):
+    """``mdcg demo`` cannot run in the folder it was given."""

@@ -1,67 +1,121 @@
 """The md-cg MCP server: an agent's long-term memory over stdio (DESIGN §13).
 
 ``mdcg mcp --root DIR`` (or :func:`run_server`) serves one store with the
-official MCP SDK (``mcp`` 2.x, :class:`~mcp.server.mcpserver.MCPServer`).
-Tools: ``remember``, ``search`` and its alias ``recall``, ``get``,
-``neighbours``, ``verify``, ``reflect``, ``health`` and ``forget``; each is a
-thin call into :class:`~md_cg.MdCG` and returns a JSON object (structured
-content, also sent as text).
+official MCP SDK (``mcp`` 2.x, the ``md-cg[mcp]`` extra). Tools:
+``remember``, ``update``, ``get``, ``list``, ``search`` (and its alias
+``recall``), ``neighbours``, ``verify``, ``reflect``, ``forget``, ``sync``
+and ``health``; each is a thin call into :class:`md_cg.MdCG`. docs/mcp.md
+describes every tool, its reply and its size budget.
 
-Errors: a library error (unknown id, bad verdict, bad layer, invalid field...)
-comes back as a tool error (``is_error``) carrying the library's one-line
-message; the server keeps serving. Anything else is logged with its traceback
-on stderr and reported as a generic tool error. Nothing but the protocol is
-ever written to stdout.
+Replies are one compact JSON object, sent as the text block the model reads
+and, unchanged, as structured content. Every reply is bounded: a search
+result carries a snippet of its body (``get`` returns the whole body),
+lists are paged or capped with a total, and what would repeat per result
+(the reason for a state) is given once in ``reasons``. Results without
+evidence of being about the query (the ladder's filler) are left out unless
+the call asks for them with ``fill: true``.
 
-Tool calls are serialised by a lock: the SDK runs synchronous tools in worker
-threads, and one store object serves them all.
+Before each tool call the server picks up files edited by hand
+(:meth:`md_cg.MdCG.sync_if_changed`: cheap when nothing changed). Calls are
+serialised by one lock: the SDK runs synchronous tools in worker threads and
+one store object serves them all.
+
+Errors: a library error (unknown id, bad verdict, bad layer, empty body...),
+a bad argument value and an argument the tool does not take come back as a
+tool error (``is_error``) with a one-line message whose hints name only this
+server's tools; the server keeps serving. Anything else is logged with its
+traceback on stderr and reported as a generic tool error. Nothing but the
+protocol is ever written to stdout.
+
+Optional aliases (``aliases=("mcp-memory", "mem0")``, ``mdcg mcp --aliases``)
+add the tool names of the MCP reference memory server and of mem0
+(:mod:`md_cg.integrations.aliases`).
 """
 
 from __future__ import annotations
 
 import functools
-import logging
+import inspect
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
-from . import __version__
-from .errors import MdcgError
-from .search import SearchResult
-from .store import MdCG
-
-logger = logging.getLogger("md_cg.mcp")
+from md_cg import (
+    DuplicateIdError,
+    IdCollisionError,
+    MdCG,
+    MdcgError,
+    ProtectedNodeError,
+    SearchResult,
+    __version__,
+)
+from md_cg.render import clip, iso, node_dict, parse_when, snippet
 
 SERVER_NAME = "md-cg"
+#: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
+MAX_K = 50
+MAX_LIST = 100
+MAX_NEIGHBOURS = 200
+#: Items of an unbounded report (health findings, sync lists, dangling edges) listed before "+N more".
+REPORT_ITEMS = 20
+#: Characters kept of a reason, a finding's detail, a term.
+REASON_CHARS = 160
+TERM_CHARS = 40
+#: Matched terms and tags listed per result.
+TERMS_SHOWN = 8
+TAGS_SHOWN = 8
+#: Buckets listed in a search's meta (a big-domain route may name many).
+BUCKETS_SHOWN = 10
 
 INSTRUCTIONS = """\
-Long-term memory stored as Markdown files (one memory per file), searched with
-a lexical ladder and qualified by a judge.
-
-Before answering from memory, call `search` (or `recall`). Every result has a
-qualification `state`:
-- ACCEPT: fit to act on (complete annotation, verified, no condition against it).
-- REJECT: a not-applicable condition of the memory is hit by your query or
-  context - do NOT act on it (it is wrong for this situation).
-- DEFER: complete but unverified - use with care, keep looking for confirmation.
-- BLINDSPOT: the memory's annotation is incomplete - you cannot tell when it
-  applies; do not rely on it alone.
-`meta.covered_neg` lists negative memories your query hits: falsified
-hypotheses (rejected/) and open questions (unresolved/). Read them before
-repeating an idea.
-
-Store what you learn with `remember`; after checking a memory against the
-world, record the outcome with `verify`; record how useful a search was with
-`reflect`; remove a memory only with `forget` and a reason.
+Long-term memory: one Markdown file per memory. Call `search` before answering \
+from memory or repeating past work; `get` reads one memory in full.
+Each result has a `state`:
+- ACCEPT: fit to act on (verification basis declared, no condition against it).
+- REJECT: one of its not-applicable conditions is hit by your query or context: \
+do not act on it here.
+- DEFER: use with care: an unverified fact or procedure (no verification basis), \
+or a hit with no evidence of being about your query.
+- BLINDSPOT: a procedure whose annotation is incomplete (marks such as \
+"# Applies when:" missing): you cannot tell when it applies.
+A plain fact ("the user's name is Sam") is not a warning: ACCEPT with a \
+verification basis, DEFER without. `why` points into `reasons`.
+Hits with no evidence of being about the query are left out unless fill=true.
+`meta.covered_neg`: falsified hypotheses and open questions your query matches \
+(at most 5; covered_neg_total counts all): read them before repeating an idea.
+Write with `remember`, change with `update`, record checks with `verify`, rate \
+a search with `reflect`, remove with `forget` (with a reason). Files edited by \
+hand are picked up before each call.
 """
 
 _F = TypeVar("_F", bound=Callable[..., Any])
+Tools = dict[str, Callable[..., dict[str, Any]]]
+
+
+# -- errors -------------------------------------------------------------------------
+
+
+def _message(exc: Exception) -> str:
+    """The one-line message of a library error, with hints that name this server's tools."""
+    if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
+        return (
+            f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "
+            "`update` tool, or call `remember` with overwrite=true to replace it"
+        )
+    if isinstance(exc, ProtectedNodeError):
+        return (
+            f"memory {exc.node_id!r} is in anchor/ and protected from forgetting; "
+            "call `forget` with force=true to forget it anyway"
+        )
+    return " ".join(str(exc).split())
 
 
 def _tool_errors(fn: _F) -> _F:
@@ -72,266 +126,384 @@ def _tool_errors(fn: _F) -> _F:
         try:
             return fn(*args, **kwargs)
         except (MdcgError, ValueError) as exc:
-            raise ToolError(" ".join(str(exc).split())) from exc
+            raise ToolError(_message(exc)) from exc
 
     return wrapper  # type: ignore[return-value]
 
 
-def _result_dict(r: SearchResult) -> dict[str, Any]:
-    node = r.node
-    return {
-        "id": r.id,
-        "tier": r.tier,
-        "state": r.state,
-        "basis": r.basis,
-        "score": round(r.score, 4),
-        "title": r.title,
-        "layer": r.entry.layer,
-        "tags": list(node.tags),
-        "confidence": node.confidence,
-        "body": node.body,
-    }
+# -- the server ---------------------------------------------------------------------------
 
 
-def _meta_summary(store: MdCG, meta: dict[str, Any]) -> dict[str, Any]:
-    negatives = []
-    for node_id in meta["covered_neg"]:
-        try:
-            entry = store.entry(node_id)
-        except MdcgError:
-            continue
-        negatives.append({"id": node_id, "layer": entry.layer, "title": entry.title})
-    return {
-        "tier": meta["tier"],
-        "routed": meta["routed"],
-        "buckets": meta["buckets"],
-        "big_domain": meta["big_domain"],
-        "scanned": meta["scanned"],
-        "store_size": meta["store_size"],
-        "covered_neg": negatives,
-        "time_ms": round(meta["timing_ms"]["total"], 3),
-    }
+class MemoryServer(MCPServer):
+    """An :class:`MCPServer` for one store.
+
+    Every tool it registers (:meth:`add_tool`, aliases included) refuses
+    arguments it does not take, runs under the store's lock after picking up
+    hand edits, and replies with compact JSON (text block and structured
+    content). ``tools`` maps each name to the plain function (a dict reply),
+    which is what :mod:`md_cg.integrations.aliases` builds on.
+    """
+
+    def __init__(self, store: MdCG, **settings: Any) -> None:
+        super().__init__(SERVER_NAME, **settings)
+        self.store = store
+        self.tools: Tools = {}
+        self._params: dict[str, frozenset[str]] = {}
+        self._lock = threading.Lock()
+
+    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **options: Any) -> None:
+        """Register ``fn`` (returning a dict) as a tool; see the class docstring."""
+        tool_name = name or fn.__name__
+        self.tools[tool_name] = fn
+        self._params[tool_name] = frozenset(inspect.signature(fn).parameters)
+        options["structured_output"] = False  # the reply is built here: compact, unchanged
+        super().add_tool(self._served(fn), name=tool_name, **options)
+
+    def _served(self, fn: Callable[..., dict[str, Any]]) -> Callable[..., CallToolResult]:
+        @functools.wraps(fn)
+        def tool(**kwargs: Any) -> CallToolResult:
+            with self._lock:
+                _tool_errors(self.store.sync_if_changed)()
+                data = fn(**kwargs)
+            text = orjson.dumps(data).decode()
+            return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+        return tool
+
+    async def list_tools(self) -> list[Any]:
+        """The tools, with lean input schemas (see :func:`lean_schema`)."""
+        tools = await super().list_tools()
+        return [t.model_copy(update={"input_schema": lean_schema(t.input_schema)}) for t in tools]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> Any:  # the SDK's result types
+        accepted = self._params.get(name)
+        if accepted is not None:
+            unknown = sorted(set(arguments) - accepted)
+            if unknown:
+                raise ToolError(
+                    f"{name} does not take {', '.join(unknown)} (it takes: {', '.join(sorted(accepted))})"
+                )
+        return await super().call_tool(name, arguments, context)
 
 
-def _counts(results: list[SearchResult]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for r in results:
-        if r.state is not None:
-            out[r.state] = out.get(r.state, 0) + 1
+def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A tool's input schema without what only repeats: titles derived from the
+    parameter names, and ``anyOf [X, null]`` with ``default: null`` for an
+    optional parameter (it is optional by not being ``required``; null is
+    still accepted)."""
+    out = {k: v for k, v in schema.items() if k != "title"}
+    props = {}
+    for name, prop in (schema.get("properties") or {}).items():
+        p = {k: v for k, v in prop.items() if k != "title"}
+        options = p.get("anyOf")
+        if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+            p.pop("anyOf")
+            p = {**next(o for o in options if o != {"type": "null"}), **p}
+            if p.get("default", 0) is None:
+                p.pop("default")
+        props[name] = p
+    if props:
+        out["properties"] = props
     return out
 
 
-# -- argument types (the descriptions are what the agent reads) -----------------------
+# -- replies --------------------------------------------------------------------------
 
-Query = Annotated[str, Field(description="What to look for: words or a short question (any language).")]
-K = Annotated[int, Field(description="Maximum number of results.", ge=1, le=100)]
+
+def _capped(items: Sequence[Any], limit: int = REPORT_ITEMS) -> list[Any]:
+    return list(items[:limit])
+
+
+def _reason(r: SearchResult) -> str:
+    basis = r.basis or ""
+    prefix = f"{r.state}: "
+    return clip(basis[len(prefix) :] if basis.startswith(prefix) else basis, REASON_CHARS)
+
+
+def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
+    ev = r.evidence
+    d: dict[str, Any] = {"id": r.id, "title": r.title, "layer": r.entry.layer, "tier": r.tier}
+    if r.state is not None:
+        d["state"] = r.state
+        d["why"] = reasons.setdefault(_reason(r), len(reasons))
+    d["score"] = round(r.score, 3)
+    if r.entry.confidence is not None:
+        d["confidence"] = r.entry.confidence
+    matched = [*ev.get("terms", []), *ev.get("synonyms", [])]
+    if matched:
+        d["matched"] = [clip(t, TERM_CHARS) for t in matched[:TERMS_SHOWN]]
+    if "fuzzy" in ev:
+        d["fuzzy"] = ev["fuzzy"]
+    if r.filler:
+        d["filler"] = True
+    d["snippet"] = snippet(r.node.body, matched)
+    return d
+
+
+def _negatives(store: MdCG, ids: Sequence[str]) -> list[dict[str, Any]]:
+    out = []
+    for node_id in ids:
+        try:
+            entry = store.entry(node_id)
+        except MdcgError:
+            continue  # forgotten since the search: nothing to show
+        out.append({"id": node_id, "layer": entry.layer, "title": clip(entry.title, 80)})
+    return out
+
+
+def search_reply(
+    store: MdCG, results: Sequence[SearchResult], meta: dict[str, Any], *, fill: bool = False
+) -> dict[str, Any]:
+    """The ``search`` reply: results (filler left out unless ``fill``), reasons once, counts, meta."""
+    shown = [r for r in results if fill or not r.filler]
+    reasons: dict[str, int] = {}
+    items = [_result(r, reasons) for r in shown]
+    counts: dict[str, int] = {}
+    for r in shown:
+        if r.state is not None:
+            counts[r.state] = counts.get(r.state, 0) + 1
+    buckets = list(meta["buckets"])
+    return {
+        "results": items,
+        "reasons": list(reasons),
+        "counts": counts,
+        "meta": {
+            "tier": meta["tier"],
+            "routed": meta["routed"],
+            "buckets": buckets[:BUCKETS_SHOWN],
+            "buckets_total": len(buckets),
+            "big_domain": meta["big_domain"],
+            "scanned": meta["scanned"],
+            "store_size": meta["store_size"],
+            "covered_neg": _negatives(store, meta["covered_neg"]),
+            "covered_neg_total": meta["covered_neg_total"],
+            "filler_omitted": len(results) - len(shown),
+            "ms": round(meta["timing_ms"]["total"], 1),
+        },
+    }
+
+
+def _report_lists(report: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """``report`` with each list in ``keys`` capped; the full lengths under ``totals``."""
+    out: dict[str, Any] = {}
+    totals: dict[str, int] = {}
+    for key, value in report.items():
+        if key in keys and isinstance(value, list):
+            out[key] = [_clip_item(v) for v in _capped(value)]
+            if value:
+                totals[key] = len(value)
+        else:
+            out[key] = value
+    out["totals"] = totals
+    return out
+
+
+def _clip_item(item: Any) -> Any:
+    if isinstance(item, str):
+        return clip(item, REASON_CHARS)
+    if isinstance(item, dict):
+        return {k: clip(v, REASON_CHARS) if isinstance(v, str) else v for k, v in item.items()}
+    return item
+
+
+# -- the tools ----------------------------------------------------------------------------
+
+Query = Annotated[str, Field(description="Words or a short question, any language.")]
+K = Annotated[int, Field(description="Most results.", ge=1, le=MAX_K)]
 Layer = Annotated[
     str | None,
-    Field(
-        description="Search one layer only: anchor, structural, knowledge, contextual, self, "
-        "rejected or unresolved. Default: all but rejected and unresolved."
-    ),
+    Field(description="One layer: anchor, structural, knowledge, contextual, self, rejected, unresolved."),
 ]
 Context = Annotated[
     dict[str, Any] | str | None,
     Field(
-        description="Your current situation, used to route the search and to judge results. "
-        'A domain string ("physics"), or an object such as {"domain": "physics", '
-        '"situation": "objects near the speed of light"} or {"tags": ["domain:physics"]}; '
-        '{"big_domain": "auto"} routes by the query\'s big domain. Text in the context is '
-        "matched against each memory's not-applicable conditions (a hit makes it REJECT)."
+        description='Your situation: a domain ("physics") or {"domain": ..., "situation": ...}; '
+        "routes the search, and its text can hit not-applicable conditions (REJECT)."
     ),
 ]
-Judge = Annotated[bool, Field(description="Qualify each result (state and basis). Keep true.")]
-NodeId = Annotated[str, Field(description="The id of a memory, as returned by remember or search.")]
-
-_SEARCH_DESCRIPTION = """\
-Search long-term memory. Use it before answering from memory or repeating past work.
-
-Returns `results` (best first), each with id, title, body, tier, score, state and
-basis (why that state), plus `meta` and `counts` (results per state).
-- tier: how it was found. T0/T1 inside the routed bucket(s) of your context,
-  T2 term match over the whole store, T3 similarity fallback (weak: low scores
-  mean nothing really matched).
-- state: whether you may use it. ACCEPT = act on it. REJECT = one of its
-  not-applicable conditions is hit by your query/context: do NOT act on it.
-  DEFER = unverified: use with care, look for confirmation. BLINDSPOT =
-  annotation incomplete: cannot tell when it applies, do not rely on it alone.
-- meta.covered_neg: negative memories your query hits (rejected/ = falsified
-  hypotheses, unresolved/ = open questions); read them before repeating an idea.
-Pass `context` when you know your situation: it speeds up the search and lets
-the judge reject memories that do not apply."""
+Fill = Annotated[bool, Field(description="Also return hits with no evidence of being about the query.")]
+NodeId = Annotated[str, Field(description="A memory id.")]
+Tags = Annotated[list[str] | None, Field(description="Tags; 'domain:<name>' files the memory by domain.")]
+Unit = Annotated[float | None, Field(description="0..1", ge=0, le=1)]
+Basis = Annotated[
+    str | None,
+    Field(description="How it was verified: compiler, test, measurement, formal_proof, data, other."),
+]
+NotApplicable = Annotated[list[str] | None, Field(description="Conditions under which it must not be used.")]
+Edges = Annotated[
+    list[dict[str, Any]] | None,
+    Field(
+        description='Links: [{"target": id, "type": "part_of|causal|sequential|spatial|hierarchical|'
+        'similar"}].'
+    ),
+]
 
 
-def create_server(root: str | os.PathLike[str], *, store: MdCG | None = None) -> MCPServer:
-    """Build the MCP server for the store at ``root`` (created if missing).
+def _fields(**given: Any) -> dict[str, Any]:
+    names = {"not_applicable": "non_applicable_conditions"}
+    return {names.get(k, k): v for k, v in given.items() if v is not None}
 
-    Pass ``store`` to serve an already open store (tests); the caller closes it.
-    """
-    store = store if store is not None else MdCG(Path(root), create=True)
-    lock = threading.Lock()
-    server: MCPServer = MCPServer(
-        SERVER_NAME,
-        title="md-cg long-term memory",
-        instructions=INSTRUCTIONS,
-        version=__version__,
-        log_level="WARNING",
-    )
 
-    def locked(fn: _F) -> _F:
-        @functools.wraps(fn)
-        def wrapper(*args: Any, **kwargs: Any) -> Any:
-            with lock:
-                return fn(*args, **kwargs)
+def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
+    entry = store.entry(node_id)
+    return {
+        "id": node_id,
+        "layer": entry.layer,
+        "path": str(store.path_of(node_id)),
+        **extra,
+        "ccg_missing": list(entry.ccg_missing),
+    }
 
-        return wrapper  # type: ignore[return-value]
 
-    @server.tool(
-        description="Store a new memory (one Markdown file) and return its id and path.\n\n"
-        "Write the body so the judge can qualify it later: include the lines\n"
-        "'# Applies when: ...', '# Steps: ...', '# Executes: ...', '# Verified by: ...' and\n"
-        "'# Not applicable when: ...' (Chinese marks 生效条件/子功能/执行/验证方式/不适用条件 work too).\n"
-        "A memory missing any of them is judged BLINDSPOT; one without verification_basis is DEFER.\n"
-        "A tag 'domain:<name>' files it in that domain's bucket so routed searches find it fast. "
-        "The result lists `ccg_missing`: annotation elements still absent."
-    )
-    @locked
-    @_tool_errors
+def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def remember(
-        body: Annotated[str, Field(description="The memory as Markdown text.")],
+        body: Annotated[str, Field(description="The memory as Markdown text (not empty).")],
         layer: Annotated[
-            str,
-            Field(
-                description="knowledge (facts, methods), contextual (short-lived), self (about "
-                "yourself), structural (protocols), anchor (never forgotten), rejected, unresolved."
-            ),
-        ] = "knowledge",
-        tags: Annotated[
-            list[str] | None, Field(description="Tags; 'domain:<name>' routes the memory.")
-        ] = None,
-        id: Annotated[str | None, Field(description="Id to use (default: generated).")] = None,
-        importance: Annotated[float | None, Field(description="0..1", ge=0, le=1)] = None,
-        confidence: Annotated[float | None, Field(description="0..1", ge=0, le=1)] = None,
-        verification_basis: Annotated[
-            str | None,
-            Field(
-                description="How it was verified: compiler, test, measurement, formal_proof, "
-                "data or other. Without it the memory is judged DEFER."
-            ),
-        ] = None,
-        not_applicable: Annotated[
-            list[str] | None,
-            Field(
-                description="Conditions under which this memory must not be used; a search whose "
-                "query or context hits one judges it REJECT."
-            ),
-        ] = None,
-        edges: Annotated[
-            list[dict[str, Any]] | None,
-            Field(
-                description='Links to other memories: [{"target": "<id>", "type": "part_of|causal|'
-                'sequential|spatial|hierarchical|similar", "confidence": 0.7}].'
-            ),
-        ] = None,
+            str, Field(description="knowledge (default), contextual, self, structural, anchor.")
+        ] = ("knowledge"),
+        tags: Tags = None,
+        id: Annotated[str | None, Field(description="Id to use (default: a slug of the first line).")] = None,
+        importance: Unit = None,
+        confidence: Unit = None,
+        verification_basis: Basis = None,
+        not_applicable: NotApplicable = None,
+        edges: Edges = None,
+        overwrite: Annotated[bool, Field(description="Replace an existing memory with this id.")] = False,
     ) -> dict[str, Any]:
-        fields: dict[str, Any] = {
-            "body": body,
-            "layer": layer,
-            "tags": list(tags or []),
-            "importance": importance,
-            "confidence": confidence,
-            "verification_basis": verification_basis,
-            "non_applicable_conditions": list(not_applicable or []),
-            "edges": list(edges or []),
-        }
-        if id is not None:
-            fields["id"] = id
-        node = store.add(**fields)
-        entry = store.entry(node.id)
+        given = _fields(
+            body=body,
+            layer=layer,
+            tags=tags,
+            id=id,
+            importance=importance,
+            confidence=confidence,
+            verification_basis=verification_basis,
+            not_applicable=not_applicable,
+            edges=edges,
+        )
+        node = store.add(overwrite=overwrite, **given)
+        return _written(store, node.id)
+
+    def update(
+        id: NodeId,
+        body: Annotated[str | None, Field(description="New body (not empty).")] = None,
+        tags: Tags = None,
+        layer: Layer = None,
+        importance: Unit = None,
+        confidence: Unit = None,
+        verification_basis: Basis = None,
+        not_applicable: NotApplicable = None,
+        edges: Edges = None,
+    ) -> dict[str, Any]:
+        changes = _fields(
+            body=body,
+            tags=tags,
+            layer=layer,
+            importance=importance,
+            confidence=confidence,
+            verification_basis=verification_basis,
+            not_applicable=not_applicable,
+            edges=edges,
+        )
+        if not changes:
+            raise ValueError(f"update of {id!r}: nothing to change (give body, tags, layer, ...)")
+        store.update(id, **changes)
+        return _written(store, id, updated=sorted(changes))
+
+    def forget(
+        id: NodeId,
+        reason: Annotated[str, Field(description="Why (required; kept in a tombstone).")],
+        force: Annotated[bool, Field(description="Also forget a protected anchor/ memory.")] = False,
+    ) -> dict[str, Any]:
+        deleted = store.forget(id, reason, force=force)
+        dangling = [{"source": src, "type": etype} for src, etype in deleted.incoming]
         return {
-            "id": node.id,
-            "layer": node.layer,
-            "bucket": entry.bucket,
-            "path": str(store.path_of(node.id)),
-            "ccg_missing": list(entry.ccg_missing),
+            "id": id,
+            "forgotten": True,
+            "layer": deleted.node.layer,
+            "dangling_edges": _capped(dangling),
+            "dangling_total": len(dangling),
         }
 
-    def run_search(query: str, k: int, layer: str | None, context: Any, judge: bool) -> dict[str, Any]:
-        results, meta = store.search(query, layer=layer, k=k, context=context, judge=judge)
-        return {
-            "query": query,
-            "results": [_result_dict(r) for r in results],
-            "counts": _counts(results),
-            "meta": _meta_summary(store, meta),
-        }
+    return [
+        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
+         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
+         "a plain fact needs none. Replies with its id, path and the marks it lacks."),
+        (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
+         "conditions or edges (only what you pass)."),
+        (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
+         "Prefer verify(verdict='falsified') for a memory that proved wrong."),
+    ]  # fmt: skip
 
-    @server.tool(description=_SEARCH_DESCRIPTION)
-    @locked
-    @_tool_errors
+
+def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def search(
-        query: Query, k: K = 10, layer: Layer = None, context: Context = None, judge: Judge = True
+        query: Query, k: K = 5, layer: Layer = None, context: Context = None, fill: Fill = False
     ) -> dict[str, Any]:
-        return run_search(query, k, layer, context, judge)
+        results, meta = store.search(query, layer=layer, k=k, context=context)
+        return search_reply(store, results, meta, fill=fill)
 
-    @server.tool(description="Alias of `search` (same arguments, same result).\n\n" + _SEARCH_DESCRIPTION)
-    @locked
-    @_tool_errors
     def recall(
-        query: Query, k: K = 10, layer: Layer = None, context: Context = None, judge: Judge = True
+        query: Query, k: K = 5, layer: Layer = None, context: Context = None, fill: Fill = False
     ) -> dict[str, Any]:
-        return run_search(query, k, layer, context, judge)
+        return search(query, k, layer, context, fill)
 
-    @server.tool(
-        description="Read one memory in full: its frontmatter fields (layer, tags, confidence, "
-        "verification history, edges...) and its Markdown body."
-    )
-    @locked
-    @_tool_errors
     def get(id: NodeId) -> dict[str, Any]:
-        node = store.get(id)
-        return {
-            "id": node.id,
-            "layer": node.layer,
-            "path": str(store.path_of(node.id)),
-            "frontmatter": node.to_dict(),
-            "body": node.body,
-        }
+        return node_dict(store.get(id), str(store.path_of(id)))
 
-    @server.tool(
-        description="List memories linked to a memory by edges. direction 'out' follows its own "
-        "edges, 'in' finds memories pointing at it, 'both' does both; depth > 1 walks further. "
-        "exists=false marks a dangling edge (its target is not in memory)."
-    )
-    @locked
-    @_tool_errors
+    def list(
+        layer: Layer = None,
+        tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
+        since: Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")] = None,
+        until: Annotated[str | None, Field(description="Changed until: ISO date/time or 7d, 12h...")] = None,
+        limit: Annotated[int, Field(description="Page size.", ge=1, le=MAX_LIST)] = 20,
+        offset: Annotated[int, Field(description="Memories to skip.", ge=0)] = 0,
+    ) -> dict[str, Any]:
+        start = None if since is None else parse_when(since, name="since")
+        end = None if until is None else parse_when(until, name="until")
+        found = store.list(layer, tag=tag, since=start, until=end)
+        page = found[offset : offset + limit]
+        items = [
+            {
+                "id": e.id,
+                "layer": e.layer,
+                "title": e.title,
+                "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
+                "tags": e.tags[:TAGS_SHOWN],
+            }
+            for e in page
+        ]
+        return {"total": len(found), "offset": offset, "items": items}
+
     def neighbours(
         id: NodeId,
         direction: Annotated[str, Field(description="out, in or both")] = "out",
-        types: Annotated[
-            list[str] | None,
-            Field(
-                description="Only these edge types (part_of, causal, sequential, spatial, "
-                "hierarchical, similar)."
-            ),
-        ] = None,
-        depth: Annotated[int, Field(description="How many edges to follow.", ge=1, le=10)] = 1,
+        types: Annotated[list[str] | None, Field(description="Only these edge types.")] = None,
+        depth: Annotated[int, Field(description="Edges to follow.", ge=1, le=10)] = 1,
+        limit: Annotated[int, Field(description="Most neighbours listed.", ge=1, le=MAX_NEIGHBOURS)] = 50,
     ) -> dict[str, Any]:
         found = store.neighbours(id, direction=direction, types=types, depth=depth)
         out = []
-        for n in found:
+        for n in found[:limit]:
             d = n.to_dict()
             d["title"] = store.entry(n.id).title if n.exists else None
             out.append(d)
-        return {"id": id, "neighbours": out}
+        return {"id": id, "neighbours": out, "total": len(found)}
 
-    @server.tool(
-        description="Record external evidence about a memory after checking it against the "
-        "world. verdict 'confirmed' raises its confidence by 0.05, 'weakened' lowers it by 0.10, "
-        "'falsified' moves it to rejected/ (it will then show up as negative memory). The "
-        "evidence is kept in the memory's verification history."
-    )
-    @locked
-    @_tool_errors
+    return [
+        (search, "Search memory before answering from it. Results best first, each with a state "
+         "(see the server instructions), a snippet and `why` (an index into `reasons`); "
+         "`meta.covered_neg` lists matching falsified/open notes. `get` reads a whole memory."),
+        (recall, "Same as `search`."),
+        (get, "Read one memory in full: its fields and its whole body."),
+        (list, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
+        (neighbours, "Memories linked to one by edges: direction out, in or both; depth > 1 walks further."),
+    ]  # fmt: skip
+
+
+def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def verify(
         id: NodeId,
         evidence: Annotated[str, Field(description="What you observed (required).")],
@@ -348,70 +520,85 @@ def create_server(root: str | os.PathLike[str], *, store: MdCG | None = None) ->
             "path": str(store.path_of(node.id)),
         }
 
-    @server.tool(
-        description="Run a search and record how useful it was: the information gap D = 1 - "
-        "share of ACCEPT results, with its change dD/dt over earlier reflections (rising D: "
-        "memory covers this area less and less). Pass `feedback` with the true state of each "
-        "result when you know better than the judge: a list of states in result order, or an "
-        'object {"<id>": "<state>"}; states are ACCEPT, REJECT, DEFER, BLINDSPOT.'
-    )
-    @locked
-    @_tool_errors
     def reflect(
         query: Query,
         feedback: Annotated[
             list[str] | dict[str, str] | None,
-            Field(description="The true states of the results (see the tool description)."),
+            Field(description="True states of the results: a list in result order, or {id: state}."),
         ] = None,
-        k: K = 10,
+        k: K = 5,
         layer: Layer = None,
         context: Context = None,
     ) -> dict[str, Any]:
         results, _meta = store.search(query, layer=layer, k=k, context=context, record=False)
-        rec = store.reflect(query, results, feedback)
+        shown = [r for r in results if not r.filler]
+        rec = store.reflect(query, shown, feedback)
         return {
             "reflection": rec.to_dict(),
-            "results": [{"id": r.id, "state": r.state, "title": r.title} for r in results],
+            "results": [{"id": r.id, "state": r.state, "title": clip(r.title, 80)} for r in shown],
         }
 
-    @server.tool(
-        description="Check the memory store: unreadable files, index/file drift, duplicate ids, "
-        "dangling edges, degraded buckets. `ok` is true when nothing was found; each finding "
-        "says what is wrong and how to fix it."
-    )
-    @locked
-    @_tool_errors
-    def health() -> dict[str, Any]:
-        return store.health().to_dict()
+    return [
+        (verify, "Record evidence about a memory: confirmed (+0.05 confidence), weakened (-0.10), "
+         "falsified (moves it to rejected/)."),
+        (reflect, "Search and record the information gap D = 1 - share of ACCEPT results, with dD/dt; "
+         "`feedback` overrides the judge's states."),
+    ]  # fmt: skip
 
-    @server.tool(
-        description="Delete a memory for good, with a reason. A tombstone (id, layer, reason, "
-        "time; no content) is kept in the audit log. Memories in anchor/ are protected: they "
-        "are refused unless force=true. Prefer verify(verdict='falsified') for memories that "
-        "turned out wrong: that keeps them as negative memory."
-    )
-    @locked
-    @_tool_errors
-    def forget(
-        id: NodeId,
-        reason: Annotated[str, Field(description="Why it is forgotten (required).")],
-        force: Annotated[bool, Field(description="Also forget a protected anchor/ memory.")] = False,
-    ) -> dict[str, Any]:
-        deleted = store.forget(id, reason, force=force)
+
+def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+    def sync() -> dict[str, Any]:
+        report = store.sync()
+        keys = ("added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins")
+        keys += ("temp_removed",)
         return {
-            "id": id,
-            "forgotten": True,
-            "layer": deleted.node.layer,
-            "dangling_edges": [{"source": src, "type": etype} for src, etype in deleted.incoming],
+            "clean": report.clean,
+            "problems": report.problems,
+            **_report_lists(report.to_dict(), keys),
         }
 
+    def health() -> dict[str, Any]:
+        return _report_lists(store.health().to_dict(), ("findings",))
+
+    return [
+        (sync, "Reconcile the index with files changed by hand now (this also happens before every "
+         "call); `problems` is true when a file needs a person."),
+        (health, "Check the store; `ok` is true when nothing was found; findings say how to fix."),
+    ]  # fmt: skip
+
+
+def create_server(
+    root: str | os.PathLike[str], *, store: MdCG | None = None, aliases: Sequence[str] = ()
+) -> MemoryServer:
+    """Build the MCP server for the store at ``root`` (created if missing).
+
+    Pass ``store`` to serve an already open store (tests); the caller closes
+    it. ``aliases``: families of foreign tool names to add (``mcp-memory``,
+    ``mem0``; see :mod:`md_cg.integrations.aliases`).
+    """
+    store = store if store is not None else MdCG(Path(root), create=True)
+    server = MemoryServer(
+        store,
+        title="md-cg long-term memory",
+        instructions=INSTRUCTIONS,
+        version=__version__,
+        log_level="WARNING",
+    )
+    groups = (_write_tools, _read_tools, _loop_tools, _maintenance_tools)
+    for group in groups:
+        for fn, description in group(store):
+            server.add_tool(_tool_errors(fn), name=fn.__name__, description=description)
+    if aliases:
+        from md_cg.integrations.aliases import register_aliases
+
+        register_aliases(server, dict(server.tools), tuple(aliases))
     return server
 
 
-def run_server(root: str | os.PathLike[str]) -> None:
+def run_server(root: str | os.PathLike[str], *, aliases: Sequence[str] = ()) -> None:
     """Serve the store at ``root`` over stdio until the client disconnects."""
     store = MdCG(Path(root), create=True)
     try:
-        create_server(root, store=store).run()
+        create_server(root, store=store, aliases=aliases).run()
     finally:
         store.close()

@@ -1,6 +1,7 @@
 """``python -m migrate SRC.sqlite DEST``: migrate a sqlite cognitive graph into an md-cg store.
 
-A thin command over :mod:`md_cg.migrate` (DESIGN §11): argument parsing, a
+A runnable wrapper for a checkout (``mdcg migrate`` is the installed command),
+thin over :mod:`md_cg.migrate` (DESIGN §11): argument parsing, a
 progress bar on stderr, the report on stdout (``--json`` for JSON).
 
 Exit status:
@@ -23,7 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from md_cg.errors import MdcgError
+from md_cg import MdcgError
 from md_cg.migrate import DEFAULT_BATCH, MigrationReport, migrate, verify_migration
 
 EXIT_OK = 0
@@ -79,9 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
-    parser.add_argument(
-        "--strict", action="store_true", help="exit 1 when the source has bad rows"
-    )
+    parser.add_argument("--strict", action="store_true", help="exit 1 when the source has bad rows")
     return parser
 
 

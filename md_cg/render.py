@@ -1,0 +1,305 @@
+"""How the command line and the MCP server show things: tables, lines, times, snippets.
+
+The surfaces (:mod:`md_cg.cli`, :mod:`md_cg.mcp_server`, :mod:`md_cg.demo`)
+share these helpers so that a search result, a listed memory or an instant
+looks the same wherever it is shown:
+
+* rich renderables for people: :func:`results_table`, :func:`meta_summary`,
+  :func:`health_table`, :func:`entries_table`, :func:`sync_lines`,
+  :func:`node_text`;
+* bounded text for agents: :func:`snippet` (a few hundred characters of a
+  body around what the query matched), :func:`clip`, and the JSON form of a
+  node, :func:`node_dict`;
+* times: :func:`iso` (an instant as ISO 8601 UTC) and :func:`parse_when`
+  (what ``--since``/``--until`` and the MCP ``list`` tool accept: an ISO
+  date or time, or a duration back from now such as ``7d``).
+
+``rich`` is imported only by the functions that build renderables, so the
+MCP server does not load it.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidArgumentError
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from rich.console import Group
+    from rich.table import Table
+
+    from .index import Entry
+    from .node import Node
+    from .reports import HealthReport, SyncReport
+    from .search import SearchResult
+
+#: Colour of each qualification state in tables.
+STATE_STYLE = {"ACCEPT": "green", "REJECT": "red", "DEFER": "yellow", "BLINDSPOT": "magenta"}
+#: Characters of body text a search result carries (:func:`snippet`).
+SNIPPET_CHARS = 160
+#: Seconds per unit of a duration (``7d``, ``12h``, ``30m``, ``45s``, ``2w``).
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
+
+
+# -- text ------------------------------------------------------------------------------
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the last one an ellipsis when cut."""
+    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of ``text``, stripped."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def snippet(body: str, terms: Iterable[str] = (), width: int = SNIPPET_CHARS) -> str:
+    """About ``width`` characters of ``body`` that show why it was found.
+
+    The body's first line is its title (shown apart), so the snippet starts
+    on the first later line that holds one of ``terms`` (the query terms the
+    result matched), else on the second non-blank line, else the first.
+    Whitespace runs become one space.
+    """
+    lines = [" ".join(line.split()) for line in body.splitlines()]
+    lines = [line for line in lines if line]
+    if not lines:
+        return ""
+    wanted = [t.casefold() for t in terms if t]
+    start = 1 if len(lines) > 1 else 0
+    for i, line in enumerate(lines[1:], 1):
+        folded = line.casefold()
+        if any(t in folded for t in wanted):
+            start = i
+            break
+    return clip(" ".join(lines[start:])[: width + 1], width)
+
+
+# -- times -----------------------------------------------------------------------------
+
+
+def iso(seconds: float | None) -> str | None:
+    """An instant as ISO 8601 UTC to the second (``2026-12-01T09:30:00Z``); ``None`` stays ``None``."""
+    if seconds is None or not math.isfinite(seconds):
+        return None
+    try:
+        moment = datetime.fromtimestamp(seconds, UTC)
+    except (OverflowError, OSError, ValueError):
+        return None
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_when(text: str, *, name: str = "time", now: float | None = None) -> float:
+    """Seconds since the epoch for an ISO 8601 date/time or a duration back from ``now``.
+
+    ``2026-05-01`` (midnight UTC), ``2026-05-01T12:00``, ``2026-05-01T12:00:00+02:00``
+    (a time without an offset is UTC); ``7d``, ``12h``, ``30m``, ``45s``, ``2w``
+    (that long before now). Anything else raises
+    :class:`~md_cg.errors.InvalidArgumentError` naming ``name``.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise InvalidArgumentError(f"{name} is empty; give an ISO date or a duration such as 7d", name=name)
+    match = _DURATION.match(text)
+    if match:
+        span = float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
+        return (time.time() if now is None else now) - span
+    try:
+        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
+    except ValueError:
+        raise InvalidArgumentError(
+            f"{name} {text!r}: expected an ISO date or time (2026-05-01, 2026-05-01T12:00Z) "
+            "or a duration back from now (7d, 12h, 30m, 45s, 2w)",
+            name=name,
+            value=text,
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def age(seconds: float | None, now: float | None = None) -> str:
+    """How long ago an instant was, in the largest whole unit (``3d``, ``5h``, ``now``)."""
+    if seconds is None:
+        return "-"
+    span = (time.time() if now is None else now) - seconds
+    if span < 60:
+        return "now"
+    for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
+        if span >= size:
+            return f"{int(span // size)}{unit}"
+    return "now"  # pragma: no cover - the loop always returns for span >= 60
+
+
+# -- rich renderables --------------------------------------------------------------------
+
+
+def _escape(text: str) -> str:
+    from rich.markup import escape
+
+    return escape(text)
+
+
+def _state_cell(state: str | None) -> str:
+    if state is None:
+        return "-"
+    return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
+
+
+def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Table:
+    """A table of search results: rank, tier, state, score, id and title (with ``basis`` under it).
+
+    A result without evidence of being about the query (``filler``) is marked
+    ``(filler)`` after its title.
+    """
+    from rich.table import Table
+
+    rows = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id, r) for i, r in enumerate(results, 1)]
+    table = Table(show_lines=basis)
+    for n, (name, justify) in enumerate(
+        (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
+    ):
+        width = max([len(name), *(len(row[n]) for row in rows)])
+        table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
+    if basis:
+        table.add_column("title / why", ratio=1, overflow="fold")
+    else:
+        table.add_column("title", ratio=1, overflow="ellipsis")
+    for number, tier, _state, score, node_id, r in rows:
+        title = _escape(clip(r.title, 60)) + (" [dim](filler)[/]" if r.filler else "")
+        if basis:
+            title += f"\n[dim]{_escape(r.basis or '')}[/]"
+        table.add_row(number, tier, _state_cell(r.state), score, node_id, title)
+    return table
+
+
+def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> str:
+    """One line summing up a search's ``meta``: how deep, where, how much, how long.
+
+    ``omitted``: filler results left out of the display (said at the end).
+    """
+    buckets = ", ".join(meta.get("buckets") or []) or "none"
+    routed = " (routed)" if meta.get("routed") else ""
+    scanned, size = meta.get("scanned", 0), meta.get("store_size", 0)
+    share = meta.get("scanned_share", 0.0)
+    negatives = list(meta.get("covered_neg") or [])
+    neg = ", ".join(negatives) or "none"
+    total_neg = meta.get("covered_neg_total", len(negatives))
+    if total_neg > len(negatives):
+        neg += f" (+{total_neg - len(negatives)} more)"
+    total = (meta.get("timing_ms") or {}).get("total", 0.0)
+    line = (
+        f"deepest tier {meta.get('tier')} · buckets: {buckets}{routed} · "
+        f"scanned {scanned}/{size} ({share:.1%}) · big domain: {meta.get('big_domain') or 'none'} · "
+        f"covered_neg: {neg} · {total:.1f} ms"
+    )
+    if omitted:
+        line += f" · {omitted} filler result(s) without evidence omitted (--fill shows them)"
+    return _escape(line)
+
+
+def health_table(report: HealthReport) -> Group:
+    """A one-line verdict of a health check, then a table of its findings (if any)."""
+    from rich.console import Group
+    from rich.table import Table
+
+    b = report.buckets
+    verdict = "OK" if report.ok else f"{len(report.findings)} finding(s)"
+    layers = ", ".join(f"{k} {v}" for k, v in report.layers.items() if v)
+    line = (
+        f"health: {verdict} · {report.nodes} nodes ({layers}) · {b.buckets} buckets, "
+        f"largest {b.largest_share:.1%}, expected scan {b.expected_scan:.1%}"
+    )
+    if report.ok:
+        return Group(_escape(line))
+    table = Table()
+    table.add_column("severity", no_wrap=True)
+    table.add_column("kind", no_wrap=True)
+    table.add_column("node", no_wrap=True)
+    table.add_column("detail", overflow="fold")
+    for f in report.findings:
+        where = f" ({f.path})" if f.path else ""
+        table.add_row(f.severity, f.kind, f.node_id or "", _escape(f.detail + where))
+    return Group(_escape(line), table)
+
+
+def entries_table(entries: Sequence[Entry], *, now: float | None = None) -> Table:
+    """Listed memories: when last changed, layer, id, tags and title."""
+    from rich.table import Table
+
+    table = Table()
+    table.add_column("updated", no_wrap=True)
+    table.add_column("layer", no_wrap=True)
+    table.add_column("id", no_wrap=True, min_width=max((len(e.id) for e in entries), default=2))
+    table.add_column("tags", overflow="ellipsis", max_width=30)
+    table.add_column("title", ratio=1, overflow="ellipsis")
+    for e in entries:
+        when = e.updated_at if e.updated_at is not None else e.created_at
+        table.add_row(
+            f"{iso(when) or '-'} ({age(when, now)})",
+            e.layer,
+            e.id,
+            _escape(", ".join(e.tags)),
+            _escape(clip(e.title, 80)),
+        )
+    return table
+
+
+def node_dict(node: Node, path: str) -> dict[str, Any]:
+    """A node as JSON: id, layer, path, its other fields as in its file (ISO times), and the body."""
+    fields = node.to_dict(iso_times=True)
+    for key in ("id", "layer"):
+        fields.pop(key, None)
+    return {"id": node.id, "layer": node.layer, "path": path, "frontmatter": fields, "body": node.body}
+
+
+def node_text(node: Node, path: str) -> str:
+    """A node for people: a header of its fields (one per line), a blank line, the body."""
+    fields = node.to_dict(iso_times=True)
+    head = [f"{node.id} · {node.layer} · {path}"]
+    for key, value in fields.items():
+        if key in ("id", "layer"):
+            continue
+        if key == "edges":
+            value = ", ".join(f"{e['target']} ({e['type']})" for e in value)
+        elif key == "verification_history":
+            value = f"{len(value)} entr{'y' if len(value) == 1 else 'ies'}, last: " + ", ".join(
+                f"{k} {v}" for k, v in value[-1].items() if k in ("verdict", "evidence", "ts")
+            )
+        elif isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        elif isinstance(value, dict):
+            value = ", ".join(f"{k}={v}" for k, v in value.items())
+        head.append(f"{key}: {value}")
+    return "\n".join(head) + "\n\n" + node.body + ("" if node.body.endswith("\n") else "\n")
+
+
+def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
+    """What a sync did and found, one line per kind (at most ``limit`` items each)."""
+    kinds = [
+        ("added", list(report.added)),
+        ("changed", list(report.changed)),
+        ("deleted", list(report.deleted)),
+        ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
+        ("interrupted writes finished", [str(report.recovered)] if report.recovered else []),
+        ("temp files removed", list(report.temp_removed)),
+        ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
+        ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
+        ("twin ids (differ only by case; rename one)", [" / ".join(t) for t in report.twins]),
+        ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
+    ]
+    out = []
+    for label, items in kinds:
+        if items:
+            more = f", ... (+{len(items) - limit} more)" if len(items) > limit else ""
+            out.append(f"{label} ({len(items)}): " + ", ".join(items[:limit]) + more)
+    return out
