@@ -550,7 +550,7 @@ def driver_command(python: str | None = None) -> str:
     return f"{exe} -m md_cg.merge %O %A %B %P"
 
 
-def install(root: Path) -> str:
+def install_merge_driver(root: Path) -> str:
     """Add the driver's rules to ``root/.gitattributes``; return how to enable the driver.
 
     Idempotent: lines already present are not repeated and every other line
