@@ -97,7 +97,7 @@ def test_crafted_log_records_are_counted_and_reported(tmp_path: Path) -> None:
 
 # -- 3. symlinks are never followed --------------------------------------------------------------------
 
-SEARCH_NEEDS_STORE_CHANGE = {".mdcg", ".mdcg/access"}
+ACCESS_LOG_SYMLINKS = {".mdcg", ".mdcg/access"}
 
 
 @pytest.mark.parametrize("case", stress.SYMLINK_CASES)
@@ -113,9 +113,8 @@ def test_symlinks_are_never_followed(tmp_path: Path, case: str) -> None:
     outcomes = r["outcomes"]
     for name in ("ids", "get", "neighbours", "health", "close", "health after"):
         assert outcomes[name] == "ok", (name, outcomes[name])
-    if case not in SEARCH_NEEDS_STORE_CHANGE:
-        assert outcomes["search"] == "ok"
-        assert "planted" not in r["seen"]["search"]
+    assert outcomes["search"] == "ok"  # a symlinked access log only stops access logging
+    assert "planted" not in r["seen"]["search"]
     # writes either work (the symlink is not on their way) or are refused, naming the symlink
     for name, outcome in outcomes.items():
         assert outcome == "ok" or outcome.startswith("UnsafePathError: ") or name == "get planted", outcome
@@ -123,12 +122,7 @@ def test_symlinks_are_never_followed(tmp_path: Path, case: str) -> None:
     assert ("synonyms_file" if case == ".mdcg/synonyms.json" else "unsafe_path") in kinds
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs store.record_access to treat UnsafePathError like a read-only folder "
-    "(skip recording with one warning) instead of raising it from search",
-)
-@pytest.mark.parametrize("case", sorted(SEARCH_NEEDS_STORE_CHANGE))
+@pytest.mark.parametrize("case", sorted(ACCESS_LOG_SYMLINKS))
 def test_search_works_with_a_symlinked_access_folder(tmp_path: Path, case: str) -> None:
     root = tmp_path / "m"
     stress.base_store(root)
