@@ -285,3 +285,18 @@ def test_snapshot_module_refuses_to_load_a_symlinked_snapshot(tmp_path: Path) ->
     with MdCG(root) as s:
         assert s.loaded_from == "files" and s.ids() == ["k1", "n1"]
         s.add(Node(id="x", layer="self", body="x"))
+
+
+# -- 4 and 12. bad input of every kind, through every channel ----------------------------------------
+
+
+@pytest.mark.parametrize("channel", ["file", "api", "cli", "mcp", "sqlite"])
+def test_every_kind_of_bad_input_gets_a_clean_error_and_loses_nothing(tmp_path: Path, channel: str) -> None:
+    """The stress run's bad-input cases (undecodable stdin, deep nesting, YAML that does not
+    parse, unknown states, unknown MCP arguments, hostile sqlite cells ...): each one is a
+    clean error or a finding; nothing stored is lost and nothing outside the root changes."""
+    if channel == "mcp":
+        pytest.importorskip("mcp")
+    row = stress.bad_input_row(tmp_path, channels=(channel,))
+    assert row.operations == sum(b.channel == channel for b in stress.bad_inputs())
+    assert (row.lost, row.outside, row.errors) == (0, 0, 0), row.notes
