@@ -63,6 +63,7 @@ GITIGNORE = """\
 # ...except per-store configuration, which belongs in the repository.
 !.mdcg/synonyms.json
 !.mdcg/retention_markers.json
+!.mdcg/retention.json
 # Temp files of interrupted writes (health reports them, sync removes them).
 .*.tmp
 """
