@@ -36,7 +36,7 @@ from .engine import Engine
 from .errors import InvalidArgumentError, NodeNotFoundError
 from .index import Entry
 from .logs import AppendLog
-from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_instant
 
 #: The decision log, ``.mdcg/retention/``.
 DECISION_LOG = "retention"
@@ -162,6 +162,8 @@ class Retention:
         elif not (explicit and node.expires_at is not None):
             kept = previous.expires_at if previous is not None else None
             node.expires_at = kept if kept is not None else d.expires_at
+            if node.expires_at is not None:
+                node.expires_at = quantise_instant(node.expires_at)  # the grid the files store
         if not (explicit and node.retention_reason):
             node.retention_reason = d.reason
         return d
