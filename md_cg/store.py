@@ -612,7 +612,18 @@ class MdCG:
         passed, not archived, in the caller's scope; each removal leaves a
         payload-free tombstone (reason ``expired``, see :meth:`tombstones`).
         """
-        return retention.sweep(self._engine, self.log(paths.AUDIT_DIR), self._scope, dry_run=dry_run)
+        eng = self._engine
+        with eng.lock:
+            eng.fresh()
+            expired = tuple(retention.expired_ids(eng, self._scope, time.time()))
+        if dry_run or not expired:
+            return SweepReport(expired, (), dry_run)
+        tombstones = self.log(paths.AUDIT_DIR)
+        keep = retention.sweepable(self._scope)
+        gone = forgetting.forget_many(
+            eng, tombstones, expired, retention.SWEEP_REASON, force=True, event="sweep", keep=keep
+        )
+        return SweepReport(expired, tuple(d.node.id for d in gone), False)
 
     def supersede(self, old_id: str, new_id: str, reason: str = "") -> None:
         """Mark ``old_id`` as superseded by ``new_id``: ``valid_until`` = now on the

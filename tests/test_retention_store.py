@@ -93,8 +93,8 @@ def test_verbatim_import_path_does_not_decide(tmp_path: Path) -> None:
         assert _decisions(s) == []
 
 
-def _expired(s: MdCG, node_id: str, layer: str = "contextual", **kw: object) -> None:
-    s.add(Node(id=node_id, layer=layer, body=f"okapi {node_id}", retention_tier="temp",
+def _expired(s: MdCG, node_id: str, layer: str = "contextual", body: str = "", **kw: object) -> None:
+    s.add(Node(id=node_id, layer=layer, body=body or f"okapi {node_id}", retention_tier="temp",
                expires_at=time.time() - 10, **kw))  # fmt: skip
 
 
@@ -174,7 +174,7 @@ def test_sweep_skips_a_node_renewed_since_it_was_listed(tmp_path: Path) -> None:
 
         gone = forgetting.forget_many(
             s._engine, s.log("audit"), listed, "expired", force=True,
-            keep=lambda e: retention._sweepable(e, None, time.time()),
+            keep=retention.sweepable(None),
         )  # fmt: skip
         assert [d.node.id for d in gone] == ["b"]
         assert s.ids() == ["a"]
@@ -189,3 +189,21 @@ def test_read_only_handle_can_dry_run_but_not_sweep(tmp_path: Path) -> None:
         with pytest.raises(Exception, match="read-only"):
             ro.sweep(dry_run=False)
     assert os.path.exists(root / "contextual" / "x.md")
+
+
+def test_search_returns_the_exact_top_k_of_visible_nodes(tmp_path: Path) -> None:
+    # Expired nodes score highest; they must never take a slot, and the k visible
+    # results must be exactly those of a store that never held the expired ones.
+    live = [
+        Node(id=f"live{i:02d}", layer="self", body="okapi " * (1 + i % 4) + f"note {i}") for i in range(30)
+    ]
+    with MdCG(tmp_path / "ref") as ref:
+        ref.add_many([n.copy() for n in live])
+        want = [r.id for r in ref.search("okapi", k=7, record=False)[0]]
+    with MdCG(tmp_path / "m") as s:
+        s.add_many([n.copy() for n in live])
+        for i in range(40):
+            _expired(s, f"gone{i:02d}", body="okapi okapi okapi okapi okapi okapi")
+        got = [r.id for r in s.search("okapi", k=7, record=False)[0]]
+        shown = [r.id for r in s.search("okapi", k=7, record=False, include_superseded=True)[0]]
+    assert got == want and shown == want and len(want) == 7
