@@ -53,6 +53,7 @@ RANK = {
     "editing": 7,
     "protocol": 7,
     "retention": 7,
+    "views": 8,
     "loop": 8,
     "store": 9,
     "sample": 10,
