@@ -176,3 +176,37 @@ def test_killed_apply_changes_is_all_or_nothing(tmp_path: Path, step: str) -> No
                     assert files[f"archive/{rel}"] == data
                     assert rel not in files
         assert s.health().ok, s.health().findings
+
+
+def _archive_in_child(root: str, out: str, go: str) -> None:
+    import json
+    import time as _time
+
+    s = MdCG(root, auto_compact=None)
+    while not os.path.exists(go):
+        _time.sleep(0.001)
+    moved = s.archive(["s1", "k1"])
+    Path(out).write_text(json.dumps(moved))
+    s.close()
+
+
+def test_concurrent_archives_move_each_node_exactly_once(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "m"
+    _store(root).close()
+    before = _files(root)
+    go = tmp_path / "go"
+    pids = [stress.fork(_archive_in_child, str(root), str(tmp_path / f"out{i}"), str(go)) for i in range(4)]
+    go.touch()
+    assert [stress.wait(pid) for pid in pids] == [0, 0, 0, 0]
+    results = [json.loads((tmp_path / f"out{i}").read_text()) for i in range(4)]
+    moved = sorted(i for r in results for i in r)
+    assert moved == ["k1", "s1"]  # each id moved by exactly one process
+    files = _files(root)
+    assert {rel for rel in files if rel.startswith("archive/")} == {
+        f"archive/{rel}" for rel in before if rel.startswith(("self/", "knowledge/"))
+    }
+    with MdCG(root) as s:
+        assert s.ids() == ["e1"] and s.ids(include_archived=True) == ["e1", "k1", "s1"]
+        assert s.health().ok, s.health().findings
