@@ -542,6 +542,31 @@ def recall_stats(
 # adaptive inject budget
 
 
+def content_of(body: str) -> str:
+    """A node body without its title line (the first non-empty line), trimmed."""
+    start = 0
+    while start < len(body):
+        nl = body.find("\n", start)
+        stop = len(body) if nl < 0 else nl
+        if body[start:stop].strip():
+            return body[stop + 1 :].strip() if nl >= 0 else ""
+        start = stop + 1
+    return ""
+
+
+@dataclass(frozen=True)
+class InjectItem:
+    """One memory ready for a prompt: its id, title, compact text and search score."""
+
+    id: str
+    title: str
+    text: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "text": self.text, "score": self.score}
+
+
 def _fold_query(text: str) -> str:
     return " ".join(text.casefold().split())
 

@@ -14,11 +14,13 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
+from datetime import date
 from pathlib import Path
 from typing import Any
 
 from . import access, editing, forgetting, fsops, graph, loop, maintenance, paths
 from . import engine as engine_mod
+from . import organize as organize_mod
 from . import search as search_mod
 from .engine import Engine
 from .errors import (
@@ -29,7 +31,10 @@ from .errors import (
 from .index import Entry
 from .logs import AppendLog
 from .node import Node, check_id, check_layer, slug_id, validate
+from .organize import OrganizeResult
+from .recall import InjectItem, RecallStats
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
+from .resurface import Resurfaced
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
 from .watch import ChangeWatch
@@ -465,7 +470,7 @@ class MdCG:
                 eng.refresh()
                 eng.drop_missing(gone)
         if record and not self.read_only:
-            self.record_access([r.id for r in results if not r.filler])
+            self._record_event("search", [r.id for r in results if not r.filler])
         return results, meta
 
     def record_access(self, node_ids: Iterable[str]) -> None:
@@ -631,3 +636,51 @@ class MdCG:
         if self._access_broken:
             extra.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
         return maintenance.health(self._engine, deep=deep, extra=tuple(extra))
+
+    # -- organise, recall statistics, inject, resurfacing (md_cg.organize, md_cg.access) ----------
+
+    def organize(
+        self, mode: str = "dryRun", *, candidates: Any = None, run_id: Any = None, decisions: Any = None
+    ) -> OrganizeResult:
+        """Compare candidates with the store (``dryRun``) or apply one dry run's
+        decisions exactly once (``apply``); see :mod:`md_cg.organize`."""
+        scope = getattr(self, "scope", None)
+        return organize_mod.organize(
+            self, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=scope
+        )
+
+    def recall_stats(
+        self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5
+    ) -> RecallStats:
+        """Top recalled, zombie rate, injection and coverage over the access log (docs/recall.md)."""
+        opts = {"window_days": window_days, "exempt_days": exempt_days, "max_inject_slots": max_inject_slots}
+        return access.stats(self, getattr(self, "scope", None), **opts)
+
+    def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
+        """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""
+        items = access.inject_items(self, query, max_items)
+        if max_items > 0:
+            self._record_event("inject", [i.id for i in items])
+        return items
+
+    def resurface(
+        self, today: date | None = None, seed: int | None = None, *, record: bool = False
+    ) -> Resurfaced | None:
+        """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
+        return access.resurface_pick(self, today, seed, record=record)
+
+    def _record_event(self, mode: str, ids: list[str]) -> None:
+        """Append one access event (mode, caller, ids) to this process's access-log shard;
+        an inject run counts even when it filled no slot, other calls only when they exposed ids."""
+        if self.read_only or self._access_broken or (not ids and mode != "inject"):
+            return
+        scope = getattr(self, "scope", None)
+        line = access.event_line(mode, ids, getattr(scope, "agent", None), getattr(scope, "workspace", None))
+        with self._engine.lock:
+            try:
+                self._engine.ensure_writable()
+                self._access.append([line])
+            except OSError as exc:
+                if not isinstance(exc, PermissionError) and not engine_mod.is_read_only_error(exc):
+                    raise
+                self._access_broken = f"{exc.strerror or exc}"
