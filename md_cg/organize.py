@@ -323,6 +323,7 @@ def _text_index(store: object) -> Any:
         return None
     with engine.lock:
         engine.fresh()
+        engine.state.flush_text()  # nodes added since the last search are buffered
         return engine.state.text
 
 
