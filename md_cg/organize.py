@@ -29,16 +29,17 @@ from __future__ import annotations
 import hashlib
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
 
+import numpy as np
 import orjson
 
 from . import dedupe
 from .errors import InvalidArgumentError, NodeNotFoundError, OrganizeApplyError
-from .index import layer_code, title_of
+from .index import layer_code, no_gc, title_of
 from .logs import AppendLog
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
 from .recall import content_of
@@ -50,6 +51,8 @@ MAX_CANDIDATES = 50
 #: near duplicate shares most of its words with the candidate, so it ranks at
 #: the top of a BM25 query made of the candidate's own text.
 NEAR_POOL = 20
+#: Query terms of that BM25 query (the candidate's longest distinct terms).
+POOL_TERMS = 8
 #: The audit log: ``.mdcg/organize/`` (its lock ``.mdcg/organize.lock``).
 AUDIT_LOG = "organize"
 MODES: tuple[str, ...] = ("dryRun", "apply")
@@ -246,35 +249,38 @@ def node_body(title: str, content: str) -> str:
     return f"# {title}\n\n{content}\n"
 
 
-class _TitleKeys:
-    """title_key -> ids over the visible memory-layer entries; rebuilt per call,
-    but the keys themselves are cached by title across calls."""
-
-    _cache: ClassVar[dict[str, str]] = {}
-
-    def __init__(self, entries: Iterable[Any]) -> None:
-        by_key: dict[str, list[str]] = {}
-        cache = self._cache
-        if len(cache) > 500_000:
-            cache.clear()
-        for e in entries:
-            key = cache.get(e.title)
-            if key is None:
-                key = cache[e.title] = dedupe.title_key(e.title)
-            by_key.setdefault(key, []).append(e.id)
-        self.by_key = by_key
+_Accepted = tuple[int, dedupe.NormalizedCandidate]
 
 
 class _Matcher:
-    """Verdicts for one dry run: reads each stored node at most once."""
+    """Verdicts for one dry run: reads each stored node at most once.
 
-    def __init__(self, store: OrganizeStore) -> None:
+    Visibility comes from the store: ``entries()`` lists what the caller may
+    see, and ``get`` raises NodeNotFoundError for anything else, so a BM25
+    hit outside the caller's view is dropped when it is read."""
+
+    #: title -> title key, kept across runs (titles repeat; keys cost microseconds).
+    _keys: ClassVar[dict[str, str]] = {}
+
+    def __init__(
+        self, store: OrganizeStore, accepted: Sequence[tuple[int, dedupe.NormalizedCandidate]]
+    ) -> None:
         self.store = store
-        entries = [e for e in store.entries() if e.layer in dedupe.CANDIDATE_LAYERS]
-        self.visible = {e.id for e in entries}
-        self.titles = _TitleKeys(entries)
         self.nodes: dict[str, Node | None] = {}
         self.text_index = _text_index(store)
+        wanted: dict[str, list[str]] = {dedupe.title_key(c.title): [] for _i, c in accepted}
+        keys = self._keys
+        if len(keys) > 1_000_000:
+            keys.clear()
+        layers = frozenset(dedupe.CANDIDATE_LAYERS)
+        with no_gc():  # one pass over every entry: the collector would rescan them
+            for e in _all_entries(store):
+                key = keys.get(e.title)
+                if key is None:
+                    key = keys[e.title] = dedupe.title_key(e.title)
+                if key in wanted and e.layer in layers:
+                    wanted[key].append(e.id)
+        self.same_title = wanted
 
     def node(self, node_id: str) -> Node | None:
         if node_id not in self.nodes:
@@ -289,31 +295,74 @@ class _Matcher:
         for node_id in ids:
             node = self.node(node_id)
             if node is not None and _node_scope(node) == scope:
-                title = title_of(node.body)
-                out.append((node_id, title, content_of(node.body)))
+                out.append((node_id, title_of(node.body), content_of(node.body)))
         return out
 
-    def near_pool(self, c: dedupe.NormalizedCandidate) -> list[str]:
+    def near_pool(self, c: dedupe.NormalizedCandidate, skip: Collection[str]) -> list[str]:
         if self.text_index is None:
             return []
-        terms = [(t, 1.0) for t in query_terms(c.text)]
+        terms = [(t, 1.0) for t in _rare_terms(self.text_index, query_terms(c.text), POOL_TERMS)]
         scope = self.text_index.scope(layers=[layer_code(layer) for layer in dedupe.CANDIDATE_LAYERS])
-        # Ask for more than the pool: hits outside the caller's view are dropped after.
-        hits = self.text_index.match(terms, scope, k=NEAR_POOL * 3)
-        return [i for i, _score in hits if i in self.visible][:NEAR_POOL]
+        pool: list[str] = []
+        # Ask for more than the pool: hits the caller may not see are dropped when read.
+        for node_id, _score in self.text_index.match(terms, scope, k=NEAR_POOL * 2):
+            if node_id not in skip and self.node(node_id) is not None:
+                pool.append(node_id)
+                if len(pool) == NEAR_POOL:
+                    break
+        return pool
 
     def judge(self, index: int, c: dedupe.NormalizedCandidate) -> OrganizeItem:
         scope = _candidate_scope(c)
-        same_title = sorted(self.titles.by_key.get(dedupe.title_key(c.title), ()))
-        rows = self.rows(same_title, scope) + self.rows(
-            (i for i in self.near_pool(c) if i not in same_title), scope
-        )
+        same_title = sorted(self.same_title.get(dedupe.title_key(c.title), ()))
+        rows = self.rows(same_title, scope) + self.rows(self.near_pool(c, same_title), scope)
         v = dedupe.verdict(c, rows)
         match = None
         if v.match_id is not None:
             title = next(t for i, t, _ in rows if i == v.match_id)
             match = Match(v.match_id, title, v.score)
         return OrganizeItem(index, c.layer, c.title, v.kind, match)
+
+
+def _rare_terms(text_index: Any, terms: Sequence[str], n: int) -> list[str]:
+    """The ``n`` distinct ``terms`` in the fewest documents: a near duplicate
+    shares nearly every word, so its rarest ones find it, and a short query
+    keeps BM25 cheap. Terms the index does not know are left out."""
+    vocab = text_index._vocab
+    known = [(t, tid) for t in dict.fromkeys(terms) if (tid := dict.get(vocab, t)) is not None]
+    if len(known) <= n:
+        return [t for t, _ in known]
+    df = _doc_freqs(text_index, [tid for _t, tid in known])
+    order = sorted(range(len(known)), key=lambda i: (df[i], i))
+    return [known[i][0] for i in order[:n]]
+
+
+def _doc_freqs(text_index: Any, tids: list[int]) -> np.ndarray:
+    """Postings per term id, read off the CSR pointers of each segment (no
+    posting is copied). Reaches into the index: a ``TextIndex.doc_freqs``
+    would be the public way (asked for in the hand-over report)."""
+    q = np.asarray(tids, dtype=np.int32)
+    df = np.zeros(len(q), dtype=np.int64)
+    for seg in text_index._postings.segments:
+        if len(seg.terms) == 0:
+            continue
+        pos = np.searchsorted(seg.terms, q)
+        pos[pos >= len(seg.terms)] = 0
+        hit = np.flatnonzero(seg.terms[pos] == q)
+        df[hit] += seg.ptr[pos[hit] + 1] - seg.ptr[pos[hit]]
+    return df
+
+
+def _all_entries(store: Any) -> Iterable[Any]:
+    """Every index entry, unsorted (sorting 100k ids costs more than the scan).
+    It may include nodes the caller cannot see: a match is only used after
+    ``store.get`` read it, and ``get`` treats such nodes as absent."""
+    engine = getattr(store, "_engine", None)
+    if engine is None:
+        return store.entries()
+    with engine.lock:
+        engine.fresh()
+        return list(engine.state.entries.values())
 
 
 def _text_index(store: object) -> Any:
@@ -334,11 +383,9 @@ def _snapshot_hash(snapshot: list[dict[str, Any]]) -> str:
     return hashlib.sha256(orjson.dumps(snapshot, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _normalise_all(
-    raws: Sequence[object], caller: Caller
-) -> tuple[list[tuple[int, dedupe.NormalizedCandidate]], list[SkippedInput]]:
+def _normalise_all(raws: Sequence[object], caller: Caller) -> tuple[list[_Accepted], list[SkippedInput]]:
     defaults = {"agent_scope": caller.agent, "workspace_scope": caller.workspace}
-    accepted: list[tuple[int, dedupe.NormalizedCandidate]] = []
+    accepted: list[_Accepted] = []
     skipped: list[SkippedInput] = []
     for index, raw in enumerate(raws):
         c = dedupe.normalize_candidate(raw, defaults)
@@ -395,7 +442,7 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
     items: list[OrganizeItem] = []
     truncated = len(candidates) - len(bounded)
     try:
-        matcher = _Matcher(store)
+        matcher = _Matcher(store, accepted)
         items = [matcher.judge(i, c) for i, c in accepted]
     except Exception as exc:
         # Recorded before re-raising: a failed run without a record could not
