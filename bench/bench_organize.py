@@ -90,15 +90,13 @@ def bench_dry_run(store: MdCG, repeat: int) -> list[tuple[str, str]]:
         cpus.append(time.process_time() - c0)
         verdicts = dict(r.counts)
     rest = f"median of {len(walls) - 1} more" if len(walls) > 1 else "no more runs"
+    first = f"{_ms(walls[0])} wall, {_ms(cpus[0])} CPU"
+    warm = (
+        f"{_ms(statistics.median(walls[1:] or walls))} wall, {_ms(statistics.median(cpus[1:] or cpus))} CPU"
+    )
     return [
-        (
-            "dry run, 50 candidates, first call (title keys computed)",
-            f"{_ms(walls[0])} wall, {_ms(cpus[0])} CPU",
-        ),
-        (
-            f"dry run, 50 candidates, {rest}",
-            f"{_ms(statistics.median(walls[1:] or walls))} wall, {_ms(statistics.median(cpus[1:] or cpus))} CPU",
-        ),
+        ("dry run, 50 candidates, first call (title keys computed)", first),
+        (f"dry run, 50 candidates, {rest}", warm),
         ("verdicts of the last run", ", ".join(f"{k} {v}" for k, v in verdicts.items())),
     ]
 
