@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
@@ -240,7 +240,8 @@ INJECT_TEXT_CHARS = 480
 
 
 def stats(
-    store: Any,
+    root: str | os.PathLike[str],
+    entries: Iterable[Any],
     scope: Any,
     *,
     window_days: object,
@@ -248,16 +249,17 @@ def stats(
     max_inject_slots: object,
     now: datetime | None = None,
 ) -> recall.RecallStats:
-    """:func:`md_cg.recall.recall_stats` over the store's access events and the
-    caller's visible active nodes; a scoped caller counts only its own events."""
-    nodes = [(e.id, e.title, e.created_at, True) for e in store.entries()]
+    """:func:`md_cg.recall.recall_stats` over the access events of the store at
+    ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
+    caller counts only its own events."""
+    nodes = [(e.id, e.title, e.created_at, True) for e in entries]
     # A million decoded events are a few million objects, none in a cycle: the
     # collector rescanning them would cost more than the decoding (4x, measured).
     was = gc.isenabled()
     gc.disable()
     try:
         return recall.recall_stats(
-            read_events(str(store.root)),
+            read_events(str(root)),
             nodes,
             now=now or datetime.now(UTC),
             window_days=window_days,
@@ -295,10 +297,10 @@ def inject_items(store: Any, query: str, max_items: int) -> list[recall.InjectIt
 _INDEX_CACHE: dict[str, tuple[int, resurface_mod.ResurfaceIndex]] = {}
 
 
-def _resurface_index(store: Any, tz: tzinfo) -> resurface_mod.ResurfaceIndex:
+def _resurface_index(store: Any, entries: Iterable[Any], tz: tzinfo) -> resurface_mod.ResurfaceIndex:
     """The candidates of the visible active nodes by ``created_at`` (the
     resurfacing date the store uses), cached while they do not change."""
-    pairs = [(e.id, e.created_at) for e in store.entries() if e.created_at is not None]
+    pairs = [(e.id, e.created_at) for e in entries if e.created_at is not None]
     key = hash((str(tz), *pairs))
     cached = _INDEX_CACHE.get(str(store.root))
     if cached is not None and cached[0] == key:
@@ -311,7 +313,7 @@ def _resurface_index(store: Any, tz: tzinfo) -> resurface_mod.ResurfaceIndex:
 
 
 def resurface_pick(
-    store: Any, today: date | None, seed: int | None, *, record: bool
+    store: Any, entries: Iterable[Any], today: date | None, seed: int | None, *, record: bool
 ) -> resurface_mod.Resurfaced | None:
     """One memory to bring back on ``today`` (default: the local today) among the
     caller's visible active nodes; ``seed`` None is 0, so a day shows one memory.
@@ -320,7 +322,7 @@ def resurface_pick(
     day = datetime.now(tz).date() if today is None else today
     log = store.log(SHOW_LOG)
     pick = resurface_mod.resurface(
-        _resurface_index(store, tz), today=day, seed=0 if seed is None else seed, history=log.read()
+        _resurface_index(store, entries, tz), today=day, seed=0 if seed is None else seed, history=log.read()
     )
     if pick is not None and record:
         log.append([resurface_mod.show_record(pick.id, day, tier=pick.tier)], durable=True)

@@ -191,24 +191,29 @@ def _now_iso() -> str:
 
 @dataclass(frozen=True)
 class Caller:
-    """The trusted caller's scope as organise uses it (from ``MdCG(scope=...)``)."""
+    """The trusted caller's scope as organise uses it (from ``MdCG(scope=...)``);
+    ``scoped`` is False for a handle opened without one (it sees every scope)."""
 
     agent: str | None = None
     workspace: str | None = None
-    max_sensitivity: str = DEFAULT_SENSITIVITY
+    max_sensitivity: str = SENSITIVITY_LEVELS[-1]
+    scoped: bool = False
 
     @classmethod
     def of(cls, scope: object) -> Caller:
         """From a :class:`md_cg.visibility.Scope` (or None: an unscoped caller)."""
         if scope is None:
-            return cls(max_sensitivity=SENSITIVITY_LEVELS[-1])
+            return cls()
         return cls(
             getattr(scope, "agent", None),
             getattr(scope, "workspace", None),
             getattr(scope, "max_sensitivity", DEFAULT_SENSITIVITY),
+            True,
         )
 
     def to_dict(self) -> dict[str, Any]:
+        if not self.scoped:
+            return {"scoped": False}
         return {"agent": self.agent, "workspace": self.workspace, "max_sensitivity": self.max_sensitivity}
 
 
@@ -227,10 +232,14 @@ def _candidate_scope(c: dedupe.NormalizedCandidate) -> tuple[object, object, obj
 
 
 def _check_caller_scope(c: dedupe.NormalizedCandidate, caller: Caller) -> dedupe.Skip | None:
-    """Writes land in the caller's scope: a candidate naming another is skipped."""
+    """Writes land in the caller's scope: a candidate naming another scope, or
+    more sensitive than the caller may read, is skipped (it could never be
+    read back through this handle)."""
+    if not caller.scoped:
+        return None
     for key, own in (("agent_scope", caller.agent), ("workspace_scope", caller.workspace)):
         value = getattr(c, key)
-        if own is not None and value != own:
+        if value != own:
             return dedupe.Skip(f"{key} {value!r} is outside the caller's scope ({own!r})", key)
     level = c.sensitivity or DEFAULT_SENSITIVITY
     if SENSITIVITY_LEVELS.index(level) > SENSITIVITY_LEVELS.index(caller.max_sensitivity):

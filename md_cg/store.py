@@ -18,15 +18,29 @@ from datetime import date
 from pathlib import Path
 from typing import Any
 
-from . import access, editing, forgetting, fsops, graph, loop, maintenance, paths
+from . import (
+    access,
+    editing,
+    forgetting,
+    fsops,
+    graph,
+    loop,
+    maintenance,
+    paths,
+    retention,
+    temporal,
+    visibility,
+)
 from . import engine as engine_mod
 from . import organize as organize_mod
 from . import search as search_mod
 from .engine import Engine
 from .errors import (
+    InvalidArgumentError,
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
+    NodeNotFoundError,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -35,11 +49,15 @@ from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .resurface import Resurfaced
+from .retention import SweepReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
+from .visibility import Scope, Show
 from .watch import ChangeWatch
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
+#: The archive/unarchive audit log, ``.mdcg/archive_log/``.
+ARCHIVE_LOG = "archive_log"
 
 
 def new_id(prefix: str = "n") -> str:
@@ -68,6 +86,13 @@ class MdCG:
     access); ``auto_compact`` makes :meth:`close` write a snapshot when there
     is none yet or when this process wrote and at least that many node
     changes were logged since the snapshot (``None``: never).
+
+    ``scope`` (:class:`~md_cg.visibility.Scope`) is the caller's agent,
+    workspace and highest sensitivity: every read treats a node outside it
+    as absent, and every write lands in it (``None``: the trusted default,
+    which sees every scope). ``ttl_seconds`` is how long a temporary memory
+    lives (default: ``.mdcg/retention.json``, else 7 days; see
+    docs/retention.md).
     """
 
     def __init__(
@@ -80,7 +105,13 @@ class MdCG:
         lock_timeout: float = 30.0,
         read_only: bool = False,
         auto_compact: int | None = 10_000,
+        scope: Scope | None = None,
+        ttl_seconds: float | None = None,
     ) -> None:
+        if scope is not None and not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a md_cg.visibility.Scope or None, got {type(scope).__name__}")
+        if ttl_seconds is not None:
+            retention.check_ttl(ttl_seconds)
         self._engine = Engine(
             root,
             create=create,
@@ -97,6 +128,10 @@ class MdCG:
         self._logs: dict[str, AppendLog] = {}
         self._watch: ChangeWatch | None = None
         self._last_scan: float | None = None
+        self._scope = scope
+        self._filter = visibility.Filter(scope)
+        self._ttl_seconds = ttl_seconds
+        self._retention: retention.Retention | None = None
 
     # -- properties and lifecycle ----------------------------------------------------------
 
@@ -115,6 +150,24 @@ class MdCG:
     @property
     def lock_timeout(self) -> float:
         return self._engine.lock_timeout
+
+    @property
+    def scope(self) -> Scope | None:
+        """The caller's scope this handle reads and writes in (None: every scope)."""
+        return self._scope
+
+    @property
+    def ttl_seconds(self) -> float:
+        """How long a temporary memory lives in this store, in seconds."""
+        return self._ret.ttl
+
+    @property
+    def _ret(self) -> retention.Retention:
+        if self._retention is None:
+            self._retention = retention.Retention(
+                self._engine.root_str, self._ttl_seconds, self.log(retention.DECISION_LOG)
+            )
+        return self._retention
 
     @property
     def loaded_from(self) -> str:
@@ -162,37 +215,79 @@ class MdCG:
             log = self._logs[name] = AppendLog(self._engine.root_str, name, legacy=legacy)
         return log
 
-    # -- reading ------------------------------------------------------------------------
+    # -- reading (every read goes through md_cg.visibility) ------------------------------
+
+    def _hidden(self, show: Show = visibility.DEFAULT) -> frozenset[str]:
+        """Ids the caller does not see now (fresh index)."""
+        self._engine.fresh()
+        return self._filter.hidden(self._engine.state, show)
+
+    def _visible(self, node_id: str, show: Show = visibility.DEFAULT, *, retry: bool = False) -> Entry:
+        """The entry of a node the caller sees; NodeNotFoundError (same text as a missing id) if not.
+
+        ``retry``: an unknown id looks at the log once (another process may have just added it).
+        """
+        eng = self._engine
+        eng.fresh()
+        e = eng.state.entries.get(node_id)
+        if e is None and retry:
+            eng.refresh()
+            e = eng.state.entries.get(node_id)
+        if e is None or not visibility.visible(eng.state, e, self._scope, show):
+            raise NodeNotFoundError(node_id)
+        return e
+
+    def _check_scope(self, entry: Entry) -> None:
+        """Refuse a write to a node outside the caller's scope, as if it did not exist."""
+        if self._scope is not None and not self._scope.admits(entry):
+            raise NodeNotFoundError(entry.id)
 
     def __len__(self) -> int:
-        return len(self._engine)
+        return len(self._engine) - len(self._hidden())
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._engine
+        return node_id in self._engine and node_id not in self._hidden()
 
-    def ids(self, layer: str | None = None) -> list[str]:
-        """Sorted ids of all nodes, or of one layer."""
-        return self._engine.ids(layer)
+    def ids(
+        self, layer: str | None = None, *, include_expired: bool = False, include_archived: bool = False
+    ) -> list[str]:
+        """Sorted ids of the nodes the caller sees, or of one layer."""
+        hidden = self._hidden(Show(include_expired, include_archived))
+        return [i for i in self._engine.ids(layer) if i not in hidden]
 
-    def entry(self, node_id: str) -> Entry:
+    def entry(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Entry:
         """The index entry of a node (path, layer, bucket, judge inputs...)."""
-        return self._engine.entry(node_id)
+        return self._visible(node_id, Show(include_expired, include_archived))
 
-    def entries(self, layer: str | None = None) -> list[Entry]:
-        """Index entries of all nodes (or one layer), sorted by id."""
-        return self._engine.entries(layer)
+    def entries(
+        self, layer: str | None = None, *, include_expired: bool = False, include_archived: bool = False
+    ) -> list[Entry]:
+        """Index entries of the nodes the caller sees (or one layer), sorted by id."""
+        hidden = self._hidden(Show(include_expired, include_archived))
+        return [e for e in self._engine.entries(layer) if e.id not in hidden]
 
     def path_of(self, node_id: str) -> Path:
         """Absolute path of a node's file."""
-        return self.root / self._engine.entry(node_id).path
+        return self.root / self._visible(node_id).path
 
-    def get(self, node_id: str) -> Node:
-        """Read a node from its file. Raises NodeNotFoundError for an unknown id."""
+    def get(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Node:
+        """Read a node from its file. Raises NodeNotFoundError for an unknown id
+        (and, with the same text, for an expired, archived or out-of-scope one)."""
+        self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
         return self._engine.get(node_id)
 
+    def superseded_by(self, node_id: str) -> str | None:
+        """The id of the node that supersedes ``node_id``, or None."""
+        self._visible(node_id)
+        return visibility.superseded_by(self._engine.state, node_id)
+
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
-        """Every node (or every node of a layer), read from its file, in id order."""
-        return self._engine.iter_nodes(layer)
+        """Every node the caller sees (or of a layer), read from its file, in id order."""
+        for node_id in self.ids(layer):
+            try:
+                yield self.get(node_id)
+            except NodeNotFoundError:
+                continue
 
     def list_nodes(
         self,
@@ -203,22 +298,38 @@ class MdCG:
         until: float | None = None,
         limit: int | None = None,
         offset: int = 0,
+        include_expired: bool = False,
+        include_archived: bool = False,
+        include_superseded: bool = True,
     ) -> list[Entry]:
         """Index entries, newest first: of ``layer``, carrying ``tag``, whose last
         update (or creation) lies in ``[since, until]`` (seconds since the epoch);
         then ``offset`` and ``limit``. Reads no node file."""
+        hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
         return editing.select(
-            self._engine.entries(), layer=layer, tag=tag, since=since, until=until, limit=limit, offset=offset
+            (e for e in self._engine.entries() if e.id not in hidden),
+            layer=layer,
+            tag=tag,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
         )
 
     def read_text(self, node_id: str) -> str:
         """The node's file exactly as stored: frontmatter and body."""
+        self._visible(check_id(node_id))
         return editing.read_text(self._engine, node_id)
 
     def bucket_sizes(self) -> dict[str, int]:
-        """Knowledge bucket folder -> number of nodes (``orphan`` included)."""
-        self._engine.fresh()
-        return dict(sorted(self._engine.state.buckets.items()))
+        """Knowledge bucket folder -> number of nodes the caller sees (``orphan`` included)."""
+        hidden = self._hidden()
+        sizes = dict(self._engine.state.buckets)
+        for node_id in hidden:
+            e = self._engine.state.entries.get(node_id)
+            if e is not None and e.bucket is not None and sizes.get(e.bucket, 0) > 0:
+                sizes[e.bucket] -= 1
+        return {b: n for b, n in sorted(sizes.items()) if n > 0}
 
     # -- writing ----------------------------------------------------------------------------
 
@@ -230,6 +341,7 @@ class MdCG:
         overwrite: bool = False,
         durable: bool | None = None,
         stamp: bool = True,
+        tier: str | None = None,
         **fields_: Any,
     ) -> Node:
         """Store a new node and return it.
@@ -242,10 +354,13 @@ class MdCG:
         changed). ``stamp`` sets ``created_at`` when absent and ``updated_at``
         to now. Invalid input raises before anything is written, and so does
         an empty body: a memory needs some text (:meth:`add_many`, the import
-        path, carries sources as they are).
+        path, carries sources as they are). ``tier`` (``"temp"``/``"long"``)
+        overrides the retention decision (docs/retention.md).
         """
         self._engine.check_open()
         node = self._coerce(node, fields_)
+        if tier is not None:
+            node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
         return self.add_many([node], overwrite=overwrite, durable=durable, stamp=stamp)[0]
 
@@ -264,11 +379,34 @@ class MdCG:
         stored. With ``overwrite=True`` a node whose file would change only in
         ``updated_at`` is left untouched (mtime included), so re-running an
         import is idempotent. A batch interrupted by a crash is finished by
-        the next write of its ids or by :meth:`sync`.
+        the next write of its ids or by :meth:`sync`. Each node is put in the
+        caller's scope and gets its retention decision (docs/retention.md),
+        except with ``stamp=False``: the verbatim import path (migration)
+        stores nodes exactly as given, and a node without a tier never expires.
         """
         batch = list(nodes)
         now = time.time()
+        decided = self._prepare(batch, now, stamp=stamp, replacing=overwrite, decide=stamp)
+        with self._engine.lock:
+            out = self._engine.add_many(batch, overwrite=overwrite, durable=durable, stamp=stamp)
+        self._ret.record(decided, now)
+        if progress is not None:
+            progress(len(batch))
+        return out
+
+    def _prepare(
+        self,
+        batch: list[Node],
+        now: float,
+        *,
+        stamp: bool = True,
+        replacing: bool = False,
+        decide: bool = True,
+    ) -> list[tuple[Node, temporal.RetentionDecision]]:
+        """Validate a batch, put it in the caller's scope and (``decide``) decide its retention."""
         seen: dict[str, str] = {}
+        decided = []
+        entries = self._engine.state.entries
         for node in batch:
             if not isinstance(node, Node):
                 raise TypeError(f"add_many expects Node objects, got {type(node).__name__}")
@@ -279,11 +417,13 @@ class MdCG:
             if key in seen:
                 raise engine_mod.DuplicateIdError(node.id, f"this batch (as {seen[key]!r})")
             seen[key] = node.id
-        with self._engine.lock:
-            out = self._engine.add_many(batch, overwrite=overwrite, durable=durable, stamp=stamp)
-        if progress is not None:
-            progress(len(batch))
-        return out
+            retention.stamp_scope(node, self._scope)
+            if not decide:
+                continue
+            previous = entries.get(node.id) if replacing else None
+            explicit = node.retention_tier is not None
+            decided.append((node, self._ret.decide(node, now=now, previous=previous, explicit=explicit)))
+        return decided
 
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         if node is not None:
@@ -307,7 +447,10 @@ class MdCG:
 
         Any :class:`Node` field but ``id`` may be given. A change of layer,
         tags or condition space may move the file (crash-safe through the
-        journal). ``updated_at`` is set to now.
+        journal); a file placed by hand stays where it is while its layer
+        does not change. ``updated_at`` is set to now. A change of ``body``,
+        ``temporal`` or ``retention_tier`` re-decides retention (an expiry
+        already set is kept).
         """
         unknown = set(changes) - _NODE_FIELDS
         if unknown or "id" in changes:
@@ -320,7 +463,22 @@ class MdCG:
             )
         if "body" in changes:
             editing.require_text(Node(id=node_id, body=changes["body"]))
-        return self.modify(node_id, lambda node: _apply(node, changes), durable=durable)
+        redecide = bool({"body", "temporal", "retention_tier"} & set(changes))
+        decided: list[tuple[Node, temporal.RetentionDecision]] = []
+        now = time.time()
+
+        def change(node: Node) -> Node:
+            before = self._engine.state.entries.get(node_id)
+            _apply(node, changes)
+            retention.stamp_scope(node, self._scope)
+            if redecide:
+                explicit = "retention_tier" in changes and node.retention_tier is not None
+                decided.append((node, self._ret.decide(node, now=now, previous=before, explicit=explicit)))
+            return node
+
+        out = self.modify(node_id, change, durable=durable)
+        self._ret.record(decided, now)
+        return out
 
     def modify(
         self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None
@@ -329,15 +487,17 @@ class MdCG:
 
         ``change`` receives the current node (freshly read from its file) and
         mutates it or returns a replacement; the result is validated before
-        anything is written; ``updated_at`` is set to now.
+        anything is written; ``updated_at`` is set to now. A node outside the
+        caller's scope is absent (NodeNotFoundError).
         """
-        return self._engine.modify(node_id, change, durable=durable)
+        return self._engine.modify(node_id, change, durable=durable, check=self._check_scope)
 
     def edit_text(self, node_id: str, change: Callable[[str], str], *, durable: bool | None = None) -> Node:
         """Rewrite a node's file text with ``change`` under its lock (see :func:`md_cg.editing.edit_text`).
 
         The result must parse as the same node with some body text, or nothing is written.
         """
+        self._check_scope(self._engine.entry(node_id))
         return editing.edit_text(self._engine, node_id, change, durable=durable)
 
     def rename(
@@ -345,6 +505,7 @@ class MdCG:
     ) -> Node:
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it."""
+        self._check_scope(self._engine.entry(node_id))
         return editing.rename(self._engine, node_id, new_id, layer=layer, durable=durable)
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
@@ -363,6 +524,7 @@ class MdCG:
         incoming: list[tuple[str, str]] = []
 
         def refuse(entry: Entry) -> None:
+            self._check_scope(entry)
             incoming.extend(eng.incoming(entry.id))
             if incoming and not force:
                 raise NodeHasIncomingEdgesError(entry.id, incoming)
@@ -387,6 +549,11 @@ class MdCG:
         self, node_ids: Iterable[str], reason: str, *, force: bool = False, durable: bool | None = None
     ) -> list[Deleted]:
         """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
+        node_ids = list(node_ids)
+        for node_id in node_ids:
+            e = self._engine.state.entries.get(node_id)
+            if e is not None:
+                self._check_scope(e)
         tombstones = self.log(paths.AUDIT_DIR)
         return forgetting.forget_many(
             self._engine, tombstones, list(node_ids), reason, force=force, durable=durable
@@ -395,6 +562,70 @@ class MdCG:
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content)."""
         return self.log(paths.AUDIT_DIR).read()
+
+    # -- lifecycle: archive, expiry, supersession (docs/retention.md, docs/format.md) ---------
+
+    def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]:
+        """Move nodes to ``archive/`` byte for byte (one commit); return the ids moved.
+
+        Archived nodes leave every default read (``include_archived=True``
+        shows them); nothing is deleted. Ids already archived are skipped; an
+        unknown or out-of-scope id raises NodeNotFoundError before anything moves.
+        """
+        wanted = retention.ids_of(ids)
+        moved, _ = self._engine.change_many(archive=wanted, durable=None, check=self._check_scope)
+        self._note_archive("archive", moved, reason)
+        return moved
+
+    def unarchive(self, ids: str | Sequence[str]) -> list[str]:
+        """Move archived nodes back to where they were, byte for byte; return the ids moved."""
+        wanted = retention.ids_of(ids)
+        _, moved = self._engine.change_many(unarchive=wanted, durable=None, check=self._check_scope)
+        self._note_archive("unarchive", moved, "")
+        return moved
+
+    def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None:
+        """Add new nodes and archive others in ONE journal commit: all or nothing.
+
+        Everything is validated first (nodes, scope, retention, duplicate and
+        unknown ids); an id may not be both added and archived. A crash
+        leaves all of it or none of it once recovered (see md_cg.journal).
+        """
+        batch = list(add)
+        wanted = retention.ids_of(archive, "archive")
+        clash = sorted({n.id for n in batch if isinstance(n, Node)} & set(wanted))
+        if clash:
+            raise InvalidArgumentError(
+                f"node {clash[0]!r} is both added and archived in one apply_changes", name="archive"
+            )
+        now = time.time()
+        decided = self._prepare(batch, now)
+        with self._engine.lock:
+            moved, _ = self._engine.change_many(batch, archive=wanted, durable=None, check=self._check_scope)
+        self._ret.record(decided, now)
+        self._note_archive("archive", moved, "apply_changes")
+
+    def _note_archive(self, event: str, ids: list[str], reason: str) -> None:
+        if ids:
+            now = time.time()
+            self.log(ARCHIVE_LOG).append({"event": event, "id": i, "reason": reason, "at": now} for i in ids)
+
+    def sweep(self, *, dry_run: bool = True) -> SweepReport:
+        """Find -- and with ``dry_run=False`` remove -- the expired temporary nodes.
+
+        Only nodes with ``retention_tier: temp`` whose ``expires_at`` has
+        passed, not archived, in the caller's scope; each removal leaves a
+        payload-free tombstone (reason ``expired``, see :meth:`tombstones`).
+        """
+        return retention.sweep(self._engine, self.log(paths.AUDIT_DIR), self._scope, dry_run=dry_run)
+
+    def supersede(self, old_id: str, new_id: str, reason: str = "") -> None:
+        """Mark ``old_id`` as superseded by ``new_id``: ``valid_until`` = now on the
+        old node and a ``supersedes`` edge from the new one. Search hides the old
+        node by default; nothing is deleted."""
+        with self._engine.lock:
+            self._engine.fresh()
+            retention.supersede(self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope)
 
     # -- search ------------------------------------------------------------------------------
 
@@ -430,6 +661,7 @@ class MdCG:
         judge: bool = True,
         record: bool = True,
         neg_limit: int = search_mod.NEGATIVE_LIMIT,
+        include_superseded: bool = False,
     ) -> tuple[list[SearchResult], dict[str, Any]]:
         """Find nodes for ``query`` with the T0–T3 ladder; return ``(results, meta)``.
 
@@ -446,12 +678,16 @@ class MdCG:
         with nothing) and is never ACCEPT. A hit whose file has gone (``git
         pull``, ``rm``) is dropped and the index refreshed. ``record=True``
         appends the ids of the results that are not filler to the access log
-        (nothing else); a read-only store records nothing.
+        (nothing else); a read-only store records nothing. Expired, archived
+        and out-of-scope nodes are never found; superseded ones only with
+        ``include_superseded=True`` (each result says ``superseded_by``).
         """
         eng = self._engine
+        show = visibility.DEFAULT if include_superseded else visibility.SEARCH
         with eng.lock:
             eng.fresh()
             for _ in range(3):
+                hidden = self._filter.hidden(eng.state, show)
                 results, meta = search_mod.run(
                     eng.state,
                     self.synonyms,
@@ -461,6 +697,9 @@ class MdCG:
                     context=context,
                     judge=judge,
                     loader=eng.get,
+                    neg_limit=neg_limit,
+                    hidden=hidden,
+                    superseded_by=lambda i: visibility.superseded_by(eng.state, i),
                 )
                 gone = [
                     r.id for r in results if not os.path.lexists(os.path.join(eng.root_str, r.entry.path))
@@ -513,10 +752,11 @@ class MdCG:
             e = entries.get(i)
             return (e.access_count if e else 0) + folded.counts.get(i, 0) + tail.counts.get(i, 0)
 
+        hidden = self._filter.hidden(eng.state)
         if node_ids is not None:
-            return {i: count(i) for i in node_ids}
+            return {i: 0 if i in hidden else count(i) for i in node_ids}
         candidates = {i for i, e in entries.items() if e.access_count} | set(folded.counts) | set(tail.counts)
-        return {i: count(i) for i in sorted(candidates) if i in entries and count(i)}
+        return {i: count(i) for i in sorted(candidates) if i in entries and i not in hidden and count(i)}
 
     def compact_access(self) -> dict[str, int]:
         """Fold the access log into the local totals; return the accesses folded per node.
@@ -536,7 +776,12 @@ class MdCG:
         with eng.lock:
             eng.fresh()
             return graph.neighbours(
-                eng.state, node_id, direction, None if types is None else list(types), depth
+                eng.state,
+                node_id,
+                direction,
+                None if types is None else list(types),
+                depth,
+                hidden=self._filter.hidden(eng.state),
             )
 
     # -- the cognitive loop (see md_cg.loop) ----------------------------------------------------
@@ -635,7 +880,21 @@ class MdCG:
             extra.append(Finding("synonyms_file", f"{self._synonyms_problem}; the shipped table is used"))
         if self._access_broken:
             extra.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
-        return maintenance.health(self._engine, deep=deep, extra=tuple(extra))
+        eng = self._engine
+        with eng.lock:
+            eng.fresh()
+            state, scope, now = eng.state, self._scope, time.time()
+            absent = {i for i in state.restricted if scope is not None and not scope.admits(state.entries[i])}
+            for node_id in sorted(state.restricted - absent):
+                e = state.entries[node_id]
+                if visibility.is_expired(e, now) and not e.archived:
+                    extra.append(
+                        Finding(
+                            "expired", "hidden from reads since its expiry; sweep() removes it", e.path, e.id
+                        )
+                    )
+            uncounted = self._filter.hidden(state)
+            return maintenance.health(eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted)
 
     # -- organise, recall statistics, inject, resurfacing (md_cg.organize, md_cg.access) ----------
 
@@ -644,7 +903,7 @@ class MdCG:
     ) -> OrganizeResult:
         """Compare candidates with the store (``dryRun``) or apply one dry run's
         decisions exactly once (``apply``); see :mod:`md_cg.organize`."""
-        scope = getattr(self, "scope", None)
+        scope = self.scope
         return organize_mod.organize(
             self, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=scope
         )
@@ -654,7 +913,7 @@ class MdCG:
     ) -> RecallStats:
         """Top recalled, zombie rate, injection and coverage over the access log (docs/recall.md)."""
         opts = {"window_days": window_days, "exempt_days": exempt_days, "max_inject_slots": max_inject_slots}
-        return access.stats(self, getattr(self, "scope", None), **opts)
+        return access.stats(self.root, self._active_entries(), self.scope, **opts)
 
     def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
         """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""
@@ -667,14 +926,19 @@ class MdCG:
         self, today: date | None = None, seed: int | None = None, *, record: bool = False
     ) -> Resurfaced | None:
         """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
-        return access.resurface_pick(self, today, seed, record=record)
+        return access.resurface_pick(self, self._active_entries(), today, seed, record=record)
+
+    def _active_entries(self) -> list[Entry]:
+        """Entries the caller sees that are active: not archived, expired or superseded."""
+        hidden = self._hidden(visibility.SEARCH)
+        return [e for e in self._engine.entries() if e.id not in hidden]
 
     def _record_event(self, mode: str, ids: list[str]) -> None:
         """Append one access event (mode, caller, ids) to this process's access-log shard;
         an inject run counts even when it filled no slot, other calls only when they exposed ids."""
         if self.read_only or self._access_broken or (not ids and mode != "inject"):
             return
-        scope = getattr(self, "scope", None)
+        scope = self.scope
         line = access.event_line(mode, ids, getattr(scope, "agent", None), getattr(scope, "workspace", None))
         with self._engine.lock:
             try:
