@@ -12,6 +12,7 @@ from conftest import node_tree
 from md_cg import MdCG
 from md_cg import organize as organize_mod
 from md_cg.errors import InvalidArgumentError, OrganizeApplyError
+from md_cg.visibility import Scope
 
 COFFEE = "# Coffee order\n\nOat-milk flat white, no sugar.\n"
 MEETING = "# Design team meeting\n\nThe design team meeting is on Thursday at 3pm\n"
@@ -195,7 +196,7 @@ def test_apply_saves_discards_and_archives_once(tmp_path: Path) -> None:
     assert "kp_coffee" not in {e.id for e in store.entries()}  # archived: out of default reads
     assert files_before - set(node_tree(store.root)) <= {p for p in files_before if "kp_coffee" in p}
     kinds = [(x["kind"], x.get("status")) for x in audit(store)]
-    assert kinds == [("dry_run", "ok"), ("apply_intent", None), ("apply", "ok")]
+    assert kinds == [("dry_run", "degraded"), ("apply_intent", None), ("apply", "ok")]
     receipt = audit(store)[-1]
     assert receipt["applied"] == 3 and receipt["saved"] == list(r.saved_ids)
 
@@ -340,3 +341,48 @@ def test_two_processes_apply_the_same_run_exactly_once(tmp_path: Path) -> None:
     assert landed == set(wins[0])
     receipts = [x for x in audit(store) if x["kind"] == "apply"]
     assert sorted((x["status"], x["applied"]) for x in receipts) == [("failed", 0)] * (n - 1) + [("ok", 2)]
+
+
+# -- scopes ---------------------------------------------------------------------------------------
+
+
+def test_a_scoped_caller_matches_and_writes_only_in_its_scope(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    seeded(root).close()
+    with MdCG(root, scope=Scope(agent="agent-a")) as mine:
+        mine.add(id="kp_mine", layer="knowledge", body="# Tea\n\nBob prefers green tea\n")
+    a = MdCG(root, scope=Scope(agent="agent-a"))
+    r = a.organize(
+        candidates=[
+            {
+                "layer": "knowledge",
+                "title": "Coffee order",
+                "content": "x",
+            },  # only agent-b and unscoped have it
+            {"layer": "knowledge", "title": "TEA", "content": "y"},
+            {"layer": "knowledge", "title": "t", "content": "c", "agent_scope": "agent-b"},
+            {"layer": "knowledge", "title": "t", "content": "c", "sensitivity": "secret"},
+        ]
+    )
+    assert [(i.index, i.verdict, i.match.id if i.match else None) for i in r.items] == [
+        (0, "new", None),
+        (1, "exact", "kp_mine"),
+    ]
+    assert [(s.index, s.reason) for s in r.skipped] == [
+        (2, "candidate 2: agent_scope 'agent-b' is outside the caller's scope ('agent-a')"),
+        (3, "candidate 3: sensitivity 'secret' is above the caller's maximum ('normal')"),
+    ]
+    b = MdCG(root, scope=Scope(agent="agent-b"))
+    with pytest.raises(OrganizeApplyError, match=f"unknown organize run '{r.run_id}'"):
+        b.organize("apply", run_id=r.run_id, decisions=[{"action": "save", "index": 0}])
+    # An id of another scope cannot be archived: the report never matched it.
+    rb = a.organize(
+        "apply",
+        run_id=r.run_id,
+        decisions=[{"action": "save", "index": 0}, {"action": "archive", "id": "kp_other"}],
+    )
+    assert rb.skipped[0].reason == "decision 1: node 'kp_other' was not flagged as a match by this dry run"
+    assert a.get(rb.saved_ids[0]).agent_scope == "agent-a"
+    assert rb.saved_ids[0] not in b and "kp_other" in b
+    a.close()
+    b.close()
