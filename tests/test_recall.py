@@ -22,6 +22,7 @@ from md_cg.recall import (
     parse_event,
     recall_stats,
 )
+from md_cg.visibility import Scope
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 NS = 1_000_000_000
@@ -471,3 +472,27 @@ def test_folding_keeps_the_events_statistics_need(tmp_path: Path) -> None:
     assert logged(store) == [{"mode": "search", "ids": ["kp_nginx"]}]  # still there for recall_stats
     assert store.access_counts(["kp_nginx"]) == {"kp_nginx": 1}  # and not counted twice
     assert store.recall_stats().top_recalled[0].count == 1
+
+
+def test_events_carry_the_caller_and_stats_respect_scope_and_archive(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    small_store(root).close()
+    with MdCG(root, scope=Scope(agent="agent-b")) as b:
+        b.add(id="kp_b", layer="knowledge", body="# Nginx for b\n\nnginx reverse proxy notes of agent b\n")
+        b.search("nginx reverse proxy", k=5)
+    a = MdCG(root, scope=Scope(agent="agent-a"))
+    results, _ = a.search("nginx reverse proxy", k=5)
+    assert "kp_b" not in {r.id for r in results}
+    events = {e["agent"]: e for e in logged(a)}  # shards are read per process, not in time order
+    assert sorted(events) == ["agent-a", "agent-b"] and {e["mode"] for e in events.values()} == {"search"}
+    assert "kp_b" in events["agent-b"]["ids"]  # type: ignore[operator]
+    stats = a.recall_stats()
+    assert stats.coverage.events_in_window == 1  # agent-a's own event only
+    assert "kp_b" not in {r.id for r in stats.top_recalled}
+    assert stats.zombie.active_count == 3  # kp_b is outside agent-a's scope
+    a.archive(["kp_nginx"])
+    after = a.recall_stats()
+    assert "kp_nginx" not in {r.id for r in after.top_recalled}
+    assert after.zombie.active_count == 2
+    assert a.resurface(seed=1) is not None and a.resurface(seed=1).id in {"kp_tea", "kp_cat"}  # type: ignore[union-attr]
+    a.close()
