@@ -197,7 +197,7 @@ def bench_store(
     n = len(store)
     rows: list[tuple[str, str, str]] = []
     ids = store.ids()
-    for zipf in (False, True):
+    for zipf in (False, True) if n_events else ():
         shard = _write_access_log(store, ids, n_events, zipf)
         kind = "Zipf" if zipf else "uniform"
         what = f"MdCG.recall_stats, {n_events:,} events in the log, {n:,} nodes, {kind} ids"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
@@ -294,36 +294,46 @@ def inject_items(store: Any, query: str, max_items: int) -> list[recall.InjectIt
     ][:budget]
 
 
-_INDEX_CACHE: dict[str, tuple[int, resurface_mod.ResurfaceIndex]] = {}
+_INDEX_CACHE: dict[str, tuple[object, resurface_mod.ResurfaceIndex]] = {}
 
 
-def _resurface_index(store: Any, entries: Iterable[Any], tz: tzinfo) -> resurface_mod.ResurfaceIndex:
+def _resurface_index(
+    root: str, version: object, entries: Callable[[], Iterable[Any]], tz: tzinfo
+) -> resurface_mod.ResurfaceIndex:
     """The candidates of the visible active nodes by ``created_at`` (the
-    resurfacing date the store uses), cached while they do not change."""
-    pairs = [(e.id, e.created_at) for e in entries if e.created_at is not None]
-    key = hash((str(tz), *pairs))
-    cached = _INDEX_CACHE.get(str(store.root))
+    resurfacing date the store uses), rebuilt only when ``version`` (the
+    store's index state and what the caller cannot see) or the time zone changed."""
+    key = (version, str(tz))
+    cached = _INDEX_CACHE.get(root)
     if cached is not None and cached[0] == key:
         return cached[1]
     index = resurface_mod.ResurfaceIndex(
-        (node_id, resurface_mod.node_date(created, tz=tz, node_id=node_id)) for node_id, created in pairs
+        (e.id, resurface_mod.node_date(e.created_at, tz=tz, node_id=e.id))
+        for e in entries()
+        if e.created_at is not None
     )
-    _INDEX_CACHE[str(store.root)] = (key, index)
+    _INDEX_CACHE[root] = (key, index)
     return index
 
 
 def resurface_pick(
-    store: Any, entries: Iterable[Any], today: date | None, seed: int | None, *, record: bool
+    store: Any,
+    version: object,
+    entries: Callable[[], Iterable[Any]],
+    today: date | None,
+    seed: int | None,
+    *,
+    record: bool,
 ) -> resurface_mod.Resurfaced | None:
-    """One memory to bring back on ``today`` (default: the local today) among the
-    caller's visible active nodes; ``seed`` None is 0, so a day shows one memory.
+    """One memory to bring back on ``today`` (default: the local today) among
+    ``entries()``, the caller's visible active nodes (``version`` says when
+    they change); ``seed`` None is 0, so a day shows one memory.
     ``record=True`` appends the show to the history (``.mdcg/resurface/``)."""
     tz = datetime.now().astimezone().tzinfo or UTC
     day = datetime.now(tz).date() if today is None else today
     log = store.log(SHOW_LOG)
-    pick = resurface_mod.resurface(
-        _resurface_index(store, entries, tz), today=day, seed=0 if seed is None else seed, history=log.read()
-    )
+    index = _resurface_index(str(store.root), version, entries, tz)
+    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=log.read())
     if pick is not None and record:
         log.append([resurface_mod.show_record(pick.id, day, tier=pick.tier)], durable=True)
     return pick

@@ -926,7 +926,14 @@ class MdCG:
         self, today: date | None = None, seed: int | None = None, *, record: bool = False
     ) -> Resurfaced | None:
         """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
-        return access.resurface_pick(self, self._active_entries(), today, seed, record=record)
+        hidden = self._hidden(visibility.SEARCH)
+        state = self._engine.state
+        version = (id(state), state.generation, hidden)  # the candidates change only with these
+
+        def active() -> list[Entry]:
+            return [e for e in state.entries.values() if e.id not in hidden]
+
+        return access.resurface_pick(self, version, active, today, seed, record=record)
 
     def _active_entries(self) -> list[Entry]:
         """Entries the caller sees that are active: not archived, expired or superseded."""
