@@ -65,9 +65,10 @@ STATUSES: tuple[str, ...] = ("ok", "degraded", "noop", "failed")
 class OrganizeStore(Protocol):
     """What organise needs of a store (:class:`md_cg.store.MdCG` provides it)."""
 
-    lock_timeout: float
-
+    @property
+    def lock_timeout(self) -> float: ...
     def entries(self, layer: str | None = None) -> list[Any]: ...
+    def __contains__(self, node_id: object) -> bool: ...
     def get(self, node_id: str) -> Node: ...
     def log(self, name: str) -> AppendLog: ...
     def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...
@@ -96,9 +97,8 @@ class OrganizeItem:
     match: Match | None
 
     def to_dict(self) -> dict[str, Any]:
-        match = None if self.match is None else {"id": self.match.id, "title": self.match.title}
-        if match is not None:
-            match["score"] = round(self.match.score, 4)
+        m = self.match
+        match = None if m is None else {"id": m.id, "title": m.title, "score": round(m.score, 4)}
         return {
             "index": self.index,
             "layer": self.layer,
@@ -513,7 +513,7 @@ def _landed(store: OrganizeStore, intent: Mapping[str, Any]) -> bool:
     id archived) says it did."""
     saved = intent.get("saved") or []
     if saved:
-        return any(node_id in store for node_id in saved)  # type: ignore[operator]
+        return any(node_id in store for node_id in saved)
     archive = intent.get("archive") or []
     if archive:
         visible = {e.id for e in store.entries()}

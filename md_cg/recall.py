@@ -31,7 +31,7 @@ import heapq
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -408,13 +408,13 @@ def _scan(
             continue
         in_window += 1
         by_mode[mode] += 1
-        if len(ids) > 1:
-            ids = set(ids)  # one call exposes an id once, whatever the record says
+        # One call exposes an id once, whatever the record says.
+        exposed: Collection[str] = set(ids) if len(ids) > 1 else ids
         if mode == "inject":
             inject_runs += 1
-            injected += len(ids)
+            injected += len(exposed)
         # Counting in batches keeps the per-event cost to one C-level extend.
-        buffer.extend(ids)
+        buffer.extend(exposed)
         if len(buffer) >= _COUNT_BATCH:
             counts.update(buffer)
             buffer.clear()

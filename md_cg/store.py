@@ -912,8 +912,14 @@ class MdCG:
         self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5
     ) -> RecallStats:
         """Top recalled, zombie rate, injection and coverage over the access log (docs/recall.md)."""
-        opts = {"window_days": window_days, "exempt_days": exempt_days, "max_inject_slots": max_inject_slots}
-        return access.stats(self.root, self._active_entries(), self.scope, **opts)
+        return access.stats(
+            self.root,
+            self._active_entries(),
+            self.scope,
+            window_days=window_days,
+            exempt_days=exempt_days,
+            max_inject_slots=max_inject_slots,
+        )
 
     def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
         """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""

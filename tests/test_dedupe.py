@@ -41,7 +41,8 @@ def test_a_full_candidate_is_normalised() -> None:
         "agent_scope": "agent-b",
         "source": "ignored",
     }
-    c = normalize_candidate(raw, {"agent_scope": "agent-a", "workspace_scope": "ws-1", "sensitivity": "Private"})
+    defaults = {"agent_scope": "agent-a", "workspace_scope": "ws-1", "sensitivity": "Private"}
+    c = normalize_candidate(raw, defaults)
     assert c == NormalizedCandidate(
         layer="knowledge",
         title="Coffee order",
