@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -386,3 +388,33 @@ def test_a_scoped_caller_matches_and_writes_only_in_its_scope(tmp_path: Path) ->
     assert rb.saved_ids[0] not in b and "kp_other" in b
     a.close()
     b.close()
+
+
+def _apply_then_die(root: str, run_id: str) -> None:
+    store = MdCG(root)
+    real = store.apply_changes
+
+    def commit_then_kill(**kw: Any) -> None:
+        real(**kw)
+        os.kill(os.getpid(), signal.SIGKILL)  # dies after the commit, before its receipt
+
+    store.apply_changes = commit_then_kill  # type: ignore[method-assign]
+    store.organize("apply", run_id=run_id, decisions=[{"action": "save", "index": 0}])
+
+
+def test_a_process_killed_after_its_commit_leaves_the_run_applied(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:2])
+    child = multiprocessing.get_context("spawn").Process(
+        target=_apply_then_die, args=(str(store.root), dry.run_id)
+    )
+    child.start()
+    child.join(120)
+    assert child.exitcode == -signal.SIGKILL
+    assert [x["kind"] for x in audit(store)] == ["dry_run", "apply_intent"]  # no receipt: it died first
+    store.refresh()
+    bob = [e.id for e in store.entries() if e.title == "Bob"]
+    assert bob == audit(store)[-1]["saved"]
+    with pytest.raises(OrganizeApplyError, match="was already applied"):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    assert [e.id for e in store.entries() if e.title == "Bob"] == bob
