@@ -282,15 +282,17 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
 
 def inject_items(store: Any, query: str, max_items: int) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
-    search results, filler never (recording is the caller's act)."""
+    search results, never filler nor REJECT (recording is the caller's act)."""
     budget = recall.adaptive_inject_budget(query, max_items)
     if budget <= 0 or not query.strip():
         return []
     results, _meta = store.search(query, k=budget, record=False)
+    # A REJECT result is one the judge found not applicable to the query (a
+    # condition it excludes matched): in a prompt it would mislead.
     return [
         recall.InjectItem(r.id, r.entry.title, compact_text(r.node.body), round(float(r.score), 6))
         for r in results
-        if not r.filler
+        if not r.filler and r.state != "REJECT"
     ][:budget]
 
 

@@ -496,3 +496,17 @@ def test_events_carry_the_caller_and_stats_respect_scope_and_archive(tmp_path: P
     assert after.zombie.active_count == 2
     assert a.resurface(seed=1) is not None and a.resurface(seed=1).id in {"kp_tea", "kp_cat"}  # type: ignore[union-attr]
     a.close()
+
+
+def test_inject_leaves_out_what_the_judge_rejects(tmp_path: Path) -> None:
+    store = MdCG(tmp_path / "s")
+    store.add(
+        id="kp_bsearch",
+        layer="knowledge",
+        body="# Binary search\n\nBinary search halves a sorted array each step.\n",
+        non_applicable_conditions=["linked list"],
+    )
+    results, _ = store.search("binary search over a linked list", record=False)
+    assert [(r.id, r.state) for r in results if not r.filler] == [("kp_bsearch", "REJECT")]
+    assert store.inject("binary search over a linked list", 5) == []
+    assert [i.id for i in store.inject("binary search sorted array", 5)] == ["kp_bsearch"]
