@@ -264,16 +264,15 @@ _Accepted = tuple[int, dedupe.NormalizedCandidate]
 class _Matcher:
     """Verdicts for one dry run: reads each stored node at most once.
 
-    Visibility comes from the store: ``entries()`` lists what the caller may
-    see, and ``get`` raises NodeNotFoundError for anything else, so a BM25
-    hit outside the caller's view is dropped when it is read."""
+    Visibility comes from the store: every candidate row is read with
+    ``store.get``, which raises NodeNotFoundError for a node the caller may
+    not see (another scope, archived, expired), so such a node is dropped
+    when it is read and never reaches a verdict."""
 
     #: title -> title key, kept across runs (titles repeat; keys cost microseconds).
     _keys: ClassVar[dict[str, str]] = {}
 
-    def __init__(
-        self, store: OrganizeStore, accepted: Sequence[tuple[int, dedupe.NormalizedCandidate]]
-    ) -> None:
+    def __init__(self, store: OrganizeStore, accepted: Sequence[_Accepted]) -> None:
         self.store = store
         self.nodes: dict[str, Node | None] = {}
         self.text_index = _text_index(store)
