@@ -208,6 +208,9 @@ def test_apply_saves_discards_and_archives_once(tmp_path: Path) -> None:
     last = audit(store)[-1]
     assert (last["kind"], last["status"], last["applied"], last["saved"]) == ("apply", "failed", 0, [])
     assert len([e for e in store.entries() if e.title == "Bob"]) == 1
+    # An archived node is no longer compared: the same title is new now.
+    again = store.organize(candidates=[{"layer": "knowledge", "title": "coffee order", "content": "x"}])
+    assert [(i.verdict, i.match) for i in again.items] == [("new", None)]
 
 
 def test_decisions_the_report_does_not_back_are_skipped(tmp_path: Path) -> None:
