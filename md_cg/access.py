@@ -156,7 +156,10 @@ def _remove_folded_shards(root: str, offsets: dict[str, int]) -> list[str]:
         if fh is None:
             continue
         try:
-            if offsets.get(name, -1) == os.fstat(fh.fileno()).st_size and _newest_ts(root, rel) < keep_after:
+            if (
+                offsets.get(name, -1) == os.fstat(fh.fileno()).st_size
+                and _newest_event_ts(root, rel) < keep_after
+            ):
                 fsops.remove(root, rel)
                 removed.append(name)
         finally:
@@ -164,14 +167,15 @@ def _remove_folded_shards(root: str, offsets: dict[str, int]) -> list[str]:
     return removed
 
 
-def _newest_ts(root: str, rel: str) -> int:
-    """The ``ts`` of a shard's last complete line (0 when there is none)."""
+def _newest_event_ts(root: str, rel: str) -> int:
+    """The newest ``ts`` among a shard's access events (lines with ``ids``);
+    0 when it holds none (only counts written before events had a mode)."""
     try:
         records = fsops.read_shard(root, rel).records
     except (FileNotFoundError, UnsafePathError):
         return 0
-    ts = records[-1].get("ts", 0) if records else 0
-    return ts if isinstance(ts, int) else 0
+    stamps = [r.get("ts", 0) for r in records if "ids" in r]
+    return max((t for t in stamps if isinstance(t, int)), default=0)
 
 
 def event_line(mode: str, ids: list[str], agent: str | None, workspace: str | None) -> dict[str, Any]:

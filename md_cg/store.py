@@ -952,7 +952,9 @@ class MdCG:
         if self.read_only or self._access_broken or (not ids and mode != "inject"):
             return
         scope = self.scope
-        line = access.event_line(mode, ids, getattr(scope, "agent", None), getattr(scope, "workspace", None))
+        line = access.event_line(
+            mode, ids, scope.agent if scope else None, scope.workspace if scope else None
+        )
         with self._engine.lock:
             try:
                 self._engine.ensure_writable()
@@ -961,3 +963,7 @@ class MdCG:
                 if not isinstance(exc, PermissionError) and not engine_mod.is_read_only_error(exc):
                     raise
                 self._access_broken = f"{exc.strerror or exc}"
+                note = (
+                    f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded"
+                )
+                engine_mod.warn_once(self, "access", note)
