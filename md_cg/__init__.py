@@ -53,6 +53,8 @@ _EXPORTS = {
     "SearchResult": "search",
     "route_key": "layout",
     "bucket_dir": "layout",
+    "Scope": "visibility",
+    "SweepReport": "retention",
 }
 
 __all__ = [
@@ -80,9 +82,11 @@ __all__ = [
     "NotAStoreError",
     "ProtectedNodeError",
     "ReadOnlyStoreError",
+    "Scope",
     "SearchResult",
     "StoreClosedError",
     "StoreEngine",
+    "SweepReport",
     "SyncReport",
     "UnknownLayerError",
     "UnsafeIdError",
@@ -129,5 +133,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
     from .protocol import StoreEngine
     from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
+    from .retention import SweepReport
     from .search import SearchResult
     from .store import MdCG, new_id
+    from .visibility import Scope

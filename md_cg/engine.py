@@ -10,7 +10,7 @@ the cognitive loop and the lifecycle modules use the narrow
 :class:`md_cg.protocol.StoreEngine` view of it.
 
 Freshness: every read (``ids``, ``entries``, ``len``, ``in``, ``entry``,
-``get``, ``iter_nodes``, search, neighbours) first calls :meth:`fresh`,
+``get``, search, neighbours) first calls :meth:`fresh`,
 which follows other processes' log records when ``refresh_interval``
 seconds have passed since the last look (``0``: always; ``None``: only on
 :meth:`refresh`). Writes always catch up first, under their locks.
@@ -63,6 +63,7 @@ GITIGNORE = """\
 # ...except per-store configuration, which belongs in the repository.
 !.mdcg/synonyms.json
 !.mdcg/retention_markers.json
+!.mdcg/retention.json
 # Temp files of interrupted writes (health reports them, sync removes them).
 .*.tmp
 """
@@ -324,14 +325,6 @@ class Engine:
             if attempt == 0:
                 self.refresh()
         raise NodeNotFoundError(node_id)
-
-    def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
-        """Every node (or every node of a layer), read from its file, in id order."""
-        for node_id in self.ids(layer):
-            try:
-                yield self.get(node_id)
-            except NodeNotFoundError:
-                continue
 
     def drop_missing(self, node_ids: Iterable[str]) -> list[str]:
         """Re-resolve ids whose files may be gone (in memory only); return those dropped."""

@@ -18,25 +18,28 @@ leaves its file unchanged).
 The TTL is ``MdCG(ttl_seconds=...)``, else ``ttl_seconds`` in the store's
 ``.mdcg/retention.json`` (``{"ttl_seconds": 86400}``), else 7 days.
 
-Imports the engine, forgetting, temporal, visibility and the modules below them.
+The sweep itself is :meth:`md_cg.MdCG.sweep`: :func:`expired_ids` lists, and
+:func:`md_cg.forgetting.forget_many` removes with the :func:`sweepable` check.
+
+Imports the engine, temporal, visibility and the modules below them.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from . import forgetting, fsops, paths, temporal, visibility
+from . import fsops, paths, temporal, visibility
 from .engine import Engine
 from .errors import InvalidArgumentError, NodeNotFoundError
 from .index import Entry
 from .logs import AppendLog
-from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_instant
 
 #: The decision log, ``.mdcg/retention/``.
 DECISION_LOG = "retention"
@@ -162,6 +165,8 @@ class Retention:
         elif not (explicit and node.expires_at is not None):
             kept = previous.expires_at if previous is not None else None
             node.expires_at = kept if kept is not None else d.expires_at
+            if node.expires_at is not None:
+                node.expires_at = quantise_instant(node.expires_at)  # the grid the files store
         if not (explicit and node.retention_reason):
             node.retention_reason = d.reason
         return d
@@ -204,31 +209,9 @@ def _sweepable(e: Entry, scope: visibility.Scope | None, now: float) -> bool:
     )
 
 
-def sweep(
-    engine: Engine, tombstones: AppendLog, scope: visibility.Scope | None, *, dry_run: bool
-) -> SweepReport:
-    """Find (and unless ``dry_run``, remove) the expired temporary nodes in ``scope``.
-
-    Removal is :func:`md_cg.forgetting.forget_many` with the reason
-    ``expired`` (a payload-free tombstone each); every id is checked again
-    under its lock, so a node updated since (no longer temporary or expired)
-    is skipped, never removed.
-    """
-    with engine.lock:
-        engine.fresh()
-        expired = expired_ids(engine, scope, time.time())
-    if dry_run or not expired:
-        return SweepReport(tuple(expired), (), dry_run)
-    removed = forgetting.forget_many(
-        engine,
-        tombstones,
-        expired,
-        SWEEP_REASON,
-        force=True,
-        event="sweep",
-        keep=lambda e: _sweepable(e, scope, time.time()),
-    )
-    return SweepReport(tuple(expired), tuple(d.node.id for d in removed), False)
+def sweepable(scope: visibility.Scope | None) -> Callable[[Entry], bool]:
+    """The sweep's check, made again under the locks (a node renewed since it was listed is kept)."""
+    return lambda e: _sweepable(e, scope, time.time())
 
 
 def supersede(

@@ -222,7 +222,8 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
 
 def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:
     """Fill ``state`` from the rows; why not, when a row is unusable (the snapshot is refused)."""
-    entries, buckets, keys = state.entries, state.buckets, state.keys
+    entries, buckets, keys, reverse = state.entries, state.buckets, state.keys, state.reverse
+    superseded = state.superseded
     width = len(COLUMNS)
     for row in rows:
         if not isinstance(row, list) or len(row) != width:
@@ -248,5 +249,8 @@ def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]
             buckets[bucket] = buckets.get(bucket, 0) + 1
         if e.restricted:
             state.restricted.add(node_id)
-        state.link(e)
+        for target, etype in e.edges:  # inline IndexState.link: this loop runs per row at load
+            reverse.setdefault(target, set()).add((node_id, etype))
+            if etype == "supersedes":
+                superseded.add(target)
     return None
