@@ -294,6 +294,16 @@ def lstat(root: str, rel: str) -> os.stat_result:
 
 def exists(root: str, rel: str) -> bool:
     """Whether anything is at ``root/rel`` (a symlink on the way counts as absent)."""
+    # One plain lstat settles the common "absent" answer of a write path: if
+    # the path does not resolve even through symlinks, it is absent either way
+    # (a symlink on the way counts as absent too). Only a hit is checked again
+    # component by component.
+    try:
+        os.lstat(f"{root}/{rel}")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        pass  # ELOOP, EACCES...: the careful walk below decides
     try:
         lstat(root, rel)
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):
