@@ -222,24 +222,20 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
     return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
 
 
-#: Ids and bucket names that certainly pass :func:`md_cg.node.check_id` (plain
-#: ASCII, no dots, shorter than its limits): most of them, checked by one match.
+#: Ids that certainly pass :func:`md_cg.node.check_id` (plain ASCII, no dots,
+#: shorter than its limits): most of them, checked by one match.
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
 _LAYER_NAMES = frozenset(LAYERS)
 
 
 def _plainly_safe(node_id: object, layer: object, bucket: object) -> bool:
     """A shortcut of the row path check: True only when it would certainly pass."""
-    match = _PLAIN_NAME.fullmatch
-    return (
-        type(node_id) is str
-        and layer in _LAYER_NAMES
-        and match(node_id) is not None
-        and (
-            bucket is None
-            or (type(bucket) is str and layer == paths.BUCKETED_LAYER and match(bucket) is not None)
-        )
-    )
+    if type(node_id) is not str or layer not in _LAYER_NAMES or _PLAIN_NAME.fullmatch(node_id) is None:
+        return False
+    if bucket is None:
+        return True
+    # Bucket names repeat (a few hundred at most): their full check is cached per name.
+    return type(bucket) is str and layer == paths.BUCKETED_LAYER and paths.id_problem(bucket) is None
 
 
 def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:

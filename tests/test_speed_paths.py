@@ -81,6 +81,9 @@ def test_dir_cache_reads_the_same_entries_and_refuses_symlinks(tmp_path: Path) -
     ("node_id", "layer", "bucket", "plain"),
     [
         ("kp_88c45c06", "knowledge", "geo", True),
+        ("kp_1", "knowledge", "cond_中国历史_10407d32", True),  # bucket: the cached full check
+        ("kp_1", "knowledge", "a/b", False),
+        ("kp_1", "knowledge", "x" * 129, False),
         ("n-1", "self", None, True),
         ("x" * 100, "self", None, True),
         ("x" * 101, "self", None, False),  # left to the full check (limits)
