@@ -482,6 +482,9 @@ def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState
             except (FileNotFoundError, NotADirectoryError):
                 pass  # removed while we scanned
             else:
+                # Only the entry and the text are kept: holding every parsed node
+                # until the end would double the peak memory of a rebuild.
+                parsed.node = None
                 by_id.setdefault(parsed.entry.id, []).append(parsed)
             if progress is not None:
                 progress(1)
