@@ -185,7 +185,9 @@ def cases_of(nodes: Sequence[Node], count: int, seed: int = 7) -> list[dict[str,
     by_name = benchmark._instances(nodes)
     names = sorted(n for n, found in by_name.items() if 1 <= len(found) <= 10)
     random.Random(seed).shuffle(names)
-    domains = sorted({layout.route_key(n) for n in nodes if n.layer == "knowledge"} - {None})
+    domains = sorted(
+        {key for n in nodes if n.layer == "knowledge" and (key := layout.route_key(n)) is not None}
+    )
     out = []
     for name in names[:count]:
         domain = layout.route_key(by_name[name][0])

@@ -431,7 +431,9 @@ def query_cases(
     by_name = _instances(nodes)
     names = sorted(by_name)
     rng.shuffle(names)
-    domains = sorted({layout.route_key(n) for n in nodes if n.layer == "knowledge"} - {None})
+    domains = sorted(
+        {key for n in nodes if n.layer == "knowledge" and (key := layout.route_key(n)) is not None}
+    )
     cases: list[QueryCase] = []
     for name in names:
         like = [
