@@ -45,7 +45,8 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 **fields,
             )
             s.add(id=f"{v}_neg", layer="rejected", body=f"okapi zebra giraffe wrong {v}", **fields)
-            s.record_access([v, v])
+            s.record_access([v])
+            s.record_access([v])
     return root
 
 
