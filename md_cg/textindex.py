@@ -51,6 +51,7 @@ from .textindex_similar import SimilarityKeys, plain_query_terms, unit_scores
 
 __all__ = [
     "DEFAULT_B",
+    "DEFAULT_COORDINATION",
     "DEFAULT_K1",
     "SIMILAR_CANDIDATES",
     "SIMILAR_THRESHOLD",
@@ -62,6 +63,12 @@ __all__ = [
 DEFAULT_K1 = 0.6
 #: BM25 length normalisation (chosen on the dev splits, docs/ranking.md).
 DEFAULT_B = 0.4
+#: Coordination exponents (non-CJK, CJK documents): a document's BM25 score
+#: is multiplied by (its matched share of the query's idf mass) ** exponent,
+#: so a document holding more of the query's rare terms wins over one that
+#: repeats a single term. Chosen by cross-validation on the dev splits
+#: (docs/ranking.md, "Coordination").
+DEFAULT_COORDINATION = (0.5, 1.0)
 #: Minimum Dice coefficient of padded character bigrams for a vocabulary term
 #: to count as similar to a query word in :meth:`TextIndex.similar`.
 SIMILAR_THRESHOLD = 0.5
@@ -77,6 +84,9 @@ class TextIndex:
     """BM25 over string-identified documents with layer/bucket scopes.
 
     ``k1``/``b``: BM25 parameters (defaults chosen on the dev splits).
+    ``coordination``: exponents (non-CJK, CJK documents) of the matched
+    share of the query's idf mass that scales a document's BM25 score; (0, 0)
+    is plain BM25.
     ``analyzer``: turns the query string of :meth:`similar` into terms; the
     engine passes :func:`md_cg.text.query_terms` so that stopwords and
     question words are ignored. Without one, a plain analysis is used (NFKC,
@@ -89,11 +99,15 @@ class TextIndex:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         analyzer: Callable[[str], list[str]] | None = None,
+        coordination: tuple[float, float] = DEFAULT_COORDINATION,
     ) -> None:
         if not (math.isfinite(k1) and k1 >= 0 and 0 <= b <= 1):
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        if len(coordination) != 2 or not all(math.isfinite(g) and 0 <= g <= 4 for g in coordination):
+            raise ValueError(f"coordination needs two exponents in [0, 4], got {coordination!r}")
         self.k1 = float(k1)
         self.b = float(b)
+        self.coordination = (float(coordination[0]), float(coordination[1]))
         self.analyzer = analyzer or plain_query_terms
         self._vocab = Vocab()
         self._docs = DocTable()
@@ -295,7 +309,19 @@ class TextIndex:
         scores = np.bincount(docs, weights=contrib, minlength=len(table.ids))
         table.zero_excluded(scores, exclude)
         cand = np.flatnonzero(scores > 0)
-        return table.ranked(cand, scores[cand], k)
+        score = scores[cand]
+        if self.coordination != (0.0, 0.0) and len(cand):
+            mass = coef / (self.k1 + 1.0)  # w * idf per query term
+            matched = np.bincount(docs, weights=mass[term_idx], minlength=len(table.ids))[cand]
+            score *= self._coordination_factor(matched / float(mass.sum()), cand)
+        return table.ranked(cand, score, k)
+
+    def _coordination_factor(self, share: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """``share ** exponent`` of each candidate's class (``share``: matched idf mass / the query's)."""
+        g_other, g_cjk = self.coordination
+        if g_other == g_cjk or not self._docs.mixed:
+            return _power(share, g_cjk if self._docs.cjk[cand[0]] else g_other)
+        return np.where(self._docs.cjk[cand].astype(bool), _power(share, g_cjk), _power(share, g_other))
 
     def _coefficients(self, weights: list[float], df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``w * idf * (k1 + 1)`` per query term, and ``k1 * b / avgdl`` per document class.
@@ -588,6 +614,17 @@ class TextIndex:
             self._docs.classify(*classes)
 
 
+def _power(x: np.ndarray, g: float) -> np.ndarray:
+    """``x ** g``, with the exponents 0, 1/2 and 1 done without ``np.power`` (several times faster)."""
+    if g == 1.0:
+        return x
+    if g == 0.5:
+        return np.sqrt(x)
+    if g == 0.0:
+        return np.ones_like(x)
+    return np.power(x, g)
+
+
 def _doc_classes(segments: list[Segment], vocab: Vocab, doc_len: np.ndarray) -> np.ndarray:
     """Per document, 1 when more than half of its terms are CJK (for images without the flags)."""
     flags = np.frombuffer(vocab.cjk, dtype=np.uint8)
@@ -637,6 +674,10 @@ class _Pruner:
         self.base = index.k1 * (1.0 - index.b)
         self.docs_parts: list[np.ndarray] = []
         self.contrib_parts: list[np.ndarray] = []
+        self.index = index
+        self.coordinated = index.coordination != (0.0, 0.0)
+        self.mass = coef / (index.k1 + 1.0)  # w * idf per query term
+        self.term_parts: list[np.ndarray] = []
 
     def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
         """BM25 contributions of term ``j`` to ``docs`` with term frequencies ``tfs``."""
@@ -656,26 +697,41 @@ class _Pruner:
             d = d[keep]
             self.docs_parts.append(d)
             self.contrib_parts.append(self._contributions(j, d, seg.tfs[a:z][keep]))
+            if self.coordinated:
+                self.term_parts.append(np.full(len(d), self.mass[j]))
         rest = float(self.coef[others].sum())
         # A partial score never exceeds the essential terms' bounds together.
         if not self.docs_parts or rest >= float(self.coef[essential].sum()):
             return None
         cand, inverse = np.unique(np.concatenate(self.docs_parts), return_inverse=True)
         score = np.bincount(inverse, weights=np.concatenate(self.contrib_parts), minlength=len(cand))
+        matched = None
+        if self.coordinated:
+            matched = np.bincount(inverse, weights=np.concatenate(self.term_parts), minlength=len(cand))
         if len(self.excluded):
             keep = ~np.isin(cand, self.excluded)
             cand, score = cand[keep], score[keep]
+            matched = None if matched is None else matched[keep]
         if len(cand) < k:
             return None
         theta = float(np.partition(score, len(score) - k)[len(score) - k])
         if rest >= theta:
             return None
-        self._complete(cand, score, others)
+        self._complete(cand, score, matched, others)
+        if matched is not None:
+            # Coordination only lowers scores, and a document without an
+            # essential term stays below ``rest``: the top k is exact when
+            # the k-th coordinated score is still above it.
+            score *= self.index._coordination_factor(matched / float(self.mass.sum()), cand)
+            if rest >= float(np.partition(score, len(score) - k)[len(score) - k]):
+                return None
         positive = score > 0
         return self.table.ranked(cand[positive].astype(np.int64), score[positive], k)
 
-    def _complete(self, cand: np.ndarray, score: np.ndarray, others: list[int]) -> None:
-        """Add the non-essential terms' contributions to the candidates' ``score``, in place."""
+    def _complete(
+        self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
+    ) -> None:
+        """Add the non-essential terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
         # a slot -> candidate map
         position = np.full(len(self.table.ids), -1, dtype=np.int32)
         position[cand] = np.arange(len(cand), dtype=np.int32)
@@ -687,3 +743,5 @@ class _Pruner:
                     continue
                 at = where[hit]
                 score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
+                if matched is not None:
+                    matched[at] += self.mass[j]
