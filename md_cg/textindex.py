@@ -86,7 +86,7 @@ class TextIndex:
     ``k1``/``b``: BM25 parameters (defaults chosen on the dev splits).
     ``coordination``: exponents (non-CJK, CJK documents) of the matched
     share of the query's idf mass that scales a document's BM25 score; (0, 0)
-    is plain BM25.
+    is plain BM25; None: :data:`DEFAULT_COORDINATION`.
     ``analyzer``: turns the query string of :meth:`similar` into terms; the
     engine passes :func:`md_cg.text.query_terms` so that stopwords and
     question words are ignored. Without one, a plain analysis is used (NFKC,
@@ -99,8 +99,10 @@ class TextIndex:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         analyzer: Callable[[str], list[str]] | None = None,
-        coordination: tuple[float, float] = DEFAULT_COORDINATION,
+        coordination: tuple[float, float] | None = None,
     ) -> None:
+        if coordination is None:  # looked up per call, so an ablation can switch it off globally
+            coordination = DEFAULT_COORDINATION
         if not (math.isfinite(k1) and k1 >= 0 and 0 <= b <= 1):
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         if len(coordination) != 2 or not all(math.isfinite(g) and 0 <= g <= 4 for g in coordination):
