@@ -112,7 +112,7 @@ def session_instant(text: str) -> float | None:
         when = dt.datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
     except ValueError:
         return None
-    return when.replace(tzinfo=dt.timezone.utc).timestamp()
+    return when.replace(tzinfo=dt.UTC).timestamp()
 
 
 def conv_dates(conv: dict) -> list[float | None]:
@@ -123,7 +123,9 @@ def load_cmrc(path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, set[st
     """Docs as (id, text); questions as (question, relevant ids, article id); no dates."""
     data = json.loads(path.read_text(encoding="utf-8"))
     docs = [(d["id"], d["text"]) for d in data["docs"]]
-    questions = [(q["question"], set(q["relevant"]), q["article_id"]) for q in data["questions"] if q["relevant"]]
+    questions = [
+        (q["question"], set(q["relevant"]), q["article_id"]) for q in data["questions"] if q["relevant"]
+    ]
     return docs, questions
 
 
@@ -367,7 +369,13 @@ def eval_locomo(convs: list[dict], build: Builder) -> dict:
             (adv if cat == 5 else rows).append(score_ranked(search(q, 10), relevant))
         main += rows
         folds.append(mean_scores(rows))
-    return {"cat1-4": mean_scores(main), "cat5": mean_scores(adv), "n": len(main), "n5": len(adv), "folds": folds}
+    return {
+        "cat1-4": mean_scores(main),
+        "cat5": mean_scores(adv),
+        "n": len(main),
+        "n5": len(adv),
+        "folds": folds,
+    }
 
 
 #: CMRC questions fall into this many folds by article (articles in sorted order, round robin).
@@ -380,13 +388,17 @@ def cmrc_fold_of(questions: list) -> list[int]:
     return [fold[a] for _, _, a in questions]
 
 
-def eval_cmrc(docs: list[tuple[str, str]], questions: list, build: Builder, dates: list | None = None) -> dict:
+def eval_cmrc(
+    docs: list[tuple[str, str]], questions: list, build: Builder, dates: list | None = None
+) -> dict:
     """Means over the questions, with ``"folds"``: the means per article fold."""
     search = build([d for d, _ in docs], [t for _, t in docs], dates or [None] * len(docs))
     rows = [score_ranked(search(q, 10), rel) for q, rel, _ in questions]
     fold = cmrc_fold_of(questions)
     out: dict = mean_scores(rows)
-    out["folds"] = [mean_scores([r for r, f in zip(rows, fold, strict=True) if f == i]) for i in range(CMRC_FOLDS)]
+    out["folds"] = [
+        mean_scores([r for r, f in zip(rows, fold, strict=True) if f == i]) for i in range(CMRC_FOLDS)
+    ]
     return out
 
 
@@ -736,7 +748,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-mixed", action="store_true", help="skip the mixed-language pools (the slowest part)"
     )
-    ap.add_argument("--no-cv", action="store_true", help="skip the cross-validation of the coordination exponent")
+    ap.add_argument(
+        "--no-cv", action="store_true", help="skip the cross-validation of the coordination exponent"
+    )
     args = ap.parse_args(argv)
 
     out: dict[str, object] = {}

@@ -111,8 +111,19 @@ CHINESE_QUESTION_WORDS: tuple[str, ...] = (
 
 
 _MONTHS = (
-    "january february march april may june july august september october november december"
-).split()
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+)
 
 
 def date_words(instant: float | None) -> str:

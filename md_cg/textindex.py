@@ -733,7 +733,7 @@ class _Pruner:
     def _complete(
         self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
     ) -> None:
-        """Add the non-essential terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
+        """Add the other terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
         # a slot -> candidate map
         position = np.full(len(self.table.ids), -1, dtype=np.int32)
         position[cand] = np.arange(len(cand), dtype=np.int32)

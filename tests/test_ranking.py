@@ -46,7 +46,12 @@ def test_coordination_scales_bm25_by_the_matched_share_of_idf() -> None:
 
 
 def test_cjk_documents_use_their_own_exponent() -> None:
-    cjk = {"both": ["甲乙", "丙丁", "戊"], "rep": ["丙丁", "丙丁", "丙丁"], "one": ["丙丁", "己", "庚"], "zz": ["庚", "己", "戊"]}
+    cjk = {
+        "both": ["甲乙", "丙丁", "戊"],
+        "rep": ["丙丁", "丙丁", "丙丁"],
+        "one": ["丙丁", "己", "庚"],
+        "zz": ["庚", "己", "戊"],
+    }
     ix = _index(cjk)
     got = dict(ix.match(q("甲乙", "丙丁"), ix.scope(), k=None))
     share = IDF_B / (IDF_A + IDF_B)
