@@ -6,6 +6,7 @@ import math
 
 import pytest
 
+from md_cg.text import analyze, date_words, query_terms
 from md_cg.textindex import DEFAULT_COORDINATION, TextIndex
 
 
@@ -76,3 +77,60 @@ def test_a_document_with_more_of_the_query_beats_one_that_repeats_a_term() -> No
 def test_bad_coordination_is_refused(bad: tuple[float, ...]) -> None:
     with pytest.raises(ValueError, match="coordination needs two exponents"):
         TextIndex(coordination=bad)  # type: ignore[arg-type]
+
+
+# -- date words ----------------------------------------------------------------------------
+
+JUNE_8_2023 = 1686225600.0  # 2023-06-08 12:00 UTC
+
+
+def test_date_words_are_day_month_year_in_utc() -> None:
+    assert date_words(JUNE_8_2023) == "8 june 2023"
+    assert date_words(JUNE_8_2023 - 12 * 3600 - 1) == "7 june 2023"  # UTC, not local time
+    assert date_words(0.0) == "1 january 1970"
+    assert analyze(date_words(JUNE_8_2023)) == ["8", "june", "2023"]
+
+
+@pytest.mark.parametrize("bad", [None, math.nan, math.inf, 1e300])
+def test_date_words_of_no_date_are_empty(bad: float | None) -> None:
+    assert date_words(bad) == ""
+
+
+def test_a_question_naming_the_month_finds_that_months_memory() -> None:
+    march = JUNE_8_2023 - 90 * 86400
+    bodies = {
+        "a": ("Melanie: camping again, camping", march),
+        "b": ("Melanie: a camping trip with all the kids was fun", JUNE_8_2023),
+    }
+    bodies.update({f"f{i}": (f"Caroline: filler line {i}", march) for i in range(6)})
+    with_dates, without = TextIndex(), TextIndex()
+    for doc_id, (body, when) in bodies.items():
+        with_dates.add(doc_id, analyze(f"{body}\n{date_words(when)}"), layer=0, bucket=0)
+        without.add(doc_id, analyze(body), layer=0, bucket=0)
+    question = q(*query_terms("When did Melanie go camping in June?"))
+    assert [d for d, _ in with_dates.match(question, with_dates.scope(), k=2)] == ["b", "a"]
+    assert [d for d, _ in without.match(question, without.scope(), k=2)] == ["a", "b"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="md_cg.index.index_text (helper L1's file) does not append text.date_words(created_at) yet",
+)
+def test_the_engine_indexes_the_date_words_of_created_at(tmp_path) -> None:
+    from md_cg import MdCG, Node
+
+    with MdCG(tmp_path / "s") as store:
+        store.add_many(
+            [
+                Node(
+                    id="spring",
+                    layer="knowledge",
+                    body="went camping by the lake",
+                    created_at=JUNE_8_2023 - 90 * 86400,
+                ),
+                Node(id="summer", layer="knowledge", body="went camping by the lake", created_at=JUNE_8_2023),
+            ],
+            stamp=False,
+        )
+        results, _ = store.search("camping in june", k=2, judge=False, record=False)
+    assert [r.id for r in results] == ["summer", "spring"]
