@@ -41,6 +41,7 @@ import time
 import tracemalloc
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -59,8 +60,29 @@ KS = (1, 5, 10)
 Searcher = Callable[[str, int], list[str]]
 #: (ids, texts, dates) -> searcher; dates are UTC epochs or None, one per document
 Builder = Callable[[list[str], list[str], list[float | None]], Searcher]
-#: Plain BM25: the ranking before issue 17 (no coordination, no date words).
+#: Coordination exponents of plain BM25.
 PLAIN = (0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Which of issue 17's techniques are on (None: the text index's defaults)."""
+
+    coordination: tuple[float, float] | None = None
+    feedback: textindex.Feedback | None = None
+    dates: bool = True
+
+
+#: The ranking before issue 17: plain BM25, no feedback, no date words.
+BEFORE = Ranking(PLAIN, textindex.Feedback(weight=0.0), False)
+#: What is kept: coordination, feedback (non-CJK queries), date words.
+KEPT = Ranking()
+#: Each technique alone, on top of :data:`BEFORE`.
+ALONE = {
+    "coordination": Ranking(None, BEFORE.feedback, False),
+    "feedback": Ranking(PLAIN, None, False),
+    "date words": Ranking(PLAIN, BEFORE.feedback, True),
+}
 
 
 # ----------------------------------------------------------------- data sets
@@ -137,20 +159,20 @@ def ours(
     k1: float = DEFAULT_K1,
     b: float = DEFAULT_B,
     *,
-    coordination: tuple[float, float] | None = None,
-    dates: bool = True,
+    ranking: Ranking = KEPT,
 ) -> Builder:
     """TextIndex.match over the analyzer's terms (the default analyzer unless given).
 
-    ``coordination``: the index's exponents (None: the default); ``dates``:
-    append :func:`md_cg.text.date_words` of each document's date to its text,
-    as the engine's indexed text does with ``created_at``.
+    ``ranking``: coordination and feedback of the index; with ``dates``,
+    :func:`md_cg.text.date_words` of each document's date ends its text, as
+    the engine's indexed text does with ``created_at``.
     """
+    dates = ranking.dates
     index_terms = analyzer.analyze if analyzer else analyze
     q_terms = analyzer.query_terms if analyzer else query_terms
 
     def build(ids: list[str], texts: list[str], when: list[float | None]) -> Searcher:
-        index = TextIndex(k1=k1, b=b, coordination=coordination)
+        index = TextIndex(k1=k1, b=b, coordination=ranking.coordination, feedback=ranking.feedback)
         for doc_id, text, t in zip(ids, texts, when, strict=True):
             index.add(doc_id, index_terms(f"{text}\n{date_words(t)}" if dates else text), layer=0, bucket=0)
         scope = index.scope()
@@ -164,14 +186,14 @@ def ours(
     return build
 
 
-def ours_store(*, coordination: tuple[float, float] | None = None, dates: bool = True) -> Builder:
+def ours_store(ranking: Ranking = KEPT) -> Builder:
     """The whole engine: MdCG.search (synonym expansion, the T0-T3 ladder) without context.
 
     Each document is a knowledge node of a fresh store in a temporary folder
     (ids are renumbered: the data sets' ids are not all safe file names),
-    with ``created_at`` = its date. ``coordination``: the text index's
-    exponents (None: the default; :data:`PLAIN` for today's ranking).
-    ``dates``: the indexed text ends with :func:`md_cg.text.date_words` of
+    with ``created_at`` = its date. ``ranking``: the text index's
+    coordination and feedback (:data:`BEFORE` for the ranking before issue
+    17); with ``dates`` the indexed text ends with :func:`md_cg.text.date_words` of
     ``created_at`` (what ``md_cg.index.index_text`` does once it appends
     them; until then this builder wraps it); False: the text as
     ``index_text`` gives it (whatever it does now).
@@ -186,7 +208,7 @@ def ours_store(*, coordination: tuple[float, float] | None = None, dates: bool =
 
         folder = tempfile.mkdtemp(prefix="mdcg-quality-")
         atexit.register(shutil.rmtree, folder, True)
-        with _ranking(coordination, dates):
+        with _ranking(ranking):
             store = MdCG(folder, auto_compact=None)
             store.add_many(
                 [
@@ -197,7 +219,7 @@ def ours_store(*, coordination: tuple[float, float] | None = None, dates: bool =
             )
 
         def search(q: str, k: int) -> list[str]:
-            with _ranking(coordination, dates):
+            with _ranking(ranking):
                 results, _ = store.search(q, k=k, judge=False, record=False)
             return [ids[int(r.id[1:])] for r in results]
 
@@ -207,16 +229,19 @@ def ours_store(*, coordination: tuple[float, float] | None = None, dates: bool =
 
 
 @contextlib.contextmanager
-def _ranking(coordination: tuple[float, float] | None, dates: bool) -> Iterator[None]:
-    """The text index's coordination default and date words in ``index_text``, while active."""
+def _ranking(ranking: Ranking) -> Iterator[None]:
+    """The text index's defaults and the date words in ``index_text`` as ``ranking`` says, while active."""
     from md_cg import index as engine_index
 
-    saved = textindex.DEFAULT_COORDINATION, engine_index.index_text
-    if coordination is not None:
-        textindex.DEFAULT_COORDINATION = coordination
+    saved = textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text
+    if ranking.coordination is not None:
+        textindex.DEFAULT_COORDINATION = ranking.coordination
+    if ranking.feedback is not None:
+        textindex.DEFAULT_FEEDBACK = ranking.feedback
+    dates = ranking.dates
     # once md_cg.index appends the date words itself, it imports date_words
     if dates and "date_words" not in vars(engine_index):
-        wired = saved[1]
+        wired = saved[2]
 
         def index_text(node: object) -> str:
             return f"{wired(node)}\n{date_words(node.created_at)}"  # type: ignore[attr-defined]
@@ -225,7 +250,7 @@ def _ranking(coordination: tuple[float, float] | None, dates: bool) -> Iterator[
     try:
         yield
     finally:
-        textindex.DEFAULT_COORDINATION, engine_index.index_text = saved
+        textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text = saved
 
 
 def bm25s_words(stem: bool, own_stopwords: bool = False) -> Builder:
@@ -494,40 +519,70 @@ def mixed_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
 
 #: Coordination exponents tried by :func:`cross_validate`.
 EXPONENTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
+#: Feedback settings tried by :func:`cross_validate` (docs, terms, weight; weight 0 = off).
+FEEDBACKS = (
+    *tuple(
+        textindex.Feedback(docs=d, terms=t, weight=w)
+        for d in (2, 3, 5)
+        for t in (10, 20, 30)
+        for w in (0.1, 0.2, 0.3, 0.4)
+    ),
+    textindex.Feedback(weight=0.0),
+)
 
 
 def cross_validate(convs: list[dict] | None, cmrc: tuple | None) -> str:
-    """Choose the coordination exponent on all folds but one; report it on the held-out fold.
+    """Choose each parameter on all folds but one; report it on the held-out fold.
 
-    LoCoMo: leave one conversation out (non-CJK documents, date words on),
-    criterion hit@1 + hit@10 of the other conversations' questions. CMRC:
-    :data:`CMRC_FOLDS` folds by article, criterion hit@1 + MRR@10. Returns a
-    markdown table: per fold, the exponent chosen without it and the
-    held-out figures, then the mean over the held-out folds.
+    LoCoMo (leave one conversation out, criterion hit@1 + hit@10 of the
+    other conversations' questions): the coordination exponent of non-CJK
+    documents (feedback off, date words on), then the feedback settings
+    (docs, terms, weight) with the default exponent. CMRC (:data:`CMRC_FOLDS`
+    folds by article, criterion hit@1 + MRR@10): the exponent of CJK
+    documents (feedback does not apply to CJK queries). Returns a markdown
+    table: per fold, the setting chosen without it and the held-out figures,
+    then the mean over the held-out folds.
     """
-    lines = ["| data | held-out fold | chosen exponent | held-out hit@1 | held-out hit@10 / MRR@10 |"]
+    lines = ["| parameter | held-out fold | chosen | held-out hit@1 | held-out hit@10 / MRR@10 |"]
     lines.append("|---|---|---|---|---|")
+    off = textindex.Feedback(weight=0.0)
     if convs:
-        per = {g: eval_locomo(convs, ours(coordination=(g, g)))["folds"] for g in EXPONENTS}
         sizes = [sum(cat != 5 for *_, cat in c["questions"]) for c in convs]
-        held = _held_out(per, sizes, ("hit@1", "hit@10"))
-        for i, (g, f) in enumerate(held):
-            lines.append(f"| LoCoMo | {convs[i]['id']} | {g} | {pct(f['hit@1'])} | {pct(f['hit@10'])} |")
-        lines.append(_cv_mean("LoCoMo", held, sizes, "hit@10", pct))
+        grids = {
+            "LoCoMo coordination": {
+                g: eval_locomo(convs, ours(ranking=Ranking((g, g), off)))["folds"] for g in EXPONENTS
+            },
+            "LoCoMo feedback": {
+                f: eval_locomo(convs, ours(ranking=Ranking(None, f)))["folds"] for f in FEEDBACKS
+            },
+        }
+        for name, per in grids.items():
+            held = _held_out(per, sizes, ("hit@1", "hit@10"))
+            for i, (g, f) in enumerate(held):
+                lines.append(
+                    f"| {name} | {convs[i]['id']} | {_label(g)} | {pct(f['hit@1'])} | {pct(f['hit@10'])} |"
+                )
+            lines.append(_cv_mean(name, held, sizes, "hit@10", pct))
     if cmrc:
-        per = {g: eval_cmrc(*cmrc, ours(coordination=(g, g)))["folds"] for g in EXPONENTS}
+        per = {g: eval_cmrc(*cmrc, ours(ranking=Ranking((g, g))))["folds"] for g in EXPONENTS}
         fold = cmrc_fold_of(cmrc[1])
         sizes = [fold.count(i) for i in range(CMRC_FOLDS)]
         held = _held_out(per, sizes, ("hit@1", "mrr@10"))
         for i, (g, f) in enumerate(held):
-            lines.append(f"| CMRC | {i} | {g} | {pct(f['hit@1'])} | {f['mrr@10']:.3f} |")
-        lines.append(_cv_mean("CMRC", held, sizes, "mrr@10", lambda x: f"{x:.3f}"))
+            lines.append(f"| CMRC coordination | {i} | {g} | {pct(f['hit@1'])} | {f['mrr@10']:.3f} |")
+        lines.append(_cv_mean("CMRC coordination", held, sizes, "mrr@10", lambda x: f"{x:.3f}"))
     return "\n".join(lines)
 
 
-def _held_out(
-    per: dict[float, list[dict[str, float]]], sizes: list[int], keys: tuple[str, str]
-) -> list[tuple[float, dict[str, float]]]:
+def _label(setting: object) -> str:
+    if isinstance(setting, textindex.Feedback):
+        return (
+            "off" if setting.weight == 0 else f"{setting.docs} docs, {setting.terms} terms, {setting.weight}"
+        )
+    return str(setting)
+
+
+def _held_out(per: dict, sizes: list[int], keys: tuple[str, str]) -> list[tuple[object, dict[str, float]]]:
     """Per fold: the exponent best on the other folds (question-weighted sum of ``keys``) and its figures."""
     out = []
     for i in range(len(sizes)):
@@ -536,7 +591,7 @@ def _held_out(
             n = sum(sz for j, sz in enumerate(sizes) if j != i)
             return sum(sizes[j] * (f[keys[0]] + f[keys[1]]) for j, f in enumerate(per[g]) if j != i) / n
 
-        best = max(EXPONENTS, key=lambda g: (round(fit(g), 9), -g))  # ties: the smaller exponent
+        best = max(per, key=lambda g: round(fit(g), 9))  # ties: the first setting of the grid
         out.append((best, per[best][i]))
     return out
 
@@ -545,8 +600,8 @@ def _cv_mean(name: str, held: list, sizes: list[int], key: str, fmt: Callable[[f
     n = sum(sizes)
     h1 = sum(sz * f["hit@1"] for (_, f), sz in zip(held, sizes, strict=True)) / n
     other = sum(sz * f[key] for (_, f), sz in zip(held, sizes, strict=True)) / n
-    chosen = sorted({g for g, _ in held})
-    return f"| {name} | mean of held-out folds | {', '.join(map(str, chosen))} | {pct(h1)} | {fmt(other)} |"
+    chosen = sorted({_label(g) for g, _ in held})
+    return f"| {name} | mean of held-out folds | {'; '.join(chosen)} | {pct(h1)} | {fmt(other)} |"
 
 
 VARIANTS: dict[str, dict[str, bool]] = {
@@ -748,9 +803,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-mixed", action="store_true", help="skip the mixed-language pools (the slowest part)"
     )
-    ap.add_argument(
-        "--no-cv", action="store_true", help="skip the cross-validation of the coordination exponent"
-    )
+    ap.add_argument("--no-cv", action="store_true", help="skip the cross-validation of the parameters")
     args = ap.parse_args(argv)
 
     out: dict[str, object] = {}
@@ -766,21 +819,19 @@ def main(argv: list[str] | None = None) -> int:
 
     if convs:
         methods = {
-            "md-cg TextIndex, plain BM25 (before issue 17)": ours(coordination=PLAIN, dates=False),
-            "md-cg TextIndex + coordination": ours(dates=False),
-            "md-cg TextIndex + date words": ours(coordination=PLAIN),
-            "md-cg TextIndex (kept: coordination + date words)": ours(),
-            "md-cg MdCG.search, plain BM25 (before issue 17)": ours_store(coordination=PLAIN, dates=False),
-            "md-cg MdCG.search + coordination": ours_store(dates=False),
-            "md-cg MdCG.search + date words": ours_store(coordination=PLAIN),
-            "md-cg MdCG.search (kept)": ours_store(),
+            "md-cg TextIndex, before issue 17 (plain BM25)": ours(ranking=BEFORE),
+            **{f"md-cg TextIndex + {name} alone": ours(ranking=r) for name, r in ALONE.items()},
+            "md-cg TextIndex, kept (all three)": ours(),
+            "md-cg MdCG.search, before issue 17": ours_store(BEFORE),
+            **{f"md-cg MdCG.search + {name} alone": ours_store(r) for name, r in ALONE.items()},
+            "md-cg MdCG.search, kept (all three)": ours_store(),
             "bm25s + Snowball stem": bm25s_words(True),
             "bm25s": bm25s_words(False),
             "bm25s + Snowball stem, bm25s 'en' stopwords": bm25s_words(True, own_stopwords=True),
             "sqlite LIKE (OR, by matches)": sqlite_like(),
         }
         res = {name: eval_locomo(convs, build) for name, build in methods.items()}
-        kept = res["md-cg TextIndex (kept: coordination + date words)"]
+        kept = res["md-cg TextIndex, kept (all three)"]
         n, n5 = kept["n"], kept["n5"]
         dated = ", turns prefixed with the session date" if args.date_prefix else ""
         print(f"\n### LoCoMo dev{dated}: {n} questions (cat 1-4), {n5} (cat 5); folds = conversations\n")
@@ -788,10 +839,10 @@ def main(argv: list[str] | None = None) -> int:
         out["locomo"] = res
     if cmrc:
         methods = {
-            "md-cg TextIndex, plain BM25 (before issue 17)": ours(coordination=PLAIN, dates=False),
-            "md-cg TextIndex (kept: coordination)": ours(),
-            "md-cg MdCG.search, plain BM25 (before issue 17)": ours_store(coordination=PLAIN, dates=False),
-            "md-cg MdCG.search (kept)": ours_store(),
+            "md-cg TextIndex, before issue 17 (plain BM25)": ours(ranking=BEFORE),
+            "md-cg TextIndex, kept (coordination; no feedback for CJK; no dates)": ours(),
+            "md-cg MdCG.search, before issue 17": ours_store(BEFORE),
+            "md-cg MdCG.search, kept": ours_store(),
             "BM25 over char bigrams (bm25s)": bm25s_tokens(char_bigrams_plain),
             "sqlite FTS5 trigram, bm25()": sqlite_fts5_trigram(),
         }
@@ -809,10 +860,10 @@ def main(argv: list[str] | None = None) -> int:
         out["cv"] = table
     if convs and cmrc and not args.no_mixed:
         methods = {
-            "md-cg TextIndex, plain BM25 (before issue 17)": ours(coordination=PLAIN, dates=False),
-            "md-cg TextIndex (kept)": ours(),
-            "md-cg MdCG.search, plain BM25 (before issue 17)": ours_store(coordination=PLAIN, dates=False),
-            "md-cg MdCG.search (kept)": ours_store(),
+            "md-cg TextIndex, before issue 17 (plain BM25)": ours(ranking=BEFORE),
+            "md-cg TextIndex, kept": ours(),
+            "md-cg MdCG.search, before issue 17": ours_store(BEFORE),
+            "md-cg MdCG.search, kept": ours_store(),
         }
         res = {name: eval_mixed(convs, cmrc, build) for name, build in methods.items()}
         n_turns = sum(len(c["docs"]) for c in convs)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -52,9 +53,11 @@ from .textindex_similar import SimilarityKeys, plain_query_terms, unit_scores
 __all__ = [
     "DEFAULT_B",
     "DEFAULT_COORDINATION",
+    "DEFAULT_FEEDBACK",
     "DEFAULT_K1",
     "SIMILAR_CANDIDATES",
     "SIMILAR_THRESHOLD",
+    "Feedback",
     "Scope",
     "TextIndex",
 ]
@@ -69,6 +72,38 @@ DEFAULT_B = 0.4
 #: repeats a single term. Chosen by cross-validation on the dev splits
 #: (docs/ranking.md, "Coordination").
 DEFAULT_COORDINATION = (0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Pseudo-relevance feedback (RM3-style) for queries that are not CJK.
+
+    The ``docs`` best documents of a first pass lend the query their
+    ``terms`` most weighty non-CJK terms (term frequency / length, weighted
+    by the document's share of the first-pass scores, times idf); those get
+    ``weight`` of the query's total weight and the query's own terms the
+    rest. Only queries of at least ``min_terms`` distinct terms take
+    feedback: a name or a keyword or two is looked up as given. ``weight`` 0
+    switches feedback off.
+    """
+
+    docs: int = 3
+    terms: int = 30
+    weight: float = 0.3
+    min_terms: int = 3
+
+    def __post_init__(self) -> None:
+        if (
+            not (self.docs >= 1 and self.terms >= 1 and self.min_terms >= 1 and math.isfinite(self.weight))
+            or not 0 <= self.weight < 1
+        ):
+            raise ValueError(
+                f"feedback needs docs, terms and min_terms >= 1 and 0 <= weight < 1, got {self!r}"
+            )
+
+
+#: Feedback of :meth:`TextIndex.match` (chosen by cross-validation, docs/ranking.md).
+DEFAULT_FEEDBACK = Feedback()
 #: Minimum Dice coefficient of padded character bigrams for a vocabulary term
 #: to count as similar to a query word in :meth:`TextIndex.similar`.
 SIMILAR_THRESHOLD = 0.5
@@ -86,7 +121,9 @@ class TextIndex:
     ``k1``/``b``: BM25 parameters (defaults chosen on the dev splits).
     ``coordination``: exponents (non-CJK, CJK documents) of the matched
     share of the query's idf mass that scales a document's BM25 score; (0, 0)
-    is plain BM25; None: :data:`DEFAULT_COORDINATION`.
+    is plain BM25; None: :data:`DEFAULT_COORDINATION`. ``feedback``: the
+    pseudo-relevance feedback of top-k queries that are not CJK
+    (:class:`Feedback`; None: :data:`DEFAULT_FEEDBACK`).
     ``analyzer``: turns the query string of :meth:`similar` into terms; the
     engine passes :func:`md_cg.text.query_terms` so that stopwords and
     question words are ignored. Without one, a plain analysis is used (NFKC,
@@ -100,9 +137,12 @@ class TextIndex:
         b: float = DEFAULT_B,
         analyzer: Callable[[str], list[str]] | None = None,
         coordination: tuple[float, float] | None = None,
+        feedback: Feedback | None = None,
     ) -> None:
-        if coordination is None:  # looked up per call, so an ablation can switch it off globally
+        # None: the module defaults, looked up per call, so an ablation can switch them off globally
+        if coordination is None:
             coordination = DEFAULT_COORDINATION
+        self.feedback = DEFAULT_FEEDBACK if feedback is None else feedback
         if not (math.isfinite(k1) and k1 >= 0 and 0 <= b <= 1):
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         if len(coordination) != 2 or not all(math.isfinite(g) and 0 <= g <= 4 for g in coordination):
@@ -115,6 +155,8 @@ class TextIndex:
         self._docs = DocTable()
         self._postings = Postings()
         self._sim = SimilarityKeys()
+        self._dead_key = -1  # the table version _dead_terms was counted at
+        self._dead_terms = np.zeros(0, dtype=np.int64)
 
     # -------------------------------------------------------------- writes
 
@@ -262,12 +304,85 @@ class TextIndex:
                 weights[tid] = weights.get(tid, 0.0) + float(w)
         if not weights:
             return []
-        tids = list(weights)
+        tids, ws = list(weights), list(weights.values())
+        fb = self.feedback
+        if k is not None and fb.weight > 0 and len(tids) >= fb.min_terms and not self._cjk_query(tids, ws):
+            first = self._ranked(tids, ws, scope, max(k, fb.docs), exclude)
+            expanded = self._feedback_terms(first[: fb.docs], tids, ws)
+            if expanded is None:
+                return first[:k]
+            tids, ws = expanded
+        return self._ranked(tids, ws, scope, k, exclude)
+
+    def _ranked(
+        self, tids: list[int], ws: list[float], scope: Scope, k: int | None, exclude: Collection[str]
+    ) -> list[tuple[str, float]]:
         if k is not None and len(tids) > 1:
-            top = self._match_top_k(tids, list(weights.values()), scope, k, exclude)
+            top = self._match_top_k(tids, ws, scope, k, exclude)
             if top is not None:
                 return top
-        return self._match_all(tids, list(weights.values()), scope, k, exclude)
+        return self._match_all(tids, ws, scope, k, exclude)
+
+    def _live_df(self, terms: np.ndarray) -> np.ndarray:
+        """Live documents holding each term id of ``terms`` (float64)."""
+        df = self._postings.counts(terms)
+        table = self._docs
+        if table.dead:
+            if self._dead_key != table.version:
+                dead = np.flatnonzero(~table.alive[: len(table.ids)]).astype(np.int64)
+                self._dead_terms = self._postings.dead_counts(dead, len(self._vocab.terms))
+                self._dead_key = table.version
+            df = df - self._dead_terms[terms]
+        return df.astype(np.float64)
+
+    def _cjk_query(self, tids: list[int], ws: list[float]) -> bool:
+        """True when CJK terms hold more than half of the query's weight."""
+        flags = np.frombuffer(self._vocab.cjk, dtype=np.uint8)[tids]
+        w = np.asarray(ws)
+        return bool(2 * float(w[flags == 1].sum()) > float(w.sum()))
+
+    def _feedback_terms(
+        self, first: list[tuple[str, float]], tids: list[int], ws: list[float]
+    ) -> tuple[list[int], list[float]] | None:
+        """The query (``tids``, ``ws``) expanded with the feedback terms of ``first`` (RM3).
+
+        None when the first pass found nothing to learn from.
+        """
+        fb, table, postings = self.feedback, self._docs, self._postings
+        hits = [(table.slot[d], s) for d, s in first if s > 0]
+        total = sum(s for _, s in hits)
+        if not hits or total <= 0:
+            return None
+        parts = [postings.doc_terms(slot) for slot, _ in hits]
+        t = np.concatenate([p[0] for p in parts])
+        v = np.concatenate(
+            [
+                p[1] * (s / total / max(1, int(table.len[slot])))
+                for p, (slot, s) in zip(parts, hits, strict=True)
+            ]
+        )
+        keep = np.frombuffer(self._vocab.cjk, dtype=np.uint8)[t] == 0  # no cross-script expansion
+        terms, inverse = np.unique(t[keep], return_inverse=True)
+        if len(terms) == 0:
+            return None
+        rel = np.bincount(inverse, weights=v[keep], minlength=len(terms))
+        n = table.class_stats()[0][0] if table.mixed else table.n_live
+        rel *= idf_of(self._live_df(terms), n)
+        # ties by the term itself, so the choice does not depend on term ids (which compaction renumbers)
+        names = self._vocab.terms
+        top = np.array(
+            sorted(np.flatnonzero(rel > 0).tolist(), key=lambda i: (-rel[i], names[terms[i]]))[: fb.terms],
+            dtype=np.int64,
+        )
+        z = float(rel[top].sum()) if len(top) else 0.0
+        if z <= 0:
+            return None
+        qz = sum(ws)
+        out = {tid: (1.0 - fb.weight) * w for tid, w in zip(tids, ws, strict=True)}
+        for tid, value in zip(terms[top].tolist(), rel[top].tolist(), strict=True):
+            if value > 0:
+                out[tid] = out.get(tid, 0.0) + fb.weight * qz * value / z
+        return list(out), list(out.values())
 
     def _match_all(
         self,

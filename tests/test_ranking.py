@@ -6,8 +6,11 @@ import math
 
 import pytest
 
+from md_cg.script import is_cjk
 from md_cg.text import analyze, date_words, query_terms
-from md_cg.textindex import DEFAULT_COORDINATION, TextIndex
+from md_cg.textindex import DEFAULT_COORDINATION, DEFAULT_FEEDBACK, Feedback, TextIndex
+
+OFF = Feedback(weight=0.0)
 
 
 def q(*terms: str) -> list[tuple[str, float]]:
@@ -15,6 +18,7 @@ def q(*terms: str) -> list[tuple[str, float]]:
 
 
 def _index(docs: dict[str, list[str]], **kw: object) -> TextIndex:
+    kw.setdefault("feedback", OFF)
     ix = TextIndex(k1=1.2, b=0.75, **kw)  # type: ignore[arg-type]
     for doc_id, terms in docs.items():
         ix.add(doc_id, terms, layer=0, bucket=0)
@@ -103,7 +107,7 @@ def test_a_question_naming_the_month_finds_that_months_memory() -> None:
         "b": ("Melanie: a camping trip with all the kids was fun", JUNE_8_2023),
     }
     bodies.update({f"f{i}": (f"Caroline: filler line {i}", march) for i in range(6)})
-    with_dates, without = TextIndex(), TextIndex()
+    with_dates, without = TextIndex(feedback=OFF), TextIndex(feedback=OFF)
     for doc_id, (body, when) in bodies.items():
         with_dates.add(doc_id, analyze(f"{body}\n{date_words(when)}"), layer=0, bucket=0)
         without.add(doc_id, analyze(body), layer=0, bucket=0)
@@ -134,3 +138,75 @@ def test_the_engine_indexes_the_date_words_of_created_at(tmp_path) -> None:
         )
         results, _ = store.search("camping in june", k=2, judge=False, record=False)
     assert [r.id for r in results] == ["summer", "spring"]
+
+
+# -- pseudo-relevance feedback -----------------------------------------------------------------
+
+FEEDBACK_DOCS = {
+    "q1": "caroline talked about the lgbtq support group meeting",
+    "q2": "the support group meeting helped caroline with transition stories",
+    "q3": "caroline said the lgbtq group gave her courage",
+    # shares no query word, only words of the documents the query finds
+    "answer": "transition stories gave courage",
+    **{f"f{i}": f"melanie painted a lake sunrise number {i}" for i in range(12)},
+    "zh": "支持 小组 会议 transition",
+}
+
+
+def _feedback_index(feedback: Feedback | None) -> TextIndex:
+    ix = TextIndex(feedback=feedback)
+    for doc_id, body in FEEDBACK_DOCS.items():
+        ix.add(doc_id, analyze(body), layer=0, bucket=0)
+    return ix
+
+
+def test_feedback_finds_a_document_through_the_words_of_the_best_ones() -> None:
+    question = q(*query_terms("What did Caroline say about the LGBTQ support group meeting?"))
+    on, off = _feedback_index(None), _feedback_index(OFF)
+    assert "answer" in [d for d, _ in on.match(question, on.scope(), k=5)]
+    assert "answer" not in [d for d, _ in off.match(question, off.scope(), k=5)]
+    assert [d for d, _ in on.match(question, on.scope(), k=3)] == ["q1", "q2", "q3"]
+
+
+def test_feedback_terms_are_of_the_query_script_and_weighted_as_rm3() -> None:
+    ix = _feedback_index(None)
+    ix._prepare()  # flush the pending adds, as match() does
+    terms = query_terms("caroline lgbtq support group")
+    tids = [ix._vocab[t] for t in terms]
+    first = ix._ranked(tids, [1.0] * len(tids), ix.scope(), 3, ())
+    expanded = ix._feedback_terms(first, tids, [1.0] * len(tids))
+    assert expanded is not None
+    names = {ix._vocab.terms[t]: w for t, w in zip(*expanded, strict=True)}
+    assert not any(is_cjk(t[0]) for t in names)  # 支持/小组 of the mixed document never come in
+    assert set(terms) <= set(names) and "transit" in names
+    # the query keeps 1 - weight of its total weight; the feedback terms share the rest
+    assert sum(names.values()) == pytest.approx(len(terms))
+    assert sum(names[t] for t in terms) >= 0.7 * len(terms)
+
+
+def test_cjk_and_short_queries_take_no_feedback() -> None:
+    on, off = _feedback_index(None), _feedback_index(OFF)
+    for text in ("支持小组会议", "lgbtq group"):  # CJK; fewer than min_terms terms
+        question = q(*query_terms(text))
+        assert on.match(question, on.scope(), k=5) == off.match(question, off.scope(), k=5)
+    assert Feedback(docs=3, terms=30, weight=0.3, min_terms=3) == DEFAULT_FEEDBACK
+
+
+def test_feedback_is_the_same_after_removals_and_a_round_trip() -> None:
+    ix = _feedback_index(None)
+    for i in range(0, 12, 3):
+        ix.remove(f"f{i}")
+    ix.add("q2", analyze(FEEDBACK_DOCS["q2"] + " again"), layer=0, bucket=0)  # a dead slot too
+    question = q(*query_terms("What did Caroline say about the LGBTQ support group meeting?"))
+    before = ix.match(question, ix.scope(), k=6)
+    loaded = TextIndex.from_bytes(ix.to_bytes())
+    assert loaded.match(question, loaded.scope(), k=6) == before
+    assert "answer" in [d for d, _ in before]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"docs": 0}, {"terms": 0}, {"weight": 1.0}, {"weight": -0.1}, {"min_terms": 0}]
+)
+def test_bad_feedback_is_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="feedback needs"):
+        Feedback(**bad)  # type: ignore[arg-type]

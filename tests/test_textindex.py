@@ -12,7 +12,7 @@ import pytest
 
 from md_cg import textindex, textindex_docs, textindex_postings
 from md_cg.text import Analyzer, analyze, query_terms
-from md_cg.textindex import TextIndex
+from md_cg.textindex import Feedback, TextIndex
 
 
 def q(*terms: str, w: float = 1.0) -> list[tuple[str, float]]:
@@ -22,7 +22,7 @@ def q(*terms: str, w: float = 1.0) -> list[tuple[str, float]]:
 @pytest.fixture
 def three() -> TextIndex:
     """The hand-computed corpus: N = 3, avgdl = 3 (plain BM25, no coordination)."""
-    ix = TextIndex(k1=1.2, b=0.75, coordination=(0.0, 0.0))
+    ix = TextIndex(k1=1.2, b=0.75, coordination=(0.0, 0.0), feedback=Feedback(weight=0.0))
     ix.add("d1", ["a", "b", "a"], layer=0, bucket=0)
     ix.add("d2", ["b", "c"], layer=0, bucket=1)
     ix.add("d3", ["c", "c", "c", "d"], layer=1, bucket=1)
