@@ -78,7 +78,7 @@ DEFAULT_COORDINATION = (0.5, 1.0)
 class Feedback:
     """Pseudo-relevance feedback (RM3-style) for queries that are not CJK.
 
-    The ``docs`` best documents of a first pass lend the query their
+    The ``docs`` best non-CJK documents of a first pass lend the query their
     ``terms`` most weighty non-CJK terms (term frequency / length, weighted
     by the document's share of the first-pass scores, times idf); those get
     ``weight`` of the query's total weight and the query's own terms the
@@ -87,9 +87,9 @@ class Feedback:
     switches feedback off.
     """
 
-    docs: int = 3
+    docs: int = 5
     terms: int = 30
-    weight: float = 0.3
+    weight: float = 0.4
     min_terms: int = 3
 
     def __post_init__(self) -> None:
@@ -324,12 +324,13 @@ class TextIndex:
         return self._match_all(tids, ws, scope, k, exclude)
 
     def _live_df(self, terms: np.ndarray) -> np.ndarray:
-        """Live documents holding each term id of ``terms`` (float64)."""
-        df = self._postings.counts(terms)
+        """Live non-CJK documents holding each term id of ``terms`` (float64)."""
         table = self._docs
+        df = self._postings.counts(terms, table.cjk if table.mixed else None)
         if table.dead:
             if self._dead_key != table.version:
-                dead = np.flatnonzero(~table.alive[: len(table.ids)]).astype(np.int64)
+                n = len(table.ids)
+                dead = np.flatnonzero(~table.alive[:n] & (table.cjk[:n] == 0)).astype(np.int64)
                 self._dead_terms = self._postings.dead_counts(dead, len(self._vocab.terms))
                 self._dead_key = table.version
             df = df - self._dead_terms[terms]
@@ -349,7 +350,11 @@ class TextIndex:
         None when the first pass found nothing to learn from.
         """
         fb, table, postings = self.feedback, self._docs, self._postings
-        hits = [(table.slot[d], s) for d, s in first if s > 0]
+        # only documents of the query's class lend terms: a Chinese paragraph
+        # that happens to hold an English name does not steer an English query
+        hits = [
+            (slot, s) for slot, s in ((table.slot[d], s) for d, s in first) if s > 0 and not table.cjk[slot]
+        ]
         total = sum(s for _, s in hits)
         if not hits or total <= 0:
             return None

@@ -366,8 +366,11 @@ class Postings:
                 out += np.bincount(seg.slot_terms(dead), minlength=n_terms)
         return out
 
-    def counts(self, tids: np.ndarray) -> np.ndarray:
-        """Postings per term id of ``tids`` over all segments (dead slots included)."""
+    def counts(self, tids: np.ndarray, doc_cjk: np.ndarray | None = None) -> np.ndarray:
+        """Postings per term id of ``tids`` over all segments (dead slots included).
+
+        With ``doc_cjk`` (slot -> 0/1), only the postings in non-CJK documents.
+        """
         out = np.zeros(len(tids), dtype=np.int64)
         for seg in self.segments:
             if len(seg.terms) == 0:
@@ -376,6 +379,8 @@ class Postings:
             pos[pos >= len(seg.terms)] = 0
             hit = seg.terms[pos] == tids
             out[hit] += seg.ptr[pos[hit] + 1] - seg.ptr[pos[hit]]
+            if doc_cjk is not None:
+                out[hit] -= seg.cjk_counts(doc_cjk)[pos[hit]]
         return out
 
     def spans(

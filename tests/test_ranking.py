@@ -181,7 +181,7 @@ def test_feedback_terms_are_of_the_query_script_and_weighted_as_rm3() -> None:
     assert set(terms) <= set(names) and "transit" in names
     # the query keeps 1 - weight of its total weight; the feedback terms share the rest
     assert sum(names.values()) == pytest.approx(len(terms))
-    assert sum(names[t] for t in terms) >= 0.7 * len(terms)
+    assert sum(names[t] for t in terms) >= 0.6 * len(terms)
 
 
 def test_cjk_and_short_queries_take_no_feedback() -> None:
@@ -189,7 +189,7 @@ def test_cjk_and_short_queries_take_no_feedback() -> None:
     for text in ("支持小组会议", "lgbtq group"):  # CJK; fewer than min_terms terms
         question = q(*query_terms(text))
         assert on.match(question, on.scope(), k=5) == off.match(question, off.scope(), k=5)
-    assert Feedback(docs=3, terms=30, weight=0.3, min_terms=3) == DEFAULT_FEEDBACK
+    assert Feedback(docs=5, terms=30, weight=0.4, min_terms=3) == DEFAULT_FEEDBACK
 
 
 def test_feedback_is_the_same_after_removals_and_a_round_trip() -> None:
