@@ -82,7 +82,9 @@ class Feedback:
     ``terms`` most weighty non-CJK terms (term frequency / length, weighted
     by the document's share of the first-pass scores, times idf); those get
     ``weight`` of the query's total weight and the query's own terms the
-    rest. Only queries of at least ``min_terms`` distinct terms take
+    rest. A term in more than ``max_df`` of the documents is not added: it
+    tells little and its long postings would slow the second pass. Only
+    queries of at least ``min_terms`` distinct terms take
     feedback: a name or a keyword or two is looked up as given. ``weight`` 0
     switches feedback off.
     """
@@ -91,6 +93,7 @@ class Feedback:
     terms: int = 30
     weight: float = 0.4
     min_terms: int = 3
+    max_df: float = 0.2
 
     def __post_init__(self) -> None:
         if (
@@ -98,7 +101,8 @@ class Feedback:
             or not 0 <= self.weight < 1
         ):
             raise ValueError(
-                f"feedback needs docs, terms and min_terms >= 1 and 0 <= weight < 1, got {self!r}"
+                f"feedback needs docs, terms and min_terms >= 1, 0 <= weight < 1 and 0 < max_df <= 1,"
+                f" got {self!r}"
             )
 
 
@@ -372,13 +376,10 @@ class TextIndex:
             return None
         rel = np.bincount(inverse, weights=v[keep], minlength=len(terms))
         n = table.class_stats()[0][0] if table.mixed else table.n_live
-        rel *= idf_of(self._live_df(terms), n)
-        # ties by the term itself, so the choice does not depend on term ids (which compaction renumbers)
-        names = self._vocab.terms
-        top = np.array(
-            sorted(np.flatnonzero(rel > 0).tolist(), key=lambda i: (-rel[i], names[terms[i]]))[: fb.terms],
-            dtype=np.int64,
-        )
+        df = self._live_df(terms)
+        rel *= idf_of(df, n)
+        rel[df > fb.max_df * n] = 0.0
+        top = _best(rel, fb.terms, lambda i: self._vocab.terms[terms[i]])
         z = float(rel[top].sum()) if len(top) else 0.0
         if z <= 0:
             return None
@@ -736,6 +737,24 @@ class TextIndex:
             self._docs.classify(*classes)
 
 
+def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
+    """Indices of the ``n`` largest positive ``values``; ties at the cut go by ``name(i)``.
+
+    So the choice does not depend on term ids, which compaction renumbers.
+    """
+    order = np.argsort(-values, kind="stable")
+    order = order[values[order] > 0]
+    if len(order) <= n:
+        return order
+    last = values[order[n - 1]]
+    if values[order[n]] != last:
+        return order[:n]
+    tied = order[values[order] == last]
+    above = order[values[order] > last]
+    chosen = sorted(tied.tolist(), key=name)[: n - len(above)]
+    return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
+
+
 def _power(x: np.ndarray, g: float) -> np.ndarray:
     """``x ** g``, with the exponents 0, 1/2 and 1 done without ``np.power`` (several times faster)."""
     if g == 1.0:
@@ -794,12 +813,16 @@ class _Pruner:
         self.coef = coef
         self.norm = norm
         self.base = index.k1 * (1.0 - index.b)
-        self.docs_parts: list[np.ndarray] = []
-        self.contrib_parts: list[np.ndarray] = []
         self.index = index
         self.coordinated = index.coordination != (0.0, 0.0)
         self.mass = coef / (index.k1 + 1.0)  # w * idf per query term
-        self.term_parts: list[np.ndarray] = []
+        # Dense per-slot accumulators: a step adds one term's postings in
+        # O(postings) instead of re-sorting every candidate so far.
+        n = len(table.ids)
+        self.acc = np.zeros(n, dtype=np.float64)
+        self.matched = np.zeros(n, dtype=np.float64) if self.coordinated else None
+        self.seen = np.zeros(n, dtype=bool)
+        self.cand_parts: list[np.ndarray] = []
 
     def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
         """BM25 contributions of term ``j`` to ``docs`` with term frequencies ``tfs``."""
@@ -817,28 +840,27 @@ class _Pruner:
             d = seg.docs[a:z]
             keep = self.mask[d]
             d = d[keep]
-            self.docs_parts.append(d)
-            self.contrib_parts.append(self._contributions(j, d, seg.tfs[a:z][keep]))
-            if self.coordinated:
-                self.term_parts.append(np.full(len(d), self.mass[j]))
+            # a slot occurs once per term (its postings live in one segment): no repeated index
+            self.acc[d] += self._contributions(j, d, seg.tfs[a:z][keep])
+            if self.matched is not None:
+                self.matched[d] += self.mass[j]
+            new = d[~self.seen[d]]
+            self.seen[new] = True
+            self.cand_parts.append(new)
         rest = float(self.coef[others].sum())
         # A partial score never exceeds the essential terms' bounds together.
-        if not self.docs_parts or rest >= float(self.coef[essential].sum()):
+        if not self.cand_parts or rest >= float(self.coef[essential].sum()):
             return None
-        cand, inverse = np.unique(np.concatenate(self.docs_parts), return_inverse=True)
-        score = np.bincount(inverse, weights=np.concatenate(self.contrib_parts), minlength=len(cand))
-        matched = None
-        if self.coordinated:
-            matched = np.bincount(inverse, weights=np.concatenate(self.term_parts), minlength=len(cand))
+        cand = np.concatenate(self.cand_parts).astype(np.int64)
         if len(self.excluded):
-            keep = ~np.isin(cand, self.excluded)
-            cand, score = cand[keep], score[keep]
-            matched = None if matched is None else matched[keep]
+            cand = cand[~np.isin(cand, self.excluded)]
         if len(cand) < k:
             return None
+        score = self.acc[cand]
         theta = float(np.partition(score, len(score) - k)[len(score) - k])
         if rest >= theta:
             return None
+        matched = None if self.matched is None else self.matched[cand]
         self._complete(cand, score, matched, others)
         if matched is not None:
             # Coordination only lowers scores, and a document without an
@@ -848,7 +870,7 @@ class _Pruner:
             if rest >= float(np.partition(score, len(score) - k)[len(score) - k]):
                 return None
         positive = score > 0
-        return self.table.ranked(cand[positive].astype(np.int64), score[positive], k)
+        return self.table.ranked(cand[positive], score[positive], k)
 
     def _complete(
         self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
