@@ -20,6 +20,16 @@ skipped with a message):
   character bigrams (bm25s, pre-tokenised); sqlite FTS5 with the trigram
   tokenizer ranked by ``bm25()``.
 
+Our rows come as an ablation (issue 17): the ranking before issue 17
+(plain BM25), each kept technique alone on top of it (coordination,
+pseudo-relevance feedback, date words), and all of them, for
+``TextIndex.match`` and for the whole engine (``MdCG.search``); every row
+shows the spread over the folds (LoCoMo: the conversations; CMRC: five groups
+of articles). Then the cross-validation of the parameters (each chosen on all
+folds but one, reported on the held-out one; ``--no-cv`` skips it) and the
+mixed-language pools beside the single ones (``--no-mixed`` skips them).
+LoCoMo turns carry their session date (``created_at`` in the engine).
+
 ``--sweep`` also prints the tuning grid (k1, b and tokenizer variants) that
 chose the defaults; ``--speed`` times the tokenizer and the index on
 synthetic mixed English/Chinese documents built from the same data (CPU
@@ -855,7 +865,7 @@ def main(argv: list[str] | None = None) -> int:
         out["cmrc"] = res
     if (convs or cmrc) and not args.no_cv:
         table = cross_validate(convs, cmrc)
-        print("\n### Coordination exponent by cross-validation\n")
+        print("\n### Parameters by cross-validation\n")
         print(table)
         out["cv"] = table
     if convs and cmrc and not args.no_mixed:

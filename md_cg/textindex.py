@@ -82,8 +82,8 @@ class Feedback:
     ``terms`` most weighty non-CJK terms (term frequency / length, weighted
     by the document's share of the first-pass scores, times idf); those get
     ``weight`` of the query's total weight and the query's own terms the
-    rest. A term in more than ``max_df`` of the documents is not added: it
-    tells little and its long postings would slow the second pass. Only
+    rest. A term in more than ``max_df`` of the documents is not added
+    (1.0: no limit; 0.2 measured no faster and less stable on mixed pools). Only
     queries of at least ``min_terms`` distinct terms take
     feedback: a name or a keyword or two is looked up as given. ``weight`` 0
     switches feedback off.
@@ -93,7 +93,7 @@ class Feedback:
     terms: int = 30
     weight: float = 0.4
     min_terms: int = 3
-    max_df: float = 0.2
+    max_df: float = 1.0
 
     def __post_init__(self) -> None:
         if (

@@ -189,7 +189,7 @@ def test_cjk_and_short_queries_take_no_feedback() -> None:
     for text in ("支持小组会议", "lgbtq group"):  # CJK; fewer than min_terms terms
         question = q(*query_terms(text))
         assert on.match(question, on.scope(), k=5) == off.match(question, off.scope(), k=5)
-    assert Feedback(docs=5, terms=30, weight=0.4, min_terms=3, max_df=0.2) == DEFAULT_FEEDBACK
+    assert Feedback(docs=5, terms=30, weight=0.4, min_terms=3, max_df=1.0) == DEFAULT_FEEDBACK
 
 
 def test_feedback_is_the_same_after_removals_and_a_round_trip() -> None:
