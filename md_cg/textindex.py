@@ -160,6 +160,8 @@ class TextIndex:
         self._postings = Postings()
         self._sim = SimilarityKeys()
         self._dead_key = -1  # the table version _dead_terms was counted at
+        self._scratch_arrays = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
+        self._scratch_seen = self._scratch_arrays[2]
         self._dead_terms = np.zeros(0, dtype=np.int64)
 
     # -------------------------------------------------------------- writes
@@ -516,15 +518,30 @@ class TextIndex:
         coef, norm = self._coefficients(weights, df)
         order = np.argsort(-coef, kind="stable").tolist()
         pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
-        gathered = 0
-        for m in range(1, len(order)):
-            gathered += int(lengths[order[m - 1]])  # the term that just became essential
-            if gathered > total // 2:
-                return None
-            top = pruner.step(order[:m], order[m:], k)
-            if top is not None:
-                return top
-        return None
+        try:
+            gathered = 0
+            for m in range(1, len(order)):
+                gathered += int(lengths[order[m - 1]])  # the term that just became essential
+                if gathered > total // 2:
+                    return None
+                top = pruner.step(order[:m], order[m:], k)
+                if top is not None:
+                    return top
+            return None
+        finally:
+            pruner.release()
+
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-slot zeroed accumulators for :class:`_Pruner`, kept between queries.
+
+        A query zeroes only the slots it touched (:meth:`_Pruner.release`),
+        instead of allocating and clearing three arrays of every slot.
+        """
+        n = len(self._docs.ids)
+        if len(self._scratch_seen) != n:
+            self._scratch_arrays = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool))
+            self._scratch_seen = self._scratch_arrays[2]
+        return self._scratch_arrays
 
     def similar(
         self,
@@ -818,10 +835,8 @@ class _Pruner:
         self.mass = coef / (index.k1 + 1.0)  # w * idf per query term
         # Dense per-slot accumulators: a step adds one term's postings in
         # O(postings) instead of re-sorting every candidate so far.
-        n = len(table.ids)
-        self.acc = np.zeros(n, dtype=np.float64)
-        self.matched = np.zeros(n, dtype=np.float64) if self.coordinated else None
-        self.seen = np.zeros(n, dtype=bool)
+        self.acc, matched, self.seen = index._scratch()
+        self.matched = matched if self.coordinated else None
         self.cand_parts: list[np.ndarray] = []
 
     def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
@@ -832,6 +847,15 @@ class _Pruner:
         else:
             den = self.table.len[docs] * self.norm[0] + self.base + tf
         return tf / den * self.coef[j]
+
+    def release(self) -> None:
+        """Zero the accumulators where this pass wrote, for the next query."""
+        if self.cand_parts:
+            touched = np.concatenate(self.cand_parts)
+            self.acc[touched] = 0.0
+            if self.matched is not None:
+                self.matched[touched] = 0.0
+            self.seen[touched] = False
 
     def step(self, essential: list[int], others: list[int], k: int) -> list[tuple[str, float]] | None:
         """Add the last of ``essential``; the exact top ``k`` if the bound now holds, else None."""
