@@ -296,9 +296,14 @@ class TextIndex:
         of their terms CJK) and other documents keeps the two classes'
         statistics apart: idf(t) uses N and df of the class that holds most
         of t's documents, and avgdl is that of d's own class (see
-        :meth:`_coefficients`). Returns the best ``k`` (all when None) as
-        (id, score) with score > 0, ordered by score desc, prior desc, id asc;
-        every candidate is scored before the cut.
+        :meth:`_coefficients`). The sum is then multiplied by the document's
+        share of the query's idf mass to the power of ``coordination`` (of the
+        document's class). With ``k`` given, a query mostly of non-CJK terms
+        and of at least ``feedback.min_terms`` terms is ranked twice: the best
+        documents of the first pass lend it terms (:class:`Feedback`). Returns
+        the best ``k`` (all when None) as (id, score) with score > 0, ordered
+        by score desc, prior desc, id asc; every candidate is scored before
+        the cut.
         """
         self._prepare()
         if k is not None and k <= 0:
