@@ -319,7 +319,7 @@ class TextIndex:
         fb = self.feedback
         if k is not None and fb.weight > 0 and len(tids) >= fb.min_terms and not self._cjk_query(tids, ws):
             first = self._ranked(tids, ws, scope, max(k, fb.docs), exclude)
-            expanded = self._feedback_terms(first[: fb.docs], tids, ws)
+            expanded = _feedback_terms(self, first[: fb.docs], tids, ws)
             if expanded is None:
                 return first[:k]
             tids, ws = expanded
@@ -334,68 +334,11 @@ class TextIndex:
                 return top
         return self._match_all(tids, ws, scope, k, exclude)
 
-    def _live_df(self, terms: np.ndarray) -> np.ndarray:
-        """Live non-CJK documents holding each term id of ``terms`` (float64)."""
-        table = self._docs
-        df = self._postings.counts(terms, table.cjk if table.mixed else None)
-        if table.dead:
-            if self._dead_key != table.version:
-                n = len(table.ids)
-                dead = np.flatnonzero(~table.alive[:n] & (table.cjk[:n] == 0)).astype(np.int64)
-                self._dead_terms = self._postings.dead_counts(dead, len(self._vocab.terms))
-                self._dead_key = table.version
-            df = df - self._dead_terms[terms]
-        return df.astype(np.float64)
-
     def _cjk_query(self, tids: list[int], ws: list[float]) -> bool:
         """True when CJK terms hold more than half of the query's weight."""
         flags = np.frombuffer(self._vocab.cjk, dtype=np.uint8)[tids]
         w = np.asarray(ws)
         return bool(2 * float(w[flags == 1].sum()) > float(w.sum()))
-
-    def _feedback_terms(
-        self, first: list[tuple[str, float]], tids: list[int], ws: list[float]
-    ) -> tuple[list[int], list[float]] | None:
-        """The query (``tids``, ``ws``) expanded with the feedback terms of ``first`` (RM3).
-
-        None when the first pass found nothing to learn from.
-        """
-        fb, table, postings = self.feedback, self._docs, self._postings
-        # only documents of the query's class lend terms: a Chinese paragraph
-        # that happens to hold an English name does not steer an English query
-        hits = [
-            (slot, s) for slot, s in ((table.slot[d], s) for d, s in first) if s > 0 and not table.cjk[slot]
-        ]
-        total = sum(s for _, s in hits)
-        if not hits or total <= 0:
-            return None
-        parts = [postings.doc_terms(slot) for slot, _ in hits]
-        t = np.concatenate([p[0] for p in parts])
-        v = np.concatenate(
-            [
-                p[1] * (s / total / max(1, int(table.len[slot])))
-                for p, (slot, s) in zip(parts, hits, strict=True)
-            ]
-        )
-        keep = np.frombuffer(self._vocab.cjk, dtype=np.uint8)[t] == 0  # no cross-script expansion
-        terms, inverse = np.unique(t[keep], return_inverse=True)
-        if len(terms) == 0:
-            return None
-        rel = np.bincount(inverse, weights=v[keep], minlength=len(terms))
-        n = table.class_stats()[0][0] if table.mixed else table.n_live
-        df = self._live_df(terms)
-        rel *= idf_of(df, n)
-        rel[df > fb.max_df * n] = 0.0
-        top = _best(rel, fb.terms, lambda i: self._vocab.terms[terms[i]])
-        z = float(rel[top].sum()) if len(top) else 0.0
-        if z <= 0:
-            return None
-        qz = sum(ws)
-        out = {tid: (1.0 - fb.weight) * w for tid, w in zip(tids, ws, strict=True)}
-        for tid, value in zip(terms[top].tolist(), rel[top].tolist(), strict=True):
-            if value > 0:
-                out[tid] = out.get(tid, 0.0) + fb.weight * qz * value / z
-        return list(out), list(out.values())
 
     def _match_all(
         self,
@@ -757,6 +700,60 @@ class TextIndex:
         classes = self._postings.flush(np.frombuffer(self._vocab.cjk, dtype=np.uint8))
         if classes is not None:
             self._docs.classify(*classes)
+
+
+def _feedback_terms(
+    index: TextIndex, first: list[tuple[str, float]], tids: list[int], ws: list[float]
+) -> tuple[list[int], list[float]] | None:
+    """The query (``tids``, ``ws``) expanded with the feedback terms of ``first`` (RM3).
+
+    None when the first pass found nothing to learn from.
+    """
+    fb, table, postings = index.feedback, index._docs, index._postings
+    # only documents of the query's class lend terms: a Chinese paragraph
+    # that happens to hold an English name does not steer an English query
+    hits = [(slot, s) for slot, s in ((table.slot[d], s) for d, s in first) if s > 0 and not table.cjk[slot]]
+    total = sum(s for _, s in hits)
+    if not hits or total <= 0:
+        return None
+    parts = [postings.doc_terms(slot) for slot, _ in hits]
+    t = np.concatenate([p[0] for p in parts])
+    v = np.concatenate(
+        [p[1] * (s / total / max(1, int(table.len[slot]))) for p, (slot, s) in zip(parts, hits, strict=True)]
+    )
+    keep = np.frombuffer(index._vocab.cjk, dtype=np.uint8)[t] == 0  # no cross-script expansion
+    terms, inverse = np.unique(t[keep], return_inverse=True)
+    if len(terms) == 0:
+        return None
+    rel = np.bincount(inverse, weights=v[keep], minlength=len(terms))
+    n = table.class_stats()[0][0] if table.mixed else table.n_live
+    df = _live_df(index, terms)
+    rel *= idf_of(df, n)
+    rel[df > fb.max_df * n] = 0.0
+    top = _best(rel, fb.terms, lambda i: index._vocab.terms[terms[i]])
+    z = float(rel[top].sum()) if len(top) else 0.0
+    if z <= 0:
+        return None
+    qz = sum(ws)
+    out = {tid: (1.0 - fb.weight) * w for tid, w in zip(tids, ws, strict=True)}
+    for tid, value in zip(terms[top].tolist(), rel[top].tolist(), strict=True):
+        if value > 0:
+            out[tid] = out.get(tid, 0.0) + fb.weight * qz * value / z
+    return list(out), list(out.values())
+
+
+def _live_df(index: TextIndex, terms: np.ndarray) -> np.ndarray:
+    """Live non-CJK documents holding each term id of ``terms`` (float64)."""
+    table = index._docs
+    df = index._postings.counts(terms, table.cjk if table.mixed else None)
+    if table.dead:
+        if index._dead_key != table.version:
+            n = len(table.ids)
+            dead = np.flatnonzero(~table.alive[:n] & (table.cjk[:n] == 0)).astype(np.int64)
+            index._dead_terms = index._postings.dead_counts(dead, len(index._vocab.terms))
+            index._dead_key = table.version
+        df = df - index._dead_terms[terms]
+    return df.astype(np.float64)
 
 
 def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:

@@ -8,7 +8,7 @@ import pytest
 
 from md_cg.script import is_cjk
 from md_cg.text import analyze, date_words, query_terms
-from md_cg.textindex import DEFAULT_COORDINATION, DEFAULT_FEEDBACK, Feedback, TextIndex
+from md_cg.textindex import DEFAULT_COORDINATION, DEFAULT_FEEDBACK, Feedback, TextIndex, _feedback_terms
 
 OFF = Feedback(weight=0.0)
 
@@ -174,7 +174,7 @@ def test_feedback_terms_are_of_the_query_script_and_weighted_as_rm3() -> None:
     terms = query_terms("caroline lgbtq support group")
     tids = [ix._vocab[t] for t in terms]
     first = ix._ranked(tids, [1.0] * len(tids), ix.scope(), 3, ())
-    expanded = ix._feedback_terms(first, tids, [1.0] * len(tids))
+    expanded = _feedback_terms(ix, first, tids, [1.0] * len(tids))
     assert expanded is not None
     names = {ix._vocab.terms[t]: w for t, w in zip(*expanded, strict=True)}
     assert not any(is_cjk(t[0]) for t in names)  # 支持/小组 of the mixed document never come in
