@@ -20,6 +20,16 @@ skipped with a message):
   character bigrams (bm25s, pre-tokenised); sqlite FTS5 with the trigram
   tokenizer ranked by ``bm25()``.
 
+Our rows come as an ablation (issue 17): the ranking before issue 17
+(plain BM25), each kept technique alone on top of it (coordination,
+pseudo-relevance feedback, date words), and all of them, for
+``TextIndex.match`` and for the whole engine (``MdCG.search``); every row
+shows the spread over the folds (LoCoMo: the conversations; CMRC: five groups
+of articles). Then the cross-validation of the parameters (each chosen on all
+folds but one, reported on the held-out one; ``--no-cv`` skips it) and the
+mixed-language pools beside the single ones (``--no-mixed`` skips them).
+LoCoMo turns carry their session date (``created_at`` in the engine).
+
 ``--sweep`` also prints the tuning grid (k1, b and tokenizer variants) that
 chose the defaults; ``--speed`` times the tokenizer and the index on
 synthetic mixed English/Chinese documents built from the same data (CPU
@@ -41,6 +51,7 @@ import time
 import tracemalloc
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -51,12 +62,37 @@ DATA = next(
 )
 sys.path.insert(0, str(REPO))
 
-from md_cg.text import ENGLISH_STOPWORDS, Analyzer, analyze, expand_query, query_terms  # noqa: E402
+from md_cg import textindex  # noqa: E402
+from md_cg.text import ENGLISH_STOPWORDS, Analyzer, analyze, date_words, query_terms  # noqa: E402
 from md_cg.textindex import DEFAULT_B, DEFAULT_K1, TextIndex  # noqa: E402
 
 KS = (1, 5, 10)
 Searcher = Callable[[str, int], list[str]]
-Builder = Callable[[list[str], list[str]], Searcher]
+#: (ids, texts, dates) -> searcher; dates are UTC epochs or None, one per document
+Builder = Callable[[list[str], list[str], list[float | None]], Searcher]
+#: Coordination exponents of plain BM25.
+PLAIN = (0.0, 0.0)
+
+
+@dataclass(frozen=True)
+class Ranking:
+    """Which of issue 17's techniques are on (None: the text index's defaults)."""
+
+    coordination: tuple[float, float] | None = None
+    feedback: textindex.Feedback | None = None
+    dates: bool = True
+
+
+#: The ranking before issue 17: plain BM25, no feedback, no date words.
+BEFORE = Ranking(PLAIN, textindex.Feedback(weight=0.0), False)
+#: What is kept: coordination, feedback (non-CJK queries), date words.
+KEPT = Ranking()
+#: Each technique alone, on top of :data:`BEFORE`.
+ALONE = {
+    "coordination": Ranking(None, BEFORE.feedback, False),
+    "feedback": Ranking(PLAIN, None, False),
+    "date words": Ranking(PLAIN, BEFORE.feedback, True),
+}
 
 
 # ----------------------------------------------------------------- data sets
@@ -90,29 +126,65 @@ def load_locomo(path: Path, date_prefix: bool = False) -> list[dict]:
             evidence &= known
             if evidence:
                 questions.append((qa["question"], evidence, int(qa["category"])))
-        convs.append({"id": sample["sample_id"], "docs": docs, "questions": questions})
+        dates = {
+            t["dia_id"]: session_instant(conv.get(key + "_date_time", ""))
+            for key, turns in conv.items()
+            if re.fullmatch(r"session_\d+", key) and isinstance(turns, list)
+            for t in turns
+        }
+        convs.append({"id": sample["sample_id"], "docs": docs, "questions": questions, "dates": dates})
     return convs
 
 
-def load_cmrc(path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, set[str]]]]:
+def session_instant(text: str) -> float | None:
+    """UTC epoch of a LoCoMo session date (``"1:56 pm on 8 May, 2023"``); None if unreadable."""
+    import datetime as dt
+
+    try:
+        when = dt.datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y")
+    except ValueError:
+        return None
+    return when.replace(tzinfo=dt.UTC).timestamp()
+
+
+def conv_dates(conv: dict) -> list[float | None]:
+    return [conv["dates"].get(d) for d, _ in conv["docs"]]
+
+
+def load_cmrc(path: Path) -> tuple[list[tuple[str, str]], list[tuple[str, set[str], str]]]:
+    """Docs as (id, text); questions as (question, relevant ids, article id); no dates."""
     data = json.loads(path.read_text(encoding="utf-8"))
     docs = [(d["id"], d["text"]) for d in data["docs"]]
-    questions = [(q["question"], set(q["relevant"])) for q in data["questions"] if q["relevant"]]
+    questions = [
+        (q["question"], set(q["relevant"]), q["article_id"]) for q in data["questions"] if q["relevant"]
+    ]
     return docs, questions
 
 
 # ------------------------------------------------------------------- methods
 
 
-def ours(analyzer: Analyzer | None = None, k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> Builder:
-    """TextIndex.match over the analyzer's terms (the default analyzer unless given)."""
+def ours(
+    analyzer: Analyzer | None = None,
+    k1: float = DEFAULT_K1,
+    b: float = DEFAULT_B,
+    *,
+    ranking: Ranking = KEPT,
+) -> Builder:
+    """TextIndex.match over the analyzer's terms (the default analyzer unless given).
+
+    ``ranking``: coordination and feedback of the index; with ``dates``,
+    :func:`md_cg.text.date_words` of each document's date ends its text, as
+    the engine's indexed text does with ``created_at``.
+    """
+    dates = ranking.dates
     index_terms = analyzer.analyze if analyzer else analyze
     q_terms = analyzer.query_terms if analyzer else query_terms
 
-    def build(ids: list[str], texts: list[str]) -> Searcher:
-        index = TextIndex(k1=k1, b=b)
-        for doc_id, text in zip(ids, texts, strict=True):
-            index.add(doc_id, index_terms(text), layer=0, bucket=0)
+    def build(ids: list[str], texts: list[str], when: list[float | None]) -> Searcher:
+        index = TextIndex(k1=k1, b=b, coordination=ranking.coordination, feedback=ranking.feedback)
+        for doc_id, text, t in zip(ids, texts, when, strict=True):
+            index.add(doc_id, index_terms(f"{text}\n{date_words(t)}" if dates else text), layer=0, bucket=0)
         scope = index.scope()
 
         def search(q: str, k: int) -> list[str]:
@@ -124,19 +196,20 @@ def ours(analyzer: Analyzer | None = None, k1: float = DEFAULT_K1, b: float = DE
     return build
 
 
-def ours_store(expansion: bool = False) -> Builder:
+def ours_store(ranking: Ranking = KEPT) -> Builder:
     """The whole engine: MdCG.search (synonym expansion, the T0-T3 ladder) without context.
 
     Each document is a knowledge node of a fresh store in a temporary folder
-    (ids are renumbered: the data sets' ids are not all safe file names).
-    ``expansion``: search with :func:`md_cg.text.expand_query` turning the
-    synonyms into weighted terms (no single CJK characters from synonyms,
-    CJK synonyms of a query without CJK text at ``CROSS_SCRIPT_WEIGHT``)
-    instead of whatever ``md_cg.search.expand`` does now; the two are the
-    same once search.expand calls expand_query.
+    (ids are renumbered: the data sets' ids are not all safe file names),
+    with ``created_at`` = its date. ``ranking``: the text index's
+    coordination and feedback (:data:`BEFORE` for the ranking before issue
+    17); with ``dates`` the indexed text ends with :func:`md_cg.text.date_words` of
+    ``created_at`` (what ``md_cg.index.index_text`` does once it appends
+    them; until then this builder wraps it); False: the text as
+    ``index_text`` gives it (whatever it does now).
     """
 
-    def build(ids: list[str], texts: list[str]) -> Searcher:
+    def build(ids: list[str], texts: list[str], when: list[float | None]) -> Searcher:
         import atexit
         import shutil
         import tempfile
@@ -145,13 +218,18 @@ def ours_store(expansion: bool = False) -> Builder:
 
         folder = tempfile.mkdtemp(prefix="mdcg-quality-")
         atexit.register(shutil.rmtree, folder, True)
-        store = MdCG(folder, auto_compact=None)
-        store.add_many(
-            [Node(id=f"d{i}", layer="knowledge", body=t) for i, t in enumerate(texts)], stamp=False
-        )
+        with _ranking(ranking):
+            store = MdCG(folder, auto_compact=None)
+            store.add_many(
+                [
+                    Node(id=f"d{i}", layer="knowledge", body=t, created_at=c)
+                    for i, (t, c) in enumerate(zip(texts, when, strict=True))
+                ],
+                stamp=False,
+            )
 
         def search(q: str, k: int) -> list[str]:
-            with _expansion(expansion):
+            with _ranking(ranking):
                 results, _ = store.search(q, k=k, judge=False, record=False)
             return [ids[int(r.id[1:])] for r in results]
 
@@ -161,25 +239,28 @@ def ours_store(expansion: bool = False) -> Builder:
 
 
 @contextlib.contextmanager
-def _expansion(on: bool) -> Iterator[None]:
-    """Make md_cg.search.expand use :func:`md_cg.text.expand_query` while ``on``."""
-    from md_cg import search as engine
+def _ranking(ranking: Ranking) -> Iterator[None]:
+    """The text index's defaults and the date words in ``index_text`` as ``ranking`` says, while active."""
+    from md_cg import index as engine_index
 
-    if not on:
-        yield
-        return
-    wired = engine.expand
+    saved = textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text
+    if ranking.coordination is not None:
+        textindex.DEFAULT_COORDINATION = ranking.coordination
+    if ranking.feedback is not None:
+        textindex.DEFAULT_FEEDBACK = ranking.feedback
+    dates = ranking.dates
+    # once md_cg.index appends the date words itself, it imports date_words
+    if dates and "date_words" not in vars(engine_index):
+        wired = saved[2]
 
-    def expand(query: str, synonyms: object) -> object:
-        found = synonyms.expand_text(query)  # type: ignore[attr-defined]
-        plain = wired(query, synonyms)
-        return engine.Expansion(expand_query(query, found), plain.words, plain.synonyms)
+        def index_text(node: object) -> str:
+            return f"{wired(node)}\n{date_words(node.created_at)}"  # type: ignore[attr-defined]
 
-    engine.expand = expand  # type: ignore[assignment]
+        engine_index.index_text = index_text  # type: ignore[assignment]
     try:
         yield
     finally:
-        engine.expand = wired
+        textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text = saved
 
 
 def bm25s_words(stem: bool, own_stopwords: bool = False) -> Builder:
@@ -196,7 +277,7 @@ def bm25s_words(stem: bool, own_stopwords: bool = False) -> Builder:
     stemmer = Stemmer.Stemmer("english") if stem else None
     stopwords: str | list[str] = "en" if own_stopwords else sorted(ENGLISH_STOPWORDS)
 
-    def build(ids: list[str], texts: list[str]) -> Searcher:
+    def build(ids: list[str], texts: list[str], _dates: list[float | None]) -> Searcher:
         tokens = bm25s.tokenize(texts, stopwords=stopwords, stemmer=stemmer, show_progress=False)
         retriever = bm25s.BM25()
         retriever.index(tokens, show_progress=False)
@@ -219,7 +300,7 @@ def bm25s_tokens(tokenize: Callable[[str], list[str]]) -> Builder:
     """bm25s over caller-made tokens (here: character bigrams)."""
     import bm25s
 
-    def build(ids: list[str], texts: list[str]) -> Searcher:
+    def build(ids: list[str], texts: list[str], _dates: list[float | None]) -> Searcher:
         corpus = [tokenize(t) or [""] for t in texts]
         retriever = bm25s.BM25()
         retriever.index(corpus, show_progress=False)
@@ -253,7 +334,7 @@ def sqlite_like() -> Builder:
     (reproduces the README's 34.9 / 54.3 / 62.1); ties by insertion order.
     """
 
-    def build(ids: list[str], texts: list[str]) -> Searcher:
+    def build(ids: list[str], texts: list[str], _dates: list[float | None]) -> Searcher:
         db = sqlite3.connect(":memory:")
         db.execute("CREATE TABLE t (id TEXT, body TEXT)")
         db.executemany("INSERT INTO t VALUES (?, ?)", zip(ids, texts, strict=True))
@@ -275,7 +356,7 @@ def sqlite_like() -> Builder:
 def sqlite_fts5_trigram() -> Builder:
     """sqlite FTS5 trigram tokenizer, OR of the question's trigrams, ORDER BY bm25()."""
 
-    def build(ids: list[str], texts: list[str]) -> Searcher:
+    def build(ids: list[str], texts: list[str], _dates: list[float | None]) -> Searcher:
         db = sqlite3.connect(":memory:")
         db.execute("CREATE VIRTUAL TABLE t USING fts5(id UNINDEXED, body, tokenize='trigram')")
         db.executemany("INSERT INTO t VALUES (?, ?)", zip(ids, texts, strict=True))
@@ -310,20 +391,50 @@ def mean_scores(rows: list[dict[str, float]]) -> dict[str, float]:
     return {key: sum(r[key] for r in rows) / len(rows) for key in rows[0]}
 
 
-def eval_locomo(convs: list[dict], build: Builder) -> dict[str, dict[str, float]]:
+def eval_locomo(convs: list[dict], build: Builder) -> dict:
+    """Means over the questions (cats 1-4, and cat 5 apart) and per conversation (the folds)."""
     main: list[dict[str, float]] = []
     adv: list[dict[str, float]] = []
+    folds: list[dict[str, float]] = []
     for conv in convs:
         ids = [d for d, _ in conv["docs"]]
-        search = build(ids, [t for _, t in conv["docs"]])
+        search = build(ids, [t for _, t in conv["docs"]], conv_dates(conv))
+        rows = []
         for q, relevant, cat in conv["questions"]:
-            (adv if cat == 5 else main).append(score_ranked(search(q, 10), relevant))
-    return {"cat1-4": mean_scores(main), "cat5": mean_scores(adv), "n": len(main), "n5": len(adv)}
+            (adv if cat == 5 else rows).append(score_ranked(search(q, 10), relevant))
+        main += rows
+        folds.append(mean_scores(rows))
+    return {
+        "cat1-4": mean_scores(main),
+        "cat5": mean_scores(adv),
+        "n": len(main),
+        "n5": len(adv),
+        "folds": folds,
+    }
 
 
-def eval_cmrc(docs: list[tuple[str, str]], questions: list, build: Builder) -> dict[str, float]:
-    search = build([d for d, _ in docs], [t for _, t in docs])
-    return mean_scores([score_ranked(search(q, 10), rel) for q, rel in questions])
+#: CMRC questions fall into this many folds by article (articles in sorted order, round robin).
+CMRC_FOLDS = 5
+
+
+def cmrc_fold_of(questions: list) -> list[int]:
+    articles = sorted({a for _, _, a in questions})
+    fold = {a: i % CMRC_FOLDS for i, a in enumerate(articles)}
+    return [fold[a] for _, _, a in questions]
+
+
+def eval_cmrc(
+    docs: list[tuple[str, str]], questions: list, build: Builder, dates: list | None = None
+) -> dict:
+    """Means over the questions, with ``"folds"``: the means per article fold."""
+    search = build([d for d, _ in docs], [t for _, t in docs], dates or [None] * len(docs))
+    rows = [score_ranked(search(q, 10), rel) for q, rel, _ in questions]
+    fold = cmrc_fold_of(questions)
+    out: dict = mean_scores(rows)
+    out["folds"] = [
+        mean_scores([r for r, f in zip(rows, fold, strict=True) if f == i]) for i in range(CMRC_FOLDS)
+    ]
+    return out
 
 
 def eval_mixed(convs: list[dict], cmrc: tuple, build: Builder) -> dict[str, dict[str, float]]:
@@ -332,19 +443,21 @@ def eval_mixed(convs: list[dict], cmrc: tuple, build: Builder) -> dict[str, dict
     English: each LoCoMo conversation alone, then padded with every CMRC
     chunk (cats 1-4). Chinese: the CMRC pool alone, then padded with every
     LoCoMo turn (ids prefixed with the conversation: turn ids repeat).
+    LoCoMo turns keep their session dates; CMRC chunks have none.
     """
     docs, questions = cmrc
     turns = [(f"{c['id']}/{d}", t) for c in convs for d, t in c["docs"]]
+    turn_dates = [w for c in convs for w in conv_dates(c)]
     out: dict[str, dict[str, float]] = {}
     for name, pad in (("single", []), ("mixed", docs)):
         rows = []
         for conv in convs:
             pool = list(conv["docs"]) + pad
-            search = build([d for d, _ in pool], [t for _, t in pool])
+            search = build([d for d, _ in pool], [t for _, t in pool], conv_dates(conv) + [None] * len(pad))
             rows += [score_ranked(search(q, 10), rel) for q, rel, cat in conv["questions"] if cat != 5]
         out[f"en {name}"] = mean_scores(rows)
-    for name, pad in (("single", []), ("mixed", turns)):
-        out[f"zh {name}"] = eval_cmrc(list(docs) + pad, questions, build)
+    for name, pad, when in (("single", [], []), ("mixed", turns, turn_dates)):
+        out[f"zh {name}"] = eval_cmrc(list(docs) + pad, questions, build, [None] * len(docs) + when)
     return out
 
 
@@ -355,10 +468,17 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}"
 
 
+def spread(folds: list[dict[str, float]], key: str) -> str:
+    """``min-max`` of a measure over the folds."""
+    values = [f[key] for f in folds if f]
+    return f"{pct(min(values))}-{pct(max(values))}" if values else "-"
+
+
 def locomo_table(results: dict[str, dict], ref: str) -> str:
     lines = [
-        "| method | hit@1 | hit@5 | hit@10 | hit@10 / " + ref + " | cat 5 hit@1/5/10 |",
-        "|---|---|---|---|---|---|",
+        "| method | hit@1 | hit@5 | hit@10 | hit@10 / " + ref + " | cat 5 hit@1/5/10"
+        " | folds hit@1 | folds hit@10 |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     base = results[ref]["cat1-4"]["hit@10"]
     for name, r in results.items():
@@ -366,22 +486,25 @@ def locomo_table(results: dict[str, dict], ref: str) -> str:
         lines.append(
             f"| {name} | {pct(m['hit@1'])} | {pct(m['hit@5'])} | {pct(m['hit@10'])} "
             f"| {m['hit@10'] / base:.3f} | {pct(a['hit@1'])} / {pct(a['hit@5'])} / "
-            f"{pct(a['hit@10'])} |"
+            f"{pct(a['hit@10'])} | {spread(r['folds'], 'hit@1')} | {spread(r['folds'], 'hit@10')} |"
         )
     return "\n".join(lines)
 
 
 def cmrc_table(results: dict[str, dict], ref: str) -> str:
     lines = [
-        f"| method | hit@1 | hit@5 | hit@10 | MRR@10 | hit@1 / {ref} | MRR@10 / {ref} |",
-        "|---|---|---|---|---|---|---|",
+        f"| method | hit@1 | hit@5 | hit@10 | MRR@10 | hit@1 / {ref} | MRR@10 / {ref}"
+        " | folds hit@1 | folds MRR@10 |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     base = results[ref]
     for name, r in results.items():
+        mrr = [f["mrr@10"] for f in r["folds"]]
         lines.append(
             f"| {name} | {pct(r['hit@1'])} | {pct(r['hit@5'])} | {pct(r['hit@10'])} "
             f"| {r['mrr@10']:.3f} | {r['hit@1'] / base['hit@1']:.3f} "
-            f"| {r['mrr@10'] / base['mrr@10']:.3f} |"
+            f"| {r['mrr@10'] / base['mrr@10']:.3f} | {spread(r['folds'], 'hit@1')}"
+            f" | {min(mrr):.3f}-{max(mrr):.3f} |"
         )
     return "\n".join(lines)
 
@@ -402,6 +525,93 @@ def mixed_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
             f" | {r['zh single']['mrr@10']:.3f} / {r['zh mixed']['mrr@10']:.3f} |"
         )
     return "\n".join(lines)
+
+
+#: Coordination exponents tried by :func:`cross_validate`.
+EXPONENTS = (0.0, 0.25, 0.5, 1.0, 1.5, 2.0)
+#: Feedback settings tried by :func:`cross_validate` (docs, terms, weight; weight 0 = off).
+FEEDBACKS = (
+    *tuple(
+        textindex.Feedback(docs=d, terms=t, weight=w)
+        for d in (2, 3, 5)
+        for t in (10, 20, 30)
+        for w in (0.1, 0.2, 0.3, 0.4)
+    ),
+    textindex.Feedback(weight=0.0),
+)
+
+
+def cross_validate(convs: list[dict] | None, cmrc: tuple | None) -> str:
+    """Choose each parameter on all folds but one; report it on the held-out fold.
+
+    LoCoMo (leave one conversation out, criterion hit@1 + hit@10 of the
+    other conversations' questions): the coordination exponent of non-CJK
+    documents (feedback off, date words on), then the feedback settings
+    (docs, terms, weight) with the default exponent. CMRC (:data:`CMRC_FOLDS`
+    folds by article, criterion hit@1 + MRR@10): the exponent of CJK
+    documents (feedback does not apply to CJK queries). Returns a markdown
+    table: per fold, the setting chosen without it and the held-out figures,
+    then the mean over the held-out folds.
+    """
+    lines = ["| parameter | held-out fold | chosen | held-out hit@1 | held-out hit@10 / MRR@10 |"]
+    lines.append("|---|---|---|---|---|")
+    off = textindex.Feedback(weight=0.0)
+    if convs:
+        sizes = [sum(cat != 5 for *_, cat in c["questions"]) for c in convs]
+        grids = {
+            "LoCoMo coordination": {
+                g: eval_locomo(convs, ours(ranking=Ranking((g, g), off)))["folds"] for g in EXPONENTS
+            },
+            "LoCoMo feedback": {
+                f: eval_locomo(convs, ours(ranking=Ranking(None, f)))["folds"] for f in FEEDBACKS
+            },
+        }
+        for name, per in grids.items():
+            held = _held_out(per, sizes, ("hit@1", "hit@10"))
+            for i, (g, f) in enumerate(held):
+                lines.append(
+                    f"| {name} | {convs[i]['id']} | {_label(g)} | {pct(f['hit@1'])} | {pct(f['hit@10'])} |"
+                )
+            lines.append(_cv_mean(name, held, sizes, "hit@10", pct))
+    if cmrc:
+        per = {g: eval_cmrc(*cmrc, ours(ranking=Ranking((g, g))))["folds"] for g in EXPONENTS}
+        fold = cmrc_fold_of(cmrc[1])
+        sizes = [fold.count(i) for i in range(CMRC_FOLDS)]
+        held = _held_out(per, sizes, ("hit@1", "mrr@10"))
+        for i, (g, f) in enumerate(held):
+            lines.append(f"| CMRC coordination | {i} | {g} | {pct(f['hit@1'])} | {f['mrr@10']:.3f} |")
+        lines.append(_cv_mean("CMRC coordination", held, sizes, "mrr@10", lambda x: f"{x:.3f}"))
+    return "\n".join(lines)
+
+
+def _label(setting: object) -> str:
+    if isinstance(setting, textindex.Feedback):
+        return (
+            "off" if setting.weight == 0 else f"{setting.docs} docs, {setting.terms} terms, {setting.weight}"
+        )
+    return str(setting)
+
+
+def _held_out(per: dict, sizes: list[int], keys: tuple[str, str]) -> list[tuple[object, dict[str, float]]]:
+    """Per fold: the exponent best on the other folds (question-weighted sum of ``keys``) and its figures."""
+    out = []
+    for i in range(len(sizes)):
+
+        def fit(g: float, i: int = i) -> float:
+            n = sum(sz for j, sz in enumerate(sizes) if j != i)
+            return sum(sizes[j] * (f[keys[0]] + f[keys[1]]) for j, f in enumerate(per[g]) if j != i) / n
+
+        best = max(per, key=lambda g: round(fit(g), 9))  # ties: the first setting of the grid
+        out.append((best, per[best][i]))
+    return out
+
+
+def _cv_mean(name: str, held: list, sizes: list[int], key: str, fmt: Callable[[float], str]) -> str:
+    n = sum(sizes)
+    h1 = sum(sz * f["hit@1"] for (_, f), sz in zip(held, sizes, strict=True)) / n
+    other = sum(sz * f[key] for (_, f), sz in zip(held, sizes, strict=True)) / n
+    chosen = sorted({_label(g) for g, _ in held})
+    return f"| {name} | mean of held-out folds | {'; '.join(chosen)} | {pct(h1)} | {fmt(other)} |"
 
 
 VARIANTS: dict[str, dict[str, bool]] = {
@@ -555,7 +765,7 @@ def _speed_at(n_docs: int, docs: list[str], queries: list[str]) -> list[str]:
 
 def _queries(convs: list[dict] | None, cmrc: tuple | None) -> list[str]:
     qs = [q for c in convs for q, _, _ in c["questions"]] if convs else []
-    qs += [q for q, _ in cmrc[1]] if cmrc else []
+    qs += [q for q, _, _ in cmrc[1]] if cmrc else []
     if not qs:
         qs = ["binary search tree", "sorted array index", "memory node bucket"]
     random.Random(3).shuffle(qs)
@@ -603,6 +813,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--no-mixed", action="store_true", help="skip the mixed-language pools (the slowest part)"
     )
+    ap.add_argument("--no-cv", action="store_true", help="skip the cross-validation of the parameters")
     args = ap.parse_args(argv)
 
     out: dict[str, object] = {}
@@ -618,35 +829,51 @@ def main(argv: list[str] | None = None) -> int:
 
     if convs:
         methods = {
-            "md-cg TextIndex": ours(),
-            "md-cg MdCG.search (synonyms, ladder)": ours_store(),
+            "md-cg TextIndex, before issue 17 (plain BM25)": ours(ranking=BEFORE),
+            **{f"md-cg TextIndex + {name} alone": ours(ranking=r) for name, r in ALONE.items()},
+            "md-cg TextIndex, kept (all three)": ours(),
+            "md-cg MdCG.search, before issue 17": ours_store(BEFORE),
+            **{f"md-cg MdCG.search + {name} alone": ours_store(r) for name, r in ALONE.items()},
+            "md-cg MdCG.search, kept (all three)": ours_store(),
             "bm25s + Snowball stem": bm25s_words(True),
             "bm25s": bm25s_words(False),
             "bm25s + Snowball stem, bm25s 'en' stopwords": bm25s_words(True, own_stopwords=True),
             "sqlite LIKE (OR, by matches)": sqlite_like(),
         }
         res = {name: eval_locomo(convs, build) for name, build in methods.items()}
-        n, n5 = res["md-cg TextIndex"]["n"], res["md-cg TextIndex"]["n5"]
+        kept = res["md-cg TextIndex, kept (all three)"]
+        n, n5 = kept["n"], kept["n5"]
         dated = ", turns prefixed with the session date" if args.date_prefix else ""
-        print(f"\n### LoCoMo dev{dated}: {n} questions (cat 1-4), {n5} (cat 5)\n")
+        print(f"\n### LoCoMo dev{dated}: {n} questions (cat 1-4), {n5} (cat 5); folds = conversations\n")
         print(locomo_table(res, "bm25s + Snowball stem"))
         out["locomo"] = res
     if cmrc:
         methods = {
-            "md-cg TextIndex": ours(),
-            "md-cg MdCG.search (synonyms, ladder)": ours_store(),
+            "md-cg TextIndex, before issue 17 (plain BM25)": ours(ranking=BEFORE),
+            "md-cg TextIndex, kept (coordination; no feedback for CJK; no dates)": ours(),
+            "md-cg MdCG.search, before issue 17": ours_store(BEFORE),
+            "md-cg MdCG.search, kept": ours_store(),
             "BM25 over char bigrams (bm25s)": bm25s_tokens(char_bigrams_plain),
             "sqlite FTS5 trigram, bm25()": sqlite_fts5_trigram(),
         }
         res = {name: eval_cmrc(*cmrc, build) for name, build in methods.items()}
-        print(f"\n### CMRC 2018 dev, {len(cmrc[0])} docs, {len(cmrc[1])} questions\n")
+        print(
+            f"\n### CMRC 2018 dev, {len(cmrc[0])} docs, {len(cmrc[1])} questions;"
+            f" folds = {CMRC_FOLDS} groups of articles\n"
+        )
         print(cmrc_table(res, "BM25 over char bigrams (bm25s)"))
         out["cmrc"] = res
+    if (convs or cmrc) and not args.no_cv:
+        table = cross_validate(convs, cmrc)
+        print("\n### Parameters by cross-validation\n")
+        print(table)
+        out["cv"] = table
     if convs and cmrc and not args.no_mixed:
         methods = {
-            "md-cg TextIndex (no synonyms)": ours(),
-            "md-cg MdCG.search, search.expand as wired": ours_store(),
-            "md-cg MdCG.search, synonyms through text.expand_query": ours_store(expansion=True),
+            "md-cg TextIndex, before issue 17 (plain BM25)": ours(ranking=BEFORE),
+            "md-cg TextIndex, kept": ours(),
+            "md-cg MdCG.search, before issue 17": ours_store(BEFORE),
+            "md-cg MdCG.search, kept": ours_store(),
         }
         res = {name: eval_mixed(convs, cmrc, build) for name, build in methods.items()}
         n_turns = sum(len(c["docs"]) for c in convs)

@@ -41,6 +41,7 @@ from __future__ import annotations
 import math
 import struct
 from collections.abc import Callable, Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -51,9 +52,12 @@ from .textindex_similar import SimilarityKeys, plain_query_terms, unit_scores
 
 __all__ = [
     "DEFAULT_B",
+    "DEFAULT_COORDINATION",
+    "DEFAULT_FEEDBACK",
     "DEFAULT_K1",
     "SIMILAR_CANDIDATES",
     "SIMILAR_THRESHOLD",
+    "Feedback",
     "Scope",
     "TextIndex",
 ]
@@ -62,6 +66,48 @@ __all__ = [
 DEFAULT_K1 = 0.6
 #: BM25 length normalisation (chosen on the dev splits, docs/ranking.md).
 DEFAULT_B = 0.4
+#: Coordination exponents (non-CJK, CJK documents): a document's BM25 score
+#: is multiplied by (its matched share of the query's idf mass) ** exponent,
+#: so a document holding more of the query's rare terms wins over one that
+#: repeats a single term. Chosen by cross-validation on the dev splits
+#: (docs/ranking.md, "Coordination").
+DEFAULT_COORDINATION = (0.5, 1.0)
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """Pseudo-relevance feedback (RM3-style) for queries that are not CJK.
+
+    The ``docs`` best non-CJK documents of a first pass lend the query their
+    ``terms`` most weighty non-CJK terms (term frequency / length, weighted
+    by the document's share of the first-pass scores, times idf); those get
+    ``weight`` of the query's total weight and the query's own terms the
+    rest. A term in more than ``max_df`` of the documents is not added
+    (1.0: no limit; 0.2 measured no faster and less stable on mixed pools). Only
+    queries of at least ``min_terms`` distinct terms take
+    feedback: a name or a keyword or two is looked up as given. ``weight`` 0
+    switches feedback off.
+    """
+
+    docs: int = 5
+    terms: int = 30
+    weight: float = 0.4
+    min_terms: int = 3
+    max_df: float = 1.0
+
+    def __post_init__(self) -> None:
+        if (
+            not (self.docs >= 1 and self.terms >= 1 and self.min_terms >= 1 and math.isfinite(self.weight))
+            or not 0 <= self.weight < 1
+        ):
+            raise ValueError(
+                f"feedback needs docs, terms and min_terms >= 1, 0 <= weight < 1 and 0 < max_df <= 1,"
+                f" got {self!r}"
+            )
+
+
+#: Feedback of :meth:`TextIndex.match` (chosen by cross-validation, docs/ranking.md).
+DEFAULT_FEEDBACK = Feedback()
 #: Minimum Dice coefficient of padded character bigrams for a vocabulary term
 #: to count as similar to a query word in :meth:`TextIndex.similar`.
 SIMILAR_THRESHOLD = 0.5
@@ -77,6 +123,11 @@ class TextIndex:
     """BM25 over string-identified documents with layer/bucket scopes.
 
     ``k1``/``b``: BM25 parameters (defaults chosen on the dev splits).
+    ``coordination``: exponents (non-CJK, CJK documents) of the matched
+    share of the query's idf mass that scales a document's BM25 score; (0, 0)
+    is plain BM25; None: :data:`DEFAULT_COORDINATION`. ``feedback``: the
+    pseudo-relevance feedback of top-k queries that are not CJK
+    (:class:`Feedback`; None: :data:`DEFAULT_FEEDBACK`).
     ``analyzer``: turns the query string of :meth:`similar` into terms; the
     engine passes :func:`md_cg.text.query_terms` so that stopwords and
     question words are ignored. Without one, a plain analysis is used (NFKC,
@@ -89,16 +140,29 @@ class TextIndex:
         k1: float = DEFAULT_K1,
         b: float = DEFAULT_B,
         analyzer: Callable[[str], list[str]] | None = None,
+        coordination: tuple[float, float] | None = None,
+        feedback: Feedback | None = None,
     ) -> None:
+        # None: the module defaults, looked up per call, so an ablation can switch them off globally
+        if coordination is None:
+            coordination = DEFAULT_COORDINATION
+        self.feedback = DEFAULT_FEEDBACK if feedback is None else feedback
         if not (math.isfinite(k1) and k1 >= 0 and 0 <= b <= 1):
             raise ValueError(f"BM25 needs k1 >= 0 and 0 <= b <= 1, got k1={k1}, b={b}")
+        if len(coordination) != 2 or not all(math.isfinite(g) and 0 <= g <= 4 for g in coordination):
+            raise ValueError(f"coordination needs two exponents in [0, 4], got {coordination!r}")
         self.k1 = float(k1)
         self.b = float(b)
+        self.coordination = (float(coordination[0]), float(coordination[1]))
         self.analyzer = analyzer or plain_query_terms
         self._vocab = Vocab()
         self._docs = DocTable()
         self._postings = Postings()
         self._sim = SimilarityKeys()
+        self._dead_key = -1  # the table version _dead_terms was counted at
+        self._scratch_arrays = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
+        self._scratch_seen = self._scratch_arrays[2]
+        self._dead_terms = np.zeros(0, dtype=np.int64)
 
     # -------------------------------------------------------------- writes
 
@@ -232,9 +296,14 @@ class TextIndex:
         of their terms CJK) and other documents keeps the two classes'
         statistics apart: idf(t) uses N and df of the class that holds most
         of t's documents, and avgdl is that of d's own class (see
-        :meth:`_coefficients`). Returns the best ``k`` (all when None) as
-        (id, score) with score > 0, ordered by score desc, prior desc, id asc;
-        every candidate is scored before the cut.
+        :meth:`_coefficients`). The sum is then multiplied by the document's
+        share of the query's idf mass to the power of ``coordination`` (of the
+        document's class). With ``k`` given, a query mostly of non-CJK terms
+        and of at least ``feedback.min_terms`` terms is ranked twice: the best
+        documents of the first pass lend it terms (:class:`Feedback`). Returns
+        the best ``k`` (all when None) as (id, score) with score > 0, ordered
+        by score desc, prior desc, id asc; every candidate is scored before
+        the cut.
         """
         self._prepare()
         if k is not None and k <= 0:
@@ -246,12 +315,30 @@ class TextIndex:
                 weights[tid] = weights.get(tid, 0.0) + float(w)
         if not weights:
             return []
-        tids = list(weights)
+        tids, ws = list(weights), list(weights.values())
+        fb = self.feedback
+        if k is not None and fb.weight > 0 and len(tids) >= fb.min_terms and not self._cjk_query(tids, ws):
+            first = self._ranked(tids, ws, scope, max(k, fb.docs), exclude)
+            expanded = _feedback_terms(self, first[: fb.docs], tids, ws)
+            if expanded is None:
+                return first[:k]
+            tids, ws = expanded
+        return self._ranked(tids, ws, scope, k, exclude)
+
+    def _ranked(
+        self, tids: list[int], ws: list[float], scope: Scope, k: int | None, exclude: Collection[str]
+    ) -> list[tuple[str, float]]:
         if k is not None and len(tids) > 1:
-            top = self._match_top_k(tids, list(weights.values()), scope, k, exclude)
+            top = self._match_top_k(tids, ws, scope, k, exclude)
             if top is not None:
                 return top
-        return self._match_all(tids, list(weights.values()), scope, k, exclude)
+        return self._match_all(tids, ws, scope, k, exclude)
+
+    def _cjk_query(self, tids: list[int], ws: list[float]) -> bool:
+        """True when CJK terms hold more than half of the query's weight."""
+        flags = np.frombuffer(self._vocab.cjk, dtype=np.uint8)[tids]
+        w = np.asarray(ws)
+        return bool(2 * float(w[flags == 1].sum()) > float(w.sum()))
 
     def _match_all(
         self,
@@ -295,7 +382,19 @@ class TextIndex:
         scores = np.bincount(docs, weights=contrib, minlength=len(table.ids))
         table.zero_excluded(scores, exclude)
         cand = np.flatnonzero(scores > 0)
-        return table.ranked(cand, scores[cand], k)
+        score = scores[cand]
+        if self.coordination != (0.0, 0.0) and len(cand):
+            mass = coef / (self.k1 + 1.0)  # w * idf per query term
+            matched = np.bincount(docs, weights=mass[term_idx], minlength=len(table.ids))[cand]
+            score *= self._coordination_factor(matched / float(mass.sum()), cand)
+        return table.ranked(cand, score, k)
+
+    def _coordination_factor(self, share: np.ndarray, cand: np.ndarray) -> np.ndarray:
+        """``share ** exponent`` of each candidate's class (``share``: matched idf mass / the query's)."""
+        g_other, g_cjk = self.coordination
+        if g_other == g_cjk or not self._docs.mixed:
+            return _power(share, g_cjk if self._docs.cjk[cand[0]] else g_other)
+        return np.where(self._docs.cjk[cand].astype(bool), _power(share, g_cjk), _power(share, g_other))
 
     def _coefficients(self, weights: list[float], df: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``w * idf * (k1 + 1)`` per query term, and ``k1 * b / avgdl`` per document class.
@@ -367,15 +466,30 @@ class TextIndex:
         coef, norm = self._coefficients(weights, df)
         order = np.argsort(-coef, kind="stable").tolist()
         pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
-        gathered = 0
-        for m in range(1, len(order)):
-            gathered += int(lengths[order[m - 1]])  # the term that just became essential
-            if gathered > total // 2:
-                return None
-            top = pruner.step(order[:m], order[m:], k)
-            if top is not None:
-                return top
-        return None
+        try:
+            gathered = 0
+            for m in range(1, len(order)):
+                gathered += int(lengths[order[m - 1]])  # the term that just became essential
+                if gathered > total // 2:
+                    return None
+                top = pruner.step(order[:m], order[m:], k)
+                if top is not None:
+                    return top
+            return None
+        finally:
+            pruner.release()
+
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-slot zeroed accumulators for :class:`_Pruner`, kept between queries.
+
+        A query zeroes only the slots it touched (:meth:`_Pruner.release`),
+        instead of allocating and clearing three arrays of every slot.
+        """
+        n = len(self._docs.ids)
+        if len(self._scratch_seen) != n:
+            self._scratch_arrays = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool))
+            self._scratch_seen = self._scratch_arrays[2]
+        return self._scratch_arrays
 
     def similar(
         self,
@@ -588,6 +702,89 @@ class TextIndex:
             self._docs.classify(*classes)
 
 
+def _feedback_terms(
+    index: TextIndex, first: list[tuple[str, float]], tids: list[int], ws: list[float]
+) -> tuple[list[int], list[float]] | None:
+    """The query (``tids``, ``ws``) expanded with the feedback terms of ``first`` (RM3).
+
+    None when the first pass found nothing to learn from.
+    """
+    fb, table, postings = index.feedback, index._docs, index._postings
+    # only documents of the query's class lend terms: a Chinese paragraph
+    # that happens to hold an English name does not steer an English query
+    hits = [(slot, s) for slot, s in ((table.slot[d], s) for d, s in first) if s > 0 and not table.cjk[slot]]
+    total = sum(s for _, s in hits)
+    if not hits or total <= 0:
+        return None
+    parts = [postings.doc_terms(slot) for slot, _ in hits]
+    t = np.concatenate([p[0] for p in parts])
+    v = np.concatenate(
+        [p[1] * (s / total / max(1, int(table.len[slot]))) for p, (slot, s) in zip(parts, hits, strict=True)]
+    )
+    keep = np.frombuffer(index._vocab.cjk, dtype=np.uint8)[t] == 0  # no cross-script expansion
+    terms, inverse = np.unique(t[keep], return_inverse=True)
+    if len(terms) == 0:
+        return None
+    rel = np.bincount(inverse, weights=v[keep], minlength=len(terms))
+    n = table.class_stats()[0][0] if table.mixed else table.n_live
+    df = _live_df(index, terms)
+    rel *= idf_of(df, n)
+    rel[df > fb.max_df * n] = 0.0
+    top = _best(rel, fb.terms, lambda i: index._vocab.terms[terms[i]])
+    z = float(rel[top].sum()) if len(top) else 0.0
+    if z <= 0:
+        return None
+    qz = sum(ws)
+    out = {tid: (1.0 - fb.weight) * w for tid, w in zip(tids, ws, strict=True)}
+    for tid, value in zip(terms[top].tolist(), rel[top].tolist(), strict=True):
+        if value > 0:
+            out[tid] = out.get(tid, 0.0) + fb.weight * qz * value / z
+    return list(out), list(out.values())
+
+
+def _live_df(index: TextIndex, terms: np.ndarray) -> np.ndarray:
+    """Live non-CJK documents holding each term id of ``terms`` (float64)."""
+    table = index._docs
+    df = index._postings.counts(terms, table.cjk if table.mixed else None)
+    if table.dead:
+        if index._dead_key != table.version:
+            n = len(table.ids)
+            dead = np.flatnonzero(~table.alive[:n] & (table.cjk[:n] == 0)).astype(np.int64)
+            index._dead_terms = index._postings.dead_counts(dead, len(index._vocab.terms))
+            index._dead_key = table.version
+        df = df - index._dead_terms[terms]
+    return df.astype(np.float64)
+
+
+def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
+    """Indices of the ``n`` largest positive ``values``; ties at the cut go by ``name(i)``.
+
+    So the choice does not depend on term ids, which compaction renumbers.
+    """
+    order = np.argsort(-values, kind="stable")
+    order = order[values[order] > 0]
+    if len(order) <= n:
+        return order
+    last = values[order[n - 1]]
+    if values[order[n]] != last:
+        return order[:n]
+    tied = order[values[order] == last]
+    above = order[values[order] > last]
+    chosen = sorted(tied.tolist(), key=name)[: n - len(above)]
+    return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
+
+
+def _power(x: np.ndarray, g: float) -> np.ndarray:
+    """``x ** g``, with the exponents 0, 1/2 and 1 done without ``np.power`` (several times faster)."""
+    if g == 1.0:
+        return x
+    if g == 0.5:
+        return np.sqrt(x)
+    if g == 0.0:
+        return np.ones_like(x)
+    return np.power(x, g)
+
+
 def _doc_classes(segments: list[Segment], vocab: Vocab, doc_len: np.ndarray) -> np.ndarray:
     """Per document, 1 when more than half of its terms are CJK (for images without the flags)."""
     flags = np.frombuffer(vocab.cjk, dtype=np.uint8)
@@ -635,8 +832,14 @@ class _Pruner:
         self.coef = coef
         self.norm = norm
         self.base = index.k1 * (1.0 - index.b)
-        self.docs_parts: list[np.ndarray] = []
-        self.contrib_parts: list[np.ndarray] = []
+        self.index = index
+        self.coordinated = index.coordination != (0.0, 0.0)
+        self.mass = coef / (index.k1 + 1.0)  # w * idf per query term
+        # Dense per-slot accumulators: a step adds one term's postings in
+        # O(postings) instead of re-sorting every candidate so far.
+        self.acc, matched, self.seen = index._scratch()
+        self.matched = matched if self.coordinated else None
+        self.cand_parts: list[np.ndarray] = []
 
     def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
         """BM25 contributions of term ``j`` to ``docs`` with term frequencies ``tfs``."""
@@ -647,6 +850,15 @@ class _Pruner:
             den = self.table.len[docs] * self.norm[0] + self.base + tf
         return tf / den * self.coef[j]
 
+    def release(self) -> None:
+        """Zero the accumulators where this pass wrote, for the next query."""
+        if self.cand_parts:
+            touched = np.concatenate(self.cand_parts)
+            self.acc[touched] = 0.0
+            if self.matched is not None:
+                self.matched[touched] = 0.0
+            self.seen[touched] = False
+
     def step(self, essential: list[int], others: list[int], k: int) -> list[tuple[str, float]] | None:
         """Add the last of ``essential``; the exact top ``k`` if the bound now holds, else None."""
         j = essential[-1]
@@ -654,28 +866,42 @@ class _Pruner:
             d = seg.docs[a:z]
             keep = self.mask[d]
             d = d[keep]
-            self.docs_parts.append(d)
-            self.contrib_parts.append(self._contributions(j, d, seg.tfs[a:z][keep]))
+            # a slot occurs once per term (its postings live in one segment): no repeated index
+            self.acc[d] += self._contributions(j, d, seg.tfs[a:z][keep])
+            if self.matched is not None:
+                self.matched[d] += self.mass[j]
+            new = d[~self.seen[d]]
+            self.seen[new] = True
+            self.cand_parts.append(new)
         rest = float(self.coef[others].sum())
         # A partial score never exceeds the essential terms' bounds together.
-        if not self.docs_parts or rest >= float(self.coef[essential].sum()):
+        if not self.cand_parts or rest >= float(self.coef[essential].sum()):
             return None
-        cand, inverse = np.unique(np.concatenate(self.docs_parts), return_inverse=True)
-        score = np.bincount(inverse, weights=np.concatenate(self.contrib_parts), minlength=len(cand))
+        cand = np.concatenate(self.cand_parts).astype(np.int64)
         if len(self.excluded):
-            keep = ~np.isin(cand, self.excluded)
-            cand, score = cand[keep], score[keep]
+            cand = cand[~np.isin(cand, self.excluded)]
         if len(cand) < k:
             return None
+        score = self.acc[cand]
         theta = float(np.partition(score, len(score) - k)[len(score) - k])
         if rest >= theta:
             return None
-        self._complete(cand, score, others)
+        matched = None if self.matched is None else self.matched[cand]
+        self._complete(cand, score, matched, others)
+        if matched is not None:
+            # Coordination only lowers scores, and a document without an
+            # essential term stays below ``rest``: the top k is exact when
+            # the k-th coordinated score is still above it.
+            score *= self.index._coordination_factor(matched / float(self.mass.sum()), cand)
+            if rest >= float(np.partition(score, len(score) - k)[len(score) - k]):
+                return None
         positive = score > 0
-        return self.table.ranked(cand[positive].astype(np.int64), score[positive], k)
+        return self.table.ranked(cand[positive], score[positive], k)
 
-    def _complete(self, cand: np.ndarray, score: np.ndarray, others: list[int]) -> None:
-        """Add the non-essential terms' contributions to the candidates' ``score``, in place."""
+    def _complete(
+        self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
+    ) -> None:
+        """Add the other terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
         # a slot -> candidate map
         position = np.full(len(self.table.ids), -1, dtype=np.int32)
         position[cand] = np.arange(len(cand), dtype=np.int32)
@@ -687,3 +913,5 @@ class _Pruner:
                     continue
                 at = where[hit]
                 score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
+                if matched is not None:
+                    matched[at] += self.mass[j]

@@ -40,7 +40,7 @@ _EMPTY_I64 = np.zeros(0, dtype=np.int64)
 class Segment:
     """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
 
-    __slots__ = ("_n_cjk", "docs", "ptr", "terms", "tfs")
+    __slots__ = ("_fwd", "_n_cjk", "docs", "ptr", "terms", "tfs")
 
     def __init__(self, terms: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
         self.terms = terms  # int32, strictly increasing
@@ -48,6 +48,43 @@ class Segment:
         self.docs = docs  # int32, increasing within a term
         self.tfs = tfs  # uint16, >= 1
         self._n_cjk: np.ndarray | None = None
+        self._fwd: tuple[np.ndarray, np.ndarray] | None = None
+
+    def by_slot(self) -> tuple[np.ndarray, np.ndarray]:
+        """(order, offsets): the postings of slot ``s`` are ``order[offsets[s]:offsets[s+1]]``.
+
+        Built on first use and kept (segments never change): 4 bytes per
+        posting and 8 per slot. A stable sort by slot, as one or two 16-bit
+        radix passes (~0.5 s for 10 M postings; a 32-bit key sorts 3x slower).
+        """
+        if self._fwd is None:
+            n = int(self.docs.max()) + 2 if len(self.docs) else 1
+            key = self.docs.astype(np.int64)
+            if n <= 1 << 16:
+                order = np.argsort(key.astype(np.uint16), kind="stable")
+            else:  # least significant half first, then the high half: a stable LSD radix sort
+                order = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+                order = order[np.argsort((key[order] >> 16).astype(np.uint16), kind="stable")]
+            order = order.astype(np.int32)
+            self._fwd = order, np.searchsorted(self.docs[order], np.arange(n))
+        return self._fwd
+
+    def slot_terms(self, slots: np.ndarray) -> np.ndarray:
+        """Term ids of every posting of ``slots`` (int64 array of slots; unknown ones have none)."""
+        order, offsets = self.by_slot()
+        slots = slots[(slots >= 0) & (slots < len(offsets) - 1)]
+        lo, hi = offsets[slots], offsets[slots + 1]
+        lengths = hi - lo
+        at = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths) + np.arange(int(lengths.sum()))
+        return self.terms[np.searchsorted(self.ptr, order[at], side="right") - 1]
+
+    def doc_postings(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, term frequencies) of ``slot``'s postings in this segment (empty if none)."""
+        order, offsets = self.by_slot()
+        if not 0 <= slot < len(offsets) - 1:
+            return _EMPTY_I32, _EMPTY_U16
+        at = order[offsets[slot] : offsets[slot + 1]]
+        return self.terms[np.searchsorted(self.ptr, at, side="right") - 1], self.tfs[at]
 
     def cjk_counts(self, doc_cjk: np.ndarray) -> np.ndarray:
         """Per term, how many of its postings are in CJK documents (``doc_cjk``: slot -> 0/1).
@@ -312,6 +349,39 @@ class Postings:
             np.concatenate([p[1] for p in parts]),
             np.concatenate([p[2] for p in parts]),
         )
+
+    def doc_terms(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
+        """(term ids, term frequencies) of one slot (flush first): its postings live in one segment."""
+        for seg in reversed(self.segments):
+            tids, tfs = seg.doc_postings(slot)
+            if len(tids):
+                return tids, tfs
+        return _EMPTY_I32, _EMPTY_U16
+
+    def dead_counts(self, dead: np.ndarray, n_terms: int) -> np.ndarray:
+        """Per term id, its postings in the slots ``dead`` (flush first)."""
+        out = np.zeros(n_terms, dtype=np.int64)
+        for seg in self.segments:
+            if len(seg.terms):
+                out += np.bincount(seg.slot_terms(dead), minlength=n_terms)
+        return out
+
+    def counts(self, tids: np.ndarray, doc_cjk: np.ndarray | None = None) -> np.ndarray:
+        """Postings per term id of ``tids`` over all segments (dead slots included).
+
+        With ``doc_cjk`` (slot -> 0/1), only the postings in non-CJK documents.
+        """
+        out = np.zeros(len(tids), dtype=np.int64)
+        for seg in self.segments:
+            if len(seg.terms) == 0:
+                continue
+            pos = np.searchsorted(seg.terms, tids)
+            pos[pos >= len(seg.terms)] = 0
+            hit = seg.terms[pos] == tids
+            out[hit] += seg.ptr[pos[hit] + 1] - seg.ptr[pos[hit]]
+            if doc_cjk is not None:
+                out[hit] -= seg.cjk_counts(doc_cjk)[pos[hit]]
+        return out
 
     def spans(
         self, tids: Sequence[int], doc_cjk: np.ndarray | None = None

@@ -12,7 +12,7 @@ import pytest
 
 from md_cg import textindex, textindex_docs, textindex_postings
 from md_cg.text import Analyzer, analyze, query_terms
-from md_cg.textindex import TextIndex
+from md_cg.textindex import Feedback, TextIndex
 
 
 def q(*terms: str, w: float = 1.0) -> list[tuple[str, float]]:
@@ -21,8 +21,8 @@ def q(*terms: str, w: float = 1.0) -> list[tuple[str, float]]:
 
 @pytest.fixture
 def three() -> TextIndex:
-    """The hand-computed corpus: N = 3, avgdl = 3."""
-    ix = TextIndex(k1=1.2, b=0.75)
+    """The hand-computed corpus: N = 3, avgdl = 3 (plain BM25, no coordination)."""
+    ix = TextIndex(k1=1.2, b=0.75, coordination=(0.0, 0.0), feedback=Feedback(weight=0.0))
     ix.add("d1", ["a", "b", "a"], layer=0, bucket=0)
     ix.add("d2", ["b", "c"], layer=0, bucket=1)
     ix.add("d3", ["c", "c", "c", "d"], layer=1, bucket=1)
@@ -175,21 +175,29 @@ def test_removed_documents_leave_scores_as_if_never_added():
         assert ix.match(q(*query), ix.scope(), k=None) == fresh.match(q(*query), fresh.scope(), k=None)
 
 
-def _reference(docs: dict[str, list[str]], query: list[str], k1: float, b: float):
-    """Straightforward BM25 in Python: the yardstick for the index."""
+def _reference(docs: dict[str, list[str]], query: list[str], k1: float, b: float, coordination: float = 0.5):
+    """Straightforward BM25 in Python, times the coordination factor: the yardstick for the index.
+
+    The factor is (idf of the query terms the document has / idf of the
+    query terms the store has) ** ``coordination`` (non-CJK documents).
+    """
     n = len(docs)
     avgdl = sum(map(len, docs.values())) / n
+    idf = {}
+    for t in set(query):
+        df = sum(t in d for d in docs.values())
+        if df:
+            idf[t] = math.log(1 + (n - df + 0.5) / (df + 0.5))
     out = {}
     for doc_id, terms in docs.items():
-        score = 0.0
-        for t in set(query):
+        score = matched = 0.0
+        for t in idf:
             tf = terms.count(t)
             if tf:
-                df = sum(t in d for d in docs.values())
-                idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                score += idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(terms) / avgdl))
+                matched += idf[t]
+                score += idf[t] * tf * (k1 + 1) / (tf + k1 * (1 - b + b * len(terms) / avgdl))
         if score > 0:
-            out[doc_id] = score
+            out[doc_id] = score * (matched / sum(idf.values())) ** coordination
     return out
 
 

@@ -1,0 +1,212 @@
+"""The ranking techniques kept by issue 17 (docs/ranking.md): each test fails if one is switched off."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from md_cg.script import is_cjk
+from md_cg.text import analyze, date_words, query_terms
+from md_cg.textindex import DEFAULT_COORDINATION, DEFAULT_FEEDBACK, Feedback, TextIndex, _feedback_terms
+
+OFF = Feedback(weight=0.0)
+
+
+def q(*terms: str) -> list[tuple[str, float]]:
+    return [(t, 1.0) for t in terms]
+
+
+def _index(docs: dict[str, list[str]], **kw: object) -> TextIndex:
+    kw.setdefault("feedback", OFF)
+    ix = TextIndex(k1=1.2, b=0.75, **kw)  # type: ignore[arg-type]
+    for doc_id, terms in docs.items():
+        ix.add(doc_id, terms, layer=0, bucket=0)
+    return ix
+
+
+# N = 4, avgdl = 3. idf(a) = ln(1 + 3.5/1.5) = ln(10/3); idf(b) = ln(1 + 1.5/3.5) = ln(10/7).
+DOCS = {"both": ["a", "b", "x"], "rep": ["b", "b", "b"], "one": ["b", "y", "z"], "zz": ["z", "y", "x"]}
+IDF_A, IDF_B = math.log(10 / 3), math.log(10 / 7)
+
+
+def _bm25(tf: int, dl: int, idf: float) -> float:
+    return idf * tf * 2.2 / (tf + 1.2 * (0.25 + 0.75 * dl / 3))
+
+
+def test_defaults_are_the_cross_validated_exponents() -> None:
+    assert DEFAULT_COORDINATION == (0.5, 1.0)
+    assert TextIndex().coordination == (0.5, 1.0)
+
+
+def test_coordination_scales_bm25_by_the_matched_share_of_idf() -> None:
+    ix = _index(DOCS)  # non-CJK documents: exponent 0.5
+    got = dict(ix.match(q("a", "b"), ix.scope(), k=None))
+    share_b = IDF_B / (IDF_A + IDF_B)
+    assert got["both"] == pytest.approx(_bm25(1, 3, IDF_A) + _bm25(1, 3, IDF_B), rel=1e-12)
+    assert got["rep"] == pytest.approx(_bm25(3, 3, IDF_B) * math.sqrt(share_b), rel=1e-12)
+    assert got["one"] == pytest.approx(_bm25(1, 3, IDF_B) * math.sqrt(share_b), rel=1e-12)
+    plain = dict(_index(DOCS, coordination=(0.0, 0.0)).match(q("a", "b"), ix.scope(), k=None))
+    assert plain["rep"] == pytest.approx(_bm25(3, 3, IDF_B), rel=1e-12)
+
+
+def test_cjk_documents_use_their_own_exponent() -> None:
+    cjk = {
+        "both": ["甲乙", "丙丁", "戊"],
+        "rep": ["丙丁", "丙丁", "丙丁"],
+        "one": ["丙丁", "己", "庚"],
+        "zz": ["庚", "己", "戊"],
+    }
+    ix = _index(cjk)
+    got = dict(ix.match(q("甲乙", "丙丁"), ix.scope(), k=None))
+    share = IDF_B / (IDF_A + IDF_B)
+    assert got["rep"] == pytest.approx(_bm25(3, 3, IDF_B) * share, rel=1e-12)  # exponent 1
+
+
+def test_a_document_with_more_of_the_query_beats_one_that_repeats_a_term() -> None:
+    # "rep" repeats the rarer query word; "both" has each query word once.
+    docs = {
+        "both": ["atlas", "deadline", "note", "team"],
+        "rep": ["atlas"] * 3,
+        **{f"f{i}": ["deadline", "other", f"w{i}"] for i in range(3)},
+        **{f"h{i}": ["misc", f"u{i}"] for i in range(6)},
+    }
+    on = _index(docs)
+    off = _index(docs, coordination=(0.0, 0.0))
+    assert [d for d, _ in off.match(q("atlas", "deadline"), off.scope(), k=2)] == ["rep", "both"]
+    assert [d for d, _ in on.match(q("atlas", "deadline"), on.scope(), k=2)] == ["both", "rep"]
+
+
+@pytest.mark.parametrize("bad", [(-0.1, 1.0), (1.0, math.nan), (1.0,), (5.0, 1.0)])
+def test_bad_coordination_is_refused(bad: tuple[float, ...]) -> None:
+    with pytest.raises(ValueError, match="coordination needs two exponents"):
+        TextIndex(coordination=bad)  # type: ignore[arg-type]
+
+
+# -- date words ----------------------------------------------------------------------------
+
+JUNE_8_2023 = 1686225600.0  # 2023-06-08 12:00 UTC
+
+
+def test_date_words_are_day_month_year_in_utc() -> None:
+    assert date_words(JUNE_8_2023) == "8 june 2023"
+    assert date_words(JUNE_8_2023 - 12 * 3600 - 1) == "7 june 2023"  # UTC, not local time
+    assert date_words(0.0) == "1 january 1970"
+    assert analyze(date_words(JUNE_8_2023)) == ["8", "june", "2023"]
+
+
+@pytest.mark.parametrize("bad", [None, math.nan, math.inf, 1e300])
+def test_date_words_of_no_date_are_empty(bad: float | None) -> None:
+    assert date_words(bad) == ""
+
+
+def test_a_question_naming_the_month_finds_that_months_memory() -> None:
+    march = JUNE_8_2023 - 90 * 86400
+    bodies = {
+        "a": ("Melanie: camping again, camping", march),
+        "b": ("Melanie: a camping trip with all the kids was fun", JUNE_8_2023),
+    }
+    bodies.update({f"f{i}": (f"Caroline: filler line {i}", march) for i in range(6)})
+    with_dates, without = TextIndex(feedback=OFF), TextIndex(feedback=OFF)
+    for doc_id, (body, when) in bodies.items():
+        with_dates.add(doc_id, analyze(f"{body}\n{date_words(when)}"), layer=0, bucket=0)
+        without.add(doc_id, analyze(body), layer=0, bucket=0)
+    question = q(*query_terms("When did Melanie go camping in June?"))
+    assert [d for d, _ in with_dates.match(question, with_dates.scope(), k=2)] == ["b", "a"]
+    assert [d for d, _ in without.match(question, without.scope(), k=2)] == ["a", "b"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="md_cg.index.index_text (helper L1's file) does not append text.date_words(created_at) yet",
+)
+def test_the_engine_indexes_the_date_words_of_created_at(tmp_path) -> None:
+    from md_cg import MdCG, Node
+
+    with MdCG(tmp_path / "s") as store:
+        store.add_many(
+            [
+                Node(
+                    id="spring",
+                    layer="knowledge",
+                    body="went camping by the lake",
+                    created_at=JUNE_8_2023 - 90 * 86400,
+                ),
+                Node(id="summer", layer="knowledge", body="went camping by the lake", created_at=JUNE_8_2023),
+            ],
+            stamp=False,
+        )
+        results, _ = store.search("camping in june", k=2, judge=False, record=False)
+    assert [r.id for r in results] == ["summer", "spring"]
+
+
+# -- pseudo-relevance feedback -----------------------------------------------------------------
+
+FEEDBACK_DOCS = {
+    "q1": "caroline talked about the lgbtq support group meeting",
+    "q2": "the support group meeting helped caroline with transition stories",
+    "q3": "caroline said the lgbtq group gave her courage",
+    # shares no query word, only words of the documents the query finds
+    "answer": "transition stories gave courage",
+    **{f"f{i}": f"melanie painted a lake sunrise number {i}" for i in range(12)},
+    "zh": "支持 小组 会议 transition",
+}
+
+
+def _feedback_index(feedback: Feedback | None) -> TextIndex:
+    ix = TextIndex(feedback=feedback)
+    for doc_id, body in FEEDBACK_DOCS.items():
+        ix.add(doc_id, analyze(body), layer=0, bucket=0)
+    return ix
+
+
+def test_feedback_finds_a_document_through_the_words_of_the_best_ones() -> None:
+    question = q(*query_terms("What did Caroline say about the LGBTQ support group meeting?"))
+    on, off = _feedback_index(None), _feedback_index(OFF)
+    assert "answer" in [d for d, _ in on.match(question, on.scope(), k=5)]
+    assert "answer" not in [d for d, _ in off.match(question, off.scope(), k=5)]
+    assert [d for d, _ in on.match(question, on.scope(), k=3)] == ["q1", "q2", "q3"]
+
+
+def test_feedback_terms_are_of_the_query_script_and_weighted_as_rm3() -> None:
+    ix = _feedback_index(None)
+    ix._prepare()  # flush the pending adds, as match() does
+    terms = query_terms("caroline lgbtq support group")
+    tids = [ix._vocab[t] for t in terms]
+    first = ix._ranked(tids, [1.0] * len(tids), ix.scope(), 3, ())
+    expanded = _feedback_terms(ix, first, tids, [1.0] * len(tids))
+    assert expanded is not None
+    names = {ix._vocab.terms[t]: w for t, w in zip(*expanded, strict=True)}
+    assert not any(is_cjk(t[0]) for t in names)  # 支持/小组 of the mixed document never come in
+    assert set(terms) <= set(names) and "transit" in names
+    # the query keeps 1 - weight of its total weight; the feedback terms share the rest
+    assert sum(names.values()) == pytest.approx(len(terms))
+    assert sum(names[t] for t in terms) >= 0.6 * len(terms)
+
+
+def test_cjk_and_short_queries_take_no_feedback() -> None:
+    on, off = _feedback_index(None), _feedback_index(OFF)
+    for text in ("支持小组会议", "lgbtq group"):  # CJK; fewer than min_terms terms
+        question = q(*query_terms(text))
+        assert on.match(question, on.scope(), k=5) == off.match(question, off.scope(), k=5)
+    assert Feedback(docs=5, terms=30, weight=0.4, min_terms=3, max_df=1.0) == DEFAULT_FEEDBACK
+
+
+def test_feedback_is_the_same_after_removals_and_a_round_trip() -> None:
+    ix = _feedback_index(None)
+    for i in range(0, 12, 3):
+        ix.remove(f"f{i}")
+    ix.add("q2", analyze(FEEDBACK_DOCS["q2"] + " again"), layer=0, bucket=0)  # a dead slot too
+    question = q(*query_terms("What did Caroline say about the LGBTQ support group meeting?"))
+    before = ix.match(question, ix.scope(), k=6)
+    loaded = TextIndex.from_bytes(ix.to_bytes())
+    assert loaded.match(question, loaded.scope(), k=6) == before
+    assert "answer" in [d for d, _ in before]
+
+
+@pytest.mark.parametrize(
+    "bad", [{"docs": 0}, {"terms": 0}, {"weight": 1.0}, {"weight": -0.1}, {"min_terms": 0}]
+)
+def test_bad_feedback_is_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match="feedback needs"):
+        Feedback(**bad)  # type: ignore[arg-type]
