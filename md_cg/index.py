@@ -36,7 +36,7 @@ from .judge import node_conditions
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import loads, read_bytes_as_text
-from .text import analyze, query_terms
+from .text import analyze, date_words, query_terms
 from .textindex import TextIndex
 
 TITLE_MAX = 120
@@ -128,9 +128,12 @@ def title_of(body: str) -> str:
 
 
 def index_text(node: Node) -> str:
-    """The text the search index sees: body and tags (``domain:x`` as ``x``)."""
+    """The text the search index sees: body, tags (``domain:x`` as ``x``) and the
+    date of ``created_at`` in words (``8 may 2023``; see :func:`md_cg.text.date_words`)."""
     tags = " ".join(t.split(":", 1)[1] if t.startswith("domain:") else t for t in node.tags)
-    return f"{node.body}\n{tags}" if tags else node.body
+    text = f"{node.body}\n{tags}" if tags else node.body
+    when = date_words(node.created_at)
+    return f"{text}\n{when}" if when else text
 
 
 _UNSET: Any = object()

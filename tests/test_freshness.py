@@ -194,10 +194,8 @@ def test_deep_health_catches_a_corrupted_text_index(tmp_path: Path) -> None:
     assert drift[0][2].endswith(
         f"layer/bucket/prior codes ({knowledge}, 0, 0.9) instead of ({knowledge}, 0, 0.5)"
     )
-    assert drift[1][2] == (
-        "the text index differs from the file: terms (missing ['first', 'node'], extra ['bogus'], "
-        "or other counts)"
-    )
+    assert drift[1][2].startswith("the text index differs from the file: terms (missing [")
+    assert drift[1][2].endswith("], extra ['bogus'], or other counts)")
 
 
 def test_deep_health_is_clean_after_every_kind_of_write(tmp_path: Path) -> None:

@@ -116,10 +116,6 @@ def test_a_question_naming_the_month_finds_that_months_memory() -> None:
     assert [d for d, _ in without.match(question, without.scope(), k=2)] == ["a", "b"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="md_cg.index.index_text (helper L1's file) does not append text.date_words(created_at) yet",
-)
 def test_the_engine_indexes_the_date_words_of_created_at(tmp_path) -> None:
     from md_cg import MdCG, Node
 
