@@ -337,6 +337,13 @@ def _parse_edge(spec: str) -> dict[str, Any]:
 
 
 def _read_body(body: str | None) -> str:
+    text = _body_text(body)
+    if not text.strip():
+        raise InvalidArgumentError("--body is empty: a memory needs some text", name="--body")
+    return text
+
+
+def _body_text(body: str | None) -> str:
     if body is not None and body != "-":
         return body
     if body is None and sys.stdin.isatty():
@@ -457,7 +464,7 @@ def list_(
     """List memories, newest first (last change), by layer, tag and time."""
     start, end = _when(since, "--since"), _when(until, "--until")
     with _open(ctx, root, read_only=True) as store:
-        found = store.list(layer, tag=tag, since=start, until=end)
+        found = store.list_nodes(layer, tag=tag, since=start, until=end)
     page = found[offset : offset + limit]
     if json_out:
         items = [

@@ -39,6 +39,7 @@ import inspect
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -74,6 +75,42 @@ TERMS_SHOWN = 8
 TAGS_SHOWN = 8
 #: Buckets listed in a search's meta (a big-domain route may name many).
 BUCKETS_SHOWN = 10
+#: Characters kept of a title in a result, a list item or a neighbour.
+TITLE_CHARS = 120
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most characters a tool's reply text may take: ``base + per_item * n``.
+
+    ``n`` is the value of the argument named ``per`` (``k``, ``limit``), or
+    for ``get`` the size of the memory's file in bytes (the whole body is
+    the point of ``get``). docs/mcp.md shows this table.
+    """
+
+    base: int
+    per_item: int = 0
+    per: str = ""
+
+    def chars(self, n: int = 0) -> int:
+        return self.base + self.per_item * n
+
+
+#: The size budget of every tool's reply (tests hold the server to it).
+BUDGETS: dict[str, Budget] = {
+    "remember": Budget(1_500),
+    "update": Budget(1_500),
+    "forget": Budget(1_000 + 300 * REPORT_ITEMS),
+    "search": Budget(2_000, 1_100, "k"),
+    "recall": Budget(2_000, 1_100, "k"),
+    "get": Budget(2_000, 2, "file bytes"),
+    "list": Budget(300, 600, "limit"),
+    "neighbours": Budget(300, 450, "limit"),
+    "verify": Budget(1_000),
+    "reflect": Budget(1_000, 300, "k"),
+    "sync": Budget(2_000 + 9 * REPORT_ITEMS * (REASON_CHARS + 10)),
+    "health": Budget(3_000 + REPORT_ITEMS * 5 * (REASON_CHARS + 10)),
+}
 
 INSTRUCTIONS = """\
 Long-term memory: one Markdown file per memory. Call `search` before answering \
@@ -149,7 +186,7 @@ class MemoryServer(MCPServer):
         self.store = store
         self.tools: Tools = {}
         self._params: dict[str, frozenset[str]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # an alias calls other tools under the same lock
 
     def add_tool(self, fn: Callable[..., Any], name: str | None = None, **options: Any) -> None:
         """Register ``fn`` (returning a dict) as a tool; see the class docstring."""
@@ -224,7 +261,8 @@ def _reason(r: SearchResult) -> str:
 
 def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
     ev = r.evidence
-    d: dict[str, Any] = {"id": r.id, "title": r.title, "layer": r.entry.layer, "tier": r.tier}
+    d: dict[str, Any] = {"id": r.id, "title": clip(r.title, TITLE_CHARS), "layer": r.entry.layer}
+    d["tier"] = r.tier
     if r.state is not None:
         d["state"] = r.state
         d["why"] = reasons.setdefault(_reason(r), len(reasons))
@@ -342,6 +380,10 @@ Edges = Annotated[
 
 
 def _fields(**given: Any) -> dict[str, Any]:
+    body = given.get("body")
+    if body is not None and not body.strip():
+        # Checked here so the message names the argument, not a generated id.
+        raise ValueError("body is empty: a memory needs some text")
     names = {"not_applicable": "non_applicable_conditions"}
     return {names.get(k, k): v for k, v in given.items() if v is not None}
 
@@ -463,15 +505,15 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
         end = None if until is None else parse_when(until, name="until")
-        found = store.list(layer, tag=tag, since=start, until=end)
+        found = store.list_nodes(layer, tag=tag, since=start, until=end)
         page = found[offset : offset + limit]
         items = [
             {
                 "id": e.id,
                 "layer": e.layer,
-                "title": e.title,
+                "title": clip(e.title, TITLE_CHARS),
                 "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
-                "tags": e.tags[:TAGS_SHOWN],
+                "tags": [clip(t, TERM_CHARS) for t in e.tags[:TAGS_SHOWN]],
             }
             for e in page
         ]
@@ -488,7 +530,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         out = []
         for n in found[:limit]:
             d = n.to_dict()
-            d["title"] = store.entry(n.id).title if n.exists else None
+            d["title"] = clip(store.entry(n.id).title, TITLE_CHARS) if n.exists else None
             out.append(d)
         return {"id": id, "neighbours": out, "total": len(found)}
 

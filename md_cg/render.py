@@ -163,18 +163,18 @@ def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Ta
     """
     from rich.table import Table
 
-    rows = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id, r) for i, r in enumerate(results, 1)]
+    cells = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id) for i, r in enumerate(results, 1)]
     table = Table(show_lines=basis)
     for n, (name, justify) in enumerate(
         (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
     ):
-        width = max([len(name), *(len(row[n]) for row in rows)])
+        width = max([len(name), *(len(row[n]) for row in cells)])
         table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
     if basis:
         table.add_column("title / why", ratio=1, overflow="fold")
     else:
         table.add_column("title", ratio=1, overflow="ellipsis")
-    for number, tier, _state, score, node_id, r in rows:
+    for (number, tier, _state, score, node_id), r in zip(cells, results, strict=True):
         title = _escape(clip(r.title, 60)) + (" [dim](filler)[/]" if r.filler else "")
         if basis:
             title += f"\n[dim]{_escape(r.basis or '')}[/]"
