@@ -1446,7 +1446,8 @@ def bad_inputs() -> list[Bad]:
             "file",
             _file_case("self/v.md", fm.format(id="v", extra="importance: 7\n"), "unreadable_file"),
         ),
-        Bad("empty file", "file", _file_case("self/e.md", "", "unreadable_file")),
+        # An empty file is a hand-written note with no text: a node (id "e"), not damage.
+        Bad("empty file", "file", _file_case("self/e.md", "")),
         Bad("oversized file", "file", _big_file),
         Bad("FIFO as node", "file", _fifo),
         Bad("folder named .md", "file", _plant_with(lambda r: (r / "self" / "dir.md").mkdir())),
@@ -1533,9 +1534,7 @@ def bad_inputs() -> list[Bad]:
     ]
     mcp = [
         Bad("unknown argument", "mcp", _mcp("remember", {"body": "b", "colour": "red"}, "colour")),
-        Bad(
-            "unknown state", "mcp", _mcp("reflect", {"query": "alpha", "feedback": ["GOOD", "GOOD"]}, "GOOD")
-        ),
+        Bad("unknown state", "mcp", _mcp("reflect", {"query": "alpha", "feedback": ["GOOD"]}, "GOOD")),
         Bad("unsafe id", "mcp", _mcp("get", {"id": "../x"}, "../x")),
     ]
     sql = [

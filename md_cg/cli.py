@@ -315,7 +315,7 @@ def init(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) ->
     .gitattributes sends node files to md-cg's git merge driver; the lines
     printed say how to enable it in a clone (docs/git.md).
     """
-    from md_cg.merge import install
+    from md_cg import install_merge_driver as install
 
     with _open(ctx, root, create=True) as store:
         store.init_folder()

@@ -160,9 +160,10 @@ def _latest(base: Any, ours: Any, theirs: Any) -> Any:
     if not present:
         return _ABSENT
     instants = [_instant(v) for v in present]
-    if any(i is None for i in instants):
+    known = [i for i in instants if i is not None]
+    if len(known) != len(instants):
         return _three_way(base, ours, theirs)
-    return present[max(range(len(present)), key=lambda i: instants[i])]
+    return present[max(range(len(present)), key=known.__getitem__)]
 
 
 def _largest_count(base: Any, ours: Any, theirs: Any) -> Any:
@@ -422,9 +423,8 @@ def merge_file_texts(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<f
     with tempfile.TemporaryDirectory(prefix="mdcg-merge-") as tmp:
         files = []
         for label, data in zip(LABELS, (ours, base, theirs), strict=True):
-            file = Path(tmp) / label
-            file.write_bytes(data)
-            files.append(str(file))
+            (Path(tmp) / label).write_bytes(data)
+            files.append(str(Path(tmp) / label))
         cmd = ["git", "merge-file", "-p", "--diff3"]
         for label in LABELS:
             cmd += ["-L", label]
@@ -434,8 +434,8 @@ def merge_file_texts(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<f
             raise MergeError(path, "git is not installed; it is needed to merge the text") from None
     if not 0 <= done.returncode < 128:
         reason = done.stderr.decode("utf-8", "replace").strip() or f"exit status {done.returncode}"
-        for label, file in zip(LABELS, files, strict=True):
-            reason = reason.replace(file, f"the {label} version")
+        for label, name in zip(LABELS, files, strict=True):
+            reason = reason.replace(name, f"the {label} version")
         raise MergeError(path, f"git merge-file failed: {reason}")
     return done.stdout, done.returncode
 
@@ -550,7 +550,7 @@ def driver_command(python: str | None = None) -> str:
     return f"{exe} -m md_cg.merge %O %A %B %P"
 
 
-def install(root: Path) -> str:
+def install_merge_driver(root: Path) -> str:
     """Add the driver's rules to ``root/.gitattributes``; return how to enable the driver.
 
     Idempotent: lines already present are not repeated and every other line

@@ -608,6 +608,35 @@ def _dry_run(
             store.close()
 
 
+def _resume_point(
+    store: MdCG,
+    journal: _Journal,
+    src: Path,
+    dest: Path,
+    report: MigrationReport,
+    identity: dict[str, Any],
+    resume: bool,
+) -> tuple[int, bool]:
+    """The rowid to resume after (0: from the start) and whether a run was interrupted."""
+    previous = read_journal(src, dest)
+    interrupted = False
+    start_after = 0
+    if previous is not None and not previous.get("complete"):
+        interrupted = True
+        if not resume:
+            report.restarted = "an interrupted run was found, but resume was turned off"
+        elif previous["identity"] != identity:
+            report.restarted = "the source changed since the interrupted run (size, mtime or sha256 differ)"
+        else:
+            start_after = previous["rowid"]
+            journal.record["started_at"] = previous.get("started_at", time.time())
+        # Clean up after the interrupted writer: its temp files, index drift.
+        synced = store.sync()
+        report.recovered = synced.recovered
+        report.temp_removed = list(synced.temp_removed) + journal.remove_abandoned_temps()
+    return start_after, interrupted
+
+
 def _write(
     conn: sqlite3.Connection,
     src: Path,
@@ -622,24 +651,7 @@ def _write(
     store = MdCG(dest, durable=report.durable)
     journal = _Journal(src, dest, identity, report.durable)
     try:
-        previous = read_journal(src, dest)
-        interrupted = False
-        start_after = 0
-        if previous is not None and not previous.get("complete"):
-            interrupted = True
-            if not resume:
-                report.restarted = "an interrupted run was found, but resume was turned off"
-            elif previous["identity"] != identity:
-                report.restarted = (
-                    "the source changed since the interrupted run (size, mtime or sha256 differ)"
-                )
-            else:
-                start_after = previous["rowid"]
-                journal.record["started_at"] = previous.get("started_at", time.time())
-            # Clean up after the interrupted writer: its temp files, index drift.
-            synced = store.sync()
-            report.recovered = synced.recovered
-            report.temp_removed = list(synced.temp_removed) + journal.remove_abandoned_temps()
+        start_after, interrupted = _resume_point(store, journal, src, dest, report, identity, resume)
         report.resumed_from = start_after
         journal.save(rowid=start_after, rows_done=0, complete=False)
 
@@ -748,6 +760,47 @@ def _verify(
         report.extras = sorted(set(store.ids()) - good)
 
 
+def _migrate_locked(
+    conn: sqlite3.Connection,
+    src_path: Path,
+    dest_path: Path,
+    report: MigrationReport,
+    identity: dict[str, Any],
+    started: float,
+    resume: bool,
+    progress: ProgressFn | None,
+) -> None:
+    """Write then verify, holding the migration lock of this (source, store) pair."""
+    _check_dest(dest_path)
+    dest_path.mkdir(parents=True, exist_ok=True)
+    lock = fsops.FileLock(
+        str(dest_path),
+        f"{JOURNAL_DIR}/{journal_path(src_path, dest_path).with_suffix('.lock').name}",
+        what="migration",
+    )
+    try:
+        lock.acquire(timeout=0)
+    except LockTimeoutError:
+        raise MigrationError(
+            f"{dest_path}: another migration of {src_path} into this store is running"
+        ) from None
+    try:
+        journal = _write(conn, src_path, dest_path, report, identity, resume=resume, progress=progress)
+        report.write_seconds = time.perf_counter() - started
+        _verify(
+            conn, dest_path, report, tally=False, progress=progress, offset=report.rows, total=2 * report.rows
+        )
+        report.verify_seconds = time.perf_counter() - started - report.write_seconds
+        journal.save(
+            complete=True,
+            ok=not report.mismatches,
+            mismatches=len(report.mismatches),
+            bad_rows=len(report.bad_rows),
+        )
+    finally:
+        lock.release()
+
+
 def _run(
     src: str | os.PathLike[str],
     dest: str | os.PathLike[str],
@@ -785,42 +838,7 @@ def _run(
             _verify(conn, dest_path, report, tally=True, progress=progress, offset=0, total=report.rows)
             report.verify_seconds = time.perf_counter() - started
         else:
-            _check_dest(dest_path)
-            dest_path.mkdir(parents=True, exist_ok=True)
-            lock = fsops.FileLock(
-                str(dest_path),
-                f"{JOURNAL_DIR}/{journal_path(src_path, dest_path).with_suffix('.lock').name}",
-                what="migration",
-            )
-            try:
-                lock.acquire(timeout=0)
-            except LockTimeoutError:
-                raise MigrationError(
-                    f"{dest_path}: another migration of {src_path} into this store is running"
-                ) from None
-            try:
-                journal = _write(
-                    conn, src_path, dest_path, report, identity, resume=resume, progress=progress
-                )
-                report.write_seconds = time.perf_counter() - started
-                _verify(
-                    conn,
-                    dest_path,
-                    report,
-                    tally=False,
-                    progress=progress,
-                    offset=report.rows,
-                    total=2 * report.rows,
-                )
-                report.verify_seconds = time.perf_counter() - started - report.write_seconds
-                journal.save(
-                    complete=True,
-                    ok=not report.mismatches,
-                    mismatches=len(report.mismatches),
-                    bad_rows=len(report.bad_rows),
-                )
-            finally:
-                lock.release()
+            _migrate_locked(conn, src_path, dest_path, report, identity, started, resume, progress)
     except sqlite3.Error as exc:
         # The reader turns bad values into bad rows; what is left here is the
         # database itself failing mid-read (undecodable text, corruption).

@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError
-from .script import fold, id_fold
+from .script import fold
 
 #: The layers, in the order they appear on disk and in reports. The first five
 #: are the memory layers; ``rejected`` and ``unresolved`` hold negative memory.
@@ -196,16 +196,6 @@ def _id_problem(node_id: str) -> str | None:
     if any(unicodedata.category(c) in ("Cs", "Cc") for c in node_id):
         return "it contains a control or surrogate character"
     return None
-
-
-def id_key(node_id: str) -> str:
-    """The uniqueness key of an id: ids with the same key are the same id.
-
-    NFC normalisation and case folding (:func:`md_cg.script.id_fold`): on
-    macOS and Windows, ``Foo.md`` and ``foo.md`` (or the NFC and NFD spellings
-    of ``café.md``) are one file, so a store refuses the second of two such ids.
-    """
-    return id_fold(node_id)
 
 
 #: Longest slug part of an id made by :func:`slug_id`, in characters.

@@ -1347,8 +1347,8 @@ def _items(rng: random.Random, knowledge: int, slice_: bool) -> list[_Item]:
             related = concepts[(concepts.index(concept) + 1 + k % 3) % len(concepts)]
             items.append(_Item(domain, lang, concept, aspect, k // len(pairs), related))
     for k in range(orphans):
-        _, lang, concepts = DOMAINS[k % len(DOMAINS)]
-        names = concepts.split("|")
+        _, lang, joined = DOMAINS[k % len(DOMAINS)]
+        names = joined.split("|")
         items.append(_Item(None, lang, names[k % len(names)], 0, 0, names[-1]))
     rng.shuffle(items)
     return items

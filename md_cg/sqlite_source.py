@@ -430,34 +430,10 @@ def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     return edge
 
 
-def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ()) -> Node:
-    """Build and validate a node from one ``nodes`` row and its ``edges`` rows.
-
-    ``row`` maps column names (any case) to stored values; ``edges`` are rows of
-    the ``edges`` table whose source is this node, in order. Raises
-    :class:`InvalidNodeError` naming the column or field on the first problem
-    (several JSON problems are reported together).
-    """
-    lowered = {str(k).lower(): v for k, v in row.items()}
-    problems: list[str] = []
-    node_id = _id_text(lowered.get("id"))
-    if node_id is None:
-        raise InvalidNodeError("column 'id' is NULL", field="id")
-    if not isinstance(node_id, str):
-        raise InvalidNodeError(
-            f"column 'id' holds a {type(node_id).__name__}, expected text",
-            field="id",
-            value=node_id,
-        )
-    check_id(node_id)
-    if lowered.get("layer") is None:
-        problems.append("column 'layer' is NULL")
-    content = lowered.get("content")
-    if content is None:
-        problems.append("column 'content' is NULL (use '' for an empty body)")
-    elif not isinstance(content, str):
-        problems.append(f"column 'content' holds a {type(content).__name__}, expected text")
-
+def _row_fields(
+    row: Mapping[str, Any], lowered: Mapping[str, Any], problems: list[str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The node keyword arguments and the ``extra`` object of one row; problems are appended."""
     kwargs: dict[str, Any] = {}
     for column in _PLAIN_COLUMNS:
         value = lowered.get(column)
@@ -490,6 +466,38 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
             problems.append(f"column {name!r} holds a BLOB, which a node cannot carry")
             continue
         extra[name] = value
+    return kwargs, extra
+
+
+def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ()) -> Node:
+    """Build and validate a node from one ``nodes`` row and its ``edges`` rows.
+
+    ``row`` maps column names (any case) to stored values; ``edges`` are rows of
+    the ``edges`` table whose source is this node, in order. Raises
+    :class:`InvalidNodeError` naming the column or field on the first problem
+    (several JSON problems are reported together).
+    """
+    lowered = {str(k).lower(): v for k, v in row.items()}
+    problems: list[str] = []
+    node_id = _id_text(lowered.get("id"))
+    if node_id is None:
+        raise InvalidNodeError("column 'id' is NULL", field="id")
+    if not isinstance(node_id, str):
+        raise InvalidNodeError(
+            f"column 'id' holds a {type(node_id).__name__}, expected text",
+            field="id",
+            value=node_id,
+        )
+    check_id(node_id)
+    if lowered.get("layer") is None:
+        problems.append("column 'layer' is NULL")
+    content = lowered.get("content")
+    if content is None:
+        problems.append("column 'content' is NULL (use '' for an empty body)")
+    elif not isinstance(content, str):
+        problems.append(f"column 'content' holds a {type(content).__name__}, expected text")
+
+    kwargs, extra = _row_fields(row, lowered, problems)
     edge_dicts = []
     for edge_row in edges:
         try:

@@ -25,6 +25,7 @@ from .errors import (
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
+    UnsafePathError,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -482,10 +483,13 @@ class MdCG:
             try:
                 eng.ensure_writable()
                 self._access.append({"id": i} for i in ids)
-            except (PermissionError, OSError) as exc:
-                if not isinstance(exc, PermissionError) and not engine_mod.is_read_only_error(exc):
+            except (PermissionError, OSError, UnsafePathError) as exc:
+                # A read must not fail because its access cannot be logged: a
+                # read-only medium, or a symlink planted where the log goes.
+                unsafe = isinstance(exc, (UnsafePathError, PermissionError))
+                if not unsafe and not engine_mod.is_read_only_error(exc):
                     raise
-                self._access_broken = f"{exc.strerror or exc}"
+                self._access_broken = f"{getattr(exc, 'strerror', None) or exc}"
                 engine_mod.warn_once(
                     self,
                     "access",

@@ -55,6 +55,7 @@ RANK = {
     "store": 9,
     "sample": 10,
     "census": 10,
+    "render": 10,
     "migrate": 10,
     "benchmark": 11,
     "demo": 11,
@@ -131,3 +132,42 @@ def test_no_upward_or_sideways_import(module: str) -> None:
         assert RANK[dep] < RANK[module], (
             f"md_cg.{module} (rank {RANK[module]}) imports md_cg.{dep} (rank {RANK[dep]})"
         )
+
+
+#: The surfaces' own rooms: what a surface may import besides md_cg's public API.
+SURFACE_ROOMS = {"render", "demo", "mcp_server", "census", "benchmark", "integrations.aliases", "__version__"}
+
+
+def imported_names(path: Path) -> list[tuple[str, str]]:
+    """(module RANK key, name) of every import from md_cg in a top-level md_cg file.
+
+    ``from md_cg import x`` and ``from . import x`` give ``("", "x")``;
+    ``from md_cg.m import x`` and ``from .m import x`` give ``("m", "x")``.
+    """
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    found = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        if node.level == 1:
+            module = node.module or ""
+        elif node.level == 0 and (node.module == "md_cg" or (node.module or "").startswith("md_cg.")):
+            module = node.module.partition(".")[2]
+        else:
+            continue
+        found += [(rank_key(module) if module else "", alias.name) for alias in node.names]
+    return found
+
+
+@pytest.mark.parametrize("surface", ["cli", "mcp_server"])
+def test_surfaces_import_only_the_public_api(surface: str) -> None:
+    import md_cg
+
+    public = set(md_cg.__all__)
+    private = [
+        f"{module}.{name}"
+        for module, name in imported_names(module_path(surface))
+        if module not in SURFACE_ROOMS and name not in public and name not in SURFACE_ROOMS
+    ]
+    assert imported_names(module_path(surface)), "the parser must see the surface's imports"
+    assert private == [], f"md_cg.{surface} reaches past the public API: {private}"

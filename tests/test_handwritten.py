@@ -18,12 +18,12 @@ from md_cg.node import (
     Node,
     check_id,
     format_instant,
-    id_key,
     parse_instant,
     quantise_instant,
     slug_id,
     validate,
 )
+from md_cg.paths import id_key
 
 OBSIDIAN = """---
 title: Binary search

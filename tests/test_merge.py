@@ -19,7 +19,7 @@ from md_cg.merge import (
     attribute_lines,
     conflict_of,
     driver_command,
-    install,
+    install_merge_driver,
     main,
     merge_node_files,
 )
@@ -313,20 +313,20 @@ def test_conflict_of_finds_records_and_bare_markers() -> None:
 
 
 def test_install_writes_gitattributes_idempotently(tmp_path: Path) -> None:
-    instructions = install(tmp_path)
+    instructions = install_merge_driver(tmp_path)
     expected = "# md-cg: merge node files field by field (docs/git.md)\n" + "".join(
         f"{line}\n" for line in attribute_lines()
     )
     assert (tmp_path / ".gitattributes").read_text() == expected
     assert f"config merge.mdcg.driver '{sys.executable} -m md_cg.merge %O %A %B %P'" in instructions
     assert driver_command("/x y/python") == "'/x y/python' -m md_cg.merge %O %A %B %P"
-    assert install(tmp_path) == instructions
+    assert install_merge_driver(tmp_path) == instructions
     assert (tmp_path / ".gitattributes").read_text() == expected
 
 
 def test_install_keeps_user_lines_and_adds_only_missing_rules(tmp_path: Path) -> None:
     (tmp_path / ".gitattributes").write_text("*.png binary\nknowledge/**/*.md merge=mdcg")
-    install(tmp_path)
+    install_merge_driver(tmp_path)
     lines = (tmp_path / ".gitattributes").read_text().splitlines()
     assert lines[:3] == [
         "*.png binary",
@@ -338,7 +338,7 @@ def test_install_keeps_user_lines_and_adds_only_missing_rules(tmp_path: Path) ->
 
 def test_the_rules_select_node_files_only(tmp_path: Path) -> None:
     git(tmp_path, "init", "-q")
-    install(tmp_path)
+    install_merge_driver(tmp_path)
     out = git(tmp_path, "check-attr", "merge", "--", "knowledge/a.md", "self/cond_x/b.md", "notes.md").stdout
     assert out.splitlines() == [
         "knowledge/a.md: merge: mdcg",
@@ -408,7 +408,7 @@ def make_origin(root: Path, n: int) -> Path:
                 tags=["domain:computing"],
                 confidence=0.5,
             )
-        install(origin)
+        install_merge_driver(origin)
     git(origin, "init", "-q", "-b", "main")
     git(origin, "add", "-A")
     git(origin, "commit", "-q", "-m", "origin")
