@@ -57,6 +57,7 @@ from md_cg import (
     ProtectedNodeError,
     SearchResult,
     __version__,
+    is_fact,
 )
 from md_cg.render import clip, iso, node_dict, parse_when, snippet
 
@@ -389,14 +390,16 @@ def _fields(**given: Any) -> dict[str, Any]:
 
 
 def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
+    """What a write reply says: where the memory is, and whether it is a fact or a
+    procedure (with the annotation marks a procedure still lacks: BLINDSPOT until
+    they are there). A fact lacks nothing."""
     entry = store.entry(node_id)
-    return {
-        "id": node_id,
-        "layer": entry.layer,
-        "path": str(store.path_of(node_id)),
-        **extra,
-        "ccg_missing": list(entry.ccg_missing),
-    }
+    missing = list(entry.ccg_missing)
+    out = {"id": node_id, "layer": entry.layer, "path": str(store.path_of(node_id)), **extra}
+    out["kind"] = "fact" if is_fact(missing) else "procedure"
+    if missing and out["kind"] == "procedure":
+        out["ccg_missing"] = missing
+    return out
 
 
 def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
@@ -472,7 +475,8 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
     return [
         (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
          "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
-         "a plain fact needs none. Replies with its id, path and the marks it lacks."),
+         "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
+         "procedure lacks."),
         (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
          "conditions or edges (only what you pass)."),
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "

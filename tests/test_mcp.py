@@ -87,9 +87,19 @@ async def _writes(session: ClientSession, root: Path) -> Path:
             },
         )
     )
-    assert set(data) == {"id", "layer", "path", "ccg_missing"}
-    assert (data["id"], data["layer"]) == ("kp_merge", "knowledge")
-    assert data["ccg_missing"] == ["applies_when", "steps", "executes", "verified_by", "not_applicable"]
+    assert set(data) == {"id", "layer", "path", "kind"}  # a fact lacks no mark
+    assert (data["id"], data["layer"], data["kind"]) == ("kp_merge", "knowledge", "fact")
+    half = _ok(
+        await session.call_tool(
+            "remember",
+            {"body": "# Function: quick sort\n# Applies when: an array fits in memory\n", "id": "kp_q"},
+        )
+    )
+    assert (half["kind"], half["ccg_missing"]) == (
+        "procedure",
+        ["steps", "executes", "verified_by", "not_applicable"],
+    )
+    _ok(await session.call_tool("forget", {"id": "kp_q", "reason": "test"}))
     path = Path(data["path"])
     assert _md_files(root) - before == {path.relative_to(root).as_posix()}
     assert _frontmatter_line(path, "tags") == '["domain:computing", "sorting"]'
@@ -253,7 +263,10 @@ async def _scenario(root: Path) -> None:
         await _loop_and_maintenance(session, root)
 
     with MdCG(root, read_only=True) as store:
-        assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("kp_merge", "superseded")]
+        assert [(t["id"], t["reason"]) for t in store.tombstones()] == [
+            ("kp_q", "test"),
+            ("kp_merge", "superseded"),
+        ]
         assert "kp_merge" not in store and store.get("kp_bsearch").confidence == 0.65
         assert store.health().ok
 
