@@ -16,8 +16,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
 from conftest import BINARY_SEARCH, build_small_store
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
