@@ -76,6 +76,10 @@ TERMS_SHOWN = 8
 TAGS_SHOWN = 8
 #: Buckets listed in a search's meta (a big-domain route may name many).
 BUCKETS_SHOWN = 10
+#: The lists of a sync reply (each capped at REPORT_ITEMS).
+SYNC_LISTS = (
+    "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "temp_removed",
+)  # fmt: skip
 #: Characters kept of a title in a result, a list item or a neighbour.
 TITLE_CHARS = 120
 
@@ -109,7 +113,7 @@ BUDGETS: dict[str, Budget] = {
     "neighbours": Budget(300, 450, "limit"),
     "verify": Budget(1_000),
     "reflect": Budget(1_000, 300, "k"),
-    "sync": Budget(2_000 + 9 * REPORT_ITEMS * (REASON_CHARS + 10)),
+    "sync": Budget(2_000 + len(SYNC_LISTS) * REPORT_ITEMS * (REASON_CHARS + 10)),
     "health": Budget(3_000 + REPORT_ITEMS * 5 * (REASON_CHARS + 10)),
 }
 
@@ -189,13 +193,34 @@ class MemoryServer(MCPServer):
         self._params: dict[str, frozenset[str]] = {}
         self._lock = threading.RLock()  # an alias calls other tools under the same lock
 
-    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **options: Any) -> None:
-        """Register ``fn`` (returning a dict) as a tool; see the class docstring."""
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Any = None,
+        icons: Any = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register ``fn`` (returning a dict) as a tool; see the class docstring.
+
+        ``structured_output`` is ignored: the reply is built here, compact and unchanged.
+        """
         tool_name = name or fn.__name__
         self.tools[tool_name] = fn
         self._params[tool_name] = frozenset(inspect.signature(fn).parameters)
-        options["structured_output"] = False  # the reply is built here: compact, unchanged
-        super().add_tool(self._served(fn), name=tool_name, **options)
+        super().add_tool(
+            self._served(fn),
+            name=tool_name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=False,
+        )
 
     def _served(self, fn: Callable[..., dict[str, Any]]) -> Callable[..., CallToolResult]:
         @functools.wraps(fn)
@@ -457,6 +482,17 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         store.update(id, **changes)
         return _written(store, id, updated=sorted(changes))
 
+    return [
+        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
+         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
+         "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
+         "procedure lacks."),
+        (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
+         "conditions or edges (only what you pass)."),
+    ]  # fmt: skip
+
+
+def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def forget(
         id: NodeId,
         reason: Annotated[str, Field(description="Why (required; kept in a tombstone).")],
@@ -473,12 +509,6 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         }
 
     return [
-        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
-         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
-         "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
-         "procedure lacks."),
-        (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
-         "conditions or edges (only what you pass)."),
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
          "Prefer verify(verdict='falsified') for a memory that proved wrong."),
     ]  # fmt: skip
@@ -499,7 +529,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def get(id: NodeId) -> dict[str, Any]:
         return node_dict(store.get(id), str(store.path_of(id)))
 
-    def list(
+    def list_(
         layer: Layer = None,
         tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
         since: Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")] = None,
@@ -544,7 +574,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
          "`meta.covered_neg` lists matching falsified/open notes. `get` reads a whole memory."),
         (recall, "Same as `search`."),
         (get, "Read one memory in full: its fields and its whole body."),
-        (list, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
+        (list_, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
         (neighbours, "Memories linked to one by edges: direction out, in or both; depth > 1 walks further."),
     ]  # fmt: skip
 
@@ -595,8 +625,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def sync() -> dict[str, Any]:
         report = store.sync()
-        keys = ("added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins")
-        keys += ("temp_removed",)
+        keys = SYNC_LISTS
         return {
             "clean": report.clean,
             "problems": report.problems,
@@ -630,10 +659,11 @@ def create_server(
         version=__version__,
         log_level="WARNING",
     )
-    groups = (_write_tools, _read_tools, _loop_tools, _maintenance_tools)
+    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _maintenance_tools)
     for group in groups:
         for fn, description in group(store):
-            server.add_tool(_tool_errors(fn), name=fn.__name__, description=description)
+            # `list_` is the `list` tool (the trailing _ keeps the builtin usable in annotations)
+            server.add_tool(_tool_errors(fn), name=fn.__name__.rstrip("_"), description=description)
     if aliases:
         from md_cg.integrations.aliases import register_aliases
 
