@@ -159,7 +159,7 @@ def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Ta
     """A table of search results: rank, tier, state, score, id and title (with ``basis`` under it).
 
     A result without evidence of being about the query (``filler``) is marked
-    ``(filler)`` after its title.
+    ``(filler)`` before its title.
     """
     from rich.table import Table
 
@@ -175,7 +175,8 @@ def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Ta
     else:
         table.add_column("title", ratio=1, overflow="ellipsis")
     for (number, tier, _state, score, node_id), r in zip(cells, results, strict=True):
-        title = _escape(clip(r.title, 60)) + (" [dim](filler)[/]" if r.filler else "")
+        # the mark goes first so that a long title, cut by the column, never hides it
+        title = ("[dim](filler)[/] " if r.filler else "") + _escape(clip(r.title, 60))
         if basis:
             title += f"\n[dim]{_escape(r.basis or '')}[/]"
         table.add_row(number, tier, _state_cell(r.state), score, node_id, title)
