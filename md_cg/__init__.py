@@ -66,6 +66,8 @@ _EXPORTS = {
     "MergeError": "errors",
     "UnknownBigDomainError": "errors",
     "is_fact": "judge",
+    "Scope": "visibility",
+    "SweepReport": "retention",
 }
 
 __all__ = [
@@ -98,9 +100,11 @@ __all__ = [
     "NotAStoreError",
     "ProtectedNodeError",
     "ReadOnlyStoreError",
+    "Scope",
     "SearchResult",
     "StoreClosedError",
     "StoreEngine",
+    "SweepReport",
     "SyncReport",
     "SynonymFileError",
     "UnknownBigDomainError",
@@ -155,5 +159,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
     from .protocol import StoreEngine
     from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
+    from .retention import SweepReport
     from .search import SearchResult
     from .store import MdCG, new_id
+    from .visibility import Scope

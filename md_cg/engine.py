@@ -10,7 +10,7 @@ the cognitive loop and the lifecycle modules use the narrow
 :class:`md_cg.protocol.StoreEngine` view of it.
 
 Freshness: every read (``ids``, ``entries``, ``len``, ``in``, ``entry``,
-``get``, ``iter_nodes``, search, neighbours) first calls :meth:`fresh`,
+``get``, search, neighbours) first calls :meth:`fresh`,
 which follows other processes' log records when ``refresh_interval``
 seconds have passed since the last look (``0``: always; ``None``: only on
 :meth:`refresh`). Writes always catch up first, under their locks.
@@ -63,6 +63,7 @@ GITIGNORE = """\
 # ...except per-store configuration, which belongs in the repository.
 !.mdcg/synonyms.json
 !.mdcg/retention_markers.json
+!.mdcg/retention.json
 # Temp files of interrupted writes (health reports them, sync removes them).
 .*.tmp
 """
@@ -78,11 +79,13 @@ class Staged:
     domain: str | None
 
 
-def stage(node: Node) -> Staged:
-    """Serialise a validated node and compute its path once."""
+def stage(node: Node, *, archived: bool = False) -> Staged:
+    """Serialise a validated node and compute its path once (under ``archive/`` if ``archived``)."""
     domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
     bucket = layout.bucket_dir(domain) if node.layer == paths.BUCKETED_LAYER else None
     rel = paths.node_rel(node.layer, bucket, node.id)
+    if archived:
+        rel = paths.archived_rel(rel)
     return Staged(node, rel, nodefile.dumps(node).encode("utf-8"), domain)
 
 
@@ -323,14 +326,6 @@ class Engine:
                 self.refresh()
         raise NodeNotFoundError(node_id)
 
-    def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
-        """Every node (or every node of a layer), read from its file, in id order."""
-        for node_id in self.ids(layer):
-            try:
-                yield self.get(node_id)
-            except NodeNotFoundError:
-                continue
-
     def drop_missing(self, node_ids: Iterable[str]) -> list[str]:
         """Re-resolve ids whose files may be gone (in memory only); return those dropped."""
         touched = {i: [self.state.entries[i].path] for i in node_ids if i in self.state.entries}
@@ -460,30 +455,85 @@ class Engine:
     ) -> list[Node]:
         """Store validated nodes as one commit (see :meth:`md_cg.MdCG.add_many`)."""
         with self.hold(n.id for n in batch):
-            now = time.time()
-            staged: list[Staged] = []
-            dels: list[tuple[str, str]] = []
-            out: list[Node] = []
-            for node in batch:
-                s = stage(node)
-                existing_path = self.check_new(node, s.rel)
-                if existing_path is not None:
-                    if not overwrite:
-                        raise DuplicateIdError(node.id, existing_path)
-                    same = self._unchanged(node, s, existing_path)
-                    if same is not None:
-                        out.append(same)
-                        continue
-                    if existing_path != s.rel:
-                        dels.append((node.id, existing_path))
-                if stamp:
-                    prev = self.state.entries.get(node.id)
-                    node.updated_at = _stamp_after(prev.updated_at if prev else None, now)
-                    s = stage(node)
-                staged.append(s)
-                out.append(node)
+            staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp)
             self.commit(staged, dels, durable=durable)
             return out
+
+    def _stage_batch(
+        self, batch: list[Node], *, overwrite: bool, stamp: bool
+    ) -> tuple[list[Staged], list[tuple[str, str]], list[Node]]:
+        """Stage new or replacing nodes (inside :meth:`hold`): puts, dels, the nodes as stored."""
+        now = time.time()
+        staged: list[Staged] = []
+        dels: list[tuple[str, str]] = []
+        out: list[Node] = []
+        for node in batch:
+            s = stage(node)
+            existing_path = self.check_new(node, s.rel)
+            if existing_path is not None:
+                if not overwrite:
+                    raise DuplicateIdError(node.id, existing_path)
+                same = self._unchanged(node, s, existing_path)
+                if same is not None:
+                    out.append(same)
+                    continue
+                if existing_path != s.rel:
+                    dels.append((node.id, existing_path))
+            if stamp:
+                prev = self.state.entries.get(node.id)
+                node.updated_at = _stamp_after(prev.updated_at if prev else None, now)
+                s = stage(node)
+            staged.append(s)
+            out.append(node)
+        return staged, dels, out
+
+    def change_many(
+        self,
+        batch: Sequence[Node] = (),
+        *,
+        archive: Sequence[str] = (),
+        unarchive: Sequence[str] = (),
+        durable: bool | None,
+        check: Callable[[Entry], None] | None = None,
+    ) -> tuple[list[str], list[str]]:
+        """Add new nodes, archive and unarchive others: one commit, all or nothing.
+
+        Archiving moves a node's file byte for byte to ``archive/<its path>``
+        (a put of the same bytes and a del of the old path in the same
+        commit); unarchiving moves it back. An id already in the wanted state
+        is skipped. ``check(entry)`` may refuse an id (the caller's scope)
+        before anything is written. Returns the ids archived and unarchived.
+        """
+        ids = [n.id for n in batch] + list(archive) + list(unarchive)
+        with self.hold(ids):
+            staged, dels, _ = self._stage_batch(list(batch), overwrite=False, stamp=True)
+            moved: tuple[list[str], list[str]] = ([], [])
+            for wanted, group, done in ((True, archive, moved[0]), (False, unarchive, moved[1])):
+                for node_id in group:
+                    current = self.state.entries.get(node_id)
+                    if current is None:
+                        raise NodeNotFoundError(node_id)
+                    if check is not None:
+                        check(current)
+                    if current.archived == wanted:
+                        continue
+                    to = paths.archived_rel(current.path) if wanted else paths.unarchived_rel(current.path)
+                    staged.append(self._moved(current, to))
+                    dels.append((node_id, current.path))
+                    done.append(node_id)
+            self.commit(staged, dels, durable=durable)
+            return moved
+
+    def _moved(self, current: Entry, to: str) -> Staged:
+        """The node of ``current`` staged at ``to`` with its file's exact bytes."""
+        if fsops.exists(self.root_str, to):
+            raise DuplicateIdError(current.id, to)
+        data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
+        node = index.decode_node(data, to)
+        if node.id != current.id:
+            raise NodeNotFoundError(current.id)  # the file was edited to hold another id meanwhile
+        domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
+        return Staged(node, to, data, domain)
 
     def _unchanged(self, node: Node, s: Staged, existing_path: str) -> Node | None:
         """The stored node when overwriting would change nothing but ``updated_at``."""
@@ -500,13 +550,26 @@ class Engine:
         probe.updated_at = stored.updated_at
         return stored if nodefile.dumps(probe).encode("utf-8") == data else None
 
-    def modify(self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None) -> Node:
-        """Read-modify-write one node under its locks; stamps ``updated_at``."""
+    def modify(
+        self,
+        node_id: str,
+        change: Callable[[Node], Node | None],
+        *,
+        durable: bool | None,
+        check: Callable[[Entry], None] | None = None,
+    ) -> Node:
+        """Read-modify-write one node under its locks; stamps ``updated_at``.
+
+        ``check(entry)`` may refuse first (the caller's scope). An archived
+        node stays archived.
+        """
         check_id(node_id)
         with self.hold([node_id]):
             current = self.state.entries.get(node_id)
             if current is None:
                 raise NodeNotFoundError(node_id)
+            if check is not None:
+                check(current)
             node = self.read_node(current.path)
             result = change(node)
             if result is not None:
@@ -517,7 +580,11 @@ class Engine:
                 )
             validate(node)
             node.updated_at = _stamp_after(current.updated_at, time.time())
-            s = stage(node)
+            s = stage(node, archived=current.archived)
+            if node.layer == current.layer and current.path != index.canonical_path(current):
+                # A file a person placed (a sub-folder, a stem other than the id) stays
+                # where it is while its layer does not change.
+                s = Staged(s.node, current.path, s.data, s.domain)
             dels = [(node_id, current.path)] if current.path != s.rel else []
             self.commit([s], dels, durable=durable)
             return node

@@ -26,11 +26,12 @@ Imports the engine, maintenance and the modules below them.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from . import fsops, maintenance, paths
 from .engine import Engine
 from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
+from .index import Entry
 from .logs import AppendLog
 from .node import check_id
 from .reports import Deleted
@@ -57,12 +58,14 @@ def forget_many(
     force: bool = False,
     durable: bool | None = None,
     event: str = "forget",
+    keep: Callable[[Entry], bool] | None = None,
 ) -> list[Deleted]:
     """Forget ``node_ids`` (see the module docstring); return what was removed, in order.
 
     Refuses before writing anything when an id is unknown or protected.
-    Edges into the forgotten nodes from nodes that stay are left dangling and
-    returned with each node.
+    ``keep(entry)``, checked under the locks, may skip an id instead (the
+    sweep skips a node that is no longer expired). Edges into the forgotten
+    nodes from nodes that stay are left dangling and returned with each node.
     """
     ids = list(dict.fromkeys(check_id(i) for i in node_ids))
     why = check_reason(ids[0] if ids else "", reason)
@@ -76,6 +79,9 @@ def forget_many(
                 entry = engine.state.entries.get(node_id)
                 if entry is None:
                     raise NodeNotFoundError(node_id)
+                if keep is not None and not keep(entry):
+                    doomed.discard(node_id)
+                    continue
                 if entry.layer == "anchor" and not force:
                     raise ProtectedNodeError(
                         node_id,
@@ -83,6 +89,9 @@ def forget_many(
                         "pass force=True to forget it anyway",
                     )
                 entries.append(entry)
+            if not entries:
+                return []
+            ids = [e.id for e in entries]
             incoming = {i: tuple(e for e in engine.incoming(i) if e[0] not in doomed) for i in ids}
             nodes = [engine.read_node(e.path) for e in entries]
             now = time.time()

@@ -44,9 +44,15 @@ def neighbours(
     direction: str = "out",
     types: Collection[str] | None = None,
     depth: int = 1,
+    hidden: Collection[str] = frozenset(),
 ) -> list[Neighbour]:
-    """Nodes within ``depth`` edges of ``node_id`` (breadth-first, deterministic order)."""
-    if node_id not in state.entries:
+    """Nodes within ``depth`` edges of ``node_id`` (breadth-first, deterministic order).
+
+    Ids in ``hidden`` (:mod:`md_cg.visibility`) are treated as absent: an
+    edge to one is reported like an edge to a missing id, and their own edges
+    are neither reported nor followed.
+    """
+    if node_id not in state.entries or node_id in hidden:
         raise NodeNotFoundError(node_id)
     if direction not in DIRECTIONS:
         raise InvalidArgumentError(
@@ -78,14 +84,14 @@ def neighbours(
             if entry is not None:
                 steps += [(t, et, "out") for t, et in entry.edges]
         if direction in ("in", "both"):
-            steps += [(src, et, "in") for src, et in state.reverse.get(current, ())]
+            steps += [(src, et, "in") for src, et in state.reverse.get(current, ()) if src not in hidden]
         for other, etype, way in sorted(steps, key=lambda s: (s[2], s[1], s[0])):
             if wanted is not None and etype not in wanted:
                 continue
             if other in seen:
                 continue
             seen.add(other)
-            exists = other in state.entries
+            exists = other in state.entries and other not in hidden
             out.append(Neighbour(other, etype, way, d + 1, current, exists))
             if exists:
                 queue.append((other, d + 1))

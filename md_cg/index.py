@@ -79,7 +79,29 @@ class Entry:
     space_json: str | None = None
     access_count: int = 0
     last_access: float | None = None
+    #: lifecycle fields the visibility rule needs (:mod:`md_cg.visibility`), so
+    #: no read opens a file to decide whether a node is shown
+    sensitivity: str | None = None
+    agent_scope: str | None = None
+    workspace_scope: str | None = None
+    retention_tier: str | None = None
+    expires_at: float | None = None
+    valid_until: float | None = None
+    #: the file lies under ``archive/`` (stored: a snapshot row omits canonical paths)
+    archived: bool = False
     domain: str | None = None
+
+    @property
+    def restricted(self) -> bool:
+        """True when some caller or some moment may not see this node (see :mod:`md_cg.visibility`)."""
+        return (
+            self.archived
+            or self.expires_at is not None
+            or self.valid_until is not None
+            or self.agent_scope is not None
+            or self.workspace_scope is not None
+            or (self.sensitivity is not None and self.sensitivity != "normal")
+        )
 
     @property
     def condition_space(self) -> dict[str, Any] | None:
@@ -142,13 +164,22 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | Non
         space_json=orjson.dumps(node.condition_space).decode() if node.condition_space else None,
         access_count=node.access_count or 0,
         last_access=node.last_access,
+        sensitivity=node.sensitivity,
+        agent_scope=node.agent_scope,
+        workspace_scope=node.workspace_scope,
+        retention_tier=node.retention_tier,
+        expires_at=node.expires_at,
+        valid_until=node.valid_until,
+        archived=paths.is_archived_rel(rel),
         domain=domain,
     )
 
 
 def canonical_path(entry: Entry) -> str:
-    """Where the node of ``entry`` belongs according to its own frontmatter."""
-    return paths.node_rel(entry.layer, entry.bucket, entry.id)
+    """Where the node of ``entry`` belongs according to its own frontmatter
+    (under ``archive/`` when it is archived)."""
+    rel = paths.node_rel(entry.layer, entry.bucket, entry.id)
+    return paths.archived_rel(rel) if entry.archived else rel
 
 
 # -- reading files ------------------------------------------------------------
@@ -226,6 +257,8 @@ def scan_files(root: str) -> Scan:
     found = fsops.ScanResult()
     for layer in LAYERS:
         fsops.scan(root, layer, max_depth=paths.MAX_DEPTH - 1, result=found)
+    for layer in LAYERS:
+        fsops.scan(root, f"{paths.ARCHIVE_DIR}/{layer}", max_depth=paths.MAX_DEPTH - 1, result=found)
     out = Scan()
     for rel, st in found.files.items():
         if not rel.endswith(paths.NODE_SUFFIX):
@@ -286,6 +319,13 @@ class IndexState:
     pending_text: dict[str, tuple[str, int, int, float]] = field(default_factory=dict)
     #: the terms of negative-memory nodes (rejected/, unresolved/), for covered_neg
     negative_terms: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: ids of entries some caller or moment may not see (:attr:`Entry.restricted`),
+    #: so the visibility rule looks at these few instead of every entry
+    restricted: set[str] = field(default_factory=set)
+    #: ids that some node names in a ``supersedes`` edge
+    superseded: set[str] = field(default_factory=set)
+    #: bumped on every put and drop (visibility caches key on it)
+    generation: int = 0
 
     def bucket_code(self, bucket: str | None) -> int:
         """The text index's integer code of a bucket folder (-1 for none).
@@ -318,6 +358,9 @@ class IndexState:
         if old is not None:
             self._unlink(old)
         self.entries[entry.id] = entry
+        self.generation += 1
+        if entry.restricted:
+            self.restricted.add(entry.id)
         key = paths.id_key(entry.id)
         holder = self.keys.setdefault(key, entry.id)
         if holder != entry.id:
@@ -326,8 +369,7 @@ class IndexState:
             self.buckets[entry.bucket] = self.buckets.get(entry.bucket, 0) + 1
             if entry.domain is not None:
                 self.bucket_domains[entry.bucket] = entry.domain
-        for target, etype in entry.edges:
-            self.reverse.setdefault(target, set()).add((entry.id, etype))
+        self.link(entry)
         prior = entry.importance if entry.importance is not None else 0.5
         meta = (_LAYER_CODE[entry.layer], self.bucket_code(entry.bucket), prior)
         if text is not None:
@@ -344,6 +386,7 @@ class IndexState:
         old = self.entries.pop(node_id, None)
         if old is not None:
             self._unlink(old)
+            self.generation += 1
             key = paths.id_key(node_id)
             twins = self.twin_keys.get(key)
             if twins is not None:
@@ -387,12 +430,22 @@ class IndexState:
                 self.buckets.pop(old.bucket, None)
                 self.bucket_domains.pop(old.bucket, None)
                 self.bucket_codes.pop(old.bucket, None)
+        self.restricted.discard(old.id)
         for target, etype in old.edges:
             sources = self.reverse.get(target)
             if sources is not None:
                 sources.discard((old.id, etype))
                 if not sources:
                     del self.reverse[target]
+            if etype == "supersedes" and not any(t == "supersedes" for _, t in self.reverse.get(target, ())):
+                self.superseded.discard(target)
+
+    def link(self, entry: Entry) -> None:
+        """Record the reverse edges of ``entry`` (and the ids it supersedes)."""
+        for target, etype in entry.edges:
+            self.reverse.setdefault(target, set()).add((entry.id, etype))
+            if etype == "supersedes":
+                self.superseded.add(target)
 
     def by_path(self) -> dict[str, str]:
         return {e.path: e.id for e in self.entries.values()}

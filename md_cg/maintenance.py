@@ -25,10 +25,10 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any
 
-from . import access, fsops, index, journal, paths, snapshot
+from . import access, fsops, index, journal, layout, paths, snapshot
 from .engine import Engine
 from .errors import MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
@@ -356,12 +356,21 @@ def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list
 # -- health ---------------------------------------------------------------------------
 
 
-def health(engine: Engine, *, deep: bool = False, extra: tuple[Finding, ...] = ()) -> HealthReport:
+def health(
+    engine: Engine,
+    *,
+    deep: bool = False,
+    extra: tuple[Finding, ...] = (),
+    absent: Collection[str] = frozenset(),
+    uncounted: Collection[str] = frozenset(),
+) -> HealthReport:
     """Check the store; return typed findings (read-only: writes nothing).
 
     ``deep=True`` also parses every file and compares its content (fields,
     route key, title, conditions, indexed text) with the index, like
-    diskcache's ``check()``.
+    diskcache's ``check()``. Findings naming an id in ``absent`` (outside the
+    caller's scope) are left out; ids in ``uncounted`` (hidden from default
+    reads) are not counted in the layer, node and bucket figures.
     """
     with engine.lock:
         engine.fresh()
@@ -380,16 +389,22 @@ def health(engine: Engine, *, deep: bool = False, extra: tuple[Finding, ...] = (
         ]
         if deep:
             findings += deep_findings(engine, scan.files)
+        if absent:
+            findings = [f for f in findings if f.node_id not in absent]
         sizes = dict(sorted(state.buckets.items()))
-        buckets = bucket_health(sizes)
+        layers = {layer: 0 for layer in LAYERS}
+        nodes = 0
+        for e in state.entries.values():
+            if e.id in uncounted:
+                if e.bucket is not None and sizes.get(e.bucket, 0) > 0:
+                    sizes[e.bucket] -= 1
+                continue
+            layers[e.layer] += 1
+            nodes += 1
+        buckets = bucket_health({b: n for b, n in sizes.items() if n > 0})
         if buckets.degraded and buckets.nodes >= BUCKET_HEALTH_MIN_NODES:
             findings.append(Finding("bucket_degraded", "; ".join(buckets.reasons)))
-        layers = {layer: 0 for layer in LAYERS}
-        for e in state.entries.values():
-            layers[e.layer] += 1
-        return HealthReport(
-            layers=layers, nodes=len(state.entries), buckets=buckets, findings=tuple(findings)
-        )
+        return HealthReport(layers=layers, nodes=nodes, buckets=buckets, findings=tuple(findings))
 
 
 def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
@@ -426,12 +441,27 @@ def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
     return out
 
 
+def misplaced(e: index.Entry) -> bool:
+    """True when a node file lies in another layer's folder, or a knowledge node in
+    another condition bucket's folder. A person's own sub-folders and file names
+    inside the right layer (and bucket) are fine: updates keep them too."""
+    parts = paths.unarchived_rel(e.path).split("/")
+    if parts[0] != e.layer:
+        return True
+    if e.layer != paths.BUCKETED_LAYER or len(parts) < 3:
+        return False
+    folder = parts[1]
+    return (folder.startswith(layout.BUCKET_PREFIX) or folder == paths.ORPHAN) and folder != (
+        e.bucket or paths.ORPHAN
+    )
+
+
 def _entry_findings(state: IndexState, files: dict[str, Any]) -> list[Finding]:
     out: list[Finding] = []
     for e in sorted(state.entries.values(), key=lambda x: x.id):
         if e.path not in files:
             out.append(Finding("missing_file", "indexed but the file is gone; run sync()", e.path, e.id))
-        elif e.path != index.canonical_path(e) and e.path.count("/") <= 2:
+        elif misplaced(e):
             out.append(
                 Finding(
                     "misplaced_file", f"its frontmatter puts it at {index.canonical_path(e)}", e.path, e.id

@@ -1,7 +1,8 @@
 """Where things live: node file paths and every name under ``.mdcg/``.
 
 The one owner of path rules. A node file lives at
-``<layer>/[<folders>/]<id>.md`` under the store root; the engine writes
+``<layer>/[<folders>/]<id>.md`` under the store root (an archived node at
+``archive/<layer>/[<folders>/]<id>.md``); the engine writes
 ``<layer>/<id>.md`` or ``knowledge/<bucket>/<id>.md`` (:func:`node_rel`),
 and a person may put notes in sub-folders of a layer folder.
 
@@ -52,6 +53,10 @@ NODE_SUFFIX = ".md"
 
 BUCKETED_LAYER = "knowledge"
 ORPHAN = "orphan"
+#: Archived nodes live at ``archive/<their usual path>`` (see docs/format.md):
+#: moved there byte for byte, moved back by ``unarchive``.
+ARCHIVE_DIR = "archive"
+_ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 
 _LAYER_SET = frozenset(LAYERS)
 
@@ -77,6 +82,8 @@ def rel_problem(rel: object) -> str | None:
     if rel.startswith("/") or "\\" in rel:
         return "not a relative POSIX path"
     parts = rel.split("/")
+    if parts[0] == ARCHIVE_DIR:
+        parts = parts[1:]  # an archived node: the rules of its usual path apply below archive/
     if len(parts) < 2 or len(parts) > MAX_DEPTH:
         return f"not <layer>/.../<id>.md within {MAX_DEPTH} levels"
     if parts[0] not in _LAYER_SET:
@@ -97,8 +104,23 @@ def is_node_rel(rel: object) -> bool:
 
 
 def layer_of(rel: str) -> str:
-    """The layer folder of a (checked) node path."""
-    return rel.split("/", 1)[0]
+    """The layer folder of a (checked) node path (below ``archive/`` for an archived one)."""
+    return unarchived_rel(rel).split("/", 1)[0]
+
+
+def is_archived_rel(rel: str) -> bool:
+    """True when the (checked) node path lies under ``archive/``."""
+    return rel.startswith(_ARCHIVE_PREFIX)
+
+
+def archived_rel(rel: str) -> str:
+    """Where the node file at ``rel`` goes when archived."""
+    return rel if is_archived_rel(rel) else _ARCHIVE_PREFIX + rel
+
+
+def unarchived_rel(rel: str) -> str:
+    """Where an archived node file at ``rel`` goes back to (``rel`` itself when not archived)."""
+    return rel[len(_ARCHIVE_PREFIX) :] if is_archived_rel(rel) else rel
 
 
 def stem_of(rel: str) -> str:

@@ -1,7 +1,7 @@
 """The narrow door into a store for the modules built on top of it.
 
-The cognitive loop (:mod:`md_cg.loop`) and the lifecycle modules depend on
-:class:`StoreEngine`, not on :class:`md_cg.MdCG`: a structural protocol
+The cognitive loop (:mod:`md_cg.loop`) and the lifecycle modules (organise,
+recall) depend on :class:`StoreEngine`, not on :class:`md_cg.MdCG`: a structural protocol
 listing exactly the calls they may make. ``MdCG`` satisfies it; a test
 double can too. Keeping the door narrow keeps each capability in a room of
 its own and the import graph free of cycles.
@@ -9,7 +9,7 @@ its own and the import graph free of cycles.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -17,6 +17,7 @@ from .index import Entry
 from .logs import AppendLog
 from .node import Node
 from .reports import Deleted
+from .visibility import Scope
 
 
 class StoreEngine(Protocol):
@@ -30,6 +31,9 @@ class StoreEngine(Protocol):
 
     @property
     def lock_timeout(self) -> float: ...
+
+    @property
+    def scope(self) -> Scope | None: ...
 
     def __contains__(self, node_id: object) -> bool: ...
 
@@ -69,3 +73,9 @@ class StoreEngine(Protocol):
     def delete(self, node_id: str, *, force: bool = False, durable: bool | None = None) -> Deleted: ...
 
     def log(self, name: str) -> AppendLog: ...
+
+    def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]: ...
+
+    def unarchive(self, ids: str | Sequence[str]) -> list[str]: ...
+
+    def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...

@@ -31,6 +31,7 @@ FINDING_KINDS: dict[str, str] = {
     "content_drift": "error",  # health(deep=True): an entry differs from its file's content
     "text_drift": "error",  # health(deep=True): the text index differs from the file's text
     "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)
+    "expired": "warning",  # a temporary node past its expiry, hidden from reads; sweep() removes it
 }
 
 

@@ -41,7 +41,7 @@ from .textindex import TextIndex
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 4
+VERSION = 5
 REL = paths.meta(paths.SNAPSHOT)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).
@@ -222,7 +222,8 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
 
 def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:
     """Fill ``state`` from the rows; why not, when a row is unusable (the snapshot is refused)."""
-    entries, buckets, reverse, keys = state.entries, state.buckets, state.reverse, state.keys
+    entries, buckets, keys, reverse = state.entries, state.buckets, state.keys, state.reverse
+    superseded = state.superseded
     width = len(COLUMNS)
     for row in rows:
         if not isinstance(row, list) or len(row) != width:
@@ -246,6 +247,10 @@ def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]
             state.twin_keys.setdefault(key, {holder}).add(node_id)
         if bucket is not None:
             buckets[bucket] = buckets.get(bucket, 0) + 1
-        for target, etype in e.edges:
+        if e.restricted:
+            state.restricted.add(node_id)
+        for target, etype in e.edges:  # inline IndexState.link: this loop runs per row at load
             reverse.setdefault(target, set()).add((node_id, etype))
+            if etype == "supersedes":
+                superseded.add(target)
     return None

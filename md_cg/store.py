@@ -12,12 +12,24 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
-from . import access, editing, forgetting, fsops, graph, loop, maintenance, paths
+from . import (
+    access,
+    editing,
+    forgetting,
+    fsops,
+    loop,
+    maintenance,
+    paths,
+    retention,
+    temporal,
+    views,
+    visibility,
+)
 from . import engine as engine_mod
 from . import search as search_mod
 from .engine import Engine
@@ -29,10 +41,12 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, check_layer, slug_id, validate
+from .node import Node, check_id, check_layer, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
+from .retention import SweepReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
+from .visibility import Scope
 from .watch import ChangeWatch
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
@@ -43,13 +57,7 @@ def new_id(prefix: str = "n") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
-def _apply(node: Node, changes: dict[str, Any]) -> Node:
-    for key, value in changes.items():
-        setattr(node, key, value)
-    return node
-
-
-class MdCG:
+class MdCG(views.Reads, views.Lifecycle):
     """A memory store rooted at a folder of Markdown files.
 
     ``MdCG(root)`` opens (and, with ``create=True``, creates) a store.
@@ -64,6 +72,13 @@ class MdCG:
     access); ``auto_compact`` makes :meth:`close` write a snapshot when there
     is none yet or when this process wrote and at least that many node
     changes were logged since the snapshot (``None``: never).
+
+    ``scope`` (:class:`~md_cg.visibility.Scope`) is the caller's agent,
+    workspace and highest sensitivity: every read treats a node outside it
+    as absent, and every write lands in it (``None``: the trusted default,
+    which sees every scope). ``ttl_seconds`` is how long a temporary memory
+    lives (default: ``.mdcg/retention.json``, else 7 days; see
+    docs/retention.md).
     """
 
     def __init__(
@@ -76,7 +91,13 @@ class MdCG:
         lock_timeout: float = 30.0,
         read_only: bool = False,
         auto_compact: int | None = 10_000,
+        scope: Scope | None = None,
+        ttl_seconds: float | None = None,
     ) -> None:
+        if scope is not None and not isinstance(scope, Scope):
+            raise TypeError(f"scope must be a md_cg.visibility.Scope or None, got {type(scope).__name__}")
+        if ttl_seconds is not None:
+            retention.check_ttl(ttl_seconds)
         self._engine = Engine(
             root,
             create=create,
@@ -93,6 +114,10 @@ class MdCG:
         self._logs: dict[str, AppendLog] = {}
         self._watch: ChangeWatch | None = None
         self._last_scan: float | None = None
+        self._scope = scope
+        self._filter = visibility.Filter(scope)
+        self._ttl_seconds = ttl_seconds
+        self._retention: retention.Retention | None = None
 
     # -- properties and lifecycle ----------------------------------------------------------
 
@@ -111,6 +136,24 @@ class MdCG:
     @property
     def lock_timeout(self) -> float:
         return self._engine.lock_timeout
+
+    @property
+    def scope(self) -> Scope | None:
+        """The caller's scope this handle reads and writes in (None: every scope)."""
+        return self._scope
+
+    @property
+    def ttl_seconds(self) -> float:
+        """How long a temporary memory lives in this store, in seconds."""
+        return self._ret.ttl
+
+    @property
+    def _ret(self) -> retention.Retention:
+        if self._retention is None:
+            self._retention = retention.Retention(
+                self._engine.root_str, self._ttl_seconds, self.log(retention.DECISION_LOG)
+            )
+        return self._retention
 
     @property
     def loaded_from(self) -> str:
@@ -158,64 +201,6 @@ class MdCG:
             log = self._logs[name] = AppendLog(self._engine.root_str, name, legacy=legacy)
         return log
 
-    # -- reading ------------------------------------------------------------------------
-
-    def __len__(self) -> int:
-        return len(self._engine)
-
-    def __contains__(self, node_id: object) -> bool:
-        return node_id in self._engine
-
-    def ids(self, layer: str | None = None) -> list[str]:
-        """Sorted ids of all nodes, or of one layer."""
-        return self._engine.ids(layer)
-
-    def entry(self, node_id: str) -> Entry:
-        """The index entry of a node (path, layer, bucket, judge inputs...)."""
-        return self._engine.entry(node_id)
-
-    def entries(self, layer: str | None = None) -> list[Entry]:
-        """Index entries of all nodes (or one layer), sorted by id."""
-        return self._engine.entries(layer)
-
-    def path_of(self, node_id: str) -> Path:
-        """Absolute path of a node's file."""
-        return self.root / self._engine.entry(node_id).path
-
-    def get(self, node_id: str) -> Node:
-        """Read a node from its file. Raises NodeNotFoundError for an unknown id."""
-        return self._engine.get(node_id)
-
-    def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
-        """Every node (or every node of a layer), read from its file, in id order."""
-        return self._engine.iter_nodes(layer)
-
-    def list_nodes(
-        self,
-        layer: str | None = None,
-        *,
-        tag: str | None = None,
-        since: float | None = None,
-        until: float | None = None,
-        limit: int | None = None,
-        offset: int = 0,
-    ) -> list[Entry]:
-        """Index entries, newest first: of ``layer``, carrying ``tag``, whose last
-        update (or creation) lies in ``[since, until]`` (seconds since the epoch);
-        then ``offset`` and ``limit``. Reads no node file."""
-        return editing.select(
-            self._engine.entries(), layer=layer, tag=tag, since=since, until=until, limit=limit, offset=offset
-        )
-
-    def read_text(self, node_id: str) -> str:
-        """The node's file exactly as stored: frontmatter and body."""
-        return editing.read_text(self._engine, node_id)
-
-    def bucket_sizes(self) -> dict[str, int]:
-        """Knowledge bucket folder -> number of nodes (``orphan`` included)."""
-        self._engine.fresh()
-        return dict(sorted(self._engine.state.buckets.items()))
-
     # -- writing ----------------------------------------------------------------------------
 
     def add(
@@ -226,6 +211,7 @@ class MdCG:
         overwrite: bool = False,
         durable: bool | None = None,
         stamp: bool = True,
+        tier: str | None = None,
         **fields_: Any,
     ) -> Node:
         """Store a new node and return it.
@@ -238,10 +224,13 @@ class MdCG:
         changed). ``stamp`` sets ``created_at`` when absent and ``updated_at``
         to now. Invalid input raises before anything is written, and so does
         an empty body: a memory needs some text (:meth:`add_many`, the import
-        path, carries sources as they are).
+        path, carries sources as they are). ``tier`` (``"temp"``/``"long"``)
+        overrides the retention decision (docs/retention.md).
         """
         self._engine.check_open()
         node = self._coerce(node, fields_)
+        if tier is not None:
+            node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
         return self.add_many([node], overwrite=overwrite, durable=durable, stamp=stamp)[0]
 
@@ -260,50 +249,30 @@ class MdCG:
         stored. With ``overwrite=True`` a node whose file would change only in
         ``updated_at`` is left untouched (mtime included), so re-running an
         import is idempotent. A batch interrupted by a crash is finished by
-        the next write of its ids or by :meth:`sync`.
+        the next write of its ids or by :meth:`sync`. Each node is put in the
+        caller's scope and gets its retention decision (docs/retention.md),
+        except with ``stamp=False``: the verbatim import path (migration)
+        stores nodes exactly as given, and a node without a tier never expires.
         """
         batch = list(nodes)
         now = time.time()
-        seen: dict[str, str] = {}
-        for node in batch:
-            if not isinstance(node, Node):
-                raise TypeError(f"add_many expects Node objects, got {type(node).__name__}")
-            if stamp and node.created_at is None:
-                node.created_at = now
-            validate(node)
-            key = paths.id_key(node.id)
-            if key in seen:
-                raise engine_mod.DuplicateIdError(node.id, f"this batch (as {seen[key]!r})")
-            seen[key] = node.id
+        decided = self._prepare(batch, now, stamp=stamp, replacing=overwrite, decide=stamp)
         with self._engine.lock:
             out = self._engine.add_many(batch, overwrite=overwrite, durable=durable, stamp=stamp)
+        self._ret.record(decided, now)
         if progress is not None:
             progress(len(batch))
         return out
-
-    def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
-        if node is not None:
-            if fields_:
-                raise TypeError("pass either a Node or keyword fields, not both")
-            if not isinstance(node, Node):
-                raise TypeError(f"expected a Node, got {type(node).__name__}")
-            return node
-        unknown = set(fields_) - _NODE_FIELDS
-        if unknown:
-            raise InvalidNodeError(
-                f"unknown node field(s): {', '.join(sorted(unknown))} (put custom keys in extra={{...}})",
-                field=sorted(unknown)[0],
-            )
-        if fields_.get("id") is None:
-            fields_["id"] = slug_id(fields_.get("body") or "")
-        return Node(**fields_)
 
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:
         """Change fields of a stored node; return the node as stored.
 
         Any :class:`Node` field but ``id`` may be given. A change of layer,
         tags or condition space may move the file (crash-safe through the
-        journal). ``updated_at`` is set to now.
+        journal); a file placed by hand stays where it is while its layer
+        does not change. ``updated_at`` is set to now. A change of ``body``,
+        ``temporal`` or ``retention_tier`` re-decides retention (an expiry
+        already set is kept).
         """
         unknown = set(changes) - _NODE_FIELDS
         if unknown or "id" in changes:
@@ -316,7 +285,11 @@ class MdCG:
             )
         if "body" in changes:
             editing.require_text(Node(id=node_id, body=changes["body"]))
-        return self.modify(node_id, lambda node: _apply(node, changes), durable=durable)
+        now = time.time()
+        decided: list[tuple[Node, temporal.RetentionDecision]] = []
+        out = self.modify(node_id, self._changer(node_id, changes, now, decided), durable=durable)
+        self._ret.record(decided, now)
+        return out
 
     def modify(
         self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None
@@ -325,15 +298,17 @@ class MdCG:
 
         ``change`` receives the current node (freshly read from its file) and
         mutates it or returns a replacement; the result is validated before
-        anything is written; ``updated_at`` is set to now.
+        anything is written; ``updated_at`` is set to now. A node outside the
+        caller's scope is absent (NodeNotFoundError).
         """
-        return self._engine.modify(node_id, change, durable=durable)
+        return self._engine.modify(node_id, change, durable=durable, check=self._check_scope)
 
     def edit_text(self, node_id: str, change: Callable[[str], str], *, durable: bool | None = None) -> Node:
         """Rewrite a node's file text with ``change`` under its lock (see :func:`md_cg.editing.edit_text`).
 
         The result must parse as the same node with some body text, or nothing is written.
         """
+        self._check_scope(self._engine.entry(node_id))
         return editing.edit_text(self._engine, node_id, change, durable=durable)
 
     def rename(
@@ -341,6 +316,7 @@ class MdCG:
     ) -> Node:
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it."""
+        self._check_scope(self._engine.entry(node_id))
         return editing.rename(self._engine, node_id, new_id, layer=layer, durable=durable)
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
@@ -359,6 +335,7 @@ class MdCG:
         incoming: list[tuple[str, str]] = []
 
         def refuse(entry: Entry) -> None:
+            self._check_scope(entry)
             incoming.extend(eng.incoming(entry.id))
             if incoming and not force:
                 raise NodeHasIncomingEdgesError(entry.id, incoming)
@@ -383,6 +360,11 @@ class MdCG:
         self, node_ids: Iterable[str], reason: str, *, force: bool = False, durable: bool | None = None
     ) -> list[Deleted]:
         """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
+        node_ids = list(node_ids)
+        for node_id in node_ids:
+            e = self._engine.state.entries.get(node_id)
+            if e is not None:
+                self._check_scope(e)
         tombstones = self.log(paths.AUDIT_DIR)
         return forgetting.forget_many(
             self._engine, tombstones, list(node_ids), reason, force=force, durable=durable
@@ -391,6 +373,28 @@ class MdCG:
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content)."""
         return self.log(paths.AUDIT_DIR).read()
+
+    # -- lifecycle (archive, unarchive, apply_changes, supersede: md_cg.views.Lifecycle) -----
+
+    def sweep(self, *, dry_run: bool = True) -> SweepReport:
+        """Find -- and with ``dry_run=False`` remove -- the expired temporary nodes.
+
+        Only nodes with ``retention_tier: temp`` whose ``expires_at`` has
+        passed, not archived, in the caller's scope; each removal leaves a
+        payload-free tombstone (reason ``expired``, see :meth:`tombstones`).
+        """
+        eng = self._engine
+        with eng.lock:
+            eng.fresh()
+            expired = tuple(retention.expired_ids(eng, self._scope, time.time()))
+        if dry_run or not expired:
+            return SweepReport(expired, (), dry_run)
+        tombstones = self.log(paths.AUDIT_DIR)
+        keep = retention.sweepable(self._scope)
+        gone = forgetting.forget_many(
+            eng, tombstones, expired, retention.SWEEP_REASON, force=True, event="sweep", keep=keep
+        )
+        return SweepReport(expired, tuple(d.node.id for d in gone), False)
 
     # -- search ------------------------------------------------------------------------------
 
@@ -426,6 +430,7 @@ class MdCG:
         judge: bool = True,
         record: bool = True,
         neg_limit: int = search_mod.NEGATIVE_LIMIT,
+        include_superseded: bool = False,
     ) -> tuple[list[SearchResult], dict[str, Any]]:
         """Find nodes for ``query`` with the T0–T3 ladder; return ``(results, meta)``.
 
@@ -442,12 +447,16 @@ class MdCG:
         with nothing) and is never ACCEPT. A hit whose file has gone (``git
         pull``, ``rm``) is dropped and the index refreshed. ``record=True``
         appends the ids of the results that are not filler to the access log
-        (nothing else); a read-only store records nothing.
+        (nothing else); a read-only store records nothing. Expired, archived
+        and out-of-scope nodes are never found; superseded ones only with
+        ``include_superseded=True`` (each result says ``superseded_by``).
         """
         eng = self._engine
+        show = visibility.DEFAULT if include_superseded else visibility.SEARCH
         with eng.lock:
             eng.fresh()
             for _ in range(3):
+                hidden = self._filter.hidden(eng.state, show)
                 results, meta = search_mod.run(
                     eng.state,
                     self.synonyms,
@@ -457,6 +466,9 @@ class MdCG:
                     context=context,
                     judge=judge,
                     loader=eng.get,
+                    neg_limit=neg_limit,
+                    hidden=hidden,
+                    superseded_by=lambda i: visibility.superseded_by(eng.state, i),
                 )
                 gone = [
                     r.id for r in results if not os.path.lexists(os.path.join(eng.root_str, r.entry.path))
@@ -512,10 +524,11 @@ class MdCG:
             e = entries.get(i)
             return (e.access_count if e else 0) + folded.counts.get(i, 0) + tail.counts.get(i, 0)
 
+        hidden = self._filter.hidden(eng.state)
         if node_ids is not None:
-            return {i: count(i) for i in node_ids}
+            return {i: 0 if i in hidden else count(i) for i in node_ids}
         candidates = {i for i, e in entries.items() if e.access_count} | set(folded.counts) | set(tail.counts)
-        return {i: count(i) for i in sorted(candidates) if i in entries and count(i)}
+        return {i: count(i) for i in sorted(candidates) if i in entries and i not in hidden and count(i)}
 
     def compact_access(self) -> dict[str, int]:
         """Fold the access log into the local totals; return the accesses folded per node.
@@ -524,19 +537,6 @@ class MdCG:
         tracked ``.md`` files), so clones merge without conflicts.
         """
         return maintenance.fold_access(self._engine)
-
-    # -- graph --------------------------------------------------------------------------------
-
-    def neighbours(
-        self, node_id: str, direction: str = "out", types: Iterable[str] | None = None, depth: int = 1
-    ) -> list[graph.Neighbour]:
-        """Nodes linked to ``node_id`` within ``depth`` edges (see :mod:`md_cg.graph`)."""
-        eng = self._engine
-        with eng.lock:
-            eng.fresh()
-            return graph.neighbours(
-                eng.state, node_id, direction, None if types is None else list(types), depth
-            )
 
     # -- the cognitive loop (see md_cg.loop) ----------------------------------------------------
 
@@ -634,4 +634,18 @@ class MdCG:
             extra.append(Finding("synonyms_file", f"{self._synonyms_problem}; the shipped table is used"))
         if self._access_broken:
             extra.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
-        return maintenance.health(self._engine, deep=deep, extra=tuple(extra))
+        eng = self._engine
+        with eng.lock:
+            eng.fresh()
+            state, scope, now = eng.state, self._scope, time.time()
+            absent = {i for i in state.restricted if scope is not None and not scope.admits(state.entries[i])}
+            for node_id in sorted(state.restricted - absent):
+                e = state.entries[node_id]
+                if visibility.is_expired(e, now) and not e.archived:
+                    extra.append(
+                        Finding(
+                            "expired", "hidden from reads since its expiry; sweep() removes it", e.path, e.id
+                        )
+                    )
+            uncounted = self._filter.hidden(state)
+            return maintenance.health(eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted)

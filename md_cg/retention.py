@@ -1,0 +1,253 @@
+"""Retention on the write path: the decision, its log, the sweep and supersession.
+
+Every write that creates or re-decides a node (``add``, ``add_many`` --
+and so migration and the MCP server --, ``apply_changes``, ``update`` of
+the body or ``temporal``) passes the node through :meth:`Retention.decide`,
+which calls the one decision function :func:`md_cg.temporal.decide_retention`
+and sets ``retention_tier``, ``expires_at`` and ``retention_reason``. A tier
+the caller gave (``add(..., tier=...)`` or ``node.retention_tier``) wins.
+
+Each decision is appended to the decision log ``.mdcg/retention/`` with its
+rule code (who decided), apart from the reason stored on the node (why it is
+kept): ``{"id", "rule", "tier", "expires_at", "temporal", "marker", "at"}``.
+
+Re-deciding a node that already has an expiry keeps that expiry (an edit
+does not extend a temporary memory's life, and re-importing the same node
+leaves its file unchanged).
+
+The TTL is ``MdCG(ttl_seconds=...)``, else ``ttl_seconds`` in the store's
+``.mdcg/retention.json`` (``{"ttl_seconds": 86400}``), else 7 days.
+
+The sweep itself is :meth:`md_cg.MdCG.sweep`: :func:`expired_ids` lists, and
+:func:`md_cg.forgetting.forget_many` removes with the :func:`sweepable` check.
+
+Imports the engine, temporal, visibility and the modules below them.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from . import fsops, paths, temporal, visibility
+from .engine import Engine
+from .errors import InvalidArgumentError, NodeNotFoundError
+from .index import Entry
+from .logs import AppendLog
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_instant
+
+#: The decision log, ``.mdcg/retention/``.
+DECISION_LOG = "retention"
+#: The per-store retention settings, ``.mdcg/retention.json`` (tracked by git).
+CONFIG_FILE = "retention.json"
+#: The reason tombstones of swept nodes carry.
+SWEEP_REASON = "expired"
+
+
+@dataclass(frozen=True)
+class SweepReport:
+    """What :meth:`md_cg.MdCG.sweep` found and did.
+
+    ``expired``: the temporary nodes past their expiry (in the caller's
+    scope); ``removed``: those removed (empty on a dry run).
+    """
+
+    expired: tuple[str, ...]
+    removed: tuple[str, ...]
+    dry_run: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"expired": list(self.expired), "removed": list(self.removed), "dry_run": self.dry_run}
+
+
+def check_ttl(value: object, name: str = "ttl_seconds") -> float:
+    """``value`` as a positive, finite number of seconds, or InvalidArgumentError naming ``name``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise InvalidArgumentError(f"{name} must be a positive number of seconds, got {value!r}", name=name)
+    return float(value)
+
+
+def store_ttl(root: str) -> float:
+    """The TTL from ``<root>/.mdcg/retention.json``, else the default (7 days).
+
+    Never follows a symlink (UnsafePathError); a file that is not JSON or
+    holds a bad value raises InvalidArgumentError naming the file.
+    """
+    rel = paths.meta(CONFIG_FILE)
+    try:
+        data, _ = fsops.read_file(root, rel, max_bytes=1 << 16)
+    except (FileNotFoundError, NotADirectoryError):
+        return temporal.DEFAULT_TTL_SECONDS
+    try:
+        config = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise InvalidArgumentError(f"{root}/{rel}: not valid JSON ({exc})", name="ttl_seconds") from None
+    if not isinstance(config, dict) or "ttl_seconds" not in config:
+        return temporal.DEFAULT_TTL_SECONDS
+    return check_ttl(config["ttl_seconds"], f"ttl_seconds in {root}/{rel}")
+
+
+def stamp_scope(node: Node, scope: visibility.Scope | None) -> None:
+    """Put ``node`` in the writer's scope; refuse a node meant for another scope.
+
+    A handle with a scope writes its agent and workspace into nodes that
+    have none; a node naming another agent or workspace, or more sensitive
+    than the handle may read, raises InvalidArgumentError (it could never be
+    read back through this handle).
+    """
+    if scope is None:
+        return
+    for field, mine in (("agent_scope", scope.agent), ("workspace_scope", scope.workspace)):
+        have = getattr(node, field)
+        if have is None:
+            setattr(node, field, mine)
+        elif have != mine:
+            raise InvalidArgumentError(
+                f"node {node.id!r}: {field} {have!r} is outside this store handle's scope ({mine!r})",
+                name=field,
+                value=have,
+            )
+    level = node.sensitivity or DEFAULT_SENSITIVITY
+    if SENSITIVITY_LEVELS.index(level) > SENSITIVITY_LEVELS.index(scope.max_sensitivity):
+        raise InvalidArgumentError(
+            f"node {node.id!r}: sensitivity {level!r} is above this store handle's "
+            f"max_sensitivity {scope.max_sensitivity!r}",
+            name="sensitivity",
+            value=level,
+        )
+
+
+class Retention:
+    """One store handle's retention settings, markers and decision log."""
+
+    def __init__(self, root: str, ttl_seconds: float | None, log: AppendLog) -> None:
+        self.root = root
+        self.ttl = check_ttl(ttl_seconds) if ttl_seconds is not None else store_ttl(root)
+        self.log = log
+        self._markers: temporal.Markers | None = None
+
+    @property
+    def markers(self) -> temporal.Markers:
+        """The shipped markers plus the store's own (loaded once per handle)."""
+        if self._markers is None:
+            self._markers = temporal.load_markers(temporal.store_marker_path(self.root))
+        return self._markers
+
+    def decide(
+        self, node: Node, *, now: float, previous: Entry | None, explicit: bool
+    ) -> temporal.RetentionDecision:
+        """Decide ``node``'s tier and set its retention fields (see the module docstring).
+
+        ``explicit``: the caller gave ``node.retention_tier``. ``previous``: the
+        index entry of the node being replaced, if any (its expiry is kept).
+        """
+        d = temporal.decide_retention(
+            text=node.body,
+            temporal=node.temporal,
+            tier=node.retention_tier if explicit else None,
+            now=now,
+            ttl_seconds=self.ttl,
+            markers=self.markers,
+        )
+        node.retention_tier = d.tier
+        if d.tier != "temp":
+            node.expires_at = None
+        elif not (explicit and node.expires_at is not None):
+            kept = previous.expires_at if previous is not None else None
+            node.expires_at = kept if kept is not None else d.expires_at
+            if node.expires_at is not None:
+                node.expires_at = quantise_instant(node.expires_at)  # the grid the files store
+        if not (explicit and node.retention_reason):
+            node.retention_reason = d.reason
+        return d
+
+    def record(self, decided: Iterable[tuple[Node, temporal.RetentionDecision]], now: float) -> None:
+        """Append one decision-log record per decision (after the write landed)."""
+        records = [
+            {
+                "id": node.id,
+                "rule": d.rule,
+                "tier": d.tier,
+                "expires_at": node.expires_at,
+                "temporal": d.temporal,
+                "marker": d.marker,
+                "at": now,
+            }
+            for node, d in decided
+        ]
+        if records:
+            self.log.append(records)
+
+
+def expired_ids(engine: Engine, scope: visibility.Scope | None, now: float) -> list[str]:
+    """Ids the sweep removes: temporary, past their expiry, not archived, in ``scope``."""
+    state = engine.state
+    out = []
+    for node_id in state.restricted:
+        e = state.entries.get(node_id)
+        if e is not None and _sweepable(e, scope, now):
+            out.append(node_id)
+    return sorted(out)
+
+
+def _sweepable(e: Entry, scope: visibility.Scope | None, now: float) -> bool:
+    return (
+        e.retention_tier == "temp"
+        and visibility.is_expired(e, now)
+        and not e.archived
+        and (scope is None or scope.admits(e))
+    )
+
+
+def sweepable(scope: visibility.Scope | None) -> Callable[[Entry], bool]:
+    """The sweep's check, made again under the locks (a node renewed since it was listed is kept)."""
+    return lambda e: _sweepable(e, scope, time.time())
+
+
+def supersede(
+    engine: Engine, old_id: str, new_id: str, reason: str, check: Any, *, durable: bool | None = None
+) -> None:
+    """Mark ``old_id`` superseded by ``new_id`` (see :meth:`md_cg.MdCG.supersede`)."""
+    if old_id == new_id:
+        raise InvalidArgumentError(f"node {old_id!r} cannot supersede itself", name="new_id", value=new_id)
+    for node_id in (old_id, new_id):
+        entry = engine.state.entries.get(node_id)
+        if entry is None:
+            raise NodeNotFoundError(node_id)
+        check(entry)
+    now = time.time()
+
+    def link(node: Node) -> None:
+        if not any(e.target == old_id and e.type == "supersedes" for e in node.edges):
+            extra = {"reason": reason} if reason else {}
+            node.edges.append(Edge(target=old_id, type="supersedes", extra=extra))
+
+    def close(node: Node) -> None:
+        if node.valid_until is None or node.valid_until > now:
+            node.valid_until = now
+
+    # The edge first: from then on the old node counts as superseded, even if
+    # the second write never happens.
+    engine.modify(new_id, link, durable=durable, check=check)
+    engine.modify(old_id, close, durable=durable, check=check)
+
+
+def ids_of(ids: str | Sequence[str], name: str = "ids") -> list[str]:
+    """A list of ids from one id or a sequence of them (a bare string is one id)."""
+    if isinstance(ids, str):
+        return [ids]
+    out = list(ids)
+    bad = [i for i in out if not isinstance(i, str)]
+    if bad:
+        raise InvalidArgumentError(f"{name} must be node ids (strings), got {bad[0]!r}", name=name)
+    return out

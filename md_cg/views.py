@@ -1,0 +1,316 @@
+"""The visibility-filtered reads and the lifecycle writes of :class:`md_cg.MdCG`.
+
+Two mixins the facade is built from, so that each stays a room of its own:
+
+* :class:`Reads` -- every public read by id or listing goes through
+  :mod:`md_cg.visibility`: expired, archived and out-of-scope nodes are absent
+  (the very error of an unknown id), superseded ones marked.
+* :class:`Lifecycle` -- archive, unarchive and apply_changes (one journal
+  commit each, through :meth:`md_cg.engine.Engine.change_many`), supersession,
+  and the preparation every creating write shares (validation, the caller's
+  scope, the retention decision).
+
+They use only what :class:`md_cg.MdCG` sets up in ``__init__`` (the engine,
+the scope and its filter, the retention settings, the named logs).
+
+Imports the engine, editing, graph, retention, visibility and the modules below them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from . import editing, graph, paths, retention, temporal, visibility
+from . import engine as engine_mod
+from .engine import Engine
+from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError
+from .index import Entry
+from .logs import AppendLog
+from .node import Node, check_id, slug_id, validate
+from .visibility import Scope, Show
+
+_NODE_FIELDS = {f.name for f in fields(Node)}
+
+#: The archive/unarchive audit log, ``.mdcg/archive_log/``.
+ARCHIVE_LOG = "archive_log"
+
+
+class _Handle:
+    """What the mixins use of the facade (set up by ``MdCG.__init__``)."""
+
+    _engine: Engine
+    _scope: Scope | None
+    _filter: visibility.Filter
+
+    if TYPE_CHECKING:  # defined by MdCG
+
+        @property
+        def root(self) -> Path: ...
+
+        @property
+        def _ret(self) -> retention.Retention: ...
+
+        def log(self, name: str) -> AppendLog: ...
+
+    def _check_scope(self, entry: Entry) -> None:
+        """Refuse a write to a node outside the caller's scope, as if it did not exist."""
+        if self._scope is not None and not self._scope.admits(entry):
+            raise NodeNotFoundError(entry.id)
+
+
+class Reads(_Handle):
+    """The public reads of a store handle, each through :mod:`md_cg.visibility`."""
+
+    def _hidden(self, show: Show = visibility.DEFAULT) -> frozenset[str]:
+        """Ids the caller does not see now (fresh index)."""
+        self._engine.fresh()
+        return self._filter.hidden(self._engine.state, show)
+
+    def _visible(self, node_id: str, show: Show = visibility.DEFAULT, *, retry: bool = False) -> Entry:
+        """The entry of a node the caller sees; NodeNotFoundError (same text as a missing id) if not.
+
+        ``retry``: an unknown id looks at the log once (another process may have just added it).
+        """
+        eng = self._engine
+        eng.fresh()
+        e = eng.state.entries.get(node_id)
+        if e is None and retry:
+            eng.refresh()
+            e = eng.state.entries.get(node_id)
+        if e is None or not visibility.visible(eng.state, e, self._scope, show):
+            raise NodeNotFoundError(node_id)
+        return e
+
+    def __len__(self) -> int:
+        return len(self._engine) - len(self._hidden())
+
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self._engine and node_id not in self._hidden()
+
+    def ids(
+        self, layer: str | None = None, *, include_expired: bool = False, include_archived: bool = False
+    ) -> list[str]:
+        """Sorted ids of the nodes the caller sees, or of one layer."""
+        hidden = self._hidden(Show(include_expired, include_archived))
+        return [i for i in self._engine.ids(layer) if i not in hidden]
+
+    def entry(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Entry:
+        """The index entry of a node (path, layer, bucket, judge inputs...)."""
+        return self._visible(node_id, Show(include_expired, include_archived))
+
+    def entries(
+        self, layer: str | None = None, *, include_expired: bool = False, include_archived: bool = False
+    ) -> list[Entry]:
+        """Index entries of the nodes the caller sees (or one layer), sorted by id."""
+        hidden = self._hidden(Show(include_expired, include_archived))
+        return [e for e in self._engine.entries(layer) if e.id not in hidden]
+
+    def path_of(self, node_id: str) -> Path:
+        """Absolute path of a node's file."""
+        return self.root / self._visible(node_id).path
+
+    def get(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Node:
+        """Read a node from its file. Raises NodeNotFoundError for an unknown id
+        (and, with the same text, for an expired, archived or out-of-scope one)."""
+        self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
+        return self._engine.get(node_id)
+
+    def superseded_by(self, node_id: str) -> str | None:
+        """The id of the node that supersedes ``node_id``, or None."""
+        self._visible(node_id)
+        return visibility.superseded_by(self._engine.state, node_id)
+
+    def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
+        """Every node the caller sees (or of a layer), read from its file, in id order."""
+        for node_id in self.ids(layer):
+            try:
+                yield self.get(node_id)
+            except NodeNotFoundError:
+                continue
+
+    def list_nodes(
+        self,
+        layer: str | None = None,
+        *,
+        tag: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        include_expired: bool = False,
+        include_archived: bool = False,
+        include_superseded: bool = True,
+    ) -> list[Entry]:
+        """Index entries, newest first: of ``layer``, carrying ``tag``, whose last
+        update (or creation) lies in ``[since, until]`` (seconds since the epoch);
+        then ``offset`` and ``limit``. Reads no node file."""
+        hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
+        return editing.select(
+            (e for e in self._engine.entries() if e.id not in hidden),
+            layer=layer,
+            tag=tag,
+            since=since,
+            until=until,
+            limit=limit,
+            offset=offset,
+        )
+
+    def read_text(self, node_id: str) -> str:
+        """The node's file exactly as stored: frontmatter and body."""
+        self._visible(check_id(node_id))
+        return editing.read_text(self._engine, node_id)
+
+    def bucket_sizes(self) -> dict[str, int]:
+        """Knowledge bucket folder -> number of nodes the caller sees (``orphan`` included)."""
+        hidden = self._hidden()
+        sizes = dict(self._engine.state.buckets)
+        for node_id in hidden:
+            e = self._engine.state.entries.get(node_id)
+            if e is not None and e.bucket is not None and sizes.get(e.bucket, 0) > 0:
+                sizes[e.bucket] -= 1
+        return {b: n for b, n in sorted(sizes.items()) if n > 0}
+
+    def neighbours(
+        self, node_id: str, direction: str = "out", types: Iterable[str] | None = None, depth: int = 1
+    ) -> list[graph.Neighbour]:
+        """Nodes linked to ``node_id`` within ``depth`` edges (see :mod:`md_cg.graph`)."""
+        eng = self._engine
+        with eng.lock:
+            eng.fresh()
+            return graph.neighbours(
+                eng.state,
+                node_id,
+                direction,
+                None if types is None else list(types),
+                depth,
+                hidden=self._filter.hidden(eng.state),
+            )
+
+
+class Lifecycle(_Handle):
+    """Archive, unarchive, apply_changes and supersede; the shared preparation of new nodes."""
+
+    def _prepare(
+        self,
+        batch: list[Node],
+        now: float,
+        *,
+        stamp: bool = True,
+        replacing: bool = False,
+        decide: bool = True,
+    ) -> list[tuple[Node, temporal.RetentionDecision]]:
+        """Validate a batch, put it in the caller's scope and (``decide``) decide its retention."""
+        seen: dict[str, str] = {}
+        decided = []
+        entries = self._engine.state.entries
+        for node in batch:
+            if not isinstance(node, Node):
+                raise TypeError(f"add_many expects Node objects, got {type(node).__name__}")
+            if stamp and node.created_at is None:
+                node.created_at = now
+            validate(node)
+            key = paths.id_key(node.id)
+            if key in seen:
+                raise engine_mod.DuplicateIdError(node.id, f"this batch (as {seen[key]!r})")
+            seen[key] = node.id
+            retention.stamp_scope(node, self._scope)
+            if not decide:
+                continue
+            previous = entries.get(node.id) if replacing else None
+            explicit = node.retention_tier is not None
+            decided.append((node, self._ret.decide(node, now=now, previous=previous, explicit=explicit)))
+        return decided
+
+    def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]:
+        """Move nodes to ``archive/`` byte for byte (one commit); return the ids moved.
+
+        Archived nodes leave every default read (``include_archived=True``
+        shows them); nothing is deleted. Ids already archived are skipped; an
+        unknown or out-of-scope id raises NodeNotFoundError before anything moves.
+        """
+        wanted = retention.ids_of(ids)
+        moved, _ = self._engine.change_many(archive=wanted, durable=None, check=self._check_scope)
+        self._note_archive("archive", moved, reason)
+        return moved
+
+    def unarchive(self, ids: str | Sequence[str]) -> list[str]:
+        """Move archived nodes back to where they were, byte for byte; return the ids moved."""
+        wanted = retention.ids_of(ids)
+        _, moved = self._engine.change_many(unarchive=wanted, durable=None, check=self._check_scope)
+        self._note_archive("unarchive", moved, "")
+        return moved
+
+    def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None:
+        """Add new nodes and archive others in ONE journal commit: all or nothing.
+
+        Everything is validated first (nodes, scope, retention, duplicate and
+        unknown ids); an id may not be both added and archived. A crash
+        leaves all of it or none of it once recovered (see md_cg.journal).
+        """
+        batch = list(add)
+        wanted = retention.ids_of(archive, "archive")
+        clash = sorted({n.id for n in batch if isinstance(n, Node)} & set(wanted))
+        if clash:
+            raise InvalidArgumentError(
+                f"node {clash[0]!r} is both added and archived in one apply_changes", name="archive"
+            )
+        now = time.time()
+        decided = self._prepare(batch, now)
+        with self._engine.lock:
+            moved, _ = self._engine.change_many(batch, archive=wanted, durable=None, check=self._check_scope)
+        self._ret.record(decided, now)
+        self._note_archive("archive", moved, "apply_changes")
+
+    def _note_archive(self, event: str, ids: list[str], reason: str) -> None:
+        if ids:
+            now = time.time()
+            self.log(ARCHIVE_LOG).append({"event": event, "id": i, "reason": reason, "at": now} for i in ids)
+
+    def supersede(self, old_id: str, new_id: str, reason: str = "") -> None:
+        """Mark ``old_id`` as superseded by ``new_id``: ``valid_until`` = now on the
+        old node and a ``supersedes`` edge from the new one. Search hides the old
+        node by default; nothing is deleted."""
+        with self._engine.lock:
+            self._engine.fresh()
+            retention.supersede(self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope)
+
+    def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
+        """The node of ``add``: the one given, or one built from keyword fields."""
+        if node is not None:
+            if fields_:
+                raise TypeError("pass either a Node or keyword fields, not both")
+            if not isinstance(node, Node):
+                raise TypeError(f"expected a Node, got {type(node).__name__}")
+            return node
+        unknown = set(fields_) - _NODE_FIELDS
+        if unknown:
+            raise InvalidNodeError(
+                f"unknown node field(s): {', '.join(sorted(unknown))} (put custom keys in extra={{...}})",
+                field=sorted(unknown)[0],
+            )
+        if fields_.get("id") is None:
+            fields_["id"] = slug_id(fields_.get("body") or "")
+        return Node(**fields_)
+
+    def _changer(
+        self, node_id: str, changes: dict[str, Any], now: float, decided: list[tuple[Node, Any]]
+    ) -> Callable[[Node], Node]:
+        """The change ``update`` applies: the fields, the caller's scope, and a new
+        retention decision when ``body``, ``temporal`` or ``retention_tier`` change."""
+        redecide = bool({"body", "temporal", "retention_tier"} & set(changes))
+
+        def change(node: Node) -> Node:
+            before = self._engine.state.entries.get(node_id)
+            for key, value in changes.items():
+                setattr(node, key, value)
+            retention.stamp_scope(node, self._scope)
+            if redecide:
+                explicit = "retention_tier" in changes and node.retention_tier is not None
+                decided.append((node, self._ret.decide(node, now=now, previous=before, explicit=explicit)))
+            return node
+
+        return change

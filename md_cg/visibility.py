@@ -1,0 +1,180 @@
+"""Visibility: the one rule that decides whether a caller sees a node.
+
+Every public read of :class:`md_cg.MdCG` goes through :func:`hidden_ids`
+or :func:`visible`, so a node is shown or absent the same way everywhere
+(get, ids, entries, list, search, covered_neg, neighbours, census, health...).
+A hidden node is *absent*: a read by id raises the very error an unknown id
+raises, with the same text.
+
+A node is hidden from a caller when
+
+* it has **expired** (``expires_at <= now``), unless ``include_expired``;
+* it is **archived** (its file lies under ``archive/``), unless ``include_archived``;
+* it is **superseded** (``valid_until <= now``, or another node has a
+  ``supersedes`` edge to it) and ``include_superseded`` is false -- search's
+  default only; every other read shows superseded nodes, marked;
+* it is **out of the caller's scope** (:class:`Scope`): a node with an
+  ``agent_scope`` is seen only by that agent, one with a ``workspace_scope``
+  only in that workspace, and a node more sensitive than the caller's
+  ``max_sensitivity`` by nobody. No read option shows an out-of-scope node.
+
+A handle opened without a scope (``MdCG(root)``, the library's trusted
+default) sees every scope and sensitivity; expiry, archive and supersession
+still apply.
+
+The rule reads only index entries (:class:`md_cg.index.Entry` carries the
+fields it needs), never a file, and writes nothing. Only the few entries
+that carry a lifecycle field at all (``IndexState.restricted``) are looked
+at, and the hidden set is cached until the index changes or the next
+expiry falls due.
+
+Imports only :mod:`md_cg.index`, :mod:`md_cg.node` and :mod:`md_cg.errors`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .errors import InvalidArgumentError
+from .index import Entry, IndexState
+from .node import DEFAULT_SENSITIVITY, MAX_SCOPE_CHARS, SENSITIVITY_LEVELS
+
+_RANK = {name: i for i, name in enumerate(SENSITIVITY_LEVELS)}
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Who is reading or writing: an agent, a workspace and the most sensitive level it may see.
+
+    ``None`` for ``agent`` (or ``workspace``) means the caller has none: it sees
+    only nodes without an ``agent_scope`` (``workspace_scope``). Set by the
+    trusted caller (the program that opens the store, the MCP server's
+    command line), never taken from a tool argument.
+    """
+
+    agent: str | None = None
+    workspace: str | None = None
+    max_sensitivity: str = DEFAULT_SENSITIVITY
+
+    def __post_init__(self) -> None:
+        for name in ("agent", "workspace"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, str) or not value.strip() or len(value) > MAX_SCOPE_CHARS
+            ):
+                raise InvalidArgumentError(
+                    f"scope {name} must be a non-empty string of at most {MAX_SCOPE_CHARS} characters "
+                    f"or None, got {value!r}",
+                    name=name,
+                    value=value,
+                )
+        if self.max_sensitivity not in _RANK:
+            raise InvalidArgumentError(
+                f"max_sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}, "
+                f"got {self.max_sensitivity!r}",
+                name="max_sensitivity",
+                value=self.max_sensitivity,
+            )
+
+    def admits(self, entry: Entry) -> bool:
+        """True when ``entry`` lies within this scope (agent, workspace, sensitivity)."""
+        if entry.agent_scope is not None and entry.agent_scope != self.agent:
+            return False
+        if entry.workspace_scope is not None and entry.workspace_scope != self.workspace:
+            return False
+        level = entry.sensitivity if entry.sensitivity is not None else DEFAULT_SENSITIVITY
+        return _RANK.get(level, len(_RANK)) <= _RANK[self.max_sensitivity]
+
+
+@dataclass(frozen=True)
+class Show:
+    """Which hidden kinds a read shows anyway (out-of-scope nodes are never shown)."""
+
+    include_expired: bool = False
+    include_archived: bool = False
+    include_superseded: bool = True
+
+
+#: The default of every read but search.
+DEFAULT = Show()
+#: Search's default: superseded nodes are left out too.
+SEARCH = Show(include_superseded=False)
+
+
+def is_expired(entry: Entry, now: float) -> bool:
+    """True when ``entry`` has an expiry at or before ``now``."""
+    return entry.expires_at is not None and entry.expires_at <= now
+
+
+def is_superseded(state: IndexState, entry: Entry, now: float) -> bool:
+    """True when ``entry`` stopped being valid or another node supersedes it."""
+    return (entry.valid_until is not None and entry.valid_until <= now) or entry.id in state.superseded
+
+
+def superseded_by(state: IndexState, node_id: str) -> str | None:
+    """The id of the node that supersedes ``node_id`` (the smallest, if several), else None."""
+    if node_id not in state.superseded:
+        return None
+    sources = sorted(s for s, t in state.reverse.get(node_id, ()) if t == "supersedes" and s != node_id)
+    return sources[0] if sources else None
+
+
+def reason(state: IndexState, entry: Entry, scope: Scope | None, show: Show, now: float) -> str | None:
+    """Why ``entry`` is hidden (``scope``, ``archived``, ``expired``, ``superseded``), or None."""
+    if scope is not None and not scope.admits(entry):
+        return "scope"
+    if entry.archived and not show.include_archived:
+        return "archived"
+    if not show.include_expired and is_expired(entry, now):
+        return "expired"
+    if not show.include_superseded and is_superseded(state, entry, now):
+        return "superseded"
+    return None
+
+
+def visible(state: IndexState, entry: Entry, scope: Scope | None, show: Show = DEFAULT) -> bool:
+    """True when the caller sees ``entry`` now."""
+    if not entry.restricted and (show.include_superseded or entry.id not in state.superseded):
+        return True
+    return reason(state, entry, scope, show, time.time()) is None
+
+
+class Filter:
+    """The hidden ids of one state for one scope, cached (see the module docstring)."""
+
+    def __init__(self, scope: Scope | None) -> None:
+        self.scope = scope
+        self._cache: dict[Show, tuple[int, float, frozenset[str]]] = {}
+
+    def hidden(self, state: IndexState, show: Show = DEFAULT) -> frozenset[str]:
+        """Ids in ``state`` the caller does not see now."""
+        now = time.time()
+        cached = self._cache.get(show)
+        if cached is not None and cached[0] == state.generation and now < cached[1]:
+            return cached[2]
+        out: set[str] = set()
+        due = math.inf  # the next moment an entry's visibility changes by time alone
+        entries = state.entries
+        candidates: Iterable[str] = state.restricted
+        if not show.include_superseded:
+            candidates = state.restricted | state.superseded
+        for node_id in candidates:
+            e = entries.get(node_id)
+            if e is None:
+                continue
+            if reason(state, e, self.scope, show, now) is not None:
+                out.add(node_id)
+            for t in (e.expires_at, e.valid_until):
+                if t is not None and t > now:
+                    due = min(due, t)
+        hidden = frozenset(out)
+        self._cache[show] = (state.generation, due, hidden)
+        return hidden
+
+    def sees(self, state: IndexState, node_id: str, show: Show = DEFAULT) -> bool:
+        """True when ``node_id`` is indexed and the caller sees it."""
+        e = state.entries.get(node_id)
+        return e is not None and visible(state, e, self.scope, show)

@@ -1,0 +1,212 @@
+"""Archive, unarchive and apply_changes: byte-for-byte moves in one journal commit."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+from stresslib import stress
+
+from md_cg import MdCG, Node
+from md_cg.errors import DuplicateIdError, InvalidArgumentError, NodeNotFoundError, UnsafePathError
+from md_cg.paths import rel_problem
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    """Every file under the store root outside .mdcg/, by relative path."""
+    out = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".mdcg"]
+        for name in filenames:
+            p = Path(dirpath) / name
+            out[p.relative_to(root).as_posix()] = p.read_bytes()
+    return out
+
+
+def _store(root: Path) -> MdCG:
+    s = MdCG(root, auto_compact=None)
+    s.add(id="k1", layer="knowledge", body="binary search halves the range", tags=["domain:algo"])
+    s.add(id="s1", layer="self", body="I prefer tea to coffee")
+    s.add(id="e1", layer="contextual", body="met Ana at the station")
+    return s
+
+
+def test_archive_moves_bytes_and_unarchive_restores_everything(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with _store(root) as s:
+        # A hand-placed note in a sub-folder with a stem other than its id.
+        hand = root / "self" / "notes" / "my-note.md"
+        hand.parent.mkdir()
+        hand.write_bytes(b"---\nid: hand1\nlayer: self\n---\nwritten by a person\n")
+        s.sync()
+        before = _files(root)
+        k1_path = s.entry("k1").path
+        assert s.archive(["k1", "hand1"], reason="duplicate") == ["k1", "hand1"]
+        after = _files(root)
+        assert after[f"archive/{k1_path}"] == before[k1_path]
+        assert after["archive/self/notes/my-note.md"] == before["self/notes/my-note.md"]
+        assert set(after) == (set(before) - {k1_path, "self/notes/my-note.md"}) | {
+            f"archive/{k1_path}",
+            "archive/self/notes/my-note.md",
+        }
+        assert s.archive("k1") == []  # already archived: skipped
+        assert s.unarchive(["k1", "hand1", "s1"]) == ["k1", "hand1"]
+        assert _files(root) == before
+        assert s.get("k1").body == "binary search halves the range"
+        assert {r["event"] for r in s.log("archive_log").read()} == {"archive", "unarchive"}
+
+
+def test_archived_nodes_leave_default_reads(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with _store(root) as s:
+        s.archive(["s1"])
+        with pytest.raises(NodeNotFoundError) as hidden:
+            s.get("s1")
+        with pytest.raises(NodeNotFoundError) as missing:
+            s.get("s9")
+        assert str(hidden.value).replace("s1", "X") == str(missing.value).replace("s9", "X")
+        assert "s1" not in s and len(s) == 2
+        assert s.ids() == ["e1", "k1"]
+        assert {e.id for e in s.list_nodes()} == {"e1", "k1"}
+        assert s.get("s1", include_archived=True).body == "I prefer tea to coffee"
+        assert s.ids(include_archived=True) == ["e1", "k1", "s1"]
+        assert {e.id for e in s.list_nodes(include_archived=True)} == {"e1", "k1", "s1"}
+        results, _ = s.search("tea coffee", record=False)
+        assert "s1" not in [r.id for r in results]
+    # A fresh process (snapshot or files) sees the same thing.
+    with MdCG(root) as s2:
+        assert s2.ids() == ["e1", "k1"]
+        assert s2.entry("s1", include_archived=True).archived is True
+        s2.compact_index()
+    with MdCG(root) as s3:
+        assert s3.loaded_from == "snapshot"
+        assert s3.ids() == ["e1", "k1"] and s3.ids(include_archived=True) == ["e1", "k1", "s1"]
+        s3.rebuild_index()
+        assert s3.ids(include_archived=True) == ["e1", "k1", "s1"] and s3.ids() == ["e1", "k1"]
+        assert s3.health().ok, s3.health().findings
+
+
+def test_archive_unknown_id_moves_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with _store(root) as s:
+        before = _files(root)
+        with pytest.raises(NodeNotFoundError, match="nope"):
+            s.archive(["s1", "nope"])
+        assert _files(root) == before
+
+
+def test_apply_changes_is_one_commit_and_validates_first(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with _store(root) as s:
+        before = _files(root)
+        with pytest.raises(InvalidArgumentError, match="both added and archived"):
+            s.apply_changes(add=[Node(id="s1", layer="self", body="x")], archive=["s1"])
+        with pytest.raises(NodeNotFoundError):
+            s.apply_changes(add=[Node(id="n1", layer="self", body="new")], archive=["ghost"])
+        twice = [Node(id="n1", layer="self", body="a"), Node(id="n1", layer="self", body="b")]
+        with pytest.raises(DuplicateIdError, match="n1"):
+            s.apply_changes(add=twice)
+        assert _files(root) == before
+        shards_before = len(list((root / ".mdcg" / "log").iterdir()))
+        s.apply_changes(add=[Node(id="n1", layer="self", body="the new merged note")], archive=["s1", "e1"])
+        assert s.ids() == ["k1", "n1"]
+        assert s.ids(include_archived=True) == ["e1", "k1", "n1", "s1"]
+        commits = [
+            line
+            for p in (root / ".mdcg" / "log").iterdir()
+            for line in p.read_text().splitlines()
+            if '"op":"commit"' in line and "n1" in line
+        ]
+        assert len(commits) == 1
+        assert "archive/self/s1.md" in commits[0] and "archive/contextual/e1.md" in commits[0]
+        assert shards_before >= 1
+
+
+def test_rel_problem_confines_archive_paths() -> None:
+    assert rel_problem("archive/self/a.md") is None
+    assert rel_problem("archive/knowledge/cond_x_12345678/a.md") is None
+    assert rel_problem("archive/../self/a.md") is not None
+    assert rel_problem("archive/a.md") is not None
+    assert rel_problem("archive/nolayer/a.md") is not None
+    assert rel_problem("archive/archive/self/a.md") is not None
+    assert rel_problem("archive/self/.hidden.md") is not None
+
+
+def test_a_symlinked_archive_folder_is_never_followed(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with _store(root) as s:
+        (root / "archive").symlink_to(outside)
+        with pytest.raises((UnsafePathError, OSError)):
+            s.archive(["s1"])
+        assert list(outside.iterdir()) == []
+        assert s.get("s1").body == "I prefer tea to coffee"
+
+
+def _apply_and_crash(root: str, step: str) -> None:
+    s = MdCG(root, auto_compact=None)
+    stress.crash_at(s, step)
+    s.apply_changes(
+        add=[Node(id=f"n{i}", layer="self", body=f"new note {i}") for i in range(5)],
+        archive=["s1", "e1", "k1"],
+    )
+
+
+@pytest.mark.parametrize("step", ["temps", "logged", "rename-3", "renamed", "deleted"])
+def test_killed_apply_changes_is_all_or_nothing(tmp_path: Path, step: str) -> None:
+    root = tmp_path / "m"
+    _store(root).close()
+    before = _files(root)
+    assert stress.wait(stress.fork(_apply_and_crash, str(root), step)) == -signal.SIGKILL
+    with MdCG(root, auto_compact=None) as s:
+        report = s.sync()
+        assert report.recovered == (0 if step == "temps" else 1)
+        files = _files(root)
+        if step == "temps":
+            assert files == before
+            assert s.ids() == ["e1", "k1", "s1"]
+        else:
+            assert s.ids() == ["n0", "n1", "n2", "n3", "n4"]
+            assert s.ids(include_archived=True) == ["e1", "k1", "n0", "n1", "n2", "n3", "n4", "s1"]
+            for rel, data in before.items():
+                if rel != ".gitignore":
+                    assert files[f"archive/{rel}"] == data
+                    assert rel not in files
+        assert s.health().ok, s.health().findings
+
+
+def _archive_in_child(root: str, out: str, go: str) -> None:
+    import json
+    import time as _time
+
+    s = MdCG(root, auto_compact=None)
+    while not os.path.exists(go):
+        _time.sleep(0.001)
+    moved = s.archive(["s1", "k1"])
+    Path(out).write_text(json.dumps(moved))
+    s.close()
+
+
+def test_concurrent_archives_move_each_node_exactly_once(tmp_path: Path) -> None:
+    import json
+
+    root = tmp_path / "m"
+    _store(root).close()
+    before = _files(root)
+    go = tmp_path / "go"
+    pids = [stress.fork(_archive_in_child, str(root), str(tmp_path / f"out{i}"), str(go)) for i in range(4)]
+    go.touch()
+    assert [stress.wait(pid) for pid in pids] == [0, 0, 0, 0]
+    results = [json.loads((tmp_path / f"out{i}").read_text()) for i in range(4)]
+    moved = sorted(i for r in results for i in r)
+    assert moved == ["k1", "s1"]  # each id moved by exactly one process
+    files = _files(root)
+    assert {rel for rel in files if rel.startswith("archive/")} == {
+        f"archive/{rel}" for rel in before if rel.startswith(("self/", "knowledge/"))
+    }
+    with MdCG(root) as s:
+        assert s.ids() == ["e1"] and s.ids(include_archived=True) == ["e1", "k1", "s1"]
+        assert s.health().ok, s.health().findings
