@@ -45,6 +45,7 @@ from md_cg import (
     MdcgError,
     NodeHasIncomingEdgesError,
     ProtectedNodeError,
+    Scope,
 )
 from md_cg.render import (
     clip,
@@ -83,6 +84,10 @@ COMMANDS: tuple[str, ...] = (
     "update",
     "delete",
     "forget",
+    "archive",
+    "unarchive",
+    "supersede",
+    "sweep",
     "search",
     "neighbours",
     "verify",
@@ -458,13 +463,17 @@ def list_(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Memories shown.", min=1)] = 50,
     offset: Annotated[int, typer.Option(help="Memories skipped first.", min=0)] = 0,
+    archived: Annotated[bool, typer.Option("--archived", help="Also list archived memories.")] = False,
+    expired: Annotated[bool, typer.Option("--expired", help="Also list expired temporary memories.")] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """List memories, newest first (last change), by layer, tag and time."""
     start, end = _when(since, "--since"), _when(until, "--until")
     with _open(ctx, root, read_only=True) as store:
-        found = store.list_nodes(layer, tag=tag, since=start, until=end)
+        found = store.list_nodes(
+            layer, tag=tag, since=start, until=end, include_archived=archived, include_expired=expired
+        )
     page = found[offset : offset + limit]
     if json_out:
         items = [
@@ -586,6 +595,75 @@ def forget(
     typer.echo(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept")
     if deleted.incoming:
         typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+
+
+IdsArg = Annotated[list[str], typer.Argument(metavar="ID...", help="Node ids.")]
+
+
+@app.command()
+def archive(
+    ctx: typer.Context,
+    node_ids: IdsArg,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (kept in the archive log).")] = "",
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Move memories to archive/ byte for byte: out of every default read, nothing deleted."""
+    with _open(ctx, root) as store:
+        moved = store.archive(node_ids, reason=reason)
+    if json_out:
+        _print_json({"archived": moved})
+    else:
+        typer.echo(f"archived {len(moved)}: {', '.join(moved)}" if moved else "nothing to archive")
+
+
+@app.command()
+def unarchive(ctx: typer.Context, node_ids: IdsArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Move archived memories back to where they were."""
+    with _open(ctx, root) as store:
+        moved = store.unarchive(node_ids)
+    if json_out:
+        _print_json({"unarchived": moved})
+    else:
+        typer.echo(f"unarchived {len(moved)}: {', '.join(moved)}" if moved else "nothing to unarchive")
+
+
+@app.command()
+def supersede(
+    ctx: typer.Context,
+    old_id: Annotated[str, typer.Argument(metavar="OLD", help="The memory that no longer holds.")],
+    new_id: Annotated[str, typer.Argument(metavar="NEW", help="The memory that replaces it.")],
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why.")] = "",
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mark OLD as superseded by NEW: search hides OLD by default; nothing is deleted."""
+    with _open(ctx, root) as store:
+        store.supersede(old_id, new_id, reason)
+    if json_out:
+        _print_json({"old": old_id, "new": new_id, "reason": reason})
+    else:
+        typer.echo(f"{old_id}: superseded by {new_id}")
+
+
+@app.command()
+def sweep(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list the expired temporary memories.")
+    ] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove the temporary memories past their expiry (a tombstone each)."""
+    with _open(ctx, root) as store:
+        report = store.sweep(dry_run=dry_run)
+    if json_out:
+        _print_json(report.to_dict())
+    elif dry_run:
+        typer.echo(f"expired ({len(report.expired)}): {', '.join(report.expired) or 'none'}; nothing removed")
+    else:
+        typer.echo(f"removed ({len(report.removed)}): {', '.join(report.removed) or 'none'}")
 
 
 KOpt = Annotated[int, typer.Option("-k", "--limit", help="Number of results.")]
@@ -997,9 +1075,20 @@ def mcp(
             "mem0, or both comma-separated.",
         ),
     ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="The agent the server reads and writes as.")
+    ] = None,
+    workspace: Annotated[str | None, typer.Option("--workspace", help="The workspace it works in.")] = None,
+    max_sensitivity: Annotated[
+        str, typer.Option("--max-sensitivity", help="The most sensitive memories it may see.")
+    ] = "normal",
     root: RootOpt = None,
 ) -> None:
-    """Serve the store to an MCP client over stdio (needs the md-cg[mcp] extra)."""
+    """Serve the store to an MCP client over stdio (needs the md-cg[mcp] extra).
+
+    --agent, --workspace and --max-sensitivity set the scope the server works
+    in; no tool argument can change it.
+    """
     try:
         from md_cg.integrations.aliases import FAMILIES
         from md_cg.mcp_server import run_server
@@ -1013,7 +1102,8 @@ def mcp(
         raise InvalidArgumentError(
             f"--aliases {unknown[0]!r}: expected {' or '.join(FAMILIES)} (comma-separated)"
         )
-    run_server(resolve_root(ctx, root), aliases=families)
+    scope = Scope(agent=agent, workspace=workspace, max_sensitivity=max_sensitivity)
+    run_server(resolve_root(ctx, root), aliases=families, scope=scope)
 
 
 def main() -> None:

@@ -55,6 +55,7 @@ from md_cg import (
     MdCG,
     MdcgError,
     ProtectedNodeError,
+    Scope,
     SearchResult,
     __version__,
     is_fact,
@@ -302,6 +303,8 @@ def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
         d["fuzzy"] = ev["fuzzy"]
     if r.filler:
         d["filler"] = True
+    if r.superseded_by:
+        d["superseded_by"] = r.superseded_by
     d["snippet"] = snippet(r.node.body, matched)
     return d
 
@@ -643,15 +646,23 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
 
 
 def create_server(
-    root: str | os.PathLike[str], *, store: MdCG | None = None, aliases: Sequence[str] = ()
+    root: str | os.PathLike[str],
+    *,
+    store: MdCG | None = None,
+    aliases: Sequence[str] = (),
+    scope: Scope | None = None,
 ) -> MemoryServer:
     """Build the MCP server for the store at ``root`` (created if missing).
 
     Pass ``store`` to serve an already open store (tests); the caller closes
     it. ``aliases``: families of foreign tool names to add (``mcp-memory``,
-    ``mem0``; see :mod:`md_cg.integrations.aliases`).
+    ``mem0``; see :mod:`md_cg.integrations.aliases`). ``scope``: the agent,
+    workspace and sensitivity the server works in (when it opens the store);
+    it comes from whoever starts the server, never from a tool argument.
     """
-    store = store if store is not None else MdCG(Path(root), create=True)
+    if store is not None and scope is not None:
+        raise TypeError("pass scope only when create_server opens the store (an open store has its own)")
+    store = store if store is not None else MdCG(Path(root), create=True, scope=scope)
     server = MemoryServer(
         store,
         title="md-cg long-term memory",
@@ -671,9 +682,11 @@ def create_server(
     return server
 
 
-def run_server(root: str | os.PathLike[str], *, aliases: Sequence[str] = ()) -> None:
-    """Serve the store at ``root`` over stdio until the client disconnects."""
-    store = MdCG(Path(root), create=True)
+def run_server(
+    root: str | os.PathLike[str], *, aliases: Sequence[str] = (), scope: Scope | None = None
+) -> None:
+    """Serve the store at ``root`` over stdio, in ``scope``, until the client disconnects."""
+    store = MdCG(Path(root), create=True, scope=scope)
     try:
         create_server(root, store=store, aliases=aliases).run()
     finally:

@@ -6,6 +6,7 @@ import json
 import re
 import sqlite3
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -65,7 +66,8 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     names = list(group.commands)  # type: ignore[attr-defined]
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
-        "init", "add", "get", "show", "list", "update", "delete", "forget", "search", "neighbours",
+        "init", "add", "get", "show", "list", "update", "delete", "forget", "archive", "unarchive",
+        "supersede", "sweep", "search", "neighbours",
         "verify", "reflect", "sync", "health", "census", "migrate", "rebuild", "compact", "bench",
         "demo", "mcp",
     }  # fmt: skip
@@ -317,6 +319,88 @@ def test_delete_and_forget(runner: CliRunner, root: Path) -> None:
     with MdCG(root, read_only=True) as store:
         assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("kp_bsearch", "wrong")]
         assert "kp_sorting" not in store and "kp_bsearch" not in store
+
+
+def test_archive_unarchive_and_list_archived(runner: CliRunner, root: Path) -> None:
+    with MdCG(root, read_only=True) as store:
+        path = store.path_of("kp_sorting")
+        text = path.read_text(encoding="utf-8")
+        rejected = store.ids("rejected")[0]
+    out = run(runner, "archive", "kp_sorting", "anc_rule", "--reason", "stale", "--root", root).stdout
+    assert out == "archived 2: kp_sorting, anc_rule\n"
+    with MdCG(root, read_only=True) as store:
+        assert "kp_sorting" not in store and "anc_rule" not in store
+        archived = root / store.entry("kp_sorting", include_archived=True).path
+    assert archived == root / "archive" / path.relative_to(root)
+    assert archived.read_text(encoding="utf-8") == text and not path.exists()  # byte for byte
+    assert {i["id"] for i in run_json(runner, "list", "--root", root)["items"]} == {"kp_bsearch", rejected}
+    with_archived = run_json(runner, "list", "--root", root, "--archived")
+    assert {i["id"] for i in with_archived["items"]} == {"kp_bsearch", rejected, "kp_sorting", "anc_rule"}
+    assert run_json(runner, "archive", "kp_sorting", "--root", root) == {"archived": []}
+    assert run_json(runner, "unarchive", "kp_sorting", "--root", root) == {"unarchived": ["kp_sorting"]}
+    assert path.read_text(encoding="utf-8") == text and not archived.exists()
+    assert run(runner, "unarchive", "kp_sorting", "--root", root).stdout == "nothing to unarchive\n"
+    assert (
+        one_line_error(runner, "archive", "kp_nope", "--root", root)
+        == "error: no node with id 'kp_nope' in this store"
+    )
+
+
+def test_supersede_hides_the_old_memory_from_search(runner: CliRunner, root: Path) -> None:
+    run(runner, "add", "--root", root, "--id", "kp_bsearch2", "--basis", "test", "--body",
+        "# Function: binary search v2\nBinary search, iterative, overflow-safe midpoint.")  # fmt: skip
+    out = run(runner, "supersede", "kp_bsearch", "kp_bsearch2", "--reason", "v2", "--root", root).stdout
+    assert out == "kp_bsearch: superseded by kp_bsearch2\n"
+    found = run_json(runner, "search", "binary search", "--root", root, "--no-record")
+    assert [r["id"] for r in found["results"]] == ["kp_bsearch2"]
+    with MdCG(root, read_only=True) as store:
+        assert store.get("kp_bsearch").valid_until is not None
+        assert {"target": "kp_bsearch", "type": "supersedes"}.items() <= store.get("kp_bsearch2").edges[
+            0
+        ].to_dict().items()
+    assert "kp_nope" in one_line_error(runner, "supersede", "kp_nope", "kp_bsearch2", "--root", root)
+
+
+def test_sweep_lists_then_removes_expired_temporary_memories(runner: CliRunner, root: Path) -> None:
+    with MdCG(root) as store:
+        store.add(
+            Node(
+                id="tmp_old",
+                layer="contextual",
+                body="okapi",
+                retention_tier="temp",
+                expires_at=time.time() - 10,
+            )
+        )
+        store.add(
+            Node(
+                id="tmp_new",
+                layer="contextual",
+                body="okapi",
+                retention_tier="temp",
+                expires_at=time.time() + 999,
+            )
+        )
+    assert run_json(runner, "sweep", "--dry-run", "--root", root) == {
+        "expired": ["tmp_old"],
+        "removed": [],
+        "dry_run": True,
+    }
+    assert (root / "contextual" / "tmp_old.md").is_file()
+    assert (
+        run(runner, "sweep", "--dry-run", "--root", root).stdout == "expired (1): tmp_old; nothing removed\n"
+    )
+    assert run(runner, "sweep", "--root", root).stdout == "removed (1): tmp_old\n"
+    assert (
+        not (root / "contextual" / "tmp_old.md").exists() and (root / "contextual" / "tmp_new.md").is_file()
+    )
+    with MdCG(root, read_only=True) as store:
+        assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("tmp_old", "expired")]
+    assert run(runner, "sweep", "--root", root).stdout == "removed (0): none\n"
+
+
+def test_mcp_scope_options_are_checked(runner: CliRunner, root: Path) -> None:
+    assert "max_sensitivity" in one_line_error(runner, "mcp", "--root", root, "--max-sensitivity", "ultra")
 
 
 def test_mcp_aliases_value_is_checked(runner: CliRunner, root: Path) -> None:

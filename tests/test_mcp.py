@@ -24,7 +24,7 @@ import anyio
 from conftest import BINARY_SEARCH, build_small_store
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
-from md_cg import MdCG
+from md_cg import MdCG, Scope
 from md_cg.mcp_server import BUDGETS, INSTRUCTIONS, create_server
 from md_cg.migrate import migrate
 from md_cg.sample import bundled_sample_path
@@ -372,3 +372,31 @@ def test_replies_stay_within_their_budgets_on_the_sample(sample_store: Path) -> 
                 assert await size("sync", {}) <= BUDGETS["sync"].chars()
 
         anyio.run(run)
+
+
+def test_the_scope_comes_from_the_server_never_from_a_tool(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="mine", layer="contextual", body="okapi for agent a", agent_scope="a")
+        store.add(id="theirs", layer="contextual", body="okapi for agent b", agent_scope="b")
+        store.add(id="secret", layer="contextual", body="okapi secret", sensitivity="secret")
+    server = create_server(root, scope=Scope(agent="a"))
+
+    async def run() -> None:
+        async with Client(server) as client:
+            found = _ok(await client.call_tool("search", {"query": "okapi", "fill": True}))
+            assert [r["id"] for r in found["results"]] == ["mine"]
+            assert {i["id"] for i in _ok(await client.call_tool("list", {}))["items"]} == {"mine"}
+            assert "no node with id 'theirs'" in _err(await client.call_tool("get", {"id": "theirs"}))
+            made = _ok(
+                await client.call_tool("remember", {"body": "okapi note", "id": "new", "layer": "contextual"})
+            )
+            assert made["id"] == "new"
+            assert "agent" in _err(await client.call_tool("search", {"query": "okapi", "agent": "b"}))
+
+    anyio.run(run)
+    server.store.close()
+    with MdCG(root, read_only=True) as store:
+        assert store.get("new").agent_scope == "a"
+    with MdCG(root) as store, pytest.raises(TypeError, match="pass scope only when create_server opens"):
+        create_server(root, store=store, scope=Scope(agent="a"))
