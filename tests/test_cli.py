@@ -194,16 +194,18 @@ def test_add_refuses_bad_input_in_one_line(runner: CliRunner, root: Path) -> Non
 def test_get_prints_fields_then_body_and_show_prints_the_file(runner: CliRunner, root: Path) -> None:
     with MdCG(root, read_only=True) as store:
         path = store.path_of("kp_bsearch")
-        created, updated = (
-            store.get("kp_bsearch").to_dict(iso_times=True)[k] for k in ("created_at", "updated_at")
-        )
-    rel = path.relative_to(root).as_posix()
-    assert run(runner, "get", "kp_bsearch", "--root", root).stdout == (
-        f"kp_bsearch · knowledge · {rel}\nconfidence: 0.6\ntags: domain:computing\n"
-        f"created_at: {created}\nupdated_at: {updated}\nverification_basis: test\n"
-        "non_applicable_conditions: unsorted array, linked list\nedges: kp_sorting (part_of)\n\n"
-        + BINARY_SEARCH
-    )
+        stored = store.get("kp_bsearch").to_dict(iso_times=True)
+    head, body = run(runner, "get", "kp_bsearch", "--root", root).stdout.split("\n\n", 1)
+    assert body == BINARY_SEARCH
+    lines = head.splitlines()
+    assert lines[0] == f"kp_bsearch · knowledge · {path.relative_to(root).as_posix()}"
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    assert list(fields) == [k for k in stored if k not in ("id", "layer")]  # every field, file order
+    assert fields["confidence"] == "0.6" and fields["tags"] == "domain:computing"
+    assert fields["created_at"] == stored["created_at"] and fields["created_at"].endswith("Z")
+    assert fields["verification_basis"] == "test"
+    assert fields["non_applicable_conditions"] == "unsorted array, linked list"
+    assert fields["edges"] == "kp_sorting (part_of)"
     data = run_json(runner, "get", "kp_bsearch", "--root", root)
     assert set(data) == {"id", "layer", "path", "frontmatter", "body"}
     assert data["body"] == BINARY_SEARCH and data["path"] == str(path)
