@@ -448,6 +448,7 @@ def test_search_json_has_results_and_meta(runner: CliRunner, root: Path) -> None
         "title",
         "evidence",
         "filler",
+        "superseded_by",
     }
     assert (top["id"], top["tier"], top["state"]) == ("kp_bsearch", "T0", "REJECT")
     assert "linked list" in top["basis"]
