@@ -31,7 +31,7 @@ from pathlib import Path
 
 import orjson
 
-from md_cg import benchmark, recall, resurface
+from md_cg import MdCG, benchmark, recall, resurface
 from md_cg.recall import StatsNode, recall_stats
 
 NOW = datetime(2026, 2, 12, 12, 0, tzinfo=UTC)
@@ -171,6 +171,65 @@ def bench_budget() -> list[tuple[str, str, str]]:
     return [("adaptive_inject_budget", "per call (mixed queries)", f"{per:.1f} µs")]
 
 
+def _write_access_log(store: MdCG, ids: list[str], n_events: int, zipf: bool) -> Path:
+    """``n_events`` access events as the store writes them, in one shard."""
+    shard = store.root / ".mdcg" / "access" / f"bench_{'zipf' if zipf else 'uniform'}.jsonl"
+    shard.parent.mkdir(parents=True, exist_ok=True)
+    now_ns = time.time_ns()
+    events = _events(n_events, ids, zipf)
+    with open(shard, "wb") as fh:
+        for seq, e in enumerate(events):
+            e["ts"] = now_ns - (NOW_NS - int(e["ts"]))  # type: ignore[call-overload]
+            fh.write(orjson.dumps({**e, "seq": seq}) + b"\n")
+    return shard
+
+
+NOW_NS = int(NOW.timestamp()) * 1_000_000_000
+
+
+def bench_store(
+    root: Path, n_nodes: int, n_events: int, repeat: int, calls: int
+) -> list[tuple[str, str, str]]:
+    """The store surface: recall_stats over the access log, resurface, inject beside search."""
+    from bench_organize import build_store
+
+    store = build_store(root, n_nodes)
+    n = len(store)
+    rows: list[tuple[str, str, str]] = []
+    ids = store.ids()
+    for zipf in (False, True) if n_events else ():
+        shard = _write_access_log(store, ids, n_events, zipf)
+        kind = "Zipf" if zipf else "uniform"
+        what = f"MdCG.recall_stats, {n_events:,} events in the log, {n:,} nodes, {kind} ids"
+        rows.append((what, "log read + decode + statistics", _time(store.recall_stats, repeat)))
+        shard.unlink()
+    days = [date.today() + timedelta(days=k) for k in range(calls)]
+    store.resurface(days[0], seed=0)  # the index of the store's dates, built once per store state
+    times = []
+    for k, day in enumerate(days):
+        t0 = time.perf_counter()
+        store.resurface(day, seed=k)
+        times.append(time.perf_counter() - t0)
+    rows.append((f"MdCG.resurface, {n:,} nodes over 10 years", f"{calls} days", _percentiles(times)))
+    queries = [e.title for e in store.entries()[:: max(1, n // 200)]][:200]
+    for label, fn in (
+        ("search (k=5, record=False)", lambda q: store.search(q, k=5, record=False)),
+        ("inject (max_items=5, records)", lambda q: store.inject(q, 5)),
+    ):
+        for q in queries[:20]:
+            fn(q)
+        times = []
+        for q in queries:
+            t0 = time.perf_counter()
+            fn(q)
+            times.append(time.perf_counter() - t0)
+        rows.append(
+            (f"MdCG {label}, {n:,} nodes", f"{len(queries)} node titles as queries", _percentiles(times))
+        )
+    store.close()
+    return rows
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--events", type=int, default=1_000_000)
@@ -178,11 +237,19 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--calls", type=int, default=200)
     ap.add_argument("--out", type=Path, default=None)
+    ap.add_argument(
+        "--store", type=Path, default=None, help="also measure the store surface on this store folder"
+    )
+    ap.add_argument("--pure", action=argparse.BooleanOptionalAction, default=True)
     args = ap.parse_args()
-    rows = bench_resurface(args.nodes, args.calls) + bench_budget()
-    rows += bench_stats(args.events, args.nodes, args.repeat)
+    rows = []
+    if args.pure:
+        rows += bench_resurface(args.nodes, args.calls) + bench_budget()
+        rows += bench_stats(args.events, args.nodes, args.repeat)
+    if args.store:
+        rows += bench_store(args.store, args.nodes, args.events, args.repeat, args.calls)
     lines = [
-        "### Recall statistics and resurfacing (pure parts)",
+        "### Recall statistics, resurfacing and inject",
         "",
         f"Machine: {benchmark.machine()}",
         "",

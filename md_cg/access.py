@@ -17,17 +17,25 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 
 from __future__ import annotations
 
+import gc
 import os
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
 import orjson
 
-from . import fsops, paths
+from . import fsops, paths, recall
+from . import resurface as resurface_mod
 from .errors import UnsafePathError
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
 COUNTS = "counts.json"
+#: A folded shard is kept while it holds an event this recent: recall
+#: statistics read the events of up to a year (``window_days`` <= 365).
+EVENT_RETAIN_DAYS = 366
 
 
 @dataclass
@@ -91,14 +99,22 @@ def read_counts(root: str, offsets: dict[str, int] | None = None) -> AccessTail:
             continue
         ends[name] = read.end
         for rec in read.records:
-            node_id = rec.get("id")
-            if not isinstance(node_id, str):
-                continue
-            counts[node_id] = counts.get(node_id, 0) + 1
-            ts = rec.get("ts", 0) / 1e9
-            if ts > last.get(node_id, 0.0):
-                last[node_id] = ts
+            for node_id in _record_ids(rec):
+                counts[node_id] = counts.get(node_id, 0) + 1
+                ts = rec.get("ts", 0) / 1e9
+                if ts > last.get(node_id, 0.0):
+                    last[node_id] = ts
     return AccessTail(counts, last, ends)
+
+
+def _record_ids(rec: dict[str, Any]) -> list[str]:
+    """The node ids one log line counts: an event's ``ids`` (each once), or
+    the single ``id`` of a line written before events had a mode."""
+    ids = rec.get("ids")
+    if isinstance(ids, list):
+        return [i for i in dict.fromkeys(ids) if isinstance(i, str) and i]
+    node_id = rec.get("id")
+    return [node_id] if isinstance(node_id, str) else []
 
 
 def fold(root: str, keep: Any = None) -> dict[str, int]:
@@ -129,17 +145,201 @@ def fold(root: str, keep: Any = None) -> dict[str, int]:
 
 
 def _remove_folded_shards(root: str, offsets: dict[str, int]) -> list[str]:
-    """Delete shards fully folded whose writer is gone; return their names."""
+    """Delete shards fully folded whose writer is gone and whose newest event
+    is older than :data:`EVENT_RETAIN_DAYS` (recall statistics read the
+    events of up to a year); return their names."""
     removed = []
+    keep_after = time.time_ns() - EVENT_RETAIN_DAYS * 86_400 * 1_000_000_000
     for name in fsops.list_shards(root, ACCESS_REL):
         rel = f"{ACCESS_REL}/{name}"
         fh = fsops.try_lock_exclusive(root, rel)
         if fh is None:
             continue
         try:
-            if offsets.get(name, -1) == os.fstat(fh.fileno()).st_size:
+            if (
+                offsets.get(name, -1) == os.fstat(fh.fileno()).st_size
+                and _newest_event_ts(root, rel) < keep_after
+            ):
                 fsops.remove(root, rel)
                 removed.append(name)
         finally:
             fh.close()
     return removed
+
+
+def _newest_event_ts(root: str, rel: str) -> int:
+    """The newest ``ts`` among a shard's access events (lines with ``ids``);
+    0 when it holds none (only counts written before events had a mode)."""
+    try:
+        records = fsops.read_shard(root, rel).records
+    except (FileNotFoundError, UnsafePathError):
+        return 0
+    stamps = [r.get("ts", 0) for r in records if "ids" in r]
+    return max((t for t in stamps if isinstance(t, int)), default=0)
+
+
+def event_line(mode: str, ids: list[str], agent: str | None, workspace: str | None) -> dict[str, Any]:
+    """The log line of one access event (the shard writer stamps ``ts``); see
+    :mod:`md_cg.recall` for the record rules. Unscoped callers leave the
+    scope keys out."""
+    rec: dict[str, Any] = {"mode": mode}
+    if agent is not None:
+        rec["agent"] = agent
+    if workspace is not None:
+        rec["workspace"] = workspace
+    rec["ids"] = list(dict.fromkeys(ids))
+    return rec
+
+
+def read_events(root: str) -> Iterator[dict[str, Any]]:
+    """Every access event of every shard, folded or not (shard by shard).
+
+    Lines written before events had a mode (``{"id": ...}``) are not events
+    and are left out; anything else is yielded for :func:`md_cg.recall.recall_stats`
+    to check (it counts malformed records). A shard is decoded with one
+    orjson call when it can be, which is several times faster than a call
+    per line; a torn last line is never read.
+    """
+    try:
+        names = fsops.list_shards(root, ACCESS_REL)
+    except UnsafePathError:
+        return
+    for name in names:
+        try:
+            data, _ = fsops.read_file(root, f"{ACCESS_REL}/{name}")
+        except (FileNotFoundError, UnsafePathError):
+            continue
+        cut = data.rfind(b"\n")
+        if cut <= 0:
+            continue
+        body = data[:cut]
+        try:
+            records = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        except orjson.JSONDecodeError:
+            records = _decode_lines(body)
+        for rec in records:
+            if type(rec) is not dict or "id" not in rec:
+                yield rec
+
+
+def _decode_lines(body: bytes) -> list[object]:
+    out: list[object] = []
+    for line in body.split(b"\n"):
+        try:
+            out.append(orjson.loads(line))
+        except orjson.JSONDecodeError:
+            out.append(None)  # counted as malformed by the statistics
+    return out
+
+
+# -- store-facing: recall statistics, inject, resurfacing ---------------------------------
+# The store passes itself (duck-typed: ``root``, ``entries()`` of the caller's
+# visible active nodes, ``search``, ``log``) and the caller's scope; the
+# logic stays in the pure modules :mod:`md_cg.recall` and :mod:`md_cg.resurface`.
+
+#: The show history of resurfacing: the append-only log ``.mdcg/resurface/``.
+SHOW_LOG = "resurface"
+#: Characters of a node's text an inject item carries (a prompt budget).
+INJECT_TEXT_CHARS = 480
+
+
+def stats(
+    root: str | os.PathLike[str],
+    entries: Iterable[Any],
+    scope: Any,
+    *,
+    window_days: object,
+    exempt_days: object,
+    max_inject_slots: object,
+    now: datetime | None = None,
+) -> recall.RecallStats:
+    """:func:`md_cg.recall.recall_stats` over the access events of the store at
+    ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
+    caller counts only its own events."""
+    nodes = [(e.id, e.title, e.created_at, True) for e in entries]
+    # A million decoded events are a few million objects, none in a cycle: the
+    # collector rescanning them would cost more than the decoding (4x, measured).
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        return recall.recall_stats(
+            read_events(str(root)),
+            nodes,
+            now=now or datetime.now(UTC),
+            window_days=window_days,
+            exempt_days=exempt_days,
+            max_inject_slots=max_inject_slots,
+            agent=getattr(scope, "agent", None),
+            workspace=getattr(scope, "workspace", None),
+        )
+    finally:
+        if was:
+            gc.enable()
+
+
+def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
+    """A node's text for a prompt: the body without its title line, whitespace
+    collapsed, cut at ``limit`` characters (the title travels apart)."""
+    text = " ".join(recall.content_of(body).split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def inject_items(store: Any, query: str, max_items: int) -> list[recall.InjectItem]:
+    """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
+    search results, never filler nor REJECT (recording is the caller's act)."""
+    budget = recall.adaptive_inject_budget(query, max_items)
+    if budget <= 0 or not query.strip():
+        return []
+    results, _meta = store.search(query, k=budget, record=False)
+    # A REJECT result is one the judge found not applicable to the query (a
+    # condition it excludes matched): in a prompt it would mislead.
+    return [
+        recall.InjectItem(r.id, r.entry.title, compact_text(r.node.body), round(float(r.score), 6))
+        for r in results
+        if not r.filler and r.state != "REJECT"
+    ][:budget]
+
+
+_INDEX_CACHE: dict[str, tuple[object, resurface_mod.ResurfaceIndex]] = {}
+
+
+def _resurface_index(
+    root: str, version: object, entries: Callable[[], Iterable[Any]], tz: tzinfo
+) -> resurface_mod.ResurfaceIndex:
+    """The candidates of the visible active nodes by ``created_at`` (the
+    resurfacing date the store uses), rebuilt only when ``version`` (the
+    store's index state and what the caller cannot see) or the time zone changed."""
+    key = (version, str(tz))
+    cached = _INDEX_CACHE.get(root)
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    index = resurface_mod.ResurfaceIndex(
+        (e.id, resurface_mod.node_date(e.created_at, tz=tz, node_id=e.id))
+        for e in entries()
+        if e.created_at is not None
+    )
+    _INDEX_CACHE[root] = (key, index)
+    return index
+
+
+def resurface_pick(
+    store: Any,
+    version: object,
+    entries: Callable[[], Iterable[Any]],
+    today: date | None,
+    seed: int | None,
+    *,
+    record: bool,
+) -> resurface_mod.Resurfaced | None:
+    """One memory to bring back on ``today`` (default: the local today) among
+    ``entries()``, the caller's visible active nodes (``version`` says when
+    they change); ``seed`` None is 0, so a day shows one memory.
+    ``record=True`` appends the show to the history (``.mdcg/resurface/``)."""
+    tz = datetime.now().astimezone().tzinfo or UTC
+    day = datetime.now(tz).date() if today is None else today
+    log = store.log(SHOW_LOG)
+    index = _resurface_index(str(store.root), version, entries, tz)
+    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=log.read())
+    if pick is not None and record:
+        log.append([resurface_mod.show_record(pick.id, day, tier=pick.tier)], durable=True)
+    return pick

@@ -48,7 +48,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from .node import LAYERS, NEGATIVE_LAYERS
+from .node import LAYERS, NEGATIVE_LAYERS, SENSITIVITY_LEVELS
 from .script import CJK_CHARS, fold
 from .temporal import normalize_temporal
 
@@ -78,7 +78,7 @@ class NormalizedCandidate:
     importance: float | None = None
     tags: tuple[str, ...] = ()
     temporal: str = ""
-    sensitivity: str | int | None = None
+    sensitivity: str | None = None
     agent_scope: str | None = None
     workspace_scope: str | None = None
 
@@ -173,12 +173,13 @@ def _scope_field(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str) 
         value = defaults.get(key)
     if value is None:
         return None
-    if key == "sensitivity" and isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
+    if key == "sensitivity":
+        if isinstance(value, str) and value.strip().casefold() in SENSITIVITY_LEVELS:
+            return value.strip().casefold()
+        return Skip(f"sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}, got {value!r}", key)
     if isinstance(value, str) and value.strip():
         return value.strip()
-    need = "a non-empty string or a non-negative integer" if key == "sensitivity" else "a non-empty string"
-    return Skip(f"{key} must be {need}, got {value!r}", key)
+    return Skip(f"{key} must be a non-empty string, got {value!r}", key)
 
 
 def normalize_candidate(raw: object, defaults: Mapping[str, Any] | None = None) -> NormalizedCandidate | Skip:

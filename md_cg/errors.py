@@ -252,3 +252,12 @@ class MergeError(FileError):
 
 class DemoError(MdcgError):
     """``mdcg demo`` cannot run in the folder it was given."""
+
+
+class OrganizeApplyError(MdcgError):
+    """An organise apply that cannot go ahead (unknown run, a receipt, a failed
+    or already applied dry run, bad decisions); ``run_id`` names the dry run."""
+
+    def __init__(self, run_id: str | None, message: str) -> None:
+        super().__init__(message)
+        self.run_id = run_id

@@ -31,7 +31,7 @@ import heapq
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
@@ -408,13 +408,13 @@ def _scan(
             continue
         in_window += 1
         by_mode[mode] += 1
-        if len(ids) > 1:
-            ids = set(ids)  # one call exposes an id once, whatever the record says
+        # One call exposes an id once, whatever the record says.
+        exposed: Collection[str] = set(ids) if len(ids) > 1 else ids
         if mode == "inject":
             inject_runs += 1
-            injected += len(ids)
+            injected += len(exposed)
         # Counting in batches keeps the per-event cost to one C-level extend.
-        buffer.extend(ids)
+        buffer.extend(exposed)
         if len(buffer) >= _COUNT_BATCH:
             counts.update(buffer)
             buffer.clear()
@@ -540,6 +540,31 @@ def recall_stats(
 
 # --------------------------------------------------------------------------
 # adaptive inject budget
+
+
+def content_of(body: str) -> str:
+    """A node body without its title line (the first non-empty line), trimmed."""
+    start = 0
+    while start < len(body):
+        nl = body.find("\n", start)
+        stop = len(body) if nl < 0 else nl
+        if body[start:stop].strip():
+            return body[stop + 1 :].strip() if nl >= 0 else ""
+        start = stop + 1
+    return ""
+
+
+@dataclass(frozen=True)
+class InjectItem:
+    """One memory ready for a prompt: its id, title, compact text and search score."""
+
+    id: str
+    title: str
+    text: str
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "title": self.title, "text": self.text, "score": self.score}
 
 
 def _fold_query(text: str) -> str:

@@ -283,7 +283,7 @@ def _tier2(today: date) -> list[tuple[int, int]]:
 
 
 def _tier3(today: date, years: Sequence[int]) -> list[tuple[int, int]]:
-    out = []
+    out: list[tuple[int, int]] = []
     for y in years:
         if _valid(y, today.month, today.day):
             centre = date(y, today.month, today.day).toordinal()
@@ -297,7 +297,7 @@ def _tier3(today: date, years: Sequence[int]) -> list[tuple[int, int]]:
 
 
 def _month_days(years: Sequence[int], months: Sequence[int]) -> list[tuple[int, int]]:
-    out = []
+    out: list[tuple[int, int]] = []
     for y in years:
         for m in months:
             start = date(y, m, 1).toordinal()
@@ -392,6 +392,8 @@ def _check_today(today: object) -> date:
 
 
 def _check_candidate(cand: object) -> tuple[str, int]:
+    node_id: object
+    day: object
     try:
         node_id, day = cand  # type: ignore[misc]
     except (TypeError, ValueError):

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from . import (
     visibility,
 )
 from . import engine as engine_mod
+from . import organize as organize_mod
 from . import search as search_mod
 from .engine import Engine
 from .errors import (
@@ -42,7 +44,10 @@ from .errors import (
 from .index import Entry
 from .logs import AppendLog
 from .node import Node, check_id, check_layer, validate
+from .organize import OrganizeResult
+from .recall import InjectItem, RecallStats
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
+from .resurface import Resurfaced
 from .retention import SweepReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
@@ -478,7 +483,7 @@ class MdCG(views.Reads, views.Lifecycle):
                 eng.refresh()
                 eng.drop_missing(gone)
         if record and not self.read_only:
-            self.record_access([r.id for r in results if not r.filler])
+            self._record_event("search", [r.id for r in results if not r.filler])
         return results, meta
 
     def record_access(self, node_ids: Iterable[str]) -> None:
@@ -649,3 +654,75 @@ class MdCG(views.Reads, views.Lifecycle):
                     )
             uncounted = self._filter.hidden(state)
             return maintenance.health(eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted)
+
+    # -- organise, recall statistics, inject, resurfacing (md_cg.organize, md_cg.access) ----------
+
+    def organize(
+        self, mode: str = "dryRun", *, candidates: Any = None, run_id: Any = None, decisions: Any = None
+    ) -> OrganizeResult:
+        """Compare candidates with the store (``dryRun``) or apply one dry run's
+        decisions exactly once (``apply``); see :mod:`md_cg.organize`."""
+        scope = self.scope
+        return organize_mod.organize(
+            self, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=scope
+        )
+
+    def recall_stats(
+        self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5
+    ) -> RecallStats:
+        """Top recalled, zombie rate, injection and coverage over the access log (docs/recall.md)."""
+        return access.stats(
+            self.root,
+            self._active_entries(),
+            self.scope,
+            window_days=window_days,
+            exempt_days=exempt_days,
+            max_inject_slots=max_inject_slots,
+        )
+
+    def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
+        """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""
+        items = access.inject_items(self, query, max_items)
+        if max_items > 0:
+            self._record_event("inject", [i.id for i in items])
+        return items
+
+    def resurface(
+        self, today: date | None = None, seed: int | None = None, *, record: bool = False
+    ) -> Resurfaced | None:
+        """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
+        hidden = self._hidden(visibility.SEARCH)
+        state = self._engine.state
+        version = (id(state), state.generation, hidden)  # the candidates change only with these
+
+        def active() -> list[Entry]:
+            return [e for e in state.entries.values() if e.id not in hidden]
+
+        return access.resurface_pick(self, version, active, today, seed, record=record)
+
+    def _active_entries(self) -> list[Entry]:
+        """Entries the caller sees that are active: not archived, expired or superseded."""
+        hidden = self._hidden(visibility.SEARCH)
+        return [e for e in self._engine.entries() if e.id not in hidden]
+
+    def _record_event(self, mode: str, ids: list[str]) -> None:
+        """Append one access event (mode, caller, ids) to this process's access-log shard;
+        an inject run counts even when it filled no slot, other calls only when they exposed ids."""
+        if self.read_only or self._access_broken or (not ids and mode != "inject"):
+            return
+        scope = self.scope
+        line = access.event_line(
+            mode, ids, scope.agent if scope else None, scope.workspace if scope else None
+        )
+        with self._engine.lock:
+            try:
+                self._engine.ensure_writable()
+                self._access.append([line])
+            except OSError as exc:
+                if not isinstance(exc, PermissionError) and not engine_mod.is_read_only_error(exc):
+                    raise
+                self._access_broken = f"{exc.strerror or exc}"
+                note = (
+                    f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded"
+                )
+                engine_mod.warn_once(self, "access", note)

@@ -53,6 +53,7 @@ RANK = {
     "editing": 7,
     "protocol": 7,
     "retention": 7,
+    "organize": 5,
     "views": 8,
     "loop": 8,
     "store": 9,

@@ -41,7 +41,8 @@ def test_a_full_candidate_is_normalised() -> None:
         "agent_scope": "agent-b",
         "source": "ignored",
     }
-    c = normalize_candidate(raw, {"agent_scope": "agent-a", "workspace_scope": "ws-1", "sensitivity": 2})
+    defaults = {"agent_scope": "agent-a", "workspace_scope": "ws-1", "sensitivity": "Private"}
+    c = normalize_candidate(raw, defaults)
     assert c == NormalizedCandidate(
         layer="knowledge",
         title="Coffee order",
@@ -49,11 +50,11 @@ def test_a_full_candidate_is_normalised() -> None:
         importance=1.0,
         tags=("drinks", "morning"),
         temporal="durable",
-        sensitivity=2,
+        sensitivity="private",
         agent_scope="agent-b",
         workspace_scope="ws-1",
     )
-    assert c.scope == (2, "agent-b", "ws-1")
+    assert c.scope == ("private", "agent-b", "ws-1")
     assert c.text == "Coffee order\nOat-milk flat white, no sugar."
     assert c.to_dict() == {
         "layer": "knowledge",
@@ -62,7 +63,7 @@ def test_a_full_candidate_is_normalised() -> None:
         "importance": 1.0,
         "tags": ["drinks", "morning"],
         "temporal": "durable",
-        "sensitivity": 2,
+        "sensitivity": "private",
         "agent_scope": "agent-b",
         "workspace_scope": "ws-1",
     }
@@ -126,7 +127,11 @@ def test_a_minimal_candidate_leaves_optional_fields_unset() -> None:
         ),
         (
             {"layer": "self", "title": "t", "content": "c", "sensitivity": True},
-            Skip("sensitivity must be a non-empty string or a non-negative integer, got True", "sensitivity"),
+            Skip("sensitivity must be one of public, normal, private, secret, got True", "sensitivity"),
+        ),
+        (
+            {"layer": "self", "title": "t", "content": "c", "sensitivity": 2},
+            Skip("sensitivity must be one of public, normal, private, secret, got 2", "sensitivity"),
         ),
     ],
 )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from md_cg import recall
+from md_cg import MdCG, access, recall
 from md_cg.errors import DataFileError, InvalidArgumentError
 from md_cg.recall import (
     AccessEvent,
@@ -22,6 +22,7 @@ from md_cg.recall import (
     parse_event,
     recall_stats,
 )
+from md_cg.visibility import Scope
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 NS = 1_000_000_000
@@ -394,3 +395,118 @@ def test_cue_file_errors_name_the_file(tmp_path: Path) -> None:
         json.dumps({"version": 1, "_comment": "x", "fr": ["La Dernière  Fois"]}), encoding="utf-8"
     )
     assert load_recall_cues(good) == ("la dernière fois",)
+
+
+# -- the store: access events, recall_stats and inject ------------------------------------------
+
+NGINX = "# Nginx reverse proxy\n\nConfigure nginx as a reverse proxy:\n  proxy_pass to port 8080.\n"
+
+
+def small_store(root: Path) -> MdCG:
+    store = MdCG(root)
+    store.add(id="kp_nginx", layer="knowledge", body=NGINX)
+    store.add(id="kp_tea", layer="knowledge", body="# Tea\n\nBob likes green tea in the morning.\n")
+    store.add(id="kp_cat", layer="knowledge", body="# Cat\n\nThe cat is called Mochi.\n")
+    return store
+
+
+def logged(store: MdCG) -> list[dict[str, object]]:
+    return [
+        {k: v for k, v in e.items() if k not in ("ts", "seq")} for e in access.read_events(str(store.root))
+    ]
+
+
+def test_one_search_is_one_event_without_filler(tmp_path: Path) -> None:
+    store = small_store(tmp_path / "s")
+    results, _ = store.search("nginx reverse proxy", k=3)
+    exposed = [r.id for r in results if not r.filler]
+    assert exposed[0] == "kp_nginx"
+    assert logged(store) == [{"mode": "search", "ids": exposed}]
+    filler_only, _ = store.search("zebra quantum entanglement", k=3)
+    assert filler_only and all(r.filler for r in filler_only)
+    store.search("nginx", record=False)
+    store.health()
+    assert logged(store) == [{"mode": "search", "ids": exposed}]
+    assert store.access_counts(["kp_nginx", "kp_cat"]) == {"kp_nginx": 1, "kp_cat": 0}
+
+
+def test_inject_uses_the_budget_never_filler_and_records_runs(tmp_path: Path) -> None:
+    store = small_store(tmp_path / "s")
+    items = store.inject("configure the nginx reverse proxy", 5)
+    assert 1 <= len(items) <= 3  # a specific query: ceil(5 / 2)
+    assert (items[0].id, items[0].title) == ("kp_nginx", "Nginx reverse proxy")
+    assert items[0].text == "Configure nginx as a reverse proxy: proxy_pass to port 8080."
+    assert store.inject("zebra quantum entanglement", 5) == []  # only filler: nothing injected
+    assert store.inject("nginx proxy", 0) == []  # 0 = inject nothing, not even a run
+    assert logged(store) == [
+        {"mode": "inject", "ids": [i.id for i in items]},
+        {"mode": "inject", "ids": []},
+    ]
+    stats = store.recall_stats(max_inject_slots=5)
+    assert (stats.injection.runs, stats.injection.injected_count) == (2, len(items))
+    assert stats.injection.slot_fill_rate == len(items) / 10
+    assert stats.coverage.by_mode == {"search": 0, "inject": 2, "get": 0}
+
+
+def test_store_recall_stats_counts_exposures_over_its_nodes(tmp_path: Path) -> None:
+    store = small_store(tmp_path / "s")
+    old = NOW.timestamp() - 40 * DAY_S
+    store.add(id="kp_old", layer="knowledge", body="# Old\n\nAn old note nobody reads.\n", created_at=old)
+    store.search("nginx reverse proxy", k=1)
+    store.search("green tea", k=1)
+    store.search("nginx", k=1)
+    stats = store.recall_stats(window_days=400, exempt_days="x")  # type: ignore[arg-type]
+    assert stats.options["window_days"] == 30 and stats.options["exempt_days"] == 7
+    assert [(r.id, r.count) for r in stats.top_recalled] == [("kp_nginx", 2), ("kp_tea", 1)]
+    # Three nodes are new (exempt); kp_old is eligible and never exposed.
+    assert (stats.zombie.active_count, stats.zombie.exempt_count, stats.zombie.zombie_count) == (4, 3, 1)
+    assert stats.zombie.sample == (("kp_old", "Old"),)
+
+
+def test_folding_keeps_the_events_statistics_need(tmp_path: Path) -> None:
+    store = small_store(tmp_path / "s")
+    store.search("nginx reverse proxy", k=1)
+    store.close()
+    store = MdCG(tmp_path / "s")
+    assert store.compact_access() == {"kp_nginx": 1}
+    assert logged(store) == [{"mode": "search", "ids": ["kp_nginx"]}]  # still there for recall_stats
+    assert store.access_counts(["kp_nginx"]) == {"kp_nginx": 1}  # and not counted twice
+    assert store.recall_stats().top_recalled[0].count == 1
+
+
+def test_events_carry_the_caller_and_stats_respect_scope_and_archive(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    small_store(root).close()
+    with MdCG(root, scope=Scope(agent="agent-b")) as b:
+        b.add(id="kp_b", layer="knowledge", body="# Nginx for b\n\nnginx reverse proxy notes of agent b\n")
+        b.search("nginx reverse proxy", k=5)
+    a = MdCG(root, scope=Scope(agent="agent-a"))
+    results, _ = a.search("nginx reverse proxy", k=5)
+    assert "kp_b" not in {r.id for r in results}
+    events = {e["agent"]: e for e in logged(a)}  # shards are read per process, not in time order
+    assert sorted(events) == ["agent-a", "agent-b"] and {e["mode"] for e in events.values()} == {"search"}
+    assert "kp_b" in events["agent-b"]["ids"]  # type: ignore[operator]
+    stats = a.recall_stats()
+    assert stats.coverage.events_in_window == 1  # agent-a's own event only
+    assert "kp_b" not in {r.id for r in stats.top_recalled}
+    assert stats.zombie.active_count == 3  # kp_b is outside agent-a's scope
+    a.archive(["kp_nginx"])
+    after = a.recall_stats()
+    assert "kp_nginx" not in {r.id for r in after.top_recalled}
+    assert after.zombie.active_count == 2
+    assert a.resurface(seed=1) is not None and a.resurface(seed=1).id in {"kp_tea", "kp_cat"}  # type: ignore[union-attr]
+    a.close()
+
+
+def test_inject_leaves_out_what_the_judge_rejects(tmp_path: Path) -> None:
+    store = MdCG(tmp_path / "s")
+    store.add(
+        id="kp_bsearch",
+        layer="knowledge",
+        body="# Binary search\n\nBinary search halves a sorted array each step.\n",
+        non_applicable_conditions=["linked list"],
+    )
+    results, _ = store.search("binary search over a linked list", record=False)
+    assert [(r.id, r.state) for r in results if not r.filler] == [("kp_bsearch", "REJECT")]
+    assert store.inject("binary search over a linked list", 5) == []
+    assert [i.id for i in store.inject("binary search sorted array", 5)] == ["kp_bsearch"]

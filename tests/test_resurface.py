@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from md_cg import MdCG
+from md_cg.access import SHOW_LOG
 from md_cg.errors import InvalidArgumentError, InvalidNodeError
 from md_cg.resurface import (
     TIER_WEIGHTS,
@@ -577,3 +579,29 @@ def test_docs_examples_run_as_written() -> None:
     assert len(blocks) == 2
     for block in blocks:
         exec(compile(block, str(doc), "exec"), {})
+
+
+# ---------------------------------------------------------------- the store surface
+
+
+def _noon(day: date) -> float:
+    return datetime(day.year, day.month, day.day, 12, tzinfo=UTC).timestamp()
+
+
+def test_store_resurface_is_deterministic_and_records_only_when_asked(tmp_path: Path) -> None:
+    store = MdCG(tmp_path / "s")
+    dated = {"kp_a": D(2019, 2, 12), "kp_b": D(2023, 2, 12), "kp_c": D(2025, 12, 10)}
+    for node_id, day in dated.items():
+        store.add(id=node_id, layer="knowledge", body=f"# {node_id}\n\nnote\n", created_at=_noon(day))
+    today = D(2026, 2, 12)
+    expected = resurface(list(dated.items()), today=today, seed=3)
+    pick = store.resurface(today, seed=3)
+    assert pick == expected and pick is not None
+    assert store.resurface(today, seed=3) == pick
+    assert store.log(SHOW_LOG).read() == []  # record=False writes nothing
+    shown = store.resurface(today, seed=3, record=True)
+    assert shown == pick
+    assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
+    after = store.resurface(today, seed=3)
+    assert after is not None and after.id != pick.id  # 90 days of cooldown
+    assert store.resurface(D(2000, 1, 1), seed=3) is None  # nothing dated that early

@@ -1,0 +1,715 @@
+"""Organise: compare candidate memories with the store, then apply once, with receipts.
+
+Two calls, both shaped as "better to do nothing" (docs/organize.md):
+
+* :func:`dry_run` normalises up to :data:`MAX_CANDIDATES` candidates
+  (:func:`md_cg.dedupe.normalize_candidate`; a bad one is skipped with its
+  reason and the run is ``degraded``), gives each accepted one a verdict
+  against the caller's visible, non-archived nodes of the *same scope*
+  (``exact`` / ``near`` / ``new``, :func:`md_cg.dedupe.verdict`) and appends
+  one record to the audit log ``.mdcg/organize/``. It writes no memory. An
+  infrastructure error is recorded as ``failed`` and re-raised.
+* :func:`apply` replays the normalised snapshot of one dry run: ``save`` and
+  ``discard`` name indexes the dry run accepted, ``archive`` names ids the
+  report matched. Under the audit log's lock it re-reads the log and checks,
+  in the seed's order, that the run exists, is a dry run and not a receipt,
+  did not fail and was never applied; then it appends an intent (the ids it
+  is about to write), commits everything with one
+  ``MdCG.apply_changes`` call (all or nothing), and appends the receipt.
+  Every call leaves a receipt, failures included (``applied`` 0). Nothing
+  here deletes a file: removal is archiving.
+
+Imports :mod:`md_cg.dedupe`, :mod:`md_cg.index`, :mod:`md_cg.text`,
+:mod:`md_cg.node`, :mod:`md_cg.logs` and :mod:`md_cg.errors`; the store is
+passed in (duck-typed), so this module sits beside ``store.py``, not under it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, ClassVar, Protocol
+
+import numpy as np
+import orjson
+
+from . import dedupe
+from .errors import InvalidArgumentError, NodeNotFoundError, OrganizeApplyError
+from .index import layer_code, no_gc, title_of
+from .logs import AppendLog
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
+from .recall import content_of
+from .text import query_terms
+
+#: Candidates judged per dry run; the rest are reported as ``truncated``.
+MAX_CANDIDATES = 50
+#: Rows per candidate that the BM25 index pre-selects for the near score. A
+#: near duplicate shares most of its words with the candidate, so it ranks at
+#: the top of a BM25 query made of the candidate's own text.
+NEAR_POOL = 20
+#: Query terms of that BM25 query (the candidate's longest distinct terms).
+POOL_TERMS = 8
+#: The audit log: ``.mdcg/organize/`` (its lock ``.mdcg/organize.lock``).
+AUDIT_LOG = "organize"
+MODES: tuple[str, ...] = ("dryRun", "apply")
+ACTIONS: tuple[str, ...] = ("save", "discard", "archive")
+#: Statuses of a run record: ``ok``, ``degraded`` (some input was skipped),
+#: ``noop`` (nothing to judge or nothing applied) and ``failed``.
+STATUSES: tuple[str, ...] = ("ok", "degraded", "noop", "failed")
+
+
+class OrganizeStore(Protocol):
+    """What organise needs of a store (:class:`md_cg.store.MdCG` provides it)."""
+
+    @property
+    def lock_timeout(self) -> float: ...
+    def entries(self, layer: str | None = None) -> list[Any]: ...
+    def __contains__(self, node_id: object) -> bool: ...
+    def get(self, node_id: str) -> Node: ...
+    def log(self, name: str) -> AppendLog: ...
+    def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...
+
+
+# -- results ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Match:
+    """The stored node a candidate matched; ``score`` is 1.0 for ``exact``."""
+
+    id: str
+    title: str
+    score: float
+
+
+@dataclass(frozen=True)
+class OrganizeItem:
+    """The verdict on one accepted candidate (``index`` is its place in the input)."""
+
+    index: int
+    layer: str
+    title: str
+    verdict: str
+    match: Match | None
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.match
+        match = None if m is None else {"id": m.id, "title": m.title, "score": round(m.score, 4)}
+        return {
+            "index": self.index,
+            "layer": self.layer,
+            "title": self.title,
+            "verdict": self.verdict,
+            "match": match,
+        }
+
+
+@dataclass(frozen=True)
+class SkippedInput:
+    """A candidate (dry run) or decision (apply) that was not taken, and why.
+
+    ``index`` is its place in the input list; ``field`` the offending key,
+    ``id`` the node id an archive decision named."""
+
+    index: int
+    reason: str
+    field: str | None = None
+    id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"index": self.index, "reason": self.reason}
+        if self.field is not None:
+            out["field"] = self.field
+        if self.id is not None:
+            out["id"] = self.id
+        return out
+
+
+@dataclass(frozen=True)
+class OrganizeResult:
+    """What one organise call did; also the shape of its audit record.
+
+    A dry run fills ``items`` (one per accepted candidate) and ``counts``
+    (``total exact near new skipped truncated``). An apply fills
+    ``dry_run_id``, ``saved_ids``, ``archived_ids``, ``discarded`` (indexes)
+    and ``applied`` (saved + archived: what landed), with ``counts`` of each.
+    ``skipped`` lists input that was not taken; ``degraded`` is True then."""
+
+    run_id: str
+    mode: str
+    status: str
+    created_at: str
+    counts: Mapping[str, int]
+    items: tuple[OrganizeItem, ...] = ()
+    skipped: tuple[SkippedInput, ...] = ()
+    dry_run_id: str | None = None
+    applied: int = 0
+    saved_ids: tuple[str, ...] = ()
+    archived_ids: tuple[str, ...] = ()
+    discarded: tuple[int, ...] = ()
+    error: str | None = None
+
+    @property
+    def degraded(self) -> bool:
+        return bool(self.skipped)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "run_id": self.run_id,
+            "mode": self.mode,
+            "status": self.status,
+            "created_at": self.created_at,
+            "counts": dict(self.counts),
+            "skipped": [s.to_dict() for s in self.skipped],
+            "degraded": self.degraded,
+        }
+        if self.mode == "dryRun":
+            out["items"] = [i.to_dict() for i in self.items]
+        else:
+            out.update(
+                dry_run_id=self.dry_run_id,
+                applied=self.applied,
+                saved_ids=list(self.saved_ids),
+                archived_ids=list(self.archived_ids),
+                discarded=list(self.discarded),
+            )
+        if self.error is not None:
+            out["error"] = self.error
+        return out
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="microseconds")
+
+
+# -- the caller's scope ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Caller:
+    """The trusted caller's scope as organise uses it (from ``MdCG(scope=...)``);
+    ``scoped`` is False for a handle opened without one (it sees every scope)."""
+
+    agent: str | None = None
+    workspace: str | None = None
+    max_sensitivity: str = SENSITIVITY_LEVELS[-1]
+    scoped: bool = False
+
+    @classmethod
+    def of(cls, scope: object) -> Caller:
+        """From a :class:`md_cg.visibility.Scope` (or None: an unscoped caller)."""
+        if scope is None:
+            return cls()
+        return cls(
+            getattr(scope, "agent", None),
+            getattr(scope, "workspace", None),
+            getattr(scope, "max_sensitivity", DEFAULT_SENSITIVITY),
+            True,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        if not self.scoped:
+            return {"scoped": False}
+        return {"agent": self.agent, "workspace": self.workspace, "max_sensitivity": self.max_sensitivity}
+
+
+def _scope_key(sensitivity: object, agent: object, workspace: object) -> tuple[object, object, object]:
+    # An absent sensitivity is the default one: a node written without it and
+    # a candidate that says "normal" are in the same scope.
+    return (sensitivity or DEFAULT_SENSITIVITY, agent or None, workspace or None)
+
+
+def _node_scope(node: Node) -> tuple[object, object, object]:
+    return _scope_key(node.sensitivity, node.agent_scope, node.workspace_scope)
+
+
+def _candidate_scope(c: dedupe.NormalizedCandidate) -> tuple[object, object, object]:
+    return _scope_key(c.sensitivity, c.agent_scope, c.workspace_scope)
+
+
+def _check_caller_scope(c: dedupe.NormalizedCandidate, caller: Caller) -> dedupe.Skip | None:
+    """Writes land in the caller's scope: a candidate naming another scope, or
+    more sensitive than the caller may read, is skipped (it could never be
+    read back through this handle)."""
+    if not caller.scoped:
+        return None
+    for key, own in (("agent_scope", caller.agent), ("workspace_scope", caller.workspace)):
+        value = getattr(c, key)
+        if value != own:
+            return dedupe.Skip(f"{key} {value!r} is outside the caller's scope ({own!r})", key)
+    level = c.sensitivity or DEFAULT_SENSITIVITY
+    if SENSITIVITY_LEVELS.index(level) > SENSITIVITY_LEVELS.index(caller.max_sensitivity):
+        return dedupe.Skip(
+            f"sensitivity {level!r} is above the caller's maximum ({caller.max_sensitivity!r})",
+            "sensitivity",
+        )
+    return None
+
+
+# -- matching against the store ----------------------------------------------------------------
+
+
+def node_body(title: str, content: str) -> str:
+    """The body organise writes for a saved candidate: a title heading, then the content."""
+    return f"# {title}\n\n{content}\n"
+
+
+_Accepted = tuple[int, dedupe.NormalizedCandidate]
+
+
+class _Matcher:
+    """Verdicts for one dry run: reads each stored node at most once.
+
+    Visibility comes from the store: every candidate row is read with
+    ``store.get``, which raises NodeNotFoundError for a node the caller may
+    not see (another scope, archived, expired), so such a node is dropped
+    when it is read and never reaches a verdict."""
+
+    #: title -> title key, kept across runs (titles repeat; keys cost microseconds).
+    _keys: ClassVar[dict[str, str]] = {}
+
+    def __init__(self, store: OrganizeStore, accepted: Sequence[_Accepted]) -> None:
+        self.store = store
+        self.nodes: dict[str, Node | None] = {}
+        self.text_index = _text_index(store)
+        wanted: dict[str, list[str]] = {dedupe.title_key(c.title): [] for _i, c in accepted}
+        keys = self._keys
+        if len(keys) > 1_000_000:
+            keys.clear()
+        layers = frozenset(dedupe.CANDIDATE_LAYERS)
+        with no_gc():  # one pass over every entry: the collector would rescan them
+            for e in _all_entries(store):
+                key = keys.get(e.title)
+                if key is None:
+                    key = keys[e.title] = dedupe.title_key(e.title)
+                if key in wanted and e.layer in layers:
+                    wanted[key].append(e.id)
+        self.same_title = wanted
+
+    def node(self, node_id: str) -> Node | None:
+        if node_id not in self.nodes:
+            try:
+                self.nodes[node_id] = self.store.get(node_id)
+            except NodeNotFoundError:
+                self.nodes[node_id] = None  # gone since the listing, or not visible
+        return self.nodes[node_id]
+
+    def rows(self, ids: Iterable[str], scope: tuple[object, object, object]) -> list[tuple[str, str, str]]:
+        out = []
+        for node_id in ids:
+            node = self.node(node_id)
+            if node is not None and _node_scope(node) == scope:
+                out.append((node_id, title_of(node.body), content_of(node.body)))
+        return out
+
+    def near_pool(self, c: dedupe.NormalizedCandidate, skip: Collection[str]) -> list[str]:
+        if self.text_index is None:
+            return []
+        terms = [(t, 1.0) for t in _rare_terms(self.text_index, query_terms(c.text), POOL_TERMS)]
+        scope = self.text_index.scope(layers=[layer_code(layer) for layer in dedupe.CANDIDATE_LAYERS])
+        pool: list[str] = []
+        # Ask for more than the pool: hits the caller may not see are dropped when read.
+        for node_id, _score in self.text_index.match(terms, scope, k=NEAR_POOL * 2):
+            if node_id not in skip and self.node(node_id) is not None:
+                pool.append(node_id)
+                if len(pool) == NEAR_POOL:
+                    break
+        return pool
+
+    def judge(self, index: int, c: dedupe.NormalizedCandidate) -> OrganizeItem:
+        scope = _candidate_scope(c)
+        same_title = sorted(self.same_title.get(dedupe.title_key(c.title), ()))
+        rows = self.rows(same_title, scope) + self.rows(self.near_pool(c, same_title), scope)
+        v = dedupe.verdict(c, rows)
+        match = None
+        if v.match_id is not None:
+            title = next(t for i, t, _ in rows if i == v.match_id)
+            match = Match(v.match_id, title, v.score)
+        return OrganizeItem(index, c.layer, c.title, v.kind, match)
+
+
+def _rare_terms(text_index: Any, terms: Sequence[str], n: int) -> list[str]:
+    """The ``n`` distinct ``terms`` in the fewest documents: a near duplicate
+    shares nearly every word, so its rarest ones find it, and a short query
+    keeps BM25 cheap. Terms the index does not know are left out."""
+    vocab = text_index._vocab
+    known = [(t, tid) for t in dict.fromkeys(terms) if (tid := dict.get(vocab, t)) is not None]
+    if len(known) <= n:
+        return [t for t, _ in known]
+    df = _doc_freqs(text_index, [tid for _t, tid in known])
+    order = sorted(range(len(known)), key=lambda i: (df[i], i))
+    return [known[i][0] for i in order[:n]]
+
+
+def _doc_freqs(text_index: Any, tids: list[int]) -> np.ndarray:
+    """Postings per term id, read off the CSR pointers of each segment (no
+    posting is copied). Reaches into the index: a ``TextIndex.doc_freqs``
+    would be the public way (asked for in the hand-over report)."""
+    q = np.asarray(tids, dtype=np.int32)
+    df = np.zeros(len(q), dtype=np.int64)
+    for seg in text_index._postings.segments:
+        if len(seg.terms) == 0:
+            continue
+        pos = np.searchsorted(seg.terms, q)
+        pos[pos >= len(seg.terms)] = 0
+        hit = np.flatnonzero(seg.terms[pos] == q)
+        df[hit] += seg.ptr[pos[hit] + 1] - seg.ptr[pos[hit]]
+    return df
+
+
+def _all_entries(store: Any) -> Iterable[Any]:
+    """Every index entry, unsorted (sorting 100k ids costs more than the scan).
+    It may include nodes the caller cannot see: a match is only used after
+    ``store.get`` read it, and ``get`` treats such nodes as absent."""
+    engine = getattr(store, "_engine", None)
+    if engine is None:
+        return store.entries()
+    with engine.lock:
+        engine.fresh()
+        return list(engine.state.entries.values())
+
+
+def _text_index(store: object) -> Any:
+    """The store's BM25 index, or None for a store without one (tests' fakes)."""
+    engine = getattr(store, "_engine", None)
+    if engine is None:
+        return None
+    with engine.lock:
+        engine.fresh()
+        engine.state.flush_text()  # nodes added since the last search are buffered
+        return engine.state.text
+
+
+# -- dry run -----------------------------------------------------------------------------------
+
+
+def _snapshot_hash(snapshot: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(orjson.dumps(snapshot, option=orjson.OPT_SORT_KEYS)).hexdigest()
+
+
+def _normalise_all(raws: Sequence[object], caller: Caller) -> tuple[list[_Accepted], list[SkippedInput]]:
+    defaults = {"agent_scope": caller.agent, "workspace_scope": caller.workspace}
+    accepted: list[_Accepted] = []
+    skipped: list[SkippedInput] = []
+    for index, raw in enumerate(raws):
+        c = dedupe.normalize_candidate(raw, defaults)
+        if not isinstance(c, dedupe.Skip):
+            c = _check_caller_scope(c, caller) or c
+        if isinstance(c, dedupe.Skip):
+            skipped.append(SkippedInput(index, f"candidate {index}: {c.reason}", c.field))
+        else:
+            accepted.append((index, c))
+    return accepted, skipped
+
+
+def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -> OrganizeResult:
+    """Compare ``candidates`` with the store; write only the audit record.
+
+    ``candidates`` is a list of objects (see :func:`md_cg.dedupe.normalize_candidate`);
+    ``scope`` the caller's :class:`md_cg.visibility.Scope`. Raises
+    :class:`InvalidArgumentError` when ``candidates`` is not a list (nothing
+    is recorded: there is no run), re-raises an infrastructure error after
+    recording the run as ``failed``.
+    """
+    if not isinstance(candidates, (list, tuple)):
+        raise InvalidArgumentError(
+            f"candidates must be a list of objects, got {type(candidates).__name__}", name="candidates"
+        )
+    caller = Caller.of(scope)
+    run_id = f"org_{uuid.uuid4().hex}"
+    created_at = _now_iso()
+    bounded = list(candidates[:MAX_CANDIDATES])
+    accepted, skipped = _normalise_all(bounded, caller)
+    snapshot = [{"index": i, **c.to_dict()} for i, c in accepted]
+    log = store.log(AUDIT_LOG)
+
+    def record(status: str, items: list[OrganizeItem], counts: dict[str, int], error: str | None) -> None:
+        log.append(
+            [
+                {
+                    "kind": "dry_run",
+                    "run_id": run_id,
+                    "created_at": created_at,
+                    "status": status,
+                    "error": error,
+                    "caller": caller.to_dict(),
+                    "snapshot": snapshot,
+                    "snapshot_hash": _snapshot_hash(snapshot),
+                    "items": [i.to_dict() for i in items],
+                    "skipped": [s.to_dict() for s in skipped],
+                    "counts": counts,
+                }
+            ],
+            durable=True,
+        )
+
+    items: list[OrganizeItem] = []
+    truncated = len(candidates) - len(bounded)
+    try:
+        matcher = _Matcher(store, accepted)
+        items = [matcher.judge(i, c) for i, c in accepted]
+    except Exception as exc:
+        # Recorded before re-raising: a failed run without a record could not
+        # be told apart from one never made, and "no duplicates" would be a lie.
+        record("failed", items, {"skipped": len(skipped), "truncated": truncated}, f"{exc!r}")
+        raise
+    counts = {
+        "total": len(items),
+        **{kind: sum(i.verdict == kind for i in items) for kind in ("exact", "near", "new")},
+        "skipped": len(skipped),
+        "truncated": truncated,
+    }
+    status = "degraded" if skipped else ("ok" if items else "noop")
+    record(status, items, counts, None)
+    return OrganizeResult(run_id, "dryRun", status, created_at, counts, tuple(items), tuple(skipped))
+
+
+# -- apply -------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Plan:
+    nodes: list[Node] = field(default_factory=list)
+    saved: list[str] = field(default_factory=list)
+    archive: list[str] = field(default_factory=list)
+    discarded: list[int] = field(default_factory=list)
+    skipped: list[SkippedInput] = field(default_factory=list)
+
+
+def _find_report(records: list[dict[str, Any]], run_id: str, caller: Caller) -> dict[str, Any]:
+    """The seed's checks, in order; raises :class:`OrganizeApplyError` naming the run."""
+    report = next((r for r in records if r.get("kind") == "dry_run" and r.get("run_id") == run_id), None)
+    # A run made by another caller is absent for this one (no existence leak).
+    if report is not None and report.get("caller") != caller.to_dict():
+        report = None
+    if report is None:
+        if any(r.get("kind") == "apply" and r.get("run_id") == run_id for r in records):
+            raise OrganizeApplyError(run_id, f"{run_id!r} is an apply receipt, not a dry run")
+        raise OrganizeApplyError(run_id, f"unknown organize run {run_id!r}")
+    if report.get("status") == "failed":
+        raise OrganizeApplyError(run_id, f"dry run {run_id!r} failed; run a new dry run before applying")
+    return report
+
+
+def _check_not_applied(records: list[dict[str, Any]], run_id: str, store: OrganizeStore) -> None:
+    for r in records:
+        if r.get("dry_run_id") != run_id:
+            continue
+        done = r.get("kind") == "apply" and r.get("status") != "failed"
+        # An intent whose commit landed: a process died before writing its receipt.
+        if done or (r.get("kind") == "apply_intent" and _landed(store, r)):
+            when, by = r.get("created_at"), r.get("run_id")
+            raise OrganizeApplyError(run_id, f"dry run {run_id!r} was already applied at {when} by {by}")
+
+
+def _landed(store: OrganizeStore, intent: Mapping[str, Any]) -> bool:
+    """Did the commit an intent announced happen? apply_changes is all or
+    nothing, so one saved node present (or, for an archive-only plan, every
+    id archived) says it did."""
+    saved = intent.get("saved") or []
+    if saved:
+        return any(node_id in store for node_id in saved)
+    archive = intent.get("archive") or []
+    if archive:
+        visible = {e.id for e in store.entries()}
+        return not any(node_id in visible for node_id in archive)
+    return False
+
+
+def _decision_index(
+    decision: Mapping[str, Any], i: int, by_index: Mapping[int, dict[str, Any]], taken: set[int]
+) -> int | SkippedInput:
+    index = decision.get("index")
+    if isinstance(index, bool) or not isinstance(index, int):
+        return SkippedInput(i, f"decision {i}: index must be an integer, got {index!r}", "index")
+    if index not in by_index:
+        return SkippedInput(i, f"decision {i}: candidate {index} was not accepted by this dry run", "index")
+    if index in taken:
+        return SkippedInput(i, f"decision {i}: candidate {index} was already decided", "index")
+    return index
+
+
+def _plan_archive(
+    decision: Mapping[str, Any], i: int, matched: set[str], visible: set[str], plan: _Plan
+) -> None:
+    node_id = decision.get("id")
+    if not isinstance(node_id, str) or not node_id:
+        plan.skipped.append(SkippedInput(i, f"decision {i}: archive needs a node id, got {node_id!r}", "id"))
+        return
+    if node_id not in matched:
+        problem = "was not flagged as a match by this dry run"
+    elif node_id in plan.archive:
+        problem = "was already decided"
+    elif node_id not in visible:
+        problem = "is unknown, archived or out of scope"
+    else:
+        plan.archive.append(node_id)
+        return
+    plan.skipped.append(SkippedInput(i, f"decision {i}: node {node_id!r} {problem}", "id", node_id))
+
+
+def _new_node(entry: Mapping[str, Any], now: float) -> Node:
+    return Node(
+        id=f"n_{uuid.uuid4().hex[:12]}",
+        layer=entry["layer"],
+        body=node_body(entry["title"], entry["content"]),
+        importance=entry.get("importance"),
+        tags=list(entry.get("tags", [])),
+        temporal=entry.get("temporal") or None,
+        sensitivity=entry.get("sensitivity"),
+        agent_scope=entry.get("agent_scope"),
+        workspace_scope=entry.get("workspace_scope"),
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: OrganizeStore) -> _Plan:
+    by_index = {int(e["index"]): e for e in report.get("snapshot", [])}
+    matched = {i["match"]["id"] for i in report.get("items", []) if i.get("match")}
+    visible = {e.id for e in store.entries()}
+    plan = _Plan()
+    taken: set[int] = set()
+    now = time.time()
+    for i, decision in enumerate(decisions):
+        action = decision.get("action") if isinstance(decision, Mapping) else None
+        if not isinstance(decision, Mapping) or action not in ACTIONS:
+            reason = f"decision {i}: action must be one of {', '.join(ACTIONS)}, got {action!r}"
+            plan.skipped.append(SkippedInput(i, reason, "action"))
+            continue
+        if action == "archive":
+            _plan_archive(decision, i, matched, visible, plan)
+            continue
+        index = _decision_index(decision, i, by_index, taken)
+        if isinstance(index, SkippedInput):
+            plan.skipped.append(index)
+            continue
+        taken.add(index)
+        if action == "discard":
+            plan.discarded.append(index)
+        else:
+            node = _new_node(by_index[index], now)
+            plan.nodes.append(node)
+            plan.saved.append(node.id)
+    return plan
+
+
+def apply(store: OrganizeStore, run_id: object, decisions: object, *, scope: object = None) -> OrganizeResult:
+    """Apply the decisions on dry run ``run_id`` exactly once; return the receipt.
+
+    ``decisions`` is a list of ``{"action": "save"|"discard", "index": n}``
+    and ``{"action": "archive", "id": node_id}``. A decision the dry run does
+    not back is skipped with its reason (the run is ``degraded``); the rest
+    land in one ``apply_changes`` commit. Raises
+    :class:`~md_cg.errors.OrganizeApplyError` (naming the run) when the run
+    cannot be applied, and re-raises an infrastructure error; both after
+    writing a ``failed`` receipt with ``applied`` 0.
+    """
+    caller = Caller.of(scope)
+    apply_id = f"org_{uuid.uuid4().hex}"
+    created_at = _now_iso()
+    log = store.log(AUDIT_LOG)
+    dry_id = run_id if isinstance(run_id, str) else None
+
+    def receipt(status: str, plan: _Plan, applied: int, error: str | None) -> dict[str, Any]:
+        return {
+            "kind": "apply",
+            "run_id": apply_id,
+            "dry_run_id": dry_id,
+            "created_at": created_at,
+            "status": status,
+            "error": error,
+            "caller": caller.to_dict(),
+            "decisions": decisions if isinstance(decisions, list) else None,
+            "applied": applied,
+            "saved": plan.saved if applied else [],
+            "archived": plan.archive if applied else [],
+            "discarded": plan.discarded if applied else [],
+            "skipped": [s.to_dict() for s in plan.skipped],
+        }
+
+    plan = _Plan()
+    try:
+        if not isinstance(run_id, str) or not run_id.strip():
+            raise OrganizeApplyError(None, f"run_id must name a dry run, got {run_id!r}")
+        if not isinstance(decisions, (list, tuple)):
+            raise OrganizeApplyError(run_id, f"decisions must be a list, got {type(decisions).__name__}")
+        with log.locked(timeout=store.lock_timeout):
+            # Re-read under the lock: another process may have applied this run
+            # while we waited for it.
+            records = log.read()
+            report = _find_report(records, run_id, caller)
+            _check_not_applied(records, run_id, store)
+            plan = _plan(report, decisions, store)
+            intent = {
+                "kind": "apply_intent",
+                "run_id": apply_id,
+                "dry_run_id": run_id,
+                "created_at": created_at,
+            }
+            log.append([{**intent, "saved": plan.saved, "archive": plan.archive}], durable=True)
+            if plan.nodes or plan.archive:
+                store.apply_changes(add=plan.nodes, archive=plan.archive)
+            applied = len(plan.saved) + len(plan.archive)
+            status = "degraded" if plan.skipped else ("ok" if applied else "noop")
+            log.append([receipt(status, plan, applied, None)], durable=True)
+    except Exception as exc:
+        error = str(exc) if isinstance(exc, OrganizeApplyError) else repr(exc)
+        try:
+            log.append([receipt("failed", plan, 0, error)], durable=True)
+        except Exception as audit_exc:  # the original error is the one to handle
+            exc.add_note(f"the failed receipt could not be written either: {audit_exc!r}")
+        raise
+    counts = {
+        "saved": len(plan.saved),
+        "archived": len(plan.archive),
+        "discarded": len(plan.discarded),
+        "skipped": len(plan.skipped),
+    }
+    return OrganizeResult(
+        apply_id,
+        "apply",
+        status,
+        created_at,
+        counts,
+        skipped=tuple(plan.skipped),
+        dry_run_id=run_id,
+        applied=applied,
+        saved_ids=tuple(plan.saved),
+        archived_ids=tuple(plan.archive),
+        discarded=tuple(plan.discarded),
+    )
+
+
+def runs(store: OrganizeStore) -> list[dict[str, Any]]:
+    """Every audit record (dry runs, intents, receipts), oldest first."""
+    return store.log(AUDIT_LOG).read()
+
+
+def organize(
+    store: OrganizeStore,
+    mode: str = "dryRun",
+    *,
+    candidates: object = None,
+    run_id: object = None,
+    decisions: object = None,
+    scope: object = None,
+) -> OrganizeResult:
+    """One entry with a mode, as the seed has it: ``dryRun`` or ``apply``."""
+    if mode == "dryRun":
+        if run_id is not None or decisions is not None:
+            raise InvalidArgumentError("a dry run takes candidates, not run_id or decisions", name="mode")
+        return dry_run(store, candidates, scope=scope)
+    if mode == "apply":
+        if candidates is not None:
+            raise InvalidArgumentError(
+                "apply replays the dry run's snapshot; it takes no candidates", name="candidates"
+            )
+        return apply(store, run_id, decisions, scope=scope)
+    raise InvalidArgumentError(
+        f"mode must be one of {', '.join(MODES)}, got {mode!r}", name="mode", value=mode
+    )

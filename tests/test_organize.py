@@ -1,0 +1,423 @@
+"""Organise (issue 13 items 1 and 2): a dry run that reports, apply exactly once with receipts."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import node_tree
+
+from md_cg import MdCG
+from md_cg import organize as organize_mod
+from md_cg.errors import InvalidArgumentError, OrganizeApplyError
+from md_cg.visibility import Scope
+
+COFFEE = "# Coffee order\n\nOat-milk flat white, no sugar.\n"
+MEETING = "# Design team meeting\n\nThe design team meeting is on Thursday at 3pm\n"
+BERLIN = "# Alice\n\nAlice lives in Berlin\n"
+
+
+def seeded(root: Path) -> MdCG:
+    store = MdCG(root)
+    store.add(id="kp_coffee", layer="knowledge", body=COFFEE)
+    store.add(id="kp_meeting", layer="knowledge", body=MEETING)
+    store.add(id="kp_alice", layer="knowledge", body=BERLIN)
+    store.add(id="kp_other", layer="knowledge", body=COFFEE, agent_scope="agent-b")
+    return store
+
+
+CANDIDATES: list[Any] = [
+    {"layer": "knowledge", "title": "coffee ORDER!", "content": "Something else entirely"},
+    {
+        "type": "knowledge",
+        "title": "Design team meeting",
+        "content": "Meeting with the design team is at 3pm on Thursday",
+    },
+    {"layer": "knowledge", "title": "Design team meeting", "content": "The meeting moved to 5pm"},
+    {"layer": "knowledge", "title": "Where Alice lives", "content": "Alice lives in Paris"},
+    {"layer": "bogus", "title": "t", "content": "c"},
+    {"layer": "knowledge", "title": "Bob", "content": "Bob likes tea", "importance": 7},
+    {"layer": "knowledge", "title": "Tea", "content": "Bob prefers green tea", "tags": ["drinks", "drinks"]},
+    "not an object",
+]
+
+
+def audit(store: MdCG) -> list[dict[str, Any]]:
+    return organize_mod.runs(store)
+
+
+# -- dry run ------------------------------------------------------------------------------------
+
+
+def test_dry_run_verdicts_skips_and_counts(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    before = node_tree(store.root)
+    r = store.organize("dryRun", candidates=CANDIDATES)
+    assert r.mode == "dryRun" and r.status == "degraded" and r.degraded
+    assert [(i.index, i.verdict, i.match.id if i.match else None) for i in r.items] == [
+        (0, "exact", "kp_coffee"),  # title key: case and punctuation do not count
+        (1, "exact", "kp_meeting"),
+        (2, "exact", "kp_meeting"),
+        (3, "new", None),  # Berlin / Paris: a different fact, never near
+        (6, "new", None),
+    ]
+    assert [(s.index, s.field, s.reason) for s in r.skipped] == [
+        (
+            4,
+            "layer",
+            "candidate 4: unknown layer 'bogus'; expected one of: "
+            "anchor, structural, knowledge, contextual, self",
+        ),
+        (5, "importance", "candidate 5: importance must be a number between 0 and 1, got 7"),
+        (7, None, "candidate 7: a candidate must be an object, got str"),
+    ]
+    assert dict(r.counts) == {"total": 5, "exact": 3, "near": 0, "new": 2, "skipped": 3, "truncated": 0}
+    assert node_tree(store.root) == before  # a dry run writes no memory
+    [rec] = audit(store)
+    assert rec["kind"] == "dry_run" and rec["run_id"] == r.run_id and rec["status"] == "degraded"
+    assert [e["index"] for e in rec["snapshot"]] == [0, 1, 2, 3, 6]
+    assert rec["snapshot"][4] == {
+        "index": 6,
+        "layer": "knowledge",
+        "title": "Tea",
+        "content": "Bob prefers green tea",
+        "tags": ["drinks"],
+    }
+    assert rec["items"] == [i.to_dict() for i in r.items]
+    assert rec["counts"] == dict(r.counts)
+
+
+def test_near_needs_the_same_facts(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    r = store.organize(
+        candidates=[
+            {
+                "layer": "knowledge",
+                "title": "The design team meeting",
+                "content": "design team meeting Thursday 3pm",
+            },
+            {
+                "layer": "knowledge",
+                "title": "The design team meeting",
+                "content": "design team meeting Friday 3pm",
+            },
+        ]
+    )
+    near, changed = r.items
+    assert (near.verdict, near.match and near.match.id) == ("near", "kp_meeting")
+    assert near.match is not None and near.match.score >= 0.83
+    assert (changed.verdict, changed.match) == ("new", None)
+    assert r.status == "ok"
+
+
+def test_matching_stays_inside_the_candidate_scope(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    r = store.organize(
+        candidates=[
+            {"layer": "knowledge", "title": "Coffee order", "content": "x", "agent_scope": "agent-b"},
+            {"layer": "knowledge", "title": "Coffee order", "content": "x", "agent_scope": "agent-c"},
+            {"layer": "knowledge", "title": "Coffee order", "content": "x", "sensitivity": "private"},
+        ]
+    )
+    assert [(i.verdict, i.match.id if i.match else None) for i in r.items] == [
+        ("exact", "kp_other"),
+        ("new", None),
+        ("new", None),
+    ]
+
+
+def test_at_most_fifty_candidates_rest_truncated(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    cands = [{"layer": "knowledge", "title": f"Fact {n}", "content": f"fact number {n}"} for n in range(57)]
+    r = store.organize(candidates=cands)
+    assert r.counts["total"] == 50 and r.counts["truncated"] == 7 and r.status == "ok"
+    assert [i.index for i in r.items] == list(range(50))
+
+
+def test_an_empty_run_is_noop_and_not_a_list_is_refused(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    assert store.organize(candidates=[]).status == "noop"
+    with pytest.raises(InvalidArgumentError, match="candidates must be a list of objects, got dict"):
+        store.organize(candidates={"title": "x"})
+    with pytest.raises(InvalidArgumentError, match="mode must be one of dryRun, apply, got 'merge'"):
+        store.organize("merge", candidates=[])
+    assert [r["status"] for r in audit(store)] == ["noop"]
+
+
+def test_an_infrastructure_error_is_recorded_failed_and_raised(tmp_path: Path, monkeypatch) -> None:
+    store = seeded(tmp_path / "s")
+
+    def broken(node_id: str) -> Any:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr(store, "get", broken)
+    with pytest.raises(OSError, match="Input/output error"):
+        store.organize(candidates=CANDIDATES[:1])
+    [rec] = audit(store)
+    assert rec["status"] == "failed" and "Input/output error" in rec["error"]
+    monkeypatch.undo()
+    with pytest.raises(OrganizeApplyError, match=f"dry run '{rec['run_id']}' failed; run a new dry run"):
+        store.organize("apply", run_id=rec["run_id"], decisions=[])
+
+
+# -- apply --------------------------------------------------------------------------------------
+
+SAVE_CANDIDATES: list[Any] = [
+    {"layer": "knowledge", "title": "Coffee order", "content": "Oat-milk flat white, no sugar, extra hot."},
+    {"layer": "knowledge", "title": "Bob", "content": "Bob likes tea", "tags": ["people"]},
+    {"layer": "self", "title": "Editor", "content": "I prefer dark mode", "importance": 0.5},
+    {"layer": "nope", "title": "x", "content": "y"},
+]
+
+
+def test_apply_saves_discards_and_archives_once(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES)
+    assert [i.verdict for i in dry.items] == ["exact", "new", "new"]
+    files_before = set(node_tree(store.root))
+    r = store.organize(
+        "apply",
+        run_id=dry.run_id,
+        decisions=[
+            {"action": "save", "index": 1},
+            {"action": "save", "index": 2},
+            {"action": "discard", "index": 0},
+            {"action": "archive", "id": "kp_coffee"},
+        ],
+    )
+    assert (r.status, r.applied, r.dry_run_id, r.skipped) == ("ok", 3, dry.run_id, ())
+    assert dict(r.counts) == {"saved": 2, "archived": 1, "discarded": 1, "skipped": 0}
+    assert r.archived_ids == ("kp_coffee",) and r.discarded == (0,)
+    bob, editor = (store.get(i) for i in r.saved_ids)
+    assert (bob.layer, bob.body, bob.tags) == ("knowledge", "# Bob\n\nBob likes tea\n", ["people"])
+    assert (editor.layer, editor.importance) == ("self", 0.5)
+    assert "kp_coffee" not in {e.id for e in store.entries()}  # archived: out of default reads
+    assert files_before - set(node_tree(store.root)) <= {p for p in files_before if "kp_coffee" in p}
+    kinds = [(x["kind"], x.get("status")) for x in audit(store)]
+    assert kinds == [("dry_run", "degraded"), ("apply_intent", None), ("apply", "ok")]
+    receipt = audit(store)[-1]
+    assert receipt["applied"] == 3 and receipt["saved"] == list(r.saved_ids)
+
+    with pytest.raises(OrganizeApplyError, match=f"dry run '{dry.run_id}' was already applied at") as err:
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 1}])
+    assert err.value.run_id == dry.run_id
+    last = audit(store)[-1]
+    assert (last["kind"], last["status"], last["applied"], last["saved"]) == ("apply", "failed", 0, [])
+    assert len([e for e in store.entries() if e.title == "Bob"]) == 1
+    # An archived node is no longer compared: the same title is new now.
+    again = store.organize(candidates=[{"layer": "knowledge", "title": "coffee order", "content": "x"}])
+    assert [(i.verdict, i.match) for i in again.items] == [("new", None)]
+
+
+def test_decisions_the_report_does_not_back_are_skipped(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES)
+    r = store.organize(
+        "apply",
+        run_id=dry.run_id,
+        decisions=[
+            {"action": "save", "index": 3},  # skipped by the dry run
+            {"action": "save", "index": 9},  # never there
+            {"action": "archive", "id": "kp_alice"},  # not matched by the report
+            {"action": "delete", "id": "kp_coffee"},
+            {"action": "save", "index": 1},
+            {"action": "discard", "index": 1},  # already decided
+            {"action": "save", "index": "1"},
+        ],
+    )
+    assert r.status == "degraded" and r.applied == 1 and len(r.saved_ids) == 1
+    assert [(s.index, s.field, s.id, s.reason) for s in r.skipped] == [
+        (0, "index", None, "decision 0: candidate 3 was not accepted by this dry run"),
+        (1, "index", None, "decision 1: candidate 9 was not accepted by this dry run"),
+        (2, "id", "kp_alice", "decision 2: node 'kp_alice' was not flagged as a match by this dry run"),
+        (3, "action", None, "decision 3: action must be one of save, discard, archive, got 'delete'"),
+        (5, "index", None, "decision 5: candidate 1 was already decided"),
+        (6, "index", None, "decision 6: index must be an integer, got '1'"),
+    ]
+    assert "kp_alice" in {e.id for e in store.entries()}
+
+
+def test_the_seed_checks_in_order(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    with pytest.raises(OrganizeApplyError, match="unknown organize run 'org_nope'"):
+        store.organize("apply", run_id="org_nope", decisions=[])
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:2])
+    receipt = store.organize("apply", run_id=dry.run_id, decisions=[{"action": "discard", "index": 0}])
+    assert (receipt.status, receipt.applied) == ("noop", 0)
+    with pytest.raises(OrganizeApplyError, match=f"'{receipt.run_id}' is an apply receipt, not a dry run"):
+        store.organize("apply", run_id=receipt.run_id, decisions=[])
+    with pytest.raises(OrganizeApplyError, match="decisions must be a list, got str"):
+        store.organize("apply", run_id=dry.run_id, decisions="save all")
+    with pytest.raises(InvalidArgumentError, match="apply replays the dry run's snapshot"):
+        store.organize("apply", run_id=dry.run_id, candidates=[])
+    failed = [x for x in audit(store) if x["kind"] == "apply" and x["status"] == "failed"]
+    assert [(x["dry_run_id"], x["applied"]) for x in failed] == [
+        ("org_nope", 0),
+        (receipt.run_id, 0),
+        (dry.run_id, 0),
+    ]
+
+
+def test_apply_replays_the_snapshot_not_new_input(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    raw = {"layer": "knowledge", "title": "  Snapshot  ", "content": " as normalised ", "tags": ["a", "a"]}
+    dry = store.organize(candidates=[raw])
+    raw["title"] = "Changed after the dry run"
+    r = store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    node = store.get(r.saved_ids[0])
+    assert (node.body, node.tags) == ("# Snapshot\n\nas normalised\n", ["a"])
+
+
+def test_a_commit_whose_receipt_was_lost_is_not_applied_twice(tmp_path: Path, monkeypatch) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:2])
+    real = store.apply_changes
+
+    def commit_then_die(**kw: Any) -> None:
+        real(**kw)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store, "apply_changes", commit_then_die)
+    with pytest.raises(OSError, match="No space left"):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    monkeypatch.undo()
+    assert audit(store)[-1]["status"] == "failed"
+    with pytest.raises(OrganizeApplyError, match="was already applied"):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    assert len([e for e in store.entries() if e.title == "Bob"]) == 1
+
+
+def test_a_failed_commit_leaves_nothing_and_the_run_can_be_applied(tmp_path: Path, monkeypatch) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:2])
+
+    def refuse(**kw: Any) -> None:
+        raise OSError(13, "Permission denied")
+
+    monkeypatch.setattr(store, "apply_changes", refuse)
+    with pytest.raises(OSError):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    monkeypatch.undo()
+    assert not [e for e in store.entries() if e.title == "Bob"]
+    r = store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    assert r.status == "ok" and [e.id for e in store.entries() if e.title == "Bob"] == list(r.saved_ids)
+
+
+def _apply_in_process(root: str, run_id: str, barrier: Any, out: Any) -> None:
+    store = MdCG(root)
+    barrier.wait()
+    try:
+        r = store.organize(
+            "apply", run_id=run_id, decisions=[{"action": "save", "index": 0}, {"action": "save", "index": 1}]
+        )
+        out.put(("ok", list(r.saved_ids)))
+    except OrganizeApplyError as exc:
+        out.put(("refused", str(exc)))
+    finally:
+        store.close()
+
+
+def test_two_processes_apply_the_same_run_exactly_once(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:3])
+    ctx = multiprocessing.get_context("spawn")
+    n = 3
+    barrier, out = ctx.Barrier(n), ctx.Queue()
+    procs = [
+        ctx.Process(target=_apply_in_process, args=(str(store.root), dry.run_id, barrier, out))
+        for _ in range(n)
+    ]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    wins = [ids for kind, ids in results if kind == "ok"]
+    refused = [msg for kind, msg in results if kind == "refused"]
+    assert len(wins) == 1 and len(refused) == n - 1
+    assert all("was already applied" in msg for msg in refused)
+    store.refresh()
+    landed = {e.id for e in store.entries() if e.title in ("Bob", "Editor")}
+    assert landed == set(wins[0])
+    receipts = [x for x in audit(store) if x["kind"] == "apply"]
+    assert sorted((x["status"], x["applied"]) for x in receipts) == [("failed", 0)] * (n - 1) + [("ok", 2)]
+
+
+# -- scopes ---------------------------------------------------------------------------------------
+
+
+def test_a_scoped_caller_matches_and_writes_only_in_its_scope(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    seeded(root).close()
+    with MdCG(root, scope=Scope(agent="agent-a")) as mine:
+        mine.add(id="kp_mine", layer="knowledge", body="# Tea\n\nBob prefers green tea\n")
+    a = MdCG(root, scope=Scope(agent="agent-a"))
+    r = a.organize(
+        candidates=[
+            {
+                "layer": "knowledge",
+                "title": "Coffee order",
+                "content": "x",
+            },  # only agent-b and unscoped have it
+            {"layer": "knowledge", "title": "TEA", "content": "y"},
+            {"layer": "knowledge", "title": "t", "content": "c", "agent_scope": "agent-b"},
+            {"layer": "knowledge", "title": "t", "content": "c", "sensitivity": "secret"},
+        ]
+    )
+    assert [(i.index, i.verdict, i.match.id if i.match else None) for i in r.items] == [
+        (0, "new", None),
+        (1, "exact", "kp_mine"),
+    ]
+    assert [(s.index, s.reason) for s in r.skipped] == [
+        (2, "candidate 2: agent_scope 'agent-b' is outside the caller's scope ('agent-a')"),
+        (3, "candidate 3: sensitivity 'secret' is above the caller's maximum ('normal')"),
+    ]
+    b = MdCG(root, scope=Scope(agent="agent-b"))
+    with pytest.raises(OrganizeApplyError, match=f"unknown organize run '{r.run_id}'"):
+        b.organize("apply", run_id=r.run_id, decisions=[{"action": "save", "index": 0}])
+    # An id of another scope cannot be archived: the report never matched it.
+    rb = a.organize(
+        "apply",
+        run_id=r.run_id,
+        decisions=[{"action": "save", "index": 0}, {"action": "archive", "id": "kp_other"}],
+    )
+    assert rb.skipped[0].reason == "decision 1: node 'kp_other' was not flagged as a match by this dry run"
+    assert a.get(rb.saved_ids[0]).agent_scope == "agent-a"
+    assert rb.saved_ids[0] not in b and "kp_other" in b
+    a.close()
+    b.close()
+
+
+def _apply_then_die(root: str, run_id: str) -> None:
+    store = MdCG(root)
+    real = store.apply_changes
+
+    def commit_then_kill(**kw: Any) -> None:
+        real(**kw)
+        os.kill(os.getpid(), signal.SIGKILL)  # dies after the commit, before its receipt
+
+    store.apply_changes = commit_then_kill  # type: ignore[method-assign]
+    store.organize("apply", run_id=run_id, decisions=[{"action": "save", "index": 0}])
+
+
+def test_a_process_killed_after_its_commit_leaves_the_run_applied(tmp_path: Path) -> None:
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:2])
+    child = multiprocessing.get_context("spawn").Process(
+        target=_apply_then_die, args=(str(store.root), dry.run_id)
+    )
+    child.start()
+    child.join(120)
+    assert child.exitcode == -signal.SIGKILL
+    assert [x["kind"] for x in audit(store)] == ["dry_run", "apply_intent"]  # no receipt: it died first
+    store.refresh()
+    bob = [e.id for e in store.entries() if e.title == "Bob"]
+    assert bob == audit(store)[-1]["saved"]
+    with pytest.raises(OrganizeApplyError, match="was already applied"):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    assert [e.id for e in store.entries() if e.title == "Bob"] == bob
