@@ -88,6 +88,10 @@ COMMANDS: tuple[str, ...] = (
     "unarchive",
     "supersede",
     "sweep",
+    "organize",
+    "stats",
+    "today",
+    "inject",
     "search",
     "neighbours",
     "verify",
@@ -664,6 +668,141 @@ def sweep(
         typer.echo(f"expired ({len(report.expired)}): {', '.join(report.expired) or 'none'}; nothing removed")
     else:
         typer.echo(f"removed ({len(report.removed)}): {', '.join(report.removed) or 'none'}")
+
+
+def _read_json_file(path: Path, option: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{option} {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            name=option,
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"{option} {path}: not UTF-8 text", name=option) from None
+
+
+@app.command()
+def organize(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--dry-run", metavar="FILE.json", help="Compare these candidates (a JSON list) with the store."
+        ),
+    ] = None,
+    apply: Annotated[
+        str | None,
+        typer.Option("--apply", metavar="RUN_ID", help="Apply a dry run's decisions, exactly once."),
+    ] = None,
+    decisions: Annotated[
+        Path | None,
+        typer.Option("--decisions", metavar="FILE.json", help="With --apply: the decisions (a JSON list)."),
+    ] = None,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find near-duplicates among candidate memories (dry run), then save/discard/archive (apply)."""
+    if (dry_run is None) == (apply is None):
+        raise InvalidArgumentError("give either --dry-run FILE.json or --apply RUN_ID --decisions FILE.json")
+    if apply is not None and decisions is None:
+        raise InvalidArgumentError("--apply needs --decisions FILE.json")
+    if dry_run is not None and decisions is not None:
+        raise InvalidArgumentError("--decisions goes with --apply, not --dry-run")
+    with _open(ctx, root) as store:
+        if dry_run is not None:
+            result = store.organize("dryRun", candidates=_read_json_file(dry_run, "--dry-run"))
+        else:
+            assert decisions is not None
+            result = store.organize(
+                "apply", run_id=apply, decisions=_read_json_file(decisions, "--decisions")
+            )
+    data = result.to_dict()
+    if json_out:
+        _print_json(data)
+        return
+    counts = ", ".join(f"{k} {v}" for k, v in data["counts"].items())
+    typer.echo(f"{data['run_id']} ({data['mode']}): {data['status']}; {counts}")
+    for item in data.get("items", []):
+        match = item.get("match") or {}
+        where = f" (matches {match['id']}, score {match['score']})" if match else ""
+        typer.echo(f"  #{item['index']} {item['verdict']}{where}: {clip(item['title'], 60)}")
+    for key in ("saved_ids", "archived_ids"):
+        if data.get(key):
+            typer.echo(f"  {key.split('_')[0]}: {', '.join(data[key])}")
+    for skip in data.get("skipped", []):
+        typer.echo(f"  skipped: {skip['reason']}")
+    if data["mode"] == "dryRun" and data.get("items"):
+        typer.echo(f"apply with: mdcg organize --apply {data['run_id']} --decisions FILE.json")
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    window_days: Annotated[int, typer.Option("--window-days", help="Days of the access log looked at.")] = 30,
+    exempt_days: Annotated[
+        int, typer.Option("--exempt-days", help="Memories younger than this are not zombies.")
+    ] = 7,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Recall statistics: top recalled memories, zombie rate, injection slot fill, log coverage."""
+    with _open(ctx, root, read_only=True) as store:
+        data = store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict()
+    if json_out:
+        _print_json(data)
+        return
+    z, inj, cov = data["zombie"], data["injection"], data["coverage"]
+    rate = "n/a" if z["zombie_rate"] is None else f"{z['zombie_rate']:.1%}"
+    fill = "n/a" if inj["slot_fill_rate"] is None else f"{inj['slot_fill_rate']:.1%}"
+    typer.echo(
+        f"window {data['options'].get('window_days')} d since {cov['window_start']}"
+        f"{'' if cov['full_window'] else ' (the log does not cover all of it)'}"
+    )
+    typer.echo(
+        f"zombies: {z['zombie_count']}/{z['eligible_count']} eligible ({rate}); "
+        f"injection: {inj['injected_count']} in {inj['runs']} run(s), slot fill {fill}"
+    )
+    for r in data["top_recalled"]:
+        typer.echo(f"  {r['count']:>5}  {r['id']}  {clip(r['title'] or '', 60)}")
+
+
+@app.command()
+def today(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """One old memory brought back "on this day" (the show is recorded)."""
+    with _open(ctx, root) as store:
+        picked = store.resurface(record=True)
+        node = store.get(picked.id) if picked is not None else None
+        title = store.entry(picked.id).title if picked is not None else None
+    if json_out:
+        _print_json({"memory": None if picked is None else {**picked.to_dict(), "title": title}})
+        return
+    if picked is None or node is None:
+        typer.echo("nothing to bring back yet")
+        return
+    ago = f"{picked.years_ago} year(s) ago" if picked.years_ago else f"{picked.months_ago} month(s) ago"
+    typer.echo(f"{picked.id} · {ago} ({picked.date.isoformat()}) · shown {picked.show_count} time(s) before")
+    sys.stdout.write(node.body if node.body.endswith("\n") else node.body + "\n")
+
+
+@app.command()
+def inject(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the prompt is about.")],
+    max_items: Annotated[int, typer.Option("--max", "-n", help="Most memories.", min=0)] = 5,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compact memories to put in a prompt (never filler); recorded as an injection."""
+    with _open(ctx, root) as store:
+        items = store.inject(query, max_items=max_items)
+    if json_out:
+        _print_json({"query": query, "items": [i.to_dict() for i in items]})
+        return
+    if not items:
+        typer.echo("nothing relevant to inject")
+    for i in items:
+        typer.echo(f"- [{i.id}] {i.text}")
 
 
 KOpt = Annotated[int, typer.Option("-k", "--limit", help="Number of results.")]

@@ -114,6 +114,10 @@ BUDGETS: dict[str, Budget] = {
     "neighbours": Budget(300, 450, "limit"),
     "verify": Budget(1_000),
     "reflect": Budget(1_000, 300, "k"),
+    "organize": Budget(2_000, 900, "candidates"),
+    "recall_stats": Budget(6_000),
+    "on_this_day": Budget(1_000),
+    "inject": Budget(300, 800, "max_items"),
     "sync": Budget(2_000 + len(SYNC_LISTS) * REPORT_ITEMS * (REASON_CHARS + 10)),
     "health": Budget(3_000 + REPORT_ITEMS * 5 * (REASON_CHARS + 10)),
 }
@@ -645,6 +649,69 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
     ]  # fmt: skip
 
 
+def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+    def organize(
+        mode: Annotated[
+            str, Field(description="dryRun (compare candidates) or apply (a dry run's decisions).")
+        ],
+        candidates: Annotated[
+            list[dict[str, Any]] | None,
+            Field(description='dryRun: [{"layer", "title", "content", ...}] (at most 50).'),
+        ] = None,
+        run_id: Annotated[str | None, Field(description="apply: the dry run's run_id.")] = None,
+        decisions: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                description='apply: [{"action": "save"|"discard", "index": n}, '
+                '{"action": "archive", "id": ...}].'
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        result = store.organize(mode, candidates=candidates, run_id=run_id, decisions=decisions)
+        return _clipped(result.to_dict())
+
+    def recall_stats(
+        window_days: Annotated[int, Field(description="Days of the access log looked at.", ge=1)] = 30,
+        exempt_days: Annotated[int, Field(description="Younger memories are not zombies.", ge=0)] = 7,
+    ) -> dict[str, Any]:
+        return _clipped(store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict())
+
+    def on_this_day() -> dict[str, Any]:
+        picked = store.resurface(record=True)
+        if picked is None:
+            return {"memory": None}
+        out = picked.to_dict()
+        out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
+        out["snippet"] = snippet(store.get(picked.id).body)
+        return {"memory": out}
+
+    def inject(
+        query: Query, max_items: Annotated[int, Field(description="Most memories.", ge=0, le=MAX_K)] = 5
+    ) -> dict[str, Any]:
+        items = store.inject(query, max_items=max_items)
+        return {"items": [{**i.to_dict(), "title": clip(i.title, TITLE_CHARS)} for i in items]}
+
+    return [
+        (organize, "Before saving several memories: mode=dryRun compares candidates with the store "
+         "(exact / near / new, with the match); then mode=apply with the run_id and your decisions "
+         "(save, discard, archive) writes them, exactly once."),
+        (recall_stats, "How memory is used: top recalled, zombie rate (never recalled), slot fill."),
+        (on_this_day, "One old memory brought back on this day (a reminder), or null."),
+        (inject, "Compact memories for a prompt about `query` (never filler)."),
+    ]  # fmt: skip
+
+
+def _clipped(data: Any) -> Any:
+    """``data`` with every string clipped and every list capped (bounded replies of reports)."""
+    if isinstance(data, str):
+        return clip(data, REASON_CHARS)
+    if isinstance(data, dict):
+        return {k: _clipped(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_clipped(v) for v in data[:MAX_K]]
+    return data
+
+
 def create_server(
     root: str | os.PathLike[str],
     *,
@@ -670,7 +737,7 @@ def create_server(
         version=__version__,
         log_level="WARNING",
     )
-    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _maintenance_tools)
+    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, _maintenance_tools)
     for group in groups:
         for fn, description in group(store):
             # `list_` is the `list` tool (the trailing _ keeps the builtin usable in annotations)

@@ -67,7 +67,7 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
         "init", "add", "get", "show", "list", "update", "delete", "forget", "archive", "unarchive",
-        "supersede", "sweep", "search", "neighbours",
+        "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
         "verify", "reflect", "sync", "health", "census", "migrate", "rebuild", "compact", "bench",
         "demo", "mcp",
     }  # fmt: skip
@@ -399,6 +399,84 @@ def test_sweep_lists_then_removes_expired_temporary_memories(runner: CliRunner, 
     with MdCG(root, read_only=True) as store:
         assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("tmp_old", "expired")]
     assert run(runner, "sweep", "--root", root).stdout == "removed (0): none\n"
+
+
+def test_organize_dry_run_then_apply_exactly_once(runner: CliRunner, root: Path, tmp_path: Path) -> None:
+    candidates = tmp_path / "c.json"
+    candidates.write_text(json.dumps([
+        {"layer": "knowledge", "title": "Sorting", "content": "Sorting puts items in order."},
+        {"layer": "contextual", "title": "Coffee order", "content": "Oat-milk flat white, no sugar."},
+        {"layer": "attic", "title": "x", "content": "y"},
+    ]), encoding="utf-8")  # fmt: skip
+    report = run_json(runner, "organize", "--dry-run", candidates, "--root", root)
+    assert report["mode"] == "dryRun" and report["status"] == "degraded"
+    assert [(i["index"], i["verdict"]) for i in report["items"]] == [(0, "exact"), (1, "new")]
+    assert report["items"][0]["match"]["id"] == "kp_sorting"
+    assert [k["index"] for k in report["skipped"]] == [2]
+    before = {p.name for p in root.rglob("*.md")}
+    decisions = tmp_path / "d.json"
+    decisions.write_text(json.dumps([{"action": "discard", "index": 0}, {"action": "save", "index": 1}]))
+    out = run(
+        runner, "organize", "--apply", report["run_id"], "--decisions", decisions, "--root", root
+    ).stdout
+    first = out.splitlines()[0]
+    assert first.endswith("(apply): ok; saved 1, archived 0, discarded 1, skipped 0")
+    added = {p.name for p in root.rglob("*.md")} - before
+    assert len(added) == 1 and out.splitlines()[1] == f"  saved: {added.pop()[:-3]}"
+    again = one_line_error(
+        runner, "organize", "--apply", report["run_id"], "--decisions", decisions, "--root", root
+    )
+    assert f"dry run '{report['run_id']}' was already applied" in again
+    text = run(runner, "organize", "--dry-run", candidates, "--root", root).stdout
+    assert "#1 exact (matches " in text and "apply with: mdcg organize --apply org_" in text
+    assert one_line_error(runner, "organize", "--root", root) == (
+        "error: give either --dry-run FILE.json or --apply RUN_ID --decisions FILE.json"
+    )
+    assert one_line_error(runner, "organize", "--apply", "org_x", "--root", root) == (
+        "error: --apply needs --decisions FILE.json"
+    )
+    candidates.write_text("[{", encoding="utf-8")
+    assert one_line_error(runner, "organize", "--dry-run", candidates, "--root", root) == (
+        f"error: --dry-run {candidates}: not valid JSON (Expecting property name enclosed in double quotes "
+        "at line 1, column 3)"
+    )
+
+
+def test_inject_stats_and_today(runner: CliRunner, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    run(runner, "init", "--root", empty)
+    assert run(runner, "today", "--root", empty).stdout == "nothing to bring back yet\n"
+    assert run_json(runner, "today", "--root", empty) == {"memory": None}
+    root = build_small_store(tmp_path / "memory")
+    items = run_json(runner, "inject", "binary search", "--root", root)["items"]
+    assert [i["id"] for i in items] == ["kp_bsearch"]
+    assert set(items[0]) == {"id", "title", "text", "score"}
+    assert run(runner, "inject", "xyzzy plugh", "--root", root).stdout == "nothing relevant to inject\n"
+    stats = run_json(runner, "stats", "--root", root)
+    assert set(stats) == {
+        "now",
+        "options",
+        "exposed_count",
+        "top_recalled",
+        "zombie",
+        "injection",
+        "coverage",
+    }
+    assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 1)]
+    assert stats["injection"]["runs"] == 2 and stats["injection"]["injected_count"] == 1
+    lines = run(runner, "stats", "--root", root).stdout.splitlines()
+    assert re.fullmatch(r"window 30 d since \S+ \(the log does not cover all of it\)", lines[0])
+    assert lines[1:] == [
+        "zombies: 0/0 eligible (n/a); injection: 1 in 2 run(s), slot fill 10.0%",
+        "      1  kp_bsearch  Function: binary search",
+    ]
+    shown = run_json(runner, "today", "--root", root)["memory"]
+    with MdCG(root, read_only=True) as store:
+        assert shown["id"] in store.ids() and shown["title"] == store.entry(shown["id"]).title
+    line = run(runner, "today", "--root", root).stdout.splitlines()[0]
+    assert re.fullmatch(
+        r"\S+ · \d+ (year|month)\(s\) ago \(\d{4}-\d\d-\d\d\) · shown \d+ time\(s\) before", line
+    )
 
 
 def test_mcp_scope_options_are_checked(runner: CliRunner, root: Path) -> None:

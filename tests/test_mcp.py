@@ -41,6 +41,10 @@ TOOLS = {
     "neighbours",
     "verify",
     "reflect",
+    "organize",
+    "recall_stats",
+    "on_this_day",
+    "inject",
     "sync",
     "health",
 }
@@ -368,6 +372,16 @@ def test_replies_stay_within_their_budgets_on_the_sample(sample_store: Path) -> 
                     assert await size("get", {"id": e.id}) <= BUDGETS["get"].chars(file_bytes)
                     n = await size("neighbours", {"id": e.id, "direction": "both", "depth": 3})
                     assert n <= BUDGETS["neighbours"].chars(50)
+                for query in QUERIES:
+                    assert await size("inject", {"query": query}) <= BUDGETS["inject"].chars(5)
+                assert await size("recall_stats", {}) <= BUDGETS["recall_stats"].chars()
+                assert await size("on_this_day", {}) <= BUDGETS["on_this_day"].chars()
+                candidates = [
+                    {"layer": "knowledge", "title": e.title, "content": f"{e.title} {'x' * 400}"}
+                    for e in store.list_nodes("knowledge", limit=60)
+                ]
+                n = await size("organize", {"mode": "dryRun", "candidates": candidates})
+                assert n <= BUDGETS["organize"].chars(len(candidates)), n
                 assert await size("health", {}) <= BUDGETS["health"].chars()
                 assert await size("sync", {}) <= BUDGETS["sync"].chars()
 
@@ -400,3 +414,57 @@ def test_the_scope_comes_from_the_server_never_from_a_tool(tmp_path: Path) -> No
         assert store.get("new").agent_scope == "a"
     with MdCG(root) as store, pytest.raises(TypeError, match="pass scope only when create_server opens"):
         create_server(root, store=store, scope=Scope(agent="a"))
+
+
+def test_organize_recall_stats_on_this_day_and_inject(tmp_path: Path) -> None:
+    root = build_small_store(tmp_path / "memory")
+    server = create_server(root)
+
+    async def run() -> None:
+        async with Client(server) as client:
+            candidates = [
+                {"layer": "knowledge", "title": "Sorting", "content": "Sorting puts items in order."},
+                {"layer": "contextual", "title": "Coffee order", "content": "Oat-milk flat white."},
+            ]
+            dry = _ok(await client.call_tool("organize", {"mode": "dryRun", "candidates": candidates}))
+            assert [(i["index"], i["verdict"]) for i in dry["items"]] == [(0, "exact"), (1, "new")]
+            assert dry["items"][0]["match"]["id"] == "kp_sorting" and dry["status"] == "ok"
+            decisions = [{"action": "save", "index": 1}, {"action": "archive", "id": "kp_sorting"}]
+            done = _ok(
+                await client.call_tool(
+                    "organize", {"mode": "apply", "run_id": dry["run_id"], "decisions": decisions}
+                )
+            )
+            assert (done["status"], done["archived_ids"], len(done["saved_ids"])) == ("ok", ["kp_sorting"], 1)
+            assert "already applied" in _err(
+                await client.call_tool(
+                    "organize", {"mode": "apply", "run_id": dry["run_id"], "decisions": decisions}
+                )
+            )
+            assert "kp_sorting" not in {i["id"] for i in _ok(await client.call_tool("list", {}))["items"]}
+
+            items = _ok(await client.call_tool("inject", {"query": "binary search"}))["items"]
+            assert [i["id"] for i in items] == ["kp_bsearch"]
+            assert _ok(await client.call_tool("inject", {"query": "xyzzy plugh"})) == {"items": []}
+            stats = _ok(await client.call_tool("recall_stats", {}))
+            assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 1)]
+            assert stats["injection"]["runs"] == 2
+            shown = _ok(await client.call_tool("on_this_day", {}))["memory"]
+            assert set(shown) == {
+                "id",
+                "tier",
+                "date",
+                "years_ago",
+                "months_ago",
+                "show_count",
+                "stage",
+                "title",
+                "snippet",
+            }
+            assert _err(await client.call_tool("sweep", {}))  # the server never sweeps
+
+    anyio.run(run)
+    server.store.close()
+    with MdCG(root, read_only=True) as store:
+        assert "kp_sorting" not in store and (root / "archive").is_dir()
+        assert [store.entry(i).title for i in store.ids("contextual")] == ["Coffee order"]
