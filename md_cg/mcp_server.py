@@ -139,8 +139,9 @@ Hits with no evidence of being about the query are left out unless fill=true.
 `meta.covered_neg`: falsified hypotheses and open questions your query matches \
 (at most 5; covered_neg_total counts all): read them before repeating an idea.
 Write with `remember`, change with `update`, record checks with `verify`, rate \
-a search with `reflect`, remove with `forget` (with a reason). Files edited by \
-hand are picked up before each call.
+a search with `reflect`, remove with `forget` (with a reason). Before saving \
+several memories, `organize` (dryRun, then apply) finds near-duplicates. Files \
+edited by hand are picked up before each call.
 """
 
 _F = TypeVar("_F", bound=Callable[..., Any])
