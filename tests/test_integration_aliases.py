@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "integrations.md"
 MD_CG_TOOLS = {
     "remember", "update", "forget", "search", "recall", "get", "list", "neighbours", "verify", "reflect",
-    "sync", "health",
+    "organize", "recall_stats", "on_this_day", "inject", "sync", "health",
 }  # fmt: skip
 
 
