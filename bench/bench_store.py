@@ -6,7 +6,8 @@
 Thin over :func:`md_cg.benchmark.store_bench` (see its docstring for what is
 measured). ``--work`` puts the stores on a chosen disk (default: a temp
 folder); run it once on the real disk and once on tmpfs (``--work /dev/shm/x``)
-to separate file-system cost from the engine's own.
+to separate file-system cost from the engine's own. Durable batches are set
+beside their own raw floor (fsync of each file, of each folder once a batch).
 """
 
 from __future__ import annotations

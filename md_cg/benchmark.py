@@ -14,10 +14,12 @@ and a full ``rebuild_index`` (entries, text index and snapshot).
 Search (:func:`search_bench`): p50/p95 latency of ``search`` without context,
 with a routed hit (context = the domain of the wanted node: found at T0) and a
 routed miss (context = another domain: falls through to T2), reported apart,
-beside sqlite ``LIKE`` and sqlite FTS5 (trigram tokenizer, ``bm25()``) over the
-same texts; the share of the store each kind scans; the memory the opened
-index takes; and recall@10 against the sqlite ``LIKE`` results for queries
-that ``LIKE`` answers with 1-10 rows.
+beside sqlite ``LIKE``, an FTS5 trigram phrase lookup (a substring index) and
+the like-for-like baseline of FTS-based memory stores -- FTS5 (unicode61) with
+an OR of the query's terms ordered by ``bm25()`` -- over the same texts; the
+share of the store each kind scans; the memory the opened index takes; and
+recall@10 against the sqlite ``LIKE`` results for queries that ``LIKE``
+answers with 1-10 rows.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import gc
 import os
 import platform
 import random
+import re
 import shutil
 import sqlite3
 import statistics
@@ -252,76 +255,110 @@ def _per_size(sizes: Sequence[int], work: Path | None, one: Callable[[int, Path]
 def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | None) -> list[Row]:
     say = progress or (lambda _msg: None)
     nodes = corpus(n)
-    total = len(nodes)
-    rows: list[Row] = []
-
     say(f"{n:,}: add() one node at a time")
     root = work / f"md_{n}"
-    copies = [node.copy() for node in nodes]  # add() stamps what it is given
-    with MdCG(root, auto_compact=None) as s:  # the cold open below reads the files
+    rows, sq = _store_nondurable(n, nodes, root, work)
+    sample = nodes[: min(durable_sample, len(nodes))]
+    say(f"{n:,}: add(durable=True) per node on {len(sample):,}")
+    row, sq_d = _store_durable(n, sample, work)
+    rows.append(row)
+    say(f"{n:,}: add_many(durable=True) in batches of 1,000")
+    rows.append(_store_batches(n, nodes, work, sq, sq_d))
+    say(f"{n:,}: open")
+    rows += _store_open(n, root, work, len(nodes))
+    for p in (root, work / f"raw_{n}"):
+        shutil.rmtree(p, ignore_errors=True)
+    return rows
+
+
+def _timed_adds(root: Path, nodes: Sequence[Node], *, durable: bool, compact: bool) -> float:
+    """``add`` each node (copies: ``add`` stamps what it is given); return nodes/s."""
+    copies = [node.copy() for node in nodes]
+    with MdCG(root, auto_compact=10_000 if compact else None) as s:
         t = time.perf_counter()
         for node in copies:
-            s.add(node, stamp=False)
-        ours = _rate(total, time.perf_counter() - t)
+            s.add(node, durable=durable, stamp=False)
+        return _rate(len(copies), time.perf_counter() - t)
+
+
+def _store_nondurable(n: int, nodes: Sequence[Node], root: Path, work: Path) -> tuple[list[Row], float]:
+    # No compaction: the cold open below must read the files, not a snapshot.
+    ours = _timed_adds(root, nodes, durable=False, compact=False)
+    many = _timed_add_many(work / f"mdm_{n}", nodes)
     floor = _raw_floor(work / f"raw_{n}", nodes, durable=False)
     sq = _sqlite_db(work / f"sq_{n}.db", nodes, durable_each=False)
-    rows.append(
+    rows = [
         Row(
             n,
-            "write, non-durable (nodes/s)",
+            "write, add() one node at a time, non-durable (nodes/s)",
             f"{ours:,.0f}",
             f"raw floor {floor:,.0f}; sqlite one txn {sq:,.0f}",
             f"{ours / floor:.0%} of floor; {ours / sq:.2f}× sqlite",
-        )
-    )
-
-    sample = nodes[: min(durable_sample, total)]
-    say(f"{n:,}: add(durable=True) per node on {len(sample):,}")
-    droot = work / f"mdd_{n}"
-    copies = [node.copy() for node in sample]
-    with MdCG(droot) as s:
-        t = time.perf_counter()
-        for node in copies:
-            s.add(node, durable=True, stamp=False)
-        ours_d = _rate(len(sample), time.perf_counter() - t)
-    floor_d = _raw_floor(work / f"rawd_{n}", sample, durable=True)
-    sq_d = _sqlite_db(work / f"sqd_{n}.db", sample, durable_each=True)
-    rows.append(
+        ),
         Row(
             n,
-            f"write, durable per node (nodes/s, first {len(sample):,})",
-            f"{ours_d:,.0f}",
-            f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
-            f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite",
-        )
-    )
+            "write, add_many() batches of 1,000, non-durable (nodes/s)",
+            f"{many:,.0f}",
+            f"raw floor {floor:,.0f}; sqlite one txn {sq:,.0f}",
+            f"{many / floor:.0%} of floor; {many / sq:.2f}× sqlite",
+        ),
+    ]
+    return rows, sq
+
+
+def _timed_add_many(root: Path, nodes: Sequence[Node]) -> float:
+    copies = [node.copy() for node in nodes]
+    with MdCG(root, auto_compact=None) as s:
+        t = time.perf_counter()
+        for start in range(0, len(copies), 1000):
+            s.add_many(copies[start : start + 1000], stamp=False)
+        rate = _rate(len(copies), time.perf_counter() - t)
+    shutil.rmtree(root, ignore_errors=True)
+    return rate
+
+
+def _store_durable(n: int, sample: Sequence[Node], work: Path) -> tuple[Row, float]:
+    droot = work / f"mdd_{n}"
+    ours_d = _timed_adds(droot, sample, durable=True, compact=True)
+    floor_d = _raw_floor(work / f"rawd_{n}", sample, durable=True)
+    sq_d = _sqlite_db(work / f"sqd_{n}.db", sample, durable_each=True)
     shutil.rmtree(droot, ignore_errors=True)
     shutil.rmtree(work / f"rawd_{n}", ignore_errors=True)
+    row = Row(
+        n,
+        f"write, durable per node (nodes/s, first {len(sample):,})",
+        f"{ours_d:,.0f}",
+        f"raw floor+fsync {floor_d:,.0f}; sqlite commit each {sq_d:,.0f}",
+        f"{ours_d / floor_d:.0%} of floor; {ours_d / sq_d:.2f}× sqlite",
+    )
+    return row, sq_d
 
-    say(f"{n:,}: add_many(durable=True) in batches of 1,000")
+
+def _store_batches(n: int, nodes: Sequence[Node], work: Path, sq: float, sq_d: float) -> Row:
     broot = work / f"mdb_{n}"
     copies = [node.copy() for node in nodes]
     with MdCG(broot) as s:
         t = time.perf_counter()
-        for start in range(0, total, 1000):
+        for start in range(0, len(copies), 1000):
             s.add_many(copies[start : start + 1000], durable=True, stamp=False)
-        ours_b = _rate(total, time.perf_counter() - t)
-    rows.append(
-        Row(
-            n,
-            "write, durable batch of 1,000 (nodes/s)",
-            f"{ours_b:,.0f}",
-            f"sqlite one txn {sq:,.0f}; sqlite commit each {sq_d:,.0f}",
-            f"{ours_b / sq:.2f}× sqlite one txn; {ours_b / sq_d:.1f}× commit each",
-        )
-    )
+        ours_b = _rate(len(copies), time.perf_counter() - t)
+    floor_b = _raw_floor(work / f"rawb_{n}", nodes, durable=True, batch=1000)
     shutil.rmtree(broot, ignore_errors=True)
+    shutil.rmtree(work / f"rawb_{n}", ignore_errors=True)
+    return Row(
+        n,
+        "write, durable batch of 1,000 (nodes/s)",
+        f"{ours_b:,.0f}",
+        f"raw floor+fsync per file, folders once a batch {floor_b:,.0f}; "
+        f"sqlite one txn {sq:,.0f}; sqlite commit each {sq_d:,.0f}",
+        f"{ours_b / floor_b:.0%} of floor; {ours_b / sq:.2f}× sqlite one txn",
+    )
 
-    say(f"{n:,}: open")
+
+def _store_open(n: int, root: Path, work: Path, total: int) -> list[Row]:
     # Opening is timed in a fresh process, as an agent process would open the
     # store: this process holds the benchmark's own objects, which would make
     # the loader's garbage-collector pauses longer than they are in practice.
-    del copies
     gc.collect()
     cold_probe = _probe_open(root)  # no snapshot: the index from the files
     assert cold_probe["loaded_from"] == "files" and cold_probe["nodes"] == total
@@ -334,36 +371,29 @@ def _store_size(n: int, work: Path, durable_sample: int, progress: Progress | No
     assert warm_probe["loaded_from"] == "snapshot" and warm_probe["nodes"] == total
     warm = warm_probe["seconds"]
     sq_open = _probe_sqlite(work / f"sq_{n}.db", total)
-    rows.append(
+    return [
         Row(
             n,
             "open from snapshot, fresh process (s)",
             f"{warm:.3f}",
             f"sqlite connect + read all rows {sq_open:.3f}",
             f"{warm / sq_open:.1f}× sqlite time",
-        )
-    )
-    rows.append(
+        ),
         Row(
             n,
             "open without snapshot: index from the files (nodes/s)",
             f"{_rate(total, cold):,.0f}",
             f"{cold:.2f} s for {total:,} files (text index deferred to the first search)",
             "",
-        )
-    )
-    rows.append(
+        ),
         Row(
             n,
             "rebuild_index(): files → entries + text index + snapshot (nodes/s)",
             f"{_rate(total, rebuild):,.0f}",
             f"{rebuild:.2f} s for {total:,} files",
             "",
-        )
-    )
-    for p in (root, work / f"raw_{n}"):
-        shutil.rmtree(p, ignore_errors=True)
-    return rows
+        ),
+    ]
 
 
 # -- search ---------------------------------------------------------------------------
@@ -401,7 +431,9 @@ def query_cases(
     by_name = _instances(nodes)
     names = sorted(by_name)
     rng.shuffle(names)
-    domains = sorted({layout.route_key(n) for n in nodes if n.layer == "knowledge"} - {None})
+    domains = sorted(
+        {key for n in nodes if n.layer == "knowledge" and (key := layout.route_key(n)) is not None}
+    )
     cases: list[QueryCase] = []
     for name in names:
         like = [
@@ -446,6 +478,89 @@ def search_bench(
     return _per_size(sizes, work, lambda n, base: _search_size(n, base, queries, progress))
 
 
+def build_sqlite_fts(db: Path, nodes: Sequence[Node]) -> sqlite3.Connection:
+    """The sqlite baselines over the nodes: the reference table, an FTS5 trigram
+    table (substring lookups) and an FTS5 unicode61 table (ranked word search)."""
+    _sqlite_db(db, nodes, durable_each=False)
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='trigram')")
+    conn.execute("INSERT INTO fts(rowid, content) SELECT rowid, content FROM nodes")
+    conn.execute("CREATE VIRTUAL TABLE fts_words USING fts5(content)")
+    conn.execute("INSERT INTO fts_words(rowid, content) SELECT rowid, content FROM nodes")
+    conn.commit()
+    return conn
+
+
+_WORD = re.compile(r"\w+")
+
+
+def fts_or_query(query: str) -> str:
+    """The query as FTS-based memory stores run it: an OR of its quoted terms."""
+    terms = _WORD.findall(query) or [query]
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+#: The three sqlite lookups timed beside search: name -> (SQL, how the query is passed).
+SQLITE_LOOKUPS: dict[str, tuple[str, Callable[[str], str]]] = {
+    "LIKE": (
+        "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') AND content LIKE ? LIMIT 10",
+        lambda q: f"%{q}%",
+    ),
+    "FTS5 trigram phrase": (
+        "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10",
+        lambda q: '"' + q.replace('"', '""') + '"',
+    ),
+    "FTS5 OR + bm25": (
+        "SELECT n.id FROM fts_words f JOIN nodes n ON n.rowid = f.rowid "
+        "WHERE fts_words MATCH ? ORDER BY bm25(fts_words) LIMIT 10",
+        fts_or_query,
+    ),
+}
+
+
+def time_sqlite(
+    conn: sqlite3.Connection, queries: Sequence[str]
+) -> tuple[dict[str, list[float]], list[list[str]]]:
+    """Milliseconds of each lookup of :data:`SQLITE_LOOKUPS` per query, and the
+    ids the ranked OR lookup returned (for its recall)."""
+    times: dict[str, list[float]] = {name: [] for name in SQLITE_LOOKUPS}
+    ranked: list[list[str]] = []
+    for q in queries:
+        for name, (sql, arg) in SQLITE_LOOKUPS.items():
+            t = time.perf_counter()
+            got = conn.execute(sql, (arg(q),)).fetchall()
+            times[name].append((time.perf_counter() - t) * 1000)
+            if name == "FTS5 OR + bm25":
+                ranked.append([r[0] for r in got])
+    return times, ranked
+
+
+_KINDS = {"none": "no context", "hit": "routed hit", "miss": "routed miss"}
+
+
+def _time_search(store: MdCG, cases: Sequence[QueryCase]) -> dict[str, Any]:
+    """md-cg's latency (ms), scanned share and top tier per kind, and recall@10 vs LIKE."""
+    # One warm-up pass over the query set (stem cache, synonym table, the
+    # fuzzy-match map, numpy): the figures are for a process that has been
+    # serving queries, as an agent's memory does.
+    for c in cases:
+        for ctx in (None, c.domain, c.miss_domain):
+            store.search(c.query, context=ctx, record=False)
+    out: dict[str, Any] = {k: {"ms": [], "scanned": [], "tiers": []} for k in _KINDS}
+    recalls: list[float] = []
+    for c in cases:
+        for kind, ctx in (("none", None), ("hit", c.domain), ("miss", c.miss_domain)):
+            t = time.perf_counter()
+            results, meta = store.search(c.query, k=10, context=ctx, record=False)
+            out[kind]["ms"].append((time.perf_counter() - t) * 1000)
+            out[kind]["scanned"].append(meta["scanned_share"])
+            out[kind]["tiers"].append(results[0].tier if results else "-")
+            if kind == "none":
+                recalls.append(len({r.id for r in results} & set(c.like_ids)) / len(c.like_ids))
+    out["recall"] = recalls
+    return out
+
+
 def _search_size(n: int, work: Path, queries: int, progress: Progress | None) -> list[Row]:
     say = progress or (lambda _msg: None)
     say(f"{n:,}: building the store and the sqlite baselines")
@@ -455,81 +570,30 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
         for start in range(0, len(nodes), 2000):
             s.add_many(nodes[start : start + 2000], stamp=False)
         s.compact_index()
-    db = work / f"s_{n}.db"
-    _sqlite_db(db, nodes, durable_each=False)
-    conn = sqlite3.connect(db)
-    conn.execute("CREATE VIRTUAL TABLE fts USING fts5(content, tokenize='trigram')")
-    conn.execute("INSERT INTO fts(rowid, content) SELECT rowid, content FROM nodes")
-    conn.commit()
+    conn = build_sqlite_fts(work / f"s_{n}.db", nodes)
     cases = query_cases(nodes, conn, queries)
-
+    del nodes
     index_rss = index_memory(root)
     store = MdCG(root, refresh_interval=None)
     total = len(store)
     try:
         say(f"{n:,}: {len(cases)} queries × 3 kinds")
-        # One warm-up pass over the query set (stem cache, synonym table, the
-        # fuzzy-match map, numpy): the figures are for a process that has
-        # been serving queries, as an agent's memory does.
-        for c in cases:
-            for ctx in (None, c.domain, c.miss_domain):
-                store.search(c.query, context=ctx, record=False)
-        times: dict[str, list[float]] = {"none": [], "hit": [], "miss": []}
-        scanned: dict[str, list[float]] = {"none": [], "hit": [], "miss": []}
-        tiers: dict[str, list[str]] = {"none": [], "hit": [], "miss": []}
-        recalls: list[float] = []
-        like_t: list[float] = []
-        fts_t: list[float] = []
-        for c in cases:
-            for kind, ctx in (("none", None), ("hit", c.domain), ("miss", c.miss_domain)):
-                t = time.perf_counter()
-                results, meta = store.search(c.query, k=10, context=ctx, record=False)
-                times[kind].append((time.perf_counter() - t) * 1000)
-                scanned[kind].append(meta["scanned_share"])
-                tiers[kind].append(results[0].tier if results else "-")
-                if kind == "none":
-                    got = {r.id for r in results}
-                    recalls.append(len(got & set(c.like_ids)) / len(c.like_ids))
-            pattern = f"%{c.query}%"
-            t = time.perf_counter()
-            conn.execute(
-                "SELECT id FROM nodes WHERE layer NOT IN ('rejected','unresolved') "
-                "AND content LIKE ? LIMIT 10",
-                (pattern,),
-            ).fetchall()
-            like_t.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            phrase = '"' + c.query.replace('"', '""') + '"'
-            conn.execute(
-                "SELECT rowid FROM fts WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10", (phrase,)
-            ).fetchall()
-            fts_t.append((time.perf_counter() - t) * 1000)
+        ours = _time_search(store, cases)
+        sq_times, ranked = time_sqlite(conn, [c.query for c in cases])
     finally:
         store.close()
         conn.close()
-    like50, fts50 = _pct(like_t, 0.5), _pct(fts_t, 0.5)
-    rows: list[Row] = []
-    names = {"none": "no context", "hit": "routed hit", "miss": "routed miss"}
-    for kind in ("none", "hit", "miss"):
-        p50, p95 = _pct(times[kind], 0.5), _pct(times[kind], 0.95)
-        share = statistics.mean(scanned[kind]) if scanned[kind] else 0.0
-        top_tiers = ", ".join(f"{t}:{tiers[kind].count(t)}" for t in sorted(set(tiers[kind])))
-        rows.append(
-            Row(
-                n,
-                f"search p50/p95 ms, {names[kind]} (scans {share:.1%}; top tier {top_tiers})",
-                f"{p50:.3f} / {p95:.3f}",
-                f"sqlite LIKE {like50:.3f} / {_pct(like_t, 0.95):.3f}; "
-                f"FTS5 trigram {fts50:.3f} / {_pct(fts_t, 0.95):.3f}",
-                f"{like50 / p50:.1f}× faster than LIKE; {fts50 / p50:.2f}× FTS5",
-            )
-        )
+    or_recall = [
+        len(set(got) & set(c.like_ids)) / len(c.like_ids) for got, c in zip(ranked, cases, strict=True)
+    ]
+    rows = _search_rows(n, ours, sq_times)
     rows.append(
         Row(
             n,
-            f"recall@10 vs sqlite LIKE ({len(recalls)} queries with 1-10 LIKE rows)",
-            f"{statistics.mean(recalls):.3f}" if recalls else "n/a",
-            "sqlite LIKE = 1.000",
+            f"recall@10 vs sqlite LIKE ({len(cases)} queries with 1-10 LIKE rows)",
+            f"{statistics.mean(ours['recall']):.3f}" if cases else "n/a",
+            "sqlite LIKE = 1.000; "
+            + (f"FTS5 OR + bm25 = {statistics.mean(or_recall):.3f}" if cases else "FTS5 OR + bm25 n/a"),
             "",
         )
     )
@@ -543,6 +607,32 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
         )
     )
     shutil.rmtree(root, ignore_errors=True)
+    return rows
+
+
+def _search_rows(n: int, ours: dict[str, Any], sq: dict[str, list[float]]) -> list[Row]:
+    p50 = {name: _pct(ms, 0.5) for name, ms in sq.items()}
+    p95 = {name: _pct(ms, 0.95) for name, ms in sq.items()}
+    baseline = "; ".join(f"{name} {p50[name]:.3f} / {p95[name]:.3f}" for name in sq)
+    rows: list[Row] = []
+    for kind, label in _KINDS.items():
+        got = ours[kind]
+        ours50, ours95 = _pct(got["ms"], 0.5), _pct(got["ms"], 0.95)
+        share = statistics.mean(got["scanned"]) if got["scanned"] else 0.0
+        tiers = got["tiers"]
+        top_tiers = ", ".join(f"{t}:{tiers.count(t)}" for t in sorted(set(tiers)))
+        rows.append(
+            Row(
+                n,
+                f"search p50/p95 ms, {label} (scans {share:.1%}; top tier {top_tiers})",
+                f"{ours50:.3f} / {ours95:.3f}",
+                baseline,
+                f"md-cg time / baseline time: p50 {ours50 / p50['LIKE']:.2f}× LIKE, "
+                f"{ours50 / p50['FTS5 OR + bm25']:.2f}× FTS5 OR + bm25, "
+                f"{ours50 / p50['FTS5 trigram phrase']:.2f}× trigram phrase; "
+                f"p95 {ours95 / p95['FTS5 OR + bm25']:.2f}× FTS5 OR + bm25",
+            )
+        )
     return rows
 
 
@@ -599,69 +689,89 @@ def migrate_bench(
     per folder once a batch); a plain sqlite -> sqlite copy of the rows.
     Returns a Markdown table.
     """
-    from .migrate import migrate
     from .sample import generate
     from .sqlite_source import iter_rows, open_readonly
 
     base = Path(work or tempfile.mkdtemp(prefix="mdcg-migrate-bench-"))
     base.mkdir(parents=True, exist_ok=True)
     samples: dict[str, list[float]] = {}
-
-    def add(name: str, seconds: float) -> None:
-        samples.setdefault(name, []).append(seconds)
-
     try:
         src = base / "full.sqlite"
         stats = generate(src, knowledge=knowledge)
-        total = stats.nodes
         conn = open_readonly(src)
         try:
             nodes = [r.node for r in iter_rows(conn) if r.node is not None]
         finally:
             conn.close()
         for i in range(repeat):
-            for durable in (False, True):
-                tag = "durable" if durable else "non-durable"
-                dest = base / f"md_{tag}_{i}"
-                report = migrate(src, dest, batch=batch, durable=durable)
-                if not report.ok or report.migrated != total:
-                    raise RuntimeError(f"migration failed: {report.render()}")
-                add(f"migrate, {tag}", report.seconds)
-                add(f"  of which writing, {tag}", report.write_seconds)
-                add(f"  of which verifying, {tag}", report.verify_seconds)
-                if not durable:
-                    again = migrate(src, dest, batch=batch)
-                    if again.unchanged != total:
-                        raise RuntimeError("the re-run rewrote files")
-                    add("migrate again (all unchanged), non-durable", again.seconds)
-                shutil.rmtree(dest)
-            t = time.perf_counter()
-            conn = open_readonly(src)
-            try:
-                for _ in iter_rows(conn):
-                    pass
-            finally:
-                conn.close()
-            add("sqlite read + convert (iter_rows)", time.perf_counter() - t)
-            for durable in (False, True):
-                tag = "durable" if durable else "non-durable"
-                root = base / f"raw_{tag}_{i}"
-                rate = _raw_floor(root, nodes, durable=durable, batch=batch)
-                add(f"raw floor (temp + os.replace), {tag}", len(nodes) / rate)
-                shutil.rmtree(root)
-            copy = base / f"copy_{i}.sqlite"
-            t = time.perf_counter()
-            _sqlite_copy(src, copy)
-            add("sqlite -> sqlite copy (one transaction)", time.perf_counter() - t)
-            copy.unlink()
+            _migrate_round(base, src, nodes, stats.nodes, i, batch, samples)
     finally:
         shutil.rmtree(base, ignore_errors=True)
     medians = {name: statistics.median(values) for name, values in samples.items()}
+    head = (
+        f"Migration of the sample: {stats.nodes:,} nodes ({stats.knowledge:,} knowledge), "
+        f"{stats.edges:,} edges; batch {batch}; median of {repeat} run(s)."
+    )
+    return _migrate_table(head, medians, stats.nodes)
+
+
+def _migrate_round(
+    base: Path,
+    src: Path,
+    nodes: Sequence[Node],
+    total: int,
+    i: int,
+    batch: int,
+    samples: dict[str, list[float]],
+) -> None:
+    """One round of every measure of :func:`migrate_bench`, appended to ``samples``."""
+    from .migrate import migrate
+    from .sqlite_source import iter_rows, open_readonly
+
+    def add(name: str, seconds: float) -> None:
+        samples.setdefault(name, []).append(seconds)
+
+    for durable in (False, True):
+        tag = "durable" if durable else "non-durable"
+        dest = base / f"md_{tag}_{i}"
+        report = migrate(src, dest, batch=batch, durable=durable)
+        if not report.ok or report.migrated != total:
+            raise RuntimeError(f"migration failed: {report.render()}")
+        add(f"migrate, {tag}", report.seconds)
+        add(f"  of which writing, {tag}", report.write_seconds)
+        add(f"  of which verifying, {tag}", report.verify_seconds)
+        if not durable:
+            again = migrate(src, dest, batch=batch)
+            if again.unchanged != total:
+                raise RuntimeError("the re-run rewrote files")
+            add("migrate again (all unchanged), non-durable", again.seconds)
+        shutil.rmtree(dest)
+    t = time.perf_counter()
+    conn = open_readonly(src)
+    try:
+        for _ in iter_rows(conn):
+            pass
+    finally:
+        conn.close()
+    add("sqlite read + convert (iter_rows)", time.perf_counter() - t)
+    for durable in (False, True):
+        tag = "durable" if durable else "non-durable"
+        root = base / f"raw_{tag}_{i}"
+        rate = _raw_floor(root, nodes, durable=durable, batch=batch)
+        add(f"raw floor (temp + os.replace), {tag}", len(nodes) / rate)
+        shutil.rmtree(root)
+    copy = base / f"copy_{i}.sqlite"
+    t = time.perf_counter()
+    _sqlite_copy(src, copy)
+    add("sqlite -> sqlite copy (one transaction)", time.perf_counter() - t)
+    copy.unlink()
+
+
+def _migrate_table(head: str, medians: dict[str, float], total: int) -> str:
     floor = medians["raw floor (temp + os.replace), non-durable"]
     floor_durable = medians["raw floor (temp + os.replace), durable"]
     lines = [
-        f"Migration of the sample: {total:,} nodes ({stats.knowledge:,} knowledge), "
-        f"{stats.edges:,} edges; batch {batch}; median of {repeat} run(s).",
+        head,
         f"Machine: {machine()}",
         "",
         "| what | seconds | nodes/s | time vs raw floor (same durability) |",

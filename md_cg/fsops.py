@@ -294,6 +294,16 @@ def lstat(root: str, rel: str) -> os.stat_result:
 
 def exists(root: str, rel: str) -> bool:
     """Whether anything is at ``root/rel`` (a symlink on the way counts as absent)."""
+    # One plain lstat settles the common "absent" answer of a write path: if
+    # the path does not resolve even through symlinks, it is absent either way
+    # (a symlink on the way counts as absent too). Only a hit is checked again
+    # component by component.
+    try:
+        os.lstat(f"{root}/{rel}")
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError:
+        pass  # ELOOP, EACCES...: the careful walk below decides
     try:
         lstat(root, rel)
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):
@@ -424,6 +434,40 @@ def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, 
 # -- locks ----------------------------------------------------------------------
 
 _LOCK_ERRORS = (portalocker.AlreadyLocked, portalocker.LockException)
+
+try:
+    import fcntl as _fcntl
+except ImportError:  # Windows: portalocker's LockFileEx
+    _fcntl = None  # type: ignore[assignment]
+
+
+def _try_flock(fh: IO[Any], *, shared: bool) -> bool:
+    """Take ``flock`` on ``fh`` without waiting; False when another holder has it.
+
+    On POSIX this calls ``fcntl.flock`` directly -- the primitive portalocker
+    uses there, so both interlock -- without portalocker's per-call flag
+    conversions, which cost more than the system call on the write path.
+    """
+    if _fcntl is not None:
+        try:
+            _fcntl.flock(fh.fileno(), (_fcntl.LOCK_SH if shared else _fcntl.LOCK_EX) | _fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+    try:
+        portalocker.lock(fh, (portalocker.LOCK_SH if shared else portalocker.LOCK_EX) | portalocker.LOCK_NB)
+    except _LOCK_ERRORS:
+        return False
+    return True
+
+
+def _unflock(fh: IO[Any]) -> None:
+    if _fcntl is not None:
+        _fcntl.flock(fh.fileno(), _fcntl.LOCK_UN)
+    else:
+        portalocker.unlock(fh)
+
+
 #: Longest pause (seconds) a handle leaves to writers between two exclusive holds.
 MAINTENANCE_YIELD_MAX = 1.0
 
@@ -477,10 +521,7 @@ class FileLock:
                 raise RuntimeError("cannot upgrade a shared lock to exclusive")
             self._depth += 1
             return True
-        flags = portalocker.LOCK_SH if shared else portalocker.LOCK_EX
-        try:
-            portalocker.lock(self._file(), flags | portalocker.LOCK_NB)
-        except _LOCK_ERRORS:
+        if not _try_flock(self._file(), shared=shared):
             return False
         self._depth = 1
         self._shared = shared
@@ -502,7 +543,7 @@ class FileLock:
             return
         self._depth -= 1
         if self._depth == 0:
-            portalocker.unlock(self._fh)
+            _unflock(self._fh)
 
     @contextlib.contextmanager
     def hold(self, *, shared: bool = False, timeout: float = 30.0) -> Iterator[None]:
@@ -517,7 +558,7 @@ class FileLock:
         if self._fh is not None and self._pid == os.getpid():
             if self._depth:
                 with contextlib.suppress(OSError):
-                    portalocker.unlock(self._fh)
+                    _unflock(self._fh)
             self._fh.close()
         self._fh = None
         self._depth = 0
@@ -598,9 +639,7 @@ def try_lock_exclusive(root: str, rel: str) -> IO[Any] | None:
         fh = _open_lock_file(root, rel, mode="r")
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return None
-    try:
-        portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
-    except _LOCK_ERRORS:
+    if not _try_flock(fh, shared=False):
         fh.close()
         return None
     return fh

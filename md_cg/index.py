@@ -214,8 +214,45 @@ def read_node(root: str, rel: str) -> Node:
     return decode_node(_read_limited(root, rel)[0], rel)
 
 
-def _read_limited(root: str, rel: str) -> tuple[bytes, os.stat_result]:
-    data, st = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
+class DirCache:
+    """The folder last read from, kept open while a scan reads the files of one folder.
+
+    A scan reads files in path order, so consecutive files share a folder:
+    opening it once (rather than walking from the root for every file) saves
+    three to four system calls per file. The folder is still reached without
+    following symlinks, and every file in it is opened with ``O_NOFOLLOW``.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._rel: str | None = None
+        self._dir: fsops.Dir | None = None
+
+    def read(self, rel: str) -> tuple[bytes, os.stat_result]:
+        parent, _, name = rel.rpartition("/")
+        if self._dir is None or parent != self._rel:
+            self.close()
+            self._dir = fsops.Dir(self.root, parent)
+            self._rel = parent
+        return self._dir.read(name, max_bytes=MAX_FILE_BYTES)
+
+    def close(self) -> None:
+        if self._dir is not None:
+            self._dir.close()
+            self._dir, self._rel = None, None
+
+    def __enter__(self) -> DirCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _read_limited(root: str, rel: str, dirs: DirCache | None = None) -> tuple[bytes, os.stat_result]:
+    if dirs is None:
+        data, st = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
+    else:
+        data, st = dirs.read(rel)
     if st.st_size > MAX_FILE_BYTES:
         raise MalformedNodeFileError(
             rel, f"the file is {st.st_size:,} bytes, more than the {MAX_FILE_BYTES:,}-byte limit"
@@ -223,13 +260,14 @@ def _read_limited(root: str, rel: str) -> tuple[bytes, os.stat_result]:
     return data, st
 
 
-def parse_file(root: str, rel: str) -> Parsed:
+def parse_file(root: str, rel: str, dirs: DirCache | None = None) -> Parsed:
     """Read and parse ``root/rel`` (no symlinks, within :data:`MAX_FILE_BYTES`).
 
+    ``dirs`` keeps the file's folder open for the next file of a scan.
     Raises MalformedNodeFileError, UnsafePathError or OSError (FileNotFoundError
     when the file is gone).
     """
-    data, st = _read_limited(root, rel)
+    data, st = _read_limited(root, rel, dirs)
     node = decode_node(data, rel)
     entry = make_entry(node, rel, st.st_mtime_ns, st.st_size)
     return Parsed(node, entry, index_text(node))
@@ -488,17 +526,21 @@ def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState
         scan = scan_files(root)
     state = IndexState()
     by_id: dict[str, list[Parsed]] = {}
-    for rel in sorted(scan.files):
-        try:
-            parsed = parse_file(root, rel)
-        except (MalformedNodeFileError, UnsafePathError) as exc:
-            state.problems[rel] = _reason(exc)
-        except (FileNotFoundError, NotADirectoryError):
-            pass  # removed while we scanned
-        else:
-            by_id.setdefault(parsed.entry.id, []).append(parsed)
-        if progress is not None:
-            progress(1)
+    with DirCache(root) as dirs:
+        for rel in sorted(scan.files):
+            try:
+                parsed = parse_file(root, rel, dirs)
+            except (MalformedNodeFileError, UnsafePathError) as exc:
+                state.problems[rel] = _reason(exc)
+            except (FileNotFoundError, NotADirectoryError):
+                pass  # removed while we scanned
+            else:
+                # Only the entry and the text are kept: holding every parsed node
+                # until the end would double the peak memory of a rebuild.
+                parsed.node = None
+                by_id.setdefault(parsed.entry.id, []).append(parsed)
+            if progress is not None:
+                progress(1)
     for node_id, copies in by_id.items():
         best = copies[0] if len(copies) == 1 else winner(copies)
         if len(copies) > 1:

@@ -189,6 +189,7 @@ def dump_frontmatter(meta: dict[str, Any]) -> str:
 
 
 _KEY_DECODER = json.JSONDecoder()
+_loads = orjson.loads
 
 
 class Frontmatter(NamedTuple):
@@ -215,10 +216,11 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
     lines: dict[str, int] = {}
     problems: list[FileProblem] = []
     unbounded = set()
+    crlf = "\r" in fm
     # split("\n"), not splitlines(): U+2028 & co may appear raw in values.
     for number, raw in enumerate(fm.split("\n"), start=first_line):
-        line = raw[:-1] if raw.endswith("\r") else raw
-        if not line.strip():
+        line = raw[:-1] if crlf and raw.endswith("\r") else raw
+        if not line or line.isspace():
             continue
         if line[0] == '"':
             try:
@@ -234,7 +236,7 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
             if not sep or not key or key != key.strip():
                 raise ValueError(number, "expected 'key: value'")
         try:
-            value = orjson.loads(value_text)
+            value = _loads(value_text)
         except orjson.JSONDecodeError:
             raise ValueError(number, f"value of {key!r} is not JSON") from None
         if key in meta:

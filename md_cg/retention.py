@@ -11,6 +11,9 @@ Each decision is appended to the decision log ``.mdcg/retention/`` with its
 rule code (who decided), apart from the reason stored on the node (why it is
 kept): ``{"id", "rule", "tier", "expires_at", "temporal", "marker", "at"}``.
 
+The default (rule ``default_long``: no kind, no one-off marker) writes no
+retention field: the node stays unassigned, which reads as long.
+
 Re-deciding a node that already has an expiry keeps that expiry (an edit
 does not extend a temporary memory's life, and re-importing the same node
 leaves its file unchanged).
@@ -159,6 +162,11 @@ class Retention:
             ttl_seconds=self.ttl,
             markers=self.markers,
         )
+        if d.rule == "default_long":
+            # No evidence either way: the node stays unassigned (absent = long), so a
+            # plain note is stored as written; the decision log still has the rule.
+            node.retention_tier = node.expires_at = node.retention_reason = None
+            return d
         node.retention_tier = d.tier
         if d.tier != "temp":
             node.expires_at = None

@@ -26,6 +26,7 @@ Imports :mod:`md_cg.index` and the bottom modules.
 
 from __future__ import annotations
 
+import re
 import time
 import zlib
 from dataclasses import dataclass, fields
@@ -36,6 +37,7 @@ import orjson
 from . import fsops, paths
 from .errors import UnsafePathError
 from .index import Entry, IndexState, canonical_path, no_gc
+from .node import LAYERS
 from .text import query_terms
 from .textindex import TextIndex
 
@@ -220,6 +222,22 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
     return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
 
 
+#: Ids that certainly pass :func:`md_cg.node.check_id` (plain ASCII, no dots,
+#: shorter than its limits): most of them, checked by one match.
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
+_LAYER_NAMES = frozenset(LAYERS)
+
+
+def _plainly_safe(node_id: object, layer: object, bucket: object) -> bool:
+    """A shortcut of the row path check: True only when it would certainly pass."""
+    if type(node_id) is not str or layer not in _LAYER_NAMES or _PLAIN_NAME.fullmatch(node_id) is None:
+        return False
+    if bucket is None:
+        return True
+    # Bucket names repeat (a few hundred at most): their full check is cached per name.
+    return type(bucket) is str and layer == paths.BUCKETED_LAYER and paths.id_problem(bucket) is None
+
+
 def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:
     """Fill ``state`` from the rows; why not, when a row is unusable (the snapshot is refused)."""
     entries, buckets, keys, reverse = state.entries, state.buckets, state.keys, state.reverse
@@ -232,7 +250,9 @@ def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]
         # at import), and the header's columns were compared with COLUMNS.
         e = Entry(*row)
         node_id, bucket = e.id, e.bucket
-        if not isinstance(node_id, str) or paths.rel_problem(paths.node_rel(e.layer, bucket, node_id)):
+        if not _plainly_safe(node_id, e.layer, bucket) and (
+            not isinstance(node_id, str) or paths.rel_problem(paths.node_rel(e.layer, bucket, node_id))
+        ):
             return f"unsafe (a row with id {node_id!r}, layer {e.layer!r}, bucket {bucket!r})"[:300]
         if bucket is not None:
             e.domain = domains.get(bucket)

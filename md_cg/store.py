@@ -26,6 +26,7 @@ from . import (
     loop,
     maintenance,
     paths,
+    recall,
     retention,
     temporal,
     views,
@@ -36,6 +37,7 @@ from . import organize as organize_mod
 from . import search as search_mod
 from .engine import Engine
 from .errors import (
+    InvalidArgumentError,
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
@@ -486,32 +488,19 @@ class MdCG(views.Reads, views.Lifecycle):
             self._record_event("search", [r.id for r in results if not r.filler])
         return results, meta
 
-    def record_access(self, node_ids: Iterable[str]) -> None:
-        """Append one access per id to this process's access-log shard (nothing else).
+    def record_access(self, node_ids: Iterable[str], *, mode: str = "get") -> None:
+        """Append one access event (``mode``, this handle's caller scope, the ids) to this
+        process's access-log shard (nothing else). ``mode``: ``search``, ``inject`` or ``get``.
 
-        On a folder that cannot be written (a read-only copy or medium) the
-        accesses are skipped with one warning, and :meth:`health` says so.
+        On a folder that cannot be written (a read-only copy or medium, or a
+        symlink planted where the log goes) the accesses are skipped with one
+        warning, and :meth:`health` says so: a read never fails for its log.
         """
-        ids = [check_id(i) for i in node_ids]
-        if not ids or self.read_only or self._access_broken:
-            return
-        eng = self._engine
-        with eng.lock:
-            try:
-                eng.ensure_writable()
-                self._access.append({"id": i} for i in ids)
-            except (PermissionError, OSError, UnsafePathError) as exc:
-                # A read must not fail because its access cannot be logged: a
-                # read-only medium, or a symlink planted where the log goes.
-                unsafe = isinstance(exc, (UnsafePathError, PermissionError))
-                if not unsafe and not engine_mod.is_read_only_error(exc):
-                    raise
-                self._access_broken = f"{getattr(exc, 'strerror', None) or exc}"
-                engine_mod.warn_once(
-                    self,
-                    "access",
-                    f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded",
-                )
+        if mode not in recall.MODES:
+            raise InvalidArgumentError(
+                f"mode must be one of {', '.join(recall.MODES)}, got {mode!r}", name="mode", value=mode
+            )
+        self._record_event(mode, [check_id(i) for i in node_ids])
 
     def access_counts(self, node_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Accesses per node: the count in the file (migrated), the local fold and the log since.
@@ -718,10 +707,12 @@ class MdCG(views.Reads, views.Lifecycle):
             try:
                 self._engine.ensure_writable()
                 self._access.append([line])
-            except OSError as exc:
-                if not isinstance(exc, PermissionError) and not engine_mod.is_read_only_error(exc):
+            except (OSError, UnsafePathError) as exc:
+                if not isinstance(
+                    exc, (UnsafePathError, PermissionError)
+                ) and not engine_mod.is_read_only_error(exc):
                     raise
-                self._access_broken = f"{exc.strerror or exc}"
+                self._access_broken = f"{getattr(exc, 'strerror', None) or exc}"
                 note = (
                     f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded"
                 )

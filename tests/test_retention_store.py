@@ -29,7 +29,8 @@ def test_add_decides_temp_for_an_anchored_one_off_and_logs_the_rule(tmp_path: Pa
         d = s.add(id="home", layer="self", body=DURABLE, temporal="durable")
         assert (d.retention_tier, d.expires_at) == ("long", None)
         u = s.add(id="plain", layer="self", body="binary search halves the range")
-        assert (u.retention_tier, u.expires_at) == ("long", None)
+        assert (u.retention_tier, u.expires_at, u.retention_reason) == (None, None, None)  # unassigned = long
+        assert "retention" not in s.read_text("plain")
         log = _decisions(s)
         assert [(r["id"], r["rule"], r["tier"]) for r in log] == [
             ("alarm", "temporal_one_off", "temp"),
