@@ -35,12 +35,17 @@ QUERIES = (
     "binary search",
     "asyncio",
     "what time zone does the user live in",
+    "when is the Atlas deadline?",
+    "Doppler effect",
+    "快速排序的时间复杂度",
     "xyzzy plugh",
 )
 
 
 def _wire(result: Any) -> int:
-    return len(json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False))
+    return len(
+        json.dumps(result.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False)
+    )
 
 
 async def _measure(root: Path, k: int) -> tuple[dict[str, int], list[dict[str, Any]]]:
@@ -48,7 +53,9 @@ async def _measure(root: Path, k: int) -> tuple[dict[str, int], list[dict[str, A
         server = create_server(root, store=store)
         async with Client(server) as client:
             tools = await client.list_tools()
-            listing = json.dumps(tools.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False)
+            listing = json.dumps(
+                tools.model_dump(mode="json", by_alias=True, exclude_none=True), ensure_ascii=False
+            )
             tool_list = {"tools": len(tools.tools), "chars": len(listing)}
             rows = []
             for query in QUERIES:
@@ -77,13 +84,17 @@ def main() -> int:
     with MdCG(args.root, read_only=True) as store:
         size = len(store)
     label = f" ({args.label})" if args.label else ""
-    print(f"store: {size:,} nodes; tool list{label}: {tool_list['tools']} tools, {tool_list['chars']:,} chars "
-          f"(~{tool_list['chars'] // 4:,} tokens)\n")
+    print(
+        f"store: {size:,} nodes; tool list{label}: {tool_list['tools']} tools, {tool_list['chars']:,} chars "
+        f"(~{tool_list['chars'] // 4:,} tokens)\n"
+    )
     print(f"| query | k | results | text chars{label} | wire chars{label} |")
     print("|---|---|---|---|---|")
     for r in rows:
         err = " (error)" if r["error"] else ""
-        print(f"| `{r['query']}` | {args.k} | {r['results']}{err} | {r['text_chars']:,} | {r['wire_chars']:,} |")
+        print(
+            f"| `{r['query']}` | {args.k} | {r['results']}{err} | {r['text_chars']:,} | {r['wire_chars']:,} |"
+        )
     texts = [r["text_chars"] for r in rows]
     print(f"\nmax text chars {max(texts):,}; median {statistics.median(texts):,.0f}")
     return 0

@@ -45,6 +45,7 @@ from md_cg import (
     MdcgError,
     NodeHasIncomingEdgesError,
     ProtectedNodeError,
+    Scope,
 )
 from md_cg.render import (
     clip,
@@ -83,6 +84,14 @@ COMMANDS: tuple[str, ...] = (
     "update",
     "delete",
     "forget",
+    "archive",
+    "unarchive",
+    "supersede",
+    "sweep",
+    "organize",
+    "stats",
+    "today",
+    "inject",
     "search",
     "neighbours",
     "verify",
@@ -337,6 +346,13 @@ def _parse_edge(spec: str) -> dict[str, Any]:
 
 
 def _read_body(body: str | None) -> str:
+    text = _body_text(body)
+    if not text.strip():
+        raise InvalidArgumentError("--body is empty: a memory needs some text", name="--body")
+    return text
+
+
+def _body_text(body: str | None) -> str:
     if body is not None and body != "-":
         return body
     if body is None and sys.stdin.isatty():
@@ -451,13 +467,17 @@ def list_(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Memories shown.", min=1)] = 50,
     offset: Annotated[int, typer.Option(help="Memories skipped first.", min=0)] = 0,
+    archived: Annotated[bool, typer.Option("--archived", help="Also list archived memories.")] = False,
+    expired: Annotated[bool, typer.Option("--expired", help="Also list expired temporary memories.")] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """List memories, newest first (last change), by layer, tag and time."""
     start, end = _when(since, "--since"), _when(until, "--until")
     with _open(ctx, root, read_only=True) as store:
-        found = store.list(layer, tag=tag, since=start, until=end)
+        found = store.list_nodes(
+            layer, tag=tag, since=start, until=end, include_archived=archived, include_expired=expired
+        )
     page = found[offset : offset + limit]
     if json_out:
         items = [
@@ -579,6 +599,210 @@ def forget(
     typer.echo(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept")
     if deleted.incoming:
         typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+
+
+IdsArg = Annotated[list[str], typer.Argument(metavar="ID...", help="Node ids.")]
+
+
+@app.command()
+def archive(
+    ctx: typer.Context,
+    node_ids: IdsArg,
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why (kept in the archive log).")] = "",
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Move memories to archive/ byte for byte: out of every default read, nothing deleted."""
+    with _open(ctx, root) as store:
+        moved = store.archive(node_ids, reason=reason)
+    if json_out:
+        _print_json({"archived": moved})
+    else:
+        typer.echo(f"archived {len(moved)}: {', '.join(moved)}" if moved else "nothing to archive")
+
+
+@app.command()
+def unarchive(ctx: typer.Context, node_ids: IdsArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Move archived memories back to where they were."""
+    with _open(ctx, root) as store:
+        moved = store.unarchive(node_ids)
+    if json_out:
+        _print_json({"unarchived": moved})
+    else:
+        typer.echo(f"unarchived {len(moved)}: {', '.join(moved)}" if moved else "nothing to unarchive")
+
+
+@app.command()
+def supersede(
+    ctx: typer.Context,
+    old_id: Annotated[str, typer.Argument(metavar="OLD", help="The memory that no longer holds.")],
+    new_id: Annotated[str, typer.Argument(metavar="NEW", help="The memory that replaces it.")],
+    reason: Annotated[str, typer.Option("--reason", "-r", help="Why.")] = "",
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Mark OLD as superseded by NEW: search hides OLD by default; nothing is deleted."""
+    with _open(ctx, root) as store:
+        store.supersede(old_id, new_id, reason)
+    if json_out:
+        _print_json({"old": old_id, "new": new_id, "reason": reason})
+    else:
+        typer.echo(f"{old_id}: superseded by {new_id}")
+
+
+@app.command()
+def sweep(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Only list the expired temporary memories.")
+    ] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Remove the temporary memories past their expiry (a tombstone each)."""
+    with _open(ctx, root) as store:
+        report = store.sweep(dry_run=dry_run)
+    if json_out:
+        _print_json(report.to_dict())
+    elif dry_run:
+        typer.echo(f"expired ({len(report.expired)}): {', '.join(report.expired) or 'none'}; nothing removed")
+    else:
+        typer.echo(f"removed ({len(report.removed)}): {', '.join(report.removed) or 'none'}")
+
+
+def _read_json_file(path: Path, option: str) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InvalidArgumentError(
+            f"{option} {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            name=option,
+        ) from None
+    except UnicodeDecodeError:
+        raise InvalidArgumentError(f"{option} {path}: not UTF-8 text", name=option) from None
+
+
+@app.command()
+def organize(
+    ctx: typer.Context,
+    dry_run: Annotated[
+        Path | None,
+        typer.Option(
+            "--dry-run", metavar="FILE.json", help="Compare these candidates (a JSON list) with the store."
+        ),
+    ] = None,
+    apply: Annotated[
+        str | None,
+        typer.Option("--apply", metavar="RUN_ID", help="Apply a dry run's decisions, exactly once."),
+    ] = None,
+    decisions: Annotated[
+        Path | None,
+        typer.Option("--decisions", metavar="FILE.json", help="With --apply: the decisions (a JSON list)."),
+    ] = None,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Find near-duplicates among candidate memories (dry run), then save/discard/archive (apply)."""
+    if (dry_run is None) == (apply is None):
+        raise InvalidArgumentError("give either --dry-run FILE.json or --apply RUN_ID --decisions FILE.json")
+    if apply is not None and decisions is None:
+        raise InvalidArgumentError("--apply needs --decisions FILE.json")
+    if dry_run is not None and decisions is not None:
+        raise InvalidArgumentError("--decisions goes with --apply, not --dry-run")
+    with _open(ctx, root) as store:
+        if dry_run is not None:
+            result = store.organize("dryRun", candidates=_read_json_file(dry_run, "--dry-run"))
+        else:
+            assert decisions is not None
+            result = store.organize(
+                "apply", run_id=apply, decisions=_read_json_file(decisions, "--decisions")
+            )
+    data = result.to_dict()
+    if json_out:
+        _print_json(data)
+        return
+    counts = ", ".join(f"{k} {v}" for k, v in data["counts"].items())
+    typer.echo(f"{data['run_id']} ({data['mode']}): {data['status']}; {counts}")
+    for item in data.get("items", []):
+        match = item.get("match") or {}
+        where = f" (matches {match['id']}, score {match['score']})" if match else ""
+        typer.echo(f"  #{item['index']} {item['verdict']}{where}: {clip(item['title'], 60)}")
+    for key in ("saved_ids", "archived_ids"):
+        if data.get(key):
+            typer.echo(f"  {key.split('_')[0]}: {', '.join(data[key])}")
+    for skip in data.get("skipped", []):
+        typer.echo(f"  skipped: {skip['reason']}")
+    if data["mode"] == "dryRun" and data.get("items"):
+        typer.echo(f"apply with: mdcg organize --apply {data['run_id']} --decisions FILE.json")
+
+
+@app.command()
+def stats(
+    ctx: typer.Context,
+    window_days: Annotated[int, typer.Option("--window-days", help="Days of the access log looked at.")] = 30,
+    exempt_days: Annotated[
+        int, typer.Option("--exempt-days", help="Memories younger than this are not zombies.")
+    ] = 7,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Recall statistics: top recalled memories, zombie rate, injection slot fill, log coverage."""
+    with _open(ctx, root, read_only=True) as store:
+        data = store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict()
+    if json_out:
+        _print_json(data)
+        return
+    z, inj, cov = data["zombie"], data["injection"], data["coverage"]
+    rate = "n/a" if z["zombie_rate"] is None else f"{z['zombie_rate']:.1%}"
+    fill = "n/a" if inj["slot_fill_rate"] is None else f"{inj['slot_fill_rate']:.1%}"
+    typer.echo(
+        f"window {data['options'].get('window_days')} d since {cov['window_start']}"
+        f"{'' if cov['full_window'] else ' (the log does not cover all of it)'}"
+    )
+    typer.echo(
+        f"zombies: {z['zombie_count']}/{z['eligible_count']} eligible ({rate}); "
+        f"injection: {inj['injected_count']} in {inj['runs']} run(s), slot fill {fill}"
+    )
+    for r in data["top_recalled"]:
+        typer.echo(f"  {r['count']:>5}  {r['id']}  {clip(r['title'] or '', 60)}")
+
+
+@app.command()
+def today(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """One old memory brought back "on this day" (the show is recorded)."""
+    with _open(ctx, root) as store:
+        picked = store.resurface(record=True)
+        node = store.get(picked.id) if picked is not None else None
+        title = store.entry(picked.id).title if picked is not None else None
+    if json_out:
+        _print_json({"memory": None if picked is None else {**picked.to_dict(), "title": title}})
+        return
+    if picked is None or node is None:
+        typer.echo("nothing to bring back yet")
+        return
+    ago = f"{picked.years_ago} year(s) ago" if picked.years_ago else f"{picked.months_ago} month(s) ago"
+    typer.echo(f"{picked.id} · {ago} ({picked.date.isoformat()}) · shown {picked.show_count} time(s) before")
+    sys.stdout.write(node.body if node.body.endswith("\n") else node.body + "\n")
+
+
+@app.command()
+def inject(
+    ctx: typer.Context,
+    query: Annotated[str, typer.Argument(help="What the prompt is about.")],
+    max_items: Annotated[int, typer.Option("--max", "-n", help="Most memories.", min=0)] = 5,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Compact memories to put in a prompt (never filler); recorded as an injection."""
+    with _open(ctx, root) as store:
+        items = store.inject(query, max_items=max_items)
+    if json_out:
+        _print_json({"query": query, "items": [i.to_dict() for i in items]})
+        return
+    if not items:
+        typer.echo("nothing relevant to inject")
+    for i in items:
+        typer.echo(f"- [{i.id}] {i.text}")
 
 
 KOpt = Annotated[int, typer.Option("-k", "--limit", help="Number of results.")]
@@ -990,9 +1214,20 @@ def mcp(
             "mem0, or both comma-separated.",
         ),
     ] = None,
+    agent: Annotated[
+        str | None, typer.Option("--agent", help="The agent the server reads and writes as.")
+    ] = None,
+    workspace: Annotated[str | None, typer.Option("--workspace", help="The workspace it works in.")] = None,
+    max_sensitivity: Annotated[
+        str, typer.Option("--max-sensitivity", help="The most sensitive memories it may see.")
+    ] = "normal",
     root: RootOpt = None,
 ) -> None:
-    """Serve the store to an MCP client over stdio (needs the md-cg[mcp] extra)."""
+    """Serve the store to an MCP client over stdio (needs the md-cg[mcp] extra).
+
+    --agent, --workspace and --max-sensitivity set the scope the server works
+    in; no tool argument can change it.
+    """
     try:
         from md_cg.integrations.aliases import FAMILIES
         from md_cg.mcp_server import run_server
@@ -1006,7 +1241,8 @@ def mcp(
         raise InvalidArgumentError(
             f"--aliases {unknown[0]!r}: expected {' or '.join(FAMILIES)} (comma-separated)"
         )
-    run_server(resolve_root(ctx, root), aliases=families)
+    scope = Scope(agent=agent, workspace=workspace, max_sensitivity=max_sensitivity)
+    run_server(resolve_root(ctx, root), aliases=families, scope=scope)
 
 
 def main() -> None:

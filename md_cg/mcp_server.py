@@ -39,6 +39,7 @@ import inspect
 import os
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -54,8 +55,10 @@ from md_cg import (
     MdCG,
     MdcgError,
     ProtectedNodeError,
+    Scope,
     SearchResult,
     __version__,
+    is_fact,
 )
 from md_cg.render import clip, iso, node_dict, parse_when, snippet
 
@@ -74,6 +77,50 @@ TERMS_SHOWN = 8
 TAGS_SHOWN = 8
 #: Buckets listed in a search's meta (a big-domain route may name many).
 BUCKETS_SHOWN = 10
+#: The lists of a sync reply (each capped at REPORT_ITEMS).
+SYNC_LISTS = (
+    "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "temp_removed",
+)  # fmt: skip
+#: Characters kept of a title in a result, a list item or a neighbour.
+TITLE_CHARS = 120
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The most characters a tool's reply text may take: ``base + per_item * n``.
+
+    ``n`` is the value of the argument named ``per`` (``k``, ``limit``), or
+    for ``get`` the size of the memory's file in bytes (the whole body is
+    the point of ``get``). docs/mcp.md shows this table.
+    """
+
+    base: int
+    per_item: int = 0
+    per: str = ""
+
+    def chars(self, n: int = 0) -> int:
+        return self.base + self.per_item * n
+
+
+#: The size budget of every tool's reply (tests hold the server to it).
+BUDGETS: dict[str, Budget] = {
+    "remember": Budget(1_500),
+    "update": Budget(1_500),
+    "forget": Budget(1_000 + 300 * REPORT_ITEMS),
+    "search": Budget(2_000, 1_100, "k"),
+    "recall": Budget(2_000, 1_100, "k"),
+    "get": Budget(2_000, 2, "file bytes"),
+    "list": Budget(300, 600, "limit"),
+    "neighbours": Budget(300, 450, "limit"),
+    "verify": Budget(1_000),
+    "reflect": Budget(1_000, 300, "k"),
+    "organize": Budget(2_000, 900, "candidates"),
+    "recall_stats": Budget(6_000),
+    "on_this_day": Budget(1_000),
+    "inject": Budget(300, 800, "max_items"),
+    "sync": Budget(2_000 + len(SYNC_LISTS) * REPORT_ITEMS * (REASON_CHARS + 10)),
+    "health": Budget(3_000 + REPORT_ITEMS * 5 * (REASON_CHARS + 10)),
+}
 
 INSTRUCTIONS = """\
 Long-term memory: one Markdown file per memory. Call `search` before answering \
@@ -92,8 +139,9 @@ Hits with no evidence of being about the query are left out unless fill=true.
 `meta.covered_neg`: falsified hypotheses and open questions your query matches \
 (at most 5; covered_neg_total counts all): read them before repeating an idea.
 Write with `remember`, change with `update`, record checks with `verify`, rate \
-a search with `reflect`, remove with `forget` (with a reason). Files edited by \
-hand are picked up before each call.
+a search with `reflect`, remove with `forget` (with a reason). Before saving \
+several memories, `organize` (dryRun, then apply) finds near-duplicates. Files \
+edited by hand are picked up before each call.
 """
 
 _F = TypeVar("_F", bound=Callable[..., Any])
@@ -149,15 +197,36 @@ class MemoryServer(MCPServer):
         self.store = store
         self.tools: Tools = {}
         self._params: dict[str, frozenset[str]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.RLock()  # an alias calls other tools under the same lock
 
-    def add_tool(self, fn: Callable[..., Any], name: str | None = None, **options: Any) -> None:
-        """Register ``fn`` (returning a dict) as a tool; see the class docstring."""
+    def add_tool(
+        self,
+        fn: Callable[..., Any],
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        annotations: Any = None,
+        icons: Any = None,
+        meta: dict[str, Any] | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        """Register ``fn`` (returning a dict) as a tool; see the class docstring.
+
+        ``structured_output`` is ignored: the reply is built here, compact and unchanged.
+        """
         tool_name = name or fn.__name__
         self.tools[tool_name] = fn
         self._params[tool_name] = frozenset(inspect.signature(fn).parameters)
-        options["structured_output"] = False  # the reply is built here: compact, unchanged
-        super().add_tool(self._served(fn), name=tool_name, **options)
+        super().add_tool(
+            self._served(fn),
+            name=tool_name,
+            title=title,
+            description=description,
+            annotations=annotations,
+            icons=icons,
+            meta=meta,
+            structured_output=False,
+        )
 
     def _served(self, fn: Callable[..., dict[str, Any]]) -> Callable[..., CallToolResult]:
         @functools.wraps(fn)
@@ -224,7 +293,8 @@ def _reason(r: SearchResult) -> str:
 
 def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
     ev = r.evidence
-    d: dict[str, Any] = {"id": r.id, "title": r.title, "layer": r.entry.layer, "tier": r.tier}
+    d: dict[str, Any] = {"id": r.id, "title": clip(r.title, TITLE_CHARS), "layer": r.entry.layer}
+    d["tier"] = r.tier
     if r.state is not None:
         d["state"] = r.state
         d["why"] = reasons.setdefault(_reason(r), len(reasons))
@@ -238,6 +308,8 @@ def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
         d["fuzzy"] = ev["fuzzy"]
     if r.filler:
         d["filler"] = True
+    if r.superseded_by:
+        d["superseded_by"] = r.superseded_by
     d["snippet"] = snippet(r.node.body, matched)
     return d
 
@@ -342,19 +414,25 @@ Edges = Annotated[
 
 
 def _fields(**given: Any) -> dict[str, Any]:
+    body = given.get("body")
+    if body is not None and not body.strip():
+        # Checked here so the message names the argument, not a generated id.
+        raise ValueError("body is empty: a memory needs some text")
     names = {"not_applicable": "non_applicable_conditions"}
     return {names.get(k, k): v for k, v in given.items() if v is not None}
 
 
 def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
+    """What a write reply says: where the memory is, and whether it is a fact or a
+    procedure (with the annotation marks a procedure still lacks: BLINDSPOT until
+    they are there). A fact lacks nothing."""
     entry = store.entry(node_id)
-    return {
-        "id": node_id,
-        "layer": entry.layer,
-        "path": str(store.path_of(node_id)),
-        **extra,
-        "ccg_missing": list(entry.ccg_missing),
-    }
+    missing = list(entry.ccg_missing)
+    out = {"id": node_id, "layer": entry.layer, "path": str(store.path_of(node_id)), **extra}
+    out["kind"] = "fact" if is_fact(missing) else "procedure"
+    if missing and out["kind"] == "procedure":
+        out["ccg_missing"] = missing
+    return out
 
 
 def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
@@ -412,6 +490,17 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         store.update(id, **changes)
         return _written(store, id, updated=sorted(changes))
 
+    return [
+        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
+         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
+         "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
+         "procedure lacks."),
+        (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
+         "conditions or edges (only what you pass)."),
+    ]  # fmt: skip
+
+
+def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def forget(
         id: NodeId,
         reason: Annotated[str, Field(description="Why (required; kept in a tombstone).")],
@@ -428,11 +517,6 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         }
 
     return [
-        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
-         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
-         "a plain fact needs none. Replies with its id, path and the marks it lacks."),
-        (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
-         "conditions or edges (only what you pass)."),
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
          "Prefer verify(verdict='falsified') for a memory that proved wrong."),
     ]  # fmt: skip
@@ -453,7 +537,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def get(id: NodeId) -> dict[str, Any]:
         return node_dict(store.get(id), str(store.path_of(id)))
 
-    def list(
+    def list_(
         layer: Layer = None,
         tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
         since: Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")] = None,
@@ -463,15 +547,15 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
         end = None if until is None else parse_when(until, name="until")
-        found = store.list(layer, tag=tag, since=start, until=end)
+        found = store.list_nodes(layer, tag=tag, since=start, until=end)
         page = found[offset : offset + limit]
         items = [
             {
                 "id": e.id,
                 "layer": e.layer,
-                "title": e.title,
+                "title": clip(e.title, TITLE_CHARS),
                 "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
-                "tags": e.tags[:TAGS_SHOWN],
+                "tags": [clip(t, TERM_CHARS) for t in e.tags[:TAGS_SHOWN]],
             }
             for e in page
         ]
@@ -488,7 +572,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         out = []
         for n in found[:limit]:
             d = n.to_dict()
-            d["title"] = store.entry(n.id).title if n.exists else None
+            d["title"] = clip(store.entry(n.id).title, TITLE_CHARS) if n.exists else None
             out.append(d)
         return {"id": id, "neighbours": out, "total": len(found)}
 
@@ -498,7 +582,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
          "`meta.covered_neg` lists matching falsified/open notes. `get` reads a whole memory."),
         (recall, "Same as `search`."),
         (get, "Read one memory in full: its fields and its whole body."),
-        (list, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
+        (list_, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
         (neighbours, "Memories linked to one by edges: direction out, in or both; depth > 1 walks further."),
     ]  # fmt: skip
 
@@ -549,8 +633,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def sync() -> dict[str, Any]:
         report = store.sync()
-        keys = ("added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins")
-        keys += ("temp_removed",)
+        keys = SYNC_LISTS
         return {
             "clean": report.clean,
             "problems": report.problems,
@@ -567,16 +650,87 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
     ]  # fmt: skip
 
 
+def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+    def organize(
+        mode: Annotated[
+            str, Field(description="dryRun (compare candidates) or apply (a dry run's decisions).")
+        ],
+        candidates: Annotated[
+            list[dict[str, Any]] | None,
+            Field(description='dryRun: [{"layer", "title", "content", ...}] (at most 50).'),
+        ] = None,
+        run_id: Annotated[str | None, Field(description="apply: the dry run's run_id.")] = None,
+        decisions: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                description='apply: [{"action": "save"|"discard", "index": n}, '
+                '{"action": "archive", "id": ...}].'
+            ),
+        ] = None,
+    ) -> dict[str, Any]:
+        result = store.organize(mode, candidates=candidates, run_id=run_id, decisions=decisions)
+        return _clipped(result.to_dict())
+
+    def recall_stats(
+        window_days: Annotated[int, Field(description="Days of the access log looked at.", ge=1)] = 30,
+        exempt_days: Annotated[int, Field(description="Younger memories are not zombies.", ge=0)] = 7,
+    ) -> dict[str, Any]:
+        return _clipped(store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict())
+
+    def on_this_day() -> dict[str, Any]:
+        picked = store.resurface(record=True)
+        if picked is None:
+            return {"memory": None}
+        out = picked.to_dict()
+        out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
+        out["snippet"] = snippet(store.get(picked.id).body)
+        return {"memory": out}
+
+    def inject(
+        query: Query, max_items: Annotated[int, Field(description="Most memories.", ge=0, le=MAX_K)] = 5
+    ) -> dict[str, Any]:
+        items = store.inject(query, max_items=max_items)
+        return {"items": [{**i.to_dict(), "title": clip(i.title, TITLE_CHARS)} for i in items]}
+
+    return [
+        (organize, "Before saving several memories: mode=dryRun compares candidates with the store "
+         "(exact / near / new, with the match); then mode=apply with the run_id and your decisions "
+         "(save, discard, archive) writes them, exactly once."),
+        (recall_stats, "How memory is used: top recalled, zombie rate (never recalled), slot fill."),
+        (on_this_day, "One old memory brought back on this day (a reminder), or null."),
+        (inject, "Compact memories for a prompt about `query` (never filler)."),
+    ]  # fmt: skip
+
+
+def _clipped(data: Any) -> Any:
+    """``data`` with every string clipped and every list capped (bounded replies of reports)."""
+    if isinstance(data, str):
+        return clip(data, REASON_CHARS)
+    if isinstance(data, dict):
+        return {k: _clipped(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [_clipped(v) for v in data[:MAX_K]]
+    return data
+
+
 def create_server(
-    root: str | os.PathLike[str], *, store: MdCG | None = None, aliases: Sequence[str] = ()
+    root: str | os.PathLike[str],
+    *,
+    store: MdCG | None = None,
+    aliases: Sequence[str] = (),
+    scope: Scope | None = None,
 ) -> MemoryServer:
     """Build the MCP server for the store at ``root`` (created if missing).
 
     Pass ``store`` to serve an already open store (tests); the caller closes
     it. ``aliases``: families of foreign tool names to add (``mcp-memory``,
-    ``mem0``; see :mod:`md_cg.integrations.aliases`).
+    ``mem0``; see :mod:`md_cg.integrations.aliases`). ``scope``: the agent,
+    workspace and sensitivity the server works in (when it opens the store);
+    it comes from whoever starts the server, never from a tool argument.
     """
-    store = store if store is not None else MdCG(Path(root), create=True)
+    if store is not None and scope is not None:
+        raise TypeError("pass scope only when create_server opens the store (an open store has its own)")
+    store = store if store is not None else MdCG(Path(root), create=True, scope=scope)
     server = MemoryServer(
         store,
         title="md-cg long-term memory",
@@ -584,10 +738,11 @@ def create_server(
         version=__version__,
         log_level="WARNING",
     )
-    groups = (_write_tools, _read_tools, _loop_tools, _maintenance_tools)
+    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, _maintenance_tools)
     for group in groups:
         for fn, description in group(store):
-            server.add_tool(_tool_errors(fn), name=fn.__name__, description=description)
+            # `list_` is the `list` tool (the trailing _ keeps the builtin usable in annotations)
+            server.add_tool(_tool_errors(fn), name=fn.__name__.rstrip("_"), description=description)
     if aliases:
         from md_cg.integrations.aliases import register_aliases
 
@@ -595,9 +750,11 @@ def create_server(
     return server
 
 
-def run_server(root: str | os.PathLike[str], *, aliases: Sequence[str] = ()) -> None:
-    """Serve the store at ``root`` over stdio until the client disconnects."""
-    store = MdCG(Path(root), create=True)
+def run_server(
+    root: str | os.PathLike[str], *, aliases: Sequence[str] = (), scope: Scope | None = None
+) -> None:
+    """Serve the store at ``root`` over stdio, in ``scope``, until the client disconnects."""
+    store = MdCG(Path(root), create=True, scope=scope)
     try:
         create_server(root, store=store, aliases=aliases).run()
     finally:

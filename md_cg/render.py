@@ -159,23 +159,24 @@ def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Ta
     """A table of search results: rank, tier, state, score, id and title (with ``basis`` under it).
 
     A result without evidence of being about the query (``filler``) is marked
-    ``(filler)`` after its title.
+    ``(filler)`` before its title.
     """
     from rich.table import Table
 
-    rows = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id, r) for i, r in enumerate(results, 1)]
+    cells = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id) for i, r in enumerate(results, 1)]
     table = Table(show_lines=basis)
     for n, (name, justify) in enumerate(
         (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
     ):
-        width = max([len(name), *(len(row[n]) for row in rows)])
+        width = max([len(name), *(len(row[n]) for row in cells)])
         table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
     if basis:
         table.add_column("title / why", ratio=1, overflow="fold")
     else:
         table.add_column("title", ratio=1, overflow="ellipsis")
-    for number, tier, _state, score, node_id, r in rows:
-        title = _escape(clip(r.title, 60)) + (" [dim](filler)[/]" if r.filler else "")
+    for (number, tier, _state, score, node_id), r in zip(cells, results, strict=True):
+        # the mark goes first so that a long title, cut by the column, never hides it
+        title = ("[dim](filler)[/] " if r.filler else "") + _escape(clip(r.title, 60))
         if basis:
             title += f"\n[dim]{_escape(r.basis or '')}[/]"
         table.add_row(number, tier, _state_cell(r.state), score, node_id, title)

@@ -6,6 +6,7 @@ import json
 import re
 import sqlite3
 import sys
+import time
 import types
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from md_cg import MdCG, Node
 from md_cg.cli import COMMANDS, app
+from md_cg.merge import attribute_lines
 from md_cg.sample import bundled_sample_path
 from md_cg.sqlite_source import write_nodes
 
@@ -59,13 +61,15 @@ def one_line_error(runner: CliRunner, *args: Any, code: int = 2) -> str:
 # -- the command set, help and documentation ------------------------------------------------
 
 
-def test_the_sixteen_commands_exist_have_help_and_are_documented(runner: CliRunner) -> None:
+def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> None:
     group = typer.main.get_command(app)
     names = list(group.commands)  # type: ignore[attr-defined]
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
-        "init", "add", "get", "search", "neighbours", "verify", "reflect", "sync", "health",
-        "census", "migrate", "rebuild", "compact", "bench", "demo", "mcp",
+        "init", "add", "get", "show", "list", "update", "delete", "forget", "archive", "unarchive",
+        "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
+        "verify", "reflect", "sync", "health", "census", "migrate", "rebuild", "compact", "bench",
+        "demo", "mcp",
     }  # fmt: skip
     docs = DOCS.read_text(encoding="utf-8")
     top = run(runner, "--help").stdout
@@ -73,9 +77,14 @@ def test_the_sixteen_commands_exist_have_help_and_are_documented(runner: CliRunn
         result = run(runner, name, "--help")
         assert "Usage:" in result.stdout and name in result.stdout
         assert name in top
-        heading = re.search(rf"^#+ .*`mdcg {name}\b", docs, re.MULTILINE)
-        row = re.search(rf"^\|\s*`mdcg {name}\b", docs, re.MULTILINE)
-        assert heading or row, f"docs/cli.md does not document `mdcg {name}`"
+        assert re.search(rf"^### `mdcg {name}`$", docs, re.MULTILINE), (
+            f"docs/cli.md: no section `mdcg {name}`"
+        )
+        assert re.search(rf"^\| `mdcg {name}` \|", docs, re.MULTILINE), f"docs/cli.md: no row `mdcg {name}`"
+        # flags are plain flags: `--json`, never `--json <bool>`
+        assert "<bool>" not in result.stdout
+        if "--json" in result.stdout:
+            assert re.search(r"^  --json +Print machine-readable JSON\.$", result.stdout, re.MULTILINE)
 
 
 def test_docs_name_only_commands_that_exist() -> None:
@@ -87,12 +96,34 @@ def test_docs_name_only_commands_that_exist() -> None:
 # -- init / add / get -------------------------------------------------------------------------
 
 
-def test_init_creates_the_folder_idempotently(runner: CliRunner, tmp_path: Path) -> None:
+def test_init_creates_the_folder_and_gitattributes_idempotently(runner: CliRunner, tmp_path: Path) -> None:
     target = tmp_path / "fresh"
     out = run(runner, "init", "--root", target).stdout
-    assert out == f"store ready at {target} (0 nodes)\n"
-    assert {p.name for p in target.iterdir()} >= {"knowledge", "rejected", ".mdcg", ".gitignore"}
-    assert run_json(runner, "init", "--root", target) == {"root": str(target), "nodes": 0}
+    lines = out.splitlines()
+    assert lines[0] == f"store ready at {target} (0 nodes)"
+    assert (
+        lines[1]
+        == f"{target / '.gitattributes'} sends node files to the md-cg merge driver. Commit it, then enable"
+    )
+    assert lines[3] == f"  git -C {target} config merge.mdcg.name 'md-cg node files'"
+    assert (
+        lines[4]
+        == f"  git -C {target} config merge.mdcg.driver '{sys.executable} -m md_cg.merge %O %A %B %P'"
+    )
+    assert {p.name for p in target.iterdir()} >= {
+        "knowledge",
+        "rejected",
+        ".mdcg",
+        ".gitignore",
+        ".gitattributes",
+    }
+    attributes = (target / ".gitattributes").read_text(encoding="utf-8")
+    assert all(line in attributes.splitlines() for line in attribute_lines())
+    again = run_json(runner, "init", "--root", target)
+    assert (again["root"], again["nodes"]) == (str(target), 0) and again["merge_driver"] == "\n".join(
+        lines[1:]
+    ) + "\n"
+    assert (target / ".gitattributes").read_text(encoding="utf-8") == attributes  # nothing repeated
 
 
 def test_add_with_every_option_prints_id_and_path(runner: CliRunner, root: Path) -> None:
@@ -160,18 +191,302 @@ def test_add_refuses_bad_input_in_one_line(runner: CliRunner, root: Path) -> Non
     assert "between 0 and 1" in one_line_error(runner, "add", "--root", root, "-b", "x", "--importance", "2")
 
 
-def test_get_prints_the_file_or_json(runner: CliRunner, root: Path) -> None:
-    text = run(runner, "get", "kp_bsearch", "--root", root).stdout
+def test_get_prints_fields_then_body_and_show_prints_the_file(runner: CliRunner, root: Path) -> None:
     with MdCG(root, read_only=True) as store:
         path = store.path_of("kp_bsearch")
-    assert text == path.read_text(encoding="utf-8")
-    assert text.startswith('---\nid: "kp_bsearch"\nlayer: "knowledge"\n')
-    assert text.endswith(BINARY_SEARCH + "\n")  # the file ends with a newline of its own
+        stored = store.get("kp_bsearch").to_dict(iso_times=True)
+    head, body = run(runner, "get", "kp_bsearch", "--root", root).stdout.split("\n\n", 1)
+    assert body == BINARY_SEARCH
+    lines = head.splitlines()
+    assert lines[0] == f"kp_bsearch · knowledge · {path.relative_to(root).as_posix()}"
+    fields = dict(line.split(": ", 1) for line in lines[1:])
+    assert list(fields) == [k for k in stored if k not in ("id", "layer")]  # every field, file order
+    assert fields["confidence"] == "0.6" and fields["tags"] == "domain:computing"
+    assert fields["created_at"] == stored["created_at"] and fields["created_at"].endswith("Z")
+    assert fields["verification_basis"] == "test"
+    assert fields["non_applicable_conditions"] == "unsorted array, linked list"
+    assert fields["edges"] == "kp_sorting (part_of)"
     data = run_json(runner, "get", "kp_bsearch", "--root", root)
     assert set(data) == {"id", "layer", "path", "frontmatter", "body"}
     assert data["body"] == BINARY_SEARCH and data["path"] == str(path)
     assert data["frontmatter"]["non_applicable_conditions"] == ["unsorted array", "linked list"]
     assert data["frontmatter"]["edges"] == [{"target": "kp_sorting", "type": "part_of"}]
+    text = run(runner, "show", "kp_bsearch", "--root", root).stdout
+    assert text == path.read_text(encoding="utf-8") and text.startswith('---\nid: "kp_bsearch"\n')
+    assert run_json(runner, "show", "kp_bsearch", "--root", root) == {
+        "id": "kp_bsearch",
+        "path": str(path),
+        "text": text,
+    }
+    assert (
+        one_line_error(runner, "show", "kp_nope", "--root", root)
+        == "error: no node with id 'kp_nope' in this store"
+    )
+
+
+def test_add_refuses_an_empty_body_and_names_update_for_a_duplicate(runner: CliRunner, root: Path) -> None:
+    for body in ("", "   "):
+        assert one_line_error(runner, "add", "--root", root, "--body", body) == (
+            "error: --body is empty: a memory needs some text"
+        )
+    assert one_line_error(runner, "add", "--root", root, "--body", "x", "--id", "kp_sorting") == (
+        "error: node id 'kp_sorting' already exists at knowledge/cond_computing_2ddeaa83/kp_sorting.md; "
+        "change it with `mdcg update kp_sorting ...`, or replace it with `mdcg add --overwrite`"
+    )
+    group = typer.main.get_command(app)
+    assert {"update", "add"} <= set(group.commands)  # type: ignore[attr-defined]
+    assert "--overwrite" in run(runner, "add", "--help").stdout
+
+
+def test_list_by_layer_tag_and_time(runner: CliRunner, root: Path) -> None:
+    with MdCG(root) as store:
+        store.update("kp_sorting", tags=["domain:computing", "basics"])  # now the newest change
+        rejected = store.ids("rejected")[0]
+    everything = run_json(runner, "list", "--root", root)
+    assert everything["total"] == 4 and everything["offset"] == 0
+    assert everything["items"][0]["id"] == "kp_sorting"
+    assert {i["id"] for i in everything["items"]} == {"kp_bsearch", "kp_sorting", "anc_rule", rejected}
+    assert set(everything["items"][0]) == {"id", "layer", "title", "tags", "created", "updated", "path"}
+    knowledge = run_json(runner, "list", "--root", root, "--layer", "knowledge")
+    assert [i["id"] for i in knowledge["items"]] == ["kp_sorting", "kp_bsearch"]
+    assert [i["id"] for i in run_json(runner, "list", "--root", root, "--tag", "basics")["items"]] == [
+        "kp_sorting"
+    ]
+    assert run_json(runner, "list", "--root", root, "--since", "2999-01-01")["total"] == 0
+    assert run_json(runner, "list", "--root", root, "--until", "2000-01-01")["total"] == 0
+    assert run_json(runner, "list", "--root", root, "--since", "1d")["total"] == 4
+    page = run_json(runner, "list", "--root", root, "--limit", "1", "--offset", "1")
+    assert page["total"] == 4 and len(page["items"]) == 1 and page["offset"] == 1
+    out = run(runner, "list", "--root", root, "--limit", "2").stdout
+    assert "kp_sorting" in out and out.endswith("1-2 of 4; --offset 2 for more\n")
+    assert run(runner, "list", "--root", root, "--tag", "nope").stdout == "no memories match\n"
+    assert "--since 'soon'" in one_line_error(runner, "list", "--root", root, "--since", "soon")
+
+
+def test_update_changes_only_what_is_given(runner: CliRunner, root: Path) -> None:
+    out = run(
+        runner, "update", "kp_sorting", "--root", root, "--importance", "0.8", "--tag", "a", "--tag", "b"
+    ).stdout
+    with MdCG(root, read_only=True) as store:
+        node = store.get("kp_sorting")
+        assert (node.importance, node.tags, node.body) == (
+            0.8,
+            ["a", "b"],
+            "# Sorting\nSorting puts items in order.\n",
+        )
+        path = store.path_of("kp_sorting")
+    assert out == f"kp_sorting: updated importance, tags ({path})\n"
+    data = run_json(
+        runner, "update", "kp_sorting", "--root", root, "--body", "-", input="# Sorting\nStable.\n"
+    )
+    assert data["updated"] == ["body"] and data["layer"] == "knowledge"
+    moved = run_json(
+        runner, "update", "kp_sorting", "--root", root, "--layer", "contextual", "--confidence", "0.4"
+    )
+    assert moved["layer"] == "contextual" and moved["path"] == str(root / "contextual" / "kp_sorting.md")
+    with MdCG(root, read_only=True) as store:
+        node = store.get("kp_sorting")
+        assert (node.layer, node.confidence, node.body) == ("contextual", 0.4, "# Sorting\nStable.")
+    run(runner, "update", "kp_sorting", "--root", root, "--no-tags")
+    with MdCG(root, read_only=True) as store:
+        assert store.get("kp_sorting").tags == []
+    assert one_line_error(runner, "update", "kp_sorting", "--root", root) == (
+        "error: nothing to update: give --body, --tag, --layer, --importance, --confidence or --basis"
+    )
+    assert one_line_error(runner, "update", "kp_sorting", "--root", root, "--body", "") == (
+        "error: --body is empty: a memory needs some text"
+    )
+    assert "no node with id 'kp_nope'" in one_line_error(
+        runner, "update", "kp_nope", "--root", root, "--importance", "1"
+    )
+
+
+def test_delete_and_forget(runner: CliRunner, root: Path) -> None:
+    with MdCG(root, read_only=True) as store:
+        sorting, bsearch = store.path_of("kp_sorting"), store.path_of("kp_bsearch")
+    assert one_line_error(runner, "delete", "kp_sorting", "--root", root) == (
+        "error: node 'kp_sorting' has incoming edges from kp_bsearch (part_of); `mdcg delete --force` "
+        "leaves them dangling (or remove the edges first)"
+    )
+    assert sorting.is_file()
+    out = run(runner, "delete", "kp_sorting", "--force", "--root", root).stdout
+    assert out == f"kp_sorting: deleted ({sorting})\nedges left dangling: kp_bsearch (part_of)\n"
+    assert not sorting.exists()
+    assert one_line_error(runner, "forget", "anc_rule", "--reason", "tidy", "--root", root) == (
+        "error: node 'anc_rule' is in anchor/ and protected; pass --force to forget it anyway"
+    )
+    data = run_json(runner, "forget", "kp_bsearch", "--reason", "wrong", "--root", root)
+    assert data == {"id": "kp_bsearch", "forgotten": True, "layer": "knowledge", "dangling_edges": []}
+    assert not bsearch.exists()
+    with MdCG(root, read_only=True) as store:
+        assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("kp_bsearch", "wrong")]
+        assert "kp_sorting" not in store and "kp_bsearch" not in store
+
+
+def test_archive_unarchive_and_list_archived(runner: CliRunner, root: Path) -> None:
+    with MdCG(root, read_only=True) as store:
+        path = store.path_of("kp_sorting")
+        text = path.read_text(encoding="utf-8")
+        rejected = store.ids("rejected")[0]
+    out = run(runner, "archive", "kp_sorting", "anc_rule", "--reason", "stale", "--root", root).stdout
+    assert out == "archived 2: kp_sorting, anc_rule\n"
+    with MdCG(root, read_only=True) as store:
+        assert "kp_sorting" not in store and "anc_rule" not in store
+        archived = root / store.entry("kp_sorting", include_archived=True).path
+    assert archived == root / "archive" / path.relative_to(root)
+    assert archived.read_text(encoding="utf-8") == text and not path.exists()  # byte for byte
+    assert {i["id"] for i in run_json(runner, "list", "--root", root)["items"]} == {"kp_bsearch", rejected}
+    with_archived = run_json(runner, "list", "--root", root, "--archived")
+    assert {i["id"] for i in with_archived["items"]} == {"kp_bsearch", rejected, "kp_sorting", "anc_rule"}
+    assert run_json(runner, "archive", "kp_sorting", "--root", root) == {"archived": []}
+    assert run_json(runner, "unarchive", "kp_sorting", "--root", root) == {"unarchived": ["kp_sorting"]}
+    assert path.read_text(encoding="utf-8") == text and not archived.exists()
+    assert run(runner, "unarchive", "kp_sorting", "--root", root).stdout == "nothing to unarchive\n"
+    assert (
+        one_line_error(runner, "archive", "kp_nope", "--root", root)
+        == "error: no node with id 'kp_nope' in this store"
+    )
+
+
+def test_supersede_hides_the_old_memory_from_search(runner: CliRunner, root: Path) -> None:
+    run(runner, "add", "--root", root, "--id", "kp_bsearch2", "--basis", "test", "--body",
+        "# Function: binary search v2\nBinary search, iterative, overflow-safe midpoint.")  # fmt: skip
+    out = run(runner, "supersede", "kp_bsearch", "kp_bsearch2", "--reason", "v2", "--root", root).stdout
+    assert out == "kp_bsearch: superseded by kp_bsearch2\n"
+    found = run_json(runner, "search", "binary search", "--root", root, "--no-record")
+    assert [r["id"] for r in found["results"]] == ["kp_bsearch2"]
+    with MdCG(root, read_only=True) as store:
+        assert store.get("kp_bsearch").valid_until is not None
+        assert {"target": "kp_bsearch", "type": "supersedes"}.items() <= store.get("kp_bsearch2").edges[
+            0
+        ].to_dict().items()
+    assert "kp_nope" in one_line_error(runner, "supersede", "kp_nope", "kp_bsearch2", "--root", root)
+
+
+def test_sweep_lists_then_removes_expired_temporary_memories(runner: CliRunner, root: Path) -> None:
+    with MdCG(root) as store:
+        store.add(
+            Node(
+                id="tmp_old",
+                layer="contextual",
+                body="okapi",
+                retention_tier="temp",
+                expires_at=time.time() - 10,
+            )
+        )
+        store.add(
+            Node(
+                id="tmp_new",
+                layer="contextual",
+                body="okapi",
+                retention_tier="temp",
+                expires_at=time.time() + 999,
+            )
+        )
+    assert run_json(runner, "sweep", "--dry-run", "--root", root) == {
+        "expired": ["tmp_old"],
+        "removed": [],
+        "dry_run": True,
+    }
+    assert (root / "contextual" / "tmp_old.md").is_file()
+    assert (
+        run(runner, "sweep", "--dry-run", "--root", root).stdout == "expired (1): tmp_old; nothing removed\n"
+    )
+    assert run(runner, "sweep", "--root", root).stdout == "removed (1): tmp_old\n"
+    assert (
+        not (root / "contextual" / "tmp_old.md").exists() and (root / "contextual" / "tmp_new.md").is_file()
+    )
+    with MdCG(root, read_only=True) as store:
+        assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("tmp_old", "expired")]
+    assert run(runner, "sweep", "--root", root).stdout == "removed (0): none\n"
+
+
+def test_organize_dry_run_then_apply_exactly_once(runner: CliRunner, root: Path, tmp_path: Path) -> None:
+    candidates = tmp_path / "c.json"
+    candidates.write_text(json.dumps([
+        {"layer": "knowledge", "title": "Sorting", "content": "Sorting puts items in order."},
+        {"layer": "contextual", "title": "Coffee order", "content": "Oat-milk flat white, no sugar."},
+        {"layer": "attic", "title": "x", "content": "y"},
+    ]), encoding="utf-8")  # fmt: skip
+    report = run_json(runner, "organize", "--dry-run", candidates, "--root", root)
+    assert report["mode"] == "dryRun" and report["status"] == "degraded"
+    assert [(i["index"], i["verdict"]) for i in report["items"]] == [(0, "exact"), (1, "new")]
+    assert report["items"][0]["match"]["id"] == "kp_sorting"
+    assert [k["index"] for k in report["skipped"]] == [2]
+    before = {p.name for p in root.rglob("*.md")}
+    decisions = tmp_path / "d.json"
+    decisions.write_text(json.dumps([{"action": "discard", "index": 0}, {"action": "save", "index": 1}]))
+    out = run(
+        runner, "organize", "--apply", report["run_id"], "--decisions", decisions, "--root", root
+    ).stdout
+    first = out.splitlines()[0]
+    assert first.endswith("(apply): ok; saved 1, archived 0, discarded 1, skipped 0")
+    added = {p.name for p in root.rglob("*.md")} - before
+    assert len(added) == 1 and out.splitlines()[1] == f"  saved: {added.pop()[:-3]}"
+    again = one_line_error(
+        runner, "organize", "--apply", report["run_id"], "--decisions", decisions, "--root", root
+    )
+    assert f"dry run '{report['run_id']}' was already applied" in again
+    text = run(runner, "organize", "--dry-run", candidates, "--root", root).stdout
+    assert "#1 exact (matches " in text and "apply with: mdcg organize --apply org_" in text
+    assert one_line_error(runner, "organize", "--root", root) == (
+        "error: give either --dry-run FILE.json or --apply RUN_ID --decisions FILE.json"
+    )
+    assert one_line_error(runner, "organize", "--apply", "org_x", "--root", root) == (
+        "error: --apply needs --decisions FILE.json"
+    )
+    candidates.write_text("[{", encoding="utf-8")
+    assert one_line_error(runner, "organize", "--dry-run", candidates, "--root", root) == (
+        f"error: --dry-run {candidates}: not valid JSON (Expecting property name enclosed in double quotes "
+        "at line 1, column 3)"
+    )
+
+
+def test_inject_stats_and_today(runner: CliRunner, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    run(runner, "init", "--root", empty)
+    assert run(runner, "today", "--root", empty).stdout == "nothing to bring back yet\n"
+    assert run_json(runner, "today", "--root", empty) == {"memory": None}
+    root = build_small_store(tmp_path / "memory")
+    items = run_json(runner, "inject", "binary search", "--root", root)["items"]
+    assert [i["id"] for i in items] == ["kp_bsearch"]
+    assert set(items[0]) == {"id", "title", "text", "score"}
+    assert run(runner, "inject", "xyzzy plugh", "--root", root).stdout == "nothing relevant to inject\n"
+    stats = run_json(runner, "stats", "--root", root)
+    assert set(stats) == {
+        "now",
+        "options",
+        "exposed_count",
+        "top_recalled",
+        "zombie",
+        "injection",
+        "coverage",
+    }
+    assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 1)]
+    assert stats["injection"]["runs"] == 2 and stats["injection"]["injected_count"] == 1
+    lines = run(runner, "stats", "--root", root).stdout.splitlines()
+    assert re.fullmatch(r"window 30 d since \S+ \(the log does not cover all of it\)", lines[0])
+    assert lines[1:] == [
+        "zombies: 0/0 eligible (n/a); injection: 1 in 2 run(s), slot fill 10.0%",
+        "      1  kp_bsearch  Function: binary search",
+    ]
+    shown = run_json(runner, "today", "--root", root)["memory"]
+    with MdCG(root, read_only=True) as store:
+        assert shown["id"] in store.ids() and shown["title"] == store.entry(shown["id"]).title
+    line = run(runner, "today", "--root", root).stdout.splitlines()[0]
+    assert re.fullmatch(
+        r"\S+ · \d+ (year|month)\(s\) ago \(\d{4}-\d\d-\d\d\) · shown \d+ time\(s\) before", line
+    )
+
+
+def test_mcp_scope_options_are_checked(runner: CliRunner, root: Path) -> None:
+    assert "max_sensitivity" in one_line_error(runner, "mcp", "--root", root, "--max-sensitivity", "ultra")
+
+
+def test_mcp_aliases_value_is_checked(runner: CliRunner, root: Path) -> None:
+    assert one_line_error(runner, "mcp", "--root", root, "--aliases", "zep") == (
+        "error: --aliases 'zep': expected mcp-memory or mem0 (comma-separated)"
+    )
 
 
 # -- search / neighbours / verify / reflect ------------------------------------------------------
@@ -211,6 +526,7 @@ def test_search_json_has_results_and_meta(runner: CliRunner, root: Path) -> None
         "title",
         "evidence",
         "filler",
+        "superseded_by",
     }
     assert (top["id"], top["tier"], top["state"]) == ("kp_bsearch", "T0", "REJECT")
     assert "linked list" in top["basis"]
@@ -221,6 +537,28 @@ def test_search_json_has_results_and_meta(runner: CliRunner, root: Path) -> None
     assert {"scanned", "scanned_share", "big_domain", "timing_ms", "terms"} <= set(meta)
     unjudged = run_json(runner, "search", "binary search", "--root", root, "--no-judge", "-k", "1")
     assert unjudged["results"][0]["state"] is None and unjudged["results"][0]["basis"] is None
+
+
+def test_search_omits_filler_unless_fill(runner: CliRunner, root: Path) -> None:
+    data = run_json(runner, "search", "xyzzy plugh", "--root", root)
+    assert data["results"] == [] and data["meta"]["filler_omitted"] == 3
+    out = run(runner, "search", "xyzzy plugh", "--root", root).stdout
+    assert out.startswith("no results with evidence of being about the query\n")
+    assert "3 filler result(s) without evidence omitted (--fill shows them)" in " ".join(out.split())
+    filled = run_json(runner, "search", "xyzzy plugh", "--root", root, "--fill")
+    assert {r["id"] for r in filled["results"]} == {"kp_bsearch", "kp_sorting", "anc_rule"}
+    assert all(r["filler"] and r["state"] != "ACCEPT" for r in filled["results"])
+    assert filled["meta"]["filler_omitted"] == 0
+    shown = run(runner, "search", "xyzzy plugh", "--root", root, "--fill").stdout
+    assert len(re.findall(r"│ \(filler\) ", shown)) == 3
+    mixed = run_json(runner, "search", "binary search", "--root", root, "-k", "3")
+    assert [r["id"] for r in mixed["results"]] == ["kp_bsearch"] and mixed["meta"]["filler_omitted"] == 2
+    with MdCG(root, read_only=True) as store:  # filler is never recorded as an access
+        assert store.access_counts(["kp_sorting", "anc_rule", "kp_bsearch"]) == {
+            "kp_sorting": 0,
+            "anc_rule": 0,
+            "kp_bsearch": 1,
+        }
 
 
 def test_search_records_access_unless_no_record(runner: CliRunner, root: Path) -> None:
@@ -324,15 +662,16 @@ def test_reflect_records_the_gap(runner: CliRunner, root: Path) -> None:
     assert set(data) == {"reflection", "results"}
     states = [r["state"] for r in data["results"]]
     assert data["reflection"]["d"] == pytest.approx(1 - states.count("ACCEPT") / len(states))
-    out = run(
-        runner, "reflect", "binary search", "--root", root, "-k", "2", "--states", "REJECT,REJECT"
-    ).stdout
+    out = run(runner, "reflect", "binary search", "--root", root, "-k", "2", "--states", "REJECT").stdout
     assert out.startswith("t=1  D=1.000  dD/dt=")
     with MdCG(root, read_only=True) as store:
         assert [r.d for r in store.reflections()][-1] == 1.0
-    assert "feedback has 1 states for 2 results" in one_line_error(
-        runner, "reflect", "binary search", "--root", root, "-k", "2", "--states", "ACCEPT"
+    assert "feedback has 2 states for 1 results" in one_line_error(
+        runner, "reflect", "binary search", "--root", root, "-k", "2", "--states", "ACCEPT,DEFER"
     )
+    # with --fill, D is taken over the filler too
+    filled = run_json(runner, "reflect", "binary search", "--root", root, "-k", "2", "--fill")
+    assert filled["results"][0]["id"] == "kp_bsearch" and len(filled["results"]) == 2
 
 
 # -- maintenance ------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,28 @@ def test_tutorial_claims_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     assert meta["scanned_share"] == 1.0
     assert store.verify("kp_bsearch", "x", "confirmed").confidence == 0.65  # type: ignore[attr-defined]
     store.close()  # type: ignore[attr-defined]
+
+
+def test_readme_quick_start_is_two_commands_that_install_what_they_show() -> None:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("## Quick start") : text.index("## The 60-second tour")]
+    blocks = re.findall(r"```bash\n(.*?)```", section, re.S)
+    assert len(blocks) == 1
+    assert blocks[0].splitlines() == [
+        "python3 -m venv .venv && .venv/bin/pip install -e '.[all,dev]' && .venv/bin/mdcg demo",
+        ".venv/bin/python -m pytest",
+    ]
+
+
+def test_the_core_install_leaves_mcp_to_an_extra_and_installs_only_md_cg() -> None:
+    meta = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    core = {re.split(r"[<>=\[ ]", d)[0].lower() for d in meta["project"]["dependencies"]}
+    assert core == {"python-frontmatter", "pyyaml", "portalocker", "orjson", "rapidfuzz", "numpy",
+                    "pystemmer", "typer", "rich"}  # fmt: skip
+    extras = meta["project"]["optional-dependencies"]
+    assert extras["mcp"] == ["mcp>=2,<3"]
+    assert extras["all"] == ["md-cg[mcp,anthropic,langgraph]"]
+    assert {"pytest", "hypothesis", "ruff"} <= {re.split(r"[<>=]", d)[0] for d in extras["dev"]}
+    # migrate/ and census/ are checkout wrappers, never installed as top-level packages
+    assert meta["tool"]["setuptools"]["packages"] == ["md_cg", "md_cg.integrations"]
+    assert meta["project"]["scripts"] == {"mdcg": "md_cg.cli:main"}

@@ -2,16 +2,15 @@
 
 The aliases are built from the md-cg server's own tool functions and
 registered on the server; calls go through the MCP SDK's in-process client.
-md-cg's ``update`` and ``list`` tools are on their way (the everyday-use
-issue); until the server has them, the test stands in for them with
-functions of the same shape on the same store, and the aliases that need
-them are first checked to be reported unavailable with the reason. Skipped
-when the ``mcp`` extra is not installed.
+An alias whose md-cg tool is missing is checked to be reported unavailable
+with the reason. Skipped when the ``mcp`` extra is not installed.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +19,13 @@ import pytest
 pytest.importorskip("mcp")
 
 import anyio
-from mcp import Client
+from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 
 from md_cg import MdCG
 from md_cg.integrations.aliases import (
     ALIASES,
+    FAMILIES,
     alias_table_markdown,
     alias_tools,
     entity_body,
@@ -35,36 +35,22 @@ from md_cg.integrations.aliases import (
 )
 from md_cg.mcp_server import create_server
 
-DOCS = Path(__file__).resolve().parent.parent / "docs" / "integrations.md"
+REPO = Path(__file__).resolve().parent.parent
+DOCS = REPO / "docs" / "integrations.md"
+MD_CG_TOOLS = {
+    "remember", "update", "forget", "search", "recall", "get", "list", "neighbours", "verify", "reflect",
+    "organize", "recall_stats", "on_this_day", "inject", "sync", "health",
+}  # fmt: skip
 
 
-def server_tools(server: Any) -> dict[str, Any]:
-    """The tool functions an MCPServer registered (what mcp_server.create_server passes to the aliases)."""
-    return {t.name: t.fn for t in server._tool_manager.list_tools()}
-
-
-def stand_ins(store: MdCG) -> dict[str, Any]:
-    """``update`` and ``list`` with the shape the aliases expect, until md-cg's server has them."""
-
-    def update(id: str, body: str | None = None, edges: list[dict[str, Any]] | None = None) -> dict[str, Any]:
-        changes = {k: v for k, v in {"body": body, "edges": edges}.items() if v is not None}
-        node = store.update(id, **changes)
-        return {"id": node.id, "layer": node.layer, "updated": sorted(changes)}
-
-    def list(tag: str | None = None, limit: int = 20, offset: int = 0) -> dict[str, Any]:
-        entries = [e for e in store.entries() if tag is None or tag in e.tags]
-        page = entries[offset : offset + limit]
-        return {
-            "total": len(entries),
-            "items": [{"id": e.id, "title": e.title, "layer": e.layer} for e in page],
-        }
-
-    return {"update": update, "list": list}
+def server_tools(root: Path, store: MdCG) -> dict[str, Any]:
+    """The plain tool functions of md-cg's server (what create_server passes to the aliases)."""
+    return dict(create_server(root, store=store).tools)
 
 
 def test_aliases_needing_missing_tools_are_reported_not_registered(tmp_path: Path) -> None:
     with MdCG(tmp_path / "m") as store:
-        tools = server_tools(create_server(tmp_path / "m", store=store))
+        tools = server_tools(tmp_path / "m", store)
         built = alias_tools({k: v for k, v in tools.items() if k not in ("update", "list")})
         assert built.unavailable["create_relations"] == "md-cg has no `update` tool"
         assert built.unavailable["read_graph"] == "md-cg has no `list` tool"
@@ -85,7 +71,8 @@ def test_aliases_needing_missing_tools_are_reported_not_registered(tmp_path: Pat
 
 
 def test_the_table_in_the_docs_is_the_table_in_the_code() -> None:
-    assert alias_table_markdown() in DOCS.read_text(encoding="utf-8")
+    for doc in (DOCS, REPO / "docs" / "mcp.md"):
+        assert alias_table_markdown() in doc.read_text(encoding="utf-8"), doc
     names = [a.name for a in ALIASES if a.family == "mcp-memory"]
     assert names == [
         "create_entities", "create_relations", "add_observations", "delete_entities", "delete_observations",
@@ -149,7 +136,7 @@ async def _knowledge_graph(client: Client, root: Path, store: MdCG) -> None:
     _ok(await client.call_tool("delete_relations", {"relations": [rel]}))
     assert store.get("John_Smith").edges == []
     graph = _ok(await client.call_tool("read_graph", {}))
-    assert [i["id"] for i in graph["items"]] == ["Anthropic", "John_Smith"]
+    assert [i["id"] for i in graph["items"]] == ["John_Smith", "Anthropic"]  # newest change first
     gone = _ok(await client.call_tool("delete_entities", {"entityNames": ["Anthropic", "Nobody"]}))
     assert [f["id"] for f in gone["forgotten"]] == ["Anthropic"] and gone["missing"] == ["Nobody"]
     assert "Anthropic" not in store and [t["id"] for t in store.tombstones()] == ["Anthropic"]
@@ -185,27 +172,59 @@ async def _mem0(client: Client, store: MdCG) -> None:
 def test_aliases_through_the_mcp_client(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as store:
-        server = create_server(root, store=store)
-        tools = {**stand_ins(store), **server_tools(server)}
-        built = register_aliases(server, tools)
-        assert set(built.unavailable) == {"delete_all_memories", "list_entities"}
+        server = create_server(root, store=store, aliases=FAMILIES)
+        available = {a.name for a in ALIASES if a.supported}
+        assert set(server.tools) - MD_CG_TOOLS == available
 
         async def run() -> None:
             async with Client(server) as client:
                 listed = {t.name: t for t in (await client.list_tools()).tools}
-                assert set(built.available) <= set(listed)
+                assert set(listed) == MD_CG_TOOLS | available
+                assert not {"delete_all_memories", "list_entities"} & set(listed)
                 schema = listed["create_relations"].input_schema
                 assert json.dumps(schema).count('"relationType"') >= 1
                 await _knowledge_graph(client, root, store)
                 await _mem0(client, store)
+                # same replies: an alias answers with the md-cg tool's reply, unchanged
+                ours = await client.call_tool("search", {"query": "vegetarian", "k": 3})
+                theirs = await client.call_tool("search_nodes", {"query": "vegetarian"})
+                assert _ok(theirs)["results"] == _ok(ours)["results"]
 
         anyio.run(run)
+
+
+def test_mdcg_mcp_aliases_flag_over_stdio(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    env = {
+        "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+        "PATH": os.environ["PATH"],
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "md_cg.cli", "mcp", "--root", str(root), "--aliases", "mem0"],
+        env=env,
+    )
+
+    async def run() -> None:
+        with anyio.fail_after(60):
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                names = {t.name for t in (await session.list_tools()).tools}
+                mem0 = {a.name for a in ALIASES if a.family == "mem0" and a.supported}
+                assert names == MD_CG_TOOLS | mem0
+                made = await session.call_tool("add_memory", {"text": "Sam likes oolong", "user_id": "sam"})
+                assert not made.is_error
+                node_id = made.structured_content["id"]
+        with MdCG(root, read_only=True) as store:
+            assert store.get(node_id).body == "Sam likes oolong" and store.get(node_id).tags == ["user:sam"]
+
+    anyio.run(run)
 
 
 def test_register_leaves_existing_tool_names_alone(tmp_path: Path) -> None:
     with MdCG(tmp_path / "m") as store:
         server = create_server(tmp_path / "m", store=store)
-        tools = {**stand_ins(store), **server_tools(server)}
+        tools = dict(server.tools)
         tools["search_nodes"] = tools["search"]  # pretend md-cg had a tool of that name
         built = register_aliases(server, tools, ("mcp-memory",))
         assert built.unavailable["search_nodes"] == "md-cg already has a `search_nodes` tool"

@@ -1,4 +1,4 @@
-"""The MCP server: every tool through a real stdio client, files on disk, tool errors.
+"""The MCP server: every tool through a real stdio client, files on disk, bounded replies, tool errors.
 
 The main test spawns ``python -m md_cg.cli mcp --root DIR`` as a subprocess
 with the SDK's stdio client (as Claude Desktop or any MCP client would) and
@@ -10,24 +10,45 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+
+pytest.importorskip("mcp")
+
+import anyio
 from conftest import BINARY_SEARCH, build_small_store
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
-from md_cg import MdCG
-from md_cg.mcp_server import INSTRUCTIONS, create_server
+from md_cg import MdCG, Scope
+from md_cg.mcp_server import BUDGETS, INSTRUCTIONS, create_server
+from md_cg.migrate import migrate
+from md_cg.sample import bundled_sample_path
 
 REPO = Path(__file__).resolve().parent.parent
-TOOLS = {"remember", "search", "recall", "get", "neighbours", "verify", "reflect", "health", "forget"}
-
-
-def _build(root: Path) -> None:
-    build_small_store(root)
+TOOLS = {
+    "remember",
+    "update",
+    "forget",
+    "search",
+    "recall",
+    "get",
+    "list",
+    "neighbours",
+    "verify",
+    "reflect",
+    "organize",
+    "recall_stats",
+    "on_this_day",
+    "inject",
+    "sync",
+    "health",
+}
+BSEARCH_REASON = 'CCG complete, no not-applicable condition hit, verification basis "test"'
 
 
 def _md_files(root: Path) -> set[str]:
@@ -41,20 +62,192 @@ def _frontmatter_line(path: Path, key: str) -> str:
     raise AssertionError(f"{key} not in {path}")
 
 
-async def _call(session: ClientSession, name: str, args: dict[str, Any]) -> Any:
-    return await session.call_tool(name, args)
-
-
 def _ok(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
-    data = result.structured_content
-    assert data == json.loads(result.content[0].text)
+    text = result.content[0].text
+    data = json.loads(text)
+    assert result.structured_content == data
+    assert text == json.dumps(data, ensure_ascii=False, separators=(",", ":"))  # compact, no indent
     return data
 
 
 def _err(result: Any) -> str:
     assert result.is_error
     return result.content[0].text
+
+
+async def _writes(session: ClientSession, root: Path) -> Path:
+    """remember, update, duplicate and empty-body errors; returns the new node's path."""
+    before = _md_files(root)
+    data = _ok(
+        await session.call_tool(
+            "remember",
+            {
+                "body": "# Function: merge sort\nMerge sort splits, sorts and merges.\n",
+                "tags": ["domain:computing", "sorting"],
+                "id": "kp_merge",
+                "importance": 0.7,
+                "confidence": 0.5,
+                "verification_basis": "test",
+                "not_applicable": ["memory is scarce"],
+                "edges": [{"target": "kp_sorting", "type": "part_of", "confidence": 0.8}],
+            },
+        )
+    )
+    assert set(data) == {"id", "layer", "path", "kind"}  # a fact lacks no mark
+    assert (data["id"], data["layer"], data["kind"]) == ("kp_merge", "knowledge", "fact")
+    half = _ok(
+        await session.call_tool(
+            "remember",
+            {"body": "# Function: quick sort\n# Applies when: an array fits in memory\n", "id": "kp_q"},
+        )
+    )
+    assert (half["kind"], half["ccg_missing"]) == (
+        "procedure",
+        ["steps", "executes", "verified_by", "not_applicable"],
+    )
+    _ok(await session.call_tool("forget", {"id": "kp_q", "reason": "test"}))
+    path = Path(data["path"])
+    assert _md_files(root) - before == {path.relative_to(root).as_posix()}
+    assert _frontmatter_line(path, "tags") == '["domain:computing", "sorting"]'
+    assert _frontmatter_line(path, "non_applicable_conditions") == '["memory is scarce"]'
+
+    assert _err(await session.call_tool("remember", {"body": "x", "id": "kp_merge"})) == (
+        "Error executing tool remember: a memory with id 'kp_merge' already exists "
+        f"({path.relative_to(root).as_posix()}); change it with the `update` tool, or call `remember` "
+        "with overwrite=true to replace it"
+    )
+    for body in ("", "  \n "):
+        assert _err(await session.call_tool("remember", {"body": body})) == (
+            "Error executing tool remember: body is empty: a memory needs some text"
+        )
+    assert "body is empty" in _err(await session.call_tool("update", {"id": "kp_merge", "body": ""}))
+    assert "nothing to change" in _err(await session.call_tool("update", {"id": "kp_merge"}))
+
+    up = _ok(
+        await session.call_tool(
+            "update",
+            {"id": "kp_merge", "body": "# Function: merge sort\nStable, O(n log n).\n", "importance": 0.9},
+        )
+    )
+    assert up["updated"] == ["body", "importance"] and up["path"] == str(path)
+    assert path.read_text(encoding="utf-8").endswith("---\n# Function: merge sort\nStable, O(n log n).\n\n")
+    assert _frontmatter_line(path, "importance") == "0.9"
+    moved = _ok(await session.call_tool("update", {"id": "kp_merge", "layer": "contextual", "tags": ["x"]}))
+    assert moved["layer"] == "contextual" and not path.exists()
+    assert Path(moved["path"]) == root / "contextual" / "kp_merge.md"
+    return Path(moved["path"])
+
+
+async def _reads(session: ClientSession, root: Path) -> None:
+    """search/recall (snippet, reasons once, covered_neg), fill, get (whole body), list, neighbours."""
+    args = {"query": "binary search", "k": 3}
+    found = _ok(await session.call_tool("search", args))
+    again = _ok(await session.call_tool("recall", args))
+    assert (again["results"], again["reasons"]) == (found["results"], found["reasons"])
+    top = found["results"][0]
+    assert top == {
+        "id": "kp_bsearch",
+        "title": "Function: binary search",
+        "layer": "knowledge",
+        "tier": "T2",
+        "state": "ACCEPT",
+        "why": 0,
+        "score": top["score"],
+        "confidence": 0.6,
+        "matched": ["binari", "search"],
+        "snippet": "Binary search halves the search interval at every step.",
+    }
+    assert found["reasons"][0] == BSEARCH_REASON and "body" not in top and "basis" not in top
+    assert [n["layer"] for n in found["meta"]["covered_neg"]] == ["rejected"]
+    assert found["meta"]["covered_neg_total"] == 1
+    assert {r["id"] for r in found["results"]} == {"kp_bsearch"}  # filler left out
+    filled = _ok(await session.call_tool("search", {**args, "fill": True}))
+    assert len(filled["results"]) == 3 and filled["meta"]["filler_omitted"] == 0
+    assert [r.get("filler", False) for r in filled["results"]] == [False, True, True]
+    assert found["meta"]["filler_omitted"] == 2
+
+    nonsense = _ok(await session.call_tool("search", {"query": "xyzzy plugh"}))
+    assert nonsense["results"] == [] and nonsense["counts"] == {}
+
+    routed = _ok(
+        await session.call_tool(
+            "search",
+            {
+                "query": "binary search",
+                "k": 1,
+                "context": {"domain": "computing", "situation": "a linked list"},
+            },
+        )
+    )
+    assert (routed["results"][0]["id"], routed["results"][0]["state"]) == ("kp_bsearch", "REJECT")
+    assert 'not-applicable condition "linked list"' in routed["reasons"][routed["results"][0]["why"]]
+
+    got = _ok(await session.call_tool("get", {"id": "kp_bsearch"}))
+    assert got["body"] == BINARY_SEARCH and got["frontmatter"]["verification_basis"] == "test"
+
+    listed = _ok(await session.call_tool("list", {"layer": "knowledge"}))
+    assert listed["total"] == 2 and {i["id"] for i in listed["items"]} == {"kp_bsearch", "kp_sorting"}
+    by_tag = _ok(await session.call_tool("list", {"tag": "x"}))
+    assert [i["id"] for i in by_tag["items"]] == ["kp_merge"]
+    page = _ok(await session.call_tool("list", {"limit": 2, "offset": 1}))
+    assert (page["total"], page["offset"], len(page["items"])) == (5, 1, 2)
+    assert _ok(await session.call_tool("list", {"since": "2999-01-01"}))["total"] == 0
+    assert "since 'soon'" in _err(await session.call_tool("list", {"since": "soon"}))
+
+    inc = _ok(await session.call_tool("neighbours", {"id": "kp_sorting", "direction": "in"}))
+    assert {n["id"] for n in inc["neighbours"]} == {"kp_bsearch", "kp_merge"} and inc["total"] == 2
+
+
+async def _loop_and_maintenance(session: ClientSession, root: Path) -> None:
+    ver = _ok(
+        await session.call_tool(
+            "verify", {"id": "kp_bsearch", "evidence": "all 40 tests pass", "verdict": "confirmed"}
+        )
+    )
+    assert (ver["confidence_before"], ver["confidence_after"]) == (0.6, 0.65)
+    assert _frontmatter_line(Path(ver["path"]), "confidence") == "0.65"
+    ref = _ok(await session.call_tool("reflect", {"query": "binary search", "k": 2}))
+    assert ref["results"] == [{"id": "kp_bsearch", "state": "ACCEPT", "title": "Function: binary search"}]
+    assert ref["reflection"]["d"] == 0.0 and ref["reflection"]["t"] == 0
+
+    # a hand edit is seen by the next call without asking for a sync
+    hand = root / "contextual" / "ctx_hand.md"
+    hand.write_text("# Tea preference\nThe user drinks oolong tea.\n", encoding="utf-8")
+    time.sleep(1.1)
+    seen = _ok(await session.call_tool("search", {"query": "oolong tea"}))
+    assert [r["id"] for r in seen["results"]] == ["ctx_hand"]
+    hand.write_text("# Coffee preference\nThe user switched to espresso.\n", encoding="utf-8")
+    time.sleep(1.1)
+    assert _ok(await session.call_tool("get", {"id": "ctx_hand"}))["body"].startswith("# Coffee preference")
+    seen = _ok(await session.call_tool("search", {"query": "espresso"}))
+    assert [(r["id"], r["title"]) for r in seen["results"]] == [("ctx_hand", "Coffee preference")]
+    synced = _ok(await session.call_tool("sync", {}))
+    assert (synced["clean"], synced["problems"], synced["totals"]) == (True, False, {})
+
+    h = _ok(await session.call_tool("health", {}))
+    assert h["ok"] is True and h["nodes"] == 6 and h["findings"] == []
+
+    assert "no node with id 'kp_nope'" in _err(await session.call_tool("get", {"id": "kp_nope"}))
+    assert "unknown verdict" in _err(
+        await session.call_tool("verify", {"id": "kp_bsearch", "evidence": "x", "verdict": "maybe"})
+    )
+    assert "unknown layer" in _err(await session.call_tool("search", {"query": "x", "layer": "attic"}))
+    assert "protected" in _err(await session.call_tool("forget", {"id": "anc_rule", "reason": "tidy"}))
+    assert _err(await session.call_tool("search", {"query": "x", "k": 0}))
+    assert _err(await session.call_tool("search", {"query": "x", "judge": False})) == (
+        "search does not take judge (it takes: context, fill, k, layer, query)"
+    )
+
+    gone = _ok(await session.call_tool("forget", {"id": "kp_merge", "reason": "superseded"}))
+    assert gone == {
+        "id": "kp_merge",
+        "forgotten": True,
+        "layer": "contextual",
+        "dangling_edges": [],
+        "dangling_total": 0,
+    }
+    assert "no node with id 'kp_merge'" in _err(await session.call_tool("get", {"id": "kp_merge"}))
 
 
 async def _scenario(root: Path) -> None:
@@ -68,159 +261,28 @@ async def _scenario(root: Path) -> None:
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         init = await session.initialize()
-        assert init.server_info.name == "md-cg"
-        assert "REJECT" in (init.instructions or "")
+        assert init.server_info.name == "md-cg" and init.instructions == INSTRUCTIONS
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert set(tools) == TOOLS
-        assert "do NOT act on it" in tools["search"].description
-        assert "Alias of `search`" in tools["recall"].description
-
-        # remember: a new .md file appears where the result says
-        before = _md_files(root)
-        data = _ok(
-            await _call(
-                session,
-                "remember",
-                {
-                    "body": "# Function: merge sort\nMerge sort splits, sorts and merges.\n",
-                    "tags": ["domain:computing", "sorting"],
-                    "id": "kp_merge",
-                    "importance": 0.7,
-                    "confidence": 0.5,
-                    "verification_basis": "test",
-                    "not_applicable": ["memory is scarce"],
-                    "edges": [{"target": "kp_sorting", "type": "part_of", "confidence": 0.8}],
-                },
-            )
-        )
-        assert data["id"] == "kp_merge"
-        assert data["layer"] == "knowledge"
-        assert set(data["ccg_missing"]) == {
-            "applies_when",
-            "steps",
-            "executes",
-            "verified_by",
-            "not_applicable",
-        }
-        path = Path(data["path"])
-        assert path.is_file() and path.parent.name == data["bucket"]
-        assert _md_files(root) - before == {path.relative_to(root).as_posix()}
-        assert _frontmatter_line(path, "tags") == '["domain:computing", "sorting"]'
-        assert _frontmatter_line(path, "non_applicable_conditions") == '["memory is scarce"]'
-        assert "Merge sort splits" in path.read_text(encoding="utf-8")
-
-        # search and recall: same answer; state, tier, basis, body, covered_neg
-        args = {"query": "binary search", "k": 3}
-        found = _ok(await _call(session, "search", args))
-        again = _ok(await _call(session, "recall", args))
-        assert found["results"] == again["results"]
-        top = found["results"][0]
-        assert (top["id"], top["state"], top["tier"]) == ("kp_bsearch", "ACCEPT", "T2")
-        assert top["body"] == BINARY_SEARCH and top["confidence"] == 0.6
-        assert set(top) >= {"id", "tier", "state", "basis", "score", "title", "body"}
-        assert found["meta"]["tier"] in ("T2", "T3") and found["meta"]["routed"] is False
-        neg = found["meta"]["covered_neg"]
-        assert [n["layer"] for n in neg] == ["rejected"] and neg[0]["id"].startswith("rej_")
-        assert found["counts"]["ACCEPT"] >= 1
-
-        # a context that hits a not-applicable condition: REJECT, routed to the bucket
-        routed = _ok(
-            await _call(
-                session,
-                "search",
-                {
-                    "query": "binary search",
-                    "k": 1,
-                    "context": {"domain": "computing", "situation": "a linked list"},
-                },
-            )
-        )
-        assert routed["results"][0]["id"] == "kp_bsearch"
-        assert routed["results"][0]["state"] == "REJECT"
-        assert "linked list" in routed["results"][0]["basis"]
-        assert routed["meta"]["routed"] is True and routed["meta"]["tier"] == "T0"
-
-        # get
-        got = _ok(await _call(session, "get", {"id": "kp_bsearch"}))
-        assert got["frontmatter"]["verification_basis"] == "test"
-        assert got["body"] == BINARY_SEARCH
-
-        # neighbours, both directions
-        out = _ok(await _call(session, "neighbours", {"id": "kp_bsearch"}))
-        assert [(n["id"], n["type"], n["direction"]) for n in out["neighbours"]] == [
-            ("kp_sorting", "part_of", "out")
-        ]
-        inc = _ok(await _call(session, "neighbours", {"id": "kp_sorting", "direction": "in"}))
-        assert {n["id"] for n in inc["neighbours"]} == {"kp_bsearch", "kp_merge"}
-
-        # verify: the new confidence is in the file
-        ver = _ok(
-            await _call(
-                session,
-                "verify",
-                {"id": "kp_bsearch", "evidence": "all 40 tests pass", "verdict": "confirmed"},
-            )
-        )
-        assert (ver["confidence_before"], ver["confidence_after"]) == (0.6, 0.65)
-        bs_path = Path(ver["path"])
-        assert _frontmatter_line(bs_path, "confidence") == "0.65"
-        assert "all 40 tests pass" in _frontmatter_line(bs_path, "verification_history")
-
-        # reflect: runs the search, records D in the reflection log
-        ref = _ok(await _call(session, "reflect", {"query": "binary search", "k": 2}))
-        states = [r["state"] for r in ref["results"]]
-        accepted = states.count("ACCEPT")
-        assert ref["reflection"]["d"] == pytest.approx(1 - accepted / len(states))
-        ref2 = _ok(
-            await _call(
-                session, "reflect", {"query": "binary search", "k": 2, "feedback": ["REJECT", "REJECT"]}
-            )
-        )
-        assert ref2["reflection"]["d"] == 1.0 and ref2["reflection"]["t"] == 1
-        with MdCG(root, read_only=True) as reader:
-            assert [r.t for r in reader.reflections()] == [0, 1]
-
-        # health
-        h = _ok(await _call(session, "health", {}))
-        assert h["ok"] is True and h["nodes"] == 5 and h["findings"] == []
-
-        # invalid arguments are tool errors; the server keeps working
-        assert "no node with id 'kp_nope'" in _err(await _call(session, "get", {"id": "kp_nope"}))
-        assert "unknown verdict" in _err(
-            await _call(session, "verify", {"id": "kp_bsearch", "evidence": "x", "verdict": "maybe"})
-        )
-        assert "unknown layer" in _err(await _call(session, "remember", {"body": "x", "layer": "attic"}))
-        assert "unknown layer" in _err(await _call(session, "search", {"query": "x", "layer": "attic"}))
-        assert "verification_basis" in _err(
-            await _call(session, "remember", {"body": "x", "verification_basis": "vibes"})
-        )
-        assert "protected" in _err(await _call(session, "forget", {"id": "anc_rule", "reason": "tidy"}))
-        assert "needs a reason" in _err(await _call(session, "forget", {"id": "kp_merge", "reason": " "}))
-        assert _err(await _call(session, "search", {"query": "x", "k": 0}))  # schema: k >= 1
-        assert _err(await _call(session, "no_such_tool", {}))
-        assert _ok(await _call(session, "health", {}))["ok"] is True
-
-        # forget: the file is gone, a tombstone without content remains
-        gone = _ok(await _call(session, "forget", {"id": "kp_merge", "reason": "superseded"}))
-        assert gone == {"id": "kp_merge", "forgotten": True, "layer": "knowledge", "dangling_edges": []}
-        assert not path.exists()
-        assert "no node with id 'kp_merge'" in _err(await _call(session, "get", {"id": "kp_merge"}))
+        assert tools["recall"].description == "Same as `search`."
+        await _writes(session, root)
+        await _reads(session, root)
+        await _loop_and_maintenance(session, root)
 
     with MdCG(root, read_only=True) as store:
-        stones = store.tombstones()
-        assert [(t["id"], t["reason"], t["layer"]) for t in stones] == [
-            ("kp_merge", "superseded", "knowledge")
+        assert [(t["id"], t["reason"]) for t in store.tombstones()] == [
+            ("kp_q", "test"),
+            ("kp_merge", "superseded"),
         ]
         assert "kp_merge" not in store and store.get("kp_bsearch").confidence == 0.65
         assert store.health().ok
 
 
 def test_every_tool_over_stdio_changes_the_files(tmp_path: Path) -> None:
-    root = tmp_path / "memory"
-    _build(root)
+    root = build_small_store(tmp_path / "memory")
 
     async def bounded() -> None:
-        with anyio.fail_after(60):
+        with anyio.fail_after(90):
             await _scenario(root)
 
     anyio.run(bounded)
@@ -234,34 +296,175 @@ def test_in_process_server_creates_a_missing_store_and_reports_errors(tmp_path: 
     async def run() -> None:
         async with Client(server) as client:
             empty = await client.call_tool("search", {"query": "anything"})
-            assert not empty.is_error and empty.structured_content["results"] == []
-            made = await client.call_tool("remember", {"body": "note", "layer": "contextual"})
-            assert not made.is_error
-            node_id = made.structured_content["id"]
+            assert _ok(empty)["results"] == []
+            node_id = _ok(await client.call_tool("remember", {"body": "note", "layer": "contextual"}))["id"]
             assert (root / "contextual" / f"{node_id}.md").is_file()
             bad = await client.call_tool("neighbours", {"id": node_id, "direction": "sideways"})
-            assert bad.is_error and "direction must be one of" in bad.content[0].text
-            bad = await client.call_tool("reflect", {"query": "note", "feedback": ["MAYBE"]})
-            assert bad.is_error
-            fine = await client.call_tool("get", {"id": node_id})
-            assert fine.structured_content["layer"] == "contextual"
+            assert "direction must be one of" in _err(bad)
+            assert _err(await client.call_tool("reflect", {"query": "note", "feedback": ["MAYBE"]}))
+            assert _ok(await client.call_tool("get", {"id": node_id}))["layer"] == "contextual"
 
     anyio.run(run)
 
 
-def test_instructions_explain_the_states() -> None:
+def test_instructions_describe_the_states_truthfully() -> None:
+    text = " ".join(INSTRUCTIONS.split())
     for state in ("ACCEPT", "REJECT", "DEFER", "BLINDSPOT"):
-        assert state in INSTRUCTIONS
+        assert f"- {state}:" in INSTRUCTIONS
+    # a fact is never BLINDSPOT (md_cg.judge): the instructions must not present it as a warning
+    assert (
+        'A plain fact ("the user\'s name is Sam") is not a warning: ACCEPT with a verification basis' in text
+    )
+    assert "BLINDSPOT: a procedure whose annotation is incomplete" in text
+    assert "do not rely on it alone" not in text
 
 
-def test_every_tool_is_documented(tmp_path: Path) -> None:
+def test_every_tool_is_documented_with_its_budget(tmp_path: Path) -> None:
     docs = (REPO / "docs" / "mcp.md").read_text(encoding="utf-8")
     for name in TOOLS - {"recall"}:
         assert f"### `{name}`" in docs, name
     assert "### `search` and `recall`" in docs
+    rows = dict(re.findall(r"^\| `(\w+)` \| ([^|]+) \|", docs, re.MULTILINE))
+    for name, budget in BUDGETS.items():
+        per = f" + {budget.per_item:,} × {budget.per}" if budget.per else ""
+        assert rows.get(name, "").strip() == f"{budget.base:,}{per}", name
+    assert set(BUDGETS) == TOOLS
     server = create_server(tmp_path)
 
     async def names() -> set[str]:
         return {t.name for t in await server.list_tools()}
 
     assert anyio.run(names) == TOOLS
+
+
+@pytest.fixture(scope="module")
+def sample_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("sample") / "store"
+    assert migrate(bundled_sample_path(), root).ok
+    return root
+
+
+QUERIES = ("二分查找", "牛顿第二定律", "binary search", "asyncio", "xyzzy plugh", "能量守恒 定律")
+
+
+def test_replies_stay_within_their_budgets_on_the_sample(sample_store: Path) -> None:
+    with MdCG(sample_store) as store:
+        server = create_server(sample_store, store=store)
+        some = store.list_nodes("knowledge", limit=3)
+
+        async def run() -> None:
+            async with Client(server) as client:
+
+                async def size(tool: str, args: dict[str, Any]) -> int:
+                    result = await client.call_tool(tool, args)
+                    assert not result.is_error, result.content
+                    return len(result.content[0].text)
+
+                for query in QUERIES:
+                    for k, fill in ((5, False), (5, True), (20, True)):
+                        n = await size("search", {"query": query, "k": k, "fill": fill})
+                        assert n <= BUDGETS["search"].chars(k), (query, k, n)
+                    assert await size("reflect", {"query": query, "k": 10}) <= BUDGETS["reflect"].chars(10)
+                for limit in (20, 100):
+                    assert await size("list", {"limit": limit}) <= BUDGETS["list"].chars(limit)
+                for e in some:
+                    file_bytes = store.path_of(e.id).stat().st_size
+                    assert await size("get", {"id": e.id}) <= BUDGETS["get"].chars(file_bytes)
+                    n = await size("neighbours", {"id": e.id, "direction": "both", "depth": 3})
+                    assert n <= BUDGETS["neighbours"].chars(50)
+                for query in QUERIES:
+                    assert await size("inject", {"query": query}) <= BUDGETS["inject"].chars(5)
+                assert await size("recall_stats", {}) <= BUDGETS["recall_stats"].chars()
+                assert await size("on_this_day", {}) <= BUDGETS["on_this_day"].chars()
+                candidates = [
+                    {"layer": "knowledge", "title": e.title, "content": f"{e.title} {'x' * 400}"}
+                    for e in store.list_nodes("knowledge", limit=60)
+                ]
+                n = await size("organize", {"mode": "dryRun", "candidates": candidates})
+                assert n <= BUDGETS["organize"].chars(len(candidates)), n
+                assert await size("health", {}) <= BUDGETS["health"].chars()
+                assert await size("sync", {}) <= BUDGETS["sync"].chars()
+
+        anyio.run(run)
+
+
+def test_the_scope_comes_from_the_server_never_from_a_tool(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="mine", layer="contextual", body="okapi for agent a", agent_scope="a")
+        store.add(id="theirs", layer="contextual", body="okapi for agent b", agent_scope="b")
+        store.add(id="secret", layer="contextual", body="okapi secret", sensitivity="secret")
+    server = create_server(root, scope=Scope(agent="a"))
+
+    async def run() -> None:
+        async with Client(server) as client:
+            found = _ok(await client.call_tool("search", {"query": "okapi", "fill": True}))
+            assert [r["id"] for r in found["results"]] == ["mine"]
+            assert {i["id"] for i in _ok(await client.call_tool("list", {}))["items"]} == {"mine"}
+            assert "no node with id 'theirs'" in _err(await client.call_tool("get", {"id": "theirs"}))
+            made = _ok(
+                await client.call_tool("remember", {"body": "okapi note", "id": "new", "layer": "contextual"})
+            )
+            assert made["id"] == "new"
+            assert "agent" in _err(await client.call_tool("search", {"query": "okapi", "agent": "b"}))
+
+    anyio.run(run)
+    server.store.close()
+    with MdCG(root, read_only=True) as store:
+        assert store.get("new").agent_scope == "a"
+    with MdCG(root) as store, pytest.raises(TypeError, match="pass scope only when create_server opens"):
+        create_server(root, store=store, scope=Scope(agent="a"))
+
+
+def test_organize_recall_stats_on_this_day_and_inject(tmp_path: Path) -> None:
+    root = build_small_store(tmp_path / "memory")
+    server = create_server(root)
+
+    async def run() -> None:
+        async with Client(server) as client:
+            candidates = [
+                {"layer": "knowledge", "title": "Sorting", "content": "Sorting puts items in order."},
+                {"layer": "contextual", "title": "Coffee order", "content": "Oat-milk flat white."},
+            ]
+            dry = _ok(await client.call_tool("organize", {"mode": "dryRun", "candidates": candidates}))
+            assert [(i["index"], i["verdict"]) for i in dry["items"]] == [(0, "exact"), (1, "new")]
+            assert dry["items"][0]["match"]["id"] == "kp_sorting" and dry["status"] == "ok"
+            decisions = [{"action": "save", "index": 1}, {"action": "archive", "id": "kp_sorting"}]
+            done = _ok(
+                await client.call_tool(
+                    "organize", {"mode": "apply", "run_id": dry["run_id"], "decisions": decisions}
+                )
+            )
+            assert (done["status"], done["archived_ids"], len(done["saved_ids"])) == ("ok", ["kp_sorting"], 1)
+            assert "already applied" in _err(
+                await client.call_tool(
+                    "organize", {"mode": "apply", "run_id": dry["run_id"], "decisions": decisions}
+                )
+            )
+            assert "kp_sorting" not in {i["id"] for i in _ok(await client.call_tool("list", {}))["items"]}
+
+            items = _ok(await client.call_tool("inject", {"query": "binary search"}))["items"]
+            assert [i["id"] for i in items] == ["kp_bsearch"]
+            assert _ok(await client.call_tool("inject", {"query": "xyzzy plugh"})) == {"items": []}
+            stats = _ok(await client.call_tool("recall_stats", {}))
+            assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 1)]
+            assert stats["injection"]["runs"] == 2
+            shown = _ok(await client.call_tool("on_this_day", {}))["memory"]
+            assert set(shown) == {
+                "id",
+                "tier",
+                "date",
+                "years_ago",
+                "months_ago",
+                "show_count",
+                "stage",
+                "title",
+                "snippet",
+            }
+            assert _err(await client.call_tool("sweep", {}))  # the server never sweeps
+
+    anyio.run(run)
+    server.store.close()
+    with MdCG(root, read_only=True) as store:
+        assert "kp_sorting" not in store and (root / "archive").is_dir()
+        assert [store.entry(i).title for i in store.ids("contextual")] == ["Coffee order"]
