@@ -426,7 +426,7 @@ def _replay_one(cursor: Cursor, shard: str, rec: dict[str, Any], touch: Callable
     elif op in ("done", "recovered"):
         key = (rec.get("shard", shard), rec.get("c"))
         c = cursor.pending.pop(key, None)  # type: ignore[arg-type]
-        cursor.dead.discard(key)  # type: ignore[arg-type]
+        cursor.dead.discard(key)
         if c is not None:
             touch(c.touched())
         elif op == "done" and "c" not in rec:

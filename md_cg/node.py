@@ -234,7 +234,7 @@ def check_layer(layer: object) -> str:
             field="layer",
             value=layer,
         )
-    return layer  # type: ignore[return-value]
+    return layer
 
 
 # -- instants ----------------------------------------------------------------

@@ -141,19 +141,20 @@ def dump_value(v: Any, _depth: int = 0) -> str:
     Refuses (:class:`InvalidNodeError`) values that JSON cannot carry and
     values nested deeper than :data:`~md_cg.node.MAX_DEPTH` levels.
     """
-    kind = type(v)
+    kind: type = type(v)
     dumper = _SCALAR_DUMPERS.get(kind)
     if dumper is not None:
         return dumper(v)
     if kind not in _NESTED_DUMPERS:
         # Subclasses of the JSON types (IntEnum, OrderedDict, str subclasses...).
-        kind = next((b for b in _BASES if isinstance(v, b)), None)
-        if kind is None:
+        base = next((b for b in _BASES if isinstance(v, b)), None)
+        if base is None:
             raise InvalidNodeError(
                 f"value {show(v)} of type {type(v).__name__} cannot be stored in frontmatter", value=v
             )
-        if kind in _SCALAR_DUMPERS:
-            return _SCALAR_DUMPERS[kind](v)
+        if base in _SCALAR_DUMPERS:
+            return _SCALAR_DUMPERS[base](v)
+        kind = base
     if _depth >= MAX_DEPTH:
         raise InvalidNodeError(f"value nests deeper than {MAX_DEPTH} levels of lists and objects")
     return _NESTED_DUMPERS[kind](v, _depth + 1)
@@ -256,6 +257,11 @@ def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
 # -- the bounded YAML loader ------------------------------------------------------
 
 
+def _refusal(what: str, event: Any) -> ComposerError:
+    """A composer error at ``event``'s place (its mark comes from either YAML parser)."""
+    return ComposerError(None, None, what, event.start_mark)
+
+
 class _BoundedComposer(Composer):
     """Composes YAML with no anchors or aliases and at most MAX_DEPTH levels.
 
@@ -268,16 +274,17 @@ class _BoundedComposer(Composer):
 
     _depth = 0
 
-    def compose_node(self, parent: YamlNode | None, index: Any) -> YamlNode:
+    # The parser half of the loader (pure-Python or libyaml) supplies these.
+    peek_event: Any
+
+    def compose_node(self, parent: YamlNode | None, index: Any) -> YamlNode | None:
         event = self.peek_event()
         if isinstance(event, AliasEvent):
-            raise ComposerError(None, None, f"aliases (*{event.anchor}) are not allowed", event.start_mark)
+            raise _refusal(f"aliases (*{event.anchor}) are not allowed", event)
         if event.anchor is not None:
-            raise ComposerError(None, None, f"anchors (&{event.anchor}) are not allowed", event.start_mark)
+            raise _refusal(f"anchors (&{event.anchor}) are not allowed", event)
         if self._depth > MAX_DEPTH and isinstance(event, CollectionStartEvent):
-            raise ComposerError(
-                None, None, f"nested deeper than {MAX_DEPTH} levels of lists and objects", event.start_mark
-            )
+            raise _refusal(f"nested deeper than {MAX_DEPTH} levels of lists and objects", event)
         self._depth += 1
         try:
             return super().compose_node(parent, index)
@@ -301,7 +308,7 @@ class BoundedSafeLoader(_BoundedComposer, yaml.SafeLoader):
 try:
     from yaml._yaml import CParser
 
-    class _CBoundedLoader(_BoundedComposer, CParser, SafeConstructor, Resolver):  # type: ignore[misc]
+    class _CBoundedLoader(_BoundedComposer, CParser, SafeConstructor, Resolver):
         """:class:`BoundedSafeLoader` with libyaml's scanner and parser (about 5x faster)."""
 
         def __init__(self, stream: str) -> None:
@@ -464,7 +471,7 @@ class MdcgHandler(YAMLHandler):
             )
         return fm, text[end.end() + 1 :].removesuffix("\n")
 
-    def load(self, fm: str, **kwargs: object) -> dict[str, Any]:  # type: ignore[override]
+    def load(self, fm: str, **kwargs: object) -> dict[str, Any]:
         return parse_frontmatter(fm).meta
 
     def export(self, metadata: dict[str, object], **kwargs: object) -> str:
@@ -571,9 +578,9 @@ def loads(
         default_layer=default_layer,
         bounded=meta.keys() - unbounded,
     )
-    for exc in invalid:
-        line = lines.get(exc.field) if exc.field else None
-        problems.append(FileProblem(line, str(exc)))
+    for bad in invalid:
+        line = lines.get(bad.field) if bad.field else None
+        problems.append(FileProblem(line, str(bad)))
     if problems:
         raise MalformedNodeFileError(path, problems=problems)
     return node

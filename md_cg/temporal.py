@@ -368,6 +368,7 @@ def decide_retention(
     ttl = _check_number("ttl_seconds", ttl_seconds, positive=True)
     kind = normalize_temporal(temporal)
     found = markers if markers is not None else shipped_markers()
+    verdict: _Verdict
     if asked:
         verdict = (asked, "explicit_tier", f"the caller asked for the {asked} tier", None)
     elif kind in ("durable", "recurring"):

@@ -243,7 +243,7 @@ class TextIndex:
             for slot, tid, tf in zip(
                 seg.docs[live].tolist(), term_of[live].tolist(), seg.tfs[live].tolist(), strict=True
             ):
-                counts = out[table.ids[slot]]  # type: ignore[index]
+                counts = out[table.ids[slot]]
                 term = terms[tid]
                 counts[term] = counts.get(term, 0) + tf
         return out

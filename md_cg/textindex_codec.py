@@ -33,7 +33,7 @@ def encode(header: dict[str, Any], arrays: Sequence[np.ndarray]) -> bytes:
     for a in arrays:
         pad = -pos % 8
         parts.append(b"\x00" * pad)
-        data = memoryview(np.ascontiguousarray(a)).cast("B")
+        data = np.ascontiguousarray(a).data.cast("B")  # a view of the array's bytes, no copy
         parts.append(data)
         pos += pad + len(data)
     crc = 0

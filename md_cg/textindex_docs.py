@@ -312,14 +312,14 @@ class DocTable:
         if len(slots) == 1:
             return [(ids[int(slots[0])], value)]  # type: ignore[list-item]
         if len(slots) <= _TIE_PYTHON:
-            group: list[str] = [ids[s] for s in slots.tolist()]  # type: ignore[misc]
+            group: list[str] = [ids[s] for s in slots.tolist()]
             best = sorted(group) if need >= len(group) else heapq.nsmallest(need, group)
             return [(d, value) for d in best[:need]]
         rank = self._id_rank()[slots]
         if need < len(slots):
             pick = np.argpartition(rank, need - 1)[:need]
             slots, rank = slots[pick], rank[pick]
-        return [(ids[s], value) for s in slots[np.argsort(rank)].tolist()]  # type: ignore[misc]
+        return [(ids[s], value) for s in slots[np.argsort(rank)].tolist()]
 
     def _id_rank(self) -> np.ndarray:
         """Rank of every slot's id in id order (dead slots first); cached per slot layout."""
@@ -333,7 +333,7 @@ class DocTable:
         return self._rank
 
 
-def idf_of(df: np.ndarray, n: int) -> np.ndarray:
+def idf_of(df: np.ndarray, n: int | np.ndarray) -> np.ndarray:
     """BM25 idf ``ln(1 + (n - df + 0.5) / (df + 0.5))`` of document frequencies ``df``; 0 where df is 0."""
     idf = np.log1p((n - df + 0.5) / (df + 0.5))
     idf[df == 0] = 0.0

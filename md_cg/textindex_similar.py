@@ -71,7 +71,7 @@ class SimilarityKeys:
                 grams: Iterable[str] = set(term)
             else:
                 grams = padded_bigrams(term)
-                nbg.append(len(grams))  # type: ignore[arg-type]
+                nbg.append(len(grams))
             for g in grams:
                 arr = keys.get(g)
                 if arr is None:
