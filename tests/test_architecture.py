@@ -175,3 +175,14 @@ def test_surfaces_import_only_the_public_api(surface: str) -> None:
     ]
     assert imported_names(module_path(surface)), "the parser must see the surface's imports"
     assert private == [], f"md_cg.{surface} reaches past the public API: {private}"
+
+
+def test_the_layer_table_in_the_docs_matches_the_ranks() -> None:
+    doc = (PKG.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = doc[doc.index("| rank | modules |") : doc.index("\n\n", doc.index("| rank | modules |"))]
+    documented = {}
+    for row in table.splitlines()[2:]:
+        rank, modules = row.split("|")[1:3]
+        for name in modules.split(","):
+            documented[name.strip().strip("`")] = int(rank)
+    assert documented == RANK
