@@ -258,10 +258,7 @@ def main() -> int:
     ]
     lines += [f"| {w} | {m} | {r} |" for w, m, r in rows]
     text = "\n".join(lines)
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    return 0
+    return benchmark.emit(text, args.out)
 
 
 if __name__ == "__main__":

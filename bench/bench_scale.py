@@ -445,10 +445,7 @@ def main() -> int:
         shutil.rmtree(base, ignore_errors=True)
     text = f"### Scale: md-cg beside sqlite (work dir: {args.work or 'temp'})\n\n{table(results)}\n\n"
     text += f"Cost growth (CPU time per node, against {results[0]['total']:,} nodes):\n\n{growth(results)}"
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    return 0
+    return benchmark.emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -35,10 +35,7 @@ def main() -> int:
     text = benchmark.render(
         rows, "Search: latency, recall against sqlite LIKE, memory (FTS5 OR + bm25 beside the trigram phrase)"
     )
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    return 0
+    return benchmark.emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -34,10 +34,7 @@ def main() -> int:
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
     )
     text = benchmark.render(rows, f"Store: writes and open (work dir: {args.work or 'temp'})")
-    print(text)
-    if args.out:
-        args.out.write_text(text + "\n", encoding="utf-8")
-    return 0
+    return benchmark.emit(text, args.out)
 
 
 if __name__ == "__main__":

@@ -60,6 +60,14 @@ class Row:
     ratio: str
 
 
+def emit(text: str, out: Path | None) -> int:
+    """Print a benchmark's table and, with ``out``, also write it there; the exit status (0)."""
+    print(text)
+    if out:
+        out.write_text(text + "\n", encoding="utf-8")
+    return 0
+
+
 def machine() -> str:
     return (
         f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "

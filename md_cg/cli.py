@@ -59,6 +59,7 @@ from md_cg.render import (
     parse_when,
     results_table,
     sync_lines,
+    verdict_dict,
 )
 
 #: Environment variable naming the default store folder.
@@ -914,15 +915,7 @@ def verify(
     """Apply external evidence to a node: confidence up/down, or move it to rejected/."""
     with _open(ctx, root) as store:
         node = store.verify(node_id, evidence, verdict)
-        last = node.verification_history[-1]
-        info = {
-            "id": node.id,
-            "verdict": verdict,
-            "layer": node.layer,
-            "confidence_before": last.get("confidence_before"),
-            "confidence_after": node.confidence,
-            "path": str(store.path_of(node.id)),
-        }
+        info = verdict_dict(node, verdict, store.path_of(node.id))
         if json_out:
             _print_json(info)
         elif verdict == "falsified":

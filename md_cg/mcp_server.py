@@ -60,7 +60,7 @@ from md_cg import (
     __version__,
     is_fact,
 )
-from md_cg.render import clip, iso, node_dict, parse_when, snippet
+from md_cg.render import clip, iso, node_dict, parse_when, snippet, verdict_dict
 
 SERVER_NAME = "md-cg"
 #: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
@@ -594,15 +594,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         verdict: Annotated[str, Field(description="confirmed, weakened or falsified")],
     ) -> dict[str, Any]:
         node = store.verify(id, evidence, verdict)
-        last = node.verification_history[-1]
-        return {
-            "id": node.id,
-            "verdict": verdict,
-            "layer": node.layer,
-            "confidence_before": last.get("confidence_before"),
-            "confidence_after": node.confidence,
-            "path": str(store.path_of(node.id)),
-        }
+        return verdict_dict(node, verdict, store.path_of(node.id))
 
     def reflect(
         query: Query,

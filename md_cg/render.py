@@ -304,3 +304,16 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
             more = f", ... (+{len(items) - limit} more)" if len(items) > limit else ""
             out.append(f"{label} ({len(items)}): " + ", ".join(items[:limit]) + more)
     return out
+
+
+def verdict_dict(node: Node, verdict: str, path: object) -> dict[str, Any]:
+    """What a verification did to ``node`` (its last history entry), as the CLI and MCP report it."""
+    last = node.verification_history[-1]
+    return {
+        "id": node.id,
+        "verdict": verdict,
+        "layer": node.layer,
+        "confidence_before": last.get("confidence_before"),
+        "confidence_after": node.confidence,
+        "path": str(path),
+    }
