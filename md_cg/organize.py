@@ -598,6 +598,31 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
     return plan
 
 
+def _receipt_result(
+    apply_id: str, run_id: str, status: str, created_at: str, plan: _Plan, applied: int
+) -> OrganizeResult:
+    """The result an apply returns (its receipt, as the caller sees it)."""
+    counts = {
+        "saved": len(plan.saved),
+        "archived": len(plan.archive),
+        "discarded": len(plan.discarded),
+        "skipped": len(plan.skipped),
+    }
+    return OrganizeResult(
+        apply_id,
+        "apply",
+        status,
+        created_at,
+        counts,
+        skipped=tuple(plan.skipped),
+        dry_run_id=run_id,
+        applied=applied,
+        saved_ids=tuple(plan.saved),
+        archived_ids=tuple(plan.archive),
+        discarded=tuple(plan.discarded),
+    )
+
+
 def apply(store: OrganizeStore, run_id: object, decisions: object, *, scope: object = None) -> OrganizeResult:
     """Apply the decisions on dry run ``run_id`` exactly once; return the receipt.
 
@@ -664,25 +689,7 @@ def apply(store: OrganizeStore, run_id: object, decisions: object, *, scope: obj
         except Exception as audit_exc:  # the original error is the one to handle
             exc.add_note(f"the failed receipt could not be written either: {audit_exc!r}")
         raise
-    counts = {
-        "saved": len(plan.saved),
-        "archived": len(plan.archive),
-        "discarded": len(plan.discarded),
-        "skipped": len(plan.skipped),
-    }
-    return OrganizeResult(
-        apply_id,
-        "apply",
-        status,
-        created_at,
-        counts,
-        skipped=tuple(plan.skipped),
-        dry_run_id=run_id,
-        applied=applied,
-        saved_ids=tuple(plan.saved),
-        archived_ids=tuple(plan.archive),
-        discarded=tuple(plan.discarded),
-    )
+    return _receipt_result(apply_id, run_id, status, created_at, plan, applied)
 
 
 def runs(store: OrganizeStore) -> list[dict[str, Any]]:

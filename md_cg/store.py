@@ -14,7 +14,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
-from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -26,30 +25,22 @@ from . import (
     loop,
     maintenance,
     paths,
-    recall,
     retention,
     temporal,
     views,
     visibility,
 )
-from . import engine as engine_mod
-from . import organize as organize_mod
 from . import search as search_mod
 from .engine import Engine
 from .errors import (
-    InvalidArgumentError,
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
-    UnsafePathError,
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, check_layer, validate
-from .organize import OrganizeResult
-from .recall import InjectItem, RecallStats
+from .node import Node, check_layer, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
-from .resurface import Resurfaced
 from .retention import SweepReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
@@ -64,7 +55,7 @@ def new_id(prefix: str = "n") -> str:
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
 
 
-class MdCG(views.Reads, views.Lifecycle):
+class MdCG(views.Reads, views.Lifecycle, views.Recall):
     """A memory store rooted at a folder of Markdown files.
 
     ``MdCG(root)`` opens (and, with ``create=True``, creates) a store.
@@ -488,20 +479,6 @@ class MdCG(views.Reads, views.Lifecycle):
             self._record_event("search", [r.id for r in results if not r.filler])
         return results, meta
 
-    def record_access(self, node_ids: Iterable[str], *, mode: str = "get") -> None:
-        """Append one access event (``mode``, this handle's caller scope, the ids) to this
-        process's access-log shard (nothing else). ``mode``: ``search``, ``inject`` or ``get``.
-
-        On a folder that cannot be written (a read-only copy or medium, or a
-        symlink planted where the log goes) the accesses are skipped with one
-        warning, and :meth:`health` says so: a read never fails for its log.
-        """
-        if mode not in recall.MODES:
-            raise InvalidArgumentError(
-                f"mode must be one of {', '.join(recall.MODES)}, got {mode!r}", name="mode", value=mode
-            )
-        self._record_event(mode, [check_id(i) for i in node_ids])
-
     def access_counts(self, node_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Accesses per node: the count in the file (migrated), the local fold and the log since.
 
@@ -643,77 +620,3 @@ class MdCG(views.Reads, views.Lifecycle):
                     )
             uncounted = self._filter.hidden(state)
             return maintenance.health(eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted)
-
-    # -- organise, recall statistics, inject, resurfacing (md_cg.organize, md_cg.access) ----------
-
-    def organize(
-        self, mode: str = "dryRun", *, candidates: Any = None, run_id: Any = None, decisions: Any = None
-    ) -> OrganizeResult:
-        """Compare candidates with the store (``dryRun``) or apply one dry run's
-        decisions exactly once (``apply``); see :mod:`md_cg.organize`."""
-        scope = self.scope
-        return organize_mod.organize(
-            self, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=scope
-        )
-
-    def recall_stats(
-        self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5
-    ) -> RecallStats:
-        """Top recalled, zombie rate, injection and coverage over the access log (docs/recall.md)."""
-        return access.stats(
-            self.root,
-            self._active_entries(),
-            self.scope,
-            window_days=window_days,
-            exempt_days=exempt_days,
-            max_inject_slots=max_inject_slots,
-        )
-
-    def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
-        """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""
-        items = access.inject_items(self, query, max_items)
-        if max_items > 0:
-            self._record_event("inject", [i.id for i in items])
-        return items
-
-    def resurface(
-        self, today: date | None = None, seed: int | None = None, *, record: bool = False
-    ) -> Resurfaced | None:
-        """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
-        hidden = self._hidden(visibility.SEARCH)
-        state = self._engine.state
-        version = (id(state), state.generation, hidden)  # the candidates change only with these
-
-        def active() -> list[Entry]:
-            return [e for e in state.entries.values() if e.id not in hidden]
-
-        return access.resurface_pick(self, version, active, today, seed, record=record)
-
-    def _active_entries(self) -> list[Entry]:
-        """Entries the caller sees that are active: not archived, expired or superseded."""
-        hidden = self._hidden(visibility.SEARCH)
-        return [e for e in self._engine.entries() if e.id not in hidden]
-
-    def _record_event(self, mode: str, ids: list[str]) -> None:
-        """Append one access event (mode, caller, ids) to this process's access-log shard;
-        an inject run counts even when it filled no slot, other calls only when they exposed ids."""
-        if self.read_only or self._access_broken or (not ids and mode != "inject"):
-            return
-        scope = self.scope
-        line = access.event_line(
-            mode, ids, scope.agent if scope else None, scope.workspace if scope else None
-        )
-        with self._engine.lock:
-            try:
-                self._engine.ensure_writable()
-                self._access.append([line])
-            except (OSError, UnsafePathError) as exc:
-                if not isinstance(
-                    exc, (UnsafePathError, PermissionError)
-                ) and not engine_mod.is_read_only_error(exc):
-                    raise
-                self._access_broken = f"{getattr(exc, 'strerror', None) or exc}"
-                note = (
-                    f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded"
-                )
-                engine_mod.warn_once(self, "access", note)

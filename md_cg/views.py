@@ -21,16 +21,21 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
+from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
-from . import editing, graph, paths, retention, temporal, visibility
+from . import access, editing, fsops, graph, paths, recall, retention, temporal, visibility
 from . import engine as engine_mod
+from . import organize as organize_mod
 from .engine import Engine
-from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError
+from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError, UnsafePathError
 from .index import Entry
 from .logs import AppendLog
 from .node import Node, check_id, slug_id, validate
+from .organize import OrganizeResult
+from .recall import InjectItem, RecallStats
+from .resurface import Resurfaced
 from .visibility import Scope, Show
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
@@ -314,3 +319,108 @@ class Lifecycle(_Handle):
             return node
 
         return change
+
+
+class Recall(_Handle):
+    """Access events, recall statistics, inject, resurfacing and organise (docs/recall.md,
+    docs/organize.md): each a door into its own room (:mod:`md_cg.access`,
+    :mod:`md_cg.organize`)."""
+
+    _access: fsops.ShardWriter
+    _access_broken: str | None
+
+    if TYPE_CHECKING:  # defined by MdCG and Reads
+
+        @property
+        def scope(self) -> Scope | None: ...
+
+        @property
+        def read_only(self) -> bool: ...
+
+        def _hidden(self, show: Show = visibility.DEFAULT) -> frozenset[str]: ...
+
+    def record_access(self, node_ids: Iterable[str], *, mode: str = "get") -> None:
+        """Append one access event (``mode``, this handle's caller scope, the ids) to this
+        process's access-log shard (nothing else). ``mode``: ``search``, ``inject`` or ``get``.
+
+        On a folder that cannot be written (a read-only copy or medium, or a
+        symlink planted where the log goes) the accesses are skipped with one
+        warning, and :meth:`health` says so: a read never fails for its log.
+        """
+        if mode not in recall.MODES:
+            raise InvalidArgumentError(
+                f"mode must be one of {', '.join(recall.MODES)}, got {mode!r}", name="mode", value=mode
+            )
+        self._record_event(mode, [check_id(i) for i in node_ids])
+
+    def organize(
+        self, mode: str = "dryRun", *, candidates: Any = None, run_id: Any = None, decisions: Any = None
+    ) -> OrganizeResult:
+        """Compare candidates with the store (``dryRun``) or apply one dry run's
+        decisions exactly once (``apply``); see :mod:`md_cg.organize`."""
+        store = cast(organize_mod.OrganizeStore, self)  # the composed MdCG provides it all
+        return organize_mod.organize(
+            store, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=self.scope
+        )
+
+    def recall_stats(
+        self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5
+    ) -> RecallStats:
+        """Top recalled, zombie rate, injection and coverage over the access log (docs/recall.md)."""
+        return access.stats(
+            self.root,
+            self._active_entries(),
+            self.scope,
+            window_days=window_days,
+            exempt_days=exempt_days,
+            max_inject_slots=max_inject_slots,
+        )
+
+    def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
+        """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""
+        items = access.inject_items(self, query, max_items)
+        if max_items > 0:
+            self._record_event("inject", [i.id for i in items])
+        return items
+
+    def resurface(
+        self, today: date | None = None, seed: int | None = None, *, record: bool = False
+    ) -> Resurfaced | None:
+        """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
+        hidden = self._hidden(visibility.SEARCH)
+        state = self._engine.state
+        version = (id(state), state.generation, hidden)  # the candidates change only with these
+
+        def active() -> list[Entry]:
+            return [e for e in state.entries.values() if e.id not in hidden]
+
+        return access.resurface_pick(self, version, active, today, seed, record=record)
+
+    def _active_entries(self) -> list[Entry]:
+        """Entries the caller sees that are active: not archived, expired or superseded."""
+        hidden = self._hidden(visibility.SEARCH)
+        return [e for e in self._engine.entries() if e.id not in hidden]
+
+    def _record_event(self, mode: str, ids: list[str]) -> None:
+        """Append one access event (mode, caller, ids) to this process's access-log shard;
+        an inject run counts even when it filled no slot, other calls only when they exposed ids."""
+        if self.read_only or self._access_broken or (not ids and mode != "inject"):
+            return
+        scope = self.scope
+        line = access.event_line(
+            mode, ids, scope.agent if scope else None, scope.workspace if scope else None
+        )
+        with self._engine.lock:
+            try:
+                self._engine.ensure_writable()
+                self._access.append([line])
+            except (OSError, UnsafePathError) as exc:
+                if not isinstance(
+                    exc, (UnsafePathError, PermissionError)
+                ) and not engine_mod.is_read_only_error(exc):
+                    raise
+                self._access_broken = f"{getattr(exc, 'strerror', None) or exc}"
+                note = (
+                    f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded"
+                )
+                engine_mod.warn_once(self, "access", note)
