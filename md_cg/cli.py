@@ -979,13 +979,14 @@ def sync(
     """Reconcile the index with .md files added, edited, moved or deleted by hand.
 
     Exits 1 when something needs a person (malformed files, duplicate or twin
-    ids, symlinks): those are reported, never moved or deleted.
+    ids, symlinks, unresolved git merge conflicts): those are reported, never
+    moved or deleted.
     """
     with _open(ctx, root) as store, _status(ctx, quiet, "syncing"):
         report = store.sync()
     if json_out:
         _print_json({"clean": report.clean, "problems": report.problems, **report.to_dict()})
-    elif report.clean:
+    elif report.clean and not report.problems:
         typer.echo("in sync: nothing changed")
     else:
         for line in sync_lines(report):

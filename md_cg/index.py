@@ -33,6 +33,7 @@ import orjson
 from . import ccg, fsops, layout, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
+from .merge import conflict_of
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import loads, read_bytes_as_text
@@ -89,6 +90,8 @@ class Entry:
     valid_until: float | None = None
     #: the file lies under ``archive/`` (stored: a snapshot row omits canonical paths)
     archived: bool = False
+    #: the file holds a git merge conflict (docs/git.md, "True conflicts")
+    conflict: bool = False
     domain: str | None = None
 
     @property
@@ -174,6 +177,7 @@ def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | Non
         expires_at=node.expires_at,
         valid_until=node.valid_until,
         archived=paths.is_archived_rel(rel),
+        conflict=conflict_of(node) is not None,
         domain=domain,
     )
 

@@ -244,9 +244,15 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
         duplicates=tuple(sorted((i, p) for i, losers in state.duplicates.items() for p in losers)),
         refused=tuple(sorted(scan.refused.items())),
         twins=tuple(tuple(v) for v in state.twins().values()),
+        conflicts=conflicts(state),
         recovered=recovered,
         temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
     )
+
+
+def conflicts(state: IndexState) -> tuple[tuple[str, str], ...]:
+    """(id, path) of every node whose file holds an unresolved git merge conflict."""
+    return tuple(sorted((e.id, e.path) for e in state.entries.values() if e.conflict))
 
 
 def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malformed: dict[str, str]) -> None:
@@ -465,6 +471,15 @@ def _entry_findings(state: IndexState, files: dict[str, Any]) -> list[Finding]:
             out.append(
                 Finding(
                     "misplaced_file", f"its frontmatter puts it at {index.canonical_path(e)}", e.path, e.id
+                )
+            )
+        if e.conflict:
+            out.append(
+                Finding(
+                    "merge_conflict",
+                    "a git merge left both versions in the file; resolve it (docs/git.md, True conflicts)",
+                    e.path,
+                    e.id,
                 )
             )
         for target, etype in e.edges:

@@ -297,6 +297,7 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
         ("twin ids (differ only by case; rename one)", [" / ".join(t) for t in report.twins]),
         ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
+        ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
     ]
     out = []
     for label, items in kinds:

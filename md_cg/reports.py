@@ -32,6 +32,7 @@ FINDING_KINDS: dict[str, str] = {
     "text_drift": "error",  # health(deep=True): the text index differs from the file's text
     "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)
     "expired": "warning",  # a temporary node past its expiry, hidden from reads; sweep() removes it
+    "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
 }
 
 
@@ -102,6 +103,7 @@ class SyncReport:
     duplicates: tuple[tuple[str, str], ...] = ()  # (id, path of a losing copy): reported, never moved
     refused: tuple[tuple[str, str], ...] = ()  # (path, reason): symlinks and the like, never followed
     twins: tuple[tuple[str, ...], ...] = ()  # ids colliding on case-insensitive file systems
+    conflicts: tuple[tuple[str, str], ...] = ()  # (id, path): git merge conflicts left to resolve
     recovered: int = 0  # interrupted commits finished (rolled forward)
     temp_removed: tuple[str, ...] = ()
 
@@ -125,8 +127,9 @@ class SyncReport:
 
     @property
     def problems(self) -> bool:
-        """True when something needs a person: malformed files, duplicates, twins, refused paths."""
-        return bool(self.malformed or self.duplicates or self.refused or self.twins)
+        """True when something needs a person: malformed files, duplicates, twins, refused
+        paths, unresolved merge conflicts."""
+        return bool(self.malformed or self.duplicates or self.refused or self.twins or self.conflicts)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -134,6 +137,7 @@ class SyncReport:
         d["duplicates"] = [{"id": i, "path": p} for i, p in self.duplicates]
         d["refused"] = [{"path": p, "reason": r} for p, r in self.refused]
         d["twins"] = [list(t) for t in self.twins]
+        d["conflicts"] = [{"id": i, "path": p} for i, p in self.conflicts]
         return d
 
 

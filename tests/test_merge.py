@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import python_env
 
 from md_cg import MdCG, Node, nodefile
 from md_cg.errors import MergeError
@@ -504,10 +505,32 @@ def test_the_same_body_line_edited_in_two_clones_is_a_listed_conflict(tmp_path: 
         "note 0: asyncio event loop topic 0\n<<<<<<< ours\nrewritten in a\n||||||| base\n"
         "second line 0\n=======\nrewritten in b\n>>>>>>> theirs\n"
     )
+    rel = Path(conflicted[0]).as_posix()
     with MdCG(clones["a"]) as store:
-        assert store.sync().malformed == ()
+        report = store.sync()
+        assert report.malformed == ()
+        assert report.conflicts == (("n0", rel),) and report.problems
         assert set(store.ids()) == {"n0", "n1"}
         assert conflict_of(store.get("n0")) == {"fields": {}, "body": True}
+        found = [(f.kind, f.node_id, f.path) for f in store.health().findings if f.kind == "merge_conflict"]
+        assert found == [("merge_conflict", "n0", rel)]
+        assert not store.health().ok
+    cli = subprocess.run(
+        [sys.executable, "-m", "md_cg.cli", "sync", "--root", str(clones["a"])],
+        capture_output=True,
+        text=True,
+        env=python_env(),
+        check=False,
+    )
+    assert cli.returncode == 1, cli.stdout + cli.stderr
+    assert f"merge conflicts (resolve, docs/git.md) (1): n0 at {rel}" in cli.stdout
+    # resolved by hand: the next sync is clean and exits 0
+    node.body = "note 0: asyncio event loop topic 0\nrewritten in a and b\n"
+    del node.extra["merge_conflict"]
+    (clones["a"] / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(clones["a"]) as store:
+        assert store.sync().conflicts == ()
+        assert [f for f in store.health().findings if f.kind == "merge_conflict"] == []
 
 
 def test_a_node_moved_in_one_clone_and_verified_in_the_other_merges_as_a_rename(tmp_path: Path) -> None:
