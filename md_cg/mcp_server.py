@@ -535,7 +535,9 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         return search(query, k, layer, context, fill)
 
     def get(id: NodeId) -> dict[str, Any]:
-        return node_dict(store.get(id), str(store.path_of(id)))
+        reply = node_dict(store.get(id), str(store.path_of(id)))
+        store.record_access([id], mode="get")  # an agent read it: a recall (docs/recall.md)
+        return reply
 
     def list_(
         layer: Layer = None,

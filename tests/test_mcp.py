@@ -449,6 +449,10 @@ def test_organize_recall_stats_on_this_day_and_inject(tmp_path: Path) -> None:
             stats = _ok(await client.call_tool("recall_stats", {}))
             assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 1)]
             assert stats["injection"]["runs"] == 2
+            _ok(await client.call_tool("get", {"id": "kp_bsearch"}))  # an agent's read is a get event
+            stats = _ok(await client.call_tool("recall_stats", {}))
+            assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 2)]
+            assert stats["coverage"]["by_mode"] == {"search": 0, "inject": 2, "get": 1}
             shown = _ok(await client.call_tool("on_this_day", {}))["memory"]
             assert set(shown) == {
                 "id",
