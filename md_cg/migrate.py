@@ -72,6 +72,7 @@ from .errors import (
     MdcgError,
     NodeNotFoundError,
 )
+from .index import Entry
 from .node import LAYERS, Edge, Node
 from .sqlite_source import RowResult, count_rows, dangling_edges, iter_rows, open_readonly
 from .store import MdCG
@@ -428,6 +429,20 @@ def _show(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def expected_after_retention(store: MdCG, row_node: Node, actual: Node) -> Node:
+    """The node a row should have become: the row's fields plus the retention decision
+    the migration made (docs/retention.md), made again here; a temporary node's
+    ``expires_at`` (an instant of the migration run, kept by later runs) is the one
+    the file holds unless the row gave it."""
+    expected = row_node.copy()
+    explicit = expected.retention_tier is not None
+    given = expected.expires_at if explicit else None
+    store._ret.decide(expected, now=0.0, previous=None, explicit=explicit)
+    if expected.retention_tier == "temp" and given is None:
+        expected.expires_at = actual.expires_at
+    return expected
+
+
 def diff_nodes(expected: Node, actual: Node) -> tuple[list[str], str]:
     """Names of the fields where ``actual`` differs from ``expected``, and the first difference.
 
@@ -523,6 +538,13 @@ def _classify(store: MdCG | None, root: Path, node: Node) -> str:
     current = store.entry(node.id).path if store is not None and node.id in store else None
     if current is not None and current != rel:
         return "moved"
+    if store is not None:
+        node = node.copy()  # as the write will store it: with its retention decision
+        try:
+            previous: Entry | None = store.entry(node.id, include_expired=True)
+        except NodeNotFoundError:
+            previous = None
+        store._ret.decide(node, now=time.time(), previous=previous, explicit=node.retention_tier is not None)
     data = nodefile.dumps(node).encode("utf-8")
     path = root / rel
     try:
@@ -665,10 +687,10 @@ def _write(
             before = [_file_state(store, dest, n) for n in pending]
             moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
             batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
-            store.add_many(batch, overwrite=True, stamp=False, durable=report.durable)
+            store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True)
             if moved:
                 # A move stamps updated_at; put the source's value back.
-                store.add_many(moved, overwrite=True, stamp=False, durable=report.durable)
+                store.add_many(moved, overwrite=True, stamp=False, durable=report.durable, decide=True)
             for n, b in zip(pending, before, strict=True):
                 status = _status_after(dest, n, b)
                 _count(report, n, status)
@@ -733,7 +755,7 @@ def _verify(
             good.add(node.id)
             rel = layout.rel_path(node)
             try:
-                actual = store.get(node.id)
+                actual = store.get(node.id, include_expired=True)
             except MalformedNodeFileError as exc:
                 report.mismatches.append(Mismatch(node.id, (_UNREADABLE,), str(exc)))
                 continue
@@ -749,7 +771,7 @@ def _verify(
                     report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
                 continue
             report.verified += 1
-            names, detail = diff_nodes(node, actual)
+            names, detail = diff_nodes(expected_after_retention(store, node, actual), actual)
             where = store.entry(node.id).path
             if where != rel:
                 names.append(_PATH)

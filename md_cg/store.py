@@ -240,6 +240,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         durable: bool | None = None,
         stamp: bool = True,
         progress: Callable[[int], Any] | None = None,
+        decide: bool | None = None,
     ) -> list[Node]:
         """Store many nodes as one commit: all or nothing, even across a crash.
 
@@ -248,13 +249,15 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``updated_at`` is left untouched (mtime included), so re-running an
         import is idempotent. A batch interrupted by a crash is finished by
         the next write of its ids or by :meth:`sync`. Each node is put in the
-        caller's scope and gets its retention decision (docs/retention.md),
-        except with ``stamp=False``: the verbatim import path (migration)
-        stores nodes exactly as given, and a node without a tier never expires.
+        caller's scope and gets its retention decision (docs/retention.md).
+        ``stamp=False`` stores times exactly as given (the import path);
+        ``decide`` (default: ``stamp``) runs the retention decision -- a
+        migration stores verbatim but still decides (``decide=True``).
         """
         batch = list(nodes)
         now = time.time()
-        decided = self._prepare(batch, now, stamp=stamp, replacing=overwrite, decide=stamp)
+        decide = stamp if decide is None else decide
+        decided = self._prepare(batch, now, stamp=stamp, replacing=overwrite, decide=decide)
         with self._engine.lock:
             out = self._engine.add_many(batch, overwrite=overwrite, durable=durable, stamp=stamp)
         self._ret.record(decided, now)

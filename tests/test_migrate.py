@@ -23,6 +23,7 @@ from md_cg.migrate import (
     BadRow,
     MigrationError,
     diff_nodes,
+    expected_after_retention,
     journal_path,
     migrate,
     read_journal,
@@ -661,10 +662,13 @@ def test_full_sample_migrates_with_zero_mismatches_and_every_edge(tmp_path: Path
     source_dangling = dangling_edges(conn)
     conn.close()
     file_edges = []
-    for node in nodes:
-        on_disk = read_node(dest / rel_path(node))
-        assert on_disk == node
-        file_edges += [(node.id, e.target, e.type, e.confidence, e.verified) for e in on_disk.edges]
+    with MdCG(dest, read_only=True) as store:
+        for node in nodes:
+            on_disk = read_node(dest / rel_path(node))
+            assert on_disk == expected_after_retention(store, node, on_disk)
+            file_edges += [(node.id, e.target, e.type, e.confidence, e.verified) for e in on_disk.edges]
+    decided = [n for n in nodes if n.temporal in ("one_off", "durable", "recurring")]
+    assert decided and all(read_node(dest / rel_path(n)).retention_tier for n in decided)
     assert len(file_edges) == 2447
     assert sorted(file_edges, key=repr) == sorted(source_edges, key=repr)
     assert len(source_dangling) == 9
@@ -754,3 +758,48 @@ def test_kill_during_migration_then_resume(tmp_path: Path, full_sample: Path):
     assert finished is not None and finished["complete"] is True
     assert verify_migration(src, dest).mismatches == []
     assert _sha256(src) == digest
+
+
+def test_migration_decides_retention_like_every_write_path(tmp_path: Path) -> None:
+    from md_cg.sqlite_source import SCHEMA_SQL
+
+    src, dest = tmp_path / "src.sqlite", tmp_path / "store"
+    conn = sqlite3.connect(src)
+    conn.executescript(SCHEMA_SQL)
+    rows = [
+        ("alarm", "Set an alarm for 7 tomorrow morning", '"one_off"', None),
+        ("home", "The user lives in Lisbon", '"durable"', None),
+        ("plain", "binary search halves the range", None, None),
+        ("kept", "Set an alarm for 7 tomorrow morning", '"one_off"', '{"retention_tier": "long"}'),
+    ]
+    with conn:
+        for node_id, body, kind, extra in rows:
+            conn.execute(
+                "INSERT INTO nodes (id, layer, content, temporal, extra) VALUES (?, 'contextual', ?, ?, ?)",
+                (node_id, body, kind, extra),
+            )
+    conn.close()
+    before = time.time()
+    report = migrate(src, dest)
+    assert report.ok and report.mismatches == [], report.render()
+    with MdCG(dest, read_only=True) as store:
+        got = {i: store.get(i) for i in ("alarm", "home", "plain", "kept")}
+        rules = [(r["id"], r["rule"]) for r in store.log("retention").read()]
+    assert got["alarm"].retention_tier == "temp"
+    assert before + 7 * 86400 <= got["alarm"].expires_at <= time.time() + 7 * 86400
+    assert (got["home"].retention_tier, got["home"].expires_at) == ("long", None)
+    assert (got["plain"].retention_tier, got["plain"].retention_reason) == (None, None)  # absent = long
+    assert (got["kept"].retention_tier, got["kept"].expires_at) == ("long", None)  # the row's tier wins
+    assert sorted(rules) == sorted(
+        [
+            ("alarm", "temporal_one_off"),
+            ("home", "temporal_durable"),
+            ("plain", "default_long"),
+            ("kept", "explicit_tier"),
+        ]
+    )
+    files = {p: p.read_bytes() for p in dest.rglob("*.md")}
+    again = migrate(src, dest)  # a re-run keeps the first run's expiry: nothing changes
+    assert again.ok and (again.created, again.updated, again.unchanged) == (0, 0, 4)
+    assert {p: p.read_bytes() for p in dest.rglob("*.md")} == files
+    assert verify_migration(src, dest).mismatches == []
