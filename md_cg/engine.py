@@ -565,11 +565,7 @@ class Engine:
         """
         check_id(node_id)
         with self.hold([node_id]):
-            current = self.state.entries.get(node_id)
-            if current is None:
-                raise NodeNotFoundError(node_id)
-            if check is not None:
-                check(current)
+            current = self._held(node_id, check)
             node = self.read_node(current.path)
             result = change(node)
             if result is not None:
@@ -589,17 +585,22 @@ class Engine:
             self.commit([s], dels, durable=durable)
             return node
 
+    def _held(self, node_id: str, check: Callable[[Entry], None] | None) -> Entry:
+        """The entry of a node whose lock this thread holds; ``check(entry)`` may refuse it."""
+        current = self.state.entries.get(node_id)
+        if current is None:
+            raise NodeNotFoundError(node_id)
+        if check is not None:
+            check(current)
+        return current
+
     def remove(
         self, node_id: str, *, durable: bool | None, check: Callable[[Entry], None] | None = None
     ) -> Node:
         """Remove a node's file under its locks; ``check(entry)`` may refuse first."""
         check_id(node_id)
         with self.hold([node_id]):
-            current = self.state.entries.get(node_id)
-            if current is None:
-                raise NodeNotFoundError(node_id)
-            if check is not None:
-                check(current)
+            current = self._held(node_id, check)
             node = self.read_node(current.path)
             self.commit([], [(node_id, current.path)], durable=durable)
             return node

@@ -48,7 +48,7 @@ import numpy as np
 from . import textindex_codec as codec
 from .textindex_docs import DocTable, Scope, idf_of
 from .textindex_postings import Postings, Segment, Span, Vocab
-from .textindex_similar import SimilarityKeys, plain_query_terms, unit_scores
+from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
 __all__ = [
     "DEFAULT_B",
@@ -491,6 +491,17 @@ class TextIndex:
             self._scratch_seen = self._scratch_arrays[2]
         return self._scratch_arrays
 
+    def _similar_units(self, query: str) -> list[Unit]:
+        """The query's units, each with the vocabulary terms similar to it (rapidfuzz)."""
+        vocab = self._vocab
+        return self._sim.units(
+            self.analyzer(query),
+            vocab,
+            vocab.terms,
+            threshold=SIMILAR_THRESHOLD,
+            candidates=SIMILAR_CANDIDATES,
+        )
+
     def similar(
         self,
         query: str,
@@ -530,14 +541,7 @@ class TextIndex:
             return []
         table = self._docs
         mask = table.mask(scope)
-        vocab = self._vocab
-        units = self._sim.units(
-            self.analyzer(query),
-            vocab,
-            vocab.terms,
-            threshold=SIMILAR_THRESHOLD,
-            candidates=SIMILAR_CANDIDATES,
-        )
+        units = self._similar_units(query)
         slot_of: dict[int, int] = {}
         for unit in units:
             for tid, _ in unit:
@@ -590,14 +594,7 @@ class TextIndex:
         it explains (0..1), the fuzzy evidence that it is about the query.
         """
         self._prepare()
-        vocab = self._vocab
-        units = self._sim.units(
-            self.analyzer(query),
-            vocab,
-            vocab.terms,
-            threshold=SIMILAR_THRESHOLD,
-            candidates=SIMILAR_CANDIDATES,
-        )
+        units = self._similar_units(query)
         table = self._docs
         rare = float(idf_of(np.array([1.0]), max(1, table.n_live))[0])
         slot_of: dict[int, int] = {}
