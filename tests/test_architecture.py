@@ -186,3 +186,17 @@ def test_the_layer_table_in_the_docs_matches_the_ranks() -> None:
         for name in modules.split(","):
             documented[name.strip().strip("`")] = int(rank)
     assert documented == RANK
+
+
+def test_no_function_over_80_lines_and_no_class_over_600() -> None:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("structure", PKG.parent / "bench" / "structure.py")
+    assert spec and spec.loader
+    structure = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(structure)
+    table = structure.sizes(PKG)
+    assert [(n, name) for n, name in table["functions"] if n > 80] == []
+    assert [(n, name) for n, name in table["classes"] if n > 600] == []
+    assert structure.cycles(structure.import_graph(PKG)) == []
+    assert structure.cycles({"a": {"b"}, "b": {"a"}, "c": set()}) == [["a", "b"]]  # it can find one
