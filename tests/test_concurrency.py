@@ -67,7 +67,7 @@ def test_eight_writers_five_rounds_with_a_compactor(tmp_path: Path) -> None:
     MdCG(root).close()
     env = python_env()
     written: set[str] = set()
-    procs, per_proc = 8, 80  # the long run is bench/stress.py "writers"
+    procs, per_proc = 8, 40  # the long run is bench/stress.py "writers"
     for rnd in range(5):
         stop = tmp_path / f"stop{rnd}"
         compactor = subprocess.Popen(
@@ -95,7 +95,7 @@ def test_eight_writers_five_rounds_with_a_compactor(tmp_path: Path) -> None:
     with MdCG(root) as fresh:
         health = fresh.health()
         assert health.ok, health.findings[:5]
-        assert health.nodes == 8 * 80 * 5
+        assert health.nodes == 8 * 40 * 5
 
 
 # -- SIGKILL -------------------------------------------------------------------

@@ -94,7 +94,7 @@ def nodes(draw: st.DrawFn) -> Node:
 # -- property tests ---------------------------------------------------------------
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes())
 def test_round_trip_is_lossless(node: Node) -> None:
     validate(node)  # quantises times to microseconds: parse(write(node)) == node from here
@@ -107,7 +107,7 @@ def test_round_trip_is_lossless(node: Node) -> None:
     assert text.endswith("\n")
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(nodes())
 def test_yaml_reader_sees_the_same_values(node: Node) -> None:
     validate(node)
