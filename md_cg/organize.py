@@ -313,7 +313,8 @@ class _Matcher:
         scope = self.text_index.scope(layers=[layer_code(layer) for layer in dedupe.CANDIDATE_LAYERS])
         pool: list[str] = []
         # Ask for more than the pool: hits the caller may not see are dropped when read.
-        for node_id, _score in self.text_index.match(terms, scope, k=NEAR_POOL * 2):
+        # A lookup of the candidate's own rarest terms, not a question: no feedback.
+        for node_id, _score in self.text_index.match(terms, scope, k=NEAR_POOL * 2, feedback=False):
             if node_id not in skip and self.node(node_id) is not None:
                 pool.append(node_id)
                 if len(pool) == NEAR_POOL:

@@ -280,6 +280,7 @@ class TextIndex:
         *,
         k: int | None,
         exclude: Collection[str] = (),
+        feedback: bool = True,
     ) -> list[tuple[str, float]]:
         """BM25 of every document in ``scope`` that contains a query term.
 
@@ -300,7 +301,8 @@ class TextIndex:
         share of the query's idf mass to the power of ``coordination`` (of the
         document's class). With ``k`` given, a query mostly of non-CJK terms
         and of at least ``feedback.min_terms`` terms is ranked twice: the best
-        documents of the first pass lend it terms (:class:`Feedback`). Returns
+        documents of the first pass lend it terms (:class:`Feedback`; ``feedback=False``
+        skips it, for lookups that are not questions). Returns
         the best ``k`` (all when None) as (id, score) with score > 0, ordered
         by score desc, prior desc, id asc; every candidate is scored before
         the cut.
@@ -317,7 +319,13 @@ class TextIndex:
             return []
         tids, ws = list(weights), list(weights.values())
         fb = self.feedback
-        if k is not None and fb.weight > 0 and len(tids) >= fb.min_terms and not self._cjk_query(tids, ws):
+        if (
+            feedback
+            and k is not None
+            and fb.weight > 0
+            and len(tids) >= fb.min_terms
+            and not self._cjk_query(tids, ws)
+        ):
             first = self._ranked(tids, ws, scope, max(k, fb.docs), exclude)
             expanded = _feedback_terms(self, first[: fb.docs], tids, ws)
             if expanded is None:

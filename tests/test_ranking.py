@@ -162,6 +162,8 @@ def test_feedback_finds_a_document_through_the_words_of_the_best_ones() -> None:
     assert "answer" in [d for d, _ in on.match(question, on.scope(), k=5)]
     assert "answer" not in [d for d, _ in off.match(question, off.scope(), k=5)]
     assert [d for d, _ in on.match(question, on.scope(), k=3)] == ["q1", "q2", "q3"]
+    # a lookup (organise's near-duplicate pool) asks for none: the same as the index without it
+    assert on.match(question, on.scope(), k=5, feedback=False) == off.match(question, off.scope(), k=5)
 
 
 def test_feedback_terms_are_of_the_query_script_and_weighted_as_rm3() -> None:
