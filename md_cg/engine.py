@@ -451,10 +451,24 @@ class Engine:
         return None
 
     def add_many(
-        self, batch: list[Node], *, overwrite: bool, durable: bool | None, stamp: bool
+        self,
+        batch: list[Node],
+        *,
+        overwrite: bool,
+        durable: bool | None,
+        stamp: bool,
+        check: Callable[[Entry], None] | None = None,
     ) -> list[Node]:
-        """Store validated nodes as one commit (see :meth:`md_cg.MdCG.add_many`)."""
+        """Store validated nodes as one commit (see :meth:`md_cg.MdCG.add_many`).
+
+        ``check(entry)`` is called, under the ids' locks, for every id that
+        already exists, and may refuse it (the caller's scope)."""
         with self.hold(n.id for n in batch):
+            if check is not None:
+                for node in batch:
+                    current = self.state.entries.get(node.id)
+                    if current is not None:
+                        check(current)
             staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp)
             self.commit(staged, dels, durable=durable)
             return out

@@ -259,7 +259,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         decide = stamp if decide is None else decide
         decided = self._prepare(batch, now, stamp=stamp, replacing=overwrite, decide=decide)
         with self._engine.lock:
-            out = self._engine.add_many(batch, overwrite=overwrite, durable=durable, stamp=stamp)
+            out = self._engine.add_many(
+                batch, overwrite=overwrite, durable=durable, stamp=stamp, check=self._check_taken
+            )
         self._ret.record(decided, now)
         if progress is not None:
             progress(len(batch))

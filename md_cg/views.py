@@ -29,7 +29,13 @@ from . import access, editing, fsops, graph, paths, recall, retention, temporal,
 from . import engine as engine_mod
 from . import organize as organize_mod
 from .engine import Engine
-from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError, UnsafePathError
+from .errors import (
+    DuplicateIdError,
+    InvalidArgumentError,
+    InvalidNodeError,
+    NodeNotFoundError,
+    UnsafePathError,
+)
 from .index import Entry
 from .logs import AppendLog
 from .node import Node, check_id, slug_id, validate
@@ -60,6 +66,16 @@ class _Handle:
         def _ret(self) -> retention.Retention: ...
 
         def log(self, name: str) -> AppendLog: ...
+
+    def _check_taken(self, entry: Entry) -> None:
+        """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
+        one namespace, so the id is taken, but nothing of that node is named or replaced."""
+        if self._scope is not None and not self._scope.admits(entry):
+            raise DuplicateIdError(
+                entry.id,
+                "",
+                f"node id {entry.id!r} is taken by a memory outside this handle's scope; choose another id",
+            )
 
     def _check_scope(self, entry: Entry) -> None:
         """Refuse a write to a node outside the caller's scope, as if it did not exist."""

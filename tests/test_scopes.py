@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from md_cg import MdCG, Scope
+from md_cg import DuplicateIdError, MdCG, Node, Scope
 from md_cg.errors import InvalidArgumentError, NodeNotFoundError
 
 CALLER = Scope(agent="a", workspace="w", max_sensitivity="normal")
@@ -248,3 +248,19 @@ def test_public_reads_have_cases_that_can_fail(root: Path) -> None:
             with pytest.raises((AssertionError, pytest.fail.Exception)):
                 case(s, "other_agent")
             assert method
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_scoped_add_never_replaces_or_names_another_scopes_node(tmp_path: Path, overwrite: bool) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="x", layer="self", body="agent b's note", agent_scope="b"))
+    before = (root / "self" / "x.md").read_bytes()
+    with MdCG(root, scope=Scope(agent="a")) as s, pytest.raises(DuplicateIdError) as err:
+        s.add(Node(id="x", layer="self", body="from a"), overwrite=overwrite)
+    assert str(err.value) == (
+        "node id 'x' is taken by a memory outside this handle's scope; choose another id"
+    )
+    assert (root / "self" / "x.md").read_bytes() == before
+    with MdCG(root, scope=Scope(agent="b")) as s:  # its own scope may still overwrite it
+        assert s.add(Node(id="x", layer="self", body="b again"), overwrite=True).body == "b again"
