@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from . import fsops, index, paths
-from .engine import Engine, stage
+from .engine import Engine, Staged, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Entry
 from .node import Node, check_id, check_layer, quantise_instant, validate
@@ -127,7 +127,7 @@ def _rename_locked(
             edge.target = new_id
     now = time.time()
     node.updated_at = quantise_instant(now)
-    renamed = stage(validate(node))
+    renamed = stage(validate(node), archived=current.archived)  # an archived node stays archived
     if old_id != new_id:
         existing = engine.check_new(node, renamed.rel)
         if existing is not None:
@@ -144,7 +144,10 @@ def _rename_locked(
             if edge.target == old_id:
                 edge.target = new_id
         other.updated_at = quantise_instant(max(now, (entry.updated_at or 0.0) + 1e-6))
-        puts.append(stage(validate(other)))
+        s = stage(validate(other))
+        # Only its edges change: the file is rewritten where it is (a hand-placed
+        # note, an archived one), never copied to its canonical path.
+        puts.append(Staged(s.node, entry.path, s.data, s.domain))
     dels = [(old_id, current.path)] if (old_id != new_id or current.path != renamed.rel) else []
     engine.commit(puts, dels, durable=durable)
     return node

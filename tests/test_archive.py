@@ -210,3 +210,30 @@ def test_concurrent_archives_move_each_node_exactly_once(tmp_path: Path) -> None
     with MdCG(root) as s:
         assert s.ids() == ["e1"] and s.ids(include_archived=True) == ["e1", "k1", "s1"]
         assert s.health().ok, s.health().findings
+
+
+def test_rename_keeps_an_archived_node_archived_and_sources_where_they_are(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="old", layer="self", body="the target"))
+        s.add(Node(id="live", layer="self", body="links to old", edges=[{"target": "old", "type": "causal"}]))
+        s.archive(["old"])
+    hand = root / "self" / "notes" / "linker.md"  # a hand-placed note that links to it
+    hand.parent.mkdir()
+    hand.write_text(
+        '---\nid: "linker"\nlayer: "self"\nedges: [{"target": "old", "type": "similar"}]\n---\nmine\n'
+    )
+    with MdCG(root) as s:
+        s.sync()
+        s.rename("old", "new")
+        assert s.entry("new", include_archived=True).path == "archive/self/new.md"
+        assert "new" not in s  # still archived: absent from default reads
+        assert s.entry("linker").path == "self/notes/linker.md"  # rewritten in place, not copied
+        assert [e.target for e in s.get("linker").edges] == ["new"]
+        assert [e.target for e in s.get("live").edges] == ["new"]
+        assert s.sync().duplicates == () and s.health().ok
+    assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md")) == [
+        "archive/self/new.md",
+        "self/live.md",
+        "self/notes/linker.md",
+    ]
