@@ -25,6 +25,7 @@ RANK = {
     "textindex_similar": 1,
     "textindex_codec": 1,
     "textindex": 2,
+    "textindex_phrase": 2,
     "synonyms": 1,
     "temporal": 2,
     "recall": 1,

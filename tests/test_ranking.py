@@ -9,6 +9,7 @@ import pytest
 from md_cg.script import is_cjk
 from md_cg.text import analyze, date_words, query_terms
 from md_cg.textindex import DEFAULT_COORDINATION, DEFAULT_FEEDBACK, Feedback, TextIndex, _feedback_terms
+from md_cg.textindex_phrase import PHRASE_BONUS, PHRASE_POOL, contains_phrase, phrase_key, title_rerank
 
 OFF = Feedback(weight=0.0)
 
@@ -208,3 +209,75 @@ def test_feedback_is_the_same_after_removals_and_a_round_trip() -> None:
 def test_bad_feedback_is_refused(bad: dict[str, float]) -> None:
     with pytest.raises(ValueError, match="feedback needs"):
         Feedback(**bad)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------ title phrase
+
+
+@pytest.mark.parametrize(
+    ("title", "query", "expected"),
+    [
+        ("Function: type 2 diabetes, part 2", "type 2 diabetes, part 2", True),
+        ("Function: type 2 diabetes, part 22", "type 2 diabetes, part 2", False),  # 2 is not 22
+        ("Function: type 2 diabetes: history, part 2", "type 2 diabetes, part 2", False),
+        ("功能名：二分查找·关键数值·第2篇", "二分查找·关键数值·第2篇", True),
+        ("功能名：二分查找·关键数值·第22篇", "二分查找·关键数值·第2篇", False),
+        ("功能名：红黑树·记忆要点·第14篇", "红黑树·第14篇", False),
+        ("ＡＢＣ Trees", "abc trees", True),  # NFKC and case
+        ("xabc trees", "abc trees", False),  # inside a word
+        ("红黑树abc", "abc", True),  # a CJK neighbour is a boundary
+        ("anything", "  ", False),
+    ],
+)
+def test_contains_phrase_on_word_boundaries(title: str, query: str, expected: bool) -> None:
+    assert contains_phrase(phrase_key(title), phrase_key(query)) is expected
+
+
+FAMILY = [("f4", 9.0), ("f5", 8.9), ("f3", 8.8), ("exact", 8.7), ("other", 3.0)]
+TITLES = {
+    "f4": "type 2 diabetes: history, part 4",
+    "f5": "type 2 diabetes, part 5",
+    "f3": "type 2 diabetes: comparison, part 3",
+    "exact": "Type 2 diabetes, part 2",
+    "other": "part 2 of type 2 diabetes",
+}
+
+
+def test_title_rerank_multiplies_the_score_of_a_title_holding_the_query() -> None:
+    got = title_rerank("type 2 diabetes, part 2", FAMILY, TITLES.__getitem__, 3)
+    assert got == [("exact", 8.7 * PHRASE_BONUS), ("f4", 9.0), ("f5", 8.9)]
+    assert PHRASE_BONUS == 2.0 and PHRASE_POOL == 20
+
+
+def test_title_rerank_without_a_phrase_hit_keeps_the_ranking() -> None:
+    hits = FAMILY[:3] + FAMILY[4:]
+    assert title_rerank("type 2 diabetes, part 2", hits, TITLES.__getitem__, 3) == hits[:3]
+    assert title_rerank("type 2 diabetes, part 2", FAMILY, TITLES.__getitem__, 3, bonus=1.0) == FAMILY[:3]
+
+
+def test_the_engine_ranks_the_node_titled_with_the_name_first(tmp_path) -> None:
+    """A family of nodes holding every word of the name more often than the one titled with it."""
+    from md_cg import MdCG, Node
+
+    family = [
+        Node(
+            id=f"n{i}",
+            layer="knowledge",
+            body=f"# type 2 diabetes: history, part {i}\n" + "type 2 diabetes notes, part 2. " * 2,
+        )
+        for i in range(3, 11)
+    ]
+    others = [
+        Node(id=f"o{i}", layer="knowledge", body=f"# pasta recipe {i}\nboil water, add salt")
+        for i in range(20)
+    ]
+    exact = Node(id="exact", layer="knowledge", body="# type 2 diabetes, part 2\ntype 2 diabetes notes.")
+    with MdCG(tmp_path / "s") as store:
+        store.add_many([*family, *others, exact], stamp=False)
+        state = store._engine.state
+        state.flush_text()
+        terms = [(t, 1.0) for t in query_terms("type 2 diabetes, part 2")]
+        plain = [d for d, _ in state.text.match(terms, state.text.scope(), k=PHRASE_POOL)]
+        assert plain.index("exact") == 8  # BM25 alone: below the whole family
+        results, _ = store.search("type 2 diabetes, part 2", k=3, judge=False, record=False)
+    assert results[0].id == "exact"
