@@ -38,6 +38,7 @@ from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .synonyms import SynonymTable
 from .text import expand_query
+from .textindex_phrase import PHRASE_POOL, title_rerank
 
 TIERS = ("T0", "T1", "T2", "T3")
 #: Share of a query's own terms a negative-memory entry must contain to count
@@ -287,10 +288,14 @@ class _Ladder:
             hits = self.visible(lambda k, ex: self.text.similar(self.query, scope, k=k, exclude=ex), free)
             self.take(hits, name, fill=name == "T3")
         elif self.terms:
-            self.take(
-                self.visible(lambda k, ex: self.text.match(self.terms, scope, k=k, exclude=ex), free), name
-            )
+            self.take(self.visible(lambda k, ex: self.match(scope, k, ex), free), name)
         self.timings[name] = (time.perf_counter() - t) * 1000
+
+    def match(self, scope: Any, k: int, exclude: Collection[str]) -> list[tuple[str, float]]:
+        """The best ``k`` term matches, after the title phrase bonus over a pool of the best ones."""
+        hits = self.text.match(self.terms, scope, k=max(k, PHRASE_POOL), exclude=exclude)
+        entries = self.state.entries
+        return title_rerank(self.query, hits, lambda doc_id: entries[doc_id].title, k)
 
     def visible(
         self, call: Callable[[int, Collection[str]], list[tuple[str, float]]], free: int
