@@ -583,10 +583,9 @@ class TextIndex:
         slots = {slot_of[d]: d for d in doc_ids if d in slot_of}
         if not known or not slots:
             return out
-        term_idx, docs, _ = self._postings.gather([tid for _, tid in known])
-        want = np.isin(docs, np.fromiter(slots, dtype=np.int64))
+        want = np.array(sorted(slots), dtype=np.int64)
         found: dict[str, set[int]] = {}
-        for i, slot in zip(term_idx[want].tolist(), docs[want].tolist(), strict=True):
+        for i, slot in self._postings.holders([tid for _, tid in known], want):
             found.setdefault(slots[slot], set()).add(i)
         for doc_id, idx in found.items():
             out[doc_id] = [known[i][0] for i in sorted(idx)]
