@@ -117,6 +117,10 @@ SIMILAR_CANDIDATES = 20
 _COMPACT_MIN_DEAD = 1024
 #: Top-k queries over fewer postings than this are scored exhaustively.
 _PRUNE_MIN_POSTINGS = 20_000
+#: A scope is small, and is scored through binary searches of its slots in the
+#: postings, when 16 times its documents are fewer than the index's slots and
+#: than the query's postings.
+_SCOPE_RATIO = 16
 
 
 class TextIndex:
@@ -160,9 +164,15 @@ class TextIndex:
         self._postings = Postings()
         self._sim = SimilarityKeys()
         self._dead_key = -1  # the table version _dead_terms was counted at
-        self._scratch_arrays = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
+        self._scratch_arrays = (
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0, dtype=bool),
+            np.zeros(0, dtype=np.int32),
+        )
         self._scratch_seen = self._scratch_arrays[2]
         self._dead_terms = np.zeros(0, dtype=np.int64)
+        self._scope_cache: dict[tuple[Scope, int, int], tuple[np.ndarray, np.ndarray]] = {}
 
     # -------------------------------------------------------------- writes
 
@@ -336,6 +346,11 @@ class TextIndex:
     def _ranked(
         self, tids: list[int], ws: list[float], scope: Scope, k: int | None, exclude: Collection[str]
     ) -> list[tuple[str, float]]:
+        slots = self._scope_slots(scope)
+        if slots is not None:
+            hits = self._match_scope(tids, ws, slots, k, exclude)
+            if hits is not None:
+                return hits
         if k is not None and len(tids) > 1:
             top = self._match_top_k(tids, ws, scope, k, exclude)
             if top is not None:
@@ -372,6 +387,61 @@ class TextIndex:
             term_idx, tfs = term_idx[keep], tfs[keep]
             if cls is not None:
                 cls = cls[keep]
+        return self._scored(term_idx, docs, tfs, cls, coef, norm, k, exclude)
+
+    def _match_scope(
+        self,
+        tids: list[int],
+        weights: list[float],
+        slots: tuple[np.ndarray, np.ndarray],
+        k: int | None,
+        exclude: Collection[str],
+    ) -> list[tuple[str, float]] | None:
+        """:meth:`_match_all` over a small scope (``slots``: its sorted slots and mask), the same result.
+
+        The statistics come from the postings' extents; only the postings in
+        the scope are read (:meth:`Postings.within`). None when the scope is
+        not small beside the query's postings.
+        """
+        table = self._docs
+        spans, cjk = self._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
+        lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+        if len(slots[0]) * _SCOPE_RATIO >= int(lengths.sum()):
+            return None
+        coef, norm = self._coefficients(weights, _span_df(table, spans, cjk, lengths))
+        term_idx, docs, tfs = self._postings.within(tids, *slots)
+        return self._scored(
+            term_idx, docs, tfs, table.cjk[docs] if table.mixed else None, coef, norm, k, exclude
+        )
+
+    def _scope_slots(self, scope: Scope) -> tuple[np.ndarray, np.ndarray] | None:
+        """(sorted slots, mask) of a scope of few documents, cached per table version; None otherwise."""
+        if scope.layers is None and scope.buckets is None:
+            return None
+        table = self._docs
+        key = (scope, table.version, len(table.ids))
+        hit = self._scope_cache.get(key)
+        if hit is None:
+            mask = table.mask(scope)
+            hit = (np.flatnonzero(mask), mask)
+            if len(self._scope_cache) >= 16:
+                self._scope_cache.clear()
+            self._scope_cache[key] = hit
+        return hit if len(hit[0]) * _SCOPE_RATIO < len(table.ids) else None
+
+    def _scored(
+        self,
+        term_idx: np.ndarray,
+        docs: np.ndarray,
+        tfs: np.ndarray,
+        cls: np.ndarray | None,
+        coef: np.ndarray,
+        norm: np.ndarray,
+        k: int | None,
+        exclude: Collection[str],
+    ) -> list[tuple[str, float]]:
+        """Rank the postings (``term_idx``, ``docs``, ``tfs``; ``cls``: their documents' classes) by BM25."""
+        table = self._docs
         if len(docs) == 0:
             return []
         # contribution = coef[t] * tf / (tf + k1 * (1 - b) + norm[class] * dl), in place
@@ -387,13 +457,22 @@ class TextIndex:
         contrib *= coef[term_idx]
         # A document's contributions are summed in query-term order (it lives
         # in one segment), so equal documents get bit-equal scores.
-        scores = np.bincount(docs, weights=contrib, minlength=len(table.ids))
-        table.zero_excluded(scores, exclude)
-        cand = np.flatnonzero(scores > 0)
-        score = scores[cand]
+        slots, bins = _bins(docs, len(table.ids))
+        scores = np.bincount(
+            bins, weights=contrib, minlength=len(slots) if slots is not None else len(table.ids)
+        )
+        if slots is None:
+            table.zero_excluded(scores, exclude)
+            at = cand = np.flatnonzero(scores > 0)
+        else:
+            if exclude:
+                scores[np.isin(slots, table.excluded_slots(exclude))] = 0.0
+            at = np.flatnonzero(scores > 0)
+            cand = slots[at]
+        score = scores[at]
         if self.coordination != (0.0, 0.0) and len(cand):
             mass = coef / (self.k1 + 1.0)  # w * idf per query term
-            matched = np.bincount(docs, weights=mass[term_idx], minlength=len(table.ids))[cand]
+            matched = np.bincount(bins, weights=mass[term_idx], minlength=len(scores))[at]
             score *= self._coordination_factor(matched / float(mass.sum()), cand)
         return table.ranked(cand, score, k)
 
@@ -459,19 +538,7 @@ class TextIndex:
         total = int(lengths.sum())
         if total < _PRUNE_MIN_POSTINGS:
             return None
-        if cjk is not None:
-            df = np.column_stack([lengths - cjk, cjk]).astype(np.float64)
-        elif table.mixed:
-            df = np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
-        elif table.dead:
-            alive = table.alive
-            df = np.array(
-                [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
-                dtype=np.float64,
-            )
-        else:
-            df = lengths.astype(np.float64)
-        coef, norm = self._coefficients(weights, df)
+        coef, norm = self._coefficients(weights, _span_df(table, spans, cjk, lengths))
         order = np.argsort(-coef, kind="stable").tolist()
         pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
         try:
@@ -487,15 +554,22 @@ class TextIndex:
         finally:
             pruner.release()
 
-    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-slot zeroed accumulators for :class:`_Pruner`, kept between queries.
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per-slot accumulators for :class:`_Pruner`, kept between queries.
 
-        A query zeroes only the slots it touched (:meth:`_Pruner.release`),
-        instead of allocating and clearing three arrays of every slot.
+        Two zeroed float arrays, a False mask and a slot -> candidate map
+        holding -1. A query resets only the slots it touched
+        (:meth:`_Pruner.release`), instead of allocating and clearing four
+        arrays of every slot per query.
         """
         n = len(self._docs.ids)
         if len(self._scratch_seen) != n:
-            self._scratch_arrays = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool))
+            self._scratch_arrays = (
+                np.zeros(n),
+                np.zeros(n),
+                np.zeros(n, dtype=bool),
+                np.full(n, -1, dtype=np.int32),
+            )
             self._scratch_seen = self._scratch_arrays[2]
         return self._scratch_arrays
 
@@ -778,6 +852,19 @@ def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
     return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
 
 
+def _bins(docs: np.ndarray, n_slots: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Accumulator bins for the postings ``docs``: (None, docs) to sum into one bin per slot,
+    or, when the postings are few beside the slots, (their distinct slots, each posting's bin)
+    so that a query over a small scope does not allocate and scan arrays of every slot.
+
+    Either way ``np.bincount`` adds a bin's weights in posting order: the sums are bit-equal.
+    """
+    if len(docs) * 8 >= n_slots:
+        return None, docs
+    slots, bins = np.unique(docs, return_inverse=True)
+    return slots, bins
+
+
 def _power(x: np.ndarray, g: float) -> np.ndarray:
     """``x ** g``, with the exponents 0, 1/2 and 1 done without ``np.power`` (several times faster)."""
     if g == 1.0:
@@ -797,6 +884,26 @@ def _doc_classes(segments: list[Segment], vocab: Vocab, doc_len: np.ndarray) -> 
         per_posting = np.repeat(flags[seg.terms], np.diff(seg.ptr))
         n_cjk += np.bincount(seg.docs, weights=seg.tfs * per_posting, minlength=len(doc_len))
     return (2 * n_cjk > doc_len).astype(np.uint8)
+
+
+def _span_df(
+    table: DocTable, spans: list[list[Span]], cjk: list[int] | None, lengths: np.ndarray
+) -> np.ndarray:
+    """Document frequencies of :meth:`TextIndex._coefficients` from the terms' posting extents.
+
+    ``cjk``: per term, its postings in CJK documents (from :meth:`Postings.spans`, no dead slots).
+    """
+    if cjk is not None:
+        return np.column_stack([lengths - cjk, cjk]).astype(np.float64)
+    if table.mixed:
+        return np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
+    if table.dead:
+        alive = table.alive
+        return np.array(
+            [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
+            dtype=np.float64,
+        )
+    return lengths.astype(np.float64)
 
 
 def _class_counts(table: DocTable, spans: list[Span]) -> list[int]:
@@ -841,9 +948,12 @@ class _Pruner:
         self.mass = coef / (index.k1 + 1.0)  # w * idf per query term
         # Dense per-slot accumulators: a step adds one term's postings in
         # O(postings) instead of re-sorting every candidate so far.
-        self.acc, matched, self.seen = index._scratch()
+        self.acc, matched, self.seen, self.position = index._scratch()
         self.matched = matched if self.coordinated else None
+        # Excluded slots count as seen, so they never become candidates.
+        self.seen[excluded] = True
         self.cand_parts: list[np.ndarray] = []
+        self.n_cand = 0
 
     def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
         """BM25 contributions of term ``j`` to ``docs`` with term frequencies ``tfs``."""
@@ -856,8 +966,8 @@ class _Pruner:
 
     def release(self) -> None:
         """Zero the accumulators where this pass wrote, for the next query."""
-        if self.cand_parts:
-            touched = np.concatenate(self.cand_parts)
+        if self.cand_parts or len(self.excluded):
+            touched = np.concatenate([*self.cand_parts, self.excluded])
             self.acc[touched] = 0.0
             if self.matched is not None:
                 self.matched[touched] = 0.0
@@ -877,15 +987,12 @@ class _Pruner:
             new = d[~self.seen[d]]
             self.seen[new] = True
             self.cand_parts.append(new)
+            self.n_cand += len(new)
         rest = float(self.coef[others].sum())
         # A partial score never exceeds the essential terms' bounds together.
-        if not self.cand_parts or rest >= float(self.coef[essential].sum()):
+        if self.n_cand < k or rest >= float(self.coef[essential].sum()):
             return None
         cand = np.concatenate(self.cand_parts).astype(np.int64)
-        if len(self.excluded):
-            cand = cand[~np.isin(cand, self.excluded)]
-        if len(cand) < k:
-            return None
         score = self.acc[cand]
         theta = float(np.partition(score, len(score) - k)[len(score) - k])
         if rest >= theta:
@@ -906,16 +1013,18 @@ class _Pruner:
         self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
     ) -> None:
         """Add the other terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
-        # a slot -> candidate map
-        position = np.full(len(self.table.ids), -1, dtype=np.int32)
+        position = self.position  # slot -> candidate, -1 elsewhere (reset below)
         position[cand] = np.arange(len(cand), dtype=np.int32)
-        for j in others:
-            for seg, a, z in self.spans[j]:
-                where = position[seg.docs[a:z]]
-                hit = np.flatnonzero(where >= 0)
-                if len(hit) == 0:
-                    continue
-                at = where[hit]
-                score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
-                if matched is not None:
-                    matched[at] += self.mass[j]
+        try:
+            for j in others:
+                for seg, a, z in self.spans[j]:
+                    where = position[seg.docs[a:z]]
+                    hit = np.flatnonzero(where >= 0)
+                    if len(hit) == 0:
+                        continue
+                    at = where[hit]
+                    score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
+                    if matched is not None:
+                        matched[at] += self.mass[j]
+        finally:
+            position[cand] = -1

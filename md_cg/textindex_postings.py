@@ -32,6 +32,7 @@ PENDING_MAX = 1 << 18
 _MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(postings))
 _MERGE_MAX = 1 << 24  # postings above which automatic merging stops
 _FEW_TERMS = 16  # up to this many terms, gather() concatenates slices
+_SEARCH_RATIO = 8  # within(): binary-search a term's postings when they are 8x the wanted slots
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -385,6 +386,44 @@ class Postings:
                 at[at >= len(docs)] = 0
                 out += [(h, s) for s in want[docs[at] == want].tolist()]
         return out
+
+    def within(
+        self, tids: Sequence[int], slots: np.ndarray, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The postings of :meth:`gather` whose slot is among the sorted ``slots``, in the same order.
+
+        ``mask``: a per-slot boolean array true exactly at ``slots``. A term's
+        postings are binary-searched for the slots when those are few beside
+        them, else filtered through ``mask``; segments holding none of the
+        slots are skipped. So a small scope costs about its size per term,
+        not the term's postings.
+        """
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        q = np.asarray(tids, dtype=np.int32)
+        for seg in self.segments if len(q) and len(slots) else ():
+            lo, hi = seg.bounds()
+            want = slots[np.searchsorted(slots, lo) : np.searchsorted(slots, hi, side="right")]
+            if not len(want) or not len(seg.terms):
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            for h in np.flatnonzero(seg.terms[pos] == q).tolist():
+                p = int(pos[h])
+                a, z = int(seg.ptr[p]), int(seg.ptr[p + 1])
+                docs = seg.docs[a:z]
+                if len(want) * _SEARCH_RATIO < z - a:
+                    at = np.searchsorted(docs, want)
+                    at[at >= len(docs)] = 0
+                    at = at[docs[at] == want]
+                else:
+                    at = np.flatnonzero(mask[docs])
+                if len(at):
+                    parts.append(
+                        (np.full(len(at), h, dtype=np.int64), docs[at].astype(np.int64), seg.tfs[a:z][at])
+                    )
+        if not parts:
+            return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
     def doc_terms(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, term frequencies) of one slot (flush first): its postings live in one segment."""
