@@ -47,6 +47,7 @@ import numpy as np
 
 from . import textindex_codec as codec
 from .textindex_docs import DocTable, Scope, idf_of
+from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
@@ -998,7 +999,7 @@ class _Pruner:
         if rest >= theta:
             return None
         matched = None if self.matched is None else self.matched[cand]
-        self._complete(cand, score, matched, others)
+        cand, score, matched = self._complete(cand, score, matched, others, k)
         if matched is not None:
             # Coordination only lowers scores, and a document without an
             # essential term stays below ``rest``: the top k is exact when
@@ -1010,21 +1011,62 @@ class _Pruner:
         return self.table.ranked(cand[positive], score[positive], k)
 
     def _complete(
-        self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
-    ) -> None:
-        """Add the other terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
+        self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int], k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The candidates that can still reach the top ``k``, with the other terms' contributions added.
+
+        ``others`` go in decreasing bound. Before each, a candidate is dropped
+        when its partial score plus the bounds of the terms left is below the
+        k-th best partial final score (the coordination factor is at most 1
+        and does not fall as the matched share grows, so partial scores only
+        rise): it cannot beat k candidates. A survivor's score is the same sum,
+        in the same order, as without the cut. Few candidates are looked up by
+        binary search in a term's postings, many through a slot map.
+        """
+        mass_total = float(self.mass.sum())
+        for i, j in enumerate(others):
+            if len(cand) > k:
+                high = score + float(self.coef[others[i:]].sum())
+                if matched is None:
+                    low = score
+                else:
+                    factor = self.index._coordination_factor
+                    low = score * factor(matched / mass_total, cand)
+                    share = np.minimum((matched + float(self.mass[others[i:]].sum())) / mass_total, 1.0)
+                    high *= factor(share, cand)
+                theta = float(np.partition(low, len(low) - k)[len(low) - k])
+                # the slack covers rounding: a sum taken term by term may end an ulp above the bound
+                keep = np.flatnonzero(high >= theta * (1.0 - 1e-9))
+                if len(keep) < len(cand):
+                    cand, score = cand[keep], score[keep]
+                    matched = None if matched is None else matched[keep]
+            self._add_term(j, cand, score, matched)
+        return cand, score, matched
+
+    def _add_term(self, j: int, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None) -> None:
+        """Add term ``j``'s contributions to the candidates' ``score`` (and ``matched``), in place."""
+        mapped = False
         position = self.position  # slot -> candidate, -1 elsewhere (reset below)
-        position[cand] = np.arange(len(cand), dtype=np.int32)
         try:
-            for j in others:
-                for seg, a, z in self.spans[j]:
-                    where = position[seg.docs[a:z]]
+            for seg, a, z in self.spans[j]:
+                docs = seg.docs[a:z]
+                if len(cand) * _SEARCH_RATIO < z - a:
+                    where = np.searchsorted(docs, cand)
+                    where[where >= len(docs)] = 0
+                    at = np.flatnonzero(docs[where] == cand)
+                    hit = where[at]
+                else:
+                    if not mapped:
+                        position[cand] = np.arange(len(cand), dtype=np.int32)
+                        mapped = True
+                    where = position[docs]
                     hit = np.flatnonzero(where >= 0)
-                    if len(hit) == 0:
-                        continue
                     at = where[hit]
-                    score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
-                    if matched is not None:
-                        matched[at] += self.mass[j]
+                if len(at) == 0:
+                    continue
+                score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
+                if matched is not None:
+                    matched[at] += self.mass[j]
         finally:
-            position[cand] = -1
+            if mapped:
+                position[cand] = -1

@@ -25,14 +25,16 @@ import numpy as np
 
 from .script import is_cjk
 
-__all__ = ["PENDING_MAX", "Postings", "Segment", "Vocab"]
+__all__ = ["PENDING_MAX", "SEARCH_RATIO", "Postings", "Segment", "Vocab"]
 
 #: Term occurrences buffered before they become a segment.
 PENDING_MAX = 1 << 18
 _MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(postings))
 _MERGE_MAX = 1 << 24  # postings above which automatic merging stops
 _FEW_TERMS = 16  # up to this many terms, gather() concatenates slices
-_SEARCH_RATIO = 8  # within(): binary-search a term's postings when they are 8x the wanted slots
+#: A term's postings are binary-searched for wanted slots when they
+#: outnumber those slots this many times, else scanned.
+SEARCH_RATIO = 8
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -411,7 +413,7 @@ class Postings:
                 p = int(pos[h])
                 a, z = int(seg.ptr[p]), int(seg.ptr[p + 1])
                 docs = seg.docs[a:z]
-                if len(want) * _SEARCH_RATIO < z - a:
+                if len(want) * SEARCH_RATIO < z - a:
                     at = np.searchsorted(docs, want)
                     at[at >= len(docs)] = 0
                     at = at[docs[at] == want]
