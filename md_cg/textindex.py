@@ -49,6 +49,7 @@ from . import textindex_codec as codec
 from .textindex_docs import DocTable, Scope, idf_of
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab
+from .textindex_scope import SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
 __all__ = [
@@ -118,10 +119,6 @@ SIMILAR_CANDIDATES = 20
 _COMPACT_MIN_DEAD = 1024
 #: Top-k queries over fewer postings than this are scored exhaustively.
 _PRUNE_MIN_POSTINGS = 20_000
-#: A scope is small, and is scored through binary searches of its slots in the
-#: postings, when 16 times its documents are fewer than the index's slots and
-#: than the query's postings.
-_SCOPE_RATIO = 16
 
 
 class TextIndex:
@@ -173,7 +170,7 @@ class TextIndex:
         )
         self._scratch_seen = self._scratch_arrays[2]
         self._dead_terms = np.zeros(0, dtype=np.int64)
-        self._scope_cache: dict[tuple[Scope, int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._scopes = ScopeSlots()
 
     # -------------------------------------------------------------- writes
 
@@ -280,7 +277,8 @@ class TextIndex:
 
     def size(self, scope: Scope) -> int:
         """Number of documents in ``scope``."""
-        return int(np.count_nonzero(self._docs.mask(scope)))
+        slots = self._scopes.slots(self._docs, scope)
+        return len(slots) if slots is not None else int(np.count_nonzero(self._docs.mask(scope)))
 
     # ------------------------------------------------------------- queries
 
@@ -347,9 +345,9 @@ class TextIndex:
     def _ranked(
         self, tids: list[int], ws: list[float], scope: Scope, k: int | None, exclude: Collection[str]
     ) -> list[tuple[str, float]]:
-        slots = self._scope_slots(scope)
+        slots = self._scopes.slots(self._docs, scope)
         if slots is not None:
-            hits = self._match_scope(tids, ws, slots, k, exclude)
+            hits = _match_scope(self, tids, ws, slots, k, exclude)
             if hits is not None:
                 return hits
         if k is not None and len(tids) > 1:
@@ -388,94 +386,7 @@ class TextIndex:
             term_idx, tfs = term_idx[keep], tfs[keep]
             if cls is not None:
                 cls = cls[keep]
-        return self._scored(term_idx, docs, tfs, cls, coef, norm, k, exclude)
-
-    def _match_scope(
-        self,
-        tids: list[int],
-        weights: list[float],
-        slots: tuple[np.ndarray, np.ndarray],
-        k: int | None,
-        exclude: Collection[str],
-    ) -> list[tuple[str, float]] | None:
-        """:meth:`_match_all` over a small scope (``slots``: its sorted slots and mask), the same result.
-
-        The statistics come from the postings' extents; only the postings in
-        the scope are read (:meth:`Postings.within`). None when the scope is
-        not small beside the query's postings.
-        """
-        table = self._docs
-        spans, cjk = self._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
-        lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
-        if len(slots[0]) * _SCOPE_RATIO >= int(lengths.sum()):
-            return None
-        coef, norm = self._coefficients(weights, _span_df(table, spans, cjk, lengths))
-        term_idx, docs, tfs = self._postings.within(tids, *slots)
-        return self._scored(
-            term_idx, docs, tfs, table.cjk[docs] if table.mixed else None, coef, norm, k, exclude
-        )
-
-    def _scope_slots(self, scope: Scope) -> tuple[np.ndarray, np.ndarray] | None:
-        """(sorted slots, mask) of a scope of few documents, cached per table version; None otherwise."""
-        if scope.layers is None and scope.buckets is None:
-            return None
-        table = self._docs
-        key = (scope, table.version, len(table.ids))
-        hit = self._scope_cache.get(key)
-        if hit is None:
-            mask = table.mask(scope)
-            hit = (np.flatnonzero(mask), mask)
-            if len(self._scope_cache) >= 16:
-                self._scope_cache.clear()
-            self._scope_cache[key] = hit
-        return hit if len(hit[0]) * _SCOPE_RATIO < len(table.ids) else None
-
-    def _scored(
-        self,
-        term_idx: np.ndarray,
-        docs: np.ndarray,
-        tfs: np.ndarray,
-        cls: np.ndarray | None,
-        coef: np.ndarray,
-        norm: np.ndarray,
-        k: int | None,
-        exclude: Collection[str],
-    ) -> list[tuple[str, float]]:
-        """Rank the postings (``term_idx``, ``docs``, ``tfs``; ``cls``: their documents' classes) by BM25."""
-        table = self._docs
-        if len(docs) == 0:
-            return []
-        # contribution = coef[t] * tf / (tf + k1 * (1 - b) + norm[class] * dl), in place
-        tf = tfs.astype(np.float64)
-        if cls is None:
-            den = table.len[docs].astype(np.float64)
-            den *= norm[0]
-        else:
-            den = table.length_factors(norm)[docs]
-        den += self.k1 * (1.0 - self.b)
-        den += tf
-        contrib = np.divide(tf, den, out=tf)
-        contrib *= coef[term_idx]
-        # A document's contributions are summed in query-term order (it lives
-        # in one segment), so equal documents get bit-equal scores.
-        slots, bins = _bins(docs, len(table.ids))
-        scores = np.bincount(
-            bins, weights=contrib, minlength=len(slots) if slots is not None else len(table.ids)
-        )
-        if slots is None:
-            table.zero_excluded(scores, exclude)
-            at = cand = np.flatnonzero(scores > 0)
-        else:
-            if exclude:
-                scores[np.isin(slots, table.excluded_slots(exclude))] = 0.0
-            at = np.flatnonzero(scores > 0)
-            cand = slots[at]
-        score = scores[at]
-        if self.coordination != (0.0, 0.0) and len(cand):
-            mass = coef / (self.k1 + 1.0)  # w * idf per query term
-            matched = np.bincount(bins, weights=mass[term_idx], minlength=len(scores))[at]
-            score *= self._coordination_factor(matched / float(mass.sum()), cand)
-        return table.ranked(cand, score, k)
+        return _scored(self, term_idx, docs, tfs, cls, coef, norm, k, exclude)
 
     def _coordination_factor(self, share: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """``share ** exponent`` of each candidate's class (``share``: matched idf mass / the query's)."""
@@ -851,6 +762,85 @@ def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
     above = order[values[order] > last]
     chosen = sorted(tied.tolist(), key=name)[: n - len(above)]
     return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
+
+
+def _match_scope(
+    index: TextIndex,
+    tids: list[int],
+    weights: list[float],
+    slots: np.ndarray,
+    k: int | None,
+    exclude: Collection[str],
+) -> list[tuple[str, float]] | None:
+    """:meth:`TextIndex._match_all` over a small scope (``slots``: its sorted live slots): the same result.
+
+    The statistics come from the postings' extents; only the postings of the
+    scope's slots are read (:meth:`Postings.within`). None when the scope is
+    not small beside the query's postings.
+    """
+    table = index._docs
+    spans, cjk = index._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
+    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+    if len(slots) * SCOPE_RATIO >= int(lengths.sum()):
+        return None
+    coef, norm = index._coefficients(weights, _span_df(table, spans, cjk, lengths))
+    marks = index._scratch()[2]  # False everywhere between queries
+    marks[slots] = True
+    try:
+        term_idx, docs, tfs = index._postings.within(tids, slots, marks)
+    finally:
+        marks[slots] = False
+    cls = table.cjk[docs] if table.mixed else None
+    return _scored(index, term_idx, docs, tfs, cls, coef, norm, k, exclude)
+
+
+def _scored(
+    index: TextIndex,
+    term_idx: np.ndarray,
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    cls: np.ndarray | None,
+    coef: np.ndarray,
+    norm: np.ndarray,
+    k: int | None,
+    exclude: Collection[str],
+) -> list[tuple[str, float]]:
+    """Rank the postings (``term_idx``, ``docs``, ``tfs``; ``cls``: their documents' classes) by BM25.
+
+    ``coef``, ``norm``: :meth:`TextIndex._coefficients` of the query.
+    """
+    table = index._docs
+    if len(docs) == 0:
+        return []
+    # contribution = coef[t] * tf / (tf + k1 * (1 - b) + norm[class] * dl), in place
+    tf = tfs.astype(np.float64)
+    if cls is None:
+        den = table.len[docs].astype(np.float64)
+        den *= norm[0]
+    else:
+        den = table.length_factors(norm)[docs]
+    den += index.k1 * (1.0 - index.b)
+    den += tf
+    contrib = np.divide(tf, den, out=tf)
+    contrib *= coef[term_idx]
+    # A document's contributions are summed in query-term order (it lives
+    # in one segment), so equal documents get bit-equal scores.
+    slots, bins = _bins(docs, len(table.ids))
+    scores = np.bincount(bins, weights=contrib, minlength=len(slots) if slots is not None else len(table.ids))
+    if slots is None:
+        table.zero_excluded(scores, exclude)
+        at = cand = np.flatnonzero(scores > 0)
+    else:
+        if exclude:
+            scores[np.isin(slots, table.excluded_slots(exclude))] = 0.0
+        at = np.flatnonzero(scores > 0)
+        cand = slots[at]
+    score = scores[at]
+    if index.coordination != (0.0, 0.0) and len(cand):
+        mass = coef / (index.k1 + 1.0)  # w * idf per query term
+        matched = np.bincount(bins, weights=mass[term_idx], minlength=len(scores))[at]
+        score *= index._coordination_factor(matched / float(mass.sum()), cand)
+    return table.ranked(cand, score, k)
 
 
 def _bins(docs: np.ndarray, n_slots: int) -> tuple[np.ndarray | None, np.ndarray]:
