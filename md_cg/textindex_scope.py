@@ -50,7 +50,7 @@ class ScopeSlots:
 
     def __init__(self) -> None:
         self._key: tuple[int, int] = (-1, -1)
-        self._by: dict[str, tuple[np.ndarray, np.ndarray] | None] = {}
+        self._by: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
         self._cache: dict[tuple[frozenset[int] | None, frozenset[int] | None], np.ndarray | None] = {}
 
     def slots(self, table: Table, scope: Codes) -> np.ndarray | None:
@@ -72,11 +72,11 @@ class ScopeSlots:
     def _find(self, table: Table, scope: Codes) -> np.ndarray | None:
         n = len(table.ids)
         column, codes = ("bucket", scope.buckets) if scope.buckets is not None else ("layer", scope.layers)
-        by_code = self._order(table, column)
-        if by_code is None or codes is None:
+        if codes is None:
             return None
-        order, bounds = by_code
-        parts = [order[bounds[c] : bounds[c + 1]] for c in sorted(codes) if 0 <= c < len(bounds) - 1]
+        order, bounds, low = self._order(table, column)
+        runs = [c - low for c in sorted(codes)]
+        parts = [order[bounds[r] : bounds[r + 1]] for r in runs if 0 <= r < len(bounds) - 1]
         if sum(len(p) for p in parts) * SCOPE_RATIO >= n:
             return None
         slots = np.sort(np.concatenate(parts)).astype(np.int64) if parts else np.zeros(0, dtype=np.int64)
@@ -85,18 +85,18 @@ class ScopeSlots:
             keep &= np.isin(table.layer[slots], list(scope.layers))
         return slots[keep]
 
-    def _order(self, table: Table, column: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """Slots ordered by their code in ``column``, and where each code's run starts
-        (code c: ``bounds[c]:bounds[c + 1]``); None when a code is negative (no such runs)."""
-        if column not in self._by:
-            codes = table.bucket if column == "bucket" else table.layer
-            codes = codes[: len(table.ids)]
-            if len(codes) and int(codes.min()) < 0:
-                self._by[column] = None
-                return None
+    def _order(self, table: Table, column: str) -> tuple[np.ndarray, np.ndarray, int]:
+        """Slots ordered by their code in ``column``, where each code's run starts, and the lowest
+        code: code c holds ``order[bounds[c - low] : bounds[c - low + 1]]`` (codes may be negative,
+        e.g. -1 for no bucket)."""
+        got = self._by.get(column)
+        if got is None:
+            codes = (table.bucket if column == "bucket" else table.layer)[: len(table.ids)].astype(np.int64)
+            low = min(0, int(codes.min())) if len(codes) else 0
+            codes -= low
             top = int(codes.max()) + 1 if len(codes) else 0
             # codes below 2^16 sort by radix, in O(slots)
-            keyed = codes.astype(np.uint16) if top <= 1 << 16 else codes
-            order = np.argsort(keyed, kind="stable").astype(np.int32)
-            self._by[column] = (order, np.searchsorted(codes[order], np.arange(top + 1)))
-        return self._by[column]
+            order = np.argsort(codes.astype(np.uint16) if top <= 1 << 16 else codes, kind="stable")
+            got = (order.astype(np.int32), np.searchsorted(codes[order], np.arange(top + 1)), low)
+            self._by[column] = got
+        return got

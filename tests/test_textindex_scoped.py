@@ -29,7 +29,8 @@ def _store(*, mixed: bool, dead: bool, seed: int) -> TextIndex:
     for d in range(N_DOCS):
         half = VOCAB[150:] if mixed and d % 3 == 0 else VOCAB[:150]
         terms = rng.choices(half, weights=ZIPF[:150], k=rng.randint(5, 30)) + rng.choices(VOCAB, k=2)
-        index.add(f"d{d:04d}", terms, layer=d % 2, bucket=d % 50, prior=rng.random())
+        # bucket -1: no bucket (documents outside the bucketed layer)
+        index.add(f"d{d:04d}", terms, layer=d % 2, bucket=d % 50 - 1, prior=rng.random())
         if d % 700 == 699:
             index.match([("w1", 1.0)], index.scope(), k=1)  # a query flushes: one segment more
     for d in range(0, N_DOCS, 13) if dead else ():
@@ -58,7 +59,7 @@ def test_a_small_scope_is_scored_exactly_as_by_full_scoring(monkeypatch, mixed: 
     pool = VOCAB[:40] + VOCAB[150:190]
     for _ in range(120):
         query = [(t, rng.choice([1.0, 0.6])) for t in rng.sample(pool, rng.randint(1, 8))]
-        scope = index.scope(layers=[rng.randrange(2)], buckets=rng.sample(range(50), rng.randint(1, 2)))
+        scope = index.scope(layers=[rng.randrange(2)], buckets=rng.sample(range(-1, 49), rng.randint(1, 2)))
         exclude = {f"d{rng.randrange(N_DOCS):04d}" for _ in range(rng.randint(0, 40))}
         k = rng.choice([None, 1, 5, 10])
         scoped = True
