@@ -31,6 +31,7 @@ __all__ = ["PENDING_MAX", "SEARCH_RATIO", "Postings", "Segment", "Vocab"]
 PENDING_MAX = 1 << 18
 _MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(postings))
 _MERGE_MAX = 1 << 24  # postings above which automatic merging stops
+_MERGE_CHUNK = 1 << 20  # merge_all() places this many postings at a time
 _FEW_TERMS = 16  # up to this many terms, gather() concatenates slices
 #: A term's postings are binary-searched for wanted slots when they
 #: outnumber those slots this many times, else scanned.
@@ -294,6 +295,44 @@ class Postings:
         ):
             segs[-_MERGE_WIDTH:] = [_merge(segs[-_MERGE_WIDTH:])]
         return classes
+
+    def merge_all(self) -> None:
+        """Merge every segment into one (flush first): a query reads each term's postings in one piece.
+
+        O(postings) without sorting: each segment's postings are copied to
+        their place in the merged arrays, older segments first within a term
+        (an older segment holds lower slots, so slots stay increasing), a
+        bounded number of postings at a time, so the extra memory is about
+        one copy of the postings. For maintenance (after a rebuild or a
+        compaction), not for every write: the tiered merging keeps writes cheap.
+        """
+        segs = [s for s in self.segments if s.nnz]
+        if len(segs) <= 1:
+            self.segments = segs
+            return
+        terms = np.unique(np.concatenate([s.terms for s in segs]))
+        counts = np.zeros(len(terms), dtype=np.int64)
+        at_term = [np.searchsorted(terms, s.terms) for s in segs]
+        for seg, where in zip(segs, at_term, strict=True):
+            counts[where] += np.diff(seg.ptr)
+        ptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        docs = np.empty(int(ptr[-1]), dtype=np.int32)
+        tfs = np.empty(int(ptr[-1]), dtype=np.uint16)
+        free = ptr[:-1].copy()  # next free position of each term's run
+        for seg, where in zip(segs, at_term, strict=True):
+            lengths = np.diff(seg.ptr)
+            # chunks of whole terms, about _MERGE_CHUNK postings each
+            cuts = np.searchsorted(seg.ptr, np.arange(0, seg.nnz, _MERGE_CHUNK), side="right") - 1
+            for lo, hi in zip(cuts.tolist(), [*cuts[1:].tolist(), len(lengths)], strict=True):
+                if lo >= hi:
+                    continue
+                a, z = int(seg.ptr[lo]), int(seg.ptr[hi])
+                pos = np.repeat(free[where[lo:hi]] - seg.ptr[lo:hi], lengths[lo:hi]) + np.arange(a, z)
+                docs[pos] = seg.docs[a:z]
+                tfs[pos] = seg.tfs[a:z]
+            free[where] += lengths
+        self.segments = [Segment(terms.astype(np.int32), ptr, docs, tfs)]
 
     def compacted(self, slot_map: np.ndarray | None, n_terms: int) -> np.ndarray | None:
         """Renumber slots through ``slot_map`` (None: keep) and drop unused terms.

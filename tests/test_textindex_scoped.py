@@ -126,3 +126,25 @@ def test_postings_within_keeps_the_gathered_postings_of_the_slots_in_order() -> 
         want = [term_idx[keep].tolist(), docs[keep].tolist(), tfs[keep].tolist()]
         assert [a.tolist() for a in got] == want
         assert len(got[1]) > 0
+
+
+def test_merging_the_segments_keeps_every_posting_and_every_answer(monkeypatch) -> None:
+    from md_cg import textindex_postings
+
+    monkeypatch.setattr(textindex_postings, "_MERGE_CHUNK", 1000)  # several chunks per segment
+    index = _store(mixed=True, dead=True, seed=61)
+    index.add("late", ["w1", "w2", "w2"], layer=0, bucket=3)  # still pending: merged too
+    rng = random.Random(62)
+    queries = [[(t, 1.0) for t in rng.sample(VOCAB[:30] + VOCAB[150:180], 4)] for _ in range(30)]
+    scopes = [index.scope(), index.scope(layers=[0], buckets=[3, 7])]
+    before = [index.match(q, s, k=k) for q in queries for s in scopes for k in (None, 10)]
+    counts = index.doc_term_counts()
+    expected = textindex_postings._merge(index._postings.segments)
+    index.merge_segments()
+    (merged,) = index._postings.segments
+    for name in ("terms", "ptr", "docs", "tfs"):
+        assert getattr(merged, name).tolist() == getattr(expected, name).tolist()
+        assert getattr(merged, name).dtype == getattr(expected, name).dtype
+    assert [index.match(q, s, k=k) for q in queries for s in scopes for k in (None, 10)] == before
+    assert index.doc_term_counts() == counts
+    assert TextIndex.from_bytes(index.to_bytes()).doc_term_counts() == counts
