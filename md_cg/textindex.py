@@ -119,6 +119,9 @@ SIMILAR_CANDIDATES = 20
 _COMPACT_MIN_DEAD = 1024
 #: Top-k queries over fewer postings than this are scored exhaustively.
 _PRUNE_MIN_POSTINGS = 20_000
+#: MaxScore completion stops dropping candidates once this few are left (a
+#: cut then costs more than the binary searches it saves).
+_PRUNE_SMALL = 64
 
 
 class TextIndex:
@@ -1027,7 +1030,7 @@ class _Pruner:
         """
         mass_total = float(self.mass.sum())
         for i, j in enumerate(others):
-            if len(cand) > k:
+            if len(cand) > max(k, _PRUNE_SMALL):
                 high = score + float(self.coef[others[i:]].sum())
                 if matched is None:
                     low = score
