@@ -97,6 +97,9 @@ def _settle(engine: Engine) -> None:
 
 def _write_snapshot(engine: Engine, started: float, shards_before: int) -> MaintenanceReport:
     covered = dict(engine.cursor.offsets)
+    # one postings segment in the snapshot: every later query reads each term in one piece
+    engine.state.flush_text()
+    engine.state.text.merge_segments()
     written = snapshot.write(engine.root_str, engine.state, covered)
     engine.snap_ident, engine.snap_gen = written.identity, written.generation
     engine.changes = 0

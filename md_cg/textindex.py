@@ -47,7 +47,9 @@ import numpy as np
 
 from . import textindex_codec as codec
 from .textindex_docs import DocTable, Scope, idf_of
+from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab
+from .textindex_scope import SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
 __all__ = [
@@ -117,6 +119,9 @@ SIMILAR_CANDIDATES = 20
 _COMPACT_MIN_DEAD = 1024
 #: Top-k queries over fewer postings than this are scored exhaustively.
 _PRUNE_MIN_POSTINGS = 20_000
+#: MaxScore completion stops dropping candidates once this few are left (a
+#: cut then costs more than the binary searches it saves).
+_PRUNE_SMALL = 64
 
 
 class TextIndex:
@@ -160,9 +165,15 @@ class TextIndex:
         self._postings = Postings()
         self._sim = SimilarityKeys()
         self._dead_key = -1  # the table version _dead_terms was counted at
-        self._scratch_arrays = (np.zeros(0), np.zeros(0), np.zeros(0, dtype=bool))
+        self._scratch_arrays = (
+            np.zeros(0),
+            np.zeros(0),
+            np.zeros(0, dtype=bool),
+            np.zeros(0, dtype=np.int32),
+        )
         self._scratch_seen = self._scratch_arrays[2]
         self._dead_terms = np.zeros(0, dtype=np.int64)
+        self._scopes = ScopeSlots()
 
     # -------------------------------------------------------------- writes
 
@@ -222,6 +233,18 @@ class TextIndex:
             self._vocab = self._vocab.subset(kept)
             self._sim.reset()
 
+    def merge_segments(self) -> None:
+        """Merge the postings into one segment (pending adds included).
+
+        A query then reads each of its terms' postings in one piece instead
+        of one per segment: at 100k nodes, 7 segments -> 1 cut the search CPU
+        time by ~40% (docs/benchmarks.md). O(postings), about one extra copy
+        of them in memory while it runs; for maintenance (a rebuild or a
+        compaction before the snapshot is written), not for every write.
+        """
+        self._flush()
+        self._postings.merge_all()
+
     # ------------------------------------------------------------ checking
 
     def doc_term_counts(self) -> dict[str, dict[str, int]]:
@@ -269,7 +292,8 @@ class TextIndex:
 
     def size(self, scope: Scope) -> int:
         """Number of documents in ``scope``."""
-        return int(np.count_nonzero(self._docs.mask(scope)))
+        slots = self._scopes.slots(self._docs, scope)
+        return len(slots) if slots is not None else int(np.count_nonzero(self._docs.mask(scope)))
 
     # ------------------------------------------------------------- queries
 
@@ -336,6 +360,11 @@ class TextIndex:
     def _ranked(
         self, tids: list[int], ws: list[float], scope: Scope, k: int | None, exclude: Collection[str]
     ) -> list[tuple[str, float]]:
+        slots = self._scopes.slots(self._docs, scope)
+        if slots is not None:
+            hits = _match_scope(self, tids, ws, slots, k, exclude)
+            if hits is not None:
+                return hits
         if k is not None and len(tids) > 1:
             top = self._match_top_k(tids, ws, scope, k, exclude)
             if top is not None:
@@ -372,30 +401,7 @@ class TextIndex:
             term_idx, tfs = term_idx[keep], tfs[keep]
             if cls is not None:
                 cls = cls[keep]
-        if len(docs) == 0:
-            return []
-        # contribution = coef[t] * tf / (tf + k1 * (1 - b) + norm[class] * dl), in place
-        tf = tfs.astype(np.float64)
-        if cls is None:
-            den = table.len[docs].astype(np.float64)
-            den *= norm[0]
-        else:
-            den = table.length_factors(norm)[docs]
-        den += self.k1 * (1.0 - self.b)
-        den += tf
-        contrib = np.divide(tf, den, out=tf)
-        contrib *= coef[term_idx]
-        # A document's contributions are summed in query-term order (it lives
-        # in one segment), so equal documents get bit-equal scores.
-        scores = np.bincount(docs, weights=contrib, minlength=len(table.ids))
-        table.zero_excluded(scores, exclude)
-        cand = np.flatnonzero(scores > 0)
-        score = scores[cand]
-        if self.coordination != (0.0, 0.0) and len(cand):
-            mass = coef / (self.k1 + 1.0)  # w * idf per query term
-            matched = np.bincount(docs, weights=mass[term_idx], minlength=len(table.ids))[cand]
-            score *= self._coordination_factor(matched / float(mass.sum()), cand)
-        return table.ranked(cand, score, k)
+        return _scored(self, term_idx, docs, tfs, cls, coef, norm, k, exclude)
 
     def _coordination_factor(self, share: np.ndarray, cand: np.ndarray) -> np.ndarray:
         """``share ** exponent`` of each candidate's class (``share``: matched idf mass / the query's)."""
@@ -459,19 +465,7 @@ class TextIndex:
         total = int(lengths.sum())
         if total < _PRUNE_MIN_POSTINGS:
             return None
-        if cjk is not None:
-            df = np.column_stack([lengths - cjk, cjk]).astype(np.float64)
-        elif table.mixed:
-            df = np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
-        elif table.dead:
-            alive = table.alive
-            df = np.array(
-                [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
-                dtype=np.float64,
-            )
-        else:
-            df = lengths.astype(np.float64)
-        coef, norm = self._coefficients(weights, df)
+        coef, norm = self._coefficients(weights, _span_df(table, spans, cjk, lengths))
         order = np.argsort(-coef, kind="stable").tolist()
         pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
         try:
@@ -487,15 +481,22 @@ class TextIndex:
         finally:
             pruner.release()
 
-    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Per-slot zeroed accumulators for :class:`_Pruner`, kept between queries.
+    def _scratch(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Per-slot accumulators for :class:`_Pruner`, kept between queries.
 
-        A query zeroes only the slots it touched (:meth:`_Pruner.release`),
-        instead of allocating and clearing three arrays of every slot.
+        Two zeroed float arrays, a False mask and a slot -> candidate map
+        holding -1. A query resets only the slots it touched
+        (:meth:`_Pruner.release`), instead of allocating and clearing four
+        arrays of every slot per query.
         """
         n = len(self._docs.ids)
         if len(self._scratch_seen) != n:
-            self._scratch_arrays = (np.zeros(n), np.zeros(n), np.zeros(n, dtype=bool))
+            self._scratch_arrays = (
+                np.zeros(n),
+                np.zeros(n),
+                np.zeros(n, dtype=bool),
+                np.full(n, -1, dtype=np.int32),
+            )
             self._scratch_seen = self._scratch_arrays[2]
         return self._scratch_arrays
 
@@ -583,10 +584,9 @@ class TextIndex:
         slots = {slot_of[d]: d for d in doc_ids if d in slot_of}
         if not known or not slots:
             return out
-        term_idx, docs, _ = self._postings.gather([tid for _, tid in known])
-        want = np.isin(docs, np.fromiter(slots, dtype=np.int64))
+        want = np.array(sorted(slots), dtype=np.int64)
         found: dict[str, set[int]] = {}
-        for i, slot in zip(term_idx[want].tolist(), docs[want].tolist(), strict=True):
+        for i, slot in self._postings.holders([tid for _, tid in known], want):
             found.setdefault(slots[slot], set()).add(i)
         for doc_id, idx in found.items():
             out[doc_id] = [known[i][0] for i in sorted(idx)]
@@ -779,6 +779,98 @@ def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
     return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
 
 
+def _match_scope(
+    index: TextIndex,
+    tids: list[int],
+    weights: list[float],
+    slots: np.ndarray,
+    k: int | None,
+    exclude: Collection[str],
+) -> list[tuple[str, float]] | None:
+    """:meth:`TextIndex._match_all` over a small scope (``slots``: its sorted live slots): the same result.
+
+    The statistics come from the postings' extents; only the postings of the
+    scope's slots are read (:meth:`Postings.within`). None when the scope is
+    not small beside the query's postings.
+    """
+    table = index._docs
+    spans, cjk = index._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
+    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+    if len(slots) * SCOPE_RATIO >= int(lengths.sum()):
+        return None
+    coef, norm = index._coefficients(weights, _span_df(table, spans, cjk, lengths))
+    marks = index._scratch()[2]  # False everywhere between queries
+    marks[slots] = True
+    try:
+        term_idx, docs, tfs = index._postings.within(tids, slots, marks)
+    finally:
+        marks[slots] = False
+    cls = table.cjk[docs] if table.mixed else None
+    return _scored(index, term_idx, docs, tfs, cls, coef, norm, k, exclude)
+
+
+def _scored(
+    index: TextIndex,
+    term_idx: np.ndarray,
+    docs: np.ndarray,
+    tfs: np.ndarray,
+    cls: np.ndarray | None,
+    coef: np.ndarray,
+    norm: np.ndarray,
+    k: int | None,
+    exclude: Collection[str],
+) -> list[tuple[str, float]]:
+    """Rank the postings (``term_idx``, ``docs``, ``tfs``; ``cls``: their documents' classes) by BM25.
+
+    ``coef``, ``norm``: :meth:`TextIndex._coefficients` of the query.
+    """
+    table = index._docs
+    if len(docs) == 0:
+        return []
+    # contribution = coef[t] * tf / (tf + k1 * (1 - b) + norm[class] * dl), in place
+    tf = tfs.astype(np.float64)
+    if cls is None:
+        den = table.len[docs].astype(np.float64)
+        den *= norm[0]
+    else:
+        den = table.length_factors(norm)[docs]
+    den += index.k1 * (1.0 - index.b)
+    den += tf
+    contrib = np.divide(tf, den, out=tf)
+    contrib *= coef[term_idx]
+    # A document's contributions are summed in query-term order (it lives
+    # in one segment), so equal documents get bit-equal scores.
+    slots, bins = _bins(docs, len(table.ids))
+    scores = np.bincount(bins, weights=contrib, minlength=len(slots) if slots is not None else len(table.ids))
+    if slots is None:
+        table.zero_excluded(scores, exclude)
+        at = cand = np.flatnonzero(scores > 0)
+    else:
+        if exclude:
+            scores[np.isin(slots, table.excluded_slots(exclude))] = 0.0
+        at = np.flatnonzero(scores > 0)
+        cand = slots[at]
+    score = scores[at]
+    if index.coordination != (0.0, 0.0) and len(cand):
+        mass = coef / (index.k1 + 1.0)  # w * idf per query term
+        matched = np.bincount(bins, weights=mass[term_idx], minlength=len(scores))[at]
+        score *= index._coordination_factor(matched / float(mass.sum()), cand)
+    return table.ranked(cand, score, k)
+
+
+def _bins(docs: np.ndarray, n_slots: int) -> tuple[np.ndarray | None, np.ndarray]:
+    """Accumulator bins for the postings ``docs``: (None, docs) to sum into one bin per slot,
+    or, when the postings are few beside the slots, (their distinct slots, each posting's bin)
+    so that a query over a small scope does not allocate and scan arrays of every slot.
+
+    Either way ``np.bincount`` adds a bin's weights in posting order: the sums are bit-equal.
+    """
+    if len(docs) * 8 >= n_slots:
+        return None, docs
+    slots, bins = np.unique(docs, return_inverse=True)
+    return slots, bins
+
+
 def _power(x: np.ndarray, g: float) -> np.ndarray:
     """``x ** g``, with the exponents 0, 1/2 and 1 done without ``np.power`` (several times faster)."""
     if g == 1.0:
@@ -798,6 +890,26 @@ def _doc_classes(segments: list[Segment], vocab: Vocab, doc_len: np.ndarray) -> 
         per_posting = np.repeat(flags[seg.terms], np.diff(seg.ptr))
         n_cjk += np.bincount(seg.docs, weights=seg.tfs * per_posting, minlength=len(doc_len))
     return (2 * n_cjk > doc_len).astype(np.uint8)
+
+
+def _span_df(
+    table: DocTable, spans: list[list[Span]], cjk: list[int] | None, lengths: np.ndarray
+) -> np.ndarray:
+    """Document frequencies of :meth:`TextIndex._coefficients` from the terms' posting extents.
+
+    ``cjk``: per term, its postings in CJK documents (from :meth:`Postings.spans`, no dead slots).
+    """
+    if cjk is not None:
+        return np.column_stack([lengths - cjk, cjk]).astype(np.float64)
+    if table.mixed:
+        return np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
+    if table.dead:
+        alive = table.alive
+        return np.array(
+            [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
+            dtype=np.float64,
+        )
+    return lengths.astype(np.float64)
 
 
 def _class_counts(table: DocTable, spans: list[Span]) -> list[int]:
@@ -842,9 +954,12 @@ class _Pruner:
         self.mass = coef / (index.k1 + 1.0)  # w * idf per query term
         # Dense per-slot accumulators: a step adds one term's postings in
         # O(postings) instead of re-sorting every candidate so far.
-        self.acc, matched, self.seen = index._scratch()
+        self.acc, matched, self.seen, self.position = index._scratch()
         self.matched = matched if self.coordinated else None
+        # Excluded slots count as seen, so they never become candidates.
+        self.seen[excluded] = True
         self.cand_parts: list[np.ndarray] = []
+        self.n_cand = 0
 
     def _contributions(self, j: int, docs: np.ndarray, tfs: np.ndarray) -> np.ndarray:
         """BM25 contributions of term ``j`` to ``docs`` with term frequencies ``tfs``."""
@@ -857,8 +972,8 @@ class _Pruner:
 
     def release(self) -> None:
         """Zero the accumulators where this pass wrote, for the next query."""
-        if self.cand_parts:
-            touched = np.concatenate(self.cand_parts)
+        if self.cand_parts or len(self.excluded):
+            touched = np.concatenate([*self.cand_parts, self.excluded])
             self.acc[touched] = 0.0
             if self.matched is not None:
                 self.matched[touched] = 0.0
@@ -878,21 +993,18 @@ class _Pruner:
             new = d[~self.seen[d]]
             self.seen[new] = True
             self.cand_parts.append(new)
+            self.n_cand += len(new)
         rest = float(self.coef[others].sum())
         # A partial score never exceeds the essential terms' bounds together.
-        if not self.cand_parts or rest >= float(self.coef[essential].sum()):
+        if self.n_cand < k or rest >= float(self.coef[essential].sum()):
             return None
         cand = np.concatenate(self.cand_parts).astype(np.int64)
-        if len(self.excluded):
-            cand = cand[~np.isin(cand, self.excluded)]
-        if len(cand) < k:
-            return None
         score = self.acc[cand]
         theta = float(np.partition(score, len(score) - k)[len(score) - k])
         if rest >= theta:
             return None
         matched = None if self.matched is None else self.matched[cand]
-        self._complete(cand, score, matched, others)
+        cand, score, matched = self._complete(cand, score, matched, others, k)
         if matched is not None:
             # Coordination only lowers scores, and a document without an
             # essential term stays below ``rest``: the top k is exact when
@@ -904,19 +1016,62 @@ class _Pruner:
         return self.table.ranked(cand[positive], score[positive], k)
 
     def _complete(
-        self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int]
-    ) -> None:
-        """Add the other terms' contributions to the candidates' ``score`` (and ``matched``), in place."""
-        # a slot -> candidate map
-        position = np.full(len(self.table.ids), -1, dtype=np.int32)
-        position[cand] = np.arange(len(cand), dtype=np.int32)
-        for j in others:
+        self, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None, others: list[int], k: int
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """The candidates that can still reach the top ``k``, with the other terms' contributions added.
+
+        ``others`` go in decreasing bound. Before each, a candidate is dropped
+        when its partial score plus the bounds of the terms left is below the
+        k-th best partial final score (the coordination factor is at most 1
+        and does not fall as the matched share grows, so partial scores only
+        rise): it cannot beat k candidates. A survivor's score is the same sum,
+        in the same order, as without the cut. Few candidates are looked up by
+        binary search in a term's postings, many through a slot map.
+        """
+        mass_total = float(self.mass.sum())
+        for i, j in enumerate(others):
+            if len(cand) > max(k, _PRUNE_SMALL):
+                high = score + float(self.coef[others[i:]].sum())
+                if matched is None:
+                    low = score
+                else:
+                    factor = self.index._coordination_factor
+                    low = score * factor(matched / mass_total, cand)
+                    share = np.minimum((matched + float(self.mass[others[i:]].sum())) / mass_total, 1.0)
+                    high *= factor(share, cand)
+                theta = float(np.partition(low, len(low) - k)[len(low) - k])
+                # the slack covers rounding: a sum taken term by term may end an ulp above the bound
+                keep = np.flatnonzero(high >= theta * (1.0 - 1e-9))
+                if len(keep) < len(cand):
+                    cand, score = cand[keep], score[keep]
+                    matched = None if matched is None else matched[keep]
+            self._add_term(j, cand, score, matched)
+        return cand, score, matched
+
+    def _add_term(self, j: int, cand: np.ndarray, score: np.ndarray, matched: np.ndarray | None) -> None:
+        """Add term ``j``'s contributions to the candidates' ``score`` (and ``matched``), in place."""
+        mapped = False
+        position = self.position  # slot -> candidate, -1 elsewhere (reset below)
+        try:
             for seg, a, z in self.spans[j]:
-                where = position[seg.docs[a:z]]
-                hit = np.flatnonzero(where >= 0)
-                if len(hit) == 0:
+                docs = seg.docs[a:z]
+                if len(cand) * _SEARCH_RATIO < z - a:
+                    where = np.searchsorted(docs, cand)
+                    where[where >= len(docs)] = 0
+                    at = np.flatnonzero(docs[where] == cand)
+                    hit = where[at]
+                else:
+                    if not mapped:
+                        position[cand] = np.arange(len(cand), dtype=np.int32)
+                        mapped = True
+                    where = position[docs]
+                    hit = np.flatnonzero(where >= 0)
+                    at = where[hit]
+                if len(at) == 0:
                     continue
-                at = where[hit]
                 score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
                 if matched is not None:
                     matched[at] += self.mass[j]
+        finally:
+            if mapped:
+                position[cand] = -1

@@ -25,13 +25,17 @@ import numpy as np
 
 from .script import is_cjk
 
-__all__ = ["PENDING_MAX", "Postings", "Segment", "Vocab"]
+__all__ = ["PENDING_MAX", "SEARCH_RATIO", "Postings", "Segment", "Vocab"]
 
 #: Term occurrences buffered before they become a segment.
 PENDING_MAX = 1 << 18
 _MERGE_WIDTH = 8  # segments of one tier merged at once; tier = floor(log8(postings))
 _MERGE_MAX = 1 << 24  # postings above which automatic merging stops
+_MERGE_CHUNK = 1 << 20  # merge_all() places this many postings at a time
 _FEW_TERMS = 16  # up to this many terms, gather() concatenates slices
+#: A term's postings are binary-searched for wanted slots when they
+#: outnumber those slots this many times, else scanned.
+SEARCH_RATIO = 8
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -40,7 +44,7 @@ _EMPTY_I64 = np.zeros(0, dtype=np.int64)
 class Segment:
     """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
 
-    __slots__ = ("_fwd", "_n_cjk", "docs", "ptr", "terms", "tfs")
+    __slots__ = ("_bounds", "_fwd", "_n_cjk", "docs", "ptr", "terms", "tfs")
 
     def __init__(self, terms: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
         self.terms = terms  # int32, strictly increasing
@@ -49,6 +53,13 @@ class Segment:
         self.tfs = tfs  # uint16, >= 1
         self._n_cjk: np.ndarray | None = None
         self._fwd: tuple[np.ndarray, np.ndarray] | None = None
+        self._bounds: tuple[int, int] | None = None
+
+    def bounds(self) -> tuple[int, int]:
+        """(lowest, highest) slot with a posting here; (0, -1) when empty. Computed once."""
+        if self._bounds is None:
+            self._bounds = (int(self.docs.min()), int(self.docs.max())) if len(self.docs) else (0, -1)
+        return self._bounds
 
     def by_slot(self) -> tuple[np.ndarray, np.ndarray]:
         """(order, offsets): the postings of slot ``s`` are ``order[offsets[s]:offsets[s+1]]``.
@@ -285,6 +296,44 @@ class Postings:
             segs[-_MERGE_WIDTH:] = [_merge(segs[-_MERGE_WIDTH:])]
         return classes
 
+    def merge_all(self) -> None:
+        """Merge every segment into one (flush first): a query reads each term's postings in one piece.
+
+        O(postings) without sorting: each segment's postings are copied to
+        their place in the merged arrays, older segments first within a term
+        (an older segment holds lower slots, so slots stay increasing), a
+        bounded number of postings at a time, so the extra memory is about
+        one copy of the postings. For maintenance (after a rebuild or a
+        compaction), not for every write: the tiered merging keeps writes cheap.
+        """
+        segs = [s for s in self.segments if s.nnz]
+        if len(segs) <= 1:
+            self.segments = segs
+            return
+        terms = np.unique(np.concatenate([s.terms for s in segs]))
+        counts = np.zeros(len(terms), dtype=np.int64)
+        at_term = [np.searchsorted(terms, s.terms) for s in segs]
+        for seg, where in zip(segs, at_term, strict=True):
+            counts[where] += np.diff(seg.ptr)
+        ptr = np.zeros(len(terms) + 1, dtype=np.int64)
+        np.cumsum(counts, out=ptr[1:])
+        docs = np.empty(int(ptr[-1]), dtype=np.int32)
+        tfs = np.empty(int(ptr[-1]), dtype=np.uint16)
+        free = ptr[:-1].copy()  # next free position of each term's run
+        for seg, where in zip(segs, at_term, strict=True):
+            lengths = np.diff(seg.ptr)
+            # chunks of whole terms, about _MERGE_CHUNK postings each
+            cuts = np.searchsorted(seg.ptr, np.arange(0, seg.nnz, _MERGE_CHUNK), side="right") - 1
+            for lo, hi in zip(cuts.tolist(), [*cuts[1:].tolist(), len(lengths)], strict=True):
+                if lo >= hi:
+                    continue
+                a, z = int(seg.ptr[lo]), int(seg.ptr[hi])
+                pos = np.repeat(free[where[lo:hi]] - seg.ptr[lo:hi], lengths[lo:hi]) + np.arange(a, z)
+                docs[pos] = seg.docs[a:z]
+                tfs[pos] = seg.tfs[a:z]
+            free[where] += lengths
+        self.segments = [Segment(terms.astype(np.int32), ptr, docs, tfs)]
+
     def compacted(self, slot_map: np.ndarray | None, n_terms: int) -> np.ndarray | None:
         """Renumber slots through ``slot_map`` (None: keep) and drop unused terms.
 
@@ -349,6 +398,73 @@ class Postings:
             np.concatenate([p[1] for p in parts]),
             np.concatenate([p[2] for p in parts]),
         )
+
+    def holders(self, tids: Sequence[int], slots: np.ndarray) -> list[tuple[int, int]]:
+        """(index into ``tids``, slot) for each of the sorted ``slots`` holding each term (flush first).
+
+        By binary search of the few ``slots`` in each term's postings, skipping
+        segments that hold none of them: O(terms x slots x log postings), not
+        O(postings) like :meth:`gather`. Pairs come by segment, then in ``tids`` order.
+        """
+        out: list[tuple[int, int]] = []
+        if not len(slots) or not len(tids):
+            return out
+        q = np.asarray(tids, dtype=np.int32)
+        first, last = int(slots[0]), int(slots[-1])
+        for seg in self.segments:
+            lo, hi = seg.bounds()
+            if hi < first or lo > last or len(seg.terms) == 0:
+                continue
+            want = slots[np.searchsorted(slots, lo) : np.searchsorted(slots, hi, side="right")]
+            if not len(want):
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            for h in np.flatnonzero(seg.terms[pos] == q).tolist():
+                p = int(pos[h])
+                docs = seg.docs[int(seg.ptr[p]) : int(seg.ptr[p + 1])]
+                at = np.searchsorted(docs, want)
+                at[at >= len(docs)] = 0
+                out += [(h, s) for s in want[docs[at] == want].tolist()]
+        return out
+
+    def within(
+        self, tids: Sequence[int], slots: np.ndarray, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The postings of :meth:`gather` whose slot is among the sorted ``slots``, in the same order.
+
+        ``mask``: a per-slot boolean array true exactly at ``slots``. A term's
+        postings are binary-searched for the slots when those are few beside
+        them, else filtered through ``mask``; segments holding none of the
+        slots are skipped. So a small scope costs about its size per term,
+        not the term's postings.
+        """
+        parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        q = np.asarray(tids, dtype=np.int32)
+        for seg in self.segments if len(q) and len(slots) else ():
+            lo, hi = seg.bounds()
+            want = slots[np.searchsorted(slots, lo) : np.searchsorted(slots, hi, side="right")]
+            if not len(want) or not len(seg.terms):
+                continue
+            pos = np.searchsorted(seg.terms, q)
+            pos[pos >= len(seg.terms)] = 0
+            for h in np.flatnonzero(seg.terms[pos] == q).tolist():
+                p = int(pos[h])
+                a, z = int(seg.ptr[p]), int(seg.ptr[p + 1])
+                docs = seg.docs[a:z]
+                if len(want) * SEARCH_RATIO < z - a:
+                    at = np.searchsorted(docs, want)
+                    at[at >= len(docs)] = 0
+                    at = at[docs[at] == want]
+                else:
+                    at = np.flatnonzero(mask[docs])
+                if len(at):
+                    parts.append(
+                        (np.full(len(at), h, dtype=np.int64), docs[at].astype(np.int64), seg.tfs[a:z][at])
+                    )
+        if not parts:
+            return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
+        return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
     def doc_terms(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, term frequencies) of one slot (flush first): its postings live in one segment."""

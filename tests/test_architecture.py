@@ -24,6 +24,7 @@ RANK = {
     "textindex_docs": 1,
     "textindex_similar": 1,
     "textindex_codec": 1,
+    "textindex_scope": 1,
     "textindex": 2,
     "textindex_phrase": 2,
     "synonyms": 1,

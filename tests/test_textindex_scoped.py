@@ -1,0 +1,150 @@
+"""The text index's fast query paths give the answers of the exhaustive ones.
+
+A small scope is scored through binary searches of its slots in the postings
+(``TextIndex._match_scope``); MaxScore drops candidates while completing them;
+``terms_of`` binary-searches the hits in the query terms' postings. Each is
+checked against the plain path on random stores with several segments, dead
+slots and both script classes.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from md_cg import textindex
+from md_cg.textindex import TextIndex
+
+N_DOCS = 3000
+VOCAB = [f"w{i}" for i in range(150)] + [chr(0x4E00 + i) + chr(0x4E80 + i) for i in range(150)]
+ZIPF = [1.0 / (i % 150 + 1) for i in range(300)]
+
+
+def _store(*, mixed: bool, dead: bool, seed: int) -> TextIndex:
+    """3,000 documents in 50 buckets, flushed into several segments."""
+    rng = random.Random(seed)
+    index = TextIndex()
+    for d in range(N_DOCS):
+        half = VOCAB[150:] if mixed and d % 3 == 0 else VOCAB[:150]
+        terms = rng.choices(half, weights=ZIPF[:150], k=rng.randint(5, 30)) + rng.choices(VOCAB, k=2)
+        # bucket -1: no bucket (documents outside the bucketed layer)
+        index.add(f"d{d:04d}", terms, layer=d % 2, bucket=d % 50 - 1, prior=rng.random())
+        if d % 700 == 699:
+            index.match([("w1", 1.0)], index.scope(), k=1)  # a query flushes: one segment more
+    for d in range(0, N_DOCS, 13) if dead else ():
+        index.remove(f"d{d:04d}")
+    index.match([("w1", 1.0)], index.scope(), k=1)
+    assert len(index._postings.segments) >= 4
+    assert index._docs.mixed is mixed and bool(index._docs.dead) is dead
+    return index
+
+
+@pytest.mark.parametrize(("mixed", "dead"), [(False, False), (True, False), (True, True)])
+def test_a_small_scope_is_scored_exactly_as_by_full_scoring(monkeypatch, mixed: bool, dead: bool) -> None:
+    index = _store(mixed=mixed, dead=dead, seed=21)
+    rng = random.Random(22)
+    real = textindex._match_scope
+    used: list[bool] = []
+    scoped = True
+
+    def switch(*args):  # type: ignore[no-untyped-def]
+        out = real(*args) if scoped else None
+        used.append(out is not None)
+        return out
+
+    monkeypatch.setattr(textindex, "_match_scope", switch)
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)  # the other path scores every posting
+    pool = VOCAB[:40] + VOCAB[150:190]
+    for _ in range(120):
+        query = [(t, rng.choice([1.0, 0.6])) for t in rng.sample(pool, rng.randint(1, 8))]
+        scope = index.scope(layers=[rng.randrange(2)], buckets=rng.sample(range(-1, 49), rng.randint(1, 2)))
+        exclude = {f"d{rng.randrange(N_DOCS):04d}" for _ in range(rng.randint(0, 40))}
+        k = rng.choice([None, 1, 5, 10])
+        scoped = True
+        fast = index.match(query, scope, k=k, exclude=exclude, feedback=False)
+        scoped = False
+        full = index.match(query, scope, k=k, exclude=exclude, feedback=False)
+        assert index.size(scope) == len(index._docs.mask(scope).nonzero()[0])
+        assert fast == full  # same ids, bit-equal scores
+        assert all(d not in exclude for d, _ in fast)
+    assert sum(used) >= 60  # the scoped path answered most queries (the rest hold too few postings)
+
+
+def test_maxscore_drops_candidates_while_completing_and_keeps_the_exact_top_k(monkeypatch) -> None:
+    index = _store(mixed=True, dead=True, seed=31)
+    rng = random.Random(32)
+    sizes: list[int] = []
+    real = textindex._Pruner._add_term
+
+    def recording(self, j, cand, score, matched):  # type: ignore[no-untyped-def]
+        sizes.append(len(cand))
+        return real(self, j, cand, score, matched)
+
+    monkeypatch.setattr(textindex._Pruner, "_add_term", recording)
+    dropped = 0
+    for _ in range(80):
+        query = [(t, 1.0) for t in rng.sample(VOCAB[:8], 2) + rng.sample(VOCAB[60:150], 3)]
+        k = rng.choice([1, 3, 10])
+        exclude = {f"d{rng.randrange(N_DOCS):04d}" for _ in range(rng.randint(0, 5))}
+        sizes.clear()
+        monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+        pruned = index.match(query, index.scope(), k=k, exclude=exclude, feedback=False)
+        dropped += bool(sizes) and sizes[-1] < sizes[0]
+        monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)
+        full = index.match(query, index.scope(), k=k, exclude=exclude, feedback=False)
+        assert [d for d, _ in pruned] == [d for d, _ in full]
+        assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
+    assert dropped >= 20
+
+
+def test_terms_of_names_exactly_the_query_terms_each_document_holds() -> None:
+    index = _store(mixed=True, dead=True, seed=41)
+    rng = random.Random(42)
+    counts = index.doc_term_counts()
+    live = sorted(counts)
+    for _ in range(40):
+        docs = [*rng.sample(live, rng.randint(1, 12)), "d0000", "unknown"]  # d0000 was removed
+        terms = [*rng.sample(VOCAB[:20] + VOCAB[140:160], 8), "never-seen"]
+        got = index.terms_of(docs, terms)
+        assert got == {d: [t for t in terms if t in counts.get(d, {})] for d in docs}
+
+
+def test_postings_within_keeps_the_gathered_postings_of_the_slots_in_order() -> None:
+    index = _store(mixed=False, dead=False, seed=51)
+    postings = index._postings
+    rng = np.random.default_rng(52)
+    tids = [index._vocab[t] for t in ("w0", "w3", "w90", "w149", "w7")]
+    term_idx, docs, tfs = postings.gather(tids)
+    for size in (1, 20, 400, 2500):
+        slots = np.sort(rng.choice(N_DOCS, size, replace=False)).astype(np.int64)
+        mask = np.zeros(N_DOCS, dtype=bool)
+        mask[slots] = True
+        keep = mask[docs]
+        got = postings.within(tids, slots, mask)
+        want = [term_idx[keep].tolist(), docs[keep].tolist(), tfs[keep].tolist()]
+        assert [a.tolist() for a in got] == want
+        assert len(got[1]) > 0
+
+
+def test_merging_the_segments_keeps_every_posting_and_every_answer(monkeypatch) -> None:
+    from md_cg import textindex_postings
+
+    monkeypatch.setattr(textindex_postings, "_MERGE_CHUNK", 1000)  # several chunks per segment
+    index = _store(mixed=True, dead=True, seed=61)
+    index.add("late", ["w1", "w2", "w2"], layer=0, bucket=3)  # still pending: merged too
+    rng = random.Random(62)
+    queries = [[(t, 1.0) for t in rng.sample(VOCAB[:30] + VOCAB[150:180], 4)] for _ in range(30)]
+    scopes = [index.scope(), index.scope(layers=[0], buckets=[3, 7])]
+    before = [index.match(q, s, k=k) for q in queries for s in scopes for k in (None, 10)]
+    counts = index.doc_term_counts()
+    expected = textindex_postings._merge(index._postings.segments)
+    index.merge_segments()
+    (merged,) = index._postings.segments
+    for name in ("terms", "ptr", "docs", "tfs"):
+        assert getattr(merged, name).tolist() == getattr(expected, name).tolist()
+        assert getattr(merged, name).dtype == getattr(expected, name).dtype
+    assert [index.match(q, s, k=k) for q in queries for s in scopes for k in (None, 10)] == before
+    assert index.doc_term_counts() == counts
+    assert TextIndex.from_bytes(index.to_bytes()).doc_term_counts() == counts
