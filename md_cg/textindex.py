@@ -651,20 +651,25 @@ class TextIndex:
         return codec.encode(header, arrays)
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, analyzer: Callable[[str], list[str]] | None = None) -> TextIndex:
+    def from_bytes(
+        cls, data: bytes | memoryview, *, analyzer: Callable[[str], list[str]] | None = None
+    ) -> TextIndex:
         """Load an image written by :meth:`to_bytes`; ValueError when ``data`` is not one.
 
-        Postings are zero-copy views of ``data``.
+        Postings are zero-copy views of ``data`` (copied first unless it is
+        ``bytes`` or a read-only view, so that they cannot change under the index).
         """
+        if not isinstance(data, bytes) and not (isinstance(data, memoryview) and data.readonly):
+            data = bytes(data)
         try:
-            return cls._load(bytes(data), analyzer)
+            return cls._load(data, analyzer)
         except ValueError:
             raise
         except (KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
             raise ValueError(f"corrupt text index: {exc!r}") from None
 
     @classmethod
-    def _load(cls, data: bytes, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
+    def _load(cls, data: bytes | memoryview, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
         header, arrays = codec.decode(data)
         n, n_terms, n_seg = int(header["n_docs"]), int(header["n_terms"]), int(header["n_segments"])
         if len(arrays) not in (4 * n_seg + 6, 4 * n_seg + 8):

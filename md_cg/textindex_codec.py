@@ -43,21 +43,21 @@ def encode(header: dict[str, Any], arrays: Sequence[np.ndarray]) -> bytes:
     return b"".join(parts)
 
 
-def decode(data: bytes) -> tuple[dict[str, Any], list[np.ndarray]]:
+def decode(data: bytes | memoryview) -> tuple[dict[str, Any], list[np.ndarray]]:
     """The header and the arrays of an image; ValueError when ``data`` is not a sound one.
 
     The arrays are read-only views of ``data``. Malformed headers may also
     raise KeyError, TypeError or IndexError (the caller reports them as a
     corrupt image).
     """
-    if len(data) < len(MAGIC) + 8 or data[: len(MAGIC)] != MAGIC:
+    if len(data) < len(MAGIC) + 8 or bytes(data[: len(MAGIC)]) != MAGIC:
         raise ValueError("not a text index image (bad magic)")
     (crc,) = struct.unpack_from("<I", data, len(data) - 4)
     if zlib.crc32(memoryview(data)[:-4]) != crc:
         raise ValueError("corrupt text index image (checksum mismatch)")
     (head_len,) = struct.unpack_from("<I", data, len(MAGIC))
     pos = len(MAGIC) + 4
-    header = json.loads(data[pos : pos + head_len])
+    header = json.loads(bytes(data[pos : pos + head_len]))
     pos += head_len
     arrays: list[np.ndarray] = []
     for dtype, count in header["arrays"]:
