@@ -93,8 +93,8 @@ def _row(e: Entry) -> bytes:
     return orjson.dumps([getattr(e, name) for name in LAZY])
 
 
-def _sections(state: IndexState) -> tuple[bytes, bytes]:
-    """The entries section (JSON) and the rows section (a codec image) of ``state``."""
+def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
+    """The entries section (JSON) and the rows section (a codec image, as parts) of ``state``."""
     ids: list[str] = []
     layers: list[str] = []
     buckets: list[int] = []
@@ -140,15 +140,21 @@ def _sections(state: IndexState) -> tuple[bytes, bytes]:
     np.cumsum([len(r) for r in rows], out=ptr[1:])
     blob = b"".join(rows)
     del rows
-    rows_blob = codec.encode({"rows": len(ptr) - 1}, [ptr, np.frombuffer(blob, dtype=np.uint8)])
-    return entries_blob, rows_blob
+    rows_parts = codec.encode_parts({"rows": len(ptr) - 1}, [ptr, np.frombuffer(blob, dtype=np.uint8)])
+    return entries_blob, rows_parts
 
 
-def encode_parts(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> list[bytes]:
-    """The snapshot of ``state`` covering the log up to ``offsets``, as the parts to write in order."""
+def encode_parts(
+    state: IndexState, offsets: dict[str, int], generation: int | None = None
+) -> list[bytes | memoryview]:
+    """The snapshot of ``state`` covering the log up to ``offsets``, as buffers to write in order.
+
+    The sections are not joined (the text image is mostly views of the index's
+    own arrays): writing them one after the other needs no second copy.
+    """
     state.flush_text()
-    entries_blob, rows_blob = _sections(state)
-    text_blob = state.text.to_bytes()
+    entries_blob, rows_parts = _sections(state)
+    text_parts = state.text.to_parts()
     header = orjson.dumps(
         {
             "version": VERSION,
@@ -157,12 +163,12 @@ def encode_parts(state: IndexState, offsets: dict[str, int], generation: int | N
             "offsets": offsets,
             "generation": generation,
             "entries_len": len(entries_blob),
-            "rows_len": len(rows_blob),
-            "text_len": len(text_blob),
+            "rows_len": sum(map(len, rows_parts)),
+            "text_len": sum(map(len, text_parts)),
             "crc32": zlib.crc32(entries_blob),
         }
     )
-    return [MAGIC + header + b"\n", entries_blob, rows_blob, text_blob]
+    return [MAGIC + header + b"\n", entries_blob, *rows_parts, *text_parts]
 
 
 def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
@@ -178,7 +184,7 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
     """
     before = read_header(root)
     generation = before.generation + 1 if before is not None and before.generation is not None else 1
-    st = fsops.atomic_write(root, REL, encode(state, offsets, generation))
+    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation)
 
 

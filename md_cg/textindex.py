@@ -620,7 +620,11 @@ class TextIndex:
     # --------------------------------------------------------- persistence
 
     def to_bytes(self) -> bytes:
-        """A compact binary image of the index (compacts the index first).
+        """A compact binary image of the index (compacts the index first); see :meth:`to_parts`."""
+        return b"".join(self.to_parts())
+
+    def to_parts(self) -> list[bytes | memoryview]:
+        """The image of :meth:`to_bytes` as buffers to write in order (views of the index's arrays).
 
         Layout: magic ``MDCGTIX1``, a little-endian u32 header length, a JSON
         header (k1, b, counts, array table), 8-byte aligned numpy arrays
@@ -648,7 +652,7 @@ class TextIndex:
             "n_terms": len(self._vocab.terms),
             "n_segments": len(segments),
         }
-        return codec.encode(header, arrays)
+        return codec.encode_parts(header, arrays)
 
     @classmethod
     def from_bytes(
