@@ -648,8 +648,10 @@ def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState
         scan = scan_files(root)
     state = IndexState()
     by_id: dict[str, list[Parsed]] = {}
+    rels = sorted(scan.files)
+    scan = None  # its stat results are not needed any more (~1 KiB per file)
     with DirCache(root) as dirs:
-        for rel in sorted(scan.files):
+        for rel in rels:
             try:
                 parsed = parse_file(root, rel, dirs)
             except (MalformedNodeFileError, UnsafePathError) as exc:
