@@ -383,7 +383,7 @@ class Entries(MutableMapping[str, Entry]):
             return e
         row = self._rows.get(node_id)
         if row is None:
-            raise KeyError(node_id)
+            return self._live[node_id]  # (again: settled by another thread meanwhile)
         return self._materialise(node_id, row)
 
     def get(self, node_id: str, default: Any = None) -> Any:
@@ -392,16 +392,19 @@ class Entries(MutableMapping[str, Entry]):
             return e
         row = self._rows.get(node_id) if self._rows else None
         if row is None:
-            return default
+            return self._live.get(node_id, default)  # (again: settled by another thread meanwhile)
         return self._materialise(node_id, row)
 
     def _materialise(self, node_id: str, row: int) -> Entry:
-        assert self._make is not None
+        make = self._make
+        if make is None:
+            return self._live[node_id]  # settled by another thread meanwhile
         # setdefault: two readers materialising one row at once keep one object
-        return self._live.setdefault(node_id, self._make(row))
+        return self._live.setdefault(node_id, make(row))
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._live or node_id in self._rows
+        # _rows first: settle() replaces _live before it empties _rows (readers need no lock)
+        return node_id in self._rows or node_id in self._live
 
     def __len__(self) -> int:
         return len(self._rows) + self._extra
@@ -434,8 +437,13 @@ class Entries(MutableMapping[str, Entry]):
                         out[node_id] = self._make(row)  # type: ignore[misc]
             for node_id, e in live.items():
                 out.setdefault(node_id, e)
-            self._live, self._rows, self._ids, self._make = out, {}, None, None
+            # In this order: a reader without the lock that misses in the new _rows finds
+            # the entry in the new _live (see get / __getitem__ / __contains__).
+            self._extra = len(out) - len(rows)
+            self._live = out
+            self._rows = {}
             self._extra = len(out)
+            self._ids, self._make = None, None
         return self._live
 
     def __iter__(self) -> Iterator[str]:
