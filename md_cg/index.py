@@ -352,9 +352,13 @@ class Entries(MutableMapping[str, Entry]):
     the state go through ``__setitem__``/``__delitem__``, which retire a row.
     """
 
-    __slots__ = ("_extra", "_ids", "_live", "_make", "_rows")
+    __slots__ = ("_extra", "_ids", "_live", "_make", "_rows", "source")
 
-    def __init__(self, ids: list[str] | None = None, make: Callable[[int], Entry] | None = None) -> None:
+    def __init__(
+        self, ids: list[str] | None = None, make: Callable[[int], Entry] | None = None, source: Any = None
+    ) -> None:
+        #: what ``make`` reads rows from (the snapshot module's table), for :meth:`walk`'s callers
+        self.source = source
         #: materialised or put entries (a cache of ``_rows`` ids, plus ids not in it)
         self._live: dict[str, Entry] = {}
         #: id -> row, for ids whose entry is still the snapshot's row
@@ -426,15 +430,17 @@ class Entries(MutableMapping[str, Entry]):
         if self._rows:
             assert self._ids is not None
             out: dict[str, Entry] = {}
-            live, rows = self._live, self._rows
-            for node_id in self._ids:
-                e = live.get(node_id)
-                if e is not None:
-                    out[node_id] = e
-                else:
-                    row = rows.get(node_id)
-                    if row is not None:
-                        out[node_id] = self._make(row)  # type: ignore[misc]
+            live, rows, make = self._live, self._rows, self._make
+            assert make is not None
+            with no_gc():  # many entries at once: see no_gc
+                for node_id in self._ids:
+                    e = live.get(node_id)
+                    if e is not None:
+                        out[node_id] = e
+                    else:
+                        row = rows.get(node_id)
+                        if row is not None:
+                            out[node_id] = make(row)
             for node_id, e in live.items():
                 out.setdefault(node_id, e)
             # In this order: a reader without the lock that misses in the new _rows finds
@@ -443,8 +449,34 @@ class Entries(MutableMapping[str, Entry]):
             self._live = out
             self._rows = {}
             self._extra = len(out)
-            self._ids, self._make = None, None
+            self._ids, self._make, self.source = None, None, None
         return self._live
+
+    def walk(self) -> Iterator[tuple[str, Entry | None, int | None]]:
+        """``(id, entry, None)`` per entry, or ``(id, None, row)`` for a row not materialised.
+
+        In :meth:`settle`'s order, materialising nothing (a snapshot of a
+        state opened from one copies the rows nobody used).
+        """
+        if not self._rows:
+            for node_id, e in self._live.items():
+                yield node_id, e, None
+            return
+        assert self._ids is not None
+        live, rows = self._live, self._rows
+        done: set[str] = set()
+        for node_id in self._ids:
+            cached = live.get(node_id)
+            if cached is not None:
+                done.add(node_id)
+                yield node_id, cached, None
+            else:
+                row = rows.get(node_id)
+                if row is not None:
+                    yield node_id, None, row
+        for node_id, e in live.items():
+            if node_id not in done:
+                yield node_id, e, None
 
     def __iter__(self) -> Iterator[str]:
         return iter(self.settle())

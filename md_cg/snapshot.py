@@ -93,45 +93,82 @@ def _row(e: Entry) -> bytes:
     return orjson.dumps([getattr(e, name) for name in LAZY])
 
 
+class _Columns:
+    """The entries section and the rows of a snapshot being written, one entry at a time."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.layers: list[str] = []
+        self.buckets: list[int] = []
+        self.names: dict[str, int] = {}
+        self.archived: list[int] = []
+        self.moved: list[list[Any]] = []
+        self.restricted: list[int] = []
+        self.edges: list[list[Any]] = []
+        # One buffer: a bytes object from orjson keeps its (4 KiB) working buffer, so
+        # 100k small rows held apart would take ~10x their size.
+        self.rows = bytearray()
+        self.ends: list[int] = []
+
+    def _bucket(self, bucket: str | None) -> int:
+        return -1 if bucket is None else self.names.setdefault(bucket, len(self.names))
+
+    def entry(self, e: Entry) -> None:
+        n = len(self.ids)
+        self.ids.append(e.id)
+        self.layers.append(_LAYER_DIGIT[e.layer])
+        self.buckets.append(self._bucket(e.bucket))
+        if e.archived:
+            self.archived.append(n)
+        if e.path != canonical_path(e):
+            self.moved.append([n, e.path])
+        if e.restricted:
+            self.restricted.append(n)
+        if e.edges:
+            self.edges += ([n, target, etype] for target, etype in e.edges)
+        self.rows += _row(e)
+        self.ends.append(len(self.rows))
+
+    def copy(self, node_id: str, table: _Table, row: int) -> None:
+        """A row of a loaded snapshot nobody used, copied as it is (it was checked when loaded)."""
+        n = len(self.ids)
+        self.ids.append(node_id)
+        self.layers.append(table.layers[row])
+        self.buckets.append(self._bucket(table.bucket_of(row)))
+        if row in table.archived:
+            self.archived.append(n)
+        path = table.paths.get(row)
+        if path is not None:
+            self.moved.append([n, path])
+        if row in table.restricted_rows():
+            self.restricted.append(n)
+        self.edges += ([n, target, etype] for target, etype in table.edges_of(row))
+        self.rows += table.blob[table.ptr[row] : table.ptr[row + 1]]
+        self.ends.append(len(self.rows))
+
+
 def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
     """The entries section (JSON) and the rows section (a codec image, as parts) of ``state``."""
-    ids: list[str] = []
-    layers: list[str] = []
-    buckets: list[int] = []
-    names: dict[str, int] = {}
-    archived: list[int] = []
-    moved: list[list[Any]] = []
-    restricted: list[int] = []
-    edges: list[list[Any]] = []
-    # One buffer: a bytes object from orjson keeps its (4 KiB) working buffer, so
-    # 100k small rows held apart would take ~10x their size.
-    rows = bytearray()
-    ends: list[int] = []
-    for n, e in enumerate(state.entries.values()):
-        ids.append(e.id)
-        layers.append(_LAYER_DIGIT[e.layer])
-        buckets.append(-1 if e.bucket is None else names.setdefault(e.bucket, len(names)))
-        if e.archived:
-            archived.append(n)
-        if e.path != canonical_path(e):
-            moved.append([n, e.path])
-        if e.restricted:
-            restricted.append(n)
-        if e.edges:
-            edges += ([n, target, etype] for target, etype in e.edges)
-        rows += _row(e)
-        ends.append(len(rows))
+    out = _Columns()
+    entries = state.entries
+    table = entries.source if isinstance(entries.source, _Table) else None
+    for node_id, e, row in entries.walk():
+        if e is not None:
+            out.entry(e)
+        else:
+            assert table is not None and row is not None
+            out.copy(node_id, table, row)
     entries_blob = orjson.dumps(
         {
             # first: the ids of the entries, in row order (their other fields are in the rows section)
-            "entries": ids,
-            "layers": "".join(layers),
-            "buckets": buckets,
-            "bucket_names": list(names),
-            "archived": archived,
-            "paths": moved,
-            "restricted": restricted,
-            "edges": edges,
+            "entries": out.ids,
+            "layers": "".join(out.layers),
+            "buckets": out.buckets,
+            "bucket_names": list(out.names),
+            "archived": out.archived,
+            "paths": out.moved,
+            "restricted": out.restricted,
+            "edges": out.edges,
             "bucket_domains": state.bucket_domains,
             "bucket_codes": state.bucket_codes,
             "problems": state.problems,
@@ -139,10 +176,9 @@ def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
             "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
         }
     )
-    del ids, layers, buckets
-    ptr = np.zeros(len(ends) + 1, dtype=np.uint64)
-    ptr[1:] = ends
-    rows_parts = codec.encode_parts({"rows": len(ends)}, [ptr, np.frombuffer(rows, dtype=np.uint8)])
+    ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
+    ptr[1:] = out.ends
+    rows_parts = codec.encode_parts({"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8)])
     return entries_blob, rows_parts
 
 
@@ -155,7 +191,8 @@ def encode_parts(
     own arrays): writing them one after the other needs no second copy.
     """
     state.flush_text()
-    entries_blob, rows_parts = _sections(state)
+    with no_gc():
+        entries_blob, rows_parts = _sections(state)
     text_parts = state.text.to_parts()
     header = orjson.dumps(
         {
@@ -342,6 +379,8 @@ class _Table:
         self.blob = memoryview(b"")
         self.joined = ""
         self.bucket_counts = np.zeros(0, dtype=np.int64)
+        self._restricted_rows: frozenset[int] | None = None
+        self._edges_by_row: dict[int, list[tuple[str, str]]] | None = None
         #: every id is plain ASCII (:data:`_PLAIN_NAMES`)
         self.plain = False
 
@@ -392,6 +431,19 @@ class _Table:
         self.ptr = ptr.tolist()
         self.blob = blob.data
 
+    def restricted_rows(self) -> frozenset[int]:
+        if self._restricted_rows is None:
+            self._restricted_rows = frozenset(self.restricted)
+        return self._restricted_rows
+
+    def edges_of(self, row: int) -> list[tuple[str, str]]:
+        """The edges of ``row`` as stored ([] for most rows)."""
+        if self._edges_by_row is None:
+            self._edges_by_row = {}
+            for n, target, etype in self.edges:
+                self._edges_by_row.setdefault(n, []).append((target, etype))
+        return self._edges_by_row.get(row, [])
+
     def layer_of(self, row: int) -> str:
         return LAYERS[ord(self.layers[row]) - 48]
 
@@ -424,7 +476,7 @@ class _Table:
     def fill(self, state: IndexState) -> None:
         """The state's entries (not materialised) and the maps derived from the columns."""
         ids, names = self.ids, self.bucket_names
-        state.entries = Entries(ids, self.entry)
+        state.entries = Entries(ids, self.entry, source=self)
         state.buckets = {names[code]: int(count) for code, count in enumerate(self.bucket_counts) if count}
         if self.plain and self.joined == self.joined.lower():
             state.keys = dict(zip(ids, ids, strict=True))  # plain lower-case ASCII ids are their own keys

@@ -235,3 +235,24 @@ def test_id_keys_of_plain_and_other_ids(tmp_path: Path, ids: list[str], twin: st
     assert len(eager.keys) == len(ids)
     assert lazy.twins() == eager.twins() == ({} if twin is None else {"abc": sorted([twin, ids[0]])})
     _assert_same(lazy, eager)
+
+
+def test_a_snapshot_of_a_partly_used_and_edited_lazy_state_equals_the_eager_one(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    lazy = _snapshot_state(root)
+    assert lazy.entries["k4"] == eager.entries["k4"]  # materialised, then written from the entry
+    for state in (eager, lazy):
+        state.put(dataclasses.replace(state.entries["k2"], title="edited"), "edited body")
+        state.drop("linker")
+        state.put(dataclasses.replace(state.entries["old"], id="x9", path="self/x9.md"), "x")
+    entries = lazy.entries
+    assert isinstance(entries, Entries) and entries.lazy  # most rows are copied as they are
+    copied = sum(1 for _, e, _ in entries.walk() if e is None)
+    assert copied == len(eager.entries) - 4  # all but k4, k2, old (all used) and the new x9
+    again = snapshot.decode(snapshot.encode(lazy, {}))
+    assert isinstance(again, snapshot.Snapshot)
+    eager.flush_text()
+    _assert_same(again.state, eager)
+    assert again.state.reverse == eager.reverse and "k1" not in again.state.reverse
