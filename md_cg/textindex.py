@@ -682,7 +682,7 @@ class TextIndex:
         doc_len, layer, bucket, prior, id_blob, term_blob, *flags = arrays[4 * n_seg :]
         ids = id_blob.tobytes().decode().split("\x00") if n else []
         terms = term_blob.tobytes().decode().split("\x00") if n_terms else []
-        if len(ids) != n or len(set(ids)) != n or len(terms) != n_terms:
+        if len(ids) != n or len(terms) != n_terms:
             raise ValueError("corrupt text index image (id or vocabulary table)")
         if any(len(a) != n for a in (doc_len, layer, bucket, prior, *flags[:1])):
             raise ValueError("corrupt text index image (document tables)")
@@ -696,6 +696,8 @@ class TextIndex:
             raise ValueError("corrupt text index image (duplicate terms)")
         doc_cjk = flags[0] if flags else _doc_classes(segments, index._vocab, doc_len)
         index._docs.load(ids, doc_len, layer, bucket, prior, doc_cjk)
+        if len(index._docs.slot) != n:  # its id -> slot map, built anyway: no separate set
+            raise ValueError("corrupt text index image (id or vocabulary table)")
         index._postings = Postings(segments)
         return index
 

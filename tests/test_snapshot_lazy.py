@@ -14,6 +14,7 @@ import dataclasses
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from conftest import knowledge
 
@@ -256,3 +257,21 @@ def test_a_snapshot_of_a_partly_used_and_edited_lazy_state_equals_the_eager_one(
     eager.flush_text()
     _assert_same(again.state, eager)
     assert again.state.reverse == eager.reverse and "k1" not in again.state.reverse
+
+
+def test_a_text_image_with_a_duplicate_id_is_refused() -> None:
+    from md_cg import textindex_codec as codec
+    from md_cg.textindex import TextIndex
+
+    ti = TextIndex()
+    ti.add("docQQ1", ["river"], layer=0, bucket=-1)
+    ti.add("docQQ2", ["delta"], layer=0, bucket=-1)
+    header, arrays = codec.decode(ti.to_bytes())
+    arrays = [a.copy() for a in arrays]
+    ids = [i for i, a in enumerate(arrays) if a.tobytes() == b"docQQ1\x00docQQ2"]
+    assert len(ids) == 1
+    arrays[ids[0]] = np.frombuffer(b"docQQ1\x00docQQ1", dtype=np.uint8)
+    header.pop("arrays")
+    with pytest.raises(ValueError, match="id or vocabulary table"):
+        TextIndex.from_bytes(codec.encode(header, arrays))
+    assert len(TextIndex.from_bytes(ti.to_bytes())) == 2
