@@ -30,7 +30,7 @@ import os
 import stat as statmod
 import time
 import uuid
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -38,6 +38,9 @@ import orjson
 import portalocker
 
 from .errors import LockTimeoutError, UnsafePathError
+
+#: What :func:`atomic_write` writes: one buffer (or several, in order).
+BytesLike = bytes | bytearray | memoryview
 
 TMP_SUFFIX = ".tmp"
 #: Temp files older than this are treated as abandoned even if their pid lives
@@ -189,15 +192,19 @@ class Dir:
     def _rel(self, name: str) -> str:
         return f"{self.rel}/{name}" if self.rel else name
 
-    def write_temp(self, name: str, data: bytes, *, durable: bool = False) -> tuple[str, os.stat_result]:
-        """Write ``data`` to a fresh temp file beside ``name``; return its name and stat."""
+    def write_temp(
+        self, name: str, data: BytesLike | Sequence[BytesLike], *, durable: bool = False
+    ) -> tuple[str, os.stat_result]:
+        """Write ``data`` (one buffer, or several written in order) to a fresh temp file
+        beside ``name``; return its name and stat."""
         tmp = temp_name(name)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd)
         try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            for part in [data] if isinstance(data, bytes | bytearray | memoryview) else data:
+                view = memoryview(part).cast("B")  # os.write counts bytes
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
             if durable:
                 os.fsync(fd)
             st = os.fstat(fd)
@@ -311,8 +318,13 @@ def exists(root: str, rel: str) -> bool:
     return True
 
 
-def atomic_write(root: str, rel: str, data: bytes, *, durable: bool = False) -> os.stat_result:
-    """Replace ``root/rel`` with ``data`` atomically (readers see old or new, never half)."""
+def atomic_write(
+    root: str, rel: str, data: BytesLike | Sequence[BytesLike], *, durable: bool = False
+) -> os.stat_result:
+    """Replace ``root/rel`` with ``data`` atomically (readers see old or new, never half).
+
+    ``data`` may be several buffers, written in order (a large file need not be joined first).
+    """
     parent, name = _split(rel)
     with Dir(root, parent, create=True) as d:
         tmp, st = d.write_temp(name, data, durable=durable)

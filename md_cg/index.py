@@ -24,7 +24,7 @@ import contextlib
 import gc
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, ValuesView
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -341,11 +341,166 @@ def winner(candidates: list[Parsed]) -> Parsed:
 # -- the in-memory state ----------------------------------------------------
 
 
+class Entries(MutableMapping[str, Entry]):
+    """The entries by id: a dict, or rows of a snapshot materialised on first access.
+
+    Opening from a snapshot builds no :class:`Entry`: ``make(row)`` builds one
+    when an id is first looked up (and keeps it). Until then only ``ids`` (in
+    row order) and an id -> row map exist. Anything that walks every entry
+    (``values``, ``items``, iteration) first materialises the rest, in row
+    order, and the mapping is a plain dict from then on. ``put``/``drop`` of
+    the state go through ``__setitem__``/``__delitem__``, which retire a row.
+    """
+
+    __slots__ = ("_extra", "_ids", "_live", "_make", "_rows", "source")
+
+    def __init__(
+        self, ids: list[str] | None = None, make: Callable[[int], Entry] | None = None, source: Any = None
+    ) -> None:
+        #: what ``make`` reads rows from (the snapshot module's table), for :meth:`walk`'s callers
+        self.source = source
+        #: materialised or put entries (a cache of ``_rows`` ids, plus ids not in it)
+        self._live: dict[str, Entry] = {}
+        #: id -> row, for ids whose entry is still the snapshot's row
+        self._rows: dict[str, int] = {} if ids is None else dict(zip(ids, range(len(ids)), strict=True))
+        self._ids = ids
+        self._make = make
+        #: number of ``_live`` ids that are not in ``_rows``
+        self._extra = 0
+
+    @property
+    def lazy(self) -> bool:
+        """True while some snapshot rows are not materialised yet."""
+        return self._unmade() > 0
+
+    def _unmade(self) -> int:
+        # _live holds every materialised row plus the _extra ids not in _rows
+        return len(self._rows) - (len(self._live) - self._extra)
+
+    def raw_row(self, node_id: str) -> int | None:
+        """The snapshot row still standing for ``node_id`` (None: put since, or unknown)."""
+        return self._rows.get(node_id)
+
+    def __getitem__(self, node_id: str) -> Entry:
+        e = self._live.get(node_id)
+        if e is not None:
+            return e
+        row = self._rows.get(node_id)
+        if row is None:
+            return self._live[node_id]  # (again: settled by another thread meanwhile)
+        return self._materialise(node_id, row)
+
+    def get(self, node_id: str, default: Any = None) -> Any:
+        e = self._live.get(node_id)
+        if e is not None:
+            return e
+        row = self._rows.get(node_id) if self._rows else None
+        if row is None:
+            return self._live.get(node_id, default)  # (again: settled by another thread meanwhile)
+        return self._materialise(node_id, row)
+
+    def _materialise(self, node_id: str, row: int) -> Entry:
+        make = self._make
+        if make is None:
+            return self._live[node_id]  # settled by another thread meanwhile
+        # setdefault: two readers materialising one row at once keep one object
+        return self._live.setdefault(node_id, make(row))
+
+    def __contains__(self, node_id: object) -> bool:
+        # _rows first: settle() replaces _live before it empties _rows (readers need no lock)
+        return node_id in self._rows or node_id in self._live
+
+    def __len__(self) -> int:
+        return len(self._rows) + self._extra
+
+    def __setitem__(self, node_id: str, entry: Entry) -> None:
+        if self._rows.pop(node_id, None) is not None or node_id not in self._live:
+            self._extra += 1
+        self._live[node_id] = entry
+
+    def __delitem__(self, node_id: str) -> None:
+        if self._rows.pop(node_id, None) is not None:
+            self._live.pop(node_id, None)
+        else:
+            del self._live[node_id]
+            self._extra -= 1
+
+    def settle(self) -> dict[str, Entry]:
+        """Materialise every entry (row order first); the plain dict they are now in."""
+        if self._rows:
+            assert self._ids is not None
+            out: dict[str, Entry] = {}
+            live, rows, make = self._live, self._rows, self._make
+            assert make is not None
+            with no_gc():  # many entries at once: see no_gc
+                for node_id in self._ids:
+                    e = live.get(node_id)
+                    if e is not None:
+                        out[node_id] = e
+                    else:
+                        row = rows.get(node_id)
+                        if row is not None:
+                            out[node_id] = make(row)
+            for node_id, e in live.items():
+                out.setdefault(node_id, e)
+            # In this order: a reader without the lock that misses in the new _rows finds
+            # the entry in the new _live (see get / __getitem__ / __contains__).
+            self._extra = len(out) - len(rows)
+            self._live = out
+            self._rows = {}
+            self._extra = len(out)
+            self._ids, self._make, self.source = None, None, None
+        return self._live
+
+    def walk(self) -> Iterator[tuple[str, Entry | None, int | None]]:
+        """``(id, entry, None)`` per entry, or ``(id, None, row)`` for a row not materialised.
+
+        In :meth:`settle`'s order, materialising nothing (a snapshot of a
+        state opened from one copies the rows nobody used).
+        """
+        if not self._rows:
+            for node_id, e in self._live.items():
+                yield node_id, e, None
+            return
+        assert self._ids is not None
+        live, rows = self._live, self._rows
+        done: set[str] = set()
+        for node_id in self._ids:
+            cached = live.get(node_id)
+            if cached is not None:
+                done.add(node_id)
+                yield node_id, cached, None
+            else:
+                row = rows.get(node_id)
+                if row is not None:
+                    yield node_id, None, row
+        for node_id, e in live.items():
+            if node_id not in done:
+                yield node_id, e, None
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.settle())
+
+    def keys(self) -> KeysView[str]:
+        if self._rows and not self._extra:
+            return self._rows.keys()  # ids only: nothing to materialise
+        return self.settle().keys()
+
+    def values(self) -> ValuesView[Entry]:
+        return self.settle().values()
+
+    def items(self) -> ItemsView[str, Entry]:
+        return self.settle().items()
+
+    def __repr__(self) -> str:
+        return f"Entries({len(self)} entries, {self._unmade()} rows not materialised)"
+
+
 @dataclass
 class IndexState:
     """All entries plus the structures derived from them."""
 
-    entries: dict[str, Entry] = field(default_factory=dict)
+    entries: Entries = field(default_factory=Entries)
     #: knowledge bucket folder -> number of nodes, and -> its domain (route key)
     buckets: dict[str, int] = field(default_factory=dict)
     bucket_domains: dict[str, str] = field(default_factory=dict)
@@ -533,8 +688,10 @@ def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState
         scan = scan_files(root)
     state = IndexState()
     by_id: dict[str, list[Parsed]] = {}
+    rels = sorted(scan.files)
+    scan = None  # its stat results are not needed any more (~1 KiB per file)
     with DirCache(root) as dirs:
-        for rel in sorted(scan.files):
+        for rel in rels:
             try:
                 parsed = parse_file(root, rel, dirs)
             except (MalformedNodeFileError, UnsafePathError) as exc:

@@ -153,9 +153,31 @@ def rebuild(
         # Finish interrupted commits first: their files are part of the truth.
         engine.catch_up()
         _settle(engine)
-        engine.cursor = journal.Cursor(offsets=journal.shard_ends(engine.root_str))
-        engine.state = index.build_from_files(engine.root_str, progress=progress)
+        cursor = journal.Cursor(offsets=journal.shard_ends(engine.root_str))
+        # The old index goes before the new one is built, so that the peak is one
+        # index, not two (this handle's lock keeps its other threads out meanwhile).
+        engine.state = IndexState()
+        try:
+            engine.state = index.build_from_files(engine.root_str, progress=progress)
+        except BaseException:
+            _restore(engine)
+            raise
+        engine.cursor = cursor
         return _write_snapshot(engine, started, shards_before)
+
+
+def _restore(engine: Engine) -> None:
+    """After a failed rebuild: the index as before it, from the snapshot and the log.
+
+    Nothing was written and no writer ran (the exclusive lock is held), so
+    that is the index the rebuild dropped. Should that fail too, the handle
+    reloads at its next refresh (its snapshot identity is forgotten).
+    """
+    try:
+        engine.load()
+    except BaseException:
+        engine.snap_ident, engine.snap_gen = None, None
+        raise
 
 
 # -- temp files ---------------------------------------------------------------------

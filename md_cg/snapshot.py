@@ -4,18 +4,24 @@
 
     MDCG-SNAPSHOT 1\\n
     {header JSON}\\n
-    <entries JSON><text index bytes>
+    <entries JSON><rows image><text index image>
 
 The header holds :data:`VERSION`, the log offsets the snapshot covers, the
-lengths of the two sections, a CRC-32 of the entries section (the text index
-checks itself) and ``columns``: the names of the entry fields, in the order
-each row lists them. Rows are read back **by name**, so a snapshot written
-with other columns -- an older or newer version, or a field added to
-:class:`~md_cg.index.Entry` since -- can never misalign: if the columns are
-not exactly the current ones the snapshot is refused and the index is rebuilt
-from the files (a snapshot is derived, never trusted blindly). Every row's
-path must also pass the path rules (:func:`md_cg.paths.rel_problem`), or the
-whole snapshot is refused.
+lengths of the three sections, a CRC-32 of the entries section (the two
+images check themselves) and ``columns``: the names of the entry fields. A
+snapshot written with other columns -- an older or newer version, or a field
+added to :class:`~md_cg.index.Entry` since -- is refused and the index is
+rebuilt from the files (a snapshot is derived, never trusted blindly).
+
+The entries section keeps the fields that place a node (:data:`EAGER`: id,
+layer, bucket, path when it is not the canonical one, archived) as columns,
+plus what the index derives from the other fields (restricted ids, edges).
+The rest of each row (:data:`LAZY`) is one JSON array in the rows image
+(concatenated, with offsets), decoded only when the entry is first used:
+opening builds no :class:`~md_cg.index.Entry` (see
+:class:`~md_cg.index.Entries`). Every row's id, layer, bucket and path must
+pass the path rules (:func:`md_cg.paths.rel_problem`) before anything is
+used, or the whole snapshot is refused.
 
 Written only by maintenance under the exclusive store lock; a missing,
 truncated, foreign or damaged snapshot means a rebuild *in memory* -- nothing
@@ -32,24 +38,34 @@ import zlib
 from dataclasses import dataclass, fields
 from typing import Any
 
+import numpy as np
 import orjson
 
 from . import fsops, paths
+from . import textindex_codec as codec
 from .errors import UnsafePathError
-from .index import Entry, IndexState, canonical_path, no_gc
+from .index import Entries, Entry, IndexState, canonical_path, no_gc
 from .node import LAYERS
 from .text import query_terms
 from .textindex import TextIndex
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 6
+VERSION = 7
 REL = paths.meta(paths.SNAPSHOT)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Entry))[:-1]
 assert tuple(f.name for f in fields(Entry))[-1] == "domain", "Entry.domain must stay its last field"
-_PATH = COLUMNS.index("path")
+#: Columns kept as columns of the entries section (checked at load, before any use).
+EAGER = ("id", "path", "layer", "bucket", "archived")
+#: Columns of a row's JSON array in the rows section, decoded when the entry is first used.
+LAZY: tuple[str, ...] = tuple(name for name in COLUMNS if name not in EAGER)
+assert (*EAGER[:4], *LAZY[:-1], "archived", LAZY[-1]) == COLUMNS, "_Table.entry builds entries positionally"
+#: A layer's code in the entries section's ``layers`` string: one digit per row.
+_LAYER_DIGIT = {name: chr(48 + i) for i, name in enumerate(LAYERS)}
+_LAYER_DIGITS = re.compile(f"[0-{len(LAYERS) - 1}]*")
+assert len(LAYERS) <= 10
 
 
 @dataclass
@@ -72,19 +88,87 @@ class Header:
     generation: int | None
 
 
-def _row(e: Entry) -> list[Any]:
-    row = [getattr(e, name) for name in COLUMNS]
-    if e.path == canonical_path(e):
-        row[_PATH] = None
-    return row
+def _row(e: Entry) -> bytes:
+    """The lazily decoded part of an entry's row: its :data:`LAZY` fields, as a JSON array."""
+    return orjson.dumps([getattr(e, name) for name in LAZY])
 
 
-def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
-    """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
-    state.flush_text()
+class _Columns:
+    """The entries section and the rows of a snapshot being written, one entry at a time."""
+
+    def __init__(self) -> None:
+        self.ids: list[str] = []
+        self.layers: list[str] = []
+        self.buckets: list[int] = []
+        self.names: dict[str, int] = {}
+        self.archived: list[int] = []
+        self.moved: list[list[Any]] = []
+        self.restricted: list[int] = []
+        self.edges: list[list[Any]] = []
+        # One buffer: a bytes object from orjson keeps its (4 KiB) working buffer, so
+        # 100k small rows held apart would take ~10x their size.
+        self.rows = bytearray()
+        self.ends: list[int] = []
+
+    def _bucket(self, bucket: str | None) -> int:
+        return -1 if bucket is None else self.names.setdefault(bucket, len(self.names))
+
+    def entry(self, e: Entry) -> None:
+        n = len(self.ids)
+        self.ids.append(e.id)
+        self.layers.append(_LAYER_DIGIT[e.layer])
+        self.buckets.append(self._bucket(e.bucket))
+        if e.archived:
+            self.archived.append(n)
+        if e.path != canonical_path(e):
+            self.moved.append([n, e.path])
+        if e.restricted:
+            self.restricted.append(n)
+        if e.edges:
+            self.edges += ([n, target, etype] for target, etype in e.edges)
+        self.rows += _row(e)
+        self.ends.append(len(self.rows))
+
+    def copy(self, node_id: str, table: _Table, row: int) -> None:
+        """A row of a loaded snapshot nobody used, copied as it is (it was checked when loaded)."""
+        n = len(self.ids)
+        self.ids.append(node_id)
+        self.layers.append(table.layers[row])
+        self.buckets.append(self._bucket(table.bucket_of(row)))
+        if row in table.archived:
+            self.archived.append(n)
+        path = table.paths.get(row)
+        if path is not None:
+            self.moved.append([n, path])
+        if row in table.restricted_rows():
+            self.restricted.append(n)
+        self.edges += ([n, target, etype] for target, etype in table.edges_of(row))
+        self.rows += table.blob[table.ptr[row] : table.ptr[row + 1]]
+        self.ends.append(len(self.rows))
+
+
+def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
+    """The entries section (JSON) and the rows section (a codec image, as parts) of ``state``."""
+    out = _Columns()
+    entries = state.entries
+    table = entries.source if isinstance(entries.source, _Table) else None
+    for node_id, e, row in entries.walk():
+        if e is not None:
+            out.entry(e)
+        else:
+            assert table is not None and row is not None
+            out.copy(node_id, table, row)
     entries_blob = orjson.dumps(
         {
-            "entries": [_row(e) for e in state.entries.values()],
+            # first: the ids of the entries, in row order (their other fields are in the rows section)
+            "entries": out.ids,
+            "layers": "".join(out.layers),
+            "buckets": out.buckets,
+            "bucket_names": list(out.names),
+            "archived": out.archived,
+            "paths": out.moved,
+            "restricted": out.restricted,
+            "edges": out.edges,
             "bucket_domains": state.bucket_domains,
             "bucket_codes": state.bucket_codes,
             "problems": state.problems,
@@ -92,7 +176,24 @@ def encode(state: IndexState, offsets: dict[str, int], generation: int | None = 
             "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
         }
     )
-    text_blob = state.text.to_bytes()
+    ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
+    ptr[1:] = out.ends
+    rows_parts = codec.encode_parts({"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8)])
+    return entries_blob, rows_parts
+
+
+def encode_parts(
+    state: IndexState, offsets: dict[str, int], generation: int | None = None
+) -> list[bytes | memoryview]:
+    """The snapshot of ``state`` covering the log up to ``offsets``, as buffers to write in order.
+
+    The sections are not joined (the text image is mostly views of the index's
+    own arrays): writing them one after the other needs no second copy.
+    """
+    state.flush_text()
+    with no_gc():
+        entries_blob, rows_parts = _sections(state)
+    text_parts = state.text.to_parts()
     header = orjson.dumps(
         {
             "version": VERSION,
@@ -101,11 +202,17 @@ def encode(state: IndexState, offsets: dict[str, int], generation: int | None = 
             "offsets": offsets,
             "generation": generation,
             "entries_len": len(entries_blob),
-            "text_len": len(text_blob),
+            "rows_len": sum(map(len, rows_parts)),
+            "text_len": sum(map(len, text_parts)),
             "crc32": zlib.crc32(entries_blob),
         }
     )
-    return MAGIC + header + b"\n" + entries_blob + text_blob
+    return [MAGIC + header + b"\n", entries_blob, *rows_parts, *text_parts]
+
+
+def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
+    """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
+    return b"".join(encode_parts(state, offsets, generation))
 
 
 def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
@@ -116,7 +223,7 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
     """
     before = read_header(root)
     generation = before.generation + 1 if before is not None and before.generation is not None else 1
-    st = fsops.atomic_write(root, REL, encode(state, offsets, generation))
+    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation)
 
 
@@ -188,7 +295,11 @@ _OTHER_VERSION = "written by another format version"
 
 
 def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | str:
-    """Decode snapshot bytes; a string saying why when they are not a current, intact snapshot."""
+    """Decode snapshot bytes; a string saying why when they are not a current, intact snapshot.
+
+    The entries section is checked first (checksum, then every row's id,
+    layer, bucket and path), then the rows and the text sections.
+    """
     if not data.startswith(MAGIC):
         return "damaged (not a snapshot)"
     nl = data.index(b"\n", len(MAGIC))
@@ -196,25 +307,31 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
     if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
         return _OTHER_VERSION
     start = nl + 1
-    view = memoryview(data)  # no copy of the (large) entries section
-    entries_blob = view[start : start + header["entries_len"]]
-    text_blob = data[start + header["entries_len"] :]
-    if len(entries_blob) != header["entries_len"] or len(text_blob) != header["text_len"]:
+    view = memoryview(data)  # no copy of the (large) sections
+    entries_end = start + header["entries_len"]
+    entries_blob = view[start:entries_end]
+    if len(entries_blob) != header["entries_len"]:
         return "damaged (truncated)"
     if zlib.crc32(entries_blob) != header["crc32"]:
         return "damaged (checksum)"
     body = orjson.loads(entries_blob)
+    table = _Table(body)
+    problem = table.check()
+    if problem is not None:
+        return problem
+    rows_end = entries_end + header["rows_len"]
+    if len(view[entries_end:rows_end]) != header["rows_len"] or len(data) - rows_end != header["text_len"]:
+        return "damaged (truncated)"
+    table.attach(codec.decode(view[entries_end:rows_end]))
     state = IndexState(
-        text=TextIndex.from_bytes(text_blob, analyzer=query_terms),
+        text=TextIndex.from_bytes(view[rows_end:], analyzer=query_terms),
         bucket_codes=dict(body["bucket_codes"]),
         problems=dict(body["problems"]),
         duplicates={k: list(v) for k, v in body["duplicates"].items()},
         negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
+        bucket_domains=table.domains,
     )
-    domains = state.bucket_domains = dict(body["bucket_domains"])
-    problem = _load_rows(state, body["entries"], domains)
-    if problem is not None:
-        return problem
+    table.fill(state)
     if len(state.text) != len(state.entries):
         return "damaged (the text index does not match the entries)"
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
@@ -225,6 +342,8 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
 #: Ids that certainly pass :func:`md_cg.node.check_id` (plain ASCII, no dots,
 #: shorter than its limits): most of them, checked by one match.
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
+#: The same for all the ids of a snapshot at once, joined by newlines.
+_PLAIN_NAMES = re.compile(r"(?:[A-Za-z0-9_][A-Za-z0-9_-]{0,99}\n)*[A-Za-z0-9_][A-Za-z0-9_-]{0,99}")
 _LAYER_NAMES = frozenset(LAYERS)
 
 
@@ -238,39 +357,144 @@ def _plainly_safe(node_id: object, layer: object, bucket: object) -> bool:
     return type(bucket) is str and layer == paths.BUCKETED_LAYER and paths.id_problem(bucket) is None
 
 
-def _load_rows(state: IndexState, rows: list[list[Any]], domains: dict[str, str]) -> str | None:
-    """Fill ``state`` from the rows; why not, when a row is unusable (the snapshot is refused)."""
-    entries, buckets, keys, reverse = state.entries, state.buckets, state.keys, state.reverse
-    superseded = state.superseded
-    width = len(COLUMNS)
-    for row in rows:
-        if not isinstance(row, list) or len(row) != width:
-            return "damaged (a row does not have the header's columns)"
-        # Positional: COLUMNS is exactly Entry's fields before `domain` (checked
-        # at import), and the header's columns were compared with COLUMNS.
-        e = Entry(*row)
-        node_id, bucket = e.id, e.bucket
-        if not _plainly_safe(node_id, e.layer, bucket) and (
-            not isinstance(node_id, str) or paths.rel_problem(paths.node_rel(e.layer, bucket, node_id))
-        ):
-            return f"unsafe (a row with id {node_id!r}, layer {e.layer!r}, bucket {bucket!r})"[:300]
-        if bucket is not None:
-            e.domain = domains.get(bucket)
-        if e.path is None:
-            e.path = canonical_path(e)
-        elif paths.rel_problem(e.path) is not None:
-            return f"unsafe (a row with path {e.path!r}: {paths.rel_problem(e.path)})"[:300]
-        entries[node_id] = e
-        key = paths.id_key(node_id)
-        holder = keys.setdefault(key, node_id)
-        if holder != node_id:
-            state.twin_keys.setdefault(key, {holder}).add(node_id)
-        if bucket is not None:
-            buckets[bucket] = buckets.get(bucket, 0) + 1
-        if e.restricted:
-            state.restricted.add(node_id)
-        for target, etype in e.edges:  # inline IndexState.link: this loop runs per row at load
-            reverse.setdefault(target, set()).add((node_id, etype))
+class _Table:
+    """The rows of a snapshot, kept as columns: an :class:`Entry` is built per row on first access.
+
+    ``check`` runs the path rules over every row before anything is used;
+    ``fill`` sets up the state's maps (buckets, id keys, restricted ids,
+    reverse edges) from the columns without building entries.
+    """
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        self.ids: list[str] = body["entries"]
+        self.layers: str = body["layers"]
+        self.buckets: list[int] = body["buckets"]
+        self.bucket_names: list[str] = body["bucket_names"]
+        self.archived = frozenset(body["archived"])
+        self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
+        self.restricted: list[int] = body["restricted"]
+        self.edges: list[list[Any]] = body["edges"]
+        self.domains: dict[str, str] = dict(body["bucket_domains"])
+        self.ptr: list[int] = []
+        self.blob = memoryview(b"")
+        self.joined = ""
+        self.bucket_counts = np.zeros(0, dtype=np.int64)
+        self._restricted_rows: frozenset[int] | None = None
+        self._edges_by_row: dict[int, list[tuple[str, str]]] | None = None
+        #: every id is plain ASCII (:data:`_PLAIN_NAMES`)
+        self.plain = False
+
+    def check(self) -> str | None:
+        """Why a row is unusable (the snapshot is then refused), else None."""
+        ids, n = self.ids, len(self.ids)
+        if not isinstance(ids, list) or len(self.layers) != n or len(self.buckets) != n:
+            return "damaged (a column does not have one value per row)"
+        if not all(isinstance(name, str) and paths.id_problem(name) is None for name in self.bucket_names):
+            return f"unsafe (a bucket among {self.bucket_names!r})"[:300]
+        codes = np.array(self.buckets) if self.buckets else np.zeros(0, dtype=np.int64)
+        high = len(self.bucket_names)
+        if codes.dtype.kind != "i" or (codes.size and (codes.min() < -1 or codes.max() >= high)):
+            return "damaged (a row's bucket code is out of range)"
+        if type(self.layers) is not str or _LAYER_DIGITS.fullmatch(self.layers) is None:
+            return "damaged (a row's layer code is out of range)"
+        layers = np.frombuffer(self.layers.encode("ascii"), dtype=np.uint8)
+        if bool(((codes >= 0) & (layers != ord(_LAYER_DIGIT[paths.BUCKETED_LAYER]))).any()):
+            return "unsafe (a row with a bucket outside the knowledge layer)"
+        self.bucket_counts = np.bincount(codes + 1, minlength=len(self.bucket_names) + 1)[1:]
+        if not _in_range([*self.archived, *self.paths, *self.restricted, *(e[0] for e in self.edges)], 0, n):
+            return "damaged (a row number out of range)"
+        try:
+            self.joined = "\n".join(ids)  # also checks that every id is a string
+        except TypeError:
+            return "damaged (an id that is not a string)"
+        self.plain = bool(ids) and _PLAIN_NAMES.fullmatch(self.joined) is not None
+        if not self.plain:
+            for row, node_id in enumerate(ids):
+                if _PLAIN_NAME.fullmatch(node_id) is None:
+                    layer, bucket = self.layer_of(row), self.bucket_of(row)
+                    if paths.rel_problem(paths.node_rel(layer, bucket, node_id)) is not None:
+                        return f"unsafe (a row with id {node_id!r}, layer {layer!r}, bucket {bucket!r})"[:300]
+        for rel in self.paths.values():
+            problem = paths.rel_problem(rel)
+            if problem is not None:
+                return f"unsafe (a row with path {rel!r}: {problem})"[:300]
+        return None
+
+    def attach(self, rows: tuple[dict[str, Any], list[np.ndarray]]) -> None:
+        """Take the rows section (offsets and the concatenated JSON rows)."""
+        head, arrays = rows
+        ptr, blob = arrays
+        if head["rows"] != len(self.ids) or len(ptr) != len(self.ids) + 1 or ptr.dtype != np.uint64:
+            raise ValueError("the rows section does not match the entries")
+        if len(ptr) > 1 and (int(ptr[-1]) != len(blob) or bool((np.diff(ptr.astype(np.int64)) <= 0).any())):
+            raise ValueError("the row offsets of the rows section are not increasing within it")
+        self.ptr = ptr.tolist()
+        self.blob = blob.data
+
+    def restricted_rows(self) -> frozenset[int]:
+        if self._restricted_rows is None:
+            self._restricted_rows = frozenset(self.restricted)
+        return self._restricted_rows
+
+    def edges_of(self, row: int) -> list[tuple[str, str]]:
+        """The edges of ``row`` as stored ([] for most rows)."""
+        if self._edges_by_row is None:
+            self._edges_by_row = {}
+            for n, target, etype in self.edges:
+                self._edges_by_row.setdefault(n, []).append((target, etype))
+        return self._edges_by_row.get(row, [])
+
+    def layer_of(self, row: int) -> str:
+        return LAYERS[ord(self.layers[row]) - 48]
+
+    def bucket_of(self, row: int) -> str | None:
+        code = self.buckets[row]
+        return None if code < 0 else self.bucket_names[code]
+
+    def entry(self, row: int) -> Entry:
+        """The entry of ``row`` (its JSON decoded now)."""
+        try:
+            values = orjson.loads(self.blob[self.ptr[row] : self.ptr[row + 1]])
+        except orjson.JSONDecodeError:
+            values = None
+        if type(values) is not list or len(values) != len(LAZY):
+            # Only a snapshot crafted with valid checksums gets here (the rows image checks itself).
+            raise ValueError(f"snapshot row {row} (id {self.ids[row]!r}) does not have the header's columns")
+        node_id, layer, bucket = self.ids[row], self.layer_of(row), self.bucket_of(row)
+        archived = row in self.archived
+        path = self.paths.get(row)
+        if path is None:
+            path = paths.node_rel(layer, bucket, node_id)
+            if archived:
+                path = paths.archived_rel(path)
+        # Positional: Entry's fields are EAGER's first four, LAZY but its last, archived,
+        # LAZY's last, domain (checked at import).
+        domain = None if bucket is None else self.domains.get(bucket)
+        args = (node_id, path, layer, bucket, *values[:-1], archived, values[-1], domain)
+        return Entry(*args)
+
+    def fill(self, state: IndexState) -> None:
+        """The state's entries (not materialised) and the maps derived from the columns."""
+        ids, names = self.ids, self.bucket_names
+        state.entries = Entries(ids, self.entry, source=self)
+        state.buckets = {names[code]: int(count) for code, count in enumerate(self.bucket_counts) if count}
+        if self.plain and self.joined == self.joined.lower():
+            state.keys = dict(zip(ids, ids, strict=True))  # plain lower-case ASCII ids are their own keys
+        else:
+            keys = state.keys
+            for node_id in ids:
+                key = paths.id_key(node_id)
+                holder = keys.setdefault(key, node_id)
+                if holder != node_id:
+                    state.twin_keys.setdefault(key, {holder}).add(node_id)
+        state.restricted = {ids[n] for n in self.restricted}
+        reverse, superseded = state.reverse, state.superseded
+        for n, target, etype in self.edges:
+            reverse.setdefault(target, set()).add((ids[n], etype))
             if etype == "supersedes":
                 superseded.add(target)
-    return None
+
+
+def _in_range(values: list[Any], low: int, high: int) -> bool:
+    """True when every value is an int with ``low <= value < high``."""
+    return all(type(v) is int for v in values) and (not values or (low <= min(values) and max(values) < high))

@@ -620,7 +620,11 @@ class TextIndex:
     # --------------------------------------------------------- persistence
 
     def to_bytes(self) -> bytes:
-        """A compact binary image of the index (compacts the index first).
+        """A compact binary image of the index (compacts the index first); see :meth:`to_parts`."""
+        return b"".join(self.to_parts())
+
+    def to_parts(self) -> list[bytes | memoryview]:
+        """The image of :meth:`to_bytes` as buffers to write in order (views of the index's arrays).
 
         Layout: magic ``MDCGTIX1``, a little-endian u32 header length, a JSON
         header (k1, b, counts, array table), 8-byte aligned numpy arrays
@@ -648,23 +652,28 @@ class TextIndex:
             "n_terms": len(self._vocab.terms),
             "n_segments": len(segments),
         }
-        return codec.encode(header, arrays)
+        return codec.encode_parts(header, arrays)
 
     @classmethod
-    def from_bytes(cls, data: bytes, *, analyzer: Callable[[str], list[str]] | None = None) -> TextIndex:
+    def from_bytes(
+        cls, data: bytes | memoryview, *, analyzer: Callable[[str], list[str]] | None = None
+    ) -> TextIndex:
         """Load an image written by :meth:`to_bytes`; ValueError when ``data`` is not one.
 
-        Postings are zero-copy views of ``data``.
+        Postings are zero-copy views of ``data`` (copied first unless it is
+        ``bytes`` or a read-only view, so that they cannot change under the index).
         """
+        if not isinstance(data, bytes) and not (isinstance(data, memoryview) and data.readonly):
+            data = bytes(data)
         try:
-            return cls._load(bytes(data), analyzer)
+            return cls._load(data, analyzer)
         except ValueError:
             raise
         except (KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
             raise ValueError(f"corrupt text index: {exc!r}") from None
 
     @classmethod
-    def _load(cls, data: bytes, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
+    def _load(cls, data: bytes | memoryview, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
         header, arrays = codec.decode(data)
         n, n_terms, n_seg = int(header["n_docs"]), int(header["n_terms"]), int(header["n_segments"])
         if len(arrays) not in (4 * n_seg + 6, 4 * n_seg + 8):
@@ -673,7 +682,7 @@ class TextIndex:
         doc_len, layer, bucket, prior, id_blob, term_blob, *flags = arrays[4 * n_seg :]
         ids = id_blob.tobytes().decode().split("\x00") if n else []
         terms = term_blob.tobytes().decode().split("\x00") if n_terms else []
-        if len(ids) != n or len(set(ids)) != n or len(terms) != n_terms:
+        if len(ids) != n or len(terms) != n_terms:
             raise ValueError("corrupt text index image (id or vocabulary table)")
         if any(len(a) != n for a in (doc_len, layer, bucket, prior, *flags[:1])):
             raise ValueError("corrupt text index image (document tables)")
@@ -687,6 +696,8 @@ class TextIndex:
             raise ValueError("corrupt text index image (duplicate terms)")
         doc_cjk = flags[0] if flags else _doc_classes(segments, index._vocab, doc_len)
         index._docs.load(ids, doc_len, layer, bucket, prior, doc_cjk)
+        if len(index._docs.slot) != n:  # its id -> slot map, built anyway: no separate set
+            raise ValueError("corrupt text index image (id or vocabulary table)")
         index._postings = Postings(segments)
         return index
 

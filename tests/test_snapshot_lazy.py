@@ -1,0 +1,277 @@
+"""Opening from a snapshot builds no entries, and what it builds lazily equals a cold build.
+
+A snapshot keeps the fields that place a node as columns and the rest of each
+row as JSON decoded on first use (:class:`md_cg.index.Entries`); the maps the
+index derives from entries (bucket counts, id keys and twins, restricted ids,
+reverse edges, superseded ids) are set up from the columns. Every test here
+compares the lazy state with the eager one, field by field, on a store with
+every kind of entry the index treats specially.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import knowledge
+
+from md_cg import MdCG, Node, index, snapshot
+from md_cg.index import Entries, Entry, IndexState
+from md_cg.node import Edge
+
+MAPS = (
+    "buckets",
+    "bucket_domains",
+    "reverse",
+    "keys",
+    "twin_keys",
+    "bucket_codes",
+    "problems",
+    "duplicates",
+    "negative_terms",
+    "restricted",
+    "superseded",
+)
+
+
+def _mixed_store(root: Path) -> None:
+    """Restricted, archived, superseded, twin-key, misplaced, duplicated, negative and broken nodes."""
+    later = time.time() + 86_400
+    with MdCG(root, auto_compact=None) as s:
+        s.add_many([knowledge(f"k{i}", domain=f"域{i % 3}") for i in range(6)])
+        s.add_many(
+            [
+                Node(id="secret1", layer="self", body="a private matter", sensitivity="secret"),
+                Node(id="scoped", layer="contextual", body="agent only", agent_scope="agent-a"),
+                Node(id="ws", layer="contextual", body="workspace only", workspace_scope="w1"),
+                Node(id="temp1", layer="self", body="soon gone", retention_tier="temp", expires_at=later),
+                Node(id="until", layer="self", body="valid a while", valid_until=later),
+                Node(id="old", layer="self", body="the old claim"),
+                Node(id="new", layer="self", body="the new claim", edges=[Edge("old", "supersedes")]),
+                Node(id="linker", layer="self", body="see k1", edges=[Edge("k1", "similar"), Edge("k2")]),
+                Node(id="Foo", layer="self", body="upper case twin"),
+                Node(id="caf\u00e9", layer="self", body="nfc twin"),
+                Node(id="rej1", layer="rejected", body="a rejected claim about rivers"),
+                Node(id="tobe_archived", layer="contextual", body="archive me"),
+            ]
+        )
+        s.archive(["tobe_archived"])
+    (root / "contextual" / "foo.md").write_text("---\nid: foo\nlayer: contextual\n---\nlower case twin\n")
+    (root / "contextual" / "cafe\u0301.md").write_text("---\nid: cafe\u0301\nlayer: contextual\n---\nnfd\n")
+    (root / "contextual" / "misplaced.md").write_text("---\nid: misplaced\nlayer: self\n---\nwrong folder\n")
+    (root / "contextual" / "k3.md").write_text("---\nid: k3\nlayer: contextual\n---\nan older copy\n")
+    (root / "self" / "broken.md").write_text("---\nid: [unclosed\n---\nbody\n")
+
+
+def _cold(root: Path) -> IndexState:
+    """A cold build of ``root``, its text indexed."""
+    state = index.build_from_files(str(root))
+    state.flush_text()
+    return state
+
+
+def _snapshot_state(root: Path) -> IndexState:
+    """The state of a snapshot written from a cold build of ``root`` (then loaded, lazily)."""
+    data = snapshot.encode(_cold(root), {})
+    snap = snapshot.decode(data)
+    assert isinstance(snap, snapshot.Snapshot), snap
+    return snap.state
+
+
+def _assert_same(lazy: IndexState, eager: IndexState) -> None:
+    assert list(lazy.entries.keys()) == list(eager.entries.keys())
+    for node_id, e in eager.entries.items():
+        got = lazy.entries[node_id]
+        assert dataclasses.asdict(got) == dataclasses.asdict(e), node_id
+        assert got == e
+    for name in MAPS:
+        assert getattr(lazy, name) == getattr(eager, name), name
+    assert list(lazy.buckets.items()) == list(eager.buckets.items())  # the same order too
+    assert lazy.text.doc_term_counts() == eager.text.doc_term_counts()
+
+
+def test_the_mixed_store_has_every_special_kind(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    state = _cold(root)
+    assert state.restricted == {"secret1", "scoped", "ws", "temp1", "until", "tobe_archived"}
+    assert state.superseded == {"old"}
+    assert state.reverse["k1"] == {("linker", "similar")}
+    assert state.twins() == {"caf\u00e9": ["cafe\u0301", "caf\u00e9"], "foo": ["Foo", "foo"]}
+    assert state.entries["tobe_archived"].path == "archive/contextual/tobe_archived.md"
+    assert state.entries["misplaced"].path == "contextual/misplaced.md"
+    assert state.duplicates == {"k3": ["contextual/k3.md"]}
+    assert list(state.problems) == ["self/broken.md"]
+    assert set(state.negative_terms) == {"rej1"}
+
+
+def test_open_from_snapshot_builds_no_entry_until_one_is_used(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    state = _snapshot_state(root)
+    entries = state.entries
+    assert isinstance(entries, Entries) and entries.lazy
+    assert entries._live == {}  # nothing materialised by opening
+    assert len(entries) == len(_cold(root).entries)
+    assert "k1" in entries and "nope" not in entries and entries.get("nope") is None
+    e = entries["k1"]
+    assert list(entries._live) == ["k1"] and entries["k1"] is e and entries.get("k1") is e
+    with pytest.raises(KeyError):
+        entries["nope"]
+
+
+def test_lazy_entries_equal_a_cold_build_field_by_field(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    lazy = _snapshot_state(root)
+    # One entry first, then all (the mapping materialises the rest in row order).
+    assert dataclasses.asdict(lazy.entries["new"]) == dataclasses.asdict(eager.entries["new"])
+    _assert_same(lazy, eager)
+    assert not lazy.entries.lazy
+
+
+def test_the_same_edits_give_the_same_state_lazy_or_eager(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    lazy = _snapshot_state(root)
+    for state in (eager, lazy):
+        replaced = dataclasses.replace(state.entries["k2"], title="a new title", tags=["x"])
+        state.put(replaced, "a new body")
+        fresh = {**dataclasses.asdict(state.entries["old"]), "id": "fresh", "path": "self/fresh.md"}
+        state.put(Entry(**fresh), "f")
+        assert state.drop("new") is not None
+        assert state.drop("Foo") is not None
+        assert state.drop("absent") is None
+    assert len(lazy.entries) == len(eager.entries)
+    assert "new" not in lazy.entries and "fresh" in lazy.entries
+    assert lazy.superseded == eager.superseded == set()
+    assert lazy.twins() == eager.twins() == {"caf\u00e9": ["cafe\u0301", "caf\u00e9"]}
+    lazy.flush_text()
+    eager.flush_text()
+    _assert_same(lazy, eager)
+
+
+def test_a_snapshot_of_a_lazy_state_equals_the_first(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    again = snapshot.decode(snapshot.encode(_snapshot_state(root), {}))
+    assert isinstance(again, snapshot.Snapshot)
+    _assert_same(again.state, eager)
+
+
+def test_the_store_opens_lazily_and_answers_like_a_cold_open(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    with MdCG(root) as s:
+        assert s.loaded_from == "files"
+        cold_entries = s.entries()
+        cold = s.search("claim", record=False)[0]
+        s.compact_index()
+    with MdCG(root) as s:
+        assert s.loaded_from == "snapshot"
+        results = s.search("claim", record=False)[0]
+        live = s._engine.state.entries._live  # type: ignore[attr-defined]
+        # the first search materialised what it returned and what the visibility rule looks at, no more
+        shown = {r.id for r in results}
+        assert set(live) <= {*shown, "secret1", "scoped", "ws", "temp1", "until", "tobe_archived", "old"}
+        assert len(live) < len(s._engine.state.entries)
+        assert [(r.id, r.filler) for r in results] == [(r.id, r.filler) for r in cold]
+        assert [r.id for r in results if not r.filler] == ["new"]
+        assert s.entries() == cold_entries
+
+
+def test_a_crafted_bucket_on_an_unbucketed_row_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    state = _cold(root)
+    fake = dataclasses.replace(state.entries["old"], bucket="k_bucket")
+    state.entries["old"] = fake
+    got = snapshot.decode(snapshot.encode(state, {}))
+    assert got == "unsafe (a row with a bucket outside the knowledge layer)"
+
+
+@pytest.mark.parametrize("bad", [b"[1,2]", b"[1,"])
+def test_a_damaged_row_is_named_when_it_is_first_used(tmp_path: Path, bad: bytes) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    state = _snapshot_state(root)
+    entries = state.entries
+    assert isinstance(entries, Entries)
+    table = entries._make.__self__  # type: ignore[union-attr]
+    row = entries.raw_row("k1")
+    assert row is not None
+    start, end = table.ptr[row], table.ptr[row + 1]
+    table.blob = memoryview(bytes(table.blob[:start]) + bad.ljust(end - start) + bytes(table.blob[end:]))
+    message = f"^snapshot row {row} \\(id 'k1'\\) does not have the header's columns$"
+    with pytest.raises(ValueError, match=message):
+        entries["k1"]
+    assert dataclasses.asdict(entries["k2"]) == dataclasses.asdict(_cold(root).entries["k2"])
+
+
+@pytest.mark.parametrize(
+    ("ids", "twin"),
+    [
+        (["k1", "k2", "n_3"], None),
+        (["Abc", "k1"], "ABC"),
+        (["abc", "k-1", "9"], "ABC"),
+        (["河流", "k1"], None),
+    ],
+    ids=["lower", "upper", "digits", "unicode"],
+)
+def test_id_keys_of_plain_and_other_ids(tmp_path: Path, ids: list[str], twin: str | None) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=i, layer="self", body=f"body {i}") for i in ids])
+    if twin is not None:
+        (root / "contextual" / f"{twin}.md").write_text(f"---\nid: {twin}\nlayer: contextual\n---\ntwin\n")
+    eager = _cold(root)
+    lazy = _snapshot_state(root)
+    assert list(lazy.keys.items()) == list(eager.keys.items())
+    assert len(eager.keys) == len(ids)
+    assert lazy.twins() == eager.twins() == ({} if twin is None else {"abc": sorted([twin, ids[0]])})
+    _assert_same(lazy, eager)
+
+
+def test_a_snapshot_of_a_partly_used_and_edited_lazy_state_equals_the_eager_one(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    lazy = _snapshot_state(root)
+    assert lazy.entries["k4"] == eager.entries["k4"]  # materialised, then written from the entry
+    for state in (eager, lazy):
+        state.put(dataclasses.replace(state.entries["k2"], title="edited"), "edited body")
+        state.drop("linker")
+        state.put(dataclasses.replace(state.entries["old"], id="x9", path="self/x9.md"), "x")
+    entries = lazy.entries
+    assert isinstance(entries, Entries) and entries.lazy  # most rows are copied as they are
+    copied = sum(1 for _, e, _ in entries.walk() if e is None)
+    assert copied == len(eager.entries) - 4  # all but k4, k2, old (all used) and the new x9
+    again = snapshot.decode(snapshot.encode(lazy, {}))
+    assert isinstance(again, snapshot.Snapshot)
+    eager.flush_text()
+    _assert_same(again.state, eager)
+    assert again.state.reverse == eager.reverse and "k1" not in again.state.reverse
+
+
+def test_a_text_image_with_a_duplicate_id_is_refused() -> None:
+    from md_cg import textindex_codec as codec
+    from md_cg.textindex import TextIndex
+
+    ti = TextIndex()
+    ti.add("docQQ1", ["river"], layer=0, bucket=-1)
+    ti.add("docQQ2", ["delta"], layer=0, bucket=-1)
+    header, arrays = codec.decode(ti.to_bytes())
+    arrays = [a.copy() for a in arrays]
+    ids = [i for i, a in enumerate(arrays) if a.tobytes() == b"docQQ1\x00docQQ2"]
+    assert len(ids) == 1
+    arrays[ids[0]] = np.frombuffer(b"docQQ1\x00docQQ1", dtype=np.uint8)
+    header.pop("arrays")
+    with pytest.raises(ValueError, match="id or vocabulary table"):
+        TextIndex.from_bytes(codec.encode(header, arrays))
+    assert len(TextIndex.from_bytes(ti.to_bytes())) == 2
