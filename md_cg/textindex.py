@@ -52,6 +52,9 @@ from .textindex_postings import Postings, Segment, Span, Vocab
 from .textindex_scope import SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
+_EMPTY_TIDS = np.zeros(0, dtype=np.int32)
+_EMPTY_TFS = np.zeros(0, dtype=np.uint16)
+
 __all__ = [
     "DEFAULT_B",
     "DEFAULT_COORDINATION",
@@ -732,7 +735,8 @@ def _feedback_terms(
     total = sum(s for _, s in hits)
     if not hits or total <= 0:
         return None
-    parts = [postings.doc_terms(slot) for slot, _ in hits]
+    found = postings.docs_terms([slot for slot, _ in hits])
+    parts = [found.get(slot, (_EMPTY_TIDS, _EMPTY_TFS)) for slot, _ in hits]
     t = np.concatenate([p[0] for p in parts])
     v = np.concatenate(
         [p[1] * (s / total / max(1, int(table.len[slot]))) for p, (slot, s) in zip(parts, hits, strict=True)]

@@ -36,6 +36,11 @@ _FEW_TERMS = 16  # up to this many terms, gather() concatenates slices
 #: A term's postings are binary-searched for wanted slots when they
 #: outnumber those slots this many times, else scanned.
 SEARCH_RATIO = 8
+#: Above this many postings a segment does not build its slot-ordered
+#: transpose (:meth:`Segment.by_slot`: an argsort of every posting, ~30 bytes
+#: per posting at its peak and 4 kept) to answer "which terms does this
+#: document hold" for a few documents: one pass over its slots does.
+FWD_MAX = 1 << 24
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -96,6 +101,32 @@ class Segment:
             return _EMPTY_I32, _EMPTY_U16
         at = order[offsets[slot] : offsets[slot + 1]]
         return self.terms[np.searchsorted(self.ptr, at, side="right") - 1], self.tfs[at]
+
+    def few_doc_postings(self, slots: Sequence[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """(term ids, term frequencies) of each of a few ``slots`` that has postings here.
+
+        Through the transpose when it exists or is cheap (:data:`FWD_MAX`),
+        else in one pass over the postings' slots, which keeps nothing.
+        """
+        if self._fwd is not None or self.nnz <= FWD_MAX:
+            found = {slot: self.doc_postings(slot) for slot in slots}
+            return {slot: p for slot, p in found.items() if len(p[0])}
+        lo, hi = self.bounds()
+        wanted = [slot for slot in slots if lo <= slot <= hi]
+        if not wanted:
+            return {}
+        table = np.zeros(hi + 1, dtype=bool)
+        table[wanted] = True
+        at = np.flatnonzero(table[self.docs])
+        docs = self.docs[at]
+        tids = self.terms[np.searchsorted(self.ptr, at, side="right") - 1]
+        tfs = self.tfs[at]
+        out = {}
+        for slot in wanted:
+            mine = docs == slot
+            if mine.any():
+                out[slot] = tids[mine], tfs[mine]
+        return out
 
     def cjk_counts(self, doc_cjk: np.ndarray) -> np.ndarray:
         """Per term, how many of its postings are in CJK documents (``doc_cjk``: slot -> 0/1).
@@ -465,6 +496,16 @@ class Postings:
         if not parts:
             return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
+
+    def docs_terms(self, slots: Sequence[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`doc_terms` of a few slots at once (flush first); slots without postings are left out."""
+        out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for seg in reversed(self.segments):
+            left = [slot for slot in slots if slot not in out]
+            if not left:
+                break
+            out.update(seg.few_doc_postings(left))
+        return out
 
     def doc_terms(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
         """(term ids, term frequencies) of one slot (flush first): its postings live in one segment."""

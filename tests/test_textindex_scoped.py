@@ -148,3 +148,27 @@ def test_merging_the_segments_keeps_every_posting_and_every_answer(monkeypatch) 
     assert [index.match(q, s, k=k) for q in queries for s in scopes for k in (None, 10)] == before
     assert index.doc_term_counts() == counts
     assert TextIndex.from_bytes(index.to_bytes()).doc_term_counts() == counts
+
+
+def test_a_few_documents_terms_are_the_same_without_the_transpose(monkeypatch) -> None:
+    """Feedback's terms of a few documents: one pass over a big segment equals the transpose."""
+    from md_cg import textindex_postings
+
+    index = _store(mixed=False, dead=True, seed=71)
+    slots = [0, 5, 699, 700, 1400, 2999, N_DOCS + 50]  # the last is past every slot: no postings
+    postings = index._postings
+    queries = [[("w1", 1.0), ("w2", 1.0), ("w3", 1.0), ("w7", 1.0)], [("w4", 1.0), ("w9", 1.0), ("w11", 1.0)]]
+    ranked = [index.match(q, index.scope(), k=10) for q in queries]  # feedback: three terms or more
+    assert any(seg._fwd is not None for seg in postings.segments)  # feedback read the documents' terms
+    with_fwd = postings.docs_terms(slots)
+    assert sorted(with_fwd) == [0, 5, 699, 700, 1400, 2999]  # a dead slot keeps postings until compaction
+    for seg in postings.segments:
+        seg._fwd = None
+    monkeypatch.setattr(textindex_postings, "FWD_MAX", 0)
+    without = postings.docs_terms(slots)
+    assert sorted(without) == sorted(with_fwd)
+    for slot, (tids, tfs) in with_fwd.items():
+        got = dict(zip(without[slot][0].tolist(), without[slot][1].tolist(), strict=True))
+        assert got == dict(zip(tids.tolist(), tfs.tolist(), strict=True))
+    assert [index.match(q, index.scope(), k=10) for q in queries] == ranked
+    assert all(seg._fwd is None for seg in postings.segments)  # nothing built, nothing kept
