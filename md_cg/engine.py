@@ -37,6 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from . import fsops, index, journal, layout, nodefile, paths, snapshot
 from .errors import (
     DuplicateIdError,
@@ -79,14 +81,66 @@ class Staged:
     domain: str | None
 
 
+#: route key by (tags, condition space as JSON): the key is a function of these two
+#: (``layout.route_key_of``), and writes repeat the same few contexts.
+_ROUTES: dict[tuple[tuple[str, ...], bytes | None], str | None] = {}
+_ROUTES_MAX = 4096
+
+
+def _route_key(node: Node) -> str | None:
+    """``layout.route_key(node)``, remembered for the tags and condition space it reads."""
+    space = node.condition_space
+    try:
+        key = (tuple(node.tags), orjson.dumps(space, option=orjson.OPT_SORT_KEYS) if space else None)
+        found = _ROUTES.get(key, _MISSING)
+    except (TypeError, orjson.JSONEncodeError):
+        return layout.route_key(node)  # not a plain JSON value: staging will refuse it
+    if found is _MISSING:
+        if len(_ROUTES) >= _ROUTES_MAX:
+            _ROUTES.clear()
+        found = _ROUTES[key] = layout.route_key(node)
+    return found  # type: ignore[return-value]
+
+
+_MISSING = object()
+
+
+def _place(node: Node) -> tuple[str, str | None]:
+    """The path of a node's file (not archived) and its route key."""
+    domain = _route_key(node) if node.layer == paths.BUCKETED_LAYER else None
+    bucket = layout.bucket_dir(domain) if node.layer == paths.BUCKETED_LAYER else None
+    return paths.node_rel(node.layer, bucket, node.id), domain
+
+
 def stage(node: Node, *, archived: bool = False) -> Staged:
     """Serialise a validated node and compute its path once (under ``archive/`` if ``archived``)."""
-    domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
-    bucket = layout.bucket_dir(domain) if node.layer == paths.BUCKETED_LAYER else None
-    rel = paths.node_rel(node.layer, bucket, node.id)
+    rel, domain = _place(node)
     if archived:
         rel = paths.archived_rel(rel)
     return Staged(node, rel, nodefile.dumps(node).encode("utf-8"), domain)
+
+
+def _dumps_at(node: Node, updated_at: float | None) -> bytes:
+    """The file bytes of ``node`` as if its ``updated_at`` were ``updated_at`` (the node is unchanged)."""
+    kept = node.updated_at
+    node.updated_at = updated_at
+    try:
+        return nodefile.dumps(node).encode("utf-8")
+    finally:
+        node.updated_at = kept
+
+
+def _stage_stamped(node: Node, updated_at: float) -> Staged | None:
+    """``stage(node)`` with the write time ``updated_at`` already in the bytes (the
+    node itself is not stamped), or None when those bytes are refused -- the
+    caller then stages the node as given, so that the error it raises is the one
+    staging before the stamp raises."""
+    rel, domain = _place(node)
+    try:
+        data = _dumps_at(node, updated_at)
+    except InvalidNodeError:
+        return None
+    return Staged(node, rel, data, domain)
 
 
 def _stamp_after(previous: float | None, now: float) -> float:
@@ -481,22 +535,34 @@ class Engine:
         staged: list[Staged] = []
         dels: list[tuple[str, str]] = []
         out: list[Node] = []
+        entries = self.state.entries
         for node in batch:
-            s = stage(node)
+            # Serialised once, with the write time it will be stamped with (the
+            # existence check does not depend on the bytes; the index does not
+            # change before the stamp, so neither does the time).
+            at = None
+            s = None
+            if stamp:
+                prev = entries.get(node.id)
+                at = _stamp_after(prev.updated_at if prev else None, now)
+                s = _stage_stamped(node, at)
+            fresh = s is not None
+            if s is None:
+                s = stage(node)
             existing_path = self.check_new(node, s.rel)
             if existing_path is not None:
                 if not overwrite:
                     raise DuplicateIdError(node.id, existing_path)
-                same = self._unchanged(node, s, existing_path)
+                same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path)
                 if same is not None:
                     out.append(same)
                     continue
                 if existing_path != s.rel:
                     dels.append((node.id, existing_path))
-            if stamp:
-                prev = self.state.entries.get(node.id)
-                node.updated_at = _stamp_after(prev.updated_at if prev else None, now)
-                s = stage(node)
+            if at is not None:
+                node.updated_at = at
+                if not fresh:
+                    s = stage(node)
             staged.append(s)
             out.append(node)
         return staged, dels, out
@@ -549,20 +615,20 @@ class Engine:
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 
-    def _unchanged(self, node: Node, s: Staged, existing_path: str) -> Node | None:
-        """The stored node when overwriting would change nothing but ``updated_at``."""
-        if existing_path != s.rel:
+    def _unchanged(self, node: Node, given: bytes | None, rel: str, existing_path: str) -> Node | None:
+        """The stored node when overwriting would change nothing but ``updated_at``.
+
+        ``given``: the bytes of ``node`` as given, if already serialised."""
+        if existing_path != rel:
             return None
         try:
-            data, _ = fsops.read_file(self.root_str, s.rel, max_bytes=index.MAX_FILE_BYTES)
-            stored = index.decode_node(data, s.rel)
+            data, _ = fsops.read_file(self.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+            stored = index.decode_node(data, rel)
         except (OSError, UnsafePathError, MalformedNodeFileError):
             return None
-        if data == s.data:
+        if data == (nodefile.dumps(node).encode("utf-8") if given is None else given):
             return stored
-        probe = node.copy()
-        probe.updated_at = stored.updated_at
-        return stored if nodefile.dumps(probe).encode("utf-8") == data else None
+        return stored if _dumps_at(node, stored.updated_at) == data else None
 
     def modify(
         self,

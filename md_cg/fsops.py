@@ -751,10 +751,16 @@ def read_shard(root: str, rel: str, start: int = 0) -> ShardRead:
     """
     parent, name = _split(rel)
     with Dir(root, parent) as d:
-        try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=d.fd)
-        except OSError as exc:
-            raise _refuse(d.fd, name, rel, exc) from None
+        return read_shard_in(d, name, start)
+
+
+def read_shard_in(d: Dir, name: str, start: int = 0) -> ShardRead:
+    """:func:`read_shard` of the shard ``name`` in the open folder ``d``."""
+    rel = d._rel(name)
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=d.fd)
+    except OSError as exc:
+        raise _refuse(d.fd, name, rel, exc) from None
     try:
         if not statmod.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafePathError(rel, "is not a regular file")
@@ -786,9 +792,21 @@ def read_shard(root: str, rel: str, start: int = 0) -> ShardRead:
 
 def list_shards(root: str, rel_dir: str) -> list[str]:
     """Names of the shards in ``root/rel_dir`` (sorted), ignoring temp and hidden files."""
-    try:
-        with Dir(root, rel_dir) as d:
-            names = d.listdir()
-    except (FileNotFoundError, NotADirectoryError):
+    d = open_shards(root, rel_dir)
+    if d is None:
         return []
-    return sorted(n for n in names if n.endswith(SHARD_SUFFIX) and not n.startswith("."))
+    with d:
+        return shard_names(d)
+
+
+def open_shards(root: str, rel_dir: str) -> Dir | None:
+    """The open shard folder ``root/rel_dir``, or None when there is none (caller closes it)."""
+    try:
+        return Dir(root, rel_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def shard_names(d: Dir) -> list[str]:
+    """Names of the shards in the open folder ``d`` (sorted), ignoring temp and hidden files."""
+    return sorted(n for n in d.listdir() if n.endswith(SHARD_SUFFIX) and not n.startswith("."))
