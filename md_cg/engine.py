@@ -85,16 +85,21 @@ class Staged:
 #: (``layout.route_key_of``), and writes repeat the same few contexts.
 _ROUTES: dict[tuple[tuple[str, ...], bytes | None], str | None] = {}
 _ROUTES_MAX = 4096
+_ROUTE_INPUT_MAX = 2048  # bytes of tags and condition space worth remembering a key for
 
 
 def _route_key(node: Node) -> str | None:
     """``layout.route_key(node)``, remembered for the tags and condition space it reads."""
     space = node.condition_space
     try:
-        key = (tuple(node.tags), orjson.dumps(space, option=orjson.OPT_SORT_KEYS) if space else None)
+        tags = tuple(node.tags)
+        space_json = orjson.dumps(space, option=orjson.OPT_SORT_KEYS) if space else None
+        if len(space_json or b"") + sum(map(len, tags)) > _ROUTE_INPUT_MAX:
+            return layout.route_key(node)
+        key = (tags, space_json)
         found = _ROUTES.get(key, _MISSING)
     except (TypeError, orjson.JSONEncodeError):
-        return layout.route_key(node)  # not a plain JSON value: staging will refuse it
+        return layout.route_key(node)  # not plain strings and JSON: staging will refuse it
     if found is _MISSING:
         if len(_ROUTES) >= _ROUTES_MAX:
             _ROUTES.clear()
