@@ -251,9 +251,12 @@ class Engine:
         self.catch_up()
         self._last_refresh = time.monotonic()
 
-    def catch_up(self) -> list[str]:
-        """Follow the log from the cursor; resolve what it touched; return changed ids."""
-        tail = journal.read_tail(self.root_str, self.cursor.offsets)
+    def catch_up(self, tail: journal.Tail | None = None) -> list[str]:
+        """Follow the log from the cursor; resolve what it touched; return changed ids.
+
+        ``tail``: the log as just read from the cursor (else it is read here)."""
+        if tail is None:
+            tail = journal.read_tail(self.root_str, self.cursor.offsets)
         if tail.empty and not self.cursor.pending and not self.cursor.legacy:
             self.cursor.unsafe |= tail.unsafe
             return []
@@ -280,13 +283,15 @@ class Engine:
         """
         with self.lock:
             self.check_open()
-            ident = snapshot.identity(self.root_str)
+            # The snapshot's identity (as snapshot.identity gives it) and the log, in one walk.
+            st, tail = journal.look(self.root_str, self.cursor.offsets, paths.SNAPSHOT)
+            ident = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
             if ident is not None and ident != self.snap_ident:
                 changed = self._follow(ident)
                 if changed is None:
                     changed = self._reload()
             else:
-                changed = self.catch_up()
+                changed = self.catch_up(tail)
             self._last_refresh = time.monotonic()
             return changed
 

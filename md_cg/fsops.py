@@ -189,6 +189,16 @@ class Dir:
     def _rel(self, name: str) -> str:
         return f"{self.rel}/{name}" if self.rel else name
 
+    def sub(self, name: str) -> Dir:
+        """The folder ``name`` in this one, opened without following a symlink (caller closes it)."""
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise _refuse(self.fd, name, self._rel(name), exc) from None
+        d = Dir.__new__(Dir)
+        d.rel, d.fd = self._rel(name), fd
+        return d
+
     def write_temp(self, name: str, data: bytes, *, durable: bool = False) -> tuple[str, os.stat_result]:
         """Write ``data`` to a fresh temp file beside ``name``; return its name and stat."""
         tmp = temp_name(name)

@@ -319,12 +319,38 @@ class Tail:
 
 def read_tail(root: str, offsets: dict[str, int]) -> Tail:
     """Read every shard from its known offset (whole lines only)."""
-    unsafe: set[str] = set()
     try:
         d = fsops.open_shards(root, LOG_REL)
     except UnsafePathError:
-        d = None
-        unsafe.add(LOG_REL)
+        return _tail_in(None, offsets, {LOG_REL})
+    return _tail_in(d, offsets, set())
+
+
+def look(root: str, offsets: dict[str, int], name: str) -> tuple[os.stat_result | None, Tail]:
+    """The ``lstat`` of ``.mdcg/<name>`` (None when absent) and :func:`read_tail`, in that
+    order, through one walk to ``.mdcg/`` (a freshness check makes both)."""
+    try:
+        meta = fsops.Dir(root, paths.META_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, _tail_in(None, offsets, set())
+    except UnsafePathError:
+        return None, _tail_in(None, offsets, {LOG_REL})
+    with meta:
+        try:
+            st: os.stat_result | None = meta.lstat(name)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        try:
+            log = meta.sub(paths.LOG_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return st, _tail_in(None, offsets, set())
+        except UnsafePathError:
+            return st, _tail_in(None, offsets, {LOG_REL})
+    return st, _tail_in(log, offsets, set())
+
+
+def _tail_in(d: fsops.Dir | None, offsets: dict[str, int], unsafe: set[str]) -> Tail:
+    """Read every shard of the open log folder ``d`` (None: there is none) from its offset."""
     new_offsets = dict(offsets)
     by_shard: dict[str, list[dict[str, Any]]] = {}
     bad = 0

@@ -15,7 +15,7 @@ import md_cg.engine as engine_mod
 import md_cg.nodefile as nodefile_mod
 import md_cg.store as store_mod
 import md_cg.views as views_mod
-from md_cg import MdCG, Node, fsops, journal, layout
+from md_cg import MdCG, Node, fsops, journal, layout, paths, snapshot
 from md_cg.errors import DuplicateIdError, InvalidNodeError
 
 T = 1796083200.25  # 2026-12-01T00:00:00.250000Z
@@ -235,3 +235,47 @@ def test_remembered_route_keys_equal_the_layout_rule() -> None:
                 node = Node(id="n", body="b", tags=list(tags), condition_space=space)
                 assert engine_mod._route_key(node) == layout.route_key(node), (tags, space)
     assert 0 < len(engine_mod._ROUTES) == (len(spaces) - 1) * len(tag_sets)
+
+
+def _look_as_before(root: Path, offsets: dict[str, int]) -> tuple[object, journal.Tail]:
+    st, tail = journal.look(str(root), offsets, paths.SNAPSHOT)
+    return (None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)), tail
+
+
+@pytest.mark.parametrize("case", ["plain", "compacted", "no-meta", "meta-symlink", "log-symlink", "no-log"])
+def test_one_walk_look_equals_snapshot_identity_and_read_tail(tmp_path: Path, case: str) -> None:
+    root = tmp_path / "s"
+    with MdCG(root, auto_compact=None) as s:
+        s.add(Node(id="one", body="first"))
+        if case == "compacted":
+            s.compact_index()
+            s.add(Node(id="two", body="second"))
+    meta = root / ".mdcg"
+    if case == "no-meta":
+        meta.rename(tmp_path / "elsewhere")
+    elif case == "meta-symlink":
+        meta.rename(tmp_path / "elsewhere")
+        meta.symlink_to(tmp_path / "elsewhere")
+    elif case == "log-symlink":
+        (root / journal.LOG_REL).rename(tmp_path / "log_elsewhere")
+        (root / journal.LOG_REL).symlink_to(tmp_path / "log_elsewhere")
+    elif case == "no-log":
+        (root / journal.LOG_REL).rename(tmp_path / "log_elsewhere")
+    for offsets in ({}, journal.read_tail(str(root), {}).offsets):
+        ident, tail = _look_as_before(root, offsets)
+        assert ident == snapshot.identity(str(root))
+        assert tail == journal.read_tail(str(root), offsets)
+    assert (ident is not None) == (case == "compacted")
+    assert bool(tail.unsafe) == (case in ("meta-symlink", "log-symlink"))
+
+
+def test_a_write_sees_another_handles_write_after_a_compaction(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root, auto_compact=None, refresh_interval=0) as a, MdCG(root, auto_compact=None) as b:
+        a.add(Node(id="one", body="first"))
+        b.compact_index()
+        b.add(Node(id="two", body="second"))
+        assert a.ids() == ["one", "two"]
+        assert a._engine.snap_ident == snapshot.identity(str(root))
+        with pytest.raises(DuplicateIdError):
+            a.add(Node(id="two", body="again"))
