@@ -37,8 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from . import fsops, index, journal, layout, nodefile, paths, snapshot
 from .errors import (
     DuplicateIdError,
@@ -81,38 +79,9 @@ class Staged:
     domain: str | None
 
 
-#: route key by (tags, condition space as JSON): the key is a function of these two
-#: (``layout.route_key_of``), and writes repeat the same few contexts.
-_ROUTES: dict[tuple[tuple[str, ...], bytes | None], str | None] = {}
-_ROUTES_MAX = 4096
-_ROUTE_INPUT_MAX = 2048  # bytes of tags and condition space worth remembering a key for
-
-
-def _route_key(node: Node) -> str | None:
-    """``layout.route_key(node)``, remembered for the tags and condition space it reads."""
-    space = node.condition_space
-    try:
-        tags = tuple(node.tags)
-        space_json = orjson.dumps(space, option=orjson.OPT_SORT_KEYS) if space else None
-        if len(space_json or b"") + sum(map(len, tags)) > _ROUTE_INPUT_MAX:
-            return layout.route_key(node)
-        key = (tags, space_json)
-        found = _ROUTES.get(key, _MISSING)
-    except (TypeError, orjson.JSONEncodeError):
-        return layout.route_key(node)  # not plain strings and JSON: staging will refuse it
-    if found is _MISSING:
-        if len(_ROUTES) >= _ROUTES_MAX:
-            _ROUTES.clear()
-        found = _ROUTES[key] = layout.route_key(node)
-    return found  # type: ignore[return-value]
-
-
-_MISSING = object()
-
-
 def _place(node: Node) -> tuple[str, str | None]:
     """The path of a node's file (not archived) and its route key."""
-    domain = _route_key(node) if node.layer == paths.BUCKETED_LAYER else None
+    domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
     bucket = layout.bucket_dir(domain) if node.layer == paths.BUCKETED_LAYER else None
     return paths.node_rel(node.layer, bucket, node.id), domain
 

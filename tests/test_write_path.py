@@ -15,7 +15,7 @@ import md_cg.engine as engine_mod
 import md_cg.nodefile as nodefile_mod
 import md_cg.store as store_mod
 import md_cg.views as views_mod
-from md_cg import MdCG, Node, fsops, journal, layout, paths, snapshot
+from md_cg import MdCG, Node, fsops, journal, paths, snapshot
 from md_cg.errors import DuplicateIdError, InvalidNodeError
 
 T = 1796083200.25  # 2026-12-01T00:00:00.250000Z
@@ -215,26 +215,6 @@ def test_read_tail_still_refuses_a_symlinked_shard_at_its_offset(tmp_path: Path)
         assert link in tail.unsafe
         assert tail.offsets.get(link) == offsets.get(link)
         assert tail.by_shard == {}
-
-
-def test_remembered_route_keys_equal_the_layout_rule() -> None:
-    spaces: list[dict[str, object] | None] = [
-        None,
-        {"observation_position": "Kitchen (home)"},
-        {"observation_position": "kitchen"},
-        {"observation_position": "  "},
-        {"observation_position": 3, "other": [1, 2]},
-        {"other": "x", "observation_position": "Garden / shed"},
-        {"observation_position": "p" * 3000},  # too large to remember: computed each time
-    ]
-    tag_sets = [[], ["domain:Kitchen"], ["misc", "domain:  "], ["domain:garden"]]
-    engine_mod._ROUTES.clear()
-    for _ in range(2):  # the second round answers from what the first remembered
-        for space in spaces:
-            for tags in tag_sets:
-                node = Node(id="n", body="b", tags=list(tags), condition_space=space)
-                assert engine_mod._route_key(node) == layout.route_key(node), (tags, space)
-    assert 0 < len(engine_mod._ROUTES) == (len(spaces) - 1) * len(tag_sets)
 
 
 def _look_as_before(root: Path, offsets: dict[str, int]) -> tuple[object, journal.Tail]:
