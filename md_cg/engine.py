@@ -390,22 +390,28 @@ class Engine:
         stripes = {zlib.crc32(k.encode("utf-8")) % STRIPES for k in keys}
         with self.lock:
             while True:
-                with contextlib.ExitStack() as stack:
+                held: list[fsops.FileLock] = []
+                try:
                     for n in sorted(stripes):
-                        stack.enter_context(self._stripe(n).hold(timeout=self.lock_timeout))
-                    stack.enter_context(self.maint.shared(self.lock_timeout))
-                    self.refresh()
-                    dead = [
-                        c
-                        for c in journal.find_dead(self.root_str, self.cursor, self.journal.failed)
-                        if any(paths.id_key(i) in keys for i in c.ids)
-                    ]
-                    more = {self.stripe_of(i) for c in dead for i in c.ids}
-                    if more <= stripes:
-                        if dead:
-                            self.recover(dead)
-                        yield
-                        return
+                        lock = self._stripe(n)
+                        lock.acquire(timeout=self.lock_timeout)
+                        held.append(lock)
+                    with self.maint.shared(self.lock_timeout):
+                        self.refresh()
+                        dead = [
+                            c
+                            for c in journal.find_dead(self.root_str, self.cursor, self.journal.failed)
+                            if any(paths.id_key(i) in keys for i in c.ids)
+                        ]
+                        more = {self.stripe_of(i) for c in dead for i in c.ids}
+                        if more <= stripes:
+                            if dead:
+                                self.recover(dead)
+                            yield
+                            return
+                finally:
+                    for lock in reversed(held):  # last taken, first released
+                        lock.release()
                 stripes |= more
 
     def recover(self, commits: Sequence[journal.Commit]) -> None:
