@@ -259,3 +259,23 @@ def test_a_write_sees_another_handles_write_after_a_compaction(tmp_path: Path) -
         assert a._engine.snap_ident == snapshot.identity(str(root))
         with pytest.raises(DuplicateIdError):
             a.add(Node(id="two", body="again"))
+
+
+def test_add_quantises_the_creation_time_it_sets(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``add`` skips the second validation, so the creation time it sets is put on the
+    microsecond grid by hand: the same value and line ``add_many`` writes."""
+    off_grid = 1796083200.1234567
+    fixed = types.SimpleNamespace(
+        time=lambda: off_grid, monotonic=time.monotonic, sleep=time.sleep, time_ns=time.time_ns
+    )
+    monkeypatch.setattr(engine_mod, "time", fixed)
+    monkeypatch.setattr(store_mod, "time", fixed)
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        one = s.add(Node(id="one", body="first"))
+        (two,) = s.add_many([Node(id="two", body="second")])
+        assert one.created_at == two.created_at == 1796083200.123457
+        assert s.entry("one").created_at == 1796083200.123457
+    for name in ("one", "two"):
+        text = (root / f"knowledge/orphan/{name}.md").read_text()
+        assert 'created_at: "2026-12-01T00:00:00.123457Z"' in text
