@@ -79,14 +79,42 @@ class Staged:
     domain: str | None
 
 
-def stage(node: Node, *, archived: bool = False) -> Staged:
-    """Serialise a validated node and compute its path once (under ``archive/`` if ``archived``)."""
+def _place(node: Node) -> tuple[str, str | None]:
+    """The path of a node's file (not archived) and its route key."""
     domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
     bucket = layout.bucket_dir(domain) if node.layer == paths.BUCKETED_LAYER else None
-    rel = paths.node_rel(node.layer, bucket, node.id)
+    return paths.node_rel(node.layer, bucket, node.id), domain
+
+
+def stage(node: Node, *, archived: bool = False) -> Staged:
+    """Serialise a validated node and compute its path once (under ``archive/`` if ``archived``)."""
+    rel, domain = _place(node)
     if archived:
         rel = paths.archived_rel(rel)
     return Staged(node, rel, nodefile.dumps(node).encode("utf-8"), domain)
+
+
+def _dumps_at(node: Node, updated_at: float | None) -> bytes:
+    """The file bytes of ``node`` as if its ``updated_at`` were ``updated_at`` (the node is unchanged)."""
+    kept = node.updated_at
+    node.updated_at = updated_at
+    try:
+        return nodefile.dumps(node).encode("utf-8")
+    finally:
+        node.updated_at = kept
+
+
+def _stage_stamped(node: Node, updated_at: float) -> Staged | None:
+    """``stage(node)`` with the write time ``updated_at`` already in the bytes (the
+    node itself is not stamped), or None when those bytes are refused -- the
+    caller then stages the node as given, so that the error it raises is the one
+    staging before the stamp raises."""
+    rel, domain = _place(node)
+    try:
+        data = _dumps_at(node, updated_at)
+    except InvalidNodeError:
+        return None
+    return Staged(node, rel, data, domain)
 
 
 def _stamp_after(previous: float | None, now: float) -> float:
@@ -192,9 +220,12 @@ class Engine:
         self.catch_up()
         self._last_refresh = time.monotonic()
 
-    def catch_up(self) -> list[str]:
-        """Follow the log from the cursor; resolve what it touched; return changed ids."""
-        tail = journal.read_tail(self.root_str, self.cursor.offsets)
+    def catch_up(self, tail: journal.Tail | None = None) -> list[str]:
+        """Follow the log from the cursor; resolve what it touched; return changed ids.
+
+        ``tail``: the log as just read from the cursor (else it is read here)."""
+        if tail is None:
+            tail = journal.read_tail(self.root_str, self.cursor.offsets)
         if tail.empty and not self.cursor.pending and not self.cursor.legacy:
             self.cursor.unsafe |= tail.unsafe
             return []
@@ -221,13 +252,15 @@ class Engine:
         """
         with self.lock:
             self.check_open()
-            ident = snapshot.identity(self.root_str)
+            # The snapshot's identity (as snapshot.identity gives it) and the log, in one walk.
+            st, tail = journal.look(self.root_str, self.cursor.offsets, paths.SNAPSHOT)
+            ident = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
             if ident is not None and ident != self.snap_ident:
                 changed = self._follow(ident)
                 if changed is None:
                     changed = self._reload()
             else:
-                changed = self.catch_up()
+                changed = self.catch_up(tail)
             self._last_refresh = time.monotonic()
             return changed
 
@@ -357,22 +390,28 @@ class Engine:
         stripes = {zlib.crc32(k.encode("utf-8")) % STRIPES for k in keys}
         with self.lock:
             while True:
-                with contextlib.ExitStack() as stack:
+                held: list[fsops.FileLock] = []
+                try:
                     for n in sorted(stripes):
-                        stack.enter_context(self._stripe(n).hold(timeout=self.lock_timeout))
-                    stack.enter_context(self.maint.shared(self.lock_timeout))
-                    self.refresh()
-                    dead = [
-                        c
-                        for c in journal.find_dead(self.root_str, self.cursor, self.journal.failed)
-                        if any(paths.id_key(i) in keys for i in c.ids)
-                    ]
-                    more = {self.stripe_of(i) for c in dead for i in c.ids}
-                    if more <= stripes:
-                        if dead:
-                            self.recover(dead)
-                        yield
-                        return
+                        lock = self._stripe(n)
+                        lock.acquire(timeout=self.lock_timeout)
+                        held.append(lock)
+                    with self.maint.shared(self.lock_timeout):
+                        self.refresh()
+                        dead = [
+                            c
+                            for c in journal.find_dead(self.root_str, self.cursor, self.journal.failed)
+                            if any(paths.id_key(i) in keys for i in c.ids)
+                        ]
+                        more = {self.stripe_of(i) for c in dead for i in c.ids}
+                        if more <= stripes:
+                            if dead:
+                                self.recover(dead)
+                            yield
+                            return
+                finally:
+                    for lock in reversed(held):  # last taken, first released
+                        lock.release()
                 stripes |= more
 
     def recover(self, commits: Sequence[journal.Commit]) -> None:
@@ -481,22 +520,34 @@ class Engine:
         staged: list[Staged] = []
         dels: list[tuple[str, str]] = []
         out: list[Node] = []
+        entries = self.state.entries
         for node in batch:
-            s = stage(node)
+            # Serialised once, with the write time it will be stamped with (the
+            # existence check does not depend on the bytes; the index does not
+            # change before the stamp, so neither does the time).
+            at = None
+            s = None
+            if stamp:
+                prev = entries.get(node.id)
+                at = _stamp_after(prev.updated_at if prev else None, now)
+                s = _stage_stamped(node, at)
+            fresh = s is not None
+            if s is None:
+                s = stage(node)
             existing_path = self.check_new(node, s.rel)
             if existing_path is not None:
                 if not overwrite:
                     raise DuplicateIdError(node.id, existing_path)
-                same = self._unchanged(node, s, existing_path)
+                same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path)
                 if same is not None:
                     out.append(same)
                     continue
                 if existing_path != s.rel:
                     dels.append((node.id, existing_path))
-            if stamp:
-                prev = self.state.entries.get(node.id)
-                node.updated_at = _stamp_after(prev.updated_at if prev else None, now)
-                s = stage(node)
+            if at is not None:
+                node.updated_at = at
+                if not fresh:
+                    s = stage(node)
             staged.append(s)
             out.append(node)
         return staged, dels, out
@@ -549,20 +600,20 @@ class Engine:
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 
-    def _unchanged(self, node: Node, s: Staged, existing_path: str) -> Node | None:
-        """The stored node when overwriting would change nothing but ``updated_at``."""
-        if existing_path != s.rel:
+    def _unchanged(self, node: Node, given: bytes | None, rel: str, existing_path: str) -> Node | None:
+        """The stored node when overwriting would change nothing but ``updated_at``.
+
+        ``given``: the bytes of ``node`` as given, if already serialised."""
+        if existing_path != rel:
             return None
         try:
-            data, _ = fsops.read_file(self.root_str, s.rel, max_bytes=index.MAX_FILE_BYTES)
-            stored = index.decode_node(data, s.rel)
+            data, _ = fsops.read_file(self.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+            stored = index.decode_node(data, rel)
         except (OSError, UnsafePathError, MalformedNodeFileError):
             return None
-        if data == s.data:
+        if data == (nodefile.dumps(node).encode("utf-8") if given is None else given):
             return stored
-        probe = node.copy()
-        probe.updated_at = stored.updated_at
-        return stored if nodefile.dumps(probe).encode("utf-8") == data else None
+        return stored if _dumps_at(node, stored.updated_at) == data else None
 
     def modify(
         self,

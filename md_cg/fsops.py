@@ -192,6 +192,16 @@ class Dir:
     def _rel(self, name: str) -> str:
         return f"{self.rel}/{name}" if self.rel else name
 
+    def sub(self, name: str) -> Dir:
+        """The folder ``name`` in this one, opened without following a symlink (caller closes it)."""
+        try:
+            fd = os.open(name, _DIR_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise _refuse(self.fd, name, self._rel(name), exc) from None
+        d = Dir.__new__(Dir)
+        d.rel, d.fd = self._rel(name), fd
+        return d
+
     def write_temp(
         self, name: str, data: BytesLike | Sequence[BytesLike], *, durable: bool = False
     ) -> tuple[str, os.stat_result]:
@@ -763,10 +773,16 @@ def read_shard(root: str, rel: str, start: int = 0) -> ShardRead:
     """
     parent, name = _split(rel)
     with Dir(root, parent) as d:
-        try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=d.fd)
-        except OSError as exc:
-            raise _refuse(d.fd, name, rel, exc) from None
+        return read_shard_in(d, name, start)
+
+
+def read_shard_in(d: Dir, name: str, start: int = 0) -> ShardRead:
+    """:func:`read_shard` of the shard ``name`` in the open folder ``d``."""
+    rel = d._rel(name)
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=d.fd)
+    except OSError as exc:
+        raise _refuse(d.fd, name, rel, exc) from None
     try:
         if not statmod.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafePathError(rel, "is not a regular file")
@@ -798,9 +814,21 @@ def read_shard(root: str, rel: str, start: int = 0) -> ShardRead:
 
 def list_shards(root: str, rel_dir: str) -> list[str]:
     """Names of the shards in ``root/rel_dir`` (sorted), ignoring temp and hidden files."""
-    try:
-        with Dir(root, rel_dir) as d:
-            names = d.listdir()
-    except (FileNotFoundError, NotADirectoryError):
+    d = open_shards(root, rel_dir)
+    if d is None:
         return []
-    return sorted(n for n in names if n.endswith(SHARD_SUFFIX) and not n.startswith("."))
+    with d:
+        return shard_names(d)
+
+
+def open_shards(root: str, rel_dir: str) -> Dir | None:
+    """The open shard folder ``root/rel_dir``, or None when there is none (caller closes it)."""
+    try:
+        return Dir(root, rel_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def shard_names(d: Dir) -> list[str]:
+    """Names of the shards in the open folder ``d`` (sorted), ignoring temp and hidden files."""
+    return sorted(n for n in d.listdir() if n.endswith(SHARD_SUFFIX) and not n.startswith("."))

@@ -41,6 +41,7 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 from __future__ import annotations
 
 import os
+import stat as statmod
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -319,33 +320,74 @@ class Tail:
 def read_tail(root: str, offsets: dict[str, int]) -> Tail:
     """Read every shard from its known offset (whole lines only)."""
     try:
-        names = fsops.list_shards(root, LOG_REL)
+        d = fsops.open_shards(root, LOG_REL)
     except UnsafePathError:
-        names = []
-        unsafe = {LOG_REL}
-    else:
-        unsafe = set()
+        return _tail_in(None, offsets, {LOG_REL})
+    return _tail_in(d, offsets, set())
+
+
+def look(root: str, offsets: dict[str, int], name: str) -> tuple[os.stat_result | None, Tail]:
+    """The ``lstat`` of ``.mdcg/<name>`` (None when absent) and :func:`read_tail`, in that
+    order, through one walk to ``.mdcg/`` (a freshness check makes both)."""
+    try:
+        meta = fsops.Dir(root, paths.META_DIR)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, _tail_in(None, offsets, set())
+    except UnsafePathError:
+        return None, _tail_in(None, offsets, {LOG_REL})
+    with meta:
+        try:
+            st: os.stat_result | None = meta.lstat(name)
+        except (FileNotFoundError, NotADirectoryError):
+            st = None
+        try:
+            log = meta.sub(paths.LOG_DIR)
+        except (FileNotFoundError, NotADirectoryError):
+            return st, _tail_in(None, offsets, set())
+        except UnsafePathError:
+            return st, _tail_in(None, offsets, {LOG_REL})
+    return st, _tail_in(log, offsets, set())
+
+
+def _tail_in(d: fsops.Dir | None, offsets: dict[str, int], unsafe: set[str]) -> Tail:
+    """Read every shard of the open log folder ``d`` (None: there is none) from its offset."""
     new_offsets = dict(offsets)
     by_shard: dict[str, list[dict[str, Any]]] = {}
     bad = 0
+    names: list[str] = []
+    if d is not None:
+        with d:
+            names = fsops.shard_names(d)
+            for name in names:
+                start = offsets.get(name, 0)
+                try:
+                    read = _read_from(d, name, start)
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
+                except UnsafePathError:
+                    unsafe.add(name)
+                    continue
+                if read is None:  # nothing new
+                    new_offsets[name] = start
+                    continue
+                bad += read.bad_lines
+                new_offsets[name] = read.end
+                if read.records:
+                    by_shard[name] = read.records
     present = set(names)
-    for name in names:
-        start = offsets.get(name, 0)
-        try:
-            read = fsops.read_shard(root, f"{LOG_REL}/{name}", start)
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        except UnsafePathError:
-            unsafe.add(name)
-            continue
-        bad += read.bad_lines
-        new_offsets[name] = read.end
-        if read.records:
-            by_shard[name] = read.records
     missing = [n for n in offsets if n not in present]
     for name in missing:
         new_offsets.pop(name, None)
     return Tail(by_shard, new_offsets, missing, bad, unsafe)
+
+
+def _read_from(d: fsops.Dir, name: str, start: int) -> fsops.ShardRead | None:
+    """The whole lines of shard ``name`` after ``start``; None when a plain file holds
+    nothing after it (one ``lstat``: the usual answer of a write's catch-up)."""
+    st = d.lstat(name)
+    if statmod.S_ISREG(st.st_mode) and st.st_size <= start:
+        return None
+    return fsops.read_shard_in(d, name, start)
 
 
 def shard_ends(root: str) -> dict[str, int]:

@@ -309,13 +309,24 @@ def format_instant(seconds: float) -> str | float:
     outside the years 0001-9999 (which ISO 8601 cannot name) is returned as
     the number itself. ``seconds`` should be quantised (see :func:`validate`).
     """
+    out = _INSTANTS.get(seconds)
+    if out is not None:
+        return out
     if not math.isfinite(seconds):
         return seconds
     try:
         moment = _NAIVE_EPOCH + timedelta(microseconds=_micros(seconds))
     except OverflowError:  # before 0001 or after 9999
         return seconds
-    return moment.isoformat(timespec="microseconds") + "Z"
+    out = moment.isoformat(timespec="microseconds") + "Z"
+    if len(_INSTANTS) >= 1024:
+        _INSTANTS.clear()
+    _INSTANTS[seconds] = out
+    return out
+
+
+#: instants written lately: a batch stamps its nodes with the same one or two
+_INSTANTS: dict[float, str] = {}
 
 
 @dataclass(eq=True)

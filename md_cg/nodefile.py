@@ -77,7 +77,24 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\u{ord(match.group()):04x}"
 
 
+#: the dumped form of short strings (layers, kinds, tags, condition keys repeat from node to node)
+_STR_CACHE: dict[str, str] = {}
+_STR_CACHE_MAX = 8192
+_STR_CACHE_LEN = 48
+
+
 def _dump_str(s: str) -> str:
+    out = _STR_CACHE.get(s)
+    if out is None:
+        out = _dump_new_str(s)
+        if len(s) <= _STR_CACHE_LEN and type(s) is str:
+            if len(_STR_CACHE) >= _STR_CACHE_MAX:
+                _STR_CACHE.clear()
+            _STR_CACHE[s] = out
+    return out
+
+
+def _dump_new_str(s: str) -> str:
     try:
         out = orjson.dumps(s).decode("utf-8")
     except orjson.JSONEncodeError:

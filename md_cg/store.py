@@ -22,6 +22,7 @@ from . import (
     editing,
     forgetting,
     fsops,
+    index,
     loop,
     maintenance,
     paths,
@@ -230,7 +231,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if tier is not None:
             node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
-        return self.add_many([node], overwrite=overwrite, durable=durable, stamp=stamp)[0]
+        return self._add_batch([node], overwrite, durable, stamp, stamp, validated=True)[0]
 
     def add_many(
         self,
@@ -255,16 +256,34 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         migration stores verbatim but still decides (``decide=True``).
         """
         batch = list(nodes)
-        now = time.time()
-        decide = stamp if decide is None else decide
-        decided = self._prepare(batch, now, stamp=stamp, replacing=overwrite, decide=decide)
-        with self._engine.lock:
-            out = self._engine.add_many(
-                batch, overwrite=overwrite, durable=durable, stamp=stamp, check=self._check_taken
-            )
-        self._ret.record(decided, now)
+        out = self._add_batch(batch, overwrite, durable, stamp, stamp if decide is None else decide)
         if progress is not None:
             progress(len(batch))
+        return out
+
+    def _add_batch(
+        self,
+        batch: list[Node],
+        overwrite: bool,
+        durable: bool | None,
+        stamp: bool,
+        decide: bool,
+        *,
+        validated: bool = False,
+    ) -> list[Node]:
+        """``add_many`` of a list; ``validated``: every node was validated just now (``add``)."""
+        now = time.time()
+        # The collector would scan the whole index again and again while a batch
+        # allocates its entries; nothing here forms cycles that must go at once.
+        with index.no_gc():
+            decided = self._prepare(
+                batch, now, stamp=stamp, replacing=overwrite, decide=decide, validated=validated
+            )
+            with self._engine.lock:
+                out = self._engine.add_many(
+                    batch, overwrite=overwrite, durable=durable, stamp=stamp, check=self._check_taken
+                )
+        self._ret.record(decided, now)
         return out
 
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:

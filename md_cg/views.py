@@ -38,7 +38,7 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, slug_id, validate
+from .node import Node, check_id, quantise_instant, slug_id, validate
 from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
 from .resurface import Resurfaced
@@ -223,8 +223,12 @@ class Lifecycle(_Handle):
         stamp: bool = True,
         replacing: bool = False,
         decide: bool = True,
+        validated: bool = False,
     ) -> list[tuple[Node, temporal.RetentionDecision]]:
-        """Validate a batch, put it in the caller's scope and (``decide``) decide its retention."""
+        """Validate a batch, put it in the caller's scope and (``decide``) decide its retention.
+
+        ``validated``: the caller has just validated every node (``add``), so
+        only the creation time set here needs normalising."""
         seen: dict[str, str] = {}
         decided = []
         entries = self._engine.state.entries
@@ -232,8 +236,9 @@ class Lifecycle(_Handle):
             if not isinstance(node, Node):
                 raise TypeError(f"add_many expects Node objects, got {type(node).__name__}")
             if stamp and node.created_at is None:
-                node.created_at = now
-            validate(node)
+                node.created_at = quantise_instant(now) if validated else now
+            if not validated:
+                validate(node)
             key = paths.id_key(node.id)
             if key in seen:
                 raise engine_mod.DuplicateIdError(node.id, f"this batch (as {seen[key]!r})")
