@@ -114,3 +114,21 @@ def test_writing_and_searching_compute_the_same_key() -> None:
     assert layout.context_route_key("计算机科学") == key
     assert layout.context_route_key({"domain": "计算机科学"}) == key
     assert layout.context_route_key(None) is None
+
+
+def test_the_control_and_surrogate_rule_is_exactly_unicode_categories_cc_and_cs() -> None:
+    """The id rule's one-regex check names the same characters as ``unicodedata.category``."""
+    import unicodedata
+
+    from md_cg import node as node_module
+
+    pattern = node_module._CONTROL_OR_SURROGATE
+    wrong = [
+        cp
+        for cp in range(0x110000)
+        if (unicodedata.category(chr(cp)) in ("Cc", "Cs")) != (pattern.search(chr(cp)) is not None)
+    ]
+    assert wrong == []
+    assert node_module.id_problem("a\u0085b") == "it contains a control or surrogate character"
+    assert node_module.id_problem("a\ud800b") == "it contains a control or surrogate character"
+    assert node_module.id_problem("红黑树-第2篇") is None
