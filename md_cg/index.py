@@ -478,6 +478,33 @@ class Entries(MutableMapping[str, Entry]):
             if node_id not in done:
                 yield node_id, e, None
 
+    def placed(self) -> Iterator[tuple[str, str, int, int]]:
+        """``(id, path, mtime_ns, size)`` of every entry, in :meth:`walk`'s order, building none.
+
+        A row not materialised answers from the snapshot's columns (its
+        ``source``: ``path_of``/``stat_of``), so reconciling with the files
+        after an open from a snapshot decodes no row.
+        """
+        source = self.source
+        for node_id, e, row in self.walk():
+            if e is not None:
+                yield node_id, e.path, e.mtime_ns, e.size
+            else:
+                mtime_ns, size = source.stat_of(row)
+                yield node_id, source.path_of(row), mtime_ns, size
+
+    def conflicted(self) -> Iterator[Entry]:
+        """The entries whose file holds a git merge conflict (materialising only those)."""
+        source = self.source
+        # Ids first: materialising a row while walking would change what the walk visits.
+        found = [
+            node_id
+            for node_id, e, row in self.walk()
+            if (e.conflict if e is not None else source.conflicted(row))
+        ]
+        for node_id in found:
+            yield self[node_id]
+
     def __iter__(self) -> Iterator[str]:
         return iter(self.settle())
 
@@ -648,7 +675,8 @@ class IndexState:
                 self.superseded.add(target)
 
     def by_path(self) -> dict[str, str]:
-        return {e.path: e.id for e in self.entries.values()}
+        """Path -> id of every entry (builds no entry of an open from a snapshot)."""
+        return {path: node_id for node_id, path, _m, _s in self.entries.placed()}
 
     def twins(self) -> dict[str, list[str]]:
         """Id key -> the indexed ids that share it (only keys with more than one)."""

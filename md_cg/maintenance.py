@@ -245,18 +245,19 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
-    by_path = state.by_path()
+    # What the index holds, without building an entry of an open from a snapshot.
+    indexed: dict[str, tuple[str, int, int]] = {}
     touched: dict[str, list[str]] = {}
     malformed: dict[str, str] = {}
-    for node_id, e in state.entries.items():
-        if e.path not in files:
-            touched.setdefault(node_id, []).append(e.path)
+    for node_id, path, mtime_ns, size in state.entries.placed():
+        indexed[path] = (node_id, mtime_ns, size)
+        if path not in files:
+            touched.setdefault(node_id, []).append(path)
     for rel, st in files.items():
-        known = by_path.get(rel)
+        known = indexed.get(rel)
         if known is not None:
-            e = state.entries[known]
-            if (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
-                touched.setdefault(known, []).append(rel)
+            if (known[1], known[2]) != (st.st_mtime_ns, st.st_size):
+                touched.setdefault(known[0], []).append(rel)
             continue
         _touch_file(engine, rel, touched, malformed)
     for rel in list(state.problems):
@@ -277,7 +278,7 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
 
 def conflicts(state: IndexState) -> tuple[tuple[str, str], ...]:
     """(id, path) of every node whose file holds an unresolved git merge conflict."""
-    return tuple(sorted((e.id, e.path) for e in state.entries.values() if e.conflict))
+    return tuple(sorted((e.id, e.path) for e in state.entries.conflicted()))
 
 
 def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malformed: dict[str, str]) -> None:

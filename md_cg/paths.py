@@ -19,6 +19,8 @@ Imports only :mod:`md_cg.node`, :mod:`md_cg.script` and :mod:`md_cg.errors`.
 
 from __future__ import annotations
 
+import re
+
 from .node import LAYERS, id_problem
 from .script import id_fold
 
@@ -59,6 +61,14 @@ ARCHIVE_DIR = "archive"
 _ARCHIVE_PREFIX = ARCHIVE_DIR + "/"
 
 _LAYER_SET = frozenset(LAYERS)
+#: A path made only of plain names (ASCII letters, digits, ``_`` and ``-``,
+#: no dot, at most 100 characters: they certainly pass :func:`id_problem`)
+#: within :data:`MAX_DEPTH` levels: it passes :func:`rel_problem`, checked by
+#: one match (a sync or a cold open checks every file's path).
+_PLAIN_REL = re.compile(
+    rf"(?:{re.escape(ARCHIVE_DIR)}/)?(?:{'|'.join(map(re.escape, LAYERS))})"
+    rf"(?:/[A-Za-z0-9_][A-Za-z0-9_-]{{0,99}}){{1,{MAX_DEPTH - 1}}}{re.escape(NODE_SUFFIX)}"
+)
 
 
 def meta(*parts: str) -> str:
@@ -77,6 +87,8 @@ def rel_problem(rel: object) -> str | None:
     """Why ``rel`` is not an acceptable node path, or ``None`` if it is one."""
     if not isinstance(rel, str):
         return f"not a string ({type(rel).__name__})"
+    if len(rel) <= MAX_REL_CHARS and _PLAIN_REL.fullmatch(rel) is not None:
+        return None
     if not rel or len(rel) > MAX_REL_CHARS:
         return "empty or too long"
     if rel.startswith("/") or "\\" in rel:

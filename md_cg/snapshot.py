@@ -14,7 +14,9 @@ added to :class:`~md_cg.index.Entry` since -- is refused and the index is
 rebuilt from the files (a snapshot is derived, never trusted blindly).
 
 The entries section keeps the fields that place a node (:data:`EAGER`: id,
-layer, bucket, path when it is not the canonical one, archived) as columns,
+layer, bucket, path when it is not the canonical one, the file's mtime and
+size, archived, conflict) as columns -- what a :func:`~md_cg.maintenance.sync`
+compares with the files, so that it builds no entry of an unchanged file --
 plus what the index derives from the other fields (restricted ids, edges).
 The rest of each row (:data:`LAZY`) is one JSON array in the rows image
 (concatenated, with offsets), decoded only when the entry is first used:
@@ -51,17 +53,17 @@ from .textindex import TextIndex
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 7
+VERSION = 8
 REL = paths.meta(paths.SNAPSHOT)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Entry))[:-1]
 assert tuple(f.name for f in fields(Entry))[-1] == "domain", "Entry.domain must stay its last field"
 #: Columns kept as columns of the entries section (checked at load, before any use).
-EAGER = ("id", "path", "layer", "bucket", "archived")
+EAGER = ("id", "path", "layer", "bucket", "mtime_ns", "size", "archived", "conflict")
 #: Columns of a row's JSON array in the rows section, decoded when the entry is first used.
 LAZY: tuple[str, ...] = tuple(name for name in COLUMNS if name not in EAGER)
-assert (*EAGER[:4], *LAZY[:-1], "archived", LAZY[-1]) == COLUMNS, "_Table.entry builds entries positionally"
+assert (*EAGER[:6], *LAZY, *EAGER[6:]) == COLUMNS, "_Table.entry builds entries positionally"
 #: A layer's code in the entries section's ``layers`` string: one digit per row.
 _LAYER_DIGIT = {name: chr(48 + i) for i, name in enumerate(LAYERS)}
 _LAYER_DIGITS = re.compile(f"[0-{len(LAYERS) - 1}]*")
@@ -102,6 +104,9 @@ class _Columns:
         self.buckets: list[int] = []
         self.names: dict[str, int] = {}
         self.archived: list[int] = []
+        self.mtimes: list[int] = []
+        self.sizes: list[int] = []
+        self.conflicts: list[int] = []
         self.moved: list[list[Any]] = []
         self.restricted: list[int] = []
         self.edges: list[list[Any]] = []
@@ -120,6 +125,10 @@ class _Columns:
         self.buckets.append(self._bucket(e.bucket))
         if e.archived:
             self.archived.append(n)
+        self.mtimes.append(e.mtime_ns)
+        self.sizes.append(e.size)
+        if e.conflict:
+            self.conflicts.append(n)
         if e.path != canonical_path(e):
             self.moved.append([n, e.path])
         if e.restricted:
@@ -137,6 +146,10 @@ class _Columns:
         self.buckets.append(self._bucket(table.bucket_of(row)))
         if row in table.archived:
             self.archived.append(n)
+        self.mtimes.append(table.mtimes[row])
+        self.sizes.append(table.sizes[row])
+        if row in table.conflicts:
+            self.conflicts.append(n)
         path = table.paths.get(row)
         if path is not None:
             self.moved.append([n, path])
@@ -166,6 +179,9 @@ def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
             "buckets": out.buckets,
             "bucket_names": list(out.names),
             "archived": out.archived,
+            "mtimes": out.mtimes,
+            "sizes": out.sizes,
+            "conflicts": out.conflicts,
             "paths": out.moved,
             "restricted": out.restricted,
             "edges": out.edges,
@@ -371,6 +387,9 @@ class _Table:
         self.buckets: list[int] = body["buckets"]
         self.bucket_names: list[str] = body["bucket_names"]
         self.archived = frozenset(body["archived"])
+        self.mtimes: list[int] = body["mtimes"]
+        self.sizes: list[int] = body["sizes"]
+        self.conflicts = frozenset(body["conflicts"])
         self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
         self.restricted: list[int] = body["restricted"]
         self.edges: list[list[Any]] = body["edges"]
@@ -387,8 +406,13 @@ class _Table:
     def check(self) -> str | None:
         """Why a row is unusable (the snapshot is then refused), else None."""
         ids, n = self.ids, len(self.ids)
-        if not isinstance(ids, list) or len(self.layers) != n or len(self.buckets) != n:
+        if not isinstance(ids, list) or any(
+            not isinstance(column, list | str) or len(column) != n
+            for column in (self.layers, self.buckets, self.mtimes, self.sizes)
+        ):
             return "damaged (a column does not have one value per row)"
+        if not (_all_ints(self.mtimes) and _all_ints(self.sizes)):
+            return "damaged (a row's mtime or size is not an integer)"
         if not all(isinstance(name, str) and paths.id_problem(name) is None for name in self.bucket_names):
             return f"unsafe (a bucket among {self.bucket_names!r})"[:300]
         codes = np.array(self.buckets) if self.buckets else np.zeros(0, dtype=np.int64)
@@ -401,7 +425,8 @@ class _Table:
         if bool(((codes >= 0) & (layers != ord(_LAYER_DIGIT[paths.BUCKETED_LAYER]))).any()):
             return "unsafe (a row with a bucket outside the knowledge layer)"
         self.bucket_counts = np.bincount(codes + 1, minlength=len(self.bucket_names) + 1)[1:]
-        if not _in_range([*self.archived, *self.paths, *self.restricted, *(e[0] for e in self.edges)], 0, n):
+        rows = [*self.archived, *self.conflicts, *self.paths, *self.restricted, *(e[0] for e in self.edges)]
+        if not _in_range(rows, 0, n):
             return "damaged (a row number out of range)"
         try:
             self.joined = "\n".join(ids)  # also checks that every id is a string
@@ -451,6 +476,23 @@ class _Table:
         code = self.buckets[row]
         return None if code < 0 else self.bucket_names[code]
 
+    def path_of(self, row: int) -> str:
+        """The path of ``row``'s file (checked at load), without building its entry."""
+        path = self.paths.get(row)
+        if path is None:
+            path = paths.node_rel(self.layer_of(row), self.bucket_of(row), self.ids[row])
+            if row in self.archived:
+                path = paths.archived_rel(path)
+        return path
+
+    def stat_of(self, row: int) -> tuple[int, int]:
+        """``(mtime_ns, size)`` of ``row``'s file when it was indexed, without building its entry."""
+        return self.mtimes[row], self.sizes[row]
+
+    def conflicted(self, row: int) -> bool:
+        """True when ``row``'s file held a git merge conflict when it was indexed."""
+        return row in self.conflicts
+
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (its JSON decoded now)."""
         try:
@@ -461,16 +503,12 @@ class _Table:
             # Only a snapshot crafted with valid checksums gets here (the rows image checks itself).
             raise ValueError(f"snapshot row {row} (id {self.ids[row]!r}) does not have the header's columns")
         node_id, layer, bucket = self.ids[row], self.layer_of(row), self.bucket_of(row)
-        archived = row in self.archived
-        path = self.paths.get(row)
-        if path is None:
-            path = paths.node_rel(layer, bucket, node_id)
-            if archived:
-                path = paths.archived_rel(path)
-        # Positional: Entry's fields are EAGER's first four, LAZY but its last, archived,
-        # LAZY's last, domain (checked at import).
+        # Positional: Entry's fields are EAGER's first six, LAZY, EAGER's last two, domain
+        # (checked at import).
         domain = None if bucket is None else self.domains.get(bucket)
-        args = (node_id, path, layer, bucket, *values[:-1], archived, values[-1], domain)
+        path, (mtime_ns, size) = self.path_of(row), self.stat_of(row)
+        flags = (row in self.archived, row in self.conflicts)
+        args = (node_id, path, layer, bucket, mtime_ns, size, *values, *flags, domain)
         return Entry(*args)
 
     def fill(self, state: IndexState) -> None:
@@ -493,6 +531,11 @@ class _Table:
             reverse.setdefault(target, set()).add((ids[n], etype))
             if etype == "supersedes":
                 superseded.add(target)
+
+
+def _all_ints(values: list[Any]) -> bool:
+    """True when every value is an int (not a bool)."""
+    return all(type(v) is int for v in values)
 
 
 def _in_range(values: list[Any], low: int, high: int) -> bool:

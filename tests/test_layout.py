@@ -132,3 +132,25 @@ def test_the_control_and_surrogate_rule_is_exactly_unicode_categories_cc_and_cs(
     assert node_module.id_problem("a\u0085b") == "it contains a control or surrogate character"
     assert node_module.id_problem("a\ud800b") == "it contains a control or surrogate character"
     assert node_module.id_problem("红黑树-第2篇") is None
+
+
+def test_the_plain_path_shortcut_agrees_with_the_full_path_rules(monkeypatch) -> None:
+    """``rel_problem``'s one-match shortcut accepts only paths the full rules accept."""
+    import random
+    import re
+
+    from md_cg import paths
+
+    rng = random.Random(5)
+    pieces = ["knowledge", "self", "archive", "foo", "cond_a", "k1", "a.b", "..", ".x", "x.", "é", " ", "",
+              "-", "_", "A" * 99, "b" * 100, "c" * 128, "d" * 129, "/", ".md"]  # fmt: skip
+    heads = ["knowledge", "self", "archive/contextual", "archive", "foo", ""]
+    rels = [rng.choice(heads) + "/" + "/".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+            + rng.choice([".md", ".md", "", ".txt"]) for _ in range(5000)]  # fmt: skip
+    rels += ["knowledge/a/b/c/d/e/f/g.md", "knowledge/a/b/c/d/e/f/g/h.md", "archive/self/x.md"]
+    rels += ["self/" + "a" * 2000 + ".md"]
+    fast = [paths.rel_problem(r) for r in rels]
+    monkeypatch.setattr(paths, "_PLAIN_REL", re.compile(r"(?!)"))  # never matches: the full rules only
+    slow = [paths.rel_problem(r) for r in rels]
+    assert fast == slow
+    assert sum(p is None for p in slow) > 100  # the sample holds many good paths, not only bad ones

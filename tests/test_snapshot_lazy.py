@@ -275,3 +275,44 @@ def test_a_text_image_with_a_duplicate_id_is_refused() -> None:
     with pytest.raises(ValueError, match="id or vocabulary table"):
         TextIndex.from_bytes(codec.encode(header, arrays))
     assert len(TextIndex.from_bytes(ti.to_bytes())) == 2
+
+
+def test_sync_after_an_open_from_a_snapshot_builds_only_the_entries_it_changes(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    (root / "self" / "broken.md").unlink()
+    conflicted = "---\nid: k5\nlayer: knowledge\n---\n<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n"
+    with MdCG(root) as s:
+        s.sync()
+        k5 = s._engine.state.entries["k5"].path  # type: ignore[attr-defined]
+        s.compact_index()
+    (root / k5).write_text(conflicted)
+    with MdCG(root) as s:
+        s.sync()
+        s.compact_index()
+    edited = root / "self" / "old.md"
+    edited.write_text(edited.read_text() + "edited by hand\n")
+    (root / "self" / "until.md").unlink()
+    with MdCG(root) as s:
+        assert s.loaded_from == "snapshot"
+        state = s._engine.state  # type: ignore[attr-defined]
+        assert state.entries.lazy and state.entries._live == {}
+        report = s.sync()
+        assert (report.added, report.changed, report.deleted) == ((), ("old",), ("until",))
+        assert [c[0] for c in report.conflicts] == ["k5"]
+        # the edited node, the conflicted one (listed) and k3, whose losing copy
+        # (contextual/k3.md, not indexed) is parsed again by every sync: nothing else was built
+        assert set(state.entries._live) == {"old", "k5", "k3"}
+        assert state.entries.lazy
+        assert state.entries["old"].mtime_ns == edited.stat().st_mtime_ns
+
+
+def test_a_crafted_mtime_or_size_column_is_refused(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    state = _cold(root)
+    state.entries["old"] = dataclasses.replace(state.entries["old"], mtime_ns="soon")  # type: ignore[arg-type]
+    assert snapshot.decode(snapshot.encode(state, {})) == "damaged (a row's mtime or size is not an integer)"
+    state = _cold(root)
+    state.entries["old"] = dataclasses.replace(state.entries["old"], size=True)
+    assert snapshot.decode(snapshot.encode(state, {})) == "damaged (a row's mtime or size is not an integer)"
