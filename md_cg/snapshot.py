@@ -179,8 +179,6 @@ def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
             "buckets": out.buckets,
             "bucket_names": list(out.names),
             "archived": out.archived,
-            "mtimes": out.mtimes,
-            "sizes": out.sizes,
             "conflicts": out.conflicts,
             "paths": out.moved,
             "restricted": out.restricted,
@@ -194,7 +192,10 @@ def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
     )
     ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
     ptr[1:] = out.ends
-    rows_parts = codec.encode_parts({"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8)])
+    stats = [np.array(out.mtimes, dtype=np.int64), np.array(out.sizes, dtype=np.int64)]
+    rows_parts = codec.encode_parts(
+        {"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8), *stats]
+    )
     return entries_blob, rows_parts
 
 
@@ -387,8 +388,9 @@ class _Table:
         self.buckets: list[int] = body["buckets"]
         self.bucket_names: list[str] = body["bucket_names"]
         self.archived = frozenset(body["archived"])
-        self.mtimes: list[int] = body["mtimes"]
-        self.sizes: list[int] = body["sizes"]
+        #: the files' (mtime_ns, size) when indexed: int64 columns of the rows section
+        self.mtimes = np.zeros(0, dtype=np.int64)
+        self.sizes = np.zeros(0, dtype=np.int64)
         self.conflicts = frozenset(body["conflicts"])
         self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
         self.restricted: list[int] = body["restricted"]
@@ -407,12 +409,9 @@ class _Table:
         """Why a row is unusable (the snapshot is then refused), else None."""
         ids, n = self.ids, len(self.ids)
         if not isinstance(ids, list) or any(
-            not isinstance(column, list | str) or len(column) != n
-            for column in (self.layers, self.buckets, self.mtimes, self.sizes)
+            not isinstance(column, list | str) or len(column) != n for column in (self.layers, self.buckets)
         ):
             return "damaged (a column does not have one value per row)"
-        if not (_all_ints(self.mtimes) and _all_ints(self.sizes)):
-            return "damaged (a row's mtime or size is not an integer)"
         if not all(isinstance(name, str) and paths.id_problem(name) is None for name in self.bucket_names):
             return f"unsafe (a bucket among {self.bucket_names!r})"[:300]
         codes = np.array(self.buckets) if self.buckets else np.zeros(0, dtype=np.int64)
@@ -446,15 +445,19 @@ class _Table:
         return None
 
     def attach(self, rows: tuple[dict[str, Any], list[np.ndarray]]) -> None:
-        """Take the rows section (offsets and the concatenated JSON rows)."""
+        """Take the rows section (offsets, the concatenated JSON rows, the files' mtimes and sizes)."""
         head, arrays = rows
-        ptr, blob = arrays
-        if head["rows"] != len(self.ids) or len(ptr) != len(self.ids) + 1 or ptr.dtype != np.uint64:
+        ptr, blob, mtimes, sizes = arrays
+        n = len(self.ids)
+        if head["rows"] != n or len(ptr) != n + 1 or ptr.dtype != np.uint64:
             raise ValueError("the rows section does not match the entries")
+        if len(mtimes) != n or len(sizes) != n or mtimes.dtype != np.int64 or sizes.dtype != np.int64:
+            raise ValueError("the mtime and size columns of the rows section do not match the entries")
         if len(ptr) > 1 and (int(ptr[-1]) != len(blob) or bool((np.diff(ptr.astype(np.int64)) <= 0).any())):
             raise ValueError("the row offsets of the rows section are not increasing within it")
         self.ptr = ptr.tolist()
         self.blob = blob.data
+        self.mtimes, self.sizes = mtimes, sizes
 
     def restricted_rows(self) -> frozenset[int]:
         if self._restricted_rows is None:
@@ -487,7 +490,7 @@ class _Table:
 
     def stat_of(self, row: int) -> tuple[int, int]:
         """``(mtime_ns, size)`` of ``row``'s file when it was indexed, without building its entry."""
-        return self.mtimes[row], self.sizes[row]
+        return int(self.mtimes[row]), int(self.sizes[row])
 
     def conflicted(self, row: int) -> bool:
         """True when ``row``'s file held a git merge conflict when it was indexed."""
@@ -531,11 +534,6 @@ class _Table:
             reverse.setdefault(target, set()).add((ids[n], etype))
             if etype == "supersedes":
                 superseded.add(target)
-
-
-def _all_ints(values: list[Any]) -> bool:
-    """True when every value is an int (not a bool)."""
-    return all(type(v) is int for v in values)
 
 
 def _in_range(values: list[Any], low: int, high: int) -> bool:

@@ -307,12 +307,22 @@ def test_sync_after_an_open_from_a_snapshot_builds_only_the_entries_it_changes(t
         assert state.entries["old"].mtime_ns == edited.stat().st_mtime_ns
 
 
-def test_a_crafted_mtime_or_size_column_is_refused(tmp_path: Path) -> None:
+def test_mtime_and_size_columns_that_do_not_match_the_rows_are_refused(tmp_path: Path) -> None:
     root = tmp_path / "m"
     _mixed_store(root)
-    state = _cold(root)
-    state.entries["old"] = dataclasses.replace(state.entries["old"], mtime_ns="soon")  # type: ignore[arg-type]
-    assert snapshot.decode(snapshot.encode(state, {})) == "damaged (a row's mtime or size is not an integer)"
-    state = _cold(root)
-    state.entries["old"] = dataclasses.replace(state.entries["old"], size=True)
-    assert snapshot.decode(snapshot.encode(state, {})) == "damaged (a row's mtime or size is not an integer)"
+    data = snapshot.encode(_cold(root), {})
+    snap = snapshot.decode(data)
+    assert isinstance(snap, snapshot.Snapshot)
+    table = snap.state.entries.source
+    n = len(table.ids)
+    assert [table.stat_of(r) for r in range(n)] == [
+        (e.mtime_ns, e.size) for e in (snap.state.entries[i] for i in table.ids)
+    ]
+    ptr = np.arange(n + 1, dtype=np.uint64)
+    blob = np.zeros(n, dtype=np.uint8)
+    good = np.zeros(n, dtype=np.int64)
+    for mtimes, sizes in [(good[:-1], good), (good, good.astype(np.float64)), (good, good[:-1])]:
+        with pytest.raises(ValueError, match="the mtime and size columns of the rows section do not match"):
+            table.attach(({"rows": n}, [ptr, blob, mtimes, sizes]))
+    with pytest.raises(ValueError):
+        table.attach(({"rows": n}, [ptr, blob]))  # a rows section of the previous layout
