@@ -391,6 +391,7 @@ class _Table:
         #: the files' (mtime_ns, size) when indexed: int64 columns of the rows section
         self.mtimes = np.zeros(0, dtype=np.int64)
         self.sizes = np.zeros(0, dtype=np.int64)
+        self._stats: tuple[list[int], list[int]] | None = None
         self.conflicts = frozenset(body["conflicts"])
         self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
         self.restricted: list[int] = body["restricted"]
@@ -490,7 +491,9 @@ class _Table:
 
     def stat_of(self, row: int) -> tuple[int, int]:
         """``(mtime_ns, size)`` of ``row``'s file when it was indexed, without building its entry."""
-        return int(self.mtimes[row]), int(self.sizes[row])
+        if self._stats is None:  # lists once (a sync asks for every row): numpy scalars are slow one by one
+            self._stats = self.mtimes.tolist(), self.sizes.tolist()
+        return self._stats[0][row], self._stats[1][row]
 
     def conflicted(self, row: int) -> bool:
         """True when ``row``'s file held a git merge conflict when it was indexed."""
