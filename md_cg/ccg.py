@@ -46,7 +46,7 @@ for _key, (_zh, _en, _req) in ELEMENTS.items():
     _ALIASES[_en.casefold()] = _key
     _ALIASES[_en.casefold().replace(" ", "_")] = _key
 
-_MARK_RE = re.compile(
+_MARK_HEAD = (
     r"^[ \t]{0,3}#{1,6}[ \t]*("
     + "|".join(
         sorted(
@@ -55,9 +55,11 @@ _MARK_RE = re.compile(
             reverse=True,
         )
     )
-    + r")[ \t]*[:：][ \t]*(.*?)[ \t\r]*$",
-    re.MULTILINE | re.IGNORECASE,
+    + r")[ \t]*[:：][ \t]*"
 )
+#: A mark line: the mark, then its text up to the end of the line (trailing blanks dropped).
+_MARK_RE = re.compile(_MARK_HEAD + r"(.*?)[ \t\r]*$", re.MULTILINE | re.IGNORECASE)
+_HEAD_RE = re.compile(_MARK_HEAD, re.MULTILINE | re.IGNORECASE)
 
 # Separators between conditions inside one "not applicable" element.
 _COND_SPLIT = re.compile(r"[；;、，,/]|\s+or\s+|或者|或")
@@ -66,13 +68,37 @@ _COND_SPLIT = re.compile(r"[；;、，,/]|\s+or\s+|或者|或")
 def parse_marks(body: str) -> dict[str, str]:
     """Elements marked in the body, first occurrence of each element wins."""
     found: dict[str, str] = {}
-    if "#" not in body:
-        return found
-    for match in _MARK_RE.finditer(body):
-        key = _ALIASES.get(match.group(1)) or _ALIASES.get(match.group(1).casefold())
+    for mark, text in _mark_lines(body):
+        key = _ALIASES.get(mark) or _ALIASES.get(mark.casefold())
         if key and key not in found:
-            found[key] = match.group(2)
+            found[key] = text
     return found
+
+
+def _mark_lines(body: str) -> list[tuple[str, str]]:
+    """The (mark, text) pairs ``_MARK_RE.finditer(body)`` finds, in order.
+
+    A match lies within one line and begins at its start, so only the lines
+    whose first character after at most three blanks is ``#`` are tried. The
+    text is the rest of the line without its blanks around: what the lazy
+    ``(.*?)[ \\t\\r]*$`` takes, without trying it at every character
+    (scanning the body with the whole pattern cost most of an index entry).
+    """
+    out = []
+    at = body.find("#")
+    while at >= 0:
+        start = body.rfind("\n", 0, at) + 1
+        newline = body.find("\n", at)
+        if at - start <= 3 and not body[start:at].strip(" \t"):
+            head = _HEAD_RE.match(body, start)
+            if head:
+                end = len(body) if newline < 0 else newline
+                out.append((head.group(1), body[head.end() : end].rstrip(" \t\r")))
+        # Only a line's first '#' can follow nothing but blanks.
+        if newline < 0:
+            break
+        at = body.find("#", newline + 1)
+    return out
 
 
 def elements(body: str, state_attributes: Mapping[str, Any] | None = None) -> dict[str, str]:
