@@ -59,7 +59,7 @@ _MARK_HEAD = (
 )
 #: A mark line: the mark, then its text up to the end of the line (trailing blanks dropped).
 _MARK_RE = re.compile(_MARK_HEAD + r"(.*?)[ \t\r]*$", re.MULTILINE | re.IGNORECASE)
-_HEAD_RE = re.compile(_MARK_HEAD, re.MULTILINE | re.IGNORECASE)
+_LINE_RE = re.compile(_MARK_HEAD + r"([^\n]*)", re.MULTILINE | re.IGNORECASE)
 
 # Separators between conditions inside one "not applicable" element.
 _COND_SPLIT = re.compile(r"[；;、，,/]|\s+or\s+|或者|或")
@@ -78,27 +78,14 @@ def parse_marks(body: str) -> dict[str, str]:
 def _mark_lines(body: str) -> list[tuple[str, str]]:
     """The (mark, text) pairs ``_MARK_RE.finditer(body)`` finds, in order.
 
-    A match lies within one line and begins at its start, so only the lines
-    whose first character after at most three blanks is ``#`` are tried. The
-    text is the rest of the line without its blanks around: what the lazy
-    ``(.*?)[ \\t\\r]*$`` takes, without trying it at every character
-    (scanning the body with the whole pattern cost most of an index entry).
+    A match runs from a line's start to its end whatever the text, so the
+    greedy ``[^\\n]*`` ends where the lazy ``(.*?)[ \\t\\r]*$`` does, and
+    stripping the blanks gives its group without trying the tail at every
+    character (which cost most of an index entry).
     """
-    out = []
-    at = body.find("#")
-    while at >= 0:
-        start = body.rfind("\n", 0, at) + 1
-        newline = body.find("\n", at)
-        if at - start <= 3 and not body[start:at].strip(" \t"):
-            head = _HEAD_RE.match(body, start)
-            if head:
-                end = len(body) if newline < 0 else newline
-                out.append((head.group(1), body[head.end() : end].rstrip(" \t\r")))
-        # Only a line's first '#' can follow nothing but blanks.
-        if newline < 0:
-            break
-        at = body.find("#", newline + 1)
-    return out
+    if "#" not in body:
+        return []
+    return [(m.group(1), m.group(2).rstrip(" \t\r")) for m in _LINE_RE.finditer(body)]
 
 
 def elements(body: str, state_attributes: Mapping[str, Any] | None = None) -> dict[str, str]:
