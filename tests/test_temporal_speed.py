@@ -105,11 +105,44 @@ _PIECES = [
 ]
 
 
+_WIDE = [
+    "Ａ",
+    "ｚ",
+    "，",
+    "：",
+    "（",
+    "）",
+    "！",
+    "～",
+    "\uff00",
+    "\uff5f",
+    "ｶ",
+    "\u3099",
+    "\u0301",
+    "\ud800",
+    "㈱",
+]
+
+
 @settings(max_examples=400, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=40), st.text(max_size=8))
-def test_fold_equals_the_plain_fold(pieces: list[str], extra: str) -> None:
-    text = "".join(pieces) + extra
+@given(
+    st.lists(st.sampled_from(_PIECES + _WIDE), max_size=40),
+    st.text(max_size=8),
+    st.integers(min_value=1, max_value=4),
+)
+def test_fold_equals_the_plain_fold(pieces: list[str], extra: str, times: int) -> None:
+    # Repeated, the text passes the length from which full-width forms are narrowed first.
+    text = ("".join(pieces) + extra) * times
     assert temporal._fold(text) == reference_fold(text)
+
+
+def test_nfkc_of_every_full_width_form_next_to_combining_marks() -> None:
+    chinese = "并查集与贪心算法的区别：两者研究的对象相近，但前提不同（见上）" * 3
+    assert temporal._nfkc(chinese) == unicodedata.normalize("NFKC", chinese)
+    for code in range(0xFF00, 0xFF61):
+        for mark in ("", "\u0301", "\u0338", "\u3099"):
+            text = chinese + chr(code) + mark + chinese
+            assert temporal._nfkc(text) == unicodedata.normalize("NFKC", text), hex(code)
 
 
 @settings(max_examples=600, deadline=None)
