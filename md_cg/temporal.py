@@ -45,7 +45,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -58,7 +57,7 @@ import orjson
 
 from .errors import InvalidArgumentError, MarkerFileError
 from .node import RETENTION_TIERS, normalize_temporal
-from .script import CJK_CHARS
+from .script import CJK_CHARS, is_nfkc, nfkc
 
 #: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
 # The closed sets live with the node model (a node's fields obey them).
@@ -166,18 +165,18 @@ def _nfkc(text: str) -> str:
     most of a retention decision: the full-width ，：（） make it take the
     slow path of ``normalize`` throughout.
     """
-    if len(text) < _WIDE_MIN or unicodedata.is_normalized("NFKC", text):
-        return unicodedata.normalize("NFKC", text)
+    if len(text) < _WIDE_MIN or is_nfkc(text):
+        return nfkc(text)
     try:
         codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
     except UnicodeEncodeError:  # a lone surrogate
-        return unicodedata.normalize("NFKC", text)
+        return nfkc(text)
     wide = (codes - _WIDE_FIRST) <= _WIDE_LAST - _WIDE_FIRST
     if wide.any():
         narrowed = (codes - wide.astype(np.uint32) * _WIDE_SHIFT).tobytes().decode("utf-32-le")
-        if unicodedata.is_normalized("NFKC", narrowed):
+        if is_nfkc(narrowed):
             return narrowed
-    return unicodedata.normalize("NFKC", text)
+    return nfkc(text)
 
 
 def normalize_tier(value: object) -> str:
