@@ -46,7 +46,7 @@ for _key, (_zh, _en, _req) in ELEMENTS.items():
     _ALIASES[_en.casefold()] = _key
     _ALIASES[_en.casefold().replace(" ", "_")] = _key
 
-_MARK_RE = re.compile(
+_MARK_HEAD = (
     r"^[ \t]{0,3}#{1,6}[ \t]*("
     + "|".join(
         sorted(
@@ -55,9 +55,11 @@ _MARK_RE = re.compile(
             reverse=True,
         )
     )
-    + r")[ \t]*[:：][ \t]*(.*?)[ \t\r]*$",
-    re.MULTILINE | re.IGNORECASE,
+    + r")[ \t]*[:：][ \t]*"
 )
+#: A mark line: the mark, then its text up to the end of the line (trailing blanks dropped).
+_MARK_RE = re.compile(_MARK_HEAD + r"(.*?)[ \t\r]*$", re.MULTILINE | re.IGNORECASE)
+_LINE_RE = re.compile(_MARK_HEAD + r"([^\n]*)", re.MULTILINE | re.IGNORECASE)
 
 # Separators between conditions inside one "not applicable" element.
 _COND_SPLIT = re.compile(r"[；;、，,/]|\s+or\s+|或者|或")
@@ -66,13 +68,24 @@ _COND_SPLIT = re.compile(r"[；;、，,/]|\s+or\s+|或者|或")
 def parse_marks(body: str) -> dict[str, str]:
     """Elements marked in the body, first occurrence of each element wins."""
     found: dict[str, str] = {}
-    if "#" not in body:
-        return found
-    for match in _MARK_RE.finditer(body):
-        key = _ALIASES.get(match.group(1)) or _ALIASES.get(match.group(1).casefold())
+    for mark, text in _mark_lines(body):
+        key = _ALIASES.get(mark) or _ALIASES.get(mark.casefold())
         if key and key not in found:
-            found[key] = match.group(2)
+            found[key] = text
     return found
+
+
+def _mark_lines(body: str) -> list[tuple[str, str]]:
+    """The (mark, text) pairs ``_MARK_RE.finditer(body)`` finds, in order.
+
+    A match runs from a line's start to its end whatever the text, so the
+    greedy ``[^\\n]*`` ends where the lazy ``(.*?)[ \\t\\r]*$`` does, and
+    stripping the blanks gives its group without trying the tail at every
+    character (which cost most of an index entry).
+    """
+    if "#" not in body:
+        return []
+    return [(m.group(1), m.group(2).rstrip(" \t\r")) for m in _LINE_RE.finditer(body)]
 
 
 def elements(body: str, state_attributes: Mapping[str, Any] | None = None) -> dict[str, str]:

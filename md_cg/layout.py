@@ -83,11 +83,16 @@ def normalize_position(position: str) -> str | None:
     text = fold(position, collapse=False).strip()
     while True:
         before = text
-        text = _TAIL_BRACKETS.sub("", text).rstrip(_SEPARATORS)
-        for suffix in SKELETON_SUFFIXES:
-            if text.endswith(suffix) and len(text) > len(suffix):
-                text = text[: -len(suffix)].rstrip(_SEPARATORS)
-                break
+        # The bracket group must close the text (blanks aside); the checks
+        # before the regex and the suffix loop only skip what cannot match.
+        if text.rstrip().endswith(")"):
+            text = _TAIL_BRACKETS.sub("", text)
+        text = text.rstrip(_SEPARATORS)
+        if text.endswith(SKELETON_SUFFIXES):
+            for suffix in SKELETON_SUFFIXES:
+                if text.endswith(suffix) and len(text) > len(suffix):
+                    text = text[: -len(suffix)].rstrip(_SEPARATORS)
+                    break
         if text == before:
             break
     text = text.strip(_SEPARATORS)

@@ -37,7 +37,7 @@ may add to them (``<root>/.mdcg/retention_markers.json``, same format, see
 writes: the returned :class:`Markers` carry the problem, and while they do no
 automatic decision makes anything temporary (rule ``markers_unreadable``).
 
-Imports only the standard library, orjson and :mod:`md_cg.errors`.
+Imports only the standard library, numpy, orjson and :mod:`md_cg.errors`.
 """
 
 from __future__ import annotations
@@ -48,14 +48,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import islice
 from pathlib import Path
 from types import MappingProxyType
 
+import numpy as np
 import orjson
 
 from .errors import InvalidArgumentError, MarkerFileError
 from .node import RETENTION_TIERS, normalize_temporal
-from .script import CJK_CHARS, fold
+from .script import CJK_CHARS, is_nfkc, nfkc
 
 #: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
 # The closed sets live with the node model (a node's fields obey them).
@@ -129,7 +131,6 @@ _CLOCK_RE = re.compile(
     r"\d{1,2}(?::\d{2}|\s*(?:am|pm|a\.m\.|p\.m\.|o'clock|点|时|時)|(?:st|nd|rd|th)\b|\s*[号日])"
     r"|[零〇一二两三四五六七八九十]{1,3}点"
 )
-_WS_RE = re.compile(r"\s+")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 #: Gap in a marker: ``set...alarm`` matches "set a 7 o'clock alarm" and
 #: ``定...闹钟`` matches "定个7点的闹钟" (up to 16 characters, no sentence end).
@@ -139,8 +140,43 @@ _GAP_PATTERN = "[^.!?;。！？；\n]{0,16}?"
 
 def _fold(text: str) -> str:
     """NFKC, case fold, curly apostrophes made straight, whitespace collapsed."""
-    folded = fold(text, collapse=False).translate(_QUOTES)
-    return _WS_RE.sub(" ", folded).strip()
+    if text.isascii():
+        # NFKC leaves ASCII alone and case folds it like lower(); no curly quote is ASCII.
+        return " ".join(text.lower().split())
+    folded = _nfkc(text).casefold()  # what fold(text, collapse=False) gives a non-ASCII text
+    if "\u2019" in folded or "\u2018" in folded or "\u02bc" in folded:
+        folded = folded.translate(_QUOTES)
+    # str.split() and re's \s both use the Unicode whitespace predicate.
+    return " ".join(folded.split())
+
+
+#: Full-width ASCII forms (U+FF01..U+FF5E): NFKC maps each to the ASCII character 0xFEE0 below it.
+_WIDE_FIRST, _WIDE_LAST, _WIDE_SHIFT = np.uint32(0xFF01), np.uint32(0xFF5E), np.uint32(0xFEE0)
+#: Shorter texts are normalised directly (the array round trip costs more).
+_WIDE_MIN = 64
+
+
+def _nfkc(text: str) -> str:
+    """``unicodedata.normalize("NFKC", text)``, faster for CJK text with full-width punctuation.
+
+    Replacing a character by its compatibility decomposition does not change
+    a text's NFKC, so with the full-width forms made ASCII, a text that is
+    then in NFKC (checked, exactly) is the result. NFKC of Chinese text was
+    most of a retention decision: the full-width ，：（） make it take the
+    slow path of ``normalize`` throughout.
+    """
+    if len(text) < _WIDE_MIN or is_nfkc(text):
+        return nfkc(text)
+    try:
+        codes = np.frombuffer(text.encode("utf-32-le"), dtype="<u4")
+    except UnicodeEncodeError:  # a lone surrogate
+        return nfkc(text)
+    wide = (codes - _WIDE_FIRST) <= _WIDE_LAST - _WIDE_FIRST
+    if wide.any():
+        narrowed = (codes - wide.astype(np.uint32) * _WIDE_SHIFT).tobytes().decode("utf-32-le")
+        if is_nfkc(narrowed):
+            return narrowed
+    return nfkc(text)
 
 
 def normalize_tier(value: object) -> str:
@@ -249,6 +285,9 @@ class Markers:
     _veto_re: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
     _term_re: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
     _anchor_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _term_heads: tuple[re.Pattern[str], re.Pattern[str], int] | None = field(
+        init=False, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         def folded(markers: Sequence[str]) -> tuple[str, ...]:
@@ -261,6 +300,7 @@ class Markers:
         object.__setattr__(self, "anchor", folded(self.anchor))
         object.__setattr__(self, "_veto_re", _compile(veto))
         object.__setattr__(self, "_term_re", _compile(term))
+        object.__setattr__(self, "_term_heads", _heads(term))
         # Every term marker names a moment too, so it anchors as well.
         anchors = tuple(dict.fromkeys((*self.anchor, *(m for ms in term.values() for m in ms))))
         object.__setattr__(self, "_anchor_re", _compile({"anchor": anchors}).get("anchor"))
@@ -303,13 +343,48 @@ class Markers:
         """The first term rule (in :data:`TERM_RULES` order) whose earliest
         marker begins within the first ``window`` units of ``text``."""
         folded_text = text if folded else _fold(text)
+        starts = self._term_starts(folded_text, window)
+        # A rule's earliest match begins with one of its markers' first literals,
+        # so trying the rule at those places within the window finds the match a
+        # search would, without scanning the rest of the text once per rule.
         for rule, pattern in self._term_re.items():
-            match = pattern.search(folded_text)
-            if match:
-                unit = _units_before(folded_text, match.start())
-                if unit < window:
-                    return Hit(rule, match.group(), unit)
+            for start in starts:
+                match = pattern.match(folded_text, start)
+                if match:
+                    return Hit(rule, match.group(), _units_before(folded_text, start))
         return None
+
+    def _term_starts(self, folded: str, window: int) -> list[int]:
+        """Where a term marker's first literal begins within the first ``window`` units."""
+        if window <= 0 or self._term_heads is None:
+            return []
+        first, every, longest = self._term_heads
+        last = next(islice(_UNIT_RE.finditer(folded), window - 1, None), None)
+        # A marker counts when it starts at or before the window's last unit.
+        limit = last.start() + 1 if last is not None else len(folded) + 1
+        end = limit - 1 + longest
+        found = first.search(folded, 0, end)
+        if found is None or found.start() >= limit:
+            return []
+        return [m.start() for m in every.finditer(folded, found.start(), end) if m.start() < limit]
+
+
+def _heads(groups: Mapping[str, tuple[str, ...]]) -> tuple[re.Pattern[str], re.Pattern[str], int] | None:
+    """Patterns of the literals the markers' matches begin with (the first
+    occurrence; every place one begins), and the longest literal's length."""
+    literals = set()
+    for markers in groups.values():
+        for marker in markers:
+            part = marker.split(GAP)[0].strip()
+            # As _part_pattern: a CJK part is literal as is, a Latin one up to its '*'.
+            cjk = _CJK_RE.search(part) is not None
+            literals.add(part[:-1] if part.endswith("*") and not cjk else part)
+    if not literals:
+        return None
+    ordered = sorted(literals, key=len, reverse=True)
+    alternatives = "|".join(re.escape(lit) for lit in ordered)
+    # The lookahead reports every place a literal begins, overlapping ones too.
+    return re.compile(alternatives), re.compile(f"(?=(?:{alternatives}))"), len(ordered[0])
 
 
 def _units_before(folded: str, offset: int) -> int:

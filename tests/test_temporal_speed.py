@@ -1,0 +1,181 @@
+"""The fast retention paths (md_cg.temporal) decide exactly as the plain ones did.
+
+``_fold`` skips work on ASCII and on texts without curly quotes, and
+``Markers.term_hit`` tries the term patterns only where a marker's first
+literal begins within the window. The references below are the plain
+implementations they replaced; the recorded digest covers every decision
+(tier, rule, reason, marker, expiry) on the benchmark corpus and the
+labelled set as the plain implementation gave them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import unicodedata
+
+from conftest import REPO
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from md_cg import temporal
+from md_cg.benchmark import corpus
+from md_cg.temporal import TERM_WINDOW, Hit, Markers, decide_retention, shipped_markers
+
+_QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
+
+
+def reference_fold(text: str) -> str:
+    folded = unicodedata.normalize("NFKC", text).casefold().translate(_QUOTES)
+    return re.sub(r"\s+", " ", folded).strip()
+
+
+def reference_term_hit(markers: Markers, folded: str, window: int = TERM_WINDOW) -> Hit | None:
+    for rule, pattern in markers._term_re.items():
+        match = pattern.search(folded)
+        if match:
+            unit = len(temporal._UNIT_RE.findall(folded, 0, match.start()))
+            if unit < window:
+                return Hit(rule, match.group(), unit)
+    return None
+
+
+# Recorded with the plain implementation (before the fast paths): every text
+# decided with its own kind, unset and one_off, at now=1e9.
+RECORDED_TEXTS = 3423
+RECORDED_DIGEST = "495467049a32b746c35c96cab75382e547667e2186d5c7f1c0e41a3f33ee4b82"
+
+
+def test_decisions_match_the_recorded_plain_implementation() -> None:
+    lines = (REPO / "tests" / "data" / "temporal_labelled.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    texts = [(n.body, n.temporal) for n in corpus(3000)] + [(r["text"], r.get("temporal")) for r in rows]
+    out = []
+    for text, kind in texts:
+        for k in (kind, "", "one_off"):
+            d = decide_retention(text=text, temporal=k, now=1.0e9)
+            out.append([d.tier, d.rule, d.reason, d.marker, d.expires_at])
+    blob = json.dumps(out, ensure_ascii=False).encode()
+    assert len(texts) == RECORDED_TEXTS
+    assert hashlib.sha256(blob).hexdigest() == RECORDED_DIGEST
+
+
+_PIECES = [
+    "a",
+    "Tomorrow",
+    "today",
+    "just now",
+    "remind me",
+    "set",
+    "alarm",
+    "this once",
+    "word",
+    "明天",
+    "今天",
+    "刚刚",
+    "定",
+    "个",
+    "闹钟",
+    "这次",
+    "记得",
+    "我们",
+    "x_y",
+    "don\u2019t",
+    "\u2018q\u2019",
+    "\u02bc",
+    "ß",
+    "Ｔｏｄａｙ",
+    "e\u0301",
+    "\u0301",
+    "\u00a0",
+    "\t",
+    "\n",
+    " ",
+    "  ",
+    ".",
+    "!",
+    "。",
+    "7pm",
+    "3点",
+    "\u3000",
+    "\x1c",
+    "İ",
+    "ﬁ",
+]
+
+
+_WIDE = [
+    "Ａ",
+    "ｚ",
+    "，",
+    "：",
+    "（",
+    "）",
+    "！",
+    "～",
+    "\uff00",
+    "\uff5f",
+    "ｶ",
+    "\u3099",
+    "\u0301",
+    "\ud800",
+    "㈱",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(_PIECES + _WIDE), max_size=40),
+    st.text(max_size=8),
+    st.integers(min_value=1, max_value=4),
+)
+def test_fold_equals_the_plain_fold(pieces: list[str], extra: str, times: int) -> None:
+    # Repeated, the text passes the length from which full-width forms are narrowed first.
+    text = ("".join(pieces) + extra) * times
+    assert temporal._fold(text) == reference_fold(text)
+
+
+def test_nfkc_of_every_full_width_form_next_to_combining_marks() -> None:
+    chinese = "并查集与贪心算法的区别：两者研究的对象相近，但前提不同（见上）" * 3
+    assert temporal._nfkc(chinese) == unicodedata.normalize("NFKC", chinese)
+    for code in range(0xFF00, 0xFF61):
+        for mark in ("", "\u0301", "\u0338", "\u3099"):
+            text = chinese + chr(code) + mark + chinese
+            assert temporal._nfkc(text) == unicodedata.normalize("NFKC", text), hex(code)
+
+
+@settings(max_examples=600, deadline=None)
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=40),
+    st.integers(min_value=0, max_value=20),
+    st.sampled_from(
+        ["tomorrow", "just now", "remind me to", "set a 7 o'clock alarm", "明天", "定个闹钟", "这次"]
+    ),
+    st.integers(min_value=-1, max_value=15),
+)
+def test_term_hit_equals_the_plain_search(pieces: list[str], filler: int, marker: str, window: int) -> None:
+    # The marker lands around the window's edge: ``filler`` units before it.
+    words = ["w"] * filler if filler % 2 else ["字"] * filler
+    text = " ".join(words) + " " + marker + " " + "".join(pieces)
+    markers = shipped_markers()
+    folded = temporal._fold(text)
+    assert markers.term_hit(folded, window, folded=True) == reference_term_hit(markers, folded, window)
+    assert markers.term_hit(text, window) == reference_term_hit(markers, reference_fold(text), window)
+
+
+def test_term_hit_at_the_window_edge() -> None:
+    markers = shipped_markers()
+    for before in range(TERM_WINDOW - 2, TERM_WINDOW + 2):
+        text = " ".join(["word"] * before) + " tomorrow we go"
+        hit = markers.term_hit(text)
+        expected = Hit("n1_relative_day", "tomorrow", before) if before < TERM_WINDOW else None
+        assert hit == expected == reference_term_hit(markers, temporal._fold(text))
+
+
+def test_term_hit_with_store_markers_and_overlapping_literals() -> None:
+    markers = Markers(veto={}, term={"n1_relative_day": ("明天...见", "天...见"), "n2_just_now": ("zz*",)})
+    assert markers.term_hit("明后天见") == Hit("n1_relative_day", "天见", 2)
+    assert markers.term_hit("a zzzq b") == Hit("n2_just_now", "zzzq", 1)
+    assert markers.term_hit("azzz b") is None
+    assert Markers(veto={}, term={}).term_hit("tomorrow") is None
