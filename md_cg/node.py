@@ -30,7 +30,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError
-from .script import fold
+from .script import CONTROL_OR_SURROGATE, fold
 
 #: The layers, in the order they appear on disk and in reports. The first five
 #: are the memory layers; ``rejected`` and ``unresolved`` hold negative memory.
@@ -114,9 +114,6 @@ TIME_FIELDS: tuple[str, ...] = ("created_at", "updated_at", "last_access", "expi
 
 # Characters that are path separators or reserved on common file systems.
 _ID_FORBIDDEN = re.compile(r'[/\\:*?"<>|\x00-\x1f\x7f]')
-#: Exactly the characters of the Unicode categories Cc (controls) and Cs
-#: (surrogates), checked over every code point by a test.
-_CONTROL_OR_SURROGATE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
 
 #: Frontmatter keys in the order they are written. Keys not listed here are
 #: "extra" keys, written after these in the order they were read.
@@ -196,7 +193,7 @@ def _id_problem(node_id: str) -> str | None:
         return f"it is {len(node_id)} characters long (max {MAX_ID_CHARS})"
     if len(node_id.encode("utf-8", "surrogatepass")) > MAX_ID_BYTES:
         return f"it is longer than {MAX_ID_BYTES} bytes in UTF-8"
-    if _CONTROL_OR_SURROGATE.search(node_id):
+    if CONTROL_OR_SURROGATE.search(node_id):
         return "it contains a control or surrogate character"
     return None
 

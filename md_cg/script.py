@@ -56,6 +56,11 @@ import unicodedata
 
 import Stemmer
 
+#: Exactly the characters of the Unicode categories Cc (controls) and Cs
+#: (surrogates), checked over every code point by a test: one regex instead
+#: of a ``unicodedata.category`` call per character.
+CONTROL_OR_SURROGATE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
 __all__ = [
     "CJK_CHARS",
     "CJK_CHAR_RE",

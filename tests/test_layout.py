@@ -121,8 +121,9 @@ def test_the_control_and_surrogate_rule_is_exactly_unicode_categories_cc_and_cs(
     import unicodedata
 
     from md_cg import node as node_module
+    from md_cg.script import CONTROL_OR_SURROGATE
 
-    pattern = node_module._CONTROL_OR_SURROGATE
+    pattern = CONTROL_OR_SURROGATE
     wrong = [
         cp
         for cp in range(0x110000)
