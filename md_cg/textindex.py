@@ -552,23 +552,30 @@ class TextIndex:
         if k <= 0:
             return []
         table = self._docs
-        mask = table.mask(scope)
         units = self._similar_units(query)
         slot_of: dict[int, int] = {}
         for unit in units:
             for tid, _ in unit:
                 slot_of.setdefault(tid, len(slot_of))
-        term_idx, docs, _ = self._postings.gather(list(slot_of))
-        idf = table.idf(term_idx, docs, len(slot_of))
-        docs, keep = table.in_scope(docs, scope)
-        if keep is not None:
-            term_idx = term_idx[keep]
+        slots = self._scopes.slots(table, scope)
+        if slots is None:
+            term_idx, docs, _ = self._postings.gather(list(slot_of))
+            idf = table.idf(term_idx, docs, len(slot_of))
+            docs, keep = table.in_scope(docs, scope)
+            if keep is not None:
+                term_idx = term_idx[keep]
+        else:
+            term_idx, docs, idf = _scope_postings(self, list(slot_of), slots)
         scores = unit_scores(units, slot_of, term_idx, docs, idf, len(table.ids))
         excluded = table.zero_excluded(scores, exclude)
         positive = np.flatnonzero(scores > 0)
         result = table.ranked(positive, scores[positive], k)
         if len(result) < k:
-            rest = mask.copy()
+            if slots is None:
+                rest = table.mask(scope).copy()
+            else:
+                rest = np.zeros(len(table.ids), dtype=bool)
+                rest[slots] = True
             rest[positive] = False
             if excluded is not None:
                 rest[excluded] = False
@@ -824,6 +831,25 @@ def _match_scope(
     return _scored(index, term_idx, docs, tfs, cls, coef, norm, k, exclude)
 
 
+def _scope_postings(
+    index: TextIndex, tids: list[int], slots: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of ``tids`` in the sorted live ``slots`` (term index, slot) and each term's
+    idf over every live document (as :meth:`DocTable.idf` of all its postings), reading only the
+    postings of those slots and the extents of the others."""
+    table = index._docs
+    spans, _ = index._postings.spans(tids)
+    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+    df = _alive_counts(table, spans) if table.dead else lengths.astype(np.float64)
+    marks = index._scratch()[2]  # False everywhere between queries
+    marks[slots] = True
+    try:
+        term_idx, docs, _ = index._postings.within(tids, slots, marks)
+    finally:
+        marks[slots] = False
+    return term_idx, docs, idf_of(df, table.n_live)
+
+
 def _scored(
     index: TextIndex,
     term_idx: np.ndarray,
@@ -919,12 +945,17 @@ def _span_df(
     if table.mixed:
         return np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
     if table.dead:
-        alive = table.alive
-        return np.array(
-            [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
-            dtype=np.float64,
-        )
+        return _alive_counts(table, spans)
     return lengths.astype(np.float64)
+
+
+def _alive_counts(table: DocTable, spans: list[list[Span]]) -> np.ndarray:
+    """Per term, its postings in live documents (float64), from its extents."""
+    alive = table.alive
+    return np.array(
+        [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
+        dtype=np.float64,
+    )
 
 
 def _class_counts(table: DocTable, spans: list[Span]) -> list[int]:
