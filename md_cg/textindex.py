@@ -49,7 +49,7 @@ from . import textindex_codec as codec
 from .textindex_docs import DocTable, Scope, idf_of
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab
-from .textindex_scope import SCOPE_RATIO, ScopeSlots
+from .textindex_scope import PRUNE_SCOPE_MIN, PRUNE_SCOPE_RATIO, SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
 _EMPTY_TIDS = np.zeros(0, dtype=np.int32)
@@ -365,7 +365,7 @@ class TextIndex:
     ) -> list[tuple[str, float]]:
         slots = self._scopes.slots(self._docs, scope)
         if slots is not None:
-            hits = _match_scope(self, tids, ws, slots, k, exclude)
+            hits = _ranked_in_scope(self, tids, ws, scope, slots, k, exclude)
             if hits is not None:
                 return hits
         if k is not None and len(tids) > 1:
@@ -470,7 +470,7 @@ class TextIndex:
             return None
         coef, norm = self._coefficients(weights, _span_df(table, spans, cjk, lengths))
         order = np.argsort(-coef, kind="stable").tolist()
-        pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
+        pruner = _Pruner(self, _scope_mask(self, scope), table.excluded_slots(exclude), spans, coef, norm)
         try:
             gathered = 0
             for m in range(1, len(order)):
@@ -571,11 +571,7 @@ class TextIndex:
         positive = np.flatnonzero(scores > 0)
         result = table.ranked(positive, scores[positive], k)
         if len(result) < k:
-            if slots is None:
-                rest = table.mask(scope).copy()
-            else:
-                rest = np.zeros(len(table.ids), dtype=bool)
-                rest[slots] = True
+            rest = _scope_mask(self, scope, slots).copy()
             rest[positive] = False
             if excluded is not None:
                 rest[excluded] = False
@@ -801,25 +797,58 @@ def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
     return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
 
 
+def _ranked_in_scope(
+    index: TextIndex,
+    tids: list[int],
+    ws: list[float],
+    scope: Scope,
+    slots: np.ndarray,
+    k: int | None,
+    exclude: Collection[str],
+) -> list[tuple[str, float]] | None:
+    """:meth:`TextIndex._ranked` over a small scope (``slots``), or None to rank it as a large one.
+
+    MaxScore with the scope as a mask when the scope is large and its query terms are very common
+    (:data:`PRUNE_SCOPE_MIN`, :data:`PRUNE_SCOPE_RATIO`), else the scope's postings alone
+    (:func:`_match_scope`) when they are few beside the query's (:data:`SCOPE_RATIO`).
+    """
+    table = index._docs
+    spans, cjk = index._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
+    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+    total = int(lengths.sum())
+    if (
+        k is not None
+        and len(tids) > 1
+        and len(slots) >= PRUNE_SCOPE_MIN
+        and total >= PRUNE_SCOPE_RATIO * len(slots)
+    ):
+        # a large scope of very common terms: the scoped path would binary-search
+        # every slot in every term's postings; MaxScore reads few of them
+        top = index._match_top_k(tids, ws, scope, k, exclude)
+        if top is not None:
+            return top
+    if len(slots) * SCOPE_RATIO < total:
+        return _match_scope(index, tids, ws, slots, (spans, cjk, lengths), k, exclude)
+    return None
+
+
 def _match_scope(
     index: TextIndex,
     tids: list[int],
     weights: list[float],
     slots: np.ndarray,
+    extents: tuple[list[list[Span]], list[int] | None, np.ndarray],
     k: int | None,
     exclude: Collection[str],
-) -> list[tuple[str, float]] | None:
+) -> list[tuple[str, float]]:
     """:meth:`TextIndex._match_all` over a small scope (``slots``: its sorted live slots): the same result.
 
-    The statistics come from the postings' extents; only the postings of the
-    scope's slots are read (:meth:`Postings.within`). None when the scope is
-    not small beside the query's postings.
+    ``extents``: :meth:`Postings.spans` of ``tids`` (with the CJK counts) and
+    each term's number of postings. The statistics come from them; only the
+    postings of the scope's slots are read (:meth:`Postings.within`).
     """
     table = index._docs
-    spans, cjk = index._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
-    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
-    if len(slots) * SCOPE_RATIO >= int(lengths.sum()):
-        return None
+    spans, cjk, lengths = extents
     coef, norm = index._coefficients(weights, _span_df(table, spans, cjk, lengths))
     marks = index._scratch()[2]  # False everywhere between queries
     marks[slots] = True
@@ -829,6 +858,18 @@ def _match_scope(
         marks[slots] = False
     cls = table.cjk[docs] if table.mixed else None
     return _scored(index, term_idx, docs, tfs, cls, coef, norm, k, exclude)
+
+
+def _scope_mask(index: TextIndex, scope: Scope, slots: np.ndarray | None = None) -> np.ndarray:
+    """:meth:`DocTable.mask` of ``scope``; a small scope's from its slots (``slots``, or
+    :class:`ScopeSlots`), in about its size instead of a pass over every slot's codes."""
+    if slots is None:
+        slots = index._scopes.slots(index._docs, scope)
+    if slots is None:
+        return index._docs.mask(scope)
+    mask = np.zeros(len(index._docs.ids), dtype=bool)
+    mask[slots] = True
+    return mask
 
 
 def _scope_postings(
