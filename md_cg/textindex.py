@@ -399,7 +399,7 @@ class TextIndex:
         else:
             df = np.bincount(term_idx, weights=alive, minlength=len(tids)).astype(np.float64)
         coef, norm = self._coefficients(weights, df)
-        docs, keep = table.in_scope(docs, scope)
+        docs, keep = _in_scope(self, docs, scope)
         if keep is not None:
             term_idx, tfs = term_idx[keep], tfs[keep]
             if cls is not None:
@@ -870,6 +870,20 @@ def _scope_mask(index: TextIndex, scope: Scope, slots: np.ndarray | None = None)
     mask = np.zeros(len(index._docs.ids), dtype=bool)
     mask[slots] = True
     return mask
+
+
+def _in_scope(index: TextIndex, docs: np.ndarray, scope: Scope) -> tuple[np.ndarray, np.ndarray | None]:
+    """:meth:`DocTable.in_scope`; for a small scope through its slots, not a mask of every slot."""
+    slots = index._scopes.slots(index._docs, scope)
+    if slots is None:
+        return index._docs.in_scope(docs, scope)
+    marks = index._scratch()[2]  # False everywhere between queries
+    marks[slots] = True
+    try:
+        keep = marks[docs]
+    finally:
+        marks[slots] = False
+    return docs[keep], keep
 
 
 def _scope_postings(

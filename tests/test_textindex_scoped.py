@@ -216,7 +216,7 @@ def test_a_large_scope_of_common_terms_ranked_by_maxscore_gives_the_scoped_answe
 
 
 @pytest.mark.parametrize(("mixed", "dead"), [(False, False), (True, True)])
-def test_similar_over_a_small_scope_equals_the_ranking_over_every_posting(
+def test_similar_and_match_over_a_small_scope_equal_the_ranking_through_a_full_mask(
     monkeypatch, mixed: bool, dead: bool
 ) -> None:
     index = _store(mixed=mixed, dead=dead, seed=51)
@@ -230,11 +230,15 @@ def test_similar_over_a_small_scope_equals_the_ranking_over_every_posting(
         k = rng.choice([1, 10, 40])  # 40: more than the matches, so zero-score documents fill
         slots = index._scopes.slots(index._docs, scope)
         small += slots is not None
+        terms = [(w, 1.0) for w in words]
         fast = index.similar(query, scope, k=k, exclude=exclude)
+        fast_all = index.match(terms, scope, k=None, exclude=exclude, feedback=False)
         with monkeypatch.context() as m:
             m.setattr(textindex.ScopeSlots, "slots", lambda self, table, scope: None)  # every posting
             full = index.similar(query, scope, k=k, exclude=exclude)
+            full_all = index.match(terms, scope, k=None, exclude=exclude, feedback=False)
         assert fast == full  # same ids, bit-equal scores
+        assert fast_all == full_all
         expected_mask = index._docs.mask(scope)
         assert np.array_equal(textindex._scope_mask(index, scope), expected_mask)
     assert small == 60
