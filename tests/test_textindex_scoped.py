@@ -242,3 +242,17 @@ def test_similar_and_match_over_a_small_scope_equal_the_ranking_through_a_full_m
         expected_mask = index._docs.mask(scope)
         assert np.array_equal(textindex._scope_mask(index, scope), expected_mask)
     assert small == 60
+
+
+def test_docs_terms_reads_only_the_segments_that_hold_the_slots() -> None:
+    index = _store(mixed=True, dead=False, seed=61)
+    postings = index._postings
+    first = postings.segments[0]
+    lo, hi = first.bounds()
+    slots = [lo, (lo + hi) // 2, hi]
+    got = postings.docs_terms(slots)
+    assert [s for s in postings.segments if s._fwd is not None] == [first]  # the others built nothing
+    assert sorted(got) == slots
+    for slot in slots:
+        tids, tfs = first.doc_postings(slot)
+        assert np.array_equal(got[slot][0], tids) and np.array_equal(got[slot][1], tfs) and len(tids) > 0
