@@ -49,7 +49,7 @@ from . import textindex_codec as codec
 from .textindex_docs import DocTable, Scope, idf_of
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab
-from .textindex_scope import SCOPE_RATIO, ScopeSlots
+from .textindex_scope import PRUNE_SCOPE_MIN, PRUNE_SCOPE_RATIO, SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
 
 _EMPTY_TIDS = np.zeros(0, dtype=np.int32)
@@ -365,7 +365,7 @@ class TextIndex:
     ) -> list[tuple[str, float]]:
         slots = self._scopes.slots(self._docs, scope)
         if slots is not None:
-            hits = _match_scope(self, tids, ws, slots, k, exclude)
+            hits = _ranked_in_scope(self, tids, ws, scope, slots, k, exclude)
             if hits is not None:
                 return hits
         if k is not None and len(tids) > 1:
@@ -399,7 +399,7 @@ class TextIndex:
         else:
             df = np.bincount(term_idx, weights=alive, minlength=len(tids)).astype(np.float64)
         coef, norm = self._coefficients(weights, df)
-        docs, keep = table.in_scope(docs, scope)
+        docs, keep = _in_scope(self, docs, scope)
         if keep is not None:
             term_idx, tfs = term_idx[keep], tfs[keep]
             if cls is not None:
@@ -470,7 +470,7 @@ class TextIndex:
             return None
         coef, norm = self._coefficients(weights, _span_df(table, spans, cjk, lengths))
         order = np.argsort(-coef, kind="stable").tolist()
-        pruner = _Pruner(self, table.mask(scope), table.excluded_slots(exclude), spans, coef, norm)
+        pruner = _Pruner(self, _scope_mask(self, scope), table.excluded_slots(exclude), spans, coef, norm)
         try:
             gathered = 0
             for m in range(1, len(order)):
@@ -552,23 +552,26 @@ class TextIndex:
         if k <= 0:
             return []
         table = self._docs
-        mask = table.mask(scope)
         units = self._similar_units(query)
         slot_of: dict[int, int] = {}
         for unit in units:
             for tid, _ in unit:
                 slot_of.setdefault(tid, len(slot_of))
-        term_idx, docs, _ = self._postings.gather(list(slot_of))
-        idf = table.idf(term_idx, docs, len(slot_of))
-        docs, keep = table.in_scope(docs, scope)
-        if keep is not None:
-            term_idx = term_idx[keep]
+        slots = self._scopes.slots(table, scope)
+        if slots is None:
+            term_idx, docs, _ = self._postings.gather(list(slot_of))
+            idf = table.idf(term_idx, docs, len(slot_of))
+            docs, keep = table.in_scope(docs, scope)
+            if keep is not None:
+                term_idx = term_idx[keep]
+        else:
+            term_idx, docs, idf = _scope_postings(self, list(slot_of), slots)
         scores = unit_scores(units, slot_of, term_idx, docs, idf, len(table.ids))
         excluded = table.zero_excluded(scores, exclude)
         positive = np.flatnonzero(scores > 0)
         result = table.ranked(positive, scores[positive], k)
         if len(result) < k:
-            rest = mask.copy()
+            rest = _scope_mask(self, scope, slots).copy()
             rest[positive] = False
             if excluded is not None:
                 rest[excluded] = False
@@ -794,25 +797,58 @@ def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
     return np.concatenate([above, np.array(chosen, dtype=order.dtype)])
 
 
+def _ranked_in_scope(
+    index: TextIndex,
+    tids: list[int],
+    ws: list[float],
+    scope: Scope,
+    slots: np.ndarray,
+    k: int | None,
+    exclude: Collection[str],
+) -> list[tuple[str, float]] | None:
+    """:meth:`TextIndex._ranked` over a small scope (``slots``), or None to rank it as a large one.
+
+    MaxScore with the scope as a mask when the scope is large and its query terms are very common
+    (:data:`PRUNE_SCOPE_MIN`, :data:`PRUNE_SCOPE_RATIO`), else the scope's postings alone
+    (:func:`_match_scope`) when they are few beside the query's (:data:`SCOPE_RATIO`).
+    """
+    table = index._docs
+    spans, cjk = index._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
+    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+    total = int(lengths.sum())
+    if (
+        k is not None
+        and len(tids) > 1
+        and len(slots) >= PRUNE_SCOPE_MIN
+        and total >= PRUNE_SCOPE_RATIO * len(slots)
+    ):
+        # a large scope of very common terms: the scoped path would binary-search
+        # every slot in every term's postings; MaxScore reads few of them
+        top = index._match_top_k(tids, ws, scope, k, exclude)
+        if top is not None:
+            return top
+    if len(slots) * SCOPE_RATIO < total:
+        return _match_scope(index, tids, ws, slots, (spans, cjk, lengths), k, exclude)
+    return None
+
+
 def _match_scope(
     index: TextIndex,
     tids: list[int],
     weights: list[float],
     slots: np.ndarray,
+    extents: tuple[list[list[Span]], list[int] | None, np.ndarray],
     k: int | None,
     exclude: Collection[str],
-) -> list[tuple[str, float]] | None:
+) -> list[tuple[str, float]]:
     """:meth:`TextIndex._match_all` over a small scope (``slots``: its sorted live slots): the same result.
 
-    The statistics come from the postings' extents; only the postings of the
-    scope's slots are read (:meth:`Postings.within`). None when the scope is
-    not small beside the query's postings.
+    ``extents``: :meth:`Postings.spans` of ``tids`` (with the CJK counts) and
+    each term's number of postings. The statistics come from them; only the
+    postings of the scope's slots are read (:meth:`Postings.within`).
     """
     table = index._docs
-    spans, cjk = index._postings.spans(tids, table.cjk if table.mixed and not table.dead else None)
-    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
-    if len(slots) * SCOPE_RATIO >= int(lengths.sum()):
-        return None
+    spans, cjk, lengths = extents
     coef, norm = index._coefficients(weights, _span_df(table, spans, cjk, lengths))
     marks = index._scratch()[2]  # False everywhere between queries
     marks[slots] = True
@@ -822,6 +858,51 @@ def _match_scope(
         marks[slots] = False
     cls = table.cjk[docs] if table.mixed else None
     return _scored(index, term_idx, docs, tfs, cls, coef, norm, k, exclude)
+
+
+def _scope_mask(index: TextIndex, scope: Scope, slots: np.ndarray | None = None) -> np.ndarray:
+    """:meth:`DocTable.mask` of ``scope``; a small scope's from its slots (``slots``, or
+    :class:`ScopeSlots`), in about its size instead of a pass over every slot's codes."""
+    if slots is None:
+        slots = index._scopes.slots(index._docs, scope)
+    if slots is None:
+        return index._docs.mask(scope)
+    mask = np.zeros(len(index._docs.ids), dtype=bool)
+    mask[slots] = True
+    return mask
+
+
+def _in_scope(index: TextIndex, docs: np.ndarray, scope: Scope) -> tuple[np.ndarray, np.ndarray | None]:
+    """:meth:`DocTable.in_scope`; for a small scope through its slots, not a mask of every slot."""
+    slots = index._scopes.slots(index._docs, scope)
+    if slots is None:
+        return index._docs.in_scope(docs, scope)
+    marks = index._scratch()[2]  # False everywhere between queries
+    marks[slots] = True
+    try:
+        keep = marks[docs]
+    finally:
+        marks[slots] = False
+    return docs[keep], keep
+
+
+def _scope_postings(
+    index: TextIndex, tids: list[int], slots: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The postings of ``tids`` in the sorted live ``slots`` (term index, slot) and each term's
+    idf over every live document (as :meth:`DocTable.idf` of all its postings), reading only the
+    postings of those slots and the extents of the others."""
+    table = index._docs
+    spans, _ = index._postings.spans(tids)
+    lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
+    df = _alive_counts(table, spans) if table.dead else lengths.astype(np.float64)
+    marks = index._scratch()[2]  # False everywhere between queries
+    marks[slots] = True
+    try:
+        term_idx, docs, _ = index._postings.within(tids, slots, marks)
+    finally:
+        marks[slots] = False
+    return term_idx, docs, idf_of(df, table.n_live)
 
 
 def _scored(
@@ -919,12 +1000,17 @@ def _span_df(
     if table.mixed:
         return np.array([_class_counts(table, sp) for sp in spans], dtype=np.float64)
     if table.dead:
-        alive = table.alive
-        return np.array(
-            [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
-            dtype=np.float64,
-        )
+        return _alive_counts(table, spans)
     return lengths.astype(np.float64)
+
+
+def _alive_counts(table: DocTable, spans: list[list[Span]]) -> np.ndarray:
+    """Per term, its postings in live documents (float64), from its extents."""
+    alive = table.alive
+    return np.array(
+        [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
+        dtype=np.float64,
+    )
 
 
 def _class_counts(table: DocTable, spans: list[Span]) -> list[int]:

@@ -501,10 +501,12 @@ class Postings:
         """:meth:`doc_terms` of a few slots at once (flush first); slots without postings are left out."""
         out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for seg in reversed(self.segments):
-            left = [slot for slot in slots if slot not in out]
-            if not left:
-                break
-            out.update(seg.few_doc_postings(left))
+            # a segment holds none of the slots outside its bounds: it need not build its
+            # transpose (~0.5 s for 12 M postings) to say so
+            lo, hi = seg.bounds()
+            left = [slot for slot in slots if lo <= slot <= hi and slot not in out]
+            if left:
+                out.update(seg.few_doc_postings(left))
         return out
 
     def doc_terms(self, slot: int) -> tuple[np.ndarray, np.ndarray]:

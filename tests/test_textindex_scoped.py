@@ -172,3 +172,87 @@ def test_a_few_documents_terms_are_the_same_without_the_transpose(monkeypatch) -
         assert got == dict(zip(tids.tolist(), tfs.tolist(), strict=True))
     assert [index.match(q, index.scope(), k=10) for q in queries] == ranked
     assert all(seg._fwd is None for seg in postings.segments)  # nothing built, nothing kept
+
+
+@pytest.mark.parametrize(("mixed", "dead"), [(False, False), (True, True)])
+def test_a_large_scope_of_common_terms_ranked_by_maxscore_gives_the_scoped_answer(
+    monkeypatch, mixed: bool, dead: bool
+) -> None:
+    """The choice between the scoped path and MaxScore for a small scope changes no id and no rank."""
+    index = _store(mixed=mixed, dead=dead, seed=41)
+    rng = random.Random(42)
+    real = TextIndex._match_top_k
+    answered: list[bool] = []
+
+    def spy(self, *args):  # type: ignore[no-untyped-def]
+        out = real(self, *args)
+        answered.append(out is not None)
+        return out
+
+    monkeypatch.setattr(TextIndex, "_match_top_k", spy)
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+    common = VOCAB[:12] + VOCAB[150:156]
+    pruned_first = found = 0
+    for _ in range(80):
+        query = [(t, rng.choice([1.0, 0.6])) for t in rng.sample(common, rng.randint(2, 6))]
+        layer = rng.randrange(2)  # bucket b holds documents d % 50 == b + 1, of layer d % 2
+        scope = index.scope(layers=[layer], buckets=[2 * rng.randrange(25) + layer - 1])
+        exclude = {f"d{rng.randrange(N_DOCS):04d}" for _ in range(rng.randint(0, 20))}
+        k = rng.choice([1, 5, 10])
+        assert index._scopes.slots(index._docs, scope) is not None  # a small scope
+        monkeypatch.setattr(textindex, "PRUNE_SCOPE_MIN", 10**12)
+        scoped = index.match(query, scope, k=k, exclude=exclude, feedback=False)  # the choice before
+        answered.clear()
+        monkeypatch.setattr(textindex, "PRUNE_SCOPE_MIN", 1)
+        monkeypatch.setattr(textindex, "PRUNE_SCOPE_RATIO", 1)
+        pruned = index.match(query, scope, k=k, exclude=exclude, feedback=False)
+        assert answered[:1] in ([True], [False])  # MaxScore was tried first
+        pruned_first += answered[0]
+        assert [d for d, _ in pruned] == [d for d, _ in scoped]
+        assert [s for _, s in pruned] == pytest.approx([s for _, s in scoped], rel=1e-12, abs=0)
+        assert all(d not in exclude for d, _ in pruned)
+        found += bool(scoped)
+    assert pruned_first >= 20 and found >= 60  # MaxScore answered many; most found documents
+
+
+@pytest.mark.parametrize(("mixed", "dead"), [(False, False), (True, True)])
+def test_similar_and_match_over_a_small_scope_equal_the_ranking_through_a_full_mask(
+    monkeypatch, mixed: bool, dead: bool
+) -> None:
+    index = _store(mixed=mixed, dead=dead, seed=51)
+    rng = random.Random(52)
+    small = 0
+    for _ in range(60):
+        words = rng.sample([*VOCAB[:30], "w1x", "zz9", *VOCAB[150:160]], rng.randint(1, 3))
+        query = " ".join(words)
+        scope = index.scope(layers=[rng.randrange(2)], buckets=rng.sample(range(-1, 49), rng.randint(1, 2)))
+        exclude = {f"d{rng.randrange(N_DOCS):04d}" for _ in range(rng.randint(0, 20))}
+        k = rng.choice([1, 10, 40])  # 40: more than the matches, so zero-score documents fill
+        slots = index._scopes.slots(index._docs, scope)
+        small += slots is not None
+        terms = [(w, 1.0) for w in words]
+        fast = index.similar(query, scope, k=k, exclude=exclude)
+        fast_all = index.match(terms, scope, k=None, exclude=exclude, feedback=False)
+        with monkeypatch.context() as m:
+            m.setattr(textindex.ScopeSlots, "slots", lambda self, table, scope: None)  # every posting
+            full = index.similar(query, scope, k=k, exclude=exclude)
+            full_all = index.match(terms, scope, k=None, exclude=exclude, feedback=False)
+        assert fast == full  # same ids, bit-equal scores
+        assert fast_all == full_all
+        expected_mask = index._docs.mask(scope)
+        assert np.array_equal(textindex._scope_mask(index, scope), expected_mask)
+    assert small == 60
+
+
+def test_docs_terms_reads_only_the_segments_that_hold_the_slots() -> None:
+    index = _store(mixed=True, dead=False, seed=61)
+    postings = index._postings
+    first = postings.segments[0]
+    lo, hi = first.bounds()
+    slots = [lo, (lo + hi) // 2, hi]
+    got = postings.docs_terms(slots)
+    assert [s for s in postings.segments if s._fwd is not None] == [first]  # the others built nothing
+    assert sorted(got) == slots
+    for slot in slots:
+        tids, tfs = first.doc_postings(slot)
+        assert np.array_equal(got[slot][0], tids) and np.array_equal(got[slot][1], tfs) and len(tids) > 0
