@@ -38,9 +38,10 @@ serialise every call (one lock around the index).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import struct
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -850,14 +851,21 @@ def _match_scope(
     table = index._docs
     spans, cjk, lengths = extents
     coef, norm = index._coefficients(weights, _span_df(table, spans, cjk, lengths))
-    marks = index._scratch()[2]  # False everywhere between queries
-    marks[slots] = True
-    try:
+    with _marked(index, slots) as marks:
         term_idx, docs, tfs = index._postings.within(tids, slots, marks)
-    finally:
-        marks[slots] = False
     cls = table.cjk[docs] if table.mixed else None
     return _scored(index, term_idx, docs, tfs, cls, coef, norm, k, exclude)
+
+
+@contextlib.contextmanager
+def _marked(index: TextIndex, slots: np.ndarray) -> Iterator[np.ndarray]:
+    """The index's slot marks with ``slots`` set, reset on the way out (all False between queries)."""
+    marks = index._scratch()[2]
+    marks[slots] = True
+    try:
+        yield marks
+    finally:
+        marks[slots] = False
 
 
 def _scope_mask(index: TextIndex, scope: Scope, slots: np.ndarray | None = None) -> np.ndarray:
@@ -877,12 +885,8 @@ def _in_scope(index: TextIndex, docs: np.ndarray, scope: Scope) -> tuple[np.ndar
     slots = index._scopes.slots(index._docs, scope)
     if slots is None:
         return index._docs.in_scope(docs, scope)
-    marks = index._scratch()[2]  # False everywhere between queries
-    marks[slots] = True
-    try:
+    with _marked(index, slots) as marks:
         keep = marks[docs]
-    finally:
-        marks[slots] = False
     return docs[keep], keep
 
 
@@ -896,12 +900,8 @@ def _scope_postings(
     spans, _ = index._postings.spans(tids)
     lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
     df = _alive_counts(table, spans) if table.dead else lengths.astype(np.float64)
-    marks = index._scratch()[2]  # False everywhere between queries
-    marks[slots] = True
-    try:
+    with _marked(index, slots) as marks:
         term_idx, docs, _ = index._postings.within(tids, slots, marks)
-    finally:
-        marks[slots] = False
     return term_idx, docs, idf_of(df, table.n_live)
 
 
