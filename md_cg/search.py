@@ -37,7 +37,7 @@ from .judge import judge as judge_node
 from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .synonyms import SynonymTable
-from .text import expand_query
+from .text import expand_query, synonym_terms
 from .textindex_phrase import PHRASE_POOL, title_rerank
 
 TIERS = ("T0", "T1", "T2", "T3")
@@ -122,12 +122,16 @@ class Expansion:
     whitespace-separated words plus the table entries found in it (for domain
     routing). ``synonyms``: the synonym phrases added (the judge matches
     not-applicable conditions against them too, so "linked list" in a query
-    hits a node's "链表" condition).
+    hits a node's "链表" condition). ``groups``: the terms of each synonym
+    phrase weighty enough to be evidence (:data:`MIN_EVIDENCE_WEIGHT`): a hit
+    holding only part of a phrase ("date" of "due date" for "deadline") has
+    no evidence from it.
     """
 
     terms: list[tuple[str, float]]
     words: list[str]
     synonyms: list[str]
+    groups: list[frozenset[str]] = field(default_factory=list)
 
 
 def expand(query: str, synonyms: SynonymTable) -> Expansion:
@@ -135,13 +139,17 @@ def expand(query: str, synonyms: SynonymTable) -> Expansion:
     found = synonyms.expand_text(query)
     words = query.split()
     added: list[str] = []
+    groups: list[frozenset[str]] = []
     for phrase, weight in found:
         if weight >= 1.0:
             if phrase not in words:
                 words.append(phrase)
         else:
             added.append(phrase)
-    return Expansion(expand_query(query, found), words, added)
+            group = frozenset(synonym_terms(phrase))
+            if weight >= MIN_EVIDENCE_WEIGHT and group and group not in groups:
+                groups.append(group)
+    return Expansion(expand_query(query, found), words, added, groups)
 
 
 @dataclass
@@ -355,7 +363,7 @@ def _results(
     superseded_by: Callable[[str], str | None] | None,
 ) -> list[SearchResult]:
     """The ordered hits as results: evidence, filler flag, judge state, supersession."""
-    evidence = _evidence(state.text, query, expansion.terms, ordered)
+    evidence = _evidence(state.text, query, expansion.terms, ordered, expansion.groups)
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause.
     judged_query = "\n；".join([query, *expansion.synonyms])
@@ -397,9 +405,18 @@ def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
 
 
 def _evidence(
-    text: Any, query: str, terms: Sequence[tuple[str, float]], hits: Sequence[tuple[str, tuple[float, str]]]
+    text: Any,
+    query: str,
+    terms: Sequence[tuple[str, float]],
+    hits: Sequence[tuple[str, tuple[float, str]]],
+    groups: Sequence[frozenset[str]] = (),
 ) -> dict[str, tuple[dict[str, Any], bool]]:
-    """Per hit: its evidence of being about the query, and whether it has none (filler)."""
+    """Per hit: its evidence of being about the query, and whether it has none (filler).
+
+    A synonym term is evidence only when the hit holds every term of one
+    synonym phrase in ``groups`` that gives it (a whole synonym, not a word
+    of one).
+    """
     weight = dict(terms)
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
     ideal = 0.0
@@ -408,9 +425,11 @@ def _evidence(
     out: dict[str, tuple[dict[str, Any], bool]] = {}
     for doc_id, (score, tier) in hits:
         has = contained.get(doc_id, [])
+        held = set(has)
+        whole = set().union(*(g for g in groups if g <= held)) if groups else held
         why: dict[str, Any] = {
             "terms": [t for t in has if weight[t] >= 1.0],
-            "synonyms": [t for t in has if MIN_EVIDENCE_WEIGHT <= weight[t] < 1.0],
+            "synonyms": [t for t in has if MIN_EVIDENCE_WEIGHT <= weight[t] < 1.0 and t in whole],
         }
         fuzzy_ok = False
         if tier in _SIMILARITY_TIERS:

@@ -335,6 +335,11 @@ def query_terms(text: str) -> list[str]:
     return _DEFAULT.query_terms(text)
 
 
+def synonym_terms(phrase: str) -> list[str]:
+    """Terms a synonym adds to a query (:meth:`Analyzer.synonym_terms` of the default analyzer)."""
+    return _DEFAULT.synonym_terms(phrase)
+
+
 def expand_query(query: str, expansions: Iterable[tuple[str, float]]) -> list[tuple[str, float]]:
     """:meth:`Analyzer.expand_query` with the default :class:`Analyzer`."""
     return _DEFAULT.expand_query(query, expansions)

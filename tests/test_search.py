@@ -371,3 +371,25 @@ def test_covered_neg_survives_a_snapshot(tmp_path: Path) -> None:
         assert s.loaded_from == "snapshot"
         _, meta = s.search("sorting lookups speedup", k=3)
         assert meta["covered_neg"] == [rej.id]
+
+
+def test_a_word_of_a_synonym_phrase_is_no_evidence(store: MdCG) -> None:
+    # "deadline" expands to the phrase "due date"; a hit holding "date" alone
+    # (radiometric dating) is filler, never ACCEPT; one holding the whole phrase is evidence.
+    store.add_many(
+        [
+            note("dating", "radiometric dating measures the age of rocks", domain="geology"),
+            note("due", "the report has a fixed due date on friday", domain="work"),
+        ]
+    )
+    results, meta = store.search("when is the Atlas deadline?", k=5)
+    assert {t for t, w in meta["terms"] if w == 0.6} >= {"due", "date"}
+    by_id = {r.id: r for r in results}
+    assert set(by_id) == {"dating", "due"}
+    assert by_id["due"].filler is False
+    assert by_id["due"].evidence == {"terms": [], "synonyms": ["due", "date"]}
+    assert by_id["due"].state == "ACCEPT"
+    assert by_id["dating"].filler is True
+    assert by_id["dating"].evidence == {"terms": [], "synonyms": []}
+    assert by_id["dating"].state == "DEFER"
+    assert by_id["dating"].basis.startswith("DEFER: no evidence it is about the query (filler)")
