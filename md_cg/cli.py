@@ -372,6 +372,12 @@ def _body_text(body: str | None) -> str:
 @app.command()
 def add(
     ctx: typer.Context,
+    text: Annotated[
+        str | None,
+        typer.Argument(
+            metavar="TEXT", help="The Markdown body (or give it with --body).", show_default=False
+        ),
+    ] = None,
     body: Annotated[
         str | None, typer.Option("--body", "-b", help="The Markdown body; '-' (or none) reads stdin.")
     ] = None,
@@ -403,8 +409,10 @@ def add(
     json_out: JsonOpt = False,
 ) -> None:
     """Add a memory; print its id and file path."""
+    if text is not None and body is not None:
+        raise InvalidArgumentError("give the body once: as TEXT or with --body, not both", name="--body")
     fields: dict[str, Any] = {
-        "body": _read_body(body),
+        "body": _read_body(text if text is not None else body),
         "layer": layer,
         "tags": list(tag or []),
         "importance": importance,

@@ -177,6 +177,20 @@ def test_add_reads_the_body_from_stdin_and_generates_an_id(runner: CliRunner, ro
         assert store.get(data["id"]).body == "piped"  # a final newline of piped text is dropped
 
 
+def test_add_takes_the_body_as_an_argument(runner: CliRunner, root: Path) -> None:
+    data = run_json(runner, "add", "用户喜欢喝绿茶，不喝咖啡。", "--root", root, "--layer", "self")
+    with MdCG(root, read_only=True) as store:
+        assert store.get(data["id"]).body == "用户喜欢喝绿茶，不喝咖啡。"
+        assert store.get(data["id"]).layer == "self"
+    assert one_line_error(runner, "add", "text", "--body", "other", "--root", root) == (
+        "error: give the body once: as TEXT or with --body, not both"
+    )
+    assert (
+        one_line_error(runner, "add", "  ", "--root", root)
+        == "error: --body is empty: a memory needs some text"
+    )
+
+
 def test_add_refuses_bad_input_in_one_line(runner: CliRunner, root: Path) -> None:
     assert "unknown layer 'attic'" in one_line_error(
         runner, "add", "--root", root, "-b", "x", "--layer", "attic"
