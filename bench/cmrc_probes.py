@@ -90,14 +90,16 @@ class Pool:
         gamma: float = 1.0,
         tf: Callable[[np.ndarray], np.ndarray] | None = None,
         delta: float = 0.0,
+        power: float = 1.0,
     ) -> np.ndarray:
-        """Scores of every chunk: BM25 (``tf`` transform, BM25+ ``delta``) x share ** ``gamma``."""
+        """Scores of every chunk: BM25 (``tf`` transform, BM25+ ``delta``, idf ** ``power``)
+        x share ** ``gamma`` (the share over plain idf)."""
         score, mass, total = np.zeros(self.n), np.zeros(self.n), 0.0
         for t, w in qw:
             d, f = self.post[t]
             f = tf(f) if tf else f
             idf = self.idf(t)
-            score[d] += w * idf * (f * (K1 + 1) / (f + self.norm[d]) + delta)
+            score[d] += w * idf**power * (f * (K1 + 1) / (f + self.norm[d]) + delta)
             mass[d] += w * idf
             total += w * idf
         return score * (mass / total) ** gamma if gamma and total else score
@@ -188,10 +190,16 @@ def weight_probes(pool: Pool, questions: list, qws: list[Weighted]) -> dict[str,
         out[f"bigrams holding one of {chars} dropped"] = [
             [(t, w) for t, w in qw if not (is_bigram(t) and set(t) & set(chars))] for qw in qws
         ]
+    touching = [near_question_word(q, 2) for q, _, _ in questions]
+    out["bigrams touching a removed question word dropped"] = [
+        [(t, w) for t, w in qw if not (is_bigram(t) and t in nb)]
+        for qw, nb in zip(qws, touching, strict=True)
+    ]
     for dist, delta in ((3, 0.25), (6, 0.25), (4, 0.5)):
         near = [near_question_word(q, dist) for q, _, _ in questions]
         out[f"bigrams within {dist} characters of the question word x {1 + delta}"] = [
-            [(t, w * (1 + delta) if t in nb else w) for t, w in qw] for qw, nb in zip(qws, near, strict=True)
+            [(t, w * (1 + delta) if is_bigram(t) and t in nb else w) for t, w in qw]
+            for qw, nb in zip(qws, near, strict=True)
         ]
     for delta in (0.1, 0.2):
         out[f"second half of the question x {1 + delta}, first half x {1 - delta}"] = [
@@ -253,6 +261,36 @@ def query_likelihood(pool: Pool, qw: Weighted, mu: float) -> np.ndarray:
         d, f = pool.post[t]
         score[d] += w * np.log1p(f / (mu * pool.post[t][1].sum() / total))
     return score
+
+
+def segment_coverage(pool: Pool, question: str, qw: Weighted, alpha: float) -> np.ndarray:
+    """Kept scores x the product over the question's runs (cut at question words and punctuation)
+    of (1 - ``alpha`` + ``alpha`` x the run's share of idf mass in the chunk)."""
+    weight = dict(qw)
+    score = pool.bm25(qw)
+    for run in QUESTION_RE.sub(" ", normalize(question)).split():
+        terms = {t for t in query_terms(run) if t in weight}
+        if not terms:
+            continue
+        mass = np.zeros(pool.n)
+        for t in terms:
+            mass[pool.post[t][0]] += weight[t] * pool.idf(t)
+        score *= 1 - alpha + alpha * mass / sum(weight[t] * pool.idf(t) for t in terms)
+    return score
+
+
+def regularized(pool: Pool, cand: np.ndarray, score: np.ndarray, lam: float) -> np.ndarray:
+    """Score + ``lam`` x the cosine-weighted mean score of the other candidates (cluster hypothesis;
+    vectors: (1 + log tf) x idf over each chunk's bigrams and words)."""
+    vecs = []
+    for d in cand:
+        v = {t: (1 + math.log(f)) * pool.idf(t) for t, f in pool.terms[d].items() if len(t) > 1}
+        n = math.sqrt(sum(x * x for x in v.values())) or 1.0
+        vecs.append({t: x / n for t, x in v.items()})
+    sim = np.array(
+        [[0.0 if a is b else sum(x * b.get(t, 0.0) for t, x in a.items()) for b in vecs] for a in vecs]
+    )
+    return score + lam * (sim @ score) / (sim.sum(1) + 1e-12)
 
 
 def windows(text: str, width: int, stride: int = 10) -> list[str]:
@@ -341,6 +379,8 @@ def run(probe: Probe) -> None:
         probe.full(f"document {name}", lambda qw, tf=tf: pool.bm25(qw, tf=tf))
     for delta in (0.1, 0.5, 1.0):
         probe.full(f"BM25+ δ {delta}", lambda qw, d=delta: pool.bm25(qw, delta=d))
+    for power in (0.8, 1.2, 1.5):
+        probe.full(f"idf ** {power} in the BM25 sum", lambda qw, p=power: pool.bm25(qw, power=p))
     for name, qws in weight_probes(pool, probe.questions, probe.qws).items():
         probe.full(name, pool.bm25, qws)
     for mu in (50, 200):
@@ -353,8 +393,10 @@ def run(probe: Probe) -> None:
         )
         for m, rho in ((3, 1.0), (5, 1.0), (5, 0.8), (10, 0.8))
     }
+    per = {"off": figures(pool, probe.questions, probe.cand)}
     for key, feats in flat.items():
-        probe.rerank(f"family: shared terms flat (w·idf, no tf), {key}", feats, None)
+        per[key] = probe.rerank(f"family: shared terms flat (w·idf, no tf), {key}", feats, None)
+    probe.emit(cross_validated("family: shared terms flat", per, probe.fold))
     spec = {
         f"top {m}, shared by ≥ {rho}": probe.each(lambda qw, c, m=m, rho=rho: specific(pool, qw, c, m, rho))
         for m, rho in ((3, 1.0), (5, 1.0), (5, 0.6))
@@ -372,6 +414,21 @@ def run(probe: Probe) -> None:
             for g in (1, 3)
         }
         probe.grid(f"+ λ x best {width}-character window", feats, (0.1, 0.25, 0.5))
+    pairs = list(zip(probe.questions, probe.qws, strict=True))
+    for alpha in (0.1, 0.2, 0.5):
+        probe.ranked(
+            f"x coverage of every question run (1 - α + α x share), α {alpha}",
+            [pool.top(segment_coverage(pool, q, qw, alpha)) for (q, _, _), qw in pairs],
+        )
+    top10 = probe.each(lambda qw, c: c[:10])
+    for lam in (-0.5, -0.2, 0.2, 0.5):
+        probe.ranked(
+            f"score regularised by the similar candidates of the top 10, λ {lam}",
+            [
+                pool.order(c, regularized(pool, c, s[c], lam))
+                for s, c in zip(probe.scores, top10, strict=True)
+            ],
+        )
     ql = probe.each(lambda qw, c: _minmax(query_likelihood(pool, qw, 200)[c]))
     kept = probe.each(lambda qw, c: _minmax(pool.bm25(qw)[c]))
     for lam in (0.1, 0.3, 0.5):
