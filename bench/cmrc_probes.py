@@ -303,10 +303,11 @@ def windows(text: str, width: int, stride: int = 10) -> list[str]:
 class Probe:
     """The kept ranking of every question, and the rows measured against it."""
 
-    def __init__(self, pool: Pool, questions: list) -> None:
+    def __init__(self, pool: Pool, questions: list, qws: list[Weighted] | None = None) -> None:
+        """``qws``: the questions' weighted terms (default: ``query_terms`` with repeats as weights)."""
         self.pool, self.questions = pool, questions
         self.fold = np.array(cmrc_fold_of(questions))
-        self.qws = [pool.weights(q) for q, _, _ in questions]
+        self.qws = qws or [pool.weights(q) for q, _, _ in questions]
         self.scores = [pool.bm25(qw) for qw in self.qws]
         self.cand = [pool.top(s) for s in self.scores]
         self.lines = ["| probe | hit@1 | MRR@10 | folds hit@1 | folds MRR@10 |", "|---|---|---|---|---|"]
@@ -434,6 +435,20 @@ def run(probe: Probe) -> None:
     for lam in (0.1, 0.3, 0.5):
         fused = [(1 - lam) * a + lam * b for a, b in zip(kept, ql, strict=True)]
         probe.rerank(f"min-max fusion with query likelihood (μ 200), weight {lam}", fused, None)
+    combined(probe)
+
+
+def combined(probe: Probe) -> None:
+    """The two best: bigrams holding 的 dropped, then + λ x best sentence (cross-validated)."""
+    pool = probe.pool
+    qws = [[(t, w) for t, w in qw if not (is_bigram(t) and "的" in t)] for qw in probe.qws]
+    other = Probe(pool, probe.questions, qws)
+    other.lines = probe.lines
+    feats = {
+        f"share ** {g}": other.each(lambda qw, c, g=g: best_part(pool, qw, c, pool.sentences, g))
+        for g in (2, 3, 4)
+    }
+    other.grid("的 bigrams dropped + λ x best sentence", feats, (0.25, 0.35, 0.5))
 
 
 def _minmax(x: np.ndarray) -> np.ndarray:
