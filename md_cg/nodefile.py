@@ -62,7 +62,18 @@ from yaml.resolver import Resolver
 from yaml.scanner import ScannerError
 
 from .errors import FileProblem, InvalidNodeError, MalformedNodeFileError
-from .node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, build_node, show
+from .node import (
+    FIELD_ORDER,
+    MAX_DEPTH,
+    MAX_FILE_BYTES,
+    MAX_FRONTMATTER_BYTES,
+    TIME_FIELDS,
+    Edge,
+    Node,
+    build_node,
+    format_instant,
+    show,
+)
 
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Plain scalars YAML 1.1 resolves to booleans or null.
@@ -525,14 +536,161 @@ def _utf8_size(text: str, limit: int) -> int:
     return len(text.encode("utf-8", "surrogatepass")) if len(text) * 4 > limit else 0
 
 
+# -- the one-pass writer ------------------------------------------------------------
+#
+# ``dumps`` writes a node's frontmatter straight from its fields, without the
+# intermediate mapping of ``Node.to_dict`` and with a dumper per field. It must
+# give exactly the text of the reference path, ``dump_frontmatter(node.to_dict(
+# iso_times=True))`` (tests/test_write_golden.py holds it to that, byte for byte):
+# anything it does not handle itself -- an error, a subclass of a JSON type, an
+# edge whose extra keys shadow its own, an extra key that is also a field --
+# makes it give up (:class:`_GiveUp`, or any exception), and the reference path
+# then writes the text or raises its own error.
+
+
+class _GiveUp(Exception):
+    """The one-pass writer leaves this node to the reference path."""
+
+
+def _json(v: Any, depth: int) -> str:
+    """:func:`dump_value` for the exact JSON types (lists and dicts at ``depth``).
+
+    Strings and integers inside a list or dict are dumped in the loop (no call
+    per item): they are most of the items of a node's values."""
+    t = type(v)
+    if t is str:
+        out = _STR_CACHE.get(v)
+        return out if out is not None else _dump_str(v)
+    if t is list:
+        if depth >= MAX_DEPTH:
+            raise _GiveUp
+        depth += 1
+        parts: list[str] = []
+        add = parts.append
+        for x in v:
+            tx = type(x)
+            if tx is str:
+                out = _STR_CACHE.get(x)
+                add(out if out is not None else _dump_str(x))
+            elif tx is int and -_INT_LIMIT <= x < _INT_LIMIT:
+                add(str(x))
+            else:
+                add(_json(x, depth))
+        return "[" + ", ".join(parts) + "]"
+    if t is dict:
+        if depth >= MAX_DEPTH:
+            raise _GiveUp
+        depth += 1
+        parts = []
+        add = parts.append
+        for k, x in v.items():
+            if type(k) is not str:
+                raise _GiveUp
+            key = _STR_CACHE.get(k)
+            if key is None:
+                key = _dump_str(k)
+            if type(x) is str:
+                out = _STR_CACHE.get(x)
+                add(f"{key}: {out if out is not None else _dump_str(x)}")
+            else:
+                add(f"{key}: {_json(x, depth)}")
+        return "{" + ", ".join(parts) + "}"
+    if t is float:
+        return dump_float(v)
+    if t is int:
+        return _dump_int(v)
+    if t is bool:
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    raise _GiveUp
+
+
+_EDGE_OWN = frozenset(["target", "type", "confidence", "verified"])
+
+
+def _edge(e: Any) -> str:
+    """One edge of the ``edges`` line (``Edge.to_dict`` dumped)."""
+    if type(e) is not Edge or _EDGE_OWN.intersection(e.extra):
+        raise _GiveUp  # a dict (not validated) or extra keys that replace the edge's own
+    out = f'{{"target": {_json(e.target, 2)}, "type": {_json(e.type, 2)}'
+    if e.confidence is not None:
+        out += f', "confidence": {_json(e.confidence, 2)}'
+    if e.verified is not None:
+        out += f', "verified": {_json(e.verified, 2)}'
+    for k, x in e.extra.items():
+        if type(k) is not str:
+            raise _GiveUp
+        out += f", {_dump_str(k)}: {_json(x, 2)}"
+    return out + "}"
+
+
+def _time(v: Any) -> str:
+    if type(v) is not float and type(v) is not int:
+        raise _GiveUp  # an ISO string or a date (not validated): the reference path decides
+    out = format_instant(v)
+    return _json(out, 0)
+
+
+#: Field name -> how its value is dumped (``None``: the general JSON dumper).
+_FIELD_KIND = {name: 0 for name in FIELD_ORDER} | {name: 1 for name in TIME_FIELDS} | {"edges": 2}
+_FIELD_PLAN = tuple((name, f"{dump_key(name)}: ", _FIELD_KIND[name]) for name in FIELD_ORDER)
+_FIELD_SET = frozenset(FIELD_ORDER)
+
+
+def _frontmatter_one_pass(node: Node) -> str:
+    """The frontmatter of ``node`` straight from its fields; raises when it must give up."""
+    if type(node) is not Node:
+        raise _GiveUp
+    fields = node.__dict__
+    lines: list[str] = []
+    add = lines.append
+    for name, prefix, kind in _FIELD_PLAN:
+        v = fields[name]
+        if v is None:
+            continue
+        t = type(v)
+        if t is list or t is dict:
+            if not v:
+                continue
+        elif isinstance(v, (list, dict)):
+            raise _GiveUp  # subclasses: the reference path
+        if kind == 0:
+            add(prefix + _json(v, 0))
+        elif kind == 1:
+            add(prefix + _time(v))
+        else:
+            if t is not list:
+                raise _GiveUp
+            add(prefix + "[" + ", ".join([_edge(e) for e in v]) + "]")
+    extra = node.extra
+    if type(extra) is not dict:
+        raise _GiveUp
+    for key, v in extra.items():
+        if key in _FIELD_SET or type(key) is not str:
+            raise _GiveUp
+        add(f"{dump_key(key)}: {_json(v, 0)}")
+    return "\n".join(lines)
+
+
+def _frontmatter(node: Node) -> str:
+    """The frontmatter lines of ``node``: one pass, else the reference path (and its errors)."""
+    try:
+        return _frontmatter_one_pass(node)
+    except Exception:
+        return dump_frontmatter(node.to_dict(iso_times=True))
+
+
 def dumps(node: Node) -> str:
     """The full text of a node file. Validation is the caller's job (see node.validate).
 
     Raises :class:`InvalidNodeError` when the file would exceed
     :data:`~md_cg.node.MAX_FILE_BYTES` or its frontmatter
     :data:`~md_cg.node.MAX_FRONTMATTER_BYTES` (naming the largest field).
+    The text is that of ``dump_frontmatter(node.to_dict(iso_times=True))``
+    between the fences, written in one pass over the node's fields.
     """
-    fm = dump_frontmatter(node.to_dict(iso_times=True))
+    fm = _frontmatter(node)
     fm_size = _utf8_size(fm, MAX_FRONTMATTER_BYTES)
     if fm_size > MAX_FRONTMATTER_BYTES:
         largest = max(fm.split("\n"), key=len).partition(":")[0].strip('"')
