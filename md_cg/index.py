@@ -25,7 +25,7 @@ import gc
 import os
 from collections import Counter
 from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, ValuesView
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import orjson
@@ -33,7 +33,7 @@ import orjson
 from . import ccg, fsops, layout, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
-from .merge import conflict_of
+from .merge import CONFLICT_KEY, has_conflict_markers
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import loads, read_bytes_as_text
@@ -140,45 +140,99 @@ def index_text(node: Node) -> str:
 
 
 _UNSET: Any = object()
+#: The field order :func:`make_entry` builds an :class:`Entry` in (positionally: keyword
+#: construction of 28 fields costs a microsecond more per node); checked at import.
+_ENTRY_ORDER = (
+    "id",
+    "path",
+    "layer",
+    "bucket",
+    "mtime_ns",
+    "size",
+    "tags",
+    "importance",
+    "confidence",
+    "created_at",
+    "updated_at",
+    "verification_basis",
+    "ccg_missing",
+    "conditions",
+    "title",
+    "edges",
+    "space_json",
+    "access_count",
+    "last_access",
+    "sensitivity",
+    "agent_scope",
+    "workspace_scope",
+    "retention_tier",
+    "expires_at",
+    "valid_until",
+    "archived",
+    "conflict",
+    "domain",
+)
+if tuple(f.name for f in fields(Entry)) != _ENTRY_ORDER:  # pragma: no cover - a guard for editors
+    raise ImportError("index.Entry's fields changed: update index._ENTRY_ORDER and make_entry")
+_BUCKETED = layout.BUCKETED_LAYER
+_bucket_dir = layout.bucket_dir
+_elements, _missing = ccg.elements, ccg.missing
 
 
-def make_entry(node: Node, rel: str, mtime_ns: int, size: int, domain: str | None = _UNSET) -> Entry:
+def make_entry(
+    node: Node,
+    rel: str,
+    mtime_ns: int,
+    size: int,
+    domain: str | None = _UNSET,
+) -> Entry:
     """The index entry for a parsed node found at ``rel``.
 
-    ``domain`` (the node's route key) may be passed when already computed.
+    ``domain`` (the node's route key) may be passed when already computed
+    (the write path knows it).
     """
-    elems = ccg.elements(node.body, node.state_attributes)
-    if domain is _UNSET:
-        domain = layout.route_key(node) if node.layer == layout.BUCKETED_LAYER else None
+    body = node.body
+    elems = _elements(body, node.state_attributes)
+    layer = node.layer
+    if layer == _BUCKETED:
+        if domain is _UNSET:
+            domain = layout.route_key(node)
+        bucket = _bucket_dir(domain)
+    else:
+        if domain is _UNSET:
+            domain = None
+        bucket = None
+    space = node.condition_space
     return Entry(
-        id=node.id,
-        path=rel,
-        layer=node.layer,
-        bucket=layout.bucket_dir(domain) if node.layer == layout.BUCKETED_LAYER else None,
-        mtime_ns=mtime_ns,
-        size=size,
-        tags=list(node.tags),
-        importance=node.importance,
-        confidence=node.confidence,
-        created_at=node.created_at,
-        updated_at=node.updated_at,
-        verification_basis=node.verification_basis,
-        ccg_missing=list(ccg.missing(elems)),
-        conditions=list(node_conditions(node, elems)),
-        title=title_of(node.body),
-        edges=[[e.target, e.type] for e in node.edges],
-        space_json=orjson.dumps(node.condition_space).decode() if node.condition_space else None,
-        access_count=node.access_count or 0,
-        last_access=node.last_access,
-        sensitivity=node.sensitivity,
-        agent_scope=node.agent_scope,
-        workspace_scope=node.workspace_scope,
-        retention_tier=node.retention_tier,
-        expires_at=node.expires_at,
-        valid_until=node.valid_until,
-        archived=paths.is_archived_rel(rel),
-        conflict=conflict_of(node) is not None,
-        domain=domain,
+        node.id,
+        rel,
+        layer,
+        bucket,
+        mtime_ns,
+        size,
+        list(node.tags),
+        node.importance,
+        node.confidence,
+        node.created_at,
+        node.updated_at,
+        node.verification_basis,
+        list(_missing(elems)),
+        list(node_conditions(node, elems)),
+        title_of(body),
+        [[e.target, e.type] for e in node.edges],
+        orjson.dumps(space).decode() if space else None,
+        node.access_count or 0,
+        node.last_access,
+        node.sensitivity,
+        node.agent_scope,
+        node.workspace_scope,
+        node.retention_tier,
+        node.expires_at,
+        node.valid_until,
+        paths.is_archived_rel(rel),
+        # merge.conflict_of(node) is not None, without building the conflict
+        CONFLICT_KEY in node.extra or has_conflict_markers(body),
+        domain,
     )
 
 

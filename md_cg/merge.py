@@ -514,14 +514,15 @@ def conflict_of(node: Node) -> dict[str, Any] | None:
         body = record.get("body") if isinstance(record, dict) else None
         return {
             "fields": dict(fields) if isinstance(fields, dict) else {},
-            "body": bool(body) or _has_markers(node.body),
+            "body": bool(body) or has_conflict_markers(node.body),
         }
-    if _has_markers(node.body):
+    if has_conflict_markers(node.body):
         return {"fields": {}, "body": True}
     return None
 
 
-def _has_markers(body: str) -> bool:
+def has_conflict_markers(body: str) -> bool:
+    """True when ``body`` holds git conflict markers outside fenced code blocks."""
     # Every node is checked when it is indexed: almost no body holds a marker at all,
     # and a substring test is far cheaper than removing fenced blocks first.
     if "<<<<<<<" not in body:

@@ -338,3 +338,60 @@ if __name__ == "__main__":
         encoding="utf-8",
     )
     print(f"{len(files)} files -> {GOLDEN}")
+
+
+def _reference_entry(node: Node, rel: str) -> Any:
+    """The index entry as built before the write path was reworked (keywords, ``conflict_of``)."""
+    import orjson
+
+    from md_cg import ccg, layout, paths
+    from md_cg.index import Entry, title_of
+    from md_cg.judge import node_conditions
+    from md_cg.merge import conflict_of
+
+    elems = ccg.elements(node.body, node.state_attributes)
+    domain = layout.route_key(node) if node.layer == layout.BUCKETED_LAYER else None
+    return Entry(
+        id=node.id,
+        path=rel,
+        layer=node.layer,
+        bucket=layout.bucket_dir(domain) if node.layer == layout.BUCKETED_LAYER else None,
+        mtime_ns=7,
+        size=9,
+        tags=list(node.tags),
+        importance=node.importance,
+        confidence=node.confidence,
+        created_at=node.created_at,
+        updated_at=node.updated_at,
+        verification_basis=node.verification_basis,
+        ccg_missing=list(ccg.missing(elems)),
+        conditions=list(node_conditions(node, elems)),
+        title=title_of(node.body),
+        edges=[[e.target, e.type] for e in node.edges],
+        space_json=orjson.dumps(node.condition_space).decode() if node.condition_space else None,
+        access_count=node.access_count or 0,
+        last_access=node.last_access,
+        sensitivity=node.sensitivity,
+        agent_scope=node.agent_scope,
+        workspace_scope=node.workspace_scope,
+        retention_tier=node.retention_tier,
+        expires_at=node.expires_at,
+        valid_until=node.valid_until,
+        archived=paths.is_archived_rel(rel),
+        conflict=conflict_of(node) is not None,
+        domain=domain,
+    )
+
+
+def test_index_entries_equal_the_keyword_reference() -> None:
+    from md_cg import index, paths
+
+    conflicted = Node(id="c1", body="a\n<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n")
+    keyed = Node(id="c2", body="text", extra={"merge_conflict": "odd"})
+    for node in [*golden_nodes(), conflicted, keyed]:
+        validate(node)
+        rel = paths.node_rel(node.layer, "b", node.id)
+        for where in (rel, paths.archived_rel(rel)):
+            assert index.make_entry(node, where, 7, 9) == _reference_entry(node, where)
+    assert index.make_entry(conflicted, "knowledge/orphan/c1.md", 7, 9).conflict
+    assert index.make_entry(keyed, "knowledge/orphan/c2.md", 7, 9).conflict
