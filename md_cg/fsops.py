@@ -103,6 +103,28 @@ def open_dir(root: str, rel_dir: str, *, create: bool = False) -> int:
     return fd
 
 
+# -- this process ---------------------------------------------------------------
+
+#: This process's pid, kept current across ``fork`` by :func:`os.register_at_fork`,
+#: so the write path does not ask the kernel on every call (a system call each:
+#: temp names, lock and shard ownership checks). Read it with :func:`current_pid`.
+_pid = os.getpid()
+
+
+def _forked() -> None:
+    global _pid
+    _pid = os.getpid()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX; elsewhere there is no fork
+    os.register_at_fork(after_in_child=_forked)
+
+
+def current_pid() -> int:
+    """This process's pid (``os.getpid()``, cached; renewed in a forked child)."""
+    return _pid
+
+
 # -- temp names -----------------------------------------------------------------
 
 _TEMP_TAG: list[Any] = [-1, "", None]  # pid, random token, counter (renewed after fork)
@@ -116,7 +138,7 @@ def temp_name(name: str) -> str:
     names unique without the cost of a UUID per write (and O_EXCL refuses
     any clash).
     """
-    pid = os.getpid()
+    pid = _pid
     if _TEMP_TAG[0] != pid:
         _TEMP_TAG[:] = [pid, os.urandom(4).hex(), itertools.count()]
     return f".{name}.{pid}.{_TEMP_TAG[1]}{next(_TEMP_TAG[2]):x}{TMP_SUFFIX}"
@@ -159,12 +181,18 @@ def pid_alive(pid: int) -> bool:
 def temp_is_abandoned(name: str, mtime: float, now: float | None = None) -> bool:
     """A temp file whose writer is dead, or that is older than :data:`TMP_STALE_SECONDS`."""
     pid = temp_owner_pid(name)
-    if pid is not None and pid != os.getpid() and not pid_alive(pid):
+    if pid is not None and pid != _pid and not pid_alive(pid):
         return True
     return (now or time.time()) - mtime > TMP_STALE_SECONDS
 
 
 # -- folders and files ----------------------------------------------------------
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 class Dir:
@@ -210,11 +238,14 @@ class Dir:
         tmp = temp_name(name)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd)
         try:
-            for part in [data] if isinstance(data, bytes | bytearray | memoryview) else data:
-                view = memoryview(part).cast("B")  # os.write counts bytes
-                while view:
-                    n = os.write(fd, view)
-                    view = view[n:]
+            if type(data) is bytes:
+                # One buffer (a node file): one write, unless the kernel takes less.
+                n = os.write(fd, data)
+                if n < len(data):
+                    _write_all(fd, memoryview(data)[n:])
+            else:
+                for part in [data] if isinstance(data, bytes | bytearray | memoryview) else data:
+                    _write_all(fd, memoryview(part).cast("B"))  # os.write counts bytes
             if durable:
                 os.fsync(fd)
             st = os.fstat(fd)
@@ -527,12 +558,12 @@ class FileLock:
 
     @property
     def depth(self) -> int:
-        return self._depth if self._pid == os.getpid() else 0
+        return self._depth if self._pid == _pid else 0
 
     def _file(self) -> IO[Any]:
-        if self._fh is None or self._pid != os.getpid():
+        if self._fh is None or self._pid != _pid:
             self._fh = _open_lock_file(self.root, self.rel)
-            self._pid = os.getpid()
+            self._pid = _pid
             self._depth = 0
         return self._fh
 
@@ -577,7 +608,7 @@ class FileLock:
 
     def close(self) -> None:
         """Release (if held) and close the lock file."""
-        if self._fh is not None and self._pid == os.getpid():
+        if self._fh is not None and self._pid == _pid:
             if self._depth:
                 with contextlib.suppress(OSError):
                     _unflock(self._fh)
@@ -702,7 +733,7 @@ class ShardWriter:
         return f"{self.rel_dir}/{self.name}" if self.name else None
 
     def _open(self) -> None:
-        pid = os.getpid()
+        pid = _pid
         stem = f"{pid}_{uuid.uuid4().hex}"
         tmp = f".{stem}.creating{TMP_SUFFIX}"
         with Dir(self.root, self.rel_dir, create=True) as d:
@@ -722,7 +753,7 @@ class ShardWriter:
 
         Returns ``(bytes appended, seq of the first record)``.
         """
-        if self._fh is None or self._pid != os.getpid():
+        if self._fh is None or self._pid != _pid:
             self._fh = None  # a forked child must not share the parent's shard
             self._open()
         assert self._fh is not None
@@ -746,7 +777,7 @@ class ShardWriter:
 
     def close(self) -> None:
         """Release and close the shard; the next append starts a new one."""
-        if self._fh is not None and self._pid == os.getpid():
+        if self._fh is not None and self._pid == _pid:
             with contextlib.suppress(OSError):
                 portalocker.unlock(self._fh)
             self._fh.close()

@@ -279,3 +279,41 @@ def test_add_quantises_the_creation_time_it_sets(tmp_path: Path, monkeypatch: py
     for name in ("one", "two"):
         text = (root / f"knowledge/orphan/{name}.md").read_text()
         assert 'created_at: "2026-12-01T00:00:00.123457Z"' in text
+
+
+def test_cached_pid_follows_fork(tmp_path: Path) -> None:
+    """The pid fsops caches (temp names, lock and shard ownership) is the child's after fork."""
+    parent = os.getpid()
+    assert fsops.current_pid() == parent
+    assert f".{parent}." in fsops.temp_name("a.md")
+    lock = fsops.FileLock(str(tmp_path), "x.lock")
+    lock.acquire()
+    writer = fsops.ShardWriter(str(tmp_path), "log")
+    writer.append([{"op": "x"}])
+    assert writer.name is not None and writer.name.startswith(f"{parent}_")
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # pragma: no cover - runs in the child
+        try:
+            me = os.getpid()
+            ok = (
+                fsops.current_pid() == me
+                and f".{me}." in fsops.temp_name("a.md")
+                and lock.depth == 0  # the parent's hold is not the child's
+                and not lock.try_acquire()  # and the child does not share its lock
+            )
+            writer.append([{"op": "y"}])
+            ok = ok and writer.name is not None and writer.name.startswith(f"{me}_")
+            os.write(write, b"ok" if ok else b"no")
+        finally:
+            os._exit(0)
+    os.close(write)
+    answer = os.read(read, 2)
+    os.close(read)
+    os.waitpid(child, 0)
+    assert answer == b"ok"
+    assert fsops.current_pid() == parent and lock.depth == 1
+    lock.release()
+    lock.close()
+    writer.close()
+    assert len(fsops.list_shards(str(tmp_path), "log")) == 2
