@@ -154,6 +154,8 @@ class Engine:
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, paths.meta(paths.LOCK), paths.meta(paths.GATE))
         self.journal = Journal(self.root_str)
+        #: answers a freshness check from lstat calls alone when the log is certainly unchanged
+        self.log_watch = journal.LogWatch(self.root_str)
         self._stripes: dict[int, fsops.FileLock] = {}
         self._closed = False
         self._initialised = fsops.exists(self.root_str, paths.meta(paths.LOCK))
@@ -189,6 +191,7 @@ class Engine:
     def close(self) -> None:
         """Release this process's shard and locks (the facade compacts first if due)."""
         self.journal.writer.close()
+        self.log_watch.close()
         self.maint.close()
         for lock in self._stripes.values():
             lock.close()
@@ -253,7 +256,7 @@ class Engine:
         with self.lock:
             self.check_open()
             # The snapshot's identity (as snapshot.identity gives it) and the log, in one walk.
-            st, tail = journal.look(self.root_str, self.cursor.offsets, paths.SNAPSHOT)
+            st, tail = self.log_watch.look(self.cursor.offsets, paths.SNAPSHOT)
             ident = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
             if ident is not None and ident != self.snap_ident:
                 changed = self._follow(ident)

@@ -40,8 +40,10 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat as statmod
+import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -329,6 +331,14 @@ def read_tail(root: str, offsets: dict[str, int]) -> Tail:
 def look(root: str, offsets: dict[str, int], name: str) -> tuple[os.stat_result | None, Tail]:
     """The ``lstat`` of ``.mdcg/<name>`` (None when absent) and :func:`read_tail`, in that
     order, through one walk to ``.mdcg/`` (a freshness check makes both)."""
+    return _look(root, offsets, name, None)
+
+
+def _look(
+    root: str, offsets: dict[str, int], name: str, watch: LogWatch | None
+) -> tuple[os.stat_result | None, Tail]:
+    """:func:`look`; with ``watch``, the folders and the log folder's stat (taken
+    before its listing) are offered to it, to answer the next look quickly."""
     try:
         meta = fsops.Dir(root, paths.META_DIR)
     except (FileNotFoundError, NotADirectoryError):
@@ -346,11 +356,20 @@ def look(root: str, offsets: dict[str, int], name: str) -> tuple[os.stat_result 
             return st, _tail_in(None, offsets, set())
         except UnsafePathError:
             return st, _tail_in(None, offsets, {LOG_REL})
-    return st, _tail_in(log, offsets, set())
+        seen = watch.seen(meta, log) if watch is not None else None
+    names: list[str] = []
+    tail = _tail_in(log, offsets, set(), names)
+    if seen is not None and watch is not None:
+        watch.settle(seen, tail, names)
+    return st, tail
 
 
-def _tail_in(d: fsops.Dir | None, offsets: dict[str, int], unsafe: set[str]) -> Tail:
-    """Read every shard of the open log folder ``d`` (None: there is none) from its offset."""
+def _tail_in(
+    d: fsops.Dir | None, offsets: dict[str, int], unsafe: set[str], listed: list[str] | None = None
+) -> Tail:
+    """Read every shard of the open log folder ``d`` (None: there is none) from its offset.
+
+    ``listed``, when given, receives the shard names the folder held."""
     new_offsets = dict(offsets)
     by_shard: dict[str, list[dict[str, Any]]] = {}
     bad = 0
@@ -374,11 +393,139 @@ def _tail_in(d: fsops.Dir | None, offsets: dict[str, int], unsafe: set[str]) -> 
                 new_offsets[name] = read.end
                 if read.records:
                     by_shard[name] = read.records
+    if listed is not None:
+        listed.extend(names)
     present = set(names)
     missing = [n for n in offsets if n not in present]
     for name in missing:
         new_offsets.pop(name, None)
     return Tail(by_shard, new_offsets, missing, bad, unsafe)
+
+
+#: How long (ns) the log folder must have been left unchanged before :class:`LogWatch`
+#: trusts its timestamps: well above the tick of a coarse file-system clock (1-10 ms).
+SETTLE_NS = 100_000_000
+_QUICK = os.stat in os.supports_dir_fd and os.stat in os.supports_follow_symlinks
+
+
+@dataclass
+class _Seen:
+    """The log folder as one full look found it (:class:`LogWatch`'s stamp)."""
+
+    meta_fd: int
+    log_fd: int
+    meta_id: tuple[int, int]
+    log_stat: tuple[int, int, int, int]  # dev, ino, mtime_ns, ctime_ns
+    pid: int
+    names: frozenset[str] = frozenset()
+
+
+class LogWatch:
+    """Answers "nothing new in the log" with ``lstat`` calls alone, when that is certain.
+
+    A full look (:func:`look`) walks to ``.mdcg/``, lists the log folder and
+    ``lstat``\\ s every shard. Records are only ever appended to shards, and a
+    shard only appears or goes by a rename or an unlink in the log folder,
+    which moves the folder's ctime and mtime. So when a full look read every
+    listed shard to its end with nothing unsafe, and the folder's timestamps
+    had by then been still for :data:`SETTLE_NS` (a change made after the look
+    gets a later timestamp even from a coarse clock) and are sub-second (a
+    file system with whole-second times is never trusted), the next look may
+    skip the walk and the listing. It checks that ``.mdcg`` is still the
+    folder it holds open (device and inode, by ``lstat``: no symlink), that
+    ``log`` in it is the same folder with the same timestamps, and that no
+    shard grew past the cursor; then it answers an empty tail, which is what
+    the full look would read, beside the snapshot's ``lstat``. Anything else
+    -- a new, removed or grown shard, a replaced folder, cursor offsets other
+    than the shards seen, a fork -- takes the full look.
+    """
+
+    def __init__(self, root: str) -> None:
+        self.root = root
+        self._meta_path = f"{root}/{paths.META_DIR}"
+        self._seen: _Seen | None = None
+        #: full looks and quick answers given (for tests and measurements)
+        self.full = 0
+        self.quick = 0
+
+    def look(self, offsets: dict[str, int], name: str) -> tuple[os.stat_result | None, Tail]:
+        """:func:`look` (``.mdcg/<name>``'s lstat and the log from ``offsets``), quickly when certain."""
+        quick = self._quiet(offsets, name)
+        if quick is not None:
+            self.quick += 1
+            return quick
+        self.full += 1
+        self.forget()
+        return _look(self.root, offsets, name, self if _QUICK else None)
+
+    def seen(self, meta: fsops.Dir, log: fsops.Dir) -> _Seen | None:
+        """The stamp of the log folder ``log`` in ``meta``, taken before it is listed
+        (None when its timestamps cannot be trusted yet)."""
+        now = time.time_ns()
+        m, lg = os.fstat(meta.fd), os.fstat(log.fd)
+        newest = max(lg.st_mtime_ns, lg.st_ctime_ns)
+        if now - newest < SETTLE_NS or newest % 1_000_000_000 == 0:
+            return None  # changed lately, or whole-second times: no shortcut
+        meta_fd = os.dup(meta.fd)
+        try:
+            log_fd = os.dup(log.fd)
+        except BaseException:
+            os.close(meta_fd)
+            raise
+        return _Seen(
+            meta_fd,
+            log_fd,
+            (m.st_dev, m.st_ino),
+            (lg.st_dev, lg.st_ino, lg.st_mtime_ns, lg.st_ctime_ns),
+            fsops.current_pid(),
+        )
+
+    def settle(self, seen: _Seen, tail: Tail, names: list[str]) -> None:
+        """Keep ``seen`` when the look read every listed shard, nothing unsafe."""
+        if not tail.unsafe and set(names) == tail.offsets.keys():
+            seen.names = frozenset(names)
+            self._seen = seen
+        else:
+            _close_seen(seen)
+
+    def _quiet(self, offsets: dict[str, int], name: str) -> tuple[os.stat_result | None, Tail] | None:
+        s = self._seen
+        if s is None or s.pid != fsops.current_pid() or offsets.keys() != s.names:
+            return None
+        try:
+            m = os.lstat(self._meta_path)
+            if (m.st_dev, m.st_ino) != s.meta_id or not statmod.S_ISDIR(m.st_mode):
+                return None
+            try:
+                st: os.stat_result | None = os.lstat(name, dir_fd=s.meta_fd)
+            except (FileNotFoundError, NotADirectoryError):
+                st = None
+            lg = os.lstat(paths.LOG_DIR, dir_fd=s.meta_fd)
+            if (lg.st_dev, lg.st_ino, lg.st_mtime_ns, lg.st_ctime_ns) != s.log_stat:
+                return None
+            log_fd = s.log_fd
+            for shard in s.names:
+                sh = os.lstat(shard, dir_fd=log_fd)
+                if not statmod.S_ISREG(sh.st_mode) or sh.st_size > offsets[shard]:
+                    return None
+        except OSError:
+            return None
+        return st, Tail({}, dict(offsets), [], 0, set())
+
+    def forget(self) -> None:
+        """Drop the stamp (the next look is a full one) and close the folders it holds."""
+        seen, self._seen = self._seen, None
+        if seen is not None and seen.pid == fsops.current_pid():
+            _close_seen(seen)
+
+    def close(self) -> None:
+        self.forget()
+
+
+def _close_seen(seen: _Seen) -> None:
+    for fd in (seen.meta_fd, seen.log_fd):
+        with contextlib.suppress(OSError):
+            os.close(fd)
 
 
 def _read_from(d: fsops.Dir, name: str, start: int) -> fsops.ShardRead | None:
