@@ -153,6 +153,8 @@ def id_fold(text: str) -> str:
     by): ``Foo``/``foo`` and the NFC/NFD spellings of ``café`` fold alike, so
     two such ids would collide on those file systems.
     """
+    if text.isascii():
+        return text.lower()  # NFC leaves ASCII as it is; its case folding is lower()
     return unicodedata.normalize("NFC", text).casefold()
 
 

@@ -317,3 +317,13 @@ def test_cached_pid_follows_fork(tmp_path: Path) -> None:
     lock.close()
     writer.close()
     assert len(fsops.list_shards(str(tmp_path), "log")) == 2
+
+
+def test_id_fold_of_ascii_is_the_nfc_case_fold() -> None:
+    """The ASCII shortcut of script.id_fold gives what NFC + casefold gives."""
+    import unicodedata
+
+    from md_cg.script import id_fold
+
+    for text in ["".join(map(chr, range(128))), "Foo_BAR-1.x", "kp_3F9A2C", "", "ß", "Café", "ＦＯＯ"]:
+        assert id_fold(text) == unicodedata.normalize("NFC", text).casefold()
