@@ -403,3 +403,41 @@ def test_two_clones_merge_without_conflict_and_sync_to_the_union(tmp_path: Path)
             s.sync()
             assert set(s.ids()) == union
             assert s.health().ok
+
+
+def test_flush_text_in_batches_equals_one_by_one(tmp_path, monkeypatch):
+    from md_cg import index
+    from md_cg.sample import build_nodes
+
+    nodes = build_nodes(knowledge=300, seed=5)
+    assert any(n.layer in ("rejected", "unresolved") for n in nodes)
+
+    def state_of(batch_min: int, docs: int, chars: int):
+        monkeypatch.setattr(index, "TEXT_BATCH_MIN", batch_min)
+        monkeypatch.setattr(index, "TEXT_BATCH_DOCS", docs)
+        monkeypatch.setattr(index, "TEXT_BATCH_CHARS", chars)
+        state = index.IndexState()
+        for node in nodes:
+            state.put(index.make_entry(node, f"{node.layer}/{node.id}.md", 1, 1), index.index_text(node))
+        assert state.flush_text() == len(nodes)
+        return state
+
+    one = state_of(10**9, 1000, 10**6)
+    for docs, chars in ((1000, 10**6), (50, 10**6), (1000, 3000)):
+        many = state_of(64, docs, chars)
+        assert many.text.to_bytes() == one.text.to_bytes()
+        assert many.negative_terms == one.negative_terms and many.negative_terms
+        hits = many.text.match([(t, 1.0) for t in index.query_terms("知识点 应用")], many.text.scope(), k=10)
+        assert hits and hits == one.text.match(
+            [(t, 1.0) for t in index.query_terms("知识点 应用")], one.text.scope(), k=10
+        )
+
+
+def test_text_batches_cut_by_count_and_characters(monkeypatch):
+    from md_cg import index
+
+    monkeypatch.setattr(index, "TEXT_BATCH_DOCS", 3)
+    monkeypatch.setattr(index, "TEXT_BATCH_CHARS", 10)
+    items = [(str(i), ("x" * size, 0, -1, 0.5)) for i, size in enumerate([4, 4, 4, 1, 1, 1, 1, 30, 2])]
+    got = [[i for i, _ in b] for b in index._text_batches(items)]
+    assert got == [["0", "1"], ["2", "3", "4"], ["5", "6"], ["7"], ["8"]]
