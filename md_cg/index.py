@@ -14,8 +14,8 @@ Everything here is **derived** from the ``.md`` files and can be thrown away:
 The snapshot codec is :mod:`md_cg.snapshot`; the log protocol is
 :mod:`md_cg.journal`.
 
-Module layering: imports the bottom modules (node, nodefile, ccg, layout,
-paths, fsops, text, textindex, judge) and nothing above.
+Module layering: imports the bottom modules (node, nodefile, fastread, ccg,
+layout, paths, fsops, text, textindex, judge) and nothing above.
 """
 
 from __future__ import annotations
@@ -30,13 +30,13 @@ from typing import Any
 
 import orjson
 
-from . import ccg, fsops, layout, paths
+from . import ccg, fastread, fsops, layout, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .merge import conflict_of
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
-from .nodefile import loads, read_bytes_as_text
+from .nodefile import read_bytes_as_text
 from .text import analyze, analyze_batch, date_words, query_terms
 from .textindex import TextIndex
 
@@ -220,8 +220,10 @@ def decode_node(data: bytes, rel: str) -> Node:
 
     A note written by hand needs no frontmatter: its id is the file stem and
     its layer the layer folder it sits in, unless its frontmatter says otherwise.
+    Files in the engine's own layout take the fast reader (:mod:`md_cg.fastread`),
+    which gives the full reader's result.
     """
-    return loads(
+    return fastread.loads(
         read_bytes_as_text(data, rel), rel, default_id=paths.stem_of(rel), default_layer=paths.layer_of(rel)
     )
 
