@@ -441,3 +441,52 @@ def test_text_batches_cut_by_count_and_characters(monkeypatch):
     items = [(str(i), ("x" * size, 0, -1, 0.5)) for i, size in enumerate([4, 4, 4, 1, 1, 1, 1, 30, 2])]
     got = [[i for i, _ in b] for b in index._text_batches(items)]
     assert got == [["0", "1"], ["2", "3", "4"], ["5", "6"], ["7"], ["8"]]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_build_from_files_in_chunks_equals_one_file_at_a_time(tmp_path: Path, monkeypatch, chunk) -> None:
+    root = tmp_path / "m"
+    populated(root, 20)
+    knowledge_dir = root / "self"
+    (knowledge_dir / "bad_yaml.md").write_text("---\nid: [unclosed\n---\nx\n", encoding="utf-8")
+    (knowledge_dir / "bad_utf8.md").write_bytes(b'---\nid: "x"\n---\n\xff\n')
+    (knowledge_dir / "a_bad_layer.md").write_text('---\nid: "a_bad_layer"\nlayer: "nope"\n---\nx\n', "utf-8")
+    (knowledge_dir / "plain_note.md").write_text("just a note about tea\n", encoding="utf-8")
+    (knowledge_dir / "b_big.md").write_bytes(b"x" * (index.MAX_FILE_BYTES + 1))  # refused when read
+    (root / "anchor" / "self_1.md").write_text(
+        '---\nid: "self_1"\nlayer: "anchor"\n---\nolder copy\n', "utf-8"
+    )
+
+    def reference() -> index.IndexState:  # one file through every stage at a time, as before
+        state = index.IndexState()
+        by_id: dict[str, list[index.Parsed]] = {}
+        with index.DirCache(str(root)) as dirs:
+            for rel in sorted(index.scan_files(str(root)).files):
+                try:
+                    parsed = index.parse_file(str(root), rel, dirs)
+                except (index.MalformedNodeFileError, index.UnsafePathError) as exc:
+                    state.problems[rel] = exc.reason
+                else:
+                    by_id.setdefault(parsed.entry.id, []).append(parsed)
+        for node_id, copies in by_id.items():
+            best = index.winner(copies)
+            if len(copies) > 1:
+                state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
+            state.put(best.entry, best.text)
+        return state
+
+    monkeypatch.setattr(index, "BUILD_CHUNK", chunk)
+    ticks: list[int] = []
+    got = index.build_from_files(str(root), progress=ticks.append)
+    want = reference()
+    assert sum(ticks) == len(index.scan_files(str(root)).files)
+    assert list(got.problems.items()) == list(want.problems.items())
+    assert list(got.problems) == [
+        "self/a_bad_layer.md",
+        "self/b_big.md",
+        "self/bad_utf8.md",
+        "self/bad_yaml.md",
+    ]
+    assert got.duplicates == want.duplicates == {"self_1": ["anchor/self_1.md"]}
+    assert list(got.entries.items()) == list(want.entries.items())
+    assert got.pending_text == want.pending_text
