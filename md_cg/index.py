@@ -30,7 +30,7 @@ from typing import Any
 
 import orjson
 
-from . import ccg, fastread, fsops, layout, paths
+from . import ccg, fastread, fsops, layout, nodefile, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .merge import conflict_of
@@ -806,11 +806,22 @@ def _parse_chunk(root: str, rels: list[str], dirs: DirCache, found: dict[str, st
         else:
             read.append((rel, data, st))
     decoded: list[tuple[str, Node, os.stat_result]] = []
+    texts: list[tuple[str, str, os.stat_result]] = []
     for rel, data, st in read:
         try:
-            decoded.append((rel, decode_node(data, rel), st))
-        except (MalformedNodeFileError, UnsafePathError) as exc:
+            texts.append((rel, read_bytes_as_text(data, rel), st))
+        except MalformedNodeFileError as exc:
             problems[rel] = _reason(exc)
+    defaults = [(paths.stem_of(rel), paths.layer_of(rel)) for rel, _, _ in texts]
+    fast = fastread.fast_nodes([text for _, text, _ in texts], defaults)
+    for (rel, text, st), node, (stem, layer) in zip(texts, fast, defaults, strict=True):
+        if node is None:  # not in the engine's layout, or not valid: the full reader decides
+            try:
+                node = nodefile.loads(text, rel, default_id=stem, default_layer=layer)
+            except (MalformedNodeFileError, UnsafePathError) as exc:
+                problems[rel] = _reason(exc)
+                continue
+        decoded.append((rel, node, st))
     out = []
     for rel, node, st in decoded:
         try:

@@ -126,3 +126,19 @@ def test_the_fast_path_reads_what_it_recognises():
     text = '---\nlayer: "knowledge"\n---\nbody\n'
     fast = fastread.fast_node(text, default_id="n9", default_layer="knowledge")
     assert fast is not None and fast == nodefile.loads(text, default_id="n9", default_layer="knowledge")
+
+
+def test_fast_nodes_of_a_mixed_batch_equals_fast_node_of_each():
+    texts = [
+        BASE,
+        *(FALLBACKS[name] for name in sorted(FALLBACKS)),
+        nodefile.dumps(validate(build_nodes(knowledge=4)[0])),
+    ]
+    defaults = [("n9", "knowledge") if i % 2 else (None, None) for i in range(len(texts))]
+    got = fastread.fast_nodes(texts, defaults)
+    want = [
+        fastread.fast_node(t, default_id=d, default_layer=la)
+        for t, (d, la) in zip(texts, defaults, strict=True)
+    ]
+    assert got == want
+    assert got[0] is not None and got[-1] is not None and sum(n is None for n in got) >= len(FALLBACKS) - 1
