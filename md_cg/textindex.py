@@ -766,14 +766,14 @@ def _add_batch(
     counts = batch.counts
     n_terms = counts.tolist()
     ends = np.cumsum(counts)
-    add_doc, postings = index._docs.add, index._postings
+    docs, postings = index._docs, index._postings
     i = 0
     while i < n:
         # add() flushes after the first document that fills the buffer
         room = postings.room
         done = int(ends[i - 1]) if i else 0
         stop = min(int(np.searchsorted(ends, done + room, side="left")) + 1, n)
-        slots = [add_doc(doc_ids[d], n_terms[d], *meta[d]) for d in range(i, stop)]
+        slots = docs.add_many(doc_ids[i:stop], n_terms[i:stop], meta[i:stop])
         postings.append_many(
             np.array(slots, dtype=np.int64), counts[i:stop], tids[done : int(ends[stop - 1])]
         )
