@@ -88,9 +88,9 @@ def fast_nodes(texts: Sequence[str], defaults: Sequence[tuple[str | None, str | 
         if len(found) == fm.count("\n") + 1 and fm.count("[") + fm.count("{") <= MAX_DEPTH:
             parsed.append((i, found, body))
     for i, found, body in parsed:
-        keys = [key for key, _ in found]
+        keys, value_texts = zip(*found, strict=True)
         try:
-            values = list(map(_orjson_loads, [value for _, value in found]))
+            values = list(map(_orjson_loads, value_texts))
         except orjson.JSONDecodeError:
             continue
         meta: dict[str, Any] = dict(zip(keys, values, strict=True))
