@@ -247,8 +247,7 @@ class Analyzer:
 
     def analyze_many(self, texts: Iterable[str]) -> list[list[str]]:
         """``[self.analyze(t) for t in texts]``, computed through :meth:`analyze_batch`."""
-        batch = self.analyze_batch(texts)
-        return [batch.terms(i) for i in range(len(batch.counts))]
+        return self.analyze_batch(texts).all_terms()
 
     def analyze_batch(self, texts: Iterable[str]) -> TermBatch:
         """The terms of every text in ``texts`` as one :class:`TermBatch` of integer keys.
@@ -399,6 +398,16 @@ class TermBatch:
         """Document ``i``'s terms as strings (what :meth:`Analyzer.analyze` gives)."""
         start = int(self.counts[:i].sum())
         return [self.term(k) for k in self.keys[start : start + int(self.counts[i])].tolist()]
+
+    def all_terms(self) -> list[list[str]]:
+        """Every document's terms as strings, in order (in one pass over the keys)."""
+        flat = list(map(self.term, self.keys.tolist()))
+        out: list[list[str]] = []
+        at = 0
+        for n in self.counts.tolist():
+            out.append(flat[at : at + n])
+            at += n
+        return out
 
 
 def _cjk_batch(

@@ -758,9 +758,8 @@ def _add_batch(
     total = len(batch.keys)
     pos_bits = max(1, total.bit_length())
     if KEY_BITS + pos_bits > 63:  # too many terms for one sort key: one document at a time
-        for i, doc_id in enumerate(doc_ids):
-            layer, bucket, prior = meta[i]
-            index.add(doc_id, batch.terms(i), layer=layer, bucket=bucket, prior=prior)
+        for doc_id, terms, (layer, bucket, prior) in zip(doc_ids, batch.all_terms(), meta, strict=True):
+            index.add(doc_id, terms, layer=layer, bucket=bucket, prior=prior)
         return
     tids = _batch_tids(index._vocab, batch.keys, batch.term, pos_bits)
     counts = batch.counts

@@ -310,3 +310,6 @@ def test_analyze_batch_keys_decode_to_the_terms():
     assert [batch.term(k) for k in batch.keys.tolist()] == ["cat", "二分", "二", "分", "猫"]
     assert batch.keys[1] == (ord("二") << text.KEY_SHIFT) | ord("分")
     assert batch.keys[4] == ord("猫") << text.KEY_SHIFT
+    assert (
+        [batch.terms(i) for i in range(3)] == batch.all_terms() == [["cat", "二分", "二", "分"], [], ["猫"]]
+    )
