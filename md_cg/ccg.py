@@ -76,7 +76,7 @@ def parse_marks(body: str) -> dict[str, str]:
 
 
 def _mark_lines(body: str) -> list[tuple[str, str]]:
-    """The (mark, text) pairs ``_MARK_RE.finditer(body)`` finds, in order.
+    """The (mark, text) pairs ``_MARK_RE.finditer(body)`` finds, in order (``findall``: no match objects).
 
     A match runs from a line's start to its end whatever the text, so the
     greedy ``[^\\n]*`` ends where the lazy ``(.*?)[ \\t\\r]*$`` does, and
@@ -85,7 +85,7 @@ def _mark_lines(body: str) -> list[tuple[str, str]]:
     """
     if "#" not in body:
         return []
-    return [(m.group(1), m.group(2).rstrip(" \t\r")) for m in _LINE_RE.finditer(body)]
+    return [(mark, text.rstrip(" \t\r")) for mark, text in _LINE_RE.findall(body)]
 
 
 def elements(body: str, state_attributes: Mapping[str, Any] | None = None) -> dict[str, str]:

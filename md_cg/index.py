@@ -14,8 +14,8 @@ Everything here is **derived** from the ``.md`` files and can be thrown away:
 The snapshot codec is :mod:`md_cg.snapshot`; the log protocol is
 :mod:`md_cg.journal`.
 
-Module layering: imports the bottom modules (node, nodefile, ccg, layout,
-paths, fsops, text, textindex, judge) and nothing above.
+Module layering: imports the bottom modules (node, nodefile, fastread, ccg,
+layout, paths, fsops, text, textindex, judge) and nothing above.
 """
 
 from __future__ import annotations
@@ -30,14 +30,14 @@ from typing import Any
 
 import orjson
 
-from . import ccg, fsops, layout, paths
+from . import ccg, fastread, fsops, layout, nodefile, paths
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .merge import CONFLICT_KEY, has_conflict_markers
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
-from .nodefile import loads, read_bytes_as_text
-from .text import analyze, date_words, query_terms
+from .nodefile import read_bytes_as_text
+from .text import analyze, analyze_batch, date_words, query_terms
 from .textindex import TextIndex
 
 TITLE_MAX = 120
@@ -46,6 +46,16 @@ TF_MAX = 0xFFFF
 #: Largest node file read (the format's limit); a larger one is reported as
 #: malformed without being read.
 MAX_FILE_BYTES = NODE_MAX_FILE_BYTES
+
+#: From this many pending texts, :meth:`IndexState.flush_text` tokenises and
+#: indexes them in batches (:func:`md_cg.text.analyze_batch`,
+#: :meth:`md_cg.textindex.TextIndex.add_many`): the same index, ~2.5x less CPU.
+TEXT_BATCH_MIN = 64
+#: A batch holds at most this many texts ...
+TEXT_BATCH_DOCS = 1000
+#: ... and this many characters (a character gives at most two terms, so a
+#: batch stays within the 2^21 terms one sort key of ``add_many`` can number).
+TEXT_BATCH_CHARS = 1_000_000
 
 _LAYER_CODE = {name: i for i, name in enumerate(LAYERS)}
 _NEGATIVE_CODES = frozenset(_LAYER_CODE[name] for name in NEGATIVE_LAYERS)
@@ -264,8 +274,10 @@ def decode_node(data: bytes, rel: str) -> Node:
 
     A note written by hand needs no frontmatter: its id is the file stem and
     its layer the layer folder it sits in, unless its frontmatter says otherwise.
+    Files in the engine's own layout take the fast reader (:mod:`md_cg.fastread`),
+    which gives the full reader's result.
     """
-    return loads(
+    return fastread.loads(
         read_bytes_as_text(data, rel), rel, default_id=paths.stem_of(rel), default_layer=paths.layer_of(rel)
     )
 
@@ -692,6 +704,10 @@ class IndexState:
 
     def _flush_text(self) -> int:
         pending, self.pending_text = self.pending_text, {}
+        if len(pending) >= TEXT_BATCH_MIN:
+            for batch in _text_batches(list(pending.items())):
+                self._index_batch(batch)
+            return len(pending)
         add = self.text.add
         for node_id, (text, layer, bucket, prior) in pending.items():
             terms = analyze(text)
@@ -701,6 +717,18 @@ class IndexState:
             else:
                 self.negative_terms.pop(node_id, None)
         return len(pending)
+
+    def _index_batch(self, batch: list[tuple[str, tuple[str, int, int, float]]]) -> None:
+        """Index a batch of pending texts at once (the same index as one by one)."""
+        ids = [node_id for node_id, _ in batch]
+        texts = [v[0] for _, v in batch]
+        self.text.add_many(ids, analyze_batch(texts), [v[1:] for _, v in batch])
+        negative = self.negative_terms
+        for node_id, (text, layer, _b, _p) in batch:
+            if layer in _NEGATIVE_CODES:
+                negative[node_id] = frozenset(analyze(text))
+            elif negative:
+                negative.pop(node_id, None)
 
     def _unlink(self, old: Entry) -> None:
         if old.bucket is not None:
@@ -737,6 +765,24 @@ class IndexState:
         return {k: sorted(v) for k, v in sorted(self.twin_keys.items())}
 
 
+def _text_batches(
+    items: list[tuple[str, tuple[str, int, int, float]]],
+) -> Iterator[list[tuple[str, tuple[str, int, int, float]]]]:
+    """``items`` in order, cut into batches of :data:`TEXT_BATCH_DOCS` texts and
+    :data:`TEXT_BATCH_CHARS` characters (a longer text is a batch of its own)."""
+    batch: list[tuple[str, tuple[str, int, int, float]]] = []
+    chars = 0
+    for item in items:
+        size = len(item[1][0])
+        if batch and (len(batch) >= TEXT_BATCH_DOCS or chars + size > TEXT_BATCH_CHARS):
+            yield batch
+            batch, chars = [], 0
+        batch.append(item)
+        chars += size
+    if batch:
+        yield batch
+
+
 def layer_code(layer: str) -> int:
     return _LAYER_CODE[layer]
 
@@ -765,6 +811,12 @@ def build_from_files(root: str, scan: Scan | None = None, progress: Any = None) 
         return _build_from_files(root, scan, progress)
 
 
+#: Files read, then parsed, then made entries, a chunk at a time: running each
+#: stage over a few dozen files before the next keeps its code and data in
+#: the CPU caches (~15% less CPU than one file through every stage at a time).
+BUILD_CHUNK = 64
+
+
 def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState:
     if scan is None:
         scan = scan_files(root)
@@ -773,26 +825,66 @@ def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState
     rels = sorted(scan.files)
     scan = None  # its stat results are not needed any more (~1 KiB per file)
     with DirCache(root) as dirs:
-        for rel in rels:
-            try:
-                parsed = parse_file(root, rel, dirs)
-            except (MalformedNodeFileError, UnsafePathError) as exc:
-                state.problems[rel] = _reason(exc)
-            except (FileNotFoundError, NotADirectoryError):
-                pass  # removed while we scanned
-            else:
-                # Only the entry and the text are kept: holding every parsed node
-                # until the end would double the peak memory of a rebuild.
-                parsed.node = None
+        for start in range(0, len(rels), BUILD_CHUNK):
+            chunk = rels[start : start + BUILD_CHUNK]
+            # Only the entry and the text are kept: holding every parsed node
+            # until the end would double the peak memory of a rebuild.
+            for parsed in _parse_chunk(root, chunk, dirs, state.problems):
                 by_id.setdefault(parsed.entry.id, []).append(parsed)
             if progress is not None:
-                progress(1)
+                progress(len(chunk))
     for node_id, copies in by_id.items():
         best = copies[0] if len(copies) == 1 else winner(copies)
         if len(copies) > 1:
             state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
         state.put(best.entry, best.text)
     return state
+
+
+def _parse_chunk(root: str, rels: list[str], dirs: DirCache, found: dict[str, str]) -> list[Parsed]:
+    """:func:`parse_file` of each of ``rels`` (without the nodes), one stage at a time.
+
+    A file that is malformed or unsafe is added to ``found`` (in the order
+    of ``rels``, as one file at a time would add it); one removed meanwhile
+    is skipped.
+    """
+    problems: dict[str, str] = {}
+    read: list[tuple[str, bytes, os.stat_result]] = []
+    for rel in rels:
+        try:
+            data, st = _read_limited(root, rel, dirs)
+        except (MalformedNodeFileError, UnsafePathError) as exc:
+            problems[rel] = _reason(exc)
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # removed while we scanned
+        else:
+            read.append((rel, data, st))
+    decoded: list[tuple[str, Node, os.stat_result]] = []
+    texts: list[tuple[str, str, os.stat_result]] = []
+    for rel, data, st in read:
+        try:
+            texts.append((rel, read_bytes_as_text(data, rel), st))
+        except MalformedNodeFileError as exc:
+            problems[rel] = _reason(exc)
+    defaults = [(paths.stem_of(rel), paths.layer_of(rel)) for rel, _, _ in texts]
+    fast = fastread.fast_nodes([text for _, text, _ in texts], defaults)
+    for (rel, text, st), node, (stem, layer) in zip(texts, fast, defaults, strict=True):
+        if node is None:  # not in the engine's layout, or not valid: the full reader decides
+            try:
+                node = nodefile.loads(text, rel, default_id=stem, default_layer=layer)
+            except (MalformedNodeFileError, UnsafePathError) as exc:
+                problems[rel] = _reason(exc)
+                continue
+        decoded.append((rel, node, st))
+    out = []
+    for rel, node, st in decoded:
+        try:
+            out.append(Parsed(None, make_entry(node, rel, st.st_mtime_ns, st.st_size), index_text(node)))
+        except (MalformedNodeFileError, UnsafePathError) as exc:
+            problems[rel] = _reason(exc)
+    if problems:
+        found.update((rel, problems[rel]) for rel in rels if rel in problems)
+    return out
 
 
 def _reason(exc: MalformedNodeFileError | UnsafePathError) -> str:

@@ -35,6 +35,7 @@ import math
 import re
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 import numpy as np
 from rapidfuzz.utils import default_process
@@ -47,7 +48,10 @@ __all__ = [
     "ENGLISH_QUESTION_WORDS",
     "ENGLISH_STOPWORDS",
     "Analyzer",
+    "TermBatch",
     "analyze",
+    "analyze_batch",
+    "analyze_many",
     "char_bigrams",
     "date_words",
     "expand_query",
@@ -241,6 +245,44 @@ class Analyzer:
         """
         return _terms(normalize(text), self._words, self.cjk_unigrams)
 
+    def analyze_many(self, texts: Iterable[str]) -> list[list[str]]:
+        """``[self.analyze(t) for t in texts]``, computed through :meth:`analyze_batch`."""
+        return self.analyze_batch(texts).all_terms()
+
+    def analyze_batch(self, texts: Iterable[str]) -> TermBatch:
+        """The terms of every text in ``texts`` as one :class:`TermBatch` of integer keys.
+
+        Document ``i``'s keys decode (:meth:`TermBatch.terms`) to exactly
+        ``self.analyze(texts[i])``: words first, then CJK bigrams, then CJK
+        unigrams. Words go through the same stem cache as :meth:`analyze`;
+        the CJK terms of the whole batch are built by numpy from code points
+        and never become strings (a bigram is ``a << 21 | b``, a unigram
+        ``a << 21``), so loading many documents (an open without a snapshot,
+        a rebuild) does not pay ~90 ns per CJK term for a string and a
+        dictionary lookup: the text index looks up each distinct key once
+        (:meth:`md_cg.textindex.TextIndex.add_many`).
+        """
+        words, unigrams = self._words, self.cjk_unigrams
+        local = _LocalWords()
+        word_keys: list[int] = []
+        n_words: list[int] = []
+        cjk: list[str] = []  # each document's CJK runs, space-joined ("" without any)
+        for text in texts:
+            s = normalize(text)
+            parts = [s] if s.isascii() else CJK_SPLIT_RE.split(s)
+            if len(parts) == 1:
+                found = list(map(local.__getitem__, filter(None, map(words.__getitem__, s.split()))))
+                cjk.append("")
+            else:
+                outside = " ".join(parts[0::2]).split()
+                found = list(map(local.__getitem__, filter(None, map(words.__getitem__, outside))))
+                cjk.append(" ".join(parts[1::2]))
+            word_keys += found
+            n_words.append(len(found))
+        return _cjk_batch(
+            np.array(word_keys, dtype=np.int64), np.array(n_words, dtype=np.int64), cjk, local.words, unigrams
+        )
+
     def query_terms(self, text: str) -> list[str]:
         """Terms of a query: :meth:`analyze` minus stopwords and question words.
 
@@ -308,6 +350,103 @@ def _terms(s: str, words: _WordCache, unigrams: bool) -> list[str]:
     return terms
 
 
+#: A CJK term's key: its first code point shifted by this many bits, OR its
+#: second (bigrams) or 0 (unigrams); a word's key is its index in the batch's
+#: word table, below ``1 << KEY_SHIFT``.
+KEY_SHIFT = 21
+KEY_BITS = 2 * KEY_SHIFT
+_LOW = (1 << KEY_SHIFT) - 1
+_SPACE = 32
+
+
+class _LocalWords(dict[str, int]):
+    """Word term -> its index in the batch's word table, assigned on first sight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.words: list[str] = []
+
+    def __missing__(self, term: str) -> int:
+        key = self[term] = len(self.words)
+        self.words.append(term)
+        return key
+
+
+@dataclass(slots=True)
+class TermBatch:
+    """The terms of a batch of documents (:meth:`Analyzer.analyze_batch`).
+
+    ``keys``: int64, every document's term keys in :meth:`Analyzer.analyze`
+    order, documents one after the other; ``counts``: the number of keys of
+    each document; ``words``: the batch's word terms (a key below
+    ``1 << KEY_SHIFT`` indexes it). A CJK key holds code points: ``a << 21 |
+    b`` is the bigram ``ab``, ``a << 21`` the character ``a``.
+    """
+
+    keys: np.ndarray
+    counts: np.ndarray
+    words: list[str]
+
+    def term(self, key: int) -> str:
+        """The term string of ``key``."""
+        if key <= _LOW:
+            return self.words[key]
+        second = key & _LOW
+        return chr(key >> KEY_SHIFT) + chr(second) if second else chr(key >> KEY_SHIFT)
+
+    def terms(self, i: int) -> list[str]:
+        """Document ``i``'s terms as strings (what :meth:`Analyzer.analyze` gives)."""
+        start = int(self.counts[:i].sum())
+        return [self.term(k) for k in self.keys[start : start + int(self.counts[i])].tolist()]
+
+    def all_terms(self) -> list[list[str]]:
+        """Every document's terms as strings, in order (in one pass over the keys)."""
+        flat = list(map(self.term, self.keys.tolist()))
+        out: list[list[str]] = []
+        at = 0
+        for n in self.counts.tolist():
+            out.append(flat[at : at + n])
+            at += n
+        return out
+
+
+def _cjk_batch(
+    word_keys: np.ndarray, n_words: np.ndarray, cjk: list[str], words: list[str], unigrams: bool
+) -> TermBatch:
+    """Lay out each document's word keys, then its CJK bigram keys, then its unigram keys."""
+    n_docs = len(cjk)
+    cp = np.frombuffer(" ".join(cjk).encode("utf-32-le"), dtype=np.uint32).astype(np.int64)
+    # document of each code point (the separating spaces count for the next document)
+    lens = np.fromiter(map(len, cjk), dtype=np.int64, count=n_docs) + 1
+    doc = np.repeat(np.arange(n_docs, dtype=np.int64), lens)[: len(cp)]
+    char = cp != _SPACE
+    pair = char[:-1] & char[1:]
+    bigram_keys = ((cp[:-1] << KEY_SHIFT) | cp[1:])[pair]
+    bigram_doc = doc[:-1][pair]
+    if unigrams:
+        single = char
+    else:  # only runs of one character
+        edge = np.concatenate(([False], char, [False]))
+        single = char & ~edge[:-2] & ~edge[2:]
+    unigram_keys = (cp << KEY_SHIFT)[single]
+    unigram_doc = doc[single]
+    n_bi = np.bincount(bigram_doc, minlength=n_docs)
+    n_uni = np.bincount(unigram_doc, minlength=n_docs)
+    counts = n_words + n_bi + n_uni
+    total = int(counts.sum())
+    starts = np.cumsum(counts) - counts
+    keys = np.empty(total, dtype=np.int64)
+    for src, n_src, before in (
+        (word_keys, n_words, 0),
+        (bigram_keys, n_bi, n_words),
+        (unigram_keys, n_uni, n_words + n_bi),
+    ):
+        if len(src):
+            src_starts = np.cumsum(n_src) - n_src
+            keys[np.repeat(starts + before - src_starts, n_src) + np.arange(len(src))] = src
+    return TermBatch(keys, counts, words)
+
+
 def _bigrams_numpy(joined: str) -> list[str]:
     """Bigrams of the space-separated runs in ``joined``, made by numpy.
 
@@ -328,6 +467,16 @@ _DEFAULT = Analyzer()
 def analyze(text: str) -> list[str]:
     """Index terms of ``text`` with the default :class:`Analyzer` (see the module doc)."""
     return _DEFAULT.analyze(text)
+
+
+def analyze_many(texts: Iterable[str]) -> list[list[str]]:
+    """:meth:`Analyzer.analyze_many` with the default :class:`Analyzer`: ``[analyze(t) for t in texts]``."""
+    return _DEFAULT.analyze_many(texts)
+
+
+def analyze_batch(texts: Iterable[str]) -> TermBatch:
+    """:meth:`Analyzer.analyze_batch` with the default :class:`Analyzer`."""
+    return _DEFAULT.analyze_batch(texts)
 
 
 def query_terms(text: str) -> list[str]:

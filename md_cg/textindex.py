@@ -47,11 +47,15 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import textindex_codec as codec
+from .text import KEY_BITS, TermBatch
 from .textindex_docs import DocTable, Scope, idf_of
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab
 from .textindex_scope import PRUNE_SCOPE_MIN, PRUNE_SCOPE_RATIO, SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
+
+#: A document's (layer code, bucket code, prior), as :meth:`TextIndex.add_many` takes them.
+DocMeta = tuple[int, int, float]
 
 _EMPTY_TIDS = np.zeros(0, dtype=np.int32)
 _EMPTY_TFS = np.zeros(0, dtype=np.uint16)
@@ -208,6 +212,11 @@ class TextIndex:
         self._postings.append(slot, ids)
         if self._postings.full:
             self._flush()
+
+    def add_many(self, doc_ids: Sequence[str], batch: TermBatch, meta: Sequence[DocMeta]) -> None:
+        """:meth:`add` of each ``doc_ids[i]`` with document ``i`` of ``batch`` (from
+        :func:`md_cg.text.analyze_batch`) and ``meta[i]``: see :func:`_add_batch`."""
+        _add_batch(self, doc_ids, batch, meta)
 
     def remove(self, doc_id: str) -> bool:
         """Forget ``doc_id``; False when it was not indexed."""
@@ -723,6 +732,74 @@ class TextIndex:
         classes = self._postings.flush(np.frombuffer(self._vocab.cjk, dtype=np.uint8))
         if classes is not None:
             self._docs.classify(*classes)
+
+
+def _add_batch(
+    index: TextIndex, doc_ids: Sequence[str], batch: TermBatch, meta: Sequence[tuple[int, int, float]]
+) -> None:
+    """:meth:`TextIndex.add_many`: the same index as one :meth:`~TextIndex.add` per document.
+
+    The same to the byte of :meth:`~TextIndex.to_bytes`: new terms get ids
+    in the order they first occur, and the pending postings become segments
+    after the same documents. What differs is the cost: each distinct key of
+    the batch is looked up in the vocabulary once (one sort of the batch's
+    keys packed with their positions finds them and their first
+    occurrences), and the postings are buffered as arrays
+    (:meth:`~md_cg.textindex_postings.Postings.append_many`). A batch of
+    more than 2^21 terms (one sort key cannot number them) is added one
+    document at a time.
+    """
+    n = len(doc_ids)
+    if not len(batch.counts) == len(meta) == n:
+        raise ValueError("add_many needs one term count and one (layer, bucket, prior) per document")
+    for doc_id in doc_ids:
+        if not isinstance(doc_id, str) or "\x00" in doc_id:
+            raise ValueError(f"a document id must be a str without NUL, not {doc_id!r}")
+    total = len(batch.keys)
+    pos_bits = max(1, total.bit_length())
+    if KEY_BITS + pos_bits > 63:  # too many terms for one sort key: one document at a time
+        for doc_id, terms, (layer, bucket, prior) in zip(doc_ids, batch.all_terms(), meta, strict=True):
+            index.add(doc_id, terms, layer=layer, bucket=bucket, prior=prior)
+        return
+    tids = _batch_tids(index._vocab, batch.keys, batch.term, pos_bits)
+    counts = batch.counts
+    n_terms = counts.tolist()
+    ends = np.cumsum(counts)
+    docs, postings = index._docs, index._postings
+    i = 0
+    while i < n:
+        # add() flushes after the first document that fills the buffer
+        room = postings.room
+        done = int(ends[i - 1]) if i else 0
+        stop = min(int(np.searchsorted(ends, done + room, side="left")) + 1, n)
+        slots = docs.add_many(doc_ids[i:stop], n_terms[i:stop], meta[i:stop])
+        postings.append_many(
+            np.array(slots, dtype=np.int64), counts[i:stop], tids[done : int(ends[stop - 1])]
+        )
+        if postings.full:
+            index._flush()
+        i = stop
+
+
+def _batch_tids(vocab: Vocab, keys: np.ndarray, term: Callable[[int], str], pos_bits: int) -> np.ndarray:
+    """The term id of each key in ``keys``; unseen terms get ids in order of first occurrence."""
+    n = len(keys)
+    if n == 0:
+        return np.zeros(0, dtype=np.int64)
+    mask = (1 << pos_bits) - 1
+    packed = (keys << pos_bits) | np.arange(n, dtype=np.int64)
+    packed.sort()
+    sorted_keys = packed >> pos_bits
+    first = np.empty(n, dtype=bool)
+    first[0] = True
+    np.not_equal(sorted_keys[1:], sorted_keys[:-1], out=first[1:])
+    starts = np.flatnonzero(first)
+    order = np.argsort(packed[starts] & mask)  # distinct keys by first occurrence
+    lut = np.empty(len(starts), dtype=np.int64)
+    lut[order] = list(map(vocab.__getitem__, map(term, sorted_keys[starts][order].tolist())))
+    tids = np.empty(n, dtype=np.int64)
+    tids[packed & mask] = np.repeat(lut, np.diff(starts, append=n))
+    return tids
 
 
 def _feedback_terms(

@@ -14,7 +14,7 @@ Imports only numpy and the standard library.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -112,6 +112,38 @@ class DocTable:
         self.live_len += n_terms
         self.version += 1
         return slot
+
+    def add_many(
+        self, doc_ids: Sequence[str], n_terms: list[int], meta: Sequence[tuple[int, int, float]]
+    ) -> range | list[int]:
+        """:meth:`add` of each document in order (``meta``: layer, bucket, prior); their slots.
+
+        New, distinct ids (the usual batch) are stored with one slice
+        assignment per column; otherwise one :meth:`add` each.
+        """
+        slot_of = self.slot
+        if len(set(doc_ids)) != len(doc_ids) or not slot_of.keys().isdisjoint(doc_ids):
+            return [self.add(d, n, *m) for d, n, m in zip(doc_ids, n_terms, meta, strict=True)]
+        first = len(self.ids)
+        end = first + len(doc_ids)
+        cap = len(self.len)
+        if end > cap:
+            while end > cap:
+                cap = max(1, cap * 2)
+            self._resize(cap, np.arange(first))
+        self.ids.extend(doc_ids)
+        slot_of.update(zip(doc_ids, range(first, end), strict=True))
+        if doc_ids:
+            layers, buckets, priors = zip(*meta, strict=True)
+            self.len[first:end] = n_terms
+            self.layer[first:end] = layers
+            self.bucket[first:end] = buckets
+            self.prior[first:end] = priors
+            self.alive[first:end] = True
+            self.cjk[first:end] = 0
+        self.live_len += sum(n_terms)
+        self.version += len(doc_ids)
+        return range(first, end)
 
     def classify(self, slots: np.ndarray, n_cjk: np.ndarray) -> None:
         """Mark as CJK the live ``slots`` whose ``n_cjk`` CJK terms are more than half of their terms."""

@@ -258,23 +258,36 @@ Span = tuple[Segment, int, int]
 class Postings:
     """The segments of the index and the pending buffer of added documents."""
 
-    __slots__ = ("_pend_counts", "_pend_slots", "_pend_terms", "segments")
+    __slots__ = ("_pend_chunks", "_pend_counts", "_pend_n", "_pend_slots", "_pend_terms", "segments")
 
     def __init__(self, segments: list[Segment] | None = None) -> None:
         self.segments: list[Segment] = segments if segments is not None else []
         self._pend_terms: list[int] = []
         self._pend_slots: list[int] = []
         self._pend_counts: list[int] = []
+        #: buffered batches (term ids, slots, counts as arrays), older than the lists above
+        self._pend_chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        self._pend_n = 0  # term occurrences in _pend_chunks
 
     @property
     def pending(self) -> bool:
         """True when added documents are waiting to become a segment."""
-        return bool(self._pend_counts)
+        return bool(self._pend_counts) or bool(self._pend_chunks)
+
+    @property
+    def n_pending(self) -> int:
+        """Term occurrences waiting to become a segment."""
+        return self._pend_n + len(self._pend_terms)
 
     @property
     def full(self) -> bool:
         """True when the pending buffer should become a segment now."""
-        return len(self._pend_terms) >= PENDING_MAX
+        return self.n_pending >= PENDING_MAX
+
+    @property
+    def room(self) -> int:
+        """Term occurrences the pending buffer takes before it is :attr:`full`."""
+        return PENDING_MAX - self.n_pending
 
     def append(self, slot: int, tids: list[int]) -> None:
         """Buffer the term ids of the document in ``slot`` (repeats count); see :attr:`full`."""
@@ -284,6 +297,40 @@ class Postings:
         self._pend_slots.append(slot)
         self._pend_counts.append(len(tids))
 
+    def append_many(self, slots: np.ndarray, counts: np.ndarray, tids: np.ndarray) -> None:
+        """:meth:`append` of several documents at once, as arrays.
+
+        ``tids`` holds the term ids of ``slots[0]`` (``counts[0]`` of them),
+        then of ``slots[1]``, ...; documents without terms are skipped as
+        :meth:`append` skips them, so the buffer (and the segment it becomes)
+        is the same as after one :meth:`append` per document.
+        """
+        keep = counts > 0
+        if not keep.all():
+            slots, counts = slots[keep], counts[keep]
+        if not len(counts):
+            return
+        self._seal()
+        self._pend_chunks.append(
+            (tids.astype(np.int64, copy=False), slots.astype(np.int64, copy=False), counts.astype(np.int64))
+        )
+        self._pend_n += len(tids)
+
+    def _seal(self) -> None:
+        """Move the per-document lists into the chunk list (keeping the order of documents)."""
+        if self._pend_counts:
+            self._pend_chunks.append(
+                (
+                    np.array(self._pend_terms, dtype=np.int64),
+                    np.array(self._pend_slots, dtype=np.int64),
+                    np.array(self._pend_counts, dtype=np.int64),
+                )
+            )
+            self._pend_n += len(self._pend_terms)
+            self._pend_terms = []
+            self._pend_slots = []
+            self._pend_counts = []
+
     def flush(self, term_cjk: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
         """Turn the pending buffer into a segment; merge full tiers.
 
@@ -292,19 +339,19 @@ class Postings:
         count), so that the caller can classify the documents in one
         vectorised step; else, or with nothing pending, None.
         """
-        if not self._pend_counts:
+        if not self.pending:
             return None
-        terms = np.array(self._pend_terms, dtype=np.int64)
-        doc_slots = np.array(self._pend_slots, dtype=np.int64)
-        counts = np.array(self._pend_counts, dtype=np.int64)
+        self._seal()
+        chunks, self._pend_chunks, self._pend_n = self._pend_chunks, [], 0
+        if len(chunks) == 1:
+            terms, doc_slots, counts = chunks[0]
+        else:
+            terms, doc_slots, counts = (np.concatenate(parts) for parts in zip(*chunks, strict=True))
         slots = np.repeat(doc_slots, counts)
         classes = None
         if term_cjk is not None:
             starts = np.cumsum(counts) - counts
             classes = (doc_slots, np.add.reduceat(term_cjk[terms].astype(np.int64), starts))
-        self._pend_terms = []
-        self._pend_slots = []
-        self._pend_counts = []
         key = (terms << 32) | slots
         key.sort()
         first = np.empty(len(key), dtype=bool)
@@ -374,7 +421,7 @@ class Postings:
         when every one of the ``n_terms`` terms is still used and no term id
         changed.
         """
-        if self._pend_counts:
+        if self.pending:
             raise RuntimeError("flush the pending documents before compacting")
         segments = self.segments
         if slot_map is not None:

@@ -35,6 +35,7 @@ RANK = {
     "paths": 2,
     "routing": 2,
     "layout": 3,
+    "fastread": 3,
     "watch": 2,
     "access": 3,
     "logs": 3,

@@ -403,3 +403,90 @@ def test_two_clones_merge_without_conflict_and_sync_to_the_union(tmp_path: Path)
             s.sync()
             assert set(s.ids()) == union
             assert s.health().ok
+
+
+def test_flush_text_in_batches_equals_one_by_one(tmp_path, monkeypatch):
+    from md_cg import index
+    from md_cg.sample import build_nodes
+
+    nodes = build_nodes(knowledge=300, seed=5)
+    assert any(n.layer in ("rejected", "unresolved") for n in nodes)
+
+    def state_of(batch_min: int, docs: int, chars: int):
+        monkeypatch.setattr(index, "TEXT_BATCH_MIN", batch_min)
+        monkeypatch.setattr(index, "TEXT_BATCH_DOCS", docs)
+        monkeypatch.setattr(index, "TEXT_BATCH_CHARS", chars)
+        state = index.IndexState()
+        for node in nodes:
+            state.put(index.make_entry(node, f"{node.layer}/{node.id}.md", 1, 1), index.index_text(node))
+        assert state.flush_text() == len(nodes)
+        return state
+
+    one = state_of(10**9, 1000, 10**6)
+    for docs, chars in ((1000, 10**6), (50, 10**6), (1000, 3000)):
+        many = state_of(64, docs, chars)
+        assert many.text.to_bytes() == one.text.to_bytes()
+        assert many.negative_terms == one.negative_terms and many.negative_terms
+        hits = many.text.match([(t, 1.0) for t in index.query_terms("知识点 应用")], many.text.scope(), k=10)
+        assert hits and hits == one.text.match(
+            [(t, 1.0) for t in index.query_terms("知识点 应用")], one.text.scope(), k=10
+        )
+
+
+def test_text_batches_cut_by_count_and_characters(monkeypatch):
+    from md_cg import index
+
+    monkeypatch.setattr(index, "TEXT_BATCH_DOCS", 3)
+    monkeypatch.setattr(index, "TEXT_BATCH_CHARS", 10)
+    items = [(str(i), ("x" * size, 0, -1, 0.5)) for i, size in enumerate([4, 4, 4, 1, 1, 1, 1, 30, 2])]
+    got = [[i for i, _ in b] for b in index._text_batches(items)]
+    assert got == [["0", "1"], ["2", "3", "4"], ["5", "6"], ["7"], ["8"]]
+
+
+@pytest.mark.parametrize("chunk", [1, 3, 64])
+def test_build_from_files_in_chunks_equals_one_file_at_a_time(tmp_path: Path, monkeypatch, chunk) -> None:
+    root = tmp_path / "m"
+    populated(root, 20)
+    knowledge_dir = root / "self"
+    (knowledge_dir / "bad_yaml.md").write_text("---\nid: [unclosed\n---\nx\n", encoding="utf-8")
+    (knowledge_dir / "bad_utf8.md").write_bytes(b'---\nid: "x"\n---\n\xff\n')
+    (knowledge_dir / "a_bad_layer.md").write_text('---\nid: "a_bad_layer"\nlayer: "nope"\n---\nx\n', "utf-8")
+    (knowledge_dir / "plain_note.md").write_text("just a note about tea\n", encoding="utf-8")
+    (knowledge_dir / "b_big.md").write_bytes(b"x" * (index.MAX_FILE_BYTES + 1))  # refused when read
+    (root / "anchor" / "self_1.md").write_text(
+        '---\nid: "self_1"\nlayer: "anchor"\n---\nolder copy\n', "utf-8"
+    )
+
+    def reference() -> index.IndexState:  # one file through every stage at a time, as before
+        state = index.IndexState()
+        by_id: dict[str, list[index.Parsed]] = {}
+        with index.DirCache(str(root)) as dirs:
+            for rel in sorted(index.scan_files(str(root)).files):
+                try:
+                    parsed = index.parse_file(str(root), rel, dirs)
+                except (index.MalformedNodeFileError, index.UnsafePathError) as exc:
+                    state.problems[rel] = exc.reason
+                else:
+                    by_id.setdefault(parsed.entry.id, []).append(parsed)
+        for node_id, copies in by_id.items():
+            best = index.winner(copies)
+            if len(copies) > 1:
+                state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
+            state.put(best.entry, best.text)
+        return state
+
+    monkeypatch.setattr(index, "BUILD_CHUNK", chunk)
+    ticks: list[int] = []
+    got = index.build_from_files(str(root), progress=ticks.append)
+    want = reference()
+    assert sum(ticks) == len(index.scan_files(str(root)).files)
+    assert list(got.problems.items()) == list(want.problems.items())
+    assert list(got.problems) == [
+        "self/a_bad_layer.md",
+        "self/b_big.md",
+        "self/bad_utf8.md",
+        "self/bad_yaml.md",
+    ]
+    assert got.duplicates == want.duplicates == {"self_1": ["anchor/self_1.md"]}
+    assert list(got.entries.items()) == list(want.entries.items())
+    assert got.pending_text == want.pending_text

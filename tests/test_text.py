@@ -253,3 +253,63 @@ def test_expand_query_weights_come_from_the_expansions() -> None:
     assert out == [("user", 1.0), ("用户", 0.05), ("使用", 0.05), ("用者", 0.05), ("client", 0.6)]
     # a term keeps the highest weight any source gives it
     assert text.expand_query("client", [("client", 0.6)]) == [("client", 1.0)]
+
+
+# -- batch tokenising (analyze_many / analyze_batch) ------------------------------------
+
+_BATCH_CASES = [
+    "",
+    "   ",
+    "a",
+    "猫",
+    "x 猫 z",
+    "二分查找",
+    "你好，世界",
+    "The runners were running quickly",
+    "Caroline's snake_case don't 中文 mixed 日本語のテキスト 한국어",
+    "Ｆｕｌｌ－ｗｉｄｔｈ ＡＢＣ １２３ and ㍿ ﬃ",
+    "𠀀𠀁 supplementary 𠀂 and 中 single",
+    "Путин бежал быстро 快跑",
+    "emoji 🎉 between 中🎉文",
+]
+
+_CJK_ALPHABET = "中文二分查找你好世界日本語のテキスト한국어々〆"
+_batch_text = st.lists(
+    st.sampled_from([*_CJK_ALPHABET, *"ab c.，  'Ｆ𠀀é", "the ", "running ", "\n"]), max_size=40
+).map("".join)
+
+
+@pytest.mark.parametrize("unigrams", [True, False])
+def test_analyze_many_equals_analyze_on_crafted_texts(unigrams):
+    analyzer = Analyzer(cjk_unigrams=unigrams)
+    assert analyzer.analyze_many(_BATCH_CASES) == [analyzer.analyze(t) for t in _BATCH_CASES]
+    assert analyzer.analyze_many([]) == []
+
+
+@given(st.lists(st.one_of(_batch_text, st.text(max_size=30)), max_size=12))
+@settings(max_examples=300, deadline=None)
+def test_analyze_many_equals_analyze_hypothesis(texts):
+    assert text.analyze_many(texts) == [analyze(t) for t in texts]
+    no_uni = Analyzer(cjk_unigrams=False)
+    assert no_uni.analyze_many(texts) == [no_uni.analyze(t) for t in texts]
+
+
+def test_analyze_many_equals_analyze_on_the_sample_corpus():
+    from md_cg.index import index_text
+    from md_cg.sample import build_nodes
+
+    texts = [index_text(node) for node in build_nodes(knowledge=400, seed=7)]
+    assert any(is_cjk(t[0]) for ts in text.analyze_many(texts) for t in ts)  # Chinese is in it
+    assert any(t.isascii() for ts in text.analyze_many(texts) for t in ts)  # and English
+    assert text.analyze_many(texts) == [analyze(t) for t in texts]
+
+
+def test_analyze_batch_keys_decode_to_the_terms():
+    batch = text.analyze_batch(["二分 cats", "", "猫"])
+    assert batch.counts.tolist() == [4, 0, 1]
+    assert [batch.term(k) for k in batch.keys.tolist()] == ["cat", "二分", "二", "分", "猫"]
+    assert batch.keys[1] == (ord("二") << text.KEY_SHIFT) | ord("分")
+    assert batch.keys[4] == ord("猫") << text.KEY_SHIFT
+    assert (
+        [batch.terms(i) for i in range(3)] == batch.all_terms() == [["cat", "二分", "二", "分"], [], ["猫"]]
+    )

@@ -601,3 +601,84 @@ def test_an_image_keeps_the_classes_and_an_old_image_still_loads() -> None:
         assert legacy.match(q(*query_terms(query)), legacy.scope(), k=None) == expected
     assert bytes(legacy._vocab.cjk) == bytes(ix._vocab.cjk)
     assert legacy.to_bytes() == blob
+
+
+# -- add_many: a batch gives the index one add() per document gives ----------------------
+
+
+def _corpus_texts(n: int) -> list[str]:
+    from md_cg.index import index_text
+    from md_cg.sample import build_nodes
+
+    return [index_text(node) for node in build_nodes(knowledge=n, seed=11)]
+
+
+def _one_by_one(ids, texts, layers, buckets, priors) -> TextIndex:
+    ix = TextIndex(analyzer=query_terms)
+    for doc_id, t, la, bu, pr in zip(ids, texts, layers, buckets, priors, strict=True):
+        ix.add(doc_id, analyze(t), layer=la, bucket=bu, prior=pr)
+    return ix
+
+
+def _batched(ids, texts, layers, buckets, priors, size: int) -> TextIndex:
+    from md_cg.text import analyze_batch
+
+    ix = TextIndex(analyzer=query_terms)
+    for s in range(0, len(ids), size):
+        cut = slice(s, s + size)
+        meta = list(zip(layers[cut], buckets[cut], priors[cut], strict=True))
+        ix.add_many(ids[cut], analyze_batch(texts[cut]), meta)
+    return ix
+
+
+@pytest.mark.parametrize(("pending", "size"), [(1 << 18, 1000), (300, 37), (5, 64), (1, 7)])
+def test_add_many_equals_one_add_per_document(monkeypatch, pending, size):
+    monkeypatch.setattr(textindex_postings, "PENDING_MAX", pending)
+    texts = _corpus_texts(300)
+    texts += ["", "猫", "only english words here", "二分查找 binary search", "", "the and of"]
+    rng = random.Random(size)
+    ids = [f"n{i:04d}" for i in range(len(texts))]
+    ids += [ids[3], ids[40]]  # replaced within the batch stream
+    texts += ["replacement 替换", "second replacement"]
+    layers = [rng.randrange(7) for _ in ids]
+    buckets = [rng.randrange(-1, 5) for _ in ids]
+    priors = [rng.choice([0.5, 0.9, 0.1]) for _ in ids]
+    one = _one_by_one(ids, texts, layers, buckets, priors)
+    many = _batched(ids, texts, layers, buckets, priors, size)
+    assert len(many._postings.segments) == len(one._postings.segments)
+    for query in ("二分查找", "binary search", "替换", "知识点 实际应用", "replacement", "the"):
+        terms = [(t, 1.0) for t in query_terms(query)]
+        got = many.match(terms, many.scope(), k=None)
+        assert got == one.match(terms, one.scope(), k=None)  # ids, order and scores
+        assert many.match(terms, many.scope(layers=[1, 2]), k=5) == one.match(
+            terms, one.scope(layers=[1, 2]), k=5
+        )
+        assert many.similar(query, many.scope(), k=5) == one.similar(query, one.scope(), k=5)
+    assert many._vocab.terms == one._vocab.terms
+    assert many.to_bytes() == one.to_bytes()
+
+
+def test_add_many_checks_its_arguments():
+    from md_cg.text import analyze_batch
+
+    ix = TextIndex()
+    with pytest.raises(ValueError, match="one term count"):
+        ix.add_many(["a"], analyze_batch(["x", "y"]), [(0, 0, 0.5)])
+    with pytest.raises(ValueError, match="without NUL"):
+        ix.add_many(["a\x00"], analyze_batch(["x"]), [(0, 0, 0.5)])
+    assert len(ix) == 0
+
+
+def test_add_many_too_many_terms_for_one_key_adds_one_by_one(monkeypatch):
+    from md_cg import text as text_mod
+    from md_cg.text import analyze_batch
+
+    texts = _corpus_texts(40)
+    ids = [f"d{i}" for i in range(len(texts))]
+    meta = [(0, 1, 0.5)] * len(ids)
+    monkeypatch.setattr(textindex, "KEY_BITS", 62)  # every batch is "too large"
+    ix = TextIndex(analyzer=query_terms)
+    ix.add_many(ids, analyze_batch(texts), meta)
+    ref = _one_by_one(ids, texts, [0] * len(ids), [1] * len(ids), [0.5] * len(ids))
+    assert ix.to_bytes() == ref.to_bytes()
+    assert text_mod.KEY_BITS == 42
