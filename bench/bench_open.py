@@ -11,7 +11,7 @@ the code versions: ``--warm`` runs with the page cache as it is, then
 (needs root; skipped otherwise). Each run reports the wall and CPU time of
 the open, the bytes the process read from the block device (``read_bytes``
 of ``/proc/self/io``; 0 on tmpfs and from the page cache), the first search
-after the open and a second one. A code version must find a snapshot of its
+after the open and a second one, and the process's RSS after them. A code version must find a snapshot of its
 own format version in the store (check ``loaded_from``): give each version
 its own copy of the store.
 """
@@ -45,9 +45,11 @@ first, first_cpu = time.perf_counter() - t, time.process_time() - c
 t = time.perf_counter()
 store.search(sys.argv[3], record=False)
 second = time.perf_counter() - t
+with open("/proc/self/status") as f:
+    rss = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmRSS:"))
 print(json.dumps({"wall": wall, "cpu": cpu, "read": after["read_bytes"] - before["read_bytes"],
                   "first": first, "first_cpu": first_cpu, "second": second,
-                  "loaded_from": store.loaded_from, "nodes": len(store), "hits": len(hits),
+                  "loaded_from": store.loaded_from, "nodes": len(store), "hits": len(hits), "rss": rss,
                   "code": md_cg.__file__}))
 """
 
@@ -76,16 +78,19 @@ def probe(store: str, pythonpath: str, query: str, query2: str) -> dict[str, Any
 
 
 def summary(runs: list[dict[str, Any]]) -> str:
-    """Median and worst of the open (wall, CPU), the bytes read, the first search."""
+    """Median and worst of the open (wall, CPU), the bytes read, the searches, the RSS."""
     wall = [float(r["wall"]) for r in runs]
     cpu = [float(r["cpu"]) for r in runs]
     first = [float(r["first"]) * 1000 for r in runs]
+    second = [float(r["second"]) * 1000 for r in runs]
     read = max(int(r["read"]) for r in runs) / 2**20
+    rss = max(int(r["rss"]) for r in runs) / 2**20
     med = statistics.median
     return (
         f"open wall median {med(wall):.3f} worst {max(wall):.3f}"
         f" (CPU median {med(cpu):.3f} worst {max(cpu):.3f});"
         f" read {read:.1f} MiB; first search median {med(first):.1f} ms worst {max(first):.1f} ms;"
+        f" second search median {med(second):.1f} ms; RSS after both {rss:.0f} MiB;"
         f" {runs[0]['loaded_from']}, {runs[0]['nodes']} nodes"
     )
 

@@ -291,6 +291,9 @@ class Engine:
         if any(max(before.get(n, 0), after.get(n, 0)) < end for n, end in head.offsets.items()):
             return None  # a shard vanished before we had read what the snapshot covers of it
         self.snap_ident, self.snap_gen = head.identity, head.generation
+        # the index goes on without reloading: read what it still needs of the old
+        # snapshot now, so that the replaced file is closed and its space freed
+        snapshot.read_rest(self.state)
         return changed
 
     def fresh(self) -> None:

@@ -49,6 +49,7 @@ Imports :mod:`md_cg.index` and the bottom modules.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import time
@@ -67,7 +68,7 @@ from .errors import MalformedNodeFileError, SnapshotDamageError, UnsafePathError
 from .index import Entries, Entry, IndexState, canonical_path, no_gc
 from .node import LAYERS
 from .text import analyze, query_terms
-from .textindex import TextIndex
+from .textindex import TextIndex, read_postings
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
@@ -475,6 +476,22 @@ def _decode(
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
     generation = header.get("generation")
     return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
+
+
+def read_rest(state: IndexState) -> None:
+    """Read and check every chunk of the snapshot file ``state`` was loaded from not read yet.
+
+    The file is then closed (its space freed if it was replaced). For a
+    process that follows a newer snapshot without reloading (it would
+    otherwise keep the old file open). A damaged chunk is left to its
+    first use (see the module docstring).
+    """
+    table = state.entries.source
+    if isinstance(table, _Table) and table.region is not None:
+        with contextlib.suppress(SnapshotDamageError):
+            table.region.need_all()
+    with contextlib.suppress(SnapshotDamageError):
+        read_postings(state.text)
 
 
 def _text_repair(root: str, state: IndexState) -> Callable[[TextIndex], TextIndex]:

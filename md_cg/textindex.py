@@ -1213,6 +1213,13 @@ class _Pruner:
                 position[cand] = -1
 
 
+def read_postings(index: TextIndex) -> None:
+    """Read (and check) now every posting of an index loaded lazily (:meth:`TextIndex.from_bytes`)."""
+    for seg in index._postings.segments:
+        if seg.lazy:
+            seg.docs  # noqa: B018  (the first use of the whole array reads and checks it)
+
+
 def _adopt(index: TextIndex, other: TextIndex) -> None:
     """``index`` takes ``other``'s contents (its documents, postings and settings), keeping its ``repair``."""
     repair = index.repair

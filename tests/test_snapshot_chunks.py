@@ -9,6 +9,8 @@ by id and score by score).
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
 import shutil
 import subprocess
@@ -20,7 +22,7 @@ import orjson
 import pytest
 from conftest import no_writes, tree_listing
 
-from md_cg import MdCG, SnapshotDamageError, benchmark, index, snapshot
+from md_cg import MdCG, Node, SnapshotDamageError, benchmark, index, snapshot
 from md_cg import textindex_codec as codec
 from md_cg.text import analyze
 
@@ -329,3 +331,38 @@ def test_crafted_slots_with_valid_checksums_are_refused_when_their_chunk_is_read
     assert snap.state.snapshot_damage == [
         f"text section, chunk {c}: a posting's slot is out of its segment's bounds"
     ]
+
+
+def _snapshot_fds() -> list[str]:
+    """What this process's open descriptors on snapshot files point to."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            target = os.readlink(f"/proc/self/fd/{fd}")
+            if "index.snapshot" in target:
+                out.append(target)
+    return out
+
+
+def test_a_process_following_a_newer_snapshot_closes_the_replaced_one(store: Path, tmp_path: Path) -> None:
+    root = tmp_path / "f"
+    _copy(store, root)
+    gc.collect()
+    before = _snapshot_fds()
+    reader = MdCG(root, read_only=True, refresh_interval=None)
+    assert reader.loaded_from == "snapshot"
+    state = reader._engine.state
+    # kept open for the lazy parts
+    assert _snapshot_fds() == [*before, str(root / ".mdcg" / "index.snapshot")]
+    with MdCG(root, auto_compact=None) as writer:
+        writer.add(Node(id="followed", layer="self", body="计算机网络 notes added later"))
+        writer.compact_index()
+    assert reader.refresh() != []  # followed without reloading (one generation on)
+    assert reader._engine.snap_gen == 2 and reader._engine.state is state  # not reloaded
+    gc.collect()
+    assert _snapshot_fds() == before  # the replaced file was read to its end and closed
+    got, _ = reader.search("计算机网络", record=False)
+    with MdCG(root, read_only=True) as fresh:
+        want, _ = fresh.search("计算机网络", record=False)
+    assert [r.id for r in got] == [r.id for r in want]
+    reader.close()
