@@ -193,6 +193,9 @@ class Engine:
         for lock in self._stripes.values():
             lock.close()
         self._closed = True
+        state = getattr(self, "state", None)  # (none when closed by a failed open)
+        if state is not None:
+            snapshot.close(state)  # the snapshot file kept open for what was not read yet
 
     # -- loading and following the log -----------------------------------------------
 

@@ -68,7 +68,7 @@ from .errors import MalformedNodeFileError, SnapshotDamageError, UnsafePathError
 from .index import Entries, Entry, IndexState, canonical_path, no_gc
 from .node import LAYERS
 from .text import analyze, query_terms
-from .textindex import TextIndex, read_postings
+from .textindex import TextIndex, lazy_regions, read_postings
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
@@ -492,6 +492,17 @@ def read_rest(state: IndexState) -> None:
             table.region.need_all()
     with contextlib.suppress(SnapshotDamageError):
         read_postings(state.text)
+
+
+def close(state: IndexState) -> None:
+    """Let go of the snapshot file ``state`` still reads from (its store is closed).
+
+    What was not read yet then raises :class:`~md_cg.errors.StoreClosedError`.
+    """
+    table = state.entries.source
+    regions = [table.region] if isinstance(table, _Table) and table.region is not None else []
+    for region in [*regions, *lazy_regions(state.text)]:
+        region.close()
 
 
 def _text_repair(root: str, state: IndexState) -> Callable[[TextIndex], TextIndex]:

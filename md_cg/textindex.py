@@ -1220,6 +1220,12 @@ def read_postings(index: TextIndex) -> None:
             seg.docs  # noqa: B018  (the first use of the whole array reads and checks it)
 
 
+def lazy_regions(index: TextIndex) -> list[codec.LazyRegion]:
+    """The regions the postings of a lazily loaded index are still read from."""
+    guards = [seg._guard for seg in index._postings.segments]
+    return list({id(g.region): g.region for g in guards if isinstance(g, _Guard)}.values())
+
+
 def _adopt(index: TextIndex, other: TextIndex) -> None:
     """``index`` takes ``other``'s contents (its documents, postings and settings), keeping its ``repair``."""
     repair = index.repair

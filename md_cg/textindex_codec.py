@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from .errors import SnapshotDamageError
+from .errors import SnapshotDamageError, StoreClosedError
 
 __all__ = [
     "CHUNK",
@@ -359,7 +359,16 @@ class LazyRegion:
         if self._left == 0:
             self._read = None  # the file is not needed any more
 
+    def close(self) -> None:
+        """Let go of the reader (the file): a chunk not read yet raises StoreClosedError from now on."""
+        if self._read is not None:
+            self._read = _closed
+
     def _fail(self, c: int, reason: str) -> None:
         self._bad[c] = reason
         self.damage.append(f"{self.section} section, chunk {c}: {reason}")
         raise SnapshotDamageError(self.section, c, reason)
+
+
+def _closed(offset: int, view: memoryview) -> int:
+    raise StoreClosedError("the index snapshot was closed with its store")

@@ -24,6 +24,7 @@ from conftest import no_writes, tree_listing
 
 from md_cg import MdCG, Node, SnapshotDamageError, benchmark, index, snapshot
 from md_cg import textindex_codec as codec
+from md_cg.errors import StoreClosedError
 from md_cg.text import analyze
 
 CHUNK = 2048
@@ -366,3 +367,16 @@ def test_a_process_following_a_newer_snapshot_closes_the_replaced_one(store: Pat
         want, _ = fresh.search("计算机网络", record=False)
     assert [r.id for r in got] == [r.id for r in want]
     reader.close()
+
+
+def test_closing_the_store_closes_the_snapshot_file(store: Path) -> None:
+    gc.collect()
+    before = _snapshot_fds()
+    s = MdCG(store, read_only=True)
+    assert len(_snapshot_fds()) == len(before) + 1
+    state = s._engine.state
+    s.close()
+    gc.collect()
+    assert _snapshot_fds() == before
+    with pytest.raises(StoreClosedError):
+        state.entries[state.entries.source.ids[0]]  # nothing of it was read: it cannot be now
