@@ -196,6 +196,9 @@ class Engine:
         for lock in self._stripes.values():
             lock.close()
         self._closed = True
+        state = getattr(self, "state", None)  # (none when closed by a failed open)
+        if state is not None:
+            snapshot.close(state)  # the snapshot file kept open for what was not read yet
 
     # -- loading and following the log -----------------------------------------------
 
@@ -294,6 +297,9 @@ class Engine:
         if any(max(before.get(n, 0), after.get(n, 0)) < end for n, end in head.offsets.items()):
             return None  # a shard vanished before we had read what the snapshot covers of it
         self.snap_ident, self.snap_gen = head.identity, head.generation
+        # the index goes on without reloading: read what it still needs of the old
+        # snapshot now, so that the replaced file is closed and its space freed
+        snapshot.read_rest(self.state)
         return changed
 
     def fresh(self) -> None:

@@ -192,6 +192,23 @@ class StoreClosedError(MdcgError):
     """The store was used after ``close()``."""
 
 
+class SnapshotDamageError(MdcgError, ValueError):
+    """A part of the index snapshot read after the open failed its checksum or checks.
+
+    Raised by the lazily checked parts of a snapshot (:mod:`md_cg.snapshot`)
+    where that part cannot be rebuilt from the files on the spot; the store
+    repairs what it can (entries from their files, the text index from the
+    files) and reports the damage in ``health()``. ``section``: ``rows`` or
+    ``text``; ``chunk``: the number of the damaged chunk.
+    """
+
+    def __init__(self, section: str, chunk: int, reason: str) -> None:
+        super().__init__(f"the index snapshot's {section} section is damaged (chunk {chunk}: {reason})")
+        self.section = section
+        self.chunk = chunk
+        self.reason = reason
+
+
 class NotAStoreError(FileError):
     """A path that is not (and may not become) an md-cg store."""
 

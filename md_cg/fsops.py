@@ -312,6 +312,24 @@ class Dir:
         finally:
             os.close(fd)
 
+    def open_read(self, name: str) -> tuple[int, os.stat_result]:
+        """Open a regular file of this folder for reading (never through a symlink): (fd, stat).
+
+        The caller closes the descriptor.
+        """
+        try:
+            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
+        except OSError as exc:
+            raise _refuse(self.fd, name, self._rel(name), exc) from None
+        try:
+            st = os.fstat(fd)
+            if not statmod.S_ISREG(st.st_mode):
+                raise UnsafePathError(self._rel(name), "is not a regular file")
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, st
+
     def fsync(self) -> None:
         os.fsync(self.fd)
 
@@ -331,6 +349,13 @@ def read_file(
     parent, name = _split(rel)
     with Dir(root, parent) as d:
         return d.read(name, max_bytes=max_bytes, head=head)
+
+
+def open_read(root: str, rel: str) -> tuple[int, os.stat_result]:
+    """Open ``root/rel`` for reading without following symlinks: (fd, stat); the caller closes it."""
+    parent, name = _split(rel)
+    with Dir(root, parent) as d:
+        return d.open_read(name)
 
 
 def lstat(root: str, rel: str) -> os.stat_result:

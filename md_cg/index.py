@@ -619,6 +619,9 @@ class IndexState:
     superseded: set[str] = field(default_factory=set)
     #: bumped on every put and drop (visibility caches key on it)
     generation: int = 0
+    #: damage found in the parts of the snapshot read after the open (what, where,
+    #: what was rebuilt from the files): reported by ``health()``
+    snapshot_damage: list[str] = field(default_factory=list)
 
     def bucket_code(self, bucket: str | None) -> int:
         """The text index's integer code of a bucket folder (-1 for none).

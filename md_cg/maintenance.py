@@ -102,6 +102,8 @@ def _write_snapshot(engine: Engine, started: float, shards_before: int) -> Maint
     engine.state.text.merge_segments()
     written = snapshot.write(engine.root_str, engine.state, covered)
     engine.snap_ident, engine.snap_gen = written.identity, written.generation
+    # what was found damaged in the old snapshot is not in the new one (rebuilt from the files)
+    engine.state.snapshot_damage.clear()
     engine.changes = 0
     removed, kept = _remove_dead_shards(engine, covered)
     # Only .mdcg/ here (a killed compaction's snapshot temp): scanning every
@@ -594,6 +596,16 @@ def _meta_findings(engine: Engine) -> list[Finding]:
                 "log_damage",
                 f"the index snapshot is {engine.snapshot_problem}; the index was rebuilt from the "
                 "files, and compact_index() writes a new snapshot",
+                snapshot.REL,
+            )
+        )
+    for damage in list(engine.state.snapshot_damage):
+        out.append(
+            Finding(
+                "log_damage",
+                f"the index snapshot is damaged past its open ({damage}); nothing of the damaged part "
+                "was used (what it held is rebuilt from the files), and compact_index() writes a "
+                "new snapshot",
                 snapshot.REL,
             )
         )

@@ -4,14 +4,29 @@
 
     MDCG-SNAPSHOT 1\\n
     {header JSON}\\n
-    <entries JSON><rows image><text index image>
+    <entries JSON><rows image, eager part><text image, eager part>
+    <rows lazy region><text lazy region>
 
 The header holds :data:`VERSION`, the log offsets the snapshot covers, the
-lengths of the three sections, a CRC-32 of the entries section (the two
-images check themselves) and ``columns``: the names of the entry fields. A
+lengths of the five sections, a CRC-32 of the entries section (the images
+check themselves) and ``columns``: the names of the entry fields. A
 snapshot written with other columns -- an older or newer version, or a field
 added to :class:`~md_cg.index.Entry` since -- is refused and the index is
 rebuilt from the files (a snapshot is derived, never trusted blindly).
+
+An open reads only the first three sections (the *eager* part: ~6% of the
+file at 100k nodes) and keeps the file open. The two lazy regions -- the
+rows' JSON and the text index's postings -- are split images
+(:func:`md_cg.textindex_codec.encode_split`): each 64 KiB chunk is read and
+checked against its CRC-32 (kept in the eager part) the first time
+something in it is used. A damaged chunk is never used: the entries of its
+rows are rebuilt from their files (:meth:`_Table.entry`), a damaged postings
+chunk makes the text index rebuild itself from the files
+(:func:`_text_repair`), and the damage is recorded in
+:attr:`~md_cg.index.IndexState.snapshot_damage` for ``health()``. Where no
+rebuild is possible (a snapshot decoded from bytes, a damaged row whose file
+is gone) :class:`~md_cg.errors.SnapshotDamageError` is raised: never a wrong
+or empty answer.
 
 The entries section keeps the fields that place a node (:data:`EAGER`: id,
 layer, bucket, path when it is not the canonical one, the file's mtime and
@@ -34,26 +49,30 @@ Imports :mod:`md_cg.index` and the bottom modules.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
 import time
+import weakref
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import Any
 
 import numpy as np
 import orjson
 
-from . import fsops, paths
+from . import fsops, index, paths
 from . import textindex_codec as codec
-from .errors import UnsafePathError
+from .errors import MalformedNodeFileError, SnapshotDamageError, UnsafePathError
 from .index import Entries, Entry, IndexState, canonical_path, no_gc
 from .node import LAYERS
-from .text import query_terms
-from .textindex import TextIndex
+from .text import analyze, query_terms
+from .textindex import TextIndex, lazy_regions, read_postings
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 8
+VERSION = 9
 REL = paths.meta(paths.SNAPSHOT)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).
@@ -139,7 +158,15 @@ class _Columns:
         self.ends.append(len(self.rows))
 
     def copy(self, node_id: str, table: _Table, row: int) -> None:
-        """A row of a loaded snapshot nobody used, copied as it is (it was checked when loaded)."""
+        """A row of a loaded snapshot nobody used, copied as it is (its chunk checked first).
+
+        A row in a damaged chunk is written from its entry rebuilt from its file.
+        """
+        try:
+            raw = table.raw(row)
+        except SnapshotDamageError:
+            self.entry(table.entry(row))
+            return
         n = len(self.ids)
         self.ids.append(node_id)
         self.layers.append(table.layers[row])
@@ -156,12 +183,15 @@ class _Columns:
         if row in table.restricted_rows():
             self.restricted.append(n)
         self.edges += ([n, target, etype] for target, etype in table.edges_of(row))
-        self.rows += table.blob[table.ptr[row] : table.ptr[row + 1]]
+        self.rows += raw
         self.ends.append(len(self.rows))
 
 
-def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
-    """The entries section (JSON) and the rows section (a codec image, as parts) of ``state``."""
+Parts = list[bytes | memoryview]
+
+
+def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
+    """The entries section (JSON) and the rows image (a split image: eager part, lazy region) of ``state``."""
     out = _Columns()
     entries = state.entries
     table = entries.source if isinstance(entries.source, _Table) else None
@@ -193,8 +223,8 @@ def _sections(state: IndexState) -> tuple[bytes, list[bytes | memoryview]]:
     ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
     ptr[1:] = out.ends
     stats = [np.array(out.mtimes, dtype=np.int64), np.array(out.sizes, dtype=np.int64)]
-    rows_parts = codec.encode_parts(
-        {"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8), *stats]
+    rows_parts = codec.encode_split(
+        {"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8), *stats], lazy=[1]
     )
     return entries_blob, rows_parts
 
@@ -209,8 +239,8 @@ def encode_parts(
     """
     state.flush_text()
     with no_gc():
-        entries_blob, rows_parts = _sections(state)
-    text_parts = state.text.to_parts()
+        entries_blob, (rows_parts, rows_lazy) = _sections(state)
+    text_parts, text_lazy = state.text.to_split()
     header = orjson.dumps(
         {
             "version": VERSION,
@@ -221,10 +251,12 @@ def encode_parts(
             "entries_len": len(entries_blob),
             "rows_len": sum(map(len, rows_parts)),
             "text_len": sum(map(len, text_parts)),
+            "rows_lazy_len": sum(map(len, rows_lazy)),
+            "text_lazy_len": sum(map(len, text_lazy)),
             "crc32": zlib.crc32(entries_blob),
         }
     )
-    return [MAGIC + header + b"\n", entries_blob, *rows_parts, *text_parts]
+    return [MAGIC + header + b"\n", entries_blob, *rows_parts, *text_parts, *rows_lazy, *text_lazy]
 
 
 def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
@@ -286,21 +318,62 @@ def load(root: str) -> Snapshot | None:
     return load_checked(root)[0]
 
 
+#: Bytes read first at an open: the magic line and the header (else up to :data:`HEADER_READ`).
+HEAD_READ = 1 << 16
+
+
+class _File:
+    """A snapshot file kept open for its lazy regions; closed when no region needs it any more."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self._close = weakref.finalize(self, os.close, fd)
+
+    def read(self, offset: int, view: memoryview) -> int:
+        """Fill ``view`` from ``offset``; the bytes read (fewer at the end of the file)."""
+        done = 0
+        while done < len(view):
+            got = os.preadv(self.fd, [view[done:]], offset + done)
+            if got <= 0:
+                break
+            done += got
+        return done
+
+
+def _pread(fd: int, size: int, offset: int = 0) -> bytes:
+    parts = []
+    while size > 0:
+        chunk = os.pread(fd, size, offset)
+        if not chunk:
+            break
+        parts.append(chunk)
+        size -= len(chunk)
+        offset += len(chunk)
+    return b"".join(parts)
+
+
 def load_checked(root: str) -> tuple[Snapshot | None, str | None]:
     """The snapshot and, when one exists but cannot be used, why (else None).
 
-    A snapshot of another format version is refused without a problem: it
-    is replaced at the next compaction, as after any upgrade.
+    Reads the eager part only (see the module docstring); the file stays
+    open for the lazy regions. A snapshot of another format version is
+    refused without a problem: it is replaced at the next compaction, as
+    after any upgrade.
     """
     try:
-        data, st = fsops.read_file(root, REL)
+        fd, st = fsops.open_read(root, REL)
     except (FileNotFoundError, NotADirectoryError):
         return None, None
     except (IsADirectoryError, UnsafePathError) as exc:
         return None, f"not a regular file, refused ({exc})"
+    file = _File(fd)
     try:
+        head = _pread(fd, HEAD_READ)
+        if head.startswith(MAGIC) and head.find(b"\n", len(MAGIC)) < 0:
+            head = _pread(fd, HEADER_READ)
+        ident = (st.st_ino, st.st_mtime_ns, st.st_size)
         with no_gc():
-            snap = decode(data, (st.st_ino, st.st_mtime_ns, st.st_size))
+            snap = _decode(head, ident, st.st_size, lambda n: _pread(fd, n), file.read, root)
     except (ValueError, KeyError, IndexError, TypeError, AttributeError, orjson.JSONDecodeError) as exc:
         return None, f"damaged ({type(exc).__name__}: {exc})"[:300]
     if isinstance(snap, str):
@@ -315,19 +388,48 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
     """Decode snapshot bytes; a string saying why when they are not a current, intact snapshot.
 
     The entries section is checked first (checksum, then every row's id,
-    layer, bucket and path), then the rows and the text sections.
+    layer, bucket and path), then the eager parts of the rows and the text
+    sections; the lazy regions are views of ``data``, checked chunk by chunk
+    on first use like those of a file (a damaged one raises
+    :class:`~md_cg.errors.SnapshotDamageError`: there are no files to rebuild from).
     """
-    if not data.startswith(MAGIC):
+    return _decode(data, ident, len(data), lambda n: data[:n], None, None)
+
+
+def _decode(
+    head: bytes,
+    ident: tuple[int, int, int],
+    size: int,
+    prefix: Callable[[int], bytes],
+    read: Callable[[int, memoryview], int] | None,
+    root: str | None,
+) -> Snapshot | str:
+    """The snapshot of a file of ``size`` bytes starting with ``head``.
+
+    ``prefix(n)`` gives its first ``n`` bytes (the eager part); ``read``
+    fills a view from an offset of the file (None: ``prefix(size)`` is
+    the whole file, and the lazy regions are views of it); ``root``: the
+    store, whose files rebuild what a damaged lazy chunk held (None: none).
+    """
+    if not head.startswith(MAGIC):
         return "damaged (not a snapshot)"
-    nl = data.index(b"\n", len(MAGIC))
-    header = orjson.loads(data[len(MAGIC) : nl])
+    nl = head.index(b"\n", len(MAGIC))
+    header = orjson.loads(head[len(MAGIC) : nl])
     if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
         return _OTHER_VERSION
+    lengths = [
+        int(header[k]) for k in ("entries_len", "rows_len", "text_len", "rows_lazy_len", "text_lazy_len")
+    ]
+    if min(lengths) < 0:
+        return "damaged (section lengths)"
     start = nl + 1
+    entries_end = start + lengths[0]
+    rows_end = entries_end + lengths[1]
+    eager_end = rows_end + lengths[2]
+    data = prefix(size if read is None else min(eager_end, size))
     view = memoryview(data)  # no copy of the (large) sections
-    entries_end = start + header["entries_len"]
     entries_blob = view[start:entries_end]
-    if len(entries_blob) != header["entries_len"]:
+    if len(entries_blob) != lengths[0]:
         return "damaged (truncated)"
     if zlib.crc32(entries_blob) != header["crc32"]:
         return "damaged (checksum)"
@@ -336,24 +438,105 @@ def decode(data: bytes, ident: tuple[int, int, int] = (0, 0, 0)) -> Snapshot | s
     problem = table.check()
     if problem is not None:
         return problem
-    rows_end = entries_end + header["rows_len"]
-    if len(view[entries_end:rows_end]) != header["rows_len"] or len(data) - rows_end != header["text_len"]:
+    if nl + 1 + sum(lengths) != size or len(data) < eager_end:
         return "damaged (truncated)"
-    table.attach(codec.decode(view[entries_end:rows_end]))
+    damage: list[str] = []
+    lazy_at = [eager_end, eager_end + lengths[3]]
+
+    def region(k: int, section: str) -> Callable[[int, int, np.ndarray], codec.LazyRegion]:
+        def make(length: int, chunk: int, crcs: np.ndarray) -> codec.LazyRegion:
+            if length != lengths[3 + k]:
+                raise ValueError(f"the {section} image does not match the header's lengths")
+            at = lazy_at[k]
+            if read is None:
+                return codec.LazyRegion(
+                    section, length, chunk, crcs, buf=view[at : at + length], damage=damage
+                )
+            return codec.LazyRegion(
+                section, length, chunk, crcs, read=lambda off, into: read(at + off, into), damage=damage
+            )
+
+        return make
+
+    table.attach_split(view[entries_end:rows_end], region(0, "rows"), root)
     state = IndexState(
-        text=TextIndex.from_bytes(view[rows_end:], analyzer=query_terms),
+        text=TextIndex.from_bytes(view[rows_end:eager_end], analyzer=query_terms, region=region(1, "text")),
         bucket_codes=dict(body["bucket_codes"]),
         problems=dict(body["problems"]),
         duplicates={k: list(v) for k, v in body["duplicates"].items()},
         negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
         bucket_domains=table.domains,
+        snapshot_damage=damage,
     )
     table.fill(state)
     if len(state.text) != len(state.entries):
         return "damaged (the text index does not match the entries)"
+    if root is not None:
+        state.text.repair = _text_repair(root, state)
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
     generation = header.get("generation")
     return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
+
+
+def read_rest(state: IndexState) -> None:
+    """Read and check every chunk of the snapshot file ``state`` was loaded from not read yet.
+
+    The file is then closed (its space freed if it was replaced). For a
+    process that follows a newer snapshot without reloading (it would
+    otherwise keep the old file open). A damaged chunk is left to its
+    first use (see the module docstring).
+    """
+    table = state.entries.source
+    if isinstance(table, _Table) and table.region is not None:
+        with contextlib.suppress(SnapshotDamageError):
+            table.region.need_all()
+    with contextlib.suppress(SnapshotDamageError):
+        read_postings(state.text)
+
+
+def close(state: IndexState) -> None:
+    """Let go of the snapshot file ``state`` still reads from (its store is closed).
+
+    What was not read yet then raises :class:`~md_cg.errors.StoreClosedError`.
+    """
+    table = state.entries.source
+    regions = [table.region] if isinstance(table, _Table) and table.region is not None else []
+    for region in [*regions, *lazy_regions(state.text)]:
+        region.close()
+
+
+def _text_repair(root: str, state: IndexState) -> Callable[[TextIndex], TextIndex]:
+    """What rebuilds the text index of ``state`` from the files when a chunk of its postings is damaged.
+
+    The new index holds the same documents with the same layer, bucket and
+    prior, each with the text of its file now (none when the file cannot be
+    read: the file's problem is ``health()``'s to report).
+    """
+    ref = weakref.ref(state)
+
+    def repair(old: TextIndex) -> TextIndex:
+        new = TextIndex(
+            k1=old.k1, b=old.b, analyzer=old.analyzer, coordination=old.coordination, feedback=old.feedback
+        )
+        live = ref()
+        where = {} if live is None else {node_id: rel for node_id, rel, _, _ in live.entries.placed()}
+        with no_gc():
+            for doc_id in old.doc_ids():
+                layer, bucket, prior = old.doc_meta(doc_id)
+                text = ""
+                rel = where.get(doc_id)
+                if rel is not None:
+                    try:
+                        text = index.parse_file(root, rel).text or ""
+                    except (MalformedNodeFileError, UnsafePathError, OSError):
+                        pass
+                new.add(doc_id, analyze(text), layer=layer, bucket=bucket, prior=prior)
+            new.merge_segments()
+        if live is not None:
+            live.snapshot_damage.append("text section: the text index was rebuilt from the files")
+        return new
+
+    return repair
 
 
 #: Ids that certainly pass :func:`md_cg.node.check_id` (plain ASCII, no dots,
@@ -398,7 +581,10 @@ class _Table:
         self.edges: list[list[Any]] = body["edges"]
         self.domains: dict[str, str] = dict(body["bucket_domains"])
         self.ptr: list[int] = []
-        self.blob = memoryview(b"")
+        self.blob = np.zeros(0, dtype=np.uint8)
+        self.region: codec.LazyRegion | None = None
+        #: the store whose files rebuild the entries of a damaged chunk (None: none)
+        self.root: str | None = None
         self.joined = ""
         self.bucket_counts = np.zeros(0, dtype=np.int64)
         self._restricted_rows: frozenset[int] | None = None
@@ -445,6 +631,22 @@ class _Table:
                 return f"unsafe (a row with path {rel!r}: {problem})"[:300]
         return None
 
+    def attach_split(
+        self,
+        eager: memoryview,
+        region: Callable[[int, int, np.ndarray], codec.LazyRegion],
+        root: str | None,
+    ) -> None:
+        """Take the rows image: the offsets, the files' mtimes and sizes (its eager part) and the
+        concatenated JSON rows (its lazy region, made by ``region(length, chunk, crcs)``)."""
+        head, arrays, where, crcs = codec.decode_split(eager)
+        ptr, _, mtimes, sizes = arrays
+        if [w.index for w in where] != [1] or ptr is None or mtimes is None or sizes is None:
+            raise ValueError("the rows section does not have its arrays")
+        self.region = region(int(head["lazy_len"]), int(head["chunk"]), crcs)
+        self.root = root
+        self.attach((head, [ptr, self.region.array(where[0]), mtimes, sizes]))
+
     def attach(self, rows: tuple[dict[str, Any], list[np.ndarray]]) -> None:
         """Take the rows section (offsets, the concatenated JSON rows, the files' mtimes and sizes)."""
         head, arrays = rows
@@ -457,8 +659,15 @@ class _Table:
         if len(ptr) > 1 and (int(ptr[-1]) != len(blob) or bool((np.diff(ptr.astype(np.int64)) <= 0).any())):
             raise ValueError("the row offsets of the rows section are not increasing within it")
         self.ptr = ptr.tolist()
-        self.blob = blob.data
+        self.blob = blob
         self.mtimes, self.sizes = mtimes, sizes
+
+    def raw(self, row: int) -> bytes:
+        """The JSON of ``row`` (its chunk checked; SnapshotDamageError when it is damaged)."""
+        a, z = self.ptr[row], self.ptr[row + 1]
+        if self.region is not None:
+            self.region.need_bytes(a, z)
+        return self.blob[a:z].tobytes()
 
     def restricted_rows(self) -> frozenset[int]:
         if self._restricted_rows is None:
@@ -500,9 +709,13 @@ class _Table:
         return row in self.conflicts
 
     def entry(self, row: int) -> Entry:
-        """The entry of ``row`` (its JSON decoded now)."""
+        """The entry of ``row`` (its JSON decoded now; rebuilt from its file when its chunk is damaged)."""
         try:
-            values = orjson.loads(self.blob[self.ptr[row] : self.ptr[row + 1]])
+            raw = self.raw(row)
+        except SnapshotDamageError as exc:
+            return self._from_file(row, exc)
+        try:
+            values = orjson.loads(raw)
         except orjson.JSONDecodeError:
             values = None
         if type(values) is not list or len(values) != len(LAZY):
@@ -516,6 +729,25 @@ class _Table:
         flags = (row in self.archived, row in self.conflicts)
         args = (node_id, path, layer, bucket, mtime_ns, size, *values, *flags, domain)
         return Entry(*args)
+
+    def _from_file(self, row: int, damage: SnapshotDamageError) -> Entry:
+        """The entry of ``row`` (whose chunk is damaged) from its file; ``damage`` is raised without one."""
+        node_id, rel = self.ids[row], self.path_of(row)
+        if self.root is None:
+            raise damage
+        try:
+            entry = index.parse_file(self.root, rel).entry
+        except (MalformedNodeFileError, UnsafePathError, OSError) as exc:
+            raise SnapshotDamageError(
+                damage.section,
+                damage.chunk,
+                f"{damage.reason}; the file of {node_id!r} cannot be read ({exc})",
+            ) from None
+        if entry.id != node_id:
+            raise SnapshotDamageError(
+                damage.section, damage.chunk, f"{damage.reason}; the file of {node_id!r} holds {entry.id!r}"
+            )
+        return entry
 
     def fill(self, state: IndexState) -> None:
         """The state's entries (not materialised) and the maps derived from the columns."""

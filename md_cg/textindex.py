@@ -39,14 +39,18 @@ serialise every call (one lock around the index).
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import struct
+import threading
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 import numpy as np
 
 from . import textindex_codec as codec
+from .errors import SnapshotDamageError
 from .text import KEY_BITS, TermBatch
 from .textindex_docs import DocTable, Scope, idf_of
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
@@ -58,6 +62,9 @@ from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_sco
 DocMeta = tuple[int, int, float]
 
 _EMPTY_TIDS = np.zeros(0, dtype=np.int32)
+_T = TypeVar("_T")
+#: How deep each thread is in the methods of :func:`_healing` (only the outermost heals).
+_DEPTH = threading.local()
 _EMPTY_TFS = np.zeros(0, dtype=np.uint16)
 
 __all__ = [
@@ -132,6 +139,32 @@ _PRUNE_MIN_POSTINGS = 20_000
 _PRUNE_SMALL = 64
 
 
+def _healing(method: Callable[..., _T]) -> Callable[..., _T]:
+    """Run ``method``; when a lazily checked part of a loaded snapshot is found damaged
+    (:class:`~md_cg.errors.SnapshotDamageError`), rebuild the index through its
+    ``repair`` (from the files) and run the method again from the start.
+
+    Only the outermost such call of a thread heals: an inner one's caller may
+    hold parts of the damaged index. Without ``repair`` the error propagates.
+    """
+
+    @functools.wraps(method)
+    def run(self: TextIndex, *args: Any, **kwargs: Any) -> _T:
+        depth = getattr(_DEPTH, "n", 0)
+        _DEPTH.n = depth + 1
+        try:
+            return method(self, *args, **kwargs)
+        except SnapshotDamageError:
+            if depth or self.repair is None:
+                raise
+            _adopt(self, self.repair(self))
+        finally:
+            _DEPTH.n = depth
+        return run(self, *args, **kwargs)
+
+    return run
+
+
 class TextIndex:
     """BM25 over string-identified documents with layer/bucket scopes.
 
@@ -182,6 +215,9 @@ class TextIndex:
         self._scratch_seen = self._scratch_arrays[2]
         self._dead_terms = np.zeros(0, dtype=np.int64)
         self._scopes = ScopeSlots()
+        #: rebuilds an index with the same documents from their files when a lazily
+        #: checked part of a snapshot is damaged (set by :mod:`md_cg.snapshot`), else None
+        self.repair: Callable[[TextIndex], TextIndex] | None = None
 
     # -------------------------------------------------------------- writes
 
@@ -191,6 +227,7 @@ class TextIndex:
     def __contains__(self, doc_id: object) -> bool:
         return doc_id in self._docs.slot
 
+    @_healing
     def add(
         self,
         doc_id: str,
@@ -233,6 +270,7 @@ class TextIndex:
         """Change a document's codes or prior, keeping its terms (KeyError if absent)."""
         self._docs.set_meta(doc_id, layer, bucket, prior)
 
+    @_healing
     def compact(self) -> None:
         """Reclaim dead slots and drop terms no live document has.
 
@@ -246,6 +284,7 @@ class TextIndex:
             self._vocab = self._vocab.subset(kept)
             self._sim.reset()
 
+    @_healing
     def merge_segments(self) -> None:
         """Merge the postings into one segment (pending adds included).
 
@@ -260,6 +299,7 @@ class TextIndex:
 
     # ------------------------------------------------------------ checking
 
+    @_healing
     def doc_term_counts(self) -> dict[str, dict[str, int]]:
         """Every live document's terms with their frequencies, in one pass over the postings.
 
@@ -283,6 +323,10 @@ class TextIndex:
                 term = terms[tid]
                 counts[term] = counts.get(term, 0) + tf
         return out
+
+    def doc_ids(self) -> list[str]:
+        """The ids of the indexed documents (in slot order)."""
+        return list(self._docs.slot)
 
     def doc_meta(self, doc_id: str) -> tuple[int, int, float]:
         """(layer code, bucket code, prior) of a document (KeyError if absent)."""
@@ -310,6 +354,7 @@ class TextIndex:
 
     # ------------------------------------------------------------- queries
 
+    @_healing
     def match(
         self,
         weighted_terms: Sequence[tuple[str, float]],
@@ -524,6 +569,7 @@ class TextIndex:
             candidates=SIMILAR_CANDIDATES,
         )
 
+    @_healing
     def similar(
         self,
         query: str,
@@ -591,6 +637,7 @@ class TextIndex:
 
     # ------------------------------------------------------------ evidence
 
+    @_healing
     def terms_of(self, doc_ids: Sequence[str], terms: Sequence[str]) -> dict[str, list[str]]:
         """For each of ``doc_ids``, the ``terms`` it contains (in ``terms`` order)."""
         self._prepare()
@@ -608,6 +655,7 @@ class TextIndex:
             out[doc_id] = [known[i][0] for i in sorted(idx)]
         return out
 
+    @_healing
     def similarity_ideal(self, query: str) -> float:
         """The score of :meth:`similar` that would explain every unit of ``query``.
 
@@ -639,6 +687,7 @@ class TextIndex:
         """A compact binary image of the index (compacts the index first); see :meth:`to_parts`."""
         return b"".join(self.to_parts())
 
+    @_healing
     def to_parts(self) -> list[bytes | memoryview]:
         """The image of :meth:`to_bytes` as buffers to write in order (views of the index's arrays).
 
@@ -650,72 +699,47 @@ class TextIndex:
         before it. Images without the last two arrays (written before they
         existed) still load; the flags are then recomputed.
         """
-        self.compact()
-        table = self._docs
-        n = len(table.ids)
-        segments = self._postings.segments
-        arrays: list[np.ndarray] = []
-        for s in segments:
-            arrays += [s.terms, s.ptr, s.docs, s.tfs]
-        arrays += [table.len[:n], table.layer[:n], table.bucket[:n], table.prior[:n]]
-        arrays.append(np.frombuffer("\x00".join(table.ids).encode(), dtype=np.uint8))  # type: ignore[arg-type]
-        arrays.append(np.frombuffer("\x00".join(self._vocab.terms).encode(), dtype=np.uint8))
-        arrays += [table.cjk[:n], np.frombuffer(self._vocab.cjk, dtype=np.uint8)]
-        header = {
-            "k1": self.k1,
-            "b": self.b,
-            "n_docs": n,
-            "n_terms": len(self._vocab.terms),
-            "n_segments": len(segments),
-        }
-        return codec.encode_parts(header, arrays)
+        return codec.encode_parts(*_image_of(self))
+
+    @_healing
+    def to_split(self, chunk: int | None = None) -> tuple[list[bytes | memoryview], list[bytes | memoryview]]:
+        """The image of :meth:`to_parts` as a split image (:func:`md_cg.textindex_codec.encode_split`).
+
+        The postings (each segment's slots and frequencies) are the lazy
+        region, read and checked chunk by chunk on first use after
+        :meth:`from_bytes` with a ``region``; everything else is the eager part, and the
+        header also gives each segment's lowest and highest slot
+        (``bounds``), so that no query has to read every posting to know them.
+        """
+        return _split_image(self, chunk)
 
     @classmethod
     def from_bytes(
-        cls, data: bytes | memoryview, *, analyzer: Callable[[str], list[str]] | None = None
+        cls,
+        data: bytes | memoryview,
+        *,
+        analyzer: Callable[[str], list[str]] | None = None,
+        region: Callable[[int, int, np.ndarray], codec.LazyRegion] | None = None,
     ) -> TextIndex:
         """Load an image written by :meth:`to_bytes`; ValueError when ``data`` is not one.
 
+        With ``region``: the eager part of an image written by :meth:`to_split`,
+        ``region(length, chunk, crcs)`` giving its lazy region (the postings,
+        checked on first use, their slots also against their segment's bounds).
         Postings are zero-copy views of ``data`` (copied first unless it is
         ``bytes`` or a read-only view, so that they cannot change under the index).
         """
         if not isinstance(data, bytes) and not (isinstance(data, memoryview) and data.readonly):
             data = bytes(data)
         try:
-            return cls._load(data, analyzer)
+            if region is not None:
+                header, parts = _split_arrays(data, region)
+                return _index_from(cls(k1=header["k1"], b=header["b"], analyzer=analyzer), header, parts)
+            return _load_whole(cls, data, analyzer)
         except ValueError:
             raise
         except (KeyError, TypeError, IndexError, struct.error, UnicodeDecodeError) as exc:
             raise ValueError(f"corrupt text index: {exc!r}") from None
-
-    @classmethod
-    def _load(cls, data: bytes | memoryview, analyzer: Callable[[str], list[str]] | None) -> TextIndex:
-        header, arrays = codec.decode(data)
-        n, n_terms, n_seg = int(header["n_docs"]), int(header["n_terms"]), int(header["n_segments"])
-        if len(arrays) not in (4 * n_seg + 6, 4 * n_seg + 8):
-            raise ValueError("corrupt text index image (array count)")
-        segments = [Segment(*arrays[4 * i : 4 * i + 4]) for i in range(n_seg)]
-        doc_len, layer, bucket, prior, id_blob, term_blob, *flags = arrays[4 * n_seg :]
-        ids = id_blob.tobytes().decode().split("\x00") if n else []
-        terms = term_blob.tobytes().decode().split("\x00") if n_terms else []
-        if len(ids) != n or len(terms) != n_terms:
-            raise ValueError("corrupt text index image (id or vocabulary table)")
-        if any(len(a) != n for a in (doc_len, layer, bucket, prior, *flags[:1])):
-            raise ValueError("corrupt text index image (document tables)")
-        if flags and (len(flags[1]) != n_terms or flags[0].dtype != np.uint8 or flags[1].dtype != np.uint8):
-            raise ValueError("corrupt text index image (script flags)")
-        for s in segments:
-            s.check(n, n_terms)
-        index = cls(k1=header["k1"], b=header["b"], analyzer=analyzer)
-        index._vocab = Vocab(terms, flags[1].tobytes() if flags else None)
-        if len(index._vocab) != n_terms:
-            raise ValueError("corrupt text index image (duplicate terms)")
-        doc_cjk = flags[0] if flags else _doc_classes(segments, index._vocab, doc_len)
-        index._docs.load(ids, doc_len, layer, bucket, prior, doc_cjk)
-        if len(index._docs.slot) != n:  # its id -> slot map, built anyway: no separate set
-            raise ValueError("corrupt text index image (id or vocabulary table)")
-        index._postings = Postings(segments)
-        return index
 
     # ----------------------------------------------------------- internals
 
@@ -732,6 +756,19 @@ class TextIndex:
         classes = self._postings.flush(np.frombuffer(self._vocab.cjk, dtype=np.uint8))
         if classes is not None:
             self._docs.classify(*classes)
+
+
+def _load_whole(
+    cls: type[TextIndex], data: bytes | memoryview, analyzer: Callable[[str], list[str]] | None
+) -> TextIndex:
+    """The index of a whole image written by :meth:`TextIndex.to_bytes`."""
+    header, arrays = codec.decode(data)
+    n_seg = int(header["n_segments"])
+    segments = [
+        Segment(arrays[4 * i], arrays[4 * i + 1], arrays[4 * i + 2], arrays[4 * i + 3]) for i in range(n_seg)
+    ]
+    index = cls(k1=header["k1"], b=header["b"], analyzer=analyzer)
+    return _index_from(index, header, (segments, arrays[4 * n_seg :]))
 
 
 def _add_batch(
@@ -1085,7 +1122,7 @@ def _alive_counts(table: DocTable, spans: list[list[Span]]) -> np.ndarray:
     """Per term, its postings in live documents (float64), from its extents."""
     alive = table.alive
     return np.array(
-        [sum(int(np.count_nonzero(alive[seg.docs[a:z]])) for seg, a, z in sp) for sp in spans],
+        [sum(int(np.count_nonzero(alive[seg.postings(a, z)[0]])) for seg, a, z in sp) for sp in spans],
         dtype=np.float64,
     )
 
@@ -1094,7 +1131,7 @@ def _class_counts(table: DocTable, spans: list[Span]) -> list[int]:
     """Live documents of each class (non-CJK, CJK) among one term's postings."""
     counts = np.zeros(2, dtype=np.int64)
     for seg, a, z in spans:
-        d = seg.docs[a:z]
+        d = seg.postings(a, z)[0]
         cls = table.cjk[d] if not table.dead else table.cjk[d][table.alive[d]]
         counts += np.bincount(cls, minlength=2)
     return counts.tolist()
@@ -1161,11 +1198,11 @@ class _Pruner:
         """Add the last of ``essential``; the exact top ``k`` if the bound now holds, else None."""
         j = essential[-1]
         for seg, a, z in self.spans[j]:
-            d = seg.docs[a:z]
+            d, tfs = seg.postings(a, z)
             keep = self.mask[d]
             d = d[keep]
             # a slot occurs once per term (its postings live in one segment): no repeated index
-            self.acc[d] += self._contributions(j, d, seg.tfs[a:z][keep])
+            self.acc[d] += self._contributions(j, d, tfs[keep])
             if self.matched is not None:
                 self.matched[d] += self.mass[j]
             new = d[~self.seen[d]]
@@ -1232,7 +1269,7 @@ class _Pruner:
         position = self.position  # slot -> candidate, -1 elsewhere (reset below)
         try:
             for seg, a, z in self.spans[j]:
-                docs = seg.docs[a:z]
+                docs, tfs = seg.postings(a, z)
                 if len(cand) * _SEARCH_RATIO < z - a:
                     where = np.searchsorted(docs, cand)
                     where[where >= len(docs)] = 0
@@ -1247,9 +1284,156 @@ class _Pruner:
                     at = where[hit]
                 if len(at) == 0:
                     continue
-                score[at] += self._contributions(j, cand[at], seg.tfs[a:z][hit])
+                score[at] += self._contributions(j, cand[at], tfs[hit])
                 if matched is not None:
                     matched[at] += self.mass[j]
         finally:
             if mapped:
                 position[cand] = -1
+
+
+def read_postings(index: TextIndex) -> None:
+    """Read (and check) now every posting of an index loaded lazily (:meth:`TextIndex.from_bytes`)."""
+    for seg in index._postings.segments:
+        if seg.lazy:
+            seg.docs  # noqa: B018  (the first use of the whole array reads and checks it)
+
+
+def lazy_regions(index: TextIndex) -> list[codec.LazyRegion]:
+    """The regions the postings of a lazily loaded index are still read from."""
+    guards = [seg._guard for seg in index._postings.segments]
+    return list({id(g.region): g.region for g in guards if isinstance(g, _Guard)}.values())
+
+
+def _adopt(index: TextIndex, other: TextIndex) -> None:
+    """``index`` takes ``other``'s contents (its documents, postings and settings), keeping its ``repair``."""
+    repair = index.repair
+    vars(index).update(vars(other))
+    index.repair = repair
+
+
+def _image_of(self: TextIndex) -> tuple[dict[str, Any], list[np.ndarray]]:
+    """The header and the arrays of the image (compacts the index first)."""
+    self.compact()
+    table = self._docs
+    n = len(table.ids)
+    segments = self._postings.segments
+    arrays: list[np.ndarray] = []
+    for s in segments:
+        arrays += [s.terms, s.ptr, s.docs, s.tfs]
+    arrays += [table.len[:n], table.layer[:n], table.bucket[:n], table.prior[:n]]
+    arrays.append(np.frombuffer("\x00".join(table.ids).encode(), dtype=np.uint8))  # type: ignore[arg-type]
+    arrays.append(np.frombuffer("\x00".join(self._vocab.terms).encode(), dtype=np.uint8))
+    arrays += [table.cjk[:n], np.frombuffer(self._vocab.cjk, dtype=np.uint8)]
+    header = {
+        "k1": self.k1,
+        "b": self.b,
+        "n_docs": n,
+        "n_terms": len(self._vocab.terms),
+        "n_segments": len(segments),
+    }
+    return header, arrays
+
+
+def _split_image(
+    index: TextIndex, chunk: int | None
+) -> tuple[list[bytes | memoryview], list[bytes | memoryview]]:
+    """:meth:`TextIndex.to_split`."""
+    header, arrays = _image_of(index)
+    segments = index._postings.segments
+    header["bounds"] = [list(s.bounds()) for s in segments]
+    # per segment and term, its postings in CJK documents: what a query in a mixed
+    # store asks of every posting (Segment.cjk_counts), so that it need not read them
+    arrays += [s.cjk_counts(index._docs.cjk[: len(index._docs.ids)]) for s in segments]
+    lazy = [i for k in range(len(segments)) for i in (4 * k + 2, 4 * k + 3)]
+    return codec.encode_split(header, arrays, lazy, chunk)
+
+
+def _split_arrays(
+    data: bytes | memoryview, region: Callable[[int, int, np.ndarray], codec.LazyRegion]
+) -> tuple[dict[str, Any], tuple[list[Segment], list[np.ndarray]]]:
+    """The header, the (lazily checked) segments and the other arrays of a split image."""
+    header, arrays, where, crcs = codec.decode_split(data)
+    n_seg = int(header["n_segments"])
+    if [w.index for w in where] != [i for k in range(n_seg) for i in (4 * k + 2, 4 * k + 3)]:
+        raise ValueError("corrupt text index image (lazy arrays)")
+    lazy = region(int(header["lazy_len"]), int(header["chunk"]), crcs)
+    bounds = [(int(lo), int(hi)) for lo, hi in header["bounds"]]
+    if len(bounds) != n_seg:
+        raise ValueError("corrupt text index image (segment bounds)")
+    segments = []
+    n_cjk = arrays[len(arrays) - n_seg :]
+    for k in range(n_seg):
+        docs, tfs = where[2 * k], where[2 * k + 1]
+        lazy.add_check(docs, functools.partial(_slots_within, bounds[k]))
+        guard = _Guard(lazy, docs.offset, tfs.offset, docs.count)
+        terms, ptr, counts = arrays[4 * k], arrays[4 * k + 1], n_cjk[k]
+        assert terms is not None and ptr is not None and counts is not None
+        seg = Segment(terms, ptr, lazy.array(docs), lazy.array(tfs), guard, bounds[k])
+        if counts.dtype != np.int64 or len(counts) != len(terms):
+            raise ValueError("corrupt text index image (CJK counts)")
+        if len(counts) and (counts.min() < 0 or bool((counts > np.diff(ptr)).any())):
+            raise ValueError("corrupt text index image (CJK counts)")
+        seg.set_cjk_counts(counts)
+        segments.append(seg)
+    return header, (segments, [a for a in arrays[4 * n_seg : len(arrays) - n_seg] if a is not None])
+
+
+def _index_from(
+    index: TextIndex, header: dict[str, Any], parts: tuple[list[Segment], list[np.ndarray]]
+) -> TextIndex:
+    """``index`` (new, empty) filled with an image's segments and other arrays (checked here)."""
+    segments, arrays = parts
+    n, n_terms, n_seg = int(header["n_docs"]), int(header["n_terms"]), int(header["n_segments"])
+    if len(segments) != n_seg or len(arrays) not in (6, 8):
+        raise ValueError("corrupt text index image (array count)")
+    doc_len, layer, bucket, prior, id_blob, term_blob, *flags = arrays
+    ids = id_blob.tobytes().decode().split("\x00") if n else []
+    terms = term_blob.tobytes().decode().split("\x00") if n_terms else []
+    if len(ids) != n or len(terms) != n_terms:
+        raise ValueError("corrupt text index image (id or vocabulary table)")
+    if any(len(a) != n for a in (doc_len, layer, bucket, prior, *flags[:1])):
+        raise ValueError("corrupt text index image (document tables)")
+    if flags and (len(flags[1]) != n_terms or flags[0].dtype != np.uint8 or flags[1].dtype != np.uint8):
+        raise ValueError("corrupt text index image (script flags)")
+    for s in segments:
+        s.check(n, n_terms)
+    index._vocab = Vocab(terms, flags[1].tobytes() if flags else None)
+    if len(index._vocab) != n_terms:
+        raise ValueError("corrupt text index image (duplicate terms)")
+    doc_cjk = flags[0] if flags else _doc_classes(segments, index._vocab, doc_len)
+    index._docs.load(ids, doc_len, layer, bucket, prior, doc_cjk)
+    if len(index._docs.slot) != n:  # its id -> slot map, built anyway: no separate set
+        raise ValueError("corrupt text index image (id or vocabulary table)")
+    index._postings = Postings(segments)
+    return index
+
+
+class _Guard:
+    """Checks a lazily loaded segment's postings: their slots at ``docs`` (int32) and
+    frequencies at ``tfs`` (uint16), offsets in ``region`` (see :class:`Segment`)."""
+
+    __slots__ = ("docs", "nnz", "region", "tfs")
+
+    def __init__(self, region: codec.LazyRegion, docs: int, tfs: int, nnz: int) -> None:
+        self.region, self.docs, self.tfs, self.nnz = region, docs, tfs, nnz
+
+    @property
+    def complete(self) -> bool:
+        return self.region.complete
+
+    def need(self, start: int, stop: int) -> None:
+        self.region.need_bytes(self.docs + 4 * start, self.docs + 4 * stop)
+        self.region.need_bytes(self.tfs + 2 * start, self.tfs + 2 * stop)
+
+    def need_all(self) -> None:
+        # the two arrays and the padding between them: one range
+        self.region.need_bytes(self.docs, self.tfs + 2 * self.nnz)
+
+
+def _slots_within(bounds: tuple[int, int], buf: np.ndarray, start: int, stop: int) -> str | None:
+    """Why the slots at bytes ``[start, stop)`` of ``buf`` are not within ``bounds``, else None."""
+    slots = buf[start:stop].view(np.int32)
+    if len(slots) and (int(slots.min()) < bounds[0] or int(slots.max()) > bounds[1]):
+        return "a posting's slot is out of its segment's bounds"
+    return None

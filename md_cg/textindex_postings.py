@@ -20,12 +20,13 @@ Imports only numpy, :mod:`md_cg.script` and the standard library.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import numpy as np
 
 from .script import is_cjk
 
-__all__ = ["PENDING_MAX", "SEARCH_RATIO", "Postings", "Segment", "Vocab"]
+__all__ = ["PENDING_MAX", "SEARCH_RATIO", "Guard", "Postings", "Segment", "Vocab"]
 
 #: Term occurrences buffered before they become a segment.
 PENDING_MAX = 1 << 18
@@ -46,19 +47,93 @@ _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
 
 
+class Guard(Protocol):
+    """What checks the postings of a segment loaded lazily (a snapshot's chunks, see
+    :class:`md_cg.textindex_codec.LazyRegion`): raises when they are damaged."""
+
+    @property
+    def complete(self) -> bool:
+        """True once every posting was checked."""
+
+    def need(self, start: int, stop: int) -> None:
+        """Check the postings ``[start, stop)`` (slots and frequencies)."""
+
+    def need_all(self) -> None:
+        """Check every posting."""
+
+
 class Segment:
-    """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``."""
+    """Immutable postings: term ``terms[i]`` is in slots ``docs[ptr[i]:ptr[i+1]]``.
 
-    __slots__ = ("_bounds", "_fwd", "_n_cjk", "docs", "ptr", "terms", "tfs")
+    A segment of a snapshot may come with a ``guard``: its ``docs`` and
+    ``tfs`` are then checked (and read) on first use -- the postings of a
+    few terms through :meth:`postings` and :meth:`checked`, all of them on
+    the first use of ``docs`` or ``tfs`` as a whole.
+    """
 
-    def __init__(self, terms: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray):
+    __slots__ = ("_bounds", "_docs", "_fwd", "_guard", "_n_cjk", "_tfs", "ptr", "terms")
+
+    def __init__(
+        self,
+        terms: np.ndarray,
+        ptr: np.ndarray,
+        docs: np.ndarray,
+        tfs: np.ndarray,
+        guard: Guard | None = None,
+        bounds: tuple[int, int] | None = None,
+    ):
         self.terms = terms  # int32, strictly increasing
         self.ptr = ptr  # int64, len(terms) + 1, strictly increasing
-        self.docs = docs  # int32, increasing within a term
-        self.tfs = tfs  # uint16, >= 1
+        self._docs = docs  # int32, increasing within a term
+        self._tfs = tfs  # uint16, >= 1
+        self._guard = guard
         self._n_cjk: np.ndarray | None = None
         self._fwd: tuple[np.ndarray, np.ndarray] | None = None
-        self._bounds: tuple[int, int] | None = None
+        self._bounds: tuple[int, int] | None = bounds
+
+    @property
+    def docs(self) -> np.ndarray:
+        """The slot of every posting (all of them checked first)."""
+        if self._guard is not None:
+            self._check_all()
+        return self._docs
+
+    @property
+    def tfs(self) -> np.ndarray:
+        """The term frequency of every posting (all of them checked first)."""
+        if self._guard is not None:
+            self._check_all()
+        return self._tfs
+
+    @property
+    def lazy(self) -> bool:
+        """True while some postings are not checked yet."""
+        return self._guard is not None
+
+    def _check_all(self) -> None:
+        guard = self._guard
+        if guard is not None:
+            guard.need_all()
+            self._guard = None
+
+    def postings(self, start: int, stop: int) -> tuple[np.ndarray, np.ndarray]:
+        """(slots, frequencies) of the postings ``[start, stop)``, checking only those."""
+        guard = self._guard
+        if guard is not None:
+            guard.need(start, stop)
+            if guard.complete:
+                self._guard = None
+        return self._docs[start:stop], self._tfs[start:stop]
+
+    def checked(self, spans: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+        """``docs`` and ``tfs`` whole, after checking the postings of ``spans`` (use only those)."""
+        guard = self._guard
+        if guard is not None:
+            for a, z in spans:
+                guard.need(a, z)
+            if guard.complete:
+                self._guard = None
+        return self._docs, self._tfs
 
     def bounds(self) -> tuple[int, int]:
         """(lowest, highest) slot with a posting here; (0, -1) when empty. Computed once."""
@@ -141,10 +216,14 @@ class Segment:
                 self._n_cjk = np.zeros(0, dtype=np.int64)
         return self._n_cjk
 
+    def set_cjk_counts(self, counts: np.ndarray) -> None:
+        """Take :meth:`cjk_counts` as saved with the segment (its documents' classes are saved with it)."""
+        self._n_cjk = counts
+
     @property
     def nnz(self) -> int:
         """Number of postings."""
-        return len(self.docs)
+        return len(self._docs)
 
     @classmethod
     def from_postings(cls, terms: np.ndarray, docs: np.ndarray, tfs: np.ndarray) -> Segment:
@@ -181,24 +260,36 @@ class Segment:
         np.cumsum(counts[used], out=ptr[1:])
         return Segment(self.terms[used], ptr, docs[live].astype(np.int32), self.tfs[live])
 
+    def with_terms(self, terms: np.ndarray) -> Segment:
+        """This segment with other term ids (the postings shared, checked or not as here)."""
+        return Segment(terms, self.ptr, self._docs, self._tfs, self._guard, self._bounds)
+
     def check(self, n_docs: int, n_terms: int) -> None:
-        """Structural checks of a loaded segment (ValueError; a checksum catches random damage)."""
-        ptr, terms, docs = self.ptr, self.terms, self.docs
+        """Structural checks of a loaded segment (ValueError; a checksum catches random damage).
+
+        The slots of a lazily checked segment are checked chunk by chunk
+        against its bounds when read (see :class:`Guard`); the bounds are checked here.
+        """
+        ptr, terms, docs, tfs = self.ptr, self.terms, self._docs, self._tfs
         if (
             ptr.dtype != np.int64
             or terms.dtype != np.int32
             or docs.dtype != np.int32
-            or self.tfs.dtype != np.uint16
+            or tfs.dtype != np.uint16
             or len(ptr) != len(terms) + 1
             or ptr[0] != 0
             or ptr[-1] != len(docs)
-            or len(self.tfs) != len(docs)
+            or len(tfs) != len(docs)
             or np.any(np.diff(ptr) <= 0)
         ):
             raise ValueError("corrupt text index image (posting offsets)")
         if len(terms) and (np.any(np.diff(terms) <= 0) or terms[0] < 0 or terms[-1] >= n_terms):
             raise ValueError("corrupt text index image (term ids)")
-        if len(docs) and (docs.min() < 0 or docs.max() >= n_docs):
+        if self._guard is not None:
+            lo, hi = self._bounds if self._bounds is not None else (-1, -1)
+            if not ((lo, hi) == (0, -1) if not len(docs) else 0 <= lo <= hi < n_docs):
+                raise ValueError("corrupt text index image (document slots)")
+        elif len(docs) and (docs.min() < 0 or docs.max() >= n_docs):
             raise ValueError("corrupt text index image (document slots)")
 
 
@@ -434,7 +525,7 @@ class Postings:
         if not used.all():
             # Every term left in a segment has postings; renumber the used ones.
             term_map = (np.cumsum(used) - 1).astype(np.int32)
-            segments = [Segment(term_map[s.terms], s.ptr, s.docs, s.tfs) for s in segments]
+            segments = [s.with_terms(term_map[s.terms]) for s in segments]
             kept = np.flatnonzero(used)
         self.segments = segments
         return kept
@@ -458,14 +549,15 @@ class Postings:
             lo = seg.ptr[pos[hit]]
             hi = seg.ptr[pos[hit] + 1]
             lengths = hi - lo
+            spans = list(zip(lo.tolist(), hi.tolist(), strict=True))
+            all_docs, all_tfs = seg.checked(spans)
             if len(hit) <= _FEW_TERMS:
-                spans = list(zip(lo.tolist(), hi.tolist(), strict=True))
-                docs = np.concatenate([seg.docs[a:z] for a, z in spans], dtype=np.int64)
-                tfs = np.concatenate([seg.tfs[a:z] for a, z in spans])
+                docs = np.concatenate([all_docs[a:z] for a, z in spans], dtype=np.int64)
+                tfs = np.concatenate([all_tfs[a:z] for a, z in spans])
             else:  # many terms: positions of all their postings, one gather
                 at = np.repeat(lo - (np.cumsum(lengths) - lengths), lengths)
                 at += np.arange(len(at))
-                docs, tfs = seg.docs[at].astype(np.int64), seg.tfs[at]
+                docs, tfs = all_docs[at].astype(np.int64), all_tfs[at]
             parts.append((np.repeat(hit, lengths), docs, tfs))
         if not parts:
             return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
@@ -500,7 +592,7 @@ class Postings:
             pos[pos >= len(seg.terms)] = 0
             for h in np.flatnonzero(seg.terms[pos] == q).tolist():
                 p = int(pos[h])
-                docs = seg.docs[int(seg.ptr[p]) : int(seg.ptr[p + 1])]
+                docs = seg.postings(int(seg.ptr[p]), int(seg.ptr[p + 1]))[0]
                 at = np.searchsorted(docs, want)
                 at[at >= len(docs)] = 0
                 out += [(h, s) for s in want[docs[at] == want].tolist()]
@@ -529,7 +621,7 @@ class Postings:
             for h in np.flatnonzero(seg.terms[pos] == q).tolist():
                 p = int(pos[h])
                 a, z = int(seg.ptr[p]), int(seg.ptr[p + 1])
-                docs = seg.docs[a:z]
+                docs, tfs = seg.postings(a, z)
                 if len(want) * SEARCH_RATIO < z - a:
                     at = np.searchsorted(docs, want)
                     at[at >= len(docs)] = 0
@@ -537,9 +629,7 @@ class Postings:
                 else:
                     at = np.flatnonzero(mask[docs])
                 if len(at):
-                    parts.append(
-                        (np.full(len(at), h, dtype=np.int64), docs[at].astype(np.int64), seg.tfs[a:z][at])
-                    )
+                    parts.append((np.full(len(at), h, dtype=np.int64), docs[at].astype(np.int64), tfs[at]))
         if not parts:
             return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
