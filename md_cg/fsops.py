@@ -290,14 +290,8 @@ class Dir:
         self, name: str, *, max_bytes: int | None = None, head: int | None = None
     ) -> tuple[bytes, os.stat_result]:
         """Read a regular file of this folder (never through a symlink); ``head``: only its first bytes."""
+        fd, st = self.open_read(name)
         try:
-            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
-        except OSError as exc:
-            raise _refuse(self.fd, name, self._rel(name), exc) from None
-        try:
-            st = os.fstat(fd)
-            if not statmod.S_ISREG(st.st_mode):
-                raise UnsafePathError(self._rel(name), "is not a regular file")
             if max_bytes is not None and st.st_size > max_bytes:
                 return b"", st
             if head is not None:
