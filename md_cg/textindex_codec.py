@@ -77,15 +77,7 @@ def decode(data: bytes | memoryview) -> tuple[dict[str, Any], list[np.ndarray]]:
     raise KeyError, TypeError or IndexError (the caller reports them as a
     corrupt image).
     """
-    if len(data) < len(MAGIC) + 8 or bytes(data[: len(MAGIC)]) != MAGIC:
-        raise ValueError("not a text index image (bad magic)")
-    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
-    if zlib.crc32(memoryview(data)[:-4]) != crc:
-        raise ValueError("corrupt text index image (checksum mismatch)")
-    (head_len,) = struct.unpack_from("<I", data, len(MAGIC))
-    pos = len(MAGIC) + 4
-    header = json.loads(bytes(data[pos : pos + head_len]))
-    pos += head_len
+    header, pos = _header(data, MAGIC, "text index image")
     arrays: list[np.ndarray] = []
     for dtype, count in header["arrays"]:
         pos += -pos % 8
@@ -198,15 +190,7 @@ def decode_split(
     The eager arrays are read-only views of ``data``. The region's length is
     ``header["lazy_len"]``; :class:`LazyRegion` checks it chunk by chunk.
     """
-    if len(data) < len(MAGIC_SPLIT) + 8 or bytes(data[: len(MAGIC_SPLIT)]) != MAGIC_SPLIT:
-        raise ValueError("not a split image (bad magic)")
-    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
-    if zlib.crc32(memoryview(data)[:-4]) != crc:
-        raise ValueError("corrupt split image (checksum mismatch)")
-    (head_len,) = struct.unpack_from("<I", data, len(MAGIC_SPLIT))
-    pos = len(MAGIC_SPLIT) + 4
-    header = json.loads(bytes(data[pos : pos + head_len]))
-    pos += head_len
+    header, pos = _header(data, MAGIC_SPLIT, "split image")
     table = header["arrays"]
     lazy = {int(i) for i in header["lazy"]}
     chunk, lazy_len = int(header["chunk"]), int(header["lazy_len"])
@@ -372,3 +356,16 @@ class LazyRegion:
 
 def _closed(offset: int, view: memoryview) -> int:
     raise StoreClosedError("the index snapshot was closed with its store")
+
+
+def _header(data: bytes | memoryview, magic: bytes, what: str) -> tuple[Any, int]:
+    """The JSON header of an image starting with ``magic`` and ending with the CRC-32 of
+    the rest, and the offset just after it; ValueError naming ``what`` when it is not one."""
+    if len(data) < len(magic) + 8 or bytes(data[: len(magic)]) != magic:
+        raise ValueError(f"not a {what} (bad magic)")
+    (crc,) = struct.unpack_from("<I", data, len(data) - 4)
+    if zlib.crc32(memoryview(data)[:-4]) != crc:
+        raise ValueError(f"corrupt {what} (checksum mismatch)")
+    (head_len,) = struct.unpack_from("<I", data, len(magic))
+    pos = len(magic) + 4
+    return json.loads(bytes(data[pos : pos + head_len])), pos + head_len
