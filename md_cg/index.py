@@ -421,14 +421,21 @@ class Entries(MutableMapping[str, Entry]):
     __slots__ = ("_extra", "_ids", "_live", "_make", "_rows", "source")
 
     def __init__(
-        self, ids: list[str] | None = None, make: Callable[[int], Entry] | None = None, source: Any = None
+        self,
+        ids: list[str] | None = None,
+        make: Callable[[int], Entry] | None = None,
+        source: Any = None,
+        rows: dict[str, int] | None = None,
     ) -> None:
         #: what ``make`` reads rows from (the snapshot module's table), for :meth:`walk`'s callers
         self.source = source
         #: materialised or put entries (a cache of ``_rows`` ids, plus ids not in it)
         self._live: dict[str, Entry] = {}
-        #: id -> row, for ids whose entry is still the snapshot's row
-        self._rows: dict[str, int] = {} if ids is None else dict(zip(ids, range(len(ids)), strict=True))
+        #: id -> row, for ids whose entry is still the snapshot's row (``rows``: that map,
+        #: already built from ``ids``; it becomes this mapping's own)
+        if rows is None:
+            rows = {} if ids is None else dict(zip(ids, range(len(ids)), strict=True))
+        self._rows: dict[str, int] = rows
         self._ids = ids
         self._make = make
         #: number of ``_live`` ids that are not in ``_rows``

@@ -218,8 +218,13 @@ class DocTable:
         bucket: np.ndarray,
         prior: np.ndarray,
         cjk: np.ndarray,
+        slot: dict[str, int] | None = None,
     ) -> None:
-        """Fill an empty table with live documents (from a saved image)."""
+        """Fill an empty table with live documents (from a saved image).
+
+        ``slot``: the id -> slot map of ``ids``, already built by the caller
+        (it becomes the table's own); else it is built here.
+        """
         n = len(ids)
         cap = max(64, n + n // 4)
         columns = (("len", doc_len), ("layer", layer), ("bucket", bucket), ("prior", prior), ("cjk", cjk))
@@ -230,7 +235,7 @@ class DocTable:
         self.alive = np.zeros(cap, dtype=bool)
         self.alive[:n] = True
         self.ids = list(ids)
-        self.slot = dict(zip(ids, range(n), strict=True))
+        self.slot = dict(zip(ids, range(n), strict=True)) if slot is None else slot
         self.live_len = int(doc_len.sum(dtype=np.int64))
         is_cjk = cjk.astype(bool)
         self.n_cjk = int(np.count_nonzero(is_cjk))
