@@ -170,3 +170,23 @@ def _entries_of(data: bytes) -> bytes:
     nl = data.index(b"\n", len(snapshot.MAGIC))
     header = orjson.loads(data[len(snapshot.MAGIC) : nl])
     return data[nl + 1 : nl + 1 + header["entries_len"]]
+
+
+def test_a_store_added_to_and_deleted_from_opens_with_shared_ids(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _store(root, 12)
+    with MdCG(root, auto_compact=None) as s:
+        s.add(Node(id="late", layer="self", body="added after the first batch"))
+        s.delete("n004", force=True)
+        s.search("river")  # the text of the writes indexed
+        s.compact_index()
+    with MdCG(root, read_only=True) as s:
+        assert s.loaded_from == "snapshot"
+        state = s._engine.state
+        docs, entries = state.text._docs, state.entries
+        assert isinstance(entries, index.Entries)
+        want = [f"n{i:03d}" for i in range(12) if i != 4] + ["late"]
+        assert entries._ids == want and docs.ids == want
+        assert all(a is b for a, b in zip(docs.ids, entries._ids, strict=True))
+        hits, _ = s.search("added after", k=3)
+        assert [r.id for r in hits if not r.filler][:1] == ["late"]
