@@ -24,7 +24,7 @@ import contextlib
 import gc
 import os
 from collections import Counter
-from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, ValuesView
+from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, Sequence, ValuesView
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -525,12 +525,21 @@ class Entries(MutableMapping[str, Entry]):
             self._ids, self._make, self.source = None, None, None
         return self._live
 
-    def walk(self) -> Iterator[tuple[str, Entry | None, int | None]]:
+    def walk(self, order: Sequence[str] | None = None) -> Iterator[tuple[str, Entry | None, int | None]]:
         """``(id, entry, None)`` per entry, or ``(id, None, row)`` for a row not materialised.
 
         In :meth:`settle`'s order, materialising nothing (a snapshot of a
-        state opened from one copies the rows nobody used).
+        state opened from one copies the rows nobody used). ``order``: every
+        id of the mapping, once each, in the order to walk them (ignored
+        when it is not exactly that).
         """
+        if order is not None and len(order) == len(self) and len(set(order)) == len(order):
+            live, rows = self._live, self._rows
+            if all(i in live or i in rows for i in order):
+                for node_id in order:
+                    e = live.get(node_id)
+                    yield (node_id, e, None) if e is not None else (node_id, None, rows[node_id])
+                return
         if not self._rows:
             for node_id, e in self._live.items():
                 yield node_id, e, None

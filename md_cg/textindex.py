@@ -1304,6 +1304,11 @@ class _Pruner:
                 position[cand] = -1
 
 
+def slot_order(index: TextIndex) -> list[str]:
+    """The ids of the live documents of ``index`` in slot order: the order of an image's id table."""
+    return [i for i in index._docs.ids if i is not None]
+
+
 def read_postings(index: TextIndex) -> None:
     """Read (and check) now every posting of an index loaded lazily (:meth:`TextIndex.from_bytes`)."""
     for seg in index._postings.segments:

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from md_cg import MdCG, Node, index, snapshot
-from md_cg.textindex import TextIndex
+from md_cg.textindex import TextIndex, slot_order
 
 
 def _store(root: Path, n: int = 30) -> None:
@@ -57,13 +57,35 @@ def test_the_text_index_shares_the_entries_ids_when_their_order_is_the_same(tmp_
     assert [d for d, _ in _match(state.text, "river 7")[:1]] == ["n007"]
 
 
-def test_a_text_index_in_another_order_decodes_its_own_ids(tmp_path: Path) -> None:
-    _store(tmp_path / "m")
-    state = index.build_from_files(str(tmp_path / "m"))
+def _edited(root: Path) -> index.IndexState:
+    _store(root)
+    state = index.build_from_files(str(root))
     state.flush_text()
     state.put(dataclasses.replace(state.entries["n001"], title="moved"), "sea")  # its slot goes last
     state.flush_text()
+    return state
+
+
+def test_rows_are_written_in_the_text_index_order_so_an_edited_store_shares_its_ids(tmp_path: Path) -> None:
+    state = _edited(tmp_path / "m")
+    assert list(state.entries)[1] == "n001" and slot_order(state.text)[-1] == "n001"
     snap = snapshot.decode(snapshot.encode(state, {}))
+    assert isinstance(snap, snapshot.Snapshot), snap
+    docs, entries = snap.state.text._docs, snap.state.entries
+    assert isinstance(entries, index.Entries)
+    assert entries._ids == docs.ids == slot_order(state.text)
+    assert all(a is b for a, b in zip(docs.ids, entries._ids, strict=True))
+    assert snap.state.entries["n001"].title == "moved"
+
+
+def test_a_text_index_in_another_order_decodes_its_own_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = _edited(tmp_path / "m")
+    # rows in the entries' order, as the writer before this change wrote them (same format version)
+    monkeypatch.setattr(snapshot, "slot_order", lambda _text: list(state.entries))
+    snap = snapshot.decode(snapshot.encode(state, {}))
+    monkeypatch.undo()
     assert isinstance(snap, snapshot.Snapshot), snap
     docs, entries = snap.state.text._docs, snap.state.entries
     assert docs.ids[-1] == "n001" and entries._ids[1] == "n001"
