@@ -431,11 +431,9 @@ class Entries(MutableMapping[str, Entry]):
         self.source = source
         #: materialised or put entries (a cache of ``_rows`` ids, plus ids not in it)
         self._live: dict[str, Entry] = {}
-        #: id -> row, for ids whose entry is still the snapshot's row (``rows``: that map,
-        #: already built from ``ids``; it becomes this mapping's own)
-        if rows is None:
-            rows = {} if ids is None else dict(zip(ids, range(len(ids)), strict=True))
-        self._rows: dict[str, int] = rows
+        #: id -> row, for ids whose entry is still the snapshot's row (``rows``: the map
+        #: of ``ids`` the snapshot built; it becomes this mapping's own)
+        self._rows: dict[str, int] = {} if rows is None else rows
         self._ids = ids
         self._make = make
         #: number of ``_live`` ids that are not in ``_rows``
