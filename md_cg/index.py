@@ -67,6 +67,11 @@ class Entry:
 
     Field order is the snapshot's row order (:data:`md_cg.snapshot.COLUMNS`);
     ``domain`` stays last: it is not stored but derived from the bucket.
+
+    The sequence fields are tuples: an entry the API returns is shared with the
+    index, so a caller cannot change the index through it, and tuples of strings
+    are not tracked by the garbage collector (lists were four tracked objects per
+    node, whose full collections made writes at 1M nodes cost more per node).
     """
 
     id: str
@@ -75,16 +80,16 @@ class Entry:
     bucket: str | None
     mtime_ns: int
     size: int
-    tags: list[str]
+    tags: tuple[str, ...]
     importance: float | None
     confidence: float | None
     created_at: float | None
     updated_at: float | None
     verification_basis: str | None
-    ccg_missing: list[str]
-    conditions: list[str]
+    ccg_missing: tuple[str, ...]
+    conditions: tuple[str, ...]
     title: str
-    edges: list[list[str]]  # [target, type] pairs
+    edges: tuple[tuple[str, str], ...]  # (target, type) pairs
     #: the condition space as compact JSON (parsed on demand: few callers need it,
     #: and one string is far cheaper to load than a dict of lists)
     space_json: str | None = None
@@ -220,16 +225,16 @@ def make_entry(
         bucket,
         mtime_ns,
         size,
-        list(node.tags),
+        tuple(node.tags),
         node.importance,
         node.confidence,
         node.created_at,
         node.updated_at,
         node.verification_basis,
-        list(_missing(elems)),
-        list(node_conditions(node, elems)),
+        tuple(_missing(elems)),
+        tuple(node_conditions(node, elems)),
         title_of(body),
-        [[e.target, e.type] for e in node.edges],
+        tuple([(e.target, e.type) for e in node.edges]),
         orjson.dumps(space).decode() if space else None,
         node.access_count or 0,
         node.last_access,

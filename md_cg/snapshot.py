@@ -83,6 +83,9 @@ EAGER = ("id", "path", "layer", "bucket", "mtime_ns", "size", "archived", "confl
 #: Columns of a row's JSON array in the rows section, decoded when the entry is first used.
 LAZY: tuple[str, ...] = tuple(name for name in COLUMNS if name not in EAGER)
 assert (*EAGER[:6], *LAZY, *EAGER[6:]) == COLUMNS, "_Table.entry builds entries positionally"
+#: Positions in :data:`LAZY` of the entry's sequence fields (JSON arrays, tuples in an Entry).
+_SEQUENCES = tuple(LAZY.index(name) for name in ("tags", "ccg_missing", "conditions"))
+_EDGES = LAZY.index("edges")
 #: A layer's code in the entries section's ``layers`` string: one digit per row.
 _LAYER_DIGIT = {name: chr(48 + i) for i, name in enumerate(LAYERS)}
 _LAYER_DIGITS = re.compile(f"[0-{len(LAYERS) - 1}]*")
@@ -760,6 +763,13 @@ class _Table:
         if type(values) is not list or len(values) != len(LAZY):
             # Only a snapshot crafted with valid checksums gets here (the rows image checks itself).
             raise ValueError(f"snapshot row {row} (id {self.ids[row]!r}) does not have the header's columns")
+        try:
+            for i in _SEQUENCES:
+                values[i] = tuple(values[i])
+            values[_EDGES] = tuple([tuple(edge) for edge in values[_EDGES]])
+        except TypeError:
+            message = f"snapshot row {row} (id {self.ids[row]!r}) holds a sequence field that is not an array"
+            raise ValueError(message) from None
         node_id, layer, bucket = self.ids[row], self.layer_of(row), self.bucket_of(row)
         # Positional: Entry's fields are EAGER's first six, LAZY, EAGER's last two, domain
         # (checked at import).
