@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 import re
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -639,17 +640,18 @@ def _time(v: Any) -> str:
 _FIELD_KIND = {name: 0 for name in FIELD_ORDER} | {name: 1 for name in TIME_FIELDS} | {"edges": 2, "id": 3}
 _FIELD_PLAN = tuple((name, f"{dump_key(name)}: ", _FIELD_KIND[name]) for name in FIELD_ORDER)
 _FIELD_SET = frozenset(FIELD_ORDER)
+#: every field's value at once, by attribute: reading ``node.__dict__`` would make
+#: CPython build the instance's dict, a tracked object the caller's node keeps
+_FIELD_VALUES = operator.attrgetter(*FIELD_ORDER)
 
 
 def _frontmatter_one_pass(node: Node) -> str:
     """The frontmatter of ``node`` straight from its fields; raises when it must give up."""
     if type(node) is not Node:
         raise _GiveUp
-    fields = node.__dict__
     lines: list[str] = []
     add = lines.append
-    for name, prefix, kind in _FIELD_PLAN:
-        v = fields[name]
+    for (_name, prefix, kind), v in zip(_FIELD_PLAN, _FIELD_VALUES(node), strict=True):
         if v is None:
             continue
         t = type(v)

@@ -130,3 +130,21 @@ def test_the_sequence_fields_are_not_tracked_once_collected(tmp_path: Path, sour
         assert tracked == [False, False, False, False]
         assert [gc.is_tracked(edge) for edge in entry.edges] == [False, False]
         assert gc.is_tracked(entry)
+
+
+def _has_instance_dict(node: Node) -> bool:
+    # CPython keeps a plain instance's attributes inline until its __dict__ is asked for
+    return any(isinstance(r, dict) and "body" in r for r in gc.get_referents(node))
+
+
+def test_a_write_leaves_the_callers_nodes_without_an_instance_dict(tmp_path: Path) -> None:
+    batch = [Node(id=f"kp_{i}", body=f"fact {i}", tags=["t"]) for i in range(5)]
+    one = _procedure()
+    assert not any(_has_instance_dict(n) for n in [*batch, one])
+    with MdCG(tmp_path / "m", auto_compact=None) as s:
+        s.add_many(batch, stamp=False)
+        s.add(one)
+        assert sorted(e.id for e in s.entries()) == ["kp_0", "kp_1", "kp_2", "kp_3", "kp_4", "kp_a"]
+    assert [n.id for n in [*batch, one] if _has_instance_dict(n)] == []
+    one.__dict__  # noqa: B018 - the check itself can see a dict
+    assert _has_instance_dict(one)
