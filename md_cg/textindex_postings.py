@@ -42,6 +42,14 @@ SEARCH_RATIO = 8
 #: per posting at its peak and 4 kept) to answer "which terms does this
 #: document hold" for a few documents: one pass over its slots does.
 FWD_MAX = 1 << 24
+#: What one span of :meth:`Segment.few_doc_postings`'s pass costs, in postings
+#: scanned (a numpy call of ~2 us against ~2 ns a posting).
+_SPAN_COST = 1000
+#: The pass binary-searches the few slots in the postings of up to this many of
+#: the longest terms, each of at least ``_SEARCH_MIN`` postings, instead of
+#: scanning them (a search costs ~1 us a term, a scan ~2 ns a posting).
+_SEARCHED = 4096
+_SEARCH_MIN = 1024
 _EMPTY_I32 = np.zeros(0, dtype=np.int32)
 _EMPTY_U16 = np.zeros(0, dtype=np.uint16)
 _EMPTY_I64 = np.zeros(0, dtype=np.int64)
@@ -177,11 +185,15 @@ class Segment:
         at = order[offsets[slot] : offsets[slot + 1]]
         return self.terms[np.searchsorted(self.ptr, at, side="right") - 1], self.tfs[at]
 
-    def few_doc_postings(self, slots: Sequence[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    def few_doc_postings(
+        self, slots: Sequence[int], terms: np.ndarray | None = None
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
         """(term ids, term frequencies) of each of a few ``slots`` that has postings here.
 
-        Through the transpose when it exists or is cheap (:data:`FWD_MAX`),
-        else in one pass over the postings' slots, which keeps nothing.
+        ``terms`` (a bool per term id), when given, says which terms the caller
+        wants: postings of the others may be left out. Through the transpose
+        when it exists or is cheap (:data:`FWD_MAX`), else in one pass over the
+        slots of the wanted terms' postings, which keeps nothing.
         """
         if self._fwd is not None or self.nnz <= FWD_MAX:
             found = {slot: self.doc_postings(slot) for slot in slots}
@@ -192,16 +204,52 @@ class Segment:
             return {}
         table = np.zeros(hi + 1, dtype=bool)
         table[wanted] = True
-        at = np.flatnonzero(table[self.docs])
-        docs = self.docs[at]
+        spans, searched = self._pass_plan(terms)
+        if self.lazy:
+            self.checked(spans + [(int(self.ptr[r]), int(self.ptr[r + 1])) for r in searched.tolist()])
+        docs, tfs_all = self._docs, self._tfs
+        found_at = [np.flatnonzero(table[docs[a:z]]) + a for a, z in spans]
+        found_at.append(_search_rows(docs, self.ptr, searched, np.array(sorted(wanted), dtype=np.int64)))
+        at = np.sort(np.concatenate(found_at))
+        docs = docs[at]
         tids = self.terms[np.searchsorted(self.ptr, at, side="right") - 1]
-        tfs = self.tfs[at]
+        tfs = tfs_all[at]
         out = {}
         for slot in wanted:
             mine = docs == slot
             if mine.any():
                 out[slot] = tids[mine], tfs[mine]
         return out
+
+    def _pass_plan(self, terms: np.ndarray | None) -> tuple[list[tuple[int, int]], np.ndarray]:
+        """How :meth:`few_doc_postings` reads the postings of the terms flagged in
+        ``terms`` (None: all) without the transpose: ``[start, stop)`` spans of adjacent
+        terms' postings to scan, and the rows of the longest terms (at most
+        :data:`_SEARCHED`, each of :data:`_SEARCH_MIN` postings or more) to binary-search
+        for the slots. All postings in one span when the spans would cost more than
+        the postings they skip (:data:`_SPAN_COST`)."""
+        n = len(self.terms)
+        if not n:
+            return [], _EMPTY_I64
+        flags = np.ones(n, dtype=bool)
+        if terms is not None:
+            known = self.terms < len(terms)
+            flags[~known] = False
+            flags[known] = terms[self.terms[known]]
+        lens = np.diff(self.ptr)
+        big = np.flatnonzero(flags & (lens >= _SEARCH_MIN))
+        if len(big) > _SEARCHED:
+            big = np.sort(big[np.argpartition(lens[big], len(big) - _SEARCHED)[len(big) - _SEARCHED :]])
+        flags[big] = False
+        rows = np.flatnonzero(flags)
+        if not len(rows):
+            return [], big
+        cut = np.flatnonzero(np.diff(rows) != 1)
+        starts = self.ptr[rows[np.r_[0, cut + 1]]]
+        stops = self.ptr[rows[np.r_[cut, len(rows) - 1]] + 1]
+        if len(starts) * _SPAN_COST + int((stops - starts).sum()) >= self.nnz:
+            return [(0, self.nnz)], _EMPTY_I64
+        return list(zip(starts.tolist(), stops.tolist(), strict=True)), big
 
     def cjk_counts(self, doc_cjk: np.ndarray) -> np.ndarray:
         """Per term, how many of its postings are in CJK documents (``doc_cjk``: slot -> 0/1).
@@ -634,8 +682,14 @@ class Postings:
             return _EMPTY_I64, _EMPTY_I64, _EMPTY_U16
         return tuple(np.concatenate([p[i] for p in parts]) for i in range(3))  # type: ignore[return-value]
 
-    def docs_terms(self, slots: Sequence[int]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
-        """:meth:`doc_terms` of a few slots at once (flush first); slots without postings are left out."""
+    def docs_terms(
+        self, slots: Sequence[int], terms: np.ndarray | None = None
+    ) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        """:meth:`doc_terms` of a few slots at once (flush first); slots without postings are left out.
+
+        ``terms`` (a bool per term id) narrows the answer to those terms where
+        that is cheaper (:meth:`Segment.few_doc_postings`); others may be left in.
+        """
         out: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for seg in reversed(self.segments):
             # a segment holds none of the slots outside its bounds: it need not build its
@@ -643,7 +697,7 @@ class Postings:
             lo, hi = seg.bounds()
             left = [slot for slot in slots if lo <= slot <= hi and slot not in out]
             if left:
-                out.update(seg.few_doc_postings(left))
+                out.update(seg.few_doc_postings(left, terms))
         return out
 
     def doc_terms(self, slot: int) -> tuple[np.ndarray, np.ndarray]:
@@ -705,3 +759,27 @@ class Postings:
                 if counts is not None and cjk is not None:
                     cjk[h] += int(counts[p])
         return spans, cjk
+
+
+def _search_rows(docs: np.ndarray, ptr: np.ndarray, rows: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Positions of the postings of the slots ``wanted`` (sorted) among those of the
+    term rows ``rows``: a binary search per (row, slot), all advanced together."""
+    if not len(rows) or not len(wanted):
+        return _EMPTY_I64
+    m = len(wanted)
+    lo = np.repeat(ptr[rows], m)
+    end = np.repeat(ptr[rows + 1], m)
+    hi = end.copy()
+    want = np.tile(wanted, len(rows))
+    live = np.arange(len(lo))
+    while len(live):
+        low, high = lo[live], hi[live]
+        mid = (low + high) >> 1
+        less = docs[mid] < want[live]
+        low = np.where(less, mid + 1, low)
+        high = np.where(less, high, mid)
+        lo[live], hi[live] = low, high
+        live = live[low < high]
+    hit = lo < end
+    hit[hit] = docs[lo[hit]] == want[hit]
+    return lo[hit]

@@ -174,6 +174,91 @@ def test_a_few_documents_terms_are_the_same_without_the_transpose(monkeypatch) -
     assert all(seg._fwd is None for seg in postings.segments)  # nothing built, nothing kept
 
 
+@pytest.mark.parametrize(
+    ("span_cost", "search_min", "searched"), [(0, 10**9, 0), (0, 1, 5), (0, 1, 10**6), (10**9, 1, 5)]
+)
+def test_a_few_documents_terms_of_some_terms_are_read_in_spans(
+    monkeypatch, span_cost: int, search_min: int, searched: int
+) -> None:
+    """Feedback wants the Latin terms only: a big segment scans the spans of their postings
+    and binary-searches the longest ones (or scans all its postings when the spans would
+    cost more), and the answer is the transpose's."""
+    from md_cg import textindex_postings
+
+    index = _store(mixed=True, dead=True, seed=73)
+    postings = index._postings
+    queries = [[("w1", 1.0), ("w2", 1.0), ("w3", 1.0), ("w7", 1.0)], [("w4", 1.0), ("w9", 1.0), ("w11", 1.0)]]
+    ranked = [index.match(q, index.scope(), k=10) for q in queries]
+    slots = [0, 3, 699, 1401, 2998]
+    full = postings.docs_terms(slots)  # through the transposes
+    for seg in postings.segments:
+        seg._fwd = None
+    monkeypatch.setattr(textindex_postings, "FWD_MAX", 0)
+    monkeypatch.setattr(textindex_postings, "_SPAN_COST", span_cost)
+    monkeypatch.setattr(textindex_postings, "_SEARCH_MIN", search_min)
+    monkeypatch.setattr(textindex_postings, "_SEARCHED", searched)
+    latin = np.frombuffer(index._vocab.cjk, dtype=np.uint8) == 0
+    assert 0 < int(latin.sum()) < len(latin)
+    plans: list[tuple[textindex_postings.Segment, list[tuple[int, int]], np.ndarray]] = []
+    real = textindex_postings.Segment._pass_plan
+
+    def spy(self, terms):  # type: ignore[no-untyped-def]
+        out = real(self, terms)
+        plans.append((self, *out))
+        return out
+
+    monkeypatch.setattr(textindex_postings.Segment, "_pass_plan", spy)
+    got = postings.docs_terms(slots, latin)
+    with_latin = sorted(slot for slot, (tids, _) in full.items() if latin[tids].any())
+    assert with_latin == [0, 3, 2998]  # 699 and 1401 hold Chinese terms only
+    whole = span_cost > 0
+    assert sorted(got) == (sorted(full) if whole else with_latin)
+    for slot, (tids, tfs) in full.items():
+        want = {t: f for t, f in zip(tids.tolist(), tfs.tolist(), strict=True) if latin[t]}
+        have = dict(zip(*(a.tolist() for a in got.get(slot, (tids[:0], tfs[:0]))), strict=True))
+        assert {t: f for t, f in have.items() if latin[t]} == want
+        if not whole:
+            assert have == want  # nothing of the other terms was read
+    assert plans  # the segments that hold some of the slots
+    for seg, spans, rows in plans:
+        lens = np.diff(seg.ptr)
+        if whole:
+            assert spans == [(0, seg.nnz)] and len(rows) == 0
+            continue
+        assert len(rows) == min(searched, int((latin[seg.terms] & (lens >= search_min)).sum()))
+        assert set(lens[rows].tolist()) <= set(np.sort(lens[latin[seg.terms]])[::-1][: len(rows)].tolist())
+        assert sum(z - a for a, z in spans) + int(lens[rows].sum()) == int(lens[latin[seg.terms]].sum())
+        assert int(lens[latin[seg.terms]].sum()) < seg.nnz
+    assert [index.match(q, index.scope(), k=10) for q in queries] == ranked  # feedback unchanged
+    assert all(seg._fwd is None for seg in postings.segments)
+
+
+def test_the_slots_binary_search_finds_exactly_the_postings_of_the_slots() -> None:
+    from md_cg import textindex_postings
+
+    rng = np.random.default_rng(5)
+    lists = [np.sort(rng.choice(5000, size=n, replace=False)) for n in (1, 2, 7, 300, 4999, 5000)]
+    docs = np.concatenate(lists).astype(np.int32)
+    ptr = np.r_[0, np.cumsum([len(x) for x in lists])].astype(np.int64)
+    wanted = np.array([0, 17, 2500, 4999], dtype=np.int64)
+    hits = set(wanted.tolist())
+    for rows in ([0, 1, 2, 3, 4, 5], [5], [1, 4], []):
+        got = textindex_postings._search_rows(docs, ptr, np.array(rows, dtype=np.int64), wanted)
+        expected = [int(ptr[r]) + i for r in rows for i, d in enumerate(lists[r].tolist()) if d in hits]
+        assert sorted(got.tolist()) == sorted(expected)
+        assert all(int(docs[p]) in hits for p in got.tolist())
+
+
+def test_a_few_documents_terms_of_no_wanted_term_are_none(monkeypatch) -> None:
+    from md_cg import textindex_postings
+
+    index = _store(mixed=True, dead=False, seed=74)
+    monkeypatch.setattr(textindex_postings, "FWD_MAX", 0)
+    monkeypatch.setattr(textindex_postings, "_SPAN_COST", 0)
+    none = np.zeros(len(index._vocab.cjk), dtype=bool)
+    assert index._postings.docs_terms([0, 1, 2], none) == {}
+
+
 @pytest.mark.parametrize(("mixed", "dead"), [(False, False), (True, True)])
 def test_a_large_scope_of_common_terms_ranked_by_maxscore_gives_the_scoped_answer(
     monkeypatch, mixed: bool, dead: bool
