@@ -16,7 +16,8 @@ the content, committed every 1,000 rows. Then, each in a fresh process:
 * **open from the snapshot**, three times (the worst and the median), then
   search latency p50/p95 for three kinds -- no context, routed hit (context
   = the domain of a node the query is about), routed miss (another domain)
-  -- and the process's RSS;
+  -- and English titles of three words or more (no context; the queries the
+  ranking's feedback runs for), and the process's RSS;
 * sqlite: connect + count, the same queries as an OR of their terms ordered
   by ``bm25()`` (what FTS-based memory stores run), and its RSS;
 * ``sync()`` after ``--edits`` files were edited by hand (appended a line),
@@ -57,6 +58,7 @@ from pathlib import Path
 from typing import Any
 
 from md_cg import MdCG, benchmark, layout
+from md_cg.index import title_of
 from md_cg.node import Node
 from md_cg.sqlite_source import SCHEMA_SQL, node_to_row
 
@@ -113,13 +115,16 @@ t, c = time.perf_counter(), time.process_time()
 store = MdCG(sys.argv[1], refresh_interval=None, auto_compact=None)
 out = {"open": time.perf_counter() - t, "open_cpu": time.process_time() - c}
 out.update({"from": store.loaded_from, "nodes": len(store)})
+english = json.load(open(sys.argv[3])) if len(sys.argv) > 3 else []
 if cases:
     for c in cases:  # warm-up: stem cache, synonym table, fuzzy map, text index
         for ctx in (None, c["domain"], c["miss"]):
             store.search(c["query"], context=ctx, record=False)
-    for kind, key in (("none", None), ("hit", "domain"), ("miss", "miss")):
+    for c in english:
+        store.search(c["query"], record=False)
+    for kind, key in (("none", None), ("hit", "domain"), ("miss", "miss"), ("english", None)):
         ms, cpu = [], []
-        for c in cases:
+        for c in english if kind == "english" else cases:
             t, p = time.perf_counter(), time.process_time()
             store.search(c["query"], k=10, context=c[key] if key else None, record=False)
             ms.append((time.perf_counter() - t) * 1000)
@@ -146,6 +151,7 @@ _SQLITE = (
 import json, sqlite3, sys, time
 from md_cg.benchmark import fts_or_query
 cases = json.load(open(sys.argv[2]))
+english = json.load(open(sys.argv[3]))
 base = mem()["VmRSS"]
 t = time.perf_counter()
 conn = sqlite3.connect(sys.argv[1])
@@ -153,15 +159,16 @@ rows = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
 out = {"open": time.perf_counter() - t, "rows": rows}
 sql = ("SELECT n.id FROM fts f JOIN nodes n ON n.rowid = f.rowid "
        "WHERE fts MATCH ? ORDER BY bm25(fts) LIMIT 10")
-for c in cases:
+for c in cases + english:
     conn.execute(sql, (fts_or_query(c["query"]),)).fetchall()
-ms, cpu = [], []
-for c in cases:
-    t, p = time.perf_counter(), time.process_time()
-    conn.execute(sql, (fts_or_query(c["query"]),)).fetchall()
-    ms.append((time.perf_counter() - t) * 1000)
-    cpu.append((time.process_time() - p) * 1000)
-out["ms"], out["cpu"] = ms, cpu
+for kind, queries in (("", cases), ("_en", english)):
+    ms, cpu = [], []
+    for c in queries:
+        t, p = time.perf_counter(), time.process_time()
+        conn.execute(sql, (fts_or_query(c["query"]),)).fetchall()
+        ms.append((time.perf_counter() - t) * 1000)
+        cpu.append((time.process_time() - p) * 1000)
+    out["ms" + kind], out["cpu" + kind] = ms, cpu
 m = mem()
 out["rss"], out["peak"] = m["VmRSS"] - base, m["VmHWM"]
 print(json.dumps(out))
@@ -202,6 +209,12 @@ def cases_of(nodes: Sequence[Node], count: int, seed: int = 7) -> list[dict[str,
         domain = layout.route_key(by_name[name][0])
         out.append({"query": name, "domain": domain, "miss": next(d for d in domains if d != domain)})
     return out
+
+
+def english_cases(nodes: Sequence[Node], count: int, seed: int = 11) -> list[dict[str, Any]]:
+    """Queries: English titles of three words or more (the ranking's feedback runs for them)."""
+    titles = sorted({t for n in nodes if (t := title_of(n.body)).isascii() and len(t.split()) >= 3})
+    return [{"query": t} for t in random.Random(seed).sample(titles, min(count, len(titles)))]
 
 
 def write_store(root: Path, nodes: Sequence[Node]) -> tuple[float, float]:
@@ -286,9 +299,12 @@ def one_size(n: int, work: Path, queries: int, edits: int, say: Any) -> dict[str
     cases = cases_of(nodes, queries)
     qfile = work / f"cases_{n}.json"
     qfile.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
+    efile = work / f"english_{n}.json"
+    efile.write_text(json.dumps(english_cases(nodes, queries)), encoding="utf-8")
     root, db = work / f"md_{n}", work / f"sq_{n}.db"
     say(f"{n:,}: writing {total:,} nodes through the engine")
     r: dict[str, Any] = {"n": n, "total": total, "queries": len(cases)}
+    r["english_queries"] = len(json.loads(efile.read_text(encoding="utf-8")))
     # The corpus is the benchmark's, not the writers': out of the collector's sight
     # while both stores are written (see the module docstring).
     gc.collect()
@@ -312,11 +328,11 @@ def one_size(n: int, work: Path, queries: int, edits: int, say: Any) -> dict[str
     assert r["cold"]["from"] == "files" and r["cold"]["nodes"] == total, r["cold"]
     r["rebuild"] = probe(_REBUILD, str(root))
     opens = [probe(_SEARCH, str(root), str(work / "none.json")) for _ in range(2)]
-    r["search"] = probe(_SEARCH, str(root), str(qfile))
+    r["search"] = probe(_SEARCH, str(root), str(qfile), str(efile))
     assert r["search"]["from"] == "snapshot" and r["search"]["nodes"] == total, r["search"]
     opens.append(r["search"])
     r["opens"], r["opens_cpu"] = [o["open"] for o in opens], [o["open_cpu"] for o in opens]
-    r["sqlite"] = probe(_SQLITE, str(db), str(qfile))
+    r["sqlite"] = probe(_SQLITE, str(db), str(qfile), str(efile))
     say(f"{n:,}: {edits:,} hand edits, then sync()")
     ids = hand_edits(root, edits)
     r["sync"] = probe(_SYNC, str(root))
@@ -354,7 +370,6 @@ def _rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     total, s, q, cold = r["total"], r["search"], r["sqlite"], r["cold"]
     w, sw = total / r["write_s"], total / r["sq_write_s"]
     disk = r["disk_nodes"] + r["disk_meta"]
-    sq50, sq95 = pct(q["ms"], 0.5), pct(q["ms"], 0.95)
     out = [
         (
             "write, batches of 1,000, non-durable (nodes/s)",
@@ -390,13 +405,16 @@ def _rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             "",
         ),
     ]
-    for kind, label in (("none", "no context"), ("hit", "routed hit"), ("miss", "routed miss")):
+    kinds = (("none", "no context", ""), ("hit", "routed hit", ""), ("miss", "routed miss", ""))
+    for kind, label, sq in (*kinds, ("english", "English titles of 3+ words, no context", "_en")):
         p50, p95 = pct(s[kind], 0.5), pct(s[kind], 0.95)
+        sq50, sq95 = pct(q["ms" + sq], 0.5), pct(q["ms" + sq], 0.95)
+        count = r["english_queries"] if kind == "english" else r["queries"]
         out.append(
             (
-                f"search p50 / p95 ms, {label} ({r['queries']} queries)",
+                f"search p50 / p95 ms, {label} ({count} queries)",
                 f"{p50:.2f} / {p95:.2f} (CPU p50 {pct(s[kind + '_cpu'], 0.5):.2f})",
-                f"FTS5 OR + bm25() {sq50:.2f} / {sq95:.2f} (CPU p50 {pct(q['cpu'], 0.5):.2f})",
+                f"FTS5 OR + bm25() {sq50:.2f} / {sq95:.2f} (CPU p50 {pct(q['cpu' + sq], 0.5):.2f})",
                 f"{p50 / sq50:.2f}× / {p95 / sq95:.2f}×",
             )
         )
