@@ -299,12 +299,13 @@ def one_size(n: int, work: Path, queries: int, edits: int, say: Any) -> dict[str
     cases = cases_of(nodes, queries)
     qfile = work / f"cases_{n}.json"
     qfile.write_text(json.dumps(cases, ensure_ascii=False), encoding="utf-8")
+    english = english_cases(nodes, queries)
     efile = work / f"english_{n}.json"
-    efile.write_text(json.dumps(english_cases(nodes, queries)), encoding="utf-8")
+    efile.write_text(json.dumps(english), encoding="utf-8")
     root, db = work / f"md_{n}", work / f"sq_{n}.db"
     say(f"{n:,}: writing {total:,} nodes through the engine")
     r: dict[str, Any] = {"n": n, "total": total, "queries": len(cases)}
-    r["english_queries"] = len(json.loads(efile.read_text(encoding="utf-8")))
+    r["english_queries"] = len(english)
     # The corpus is the benchmark's, not the writers': out of the collector's sight
     # while both stores are written (see the module docstring).
     gc.collect()
