@@ -300,6 +300,27 @@ class LazyRegion:
         with self._lock:
             self._load(c, last)
 
+    def need_ranges(self, starts: np.ndarray, stops: np.ndarray) -> None:
+        """:meth:`need_bytes` of every ``[starts[i], stops[i])`` (int64 arrays), in a few
+        array operations: a reading plan's thousand ranges cost ~50 us once sound."""
+        if self._left == 0:
+            return
+        some = stops > starts
+        first, last = starts[some] // self.chunk, (stops[some] - 1) // self.chunk
+        if not len(first):
+            return
+        n = len(self._ok)
+        # +1 where a range's chunks begin, -1 after they end: a running sum > 0 covers them
+        edges = np.bincount(first, minlength=n + 1) - np.bincount(last + 1, minlength=n + 1)
+        unsound = np.flatnonzero((np.cumsum(edges[:n]) > 0) & (np.frombuffer(self._ok, dtype=np.uint8) == 0))
+        if not len(unsound):
+            return
+        cut = np.flatnonzero(np.diff(unsound) != 1)
+        firsts, lasts = unsound[np.r_[0, cut + 1]].tolist(), unsound[np.r_[cut, len(unsound) - 1]].tolist()
+        with self._lock:
+            for a, z in zip(firsts, lasts, strict=True):
+                self._load(a, z)
+
     def need_all(self) -> None:
         """Make the whole region sound."""
         if self._left:

@@ -380,3 +380,39 @@ def test_closing_the_store_closes_the_snapshot_file(store: Path) -> None:
     assert _snapshot_fds() == before
     with pytest.raises(StoreClosedError):
         state.entries[state.entries.source.ids[0]]  # nothing of it was read: it cannot be now
+
+
+def test_a_lazy_region_checks_the_chunks_of_many_ranges_at_once() -> None:
+    """``need_ranges``: exactly the chunks the ranges touch are read (a run of them in one
+    read) and checked; a damaged one raises every time, naming the section and the chunk."""
+    size = 64
+    data = bytes(range(256)) * 2  # 8 chunks
+    crcs = np.array([zlib.crc32(data[c : c + size]) for c in range(0, len(data), size)], dtype=np.uint32)
+    damaged = bytearray(data)
+    damaged[5 * size + 3] ^= 0xFF
+    reads: list[tuple[int, int]] = []
+
+    def read(offset: int, view: memoryview) -> int:
+        reads.append((offset, len(view)))
+        view[:] = damaged[offset : offset + len(view)]
+        return len(view)
+
+    damage: list[str] = []
+    region = codec.LazyRegion("postings", len(data), size, crcs, read=read, damage=damage)
+    region.need_ranges(np.array([0, 20, 64, 450, 200], dtype=np.int64), np.array([10, 30, 70, 460, 200]))
+    assert reads == [(0, 128), (448, 64)]  # chunks 0-1 as one read, then 7; the empty range reads nothing
+    assert list(region._ok) == [1, 1, 0, 0, 0, 0, 0, 1]
+    region.need_ranges(np.array([5, 100], dtype=np.int64), np.array([6, 120], dtype=np.int64))
+    assert len(reads) == 2  # all sound already: nothing read again
+    with pytest.raises(SnapshotDamageError) as err:
+        region.need_ranges(np.array([300], dtype=np.int64), np.array([330], dtype=np.int64))
+    assert "postings" in str(err.value) and "5" in str(err.value)
+    assert reads[2] == (256, 128)  # chunks 4-5, one read
+    assert damage == ["postings section, chunk 5: checksum mismatch"]
+    assert list(region._ok) == [1, 1, 0, 0, 1, 0, 0, 1]  # chunk 4 was sound, 5 never is
+    with pytest.raises(SnapshotDamageError):
+        region.need_ranges(np.array([321], dtype=np.int64), np.array([322], dtype=np.int64))
+    region.need_ranges(np.array([384], dtype=np.int64), np.array([512], dtype=np.int64))
+    assert reads[-1] == (384, 64)  # chunk 6 only: 7 is sound
+    assert list(region._ok) == [1, 1, 0, 0, 1, 0, 1, 1]
+    assert bytes(region.buf[384:512]) == data[384:512]

@@ -83,6 +83,7 @@ def test_maxscore_drops_candidates_while_completing_and_keeps_the_exact_top_k(mo
         return real(self, j, cand, score, matched)
 
     monkeypatch.setattr(textindex._Pruner, "_add_term", recording)
+    monkeypatch.setattr(textindex, "_BATCH_CAND", 0)  # the cut alone (the batch has its own test)
     dropped = 0
     for _ in range(80):
         query = [(t, 1.0) for t in rng.sample(VOCAB[:8], 2) + rng.sample(VOCAB[60:150], 3)]
@@ -97,6 +98,43 @@ def test_maxscore_drops_candidates_while_completing_and_keeps_the_exact_top_k(mo
         assert [d for d, _ in pruned] == [d for d, _ in full]
         assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
     assert dropped >= 20
+
+
+@pytest.mark.parametrize("mixed", [False, True])
+def test_maxscore_completes_few_candidates_in_one_batch_with_the_same_sums(monkeypatch, mixed: bool) -> None:
+    """Few candidates get the other terms' contributions from one batched search per
+    segment, added term by term: the same scores, bit for bit, as one term at a time."""
+    index = _store(mixed=mixed, dead=True, seed=33)
+    rng = random.Random(34)
+    batches: list[tuple[int, int]] = []
+    real = textindex._Pruner._add_terms
+
+    def recording(self, js, cand, score, matched):  # type: ignore[no-untyped-def]
+        batches.append((len(js), len(cand)))
+        return real(self, js, cand, score, matched)
+
+    monkeypatch.setattr(textindex._Pruner, "_add_terms", recording)
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+    used = 0
+    for _ in range(60):
+        terms = rng.sample(VOCAB[:8], 2) + rng.sample(VOCAB[40:150], 4)
+        query = [(t, rng.choice([0.5, 1.0, 2.0])) for t in terms]
+        k = rng.choice([1, 3, 10])
+        exclude = {f"d{rng.randrange(N_DOCS):04d}" for _ in range(rng.randint(0, 5))}
+        monkeypatch.setattr(textindex, "_BATCH_CAND", 0)
+        one_by_one = index.match(query, index.scope(), k=k, exclude=exclude, feedback=False)
+        monkeypatch.setattr(textindex, "_BATCH_CAND", 10**9)
+        batches.clear()
+        batched = index.match(query, index.scope(), k=k, exclude=exclude, feedback=False)
+        assert batched == one_by_one  # ids and float scores equal
+        used += bool(batches)
+        assert all(n_terms >= 2 for n_terms, _ in batches)
+        monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)
+        assert [d for d, _ in index.match(query, index.scope(), k=k, exclude=exclude, feedback=False)] == [
+            d for d, _ in batched
+        ]
+        monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+    assert used >= 30
 
 
 def test_terms_of_names_exactly_the_query_terms_each_document_holds() -> None:
@@ -341,3 +379,37 @@ def test_docs_terms_reads_only_the_segments_that_hold_the_slots() -> None:
     for slot in slots:
         tids, tfs = first.doc_postings(slot)
         assert np.array_equal(got[slot][0], tids) and np.array_equal(got[slot][1], tfs) and len(tids) > 0
+
+
+def test_a_big_segments_reading_plan_is_kept_for_the_same_mask(monkeypatch) -> None:
+    """The plan (spans, searched rows) of a mask is made once per segment, and the postings it
+    reads are checked once; a new mask (the vocabulary grew) gets a new plan."""
+    from md_cg import textindex_postings
+
+    index = _store(mixed=True, dead=False, seed=75)
+    monkeypatch.setattr(textindex_postings, "FWD_MAX", 0)
+    vocab = index._vocab
+    latin = vocab.latin()
+    assert vocab.latin() is latin and not latin.flags.writeable
+    assert latin.tolist() == [c == 0 for c in vocab.cjk]
+    plans: list[int] = []
+    real = textindex_postings.Segment._pass_plan
+
+    def spy(self, terms):  # type: ignore[no-untyped-def]
+        plans.append(id(self))
+        return real(self, terms)
+
+    monkeypatch.setattr(textindex_postings.Segment, "_pass_plan", spy)
+    postings = index._postings
+    first = postings.docs_terms([0, 3, 2998], latin)
+    made = len(plans)
+    assert made >= 1
+    again = postings.docs_terms([1, 4, 2997], latin)
+    assert len(plans) == made  # the same mask object: no new plan
+    assert all(seg._plan is None or seg._plan.checked for seg in postings.segments)
+    vocab["a-new-term"]  # the vocabulary grows: a new mask
+    grown = vocab.latin()
+    assert grown is not latin and len(grown) == len(latin) + 1 and bool(grown[-1])
+    assert postings.docs_terms([0, 3, 2998], grown).keys() == first.keys()
+    assert len(plans) == 2 * made
+    assert again.keys() <= {1, 4, 2997}
