@@ -42,6 +42,13 @@ SEARCH_RATIO = 8
 #: per posting at its peak and 4 kept) to answer "which terms does this
 #: document hold" for a few documents: one pass over its slots does.
 FWD_MAX = 1 << 24
+#: Below this estimated cost (ns, :meth:`_Plan.cost_ns`) a segment small enough for
+#: a transpose reads a few documents' postings without building it: the first
+#: English question of a process at 100k nodes took 1.7 s, all of it the transpose.
+PLAN_MAX_NS = 2_000_000
+#: What building a transpose costs a posting (ns; 1.7 s for the 16M postings of 100k
+#: seed-shaped nodes): a segment builds it once its plan has cost as much.
+_FWD_NS_PER_POSTING = 100.0
 #: What one span of :meth:`Segment.few_doc_postings`'s pass costs, in postings
 #: scanned (a numpy call of ~2 us against ~2 ns a posting).
 _SPAN_COST = 1000
@@ -77,7 +84,17 @@ class Guard(Protocol):
 class _Plan:
     """How a big segment reads a few documents' postings of some terms (:meth:`Segment._plan_of`)."""
 
-    __slots__ = ("check_starts", "check_stops", "checked", "searched", "spans", "terms")
+    __slots__ = (
+        "check_starts",
+        "check_stops",
+        "checked",
+        "rounds",
+        "scanned",
+        "searched",
+        "spans",
+        "spent",
+        "terms",
+    )
 
     def __init__(
         self, terms: np.ndarray | None, spans: list[tuple[int, int]], searched: np.ndarray, ptr: np.ndarray
@@ -91,6 +108,16 @@ class _Plan:
         self.check_starts = np.concatenate([starts, ptr[searched]])
         self.check_stops = np.concatenate([stops, ptr[searched + 1]])
         self.checked = False
+        self.spent = 0.0  # estimated ns spent reading through this plan
+        self.scanned = int((stops - starts).sum())
+        longest = int((ptr[searched + 1] - ptr[searched]).max()) if len(searched) else 1
+        self.rounds = max(1, (longest - 1).bit_length())
+
+    def cost_ns(self, slots: int) -> float:
+        """About what reading ``slots`` documents' postings with this plan costs (ns, on
+        the machine of docs/benchmarks.md): ~2.5 ns a scanned posting, ~2 us a span,
+        ~7 ns a search round of a (term, slot) pair."""
+        return 2.5 * self.scanned + 2000.0 * len(self.spans) + 7.0 * len(self.searched) * slots * self.rounds
 
 
 class Segment:
@@ -225,10 +252,23 @@ class Segment:
 
         ``terms`` (a bool per term id), when given, says which terms the caller
         wants: postings of the others may be left out. Through the transpose
-        when it exists or is cheap (:data:`FWD_MAX`), else in one pass over the
-        slots of the wanted terms' postings, which keeps nothing.
+        when it exists; else by reading the wanted terms' postings
+        (:meth:`_pass_plan`) when that is cheap (:data:`PLAN_MAX_NS`) or the
+        segment too big for a transpose (:data:`FWD_MAX`); else the transpose
+        is built (once: ~0.1 us a posting, 1.7 s at 100k seed-shaped nodes),
+        as it also is once the reads through the plan have cost about as much.
         """
-        if self._fwd is not None or self.nnz <= FWD_MAX:
+        plan = None
+        if self._fwd is None and (self.nnz > FWD_MAX or terms is not None):
+            plan = self._plan_of(terms)
+            if self.nnz <= FWD_MAX:
+                cost = plan.cost_ns(len(slots))
+                plan.spent += cost
+                # rent until the rent paid reaches the price of buying (at most 2x the best
+                # choice made knowing how many questions come): then build the transpose
+                if cost > PLAN_MAX_NS or plan.spent > _FWD_NS_PER_POSTING * self.nnz:
+                    plan = None
+        if plan is None:
             found = {slot: self.doc_postings(slot) for slot in slots}
             return {slot: p for slot, p in found.items() if len(p[0])}
         lo, hi = self.bounds()
@@ -237,7 +277,6 @@ class Segment:
             return {}
         table = np.zeros(hi + 1, dtype=bool)
         table[wanted] = True
-        plan = self._plan_of(terms)
         if self._guard is not None and not plan.checked:
             self.checked_ranges(plan.check_starts, plan.check_stops)
         plan.checked = True
@@ -765,12 +804,38 @@ class Postings:
                 return tids, tfs
         return _EMPTY_I32, _EMPTY_U16
 
-    def dead_counts(self, dead: np.ndarray, n_terms: int) -> np.ndarray:
-        """Per term id, its postings in the slots ``dead`` (flush first)."""
-        out = np.zeros(n_terms, dtype=np.int64)
+    def dead_counts(self, dead: np.ndarray, tids: np.ndarray) -> np.ndarray:
+        """Per term id of ``tids``, its postings in the sorted slots ``dead`` (flush first).
+
+        Reads only those terms' postings, without a transpose: a term's postings
+        are scanned, or the dead slots binary-searched in them when that is
+        cheaper (:func:`search_ranges`)."""
+        out = np.zeros(len(tids), dtype=np.int64)
+        if not len(dead) or not len(tids):
+            return out
+        flags = np.zeros(int(dead[-1]) + 1, dtype=bool)
+        flags[dead] = True
         for seg in self.segments:
-            if len(seg.terms):
-                out += np.bincount(seg.slot_terms(dead), minlength=n_terms)
+            if len(seg.terms) == 0:
+                continue
+            pos = np.searchsorted(seg.terms, tids)
+            pos[pos >= len(seg.terms)] = 0
+            hit = np.flatnonzero(seg.terms[pos] == tids)
+            if not len(hit):
+                continue
+            starts, stops = seg.ptr[pos[hit]], seg.ptr[pos[hit] + 1]
+            docs, _ = seg.checked_ranges(starts, stops)
+            lengths = stops - starts
+            # a scan costs ~2.5 ns a posting, a search ~7 ns a round per dead slot
+            rounds = np.maximum(1, np.ceil(np.log2(np.maximum(lengths, 2))))
+            search = 7.0 * len(dead) * rounds < 2.5 * lengths
+            for i in np.flatnonzero(~search).tolist():
+                got = docs[starts[i] : stops[i]]
+                out[hit[i]] += int(np.count_nonzero(flags[got[got < len(flags)]]))
+            rows = np.flatnonzero(search)
+            if len(rows):
+                pairs, _ = search_ranges(docs, starts[rows], stops[rows], dead)
+                out[hit[rows]] += np.bincount(pairs // len(dead), minlength=len(rows))
         return out
 
     def counts(self, tids: np.ndarray, doc_cjk: np.ndarray | None = None) -> np.ndarray:

@@ -197,8 +197,12 @@ def test_a_few_documents_terms_are_the_same_without_the_transpose(monkeypatch) -
     postings = index._postings
     queries = [[("w1", 1.0), ("w2", 1.0), ("w3", 1.0), ("w7", 1.0)], [("w4", 1.0), ("w9", 1.0), ("w11", 1.0)]]
     ranked = [index.match(q, index.scope(), k=10) for q in queries]  # feedback: three terms or more
-    assert any(seg._fwd is not None for seg in postings.segments)  # feedback read the documents' terms
-    with_fwd = postings.docs_terms(slots)
+    # feedback read the documents' Latin terms through cheap plans (and the dead slots'
+    # postings of its terms without one): no transpose was built
+    assert all(seg._fwd is None for seg in postings.segments)
+    assert any(seg._plan is not None for seg in postings.segments)
+    with_fwd = postings.docs_terms(slots)  # every term: through the transposes
+    assert any(seg._fwd is not None for seg in postings.segments)
     assert sorted(with_fwd) == [0, 5, 699, 700, 1400, 2999]  # a dead slot keeps postings until compaction
     for seg in postings.segments:
         seg._fwd = None
@@ -413,3 +417,83 @@ def test_a_big_segments_reading_plan_is_kept_for_the_same_mask(monkeypatch) -> N
     assert postings.docs_terms([0, 3, 2998], grown).keys() == first.keys()
     assert len(plans) == 2 * made
     assert again.keys() <= {1, 4, 2997}
+
+
+@pytest.mark.parametrize("n_dead", [1, 7, 400])
+def test_dead_postings_of_some_terms_are_counted_without_a_transpose(n_dead: int) -> None:
+    """``dead_counts`` of a few terms, scanning or searching each term's postings, equals a
+    count over the documents' terms; no segment builds its transpose for it."""
+    index = _store(mixed=True, dead=False, seed=76)
+    postings = index._postings
+    postings.flush(np.frombuffer(index._vocab.cjk, dtype=np.uint8))
+    rng = np.random.default_rng(77)
+    dead = np.sort(rng.choice(N_DOCS, size=n_dead, replace=False)).astype(np.int64)
+    counts = index.doc_term_counts()  # by id; slot of d<i> is i (added in order, none removed)
+    held = [index._vocab[t] for t in sorted(counts[f"d{int(dead[0]):04d}"])[:10]]  # some are dead
+    chosen = set(rng.choice(len(index._vocab.terms), size=30, replace=False).tolist()) | set(held)
+    tids = np.array(sorted(chosen), dtype=np.int64)
+    got = postings.dead_counts(dead, tids)
+    terms = [index._vocab.terms[t] for t in tids.tolist()]
+    want = [sum(1 for s in dead.tolist() if t in counts.get(f"d{s:04d}", {})) for t in terms]
+    assert got.tolist() == want
+    assert sum(want) > 0
+    assert all(seg._fwd is None for seg in postings.segments)
+
+
+def test_feedback_after_deletions_builds_no_transpose_and_ranks_as_after_compaction(monkeypatch) -> None:
+    """An English question after a few deletions: the live document frequencies of its
+    expansion terms come from those terms' postings (at 1M one deletion made the next
+    question count every term through a transpose: 28 s, 6.6 GB), and the answer is the
+    one after compaction. With ``PLAN_MAX_NS`` 0 the transposes are built: same answer."""
+    from md_cg import textindex_postings
+
+    queries = [[("w1", 1.0), ("w2", 1.0), ("w3", 1.0), ("w7", 1.0)], [("w4", 1.0), ("w9", 1.0), ("w11", 1.0)]]
+    index = _store(mixed=True, dead=True, seed=78)  # every 13th document removed
+    assert index._docs.dead
+    ranked = [index.match(q, index.scope(), k=10) for q in queries]
+    assert all(seg._fwd is None for seg in index._postings.segments)
+    assert index._dead_terms  # the expansion terms' dead postings, counted
+    assert len(index._dead_terms) < len(index._vocab.terms)  # ... and only theirs
+    monkeypatch.setattr(textindex_postings, "PLAN_MAX_NS", 0)
+    other = _store(mixed=True, dead=True, seed=78)
+    assert [other.match(q, other.scope(), k=10) for q in queries] == ranked
+    assert any(seg._fwd is not None for seg in other._postings.segments)
+    other.compact()
+    assert not other._docs.dead
+    assert [[d for d, _ in other.match(q, other.scope(), k=10)] for q in queries] == [
+        [d for d, _ in r] for r in ranked
+    ]
+
+
+def test_a_segment_builds_its_transpose_once_its_plan_has_cost_as_much(monkeypatch) -> None:
+    """Reading through a plan is rent, the transpose is the purchase: a segment that small
+    enough for one builds it once the plan's estimated cost passes the build's."""
+    from md_cg import textindex_postings
+
+    index = _store(mixed=True, dead=False, seed=79)
+    postings = index._postings
+    postings.flush(np.frombuffer(index._vocab.cjk, dtype=np.uint8))
+    seg = max(postings.segments, key=lambda s: s.nnz)
+    latin = index._vocab.latin()
+    lo, hi = seg.bounds()
+    slots = [lo, (lo + hi) // 2, hi]
+    cost = seg._plan_of(latin).cost_ns(len(slots))
+    # the build is priced at three reads
+    monkeypatch.setattr(textindex_postings, "_FWD_NS_PER_POSTING", 3 * cost / seg.nnz)
+    answers = []
+    for _ in range(3):
+        answers.append(seg.few_doc_postings(slots, latin))
+        assert seg._fwd is None
+    fourth = seg.few_doc_postings(slots, latin)
+    assert seg._fwd is not None  # bought
+
+    def latin_of(found: dict) -> dict:  # type: ignore[type-arg]
+        out = {}
+        for slot, (tids, tfs) in found.items():
+            pairs = {t: f for t, f in zip(tids.tolist(), tfs.tolist(), strict=True) if latin[t]}
+            if pairs:
+                out[slot] = pairs
+        return out
+
+    assert latin_of(fourth) == latin_of(answers[0]) == latin_of(answers[2])
+    assert latin_of(fourth)  # the slots hold Latin terms
