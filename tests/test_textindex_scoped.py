@@ -497,3 +497,30 @@ def test_a_segment_builds_its_transpose_once_its_plan_has_cost_as_much(monkeypat
 
     assert latin_of(fourth) == latin_of(answers[0]) == latin_of(answers[2])
     assert latin_of(fourth)  # the slots hold Latin terms
+
+
+def test_dead_postings_are_counted_once_per_table_version(monkeypatch) -> None:
+    """The statistics of a store with dead slots subtract the query terms' dead postings,
+    counted once per version of the table (not by reading every posting per query)."""
+    index = _store(mixed=True, dead=True, seed=80)
+    calls: list[list[int]] = []
+    real = type(index._postings).dead_counts
+
+    def spy(self, dead, tids):  # type: ignore[no-untyped-def]
+        calls.append(tids.tolist())
+        return real(self, dead, tids)
+
+    monkeypatch.setattr(type(index._postings), "dead_counts", spy)
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+    query = [("w0", 1.0), ("w1", 1.0), ("w90", 1.0)]
+    first = index.match(query, index.scope(), k=5, feedback=False)
+    assert len(calls) == 2  # the dead slots of each class, the query's three terms
+    assert all(sorted(c) == sorted(index._vocab[t] for t, _ in query) for c in calls)
+    assert index.match(query, index.scope(), k=5, feedback=False) == first
+    assert len(calls) == 2  # kept
+    index.remove("d0001")
+    again = index.match(query, index.scope(), k=5, feedback=False)
+    assert len(calls) == 4  # a new table version: counted again
+    assert "d0001" not in [d for d, _ in again]
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)
+    assert [d for d, _ in index.match(query, index.scope(), k=5, feedback=False)] == [d for d, _ in again]
