@@ -21,7 +21,11 @@ the content, committed every 1,000 rows. Then, each in a fresh process:
 * sqlite: connect + count, the same queries as an OR of their terms ordered
   by ``bm25()`` (what FTS-based memory stores run), and its RSS;
 * ``sync()`` after ``--edits`` files were edited by hand (appended a line),
-  beside sqlite updating the same rows (and their FTS rows) in one transaction.
+  beside sqlite updating the same rows (and their FTS rows) in one transaction;
+  then the four search kinds again, in a fresh process, against the figures
+  before the edits: the edited nodes' old postings are dead until a
+  compaction, as in any store in use (one deletion once made every search at
+  1M 3x slower, docs/benchmarks.md session 11).
 
 Also: bytes on disk (allocated blocks) of both, and a cost-growth table --
 per-node cost of writing and rebuilding at each size against the smallest.
@@ -338,6 +342,8 @@ def one_size(n: int, work: Path, queries: int, edits: int, say: Any) -> dict[str
     ids = hand_edits(root, edits)
     r["sync"] = probe(_SYNC, str(root))
     r["sync"]["edited"] = len(ids)
+    say(f"{n:,}: search again (the edited nodes' old postings are dead until a compaction)")
+    r["after"] = probe(_SEARCH, str(root), str(qfile), str(efile))
     r["sq_edits_s"] = sqlite_edits(db, ids)
     shutil.rmtree(root, ignore_errors=True)
     for p in work.glob(f"sq_{n}.db*"):
@@ -433,6 +439,20 @@ def _rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             f"{r['sync']['seconds'] / r['sq_edits_s']:.1f}×",
         ),
     ]
+    if "after" in r:
+        kinds4 = ("none", "hit", "miss", "english")
+        before = " · ".join(f"{pct(s[k], 0.5):.2f}" for k in kinds4)
+        after = " · ".join(f"{pct(r['after'][k], 0.5):.2f} / {pct(r['after'][k], 0.95):.2f}" for k in kinds4)
+        ratio = " · ".join(f"{pct(r['after'][k], 0.5) / pct(s[k], 0.5):.2f}×" for k in kinds4)
+        out.append(
+            (
+                "search p50 / p95 ms after those edits (their old postings dead until a compaction): "
+                "no context · routed hit · routed miss · English",
+                f"{after} (before the edits, p50: {before})",
+                "",
+                f"after / before: {ratio}",
+            )
+        )
     return out
 
 
