@@ -125,7 +125,7 @@ class Segment:
 
     A segment of a snapshot may come with a ``guard``: its ``docs`` and
     ``tfs`` are then checked (and read) on first use -- the postings of a
-    few terms through :meth:`postings` and :meth:`checked`, all of them on
+    few terms through :meth:`postings` and :meth:`checked_ranges`, all of them on
     the first use of ``docs`` or ``tfs`` as a whole.
     """
 
@@ -184,18 +184,9 @@ class Segment:
                 self._guard = None
         return self._docs[start:stop], self._tfs[start:stop]
 
-    def checked(self, spans: Sequence[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
-        """``docs`` and ``tfs`` whole, after checking the postings of ``spans`` (use only those)."""
-        guard = self._guard
-        if guard is not None:
-            for a, z in spans:
-                guard.need(a, z)
-            if guard.complete:
-                self._guard = None
-        return self._docs, self._tfs
-
     def checked_ranges(self, starts: np.ndarray, stops: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`checked` of the postings ``[starts[i], stops[i])`` (int64 arrays)."""
+        """``docs`` and ``tfs`` whole, after checking the postings ``[starts[i], stops[i])``
+        (int64 arrays; use only those)."""
         guard = self._guard
         if guard is not None:
             guard.need_ranges(starts, stops)
@@ -693,9 +684,9 @@ class Postings:
             lo = seg.ptr[pos[hit]]
             hi = seg.ptr[pos[hit] + 1]
             lengths = hi - lo
-            spans = list(zip(lo.tolist(), hi.tolist(), strict=True))
-            all_docs, all_tfs = seg.checked(spans)
+            all_docs, all_tfs = seg.checked_ranges(lo, hi)
             if len(hit) <= _FEW_TERMS:
+                spans = list(zip(lo.tolist(), hi.tolist(), strict=True))
                 docs = np.concatenate([all_docs[a:z] for a, z in spans], dtype=np.int64)
                 tfs = np.concatenate([all_tfs[a:z] for a, z in spans])
             else:  # many terms: positions of all their postings, one gather
