@@ -510,16 +510,15 @@ class TextIndex:
         """Exact top-k BM25 without scoring every posting of very common terms (MaxScore).
 
         A term's contribution to any document is below ``ub = w * idf * (k1 + 1)``.
-        Terms are taken in decreasing ``ub``; the first ``m`` (*essential*)
-        terms give the candidates and their partial scores. When the sum of
-        the other terms' ``ub`` is below the k-th best partial score, no
-        document lacking every essential term can reach the top k, so only
-        the candidates are completed with the other terms (looked up by
-        binary search in their postings, not gathered). Returns None when
-        pruning does not pay (few postings, or the essential terms hold most
-        of them): the caller then scores every posting. The result equals
-        full scoring (up to floating-point summation order).
-        """
+        Terms are taken in decreasing ``ub`` per posting (:func:`_maxscore_orders`);
+        the first ``m`` (*essential*) terms give the candidates and their partial
+        scores. When the sum of the other terms' ``ub`` is below the k-th best
+        partial score, no document lacking every essential term can reach the top
+        k, so only the candidates are completed with the other terms (looked up by
+        binary search in their postings, not gathered). Returns None when pruning
+        does not pay (few postings, or the essential terms hold most of them): the
+        caller then scores every posting. The result equals full scoring (up to
+        floating-point summation order)."""
         table = self._docs
         spans, cjk = self._postings.spans(tids, table.cjk if table.mixed else None)
         lengths = np.array([sum(z - a for _, a, z in sp) for sp in spans], dtype=np.int64)
@@ -527,7 +526,7 @@ class TextIndex:
         if total < _PRUNE_MIN_POSTINGS:
             return None
         coef, norm = self._coefficients(weights, _span_df(self, tids, cjk, lengths))
-        order = np.argsort(-coef, kind="stable").tolist()
+        order, by_bound = _maxscore_orders(coef, lengths)
         pruner = _Pruner(self, _scope_mask(self, scope), table.excluded_slots(exclude), spans, coef, norm)
         try:
             gathered = 0
@@ -535,7 +534,8 @@ class TextIndex:
                 gathered += int(lengths[order[m - 1]])  # the term that just became essential
                 if gathered > total // 2:
                     return None
-                top = pruner.step(order[:m], order[m:], k)
+                rest = set(order[m:])
+                top = pruner.step(order[:m], [j for j in by_bound if j in rest], k)
                 if top is not None:
                     return top
             return None
@@ -831,6 +831,18 @@ def _add_batch(
         if postings.full:
             index._flush()
         i = stop
+
+
+def _maxscore_orders(coef: np.ndarray, lengths: np.ndarray) -> tuple[list[int], list[int]]:
+    """The order in which MaxScore makes terms essential, and the order of bounds.
+
+    Any split of the terms into essential ones and the others is exact; the
+    cheapest covers the most bound per posting gathered, so a light but rare
+    term (a feedback term) goes before a common word asked for at full
+    weight. The others are completed in decreasing bound, which prunes soonest.
+    """
+    order = np.argsort(-coef / np.maximum(lengths, 1), kind="stable").tolist()
+    return order, np.argsort(-coef, kind="stable").tolist()
 
 
 def _batch_tids(vocab: Vocab, keys: np.ndarray, term: Callable[[int], str], pos_bits: int) -> np.ndarray:

@@ -524,3 +524,48 @@ def test_dead_postings_are_counted_once_per_table_version(monkeypatch) -> None:
     assert "d0001" not in [d for d, _ in again]
     monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)
     assert [d for d, _ in index.match(query, index.scope(), k=5, feedback=False)] == [d for d, _ in again]
+
+
+def test_maxscore_gathers_the_terms_of_most_bound_per_posting_first(monkeypatch) -> None:
+    """A common word asked for at full weight has a higher bound than light, rare
+    terms (feedback terms), but far more postings: the rare terms become essential
+    first, and the common word is only looked up for the candidates they give."""
+    rng = random.Random(41)
+    filler = [f"f{i}" for i in range(30)]
+    index = TextIndex()
+    for d in range(4000):
+        terms = rng.choices(filler, k=rng.randint(6, 14))
+        if d % 2 == 0:
+            terms.append("common")  # 2,000 documents
+        if d % 100 == 0:
+            terms.append("key")  # 40 documents, each also holding r0
+        if d % 50 < 8:
+            terms.append(f"r{d % 50}")  # r0 ... r7: 80 documents each
+        index.add(f"d{d:04d}", terms, layer=0, bucket=-1, prior=0.5)
+    query = [("key", 1.0), ("common", 1.0)] + [(f"r{i}", 0.1) for i in range(8)]
+    tids = [index._vocab[t] for t, _ in query]
+    steps: list[list[int]] = []
+    bounds: dict[int, float] = {}
+    real = textindex._Pruner.step
+
+    def recording(self, essential, others, k):  # type: ignore[no-untyped-def]
+        steps.append([tids[j] for j in essential])
+        bounds.update({tids[j]: float(self.coef[j]) for j in range(len(tids))})
+        return real(self, essential, others, k)
+
+    monkeypatch.setattr(textindex._Pruner, "step", recording)
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
+    pruned = index.match(query, index.scope(), k=10, feedback=False)
+    common, rare = index._vocab["common"], [index._vocab[f"r{i}"] for i in range(8)]
+    # the case is one where the order of bounds alone would gather "common" second
+    assert all(bounds[common] > bounds[r] for r in rare)
+    key = index._vocab["key"]
+    assert steps == [[key], [key, rare[0]], [key, *rare[:2]], [key, *rare[:3]]]
+    gathered = sum(len(index._postings.gather([t])[1]) for t in steps[-1])
+    # by bound alone "common" would come second: 2,040 of the 2,680 postings gathered,
+    # past the half where pruning gives up and every posting is scored
+    assert gathered == 40 + 3 * 80
+    monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 10**12)
+    full = index.match(query, index.scope(), k=10, feedback=False)
+    assert [d for d, _ in pruned] == [d for d, _ in full]
+    assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
