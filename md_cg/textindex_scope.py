@@ -25,8 +25,11 @@ SCOPE_RATIO = 16
 #: mask (the same ids; scores equal up to floating-point summation order), not by a
 #: binary search of every scope slot in every term's postings: at 1M documents, a
 #: bucket of ~50k and a query of ~4M postings took ~27 ms that way, 12-17 ms by MaxScore.
+#: The ratio was 40 until MaxScore gathered the terms of most bound per posting first;
+#: at 4, a bucket of ~44k English notes and a query holding a word of nearly every note
+#: (~1M postings) takes ~1.3 ms instead of 5.4 (docs/benchmarks.md, session 12).
 PRUNE_SCOPE_MIN = 10_000
-PRUNE_SCOPE_RATIO = 40
+PRUNE_SCOPE_RATIO = 4
 _CACHE = 64  # scopes remembered per table version (a few hundred slots each)
 
 
