@@ -87,9 +87,10 @@ def render(rows: Sequence[Row], title: str = "") -> str:
     return "\n".join(lines)
 
 
-def corpus(n: int, seed: int = 2026) -> list[Node]:
-    """Seed-shaped nodes with ``n`` knowledge nodes (edges dropped: a cut leaves them dangling)."""
-    nodes = build_nodes(knowledge=n, seed=seed)
+def corpus(n: int, seed: int = 2026, language: str | None = None) -> list[Node]:
+    """Seed-shaped nodes with ``n`` knowledge nodes (edges dropped: a cut leaves them dangling);
+    ``language`` ``"en"`` or ``"zh"``: from that language's domains only."""
+    nodes = build_nodes(knowledge=n, seed=seed, language=language)
     for node in nodes:
         node.edges = []
     return nodes

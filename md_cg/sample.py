@@ -1320,12 +1320,23 @@ def _node_id(prefix: str, seed: int, key: str, taken: set[str]) -> str:
 # -- knowledge ------------------------------------------------------------------
 
 
-def _plan_domains(knowledge: int, slice_: bool) -> tuple[list[tuple[str, str, list[str], int]], int]:
+def _domains(language: str | None) -> list[tuple[str, str, str]]:
+    """:data:`DOMAINS`, or those of one language (``"en"`` or ``"zh"``)."""
+    if language is None:
+        return list(DOMAINS)
+    if language not in ("en", "zh"):
+        raise ValueError(f"language must be 'en', 'zh' or None, got {language!r}")
+    return [d for d in DOMAINS if d[1] == language]
+
+
+def _plan_domains(
+    knowledge: int, slice_: bool, language: str | None = None
+) -> tuple[list[tuple[str, str, list[str], int]], int]:
     """``[(domain, language, concepts, size)]`` and the number of orphans."""
     orphans = max(2, round(knowledge / 500))
     if knowledge < orphans + 2:
         raise ValueError(f"knowledge must be at least {orphans + 2}, got {knowledge}")
-    table = [(d, lang, concepts.split("|")) for d, lang, concepts in DOMAINS]
+    table = [(d, lang, concepts.split("|")) for d, lang, concepts in _domains(language)]
     if slice_:
         chosen = [t for t in table if t[0] in SLICE_DOMAINS]
     else:
@@ -1337,8 +1348,9 @@ def _plan_domains(knowledge: int, slice_: bool) -> tuple[list[tuple[str, str, li
     return [(d, lang, c, s) for (d, lang, c), s in zip(chosen, sizes, strict=True)], orphans
 
 
-def _items(rng: random.Random, knowledge: int, slice_: bool) -> list[_Item]:
-    plan, orphans = _plan_domains(knowledge, slice_)
+def _items(rng: random.Random, knowledge: int, slice_: bool, language: str | None) -> list[_Item]:
+    plan, orphans = _plan_domains(knowledge, slice_, language)
+    domains = _domains(language)
     items: list[_Item] = []
     for domain, lang, concepts, size in plan:
         pairs = [(c, a) for a in range(len(ASPECTS)) for c in concepts]
@@ -1347,7 +1359,7 @@ def _items(rng: random.Random, knowledge: int, slice_: bool) -> list[_Item]:
             related = concepts[(concepts.index(concept) + 1 + k % 3) % len(concepts)]
             items.append(_Item(domain, lang, concept, aspect, k // len(pairs), related))
     for k in range(orphans):
-        _, lang, joined = DOMAINS[k % len(DOMAINS)]
+        _, lang, joined = domains[k % len(domains)]
         names = joined.split("|")
         items.append(_Item(None, lang, names[k % len(names)], 0, 0, names[-1]))
     rng.shuffle(items)
@@ -1513,10 +1525,10 @@ def _knowledge_node(rng: random.Random, item: _Item, node_id: str, space: dict[s
 
 
 def _knowledge(
-    rng: random.Random, seed: int, knowledge: int, slice_: bool, taken: set[str]
+    rng: random.Random, seed: int, knowledge: int, slice_: bool, taken: set[str], language: str | None
 ) -> tuple[list[_Item], list[Node]]:
     """The knowledge notes to write and their nodes, in the same order."""
-    items = _items(rng, knowledge, slice_)
+    items = _items(rng, knowledge, slice_, language)
     tools = _quota(rng, len(items), TOOLS)
     constraints = _quota(rng, len(items), CONSTRAINTS)
     windows = _quota(rng, len(items), TIME_WINDOWS)
@@ -1749,13 +1761,22 @@ def _other_nodes(
 
 
 def build_nodes(
-    *, knowledge: int | None = None, seed: int = DEFAULT_SEED, slice_: bool = False
+    *,
+    knowledge: int | None = None,
+    seed: int = DEFAULT_SEED,
+    slice_: bool = False,
+    language: str | None = None,
 ) -> list[Node]:
-    """The sample's nodes, in the order they are written (by ``created_at``, then id)."""
+    """The sample's nodes, in the order they are written (by ``created_at``, then id).
+
+    ``language`` (``"en"`` or ``"zh"``) draws the knowledge notes from the
+    domains of that language only (an all-English store for benchmarks); the
+    default mixes both, as the sample does.
+    """
     count = knowledge if knowledge is not None else (SLICE_KNOWLEDGE if slice_ else FULL_KNOWLEDGE)
     rng = random.Random(seed)
     taken: set[str] = set()
-    items, nodes = _knowledge(rng, seed, count, slice_, taken)
+    items, nodes = _knowledge(rng, seed, count, slice_, taken, language)
     _knowledge_edges(rng, seed, items, nodes)
     nodes.extend(_other_nodes(rng, seed, slice_, nodes, items, taken))
     nodes.sort(key=lambda n: (n.created_at or 0.0, n.id))

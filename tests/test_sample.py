@@ -182,3 +182,24 @@ def test_knowledge_count_and_command_line(tmp_path: Path, capsys: pytest.Capture
         generate(tmp_path / "tiny.sqlite", knowledge=1)
     assert not (tmp_path / "tiny.sqlite").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["small.sqlite"]
+
+
+def test_build_nodes_of_one_language_draws_from_that_languages_domains_only() -> None:
+    from md_cg.sample import build_nodes
+
+    english = build_nodes(knowledge=600, seed=9, language="en")
+    chinese = build_nodes(knowledge=600, seed=9, language="zh")
+    en_domains = {d for d, lang, _ in DOMAINS if lang == "en"}
+    zh_domains = {d for d, lang, _ in DOMAINS if lang == "zh"}
+    for nodes, own in ((english, en_domains), (chinese, zh_domains)):
+        knowledge = [n for n in nodes if n.layer == "knowledge"]
+        assert len(knowledge) == 600
+        domains = {route_key(n) for n in knowledge} - {None}
+        assert len(domains) >= 10 and domains <= {normalize_domain(d) for d in own}, domains
+    assert all(n.body.isascii() for n in english)  # every layer follows its notes' language
+    assert sum(not n.body.isascii() for n in chinese) > 0.9 * len(chinese)
+    mixed = build_nodes(knowledge=600, seed=9)
+    assert [n.id for n in mixed] == [n.id for n in build_nodes(knowledge=600, seed=9, language=None)]
+    assert {n.body for n in mixed} != {n.body for n in english}
+    with pytest.raises(ValueError, match="language must be 'en', 'zh' or None, got 'fr'"):
+        build_nodes(knowledge=600, language="fr")
