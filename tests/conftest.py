@@ -116,6 +116,23 @@ def store(tmp_path: Path) -> Iterator[MdCG]:
         assert_no_drift(s)
 
 
+@pytest.fixture
+def top_k_answers(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each call of ``TextIndex._match_top_k`` (MaxScore) answered, in call order."""
+    from md_cg.textindex import TextIndex
+
+    answered: list[bool] = []
+    real = TextIndex._match_top_k
+
+    def spy(self, *args):  # type: ignore[no-untyped-def]
+        out = real(self, *args)
+        answered.append(out is not None)
+        return out
+
+    monkeypatch.setattr(TextIndex, "_match_top_k", spy)
+    return answered
+
+
 @pytest.fixture(params=[False, True], ids=["fast", "durable"])
 def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MdCG]:
     """The same tests in both write modes (non-durable and durable)."""

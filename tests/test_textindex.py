@@ -431,7 +431,7 @@ def test_similar_uses_known_words_exactly_and_caps_fuzzy_candidates(monkeypatch)
     assert [d for d, s in ix.similar("binarx", ix.scope(), k=3) if s > 0] == ["near"]
 
 
-def test_pruned_top_k_equals_exhaustive_scoring(monkeypatch) -> None:
+def test_pruned_top_k_equals_exhaustive_scoring(monkeypatch, top_k_answers: list[bool]) -> None:
     """MaxScore pruning of common terms returns exactly the exhaustive top k."""
     import random
 
@@ -447,15 +447,7 @@ def test_pruned_top_k_equals_exhaustive_scoring(monkeypatch) -> None:
     for d in range(0, 3000, 17):
         index.remove(f"d{d:04d}")  # dead slots too
     scopes = [index.scope(), index.scope(layers=[0, 1]), index.scope(buckets=[2, 3, 4])]
-    real = ti_mod.TextIndex._match_top_k
-    used: list[bool] = []
-
-    def counting(self, *args):  # type: ignore[no-untyped-def]
-        out = real(self, *args)
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(ti_mod.TextIndex, "_match_top_k", counting)
+    used = top_k_answers
     for _ in range(150):
         query = [(t, rng.choice([1.0, 0.6])) for t in rng.sample(vocab[:60], rng.randint(2, 8))]
         scope = rng.choice(scopes)
@@ -549,7 +541,9 @@ def test_the_class_of_a_document_is_the_script_of_most_of_its_terms() -> None:
 
 
 @pytest.mark.parametrize("dead", [False, True])
-def test_pruned_top_k_equals_exhaustive_scoring_in_a_mixed_store(monkeypatch, dead: bool) -> None:
+def test_pruned_top_k_equals_exhaustive_scoring_in_a_mixed_store(
+    monkeypatch, top_k_answers: list[bool], dead: bool
+) -> None:
     rng = random.Random(12)
     vocab = [f"w{i}" for i in range(150)] + [chr(0x4E00 + i) + chr(0x4E80 + i) for i in range(150)]
     weights = [1.0 / (i % 150 + 1) for i in range(300)]
@@ -562,15 +556,7 @@ def test_pruned_top_k_equals_exhaustive_scoring_in_a_mixed_store(monkeypatch, de
         index.remove(f"d{d:04d}")
     index.match(q("w1"), index.scope(), k=1)
     assert index._docs.mixed and bool(index._docs.dead) is dead
-    used = []
-    real = TextIndex._match_top_k
-
-    def counting(self, *args):  # type: ignore[no-untyped-def]
-        out = real(self, *args)
-        used.append(out is not None)
-        return out
-
-    monkeypatch.setattr(TextIndex, "_match_top_k", counting)
+    used = top_k_answers
     for _ in range(100):
         pool = vocab[:40] + vocab[150:190]
         query = [(t, rng.choice([1.0, 0.6, 0.05])) for t in rng.sample(pool, rng.randint(2, 8))]

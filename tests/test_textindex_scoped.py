@@ -303,20 +303,12 @@ def test_a_few_documents_terms_of_no_wanted_term_are_none(monkeypatch) -> None:
 
 @pytest.mark.parametrize(("mixed", "dead"), [(False, False), (True, True)])
 def test_a_large_scope_of_common_terms_ranked_by_maxscore_gives_the_scoped_answer(
-    monkeypatch, mixed: bool, dead: bool
+    monkeypatch, top_k_answers: list[bool], mixed: bool, dead: bool
 ) -> None:
     """The choice between the scoped path and MaxScore for a small scope changes no id and no rank."""
     index = _store(mixed=mixed, dead=dead, seed=41)
+    answered = top_k_answers
     rng = random.Random(42)
-    real = TextIndex._match_top_k
-    answered: list[bool] = []
-
-    def spy(self, *args):  # type: ignore[no-untyped-def]
-        out = real(self, *args)
-        answered.append(out is not None)
-        return out
-
-    monkeypatch.setattr(TextIndex, "_match_top_k", spy)
     monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
     common = VOCAB[:12] + VOCAB[150:156]
     pruned_first = found = 0
@@ -571,28 +563,22 @@ def test_maxscore_gathers_the_terms_of_most_bound_per_posting_first(monkeypatch)
     assert [s for _, s in pruned] == pytest.approx([s for _, s in full], rel=1e-12)
 
 
-def test_a_large_scope_of_terms_with_4x_its_documents_is_ranked_by_maxscore_first(monkeypatch) -> None:
+def test_a_large_scope_of_terms_with_4x_its_documents_is_ranked_by_maxscore_first(
+    monkeypatch, top_k_answers: list[bool]
+) -> None:
     """Since MaxScore gathers the rare terms first, it pays for a large scope from 4x
     (it was 40x): at 1M English notes, a bucket of ~44k and a query holding a word
     in every note took 5.4 ms through the scope's slots, ~1.3 ms by MaxScore."""
     index = _store(mixed=False, dead=False, seed=51)
+    top_k_answers.clear()  # only the query below counts
     monkeypatch.setattr(textindex, "PRUNE_SCOPE_MIN", 1)  # a small store: the ratio is under test
     monkeypatch.setattr(textindex, "_PRUNE_MIN_POSTINGS", 0)
-    tried: list[bool] = []
-    real = TextIndex._match_top_k
-
-    def spy(self, *args):  # type: ignore[no-untyped-def]
-        out = real(self, *args)
-        tried.append(out is not None)
-        return out
-
-    monkeypatch.setattr(TextIndex, "_match_top_k", spy)
     scope = index.scope(buckets=[5, 7, 9])
     slots = index._scopes.slots(index._docs, scope)
     query = [("w60", 1.0), ("w40", 1.0), ("w0", 1.0)]  # w0: a word of nearly every document
     total = len(index._postings.gather([index._vocab[t] for t, _ in query])[1])
     assert slots is not None and 4 <= total / len(slots) < 40
     pruned = index.match(query, scope, k=5, feedback=False)
-    assert tried == [True]  # answered by MaxScore, the scope as a mask
+    assert top_k_answers == [True]  # answered by MaxScore, the scope as a mask
     monkeypatch.setattr(textindex, "PRUNE_SCOPE_MIN", 10**12)
     assert [d for d, _ in index.match(query, scope, k=5, feedback=False)] == [d for d, _ in pruned]
