@@ -52,7 +52,7 @@ import numpy as np
 from . import textindex_codec as codec
 from .errors import SnapshotDamageError
 from .text import KEY_BITS, TermBatch
-from .textindex_docs import DocTable, Scope, idf_of
+from .textindex_docs import DocTable, Scope, idf_of, kth_largest
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab, search_ranges
 from .textindex_scope import PRUNE_SCOPE_MIN, PRUNE_SCOPE_RATIO, SCOPE_RATIO, ScopeSlots
@@ -1251,8 +1251,8 @@ class _Pruner:
             return None
         cand = np.concatenate(self.cand_parts).astype(np.int64)
         score = self.acc[cand]
-        theta = float(np.partition(score, len(score) - k)[len(score) - k])
-        if rest >= theta:
+        # (-inf when fewer than k partial scores reach ``rest``)
+        if rest >= kth_largest(score, k, rest):
             return None
         matched = None if self.matched is None else self.matched[cand]
         cand, score, matched = self._complete(cand, score, matched, others, k)
@@ -1261,7 +1261,7 @@ class _Pruner:
             # essential term stays below ``rest``: the top k is exact when
             # the k-th coordinated score is still above it.
             score *= self.index._coordination_factor(matched / float(self.mass.sum()), cand)
-            if rest >= float(np.partition(score, len(score) - k)[len(score) - k]):
+            if rest >= kth_largest(score, k, rest):
                 return None
         positive = score > 0
         return self.table.ranked(cand[positive], score[positive], k)
@@ -1280,6 +1280,7 @@ class _Pruner:
         binary search in a term's postings, many through a slot map.
         """
         mass_total = float(self.mass.sum())
+        theta = -np.inf
         for i, j in enumerate(others):
             if len(cand) <= _BATCH_CAND and len(others) - i > 1:
                 self._add_terms(others[i:], cand, score, matched)
@@ -1293,7 +1294,11 @@ class _Pruner:
                     low = score * factor(matched / mass_total, cand)
                     share = np.minimum((matched + float(self.mass[others[i:]].sum())) / mass_total, 1.0)
                     high *= factor(share, cand)
-                theta = float(np.partition(low, len(low) - k)[len(low) - k])
+                # Lower scores only rise and a dropped candidate was below theta:
+                # at least k are still at the last theta (else start afresh).
+                theta = kth_largest(low, k, theta)
+                if theta == -np.inf:  # rounding in the factor: never seen, but exact anyway
+                    theta = kth_largest(low, k)
                 # the slack covers rounding: a sum taken term by term may end an ulp above the bound
                 keep = np.flatnonzero(high >= theta * (1.0 - 1e-9))
                 if len(keep) < len(cand):
@@ -1342,7 +1347,8 @@ class _Pruner:
             for seg, a, z in self.spans[j]:
                 docs, tfs = seg.postings(a, z)
                 if len(cand) * _SEARCH_RATIO < z - a:
-                    where = np.searchsorted(docs, cand)
+                    # keys of the postings' dtype: int64 keys would copy all of ``docs`` first
+                    where = np.searchsorted(docs, cand.astype(docs.dtype))
                     where[where >= len(docs)] = 0
                     at = np.flatnonzero(docs[where] == cand)
                     hit = where[at]

@@ -216,7 +216,7 @@ class Segment:
                 order = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
                 order = order[np.argsort((key[order] >> 16).astype(np.uint16), kind="stable")]
             order = order.astype(np.int32)
-            self._fwd = order, np.searchsorted(self.docs[order], np.arange(n))
+            self._fwd = order, np.searchsorted(self.docs[order], np.arange(n, dtype=self.docs.dtype))
         return self._fwd
 
     def slot_terms(self, slots: np.ndarray) -> np.ndarray:
@@ -728,7 +728,7 @@ class Postings:
             for h in np.flatnonzero(seg.terms[pos] == q).tolist():
                 p = int(pos[h])
                 docs = seg.postings(int(seg.ptr[p]), int(seg.ptr[p + 1]))[0]
-                at = np.searchsorted(docs, want)
+                at = np.searchsorted(docs, want.astype(docs.dtype))  # like dtypes: no copy of docs
                 at[at >= len(docs)] = 0
                 out += [(h, s) for s in want[docs[at] == want].tolist()]
         return out
@@ -758,7 +758,7 @@ class Postings:
                 a, z = int(seg.ptr[p]), int(seg.ptr[p + 1])
                 docs, tfs = seg.postings(a, z)
                 if len(want) * SEARCH_RATIO < z - a:
-                    at = np.searchsorted(docs, want)
+                    at = np.searchsorted(docs, want.astype(docs.dtype))
                     at[at >= len(docs)] = 0
                     at = at[docs[at] == want]
                 else:
@@ -804,6 +804,7 @@ class Postings:
         out = np.zeros(len(tids), dtype=np.int64)
         if not len(dead) or not len(tids):
             return out
+        tids = np.asarray(tids, dtype=np.int32)  # the terms' dtype: searching copies no vocabulary
         flags = np.zeros(int(dead[-1]) + 1, dtype=bool)
         flags[dead] = True
         for seg in self.segments:
@@ -835,6 +836,7 @@ class Postings:
         With ``doc_cjk`` (slot -> 0/1), only the postings in non-CJK documents.
         """
         out = np.zeros(len(tids), dtype=np.int64)
+        tids = np.asarray(tids, dtype=np.int32)  # the terms' dtype: searching copies no vocabulary
         for seg in self.segments:
             if len(seg.terms) == 0:
                 continue

@@ -431,11 +431,19 @@ def test_similar_uses_known_words_exactly_and_caps_fuzzy_candidates(monkeypatch)
     assert [d for d, s in ix.similar("binarx", ix.scope(), k=3) if s > 0] == ["near"]
 
 
-def test_pruned_top_k_equals_exhaustive_scoring(monkeypatch, top_k_answers: list[bool]) -> None:
-    """MaxScore pruning of common terms returns exactly the exhaustive top k."""
+@pytest.mark.parametrize("sample_from", [None, 16], ids=["default", "sampled-floors"])
+def test_pruned_top_k_equals_exhaustive_scoring(
+    monkeypatch, top_k_answers: list[bool], sample_from: int | None
+) -> None:
+    """MaxScore pruning of common terms returns exactly the exhaustive top k (also
+    when every k-th best of 16 or more scores is found from a sampled floor)."""
     import random
 
     from md_cg import textindex as ti_mod
+
+    if sample_from is not None:
+        monkeypatch.setattr(textindex_docs, "_SAMPLE_FROM", sample_from)
+        monkeypatch.setattr(textindex_docs, "_SAMPLE_STEP", 3)
 
     rng = random.Random(11)
     vocab = [f"w{i}" for i in range(300)]
@@ -668,3 +676,41 @@ def test_add_many_too_many_terms_for_one_key_adds_one_by_one(monkeypatch):
     ref = _one_by_one(ids, texts, [0] * len(ids), [1] * len(ids), [0.5] * len(ids))
     assert ix.to_bytes() == ref.to_bytes()
     assert text_mod.KEY_BITS == 42
+
+
+def test_kth_largest_is_exact_with_ties_floors_and_sampled_floors(monkeypatch) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(5)
+    arrays = [
+        np.array([2.5]),
+        rng.random(10),
+        np.round(rng.random(8191) * 20) / 4,  # many ties
+        np.round(rng.random(8192) * 20) / 4,
+        rng.random(50_000),
+        np.sort(rng.random(40_000)),  # sorted either way: the sample sees every 16th
+        np.sort(rng.random(40_000))[::-1].copy(),
+        np.full(9000, 1.25),
+    ]
+    for values in arrays:
+        ordered = np.sort(values)[::-1]
+        for k in sorted({1, min(10, len(values)), len(values)}):
+            kth = float(ordered[k - 1])
+            assert textindex_docs.kth_largest(values, k) == kth
+            assert textindex_docs.kth_largest(values, k, kth) == kth  # a floor equal to the answer
+            assert textindex_docs.kth_largest(values, k, kth - 1.0) == kth
+            if kth < float(ordered[0]):
+                above = float(np.min(values[values > kth]))
+                assert textindex_docs.kth_largest(values, k, above) == -np.inf  # fewer than k reach it
+    # a long array: no partition of all of it (a 100k partition takes ~0.9 ms here, this ~0.08)
+    sizes: list[int] = []
+    real = np.partition
+
+    def spy(a, kth, *args, **kwargs):  # type: ignore[no-untyped-def]
+        sizes.append(len(a))
+        return real(a, kth, *args, **kwargs)
+
+    monkeypatch.setattr(np, "partition", spy)
+    values = rng.random(100_000)
+    assert textindex_docs.kth_largest(values, 10) == float(np.sort(values)[-10])
+    assert sizes[0] == 6250 and max(sizes[1:]) < 1000  # every 16th, then what reaches its 10th best
