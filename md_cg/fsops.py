@@ -455,6 +455,7 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
         out.symlinks.append(top)
         return out
     stack = [(first, 1)]
+    files, lstat, is_reg = out.files, os.lstat, statmod.S_ISREG
     while stack:
         d, depth = stack.pop()
         try:
@@ -462,7 +463,17 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
                 names = d.listdir()
             except (FileNotFoundError, NotADirectoryError):
                 continue
+            fd, prefix = d.fd, f"{d.rel}/"
+            # Regular files (nearly every entry) inline; the rest in _scan_entry.
             for name in names:
+                if name[0] != ".":
+                    try:
+                        st = lstat(name, dir_fd=fd)
+                    except FileNotFoundError:
+                        continue  # removed while we scanned
+                    if is_reg(st.st_mode):
+                        files[prefix + name] = st
+                        continue
                 _scan_entry(d, name, depth, max_depth, out, stack)
         finally:
             d.close()

@@ -247,20 +247,16 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
-    # What the index holds, without building an entry of an open from a snapshot.
-    indexed: dict[str, tuple[str, int, int]] = {}
     touched: dict[str, list[str]] = {}
     malformed: dict[str, str] = {}
+    # What the index holds (without building an entry of an open from a snapshot),
+    # against the files: each indexed path takes its file out of ``unknown``.
+    unknown = dict(files)
     for node_id, path, mtime_ns, size in state.entries.placed():
-        indexed[path] = (node_id, mtime_ns, size)
-        if path not in files:
-            touched.setdefault(node_id, []).append(path)
-    for rel, st in files.items():
-        known = indexed.get(rel)
-        if known is not None:
-            if (known[1], known[2]) != (st.st_mtime_ns, st.st_size):
-                touched.setdefault(known[0], []).append(rel)
-            continue
+        st = unknown.pop(path, None)
+        if st is None or st.st_mtime_ns != mtime_ns or st.st_size != size:
+            touched.setdefault(node_id, []).append(path)  # gone, or changed
+    for rel in unknown:
         _touch_file(engine, rel, touched, malformed)
     for rel in list(state.problems):
         if rel not in files:

@@ -740,15 +740,35 @@ class _Table:
                 path = paths.archived_rel(path)
         return path
 
+    def all_paths(self) -> list[str]:
+        """:meth:`path_of` of every row, in row order, in one pass (a sync asks for all of them):
+        the folder part comes from a table of (layer, bucket) codes, not from a call per row."""
+        n_buckets = len(self.bucket_names)
+        folders = [
+            paths.node_rel(layer, None if b < 0 else self.bucket_names[b], "")[: -len(paths.NODE_SUFFIX)]
+            for layer in LAYERS
+            for b in range(-1, n_buckets)
+        ]
+        layer = np.frombuffer(self.layers.encode("ascii"), dtype=np.uint8).astype(np.int64) - 48
+        codes = (layer * (n_buckets + 1) + np.asarray(self.buckets, dtype=np.int64) + 1).tolist()
+        suffix = paths.NODE_SUFFIX
+        out = [folders[c] + node_id + suffix for c, node_id in zip(codes, self.ids, strict=True)]
+        for row in self.archived:
+            out[row] = paths.archived_rel(out[row])
+        for row, rel in self.paths.items():
+            out[row] = rel
+        return out
+
     def stat_of(self, row: int) -> tuple[int, int]:
         """``(mtime_ns, size)`` of ``row``'s file when it was indexed, without building its entry."""
-        if self._stats is None:  # lists once (a sync asks for every row): numpy scalars are slow one by one
-            self._stats = self.mtimes.tolist(), self.sizes.tolist()
-        return self._stats[0][row], self._stats[1][row]
+        mtimes, sizes = self.stat_of_all()
+        return mtimes[row], sizes[row]
 
-    def conflicted(self, row: int) -> bool:
-        """True when ``row``'s file held a git merge conflict when it was indexed."""
-        return row in self.conflicts
+    def stat_of_all(self) -> tuple[list[int], list[int]]:
+        """The ``(mtime_ns, size)`` columns as lists (made once: numpy scalars are slow one by one)."""
+        if self._stats is None:
+            self._stats = self.mtimes.tolist(), self.sizes.tolist()
+        return self._stats
 
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (its JSON decoded now; rebuilt from its file when its chunk is damaged)."""

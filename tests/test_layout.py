@@ -155,3 +155,30 @@ def test_the_plain_path_shortcut_agrees_with_the_full_path_rules(monkeypatch) ->
     slow = [paths.rel_problem(r) for r in rels]
     assert fast == slow
     assert sum(p is None for p in slow) > 100  # the sample holds many good paths, not only bad ones
+
+
+def test_the_per_folder_path_checker_gives_rel_problem_s_answers() -> None:
+    """``rel_checker`` (a scan's check: each folder once, then the name) returns exactly
+    what ``rel_problem`` returns, wording included, good paths and hostile ones."""
+    import random
+
+    from md_cg import paths
+
+    rng = random.Random(6)
+    pieces = ["knowledge", "self", "archive", "foo", "cond_a", "cond_美术史_06c7", "k1", "a.b", "..", ".x",
+              "x.", "é", " ", "", "-", "_", "a\\b", "t\tab", "\x00", "A" * 99, "b" * 100, "c" * 128,
+              "d" * 129, "/", ".md", "名字"]  # fmt: skip
+    heads = ["knowledge", "self", "archive/contextual", "archive", "foo", ""]
+    rels = [rng.choice(heads) + "/" + "/".join(rng.choice(pieces) for _ in range(rng.randint(1, 8)))
+            + rng.choice([".md", ".md", ".md", "", ".txt"]) for _ in range(8000)]  # fmt: skip
+    folders = ["knowledge/cond_美术史_06c7", "knowledge/cond_a", "self", "archive/self",
+               "knowledge/a/b/c/d/e/f"]  # fmt: skip
+    names = ["k1.md", "名字.md", ".x.md", "a..b.md", "-x.md", "x .md", "a\\b.md", "x.md.md",
+             "e" * 128 + ".md", "f" * 129 + ".md", "g" * 2000 + ".md", ".md", "x"]  # fmt: skip
+    rels += [f"{f}/{n}" for f in folders for n in names]  # the same folders again and again, as in a scan
+    deep = "knowledge/" + "/".join(c * 128 for c in "hijklm")  # 6 components of 128: 783 characters
+    rels += [f"{deep}/{'n' * k}.md" for k in (100, 128, 236, 237, 238)]  # 1,024 is the longest path
+    check = paths.rel_checker()
+    got = [check(r) for r in rels]
+    assert got == [paths.rel_problem(r) for r in rels]
+    assert sum(p is None for p in got) > 300 and sum(p is not None for p in got) > 3000

@@ -333,3 +333,41 @@ def test_mtime_and_size_columns_that_do_not_match_the_rows_are_refused(tmp_path:
             table.attach(({"rows": n}, [ptr, blob, mtimes, sizes]))
     with pytest.raises(ValueError):
         table.attach(({"rows": n}, [ptr, blob]))  # a rows section of the previous layout
+
+
+def test_placed_of_a_lazy_state_gives_every_entry_path_and_stat_as_built(tmp_path: Path) -> None:
+    """``Entries.placed`` (what a sync compares with the files) answers rows from the
+    snapshot's columns in one pass (``all_paths``): archived, hand-placed and bucketed
+    paths as a cold build has them, a materialised or replaced entry from itself."""
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    expected = [(i, e.path, e.mtime_ns, e.size) for i, e in eager.entries.items()]
+    placed = {p for _, p, _, _ in expected}
+    assert {"archive/contextual/tobe_archived.md", "contextual/misplaced.md"} <= placed
+    assert len({p.rsplit("/", 1)[0] for _, p, _, _ in expected if p.startswith("knowledge/")}) == 3
+    lazy = _snapshot_state(root)
+    assert list(lazy.entries.placed()) == expected
+    assert lazy.entries._live == {}  # answered from the columns
+    lazy.entries["k1"]  # materialised: answered from the entry
+    moved = dataclasses.replace(eager.entries["k2"], path="knowledge/elsewhere/k2.md", size=1)
+    lazy.entries["k2"] = moved  # put since the snapshot
+    want = [(i, moved.path, moved.mtime_ns, 1) if i == "k2" else (i, p, m, z) for i, p, m, z in expected]
+    assert sorted(lazy.entries.placed()) == sorted(want)
+
+
+def test_conflicted_of_a_lazy_state_reads_the_conflict_rows_and_what_was_put_since(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    conflicted = "---\nid: {0}\nlayer: knowledge\n---\n<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n"
+    for node_id in ("k4", "k5", "k0"):
+        (root / eager.entries[node_id].path).write_text(conflicted.format(node_id))
+    eager = _cold(root)
+    assert sorted(e.id for e in eager.entries.conflicted()) == ["k0", "k4", "k5"]
+    lazy = _snapshot_state(root)
+    assert sorted(e.id for e in lazy.entries.conflicted()) == ["k0", "k4", "k5"]
+    assert set(lazy.entries._live) == {"k0", "k4", "k5"}  # only those were built
+    lazy.entries["k4"] = dataclasses.replace(eager.entries["k4"], conflict=False)  # resolved since
+    lazy.entries["k1"] = dataclasses.replace(eager.entries["k1"], conflict=True)  # conflicted since
+    assert sorted(e.id for e in lazy.entries.conflicted()) == ["k0", "k1", "k5"]
