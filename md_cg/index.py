@@ -568,8 +568,8 @@ class Entries(MutableMapping[str, Entry]):
         """``(id, path, mtime_ns, size)`` of every entry, in :meth:`walk`'s order, building none.
 
         A row not materialised answers from the snapshot's columns (its
-        ``source``: ``path_of``/``stat_of``), so reconciling with the files
-        after an open from a snapshot decodes no row.
+        ``source``: ``all_paths``/``stat_of_all``, every row in one pass), so
+        reconciling with the files after an open from a snapshot decodes no row.
         """
         if not self._rows:
             for node_id, live in self._live.items():
