@@ -66,9 +66,10 @@ _LAYER_SET = frozenset(LAYERS)
 #: no dot, at most 100 characters: they certainly pass :func:`id_problem`)
 #: within :data:`MAX_DEPTH` levels: it passes :func:`rel_problem`, checked by
 #: one match (a sync or a cold open checks every file's path).
+_PLAIN_NAME = r"[A-Za-z0-9_][A-Za-z0-9_-]{0,99}"
 _PLAIN_REL = re.compile(
     rf"(?:{re.escape(ARCHIVE_DIR)}/)?(?:{'|'.join(map(re.escape, LAYERS))})"
-    rf"(?:/[A-Za-z0-9_][A-Za-z0-9_-]{{0,99}}){{1,{MAX_DEPTH - 1}}}{re.escape(NODE_SUFFIX)}"
+    rf"(?:/{_PLAIN_NAME}){{1,{MAX_DEPTH - 1}}}{re.escape(NODE_SUFFIX)}"
 )
 
 
@@ -111,7 +112,7 @@ def rel_problem(rel: object) -> str | None:
     return None
 
 
-_PLAIN_NODE_NAME = re.compile(rf"[A-Za-z0-9_][A-Za-z0-9_-]{{0,99}}{re.escape(NODE_SUFFIX)}")
+_PLAIN_NODE_NAME = re.compile(rf"{_PLAIN_NAME}{re.escape(NODE_SUFFIX)}")  # a file name of _PLAIN_REL
 
 
 def rel_checker() -> Callable[[str], str | None]:
