@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import fsops, index, journal, layout, nodefile, paths, snapshot
+from . import coldbuild, fsops, index, journal, layout, nodefile, paths, snapshot
 from .errors import (
     DuplicateIdError,
     IdCollisionError,
@@ -214,7 +214,7 @@ class Engine:
             # Read the log before scanning the files: commits closed by then are
             # reflected in the scan; the open ones are resolved after it.
             before = journal.read_tail(self.root_str, {})
-            state = index.build_from_files(self.root_str)
+            state = coldbuild.build_from_files(self.root_str)
             cursor = Cursor()
             journal.replay(cursor, before)
             self.snap_ident = None

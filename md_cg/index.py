@@ -850,33 +850,73 @@ BUILD_CHUNK = 64
 def _build_from_files(root: str, scan: Scan | None, progress: Any) -> IndexState:
     if scan is None:
         scan = scan_files(root)
-    state = IndexState()
-    by_id: dict[str, list[Parsed]] = {}
+    builder = Builder(progress)
     rels = sorted(scan.files)
     scan = None  # its stat results are not needed any more (~1 KiB per file)
     with DirCache(root) as dirs:
         for start in range(0, len(rels), BUILD_CHUNK):
             chunk = rels[start : start + BUILD_CHUNK]
-            # Only the entry and the text are kept: holding every parsed node
-            # until the end would double the peak memory of a rebuild.
-            for parsed in _parse_chunk(root, chunk, dirs, state.problems):
-                by_id.setdefault(parsed.entry.id, []).append(parsed)
-            if progress is not None:
-                progress(len(chunk))
-    for node_id, copies in by_id.items():
-        best = copies[0] if len(copies) == 1 else winner(copies)
-        if len(copies) > 1:
+            builder.add(len(chunk), *parse_chunk(root, chunk, dirs))
+    return builder.finish()
+
+
+class Builder:
+    """A fresh state from parsed files, fed chunk by chunk in path order.
+
+    The first copy of an id is put at once; should another file hold the
+    same id, the :func:`winner` of its copies stands at :meth:`finish` and
+    the others are listed in ``duplicates``. Only the entry and the text of
+    each file are kept (holding every parsed node until the end would double
+    the peak memory of a rebuild). ``flush``: tokenise the texts every
+    :data:`TEXT_BATCH_DOCS` files (:mod:`md_cg.coldbuild`, whose helper
+    processes parse meanwhile) instead of leaving them to the first search.
+    """
+
+    def __init__(self, progress: Callable[[int], object] | None = None, *, flush: bool = False) -> None:
+        self.state = IndexState()
+        self._progress = progress
+        self._flush = flush
+        self._copies: dict[str, list[Parsed]] = {}
+
+    def add(self, files: int, parsed: list[Parsed], problems: dict[str, str]) -> None:
+        """The next chunk: ``files`` paths, what parsed and what did not (path order)."""
+        state = self.state
+        entries = state.entries
+        state.problems.update(problems)
+        for p in parsed:
+            node_id = p.entry.id
+            first = entries.get(node_id)
+            if first is None:
+                state.put(p.entry, p.text)
+                continue
+            copies = self._copies.get(node_id)
+            if copies is None:
+                copies = self._copies[node_id] = [Parsed(None, first, None)]
+            copies.append(p)
+        if self._flush and len(state.pending_text) >= TEXT_BATCH_DOCS:
+            state.flush_text()
+        if self._progress is not None:
+            self._progress(files)
+
+    def finish(self) -> IndexState:
+        """The state, with the winner of each duplicated id in place."""
+        state = self.state
+        for node_id, copies in self._copies.items():
+            best = winner(copies)
             state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
-        state.put(best.entry, best.text)
-    return state
+            if best is not copies[0]:
+                state.put(best.entry, best.text)
+        if self._flush:
+            state.flush_text()
+        return state
 
 
-def _parse_chunk(root: str, rels: list[str], dirs: DirCache, found: dict[str, str]) -> list[Parsed]:
+def parse_chunk(root: str, rels: list[str], dirs: DirCache) -> tuple[list[Parsed], dict[str, str]]:
     """:func:`parse_file` of each of ``rels`` (without the nodes), one stage at a time.
 
-    A file that is malformed or unsafe is added to ``found`` (in the order
-    of ``rels``, as one file at a time would add it); one removed meanwhile
-    is skipped.
+    Returns what parsed, and each file that is malformed or unsafe with its
+    reason (in the order of ``rels``, as one file at a time would find them);
+    a file removed meanwhile is in neither.
     """
     problems: dict[str, str] = {}
     read: list[tuple[str, bytes, os.stat_result]] = []
@@ -913,8 +953,8 @@ def _parse_chunk(root: str, rels: list[str], dirs: DirCache, found: dict[str, st
         except (MalformedNodeFileError, UnsafePathError) as exc:
             problems[rel] = _reason(exc)
     if problems:
-        found.update((rel, problems[rel]) for rel in rels if rel in problems)
-    return out
+        problems = {rel: problems[rel] for rel in rels if rel in problems}
+    return out, problems
 
 
 def _reason(exc: MalformedNodeFileError | UnsafePathError) -> str:

@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Collection
 from typing import Any
 
-from . import access, fsops, index, journal, layout, paths, snapshot
+from . import access, coldbuild, fsops, index, journal, layout, paths, snapshot
 from .engine import Engine
 from .errors import MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
@@ -160,7 +160,7 @@ def rebuild(
         # index, not two (this handle's lock keeps its other threads out meanwhile).
         engine.state = IndexState()
         try:
-            engine.state = index.build_from_files(engine.root_str, progress=progress)
+            engine.state = coldbuild.build_from_files(engine.root_str, progress=progress)
         except BaseException:
             _restore(engine)
             raise

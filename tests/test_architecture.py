@@ -45,6 +45,7 @@ RANK = {
     "reports": 3,
     "merge": 3,
     "index": 4,
+    "coldbuild": 5,
     "sqlite_source": 4,
     "snapshot": 5,
     "search": 5,
