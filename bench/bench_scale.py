@@ -11,8 +11,11 @@ the content, committed every 1,000 rows. Then, each in a fresh process:
 
 * **open without a snapshot** (the index from the files), then the first
   search (which builds the text index): the time to a usable index, and the
-  peak RSS of the process;
-* **rebuild_index** (files -> entries + text index + snapshot): time and peak RSS;
+  peak RSS of the process -- once with the helper processes the machine
+  gives (:mod:`md_cg.coldbuild`; their CPU counted too), once with this
+  process alone (``MDCG_BUILD_WORKERS=0``);
+* **rebuild_index** (files -> entries + text index + snapshot): time, CPU
+  (with the helpers') and the peak RSS of the process;
 * **open from the snapshot**, three times (the worst and the median), then
   search latency p50/p95 for three kinds -- no context, routed hit (context
   = the domain of a node the query is about), routed miss (another domain)
@@ -28,7 +31,8 @@ the content, committed every 1,000 rows. Then, each in a fresh process:
   1M 3x slower, docs/benchmarks.md session 11).
 
 Also: bytes on disk (allocated blocks) of both, and a cost-growth table --
-per-node cost of writing and rebuilding at each size against the smallest.
+per-node cost of writing, rebuilding (CPU of the process and its helpers) and
+a cold open (this process alone) at each size against the smallest.
 
 The corpus (N :class:`~md_cg.node.Node` objects, about seven objects the
 garbage collector tracks per node) is the benchmark's, not the writers': a
@@ -69,6 +73,16 @@ from md_cg.node import Node
 from md_cg.sqlite_source import SCHEMA_SQL, node_to_row
 
 _MEM = """
+import resource
+
+def children():
+    \"\"\"CPU seconds of the helper processes waited for so far.
+
+    (Not their peak RSS: the children's ru_maxrss counts the moment between
+    fork and exec, when a child's RSS is this process's own.)\"\"\"
+    ru = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return ru.ru_utime + ru.ru_stime
+
 def mem():
     out = {}
     with open("/proc/self/status") as fh:
@@ -90,8 +104,11 @@ opened, opened_cpu = time.perf_counter() - t, time.process_time() - c
 store.search("probe", record=False)
 usable, usable_cpu = time.perf_counter() - t, time.process_time() - c
 m = mem()
+from md_cg import coldbuild
+helper_cpu = children()
 out = {"open": opened, "usable": usable, "open_cpu": opened_cpu, "usable_cpu": usable_cpu}
 out.update({"from": store.loaded_from, "nodes": len(store), "rss": m["VmRSS"] - base, "peak": m["VmHWM"]})
+out.update({"helpers": coldbuild.worker_count(len(store)), "helper_cpu": helper_cpu})
 print(json.dumps(out))
 """
 )
@@ -102,11 +119,11 @@ _REBUILD = (
 import json, sys, time
 from md_cg import MdCG
 store = MdCG(sys.argv[1], refresh_interval=None, auto_compact=None)
-t, c = time.perf_counter(), time.process_time()
+t, c, h = time.perf_counter(), time.process_time(), children()
 store.rebuild_index()
-seconds, cpu = time.perf_counter() - t, time.process_time() - c
+seconds, cpu, helper_cpu = time.perf_counter() - t, time.process_time() - c, children() - h
 store.close()
-print(json.dumps({"seconds": seconds, "cpu": cpu, "peak": mem()["VmHWM"]}))
+print(json.dumps({"seconds": seconds, "cpu": cpu, "peak": mem()["VmHWM"], "helper_cpu": helper_cpu}))
 """
 )
 
@@ -182,9 +199,11 @@ print(json.dumps(out))
 )
 
 
-def probe(code: str, *args: str) -> dict[str, Any]:
-    """Run ``code`` in a fresh interpreter; return the JSON it prints."""
-    out = subprocess.run([sys.executable, "-c", code, *args], check=True, capture_output=True, text=True)
+def probe(code: str, *args: str, env: dict[str, str] | None = None) -> dict[str, Any]:
+    """Run ``code`` in a fresh interpreter (``env``: added to the environment); return the JSON it prints."""
+    full = None if env is None else {**os.environ, **env}
+    cmd = [sys.executable, "-c", code, *args]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, env=full)
     return json.loads(out.stdout)
 
 
@@ -335,6 +354,8 @@ def one_size(
     say(f"{n:,}: cold open, rebuild, open from snapshot, search")
     r["cold"] = probe(_OPEN_COLD, str(root))
     assert r["cold"]["from"] == "files" and r["cold"]["nodes"] == total, r["cold"]
+    r["cold_alone"] = probe(_OPEN_COLD, str(root), env={"MDCG_BUILD_WORKERS": "0"})
+    assert r["cold_alone"]["from"] == "files" and r["cold_alone"]["nodes"] == total, r["cold_alone"]
     r["rebuild"] = probe(_REBUILD, str(root))
     opens = [probe(_SEARCH, str(root), str(work / "none.json")) for _ in range(2)]
     r["search"] = probe(_SEARCH, str(root), str(qfile), str(efile))
@@ -378,7 +399,7 @@ def _both(wall: float, cpu: float, fmt: str = "{:,.0f}") -> str:
 
 
 def _rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
-    total, s, q, cold = r["total"], r["search"], r["sqlite"], r["cold"]
+    total, s, q, cold, alone = r["total"], r["search"], r["sqlite"], r["cold"], r["cold_alone"]
     w, sw = total / r["write_s"], total / r["sq_write_s"]
     disk = r["disk_nodes"] + r["disk_meta"]
     out = [
@@ -402,15 +423,22 @@ def _rows(r: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             "",
         ),
         (
-            "open without snapshot → usable index incl. text (files/s)",
-            _both(total / cold["usable"], total / cold["usable_cpu"])
-            + f"; {cold['usable']:.1f} s, entries alone {cold['open']:.1f} s",
+            f"open without snapshot → usable index incl. text, {cold['helpers']} helper(s) (files/s)",
+            _both(total / cold["usable"], total / (cold["usable_cpu"] + cold["helper_cpu"]))
+            + f"; {cold['usable']:.1f} s (CPU {cold['usable_cpu']:.1f} + {cold['helper_cpu']:.1f} helpers)",
+            "",
+            f"{alone['usable'] / cold['usable']:.2f}× this process alone",
+        ),
+        (
+            "the same, this process alone (`MDCG_BUILD_WORKERS=0`; files/s)",
+            _both(total / alone["usable"], total / alone["usable_cpu"])
+            + f"; {alone['usable']:.1f} s, entries alone {alone['open']:.1f} s",
             "",
             "",
         ),
         (
             "rebuild_index() (nodes/s; peak RSS of the process)",
-            _both(total / r["rebuild"]["seconds"], total / r["rebuild"]["cpu"])
+            _both(total / r["rebuild"]["seconds"], total / (r["rebuild"]["cpu"] + r["rebuild"]["helper_cpu"]))
             + f"; {_mib(r['rebuild']['peak'])}",
             "",
             "",
@@ -472,8 +500,8 @@ def growth(results: Sequence[dict[str, Any]]) -> str:
         seconds = (
             r["write_cpu"],
             r["write_held_cpu"],
-            r["rebuild"]["cpu"],
-            r["cold"]["usable_cpu"],
+            r["rebuild"]["cpu"] + r["rebuild"]["helper_cpu"],
+            r["cold_alone"]["usable_cpu"],
             r["sq_write_cpu"],
         )
         return tuple(x / r["total"] * 1e6 for x in seconds)
