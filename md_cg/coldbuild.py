@@ -44,6 +44,7 @@ import contextlib
 import marshal
 import operator
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -84,9 +85,11 @@ _BOOT = (
 def worker_count(files: int, workers: int | None = None) -> int:
     """How many helper processes a build of ``files`` files gets.
 
-    ``workers`` (else ``$MDCG_BUILD_WORKERS``) is taken as given; by default
-    one per spare core (at most :data:`MAX_WORKERS`) for a store of at least
-    :data:`PARALLEL_MIN_FILES` files on a POSIX system, else none.
+    None when ``sys.executable`` is not a Python interpreter (a frozen or
+    embedding application). Else ``workers`` (else ``$MDCG_BUILD_WORKERS``)
+    is taken as given; by default one per spare core (at most
+    :data:`MAX_WORKERS`) for a store of at least :data:`PARALLEL_MIN_FILES`
+    files on a POSIX system, else none.
     """
     if workers is None:
         raw = os.environ.get(ENV, "").strip()
@@ -101,15 +104,32 @@ def worker_count(files: int, workers: int | None = None) -> int:
                     name=ENV,
                     value=raw,
                 )
+    if not _interpreter():
+        return 0
     if workers is not None:
         return workers
-    if os.name != "posix" or files < PARALLEL_MIN_FILES or not sys.executable:
+    if os.name != "posix" or files < PARALLEL_MIN_FILES:
         return 0
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on every POSIX system
         cores = os.cpu_count() or 1
     return max(0, min(cores - 1, MAX_WORKERS))
+
+
+#: What a Python interpreter's file is called (``python3``, ``python3.11``, ``pypy3``, ``python.exe``).
+_PYTHON_NAME = re.compile(r"(?:python|pypy)[0-9.]*(?:\.exe)?", re.IGNORECASE)
+
+
+def _interpreter() -> bool:
+    """Whether ``sys.executable`` is a Python interpreter a helper can be started with.
+
+    Not in a frozen application or an embedding program (``sys.executable``
+    is then the application itself, which ``-I -c`` would start again).
+    """
+    if getattr(sys, "frozen", False) or not sys.executable:
+        return False
+    return _PYTHON_NAME.fullmatch(os.path.basename(sys.executable)) is not None
 
 
 def build_from_files(

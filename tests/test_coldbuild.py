@@ -292,6 +292,32 @@ def test_default_worker_count(monkeypatch) -> None:
     assert coldbuild.worker_count(10**6) == 0
 
 
+@pytest.mark.parametrize(
+    ("executable", "frozen", "want"),
+    [
+        ("/usr/bin/python3", False, 2),
+        ("/opt/venv/bin/python", False, 2),
+        ("/usr/local/bin/python3.11", False, 2),
+        ("C:\\Python311\\python.exe", False, 2),
+        ("/usr/bin/pypy3", False, 2),
+        ("/usr/bin/python3", True, 0),  # a frozen application
+        ("/usr/bin/blender", False, 0),  # an embedding program
+        ("/usr/bin/uwsgi", False, 0),
+        ("", False, 0),
+    ],
+)
+def test_helpers_only_with_a_python_interpreter(
+    monkeypatch, executable: str, frozen: bool, want: int
+) -> None:
+    monkeypatch.setattr(coldbuild.sys, "executable", executable)
+    if frozen:
+        monkeypatch.setattr(coldbuild.sys, "frozen", True, raising=False)
+    monkeypatch.setattr(coldbuild.os.path, "basename", lambda p: p.replace("\\", "/").rsplit("/", 1)[-1])
+    assert coldbuild.worker_count(10**6, workers=2) == want
+    monkeypatch.setenv(coldbuild.ENV, "2")
+    assert coldbuild.worker_count(10**6) == want
+
+
 def test_a_small_store_is_built_here_alone(store: Path, helpers, monkeypatch) -> None:
     monkeypatch.delenv(coldbuild.ENV, raising=False)
     got = coldbuild.build_from_files(str(store))
