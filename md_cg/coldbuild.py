@@ -85,8 +85,8 @@ _BOOT = (
 def worker_count(files: int, workers: int | None = None) -> int:
     """How many helper processes a build of ``files`` files gets.
 
-    None when ``sys.executable`` is not a Python interpreter (a frozen or
-    embedding application). Else ``workers`` (else ``$MDCG_BUILD_WORKERS``)
+    None off POSIX systems, and when ``sys.executable`` is not a Python
+    interpreter (a frozen or embedding application). Else ``workers`` (else ``$MDCG_BUILD_WORKERS``)
     is taken as given; by default one per spare core (at most
     :data:`MAX_WORKERS`) for a store of at least :data:`PARALLEL_MIN_FILES`
     files on a POSIX system, else none.
@@ -104,11 +104,11 @@ def worker_count(files: int, workers: int | None = None) -> int:
                     name=ENV,
                     value=raw,
                 )
-    if not _interpreter():
-        return 0
+    if os.name != "posix" or not _interpreter():
+        return 0  # (non-blocking pipes, which the sharing needs, are POSIX)
     if workers is not None:
         return workers
-    if os.name != "posix" or files < PARALLEL_MIN_FILES:
+    if files < PARALLEL_MIN_FILES:
         return 0
     try:
         cores = len(os.sched_getaffinity(0))
@@ -223,13 +223,16 @@ class _Helper:
             start += _HEADER + size
         del buf[:start]
 
-    def take(self, chunk: int) -> tuple[list[Parsed], dict[str, str]] | None:
-        """The decoded frame of ``chunk``, or None (not sent, or malformed: then the helper is stopped)."""
+    def take(self, chunk: int, rels: list[str]) -> tuple[list[Parsed], dict[str, str]] | None:
+        """The decoded frame of ``chunk`` (the files ``rels``), or None.
+
+        None: not sent yet, or malformed -- then the helper is stopped.
+        """
         frame = self.frames.pop(chunk, None)
         if frame is None:
             return None
         try:
-            return _decode(frame)
+            return _decode(frame, rels)
         except (ValueError, TypeError, EOFError):
             self.stop()
             return None
@@ -292,7 +295,7 @@ class _Shared:
             for helper in helpers:
                 helper.pump()
             helper = owner[nxt]
-            done = helper.take(nxt)
+            done = helper.take(nxt, chunks[nxt])
             if done is None and helper.broken:  # it owes this chunk: parse it here
                 done = index.parse_chunk(self.root, chunks[nxt], dirs)
             if done is not None:
@@ -320,16 +323,23 @@ def _encode(parsed: list[Parsed], problems: dict[str, str]) -> bytes:
     return marshal.dumps(([_entry_fields(p.entry) for p in parsed], [p.text for p in parsed], problems))
 
 
-def _decode(frame: bytes) -> tuple[list[Parsed], dict[str, str]]:
+def _decode(frame: bytes, rels: list[str]) -> tuple[list[Parsed], dict[str, str]]:
+    """A chunk frame back into parsed files; ValueError or TypeError unless it is one of ``rels``."""
     rows, texts, problems = marshal.loads(frame)
     if not (isinstance(rows, list) and isinstance(texts, list) and isinstance(problems, dict)):
         raise ValueError("not a chunk frame")
     if len(rows) != len(texts):
         raise ValueError("entries and texts differ in number")
-    for text in texts:
-        if not isinstance(text, str):
-            raise TypeError("a text is not a string")
-    return [Parsed(None, Entry(*row), text) for row, text in zip(rows, texts, strict=True)], problems
+    if not all(isinstance(text, str) for text in texts):
+        raise TypeError("a text is not a string")
+    parsed = [Parsed(None, Entry(*row), text) for row, text in zip(rows, texts, strict=True)]
+    # Every file named must be one of the chunk's, and named once.
+    named = [p.entry.path for p in parsed] + list(problems)
+    if len(set(named)) != len(named) or not set(named) <= set(rels):
+        raise ValueError("a file of another chunk")
+    if not all(isinstance(reason, str) for reason in problems.values()):
+        raise TypeError("a problem is not a string")
+    return parsed, problems
 
 
 def _serve(package: str, stdin: IO[bytes], stdout: IO[bytes]) -> int:

@@ -103,8 +103,8 @@ def helpers(monkeypatch) -> list[coldbuild._Helper]:
         self.taken = 0
         started.append(self)
 
-    def take(self, chunk):
-        out = real_take(self, chunk)
+    def take(self, chunk, rels):
+        out = real_take(self, chunk, rels)
         self.taken += out is not None
         return out
 
@@ -143,6 +143,14 @@ def test_the_winner_of_a_duplicated_id_is_what_is_indexed(store: Path, slow_here
     )
 
 
+#: A helper program's start: read what the helper is sent, as the real one does.
+READ_CHUNKS = (
+    "import sys, marshal; i = sys.stdin.buffer; "
+    "frames = [marshal.loads(i.read(int.from_bytes(i.read(4), 'little'))) for _ in range(2)]; "
+    "root, chunks = frames[1]; "
+)
+
+
 @pytest.mark.parametrize(
     "boot",
     [
@@ -156,8 +164,14 @@ def test_the_winner_of_a_duplicated_id_is_what_is_indexed(store: Path, slow_here
         "import sys, marshal; d = marshal.dumps(([('a',)], ['t'], {})); "
         "sys.stdout.buffer.write(len(d).to_bytes(4, 'little') + d); sys.stdout.flush()\n",
         "import sys; sys.stdout.buffer.write(b'\\xff\\xff\\xff'); sys.stdout.flush()\n",  # a torn header
+        # a problem named for a file of no chunk of its own
+        "import sys, marshal; d = marshal.dumps(([], [], {'self/elsewhere.md': 'x'})); "
+        "sys.stdout.buffer.write(len(d).to_bytes(4, 'little') + d); sys.stdout.flush()\n",
+        # a problem that is not a string, for the first file it owes
+        READ_CHUNKS + "e = marshal.dumps(([], [], {chunks[0][1][0]: 1})); "
+        "sys.stdout.buffer.write(len(e).to_bytes(4, 'little') + e); sys.stdout.flush()\n",
     ],
-    ids=["exits", "garbage", "wrong-shape", "wrong-arity", "torn"],
+    ids=["exits", "garbage", "wrong-shape", "wrong-arity", "torn", "other-file", "bad-problem"],
 )
 def test_a_broken_helper_leaves_its_chunks_to_this_process(
     store: Path, slow_here, helpers, monkeypatch, boot
