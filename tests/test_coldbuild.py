@@ -337,3 +337,23 @@ def test_a_small_store_is_built_here_alone(store: Path, helpers, monkeypatch) ->
     got = coldbuild.build_from_files(str(store))
     assert helpers == []
     assert len(got.pending_text) == len(got.entries)  # the serial build leaves the text to the first search
+
+
+def test_a_rebuild_with_helpers_writes_the_serial_snapshot(
+    store: Path, slow_here, helpers, monkeypatch
+) -> None:
+    """Byte for byte, apart from the snapshot's creation time and its generation (one more per rebuild)."""
+    import re
+
+    def rebuilt(workers: str) -> bytes:
+        monkeypatch.setenv(coldbuild.ENV, workers)
+        with MdCG(store) as s:
+            s.rebuild_index()
+        data = (store / ".mdcg" / "index.snapshot").read_bytes()
+        return re.sub(rb'"(created|generation)":[0-9.e+-]+,', rb'"\1":0,', data, count=2)
+
+    alone = rebuilt("0")
+    shared = rebuilt("2")
+    assert sum(h.taken for h in helpers) > 0
+    assert len(shared) > 100_000
+    assert shared == alone
