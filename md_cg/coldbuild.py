@@ -9,15 +9,16 @@ cores helper processes do part of it.
 How the work is shared (``k`` helpers, the files in path order cut into
 chunks of :data:`md_cg.index.BUILD_CHUNK`):
 
-* helper ``w`` parses chunks ``w, w + k, w + 2k, ...`` in ascending order
-  and sends each back as one frame (the entries' fields, the texts to index
-  and the files' problems, :mod:`marshal`-encoded);
+* every ``6k + 1``-th chunk (:data:`SHARE_PER_HELPER`) is this process's
+  own; the helpers share the others round-robin, each parsing its chunks in
+  ascending order and sending each back as one frame (the entries' fields,
+  the texts to index and the files' problems, :mod:`marshal`-encoded);
 * this process puts the chunks into the state strictly in path order, as
-  the helpers deliver them, and tokenises their texts in batches meanwhile;
-* whenever the next chunk in order has not arrived, it parses a chunk
-  itself, starting from the **last** one and going down; when its own
-  chunks meet the next chunk in order, the helpers are stopped and its own
-  chunks are put in, in order.
+  they come, and tokenises their texts in batches meanwhile;
+* whenever the next chunk in order has not arrived, it parses one of its
+  own chunks ahead of time; with none left, it takes the helpers' **last**
+  chunk and goes down from there; when those meet the next chunk in order,
+  the helpers are stopped and the rest is put in, in order.
 
 So this process never waits for a helper: one that is slow to start,
 stuck, killed or sending something malformed only leaves more chunks to
@@ -63,10 +64,14 @@ __all__ = ["ENV", "MAX_WORKERS", "PARALLEL_MIN_FILES", "build_from_files", "work
 ENV = "MDCG_BUILD_WORKERS"
 #: Smaller stores are built in this process alone (a helper takes ~0.25 s to start).
 PARALLEL_MIN_FILES = 10_000
+#: With ``k`` helpers, every ``SHARE_PER_HELPER * k + 1``-th chunk is the opening process's own.
+SHARE_PER_HELPER = 6
 #: Helpers by default at most: this process puts and indexes every file
 #: (~50 µs a file), which caps what more helpers can add.
 MAX_WORKERS = 3
 
+#: A chunk parsed: its files that parsed, and the others' problems.
+_Chunk = tuple[list[Parsed], dict[str, str]]
 _FIELDS = tuple(f.name for f in fields(Entry))
 _entry_fields = operator.attrgetter(*_FIELDS)
 #: A frame's length prefix: 4 bytes, little-endian.
@@ -267,14 +272,17 @@ class _Shared:
         size = index.BUILD_CHUNK
         self.chunks = [rels[start : start + size] for start in range(0, len(rels), size)]
         self.workers = workers
+        self.share = SHARE_PER_HELPER * workers + 1
         self.builder = index.Builder(progress, flush=True)
 
     def run(self) -> IndexState:
         chunks, helpers = self.chunks, []
         owner: dict[int, _Helper] = {}
         try:
+            # every SHARE-th chunk is this process's own (put in as it comes: no tail)
+            theirs = [i for i in range(len(chunks)) if i % self.share != self.share - 1]
             for w in range(self.workers):
-                mine = [(i, chunks[i]) for i in range(w, len(chunks), self.workers)]
+                mine = [(i, chunks[i]) for i in theirs[w :: self.workers]]
                 if mine:
                     helper = _Helper(self.root, mine)
                     helpers.append(helper)
@@ -288,26 +296,44 @@ class _Shared:
 
     def _share(self, dirs: DirCache, helpers: list[_Helper], owner: dict[int, _Helper]) -> None:
         chunks, builder = self.chunks, self.builder
-        low = len(chunks)  # this process has parsed chunks[low:] (from the end down)
-        own: dict[int, tuple[list[Parsed], dict[str, str]]] = {}
+        low = len(chunks)  # the helpers' chunks from ``low`` on are parsed here (taken from the end)
+        own: dict[int, _Chunk] = {}
         nxt = 0  # the next chunk to put in
+        ahead = nxt  # this process's own chunks below ``ahead`` are parsed (or put)
+
+        def here(i: int) -> _Chunk:
+            """Chunk ``i`` as parsed here: ahead of time, or now."""
+            done = own.pop(i, None)
+            return done if done is not None else index.parse_chunk(self.root, chunks[i], dirs)
+
         while nxt < low:
             for helper in helpers:
                 helper.pump()
-            helper = owner[nxt]
-            done = helper.take(nxt, chunks[nxt])
-            if done is None and helper.broken:  # it owes this chunk: parse it here
-                done = index.parse_chunk(self.root, chunks[nxt], dirs)
+            owed = owner.get(nxt)
+            done: _Chunk | None
+            if owed is None:  # one of this process's own
+                done = here(nxt)
+            else:
+                done = owed.take(nxt, chunks[nxt])
+                if done is None and owed.broken:  # it owes this chunk: parse it here
+                    done = here(nxt)
             if done is not None:
                 builder.add(len(chunks[nxt]), *done)
                 nxt += 1
                 continue
-            low -= 1
-            own[low] = index.parse_chunk(self.root, chunks[low], dirs)
+            ahead = max(ahead, nxt)
+            while ahead < low and (ahead in owner or ahead in own):
+                ahead += 1
+            if ahead < low:  # parse one of its own chunks ahead of time
+                own[ahead] = index.parse_chunk(self.root, chunks[ahead], dirs)
+                continue
+            low -= 1  # none left: take the helpers' last chunk
+            if low not in own:
+                own[low] = index.parse_chunk(self.root, chunks[low], dirs)
         for helper in helpers:
             helper.stop()
         for i in range(nxt, len(chunks)):
-            builder.add(len(chunks[i]), *own.pop(i))
+            builder.add(len(chunks[i]), *here(i))
 
 
 def _feed(stream: IO[bytes], *values: Any) -> None:

@@ -357,3 +357,14 @@ def test_a_rebuild_with_helpers_writes_the_serial_snapshot(
     assert sum(h.taken for h in helpers) > 0
     assert len(shared) > 100_000
     assert shared == alone
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_share_th_chunk_is_parsed_here(store: Path, slow_here, helpers, workers: int) -> None:
+    """With k helpers every (6k+1)-th chunk is this process's own (put in as it comes); the helpers
+    share the rest round-robin, in ascending order."""
+    coldbuild.build_from_files(str(store), workers=workers)
+    chunks = -(-len(index.scan_files(str(store)).files) // 4)
+    share = coldbuild.SHARE_PER_HELPER * workers + 1
+    theirs = [i for i in range(chunks) if i % share != share - 1]
+    assert [h.owed for h in helpers] == [theirs[w::workers] for w in range(workers)]
