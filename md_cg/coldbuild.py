@@ -228,7 +228,7 @@ class _Helper:
             start += _HEADER + size
         del buf[:start]
 
-    def take(self, chunk: int, rels: list[str]) -> tuple[list[Parsed], dict[str, str]] | None:
+    def take(self, chunk: int, rels: list[str]) -> _Chunk | None:
         """The decoded frame of ``chunk`` (the files ``rels``), or None.
 
         None: not sent yet, or malformed -- then the helper is stopped.
@@ -340,16 +340,20 @@ def _feed(stream: IO[bytes], *values: Any) -> None:
     """Write each value as a frame, then close (the helper may be gone: then nothing)."""
     with contextlib.suppress(OSError), stream:
         for value in values:
-            data = marshal.dumps(value)
-            stream.write(len(data).to_bytes(_HEADER, "little"))
-            stream.write(data)
+            _write_frame(stream, marshal.dumps(value))
+
+
+def _write_frame(stream: IO[bytes], data: bytes) -> None:
+    """``data`` with its length in front (what :meth:`_Helper._complete` and the helper's boot read)."""
+    stream.write(len(data).to_bytes(_HEADER, "little"))
+    stream.write(data)
 
 
 def _encode(parsed: list[Parsed], problems: dict[str, str]) -> bytes:
     return marshal.dumps(([_entry_fields(p.entry) for p in parsed], [p.text for p in parsed], problems))
 
 
-def _decode(frame: bytes, rels: list[str]) -> tuple[list[Parsed], dict[str, str]]:
+def _decode(frame: bytes, rels: list[str]) -> _Chunk:
     """A chunk frame back into parsed files; ValueError or TypeError unless it is one of ``rels``."""
     rows, texts, problems = marshal.loads(frame)
     if not (isinstance(rows, list) and isinstance(texts, list) and isinstance(problems, dict)):
@@ -379,8 +383,6 @@ def _serve(package: str, stdin: IO[bytes], stdout: IO[bytes]) -> int:
     root, chunks = marshal.loads(stdin.read(int.from_bytes(stdin.read(_HEADER), "little")))
     with index.no_gc(), DirCache(root) as dirs:
         for _, rels in chunks:
-            frame = _encode(*index.parse_chunk(root, rels, dirs))
-            stdout.write(len(frame).to_bytes(_HEADER, "little"))
-            stdout.write(frame)
+            _write_frame(stdout, _encode(*index.parse_chunk(root, rels, dirs)))
             stdout.flush()
     return 0
