@@ -28,9 +28,10 @@ import errno
 import itertools
 import os
 import stat as statmod
+import threading
 import time
 import uuid
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -75,8 +76,13 @@ def _refuse(dirfd: int, name: str, rel: str, exc: OSError) -> OSError | UnsafePa
     return exc
 
 
-def open_dir(root: str, rel_dir: str, *, create: bool = False) -> int:
-    """An fd of ``root/rel_dir`` reached without following symlinks (caller closes it)."""
+def open_dir(root: str, rel_dir: str, *, create: bool = False, durable: bool = False) -> int:
+    """An fd of ``root/rel_dir`` reached without following symlinks (caller closes it).
+
+    ``create=True`` makes missing folders on the way; with ``durable=True`` the
+    parent of each folder it makes is fsynced, so the new folder's own entry
+    survives a power cut (fsyncing a file and its folder does not cover that).
+    """
     fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     done: list[str] = []
     try:
@@ -87,8 +93,13 @@ def open_dir(root: str, rel_dir: str, *, create: bool = False) -> int:
             except FileNotFoundError:
                 if not create:
                     raise
-                with contextlib.suppress(FileExistsError):
+                made = True
+                try:
                     os.mkdir(part, 0o777, dir_fd=fd)
+                except FileExistsError:
+                    made = False  # another process made it meanwhile
+                if made and durable:
+                    os.fsync(fd)
                 try:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
@@ -198,13 +209,13 @@ def _write_all(fd: int, view: memoryview) -> None:
 class Dir:
     """A folder below the root, opened without following symlinks.
 
-    ``create=True`` makes missing folders on the way. Use as a context
-    manager (or call :meth:`close`).
+    ``create=True`` makes missing folders on the way (``durable=True``: each
+    durably, see :func:`open_dir`). Use as a context manager (or call :meth:`close`).
     """
 
-    def __init__(self, root: str, rel_dir: str, *, create: bool = False) -> None:
+    def __init__(self, root: str, rel_dir: str, *, create: bool = False, durable: bool = False) -> None:
         self.rel = rel_dir
-        self.fd = open_dir(root, rel_dir, create=create)
+        self.fd = open_dir(root, rel_dir, create=create, durable=durable)
 
     def __enter__(self) -> Dir:
         return self
@@ -331,6 +342,61 @@ class Dir:
         return os.listdir(self.fd)
 
 
+#: At most this many fsyncs are in flight at once in :func:`fsync_all`.
+FSYNC_THREADS = 16
+
+
+def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = None) -> None:
+    """Run fsync ``calls`` (each fsyncs one file or folder), up to ``threads``
+    at once (default :data:`FSYNC_THREADS`).
+
+    A journalling file system (ext4, XFS, btrfs) folds the fsyncs in flight
+    at the same moment into one journal commit, so a batch of files written
+    back concurrently costs a few device flushes instead of one per file
+    (ext4 here: ~4x less time in fsync for a batch of 1,000). Each call is
+    still a full fsync of its own file: what survives a power cut is the same.
+
+    The calling thread takes a share; the others run on short-lived threads
+    that are all joined before this returns or raises (so the folders the
+    calls use may be closed right after). The first ``OSError`` met is raised
+    once every thread has stopped; an error or an interrupt stops the others
+    before their next call.
+    """
+    count = min(FSYNC_THREADS if threads is None else threads, len(calls))
+    if count < 2:
+        for call in calls:
+            call()
+        return
+    parts = [calls[i::count] for i in range(count)]
+    stop = threading.Event()
+    errors: list[OSError] = []
+
+    def run(part: Sequence[Callable[[], object]]) -> None:
+        try:
+            for call in part:
+                if stop.is_set():
+                    return
+                call()
+        except OSError as exc:
+            errors.append(exc)
+            stop.set()
+
+    workers = [threading.Thread(target=run, args=(p,), name="mdcg-fsync", daemon=True) for p in parts[1:]]
+    try:
+        for worker in workers:
+            worker.start()
+        run(parts[0])
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        for worker in workers:
+            if worker.ident is not None:
+                worker.join()
+    if errors:
+        raise errors[0]
+
+
 def read_file(
     root: str, rel: str, *, max_bytes: int | None = None, head: int | None = None
 ) -> tuple[bytes, os.stat_result]:
@@ -386,7 +452,7 @@ def atomic_write(
     ``data`` may be several buffers, written in order (a large file need not be joined first).
     """
     parent, name = _split(rel)
-    with Dir(root, parent, create=True) as d:
+    with Dir(root, parent, create=True, durable=durable) as d:
         tmp, st = d.write_temp(name, data, durable=durable)
         try:
             d.replace(tmp, name)
@@ -757,6 +823,8 @@ class ShardWriter:
         self._pid = -1
         self._seq = 0
         self.name: str | None = None
+        #: whether the shard's own name is known to survive a power cut
+        self._named_durably = False
 
     @property
     def rel(self) -> str | None:
@@ -777,6 +845,7 @@ class ShardWriter:
                 d.unlink(tmp)
                 raise
         self._fh, self._pid, self._seq, self.name = fh, pid, 0, f"{stem}{SHARD_SUFFIX}"
+        self._named_durably = False
 
     def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> tuple[int, int]:
         """Append records as one ``write`` (each stamped with ``ts`` and ``seq``).
@@ -802,8 +871,18 @@ class ShardWriter:
             n = os.write(fd, view)
             view = view[n:]
         if durable:
-            os.fsync(fd)
+            self.sync()
         return len(data), first
+
+    def sync(self) -> None:
+        """fsync what was appended; the first time for a shard, its folder too
+        (which holds the shard's name)."""
+        assert self._fh is not None
+        os.fsync(self._fh.fileno())
+        if not self._named_durably:
+            with Dir(self.root, self.rel_dir) as d:
+                d.fsync()
+            self._named_durably = True
 
     def close(self) -> None:
         """Release and close the shard; the next append starts a new one."""

@@ -5,13 +5,15 @@ together -- one ``add``, one ``update``, one ``add_many`` batch. It is made
 crash-safe and visible to other processes in four steps, by the process that
 owns it (holding the store lock shared and the stripe locks of its ids):
 
-1. every new file is written to a unique temp file beside its target (and
-   fsynced, if durable); nothing visible has changed yet;
-2. one ``commit`` record naming every put (id, path, temp name) and every
-   del (id, path) is appended to the process's own log shard as a single
-   line -- a line torn by a crash is ignored, so the commit either exists
-   whole or not at all;
-3. the temp files are renamed over their targets, then the dels unlinked;
+1. every new file is written to a unique temp file beside its target;
+   nothing visible has changed yet;
+2. one ``commit`` record naming every put (id, path, temp name, and the
+   size and CRC-32 of its bytes) and every del (id, path) is appended to
+   the process's own log shard as a single line -- a line torn by a crash
+   is ignored, so the commit either exists whole or not at all. Durable:
+   the temp files and the line are then fsynced, all at once;
+3. the temp files are renamed over their targets, then the dels unlinked
+   (durable: then their folders are fsynced);
 4. a ``done`` record closes the commit.
 
 Killed before step 2, the commit never happened: its temp files are
@@ -19,7 +21,13 @@ garbage that maintenance removes. Killed after step 2, the commit is
 *rolled forward* by the next process that needs its ids (:func:`recover`):
 every temp file still present is renamed into place and the dels are done,
 then a ``recovered`` record closes it. So a batch is all or nothing once
-recovered. Recovery runs in any writer whose ids meet the dead commit, in
+recovered. A temp file is renamed only when it holds the bytes its line
+describes: if the power failed before the temp files were written back
+(or while a durable commit's fsyncs were in flight) and no put has landed,
+the commit is rolled back instead (temp files removed, files as they were;
+its ``recovered`` record says ``undone``). A commit whose fsyncs fail is
+undone by its own process the same way, closed by a ``done`` marked
+``undone``. Recovery runs in any writer whose ids meet the dead commit, in
 ``sync()`` and in compaction; readers never write, so until then a reader
 may see the part of a dead batch that was already renamed.
 
@@ -41,9 +49,11 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import stat as statmod
 import time
+import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,6 +81,8 @@ class Commit:
     seq: int
     puts: tuple[tuple[str, str, str], ...]  # (id, rel, temp name)
     dels: tuple[tuple[str, str], ...]  # (id, rel)
+    #: (size, CRC-32) of each put's bytes, in order; None in records of earlier versions
+    checks: tuple[tuple[int, int], ...] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -152,9 +164,14 @@ class Journal:
 
         ``applied(put, stat)`` is called as each file lands; ``advance(shard,
         nbytes)`` after each append, so the caller's cursor skips its own records.
-        If a rename or unlink fails (or the call is interrupted), no ``done`` is
-        written: the commit stays open, is added to :attr:`failed`, and is rolled
-        forward by the next recovery, exactly like the commit of a crashed process.
+        Durable: the temp files and the commit line are fsynced together (the
+        line's checks let recovery tell a torn temp file), then, after the
+        renames, their folders. If an fsync fails (or the call is interrupted)
+        before the renames, the temp files are removed and the commit is closed:
+        nothing changed. If a rename or unlink fails (or the call is interrupted),
+        no ``done`` is written: the commit stays open, is added to :attr:`failed`,
+        and is rolled forward by the next recovery, exactly like the commit of a
+        crashed process.
         """
         dirs: dict[str, fsops.Dir] = {}
         try:
@@ -164,19 +181,25 @@ class Journal:
                 "op": "commit",
                 "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
                 "del": [[i, rel] for i, rel in dels],
+                "check": [[len(p.data), zlib.crc32(p.data)] for p in puts],
             }
             try:
-                shard, nbytes, seq = self.append([record], durable=durable)
+                shard, nbytes, seq = self.append([record])
             except BaseException:
                 _remove_temps(puts, temps, dirs)
                 raise
             advance(shard, nbytes)
+            if durable:
+                try:
+                    fsops.fsync_all(self._logged_syncs(puts, temps, dirs))
+                except BaseException:
+                    self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
+                    raise
             self._step("logged")
             try:
                 self._apply(puts, temps, stats, dels, dirs, applied)
                 if durable:
-                    for d in dirs.values():
-                        d.fsync()
+                    fsops.fsync_all([d.fsync for d in dirs.values()])
             except BaseException:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -188,9 +211,47 @@ class Journal:
             for d in dirs.values():
                 d.close()
 
+    def _logged_syncs(
+        self, puts: Sequence[Put], temps: list[str], dirs: dict[str, fsops.Dir]
+    ) -> list[Callable[[], object]]:
+        """The fsyncs of a durable commit before its renames: every temp file
+        and the commit line, run at once.
+
+        Concurrent is safe because of the line's checks: should the line
+        survive a power cut and a temp file not, recovery finds the file torn
+        or missing and rolls the commit back (:func:`roll_forward`).
+        """
+        sync = functools.partial
+        calls: list[Callable[[], object]] = [
+            sync(dirs[_split(p.rel)[0]].fsync_file, tmp) for p, tmp in zip(puts, temps, strict=True)
+        ]
+        calls.append(self.writer.sync)
+        return calls
+
+    def _undo(
+        self,
+        puts: Sequence[Put],
+        temps: list[str],
+        dirs: dict[str, fsops.Dir],
+        logged: Commit | None,
+        advance: Callable[[str, int], None],
+    ) -> None:
+        """Undo a logged commit before any rename: remove its temp files and close
+        it. Should that fail too, it stays open for recovery."""
+        try:
+            _remove_temps(puts, temps, dirs)
+            if logged is not None:
+                shard, nbytes, _ = self.append([{"op": "done", "c": logged.seq, "undone": True}])
+                advance(shard, nbytes)
+        except BaseException:
+            if logged is not None:
+                self.failed.append(logged)
+
     def _write_temps(
         self, puts: Sequence[Put], dirs: dict[str, fsops.Dir], durable: bool
     ) -> tuple[list[str], list[os.stat_result]]:
+        """Write every put to a temp file beside its target (folders made as
+        needed, durably when ``durable``); no fsync of the files here."""
         temps: list[str] = []
         stats: list[os.stat_result] = []
         try:
@@ -198,15 +259,10 @@ class Journal:
                 parent, name = _split(put.rel)
                 d = dirs.get(parent)
                 if d is None:
-                    d = dirs[parent] = fsops.Dir(self.root, parent, create=True)
+                    d = dirs[parent] = fsops.Dir(self.root, parent, create=True, durable=durable)
                 tmp, st = d.write_temp(name, put.data)
                 temps.append(tmp)
                 stats.append(st)
-            if durable:
-                # All temp files are written first and fsynced in a second pass,
-                # so the kernel can write them back together.
-                for put, tmp in zip(puts, temps, strict=False):
-                    dirs[_split(put.rel)[0]].fsync_file(tmp)
         except BaseException:
             _remove_temps(puts, temps, dirs)
             raise
@@ -246,30 +302,50 @@ class Journal:
         exclusive store lock), so nobody else is changing those files.
         """
         done: list[Commit] = []
+        records: list[dict[str, Any]] = []
         for c in commits:
-            roll_forward(self.root, c)
+            record: dict[str, Any] = {"op": "recovered", "shard": c.shard, "c": c.seq}
+            if not roll_forward(self.root, c):
+                record["undone"] = True
+            records.append(record)
             done.append(c)
-        if done:
-            shard, nbytes, _ = self.append([{"op": "recovered", "shard": c.shard, "c": c.seq} for c in done])
+        if records:
+            shard, nbytes, _ = self.append(records)
             advance(shard, nbytes)
         return done
 
 
-def roll_forward(root: str, c: Commit) -> None:
-    """Finish a commit whose writer died after logging it (idempotent)."""
+def roll_forward(root: str, c: Commit) -> bool:
+    """Finish a commit whose writer died after logging it (idempotent).
+
+    With the line's checks (size and CRC-32 of each put), a temp file is
+    renamed only when its bytes are the ones logged. When no put has landed
+    yet and a temp file is torn or missing -- the power failed while a
+    durable commit's files and line were being fsynced together, or a
+    non-durable commit's files were never written back -- the commit is
+    rolled back instead: its temp files are removed, its dels not done, and
+    the files stay as they were. Returns False when it was rolled back.
+    """
+    states = _put_states(root, c)
+    back = "bad" in states and "landed" not in states
     landed: set[str] = set()
-    for node_id, rel, tmp in c.puts:
+    for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
         parent, name = _split(rel)
-        if not _safe_temp(tmp, name):
+        if state == "landed":
+            landed.add(node_id)
+        if state not in ("temp", "bad") or not _safe_temp(tmp, name):
             continue
         try:
             with fsops.Dir(root, parent) as d:
-                if d.exists(tmp):
+                if state == "temp" and not back:
                     d.replace(tmp, name)
-                if d.exists(name):
                     landed.add(node_id)
+                else:
+                    d.unlink(tmp)
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
+    if back:
+        return False
     put_ids = {p[0] for p in c.puts}
     for node_id, rel in c.dels:
         # The old copy of a moved node goes only once the new copy is in place.
@@ -279,6 +355,43 @@ def roll_forward(root: str, c: Commit) -> None:
             fsops.remove(root, rel)
         except UnsafePathError:
             continue
+    return True
+
+
+def _put_states(root: str, c: Commit) -> list[str]:
+    """Per put: ``temp`` (its temp file is there, and whole when checked),
+    ``landed`` (no temp file; the target is there, holding the logged bytes
+    when checked), ``bad`` (checked, and neither), ``gone`` (unchecked, neither)."""
+    states = []
+    for i, (_, rel, tmp) in enumerate(c.puts):
+        check = c.checks[i] if c.checks is not None else None
+        parent, name = _split(rel)
+        state = "bad" if check is not None else "gone"
+        try:
+            with fsops.Dir(root, parent) as d:
+                if not _safe_temp(tmp, name):
+                    pass  # a record this version did not write: never acted on
+                elif d.exists(tmp):
+                    if _holds(d, tmp, check):
+                        state = "temp"
+                elif d.exists(name) and _holds(d, name, check):
+                    state = "landed"
+        except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+            pass
+        states.append(state)
+    return states
+
+
+def _holds(d: fsops.Dir, name: str, check: tuple[int, int] | None) -> bool:
+    """Whether file ``name`` of ``d`` holds the bytes ``check`` describes (any, unchecked)."""
+    if check is None:
+        return True
+    size, crc = check
+    try:
+        data, st = d.read(name, max_bytes=size)
+    except (OSError, UnsafePathError):
+        return False
+    return st.st_size == size and len(data) == size and zlib.crc32(data) == crc
 
 
 def _safe_temp(tmp: object, name: str) -> bool:
@@ -566,7 +679,25 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
         return None
     assert puts is not None and dels is not None
     full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
-    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels))
+    checks = _checks(rec.get("check"), len(full)) if rec.get("op") == "commit" else None
+    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks)
+
+
+def _checks(value: Any, count: int) -> tuple[tuple[int, int], ...] | None:
+    """A commit line's ``check`` list: ``[size, crc32]`` per put. Absent or
+    malformed: None, and recovery trusts the temp files as earlier versions did."""
+    if not isinstance(value, list) or len(value) != count:
+        return None
+    out = []
+    for item in value:
+        if not (
+            isinstance(item, list)
+            and len(item) == 2
+            and all(type(x) is int and 0 <= x < 1 << 32 for x in item)
+        ):
+            return None
+        out.append((item[0], item[1]))
+    return tuple(out)
 
 
 def replay(cursor: Cursor, tail: Tail) -> dict[str, list[str]]:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import os
 import re
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from conftest import knowledge, node_tree
 
-from md_cg import MdCG, Node, NodeHasIncomingEdgesError, layout, nodefile
+from md_cg import MdCG, Node, NodeHasIncomingEdgesError, fsops, layout, nodefile
 from md_cg.errors import (
     DuplicateIdError,
     InvalidNodeError,
@@ -222,24 +224,83 @@ def test_closed_store_refuses_use(tmp_path: Path) -> None:
         s.add(Node(id="a", layer="self"))
 
 
-def test_durable_writes_fsync_and_batch_is_one_group_commit(
+def _fsync_log(monkeypatch: pytest.MonkeyPatch, root: Path) -> list[str]:
+    """Record every fsync as the path it reached, relative to ``root``: a temp
+    file as ``<folder>/.tmp``, a live shard as ``<log>/shard``."""
+    calls: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        rel = os.path.relpath(os.readlink(f"/proc/self/fd/{fd}"), root)
+        parent, name = os.path.split(rel)
+        if name.endswith(".tmp"):
+            rel = f"{parent}/.tmp"
+        elif name.endswith(".jsonl"):
+            rel = f"{parent}/shard"
+        calls.append(rel)  # list.append is atomic: safe from the fsync threads
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return calls
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="maps fds to paths through /proc")
+def test_durable_writes_fsync_files_folders_and_log_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    calls: list[int] = []
-    real = os.fsync
-    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append(fd), real(fd))[1])
-    with MdCG(tmp_path / "m") as s:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        calls = _fsync_log(monkeypatch, root)
         s.add(knowledge("fast"))
         assert calls == []
+        bucket = os.path.dirname(layout.rel_path(s.get("fast")))
         s.add(knowledge("slow"), durable=True)
-        assert len(calls) == 3  # log shard, file, folder
+        # the temp file and the commit line (and, once, the shard's folder, which
+        # holds its name) together, before the rename; then the rename's folder
+        assert sorted(calls[:3]) == [".mdcg/log", ".mdcg/log/shard", f"{bucket}/.tmp"]
+        assert calls.index(".mdcg/log/shard") < calls.index(".mdcg/log")
+        assert calls[3:] == [bucket]
         calls.clear()
         s.add_many([knowledge(f"b{i}") for i in range(20)], durable=True)
-        # one log fsync, one per file, one per folder (all in one bucket)
-        assert len(calls) == 1 + 20 + 1
+        assert sorted(calls[:21]) == [".mdcg/log/shard"] + [f"{bucket}/.tmp"] * 20
+        assert calls[21:] == [bucket]
         calls.clear()
         s.add_many([knowledge(f"g{i}", domain=f"d{i % 2}") for i in range(40)], durable=True)
-        assert len(calls) == 1 + 40 + 2  # two bucket folders
+        new = sorted({os.path.dirname(layout.rel_path(s.get(f"g{i}"))) for i in range(2)})
+        # each new bucket folder is made durably (its parent fsynced), then the 40
+        # temp files and the line, then both folders
+        assert calls[:2] == ["knowledge", "knowledge"]
+        expected = [".mdcg/log/shard"] + [f"{new[0]}/.tmp"] * 20 + [f"{new[1]}/.tmp"] * 20
+        assert sorted(calls[2:43]) == expected
+        assert sorted(calls[43:]) == new
+
+
+def test_fsync_all_runs_on_threads_and_raises_the_first_error(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    for i in range(40):
+        (tmp_path / "d" / f"f{i}").write_bytes(b"x")
+    seen: list[tuple[int, str | None]] = []
+
+    with fsops.Dir(str(tmp_path), "d") as d:
+
+        def call(name: str | None) -> Callable[[], None]:
+            def run() -> None:
+                seen.append((threading.get_ident(), name))
+                d.fsync() if name is None else d.fsync_file(name)
+
+            return run
+
+        calls = [call(f"f{i}") for i in range(40)]
+        fsops.fsync_all([*calls, call(None)], threads=4)
+        assert len({ident for ident, _ in seen}) == 4
+        assert sorted(name or "" for _, name in seen) == sorted(["", *(f"f{i}" for i in range(40))])
+        with pytest.raises(FileNotFoundError) as err:
+            fsops.fsync_all([*calls, call("missing")], threads=4)
+        assert err.value.filename == "missing"
+        assert threading.active_count() == 1  # every fsync thread joined
+        seen.clear()
+        fsops.fsync_all(calls, threads=1)
+        assert {ident for ident, _ in seen} == {threading.get_ident()} and len(seen) == 40
 
 
 def test_health_reports_layer_counts_and_is_clean(store: MdCG) -> None:

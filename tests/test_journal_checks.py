@@ -1,0 +1,217 @@
+"""Commit lines carry each put's size and CRC-32; recovery renames only whole temp files.
+
+A power cut can leave a logged commit whose temp files were never written
+back (non-durable writes), or -- since a durable commit fsyncs its temp files
+and its line at the same time -- a durable line whose files did not make it.
+A power cut cannot be staged in a test; what it leaves behind can: a writer
+SIGKILLed after logging its commit (a real process), then one of its temp
+files truncated, emptied or removed by the test.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import zlib
+from pathlib import Path
+
+import orjson
+import pytest
+from stresslib import stress
+
+from md_cg import MdCG, Node, fsops, journal
+
+N = 60
+
+
+def _ids() -> list[str]:
+    return [f"b{i:03d}" for i in range(N)]
+
+
+def _child(root: str, step: str, mode: str) -> None:
+    layer = "self" if mode == "move" else "knowledge"
+    tags = [] if mode == "move" else ["domain:old"]
+    nodes = [Node(id=i, layer=layer, tags=tags, body=f"new {i}") for i in _ids()]
+    s = MdCG(root, auto_compact=None)
+    stress.crash_at(s, step)
+    s.add_many(nodes, overwrite=mode != "new")
+
+
+def _killed_batch(root: Path, step: str, mode: str) -> list[Path]:
+    """Old nodes (unless ``mode`` is new), then a batch killed at ``step``; its temp files."""
+    if mode != "new":
+        with MdCG(root, auto_compact=None) as s:
+            s.add_many([Node(id=i, layer="knowledge", tags=["domain:old"], body=f"old {i}") for i in _ids()])
+    assert stress.wait(stress.fork(_child, str(root), step, mode)) == -signal.SIGKILL
+    return sorted(root.rglob(".b*.md.*.tmp"))
+
+
+def _bodies(root: Path) -> dict[str, str | None]:
+    disk = stress.read_disk(root)
+    assert (disk.doubled, disk.unreadable, disk.temps) == ([], [], [])
+    return {i: disk.body(i) for i in _ids()}
+
+
+def _log_records(root: Path, op: str) -> list[dict]:
+    out = []
+    for shard in sorted((root / ".mdcg" / "log").glob("*.jsonl")):
+        for line in shard.read_bytes().splitlines():
+            rec = orjson.loads(line)
+            if rec.get("op") == op:
+                out.append(rec)
+    return out
+
+
+def _tamper(temp: Path, how: str) -> None:
+    if how == "truncated":
+        temp.write_bytes(temp.read_bytes()[:40])
+    elif how == "empty":
+        temp.write_bytes(b"")
+    elif how == "same size, other bytes":
+        data = temp.read_bytes()
+        temp.write_bytes(data[:-2] + b"X\n")
+    else:
+        temp.unlink()
+
+
+@pytest.mark.parametrize("how", ["truncated", "empty", "same size, other bytes", "removed"])
+@pytest.mark.parametrize("mode", ["new", "overwrite", "move"])
+def test_a_torn_temp_file_rolls_the_whole_commit_back(tmp_path: Path, mode: str, how: str) -> None:
+    root = tmp_path / "m"
+    temps = _killed_batch(root, "logged", mode)
+    assert len(temps) == N
+    _tamper(temps[17], how)
+    with MdCG(root, auto_compact=None) as s:
+        assert s.sync().recovered == 1
+        assert s.health().by_kind("open_commit") == []
+        expected = {i: (None if mode == "new" else f"old {i}") for i in _ids()}
+        assert _bodies(root) == expected  # nothing landed, nothing lost, no temp file left
+        assert sorted(s.ids()) == ([] if mode == "new" else _ids())
+    undone = _log_records(root, "recovered")
+    assert len(undone) == 1 and undone[0]["undone"] is True
+
+
+@pytest.mark.parametrize("mode", ["new", "overwrite", "move"])
+def test_whole_temp_files_roll_the_commit_forward(tmp_path: Path, mode: str) -> None:
+    root = tmp_path / "m"
+    assert len(_killed_batch(root, "logged", mode)) == N
+    with MdCG(root, auto_compact=None) as s:
+        assert s.sync().recovered == 1
+    assert _bodies(root) == {i: f"new {i}" for i in _ids()}
+    recovered = _log_records(root, "recovered")
+    assert len(recovered) == 1 and "undone" not in recovered[0]
+
+
+def test_once_a_put_has_landed_the_whole_ones_are_finished(tmp_path: Path) -> None:
+    """Killed after 20 renames: the renames had begun, so every whole temp file
+    lands; the torn one is removed and its node keeps its old bytes."""
+    root = tmp_path / "m"
+    temps = _killed_batch(root, "rename-20", "overwrite")
+    assert len(temps) == N - 20
+    torn = temps[5]
+    torn_id = torn.name[1:].split(".")[0]
+    _tamper(torn, "truncated")
+    with MdCG(root, auto_compact=None) as s:
+        assert s.sync().recovered == 1
+    expected = {i: f"new {i}" for i in _ids()}
+    expected[torn_id] = f"old {torn_id}"
+    assert _bodies(root) == expected
+
+
+def test_the_commit_line_records_size_and_crc_of_every_put(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, auto_compact=None) as s:
+        s.add_many([Node(id="a", layer="self", body="alpha"), Node(id="b", layer="self", body="beta")])
+    (commit,) = _log_records(root, "commit")
+    files = [root / rel for _, rel, _ in commit["put"]]
+    assert commit["check"] == [[len(f.read_bytes()), zlib.crc32(f.read_bytes())] for f in files]
+    parsed = journal.parse_commit("x.jsonl", commit)
+    assert parsed is not None and parsed.checks == tuple(tuple(c) for c in commit["check"])
+
+
+@pytest.mark.parametrize(
+    "check",
+    [None, "x", [[1, 2]], [[1, 2], [3]], [[1, 2], [-1, 2]], [[1, 2], [1, 1 << 32]], [[1, 2], [True, 2]]],
+)
+def test_a_missing_or_malformed_check_is_ignored(check: object) -> None:
+    rec: dict = {"op": "commit", "seq": 1, "put": [["a", "self/a.md", ".a.md.1.t.tmp"]] * 2, "del": []}
+    if check is not None:
+        rec["check"] = check
+    parsed = journal.parse_commit("x.jsonl", rec)
+    assert parsed is not None and parsed.checks is None and len(parsed.puts) == 2
+
+
+def test_a_line_of_an_earlier_version_rolls_forward_whatever_its_temp_files_hold(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    temps = _killed_batch(root, "logged", "overwrite")
+    shard = next((root / ".mdcg" / "log").glob("*.jsonl"))
+    lines = shard.read_bytes().splitlines()
+    out = []
+    for line in lines:
+        rec = orjson.loads(line)
+        rec.pop("check", None)
+        out.append(orjson.dumps(rec))
+    shard.write_bytes(b"\n".join(out) + b"\n")
+    _tamper(temps[3], "same size, other bytes")
+    with MdCG(root, auto_compact=None) as s:
+        assert s.sync().recovered == 1
+    bodies = _bodies(root)
+    assert sorted(i for i, b in bodies.items() if b == f"new {i}") == sorted(
+        set(_ids()) - {temps[3].name[1:].split(".")[0]}
+    )
+
+
+def _failing_fsync(monkeypatch: pytest.MonkeyPatch, when: str) -> None:
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        name = os.readlink(f"/proc/self/fd/{fd}")
+        if name.endswith(".tmp") and name.endswith(when):
+            raise OSError(errno.EIO, "Input/output error", name)
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="maps fds to paths through /proc")
+def test_a_failed_fsync_undoes_the_commit_before_any_rename(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, auto_compact=None) as s:
+        s.add_many([Node(id=i, layer="self", body=f"old {i}") for i in _ids()])
+        _failing_fsync(monkeypatch, ".tmp")
+        with pytest.raises(OSError) as err:
+            s.add_many(
+                [Node(id=i, layer="self", body=f"new {i}") for i in _ids()], overwrite=True, durable=True
+            )
+        assert err.value.errno == errno.EIO
+        monkeypatch.undo()
+        assert _bodies(root) == {i: f"old {i}" for i in _ids()}  # and no temp file left
+        assert [n.body for n in map(s.get, _ids()[:2])] == ["old b000", "old b001"]
+        assert s.health().by_kind("open_commit") == []
+        s.update("b001", body="after", durable=True)  # the store goes on
+    undone = [r for r in _log_records(root, "done") if r.get("undone")]
+    assert len(undone) == 1
+    with MdCG(root, auto_compact=None) as s:
+        assert s.get("b001").body == "after" and s.get("b002").body == "old b002"
+
+
+def test_an_interrupt_during_the_fsyncs_undoes_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, auto_compact=None) as s:
+        s.add(Node(id="a", layer="self", body="old"))
+
+        def interrupted(calls: object, **kw: object) -> None:
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(fsops, "fsync_all", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            s.update("a", body="new", durable=True)
+        monkeypatch.undo()
+        assert s.get("a").body == "old"
+        assert list(root.rglob("*.tmp")) == []
+        assert s.health().by_kind("open_commit") == []
