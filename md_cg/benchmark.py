@@ -35,11 +35,12 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import layout, nodefile
+from . import fsops, layout, nodefile
 from .errors import InvalidArgumentError
 from .node import Node
 from .sample import build_nodes
@@ -129,15 +130,21 @@ def _sqlite_db(path: Path, nodes: Sequence[Node], *, durable_each: bool) -> floa
     return _rate(len(values), elapsed)
 
 
-def _raw_floor(root: Path, nodes: Sequence[Node], *, durable: bool, batch: int = 1) -> float:
+def _raw_floor(
+    root: Path, nodes: Sequence[Node], *, durable: bool, batch: int = 1, threads: int = 1
+) -> float:
     """The floor of any engine: the same file bytes (serialised before the clock
     starts), each a temp file + ``os.replace``; durable: fsync of each file and
-    of each folder once per ``batch`` files. Returns files/s."""
+    of each folder once per ``batch`` files. ``threads`` > 1 (durable batches):
+    a batch's temp files are all written, then fsynced that many at a time
+    (a pool of threads), then renamed. Returns files/s."""
     payload = [(layout.rel_path(n), nodefile.dumps(n).encode("utf-8")) for n in nodes]
     made: set[Path] = set()
+    pool = ThreadPoolExecutor(threads) if durable and threads > 1 else None
     t = time.perf_counter()
     for start in range(0, len(payload), batch):
         dirs: set[Path] = set()
+        pending: list[tuple[Path, Path]] = []
         for rel, data in payload[start : start + batch]:
             target = root / rel
             parent = target.parent
@@ -147,17 +154,33 @@ def _raw_floor(root: Path, nodes: Sequence[Node], *, durable: bool, batch: int =
             tmp = parent / f".{target.name}.tmp"
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
             os.write(fd, data)
-            if durable:
+            if durable and pool is None:
                 os.fsync(fd)
             os.close(fd)
-            os.replace(tmp, target)
+            if pool is None:
+                os.replace(tmp, target)
+            else:
+                pending.append((tmp, target))
             dirs.add(parent)
+        if pool is not None:
+            list(pool.map(_fsync_path, [tmp for tmp, _ in pending]))
+            for tmp, target in pending:
+                os.replace(tmp, target)
         if durable:
             for parent in dirs:
-                dfd = os.open(parent, os.O_RDONLY)
-                os.fsync(dfd)
-                os.close(dfd)
-    return _rate(len(payload), time.perf_counter() - t)
+                _fsync_path(parent)
+    seconds = time.perf_counter() - t
+    if pool is not None:
+        pool.shutdown()
+    return _rate(len(payload), seconds)
+
+
+def _fsync_path(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def rss_bytes() -> int:
@@ -352,15 +375,18 @@ def _store_batches(n: int, nodes: Sequence[Node], work: Path, sq: float, sq_d: f
             s.add_many(copies[start : start + 1000], durable=True, stamp=False)
         ours_b = _rate(len(copies), time.perf_counter() - t)
     floor_b = _raw_floor(work / f"rawb_{n}", nodes, durable=True, batch=1000)
-    shutil.rmtree(broot, ignore_errors=True)
-    shutil.rmtree(work / f"rawb_{n}", ignore_errors=True)
+    floor_p = _raw_floor(work / f"rawp_{n}", nodes, durable=True, batch=1000, threads=fsops.FSYNC_THREADS)
+    for p in (broot, work / f"rawb_{n}", work / f"rawp_{n}"):
+        shutil.rmtree(p, ignore_errors=True)
     return Row(
         n,
         "write, durable batch of 1,000 (nodes/s)",
         f"{ours_b:,.0f}",
-        f"raw floor+fsync per file, folders once a batch {floor_b:,.0f}; "
+        f"raw floor+fsync per file, folders once a batch {floor_b:,.0f}; the same with "
+        f"{fsops.FSYNC_THREADS} fsyncs at a time {floor_p:,.0f}; "
         f"sqlite one txn {sq:,.0f}; sqlite commit each {sq_d:,.0f}",
-        f"{ours_b / floor_b:.0%} of floor; {ours_b / sq:.2f}× sqlite one txn",
+        f"{ours_b / floor_b:.0%} of floor ({ours_b / floor_p:.0%} of the concurrent one); "
+        f"{ours_b / sq:.2f}× sqlite one txn",
     )
 
 

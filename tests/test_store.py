@@ -318,3 +318,16 @@ def test_health_flags_degraded_buckets_on_a_large_store(store: MdCG) -> None:
     assert [f.kind for f in h.findings] == ["bucket_degraded"]
     assert h.buckets.largest_share == 1.0
     assert h.buckets.degraded
+
+
+@pytest.mark.parametrize("threads", [1, 4])
+def test_the_benchmarks_durable_floor_writes_the_engines_bytes(tmp_path: Path, threads: int) -> None:
+    from md_cg import benchmark
+
+    nodes = benchmark.corpus(30)
+    rate = benchmark._raw_floor(tmp_path / "raw", nodes, durable=True, batch=8, threads=threads)
+    assert rate > 0
+    raw = tmp_path / "raw"
+    written = {p.relative_to(raw).as_posix(): p.read_bytes() for p in raw.rglob("*.md")}
+    assert written == {layout.rel_path(n): nodefile.dumps(n).encode() for n in nodes}
+    assert list((tmp_path / "raw").rglob(".*.tmp")) == []
