@@ -76,12 +76,16 @@ def _refuse(dirfd: int, name: str, rel: str, exc: OSError) -> OSError | UnsafePa
     return exc
 
 
-def open_dir(root: str, rel_dir: str, *, create: bool = False, durable: bool = False) -> int:
+def open_dir(
+    root: str, rel_dir: str, *, create: bool = False, durable: bool = False, made: list[str] | None = None
+) -> int:
     """An fd of ``root/rel_dir`` reached without following symlinks (caller closes it).
 
     ``create=True`` makes missing folders on the way; with ``durable=True`` the
     parent of each folder it makes is fsynced, so the new folder's own entry
     survives a power cut (fsyncing a file and its folder does not cover that).
+    ``made`` receives the path of each folder it made (for a caller that
+    fsyncs their parents itself, later).
     """
     fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     done: list[str] = []
@@ -93,13 +97,15 @@ def open_dir(root: str, rel_dir: str, *, create: bool = False, durable: bool = F
             except FileNotFoundError:
                 if not create:
                     raise
-                made = True
+                made_here = True
                 try:
                     os.mkdir(part, 0o777, dir_fd=fd)
                 except FileExistsError:
-                    made = False  # another process made it meanwhile
-                if made and durable:
+                    made_here = False  # another process made it meanwhile
+                if made_here and durable:
                     os.fsync(fd)
+                if made_here and made is not None:
+                    made.append("/".join(done))
                 try:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
@@ -209,13 +215,21 @@ def _write_all(fd: int, view: memoryview) -> None:
 class Dir:
     """A folder below the root, opened without following symlinks.
 
-    ``create=True`` makes missing folders on the way (``durable=True``: each
-    durably, see :func:`open_dir`). Use as a context manager (or call :meth:`close`).
+    ``create=True`` makes missing folders on the way (``durable`` and ``made``:
+    see :func:`open_dir`). Use as a context manager (or call :meth:`close`).
     """
 
-    def __init__(self, root: str, rel_dir: str, *, create: bool = False, durable: bool = False) -> None:
+    def __init__(
+        self,
+        root: str,
+        rel_dir: str,
+        *,
+        create: bool = False,
+        durable: bool = False,
+        made: list[str] | None = None,
+    ) -> None:
         self.rel = rel_dir
-        self.fd = open_dir(root, rel_dir, create=create, durable=durable)
+        self.fd = open_dir(root, rel_dir, create=create, durable=durable, made=made)
 
     def __enter__(self) -> Dir:
         return self

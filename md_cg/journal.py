@@ -175,7 +175,8 @@ class Journal:
         """
         dirs: dict[str, fsops.Dir] = {}
         try:
-            temps, stats = self._write_temps(puts, dirs, durable)
+            made: list[str] = []
+            temps, stats = self._write_temps(puts, dirs, made)
             self._step("temps")
             record = {
                 "op": "commit",
@@ -191,7 +192,7 @@ class Journal:
             advance(shard, nbytes)
             if durable:
                 try:
-                    fsops.fsync_all(self._logged_syncs(puts, temps, dirs))
+                    fsops.fsync_all(self._logged_syncs(puts, temps, dirs, made))
                 except BaseException:
                     self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
                     raise
@@ -212,20 +213,21 @@ class Journal:
                 d.close()
 
     def _logged_syncs(
-        self, puts: Sequence[Put], temps: list[str], dirs: dict[str, fsops.Dir]
+        self, puts: Sequence[Put], temps: list[str], dirs: dict[str, fsops.Dir], made: list[str]
     ) -> list[Callable[[], object]]:
-        """The fsyncs of a durable commit before its renames: every temp file
-        and the commit line, run at once.
+        """The fsyncs of a durable commit before its renames, run at once: every
+        temp file, the commit line, and the parent of each folder the commit made.
 
         Concurrent is safe because of the line's checks: should the line
-        survive a power cut and a temp file not, recovery finds the file torn
-        or missing and rolls the commit back (:func:`roll_forward`).
+        survive a power cut and a temp file (or its new folder) not, recovery
+        finds the file torn or missing and rolls the commit back (:func:`roll_forward`).
         """
         sync = functools.partial
         calls: list[Callable[[], object]] = [
             sync(dirs[_split(p.rel)[0]].fsync_file, tmp) for p, tmp in zip(puts, temps, strict=True)
         ]
         calls.append(self.writer.sync)
+        calls += [sync(_fsync_folder, self.root, parent) for parent in sorted({_split(m)[0] for m in made})]
         return calls
 
     def _undo(
@@ -248,10 +250,10 @@ class Journal:
                 self.failed.append(logged)
 
     def _write_temps(
-        self, puts: Sequence[Put], dirs: dict[str, fsops.Dir], durable: bool
+        self, puts: Sequence[Put], dirs: dict[str, fsops.Dir], made: list[str]
     ) -> tuple[list[str], list[os.stat_result]]:
         """Write every put to a temp file beside its target (folders made as
-        needed, durably when ``durable``); no fsync of the files here."""
+        needed, listed in ``made``); no fsync here."""
         temps: list[str] = []
         stats: list[os.stat_result] = []
         try:
@@ -259,7 +261,7 @@ class Journal:
                 parent, name = _split(put.rel)
                 d = dirs.get(parent)
                 if d is None:
-                    d = dirs[parent] = fsops.Dir(self.root, parent, create=True, durable=durable)
+                    d = dirs[parent] = fsops.Dir(self.root, parent, create=True, made=made)
                 tmp, st = d.write_temp(name, put.data)
                 temps.append(tmp)
                 stats.append(st)
@@ -407,6 +409,11 @@ def _safe_temp(tmp: object, name: str) -> bool:
 def _split(rel: str) -> tuple[str, str]:
     cut = rel.rfind("/")
     return rel[:cut], rel[cut + 1 :]
+
+
+def _fsync_folder(root: str, rel: str) -> None:
+    with fsops.Dir(root, rel) as d:
+        d.fsync()
 
 
 def _remove_temps(puts: Sequence[Put], temps: Sequence[str], dirs: dict[str, fsops.Dir]) -> None:

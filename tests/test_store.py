@@ -267,12 +267,11 @@ def test_durable_writes_fsync_files_folders_and_log_in_order(
         calls.clear()
         s.add_many([knowledge(f"g{i}", domain=f"d{i % 2}") for i in range(40)], durable=True)
         new = sorted({os.path.dirname(layout.rel_path(s.get(f"g{i}"))) for i in range(2)})
-        # each new bucket folder is made durably (its parent fsynced), then the 40
-        # temp files and the line, then both folders
-        assert calls[:2] == ["knowledge", "knowledge"]
-        expected = [".mdcg/log/shard"] + [f"{new[0]}/.tmp"] * 20 + [f"{new[1]}/.tmp"] * 20
-        assert sorted(calls[2:43]) == expected
-        assert sorted(calls[43:]) == new
+        # the 40 temp files, the line and the parent of the two new bucket folders
+        # (once: they share it) together, then both folders
+        expected = [".mdcg/log/shard", "knowledge"] + [f"{new[0]}/.tmp"] * 20 + [f"{new[1]}/.tmp"] * 20
+        assert sorted(calls[:42]) == expected
+        assert sorted(calls[42:]) == new
 
 
 def test_fsync_all_runs_on_threads_and_raises_the_first_error(tmp_path: Path) -> None:
@@ -331,3 +330,22 @@ def test_the_benchmarks_durable_floor_writes_the_engines_bytes(tmp_path: Path, t
     written = {p.relative_to(raw).as_posix(): p.read_bytes() for p in raw.rglob("*.md")}
     assert written == {layout.rel_path(n): nodefile.dumps(n).encode() for n in nodes}
     assert list((tmp_path / "raw").rglob(".*.tmp")) == []
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="maps fds to paths through /proc")
+def test_a_durable_atomic_write_makes_its_new_folders_durably(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "r"
+    root.mkdir()
+    calls = _fsync_log(monkeypatch, root)
+    fsops.atomic_write(str(root), "x/y/f.bin", b"data", durable=True)
+    # each folder made has its parent fsynced, then the file, then its folder
+    assert calls == [".", "x", "x/y/.tmp", "x/y"]
+    calls.clear()
+    fsops.atomic_write(str(root), "x/y/g.bin", b"data", durable=True)
+    assert calls == ["x/y/.tmp", "x/y"]
+    made: list[str] = []
+    with fsops.Dir(str(root), "x/z/w", create=True, made=made):
+        pass
+    assert made == ["x/z", "x/z/w"] and calls == ["x/y/.tmp", "x/y"]
