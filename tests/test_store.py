@@ -290,16 +290,26 @@ def test_fsync_all_runs_on_threads_and_raises_the_first_error(tmp_path: Path) ->
             return run
 
         calls = [call(f"f{i}") for i in range(40)]
-        fsops.fsync_all([*calls, call(None)], threads=4)
-        assert len({ident for ident, _ in seen}) == 4
-        assert sorted(name or "" for _, name in seen) == sorted(["", *(f"f{i}" for i in range(40))])
-        with pytest.raises(FileNotFoundError) as err:
-            fsops.fsync_all([*calls, call("missing")], threads=4)
-        assert err.value.filename == "missing"
-        assert threading.active_count() == 1  # every fsync thread joined
+        me = threading.get_ident()
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fsops, "FSYNC_SLOW_SECONDS", 0.0)  # the probe finds every fsync slow
+            fsops.fsync_all([*calls, call(None)], threads=4)
+            # the probe's calls on this thread, then the rest on four threads (this one too)
+            assert [ident for ident, _ in seen[: fsops.FSYNC_PROBE]] == [me] * fsops.FSYNC_PROBE
+            assert len({ident for ident, _ in seen}) == 4
+            assert sorted(name or "" for _, name in seen) == sorted(["", *(f"f{i}" for i in range(40))])
+            with pytest.raises(FileNotFoundError) as err:
+                fsops.fsync_all([*calls, call("missing")], threads=4)
+            assert err.value.filename == "missing"
+            assert threading.active_count() == 1  # every fsync thread joined
+            seen.clear()
+            fsops.fsync_all(calls, threads=1)
+            assert {ident for ident, _ in seen} == {me} and len(seen) == 40
         seen.clear()
-        fsops.fsync_all(calls, threads=1)
-        assert {ident for ident, _ in seen} == {threading.get_ident()} and len(seen) == 40
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(fsops, "FSYNC_SLOW_SECONDS", 3600.0)  # fast fsyncs: no thread is worth it
+            fsops.fsync_all(calls, threads=4)
+            assert {ident for ident, _ in seen} == {me} and len(seen) == 40
 
 
 def test_health_reports_layer_counts_and_is_clean(store: MdCG) -> None:
