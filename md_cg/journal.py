@@ -136,6 +136,8 @@ class Journal:
         self.fault: Callable[[str], None] | None = None
         #: this process's commits interrupted after being logged (to roll forward)
         self.failed: list[Commit] = []
+        #: how many commits :meth:`recover` has rolled back so far (see :func:`roll_forward`)
+        self.undone = 0
 
     @property
     def shard(self) -> str | None:
@@ -309,6 +311,7 @@ class Journal:
             record: dict[str, Any] = {"op": "recovered", "shard": c.shard, "c": c.seq}
             if not roll_forward(self.root, c):
                 record["undone"] = True
+                self.undone += 1
             records.append(record)
             done.append(c)
         if records:

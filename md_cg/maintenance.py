@@ -235,15 +235,17 @@ def sync(engine: Engine) -> SyncReport:
         engine.refresh()
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
+        undone = engine.journal.undone
         if dead:
             with engine.hold({i for c in dead for i in c.ids}):
-                recovered = len(dead)  # hold() rolled them forward
+                recovered = len(dead)  # hold() rolled them forward (or back)
+        undone = engine.journal.undone - undone
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
-            return _sync_locked(engine, recovered)
+            return _sync_locked(engine, recovered, undone)
 
 
-def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
+def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
@@ -271,6 +273,7 @@ def _sync_locked(engine: Engine, recovered: int) -> SyncReport:
         conflicts=conflicts(state),
         recovered=recovered,
         temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
+        undone=undone,
     )
 
 

@@ -165,8 +165,10 @@ class MigrationReport:
     resumed_from: int = 0
     restarted: str | None = None
     temp_removed: list[str] = field(default_factory=list)
-    #: commits of the interrupted run that were logged and are finished by the resume
+    #: commits of the interrupted run that were logged and are closed by the resume
     recovered: int = 0
+    #: of those, the ones rolled back (a file torn by a power cut): their rows are migrated again
+    undone: int = 0
     source_sha256: str = ""
     source_changed: bool = False
     batch: int = DEFAULT_BATCH
@@ -221,6 +223,7 @@ class MigrationReport:
             "restarted": self.restarted,
             "temp_removed": list(self.temp_removed),
             "recovered": self.recovered,
+            "undone": self.undone,
             "batch": self.batch,
             "durable": self.durable,
             "write_seconds": round(self.write_seconds, 4),
@@ -258,8 +261,14 @@ class MigrationReport:
             lines.append(f"  started over: {self.restarted}")
         if self.temp_removed:
             lines.append(f"  removed {len(self.temp_removed)} temp file(s) of the interrupted run")
-        if self.recovered:
-            lines.append(f"  finished {self.recovered} batch(es) the interrupted run had logged")
+        if self.recovered > self.undone:
+            finished = self.recovered - self.undone
+            lines.append(f"  finished {finished} batch(es) the interrupted run had logged")
+        if self.undone:
+            lines.append(
+                f"  undid {self.undone} logged batch(es) of the interrupted run with a torn file"
+                " (a power cut before it was written back); their rows are migrated again"
+            )
         if self.mode != "dry-run":
             lines.append(
                 f"  verified {self.verified:,} node(s) field by field: "
@@ -655,6 +664,7 @@ def _resume_point(
         # Clean up after the interrupted writer: its temp files, index drift.
         synced = store.sync()
         report.recovered = synced.recovered
+        report.undone = synced.undone
         report.temp_removed = list(synced.temp_removed) + journal.remove_abandoned_temps()
     return start_after, interrupted
 

@@ -291,7 +291,6 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("changed", list(report.changed)),
         ("deleted", list(report.deleted)),
         ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
-        ("interrupted writes finished", [str(report.recovered)] if report.recovered else []),
         ("temp files removed", list(report.temp_removed)),
         ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
         ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
@@ -300,6 +299,11 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
     ]
     out = []
+    finished = report.recovered - report.undone
+    if finished:
+        out.append(f"interrupted writes finished: {finished}")
+    if report.undone:
+        out.append(f"interrupted writes undone (a file torn by a power cut): {report.undone}")
     for label, items in kinds:
         if items:
             more = f", ... (+{len(items) - limit} more)" if len(items) > limit else ""

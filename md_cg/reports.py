@@ -104,8 +104,11 @@ class SyncReport:
     refused: tuple[tuple[str, str], ...] = ()  # (path, reason): symlinks and the like, never followed
     twins: tuple[tuple[str, ...], ...] = ()  # ids colliding on case-insensitive file systems
     conflicts: tuple[tuple[str, str], ...] = ()  # (id, path): git merge conflicts left to resolve
-    recovered: int = 0  # interrupted commits finished (rolled forward)
+    recovered: int = 0  # interrupted commits closed: rolled forward, or back (``undone``)
     temp_removed: tuple[str, ...] = ()
+    #: of ``recovered``, the commits rolled back: a temp file torn or missing
+    #: (a power cut before it was written back) and none of its files landed
+    undone: int = 0
 
     @property
     def clean(self) -> bool:

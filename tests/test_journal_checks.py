@@ -20,7 +20,9 @@ import orjson
 import pytest
 from stresslib import stress
 
-from md_cg import MdCG, Node, fsops, journal
+from md_cg import MdCG, Node, fsops, journal, render
+from md_cg.migrate import migrate
+from md_cg.sample import generate
 
 N = 60
 
@@ -83,7 +85,10 @@ def test_a_torn_temp_file_rolls_the_whole_commit_back(tmp_path: Path, mode: str,
     assert len(temps) == N
     _tamper(temps[17], how)
     with MdCG(root, auto_compact=None) as s:
-        assert s.sync().recovered == 1
+        report = s.sync()
+        assert (report.recovered, report.undone) == (1, 1)
+        assert "interrupted writes undone (a file torn by a power cut): 1" in render.sync_lines(report)
+        assert not [line for line in render.sync_lines(report) if "finished" in line]
         assert s.health().by_kind("open_commit") == []
         expected = {i: (None if mode == "new" else f"old {i}") for i in _ids()}
         assert _bodies(root) == expected  # nothing landed, nothing lost, no temp file left
@@ -97,7 +102,9 @@ def test_whole_temp_files_roll_the_commit_forward(tmp_path: Path, mode: str) -> 
     root = tmp_path / "m"
     assert len(_killed_batch(root, "logged", mode)) == N
     with MdCG(root, auto_compact=None) as s:
-        assert s.sync().recovered == 1
+        report = s.sync()
+        assert (report.recovered, report.undone) == (1, 0)
+        assert "interrupted writes finished: 1" in render.sync_lines(report)
     assert _bodies(root) == {i: f"new {i}" for i in _ids()}
     recovered = _log_records(root, "recovered")
     assert len(recovered) == 1 and "undone" not in recovered[0]
@@ -216,3 +223,35 @@ def test_an_interrupt_during_the_fsyncs_undoes_the_commit(
         assert s.get("a").body == "old"
         assert list(root.rglob("*.tmp")) == []
         assert s.health().by_kind("open_commit") == []
+
+
+def _migrate_and_die_at_the_third_batch(src: str, dest: str) -> None:
+    seen = []
+    real = journal.Journal._step
+
+    def step(self: journal.Journal, name: str) -> None:
+        if name == "logged":
+            seen.append(name)
+            if len(seen) == 3:
+                os.kill(os.getpid(), signal.SIGKILL)
+        real(self, name)
+
+    journal.Journal._step = step  # type: ignore[method-assign]
+    migrate(src, dest, batch=40, durable=True)
+
+
+def test_a_migration_resumed_after_a_torn_batch_migrates_its_rows_again(tmp_path: Path) -> None:
+    src, dest = tmp_path / "slice.sqlite", tmp_path / "store"
+    generate(src, slice_=True)
+    code = stress.wait(stress.fork(_migrate_and_die_at_the_third_batch, str(src), str(dest)))
+    assert code == -signal.SIGKILL
+    temps = sorted(p for p in dest.rglob(".*.md.*.tmp"))
+    assert len(temps) == 40  # the third batch: logged, not renamed
+    _tamper(temps[0], "truncated")
+    report = migrate(src, dest, batch=40, durable=True)
+    assert (report.resumed_from, report.recovered, report.undone) == (80, 1, 1)
+    assert report.ok and report.mismatches == [] and report.verified == report.migrated
+    text = report.render()
+    assert "  undid 1 logged batch(es) of the interrupted run with a torn file" in text
+    assert "batch(es) the interrupted run had logged" not in text
+    assert list(dest.rglob(".*.tmp")) == []
