@@ -183,7 +183,12 @@ def temp_owner_pid(name: str) -> int | None:
 
 
 def pid_alive(pid: int) -> bool:
-    """Whether a process with this pid exists (on this host)."""
+    """Whether a process with this pid exists (on this host) and has not exited.
+
+    A zombie -- exited, not yet reaped by its parent -- is dead: where PID 1
+    does not reap orphans promptly (some containers and sandboxes), a killed
+    writer stays a zombie for a while, and its temp files are garbage already.
+    """
     if pid <= 0:
         return False
     try:
@@ -192,7 +197,21 @@ def pid_alive(pid: int) -> bool:
         return False
     except PermissionError:
         return True
-    return True
+    return not _exited(pid)
+
+
+def _exited(pid: int) -> bool:
+    """True when ``/proc`` shows ``pid`` as a zombie (Linux; elsewhere False)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            stat = fh.read(512)
+    except FileNotFoundError:
+        return os.path.isdir("/proc/self")  # /proc is there and the pid is gone
+    except OSError:
+        return False
+    # "pid (comm) S ...": comm may hold spaces and parentheses, the state follows the last ")"
+    state = stat[stat.rfind(b")") + 2 : stat.rfind(b")") + 3]
+    return state in (b"Z", b"X")
 
 
 def temp_is_abandoned(name: str, mtime: float, now: float | None = None) -> bool:

@@ -255,20 +255,7 @@ class MigrationReport:
                 f"  created {self.created:,}, updated {self.updated:,} ({self.moved:,} moved), "
                 f"unchanged {self.unchanged:,}, skipped (resumed) {self.skipped:,}"
             )
-        if self.resumed_from:
-            lines.append(f"  resumed after source rowid {self.resumed_from}")
-        if self.restarted:
-            lines.append(f"  started over: {self.restarted}")
-        if self.temp_removed:
-            lines.append(f"  removed {len(self.temp_removed)} temp file(s) of the interrupted run")
-        if self.recovered > self.undone:
-            finished = self.recovered - self.undone
-            lines.append(f"  finished {finished} batch(es) the interrupted run had logged")
-        if self.undone:
-            lines.append(
-                f"  undid {self.undone} logged batch(es) of the interrupted run with a torn file"
-                " (a power cut before it was written back); their rows are migrated again"
-            )
+        lines += self._resume_lines()
         if self.mode != "dry-run":
             lines.append(
                 f"  verified {self.verified:,} node(s) field by field: "
@@ -317,6 +304,25 @@ class MigrationReport:
             _section(lines, "would change", self.changed_ids, limit)
         _section(lines, "extra ids in dest (not in the source)", self.extras, limit)
         return "\n".join(lines) + "\n"
+
+    def _resume_lines(self) -> list[str]:
+        """What a resume found of the interrupted run (none when it did not resume)."""
+        lines = []
+        if self.resumed_from:
+            lines.append(f"  resumed after source rowid {self.resumed_from}")
+        if self.restarted:
+            lines.append(f"  started over: {self.restarted}")
+        if self.temp_removed:
+            lines.append(f"  removed {len(self.temp_removed)} temp file(s) of the interrupted run")
+        if self.recovered > self.undone:
+            finished = self.recovered - self.undone
+            lines.append(f"  finished {finished} batch(es) the interrupted run had logged")
+        if self.undone:
+            lines.append(
+                f"  undid {self.undone} logged batch(es) of the interrupted run with a torn file"
+                " (a power cut before it was written back); their rows are migrated again"
+            )
+        return lines
 
     def bad_rows_of(self, table: str) -> list[BadRow]:
         """The bad rows of one table (``"nodes"`` or ``"edges"``)."""

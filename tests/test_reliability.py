@@ -431,3 +431,24 @@ def test_temp_removal_reads_the_log_after_finding_the_writer_dead(tmp_path: Path
         assert maintenance._remove_abandoned_temps(s._engine) == []
         assert s.sync().recovered == 1
         assert s.get("late").body == "logged, not renamed"
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="zombies are read from /proc")
+def test_a_killed_writer_not_yet_reaped_is_dead(tmp_path: Path) -> None:
+    """A zombie (exited, not reaped: a container whose PID 1 does not reap) owns no temp file."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    try:
+        deadline = time.monotonic() + 10
+        while not Path(f"/proc/{pid}/stat").read_bytes().split(b") ")[1].startswith(b"Z"):
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        os.kill(pid, 0)  # the pid still exists
+        assert fsops.pid_alive(pid) is False
+        assert fsops.temp_is_abandoned(f".n.md.{pid}.abc.tmp", time.time()) is True
+        assert fsops.pid_alive(os.getpid()) is True
+        assert fsops.temp_is_abandoned(f".n.md.{os.getppid()}.abc.tmp", time.time()) is False
+    finally:
+        os.waitpid(pid, 0)
+    assert fsops.pid_alive(pid) is False
