@@ -143,9 +143,10 @@ class Journal:
     def shard(self) -> str | None:
         return self.writer.name
 
-    def append(self, records: list[dict[str, Any]], *, durable: bool = False) -> tuple[str, int, int]:
-        """Append records; return (shard name, its new end offset, seq of the first)."""
-        written, first = self.writer.append(records, durable=durable)
+    def append(self, records: list[dict[str, Any]]) -> tuple[str, int, int]:
+        """Append records (not fsynced: see :meth:`commit`); return (shard name,
+        bytes appended, seq of the first)."""
+        written, first = self.writer.append(records)
         assert self.writer.name is not None
         return self.writer.name, written, first
 
