@@ -250,21 +250,18 @@ def _marker_pattern(marker: str) -> str:
     )
 
 
-def _compile(groups: Mapping[str, tuple[str, ...]]) -> dict[str, re.Pattern[str]]:
-    """One pattern per family: its CJK markers anywhere, its Latin markers as
-    whole words. The word boundary is checked once per position for all the
-    Latin markers (checking it per marker made a search five times slower)."""
-    out: dict[str, re.Pattern[str]] = {}
-    for name, markers in groups.items():
-        ordered = sorted(markers, key=len, reverse=True)  # longest marker wins at one spot
-        cjk = [_marker_pattern(m) for m in ordered if _CJK_RE.search(m)]
-        latin = [_marker_pattern(m) for m in ordered if not _CJK_RE.search(m)]
-        alternatives = [*cjk]
-        if latin:
-            alternatives.append(f"(?<!{_LATIN_WORDCHAR})(?:{'|'.join(latin)})(?!{_LATIN_WORDCHAR})")
-        if alternatives:
-            out[name] = re.compile("|".join(alternatives))
-    return out
+def _compile_one(markers: tuple[str, ...]) -> re.Pattern[str] | None:
+    """One family's pattern: its CJK markers anywhere, its Latin markers as
+    whole words (None when it has no marker). The word boundary is checked
+    once per position for all the Latin markers (checking it per marker made
+    a search five times slower)."""
+    ordered = sorted(markers, key=len, reverse=True)  # longest marker wins at one spot
+    cjk = [_marker_pattern(m) for m in ordered if _CJK_RE.search(m)]
+    latin = [_marker_pattern(m) for m in ordered if not _CJK_RE.search(m)]
+    alternatives = [*cjk]
+    if latin:
+        alternatives.append(f"(?<!{_LATIN_WORDCHAR})(?:{'|'.join(latin)})(?!{_LATIN_WORDCHAR})")
+    return re.compile("|".join(alternatives)) if alternatives else None
 
 
 @dataclass(frozen=True)
@@ -282,11 +279,14 @@ class Markers:
     term: Mapping[str, tuple[str, ...]]
     anchor: tuple[str, ...] = ()
     problem: str | None = None
-    _veto_re: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
-    _term_re: dict[str, re.Pattern[str]] = field(init=False, repr=False, compare=False)
-    _anchor_re: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _term_heads: tuple[re.Pattern[str], re.Pattern[str], int] | None = field(
         init=False, repr=False, compare=False
+    )
+    #: the anchors matched by :meth:`anchor_hit`: the anchor words and every term marker
+    _anchors: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    #: kind ("veto", "term", "anchor") -> its compiled patterns, filled on first use (:meth:`_patterns`)
+    _compiled: dict[str, list[tuple[str, re.Pattern[str]]]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
     )
 
     def __post_init__(self) -> None:
@@ -298,12 +298,33 @@ class Markers:
         object.__setattr__(self, "veto", MappingProxyType(veto))
         object.__setattr__(self, "term", MappingProxyType(term))
         object.__setattr__(self, "anchor", folded(self.anchor))
-        object.__setattr__(self, "_veto_re", _compile(veto))
-        object.__setattr__(self, "_term_re", _compile(term))
         object.__setattr__(self, "_term_heads", _heads(term))
         # Every term marker names a moment too, so it anchors as well.
         anchors = tuple(dict.fromkeys((*self.anchor, *(m for ms in term.values() for m in ms))))
-        object.__setattr__(self, "_anchor_re", _compile({"anchor": anchors}).get("anchor"))
+        object.__setattr__(self, "_anchors", anchors)
+
+    def _patterns(self, kind: str) -> list[tuple[str, re.Pattern[str]]]:
+        """(name, pattern) of every veto family or term rule with a marker, in
+        :data:`VETO_FAMILIES` / :data:`TERM_RULES` order, or of the anchors
+        (``"anchor"``), compiled at the first use of that kind. Compiling them
+        all took ~80-140 ms (their word-boundary classes), which every process
+        paid at its first stamped write, while most texts open with no term
+        marker and need none of them."""
+        out = self._compiled.get(kind)
+        if out is None:
+            groups: Mapping[str, tuple[str, ...]]
+            if kind == "anchor":
+                groups = {"anchor": self._anchors}
+            else:
+                groups = self.veto if kind == "veto" else self.term
+            compiled = [(name, _compile_one(markers)) for name, markers in groups.items()]
+            out = self._compiled[kind] = [(name, p) for name, p in compiled if p is not None]
+        return out
+
+    @property
+    def _term_re(self) -> dict[str, re.Pattern[str]]:
+        """Every term rule's pattern, in :data:`TERM_RULES` order."""
+        return dict(self._patterns("term"))
 
     def extended(
         self,
@@ -326,14 +347,15 @@ class Markers:
         clock time or a day of the month), or ``None``. ``folded=True``:
         ``text`` is already folded."""
         folded_text = text if folded else _fold(text)
-        match = self._anchor_re.search(folded_text) if self._anchor_re else None
+        anchors = self._patterns("anchor")
+        match = anchors[0][1].search(folded_text) if anchors else None
         match = match or _CLOCK_RE.search(folded_text)
         return match.group() if match else None
 
     def veto_hit(self, text: str, *, folded: bool = False) -> Hit | None:
         """The first veto family (in :data:`VETO_FAMILIES` order) found anywhere in ``text``."""
         folded_text = text if folded else _fold(text)
-        for family, pattern in self._veto_re.items():
+        for family, pattern in self._patterns("veto"):
             match = pattern.search(folded_text)
             if match:
                 return Hit(family, match.group(), _units_before(folded_text, match.start()))
@@ -344,10 +366,12 @@ class Markers:
         marker begins within the first ``window`` units of ``text``."""
         folded_text = text if folded else _fold(text)
         starts = self._term_starts(folded_text, window)
+        if not starts:
+            return None
         # A rule's earliest match begins with one of its markers' first literals,
         # so trying the rule at those places within the window finds the match a
         # search would, without scanning the rest of the text once per rule.
-        for rule, pattern in self._term_re.items():
+        for rule, pattern in self._patterns("term"):
             for start in starts:
                 match = pattern.match(folded_text, start)
                 if match:

@@ -413,3 +413,20 @@ def test_rule_hits_on_the_labelled_set() -> None:
 def test_without_the_anchor_check_precision_drops() -> None:
     scores = labelled_sets.retention_scores(ROWS, require_anchor=False)
     assert (scores["true"], scores["decided"]) == (98, 127)
+
+
+def test_marker_patterns_are_compiled_on_first_use_only() -> None:
+    """Compiling every family took ~80-140 ms at a process's first stamped write;
+    a text that opens with no term marker needs none of the patterns."""
+    markers = Markers(shipped_markers().veto, shipped_markers().term, shipped_markers().anchor)
+    assert markers._compiled == {}
+    plain = decide("Alice prefers green tea in the afternoon.", None, markers=markers)
+    assert (plain.tier, plain.rule) == ("long", "default_long")
+    assert markers._compiled == {}
+    timed = decide("Tomorrow at 3pm: dentist with Dr. Lee", None, markers=markers)
+    assert (timed.tier, timed.rule) == ("temp", "term_n1_relative_day")
+    assert sorted(markers._compiled) == ["term", "veto"]  # a term marker opened it: the veto check ran
+    assert [name for name, _ in markers._compiled["term"]] == [r for r in TERM_RULES if markers.term[r]]
+    assert [name for name, _ in markers._compiled["veto"]] == [f for f in VETO_FAMILIES if markers.veto[f]]
+    assert markers.anchor_hit("see you at 7pm") == "7pm"
+    assert sorted(markers._compiled) == ["anchor", "term", "veto"]
