@@ -366,14 +366,61 @@ def _store_durable(n: int, sample: Sequence[Node], work: Path) -> tuple[Row, flo
     return row, sq_d
 
 
-def _store_batches(n: int, nodes: Sequence[Node], work: Path, sq: float, sq_d: float) -> Row:
-    broot = work / f"mdb_{n}"
+def _durable_batches(root: Path, nodes: Sequence[Node]) -> float:
+    """nodes/s of ``add_many(durable=True)`` in batches of 1,000 into a fresh store at ``root``."""
     copies = [node.copy() for node in nodes]
-    with MdCG(broot) as s:
+    with MdCG(root) as s:
         t = time.perf_counter()
         for start in range(0, len(copies), 1000):
             s.add_many(copies[start : start + 1000], durable=True, stamp=False)
-        ours_b = _rate(len(copies), time.perf_counter() - t)
+        return _rate(len(copies), time.perf_counter() - t)
+
+
+def durable_rounds(
+    n: int, rounds: int, *, work: Path | None = None, progress: Progress | None = None
+) -> list[Row]:
+    """Durable batches of 1,000 beside both fsync floors, ``rounds`` times, alternating.
+
+    Each round writes ``n`` nodes into a fresh store, the serial fsync floor
+    and the floor with :data:`~md_cg.fsops.FSYNC_THREADS` fsyncs at a time,
+    in the order ours, serial, concurrent -- reversed every other round, so
+    that a disk whose speed drifts (or whose first writes are slow) favours
+    neither side. One row per round."""
+    nodes = corpus(n)
+    say = progress or (lambda _msg: None)
+
+    def one(k: int, base: Path) -> list[Row]:
+        threads = fsops.FSYNC_THREADS
+        steps: list[tuple[str, Callable[[Path], float]]] = [
+            ("ours", lambda root: _durable_batches(root, nodes)),
+            ("serial", lambda root: _raw_floor(root, nodes, durable=True, batch=1000)),
+            ("concurrent", lambda root: _raw_floor(root, nodes, durable=True, batch=1000, threads=threads)),
+        ]
+        if k % 2:
+            steps.reverse()
+        got = {}
+        for name, run in steps:
+            say(f"round {k + 1}: {name}")
+            got[name] = run(base / f"{name}_{k}")
+            shutil.rmtree(base / f"{name}_{k}", ignore_errors=True)
+        ours, serial, conc = got["ours"], got["serial"], got["concurrent"]
+        order = ", ".join(name for name, _ in steps)
+        return [
+            Row(
+                n,
+                f"round {k + 1} ({order}): durable batch of 1,000 (nodes/s)",
+                f"{ours:,.0f}",
+                f"fsync floor {serial:,.0f}; {threads} fsyncs at a time {conc:,.0f}",
+                f"{ours / serial:.0%} of the floor ({ours / conc:.0%} of the concurrent one)",
+            )
+        ]
+
+    return _per_size(list(range(rounds)), work, one)
+
+
+def _store_batches(n: int, nodes: Sequence[Node], work: Path, sq: float, sq_d: float) -> Row:
+    broot = work / f"mdb_{n}"
+    ours_b = _durable_batches(broot, nodes)
     floor_b = _raw_floor(work / f"rawb_{n}", nodes, durable=True, batch=1000)
     floor_p = _raw_floor(work / f"rawp_{n}", nodes, durable=True, batch=1000, threads=fsops.FSYNC_THREADS)
     for p in (broot, work / f"rawb_{n}", work / f"rawp_{n}"):

@@ -359,3 +359,15 @@ def test_a_durable_atomic_write_makes_its_new_folders_durably(
     with fsops.Dir(str(root), "x/z/w", create=True, made=made):
         pass
     assert made == ["x/z", "x/z/w"] and calls == ["x/y/.tmp", "x/y"]
+
+
+def test_durable_rounds_alternate_the_order_and_clean_up(tmp_path: Path) -> None:
+    from md_cg import benchmark
+
+    rows = benchmark.durable_rounds(20, 2, work=tmp_path / "w")
+    assert [r.measure.split(":")[0] for r in rows] == [
+        "round 1 (ours, serial, concurrent)",
+        "round 2 (concurrent, serial, ours)",
+    ]
+    assert all(r.n == 20 and "16 fsyncs at a time" in r.baseline for r in rows)
+    assert not (tmp_path / "w").exists()
