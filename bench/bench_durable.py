@@ -13,7 +13,6 @@ about: on tmpfs an fsync is free and the figures measure Python.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from md_cg import benchmark
@@ -32,10 +31,10 @@ def main(argv: list[str] | None = None) -> int:
         args.nodes,
         args.rounds,
         work=args.work,
-        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        progress=benchmark.to_stderr,
     )
-    text = benchmark.render(rows, f"Durable batches, alternating rounds (work dir: {args.work or 'temp'})")
-    return benchmark.emit(text, args.out)
+    title = f"Durable batches, alternating rounds (work dir: {args.work or 'temp'})"
+    return benchmark.emit_rows(rows, title, args.out)
 
 
 if __name__ == "__main__":

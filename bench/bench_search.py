@@ -13,7 +13,6 @@ public data sets is in ``bench/quality.py``.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from md_cg import benchmark
@@ -30,12 +29,10 @@ def main() -> int:
         [int(x) for x in args.sizes.split(",")],
         queries=args.queries,
         work=args.work,
-        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        progress=benchmark.to_stderr,
     )
-    text = benchmark.render(
-        rows, "Search: latency, recall against sqlite LIKE, memory (FTS5 OR + bm25 beside the trigram phrase)"
-    )
-    return benchmark.emit(text, args.out)
+    title = "Search: latency, recall against sqlite LIKE, memory (FTS5 OR + bm25 beside the trigram phrase)"
+    return benchmark.emit_rows(rows, title, args.out)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ beside their own raw floor (fsync of each file, of each folder once a batch).
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 from md_cg import benchmark
@@ -31,10 +30,9 @@ def main() -> int:
         sizes,
         durable_sample=args.durable_sample,
         work=args.work,
-        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        progress=benchmark.to_stderr,
     )
-    text = benchmark.render(rows, f"Store: writes and open (work dir: {args.work or 'temp'})")
-    return benchmark.emit(text, args.out)
+    return benchmark.emit_rows(rows, f"Store: writes and open (work dir: {args.work or 'temp'})", args.out)
 
 
 if __name__ == "__main__":

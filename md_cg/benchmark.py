@@ -32,6 +32,7 @@ import re
 import shutil
 import sqlite3
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Sequence
@@ -67,6 +68,16 @@ def emit(text: str, out: Path | None) -> int:
     if out:
         out.write_text(text + "\n", encoding="utf-8")
     return 0
+
+
+def to_stderr(msg: str) -> None:
+    """A ``progress`` callback for the scripts in ``bench/``: each message on stderr, at once."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def emit_rows(rows: Sequence[Row], title: str, out: Path | None) -> int:
+    """:func:`render` the rows under ``title`` and :func:`emit` the table; the exit status (0)."""
+    return emit(render(rows, title), out)
 
 
 def machine() -> str:
