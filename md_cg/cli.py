@@ -83,6 +83,7 @@ COMMANDS: tuple[str, ...] = (
     "show",
     "list",
     "update",
+    "rename",
     "delete",
     "forget",
     "archive",
@@ -553,6 +554,26 @@ def update(
         _print_json({"id": node.id, "layer": node.layer, "path": str(path), "updated": sorted(changes)})
     else:
         typer.echo(f"{node.id}: updated {', '.join(sorted(changes))} ({path})")
+
+
+@app.command()
+def rename(
+    ctx: typer.Context,
+    node_id: IdArg,
+    new_id: Annotated[str, typer.Argument(metavar="NEW_ID", help="The new id (must be free).")],
+    layer: Annotated[str | None, typer.Option("--layer", "-l", help="Also move to this layer.")] = None,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Give a memory a new id: one commit that also re-points every edge linking to it."""
+    with _open(ctx, root) as store:
+        old_path = store.path_of(node_id)
+        node = store.rename(node_id, new_id, layer=layer)
+        path = store.path_of(node.id)
+    if json_out:
+        _print_json({"id": node.id, "old_id": node_id, "layer": node.layer, "path": str(path)})
+    else:
+        typer.echo(f"{node_id} -> {node.id} ({old_path} -> {path})")
 
 
 def _dangling(incoming: Any) -> list[dict[str, str]]:

@@ -19,7 +19,7 @@ from . import fsops, index, paths
 from .engine import Engine, Staged, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Entry
-from .node import Node, check_id, check_layer, quantise_instant, validate
+from .node import Node, check_id, check_layer, check_new_id, quantise_instant, validate
 from .nodefile import loads, read_bytes_as_text
 
 
@@ -88,7 +88,7 @@ def rename(
     new id must be free (twins included).
     """
     check_id(old_id)
-    check_id(new_id)
+    check_new_id(new_id)
     if layer is not None:
         check_layer(layer)
     if paths.id_key(old_id) == paths.id_key(new_id) and old_id != new_id:

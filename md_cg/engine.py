@@ -51,7 +51,7 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
-from .node import LAYERS, Node, check_id, check_layer, quantise_instant, validate
+from .node import LAYERS, Node, check_id, check_layer, check_new_id, quantise_instant, validate
 
 STRIPES = 64
 
@@ -486,7 +486,9 @@ class Engine:
         """The path of an existing node with this id (or a twin of it), else None.
 
         A twin -- an id that differs only by case or normalisation -- raises
-        :class:`IdCollisionError`. Call inside :meth:`hold`.
+        :class:`IdCollisionError`; a new id that Windows reserves for a device
+        raises :class:`UnsafeIdError` (:func:`~md_cg.node.check_new_id`).
+        Call inside :meth:`hold`.
         """
         twin = self.state.twin_of(node.id)
         if twin is not None:
@@ -496,6 +498,7 @@ class Engine:
             return existing.path
         if fsops.exists(self.root_str, rel):
             return rel  # a file nobody indexed yet (copied in, or a folding file system's twin)
+        check_new_id(node.id)  # a new file: one that every clone can hold
         return None
 
     def add_many(

@@ -12,9 +12,9 @@ reaching outside. The root itself may be a symlink: the caller chose it.
 * :func:`read_file` / :func:`lstat` -- read or stat one file, no symlinks.
 * :func:`scan` -- walk a folder tree: regular files, symlinks and other
   entries reported apart; entries that vanish mid-scan are simply absent.
-* :class:`FileLock` -- portalocker (``flock``) on a lock file that is never
-  replaced; :class:`MaintenanceLock` adds a gate so that maintenance is not
-  starved by a stream of writers.
+* :class:`FileLock` -- ``flock`` on a lock file that is never replaced
+  (portalocker where there is no ``fcntl``); :class:`MaintenanceLock` adds a
+  gate so that maintenance is not starved by a stream of writers.
 * :class:`ShardWriter` / :func:`read_shard` -- append-only JSON-lines shards,
   one per writing process.
 
@@ -36,7 +36,6 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 import orjson
-import portalocker
 
 from .errors import LockTimeoutError, UnsafePathError
 
@@ -632,12 +631,14 @@ def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, 
 
 # -- locks ----------------------------------------------------------------------
 
-_LOCK_ERRORS = (portalocker.AlreadyLocked, portalocker.LockException)
-
 try:
     import fcntl as _fcntl
 except ImportError:  # Windows: portalocker's LockFileEx
     _fcntl = None  # type: ignore[assignment]
+    import portalocker
+# On POSIX portalocker is not imported at all: it calls ``fcntl.flock`` there,
+# the primitive used directly below (so the two interlock), and importing it
+# pulls in importlib.metadata (~20 ms of every ``mdcg`` command's start).
 
 
 def _try_flock(fh: IO[Any], *, shared: bool) -> bool:
@@ -655,7 +656,7 @@ def _try_flock(fh: IO[Any], *, shared: bool) -> bool:
         return True
     try:
         portalocker.lock(fh, (portalocker.LOCK_SH if shared else portalocker.LOCK_EX) | portalocker.LOCK_NB)
-    except _LOCK_ERRORS:
+    except (portalocker.AlreadyLocked, portalocker.LockException):
         return False
     return True
 
@@ -888,7 +889,8 @@ class ShardWriter:
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=d.fd)
             fh = os.fdopen(fd, "wb", buffering=0)
             try:
-                portalocker.lock(fh, portalocker.LOCK_EX | portalocker.LOCK_NB)
+                if not _try_flock(fh, shared=False):  # a fresh, uniquely named file
+                    raise LockTimeoutError(f"{self.rel_dir}/{tmp}", 0.0, "new log shard")
                 d.replace(tmp, f"{stem}{SHARD_SUFFIX}")
             except BaseException:
                 fh.close()
@@ -938,7 +940,7 @@ class ShardWriter:
         """Release and close the shard; the next append starts a new one."""
         if self._fh is not None and self._pid == _pid:
             with contextlib.suppress(OSError):
-                portalocker.unlock(self._fh)
+                _unflock(self._fh)
             self._fh.close()
         self._fh = None
         self.name = None

@@ -32,7 +32,7 @@ from . import access, coldbuild, fsops, index, journal, layout, paths, snapshot
 from .engine import Engine
 from .errors import MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
-from .node import LAYERS
+from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
 
@@ -505,6 +505,17 @@ def _entry_findings(state: IndexState, files: dict[str, Any]) -> list[Finding]:
                 Finding(
                     "merge_conflict",
                     "a git merge left both versions in the file; resolve it (docs/git.md, True conflicts)",
+                    e.path,
+                    e.id,
+                )
+            )
+        device = windows_device_name(e.id)
+        if device is not None:
+            out.append(
+                Finding(
+                    "reserved_id",
+                    f"Windows reserves the name {device} for a device: a clone there cannot hold this "
+                    "file; rename the node (mdcg rename)",
                     e.path,
                     e.id,
                 )

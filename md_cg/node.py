@@ -174,6 +174,44 @@ def check_id(node_id: object, *, what: str = "node id") -> str:
     return node_id
 
 
+#: File-name stems Windows reserves for devices, in any case and with any
+#: extension (``con.md``, ``Aux.txt.md``): a clone of the store there cannot
+#: hold such a file (git for Windows refuses to check it out).
+WINDOWS_DEVICE_NAMES = frozenset(
+    {"CON", "PRN", "AUX", "NUL", "CONIN$", "CONOUT$"}
+    | {f"{port}{n}" for port in ("COM", "LPT") for n in "0123456789\u00b9\u00b2\u00b3"}
+)
+
+
+def windows_device_name(node_id: str) -> str | None:
+    """The device name Windows would see in the file of ``node_id`` (``"CON"``), or None.
+
+    Windows reads a file name up to its first dot, trailing spaces dropped,
+    in any case: ``con``, ``CON.notes`` and ``com1`` are devices there.
+    """
+    stem = node_id.split(".", 1)[0].rstrip(" ").upper()
+    return stem if stem in WINDOWS_DEVICE_NAMES else None
+
+
+def check_new_id(node_id: object, *, what: str = "node id") -> str:
+    """:func:`check_id`, and for an id a store is about to *create*: not a Windows device name.
+
+    Existing files named so are still read (``health()`` reports them as
+    ``reserved_id``); a new node, a rename or an import may not add one.
+    """
+    checked = check_id(node_id, what=what)
+    device = windows_device_name(checked)
+    if device is not None:
+        raise UnsafeIdError(
+            f"unsafe {what} {checked!r}: Windows reserves the name {device} for a device, so a clone "
+            "of the store there could not hold its file; ids must be safe file-name stems",
+            field="id",
+            value=checked,
+            node_id=None,
+        )
+    return checked
+
+
 @lru_cache(maxsize=65536)
 def _id_problem(node_id: str) -> str | None:
     if node_id == "":

@@ -26,6 +26,7 @@ FINDING_KINDS: dict[str, str] = {
     "log_damage": "warning",  # unreadable lines or unusable records in the index log
     "unsafe_path": "error",  # a symlink, special file or bad name below the root (never followed)
     "twin_id": "error",  # ids that differ only by case/normalisation (collide on macOS/Windows)
+    "reserved_id": "warning",  # an id Windows reserves for a device (con, nul, com1...): no clone there
     "open_commit": "warning",  # a write interrupted by a crash; sync() finishes it
     "synonyms_file": "warning",  # the store's synonyms.json is unusable; the shipped table is used
     "content_drift": "error",  # health(deep=True): an entry differs from its file's content

@@ -62,7 +62,7 @@ from .node import (
     MAX_FRONTMATTER_BYTES,
     Edge,
     Node,
-    check_id,
+    check_new_id,
     validate,
 )
 
@@ -488,7 +488,7 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
             field="id",
             value=node_id,
         )
-    check_id(node_id)
+    check_new_id(node_id)  # it becomes a file: one that every clone can hold
     if lowered.get("layer") is None:
         problems.append("column 'layer' is NULL")
     content = lowered.get("content")

@@ -66,7 +66,7 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     names = list(group.commands)  # type: ignore[attr-defined]
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
-        "init", "add", "get", "show", "list", "update", "delete", "forget", "archive", "unarchive",
+        "init", "add", "get", "show", "list", "update", "rename", "delete", "forget", "archive", "unarchive",
         "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
         "verify", "reflect", "sync", "health", "census", "migrate", "rebuild", "compact", "bench",
         "demo", "mcp",
