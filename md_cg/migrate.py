@@ -515,8 +515,8 @@ def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     """:func:`iter_rows`, where a node that cannot be written to a file is a bad row too.
 
     The reader validates nodes against the node model; a few values pass it
-    but cannot be stored in frontmatter (an integer outside 64 bits, a lone
-    UTF-16 surrogate from a JSON escape). Rejecting those here keeps one bad
+    but cannot be stored in frontmatter (a lone UTF-16 surrogate from a JSON
+    escape). Rejecting those here keeps one bad
     row from failing a whole batch commit, and every pass agrees on the rows.
     """
     for row in iter_rows(conn):

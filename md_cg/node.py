@@ -564,12 +564,35 @@ def show(value: Any) -> str:
     return _REPR.repr(value)
 
 
+#: Integers a node file holds are 64-bit (JSON readers, orjson included, stop there).
+INT_LIMIT = 2**63
+
+
+def number_problem(value: Any) -> str | None:
+    """Why the number ``value`` cannot be written to a node file, or None (also for non-numbers).
+
+    The writer refuses integers outside the signed 64-bit range and
+    non-finite floats (JSON has no ``inf``/``nan``), so validation refuses
+    them too (:func:`bulk_problem` asks this of every value it walks): a
+    file holding one (``mine: .inf``) is reported when read, instead of
+    being read and then failing every later edit on a field the edit did
+    not touch.
+    """
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            return f"holds the non-finite number {value!r}, which a node file cannot store"
+    elif isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value < INT_LIMIT:
+        return f"holds the integer {value}, outside the 64-bit range a node file stores"
+    return None
+
+
 def _is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def bulk_problem(value: Any) -> str | None:
-    """Why ``value`` cannot be a frontmatter value (too deep or too large), or None.
+    """Why ``value`` cannot be a frontmatter value (too deep, too large, or a number
+    a file cannot store: :func:`number_problem`), or None.
 
     Walks without recursion, counting each list item, object key and string
     character against :data:`MAX_FRONTMATTER_BYTES` (every item costs at
@@ -579,6 +602,8 @@ def bulk_problem(value: Any) -> str | None:
     budget = MAX_FRONTMATTER_BYTES
     if isinstance(value, str):
         budget -= len(value)
+    elif not isinstance(value, (list, tuple, dict)):
+        return number_problem(value)
     stack = [(value, 1)] if isinstance(value, (list, tuple, dict)) else []
     while stack and budget >= 0:
         container, depth = stack.pop()
@@ -597,6 +622,13 @@ def bulk_problem(value: Any) -> str | None:
                 budget -= len(child)
             elif isinstance(child, (list, tuple, dict)):
                 stack.append((child, depth + 1))
+            elif child is not None and not (
+                (type(child) is int and -INT_LIMIT <= child < INT_LIMIT)
+                or (type(child) is float and math.isfinite(child))
+            ):  # the usual numbers are checked inline
+                why = number_problem(child)
+                if why:
+                    return why
     if budget < 0:
         return f"is larger than the frontmatter limit of {MAX_FRONTMATTER_BYTES // 1024} KiB"
     return None
@@ -655,7 +687,7 @@ def node_problems(
     _check_extra(node, fail, bounded)
     for name in _NESTING_FIELDS:
         value = getattr(node, name)
-        if value and name not in failed and name not in bounded and not isinstance(value, (int, float)):
+        if value and name not in failed and name not in bounded:
             why = bulk_problem(value)
             if why:
                 fail(name, why, value)
@@ -685,8 +717,10 @@ def _check_scalars(node: Node, fail: _Fail) -> None:
         except ValueError as exc:
             fail(name, f"{exc} (an instant: seconds since the epoch or ISO 8601)", v)
     count = node.access_count
-    if count is not None and (not isinstance(count, int) or isinstance(count, bool) or count < 0):
-        fail("access_count", "must be a non-negative integer", count)
+    if count is not None and (
+        not isinstance(count, int) or isinstance(count, bool) or not 0 <= count < INT_LIMIT
+    ):
+        fail("access_count", "must be a non-negative 64-bit integer", count)
     if node.modality is not None and not isinstance(node.modality, str):
         fail("modality", "must be a string", node.modality)
     _check_lifecycle(node, fail)

@@ -65,6 +65,7 @@ from yaml.scanner import ScannerError
 from .errors import FileProblem, InvalidNodeError, MalformedNodeFileError
 from .node import (
     FIELD_ORDER,
+    INT_LIMIT,
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_FRONTMATTER_BYTES,
@@ -76,13 +77,16 @@ from .node import (
     show,
 )
 
+#: A run of 19 or more digits: the only way JSON text can hold an integer outside
+#: the signed 64-bit range (orjson's floats are always finite).
+LONG_DIGITS = re.compile(r"\d{19}")
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Plain scalars YAML 1.1 resolves to booleans or null.
 _YAML_SPECIAL = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null"])
 # Characters YAML will not take raw inside a double-quoted scalar, or reads as
 # line breaks (U+0085, U+2028, U+2029). orjson already escapes C0 controls.
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
-_INT_LIMIT = 2**63
+_INT_LIMIT = INT_LIMIT
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -226,9 +230,10 @@ class Frontmatter(NamedTuple):
     """A parsed frontmatter: the mapping, the line of each key, and what is wrong.
 
     ``problems`` are keys given twice and values that cannot be constructed;
-    ``unbounded`` names the keys whose values may nest deeper than
-    :data:`~md_cg.node.MAX_DEPTH` (the node model checks those; every other
-    value is known to be within the limits already).
+    ``unbounded`` names the keys whose values the parser does not vouch for:
+    they may nest deeper than :data:`~md_cg.node.MAX_DEPTH` or hold a number
+    a file cannot store (:func:`~md_cg.node.number_problem`). The node model
+    walks those; every other value is known to be within the limits already.
     """
 
     meta: dict[str, Any]
@@ -273,6 +278,8 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
             problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
         if len(value_text) > MAX_DEPTH and value_text.count("[") + value_text.count("{") > MAX_DEPTH:
             unbounded.add(key)  # orjson nests up to 1024 levels; ours is MAX_DEPTH
+        elif LONG_DIGITS.search(value_text):
+            unbounded.add(key)  # orjson reads integers up to 2**64 - 1; a file holds 64-bit signed
         meta[key] = value
         lines[key] = number
     return Frontmatter(meta, lines, problems, frozenset(unbounded))
@@ -439,8 +446,10 @@ def _yaml(fm: str, first_line: int) -> Frontmatter:
             continue
         meta[key] = value
         lines[key] = number
-    # No aliases and a bounded composer: every value is within the limits.
-    return Frontmatter(meta, lines, problems)
+    # No aliases and a bounded composer: every value is within the size limits.
+    # YAML numbers are not (.inf, .nan, 0xFFFFFFFFFFFFFFFFFF): every value but
+    # a string is walked by the node model.
+    return Frontmatter(meta, lines, problems, frozenset(k for k, v in meta.items() if type(v) is not str))
 
 
 def parse_frontmatter(fm: str, first_line: int = 1) -> Frontmatter:

@@ -143,8 +143,8 @@ EXPECTED_BAD = [
     BadRow(
         11,
         "huge_int",
-        "cannot be written to a node file: field 'big': integer 99999999999999999999 is "
-        "outside the 64-bit range",
+        "node 'huge_int': field 'big' holds the integer 99999999999999999999, outside the 64-bit "
+        "range a node file stores (got 99999999999999999999)",
     ),
     BadRow(3, "ghost", "source 'ghost' (target 'good_1') is not a node in 'nodes'", "edges"),
 ]

@@ -249,3 +249,87 @@ def test_a_store_with_hostile_files_opens_fast_and_reports_them(tmp_path: Path) 
     assert set(unreadable) == {"self/bomb.md", "self/deep.md"}
     assert "anchors (&a) are not allowed" in unreadable["self/bomb.md"]
     assert "nested deeper than 64 levels" in unreadable["self/deep.md"]
+
+
+# -- numbers the writer cannot write back --------------------------------------------------------
+
+_NUMBER_FILES = {
+    "big_count": (
+        "access_count: 999999999999999999999999",
+        "field 'access_count' must be a non-negative 64-bit integer (got 999999999999999999999999)",
+    ),
+    "u64_count": (
+        "access_count: 18446744073709551615",
+        "field 'access_count' must be a non-negative 64-bit integer (got 18446744073709551615)",
+    ),
+    "big_extra": (
+        "mine: 999999999999999999999999",
+        "field 'mine' holds the integer 999999999999999999999999, outside the 64-bit range a node "
+        "file stores (got 999999999999999999999999)",
+    ),
+    "u64_json": (
+        "mine: [1, 18446744073709551615]",
+        "field 'mine' holds the integer 18446744073709551615, outside the 64-bit range a node file "
+        "stores (got [1, 18446744073709551615])",
+    ),
+    "below_min": (
+        "mine: -9223372036854775809",
+        "field 'mine' holds the integer -9223372036854775809, outside the 64-bit range a node file "
+        "stores (got -9223372036854775809)",
+    ),
+    "hex": (
+        "mine: 0xFFFFFFFFFFFFFFFFFFFF",
+        "field 'mine' holds the integer 1208925819614629174706175, outside the 64-bit range a node "
+        "file stores (got 1208925819614629174706175)",
+    ),
+    "inf": (
+        "mine: .inf",
+        "field 'mine' holds the non-finite number inf, which a node file cannot store (got inf)",
+    ),
+    "nan": (
+        "mine: .nan",
+        "field 'mine' holds the non-finite number nan, which a node file cannot store (got nan)",
+    ),
+    "spatial_inf": (
+        "spatial: .inf",
+        "field 'spatial' holds the non-finite number inf, which a node file cannot store (got inf)",
+    ),
+    "nested_inf": (
+        'condition_space: {"a": [1, .inf]}',
+        "field 'condition_space' holds the non-finite number inf, which a node file cannot store "
+        "(got {'a': [1, inf]})",
+    ),
+}
+
+
+def test_numbers_a_node_file_cannot_store_make_the_file_unreadable_naming_the_field(tmp_path: Path) -> None:
+    """Before, such a file was read and then refused every later edit (whatever the edit changed)."""
+    from md_cg import MdCG
+
+    root = tmp_path / "memory"
+    with MdCG(root) as store:
+        store.add(Node(id="good", layer="self", body="fine"))
+    for name, (line, _) in _NUMBER_FILES.items():
+        (root / "self" / f"{name}.md").write_text(f"---\nid: {name}\nlayer: self\n{line}\n---\nx\n")
+    edge = "mine: [9223372036854775807, -9223372036854775808, 1.5e+308]"
+    (root / "self" / "edge.md").write_text(f"---\nid: edge\nlayer: self\n{edge}\n---\nx\n")
+    with MdCG(root) as store:
+        report = store.sync()
+        assert dict(report.malformed) == {
+            f"self/{name}.md": f"node {name!r}: {message}" for name, (_, message) in _NUMBER_FILES.items()
+        }
+        assert store.ids() == ["edge", "good"]
+        store.update("edge", body="edited")  # the largest storable numbers round-trip
+        assert store.get("edge").extra == {"mine": [2**63 - 1, -(2**63), 1.5e308]}
+    assert f"\n{edge}\n" in (root / "self" / "edge.md").read_text()
+
+
+def test_the_api_refuses_unstorable_numbers_before_writing() -> None:
+    for node, field in (
+        (Node(id="a", layer="self", body="x", access_count=2**63), "access_count"),
+        (Node(id="a", layer="self", body="x", extra={"n": {"k": [float("nan")]}}), "n"),
+        (Node(id="a", layer="self", body="x", condition_space={"w": -(2**64)}), "condition_space"),
+    ):
+        with pytest.raises(InvalidNodeError) as info:
+            validate(node)
+        assert info.value.field == field
