@@ -873,6 +873,8 @@ class ShardWriter:
         self._fh: IO[bytes] | None = None
         self._pid = -1
         self._seq = 0
+        #: bytes of whole records in the shard (where the next append starts)
+        self._end = 0
         self.name: str | None = None
         #: whether the shard's own name is known to survive a power cut
         self._named_durably = False
@@ -897,6 +899,7 @@ class ShardWriter:
                 d.unlink(tmp)
                 raise
         self._fh, self._pid, self._seq, self.name = fh, pid, 0, f"{stem}{SHARD_SUFFIX}"
+        self._end = 0
         self._named_durably = False
 
     def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> tuple[int, int]:
@@ -919,12 +922,30 @@ class ShardWriter:
         data = b"\n".join(lines) + b"\n"
         fd = self._fh.fileno()
         view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
+        try:
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+        except BaseException:
+            self._seq = first - 1
+            self._cut()
+            raise
+        self._end += len(data)
         if durable:
             self.sync()
         return len(data), first
+
+    def _cut(self) -> None:
+        """Take a torn append back (a full disk, an I/O error): the shard ends at its last
+        whole record, so the next record does not run into the torn one's bytes. If it
+        cannot be cut, the shard is left (its torn tail is an unfinished last line,
+        which readers wait on) and the next append starts a new one."""
+        assert self._fh is not None
+        try:
+            os.ftruncate(self._fh.fileno(), self._end)
+            os.lseek(self._fh.fileno(), self._end, os.SEEK_SET)
+        except OSError:
+            self.close()
 
     def sync(self) -> None:
         """fsync what was appended; the first time for a shard, its folder too

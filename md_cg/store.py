@@ -110,6 +110,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         self._synonyms_problem: str | None = None
         self._access = fsops.ShardWriter(self._engine.root_str, access.ACCESS_REL)
         self._access_broken: str | None = None
+        #: access events lost to a full disk (each read then goes on; health() reports them)
+        self._access_dropped = 0
         self._logs: dict[str, AppendLog] = {}
         self._watch: ChangeWatch | None = None
         self._last_scan: float | None = None
@@ -629,6 +631,13 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             extra.append(Finding("synonyms_file", f"{self._synonyms_problem}; the shipped table is used"))
         if self._access_broken:
             extra.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
+        if self._access_dropped:
+            extra.append(
+                Finding(
+                    "access_unrecorded",
+                    f"{self._access_dropped} access event(s) not recorded: the disk was full",
+                )
+            )
         eng = self._engine
         with eng.lock:
             eng.fresh()

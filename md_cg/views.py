@@ -18,6 +18,7 @@ Imports the engine, editing, graph, retention, visibility and the modules below 
 
 from __future__ import annotations
 
+import errno
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
@@ -48,6 +49,9 @@ _NODE_FIELDS = {f.name for f in fields(Node)}
 
 #: The archive/unarchive audit log, ``.mdcg/archive_log/``.
 ARCHIVE_LOG = "archive_log"
+
+#: Errors of a full disk or quota: a read records no access event then, and goes on.
+_DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 
 
 class _Handle:
@@ -349,6 +353,7 @@ class Recall(_Handle):
 
     _access: fsops.ShardWriter
     _access_broken: str | None
+    _access_dropped: int
 
     if TYPE_CHECKING:  # defined by MdCG and Reads
 
@@ -436,6 +441,12 @@ class Recall(_Handle):
                 self._engine.ensure_writable()
                 self._access.append([line])
             except (OSError, UnsafePathError) as exc:
+                if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+                    # The read succeeded; only its statistics are lost. The next one tries again.
+                    self._access_dropped += 1
+                    note = f"md-cg: {self.root}: {exc.strerror}; accesses are not recorded while it lasts"
+                    engine_mod.warn_once(self, "access-full", note)
+                    return
                 if not isinstance(
                     exc, (UnsafePathError, PermissionError)
                 ) and not engine_mod.is_read_only_error(exc):
