@@ -564,15 +564,20 @@ def show(value: Any) -> str:
     return _REPR.repr(value)
 
 
-#: Integers a node file holds are 64-bit (JSON readers, orjson included, stop there).
-INT_LIMIT = 2**63
+#: The integers a node file holds: those its JSON reader (orjson) reads back as the
+#: same integer, from -2**63 up to 2**64 - 1 (beyond, it reads a float).
+INT_MIN = -(2**63)
+INT_END = 2**64
+#: Counters (``access_count``) are signed 64-bit.
+COUNT_END = 2**63
 
 
 def number_problem(value: Any) -> str | None:
     """Why the number ``value`` cannot be written to a node file, or None (also for non-numbers).
 
-    The writer refuses integers outside the signed 64-bit range and
-    non-finite floats (JSON has no ``inf``/``nan``), so validation refuses
+    The writer refuses integers its JSON reader would not read back as the
+    same integer (:data:`INT_MIN` to :data:`INT_END`) and non-finite floats
+    (JSON has no ``inf``/``nan``), so validation refuses
     them too (:func:`bulk_problem` asks this of every value it walks): a
     file holding one (``mine: .inf``) is reported when read, instead of
     being read and then failing every later edit on a field the edit did
@@ -581,8 +586,8 @@ def number_problem(value: Any) -> str | None:
     if isinstance(value, float):
         if not math.isfinite(value):
             return f"holds the non-finite number {value!r}, which a node file cannot store"
-    elif isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value < INT_LIMIT:
-        return f"holds the integer {value}, outside the 64-bit range a node file stores"
+    elif isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value < INT_END:
+        return f"holds the integer {value}, outside the range a node file stores (-2**63 to 2**64 - 1)"
     return None
 
 
@@ -623,7 +628,7 @@ def bulk_problem(value: Any) -> str | None:
             elif isinstance(child, (list, tuple, dict)):
                 stack.append((child, depth + 1))
             elif child is not None and not (
-                (type(child) is int and -INT_LIMIT <= child < INT_LIMIT)
+                (type(child) is int and INT_MIN <= child < INT_END)
                 or (type(child) is float and math.isfinite(child))
             ):  # the usual numbers are checked inline
                 why = number_problem(child)
@@ -718,7 +723,7 @@ def _check_scalars(node: Node, fail: _Fail) -> None:
             fail(name, f"{exc} (an instant: seconds since the epoch or ISO 8601)", v)
     count = node.access_count
     if count is not None and (
-        not isinstance(count, int) or isinstance(count, bool) or not 0 <= count < INT_LIMIT
+        not isinstance(count, int) or isinstance(count, bool) or not 0 <= count < COUNT_END
     ):
         fail("access_count", "must be a non-negative 64-bit integer", count)
     if node.modality is not None and not isinstance(node.modality, str):

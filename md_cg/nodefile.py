@@ -65,7 +65,8 @@ from yaml.scanner import ScannerError
 from .errors import FileProblem, InvalidNodeError, MalformedNodeFileError
 from .node import (
     FIELD_ORDER,
-    INT_LIMIT,
+    INT_END,
+    INT_MIN,
     MAX_DEPTH,
     MAX_FILE_BYTES,
     MAX_FRONTMATTER_BYTES,
@@ -77,16 +78,12 @@ from .node import (
     show,
 )
 
-#: A run of 19 or more digits: the only way JSON text can hold an integer outside
-#: the signed 64-bit range (orjson's floats are always finite).
-LONG_DIGITS = re.compile(r"\d{19}")
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Plain scalars YAML 1.1 resolves to booleans or null.
 _YAML_SPECIAL = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null"])
 # Characters YAML will not take raw inside a double-quoted scalar, or reads as
 # line breaks (U+0085, U+2028, U+2029). orjson already escapes C0 controls.
 _YAML_UNSAFE = re.compile("[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
-_INT_LIMIT = INT_LIMIT
 
 
 def _escape(match: re.Match[str]) -> str:
@@ -139,8 +136,8 @@ def dump_float(v: float) -> str:
 
 
 def _dump_int(v: int) -> str:
-    if not -_INT_LIMIT <= v < _INT_LIMIT:
-        raise InvalidNodeError(f"integer {v} is outside the 64-bit range", value=v)
+    if not INT_MIN <= v < INT_END:
+        raise InvalidNodeError(f"integer {v} is outside the range -2**63 to 2**64 - 1", value=v)
     return str(int(v))
 
 
@@ -232,8 +229,9 @@ class Frontmatter(NamedTuple):
     ``problems`` are keys given twice and values that cannot be constructed;
     ``unbounded`` names the keys whose values the parser does not vouch for:
     they may nest deeper than :data:`~md_cg.node.MAX_DEPTH` or hold a number
-    a file cannot store (:func:`~md_cg.node.number_problem`). The node model
-    walks those; every other value is known to be within the limits already.
+    a file cannot store (:func:`~md_cg.node.number_problem`; JSON read by
+    orjson never does). The node model walks those; every other value is
+    known to be within the limits already.
     """
 
     meta: dict[str, Any]
@@ -278,8 +276,6 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
             problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
         if len(value_text) > MAX_DEPTH and value_text.count("[") + value_text.count("{") > MAX_DEPTH:
             unbounded.add(key)  # orjson nests up to 1024 levels; ours is MAX_DEPTH
-        elif LONG_DIGITS.search(value_text):
-            unbounded.add(key)  # orjson reads integers up to 2**64 - 1; a file holds 64-bit signed
         meta[key] = value
         lines[key] = number
     return Frontmatter(meta, lines, problems, frozenset(unbounded))
@@ -582,7 +578,7 @@ def _json(v: Any, depth: int) -> str:
             if tx is str:
                 out = _STR_CACHE.get(x)
                 add(out if out is not None else _dump_str(x))
-            elif tx is int and -_INT_LIMIT <= x < _INT_LIMIT:
+            elif tx is int and INT_MIN <= x < INT_END:
                 add(str(x))
             else:
                 add(_json(x, depth))

@@ -143,8 +143,8 @@ EXPECTED_BAD = [
     BadRow(
         11,
         "huge_int",
-        "node 'huge_int': field 'big' holds the integer 99999999999999999999, outside the 64-bit "
-        "range a node file stores (got 99999999999999999999)",
+        "node 'huge_int': field 'big' holds the integer 99999999999999999999, outside the range a "
+        "node file stores (-2**63 to 2**64 - 1) (got 99999999999999999999)",
     ),
     BadRow(3, "ghost", "source 'ghost' (target 'good_1') is not a node in 'nodes'", "edges"),
 ]

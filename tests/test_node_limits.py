@@ -264,23 +264,26 @@ _NUMBER_FILES = {
     ),
     "big_extra": (
         "mine: 999999999999999999999999",
-        "field 'mine' holds the integer 999999999999999999999999, outside the 64-bit range a node "
-        "file stores (got 999999999999999999999999)",
+        "field 'mine' holds the integer 999999999999999999999999, outside the range a node file stores "
+        "(-2**63 to 2**64 - 1) "
+        "(got 999999999999999999999999)",
     ),
-    "u64_json": (
-        "mine: [1, 18446744073709551615]",
-        "field 'mine' holds the integer 18446744073709551615, outside the 64-bit range a node file "
-        "stores (got [1, 18446744073709551615])",
+    "over_u64_yaml": (
+        "mine: [1, 18446744073709551616]",
+        "field 'mine' holds the integer 18446744073709551616, outside the range a node file stores "
+        "(-2**63 to 2**64 - 1) (got [1, 18446744073709551616])",
     ),
     "below_min": (
         "mine: -9223372036854775809",
-        "field 'mine' holds the integer -9223372036854775809, outside the 64-bit range a node file "
-        "stores (got -9223372036854775809)",
+        "field 'mine' holds the integer -9223372036854775809, outside the range a node file stores "
+        "(-2**63 to 2**64 - 1) "
+        "(got -9223372036854775809)",
     ),
     "hex": (
         "mine: 0xFFFFFFFFFFFFFFFFFFFF",
-        "field 'mine' holds the integer 1208925819614629174706175, outside the 64-bit range a node "
-        "file stores (got 1208925819614629174706175)",
+        "field 'mine' holds the integer 1208925819614629174706175, outside the range a node file stores "
+        "(-2**63 to 2**64 - 1) "
+        "(got 1208925819614629174706175)",
     ),
     "inf": (
         "mine: .inf",
@@ -311,7 +314,7 @@ def test_numbers_a_node_file_cannot_store_make_the_file_unreadable_naming_the_fi
         store.add(Node(id="good", layer="self", body="fine"))
     for name, (line, _) in _NUMBER_FILES.items():
         (root / "self" / f"{name}.md").write_text(f"---\nid: {name}\nlayer: self\n{line}\n---\nx\n")
-    edge = "mine: [9223372036854775807, -9223372036854775808, 1.5e+308]"
+    edge = "mine: [18446744073709551615, -9223372036854775808, 1.5e+308]"
     (root / "self" / "edge.md").write_text(f"---\nid: edge\nlayer: self\n{edge}\n---\nx\n")
     with MdCG(root) as store:
         report = store.sync()
@@ -320,7 +323,7 @@ def test_numbers_a_node_file_cannot_store_make_the_file_unreadable_naming_the_fi
         }
         assert store.ids() == ["edge", "good"]
         store.update("edge", body="edited")  # the largest storable numbers round-trip
-        assert store.get("edge").extra == {"mine": [2**63 - 1, -(2**63), 1.5e308]}
+        assert store.get("edge").extra == {"mine": [2**64 - 1, -(2**63), 1.5e308]}
     assert f"\n{edge}\n" in (root / "self" / "edge.md").read_text()
 
 
@@ -328,7 +331,8 @@ def test_the_api_refuses_unstorable_numbers_before_writing() -> None:
     for node, field in (
         (Node(id="a", layer="self", body="x", access_count=2**63), "access_count"),
         (Node(id="a", layer="self", body="x", extra={"n": {"k": [float("nan")]}}), "n"),
-        (Node(id="a", layer="self", body="x", condition_space={"w": -(2**64)}), "condition_space"),
+        (Node(id="a", layer="self", body="x", condition_space={"w": -(2**63) - 1}), "condition_space"),
+        (Node(id="a", layer="self", body="x", extra={"n": 2**64}), "n"),
     ):
         with pytest.raises(InvalidNodeError) as info:
             validate(node)

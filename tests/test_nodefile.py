@@ -292,8 +292,10 @@ def test_invalid_utf8_names_the_file(tmp_path) -> None:
 def test_values_that_cannot_be_stored_are_refused() -> None:
     with pytest.raises(InvalidNodeError, match=r"field 'spatial': non-finite number nan"):
         nodefile.dumps(Node(id="a", layer="self", spatial=float("nan")))
-    with pytest.raises(InvalidNodeError, match="outside the 64-bit range"):
+    with pytest.raises(InvalidNodeError, match=r"outside the range -2\*\*63 to 2\*\*64 - 1"):
         nodefile.dumps(Node(id="a", layer="self", spatial=2**64))
+    widest = nodefile.dumps(Node(id="a", layer="self", spatial=2**64 - 1))
+    assert "\nspatial: 18446744073709551615\n" in widest
     with pytest.raises(InvalidNodeError, match="lone surrogate"):
         nodefile.dumps(Node(id="a", layer="self", tags=["\ud800"]))
     with pytest.raises(InvalidNodeError, match="cannot be stored in frontmatter"):
