@@ -23,6 +23,7 @@ the environment variable ``MDCG_ROOT``, else ``./memory``.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sys
@@ -47,6 +48,7 @@ from md_cg import (
     ProtectedNodeError,
     Scope,
 )
+from md_cg.errors import is_out_of_room
 from md_cg.render import (
     clip,
     entries_table,
@@ -144,6 +146,16 @@ class _Group(TyperGroup):
         except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
             where = f"{exc.filename}: " if exc.filename else ""
             _error_line(f"{where}{exc.strerror or exc}")
+        except OSError as exc:
+            if not (is_out_of_room(exc) or exc.errno == errno.EROFS):
+                raise  # a bug, or a failing disk: the traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            again = (
+                "run the same command again to resume from the last committed batch"
+                if ctx.invoked_subcommand == "migrate"
+                else "run the command again"
+            )
+            _error_line(f"{where}{exc.strerror or exc}; nothing stored was lost: make room, then {again}")
 
 
 def _error_line(message: str) -> None:

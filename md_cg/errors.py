@@ -12,6 +12,7 @@ This module imports nothing from the rest of the package.
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -278,3 +279,17 @@ class OrganizeApplyError(MdcgError):
     def __init__(self, run_id: str | None, message: str) -> None:
         super().__init__(message)
         self.run_id = run_id
+
+
+#: ``errno`` values of a full disk or quota.
+NO_ROOM = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
+
+
+def is_out_of_room(exc: BaseException) -> bool:
+    """True for the ``OSError`` of a full disk or quota: the machine's state, not a bug.
+
+    A write that fails so has changed nothing stored (the journal removes its
+    temp files and cuts a torn log line back); reads go on without recording
+    their access (docs/reliability.md, row 18).
+    """
+    return isinstance(exc, OSError) and exc.errno in NO_ROOM

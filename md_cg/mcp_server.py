@@ -60,6 +60,7 @@ from md_cg import (
     __version__,
     is_fact,
 )
+from md_cg.errors import is_out_of_room
 from md_cg.render import clip, iso, node_dict, parse_when, snippet, verdict_dict
 
 SERVER_NAME = "md-cg"
@@ -167,7 +168,7 @@ def _message(exc: Exception) -> str:
 
 
 def _tool_errors(fn: _F) -> _F:
-    """Report library errors (and bad argument values) as tool errors with their message."""
+    """Report library errors (and bad argument values, and a full disk) as tool errors with their message."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -175,6 +176,12 @@ def _tool_errors(fn: _F) -> _F:
             return fn(*args, **kwargs)
         except (MdcgError, ValueError) as exc:
             raise ToolError(_message(exc)) from exc
+        except OSError as exc:
+            if not is_out_of_room(exc):
+                raise
+            raise ToolError(
+                f"{exc.strerror}: the store's disk is full; nothing stored was lost, retry after making room"
+            ) from exc
 
     return wrapper  # type: ignore[return-value]
 

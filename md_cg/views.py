@@ -18,7 +18,6 @@ Imports the engine, editing, graph, retention, visibility and the modules below 
 
 from __future__ import annotations
 
-import errno
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import fields
@@ -36,6 +35,7 @@ from .errors import (
     InvalidNodeError,
     NodeNotFoundError,
     UnsafePathError,
+    is_out_of_room,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -49,9 +49,6 @@ _NODE_FIELDS = {f.name for f in fields(Node)}
 
 #: The archive/unarchive audit log, ``.mdcg/archive_log/``.
 ARCHIVE_LOG = "archive_log"
-
-#: Errors of a full disk or quota: a read records no access event then, and goes on.
-_DISK_FULL = frozenset({errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)})
 
 
 class _Handle:
@@ -441,7 +438,7 @@ class Recall(_Handle):
                 self._engine.ensure_writable()
                 self._access.append([line])
             except (OSError, UnsafePathError) as exc:
-                if isinstance(exc, OSError) and exc.errno in _DISK_FULL:
+                if isinstance(exc, OSError) and is_out_of_room(exc):
                     # The read succeeded; only its statistics are lost. The next one tries again.
                     self._access_dropped += 1
                     note = f"md-cg: {self.root}: {exc.strerror}; accesses are not recorded while it lasts"

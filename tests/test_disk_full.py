@@ -9,6 +9,7 @@ exercised by hand in docs/reliability.md (row 18).
 from __future__ import annotations
 
 import errno
+import json
 import os
 import subprocess
 import sys
@@ -116,3 +117,79 @@ def test_reads_go_on_when_access_events_cannot_be_written(tmp_path: Path, monkey
         # room again: the next search is recorded
         s.search("rollback", k=1)
         assert s.compact_access() == {"a2": 1}
+
+
+def test_the_cli_says_the_disk_is_full_in_one_line(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from md_cg.cli import app
+    from md_cg.sample import bundled_sample_path
+
+    runner = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
+    root = tmp_path / "m"
+    assert runner.invoke(app, ["--root", str(root), "add", "--id", "kept", "kept note"]).exit_code == 0
+    tree = node_tree(root)
+
+    def full(fd: int, data) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(fsops.os, "write", full)
+    for args, again in (
+        (["add", "--id", "lost", "never stored"], "run the command again"),
+        (
+            ["migrate", str(bundled_sample_path()), str(tmp_path / "mig")],
+            "run the same command again to resume from the last committed batch",
+        ),
+    ):
+        out = runner.invoke(app, ["--root", str(root), *args])
+        assert (out.exit_code, out.stdout) == (2, ""), out.output
+        assert (
+            out.stderr
+            == f"error: No space left on device; nothing stored was lost: make room, then {again}\n"
+        )
+    monkeypatch.setattr(fsops.os, "write", _real_write)
+    assert sorted(node_tree(root)) == sorted(tree)
+
+    def broken(fd: int, data) -> int:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(
+        fsops.os, "write", broken
+    )  # not the disk being full: a traceback (a bug or a failing disk)
+    out = runner.invoke(app, ["--root", str(root), "add", "--id", "io", "x"])
+    assert out.exit_code == 1 and isinstance(out.exception, OSError) and out.exception.errno == errno.EIO
+
+
+def test_an_mcp_remember_on_a_full_disk_is_a_tool_error(tmp_path: Path, monkeypatch) -> None:
+    anyio = pytest.importorskip("anyio")
+    mcp = pytest.importorskip("mcp")
+    from md_cg.mcp_server import create_server
+
+    root = tmp_path / "m"
+    server = create_server(root)
+
+    def full(fd: int, data) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    async def run() -> list[tuple[bool, str]]:
+        async with mcp.Client(server) as client:
+            kept = await client.call_tool(
+                "remember", {"body": "binary search on sorted arrays", "layer": "self"}
+            )
+            monkeypatch.setattr(fsops.os, "write", full)
+            lost = await client.call_tool("remember", {"body": "never stored", "layer": "self"})
+            found = await client.call_tool("search", {"query": "binary search"})
+            monkeypatch.setattr(fsops.os, "write", _real_write)
+            return [(r.is_error, r.content[0].text) for r in (kept, lost, found)]
+
+    with pytest.warns(RuntimeWarning, match="accesses are not recorded while it lasts"):
+        (kept, lost, found) = anyio.run(run)
+    assert not kept[0] and not found[0]
+    assert lost == (
+        True,
+        "Error executing tool remember: No space left on device: the store's disk is full; "
+        "nothing stored was lost, retry after making room",
+    )
+    assert '"self' in found[1] and [p.name for p in (root / "self").iterdir()] == [
+        json.loads(kept[1])["id"] + ".md"
+    ]
