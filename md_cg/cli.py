@@ -27,6 +27,7 @@ import errno
 import json
 import os
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -147,7 +148,12 @@ class _Group(TyperGroup):
             where = f"{exc.filename}: " if exc.filename else ""
             _error_line(f"{where}{exc.strerror or exc}")
         except OSError as exc:
-            if not (is_out_of_room(exc) or exc.errno == errno.EROFS):
+            if exc.errno == errno.EROFS:
+                _error_line(
+                    "the store's file system is read-only; nothing was changed: reading commands "
+                    "work, writing ones need it mounted writable"
+                )
+            if not is_out_of_room(exc):
                 raise  # a bug, or a failing disk: the traceback
             where = f"{exc.filename}: " if exc.filename else ""
             again = (
@@ -156,7 +162,6 @@ class _Group(TyperGroup):
                 else "run the command again"
             )
             _error_line(f"{where}{exc.strerror or exc}; nothing stored was lost: make room, then {again}")
-
 
 def _error_line(message: str) -> None:
     first = " ".join(message.split())
@@ -211,6 +216,13 @@ def _main(
 ) -> None:
     """md-cg: an AI agent's long-term memory as a cognitive graph of Markdown files."""
     ctx.obj = _Globals(root=root, quiet=quiet)
+    warnings.showwarning = _warning_line
+
+
+def _warning_line(message: Warning | str, category: type[Warning], *_args: Any, **_kw: Any) -> None:
+    """A library warning as one line on stderr (``warning: ...``), not Python's file:line form."""
+    text = " ".join(str(message).split()).removeprefix("md-cg: ")
+    typer.echo(f"warning: {text}", err=True)
 
 
 # -- helpers ------------------------------------------------------------------------

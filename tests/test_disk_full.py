@@ -193,3 +193,29 @@ def test_an_mcp_remember_on_a_full_disk_is_a_tool_error(tmp_path: Path, monkeypa
     assert '"self' in found[1] and [p.name for p in (root / "self").iterdir()] == [
         json.loads(kept[1])["id"] + ".md"
     ]
+
+
+def test_the_cli_on_a_read_only_file_system(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from md_cg.cli import app
+
+    runner = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
+    root = tmp_path / "m"
+    assert runner.invoke(app, ["--root", str(root), "add", "--id", "kept", "binary search"]).exit_code == 0
+
+    def read_only(fd: int, data) -> int:
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(fsops.os, "write", read_only)
+    out = runner.invoke(app, ["--root", str(root), "add", "--id", "lost", "x"])
+    assert (out.exit_code, out.stdout) == (2, "")
+    assert out.stderr == (
+        "error: the store's file system is read-only; nothing was changed: reading commands work, "
+        "writing ones need it mounted writable\n"
+    )
+    out = runner.invoke(app, ["--root", str(root), "search", "binary search", "--json"])
+    assert out.exit_code == 0 and [r["id"] for r in json.loads(out.stdout)["results"]] == ["kept"]
+    assert (
+        out.stderr == f"warning: {root} is not writable (Read-only file system); accesses are not recorded\n"
+    )
