@@ -163,6 +163,7 @@ class _Group(TyperGroup):
             )
             _error_line(f"{where}{exc.strerror or exc}; nothing stored was lost: make room, then {again}")
 
+
 def _error_line(message: str) -> None:
     first = " ".join(message.split())
     typer.echo(f"error: {first}", err=True)

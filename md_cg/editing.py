@@ -24,10 +24,23 @@ from .nodefile import loads, read_bytes_as_text
 
 
 def require_text(node: Node) -> Node:
-    """``node``, or InvalidNodeError when its body has no text (a memory needs some)."""
+    """``node``, or InvalidNodeError when its body is not text a memory can hold.
+
+    A memory needs some text, and no NUL character: git takes a file holding
+    one for binary and shows no diff of it (imports carry their sources as
+    they are and skip this check).
+    """
     if not isinstance(node.body, str) or not node.body.strip():
         raise InvalidNodeError(
             f"node {node.id!r}: the body is empty; a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    if "\x00" in node.body:
+        raise InvalidNodeError(
+            f"node {node.id!r}: the body holds a NUL character (at {node.body.index(chr(0))}); git would "
+            "take the file for binary and show no diff of it",
             field="body",
             value=node.body,
             node_id=node.id,

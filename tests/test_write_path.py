@@ -124,6 +124,24 @@ def test_add_refuses_an_empty_body_after_validation(tmp_path: Path) -> None:
             s.add(Node(id="bad", body="  "))
 
 
+def test_add_and_update_refuse_a_nul_in_the_body(tmp_path: Path) -> None:
+    """git takes a file holding NUL for binary (no diff): the agent-facing writes refuse it."""
+    with MdCG(tmp_path / "s") as s:
+        with pytest.raises(InvalidNodeError) as info:
+            s.add(Node(id="bin", layer="self", body="hello\x00world"))
+        assert str(info.value) == (
+            "node 'bin': the body holds a NUL character (at 5); git would take the file for binary "
+            "and show no diff of it"
+        )
+        assert info.value.field == "body"
+        s.add(Node(id="txt", layer="self", body="plain text"))
+        with pytest.raises(InvalidNodeError, match="holds a NUL character"):
+            s.update("txt", body="now\x00binary")
+        assert s.get("txt").body == "plain text" and s.ids() == ["txt"]
+        s.add_many([Node(id="imported", layer="self", body="kept\x00as given")])  # imports: verbatim
+        assert s.get("imported").body == "kept\x00as given"
+
+
 def test_add_leaves_an_invalid_node_unstamped(tmp_path: Path) -> None:
     node = Node(id="bad", body="text", importance=2.0)
     with MdCG(tmp_path / "s") as s, pytest.raises(InvalidNodeError):
