@@ -5,6 +5,7 @@ Everything here runs real processes and checks id sets, never counts.
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import signal
@@ -207,3 +208,69 @@ def test_interrupted_move_keeps_the_node_in_one_place_at_least(tmp_path: Path, s
         assert [p.relative_to(root).as_posix() for p in root.rglob("x.md") if ".mdcg" not in p.parts] == [
             "contextual/x.md"
         ]
+
+
+# -- renames racing ------------------------------------------------------------------------------
+
+RENAMER = r"""
+import json, os, sys, time
+from md_cg import MdCG
+from md_cg.errors import NodeNotFoundError
+root, me, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
+won = []
+with MdCG(root, auto_compact=None) as s:
+    print("ready", flush=True)
+    while not os.path.exists(go):
+        time.sleep(0.001)
+    for r in range(n):
+        if me == "edit":  # edits the linkers the others' renames re-point meanwhile
+            s.update(f"l{r}", body=f"edited linker {r}")
+            continue
+        try:
+            s.rename(f"x{r}", f"x{r}_by_{me}")
+            won.append(r)
+        except NodeNotFoundError:
+            pass
+print(json.dumps(won))
+"""
+
+
+def test_processes_racing_to_rename_the_same_ids(tmp_path: Path) -> None:
+    """Two processes rename the same 150 ids while a third edits the nodes linking to them:
+    each id is renamed exactly once, by the process that says so; every linker keeps its
+    edit and points at the new id; nothing else is on disk."""
+    from md_cg import Edge
+
+    root, n = tmp_path / "m", 150
+    with MdCG(root) as s:
+        for r in range(n):
+            s.add(id=f"x{r}", layer="contextual", body=f"target {r}")
+            s.add(id=f"l{r}", layer="self", body=f"linker {r}", edges=[Edge(f"x{r}", "similar")])
+    env = python_env()
+    go = tmp_path / "go"
+    procs = {
+        me: subprocess.Popen(
+            [sys.executable, "-c", RENAMER, str(root), me, str(n), str(go)],
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for me in ("a", "b", "edit")
+    }
+    for p in procs.values():  # all three open, then start together
+        assert p.stdout is not None and p.stdout.readline() == "ready\n"
+    go.touch()
+    won = {me: json.loads(p.communicate(timeout=300)[0]) for me, p in procs.items()}
+    assert won["a"] and won["b"] and not won["edit"], won  # they did race
+    assert all(p.returncode == 0 for p in procs.values())
+    winner = {r: me for me, rs in won.items() for r in rs}
+    assert sorted(winner) == list(range(n)) and sum(map(len, won.values())) == n
+    expected = {f"x{r}_by_{winner[r]}" for r in range(n)} | {f"l{r}" for r in range(n)}
+    assert ids_on_disk(root) == expected
+    with MdCG(root) as s:
+        assert set(s.ids()) == expected
+        for r in range(n):
+            linker = s.get(f"l{r}")
+            assert linker.body == f"edited linker {r}"
+            assert linker.edges == [Edge(f"x{r}_by_{winner[r]}", "similar")]
+        assert s.health().ok
