@@ -78,6 +78,8 @@ from .node import (
     show,
 )
 
+#: A line git writes around a conflict (``<<<<<<< ours``, ``=======``, ``>>>>>>> theirs``).
+_CONFLICT_LINE = re.compile(r"^(?:<{7}|={7}|>{7})(?: |\r?$)", re.MULTILINE)
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 # Plain scalars YAML 1.1 resolves to booleans or null.
 _YAML_SPECIAL = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null"])
@@ -754,6 +756,14 @@ def loads(
         meta, lines, problems, unbounded = parse_frontmatter(fm, first_line=2)
     except ValueError as exc:
         line, reason = exc.args
+        marker = _CONFLICT_LINE.search(fm)
+        if marker is not None:  # what a git merge without md-cg's driver leaves
+            line = fm.count("\n", 0, marker.start()) + 2
+            reason = (
+                "a git merge left conflict markers in the frontmatter: keep one version of each "
+                "conflicting line and remove the markers (docs/git.md, True conflicts); md-cg's merge "
+                "driver merges such edits itself once enabled (docs/git.md, Enabling the driver)"
+            )
         raise MalformedNodeFileError(path, reason, line=line) from None
     for name in _STRING_LIST_FIELDS:
         if isinstance(meta.get(name), str):

@@ -300,3 +300,24 @@ def test_values_that_cannot_be_stored_are_refused() -> None:
         nodefile.dumps(Node(id="a", layer="self", tags=["\ud800"]))
     with pytest.raises(InvalidNodeError, match="cannot be stored in frontmatter"):
         nodefile.dumps(Node(id="a", layer="self", spatial={1, 2}))
+
+
+def test_conflict_markers_in_the_frontmatter_are_named_with_their_line() -> None:
+    """What a git merge without md-cg's driver leaves when both clones changed one line."""
+    text = (
+        '---\nid: "n1"\nlayer: "self"\n<<<<<<< HEAD:self/n1.md\nupdated_at: "2026-12-05T02:08:42.554374Z"\n'
+        '=======\nupdated_at: "2026-12-05T02:08:42.943089Z"\n>>>>>>> eac9159:self/n1.md\n---\nbody\n'
+    )
+    with pytest.raises(MalformedNodeFileError) as info:
+        nodefile.loads(text, "self/n1.md", default_id="n1", default_layer="self")
+    assert [(p.line, p.message) for p in info.value.problems] == [
+        (
+            4,
+            "a git merge left conflict markers in the frontmatter: keep one version of each conflicting "
+            "line and remove the markers (docs/git.md, True conflicts); md-cg's merge driver merges such "
+            "edits itself once enabled (docs/git.md, Enabling the driver)",
+        )
+    ]
+    # a frontmatter that does not parse for another reason keeps YAML's own words
+    with pytest.raises(MalformedNodeFileError, match="does not parse"):
+        nodefile.loads('---\nid: "n1"\nlayer: "self"\nbad line without colon\n---\nbody\n', "x.md")
