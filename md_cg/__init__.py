@@ -51,6 +51,7 @@ _EXPORTS = {
     "StoreClosedError": "errors",
     "SnapshotDamageError": "errors",
     "ReadOnlyStoreError": "errors",
+    "is_out_of_room": "errors",
     "SearchResult": "search",
     "route_key": "layout",
     "bucket_dir": "layout",
@@ -117,6 +118,7 @@ __all__ = [
     "id_key",
     "install_merge_driver",
     "is_fact",
+    "is_out_of_room",
     "migrate",
     "new_id",
     "route_key",
@@ -156,6 +158,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         UnknownLayerError,
         UnsafeIdError,
         UnsafePathError,
+        is_out_of_room,
     )
     from .index import Entry
     from .layout import bucket_dir, route_key

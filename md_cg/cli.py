@@ -48,8 +48,8 @@ from md_cg import (
     NodeHasIncomingEdgesError,
     ProtectedNodeError,
     Scope,
+    is_out_of_room,
 )
-from md_cg.errors import is_out_of_room
 from md_cg.render import (
     clip,
     entries_table,

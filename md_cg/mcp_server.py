@@ -59,8 +59,8 @@ from md_cg import (
     SearchResult,
     __version__,
     is_fact,
+    is_out_of_room,
 )
-from md_cg.errors import is_out_of_room
 from md_cg.render import clip, iso, node_dict, parse_when, snippet, verdict_dict
 
 SERVER_NAME = "md-cg"
