@@ -47,7 +47,7 @@ import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import CallToolResult, TextContent
-from pydantic import Field
+from pydantic import Field, ValidationError
 
 from md_cg import (
     DuplicateIdError,
@@ -261,7 +261,27 @@ class MemoryServer(MCPServer):
                 raise ToolError(
                     f"{name} does not take {', '.join(unknown)} (it takes: {', '.join(sorted(accepted))})"
                 )
-        return await super().call_tool(name, arguments, context)
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, ValidationError):
+                raise
+            raise ToolError(f"{name}: {_schema_problems(cause)}") from cause
+
+
+def _schema_problems(exc: ValidationError) -> str:
+    """Arguments outside a tool's schema, in one line: ``argument 'k': input should be
+    greater than or equal to 1 (got 0)`` (not pydantic's four lines and a web address)."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        where = ".".join(str(x) for x in err.get("loc", ()))
+        message = str(err.get("msg", "invalid")).replace("Input should", "input should")
+        if err.get("type") == "missing":
+            parts.append(f"argument {where!r} is required")
+        else:
+            parts.append(f"argument {where!r}: {message} (got {clip(repr(err.get('input')), 80)})")
+    return "; ".join(parts)
 
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:

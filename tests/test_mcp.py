@@ -472,3 +472,33 @@ def test_organize_recall_stats_on_this_day_and_inject(tmp_path: Path) -> None:
     with MdCG(root, read_only=True) as store:
         assert "kp_sorting" not in store and (root / "archive").is_dir()
         assert [store.entry(i).title for i in store.ids("contextual")] == ["Coffee order"]
+
+
+def test_arguments_outside_the_schema_get_one_line_errors(tmp_path: Path) -> None:
+    """Not pydantic's four lines and web address: the tool, the argument, the rule, the value."""
+    server = create_server(tmp_path / "m")
+    cases = [
+        (
+            "search",
+            {"query": "x", "k": 0},
+            "search: argument 'k': input should be greater than or equal to 1 (got 0)",
+        ),
+        (
+            "list",
+            {"limit": 500},
+            "list: argument 'limit': input should be less than or equal to 100 (got 500)",
+        ),
+        ("search", {"query": 5}, "search: argument 'query': input should be a valid string (got 5)"),
+        ("get", {}, "get: argument 'id' is required"),
+        (
+            "remember",
+            {"body": "x", "importance": 7},
+            "remember: argument 'importance': input should be less than or equal to 1 (got 7)",
+        ),
+    ]
+
+    async def run() -> list[str]:
+        async with Client(server) as client:
+            return [_err(await client.call_tool(tool, args)) for tool, args, _ in cases]
+
+    assert anyio.run(run) == [want for _, _, want in cases]
