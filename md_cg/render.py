@@ -128,16 +128,22 @@ def parse_when(text: str, *, name: str = "time", now: float | None = None) -> fl
 
 
 def age(seconds: float | None, now: float | None = None) -> str:
-    """How long ago an instant was, in the largest whole unit (``3d``, ``5h``, ``now``)."""
+    """How long ago an instant was, in the largest whole unit (``3d``, ``5h``, ``now``).
+
+    An instant more than a minute ahead (a clock set wrong on the machine that
+    wrote it) says so: ``in 3d``.
+    """
     if seconds is None:
         return "-"
     span = (time.time() if now is None else now) - seconds
-    if span < 60:
+    if abs(span) < 60:
         return "now"
+    ahead = span < 0
     for unit, size in (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60)):
-        if span >= size:
-            return f"{int(span // size)}{unit}"
-    return "now"  # pragma: no cover - the loop always returns for span >= 60
+        if abs(span) >= size:
+            amount = f"{int(abs(span) // size)}{unit}"
+            return f"in {amount}" if ahead else amount
+    return "now"  # pragma: no cover - the loop always returns for |span| >= 60
 
 
 # -- rich renderables --------------------------------------------------------------------

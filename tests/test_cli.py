@@ -887,3 +887,16 @@ def test_unexpected_exceptions_keep_their_traceback(runner: CliRunner, root: Pat
     monkeypatch.setattr(MdCG, "health", boom)
     result = runner.invoke(app, ["health", "--root", str(root)])
     assert result.exit_code == 1 and isinstance(result.exception, RuntimeError)
+
+
+@pytest.mark.parametrize(
+    ("span", "shown"),
+    [(0, "now"), (59, "now"), (-59, "now"), (60, "1m"), (3 * 86400 + 5, "3d"), (-3 * 86400, "in 3d"),
+     (-2 * 604800 - 10, "in 2w"), (-90, "in 1m"), (7200, "2h")],
+)  # fmt: skip
+def test_ages_in_the_past_and_ahead(span: float, shown: str) -> None:
+    """An instant ahead of the clock (written on a machine whose clock was wrong) is not 'now'."""
+    from md_cg.render import age
+
+    assert age(1_000_000.0 - span, now=1_000_000.0) == shown
+    assert age(None) == "-"
