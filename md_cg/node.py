@@ -627,10 +627,7 @@ def bulk_problem(value: Any) -> str | None:
                 budget -= len(child)
             elif isinstance(child, (list, tuple, dict)):
                 stack.append((child, depth + 1))
-            elif child is not None and not (
-                (type(child) is int and INT_MIN <= child < INT_END)
-                or (type(child) is float and math.isfinite(child))
-            ):  # the usual numbers are checked inline
+            elif child is not None:
                 why = number_problem(child)
                 if why:
                     return why
