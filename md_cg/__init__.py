@@ -34,6 +34,7 @@ _EXPORTS = {
     "EDGE_TYPES": "node",
     "Entry": "index",
     "Finding": "reports",
+    "Page": "editing",
     "HealthReport": "reports",
     "SyncReport": "reports",
     "MaintenanceReport": "reports",
@@ -100,6 +101,7 @@ __all__ = [
     "NodeHasIncomingEdgesError",
     "NodeNotFoundError",
     "NotAStoreError",
+    "Page",
     "ProtectedNodeError",
     "ReadOnlyStoreError",
     "Scope",
@@ -139,6 +141,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .editing import Page
     from .errors import (
         DuplicateIdError,
         IdCollisionError,

@@ -510,10 +510,16 @@ def list_(
     """List memories, newest first (last change), by layer, tag and time."""
     start, end = _when(since, "--since"), _when(until, "--until")
     with _open(ctx, root, read_only=True) as store:
-        found = store.list_nodes(
-            layer, tag=tag, since=start, until=end, include_archived=archived, include_expired=expired
+        total, page = store.list_page(
+            layer,
+            tag=tag,
+            since=start,
+            until=end,
+            limit=limit,
+            offset=offset,
+            include_archived=archived,
+            include_expired=expired,
         )
-    page = found[offset : offset + limit]
     if json_out:
         items = [
             {
@@ -527,14 +533,14 @@ def list_(
             }
             for e in page
         ]
-        _print_json({"total": len(found), "offset": offset, "items": items})
+        _print_json({"total": total, "offset": offset, "items": items})
         return
     if not page:
-        typer.echo(f"no memories ({len(found)} match)" if found else "no memories match")
+        typer.echo(f"no memories ({total} match)" if total else "no memories match")
         return
     _stdout().print(entries_table(page))
-    more = f"; --offset {offset + len(page)} for more" if offset + len(page) < len(found) else ""
-    typer.echo(f"{offset + 1}-{offset + len(page)} of {len(found)}{more}")
+    more = f"; --offset {offset + len(page)} for more" if offset + len(page) < total else ""
+    typer.echo(f"{offset + 1}-{offset + len(page)} of {total}{more}")
 
 
 @app.command()

@@ -122,6 +122,13 @@ class Entry:
         )
 
     @property
+    def changed(self) -> float:
+        """The time a listing sorts by: the last update, else the creation, else 0."""
+        if self.updated_at is not None:
+            return self.updated_at
+        return self.created_at if self.created_at is not None else 0.0
+
+    @property
     def condition_space(self) -> dict[str, Any] | None:
         """The node's ``condition_space`` (a fresh dict on every access)."""
         return None if self.space_json is None else orjson.loads(self.space_json)
@@ -584,6 +591,26 @@ class Entries(MutableMapping[str, Entry]):
                 yield node_id, e.path, e.mtime_ns, e.size
             else:
                 yield node_id, rels[row], mtimes[row], sizes[row]
+
+    def listed(self) -> Iterator[tuple[str, str, float]]:
+        """``(id, layer, changed)`` of every entry (:attr:`Entry.changed`), building none.
+
+        A row not materialised answers from the snapshot's columns, so a
+        listing sorts and filters a store opened from a snapshot without
+        decoding its rows.
+        """
+        if not self._rows:
+            for node_id, live in self._live.items():
+                yield node_id, live.layer, live.changed
+            return
+        source = self.source
+        changed = source.changed_of_all()
+        layer_of = source.layer_of
+        for node_id, e, row in self.walk():
+            if e is not None:
+                yield node_id, e.layer, e.changed
+            else:
+                yield node_id, layer_of(row), changed[row]
 
     def conflicted(self) -> Iterator[Entry]:
         """The entries whose file holds a git merge conflict (materialising only those)."""

@@ -576,8 +576,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
         end = None if until is None else parse_when(until, name="until")
-        found = store.list_nodes(layer, tag=tag, since=start, until=end)
-        page = found[offset : offset + limit]
+        total, page = store.list_page(layer, tag=tag, since=start, until=end, limit=limit, offset=offset)
         items = [
             {
                 "id": e.id,
@@ -588,7 +587,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
             }
             for e in page
         ]
-        return {"total": len(found), "offset": offset, "items": items}
+        return {"total": total, "offset": offset, "items": items}
 
     def neighbours(
         id: NodeId,

@@ -32,7 +32,8 @@ The entries section keeps the fields that place a node (:data:`EAGER`: id,
 layer, bucket, path when it is not the canonical one, the file's mtime and
 size, archived, conflict) as columns -- what a :func:`~md_cg.maintenance.sync`
 compares with the files, so that it builds no entry of an unchanged file --
-plus what the index derives from the other fields (restricted ids, edges).
+plus what the index derives from the other fields (restricted ids, edges, and
+each row's :attr:`~md_cg.index.Entry.changed` time, which a listing sorts by).
 The rest of each row (:data:`LAZY`) is one JSON array in the rows image
 (concatenated, with offsets), decoded only when the entry is first used:
 opening builds no :class:`~md_cg.index.Entry` (see
@@ -72,7 +73,7 @@ from .textindex import TextIndex, lazy_regions, read_postings, slot_order
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 9
+VERSION = 10
 REL = paths.meta(paths.SNAPSHOT)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).
@@ -128,6 +129,7 @@ class _Columns:
         self.archived: list[int] = []
         self.mtimes: list[int] = []
         self.sizes: list[int] = []
+        self.changed: list[float] = []
         self.conflicts: list[int] = []
         self.moved: list[list[Any]] = []
         self.restricted: list[int] = []
@@ -149,6 +151,7 @@ class _Columns:
             self.archived.append(n)
         self.mtimes.append(e.mtime_ns)
         self.sizes.append(e.size)
+        self.changed.append(e.changed)
         if e.conflict:
             self.conflicts.append(n)
         if e.path != canonical_path(e):
@@ -178,6 +181,7 @@ class _Columns:
             self.archived.append(n)
         self.mtimes.append(table.mtimes[row])
         self.sizes.append(table.sizes[row])
+        self.changed.append(table.changed_of_all()[row])
         if row in table.conflicts:
             self.conflicts.append(n)
         path = table.paths.get(row)
@@ -226,7 +230,11 @@ def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
     )
     ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
     ptr[1:] = out.ends
-    stats = [np.array(out.mtimes, dtype=np.int64), np.array(out.sizes, dtype=np.int64)]
+    stats = [
+        np.array(out.mtimes, dtype=np.int64),
+        np.array(out.sizes, dtype=np.int64),
+        np.array(out.changed, dtype=np.float64),
+    ]
     rows_parts = codec.encode_split(
         {"rows": len(out.ends)}, [ptr, np.frombuffer(out.rows, dtype=np.uint8), *stats], lazy=[1]
     )
@@ -617,6 +625,9 @@ class _Table:
         self.mtimes = np.zeros(0, dtype=np.int64)
         self.sizes = np.zeros(0, dtype=np.int64)
         self._stats: tuple[list[int], list[int]] | None = None
+        #: each row's Entry.changed (float64 column of the rows section)
+        self.changed = np.zeros(0, dtype=np.float64)
+        self._changed: list[float] | None = None
         self.conflicts = frozenset(body["conflicts"])
         self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
         self.restricted: list[int] = body["restricted"]
@@ -679,30 +690,36 @@ class _Table:
         region: Callable[[int, int, np.ndarray], codec.LazyRegion],
         root: str | None,
     ) -> None:
-        """Take the rows image: the offsets, the files' mtimes and sizes (its eager part) and the
-        concatenated JSON rows (its lazy region, made by ``region(length, chunk, crcs)``)."""
+        """Take the rows image: the offsets, the files' mtimes and sizes, the rows' changed times
+        (its eager part) and the concatenated JSON rows (its lazy region, made by
+        ``region(length, chunk, crcs)``)."""
         head, arrays, where, crcs = codec.decode_split(eager)
-        ptr, _, mtimes, sizes = arrays
-        if [w.index for w in where] != [1] or ptr is None or mtimes is None or sizes is None:
+        if len(arrays) != 5 or [w.index for w in where] != [1]:
+            raise ValueError("the rows section does not have its arrays")
+        ptr, _, mtimes, sizes, changed = arrays
+        if ptr is None or mtimes is None or sizes is None or changed is None:
             raise ValueError("the rows section does not have its arrays")
         self.region = region(int(head["lazy_len"]), int(head["chunk"]), crcs)
         self.root = root
-        self.attach((head, [ptr, self.region.array(where[0]), mtimes, sizes]))
+        self.attach((head, [ptr, self.region.array(where[0]), mtimes, sizes, changed]))
 
     def attach(self, rows: tuple[dict[str, Any], list[np.ndarray]]) -> None:
-        """Take the rows section (offsets, the concatenated JSON rows, the files' mtimes and sizes)."""
+        """Take the rows section (offsets, the concatenated JSON rows, the files' mtimes and sizes,
+        the rows' changed times)."""
         head, arrays = rows
-        ptr, blob, mtimes, sizes = arrays
+        ptr, blob, mtimes, sizes, changed = arrays
         n = len(self.ids)
         if head["rows"] != n or len(ptr) != n + 1 or ptr.dtype != np.uint64:
             raise ValueError("the rows section does not match the entries")
         if len(mtimes) != n or len(sizes) != n or mtimes.dtype != np.int64 or sizes.dtype != np.int64:
             raise ValueError("the mtime and size columns of the rows section do not match the entries")
+        if len(changed) != n or changed.dtype != np.float64 or not bool(np.isfinite(changed).all()):
+            raise ValueError("the changed-time column of the rows section does not match the entries")
         if len(ptr) > 1 and (int(ptr[-1]) != len(blob) or bool((np.diff(ptr.astype(np.int64)) <= 0).any())):
             raise ValueError("the row offsets of the rows section are not increasing within it")
         self.ptr = ptr.tolist()
         self.blob = blob
-        self.mtimes, self.sizes = mtimes, sizes
+        self.mtimes, self.sizes, self.changed = mtimes, sizes, changed
 
     def raw(self, row: int) -> bytes:
         """The JSON of ``row`` (its chunk checked; SnapshotDamageError when it is damaged)."""
@@ -769,6 +786,12 @@ class _Table:
         if self._stats is None:
             self._stats = self.mtimes.tolist(), self.sizes.tolist()
         return self._stats
+
+    def changed_of_all(self) -> list[float]:
+        """The rows' :attr:`~md_cg.index.Entry.changed` times as a list (made once)."""
+        if self._changed is None:
+            self._changed = self.changed.tolist()
+        return self._changed
 
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (its JSON decoded now; rebuilt from its file when its chunk is damaged)."""

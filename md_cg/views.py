@@ -169,17 +169,53 @@ class Reads(_Handle):
     ) -> list[Entry]:
         """Index entries, newest first: of ``layer``, carrying ``tag``, whose last
         update (or creation) lies in ``[since, until]`` (seconds since the epoch);
-        then ``offset`` and ``limit``. Reads no node file."""
-        hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
-        return editing.select(
-            (e for e in self._engine.entries() if e.id not in hidden),
-            layer=layer,
+        then ``offset`` and ``limit``. Reads no node file. :meth:`list_page`
+        also says how many match."""
+        return self.list_page(
+            layer,
             tag=tag,
             since=since,
             until=until,
             limit=limit,
             offset=offset,
-        )
+            include_expired=include_expired,
+            include_archived=include_archived,
+            include_superseded=include_superseded,
+        ).entries
+
+    def list_page(
+        self,
+        layer: str | None = None,
+        *,
+        tag: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+        include_expired: bool = False,
+        include_archived: bool = False,
+        include_superseded: bool = True,
+    ) -> editing.Page:
+        """:meth:`list_nodes` as a :class:`~md_cg.editing.Page`: ``total``, the number
+        of nodes that match, and ``entries``, the page of them.
+
+        Sorts by the index's columns: only the page's entries are built (and,
+        with ``tag``, every candidate's), so a page of a large store opened
+        from its snapshot costs a few milliseconds."""
+        hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
+        eng = self._engine
+        with eng.lock:
+            entries = eng.state.entries
+            return editing.select(
+                (row for row in entries.listed() if row[0] not in hidden),
+                entries.__getitem__,
+                layer=layer,
+                tag=tag,
+                since=since,
+                until=until,
+                limit=limit,
+                offset=offset,
+            )
 
     def read_text(self, node_id: str) -> str:
         """The node's file exactly as stored: frontmatter and body."""

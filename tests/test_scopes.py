@@ -126,6 +126,13 @@ READS: dict[str, Callable[[MdCG, str], None]] = {
         ({e.id for e in s.list_nodes(include_expired=True, include_archived=True)} == {"own", "own_neg"})
         or pytest.fail("list_nodes")
     ),
+    "list_page": lambda s, i: (
+        (
+            (p := s.list_page(include_expired=True, include_archived=True, limit=1)).total == 2
+            and [e.id for e in p.entries] in (["own"], ["own_neg"])
+        )
+        or pytest.fail("list_page")
+    ),
     "bucket_sizes": lambda s, i: (sum(s.bucket_sizes().values()) == 1) or pytest.fail(str(s.bucket_sizes())),
     "search": _search_case,
     "access_counts": lambda s, i: (

@@ -328,11 +328,45 @@ def test_mtime_and_size_columns_that_do_not_match_the_rows_are_refused(tmp_path:
     ptr = np.arange(n + 1, dtype=np.uint64)
     blob = np.zeros(n, dtype=np.uint8)
     good = np.zeros(n, dtype=np.int64)
+    when = np.zeros(n, dtype=np.float64)
     for mtimes, sizes in [(good[:-1], good), (good, good.astype(np.float64)), (good, good[:-1])]:
         with pytest.raises(ValueError, match="the mtime and size columns of the rows section do not match"):
-            table.attach(({"rows": n}, [ptr, blob, mtimes, sizes]))
+            table.attach(({"rows": n}, [ptr, blob, mtimes, sizes, when]))
+    nan = when.copy()
+    nan[3] = np.nan
+    for changed in [when[:-1], good, nan, np.full(n, np.inf)]:
+        with pytest.raises(ValueError, match="the changed-time column of the rows section does not match"):
+            table.attach(({"rows": n}, [ptr, blob, good, good, changed]))
     with pytest.raises(ValueError):
-        table.attach(({"rows": n}, [ptr, blob]))  # a rows section of the previous layout
+        table.attach(({"rows": n}, [ptr, blob, good, good]))  # a rows section of version 9
+    with pytest.raises(ValueError):
+        table.attach(({"rows": n}, [ptr, blob]))  # a rows section of an older layout
+
+
+def test_listed_of_a_lazy_state_gives_every_layer_and_changed_time_as_built(tmp_path: Path) -> None:
+    """``Entries.listed`` (what a listing sorts by) answers rows from the snapshot's
+    columns, a materialised or replaced entry from itself."""
+    root = tmp_path / "m"
+    _mixed_store(root)
+    eager = _cold(root)
+    expected = [(i, e.layer, e.changed) for i, e in eager.entries.items()]
+    assert len({c for _, _, c in expected}) == 3  # two batches and the hand-written files (0.0)
+    lazy = _snapshot_state(root)
+    assert list(lazy.entries.listed()) == expected
+    assert lazy.entries._live == {}  # answered from the columns
+    moved = dataclasses.replace(eager.entries["k2"], layer="self", updated_at=5.0)
+    lazy.entries["k2"] = moved
+    want = [(i, "self", 5.0) if i == "k2" else (i, layer, c) for i, layer, c in expected]
+    assert sorted(lazy.entries.listed()) == sorted(want)
+    assert list(eager.entries.listed()) == expected  # a plain dict answers the same
+
+
+def test_changed_is_the_update_else_the_creation_else_zero() -> None:
+    e = Entry("a", "self/a.md", "self", None, 0, 0, (), None, None, None, None, None, (), (), "", ())
+    assert e.changed == 0.0
+    assert dataclasses.replace(e, created_at=7.5).changed == 7.5
+    assert dataclasses.replace(e, created_at=7.5, updated_at=9.25).changed == 9.25
+    assert dataclasses.replace(e, updated_at=0.0, created_at=7.5).changed == 0.0
 
 
 def test_placed_of_a_lazy_state_gives_every_entry_path_and_stat_as_built(tmp_path: Path) -> None:
@@ -371,3 +405,67 @@ def test_conflicted_of_a_lazy_state_reads_the_conflict_rows_and_what_was_put_sin
     lazy.entries["k4"] = dataclasses.replace(eager.entries["k4"], conflict=False)  # resolved since
     lazy.entries["k1"] = dataclasses.replace(eager.entries["k1"], conflict=True)  # conflicted since
     assert sorted(e.id for e in lazy.entries.conflicted()) == ["k0", "k1", "k5"]
+
+
+def _reference(entries: list[Entry], layer: str | None, tag: str | None, since, until) -> list[str]:
+    """The listing's rule written plainly over built entries: newest change first, ties by id."""
+    picked = [
+        e
+        for e in entries
+        if (layer is None or e.layer == layer)
+        and (tag is None or tag.casefold() in {t.casefold() for t in e.tags})
+        and (since is None or e.changed >= since)
+        and (until is None or e.changed <= until)
+    ]
+    return [e.id for e in sorted(picked, key=lambda e: (-e.changed, e.id))]
+
+
+def test_a_listing_page_equals_the_plain_rule_and_builds_only_the_page(tmp_path: Path) -> None:
+    """``list_page`` sorts and filters by the index's columns: on a store opened from its
+    snapshot it builds only the page's entries (without ``tag``), and every page, total
+    and filter equals the plain rule over every entry built (ties broken by id)."""
+    root = tmp_path / "m"
+    nodes = [
+        Node(
+            id=f"n{i:03d}",
+            layer=("self", "contextual", "structural")[i % 3],
+            body=f"note {i}",
+            tags=["Even"] if i % 2 == 0 else ["odd"],
+            created_at=1_000_000.0 + (i * 7919) % 97,  # repeats: ties broken by id
+            updated_at=None if i % 4 else 2_000_000.0 + i % 5,
+        )
+        for i in range(240)
+    ]
+    with MdCG(root, auto_compact=None) as s:
+        s.add_many(nodes, stamp=False)
+        s.compact_index()
+    with MdCG(root, read_only=True) as s:
+        assert s._engine.state.entries.lazy
+        page = s.list_page(limit=7, offset=3)
+        assert len(s._engine.state.entries._live) == 7  # the page, nothing else
+        everything = s.entries()
+        assert page.total == 240
+        assert [e.id for e in page.entries] == _reference(everything, None, None, None, None)[3:10]
+        cases = [
+            ("self", None, None, None),
+            (None, "even", None, None),
+            (None, "ODD", 1_000_010.0, 1_000_050.0),
+            ("contextual", None, 2_000_001.0, None),
+            (None, None, None, 1_000_000.0),
+            ("structural", "even", 3e9, None),
+        ]
+        for layer, tag, since, until in cases:
+            want = _reference(everything, layer, tag, since, until)
+            for limit, offset in [(None, 0), (5, 0), (5, 4), (1000, 2), (3, len(want))]:
+                got = s.list_page(layer, tag=tag, since=since, until=until, limit=limit, offset=offset)
+                end = None if limit is None else offset + limit
+                assert (got.total, [e.id for e in got.entries]) == (len(want), want[offset:end]), (
+                    layer,
+                    tag,
+                    since,
+                    until,
+                    limit,
+                    offset,
+                )
+                listed = s.list_nodes(layer, tag=tag, since=since, until=until, limit=limit, offset=offset)
+                assert listed == got.entries
