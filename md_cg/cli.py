@@ -538,7 +538,8 @@ def list_(
     if not page:
         typer.echo(f"no memories ({total} match)" if total else "no memories match")
         return
-    _stdout().print(entries_table(page))
+    out = _stdout()
+    out.print(entries_table(page, width=out.width))
     more = f"; --offset {offset + len(page)} for more" if offset + len(page) < total else ""
     typer.echo(f"{offset + 1}-{offset + len(page)} of {total}{more}")
 
@@ -931,7 +932,11 @@ def search(
         )
         return
     out = _stdout()
-    out.print(results_table(shown) if shown else "no results with evidence of being about the query")
+    out.print(
+        results_table(shown, width=out.width)
+        if shown
+        else "no results with evidence of being about the query"
+    )
     out.print(meta_summary(meta, omitted=omitted))
 
 

@@ -178,6 +178,7 @@ class Page(NamedTuple):
 def select(
     listed: Iterable[tuple[str, str, float]],
     entry_of: Callable[[str], Entry],
+    tags_of: Callable[[str], Sequence[str]],
     *,
     layer: str | None = None,
     tag: str | None = None,
@@ -191,8 +192,9 @@ def select(
     :attr:`~md_cg.index.Entry.changed` time lies in ``[since, until]``; newest
     first (ties by id), then ``offset``/``limit``.
 
-    ``entry_of`` gives the entry of an id: called only for the page, and for
-    every candidate when ``tag`` is given (tags are not a column)."""
+    ``entry_of`` gives the entry of an id (called only for the page),
+    ``tags_of`` its tags (for every candidate when ``tag`` is given; tags are not
+    a column)."""
     if layer is not None:
         check_layer(layer)
     for name, value in (("limit", limit), ("offset", offset)):
@@ -209,7 +211,7 @@ def select(
     ]
     if tag is not None:
         wanted = tag.casefold()
-        picked = [p for p in picked if any(t.casefold() == wanted for t in entry_of(p[1]).tags)]
+        picked = [p for p in picked if any(t.casefold() == wanted for t in tags_of(p[1]))]
     end = None if limit is None else offset + limit
     # A page near the top needs no full sort (a 100k store lists 50 in a few ms).
     top = sorted(picked) if end is None or end * 8 > len(picked) else heapq.nsmallest(end, picked)

@@ -612,6 +612,17 @@ class Entries(MutableMapping[str, Entry]):
             else:
                 yield node_id, layer_of(row), changed[row]
 
+    def tags_of(self, node_id: str) -> tuple[str, ...]:
+        """The tags of ``node_id`` (KeyError when unknown), without building the entry
+        of a snapshot row not materialised."""
+        e = self._live.get(node_id)
+        if e is not None:
+            return e.tags
+        row = self._rows.get(node_id)
+        if row is None:
+            raise KeyError(node_id)
+        return self.source.tags_of(row)
+
     def conflicted(self) -> Iterator[Entry]:
         """The entries whose file holds a git merge conflict (materialising only those)."""
         if self._rows:

@@ -42,6 +42,8 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
 STATE_STYLE = {"ACCEPT": "green", "REJECT": "red", "DEFER": "yellow", "BLINDSPOT": "magenta"}
 #: Characters of body text a search result carries (:func:`snippet`).
 SNIPPET_CHARS = 160
+#: Cells a table keeps for titles before it puts them under the ids (:func:`entries_table`).
+TITLE_MIN = 16
 #: Seconds per unit of a duration (``7d``, ``12h``, ``30m``, ``45s``, ``2w``).
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
@@ -161,31 +163,51 @@ def _state_cell(state: str | None) -> str:
     return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
 
 
-def results_table(results: Sequence[SearchResult], *, basis: bool = False) -> Table:
+def _fits(widths: Sequence[int], width: int | None, rest: int = TITLE_MIN) -> bool:
+    """True when columns of these cell widths, their borders and ``rest`` cells more
+    (for the title) fit in ``width`` (None: any width)."""
+    return width is None or sum(widths) + 3 * (len(widths) + 1) + 1 + rest <= width
+
+
+def _cells(texts: Iterable[str], floor: int) -> int:
+    """The widest of ``texts`` in terminal cells (a CJK character takes two), at least ``floor``."""
+    from rich.cells import cell_len
+
+    return max([floor, *(cell_len(t) for t in texts)])
+
+
+def results_table(results: Sequence[SearchResult], *, basis: bool = False, width: int | None = None) -> Table:
     """A table of search results: rank, tier, state, score, id and title (with ``basis`` under it).
 
     A result without evidence of being about the query (``filler``) is marked
-    ``(filler)`` before its title.
+    ``(filler)`` before its title. Ids are never cut: when the columns and a
+    title do not fit in ``width`` cells (a terminal's width; None: any), tier,
+    state and title go on a second line under the id.
     """
     from rich.table import Table
 
     cells = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id) for i, r in enumerate(results, 1)]
+    heads = (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
+    widths = [_cells((row[n] for row in cells), len(name)) for n, (name, _) in enumerate(heads)]
     table = Table(show_lines=basis)
-    for n, (name, justify) in enumerate(
-        (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
-    ):
-        width = max([len(name), *(len(row[n]) for row in cells)])
-        table.add_column(name, justify=justify, no_wrap=True, min_width=width)  # type: ignore[arg-type]
-    if basis:
-        table.add_column("title / why", ratio=1, overflow="fold")
-    else:
-        table.add_column("title", ratio=1, overflow="ellipsis")
+    stacked = not _fits(widths, width)
+    keep = (0, 3, 4) if stacked else range(5)
+    for n in keep:
+        name, justify = heads[n]
+        table.add_column(name, justify=justify, no_wrap=True, min_width=widths[n])  # type: ignore[arg-type]
+    if not stacked:
+        table.add_column(
+            "title / why" if basis else "title", ratio=1, overflow="fold" if basis else "ellipsis"
+        )
     for (number, tier, _state, score, node_id), r in zip(cells, results, strict=True):
         # the mark goes first so that a long title, cut by the column, never hides it
         title = ("[dim](filler)[/] " if r.filler else "") + _escape(clip(r.title, 60))
         if basis:
             title += f"\n[dim]{_escape(r.basis or '')}[/]"
-        table.add_row(number, tier, _state_cell(r.state), score, node_id, title)
+        if stacked:
+            table.add_row(number, score, f"{node_id}\n{tier} · {_state_cell(r.state)} · {title}")
+        else:
+            table.add_row(number, tier, _state_cell(r.state), score, node_id, title)
     return table
 
 
@@ -239,25 +261,38 @@ def health_table(report: HealthReport) -> Group:
     return Group(_escape(line), table)
 
 
-def entries_table(entries: Sequence[Entry], *, now: float | None = None) -> Table:
-    """Listed memories: when last changed, layer, id, tags and title."""
+def entries_table(entries: Sequence[Entry], *, now: float | None = None, width: int | None = None) -> Table:
+    """Listed memories: when last changed, layer, id, tags and title.
+
+    Ids are never cut: when the columns and a title do not fit in ``width``
+    cells (a terminal's width; None: any), the time is its age alone and the
+    layer, tags and title go on a second line under the id.
+    """
     from rich.table import Table
 
-    table = Table()
-    table.add_column("updated", no_wrap=True)
-    table.add_column("layer", no_wrap=True)
-    table.add_column("id", no_wrap=True, min_width=max((len(e.id) for e in entries), default=2))
-    table.add_column("tags", overflow="ellipsis", max_width=30)
-    table.add_column("title", ratio=1, overflow="ellipsis")
+    rows = []
     for e in entries:
-        when = e.updated_at if e.updated_at is not None else e.created_at
-        table.add_row(
-            f"{iso(when) or '-'} ({age(when, now)})",
-            e.layer,
-            e.id,
-            _escape(", ".join(e.tags)),
-            _escape(clip(e.title, 80)),
+        when = e.changed or None
+        rows.append(
+            (iso(when) or "-", age(when, now), e.layer, e.id, _escape(", ".join(e.tags)), clip(e.title, 80))
         )
+    widths = [_cells((f"{r[0]} ({r[1]})" for r in rows), 7), _cells((r[2] for r in rows), 5)]
+    widths.append(_cells((r[3] for r in rows), 2))
+    table = Table()
+    if _fits(widths, width, 8 + TITLE_MIN):
+        table.add_column("updated", no_wrap=True, min_width=widths[0])
+        table.add_column("layer", no_wrap=True, min_width=widths[1])
+        table.add_column("id", no_wrap=True, min_width=widths[2])
+        table.add_column("tags", overflow="ellipsis", max_width=30)
+        table.add_column("title", ratio=1, overflow="ellipsis")
+        for stamp, ago, layer, node_id, tags, title in rows:
+            table.add_row(f"{stamp} ({ago})", layer, node_id, tags, _escape(title))
+        return table
+    table.add_column("age", no_wrap=True, min_width=_cells((r[1] for r in rows), 3))
+    table.add_column("id / layer · tags · title", no_wrap=True, min_width=widths[2], overflow="ellipsis")
+    for _, ago, layer, node_id, tags, title in rows:
+        second = " · ".join(part for part in (layer, tags, _escape(title)) if part)
+        table.add_row(ago, f"{node_id}\n[dim]{second}[/]")
     return table
 
 

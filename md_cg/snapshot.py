@@ -87,6 +87,7 @@ assert (*EAGER[:6], *LAZY, *EAGER[6:]) == COLUMNS, "_Table.entry builds entries 
 #: Positions in :data:`LAZY` of the entry's sequence fields (JSON arrays, tuples in an Entry).
 _SEQUENCES = tuple(LAZY.index(name) for name in ("tags", "ccg_missing", "conditions"))
 _EDGES = LAZY.index("edges")
+_TAGS = LAZY.index("tags")
 #: A layer's code in the entries section's ``layers`` string: one digit per row.
 _LAYER_DIGIT = {name: chr(48 + i) for i, name in enumerate(LAYERS)}
 _LAYER_DIGITS = re.compile(f"[0-{len(LAYERS) - 1}]*")
@@ -792,6 +793,17 @@ class _Table:
         if self._changed is None:
             self._changed = self.changed.tolist()
         return self._changed
+
+    def tags_of(self, row: int) -> tuple[str, ...]:
+        """The tags of ``row``, decoded from its JSON without building its entry."""
+        try:
+            values = orjson.loads(self.raw(row))
+        except (SnapshotDamageError, orjson.JSONDecodeError):
+            return self.entry(row).tags  # the entry's checks and its rebuild from the file
+        tags = values[_TAGS] if type(values) is list and len(values) == len(LAZY) else None
+        if type(tags) is not list or not all(type(t) is str for t in tags):
+            return self.entry(row).tags  # names the row
+        return tuple(tags)
 
     def entry(self, row: int) -> Entry:
         """The entry of ``row`` (its JSON decoded now; rebuilt from its file when its chunk is damaged)."""

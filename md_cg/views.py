@@ -199,8 +199,8 @@ class Reads(_Handle):
         """:meth:`list_nodes` as a :class:`~md_cg.editing.Page`: ``total``, the number
         of nodes that match, and ``entries``, the page of them.
 
-        Sorts by the index's columns: only the page's entries are built (and,
-        with ``tag``, every candidate's), so a page of a large store opened
+        Sorts by the index's columns: only the page's entries are built (with
+        ``tag``, every candidate's tags are decoded), so a page of a large store opened
         from its snapshot costs a few milliseconds."""
         hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
         eng = self._engine
@@ -209,6 +209,7 @@ class Reads(_Handle):
             return editing.select(
                 (row for row in entries.listed() if row[0] not in hidden),
                 entries.__getitem__,
+                entries.tags_of,
                 layer=layer,
                 tag=tag,
                 since=since,

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import typer
 from conftest import BINARY_SEARCH, build_small_store
+from rich.cells import cell_len
 from typer.testing import CliRunner
 
 from md_cg import MdCG, Node
@@ -900,3 +901,42 @@ def test_ages_in_the_past_and_ahead(span: float, shown: str) -> None:
 
     assert age(1_000_000.0 - span, now=1_000_000.0) == shown
     assert age(None) == "-"
+
+
+@pytest.mark.parametrize("columns", [80, 100])
+def test_long_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path, columns: int) -> None:
+    """The ids `mdcg add` makes from a body are long (a CJK character takes two cells):
+    when a table's columns and a title do not fit, the title goes under the id, whole."""
+    narrow = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": str(columns)})
+    root = tmp_path / "m"
+    run(narrow, "init", "--root", root)
+    bodies = [
+        ("部署前先在预发环境跑一遍回归测试 before every release", "self", "部署"),
+        ("The staging database password rotates every 90 days", "contextual", "security"),
+    ]
+    ids = [
+        run(narrow, "add", body, "--root", root, "-l", layer, "-t", tag).stdout.split("\t")[0]
+        for body, layer, tag in bodies
+    ]
+    assert ids[0] == "部署前先在预发环境跑一遍回归测试-before-every-release-" + ids[0][-6:]
+    listed = run(narrow, "list", "--root", root).stdout.splitlines()
+    assert max(map(cell_len, listed)) <= columns
+    assert "age" in listed[1] and "id / layer · tags · title" in listed[1]
+    assert f"│ now │ {ids[1]}" in listed[3]
+    assert "│     │ contextual · security · The staging database password rotates" in listed[4]
+    assert f"│ now │ {ids[0]}" in listed[5]
+    assert "│     │ self · 部署 · 部署前先在预发环境跑一遍回归测试" in listed[6]
+    found = run(narrow, "search", "预发环境 回归测试", "--root", root).stdout.splitlines()
+    assert max(map(cell_len, found)) <= columns
+    assert "│ 1 │" in found[3] and f"│ {ids[0]}" in found[3]
+    assert "│ T2 · " in found[4] and "部署前先在预发" in found[4]
+
+
+def test_a_wide_terminal_keeps_one_line_per_memory(runner: CliRunner, tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    run(runner, "init", "--root", root)
+    node_id = run(runner, "add", "短的 note", "--root", root, "-l", "self", "-t", "x").stdout.split("\t")[0]
+    lines = run(runner, "list", "--root", root).stdout.splitlines()
+    assert "updated" in lines[1] and "layer" in lines[1] and "title" in lines[1]
+    assert f" │ self  │ {node_id} │ x    │ 短的 note" in lines[3]
+    assert lines[4].startswith("└") and lines[5] == "1-1 of 1"

@@ -138,6 +138,10 @@ def _has_instance_dict(node: Node) -> bool:
 
 
 def test_a_write_leaves_the_callers_nodes_without_an_instance_dict(tmp_path: Path) -> None:
+    probe = Node(id="probe", body="x")
+    probe.__dict__  # noqa: B018
+    if not _has_instance_dict(probe):  # CPython 3.13 keeps the values inline even then
+        pytest.skip("this Python does not show an instance's materialised __dict__ to the collector")
     batch = [Node(id=f"kp_{i}", body=f"fact {i}", tags=["t"]) for i in range(5)]
     one = _procedure()
     assert not any(_has_instance_dict(n) for n in [*batch, one])

@@ -156,6 +156,8 @@ def test_a_flipped_byte_in_every_rows_chunk_is_found_at_first_use_and_its_entrie
             node_id = table.ids[r]
             assert snap.state.entries[node_id] == cold.entries[node_id]  # rebuilt from its file
         assert snap.state.snapshot_damage == [f"rows section, chunk {c}: checksum mismatch"]
+        # a listing by tag decodes only the tags of a row: a damaged one's come from its file
+        assert [table.tags_of(r) for r in rows] == [cold.entries[table.ids[r]].tags for r in rows]
         with pytest.raises(SnapshotDamageError, match=f"rows section is damaged \\(chunk {c}: checksum"):
             table.raw(rows[0])  # the damaged bytes are never handed out
 

@@ -354,6 +354,10 @@ def test_listed_of_a_lazy_state_gives_every_layer_and_changed_time_as_built(tmp_
     lazy = _snapshot_state(root)
     assert list(lazy.entries.listed()) == expected
     assert lazy.entries._live == {}  # answered from the columns
+    assert [lazy.entries.tags_of(i) for i, *_ in expected] == [e.tags for e in eager.entries.values()]
+    assert lazy.entries._live == {}  # tags decoded from the rows, no entry built
+    with pytest.raises(KeyError):
+        lazy.entries.tags_of("nope")
     moved = dataclasses.replace(eager.entries["k2"], layer="self", updated_at=5.0)
     lazy.entries["k2"] = moved
     want = [(i, "self", 5.0) if i == "k2" else (i, layer, c) for i, layer, c in expected]
@@ -422,7 +426,7 @@ def _reference(entries: list[Entry], layer: str | None, tag: str | None, since, 
 
 def test_a_listing_page_equals_the_plain_rule_and_builds_only_the_page(tmp_path: Path) -> None:
     """``list_page`` sorts and filters by the index's columns: on a store opened from its
-    snapshot it builds only the page's entries (without ``tag``), and every page, total
+    snapshot it builds only the page's entries, and every page, total
     and filter equals the plain rule over every entry built (ties broken by id)."""
     root = tmp_path / "m"
     nodes = [
@@ -439,6 +443,10 @@ def test_a_listing_page_equals_the_plain_rule_and_builds_only_the_page(tmp_path:
     with MdCG(root, auto_compact=None) as s:
         s.add_many(nodes, stamp=False)
         s.compact_index()
+    with MdCG(root, read_only=True) as s:
+        by_tag = s.list_page(tag="EVEN", limit=4)  # tags decoded from the rows, not built
+        assert s._engine.state.entries._live.keys() == {e.id for e in by_tag.entries}
+        assert by_tag.total == 120
     with MdCG(root, read_only=True) as s:
         assert s._engine.state.entries.lazy
         page = s.list_page(limit=7, offset=3)
