@@ -31,12 +31,12 @@ import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 from typer.core import TyperGroup
 
 from md_cg import (
@@ -53,10 +53,10 @@ from md_cg import (
 from md_cg.render import (
     clip,
     entries_table,
-    first_line,
     health_table,
     iso,
     meta_summary,
+    neighbours_table,
     node_dict,
     node_text,
     parse_when,
@@ -818,7 +818,8 @@ def stats(
     rate = "n/a" if z["zombie_rate"] is None else f"{z['zombie_rate']:.1%}"
     fill = "n/a" if inj["slot_fill_rate"] is None else f"{inj['slot_fill_rate']:.1%}"
     typer.echo(
-        f"window {data['options'].get('window_days')} d since {cov['window_start']}"
+        f"window {data['options'].get('window_days')} d since "
+        f"{iso(datetime.fromisoformat(cov['window_start']).timestamp())}"
         f"{'' if cov['full_window'] else ' (the log does not cover all of it)'}"
     )
     typer.echo(
@@ -842,7 +843,11 @@ def today(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -
     if picked is None or node is None:
         typer.echo("nothing to bring back yet")
         return
-    ago = f"{picked.years_ago} year(s) ago" if picked.years_ago else f"{picked.months_ago} month(s) ago"
+    if picked.years_ago or picked.months_ago:
+        ago = f"{picked.years_ago} year(s) ago" if picked.years_ago else f"{picked.months_ago} month(s) ago"
+    else:  # the last resort picks among every node, today's included
+        days = (datetime.now().astimezone().date() - picked.date).days  # the local day, as resurface
+        ago = "today" if days == 0 else f"{days} day(s) ago"
     typer.echo(f"{picked.id} · {ago} ({picked.date.isoformat()}) · shown {picked.show_count} time(s) before")
     sys.stdout.write(node.body if node.body.endswith("\n") else node.body + "\n")
 
@@ -961,11 +966,9 @@ def neighbours(
         if not found:
             typer.echo(f"{node_id}: no neighbours ({direction}, depth {depth})")
             return
-        table = Table("depth", "dir", "type", "id", "via", "title")
-        for n in found:
-            title = store.entry(n.id).title if n.exists else "(missing: dangling edge)"
-            table.add_row(str(n.depth), n.direction, n.type, n.id, n.via, clip(first_line(title), 50))
-        _stdout().print(table)
+        titles = {n.id: store.entry(n.id).title for n in found if n.exists}
+    out = _stdout()
+    out.print(neighbours_table(found, titles, width=out.width))
 
 
 @app.command()

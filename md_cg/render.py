@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
     from rich.table import Table
 
+    from .graph import Neighbour
     from .index import Entry
     from .node import Node
     from .reports import HealthReport, SyncReport
@@ -293,6 +294,39 @@ def entries_table(entries: Sequence[Entry], *, now: float | None = None, width: 
     for _, ago, layer, node_id, tags, title in rows:
         second = " · ".join(part for part in (layer, tags, _escape(title)) if part)
         table.add_row(ago, f"{node_id}\n[dim]{second}[/]")
+    return table
+
+
+def neighbours_table(
+    found: Sequence[Neighbour], titles: Mapping[str, str], *, width: int | None = None
+) -> Table:
+    """Linked nodes: depth, direction, edge type, id, the node reached from, title
+    (``titles``: id -> title; a missing id is a dangling edge).
+
+    Ids are never cut: when the columns and a title do not fit in ``width``
+    cells (None: any), the type, the node reached from and the title go on a
+    second line under the id.
+    """
+    from rich.table import Table
+
+    rows = []
+    for n in found:
+        title = clip(first_line(titles[n.id]), 50) if n.id in titles else "(missing: dangling edge)"
+        rows.append((str(n.depth), n.direction, n.type, n.id, n.via, _escape(title)))
+    heads = ("depth", "dir", "type", "id", "via")
+    widths = [_cells((r[i] for r in rows), len(name)) for i, name in enumerate(heads)]
+    table = Table()
+    if _fits(widths, width):
+        for name, cells in zip(heads, widths, strict=True):
+            table.add_column(name, no_wrap=True, min_width=cells)
+        table.add_column("title", ratio=1, overflow="ellipsis")
+        for row in rows:
+            table.add_row(*row)
+        return table
+    for i in (0, 1, 3):
+        table.add_column(heads[i], no_wrap=True, min_width=widths[i], overflow="ellipsis")
+    for depth, direction, etype, node_id, via, title in rows:
+        table.add_row(depth, direction, f"{node_id}\n[dim]{etype} · via {_escape(via)} · {title}[/]")
     return table
 
 

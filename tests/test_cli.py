@@ -8,6 +8,7 @@ import sqlite3
 import sys
 import time
 import types
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -480,7 +481,8 @@ def test_inject_stats_and_today(runner: CliRunner, tmp_path: Path) -> None:
     assert [(r["id"], r["count"]) for r in stats["top_recalled"]] == [("kp_bsearch", 1)]
     assert stats["injection"]["runs"] == 2 and stats["injection"]["injected_count"] == 1
     lines = run(runner, "stats", "--root", root).stdout.splitlines()
-    assert re.fullmatch(r"window 30 d since \S+ \(the log does not cover all of it\)", lines[0])
+    since = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+    assert re.fullmatch(rf"window 30 d since {since} \(the log does not cover all of it\)", lines[0])
     assert lines[1:] == [
         "zombies: 0/0 eligible (n/a); injection: 1 in 2 run(s), slot fill 10.0%",
         "      1  kp_bsearch  Function: binary search",
@@ -489,9 +491,8 @@ def test_inject_stats_and_today(runner: CliRunner, tmp_path: Path) -> None:
     with MdCG(root, read_only=True) as store:
         assert shown["id"] in store.ids() and shown["title"] == store.entry(shown["id"]).title
     line = run(runner, "today", "--root", root).stdout.splitlines()[0]
-    assert re.fullmatch(
-        r"\S+ · \d+ (year|month)\(s\) ago \(\d{4}-\d\d-\d\d\) · shown \d+ time\(s\) before", line
-    )
+    today = datetime.now().astimezone().date().isoformat()  # every node was made today: the last resort
+    assert re.fullmatch(rf"\S+ · today \({today}\) · shown \d+ time\(s\) before", line)
 
 
 def test_mcp_scope_options_are_checked(runner: CliRunner, root: Path) -> None:
@@ -926,6 +927,12 @@ def test_long_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path, columns: in
     assert "│     │ contextual · security · The staging database password rotates" in listed[4]
     assert f"│ now │ {ids[0]}" in listed[5]
     assert "│     │ self · 部署 · 部署前先在预发环境跑一遍回归测试" in listed[6]
+    step = "发布流程的第二步：灰度 10% 流量 second step of the rollout"
+    run(narrow, "add", step, "--root", root, "-l", "self", "--edge", f"{ids[0]}:sequential")
+    linked = run(narrow, "neighbours", ids[0], "--direction", "in", "--root", root).stdout.splitlines()
+    assert max(map(cell_len, linked)) <= columns
+    assert "│ 1     │ in  │ 发布流程的第二步-灰度-10-流量-second-step-of-the-rollout-" in linked[3]
+    assert "│       │     │ sequential · via 部署前先在预发" in linked[4]
     found = run(narrow, "search", "预发环境 回归测试", "--root", root).stdout.splitlines()
     assert max(map(cell_len, found)) <= columns
     assert "│ 1 │" in found[3] and f"│ {ids[0]}" in found[3]
