@@ -1071,7 +1071,8 @@ def health(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) 
     if json_out:
         _print_json(report.to_dict())
     else:
-        _stdout().print(health_table(report))
+        out = _stdout()
+        out.print(health_table(report, width=out.width))
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
 

@@ -194,6 +194,11 @@ class _Out:
             self.console.print(Rule(f"[bold]{escape(title)}[/]", align="left"))
             self.console.print(escape(text), soft_wrap=True)
 
+    @property
+    def width(self) -> int | None:
+        """The console's width in cells (None: printing nowhere)."""
+        return None if self.console is None else self.console.width
+
     def print(self, *items: Any) -> None:
         if self.console is not None:
             self.console.print(*items)
@@ -273,7 +278,7 @@ class _Tour:
         """Run a search and print it: ``text`` may use the facts (a function of them)."""
         facts, results, meta = self.search(spec)
         self.out.step(title, text(facts) if callable(text) else text)
-        self.out.print(results_table(results))
+        self.out.print(results_table(results, width=self.out.width))
         self.out.print(meta_summary(meta))
         return facts
 
@@ -316,14 +321,14 @@ class _Tour:
             "basis declared, DEFER when complete but unverified, BLINDSPOT when marks are missing "
             "(you cannot tell when it applies). A plain fact is ACCEPT with a basis, DEFER without.",
         )
-        self.out.print(results_table(judged, basis=True))
+        self.out.print(results_table(judged, basis=True, width=self.out.width))
         _, rejected, _ = self.search(REJECTED)
         self.out.step(
             f"5b · Same query, context {REJECTED[2]!r}",
             "The context hits a not-applicable condition of the Newton's-second-law notes: "
             "they are now REJECT (do not act on them), whatever their rank or tier.",
         )
-        self.out.print(results_table(rejected, basis=True))
+        self.out.print(results_table(rejected, basis=True, width=self.out.width))
         return judged, rejected
 
     def negatives(self) -> tuple[str, ...]:
@@ -404,7 +409,7 @@ class _Tour:
             "files, dangling edges, degraded buckets. The sample deliberately carries edges "
             "whose targets were never in the source database; health reports them.",
         )
-        self.out.print(health_table(report))
+        self.out.print(health_table(report, width=self.out.width))
         return report
 
 

@@ -237,8 +237,12 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> str:
     return _escape(line)
 
 
-def health_table(report: HealthReport) -> Group:
-    """A one-line verdict of a health check, then a table of its findings (if any)."""
+def health_table(report: HealthReport, *, width: int | None = None) -> Group:
+    """A one-line verdict of a health check, then a table of its findings (if any).
+
+    When severity, kind, node id and some detail do not fit in ``width`` cells
+    (None: any), the detail goes under the node id, in one folded column: an
+    id is never cut."""
     from rich.console import Group
     from rich.table import Table
 
@@ -251,14 +255,26 @@ def health_table(report: HealthReport) -> Group:
     )
     if report.ok:
         return Group(_escape(line))
+    rows = [
+        (f.severity, f.kind, f.node_id or "", f.detail + (f" ({f.path})" if f.path else ""))
+        for f in report.findings
+    ]
+    heads = ("severity", "kind", "node")
+    widths = [_cells((r[i] for r in rows), len(name)) for i, name in enumerate(heads)]
     table = Table()
-    table.add_column("severity", no_wrap=True)
-    table.add_column("kind", no_wrap=True)
-    table.add_column("node", no_wrap=True)
-    table.add_column("detail", overflow="fold")
-    for f in report.findings:
-        where = f" ({f.path})" if f.path else ""
-        table.add_row(f.severity, f.kind, f.node_id or "", _escape(f.detail + where))
+    table.add_column("severity", no_wrap=True, min_width=widths[0])
+    table.add_column("kind", no_wrap=True, min_width=widths[1])
+    if _fits(widths, width, 24):
+        table.add_column("node", no_wrap=True, min_width=widths[2])
+        table.add_column("detail", overflow="fold")
+        for severity, kind, node_id, detail in rows:
+            table.add_row(severity, kind, node_id, _escape(detail))
+    else:
+        table.add_column("node / detail", overflow="fold")
+        for severity, kind, node_id, detail in rows:
+            table.add_row(
+                severity, kind, f"{node_id}\n[dim]{_escape(detail)}[/]" if node_id else _escape(detail)
+            )
     return Group(_escape(line), table)
 
 

@@ -933,6 +933,17 @@ def test_long_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path, columns: in
     assert max(map(cell_len, linked)) <= columns
     assert "│ 1     │ in  │ 发布流程的第二步-灰度-10-流量-second-step-of-the-rollout-" in linked[3]
     assert "│       │     │ sequential · via 部署前先在预发" in linked[4]
+    hand = "手写的笔记-关于数据库连接池的配置-handwritten-note-on-pool-settings"
+    gone = "不存在的节点-一个很长的名字-that-does-not-exist-anywhere"
+    text = f"---\nid: {hand}\nlayer: self\nedges:\n  - target: {gone}\n    type: similar\n---\n连接池\n"
+    (root / "self" / f"{hand}.md").write_text(text, encoding="utf-8")
+    run(narrow, "sync", "--root", root)
+    report = narrow.invoke(app, ["health", "--root", str(root)]).stdout.splitlines()
+    assert max(map(cell_len, report)) <= columns
+    assert report[-1].startswith("└")
+    folded = "".join(line.split("│")[3].strip() for line in report if line.startswith("│"))
+    want = hand + f"similar edge to '{gone}', which is not in the store (self/{hand}.md)"
+    assert folded.replace(" ", "") == want.replace(" ", "")  # wrapped at spaces, folded in ids
     found = run(narrow, "search", "预发环境 回归测试", "--root", root).stdout.splitlines()
     assert max(map(cell_len, found)) <= columns
     assert "│ 1 │" in found[3] and f"│ {ids[0]}" in found[3]
