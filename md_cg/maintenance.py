@@ -35,6 +35,7 @@ from .index import IndexState, Parsed
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
+from .watch import ChangeWatch
 
 #: Below this many knowledge nodes the bucket-health verdict is reported but
 #: not raised as a finding: with a handful of nodes every scheme looks degraded.
@@ -681,3 +682,45 @@ def fold_access(engine: Engine) -> dict[str, int]:
     with engine.lock, engine.maint.exclusive(engine.lock_timeout):
         engine.catch_up()
         return access.fold(engine.root_str, keep=lambda i: i in engine.state.entries)
+
+
+class HandEdits:
+    """What a long-running process needs to pick up hand edits cheaply (see
+    :meth:`md_cg.MdCG.sync_if_changed`): a watch of the layer folders and the
+    time of the last full stat scan."""
+
+    def __init__(self) -> None:
+        self.watch: ChangeWatch | None = None
+        self.last_scan: float | None = None
+
+    def pick_up(self, engine: Engine, min_interval: float) -> SyncReport | None:
+        """Reconcile the files changed since the last call (all of them, by a stat scan,
+        at the first call, when the watch lost events or where there is no inotify);
+        None when nothing changed. Called under the engine's lock."""
+        now = time.monotonic()
+        try:
+            if self.watch is None:
+                self.watch = ChangeWatch(engine.root_str)
+                changed: set[str] | None = None
+            else:
+                changed = self.watch.poll()
+            if changed is None:
+                if self.last_scan is not None and now - self.last_scan < min_interval:
+                    return None
+                self.last_scan = now
+                changed = stale_paths(engine)
+            if not changed:
+                return None
+            report = sync_paths(engine, changed)
+        except BaseException:
+            # The changes this call took from the watch (or the scan) are not in the
+            # index: drop the watch, so that the next call scans every file again.
+            self.close()
+            raise
+        return None if report.clean else report
+
+    def close(self) -> None:
+        """Stop watching; the next :meth:`pick_up` scans every file."""
+        if self.watch is not None:
+            self.watch.close()
+        self.watch, self.last_scan = None, None

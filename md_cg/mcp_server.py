@@ -37,6 +37,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -245,6 +246,19 @@ class MemoryServer(MCPServer):
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
         return tool
+
+    def warm(self) -> None:
+        """Pick up files edited while no server ran, before the first tool call asks.
+
+        The first pick-up compares every file with the index (~1 s at 100k
+        nodes): :func:`run_server` runs this in a thread at start, so the
+        first call finds it done, or waits for it under the lock. A failure is
+        logged here and met again, as a tool error, by the first call."""
+        with self._lock:
+            try:
+                self.store.sync_if_changed()
+            except Exception as exc:  # the first call tries again and reports it
+                print(f"md-cg: picking up hand edits at start failed: {exc}", file=sys.stderr)
 
     async def list_tools(self) -> list[Any]:
         """The tools, with lean input schemas (see :func:`lean_schema`)."""
@@ -775,7 +789,12 @@ def run_server(
 ) -> None:
     """Serve the store at ``root`` over stdio, in ``scope``, until the client disconnects."""
     store = MdCG(Path(root), create=True, scope=scope)
+    lock = threading.RLock()
     try:
-        create_server(root, store=store, aliases=aliases).run()
+        server = create_server(root, store=store, aliases=aliases)
+        lock = server._lock
+        threading.Thread(target=server.warm, name="mdcg-warm", daemon=True).start()
+        server.run()
     finally:
-        store.close()
+        with lock:  # after the warm-up, if the client left before it ended
+            store.close()

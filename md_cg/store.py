@@ -46,7 +46,6 @@ from .retention import SweepReport
 from .search import SearchResult
 from .synonyms import SynonymFileError, SynonymTable
 from .visibility import Scope
-from .watch import ChangeWatch
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
 
@@ -113,8 +112,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         #: access events lost to a full disk (each read then goes on; health() reports them)
         self._access_dropped = 0
         self._logs: dict[str, AppendLog] = {}
-        self._watch: ChangeWatch | None = None
-        self._last_scan: float | None = None
+        self._hand_edits = maintenance.HandEdits()
         self._scope = scope
         self._filter = visibility.Filter(scope)
         self._ttl_seconds = ttl_seconds
@@ -180,8 +178,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             self._access.close()
             for log in self._logs.values():
                 log.close()
-            if self._watch is not None:
-                self._watch.close()
+            self._hand_edits.close()
             eng.close()
 
     def __enter__(self) -> MdCG:
@@ -603,21 +600,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         eng = self._engine
         with eng.lock:
             eng.fresh()
-            now = time.monotonic()
-            if self._watch is None:
-                self._watch = ChangeWatch(eng.root_str)
-                changed: set[str] | None = None
-            else:
-                changed = self._watch.poll()
-            if changed is None:
-                if self._last_scan is not None and now - self._last_scan < min_interval:
-                    return None
-                self._last_scan = now
-                changed = maintenance.stale_paths(eng)
-            if not changed:
-                return None
-            report = maintenance.sync_paths(eng, changed)
-            return None if report.clean else report
+            return self._hand_edits.pick_up(eng, min_interval)
 
     def health(self, deep: bool = False) -> HealthReport:
         """Check the store; return typed findings (read-only: writes nothing).

@@ -502,3 +502,82 @@ def test_arguments_outside_the_schema_get_one_line_errors(tmp_path: Path) -> Non
             return [_err(await client.call_tool(tool, args)) for tool, args, _ in cases]
 
     assert anyio.run(run) == [want for _, _, want in cases]
+
+
+def _alpha_store(root: Path) -> Path:
+    """A store of one node, ``a``, titled "Alpha original"."""
+    with MdCG(root, create=True) as s:
+        s.add(id="a", layer="self", body="# Alpha original\nbody\n")
+    return root
+
+
+def _hand_edit(root: Path) -> None:
+    """Retitle ``a`` in its file, as a person would while no server runs."""
+    path = root / "self" / "a.md"
+    text = path.read_text(encoding="utf-8").replace("Alpha original", "Alpha edited while no server ran")
+    path.write_text(text, encoding="utf-8")
+
+
+def test_the_server_picks_up_hand_edits_before_the_first_call(tmp_path: Path) -> None:
+    """``warm`` (run in a thread by run_server) does the first, full pick-up of files
+    edited while no server ran, so that the first tool call does not wait for it."""
+    root = _alpha_store(tmp_path / "m")
+    with MdCG(root) as store:
+        server = create_server(root, store=store)
+        _hand_edit(root)
+        assert store.entry("a").title == "Alpha original"  # reads follow the log, not the files
+        server.warm()
+        assert store.entry("a").title == "Alpha edited while no server ran"
+
+
+def test_a_failed_warm_up_is_logged_and_the_first_call_meets_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from md_cg import maintenance
+
+    root = _alpha_store(tmp_path / "m")
+    with MdCG(root) as store:
+        server = create_server(root, store=store)
+        _hand_edit(root)
+        real = maintenance.stale_paths
+
+        def failing(*args: object) -> object:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(maintenance, "stale_paths", failing)
+        server.warm()
+        assert capsys.readouterr().err == (
+            "md-cg: picking up hand edits at start failed: [Errno 5] Input/output error\n"
+        )
+
+        async def run() -> None:
+            async with Client(server) as client:
+                failed = _err(await client.call_tool("get", {"id": "a"}))
+                assert failed == "Error executing tool get"  # logged with its traceback
+                monkeypatch.setattr(maintenance, "stale_paths", real)
+                got = _ok(await client.call_tool("get", {"id": "a"}))
+                assert got["body"] == "# Alpha edited while no server ran\nbody\n"
+
+        anyio.run(run)
+
+
+def test_run_server_warms_up_while_it_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from md_cg import mcp_server
+
+    root = _alpha_store(tmp_path / "m")
+    _hand_edit(root)
+    seen: list[str] = []
+
+    def serve(self: mcp_server.MemoryServer) -> None:  # stands in for the stdio loop
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            with self._lock:
+                title = self.store.entry("a").title
+            if title != "Alpha original":
+                break
+            time.sleep(0.01)
+        seen.append(title)
+
+    monkeypatch.setattr(mcp_server.MemoryServer, "run", serve)
+    mcp_server.run_server(root)
+    assert seen == ["Alpha edited while no server ran"]

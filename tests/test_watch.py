@@ -59,7 +59,8 @@ def test_without_inotify_a_throttled_stat_scan_does_it(
     s = MdCG(tmp_path / "m")
     s.add(id="a", layer="self", body="alpha original")
     assert s.sync_if_changed(min_interval=0) is None
-    assert s._watch is not None and not s._watch.native
+    watch = s._hand_edits.watch
+    assert watch is not None and not watch.native
     _edit_in_place(s.root / "self" / "a.md", "alpha original", "alpha edited")
     assert s.sync_if_changed(min_interval=3600) is None  # throttled: scanned a moment ago
     report = s.sync_if_changed(min_interval=0)
@@ -97,3 +98,31 @@ def test_the_watch_reports_paths_and_a_lost_queue_means_rescan(tmp_path: Path) -
     w._lost = True
     assert w.poll() is None
     w.close()
+
+
+@pytest.mark.parametrize("step", ["stale_paths", "sync_paths"])
+def test_a_failed_pick_up_is_not_forgotten_by_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    """A first call (or a later one) that fails after the watch took the changes must not
+    lose them: the next call scans every file again and picks up the edit made before."""
+    from md_cg import maintenance
+
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="a", layer="self", body="alpha original")
+    with MdCG(root) as s:
+        _edit_in_place(root / "self" / "a.md", "alpha original", "alpha edited while no server ran")
+        real = getattr(maintenance, step)
+
+        def failing(*args: object, **kwargs: object) -> object:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(maintenance, step, failing)
+        with pytest.raises(OSError, match="Input/output error"):
+            s.sync_if_changed(min_interval=3600)
+        monkeypatch.setattr(maintenance, step, real)
+        report = s.sync_if_changed(min_interval=3600)
+        assert report is not None and report.changed == ("a",)
+        assert s.get("a").body == "alpha edited while no server ran"
+        assert [r.id for r in s.search("edited", record=False)[0]] == ["a"]
