@@ -431,10 +431,13 @@ def add(
     overwrite: Annotated[
         bool, typer.Option("--overwrite", help="Replace an existing node with this id.")
     ] = False,
+    duplicate: Annotated[
+        bool, typer.Option("--duplicate", help="Store it even if an identical memory is in the layer.")
+    ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Add a memory; print its id and file path."""
+    """Add a memory; print its id and file path (an identical one in the layer: its id, nothing written)."""
     if text is not None and body is not None:
         raise InvalidArgumentError("give the body once: as TEXT or with --body, not both", name="--body")
     fields: dict[str, Any] = {
@@ -450,12 +453,20 @@ def add(
     if node_id is not None:
         fields["id"] = node_id
     with _open(ctx, root, create=True) as store:
-        node = store.add(overwrite=overwrite, **fields)
-        path = store.path_of(node.id)
-        if json_out:
-            _print_json({"id": node.id, "layer": node.layer, "path": str(path)})
-        else:
-            typer.echo(f"{node.id}\t{path}")
+        same = [] if duplicate or overwrite else store.identical(fields["body"], layer)
+        node_id = same[0] if same else store.add(overwrite=overwrite, **fields).id
+        path = store.path_of(node_id)
+    if same:
+        _stderr().print(
+            f"{node_id}: an identical memory is already in {layer}/; nothing was written "
+            "(--duplicate stores another)",
+            soft_wrap=True,
+            markup=False,
+        )
+    if json_out:
+        _print_json({"id": node_id, "layer": layer, "path": str(path), "existing": bool(same)})
+    else:
+        typer.echo(f"{node_id}\t{path}")
 
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Node id.")]

@@ -490,6 +490,9 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         not_applicable: NotApplicable = None,
         edges: Edges = None,
         overwrite: Annotated[bool, Field(description="Replace an existing memory with this id.")] = False,
+        duplicate: Annotated[
+            bool, Field(description="Store it even if an identical memory is in the layer.")
+        ] = False,
     ) -> dict[str, Any]:
         given = _fields(
             body=body,
@@ -502,6 +505,9 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
             not_applicable=not_applicable,
             edges=edges,
         )
+        same = [] if duplicate or overwrite else store.identical(body, layer)
+        if same:
+            return _written(store, same[0], existing=True)
         node = store.add(overwrite=overwrite, **given)
         return _written(store, node.id)
 
@@ -535,7 +541,8 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
          "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
          "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
-         "procedure lacks."),
+         "procedure lacks. An identical memory already in the layer is not stored twice: the reply "
+         "names it, with existing: true."),
         (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
          "conditions or edges (only what you pass)."),
     ]  # fmt: skip

@@ -385,6 +385,45 @@ def _text_index(store: object) -> Any:
         return engine.state.text
 
 
+#: Hits of the text index read to confirm an identical body (:func:`identical_ids`).
+IDENTICAL_POOL = 10
+
+
+def same_body(a: str, b: str) -> bool:
+    """True when two bodies are the same text: line endings, trailing spaces on each
+    line and blank lines at either end aside (what an editor or a copy changes)."""
+
+    def plain(text: str) -> list[str]:
+        return [line.rstrip() for line in text.strip().splitlines()]
+
+    return plain(a) == plain(b)
+
+
+def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> list[str]:
+    """Ids of the nodes the caller sees (of ``layer`` when given) whose body is
+    ``body`` (:func:`same_body`), best BM25 match first.
+
+    The body's rarest terms ask the text index (an identical node holds them
+    all); at most :data:`IDENTICAL_POOL` hits are read to compare, with
+    ``store.get``, so a node the caller may not see is never named."""
+    text_index = _text_index(store)
+    if text_index is None:
+        return []
+    terms = [(t, 1.0) for t in _rare_terms(text_index, query_terms(body), POOL_TERMS)]
+    if not terms:
+        return []
+    scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
+    found = []
+    for node_id, _score in text_index.match(terms, scope, k=IDENTICAL_POOL, feedback=False):
+        try:
+            node = store.get(node_id)
+        except NodeNotFoundError:
+            continue  # gone since, or not the caller's to see
+        if same_body(node.body, body):
+            found.append(node_id)
+    return found
+
+
 # -- dry run -----------------------------------------------------------------------------------
 
 

@@ -39,7 +39,7 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, quantise_instant, slug_id, validate
+from .node import Node, check_id, check_layer, quantise_instant, slug_id, validate
 from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
 from .resurface import Resurfaced
@@ -422,6 +422,16 @@ class Recall(_Handle):
         return organize_mod.organize(
             store, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=self.scope
         )
+
+    def identical(self, body: str, layer: str | None = None) -> list[str]:
+        """Ids of the memories the caller sees whose body is ``body`` -- line endings,
+        trailing spaces and blank lines at either end aside -- of ``layer`` when given;
+        best match first. ``mdcg add`` and the MCP ``remember`` tool ask this before
+        they store a memory, so that the same memory is not stored twice. Reads at
+        most ten files (the text index's best hits for the body's rarest terms)."""
+        if layer is not None:
+            check_layer(layer)
+        return organize_mod.identical_ids(cast(organize_mod.OrganizeStore, self), body, layer)
 
     def recall_stats(
         self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5

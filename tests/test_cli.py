@@ -171,7 +171,8 @@ def test_add_reads_the_body_from_stdin_and_generates_an_id(runner: CliRunner, ro
     data = run_json(
         runner, "add", "--root", root, "--body", "-", "--layer", "contextual", input="from stdin\n"
     )
-    assert set(data) == {"id", "layer", "path"} and data["layer"] == "contextual"
+    assert set(data) == {"id", "layer", "path", "existing"} and data["layer"] == "contextual"
+    assert data["existing"] is False
     assert Path(data["path"]).read_text(encoding="utf-8").endswith("---\nfrom stdin\n")
     # with no --body at all, a piped stdin is the body too
     data = run_json(runner, "add", "--root", root, input="piped\n")
@@ -958,3 +959,30 @@ def test_a_wide_terminal_keeps_one_line_per_memory(runner: CliRunner, tmp_path: 
     assert "updated" in lines[1] and "layer" in lines[1] and "title" in lines[1]
     assert f" │ self  │ {node_id} │ x    │ 短的 note" in lines[3]
     assert lines[4].startswith("└") and lines[5] == "1-1 of 1"
+
+
+def test_add_does_not_store_an_identical_memory_twice(runner: CliRunner, tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    run(runner, "init", "--root", root)
+    body = "用户偏好：回答用中文，代码注释用英文"
+    first = run(runner, "add", body, "--root", root, "-l", "self").stdout
+    node_id, path = first.rstrip("\n").split("\t")
+    files = sorted(p.name for p in root.rglob("*.md"))
+    again = run(runner, "add", body + "  \n", "--root", root, "-l", "self")
+    assert again.stdout == first
+    assert again.stderr == (
+        f"{node_id}: an identical memory is already in self/; nothing was written "
+        "(--duplicate stores another)\n"
+    )
+    assert sorted(p.name for p in root.rglob("*.md")) == files
+    assert run_json(runner, "add", body, "--root", root, "-l", "self") == {
+        "id": node_id,
+        "layer": "self",
+        "path": path,
+        "existing": True,
+    }
+    other = run_json(runner, "add", body, "--root", root, "-l", "contextual")  # another layer
+    assert other["existing"] is False and other["id"] != node_id
+    forced = run(runner, "add", body, "--root", root, "-l", "self", "--duplicate")
+    assert forced.stderr == "" and forced.stdout.split("\t")[0] not in (node_id, other["id"])
+    assert len(list(root.rglob("*.md"))) == len(files) + 2

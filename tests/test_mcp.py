@@ -581,3 +581,39 @@ def test_run_server_warms_up_while_it_serves(tmp_path: Path, monkeypatch: pytest
     monkeypatch.setattr(mcp_server.MemoryServer, "run", serve)
     mcp_server.run_server(root)
     assert seen == ["Alpha edited while no server ran"]
+
+
+def test_remember_does_not_store_an_identical_memory_twice(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    server = create_server(root)
+    body = "周五发布: release on Friday after the 灰度 rollout\n"
+
+    async def run() -> None:
+        async with Client(server) as client:
+            first = _ok(await client.call_tool("remember", {"body": body, "layer": "contextual"}))
+            files = _md_files(root)
+            again = _ok(
+                await client.call_tool(
+                    "remember", {"body": body + "\n", "layer": "contextual", "tags": ["x"]}
+                )
+            )
+            assert again == {**first, "existing": True}
+            assert _md_files(root) == files  # nothing written, tags not changed
+            assert "tags" not in _frontmatter_keys(Path(first["path"]))
+            elsewhere = _ok(await client.call_tool("remember", {"body": body, "layer": "self"}))
+            assert "existing" not in elsewhere and elsewhere["id"] != first["id"]
+            forced = _ok(
+                await client.call_tool("remember", {"body": body, "layer": "contextual", "duplicate": True})
+            )
+            assert "existing" not in forced and forced["id"] not in (first["id"], elsewhere["id"])
+            assert len(_md_files(root)) == len(files) + 2
+
+    try:
+        anyio.run(run)
+    finally:
+        server.store.close()
+
+
+def _frontmatter_keys(path: Path) -> set[str]:
+    head = path.read_text(encoding="utf-8").split("---\n")[1]
+    return {line.split(":", 1)[0] for line in head.splitlines() if line and not line.startswith(" ")}

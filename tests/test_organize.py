@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import node_tree
 
-from md_cg import MdCG
+from md_cg import MdCG, Node, UnknownLayerError
 from md_cg import organize as organize_mod
 from md_cg.errors import InvalidArgumentError, OrganizeApplyError
 from md_cg.visibility import Scope
@@ -421,3 +421,32 @@ def test_a_process_killed_after_its_commit_leaves_the_run_applied(tmp_path: Path
     with pytest.raises(OrganizeApplyError, match="was already applied"):
         store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
     assert [e.id for e in store.entries() if e.title == "Bob"] == bob
+
+
+def test_identical_finds_the_same_body_and_nothing_else(tmp_path: Path) -> None:
+    """``identical``: the same text (line endings, trailing spaces and blank lines at
+    either end aside) in the layer asked, among 300 notes that differ by one number."""
+    root = tmp_path / "m"
+    body = "Deploy note 117: the release window is Friday 14:00 UTC, 灰度 10% first.\nRollback: tag.\n"
+    with MdCG(root, create=True) as s:
+        s.add_many(
+            [Node(id=f"n{i}", layer="contextual", body=body.replace("117", str(i))) for i in range(300)]
+        )
+        s.add(id="same_self", layer="self", body=body)
+        assert sorted(s.identical(body)) == ["n117", "same_self"]
+        assert s.identical(body, "contextual") == ["n117"]
+        assert s.identical(body, "self") == ["same_self"]
+        crlf = "\n\n" + body.replace("\n", "  \r\n") + "\n\n"
+        assert s.identical(crlf, "contextual") == ["n117"]
+        assert s.identical(body.replace("Friday", "Monday"), "contextual") == []
+        assert s.identical(body + "One more line.\n", "contextual") == []
+        assert s.identical("🚀🚀", "contextual") == []  # no term to look up
+        s.archive(["n117"])
+        assert s.identical(body, "contextual") == []  # archived: not the caller's to see
+        with pytest.raises(UnknownLayerError, match="unknown layer 'bogus'"):
+            s.identical(body, "bogus")
+    with MdCG(root, scope=Scope(agent="agent-b")) as b:
+        b.add(id="b_only", layer="self", body="agent b's own note on the release window")
+    with MdCG(root, scope=Scope(agent="agent-a")) as a:
+        assert a.identical("agent b's own note on the release window", "self") == []
+        assert a.identical(body, "self") == ["same_self"]  # unscoped nodes are everyone's

@@ -126,6 +126,13 @@ READS: dict[str, Callable[[MdCG, str], None]] = {
         ({e.id for e in s.list_nodes(include_expired=True, include_archived=True)} == {"own", "own_neg"})
         or pytest.fail("list_nodes")
     ),
+    "identical": lambda s, i: (
+        (
+            s.identical(f"okapi zebra giraffe note {i}") == []
+            and s.identical("okapi zebra giraffe note own") == ["own"]
+        )
+        or pytest.fail("identical")
+    ),
     "list_page": lambda s, i: (
         (
             (p := s.list_page(include_expired=True, include_archived=True, limit=1)).total == 2
