@@ -296,7 +296,7 @@ def entries_table(entries: Sequence[Entry], *, now: float | None = None, width: 
     widths = [_cells((f"{r[0]} ({r[1]})" for r in rows), 7), _cells((r[2] for r in rows), 5)]
     widths.append(_cells((r[3] for r in rows), 2))
     table = Table()
-    if _fits(widths, width, 8 + TITLE_MIN):
+    if _fits(widths, width, 8 + TITLE_MIN):  # and a few cells of tags
         table.add_column("updated", no_wrap=True, min_width=widths[0])
         table.add_column("layer", no_wrap=True, min_width=widths[1])
         table.add_column("id", no_wrap=True, min_width=widths[2])
