@@ -453,7 +453,8 @@ def add(
     if node_id is not None:
         fields["id"] = node_id
     with _open(ctx, root, create=True) as store:
-        same = [] if duplicate or overwrite else store.identical(fields["body"], layer)
+        # an id given is a name the caller will ask for: store it as asked
+        same = [] if duplicate or overwrite or node_id is not None else store.identical(fields["body"], layer)
         node_id = same[0] if same else store.add(overwrite=overwrite, **fields).id
         path = store.path_of(node_id)
     if same:

@@ -505,7 +505,8 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
             not_applicable=not_applicable,
             edges=edges,
         )
-        same = [] if duplicate or overwrite else store.identical(body, layer)
+        # an id given is a name the agent will ask for: store it as asked
+        same = [] if duplicate or overwrite or id is not None else store.identical(body, layer)
         if same:
             return _written(store, same[0], existing=True)
         node = store.add(overwrite=overwrite, **given)
@@ -541,8 +542,8 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
          "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
          "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
-         "procedure lacks. An identical memory already in the layer is not stored twice: the reply "
-         "names it, with existing: true."),
+         "procedure lacks. Without an id, an identical memory already in the layer is not stored "
+         "twice: the reply names it, with existing: true."),
         (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
          "conditions or edges (only what you pass)."),
     ]  # fmt: skip

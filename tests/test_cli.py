@@ -985,4 +985,6 @@ def test_add_does_not_store_an_identical_memory_twice(runner: CliRunner, tmp_pat
     assert other["existing"] is False and other["id"] != node_id
     forced = run(runner, "add", body, "--root", root, "-l", "self", "--duplicate")
     assert forced.stderr == "" and forced.stdout.split("\t")[0] not in (node_id, other["id"])
-    assert len(list(root.rglob("*.md"))) == len(files) + 2
+    named = run_json(runner, "add", body, "--root", root, "-l", "self", "--id", "lang_pref")
+    assert (named["id"], named["existing"]) == ("lang_pref", False)  # a name given is stored as asked
+    assert len(list(root.rglob("*.md"))) == len(files) + 3

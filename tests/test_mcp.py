@@ -606,7 +606,11 @@ def test_remember_does_not_store_an_identical_memory_twice(tmp_path: Path) -> No
                 await client.call_tool("remember", {"body": body, "layer": "contextual", "duplicate": True})
             )
             assert "existing" not in forced and forced["id"] not in (first["id"], elsewhere["id"])
-            assert len(_md_files(root)) == len(files) + 2
+            named = _ok(
+                await client.call_tool("remember", {"body": body, "layer": "contextual", "id": "friday"})
+            )
+            assert named["id"] == "friday" and "existing" not in named  # a name given is stored as asked
+            assert len(_md_files(root)) == len(files) + 3
 
     try:
         anyio.run(run)
