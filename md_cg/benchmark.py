@@ -238,6 +238,27 @@ seconds = time.perf_counter() - t
 print(json.dumps({"seconds": seconds, "loaded_from": store.loaded_from, "nodes": len(store)}))
 """
 
+_LIST_PROBE = """
+import json, sys, time
+from md_cg import MdCG
+t = time.perf_counter()
+store = MdCG(sys.argv[1], refresh_interval=None, auto_compact=None)
+page = store.list_page(limit=50)
+seconds = time.perf_counter() - t
+print(json.dumps({"seconds": seconds, "loaded_from": store.loaded_from, "total": page.total}))
+"""
+
+_SQLITE_LIST_PROBE = """
+import json, sqlite3, sys, time
+t = time.perf_counter()
+conn = sqlite3.connect(sys.argv[1])
+total = conn.execute("SELECT count(*) FROM nodes").fetchone()[0]
+rows = conn.execute(
+    "SELECT id, layer, content FROM nodes ORDER BY coalesce(updated_at, created_at, 0) DESC, id LIMIT 50"
+).fetchall()
+print(json.dumps({"seconds": time.perf_counter() - t, "total": total, "rows": len(rows)}))
+"""
+
 _SQLITE_PROBE = """
 import json, sqlite3, sys, time
 t = time.perf_counter()
@@ -464,7 +485,18 @@ def _store_open(n: int, root: Path, work: Path, total: int) -> list[Row]:
     assert warm_probe["loaded_from"] == "snapshot" and warm_probe["nodes"] == total
     warm = warm_probe["seconds"]
     sq_open = _probe_sqlite(work / f"sq_{n}.db", total)
+    listed = _run_probe(_LIST_PROBE, str(root))
+    assert listed["loaded_from"] == "snapshot" and listed["total"] == total
+    sq_listed = _run_probe(_SQLITE_LIST_PROBE, str(work / f"sq_{n}.db"))
+    assert sq_listed["total"] == total and sq_listed["rows"] == min(50, total)
     return [
+        Row(
+            n,
+            "list the newest 50 (open + list_page), fresh process (s)",
+            f"{listed['seconds']:.3f}",
+            f"sqlite connect + count + ORDER BY time LIMIT 50 {sq_listed['seconds']:.3f}",
+            f"{listed['seconds'] / sq_listed['seconds']:.1f}× sqlite time",
+        ),
         Row(
             n,
             "open from snapshot, fresh process (s)",

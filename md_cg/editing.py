@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import NamedTuple
+
+import numpy as np
 
 from . import fsops, index, paths
 from .engine import Engine, Staged, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
-from .index import Entry
-from .node import Node, check_id, check_layer, check_new_id, quantise_instant, validate
+from .index import Columns, Entry
+from .node import LAYERS, Node, check_id, check_layer, check_new_id, quantise_instant, validate
 from .nodefile import loads, read_bytes_as_text
 
 
@@ -195,13 +197,7 @@ def select(
     ``entry_of`` gives the entry of an id (called only for the page),
     ``tags_of`` its tags (for every candidate when ``tag`` is given; tags are not
     a column)."""
-    if layer is not None:
-        check_layer(layer)
-    for name, value in (("limit", limit), ("offset", offset)):
-        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-            raise InvalidArgumentError(
-                f"{name} must be a non-negative integer, got {value!r}", name=name, value=value
-            )
+    _check_page(layer, limit, offset)
     picked = [
         (-when, node_id)
         for node_id, in_layer, when in listed
@@ -216,3 +212,56 @@ def select(
     # A page near the top needs no full sort (a 100k store lists 50 in a few ms).
     top = sorted(picked) if end is None or end * 8 > len(picked) else heapq.nsmallest(end, picked)
     return Page(len(picked), [entry_of(node_id) for _, node_id in top[offset:end]])
+
+
+def select_columns(
+    columns: Columns,
+    hidden: Collection[str],
+    entry_of: Callable[[str], Entry],
+    *,
+    layer: str | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    limit: int | None = None,
+    offset: int = 0,
+) -> Page:
+    """:func:`select` without ``tag``, over :class:`~md_cg.index.Columns` less the
+    ``hidden`` ids: the same page and total, with numpy doing the pass over the
+    snapshot's rows (the entries put since it are few, and go through Python)."""
+    _check_page(layer, limit, offset)
+    ids, layers, changed = columns.ids, columns.layers, columns.changed
+    keep = np.ones(len(ids), dtype=bool)
+    keep[columns.dropped] = False
+    keep[[r for i in hidden if (r := columns.row_of(i)) is not None]] = False
+    if layer is not None:
+        keep &= layers == LAYERS.index(layer)
+    if since is not None:
+        keep &= changed >= since
+    if until is not None:
+        keep &= changed <= until
+    rows = np.flatnonzero(keep)
+    extra = [
+        (-e.changed, e.id)
+        for e in columns.extra
+        if e.id not in hidden
+        and (layer is None or e.layer == layer)
+        and (since is None or e.changed >= since)
+        and (until is None or e.changed <= until)
+    ]
+    end = None if limit is None else offset + limit
+    if end is not None and end < len(rows):
+        # the rows as new as the end-th newest (ties included: ids break them below)
+        floor = np.partition(changed[rows], len(rows) - end)[len(rows) - end]
+        rows = rows[changed[rows] >= floor]
+    top = sorted([*zip((-changed[rows]).tolist(), [ids[r] for r in rows.tolist()], strict=True), *extra])
+    return Page(int(keep.sum()) + len(extra), [entry_of(node_id) for _, node_id in top[offset:end]])
+
+
+def _check_page(layer: str | None, limit: int | None, offset: int) -> None:
+    if layer is not None:
+        check_layer(layer)
+    for name, value in (("limit", limit), ("offset", offset)):
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+            raise InvalidArgumentError(
+                f"{name} must be a non-negative integer, got {value!r}", name=name, value=value
+            )

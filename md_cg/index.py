@@ -26,7 +26,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, Sequence, ValuesView
 from dataclasses import dataclass, field, fields
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
@@ -39,6 +39,9 @@ from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import read_bytes_as_text
 from .text import analyze, analyze_batch, date_words, query_terms
 from .textindex import TextIndex
+
+if TYPE_CHECKING:
+    import numpy as np
 
 TITLE_MAX = 120
 #: The text index stores term frequencies as uint16.
@@ -431,7 +434,7 @@ class Entries(MutableMapping[str, Entry]):
     the state go through ``__setitem__``/``__delitem__``, which retire a row.
     """
 
-    __slots__ = ("_extra", "_ids", "_live", "_make", "_rows", "source")
+    __slots__ = ("_dropped", "_extra", "_ids", "_live", "_make", "_rows", "source")
 
     def __init__(
         self,
@@ -451,6 +454,8 @@ class Entries(MutableMapping[str, Entry]):
         self._make = make
         #: number of ``_live`` ids that are not in ``_rows``
         self._extra = 0
+        #: rows retired since the open (their id was put again, or deleted)
+        self._dropped: list[int] = []
 
     @property
     def lazy(self) -> bool:
@@ -498,12 +503,17 @@ class Entries(MutableMapping[str, Entry]):
         return len(self._rows) + self._extra
 
     def __setitem__(self, node_id: str, entry: Entry) -> None:
-        if self._rows.pop(node_id, None) is not None or node_id not in self._live:
+        row = self._rows.pop(node_id, None)
+        if row is not None:
+            self._dropped.append(row)
+        if row is not None or node_id not in self._live:
             self._extra += 1
         self._live[node_id] = entry
 
     def __delitem__(self, node_id: str) -> None:
-        if self._rows.pop(node_id, None) is not None:
+        row = self._rows.pop(node_id, None)
+        if row is not None:
+            self._dropped.append(row)
             self._live.pop(node_id, None)
         else:
             del self._live[node_id]
@@ -534,6 +544,7 @@ class Entries(MutableMapping[str, Entry]):
             self._rows = {}
             self._extra = len(out)
             self._ids, self._make, self.source = None, None, None
+            self._dropped = []
         return self._live
 
     def walk(self, order: Sequence[str] | None = None) -> Iterator[tuple[str, Entry | None, int | None]]:
@@ -612,6 +623,17 @@ class Entries(MutableMapping[str, Entry]):
             else:
                 yield node_id, layer_of(row), changed[row]
 
+    def columns(self) -> Columns | None:
+        """The entries as the snapshot's row columns plus what changed since (see
+        :class:`Columns`), while some rows are not materialised; else None (a plain
+        dict: a listing then walks the entries)."""
+        ids, rows = self._ids, self._rows
+        if not rows or ids is None:
+            return None
+        extra = [e for node_id, e in self._live.items() if node_id not in rows]
+        source = self.source
+        return Columns(ids, source.layer_codes(), source.changed, list(self._dropped), extra, rows.get)
+
     def tags_of(self, node_id: str) -> tuple[str, ...]:
         """The tags of ``node_id`` (KeyError when unknown), without building the entry
         of a snapshot row not materialised."""
@@ -652,6 +674,22 @@ class Entries(MutableMapping[str, Entry]):
 
     def __repr__(self) -> str:
         return f"Entries({len(self)} entries, {self._unmade()} rows not materialised)"
+
+
+class Columns(NamedTuple):
+    """Every entry, for a listing that filters and sorts with numpy
+    (:meth:`Entries.columns`): the snapshot's rows as columns, less the rows
+    ``dropped`` since (an id put again or deleted), plus the ``extra`` entries
+    put since; ``row_of`` gives an id's row still standing (None: none)."""
+
+    ids: list[str]
+    #: each row's layer as its index in LAYERS
+    layers: np.ndarray
+    #: each row's Entry.changed
+    changed: np.ndarray
+    dropped: list[int]
+    extra: list[Entry]
+    row_of: Callable[[str], int | None]
 
 
 @dataclass

@@ -629,6 +629,7 @@ class _Table:
         #: each row's Entry.changed (float64 column of the rows section)
         self.changed = np.zeros(0, dtype=np.float64)
         self._changed: list[float] | None = None
+        self._layer_codes: np.ndarray | None = None
         self.conflicts = frozenset(body["conflicts"])
         self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
         self.restricted: list[int] = body["restricted"]
@@ -787,6 +788,12 @@ class _Table:
         if self._stats is None:
             self._stats = self.mtimes.tolist(), self.sizes.tolist()
         return self._stats
+
+    def layer_codes(self) -> np.ndarray:
+        """Each row's layer as its index in :data:`~md_cg.node.LAYERS` (uint8, made once)."""
+        if self._layer_codes is None:
+            self._layer_codes = np.frombuffer(self.layers.encode("ascii"), dtype=np.uint8) - 48
+        return self._layer_codes
 
     def changed_of_all(self) -> list[float]:
         """The rows' :attr:`~md_cg.index.Entry.changed` times as a list (made once)."""

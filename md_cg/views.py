@@ -199,24 +199,21 @@ class Reads(_Handle):
         """:meth:`list_nodes` as a :class:`~md_cg.editing.Page`: ``total``, the number
         of nodes that match, and ``entries``, the page of them.
 
-        Sorts by the index's columns: only the page's entries are built (with
-        ``tag``, every candidate's tags are decoded), so a page of a large store opened
-        from its snapshot costs a few milliseconds."""
+        Sorts by the index's columns: without ``tag``, numpy filters and ranks the
+        snapshot's columns (:meth:`~md_cg.index.Entries.columns`) and only the page's
+        entries are built (2-14 ms for 50 of a 100k store opened from its snapshot);
+        with ``tag``, every candidate's tags are decoded from its row."""
         hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
         eng = self._engine
+        window: dict[str, Any] = {"layer": layer, "since": since, "until": until}
+        window.update(limit=limit, offset=offset)
         with eng.lock:
             entries = eng.state.entries
-            return editing.select(
-                (row for row in entries.listed() if row[0] not in hidden),
-                entries.__getitem__,
-                entries.tags_of,
-                layer=layer,
-                tag=tag,
-                since=since,
-                until=until,
-                limit=limit,
-                offset=offset,
-            )
+            columns = None if tag is not None else entries.columns()
+            if columns is not None:  # opened from a snapshot: numpy passes over its rows
+                return editing.select_columns(columns, hidden, entries.__getitem__, **window)
+            visible = (row for row in entries.listed() if row[0] not in hidden)
+            return editing.select(visible, entries.__getitem__, entries.tags_of, tag=tag, **window)
 
     def read_text(self, node_id: str) -> str:
         """The node's file exactly as stored: frontmatter and body."""

@@ -426,8 +426,10 @@ def _reference(entries: list[Entry], layer: str | None, tag: str | None, since, 
 
 def test_a_listing_page_equals_the_plain_rule_and_builds_only_the_page(tmp_path: Path) -> None:
     """``list_page`` sorts and filters by the index's columns: on a store opened from its
-    snapshot it builds only the page's entries, and every page, total
-    and filter equals the plain rule over every entry built (ties broken by id)."""
+    snapshot it builds only the page's entries (numpy over the rows' columns), and every
+    page, total and filter equals the plain rule over every entry built (ties broken by
+    id), both on a store as opened and on one whose entries were all built; archived and
+    expired nodes are left out unless asked for."""
     root = tmp_path / "m"
     nodes = [
         Node(
@@ -440,40 +442,63 @@ def test_a_listing_page_equals_the_plain_rule_and_builds_only_the_page(tmp_path:
         )
         for i in range(240)
     ]
+    nodes[7].retention_tier, nodes[7].expires_at = "temp", 1_000.0  # expired long ago
     with MdCG(root, auto_compact=None) as s:
         s.add_many(nodes, stamp=False)
+        s.archive(["n004", "n100"])
         s.compact_index()
     with MdCG(root, read_only=True) as s:
         by_tag = s.list_page(tag="EVEN", limit=4)  # tags decoded from the rows, not built
-        assert s._engine.state.entries._live.keys() == {e.id for e in by_tag.entries}
-        assert by_tag.total == 120
+        restricted = {"n004", "n100", "n007"}  # the visibility rule reads their entries
+        assert s._engine.state.entries._live.keys() - restricted == {e.id for e in by_tag.entries}
+        assert by_tag.total == 118
     with MdCG(root, read_only=True) as s:
-        assert s._engine.state.entries.lazy
-        page = s.list_page(limit=7, offset=3)
-        assert len(s._engine.state.entries._live) == 7  # the page, nothing else
-        everything = s.entries()
-        assert page.total == 240
-        assert [e.id for e in page.entries] == _reference(everything, None, None, None, None)[3:10]
-        cases = [
-            ("self", None, None, None),
-            (None, "even", None, None),
-            (None, "ODD", 1_000_010.0, 1_000_050.0),
-            ("contextual", None, 2_000_001.0, None),
-            (None, None, None, 1_000_000.0),
-            ("structural", "even", 3e9, None),
-        ]
+        everything = s.entries(include_expired=True, include_archived=True)
+    shown = [e for e in everything if e.id not in ("n004", "n100", "n007")]
+    cases = [
+        ("self", None, None, None),
+        (None, "even", None, None),
+        (None, "ODD", 1_000_010.0, 1_000_050.0),
+        ("contextual", None, 2_000_001.0, None),
+        (None, None, None, 1_000_000.0),
+        ("structural", "even", 3e9, None),
+        (None, None, None, None),
+        ("contextual", None, None, 1_000_050.0),
+    ]
+    with MdCG(root, read_only=True) as settled:
+        settled.entries()  # every entry built: the plain pass
         for layer, tag, since, until in cases:
-            want = _reference(everything, layer, tag, since, until)
-            for limit, offset in [(None, 0), (5, 0), (5, 4), (1000, 2), (3, len(want))]:
-                got = s.list_page(layer, tag=tag, since=since, until=until, limit=limit, offset=offset)
+            want = _reference(shown, layer, tag, since, until)
+            for limit, offset in [(None, 0), (5, 0), (5, 4), (1000, 2), (3, len(want)), (1, 0)]:
                 end = None if limit is None else offset + limit
-                assert (got.total, [e.id for e in got.entries]) == (len(want), want[offset:end]), (
-                    layer,
-                    tag,
-                    since,
-                    until,
-                    limit,
-                    offset,
-                )
-                listed = s.list_nodes(layer, tag=tag, since=since, until=until, limit=limit, offset=offset)
-                assert listed == got.entries
+                args = {"tag": tag, "since": since, "until": until, "limit": limit, "offset": offset}
+                with MdCG(root, read_only=True) as fresh:  # as opened: the columns
+                    got = fresh.list_page(layer, **args)
+                    built = fresh._engine.state.entries._live.keys()
+                    if tag is None:  # the page, and the restricted nodes the visibility rule reads
+                        assert built - {"n004", "n100", "n007"} == {e.id for e in got.entries}
+                assert (got.total, [e.id for e in got.entries]) == (len(want), want[offset:end]), args
+                assert settled.list_page(layer, **args) == got
+                assert settled.list_nodes(layer, **args) == got.entries
+        every = settled.list_page(include_archived=True, include_expired=True)
+    with MdCG(root, read_only=True) as fresh:
+        assert fresh.list_page(include_archived=True, include_expired=True) == every
+    assert every.total == 240 and [e.id for e in every.entries] == _reference(
+        everything, None, None, None, None
+    )
+    with MdCG(root, auto_compact=None) as w:  # rows replaced, deleted and added since the snapshot
+        w.update("n010", body="note 10, changed")
+        w.delete("n011")
+        w.add(id="late", layer="contextual", body="a late note")
+        columns = w._engine.state.entries.columns()
+        assert columns is not None and len(columns.dropped) == 2
+        assert [e.id for e in columns.extra] == ["n010", "late"]
+        with MdCG(root, read_only=True) as settled:
+            now = [e for e in settled.entries() if e.id not in ("n004", "n100", "n007")]
+        for layer, _tag, since, until in cases:
+            want = _reference(now, layer, None, since, until)
+            for limit, offset in [(None, 0), (5, 0), (3, 1), (1000, 2)]:
+                got = w.list_page(layer, since=since, until=until, limit=limit, offset=offset)
+                end = None if limit is None else offset + limit
+                assert (got.total, [e.id for e in got.entries]) == (len(want), want[offset:end]), layer
+        assert [e.id for e in w.list_page(limit=2).entries] == ["late", "n010"]
