@@ -454,10 +454,12 @@ def add(
         fields["id"] = node_id
     with _open(ctx, root, create=True) as store:
         # an id given is a name the caller will ask for: store it as asked
-        same = [] if duplicate or overwrite or node_id is not None else store.identical(fields["body"], layer)
-        node_id = same[0] if same else store.add(overwrite=overwrite, **fields).id
-        path = store.path_of(node_id)
-    if same:
+        if duplicate or overwrite or node_id is not None:
+            node, created = store.add(overwrite=overwrite, **fields), True
+        else:
+            node, created = store.add_unique(**fields)
+        node_id, path = node.id, store.path_of(node.id)
+    if not created:
         _stderr().print(
             f"{node_id}: an identical memory is already in {layer}/; nothing was written "
             "(--duplicate stores another)",
@@ -465,7 +467,7 @@ def add(
             markup=False,
         )
     if json_out:
-        _print_json({"id": node_id, "layer": layer, "path": str(path), "existing": bool(same)})
+        _print_json({"id": node_id, "layer": layer, "path": str(path), "existing": not created})
     else:
         typer.echo(f"{node_id}\t{path}")
 

@@ -505,12 +505,10 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
             not_applicable=not_applicable,
             edges=edges,
         )
-        # an id given is a name the agent will ask for: store it as asked
-        same = [] if duplicate or overwrite or id is not None else store.identical(body, layer)
-        if same:
-            return _written(store, same[0], existing=True)
-        node = store.add(overwrite=overwrite, **given)
-        return _written(store, node.id)
+        if duplicate or overwrite or id is not None:  # an id given is a name the agent will ask for
+            return _written(store, store.add(overwrite=overwrite, **given).id)
+        node, created = store.add_unique(**given)
+        return _written(store, node.id) if created else _written(store, node.id, existing=True)
 
     def update(
         id: NodeId,

@@ -113,6 +113,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         self._access_dropped = 0
         self._logs: dict[str, AppendLog] = {}
         self._hand_edits = maintenance.HandEdits()
+        self._remember_lock = fsops.FileLock(
+            self._engine.root_str, paths.meta("remember.lock"), what="remember"
+        )
         self._scope = scope
         self._filter = visibility.Filter(scope)
         self._ttl_seconds = ttl_seconds
@@ -179,6 +182,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             for log in self._logs.values():
                 log.close()
             self._hand_edits.close()
+            self._remember_lock.close()
             eng.close()
 
     def __enter__(self) -> MdCG:

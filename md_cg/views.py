@@ -386,10 +386,20 @@ class Recall(_Handle):
     _access_broken: str | None
     _access_dropped: int
 
+    _remember_lock: fsops.FileLock
+
     if TYPE_CHECKING:  # defined by MdCG and Reads
 
         @property
         def scope(self) -> Scope | None: ...
+
+        def add(
+            self, node: Node | None = None, /, *, durable: bool | None = None, tier: str | None = None
+        ) -> Node: ...
+
+        def get(self, node_id: str) -> Node: ...
+
+        def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node: ...
 
         @property
         def read_only(self) -> bool: ...
@@ -423,12 +433,40 @@ class Recall(_Handle):
     def identical(self, body: str, layer: str | None = None) -> list[str]:
         """Ids of the memories the caller sees whose body is ``body`` -- line endings,
         trailing spaces and blank lines at either end aside -- of ``layer`` when given;
-        best match first. ``mdcg add`` and the MCP ``remember`` tool ask this before
-        they store a memory, so that the same memory is not stored twice. Reads at
-        most ten files (the text index's best hits for the body's rarest terms)."""
+        best match first (:meth:`add_unique` stores a body only when this finds
+        nothing). Reads at most ten files (the text index's best hits for the body's
+        rarest terms)."""
         if layer is not None:
             check_layer(layer)
         return organize_mod.identical_ids(cast(organize_mod.OrganizeStore, self), body, layer)
+
+    def add_unique(
+        self,
+        node: Node | None = None,
+        /,
+        *,
+        durable: bool | None = None,
+        tier: str | None = None,
+        **fields_: Any,
+    ) -> tuple[Node, bool]:
+        """Store a node unless a memory with the same body is already in its layer
+        (:meth:`identical`); return the stored node and True, or that memory (read from
+        its file) and False. What ``mdcg add`` and the MCP ``remember`` tool do for a
+        memory without a given id.
+
+        The look and the write hold the store's ``remember`` lock
+        (``.mdcg/remember.lock``), so two processes storing the same body at
+        once store it once. ``durable``, ``tier`` and the fields as :meth:`add`."""
+        eng = self._engine
+        eng.ensure_writable()
+        new = self._coerce(node, fields_)
+        with self._remember_lock.hold(timeout=eng.lock_timeout):
+            with eng.lock:
+                eng.refresh()  # what another process stored under this lock a moment ago
+            same = self.identical(new.body, new.layer) if isinstance(new.body, str) else []
+            if same:
+                return self.get(same[0]), False
+            return self.add(new, durable=durable, tier=tier), True
 
     def recall_stats(
         self, window_days: int = 30, exempt_days: int = 7, max_inject_slots: int = 5

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from conftest import node_tree
 
-from md_cg import MdCG, Node, UnknownLayerError
+from md_cg import MdCG, Node, ReadOnlyStoreError, UnknownLayerError
 from md_cg import organize as organize_mod
 from md_cg.errors import InvalidArgumentError, OrganizeApplyError
 from md_cg.visibility import Scope
@@ -450,3 +450,54 @@ def test_identical_finds_the_same_body_and_nothing_else(tmp_path: Path) -> None:
     with MdCG(root, scope=Scope(agent="agent-a")) as a:
         assert a.identical("agent b's own note on the release window", "self") == []
         assert a.identical(body, "self") == ["same_self"]  # unscoped nodes are everyone's
+
+
+def test_add_unique_stores_a_body_once_and_never_names_a_hidden_memory(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as s:
+        node, created = s.add_unique(
+            layer="self", body="The user's timezone is Europe/Berlin.\n", tags=["tz"]
+        )
+        assert created and node.tags == ["tz"]
+        again, created = s.add_unique(layer="self", body="The user's timezone is Europe/Berlin.\r\n\n")
+        assert (again.id, again.tags, created) == (node.id, ["tz"], False)  # read from its file
+        other, created = s.add_unique(layer="contextual", body="The user's timezone is Europe/Berlin.")
+        assert created and other.id != node.id
+        assert sorted(s.ids()) == sorted([node.id, other.id])
+    with MdCG(root, scope=Scope(agent="agent-b")) as b:
+        mine, created = b.add_unique(layer="self", body="agent b keeps this to itself")
+        assert created and mine.agent_scope == "agent-b"
+    with MdCG(root, scope=Scope(agent="agent-a")) as a:
+        theirs, created = a.add_unique(layer="self", body="agent b keeps this to itself")
+        assert created and theirs.id != mine.id and theirs.agent_scope == "agent-a"
+    with MdCG(root, read_only=True) as r, pytest.raises(ReadOnlyStoreError):
+        r.add_unique(layer="self", body="anything")
+
+
+def _add_same(root: str, barrier: Any, out: Any) -> None:
+    with MdCG(root) as s:
+        barrier.wait()
+        node, created = s.add_unique(layer="contextual", body="deploy freeze starts Friday 18:00 UTC")
+        out.put((node.id, created))
+
+
+def test_processes_storing_the_same_body_at_once_store_it_once(tmp_path: Path) -> None:
+    """Six processes released together ask add_unique for the same body: one file, one
+    id, every process told that id, exactly one of them told it created it."""
+    root = tmp_path / "m"
+    MdCG(root, create=True).close()
+    ctx = multiprocessing.get_context("spawn")
+    barrier, out = ctx.Barrier(6), ctx.Queue()
+    procs = [ctx.Process(target=_add_same, args=(str(root), barrier, out)) for _ in range(6)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=120) for _ in procs]
+    for p in procs:
+        p.join(timeout=60)
+        assert p.exitcode == 0
+    files = sorted(p.stem for p in (root / "contextual").glob("*.md"))
+    assert len(files) == 1
+    assert {node_id for node_id, _ in results} == set(files)
+    assert sorted(created for _, created in results) == [False] * 5 + [True]
+    with MdCG(root, read_only=True) as s:
+        assert s.ids() == files

@@ -156,6 +156,7 @@ WRITES = {
     "add", "add_many", "update", "modify", "edit_text", "rename", "move", "delete", "forget",
     "forget_many", "archive", "unarchive", "apply_changes", "supersede", "sweep",
     "add_rejected", "add_unresolved", "verify", "resolve", "flywheel_step", "reflect", "record_access",
+    "add_unique",
 }  # fmt: skip
 #: Store-level names: handle state, maintenance of the whole folder, and logs
 #: that carry no node content (tombstones and reflections are payload-free).
