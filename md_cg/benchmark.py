@@ -697,6 +697,7 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
         s.compact_index()
     conn = build_sqlite_fts(work / f"s_{n}.db", nodes)
     cases = query_cases(nodes, conn, queries)
+    filters = filter_tags(nodes)
     del nodes
     index_rss = index_memory(root)
     store = MdCG(root, refresh_interval=None)
@@ -705,13 +706,16 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
         say(f"{n:,}: {len(cases)} queries × 3 kinds")
         ours = _time_search(store, cases)
         sq_times, ranked = time_sqlite(conn, [c.query for c in cases])
+        filtered = [
+            _filter_row(n, store, conn, [c.query for c in cases], tag, share) for tag, share in filters
+        ]
     finally:
         store.close()
         conn.close()
     or_recall = [
         len(set(got) & set(c.like_ids)) / len(c.like_ids) for got, c in zip(ranked, cases, strict=True)
     ]
-    rows = _search_rows(n, ours, sq_times)
+    rows = _search_rows(n, ours, sq_times) + filtered
     rows.append(
         Row(
             n,
@@ -733,6 +737,52 @@ def _search_size(n: int, work: Path, queries: int, progress: Progress | None) ->
     )
     shutil.rmtree(root, ignore_errors=True)
     return rows
+
+
+#: The ranked OR lookup of :data:`SQLITE_LOOKUPS` restricted to rows carrying a tag.
+FTS_OR_TAGGED = (
+    "SELECT n.id FROM fts_words f JOIN nodes n ON n.rowid = f.rowid WHERE fts_words MATCH ? "
+    "AND EXISTS (SELECT 1 FROM json_each(n.tags) WHERE value = ?) ORDER BY bm25(fts_words) LIMIT 10"
+)
+
+
+def filter_tags(nodes: Sequence[Node], shares: Sequence[float] = (0.05, 0.25)) -> list[tuple[str, float]]:
+    """For each wanted share, the tag carried by the nearest share of ``nodes`` (and that share)."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        for t in set(node.tags):
+            counts[t] = counts.get(t, 0) + 1
+    if not counts:
+        return []
+    total = len(nodes)
+    picked = [min(sorted(counts), key=lambda t: abs(counts[t] / total - want)) for want in shares]
+    return [(t, counts[t] / total) for t in dict.fromkeys(picked)]
+
+
+def _filter_row(
+    n: int, store: MdCG, conn: sqlite3.Connection, queries: Sequence[str], tag: str, share: float
+) -> Row:
+    """Search filtered by ``tag`` (every tier within it) beside FTS5 OR + bm25 joined to the tag."""
+    for q in queries:  # the warm-up, as in _time_search (the tag map is built here)
+        store.search(q, k=10, record=False, tag=tag)
+    ours: list[float] = []
+    for q in queries:
+        t = time.perf_counter()
+        store.search(q, k=10, record=False, tag=tag)
+        ours.append((time.perf_counter() - t) * 1000)
+    base: list[float] = []
+    for q in queries:
+        t = time.perf_counter()
+        conn.execute(FTS_OR_TAGGED, (fts_or_query(q), tag)).fetchall()
+        base.append((time.perf_counter() - t) * 1000)
+    o50, o95, b50, b95 = _pct(ours, 0.5), _pct(ours, 0.95), _pct(base, 0.5), _pct(base, 0.95)
+    return Row(
+        n,
+        f"search p50/p95 ms, tag filter ({share:.0%} of nodes), no context",
+        f"{o50:.3f} / {o95:.3f}",
+        f"FTS5 OR + bm25 + the tag (json_each) {b50:.3f} / {b95:.3f}",
+        f"md-cg time / baseline time: p50 {o50 / b50:.2f}×, p95 {o95 / b95:.2f}×",
+    )
 
 
 def _search_rows(n: int, ours: dict[str, Any], sq: dict[str, list[float]]) -> list[Row]:

@@ -26,7 +26,9 @@ from __future__ import annotations
 import errno
 import json
 import os
+import subprocess
 import sys
+import tempfile
 import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -41,8 +43,10 @@ from typer.core import TyperGroup
 
 from md_cg import (
     DuplicateIdError,
+    EditConflictError,
     IdCollisionError,
     InvalidArgumentError,
+    InvalidNodeError,
     MdCG,
     MdcgError,
     NodeHasIncomingEdgesError,
@@ -86,6 +90,7 @@ COMMANDS: tuple[str, ...] = (
     "show",
     "list",
     "update",
+    "edit",
     "rename",
     "delete",
     "forget",
@@ -503,17 +508,22 @@ def _when(value: str | None, option: str) -> float | None:
     return None if value is None else parse_when(value, name=option)
 
 
+TagOpt = Annotated[str | None, typer.Option("--tag", "-t", help="Only memories with this tag.")]
+SinceOpt = Annotated[
+    str | None, typer.Option(help="Changed since: an ISO date/time, or a duration back (7d, 12h, 30m).")
+]
+UntilOpt = Annotated[
+    str | None, typer.Option(help="Changed until: an ISO date/time, or a duration back (7d, 12h, 30m).")
+]
+
+
 @app.command(name="list")
 def list_(
     ctx: typer.Context,
     layer: Annotated[str | None, typer.Option("--layer", "-l", help="Only this layer.")] = None,
-    tag: Annotated[str | None, typer.Option("--tag", "-t", help="Only memories with this tag.")] = None,
-    since: Annotated[
-        str | None, typer.Option(help="Changed since: an ISO date/time, or a duration back (7d, 12h, 30m).")
-    ] = None,
-    until: Annotated[
-        str | None, typer.Option(help="Changed until: an ISO date/time, or a duration back (7d, 12h, 30m).")
-    ] = None,
+    tag: TagOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     limit: Annotated[int, typer.Option("--limit", "-n", help="Memories shown.", min=1)] = 50,
     offset: Annotated[int, typer.Option(help="Memories skipped first.", min=0)] = 0,
     archived: Annotated[bool, typer.Option("--archived", help="Also list archived memories.")] = False,
@@ -600,6 +610,150 @@ def update(
         _print_json({"id": node.id, "layer": node.layer, "path": str(path), "updated": sorted(changes)})
     else:
         typer.echo(f"{node.id}: updated {', '.join(sorted(changes))} ({path})")
+
+
+#: Environment variable naming the editor of ``mdcg edit`` (before $VISUAL and $EDITOR).
+EDITOR_ENV = "MDCG_EDITOR"
+
+
+def editor_command(option: str | None = None) -> str:
+    """The editor ``mdcg edit`` runs.
+
+    ``--editor``, else $MDCG_EDITOR, $VISUAL, $EDITOR, else vi (notepad on Windows).
+    """
+    for value in (option, os.environ.get(EDITOR_ENV), os.environ.get("VISUAL"), os.environ.get("EDITOR")):
+        if value and value.strip():
+            return value.strip()
+    return "notepad" if os.name == "nt" else "vi"
+
+
+def _run_editor(editor: str, path: str, base: str) -> None:
+    """Run ``editor`` on ``path`` as git does: through the shell, so the command may hold options.
+
+    An editor that fails writes nothing; the file is removed unless it holds
+    an edit (``base`` is the text it was given first).
+    """
+    if os.name == "nt":
+        status = subprocess.run(f'{editor} "{path}"', shell=True, check=False).returncode
+    else:
+        status = subprocess.run(["sh", "-c", editor + ' "$@"', editor, path], check=False).returncode
+    if status:
+        hint = " (not found?)" if status == 127 else ""
+        kept = f"; the edited text is kept in {path}"
+        if Path(path).read_bytes() == base.encode("utf-8"):
+            os.unlink(path)
+            kept = ""
+        raise InvalidArgumentError(
+            f"the editor {editor!r} exited with status {status}{hint}; nothing was written{kept}",
+            name="--editor",
+            value=editor,
+        )
+
+
+def _interactive() -> bool:
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def _edited_text(path: str | None) -> str:
+    """The UTF-8 text of the file at ``path`` (None: stdin), bytes as they are."""
+    if path is None:
+        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+    else:
+        data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = "the text on stdin" if path is None else f"{path}: the text"
+        raise InvalidArgumentError(
+            f"{where} is not UTF-8 (byte {exc.start}); nothing was written", name="--from"
+        ) from None
+
+
+def _apply_edit(store: MdCG, node_id: str, base: str, text: str, kept: str) -> Any:
+    """Write ``text`` as the node's file if the file still holds ``base``, else EditConflictError."""
+
+    def change(current: str) -> str:
+        if current != base:
+            raise EditConflictError(node_id, kept)
+        return text
+
+    return store.edit_text(node_id, change)
+
+
+def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str) -> tuple[Any, bool]:
+    """Edit a copy of the node's file in ``editor`` until it is stored, unchanged or given up on."""
+    with _open(ctx, root, read_only=True) as store:
+        base = store.read_text(node_id)
+    fd, tmp = tempfile.mkstemp(prefix=f"mdcg-{node_id[:40]}-", suffix=".md")
+    with os.fdopen(fd, "wb") as f:
+        f.write(base.encode("utf-8"))
+    while True:
+        _run_editor(editor, tmp, base)
+        text = _edited_text(tmp)
+        if text == base:
+            os.unlink(tmp)
+            return None, False
+        try:
+            with _open(ctx, root) as store:
+                node = _apply_edit(store, node_id, base, text, tmp)
+                path = store.path_of(node.id)
+        except InvalidNodeError as exc:
+            if not _interactive():
+                raise InvalidNodeError(f"{exc}; the edited text is kept in {tmp}", node_id=node_id) from None
+            typer.echo(f"error: {message(exc)}", err=True)
+            if not typer.confirm("edit again?", default=True, err=True):
+                raise InvalidNodeError(
+                    f"nothing was written; the edited text is kept in {tmp}", node_id=node_id
+                ) from None
+            continue
+        os.unlink(tmp)
+        return (node, path), True
+
+
+@app.command()
+def edit(
+    ctx: typer.Context,
+    node_id: IdArg,
+    editor: Annotated[
+        str | None,
+        typer.Option(
+            "--editor",
+            help="Editor command (default: $MDCG_EDITOR, $VISUAL, $EDITOR, vi).",
+            show_default=False,
+        ),
+    ] = None,
+    from_file: Annotated[
+        str | None,
+        typer.Option(
+            "--from",
+            metavar="FILE",
+            help="Take the new file text from FILE ('-': stdin) instead of an editor.",
+        ),
+    ] = None,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Edit a memory's file in your editor; it is checked and stored when the editor exits."""
+    if from_file is not None and editor is not None:
+        raise InvalidArgumentError("--from and --editor exclude each other", name="--from")
+    if from_file is not None:
+        text = _edited_text(None if from_file == "-" else from_file)
+        with _open(ctx, root) as store:
+            changed = store.read_text(node_id) != text
+            node = store.edit_text(node_id, lambda _stored: text) if changed else store.get(node_id)
+            done: Any = (node, store.path_of(node.id))
+    else:
+        done, changed = _edit_loop(ctx, root, node_id, editor_command(editor))
+        if not changed:
+            with _open(ctx, root, read_only=True) as store:
+                done = (store.get(node_id), store.path_of(node_id))
+    node, path = done
+    if json_out:
+        _print_json({"id": node.id, "layer": node.layer, "path": str(path), "changed": changed})
+    elif changed:
+        typer.echo(f"{node.id}: edited ({path})")
+    else:
+        typer.echo(f"{node.id}: no change")
 
 
 @app.command()
@@ -929,19 +1083,24 @@ def search(
     no_record: Annotated[
         bool, typer.Option("--no-record", help="Do not count this search in the access log.")
     ] = False,
+    tag: TagOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Search with the T0-T3 ladder; show tier, qualification state and score per hit.
 
     Hits with no evidence of being about the query (filler) are left out
-    unless --fill is given; the summary line counts them.
+    unless --fill is given; the summary line counts them. --tag, --since and
+    --until search only the memories that pass, as `list` filters.
     """
     ctx_value = parse_context(context)
     _check_k(k)
+    window: dict[str, Any] = {"tag": tag, "since": _when(since, "--since"), "until": _when(until, "--until")}
     with _open(ctx, root) as store:
         results, meta = store.search(
-            query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record
+            query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record, **window
         )
     shown = [r for r in results if fill or not r.filler]
     omitted = len(results) - len(shown)

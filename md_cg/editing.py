@@ -13,6 +13,7 @@ Imports the engine and the modules below it.
 from __future__ import annotations
 
 import heapq
+import math
 import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import NamedTuple
@@ -255,6 +256,45 @@ def select_columns(
         rows = rows[changed[rows] >= floor]
     top = sorted([*zip((-changed[rows]).tolist(), [ids[r] for r in rows.tolist()], strict=True), *extra])
     return Page(int(keep.sum()) + len(extra), [entry_of(node_id) for _, node_id in top[offset:end]])
+
+
+def check_window(tag: str | None, since: float | None, until: float | None) -> None:
+    """Refuse a filter that is not a non-blank tag and epoch seconds (InvalidArgumentError)."""
+    if tag is not None and (not isinstance(tag, str) or not tag.strip()):
+        raise InvalidArgumentError(f"tag must be a non-empty string, got {tag!r}", name="tag", value=tag)
+    for name, value in (("since", since), ("until", until)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise InvalidArgumentError(
+                f"{name} must be a time in epoch seconds (a finite number), got {value!r} "
+                "(md_cg.render.parse_when reads '7d' or an ISO date)",
+                name=name,
+                value=value,
+            )
+
+
+def within(when: float, since: float | None, until: float | None) -> bool:
+    """``when`` lies in ``[since, until]`` (None: open)."""
+    return (since is None or when >= since) and (until is None or when <= until)
+
+
+def changed_ids(entries: index.Entries, since: float | None, until: float | None) -> frozenset[str]:
+    """The ids whose :attr:`~md_cg.index.Entry.changed` time lies in ``[since, until]``;
+    numpy passes over the snapshot's column when the store was opened from one."""
+    columns = entries.columns()
+    if columns is None:
+        return frozenset(i for i, _, when in entries.listed() if within(when, since, until))
+    keep = np.ones(len(columns.ids), dtype=bool)
+    keep[columns.dropped] = False
+    if since is not None:
+        keep &= columns.changed >= since
+    if until is not None:
+        keep &= columns.changed <= until
+    ids = columns.ids
+    found = {ids[r] for r in np.flatnonzero(keep).tolist()}
+    found.update(e.id for e in columns.extra if within(e.changed, since, until))
+    return frozenset(found)
 
 
 def _check_page(layer: str | None, limit: int | None, offset: int) -> None:

@@ -272,6 +272,22 @@ class DemoError(MdcgError):
     """``mdcg demo`` cannot run in the folder it was given."""
 
 
+class EditConflictError(MdcgError):
+    """A node changed while it was being edited (``mdcg edit``): nothing was written.
+
+    ``node_id`` names the node; ``kept`` is the file holding the edited text,
+    so that it is not lost.
+    """
+
+    def __init__(self, node_id: str, kept: str) -> None:
+        super().__init__(
+            f"node {node_id!r} was changed by another writer while it was being edited; nothing was "
+            f"written; the edited text is kept in {kept} (compare it with the node as stored now)"
+        )
+        self.node_id = node_id
+        self.kept = kept
+
+
 class OrganizeApplyError(MdcgError):
     """An organise apply that cannot go ahead (unknown run, a receipt, a failed
     or already applied dry run, bad decisions); ``run_id`` names the dry run."""

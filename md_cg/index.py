@@ -634,16 +634,36 @@ class Entries(MutableMapping[str, Entry]):
         source = self.source
         return Columns(ids, source.layer_codes(), source.changed, list(self._dropped), extra, rows.get)
 
-    def tags_of(self, node_id: str) -> tuple[str, ...]:
-        """The tags of ``node_id`` (KeyError when unknown), without building the entry
-        of a snapshot row not materialised."""
+    def _built_or_row(self, node_id: str) -> Entry | int:
+        """The built entry of ``node_id``, else its snapshot row (KeyError when unknown)."""
         e = self._live.get(node_id)
         if e is not None:
-            return e.tags
+            return e
         row = self._rows.get(node_id)
         if row is None:
             raise KeyError(node_id)
-        return self.source.tags_of(row)
+        return row
+
+    def tags_of(self, node_id: str) -> tuple[str, ...]:
+        """The tags of ``node_id`` (KeyError when unknown), without building the entry
+        of a snapshot row not materialised."""
+        at = self._built_or_row(node_id)
+        return at.tags if isinstance(at, Entry) else self.source.tags_of(at)
+
+    def changed_of(self, node_id: str) -> float:
+        """:attr:`Entry.changed` of ``node_id`` (KeyError when unknown), building no entry."""
+        at = self._built_or_row(node_id)
+        return at.changed if isinstance(at, Entry) else float(self.source.changed[at])
+
+    def tag_pairs(self) -> Iterator[tuple[str, tuple[str, ...]]]:
+        """``(id, tags)`` of every entry, building none (see :meth:`tags_of`)."""
+        tags_of = self.source.tags_of if self._rows else None
+        for node_id, e, row in self.walk():
+            if e is not None:
+                yield node_id, e.tags
+            else:
+                assert tags_of is not None and row is not None
+                yield node_id, tags_of(row)
 
     def conflicted(self) -> Iterator[Entry]:
         """The entries whose file holds a git merge conflict (materialising only those)."""
@@ -722,6 +742,10 @@ class IndexState:
     superseded: set[str] = field(default_factory=set)
     #: bumped on every put and drop (visibility caches key on it)
     generation: int = 0
+    #: case-folded tag -> ids carrying it, and the generation it is true of: built by
+    #: the first :meth:`tagged`, then kept by put and drop
+    _tags: tuple[int, dict[str, set[str]]] | None = field(default=None, repr=False)
+    _tag_sets: tuple[int, dict[str, frozenset[str]]] = field(default_factory=lambda: (-1, {}), repr=False)
     #: damage found in the parts of the snapshot read after the open (what, where,
     #: what was rebuilt from the files): reported by ``health()``
     snapshot_damage: list[str] = field(default_factory=list)
@@ -746,6 +770,45 @@ class IndexState:
         other = self.keys.get(paths.id_key(node_id))
         return other if other is not None and other != node_id else None
 
+    def tagged(self, tag: str) -> frozenset[str]:
+        """The ids whose tags hold ``tag``, letter case aside.
+
+        The first call reads every entry's tags (from the snapshot's rows
+        without building entries: ~0.4 s at 100k); later ones are dictionary
+        lookups, as put and drop keep the map.
+        """
+        if self._tags is None or self._tags[0] != self.generation:
+            by_tag: dict[str, set[str]] = {}
+            for node_id, tags in self.entries.tag_pairs():
+                for t in tags:
+                    by_tag.setdefault(t.casefold(), set()).add(node_id)
+            self._tags = (self.generation, by_tag)
+        # one set object per tag and generation: the text index keeps its slots by identity
+        if self._tag_sets[0] != self.generation:
+            self._tag_sets = (self.generation, {})
+        key = tag.casefold()
+        found = self._tag_sets[1].get(key)
+        if found is None:
+            found = self._tag_sets[1][key] = frozenset(self._tags[1].get(key, ()))
+        return found
+
+    def _retag(self, old: Entry | None, new: Entry | None) -> None:
+        """Keep the tag map of :meth:`tagged` (if built and current) through one change;
+        call before the change bumps the generation."""
+        if self._tags is None or self._tags[0] != self.generation:
+            self._tags = None
+            return
+        by_tag = self._tags[1]
+        if old is not None:
+            for t in old.tags:
+                ids = by_tag.get(t.casefold())
+                if ids is not None:
+                    ids.discard(old.id)
+        if new is not None:
+            for t in new.tags:
+                by_tag.setdefault(t.casefold(), set()).add(new.id)
+        self._tags = (self.generation + 1, by_tag)
+
     def put(self, entry: Entry, text: str | None) -> None:
         """Insert or replace an entry; ``text=None`` keeps the indexed text.
 
@@ -754,6 +817,8 @@ class IndexState:
         written), so a process that only writes never pays for tokenising.
         """
         old = self.entries.get(entry.id)
+        if self._tags is not None:
+            self._retag(old, entry)
         if old is not None:
             self._unlink(old)
         self.entries[entry.id] = entry
@@ -784,6 +849,8 @@ class IndexState:
     def drop(self, node_id: str) -> Entry | None:
         old = self.entries.pop(node_id, None)
         if old is not None:
+            if self._tags is not None:
+                self._retag(old, None)
             self._unlink(old)
             self.generation += 1
             key = paths.id_key(node_id)

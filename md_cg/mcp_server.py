@@ -52,6 +52,7 @@ from pydantic import Field, ValidationError
 
 from md_cg import (
     DuplicateIdError,
+    Entry,
     IdCollisionError,
     MdCG,
     MdcgError,
@@ -394,8 +395,28 @@ def search_reply(
             "covered_neg_total": meta["covered_neg_total"],
             "filler_omitted": len(results) - len(shown),
             "ms": round(meta["timing_ms"]["total"], 1),
+            **({"filter": _filter_reply(meta["filter"])} if "filter" in meta else {}),
         },
     }
+
+
+def _list_item(e: Entry) -> dict[str, Any]:
+    """One memory of a ``list`` reply: id, layer, clipped title, last change, the first tags."""
+    return {
+        "id": e.id,
+        "layer": e.layer,
+        "title": clip(e.title, TITLE_CHARS),
+        "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
+        "tags": [clip(t, TERM_CHARS) for t in e.tags[:TAGS_SHOWN]],
+    }
+
+
+def _filter_reply(window: dict[str, Any]) -> dict[str, Any]:
+    """A search filter as the reply says it: the tag clipped, the times in ISO form."""
+    out: dict[str, Any] = {"tag": None if window["tag"] is None else clip(window["tag"], TERM_CHARS)}
+    out.update({key: None if window[key] is None else iso(window[key]) for key in ("since", "until")})
+    out["matching"] = window["matching"]
+    return out
 
 
 def _report_lists(report: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
@@ -437,6 +458,9 @@ Context = Annotated[
     ),
 ]
 Fill = Annotated[bool, Field(description="Also return hits with no evidence of being about the query.")]
+Tag = Annotated[str | None, Field(description="Only memories with this tag.")]
+Since = Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")]
+Until = Annotated[str | None, Field(description="Changed until: ISO date/time or 7d, 12h...")]
 NodeId = Annotated[str, Field(description="A memory id.")]
 Tags = Annotated[list[str] | None, Field(description="Tags; 'domain:<name>' files the memory by domain.")]
 Unit = Annotated[float | None, Field(description="0..1", ge=0, le=1)]
@@ -571,15 +595,27 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
 
 def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def search(
-        query: Query, k: K = 5, layer: Layer = None, context: Context = None, fill: Fill = False
+        query: Query,
+        k: K = 5,
+        layer: Layer = None,
+        context: Context = None,
+        fill: Fill = False,
+        tag: Tag = None,
+        since: Since = None,
+        until: Until = None,
     ) -> dict[str, Any]:
-        results, meta = store.search(query, layer=layer, k=k, context=context)
+        start = None if since is None else parse_when(since, name="since")
+        end = None if until is None else parse_when(until, name="until")
+        results, meta = store.search(
+            query, layer=layer, k=k, context=context, tag=tag, since=start, until=end
+        )
         return search_reply(store, results, meta, fill=fill)
 
-    def recall(
-        query: Query, k: K = 5, layer: Layer = None, context: Context = None, fill: Fill = False
-    ) -> dict[str, Any]:
-        return search(query, k, layer, context, fill)
+    @functools.wraps(search)  # the same arguments, under its own name
+    def recall(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return search(*args, **kwargs)
+
+    recall.__name__ = "recall"
 
     def get(id: NodeId) -> dict[str, Any]:
         reply = node_dict(store.get(id), str(store.path_of(id)))
@@ -588,26 +624,16 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 
     def list_(
         layer: Layer = None,
-        tag: Annotated[str | None, Field(description="Only memories with this tag.")] = None,
-        since: Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")] = None,
-        until: Annotated[str | None, Field(description="Changed until: ISO date/time or 7d, 12h...")] = None,
+        tag: Tag = None,
+        since: Since = None,
+        until: Until = None,
         limit: Annotated[int, Field(description="Page size.", ge=1, le=MAX_LIST)] = 20,
         offset: Annotated[int, Field(description="Memories to skip.", ge=0)] = 0,
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
         end = None if until is None else parse_when(until, name="until")
         total, page = store.list_page(layer, tag=tag, since=start, until=end, limit=limit, offset=offset)
-        items = [
-            {
-                "id": e.id,
-                "layer": e.layer,
-                "title": clip(e.title, TITLE_CHARS),
-                "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
-                "tags": [clip(t, TERM_CHARS) for t in e.tags[:TAGS_SHOWN]],
-            }
-            for e in page
-        ]
-        return {"total": total, "offset": offset, "items": items}
+        return {"total": total, "offset": offset, "items": [_list_item(e) for e in page]}
 
     def neighbours(
         id: NodeId,

@@ -232,6 +232,12 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> str:
         f"scanned {scanned}/{size} ({share:.1%}) · big domain: {meta.get('big_domain') or 'none'} · "
         f"covered_neg: {neg} · {total:.1f} ms"
     )
+    window = meta.get("filter")
+    if window:
+        parts = [f"tag {window['tag']}"] if window.get("tag") is not None else []
+        parts += [f"{key} {iso(window[key])}" for key in ("since", "until") if window.get(key) is not None]
+        n = window.get("matching", 0)
+        line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"
     if omitted:
         line += f" · {omitted} filler result(s) without evidence omitted (--fill shows them)"
     return _escape(line)

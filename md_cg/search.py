@@ -24,6 +24,7 @@ synonyms).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -207,11 +208,14 @@ def run(
     neg_limit: int = NEGATIVE_LIMIT,
     hidden: Collection[str] = frozenset(),
     superseded_by: Callable[[str], str | None] | None = None,
+    only: frozenset[str] | None = None,
 ) -> tuple[list[SearchResult], dict[str, Any]]:
     """Run the ladder over ``state``; see :meth:`md_cg.MdCG.search`.
 
     Ids in ``hidden`` (:mod:`md_cg.visibility`) are left out before any
-    top-k cut, from the results and from ``covered_neg`` alike.
+    top-k cut, from the results and from ``covered_neg`` alike. ``only``
+    (a filter: tag, time) restricts every tier's scope to those ids; the
+    negative memories of ``covered_neg`` are not filtered.
     ``superseded_by(id)`` fills each result's ``superseded_by``.
     """
     _check_args(query, k)
@@ -219,7 +223,7 @@ def run(
     state.flush_text()
     expansion = expand(query, synonyms)
     p = plan(state, expansion.words, layer, context)
-    ladder = _Ladder(state, query, expansion.terms, k, hidden)
+    ladder = _Ladder(state, query, expansion.terms, k, hidden, only)
     ladder.climb(p)
     ordered = sorted(ladder.found.items(), key=lambda kv: (TIERS.index(kv[1][1]), -kv[1][0]))
     t = time.perf_counter()
@@ -266,7 +270,13 @@ class _Ladder:
     """One climb of the T0–T3 ladder: what it found, how long each tier took, how much it scanned."""
 
     def __init__(
-        self, state: IndexState, query: str, terms: list[tuple[str, float]], k: int, hidden: Collection[str]
+        self,
+        state: IndexState,
+        query: str,
+        terms: list[tuple[str, float]],
+        k: int,
+        hidden: Collection[str],
+        only: frozenset[str] | None = None,
     ) -> None:
         self.state, self.text, self.query, self.terms, self.k = state, state.text, query, terms, k
         self.found: dict[str, tuple[float, str]] = {}
@@ -275,6 +285,7 @@ class _Ladder:
         self.deepest = "T0"
         self.routed = False
         self.hidden = hidden
+        self.only = only
         #: ids a tier must not return: those found, and hidden ones already met
         self.excluded: set[str] = set()
 
@@ -327,13 +338,18 @@ class _Ladder:
             self.excluded.update(h[0] for h in hits if h[0] in self.hidden)
         return call(free, self.excluded | set(self.hidden))
 
+    def scope(self, layers: list[int], buckets: list[int] | None = None) -> Any:
+        """The text index's scope of ``layers`` and ``buckets``, within the filter's ids."""
+        scope = self.text.scope(layers=layers, buckets=buckets)
+        return scope if self.only is None else dataclasses.replace(scope, only=self.only)
+
     def climb(self, p: Plan) -> None:
         """T0/T1 over the routed buckets, then T2/T3 over the whole scope, until k positives."""
         state, text = self.state, self.text
         routed_codes = [state.bucket_codes[b] for b in p.buckets if b in state.bucket_codes]
         self.routed = bool(routed_codes)
         if routed_codes:
-            bucket_scope = text.scope(layers=[layer_code(layout.BUCKETED_LAYER)], buckets=routed_codes)
+            bucket_scope = self.scope([layer_code(layout.BUCKETED_LAYER)], routed_codes)
             self.scanned["T0"] = self.scanned["T1"] = text.size(bucket_scope)
             self.tier("T0", bucket_scope, similar=False)
             if self.positives() < self.k:
@@ -343,7 +359,7 @@ class _Ladder:
         if self.positives() < self.k:
             # Results of T1 with a zero score never made it in; everything found so
             # far has a positive score, so the remaining slots are k - len(found).
-            global_scope = text.scope(layers=[layer_code(name) for name in p.layers])
+            global_scope = self.scope([layer_code(name) for name in p.layers])
             self.scanned["T2"] = self.scanned["T3"] = text.size(global_scope)
             self.tier("T2", global_scope, similar=False)
             if self.positives() < self.k:

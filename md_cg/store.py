@@ -456,6 +456,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         record: bool = True,
         neg_limit: int = search_mod.NEGATIVE_LIMIT,
         include_superseded: bool = False,
+        *,
+        tag: str | None = None,
+        since: float | None = None,
+        until: float | None = None,
     ) -> tuple[list[SearchResult], dict[str, Any]]:
         """Find nodes for ``query`` with the T0–T3 ladder; return ``(results, meta)``.
 
@@ -475,6 +479,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         (nothing else); a read-only store records nothing. Expired, archived
         and out-of-scope nodes are never found; superseded ones only with
         ``include_superseded=True`` (each result says ``superseded_by``).
+        ``tag``, ``since`` and ``until`` (epoch seconds) filter as :meth:`list_page`
+        does: every tier looks only at the nodes that pass (``meta["filter"]``).
         """
         eng = self._engine
         show = visibility.DEFAULT if include_superseded else visibility.SEARCH
@@ -482,6 +488,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             eng.fresh()
             for _ in range(3):
                 hidden = self._filter.hidden(eng.state, show)
+                only = self._filter_ids(tag, since, until)
                 results, meta = search_mod.run(
                     eng.state,
                     self.synonyms,
@@ -494,7 +501,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                     neg_limit=neg_limit,
                     hidden=hidden,
                     superseded_by=lambda i: visibility.superseded_by(eng.state, i),
+                    only=only,
                 )
+                if only is not None:
+                    meta["filter"] = views.filter_meta(only, hidden, tag, since, until)
                 gone = [
                     r.id for r in results if not os.path.lexists(os.path.join(eng.root_str, r.entry.path))
                 ]

@@ -39,6 +39,8 @@ class Scope:
 
     layers: frozenset[int] | None = None
     buckets: frozenset[int] | None = None
+    #: the ids the scope may hold at most (a search filter); None: any
+    only: frozenset[str] | None = None
 
 
 class DocTable:
@@ -69,6 +71,7 @@ class DocTable:
         self.version = 0
         self._masks: dict[Scope, np.ndarray] = {}
         self._masks_version = -1
+        self._slots_of: tuple[frozenset[str], int, np.ndarray] | None = None
         self._generation = 0  # bumped when compaction renumbers the slots
         self._rank = np.zeros(0, dtype=np.int64)
         self._rank_key = (-1, -1)
@@ -281,6 +284,10 @@ class DocTable:
         if self._masks_version != self.version:
             self._masks.clear()
             self._masks_version = self.version
+        if scope.only is not None:  # a filter: uncached (it may be large and is made per search)
+            chosen = np.zeros(len(self.ids), dtype=bool)
+            chosen[self.slots_of(scope.only)] = True
+            return self.mask(Scope(scope.layers, scope.buckets)) & chosen
         mask = self._masks.get(scope)
         if mask is None:
             n = len(self.ids)
@@ -296,10 +303,25 @@ class DocTable:
 
     def in_scope(self, docs: np.ndarray, scope: Scope) -> tuple[np.ndarray, np.ndarray | None]:
         """``docs`` restricted to live documents in ``scope``, and the selection used."""
-        if self.dead == 0 and scope.layers is None and scope.buckets is None:
+        if self.dead == 0 and scope.layers is None and scope.buckets is None and scope.only is None:
             return docs, None
         keep = self.mask(scope)[docs]
         return docs[keep], keep
+
+    def slots_of(self, ids: frozenset[str]) -> np.ndarray:
+        """The sorted slots of the indexed ids among ``ids`` (int64).
+
+        The last answer is kept for the same set object and table version: a
+        search asks once per tier for the one filter it was given.
+        """
+        last = self._slots_of
+        if last is not None and last[0] is ids and last[1] == self.version:
+            return last[2]
+        slot = self.slot
+        found = np.fromiter((s for s in map(slot.get, ids) if s is not None), dtype=np.int64)
+        found.sort()
+        self._slots_of = (ids, self.version, found)
+        return found
 
     def excluded_slots(self, exclude: Collection[str]) -> np.ndarray:
         """Slots of the indexed ids among ``exclude`` (int64)."""

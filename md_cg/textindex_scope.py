@@ -42,6 +42,8 @@ class Table(Protocol):
     layer: np.ndarray
     bucket: np.ndarray
 
+    def slots_of(self, ids: frozenset[str]) -> np.ndarray: ...
+
 
 class Codes(Protocol):
     """A scope (:class:`md_cg.textindex_docs.Scope`): layer and bucket codes, None for any."""
@@ -51,6 +53,9 @@ class Codes(Protocol):
 
     @property
     def buckets(self) -> frozenset[int] | None: ...
+
+    @property
+    def only(self) -> frozenset[str] | None: ...
 
 
 class ScopeSlots:
@@ -65,12 +70,15 @@ class ScopeSlots:
 
     def slots(self, table: Table, scope: Codes) -> np.ndarray | None:
         """The sorted live slots of ``scope`` (int64) when it is small (:data:`SCOPE_RATIO`), else None."""
-        if scope.layers is None and scope.buckets is None:
+        if scope.layers is None and scope.buckets is None and scope.only is None:
             return None
         key = (table.version, len(table.ids))
         if key != self._key:
             self._key, self._by, self._cache = key, {}, {}
         key_codes = (scope.layers, scope.buckets)
+        if scope.only is not None:  # a filter: narrowed each time, never kept (it may be large)
+            found = self._cache[key_codes] if key_codes in self._cache else self._find(table, scope)
+            return self._only(table, scope, found)
         if key_codes in self._cache:
             return self._cache[key_codes]
         out = self._find(table, scope)
@@ -94,6 +102,20 @@ class ScopeSlots:
         if scope.buckets is not None and scope.layers is not None:
             keep &= np.isin(table.layer[slots], list(scope.layers))
         return slots[keep]
+
+    def _only(self, table: Table, scope: Codes, found: np.ndarray | None) -> np.ndarray | None:
+        """The slots of ``scope`` within its ``only`` ids: ``found`` (the small scope of its
+        codes, or None) narrowed to them, or their slots narrowed to its codes; None when large."""
+        assert scope.only is not None
+        chosen = table.slots_of(scope.only)
+        if found is not None:
+            return found[np.isin(found, chosen, assume_unique=True)]
+        chosen = chosen[table.alive[chosen]]
+        if scope.layers is not None:
+            chosen = chosen[np.isin(table.layer[chosen], list(scope.layers))]
+        if scope.buckets is not None:
+            chosen = chosen[np.isin(table.bucket[chosen], list(scope.buckets))]
+        return chosen if len(chosen) * SCOPE_RATIO < len(table.ids) else None
 
     def _order(self, table: Table, column: str) -> tuple[np.ndarray, np.ndarray, int]:
         """Slots ordered by their code in ``column``, where each code's run starts, and the lowest

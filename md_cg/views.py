@@ -51,6 +51,14 @@ _NODE_FIELDS = {f.name for f in fields(Node)}
 ARCHIVE_LOG = "archive_log"
 
 
+def filter_meta(
+    only: frozenset[str], hidden: frozenset[str], tag: str | None, since: float | None, until: float | None
+) -> dict[str, Any]:
+    """A search's ``meta["filter"]``: the filter, and how many memories the caller sees pass it."""
+    matching = len(only) - sum(1 for i in hidden if i in only)
+    return {"tag": tag, "since": since, "until": until, "matching": matching}
+
+
 class _Handle:
     """What the mixins use of the facade (set up by ``MdCG.__init__``)."""
 
@@ -203,6 +211,7 @@ class Reads(_Handle):
         snapshot's columns (:meth:`~md_cg.index.Entries.columns`) and only the page's
         entries are built (2-14 ms for 50 of a 100k store opened from its snapshot);
         with ``tag``, every candidate's tags are decoded from its row."""
+        editing.check_window(tag, since, until)
         hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
         eng = self._engine
         window: dict[str, Any] = {"layer": layer, "since": since, "until": until}
@@ -214,6 +223,21 @@ class Reads(_Handle):
                 return editing.select_columns(columns, hidden, entries.__getitem__, **window)
             visible = (row for row in entries.listed() if row[0] not in hidden)
             return editing.select(visible, entries.__getitem__, entries.tags_of, tag=tag, **window)
+
+    def _filter_ids(self, tag: str | None, since: float | None, until: float | None) -> frozenset[str] | None:
+        """The ids a search filter lets through (None: no filter), visible or not."""
+        if tag is None and since is None and until is None:
+            return None
+        editing.check_window(tag, since, until)
+        state = self._engine.state
+        chosen = state.tagged(tag) if tag is not None else None
+        if since is not None or until is not None:
+            if chosen is not None and len(chosen) * 8 < len(state.entries):
+                changed = state.entries.changed_of
+                return frozenset(i for i in chosen if editing.within(changed(i), since, until))
+            in_window = editing.changed_ids(state.entries, since, until)
+            chosen = in_window if chosen is None else chosen & in_window
+        return chosen
 
     def read_text(self, node_id: str) -> str:
         """The node's file exactly as stored: frontmatter and body."""

@@ -68,8 +68,8 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     names = list(group.commands)  # type: ignore[attr-defined]
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
-        "init", "add", "get", "show", "list", "update", "rename", "delete", "forget", "archive", "unarchive",
-        "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
+        "init", "add", "get", "show", "list", "update", "edit", "rename", "delete", "forget", "archive",
+        "unarchive", "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
         "verify", "reflect", "sync", "health", "census", "migrate", "rebuild", "compact", "bench",
         "demo", "mcp",
     }  # fmt: skip
@@ -847,6 +847,11 @@ def test_bench_runs_the_real_search_benchmark(runner: CliRunner, tmp_path: Path)
     out_file = tmp_path / "search.md"
     out = run(runner, "bench", "--kind", "search", "--sizes", "60", "--out", out_file).stdout
     assert out.startswith("### Search") and "| 60 | recall@10 vs sqlite LIKE" in out
+    # the filtered rows: a tag of about 5% and one of about 25% of the nodes, beside FTS5 + the tag
+    filtered = [line for line in out.splitlines() if "tag filter" in line]
+    assert len(filtered) in (1, 2) and all(
+        "FTS5 OR + bm25 + the tag (json_each)" in line for line in filtered
+    )
     assert out_file.read_text(encoding="utf-8") == out
 
 

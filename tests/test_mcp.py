@@ -236,7 +236,7 @@ async def _loop_and_maintenance(session: ClientSession, root: Path) -> None:
     assert "protected" in _err(await session.call_tool("forget", {"id": "anc_rule", "reason": "tidy"}))
     assert _err(await session.call_tool("search", {"query": "x", "k": 0}))
     assert _err(await session.call_tool("search", {"query": "x", "judge": False})) == (
-        "search does not take judge (it takes: context, fill, k, layer, query)"
+        "search does not take judge (it takes: context, fill, k, layer, query, since, tag, until)"
     )
 
     gone = _ok(await session.call_tool("forget", {"id": "kp_merge", "reason": "superseded"}))
@@ -621,3 +621,35 @@ def test_remember_does_not_store_an_identical_memory_twice(tmp_path: Path) -> No
 def _frontmatter_keys(path: Path) -> set[str]:
     head = path.read_text(encoding="utf-8").split("---\n")[1]
     return {line.split(":", 1)[0] for line in head.splitlines() if line and not line.startswith(" ")}
+
+
+def test_search_filters_by_tag_and_time_and_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    server = create_server(root)
+
+    async def run() -> None:
+        async with Client(server) as client:
+            for i, tags in enumerate([["ops"], ["OPS", "db"], ["db"], []]):
+                await client.call_tool("remember", {"body": f"deploy step {i}: 发布前检查", "tags": tags})
+            reply = _ok(await client.call_tool("search", {"query": "deploy 发布", "k": 10, "tag": "ops"}))
+            assert sorted(r["snippet"] for r in reply["results"]) == [
+                "deploy step 0: 发布前检查",
+                "deploy step 1: 发布前检查",
+            ]
+            assert reply["meta"]["filter"] == {"tag": "ops", "since": None, "until": None, "matching": 2}
+            later = _ok(await client.call_tool("recall", {"query": "deploy", "since": "2999-01-01"}))
+            assert later["results"] == [] and later["meta"]["filter"] == {
+                "tag": None,
+                "since": "2999-01-01T00:00:00Z",
+                "until": None,
+                "matching": 0,
+            }
+            bad = _err(await client.call_tool("search", {"query": "deploy", "until": "soon"}))
+            assert bad.startswith("Error executing tool search: until 'soon': expected an ISO date or time")
+            plain = _ok(await client.call_tool("search", {"query": "deploy"}))
+            assert "filter" not in plain["meta"] and len(plain["results"]) == 4
+
+    try:
+        anyio.run(run)
+    finally:
+        server.store.close()
