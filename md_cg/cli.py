@@ -706,6 +706,11 @@ def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str)
                     f"nothing was written; the edited text is kept in {tmp}", node_id=node_id
                 ) from None
             continue
+        except EditConflictError:
+            raise  # its message names the kept file
+        except BaseException:  # the node gone, a lock timeout, a full disk, ^C: the text stays
+            typer.echo(f"nothing was written; the edited text is kept in {tmp}", err=True)
+            raise
         os.unlink(tmp)
         return (node, path), True
 

@@ -181,34 +181,25 @@ class Page(NamedTuple):
 def select(
     listed: Iterable[tuple[str, str, float]],
     entry_of: Callable[[str], Entry],
-    tags_of: Callable[[str], Sequence[str]],
     *,
     layer: str | None = None,
-    tag: str | None = None,
     since: float | None = None,
     until: float | None = None,
     limit: int | None = None,
     offset: int = 0,
 ) -> Page:
     """The nodes of ``listed`` (``(id, layer, changed)``, see
-    :meth:`md_cg.index.Entries.listed`) of ``layer`` carrying ``tag`` whose
+    :meth:`md_cg.index.Entries.listed`) of ``layer`` whose
     :attr:`~md_cg.index.Entry.changed` time lies in ``[since, until]``; newest
-    first (ties by id), then ``offset``/``limit``.
-
-    ``entry_of`` gives the entry of an id (called only for the page),
-    ``tags_of`` its tags (for every candidate when ``tag`` is given; tags are not
-    a column)."""
+    first (ties by id), then ``offset``/``limit``. ``entry_of`` gives the entry
+    of an id (called only for the page). A tag is chosen by what is listed
+    (:meth:`md_cg.index.IndexState.tagged`)."""
     _check_page(layer, limit, offset)
     picked = [
         (-when, node_id)
         for node_id, in_layer, when in listed
-        if (layer is None or in_layer == layer)
-        and (since is None or when >= since)
-        and (until is None or when <= until)
+        if (layer is None or in_layer == layer) and within(when, since, until)
     ]
-    if tag is not None:
-        wanted = tag.casefold()
-        picked = [p for p in picked if any(t.casefold() == wanted for t in tags_of(p[1]))]
     end = None if limit is None else offset + limit
     # A page near the top needs no full sort (a 100k store lists 50 in a few ms).
     top = sorted(picked) if end is None or end * 8 > len(picked) else heapq.nsmallest(end, picked)

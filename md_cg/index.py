@@ -24,7 +24,16 @@ import contextlib
 import gc
 import os
 from collections import Counter
-from collections.abc import Callable, ItemsView, Iterator, KeysView, MutableMapping, Sequence, ValuesView
+from collections.abc import (
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    MutableMapping,
+    Sequence,
+    ValuesView,
+)
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -622,6 +631,16 @@ class Entries(MutableMapping[str, Entry]):
                 yield node_id, e.layer, e.changed
             else:
                 yield node_id, layer_of(row), changed[row]
+
+    def listed_of(self, node_ids: Iterable[str]) -> Iterator[tuple[str, str, float]]:
+        """:meth:`listed` for ``node_ids`` only (each must be an entry), building none."""
+        source = self.source
+        for node_id in node_ids:
+            at = self._built_or_row(node_id)
+            if isinstance(at, Entry):
+                yield node_id, at.layer, at.changed
+            else:
+                yield node_id, source.layer_of(at), float(source.changed[at])
 
     def columns(self) -> Columns | None:
         """The entries as the snapshot's row columns plus what changed since (see

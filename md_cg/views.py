@@ -210,7 +210,8 @@ class Reads(_Handle):
         Sorts by the index's columns: without ``tag``, numpy filters and ranks the
         snapshot's columns (:meth:`~md_cg.index.Entries.columns`) and only the page's
         entries are built (2-14 ms for 50 of a 100k store opened from its snapshot);
-        with ``tag``, every candidate's tags are decoded from its row."""
+        with ``tag``, the ids come from the state's tag map (the first use reads every
+        node's tags, later ones look the tag up: see ``IndexState.tagged``)."""
         editing.check_window(tag, since, until)
         hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
         eng = self._engine
@@ -218,11 +219,14 @@ class Reads(_Handle):
         window.update(limit=limit, offset=offset)
         with eng.lock:
             entries = eng.state.entries
-            columns = None if tag is not None else entries.columns()
+            if tag is not None:  # the tag's ids from the state's tag map (built once, then kept)
+                tagged = entries.listed_of(i for i in eng.state.tagged(tag) if i not in hidden)
+                return editing.select(tagged, entries.__getitem__, **window)
+            columns = entries.columns()
             if columns is not None:  # opened from a snapshot: numpy passes over its rows
                 return editing.select_columns(columns, hidden, entries.__getitem__, **window)
             visible = (row for row in entries.listed() if row[0] not in hidden)
-            return editing.select(visible, entries.__getitem__, entries.tags_of, tag=tag, **window)
+            return editing.select(visible, entries.__getitem__, **window)
 
     def _filter_ids(self, tag: str | None, since: float | None, until: float | None) -> frozenset[str] | None:
         """The ids a search filter lets through (None: no filter), visible or not."""

@@ -285,3 +285,23 @@ def test_the_editor_is_chosen_as_git_chooses_one(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setenv("MDCG_EDITOR", "emacs -nw")
     assert editor_command() == "emacs -nw"
     assert editor_command("ed") == "ed"
+
+
+def test_a_node_deleted_during_the_edit_keeps_the_text(runner: CliRunner, root: Path, tmp_path: Path) -> None:
+    ed = editor(
+        tmp_path,
+        "from md_cg import MdCG\n"
+        f"with MdCG({str(root)!r}) as store:\n"
+        "    store.delete('kp_sorting', force=True)\n"
+        "path.write_text(path.read_text().replace('in order.', 'in my order.'))\n",
+    )
+    result = invoke(runner, "edit", "kp_sorting", "--root", root, "--editor", ed)
+    [copy] = editor_log(tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [
+        f"nothing was written; the edited text is kept in {copy}",
+        "error: no node with id 'kp_sorting' in this store",
+    ]
+    assert "Sorting puts items in my order." in Path(copy).read_text(encoding="utf-8")
+    with MdCG(root, read_only=True) as store:
+        assert "kp_sorting" not in store

@@ -487,18 +487,21 @@ def test_a_listing_page_equals_the_plain_rule_and_builds_only_the_page(tmp_path:
         everything, None, None, None, None
     )
     with MdCG(root, auto_compact=None) as w:  # rows replaced, deleted and added since the snapshot
+        assert w.list_page(tag="odd").total == 119  # the tag map is built now, then kept by the writes
         w.update("n010", body="note 10, changed")
         w.delete("n011")
-        w.add(id="late", layer="contextual", body="a late note")
+        w.add(id="late", layer="contextual", body="a late note", tags=["ODD"])
+        w.update("n012", tags=["odd", "twelve"])
         columns = w._engine.state.entries.columns()
-        assert columns is not None and len(columns.dropped) == 2
-        assert [e.id for e in columns.extra] == ["n010", "late"]
+        assert columns is not None and len(columns.dropped) == 3
+        assert [e.id for e in columns.extra] == ["n010", "late", "n012"]
         with MdCG(root, read_only=True) as settled:
             now = [e for e in settled.entries() if e.id not in ("n004", "n100", "n007")]
-        for layer, _tag, since, until in cases:
-            want = _reference(now, layer, None, since, until)
+        for layer, tag, since, until in cases:
+            want = _reference(now, layer, tag, since, until)
             for limit, offset in [(None, 0), (5, 0), (3, 1), (1000, 2)]:
-                got = w.list_page(layer, since=since, until=until, limit=limit, offset=offset)
+                got = w.list_page(layer, tag=tag, since=since, until=until, limit=limit, offset=offset)
                 end = None if limit is None else offset + limit
                 assert (got.total, [e.id for e in got.entries]) == (len(want), want[offset:end]), layer
-        assert [e.id for e in w.list_page(limit=2).entries] == ["late", "n010"]
+        assert [e.id for e in w.list_page(limit=3).entries] == ["n012", "late", "n010"]
+        assert [e.id for e in w.list_page(tag="Odd", limit=2).entries] == ["n012", "late"]
