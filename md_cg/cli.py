@@ -50,6 +50,7 @@ from md_cg import (
     MdCG,
     MdcgError,
     NodeHasIncomingEdgesError,
+    NodeNotFoundError,
     ProtectedNodeError,
     Scope,
     is_out_of_room,
@@ -133,6 +134,13 @@ def message(exc: MdcgError) -> str:
         )
     if isinstance(exc, ProtectedNodeError):
         return f"node {exc.node_id!r} is in anchor/ and protected; pass --force to forget it anyway"
+    if isinstance(exc, NodeNotFoundError) and exc.hidden == "archived":
+        return (
+            f"node {exc.node_id!r} is archived: `mdcg unarchive {exc.node_id}` brings it back "
+            "(`mdcg list --archived` lists the archive)"
+        )
+    if isinstance(exc, NodeNotFoundError) and exc.hidden == "expired":
+        return f"node {exc.node_id!r}: {exc.hint}; `mdcg sweep` removes it (`mdcg list --expired` lists it)"
     return " ".join(str(exc).split())
 
 

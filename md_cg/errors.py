@@ -112,14 +112,21 @@ class MalformedNodeFileError(MdcgError):
 
 
 class NodeNotFoundError(MdcgError, KeyError):
-    """No node with this id is in the store."""
+    """No node with this id is in the store, or none the caller may read now.
 
-    def __init__(self, node_id: str, hint: str = "") -> None:
+    ``hidden`` says why a stored node is not readable when saying so leaks
+    nothing: ``"archived"`` or ``"expired"``; None for an unknown id and for a
+    node outside the caller's scope (whose error is that of an unknown id).
+    """
+
+    def __init__(self, node_id: str, hint: str = "", *, hidden: str | None = None) -> None:
         msg = f"no node with id {node_id!r} in this store"
         if hint:
             msg += f" ({hint})"
         super().__init__(msg)
         self.node_id = node_id
+        self.hint = hint
+        self.hidden = hidden
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])

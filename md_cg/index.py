@@ -663,19 +663,13 @@ class Entries(MutableMapping[str, Entry]):
             raise KeyError(node_id)
         return row
 
-    def tags_of(self, node_id: str) -> tuple[str, ...]:
-        """The tags of ``node_id`` (KeyError when unknown), without building the entry
-        of a snapshot row not materialised."""
-        at = self._built_or_row(node_id)
-        return at.tags if isinstance(at, Entry) else self.source.tags_of(at)
-
     def changed_of(self, node_id: str) -> float:
         """:attr:`Entry.changed` of ``node_id`` (KeyError when unknown), building no entry."""
         at = self._built_or_row(node_id)
         return at.changed if isinstance(at, Entry) else float(self.source.changed[at])
 
     def tag_pairs(self) -> Iterator[tuple[str, tuple[str, ...]]]:
-        """``(id, tags)`` of every entry, building none (see :meth:`tags_of`)."""
+        """``(id, tags)`` of every entry, building none (a row's tags decoded from its JSON)."""
         tags_of = self.source.tags_of if self._rows else None
         for node_id, e, row in self.walk():
             if e is not None:

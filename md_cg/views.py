@@ -111,8 +111,10 @@ class Reads(_Handle):
         if e is None and retry:
             eng.refresh()
             e = eng.state.entries.get(node_id)
-        if e is None or not visibility.visible(eng.state, e, self._scope, show):
+        if e is None:
             raise NodeNotFoundError(node_id)
+        if not visibility.visible(eng.state, e, self._scope, show):
+            raise visibility.not_found(eng.state, e, self._scope, show)
         return e
 
     def __len__(self) -> int:

@@ -38,7 +38,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, NodeNotFoundError
 from .index import Entry, IndexState
 from .node import DEFAULT_SENSITIVITY, MAX_SCOPE_CHARS, SENSITIVITY_LEVELS
 
@@ -133,6 +133,19 @@ def reason(state: IndexState, entry: Entry, scope: Scope | None, show: Show, now
     if not show.include_superseded and is_superseded(state, entry, now):
         return "superseded"
     return None
+
+
+def not_found(state: IndexState, entry: Entry, scope: Scope | None, show: Show) -> NodeNotFoundError:
+    """The error of reading ``entry`` when the caller does not see it: an archived or
+    expired node says so (and how to get it back); any other, the unknown id's error."""
+    now = time.time()
+    why = reason(state, entry, scope, show, now)
+    if why == "archived":
+        return NodeNotFoundError(entry.id, "it is archived: unarchive it to read it", hidden=why)
+    if why == "expired" and entry.expires_at is not None:
+        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.expires_at))
+        return NodeNotFoundError(entry.id, f"it is a temporary memory that expired at {when}", hidden=why)
+    return NodeNotFoundError(entry.id)
 
 
 def visible(state: IndexState, entry: Entry, scope: Scope | None, show: Show = DEFAULT) -> bool:

@@ -66,7 +66,13 @@ def test_archived_nodes_leave_default_reads(tmp_path: Path) -> None:
             s.get("s1")
         with pytest.raises(NodeNotFoundError) as missing:
             s.get("s9")
-        assert str(hidden.value).replace("s1", "X") == str(missing.value).replace("s9", "X")
+        # the error says why: nothing is hidden from this (unscoped) caller by saying it
+        assert (
+            str(hidden.value)
+            == "no node with id 's1' in this store (it is archived: unarchive it to read it)"
+        )
+        assert (hidden.value.hidden, missing.value.hidden) == ("archived", None)
+        assert str(missing.value) == "no node with id 's9' in this store"
         assert "s1" not in s and len(s) == 2
         assert s.ids() == ["e1", "k1"]
         assert {e.id for e in s.list_nodes()} == {"e1", "k1"}
@@ -237,3 +243,42 @@ def test_rename_keeps_an_archived_node_archived_and_sources_where_they_are(tmp_p
         "self/live.md",
         "self/notes/linker.md",
     ]
+
+
+def test_why_a_node_is_unreadable_is_said_only_to_a_caller_that_may_know(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from md_cg import Scope
+    from md_cg.cli import app
+
+    root = tmp_path / "m"
+    with _store(root) as s:
+        s.add(id="theirs", layer="contextual", body="another agent's note", agent_scope="b")
+        s.archive(["s1", "theirs"])
+    with MdCG(root, scope=Scope(agent="a")) as mine:
+        with pytest.raises(NodeNotFoundError) as other:
+            mine.get("theirs")  # archived too, but outside this scope: an unknown id
+        assert (str(other.value), other.value.hidden) == ("no node with id 'theirs' in this store", None)
+        with pytest.raises(NodeNotFoundError) as archived:
+            mine.get("s1")
+        assert archived.value.hidden == "archived"
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    for command in (
+        ["get", "s1"],
+        ["show", "s1"],
+        ["edit", "s1", "--editor", "true"],
+        ["update", "s1", "-b", "x"],
+    ):
+        result = runner.invoke(app, [*command, "--root", str(root)])
+        assert (result.exit_code, result.stderr) == (
+            2,
+            "error: node 's1' is archived: `mdcg unarchive s1` brings it back "
+            "(`mdcg list --archived` lists the archive)\n",
+        ), command
+    with MdCG(root) as s:
+        s.add(Node(id="temp1", layer="contextual", body="short-lived", retention_tier="temp", expires_at=1e9))
+    result = runner.invoke(app, ["get", "temp1", "--root", str(root)])
+    assert result.stderr == (
+        "error: node 'temp1': it is a temporary memory that expired at 2001-09-09T01:46:40Z; "
+        "`mdcg sweep` removes it (`mdcg list --expired` lists it)\n"
+    )

@@ -354,14 +354,20 @@ def test_listed_of_a_lazy_state_gives_every_layer_and_changed_time_as_built(tmp_
     lazy = _snapshot_state(root)
     assert list(lazy.entries.listed()) == expected
     assert lazy.entries._live == {}  # answered from the columns
-    assert [lazy.entries.tags_of(i) for i, *_ in expected] == [e.tags for e in eager.entries.values()]
-    assert lazy.entries._live == {}  # tags decoded from the rows, no entry built
+    assert list(lazy.entries.tag_pairs()) == [(i, e.tags) for i, e in eager.entries.items()]
+    assert list(lazy.entries.listed_of(["k3", "k1"])) == [
+        x for i in ("k3", "k1") for x in expected if x[0] == i
+    ]
+    assert [lazy.entries.changed_of(i) for i, *_ in expected] == [c for _, _, c in expected]
+    assert lazy.entries._live == {}  # tags and times from the rows, no entry built
     with pytest.raises(KeyError):
-        lazy.entries.tags_of("nope")
-    moved = dataclasses.replace(eager.entries["k2"], layer="self", updated_at=5.0)
+        lazy.entries.changed_of("nope")
+    moved = dataclasses.replace(eager.entries["k2"], layer="self", updated_at=5.0, tags=("new",))
     lazy.entries["k2"] = moved
     want = [(i, "self", 5.0) if i == "k2" else (i, layer, c) for i, layer, c in expected]
     assert sorted(lazy.entries.listed()) == sorted(want)
+    assert list(lazy.entries.listed_of(["k2"])) == [("k2", "self", 5.0)]
+    assert dict(lazy.entries.tag_pairs())["k2"] == ("new",)
     assert list(eager.entries.listed()) == expected  # a plain dict answers the same
 
 
