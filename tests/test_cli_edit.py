@@ -305,3 +305,24 @@ def test_a_node_deleted_during_the_edit_keeps_the_text(runner: CliRunner, root: 
     assert "Sorting puts items in my order." in Path(copy).read_text(encoding="utf-8")
     with MdCG(root, read_only=True) as store:
         assert "kp_sorting" not in store
+
+
+def test_a_hand_edit_of_the_file_during_the_edit_is_not_overwritten(
+    runner: CliRunner, root: Path, tmp_path: Path
+) -> None:
+    """Someone edits the .md file itself (no sync, the index does not know) while the copy is
+    open: the whole-file comparison under the lock still sees it."""
+    _, path, _ = stored(root, "kp_sorting")
+    ed = editor(
+        tmp_path,
+        f"store_file = pathlib.Path({str(path)!r})\n"
+        "store_file.write_text(store_file.read_text().replace('in order.', 'in order, by hand.'))\n"
+        "path.write_text(path.read_text().replace('in order.', 'in my order.'))\n",
+    )
+    result = invoke(runner, "edit", "kp_sorting", "--root", root, "--editor", ed)
+    [copy] = editor_log(tmp_path)
+    assert (
+        result.exit_code == 2 and "was changed by another writer while it was being edited" in result.stderr
+    )
+    assert path.read_text(encoding="utf-8").endswith("Sorting puts items in order, by hand.\n\n")
+    assert Path(copy).read_text(encoding="utf-8").endswith("Sorting puts items in my order.\n\n")
