@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import time
 import tomllib
 from pathlib import Path
 
@@ -38,6 +39,10 @@ def test_tutorial_claims_hold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     results, meta = store.search("binary search", k=1, context={"tags": ["domain:computing"]})  # type: ignore[attr-defined]
     assert results[0].tier == "T0"
     assert meta["scanned_share"] == 1.0
+    week = time.time() - 7 * 86400
+    results, meta = store.search("binary search", tag="algorithm", since=week)  # type: ignore[attr-defined]
+    assert [r.id for r in results] == ["kp_bsearch"]
+    assert meta["filter"] == {"tag": "algorithm", "since": week, "until": None, "matching": 1}
     assert store.verify("kp_bsearch", "x", "confirmed").confidence == 0.65  # type: ignore[attr-defined]
     store.close()  # type: ignore[attr-defined]
 
