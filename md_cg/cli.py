@@ -136,11 +136,14 @@ def message(exc: MdcgError) -> str:
         return f"node {exc.node_id!r} is in anchor/ and protected; pass --force to forget it anyway"
     if isinstance(exc, NodeNotFoundError) and exc.hidden == "archived":
         return (
-            f"node {exc.node_id!r} is archived: `mdcg unarchive {exc.node_id}` brings it back "
-            "(`mdcg list --archived` lists the archive)"
+            f"node {exc.node_id!r} is archived: `mdcg get --archived {exc.node_id}` reads it, "
+            f"`mdcg unarchive {exc.node_id}` brings it back"
         )
     if isinstance(exc, NodeNotFoundError) and exc.hidden == "expired":
-        return f"node {exc.node_id!r}: {exc.hint}; `mdcg sweep` removes it (`mdcg list --expired` lists it)"
+        return (
+            f"node {exc.node_id!r}: {exc.hint}; `mdcg get --expired {exc.node_id}` reads it, "
+            "`mdcg sweep` removes it"
+        )
     return " ".join(str(exc).split())
 
 
@@ -488,12 +491,24 @@ def add(
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Node id.")]
 
 
+ArchivedOpt = Annotated[bool, typer.Option("--archived", help="Also read an archived memory.")]
+ExpiredOpt = Annotated[bool, typer.Option("--expired", help="Also read an expired temporary memory.")]
+
+
 @app.command()
-def get(ctx: typer.Context, node_id: IdArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+def get(
+    ctx: typer.Context,
+    node_id: IdArg,
+    archived: ArchivedOpt = False,
+    expired: ExpiredOpt = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Print a memory: its fields, one per line, then its body (--json: the fields as JSON)."""
+    seen = {"include_archived": archived, "include_expired": expired}
     with _open(ctx, root, read_only=True) as store:
-        node = store.get(node_id)
-        path = store.path_of(node_id)
+        node = store.get(node_id, **seen)
+        path = store.path_of(node_id, **seen)
         if json_out:
             _print_json(node_dict(node, str(path)))
         else:
@@ -501,12 +516,20 @@ def get(ctx: typer.Context, node_id: IdArg, root: RootOpt = None, json_out: Json
 
 
 @app.command()
-def show(ctx: typer.Context, node_id: IdArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+def show(
+    ctx: typer.Context,
+    node_id: IdArg,
+    archived: ArchivedOpt = False,
+    expired: ExpiredOpt = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Print a memory's file exactly as stored (frontmatter and body)."""
+    seen = {"include_archived": archived, "include_expired": expired}
     with _open(ctx, root, read_only=True) as store:
-        text = store.read_text(node_id)
+        text = store.read_text(node_id, **seen)
         if json_out:
-            _print_json({"id": node_id, "path": str(store.path_of(node_id)), "text": text})
+            _print_json({"id": node_id, "path": str(store.path_of(node_id, **seen)), "text": text})
         else:
             sys.stdout.write(text)
             sys.stdout.flush()

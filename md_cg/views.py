@@ -141,13 +141,13 @@ class Reads(_Handle):
         hidden = self._hidden(Show(include_expired, include_archived))
         return [e for e in self._engine.entries(layer) if e.id not in hidden]
 
-    def path_of(self, node_id: str) -> Path:
+    def path_of(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Path:
         """Absolute path of a node's file."""
-        return self.root / self._visible(node_id).path
+        return self.root / self._visible(node_id, Show(include_expired, include_archived)).path
 
     def get(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Node:
-        """Read a node from its file. Raises NodeNotFoundError for an unknown id
-        (and, with the same text, for an expired, archived or out-of-scope one)."""
+        """Read a node from its file. Raises NodeNotFoundError for an unknown id (and, with
+        the same text, for an out-of-scope one; an archived or expired one's error says so)."""
         self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
         return self._engine.get(node_id)
 
@@ -245,9 +245,11 @@ class Reads(_Handle):
             chosen = in_window if chosen is None else chosen & in_window
         return chosen
 
-    def read_text(self, node_id: str) -> str:
+    def read_text(
+        self, node_id: str, *, include_expired: bool = False, include_archived: bool = False
+    ) -> str:
         """The node's file exactly as stored: frontmatter and body."""
-        self._visible(check_id(node_id))
+        self._visible(check_id(node_id), Show(include_expired, include_archived))
         return editing.read_text(self._engine, node_id)
 
     def bucket_sizes(self) -> dict[str, int]:

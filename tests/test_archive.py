@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 from pathlib import Path
@@ -272,13 +273,24 @@ def test_why_a_node_is_unreadable_is_said_only_to_a_caller_that_may_know(tmp_pat
         result = runner.invoke(app, [*command, "--root", str(root)])
         assert (result.exit_code, result.stderr) == (
             2,
-            "error: node 's1' is archived: `mdcg unarchive s1` brings it back "
-            "(`mdcg list --archived` lists the archive)\n",
+            "error: node 's1' is archived: `mdcg get --archived s1` reads it, `mdcg unarchive s1` "
+            "brings it back\n",
         ), command
     with MdCG(root) as s:
         s.add(Node(id="temp1", layer="contextual", body="short-lived", retention_tier="temp", expires_at=1e9))
     result = runner.invoke(app, ["get", "temp1", "--root", str(root)])
     assert result.stderr == (
         "error: node 'temp1': it is a temporary memory that expired at 2001-09-09T01:46:40Z; "
-        "`mdcg sweep` removes it (`mdcg list --expired` lists it)\n"
+        "`mdcg get --expired temp1` reads it, `mdcg sweep` removes it\n"
     )
+    with MdCG(root, read_only=True) as s:
+        s1_path = s.path_of("s1", include_archived=True)
+        s1_text = s.read_text("s1", include_archived=True)
+    assert s1_path.parts[-3:] == ("archive", "self", "s1.md")
+    got = runner.invoke(app, ["get", "s1", "--archived", "--root", str(root), "--json"])
+    assert got.exit_code == 0 and json.loads(got.stdout)["path"] == str(s1_path)
+    shown = runner.invoke(app, ["show", "s1", "--archived", "--root", str(root)])
+    assert shown.stdout == s1_text == s1_path.read_text(encoding="utf-8")
+    temp = runner.invoke(app, ["get", "temp1", "--expired", "--root", str(root)])
+    assert temp.exit_code == 0 and "short-lived" in temp.stdout
+    assert runner.invoke(app, ["get", "temp1", "--archived", "--root", str(root)]).exit_code == 2
