@@ -284,13 +284,14 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def inject_items(store: Any, query: str, max_items: int) -> list[recall.InjectItem]:
+def inject_items(store: Any, query: str, max_items: int, tag: str | None = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
-    search results, never filler nor REJECT (recording is the caller's act)."""
+    search results (among the memories with ``tag``, when given), never filler nor REJECT
+    (recording is the caller's act)."""
     budget = recall.adaptive_inject_budget(query, max_items)
     if budget <= 0 or not query.strip():
         return []
-    results, _meta = store.search(query, k=budget, record=False)
+    results, _meta = store.search(query, k=budget, record=False, tag=tag)
     # A REJECT result is one the judge found not applicable to the query (a
     # condition it excludes matched): in a prompt it would mislead.
     return [

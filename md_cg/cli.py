@@ -1061,12 +1061,13 @@ def inject(
     ctx: typer.Context,
     query: Annotated[str, typer.Argument(help="What the prompt is about.")],
     max_items: Annotated[int, typer.Option("--max", "-n", help="Most memories.", min=0)] = 5,
+    tag: TagOpt = None,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Compact memories to put in a prompt (never filler); recorded as an injection."""
     with _open(ctx, root) as store:
-        items = store.inject(query, max_items=max_items)
+        items = store.inject(query, max_items=max_items, tag=tag)
     if json_out:
         _print_json({"query": query, "items": [i.to_dict() for i in items]})
         return

@@ -753,9 +753,11 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
         return {"memory": out}
 
     def inject(
-        query: Query, max_items: Annotated[int, Field(description="Most memories.", ge=0, le=MAX_K)] = 5
+        query: Query,
+        max_items: Annotated[int, Field(description="Most memories.", ge=0, le=MAX_K)] = 5,
+        tag: Tag = None,
     ) -> dict[str, Any]:
-        items = store.inject(query, max_items=max_items)
+        items = store.inject(query, max_items=max_items, tag=tag)
         return {"items": [{**i.to_dict(), "title": clip(i.title, TITLE_CHARS)} for i in items]}
 
     return [

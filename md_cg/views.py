@@ -513,9 +513,11 @@ class Recall(_Handle):
             max_inject_slots=max_inject_slots,
         )
 
-    def inject(self, query: str, max_items: int = 5) -> list[InjectItem]:
-        """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``."""
-        items = access.inject_items(self, query, max_items)
+    def inject(self, query: str, max_items: int = 5, *, tag: str | None = None) -> list[InjectItem]:
+        """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``.
+
+        ``tag``: only memories with this tag (the search filter)."""
+        items = access.inject_items(self, query, max_items, tag)
         if max_items > 0:
             self._record_event("inject", [i.id for i in items])
         return items

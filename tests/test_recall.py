@@ -510,3 +510,16 @@ def test_inject_leaves_out_what_the_judge_rejects(tmp_path: Path) -> None:
     assert [(r.id, r.state) for r in results if not r.filler] == [("kp_bsearch", "REJECT")]
     assert store.inject("binary search over a linked list", 5) == []
     assert [i.id for i in store.inject("binary search sorted array", 5)] == ["kp_bsearch"]
+
+
+def test_inject_keeps_to_a_tag(tmp_path: Path) -> None:
+    store = small_store(tmp_path / "s")
+    body = "# Nginx on ops hosts\n\nnginx reverse proxy on ops\n"
+    store.add(id="kp_nginx_ops", layer="knowledge", body=body, tags=["OPS"])
+    everything = store.inject("configure the nginx reverse proxy", 5)
+    assert {i.id for i in everything} >= {"kp_nginx", "kp_nginx_ops"}
+    tagged = store.inject("configure the nginx reverse proxy", 5, tag="ops")
+    assert [i.id for i in tagged] == ["kp_nginx_ops"]
+    assert store.inject("configure the nginx reverse proxy", 5, tag="nothing-has-it") == []
+    assert logged(store)[-2:] == [{"mode": "inject", "ids": ["kp_nginx_ops"]}, {"mode": "inject", "ids": []}]
+    store.close()
