@@ -715,6 +715,12 @@ def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str)
     """Edit a copy of the node's file in ``editor`` until it is stored, unchanged or given up on."""
     with _open(ctx, root, read_only=True) as store:
         base = store.read_text(node_id)
+        folder = store.path_of(node_id).parent
+    if not os.access(folder, os.W_OK):  # before the editor, not after the typing
+        raise InvalidArgumentError(
+            f"{folder}: the memory's folder is not writable (a read-only file system or copy?); "
+            "nothing was opened for editing"
+        )
     fd, tmp = tempfile.mkstemp(prefix=f"mdcg-{node_id[:40]}-", suffix=".md")
     with os.fdopen(fd, "wb") as f:
         f.write(base.encode("utf-8"))

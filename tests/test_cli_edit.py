@@ -326,3 +326,19 @@ def test_a_hand_edit_of_the_file_during_the_edit_is_not_overwritten(
     )
     assert path.read_text(encoding="utf-8").endswith("Sorting puts items in order, by hand.\n\n")
     assert Path(copy).read_text(encoding="utf-8").endswith("Sorting puts items in my order.\n\n")
+
+
+def test_a_store_that_cannot_be_written_is_refused_before_the_editor(
+    runner: CliRunner, root: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, path, data = stored(root, "kp_sorting")
+    real = os.access
+    monkeypatch.setattr(cli.os, "access", lambda p, mode: False if Path(p) == path.parent else real(p, mode))
+    ed = editor(tmp_path, "path.write_text('typed for nothing')\n")
+    result = invoke(runner, "edit", "kp_sorting", "--root", root, "--editor", ed)
+    assert (result.exit_code, result.stderr) == (
+        2,
+        f"error: {path.parent}: the memory's folder is not writable (a read-only file system or copy?); "
+        "nothing was opened for editing\n",
+    )
+    assert editor_log(tmp_path) == [] and path.read_bytes() == data
