@@ -284,7 +284,7 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def inject_items(store: Any, query: str, max_items: int, tag: str | None = None) -> list[recall.InjectItem]:
+def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
     search results (among the memories with ``tag``, when given), never filler nor REJECT
     (recording is the caller's act)."""

@@ -539,7 +539,17 @@ def _when(value: str | None, option: str) -> float | None:
     return None if value is None else parse_when(value, name=option)
 
 
-TagOpt = Annotated[str | None, typer.Option("--tag", "-t", help="Only memories with this tag.")]
+TagOpt = Annotated[
+    list[str] | None,
+    typer.Option("--tag", "-t", help="Only memories with this tag (repeated: with every one of them)."),
+]
+
+
+def _tags(tags: list[str] | None) -> str | list[str] | None:
+    """The library's tag filter of repeated --tag options."""
+    return None if not tags else tags[0] if len(tags) == 1 else list(tags)
+
+
 SinceOpt = Annotated[
     str | None, typer.Option(help="Changed since: an ISO date/time, or a duration back (7d, 12h, 30m).")
 ]
@@ -567,7 +577,7 @@ def list_(
     with _open(ctx, root, read_only=True) as store:
         total, page = store.list_page(
             layer,
-            tag=tag,
+            tag=_tags(tag),
             since=start,
             until=end,
             limit=limit,
@@ -1073,7 +1083,7 @@ def inject(
 ) -> None:
     """Compact memories to put in a prompt (never filler); recorded as an injection."""
     with _open(ctx, root) as store:
-        items = store.inject(query, max_items=max_items, tag=tag)
+        items = store.inject(query, max_items=max_items, tag=_tags(tag))
     if json_out:
         _print_json({"query": query, "items": [i.to_dict() for i in items]})
         return
@@ -1140,7 +1150,11 @@ def search(
     """
     ctx_value = parse_context(context)
     _check_k(k)
-    window: dict[str, Any] = {"tag": tag, "since": _when(since, "--since"), "until": _when(until, "--until")}
+    window: dict[str, Any] = {
+        "tag": _tags(tag),
+        "since": _when(since, "--since"),
+        "until": _when(until, "--until"),
+    }
     with _open(ctx, root) as store:
         results, meta = store.search(
             query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record, **window

@@ -249,10 +249,19 @@ def select_columns(
     return Page(int(keep.sum()) + len(extra), [entry_of(node_id) for _, node_id in top[offset:end]])
 
 
-def check_window(tag: str | None, since: float | None, until: float | None) -> None:
-    """Refuse a filter that is not a non-blank tag and epoch seconds (InvalidArgumentError)."""
-    if tag is not None and (not isinstance(tag, str) or not tag.strip()):
-        raise InvalidArgumentError(f"tag must be a non-empty string, got {tag!r}", name="tag", value=tag)
+#: A tag filter: one tag, or several that a node must all carry (letter case aside).
+TagFilter = str | Sequence[str]
+
+
+def check_window(tag: TagFilter | None, since: float | None, until: float | None) -> None:
+    """Refuse a filter that is not non-blank tags and epoch seconds (InvalidArgumentError)."""
+    tags = [tag] if isinstance(tag, str) else tag
+    if tag is not None and (
+        not isinstance(tags, Sequence) or not tags or not all(isinstance(t, str) and t.strip() for t in tags)
+    ):
+        raise InvalidArgumentError(
+            f"tag must be a non-empty string or a list of them, got {tag!r}", name="tag", value=tag
+        )
     for name, value in (("since", since), ("until", until)):
         if value is None:
             continue

@@ -413,7 +413,13 @@ def _list_item(e: Entry) -> dict[str, Any]:
 
 def _filter_reply(window: dict[str, Any]) -> dict[str, Any]:
     """A search filter as the reply says it: the tag clipped, the times in ISO form."""
-    out: dict[str, Any] = {"tag": None if window["tag"] is None else clip(window["tag"], TERM_CHARS)}
+    tag = window["tag"]
+    shown: str | list[str] | None
+    if tag is None or isinstance(tag, str):
+        shown = tag if tag is None else clip(tag, TERM_CHARS)
+    else:
+        shown = [clip(t, TERM_CHARS) for t in tag[:TAGS_SHOWN]]
+    out: dict[str, Any] = {"tag": shown}
     out.update({key: None if window[key] is None else iso(window[key]) for key in ("since", "until")})
     out["matching"] = window["matching"]
     return out
@@ -458,7 +464,9 @@ Context = Annotated[
     ),
 ]
 Fill = Annotated[bool, Field(description="Also return hits with no evidence of being about the query.")]
-Tag = Annotated[str | None, Field(description="Only memories with this tag.")]
+Tag = Annotated[
+    str | list[str] | None, Field(description="Only memories with this tag (a list: with every one of them).")
+]
 Since = Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")]
 Until = Annotated[str | None, Field(description="Changed until: ISO date/time or 7d, 12h...")]
 NodeId = Annotated[str, Field(description="A memory id.")]

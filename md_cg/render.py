@@ -234,7 +234,8 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> str:
     )
     window = meta.get("filter")
     if window:
-        parts = [f"tag {window['tag']}"] if window.get("tag") is not None else []
+        tag = window.get("tag")
+        parts = [] if tag is None else [f"tag {tag}" if isinstance(tag, str) else f"tags {' + '.join(tag)}"]
         parts += [f"{key} {iso(window[key])}" for key in ("since", "until") if window.get(key) is not None]
         n = window.get("matching", 0)
         line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"

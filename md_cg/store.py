@@ -457,7 +457,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         neg_limit: int = search_mod.NEGATIVE_LIMIT,
         include_superseded: bool = False,
         *,
-        tag: str | None = None,
+        tag: editing.TagFilter | None = None,
         since: float | None = None,
         until: float | None = None,
     ) -> tuple[list[SearchResult], dict[str, Any]]:

@@ -52,11 +52,16 @@ ARCHIVE_LOG = "archive_log"
 
 
 def filter_meta(
-    only: frozenset[str], hidden: frozenset[str], tag: str | None, since: float | None, until: float | None
+    only: frozenset[str],
+    hidden: frozenset[str],
+    tag: editing.TagFilter | None,
+    since: float | None,
+    until: float | None,
 ) -> dict[str, Any]:
     """A search's ``meta["filter"]``: the filter, and how many memories the caller sees pass it."""
     matching = len(only) - sum(1 for i in hidden if i in only)
-    return {"tag": tag, "since": since, "until": until, "matching": matching}
+    tags = tag if tag is None or isinstance(tag, str) else list(tag)
+    return {"tag": tags, "since": since, "until": until, "matching": matching}
 
 
 class _Handle:
@@ -168,7 +173,7 @@ class Reads(_Handle):
         self,
         layer: str | None = None,
         *,
-        tag: str | None = None,
+        tag: editing.TagFilter | None = None,
         since: float | None = None,
         until: float | None = None,
         limit: int | None = None,
@@ -177,7 +182,8 @@ class Reads(_Handle):
         include_archived: bool = False,
         include_superseded: bool = True,
     ) -> list[Entry]:
-        """Index entries, newest first: of ``layer``, carrying ``tag``, whose last
+        """Index entries, newest first: of ``layer``, carrying ``tag`` (a list: every one of
+        them), whose last
         update (or creation) lies in ``[since, until]`` (seconds since the epoch);
         then ``offset`` and ``limit``. Reads no node file. :meth:`list_page`
         also says how many match."""
@@ -197,7 +203,7 @@ class Reads(_Handle):
         self,
         layer: str | None = None,
         *,
-        tag: str | None = None,
+        tag: editing.TagFilter | None = None,
         since: float | None = None,
         until: float | None = None,
         limit: int | None = None,
@@ -222,7 +228,7 @@ class Reads(_Handle):
         with eng.lock:
             entries = eng.state.entries
             if tag is not None:  # the tag's ids from the state's tag map (built once, then kept)
-                tagged = entries.listed_of(i for i in eng.state.tagged(tag) if i not in hidden)
+                tagged = entries.listed_of(i for i in self._tagged(tag) if i not in hidden)
                 return editing.select(tagged, entries.__getitem__, **window)
             columns = entries.columns()
             if columns is not None:  # opened from a snapshot: numpy passes over its rows
@@ -230,13 +236,23 @@ class Reads(_Handle):
             visible = (row for row in entries.listed() if row[0] not in hidden)
             return editing.select(visible, entries.__getitem__, **window)
 
-    def _filter_ids(self, tag: str | None, since: float | None, until: float | None) -> frozenset[str] | None:
+    def _tagged(self, tag: editing.TagFilter) -> frozenset[str]:
+        """The ids carrying ``tag`` (every one of several), visible or not."""
+        state = self._engine.state
+        if isinstance(tag, str):
+            return state.tagged(tag)
+        sets = sorted((state.tagged(t) for t in tag), key=len)
+        return sets[0].intersection(*sets[1:]) if len(sets) > 1 else sets[0]
+
+    def _filter_ids(
+        self, tag: editing.TagFilter | None, since: float | None, until: float | None
+    ) -> frozenset[str] | None:
         """The ids a search filter lets through (None: no filter), visible or not."""
         if tag is None and since is None and until is None:
             return None
         editing.check_window(tag, since, until)
         state = self._engine.state
-        chosen = state.tagged(tag) if tag is not None else None
+        chosen = self._tagged(tag) if tag is not None else None
         if since is not None or until is not None:
             if chosen is not None and len(chosen) * 8 < len(state.entries):
                 changed = state.entries.changed_of
@@ -513,7 +529,9 @@ class Recall(_Handle):
             max_inject_slots=max_inject_slots,
         )
 
-    def inject(self, query: str, max_items: int = 5, *, tag: str | None = None) -> list[InjectItem]:
+    def inject(
+        self, query: str, max_items: int = 5, *, tag: editing.TagFilter | None = None
+    ) -> list[InjectItem]:
         """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``.
 
         ``tag``: only memories with this tag (the search filter)."""

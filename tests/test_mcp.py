@@ -646,6 +646,11 @@ def test_search_filters_by_tag_and_time_and_says_so(tmp_path: Path) -> None:
             }
             bad = _err(await client.call_tool("search", {"query": "deploy", "until": "soon"}))
             assert bad.startswith("Error executing tool search: until 'soon': expected an ISO date or time")
+            both = _ok(await client.call_tool("search", {"query": "deploy", "tag": ["db", "Ops"]}))
+            assert [r["snippet"] for r in both["results"]] == ["deploy step 1: 发布前检查"]
+            assert both["meta"]["filter"]["tag"] == ["db", "Ops"] and both["meta"]["filter"]["matching"] == 1
+            listed = _ok(await client.call_tool("list", {"tag": ["db", "ops"]}))
+            assert [i["tags"] for i in listed["items"]] == [["OPS", "db"]] and listed["total"] == 1
             plain = _ok(await client.call_tool("search", {"query": "deploy"}))
             assert "filter" not in plain["meta"] and len(plain["results"]) == 4
 

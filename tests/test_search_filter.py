@@ -164,7 +164,12 @@ def test_bad_filters_are_refused_with_their_name(store_path) -> None:
     with MdCG(store_path, read_only=True) as store:
         with pytest.raises(InvalidArgumentError) as err:
             store.search("deploy", tag="  ")
-        assert str(err.value) == "tag must be a non-empty string, got '  '"
+        assert str(err.value) == "tag must be a non-empty string or a list of them, got '  '"
+        for bad in ([], ["ops", " "], ["ops", 3], 7):
+            with pytest.raises(InvalidArgumentError, match="tag must be a non-empty string or a list"):
+                store.search("deploy", tag=bad)  # type: ignore[arg-type]
+            with pytest.raises(InvalidArgumentError, match="tag must be a non-empty string or a list"):
+                store.list_page(tag=bad)  # type: ignore[arg-type]
         with pytest.raises(InvalidArgumentError) as err:
             store.search("deploy", since="7d")  # type: ignore[arg-type]
         assert str(err.value) == (
@@ -210,3 +215,30 @@ def test_the_benchmark_picks_the_tags_nearest_its_shares() -> None:
     assert filter_tags(nodes) == [("a", 0.05), ("B", 0.30)]  # a tie: the first in sorted order
     assert filter_tags(nodes, (0.9,)) == [("all", 1.0)]
     assert filter_tags([Node(id="x", body="b")]) == []
+
+
+def test_several_tags_mean_every_one_of_them(store_path) -> None:
+    both = _passing(store_path, "ops", None, None) & _passing(store_path, "db", None, None)
+    assert 0 < len(both) < len(_passing(store_path, "db", None, None))
+    with MdCG(store_path, read_only=True) as store:
+        got, meta = store.search("deploy 数据库", k=300, judge=False, record=False, tag=["DB", "ops"])
+        page = store.list_page(tag=("ops", "db"))
+        one = store.list_page(tag=["db"])
+    assert {r.id for r in got} == both == {e.id for e in page.entries}
+    assert meta["filter"] == {"tag": ["DB", "ops"], "since": None, "until": None, "matching": len(both)}
+    assert one == store_list(store_path, "db")
+    runner = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "200"})
+    root = str(store_path)
+    listed = json.loads(
+        runner.invoke(app, ["list", "--root", root, "-t", "db", "-t", "OPS", "-n", "300", "--json"]).stdout
+    )
+    assert {i["id"] for i in listed["items"]} == both and listed["total"] == len(both)
+    text = runner.invoke(
+        app, ["search", "deploy", "--root", root, "-t", "db", "-t", "OPS", "--no-record"]
+    ).stdout
+    assert f"filter: tags db + OPS ({len(both)} memories pass)" in " ".join(text.split())
+
+
+def store_list(root, tag: str):
+    with MdCG(root, read_only=True) as store:
+        return store.list_page(tag=tag)
