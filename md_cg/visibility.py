@@ -141,7 +141,7 @@ def not_found(state: IndexState, entry: Entry, scope: Scope | None, show: Show) 
     now = time.time()
     why = reason(state, entry, scope, show, now)
     if why == "archived":
-        return NodeNotFoundError(entry.id, "it is archived: unarchive it to read it", hidden=why)
+        return NodeNotFoundError(entry.id, "it is archived: unarchive it to use it", hidden=why)
     if why == "expired" and entry.expires_at is not None:
         when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.expires_at))
         return NodeNotFoundError(entry.id, f"it is a temporary memory that expired at {when}", hidden=why)
