@@ -103,13 +103,13 @@ class SearchResult:
             "layer": self.entry.layer,
             "path": self.entry.path,
             "title": self.entry.title,
+            "tags": list(self.entry.tags),
             "evidence": self.evidence,
             "filler": self.filler,
             "superseded_by": self.superseded_by,
         }
         if with_node:
             d["body"] = self.node.body
-            d["tags"] = list(self.node.tags)
         return d
 
 

@@ -541,11 +541,13 @@ def test_search_json_has_results_and_meta(runner: CliRunner, root: Path) -> None
         "layer",
         "path",
         "title",
+        "tags",
         "evidence",
         "filler",
         "superseded_by",
     }
     assert (top["id"], top["tier"], top["state"]) == ("kp_bsearch", "T0", "REJECT")
+    assert top["tags"] == ["domain:computing"]  # from the index entry: no file read
     assert "linked list" in top["basis"]
     meta = data["meta"]
     assert meta["routed"] is True and meta["tier"] in ("T1", "T2", "T3")
