@@ -110,6 +110,7 @@ BUDGETS: dict[str, Budget] = {
     "remember": Budget(1_500),
     "update": Budget(1_500),
     "forget": Budget(1_000 + 300 * REPORT_ITEMS),
+    "supersede": Budget(1_500),
     "search": Budget(2_000, 1_100, "k"),
     "recall": Budget(2_000, 1_100, "k"),
     "get": Budget(2_000, 2, "file bytes"),
@@ -142,7 +143,8 @@ Hits with no evidence of being about the query are left out unless fill=true.
 `meta.covered_neg`: falsified hypotheses and open questions your query matches \
 (at most 5; covered_neg_total counts all): read them before repeating an idea.
 Write with `remember`, change with `update`, record checks with `verify`, rate \
-a search with `reflect`, remove with `forget` (with a reason). Before saving \
+a search with `reflect`, remove with `forget` (with a reason). When a fact changes, \
+`remember` the new one and `supersede` the old: search then shows the current one. Before saving \
 several memories, `organize` (dryRun, then apply) finds near-duplicates. Files \
 edited by hand are picked up before each call.
 """
@@ -595,9 +597,20 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
             "dangling_total": len(dangling),
         }
 
+    def supersede(
+        old: Annotated[str, Field(description="The memory that is no longer true (its id).")],
+        new: Annotated[str, Field(description="The memory that replaces it (its id; remember it first).")],
+        reason: Annotated[str, Field(description="Why, in a few words (optional).")] = "",
+    ) -> dict[str, Any]:
+        store.supersede(old, new, reason)
+        return {"old": old, "new": new, "reason": clip(reason, REASON_CHARS), "superseded": True}
+
     return [
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
          "Prefer verify(verdict='falsified') for a memory that proved wrong."),
+        (supersede, "A fact changed: after remembering the new memory, mark the old one as "
+         "superseded by it. Search then shows only the new one (and says so if asked for the "
+         "old); nothing is deleted, the history stays."),
     ]  # fmt: skip
 
 

@@ -69,8 +69,7 @@ def test_archived_nodes_leave_default_reads(tmp_path: Path) -> None:
             s.get("s9")
         # the error says why: nothing is hidden from this (unscoped) caller by saying it
         assert (
-            str(hidden.value)
-            == "no node with id 's1' in this store (it is archived: unarchive it to use it)"
+            str(hidden.value) == "no node with id 's1' in this store (it is archived: unarchive it to use it)"
         )
         assert (hidden.value.hidden, missing.value.hidden) == ("archived", None)
         assert str(missing.value) == "no node with id 's9' in this store"

@@ -34,6 +34,7 @@ TOOLS = {
     "remember",
     "update",
     "forget",
+    "supersede",
     "search",
     "recall",
     "get",
@@ -653,6 +654,43 @@ def test_search_filters_by_tag_and_time_and_says_so(tmp_path: Path) -> None:
             assert [i["tags"] for i in listed["items"]] == [["OPS", "db"]] and listed["total"] == 1
             plain = _ok(await client.call_tool("search", {"query": "deploy"}))
             assert "filter" not in plain["meta"] and len(plain["results"]) == 4
+
+    try:
+        anyio.run(run)
+    finally:
+        server.store.close()
+
+
+def test_supersede_leaves_the_old_fact_out_of_search(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    server = create_server(root)
+
+    async def run() -> None:
+        async with Client(server) as client:
+            old = _ok(
+                await client.call_tool(
+                    "remember", {"body": "The user lives in Berlin (柏林).", "layer": "self"}
+                )
+            )
+            new = _ok(
+                await client.call_tool(
+                    "remember", {"body": "The user lives in Paris (巴黎).", "layer": "self"}
+                )
+            )
+            before = _ok(await client.call_tool("search", {"query": "where does the user live"}))
+            assert {r["id"] for r in before["results"]} == {old["id"], new["id"]}
+            reply = _ok(
+                await client.call_tool(
+                    "supersede", {"old": old["id"], "new": new["id"], "reason": "moved in May"}
+                )
+            )
+            assert reply == {"old": old["id"], "new": new["id"], "reason": "moved in May", "superseded": True}
+            after = _ok(await client.call_tool("search", {"query": "where does the user live"}))
+            assert [r["id"] for r in after["results"]] == [new["id"]]
+            kept = _ok(await client.call_tool("get", {"id": old["id"]}))
+            assert kept["frontmatter"]["valid_until"] and "Berlin" in kept["body"]
+            bad = _err(await client.call_tool("supersede", {"old": "nope", "new": new["id"]}))
+            assert bad == "Error executing tool supersede: no node with id 'nope' in this store"
 
     try:
         anyio.run(run)
