@@ -38,8 +38,8 @@ from md_cg.mcp_server import create_server
 REPO = Path(__file__).resolve().parent.parent
 DOCS = REPO / "docs" / "integrations.md"
 MD_CG_TOOLS = {
-    "remember", "update", "forget", "search", "recall", "get", "list", "neighbours", "verify", "reflect",
-    "organize", "recall_stats", "on_this_day", "inject", "sync", "health",
+    "remember", "update", "forget", "supersede", "search", "recall", "get", "list", "neighbours", "verify",
+    "reflect", "organize", "recall_stats", "on_this_day", "inject", "sync", "health",
 }  # fmt: skip
 
 
