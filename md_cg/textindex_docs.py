@@ -72,6 +72,9 @@ class DocTable:
         self._masks: dict[Scope, np.ndarray] = {}
         self._masks_version = -1
         self._slots_of: tuple[frozenset[str], int, np.ndarray] | None = None
+        self._only_mask: (
+            tuple[frozenset[str], tuple[int, frozenset[int] | None, frozenset[int] | None], np.ndarray] | None
+        ) = None
         self._generation = 0  # bumped when compaction renumbers the slots
         self._rank = np.zeros(0, dtype=np.int64)
         self._rank_key = (-1, -1)
@@ -284,10 +287,16 @@ class DocTable:
         if self._masks_version != self.version:
             self._masks.clear()
             self._masks_version = self.version
-        if scope.only is not None:  # a filter: uncached (it may be large and is made per search)
+        if scope.only is not None:  # a filter: kept for its set object only (it may be large)
+            key = (self.version, scope.layers, scope.buckets)
+            last = self._only_mask
+            if last is not None and last[0] is scope.only and last[1] == key:
+                return last[2]
             chosen = np.zeros(len(self.ids), dtype=bool)
             chosen[self.slots_of(scope.only)] = True
-            return self.mask(Scope(scope.layers, scope.buckets)) & chosen
+            narrowed = self.mask(Scope(scope.layers, scope.buckets)) & chosen
+            self._only_mask = (scope.only, key, narrowed)
+            return narrowed
         mask = self._masks.get(scope)
         if mask is None:
             n = len(self.ids)

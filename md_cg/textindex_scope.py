@@ -12,7 +12,7 @@ Imports only numpy and the standard library.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -61,12 +61,13 @@ class Codes(Protocol):
 class ScopeSlots:
     """Sorted live slots of small scopes, cached per version of one :class:`DocTable`."""
 
-    __slots__ = ("_by", "_cache", "_key")
+    __slots__ = ("_by", "_cache", "_key", "_last_only")
 
     def __init__(self) -> None:
         self._key: tuple[int, int] = (-1, -1)
         self._by: dict[str, tuple[np.ndarray, np.ndarray, int]] = {}
         self._cache: dict[tuple[frozenset[int] | None, frozenset[int] | None], np.ndarray | None] = {}
+        self._last_only: tuple[frozenset[str], Any, np.ndarray | None] | None = None
 
     def slots(self, table: Table, scope: Codes) -> np.ndarray | None:
         """The sorted live slots of ``scope`` (int64) when it is small (:data:`SCOPE_RATIO`), else None."""
@@ -76,9 +77,14 @@ class ScopeSlots:
         if key != self._key:
             self._key, self._by, self._cache = key, {}, {}
         key_codes = (scope.layers, scope.buckets)
-        if scope.only is not None:  # a filter: narrowed each time, never kept (it may be large)
+        if scope.only is not None:  # a filter: kept for its set object only (it may be large)
+            last = self._last_only
+            if last is not None and last[0] is scope.only and last[1] == (key, key_codes):
+                return last[2]
             found = self._cache[key_codes] if key_codes in self._cache else self._find(table, scope)
-            return self._only(table, scope, found)
+            out = self._only(table, scope, found)
+            self._last_only = (scope.only, (key, key_codes), out)
+            return out
         if key_codes in self._cache:
             return self._cache[key_codes]
         out = self._find(table, scope)
