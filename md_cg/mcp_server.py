@@ -303,17 +303,18 @@ def _schema_problems(exc: ValidationError) -> str:
 
 def lean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     """A tool's input schema without what only repeats: titles derived from the
-    parameter names, and ``anyOf [X, null]`` with ``default: null`` for an
-    optional parameter (it is optional by not being ``required``; null is
-    still accepted)."""
+    parameter names, and the ``null`` of ``anyOf [X, ..., null]`` with ``default:
+    null`` for an optional parameter (it is optional by not being ``required``;
+    null is still accepted)."""
     out = {k: v for k, v in schema.items() if k != "title"}
     props = {}
     for name, prop in (schema.get("properties") or {}).items():
         p = {k: v for k, v in prop.items() if k != "title"}
         options = p.get("anyOf")
-        if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        if isinstance(options, list) and len(options) >= 2 and {"type": "null"} in options:
+            rest = [o for o in options if o != {"type": "null"}]
             p.pop("anyOf")
-            p = {**next(o for o in options if o != {"type": "null"}), **p}
+            p = {**rest[0], **p} if len(rest) == 1 else {"anyOf": rest, **p}
             if p.get("default", 0) is None:
                 p.pop("default")
         props[name] = p
@@ -467,7 +468,7 @@ Context = Annotated[
 ]
 Fill = Annotated[bool, Field(description="Also return hits with no evidence of being about the query.")]
 Tag = Annotated[
-    str | list[str] | None, Field(description="Only memories with this tag (a list: with every one of them).")
+    str | list[str] | None, Field(description="Only memories with this tag (a list: all of them).")
 ]
 Since = Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")]
 Until = Annotated[str | None, Field(description="Changed until: ISO date/time or 7d, 12h...")]
@@ -598,9 +599,9 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
         }
 
     def supersede(
-        old: Annotated[str, Field(description="The memory that is no longer true (its id).")],
-        new: Annotated[str, Field(description="The memory that replaces it (its id; remember it first).")],
-        reason: Annotated[str, Field(description="Why, in a few words (optional).")] = "",
+        old: Annotated[str, Field(description="Id of the memory no longer true.")],
+        new: Annotated[str, Field(description="Id of the memory replacing it.")],
+        reason: Annotated[str, Field(description="Why, in a few words.")] = "",
     ) -> dict[str, Any]:
         store.supersede(old, new, reason)
         return {"old": old, "new": new, "reason": clip(reason, REASON_CHARS), "superseded": True}
@@ -608,9 +609,8 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
     return [
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
          "Prefer verify(verdict='falsified') for a memory that proved wrong."),
-        (supersede, "A fact changed: after remembering the new memory, mark the old one as "
-         "superseded by it. Search then shows only the new one (and says so if asked for the "
-         "old); nothing is deleted, the history stays."),
+        (supersede, "A fact changed: after remembering the new memory, mark the old one "
+         "superseded by it (search then shows only the new one; nothing is deleted)."),
     ]  # fmt: skip
 
 

@@ -696,3 +696,50 @@ def test_supersede_leaves_the_old_fact_out_of_search(tmp_path: Path) -> None:
         anyio.run(run)
     finally:
         server.store.close()
+
+
+def test_the_tool_schemas_are_lean_and_still_take_null(tmp_path: Path) -> None:
+    from md_cg.mcp_server import lean_schema
+
+    schema = {
+        "title": "searchArguments",
+        "properties": {
+            "tag": {
+                "anyOf": [
+                    {"type": "string"},
+                    {"type": "array", "items": {"type": "string"}},
+                    {"type": "null"},
+                ],
+                "default": None,
+                "title": "Tag",
+                "description": "d",
+            },
+            "since": {"anyOf": [{"type": "string"}, {"type": "null"}], "default": None, "title": "Since"},
+            "k": {"type": "integer", "default": 5, "title": "K"},
+        },
+        "required": [],
+    }
+    assert lean_schema(schema) == {
+        "properties": {
+            "tag": {
+                "anyOf": [{"type": "string"}, {"type": "array", "items": {"type": "string"}}],
+                "description": "d",
+            },
+            "since": {"type": "string"},
+            "k": {"type": "integer", "default": 5},
+        },
+        "required": [],
+    }
+    server = create_server(tmp_path / "m")
+
+    async def run() -> None:
+        async with Client(server) as client:
+            tools = {t.name: t for t in (await client.list_tools()).tools}
+            assert tools["search"].input_schema["properties"]["tag"]["anyOf"][0] == {"type": "string"}
+            reply = _ok(await client.call_tool("search", {"query": "x", "tag": None, "since": None}))
+            assert "filter" not in reply["meta"]
+
+    try:
+        anyio.run(run)
+    finally:
+        server.store.close()
