@@ -279,8 +279,10 @@ def stats(
 
 def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
     """A node's text for a prompt: the body without its title line, whitespace
-    collapsed, cut at ``limit`` characters (the title travels apart)."""
-    text = " ".join(recall.content_of(body).split())
+    collapsed, cut at ``limit`` characters (the title travels apart). A body
+    that is only its title line (``The user prefers metric units.``) is its
+    own text: the title is cut at 120 characters, and the text must not be empty."""
+    text = " ".join((recall.content_of(body) or body).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 

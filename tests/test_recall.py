@@ -523,3 +523,19 @@ def test_inject_keeps_to_a_tag(tmp_path: Path) -> None:
     assert store.inject("configure the nginx reverse proxy", 5, tag="nothing-has-it") == []
     assert logged(store)[-2:] == [{"mode": "inject", "ids": ["kp_nginx_ops"]}, {"mode": "inject", "ids": []}]
     store.close()
+
+
+def test_a_one_line_memory_is_injected_whole(tmp_path: Path) -> None:
+    """A body that is only its title line is its own text: its title is cut at 120
+    characters, and an empty text would leave the rest out of the prompt."""
+    store = small_store(tmp_path / "s")
+    short = "The user prefers metric units for every okapi measurement."
+    long = "An okapi note on one line: " + "with many words " * 40 + "and its end."
+    store.add(id="one_short", layer="self", body=short)
+    store.add(id="one_long", layer="self", body=long + "\n")
+    items = {i.id: i for i in store.inject("okapi measurement note metric units words end", 5)}
+    assert items["one_short"].text == short and items["one_short"].title == short
+    assert len(items["one_long"].title) == 120 and items["one_long"].title.endswith("…")
+    assert items["one_long"].text == " ".join(long.split())[:479].rstrip() + "…"
+    assert len(items["one_long"].text) == 480
+    store.close()
