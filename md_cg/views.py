@@ -117,10 +117,22 @@ class Reads(_Handle):
             eng.refresh()
             e = eng.state.entries.get(node_id)
         if e is None:
-            raise NodeNotFoundError(node_id)
+            raise self._unknown(node_id, show)
         if not visibility.visible(eng.state, e, self._scope, show):
             raise visibility.not_found(eng.state, e, self._scope, show)
         return e
+
+    def _unknown(self, node_id: str, show: Show) -> NodeNotFoundError:
+        """The error of an unknown id; when it differs from an id the caller sees only by
+        letter case or Unicode normalisation (a typed id), the error names that one."""
+        state = self._engine.state
+        other = state.keys.get(paths.id_key(node_id)) if isinstance(node_id, str) else None
+        e = state.entries.get(other) if other is not None else None
+        if e is not None and visibility.visible(state, e, self._scope, show):
+            return NodeNotFoundError(
+                node_id, f"did you mean {other!r}? ids differ by letter case or Unicode form"
+            )
+        return NodeNotFoundError(node_id)
 
     def __len__(self) -> int:
         return len(self._engine) - len(self._hidden())

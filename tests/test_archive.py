@@ -293,3 +293,24 @@ def test_why_a_node_is_unreadable_is_said_only_to_a_caller_that_may_know(tmp_pat
     temp = runner.invoke(app, ["get", "temp1", "--expired", "--root", str(root)])
     assert temp.exit_code == 0 and "short-lived" in temp.stdout
     assert runner.invoke(app, ["get", "temp1", "--archived", "--root", str(root)]).exit_code == 2
+
+
+def test_an_id_typed_in_another_case_names_the_one_the_caller_sees(tmp_path: Path) -> None:
+    from md_cg import Scope
+
+    root = tmp_path / "m"
+    with _store(root) as s:
+        s.add(id="Café-Notes", layer="contextual", body="notes from the café")
+        s.add(id="theirs-Note", layer="contextual", body="another agent's note", agent_scope="b")
+        with pytest.raises(NodeNotFoundError) as typed:
+            s.get("CAFE\u0301-notes")  # other case, decomposed accent
+        assert str(typed.value) == (
+            "no node with id 'CAFE\u0301-notes' in this store (did you mean 'Café-Notes'? ids differ by "
+            "letter case or Unicode form)"
+        )
+        with pytest.raises(NodeNotFoundError) as missing:
+            s.read_text("cafe-notes")  # no accent: another id
+        assert str(missing.value) == "no node with id 'cafe-notes' in this store"
+    with MdCG(root, scope=Scope(agent="a")) as mine, pytest.raises(NodeNotFoundError) as hidden:
+        mine.get("theirs-note")  # its twin is outside the scope: nothing is named
+    assert str(hidden.value) == "no node with id 'theirs-note' in this store"
