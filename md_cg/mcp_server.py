@@ -56,6 +56,7 @@ from md_cg import (
     IdCollisionError,
     MdCG,
     MdcgError,
+    NodeNotFoundError,
     ProtectedNodeError,
     Scope,
     SearchResult,
@@ -167,6 +168,12 @@ def _message(exc: Exception) -> str:
         return (
             f"memory {exc.node_id!r} is in anchor/ and protected from forgetting; "
             "call `forget` with force=true to forget it anyway"
+        )
+    if isinstance(exc, NodeNotFoundError) and exc.hidden == "archived":
+        # no tool unarchives: say who can
+        return (
+            f"memory {exc.node_id!r} is archived: out of every read until a person runs "
+            f"`mdcg unarchive {exc.node_id}`"
         )
     return " ".join(str(exc).split())
 

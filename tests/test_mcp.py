@@ -691,6 +691,12 @@ def test_supersede_leaves_the_old_fact_out_of_search(tmp_path: Path) -> None:
             assert kept["frontmatter"]["valid_until"] and "Berlin" in kept["body"]
             bad = _err(await client.call_tool("supersede", {"old": "nope", "new": new["id"]}))
             assert bad == "Error executing tool supersede: no node with id 'nope' in this store"
+            server.store.archive([old["id"]])  # a person archived it: the agent is told who can undo that
+            gone = _err(await client.call_tool("get", {"id": old["id"]}))
+            assert gone == (
+                f"Error executing tool get: memory {old['id']!r} is archived: out of every read until a "
+                f"person runs `mdcg unarchive {old['id']}`"
+            )
 
     try:
         anyio.run(run)
