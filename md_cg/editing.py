@@ -217,28 +217,20 @@ def select_columns(
     limit: int | None = None,
     offset: int = 0,
 ) -> Page:
-    """:func:`select` without ``tag``, over :class:`~md_cg.index.Columns` less the
-    ``hidden`` ids: the same page and total, with numpy doing the pass over the
-    snapshot's rows (the entries put since it are few, and go through Python)."""
+    """:func:`select` over :class:`~md_cg.index.Columns` less the ``hidden`` ids:
+    the same page and total, with numpy doing the pass over the snapshot's rows
+    (the entries put since it are few, and go through Python)."""
     _check_page(layer, limit, offset)
-    ids, layers, changed = columns.ids, columns.layers, columns.changed
-    keep = np.ones(len(ids), dtype=bool)
-    keep[columns.dropped] = False
+    ids, changed = columns.ids, columns.changed
+    keep = _window_rows(columns, since, until)
     keep[[r for i in hidden if (r := columns.row_of(i)) is not None]] = False
     if layer is not None:
-        keep &= layers == LAYERS.index(layer)
-    if since is not None:
-        keep &= changed >= since
-    if until is not None:
-        keep &= changed <= until
+        keep &= columns.layers == LAYERS.index(layer)
     rows = np.flatnonzero(keep)
     extra = [
         (-e.changed, e.id)
         for e in columns.extra
-        if e.id not in hidden
-        and (layer is None or e.layer == layer)
-        and (since is None or e.changed >= since)
-        and (until is None or e.changed <= until)
+        if e.id not in hidden and (layer is None or e.layer == layer) and within(e.changed, since, until)
     ]
     end = None if limit is None else offset + limit
     if end is not None and end < len(rows):
@@ -285,16 +277,21 @@ def changed_ids(entries: index.Entries, since: float | None, until: float | None
     columns = entries.columns()
     if columns is None:
         return frozenset(i for i, _, when in entries.listed() if within(when, since, until))
+    ids = columns.ids
+    found = {ids[r] for r in np.flatnonzero(_window_rows(columns, since, until)).tolist()}
+    found.update(e.id for e in columns.extra if within(e.changed, since, until))
+    return frozenset(found)
+
+
+def _window_rows(columns: Columns, since: float | None, until: float | None) -> np.ndarray:
+    """The snapshot rows still standing whose changed time lies in ``[since, until]`` (a mask)."""
     keep = np.ones(len(columns.ids), dtype=bool)
     keep[columns.dropped] = False
     if since is not None:
         keep &= columns.changed >= since
     if until is not None:
         keep &= columns.changed <= until
-    ids = columns.ids
-    found = {ids[r] for r in np.flatnonzero(keep).tolist()}
-    found.update(e.id for e in columns.extra if within(e.changed, since, until))
-    return frozenset(found)
+    return keep
 
 
 def _check_page(layer: str | None, limit: int | None, offset: int) -> None:
