@@ -98,7 +98,7 @@ from typing import Any
 
 from . import ccg
 from .node import Node
-from .script import CJK_CHARS, CJK_RUN_RE, WORD_CHAR, fold, plural_forms
+from .script import CJK_CHARS, CJK_RUN_RE, WORD_CHAR, fold, fold_accents, plural_forms
 
 __all__ = [
     "ACCEPT",
@@ -158,8 +158,10 @@ _MAX_DEPTH = 16
 
 
 def normalize_text(text: str) -> str:
-    """NFKC + case fold + whitespace collapsed and trimmed (:func:`md_cg.script.fold`)."""
-    return fold(text)
+    """NFKC + case fold + whitespace collapsed and trimmed (:func:`md_cg.script.fold`),
+    the diacritics of Latin letters removed (:func:`md_cg.script.fold_accents`):
+    a condition ``in Zürich`` holds for a query about ``zurich``."""
+    return fold_accents(fold(text))
 
 
 # -- prepared forms -----------------------------------------------------------

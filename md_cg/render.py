@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
+from .script import fold_accents
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -72,16 +73,17 @@ def snippet(body: str, terms: Iterable[str] = (), width: int = SNIPPET_CHARS) ->
     The body's first line is its title (shown apart), so the snippet starts
     on the first later line that holds one of ``terms`` (the query terms the
     result matched), else on the second non-blank line, else the first.
-    Whitespace runs become one space.
+    Whitespace runs become one space. Terms and lines are compared case- and
+    accent-folded (``cafe`` finds the line with ``Café``), as the index does.
     """
     lines = [" ".join(line.split()) for line in body.splitlines()]
     lines = [line for line in lines if line]
     if not lines:
         return ""
-    wanted = [t.casefold() for t in terms if t]
+    wanted = [fold_accents(t.casefold()) for t in terms if t]
     start = 1 if len(lines) > 1 else 0
     for i, line in enumerate(lines[1:], 1):
-        folded = line.casefold()
+        folded = fold_accents(line.casefold())
         if any(t in folded for t in wanted):
             start = i
             break

@@ -69,6 +69,7 @@ __all__ = [
     "CYRILLIC_RE",
     "WORD_CHAR",
     "fold",
+    "fold_accents",
     "has_cjk",
     "id_fold",
     "is_cjk",
@@ -144,6 +145,39 @@ def fold(text: str, *, collapse: bool = True) -> str:
         return text.lower()
     folded = unicodedata.normalize("NFKC", text).casefold()
     return " ".join(folded.split()) if collapse else folded
+
+
+def _accent_table() -> dict[int, str | None]:
+    """Latin letters with diacritics -> their base letters; combining marks -> deleted."""
+    table: dict[int, str | None] = dict.fromkeys(range(0x300, 0x370))
+    for block in (range(0xC0, 0x250), range(0x1E00, 0x1F00)):
+        for cp in block:
+            base = "".join(c for c in unicodedata.normalize("NFD", chr(cp)) if not unicodedata.combining(c))
+            if base != chr(cp) and base.isascii() and base.isalpha():
+                table[cp] = base
+    # letters that carry their stroke or ligature in the code point itself (no NFD decomposition)
+    for letters, base in (("øØ", "o"), ("łŁ", "l"), ("đĐ", "d"), ("ħĦ", "h"), ("ŧŦ", "t"), ("ı", "i"),
+                          ("æÆ", "ae"), ("œŒ", "oe")):  # fmt: skip
+        for letter in letters:
+            table[ord(letter)] = base
+    return table
+
+
+_ACCENTS = _accent_table()
+
+
+def fold_accents(text: str) -> str:
+    """``text`` with the diacritics of Latin letters removed: ``café`` -> ``cafe``, ``Zürich`` -> ``Zurich``.
+
+    Precomposed Latin letters (Latin-1 Supplement, Latin Extended-A/B and
+    Additional) become their base letters, ``ø ł đ ħ ŧ ı`` their unstroked
+    ones, ``æ œ`` two letters, and combining diacritical marks (U+0300-036F)
+    are deleted; case is kept, so fold case first. Other scripts are left as
+    they are: Cyrillic ``й``, Greek, Hangul (which NFD would split into jamo)
+    and CJK are unchanged. This is what SQLite FTS5's ``unicode61`` tokenizer
+    does by default, so a memory about ``José`` is found by ``jose``.
+    """
+    return text if text.isascii() else text.translate(_ACCENTS)
 
 
 def id_fold(text: str) -> str:

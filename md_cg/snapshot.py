@@ -73,7 +73,7 @@ from .textindex import TextIndex, lazy_regions, read_postings, slot_order
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 10
+VERSION = 11
 REL = paths.meta(paths.SNAPSHOT)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 from rapidfuzz.utils import default_process
 
-from .script import CJK_CHARS, CJK_SPLIT_RE, is_cjk, is_nfc, is_nfkc, nfkc, stem
+from .script import CJK_CHARS, CJK_SPLIT_RE, fold_accents, is_cjk, is_nfc, is_nfkc, nfkc, stem
 
 __all__ = [
     "CHINESE_QUESTION_WORDS",
@@ -198,7 +198,7 @@ class _WordCache(dict[str, str]):
     def __missing__(self, word: str) -> str:
         if len(self) >= self.limit:
             self.clear()
-        folded = word if word.isascii() else word.casefold()
+        folded = word if word.isascii() else fold_accents(word.casefold())
         term = "" if folded in self.drop else stem(folded)
         self[word] = term
         return term

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from .script import is_cjk
+from .script import fold_accents, is_cjk
 from .text import normalize
 
 __all__ = ["PHRASE_BONUS", "PHRASE_POOL", "contains_phrase", "phrase_key", "title_rerank"]
@@ -38,8 +38,10 @@ PHRASE_BONUS = 2.0
 
 def phrase_key(text: str) -> str:
     """``text`` normalised for phrase comparison: :func:`md_cg.text.normalize`
-    (lower case, punctuation to spaces, NFKC) with runs of spaces made one."""
-    return " ".join(normalize(text).split())
+    (lower case, punctuation to spaces, NFKC), the diacritics of Latin letters
+    removed (:func:`md_cg.script.fold_accents`, as the text index's words), and
+    runs of spaces made one."""
+    return " ".join(fold_accents(normalize(text)).split())
 
 
 def _joins(a: str, b: str) -> bool:

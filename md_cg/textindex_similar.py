@@ -18,7 +18,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 from rapidfuzz.utils import default_process
 
-from .script import CJK_SPLIT_RE, is_cjk, nfkc, stem
+from .script import CJK_SPLIT_RE, fold_accents, is_cjk, nfkc, stem
 
 __all__ = ["SimilarityKeys", "plain_query_terms", "unit_scores"]
 
@@ -40,7 +40,7 @@ def plain_query_terms(query: str) -> list[str]:
         if i % 2:
             out += [part[j : j + 2] for j in range(len(part) - 1)] or [part]
         else:
-            out += [stem(w.casefold()) for w in part.split()]
+            out += [stem(fold_accents(w.casefold())) for w in part.split()]
     return out
 
 
