@@ -274,10 +274,10 @@ class Dir:
         return d
 
     def write_temp(
-        self, name: str, data: BytesLike | Sequence[BytesLike], *, durable: bool = False
+        self, name: str, data: BytesLike | Iterable[BytesLike], *, durable: bool = False
     ) -> tuple[str, os.stat_result]:
-        """Write ``data`` (one buffer, or several written in order) to a fresh temp file
-        beside ``name``; return its name and stat."""
+        """Write ``data`` (one buffer, or several written in order: a generator streams
+        them) to a fresh temp file beside ``name``; return its name and stat."""
         tmp = temp_name(name)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd)
         try:
@@ -494,11 +494,13 @@ def exists(root: str, rel: str) -> bool:
 
 
 def atomic_write(
-    root: str, rel: str, data: BytesLike | Sequence[BytesLike], *, durable: bool = False
+    root: str, rel: str, data: BytesLike | Iterable[BytesLike], *, durable: bool = False
 ) -> os.stat_result:
     """Replace ``root/rel`` with ``data`` atomically (readers see old or new, never half).
 
-    ``data`` may be several buffers, written in order (a large file need not be joined first).
+    ``data`` may be several buffers, written in order (a large file need not be joined
+    first), or a generator of them (a file larger than memory); if it raises, the temp
+    file is removed and ``root/rel`` is left as it was.
     """
     parent, name = _split(rel)
     with Dir(root, parent, create=True, durable=durable) as d:
@@ -913,13 +915,16 @@ class ShardWriter:
         assert self._fh is not None
         ts = time.time_ns()
         first = self._seq + 1
-        lines = []
+        # One buffer: each bytes object from orjson keeps its 4 KiB working buffer, so a
+        # list of a 100k-record batch's lines would hold ~400 MB until it is joined.
+        data = bytearray()
+        dumps = orjson.dumps
         for rec in records:
             self._seq += 1
-            lines.append(orjson.dumps({"ts": ts, "seq": self._seq, **rec}))
-        if not lines:
+            data += dumps({"ts": ts, "seq": self._seq, **rec})
+            data += b"\n"
+        if not data:
             return 0, first
-        data = b"\n".join(lines) + b"\n"
         fd = self._fh.fileno()
         view = memoryview(data)
         try:
