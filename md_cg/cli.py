@@ -45,6 +45,7 @@ from md_cg import (
     DuplicateIdError,
     EditConflictError,
     IdCollisionError,
+    ImportSourceError,
     InvalidArgumentError,
     InvalidNodeError,
     MdCG,
@@ -111,6 +112,8 @@ COMMANDS: tuple[str, ...] = (
     "health",
     "census",
     "migrate",
+    "import",
+    "export",
     "rebuild",
     "compact",
     "bench",
@@ -156,6 +159,9 @@ class _Group(TyperGroup):
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
+        except ImportSourceError as exc:  # a line per bad record
+            first, *rest = str(exc).splitlines()
+            _error_line(first, rest)
         except MdcgError as exc:
             _error_line(message(exc))
         except FileNotFoundError as exc:
@@ -180,9 +186,11 @@ class _Group(TyperGroup):
             _error_line(f"{where}{exc.strerror or exc}; nothing stored was lost: make room, then {again}")
 
 
-def _error_line(message: str) -> None:
+def _error_line(message: str, details: list[str] | None = None) -> None:
     first = " ".join(message.split())
     typer.echo(f"error: {first}", err=True)
+    for line in details or ():
+        typer.echo(line, err=True)
     raise typer.Exit(EXIT_ERROR)
 
 
@@ -1334,21 +1342,21 @@ def census(
         typer.echo(f"{len(skipped)} unreadable file(s) or row(s) skipped", err=True)
 
 
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")]
+DurableOpt = Annotated[bool, typer.Option("--durable", help="fsync every file (slow, power-cut safe).")]
+
+
 @app.command()
 def migrate(
     ctx: typer.Context,
     src: Annotated[Path, typer.Argument(metavar="SRC", help="The sqlite database (read-only).")],
     dest: Annotated[Path, typer.Argument(metavar="DEST", help="The store folder (created).")],
-    dry_run: Annotated[
-        bool, typer.Option("--dry-run", help="Report what would change; write nothing.")
-    ] = False,
+    dry_run: DryRunOpt = False,
     verify_only: Annotated[
         bool, typer.Option("--verify-only", help="Only compare DEST with SRC (no writes).")
     ] = False,
     batch: Annotated[int, typer.Option(help="Nodes per group commit.", min=1)] = 500,
-    durable: Annotated[
-        bool, typer.Option("--durable", help="fsync every file (slow, power-cut safe).")
-    ] = False,
+    durable: DurableOpt = False,
     no_resume: Annotated[
         bool, typer.Option("--no-resume", help="Ignore an interrupted run's journal; start over.")
     ] = False,
@@ -1391,6 +1399,99 @@ def migrate(
     if strict and report.bad_rows:
         typer.echo(f"--strict: {len(report.bad_rows)} bad row(s) in the source", err=True)
         raise typer.Exit(EXIT_FAILED)
+
+
+@app.command(name="import")
+def import_(
+    ctx: typer.Context,
+    source: Annotated[
+        str,
+        typer.Argument(metavar="SOURCE", help="JSON lines, or a JSON array of memories ('-': stdin)."),
+    ],
+    layer: Annotated[
+        str, typer.Option("--layer", "-l", help="Layer of the records that name none.")
+    ] = "knowledge",
+    tag: Annotated[
+        list[str] | None, typer.Option("--tag", "-t", help="A tag added to every record (repeatable).")
+    ] = None,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite", help="Replace stored memories whose id a record gives with other content."
+        ),
+    ] = False,
+    skip_bad: Annotated[
+        bool,
+        typer.Option(
+            "--skip-bad", help="Import the good records and list the bad ones (default: refuse all)."
+        ),
+    ] = False,
+    dry_run: DryRunOpt = False,
+    batch: Annotated[int, typer.Option(help="Records per commit.", min=1)] = 500,
+    durable: DurableOpt = False,
+    quiet: QuietOpt = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
+    """Import memories from JSON lines (mdcg export, or other tools' text/content/memory records)."""
+    from md_cg import import_nodes
+
+    with _open(ctx, root, read_only=dry_run) as store, _bar(ctx, quiet, "importing") as update:
+        report = import_nodes(
+            store,
+            source,
+            layer=layer,
+            tags=tuple(tag or ()),
+            overwrite=overwrite,
+            skip_bad=skip_bad,
+            dry_run=dry_run,
+            batch=batch,
+            durable=durable or None,
+            progress=update,
+        )
+    if json_out:
+        _print_json(report.to_dict())
+        return
+    typer.echo(report.summary())
+    for bad in report.bad[:10]:
+        typer.echo(f"  left out: {bad}")
+    if len(report.bad) > 10:
+        typer.echo(f"  ... and {len(report.bad) - 10} more (--json lists them all)")
+
+
+@app.command()
+def export(
+    ctx: typer.Context,
+    out: Annotated[
+        Path | None, typer.Option("--out", "-o", help="Write to this file (replaced whole); default: stdout.")
+    ] = None,
+    layer: Annotated[str | None, typer.Option("--layer", "-l", help="Only this layer.")] = None,
+    tag: TagOpt = None,
+    since: SinceOpt = None,
+    until: UntilOpt = None,
+    archived: Annotated[bool, typer.Option("--archived", help="Also export archived memories.")] = False,
+    expired: Annotated[
+        bool, typer.Option("--expired", help="Also export expired temporary memories.")
+    ] = False,
+    root: RootOpt = None,
+) -> None:
+    """Export memories as JSON lines (every field and the body), in id order."""
+    from md_cg import export_nodes
+
+    start, end = _when(since, "--since"), _when(until, "--until")
+    with _open(ctx, root, read_only=True) as store:
+        report = export_nodes(
+            store,
+            "-" if out is None else out,
+            layer=layer,
+            tag=_tags(tag),
+            since=start,
+            until=end,
+            include_archived=archived,
+            include_expired=expired,
+        )
+    if out is not None:
+        typer.echo(f"exported {report.count} memories to {report.target}")
 
 
 def _maintenance_out(report: Any, json_out: bool, what: str, extra: dict[str, Any] | None = None) -> None:

@@ -16,7 +16,7 @@ import errno
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 
 class MdcgError(Exception):
@@ -293,6 +293,17 @@ class EditConflictError(MdcgError):
         )
         self.node_id = node_id
         self.kept = kept
+
+
+class ImportSourceError(MdcgError):
+    """A source of :func:`md_cg.transfer.import_nodes` cannot be imported: unreadable,
+    bad records, or ids taken. ``problems`` lists the records at fault
+    (:class:`md_cg.transfer.BadRecord`: where, id, reason); the message names the
+    source and the first of them."""
+
+    def __init__(self, message: str, problems: Sequence[Any] = ()) -> None:
+        super().__init__(message)
+        self.problems = list(problems)
 
 
 class OrganizeApplyError(MdcgError):

@@ -547,7 +547,7 @@ def _tally(report: MigrationReport, row: RowResult) -> Node | None:
     return node
 
 
-def _classify(store: MdCG | None, root: Path, node: Node) -> str:
+def classify(store: MdCG | None, root: Path, node: Node) -> str:
     """What ``add_many(overwrite=True)`` will do with ``node``: created/updated/moved/unchanged."""
     rel = layout.rel_path(node)
     current = store.entry(node.id).path if store is not None and node.id in store else None
@@ -636,7 +636,7 @@ def _dry_run(
                 continue
             done += 1
             if node is not None:
-                _count(report, node, _classify(store, dest, node))
+                _count(report, node, classify(store, dest, node))
             if done % report.batch == 0:
                 _tick(progress, done, total)
         _tick(progress, done, total)

@@ -18,6 +18,7 @@ and :mod:`md_cg.script`.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import re
 import reprlib
@@ -253,6 +254,21 @@ def slug_id(text: str) -> str:
     Text with nothing to slug gives ``note-<hex>``. The result always passes
     :func:`check_id`.
     """
+    return check_id(f"{_slug(text)}-{secrets.token_hex(3)}")
+
+
+def content_id(text: str) -> str:
+    """:func:`slug_id` with the suffix taken from ``text`` itself (its SHA-256), not at random.
+
+    The same text always gives the same id, so an import of records without
+    ids can be run twice and store each memory once.
+    """
+    digest = hashlib.sha256(str(text).encode("utf-8", "surrogatepass")).hexdigest()
+    return check_id(f"{_slug(text)}-{digest[:6]}")
+
+
+def _slug(text: str) -> str:
+    """The slug part of :func:`slug_id` (``note`` when nothing can be slugged)."""
     first = next((line for line in str(text).splitlines() if line.strip()), "")
     folded = fold(first, collapse=False)
     chars = [c if unicodedata.category(c)[0] in _SLUG_KEEP else "-" for c in folded]
@@ -261,7 +277,7 @@ def slug_id(text: str) -> str:
         cut = slug[:SLUG_CHARS]
         dash = cut.rfind("-")
         slug = (cut[:dash] if dash >= SLUG_CHARS // 2 else cut).strip("-")
-    return check_id(f"{slug or 'note'}-{secrets.token_hex(3)}")
+    return slug or "note"
 
 
 def check_layer(layer: object) -> str:

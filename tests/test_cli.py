@@ -70,8 +70,8 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     assert set(COMMANDS) == {
         "init", "add", "get", "show", "list", "update", "edit", "rename", "delete", "forget", "archive",
         "unarchive", "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
-        "verify", "reflect", "sync", "health", "census", "migrate", "rebuild", "compact", "bench",
-        "demo", "mcp",
+        "verify", "reflect", "sync", "health", "census", "migrate", "import", "export", "rebuild", "compact",
+        "bench", "demo", "mcp",
     }  # fmt: skip
     docs = DOCS.read_text(encoding="utf-8")
     top = run(runner, "--help").stdout

@@ -1,0 +1,500 @@
+"""Memories in and out as JSON lines: :func:`export_nodes` and :func:`import_nodes`.
+
+Export
+    One JSON object per line and per node, in id order: the node's fields as
+    its file's frontmatter holds them (times as ISO 8601 text, absent fields
+    left out, custom keys kept) and its ``body`` last. Filters as ``list``:
+    a layer, tags, a time window, archived and expired nodes on request.
+    Reads the node files and writes none of them.
+
+Import
+    Reads JSON lines (one object per line; blank lines are skipped), or one
+    JSON document: an array of objects, or an object holding one under
+    ``results`` or ``memories`` (what memory services' exports and APIs
+    return). Each object is a node: the fields of a node file, with the text
+    under ``body`` -- or ``text``, ``content`` or ``memory``, the names other
+    memory tools use. A record without a ``layer`` takes the ``layer``
+    argument, a record without ``created_at`` the time of the import, and
+    ``tags`` are added to every record's. Keys the node model does not know
+    are kept in the node's frontmatter.
+
+    A record without an ``id`` gets :func:`md_cg.node.content_id` of its
+    text: the same text always gives the same id. So an import can be run
+    again (after a crash, or on a file that grew) and stores every memory
+    once: a record whose node file would hold exactly the bytes it holds now
+    is ``unchanged`` and not written.
+
+    Every record is checked before anything is written; a bad record (not
+    JSON, not an object, no text, a field of the wrong type, an id given to
+    two different records) fails the whole import with an error that names
+    the source, the line and the field -- or, with ``skip_bad=True``, is
+    reported and left out. A record whose id is in the store with other
+    content is refused unless ``overwrite=True`` replaces it. Records are
+    written ``batch`` at a time, each batch one commit (all or nothing, even
+    across a crash); ``dry_run=True`` reports what would happen and writes
+    nothing. Times are stored as given (``add_many(stamp=False)``), and each
+    node gets its retention decision as a migrated node does.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, NamedTuple
+
+import orjson
+
+from . import editing, fsops, nodefile
+from .errors import DuplicateIdError, ImportSourceError, InvalidNodeError, MdcgError, NodeNotFoundError
+from .index import Entry
+from .migrate import classify
+from .node import Node, build_node, check_layer, content_id
+from .store import MdCG
+
+__all__ = [
+    "BODY_KEYS",
+    "BadRecord",
+    "ExportReport",
+    "ImportReport",
+    "export_nodes",
+    "import_nodes",
+    "read_records",
+]
+
+#: Where a record's text may be, first found wins (``memory``: mem0's name for it).
+BODY_KEYS = ("body", "text", "content", "memory")
+#: Keys of a JSON document that hold its list of records.
+LIST_KEYS = ("results", "memories")
+#: Records per commit.
+DEFAULT_BATCH = 500
+#: Bad records an error message lists (the report holds them all).
+SHOWN = 10
+
+ProgressFn = Callable[[int, int], Any]
+
+
+class BadRecord(NamedTuple):
+    """A record that did not become a node: where it is (``line N`` or ``record N``),
+    its id when it has one, and why."""
+
+    where: str
+    node_id: str | None
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.reason}"
+
+
+@dataclass
+class ImportReport:
+    """What an import (or its dry run) found and did.
+
+    ``records``: the records read; ``created`` / ``updated`` (``moved`` of them
+    changed folder) / ``unchanged`` (the file already holds exactly these
+    bytes: not written); ``repeated``: records identical to an earlier one of
+    the source (stored once); ``bad``: the records left out (``skip_bad``).
+    """
+
+    source: str
+    dry_run: bool = False
+    records: int = 0
+    created: int = 0
+    updated: int = 0
+    moved: int = 0
+    unchanged: int = 0
+    repeated: int = 0
+    bad: list[BadRecord] = field(default_factory=list)
+    ids: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": self.source,
+            "dry_run": self.dry_run,
+            "records": self.records,
+            "created": self.created,
+            "updated": self.updated,
+            "moved": self.moved,
+            "unchanged": self.unchanged,
+            "repeated": self.repeated,
+            "bad": [r._asdict() for r in self.bad],
+            "seconds": round(self.seconds, 3),
+        }
+
+    def summary(self) -> str:
+        """One line: ``memories.jsonl: 120 record(s): 118 new, 0 changed, 2 unchanged (0.41 s)``."""
+        parts = [f"{self.created} new", f"{self.updated} changed", f"{self.unchanged} unchanged"]
+        if self.moved:
+            parts[1] += f" ({self.moved} moved)"
+        if self.repeated:
+            parts.append(f"{self.repeated} repeated in the source")
+        if self.bad:
+            parts.append(f"{len(self.bad)} bad left out")
+        dry = "; dry run: nothing was written" if self.dry_run else ""
+        return f"{self.source}: {self.records} record(s): {', '.join(parts)} ({self.seconds:.2f} s{dry})"
+
+
+@dataclass
+class ExportReport:
+    """What an export wrote: how many nodes, and where (``-``: the given stream)."""
+
+    count: int
+    target: str
+    ids: list[str] = field(default_factory=list)
+
+
+# -- reading records ---------------------------------------------------------------------
+
+
+def _read_source(source: str | os.PathLike[str] | IO[bytes]) -> tuple[str, bytes]:
+    """(name, bytes) of ``source``: a path, ``"-"`` (stdin) or a binary stream."""
+    if isinstance(source, (str, os.PathLike)) and str(source) != "-":
+        path = Path(source)
+        try:
+            return str(path), path.read_bytes()
+        except OSError as exc:
+            raise ImportSourceError(f"{path}: cannot read it: {exc.strerror or exc}") from exc
+    stream = sys.stdin.buffer if not isinstance(source, io.IOBase) and str(source) == "-" else source
+    assert not isinstance(stream, (str, os.PathLike))
+    return "<stdin>" if stream is sys.stdin.buffer else str(
+        getattr(stream, "name", "<stream>")
+    ), stream.read()
+
+
+def read_records(data: bytes) -> Iterator[tuple[str, Any]]:
+    """``(where, value)`` of every record of ``data``: JSON lines, or one JSON document.
+
+    A document is an array of records or an object holding one under
+    ``results`` or ``memories``; any other object is one record. ``where`` is
+    ``line N`` for JSON lines, ``record N`` (1-based) for a document's array.
+    A line that is not JSON gives ``(where, ImportSourceError)``; so does a
+    document that is not (one error, where its JSON breaks): data that starts
+    with ``[``, or with a line holding only ``{``, is a document, anything
+    else JSON lines.
+    """
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    if not data.strip():
+        return
+    try:
+        whole = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        head = data.lstrip()
+        if head.startswith(b"[") or head.split(b"\n", 1)[0].strip() == b"{":  # an array, a spread object
+            yield f"line {exc.lineno}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
+            return
+        yield from _json_lines(data)
+        return
+    if isinstance(whole, dict):
+        listed = [whole[k] for k in LIST_KEYS if isinstance(whole.get(k), list)]
+        whole = listed[0] if len(listed) == 1 else [whole]
+    if not isinstance(whole, list):
+        whole = [whole]
+    for i, value in enumerate(whole, 1):
+        yield f"record {i}", value
+
+
+def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
+    for n, line in enumerate(data.split(b"\n"), 1):
+        if line.strip():
+            try:
+                yield f"line {n}", orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
+
+
+def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> Node:
+    """The node of one record; raises InvalidNodeError or ImportSourceError naming the problem."""
+    if isinstance(value, ImportSourceError):
+        raise value
+    if not isinstance(value, dict):
+        raise ImportSourceError(f"expected a JSON object, got {type(value).__name__}")
+    meta = dict(value)
+    key = next((k for k in BODY_KEYS if k in meta), None)
+    if key is None:
+        raise ImportSourceError(f"no text: give it as {', '.join(repr(k) for k in BODY_KEYS)}")
+    body = meta.pop(key)
+    if not isinstance(body, str):
+        raise InvalidNodeError(f"field {key!r} must be text (got {type(body).__name__})", field=key)
+    if not body.strip():
+        raise InvalidNodeError(f"field {key!r} is empty: a memory needs some text", field=key)
+    if meta.get("layer") is None:
+        meta["layer"] = layer
+    if tags:
+        given = meta.get("tags")
+        if given is not None and not isinstance(given, list):
+            raise InvalidNodeError(f"field 'tags' must be a list (got {type(given).__name__})", field="tags")
+        meta["tags"] = list(dict.fromkeys([*(given or []), *tags]))
+    if meta.get("id") is None:
+        meta["id"] = content_id(body)
+    if meta.get("created_at") is None:
+        meta["created_at"] = now
+    node, problems = build_node(meta, body)
+    if problems:
+        raise problems[0]
+    return node
+
+
+def _parse(
+    data: bytes, layer: str, tags: Sequence[str], now: float, report: ImportReport
+) -> tuple[list[tuple[str, Node]], frozenset[str]]:
+    """The good records' nodes (a repeat of an identical record once), and the ids of
+    those that had no ``created_at`` (stamped ``now``); bad records into ``report.bad``."""
+    nodes: list[tuple[str, Node]] = []
+    stamped: set[str] = set()
+    first: dict[str, tuple[str, bytes]] = {}
+    for where, value in read_records(data):
+        report.records += 1
+        given = value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
+        try:
+            node = _record_node(value, layer, tags, now)
+            text = nodefile.dumps(node).encode("utf-8")  # too large, or a lone surrogate: named here
+        except (MdcgError, UnicodeError) as exc:
+            report.bad.append(BadRecord(where, given, _reason(exc)))
+            continue
+        seen = first.get(node.id)
+        if seen is None:
+            first[node.id] = (where, text)
+            nodes.append((where, node))
+            if not (isinstance(value, dict) and value.get("created_at") is not None):
+                stamped.add(node.id)
+        elif seen[1] == text:
+            report.repeated += 1
+        else:
+            report.bad.append(
+                BadRecord(where, node.id, f"id {node.id!r} is also on {seen[0]}, with other content")
+            )
+    return nodes, frozenset(stamped)
+
+
+def _reason(exc: BaseException) -> str:
+    """The error's message without the ``node 'x': `` prefix the node model puts on it
+    (the record's place is named instead; a generated id would mean nothing)."""
+    text = str(exc)
+    node_id = getattr(exc, "node_id", None)
+    prefix = f"node {node_id!r}: " if node_id is not None else ""
+    return text[len(prefix) :] if prefix and text.startswith(prefix) else text
+
+
+def _bad_error(
+    name: str, bad: Sequence[BadRecord], what: str, done: str = "nothing was imported"
+) -> ImportSourceError:
+    shown = "\n".join(f"  {name}: {b}" for b in bad[:SHOWN])
+    more = f"\n  ... and {len(bad) - SHOWN} more" if len(bad) > SHOWN else ""
+    return ImportSourceError(f"{name}: {len(bad)} {what}; {done}\n{shown}{more}", bad)
+
+
+# -- import ---------------------------------------------------------------------------------
+
+
+def import_nodes(
+    store: MdCG,
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    layer: str = "knowledge",
+    tags: Sequence[str] = (),
+    overwrite: bool = False,
+    skip_bad: bool = False,
+    dry_run: bool = False,
+    batch: int = DEFAULT_BATCH,
+    durable: bool | None = None,
+    progress: ProgressFn | None = None,
+) -> ImportReport:
+    """Import the records of ``source`` (a path, ``"-"`` for stdin, or a binary stream)
+    into ``store``; see the module docstring. ``progress(done, total)`` is called after
+    each batch. Raises :class:`ImportSourceError` naming the source (and each bad record's
+    line and field) when nothing can be imported."""
+    started = time.perf_counter()
+    check_layer(layer)
+    if batch < 1:
+        raise ValueError("batch must be at least 1")
+    name, data = _read_source(source)
+    report = ImportReport(name, dry_run=dry_run)
+    nodes, stamped = _parse(data, layer, tuple(tags), time.time(), report)
+    if report.bad and not skip_bad:
+        raise _bad_error(name, report.bad, "bad record(s)")
+    writer = _Writer(store, name, overwrite, stamped, durable)
+    plan = writer.plan(nodes)
+    taken = _taken(plan)
+    if taken:
+        raise _bad_error(name, taken, "record(s) whose id is taken (--overwrite replaces other content)")
+    report.ids = [node.id for _w, node, _s in plan]
+    if not dry_run:
+        plan = writer.write(plan, batch, progress)
+    for _where, _node, status in plan:
+        report.unchanged += status == "unchanged"
+        report.created += status == "created"
+        report.updated += status in ("updated", "moved")
+        report.moved += status == "moved"
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+Planned = list[tuple[str, Node, str]]
+
+
+@dataclass(frozen=True)
+class _Writer:
+    """One import's writes into ``store``: what each node's write does, and the commits.
+
+    ``stamped``: the ids whose record gave no ``created_at`` (stamped with the import's
+    time); ``overwrite``: replace other content under a record's id."""
+
+    store: MdCG
+    name: str
+    overwrite: bool
+    stamped: frozenset[str]
+    durable: bool | None
+
+    def plan(self, nodes: list[tuple[str, Node]]) -> Planned:
+        """Each node with what writing it does (created / updated / moved / unchanged),
+        or with why it may not be written (an id taken by other content, without
+        ``overwrite``; an id held by an archived or expired node).
+
+        A stamped node that is stored already takes the stored node's ``created_at``:
+        the same record imported again is the same memory, not a newer one."""
+        plan: Planned = []
+        for where, node in nodes:
+            held = _held(self.store, node.id)
+            if held is None:  # a new id (most of an import): nothing to compare
+                plan.append((where, node, "created"))
+                continue
+            if node.id in self.stamped and held.created_at is not None:
+                node.created_at = held.created_at
+            status = classify(self.store, self.store.root, node)
+            if status == "created":  # archived or expired: out of the reads classify looks at
+                status = f"id {node.id!r} is held by an archived or expired memory ({held.path})"
+            elif status in ("updated", "moved") and not self.overwrite:
+                status = f"id {node.id!r} is in the store with other content ({held.path})"
+            plan.append((where, node, status))
+        return plan
+
+    def write(self, plan: Planned, batch: int, progress: ProgressFn | None) -> Planned:
+        """Commit ``batch`` nodes at a time; return each node with what its write did."""
+        done: Planned = []
+        for start in range(0, len(plan), batch):
+            done += self.commit(plan[start : start + batch], start)
+            if progress is not None:
+                progress(len(done), len(plan))
+        return done
+
+    def commit(self, chunk: Planned, before: int) -> Planned:
+        """One batch as one commit. Without ``overwrite`` a node is only ever added:
+        when another writer stored one of the ids meanwhile, the batch is planned
+        again -- the same content is then ``unchanged`` (two imports of one file both
+        succeed), other content stops the import with the ids named."""
+        for _attempt in range(3):
+            pending = [n for _w, n, status in chunk if status != "unchanged"]
+            if not pending:
+                return chunk
+            try:
+                self.store.add_many(
+                    pending, overwrite=self.overwrite, durable=self.durable, stamp=False, decide=True
+                )
+                return chunk
+            except DuplicateIdError as exc:
+                error = exc
+            self.store.refresh()
+            chunk = self.plan([(where, node) for where, node, _s in chunk])
+            taken = _taken(chunk)
+            if taken:
+                raise _bad_error(
+                    self.name,
+                    taken,
+                    "record(s) whose id another writer took during the import",
+                    f"this batch was not written, the {before} record(s) before it were",
+                )
+        raise ImportSourceError(
+            f"{self.name}: the batch from {chunk[0][0]} to {chunk[-1][0]} was not written: {error}; "
+            f"the {before} record(s) before it were imported (running the import again goes on)"
+        )
+
+
+def _taken(plan: Planned) -> list[BadRecord]:
+    return [BadRecord(where, node.id, status) for where, node, status in plan if status.startswith("id ")]
+
+
+def _held(store: MdCG, node_id: str) -> Entry | None:
+    """The index entry of the node ``node_id`` in any state, or None."""
+    try:
+        return store.entry(node_id, include_archived=True, include_expired=True)
+    except NodeNotFoundError:
+        return None
+
+
+# -- export ---------------------------------------------------------------------------------
+
+
+def export_nodes(
+    store: MdCG,
+    target: str | os.PathLike[str] | IO[bytes],
+    *,
+    layer: str | None = None,
+    tag: editing.TagFilter | None = None,
+    since: float | None = None,
+    until: float | None = None,
+    include_archived: bool = False,
+    include_expired: bool = False,
+) -> ExportReport:
+    """Write the nodes the caller sees (filtered as :meth:`MdCG.list_nodes`) to ``target``
+    as JSON lines, in id order; see the module docstring.
+
+    ``target``: a path (written to a temporary file first and renamed, so a
+    failed export leaves no half file), ``"-"`` for stdout, or a binary stream.
+    A node whose file went away during the export is left out."""
+    if layer is not None:
+        check_layer(layer)
+    entries = store.list_nodes(
+        layer,
+        tag=tag,
+        since=since,
+        until=until,
+        include_archived=include_archived,
+        include_expired=include_expired,
+    )
+    ids = sorted(e.id for e in entries)
+    written: list[str] = []
+    chunks = _chunks(_export_lines(store, ids, include_archived, include_expired), written)
+    if isinstance(target, (str, os.PathLike)) and str(target) != "-":
+        path = Path(target).absolute()
+        fsops.atomic_write(str(path.parent), path.name, chunks)
+        return ExportReport(len(written), str(path), written)
+    stream = sys.stdout.buffer if not isinstance(target, io.IOBase) else target
+    for chunk in chunks:
+        stream.write(chunk)
+    stream.flush()
+    return ExportReport(len(written), "-", written)
+
+
+def _export_lines(
+    store: MdCG, ids: Iterable[str], include_archived: bool, include_expired: bool
+) -> Iterator[tuple[str, bytes]]:
+    for node_id in ids:
+        try:
+            node = store.get(node_id, include_archived=include_archived, include_expired=include_expired)
+        except NodeNotFoundError:
+            continue
+        record = node.to_dict(iso_times=True)
+        record["body"] = node.body
+        yield node_id, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _chunks(lines: Iterable[tuple[str, bytes]], written: list[str], size: int = 1 << 20) -> Iterator[bytes]:
+    """The lines joined into buffers of about ``size`` bytes, each id noted in ``written``.
+
+    One buffer, not a list of lines: each bytes object from orjson keeps its 4 KiB
+    working buffer, so 100k lines held apart would take ~400 MB."""
+    buf = bytearray()
+    for node_id, line in lines:
+        written.append(node_id)
+        buf += line
+        if len(buf) >= size:
+            yield bytes(buf)
+            buf.clear()
+    if buf:
+        yield bytes(buf)

@@ -1,0 +1,397 @@
+"""JSON-lines export and import: round trips byte for byte, idempotent re-runs, named errors, races."""
+
+from __future__ import annotations
+
+import io
+import multiprocessing
+import time
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from conftest import build_small_store, node_tree, tree_listing
+from typer.testing import CliRunner
+
+from md_cg import (
+    ImportSourceError,
+    MdCG,
+    content_id,
+    export_nodes,
+    import_nodes,
+)
+from md_cg.cli import app
+
+
+def md_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.md"))}
+
+
+def exported(store: MdCG, **kw: Any) -> list[dict[str, Any]]:
+    out = io.BytesIO()
+    export_nodes(store, out, **kw)
+    return [orjson.loads(line) for line in out.getvalue().splitlines()]
+
+
+@pytest.fixture
+def varied(tmp_path: Path) -> Path:
+    """A store of many kinds of node: layers, buckets, CJK, edges, conditions, custom keys."""
+    root = build_small_store(tmp_path / "a")
+    with MdCG(root) as store:
+        store.add(
+            body="周五禁止部署，运维团队决定\n第二行", id="zh", tags=["ops", "domain:运维"], importance=0.9
+        )
+        store.add(
+            body="José likes the café on Rue Cler", id="jose", layer="self", extra={"source": "chat 12"}
+        )
+        store.add(body="Context: the deploy freeze", id="ctx", layer="contextual", confidence=0.25)
+        store.add(body="to archive", id="old")
+        store.archive("old")
+    return root
+
+
+# -- export ------------------------------------------------------------------------------------
+
+
+def test_export_writes_every_field_and_the_body_in_id_order(varied: Path) -> None:
+    with MdCG(varied, read_only=True) as store:
+        records = exported(store)
+        want = {i: store.get(i) for i in store.ids()}
+    assert [r["id"] for r in records] == sorted(want)
+    assert {"anc_rule", "ctx", "jose", "kp_bsearch", "kp_sorting", "zh"} < set(want) and "old" not in want
+    for record in records:
+        node = want[record["id"]]
+        assert record == {**node.to_dict(iso_times=True), "body": node.body}
+    jose = next(r for r in records if r["id"] == "jose")
+    assert jose["source"] == "chat 12" and jose["layer"] == "self"
+    assert jose["created_at"].endswith("Z")
+
+
+def test_export_filters_as_list_does(varied: Path) -> None:
+    with MdCG(varied, read_only=True) as store:
+        assert [r["id"] for r in exported(store, tag="ops")] == ["zh"]
+        assert [r["id"] for r in exported(store, layer="self")] == ["jose"]
+        assert "old" not in {r["id"] for r in exported(store)}
+        assert "old" in {r["id"] for r in exported(store, include_archived=True)}
+        assert exported(store, since=time.time() + 3600) == []
+
+
+def test_export_to_a_file_replaces_it_whole_and_leaves_no_temp(varied: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / "all.jsonl"
+    target.parent.mkdir()
+    target.write_text("stale\n")
+    with MdCG(varied, read_only=True) as store:
+        report = export_nodes(store, target)
+        ids = store.ids()
+    assert report.count == len(ids) and report.ids == ids and report.target == str(target)
+    assert [orjson.loads(x)["id"] for x in target.read_bytes().splitlines()] == ids
+    assert sorted(p.name for p in target.parent.iterdir()) == ["all.jsonl"]
+
+
+# -- round trip --------------------------------------------------------------------------------
+
+
+def test_export_then_import_gives_the_same_files_byte_for_byte(varied: Path, tmp_path: Path) -> None:
+    dump = tmp_path / "dump.jsonl"
+    with MdCG(varied, read_only=True) as store:
+        export_nodes(store, dump)
+    n = len(dump.read_bytes().splitlines())
+    assert n == 7  # the small store's four, zh, jose, ctx; not the archived one
+    with MdCG(tmp_path / "b") as target:
+        report = import_nodes(target, dump)
+        assert (report.records, report.created, report.unchanged, report.updated) == (n, n, 0, 0)
+    before = md_files(varied)
+    del before["archive/knowledge/orphan/old.md"]  # not exported
+    assert md_files(tmp_path / "b") == before
+    # a second run writes nothing at all: every file keeps its mtime
+    tree = node_tree(tmp_path / "b")
+    with MdCG(tmp_path / "b") as target:
+        again = import_nodes(target, dump)
+        assert (again.created, again.unchanged, again.updated) == (0, n, 0)
+        assert target.search("café", record=False)[0][0].id == "jose"
+    assert node_tree(tmp_path / "b") == tree
+
+
+def test_records_of_other_tools_become_memories(tmp_path: Path) -> None:
+    source = tmp_path / "mem0.json"
+    source.write_bytes(
+        orjson.dumps(
+            {
+                "results": [
+                    {
+                        "id": "7f3c2a1e-1b2c-4d5e-8f90-123456789abc",
+                        "memory": "Likes window seats",
+                        "user_id": "alice",
+                        "created_at": "2024-07-20T01:23:45.5-07:00",
+                        "categories": ["travel"],
+                    },
+                    {"text": "Prefers tea over coffee"},
+                    {"content": "Lives in Zürich", "tags": ["home"], "layer": "self"},
+                ]
+            }
+        )
+    )
+    t0 = time.time()
+    with MdCG(tmp_path / "m") as store:
+        report = import_nodes(store, source, tags=["imported"])
+        t1 = time.time()
+        assert report.ids == ["7f3c2a1e-1b2c-4d5e-8f90-123456789abc", content_id("Prefers tea over coffee"),
+                              content_id("Lives in Zürich")]  # fmt: skip
+        first = store.get(report.ids[0])
+        assert first.body == "Likes window seats"
+        assert first.created_at == 1721463825.5
+        assert first.extra == {"user_id": "alice", "categories": ["travel"]}
+        assert first.tags == ["imported"]
+        tea = store.get(report.ids[1])
+        assert tea.layer == "knowledge" and t0 <= tea.created_at <= t1
+        zurich = store.get(report.ids[2])
+        assert (zurich.layer, zurich.tags) == ("self", ["home", "imported"])
+        assert [h.id for h in store.search("zurich", record=False)[0] if not h.filler] == [zurich.id]
+
+
+def test_content_ids_make_a_re_run_store_each_memory_once(tmp_path: Path) -> None:
+    lines = b'{"text": "alpha note"}\n\n{"text": "beta note"}\n{"text": "alpha note"}\n'
+    assert content_id("alpha note") == content_id("alpha note") != content_id("beta note")
+    assert content_id("alpha note").startswith("alpha-note-")
+    with MdCG(tmp_path / "m") as store:
+        first = import_nodes(store, io.BytesIO(lines))
+        assert (first.records, first.created, first.repeated) == (3, 2, 1)
+        second = import_nodes(store, io.BytesIO(lines + b'{"text": "gamma note"}\n'))
+        assert (second.records, second.created, second.unchanged, second.repeated) == (4, 1, 2, 1)
+        assert sorted(store.ids()) == sorted(content_id(t) for t in ("alpha note", "beta note", "gamma note"))
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+BAD = (
+    b'{"text": "good one"}\n'
+    b'{"text": 3}\n'
+    b"not json\n"
+    b"[1]\n"
+    b'{"body": "x", "importance": "high"}\n'
+    b'{"layer": "knowledge"}\n'
+    b'{"id": "dup", "body": "a"}\n'
+    b'{"id": "dup", "body": "b"}\n'
+    b'{"id": "../escape", "body": "c"}\n'
+)
+BAD_LINES = [
+    "line 2: field 'text' must be text (got int)",
+    "line 3: not JSON: invalid literal, expected 'null' (column 1)",
+    "line 4: expected a JSON object, got list",
+    "line 5: field 'importance' must be a number between 0 and 1 (got 'high')",
+    "line 6: no text: give it as 'body', 'text', 'content', 'memory'",
+    "line 8: id 'dup' is also on line 7, with other content",
+]
+
+
+def test_bad_records_are_named_and_nothing_is_written(tmp_path: Path) -> None:
+    source = tmp_path / "bad.jsonl"
+    source.write_bytes(BAD)
+    with MdCG(tmp_path / "m") as store:
+        before = tree_listing(tmp_path / "m")
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(store, source)
+        assert tree_listing(tmp_path / "m") == before
+    lines = str(err.value).splitlines()
+    assert lines[0] == f"{source}: 7 bad record(s); nothing was imported"
+    assert lines[1:7] == [f"  {source}: {x}" for x in BAD_LINES]
+    assert lines[7].startswith(f"  {source}: line 9: ") and "escape" in lines[7]
+    assert [p.where for p in err.value.problems] == [f"line {n}" for n in (2, 3, 4, 5, 6, 8, 9)]
+
+
+def test_skip_bad_imports_the_good_records_and_lists_the_rest(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as store:
+        report = import_nodes(store, io.BytesIO(BAD), skip_bad=True)
+        assert (report.records, report.created, len(report.bad)) == (9, 2, 7)
+        assert [str(b) for b in report.bad[:6]] == BAD_LINES
+        assert sorted(store.ids()) == sorted([content_id("good one"), "dup"])
+        assert store.get("dup").body == "a"
+
+
+def test_a_broken_json_document_is_one_error_where_it_breaks(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as store, pytest.raises(ImportSourceError) as err:
+        import_nodes(store, io.BytesIO(b'[\n {"text": "a"},\n {"text": "b",}\n]\n'))
+    assert [str(p) for p in err.value.problems] == [
+        "line 3: not JSON: trailing comma is not allowed (column 14)"
+    ]
+
+
+def test_an_id_held_with_other_content_is_refused_unless_overwrite(varied: Path, tmp_path: Path) -> None:
+    source = tmp_path / "x.jsonl"
+    source.write_bytes(
+        b'{"id": "new1", "body": "fresh"}\n{"id": "zh", "body": "other text"}\n{"id": "old", "body": "z"}\n'
+    )
+    with MdCG(varied) as store:
+        before = node_tree(varied)
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(store, source)
+        assert node_tree(varied) == before
+        assert [str(p) for p in err.value.problems] == [
+            f"line 2: id 'zh' is in the store with other content ({store.entry('zh').path})",
+            "line 3: id 'old' is held by an archived or expired memory (archive/knowledge/orphan/old.md)",
+        ]
+        source.write_bytes(b'{"id": "new1", "body": "fresh"}\n{"id": "zh", "body": "other text"}\n')
+        report = import_nodes(store, source, overwrite=True)
+        assert (report.created, report.updated, report.moved) == (1, 1, 1)  # zh left the 运维 bucket
+        assert store.get("zh").body == "other text"
+
+
+def test_a_dry_run_writes_nothing_and_counts_what_would_change(varied: Path, tmp_path: Path) -> None:
+    source = tmp_path / "x.jsonl"
+    source.write_bytes(b'{"id": "new1", "body": "fresh"}\n{"id": "zh", "body": "other text"}\n')
+    before = tree_listing(varied)
+    with MdCG(varied, read_only=True) as store:
+        report = import_nodes(store, source, overwrite=True, dry_run=True)
+    assert (report.created, report.updated, report.unchanged, report.dry_run) == (1, 1, 0, True)
+    assert tree_listing(varied) == before
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+
+def cli(*args: Any, input: bytes | None = None) -> Any:
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    return runner.invoke(app, [str(a) for a in args], input=input, catch_exceptions=False)
+
+
+def test_cli_export_pipes_into_import(varied: Path, tmp_path: Path) -> None:
+    out = cli("export", "--root", varied, "--tag", "ops")
+    assert out.exit_code == 0
+    assert [orjson.loads(x)["id"] for x in out.stdout_bytes.splitlines()] == ["zh"]
+    dest = tmp_path / "b"
+    cli("init", "--root", dest)
+    got = cli("import", "-", "--root", dest, "--tag", "moved", input=out.stdout_bytes)
+    assert got.exit_code == 0
+    assert got.stdout.startswith("<stdin>: 1 record(s): 1 new, 0 changed, 0 unchanged (")
+    with MdCG(dest, read_only=True) as store:
+        assert store.get("zh").tags == ["ops", "domain:运维", "moved"]
+    as_json = cli("import", "-", "--root", dest, "--tag", "moved", "--json", input=out.stdout_bytes)
+    data = orjson.loads(as_json.stdout)
+    assert {k: data[k] for k in ("records", "created", "unchanged", "bad")} == {
+        "records": 1, "created": 0, "unchanged": 1, "bad": []
+    }  # fmt: skip
+
+
+def test_cli_import_lists_bad_records_on_stderr_and_exits_2(tmp_path: Path) -> None:
+    source = tmp_path / "bad.jsonl"
+    source.write_bytes(BAD)
+    cli("init", "--root", tmp_path / "m")
+    result = CliRunner(env={"MDCG_ROOT": None}).invoke(
+        app, ["import", str(source), "--root", str(tmp_path / "m")]
+    )
+    assert result.exit_code == 2
+    lines = result.stderr.splitlines()
+    assert lines[0] == f"error: {source}: 7 bad record(s); nothing was imported"
+    assert lines[1:7] == [f"  {source}: {x}" for x in BAD_LINES]
+
+
+# -- processes -------------------------------------------------------------------------------------
+
+
+def _import_in_process(root: str, source: str, queue: Any) -> None:
+    with MdCG(root) as store:
+        report = import_nodes(store, source, batch=50)
+    queue.put((report.created, report.unchanged))
+
+
+def test_two_processes_importing_one_file_store_every_memory_once(tmp_path: Path) -> None:
+    source = tmp_path / "many.jsonl"
+    texts = [f"memory number {i}: {'独特' if i % 3 else 'plain'} words {i * 7}" for i in range(600)]
+    source.write_bytes(b"".join(orjson.dumps({"text": t}) + b"\n" for t in texts))
+    root = tmp_path / "m"
+    MdCG(root).close()
+    ctx = multiprocessing.get_context("spawn")
+    queue = ctx.Queue()
+    procs = [ctx.Process(target=_import_in_process, args=(str(root), str(source), queue)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+        assert p.exitcode == 0
+    results = [queue.get(timeout=5) for _ in procs]
+    assert sum(created for created, _ in results) == 600
+    assert all(created + unchanged == 600 for created, unchanged in results)
+    with MdCG(root, read_only=True) as store:
+        assert set(store.ids()) == {content_id(t) for t in texts}
+        assert all(store.get(content_id(t)).body == t for t in texts[::37])
+
+
+def test_cli_import_never_creates_a_store(tmp_path: Path) -> None:
+    source = tmp_path / "n.jsonl"
+    source.write_bytes(b'{"text": "from a file"}\n')
+    result = CliRunner(env={"MDCG_ROOT": None}).invoke(
+        app, ["import", str(source), "--root", str(tmp_path / "m")]
+    )
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"error: {tmp_path / 'm'}: no such store folder")
+    assert not (tmp_path / "m").exists()
+
+
+def test_a_failed_export_leaves_the_old_file_and_no_temp(
+    varied: Path, tmp_path: Path, monkeypatch: Any
+) -> None:
+    target = tmp_path / "out" / "all.jsonl"
+    target.parent.mkdir()
+    target.write_text("stale\n")
+    with MdCG(varied, read_only=True) as store:
+        real_get, calls = store.get, []
+
+        def failing_get(node_id: str, **kw: Any) -> Any:
+            calls.append(node_id)
+            if len(calls) == 3:
+                raise OSError(5, "Input/output error", node_id)
+            return real_get(node_id, **kw)
+
+        monkeypatch.setattr(store, "get", failing_get)
+        with pytest.raises(OSError, match="Input/output error"):
+            export_nodes(store, target)
+    assert target.read_text() == "stale\n"
+    assert sorted(p.name for p in target.parent.iterdir()) == ["all.jsonl"]
+
+
+def _racing(store: MdCG, other_root: Path, lines: bytes) -> None:
+    """Make the first add_many of ``store`` meet what another handle stored just before."""
+    real = store.add_many
+    state = {"first": True}
+
+    def add_many(nodes: Any, **kw: Any) -> Any:
+        if state["first"]:
+            state["first"] = False
+            with MdCG(other_root) as other:
+                import_nodes(other, io.BytesIO(lines))
+        return real(nodes, **kw)
+
+    store.add_many = add_many  # type: ignore[method-assign]
+
+
+def test_ids_another_writer_stored_the_same_meanwhile_count_as_unchanged(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    lines = b'{"text": "one"}\n{"text": "two"}\n{"id": "three", "body": "three", "created_at": 5}\n'
+    with MdCG(root) as store:
+        _racing(store, root, lines)
+        report = import_nodes(store, io.BytesIO(lines))
+        assert (report.created, report.unchanged, report.updated) == (0, 3, 0)
+        assert sorted(store.ids()) == sorted([content_id("one"), content_id("two"), "three"])
+
+
+def test_an_id_another_writer_took_with_other_content_stops_the_import_named(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    lines = b'{"id": "a", "body": "mine"}\n{"id": "b", "body": "mine too"}\n{"id": "c", "body": "third"}\n'
+    with MdCG(root) as store:
+        _racing(store, root, b'{"id": "b", "body": "theirs"}\n')
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(store, io.BytesIO(lines), batch=2)
+        assert str(err.value).splitlines() == [
+            "<stream>: 1 record(s) whose id another writer took during the import; "
+            "this batch was not written, the 0 record(s) before it were",
+            f"  <stream>: line 2: id 'b' is in the store with other content ({store.entry('b').path})",
+        ]
+        assert store.ids() == ["b"] and store.get("b").body == "theirs"
+
+
+def test_json_lines_with_a_bad_first_line_still_read_the_others(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as store:
+        report = import_nodes(store, io.BytesIO(b'{"text": "broken"\n{"text": "fine"}\r\n'), skip_bad=True)
+        assert [str(b) for b in report.bad] == ["line 1: not JSON: unexpected end of data (column 18)"]
+        assert store.ids() == [content_id("fine")]
