@@ -37,6 +37,7 @@ from .index import Entry, IndexState, layer_code
 from .judge import judge as judge_node
 from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
+from .script import is_cjk
 from .synonyms import SynonymTable
 from .text import expand_query, synonym_terms
 from .textindex_phrase import PHRASE_POOL, title_rerank
@@ -55,6 +56,11 @@ MIN_EVIDENCE_WEIGHT = 0.2
 #: evidence (:meth:`md_cg.textindex.TextIndex.similarity_ideal`): a typo such as
 #: "binery search" explains ~0.75, "xyzzy plugh" against real text ~0.2.
 FUZZY_FLOOR = 0.5
+#: Least share of the distinct CJK characters of a query that a hit matching
+#: none of the query's other terms (no word, no character bigram) must hold to
+#: count as evidence: ``分`` alone (from ``分桶``) is no evidence of being about
+#: ``二分查找``, but ``猫`` is of being about ``猫咪``.
+CJK_CHAR_SHARE = 0.5
 _SIMILARITY_TIERS = ("T1", "T3")
 
 _NEGATIVE_CODES = [layer_code(name) for name in sorted(NEGATIVE_LAYERS)]
@@ -431,9 +437,13 @@ def _evidence(
 
     A synonym term is evidence only when the hit holds every term of one
     synonym phrase in ``groups`` that gives it (a whole synonym, not a word
-    of one).
+    of one). A hit holding none of the query's own terms but single CJK
+    characters is evidence only when it holds at least :data:`CJK_CHAR_SHARE`
+    of the query's characters (its ``terms`` still list them).
     """
     weight = dict(terms)
+    chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
+    need = math.ceil(len(chars) * CJK_CHAR_SHARE)
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
     ideal = 0.0
     if any(tier in _SIMILARITY_TIERS for _, (_, tier) in hits):
@@ -452,7 +462,10 @@ def _evidence(
             share = min(1.0, score / ideal) if ideal > 0 else 0.0
             why["fuzzy"] = round(share, 3)
             fuzzy_ok = share >= FUZZY_FLOOR
-        out[doc_id] = (why, not (why["terms"] or why["synonyms"] or fuzzy_ok))
+        own = why["terms"]
+        if own and len(own) < need and all(t in chars for t in own):
+            own = []  # a character or two of a longer CJK query
+        out[doc_id] = (why, not (own or why["synonyms"] or fuzzy_ok))
     return out
 
 

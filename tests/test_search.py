@@ -393,3 +393,22 @@ def test_a_word_of_a_synonym_phrase_is_no_evidence(store: MdCG) -> None:
     assert by_id["dating"].evidence == {"terms": [], "synonyms": []}
     assert by_id["dating"].state == "DEFER"
     assert by_id["dating"].basis.startswith("DEFER: no evidence it is about the query (filler)")
+
+
+def test_one_cjk_character_of_a_longer_query_is_no_evidence(store: MdCG) -> None:
+    # 二分查找 shares only 分 with 分桶策略: filler, never ACCEPT; 二分法 shares the bigram 二分;
+    # 猫 is half of 猫咪, so 小猫 is about it.
+    store.add_many(
+        [
+            note("bucket", "分桶策略按条件键分组", domain="存储"),
+            note("halving", "二分法每步把区间减半", domain="算法"),
+            note("kitten", "小猫在窗台上睡觉", domain="动物"),
+        ]
+    )
+    results, _ = store.search("二分查找", k=5)
+    by_id = {r.id: r for r in results}
+    assert (by_id["halving"].filler, by_id["halving"].evidence["terms"]) == (False, ["二分", "二", "分"])
+    assert (by_id["bucket"].filler, by_id["bucket"].evidence["terms"]) == (True, ["分"])
+    assert by_id["bucket"].state == "DEFER"
+    assert [(r.id, r.filler) for r in store.search("猫咪", k=5)[0] if r.id == "kitten"] == [("kitten", False)]
+    assert [(r.id, r.filler) for r in store.search("分", k=5)[0] if r.id == "bucket"] == [("bucket", False)]
