@@ -343,7 +343,7 @@ def _reason(r: SearchResult) -> str:
     return clip(basis[len(prefix) :] if basis.startswith(prefix) else basis, REASON_CHARS)
 
 
-def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
+def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> dict[str, Any]:
     ev = r.evidence
     d: dict[str, Any] = {"id": r.id, "title": clip(r.title, TITLE_CHARS), "layer": r.entry.layer}
     d["tier"] = r.tier
@@ -354,8 +354,8 @@ def _result(r: SearchResult, reasons: dict[str, int]) -> dict[str, Any]:
     if r.entry.confidence is not None:
         d["confidence"] = r.entry.confidence
     matched = [*ev.get("terms", []), *ev.get("synonyms", [])]
-    if matched:
-        d["matched"] = [clip(t, TERM_CHARS) for t in matched[:TERMS_SHOWN]]
+    if matched:  # the query's words as the agent wrote them, not their stems ("coffee", not "coffe")
+        d["matched"] = [clip(words.get(t, t), TERM_CHARS) for t in matched[:TERMS_SHOWN]]
     if "fuzzy" in ev:
         d["fuzzy"] = ev["fuzzy"]
     if r.filler:
@@ -383,7 +383,8 @@ def search_reply(
     """The ``search`` reply: results (filler left out unless ``fill``), reasons once, counts, meta."""
     shown = [r for r in results if fill or not r.filler]
     reasons: dict[str, int] = {}
-    items = [_result(r, reasons) for r in shown]
+    words = meta.get("words", {})
+    items = [_result(r, reasons, words) for r in shown]
     counts: dict[str, int] = {}
     for r in shown:
         if r.state is not None:

@@ -39,7 +39,7 @@ from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import is_cjk
 from .synonyms import SynonymTable
-from .text import expand_query, synonym_terms
+from .text import expand_query, synonym_terms, term_words
 from .textindex_phrase import PHRASE_POOL, title_rerank
 
 TIERS = ("T0", "T1", "T2", "T3")
@@ -251,6 +251,7 @@ def run(
         "big_domain": p.big_domain,
         "big_domain_scores": p.big_domain_scores,
         "terms": [[term, weight] for term, weight in expansion.terms],
+        "words": term_words(query),
         "scanned": largest_scope,
         "scanned_by_tier": ladder.scanned,
         "scanned_share": min(1.0, largest_scope / total) if total else 0.0,

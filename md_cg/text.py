@@ -58,6 +58,7 @@ __all__ = [
     "is_cjk",
     "normalize",
     "query_terms",
+    "term_words",
 ]
 
 _NUMPY_BIGRAMS = 128  # CJK characters from which bigrams are built with numpy
@@ -293,6 +294,20 @@ class Analyzer:
             s = self._question_re.sub(" ", s)
         return _terms(s, self._qwords, self.query_unigrams)
 
+    def term_words(self, text: str) -> dict[str, str]:
+        """The words of the query ``text`` whose term is not the word itself, by term:
+        ``{"coffe": "coffee", "zurich": "zürich"}`` for ``Coffee in Zürich`` (the word as
+        :func:`normalize` leaves it: lower case, no punctuation). What a reply shows in
+        place of a stem or a folded term; CJK terms are the query's own text already."""
+        out: dict[str, str] = {}
+        s = normalize(text)
+        words = s.split() if s.isascii() else " ".join(CJK_SPLIT_RE.split(s)[0::2]).split()
+        for word in words:
+            term = self._qwords[word]
+            if term and term != word:
+                out.setdefault(term, word)
+        return out
+
     def synonym_terms(self, phrase: str) -> list[str]:
         """Terms a synonym adds to a query: :meth:`query_terms` without single CJK characters.
 
@@ -482,6 +497,11 @@ def analyze_batch(texts: Iterable[str]) -> TermBatch:
 def query_terms(text: str) -> list[str]:
     """Query terms of ``text`` with the default :class:`Analyzer` (see the module doc)."""
     return _DEFAULT.query_terms(text)
+
+
+def term_words(text: str) -> dict[str, str]:
+    """:meth:`Analyzer.term_words` of the default analyzer: query word by term, where they differ."""
+    return _DEFAULT.term_words(text)
 
 
 def synonym_terms(phrase: str) -> list[str]:

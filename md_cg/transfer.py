@@ -14,9 +14,10 @@ Import
     return). Each object is a node: the fields of a node file, with the text
     under ``body`` -- or ``text``, ``content`` or ``memory``, the names other
     memory tools use. A record without a ``layer`` takes the ``layer``
-    argument, a record without ``created_at`` the time of the import, and
-    ``tags`` are added to every record's. Keys the node model does not know
-    are kept in the node's frontmatter.
+    argument, a record without ``created_at`` the time of the import (or,
+    when its id is stored already, the stored node's), and ``tags`` are
+    added to every record's. Keys the node model does not know are kept in
+    the node's frontmatter.
 
     A record without an ``id`` gets :func:`md_cg.node.content_id` of its
     text: the same text always gives the same id. So an import can be run
@@ -29,11 +30,14 @@ Import
     two different records) fails the whole import with an error that names
     the source, the line and the field -- or, with ``skip_bad=True``, is
     reported and left out. A record whose id is in the store with other
-    content is refused unless ``overwrite=True`` replaces it. Records are
-    written ``batch`` at a time, each batch one commit (all or nothing, even
-    across a crash); ``dry_run=True`` reports what would happen and writes
-    nothing. Times are stored as given (``add_many(stamp=False)``), and each
-    node gets its retention decision as a migrated node does.
+    content is refused unless ``overwrite=True`` replaces it; one held by an
+    archived or expired node is always refused. Records are written
+    ``batch`` at a time, each batch one commit (all or nothing, even across
+    a crash); a batch that meets ids another process stored meanwhile is
+    planned again (the same content is then ``unchanged``). ``dry_run=True``
+    reports what would happen and writes nothing. Times are stored as given
+    (``add_many(stamp=False)``), and each node gets its retention decision as
+    a migrated node does.
 """
 
 from __future__ import annotations

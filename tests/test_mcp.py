@@ -156,7 +156,7 @@ async def _reads(session: ClientSession, root: Path) -> None:
         "why": 0,
         "score": top["score"],
         "confidence": 0.6,
-        "matched": ["binari", "search"],
+        "matched": ["binary", "search"],  # the words as the agent wrote them, not the stem "binari"
         "snippet": "Binary search halves the search interval at every step.",
     }
     assert found["reasons"][0] == BSEARCH_REASON and "body" not in top and "basis" not in top

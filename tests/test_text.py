@@ -313,3 +313,13 @@ def test_analyze_batch_keys_decode_to_the_terms():
     assert (
         [batch.terms(i) for i in range(3)] == batch.all_terms() == [["cat", "二分", "二", "分"], [], ["猫"]]
     )
+
+
+def test_term_words_map_stems_and_folded_terms_back_to_the_query_words():
+    assert text.term_words("Binary searches in Zürich, 二分查找 for cafés!") == {
+        "binari": "binary",
+        "search": "searches",
+        "zurich": "zürich",
+        "cafe": "cafés",
+    }
+    assert text.term_words("the what 中文") == {}
