@@ -369,22 +369,40 @@ def _status(ctx: typer.Context, quiet: bool, label: str) -> Iterator[Callable[[s
 
 
 @app.command()
-def init(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+def init(
+    ctx: typer.Context,
+    git: Annotated[
+        bool,
+        typer.Option(
+            "--git",
+            help="Also set up this git clone: the merge driver, and hooks that sync the index after a pull.",
+        ),
+    ] = False,
+    root: RootOpt = None,
+    json_out: JsonOpt = False,
+) -> None:
     """Create a store folder (layer folders, .mdcg/, .gitignore, .gitattributes). Idempotent.
 
     .gitattributes sends node files to md-cg's git merge driver; the lines
-    printed say how to enable it in a clone (docs/git.md).
+    printed say how to enable it in a clone, or --git does it (docs/git.md).
     """
+    from md_cg import configure_clone
     from md_cg import install_merge_driver as install
 
     with _open(ctx, root, create=True) as store:
         store.init_folder()
         how = install(store.root)
+        done = configure_clone(store.root) if git else []
         if json_out:
-            _print_json({"root": str(store.root), "nodes": len(store), "merge_driver": how})
+            _print_json({"root": str(store.root), "nodes": len(store), "merge_driver": how, "git": done})
         else:
             typer.echo(f"store ready at {store.root} ({len(store)} nodes)")
-            typer.echo(how, nl=False)
+            if git:
+                attributes = store.root / ".gitattributes"
+                typer.echo(f"{attributes} sends node files to the md-cg merge driver (commit it)")
+                typer.echo("\n".join(done))
+            else:
+                typer.echo(how, nl=False)
 
 
 def _parse_edge(spec: str) -> dict[str, Any]:

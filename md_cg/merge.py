@@ -55,7 +55,7 @@ from typing import Any
 import orjson
 
 from . import nodefile
-from .errors import InvalidNodeError, MalformedNodeFileError, MergeError
+from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
 from .node import LAYERS, Node
 
 #: The frontmatter key that marks a node left with a true merge conflict.
@@ -580,6 +580,80 @@ def install_merge_driver(root: Path) -> str:
         f"  git -C {where} config merge.{DRIVER_NAME}.name 'md-cg node files'\n"
         f"  git -C {where} config merge.{DRIVER_NAME}.driver {shlex.quote(driver_command())}\n"
     )
+
+
+# -- setting up a clone --------------------------------------------------------------
+
+#: The hooks that run after git changed files of the work tree: a pull or merge,
+#: a checkout of a branch or files, a rebase or an amend.
+HOOKS = ("post-merge", "post-checkout", "post-rewrite")
+#: The second line of a hook md-cg wrote (a hook without it is left alone).
+HOOK_MARK = "# md-cg: bring the index of each memory store up to date with the files git changed"
+
+
+def sync_line(rel: str, python: str | None = None) -> str:
+    """The hook line that syncs the store at ``rel`` (a path from the top of the work tree)."""
+    exe = shlex.quote(python or sys.executable)
+    where = shlex.quote(rel)
+    return (
+        f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || "
+        f"echo 'md-cg: the index of {rel} may be behind its files: run mdcg sync --root {rel}' >&2"
+    )
+
+
+def _git(cwd: Path, *args: str) -> str:
+    try:
+        done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, check=False)
+    except FileNotFoundError as exc:
+        raise MdcgError("git is not installed (or not on PATH)") from exc
+    if done.returncode != 0:
+        raise MdcgError(f"git {' '.join(args)} in {cwd}: {done.stderr.strip() or 'failed'}")
+    return done.stdout.strip()
+
+
+def configure_clone(root: Path) -> list[str]:
+    """Set up the git clone that holds the store at ``root``; return what was done, a line each.
+
+    What ``git clone`` does not carry, so each clone needs once: the merge
+    driver's two ``git config`` entries (:func:`install_merge_driver` writes the
+    ``.gitattributes`` that use them), and hooks (:data:`HOOKS`) that run
+    ``mdcg sync`` for this store after git changed its files, so the next
+    search sees what a pull brought (without them, the index lags until a
+    sync). A hook that exists and is not md-cg's is left as it is; the line to
+    add to it is returned. Idempotent. Raises :class:`MdcgError` when ``root``
+    is not inside a git work tree or git is missing.
+    """
+    root = Path(root).resolve()
+    try:
+        top = Path(_git(root, "rev-parse", "--show-toplevel")).resolve()
+    except MdcgError as exc:
+        raise MdcgError(f"{root} is not inside a git work tree ({exc}); run git init or clone first") from exc
+    _git(root, "config", f"merge.{DRIVER_NAME}.name", "md-cg node files")
+    _git(root, "config", f"merge.{DRIVER_NAME}.driver", driver_command())
+    done = [f"git config: merge.{DRIVER_NAME} driver set for {top}"]
+    hooks = (root / _git(root, "rev-parse", "--git-path", "hooks")).resolve()
+    rel = root.relative_to(top).as_posix() or "."
+    line = sync_line(rel)
+    for name in HOOKS:
+        done.append(_install_hook(hooks / name, rel, line))
+    return done
+
+
+def _install_hook(path: Path, rel: str, line: str) -> str:
+    """Write or extend one hook; say what happened."""
+    if path.exists():
+        text = path.read_text(encoding="utf-8")
+        lines = text.splitlines()
+        if HOOK_MARK not in lines:
+            return f"{path} exists and is not md-cg's: left as it is; add this line to it:\n  {line}"
+        if any(f"--root {shlex.quote(rel)} " in x for x in lines):
+            return f"{path}: already syncs {rel}"
+        path.write_text(text + ("" if text.endswith("\n") else "\n") + line + "\n", encoding="utf-8")
+        return f"{path}: now also syncs {rel}"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(f'#!/bin/sh\n{HOOK_MARK}\ncd "$(git rev-parse --show-toplevel)" || exit 0\n{line}\n')
+    path.chmod(0o755)
+    return f"{path}: syncs {rel} after git changes its files"
 
 
 # -- the driver ---------------------------------------------------------------------

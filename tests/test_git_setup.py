@@ -1,0 +1,136 @@
+"""`mdcg init --git` / configure_clone: the merge driver and the hooks that sync the index after a pull."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from test_merge import git
+from typer.testing import CliRunner
+
+from md_cg import MdCG, MdcgError, configure_clone
+from md_cg.cli import app
+from md_cg.merge import HOOK_MARK, HOOKS, driver_command, sync_line
+
+
+@pytest.fixture(autouse=True)
+def _git_available() -> None:
+    if shutil.which("git") is None:
+        pytest.fail("git is required by these tests")
+
+
+def init_git(runner: CliRunner, clone: Path) -> list[str]:
+    result = runner.invoke(app, ["init", "--git", "--root", str(clone / "mem")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.stdout.splitlines()
+
+
+def test_a_pull_is_seen_by_the_next_search_without_a_sync(tmp_path: Path) -> None:
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", "hub.git")
+    git(tmp_path, "clone", "-q", "hub.git", "a")
+    a = tmp_path / "a"
+    lines = init_git(runner, a)
+    hooks = (a / ".git" / "hooks").resolve()
+    assert lines == [
+        f"store ready at {a / 'mem'} (0 nodes)",
+        f"{a / 'mem' / '.gitattributes'} sends node files to the md-cg merge driver (commit it)",
+        f"git config: merge.mdcg driver set for {a.resolve()}",
+        *(f"{hooks / name}: syncs mem after git changes its files" for name in HOOKS),
+    ]
+    assert git(a, "config", "merge.mdcg.driver").stdout.strip() == driver_command()
+    for name in HOOKS:
+        hook = hooks / name
+        assert hook.read_text() == (
+            f'#!/bin/sh\n{HOOK_MARK}\ncd "$(git rev-parse --show-toplevel)" || exit 0\n{sync_line("mem")}\n'
+        )
+        assert hook.stat().st_mode & 0o111
+    with MdCG(a / "mem") as store:
+        store.add(id="zoe", body="Zoë prefers tea")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "a1")
+    git(a, "push", "-q", "origin", "HEAD:main")
+
+    git(tmp_path, "clone", "-q", "hub.git", "b")
+    b = tmp_path / "b"
+    init_git(runner, b)
+    with MdCG(b / "mem") as store:
+        store.add(id="move", body="Zoë moved to Zürich")
+        store.update("zoe", body="Zoë prefers green tea")
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "b1")
+    git(b, "push", "-q", "origin", "HEAD:main")
+
+    git(a, "pull", "-q", "--no-rebase", "origin", "main")
+    with MdCG(a / "mem", read_only=True) as store:  # a fresh open, as a one-shot mdcg search is
+        assert sorted(store.ids()) == ["move", "zoe"]
+        assert [h.id for h in store.search("zurich", record=False)[0] if not h.filler] == ["move"]
+        assert [h.id for h in store.search("green", record=False)[0] if not h.filler] == ["zoe"]
+
+
+def test_without_the_hooks_the_index_lags_until_a_sync(tmp_path: Path) -> None:
+    """What the hooks are for: the same pull into a clone set up by hand."""
+    git(tmp_path, "init", "-q", "-b", "main", "a")
+    a = tmp_path / "a"
+    with MdCG(a / "mem") as store:
+        store.add(id="zoe", body="Zoë prefers tea")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "a1")
+    git(tmp_path, "clone", "-q", "a", "b")
+    b = tmp_path / "b"
+    with MdCG(b / "mem") as store:
+        assert store.ids() == ["zoe"]
+    with MdCG(a / "mem") as store:
+        store.add(id="move", body="Zoë moved to Zürich")
+    git(a, "add", "-A")
+    git(a, "commit", "-q", "-m", "a2")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    with MdCG(b / "mem", read_only=True) as store:
+        assert store.ids() == ["zoe"]
+    configure_clone(b / "mem")
+    git(a, "commit", "-q", "--allow-empty", "-m", "a3")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")  # the hook syncs what the last pull brought too
+    with MdCG(b / "mem", read_only=True) as store:
+        assert store.ids() == ["move", "zoe"]
+
+
+def test_setup_is_idempotent_extends_its_hooks_and_leaves_others_alone(tmp_path: Path) -> None:
+    git(tmp_path, "init", "-q", "repo")
+    repo = tmp_path / "repo"
+    hooks = repo / ".git" / "hooks"
+    (hooks / "post-rewrite").write_text("#!/bin/sh\necho mine\n")
+    MdCG(repo / "one").close()
+    MdCG(repo / "two" / "mem").close()
+    first = configure_clone(repo / "one")
+    before = {name: (hooks / name).read_bytes() for name in HOOKS}
+    again = configure_clone(repo / "one")
+    assert {name: (hooks / name).read_bytes() for name in HOOKS} == before
+    assert again[1:] == [
+        f"{hooks.resolve() / 'post-merge'}: already syncs one",
+        f"{hooks.resolve() / 'post-checkout'}: already syncs one",
+        f"{hooks.resolve() / 'post-rewrite'} exists and is not md-cg's: left as it is; add this line to it:\n"
+        f"  {sync_line('one')}",
+    ]
+    assert first[3] == again[3]
+    configure_clone(repo / "two" / "mem")
+    assert (hooks / "post-merge").read_text().splitlines()[-2:] == [sync_line("one"), sync_line("two/mem")]
+    assert (hooks / "post-rewrite").read_text() == "#!/bin/sh\necho mine\n"
+
+
+def test_outside_a_git_work_tree_it_says_so(tmp_path: Path) -> None:
+    MdCG(tmp_path / "mem").close()
+    with pytest.raises(MdcgError, match=r"is not inside a git work tree .*; run git init or clone first"):
+        configure_clone(tmp_path / "mem")
+    result = CliRunner(env={"MDCG_ROOT": None}).invoke(
+        app, ["init", "--git", "--root", str(tmp_path / "mem")]
+    )
+    assert result.exit_code == 2
+    assert "is not inside a git work tree" in result.stderr
+
+
+def test_the_hook_line_uses_this_python(tmp_path: Path) -> None:
+    assert sync_line("my mem").startswith(
+        f"{sys.executable} -m md_cg.cli -q sync --root 'my mem' >/dev/null || "
+    )
