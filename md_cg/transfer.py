@@ -54,10 +54,17 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 from . import editing, fsops, nodefile
-from .errors import DuplicateIdError, ImportSourceError, InvalidNodeError, MdcgError, NodeNotFoundError
+from .errors import (
+    DuplicateIdError,
+    ImportSourceError,
+    InvalidNodeError,
+    MdcgError,
+    NodeNotFoundError,
+    UnsafeIdError,
+)
 from .index import Entry
 from .migrate import classify
-from .node import Node, build_node, check_layer, content_id
+from .node import Node, build_node, check_layer, check_new_id, content_id, windows_device_name
 from .store import MdCG
 
 __all__ = [
@@ -320,6 +327,8 @@ def import_nodes(
     name, data = _read_source(source)
     report = ImportReport(name, dry_run=dry_run)
     nodes, stamped = _parse(data, layer, tuple(tags), time.time(), report)
+    nodes = _creatable(store, nodes, report)
+    report.bad.sort(key=lambda bad: int(bad.where.rpartition(" ")[2]))  # in source order
     if report.bad and not skip_bad:
         raise _bad_error(name, report.bad, "bad record(s)")
     writer = _Writer(store, name, overwrite, stamped, durable)
@@ -337,6 +346,22 @@ def import_nodes(
         report.moved += status == "moved"
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport) -> list[tuple[str, Node]]:
+    """``nodes`` without those whose id the store could not create (a Windows device
+    name such as ``CON``: every clone must be able to hold the file), which go to
+    ``report.bad``; an id already stored is the store's own."""
+    out: list[tuple[str, Node]] = []
+    for where, node in nodes:
+        if windows_device_name(node.id) is not None and _held(store, node.id) is None:
+            try:
+                check_new_id(node.id)
+            except UnsafeIdError as exc:
+                report.bad.append(BadRecord(where, node.id, _reason(exc)))
+                continue
+        out.append((where, node))
+    return out
 
 
 Planned = list[tuple[str, Node, str]]

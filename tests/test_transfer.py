@@ -395,3 +395,15 @@ def test_json_lines_with_a_bad_first_line_still_read_the_others(tmp_path: Path) 
         report = import_nodes(store, io.BytesIO(b'{"text": "broken"\n{"text": "fine"}\r\n'), skip_bad=True)
         assert [str(b) for b in report.bad] == ["line 1: not JSON: unexpected end of data (column 18)"]
         assert store.ids() == [content_id("fine")]
+
+
+def test_an_id_no_clone_could_hold_is_a_bad_record_named_in_source_order(tmp_path: Path) -> None:
+    lines = b'{"id": "CON", "text": "a"}\n{"text": 3}\n{"id": "fine", "text": "b"}\n'
+    with MdCG(tmp_path / "m") as store:
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(store, io.BytesIO(lines))
+        assert [p.where for p in err.value.problems] == ["line 1", "line 2"]
+        assert err.value.problems[0].reason.startswith("unsafe node id 'CON': Windows reserves the name CON")
+        assert store.ids() == []
+        report = import_nodes(store, io.BytesIO(lines), skip_bad=True)
+        assert (report.created, len(report.bad), store.ids()) == (1, 2, ["fine"])
