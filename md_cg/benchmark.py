@@ -920,6 +920,7 @@ def _migrate_round(
             if again.unchanged != total:
                 raise RuntimeError("the re-run rewrote files")
             add("migrate again (all unchanged), non-durable", again.seconds)
+            _transfer_round(base, dest, total, i, batch, add)
         shutil.rmtree(dest)
     t = time.perf_counter()
     conn = open_readonly(src)
@@ -940,6 +941,35 @@ def _migrate_round(
     _sqlite_copy(src, copy)
     add("sqlite -> sqlite copy (one transaction)", time.perf_counter() - t)
     copy.unlink()
+
+
+def _transfer_round(
+    base: Path, source: Path, total: int, i: int, batch: int, add: Callable[[str, float], None]
+) -> None:
+    """JSON lines of the migrated store: export, import into a fresh store, import again."""
+    from .store import MdCG
+    from .transfer import export_nodes, import_nodes
+
+    lines = base / f"export_{i}.jsonl"
+    t = time.perf_counter()
+    with MdCG(source, read_only=True) as store:
+        exported = export_nodes(store, lines, include_archived=True, include_expired=True)
+    add("export as JSON lines (export_nodes)", time.perf_counter() - t)
+    target = base / f"imported_{i}"
+    for name in (
+        "import JSON lines (import_nodes), non-durable",
+        "import again (all unchanged), non-durable",
+    ):
+        t = time.perf_counter()
+        with MdCG(target) as store:
+            report = import_nodes(store, lines, batch=batch)
+        add(name, time.perf_counter() - t)
+        if exported.count != total or report.records != total or report.bad:
+            raise RuntimeError(f"the import did not take every node: {report.summary()}")
+    if report.unchanged != total:
+        raise RuntimeError("the import re-run rewrote files")
+    shutil.rmtree(target)
+    lines.unlink()
 
 
 def _migrate_table(head: str, medians: dict[str, float], total: int) -> str:

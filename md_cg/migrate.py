@@ -72,7 +72,6 @@ from .errors import (
     MdcgError,
     NodeNotFoundError,
 )
-from .index import Entry
 from .node import LAYERS, Edge, Node
 from .sqlite_source import RowResult, count_rows, dangling_edges, iter_rows, open_readonly
 from .store import MdCG
@@ -548,20 +547,12 @@ def _tally(report: MigrationReport, row: RowResult) -> Node | None:
 
 
 def classify(store: MdCG | None, root: Path, node: Node) -> str:
-    """What ``add_many(overwrite=True)`` will do with ``node``: created/updated/moved/unchanged."""
-    rel = layout.rel_path(node)
-    current = store.entry(node.id).path if store is not None and node.id in store else None
-    if current is not None and current != rel:
-        return "moved"
+    """What ``add_many(overwrite=True)`` will do with ``node``: created/updated/moved/unchanged
+    (:meth:`MdCG.write_outcome`; without a store yet, the file at the node's path decides)."""
     if store is not None:
-        node = node.copy()  # as the write will store it: with its retention decision
-        try:
-            previous: Entry | None = store.entry(node.id, include_expired=True)
-        except NodeNotFoundError:
-            previous = None
-        store._ret.decide(node, now=time.time(), previous=previous, explicit=node.retention_tier is not None)
+        return store.write_outcome(node)
     data = nodefile.dumps(node).encode("utf-8")
-    path = root / rel
+    path = root / layout.rel_path(node)
     try:
         if path.stat().st_size == len(data) and path.read_bytes() == data:
             return "unchanged"

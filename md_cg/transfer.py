@@ -63,7 +63,6 @@ from .errors import (
     UnsafeIdError,
 )
 from .index import Entry
-from .migrate import classify
 from .node import Node, build_node, check_layer, check_new_id, content_id, windows_device_name
 from .store import MdCG
 
@@ -395,8 +394,8 @@ class _Writer:
                 continue
             if node.id in self.stamped and held.created_at is not None:
                 node.created_at = held.created_at
-            status = classify(self.store, self.store.root, node)
-            if status == "created":  # archived or expired: out of the reads classify looks at
+            status = self.store.write_outcome(node)
+            if status == "created":  # archived or expired: out of the reads write_outcome looks at
                 status = f"id {node.id!r} is held by an archived or expired memory ({held.path})"
             elif status in ("updated", "moved") and not self.overwrite:
                 status = f"id {node.id!r} is in the store with other content ({held.path})"

@@ -25,7 +25,7 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import access, editing, fsops, graph, paths, recall, retention, temporal, visibility
+from . import access, editing, fsops, graph, layout, nodefile, paths, recall, retention, temporal, visibility
 from . import engine as engine_mod
 from . import organize as organize_mod
 from .engine import Engine
@@ -172,6 +172,34 @@ class Reads(_Handle):
         """The id of the node that supersedes ``node_id``, or None."""
         self._visible(node_id)
         return visibility.superseded_by(self._engine.state, node_id)
+
+    def write_outcome(self, node: Node) -> str:
+        """What ``add_many([node], overwrite=True)`` would do now: ``"created"``, ``"updated"``
+        (the file's bytes would change), ``"moved"`` (to another folder) or ``"unchanged"``
+        (the file would keep its bytes, mtime included). Reads the node's file; writes
+        nothing; ``node`` is left as it is (its retention decision is made on a copy). An
+        id held by an archived node or one outside the caller's scope answers
+        ``"created"`` without a look at that node's file, as an unknown id does (the
+        write would then be refused: the id is taken)."""
+        rel = layout.rel_path(node)
+        try:
+            previous: Entry | None = self.entry(node.id, include_expired=True)
+        except NodeNotFoundError:
+            if node.id in self._engine:
+                return "created"
+            previous = None
+        if previous is not None and previous.path != rel:
+            return "moved"
+        copy = node.copy()
+        self._ret.decide(copy, now=time.time(), previous=previous, explicit=copy.retention_tier is not None)
+        data = nodefile.dumps(copy).encode("utf-8")
+        path = self.root / rel
+        try:
+            if path.stat().st_size == len(data) and path.read_bytes() == data:
+                return "unchanged"
+        except FileNotFoundError:
+            return "created"
+        return "updated"
 
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
         """Every node the caller sees (or of a layer), read from its file, in id order."""

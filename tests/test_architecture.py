@@ -65,7 +65,7 @@ RANK = {
     "census": 10,
     "render": 10,
     "migrate": 10,
-    "transfer": 11,
+    "transfer": 10,
     "benchmark": 11,
     "demo": 11,
     "mcp_server": 12,

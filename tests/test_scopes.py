@@ -140,6 +140,14 @@ READS: dict[str, Callable[[MdCG, str], None]] = {
         )
         or pytest.fail("list_page")
     ),
+    "write_outcome": lambda s, i: (
+        (
+            s.write_outcome(Node(id=i, body=f"okapi zebra giraffe note {i}", tags=["domain:zoo"]))
+            == "created"
+            and s.write_outcome(s.get("own")) == "unchanged"
+        )
+        or pytest.fail("write_outcome")
+    ),
     "bucket_sizes": lambda s, i: (sum(s.bucket_sizes().values()) == 1) or pytest.fail(str(s.bucket_sizes())),
     "search": _search_case,
     "access_counts": lambda s, i: (

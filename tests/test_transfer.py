@@ -16,6 +16,7 @@ from typer.testing import CliRunner
 from md_cg import (
     ImportSourceError,
     MdCG,
+    Node,
     content_id,
     export_nodes,
     import_nodes,
@@ -407,3 +408,18 @@ def test_an_id_no_clone_could_hold_is_a_bad_record_named_in_source_order(tmp_pat
         assert store.ids() == []
         report = import_nodes(store, io.BytesIO(lines), skip_bad=True)
         assert (report.created, len(report.bad), store.ids()) == (1, 2, ["fine"])
+
+
+def test_write_outcome_says_what_an_overwrite_would_do_and_writes_nothing(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as store:
+        stored = store.add(id="n1", body="first", created_at=1e9, updated_at=1e9, stamp=False)
+        before = tree_listing(tmp_path / "m")
+        same = store.get("n1")
+        assert store.write_outcome(same) == "unchanged"
+        same.body = "second"
+        assert store.write_outcome(same) == "updated"
+        same.tags = ["domain:physics"]
+        assert store.write_outcome(same) == "moved"
+        assert store.write_outcome(Node(id="n2", body="new")) == "created"
+        assert same.body == "second" and stored.body == "first"
+        assert tree_listing(tmp_path / "m") == before
