@@ -460,6 +460,18 @@ def read_file(
         return d.read(name, max_bytes=max_bytes, head=head)
 
 
+def holds(root: str, rel: str, data: bytes) -> bool | None:
+    """Whether the file at ``root/rel`` holds exactly ``data``; None when there is no file.
+
+    Never follows a symlink (one on the way raises :class:`UnsafePathError`); a
+    file of another size is not read."""
+    try:
+        got, st = read_file(root, rel, max_bytes=len(data))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    return st.st_size == len(data) and got == data
+
+
 def open_read(root: str, rel: str) -> tuple[int, os.stat_result]:
     """Open ``root/rel`` for reading without following symlinks: (fd, stat); the caller closes it."""
     parent, name = _split(rel)

@@ -551,14 +551,8 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     (:meth:`MdCG.write_outcome`; without a store yet, the file at the node's path decides)."""
     if store is not None:
         return store.write_outcome(node)
-    data = nodefile.dumps(node).encode("utf-8")
-    path = root / layout.rel_path(node)
-    try:
-        if path.stat().st_size == len(data) and path.read_bytes() == data:
-            return "unchanged"
-    except FileNotFoundError:
-        return "created"
-    return "updated"
+    same = fsops.holds(str(root), layout.rel_path(node), nodefile.dumps(node).encode("utf-8"))
+    return "created" if same is None else "unchanged" if same else "updated"
 
 
 def _file_state(store: MdCG, root: Path, node: Node) -> str | tuple[int, int, int] | None:

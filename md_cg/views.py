@@ -192,14 +192,8 @@ class Reads(_Handle):
             return "moved"
         copy = node.copy()
         self._ret.decide(copy, now=time.time(), previous=previous, explicit=copy.retention_tier is not None)
-        data = nodefile.dumps(copy).encode("utf-8")
-        path = self.root / rel
-        try:
-            if path.stat().st_size == len(data) and path.read_bytes() == data:
-                return "unchanged"
-        except FileNotFoundError:
-            return "created"
-        return "updated"
+        same = fsops.holds(str(self.root), rel, nodefile.dumps(copy).encode("utf-8"))
+        return "created" if same is None else "unchanged" if same else "updated"
 
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
         """Every node the caller sees (or of a layer), read from its file, in id order."""

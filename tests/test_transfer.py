@@ -17,8 +17,10 @@ from md_cg import (
     ImportSourceError,
     MdCG,
     Node,
+    UnsafePathError,
     content_id,
     export_nodes,
+    fsops,
     import_nodes,
 )
 from md_cg.cli import app
@@ -423,3 +425,18 @@ def test_write_outcome_says_what_an_overwrite_would_do_and_writes_nothing(tmp_pa
         assert store.write_outcome(Node(id="n2", body="new")) == "created"
         assert same.body == "second" and stored.body == "first"
         assert tree_listing(tmp_path / "m") == before
+
+
+def test_write_outcome_never_reads_through_a_symlink(tmp_path: Path) -> None:
+    outside = tmp_path / "secret.txt"
+    outside.write_text("not the store's")
+    with MdCG(tmp_path / "m") as store:
+        node = store.add(id="n1", body="first")
+        path = store.path_of("n1")
+        path.unlink()
+        path.symlink_to(outside)
+        with pytest.raises(UnsafePathError):
+            store.write_outcome(node)
+    assert fsops.holds(str(tmp_path), "secret.txt", b"not the store's") is True
+    assert fsops.holds(str(tmp_path), "secret.txt", b"other") is False
+    assert fsops.holds(str(tmp_path), "absent.txt", b"") is None
