@@ -218,8 +218,13 @@ def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
                 yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
 
 
-def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> Node:
-    """The node of one record; raises InvalidNodeError or ImportSourceError naming the problem."""
+#: List fields where one string is a list of one (as the node file reader takes them).
+_LISTS_OF_TEXT = ("tags", "non_applicable_conditions")
+
+
+def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tuple[Node, bytes]:
+    """The node of one record and its file's bytes; raises InvalidNodeError or
+    ImportSourceError naming the problem (the record's own name for its text)."""
     if isinstance(value, ImportSourceError):
         raise value
     if not isinstance(value, dict):
@@ -235,6 +240,9 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> Nod
         raise InvalidNodeError(f"field {key!r} is empty: a memory needs some text", field=key)
     if meta.get("layer") is None:
         meta["layer"] = layer
+    for name in _LISTS_OF_TEXT:
+        if isinstance(meta.get(name), str):
+            meta[name] = [meta[name]]
     if tags:
         given = meta.get("tags")
         if given is not None and not isinstance(given, list):
@@ -245,9 +253,15 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> Nod
     if meta.get("created_at") is None:
         meta["created_at"] = now
     node, problems = build_node(meta, body)
-    if problems:
-        raise problems[0]
-    return node
+    try:
+        if problems:
+            raise problems[0]
+        return node, nodefile.dumps(node).encode("utf-8")  # too large, or a lone surrogate
+    except InvalidNodeError as exc:
+        if exc.field != "body" or key == "body":
+            raise
+        text = str(exc).replace("field 'body'", f"field {key!r}")
+        raise InvalidNodeError(text, field=key, node_id=exc.node_id) from exc
 
 
 def _parse(
@@ -262,8 +276,7 @@ def _parse(
         report.records += 1
         given = value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
         try:
-            node = _record_node(value, layer, tags, now)
-            text = nodefile.dumps(node).encode("utf-8")  # too large, or a lone surrogate: named here
+            node, text = _record_node(value, layer, tags, now)
         except (MdcgError, UnicodeError) as exc:
             report.bad.append(BadRecord(where, given, _reason(exc)))
             continue

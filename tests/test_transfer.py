@@ -440,3 +440,18 @@ def test_write_outcome_never_reads_through_a_symlink(tmp_path: Path) -> None:
     assert fsops.holds(str(tmp_path), "secret.txt", b"not the store's") is True
     assert fsops.holds(str(tmp_path), "secret.txt", b"other") is False
     assert fsops.holds(str(tmp_path), "absent.txt", b"") is None
+
+
+def test_a_record_is_named_by_its_own_field_names_and_one_string_is_a_list_of_one(tmp_path: Path) -> None:
+    lines = (
+        orjson.dumps({"text": "x" * 5_000_000})
+        + b"\n"
+        + orjson.dumps({"content": "one tag", "tags": "solo", "non_applicable_conditions": "when offline"})
+    )
+    with MdCG(tmp_path / "m") as store:
+        report = import_nodes(store, io.BytesIO(lines), skip_bad=True)
+        [bad] = [str(b) for b in report.bad]
+        assert bad.startswith("line 1: field 'text' is larger than the file limit of 4 MiB (got 'xxx")
+        assert bad.endswith("xxx')") and len(bad) < 300
+        node = store.get(report.ids[0])
+        assert (node.tags, node.non_applicable_conditions) == (["solo"], ["when offline"])
