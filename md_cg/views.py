@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from copy import copy as shallow_copy
 from dataclasses import fields
 from datetime import date
 from pathlib import Path
@@ -190,7 +191,7 @@ class Reads(_Handle):
             previous = None
         if previous is not None and previous.path != rel:
             return "moved"
-        copy = node.copy()
+        copy = shallow_copy(node)  # decide only rebinds scalar fields (tier, expiry, reason)
         self._ret.decide(copy, now=time.time(), previous=previous, explicit=copy.retention_tier is not None)
         same = fsops.holds(str(self.root), rel, nodefile.dumps(copy).encode("utf-8"))
         return "created" if same is None else "unchanged" if same else "updated"

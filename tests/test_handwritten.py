@@ -191,6 +191,22 @@ def test_slug_id(text: str, slug: str) -> None:
     assert check_id(made) == made
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=150))
+def test_the_ascii_slug_path_keeps_the_rule_of_every_script(text: str) -> None:
+    """ASCII text takes a regex; its slug is the per-character rule's (letters, marks, digits kept)."""
+    import unicodedata
+
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    chars = [c if unicodedata.category(c)[0] in "LMN" else "-" for c in first.lower()]
+    slug = re.sub("-{2,}", "-", "".join(chars)).strip("-")
+    if len(slug) > SLUG_CHARS:
+        cut = slug[:SLUG_CHARS]
+        dash = cut.rfind("-")
+        slug = (cut[:dash] if dash >= SLUG_CHARS // 2 else cut).strip("-")
+    assert slug_id(text)[:-7] == (slug or "note")
+
+
 def test_slug_ids_differ_by_their_suffix() -> None:
     assert len({slug_id("same title") for _ in range(50)}) == 50
 
