@@ -87,3 +87,13 @@ def test_a_snapshot_of_version_10_is_rebuilt_so_old_unfolded_terms_never_answer(
         hits, _ = store.search("cafe muller", k=5, record=False)
         assert [(h.id, h.tier) for h in hits if not h.filler] == [("cafe", "T2")]
     assert path.read_bytes() == before  # read-only: the old snapshot is left for a writer to replace
+
+
+def test_text_without_a_foldable_character_is_returned_as_it_is() -> None:
+    from md_cg import script
+
+    # the fast path is only right if every character the table changes is in the ranges it checks
+    assert all(script._ACCENT_RANGES.match(chr(cp)) for cp in script._ACCENTS)
+    title = "红黑树·推导过程·第10篇 binary search"
+    assert fold_accents(title) is title
+    assert fold_accents(title + " é") == title + " e"
