@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import io
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import build_small_store, node_tree, tree_listing
+from conftest import build_small_store, node_tree, python_env, tree_listing
 from typer.testing import CliRunner
 
 from md_cg import (
@@ -455,3 +459,61 @@ def test_a_record_is_named_by_its_own_field_names_and_one_string_is_a_list_of_on
         assert bad.endswith("xxx')") and len(bad) < 300
         node = store.get(report.ids[0])
         assert (node.tags, node.non_applicable_conditions) == (["solo"], ["when offline"])
+
+
+def _import_and_kill(source: Path, root: Path, *, past: int, delay: float) -> int:
+    """Run ``mdcg import`` in a process and SIGKILL it ``delay`` s after ``past`` node files exist."""
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "md_cg.cli",
+            "-q",
+            "import",
+            str(source),
+            "--root",
+            str(root),
+            "--batch",
+            "50",
+        ],
+        env=python_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if len(list((root / "knowledge").rglob("*.md"))) > past:
+                break
+            assert proc.poll() is None, "the import ended before it could be killed"
+            time.sleep(0.005)
+        else:
+            pytest.fail("the import never wrote a file")
+        time.sleep(delay)  # land inside a batch's commit now and then
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    return len(list((root / "knowledge").rglob("*.md")))
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.013])
+def test_an_import_killed_mid_way_goes_on_when_run_again(tmp_path: Path, delay: float) -> None:
+    texts = [f"imported memory {i}: {'部署' if i % 2 else 'deploy'} note {i * 13}" for i in range(3000)]
+    source = tmp_path / "many.jsonl"
+    source.write_bytes(b"".join(orjson.dumps({"text": t, "tags": ["bulk"]}) + b"\n" for t in texts))
+    root = tmp_path / "m"
+    MdCG(root).close()
+    files = _import_and_kill(source, root, past=300, delay=delay)
+    assert 300 < files < 3000
+    again = cli("import", str(source), "--root", root, "--json")
+    assert again.exit_code == 0, again.output
+    report = orjson.loads(again.stdout)
+    assert report["records"] == 3000 and report["bad"] == []
+    assert report["created"] + report["unchanged"] == 3000 and report["unchanged"] >= 300
+    with MdCG(root) as store:
+        store.sync()
+        assert set(store.ids()) == {content_id(t) for t in texts}
+        assert [store.get(content_id(t)).body for t in texts[::97]] == texts[::97]
+        # nothing left of the killed commit; all 3,000 share the orphan bucket (no domain tag)
+        assert [f.kind for f in store.health().findings] == ["bucket_degraded"]
