@@ -6,9 +6,12 @@ import builtins
 import contextlib
 import io
 import os
+import signal
 import stat
+import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 import pytest
@@ -148,6 +151,30 @@ def python_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join([str(REPO), *sys.path])
     return env
+
+
+def run_and_kill(args: Sequence[str], ready: Callable[[], bool], *, delay: float, what: str) -> None:
+    """Run ``python args...`` and SIGKILL it ``delay`` s after ``ready()`` first holds.
+
+    Fails when the process ends before it could be killed, or ``ready()`` never holds
+    within 60 s; asserts the process died of the kill."""
+    proc = subprocess.Popen(
+        [sys.executable, *args], env=python_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            if ready():
+                break
+            assert proc.poll() is None, f"the {what} ended before it could be killed"
+            time.sleep(0.002)
+        else:
+            pytest.fail(f"the {what} never showed progress")
+        time.sleep(delay)  # land inside a batch's commit now and then
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    assert proc.returncode == -signal.SIGKILL
 
 
 BINARY_SEARCH = """\

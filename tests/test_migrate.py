@@ -5,7 +5,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import no_writes, node_tree, python_env, tree_listing
+from conftest import no_writes, node_tree, python_env, run_and_kill, tree_listing
 
 from md_cg import MdCG
 from md_cg.fsops import FileLock
@@ -684,27 +683,13 @@ def test_full_sample_migrates_with_zero_mismatches_and_every_edge(tmp_path: Path
 
 def _migrate_and_kill(src: Path, dest: Path, *, past_rowid: int, delay: float) -> dict:
     """Run ``python -m migrate`` and SIGKILL it ``delay`` s after the journal passes a rowid."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "migrate", str(src), str(dest), "--batch", "25", "--no-progress"],
-        env=python_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            state = read_journal(src, dest)
-            if state is not None and state["rowid"] > past_rowid:
-                break
-            assert proc.poll() is None, "the migration ended before it could be killed"
-            time.sleep(0.002)
-        else:
-            pytest.fail("the journal never showed progress")
-        time.sleep(delay)  # land inside a batch's commit now and then
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
+
+    def past() -> bool:
+        state = read_journal(src, dest)
+        return state is not None and state["rowid"] > past_rowid
+
+    args = ["-m", "migrate", str(src), str(dest), "--batch", "25", "--no-progress"]
+    run_and_kill(args, past, delay=delay, what="migration")
     killed_at = read_journal(src, dest)
     assert killed_at is not None and killed_at["complete"] is False
     assert past_rowid < killed_at["rowid"] < 3228

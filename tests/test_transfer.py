@@ -4,17 +4,13 @@ from __future__ import annotations
 
 import io
 import multiprocessing
-import os
-import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from conftest import build_small_store, node_tree, python_env, tree_listing
+from conftest import build_small_store, node_tree, run_and_kill, tree_listing
 from typer.testing import CliRunner
 
 from md_cg import (
@@ -463,37 +459,10 @@ def test_a_record_is_named_by_its_own_field_names_and_one_string_is_a_list_of_on
 
 def _import_and_kill(source: Path, root: Path, *, past: int, delay: float) -> int:
     """Run ``mdcg import`` in a process and SIGKILL it ``delay`` s after ``past`` node files exist."""
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "md_cg.cli",
-            "-q",
-            "import",
-            str(source),
-            "--root",
-            str(root),
-            "--batch",
-            "50",
-        ],
-        env=python_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+    args = ["-m", "md_cg.cli", "-q", "import", str(source), "--root", str(root), "--batch", "50"]
+    run_and_kill(
+        args, lambda: len(list((root / "knowledge").rglob("*.md"))) > past, delay=delay, what="import"
     )
-    deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            if len(list((root / "knowledge").rglob("*.md"))) > past:
-                break
-            assert proc.poll() is None, "the import ended before it could be killed"
-            time.sleep(0.005)
-        else:
-            pytest.fail("the import never wrote a file")
-        time.sleep(delay)  # land inside a batch's commit now and then
-    finally:
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait()
-    assert proc.returncode == -signal.SIGKILL
     return len(list((root / "knowledge").rglob("*.md")))
 
 
