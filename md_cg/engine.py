@@ -640,27 +640,52 @@ class Engine:
         ``check(entry)`` may refuse first (the caller's scope). An archived
         node stays archived.
         """
-        check_id(node_id)
-        with self.hold([node_id]):
-            current = self._held(node_id, check)
-            node = self.read_node(current.path)
-            result = change(node)
-            if result is not None:
-                node = result
-            if node.id != node_id:
-                raise InvalidNodeError(
-                    f"the id of node {node_id!r} cannot change (got {node.id!r})", field="id", node_id=node_id
-                )
-            validate(node)
-            node.updated_at = _stamp_after(current.updated_at, time.time())
-            s = stage(node, archived=current.archived)
-            if node.layer == current.layer and current.path != index.canonical_path(current):
-                # A file a person placed (a sub-folder, a stem other than the id) stays
-                # where it is while its layer does not change.
-                s = Staged(s.node, current.path, s.data, s.domain)
-            dels = [(node_id, current.path)] if current.path != s.rel else []
-            self.commit([s], dels, durable=durable)
-            return node
+        return self.modify_many({node_id: change}, durable=durable, check=check)[0]
+
+    def modify_many(
+        self,
+        changes: dict[str, Callable[[Node], Node | None]],
+        *,
+        durable: bool | None,
+        check: Callable[[Entry], None] | None = None,
+    ) -> list[Node]:
+        """:meth:`modify` of several nodes under all their locks at once: one commit,
+        all or nothing. The changes run in the order given, each after ``check``
+        of every id; a change that raises leaves every node as it was."""
+        for node_id in changes:
+            check_id(node_id)
+        with self.hold(list(changes)):
+            currents = [self._held(node_id, check) for node_id in changes]
+            staged: list[Staged] = []
+            dels: list[tuple[str, str]] = []
+            out: list[Node] = []
+            for current, change in zip(currents, changes.values(), strict=True):
+                node = self._changed(current, change)
+                s = stage(node, archived=current.archived)
+                if node.layer == current.layer and current.path != index.canonical_path(current):
+                    # A file a person placed (a sub-folder, a stem other than the id) stays
+                    # where it is while its layer does not change.
+                    s = Staged(s.node, current.path, s.data, s.domain)
+                if current.path != s.rel:
+                    dels.append((current.id, current.path))
+                staged.append(s)
+                out.append(node)
+            self.commit(staged, dels, durable=durable)
+            return out
+
+    def _changed(self, current: Entry, change: Callable[[Node], Node | None]) -> Node:
+        """The node of ``current`` read from its file and passed through ``change``,
+        checked and stamped."""
+        node = self.read_node(current.path)
+        result = change(node)
+        if result is not None:
+            node = result
+        if node.id != current.id:
+            message = f"the id of node {current.id!r} cannot change (got {node.id!r})"
+            raise InvalidNodeError(message, field="id", node_id=current.id)
+        validate(node)
+        node.updated_at = _stamp_after(current.updated_at, time.time())
+        return node
 
     def _held(self, node_id: str, check: Callable[[Entry], None] | None) -> Entry:
         """The entry of a node whose lock this thread holds; ``check(entry)`` may refuse it."""

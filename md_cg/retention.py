@@ -225,17 +225,34 @@ def sweepable(scope: visibility.Scope | None) -> Callable[[Entry], bool]:
 def supersede(
     engine: Engine, old_id: str, new_id: str, reason: str, check: Any, *, durable: bool | None = None
 ) -> None:
-    """Mark ``old_id`` superseded by ``new_id`` (see :meth:`md_cg.MdCG.supersede`)."""
+    """Mark ``old_id`` superseded by ``new_id`` (see :meth:`md_cg.MdCG.supersede`).
+
+    Refused, with nothing written: an archived node (either side), and a
+    ``new_id`` that is itself superseded -- by ``old_id`` that would be a
+    cycle that hides both, by another node it would hide the old fact behind
+    a stale one. Checked under both nodes' locks; one commit writes both."""
     if old_id == new_id:
         raise InvalidArgumentError(f"node {old_id!r} cannot supersede itself", name="new_id", value=new_id)
     for node_id in (old_id, new_id):
-        entry = engine.state.entries.get(node_id)
-        if entry is None:
+        if node_id not in engine.state.entries:
             raise NodeNotFoundError(node_id)
-        check(entry)
     now = time.time()
 
+    def usable(entry: Entry) -> None:
+        check(entry)
+        if entry.archived:
+            raise NodeNotFoundError(entry.id, "it is archived: unarchive it to use it", hidden="archived")
+
     def link(node: Node) -> None:
+        if visibility.is_superseded(engine.state, engine.state.entries[new_id], now):
+            by = visibility.superseded_by(engine.state, new_id)
+            raise InvalidArgumentError(
+                f"node {new_id!r} is itself superseded"
+                + (f" (by {by!r})" if by else " (its valid_until has passed)")
+                + ": supersede by the current one",
+                name="new_id",
+                value=new_id,
+            )
         if not any(e.target == old_id and e.type == "supersedes" for e in node.edges):
             extra = {"reason": reason} if reason else {}
             node.edges.append(Edge(target=old_id, type="supersedes", extra=extra))
@@ -244,10 +261,7 @@ def supersede(
         if node.valid_until is None or node.valid_until > now:
             node.valid_until = now
 
-    # The edge first: from then on the old node counts as superseded, even if
-    # the second write never happens.
-    engine.modify(new_id, link, durable=durable, check=check)
-    engine.modify(old_id, close, durable=durable, check=check)
+    engine.modify_many({new_id: link, old_id: close}, durable=durable, check=usable)
 
 
 def ids_of(ids: str | Sequence[str], name: str = "ids") -> list[str]:

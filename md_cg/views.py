@@ -416,8 +416,10 @@ class Lifecycle(_Handle):
 
     def supersede(self, old_id: str, new_id: str, reason: str = "") -> None:
         """Mark ``old_id`` as superseded by ``new_id``: ``valid_until`` = now on the
-        old node and a ``supersedes`` edge from the new one. Search hides the old
-        node by default; nothing is deleted."""
+        old node and a ``supersedes`` edge from the new one, in one commit. Search
+        hides the old node by default; nothing is deleted. An archived node raises
+        :class:`NodeNotFoundError`, a ``new_id`` that is itself superseded (a cycle,
+        or a stale successor) :class:`InvalidArgumentError`; nothing is written."""
         with self._engine.lock:
             self._engine.fresh()
             retention.supersede(self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 from pathlib import Path
 
@@ -71,3 +72,80 @@ def test_supersede_refuses_bad_ids(tmp_path: Path) -> None:
         with pytest.raises(NodeNotFoundError, match="ghost"):
             s.supersede("old", "ghost")
         assert s.get("old").valid_until is None and s.get("new").edges == []
+
+
+def test_supersede_refuses_a_cycle_and_a_stale_successor(tmp_path: Path) -> None:
+    """Superseding by a node that is itself superseded would hide the current fact
+    (B by A after A by B hides both): refused, and nothing is written."""
+    with _pair(tmp_path / "m") as s:
+        s.supersede("old", "new")
+        files = {p: p.read_bytes() for p in (tmp_path / "m").rglob("*.md")}
+        with pytest.raises(InvalidArgumentError) as err:
+            s.supersede("new", "old")
+        assert str(err.value) == "node 'old' is itself superseded (by 'new'): supersede by the current one"
+        assert err.value.name == "new_id"
+        with pytest.raises(InvalidArgumentError, match=r"^node 'old' is itself superseded \(by 'new'\)"):
+            s.supersede("other", "old")
+        assert {p: p.read_bytes() for p in (tmp_path / "m").rglob("*.md")} == files
+        assert s.superseded_by("old") == "new" and s.superseded_by("new") is None
+        s.update("other", valid_until=time.time() - 5)  # closed by hand, no successor
+        stale = r"^node 'other' is itself superseded \(its valid_until"
+        with pytest.raises(InvalidArgumentError, match=stale):
+            s.supersede("new", "other")
+
+
+def test_supersede_refuses_archived_nodes(tmp_path: Path) -> None:
+    with _pair(tmp_path / "m") as s:
+        s.archive("other")
+        for old, new in (("other", "new"), ("old", "other")):
+            with pytest.raises(NodeNotFoundError) as err:
+                s.supersede(old, new)
+            assert str(err.value) == (
+                "no node with id 'other' in this store (it is archived: unarchive it to use it)"
+            )
+        assert s.get("old").valid_until is None and s.get("new").edges == []
+        assert s.get("other", include_archived=True).valid_until is None
+
+
+def _supersede_in_child(root: str, old: str, new: str, start: float, out: dict[str, str]) -> None:
+    with MdCG(root) as s:
+        while time.time() < start:
+            pass
+        try:
+            s.supersede(old, new)
+            out[old] = "done"
+        except InvalidArgumentError as exc:
+            out[old] = str(exc)
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_two_processes_superseding_each_other_leave_one_current(tmp_path: Path, round_: int) -> None:
+    """A by B and B by A at once, from two processes: one wins, the other is refused;
+    exactly one of the two stays current and the winner's edge is the only one."""
+    root = tmp_path / "m"
+    _pair(root).close()
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Manager() as manager:
+        out = manager.dict()
+        start = time.time() + 1.5
+        procs = [
+            ctx.Process(target=_supersede_in_child, args=(str(root), a, b, start, out))
+            for a, b in (("old", "new"), ("new", "old"))
+        ]
+        for p in procs:
+            p.start()
+        for p in procs:
+            p.join(60)
+        assert [p.exitcode for p in procs] == [0, 0]
+        results = dict(out)
+    assert sorted(results.values()).count("done") == 1
+    winner = next(k for k, v in results.items() if v == "done")  # the node superseded
+    current = "new" if winner == "old" else "old"
+    refused = f"node {winner!r} is itself superseded (by {current!r}): supersede by the current one"
+    assert results[current] == refused
+    with MdCG(root) as s:
+        assert s.superseded_by(winner) == current and s.superseded_by(current) is None
+        assert s.get(current).valid_until is None and s.get(winner).valid_until is not None
+        assert [(e.target, e.type) for e in s.get(current).edges] == [(winner, "supersedes")]
+        assert s.get(winner).edges == []
+        assert s.health().ok
