@@ -50,6 +50,7 @@ from md_cg import (
     InvalidNodeError,
     MdCG,
     MdcgError,
+    Node,
     NodeHasIncomingEdgesError,
     NodeNotFoundError,
     ProtectedNodeError,
@@ -67,6 +68,7 @@ from md_cg.render import (
     node_text,
     parse_when,
     results_table,
+    retention,
     sync_lines,
     verdict_dict,
 )
@@ -437,6 +439,16 @@ def _body_text(body: str | None) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
+TierOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--tier",
+        help="temp (forgotten after the store's TTL, 7 days by default) or long (kept); "
+        "default: decided from the text.",
+    ),
+]
+
+
 @app.command()
 def add(
     ctx: typer.Context,
@@ -476,10 +488,12 @@ def add(
     duplicate: Annotated[
         bool, typer.Option("--duplicate", help="Store it even if an identical memory is in the layer.")
     ] = False,
+    tier: TierOpt = None,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Add a memory; print its id and file path (an identical one in the layer: its id, nothing written)."""
+    """Add a memory; print its id and file path (an identical one in the layer: its id, nothing
+    written); a temporary one (a one-off, "tomorrow at 9") says when it expires."""
     if text is not None and body is not None:
         raise InvalidArgumentError("give the body once: as TEXT or with --body, not both", name="--body")
     fields: dict[str, Any] = {
@@ -497,9 +511,9 @@ def add(
     with _open(ctx, root, create=True) as store:
         # an id given is a name the caller will ask for: store it as asked
         if duplicate or overwrite or node_id is not None:
-            node, created = store.add(overwrite=overwrite, **fields), True
+            node, created = store.add(overwrite=overwrite, tier=tier, **fields), True
         else:
-            node, created = store.add_unique(**fields)
+            node, created = store.add_unique(tier=tier, **fields)
         node_id, path = node.id, store.path_of(node.id)
     if not created:
         _stderr().print(
@@ -509,9 +523,29 @@ def add(
             markup=False,
         )
     if json_out:
-        _print_json({"id": node_id, "layer": layer, "path": str(path), "existing": not created})
-    else:
-        typer.echo(f"{node_id}\t{path}")
+        out = {"id": node_id, "layer": layer, "path": str(path), "existing": not created}
+        _print_json({**out, **_retention_json(node)})
+        return
+    typer.echo(f"{node_id}\t{path}")
+    _say_expiry(node)
+
+
+def _retention_json(node: Node) -> dict[str, Any]:
+    """``tier`` and ``expires`` (None for a memory kept)."""
+    return {"tier": "long", "expires": None} | retention(node)
+
+
+def _say_expiry(node: Node) -> None:
+    """On stderr: when a temporary memory goes, why, and how to keep it."""
+    kept = retention(node)
+    if kept["tier"] == "temp":
+        why = f" ({node.retention_reason})" if node.retention_reason else ""
+        _stderr().print(
+            f"{node.id}: temporary, expires {kept['expires']}{why}; "
+            f"`mdcg update {node.id} --tier long` keeps it",
+            soft_wrap=True,
+            markup=False,
+        )
 
 
 IdArg = Annotated[str, typer.Argument(metavar="ID", help="Node id.")]
@@ -650,10 +684,11 @@ def update(
     importance: Annotated[float | None, typer.Option(help="0..1")] = None,
     confidence: Annotated[float | None, typer.Option(help="0..1")] = None,
     basis: Annotated[str | None, typer.Option("--basis", help="verification_basis.")] = None,
+    tier: TierOpt = None,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Change a memory's body, tags, layer, importance, confidence or basis (only what is given)."""
+    """Change a memory's body, tags, layer, importance, confidence, basis or tier (only what is given)."""
     if tag and no_tags:
         raise InvalidArgumentError("--tag and --no-tags exclude each other")
     changes: dict[str, Any] = {
@@ -662,21 +697,25 @@ def update(
         "confidence": confidence,
         "verification_basis": basis,
         "tags": [] if no_tags else (list(tag) if tag else None),
+        "retention_tier": tier,
     }
     if body is not None:
         changes["body"] = _read_body(body)
     changes = {k: v for k, v in changes.items() if v is not None}
     if not changes:
         raise InvalidArgumentError(
-            "nothing to update: give --body, --tag, --layer, --importance, --confidence or --basis"
+            "nothing to update: give --body, --tag, --layer, --importance, --confidence, --basis or --tier"
         )
     with _open(ctx, root) as store:
         node = store.update(node_id, **changes)
         path = store.path_of(node.id)
+    updated = sorted("tier" if k == "retention_tier" else k for k in changes)
     if json_out:
-        _print_json({"id": node.id, "layer": node.layer, "path": str(path), "updated": sorted(changes)})
+        out = {"id": node.id, "layer": node.layer, "path": str(path), "updated": updated}
+        _print_json({**out, **_retention_json(node)})
     else:
-        typer.echo(f"{node.id}: updated {', '.join(sorted(changes))} ({path})")
+        typer.echo(f"{node.id}: updated {', '.join(updated)} ({path})")
+        _say_expiry(node)
 
 
 #: Environment variable naming the editor of ``mdcg edit`` (before $VISUAL and $EDITOR).

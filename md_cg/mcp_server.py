@@ -39,15 +39,15 @@ import inspect
 import os
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from md_cg import (
@@ -64,7 +64,7 @@ from md_cg import (
     is_fact,
     is_out_of_room,
 )
-from md_cg.render import clip, iso, node_dict, parse_when, snippet, verdict_dict
+from md_cg.render import clip, iso, node_dict, parse_when, retention, snippet, verdict_dict
 
 SERVER_NAME = "md-cg"
 #: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
@@ -85,6 +85,8 @@ BUCKETS_SHOWN = 10
 SYNC_LISTS = (
     "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "temp_removed",
 )  # fmt: skip
+#: Characters kept of an error reply.
+ERROR_CHARS = 600
 #: Characters kept of a title in a result, a list item or a neighbour.
 TITLE_CHARS = 120
 
@@ -127,6 +129,29 @@ BUDGETS: dict[str, Budget] = {
     "health": Budget(3_000 + REPORT_ITEMS * 5 * (REASON_CHARS + 10)),
 }
 
+#: What each tool does to the store, for clients that approve calls (MCP tool
+#: annotations): memories it never changes (it may record recall statistics in
+#: ``.mdcg/``, local state), memories it may replace or delete, and whether the
+#: same call twice does no more than once. Every tool works on this store alone.
+READ_ONLY = frozenset(
+    {"search", "recall", "get", "list", "neighbours", "recall_stats", "on_this_day", "inject", "health"}
+)
+DESTRUCTIVE = frozenset({"remember", "update", "forget", "organize"})  # overwrite, replace, delete, merge
+IDEMPOTENT = frozenset({"update", "supersede", "sync"})
+
+
+def tool_annotations(tools: Iterable[str]) -> ToolAnnotations:
+    """The annotations of a tool that calls ``tools`` (one tool, or an alias's several)."""
+    names = set(tools)
+    read_only = names <= READ_ONLY
+    return ToolAnnotations(
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else bool(names & DESTRUCTIVE),
+        idempotent_hint=True if read_only else names <= IDEMPOTENT,
+        open_world_hint=False,
+    )
+
+
 INSTRUCTIONS = """\
 Long-term memory: one Markdown file per memory. Call `search` before answering \
 from memory or repeating past work; `get` reads one memory in full.
@@ -158,7 +183,12 @@ Tools = dict[str, Callable[..., dict[str, Any]]]
 
 
 def _message(exc: Exception) -> str:
-    """The one-line message of a library error, with hints that name this server's tools."""
+    """The one-line message of a library error, with hints that name this server's tools;
+    each word clipped (a megabyte-long id quoted in it), the hint after it kept."""
+    return " ".join(clip(word, REASON_CHARS) for word in _hinted(exc).split())
+
+
+def _hinted(exc: Exception) -> str:
     if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
         return (
             f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "
@@ -175,7 +205,7 @@ def _message(exc: Exception) -> str:
             f"memory {exc.node_id!r} is archived: out of every read until a person runs "
             f"`mdcg unarchive {exc.node_id}`"
         )
-    return " ".join(str(exc).split())
+    return str(exc)
 
 
 def _tool_errors(fn: _F) -> _F:
@@ -233,6 +263,8 @@ class MemoryServer(MCPServer):
         ``structured_output`` is ignored: the reply is built here, compact and unchanged.
         """
         tool_name = name or fn.__name__
+        if annotations is None and tool_name in BUDGETS:  # one of ours (an alias brings its own)
+            annotations = tool_annotations([tool_name])
         self.tools[tool_name] = fn
         self._params[tool_name] = frozenset(inspect.signature(fn).parameters)
         super().add_tool(
@@ -282,16 +314,15 @@ class MemoryServer(MCPServer):
         if accepted is not None:
             unknown = sorted(set(arguments) - accepted)
             if unknown:
-                raise ToolError(
-                    f"{name} does not take {', '.join(unknown)} (it takes: {', '.join(sorted(accepted))})"
-                )
+                names = clip(", ".join(unknown), REASON_CHARS)
+                raise ToolError(f"{name} does not take {names} (it takes: {', '.join(sorted(accepted))})")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if not isinstance(cause, ValidationError):
-                raise
-            raise ToolError(f"{name}: {_schema_problems(cause)}") from cause
+            text = f"{name}: {_schema_problems(cause)}" if isinstance(cause, ValidationError) else str(exc)
+            # bounded as every reply is: a library error may quote a megabyte-long argument
+            raise ToolError(clip(text, ERROR_CHARS)) from cause
 
 
 def _schema_problems(exc: ValidationError) -> str:
@@ -362,6 +393,7 @@ def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> 
         d["filler"] = True
     if r.superseded_by:
         d["superseded_by"] = r.superseded_by
+    d.update(_dated(r.entry))  # which fact is current, what a stored "tomorrow" meant
     d["snippet"] = snippet(r.node.body, matched)
     return d
 
@@ -411,15 +443,17 @@ def search_reply(
     }
 
 
-def _list_item(e: Entry) -> dict[str, Any]:
-    """One memory of a ``list`` reply: id, layer, clipped title, last change, the first tags."""
+def _dated(e: Entry) -> dict[str, Any]:
+    """A memory's last change (ISO) and its first tags, clipped."""
     return {
-        "id": e.id,
-        "layer": e.layer,
-        "title": clip(e.title, TITLE_CHARS),
         "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
         "tags": [clip(t, TERM_CHARS) for t in e.tags[:TAGS_SHOWN]],
     }
+
+
+def _list_item(e: Entry) -> dict[str, Any]:
+    """One memory of a ``list`` reply: id, layer, clipped title, last change, the first tags."""
+    return {"id": e.id, "layer": e.layer, "title": clip(e.title, TITLE_CHARS), **_dated(e)}
 
 
 def _filter_reply(window: dict[str, Any]) -> dict[str, Any]:
@@ -487,6 +521,13 @@ Basis = Annotated[
     str | None,
     Field(description="How it was verified: compiler, test, measurement, formal_proof, data, other."),
 ]
+Tier = Annotated[
+    Literal["temp", "long"] | None,
+    Field(
+        description="temp: forgotten after the store's TTL (7 days by default); long: kept. "
+        "Default: decided from the text (a one-off such as 'tomorrow at 9' is temp)."
+    ),
+]
 NotApplicable = Annotated[list[str] | None, Field(description="Conditions under which it must not be used.")]
 Edges = Annotated[
     list[dict[str, Any]] | None,
@@ -502,8 +543,17 @@ def _fields(**given: Any) -> dict[str, Any]:
     if body is not None and not body.strip():
         # Checked here so the message names the argument, not a generated id.
         raise ValueError("body is empty: a memory needs some text")
-    names = {"not_applicable": "non_applicable_conditions"}
+    names = {"not_applicable": "non_applicable_conditions", "tier": "retention_tier"}
     return {names.get(k, k): v for k, v in given.items() if v is not None}
+
+
+def _not_archived(store: MdCG, node_id: str) -> None:
+    """Raise the archived error for an archived ``node_id`` (no tool can see or restore it)."""
+    try:
+        store.entry(node_id)
+    except NodeNotFoundError as exc:
+        if exc.hidden == "archived":
+            raise
 
 
 def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
@@ -516,7 +566,20 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
     out["kind"] = "fact" if is_fact(missing) else "procedure"
     if missing and out["kind"] == "procedure":
         out["ccg_missing"] = missing
+    out.update(retention(entry))  # a temporary memory says when it goes
     return out
+
+
+def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bool) -> dict[str, Any]:
+    """Store a memory (``unique``: unless an identical one is in the layer); the reply."""
+    try:
+        if not unique:
+            return _written(store, store.add(overwrite=overwrite, **given).id)
+        node, created = store.add_unique(**given)
+    except DuplicateIdError as exc:
+        _not_archived(store, exc.node_id)  # not "change it with update": no tool can
+        raise
+    return _written(store, node.id) if created else _written(store, node.id, existing=True)
 
 
 def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
@@ -536,7 +599,10 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         duplicate: Annotated[
             bool, Field(description="Store it even if an identical memory is in the layer.")
         ] = False,
+        tier: Tier = None,
     ) -> dict[str, Any]:
+        if overwrite and id is not None:
+            _not_archived(store, id)  # replacing would take an archived memory out of archive/
         given = _fields(
             body=body,
             layer=layer,
@@ -548,10 +614,11 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
             not_applicable=not_applicable,
             edges=edges,
         )
-        if duplicate or overwrite or id is not None:  # an id given is a name the agent will ask for
-            return _written(store, store.add(overwrite=overwrite, **given).id)
-        node, created = store.add_unique(**given)
-        return _written(store, node.id) if created else _written(store, node.id, existing=True)
+        if tier is not None:
+            given["tier"] = tier
+        return _remember(
+            store, given, unique=not (duplicate or overwrite or id is not None), overwrite=overwrite
+        )
 
     def update(
         id: NodeId,
@@ -563,21 +630,24 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         verification_basis: Basis = None,
         not_applicable: NotApplicable = None,
         edges: Edges = None,
+        tier: Tier = None,
     ) -> dict[str, Any]:
-        changes = _fields(
-            body=body,
-            tags=tags,
-            layer=layer,
-            importance=importance,
-            confidence=confidence,
-            verification_basis=verification_basis,
-            not_applicable=not_applicable,
-            edges=edges,
-        )
+        given = {
+            "body": body,
+            "tags": tags,
+            "layer": layer,
+            "importance": importance,
+            "confidence": confidence,
+            "verification_basis": verification_basis,
+            "not_applicable": not_applicable,
+            "edges": edges,
+            "tier": tier,
+        }
+        changes = _fields(**given)
         if not changes:
-            raise ValueError(f"update of {id!r}: nothing to change (give body, tags, layer, ...)")
+            raise ValueError(f"update of {id!r}: nothing to change (give body, tags, layer, tier, ...)")
         store.update(id, **changes)
-        return _written(store, id, updated=sorted(changes))
+        return _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
 
     return [
         (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
@@ -767,8 +837,11 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
         return _clipped(result.to_dict())
 
     def recall_stats(
-        window_days: Annotated[int, Field(description="Days of the access log looked at.", ge=1)] = 30,
-        exempt_days: Annotated[int, Field(description="Younger memories are not zombies.", ge=0)] = 7,
+        # the library falls back to the default for a value out of range; an agent is told
+        window_days: Annotated[
+            int, Field(description="Days of the access log looked at.", ge=1, le=365)
+        ] = 30,
+        exempt_days: Annotated[int, Field(description="Younger memories are not zombies.", ge=0, le=365)] = 7,
     ) -> dict[str, Any]:
         return _clipped(store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict())
 
@@ -843,7 +916,7 @@ def create_server(
     if aliases:
         from md_cg.integrations.aliases import register_aliases
 
-        register_aliases(server, dict(server.tools), tuple(aliases))
+        register_aliases(server, dict(server.tools), tuple(aliases), annotate=tool_annotations)
     return server
 
 

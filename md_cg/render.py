@@ -104,6 +104,15 @@ def iso(seconds: float | None) -> str | None:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def retention(memory: Any) -> dict[str, Any]:
+    """A stored memory's retention as replies show it (a :class:`Node` or an index
+    entry): ``{"tier": "temp", "expires": ISO}`` for a temporary memory, else
+    ``{"tier": "long"}`` (no tier written reads as long)."""
+    if getattr(memory, "retention_tier", None) == "temp":
+        return {"tier": "temp", "expires": iso(memory.expires_at)}
+    return {"tier": "long"}
+
+
 def parse_when(text: str, *, name: str = "time", now: float | None = None) -> float:
     """Seconds since the epoch for an ISO 8601 date/time or a duration back from ``now``.
 

@@ -453,6 +453,8 @@ class Lifecycle(_Handle):
             before = self._engine.state.entries.get(node_id)
             for key, value in changes.items():
                 setattr(node, key, value)
+            if "retention_tier" in changes and "retention_reason" not in changes:
+                node.retention_reason = None  # the old decision's reason no longer holds
             retention.stamp_scope(node, self._scope)
             if redecide:
                 explicit = "retention_tier" in changes and node.retention_tier is not None

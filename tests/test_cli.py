@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from md_cg import MdCG, Node
 from md_cg.cli import COMMANDS, app
 from md_cg.merge import attribute_lines
+from md_cg.render import iso
 from md_cg.sample import bundled_sample_path
 from md_cg.sqlite_source import write_nodes
 
@@ -171,7 +172,9 @@ def test_add_reads_the_body_from_stdin_and_generates_an_id(runner: CliRunner, ro
     data = run_json(
         runner, "add", "--root", root, "--body", "-", "--layer", "contextual", input="from stdin\n"
     )
-    assert set(data) == {"id", "layer", "path", "existing"} and data["layer"] == "contextual"
+    assert (
+        set(data) == {"id", "layer", "path", "existing", "tier", "expires"} and data["layer"] == "contextual"
+    )
     assert data["existing"] is False
     assert Path(data["path"]).read_text(encoding="utf-8").endswith("---\nfrom stdin\n")
     # with no --body at all, a piped stdin is the body too
@@ -308,7 +311,7 @@ def test_update_changes_only_what_is_given(runner: CliRunner, root: Path) -> Non
     with MdCG(root, read_only=True) as store:
         assert store.get("kp_sorting").tags == []
     assert one_line_error(runner, "update", "kp_sorting", "--root", root) == (
-        "error: nothing to update: give --body, --tag, --layer, --importance, --confidence or --basis"
+        "error: nothing to update: give --body, --tag, --layer, --importance, --confidence, --basis or --tier"
     )
     assert one_line_error(runner, "update", "kp_sorting", "--root", root, "--body", "") == (
         "error: --body is empty: a memory needs some text"
@@ -987,6 +990,8 @@ def test_add_does_not_store_an_identical_memory_twice(runner: CliRunner, tmp_pat
         "layer": "self",
         "path": path,
         "existing": True,
+        "tier": "long",
+        "expires": None,
     }
     other = run_json(runner, "add", body, "--root", root, "-l", "contextual")  # another layer
     assert other["existing"] is False and other["id"] != node_id
@@ -995,3 +1000,34 @@ def test_add_does_not_store_an_identical_memory_twice(runner: CliRunner, tmp_pat
     named = run_json(runner, "add", body, "--root", root, "-l", "self", "--id", "lang_pref")
     assert (named["id"], named["existing"]) == ("lang_pref", False)  # a name given is stored as asked
     assert len(list(root.rglob("*.md"))) == len(files) + 3
+
+
+def test_add_says_when_a_one_off_expires_and_tier_keeps_it(runner: CliRunner, root: Path) -> None:
+    """A one-off ("tomorrow at 9") is stored as temporary: `add` says when it goes and how
+    to keep it; --tier long / temp decide instead, and `update --tier` changes it."""
+    one_off = "Reminder: the dentist appointment is tomorrow at 9am."
+    added = run(runner, "add", one_off, "--root", root)
+    node_id = added.stdout.split("\t")[0]
+    with MdCG(root, read_only=True) as s:
+        node = s.get(node_id, include_expired=True)
+    assert node.retention_tier == "temp" and node.expires_at is not None
+    assert added.stderr == (
+        f"{node_id}: temporary, expires {iso(node.expires_at)} ({node.retention_reason}); "
+        f"`mdcg update {node_id} --tier long` keeps it\n"
+    )
+    data = run_json(runner, "add", "Reminder: call Bo tomorrow.", "--root", root)
+    assert (data["tier"], data["expires"][:2]) == ("temp", "20")
+    kept = run_json(runner, "add", "Reminder: buy milk tomorrow.", "--tier", "long", "--root", root)
+    assert (kept["tier"], kept["expires"]) == ("long", None)
+    plain = run(runner, "add", "The user likes green tea.", "--root", root)
+    assert plain.stderr == ""  # a memory kept says nothing
+    up = run_json(runner, "update", node_id, "--tier", "long", "--root", root)
+    assert (up["updated"], up["tier"], up["expires"]) == (["tier"], "long", None)
+    again = run(runner, "update", node_id, "--tier", "temp", "--root", root)
+    with MdCG(root, read_only=True) as s:
+        node = s.get(node_id)
+    assert node.retention_reason == "the caller asked for the temp tier"  # not the first decision's
+    assert again.stderr.startswith(f"{node_id}: temporary, expires {iso(node.expires_at)} (the caller asked")
+    assert "retention tier must be one of temp, long" in one_line_error(
+        runner, "add", "x y", "--tier", "forever", "--root", root
+    )

@@ -27,6 +27,7 @@ from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from md_cg import MdCG, Scope
 from md_cg.mcp_server import BUDGETS, INSTRUCTIONS, create_server
 from md_cg.migrate import migrate
+from md_cg.render import iso
 from md_cg.sample import bundled_sample_path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -95,8 +96,13 @@ async def _writes(session: ClientSession, root: Path) -> Path:
             },
         )
     )
-    assert set(data) == {"id", "layer", "path", "kind"}  # a fact lacks no mark
-    assert (data["id"], data["layer"], data["kind"]) == ("kp_merge", "knowledge", "fact")
+    assert set(data) == {"id", "layer", "path", "kind", "tier"}  # a fact lacks no mark
+    assert (data["id"], data["layer"], data["kind"], data["tier"]) == (
+        "kp_merge",
+        "knowledge",
+        "fact",
+        "long",
+    )
     half = _ok(
         await session.call_tool(
             "remember",
@@ -147,6 +153,8 @@ async def _reads(session: ClientSession, root: Path) -> None:
     again = _ok(await session.call_tool("recall", args))
     assert (again["results"], again["reasons"]) == (found["results"], found["reasons"])
     top = found["results"][0]
+    with MdCG(root, read_only=True) as reader:
+        stored = reader.get("kp_bsearch")
     assert top == {
         "id": "kp_bsearch",
         "title": "Function: binary search",
@@ -157,6 +165,8 @@ async def _reads(session: ClientSession, root: Path) -> None:
         "score": top["score"],
         "confidence": 0.6,
         "matched": ["binary", "search"],  # the words as the agent wrote them, not the stem "binari"
+        "updated": iso(stored.updated_at),  # which fact is current
+        "tags": ["domain:computing"],
         "snippet": "Binary search halves the search interval at every step.",
     }
     assert found["reasons"][0] == BSEARCH_REASON and "body" not in top and "basis" not in top
@@ -749,3 +759,86 @@ def test_the_tool_schemas_are_lean_and_still_take_null(tmp_path: Path) -> None:
         anyio.run(run)
     finally:
         server.store.close()
+
+
+def test_agent_sees_expiry_bounded_errors_archived_ids_and_annotations(tmp_path: Path) -> None:
+    """What an agent driving a store found (session 20): remember made memories temporary
+    without saying so and could not keep them; a megabyte-long argument came back whole in
+    the error; overwrite=true took an archived memory out of archive/; no tool said which
+    tools only read."""
+    root = tmp_path / "m"
+
+    async def run() -> None:
+        with MdCG(root) as store:
+            server = create_server(root, store=store)
+            async with Client(server) as client:
+                one_off = "Reminder: the user has a dentist appointment tomorrow at 9am."
+                temp = _ok(await client.call_tool("remember", {"body": one_off}))
+                entry = store.entry(temp["id"])
+                assert (entry.retention_tier, temp["tier"]) == ("temp", "temp")
+                assert temp["expires"] == iso(entry.expires_at) and entry.expires_at > time.time() + 6 * 86400
+                kept = _ok(
+                    await client.call_tool("remember", {"body": "Reminder: call Bo at 10.", "tier": "long"})
+                )
+                assert (kept["tier"], "expires" in kept) == ("long", False)
+                assert store.entry(kept["id"]).expires_at is None
+                up = _ok(
+                    await client.call_tool(
+                        "update", {"id": temp["id"], "tier": "long", "not_applicable": ["x"]}
+                    )
+                )
+                assert (up["updated"], up["tier"], "expires" in up) == (
+                    ["not_applicable", "tier"],
+                    "long",
+                    False,
+                )
+                assert (
+                    store.get(temp["id"]).retention_tier == "long"
+                    and store.entry(temp["id"]).expires_at is None
+                )
+
+                huge = _err(await client.call_tool("get", {"id": "q" * 1_000_000}))
+                assert huge == (
+                    "Error executing tool get: unsafe node id '" + "q" * 158 + "… it is 1000000 characters "
+                    "long (max 128); ids must be safe file-name stems"
+                )
+                unknown = _err(await client.call_tool("search", {"query": "x", "z" * 5000: 1}))
+                assert (
+                    unknown
+                    == "search does not take "
+                    + "z" * 159
+                    + "… (it takes: context, fill, k, layer, query, since, tag, until)"
+                )
+                stats = _err(await client.call_tool("recall_stats", {"window_days": 100_000}))
+                assert stats == (
+                    "recall_stats: argument 'window_days': input should be less than or equal to 365 "
+                    "(got 100000)"
+                )
+
+                _ok(await client.call_tool("remember", {"body": "The user likes green tea.", "id": "tea"}))
+                store.archive("tea")
+                archived = store.path_of("tea", include_archived=True).read_bytes()
+                for args in ({}, {"overwrite": True}):
+                    refused = _err(
+                        await client.call_tool("remember", {"body": "Black tea.", "id": "tea", **args})
+                    )
+                    assert refused == (
+                        "Error executing tool remember: memory 'tea' is archived: out of every read until "
+                        "a person runs `mdcg unarchive tea`"
+                    )
+                assert store.path_of("tea", include_archived=True).read_bytes() == archived
+
+                tools = {t.name: t.annotations for t in (await client.list_tools()).tools}
+                assert {n for n, a in tools.items() if a.read_only_hint} == {
+                    "search", "recall", "get", "list", "neighbours", "recall_stats", "on_this_day", "inject",
+                    "health",
+                }  # fmt: skip
+                assert {n for n, a in tools.items() if a.destructive_hint} == {
+                    "remember",
+                    "update",
+                    "forget",
+                    "organize",
+                }
+                assert not any(a.open_world_hint for a in tools.values())
+
+    anyio.run(run)

@@ -180,6 +180,8 @@ class AliasTool:
     name: str
     description: str
     fn: Callable[..., dict[str, Any]]
+    #: the md-cg tools it calls
+    tools: tuple[str, ...] = ()
 
 
 @dataclass
@@ -571,15 +573,21 @@ def alias_tools(tools: Tools, families: tuple[str, ...] = FAMILIES) -> AliasSet:
             out.unavailable.setdefault(alias.name, reason)
             continue
         fn = _FACTORIES[(alias.family, alias.name)](tools)
-        out.available[alias.name] = AliasTool(alias.name, _description(alias), fn)
+        out.available[alias.name] = AliasTool(alias.name, _description(alias), fn, tuple(alias.needs))
         out.unavailable.pop(alias.name, None)
     return out
 
 
-def register_aliases(server: Any, tools: Tools, families: tuple[str, ...] = FAMILIES) -> AliasSet:
+def register_aliases(
+    server: Any,
+    tools: Tools,
+    families: tuple[str, ...] = FAMILIES,
+    annotate: Callable[[tuple[str, ...]], Any] | None = None,
+) -> AliasSet:
     """Add the available aliases to an ``MCPServer`` (``server.add_tool``); return what was built.
 
     A name the server already has is left alone (reported unavailable).
+    ``annotate(tools)``: the MCP annotations of an alias that calls those md-cg tools.
     """
     built = alias_tools(tools, families)
     for name in list(built.available):
@@ -587,7 +595,8 @@ def register_aliases(server: Any, tools: Tools, families: tuple[str, ...] = FAMI
             built.unavailable[name] = f"md-cg already has a `{name}` tool"
             del built.available[name]
     for alias in built.available.values():
-        server.add_tool(alias.fn, name=alias.name, description=alias.description)
+        annotations = annotate(alias.tools) if annotate is not None else None
+        server.add_tool(alias.fn, name=alias.name, description=alias.description, annotations=annotations)
     return built
 
 
