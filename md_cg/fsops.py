@@ -52,7 +52,8 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC
 # O_NONBLOCK: opening a FIFO planted under a node name must not hang the reader.
-_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_READ_FLAGS = os.O_RDONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK
 
 
 def _split(rel: str) -> tuple[str, str]:
@@ -460,6 +461,22 @@ def read_file(
         return d.read(name, max_bytes=max_bytes, head=head)
 
 
+def read_small(root: str, rel: str, *, limit: int) -> bytes | None:
+    """The bytes of a small file below the root (a settings file in ``.mdcg/``), or None
+    when there is none.
+
+    Never follows a symlink and never opens anything but a regular file
+    (:class:`UnsafePathError`: a FIFO would block the reader for good); a file
+    over ``limit`` bytes raises ``OSError(EFBIG)`` naming it, unread."""
+    try:
+        data, st = read_file(root, rel, max_bytes=limit)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    if st.st_size > limit:
+        raise OSError(errno.EFBIG, f"larger than {limit:,} bytes ({st.st_size:,})", rel)
+    return data
+
+
 def holds(root: str, rel: str, data: bytes) -> bool | None:
     """Whether the file at ``root/rel`` holds exactly ``data``; None when there is no file.
 
@@ -564,6 +581,8 @@ class ScanResult:
     other: list[str] = field(default_factory=list)
     hidden: list[str] = field(default_factory=list)
     too_deep: list[str] = field(default_factory=list)
+    #: folders that could not be opened or listed (permission denied): their content is unknown
+    unreadable: list[str] = field(default_factory=list)
 
 
 def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None = None) -> ScanResult:
@@ -583,6 +602,9 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
     except UnsafePathError:
         out.symlinks.append(top)
         return out
+    except PermissionError:
+        out.unreadable.append(top)
+        return out
     stack = [(first, 1)]
     files, lstat, is_reg = out.files, os.lstat, statmod.S_ISREG
     while stack:
@@ -591,6 +613,9 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
             try:
                 names = d.listdir()
             except (FileNotFoundError, NotADirectoryError):
+                continue
+            except PermissionError:
+                out.unreadable.append(d.rel)
                 continue
             fd, prefix = d.fd, f"{d.rel}/"
             # Regular files (nearly every entry) inline; the rest in _scan_entry.
@@ -628,6 +653,9 @@ def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, 
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=d.fd)
         except (FileNotFoundError, NotADirectoryError):
+            return
+        except PermissionError:
+            out.unreadable.append(rel)
             return
         except OSError as exc:
             if exc.errno == errno.ELOOP:
@@ -691,9 +719,16 @@ def _open_lock_file(root: str, rel: str, mode: str = "a") -> IO[Any]:
     with Dir(root, parent, create=True) as d:
         flags = (os.O_RDWR | os.O_CREAT) if mode == "a" else os.O_RDONLY
         try:
-            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=d.fd)
+            # O_NONBLOCK: a FIFO planted under this name must not block the open
+            fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o644, dir_fd=d.fd)
         except OSError as exc:
             raise _refuse(d.fd, name, rel, exc) from None
+    try:
+        if not statmod.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(rel, "is not a regular file")
+    except BaseException:
+        os.close(fd)
+        raise
     return os.fdopen(fd, "rb" if mode != "a" else "ab")
 
 

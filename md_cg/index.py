@@ -346,10 +346,14 @@ class DirCache:
 
 
 def _read_limited(root: str, rel: str, dirs: DirCache | None = None) -> tuple[bytes, os.stat_result]:
-    if dirs is None:
-        data, st = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
-    else:
-        data, st = dirs.read(rel)
+    try:
+        if dirs is None:
+            data, st = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
+        else:
+            data, st = dirs.read(rel)
+    except PermissionError:
+        # one file the process may not read is reported, not fatal to the whole store
+        raise MalformedNodeFileError(rel, "cannot be read: permission denied") from None
     if st.st_size > MAX_FILE_BYTES:
         raise MalformedNodeFileError(
             rel, f"the file is {st.st_size:,} bytes, more than the {MAX_FILE_BYTES:,}-byte limit"
@@ -379,6 +383,13 @@ class Scan:
     refused: dict[str, str] = field(default_factory=dict)
     #: temp files (``.<name>.<pid>.<token>.tmp``) left by writers
     temps: list[str] = field(default_factory=list)
+    #: folders that could not be read (permission denied): what the index holds below
+    #: them is kept as it is, neither confirmed nor dropped
+    unreadable: tuple[str, ...] = ()
+
+    def hidden_by(self, rel: str) -> bool:
+        """Whether ``rel`` lies in a folder the scan could not read."""
+        return any(rel.startswith(f"{d}/") for d in self.unreadable)
 
 
 def scan_files(root: str) -> Scan:
@@ -410,6 +421,9 @@ def scan_files(root: str) -> Scan:
         out.refused[rel] = "not a regular file or folder"
     for rel in found.too_deep:
         out.refused[rel] = f"a folder deeper than {paths.MAX_DEPTH} levels (not scanned)"
+    for rel in found.unreadable:
+        out.refused[rel] = "a folder md-cg may not read (permission denied); its memories are not scanned"
+    out.unreadable = tuple(sorted(found.unreadable))
     out.temps = sorted(rel for rel in found.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1]))
     return out
 
@@ -1163,6 +1177,10 @@ def _stat_and_parse(
         st = fsops.lstat(root, rel)
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):
         return None
+    except PermissionError:
+        # In a folder this process may not read: whether the file is there is unknown,
+        # so what the index holds stands (a new path is not taken on trust).
+        return Parsed(None, current, None) if current is not None and current.path == rel else None
     if (
         current is not None
         and current.path == rel

@@ -661,9 +661,11 @@ def _read_from(d: fsops.Dir, name: str, start: int) -> fsops.ShardRead | None:
     return fsops.read_shard_in(d, name, start)
 
 
-def shard_ends(root: str) -> dict[str, int]:
-    """The offset just after the last whole line of every shard (for a rebuild)."""
-    return read_tail(root, {}).offsets
+def fresh_cursor(root: str) -> Cursor:
+    """A cursor at the end of every shard (for a rebuild): the offset just after each
+    one's last whole line, and the special files found on the way (for ``health()``)."""
+    tail = read_tail(root, {})
+    return Cursor(offsets=tail.offsets, unsafe=set(tail.unsafe))
 
 
 def _pairs(value: Any, width: int) -> list[tuple[str, ...]] | None:

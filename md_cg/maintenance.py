@@ -156,7 +156,7 @@ def rebuild(
         # Finish interrupted commits first: their files are part of the truth.
         engine.catch_up()
         _settle(engine)
-        cursor = journal.Cursor(offsets=journal.shard_ends(engine.root_str))
+        cursor = journal.fresh_cursor(engine.root_str)
         # The old index goes before the new one is built, so that the peak is one
         # index, not two (this handle's lock keeps its other threads out meanwhile).
         engine.state = IndexState()
@@ -257,6 +257,8 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
     unknown = dict(files)
     for node_id, path, mtime_ns, size in state.entries.placed():
         st = unknown.pop(path, None)
+        if st is None and scan.unreadable and scan.hidden_by(path):
+            continue  # in a folder this process may not read: kept as indexed
         if st is None or st.st_mtime_ns != mtime_ns or st.st_size != size:
             touched.setdefault(node_id, []).append(path)  # gone, or changed
     for rel in unknown:
@@ -317,8 +319,10 @@ def _settle_touched(
 
 def stale_paths(engine: Engine) -> set[str]:
     """Paths whose files differ from the index by a stat (new, changed, gone): a full stat scan."""
-    files = index.scan_files(engine.root_str).files
-    out = {e.path for e in engine.state.entries.values() if e.path not in files}
+    scan = index.scan_files(engine.root_str)
+    files = scan.files
+    hidden = scan.hidden_by
+    out = {e.path for e in engine.state.entries.values() if e.path not in files and not hidden(e.path)}
     entries = engine.state.entries
     by_path = engine.state.by_path()
     for rel, st in files.items():
@@ -412,7 +416,7 @@ def health(
         scan = index.scan_files(engine.root_str)
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
-        findings += _entry_findings(state, scan.files)
+        findings += _entry_findings(state, scan)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
             findings += _log_findings(engine)
@@ -490,9 +494,12 @@ def misplaced(e: index.Entry) -> bool:
     )
 
 
-def _entry_findings(state: IndexState, files: dict[str, Any]) -> list[Finding]:
+def _entry_findings(state: IndexState, scan: index.Scan) -> list[Finding]:
     out: list[Finding] = []
+    files = scan.files
     for e in sorted(state.entries.values(), key=lambda x: x.id):
+        if e.path not in files and scan.hidden_by(e.path):
+            continue  # in a folder this process may not read (reported as unsafe_path)
         if e.path not in files:
             out.append(Finding("missing_file", "indexed but the file is gone; run sync()", e.path, e.id))
         elif misplaced(e):

@@ -71,6 +71,7 @@ from .errors import (
     MalformedNodeFileError,
     MdcgError,
     NodeNotFoundError,
+    UnsafePathError,
 )
 from .node import LAYERS, Edge, Node
 from .sqlite_source import RowResult, count_rows, dangling_edges, iter_rows, open_readonly
@@ -372,9 +373,12 @@ def journal_path(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> P
 
 def read_journal(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> dict[str, Any] | None:
     """The journal of migrating ``src`` into ``dest``, or ``None`` if absent or unreadable."""
+    rel = journal_path(src, dest).relative_to(Path(dest)).as_posix()
     try:
-        data = json.loads(journal_path(src, dest).read_bytes())
-    except (OSError, ValueError):
+        # never through a symlink, never a FIFO (it would block the migration)
+        raw = fsops.read_small(os.fspath(dest), rel, limit=64 << 20)
+        data = json.loads(raw) if raw is not None else None
+    except (OSError, ValueError, UnsafePathError):
         return None
     if not isinstance(data, dict) or data.get("version") != JOURNAL_VERSION:
         return None

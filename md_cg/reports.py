@@ -29,6 +29,7 @@ FINDING_KINDS: dict[str, str] = {
     "reserved_id": "warning",  # an id Windows reserves for a device (con, nul, com1...): no clone there
     "open_commit": "warning",  # a write interrupted by a crash; sync() finishes it
     "synonyms_file": "warning",  # the store's synonyms.json is unusable; the shipped table is used
+    "retention_file": "error",  # retention.json (writes that decide fail) or retention_markers.json unusable
     "content_drift": "error",  # health(deep=True): an entry differs from its file's content
     "text_drift": "error",  # health(deep=True): the text index differs from the file's text
     "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)

@@ -39,7 +39,7 @@ import orjson
 
 from . import fsops, paths, temporal, visibility
 from .engine import Engine
-from .errors import InvalidArgumentError, NodeNotFoundError
+from .errors import InvalidArgumentError, NodeNotFoundError, UnsafePathError
 from .index import Entry
 from .logs import AppendLog
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_instant
@@ -100,6 +100,21 @@ def store_ttl(root: str) -> float:
     return check_ttl(config["ttl_seconds"], f"ttl_seconds in {root}/{rel}")
 
 
+def settings_problems(root: str) -> list[str]:
+    """What is wrong with the store's retention files (``.mdcg/retention.json``, whose
+    problem stops every write that decides, and ``.mdcg/retention_markers.json``,
+    whose problem makes no automatic decision temporary), for ``health()``."""
+    out = []
+    try:
+        store_ttl(root)
+    except (InvalidArgumentError, UnsafePathError, OSError) as exc:
+        out.append(f"{exc}; writes that decide retention fail until it is fixed")
+    markers = temporal.load_store_markers(root)
+    if markers.problem:
+        out.append(f"{markers.problem}; no memory is made temporary automatically until it is fixed")
+    return out
+
+
 def stamp_scope(node: Node, scope: visibility.Scope | None) -> None:
     """Put ``node`` in the writer's scope; refuse a node meant for another scope.
 
@@ -143,7 +158,7 @@ class Retention:
     def markers(self) -> temporal.Markers:
         """The shipped markers plus the store's own (loaded once per handle)."""
         if self._markers is None:
-            self._markers = temporal.load_markers(temporal.store_marker_path(self.root))
+            self._markers = temporal.load_store_markers(self.root)
         return self._markers
 
     def decide(

@@ -44,7 +44,7 @@ from .node import Node, check_layer, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .retention import SweepReport
 from .search import SearchResult
-from .synonyms import SynonymFileError, SynonymTable
+from .synonyms import SynonymTable
 from .visibility import Scope
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
@@ -432,13 +432,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         :meth:`health`.
         """
         if self._synonyms is None:
-            path = self.root / paths.META_DIR / paths.SYNONYMS
-            try:
-                if path.is_symlink():
-                    raise SynonymFileError(path, "is a symlink (never followed)")
-                self._synonyms, self._synonyms_problem = SynonymTable.from_files(path), None
-            except SynonymFileError as exc:
-                self._synonyms, self._synonyms_problem = SynonymTable.default(), str(exc)
+            self._synonyms, self._synonyms_problem = SynonymTable.for_store(self._engine.root_str)
         return self._synonyms
 
     def reload_synonyms(self) -> SynonymTable:
@@ -625,7 +619,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         extra: list[Finding] = []
         self.synonyms  # noqa: B018 - loads the table, noting a problem with the store file
         if self._synonyms_problem:
-            extra.append(Finding("synonyms_file", f"{self._synonyms_problem}; the shipped table is used"))
+            extra.append(Finding("synonyms_file", self._synonyms_problem))
+        extra += [Finding("retention_file", p) for p in retention.settings_problems(self._engine.root_str)]
         if self._access_broken:
             extra.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
         if self._access_dropped:

@@ -64,7 +64,8 @@ from pathlib import Path
 
 import orjson
 
-from .errors import SynonymFileError
+from . import fsops
+from .errors import SynonymFileError, UnsafePathError
 from .script import CJK_CHAR_RE, CJK_CHARS, WORD_CHAR, fold, has_cjk, singulars
 
 #: Weight of the query's own words and of table entries found in the query text.
@@ -77,6 +78,8 @@ SYNONYM_WEIGHT = 0.6
 CROSS_SCRIPT_WEIGHT = 0.05
 #: File name of a store's synonym file inside ``<root>/.mdcg/``.
 STORE_FILE = "synonyms.json"
+#: The largest store synonym file read (a larger one is reported, not read).
+MAX_STORE_FILE_BYTES = 8 << 20
 #: The only file format version.
 FORMAT_VERSION = 1
 
@@ -214,12 +217,17 @@ class SynonymTable:
         (:meth:`from_files`) still raise.
         """
         path = store_synonym_path(root)
-        if not os.path.lexists(path):
-            return _default_table(), None  # shared: no copy of the shipped groups per store
         try:
-            return cls.from_files(path), None
-        except SynonymFileError as exc:
-            return _default_table(), f"{exc}; searching with the shipped synonym table instead"
+            # never through a symlink, never a FIFO (it would block every search), size-bounded
+            raw = fsops.read_small(os.fspath(root), f".mdcg/{STORE_FILE}", limit=MAX_STORE_FILE_BYTES)
+            if raw is None:
+                return _default_table(), None  # shared: no copy of the shipped groups per store
+            table = cls.__new__(cls)
+            table._build([*_default_table()._groups, *decode_groups(raw, path)])
+            return table, None
+        except (SynonymFileError, OSError, UnsafePathError) as exc:
+            why = exc if isinstance(exc, SynonymFileError) else SynonymFileError(path, _os_problem(exc))
+            return _default_table(), f"{why}; searching with the shipped synonym table instead"
 
     def extended(self, groups: Iterable[Sequence[str]]) -> SynonymTable:
         """A new table with this table's groups followed by ``groups``."""
@@ -452,6 +460,11 @@ def load_groups(path: str | os.PathLike[str], *, missing_ok: bool = False) -> li
         raise SynonymFileError(path, "is a directory, not a file") from None
     except OSError as exc:
         raise SynonymFileError(path, f"cannot be read ({exc.strerror or exc})") from None
+    return decode_groups(raw, path)
+
+
+def decode_groups(raw: bytes, path: str | os.PathLike[str]) -> list[tuple[str, ...]]:
+    """Validate the groups of a synonym file's bytes (``path`` names it in errors)."""
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
     try:
@@ -478,6 +491,12 @@ def _default_table() -> SynonymTable:
     table = SynonymTable.__new__(SynonymTable)
     table._build(load_groups(_DEFAULT_PATH))
     return table
+
+
+def _os_problem(exc: OSError | UnsafePathError) -> str:
+    if isinstance(exc, UnsafePathError):
+        return exc.reason
+    return f"cannot be read ({exc.strerror or exc})"
 
 
 def store_synonym_path(root: str | os.PathLike[str]) -> Path:

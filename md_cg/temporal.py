@@ -55,7 +55,8 @@ from types import MappingProxyType
 import numpy as np
 import orjson
 
-from .errors import InvalidArgumentError, MarkerFileError
+from . import fsops
+from .errors import InvalidArgumentError, MarkerFileError, UnsafePathError
 from .node import RETENTION_TIERS, normalize_temporal
 from .script import CJK_CHARS, is_nfkc, nfkc
 
@@ -93,6 +94,8 @@ TERM_RULES: tuple[str, ...] = (
 )
 #: File name of a store's marker file inside ``<root>/.mdcg/``.
 STORE_FILE = "retention_markers.json"
+#: The largest store marker file read (a larger one is reported, not read).
+MAX_STORE_FILE_BYTES = 4 << 20
 #: The only marker file format version.
 FORMAT_VERSION = 1
 
@@ -624,6 +627,10 @@ def read_marker_file(path: str | os.PathLike[str], *, complete: bool = False) ->
         raise
     except OSError as exc:
         raise MarkerFileError(path, f"cannot read it: {exc.strerror or exc}") from exc
+    return _decode_markers(raw, path, complete=complete)
+
+
+def _decode_markers(raw: bytes, path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -656,6 +663,25 @@ def load_markers(extra_path: str | os.PathLike[str] | None = None) -> Markers:
         return base
     except MarkerFileError as exc:
         return base.with_problem(str(exc))
+    return _merge(base, added, None)
+
+
+def load_store_markers(root: str) -> Markers:
+    """The shipped markers extended by the store's ``.mdcg/retention_markers.json``, as
+    :func:`load_markers`; the file is read without following a symlink, only if it
+    is a regular file (a FIFO would block every write) and at most 4 MiB."""
+    base = shipped_markers()
+    path = store_marker_path(root)
+    try:
+        raw = fsops.read_small(root, f".mdcg/{STORE_FILE}", limit=MAX_STORE_FILE_BYTES)
+        if raw is None:
+            return base
+        added = _decode_markers(raw, path)
+    except MarkerFileError as exc:
+        return base.with_problem(str(exc))
+    except (OSError, UnsafePathError) as exc:
+        why = exc.reason if isinstance(exc, UnsafePathError) else f"cannot read it: {exc.strerror or exc}"
+        return base.with_problem(str(MarkerFileError(path, why)))
     return _merge(base, added, None)
 
 

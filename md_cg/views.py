@@ -133,6 +133,13 @@ class Reads(_Handle):
             return NodeNotFoundError(
                 node_id, f"did you mean {other!r}? ids differ by letter case or Unicode form"
             )
+        if self._scope is None and isinstance(node_id, str):
+            # A file named for it that could not be read or parsed (an unscoped handle
+            # only: a scoped one must not learn of files outside its scope).
+            for rel, reason in sorted(state.problems.items()):
+                if paths.stem_of(rel) == node_id:
+                    hint = f"its file {rel} is unusable: {reason}; fix it, then sync"
+                    return NodeNotFoundError(node_id, hint)
         return NodeNotFoundError(node_id)
 
     def __len__(self) -> int:

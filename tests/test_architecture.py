@@ -27,7 +27,7 @@ RANK = {
     "textindex_scope": 1,
     "textindex": 2,
     "textindex_phrase": 2,
-    "synonyms": 1,
+    "synonyms": 2,
     "temporal": 2,
     "recall": 1,
     "resurface": 1,

@@ -9,6 +9,8 @@ a folder beside the store before and after.
 
 from __future__ import annotations
 
+import ast
+import ctypes
 import json
 import os
 import shutil
@@ -17,12 +19,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from conftest import REPO, python_env, tree_listing
 from stresslib import stress
 
-from md_cg import MdCG, Node, snapshot
+from md_cg import MdCG, Node, Scope, snapshot
+from md_cg.errors import NodeNotFoundError
 from md_cg.sample import bundled_sample_path
 
 # -- 2. paths named by .mdcg/ content are confined to the store -------------------------------------
@@ -300,3 +304,218 @@ def test_every_kind_of_bad_input_gets_a_clean_error_and_loses_nothing(tmp_path: 
     row = stress.bad_input_row(tmp_path, channels=(channel,))
     assert row.operations == sum(b.channel == channel for b in stress.bad_inputs())
     assert (row.lost, row.outside, row.errors) == (0, 0, 0), row.notes
+
+
+# -- special files under .mdcg/: a FIFO must not hang anything, a folder must not crash it -----
+
+_SPECIAL_SCRIPT = """
+import sys
+from md_cg import MdCG
+root = sys.argv[1]
+with MdCG(root) as s:
+    s.add(id="fresh", body="The user likes green tea tomorrow.")
+    found = [r.id for r in s.search("green tea", record=False)[0]]
+    s.forget("n1", "gone")  # forgetting compacts
+    s.compact_index()
+    s.rebuild_index()
+    kinds = sorted({f.kind for f in s.health().findings})
+    print(found, sorted(s.ids()), kinds)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+@pytest.mark.parametrize(
+    "name", ["synonyms.json", "retention_markers.json", "log/4242_" + "a" * 32 + ".jsonl"]
+)
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_special_files_under_meta_neither_hang_nor_crash(tmp_path: Path, name: str, kind: str) -> None:
+    """A FIFO named like a settings file or a log shard blocked every search or compaction
+    for good (Path.read_bytes, an open for a lock); a folder named like a shard crashed
+    compaction, and forget raised after forgetting. Now each is skipped and reported."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        for i in range(3):
+            s.add(id=f"n{i}", body=f"note {i} about green tea")
+        s.compact_index()
+    target = root / ".mdcg" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(target) if kind == "fifo" else target.mkdir()
+    out = subprocess.run(
+        [sys.executable, "-c", _SPECIAL_SCRIPT, str(root)],
+        capture_output=True, text=True, timeout=60, env=python_env(), check=False,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    found, ids, kinds = out.stdout.strip().split("] [")
+    assert "'fresh'" in found and ids == "'fresh', 'n0', 'n2'"
+    expected = {"synonyms.json": "synonyms_file", "retention_markers.json": "retention_file"}.get(
+        name, "unsafe_path"
+    )
+    assert expected in kinds
+    assert target.is_fifo() if kind == "fifo" else target.is_dir()  # never replaced or removed
+
+
+def test_settings_files_are_never_read_through_a_symlink(tmp_path: Path) -> None:
+    """A symlinked .mdcg/retention_markers.json decided the tier of new memories from a
+    file outside the store (and one to /dev/zero read until memory ran out)."""
+    root = tmp_path / "m"
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"term": {"n1_relative_day": ["zanzibar"]}}), encoding="utf-8")
+    with MdCG(root) as s:
+        s.add(id="a", body="plain note")
+    for name in ("retention_markers.json", "synonyms.json"):
+        (root / ".mdcg" / name).symlink_to(outside)
+    with MdCG(root) as s:
+        node = s.add(id="z", body="zanzibar: the user flies out")
+        assert node.retention_tier is None  # the outside file's marker was not used
+        details = {f.kind: f.detail for f in s.health().findings}
+    assert (
+        "is a symlink" in details["retention_file"] and "retention_markers.json" in details["retention_file"]
+    )
+    assert "is a symlink" in details["synonyms_file"]
+
+
+def test_a_conflicted_retention_json_is_named_by_health(tmp_path: Path) -> None:
+    """A git conflict in .mdcg/retention.json stops the writes that decide retention (a
+    wrong TTL could expire memories early); health() said nothing."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="a", body="plain note")
+    (root / ".mdcg" / "retention.json").write_text('<<<<<<< HEAD\n{"ttl_seconds": 60}\n', encoding="utf-8")
+    with MdCG(root) as s:
+        findings = [f for f in s.health().findings if f.kind == "retention_file"]
+        assert len(findings) == 1 and findings[0].severity == "error"
+        assert findings[0].detail.startswith(f"{root}/.mdcg/retention.json: not valid JSON")
+        assert findings[0].detail.endswith("writes that decide retention fail until it is fixed")
+        assert not s.health().ok
+
+
+# -- files and folders this process may not read ---------------------------------------------
+
+_UNREADABLE_SCRIPT = """
+import sys
+from md_cg import MdCG
+from md_cg.errors import MalformedNodeFileError, NodeNotFoundError
+with MdCG(sys.argv[1], auto_compact=None) as s:
+    found = sorted(r.id for r in s.search("apples", record=False)[0])
+    try:
+        s.get("n1")
+        got = "read"
+    except (MalformedNodeFileError, NodeNotFoundError) as exc:
+        got = str(exc)
+    findings = sorted((f.kind, f.path) for f in s.health().findings)
+    s.sync()
+    print(repr((sorted(s.ids()), found, got, findings)))
+"""
+
+
+def _drop_dac_override() -> None:
+    """In a root child before exec: drop the capabilities that bypass permission bits
+    (CAP_DAC_OVERRIDE, CAP_DAC_READ_SEARCH) from the bounding set, so mode 000 applies."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for cap in (1, 2):
+        if libc.prctl(24, cap, 0, 0, 0) != 0:  # PR_CAPBSET_DROP
+            raise OSError(ctypes.get_errno(), "prctl(PR_CAPBSET_DROP)")
+
+
+def _as_other_user(script: str, root: Path) -> tuple:
+    """Run ``script`` on ``root`` where permission bits apply (root without the
+    capabilities that bypass them)."""
+    extra: dict[str, Any] = {"preexec_fn": _drop_dac_override} if os.geteuid() == 0 else {}
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(root)],
+        capture_output=True, text=True, timeout=120, env=python_env(), check=False, cwd="/", **extra,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    return ast.literal_eval(out.stdout)
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or (os.geteuid() == 0 and not sys.platform.startswith("linux")),
+    reason="POSIX permissions (as root: Linux capabilities)",
+)
+@pytest.mark.parametrize("snapshot", [True, False])
+@pytest.mark.parametrize("what", ["file", "folder"])
+def test_a_file_or_folder_it_may_not_read_takes_nothing_else_down(what: str, snapshot: bool) -> None:
+    """One node file of mode 000 stopped a store without snapshot from opening; a layer
+    folder of mode 000 made search, health and sync raise PermissionError. Now the file is
+    an unreadable_file and the folder an unsafe_path; every other memory is served, and
+    what the index holds below an unreadable folder is kept as it is."""
+    base = Path(tempfile.mkdtemp(prefix="mdcg-perm-"))
+    try:
+        base.chmod(0o755)
+        root = base / "m"
+        with MdCG(root) as s:
+            for i in range(3):
+                s.add(id=f"n{i}", body=f"apples {i}", layer="structural" if i == 1 else "knowledge")
+            s.compact_index()
+        if not snapshot:
+            (root / ".mdcg" / "index.snapshot").unlink()
+            shutil.rmtree(root / ".mdcg" / "log")
+        n1 = root / "structural" / "n1.md"
+        (n1 if what == "file" else n1.parent).chmod(0)
+        ids, found, got, findings = _as_other_user(_UNREADABLE_SCRIPT, root)
+    finally:
+        for p in (base / "m" / "structural", base / "m" / "structural" / "n1.md"):
+            if p.exists():
+                p.chmod(0o755)
+        shutil.rmtree(base)
+    if snapshot:
+        assert got == "structural/n1.md: cannot be read: permission denied"
+    elif what == "folder":  # never listed: nothing is known of it
+        assert got == "no node with id 'n1' in this store"
+    else:  # the error says which file stands for the id, and why it is unusable
+        assert got == (
+            "no node with id 'n1' in this store (its file structural/n1.md is unusable: "
+            "cannot be read: permission denied; fix it, then sync)"
+        )
+    if snapshot:  # the index still holds n1: kept, and found by search (which reads no file)
+        assert (ids, found) == (["n0", "n1", "n2"], ["n0", "n1", "n2"])
+    else:  # never read: not in the index, and reported
+        assert (ids, found) == (["n0", "n2"], ["n0", "n2"])
+    if what == "folder":
+        assert ("unsafe_path", "structural") in findings
+        assert not any(kind == "missing_file" for kind, _ in findings)
+    elif not snapshot:
+        assert ("unreadable_file", "structural/n1.md") in findings
+
+
+def test_an_unknown_id_whose_file_is_broken_says_so(tmp_path: Path) -> None:
+    """A node whose frontmatter broke was "no node with id" in get, show, edit and update,
+    with nothing to say that its file is there and why it is unusable."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="g", body="Good two.")
+        path = s.path_of("g")
+    text = path.read_text(encoding="utf-8").replace('layer: "knowledge"', "layer: [broken")
+    path.write_text(text, encoding="utf-8")
+    with MdCG(root) as s:
+        s.sync()
+        with pytest.raises(NodeNotFoundError) as err:
+            s.get("g")
+        assert str(err.value).startswith(
+            "no node with id 'g' in this store (its file knowledge/orphan/g.md is unusable: "
+        )
+        assert str(err.value).endswith("; fix it, then sync)")
+    with MdCG(root, scope=Scope(agent="bot")) as scoped:  # a scoped handle learns nothing of it
+        with pytest.raises(NodeNotFoundError) as err:
+            scoped.get("g")
+        assert str(err.value) == "no node with id 'g' in this store"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_fifo_as_the_migration_journal_does_not_hang_migrate(tmp_path: Path) -> None:
+    from md_cg.migrate import journal_path
+
+    src = tmp_path / "sample.sqlite"
+    shutil.copyfile(bundled_sample_path(), src)
+    dest = tmp_path / "m"
+    MdCG(dest).close()
+    fifo = journal_path(src, dest)
+    fifo.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(fifo)
+    script = "import sys; from md_cg.migrate import migrate; print(migrate(sys.argv[1], sys.argv[2]).ok)"
+    out = subprocess.run(
+        [sys.executable, "-c", script, str(src), str(dest)],
+        capture_output=True, text=True, timeout=120, env=python_env(), check=False,
+    )  # fmt: skip
+    assert (out.returncode, out.stdout) == (0, "True\n"), out.stderr

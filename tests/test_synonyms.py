@@ -425,7 +425,7 @@ def test_for_store_reports_an_unreadable_file(tmp_path: Path) -> None:
     table, problem = SynonymTable.for_store(tmp_path)
     assert table is SynonymTable.default()
     assert problem == (
-        f"{store_synonym_path(tmp_path)}: invalid synonym file: is a directory, not a file; "
+        f"{store_synonym_path(tmp_path)}: invalid synonym file: is not a regular file; "
         "searching with the shipped synonym table instead"
     )
 
