@@ -86,7 +86,24 @@ def open_dir(
     survives a power cut (fsyncing a file and its folder does not cover that).
     ``made`` receives the path of each folder it made (for a caller that
     fsyncs their parents itself, later).
+
+    With ``create``, a folder on the way that another process removes meanwhile
+    (an emptied bucket folder) is made again: the walk restarts, a few times.
     """
+    for attempt in range(_CREATE_TRIES):
+        try:
+            return _open_dir_once(root, rel_dir, create=create, durable=durable, made=made)
+        except FileNotFoundError:
+            if not create or attempt == _CREATE_TRIES - 1:
+                raise
+    raise AssertionError("unreachable")
+
+
+#: Walks of :func:`open_dir` (``create=True``) before a folder removed each time is an error.
+_CREATE_TRIES = 8
+
+
+def _open_dir_once(root: str, rel_dir: str, *, create: bool, durable: bool, made: list[str] | None) -> int:
     fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
     done: list[str] = []
     try:

@@ -262,16 +262,32 @@ class Journal:
         try:
             for put in puts:
                 parent, name = _split(put.rel)
-                d = dirs.get(parent)
-                if d is None:
-                    d = dirs[parent] = fsops.Dir(self.root, parent, create=True, made=made)
-                tmp, st = d.write_temp(name, put.data)
+                tmp, st = self._write_temp(parent, name, put.data, dirs, made)
                 temps.append(tmp)
                 stats.append(st)
         except BaseException:
             _remove_temps(puts, temps, dirs)
             raise
         return temps, stats
+
+    def _write_temp(
+        self, parent: str, name: str, data: bytes, dirs: dict[str, fsops.Dir], made: list[str]
+    ) -> tuple[str, os.stat_result]:
+        """A temp file beside ``parent/name``. Another process removing ``parent`` once
+        it is empty (a forget or a move out of a bucket) can do so between the open of
+        the folder and the temp file's creation: the folder is made again (a few times).
+        Once the temp file is there the folder is not empty, so it stays."""
+        for attempt in range(_FOLDER_TRIES):
+            d = dirs.get(parent)
+            if d is None:
+                d = dirs[parent] = fsops.Dir(self.root, parent, create=True, made=made)
+            try:
+                return d.write_temp(name, data)
+            except FileNotFoundError:
+                if attempt == _FOLDER_TRIES - 1:
+                    raise
+                dirs.pop(parent).close()
+        raise AssertionError("unreachable")
 
     def _apply(
         self,
@@ -659,6 +675,10 @@ def _read_from(d: fsops.Dir, name: str, start: int) -> fsops.ShardRead | None:
     if statmod.S_ISREG(st.st_mode) and st.st_size <= start:
         return None
     return fsops.read_shard_in(d, name, start)
+
+
+#: Tries of a temp file whose folder another process removed each time.
+_FOLDER_TRIES = 8
 
 
 def fresh_cursor(root: str) -> Cursor:
