@@ -149,7 +149,7 @@ def _raw_floor(
     of each folder once per ``batch`` files. ``threads`` > 1 (durable batches):
     a batch's temp files are all written, then fsynced that many at a time
     (a pool of threads), then renamed. Returns files/s."""
-    payload = [(layout.rel_path(n), nodefile.dumps(n).encode("utf-8")) for n in nodes]
+    payload = [(layout.rel_path(n), nodefile.dump_bytes(n)) for n in nodes]
     made: set[Path] = set()
     pool = ThreadPoolExecutor(threads) if durable and threads > 1 else None
     t = time.perf_counter()

@@ -91,7 +91,7 @@ def stage(node: Node, *, archived: bool = False) -> Staged:
     rel, domain = _place(node)
     if archived:
         rel = paths.archived_rel(rel)
-    return Staged(node, rel, nodefile.dumps(node).encode("utf-8"), domain)
+    return Staged(node, rel, nodefile.dump_bytes(node), domain)
 
 
 def _dumps_at(node: Node, updated_at: float | None) -> bytes:
@@ -99,7 +99,7 @@ def _dumps_at(node: Node, updated_at: float | None) -> bytes:
     kept = node.updated_at
     node.updated_at = updated_at
     try:
-        return nodefile.dumps(node).encode("utf-8")
+        return nodefile.dump_bytes(node)
     finally:
         node.updated_at = kept
 
@@ -623,7 +623,7 @@ class Engine:
             stored = index.decode_node(data, rel)
         except (OSError, UnsafePathError, MalformedNodeFileError):
             return None
-        if data == (nodefile.dumps(node).encode("utf-8") if given is None else given):
+        if data == (nodefile.dump_bytes(node) if given is None else given):
             return stored
         return stored if _dumps_at(node, stored.updated_at) == data else None
 
@@ -679,6 +679,8 @@ class Engine:
         node = self.read_node(current.path)
         result = change(node)
         if result is not None:
+            if not isinstance(result, Node):
+                raise TypeError(f"a change must return a Node or None, got {type(result).__name__}")
             node = result
         if node.id != current.id:
             message = f"the id of node {current.id!r} cannot change (got {node.id!r})"

@@ -38,7 +38,7 @@ from .reports import Deleted
 
 
 def check_reason(node_id: str, reason: object) -> str:
-    """The stripped reason, or InvalidNodeError when there is none."""
+    """The stripped reason, or InvalidNodeError when there is none (or it is not UTF-8 text)."""
     if not isinstance(reason, str) or not reason.strip():
         raise InvalidNodeError(
             f"forget({node_id!r}) needs a reason (a non-empty string)",
@@ -46,6 +46,16 @@ def check_reason(node_id: str, reason: object) -> str:
             value=reason,
             node_id=node_id,
         )
+    if not reason.isascii():
+        try:
+            reason.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidNodeError(
+                f"forget({node_id!r}): the reason holds a lone surrogate and cannot be stored as UTF-8",
+                field="reason",
+                value=reason,
+                node_id=node_id,
+            ) from None
     return reason.strip()
 
 

@@ -493,7 +493,7 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
     for data, node in ((ours, nodes[0]), (theirs, nodes[1])):
         if node == merged:
             return MergeResult(data=data, clean=conflict is None, conflict=conflict)
-    return MergeResult(data=nodefile.dumps(merged).encode("utf-8"), clean=conflict is None, conflict=conflict)
+    return MergeResult(data=nodefile.dump_bytes(merged), clean=conflict is None, conflict=conflict)
 
 
 # -- conflicts ----------------------------------------------------------------

@@ -525,7 +525,7 @@ def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     for row in iter_rows(conn):
         if row.node is not None:
             try:
-                nodefile.dumps(row.node).encode("utf-8")
+                nodefile.dump_bytes(row.node)
             except (InvalidNodeError, UnicodeError) as exc:
                 row = RowResult(
                     row.rowid,
@@ -555,7 +555,7 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     (:meth:`MdCG.write_outcome`; without a store yet, the file at the node's path decides)."""
     if store is not None:
         return store.write_outcome(node)
-    same = fsops.holds(str(root), layout.rel_path(node), nodefile.dumps(node).encode("utf-8"))
+    same = fsops.holds(str(root), layout.rel_path(node), nodefile.dump_bytes(node))
     return "created" if same is None else "unchanged" if same else "updated"
 
 

@@ -725,6 +725,23 @@ def dumps(node: Node) -> str:
     return text
 
 
+def dump_bytes(node: Node) -> bytes:
+    """:func:`dumps` as the UTF-8 bytes a file holds. A lone surrogate in the body (the
+    frontmatter's strings are checked as they are written) raises
+    :class:`InvalidNodeError` naming ``body`` and the node, not a bare UnicodeEncodeError."""
+    text = dumps(node)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        at = next((i for i, ch in enumerate(node.body) if "\ud800" <= ch <= "\udfff"), 0)
+        raise InvalidNodeError(
+            f"node {node.id!r}: field 'body' holds a lone surrogate at character {at} "
+            "and cannot be stored as UTF-8",
+            field="body",
+            node_id=node.id,
+        ) from None
+
+
 # -- reading -------------------------------------------------------------------------
 
 

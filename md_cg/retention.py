@@ -283,6 +283,8 @@ def ids_of(ids: str | Sequence[str], name: str = "ids") -> list[str]:
     """A list of ids from one id or a sequence of them (a bare string is one id)."""
     if isinstance(ids, str):
         return [ids]
+    if not isinstance(ids, Iterable):
+        raise InvalidArgumentError(f"{name} must be a node id or ids, got {ids!r}", name=name, value=ids)
     out = list(ids)
     bad = [i for i in out if not isinstance(i, str)]
     if bad:

@@ -9,6 +9,7 @@ operational state (docs/architecture.md says what writes when).
 
 from __future__ import annotations
 
+import math
 import os
 import time
 import uuid
@@ -34,6 +35,7 @@ from . import (
 from . import search as search_mod
 from .engine import Engine
 from .errors import (
+    InvalidArgumentError,
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
@@ -53,6 +55,33 @@ _NODE_FIELDS = {f.name for f in fields(Node)}
 def new_id(prefix: str = "n") -> str:
     """A fresh random node id such as ``n_3f9a2c1b7d0e``."""
     return f"{prefix}_{uuid.uuid4().hex[:12]}"
+
+
+def _check_options(
+    create: object,
+    durable: object,
+    read_only: object,
+    refresh_interval: object,
+    lock_timeout: object,
+    auto_compact: object,
+) -> None:
+    """Refuse an option of :class:`MdCG` of the wrong kind when it is given, not at the
+    first call that uses it (``refresh_interval="x"`` failed in ``get``)."""
+    for name, value in (("create", create), ("durable", durable), ("read_only", read_only)):
+        if not isinstance(value, bool):
+            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}", name=name, value=value)
+    for name, value, floor in (
+        ("refresh_interval", refresh_interval, 0.0),
+        ("lock_timeout", lock_timeout, 0.0),
+        ("auto_compact", auto_compact, 1),
+    ):
+        if value is None and name != "lock_timeout":
+            continue
+        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        if not number or value < floor or (name == "auto_compact" and not isinstance(value, int)):
+            kind = "a whole number >= 1" if name == "auto_compact" else "a finite number of seconds >= 0"
+            none = "" if name == "lock_timeout" else " or None"
+            raise InvalidArgumentError(f"{name} must be {kind}{none}, got {value!r}", name=name, value=value)
 
 
 class MdCG(views.Reads, views.Lifecycle, views.Recall):
@@ -94,6 +123,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     ) -> None:
         if scope is not None and not isinstance(scope, Scope):
             raise TypeError(f"scope must be a md_cg.visibility.Scope or None, got {type(scope).__name__}")
+        _check_options(create, durable, read_only, refresh_interval, lock_timeout, auto_compact)
         if ttl_seconds is not None:
             retention.check_ttl(ttl_seconds)
         self._engine = Engine(
@@ -223,9 +253,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         differs only by case or Unicode normalisation -- raises
         :class:`~md_cg.errors.DuplicateIdError` unless ``overwrite=True``,
         which replaces the node (moving its file if its layer or bucket
-        changed). ``stamp`` sets ``created_at`` when absent and ``updated_at``
-        to now. Invalid input raises before anything is written, and so does
-        an empty body: a memory needs some text (:meth:`add_many`, the import
+        changed) -- but never an archived node (DuplicateIdError: unarchive it
+        first). ``stamp`` sets ``created_at`` when absent and ``updated_at`` to
+        now. Invalid input raises before anything is written, and so does an
+        empty body: a memory needs some text (:meth:`add_many`, the import
         path, carries sources as they are). ``tier`` (``"temp"``/``"long"``)
         overrides the retention decision (docs/retention.md).
         """
@@ -234,7 +265,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if tier is not None:
             node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
-        return self._add_batch([node], overwrite, durable, stamp, stamp, validated=True)[0]
+        return self._add_batch(
+            [node], overwrite, durable, stamp, stamp, validated=True, check=self._check_live
+        )[0]
 
     def add_many(
         self,
@@ -273,8 +306,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         decide: bool,
         *,
         validated: bool = False,
+        check: Callable[[Entry], None] | None = None,
     ) -> list[Node]:
-        """``add_many`` of a list; ``validated``: every node was validated just now (``add``)."""
+        """``add_many`` of a list; ``validated``: every node was validated just now (``add``);
+        ``check(entry)`` refuses an id taken (default: one outside the caller's scope)."""
         now = time.time()
         # The collector would scan the whole index again and again while a batch
         # allocates its entries; nothing here forms cycles that must go at once.
@@ -284,7 +319,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             )
             with self._engine.lock:
                 out = self._engine.add_many(
-                    batch, overwrite=overwrite, durable=durable, stamp=stamp, check=self._check_taken
+                    batch, overwrite=overwrite, durable=durable, stamp=stamp, check=check or self._check_taken
                 )
         self._ret.record(decided, now)
         return out

@@ -256,7 +256,7 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
     try:
         if problems:
             raise problems[0]
-        return node, nodefile.dumps(node).encode("utf-8")  # too large, or a lone surrogate
+        return node, nodefile.dump_bytes(node)  # too large, or a lone surrogate
     except InvalidNodeError as exc:
         if exc.field != "body" or key == "body":
             raise

@@ -92,6 +92,18 @@ class _Handle:
                 f"node id {entry.id!r} is taken by a memory outside this handle's scope; choose another id",
             )
 
+    def _check_live(self, entry: Entry) -> None:
+        """:meth:`_check_taken`, and refuse to replace an archived node: ``add(overwrite=True)``
+        of its id replaced the archived file with the new text, the old one gone."""
+        self._check_taken(entry)
+        if entry.archived:
+            raise DuplicateIdError(
+                entry.id,
+                entry.path,
+                f"node id {entry.id!r} is held by an archived memory ({entry.path}); unarchive it "
+                "to change it, or choose another id (overwrite does not replace an archived memory)",
+            )
+
     def _check_scope(self, entry: Entry) -> None:
         """Refuse a write to a node outside the caller's scope, as if it did not exist."""
         if self._scope is not None and not self._scope.admits(entry):
@@ -200,7 +212,7 @@ class Reads(_Handle):
             return "moved"
         copy = shallow_copy(node)  # decide only rebinds scalar fields (tier, expiry, reason)
         self._ret.decide(copy, now=time.time(), previous=previous, explicit=copy.retention_tier is not None)
-        same = fsops.holds(str(self.root), rel, nodefile.dumps(copy).encode("utf-8"))
+        same = fsops.holds(str(self.root), rel, nodefile.dump_bytes(copy))
         return "created" if same is None else "unchanged" if same else "updated"
 
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:

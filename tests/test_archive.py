@@ -314,3 +314,26 @@ def test_an_id_typed_in_another_case_names_the_one_the_caller_sees(tmp_path: Pat
     with MdCG(root, scope=Scope(agent="a")) as mine, pytest.raises(NodeNotFoundError) as hidden:
         mine.get("theirs-note")  # its twin is outside the scope: nothing is named
     assert str(hidden.value) == "no node with id 'theirs-note' in this store"
+
+
+def test_add_over_an_archived_id_never_replaces_it(tmp_path: Path) -> None:
+    """`mdcg add --id x --overwrite` over an archived x replaced the archived file with the
+    new text (the archived memory gone, exit 0); the hint without --overwrite named
+    `update`, which refuses archived memories."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="x", body="original, precious")
+        s.archive("x")
+        archived = s.path_of("x", include_archived=True)
+        data = archived.read_bytes()
+        for overwrite in (False, True):
+            with pytest.raises(DuplicateIdError) as err:
+                s.add(id="x", body="new", overwrite=overwrite)
+            assert str(err.value) == (
+                "node id 'x' is held by an archived memory (archive/knowledge/orphan/x.md); unarchive it "
+                "to change it, or choose another id (overwrite does not replace an archived memory)"
+            )
+        assert archived.read_bytes() == data and sorted(p.name for p in (tmp_path / "m").rglob("x.md")) == [
+            "x.md"
+        ]
+        s.unarchive("x")
+        assert s.add(id="x", body="new", overwrite=True).body == "new"  # live again: replaced as asked

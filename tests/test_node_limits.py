@@ -337,3 +337,34 @@ def test_the_api_refuses_unstorable_numbers_before_writing() -> None:
         with pytest.raises(InvalidNodeError) as info:
             validate(node)
         assert info.value.field == field
+
+
+def test_a_lone_surrogate_in_the_body_or_a_reason_is_named(tmp_path: Path) -> None:
+    """add, add_many and update raised a bare UnicodeEncodeError, forget a TypeError (and
+    left an empty audit shard); now each names the field and the node, nothing written."""
+    from md_cg import MdCG
+
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="c", body="fine")
+        before = {p: p.read_bytes() for p in (tmp_path / "m").rglob("*.md")}
+        calls = {
+            "add": lambda: s.add(id="a", body="x\ud800y"),
+            "add_many": lambda: s.add_many([Node(id="b", body="ab\udc80")]),
+            "update": lambda: s.update("c", body="bad \ud800"),
+        }
+        for name, call in calls.items():
+            with pytest.raises(InvalidNodeError) as err:
+                call()
+            assert err.value.field == "body", name
+            at = {"add": 1, "add_many": 2, "update": 4}[name]
+            node = {"add": "a", "add_many": "b", "update": "c"}[name]
+            assert str(err.value) == (
+                f"node {node!r}: field 'body' holds a lone surrogate at character {at} "
+                "and cannot be stored as UTF-8"
+            )
+        with pytest.raises(InvalidNodeError, match=r"^forget\('c'\): the reason holds a lone surrogate"):
+            s.forget("c", "why \ud800")
+        assert {p: p.read_bytes() for p in (tmp_path / "m").rglob("*.md")} == before
+        audit = tmp_path / "m" / ".mdcg" / "audit"
+        assert not audit.exists() or [p for p in audit.iterdir() if p.stat().st_size == 0] == []
+        assert s.get("c").body == "fine" and sorted(s.ids()) == ["c"]

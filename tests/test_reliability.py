@@ -332,7 +332,8 @@ def test_conflicted_synonyms_file_keeps_search_working(tmp_path: Path) -> None:
         assert [r.id for r in s.search("deadline")[0]] == ["n1"]
         findings = s.health().by_kind("synonyms_file")
     assert len(findings) == 1
-    assert "synonyms.json" in findings[0].detail and "searching with the shipped synonym table instead" in findings[0].detail
+    detail = findings[0].detail
+    assert "synonyms.json" in detail and "searching with the shipped synonym table instead" in detail
 
 
 def test_the_same_new_id_in_two_layers_is_reported_never_trashed(tmp_path: Path) -> None:

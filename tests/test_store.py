@@ -14,6 +14,7 @@ from conftest import knowledge, node_tree
 from md_cg import MdCG, Node, NodeHasIncomingEdgesError, fsops, layout, nodefile
 from md_cg.errors import (
     DuplicateIdError,
+    InvalidArgumentError,
     InvalidNodeError,
     NodeNotFoundError,
     NotAStoreError,
@@ -371,3 +372,40 @@ def test_durable_rounds_alternate_the_order_and_clean_up(tmp_path: Path) -> None
     ]
     assert all(r.n == 20 and "16 fsyncs at a time" in r.baseline for r in rows)
     assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        (
+            {"refresh_interval": "x"},
+            "refresh_interval must be a finite number of seconds >= 0 or None, got 'x'",
+        ),
+        ({"lock_timeout": "x"}, "lock_timeout must be a finite number of seconds >= 0, got 'x'"),
+        ({"lock_timeout": -1}, "lock_timeout must be a finite number of seconds >= 0, got -1"),
+        ({"lock_timeout": float("nan")}, "lock_timeout must be a finite number of seconds >= 0, got nan"),
+        ({"auto_compact": "x"}, "auto_compact must be a whole number >= 1 or None, got 'x'"),
+        ({"auto_compact": 2.5}, "auto_compact must be a whole number >= 1 or None, got 2.5"),
+        ({"durable": "no"}, "durable must be True or False, got 'no'"),
+        ({"read_only": 1}, "read_only must be True or False, got 1"),
+    ],
+)
+def test_options_of_the_wrong_kind_are_refused_when_given(
+    tmp_path: Path, options: dict, message: str
+) -> None:
+    """MdCG(refresh_interval="x") opened, then get/len/search raised TypeError; a bad
+    lock_timeout failed in add, auto_compact in close. Now the open refuses, naming it."""
+    with pytest.raises(InvalidArgumentError) as err:
+        MdCG(tmp_path / "m", **options)
+    assert str(err.value) == message and err.value.name == next(iter(options))
+    assert not (tmp_path / "m").exists()
+
+
+def test_misused_calls_say_what_they_take(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="a", body="x")
+        with pytest.raises(InvalidArgumentError, match=r"^ids must be a node id or ids, got None$"):
+            s.archive(None)  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match=r"^a change must return a Node or None, got int$"):
+            s.modify("a", lambda n: 5)  # type: ignore[arg-type,return-value]
+        assert s.get("a").body == "x" and s.ids() == ["a"]
