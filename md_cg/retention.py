@@ -48,6 +48,8 @@ from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_
 DECISION_LOG = "retention"
 #: The per-store retention settings, ``.mdcg/retention.json`` (tracked by git).
 CONFIG_FILE = "retention.json"
+#: The layer whose memories are never made temporary by an automatic decision.
+ANCHOR_LAYER = "anchor"
 #: The reason tombstones of swept nodes carry.
 SWEEP_REASON = "expired"
 
@@ -176,8 +178,9 @@ class Retention:
             now=now,
             ttl_seconds=self.ttl,
             markers=self.markers,
+            protected=node.layer == ANCHOR_LAYER,
         )
-        if d.rule == "default_long":
+        if d.rule in ("default_long", "anchor_layer"):
             # No evidence either way: the node stays unassigned (absent = long), so a
             # plain note is stored as written; the decision log still has the rule.
             node.retention_tier = node.expires_at = node.retention_reason = None

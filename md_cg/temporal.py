@@ -102,6 +102,7 @@ FORMAT_VERSION = 1
 #: Every rule code a decision can carry, in decision order.
 RULE_CODES: tuple[str, ...] = (
     "explicit_tier",
+    "anchor_layer",
     "temporal_durable",
     "temporal_recurring",
     "markers_unreadable",
@@ -446,6 +447,7 @@ def decide_retention(
     ttl_seconds: float = DEFAULT_TTL_SECONDS,
     markers: Markers | None = None,
     require_anchor: bool = True,
+    protected: bool = False,
 ) -> RetentionDecision:
     """Decide a node's retention tier and expiry.
 
@@ -453,7 +455,8 @@ def decide_retention(
     temporal kind: ``durable``/``recurring`` are long and no term rule runs;
     ``one_off`` is temp (``expires_at = now + ttl_seconds``) unless a veto
     family is in the text or (with ``require_anchor``) nothing in the text
-    names a moment; (3) for ``unknown``/unset, the term rules: a one-off
+    names a moment; ``protected`` (a node in ``anchor/``) is long unless the
+    caller asked; (3) for ``unknown``/unset, the term rules: a one-off
     marker in the first :data:`TERM_WINDOW` units makes it temp unless a
     veto family is in the text; (4) otherwise long.
 
@@ -473,6 +476,9 @@ def decide_retention(
     verdict: _Verdict
     if asked:
         verdict = (asked, "explicit_tier", f"the caller asked for the {asked} tier", None)
+    elif protected:
+        why = "anchor/ holds what must not be forgotten: never made temporary"
+        verdict = ("long", "anchor_layer", why, None)
     elif kind in ("durable", "recurring"):
         verdict = ("long", f"temporal_{kind}", f"the extractor marked it {kind}: not a one-off event", None)
     elif kind == "one_off":

@@ -212,3 +212,17 @@ def test_search_returns_the_exact_top_k_of_visible_nodes(tmp_path: Path) -> None
         got = [r.id for r in s.search("okapi", k=7, record=False)[0]]
         shown = [r.id for r in s.search("okapi", k=7, record=False, include_superseded=True)[0]]
     assert got == want and shown == want and len(want) == 7
+
+
+def test_anchor_memories_are_never_made_temporary_by_a_guess(tmp_path: Path) -> None:
+    """`mdcg add --layer anchor "Tomorrow I start as ..."` was made temporary by the one-off
+    marker and swept a week later, though anchor/ is protected from forgetting."""
+    with MdCG(tmp_path / "m") as s:
+        one_off = "Tomorrow I start as the user's assistant: my core identity."
+        kept = s.add(id="core", layer="anchor", body=one_off)
+        assert (kept.retention_tier, kept.expires_at, kept.retention_reason) == (None, None, None)
+        assert s.add(id="plain", body=one_off).retention_tier == "temp"  # the same text elsewhere
+        asked = s.add(id="asked", layer="anchor", body=one_off, tier="temp")
+        assert asked.retention_tier == "temp" and asked.expires_at is not None
+        moved = s.update("plain", layer="anchor", body=one_off + " ")  # re-decided in anchor/
+        assert (moved.retention_tier, moved.expires_at) == (None, None)
