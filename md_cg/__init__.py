@@ -68,6 +68,7 @@ _EXPORTS = {
     "content_id": "node",
     "install_merge_driver": "merge",
     "configure_clone": "merge",
+    "work_tree_of": "merge",
     "slug_id": "node",
     "id_key": "paths",
     "FileError": "errors",
@@ -142,6 +143,7 @@ __all__ = [
     "route_key",
     "slug_id",
     "verify_migration",
+    "work_tree_of",
 ]
 
 

@@ -8,14 +8,17 @@ results without evidence of being about the query (the ladder's filler) are
 left out unless ``--fill`` is given. This module imports only md_cg's public
 API: the names ``md_cg`` exports and its documented public modules.
 
-Errors: a library error (:class:`md_cg.MdcgError`), a bad option value or a
-missing file is one line ``error: ...`` on stderr and exit status 2; its
-hints name ``mdcg`` commands. An exception of any other kind is a bug and
-keeps its traceback.
+Errors: a library error (:class:`md_cg.MdcgError`), a bad option value or an
+OS error on a file (missing, a name too long, a symlink loop, a full disk...)
+is one line ``error: ...`` on stderr, naming the file, and exit status 2; its
+hints name ``mdcg`` commands. A failing disk (``EIO``) and an exception of any
+other kind are bugs and keep their traceback. A stdout closed early by its
+reader (``mdcg list | head -1``) ends the command quietly, exit status 0.
 
 Exit status: 0 success; 1 a check failed (``health`` found problems,
-``migrate`` found mismatches or, with ``--strict``, bad rows); 2 an error
-(usage, unknown id, unreadable source...); 130 interrupted.
+``migrate`` found mismatches or, with ``--strict``, bad rows, ``sync`` found
+files that need a person); 2 an error (usage, unknown id, unreadable
+source...); 130 interrupted.
 
 The store folder is ``--root DIR`` (before or after the command name), else
 the environment variable ``MDCG_ROOT``, else ``./memory``.
@@ -126,6 +129,12 @@ COMMANDS: tuple[str, ...] = (
 
 def message(exc: MdcgError) -> str:
     """The one-line message of a library error, with hints that name ``mdcg`` commands."""
+    if isinstance(exc, DuplicateIdError) and exc.archived:
+        return (
+            f"node id {exc.node_id!r} is held by an archived memory ({exc.path}); `mdcg unarchive "
+            f"{exc.node_id}` brings it back to change it, or choose another id (--overwrite never "
+            "replaces an archived memory)"
+        )
     if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
         return (
             f"node id {exc.node_id!r} already exists at {exc.path}; change it with "
@@ -160,32 +169,73 @@ class _Group(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:
+                _flush_stdout()
+        except BrokenPipeError:  # stdout closed early (`mdcg list | head -1`): stop quietly
+            _drop_stdout()
+            raise typer.Exit(EXIT_OK) from None
         except ImportSourceError as exc:  # a line per bad record
             first, *rest = str(exc).splitlines()
             _error_line(first, rest)
         except MdcgError as exc:
             _error_line(message(exc))
-        except FileNotFoundError as exc:
-            _error_line(f"{exc.filename}: no such file or folder" if exc.filename else str(exc))
-        except (NotADirectoryError, IsADirectoryError, PermissionError) as exc:
-            where = f"{exc.filename}: " if exc.filename else ""
-            _error_line(f"{where}{exc.strerror or exc}")
         except OSError as exc:
-            if exc.errno == errno.EROFS:
-                _error_line(
-                    "the store's file system is read-only; nothing was changed: reading commands "
-                    "work, writing ones need it mounted writable"
-                )
-            if not is_out_of_room(exc):
+            text = os_error_message(exc, ctx.invoked_subcommand)
+            if text is None:
                 raise  # a bug, or a failing disk: the traceback
-            where = f"{exc.filename}: " if exc.filename else ""
-            again = (
-                "run the same command again to resume from the last committed batch"
-                if ctx.invoked_subcommand == "migrate"
-                else "run the command again"
-            )
-            _error_line(f"{where}{exc.strerror or exc}; nothing stored was lost: make room, then {again}")
+            _error_line(text)
+
+
+def os_error_message(exc: OSError, command: str | None = None) -> str | None:
+    """The one-line message of an OS error naming its file, or None to keep the traceback.
+
+    A full disk or quota and a read-only file system say what to do next; a
+    failing disk (``EIO``) and an OSError that no system call raised (no
+    errno: a bug) keep their traceback.
+    """
+    where = f"{exc.filename}: " if exc.filename else ""
+    if exc.filename and exc.filename2:
+        where = f"{exc.filename} -> {exc.filename2}: "
+    if exc.errno == errno.EROFS:
+        return (
+            "the store's file system is read-only; nothing was changed: reading commands "
+            "work, writing ones need it mounted writable"
+        )
+    if is_out_of_room(exc):
+        again = (
+            "run the same command again to resume from the last committed batch"
+            if command == "migrate"
+            else "run the command again"
+        )
+        return f"{where}{exc.strerror or exc}; nothing stored was lost: make room, then {again}"
+    if exc.errno is None or exc.errno == errno.EIO:
+        return None
+    if isinstance(exc, FileNotFoundError) and exc.filename:
+        return f"{where}no such file or folder"
+    return f"{where}{exc.strerror or exc}"
+
+
+def _flush_stdout() -> None:
+    """Write out what stdout holds, so that a closed pipe shows here, not at interpreter exit."""
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        _drop_stdout()
+    except (OSError, ValueError):  # stdout closed or gone: nothing to write out
+        pass
+
+
+def _drop_stdout() -> None:
+    """Point stdout at the null device: what is still buffered goes nowhere, quietly."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file (a test runner's buffer)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _error_line(message: str, details: list[str] | None = None) -> None:
@@ -275,6 +325,11 @@ def _open(
     ctx: typer.Context, root: Path | None, *, create: bool = False, read_only: bool = False
 ) -> Iterator[MdCG]:
     path = resolve_root(ctx, root)
+    if path.is_file():
+        raise InvalidArgumentError(
+            f"{path}: is a file, not a store folder (point --root / ${ROOT_ENV} at a store folder, "
+            "or at a new one to create)"
+        )
     if not create and not path.is_dir():
         raise InvalidArgumentError(
             f"{path}: no such store folder (create one with `mdcg init --root {path}`, "
@@ -288,12 +343,21 @@ def _quiet(ctx: typer.Context, quiet: bool) -> bool:
     return quiet or _globals(ctx).quiet
 
 
-def _stdout() -> Console:
-    return Console(highlight=False, soft_wrap=False)
+class _Console(Console):
+    """A console that leaves a closed stdout to :class:`_Group` (rich's own exits 1)."""
+
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+def _stdout(*, markup: bool = False) -> Console:
+    """The console of tables: text shown as it is (no emoji codes; markup only if asked)."""
+    return _Console(highlight=False, soft_wrap=False, emoji=False, markup=markup)
 
 
 def _stderr() -> Console:
-    return Console(stderr=True, highlight=False)
+    return _Console(stderr=True, highlight=False, emoji=False)
 
 
 def _jsonable(value: Any) -> Any:
@@ -391,6 +455,8 @@ def init(
     from md_cg import configure_clone
     from md_cg import install_merge_driver as install
 
+    if git:
+        _check_work_tree(resolve_root(ctx, root))
     with _open(ctx, root, create=True) as store:
         store.init_folder()
         how = install(store.root)
@@ -405,6 +471,17 @@ def init(
                 typer.echo("\n".join(done))
             else:
                 typer.echo(how, nl=False)
+
+
+def _check_work_tree(root: Path) -> None:
+    """Refuse ``init --git`` before anything is created when ``root`` is not inside a git
+    work tree (as :func:`md_cg.configure_clone` would, after the store was made)."""
+    from md_cg import work_tree_of
+
+    try:
+        work_tree_of(root.absolute())
+    except MdcgError as exc:
+        raise InvalidArgumentError(f"{exc} (nothing was created)", name="--git") from None
 
 
 def _parse_edge(spec: str) -> dict[str, Any]:
@@ -664,7 +741,7 @@ def list_(
         typer.echo(f"no memories ({total} match)" if total else "no memories match")
         return
     out = _stdout()
-    out.print(entries_table(page, width=out.width))
+    out.print(entries_table(page, width=out.width), crop=False)
     more = f"; --offset {offset + len(page)} for more" if offset + len(page) < total else ""
     typer.echo(f"{offset + 1}-{offset + len(page)} of {total}{more}")
 
@@ -961,7 +1038,7 @@ def archive(
 ) -> None:
     """Move memories to archive/ byte for byte: out of every default read, nothing deleted."""
     with _open(ctx, root) as store:
-        moved = store.archive(node_ids, reason=reason)
+        moved = store.archive(list(dict.fromkeys(node_ids)), reason=reason)  # an id given twice once
     if json_out:
         _print_json({"archived": moved})
     else:
@@ -972,7 +1049,7 @@ def archive(
 def unarchive(ctx: typer.Context, node_ids: IdsArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
     """Move archived memories back to where they were."""
     with _open(ctx, root) as store:
-        moved = store.unarchive(node_ids)
+        moved = store.unarchive(list(dict.fromkeys(node_ids)))
     if json_out:
         _print_json({"unarchived": moved})
     else:
@@ -1083,17 +1160,33 @@ def organize(
         typer.echo(f"apply with: mdcg organize --apply {data['run_id']} --decisions FILE.json")
 
 
+#: The most days ``stats --window-days`` / ``--exempt-days`` take (the library's cap).
+MAX_DAYS = 365
+
+
+def _check_days(value: int, option: str, low: int) -> None:
+    # The library falls back to its defaults on values out of range (docs/recall.md): refuse them here.
+    if not low <= value <= MAX_DAYS:
+        raise InvalidArgumentError(
+            f"{option} must be from {low} to {MAX_DAYS} days, got {value}", name=option
+        )
+
+
 @app.command()
 def stats(
     ctx: typer.Context,
-    window_days: Annotated[int, typer.Option("--window-days", help="Days of the access log looked at.")] = 30,
+    window_days: Annotated[
+        int, typer.Option("--window-days", help="Days of the access log looked at (1..365).")
+    ] = 30,
     exempt_days: Annotated[
-        int, typer.Option("--exempt-days", help="Memories younger than this are not zombies.")
+        int, typer.Option("--exempt-days", help="Memories younger than this are not zombies (0..365 days).")
     ] = 7,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Recall statistics: top recalled memories, zombie rate, injection slot fill, log coverage."""
+    _check_days(window_days, "--window-days", 1)
+    _check_days(exempt_days, "--exempt-days", 0)
     with _open(ctx, root, read_only=True) as store:
         data = store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict()
     if json_out:
@@ -1235,7 +1328,8 @@ def search(
     out.print(
         results_table(shown, width=out.width)
         if shown
-        else "no results with evidence of being about the query"
+        else "no results with evidence of being about the query",
+        crop=False,
     )
     out.print(meta_summary(meta, omitted=omitted))
 
@@ -1263,7 +1357,7 @@ def neighbours(
             return
         titles = {n.id: store.entry(n.id).title for n in found if n.exists}
     out = _stdout()
-    out.print(neighbours_table(found, titles, width=out.width))
+    out.print(neighbours_table(found, titles, width=out.width), crop=False)
 
 
 @app.command()
@@ -1367,7 +1461,7 @@ def health(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) 
         _print_json(report.to_dict())
     else:
         out = _stdout()
-        out.print(health_table(report, width=out.width))
+        out.print(health_table(report, width=out.width), crop=False)
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
 
@@ -1516,6 +1610,18 @@ def import_(
         typer.echo(f"  ... and {len(report.bad) - 10} more (--json lists them all)")
 
 
+@contextmanager
+def _named(out: Path | None) -> Iterator[None]:
+    """An OS error on the temp file written beside ``out`` is reported as about ``out``."""
+    try:
+        yield
+    except OSError as exc:
+        name = os.path.basename(str(exc.filename or ""))  # the temp's name is .<name>.<pid>.<token>.tmp
+        if out is not None and name.startswith(f".{out.name}.") and name.endswith(".tmp"):
+            exc.filename = str(out)
+        raise
+
+
 @app.command()
 def export(
     ctx: typer.Context,
@@ -1532,11 +1638,14 @@ def export(
     ] = False,
     root: RootOpt = None,
 ) -> None:
-    """Export memories as JSON lines (every field and the body), in id order."""
+    """Export memories as JSON lines (every field and the body), in id order; exit 1 when a
+    memory's file could not be read (each named on stderr)."""
     from md_cg import export_nodes
 
     start, end = _when(since, "--since"), _when(until, "--until")
-    with _open(ctx, root, read_only=True) as store:
+    if out is not None and out.is_dir():  # checked first: the error would name a temp file beside it
+        raise InvalidArgumentError(f"--out {out}: is a folder; give the path of a file", name="--out")
+    with _open(ctx, root, read_only=True) as store, _named(out):
         report = export_nodes(
             store,
             "-" if out is None else out,
@@ -1549,6 +1658,10 @@ def export(
         )
     if out is not None:
         typer.echo(f"exported {report.count} memories to {report.target}")
+    if report.unreadable:  # not a silent gap in a backup: named, and exit 1
+        for where, why in report.unreadable:
+            _stderr().print(f"not exported: {where}: {why}", soft_wrap=True, markup=False)
+        raise typer.Exit(EXIT_FAILED)
 
 
 def _maintenance_out(report: Any, json_out: bool, what: str, extra: dict[str, Any] | None = None) -> None:
@@ -1651,7 +1764,7 @@ def demo(
     if json_out:
         _print_json(run_demo(folder, None, show_progress=show_progress).to_dict())
     else:
-        run_demo(folder, _stdout(), show_progress=show_progress)
+        run_demo(folder, _stdout(markup=True), show_progress=show_progress)
 
 
 @app.command()

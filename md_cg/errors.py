@@ -133,9 +133,12 @@ class NodeNotFoundError(MdcgError, KeyError):
 
 
 class DuplicateIdError(MdcgError):
-    """``add`` was asked to create a node whose id already exists."""
+    """``add`` was asked to create a node whose id already exists (``archived``: held by
+    an archived node, which ``overwrite`` never replaces)."""
 
-    def __init__(self, node_id: str, path: str, message: str | None = None) -> None:
+    def __init__(
+        self, node_id: str, path: str, message: str | None = None, *, archived: bool = False
+    ) -> None:
         super().__init__(
             message
             or f"node id {node_id!r} already exists at {path}; update that node, "
@@ -143,6 +146,7 @@ class DuplicateIdError(MdcgError):
         )
         self.node_id = node_id
         self.path = path
+        self.archived = archived
 
 
 class IdCollisionError(DuplicateIdError):

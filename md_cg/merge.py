@@ -611,6 +611,19 @@ def _git(cwd: Path, *args: str) -> str:
     return done.stdout.strip()
 
 
+def work_tree_of(path: Path) -> Path:
+    """The top folder of the git work tree holding ``path`` (or, while ``path`` does not
+    exist yet, its nearest existing parent). Raises :class:`MdcgError` when there is
+    none or git is missing (``mdcg init --git`` asks before it creates anything)."""
+    where = Path(path).resolve()
+    while not where.is_dir() and where != where.parent:
+        where = where.parent
+    try:
+        return Path(_git(where, "rev-parse", "--show-toplevel")).resolve()
+    except MdcgError as exc:
+        raise MdcgError(f"{path} is not inside a git work tree ({exc}); run git init or clone first") from exc
+
+
 def configure_clone(root: Path) -> list[str]:
     """Set up the git clone that holds the store at ``root``; return what was done, a line each.
 
@@ -624,10 +637,7 @@ def configure_clone(root: Path) -> list[str]:
     is not inside a git work tree or git is missing.
     """
     root = Path(root).resolve()
-    try:
-        top = Path(_git(root, "rev-parse", "--show-toplevel")).resolve()
-    except MdcgError as exc:
-        raise MdcgError(f"{root} is not inside a git work tree ({exc}); run git init or clone first") from exc
+    top = work_tree_of(root)
     _git(root, "config", f"merge.{DRIVER_NAME}.name", "md-cg node files")
     _git(root, "config", f"merge.{DRIVER_NAME}.driver", driver_command())
     done = [f"git config: merge.{DRIVER_NAME} driver set for {top}"]

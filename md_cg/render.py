@@ -32,7 +32,9 @@ from .script import fold_accents
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
+    from rich.padding import Padding
     from rich.table import Table
+    from rich.text import Text
 
     from .graph import Neighbour
     from .index import Entry
@@ -48,6 +50,9 @@ SNIPPET_CHARS = 160
 TITLE_MIN = 16
 #: Seconds per unit of a duration (``7d``, ``12h``, ``30m``, ``45s``, ``2w``).
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+#: The first and the last instant an ISO 8601 date can show (years 1 and 9999, UTC), in epoch seconds.
+EARLIEST = datetime(1, 1, 1, tzinfo=UTC).timestamp()
+LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 
 
@@ -101,7 +106,7 @@ def iso(seconds: float | None) -> str | None:
         moment = datetime.fromtimestamp(seconds, UTC)
     except (OverflowError, OSError, ValueError):
         return None
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.replace(microsecond=0, tzinfo=None).isoformat() + "Z"  # year 1 as 0001, not 1
 
 
 def retention(memory: Any) -> dict[str, Any]:
@@ -118,15 +123,16 @@ def parse_when(text: str, *, name: str = "time", now: float | None = None) -> fl
 
     ``2026-05-01`` (midnight UTC), ``2026-05-01T12:00``, ``2026-05-01T12:00:00+02:00``
     (a time without an offset is UTC); ``7d``, ``12h``, ``30m``, ``45s``, ``2w``
-    (that long before now). Anything else raises
-    :class:`~md_cg.errors.InvalidArgumentError` naming ``name``.
+    (that long before now). Anything else, or an instant outside the years 1 to
+    9999 (``99999999d`` back), raises :class:`~md_cg.errors.InvalidArgumentError`
+    naming ``name``.
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"{name} is empty; give an ISO date or a duration such as 7d", name=name)
     match = _DURATION.match(text)
     if match:
         span = float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
-        return (time.time() if now is None else now) - span
+        return _in_range((time.time() if now is None else now) - span, name, text)
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
@@ -138,7 +144,19 @@ def parse_when(text: str, *, name: str = "time", now: float | None = None) -> fl
         ) from None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    return _in_range(moment.timestamp(), name, text)
+
+
+def _in_range(seconds: float, name: str, text: str) -> float:
+    """``seconds`` if it is an instant an ISO date can show (years 1 to 9999 UTC), else
+    :class:`~md_cg.errors.InvalidArgumentError` naming ``name``."""
+    if not (math.isfinite(seconds) and EARLIEST <= seconds <= LATEST):
+        raise InvalidArgumentError(
+            f"{name} {text!r} is out of range: the time must fall in the years 1 to 9999 (UTC)",
+            name=name,
+            value=text,
+        )
+    return seconds
 
 
 def age(seconds: float | None, now: float | None = None) -> str:
@@ -161,24 +179,50 @@ def age(seconds: float | None, now: float | None = None) -> str:
 
 
 # -- rich renderables --------------------------------------------------------------------
+#
+# Every cell is a rich Text, so titles, ids, tags and snippets show as they are: no
+# console markup ("[bold]") and no emoji codes (":smile:") are read in them. A table
+# takes one of three forms, by the width it is given (a terminal's; None: any):
+# *wide*, a column each; *stacked*, the short columns and the id, the rest on a line
+# under the id; and, when even the id does not fit in a table, *lines*: each item's id
+# whole on a line of its own (wider than the terminal if it must be: the CLI prints
+# with ``crop=False``), the rest indented under it and cut to the width.
 
 
-def _escape(text: str) -> str:
-    from rich.markup import escape
+def _text(value: str, style: str = "") -> Text:
+    from rich.text import Text
 
-    return escape(text)
+    return Text(value, style=style)
 
 
-def _state_cell(state: str | None) -> str:
+def _state_cell(state: str | None) -> Text:
     if state is None:
-        return "-"
-    return f"[{STATE_STYLE.get(state, 'white')}]{state}[/]"
+        return _text("-")
+    return _text(state, STATE_STYLE.get(state, "white"))
+
+
+def _joined(parts: Iterable[Text | str]) -> Text:
+    """The non-empty ``parts`` joined by `` · ``; a str is taken literally."""
+    from rich.text import Text
+
+    pieces = [p if isinstance(p, Text) else Text(p) for p in parts]
+    return Text(" · ").join(p for p in pieces if p.plain)
+
+
+def _box(widths: Sequence[int]) -> int:
+    """Cells a table takes whose columns hold this many cells each (padding and borders included)."""
+    return sum(widths) + 3 * len(widths) + 1
 
 
 def _fits(widths: Sequence[int], width: int | None, rest: int = TITLE_MIN) -> bool:
-    """True when columns of these cell widths, their borders and ``rest`` cells more
-    (for the title) fit in ``width`` (None: any width)."""
-    return width is None or sum(widths) + 3 * (len(widths) + 1) + 1 + rest <= width
+    """True when columns of these cell widths and one more of ``rest`` cells (for the
+    title) fit in ``width`` (None: any width)."""
+    return width is None or _box([*widths, rest]) <= width
+
+
+def _room(widths: Sequence[int], width: int | None) -> int | None:
+    """Cells left for the content of a last column after columns of these widths (None: any)."""
+    return None if width is None else width - _box([*widths, 0])
 
 
 def _cells(texts: Iterable[str], floor: int) -> int:
@@ -188,42 +232,108 @@ def _cells(texts: Iterable[str], floor: int) -> int:
     return max([floor, *(cell_len(t) for t in texts)])
 
 
-def results_table(results: Sequence[SearchResult], *, basis: bool = False, width: int | None = None) -> Table:
-    """A table of search results: rank, tier, state, score, id and title (with ``basis`` under it).
+def _whole(text: Text | str, indent: int = 0) -> Text:
+    """A line never cut: wider than the terminal if it must be (printed with ``crop=False``)."""
+    from rich.text import Text
+
+    line = Text(" " * indent) + (text if isinstance(text, Text) else Text(text))
+    line.no_wrap, line.overflow = True, "ignore"
+    return line
+
+
+def _cut(text: Text, indent: int = 2) -> Text:
+    """A line cut to the width (an ellipsis last), indented."""
+    from rich.text import Text
+
+    line = Text(" " * indent) + text
+    line.no_wrap, line.overflow = True, "ellipsis"
+    return line
+
+
+def _folded(text: Text, indent: int = 2) -> Padding:
+    """Text wrapped at the width (a word wider than it folded), indented."""
+    from rich.padding import Padding
+
+    text.overflow = "fold"
+    return Padding(text, (0, 0, 0, indent), expand=False)
+
+
+def _lines(header: str, items: Iterable[Iterable[Any]]) -> Group:
+    """The *lines* form: a header cut to the width, then each item's lines (:func:`_whole`,
+    :func:`_cut`, :func:`_folded`; None: left out)."""
+    from rich.console import Group
+    from rich.text import Text
+
+    out: list[Any] = [Text(header, style="bold", no_wrap=True, overflow="ellipsis")]
+    for lines in items:
+        out += [line for line in lines if line is not None]
+    return Group(*out)
+
+
+def _result_title(result: SearchResult) -> Text:
+    from rich.text import Text
+
+    # the mark goes first so that a long title, cut by the column, never hides it
+    title = Text("(filler) ", style="dim") if result.filler else Text()
+    return title.append(clip(result.title, 60))
+
+
+def results_table(
+    results: Sequence[SearchResult], *, basis: bool = False, width: int | None = None
+) -> Table | Group:
+    """Search results: rank, tier, state, score, id and title (with ``basis`` under it).
 
     A result without evidence of being about the query (``filler``) is marked
     ``(filler)`` before its title. Ids are never cut: when the columns and a
     title do not fit in ``width`` cells (a terminal's width; None: any), tier,
-    state and title go on a second line under the id.
+    state and title go on a second line under the id; when the id does not fit
+    in a table either, each result is a line ``RANK. ID`` with the rest under it.
     """
     from rich.table import Table
 
-    cells = [(str(i), r.tier, r.state or "-", f"{r.score:.2f}", r.id) for i, r in enumerate(results, 1)]
+    rows = [
+        (str(i), r.tier, _state_cell(r.state), f"{r.score:.2f}", r.id, _result_title(r), r.basis or "")
+        for i, r in enumerate(results, 1)
+    ]
     heads = (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
-    widths = [_cells((row[n] for row in cells), len(name)) for n, (name, _) in enumerate(heads)]
-    table = Table(show_lines=basis)
-    stacked = not _fits(widths, width)
-    keep = (0, 3, 4) if stacked else range(5)
-    for n in keep:
-        name, justify = heads[n]
-        table.add_column(name, justify=justify, no_wrap=True, min_width=widths[n])  # type: ignore[arg-type]
-    if not stacked:
-        table.add_column(
-            "title / why" if basis else "title", ratio=1, overflow="fold" if basis else "ellipsis"
+    widths = [_cells((str(row[n]) for row in rows), len(name)) for n, (name, _) in enumerate(heads)]
+    room = _room([widths[0], widths[3]], width)
+    if not _fits(widths, width) and room is not None and room < widths[4]:
+        header = "#. id / score · tier · state · title" + (" / why" if basis else "")
+        return _lines(
+            header,
+            (
+                (_whole(f"{n}. {i}"), _cut(_joined((score, tier, state, title))), _folded(_text(b, "dim")))
+                if basis
+                else (_whole(f"{n}. {i}"), _cut(_joined((score, tier, state, title))))
+                for n, tier, state, score, i, title, b in rows
+            ),
         )
-    for (number, tier, _state, score, node_id), r in zip(cells, results, strict=True):
-        # the mark goes first so that a long title, cut by the column, never hides it
-        title = ("[dim](filler)[/] " if r.filler else "") + _escape(clip(r.title, 60))
+    table = Table(show_lines=basis)
+    if _fits(widths, width):
+        for (name, justify), cells in zip(heads, widths, strict=True):
+            table.add_column(name, justify=justify, no_wrap=True, min_width=cells)  # type: ignore[arg-type]
+        table.add_column("title / why" if basis else "title", overflow="fold" if basis else "ellipsis")
+        for n, tier, state, score, node_id, title, b in rows:
+            if basis:
+                title = title + _text("\n" + b, "dim")
+            table.add_row(_text(n), _text(tier), state, _text(score), _text(node_id), title)
+        return table
+    table.add_column("#", justify="right", no_wrap=True, min_width=widths[0])
+    table.add_column("score", justify="right", no_wrap=True, min_width=widths[3])
+    # the id fits in ``room``: only the line under it is cut (folded, with the basis)
+    table.add_column(
+        "id", no_wrap=not basis, overflow="fold" if basis else "ellipsis", min_width=widths[4], max_width=room
+    )
+    for n, tier, state, score, node_id, title, b in rows:
+        cell = _text(node_id + "\n") + _joined((tier, state, title))
         if basis:
-            title += f"\n[dim]{_escape(r.basis or '')}[/]"
-        if stacked:
-            table.add_row(number, score, f"{node_id}\n{tier} · {_state_cell(r.state)} · {title}")
-        else:
-            table.add_row(number, tier, _state_cell(r.state), score, node_id, title)
+            cell += _text("\n" + b, "dim")
+        table.add_row(_text(n), _text(score), cell)
     return table
 
 
-def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> str:
+def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> Text:
     """One line summing up a search's ``meta``: how deep, where, how much, how long.
 
     ``omitted``: filler results left out of the display (said at the end).
@@ -252,33 +362,47 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> str:
         line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"
     if omitted:
         line += f" · {omitted} filler result(s) without evidence omitted (--fill shows them)"
-    return _escape(line)
+    return _text(line)
+
+
+def _health_line(report: HealthReport) -> Text:
+    b = report.buckets
+    verdict = "OK" if report.ok else f"{len(report.findings)} finding(s)"
+    layers = ", ".join(f"{k} {v}" for k, v in report.layers.items() if v)
+    nodes = f"{report.nodes} nodes ({layers})" if layers else f"{report.nodes} nodes"
+    if not report.nodes:
+        nodes = "empty store (0 nodes)"
+    spread = (
+        f"{b.buckets} buckets, largest {b.largest_share:.1%}, expected scan {b.expected_scan:.1%}"
+        if b.buckets
+        else "no buckets"
+    )
+    return _text(f"health: {verdict} · {nodes} · {spread}")
 
 
 def health_table(report: HealthReport, *, width: int | None = None) -> Group:
     """A one-line verdict of a health check, then a table of its findings (if any).
 
     When severity, kind, node id and some detail do not fit in ``width`` cells
-    (None: any), the detail goes under the node id, in one folded column: an
-    id is never cut."""
+    (None: any), the detail goes under the node id, in one column folded at
+    spaces; when the id does not fit in a table either, each finding is a line
+    ``SEVERITY · KIND · NODE`` with the detail folded under it. An id is never cut."""
     from rich.console import Group
     from rich.table import Table
 
-    b = report.buckets
-    verdict = "OK" if report.ok else f"{len(report.findings)} finding(s)"
-    layers = ", ".join(f"{k} {v}" for k, v in report.layers.items() if v)
-    line = (
-        f"health: {verdict} · {report.nodes} nodes ({layers}) · {b.buckets} buckets, "
-        f"largest {b.largest_share:.1%}, expected scan {b.expected_scan:.1%}"
-    )
+    line = _health_line(report)
     if report.ok:
-        return Group(_escape(line))
+        return Group(line)
     rows = [
         (f.severity, f.kind, f.node_id or "", f.detail + (f" ({f.path})" if f.path else ""))
         for f in report.findings
     ]
     heads = ("severity", "kind", "node")
     widths = [_cells((r[i] for r in rows), len(name)) for i, name in enumerate(heads)]
+    room = _room(widths[:2], width)
+    if not _fits(widths, width, 24) and room is not None and room < widths[2]:
+        found = ((_whole(_joined(r[:3])), _folded(_text(r[3], "dim"))) for r in rows)
+        return Group(line, _lines("severity · kind · node / detail", found))
     table = Table()
     table.add_column("severity", no_wrap=True, min_width=widths[0])
     table.add_column("kind", no_wrap=True, min_width=widths[1])
@@ -286,81 +410,99 @@ def health_table(report: HealthReport, *, width: int | None = None) -> Group:
         table.add_column("node", no_wrap=True, min_width=widths[2])
         table.add_column("detail", overflow="fold")
         for severity, kind, node_id, detail in rows:
-            table.add_row(severity, kind, node_id, _escape(detail))
+            table.add_row(_text(severity), _text(kind), _text(node_id), _text(detail))
     else:
-        table.add_column("node / detail", overflow="fold")
+        table.add_column("node / detail", overflow="fold", min_width=widths[2], max_width=room)
         for severity, kind, node_id, detail in rows:
-            table.add_row(
-                severity, kind, f"{node_id}\n[dim]{_escape(detail)}[/]" if node_id else _escape(detail)
-            )
-    return Group(_escape(line), table)
+            cell = _text(node_id + "\n") + _text(detail, "dim") if node_id else _text(detail)
+            table.add_row(_text(severity), _text(kind), cell)
+    return Group(line, table)
 
 
-def entries_table(entries: Sequence[Entry], *, now: float | None = None, width: int | None = None) -> Table:
+def entries_table(
+    entries: Sequence[Entry], *, now: float | None = None, width: int | None = None
+) -> Table | Group:
     """Listed memories: when last changed, layer, id, tags and title.
 
     Ids are never cut: when the columns and a title do not fit in ``width``
     cells (a terminal's width; None: any), the time is its age alone and the
-    layer, tags and title go on a second line under the id.
+    layer, tags and title go on a second line under the id; when the id does
+    not fit in a table either, each memory is its id on a line, the rest under it.
     """
     from rich.table import Table
 
     rows = []
     for e in entries:
         when = e.changed or None
-        rows.append(
-            (iso(when) or "-", age(when, now), e.layer, e.id, _escape(", ".join(e.tags)), clip(e.title, 80))
-        )
+        rows.append((iso(when) or "-", age(when, now), e.layer, e.id, ", ".join(e.tags), clip(e.title, 80)))
     widths = [_cells((f"{r[0]} ({r[1]})" for r in rows), 7), _cells((r[2] for r in rows), 5)]
     widths.append(_cells((r[3] for r in rows), 2))
+    ages = _cells((r[1] for r in rows), 3)
+    room = _room([ages], width)
     table = Table()
-    if _fits(widths, width, 8 + TITLE_MIN):  # and a few cells of tags
+    if _fits(widths, width, 8 + 3 + TITLE_MIN):  # a few cells of tags, their column, a title
         table.add_column("updated", no_wrap=True, min_width=widths[0])
         table.add_column("layer", no_wrap=True, min_width=widths[1])
         table.add_column("id", no_wrap=True, min_width=widths[2])
         table.add_column("tags", overflow="ellipsis", max_width=30)
-        table.add_column("title", ratio=1, overflow="ellipsis")
+        table.add_column("title", overflow="ellipsis")
         for stamp, ago, layer, node_id, tags, title in rows:
-            table.add_row(f"{stamp} ({ago})", layer, node_id, tags, _escape(title))
+            table.add_row(_text(f"{stamp} ({ago})"), _text(layer), _text(node_id), _text(tags), _text(title))
         return table
-    table.add_column("age", no_wrap=True, min_width=_cells((r[1] for r in rows), 3))
-    table.add_column("id / layer · tags · title", no_wrap=True, min_width=widths[2], overflow="ellipsis")
+    if room is not None and room < widths[2]:
+        found = ((_whole(r[3]), _cut(_joined(r[1:3] + r[4:]))) for r in rows)
+        return _lines("id / age · layer · tags · title", found)
+    table.add_column("age", no_wrap=True, min_width=ages)
+    title_head = "id / layer · tags · title"
+    table.add_column(title_head, no_wrap=True, overflow="ellipsis", min_width=widths[2], max_width=room)
     for _, ago, layer, node_id, tags, title in rows:
-        second = " · ".join(part for part in (layer, tags, _escape(title)) if part)
-        table.add_row(ago, f"{node_id}\n[dim]{second}[/]")
+        second = _joined((layer, tags, title))
+        second.stylize("dim")
+        table.add_row(_text(ago), _text(node_id + "\n") + second)
     return table
 
 
 def neighbours_table(
     found: Sequence[Neighbour], titles: Mapping[str, str], *, width: int | None = None
-) -> Table:
+) -> Table | Group:
     """Linked nodes: depth, direction, edge type, id, the node reached from, title
     (``titles``: id -> title; a missing id is a dangling edge).
 
     Ids are never cut: when the columns and a title do not fit in ``width``
     cells (None: any), the type, the node reached from and the title go on a
-    second line under the id.
+    second line under the id; when the ids do not fit in a table either, each
+    node is a line ``ID (via VIA)`` with the rest under it.
     """
+    from rich.cells import cell_len
     from rich.table import Table
 
     rows = []
     for n in found:
         title = clip(first_line(titles[n.id]), 50) if n.id in titles else "(missing: dangling edge)"
-        rows.append((str(n.depth), n.direction, n.type, n.id, n.via, _escape(title)))
+        rows.append((str(n.depth), n.direction, n.type, n.id, n.via, title))
     heads = ("depth", "dir", "type", "id", "via")
     widths = [_cells((r[i] for r in rows), len(name)) for i, name in enumerate(heads)]
     table = Table()
     if _fits(widths, width):
         for name, cells in zip(heads, widths, strict=True):
             table.add_column(name, no_wrap=True, min_width=cells)
-        table.add_column("title", ratio=1, overflow="ellipsis")
+        table.add_column("title", overflow="ellipsis")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*map(_text, row))
         return table
-    for i in (0, 1, 3):
-        table.add_column(heads[i], no_wrap=True, min_width=widths[i], overflow="ellipsis")
+    room = _room([widths[0], widths[1]], width)
+    under = max(cell_len(f"{r[2]} · via {r[4]}") for r in rows) if rows else 0
+    if room is not None and room < max(widths[3], under):  # the via id is never cut either
+        lines = (
+            (_whole(r[3]), _cut(_joined((r[0], r[1], r[2], r[5]))), _whole(f"via {r[4]}", 2)) for r in rows
+        )
+        return _lines("id / depth · dir · type · title / via", lines)
+    for i in (0, 1):
+        table.add_column(heads[i], no_wrap=True, min_width=widths[i])
+    table.add_column("id", no_wrap=True, overflow="ellipsis", min_width=max(widths[3], under), max_width=room)
     for depth, direction, etype, node_id, via, title in rows:
-        table.add_row(depth, direction, f"{node_id}\n[dim]{etype} · via {_escape(via)} · {title}[/]")
+        under_id = _text(f"{etype} · via {via} · {title}", "dim")
+        table.add_row(_text(depth), _text(direction), _text(node_id + "\n") + under_id)
     return table
 
 

@@ -77,8 +77,14 @@ def _check_options(
     ):
         if value is None and name != "lock_timeout":
             continue
-        number = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-        if not number or value < floor or (name == "auto_compact" and not isinstance(value, int)):
+        ok = (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and value >= floor
+            and (name != "auto_compact" or isinstance(value, int))
+        )
+        if not ok:
             kind = "a whole number >= 1" if name == "auto_compact" else "a finite number of seconds >= 0"
             none = "" if name == "lock_timeout" else " or None"
             raise InvalidArgumentError(f"{name} must be {kind}{none}, got {value!r}", name=name, value=value)

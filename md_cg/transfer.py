@@ -58,9 +58,11 @@ from .errors import (
     DuplicateIdError,
     ImportSourceError,
     InvalidNodeError,
+    MalformedNodeFileError,
     MdcgError,
     NodeNotFoundError,
     UnsafeIdError,
+    UnsafePathError,
 )
 from .index import Entry
 from .node import Node, build_node, check_layer, check_new_id, content_id, windows_device_name
@@ -156,6 +158,9 @@ class ExportReport:
     count: int
     target: str
     ids: list[str] = field(default_factory=list)
+    #: (path or id, reason) of memories left out because their file could not be used:
+    #: the store's unreadable files, and any that failed to read during the export
+    unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
 # -- reading records ---------------------------------------------------------------------
@@ -487,7 +492,9 @@ def export_nodes(
 
     ``target``: a path (written to a temporary file first and renamed, so a
     failed export leaves no half file), ``"-"`` for stdout, or a binary stream.
-    A node whose file went away during the export is left out."""
+    A node whose file went away during the export is left out; one whose file cannot
+    be used, and every file of the layers exported that the store found unusable, are
+    listed in ``ExportReport.unreadable``."""
     if layer is not None:
         check_layer(layer)
     entries = store.list_nodes(
@@ -500,25 +507,39 @@ def export_nodes(
     )
     ids = sorted(e.id for e in entries)
     written: list[str] = []
-    chunks = _chunks(_export_lines(store, ids, include_archived, include_expired), written)
+    # A file the store could not use is not silently missing from a backup: named in the report.
+    unreadable = [
+        (rel, why)
+        for rel, why in store.unreadable_files()
+        if layer is None or rel.startswith((f"{layer}/", f"archive/{layer}/"))
+    ]
+    lines = _export_lines(store, ids, include_archived, include_expired, unreadable)
+    chunks = _chunks(lines, written)
     if isinstance(target, (str, os.PathLike)) and str(target) != "-":
         path = Path(target).absolute()
         fsops.atomic_write(str(path.parent), path.name, chunks)
-        return ExportReport(len(written), str(path), written)
+        return ExportReport(len(written), str(path), written, unreadable)
     stream = sys.stdout.buffer if not isinstance(target, io.IOBase) else target
     for chunk in chunks:
         stream.write(chunk)
     stream.flush()
-    return ExportReport(len(written), "-", written)
+    return ExportReport(len(written), "-", written, unreadable)
 
 
 def _export_lines(
-    store: MdCG, ids: Iterable[str], include_archived: bool, include_expired: bool
+    store: MdCG,
+    ids: Iterable[str],
+    include_archived: bool,
+    include_expired: bool,
+    unreadable: list[tuple[str, str]],
 ) -> Iterator[tuple[str, bytes]]:
     for node_id in ids:
         try:
             node = store.get(node_id, include_archived=include_archived, include_expired=include_expired)
         except NodeNotFoundError:
+            continue
+        except (MalformedNodeFileError, UnsafePathError) as exc:  # broken since it was indexed
+            unreadable.append((node_id, str(exc)))
             continue
         record = node.to_dict(iso_times=True)
         record["body"] = node.body

@@ -102,6 +102,7 @@ class _Handle:
                 entry.path,
                 f"node id {entry.id!r} is held by an archived memory ({entry.path}); unarchive it "
                 "to change it, or choose another id (overwrite does not replace an archived memory)",
+                archived=True,
             )
 
     def _check_scope(self, entry: Entry) -> None:
@@ -192,6 +193,16 @@ class Reads(_Handle):
         """The id of the node that supersedes ``node_id``, or None."""
         self._visible(node_id)
         return visibility.superseded_by(self._engine.state, node_id)
+
+    def unreadable_files(self) -> list[tuple[str, str]]:
+        """(path, reason) of each file under the layer folders that holds no usable node,
+        as the index last found them (an open without snapshot, :meth:`sync`, a pick-up of
+        hand edits): broken frontmatter, over a size limit, not readable. ``health()``
+        lists them as ``unreadable_file``. A scoped handle gets none (whose file it is
+        cannot be told)."""
+        if self._scope is not None:
+            return []
+        return sorted(self._engine.state.problems.items())
 
     def write_outcome(self, node: Node) -> str:
         """What ``add_many([node], overwrite=True)`` would do now: ``"created"``, ``"updated"``

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
 import sqlite3
+import subprocess
 import sys
 import time
 import types
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -915,10 +918,22 @@ def test_ages_in_the_past_and_ahead(span: float, shown: str) -> None:
     assert age(None) == "-"
 
 
-@pytest.mark.parametrize("columns", [80, 100])
+def fits_but_ids(lines: list[str], columns: int, ids: list[str]) -> None:
+    """Every id shows whole on a line; a line is wider than ``columns`` only when it is an id
+    (or two) too wide for the terminal, outside any table (nothing is cut by a border)."""
+    for node_id in ids:
+        assert any(node_id in line for line in lines), (node_id, lines)
+    for line in lines:
+        if cell_len(line) > columns:
+            assert "│" not in line and any(i in line for i in ids), line
+            assert cell_len(functools.reduce(lambda x, i: x.replace(i, ""), ids, line)) <= columns, line
+
+
+@pytest.mark.parametrize("columns", [40, 80, 100])
 def test_long_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path, columns: int) -> None:
     """The ids `mdcg add` makes from a body are long (a CJK character takes two cells):
-    when a table's columns and a title do not fit, the title goes under the id, whole."""
+    when a table's columns and a title do not fit, the title goes under the id, whole;
+    when the id does not fit in a table either, it stands alone on a line."""
     narrow = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": str(columns)})
     root = tmp_path / "m"
     run(narrow, "init", "--root", root)
@@ -932,33 +947,64 @@ def test_long_ids_are_never_cut_in_a_narrow_terminal(tmp_path: Path, columns: in
     ]
     assert ids[0] == "部署前先在预发环境跑一遍回归测试-before-every-release-" + ids[0][-6:]
     listed = run(narrow, "list", "--root", root).stdout.splitlines()
-    assert max(map(cell_len, listed)) <= columns
-    assert "age" in listed[1] and "id / layer · tags · title" in listed[1]
-    assert f"│ now │ {ids[1]}" in listed[3]
-    assert "│     │ contextual · security · The staging database password rotates" in listed[4]
-    assert f"│ now │ {ids[0]}" in listed[5]
-    assert "│     │ self · 部署 · 部署前先在预发环境跑一遍回归测试" in listed[6]
+    fits_but_ids(listed, columns, ids)
+    if columns == 40:
+        assert listed[:5] == [
+            "id / age · layer · tags · title",
+            ids[1],
+            "  now · contextual · security · The sta…",
+            ids[0],
+            "  now · self · 部署 · 部署前先在预发环 …",
+        ]
+    else:
+        assert "age" in listed[1] and "id / layer · tags · title" in listed[1]
+        assert f"│ now │ {ids[1]}" in listed[3]
+        assert "│     │ contextual · security · The staging database password rotates" in listed[4]
+        assert f"│ now │ {ids[0]}" in listed[5]
+        assert "│     │ self · 部署 · 部署前先在预发环境跑一遍回归测试" in listed[6]
+        assert listed[-2].startswith("└") and all(x[-1] in "┓┃┩│┘" for x in listed[:-1])  # the right border
+    assert listed[-1] == "1-2 of 2"
     step = "发布流程的第二步：灰度 10% 流量 second step of the rollout"
-    run(narrow, "add", step, "--root", root, "-l", "self", "--edge", f"{ids[0]}:sequential")
+    ids.append(
+        run(narrow, "add", step, "--root", root, "-l", "self", "--edge", f"{ids[0]}:sequential").stdout
+    )
+    ids[2] = ids[2].split("\t")[0]
     linked = run(narrow, "neighbours", ids[0], "--direction", "in", "--root", root).stdout.splitlines()
-    assert max(map(cell_len, linked)) <= columns
-    assert "│ 1     │ in  │ 发布流程的第二步-灰度-10-流量-second-step-of-the-rollout-" in linked[3]
-    assert "│       │     │ sequential · via 部署前先在预发" in linked[4]
+    fits_but_ids(linked, columns, [ids[2], ids[0]])
+    if columns == 100:
+        assert f"│ 1     │ in  │ {ids[2]}" in linked[3]
+        assert f"│       │     │ sequential · via {ids[0]} ·" in linked[4]
+    else:  # the id and `sequential · via ID` do not fit beside the depth and dir
+        assert linked[:2] == ["id / depth · dir · type · title / via", ids[2]]
+        assert linked[2].startswith("  1 · in · sequential · 发布流程的第二")
+        assert linked[3] == f"  via {ids[0]}"
     hand = "手写的笔记-关于数据库连接池的配置-handwritten-note-on-pool-settings"
     gone = "不存在的节点-一个很长的名字-that-does-not-exist-anywhere"
     text = f"---\nid: {hand}\nlayer: self\nedges:\n  - target: {gone}\n    type: similar\n---\n连接池\n"
     (root / "self" / f"{hand}.md").write_text(text, encoding="utf-8")
     run(narrow, "sync", "--root", root)
     report = narrow.invoke(app, ["health", "--root", str(root)]).stdout.splitlines()
-    assert max(map(cell_len, report)) <= columns
-    assert report[-1].startswith("└")
-    folded = "".join(line.split("│")[3].strip() for line in report if line.startswith("│"))
-    want = hand + f"similar edge to '{gone}', which is not in the store (self/{hand}.md)"
-    assert folded.replace(" ", "") == want.replace(" ", "")  # wrapped at spaces, folded in ids
+    fits_but_ids(report, columns, [hand])
+    want = f"similar edge to '{gone}', which is not in the store (self/{hand}.md)"
+    if columns == 100:
+        assert report[-1].startswith("└")
+        folded = "".join(line.split("│")[3].strip() for line in report if line.startswith("│"))
+        assert folded.replace(" ", "") == (hand + want).replace(" ", "")  # wrapped at spaces, folded in ids
+    else:
+        at = report.index("severity · kind · node / detail")  # after the verdict (wrapped at 40)
+        assert report[at + 1] == f"warning · dangling_edge · {hand}"
+        assert "".join(line.strip() for line in report[at + 2 :]).replace(" ", "") == want.replace(" ", "")
     found = run(narrow, "search", "预发环境 回归测试", "--root", root).stdout.splitlines()
-    assert max(map(cell_len, found)) <= columns
-    assert "│ 1 │" in found[3] and f"│ {ids[0]}" in found[3]
-    assert "│ T2 · " in found[4] and "部署前先在预发" in found[4]
+    fits_but_ids(found, columns, ids[:1])
+    if columns == 40:
+        assert found[:3] == [
+            "#. id / score · tier · state · title",
+            f"1. {ids[0]}",
+            "  12.09 · T2 · DEFER · 部署前先在预发环…",
+        ]
+    else:
+        assert "│ 1 │" in found[3] and f"│ {ids[0]}" in found[3]
+        assert "│ T2 · " in found[4] and "部署前先在预发" in found[4]
 
 
 def test_a_wide_terminal_keeps_one_line_per_memory(runner: CliRunner, tmp_path: Path) -> None:
@@ -1030,4 +1076,206 @@ def test_add_says_when_a_one_off_expires_and_tier_keeps_it(runner: CliRunner, ro
     assert again.stderr.startswith(f"{node_id}: temporary, expires {iso(node.expires_at)} (the caller asked")
     assert "retention tier must be one of temp, long" in one_line_error(
         runner, "add", "x y", "--tier", "forever", "--root", root
+    )
+
+
+# -- errors that name the file, options out of range, and output cut short ---------------------
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX file-name limits and symlinks")
+def test_os_errors_are_one_line_naming_the_file(runner: CliRunner, root: Path, tmp_path: Path) -> None:
+    """A file name too long or a symlink loop is one `error:` line naming the path, exit 2."""
+    long = tmp_path / ("a" * 300)
+    too_long = f"error: {long}: File name too long"
+    for args in (("--root", long, "list"), ("--root", long, "init"), ("--root", long, "add", "a note")):
+        assert one_line_error(runner, *args) == too_long
+    assert one_line_error(runner, "--root", root, "export", "--out", long) == too_long
+    assert one_line_error(runner, "--root", root, "edit", "kp_sorting", "--from", long) == too_long
+    # a name that fits, whose temp file beside it does not: the error names the file asked for
+    longest = tmp_path / ("b" * 250)
+    assert one_line_error(runner, "--root", root, "export", "--out", longest) == (
+        f"error: {longest}: File name too long"
+    )
+    loop = tmp_path / "l1"
+    loop.symlink_to(tmp_path / "l2")
+    (tmp_path / "l2").symlink_to(loop)
+    looped = f"error: {loop}: Too many levels of symbolic links"
+    assert one_line_error(runner, "--root", root, "edit", "kp_sorting", "--from", loop) == looped
+    assert one_line_error(runner, "--root", root, "organize", "--dry-run", loop) == looped
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["l1", "l2", "memory"]  # nothing made
+
+
+def test_an_os_error_no_system_call_raised_keeps_its_traceback(
+    runner: CliRunner, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(self: MdCG) -> None:
+        raise OSError("a bug that raises OSError itself")
+
+    monkeypatch.setattr(MdCG, "health", boom)
+    result = runner.invoke(app, ["health", "--root", str(root)])
+    assert result.exit_code == 1 and isinstance(result.exception, OSError)
+
+
+def test_a_file_as_store_and_a_folder_as_export_target_are_named(
+    runner: CliRunner, root: Path, tmp_path: Path
+) -> None:
+    note = tmp_path / "f"
+    note.write_text("hi\n")
+    for command in (("list",), ("add", "a note"), ("init",)):
+        assert one_line_error(runner, "--root", note, *command) == (
+            f"error: {note}: is a file, not a store folder (point --root / $MDCG_ROOT at a store "
+            "folder, or at a new one to create)"
+        )
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert one_line_error(runner, "--root", root, "export", "--out", tmp_path) == (
+        f"error: --out {tmp_path}: is a folder; give the path of a file"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == before and note.read_text() == "hi\n"
+
+
+def test_init_git_outside_a_work_tree_creates_nothing(tmp_path: Path) -> None:
+    outside = CliRunner(env={"MDCG_ROOT": None, "GIT_CEILING_DIRECTORIES": str(tmp_path.parent)})
+    for target in (tmp_path / "g", tmp_path / "g" / "sub" / "deeper"):
+        line = one_line_error(outside, "init", "--git", "--root", target)
+        assert line.startswith(
+            f"error: {target} is not inside a git work tree (git rev-parse --show-toplevel in "
+        )
+        assert "fatal: not a git repository" in line
+        assert line.endswith("); run git init or clone first (nothing was created)")
+        assert not (tmp_path / "g").exists()
+
+
+def test_stats_refuses_days_out_of_range(runner: CliRunner, root: Path) -> None:
+    for option, value, low in (
+        ("--window-days", 0, 1),
+        ("--window-days", -5, 1),
+        ("--window-days", 366, 1),
+        ("--exempt-days", -1, 0),
+        ("--exempt-days", 366, 0),
+    ):
+        assert one_line_error(runner, "stats", option, value, "--root", root) == (
+            f"error: {option} must be from {low} to 365 days, got {value}"
+        )
+    data = run_json(runner, "stats", "--window-days", 365, "--exempt-days", 0, "--root", root)
+    assert (data["options"]["window_days"], data["options"]["exempt_days"]) == (365, 0)
+    assert run_json(runner, "stats", "--window-days", 1, "--root", root)["options"]["window_days"] == 1
+
+
+def test_since_and_until_out_of_what_a_date_shows_are_refused(runner: CliRunner, root: Path) -> None:
+    assert one_line_error(runner, "search", "sorting", "--since", "99999999d", "--root", root) == (
+        "error: --since '99999999d' is out of range: the time must fall in the years 1 to 9999 (UTC)"
+    )
+    assert one_line_error(runner, "list", "--until", "9999-12-31T23:59:59-05:00", "--root", root) == (
+        "error: --until '9999-12-31T23:59:59-05:00' is out of range: the time must fall in the years "
+        "1 to 9999 (UTC)"
+    )
+    assert one_line_error(runner, "export", "--since", "+10000-01-01", "--root", root).startswith(
+        "error: --since '+10000-01-01': expected an ISO date or time"
+    )
+    data = run_json(runner, "search", "sorting", "--since", "0001-01-01", "--root", root)
+    assert data["meta"]["filter"]["since"] == datetime(1, 1, 1, tzinfo=UTC).timestamp()
+
+
+def test_an_id_given_twice_is_archived_and_counted_once(runner: CliRunner, root: Path) -> None:
+    out = run(runner, "archive", "kp_sorting", "anc_rule", "kp_sorting", "--root", root).stdout
+    assert out == "archived 2: kp_sorting, anc_rule\n"
+    assert run_json(runner, "unarchive", "anc_rule", "anc_rule", "--root", root) == {
+        "unarchived": ["anc_rule"]
+    }
+    assert run(runner, "unarchive", "kp_sorting", "kp_sorting", "--root", root).stdout == (
+        "unarchived 1: kp_sorting\n"
+    )
+
+
+def test_health_of_an_empty_store(runner: CliRunner, tmp_path: Path) -> None:
+    run(runner, "init", "--root", tmp_path / "e")
+    assert run(runner, "health", "--root", tmp_path / "e").stdout == (
+        "health: OK · empty store (0 nodes) · no buckets\n"
+    )
+
+
+def test_sync_leaves_a_duplicate_in_place_and_exits_1(runner: CliRunner, root: Path) -> None:
+    """What docs/cli.md says of sync: a second file with an id is listed, never moved; exit 1."""
+    with MdCG(root, read_only=True) as store:
+        path = store.path_of("kp_sorting")
+    copy = root / "contextual" / "kp_sorting.md"
+    copy.write_text('---\nid: "kp_sorting"\nlayer: "contextual"\n---\nan older copy\n', encoding="utf-8")
+    out = run(runner, "sync", "--root", root, code=1).stdout
+    assert "duplicate ids (remove or rename a copy) (1): kp_sorting at contextual/kp_sorting.md\n" in out
+    assert copy.exists() and path.exists() and not (root / ".mdcg" / "trash").exists()
+    assert run(runner, "sync", "--root", root, code=1).stdout.startswith("duplicate ids")  # still there
+
+
+def test_titles_tags_and_ids_are_printed_as_typed(root: Path) -> None:
+    """`[bold]` and `:smile:` in a memory are text, not styling or an emoji, in every table."""
+    runner = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "200"})  # no title wraps
+    body = "Smile :smile: [bold]x[/bold] sorting"
+    node_id = run(runner, "add", body, "-t", ":smile:", "--id", "kp_[bold]x", "--root", root).stdout
+    node_id = node_id.split("\t")[0]
+    assert node_id == "kp_[bold]x"
+    run(runner, "update", "kp_sorting", "--tag", "[red]t[/red]", "--root", root)
+    listed = run(runner, "list", "--root", root).stdout
+    found = run(runner, "search", "smile sorting", "--tag", ":smile:", "--root", root).stdout
+    linked = run(runner, "neighbours", "kp_sorting", "--direction", "in", "--root", root).stdout
+    for out in (listed, found):
+        assert "😄" not in out and f"│ {node_id} " in out and body in out
+    assert "[red]t[/red]" in listed and "filter: tag :smile: (1 memory passes)" in found
+    assert "│ kp_bsearch │ kp_sorting │" in linked
+
+
+def _closed_early(root: Path, *args: str) -> tuple[int, str]:
+    """Run mdcg with stdout a pipe; read one line and close it; the exit status and stderr."""
+    env = {**os.environ, "COLUMNS": "80", "MDCG_ROOT": ""}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "md_cg.cli", "--root", str(root), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode("utf-8", "replace")
+    return proc.wait(timeout=60), err
+
+
+def test_a_reader_closing_the_pipe_early_ends_the_command_quietly(tmp_path: Path) -> None:
+    """`mdcg list | head -1` on a store whose listing overflows the pipe's buffer (64 KiB)."""
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as store:
+        store.add_many(
+            [
+                Node(id=f"note-about-apples-and-preferences-{i:04d}", body=f"Note {i}: the user likes apples")
+                for i in range(600)
+            ]
+        )
+    for args in (("list", "-n", "600"), ("search", "apples", "-k", "600", "--no-record"), ("export",)):
+        for _ in range(3):
+            status, err = _closed_early(root, *args)
+            assert (status, err) == (0, ""), args
+
+
+def test_export_names_what_it_could_not_read_and_add_keeps_an_archived_id(
+    runner: CliRunner, root: Path
+) -> None:
+    """`mdcg export` left a broken memory out of a backup with exit 0; `add --overwrite`
+    replaced an archived memory (its text gone), and without it the hint named `update`."""
+    run(runner, "add", "--id", "g", "Good two.", "--root", root)
+    run(runner, "add", "--id", "h", "Fine.", "--root", root)
+    g = root / "knowledge" / "orphan" / "g.md"
+    g.write_text(g.read_text(encoding="utf-8").replace('layer: "knowledge"', "layer: [broken"), "utf-8")
+    out = run(runner, "export", "--root", root, code=1)
+    exported = [json.loads(line)["id"] for line in out.stdout.splitlines()]
+    assert "h" in exported and "g" not in exported and exported == sorted(exported)
+    assert out.stderr.startswith("not exported: knowledge/orphan/g.md: the YAML frontmatter does not parse")
+    assert out.stderr.count("\n") == 1
+    run(runner, "archive", "h", "--root", root)
+    for extra in ((), ("--overwrite",)):
+        assert one_line_error(runner, "add", "--id", "h", "new", *extra, "--root", root) == (
+            "error: node id 'h' is held by an archived memory (archive/knowledge/orphan/h.md); "
+            "`mdcg unarchive h` brings it back to change it, or choose another id (--overwrite never "
+            "replaces an archived memory)"
+        )
+    assert (
+        (root / "archive" / "knowledge" / "orphan" / "h.md").read_text(encoding="utf-8").endswith("Fine.\n")
     )

@@ -172,6 +172,7 @@ STORE_LEVEL = {
     "root", "read_only", "durable", "lock_timeout", "loaded_from", "scope", "ttl_seconds", "init_folder",
     "close", "refresh", "log", "tombstones", "synonyms", "reload_synonyms", "compact_access",
     "compact_index", "rebuild_index", "sync", "sync_if_changed", "last_d", "reflections",
+    "unreadable_files",
 }  # fmt: skip
 #: Names helper L2 adds on another branch; their cases live with them (organize
 #: never matches across scopes, recall statistics and injection count only what the caller sees).

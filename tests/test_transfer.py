@@ -486,3 +486,25 @@ def test_an_import_killed_mid_way_goes_on_when_run_again(tmp_path: Path, delay: 
         assert [store.get(content_id(t)).body for t in texts[::97]] == texts[::97]
         # nothing left of the killed commit; all 3,000 share the orphan bucket (no domain tag)
         assert [f.kind for f in store.health().findings] == ["bucket_degraded"]
+
+
+def test_export_names_the_memories_it_could_not_read(tmp_path: Path) -> None:
+    """A node whose frontmatter broke was silently missing from an export (exit 0): a
+    backup without it. The report names every such file, and a file broken after the
+    index last saw it is named by its id; the rest is exported."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        for i in ("a", "b", "c"):
+            s.add(id=i, body=f"memory {i}")
+        broken = s.path_of("b")
+        later = s.path_of("c")
+    broken.write_text(broken.read_text(encoding="utf-8").replace('layer: "knowledge"', "layer: [x"), "utf-8")
+    with MdCG(root) as s:
+        s.sync()
+        later.write_text("---\nid: [\n---\nbody\n", encoding="utf-8")  # after the index saw it
+        out = io.BytesIO()
+        report = export_nodes(s, out)
+        assert [r["id"] for r in map(orjson.loads, out.getvalue().splitlines())] == ["a"]
+        assert report.ids == ["a"] and [u[0] for u in report.unreadable] == ["knowledge/orphan/b.md", "c"]
+        assert report.unreadable[1][1].startswith("knowledge/orphan/c.md:3: the YAML frontmatter")
+        assert export_nodes(s, io.BytesIO(), layer="self").unreadable == []
