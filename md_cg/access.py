@@ -30,6 +30,7 @@ import orjson
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
 from .errors import UnsafePathError
+from .node import LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
 COUNTS = "counts.json"
@@ -288,8 +289,8 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
 
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
-    search results (among the memories with ``tag``, when given), never filler nor REJECT
-    (recording is the caller's act)."""
+    search results (among the memories with ``tag``, when given), never filler, REJECT or
+    a memory of low confidence (:data:`md_cg.node.LOW_CONFIDENCE`; recording is the caller's act)."""
     budget = recall.adaptive_inject_budget(query, max_items)
     if budget <= 0 or not query.strip():
         return []
@@ -299,8 +300,13 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
     return [
         recall.InjectItem(r.id, r.entry.title, compact_text(r.node.body), round(float(r.score), 6))
         for r in results
-        if not r.filler and r.state != "REJECT"
+        if not r.filler and r.state != "REJECT" and not _doubted(r.entry.confidence)
     ][:budget]
+
+
+def _doubted(confidence: float | None) -> bool:
+    """Evidence went against it: in a prompt it would mislead."""
+    return confidence is not None and confidence < LOW_CONFIDENCE
 
 
 _INDEX_CACHE: dict[str, tuple[object, resurface_mod.ResurfaceIndex]] = {}

@@ -29,9 +29,11 @@ The rule, checked in this order:
 2. **BLINDSPOT** -- a procedure with a required CCG element missing:
    attribution cannot be established, stop guessing. Never a fact.
 3. **DEFER** -- a complete procedure, or a fact, with no verification basis
-   declared: usable with care, keep looking for confirmation.
-4. **ACCEPT** -- a complete procedure, or a fact, with no condition hit and a
-   verification basis declared.
+   declared, or with a ``confidence`` below :data:`LOW_CONFIDENCE` (evidence
+   went against it: ``verify(..., "weakened")`` lowers it): usable with care,
+   keep looking for confirmation.
+4. **ACCEPT** -- a complete procedure, or a fact, with no condition hit, a
+   verification basis declared, and no low confidence.
 
 A fact and a complete procedure are judged alike on verification: a fact
 without a basis is as unconfirmed as a procedure without one, and ranking it
@@ -97,7 +99,7 @@ from functools import lru_cache
 from typing import Any
 
 from . import ccg
-from .node import Node
+from .node import LOW_CONFIDENCE, Node
 from .script import CJK_CHARS, CJK_RUN_RE, WORD_CHAR, fold, fold_accents, plural_forms
 
 __all__ = [
@@ -133,7 +135,7 @@ STATES: tuple[str, ...] = (ACCEPT, REJECT, DEFER, BLINDSPOT)
 
 _STOPWORDS_TEXT = """
 a an the is are was were be been being am of on in at to for with by from as
-when whenever while if it its this that these those there do does did has
+when whenever while during if it its this that these those there do does did has
 have had and or any some such case cases where which
 """
 #: English function words left out of a condition's content words.
@@ -439,6 +441,7 @@ def judge(
     verification_basis: str | None,
     query: str,
     context: object = None,
+    confidence: float | None = None,
 ) -> Judgement:
     """Judge one node (see the module docstring for the rule and the matching).
 
@@ -448,7 +451,7 @@ def judge(
     ``verification_basis``: the node's declared basis; ``None`` or blank
     means none. ``query``: the raw query text. ``context``: the caller's
     search context (string, mapping, list, Node, or :func:`prepare_context`
-    output), or ``None``.
+    output), or ``None``. ``confidence``: the node's, or ``None`` (not judged).
     """
     missing = tuple(dict.fromkeys(str(m) for m in ccg_missing))
     fact = is_fact(missing)
@@ -475,17 +478,27 @@ def judge(
         )
         if not basis:
             return Judgement(DEFER, f"DEFER: {what}, but no verification basis declared")
-        return Judgement(ACCEPT, f'ACCEPT: {what}, verification basis "{basis}"')
+        return _unless_doubted(f'{what}, verification basis "{basis}"', confidence)
     if missing:
         return Judgement(
             BLINDSPOT, f"BLINDSPOT: CCG incomplete, missing {', '.join(missing)}", missing=missing
         )
     if not basis:
         return Judgement(DEFER, "DEFER: CCG complete but no verification basis declared")
-    return Judgement(
-        ACCEPT,
-        f'ACCEPT: CCG complete, no not-applicable condition hit, verification basis "{basis}"',
+    return _unless_doubted(
+        f'CCG complete, no not-applicable condition hit, verification basis "{basis}"', confidence
     )
+
+
+def _unless_doubted(why: str, confidence: float | None) -> Judgement:
+    """ACCEPT for ``why``, or DEFER when the node's confidence is low."""
+    if confidence is not None and confidence < LOW_CONFIDENCE:
+        return Judgement(
+            DEFER,
+            f"DEFER: {why}, but its confidence {confidence:g} is below {LOW_CONFIDENCE:g} "
+            "(evidence went against it): confirm it before acting",
+        )
+    return Judgement(ACCEPT, f"ACCEPT: {why}")
 
 
 def is_fact(ccg_missing: Sequence[str]) -> bool:
@@ -534,4 +547,5 @@ def judge_node(node: Node, query: str, context: object = None) -> Judgement:
         verification_basis=node.verification_basis,
         query=query,
         context=context,
+        confidence=node.confidence,
     )

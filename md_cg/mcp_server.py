@@ -160,7 +160,7 @@ Each result has a `state`:
 - REJECT: one of its not-applicable conditions is hit by your query or context: \
 do not act on it here.
 - DEFER: use with care: an unverified fact or procedure (no verification basis), \
-or a hit with no evidence of being about your query.
+one whose confidence evidence drove low, or a hit with no evidence of being about your query.
 - BLINDSPOT: a procedure whose annotation is incomplete (marks such as \
 "# Applies when:" missing): you cannot tell when it applies.
 A plain fact ("the user's name is Sam") is not a warning: ACCEPT with a \

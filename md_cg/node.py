@@ -102,6 +102,10 @@ MAX_KEY_CHARS = 200
 #: Largest node file, in bytes (frontmatter, fences and body). A larger file
 #: is malformed; a node that would need one is refused.
 MAX_FILE_BYTES = 4 * 1024 * 1024
+#: Below this ``confidence`` evidence went against a memory: the judge says DEFER where
+#: it would say ACCEPT, and inject leaves it out. From the seed's 0.6, three ``weakened``
+#: verdicts (0.10 each) and no confirmation bring a memory here.
+LOW_CONFIDENCE = 0.3
 #: Largest frontmatter (the text between the fences), in UTF-8 bytes.
 MAX_FRONTMATTER_BYTES = 256 * 1024
 #: Deepest nesting of lists and objects inside one field value: ``[1]`` nests

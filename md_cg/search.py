@@ -423,6 +423,7 @@ def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
         verification_basis=entry.verification_basis,
         query=query,
         context=context,
+        confidence=entry.confidence,
     )
     return j.state, j.basis
 

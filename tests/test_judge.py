@@ -70,6 +70,38 @@ def test_accept() -> None:
     )
 
 
+def test_low_confidence_defers_what_would_be_accepted() -> None:
+    """A memory whose confidence evidence drove down (verify weakened, ten times: 0.0)
+    was still ACCEPT, and inject put it first."""
+    facts = tuple(REQUIRED)
+    for missing, what in (
+        ((), "CCG complete, no not-applicable condition hit"),
+        (facts, "fact with no applicability conditions"),
+    ):
+        for confidence, state in ((None, ACCEPT), (0.3, ACCEPT), (0.9, ACCEPT), (0.29, DEFER), (0.0, DEFER)):
+            j = judge(
+                ccg_missing=missing,
+                non_applicable=(),
+                verification_basis="test",
+                query="q",
+                confidence=confidence,
+            )
+            assert j.state == state, (what, confidence)
+            if state == DEFER:
+                assert j.basis == (
+                    f'DEFER: {what}, verification basis "test", but its confidence {confidence:g} '
+                    "is below 0.3 (evidence went against it): confirm it before acting"
+                )
+    hit = judge(
+        ccg_missing=(), non_applicable=("链表",), verification_basis="test", query="链表", confidence=0.0
+    )
+    assert hit.state == REJECT  # a condition hit still wins
+    half = judge(
+        ccg_missing=("steps",), non_applicable=(), verification_basis="test", query="q", confidence=0.0
+    )
+    assert half.state == BLINDSPOT
+
+
 def test_defer_without_basis() -> None:
     for basis in (None, "", "   "):
         j = run(conditions=("链表",), basis=basis)
@@ -186,6 +218,8 @@ def test_judgement_is_frozen_and_serialisable() -> None:
         ("ｌｉｎｋｅｄ ｌｉｓｔ", "linked list"),  # NFKC full-width
         ("数据库连接失败", "数据库连接失败了怎么办"),
         ("未排序的数组", "数组未排序时能用吗"),  # particle 的 not required
+        ("during a data migration", "a data migration is running"),  # "during" frames, like "while"
+        ("during a data migration", "we are in the middle of a data migration"),
     ],
 )
 def test_hits(condition: str, text: str) -> None:
@@ -206,6 +240,7 @@ def test_hits(condition: str, text: str) -> None:
         ("时", "什么时候"),  # only framing: no content
         ("the", "the end"),  # only function words: no content
         ("linked list", ""),
+        ("during a data migration", "a data export is running"),
     ],
 )
 def test_no_hits(condition: str, text: str) -> None:

@@ -388,3 +388,28 @@ def test_forget_refusals(store: MdCG) -> None:
     store.forget("core", "really", force=True)
     assert "core" not in store
     assert [t["id"] for t in store.tombstones()] == ["core"]
+
+
+def test_a_memory_evidence_went_against_is_deferred_and_not_injected(tmp_path: Path) -> None:
+    """Weakened ten times (confidence 0.0), the wifi password was still ACCEPT and inject
+    put it first. Below 0.3 it is DEFER, and inject leaves it out; confirmations bring it back.
+    """
+    with MdCG(tmp_path / "m") as s:
+        s.add(
+            id="wifi", body="The office wifi password is hunter2.", verification_basis="data", confidence=0.6
+        )
+        s.add(id="door", body="The office door code is 4711.", verification_basis="data", confidence=0.6)
+
+        def state() -> str | None:
+            return {r.id: r.state for r in s.search("office wifi password", record=False)[0]}["wifi"]
+
+        assert state() == "ACCEPT" and next(i.id for i in s.inject("office wifi password")) == "wifi"
+        for _ in range(3):
+            s.verify("wifi", "the router was reset", "weakened")
+        assert s.get("wifi").confidence == pytest.approx(0.3)
+        assert state() == "ACCEPT"  # 0.3 is not below 0.3
+        s.verify("wifi", "login failed again", "weakened")
+        assert state() == "DEFER" and "wifi" not in [i.id for i in s.inject("office wifi password")]
+        for _ in range(2):  # confirmations weigh less (0.05 each): 0.2 -> 0.3
+            s.verify("wifi", "it worked today", "confirmed")
+        assert s.get("wifi").confidence == pytest.approx(0.3) and state() == "ACCEPT"
