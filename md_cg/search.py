@@ -61,6 +61,12 @@ FUZZY_FLOOR = 0.5
 #: count as evidence: ``分`` alone (from ``分桶``) is no evidence of being about
 #: ``二分查找``, but ``猫`` is of being about ``猫咪``.
 CJK_CHAR_SHARE = 0.5
+#: A term hit scoring below this share of the best term hit of the same search is
+#: filler: "office wifi password" found the answer at 45.7 and restart notes that
+#: share only "office" at 0.54. On LoCoMo and CMRC dev (top 10 of every question,
+#: bench/filler_probe.py) the rule marks 5.8% / 15.7% of the non-answers and
+#: 0.5% / 0.1% of the answers, never one ranked first.
+RELATIVE_FLOOR = 0.05
 _SIMILARITY_TIERS = ("T1", "T3")
 
 _NEGATIVE_CODES = [layer_code(name) for name in sorted(NEGATIVE_LAYERS)]
@@ -441,9 +447,13 @@ def _evidence(
     synonym phrase in ``groups`` that gives it (a whole synonym, not a word
     of one). A hit holding none of the query's own terms but single CJK
     characters is evidence only when it holds at least :data:`CJK_CHAR_SHARE`
-    of the query's characters (its ``terms`` still list them).
+    of the query's characters (its ``terms`` still list them). A term hit
+    scoring below :data:`RELATIVE_FLOOR` of the best term hit is filler
+    (``weak``: its share of that score).
     """
     weight = dict(terms)
+    best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
+    floor = best * RELATIVE_FLOOR
     chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
     need = math.ceil(len(chars) * CJK_CHAR_SHARE)
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
@@ -467,7 +477,11 @@ def _evidence(
         own = why["terms"]
         if own and len(own) < need and all(t in chars for t in own):
             own = []  # a character or two of a longer CJK query
-        out[doc_id] = (why, not (own or why["synonyms"] or fuzzy_ok))
+        evident = bool(own or why["synonyms"] or fuzzy_ok)
+        if evident and tier not in _SIMILARITY_TIERS and score < floor:
+            why["weak"] = float(f"{score / best:.3g}")  # a word or two of the query, far below the best
+            evident = False
+        out[doc_id] = (why, not evident)
     return out
 
 

@@ -11,7 +11,7 @@ import pytest
 from conftest import tree_listing
 
 from md_cg import MdCG, Node, access, layout
-from md_cg.search import expand
+from md_cg.search import RELATIVE_FLOOR, expand
 
 CCG = "# 生效条件：{a}\n# 子功能：步骤\n# 执行：执行\n# 验证方式：测试\n# 不适用条件：{na}\n{text}\n"
 
@@ -412,3 +412,23 @@ def test_one_cjk_character_of_a_longer_query_is_no_evidence(store: MdCG) -> None
     assert by_id["bucket"].state == "DEFER"
     assert [(r.id, r.filler) for r in store.search("猫咪", k=5)[0] if r.id == "kitten"] == [("kitten", False)]
     assert [(r.id, r.filler) for r in store.search("分", k=5)[0] if r.id == "bucket"] == [("bucket", False)]
+
+
+def test_a_hit_far_below_the_best_is_filler(tmp_path: Path) -> None:
+    """On a 20k store "office wifi password" found the answer at 45.7 and restart notes
+    sharing only "office" at 0.54, some ACCEPT (and inject took them). A term hit below
+    RELATIVE_FLOOR of the best is filler now; its evidence says how weak (``weak``)."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="wifi", body="The office wifi password is hunter2.", verification_basis="data")
+        notes = [f"Restart service {i} in the office rack {i % 7}." for i in range(60)]
+        s.add_many([Node(id=f"n{i}", body=t, verification_basis="data") for i, t in enumerate(notes)])
+        results, _ = s.search("office wifi password", k=5, record=False)
+        top, rest = results[0], results[1:]
+        assert (top.id, top.filler, top.state) == ("wifi", False, "ACCEPT")
+        assert rest and all(r.filler and r.state == "DEFER" for r in rest)
+        assert all(0 < r.evidence["weak"] < RELATIVE_FLOOR for r in rest)
+        assert all(r.evidence["terms"] == ["offic"] for r in rest)  # the word is still named
+        assert "weak" not in top.evidence
+        assert [i.id for i in s.inject("office wifi password")] == ["wifi"]
+        alone, _ = s.search("office rack", k=3, record=False)  # the same notes, when they are the best
+        assert alone and not any(r.filler for r in alone)
