@@ -833,7 +833,8 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
             ),
         ] = None,
     ) -> dict[str, Any]:
-        result = store.organize(mode, candidates=candidates, run_id=run_id, decisions=decisions)
+        # all or nothing for an agent: one bad decision refuses the call and leaves the run open
+        result = store.organize(mode, candidates=candidates, run_id=run_id, decisions=decisions, strict=True)
         return _clipped(result.to_dict())
 
     def recall_stats(

@@ -663,7 +663,9 @@ def _receipt_result(
     )
 
 
-def apply(store: OrganizeStore, run_id: object, decisions: object, *, scope: object = None) -> OrganizeResult:
+def apply(
+    store: OrganizeStore, run_id: object, decisions: object, *, scope: object = None, strict: bool = False
+) -> OrganizeResult:
     """Apply the decisions on dry run ``run_id`` exactly once; return the receipt.
 
     ``decisions`` is a list of ``{"action": "save"|"discard", "index": n}``
@@ -672,7 +674,9 @@ def apply(store: OrganizeStore, run_id: object, decisions: object, *, scope: obj
     land in one ``apply_changes`` commit. Raises
     :class:`~md_cg.errors.OrganizeApplyError` (naming the run) when the run
     cannot be applied, and re-raises an infrastructure error; both after
-    writing a ``failed`` receipt with ``applied`` 0.
+    writing a ``failed`` receipt with ``applied`` 0. With ``strict``, a decision
+    the dry run does not back raises too (each named), nothing applied: a failed
+    receipt leaves the run open, so corrected decisions can be applied.
     """
     caller = Caller.of(scope)
     apply_id = f"org_{uuid.uuid4().hex}"
@@ -710,6 +714,14 @@ def apply(store: OrganizeStore, run_id: object, decisions: object, *, scope: obj
             report = _find_report(records, run_id, caller)
             _check_not_applied(records, run_id, store)
             plan = _plan(report, decisions, store)
+            if strict and plan.skipped:
+                listed = "; ".join(sk.reason for sk in plan.skipped[:5])
+                more = f" (+{len(plan.skipped) - 5} more)" if len(plan.skipped) > 5 else ""
+                raise OrganizeApplyError(
+                    run_id,
+                    f"{len(plan.skipped)} decision(s) the dry run does not back: {listed}{more}; "
+                    "nothing was applied, and the run can be applied with corrected decisions",
+                )
             intent = {
                 "kind": "apply_intent",
                 "run_id": apply_id,
@@ -745,8 +757,9 @@ def organize(
     run_id: object = None,
     decisions: object = None,
     scope: object = None,
+    strict: bool = False,
 ) -> OrganizeResult:
-    """One entry with a mode, as the seed has it: ``dryRun`` or ``apply``."""
+    """One entry with a mode, as the seed has it: ``dryRun`` or ``apply`` (``strict``: see :func:`apply`)."""
     if mode == "dryRun":
         if run_id is not None or decisions is not None:
             raise InvalidArgumentError("a dry run takes candidates, not run_id or decisions", name="mode")
@@ -756,7 +769,7 @@ def organize(
             raise InvalidArgumentError(
                 "apply replays the dry run's snapshot; it takes no candidates", name="candidates"
             )
-        return apply(store, run_id, decisions, scope=scope)
+        return apply(store, run_id, decisions, scope=scope, strict=strict)
     raise InvalidArgumentError(
         f"mode must be one of {', '.join(MODES)}, got {mode!r}", name="mode", value=mode
     )

@@ -538,13 +538,27 @@ class Recall(_Handle):
         self._record_event(mode, [check_id(i) for i in node_ids])
 
     def organize(
-        self, mode: str = "dryRun", *, candidates: Any = None, run_id: Any = None, decisions: Any = None
+        self,
+        mode: str = "dryRun",
+        *,
+        candidates: Any = None,
+        run_id: Any = None,
+        decisions: Any = None,
+        strict: bool = False,
     ) -> OrganizeResult:
         """Compare candidates with the store (``dryRun``) or apply one dry run's
-        decisions exactly once (``apply``); see :mod:`md_cg.organize`."""
+        decisions exactly once (``apply``); see :mod:`md_cg.organize`. ``strict``
+        (apply): a decision the dry run does not back refuses the whole call, nothing
+        applied and the run still open (default: it is skipped, the run ``degraded``)."""
         store = cast(organize_mod.OrganizeStore, self)  # the composed MdCG provides it all
         return organize_mod.organize(
-            store, mode, candidates=candidates, run_id=run_id, decisions=decisions, scope=self.scope
+            store,
+            mode,
+            candidates=candidates,
+            run_id=run_id,
+            decisions=decisions,
+            scope=self.scope,
+            strict=strict,
         )
 
     def identical(self, body: str, layer: str | None = None) -> list[str]:

@@ -241,6 +241,25 @@ def test_decisions_the_report_does_not_back_are_skipped(tmp_path: Path) -> None:
     assert "kp_alice" in {e.id for e in store.entries()}
 
 
+def test_strict_apply_refuses_every_decision_and_leaves_the_run_open(tmp_path: Path) -> None:
+    """An agent's apply with one bad index saved half and used up the run: the corrected
+    retry was "already applied". Strict (what the MCP tool asks): nothing, then the retry."""
+    store = seeded(tmp_path / "s")
+    before = sorted(store.ids())
+    dry = store.organize(candidates=SAVE_CANDIDATES)
+    bad = [{"action": "save", "index": 1}, {"action": "save", "index": 9}]
+    with pytest.raises(OrganizeApplyError) as err:
+        store.organize("apply", run_id=dry.run_id, decisions=bad, strict=True)
+    assert str(err.value) == (
+        "1 decision(s) the dry run does not back: decision 1: candidate 9 was not accepted by this dry "
+        "run; nothing was applied, and the run can be applied with corrected decisions"
+    )
+    assert sorted(store.ids()) == before
+    r = store.organize("apply", run_id=dry.run_id, decisions=bad[:1], strict=True)
+    assert (r.status, r.applied, len(r.saved_ids)) == ("ok", 1, 1)
+    assert sorted(store.ids()) == sorted([*before, *r.saved_ids])
+
+
 def test_the_seed_checks_in_order(tmp_path: Path) -> None:
     store = seeded(tmp_path / "s")
     with pytest.raises(OrganizeApplyError, match="unknown organize run 'org_nope'"):
