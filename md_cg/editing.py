@@ -24,7 +24,7 @@ from . import fsops, index, paths
 from .engine import Engine, Staged, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
-from .node import LAYERS, Node, check_id, check_layer, check_new_id, quantise_instant, validate
+from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, quantise_instant, validate
 from .nodefile import loads, read_bytes_as_text
 
 
@@ -42,6 +42,13 @@ def require_text(node: Node) -> Node:
             value=node.body,
             node_id=node.id,
         )
+    if not node.body.replace("#", "").strip():
+        raise InvalidNodeError(
+            f"node {node.id!r}: the body holds only heading marks (#); a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
     if "\x00" in node.body:
         raise InvalidNodeError(
             f"node {node.id!r}: the body holds a NUL character (at {node.body.index(chr(0))}); git would "
@@ -51,6 +58,41 @@ def require_text(node: Node) -> Node:
             node_id=node.id,
         )
     return node
+
+
+def require_usable(node: Node, fields: Collection[str] = ("tags", "edges")) -> None:
+    """InvalidNodeError when a memory a caller writes by hand (``add``, ``update``)
+    holds what no read could use: a blank tag (the tag filter refuses one), an edge
+    to itself (``neighbours`` never shows it) or an edge confidence outside 0..1.
+    Files, imports and migrations carry what they hold; this is for new input."""
+    if "tags" in fields and isinstance(node.tags, list):
+        for tag in node.tags:
+            if isinstance(tag, str) and not tag.strip():
+                raise InvalidNodeError(
+                    f"node {node.id!r}: field 'tags' holds a blank tag ({tag!r}); a tag needs some text",
+                    field="tags",
+                    value=node.tags,
+                    node_id=node.id,
+                )
+    if "edges" not in fields or not isinstance(node.edges, list):
+        return
+    for value in node.edges:
+        edge = value if isinstance(value, Edge) else Edge.from_value(value, node_id=node.id)
+        if edge.target == node.id:
+            raise InvalidNodeError(
+                f"node {node.id!r}: an edge to itself ({edge.type}); edges link two memories",
+                field="edges",
+                value=edge.target,
+                node_id=node.id,
+            )
+        conf = edge.confidence
+        if isinstance(conf, int | float) and not isinstance(conf, bool) and not 0 <= conf <= 1:
+            raise InvalidNodeError(
+                f"node {node.id!r}: the edge to {edge.target!r} has confidence {conf!r}; it must be 0..1",
+                field="edges",
+                value=conf,
+                node_id=node.id,
+            )
 
 
 def read_text(engine: Engine, node_id: str) -> str:

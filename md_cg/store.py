@@ -271,6 +271,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if tier is not None:
             node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
+        editing.require_usable(node)
         return self._add_batch(
             [node], overwrite, durable, stamp, stamp, validated=True, check=self._check_live
         )[0]
@@ -351,6 +352,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             )
         if "body" in changes:
             editing.require_text(Node(id=node_id, body=changes["body"]))
+        given = {k: changes[k] for k in ("tags", "edges") if k in changes}
+        editing.require_usable(Node(id=node_id, **given), fields=given)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
         out = self.modify(node_id, self._changer(node_id, changes, now, decided), durable=durable)

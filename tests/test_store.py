@@ -409,3 +409,40 @@ def test_misused_calls_say_what_they_take(tmp_path: Path) -> None:
         with pytest.raises(TypeError, match=r"^a change must return a Node or None, got int$"):
             s.modify("a", lambda n: 5)  # type: ignore[arg-type,return-value]
         assert s.get("a").body == "x" and s.ids() == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"tags": ["ok", " "]}, "node 'x': field 'tags' holds a blank tag (' '); a tag needs some text"),
+        (
+            {"edges": [{"target": "x", "type": "causal"}]},
+            "node 'x': an edge to itself (causal); edges link two memories",
+        ),
+        (
+            {"edges": [{"target": "b", "type": "causal", "confidence": 7}]},
+            "node 'x': the edge to 'b' has confidence 7; it must be 0..1",
+        ),
+        ({"body": "# \n\n##\n"}, "node 'x': the body holds only heading marks (#); a memory needs some text"),
+    ],
+)
+def test_hand_written_memories_hold_nothing_a_read_cannot_use(
+    tmp_path: Path, fields: dict, message: str
+) -> None:
+    """A blank tag was stored though the tag filter refuses one; an edge to itself was
+    stored though neighbours never shows it; an edge confidence of 7; a body of heading
+    marks alone. add and update refuse them, nothing written; files and imports carry them."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="b", body="the other memory")
+        with pytest.raises(InvalidNodeError) as err:
+            s.add(id="x", **{"body": "a memory", **fields})
+        assert str(err.value) == message
+        s.add(id="x", body="a memory")
+        before = s.path_of("x").read_bytes()
+        with pytest.raises(InvalidNodeError) as err:
+            s.update("x", **fields)
+        assert str(err.value) == message
+        assert s.path_of("x").read_bytes() == before
+        if "tags" in fields:  # what a file holds is still read, and add_many carries it
+            s.add_many([Node(id="y", body="imported", tags=fields["tags"])])
+            assert s.get("y").tags == fields["tags"]
