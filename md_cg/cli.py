@@ -592,6 +592,14 @@ def add(
         else:
             node, created = store.add_unique(tier=tier, **fields)
         node_id, path = node.id, store.path_of(node.id)
+        unknown = [e.target for e in node.edges if e.target not in store] if created else []
+    for target in unknown:  # stored: a target may come later (a git pull); health lists them
+        _stderr().print(
+            f"{node_id}: edge target {target!r} is not in the store (stored anyway; "
+            "`mdcg health` lists dangling edges)",
+            soft_wrap=True,
+            markup=False,
+        )
     if not created:
         _stderr().print(
             f"{node_id}: an identical memory is already in {layer}/; nothing was written "
@@ -601,7 +609,7 @@ def add(
         )
     if json_out:
         out = {"id": node_id, "layer": layer, "path": str(path), "existing": not created}
-        _print_json({**out, **_retention_json(node)})
+        _print_json({**out, **_retention_json(node), "unknown_targets": unknown})
         return
     typer.echo(f"{node_id}\t{path}")
     _say_expiry(node)

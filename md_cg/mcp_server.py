@@ -570,6 +570,16 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
     return out
 
 
+def _unknown_targets(store: MdCG, reply: dict[str, Any], edges: Sequence[Any] | None) -> dict[str, Any]:
+    """``reply`` with ``unknown_targets``: the edge targets given that no memory here has
+    (stored anyway: a target may come later, by a git pull; ``health`` lists them)."""
+    targets = [e.get("target") for e in edges or () if isinstance(e, dict)]
+    unknown = [t for t in dict.fromkeys(targets) if isinstance(t, str) and t not in store]
+    if unknown:
+        reply["unknown_targets"] = [clip(t, TERM_CHARS) for t in _capped(unknown)]
+    return reply
+
+
 def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bool) -> dict[str, Any]:
     """Store a memory (``unique``: unless an identical one is in the layer); the reply."""
     try:
@@ -616,9 +626,8 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         )
         if tier is not None:
             given["tier"] = tier
-        return _remember(
-            store, given, unique=not (duplicate or overwrite or id is not None), overwrite=overwrite
-        )
+        unique = not (duplicate or overwrite or id is not None)
+        return _unknown_targets(store, _remember(store, given, unique=unique, overwrite=overwrite), edges)
 
     def update(
         id: NodeId,
@@ -647,7 +656,8 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         if not changes:
             raise ValueError(f"update of {id!r}: nothing to change (give body, tags, layer, tier, ...)")
         store.update(id, **changes)
-        return _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
+        reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
+        return _unknown_targets(store, reply, edges)
 
     return [
         (remember, "Store a memory (one Markdown file). A procedure should carry the marks "

@@ -591,6 +591,8 @@ class Recall(_Handle):
         eng = self._engine
         eng.ensure_writable()
         new = self._coerce(node, fields_)
+        if tier is not None:
+            temporal.normalize_tier(tier)  # a bad tier is refused even when nothing is written
         with self._remember_lock.hold(timeout=eng.lock_timeout):
             with eng.lock:
                 eng.refresh()  # what another process stored under this lock a moment ago

@@ -176,7 +176,8 @@ def test_add_reads_the_body_from_stdin_and_generates_an_id(runner: CliRunner, ro
         runner, "add", "--root", root, "--body", "-", "--layer", "contextual", input="from stdin\n"
     )
     assert (
-        set(data) == {"id", "layer", "path", "existing", "tier", "expires"} and data["layer"] == "contextual"
+        set(data) == {"id", "layer", "path", "existing", "tier", "expires", "unknown_targets"}
+        and data["layer"] == "contextual"
     )
     assert data["existing"] is False
     assert Path(data["path"]).read_text(encoding="utf-8").endswith("---\nfrom stdin\n")
@@ -1038,6 +1039,7 @@ def test_add_does_not_store_an_identical_memory_twice(runner: CliRunner, tmp_pat
         "existing": True,
         "tier": "long",
         "expires": None,
+        "unknown_targets": [],
     }
     other = run_json(runner, "add", body, "--root", root, "-l", "contextual")  # another layer
     assert other["existing"] is False and other["id"] != node_id
@@ -1074,6 +1076,14 @@ def test_add_says_when_a_one_off_expires_and_tier_keeps_it(runner: CliRunner, ro
         node = s.get(node_id)
     assert node.retention_reason == "the caller asked for the temp tier"  # not the first decision's
     assert again.stderr.startswith(f"{node_id}: temporary, expires {iso(node.expires_at)} (the caller asked")
+    typo = run(runner, "add", "--id", "e", "--edge", "appels:causal", "typo", "--root", root)
+    assert typo.stderr == (
+        "e: edge target 'appels' is not in the store (stored anyway; `mdcg health` lists dangling edges)\n"
+    )
+    assert (
+        run_json(runner, "add", "--id", "f", "--edge", "e:causal", "x y", "--root", root)["unknown_targets"]
+        == []
+    )
     assert "retention tier must be one of temp, long" in one_line_error(
         runner, "add", "x y", "--tier", "forever", "--root", root
     )

@@ -842,3 +842,20 @@ def test_agent_sees_expiry_bounded_errors_archived_ids_and_annotations(tmp_path:
                 assert not any(a.open_world_hint for a in tools.values())
 
     anyio.run(run)
+
+
+def test_an_edge_to_no_memory_is_named_in_the_reply(tmp_path: Path) -> None:
+    """An edge to an id no memory has (a typo) was stored without a word."""
+
+    async def run() -> None:
+        with MdCG(tmp_path / "m") as store:
+            async with Client(create_server(tmp_path / "m", store=store)) as client:
+                edges = [{"target": "appels", "type": "causal"}, {"target": "kp", "type": "similar"}]
+                _ok(await client.call_tool("remember", {"body": "the target", "id": "kp"}))
+                made = _ok(await client.call_tool("remember", {"body": "typo", "id": "e", "edges": edges}))
+                assert made["unknown_targets"] == ["appels"]
+                assert [e.target for e in store.get("e").edges] == ["appels", "kp"]  # stored anyway
+                changed = _ok(await client.call_tool("update", {"id": "e", "edges": edges[1:]}))
+                assert "unknown_targets" not in changed
+
+    anyio.run(run)
