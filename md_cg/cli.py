@@ -591,27 +591,34 @@ def add(
             node, created = store.add(overwrite=overwrite, tier=tier, **fields), True
         else:
             node, created = store.add_unique(tier=tier, **fields)
-        node_id, path = node.id, store.path_of(node.id)
+        path = store.path_of(node.id)
         unknown = [e.target for e in node.edges if e.target not in store] if created else []
+    _report_added(node, path, created, unknown, json_out)
+
+
+def _report_added(node: Node, path: Path, created: bool, unknown: list[str], json_out: bool) -> None:
+    """What ``mdcg add`` prints: ID<TAB>PATH (or the JSON), and on stderr the edge
+    targets no memory has, an identical memory found, a temporary memory's expiry."""
+    say = _stderr()
     for target in unknown:  # stored: a target may come later (a git pull); health lists them
-        _stderr().print(
-            f"{node_id}: edge target {target!r} is not in the store (stored anyway; "
+        say.print(
+            f"{node.id}: edge target {target!r} is not in the store (stored anyway; "
             "`mdcg health` lists dangling edges)",
             soft_wrap=True,
             markup=False,
         )
     if not created:
-        _stderr().print(
-            f"{node_id}: an identical memory is already in {layer}/; nothing was written "
+        say.print(
+            f"{node.id}: an identical memory is already in {node.layer}/; nothing was written "
             "(--duplicate stores another)",
             soft_wrap=True,
             markup=False,
         )
     if json_out:
-        out = {"id": node_id, "layer": layer, "path": str(path), "existing": not created}
+        out = {"id": node.id, "layer": node.layer, "path": str(path), "existing": not created}
         _print_json({**out, **_retention_json(node), "unknown_targets": unknown})
         return
-    typer.echo(f"{node_id}\t{path}")
+    typer.echo(f"{node.id}\t{path}")
     _say_expiry(node)
 
 

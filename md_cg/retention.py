@@ -180,7 +180,7 @@ class Retention:
             markers=self.markers,
             protected=node.layer == ANCHOR_LAYER,
         )
-        if d.rule in ("default_long", "anchor_layer"):
+        if d.rule == "default_long":
             # No evidence either way: the node stays unassigned (absent = long), so a
             # plain note is stored as written; the decision log still has the rule.
             node.retention_tier = node.expires_at = node.retention_reason = None

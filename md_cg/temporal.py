@@ -102,7 +102,6 @@ FORMAT_VERSION = 1
 #: Every rule code a decision can carry, in decision order.
 RULE_CODES: tuple[str, ...] = (
     "explicit_tier",
-    "anchor_layer",
     "temporal_durable",
     "temporal_recurring",
     "markers_unreadable",
@@ -111,6 +110,7 @@ RULE_CODES: tuple[str, ...] = (
     "temporal_one_off",
     *(f"term_guard_{family}" for family in VETO_FAMILIES),
     *(f"term_{rule}" for rule in TERM_RULES),
+    "anchor_layer",
     "default_long",
 )
 
@@ -455,10 +455,11 @@ def decide_retention(
     temporal kind: ``durable``/``recurring`` are long and no term rule runs;
     ``one_off`` is temp (``expires_at = now + ttl_seconds``) unless a veto
     family is in the text or (with ``require_anchor``) nothing in the text
-    names a moment; ``protected`` (a node in ``anchor/``) is long unless the
-    caller asked; (3) for ``unknown``/unset, the term rules: a one-off
+    names a moment; (3) for ``unknown``/unset, the term rules: a one-off
     marker in the first :data:`TERM_WINDOW` units makes it temp unless a
-    veto family is in the text; (4) otherwise long.
+    veto family is in the text; (4) otherwise long. ``protected`` (a node in
+    ``anchor/``) turns a temp verdict into long (``anchor_layer``) unless the
+    caller asked for temp.
 
     ``temporal`` is normalised with :func:`normalize_temporal` (raw extractor
     output is fine). ``markers`` defaults to :func:`shipped_markers`; if they
@@ -476,15 +477,15 @@ def decide_retention(
     verdict: _Verdict
     if asked:
         verdict = (asked, "explicit_tier", f"the caller asked for the {asked} tier", None)
-    elif protected:
-        why = "anchor/ holds what must not be forgotten: never made temporary"
-        verdict = ("long", "anchor_layer", why, None)
     elif kind in ("durable", "recurring"):
         verdict = ("long", f"temporal_{kind}", f"the extractor marked it {kind}: not a one-off event", None)
     elif kind == "one_off":
         verdict = _one_off_verdict(_fold(text or ""), found, require_anchor)
     else:
         verdict = _term_verdict(_fold(text or ""), kind, found)
+    if protected and not asked and verdict[0] == "temp":
+        why = f"anchor/ holds what must not be forgotten: never made temporary ({verdict[2]})"
+        verdict = ("long", "anchor_layer", why, verdict[3])
     decided, rule, reason, marker = verdict
     expires_at = when + ttl if decided == "temp" else None
     return RetentionDecision(decided, expires_at, rule, reason, kind, marker)

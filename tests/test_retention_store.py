@@ -220,9 +220,13 @@ def test_anchor_memories_are_never_made_temporary_by_a_guess(tmp_path: Path) -> 
     with MdCG(tmp_path / "m") as s:
         one_off = "Tomorrow I start as the user's assistant: my core identity."
         kept = s.add(id="core", layer="anchor", body=one_off)
-        assert (kept.retention_tier, kept.expires_at, kept.retention_reason) == (None, None, None)
+        assert (kept.retention_tier, kept.expires_at) == ("long", None)
+        assert kept.retention_reason == (
+            "anchor/ holds what must not be forgotten: never made temporary (the one-off marker "
+            "'tomorrow' (n1_relative_day) opens the text and no veto marker is in the text)"
+        )
         assert s.add(id="plain", body=one_off).retention_tier == "temp"  # the same text elsewhere
         asked = s.add(id="asked", layer="anchor", body=one_off, tier="temp")
         assert asked.retention_tier == "temp" and asked.expires_at is not None
         moved = s.update("plain", layer="anchor", body=one_off + " ")  # re-decided in anchor/
-        assert (moved.retention_tier, moved.expires_at) == (None, None)
+        assert (moved.retention_tier, moved.expires_at) == ("long", None)
