@@ -306,6 +306,19 @@ def check_window(tag: TagFilter | None, since: float | None, until: float | None
                 name=name,
                 value=value,
             )
+    if since is not None and until is not None and since > until:
+        raise InvalidArgumentError(
+            f"since ({_utc(since)}) is after until ({_utc(until)}): no time lies between them",
+            name="until",
+            value=until,
+        )
+
+
+def _utc(seconds: float) -> str:
+    try:
+        return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
+    except (OverflowError, OSError, ValueError):
+        return repr(seconds)
 
 
 def within(when: float, since: float | None, until: float | None) -> bool:

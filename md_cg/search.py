@@ -275,6 +275,9 @@ def _check_args(query: object, k: object) -> None:
         raise InvalidArgumentError(
             f"query must be a string, got {type(query).__name__}", name="query", value=query
         )
+    if not query.strip():
+        # (it answered with filler from the similarity fill: nothing was asked)
+        raise InvalidArgumentError("query is empty: give the words to search for", name="query", value=query)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidArgumentError(f"k must be a positive integer, got {k!r}", name="k", value=k)
 

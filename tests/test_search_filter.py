@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import random
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -242,3 +243,22 @@ def test_several_tags_mean_every_one_of_them(store_path) -> None:
 def store_list(root, tag: str):
     with MdCG(root, read_only=True) as store:
         return store.list_page(tag=tag)
+
+
+def test_an_empty_query_and_a_window_with_no_time_are_refused(tmp_path: Path) -> None:
+    """search("") answered with filler from the similarity fill; since after until
+    answered nothing. Both are mistakes of the caller, named."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="a", body="hello world")
+        for q in ("", "  \n"):
+            with pytest.raises(InvalidArgumentError, match=r"^query is empty: give the words to search for$"):
+                s.search(q)
+        with pytest.raises(InvalidArgumentError) as err:
+            s.search("hello", since=1_800_000_000, until=1_700_000_000)
+        assert str(err.value) == (
+            "since (2027-01-15T08:00:00Z) is after until (2023-11-14T22:13:20Z): no time lies between them"
+        )
+        assert err.value.name == "until"
+        with pytest.raises(InvalidArgumentError, match="is after until"):
+            s.list_nodes(since=2.0, until=1.0)
+        assert [r.id for r in s.search("hello", since=1.0, until=1.0e10)[0]] == ["a"]
