@@ -467,6 +467,13 @@ def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
                 continue
             except (FileNotFoundError, NotADirectoryError):
                 continue
+            other = state.entries.get(parsed.entry.id)
+            if other is not None and other.path != rel:
+                # sync() chose the indexed copy already: "run sync()" would send a person
+                # round in a loop; say which copy stands instead.
+                detail = f"another file holds this id ({other.path} stands); remove or rename one copy"
+                out.append(Finding("duplicate_id", detail, rel, parsed.entry.id))
+                continue
             out.append(
                 Finding(
                     "untracked_file", "a node file the index does not know; run sync()", rel, parsed.entry.id

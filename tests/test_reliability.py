@@ -453,3 +453,26 @@ def test_a_killed_writer_not_yet_reaped_is_dead(tmp_path: Path) -> None:
     finally:
         os.waitpid(pid, 0)
     assert fsops.pid_alive(pid) is False
+
+
+def test_health_names_a_duplicate_copy_after_sync_chose_the_other(tmp_path: Path) -> None:
+    """After `mdcg sync` listed a copy as a duplicate, the next process's health() called
+    it an untracked file and said "run sync()": a loop that led nowhere."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="d", body="orig")
+        s.compact_index()
+    copy = root / "self" / "d.md"
+    copy.write_text((root / "knowledge" / "orphan" / "d.md").read_text("utf-8").replace("orig", "copy"), "utf-8")
+    with MdCG(root) as s:
+        assert s.sync().duplicates == (("d", "self/d.md"),)
+    with MdCG(root) as s:  # a fresh process: the duplicate list is not kept
+        findings = [(f.kind, f.path, f.node_id, f.detail) for f in s.health().findings]
+    assert findings == [
+        (
+            "duplicate_id",
+            "self/d.md",
+            "d",
+            "another file holds this id (knowledge/orphan/d.md stands); remove or rename one copy",
+        )
+    ]
