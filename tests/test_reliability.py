@@ -463,7 +463,8 @@ def test_health_names_a_duplicate_copy_after_sync_chose_the_other(tmp_path: Path
         s.add(id="d", body="orig")
         s.compact_index()
     copy = root / "self" / "d.md"
-    copy.write_text((root / "knowledge" / "orphan" / "d.md").read_text("utf-8").replace("orig", "copy"), "utf-8")
+    original = (root / "knowledge" / "orphan" / "d.md").read_text("utf-8")
+    copy.write_text(original.replace("orig", "copy"), "utf-8")
     with MdCG(root) as s:
         assert s.sync().duplicates == (("d", "self/d.md"),)
     with MdCG(root) as s:  # a fresh process: the duplicate list is not kept
