@@ -42,7 +42,7 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_layer, validate
+from .node import Node, check_id, check_layer, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .retention import SweepReport
 from .search import SearchResult
@@ -596,6 +596,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
     def verify(self, node_id: str, evidence: str, verdict: str) -> Node:
         """Apply evidence: ``confirmed`` (+0.05), ``weakened`` (-0.10) or ``falsified`` (to ``rejected/``)."""
+        self._visible(check_id(node_id))  # an archived or expired node says so (and how to get it back)
         return loop.verify(self, node_id, evidence, verdict)
 
     def reflect(

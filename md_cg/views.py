@@ -349,7 +349,7 @@ class Reads(_Handle):
         """Nodes linked to ``node_id`` within ``depth`` edges (see :mod:`md_cg.graph`)."""
         eng = self._engine
         with eng.lock:
-            eng.fresh()
+            self._visible(check_id(node_id))  # an archived or expired node says so
             return graph.neighbours(
                 eng.state,
                 node_id,

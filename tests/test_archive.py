@@ -337,3 +337,19 @@ def test_add_over_an_archived_id_never_replaces_it(tmp_path: Path) -> None:
         ]
         s.unarchive("x")
         assert s.add(id="x", body="new", overwrite=True).body == "new"  # live again: replaced as asked
+
+
+def test_verify_and_neighbours_of_an_archived_node_say_it_is_archived(tmp_path: Path) -> None:
+    """get and update said "archived ... unarchive it"; verify and neighbours said only "no node"."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="a", body="hello")
+        s.add(id="b", body="linked", edges=[{"target": "a", "type": "causal"}])
+        s.archive("a")
+        archived = "no node with id 'a' in this store (it is archived: unarchive it to use it)"
+        for call in (lambda: s.verify("a", "seen again", "confirmed"), lambda: s.neighbours("a")):
+            with pytest.raises(NodeNotFoundError) as err:
+                call()
+            assert str(err.value) == archived and err.value.hidden == "archived"
+        assert s.get("a", include_archived=True).confidence is None  # nothing was written
+        with pytest.raises(NodeNotFoundError, match=r"^no node with id 'zz' in this store$"):
+            s.neighbours("zz")
