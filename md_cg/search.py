@@ -257,7 +257,7 @@ def run(
         "big_domain": p.big_domain,
         "big_domain_scores": p.big_domain_scores,
         "terms": [[term, weight] for term, weight in expansion.terms],
-        "words": term_words(query),
+        "words": _words(query, expansion.synonyms),
         "scanned": largest_scope,
         "scanned_by_tier": ladder.scanned,
         "scanned_share": min(1.0, largest_scope / total) if total else 0.0,
@@ -268,6 +268,16 @@ def run(
         "timing_ms": {**ladder.timings, "total": (time.perf_counter() - started) * 1000},
     }
     return results, meta
+
+
+def _words(query: str, synonyms: Sequence[str]) -> dict[str, str]:
+    """The word each term came from: the query's own, then the synonym phrases' (a reply
+    shows "binary", never the stem "binari", for a Chinese query that expanded to it)."""
+    out: dict[str, str] = {}
+    for phrase in synonyms:
+        out.update(term_words(phrase))
+    out.update(term_words(query))
+    return out
 
 
 def _check_args(query: object, k: object) -> None:

@@ -859,3 +859,16 @@ def test_an_edge_to_no_memory_is_named_in_the_reply(tmp_path: Path) -> None:
                 assert "unknown_targets" not in changed
 
     anyio.run(run)
+
+
+def test_matched_names_synonym_words_not_their_stems(tmp_path: Path) -> None:
+    """二分查找 expands to "binary search": matched showed the stem "binari"."""
+
+    async def run() -> None:
+        with MdCG(tmp_path / "m") as store:
+            store.add(id="b", body="Binary search halves the interval.", verification_basis="test")
+            async with Client(create_server(tmp_path / "m", store=store)) as client:
+                found = _ok(await client.call_tool("search", {"query": "二分查找"}))
+                assert [r["matched"] for r in found["results"]] == [["binary", "search"]]
+
+    anyio.run(run)
