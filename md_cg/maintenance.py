@@ -468,9 +468,13 @@ def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
             except (FileNotFoundError, NotADirectoryError):
                 continue
             other = state.entries.get(parsed.entry.id)
-            if other is not None and other.path != rel:
-                # sync() chose the indexed copy already: "run sync()" would send a person
-                # round in a loop; say which copy stands instead.
+            if (
+                other is not None
+                and other.path in scan.files
+                and index.winner([parsed, index.Parsed(None, other, None)]).entry is other
+            ):
+                # Both copies are there and the indexed one stands: sync() keeps it (it may have
+                # done so already), so "run sync()" would send a person round in a loop.
                 detail = f"another file holds this id ({other.path} stands); remove or rename one copy"
                 out.append(Finding("duplicate_id", detail, rel, parsed.entry.id))
                 continue

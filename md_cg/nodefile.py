@@ -756,13 +756,17 @@ def loads(
 
     ``default_id`` and ``default_layer`` stand in for a missing (or null)
     ``id``/``layer``; with either given, a file without frontmatter is a node
-    whose body is the whole text. Every problem of the file is reported
+    whose body is the whole text (an empty or blank file is malformed: no
+    text). Every problem of the file is reported
     together (the error's ``problems``, each with its line when known).
     """
     size = _utf8_size(text, MAX_FILE_BYTES)
     if size > MAX_FILE_BYTES:
         reason = f"the file is {size:,} bytes, over the limit of {_kib(MAX_FILE_BYTES)}"
         raise MalformedNodeFileError(path, reason)
+    if not text.strip("\ufeff \t\r\n"):
+        # `touch knowledge/x.md` is not a memory (and its export could not be imported)
+        raise MalformedNodeFileError(path, "the file is empty: a memory needs some text")
     try:
         fm, body = HANDLER.split(text)
     except ValueError as exc:

@@ -284,3 +284,18 @@ def test_validate_quantises_every_time_field() -> None:
     node = validate(Node(id="a", layer="self", created_at=1.00000049, updated_at="2026-12-01", last_access=2))
     assert (node.created_at, node.updated_at, node.last_access) == (1.0, 1796083200.0, 2.0)
     assert type(node.last_access) is float
+
+
+@pytest.mark.parametrize("text", ["", "\n", "  \n\t\n", "\ufeff\n"])
+def test_an_empty_file_is_no_memory(tmp_path: Path, text: str) -> None:
+    """`touch self/empty.md` became a memory with an empty body: health said nothing, and
+    its export could not be imported (a memory needs some text)."""
+    from md_cg import MdCG
+
+    root = tmp_path / "m"
+    MdCG(root).close()
+    (root / "self" / "empty.md").write_text(text, encoding="utf-8")
+    with MdCG(root) as s:
+        assert s.sync().malformed == (("self/empty.md", "the file is empty: a memory needs some text"),)
+        assert "empty" not in s
+        assert [(f.kind, f.path) for f in s.health().findings] == [("unreadable_file", "self/empty.md")]
