@@ -61,6 +61,9 @@ FUZZY_FLOOR = 0.5
 #: count as evidence: ``分`` alone (from ``分桶``) is no evidence of being about
 #: ``二分查找``, but ``猫`` is of being about ``猫咪``.
 CJK_CHAR_SHARE = 0.5
+#: CJK particles, copulas and pronouns: a hit holding only these of a query holds nothing
+#: of what it asks ("Cobalt 的限流是多少" is not answered by "用户的车牌是…", which shares 的 and 是).
+CJK_FUNCTION_CHARS = frozenset("的了是在有和与及或也都就而被把对从这那个么之吗呢吧啊我你他她它们")
 #: A term hit scoring below this share of the best term hit of the same search is
 #: filler: "office wifi password" found the answer at 45.7 and restart notes that
 #: share only "office" at 0.54. On LoCoMo and CMRC dev (top 10 of every question,
@@ -460,7 +463,8 @@ def _evidence(
     synonym phrase in ``groups`` that gives it (a whole synonym, not a word
     of one). A hit holding none of the query's own terms but single CJK
     characters is evidence only when it holds at least :data:`CJK_CHAR_SHARE`
-    of the query's characters (its ``terms`` still list them). A term hit
+    of the query's characters, particles (:data:`CJK_FUNCTION_CHARS`) not
+    counted (its ``terms`` still list them). A term hit
     scoring below :data:`RELATIVE_FLOOR` of the best term hit is filler
     (``weak``: its share of that score).
     """
@@ -468,7 +472,8 @@ def _evidence(
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
     floor = best * RELATIVE_FLOOR
     chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
-    need = math.ceil(len(chars) * CJK_CHAR_SHARE)
+    content = chars - CJK_FUNCTION_CHARS
+    need = max(1, math.ceil(len(content) * CJK_CHAR_SHARE))
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
     ideal = 0.0
     if any(tier in _SIMILARITY_TIERS for _, (_, tier) in hits):
@@ -488,8 +493,8 @@ def _evidence(
             why["fuzzy"] = round(share, 3)
             fuzzy_ok = share >= FUZZY_FLOOR
         own = why["terms"]
-        if own and len(own) < need and all(t in chars for t in own):
-            own = []  # a character or two of a longer CJK query
+        if own and all(t in chars for t in own) and len(content.intersection(own)) < need:
+            own = []  # a character or two of a longer CJK query, or only its particles
         evident = bool(own or why["synonyms"] or fuzzy_ok)
         if evident and tier not in _SIMILARITY_TIERS and score < floor:
             why["weak"] = float(f"{score / best:.3g}")  # a word or two of the query, far below the best

@@ -432,3 +432,19 @@ def test_a_hit_far_below_the_best_is_filler(tmp_path: Path) -> None:
         assert [i.id for i in s.inject("office wifi password")] == ["wifi"]
         alone, _ = s.search("office rack", k=3, record=False)  # the same notes, when they are the best
         assert alone and not any(r.filler for r in alone)
+
+
+def test_cjk_particles_alone_are_no_evidence(tmp_path: Path) -> None:
+    """ "Cobalt 的限流是多少": notes sharing only 的 and 是 were shown (not filler) above the
+    Cobalt note; particles do not count among the query's characters now."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="plate", body="用户的车牌是京A12345")
+        s.add(id="cobalt", body="Cobalt rate limit is 500 requests per second")
+        s.add(id="cat", body="小猫在睡觉")
+        shown = {
+            q: [r.id for r in s.search(q, record=False)[0] if not r.filler]
+            for q in ("Cobalt 的限流是多少", "猫咪")
+        }
+        assert shown == {"Cobalt 的限流是多少": ["cobalt"], "猫咪": ["cat"]}
+        by_id = {r.id: r for r in s.search("Cobalt 的限流是多少", record=False)[0]}
+        assert by_id["plate"].filler and by_id["plate"].evidence["terms"] == ["的", "是"]
