@@ -1132,7 +1132,9 @@ def organize(
     ] = None,
     apply: Annotated[
         str | None,
-        typer.Option("--apply", metavar="RUN_ID", help="Apply a dry run's decisions, exactly once."),
+        typer.Option(
+            "--apply", metavar="RUN_ID", help="Apply a dry run's decisions, exactly once, all or nothing."
+        ),
     ] = None,
     decisions: Annotated[
         Path | None,
@@ -1153,9 +1155,9 @@ def organize(
             result = store.organize("dryRun", candidates=_read_json_file(dry_run, "--dry-run"))
         else:
             assert decisions is not None
-            result = store.organize(
-                "apply", run_id=apply, decisions=_read_json_file(decisions, "--decisions")
-            )
+            # all or nothing: one decision the dry run does not back refuses them all, run left open
+            given = _read_json_file(decisions, "--decisions")
+            result = store.organize("apply", run_id=apply, decisions=given, strict=True)
     data = result.to_dict()
     if json_out:
         _print_json(data)

@@ -245,10 +245,11 @@ def supersede(
 ) -> None:
     """Mark ``old_id`` superseded by ``new_id`` (see :meth:`md_cg.MdCG.supersede`).
 
-    Refused, with nothing written: an archived node (either side), and a
-    ``new_id`` that is itself superseded -- by ``old_id`` that would be a
-    cycle that hides both, by another node it would hide the old fact behind
-    a stale one. Checked under both nodes' locks; one commit writes both."""
+    Refused, with nothing written: an archived node (either side), a
+    temporary ``new_id`` (expired or not: once it goes the old fact would stay
+    hidden), and a ``new_id`` that is itself superseded -- by ``old_id`` that
+    would be a cycle that hides both, by another node it would hide the old
+    fact behind a stale one. Checked under both nodes' locks; one commit writes both."""
     if old_id == new_id:
         raise InvalidArgumentError(f"node {old_id!r} cannot supersede itself", name="new_id", value=new_id)
     for node_id in (old_id, new_id):
@@ -262,6 +263,15 @@ def supersede(
             raise NodeNotFoundError(entry.id, "it is archived: unarchive it to use it", hidden="archived")
 
     def link(node: Node) -> None:
+        entry = engine.state.entries[new_id]
+        if entry.retention_tier == "temp" or visibility.is_expired(entry, now):
+            # It goes when it expires, and the fact it replaced would stay hidden for good.
+            raise InvalidArgumentError(
+                f"node {new_id!r} is a temporary memory (it expires): superseding a memory by it would "
+                "hide both once it goes; keep it first (update it with tier long)",
+                name="new_id",
+                value=new_id,
+            )
         if visibility.is_superseded(engine.state, engine.state.entries[new_id], now):
             by = visibility.superseded_by(engine.state, new_id)
             raise InvalidArgumentError(

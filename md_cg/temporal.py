@@ -476,7 +476,7 @@ def decide_retention(
     found = markers if markers is not None else shipped_markers()
     verdict: _Verdict
     if asked:
-        verdict = (asked, "explicit_tier", f"the caller asked for the {asked} tier", None)
+        verdict = (asked, "explicit_tier", asked_reason(asked), None)
     elif kind in ("durable", "recurring"):
         verdict = ("long", f"temporal_{kind}", f"the extractor marked it {kind}: not a one-off event", None)
     elif kind == "one_off":
@@ -492,6 +492,17 @@ def decide_retention(
 
 
 _Verdict = tuple[str, str, str, "str | None"]
+
+
+def asked_reason(tier: str) -> str:
+    """The ``retention_reason`` of a tier a caller asked for (``explicit_tier``)."""
+    return f"the caller asked for the {tier} tier"
+
+
+def was_asked(reason: object) -> bool:
+    """Whether a stored ``retention_reason`` says a caller chose the tier: a later edit
+    of the text keeps that choice instead of deciding again from the words."""
+    return isinstance(reason, str) and reason in {asked_reason(t) for t in RETENTION_TIERS}
 
 
 def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | None:

@@ -476,18 +476,23 @@ class Lifecycle(_Handle):
         self, node_id: str, changes: dict[str, Any], now: float, decided: list[tuple[Node, Any]]
     ) -> Callable[[Node], Node]:
         """The change ``update`` applies: the fields, the caller's scope, and a new
-        retention decision when ``body``, ``temporal`` or ``retention_tier`` change."""
-        redecide = bool({"body", "temporal", "retention_tier"} & set(changes))
+        retention decision when ``body``, ``temporal`` or ``retention_tier`` change, or
+        the node moves into ``anchor/``. A tier a caller chose earlier stands (an edit
+        of the text does not put a memory kept on purpose back on a timer)."""
+        redecide = bool({"body", "temporal", "retention_tier"} & set(changes)) or (
+            changes.get("layer") == retention.ANCHOR_LAYER
+        )
 
         def change(node: Node) -> Node:
             before = self._engine.state.entries.get(node_id)
+            chosen = "retention_tier" not in changes and temporal.was_asked(node.retention_reason)
             for key, value in changes.items():
                 setattr(node, key, value)
             if "retention_tier" in changes and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
             retention.stamp_scope(node, self._scope)
             if redecide:
-                explicit = "retention_tier" in changes and node.retention_tier is not None
+                explicit = chosen or ("retention_tier" in changes and node.retention_tier is not None)
                 decided.append((node, self._ret.decide(node, now=now, previous=before, explicit=explicit)))
             return node
 

@@ -425,6 +425,26 @@ def test_sweep_lists_then_removes_expired_temporary_memories(runner: CliRunner, 
     assert run(runner, "sweep", "--root", root).stdout == "removed (0): none\n"
 
 
+def test_organize_apply_with_a_bad_decision_applies_nothing_and_keeps_the_run(
+    runner: CliRunner, root: Path, tmp_path: Path
+) -> None:
+    cands = tmp_path / "c.json"
+    cands.write_text(
+        json.dumps([{"layer": "knowledge", "title": "Kiwi", "content": "kiwi fruit facts"}]), "utf-8"
+    )
+    run_id = run_json(runner, "organize", "--dry-run", cands, "--root", root)["run_id"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps([{"action": "save", "index": 0}, {"action": "save", "index": 7}]), "utf-8")
+    before = sorted(p.name for p in root.rglob("*.md"))
+    line = one_line_error(runner, "organize", "--apply", run_id, "--decisions", bad, "--root", root)
+    assert line.startswith("error: 1 decision(s) the dry run does not back: decision 1: candidate 7")
+    assert sorted(p.name for p in root.rglob("*.md")) == before
+    good = tmp_path / "good.json"
+    good.write_text(json.dumps([{"action": "save", "index": 0}]), "utf-8")
+    out = run(runner, "organize", "--apply", run_id, "--decisions", good, "--root", root).stdout
+    assert "(apply): ok; saved 1" in out
+
+
 def test_organize_dry_run_then_apply_exactly_once(runner: CliRunner, root: Path, tmp_path: Path) -> None:
     candidates = tmp_path / "c.json"
     candidates.write_text(json.dumps([

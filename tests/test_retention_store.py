@@ -230,3 +230,25 @@ def test_anchor_memories_are_never_made_temporary_by_a_guess(tmp_path: Path) -> 
         assert asked.retention_tier == "temp" and asked.expires_at is not None
         moved = s.update("plain", layer="anchor", body=one_off + " ")  # re-decided in anchor/
         assert (moved.retention_tier, moved.expires_at) == ("long", None)
+
+
+def test_an_edit_keeps_a_tier_the_caller_chose_and_anchor_keeps_what_moves_in(tmp_path: Path) -> None:
+    """`update --body` put a memory kept with --tier long back on a 7-day timer; a temporary
+    memory moved into anchor/ stayed temporary (and sweep would remove it)."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="l1", body="tomorrow at 9 gym, remember", tier="long")
+        edited = s.update("l1", body="tomorrow at 9 gym")  # a one-off text, but the caller chose long
+        assert (edited.retention_tier, edited.expires_at) == ("long", None)
+        assert edited.retention_reason == "the caller asked for the long tier"
+        s.add(id="t1", body="tomorrow at 9 call the boss")
+        assert s.get("t1").retention_tier == "temp"
+        moved = s.update("t1", layer="anchor")
+        assert (moved.retention_tier, moved.expires_at) == ("long", None)
+        assert moved.retention_reason.startswith("anchor/ holds what must not be forgotten")
+        s.add(id="t2", body="tomorrow at 9 call", tier="temp")
+        kept_temp = s.update("t2", layer="anchor")  # asked for: stays temp, expiry kept
+        assert kept_temp.retention_tier == "temp" and kept_temp.expires_at == s.get("t2").expires_at
+        s.add(id="t3", body="tomorrow at 10 call")
+        first = s.get("t3").expires_at
+        again = s.update("t3", body="tomorrow at 11 call")  # decided by the words, and its expiry kept
+        assert (again.retention_tier, again.expires_at) == ("temp", first)

@@ -149,3 +149,20 @@ def test_two_processes_superseding_each_other_leave_one_current(tmp_path: Path, 
         assert [(e.target, e.type) for e in s.get(current).edges] == [(winner, "supersedes")]
         assert s.get(winner).edges == []
         assert s.health().ok
+
+
+def test_supersede_refuses_a_temporary_successor(tmp_path: Path) -> None:
+    """A fact superseded by a one-off memory stayed hidden for good once the one-off expired."""
+    with _pair(tmp_path / "m") as s:
+        s.add(id="trip", layer="self", body="Tomorrow at 9 the user flies to Paris.")
+        assert s.get("trip").retention_tier == "temp"
+        with pytest.raises(InvalidArgumentError) as err:
+            s.supersede("old", "trip")
+        assert str(err.value) == (
+            "node 'trip' is a temporary memory (it expires): superseding a memory by it would hide "
+            "both once it goes; keep it first (update it with tier long)"
+        )
+        assert s.get("old").valid_until is None and s.get("trip").edges == []
+        s.update("trip", retention_tier="long")
+        s.supersede("old", "trip")
+        assert s.superseded_by("old") == "trip"
