@@ -126,15 +126,24 @@ def _open_dir_once(root: str, rel_dir: str, *, create: bool, durable: bool, made
                 try:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
-                    raise _refuse(fd, part, "/".join(done), exc) from None
+                    raise _refuse_dir(fd, part, "/".join(done), exc, create) from None
             except OSError as exc:
-                raise _refuse(fd, part, "/".join(done), exc) from None
+                raise _refuse_dir(fd, part, "/".join(done), exc, create) from None
             os.close(fd)
             fd = nfd
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def _refuse_dir(dirfd: int, name: str, rel: str, exc: OSError, create: bool) -> OSError | UnsafePathError:
+    """:func:`_refuse` of a folder on the way; where the caller makes folders (a write), a
+    file standing where a folder belongs is named, not taken for "absent"."""
+    err = _refuse(dirfd, name, rel, exc)
+    if create and exc.errno == errno.ENOTDIR and isinstance(err, FileNotFoundError):
+        return UnsafePathError(rel, "is a file where md-cg keeps a folder; remove it")
+    return err
 
 
 # -- this process ---------------------------------------------------------------
@@ -553,6 +562,9 @@ def atomic_write(
         tmp, st = d.write_temp(name, data, durable=durable)
         try:
             d.replace(tmp, name)
+        except IsADirectoryError:
+            d.unlink(tmp)
+            raise UnsafePathError(rel, "is a folder where md-cg keeps a file; remove it") from None
         except BaseException:
             d.unlink(tmp)
             raise
@@ -642,6 +654,9 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
                         st = lstat(name, dir_fd=fd)
                     except FileNotFoundError:
                         continue  # removed while we scanned
+                    except PermissionError:  # listable, not searchable (mode 0444)
+                        out.unreadable.append(d.rel)
+                        break
                     if is_reg(st.st_mode):
                         files[prefix + name] = st
                         continue
@@ -660,6 +675,9 @@ def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, 
         st = os.lstat(name, dir_fd=d.fd)
     except FileNotFoundError:
         return  # removed while we scanned
+    except PermissionError:
+        out.unreadable.append(d.rel)
+        return
     mode = st.st_mode
     if statmod.S_ISREG(mode):
         out.files[rel] = st
@@ -738,6 +756,8 @@ def _open_lock_file(root: str, rel: str, mode: str = "a") -> IO[Any]:
         try:
             # O_NONBLOCK: a FIFO planted under this name must not block the open
             fd = os.open(name, flags | _NOFOLLOW | _CLOEXEC | _NONBLOCK, 0o644, dir_fd=d.fd)
+        except IsADirectoryError:
+            raise UnsafePathError(rel, "is a folder where md-cg keeps a lock file; remove it") from None
         except OSError as exc:
             raise _refuse(d.fd, name, rel, exc) from None
     try:

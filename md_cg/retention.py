@@ -90,8 +90,10 @@ def store_ttl(root: str) -> float:
     """
     rel = paths.meta(CONFIG_FILE)
     try:
-        data, _ = fsops.read_file(root, rel, max_bytes=1 << 16)
-    except (FileNotFoundError, NotADirectoryError):
+        data = fsops.read_small(root, rel, limit=1 << 16)
+    except OSError as exc:
+        raise InvalidArgumentError(f"{root}/{rel}: {exc.strerror or exc}", name="ttl_seconds") from None
+    if data is None:
         return temporal.DEFAULT_TTL_SECONDS
     try:
         config = orjson.loads(data)

@@ -26,7 +26,7 @@ from conftest import REPO, python_env, tree_listing
 from stresslib import stress
 
 from md_cg import MdCG, Node, Scope, snapshot
-from md_cg.errors import NodeNotFoundError
+from md_cg.errors import NodeNotFoundError, UnsafePathError
 from md_cg.sample import bundled_sample_path
 
 # -- 2. paths named by .mdcg/ content are confined to the store -------------------------------------
@@ -434,7 +434,7 @@ def _as_other_user(script: str, root: Path) -> tuple:
     reason="POSIX permissions (as root: Linux capabilities)",
 )
 @pytest.mark.parametrize("snapshot", [True, False])
-@pytest.mark.parametrize("what", ["file", "folder"])
+@pytest.mark.parametrize("what", ["file", "folder", "listable folder"])
 def test_a_file_or_folder_it_may_not_read_takes_nothing_else_down(what: str, snapshot: bool) -> None:
     """One node file of mode 000 stopped a store without snapshot from opening; a layer
     folder of mode 000 made search, health and sync raise PermissionError. Now the file is
@@ -452,7 +452,7 @@ def test_a_file_or_folder_it_may_not_read_takes_nothing_else_down(what: str, sna
             (root / ".mdcg" / "index.snapshot").unlink()
             shutil.rmtree(root / ".mdcg" / "log")
         n1 = root / "structural" / "n1.md"
-        (n1 if what == "file" else n1.parent).chmod(0)
+        (n1 if what == "file" else n1.parent).chmod(0o444 if what == "listable folder" else 0)
         ids, found, got, findings = _as_other_user(_UNREADABLE_SCRIPT, root)
     finally:
         for p in (base / "m" / "structural", base / "m" / "structural" / "n1.md"):
@@ -461,7 +461,7 @@ def test_a_file_or_folder_it_may_not_read_takes_nothing_else_down(what: str, sna
         shutil.rmtree(base)
     if snapshot:
         assert got == "structural/n1.md: cannot be read: permission denied"
-    elif what == "folder":  # never listed: nothing is known of it
+    elif what != "file":  # never read: nothing is known of it
         assert got == "no node with id 'n1' in this store"
     else:  # the error says which file stands for the id, and why it is unusable
         assert got == (
@@ -472,7 +472,7 @@ def test_a_file_or_folder_it_may_not_read_takes_nothing_else_down(what: str, sna
         assert (ids, found) == (["n0", "n1", "n2"], ["n0", "n1", "n2"])
     else:  # never read: not in the index, and reported
         assert (ids, found) == (["n0", "n2"], ["n0", "n2"])
-    if what == "folder":
+    if what != "file":  # 0444: listed, but no entry can be looked at (the scan broke on it)
         assert ("unsafe_path", "structural") in findings
         assert not any(kind == "missing_file" for kind, _ in findings)
     elif not snapshot:
@@ -519,3 +519,32 @@ def test_a_fifo_as_the_migration_journal_does_not_hang_migrate(tmp_path: Path) -
         capture_output=True, text=True, timeout=120, env=python_env(), check=False,
     )  # fmt: skip
     assert (out.returncode, out.stdout) == (0, "True\n"), out.stderr
+
+
+@pytest.mark.parametrize(
+    ("name", "kind", "what"),
+    [
+        ("lock", "folder", "is a folder where md-cg keeps a lock file; remove it"),
+        ("gate", "folder", "is a folder where md-cg keeps a lock file; remove it"),
+        ("locks", "file", "is a file where md-cg keeps a folder; remove it"),
+        ("log", "file", "is a file where md-cg keeps a folder; remove it"),
+    ],
+)
+def test_a_folder_or_file_planted_at_a_meta_name_is_named(
+    tmp_path: Path, name: str, kind: str, what: str
+) -> None:
+    """They raised IsADirectoryError / FileNotFoundError ("a component is not a folder")."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="a", body="note a")
+    target = root / ".mdcg" / name
+    shutil.rmtree(target) if target.is_dir() else target.unlink(missing_ok=True)
+    target.mkdir() if kind == "folder" else target.write_text("", encoding="utf-8")
+    s = MdCG(root, auto_compact=None)
+    try:
+        with pytest.raises(UnsafePathError) as err:
+            s.add(id="b", body="note b")
+        assert str(err.value) == f".mdcg/{name}: {what}"
+        assert [r.id for r in s.search("note", record=False)[0]] == ["a"]  # reads go on
+    finally:
+        s.close()
