@@ -777,6 +777,9 @@ def update(
     confidence: Annotated[float | None, typer.Option(help="0..1")] = None,
     basis: Annotated[str | None, typer.Option("--basis", help="verification_basis.")] = None,
     tier: TierOpt = None,
+    reopen: Annotated[
+        bool, typer.Option("--reopen", help="Make a superseded (closed) memory current: clear valid_until.")
+    ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -794,14 +797,18 @@ def update(
     if body is not None:
         changes["body"] = _read_body(body)
     changes = {k: v for k, v in changes.items() if v is not None}
+    if reopen:
+        changes["valid_until"] = None
     if not changes:
         raise InvalidArgumentError(
-            "nothing to update: give --body, --tag, --layer, --importance, --confidence, --basis or --tier"
+            "nothing to update: give --body, --tag, --layer, --importance, --confidence, --basis, --tier "
+            "or --reopen"
         )
     with _open(ctx, root) as store:
         node = store.update(node_id, **changes)
         path = store.path_of(node.id)
-    updated = sorted("tier" if k == "retention_tier" else k for k in changes)
+    names = {"retention_tier": "tier", "valid_until": "reopen"}
+    updated = sorted(names.get(k, k) for k in changes)
     if json_out:
         out = {"id": node.id, "layer": node.layer, "path": str(path), "updated": updated}
         _print_json({**out, **_retention_json(node)})

@@ -640,6 +640,13 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         not_applicable: NotApplicable = None,
         edges: Edges = None,
         tier: Tier = None,
+        reopen: Annotated[
+            bool,
+            Field(
+                description="Make a superseded (closed) memory current again: its valid_until is "
+                "cleared (when its successor was forgotten, or superseding was a mistake)."
+            ),
+        ] = False,
     ) -> dict[str, Any]:
         given = {
             "body": body,
@@ -653,8 +660,13 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
             "tier": tier,
         }
         changes = _fields(**given)
+        if reopen:
+            changes["valid_until"] = None
+            given["reopen"] = True
         if not changes:
-            raise ValueError(f"update of {id!r}: nothing to change (give body, tags, layer, tier, ...)")
+            raise ValueError(
+                f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
+            )
         store.update(id, **changes)
         reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
         return _unknown_targets(store, reply, edges)
@@ -666,7 +678,7 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
          "procedure lacks. Without an id, an identical memory already in the layer is not stored "
          "twice: the reply names it, with existing: true."),
         (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
-         "conditions or edges (only what you pass)."),
+         "conditions, edges or tier (only what you pass); reopen=true makes a superseded memory current."),
     ]  # fmt: skip
 
 

@@ -315,7 +315,8 @@ def test_update_changes_only_what_is_given(runner: CliRunner, root: Path) -> Non
     with MdCG(root, read_only=True) as store:
         assert store.get("kp_sorting").tags == []
     assert one_line_error(runner, "update", "kp_sorting", "--root", root) == (
-        "error: nothing to update: give --body, --tag, --layer, --importance, --confidence, --basis or --tier"
+        "error: nothing to update: give --body, --tag, --layer, --importance, --confidence, --basis, "
+        "--tier or --reopen"
     )
     assert one_line_error(runner, "update", "kp_sorting", "--root", root, "--body", "") == (
         "error: --body is empty: a memory needs some text"

@@ -872,3 +872,21 @@ def test_matched_names_synonym_words_not_their_stems(tmp_path: Path) -> None:
                 assert [r["matched"] for r in found["results"]] == [["binary", "search"]]
 
     anyio.run(run)
+
+
+def test_update_reopens_a_superseded_memory(tmp_path: Path) -> None:
+    async def run() -> None:
+        with MdCG(tmp_path / "m") as store:
+            async with Client(create_server(tmp_path / "m", store=store)) as client:
+                _ok(await client.call_tool("remember", {"body": "The user lives in Berlin.", "id": "old"}))
+                _ok(await client.call_tool("remember", {"body": "The user lives in Paris.", "id": "new"}))
+                _ok(await client.call_tool("supersede", {"old": "old", "new": "new"}))
+                _ok(await client.call_tool("forget", {"id": "new", "reason": "entered by mistake"}))
+                hidden = _ok(await client.call_tool("search", {"query": "where does the user live"}))
+                assert [r["id"] for r in hidden["results"]] == []
+                reply = _ok(await client.call_tool("update", {"id": "old", "reopen": True}))
+                assert reply["updated"] == ["reopen"] and store.get("old").valid_until is None
+                found = _ok(await client.call_tool("search", {"query": "where does the user live"}))
+                assert [r["id"] for r in found["results"]] == ["old"]
+
+    anyio.run(run)

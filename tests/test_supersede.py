@@ -166,3 +166,22 @@ def test_supersede_refuses_a_temporary_successor(tmp_path: Path) -> None:
         s.update("trip", retention_tier="long")
         s.supersede("old", "trip")
         assert s.superseded_by("old") == "trip"
+
+
+def test_a_fact_whose_successor_was_forgotten_can_be_reopened(tmp_path: Path) -> None:
+    """Forgetting the new memory (entered by mistake) left the old fact hidden, and neither
+    `mdcg update` nor the MCP `update` tool could clear its valid_until."""
+    from typer.testing import CliRunner
+
+    from md_cg.cli import app
+
+    root = tmp_path / "m"
+    with _pair(root) as s:
+        s.supersede("old", "new")
+        s.forget("new", "entered by mistake")
+        assert "old" not in {r.id for r in s.search("Porto", record=False)[0]}
+    out = CliRunner().invoke(app, ["update", "old", "--reopen", "--root", str(root)])
+    assert out.exit_code == 0 and out.stdout.startswith("old: updated reopen (")
+    with MdCG(root) as s:
+        assert s.get("old").valid_until is None
+        assert "old" in {r.id for r in s.search("Porto", record=False)[0]}
