@@ -15,6 +15,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
+import unicodedata
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import NamedTuple
 
@@ -42,7 +43,7 @@ def require_text(node: Node) -> Node:
             value=node.body,
             node_id=node.id,
         )
-    if not node.body.replace("#", "").strip():
+    if not node.body.replace("#", "").replace("＃", "").strip():
         raise InvalidNodeError(
             f"node {node.id!r}: the body holds only heading marks (#); a memory needs some text",
             field="body",
@@ -67,9 +68,19 @@ def require_usable(node: Node, fields: Collection[str] = ("tags", "edges")) -> N
     Files, imports and migrations carry what they hold; this is for new input."""
     if "tags" in fields and isinstance(node.tags, list):
         for tag in node.tags:
-            if isinstance(tag, str) and not tag.strip():
+            if not isinstance(tag, str):
+                continue
+            if not _visible_text(tag):
                 raise InvalidNodeError(
                     f"node {node.id!r}: field 'tags' holds a blank tag ({tag!r}); a tag needs some text",
+                    field="tags",
+                    value=node.tags,
+                    node_id=node.id,
+                )
+            if any(unicodedata.category(ch) == "Cc" for ch in tag):
+                raise InvalidNodeError(
+                    f"node {node.id!r}: field 'tags' holds a tag with a control character ({tag!r}); "
+                    "a tag is one line of text",
                     field="tags",
                     value=node.tags,
                     node_id=node.id,
@@ -93,6 +104,12 @@ def require_usable(node: Node, fields: Collection[str] = ("tags", "edges")) -> N
                 value=conf,
                 node_id=node.id,
             )
+
+
+def _visible_text(text: str) -> bool:
+    """Whether ``text`` holds a character that shows: not only spaces, line breaks and
+    format characters such as a zero-width space."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc", "Zs") for ch in text)
 
 
 def read_text(engine: Engine, node_id: str) -> str:

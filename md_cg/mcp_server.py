@@ -54,6 +54,7 @@ from md_cg import (
     DuplicateIdError,
     Entry,
     IdCollisionError,
+    InvalidNodeError,
     MdCG,
     MdcgError,
     NodeNotFoundError,
@@ -589,6 +590,11 @@ def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bo
     except DuplicateIdError as exc:
         _not_archived(store, exc.node_id)  # not "change it with update": no tool can
         raise
+    except InvalidNodeError as exc:
+        if "id" in given or exc.node_id is None:
+            raise
+        # nothing was stored: the id the library made up would name nothing the agent knows
+        raise ValueError(str(exc).replace(f"node {exc.node_id!r}: ", "", 1)) from exc
     return _written(store, node.id) if created else _written(store, node.id, existing=True)
 
 

@@ -890,3 +890,23 @@ def test_update_reopens_a_superseded_memory(tmp_path: Path) -> None:
                 assert [r["id"] for r in found["results"]] == ["old"]
 
     anyio.run(run)
+
+
+def test_a_refused_memory_without_an_id_names_no_made_up_id(tmp_path: Path) -> None:
+    async def run() -> None:
+        with MdCG(tmp_path / "m") as store:
+            async with Client(create_server(tmp_path / "m", store=store)) as client:
+                bad = _err(await client.call_tool("remember", {"body": "a fact", "tags": [" "]}))
+                assert bad == (
+                    "Error executing tool remember: field 'tags' holds a blank tag (' '); "
+                    "a tag needs some text"
+                )
+                named = _err(
+                    await client.call_tool("remember", {"body": "a fact", "id": "f1", "tags": [" "]})
+                )
+                assert named.endswith(
+                    "node 'f1': field 'tags' holds a blank tag (' '); a tag needs some text"
+                )
+                assert len(store) == 0
+
+    anyio.run(run)

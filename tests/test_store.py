@@ -446,3 +446,20 @@ def test_hand_written_memories_hold_nothing_a_read_cannot_use(
         if "tags" in fields:  # what a file holds is still read, and add_many carries it
             s.add_many([Node(id="y", body="imported", tags=fields["tags"])])
             assert s.get("y").tags == fields["tags"]
+
+
+@pytest.mark.parametrize(
+    ("tags", "message"),
+    [
+        (["\u200b"], "field 'tags' holds a blank tag ('\\u200b'); a tag needs some text"),
+        (["a\nb"], "field 'tags' holds a tag with a control character ('a\\nb'); a tag is one line of text"),
+    ],
+)
+def test_invisible_and_multi_line_tags_are_refused(tmp_path: Path, tags: list, message: str) -> None:
+    with MdCG(tmp_path / "m") as s:
+        with pytest.raises(InvalidNodeError) as err:
+            s.add(id="x", body="a memory", tags=tags)
+        assert str(err.value) == f"node 'x': {message}"
+        assert s.add(id="y", body="a memory", tags=["c++", "🚀", "数学"]).tags == ["c++", "🚀", "数学"]
+        with pytest.raises(InvalidNodeError, match="holds only heading marks"):
+            s.add(id="z", body="＃＃ \n")
