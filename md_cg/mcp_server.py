@@ -529,6 +529,13 @@ Tier = Annotated[
         "Default: decided from the text (a one-off such as 'tomorrow at 9' is temp)."
     ),
 ]
+Reopen = Annotated[
+    bool,
+    Field(
+        description="Make a superseded (closed) memory current again: its valid_until is "
+        "cleared (when its successor was forgotten, or superseding was a mistake)."
+    ),
+]
 NotApplicable = Annotated[list[str] | None, Field(description="Conditions under which it must not be used.")]
 Edges = Annotated[
     list[dict[str, Any]] | None,
@@ -635,6 +642,17 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         unique = not (duplicate or overwrite or id is not None)
         return _unknown_targets(store, _remember(store, given, unique=unique, overwrite=overwrite), edges)
 
+    return [
+        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
+         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
+         "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
+         "procedure lacks. Without an id, an identical memory already in the layer is not stored "
+         "twice: the reply names it, with existing: true."),
+        _update_tool(store),
+    ]  # fmt: skip
+
+
+def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
     def update(
         id: NodeId,
         body: Annotated[str | None, Field(description="New body (not empty).")] = None,
@@ -646,13 +664,7 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         not_applicable: NotApplicable = None,
         edges: Edges = None,
         tier: Tier = None,
-        reopen: Annotated[
-            bool,
-            Field(
-                description="Make a superseded (closed) memory current again: its valid_until is "
-                "cleared (when its successor was forgotten, or superseding was a mistake)."
-            ),
-        ] = False,
+        reopen: Reopen = False,
     ) -> dict[str, Any]:
         given = {
             "body": body,
@@ -677,15 +689,11 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
         return _unknown_targets(store, reply, edges)
 
-    return [
-        (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
-         "'# Applies when:', '# Steps:', '# Executes:', '# Verified by:', '# Not applicable when:'; "
-         "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
-         "procedure lacks. Without an id, an identical memory already in the layer is not stored "
-         "twice: the reply names it, with existing: true."),
-        (update, "Change a memory's body, tags, layer, importance, confidence, verification basis, "
-         "conditions, edges or tier (only what you pass); reopen=true makes a superseded memory current."),
-    ]  # fmt: skip
+    return (
+        update,
+        "Change a memory's body, tags, layer, importance, confidence, verification basis, "
+        "conditions, edges or tier (only what you pass); reopen=true makes a superseded memory current.",
+    )
 
 
 def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:

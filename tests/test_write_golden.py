@@ -247,9 +247,11 @@ def fixed_clock() -> Iterator[None]:
 
 
 def _add(store: MdCG, node: Node, **kw: Any) -> None:
-    """``store.add``; a node with a blank tag (which ``add`` refuses since session 20)
-    through ``add_many`` of one, which carries it and writes the same bytes."""
-    if any(not t.strip() for t in node.tags):
+    """``store.add``; a node with a tag ``add`` refuses since session 20 (blank, or with a
+    control character) through ``add_many`` of one, which carries it and writes the same bytes."""
+    try:
+        editing_mod.require_usable(node, fields=("tags",))
+    except InvalidNodeError:
         store.add_many([node], **kw)
     else:
         store.add(node, **kw)
