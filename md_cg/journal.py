@@ -523,7 +523,7 @@ def _tail_in(
                     read = _read_from(d, name, start)
                 except (FileNotFoundError, NotADirectoryError):
                     continue
-                except UnsafePathError:
+                except (UnsafePathError, PermissionError):  # a special file, or one we may not read
                     unsafe.add(name)
                     continue
                 if read is None:  # nothing new

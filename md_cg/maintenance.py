@@ -587,7 +587,8 @@ def _log_findings(engine: Engine) -> list[Finding]:
         )
     for name in sorted(cursor.unsafe):
         rel = name if "/" in name else f"{journal.LOG_REL}/{name}"
-        out.append(Finding("unsafe_path", "a symlink or special file in the index log; ignored", rel))
+        why = "a symlink, special or unreadable file in the index log; ignored"
+        out.append(Finding("unsafe_path", why, rel))
     for c in sorted(cursor.pending.values(), key=lambda c: c.key):
         if c.key in cursor.dead:
             out.append(

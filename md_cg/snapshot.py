@@ -379,6 +379,8 @@ def load_checked(root: str) -> tuple[Snapshot | None, str | None]:
         return None, None
     except (IsADirectoryError, UnsafePathError) as exc:
         return None, f"not a regular file, refused ({exc})"
+    except PermissionError as exc:  # derived: the index is rebuilt from the files instead
+        return None, f"cannot be read ({exc.strerror}), refused"
     file = _File(fd)
     try:
         head = _pread(fd, HEAD_READ)

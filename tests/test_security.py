@@ -548,3 +548,49 @@ def test_a_folder_or_file_planted_at_a_meta_name_is_named(
         assert [r.id for r in s.search("note", record=False)[0]] == ["a"]  # reads go on
     finally:
         s.close()
+
+
+_DERIVED_SCRIPT = """
+import sys
+from md_cg import MdCG
+with MdCG(sys.argv[1], read_only=True) as s:
+    found = sorted(r.id for r in s.search("apples", record=False)[0])
+    kinds = sorted({(f.kind, f.path) for f in s.health().findings})
+    print(repr((s.loaded_from, found, kinds)))
+"""
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "geteuid") or (os.geteuid() == 0 and not sys.platform.startswith("linux")),
+    reason="POSIX permissions (as root: Linux capabilities)",
+)
+@pytest.mark.parametrize("what", ["snapshot", "shard"])
+def test_a_derived_file_it_may_not_read_is_rebuilt_or_skipped(what: str) -> None:
+    """A snapshot or log shard of mode 000 made every call raise PermissionError. The
+    snapshot is derived: the index is built from the files instead; a shard is skipped
+    and reported (its writes are in the files, which a sync picks up)."""
+    base = Path(tempfile.mkdtemp(prefix="mdcg-perm-"))
+    try:
+        base.chmod(0o755)
+        root = base / "m"
+        with MdCG(root) as s:
+            s.add_many([Node(id=f"n{i}", body=f"apples {i}") for i in range(3)])
+            s.compact_index()
+            if what == "shard":
+                s.add(id="n3", body="apples 3")  # a record in this process's shard, after the snapshot
+        subprocess.run(["chmod", "-R", "a+rwX", str(root)], check=True)
+        target = (
+            root / ".mdcg" / "index.snapshot"
+            if what == "snapshot"
+            else next((root / ".mdcg" / "log").iterdir())
+        )
+        target.chmod(0)
+        loaded, found, kinds = _as_other_user(_DERIVED_SCRIPT, root)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    if what == "snapshot":
+        assert (loaded, found) == ("files", ["n0", "n1", "n2"])
+    else:
+        assert loaded == "snapshot" and found == ["n0", "n1", "n2"]  # n3's record is in the skipped shard
+        assert ("untracked_file", "knowledge/orphan/n3.md") in kinds  # named: a sync takes it
+        assert ("unsafe_path", f".mdcg/log/{target.name}") in kinds
