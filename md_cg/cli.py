@@ -45,6 +45,7 @@ from rich.console import Console
 from typer.core import TyperGroup
 
 from md_cg import (
+    Deleted,
     DuplicateIdError,
     EditConflictError,
     IdCollisionError,
@@ -996,6 +997,14 @@ def _dangling(incoming: Any) -> list[dict[str, str]]:
     return [{"source": src, "type": etype} for src, etype in incoming]
 
 
+def _echo_left(deleted: Deleted) -> None:
+    """What a delete or forget left behind: dangling edges, memories it had superseded."""
+    if deleted.incoming:
+        typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+    for old in deleted.left_closed:
+        typer.echo(f"{old}: still closed (it superseded it); if it is true again: mdcg update {old} --reopen")
+
+
 @app.command()
 def delete(
     ctx: typer.Context,
@@ -1012,12 +1021,16 @@ def delete(
         deleted = store.delete(node_id, force=force)
     if json_out:
         _print_json(
-            {"id": node_id, "layer": deleted.node.layer, "dangling_edges": _dangling(deleted.incoming)}
+            {
+                "id": node_id,
+                "layer": deleted.node.layer,
+                "dangling_edges": _dangling(deleted.incoming),
+                "left_closed": list(deleted.left_closed),
+            }
         )
         return
     typer.echo(f"{node_id}: deleted ({path})")
-    if deleted.incoming:
-        typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+    _echo_left(deleted)
 
 
 @app.command()
@@ -1039,12 +1052,12 @@ def forget(
                 "forgotten": True,
                 "layer": deleted.node.layer,
                 "dangling_edges": _dangling(deleted.incoming),
+                "left_closed": list(deleted.left_closed),
             }
         )
         return
     typer.echo(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept")
-    if deleted.incoming:
-        typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+    _echo_left(deleted)
 
 
 IdsArg = Annotated[list[str], typer.Argument(metavar="ID...", help="Node ids.")]

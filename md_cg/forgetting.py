@@ -28,7 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 
-from . import fsops, maintenance, paths
+from . import fsops, maintenance, paths, visibility
 from .engine import Engine
 from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
 from .index import Entry
@@ -105,6 +105,7 @@ def forget_many(
             incoming = {i: tuple(e for e in engine.incoming(i) if e[0] not in doomed) for i in ids}
             nodes = [engine.read_node(e.path) for e in entries]
             now = time.time()
+            closed = {i: visibility.left_closed(engine.state, i, doomed, now) for i in ids}
             tombstones.append(
                 [
                     {
@@ -121,7 +122,7 @@ def forget_many(
             )
             engine.commit([], [(e.id, e.path) for e in entries], durable=durable)
         scrub(engine, ids, {e.path.rsplit("/", 1)[0] for e in entries})
-    return [Deleted(node, incoming[node.id]) for node in nodes]
+    return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
 
 
 def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:

@@ -540,7 +540,16 @@ def _entry_findings(state: IndexState, scan: index.Scan) -> list[Finding]:
                 )
             )
         for target, etype in e.edges:
-            if target not in state.entries:
+            if target == e.id:
+                out.append(
+                    Finding(
+                        "self_edge",
+                        f"{etype} edge to itself; edges link two memories: remove it from the file",
+                        e.path,
+                        e.id,
+                    )
+                )
+            elif target not in state.entries:
                 out.append(
                     Finding(
                         "dangling_edge",

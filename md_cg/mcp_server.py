@@ -704,13 +704,20 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
     ) -> dict[str, Any]:
         deleted = store.forget(id, reason, force=force)
         dangling = [{"source": src, "type": etype} for src, etype in deleted.incoming]
-        return {
+        reply: dict[str, Any] = {
             "id": id,
             "forgotten": True,
             "layer": deleted.node.layer,
             "dangling_edges": _capped(dangling),
             "dangling_total": len(dangling),
         }
+        if deleted.left_closed:
+            reply["left_closed"] = _capped(list(deleted.left_closed))
+            reply["note"] = (
+                "it had superseded these; they stay hidden as superseded: "
+                "update(id, reopen=true) makes one current again"
+            )
+        return reply
 
     def supersede(
         old: Annotated[str, Field(description="Id of the memory no longer true.")],

@@ -22,6 +22,7 @@ FINDING_KINDS: dict[str, str] = {
     "temp_file": "warning",  # a leftover temp file (sync removes it)
     "misplaced_file": "warning",  # a file outside the folder its frontmatter implies
     "dangling_edge": "warning",  # an edge whose target is not in the store
+    "self_edge": "warning",  # an edge from a node to itself (imported or hand-edited; neighbours skips it)
     "bucket_degraded": "warning",  # condition buckets no longer route well
     "log_damage": "warning",  # unreadable lines or unusable records in the index log
     "unsafe_path": "error",  # a symlink, special file or bad name below the root (never followed)
@@ -148,10 +149,15 @@ class SyncReport:
 
 @dataclass(frozen=True)
 class Deleted:
-    """Result of ``delete``/``forget``: the removed node and the edges left dangling."""
+    """Result of ``delete``/``forget``: the removed node and the edges left dangling.
+
+    ``left_closed``: the memories the removed node superseded that stay closed
+    (hidden from search as superseded) until reopened -- ``update(id, reopen=True)``
+    if the removed node was their only successor and they are still true."""
 
     node: Node
     incoming: tuple[tuple[str, str], ...]
+    left_closed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -394,23 +394,22 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         return self.update(node_id, layer=layer, durable=durable)
 
     def delete(self, node_id: str, *, force: bool = False, durable: bool | None = None) -> Deleted:
-        """Remove a node's file and return it.
-
-        If other nodes have edges to it, raise NodeHasIncomingEdgesError
-        listing them, unless ``force=True`` (the edges are left dangling and
-        returned in the result).
-        """
+        """Remove a node's file and return it (:class:`~md_cg.reports.Deleted`). Other
+        nodes' edges to it raise NodeHasIncomingEdgesError listing them, unless
+        ``force=True`` (the edges are left dangling and returned in the result)."""
         eng = self._engine
         incoming: list[tuple[str, str]] = []
+        closed: list[str] = []
 
         def refuse(entry: Entry) -> None:
             self._check_scope(entry)
             incoming.extend(eng.incoming(entry.id))
             if incoming and not force:
                 raise NodeHasIncomingEdgesError(entry.id, incoming)
+            closed.extend(visibility.left_closed(eng.state, entry.id, (entry.id,), time.time()))
 
         node = eng.remove(node_id, durable=durable, check=refuse)
-        return Deleted(node, tuple(incoming))
+        return Deleted(node, tuple(incoming), tuple(closed))
 
     def forget(
         self, node_id: str, reason: str, *, force: bool = False, durable: bool | None = None

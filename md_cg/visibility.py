@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from .errors import InvalidArgumentError, NodeNotFoundError
@@ -120,6 +120,22 @@ def superseded_by(state: IndexState, node_id: str) -> str | None:
         return None
     sources = sorted(s for s, t in state.reverse.get(node_id, ()) if t == "supersedes" and s != node_id)
     return sources[0] if sources else None
+
+
+def left_closed(state: IndexState, node_id: str, going: Collection[str], now: float) -> tuple[str, ...]:
+    """The ids ``node_id`` supersedes that no node outside ``going`` supersedes and
+    whose ``valid_until`` has passed: once ``node_id`` is removed they stay closed
+    (hidden as superseded) until reopened (``update(..., reopen=True)``)."""
+    out = []
+    for target, etype in state.entries[node_id].edges if node_id in state.entries else ():
+        entry = state.entries.get(target)
+        if etype != "supersedes" or entry is None or target in going:
+            continue
+        if entry.valid_until is None or entry.valid_until > now:
+            continue
+        if not any(t == "supersedes" and s not in going for s, t in state.reverse.get(target, ())):
+            out.append(target)
+    return tuple(sorted(set(out)))
 
 
 def reason(state: IndexState, entry: Entry, scope: Scope | None, show: Show, now: float) -> str | None:

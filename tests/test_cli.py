@@ -341,7 +341,13 @@ def test_delete_and_forget(runner: CliRunner, root: Path) -> None:
         "error: node 'anc_rule' is in anchor/ and protected; pass --force to forget it anyway"
     )
     data = run_json(runner, "forget", "kp_bsearch", "--reason", "wrong", "--root", root)
-    assert data == {"id": "kp_bsearch", "forgotten": True, "layer": "knowledge", "dangling_edges": []}
+    assert data == {
+        "id": "kp_bsearch",
+        "forgotten": True,
+        "layer": "knowledge",
+        "dangling_edges": [],
+        "left_closed": [],
+    }
     assert not bsearch.exists()
     with MdCG(root, read_only=True) as store:
         assert [(t["id"], t["reason"]) for t in store.tombstones()] == [("kp_bsearch", "wrong")]

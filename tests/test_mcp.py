@@ -881,7 +881,11 @@ def test_update_reopens_a_superseded_memory(tmp_path: Path) -> None:
                 _ok(await client.call_tool("remember", {"body": "The user lives in Berlin.", "id": "old"}))
                 _ok(await client.call_tool("remember", {"body": "The user lives in Paris.", "id": "new"}))
                 _ok(await client.call_tool("supersede", {"old": "old", "new": "new"}))
-                _ok(await client.call_tool("forget", {"id": "new", "reason": "entered by mistake"}))
+                gone = _ok(await client.call_tool("forget", {"id": "new", "reason": "entered by mistake"}))
+                assert gone["left_closed"] == ["old"] and gone["note"] == (
+                    "it had superseded these; they stay hidden as superseded: "
+                    "update(id, reopen=true) makes one current again"
+                )
                 hidden = _ok(await client.call_tool("search", {"query": "where does the user live"}))
                 assert [r["id"] for r in hidden["results"]] == []
                 reply = _ok(await client.call_tool("update", {"id": "old", "reopen": True}))

@@ -218,6 +218,18 @@ def test_delete_and_incoming_edges(store: MdCG) -> None:
         store.delete("target")
 
 
+def test_health_names_an_edge_to_itself_that_add_many_carried(store: MdCG) -> None:
+    # add refuses a self edge; the import path (add_many) carries what the source holds,
+    # and health then says so instead of staying silent.
+    store.add_many([knowledge("loop", edges=[{"target": "loop", "type": "causal"}]), knowledge("plain")])
+    health = store.health()
+    assert [(f.kind, f.node_id, f.severity) for f in health.findings] == [("self_edge", "loop", "warning")]
+    assert health.findings[0].detail == (
+        "causal edge to itself; edges link two memories: remove it from the file"
+    )
+    assert store.root / health.findings[0].path == store.path_of("loop")
+
+
 def test_closed_store_refuses_use(tmp_path: Path) -> None:
     s = MdCG(tmp_path / "m")
     s.close()

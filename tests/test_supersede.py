@@ -185,3 +185,47 @@ def test_a_fact_whose_successor_was_forgotten_can_be_reopened(tmp_path: Path) ->
     with MdCG(root) as s:
         assert s.get("old").valid_until is None
         assert "old" in {r.id for r in s.search("Porto", record=False)[0]}
+
+
+def test_forget_and_delete_name_the_facts_they_leave_closed(tmp_path: Path) -> None:
+    """Removing the only successor of a fact leaves it hidden as superseded: forget and
+    delete say which ones (library, CLI, CLI --json) so that the caller can reopen them;
+    a fact that another live memory also supersedes is not named."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from md_cg.cli import app
+
+    root = tmp_path / "m"
+    with _pair(root) as s:
+        s.add(id="newer", layer="self", body="The user lives in Faro")
+        s.supersede("old", "new")
+        s.supersede("other", "new")
+        s.supersede("other", "newer")
+        gone = s.forget("new", "entered by mistake")
+        assert gone.left_closed == ("old",) and gone.incoming == ()
+        s.add(id="again", layer="self", body="The user lives in Braga")
+        s.supersede("old", "again")
+        deleted = s.delete("again")
+        assert deleted.left_closed == ("old",)
+        s.add(id="third", layer="self", body="The user lives in Evora")
+        s.supersede("old", "third")
+        assert s.delete("newer").left_closed == ("other",)
+    out = CliRunner().invoke(app, ["forget", "third", "--reason", "wrong", "--root", str(root)])
+    assert out.exit_code == 0
+    assert out.stdout.splitlines() == [
+        "third: forgotten (self); tombstone kept",
+        "old: still closed (it superseded it); if it is true again: mdcg update old --reopen",
+    ]
+    with MdCG(root) as s:
+        s.add(id="fourth", layer="self", body="The user lives in Coimbra")
+        s.supersede("old", "fourth")
+    out = CliRunner().invoke(app, ["delete", "fourth", "--json", "--root", str(root)])
+    assert out.exit_code == 0
+    assert json.loads(out.stdout) == {
+        "id": "fourth",
+        "layer": "self",
+        "dangling_edges": [],
+        "left_closed": ["old"],
+    }
