@@ -152,7 +152,7 @@ class Deleted:
     """Result of ``delete``/``forget``: the removed node and the edges left dangling.
 
     ``left_closed``: the memories the removed node superseded that stay closed
-    (hidden from search as superseded) until reopened -- ``update(id, reopen=True)``
+    (hidden from search as superseded) until reopened -- ``update(id, valid_until=None)``
     if the removed node was their only successor and they are still true."""
 
     node: Node

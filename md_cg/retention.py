@@ -166,12 +166,14 @@ class Retention:
         return self._markers
 
     def decide(
-        self, node: Node, *, now: float, previous: Entry | None, explicit: bool
+        self, node: Node, *, now: float, previous: Entry | None, explicit: bool, keep: bool = False
     ) -> temporal.RetentionDecision:
         """Decide ``node``'s tier and set its retention fields (see the module docstring).
 
         ``explicit``: the caller gave ``node.retention_tier``. ``previous``: the
         index entry of the node being replaced, if any (its expiry is kept).
+        ``keep``: never made temporary unless asked (as in ``anchor/``): the node
+        stands in for facts it superseded, which would stay hidden once it went.
         """
         d = temporal.decide_retention(
             text=node.body,
@@ -180,7 +182,7 @@ class Retention:
             now=now,
             ttl_seconds=self.ttl,
             markers=self.markers,
-            protected=node.layer == ANCHOR_LAYER,
+            protected=keep or node.layer == ANCHOR_LAYER,
         )
         if d.rule == "default_long":
             # No evidence either way: the node stays unassigned (absent = long), so a
@@ -243,7 +245,14 @@ def sweepable(scope: visibility.Scope | None) -> Callable[[Entry], bool]:
 
 
 def supersede(
-    engine: Engine, old_id: str, new_id: str, reason: str, check: Any, *, durable: bool | None = None
+    engine: Engine,
+    old_id: str,
+    new_id: str,
+    reason: str,
+    check: Any,
+    *,
+    durable: bool | None = None,
+    scope: visibility.Scope | None = None,
 ) -> None:
     """Mark ``old_id`` superseded by ``new_id`` (see :meth:`md_cg.MdCG.supersede`).
 
@@ -274,8 +283,8 @@ def supersede(
                 name="new_id",
                 value=new_id,
             )
-        if visibility.is_superseded(engine.state, engine.state.entries[new_id], now):
-            by = visibility.superseded_by(engine.state, new_id)
+        if visibility.is_superseded(engine.state, engine.state.entries[new_id], now, scope):
+            by = visibility.superseded_by(engine.state, new_id, scope)
             raise InvalidArgumentError(
                 f"node {new_id!r} is itself superseded"
                 + (f" (by {by!r})" if by else " (its valid_until has passed)")

@@ -537,7 +537,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                     loader=eng.get,
                     neg_limit=neg_limit,
                     hidden=hidden,
-                    superseded_by=lambda i: visibility.superseded_by(eng.state, i),
+                    superseded_by=lambda i: visibility.superseded_by(eng.state, i, self._scope),
                     only=only,
                 )
                 if only is not None:

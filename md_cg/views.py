@@ -192,7 +192,7 @@ class Reads(_Handle):
     def superseded_by(self, node_id: str) -> str | None:
         """The id of the node that supersedes ``node_id``, or None."""
         self._visible(node_id)
-        return visibility.superseded_by(self._engine.state, node_id)
+        return visibility.superseded_by(self._engine.state, node_id, self._scope)
 
     def unreadable_files(self) -> list[tuple[str, str]]:
         """(path, reason) of each file under the layer folders that holds no usable node,
@@ -452,7 +452,9 @@ class Lifecycle(_Handle):
         or a stale successor) :class:`InvalidArgumentError`; nothing is written."""
         with self._engine.lock:
             self._engine.fresh()
-            retention.supersede(self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope)
+            retention.supersede(
+                self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope, scope=self._scope
+            )
 
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         """The node of ``add``: the one given, or one built from keyword fields."""
@@ -484,7 +486,8 @@ class Lifecycle(_Handle):
         )
 
         def change(node: Node) -> Node:
-            before = self._engine.state.entries.get(node_id)
+            state = self._engine.state
+            before = state.entries.get(node_id)
             chosen = "retention_tier" not in changes and temporal.was_asked(node.retention_reason)
             for key, value in changes.items():
                 setattr(node, key, value)
@@ -492,8 +495,18 @@ class Lifecycle(_Handle):
                 node.retention_reason = None  # the old decision's reason no longer holds
             retention.stamp_scope(node, self._scope)
             if redecide:
+                closed = visibility.left_closed(state, node_id, (node_id,), now)
                 explicit = chosen or ("retention_tier" in changes and node.retention_tier is not None)
-                decided.append((node, self._ret.decide(node, now=now, previous=before, explicit=explicit)))
+                if closed and explicit and node.retention_tier == "temp":
+                    raise InvalidArgumentError(
+                        f"node {node_id!r} superseded {', '.join(map(repr, closed))}: as a temporary "
+                        "memory it would expire and leave that fact hidden for good; reopen the old "
+                        "fact first (valid_until None; mdcg update ID --reopen) or keep this one",
+                        name="retention_tier",
+                        value="temp",
+                    )
+                d = self._ret.decide(node, now=now, previous=before, explicit=explicit, keep=bool(closed))
+                decided.append((node, d))
             return node
 
         return change

@@ -11,8 +11,10 @@ A node is hidden from a caller when
 * it has **expired** (``expires_at <= now``), unless ``include_expired``;
 * it is **archived** (its file lies under ``archive/``), unless ``include_archived``;
 * it is **superseded** (``valid_until <= now``, or another node has a
-  ``supersedes`` edge to it) and ``include_superseded`` is false -- search's
-  default only; every other read shows superseded nodes, marked;
+  ``supersedes`` edge to it -- a live one, not archived or expired, that the
+  caller may see: another scope's node never hides one of the caller's) and
+  ``include_superseded`` is false -- search's default only; every other read
+  shows superseded nodes, marked;
 * it is **out of the caller's scope** (:class:`Scope`): a node with an
   ``agent_scope`` is seen only by that agent, one with a ``workspace_scope``
   only in that workspace, and a node more sensitive than the caller's
@@ -109,23 +111,41 @@ def is_expired(entry: Entry, now: float) -> bool:
     return entry.expires_at is not None and entry.expires_at <= now
 
 
-def is_superseded(state: IndexState, entry: Entry, now: float) -> bool:
-    """True when ``entry`` stopped being valid or another node supersedes it."""
-    return (entry.valid_until is not None and entry.valid_until <= now) or entry.id in state.superseded
-
-
-def superseded_by(state: IndexState, node_id: str) -> str | None:
-    """The id of the node that supersedes ``node_id`` (the smallest, if several), else None."""
+def successors(state: IndexState, node_id: str, scope: Scope | None, now: float) -> list[str]:
+    """The ids of the nodes that supersede ``node_id`` and count for this caller, sorted:
+    live (not archived, not expired) and within ``scope``. A node out of the caller's
+    scope never hides one the caller sees, and a successor that expired or was put
+    away no longer stands in for the fact it replaced."""
     if node_id not in state.superseded:
-        return None
-    sources = sorted(s for s, t in state.reverse.get(node_id, ()) if t == "supersedes" and s != node_id)
-    return sources[0] if sources else None
+        return []
+    out = []
+    for source, etype in state.reverse.get(node_id, ()):
+        e = state.entries.get(source) if etype == "supersedes" and source != node_id else None
+        if e is None or e.archived or is_expired(e, now) or (scope is not None and not scope.admits(e)):
+            continue
+        out.append(source)
+    return sorted(out)
+
+
+def is_superseded(state: IndexState, entry: Entry, now: float, scope: Scope | None = None) -> bool:
+    """True when ``entry`` stopped being valid or a node that counts for the caller
+    supersedes it (:func:`successors`)."""
+    if entry.valid_until is not None and entry.valid_until <= now:
+        return True
+    return bool(successors(state, entry.id, scope, now))
+
+
+def superseded_by(state: IndexState, node_id: str, scope: Scope | None = None) -> str | None:
+    """The id of the node that supersedes ``node_id`` for the caller (the smallest, if
+    several: :func:`successors`), else None."""
+    found = successors(state, node_id, scope, time.time())
+    return found[0] if found else None
 
 
 def left_closed(state: IndexState, node_id: str, going: Collection[str], now: float) -> tuple[str, ...]:
     """The ids ``node_id`` supersedes that no node outside ``going`` supersedes and
     whose ``valid_until`` has passed: once ``node_id`` is removed they stay closed
-    (hidden as superseded) until reopened (``update(..., reopen=True)``)."""
+    (hidden as superseded) until reopened (``update(id, valid_until=None)``)."""
     out = []
     for target, etype in state.entries[node_id].edges if node_id in state.entries else ():
         entry = state.entries.get(target)
@@ -146,7 +166,7 @@ def reason(state: IndexState, entry: Entry, scope: Scope | None, show: Show, now
         return "archived"
     if not show.include_expired and is_expired(entry, now):
         return "expired"
-    if not show.include_superseded and is_superseded(state, entry, now):
+    if not show.include_superseded and is_superseded(state, entry, now, scope):
         return "superseded"
     return None
 

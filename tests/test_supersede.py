@@ -229,3 +229,76 @@ def test_forget_and_delete_name_the_facts_they_leave_closed(tmp_path: Path) -> N
         "dangling_edges": [],
         "left_closed": ["old"],
     }
+
+
+def test_another_scopes_supersedes_edge_never_hides_a_callers_memory(tmp_path: Path) -> None:
+    """Bob (who cannot see Alice's memory) wrote a supersedes edge to its id: Alice's
+    search lost it, superseded_by named Bob's id, and no reopen of hers undid it."""
+    from md_cg import Scope
+
+    root = tmp_path / "m"
+    alice = MdCG(root, scope=Scope(agent="alice"), refresh_interval=0)
+    bob = MdCG(root, scope=Scope(agent="bob"), refresh_interval=0)
+    alice.add(id="a_pref", layer="self", body="Alice prefers green tea in the morning")
+    bob.add(id="b_x", layer="self", body="unrelated", edges=[{"target": "a_pref", "type": "supersedes"}])
+    assert [r.id for r in alice.search("green tea morning", record=False)[0]] == ["a_pref"]
+    assert alice.superseded_by("a_pref") is None
+    shown = alice.search("green tea morning", record=False, include_superseded=True)[0]
+    assert [(r.id, r.superseded_by) for r in shown] == [("a_pref", None)]
+    with MdCG(root) as trusted:  # the unscoped handle sees every scope, Bob's edge included
+        assert trusted.superseded_by("a_pref") == "b_x"
+        assert "a_pref" not in {r.id for r in trusted.search("green tea morning", record=False)[0]}
+    alice.close()
+    bob.close()
+
+
+def test_a_successor_that_is_archived_or_expired_no_longer_hides_the_fact(tmp_path: Path) -> None:
+    """A plain supersedes edge from a memory that was put away or expired kept the old
+    fact hidden (until a sweep, for the expired one): now only a live successor counts."""
+    root = tmp_path / "m"
+    with _pair(root) as s:
+        s.add(
+            id="q",
+            layer="self",
+            body="The user lives in Faro",
+            edges=[{"target": "old", "type": "supersedes"}],
+        )
+        assert "old" not in {r.id for r in s.search("Porto", record=False)[0]}
+        s.archive(["q"])
+        assert s.superseded_by("old") is None
+        assert "old" in {r.id for r in s.search("Porto", record=False)[0]}
+        soon = time.time() + 1.5
+        s.add(
+            id="y",
+            layer="self",
+            body="The user stays in Braga",
+            tier="temp",
+            expires_at=soon,
+            edges=[{"target": "other", "type": "supersedes"}],
+        )
+        assert s.superseded_by("other") == "y"
+        assert "other" not in {r.id for r in s.search("Porto", record=False)[0]}
+        time.sleep(max(0.0, s.get("y").expires_at - time.time()) + 0.2)
+        assert s.superseded_by("other") is None
+        assert "other" in {r.id for r in s.search("Porto", record=False)[0]}
+
+
+def test_the_only_successor_of_a_closed_fact_is_never_made_temporary(tmp_path: Path) -> None:
+    """supersede refuses a temporary successor; update could make it temporary afterwards
+    (asked, or by a one-off marker in a new body), and the old fact stayed hidden for good."""
+    root = tmp_path / "m"
+    with _pair(root) as s:
+        s.supersede("old", "new")
+        before = (root / s.path_of("new")).read_bytes()
+        with pytest.raises(InvalidArgumentError) as err:
+            s.update("new", retention_tier="temp")
+        assert str(err.value) == (
+            "node 'new' superseded 'old': as a temporary memory it would expire and leave that fact "
+            "hidden for good; reopen the old fact first (valid_until None; mdcg update ID --reopen) "
+            "or keep this one"
+        )
+        assert (root / s.path_of("new")).read_bytes() == before
+        edited = s.update("new", body="Tomorrow the user moves to Lisbon, from Porto")
+        assert (edited.retention_tier, edited.expires_at) == ("long", None)
+        s.update("old", valid_until=None)
+        assert s.update("new", retention_tier="temp").retention_tier == "temp"
