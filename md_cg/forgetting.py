@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from typing import Any
 
 from . import fsops, maintenance, paths, visibility
 from .engine import Engine
@@ -35,6 +36,7 @@ from .index import Entry
 from .logs import AppendLog
 from .node import check_id
 from .reports import Deleted
+from .visibility import Scope
 
 
 def check_reason(node_id: str, reason: object) -> str:
@@ -115,6 +117,7 @@ def forget_many(
                         "reason": why,
                         "time": now,
                         "dangling": [list(x) for x in incoming[e.id]],
+                        **scope_fields(e),
                     }
                     for e in entries
                 ],
@@ -123,6 +126,30 @@ def forget_many(
             engine.commit([], [(e.id, e.path) for e in entries], durable=durable)
         scrub(engine, ids, {e.path.rsplit("/", 1)[0] for e in entries})
     return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
+
+
+def scope_fields(entry: Entry) -> dict[str, str]:
+    """The scope fields a forgotten node had, for its tombstone (only those set): a
+    scoped handle lists only the tombstones of nodes it could see (:func:`visible_to`)."""
+    fields = {
+        "agent_scope": entry.agent_scope,
+        "workspace_scope": entry.workspace_scope,
+        "sensitivity": entry.sensitivity,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tombstones a caller may read: every one for an unscoped handle; for a scoped
+    one, those of nodes within its scope (a tombstone from before scopes were recorded
+    counts as a node without scope)."""
+    if scope is None:
+        return records
+    return [
+        r
+        for r in records
+        if scope.admits_fields(r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity"))
+    ]
 
 
 def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:

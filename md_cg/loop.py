@@ -224,9 +224,16 @@ class Reflection:
     dd: float
     d2d: float
     states: dict[str, int] = field(default_factory=dict)
+    #: the scope of the handle that reflected (absent: a handle without agent or workspace)
+    agent: str | None = None
+    workspace: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        for key in ("agent", "workspace"):
+            if out[key] is None:
+                del out[key]
+        return out
 
 
 def _states_of(results: Sequence[Any], feedback: Any) -> list[str]:
@@ -263,13 +270,26 @@ def _check_states(states: Sequence[str], what: str) -> None:
 
 
 def read_reflections(store: StoreEngine) -> list[Reflection]:
+    """The reflection records the caller may read, oldest first: every one for a handle
+    without scope, only its own scope's for a scoped handle (the query text is theirs)."""
     out = []
+    scope = store.scope
     for rec in store.log(paths.REFLECTION_DIR).read():
         try:
-            out.append(Reflection(**rec))
+            r = Reflection(**rec)
         except TypeError:
             continue  # not a reflection record
+        if scope is None or (r.agent, r.workspace) == (scope.agent, scope.workspace):
+            out.append(r)
     return out
+
+
+def _series(store: StoreEngine) -> list[Reflection]:
+    """The caller's own series (its agent and workspace; none for an unscoped handle),
+    over which t, dD/dt and d²D/dt² run: another agent's searches are not this one's gap."""
+    scope = store.scope
+    key = (scope.agent, scope.workspace) if scope is not None else (None, None)
+    return [r for r in read_reflections(store) if (r.agent, r.workspace) == key]
 
 
 def reflect(
@@ -287,7 +307,7 @@ def reflect(
     counts = {s: states.count(s) for s in STATES if s in states}
     log = store.log(paths.REFLECTION_DIR)
     with log.locked(store.lock_timeout):
-        history = read_reflections(store)
+        history = _series(store)
         if history:
             prev = history[-1]
             t = prev.t + 1
@@ -305,13 +325,15 @@ def reflect(
             dd=round(dd, 12),
             d2d=round(d2d, 12),
             states=counts,
+            agent=store.scope.agent if store.scope is not None else None,
+            workspace=store.scope.workspace if store.scope is not None else None,
         )
         log.append([rec.to_dict()])
     return rec
 
 
 def last_d(store: StoreEngine) -> Reflection | None:
-    history = read_reflections(store)
+    history = _series(store)
     return history[-1] if history else None
 
 

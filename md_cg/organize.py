@@ -67,6 +67,8 @@ class OrganizeStore(Protocol):
 
     @property
     def lock_timeout(self) -> float: ...
+    @property
+    def scope(self) -> Any: ...
     def entries(self, layer: str | None = None) -> list[Any]: ...
     def __contains__(self, node_id: object) -> bool: ...
     def get(self, node_id: str) -> Node: ...
@@ -745,8 +747,14 @@ def apply(
 
 
 def runs(store: OrganizeStore) -> list[dict[str, Any]]:
-    """Every audit record (dry runs, intents, receipts), oldest first."""
-    return store.log(AUDIT_LOG).read()
+    """The audit records (dry runs, intents, receipts) the caller may read, oldest first:
+    every one for a handle without scope; for a scoped handle, those its own scope made
+    (a dry run keeps its candidates' text, which is that caller's)."""
+    records = store.log(AUDIT_LOG).read()
+    if store.scope is None:
+        return records
+    mine = Caller.of(store.scope).to_dict()
+    return [r for r in records if r.get("caller") == mine]
 
 
 def organize(

@@ -232,7 +232,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         return self._engine.refresh()
 
     def log(self, name: str) -> AppendLog:
-        """The append-only log ``.mdcg/<name>/`` of this store (reflections, tombstones...)."""
+        """The append-only log ``.mdcg/<name>/`` of this store (reflections, tombstones...),
+        raw: every scope's records. :meth:`tombstones`, :meth:`reflections` and
+        ``organize.runs`` give a scoped handle its own."""
         log = self._logs.get(name)
         if log is None:
             legacy = paths.LEGACY_REFLECTION_FILE if name == paths.REFLECTION_DIR else None
@@ -439,8 +441,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         )
 
     def tombstones(self) -> list[dict[str, Any]]:
-        """Every forget tombstone, oldest first (id, layer, reason, time; no content)."""
-        return self.log(paths.AUDIT_DIR).read()
+        """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
+        scoped handle gets those of the nodes it could see."""
+        return forgetting.visible_to(self._scope, self.log(paths.AUDIT_DIR).read())
 
     # -- lifecycle (archive, unarchive, apply_changes, supersede: md_cg.views.Lifecycle) -----
 

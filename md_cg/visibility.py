@@ -83,11 +83,15 @@ class Scope:
 
     def admits(self, entry: Entry) -> bool:
         """True when ``entry`` lies within this scope (agent, workspace, sensitivity)."""
-        if entry.agent_scope is not None and entry.agent_scope != self.agent:
+        return self.admits_fields(entry.agent_scope, entry.workspace_scope, entry.sensitivity)
+
+    def admits_fields(self, agent: object, workspace: object, sensitivity: object) -> bool:
+        """:meth:`admits` of a node's scope fields as a record keeps them (a tombstone)."""
+        if agent is not None and agent != self.agent:
             return False
-        if entry.workspace_scope is not None and entry.workspace_scope != self.workspace:
+        if workspace is not None and workspace != self.workspace:
             return False
-        level = entry.sensitivity if entry.sensitivity is not None else DEFAULT_SENSITIVITY
+        level = sensitivity if isinstance(sensitivity, str) else DEFAULT_SENSITIVITY
         return _RANK.get(level, len(_RANK)) <= _RANK[self.max_sensitivity]
 
 

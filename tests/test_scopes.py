@@ -167,7 +167,8 @@ WRITES = {
     "add_unique",
 }  # fmt: skip
 #: Store-level names: handle state, maintenance of the whole folder, and logs
-#: that carry no node content (tombstones and reflections are payload-free).
+#: (tombstones and reflections: a scoped handle reads only its own scope's records,
+#: test_a_scoped_handle_reads_only_its_own_activity_records; ``log`` is the raw log).
 STORE_LEVEL = {
     "root", "read_only", "durable", "lock_timeout", "loaded_from", "scope", "ttl_seconds", "init_folder",
     "close", "refresh", "log", "tombstones", "synonyms", "reload_synonyms", "compact_access",
@@ -288,3 +289,42 @@ def test_a_scoped_add_never_replaces_or_names_another_scopes_node(tmp_path: Path
     assert (root / "self" / "x.md").read_bytes() == before
     with MdCG(root, scope=Scope(agent="b")) as s:  # its own scope may still overwrite it
         assert s.add(Node(id="x", layer="self", body="b again"), overwrite=True).body == "b again"
+
+
+def test_a_scoped_handle_reads_only_its_own_activity_records(tmp_path: Path) -> None:
+    """Alice read Bob's reflection queries, his forget reasons and the text of his
+    organise candidates, and her dD/dt ran over his searches."""
+    from md_cg import organize as organize_mod
+
+    root = tmp_path / "m"
+    alice = MdCG(root, scope=Scope(agent="alice"), refresh_interval=0)
+    bob = MdCG(root, scope=Scope(agent="bob"), refresh_interval=0)
+    bob.add(id="b_diary", layer="self", body="Bob diary: interview at Initech went badly")
+    bob.reflect("Bob interview Initech", ["ACCEPT", "DEFER"])
+    bob.reflect("Bob salary", ["DEFER"])
+    bob.forget("b_diary", "private stuff about Initech interview")
+    candidate = {"layer": "knowledge", "title": "Bob secret plan", "content": "Bob plans to quit in March"}
+    bob_run = bob.organize("dryRun", candidates=[candidate]).run_id
+    alice.add(id="a_note", layer="self", body="Alice likes green tea")
+    first = alice.reflect("green tea", ["ACCEPT"])
+    assert (first.t, first.d, first.dd, first.agent) == (0, 0.0, 0.0, "alice")
+    alice.forget("a_note", "tidy")
+    assert [r.query for r in alice.reflections()] == ["green tea"]
+    assert alice.last_d() == first
+    assert [t["id"] for t in alice.tombstones()] == ["a_note"]
+    assert organize_mod.runs(alice) == []
+    assert [r.query for r in bob.reflections()] == ["Bob interview Initech", "Bob salary"]
+    assert [(r.t, r.d) for r in bob.reflections()] == [(0, 0.5), (1, 1.0)]
+    assert [(t["id"], t["agent_scope"]) for t in bob.tombstones()] == [("b_diary", "bob")]
+    assert [r["run_id"] for r in organize_mod.runs(bob)] == [bob_run]
+    with MdCG(root) as trusted:  # the unscoped handle reads every record
+        assert [r.query for r in trusted.reflections()] == [
+            "Bob interview Initech",
+            "Bob salary",
+            "green tea",
+        ]
+        assert {t["id"] for t in trusted.tombstones()} == {"b_diary", "a_note"}
+        assert [r["run_id"] for r in organize_mod.runs(trusted)] == [bob_run]
+        assert trusted.last_d() is None  # its own series (no agent, no workspace) is empty
+    alice.close()
+    bob.close()
