@@ -136,6 +136,12 @@ def message(exc: MdcgError) -> str:
             f"{exc.node_id}` brings it back to change it, or choose another id (--overwrite never "
             "replaces an archived memory)"
         )
+    if isinstance(exc, DuplicateIdError) and exc.untracked:
+        return (
+            f"node id {exc.node_id!r}: the file {exc.path} holds it, which the index does not know "
+            f"yet (copied in, or brought by git); `mdcg sync` takes it in (then `mdcg update "
+            f"{exc.node_id} ...`), or replace it with `mdcg add --overwrite`"
+        )
     if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
         return (
             f"node id {exc.node_id!r} already exists at {exc.path}; change it with "

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import coldbuild, fsops, index, journal, layout, nodefile, paths, snapshot
+from . import coldbuild, fsops, index, journal, layout, merge, nodefile, paths, snapshot
 from .errors import (
     DuplicateIdError,
     IdCollisionError,
@@ -169,6 +169,8 @@ class Engine:
             fsops.Dir(self.root_str, layer, create=True).close()
         if not fsops.exists(self.root_str, ".gitignore"):
             fsops.atomic_write(self.root_str, ".gitignore", GITIGNORE.encode("utf-8"))
+        if not fsops.exists(self.root_str, ".gitattributes"):
+            fsops.atomic_write(self.root_str, ".gitattributes", merge.gitattributes_text().encode("utf-8"))
         fsops.touch(self.root_str, paths.meta(paths.LOCK))
 
     def ensure_writable(self) -> None:
@@ -549,7 +551,7 @@ class Engine:
             existing_path = self.check_new(node, s.rel)
             if existing_path is not None:
                 if not overwrite:
-                    raise DuplicateIdError(node.id, existing_path)
+                    raise DuplicateIdError(node.id, existing_path, untracked=node.id not in entries)
                 same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path)
                 if same is not None:
                     out.append(same)

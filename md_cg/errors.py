@@ -134,11 +134,25 @@ class NodeNotFoundError(MdcgError, KeyError):
 
 class DuplicateIdError(MdcgError):
     """``add`` was asked to create a node whose id already exists (``archived``: held by
-    an archived node, which ``overwrite`` never replaces)."""
+    an archived node, which ``overwrite`` never replaces; ``untracked``: by a file the
+    index does not know yet -- copied in, or brought by git without a hook -- which
+    ``sync`` takes in)."""
 
     def __init__(
-        self, node_id: str, path: str, message: str | None = None, *, archived: bool = False
+        self,
+        node_id: str,
+        path: str,
+        message: str | None = None,
+        *,
+        archived: bool = False,
+        untracked: bool = False,
     ) -> None:
+        if message is None and untracked:
+            message = (
+                f"node id {node_id!r}: the file {path} holds it, which the index does not know yet "
+                "(copied in, or brought by git); sync() takes it in, then update it -- or add "
+                "again with overwrite to replace it"
+            )
         super().__init__(
             message
             or f"node id {node_id!r} already exists at {path}; update that node, "
@@ -147,6 +161,7 @@ class DuplicateIdError(MdcgError):
         self.node_id = node_id
         self.path = path
         self.archived = archived
+        self.untracked = untracked
 
 
 class IdCollisionError(DuplicateIdError):

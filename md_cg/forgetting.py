@@ -32,10 +32,10 @@ from typing import Any
 from . import fsops, maintenance, paths, visibility
 from .engine import Engine
 from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
-from .index import Entry
+from .index import Entry, IndexState
 from .logs import AppendLog
 from .node import check_id
-from .reports import Deleted
+from .reports import Deleted, Finding
 from .visibility import Scope
 
 
@@ -150,6 +150,32 @@ def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[
         for r in records
         if scope.admits_fields(r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity"))
     ]
+
+
+def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Finding]:
+    """A ``forgotten_returned`` finding for each node forgotten in this clone whose file is
+    back: one created before its tombstone (a merge that kept another clone's edit of
+    it, a checkout of an older commit). A node added again under the id later is new."""
+    last: dict[str, dict[str, Any]] = {}
+    for record in tombstones:
+        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
+            last[record["id"]] = record
+    out = []
+    for node_id, record in sorted(last.items()):
+        e = state.entries.get(node_id)
+        if e is None or e.created_at is None or e.created_at >= record["time"]:
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+        out.append(
+            Finding(
+                "forgotten_returned",
+                f"forgotten in this clone on {when} ({record.get('reason', '')!s:.80}), and its file is "
+                "back (a merge or checkout brought it): forget it again, or keep it",
+                e.path,
+                node_id,
+            )
+        )
+    return out
 
 
 def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:

@@ -190,6 +190,12 @@ def _message(exc: Exception) -> str:
 
 
 def _hinted(exc: Exception) -> str:
+    if isinstance(exc, DuplicateIdError) and exc.untracked:
+        return (
+            f"the file {exc.path} holds id {exc.node_id!r} and the index does not know it yet; "
+            "the `sync` tool takes it in (then `update` it), or call `remember` with "
+            "overwrite=true to replace it"
+        )
     if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
         return (
             f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "

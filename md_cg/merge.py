@@ -57,6 +57,7 @@ import orjson
 from . import nodefile
 from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
 from .node import LAYERS, Node
+from .paths import ARCHIVE_DIR
 
 #: The frontmatter key that marks a node left with a true merge conflict.
 CONFLICT_KEY = "merge_conflict"
@@ -545,8 +546,14 @@ def describe_conflict(path: str, conflict: dict[str, Any]) -> str:
 
 
 def attribute_lines() -> list[str]:
-    """The ``.gitattributes`` rules that send node files to the driver."""
-    return [f"{layer}/**/*.md merge={DRIVER_NAME}" for layer in LAYERS]
+    """The ``.gitattributes`` rules that send node files to the driver (archived ones too)."""
+    return [f"{layer}/**/*.md merge={DRIVER_NAME}" for layer in (*LAYERS, ARCHIVE_DIR)]
+
+
+def gitattributes_text() -> str:
+    """The ``.gitattributes`` a new store is created with. Harmless in a clone where the
+    driver is not enabled: git then merges those files line by line, as without it."""
+    return "\n".join([_GITATTRIBUTES_HEADER, *attribute_lines()]) + "\n"
 
 
 def driver_command(python: str | None = None) -> str:
@@ -595,10 +602,10 @@ def sync_line(rel: str, python: str | None = None) -> str:
     """The hook line that syncs the store at ``rel`` (a path from the top of the work tree)."""
     exe = shlex.quote(python or sys.executable)
     where = shlex.quote(rel)
-    return (
-        f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || "
-        f"echo 'md-cg: the index of {rel} may be behind its files: run mdcg sync --root {rel}' >&2"
-    )
+    # The folder's name is data: quoted as one word in both places, never spliced into
+    # a quoted string (a name holding a quote would otherwise run as shell code).
+    warning = f"md-cg: sync of the store {rel} failed or found problems; see: mdcg sync --root {where}"
+    return f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || echo {shlex.quote(warning)} >&2"
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -35,6 +35,7 @@ FINDING_KINDS: dict[str, str] = {
     "text_drift": "error",  # health(deep=True): the text index differs from the file's text
     "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)
     "expired": "warning",  # a temporary node past its expiry, hidden from reads; sweep() removes it
+    "forgotten_returned": "warning",  # a node forgotten in this clone whose file git brought back
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
 }
 

@@ -40,9 +40,10 @@ import orjson
 from . import fsops, paths, temporal, visibility
 from .engine import Engine
 from .errors import InvalidArgumentError, NodeNotFoundError, UnsafePathError
-from .index import Entry
+from .index import Entry, IndexState
 from .logs import AppendLog
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_instant
+from .reports import Finding
 
 #: The decision log, ``.mdcg/retention/``.
 DECISION_LOG = "retention"
@@ -228,6 +229,17 @@ def expired_ids(engine: Engine, scope: visibility.Scope | None, now: float) -> l
         if e is not None and _sweepable(e, scope, now):
             out.append(node_id)
     return sorted(out)
+
+
+def expired_findings(state: IndexState, ids: Iterable[str], now: float) -> list[Finding]:
+    """An ``expired`` health finding for each of ``ids`` past its expiry and not archived."""
+    out = []
+    for node_id in sorted(ids):
+        e = state.entries[node_id]
+        if visibility.is_expired(e, now) and not e.archived:
+            why = "hidden from reads since its expiry; sweep() removes it"
+            out.append(Finding("expired", why, e.path, e.id))
+    return out
 
 
 def _sweepable(e: Entry, scope: visibility.Scope | None, now: float) -> bool:

@@ -680,15 +680,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         eng = self._engine
         with eng.lock:
             eng.fresh()
-            state, scope, now = eng.state, self._scope, time.time()
+            state, scope = eng.state, self._scope
             absent = {i for i in state.restricted if scope is not None and not scope.admits(state.entries[i])}
-            for node_id in sorted(state.restricted - absent):
-                e = state.entries[node_id]
-                if visibility.is_expired(e, now) and not e.archived:
-                    extra.append(
-                        Finding(
-                            "expired", "hidden from reads since its expiry; sweep() removes it", e.path, e.id
-                        )
-                    )
+            extra += retention.expired_findings(state, state.restricted - absent, time.time())
+            extra += [f for f in forgetting.returned(state, self.tombstones()) if f.node_id not in absent]
             uncounted = self._filter.hidden(state)
             return maintenance.health(eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted)

@@ -262,6 +262,25 @@ def test_add_refuses_an_empty_body_and_names_update_for_a_duplicate(runner: CliR
     assert "--overwrite" in run(runner, "add", "--help").stdout
 
 
+def test_add_over_a_file_the_index_does_not_know_names_sync(runner: CliRunner, root: Path) -> None:
+    """A file git brought in without a hook (reset, cherry-pick): get said there was no
+    such node while add said it existed and to change it with update, which failed too."""
+    copy = root / "knowledge" / "orphan" / "kp_cello.md"  # where `add --body x` puts it
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_text("---\nid: kp_cello\nlayer: knowledge\n---\nThe user learns the cello\n", encoding="utf-8")
+    rel = copy.relative_to(root).as_posix()
+    assert one_line_error(runner, "get", "--root", root, "kp_cello").startswith(
+        "error: no node with id 'kp_cello'"
+    )
+    assert one_line_error(runner, "add", "--root", root, "--body", "x", "--id", "kp_cello") == (
+        f"error: node id 'kp_cello': the file {rel} holds it, which the index does not know yet "
+        "(copied in, or brought by git); `mdcg sync` takes it in (then `mdcg update kp_cello ...`), "
+        "or replace it with `mdcg add --overwrite`"
+    )
+    assert run(runner, "sync", "--root", root).stdout.startswith("added (1): kp_cello")
+    assert run_json(runner, "get", "--root", root, "kp_cello")["id"] == "kp_cello"
+
+
 def test_list_by_layer_tag_and_time(runner: CliRunner, root: Path) -> None:
     with MdCG(root) as store:
         store.update("kp_sorting", tags=["domain:computing", "basics"])  # now the newest change

@@ -134,3 +134,25 @@ def test_the_hook_line_uses_this_python(tmp_path: Path) -> None:
     assert sync_line("my mem").startswith(
         f"{sys.executable} -m md_cg.cli -q sync --root 'my mem' >/dev/null || "
     )
+
+
+def test_a_store_folder_named_with_quotes_runs_no_shell_code_from_the_hook(tmp_path: Path) -> None:
+    """The hook's warning spliced the folder's name into a quoted string: a name holding
+    a quote ran shell code when sync failed (`q'$(touch PWNED)'`)."""
+    import subprocess
+
+    rel = "q'$(touch PWNED)'"
+    line = sync_line(rel, python="/bin/false")  # a sync that fails, so the warning runs
+    done = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert not (tmp_path / "PWNED").exists()
+    assert done.stderr == (
+        "md-cg: sync of the store q'$(touch PWNED)' failed or found problems; "
+        "see: mdcg sync --root 'q'\"'\"'$(touch PWNED)'\"'\"''\n"
+    )
+    # the command it suggests works when pasted: the name quoted as one word
+    line = sync_line("bob's mem", python="/bin/false")
+    done = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True, check=False)
+    assert done.stderr == (
+        "md-cg: sync of the store bob's mem failed or found problems; "
+        "see: mdcg sync --root 'bob'\"'\"'s mem'\n"
+    )

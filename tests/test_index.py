@@ -376,6 +376,7 @@ def test_two_clones_merge_without_conflict_and_sync_to_the_union(tmp_path: Path)
     git(origin, "add", "-A")
     git(origin, "commit", "-qm", "base")
     assert git(origin, "ls-files").split() == [
+        ".gitattributes",
         ".gitignore",
         f"knowledge/{layout.bucket_dir('计算机科学')}/base.md",
     ]

@@ -22,6 +22,7 @@ from md_cg.errors import (
     UnknownLayerError,
     UnsafeIdError,
 )
+from md_cg.node import LAYERS
 
 
 def bucket(domain: str) -> str:
@@ -33,6 +34,7 @@ def test_init_creates_layers_and_gitignore(tmp_path: Path) -> None:
         assert len(s) == 0
     names = sorted(p.name for p in (tmp_path / "m").iterdir())
     assert names == [
+        ".gitattributes",
         ".gitignore",
         ".mdcg",
         "anchor",
@@ -44,6 +46,11 @@ def test_init_creates_layers_and_gitignore(tmp_path: Path) -> None:
         "unresolved",
     ]
     assert ".mdcg/*" in (tmp_path / "m" / ".gitignore").read_text()
+    # every new store routes its node files (archived ones too) to the merge driver
+    assert (tmp_path / "m" / ".gitattributes").read_text().splitlines() == [
+        "# md-cg: merge node files field by field (docs/git.md)",
+        *(f"{layer}/**/*.md merge=mdcg" for layer in (*LAYERS, "archive")),
+    ]
 
 
 def test_open_missing_folder_without_create(tmp_path: Path) -> None:
@@ -475,3 +482,28 @@ def test_invisible_and_multi_line_tags_are_refused(tmp_path: Path, tags: list, m
         assert s.add(id="y", body="a memory", tags=["c++", "🚀", "数学"]).tags == ["c++", "🚀", "数学"]
         with pytest.raises(InvalidNodeError, match="holds only heading marks"):
             s.add(id="z", body="＃＃ \n")
+
+
+def test_health_names_a_forgotten_node_whose_file_came_back(tmp_path: Path) -> None:
+    """A merge that kept another clone's edit of a forgotten memory brought it back and
+    nothing said so; a node added again under the id after the forget is new, not named."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(knowledge("gym", body="The user goes to the gym on Mondays"))
+        s.add(knowledge("again", body="The user swims"))
+        rel = s.entry("gym").path
+        text = (root / rel).read_bytes()
+        s.forget("gym", "wrong")
+        s.forget("again", "tidy")
+        s.add(knowledge("again", body="The user swims on Fridays"))
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes(text)  # what git brings back
+        s.sync()
+        found = [(f.kind, f.node_id, f.path) for f in s.health().findings]
+        assert found == [("forgotten_returned", "gym", rel)]
+        detail = s.health().findings[0].detail
+        assert detail.startswith("forgotten in this clone on ") and detail.endswith(
+            " (wrong), and its file is back (a merge or checkout brought it): forget it again, or keep it"
+        )
+        s.forget("gym", "wrong, again")
+        assert s.health().findings == ()
