@@ -21,7 +21,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import fsops, index, paths
+from . import fsops, index, merge, paths
 from .engine import Engine, Staged, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
@@ -46,6 +46,15 @@ def require_text(node: Node) -> Node:
     if not node.body.replace("#", "").replace("＃", "").strip():
         raise InvalidNodeError(
             f"node {node.id!r}: the body holds only heading marks (#); a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    if merge.has_conflict_markers(node.body):
+        raise InvalidNodeError(
+            f"node {node.id!r}: the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) "
+            "outside a code block, so sync would take it for an unresolved merge; put such text "
+            "in a fenced code block (```)",
             field="body",
             value=node.body,
             node_id=node.id,

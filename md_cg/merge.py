@@ -46,7 +46,7 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -520,6 +520,24 @@ def conflict_of(node: Node) -> dict[str, Any] | None:
     if has_conflict_markers(node.body):
         return {"fields": {}, "body": True}
     return None
+
+
+def settle(node: Node, changed: Collection[str]) -> None:
+    """Drop from ``node``'s ``merge_conflict`` record what an edit of the fields
+    ``changed`` resolved: those fields, and the body when it was given and holds no
+    conflict markers; the key goes when nothing is left unresolved."""
+    record = node.extra.get(CONFLICT_KEY, _ABSENT)
+    if record is _ABSENT:
+        return
+    fields = record.get("fields") if isinstance(record, dict) else None
+    left = {k: v for k, v in fields.items() if k not in changed} if isinstance(fields, dict) else {}
+    body = record.get("body", True) if isinstance(record, dict) else True
+    body = bool(body) and ("body" not in changed or has_conflict_markers(node.body))
+    if left or body:
+        kept = record if isinstance(record, dict) else {}
+        node.extra[CONFLICT_KEY] = {**kept, "fields": left, "body": body}
+    else:
+        del node.extra[CONFLICT_KEY]
 
 
 def has_conflict_markers(body: str) -> bool:

@@ -781,9 +781,10 @@ def loads(
         if marker is not None:  # what a git merge without md-cg's driver leaves
             line = fm.count("\n", 0, marker.start()) + 2
             reason = (
-                "a git merge left conflict markers in the frontmatter: keep one version of each "
-                "conflicting line and remove the markers (docs/git.md, True conflicts); md-cg's merge "
-                "driver merges such edits itself once enabled (docs/git.md, Enabling the driver)"
+                f"a git merge left conflict markers in the frontmatter (the first on line {line}): keep "
+                "one version of each conflicting line and remove the markers (docs/git.md, True "
+                "conflicts); md-cg's merge driver merges such edits itself where it is enabled "
+                "(mdcg init --git; docs/git.md, Enabling the driver)"
             )
         raise MalformedNodeFileError(path, reason, line=line) from None
     for name in _STRING_LIST_FIELDS:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from . import access, editing, fsops, graph, layout, nodefile, paths, recall, retention, temporal, visibility
 from . import engine as engine_mod
+from . import merge as merge_mod
 from . import organize as organize_mod
 from .engine import Engine
 from .errors import (
@@ -493,6 +494,7 @@ class Lifecycle(_Handle):
                 setattr(node, key, value)
             if "retention_tier" in changes and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
+            merge_mod.settle(node, changes)  # an edit of what a merge left in conflict resolves it
             retention.stamp_scope(node, self._scope)
             if redecide:
                 closed = visibility.left_closed(state, node_id, (node_id,), now)

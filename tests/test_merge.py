@@ -564,3 +564,44 @@ def test_a_node_moved_in_one_clone_and_verified_in_the_other_merges_as_a_rename(
 def _git_available() -> None:
     if shutil.which("git") is None:
         pytest.fail("git is required by these tests")
+
+
+def test_update_of_what_a_merge_left_in_conflict_resolves_it(tmp_path: Path) -> None:
+    """`mdcg update --body` of a conflicted memory removed the markers but left the
+    merge_conflict record, so health reported the conflict for ever."""
+    from md_cg.errors import InvalidNodeError
+
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="n0", layer="knowledge", body="The user likes jazz")
+        rel = store.entry("n0").path
+    node = nodefile.read_node(root / rel)
+    node.body = "The user likes\n<<<<<<< ours\nrock\n=======\njazz\n>>>>>>> theirs\n"
+    node.extra["merge_conflict"] = {
+        "fields": {"importance": {"ours": 0.2, "base": 0.5, "theirs": 0.9}},
+        "body": True,
+    }
+    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(root) as store:
+        store.sync()
+        assert [f.kind for f in store.health().findings] == ["merge_conflict"]
+        store.update("n0", body="The user likes rock and jazz")
+        assert conflict_of(store.get("n0")) == {
+            "fields": {"importance": {"ours": 0.2, "base": 0.5, "theirs": 0.9}},
+            "body": False,
+        }
+        assert [f.kind for f in store.health().findings] == ["merge_conflict"]  # importance still open
+        store.update("n0", importance=0.9)
+        assert "merge_conflict" not in store.get("n0").extra and conflict_of(store.get("n0")) is None
+        assert store.health().findings == ()
+        with pytest.raises(InvalidNodeError) as err:
+            store.add(
+                id="n1", layer="knowledge", body="Diff:\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n"
+            )
+        assert str(err.value) == (
+            "node 'n1': the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code "
+            "block, so sync would take it for an unresolved merge; put such text in a fenced code block (```)"
+        )
+        fenced = "Diff:\n```\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n```\n"
+        assert store.add(id="n1", layer="knowledge", body=fenced).body == fenced
+        assert store.health().findings == ()

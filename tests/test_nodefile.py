@@ -313,9 +313,10 @@ def test_conflict_markers_in_the_frontmatter_are_named_with_their_line() -> None
     assert [(p.line, p.message) for p in info.value.problems] == [
         (
             4,
-            "a git merge left conflict markers in the frontmatter: keep one version of each conflicting "
-            "line and remove the markers (docs/git.md, True conflicts); md-cg's merge driver merges such "
-            "edits itself once enabled (docs/git.md, Enabling the driver)",
+            "a git merge left conflict markers in the frontmatter (the first on line 4): keep one version "
+            "of each conflicting line and remove the markers (docs/git.md, True conflicts); md-cg's merge "
+            "driver merges such edits itself where it is enabled (mdcg init --git; docs/git.md, Enabling "
+            "the driver)",
         )
     ]
     # a frontmatter that does not parse for another reason keeps YAML's own words
