@@ -1555,6 +1555,14 @@ def migrate(
         bool, typer.Option("--no-resume", help="Ignore an interrupted run's journal; start over.")
     ] = False,
     strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when the source has bad rows.")] = False,
+    overwrite: Annotated[
+        bool,
+        typer.Option(
+            "--overwrite",
+            help="Also replace memories the store changed since and bring back forgotten ones "
+            "(never archived ones).",
+        ),
+    ] = False,
     quiet: QuietOpt = False,
     json_out: JsonOpt = False,
 ) -> None:
@@ -1578,6 +1586,7 @@ def migrate(
                     durable=durable,
                     progress=update,
                     resume=not no_resume,
+                    overwrite=overwrite,
                 )
     except KeyboardInterrupt:
         typer.echo(

@@ -157,12 +157,16 @@ class MigrationReport:
     bad_rows: list[BadRow] = field(default_factory=list)
     mismatches: list[Mismatch] = field(default_factory=list)
     extras: list[str] = field(default_factory=list)
+    #: (id, why) of the memories the store holds that the run left as they are: archived,
+    #: changed in the store after the source's version, or forgotten there
+    kept: list[tuple[str, str]] = field(default_factory=list)
     changed_ids: list[str] = field(default_factory=list)
     dangling_edges: list[tuple[str, str]] = field(default_factory=list)
     layers: dict[str, int] = field(default_factory=dict)
     buckets: dict[str, int] = field(default_factory=dict)
     dest_findings: dict[str, int] = field(default_factory=dict)
-    resumed_from: int = 0
+    #: the source rowid a resumed run started after (None: from the first row)
+    resumed_from: int | None = None
     restarted: str | None = None
     temp_removed: list[str] = field(default_factory=list)
     #: commits of the interrupted run that were logged and are closed by the resume
@@ -173,6 +177,8 @@ class MigrationReport:
     source_changed: bool = False
     batch: int = DEFAULT_BATCH
     durable: bool = False
+    #: replace memories the store changed since and bring forgotten ids back (never archived ones)
+    overwrite: bool = False
     write_seconds: float = 0.0
     verify_seconds: float = 0.0
     seconds: float = 0.0
@@ -184,8 +190,14 @@ class MigrationReport:
 
     @property
     def ok(self) -> bool:
-        """No mismatch, and the source was the same at the end as at the start."""
-        return not self.mismatches and not self.source_changed
+        """No mismatch, the source was the same at the end as at the start, and some row
+        was good (a source whose every row is bad migrated nothing)."""
+        return not self.mismatches and not self.source_changed and not self.nothing_good
+
+    @property
+    def nothing_good(self) -> bool:
+        """The source has ``nodes`` rows and not one of them is good."""
+        return self.rows > 0 and self.migrated == 0
 
     @property
     def nodes_per_s(self) -> float:
@@ -214,8 +226,9 @@ class MigrationReport:
                 {"id": m.node_id, "fields": list(m.fields), "detail": m.detail} for m in self.mismatches
             ],
             "extras": list(self.extras),
+            "kept": [{"id": i, "why": why} for i, why in self.kept],
             "changed_ids": list(self.changed_ids),
-            "dangling_edges": [list(e) for e in self.dangling_edges],
+            "dangling_edges": [[_json_id(x) for x in e] for e in self.dangling_edges],
             "layers": dict(self.layers),
             "buckets": dict(self.buckets),
             "dest_findings": dict(self.dest_findings),
@@ -226,6 +239,7 @@ class MigrationReport:
             "undone": self.undone,
             "batch": self.batch,
             "durable": self.durable,
+            "overwrite": self.overwrite,
             "write_seconds": round(self.write_seconds, 4),
             "verify_seconds": round(self.verify_seconds, 4),
             "seconds": round(self.seconds, 4),
@@ -263,6 +277,13 @@ class MigrationReport:
             )
         if self.source_changed:
             lines.append("  the source database changed while it was read: run again")
+        if self.nothing_good:
+            lines.append("  no row of the source is good: nothing migrated (see the bad rows)")
+        if self.kept:
+            lines.append(
+                f"  kept {len(self.kept):,} memory(ies) the store changed since: not replaced "
+                "(listed below; overwrite replaces them, never an archived one)"
+            )
         knowledge = sum(self.buckets.values())
         if knowledge:
             largest, size = max(self.buckets.items(), key=lambda kv: (kv[1], kv[0]))
@@ -302,13 +323,14 @@ class MigrationReport:
         )
         if self.mode == "dry-run":
             _section(lines, "would change", self.changed_ids, limit)
+        _section(lines, "kept (the store's version stands)", [f"{i}: {why}" for i, why in self.kept], limit)
         _section(lines, "extra ids in dest (not in the source)", self.extras, limit)
         return "\n".join(lines) + "\n"
 
     def _resume_lines(self) -> list[str]:
         """What a resume found of the interrupted run (none when it did not resume)."""
         lines = []
-        if self.resumed_from:
+        if self.resumed_from is not None:
             lines.append(f"  resumed after source rowid {self.resumed_from}")
         if self.restarted:
             lines.append(f"  started over: {self.restarted}")
@@ -382,7 +404,8 @@ def read_journal(src: str | os.PathLike[str], dest: str | os.PathLike[str]) -> d
         return None
     if not isinstance(data, dict) or data.get("version") != JOURNAL_VERSION:
         return None
-    if not isinstance(data.get("rowid"), int) or not isinstance(data.get("identity"), dict):
+    rowid = data.get("rowid")
+    if not (rowid is None or isinstance(rowid, int)) or not isinstance(data.get("identity"), dict):
         return None
     return data
 
@@ -395,7 +418,7 @@ class _Journal:
             "version": JOURNAL_VERSION,
             "source": str(src.resolve()),
             "identity": identity,
-            "rowid": 0,
+            "rowid": None,  # the last source rowid written (None: none yet)
             "rows_done": 0,
             "complete": False,
             "started_at": time.time(),
@@ -559,6 +582,44 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     return "created" if same is None else "unchanged" if same else "updated"
 
 
+def forgotten_ids(store: MdCG) -> dict[str, float]:
+    """Id -> time of the last forget (or sweep) of each id in the store's tombstones."""
+    out: dict[str, float] = {}
+    for record in store.tombstones():
+        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
+            out[record["id"]] = float(record["time"])
+    return out
+
+
+def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite: bool) -> str | None:
+    """Why a run leaves the store's memory under ``node.id`` as it is, or None to write it.
+
+    Never replaced: an archived memory (unarchive it first). Unless ``overwrite``: one
+    changed in the store after the source's version (its ``updated_at`` is later than
+    the row's, and it differs in more than that: a move the run made itself stamps
+    ``updated_at`` too) and an id forgotten in the store that no memory holds now.
+    """
+    try:
+        entry = store.entry(node.id, include_expired=True, include_archived=True)
+    except NodeNotFoundError:
+        if node.id in forgotten and not overwrite:
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(forgotten[node.id]))
+            return f"forgotten in this store ({when}); not brought back"
+        return None
+    if entry.archived:
+        return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"
+    if overwrite or entry.updated_at is None:
+        return None
+    if node.updated_at is not None and entry.updated_at <= node.updated_at:
+        return None
+    actual = store.get(node.id, include_expired=True)
+    names, _ = diff_nodes(expected_after_retention(store, node, actual), actual)
+    if not [n for n in names if n != "updated_at"]:
+        return None
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(entry.updated_at))
+    return f"changed in this store ({when}) after the source's version ({', '.join(names[:4])})"
+
+
 def _file_state(store: MdCG, root: Path, node: Node) -> str | tuple[int, int, int] | None:
     """Before a write: ``"moved"``, or the (inode, mtime, size) of the node's file, or None."""
     rel = layout.rel_path(node)
@@ -617,6 +678,7 @@ def _dry_run(
     conn: sqlite3.Connection, dest: Path, report: MigrationReport, progress: ProgressFn | None
 ) -> None:
     store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
+    forgotten = forgotten_ids(store) if store is not None else {}
     try:
         total, done = report.rows, 0
         for row in _rows(conn):
@@ -624,7 +686,11 @@ def _dry_run(
             if row.table != "nodes":
                 continue
             done += 1
-            if node is not None:
+            if node is None:
+                pass
+            elif store is not None and (why := kept_reason(store, node, forgotten, report.overwrite)):
+                report.kept.append((node.id, why))
+            else:
                 _count(report, node, classify(store, dest, node))
             if done % report.batch == 0:
                 _tick(progress, done, total)
@@ -642,11 +708,12 @@ def _resume_point(
     report: MigrationReport,
     identity: dict[str, Any],
     resume: bool,
-) -> tuple[int, bool]:
-    """The rowid to resume after (0: from the start) and whether a run was interrupted."""
+) -> tuple[int | None, bool]:
+    """The rowid to resume after (None: from the start; a source's rowids may be 0 or
+    negative) and whether a run was interrupted."""
     previous = read_journal(src, dest)
     interrupted = False
-    start_after = 0
+    start_after: int | None = None
     if previous is not None and not previous.get("complete"):
         interrupted = True
         if not resume:
@@ -687,8 +754,18 @@ def _write(
         last_rowid = start_after
         wrote = False
 
+        forgotten = forgotten_ids(store)
+
         def flush() -> None:
             nonlocal wrote
+            writing = []
+            for n in pending:
+                why = kept_reason(store, n, forgotten, report.overwrite)
+                if why is None:
+                    writing.append(n)
+                else:
+                    report.kept.append((n.id, why))
+            pending[:] = writing
             before = [_file_state(store, dest, n) for n in pending]
             moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
             batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
@@ -707,7 +784,7 @@ def _write(
             if row.table != "nodes":
                 continue
             done += 1
-            if row.rowid <= start_after:
+            if start_after is not None and row.rowid <= start_after:
                 if node is not None:
                     report.skipped += 1
                 continue
@@ -747,6 +824,8 @@ def _verify(
         unreadable = {f.path: f.detail for f in health.findings if f.kind == "unreadable_file"}
         untracked = {f.node_id: f.path for f in health.findings if f.kind == "untracked_file"}
         good: set[str] = set()
+        kept = {i for i, _ in report.kept}
+        forgotten = forgotten_ids(store)
         done = 0
         for row in _rows(conn):
             node = _tally(report, row) if tally else row.node
@@ -758,6 +837,12 @@ def _verify(
             if node is None:
                 continue
             good.add(node.id)
+            if node.id in kept:
+                continue
+            why = kept_reason(store, node, forgotten, report.overwrite)
+            if why is not None:
+                report.kept.append((node.id, why))
+                continue
             rel = layout.rel_path(node)
             try:
                 actual = store.get(node.id, include_expired=True)
@@ -777,7 +862,7 @@ def _verify(
                 continue
             report.verified += 1
             names, detail = diff_nodes(expected_after_retention(store, node, actual), actual)
-            where = store.entry(node.id).path
+            where = store.entry(node.id, include_expired=True).path
             if where != rel:
                 names.append(_PATH)
                 detail = detail or f"file at {where}, expected {rel}"
@@ -837,6 +922,7 @@ def _run(
     durable: bool,
     progress: ProgressFn | None,
     resume: bool,
+    overwrite: bool = False,
 ) -> MigrationReport:
     if not isinstance(batch, int) or batch < 1:
         raise ValueError(f"batch must be a positive integer, got {batch!r}")
@@ -853,6 +939,7 @@ def _run(
             source_sha256=identity["sha256"],
             batch=batch,
             durable=durable,
+            overwrite=overwrite,
         )
         report.dangling_edges = dangling_edges(conn)
         if mode == "dry-run":
@@ -891,8 +978,14 @@ def migrate(
     durable: bool = False,
     progress: ProgressFn | None = None,
     resume: bool = True,
+    overwrite: bool = False,
 ) -> MigrationReport:
     """Migrate the sqlite database ``src`` into the store folder ``dest``, then verify it.
+
+    A memory the store holds under a row's id is left as it is, and listed in the
+    report's ``kept``, when it is archived, or (unless ``overwrite``) changed in the
+    store after the source's version or forgotten there (:func:`kept_reason`): a
+    re-run never undoes what the agent did with its memories since.
 
     ``batch`` nodes go into each group commit; ``durable=True`` fsyncs every
     file, folder and log append (and the journal). ``progress(done, total)``
@@ -907,7 +1000,9 @@ def migrate(
     is no store, or another migration of the same source into it is running.
     """
     mode = "dry-run" if dry_run else "migrate"
-    return _run(src, dest, mode, batch=batch, durable=durable, progress=progress, resume=resume)
+    return _run(
+        src, dest, mode, batch=batch, durable=durable, progress=progress, resume=resume, overwrite=overwrite
+    )
 
 
 def verify_migration(

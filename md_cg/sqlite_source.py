@@ -60,11 +60,13 @@ from .node import (
     LIFECYCLE_FIELDS,
     MAX_DEPTH,
     MAX_FRONTMATTER_BYTES,
+    TIME_FIELDS,
     Edge,
     Node,
     check_new_id,
     validate,
 )
+from .script import id_fold
 
 #: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
 #: generator) use it as is; the reader accepts any superset or subset that keeps
@@ -265,6 +267,11 @@ def _quote(name: str) -> str:
 
 
 def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
+    """Whether ``table`` has rowids to order and resume by (a view answers ``_rowid_``
+    with NULL: its rows are numbered like a WITHOUT ROWID table's)."""
+    kind = conn.execute("SELECT type FROM sqlite_master WHERE name = ?", (table,)).fetchone()
+    if kind is not None and kind[0] == "view":
+        return False
     try:
         conn.execute(f"SELECT _rowid_ FROM {_quote(table)} LIMIT 0")
     except sqlite3.OperationalError:
@@ -520,7 +527,24 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
         edges=[Edge.from_value(e, node_id=node_id) for e in edge_dicts],
         **kwargs,
     )
-    return validate(node)
+    node = validate(node)
+    for name in TIME_FIELDS:
+        value = getattr(node, name)
+        if value is not None and not _FIRST_INSTANT <= value <= _LAST_INSTANT:
+            hint = "; milliseconds since the epoch? md-cg reads seconds" if value > _LAST_INSTANT else ""
+            raise InvalidNodeError(
+                f"field {name!r} is {value!r} seconds since the epoch, outside the years 1-9999{hint}",
+                field=name,
+                value=value,
+                node_id=node_id,
+            )
+    if node.expires_at is not None and node.retention_tier is None:
+        node.retention_tier = "temp"  # an expiry is what a temporary memory has: kept as given
+    return node
+
+
+_FIRST_INSTANT = -62135596800.0  # 0001-01-01T00:00:00Z
+_LAST_INSTANT = 253402300799.999999  # 9999-12-31T23:59:59.999999Z
 
 
 def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
@@ -534,6 +558,7 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     edges_by_source = _load_edges(conn)
     columns = _columns(conn, "nodes")
     first_seen: dict[str, int] = {}
+    folded: dict[str, tuple[str, int]] = {}  # id_fold(id) -> (id, rowid)
     for rowid, *values in _select(conn, "nodes", columns):
         row = dict(zip(columns, values, strict=True))
         raw_id = next((v for k, v in row.items() if k.lower() == "id"), None)
@@ -553,7 +578,18 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
                     f"{where}: duplicate id, first seen at nodes rowid {first_seen[node_id]}",
                 )
                 continue
+            twin = folded.get(id_fold(node_id))
+            if twin is not None:
+                yield RowResult(
+                    rowid,
+                    raw_id,
+                    None,
+                    f"{where}: the id differs from {twin[0]!r} (nodes rowid {twin[1]}) only by letter "
+                    "case or Unicode normalisation: one file on macOS and Windows",
+                )
+                continue
             first_seen[node_id] = rowid
+            folded[id_fold(node_id)] = (node_id, rowid)
         edge_rows = [e for _, e in edges_by_source.get(node_id, ())] if isinstance(node_id, str) else []
         try:
             node = row_to_node(row, edge_rows)

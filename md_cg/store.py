@@ -293,7 +293,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         Every node is validated first; a bad node raises and nothing is
         stored. With ``overwrite=True`` a node whose file would change only in
         ``updated_at`` is left untouched (mtime included), so re-running an
-        import is idempotent. A batch interrupted by a crash is finished by
+        import is idempotent; an archived node is never replaced
+        (DuplicateIdError: unarchive it first). A batch interrupted by a crash is finished by
         the next write of its ids or by :meth:`sync`. Each node is put in the
         caller's scope and gets its retention decision (docs/retention.md).
         ``stamp=False`` stores times exactly as given (the import path);
@@ -301,7 +302,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         migration stores verbatim but still decides (``decide=True``).
         """
         batch = list(nodes)
-        out = self._add_batch(batch, overwrite, durable, stamp, stamp if decide is None else decide)
+        decide = stamp if decide is None else decide
+        out = self._add_batch(batch, overwrite, durable, stamp, decide, check=self._check_live)
         if progress is not None:
             progress(len(batch))
         return out

@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print the report as JSON")
     parser.add_argument("--no-progress", action="store_true", help="no progress bar on stderr")
     parser.add_argument("--strict", action="store_true", help="exit 1 when the source has bad rows")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="also replace memories the store changed since and bring back forgotten ones (never archived)",
+    )
     return parser
 
 
@@ -151,6 +156,7 @@ def main(argv: list[str] | None = None) -> int:
                     durable=args.durable,
                     progress=progress,
                     resume=not args.no_resume,
+                    overwrite=args.overwrite,
                 )
     except MdcgError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -407,7 +407,7 @@ def test_resume_after_an_interruption_skips_committed_batches(tmp_path: Path):
     assert journal["ok"] is True
     # A finished journal is not resumed: the next run reads everything again.
     again = migrate(src, dest, batch=50)
-    assert (again.resumed_from, again.skipped, again.unchanged) == (0, 0, SLICE_ROWS)
+    assert (again.resumed_from, again.skipped, again.unchanged) == (None, 0, SLICE_ROWS)
 
 
 def test_a_changed_source_or_no_resume_starts_from_the_first_row(tmp_path: Path):
@@ -416,7 +416,7 @@ def test_a_changed_source_or_no_resume_starts_from_the_first_row(tmp_path: Path)
         migrate(src, dest, batch=50, progress=_interrupt_after(50))
     _execute(src, "UPDATE nodes SET content = 'edited' WHERE rowid = 200")
     report = migrate(src, dest, batch=50)
-    assert report.resumed_from == 0
+    assert report.resumed_from is None
     assert report.restarted == ("the source changed since the interrupted run (size, mtime or sha256 differ)")
     assert (report.skipped, report.unchanged, report.created) == (0, 50, SLICE_ROWS - 50)
     assert report.ok
@@ -425,7 +425,7 @@ def test_a_changed_source_or_no_resume_starts_from_the_first_row(tmp_path: Path)
     with pytest.raises(_Stop):
         migrate(src, dest2, batch=50, progress=_interrupt_after(50))
     report = migrate(src, dest2, batch=50, resume=False)
-    assert report.resumed_from == 0
+    assert report.resumed_from is None
     assert report.restarted == "an interrupted run was found, but resume was turned off"
     assert (report.unchanged, report.created) == (50, SLICE_ROWS - 50)
 
@@ -686,7 +686,7 @@ def _migrate_and_kill(src: Path, dest: Path, *, past_rowid: int, delay: float) -
 
     def past() -> bool:
         state = read_journal(src, dest)
-        return state is not None and state["rowid"] > past_rowid
+        return state is not None and (state["rowid"] or 0) > past_rowid
 
     args = ["-m", "migrate", str(src), str(dest), "--batch", "25", "--no-progress"]
     run_and_kill(args, past, delay=delay, what="migration")

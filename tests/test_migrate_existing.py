@@ -1,0 +1,233 @@
+"""Migrating into a store that already has a life of its own, and odd source shapes.
+
+A re-run (or a migration into a store the agent already uses) must never undo
+what happened to a memory in the store since: an archived memory, one edited
+or falsified there, one forgotten there. Found by a reviewer: each was
+silently replaced (the archived file deleted, an anchor memory overwritten,
+a forgotten one brought back) and the report said OK.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from md_cg import MdCG
+from md_cg.cli import app
+from md_cg.errors import DuplicateIdError
+from md_cg.migrate import migrate, verify_migration
+from md_cg.node import Node
+
+
+def _source(path: Path, rows: list[tuple[object, ...]], *, columns: str = "id, layer, content") -> Path:
+    conn = sqlite3.connect(path)
+    with conn:
+        names = [c.strip() for c in columns.split(",")]
+        decl = ", ".join(f"{n} {'INTEGER PRIMARY KEY' if n == 'rid' else ''}" for n in names)
+        conn.execute(f"CREATE TABLE nodes ({decl})")
+        marks = ", ".join("?" for _ in names)
+        conn.executemany(f"INSERT INTO nodes ({columns}) VALUES ({marks})", rows)
+    conn.close()
+    return path
+
+
+def _two(tmp_path: Path) -> Path:
+    return _source(
+        tmp_path / "src.sqlite",
+        [("a1", "knowledge", "hello world"), ("a2", "knowledge", "the sky is blue")],
+    )
+
+
+def test_a_rerun_keeps_what_the_store_did_with_its_memories(tmp_path: Path) -> None:
+    src, dest = _two(tmp_path), tmp_path / "m"
+    first = migrate(src, dest)
+    assert first.ok and first.created == 2 and first.kept == []
+    with MdCG(dest) as s:
+        s.update("a1", body="agent learned: tea")
+        s.verify("a2", "x", "falsified")  # moves it to rejected/
+        falsified = (dest / s.entry("a2").path).read_bytes()
+    again = migrate(src, dest)
+    assert again.ok and again.mismatches == []
+    assert [i for i, _ in again.kept] == ["a1", "a2"]
+    assert again.kept[0][1].startswith("changed in this store (") and "body" in again.kept[0][1]
+    with MdCG(dest) as s:
+        assert s.get("a1").body == "agent learned: tea"
+        assert s.entry("a2").layer == "rejected" and (dest / s.entry("a2").path).read_bytes() == falsified
+    # overwrite takes the source's version back
+    forced = migrate(src, dest, overwrite=True)
+    assert forced.ok and forced.kept == [] and forced.updated == 2
+    with MdCG(dest) as s:
+        assert s.get("a1").body == "hello world" and s.entry("a2").layer == "knowledge"
+
+
+def test_an_archived_or_forgotten_memory_is_never_replaced_or_brought_back(tmp_path: Path) -> None:
+    src, dest = _two(tmp_path), tmp_path / "m"
+    migrate(src, dest)
+    with MdCG(dest) as s:
+        s.update("a1", body="EDITED")
+        s.archive(["a1"])
+        archived = s.entry("a1", include_archived=True).path
+        s.forget("a2", "user asked to delete")
+    again = migrate(src, dest)
+    assert again.ok and again.created == 0
+    assert [(i, why.split(" (")[0]) for i, why in again.kept] == [
+        ("a1", "archived in this store"),
+        ("a2", "forgotten in this store"),
+    ]
+    assert (dest / archived).read_text(encoding="utf-8").endswith("EDITED\n")
+    with MdCG(dest) as s:
+        assert s.ids() == [] and s.ids(include_archived=True) == ["a1"]
+    dry = migrate(src, dest, dry_run=True)
+    assert [i for i, _ in dry.kept] == ["a1", "a2"] and (dry.created, dry.updated) == (0, 0)
+    assert [i for i, _ in verify_migration(src, dest).kept] == ["a1", "a2"]
+    forced = migrate(src, dest, overwrite=True)  # brings a2 back, never replaces the archived a1
+    assert [i for i, _ in forced.kept] == ["a1"] and forced.created == 1
+    with MdCG(dest) as s:
+        assert s.ids() == ["a2"]
+
+
+def test_the_agents_own_memory_under_a_source_id_is_kept(tmp_path: Path) -> None:
+    """The store's own memory, created before the migration under an id the source also has
+    (later than the row's version, which has no updated_at), stands; the CLI lists it."""
+    src, dest = _two(tmp_path), tmp_path / "m"
+    with MdCG(dest) as s:
+        s.add(id="a1", layer="anchor", body="I am Nova; never change this")
+    result = CliRunner(env={"MDCG_ROOT": None}).invoke(app, ["-q", "migrate", str(src), str(dest)])
+    assert result.exit_code == 0, result.output
+    assert "  kept 1 memory(ies) the store changed since: not replaced" in result.stdout
+    assert "kept (the store's version stands) (1):" in result.stdout
+    with MdCG(dest) as s:
+        assert s.get("a1").body == "I am Nova; never change this" and s.entry("a1").layer == "anchor"
+        assert s.ids() == ["a1", "a2"]
+
+
+def test_add_many_never_replaces_an_archived_node(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="x", layer="knowledge", body="old text")
+        s.archive(["x"])
+        with pytest.raises(DuplicateIdError) as err:
+            s.add_many([Node(id="x", layer="knowledge", body="new text")], overwrite=True)
+        assert err.value.archived
+        assert s.get("x", include_archived=True).body == "old text"
+
+
+def test_an_expired_migrated_memory_does_not_break_a_rerun(tmp_path: Path) -> None:
+    src = _source(
+        tmp_path / "src.sqlite",
+        [("o1", "knowledge", "call the dentist", "2020-01-01T00:00:00Z")],
+        columns="id, layer, content, expires_at",
+    )
+    dest = tmp_path / "m"
+    first = migrate(src, dest)
+    assert first.ok and first.mismatches == []
+    with MdCG(dest) as s:
+        node = s.get("o1", include_expired=True)
+        assert (node.retention_tier, node.expires_at) == ("temp", 1577836800.0)  # the row's expiry kept
+    assert migrate(src, dest).ok and verify_migration(src, dest).ok
+
+
+def test_odd_sources_rowids_views_twins_times_and_blob_edges(tmp_path: Path) -> None:
+    neg = _source(
+        tmp_path / "neg.sqlite",
+        [
+            (-2, "n-2", "knowledge", "minus two"),
+            (0, "n0", "knowledge", "zero"),
+            (2, "n2", "knowledge", "two"),
+        ],
+        columns="rid, id, layer, content",
+    )
+    report = migrate(neg, tmp_path / "neg")
+    assert report.ok and report.created == 3 and report.skipped == 0
+    with MdCG(tmp_path / "neg") as s:
+        assert s.ids() == ["n-2", "n0", "n2"]
+
+    view = tmp_path / "view.sqlite"
+    conn = sqlite3.connect(view)
+    with conn:
+        conn.execute("CREATE TABLE mem (k, layer, txt)")
+        conn.executemany(
+            "INSERT INTO mem VALUES (?, ?, ?)", [("v1", "knowledge", "one"), ("v2", "self", "two")]
+        )
+        conn.execute("CREATE VIEW nodes AS SELECT k AS id, layer, txt AS content FROM mem")
+    conn.close()
+    assert migrate(view, tmp_path / "view").ok
+    with MdCG(tmp_path / "view") as s:
+        assert s.ids() == ["v1", "v2"]
+
+    twins = _source(
+        tmp_path / "twins.sqlite",
+        [("Note", "knowledge", "upper"), ("note", "knowledge", "lower"), ("caf\u00e9", "self", "a"),
+         ("cafe\u0301", "self", "b"), ("ms", "self", "created in ms")],
+    )  # fmt: skip
+    _exec(twins, "ALTER TABLE nodes ADD COLUMN created_at")
+    _exec(twins, "UPDATE nodes SET created_at = 1700000000000 WHERE id = 'ms'")
+    report = migrate(twins, tmp_path / "twins")
+    assert report.ok and report.created == 2
+    assert [(r.node_id, r.reason) for r in report.bad_rows] == [
+        ("note", "the id differs from 'Note' (nodes rowid 1) only by letter case or Unicode "
+         "normalisation: one file on macOS and Windows"),
+        ("cafe\u0301", "the id differs from 'caf\u00e9' (nodes rowid 3) only by letter case or Unicode "
+         "normalisation: one file on macOS and Windows"),
+        ("ms", "field 'created_at' is 1700000000000.0 seconds since the epoch, outside the "
+         "years 1-9999; milliseconds since the epoch? md-cg reads seconds"),
+    ]  # fmt: skip
+
+    blob = _source(tmp_path / "blob.sqlite", [("a", "knowledge", "x")])
+    _exec(blob, "CREATE TABLE edges (source, target, type)")
+    _exec(blob, "INSERT INTO edges VALUES ('a', X'0102', 'causal')")
+    data = migrate(blob, tmp_path / "blob").to_dict()
+    assert json.loads(json.dumps(data))["dangling_edges"] == [["a", "b'\\x01\\x02'"]]
+
+
+def test_a_source_whose_every_row_is_bad_is_not_ok(tmp_path: Path) -> None:
+    src = _source(tmp_path / "bad.sqlite", [("a", "episodic", "x"), ("b", "episodic", "y")])
+    report = migrate(src, tmp_path / "m")
+    assert not report.ok and report.nothing_good and len(report.bad_rows) == 2
+    assert "  no row of the source is good: nothing migrated (see the bad rows)" in report.render()
+    empty = _source(tmp_path / "empty.sqlite", [])
+    assert migrate(empty, tmp_path / "e").ok  # no rows at all is not a failure
+
+
+def _exec(path: Path, sql: str) -> None:
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute(sql)
+    conn.close()
+
+
+def test_kept_reason_ignores_a_stamp_the_run_itself_left(tmp_path: Path) -> None:
+    """A run killed between moving a node (which stamps updated_at) and writing the
+    source's updated_at back leaves a later updated_at and nothing else changed: that
+    is not the store's own change, so the node is not listed as kept."""
+    from md_cg.migrate import kept_reason
+    from md_cg.sqlite_source import iter_rows, open_readonly
+
+    src = _source(
+        tmp_path / "src.sqlite",
+        [("a1", "knowledge", "hello world", "2024-01-01T00:00:00Z")],
+        columns="id, layer, content, updated_at",
+    )
+    dest = tmp_path / "m"
+    migrate(src, dest)
+    conn = open_readonly(src)
+    (row,) = [r.node for r in iter_rows(conn)]
+    conn.close()
+    assert row is not None
+    with MdCG(dest) as s:
+        path = dest / s.entry("a1").path
+        path.write_text(
+            path.read_text(encoding="utf-8").replace(
+                "2024-01-01T00:00:00.000000Z", "2030-01-01T00:00:00.000000Z"
+            ),
+            encoding="utf-8",
+        )
+        s.sync()
+        assert s.get("a1").updated_at == 1893456000.0
+        assert kept_reason(s, row, {}, False) is None
+        s.update("a1", body="the agent's own words")
+        why = kept_reason(s, row, {}, False)
+        assert why is not None and why.endswith("after the source's version (body, updated_at)")
