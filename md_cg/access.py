@@ -22,14 +22,14 @@ import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, tzinfo
+from datetime import UTC, date, datetime
 from typing import Any
 
 import orjson
 
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
-from .errors import UnsafePathError
+from .errors import InvalidNodeError, UnsafePathError
 from .node import LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
@@ -313,20 +313,26 @@ _INDEX_CACHE: dict[str, tuple[object, resurface_mod.ResurfaceIndex]] = {}
 
 
 def _resurface_index(
-    root: str, version: object, entries: Callable[[], Iterable[Any]], tz: tzinfo
+    root: str, version: object, entries: Callable[[], Iterable[Any]]
 ) -> resurface_mod.ResurfaceIndex:
-    """The candidates of the visible active nodes by ``created_at`` (the
-    resurfacing date the store uses), rebuilt only when ``version`` (the
-    store's index state and what the caller cannot see) or the time zone changed."""
-    key = (version, str(tz))
+    """The candidates of the visible active nodes by ``created_at`` (the resurfacing
+    date the store uses: the day in the local time zone, with the daylight saving time
+    of that day), rebuilt only when ``version`` (the store's index state and what the
+    caller cannot see) or the time zone setting changed. A node whose ``created_at``
+    is no calendar day (after the year 9999) is not a candidate."""
+    key = (version, os.environ.get("TZ"), time.tzname)
     cached = _INDEX_CACHE.get(root)
     if cached is not None and cached[0] == key:
         return cached[1]
-    index = resurface_mod.ResurfaceIndex(
-        (e.id, resurface_mod.node_date(e.created_at, tz=tz, node_id=e.id))
-        for e in entries()
-        if e.created_at is not None
-    )
+    days = []
+    for e in entries():
+        if e.created_at is None:
+            continue
+        try:
+            days.append((e.id, resurface_mod.node_date(e.created_at, tz=None, node_id=e.id)))
+        except InvalidNodeError:
+            continue
+    index = resurface_mod.ResurfaceIndex(days)
     _INDEX_CACHE[root] = (key, index)
     return index
 
@@ -344,10 +350,9 @@ def resurface_pick(
     ``entries()``, the caller's visible active nodes (``version`` says when
     they change); ``seed`` None is 0, so a day shows one memory.
     ``record=True`` appends the show to the history (``.mdcg/resurface/``)."""
-    tz = datetime.now().astimezone().tzinfo or UTC
-    day = datetime.now(tz).date() if today is None else today
+    day = date.today() if today is None else today  # the local day
     log = store.log(SHOW_LOG)
-    index = _resurface_index(str(store.root), version, entries, tz)
+    index = _resurface_index(str(store.root), version, entries)
     pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=log.read())
     if pick is not None and record:
         log.append([resurface_mod.show_record(pick.id, day, tier=pick.tier)], durable=True)

@@ -86,15 +86,26 @@ def _listing(values: Iterable[str] | str | None) -> list[str]:
 # -- negative memory --------------------------------------------------------------
 
 
-def rejected_id(hypothesis: str) -> str:
-    """Id of the rejected/ entry for a hypothesis (hash of its normalised text)."""
-    return f"rej_{_hash(hypothesis)}"
+def _scope_parts(scope: Any) -> tuple[str, ...]:
+    """What a scoped handle adds to a text-derived id: two agents (or workspaces) that
+    record the same text get two ids, so one neither collides with the other's nor
+    learns that it holds that text. Nothing for a handle without agent or workspace
+    (the ids of earlier versions)."""
+    if scope is None or (scope.agent is None and scope.workspace is None):
+        return ()
+    return (f"agent:{scope.agent or ''}", f"workspace:{scope.workspace or ''}")
+
+
+def rejected_id(hypothesis: str, scope: Any = None) -> str:
+    """Id of the rejected/ entry for a hypothesis (hash of its normalised text, and of
+    the writer's agent and workspace when it has them)."""
+    return f"rej_{_hash(*_scope_parts(scope), hypothesis)}"
 
 
 def add_rejected(store: StoreEngine, hypothesis: str, reason: str, verification: str = "") -> Node:
     hypothesis = _text(hypothesis, "hypothesis")
     reason = _text(reason, "reason")
-    node_id = rejected_id(hypothesis)
+    node_id = rejected_id(hypothesis, store.scope)
     if node_id in store:
         existing = store.get(node_id)
         reasons = (
@@ -136,8 +147,9 @@ def add_rejected(store: StoreEngine, hypothesis: str, reason: str, verification:
     return store.add(node)
 
 
-def unresolved_id(question: str, key: str = "") -> str:
-    return f"unr_{_hash(key or question)}"
+def unresolved_id(question: str, key: str = "", scope: Any = None) -> str:
+    """Id of the unresolved/ entry for a question (or its ``key``), as :func:`rejected_id`."""
+    return f"unr_{_hash(*_scope_parts(scope), key or question)}"
 
 
 def add_unresolved(
@@ -150,7 +162,7 @@ def add_unresolved(
     extra: Mapping[str, Any] | None = None,
 ) -> Node:
     question = _text(question, "question")
-    node_id = unresolved_id(question, key)
+    node_id = unresolved_id(question, key, store.scope)
     if node_id in store:
         return store.get(node_id)
     clue_list = _listing(clues)
@@ -387,7 +399,7 @@ def flywheel_step(store: StoreEngine, error_report: Mapping[str, Any]) -> Flywhe
             f"条件「{cond}」是否使{subject}不适用？ "
             f'(Does the condition "{cond}" make {node_id or "it"} not applicable?)'
         )
-        uid = unresolved_id(question, key=f"flywheel\x1f{node_id or ''}\x1f{cond}")
+        uid = unresolved_id(question, key=f"flywheel\x1f{node_id or ''}\x1f{cond}", scope=store.scope)
         existed = uid in store
         add_unresolved(
             store,

@@ -401,8 +401,13 @@ def health(
     extra: tuple[Finding, ...] = (),
     absent: Collection[str] = frozenset(),
     uncounted: Collection[str] = frozenset(),
+    forgotten: Collection[str] = frozenset(),
 ) -> HealthReport:
     """Check the store; return typed findings (read-only: writes nothing).
+
+    An edge to an id in ``forgotten`` (a tombstone in this clone: forgotten, or
+    swept when it expired) is no ``dangling_edge``: the forget named it, and a
+    routine sweep must not leave the store unhealthy.
 
     ``deep=True`` also parses every file and compares its content (fields,
     route key, title, conditions, indexed text) with the index, like
@@ -416,7 +421,7 @@ def health(
         scan = index.scan_files(engine.root_str)
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
-        findings += _entry_findings(state, scan)
+        findings += _entry_findings(state, scan, forgotten)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
             findings += _log_findings(engine)
@@ -505,7 +510,7 @@ def misplaced(e: index.Entry) -> bool:
     )
 
 
-def _entry_findings(state: IndexState, scan: index.Scan) -> list[Finding]:
+def _entry_findings(state: IndexState, scan: index.Scan, forgotten: Collection[str]) -> list[Finding]:
     out: list[Finding] = []
     files = scan.files
     for e in sorted(state.entries.values(), key=lambda x: x.id):
@@ -549,7 +554,7 @@ def _entry_findings(state: IndexState, scan: index.Scan) -> list[Finding]:
                         e.id,
                     )
                 )
-            elif target not in state.entries:
+            elif target not in state.entries and target not in forgotten:
                 out.append(
                     Finding(
                         "dangling_edge",

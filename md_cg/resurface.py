@@ -138,7 +138,7 @@ def node_date(
     created_at: float | None,
     user_date: object = None,
     *,
-    tz: tzinfo = UTC,
+    tz: tzinfo | None = UTC,
     node_id: str | None = None,
 ) -> date | None:
     """The day a node belongs to, for resurfacing.
@@ -146,7 +146,9 @@ def node_date(
     ``user_date`` (the node's :data:`DATE_FIELD` frontmatter value) wins when
     present: a ``YYYY-MM-DD`` string, a :class:`date`, or a datetime (aware
     ones are converted to ``tz``). Otherwise ``created_at`` (seconds since the
-    epoch) is read as a day in ``tz``. Returns None when the node has neither.
+    epoch) is read as a day in ``tz`` (None: the system's local time zone with its
+    daylight saving time on that day, not today's offset). Returns None when the
+    node has neither.
     Raises :class:`InvalidNodeError` naming the field and the node.
     """
     if user_date is not None:

@@ -670,21 +670,17 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if self._synonyms_problem:
             extra.append(Finding("synonyms_file", self._synonyms_problem))
         extra += [Finding("retention_file", p) for p in retention.settings_problems(self._engine.root_str)]
-        if self._access_broken:
-            extra.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
-        if self._access_dropped:
-            extra.append(
-                Finding(
-                    "access_unrecorded",
-                    f"{self._access_dropped} access event(s) not recorded: the disk was full",
-                )
-            )
+        extra += self._access_findings()
         eng = self._engine
         with eng.lock:
             eng.fresh()
             state, scope = eng.state, self._scope
             absent = {i for i in state.restricted if scope is not None and not scope.admits(state.entries[i])}
             extra += retention.expired_findings(state, state.restricted - absent, time.time())
-            extra += [f for f in forgetting.returned(state, self.tombstones()) if f.node_id not in absent]
+            tombstones = self.tombstones()
+            extra += [f for f in forgetting.returned(state, tombstones) if f.node_id not in absent]
+            gone = {t["id"] for t in tombstones if isinstance(t.get("id"), str)}
             uncounted = self._filter.hidden(state)
-            return maintenance.health(eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted)
+            return maintenance.health(
+                eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted, forgotten=gone
+            )

@@ -53,10 +53,11 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import editing, fsops, nodefile
+from . import editing, fsops, nodefile, retention
 from .errors import (
     DuplicateIdError,
     ImportSourceError,
+    InvalidArgumentError,
     InvalidNodeError,
     MalformedNodeFileError,
     MdcgError,
@@ -367,10 +368,16 @@ def import_nodes(
 
 def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport) -> list[tuple[str, Node]]:
     """``nodes`` without those whose id the store could not create (a Windows device
-    name such as ``CON``: every clone must be able to hold the file), which go to
-    ``report.bad``; an id already stored is the store's own."""
+    name such as ``CON``: every clone must be able to hold the file) or that name a
+    scope outside the handle's, which go to ``report.bad``; an id already stored is the
+    store's own."""
     out: list[tuple[str, Node]] = []
     for where, node in nodes:
+        try:
+            retention.stamp_scope(node.copy(), store.scope)  # what add would refuse, named per record
+        except InvalidArgumentError as exc:
+            report.bad.append(BadRecord(where, node.id, _reason(exc)))
+            continue
         if windows_device_name(node.id) is not None and _held(store, node.id) is None:
             try:
                 check_new_id(node.id)

@@ -41,9 +41,10 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, check_layer, quantise_instant, slug_id, validate
+from .node import NEGATIVE_LAYERS, Node, check_id, check_layer, quantise_instant, slug_id, validate
 from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
+from .reports import Finding
 from .resurface import Resurfaced
 from .visibility import Scope, Show
 
@@ -543,9 +544,15 @@ class Recall(_Handle):
 
         def _hidden(self, show: Show = visibility.DEFAULT) -> frozenset[str]: ...
 
+        def _visible(
+            self, node_id: str, show: Show = visibility.DEFAULT, *, retry: bool = False
+        ) -> Entry: ...
+
     def record_access(self, node_ids: Iterable[str], *, mode: str = "get") -> None:
         """Append one access event (``mode``, this handle's caller scope, the ids) to this
         process's access-log shard (nothing else). ``mode``: ``search``, ``inject`` or ``get``.
+        An id the caller does not see (unknown, out of scope, archived or expired) raises
+        NodeNotFoundError and nothing is recorded.
 
         On a folder that cannot be written (a read-only copy or medium, or a
         symlink planted where the log goes) the accesses are skipped with one
@@ -555,7 +562,10 @@ class Recall(_Handle):
             raise InvalidArgumentError(
                 f"mode must be one of {', '.join(recall.MODES)}, got {mode!r}", name="mode", value=mode
             )
-        self._record_event(mode, [check_id(i) for i in node_ids])
+        ids = [check_id(i) for i in node_ids]
+        for node_id in ids:  # an id the caller does not see is absent, as for every write
+            self._visible(node_id)
+        self._record_event(mode, ids)
 
     def organize(
         self,
@@ -653,15 +663,28 @@ class Recall(_Handle):
         state = self._engine.state
         version = (id(state), state.generation, hidden)  # the candidates change only with these
 
-        def active() -> list[Entry]:
-            return [e for e in state.entries.values() if e.id not in hidden]
+        def active() -> list[Entry]:  # as recall_stats counts them: no negative memory
+            out = state.entries.values()
+            return [e for e in out if e.id not in hidden and e.layer not in NEGATIVE_LAYERS]
 
         return access.resurface_pick(self, version, active, today, seed, record=record)
 
     def _active_entries(self) -> list[Entry]:
-        """Entries the caller sees that are active: not archived, expired or superseded."""
+        """Entries the caller sees that are active: not archived, expired or superseded, and
+        not negative memory (rejected/, unresolved/: search never returns them as results,
+        so they could never be recalled and would count as zombies for ever)."""
         hidden = self._hidden(visibility.SEARCH)
-        return [e for e in self._engine.entries() if e.id not in hidden]
+        return [e for e in self._engine.entries() if e.id not in hidden and e.layer not in NEGATIVE_LAYERS]
+
+    def _access_findings(self) -> list[Finding]:
+        """``access_unrecorded`` findings of this handle (a folder it may not write, a full disk)."""
+        out = []
+        if self._access_broken:
+            out.append(Finding("access_unrecorded", f"accesses are not recorded: {self._access_broken}"))
+        if self._access_dropped:
+            why = f"{self._access_dropped} access event(s) not recorded: the disk was full"
+            out.append(Finding("access_unrecorded", why))
+        return out
 
     def _record_event(self, mode: str, ids: list[str]) -> None:
         """Append one access event (mode, caller, ids) to this process's access-log shard;

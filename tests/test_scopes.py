@@ -225,6 +225,7 @@ def test_writes_treat_out_of_scope_ids_as_absent(root: Path, tmp_path: Path, var
             lambda i: s.supersede(i, "own"),
             lambda i: s.edit_text(i, lambda t: t + "x"),
             lambda i: s.rename(i, "renamed"),
+            lambda i: s.record_access([i]),
         ):
             assert _missing_text(s, call, variant) == unknown
     with MdCG(copy, read_only=True) as trusted:
