@@ -5,8 +5,10 @@ Two calls, both shaped as "better to do nothing" (docs/organize.md):
 * :func:`dry_run` normalises up to :data:`MAX_CANDIDATES` candidates
   (:func:`md_cg.dedupe.normalize_candidate`; a bad one is skipped with its
   reason and the run is ``degraded``), gives each accepted one a verdict
-  against the caller's visible, non-archived nodes of the *same scope*
-  (``exact`` / ``near`` / ``new``, :func:`md_cg.dedupe.verdict`) and appends
+  against the caller's visible, non-archived nodes that everyone who would see
+  the candidate sees already: of the *same scope*, or shared (no agent or
+  workspace) and no more sensitive (``exact`` / ``near`` / ``new``,
+  :func:`md_cg.dedupe.verdict`), and appends
   one record to the audit log ``.mdcg/organize/``. It writes no memory. An
   infrastructure error is recorded as ``failed`` and re-raised.
 * :func:`apply` replays the normalised snapshot of one dry run: ``save`` and
@@ -229,6 +231,17 @@ def _node_scope(node: Node) -> tuple[object, object, object]:
     return _scope_key(node.sensitivity, node.agent_scope, node.workspace_scope)
 
 
+def _covers(node: tuple[object, object, object], candidate: tuple[object, object, object]) -> bool:
+    """Whether everyone who would see the candidate sees the node already: the node's
+    agent and workspace are the candidate's or none (a shared memory), and it is no
+    more sensitive. Only then is a match no leak and a second copy no use."""
+    (n_level, n_agent, n_ws), (c_level, c_agent, c_ws) = node, candidate
+    if n_agent not in (None, c_agent) or n_ws not in (None, c_ws):
+        return False
+    rank = {name: i for i, name in enumerate(SENSITIVITY_LEVELS)}
+    return rank.get(str(n_level), len(rank)) <= rank.get(str(c_level), -1)
+
+
 def _candidate_scope(c: dedupe.NormalizedCandidate) -> tuple[object, object, object]:
     return _scope_key(c.sensitivity, c.agent_scope, c.workspace_scope)
 
@@ -301,12 +314,13 @@ class _Matcher:
         return self.nodes[node_id]
 
     def rows(self, ids: Iterable[str], scope: tuple[object, object, object]) -> list[tuple[str, str, str]]:
-        out = []
+        own, shared = [], []  # a memory of the candidate's own scope is the better match
         for node_id in ids:
             node = self.node(node_id)
-            if node is not None and _node_scope(node) == scope:
-                out.append((node_id, title_of(node.body), content_of(node.body)))
-        return out
+            if node is not None and _covers(_node_scope(node), scope):
+                row = (node_id, title_of(node.body), content_of(node.body))
+                (own if _node_scope(node) == scope else shared).append(row)
+        return own + shared
 
     def near_pool(self, c: dedupe.NormalizedCandidate, skip: Collection[str]) -> list[str]:
         if self.text_index is None:

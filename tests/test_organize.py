@@ -123,11 +123,22 @@ def test_matching_stays_inside_the_candidate_scope(tmp_path: Path) -> None:
             {"layer": "knowledge", "title": "Coffee order", "content": "x", "sensitivity": "private"},
         ]
     )
+    # agent-b's own copy first; agent-c and a private candidate see the shared kp_coffee
+    # (no agent, normal sensitivity) already: a second copy would be a duplicate. Never
+    # agent-b's copy for agent-c.
     assert [(i.verdict, i.match.id if i.match else None) for i in r.items] == [
         ("exact", "kp_other"),
-        ("new", None),
-        ("new", None),
+        ("exact", "kp_coffee"),
+        ("exact", "kp_coffee"),
     ]
+    with MdCG(tmp_path / "s") as again:
+        again.update("kp_coffee", sensitivity="private")
+        r = again.organize(
+            candidates=[
+                {"layer": "knowledge", "title": "Coffee order", "content": "x", "agent_scope": "agent-c"}
+            ]
+        )
+        assert [(i.verdict, i.match) for i in r.items] == [("new", None)]  # more sensitive: not seen by all
 
 
 def test_at_most_fifty_candidates_rest_truncated(tmp_path: Path) -> None:
@@ -382,14 +393,14 @@ def test_a_scoped_caller_matches_and_writes_only_in_its_scope(tmp_path: Path) ->
                 "layer": "knowledge",
                 "title": "Coffee order",
                 "content": "x",
-            },  # only agent-b and unscoped have it
+            },  # agent-b and the shared store have it
             {"layer": "knowledge", "title": "TEA", "content": "y"},
             {"layer": "knowledge", "title": "t", "content": "c", "agent_scope": "agent-b"},
             {"layer": "knowledge", "title": "t", "content": "c", "sensitivity": "secret"},
         ]
     )
     assert [(i.index, i.verdict, i.match.id if i.match else None) for i in r.items] == [
-        (0, "new", None),
+        (0, "exact", "kp_coffee"),  # the shared copy agent-a sees; never agent-b's kp_other
         (1, "exact", "kp_mine"),
     ]
     assert [(s.index, s.reason) for s in r.skipped] == [
