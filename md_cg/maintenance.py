@@ -422,6 +422,7 @@ def health(
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan, forgotten)
+        findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
             findings += _log_findings(engine)
@@ -508,6 +509,67 @@ def misplaced(e: index.Entry) -> bool:
     return (folder.startswith(layout.BUCKET_PREFIX) or folder == paths.ORPHAN) and folder != (
         e.bucket or paths.ORPHAN
     )
+
+
+#: Entries looked at outside the layer folders by :func:`_stray_findings` (a store root
+#: holds a README and a few settings files, not a tree to walk).
+STRAY_SCAN_LIMIT = 2000
+
+
+def _stray_findings(root: str) -> list[Finding]:
+    """A ``stray_file`` finding for each node file outside the layer folders (at the root,
+    or up to two folders down in a folder of its own): moved one folder off by hand or
+    by a merge, md-cg reads none of them, and the memory was gone from every read without
+    a word. A ``.md`` file counts when its frontmatter names an id and a known layer."""
+    out: list[Finding] = []
+    seen = 0
+    stack: list[tuple[str, int]] = [("", 0)]
+    while stack:
+        rel, depth = stack.pop()
+        try:
+            with os.scandir(os.path.join(root, rel) if rel else root) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > STRAY_SCAN_LIMIT:
+                return out
+            name, child = entry.name, f"{rel}/{entry.name}" if rel else entry.name
+            if name.startswith(".") or (not rel and (name in LAYERS or name == paths.ARCHIVE_DIR)):
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                if depth < 2:
+                    stack.append((child, depth + 1))
+            elif name.endswith(paths.NODE_SUFFIX) and entry.is_file(follow_symlinks=False):
+                node_id, layer = _frontmatter_names(root, child)
+                if node_id is not None and layer is not None:
+                    detail = (
+                        f"a node file (layer {layer}) outside the layer folders: md-cg does not read it; "
+                        f"move it into {layer}/ and run sync()"
+                    )
+                    out.append(Finding("stray_file", detail, child, node_id))
+    return out
+
+
+def _frontmatter_names(root: str, rel: str) -> tuple[str | None, str | None]:
+    """The ``id`` and ``layer`` a file's frontmatter names (from its first 4 KiB), or Nones."""
+    try:
+        head, _ = fsops.read_file(root, rel, head=4096)
+    except (OSError, UnsafePathError):
+        return None, None
+    lines = head.decode("utf-8", "replace").removeprefix("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None, None
+    found: dict[str, str] = {}
+    for line in lines[1:]:
+        if line.strip() == "---":
+            break
+        key, sep, value = line.partition(":")
+        if sep and key in ("id", "layer"):
+            found[key] = value.strip().strip("'\"")
+    layer = found.get("layer")
+    return found.get("id") or None, layer if layer in LAYERS else None
 
 
 def _entry_findings(state: IndexState, scan: index.Scan, forgotten: Collection[str]) -> list[Finding]:

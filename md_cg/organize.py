@@ -314,7 +314,9 @@ class _Matcher:
         return self.nodes[node_id]
 
     def rows(self, ids: Iterable[str], scope: tuple[object, object, object]) -> list[tuple[str, str, str]]:
-        own, shared = [], []  # a memory of the candidate's own scope is the better match
+        # a memory of the candidate's own scope is the better match
+        own: list[tuple[str, str, str]] = []
+        shared: list[tuple[str, str, str]] = []
         for node_id in ids:
             node = self.node(node_id)
             if node is not None and _covers(_node_scope(node), scope):

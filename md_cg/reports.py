@@ -21,6 +21,7 @@ FINDING_KINDS: dict[str, str] = {
     "duplicate_id": "error",  # one id, several files (sync keeps one)
     "temp_file": "warning",  # a leftover temp file (sync removes it)
     "misplaced_file": "warning",  # a file outside the folder its frontmatter implies
+    "stray_file": "warning",  # a node file outside the layer folders (md-cg does not read it)
     "dangling_edge": "warning",  # an edge whose target is not in the store
     "self_edge": "warning",  # an edge from a node to itself (imported or hand-edited; neighbours skips it)
     "bucket_degraded": "warning",  # condition buckets no longer route well

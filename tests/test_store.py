@@ -507,3 +507,28 @@ def test_health_names_a_forgotten_node_whose_file_came_back(tmp_path: Path) -> N
         )
         s.forget("gym", "wrong, again")
         assert s.health().findings == ()
+
+
+def test_health_names_a_node_file_moved_outside_the_layer_folders(tmp_path: Path) -> None:
+    """`git mv knowledge/.../kp_deadline.md notes/` (or to the root): the memory left every
+    read and health said OK. A README or other Markdown without node frontmatter is not named."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(knowledge("kp_deadline", body="The Atlas deadline is in March"))
+        rel = s.entry("kp_deadline").path
+    (root / "notes" / "deep").mkdir(parents=True)
+    (root / rel).rename(root / "notes" / "kp_deadline.md")
+    (root / "README.md").write_text("# My memory\n\nNotes of the agent.\n", encoding="utf-8")
+    (root / "notes" / "deep" / "plain.md").write_text("---\ntitle: x\n---\nnot a node\n", encoding="utf-8")
+    with MdCG(root) as s:
+        s.sync()
+        found = [(f.kind, f.node_id, f.path, f.detail) for f in s.health().findings]
+        assert found == [
+            (
+                "stray_file",
+                "kp_deadline",
+                "notes/kp_deadline.md",
+                "a node file (layer knowledge) outside the layer folders: md-cg does not read it; "
+                "move it into knowledge/ and run sync()",
+            )
+        ]
