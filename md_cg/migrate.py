@@ -254,7 +254,7 @@ class MigrationReport:
         lines.append(
             f"  rows {self.rows:,}: {self.migrated:,} good, {len(self.bad_rows_of('nodes')):,} bad"
             + (
-                f", {len(self.bad_rows_of('edges')):,} orphan edge row(s)"
+                f", {len(self.bad_rows_of('edges')):,} edge row(s) left out"
                 if self.bad_rows_of("edges")
                 else ""
             )

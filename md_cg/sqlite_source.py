@@ -56,6 +56,7 @@ from typing import Any
 
 from .errors import InvalidNodeError, MdcgError
 from .node import (
+    EDGE_TYPES,
     FIELD_ORDER,
     LIFECYCLE_FIELDS,
     MAX_DEPTH,
@@ -423,7 +424,10 @@ def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The frontmatter form of one edge row (raises ``ValueError`` for a bad ``extra``)."""
     edge: dict[str, Any] = {"target": _id_text(row.get("target"))}
     if row.get("type") is not None:
-        edge["type"] = row["type"]
+        kind = row["type"]
+        if isinstance(kind, str) and kind.strip().lower() in EDGE_TYPES:
+            kind = kind.strip().lower()  # 'Causal' is causal
+        edge["type"] = kind
     if row.get("confidence") is not None:
         edge["confidence"] = row["confidence"]
     if row.get("verified") is not None:
@@ -435,6 +439,21 @@ def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
         if key not in edge:
             edge[key] = value
     return edge
+
+
+def _edge_problem(edge_row: Mapping[str, Any], node_id: str) -> str | None:
+    """Why one ``edges`` row cannot be an edge of ``node_id`` (None: it can): the node
+    migrates without it, and the edge row is reported on its own."""
+    for column, value in edge_row.items():
+        if isinstance(value, BadText):
+            return f"column {column!r} is {value.error}"
+    try:
+        edge = Edge.from_value(_edge_from_row(edge_row), node_id=node_id)
+        validate(Node(id=node_id, layer="knowledge", body="-", edges=[edge]))
+    except (ValueError, InvalidNodeError) as exc:
+        text = str(exc)
+        return text.removeprefix(f"node {node_id!r}: ")
+    return None
 
 
 def _row_fields(
@@ -590,13 +609,29 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
                 continue
             first_seen[node_id] = rowid
             folded[id_fold(node_id)] = (node_id, rowid)
-        edge_rows = [e for _, e in edges_by_source.get(node_id, ())] if isinstance(node_id, str) else []
+        edge_rows, bad_edges = [], []
+        for edge_rowid, edge_row in edges_by_source.get(node_id, ()) if isinstance(node_id, str) else ():
+            problem = _edge_problem(edge_row, node_id)
+            if problem is None:
+                edge_rows.append(edge_row)
+            else:
+                bad_edges.append((edge_rowid, edge_row, problem))
         try:
             node = row_to_node(row, edge_rows)
         except InvalidNodeError as exc:
             yield RowResult(rowid, raw_id, None, f"{where}: {exc}")
             continue
         yield RowResult(rowid, raw_id, node, None)
+        for edge_rowid, edge_row, problem in bad_edges:  # the node stands without them
+            target = edge_row.get("target")
+            shown = target if not isinstance(target, bytes) else bytes(target)
+            yield RowResult(
+                edge_rowid,
+                edge_row.get("source"),
+                None,
+                f"edges rowid {edge_rowid}: the edge {node_id!r} -> {shown!r} is left out: {problem}",
+                table="edges",
+            )
     for source, items in edges_by_source.items():
         if source in first_seen:
             continue

@@ -173,7 +173,7 @@ def test_bad_rows_are_reported_by_rowid_and_the_good_rows_migrate(tmp_path: Path
         assert (two.body, two.extra) == ("", {"mood": "calm"})
         assert two.edges == [Edge("nowhere", "similar", None, 0)]
     text = report.render()
-    assert "rows 11: 2 good, 9 bad, 1 orphan edge row(s)" in text
+    assert "rows 11: 2 good, 9 bad, 1 edge row(s) left out" in text
     assert "nodes rowid 4 (id 'good_1'): duplicate id, first seen at nodes rowid 1" in text
     assert "edges rowid 3 (source 'ghost'): source 'ghost' (target 'good_1')" in text
     # The command line: bad rows alone exit 0, --strict makes them exit 1.

@@ -231,3 +231,21 @@ def test_kept_reason_ignores_a_stamp_the_run_itself_left(tmp_path: Path) -> None
         s.update("a1", body="the agent's own words")
         why = kept_reason(s, row, {}, False)
         assert why is not None and why.endswith("after the source's version (body, updated_at)")
+
+
+def test_one_unusual_edge_leaves_the_edge_out_not_the_memory(tmp_path: Path) -> None:
+    """A node with one edge of type 'related' (or a BLOB column in edges) was a bad row:
+    the whole memory was dropped. 'Causal' is causal."""
+    src = _source(tmp_path / "src.sqlite", [("a", "knowledge", "alpha"), ("b", "knowledge", "beta")])
+    _exec(src, "CREATE TABLE edges (source, target, type)")
+    _exec(src, "INSERT INTO edges VALUES ('a', 'b', 'Causal'), ('a', 'b', 'related'), ('b', 'a', 'part_of')")
+    report = migrate(src, tmp_path / "m")
+    assert report.ok and report.migrated == 2
+    assert [(r.table, r.rowid, r.reason) for r in report.bad_rows] == [
+        ("edges", 2, "the edge 'a' -> 'b' is left out: field 'edges' has an edge type outside "
+         "part_of, causal, sequential, spatial, hierarchical, similar, supersedes (got 'related')"),
+    ]  # fmt: skip
+    with MdCG(tmp_path / "m") as s:
+        assert [(e.target, e.type) for e in s.get("a").edges] == [("b", "causal")]
+        assert [(e.target, e.type) for e in s.get("b").edges] == [("a", "part_of")]
+    assert "rows 2: 2 good, 0 bad, 1 edge row(s) left out" in report.render()
