@@ -515,13 +515,20 @@ class Engine:
         """Store validated nodes as one commit (see :meth:`md_cg.MdCG.add_many`).
 
         ``check(entry)`` is called, under the ids' locks, for every id that
-        already exists, and may refuse it (the caller's scope)."""
+        already exists -- or whose twin does (case, normalisation) -- and may refuse
+        it (the caller's scope: a twin outside it is refused without being named)."""
         with self.hold(n.id for n in batch):
             if check is not None:
                 for node in batch:
                     current = self.state.entries.get(node.id)
                     if current is not None:
                         check(current)
+                    elif (twin := self.state.twin_of(node.id)) is not None:
+                        try:
+                            check(self.state.entries[twin])
+                        except DuplicateIdError as exc:  # told by the id asked for, not the twin's
+                            text = str(exc).replace(repr(twin), repr(node.id))
+                            raise DuplicateIdError(node.id, "", text, archived=exc.archived) from None
             staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp)
             self.commit(staged, dels, durable=durable)
             return out

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import fsops, maintenance, paths, visibility
+from . import fsops, maintenance, paths, retention, visibility
 from .engine import Engine
 from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
 from .index import Entry, IndexState
@@ -71,13 +71,16 @@ def forget_many(
     durable: bool | None = None,
     event: str = "forget",
     keep: Callable[[Entry], bool] | None = None,
+    scope: Scope | None = None,
 ) -> list[Deleted]:
     """Forget ``node_ids`` (see the module docstring); return what was removed, in order.
 
     Refuses before writing anything when an id is unknown or protected.
     ``keep(entry)``, checked under the locks, may skip an id instead (the
     sweep skips a node that is no longer expired). Edges into the forgotten
-    nodes from nodes that stay are left dangling and returned with each node.
+    nodes from nodes that stay are left dangling and returned with each node --
+    those from nodes the caller sees (``scope``): another scope's ids are never
+    named, in the result or the tombstone.
     """
     ids = list(dict.fromkeys(check_id(i) for i in node_ids))
     why = check_reason(ids[0] if ids else "", reason)
@@ -104,10 +107,15 @@ def forget_many(
             if not entries:
                 return []
             ids = [e.id for e in entries]
-            incoming = {i: tuple(e for e in engine.incoming(i) if e[0] not in doomed) for i in ids}
+            state = engine.state
+            seen = (lambda src: src in state.entries and scope.admits(state.entries[src])) if scope else None
+            incoming = {
+                i: tuple(e for e in engine.incoming(i) if e[0] not in doomed and (seen is None or seen(e[0])))
+                for i in ids
+            }
             nodes = [engine.read_node(e.path) for e in entries]
             now = time.time()
-            closed = {i: visibility.left_closed(engine.state, i, doomed, now) for i in ids}
+            closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(
                 [
                     {
@@ -126,6 +134,16 @@ def forget_many(
             engine.commit([], [(e.id, e.path) for e in entries], durable=durable)
         scrub(engine, ids, {e.path.rsplit("/", 1)[0] for e in entries})
     return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
+
+
+def sweep(
+    engine: Engine, tombstones: AppendLog, expired: Sequence[str], scope: Scope | None
+) -> list[Deleted]:
+    """Remove the expired temporary nodes ``expired`` (reason ``expired``, event
+    ``sweep``), each checked again under its lock (:func:`md_cg.retention.sweepable`)."""
+    keep = retention.sweepable(scope)
+    why = retention.SWEEP_REASON
+    return forget_many(engine, tombstones, expired, why, force=True, event="sweep", keep=keep, scope=scope)
 
 
 def scope_fields(entry: Entry) -> dict[str, str]:

@@ -50,7 +50,7 @@ import orjson
 from . import paths
 from .errors import InvalidNodeError, InvalidVerdictError, NodeNotFoundError
 from .judge import STATES
-from .node import Node
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
 from .protocol import StoreEngine
 from .script import fold
 
@@ -236,13 +236,15 @@ class Reflection:
     dd: float
     d2d: float
     states: dict[str, int] = field(default_factory=dict)
-    #: the scope of the handle that reflected (absent: a handle without agent or workspace)
+    #: the scope of the handle that reflected (absent: a handle without agent or workspace,
+    #: or without scope at all), and the most sensitive level it read (its query may tell)
     agent: str | None = None
     workspace: str | None = None
+    sensitivity: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        for key in ("agent", "workspace"):
+        for key in ("agent", "workspace", "sensitivity"):
             if out[key] is None:
                 del out[key]
         return out
@@ -291,17 +293,31 @@ def read_reflections(store: StoreEngine) -> list[Reflection]:
             r = Reflection(**rec)
         except TypeError:
             continue  # not a reflection record
-        if scope is None or (r.agent, r.workspace) == (scope.agent, scope.workspace):
+        if scope is None or (
+            (r.agent, r.workspace) == (scope.agent, scope.workspace)
+            and _level(r.sensitivity) <= _level(scope.max_sensitivity)
+        ):
             out.append(r)
     return out
 
 
-def _series(store: StoreEngine) -> list[Reflection]:
-    """The caller's own series (its agent and workspace; none for an unscoped handle),
-    over which t, dD/dt and d²D/dt² run: another agent's searches are not this one's gap."""
+def _level(sensitivity: str | None) -> int:
+    """The rank of a sensitivity (absent: the default), unknown ones above every known one."""
+    level = sensitivity or DEFAULT_SENSITIVITY
+    return SENSITIVITY_LEVELS.index(level) if level in SENSITIVITY_LEVELS else len(SENSITIVITY_LEVELS)
+
+
+def _key(store: StoreEngine) -> tuple[str | None, str | None, str | None]:
     scope = store.scope
-    key = (scope.agent, scope.workspace) if scope is not None else (None, None)
-    return [r for r in read_reflections(store) if (r.agent, r.workspace) == key]
+    return (scope.agent, scope.workspace, scope.max_sensitivity) if scope is not None else (None, None, None)
+
+
+def _series(store: StoreEngine) -> list[Reflection]:
+    """The caller's own series (its agent, workspace and sensitivity; none for an
+    unscoped handle), over which t, dD/dt and d²D/dt² run: another agent's searches
+    are not this one's gap."""
+    key = _key(store)
+    return [r for r in read_reflections(store) if (r.agent, r.workspace, r.sensitivity) == key]
 
 
 def reflect(
@@ -337,8 +353,9 @@ def reflect(
             dd=round(dd, 12),
             d2d=round(d2d, 12),
             states=counts,
-            agent=store.scope.agent if store.scope is not None else None,
-            workspace=store.scope.workspace if store.scope is not None else None,
+            agent=_key(store)[0],
+            workspace=_key(store)[1],
+            sensitivity=_key(store)[2],
         )
         log.append([rec.to_dict()])
     return rec

@@ -421,7 +421,7 @@ def health(
         scan = index.scan_files(engine.root_str)
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
-        findings += _entry_findings(state, scan, forgotten)
+        findings += _entry_findings(state, scan, forgotten, absent)
         findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
@@ -572,7 +572,11 @@ def _frontmatter_names(root: str, rel: str) -> tuple[str | None, str | None]:
     return found.get("id") or None, layer if layer in LAYERS else None
 
 
-def _entry_findings(state: IndexState, scan: index.Scan, forgotten: Collection[str]) -> list[Finding]:
+def _entry_findings(
+    state: IndexState, scan: index.Scan, forgotten: Collection[str], absent: Collection[str] = ()
+) -> list[Finding]:
+    """Findings about the indexed nodes; an edge to an id in ``absent`` (outside the
+    caller's scope) is dangling as an edge to no node is: its existence is not told."""
     out: list[Finding] = []
     files = scan.files
     for e in sorted(state.entries.values(), key=lambda x: x.id):
@@ -616,7 +620,7 @@ def _entry_findings(state: IndexState, scan: index.Scan, forgotten: Collection[s
                         e.id,
                     )
                 )
-            elif target not in state.entries and target not in forgotten:
+            elif (target not in state.entries or target in absent) and target not in forgotten:
                 out.append(
                     Finding(
                         "dangling_edge",

@@ -120,20 +120,26 @@ def settings_problems(root: str) -> list[str]:
     return out
 
 
-def stamp_scope(node: Node, scope: visibility.Scope | None) -> None:
+def stamp_scope(node: Node, scope: visibility.Scope | None, *, fill: bool = True) -> None:
     """Put ``node`` in the writer's scope; refuse a node meant for another scope.
 
-    A handle with a scope writes its agent and workspace into nodes that
-    have none; a node naming another agent or workspace, or more sensitive
-    than the handle may read, raises InvalidArgumentError (it could never be
-    read back through this handle).
+    A handle with a scope writes its agent and workspace into new nodes that
+    have none (``fill``), and, when it may not read ``normal`` memories, its
+    own sensitivity into one that has none; a node naming another agent or
+    workspace, or more sensitive than the handle may read, raises
+    InvalidArgumentError (it could never be read back through this handle).
+    ``fill=False`` (an update of a stored node) only checks: a shared memory
+    an agent edits stays shared.
     """
     if scope is None:
         return
+    if fill and node.sensitivity is None and not visibility.reads_normal(scope):
+        node.sensitivity = scope.max_sensitivity
     for field, mine in (("agent_scope", scope.agent), ("workspace_scope", scope.workspace)):
         have = getattr(node, field)
         if have is None:
-            setattr(node, field, mine)
+            if fill:
+                setattr(node, field, mine)
         elif have != mine:
             raise InvalidArgumentError(
                 f"node {node.id!r}: {field} {have!r} is outside this store handle's scope ({mine!r})",
@@ -270,7 +276,9 @@ def supersede(
 
     Refused, with nothing written: an archived node (either side), a
     temporary ``new_id`` (expired or not: once it goes the old fact would stay
-    hidden), and a ``new_id`` that is itself superseded -- by ``old_id`` that
+    hidden), a ``new_id`` some reader of ``old_id`` may not see (a narrower
+    scope or a higher sensitivity: a shared fact closed by one agent's private
+    note), and a ``new_id`` that is itself superseded -- by ``old_id`` that
     would be a cycle that hides both, by another node it would hide the old
     fact behind a stale one. Checked under both nodes' locks; one commit writes both."""
     if old_id == new_id:
@@ -287,6 +295,14 @@ def supersede(
 
     def link(node: Node) -> None:
         entry = engine.state.entries[new_id]
+        if visibility.narrower(entry, engine.state.entries[old_id]):
+            raise InvalidArgumentError(
+                f"node {new_id!r} is seen by fewer readers than {old_id!r} (another agent or "
+                f"workspace, or more sensitive): superseding would hide {old_id!r} from readers "
+                "who cannot see its successor",
+                name="new_id",
+                value=new_id,
+            )
         if entry.retention_tier == "temp" or visibility.is_expired(entry, now):
             # It goes when it expires, and the fact it replaced would stay hidden for good.
             raise InvalidArgumentError(

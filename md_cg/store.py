@@ -406,11 +406,13 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         closed: list[str] = []
 
         def refuse(entry: Entry) -> None:
-            self._check_scope(entry)
-            incoming.extend(eng.incoming(entry.id))
+            self._check_scope(entry)  # and below: another scope's ids are never named
+            scope, entries = self._scope, eng.state.entries
+            incoming.extend(e for e in eng.incoming(entry.id) if scope is None or scope.admits(entries[e[0]]))
             if incoming and not force:
                 raise NodeHasIncomingEdgesError(entry.id, incoming)
-            closed.extend(visibility.left_closed(eng.state, entry.id, (entry.id,), time.time()))
+            left = visibility.left_closed(eng.state, [entry.id], [entry.id], time.time(), self._scope)
+            closed.extend(left[entry.id])
 
         node = eng.remove(node_id, durable=durable, check=refuse)
         return Deleted(node, tuple(incoming), tuple(closed))
@@ -439,7 +441,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                 self._check_scope(e)
         tombstones = self.log(paths.AUDIT_DIR)
         return forgetting.forget_many(
-            self._engine, tombstones, list(node_ids), reason, force=force, durable=durable
+            self._engine, tombstones, list(node_ids), reason, force=force, durable=durable, scope=self._scope
         )
 
     def tombstones(self) -> list[dict[str, Any]]:
@@ -462,11 +464,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             expired = tuple(retention.expired_ids(eng, self._scope, time.time()))
         if dry_run or not expired:
             return SweepReport(expired, (), dry_run)
-        tombstones = self.log(paths.AUDIT_DIR)
-        keep = retention.sweepable(self._scope)
-        gone = forgetting.forget_many(
-            eng, tombstones, expired, retention.SWEEP_REASON, force=True, event="sweep", keep=keep
-        )
+        gone = forgetting.sweep(eng, self.log(paths.AUDIT_DIR), expired, self._scope)
         return SweepReport(expired, tuple(d.node.id for d in gone), False)
 
     # -- search ------------------------------------------------------------------------------
@@ -675,7 +673,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         with eng.lock:
             eng.fresh()
             state, scope = eng.state, self._scope
-            absent = {i for i in state.restricted if scope is not None and not scope.admits(state.entries[i])}
+            absent = visibility.out_of_scope(state, scope)
             extra += retention.expired_findings(state, state.restricted - absent, time.time())
             tombstones = self.tombstones()
             extra += [f for f in forgetting.returned(state, tombstones) if f.node_id not in absent]

@@ -378,6 +378,10 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
         except InvalidArgumentError as exc:
             report.bad.append(BadRecord(where, node.id, _reason(exc)))
             continue
+        why = _taken_elsewhere(store, node.id)
+        if why is not None:
+            report.bad.append(BadRecord(where, node.id, why))
+            continue
         if windows_device_name(node.id) is not None and _held(store, node.id) is None:
             try:
                 check_new_id(node.id)
@@ -470,6 +474,25 @@ class _Writer:
 
 def _taken(plan: Planned) -> list[BadRecord]:
     return [BadRecord(where, node.id, status) for where, node, status in plan if status.startswith("id ")]
+
+
+def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
+    """Why a record may not take ``node_id`` though no memory the caller sees holds it:
+    a memory out of the caller's scope holds it, or an id differing only by letter case
+    or Unicode normalisation is stored (one file on macOS and Windows); None when free
+    or the caller's own. Ids are one namespace: ``add`` would refuse these too."""
+    store._engine.fresh()
+    state = store._engine.state  # the whole index: the caller's view would miss them
+    if node_id in state.entries:
+        if _held(store, node_id) is None:
+            return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
+        return None
+    twin = state.twin_of(node_id)
+    if twin is None:
+        return None
+    if _held(store, twin) is None:
+        return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
+    return f"id {node_id!r} differs from the stored {twin!r} only by letter case or Unicode normalisation"
 
 
 def _held(store: MdCG, node_id: str) -> Entry | None:

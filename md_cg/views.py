@@ -496,23 +496,33 @@ class Lifecycle(_Handle):
             if "retention_tier" in changes and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
             merge_mod.settle(node, changes)  # an edit of what a merge left in conflict resolves it
-            retention.stamp_scope(node, self._scope)
+            retention.stamp_scope(node, self._scope, fill=False)  # shared stays shared
+            if not (redecide or "expires_at" in changes):
+                return node
+            closed = visibility.left_closed(state, [node_id], [node_id], now, self._scope)[node_id]
+            explicit = chosen or ("retention_tier" in changes and node.retention_tier is not None)
+            if closed and (
+                (explicit and node.retention_tier == "temp")
+                or ("expires_at" in changes and node.expires_at is not None)
+            ):
+                raise _temporary_successor(node_id, closed)
             if redecide:
-                closed = visibility.left_closed(state, node_id, (node_id,), now)
-                explicit = chosen or ("retention_tier" in changes and node.retention_tier is not None)
-                if closed and explicit and node.retention_tier == "temp":
-                    raise InvalidArgumentError(
-                        f"node {node_id!r} superseded {', '.join(map(repr, closed))}: as a temporary "
-                        "memory it would expire and leave that fact hidden for good; reopen the old "
-                        "fact first (valid_until None; mdcg update ID --reopen) or keep this one",
-                        name="retention_tier",
-                        value="temp",
-                    )
                 d = self._ret.decide(node, now=now, previous=before, explicit=explicit, keep=bool(closed))
                 decided.append((node, d))
             return node
 
         return change
+
+
+def _temporary_successor(node_id: str, closed: Sequence[str]) -> InvalidArgumentError:
+    """The refusal to give the only successor of closed facts an expiry."""
+    return InvalidArgumentError(
+        f"node {node_id!r} superseded {', '.join(map(repr, closed))}: as a temporary "
+        "memory it would expire and leave that fact hidden for good; reopen the old "
+        "fact first (valid_until None; mdcg update ID --reopen) or keep this one",
+        name="retention_tier",
+        value="temp",
+    )
 
 
 class Recall(_Handle):

@@ -146,20 +146,49 @@ def superseded_by(state: IndexState, node_id: str, scope: Scope | None = None) -
     return found[0] if found else None
 
 
-def left_closed(state: IndexState, node_id: str, going: Collection[str], now: float) -> tuple[str, ...]:
-    """The ids ``node_id`` supersedes that no node outside ``going`` supersedes and
-    whose ``valid_until`` has passed: once ``node_id`` is removed they stay closed
-    (hidden as superseded) until reopened (``update(id, valid_until=None)``)."""
-    out = []
-    for target, etype in state.entries[node_id].edges if node_id in state.entries else ():
-        entry = state.entries.get(target)
-        if etype != "supersedes" or entry is None or target in going:
-            continue
-        if entry.valid_until is None or entry.valid_until > now:
-            continue
-        if not any(t == "supersedes" and s not in going for s, t in state.reverse.get(target, ())):
-            out.append(target)
-    return tuple(sorted(set(out)))
+def left_closed(
+    state: IndexState,
+    node_ids: Iterable[str],
+    going: Collection[str],
+    now: float,
+    scope: Scope | None = None,
+) -> dict[str, tuple[str, ...]]:
+    """For each of ``node_ids`` (removed together with every id of ``going``): the facts
+    it supersedes whose ``valid_until`` has passed and that no live node outside
+    ``going`` supersedes -- once it goes they stay closed (hidden as superseded) with
+    no current version, until reopened (``update(id, valid_until=None)``). Only facts
+    the caller sees (``scope``) are named. Each fact's successors are looked at once,
+    however many of the removed nodes supersede it."""
+    going = set(going)
+    orphaned: dict[str, bool] = {}
+    out: dict[str, tuple[str, ...]] = {}
+    for node_id in node_ids:
+        entry = state.entries.get(node_id)
+        found = set()
+        for target, etype in entry.edges if entry is not None else ():
+            fact = state.entries.get(target) if etype == "supersedes" and target not in going else None
+            if fact is None or fact.valid_until is None or fact.valid_until > now:
+                continue
+            if scope is not None and not scope.admits(fact):
+                continue
+            if target not in orphaned:
+                orphaned[target] = all(s in going for s in successors(state, target, None, now))
+            if orphaned[target]:
+                found.add(target)
+        out[node_id] = tuple(sorted(found))
+    return out
+
+
+def narrower(new: Entry, old: Entry) -> bool:
+    """Whether some reader of ``old`` may not read ``new`` (another agent or workspace,
+    or more sensitive): ``new`` superseding ``old`` would hide the fact from them with
+    no successor they can see."""
+    if new.agent_scope is not None and new.agent_scope != old.agent_scope:
+        return True
+    if new.workspace_scope is not None and new.workspace_scope != old.workspace_scope:
+        return True
+    new_level = _RANK.get(new.sensitivity or DEFAULT_SENSITIVITY, len(_RANK))
+    return new_level > _RANK.get(old.sensitivity or DEFAULT_SENSITIVITY, len(_RANK))
 
 
 def reason(state: IndexState, entry: Entry, scope: Scope | None, show: Show, now: float) -> str | None:
@@ -188,9 +217,28 @@ def not_found(state: IndexState, entry: Entry, scope: Scope | None, show: Show) 
     return NodeNotFoundError(entry.id)
 
 
+def reads_normal(scope: Scope | None) -> bool:
+    """Whether the caller may read ``normal`` memories (every node without a lifecycle
+    field is one): a handle limited to ``public`` may not, and every node is then a
+    candidate for hiding, not only the restricted ones."""
+    return scope is None or _RANK[scope.max_sensitivity] >= _RANK[DEFAULT_SENSITIVITY]
+
+
+def out_of_scope(state: IndexState, scope: Scope | None) -> set[str]:
+    """The ids of ``state`` outside the caller's scope."""
+    if scope is None:
+        return set()
+    pool = state.restricted if reads_normal(scope) else state.entries.keys()
+    return {i for i in pool if not scope.admits(state.entries[i])}
+
+
 def visible(state: IndexState, entry: Entry, scope: Scope | None, show: Show = DEFAULT) -> bool:
     """True when the caller sees ``entry`` now."""
-    if not entry.restricted and (show.include_superseded or entry.id not in state.superseded):
+    if (
+        not entry.restricted
+        and (show.include_superseded or entry.id not in state.superseded)
+        and reads_normal(scope)
+    ):
         return True
     return reason(state, entry, scope, show, time.time()) is None
 
@@ -212,7 +260,9 @@ class Filter:
         due = math.inf  # the next moment an entry's visibility changes by time alone
         entries = state.entries
         candidates: Iterable[str] = state.restricted
-        if not show.include_superseded:
+        if not reads_normal(self.scope):
+            candidates = state.entries.keys()
+        elif not show.include_superseded:
             candidates = state.restricted | state.superseded
         for node_id in candidates:
             e = entries.get(node_id)

@@ -21,7 +21,7 @@ import pytest
 from conftest import python_env
 
 from md_cg import MdCG, Scope
-from md_cg.errors import ImportSourceError, NodeNotFoundError
+from md_cg.errors import ImportSourceError, InvalidArgumentError, NodeNotFoundError
 from md_cg.transfer import import_nodes
 
 
@@ -153,3 +153,120 @@ def test_a_scoped_import_names_each_record_of_another_scope(tmp_path: Path) -> N
         report = import_nodes(s, str(src), skip_bad=True)
         assert report.ids == ["c1"] and s.ids() == ["c1"]
     assert os.path.isdir(tmp_path / "m")
+
+
+# -- second round: what the first fixes missed ---------------------------------------------
+
+
+def test_an_agents_edit_of_a_shared_memory_leaves_it_shared(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as trusted:
+        trusted.add(id="shared1", layer="knowledge", body="The office opens at 9")
+    alice, bob = _pair(tmp_path / "m")
+    bob.update("shared1", importance=0.9)
+    assert bob.get("shared1").agent_scope is None and bob.get("shared1").importance == 0.9
+    assert alice.get("shared1").importance == 0.9  # still everyone's
+    alice.close()
+    bob.close()
+
+
+def test_a_public_only_handle_reads_and_writes_only_public_memories(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as t:
+        t.add(id="n_norm", layer="self", body="normal note about tea")
+        t.add(id="n_norm2", layer="self", body="another normal tea", sensitivity="normal")
+        t.add(id="n_priv", layer="self", body="private tea", sensitivity="private")
+        t.add(id="n_pub", layer="self", body="public tea", sensitivity="public")
+    with MdCG(tmp_path / "m", scope=Scope(max_sensitivity="public")) as p:
+        assert p.ids() == ["n_pub"] and len(p) == 1 and "n_norm" not in p
+        assert [r.id for r in p.search("tea", record=False)[0]] == ["n_pub"]
+        with pytest.raises(NodeNotFoundError):
+            p.get("n_norm")
+        assert p.add_rejected("Cache is slow", "it is fast").sensitivity == "public"
+        assert p.health().nodes == 2
+
+
+def test_removing_and_superseding_never_names_or_hides_another_scopes_memory(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    alice, bob = _pair(root)
+    alice.add(id="a_old", layer="self", body="Alice lives in Porto")
+    alice.add(id="a1", layer="self", body="Alice likes tea")
+    bob.add(id="b_new", layer="self", body="Bob note")
+    bob.add(id="b3", layer="self", body="Bob links", edges=[{"target": "a1", "type": "similar"}])
+    with MdCG(root) as trusted:
+        with pytest.raises(InvalidArgumentError) as err:  # bob's note would hide alice's fact from her
+            trusted.supersede("a_old", "b_new")
+        assert str(err.value).startswith("node 'b_new' is seen by fewer readers than 'a_old'")
+        trusted.add(id="shared2", layer="self", body="The office is in Lisbon")
+    with pytest.raises(InvalidArgumentError):
+        bob.supersede("shared2", "b_new")
+    assert alice.get("shared2").valid_until is None
+    gone = alice.forget("a1", "tidy")
+    assert gone.incoming == ()  # b3's edge is bob's: not named
+    assert alice.tombstones()[-1]["dangling"] == []
+    alice.close()
+    bob.close()
+
+
+def test_left_closed_counts_only_live_successors_and_names_only_visible_facts(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="o", layer="self", body="old fact")
+        s.add(id="n1", layer="self", body="new fact")
+        s.add(id="n2", layer="self", body="another new fact", edges=[{"target": "o", "type": "supersedes"}])
+        s.supersede("o", "n1")
+        s.archive(["n2"])  # an archived successor no longer stands in for the fact
+        assert s.delete("n1", force=True).left_closed == ("o",)
+
+
+def test_the_only_successor_gets_no_expiry_through_expires_at_either(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="p", layer="self", body="The user lives in Porto")
+        s.add(id="q", layer="self", body="The user lives in Lisbon")
+        s.supersede("p", "q")
+        with pytest.raises(InvalidArgumentError, match=r"^node 'q' superseded 'p': as a temporary memory"):
+            s.update("q", expires_at=time.time() + 5)
+        assert s.get("q").expires_at is None
+
+
+def test_a_case_twin_of_another_scopes_id_is_refused_without_naming_it(tmp_path: Path) -> None:
+    from md_cg import DuplicateIdError
+
+    alice, bob = _pair(tmp_path / "m")
+    bob.add(id="Report-Q3", layer="knowledge", body="bob's report")
+    with pytest.raises(DuplicateIdError) as err:
+        alice.add(id="report-q3", layer="knowledge", body="alice's report")
+    assert str(err.value) == (
+        "node id 'report-q3' is taken by a memory outside this handle's scope; choose another id"
+    )
+    alice.close()
+    bob.close()
+
+
+def test_reflections_of_a_more_sensitive_handle_stay_with_it(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    secret = MdCG(root, scope=Scope(max_sensitivity="secret"), refresh_interval=0)
+    public = MdCG(root, scope=Scope(max_sensitivity="public"), refresh_interval=0)
+    secret.reflect("CEO Jane salary", ["ACCEPT"])
+    public.reflect("lunch menu", ["DEFER"])
+    assert [r.query for r in public.reflections()] == ["lunch menu"]
+    assert [r.query for r in secret.reflections()] == ["CEO Jane salary", "lunch menu"]
+    assert (secret.last_d().t, public.last_d().t) == (0, 0)  # type: ignore[union-attr]
+    secret.close()
+    public.close()
+
+
+def test_a_scoped_import_lists_ids_another_scope_holds_as_bad_records(tmp_path: Path) -> None:
+    alice, bob = _pair(tmp_path / "m")
+    bob.add(id="bob-plan", layer="knowledge", body="bob's plan")
+    bob.add(id="Bob-Case", layer="knowledge", body="bob's case")
+    src = tmp_path / "in.jsonl"
+    records = [{"id": "bob-plan", "body": "x"}, {"id": "bob-case", "body": "y"}, {"id": "imp1", "body": "z"}]
+    src.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    dry = import_nodes(alice, str(src), skip_bad=True, dry_run=True)
+    assert dry.ids == ["imp1"] and [b.where for b in dry.bad] == ["line 1", "line 2"]
+    done = import_nodes(alice, str(src), skip_bad=True, overwrite=True)
+    assert done.ids == ["imp1"] and alice.ids() == ["imp1"]
+    assert {b.reason for b in done.bad} == {
+        "id 'bob-plan' is taken by a memory outside this handle's scope; choose another id",
+        "id 'bob-case' is taken by a memory outside this handle's scope; choose another id",
+    }
+    alice.close()
+    bob.close()
