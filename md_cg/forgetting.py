@@ -177,7 +177,10 @@ def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Findin
     last: dict[str, dict[str, Any]] = {}
     for record in tombstones:
         if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
-            last[record["id"]] = record
+            if record.get("event") == "restored":  # brought back on purpose (migrate, overwrite)
+                last.pop(record["id"], None)
+            else:
+                last[record["id"]] = record
     out = []
     for node_id, record in sorted(last.items()):
         e = state.entries.get(node_id)

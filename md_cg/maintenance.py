@@ -518,7 +518,8 @@ STRAY_SCAN_LIMIT = 2000
 
 def _stray_findings(root: str) -> list[Finding]:
     """A ``stray_file`` finding for each node file outside the layer folders (at the root,
-    or up to two folders down in a folder of its own): moved one folder off by hand or
+    in ``archive/`` outside its layer folders, or up to two folders down in a folder of
+    its own): moved one folder off by hand or
     by a merge, md-cg reads none of them, and the memory was gone from every read without
     a word. A ``.md`` file counts when its frontmatter names an id and a known layer."""
     out: list[Finding] = []
@@ -536,8 +537,8 @@ def _stray_findings(root: str) -> list[Finding]:
             if seen > STRAY_SCAN_LIMIT:
                 return out
             name, child = entry.name, f"{rel}/{entry.name}" if rel else entry.name
-            if name.startswith(".") or (not rel and (name in LAYERS or name == paths.ARCHIVE_DIR)):
-                continue
+            if name.startswith(".") or (rel in ("", paths.ARCHIVE_DIR) and name in LAYERS):
+                continue  # the layer folders, archived ones too, are read by the index
             if entry.is_dir(follow_symlinks=False):
                 if depth < 2:
                     stack.append((child, depth + 1))

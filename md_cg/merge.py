@@ -75,9 +75,12 @@ _TIME_FIELDS = ("created_at", "updated_at", "last_access")
 # keeps microseconds (rounded or truncated), a float about 0.25 us at 2026.
 _INSTANT_TOLERANCE = 1.5e-6
 _GITATTRIBUTES_HEADER = "# md-cg: merge node files field by field (docs/git.md)"
-_MARKERS = re.compile(r"^<{7}(?: .*)?\r?\n(?:.*\n)*?={7}\r?\n(?:.*\n)*?>{7}(?: .*)?$", re.MULTILINE)
-# A note about git may quote conflict markers in a fenced code block.
-_FENCED = re.compile(r"^(`{3,}|~{3,}).*?^\1", re.MULTILINE | re.DOTALL)
+# Git's marker lines, whole lines from the first column; a note about git may quote
+# them in a fenced code block (``` or ~~~, indented up to 3 spaces, Markdown's rule).
+_OPEN_MARK = re.compile(r"<{7}(?: .*)?")
+_SEP_MARK = re.compile(r"={7}")
+_CLOSE_MARK = re.compile(r">{7}(?: .*)?")
+_FENCE = re.compile(r" {0,3}(`{3,}|~{3,})(.*)")
 
 
 class _Conflict(Exception):
@@ -532,7 +535,9 @@ def settle(node: Node, changed: Collection[str]) -> None:
     fields = record.get("fields") if isinstance(record, dict) else None
     left = {k: v for k, v in fields.items() if k not in changed} if isinstance(fields, dict) else {}
     body = record.get("body", True) if isinstance(record, dict) else True
-    body = bool(body) and ("body" not in changed or has_conflict_markers(node.body))
+    # settled only by a body with no marker lines at all: a conflict inside a code block
+    # is one too, and sending the merged text back unchanged settles nothing
+    body = bool(body) and ("body" not in changed or _markers(node.body, outside_fences=False))
     if left or body:
         kept = record if isinstance(record, dict) else {}
         node.extra[CONFLICT_KEY] = {**kept, "fields": left, "body": body}
@@ -541,12 +546,34 @@ def settle(node: Node, changed: Collection[str]) -> None:
 
 
 def has_conflict_markers(body: str) -> bool:
-    """True when ``body`` holds git conflict markers outside fenced code blocks."""
+    """True when ``body`` holds git conflict markers: a ``<<<<<<<`` line outside fenced
+    code blocks, then a ``=======`` line and a ``>>>>>>>`` line (wherever they fall:
+    a conflict on a code block's first line opens the fence inside it)."""
     # Every node is checked when it is indexed: almost no body holds a marker at all,
-    # and a substring test is far cheaper than removing fenced blocks first.
-    if "<<<<<<<" not in body:
-        return False
-    return _MARKERS.search(_FENCED.sub("", body)) is not None
+    # and a substring test is far cheaper than a look at its lines.
+    return "<<<<<<<" in body and _markers(body, outside_fences=True)
+
+
+def _markers(body: str, *, outside_fences: bool) -> bool:
+    """The marker lines in order; ``outside_fences``: the opening one outside a fenced
+    code block (an unclosed fence runs to the end, as in Markdown)."""
+    fence: tuple[str, int] | None = None
+    stage = 0
+    for line in body.splitlines():
+        if stage == 0:
+            m = _FENCE.fullmatch(line) if outside_fences else None
+            if m is not None and fence is None and not (m.group(1)[0] == "`" and "`" in m.group(2)):
+                fence = (m.group(1)[0], len(m.group(1)))
+            elif m is not None and fence is not None:
+                if m.group(1)[0] == fence[0] and len(m.group(1)) >= fence[1] and not m.group(2).strip():
+                    fence = None
+            elif fence is None and _OPEN_MARK.fullmatch(line):
+                stage = 1
+        elif stage == 1 and _SEP_MARK.fullmatch(line):
+            stage = 2
+        elif stage == 2 and _CLOSE_MARK.fullmatch(line):
+            return True
+    return False
 
 
 def describe_conflict(path: str, conflict: dict[str, Any]) -> str:

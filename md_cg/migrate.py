@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import fsops, layout, nodefile
+from . import fsops, layout, nodefile, paths
 from .errors import (
     InvalidNodeError,
     LockTimeoutError,
@@ -73,8 +73,9 @@ from .errors import (
     NodeNotFoundError,
     UnsafePathError,
 )
+from .merge import has_conflict_markers
 from .node import LAYERS, Edge, Node
-from .sqlite_source import RowResult, count_rows, dangling_edges, iter_rows, open_readonly
+from .sqlite_source import RowResult, count_rows, iter_rows, open_readonly
 from .store import MdCG
 
 #: Folder of the migration journals, under the store's ``.mdcg/``.
@@ -182,6 +183,9 @@ class MigrationReport:
     write_seconds: float = 0.0
     verify_seconds: float = 0.0
     seconds: float = 0.0
+    #: the good rows' ids and out-edges, for ``dangling_edges`` (filled by the first pass)
+    _good: set[str] = field(default_factory=set, repr=False)
+    _edges: list[tuple[str, str]] = field(default_factory=list, repr=False)
 
     @property
     def dry_run(self) -> bool:
@@ -295,7 +299,7 @@ class MigrationReport:
         if self.layers:
             lines.append("  layers: " + ", ".join(f"{k} {v:,}" for k, v in self.layers.items() if v))
         if self.dangling_edges:
-            lines.append(f"  {len(self.dangling_edges):,} dangling edge(s) kept (target not a node)")
+            lines.append(f"  {len(self.dangling_edges):,} dangling edge(s) kept (target not a migrated node)")
         if self.dest_findings:
             lines.append(
                 "  dest health: " + ", ".join(f"{k} {v}" for k, v in sorted(self.dest_findings.items()))
@@ -546,17 +550,26 @@ def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     row from failing a whole batch commit, and every pass agrees on the rows.
     """
     for row in iter_rows(conn):
-        if row.node is not None:
+        node = row.node
+        if node is not None:
+            where = f"nodes rowid {row.rowid} (id {row.node_id!r})"
             try:
-                nodefile.dump_bytes(row.node)
+                nodefile.dump_bytes(node)
             except (InvalidNodeError, UnicodeError) as exc:
-                row = RowResult(
-                    row.rowid,
-                    row.node_id,
-                    None,
-                    f"nodes rowid {row.rowid} (id {row.node_id!r}): cannot be written to a node file: {exc}",
-                )
+                why = f"{where}: cannot be written to a node file: {exc}"
+                row = RowResult(row.rowid, row.node_id, None, why)
+            else:
+                if has_conflict_markers(node.body):
+                    row = RowResult(row.rowid, row.node_id, None, f"{where}: {CONFLICT_TEXT}")
         yield row
+
+
+#: Why a body with conflict markers is a bad row (and an import's bad record): ``sync``
+#: and ``health`` would take the memory for an unresolved git merge for ever.
+CONFLICT_TEXT = (
+    "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block: "
+    "md-cg would take it for an unresolved git merge; put such text in a fenced code block"
+)
 
 
 def _tally(report: MigrationReport, row: RowResult) -> Node | None:
@@ -566,6 +579,8 @@ def _tally(report: MigrationReport, row: RowResult) -> Node | None:
         return None
     node = row.node
     report.migrated += 1
+    report._good.add(node.id)
+    report._edges.extend((node.id, e.target) for e in node.edges)
     report.layers[node.layer] = report.layers.get(node.layer, 0) + 1
     bucket = layout.bucket_of(node)
     if bucket is not None:
@@ -582,12 +597,19 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     return "created" if same is None else "unchanged" if same else "updated"
 
 
+#: The audit record of a forgotten id that a migration with ``overwrite`` brought back.
+RESTORED = "restored"
+
+
 def forgotten_ids(store: MdCG) -> dict[str, float]:
     """Id -> time of the last forget (or sweep) of each id in the store's tombstones."""
     out: dict[str, float] = {}
     for record in store.tombstones():
         if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
-            out[record["id"]] = float(record["time"])
+            if record.get("event") == RESTORED:
+                out.pop(record["id"], None)  # brought back on purpose since
+            else:
+                out[record["id"]] = float(record["time"])
     return out
 
 
@@ -602,6 +624,12 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
     try:
         entry = store.entry(node.id, include_expired=True, include_archived=True)
     except NodeNotFoundError:
+        twin = store._engine.state.twin_of(node.id)
+        if twin is not None:
+            return (
+                f"the store holds {twin!r}, which differs only by letter case or Unicode "
+                "normalisation (one file on macOS and Windows); rename one of them"
+            )
         if node.id in forgotten and not overwrite:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(forgotten[node.id]))
             return f"forgotten in this store ({when}); not brought back"
@@ -731,6 +759,29 @@ def _resume_point(
     return start_after, interrupted
 
 
+def _writable(
+    store: MdCG, pending: list[Node], forgotten: dict[str, float], report: MigrationReport, src: Path
+) -> list[Node]:
+    """The nodes of a batch to write: the others are kept (:func:`kept_reason`, listed in
+    the report). A forgotten id that ``overwrite`` brings back gets a ``restored`` record
+    in the audit log first, so health does not take it for one git brought back."""
+    writing = []
+    for n in pending:
+        why = kept_reason(store, n, forgotten, report.overwrite)
+        if why is None:
+            writing.append(n)
+        else:
+            report.kept.append((n.id, why))
+    back = [n for n in writing if n.id in forgotten]
+    if back:
+        note = f"migrated again from {src} with overwrite"
+        records = [{"event": RESTORED, "id": n.id, "layer": n.layer, "reason": note} for n in back]
+        store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
+        for n in back:
+            del forgotten[n.id]
+    return writing
+
+
 def _write(
     conn: sqlite3.Connection,
     src: Path,
@@ -758,14 +809,7 @@ def _write(
 
         def flush() -> None:
             nonlocal wrote
-            writing = []
-            for n in pending:
-                why = kept_reason(store, n, forgotten, report.overwrite)
-                if why is None:
-                    writing.append(n)
-                else:
-                    report.kept.append((n.id, why))
-            pending[:] = writing
+            pending[:] = _writable(store, pending, forgotten, report, src)
             before = [_file_state(store, dest, n) for n in pending]
             moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
             batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
@@ -941,7 +985,6 @@ def _run(
             durable=durable,
             overwrite=overwrite,
         )
-        report.dangling_edges = dangling_edges(conn)
         if mode == "dry-run":
             _check_dest(dest_path)
             _dry_run(conn, dest_path, report, progress)
@@ -965,6 +1008,8 @@ def _run(
     finally:
         conn.close()
     report.source_changed = source_identity(src_path) != identity
+    # edges kept in the files whose target is no migrated node (not in the source, or a bad row)
+    report.dangling_edges = [(src, dst) for src, dst in report._edges if dst not in report._good]
     report.seconds = time.perf_counter() - started
     return report
 

@@ -549,8 +549,8 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
     node = validate(node)
     for name in TIME_FIELDS:
         value = getattr(node, name)
-        if value is not None and not _FIRST_INSTANT <= value <= _LAST_INSTANT:
-            hint = "; milliseconds since the epoch? md-cg reads seconds" if value > _LAST_INSTANT else ""
+        if value is not None and not _FIRST_INSTANT <= value < _AFTER_LAST_INSTANT:
+            hint = "; milliseconds since the epoch? md-cg reads seconds" if value > 0 else ""
             raise InvalidNodeError(
                 f"field {name!r} is {value!r} seconds since the epoch, outside the years 1-9999{hint}",
                 field=name,
@@ -563,7 +563,7 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
 
 
 _FIRST_INSTANT = -62135596800.0  # 0001-01-01T00:00:00Z
-_LAST_INSTANT = 253402300799.999999  # 9999-12-31T23:59:59.999999Z
+_AFTER_LAST_INSTANT = 253402300800.0  # 10000-01-01T00:00:00Z (9999-12-31T23:59:59.999999Z is the last)
 
 
 def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:

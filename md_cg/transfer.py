@@ -66,6 +66,7 @@ from .errors import (
     UnsafePathError,
 )
 from .index import Entry
+from .merge import has_conflict_markers
 from .node import Node, build_node, check_layer, check_new_id, content_id, windows_device_name
 from .store import MdCG
 
@@ -379,6 +380,8 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
             report.bad.append(BadRecord(where, node.id, _reason(exc)))
             continue
         why = _taken_elsewhere(store, node.id)
+        if why is None and has_conflict_markers(node.body):
+            why = "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block"
         if why is not None:
             report.bad.append(BadRecord(where, node.id, why))
             continue

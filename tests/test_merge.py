@@ -605,3 +605,48 @@ def test_update_of_what_a_merge_left_in_conflict_resolves_it(tmp_path: Path) -> 
         fenced = "Diff:\n```\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n```\n"
         assert store.add(id="n1", layer="knowledge", body=fenced).body == fenced
         assert store.health().findings == ()
+
+
+def test_conflict_markers_are_found_across_fences_and_not_inside_one() -> None:
+    from md_cg.merge import has_conflict_markers
+
+    # two clones changed the first line of one code block: the fence opens inside the conflict
+    across = "Snippet:\n<<<<<<< ours\n```js\nx = 1\n=======\n```py\nx = 2\n>>>>>>> theirs\n```\n"
+    assert has_conflict_markers(across)
+    assert has_conflict_markers(across.replace("\n", "\r\n"))
+    quoted = "How a conflict looks:\n```\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n```\n"
+    assert not has_conflict_markers(quoted)
+    assert not has_conflict_markers(quoted.replace("```", "~~~~"))
+    assert not has_conflict_markers(
+        quoted.replace("```\n<", "  ```\n<").replace(">>>>>>> b\n```", ">>>>>>> b\n  ```")
+    )
+    assert not has_conflict_markers("Unclosed:\n```\n<<<<<<< HEAD\nmine\n=======\ntheirs\n>>>>>>> b\n")
+    assert not has_conflict_markers("<<<<<<<< eight\n=======\n>>>>>>> x\n")  # not git's seven
+
+
+def test_an_update_settles_nothing_it_did_not_resolve(tmp_path: Path) -> None:
+    """update(extra=...) dropped the merge_conflict record with the old extra; sending the
+    merged body back unchanged settled a conflict that sat inside a code block."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="c3", layer="knowledge", body="```\nx = 1\n```\n")
+        rel = store.entry("c3").path
+    node = nodefile.read_node(root / rel)
+    node.body = "```\n<<<<<<< ours\nx = 1\n=======\nx = 2\n>>>>>>> theirs\n```\n"
+    node.extra["merge_conflict"] = {
+        "fields": {"importance": {"ours": 0.7, "base": 0.5, "theirs": 0.9}},
+        "body": True,
+    }
+    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(root) as store:
+        store.sync()
+        store.update("c3", extra={"source": "note"})
+        assert conflict_of(store.get("c3")) == {
+            "fields": {"importance": {"ours": 0.7, "base": 0.5, "theirs": 0.9}},
+            "body": True,
+        }
+        assert store.get("c3").extra["source"] == "note"
+        store.update("c3", body=node.body, importance=0.7)  # the merged text as it was
+        assert conflict_of(store.get("c3")) == {"fields": {}, "body": True}
+        store.update("c3", body="```\nx = 2\n```\n")
+        assert conflict_of(store.get("c3")) is None and store.health().findings == ()

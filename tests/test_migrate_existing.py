@@ -179,8 +179,9 @@ def test_odd_sources_rowids_views_twins_times_and_blob_edges(tmp_path: Path) -> 
     blob = _source(tmp_path / "blob.sqlite", [("a", "knowledge", "x")])
     _exec(blob, "CREATE TABLE edges (source, target, type)")
     _exec(blob, "INSERT INTO edges VALUES ('a', X'0102', 'causal')")
-    data = migrate(blob, tmp_path / "blob").to_dict()
-    assert json.loads(json.dumps(data))["dangling_edges"] == [["a", "b'\\x01\\x02'"]]
+    data = json.loads(json.dumps(migrate(blob, tmp_path / "blob").to_dict()))  # --json printed it
+    assert data["dangling_edges"] == []  # the BLOB edge was left out, not kept
+    assert [(r["table"], r["rowid"], r["node_id"]) for r in data["bad_rows"]] == [("edges", 1, "a")]
 
 
 def test_a_source_whose_every_row_is_bad_is_not_ok(tmp_path: Path) -> None:
@@ -249,3 +250,54 @@ def test_one_unusual_edge_leaves_the_edge_out_not_the_memory(tmp_path: Path) -> 
         assert [(e.target, e.type) for e in s.get("a").edges] == [("b", "causal")]
         assert [(e.target, e.type) for e in s.get("b").edges] == [("a", "part_of")]
     assert "rows 2: 2 good, 0 bad, 1 edge row(s) left out" in report.render()
+
+
+def test_round_two_store_twins_markers_restores_and_the_last_instant(tmp_path: Path) -> None:
+    """A source id differing from a store id only by case aborted the whole run; a body
+    with conflict markers was stored and flagged a merge conflict for ever; overwrite's
+    deliberate return of a forgotten memory was reported as git bringing it back; a time
+    of 9999-12-31T23:59:59.99999 became year 10000."""
+    dest = tmp_path / "m"
+    with MdCG(dest) as s:
+        s.add(id="Note", layer="knowledge", body="the store's own note")
+    src = _source(
+        tmp_path / "src.sqlite",
+        [
+            ("note", "knowledge", "lower case"),
+            ("ok", "knowledge", "fine"),
+            ("diff", "knowledge", "How it looks:\n<<<<<<< ours\na\n=======\nb\n>>>>>>> theirs\n"),
+            ("late", "knowledge", "late"),
+        ],
+    )
+    _exec(src, "ALTER TABLE nodes ADD COLUMN created_at")
+    _exec(src, "UPDATE nodes SET created_at = 253402300799.99999 WHERE id = 'late'")
+    report = migrate(src, dest)
+    assert report.ok and report.created == 1
+    assert [(i, why.split(",")[0]) for i, why in report.kept] == [
+        ("note", "the store holds 'Note'"),
+    ]
+    assert sorted((r.node_id, r.reason.split(":")[0]) for r in report.bad_rows) == [
+        ("diff", "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block"),
+        ("late", "field 'created_at' is 253402300800.0 seconds since the epoch, outside the years "
+         "1-9999; milliseconds since the epoch? md-cg reads seconds"),
+    ]  # fmt: skip
+    with MdCG(dest) as s:
+        assert s.ids() == ["Note", "ok"]
+        s.forget("ok", "wrong")
+    back = migrate(src, dest, overwrite=True)
+    assert back.ok and back.created == 1
+    with MdCG(dest) as s:
+        assert s.ids() == ["Note", "ok"] and s.health().findings == ()
+        assert [t.get("event") for t in s.tombstones()] == ["forget", "restored"]
+
+
+def test_a_node_file_in_archive_outside_its_layer_folders_is_named(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="s1", layer="knowledge", body="x")
+        rel = s.entry("s1").path
+    (root / "archive" / "misc").mkdir(parents=True)
+    (root / rel).rename(root / "archive" / "misc" / "s1.md")
+    with MdCG(root) as s:
+        s.sync()
+        assert [(f.kind, f.path) for f in s.health().findings] == [("stray_file", "archive/misc/s1.md")]
