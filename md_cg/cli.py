@@ -1639,7 +1639,10 @@ def import_(
     """Import memories from JSON lines (mdcg export, or other tools' text/content/memory records)."""
     from md_cg import import_nodes
 
-    with _open(ctx, root, read_only=dry_run) as store, _bar(ctx, quiet, "importing") as update:
+    with (
+        _open(ctx, root, read_only=dry_run, create=not dry_run) as store,
+        _bar(ctx, quiet, "importing") as update,
+    ):
         report = import_nodes(
             store,
             source,
@@ -1794,6 +1797,7 @@ def bench(
         tables = benchmark.run(kind=kind, sizes=size_list, progress=say)
     text = tables if tables.endswith("\n") else tables + "\n"
     if out is not None:
+        out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text, encoding="utf-8")
     sys.stdout.write(text)
 

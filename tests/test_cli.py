@@ -899,8 +899,9 @@ def test_bench_writes_the_table(runner: CliRunner, tmp_path: Path, monkeypatch: 
 
 
 def test_bench_runs_the_real_search_benchmark(runner: CliRunner, tmp_path: Path) -> None:
-    out_file = tmp_path / "search.md"
+    out_file = tmp_path / "bench" / "out" / "search.md"  # the folder is made (cli.md's example failed)
     out = run(runner, "bench", "--kind", "search", "--sizes", "60", "--out", out_file).stdout
+    assert out_file.read_text(encoding="utf-8") == out
     assert out.startswith("### Search") and "| 60 | recall@10 vs sqlite LIKE" in out
     # the filtered rows: a tag of about 5% and one of about 25% of the nodes, beside FTS5 + the tag
     filtered = [line for line in out.splitlines() if "tag filter" in line]

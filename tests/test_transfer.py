@@ -262,8 +262,7 @@ def test_cli_export_pipes_into_import(varied: Path, tmp_path: Path) -> None:
     out = cli("export", "--root", varied, "--tag", "ops")
     assert out.exit_code == 0
     assert [orjson.loads(x)["id"] for x in out.stdout_bytes.splitlines()] == ["zh"]
-    dest = tmp_path / "b"
-    cli("init", "--root", dest)
+    dest = tmp_path / "b"  # no `mdcg init` first: import creates the store (it said "no such store folder")
     got = cli("import", "-", "--root", dest, "--tag", "moved", input=out.stdout_bytes)
     assert got.exit_code == 0
     assert got.stdout.startswith("<stdin>: 1 record(s): 1 new, 0 changed, 0 unchanged (")
