@@ -139,6 +139,8 @@ JSON_COLUMNS: tuple[str, ...] = (
 TEXT_OR_JSON_COLUMNS: tuple[str, ...] = ("spatial", "temporal", "semantic_coordinates", "entity_id")
 # Node fields that are lists (absent = []), the rest of JSON fields are None when absent.
 _LIST_FIELDS = frozenset({"tags", "non_applicable_conditions", "verification_history"})
+# A time written as a number in a TEXT cell.
+_EPOCH_TEXT = re.compile(r"-?\d+(?:\.\d+)?")
 # Plain columns copied to the field of the same name (NULL = absent).
 _PLAIN_COLUMNS: tuple[str, ...] = (
     "modality",
@@ -244,7 +246,12 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
         columns = _columns(conn, "nodes")
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise MdcgError(f"{p}: not a readable sqlite database ({exc})") from None
+        hint = (
+            "; another process holds a lock on it (a write in progress): try again when it is done"
+            if "locked" in str(exc)
+            else ""
+        )
+        raise MdcgError(f"{p}: not a readable sqlite database ({exc}){hint}") from None
     if not columns:
         conn.close()
         raise MdcgError(f"{p}: the database has no 'nodes' table")
@@ -467,6 +474,8 @@ def _row_fields(
             continue
         if column == "access_count" and isinstance(value, float) and value.is_integer():
             value = int(value)
+        if column in TIME_FIELDS and isinstance(value, str) and _EPOCH_TEXT.fullmatch(value.strip()):
+            value = float(value)  # '1700000000' stored as TEXT: seconds, as in a REAL column
         kwargs[column] = value
     extra: dict[str, Any] = {}
     for column in JSON_COLUMNS:
@@ -518,6 +527,8 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
     if lowered.get("layer") is None:
         problems.append("column 'layer' is NULL")
     content = lowered.get("content")
+    if isinstance(content, int | float) and not isinstance(content, bool):
+        content = str(content)  # a number stored as the text, as an integer id is read
     if content is None:
         problems.append("column 'content' is NULL (use '' for an empty body)")
     elif not isinstance(content, str):

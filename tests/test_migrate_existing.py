@@ -301,3 +301,18 @@ def test_a_node_file_in_archive_outside_its_layer_folders_is_named(tmp_path: Pat
     with MdCG(root) as s:
         s.sync()
         assert [(f.kind, f.path) for f in s.health().findings] == [("stray_file", "archive/misc/s1.md")]
+
+
+def test_numbers_where_text_is_expected_are_read_as_a_source_means_them(tmp_path: Path) -> None:
+    """An INTEGER content was a bad row ('holds a int, expected text'); epoch seconds
+    stored as TEXT were rejected with an ISO 8601 message."""
+    src = _source(
+        tmp_path / "src.sqlite",
+        [("n1", "knowledge", 42, "1700000000"), ("n2", "knowledge", "text", "1700000000.5")],
+        columns="id, layer, content, created_at",
+    )
+    report = migrate(src, tmp_path / "m")
+    assert report.ok and report.created == 2 and report.bad_rows == []
+    with MdCG(tmp_path / "m") as s:
+        assert (s.get("n1").body, s.get("n1").created_at) == ("42", 1700000000.0)
+        assert s.get("n2").created_at == 1700000000.5
