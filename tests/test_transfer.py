@@ -319,15 +319,20 @@ def test_two_processes_importing_one_file_store_every_memory_once(tmp_path: Path
         assert all(store.get(content_id(t)).body == t for t in texts[::37])
 
 
-def test_cli_import_never_creates_a_store(tmp_path: Path) -> None:
+def test_cli_import_creates_a_new_store_but_a_dry_run_does_not(tmp_path: Path) -> None:
+    """As migrate does its DEST and add its store (export | import into a new folder failed);
+    a dry run writes nothing, so it refuses a folder that is not there."""
     source = tmp_path / "n.jsonl"
     source.write_bytes(b'{"text": "from a file"}\n')
-    result = CliRunner(env={"MDCG_ROOT": None}).invoke(
-        app, ["import", str(source), "--root", str(tmp_path / "m")]
-    )
-    assert result.exit_code == 2
-    assert result.stderr.startswith(f"error: {tmp_path / 'm'}: no such store folder")
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    dry = runner.invoke(app, ["import", str(source), "--dry-run", "--root", str(tmp_path / "m")])
+    assert dry.exit_code == 2
+    assert dry.stderr.startswith(f"error: {tmp_path / 'm'}: no such store folder")
     assert not (tmp_path / "m").exists()
+    done = runner.invoke(app, ["import", str(source), "--root", str(tmp_path / "m")])
+    assert done.exit_code == 0, done.output
+    with MdCG(tmp_path / "m", read_only=True) as store:
+        assert [store.get(i).body for i in store.ids()] == ["from a file"]
 
 
 def test_a_failed_export_leaves_the_old_file_and_no_temp(
