@@ -165,13 +165,22 @@ def edit_text(engine: Engine, node_id: str, change: Callable[[str], str], *, dur
 
 
 def rename(
-    engine: Engine, old_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
+    engine: Engine,
+    old_id: str,
+    new_id: str,
+    *,
+    layer: str | None = None,
+    durable: bool | None = None,
+    sees: Callable[[Entry], bool] | None = None,
 ) -> Node:
     """Give the node ``old_id`` the id ``new_id`` (and optionally a new layer).
 
     One commit writes the renamed node, re-points the edges of every node
     that linked to ``old_id`` and removes the old file: all or nothing. The
-    new id must be free (twins included).
+    new id must be free (twins included). ``sees(entry)``: the caller's scope --
+    only the nodes it sees have their edges re-pointed (another scope's files
+    are not rewritten, nor told the new id), and an id held by a node it does
+    not see is refused without naming that node.
     """
     check_id(old_id)
     check_new_id(new_id)
@@ -191,7 +200,8 @@ def rename(
                 if not now_sources <= sources:
                     sources |= now_sources
                     continue
-                return _rename_locked(engine, old_id, new_id, layer, sorted(now_sources), durable)
+                mine = sorted(i for i in now_sources if sees is None or sees(engine.state.entries[i]))
+                return _rename_locked(engine, old_id, new_id, layer, mine, durable, sees)
 
 
 def _sources(engine: Engine, node_id: str) -> set[str]:
@@ -199,7 +209,13 @@ def _sources(engine: Engine, node_id: str) -> set[str]:
 
 
 def _rename_locked(
-    engine: Engine, old_id: str, new_id: str, layer: str | None, sources: Sequence[str], durable: bool | None
+    engine: Engine,
+    old_id: str,
+    new_id: str,
+    layer: str | None,
+    sources: Sequence[str],
+    durable: bool | None,
+    sees: Callable[[Entry], bool] | None = None,
 ) -> Node:
     current = engine.state.entries.get(old_id)
     if current is None:
@@ -215,6 +231,15 @@ def _rename_locked(
     node.updated_at = quantise_instant(now)
     renamed = stage(validate(node), archived=current.archived)  # an archived node stays archived
     if old_id != new_id:
+        state = engine.state
+        holder = state.entries.get(new_id) or state.entries.get(state.twin_of(new_id) or "")
+        if holder is not None and sees is not None and not sees(holder):
+            raise InvalidArgumentError(
+                f"cannot rename {old_id!r} to {new_id!r}: the id is taken by a memory outside this "
+                "handle's scope; choose another id",
+                name="new_id",
+                value=new_id,
+            )
         existing = engine.check_new(node, renamed.rel)
         if existing is not None:
             raise InvalidArgumentError(

@@ -519,16 +519,7 @@ class Engine:
         it (the caller's scope: a twin outside it is refused without being named)."""
         with self.hold(n.id for n in batch):
             if check is not None:
-                for node in batch:
-                    current = self.state.entries.get(node.id)
-                    if current is not None:
-                        check(current)
-                    elif (twin := self.state.twin_of(node.id)) is not None:
-                        try:
-                            check(self.state.entries[twin])
-                        except DuplicateIdError as exc:  # told by the id asked for, not the twin's
-                            text = str(exc).replace(repr(twin), repr(node.id))
-                            raise DuplicateIdError(node.id, "", text, archived=exc.archived) from None
+                check_taken(self.state, batch, check)
             staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp)
             self.commit(staged, dels, durable=durable)
             return out
@@ -581,8 +572,10 @@ class Engine:
         unarchive: Sequence[str] = (),
         durable: bool | None,
         check: Callable[[Entry], None] | None = None,
+        check_add: Callable[[Entry], None] | None = None,
     ) -> tuple[list[str], list[str]]:
         """Add new nodes, archive and unarchive others: one commit, all or nothing.
+        ``check_add(entry)`` may refuse an added id that a node (or a twin) holds.
 
         Archiving moves a node's file byte for byte to ``archive/<its path>``
         (a put of the same bytes and a del of the old path in the same
@@ -592,6 +585,8 @@ class Engine:
         """
         ids = [n.id for n in batch] + list(archive) + list(unarchive)
         with self.hold(ids):
+            if check_add is not None:
+                check_taken(self.state, batch, check_add)
             staged, dels, _ = self._stage_batch(list(batch), overwrite=False, stamp=True)
             moved: tuple[list[str], list[str]] = ([], [])
             for wanted, group, done in ((True, archive, moved[0]), (False, unarchive, moved[1])):
@@ -721,6 +716,22 @@ class Engine:
     def incoming(self, node_id: str) -> tuple[tuple[str, str], ...]:
         """(source id, edge type) of every edge pointing at ``node_id`` from another node."""
         return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
+
+
+def check_taken(state: index.IndexState, batch: Sequence[Node], check: Callable[[Entry], None]) -> None:
+    """``check(entry)`` for each id of ``batch`` that a node holds, or a twin of it
+    (case, normalisation): the caller's scope may refuse it, told by the id asked
+    for, never by the twin's (another scope's spelling is not named). Inside a hold."""
+    for node in batch:
+        current = state.entries.get(node.id)
+        if current is not None:
+            check(current)
+        elif (twin := state.twin_of(node.id)) is not None:
+            try:
+                check(state.entries[twin])
+            except DuplicateIdError as exc:
+                text = str(exc).replace(repr(twin), repr(node.id))
+                raise DuplicateIdError(node.id, "", text, archived=exc.archived) from None
 
 
 def is_read_only_error(exc: OSError) -> bool:

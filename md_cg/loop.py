@@ -91,9 +91,12 @@ def _scope_parts(scope: Any) -> tuple[str, ...]:
     record the same text get two ids, so one neither collides with the other's nor
     learns that it holds that text. Nothing for a handle without agent or workspace
     (the ids of earlier versions)."""
-    if scope is None or (scope.agent is None and scope.workspace is None):
+    if scope is None:
         return ()
-    return (f"agent:{scope.agent or ''}", f"workspace:{scope.workspace or ''}")
+    parts = (f"agent:{scope.agent or ''}", f"workspace:{scope.workspace or ''}")
+    if scope.max_sensitivity != DEFAULT_SENSITIVITY:  # a public-only handle is a reader of its own
+        return (*parts, f"sensitivity:{scope.max_sensitivity}")
+    return () if scope.agent is None and scope.workspace is None else parts
 
 
 def rejected_id(hypothesis: str, scope: Any = None) -> str:

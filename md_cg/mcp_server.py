@@ -196,6 +196,8 @@ def _hinted(exc: Exception) -> str:
             "the `sync` tool takes it in (then `update` it), or call `remember` with "
             "overwrite=true to replace it"
         )
+    if isinstance(exc, DuplicateIdError) and not exc.path and not exc.archived:
+        return f"id {exc.node_id!r} is taken by a memory outside this server's scope; choose another id"
     if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
         return (
             f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "

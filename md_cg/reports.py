@@ -6,7 +6,8 @@ from the package but :mod:`md_cg.routing` (for the bucket-health figures).
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from .node import Node
@@ -176,3 +177,37 @@ class MaintenanceReport:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
+    """What a scoped handle is told of a sync: only the ids it sees (before or after),
+    and no paths of files whose owner cannot be told (malformed, refused, temp files):
+    another scope's ids and file names are not named."""
+
+    def ids(items: Iterable[str]) -> tuple[str, ...]:
+        return tuple(i for i in items if seen(i))
+
+    return replace(
+        report,
+        added=ids(report.added),
+        changed=ids(report.changed),
+        deleted=ids(report.deleted),
+        moved=tuple(m for m in report.moved if seen(m.node_id)),
+        malformed=(),
+        duplicates=tuple(d for d in report.duplicates if seen(d[0])),
+        refused=(),
+        twins=tuple(t for t in report.twins if all(seen(i) for i in t)),
+        conflicts=tuple(c for c in report.conflicts if seen(c[0])),
+        temp_removed=(),
+    )
+
+
+def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthReport:
+    """The findings a scoped handle is told: those about nodes it sees, and those about
+    the store as a whole (no node, no path); a file whose owner cannot be told is not named."""
+    findings = tuple(
+        f
+        for f in report.findings
+        if (f.node_id is not None and seen(f.node_id)) or (f.node_id is None and f.path is None)
+    )
+    return replace(report, findings=findings)

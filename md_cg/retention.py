@@ -156,6 +156,20 @@ def stamp_scope(node: Node, scope: visibility.Scope | None, *, fill: bool = True
         )
 
 
+def narrows(node: Node, before: Entry) -> bool:
+    """Whether ``node`` (an edit of the stored ``before``) is seen by fewer readers:
+    an agent or workspace set where there was none (or another), or a higher sensitivity."""
+    for now, was in ((node.agent_scope, before.agent_scope), (node.workspace_scope, before.workspace_scope)):
+        if now != was and now is not None:
+            return True
+    return _rank(node.sensitivity) > _rank(before.sensitivity)
+
+
+def _rank(level: str | None) -> int:
+    level = level or DEFAULT_SENSITIVITY
+    return SENSITIVITY_LEVELS.index(level) if level in SENSITIVITY_LEVELS else len(SENSITIVITY_LEVELS)
+
+
 class Retention:
     """One store handle's retention settings, markers and decision log."""
 

@@ -27,6 +27,7 @@ from . import (
     loop,
     maintenance,
     paths,
+    reports,
     retention,
     temporal,
     views,
@@ -228,8 +229,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         self.close()
 
     def refresh(self) -> list[str]:
-        """Pick up other processes' changes now; return the ids that changed."""
-        return self._engine.refresh()
+        """Pick up other processes' changes now; return the ids that changed (for a scoped
+        handle: those it sees now)."""
+        seen = self._seer()
+        return [i for i in self._engine.refresh() if seen is None or seen(i)]
 
     def log(self, name: str) -> AppendLog:
         """The append-only log ``.mdcg/<name>/`` of this store (reflections, tombstones...),
@@ -390,7 +393,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it."""
         self._check_scope(self._engine.entry(node_id))
-        return editing.rename(self._engine, node_id, new_id, layer=layer, durable=durable)
+        sees = self._scope.admits if self._scope is not None else None
+        return editing.rename(self._engine, node_id, new_id, layer=layer, durable=durable, sees=sees)
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
         """Move a node to another layer (crash-safe)."""
@@ -637,9 +641,12 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """Reconcile the index with files changed outside the engine; finish interrupted writes.
 
         Malformed files, duplicate ids, twins and symlinks are reported, never
-        moved or deleted; ``report.problems`` says whether any was found.
+        moved or deleted; ``report.problems`` says whether any was found. A scoped handle
+        is told only of the nodes it sees (:func:`md_cg.reports.scoped_sync`).
         """
-        return maintenance.sync(self._engine)
+        seen = self._seer()
+        report = maintenance.sync(self._engine)
+        return report if seen is None else reports.scoped_sync(report, seen)
 
     def sync_if_changed(self, min_interval: float = 1.0) -> SyncReport | None:
         """Pick up files changed by hand since the last call, cheaply; None when nothing changed.
@@ -653,9 +660,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         view and writes nothing.
         """
         eng = self._engine
+        seen = self._seer()
         with eng.lock:
             eng.fresh()
-            return self._hand_edits.pick_up(eng, min_interval)
+            report = self._hand_edits.pick_up(eng, min_interval)
+        return report if report is None or seen is None else reports.scoped_sync(report, seen)
 
     def health(self, deep: bool = False) -> HealthReport:
         """Check the store; return typed findings (read-only: writes nothing).
@@ -663,10 +672,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``deep=True`` also compares every entry and the text index with the
         content of its file.
         """
-        extra: list[Finding] = []
         self.synonyms  # noqa: B018 - loads the table, noting a problem with the store file
-        if self._synonyms_problem:
-            extra.append(Finding("synonyms_file", self._synonyms_problem))
+        extra = [Finding("synonyms_file", self._synonyms_problem)] if self._synonyms_problem else []
         extra += [Finding("retention_file", p) for p in retention.settings_problems(self._engine.root_str)]
         extra += self._access_findings()
         eng = self._engine
@@ -679,6 +686,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             extra += [f for f in forgetting.returned(state, tombstones) if f.node_id not in absent]
             gone = {t["id"] for t in tombstones if isinstance(t.get("id"), str)}
             uncounted = self._filter.hidden(state)
-            return maintenance.health(
+            report = maintenance.health(
                 eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted, forgotten=gone
             )
+        seen = self._seer()
+        return report if seen is None else reports.scoped_health(report, seen)

@@ -116,6 +116,21 @@ class _Handle:
 class Reads(_Handle):
     """The public reads of a store handle, each through :mod:`md_cg.visibility`."""
 
+    def _seer(self) -> Callable[[str], bool] | None:
+        """None for a handle without scope; else whether an id is held by a node within
+        the caller's scope now (archived or expired ones too): what a report about the
+        files may name to it. A node gone since cannot be told, so is never named."""
+        scope = self._scope
+        if scope is None:
+            return None
+        engine = self._engine
+
+        def seen(node_id: str) -> bool:
+            e = engine.state.entries.get(node_id)
+            return e is not None and scope.admits(e)
+
+        return seen
+
     def _hidden(self, show: Show = visibility.DEFAULT) -> frozenset[str]:
         """Ids the caller does not see now (fresh index)."""
         self._engine.fresh()
@@ -393,12 +408,18 @@ class Lifecycle(_Handle):
             if key in seen:
                 raise engine_mod.DuplicateIdError(node.id, f"this batch (as {seen[key]!r})")
             seen[key] = node.id
-            retention.stamp_scope(node, self._scope)
+            held = entries.get(node.id) if replacing else None
+            if held is not None and self._scope is not None and not self._scope.admits(held):
+                held = None  # another scope's: the write is refused as taken, nothing told
+            if held is not None and node.agent_scope is None and node.workspace_scope is None:
+                # replacing keeps the memory where it was: a shared one stays shared
+                node.agent_scope, node.workspace_scope = held.agent_scope, held.workspace_scope
+                node.sensitivity = node.sensitivity or held.sensitivity
+            retention.stamp_scope(node, self._scope, fill=held is None)
             if not decide:
                 continue
-            previous = entries.get(node.id) if replacing else None
             explicit = node.retention_tier is not None
-            decided.append((node, self._ret.decide(node, now=now, previous=previous, explicit=explicit)))
+            decided.append((node, self._ret.decide(node, now=now, previous=held, explicit=explicit)))
         return decided
 
     def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]:
@@ -437,7 +458,9 @@ class Lifecycle(_Handle):
         now = time.time()
         decided = self._prepare(batch, now)
         with self._engine.lock:
-            moved, _ = self._engine.change_many(batch, archive=wanted, durable=None, check=self._check_scope)
+            moved, _ = self._engine.change_many(
+                batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
+            )
         self._ret.record(decided, now)
         self._note_archive("archive", moved, "apply_changes")
 
@@ -500,6 +523,14 @@ class Lifecycle(_Handle):
                 node.retention_reason = None  # the old decision's reason no longer holds
             merge_mod.settle(node, changes)  # an edit of what a merge left in conflict resolves it
             retention.stamp_scope(node, self._scope, fill=False)  # shared stays shared
+            shared = before is not None and before.agent_scope is None  # other agents read it
+            if self._scope is not None and before is not None and shared and retention.narrows(node, before):
+                raise InvalidArgumentError(
+                    f"node {node_id!r}: its agent, workspace or sensitivity would hide it from "
+                    "readers who see it now; a scoped handle may not narrow a memory it shares",
+                    name="agent_scope",
+                    value=node.agent_scope,
+                )
             if not (redecide or "expires_at" in changes):
                 return node
             closed = visibility.left_closed(state, [node_id], [node_id], now, self._scope)[node_id]

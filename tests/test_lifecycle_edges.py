@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from conftest import python_env
 
-from md_cg import MdCG, Scope
+from md_cg import MdCG, Node, Scope
 from md_cg.errors import ImportSourceError, InvalidArgumentError, NodeNotFoundError
 from md_cg.transfer import import_nodes
 
@@ -270,3 +270,57 @@ def test_a_scoped_import_lists_ids_another_scope_holds_as_bad_records(tmp_path: 
     }
     alice.close()
     bob.close()
+
+
+# -- third round -----------------------------------------------------------------------
+
+
+def test_round_three_overwrite_rename_sync_and_narrowing_keep_scopes_apart(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as t:
+        t.add(id="sh1", layer="knowledge", body="The office opens at 9")
+        t.add(id="sh2", layer="knowledge", body="Lunch is at noon")
+    alice, bob = _pair(root)
+    # overwrite of a shared memory keeps it shared (it moved into the writer's scope)
+    alice.add(id="sh1", layer="knowledge", body="The office opens at 8", overwrite=True)
+    alice.add_many([Node(id="sh2", layer="knowledge", body="Lunch is at one")], overwrite=True)
+    assert sorted(bob.ids()) == ["sh1", "sh2"] and bob.get("sh1").body == "The office opens at 8"
+    # an agent may not narrow what others read
+    with pytest.raises(InvalidArgumentError, match="may not narrow a memory it shares"):
+        alice.update("sh1", agent_scope="alice")
+    alice.add(id="mine", layer="self", body="my note")
+    # rename re-points only the renamer's edges; another scope's file is left byte for byte
+    bob.add(id="bobnode3", layer="self", body="bob's")
+    alice.add(id="alink", layer="self", body="a link", edges=[{"target": "bobnode3", "type": "similar"}])
+    alink = (root / alice.entry("alink").path).read_bytes()
+    bob.rename("bobnode3", "bob-project-titan")
+    assert (root / alice.entry("alink").path).read_bytes() == alink
+    with pytest.raises(InvalidArgumentError) as err:
+        alice.rename("mine", "Bob-Project-Titan")
+    assert str(err.value) == (  # the id asked for, never bob's spelling or path
+        "cannot rename 'mine' to 'Bob-Project-Titan': the id is taken by a memory outside this "
+        "handle's scope; choose another id"
+    )
+    # sync and refresh name no other scope's ids
+    bob.add(id="bobsecret", layer="self", body="secret")
+    assert "bobsecret" not in alice.refresh()
+    rel = bob.entry("bobsecret").path
+    (root / rel).with_name("bobhand.md").write_text(
+        "---\nid: bobhand\nlayer: self\nagent_scope: bob\n---\nhand\n"
+    )
+    report = alice.sync()
+    assert report.added == () and report.malformed == ()
+    assert [f for f in alice.health().findings if f.node_id and f.node_id.startswith("bob")] == []
+    alice.close()
+    bob.close()
+
+
+def test_a_public_handles_negative_memory_does_not_collide_with_a_normal_ones(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    normal = MdCG(root, scope=Scope(agent="alice"))
+    public = MdCG(root, scope=Scope(agent="alice", max_sensitivity="public"))
+    a = normal.add_rejected("the moon is cheese", "rock")
+    b = public.add_rejected("the moon is cheese", "x")
+    assert a.id != b.id and b.sensitivity == "public"
+    normal.close()
+    public.close()
