@@ -525,19 +525,26 @@ def conflict_of(node: Node) -> dict[str, Any] | None:
     return None
 
 
-def settle(node: Node, changed: Collection[str]) -> None:
+def settle(node: Node, changed: Collection[str], before_body: str | None = None) -> None:
     """Drop from ``node``'s ``merge_conflict`` record what an edit of the fields
     ``changed`` resolved: those fields, and the body when it was given and holds no
-    conflict markers; the key goes when nothing is left unresolved."""
+    marker lines at all -- or was rewritten (differs from ``before_body``, the
+    conflicted text) and holds none outside a code block (a resolution that quotes
+    markers in a fence); the key goes when nothing is left unresolved."""
     record = node.extra.get(CONFLICT_KEY, _ABSENT)
     if record is _ABSENT:
         return
     fields = record.get("fields") if isinstance(record, dict) else None
     left = {k: v for k, v in fields.items() if k not in changed} if isinstance(fields, dict) else {}
     body = record.get("body", True) if isinstance(record, dict) else True
-    # settled only by a body with no marker lines at all: a conflict inside a code block
-    # is one too, and sending the merged text back unchanged settles nothing
-    body = bool(body) and ("body" not in changed or _markers(node.body, outside_fences=False))
+    # a conflict inside a code block is one too: the merged text sent back unchanged
+    # settles nothing, a rewrite that quotes markers in a fence does
+    if "body" in changed:
+        rewritten = before_body is not None and node.body != before_body
+        resolved = not _markers(node.body, outside_fences=False) or (
+            rewritten and not has_conflict_markers(node.body)
+        )
+        body = bool(body) and not resolved
     if left or body:
         kept = record if isinstance(record, dict) else {}
         node.extra[CONFLICT_KEY] = {**kept, "fields": left, "body": body}
@@ -559,7 +566,8 @@ def _markers(body: str, *, outside_fences: bool) -> bool:
     code block (an unclosed fence runs to the end, as in Markdown)."""
     fence: tuple[str, int] | None = None
     stage = 0
-    for line in body.splitlines():
+    for line in body.split("\n"):  # git's lines: \u2028, \x0c and the like do not end one
+        line = line.removesuffix("\r")
         if stage == 0:
             m = _FENCE.fullmatch(line) if outside_fences else None
             if m is not None and fence is None and not (m.group(1)[0] == "`" and "`" in m.group(2)):

@@ -66,6 +66,7 @@ from typing import Any, NamedTuple
 
 from . import fsops, layout, nodefile, paths
 from .errors import (
+    IdCollisionError,
     InvalidNodeError,
     LockTimeoutError,
     MalformedNodeFileError,
@@ -636,11 +637,18 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
         return None
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"
+    # A copy md-cg has stamped later than the row's time (or than a row without one) is
+    # the store's own change. One without a time cannot be told from this migration's own
+    # copy (a hand edit that left updated_at alone): the source's version is written, and
+    # the verification reports such an edit as a mismatch.
     if overwrite or entry.updated_at is None:
         return None
     if node.updated_at is not None and entry.updated_at <= node.updated_at:
         return None
-    actual = store.get(node.id, include_expired=True)
+    try:
+        actual = store.get(node.id, include_expired=True)
+    except (NodeNotFoundError, MalformedNodeFileError, OSError):
+        return None  # the file is gone or broken: the verification names it
     names, _ = diff_nodes(expected_after_retention(store, node, actual), actual)
     if not [n for n in names if n != "updated_at"]:
         return None
@@ -813,7 +821,14 @@ def _write(
             before = [_file_state(store, dest, n) for n in pending]
             moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
             batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
-            store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True)
+            try:
+                store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True)
+            except IdCollisionError:
+                # another process (a second migration, an agent) took a twin id meanwhile
+                store.refresh()
+                pending[:] = _writable(store, pending, forgotten, report, src)
+                flush()
+                return
             if moved:
                 # A move stamps updated_at; put the source's value back.
                 store.add_many(moved, overwrite=True, stamp=False, durable=report.durable, decide=True)
@@ -900,7 +915,7 @@ def _verify(
                 elif node.id in untracked:
                     detail = f"{untracked[node.id]} holds it but the index does not; run sync()"
                     report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
-                else:
+                elif not _kept_since(store, node, report):
                     detail = f"no node file for this id (expected {rel})"
                     report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
                 continue
@@ -910,10 +925,21 @@ def _verify(
             if where != rel:
                 names.append(_PATH)
                 detail = detail or f"file at {where}, expected {rel}"
-            if names:
+            if names and not _kept_since(store, node, report):
                 report.mismatches.append(Mismatch(node.id, tuple(names), detail))
         _tick(progress, offset + done, total)
         report.extras = sorted(set(store.ids()) - good)
+
+
+def _kept_since(store: MdCG, node: Node, report: MigrationReport) -> bool:
+    """Whether a node that differs from its row was changed by another process since the
+    verification's index was read (an agent at work during the migration): the index is
+    brought up to date and the node listed as kept if it now is."""
+    store.refresh()
+    why = kept_reason(store, node, forgotten_ids(store), report.overwrite)
+    if why is not None:
+        report.kept.append((node.id, why))
+    return why is not None
 
 
 def _migrate_locked(
@@ -1009,7 +1035,8 @@ def _run(
         conn.close()
     report.source_changed = source_identity(src_path) != identity
     # edges kept in the files whose target is no migrated node (not in the source, or a bad row)
-    report.dangling_edges = [(src, dst) for src, dst in report._edges if dst not in report._good]
+    kept = {i for i, _ in report.kept}  # their files keep the store's edges, not the row's
+    report.dangling_edges = [(a, b) for a, b in report._edges if b not in report._good and a not in kept]
     report.seconds = time.perf_counter() - started
     return report
 

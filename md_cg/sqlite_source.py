@@ -274,24 +274,32 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _has_rowid(conn: sqlite3.Connection, table: str) -> bool:
-    """Whether ``table`` has rowids to order and resume by (a view answers ``_rowid_``
-    with NULL: its rows are numbered like a WITHOUT ROWID table's)."""
+def _rowid_name(conn: sqlite3.Connection, table: str) -> str | None:
+    """The name that reaches ``table``'s real rowid (``rowid``, ``_rowid_`` or ``oid``: a
+    column of the table by one of those names hides that alias), or None when it has none
+    to order and resume by (WITHOUT ROWID; a view, which answers NULL; all three taken):
+    its rows are then numbered from 1."""
     kind = conn.execute("SELECT type FROM sqlite_master WHERE name = ?", (table,)).fetchone()
     if kind is not None and kind[0] == "view":
-        return False
-    try:
-        conn.execute(f"SELECT _rowid_ FROM {_quote(table)} LIMIT 0")
-    except sqlite3.OperationalError:
-        return False
-    return True
+        return None
+    taken = {c.lower() for c in _columns(conn, table)}
+    for alias in ("_rowid_", "rowid", "oid"):
+        if alias in taken:
+            continue
+        try:
+            conn.execute(f"SELECT {alias} FROM {_quote(table)} LIMIT 0")
+        except sqlite3.OperationalError:
+            return None
+        return alias
+    return None
 
 
 def _select(conn: sqlite3.Connection, table: str, columns: Sequence[str]) -> sqlite3.Cursor:
     """Rows of ``table`` as ``(rowid, *columns)`` in rowid (or primary key) order."""
     cols = ", ".join(_quote(c) for c in columns)
-    if _has_rowid(conn, table):
-        return conn.execute(f"SELECT _rowid_, {cols} FROM {_quote(table)} ORDER BY _rowid_")
+    alias = _rowid_name(conn, table)
+    if alias is not None:
+        return conn.execute(f"SELECT {alias}, {cols} FROM {_quote(table)} ORDER BY {alias}")
     # WITHOUT ROWID tables are ordered by their primary key; number rows from 1.
     return conn.execute(f"SELECT row_number() OVER (), {cols} FROM {_quote(table)}")
 
@@ -577,6 +585,20 @@ _FIRST_INSTANT = -62135596800.0  # 0001-01-01T00:00:00Z
 _AFTER_LAST_INSTANT = 253402300800.0  # 10000-01-01T00:00:00Z (9999-12-31T23:59:59.999999Z is the last)
 
 
+def _id_taken(node_id: str, first_seen: dict[str, int], folded: dict[str, tuple[str, int]]) -> str | None:
+    """Why an earlier row owns ``node_id`` (the same id, or one differing only by case or
+    normalisation), or None."""
+    if node_id in first_seen:
+        return f"duplicate id, first seen at nodes rowid {first_seen[node_id]}"
+    twin = folded.get(id_fold(node_id))
+    if twin is None:
+        return None
+    return (
+        f"the id differs from {twin[0]!r} (nodes rowid {twin[1]}) only by letter case or Unicode "
+        "normalisation: one file on macOS and Windows"
+    )
+
+
 def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     """Every ``nodes`` row in rowid order as a :class:`RowResult`, then orphan edges.
 
@@ -596,27 +618,16 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
         where = f"nodes rowid {rowid} (id {raw_id!r})"
         undecodable = [k for k, v in row.items() if isinstance(v, BadText)]
         if undecodable:
+            if isinstance(node_id, str) and node_id not in first_seen:
+                first_seen[node_id] = rowid  # the first row carrying an id owns it, bad or not
+                folded.setdefault(id_fold(node_id), (node_id, rowid))
             column = undecodable[0]
             yield RowResult(rowid, raw_id, None, f"{where}: column {column!r} is {row[column].error}")
             continue
         if isinstance(node_id, str):
-            if node_id in first_seen:
-                yield RowResult(
-                    rowid,
-                    raw_id,
-                    None,
-                    f"{where}: duplicate id, first seen at nodes rowid {first_seen[node_id]}",
-                )
-                continue
-            twin = folded.get(id_fold(node_id))
-            if twin is not None:
-                yield RowResult(
-                    rowid,
-                    raw_id,
-                    None,
-                    f"{where}: the id differs from {twin[0]!r} (nodes rowid {twin[1]}) only by letter "
-                    "case or Unicode normalisation: one file on macOS and Windows",
-                )
+            taken = _id_taken(node_id, first_seen, folded)
+            if taken is not None:
+                yield RowResult(rowid, raw_id, None, f"{where}: {taken}")
                 continue
             first_seen[node_id] = rowid
             folded[id_fold(node_id)] = (node_id, rowid)

@@ -111,7 +111,9 @@ class ImportReport:
     ``records``: the records read; ``created`` / ``updated`` (``moved`` of them
     changed folder) / ``unchanged`` (the file already holds exactly these
     bytes: not written); ``repeated``: records identical to an earlier one of
-    the source (stored once); ``bad``: the records left out (``skip_bad``).
+    the source (stored once); ``bad``: the records left out (``skip_bad``);
+    ``archived``: the ids whose record says ``"archived": true`` (an export with
+    archived memories), put back in ``archive/`` after the write.
     """
 
     source: str
@@ -124,10 +126,12 @@ class ImportReport:
     repeated: int = 0
     bad: list[BadRecord] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
+    archived: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "archived": list(self.archived),
             "source": self.source,
             "dry_run": self.dry_run,
             "records": self.records,
@@ -237,6 +241,7 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
     if not isinstance(value, dict):
         raise ImportSourceError(f"expected a JSON object, got {type(value).__name__}")
     meta = dict(value)
+    meta.pop(ARCHIVED_KEY, None)  # a state of the store, not a field: see import_nodes
     key = next((k for k in BODY_KEYS if k in meta), None)
     if key is None:
         raise ImportSourceError(f"no text: give it as {', '.join(repr(k) for k in BODY_KEYS)}")
@@ -271,6 +276,10 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
         raise InvalidNodeError(text, field=key, node_id=exc.node_id) from exc
 
 
+#: The key an exported record of an archived memory carries (``export --archived``).
+ARCHIVED_KEY = "archived"
+
+
 def _parse(
     data: bytes, layer: str, tags: Sequence[str], now: float, report: ImportReport
 ) -> tuple[list[tuple[str, Node]], frozenset[str]]:
@@ -291,6 +300,8 @@ def _parse(
         if seen is None:
             first[node.id] = (where, text)
             nodes.append((where, node))
+            if isinstance(value, dict) and value.get(ARCHIVED_KEY) is True:
+                report.archived.append(node.id)
             if not (isinstance(value, dict) and value.get("created_at") is not None):
                 stamped.add(node.id)
         elif seen[1] == text:
@@ -358,6 +369,8 @@ def import_nodes(
     report.ids = [node.id for _w, node, _s in plan]
     if not dry_run:
         plan = writer.write(plan, batch, progress)
+        if report.archived:  # written live first, then moved back to archive/ (one commit)
+            store.archive([i for i in report.archived if i in set(report.ids)])
     for _where, _node, status in plan:
         report.unchanged += status == "unchanged"
         report.created += status == "created"
@@ -576,6 +589,8 @@ def _export_lines(
             continue
         record = node.to_dict(iso_times=True)
         record["body"] = node.body
+        if include_archived and store.entry(node_id, include_archived=True, include_expired=True).archived:
+            record[ARCHIVED_KEY] = True  # import puts it back in archive/, not among live memories
         yield node_id, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
 
 

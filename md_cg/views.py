@@ -514,14 +514,14 @@ class Lifecycle(_Handle):
             state = self._engine.state
             before = state.entries.get(node_id)
             chosen = "retention_tier" not in changes and temporal.was_asked(node.retention_reason)
-            conflict = node.extra.get(merge_mod.CONFLICT_KEY)
+            conflict, before_body = node.extra.get(merge_mod.CONFLICT_KEY), node.body
             for key, value in changes.items():
                 setattr(node, key, value)
             if conflict is not None and merge_mod.CONFLICT_KEY not in node.extra:
                 node.extra = {**node.extra, merge_mod.CONFLICT_KEY: conflict}  # new extra, same conflict
             if "retention_tier" in changes and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
-            merge_mod.settle(node, changes)  # an edit of what a merge left in conflict resolves it
+            merge_mod.settle(node, changes, before_body)  # an edit of a conflicted field resolves it
             retention.stamp_scope(node, self._scope, fill=False)  # shared stays shared
             shared = before is not None and before.agent_scope is None  # other agents read it
             if self._scope is not None and before is not None and shared and retention.narrows(node, before):

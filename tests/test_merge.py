@@ -650,3 +650,25 @@ def test_an_update_settles_nothing_it_did_not_resolve(tmp_path: Path) -> None:
         assert conflict_of(store.get("c3")) == {"fields": {}, "body": True}
         store.update("c3", body="```\nx = 2\n```\n")
         assert conflict_of(store.get("c3")) is None and store.health().findings == ()
+
+
+def test_marker_lines_are_git_lines_and_a_rewrite_quoting_markers_settles(tmp_path: Path) -> None:
+    from md_cg.merge import has_conflict_markers
+
+    # git and CommonMark end lines only at \n (and \r\n): \u2028, \x0c and \x85 do not
+    assert has_conflict_markers("page\x0c```\n<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n")
+    assert has_conflict_markers("Note one\u2028```x\n<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n")
+    assert not has_conflict_markers("a\u2028<<<<<<< x\u2028=======\u2028>>>>>>> y\n")
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="g1", layer="knowledge", body="first\n")
+        rel = store.entry("g1").path
+    node = nodefile.read_node(root / rel)
+    node.body = "<<<<<<< ours\nfirst\n=======\nsecond\n>>>>>>> theirs\n"
+    node.extra["merge_conflict"] = {"fields": {}, "body": True}
+    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(root) as store:
+        store.sync()
+        quoting = "How it looked:\n```\n<<<<<<< ours\nfirst\n=======\nsecond\n>>>>>>> theirs\n```\n"
+        store.update("g1", body=quoting)
+        assert conflict_of(store.get("g1")) is None and store.health().findings == ()

@@ -316,3 +316,61 @@ def test_numbers_where_text_is_expected_are_read_as_a_source_means_them(tmp_path
     with MdCG(tmp_path / "m") as s:
         assert (s.get("n1").body, s.get("n1").created_at) == ("42", 1700000000.0)
         assert s.get("n2").created_at == 1700000000.5
+
+
+def test_round_three_rowid_columns_bad_first_rows_kept_edges_and_archived_exports(tmp_path: Path) -> None:
+    # a user column named _rowid_ hid the real rowid: resume and order came from user data
+    conn = sqlite3.connect(tmp_path / "c.sqlite")
+    with conn:
+        conn.execute('CREATE TABLE nodes (id, layer, content, "_rowid_" INTEGER)')
+        conn.executemany(
+            "INSERT INTO nodes VALUES (?, ?, ?, 1)", [(f"c{i}", "knowledge", f"t{i}") for i in range(10)]
+        )
+    conn.close()
+    calls = []
+
+    def stop(done: int, total: int) -> None:
+        calls.append(done)
+        if len(calls) == 1:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        migrate(tmp_path / "c.sqlite", tmp_path / "c", batch=3, progress=stop)
+    again = migrate(tmp_path / "c.sqlite", tmp_path / "c", batch=3)
+    assert again.ok and again.resumed_from == 3 and again.skipped == 3
+    with MdCG(tmp_path / "c") as s:
+        assert s.ids() == sorted(f"c{i}" for i in range(10))
+    # the first row carrying an id owns it, even when it is bad (undecodable text)
+    conn = sqlite3.connect(tmp_path / "b.sqlite")
+    with conn:
+        conn.execute("CREATE TABLE nodes (id, layer, content)")
+        conn.execute("INSERT INTO nodes VALUES ('a', 'knowledge', CAST(X'ff41' AS TEXT))")
+        conn.execute("INSERT INTO nodes VALUES ('a', 'knowledge', 'second row with id a')")
+    conn.close()
+    report = migrate(tmp_path / "b.sqlite", tmp_path / "b")
+    assert [r.reason for r in report.bad_rows][1] == "duplicate id, first seen at nodes rowid 1"
+    # an edge of a kept row was never written: it is not counted as a kept dangling edge
+    src = _source(tmp_path / "k.sqlite", [("k1", "knowledge", "source version")])
+    _exec(src, "CREATE TABLE edges (source, target, type)")
+    _exec(src, "INSERT INTO edges VALUES ('k1', 'ghost', 'causal')")
+    with MdCG(tmp_path / "k") as s:
+        s.add(id="k1", layer="knowledge", body="the agent's own k1")
+    report = migrate(src, tmp_path / "k")
+    assert [i for i, _ in report.kept] == ["k1"] and report.dangling_edges == []
+
+
+def test_an_archived_memory_goes_back_to_archive_through_export_and_import(tmp_path: Path) -> None:
+    from md_cg.transfer import export_nodes, import_nodes
+
+    with MdCG(tmp_path / "a") as s:
+        s.add(id="live", layer="knowledge", body="still true")
+        s.add(id="old", layer="knowledge", body="put away")
+        s.archive(["old"])
+        export_nodes(s, tmp_path / "all.jsonl", include_archived=True)
+    lines = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
+    assert [(r["id"], r.get("archived")) for r in lines] == [("live", None), ("old", True)]
+    with MdCG(tmp_path / "b") as t:
+        report = import_nodes(t, str(tmp_path / "all.jsonl"))
+        assert report.archived == ["old"]
+        assert t.ids() == ["live"] and t.ids(include_archived=True) == ["live", "old"]
+        assert "archived" not in t.get("old", include_archived=True).extra
