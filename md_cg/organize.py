@@ -291,6 +291,7 @@ class _Matcher:
         self.store = store
         self.nodes: dict[str, Node | None] = {}
         self.text_index = _text_index(store)
+        self.hidden = _hidden(store)
         wanted: dict[str, list[str]] = {dedupe.title_key(c.title): [] for _i, c in accepted}
         keys = self._keys
         if len(keys) > 1_000_000:
@@ -332,7 +333,10 @@ class _Matcher:
         pool: list[str] = []
         # Ask for more than the pool: hits the caller may not see are dropped when read.
         # A lookup of the candidate's own rarest terms, not a question: no feedback.
-        for node_id, _score in self.text_index.match(terms, scope, k=NEAR_POOL * 2, feedback=False):
+        hidden = self.hidden
+        for node_id, _score in self.text_index.match(
+            terms, scope, k=NEAR_POOL * 2, exclude=hidden, feedback=False
+        ):
             if node_id not in skip and self.node(node_id) is not None:
                 pool.append(node_id)
                 if len(pool) == NEAR_POOL:
@@ -403,6 +407,14 @@ def _text_index(store: object) -> Any:
         return engine.state.text
 
 
+def _hidden(store: object) -> Collection[str]:
+    """The ids the caller does not see (none for a store without the facade's filter):
+    left out of the text index's pools before their top k is taken, so that another
+    scope's near copies cannot crowd the caller's own out of them."""
+    hidden = getattr(store, "_hidden", None)
+    return hidden() if callable(hidden) else ()
+
+
 #: Hits of the text index read to confirm an identical body (:func:`identical_ids`).
 IDENTICAL_POOL = 10
 
@@ -432,7 +444,8 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
         return []
     scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
     found = []
-    for node_id, _score in text_index.match(terms, scope, k=IDENTICAL_POOL, feedback=False):
+    hits = text_index.match(terms, scope, k=IDENTICAL_POOL, exclude=_hidden(store), feedback=False)
+    for node_id, _score in hits:
         try:
             node = store.get(node_id)
         except NodeNotFoundError:

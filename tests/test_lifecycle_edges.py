@@ -324,3 +324,18 @@ def test_a_public_handles_negative_memory_does_not_collide_with_a_normal_ones(tm
     assert a.id != b.id and b.sensitivity == "public"
     normal.close()
     public.close()
+
+
+def test_another_scopes_near_copies_do_not_crowd_out_the_callers_own(tmp_path: Path) -> None:
+    """identical/add_unique looked at the whole store's best ten hits before the visibility
+    filter: ten of Bob's notes made Alice's own copy invisible and she stored a duplicate."""
+    alice, bob = _pair(tmp_path / "m")
+    text = "Coffee order for the Zanzibar office: two flat whites"
+    alice.add(id="acoffee", layer="knowledge", body=text)
+    for i in range(12):
+        bob.add(id=f"b{i}", layer="knowledge", body=" ".join([text] * 3) + f" {i}")
+    assert alice.identical(text) == ["acoffee"]
+    node, created = alice.add_unique(body=text, layer="knowledge")
+    assert (node.id, created) == ("acoffee", False)
+    alice.close()
+    bob.close()
