@@ -572,18 +572,10 @@ def test_update_of_what_a_merge_left_in_conflict_resolves_it(tmp_path: Path) -> 
     from md_cg.errors import InvalidNodeError
 
     root = tmp_path / "m"
+    merged = "The user likes\n<<<<<<< ours\nrock\n=======\njazz\n>>>>>>> theirs\n"
+    record = {"fields": {"importance": {"ours": 0.2, "base": 0.5, "theirs": 0.9}}, "body": True}
+    _conflicted(root, "n0", "The user likes jazz", merged, record)
     with MdCG(root) as store:
-        store.add(id="n0", layer="knowledge", body="The user likes jazz")
-        rel = store.entry("n0").path
-    node = nodefile.read_node(root / rel)
-    node.body = "The user likes\n<<<<<<< ours\nrock\n=======\njazz\n>>>>>>> theirs\n"
-    node.extra["merge_conflict"] = {
-        "fields": {"importance": {"ours": 0.2, "base": 0.5, "theirs": 0.9}},
-        "body": True,
-    }
-    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
-    with MdCG(root) as store:
-        store.sync()
         assert [f.kind for f in store.health().findings] == ["merge_conflict"]
         store.update("n0", body="The user likes rock and jazz")
         assert conflict_of(store.get("n0")) == {
@@ -628,25 +620,17 @@ def test_an_update_settles_nothing_it_did_not_resolve(tmp_path: Path) -> None:
     """update(extra=...) dropped the merge_conflict record with the old extra; sending the
     merged body back unchanged settled a conflict that sat inside a code block."""
     root = tmp_path / "m"
+    merged = "```\n<<<<<<< ours\nx = 1\n=======\nx = 2\n>>>>>>> theirs\n```\n"
+    record = {"fields": {"importance": {"ours": 0.7, "base": 0.5, "theirs": 0.9}}, "body": True}
+    _conflicted(root, "c3", "```\nx = 1\n```\n", merged, record)
     with MdCG(root) as store:
-        store.add(id="c3", layer="knowledge", body="```\nx = 1\n```\n")
-        rel = store.entry("c3").path
-    node = nodefile.read_node(root / rel)
-    node.body = "```\n<<<<<<< ours\nx = 1\n=======\nx = 2\n>>>>>>> theirs\n```\n"
-    node.extra["merge_conflict"] = {
-        "fields": {"importance": {"ours": 0.7, "base": 0.5, "theirs": 0.9}},
-        "body": True,
-    }
-    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
-    with MdCG(root) as store:
-        store.sync()
         store.update("c3", extra={"source": "note"})
         assert conflict_of(store.get("c3")) == {
             "fields": {"importance": {"ours": 0.7, "base": 0.5, "theirs": 0.9}},
             "body": True,
         }
         assert store.get("c3").extra["source"] == "note"
-        store.update("c3", body=node.body, importance=0.7)  # the merged text as it was
+        store.update("c3", body=merged, importance=0.7)  # the merged text as it was
         assert conflict_of(store.get("c3")) == {"fields": {}, "body": True}
         store.update("c3", body="```\nx = 2\n```\n")
         assert conflict_of(store.get("c3")) is None and store.health().findings == ()
@@ -660,15 +644,23 @@ def test_marker_lines_are_git_lines_and_a_rewrite_quoting_markers_settles(tmp_pa
     assert has_conflict_markers("Note one\u2028```x\n<<<<<<< ours\nx\n=======\ny\n>>>>>>> theirs\n")
     assert not has_conflict_markers("a\u2028<<<<<<< x\u2028=======\u2028>>>>>>> y\n")
     root = tmp_path / "m"
+    merged = "<<<<<<< ours\nfirst\n=======\nsecond\n>>>>>>> theirs\n"
+    _conflicted(root, "g1", "first\n", merged, {"fields": {}, "body": True})
     with MdCG(root) as store:
-        store.add(id="g1", layer="knowledge", body="first\n")
-        rel = store.entry("g1").path
-    node = nodefile.read_node(root / rel)
-    node.body = "<<<<<<< ours\nfirst\n=======\nsecond\n>>>>>>> theirs\n"
-    node.extra["merge_conflict"] = {"fields": {}, "body": True}
-    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
-    with MdCG(root) as store:
-        store.sync()
         quoting = "How it looked:\n```\n<<<<<<< ours\nfirst\n=======\nsecond\n>>>>>>> theirs\n```\n"
         store.update("g1", body=quoting)
         assert conflict_of(store.get("g1")) is None and store.health().findings == ()
+
+
+def _conflicted(root: Path, node_id: str, first: str, merged: str, record: dict[str, Any]) -> None:
+    """A store holding ``node_id`` as a merge without the driver (or with it) left it:
+    the body ``merged`` and the ``merge_conflict`` ``record``; then synced."""
+    with MdCG(root) as store:
+        store.add(id=node_id, layer="knowledge", body=first)
+        rel = store.entry(node_id).path
+    node = nodefile.read_node(root / rel)
+    node.body = merged
+    node.extra["merge_conflict"] = record
+    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(root) as store:
+        store.sync()
