@@ -525,26 +525,22 @@ def conflict_of(node: Node) -> dict[str, Any] | None:
     return None
 
 
-def settle(node: Node, changed: Collection[str], before_body: str | None = None) -> None:
+def settle(node: Node, changed: Collection[str]) -> None:
     """Drop from ``node``'s ``merge_conflict`` record what an edit of the fields
     ``changed`` resolved: those fields, and the body when it was given and holds no
-    marker lines at all -- or was rewritten (differs from ``before_body``, the
-    conflicted text) and holds none outside a code block (a resolution that quotes
-    markers in a fence); the key goes when nothing is left unresolved."""
+    marker lines at all (not even in a code block); the key goes when nothing is left
+    unresolved."""
     record = node.extra.get(CONFLICT_KEY, _ABSENT)
     if record is _ABSENT:
         return
     fields = record.get("fields") if isinstance(record, dict) else None
     left = {k: v for k, v in fields.items() if k not in changed} if isinstance(fields, dict) else {}
     body = record.get("body", True) if isinstance(record, dict) else True
-    # a conflict inside a code block is one too: the merged text sent back unchanged
-    # settles nothing, a rewrite that quotes markers in a fence does
+    # a conflict inside a code block is one too, and a body that still holds marker lines
+    # anywhere settles nothing: text added around a conflict left in a fence is no
+    # resolution (a resolution that quotes markers is settled by removing the record)
     if "body" in changed:
-        rewritten = before_body is not None and node.body != before_body
-        resolved = not _markers(node.body, outside_fences=False) or (
-            rewritten and not has_conflict_markers(node.body)
-        )
-        body = bool(body) and not resolved
+        body = bool(body) and _markers(node.body, outside_fences=False)
     if left or body:
         kept = record if isinstance(record, dict) else {}
         node.extra[CONFLICT_KEY] = {**kept, "fields": left, "body": body}

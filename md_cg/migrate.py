@@ -624,7 +624,9 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
     """
     try:
         entry = store.entry(node.id, include_expired=True, include_archived=True)
-    except NodeNotFoundError:
+    except NodeNotFoundError as exc:
+        if exc.hint.startswith("its file "):  # a file of that name the index could not use
+            return f"{exc.hint.removesuffix(', then sync')}, then run again (it is not written over)"
         twin = store._engine.state.twin_of(node.id)
         if twin is not None:
             return (
@@ -647,8 +649,10 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
         return None
     try:
         actual = store.get(node.id, include_expired=True)
-    except (NodeNotFoundError, MalformedNodeFileError, OSError):
-        return None  # the file is gone or broken: the verification names it
+    except MalformedNodeFileError as exc:  # a newer memory whose file broke: not written over
+        return f"changed in this store after the source's version, and its file does not parse ({exc})"
+    except (NodeNotFoundError, OSError):
+        return None  # the file is gone: the source's version is written again
     names, _ = diff_nodes(expected_after_retention(store, node, actual), actual)
     if not [n for n in names if n != "updated_at"]:
         return None
@@ -898,11 +902,12 @@ def _verify(
             good.add(node.id)
             if node.id in kept:
                 continue
-            why = kept_reason(store, node, forgotten, report.overwrite)
+            rel = layout.rel_path(node)
+            # a file the index cannot use is a mismatch here (the write pass did not write over it)
+            why = None if rel in unreadable else kept_reason(store, node, forgotten, report.overwrite)
             if why is not None:
                 report.kept.append((node.id, why))
                 continue
-            rel = layout.rel_path(node)
             try:
                 actual = store.get(node.id, include_expired=True)
             except MalformedNodeFileError as exc:
@@ -915,7 +920,7 @@ def _verify(
                 elif node.id in untracked:
                     detail = f"{untracked[node.id]} holds it but the index does not; run sync()"
                     report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
-                elif not _kept_since(store, node, report):
+                elif not _kept_since(store, node, report, forgotten):
                     detail = f"no node file for this id (expected {rel})"
                     report.mismatches.append(Mismatch(node.id, (_MISSING,), detail))
                 continue
@@ -925,18 +930,18 @@ def _verify(
             if where != rel:
                 names.append(_PATH)
                 detail = detail or f"file at {where}, expected {rel}"
-            if names and not _kept_since(store, node, report):
+            if names and not _kept_since(store, node, report, forgotten):
                 report.mismatches.append(Mismatch(node.id, tuple(names), detail))
         _tick(progress, offset + done, total)
         report.extras = sorted(set(store.ids()) - good)
 
 
-def _kept_since(store: MdCG, node: Node, report: MigrationReport) -> bool:
+def _kept_since(store: MdCG, node: Node, report: MigrationReport, forgotten: dict[str, float]) -> bool:
     """Whether a node that differs from its row was changed by another process since the
     verification's index was read (an agent at work during the migration): the index is
     brought up to date and the node listed as kept if it now is."""
     store.refresh()
-    why = kept_reason(store, node, forgotten_ids(store), report.overwrite)
+    why = kept_reason(store, node, forgotten, report.overwrite)
     if why is not None:
         report.kept.append((node.id, why))
     return why is not None

@@ -291,7 +291,6 @@ class _Matcher:
         self.store = store
         self.nodes: dict[str, Node | None] = {}
         self.text_index = _text_index(store)
-        self.hidden = _hidden(store)
         wanted: dict[str, list[str]] = {dedupe.title_key(c.title): [] for _i, c in accepted}
         keys = self._keys
         if len(keys) > 1_000_000:
@@ -333,10 +332,7 @@ class _Matcher:
         pool: list[str] = []
         # Ask for more than the pool: hits the caller may not see are dropped when read.
         # A lookup of the candidate's own rarest terms, not a question: no feedback.
-        hidden = self.hidden
-        for node_id, _score in self.text_index.match(
-            terms, scope, k=NEAR_POOL * 2, exclude=hidden, feedback=False
-        ):
+        for node_id in _visible_hits(self.store, self.text_index, terms, scope, NEAR_POOL + len(skip)):
             if node_id not in skip and self.node(node_id) is not None:
                 pool.append(node_id)
                 if len(pool) == NEAR_POOL:
@@ -407,12 +403,19 @@ def _text_index(store: object) -> Any:
         return engine.state.text
 
 
-def _hidden(store: object) -> Collection[str]:
-    """The ids the caller does not see (none for a store without the facade's filter):
-    left out of the text index's pools before their top k is taken, so that another
-    scope's near copies cannot crowd the caller's own out of them."""
-    hidden = getattr(store, "_hidden", None)
-    return hidden() if callable(hidden) else ()
+def _visible_hits(
+    store: OrganizeStore, text_index: Any, terms: list[tuple[str, float]], scope: Any, want: int
+) -> list[str]:
+    """The best ``want`` hits the caller sees, in rank order. The index ranks every
+    scope's nodes, so its top k is widened (x4, up to 64 x ``want``) until enough of
+    it is the caller's: another scope's near copies cannot crowd the caller's own out."""
+    k = want
+    while True:
+        hits = text_index.match(terms, scope, k=k, feedback=False)
+        seen = [node_id for node_id, _score in hits if node_id in store]
+        if len(seen) >= want or len(hits) < k or k >= 64 * want:
+            return seen[:want]
+        k *= 4
 
 
 #: Hits of the text index read to confirm an identical body (:func:`identical_ids`).
@@ -444,8 +447,7 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
         return []
     scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
     found = []
-    hits = text_index.match(terms, scope, k=IDENTICAL_POOL, exclude=_hidden(store), feedback=False)
-    for node_id, _score in hits:
+    for node_id in _visible_hits(store, text_index, terms, scope, IDENTICAL_POOL):
         try:
             node = store.get(node_id)
         except NodeNotFoundError:

@@ -180,9 +180,10 @@ class MaintenanceReport:
 
 
 def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
-    """What a scoped handle is told of a sync: only the ids it sees (before or after),
-    and no paths of files whose owner cannot be told (malformed, refused, temp files):
-    another scope's ids and file names are not named."""
+    """What a scoped handle is told of a sync: only the ids it sees after it (a node
+    gone since cannot be told: deletions are not reported to it), and nothing about
+    files whose owner cannot be told (malformed, refused, temp files, the losing copy
+    of a duplicate id, twins): another scope's ids and file names are never named."""
 
     def ids(items: Iterable[str]) -> tuple[str, ...]:
         return tuple(i for i in items if seen(i))
@@ -194,20 +195,29 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         deleted=ids(report.deleted),
         moved=tuple(m for m in report.moved if seen(m.node_id)),
         malformed=(),
-        duplicates=tuple(d for d in report.duplicates if seen(d[0])),
+        duplicates=(),
         refused=(),
-        twins=tuple(t for t in report.twins if all(seen(i) for i in t)),
+        twins=(),
         conflicts=tuple(c for c in report.conflicts if seen(c[0])),
         temp_removed=(),
     )
 
 
+def scoped_pickup(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport | None:
+    """:func:`scoped_sync` of a pick-up of hand edits, None when nothing is left to tell
+    (only other scopes' files changed: that they did is not told either)."""
+    told = scoped_sync(report, seen)
+    return None if told.clean and not told.conflicts else told
+
+
 def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthReport:
     """The findings a scoped handle is told: those about nodes it sees, and those about
     the store as a whole (no node, no path); a file whose owner cannot be told is not named."""
+    told = ("duplicate_id", "twin_id")  # name another file or id, whose owner cannot be told
     findings = tuple(
         f
         for f in report.findings
-        if (f.node_id is not None and seen(f.node_id)) or (f.node_id is None and f.path is None)
+        if f.kind not in told
+        and ((f.node_id is not None and seen(f.node_id)) or (f.node_id is None and f.path is None))
     )
     return replace(report, findings=findings)

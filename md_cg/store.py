@@ -664,7 +664,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         with eng.lock:
             eng.fresh()
             report = self._hand_edits.pick_up(eng, min_interval)
-        return report if report is None or seen is None else reports.scoped_sync(report, seen)
+        return report if report is None or seen is None else reports.scoped_pickup(report, seen)
 
     def health(self, deep: bool = False) -> HealthReport:
         """Check the store; return typed findings (read-only: writes nothing).

@@ -361,7 +361,7 @@ def import_nodes(
     report.bad.sort(key=lambda bad: int(bad.where.rpartition(" ")[2]))  # in source order
     if report.bad and not skip_bad:
         raise _bad_error(name, report.bad, "bad record(s)")
-    writer = _Writer(store, name, overwrite, stamped, durable)
+    writer = _Writer(store, name, overwrite, stamped, durable, frozenset(report.archived))
     plan = writer.plan(nodes)
     taken = _taken(plan)
     if taken:
@@ -423,6 +423,8 @@ class _Writer:
     overwrite: bool
     stamped: frozenset[str]
     durable: bool | None
+    #: ids whose record says archived: the same record of an archived memory is unchanged
+    archived: frozenset[str] = frozenset()
 
     def plan(self, nodes: list[tuple[str, Node]]) -> Planned:
         """Each node with what writing it does (created / updated / moved / unchanged),
@@ -440,7 +442,10 @@ class _Writer:
             if node.id in self.stamped and held.created_at is not None:
                 node.created_at = held.created_at
             status = self.store.write_outcome(node)
-            if status == "created":  # archived or expired: out of the reads write_outcome looks at
+            if status == "created" and held.archived and node.id in self.archived:
+                same = fsops.holds(str(self.store.root), held.path, nodefile.dump_bytes(node))
+                status = "unchanged" if same else f"id {node.id!r} is archived here with other content"
+            elif status == "created":  # archived or expired: out of the reads write_outcome looks at
                 status = f"id {node.id!r} is held by an archived or expired memory ({held.path})"
             elif status in ("updated", "moved") and not self.overwrite:
                 status = f"id {node.id!r} is in the store with other content ({held.path})"

@@ -396,6 +396,8 @@ class Lifecycle(_Handle):
         only the creation time set here needs normalising."""
         seen: dict[str, str] = {}
         decided = []
+        if replacing:
+            self._engine.refresh()  # the memory replaced is known as it is now (a shared one stays shared)
         entries = self._engine.state.entries
         for node in batch:
             if not isinstance(node, Node):
@@ -415,6 +417,9 @@ class Lifecycle(_Handle):
                 # replacing keeps the memory where it was: a shared one stays shared
                 node.agent_scope, node.workspace_scope = held.agent_scope, held.workspace_scope
                 node.sensitivity = node.sensitivity or held.sensitivity
+            shared = held is not None and held.agent_scope is None
+            if self._scope is not None and held is not None and shared and retention.narrows(node, held):
+                raise _narrowing(node.id)
             retention.stamp_scope(node, self._scope, fill=held is None)
             if not decide:
                 continue
@@ -514,23 +519,18 @@ class Lifecycle(_Handle):
             state = self._engine.state
             before = state.entries.get(node_id)
             chosen = "retention_tier" not in changes and temporal.was_asked(node.retention_reason)
-            conflict, before_body = node.extra.get(merge_mod.CONFLICT_KEY), node.body
+            conflict = node.extra.get(merge_mod.CONFLICT_KEY)
             for key, value in changes.items():
                 setattr(node, key, value)
             if conflict is not None and merge_mod.CONFLICT_KEY not in node.extra:
                 node.extra = {**node.extra, merge_mod.CONFLICT_KEY: conflict}  # new extra, same conflict
             if "retention_tier" in changes and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
-            merge_mod.settle(node, changes, before_body)  # an edit of a conflicted field resolves it
+            merge_mod.settle(node, changes)  # an edit of a conflicted field resolves it
             retention.stamp_scope(node, self._scope, fill=False)  # shared stays shared
             shared = before is not None and before.agent_scope is None  # other agents read it
             if self._scope is not None and before is not None and shared and retention.narrows(node, before):
-                raise InvalidArgumentError(
-                    f"node {node_id!r}: its agent, workspace or sensitivity would hide it from "
-                    "readers who see it now; a scoped handle may not narrow a memory it shares",
-                    name="agent_scope",
-                    value=node.agent_scope,
-                )
+                raise _narrowing(node_id)
             if not (redecide or "expires_at" in changes):
                 return node
             closed = visibility.left_closed(state, [node_id], [node_id], now, self._scope)[node_id]
@@ -546,6 +546,16 @@ class Lifecycle(_Handle):
             return node
 
         return change
+
+
+def _narrowing(node_id: str) -> InvalidArgumentError:
+    """The refusal to narrow a shared memory from a scoped handle (update or overwrite)."""
+    return InvalidArgumentError(
+        f"node {node_id!r}: its agent, workspace or sensitivity would hide it from "
+        "readers who see it now; a scoped handle may not narrow a memory it shares",
+        name="agent_scope",
+        value=node_id,
+    )
 
 
 def _temporary_successor(node_id: str, closed: Sequence[str]) -> InvalidArgumentError:

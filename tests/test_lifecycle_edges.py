@@ -339,3 +339,37 @@ def test_another_scopes_near_copies_do_not_crowd_out_the_callers_own(tmp_path: P
     assert (node.id, created) == ("acoffee", False)
     alice.close()
     bob.close()
+
+
+# -- fourth round -------------------------------------------------------------------------
+
+
+def test_round_four_stale_handles_overwrite_narrowing_and_what_sync_tells(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    stale = MdCG(root, scope=Scope(agent="A", workspace="W"), refresh_interval=None)
+    stale.ids()
+    with MdCG(root) as t:  # another handle (another process, for this one) adds a shared fact
+        t.add(id="team-fact", layer="knowledge", body="The build runs at 6")
+        t.add(id="shared2", layer="knowledge", body="Deploys on Fridays")
+    stale.add(id="team-fact", layer="knowledge", body="The build runs at 7", overwrite=True)
+    with pytest.raises(InvalidArgumentError, match="may not narrow a memory it shares"):
+        stale.add(id="shared2", layer="knowledge", body="mine now", agent_scope="A", overwrite=True)
+    with MdCG(root, scope=Scope(agent="B", workspace="W")) as b:
+        assert (
+            b.get("team-fact").body == "The build runs at 7" and b.get("shared2").body == "Deploys on Fridays"
+        )
+        b.add(id="b1", layer="knowledge", body="bob's")
+        rel = b.entry("b1").path
+    stale.close()
+    a = MdCG(root, scope=Scope(agent="A", workspace="W"), refresh_interval=0)
+    a.add(id="a3", layer="knowledge", body="alice's a3")
+    # B's file holding A's id: the losing copy is B's, so A is not told its path
+    (root / rel).with_name("b-acquisition-plan.md").write_text(
+        "---\nid: a3\nlayer: knowledge\nagent_scope: B\n---\nsecret\n", encoding="utf-8"
+    )
+    report = a.sync()
+    assert report.duplicates == () and report.twins == ()
+    assert [f.kind for f in a.health().findings] == []
+    (root / rel).with_name("b2.md").write_text("---\nid: b2\nlayer: knowledge\nagent_scope: B\n---\nb2\n")
+    assert a.sync_if_changed(0) is None  # only another scope's file changed: nothing to tell
+    a.close()

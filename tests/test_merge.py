@@ -636,7 +636,7 @@ def test_an_update_settles_nothing_it_did_not_resolve(tmp_path: Path) -> None:
         assert conflict_of(store.get("c3")) is None and store.health().findings == ()
 
 
-def test_marker_lines_are_git_lines_and_a_rewrite_quoting_markers_settles(tmp_path: Path) -> None:
+def test_marker_lines_are_git_lines_and_text_still_holding_them_settles_nothing(tmp_path: Path) -> None:
     from md_cg.merge import has_conflict_markers
 
     # git and CommonMark end lines only at \n (and \r\n): \u2028, \x0c and \x85 do not
@@ -648,7 +648,11 @@ def test_marker_lines_are_git_lines_and_a_rewrite_quoting_markers_settles(tmp_pa
     _conflicted(root, "g1", "first\n", merged, {"fields": {}, "body": True})
     with MdCG(root) as store:
         quoting = "How it looked:\n```\n<<<<<<< ours\nfirst\n=======\nsecond\n>>>>>>> theirs\n```\n"
+        # a resolution that quotes the markers cannot be told from a conflict left in a
+        # fence with text added around it: the record stays until it is removed by hand
         store.update("g1", body=quoting)
+        assert conflict_of(store.get("g1")) == {"fields": {}, "body": True}
+        store.update("g1", body=quoting.replace("<<<<<<< ours\n", "").replace(">>>>>>> theirs\n", ""))
         assert conflict_of(store.get("g1")) is None and store.health().findings == ()
 
 

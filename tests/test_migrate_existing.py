@@ -374,3 +374,36 @@ def test_an_archived_memory_goes_back_to_archive_through_export_and_import(tmp_p
         assert report.archived == ["old"]
         assert t.ids() == ["live"] and t.ids(include_archived=True) == ["live", "old"]
         assert "archived" not in t.get("old", include_archived=True).extra
+
+
+def test_round_four_a_newer_broken_file_is_kept_and_an_archived_import_repeats(tmp_path: Path) -> None:
+    from md_cg.transfer import export_nodes, import_nodes
+
+    src = _source(
+        tmp_path / "s.sqlite",
+        [("r1", "knowledge", "row text", "2024-01-01T00:00:00Z")],
+        columns="id, layer, content, updated_at",
+    )
+    dest = tmp_path / "m"
+    migrate(src, dest)
+    with MdCG(dest) as s:
+        s.update("r1", body="the agent's newer text")
+        path = dest / s.entry("r1").path
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("---\n", "---\n<<<<<<< HEAD\n=======\n>>>>>>> b\n", 1), encoding="utf-8")
+    report = migrate(src, dest)
+    assert [i for i, _ in report.kept] == ["r1"] and report.kept[0][1].startswith(
+        "its file knowledge/orphan/r1.md is unusable: a git merge left conflict markers"
+    )
+    assert report.kept[0][1].endswith("; fix it, then run again (it is not written over)")
+    assert "the agent's newer text" in path.read_text(encoding="utf-8")
+    # the same export of an archived memory imported twice: unchanged the second time
+    with MdCG(tmp_path / "a") as s:
+        s.add(id="old1", layer="knowledge", body="put away")
+        s.archive(["old1"])
+        export_nodes(s, tmp_path / "x.jsonl", include_archived=True)
+    with MdCG(tmp_path / "b") as t:
+        assert import_nodes(t, str(tmp_path / "x.jsonl")).created == 1
+        again = import_nodes(t, str(tmp_path / "x.jsonl"))
+        assert (again.created, again.unchanged) == (0, 1)
+        assert t.ids(include_archived=True) == ["old1"] and t.ids() == []
