@@ -176,7 +176,11 @@ class Reads(_Handle):
         return len(self._engine) - len(self._hidden())
 
     def __contains__(self, node_id: object) -> bool:
-        return node_id in self._engine and node_id not in self._hidden()
+        # one entry's visibility, not the whole hidden set (recomputed after every write)
+        if not isinstance(node_id, str):
+            return False
+        self._engine.fresh()
+        return self._filter.sees(self._engine.state, node_id)
 
     def ids(
         self, layer: str | None = None, *, include_expired: bool = False, include_archived: bool = False
