@@ -484,19 +484,29 @@ class Engine:
             if cur is not None and cur.path == rel:
                 self.state.drop(node_id)
 
-    def check_new(self, node: Node, rel: str) -> str | None:
+    def check_new(self, node: Node, rel: str, check: Callable[[Entry], None] | None = None) -> str | None:
         """The path of an existing node with this id (or a twin of it), else None.
 
-        A twin -- an id that differs only by case or normalisation -- raises
-        :class:`IdCollisionError`; a new id that Windows reserves for a device
-        raises :class:`UnsafeIdError` (:func:`~md_cg.node.check_new_id`).
-        Call inside :meth:`hold`.
+        ``check(entry)`` may first refuse the node holding the id, or its twin (the
+        caller's scope: a twin outside it is refused by the id asked for, never by
+        the twin's spelling). A twin -- an id that differs only by case or
+        normalisation -- raises :class:`IdCollisionError`; a new id that Windows
+        reserves for a device raises :class:`UnsafeIdError`
+        (:func:`~md_cg.node.check_new_id`). Call inside :meth:`hold`.
         """
         twin = self.state.twin_of(node.id)
         if twin is not None:
+            if check is not None:
+                try:
+                    check(self.state.entries[twin])
+                except DuplicateIdError as exc:
+                    text = str(exc).replace(repr(twin), repr(node.id))
+                    raise DuplicateIdError(node.id, "", text, archived=exc.archived) from None
             raise IdCollisionError(node.id, twin, self.state.entries[twin].path)
         existing = self.state.entries.get(node.id)
         if existing is not None:
+            if check is not None:
+                check(existing)
             return existing.path
         if fsops.exists(self.root_str, rel):
             return rel  # a file nobody indexed yet (copied in, or a folding file system's twin)
@@ -518,16 +528,15 @@ class Engine:
         already exists -- or whose twin does (case, normalisation) -- and may refuse
         it (the caller's scope: a twin outside it is refused without being named)."""
         with self.hold(n.id for n in batch):
-            if check is not None:
-                check_taken(self.state, batch, check)
-            staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp)
+            staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp, check=check)
             self.commit(staged, dels, durable=durable)
             return out
 
     def _stage_batch(
-        self, batch: list[Node], *, overwrite: bool, stamp: bool
+        self, batch: list[Node], *, overwrite: bool, stamp: bool, check: Callable[[Entry], None] | None = None
     ) -> tuple[list[Staged], list[tuple[str, str]], list[Node]]:
-        """Stage new or replacing nodes (inside :meth:`hold`): puts, dels, the nodes as stored."""
+        """Stage new or replacing nodes (inside :meth:`hold`): puts, dels, the nodes as stored;
+        ``check`` as for :meth:`check_new` (nothing is written before every node passed)."""
         now = time.time()
         staged: list[Staged] = []
         dels: list[tuple[str, str]] = []
@@ -546,7 +555,7 @@ class Engine:
             fresh = s is not None
             if s is None:
                 s = stage(node)
-            existing_path = self.check_new(node, s.rel)
+            existing_path = self.check_new(node, s.rel, check)
             if existing_path is not None:
                 if not overwrite:
                     raise DuplicateIdError(node.id, existing_path, untracked=node.id not in entries)
@@ -585,9 +594,7 @@ class Engine:
         """
         ids = [n.id for n in batch] + list(archive) + list(unarchive)
         with self.hold(ids):
-            if check_add is not None:
-                check_taken(self.state, batch, check_add)
-            staged, dels, _ = self._stage_batch(list(batch), overwrite=False, stamp=True)
+            staged, dels, _ = self._stage_batch(list(batch), overwrite=False, stamp=True, check=check_add)
             moved: tuple[list[str], list[str]] = ([], [])
             for wanted, group, done in ((True, archive, moved[0]), (False, unarchive, moved[1])):
                 for node_id in group:
@@ -716,22 +723,6 @@ class Engine:
     def incoming(self, node_id: str) -> tuple[tuple[str, str], ...]:
         """(source id, edge type) of every edge pointing at ``node_id`` from another node."""
         return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
-
-
-def check_taken(state: index.IndexState, batch: Sequence[Node], check: Callable[[Entry], None]) -> None:
-    """``check(entry)`` for each id of ``batch`` that a node holds, or a twin of it
-    (case, normalisation): the caller's scope may refuse it, told by the id asked
-    for, never by the twin's (another scope's spelling is not named). Inside a hold."""
-    for node in batch:
-        current = state.entries.get(node.id)
-        if current is not None:
-            check(current)
-        elif (twin := state.twin_of(node.id)) is not None:
-            try:
-                check(state.entries[twin])
-            except DuplicateIdError as exc:
-                text = str(exc).replace(repr(twin), repr(node.id))
-                raise DuplicateIdError(node.id, "", text, archived=exc.archived) from None
 
 
 def is_read_only_error(exc: OSError) -> bool:

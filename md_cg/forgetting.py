@@ -170,19 +170,29 @@ def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[
     ]
 
 
+#: The audit record of a forgotten id brought back on purpose (a migration with overwrite).
+RESTORED = "restored"
+
+
+def last_forgets(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Id -> the last forget (or sweep) tombstone of each id still forgotten: one whose
+    id a later ``restored`` record brought back is left out."""
+    last: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
+            if record.get("event") == RESTORED:
+                last.pop(record["id"], None)
+            else:
+                last[record["id"]] = record
+    return last
+
+
 def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Finding]:
     """A ``forgotten_returned`` finding for each node forgotten in this clone whose file is
     back: one created before its tombstone (a merge that kept another clone's edit of
     it, a checkout of an older commit). A node added again under the id later is new."""
-    last: dict[str, dict[str, Any]] = {}
-    for record in tombstones:
-        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
-            if record.get("event") == "restored":  # brought back on purpose (migrate, overwrite)
-                last.pop(record["id"], None)
-            else:
-                last[record["id"]] = record
     out = []
-    for node_id, record in sorted(last.items()):
+    for node_id, record in sorted(last_forgets(tombstones).items()):
         e = state.entries.get(node_id)
         if e is None or e.created_at is None or e.created_at >= record["time"]:
             continue

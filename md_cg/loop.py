@@ -47,10 +47,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from . import paths
+from . import paths, visibility
 from .errors import InvalidNodeError, InvalidVerdictError, NodeNotFoundError
 from .judge import STATES
-from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
+from .node import DEFAULT_SENSITIVITY, Node
 from .protocol import StoreEngine
 from .script import fold
 
@@ -298,16 +298,10 @@ def read_reflections(store: StoreEngine) -> list[Reflection]:
             continue  # not a reflection record
         if scope is None or (
             (r.agent, r.workspace) == (scope.agent, scope.workspace)
-            and _level(r.sensitivity) <= _level(scope.max_sensitivity)
+            and visibility.rank(r.sensitivity) <= visibility.rank(scope.max_sensitivity)
         ):
             out.append(r)
     return out
-
-
-def _level(sensitivity: str | None) -> int:
-    """The rank of a sensitivity (absent: the default), unknown ones above every known one."""
-    level = sensitivity or DEFAULT_SENSITIVITY
-    return SENSITIVITY_LEVELS.index(level) if level in SENSITIVITY_LEVELS else len(SENSITIVITY_LEVELS)
 
 
 def _key(store: StoreEngine) -> tuple[str | None, str | None, str | None]:

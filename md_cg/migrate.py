@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import fsops, layout, nodefile, paths
+from . import forgetting, fsops, layout, nodefile, paths
 from .errors import (
     IdCollisionError,
     InvalidNodeError,
@@ -598,20 +598,9 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     return "created" if same is None else "unchanged" if same else "updated"
 
 
-#: The audit record of a forgotten id that a migration with ``overwrite`` brought back.
-RESTORED = "restored"
-
-
 def forgotten_ids(store: MdCG) -> dict[str, float]:
-    """Id -> time of the last forget (or sweep) of each id in the store's tombstones."""
-    out: dict[str, float] = {}
-    for record in store.tombstones():
-        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
-            if record.get("event") == RESTORED:
-                out.pop(record["id"], None)  # brought back on purpose since
-            else:
-                out[record["id"]] = float(record["time"])
-    return out
+    """Id -> time of the last forget (or sweep) of each id the store still holds forgotten."""
+    return {i: float(r["time"]) for i, r in forgetting.last_forgets(store.tombstones()).items()}
 
 
 def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite: bool) -> str | None:
@@ -787,7 +776,7 @@ def _writable(
     back = [n for n in writing if n.id in forgotten]
     if back:
         note = f"migrated again from {src} with overwrite"
-        records = [{"event": RESTORED, "id": n.id, "layer": n.layer, "reason": note} for n in back]
+        records = [{"event": forgetting.RESTORED, "id": n.id, "layer": n.layer, "reason": note} for n in back]
         store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
         for n in back:
             del forgotten[n.id]

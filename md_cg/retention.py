@@ -42,7 +42,7 @@ from .engine import Engine
 from .errors import InvalidArgumentError, NodeNotFoundError, UnsafePathError
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Edge, Node, quantise_instant
+from .node import DEFAULT_SENSITIVITY, Edge, Node, quantise_instant
 from .reports import Finding
 
 #: The decision log, ``.mdcg/retention/``.
@@ -147,27 +147,13 @@ def stamp_scope(node: Node, scope: visibility.Scope | None, *, fill: bool = True
                 value=have,
             )
     level = node.sensitivity or DEFAULT_SENSITIVITY
-    if SENSITIVITY_LEVELS.index(level) > SENSITIVITY_LEVELS.index(scope.max_sensitivity):
+    if visibility.rank(level) > visibility.rank(scope.max_sensitivity):
         raise InvalidArgumentError(
             f"node {node.id!r}: sensitivity {level!r} is above this store handle's "
             f"max_sensitivity {scope.max_sensitivity!r}",
             name="sensitivity",
             value=level,
         )
-
-
-def narrows(node: Node, before: Entry) -> bool:
-    """Whether ``node`` (an edit of the stored ``before``) is seen by fewer readers:
-    an agent or workspace set where there was none (or another), or a higher sensitivity."""
-    for now, was in ((node.agent_scope, before.agent_scope), (node.workspace_scope, before.workspace_scope)):
-        if now != was and now is not None:
-            return True
-    return _rank(node.sensitivity) > _rank(before.sensitivity)
-
-
-def _rank(level: str | None) -> int:
-    level = level or DEFAULT_SENSITIVITY
-    return SENSITIVITY_LEVELS.index(level) if level in SENSITIVITY_LEVELS else len(SENSITIVITY_LEVELS)
 
 
 class Retention:

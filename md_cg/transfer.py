@@ -386,6 +386,7 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
     scope outside the handle's, which go to ``report.bad``; an id already stored is the
     store's own."""
     out: list[tuple[str, Node]] = []
+    store._engine.fresh()  # once: the ids other processes hold now
     for where, node in nodes:
         try:
             retention.stamp_scope(node.copy(), store.scope)  # what add would refuse, named per record
@@ -502,8 +503,8 @@ def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
     a memory out of the caller's scope holds it, or an id differing only by letter case
     or Unicode normalisation is stored (one file on macOS and Windows); None when free
     or the caller's own. Ids are one namespace: ``add`` would refuse these too."""
-    store._engine.fresh()
-    state = store._engine.state  # the whole index: the caller's view would miss them
+    # the whole index (caught up by _creatable): the caller's view would miss them
+    state = store._engine.state
     if node_id in state.entries:
         if _held(store, node_id) is None:
             return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"

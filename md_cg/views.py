@@ -421,9 +421,7 @@ class Lifecycle(_Handle):
                 # replacing keeps the memory where it was: a shared one stays shared
                 node.agent_scope, node.workspace_scope = held.agent_scope, held.workspace_scope
                 node.sensitivity = node.sensitivity or held.sensitivity
-            shared = held is not None and held.agent_scope is None
-            if self._scope is not None and held is not None and shared and retention.narrows(node, held):
-                raise _narrowing(node.id)
+            _refuse_narrowing(self._scope, node, held)
             retention.stamp_scope(node, self._scope, fill=held is None)
             if not decide:
                 continue
@@ -532,9 +530,7 @@ class Lifecycle(_Handle):
                 node.retention_reason = None  # the old decision's reason no longer holds
             merge_mod.settle(node, changes)  # an edit of a conflicted field resolves it
             retention.stamp_scope(node, self._scope, fill=False)  # shared stays shared
-            shared = before is not None and before.agent_scope is None  # other agents read it
-            if self._scope is not None and before is not None and shared and retention.narrows(node, before):
-                raise _narrowing(node_id)
+            _refuse_narrowing(self._scope, node, before)
             if not (redecide or "expires_at" in changes):
                 return node
             closed = visibility.left_closed(state, [node_id], [node_id], now, self._scope)[node_id]
@@ -552,14 +548,19 @@ class Lifecycle(_Handle):
         return change
 
 
-def _narrowing(node_id: str) -> InvalidArgumentError:
-    """The refusal to narrow a shared memory from a scoped handle (update or overwrite)."""
-    return InvalidArgumentError(
-        f"node {node_id!r}: its agent, workspace or sensitivity would hide it from "
-        "readers who see it now; a scoped handle may not narrow a memory it shares",
-        name="agent_scope",
-        value=node_id,
-    )
+def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> None:
+    """A scoped handle may not narrow a shared memory (no agent: other agents read it),
+    by update or overwrite: an agent, workspace or sensitivity that would hide it from
+    readers who see it now."""
+    if scope is None or stored is None or stored.agent_scope is not None:
+        return
+    if visibility.narrower(node, stored):
+        raise InvalidArgumentError(
+            f"node {node.id!r}: its agent, workspace or sensitivity would hide it from "
+            "readers who see it now; a scoped handle may not narrow a memory it shares",
+            name="agent_scope",
+            value=node.id,
+        )
 
 
 def _temporary_successor(node_id: str, closed: Sequence[str]) -> InvalidArgumentError:

@@ -42,9 +42,14 @@ from dataclasses import dataclass
 
 from .errors import InvalidArgumentError, NodeNotFoundError
 from .index import Entry, IndexState
-from .node import DEFAULT_SENSITIVITY, MAX_SCOPE_CHARS, SENSITIVITY_LEVELS
+from .node import DEFAULT_SENSITIVITY, MAX_SCOPE_CHARS, SENSITIVITY_LEVELS, Node
 
 _RANK = {name: i for i, name in enumerate(SENSITIVITY_LEVELS)}
+
+
+def rank(level: object) -> int:
+    """The rank of a sensitivity level (absent: the default; an unknown one above all)."""
+    return _RANK.get(level if isinstance(level, str) else DEFAULT_SENSITIVITY, len(_RANK))
 
 
 @dataclass(frozen=True)
@@ -91,8 +96,7 @@ class Scope:
             return False
         if workspace is not None and workspace != self.workspace:
             return False
-        level = sensitivity if isinstance(sensitivity, str) else DEFAULT_SENSITIVITY
-        return _RANK.get(level, len(_RANK)) <= _RANK[self.max_sensitivity]
+        return rank(sensitivity) <= _RANK[self.max_sensitivity]
 
 
 @dataclass(frozen=True)
@@ -179,16 +183,15 @@ def left_closed(
     return out
 
 
-def narrower(new: Entry, old: Entry) -> bool:
-    """Whether some reader of ``old`` may not read ``new`` (another agent or workspace,
-    or more sensitive): ``new`` superseding ``old`` would hide the fact from them with
-    no successor they can see."""
+def narrower(new: Entry | Node, old: Entry | Node) -> bool:
+    """Whether some reader of ``old`` may not read ``new`` (an agent or workspace set
+    where ``old`` had none or another, or more sensitive): a successor that would hide
+    the fact from them, or an edit that would take a shared memory away from them."""
     if new.agent_scope is not None and new.agent_scope != old.agent_scope:
         return True
     if new.workspace_scope is not None and new.workspace_scope != old.workspace_scope:
         return True
-    new_level = _RANK.get(new.sensitivity or DEFAULT_SENSITIVITY, len(_RANK))
-    return new_level > _RANK.get(old.sensitivity or DEFAULT_SENSITIVITY, len(_RANK))
+    return rank(new.sensitivity) > rank(old.sensitivity)
 
 
 def reason(state: IndexState, entry: Entry, scope: Scope | None, show: Show, now: float) -> str | None:
