@@ -152,7 +152,9 @@ class Engine:
         self.wrote = False
         self.changes = 0
         self.lock = threading.RLock()
-        self.maint = fsops.MaintenanceLock(self.root_str, paths.meta(paths.LOCK), paths.meta(paths.GATE))
+        self.maint = fsops.MaintenanceLock(
+            self.root_str, paths.meta(paths.LOCK), paths.meta(paths.GATE), paths.meta(paths.WAITING)
+        )
         self.journal = Journal(self.root_str)
         #: answers a freshness check from lstat calls alone when the log is certainly unchanged
         self.log_watch = journal.LogWatch(self.root_str)

@@ -861,15 +861,22 @@ class MaintenanceLock:
     for the running ones to finish.
 
     The gate favours maintenance, so maintenance run back to back (a
-    compaction loop) would starve the writers in turn: after holding the
-    lock exclusively for *t* seconds, the next exclusive request of the same
-    handle first leaves the writers ``min(t, MAINTENANCE_YIELD_MAX)`` seconds
-    (bounded by its timeout), so they get at least half of the time.
+    compaction loop, or one ``forget`` after another) would starve the
+    writers in turn: after holding the lock exclusively for *t* seconds, the
+    next exclusive request of the same handle first leaves the writers
+    ``min(t, MAINTENANCE_YIELD_MAX)`` seconds (bounded by its timeout), so
+    they get at least half of the time -- when a writer is waiting. A writer
+    that finds the gate closed marks itself waiting (a shared lock on a third
+    file, ``wait_rel``, for as long as it waits); when nobody holds that
+    mark, there is nobody to leave the lock to, and maintenance goes on at
+    once. (A writer that finds the gate closed in the instant between the
+    check and the next hold waits through that one hold.)
     """
 
-    def __init__(self, root: str, main_rel: str, gate_rel: str) -> None:
+    def __init__(self, root: str, main_rel: str, gate_rel: str, wait_rel: str) -> None:
         self.main = FileLock(root, main_rel, what="maintenance")
         self.gate = FileLock(root, gate_rel, what="maintenance gate")
+        self.waiting = FileLock(root, wait_rel, what="maintenance gate")
         #: seconds the last exclusive acquisition waited for the lock (for measurements)
         self.last_wait = 0.0
         self._writers_until = 0.0  # monotonic time before which this handle leaves the lock to writers
@@ -881,7 +888,15 @@ class MaintenanceLock:
                 yield
             return
         deadline = time.monotonic() + timeout
-        self.gate.acquire(shared=True, timeout=timeout)
+        if not self.gate.try_acquire(shared=True):
+            # The gate is closed: wait marked as waiting, so that back-to-back
+            # maintenance leaves this writer its turn.
+            marked = self._try(self.waiting, shared=True)
+            try:
+                self.gate.acquire(shared=True, timeout=timeout)
+            finally:
+                if marked:
+                    self.waiting.release()
         try:
             self.main.acquire(shared=True, timeout=max(0.0, deadline - time.monotonic()))
         finally:
@@ -895,7 +910,7 @@ class MaintenanceLock:
     def exclusive(self, timeout: float) -> Iterator[None]:
         started = time.monotonic()
         pause = min(self._writers_until - started, timeout)
-        if pause > 0 and not self.main.depth:
+        if pause > 0 and not self.main.depth and self._writer_waiting():
             time.sleep(pause)
             started += pause
             timeout -= pause
@@ -914,9 +929,26 @@ class MaintenanceLock:
         finally:
             self.gate.release()
 
+    def _writer_waiting(self) -> bool:
+        """Whether a writer holds the waiting mark (it found the gate closed); True
+        when the mark cannot be looked at (something planted at its path)."""
+        if not self._try(self.waiting, shared=False):
+            return True
+        self.waiting.release()
+        return False
+
+    @staticmethod
+    def _try(lock: FileLock, *, shared: bool) -> bool:
+        """``lock.try_acquire``; False also when its file cannot be opened."""
+        try:
+            return lock.try_acquire(shared=shared)
+        except (OSError, UnsafePathError):
+            return False
+
     def close(self) -> None:
         self.main.close()
         self.gate.close()
+        self.waiting.close()
 
 
 def try_lock_exclusive(root: str, rel: str) -> IO[Any] | None:

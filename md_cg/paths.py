@@ -41,9 +41,11 @@ REFLECTION_DIR = "reflection"
 LEGACY_REFLECTION_FILE = "reflection.jsonl"
 #: Copies that earlier versions moved aside; purged by ``forget`` and maintenance.
 TRASH_DIR = "trash"
-#: The maintenance lock (shared by writers, exclusive for compaction) and its gate.
+#: The maintenance lock (shared by writers, exclusive for compaction), its gate, and
+#: the mark a writer holds while it waits at the closed gate.
 LOCK = "lock"
 GATE = "gate"
+WAITING = "waiting"
 #: Per-id stripe locks, ``.mdcg/locks/NN.lock``.
 STRIPE_DIR = "locks"
 #: Per-store synonym groups (tracked by git).

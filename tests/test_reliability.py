@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -18,7 +20,7 @@ import pytest
 from stresslib import stress
 
 from md_cg import MdCG, Node, fsops
-from md_cg.errors import DuplicateIdError, IdCollisionError
+from md_cg.errors import DuplicateIdError, IdCollisionError, LockTimeoutError
 
 # -- 1. the existence check and the write of one id are atomic across processes ------------------
 
@@ -173,11 +175,11 @@ def test_a_waiting_maintenance_closes_the_gate_to_new_writers(tmp_path: Path) ->
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add(Node(id="a", layer="self", body="a"))
-    first = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
-    maint = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    first = _maint_lock(root)
+    maint = _maint_lock(root)
     with first.shared(1.0):  # a running writer
         assert maint.gate.try_acquire()  # maintenance closes the gate, then waits for the writer
-        later = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+        later = _maint_lock(root)
         with pytest.raises(Exception, match="maintenance gate"), later.shared(0.05):
             pass
         maint.gate.release()
@@ -392,24 +394,71 @@ def test_a_twin_already_on_disk_is_reported_by_health_and_sync(tmp_path: Path) -
     )
 
 
-def test_back_to_back_maintenance_leaves_writers_their_turn(tmp_path: Path) -> None:
+def _maint_lock(root: Path) -> fsops.MaintenanceLock:
+    return fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate", ".mdcg/waiting")
+
+
+_WAIT_AT_THE_GATE = """
+import sys, time
+from md_cg import fsops
+lock = fsops.MaintenanceLock(sys.argv[1], ".mdcg/lock", ".mdcg/gate", ".mdcg/waiting")
+with lock.shared(30.0):
+    print(time.monotonic(), flush=True)
+"""
+
+
+def test_back_to_back_maintenance_leaves_waiting_writers_their_turn(tmp_path: Path) -> None:
     root = tmp_path / "m"
     MdCG(root).close()
-    maint = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
-    writer = fsops.MaintenanceLock(str(root), ".mdcg/lock", ".mdcg/gate")
+    maint = _maint_lock(root)
     with maint.exclusive(5.0):
         time.sleep(0.3)
-    with writer.shared(0.05):  # the gate is open right after: a writer gets in at once
-        pass
     started = time.monotonic()
-    with maint.exclusive(5.0):
-        waited = time.monotonic() - started
-    assert 0.28 <= waited < 2.0  # the next hold waited about as long as the last one lasted
-    started = time.monotonic()
-    with maint.exclusive(0.0):  # a caller that cannot wait (close() compacts with timeout 0) does not
+    with maint.exclusive(5.0):  # nobody waits for the lock: no pause
         assert time.monotonic() - started < 0.1
+        # a writer process finds the gate closed and waits, marked as waiting
+        writer = subprocess.Popen(
+            [sys.executable, "-c", _WAIT_AT_THE_GATE, str(root)], stdout=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 20
+        while not maint._writer_waiting():
+            assert writer.poll() is None and time.monotonic() < deadline
+            time.sleep(0.01)
+        time.sleep(0.3)
+    released = time.monotonic()
+    with maint.exclusive(5.0):
+        waited = time.monotonic() - started - (released - started)
+        assert not maint._writer_waiting()
+    out, _ = writer.communicate(timeout=20)
+    got_in = float(out.split()[0])
+    assert released <= got_in < released + waited  # the writer got its turn during the pause
+    assert 0.28 <= waited < 2.0  # the next hold waited about as long as the last one lasted
+    other = _maint_lock(root)
+    with other.waiting.hold(shared=True):  # a writer waiting
+        started = time.monotonic()
+        with maint.exclusive(0.0):  # a caller that cannot wait (close() compacts with timeout 0) does not
+            assert time.monotonic() - started < 0.1
+    maint.close()
+    other.close()
+
+
+def test_a_folder_planted_at_the_waiting_mark_breaks_no_lock(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    MdCG(root).close()
+    (root / ".mdcg" / "waiting").mkdir()
+    maint, writer = _maint_lock(root), _maint_lock(root)
+    assert maint._writer_waiting()  # it cannot tell: it leaves writers their pause, as before
+    # the gate closed: the writer cannot mark itself, and still waits, then times out
+    with maint.exclusive(5.0), pytest.raises(LockTimeoutError, match="maintenance gate"), writer.shared(0.05):
+        pass
+    with writer.shared(1.0):
+        pass
     maint.close()
     writer.close()
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="a"))
+        s.compact_index()
+        assert s.get("a").body == "a"
 
 
 def _log_a_commit_and_die(root: str) -> None:
