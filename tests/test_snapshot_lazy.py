@@ -266,6 +266,40 @@ def test_a_snapshot_of_a_partly_used_and_edited_lazy_state_equals_the_eager_one(
     assert again.state.reverse == eager.reverse and "k1" not in again.state.reverse
 
 
+def test_rows_copied_in_runs_are_the_bytes_copied_row_by_row(tmp_path: Path, monkeypatch) -> None:
+    """A compaction copies the unused rows of a loaded snapshot in runs of consecutive rows; what it
+    writes is byte for byte what copying each row alone writes (runs broken by used, edited,
+    dropped and new entries; archived, conflicted, restricted, misplaced rows and edges in them)."""
+    root = tmp_path / "m"
+    _mixed_store(root)
+
+    def parts() -> list[bytes]:
+        lazy = _snapshot_state(root)
+        assert lazy.entries["k4"] is not None  # used: a run ends before it
+        lazy.put(dataclasses.replace(lazy.entries["k2"], title="edited"), "edited body")
+        lazy.drop("temp1")
+        lazy.put(dataclasses.replace(lazy.entries["old"], id="x9", path="self/x9.md"), "x")
+        return [bytes(p) for p in snapshot.encode_parts(lazy, {"a": 1}, 7)[1:]]
+
+    runs: list[int] = []
+    copy_run = snapshot._Columns.copy_run
+
+    def counted(self, ids, table, first):  # type: ignore[no-untyped-def]
+        runs.append(len(ids))
+        return copy_run(self, ids, table, first)
+
+    monkeypatch.setattr(snapshot._Columns, "copy_run", counted)
+    in_runs = parts()
+    assert len(runs) >= 3 and max(runs) >= 5  # runs, not single rows
+
+    def by_row(self, ids, table, first):  # type: ignore[no-untyped-def]
+        for k, node_id in enumerate(ids):
+            self.copy(node_id, table, first + k)
+
+    monkeypatch.setattr(snapshot._Columns, "copy_run", by_row)
+    assert parts() == in_runs
+
+
 def test_a_text_image_with_a_duplicate_id_is_refused() -> None:
     from md_cg import textindex_codec as codec
     from md_cg.textindex import TextIndex
