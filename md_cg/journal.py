@@ -748,9 +748,13 @@ def replay(cursor: Cursor, tail: Tail) -> dict[str, list[str]]:
 
     cursor.bad_lines += tail.bad_lines
     cursor.unsafe |= tail.unsafe
+    # Commits closed by a record read before the commit itself: another process
+    # recovered a dead writer's commit, and its shard sorts before the writer's.
+    # (Both lines are in this tail: the commit was written before its closing.)
+    closed: set[tuple[str, int]] = set()
     for shard, recs in tail.by_shard.items():
         for rec in recs:
-            _replay_one(cursor, shard, rec, touch)
+            _replay_one(cursor, shard, rec, touch, closed)
     for shard in tail.missing:
         # A shard is removed only by maintenance, after its commits were closed.
         for key in [k for k in cursor.pending if k[0] == shard]:
@@ -766,16 +770,25 @@ def replay(cursor: Cursor, tail: Tail) -> dict[str, list[str]]:
     return touched
 
 
-def _replay_one(cursor: Cursor, shard: str, rec: dict[str, Any], touch: Callable[[Any], None]) -> None:
+def _replay_one(
+    cursor: Cursor,
+    shard: str,
+    rec: dict[str, Any],
+    touch: Callable[[Any], None],
+    closed: set[tuple[str, int]],
+) -> None:
     op = rec.get("op")
     if op in ("commit", "sync"):
         c = parse_commit(shard, rec)
         if c is None:
             cursor.bad_records += 1
-        elif op == "commit":
-            cursor.pending[c.key] = c
-        else:
+        elif op == "sync":
             touch(c.touched())
+        elif c.key in closed:
+            closed.discard(c.key)  # already closed by a record read earlier in this tail
+            touch(c.touched())
+        else:
+            cursor.pending[c.key] = c
     elif op in ("done", "recovered"):
         key = (rec.get("shard", shard), rec.get("c"))
         c = cursor.pending.pop(key, None)  # type: ignore[arg-type]
@@ -784,6 +797,8 @@ def _replay_one(cursor: Cursor, shard: str, rec: dict[str, Any], touch: Callable
             touch(c.touched())
         elif op == "done" and "c" not in rec:
             touch(cursor.legacy.pop(shard, {}))  # a done of the earlier format
+        elif isinstance(key[0], str) and isinstance(key[1], int):
+            closed.add(key)  # type: ignore[arg-type]
     elif op in ("put", "del"):
         node_id, rel = rec.get("id"), rec.get("path")
         if isinstance(node_id, str) and paths.rel_problem(rel) is None:
