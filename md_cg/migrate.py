@@ -806,9 +806,18 @@ def _write(
         last_rowid = start_after
         wrote = False
 
-        forgotten = forgotten_ids(store)
+        forgotten: dict[str, float] = {}
 
         def flush() -> None:
+            # Under the ids' locks from the look to the write: an agent's forget or
+            # update of one of them lands before the look or after the write.
+            engine = store._engine
+            with engine.lock, engine.hold([n.id for n in pending]):
+                forgotten.clear()
+                forgotten.update(forgotten_ids(store))
+                write_batch()
+
+        def write_batch() -> None:
             nonlocal wrote
             pending[:] = _writable(store, pending, forgotten, report, src)
             before = [_file_state(store, dest, n) for n in pending]
@@ -820,7 +829,7 @@ def _write(
                 # another process (a second migration, an agent) took a twin id meanwhile
                 store.refresh()
                 pending[:] = _writable(store, pending, forgotten, report, src)
-                flush()
+                write_batch()
                 return
             if moved:
                 # A move stamps updated_at; put the source's value back.

@@ -10,8 +10,11 @@ a forgotten one brought back) and the report said OK.
 from __future__ import annotations
 
 import json
+import multiprocessing
+import random
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -407,3 +410,61 @@ def test_round_four_a_newer_broken_file_is_kept_and_an_archived_import_repeats(t
         again = import_nodes(t, str(tmp_path / "x.jsonl"))
         assert (again.created, again.unchanged) == (0, 1)
         assert t.ids(include_archived=True) == ["old1"] and t.ids() == []
+
+
+def _agent_at_work(dest: str, n: int, stop: Any, out: Any) -> None:
+    """Forget every fifth id it picks and update the others, until told to stop."""
+    rng = random.Random(7)
+    last: dict[str, str] = {}
+    forgot: set[str] = set()
+    with MdCG(dest, refresh_interval=0) as s:
+        k = 0
+        while not stop.is_set() or k < 40:
+            k += 1
+            node_id = f"m{rng.randrange(n):04d}"
+            if node_id in forgot:
+                continue
+            if k % 5 == 0:
+                s.forget(node_id, "the user asked")
+                forgot.add(node_id)
+                last.pop(node_id, None)
+            else:
+                s.update(node_id, body=f"the agent's text {k}")
+                last[node_id] = f"the agent's text {k}"
+    out.put((last, sorted(forgot)))
+
+
+def test_a_rerun_beside_a_working_agent_undoes_none_of_its_forgets_and_updates(tmp_path: Path) -> None:
+    """The look at a memory (forgotten? changed since?) and its write happen under its lock:
+    an agent forgetting and updating while migrations re-run keeps every acknowledged change
+    (by id: no forgotten id is back, every updated memory holds the agent's last text)."""
+    from md_cg.sqlite_source import write_nodes
+
+    n, t0 = 400, 1_700_000_000.0
+    src, dest = tmp_path / "src.sqlite", tmp_path / "store"
+    conn = sqlite3.connect(src)
+    write_nodes(
+        conn,
+        [
+            Node(id=f"m{i:04d}", layer="knowledge", body=f"memory {i}", created_at=t0, updated_at=t0)
+            for i in range(n)
+        ],
+    )
+    conn.close()
+    assert migrate(src, dest, batch=50).ok
+    ctx = multiprocessing.get_context("fork")
+    stop, out = ctx.Event(), ctx.Queue()
+    agent = ctx.Process(target=_agent_at_work, args=(str(dest), n, stop, out))
+    agent.start()
+    for _ in range(3):
+        migrate(src, dest, batch=20)
+    stop.set()
+    last, forgot = out.get(timeout=120)
+    agent.join(timeout=60)
+    assert agent.exitcode == 0 and forgot and last
+    with MdCG(dest, read_only=True) as s:
+        ids = set(s.ids())
+        assert ids == {f"m{i:04d}" for i in range(n)} - set(forgot)
+        assert {i: s.get(i).body for i in last} == last
+        kinds = {f.kind for f in s.health().findings}
+        assert kinds <= {"bucket_degraded"}, kinds  # (400 memories in one bucket)
