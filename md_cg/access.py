@@ -344,16 +344,18 @@ def resurface_pick(
     today: date | None,
     seed: int | None,
     *,
-    record: bool,
+    record: Callable[[Callable[[], None]], None] | None,
 ) -> resurface_mod.Resurfaced | None:
     """One memory to bring back on ``today`` (default: the local today) among
     ``entries()``, the caller's visible active nodes (``version`` says when
     they change); ``seed`` None is 0, so a day shows one memory.
-    ``record=True`` appends the show to the history (``.mdcg/resurface/``)."""
+    ``record(write)``, when given, runs ``write``, which appends the show to
+    the history (``.mdcg/resurface/``) -- or does not (a read-only store)."""
     day = date.today() if today is None else today  # the local day
     log = store.log(SHOW_LOG)
     index = _resurface_index(str(store.root), version, entries)
     pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=log.read())
-    if pick is not None and record:
-        log.append([resurface_mod.show_record(pick.id, day, tier=pick.tier)], durable=True)
+    if pick is not None and record is not None:
+        line = resurface_mod.show_record(pick.id, day, tier=pick.tier)
+        record(lambda: log.append([line], durable=True))
     return pick

@@ -726,7 +726,8 @@ class Recall(_Handle):
             out = state.entries.values()
             return [e for e in out if e.id not in hidden and e.layer not in NEGATIVE_LAYERS]
 
-        return access.resurface_pick(self, version, active, today, seed, record=record)
+        keep = self._write_statistics if record and not self.read_only and not self._access_broken else None
+        return access.resurface_pick(self, version, active, today, seed, record=keep)
 
     def _active_entries(self) -> list[Entry]:
         """Entries the caller sees that are active: not archived, expired or superseded, and
@@ -754,10 +755,20 @@ class Recall(_Handle):
         line = access.event_line(
             mode, ids, scope.agent if scope else None, scope.workspace if scope else None
         )
+
+        def write() -> None:
+            self._access.append([line])
+
+        self._write_statistics(write)
+
+    def _write_statistics(self, write: Callable[[], None]) -> None:
+        """Run ``write``, which records a read that succeeded (an access event, a show):
+        a store this process may not write (a read-only copy, a folder planted in
+        ``.mdcg/``) stops the recording with one warning, a full disk drops it."""
         with self._engine.lock:
             try:
                 self._engine.ensure_writable()
-                self._access.append([line])
+                write()
             except (OSError, UnsafePathError) as exc:
                 if isinstance(exc, OSError) and is_out_of_room(exc):
                     # The read succeeded; only its statistics are lost. The next one tries again.

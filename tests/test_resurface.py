@@ -605,3 +605,31 @@ def test_store_resurface_is_deterministic_and_records_only_when_asked(tmp_path: 
     after = store.resurface(today, seed=3)
     assert after is not None and after.id != pick.id  # 90 days of cooldown
     assert store.resurface(D(2000, 1, 1), seed=3) is None  # nothing dated that early
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int]]:
+    return {str(p.relative_to(root)): (p.stat().st_mtime_ns, p.stat().st_size) for p in root.rglob("*")}
+
+
+def test_a_read_only_handle_records_no_show(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        store.add(id="kp_a", layer="knowledge", body="# kp_a\n\nnote\n", created_at=_noon(D(2019, 2, 12)))
+    before = _tree(root)
+    with MdCG(root, read_only=True) as reader:
+        pick = reader.resurface(D(2026, 2, 12), record=True)
+        assert pick is not None and pick.id == "kp_a"
+    assert _tree(root) == before  # no show log, no folder, no mtime changed
+
+
+def test_a_show_that_cannot_be_recorded_warns_once_and_still_shows(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        store.add(id="kp_a", layer="knowledge", body="# kp_a\n\nnote\n", created_at=_noon(D(2019, 2, 12)))
+    (root / ".mdcg" / SHOW_LOG).write_text("a file planted where the show log's folder goes\n")
+    planted = "resurface: is a file where md-cg keeps a folder"
+    with MdCG(root) as store, pytest.warns(RuntimeWarning, match=planted) as warned:
+        assert store.resurface(D(2026, 2, 12), record=True).id == "kp_a"  # type: ignore[union-attr]
+        assert store.resurface(D(2026, 2, 12), record=True).id == "kp_a"  # type: ignore[union-attr]
+        assert [f.kind for f in store.health().findings] == ["access_unrecorded"]
+    assert len(warned) == 1
