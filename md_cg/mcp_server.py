@@ -192,9 +192,9 @@ def _message(exc: Exception) -> str:
 def _hinted(exc: Exception) -> str:
     if isinstance(exc, DuplicateIdError) and exc.untracked:
         return (
-            f"the file {exc.path} holds id {exc.node_id!r} and the index does not know it yet; "
-            "the `sync` tool takes it in (then `update` it), or call `remember` with "
-            "overwrite=true to replace it"
+            f"the file {exc.path} holds id {exc.node_id!r} and the index does not know it: "
+            "the `sync` tool takes it in if it can be read (then `update` it; `health` names a file "
+            "that cannot), or call `remember` with overwrite=true to replace it"
         )
     if isinstance(exc, DuplicateIdError) and not exc.path and not exc.archived:
         return f"id {exc.node_id!r} is taken by a memory outside this server's scope; choose another id"
@@ -850,11 +850,17 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
     def sync() -> dict[str, Any]:
         report = store.sync()
         keys = SYNC_LISTS
-        return {
+        out = {
             "clean": report.clean,
             "problems": report.problems,
             **_report_lists(report.to_dict(), keys),
         }
+        if report.withheld:
+            out["note"] = (
+                f"{report.withheld} file problem(s) (unreadable, duplicate or twin ids, unsafe paths) "
+                "are not named to this server's scope: a person should run `mdcg health` on the store"
+            )
+        return out
 
     def health() -> dict[str, Any]:
         return _report_lists(store.health().to_dict(), ("findings",))

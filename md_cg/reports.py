@@ -39,6 +39,8 @@ FINDING_KINDS: dict[str, str] = {
     "expired": "warning",  # a temporary node past its expiry, hidden from reads; sweep() removes it
     "forgotten_returned": "warning",  # a node forgotten in this clone whose file git brought back
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
+    # a scoped handle's: problems about files it is not told of (their owner cannot be told)
+    "withheld": "warning",
 }
 
 
@@ -115,6 +117,9 @@ class SyncReport:
     #: of ``recovered``, the commits rolled back: a temp file torn or missing
     #: (a power cut before it was written back) and none of its files landed
     undone: int = 0
+    #: a scoped handle's: how many malformed files, refused paths, duplicate copies and
+    #: twins it is not told of (any of them may be another scope's)
+    withheld: int = 0
 
     @property
     def clean(self) -> bool:
@@ -131,14 +136,17 @@ class SyncReport:
                 self.twins,
                 self.recovered,
                 self.temp_removed,
+                self.withheld,
             )
         )
 
     @property
     def problems(self) -> bool:
         """True when something needs a person: malformed files, duplicates, twins, refused
-        paths, unresolved merge conflicts."""
-        return bool(self.malformed or self.duplicates or self.refused or self.twins or self.conflicts)
+        paths, unresolved merge conflicts (also those withheld from a scoped handle)."""
+        return bool(
+            self.malformed or self.duplicates or self.refused or self.twins or self.conflicts or self.withheld
+        )
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -200,6 +208,11 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         twins=(),
         conflicts=tuple(c for c in report.conflicts if seen(c[0])),
         temp_removed=(),
+        withheld=report.withheld
+        + len(report.malformed)
+        + len(report.duplicates)
+        + len(report.refused)
+        + len(report.twins),
     )
 
 
@@ -214,10 +227,26 @@ def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthRe
     """The findings a scoped handle is told: those about nodes it sees, and those about
     the store as a whole (no node, no path); a file whose owner cannot be told is not named."""
     told = ("duplicate_id", "twin_id")  # name another file or id, whose owner cannot be told
-    findings = tuple(
+    findings = [
         f
         for f in report.findings
         if f.kind not in told
         and ((f.node_id is not None and seen(f.node_id)) or (f.node_id is None and f.path is None))
+    ]
+    # Not told what or where, but that there is something a person should look at.
+    withheld = sum(1 for f in report.findings if f.kind in WITHHELD_KINDS) - sum(
+        1 for f in findings if f.kind in WITHHELD_KINDS
     )
-    return replace(report, findings=findings)
+    if withheld:
+        findings.append(Finding("withheld", WITHHELD_NOTE.format(n=withheld), None, None))
+    return replace(report, findings=tuple(findings))
+
+
+#: Findings about files that a scoped handle is counted, not told (:func:`scoped_health`).
+WITHHELD_KINDS = frozenset(
+    ["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file"]
+)
+WITHHELD_NOTE = (
+    "{n} problem(s) with files this scope is not told of (unreadable, duplicate or twin ids, "
+    "unsafe paths; any may be another scope's): run `mdcg health` without a scope to see them"
+)

@@ -427,6 +427,40 @@ def test_the_scope_comes_from_the_server_never_from_a_tool(tmp_path: Path) -> No
         create_server(root, store=store, scope=Scope(agent="a"))
 
 
+def test_a_scoped_server_is_told_that_a_file_needs_a_person_not_which(tmp_path: Path) -> None:
+    """`mdcg mcp` without --agent is scoped (it sees normal, unscoped memories): a memory broken
+    by hand must not vanish without a word, and its path is not named (it may be a secret one's)."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="fine", layer="contextual", body="a fine memory")
+        store.add(id="broken", layer="contextual", body="will break")
+    path = root / "contextual" / "broken.md"
+    path.write_text(path.read_text().replace("---\n", "---\ntags: [oops\n", 1))
+    server = create_server(root, scope=Scope())
+
+    async def run() -> None:
+        async with Client(server) as client:
+            synced = _ok(await client.call_tool("sync", {}))
+            assert (synced["clean"], synced["problems"], synced["withheld"], synced["malformed"]) == (
+                False,
+                True,
+                1,
+                [],
+            )
+            assert "1 file problem(s)" in synced["note"] and "mdcg health" in synced["note"]
+            health = _ok(await client.call_tool("health", {}))
+            assert health["ok"] is False
+            assert [(f["kind"], f["path"], f["node_id"]) for f in health["findings"]] == [
+                ("withheld", None, None)
+            ]
+            assert "broken" not in json.dumps(health) and "broken" not in json.dumps(synced)
+
+    anyio.run(run)
+    server.store.close()
+    with MdCG(root) as store:  # unscoped: named
+        assert [f.path for f in store.health().by_kind("unreadable_file")] == ["contextual/broken.md"]
+
+
 def test_organize_recall_stats_on_this_day_and_inject(tmp_path: Path) -> None:
     root = build_small_store(tmp_path / "memory")
     server = create_server(root)
