@@ -38,7 +38,6 @@ Imports only the standard library, rapidfuzz and :mod:`md_cg.node` /
 
 from __future__ import annotations
 
-import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
@@ -48,7 +47,7 @@ from typing import Any
 
 from rapidfuzz import fuzz
 
-from .node import LAYERS, NEGATIVE_LAYERS, SENSITIVITY_LEVELS
+from .node import LAYERS, NEGATIVE_LAYERS, SENSITIVITY_LEVELS, finite
 from .script import CJK_CHARS, fold
 from .temporal import normalize_temporal
 
@@ -146,7 +145,7 @@ def _importance_field(raw: Mapping[str, Any]) -> float | Skip | None:
     value = raw.get("importance")
     if value is None:
         return None
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and finite(value)
     if not ok or not 0.0 <= value <= 1.0:
         return Skip(f"importance must be a number between 0 and 1, got {value!r}", "importance")
     return float(value)

@@ -13,7 +13,6 @@ Imports the engine and the modules below it.
 from __future__ import annotations
 
 import heapq
-import math
 import time
 import unicodedata
 from collections.abc import Callable, Collection, Iterable, Sequence
@@ -25,7 +24,7 @@ from . import fsops, index, merge, paths
 from .engine import Engine, Staged, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
-from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, quantise_instant, validate
+from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, finite, quantise_instant, validate
 from .nodefile import loads, read_bytes_as_text
 
 
@@ -350,7 +349,7 @@ def check_window(tag: TagFilter | None, since: float | None, until: float | None
     for name, value in (("since", since), ("until", until)):
         if value is None:
             continue
-        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value):
             raise InvalidArgumentError(
                 f"{name} must be a time in epoch seconds (a finite number), got {value!r} "
                 "(md_cg.render.parse_when reads '7d' or an ISO date)",

@@ -56,7 +56,7 @@ import orjson
 
 from . import nodefile
 from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
-from .node import LAYERS, Node
+from .node import LAYERS, Node, finite
 from .paths import ARCHIVE_DIR
 
 #: The frontmatter key that marks a node left with a true merge conflict.
@@ -124,7 +124,7 @@ def _instant(value: Any) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):
-        return float(value) if math.isfinite(value) else None
+        return float(value) if finite(value) else None
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))

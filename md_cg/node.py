@@ -23,6 +23,7 @@ import math
 import re
 import reprlib
 import secrets
+import sys
 import unicodedata
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, fields
@@ -343,7 +344,7 @@ def parse_instant(value: Any) -> float:
     if isinstance(value, bool) or value is None:
         raise ValueError("must be a number of seconds since the epoch or an ISO 8601 date")
     if isinstance(value, (int, float)):
-        if not math.isfinite(value):
+        if isinstance(value, float) and not math.isfinite(value):
             raise ValueError("must be a finite number")
         try:
             return quantise_instant(value)
@@ -576,7 +577,16 @@ _MAYBE_EMPTY_FIELDS = (
 # Fields whose values may nest: checked against MAX_DEPTH and the size limit
 # (tags and non_applicable_conditions are flat lists of strings once valid).
 _NESTING_FIELDS = (*_MAYBE_EMPTY_FIELDS, "verification_history")
-_REPR = reprlib.Repr()
+
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4000:  # repr() refuses integers of more than 4,300 digits
+            return f"<an integer of {x.bit_length() * 30103 // 100000 + 1} digits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _ShortRepr()
 _REPR.maxlevel = 3
 _REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
 _REPR.maxstring = _REPR.maxother = 160
@@ -586,6 +596,14 @@ _REPR.maxlong = 60
 def show(value: Any) -> str:
     """A short ``repr`` of a value for messages: bounded in length and depth."""
     return _REPR.repr(value)
+
+
+def finite(value: int | float) -> bool:
+    """Whether the number ``value`` is finite as a float too: not ``nan`` or ``inf``, and
+    not an integer too large for a float (``math.isfinite`` raises OverflowError on one)."""
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return -sys.float_info.max <= value <= sys.float_info.max
 
 
 #: The integers a node file holds: those its JSON reader (orjson) reads back as the
@@ -611,7 +629,7 @@ def number_problem(value: Any) -> str | None:
         if not math.isfinite(value):
             return f"holds the non-finite number {value!r}, which a node file cannot store"
     elif isinstance(value, int) and not isinstance(value, bool) and not INT_MIN <= value < INT_END:
-        return f"holds the integer {value}, outside the range a node file stores (-2**63 to 2**64 - 1)"
+        return f"holds the integer {show(value)}, outside the range a node file stores (-2**63 to 2**64 - 1)"
     return None
 
 
@@ -730,7 +748,7 @@ def _check_scalars(node: Node, fail: _Fail) -> None:
         fail("body", f"is larger than the file limit of {MAX_FILE_BYTES // 1024 // 1024} MiB", node.body)
     for name in _NUMBER_FIELDS_UNIT:
         v = getattr(node, name)
-        if v is not None and (not _is_number(v) or not math.isfinite(v) or not 0.0 <= v <= 1.0):
+        if v is not None and (not _is_number(v) or not 0.0 <= v <= 1.0):  # (nan and inf fail the range)
             fail(name, "must be a number between 0 and 1", v)
     for name in TIME_FIELDS:
         v = getattr(node, name)
@@ -834,10 +852,8 @@ def _check_edges(node: Node, fail: _Fail, walk: bool) -> None:
             fail("edges", f"has an unsafe target: {exc}", edge.target)
         if edge.type not in EDGE_TYPES:
             fail("edges", f"has an edge type outside {', '.join(EDGE_TYPES)}", edge.type)
-        if edge.confidence is not None and (
-            not _is_number(edge.confidence) or not math.isfinite(edge.confidence)
-        ):
-            fail("edges", "has a non-numeric edge confidence", edge.confidence)
+        if edge.confidence is not None and (not _is_number(edge.confidence) or not finite(edge.confidence)):
+            fail("edges", "has an edge confidence that is not a finite number", edge.confidence)
         why = bulk_problem(edge.extra) if walk and edge.extra else None
         if why:
             fail("edges", f"has an edge whose extra keys {why}", edge.extra)

@@ -243,9 +243,7 @@ def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthRe
 
 
 #: Findings about files that a scoped handle is counted, not told (:func:`scoped_health`).
-WITHHELD_KINDS = frozenset(
-    ["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file"]
-)
+WITHHELD_KINDS = frozenset(["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file"])
 WITHHELD_NOTE = (
     "{n} problem(s) with files this scope is not told of (unreadable, duplicate or twin ids, "
     "unsafe paths; any may be another scope's): run `mdcg health` without a scope to see them"

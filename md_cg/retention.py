@@ -29,7 +29,6 @@ Imports the engine, temporal, visibility and the modules below them.
 
 from __future__ import annotations
 
-import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -42,7 +41,7 @@ from .engine import Engine
 from .errors import InvalidArgumentError, NodeNotFoundError, UnsafePathError
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import DEFAULT_SENSITIVITY, Edge, Node, quantise_instant
+from .node import DEFAULT_SENSITIVITY, Edge, Node, finite, quantise_instant
 from .reports import Finding
 
 #: The decision log, ``.mdcg/retention/``.
@@ -73,12 +72,7 @@ class SweepReport:
 
 def check_ttl(value: object, name: str = "ttl_seconds") -> float:
     """``value`` as a positive, finite number of seconds, or InvalidArgumentError naming ``name``."""
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or not math.isfinite(value)
-        or value <= 0
-    ):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value) or value <= 0:
         raise InvalidArgumentError(f"{name} must be a positive number of seconds, got {value!r}", name=name)
     return float(value)
 

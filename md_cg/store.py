@@ -9,7 +9,6 @@ operational state (docs/architecture.md says what writes when).
 
 from __future__ import annotations
 
-import math
 import os
 import time
 import uuid
@@ -43,7 +42,7 @@ from .errors import (
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, check_layer, validate
+from .node import Node, check_id, check_layer, finite, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .retention import SweepReport
 from .search import SearchResult
@@ -81,7 +80,7 @@ def _check_options(
         ok = (
             isinstance(value, int | float)
             and not isinstance(value, bool)
-            and math.isfinite(value)
+            and finite(value)
             and value >= floor
             and (name != "auto_compact" or isinstance(value, int))
         )

@@ -42,7 +42,6 @@ Imports only the standard library, numpy, orjson and :mod:`md_cg.errors`.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -57,7 +56,7 @@ import orjson
 
 from . import fsops
 from .errors import InvalidArgumentError, MarkerFileError, UnsafePathError
-from .node import RETENTION_TIERS, normalize_temporal
+from .node import RETENTION_TIERS, finite, normalize_temporal
 from .script import CJK_CHARS, is_nfkc, nfkc
 
 #: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
@@ -431,7 +430,7 @@ def _merge(base: Markers, added: MarkerLists, problem: str | None) -> Markers:
 
 
 def _check_number(name: str, value: object, *, positive: bool = False) -> float:
-    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and finite(value)
     if not ok or (positive and value <= 0):  # type: ignore[operator]
         need = "a positive finite number" if positive else "a finite number"
         raise InvalidArgumentError(f"{name} must be {need} of seconds, got {value!r}", name=name, value=value)

@@ -7,12 +7,14 @@ the node and field, or the sqlite row and column.
 
 from __future__ import annotations
 
+import re
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
-from md_cg import nodefile
+from md_cg import MdCG, nodefile
 from md_cg.errors import FileProblem, InvalidNodeError, MalformedNodeFileError
 from md_cg.node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, validate
 
@@ -368,3 +370,50 @@ def test_a_lone_surrogate_in_the_body_or_a_reason_is_named(tmp_path: Path) -> No
         audit = tmp_path / "m" / ".mdcg" / "audit"
         assert not audit.exists() or [p for p in audit.iterdir() if p.stat().st_size == 0] == []
         assert s.get("c").body == "fine" and sorted(s.ids()) == ["c"]
+
+
+_HUGE_LINES = {
+    "importance": "importance: 1" + "0" * 400,
+    "created_at": "created_at: 1" + "0" * 400,
+    "expires_at": "expires_at: 1" + "0" * 400,
+    "edges": 'edges: [{"target": "a", "type": "similar", "confidence": 1' + "0" * 400 + "}]",
+    "foo": "foo: 0x" + "f" * 4000,  # YAML: an integer of 4,817 digits (repr() refuses over 4,300)
+}
+
+
+@pytest.mark.parametrize("field", sorted(_HUGE_LINES))
+def test_a_huge_integer_in_a_file_is_that_file_s_problem_only(tmp_path: Path, field: str) -> None:
+    """Without a snapshot (a fresh clone), one hand-written file with an integer too large for a
+    float (or for repr) is reported by path; the store opens, searches, syncs and rebuilds."""
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="good", layer="self", body="a good memory about cats"))
+    (root / "self" / "h1.md").write_text(f'---\nid: "h1"\nlayer: "self"\n{_HUGE_LINES[field]}\n---\nbody\n')
+    shutil.rmtree(root / ".mdcg")
+    with MdCG(root) as s:
+        assert [r.id for r in s.search("cats")[0]] == ["good"]
+        [finding] = s.health().findings
+        assert (finding.kind, finding.path) == ("unreadable_file", "self/h1.md")
+        assert field in finding.detail or "integer" in finding.detail, finding.detail
+        [(path, why)] = s.sync().malformed
+        assert path == "self/h1.md" and f"field {field!r}" in why
+        assert s.rebuild_index().nodes == 1 and s.ids() == ["good"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "shown"),
+    [
+        ({"importance": 16**4000}, "importance", "<an integer of 4817 digits>"),
+        ({"importance": 10**400}, "importance", "1000000"),
+        ({"created_at": 10**400}, "created_at", "too large for an instant"),
+        ({"extra": {"foo": 16**4000}}, "foo", "<an integer of 4817 digits>"),
+        ({"edges": [{"target": "a", "confidence": 10**400}]}, "edges", "not a finite number"),
+    ],
+)
+def test_a_huge_integer_given_to_add_is_an_invalid_node_error(
+    tmp_path: Path, changes: dict, field: str, shown: str
+) -> None:
+    with MdCG(tmp_path / "s") as s:
+        with pytest.raises(InvalidNodeError, match=re.escape(shown)) as caught:
+            s.add(Node(id="x", layer="self", body="b", **changes))
+        assert caught.value.field == field and s.ids() == []
