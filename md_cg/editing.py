@@ -219,7 +219,7 @@ def _rename_locked(
     current = engine.state.entries.get(old_id)
     if current is None:
         raise NodeNotFoundError(old_id)
-    node = engine.read_node(current.path)
+    node = engine.read_entry(current)
     node.id = new_id
     if layer is not None:
         node.layer = layer
@@ -249,7 +249,7 @@ def _rename_locked(
     puts = [renamed]
     for src in sources:
         entry = engine.state.entries[src]
-        other = engine.read_node(entry.path)
+        other = engine.read_entry(entry)
         for edge in other.edges:
             if edge.target == old_id:
                 edge.target = new_id

@@ -355,6 +355,21 @@ class Engine:
         """Parse the node file at ``rel`` (no symlinks, size-limited)."""
         return index.read_node(self.root_str, rel)
 
+    def read_entry(self, entry: Entry) -> Node:
+        """The node in ``entry``'s file, which must still hold ``entry.id`` (call under the
+        id's lock before removing or rewriting the file). A file whose id was changed by
+        hand since it was indexed is settled against the disk (in memory), and
+        NodeNotFoundError is raised for the id, as :meth:`get` raises it."""
+        node = self.read_node(entry.path)
+        if node.id != entry.id:
+            raise self._moved_away(entry, node.id)
+        return node
+
+    def _moved_away(self, entry: Entry, found: str) -> NodeNotFoundError:
+        """The index catches up with ``entry``'s file holding ``found`` now; the error to raise."""
+        index.resolve_ids(self.root_str, self.state, {entry.id: [entry.path], found: [entry.path]})
+        return NodeNotFoundError(entry.id)
+
     def get(self, node_id: str) -> Node:
         """Read a node from its file. Raises NodeNotFoundError for an unknown id."""
         check_id(node_id)
@@ -620,8 +635,8 @@ class Engine:
             raise DuplicateIdError(current.id, to)
         data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
         node = index.decode_node(data, to)
-        if node.id != current.id:
-            raise NodeNotFoundError(current.id)  # the file was edited to hold another id meanwhile
+        if node.id != current.id:  # the file was edited to hold another id meanwhile
+            raise self._moved_away(current, node.id)
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 
@@ -689,7 +704,7 @@ class Engine:
     def _changed(self, current: Entry, change: Callable[[Node], Node | None]) -> Node:
         """The node of ``current`` read from its file and passed through ``change``,
         checked and stamped."""
-        node = self.read_node(current.path)
+        node = self.read_entry(current)
         result = change(node)
         if result is not None:
             if not isinstance(result, Node):
@@ -718,7 +733,7 @@ class Engine:
         check_id(node_id)
         with self.hold([node_id]):
             current = self._held(node_id, check)
-            node = self.read_node(current.path)
+            node = self.read_entry(current)
             self.commit([], [(node_id, current.path)], durable=durable)
             return node
 

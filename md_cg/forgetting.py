@@ -113,7 +113,7 @@ def forget_many(
                 i: tuple(e for e in engine.incoming(i) if e[0] not in doomed and (seen is None or seen(e[0])))
                 for i in ids
             }
-            nodes = [engine.read_node(e.path) for e in entries]
+            nodes = [engine.read_entry(e) for e in entries]
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(

@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from md_cg import nodefile
-from md_cg.errors import FileProblem, MalformedNodeFileError
+from md_cg import MdCG, nodefile
+from md_cg.errors import FileProblem, MalformedNodeFileError, NodeNotFoundError
 from md_cg.node import (
     SLUG_CHARS,
     Node,
@@ -299,3 +299,31 @@ def test_an_empty_file_is_no_memory(tmp_path: Path, text: str) -> None:
         assert s.sync().malformed == (("self/empty.md", "the file is empty: a memory needs some text"),)
         assert "empty" not in s
         assert [(f.kind, f.path) for f in s.health().findings] == [("unreadable_file", "self/empty.md")]
+
+
+@pytest.mark.parametrize("op", ["delete", "forget", "rename", "update", "archive"])
+def test_a_file_whose_id_was_changed_by_hand_is_not_removed_or_rewritten_under_the_old_id(
+    tmp_path: Path, op: str
+) -> None:
+    """Before any sync, a person changes a1's id to b2 in its file: an operation on a1 must not
+    delete, forget or rewrite memory b2 (the index still maps a1 to that file)."""
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="a1", layer="self", body="alpha note"))
+        s.compact_index()
+    path = root / "self" / "a1.md"
+    edited = path.read_text().replace('id: "a1"', 'id: "b2"')
+    path.write_text(edited)
+    with MdCG(root) as s:
+        call = {
+            "delete": lambda: s.delete("a1"),
+            "forget": lambda: s.forget("a1", "a reason"),
+            "rename": lambda: s.rename("a1", "c3"),
+            "update": lambda: s.update("a1", body="new"),
+            "archive": lambda: s.archive(["a1"]),
+        }[op]
+        with pytest.raises(NodeNotFoundError, match="no node with id 'a1'"):
+            call()
+        assert s.ids() == ["b2"] and s.tombstones() == []
+        assert s.get("b2").body.strip() == "alpha note"
+    assert path.read_text() == edited

@@ -368,8 +368,8 @@ def test_round_four_stale_handles_overwrite_narrowing_and_what_sync_tells(tmp_pa
         "---\nid: a3\nlayer: knowledge\nagent_scope: B\n---\nsecret\n", encoding="utf-8"
     )
     report = a.sync()
-    assert report.duplicates == () and report.twins == ()
-    assert [f.kind for f in a.health().findings] == []
+    assert (report.duplicates, report.twins, report.withheld) == ((), (), 1)  # counted, not named
+    assert [(f.kind, f.path, f.node_id) for f in a.health().findings] == [("withheld", None, None)]
     (root / rel).with_name("b2.md").write_text("---\nid: b2\nlayer: knowledge\nagent_scope: B\n---\nb2\n")
     assert a.sync_if_changed(0) is None  # only another scope's file changed: nothing to tell
     a.close()
