@@ -76,6 +76,7 @@ class OrganizeStore(Protocol):
     def get(self, node_id: str) -> Node: ...
     def log(self, name: str) -> AppendLog: ...
     def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...
+    def sync(self) -> Any: ...
 
 
 # -- results ---------------------------------------------------------------------------
@@ -569,9 +570,13 @@ def _find_report(records: list[dict[str, Any]], run_id: str, caller: Caller) -> 
 
 
 def _check_not_applied(records: list[dict[str, Any]], run_id: str, store: OrganizeStore) -> None:
-    for r in records:
-        if r.get("dry_run_id") != run_id:
-            continue
+    mine = [r for r in records if r.get("dry_run_id") == run_id]
+    receipts = {r.get("run_id") for r in mine if r.get("kind") == "apply"}
+    if any(r.get("kind") == "apply_intent" and r.get("run_id") not in receipts for r in mine):
+        # An apply died after its intent: its commit may be logged and not yet rolled
+        # forward (it lands at the next recovery). Finish it first, then look.
+        store.sync()
+    for r in mine:
         done = r.get("kind") == "apply" and r.get("status") != "failed"
         # An intent whose commit landed: a process died before writing its receipt.
         if done or (r.get("kind") == "apply_intent" and _landed(store, r)):

@@ -453,6 +453,34 @@ def test_a_process_killed_after_its_commit_leaves_the_run_applied(tmp_path: Path
     assert [e.id for e in store.entries() if e.title == "Bob"] == bob
 
 
+def _apply_die_after_logging(root: str, run_id: str) -> None:
+    store = MdCG(root)
+
+    def kill(step: str) -> None:
+        if step == "logged":  # the commit line is in the log; no file renamed yet
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    store._engine.journal.fault = kill
+    store.organize("apply", run_id=run_id, decisions=[{"action": "save", "index": 0}])
+
+
+def test_an_apply_killed_after_logging_its_commit_is_not_applied_twice(tmp_path: Path) -> None:
+    """The commit lands at the next recovery: a second apply of the run finishes it first and is
+    refused, and the one candidate is one memory."""
+    store = seeded(tmp_path / "s")
+    dry = store.organize(candidates=SAVE_CANDIDATES[1:2])
+    child = multiprocessing.get_context("spawn").Process(
+        target=_apply_die_after_logging, args=(str(store.root), dry.run_id)
+    )
+    child.start()
+    child.join(120)
+    assert child.exitcode == -signal.SIGKILL
+    with pytest.raises(OrganizeApplyError, match="was already applied"):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    store.sync()
+    assert [e.id for e in store.entries() if e.title == "Bob"] == audit(store)[-2]["saved"]
+
+
 def test_identical_finds_the_same_body_and_nothing_else(tmp_path: Path) -> None:
     """``identical``: the same text (line endings, trailing spaces and blank lines at
     either end aside) in the layer asked, among 300 notes that differ by one number."""
