@@ -29,9 +29,9 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import fsops, maintenance, paths, retention, visibility
+from . import fsops, index, maintenance, paths, retention, visibility
 from .engine import Engine
-from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError
+from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError, UnsafePathError
 from .index import Entry, IndexState
 from .logs import AppendLog
 from .node import check_id
@@ -92,11 +92,15 @@ def forget_many(
             entries = []
             for node_id in ids:
                 entry = engine.state.entries.get(node_id)
+                if keep is not None:
+                    # The sweep's look again, at the file as it is now: gone since it was
+                    # listed (another sweep), or edited by hand to stay (a longer tier).
+                    entry = _as_on_disk(engine, entry) if entry is not None else None
+                    if entry is None or not keep(entry):
+                        doomed.discard(node_id)
+                        continue
                 if entry is None:
                     raise NodeNotFoundError(node_id)
-                if keep is not None and not keep(entry):
-                    doomed.discard(node_id)
-                    continue
                 if entry.layer == "anchor" and not force:
                     raise ProtectedNodeError(
                         node_id,
@@ -144,6 +148,19 @@ def sweep(
     keep = retention.sweepable(scope)
     why = retention.SWEEP_REASON
     return forget_many(engine, tombstones, expired, why, force=True, event="sweep", keep=keep, scope=scope)
+
+
+def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
+    """``entry``, or the index's entry for its id once the file at its path, changed or gone
+    since it was indexed (by hand: no log record tells), has been read again."""
+    try:
+        st = fsops.lstat(engine.root_str, entry.path)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        st = None
+    if st is not None and (st.st_mtime_ns, st.st_size) == (entry.mtime_ns, entry.size):
+        return entry
+    index.resolve_ids(engine.root_str, engine.state, {entry.id: [entry.path]})
+    return engine.state.entries.get(entry.id)
 
 
 def scope_fields(entry: Entry) -> dict[str, str]:

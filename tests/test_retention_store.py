@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import time
 from pathlib import Path
@@ -252,3 +253,50 @@ def test_an_edit_keeps_a_tier_the_caller_chose_and_anchor_keeps_what_moves_in(tm
         first = s.get("t3").expires_at
         again = s.update("t3", body="tomorrow at 11 call")  # decided by the words, and its expiry kept
         assert (again.retention_tier, again.expires_at) == ("temp", first)
+
+
+def _forget_t1(root: str) -> None:
+    with MdCG(root) as other:
+        other.forget("t1", "done with it")
+
+
+def test_a_sweep_skips_an_expired_node_another_process_removed_since_it_looked(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, ttl_seconds=0.05) as s:
+        s.add_many(
+            [Node(id=f"t{i}", layer="self", body=f"temp note {i}", retention_tier="temp") for i in range(3)]
+        )
+    time.sleep(0.2)
+    with MdCG(root, refresh_interval=60) as a:
+        assert sorted(a.ids(include_expired=True)) == ["t0", "t1", "t2"]
+        child = multiprocessing.get_context("fork").Process(target=_forget_t1, args=(str(root),))
+        child.start()
+        child.join(60)
+        assert child.exitcode == 0
+        report = a.sweep(dry_run=False)
+        assert sorted(report.removed) == ["t0", "t2"]
+    with MdCG(root, read_only=True) as r:
+        assert r.ids(include_expired=True) == []
+        assert sorted(t["id"] for t in r.tombstones()) == ["t0", "t1", "t2"]
+
+
+def test_a_sweep_keeps_a_file_edited_by_hand_to_stay(tmp_path: Path) -> None:
+    """The sweep's look under the lock reads a file changed since it was indexed: a temp note a
+    person made long (tier, no expiry) is kept, edit and all (docs/retention.md: long is never swept)."""
+    root = tmp_path / "m"
+    with MdCG(root, ttl_seconds=0.2) as s:
+        s.add(Node(id="t", layer="self", body="temporary note"), tier="temp")
+        s.add(Node(id="u", layer="self", body="another temporary note"), tier="temp")
+        path = Path(s.path_of("t"))
+    time.sleep(0.4)
+    lines = [
+        line.replace('retention_tier: "temp"', 'retention_tier: "long"')
+        for line in path.read_text().splitlines()
+        if not line.startswith("expires_at")
+    ]
+    edited = "\n".join(lines).replace("temporary note", "temporary note, kept by hand") + "\n"
+    path.write_text(edited)
+    with MdCG(root) as s:
+        assert s.sweep(dry_run=False).removed == ("u",)
+        assert s.get("t").retention_tier == "long"
+    assert path.read_text() == edited
