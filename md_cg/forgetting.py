@@ -31,7 +31,13 @@ from typing import Any
 
 from . import fsops, index, maintenance, paths, retention, visibility
 from .engine import Engine
-from .errors import InvalidNodeError, NodeNotFoundError, ProtectedNodeError, UnsafePathError
+from .errors import (
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+    ProtectedNodeError,
+    UnsafePathError,
+)
 from .index import Entry, IndexState
 from .logs import AppendLog
 from .node import check_id
@@ -135,8 +141,13 @@ def forget_many(
                 ],
                 durable=True,
             )
-            engine.commit([], [(e.id, e.path) for e in entries], durable=durable)
-        scrub(engine, ids, {e.path.rsplit("/", 1)[0] for e in entries})
+            # Every copy of a forgotten memory goes: the losing copies of a duplicated id
+            # (a cp, a merge) would otherwise bring it back at the next sync.
+            dels = [(e.id, rel) for e in entries for rel in [e.path, *_copies(engine, e, scope)]]
+            engine.commit([], dels, durable=durable)
+            for e in entries:
+                state.duplicates.pop(e.id, None)
+        scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels})
     return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
 
 
@@ -148,6 +159,22 @@ def sweep(
     keep = retention.sweepable(scope)
     why = retention.SWEEP_REASON
     return forget_many(engine, tombstones, expired, why, force=True, event="sweep", keep=keep, scope=scope)
+
+
+def _copies(engine: Engine, entry: Entry, scope: Scope | None) -> list[str]:
+    """The other files that hold ``entry``'s id (the losing copies sync found), those of
+    them in the caller's scope."""
+    out = []
+    for rel in engine.state.duplicates.get(entry.id, ()):
+        try:
+            node = engine.read_node(rel)
+        except (OSError, MalformedNodeFileError, UnsafePathError):
+            continue  # gone, or unreadable: not known to hold the id
+        if node.id == entry.id and (
+            scope is None or scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
+        ):
+            out.append(rel)
+    return out
 
 
 def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:

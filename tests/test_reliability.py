@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from stresslib import stress
 
-from md_cg import MdCG, Node, fsops
+from md_cg import MdCG, Node, Scope, fsops
 from md_cg.errors import DuplicateIdError, IdCollisionError, LockTimeoutError
 
 # -- 1. the existence check and the write of one id are atomic across processes ------------------
@@ -526,3 +526,37 @@ def test_health_names_a_duplicate_copy_after_sync_chose_the_other(tmp_path: Path
             "another file holds this id (knowledge/orphan/d.md stands); remove or rename one copy",
         )
     ]
+
+
+def test_forget_removes_every_copy_sync_found_of_the_id(tmp_path: Path) -> None:
+    """A copy of a memory (a cp, a merge) is a losing duplicate: forget removes it too, or the
+    next sync would take it in and bring the forgotten text back."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="pw", layer="self", body="the wifi password is hunter2"))
+        s.add(Node(id="other", layer="self", body="kept"))
+    (root / "contextual").mkdir(exist_ok=True)
+    copy = root / "contextual" / "pw.md"
+    copy.write_bytes((root / "self" / "pw.md").read_bytes())
+    with MdCG(root) as s:
+        assert s.sync().duplicates == (("pw", "contextual/pw.md"),)
+        s.forget("pw", "delete it")
+        assert not copy.exists() and not (root / "self" / "pw.md").exists()
+        assert s.sync().added == () and "pw" not in s
+        assert [r.id for r in s.search("hunter2")[0] if not r.filler] == []
+        assert [f.kind for f in s.health().findings] == []
+    assert b"hunter2" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_scoped_forget_leaves_another_scope_s_file_of_that_id(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, scope=Scope(agent="a")) as a:
+        a.add(Node(id="note", layer="self", body="a's note"))
+    (root / "contextual").mkdir(exist_ok=True)
+    theirs = root / "contextual" / "note.md"
+    theirs.write_text('---\nid: "note"\nlayer: "contextual"\nagent_scope: "b"\n---\nb\'s note\n')
+    with MdCG(root) as s:
+        assert [d[0] for d in s.sync().duplicates] == ["note"]
+    with MdCG(root, scope=Scope(agent="a")) as a:
+        a.forget("note", "mine goes")
+    assert theirs.read_text().endswith("b's note\n") and not (root / "self" / "note.md").exists()
