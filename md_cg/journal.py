@@ -83,6 +83,8 @@ class Commit:
     dels: tuple[tuple[str, str], ...]  # (id, rel)
     #: (size, CRC-32) of each put's bytes, in order; None in records of earlier versions
     checks: tuple[tuple[int, int], ...] | None = None
+    #: when the line was written (seconds since the epoch; None when it does not say)
+    ts: float | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -351,6 +353,10 @@ def roll_forward(root: str, c: Commit) -> bool:
     states = _put_states(root, c)
     back = "bad" in states and "landed" not in states
     landed: set[str] = set()
+    # A file changed after the line was written (with a margin for coarse file
+    # times) is a later write -- a hand edit since the crash, or a line from a
+    # copied .mdcg/ -- that the commit must not replace or delete.
+    limit = None if c.ts is None else int((c.ts + _CLOCK_SLACK) * 1e9)
     for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
         parent, name = _split(rel)
         if state == "landed":
@@ -359,7 +365,7 @@ def roll_forward(root: str, c: Commit) -> bool:
             continue
         try:
             with fsops.Dir(root, parent) as d:
-                if state == "temp" and not back:
+                if state == "temp" and not back and not _newer(d, name, limit):
                     d.replace(tmp, name)
                     landed.add(node_id)
                 else:
@@ -373,11 +379,29 @@ def roll_forward(root: str, c: Commit) -> bool:
         # The old copy of a moved node goes only once the new copy is in place.
         if node_id in put_ids and node_id not in landed:
             continue
+        parent, name = _split(rel)
         try:
-            fsops.remove(root, rel)
-        except UnsafePathError:
+            with fsops.Dir(root, parent) as d:
+                if not _newer(d, name, limit):
+                    d.unlink(name)
+        except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
     return True
+
+
+#: Seconds a file's time may run past its commit line's and still be the commit's own
+#: (file systems that keep times to the second, or two).
+_CLOCK_SLACK = 2.0
+
+
+def _newer(d: fsops.Dir, name: str, limit: int | None) -> bool:
+    """Whether file ``name`` of ``d`` was changed after ``limit`` (ns; None: never said)."""
+    if limit is None:
+        return False
+    try:
+        return d.lstat(name).st_mtime_ns > limit
+    except FileNotFoundError:
+        return False
 
 
 def _put_states(root: str, c: Commit) -> list[str]:
@@ -394,7 +418,8 @@ def _put_states(root: str, c: Commit) -> list[str]:
                 if not _safe_temp(tmp, name):
                     pass  # a record this version did not write: never acted on
                 elif d.exists(tmp):
-                    if _holds(d, tmp, check):
+                    # a regular file only: a symlink is never renamed into place
+                    if statmod.S_ISREG(d.lstat(tmp).st_mode) and _holds(d, tmp, check):
                         state = "temp"
                 elif d.exists(name) and _holds(d, name, check):
                     state = "landed"
@@ -713,7 +738,9 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
     assert puts is not None and dels is not None
     full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
     checks = _checks(rec.get("check"), len(full)) if rec.get("op") == "commit" else None
-    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks)
+    ts: Any = rec.get("ts")
+    when = float(ts) if type(ts) in (int, float) and -1e11 < ts < 1e11 else None
+    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, when)
 
 
 def _checks(value: Any, count: int) -> tuple[tuple[int, int], ...] | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import time
 import zlib
 from pathlib import Path
 
@@ -303,3 +304,45 @@ def test_a_recovered_forget_is_not_done_again_over_a_later_write(tmp_path: Path)
         s.compact_index()
         assert s.get("x").body == "a new memory x"
     assert Path(root, "self", "x.md").read_text().endswith("a new memory x\n")
+
+
+def _plant_line(root: Path, shard: str, record: dict) -> None:
+    (root / ".mdcg" / "log" / shard).write_bytes(orjson.dumps(record) + b"\n")
+
+
+def test_a_stray_line_of_a_dead_writer_deletes_or_replaces_no_newer_file(tmp_path: Path) -> None:
+    """Lines of a dead pid (a .mdcg/ copied from another machine, a forged line) are rolled
+    forward only over files not changed since the line was written."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="keep1", layer="self", body="keep me"))
+        s.add(Node(id="n3", layer="contextual", body="n3 original"))
+    before = {p: p.read_bytes() for p in [root / "self" / "keep1.md", root / "contextual" / "n3.md"]}
+    _plant_line(root, "99999_" + "0" * 32 + ".jsonl", {"ts": 1, "seq": 1, "op": "commit", "put": [],
+                "del": [["keep1", "self/keep1.md"]], "check": []})  # fmt: skip
+    tmp = ".n3.md.99998.abc.tmp"
+    _plant_line(root, "99998_" + "0" * 32 + ".jsonl", {"ts": 1, "seq": 1, "op": "commit",
+                "put": [["n3", "contextual/n3.md", tmp]], "del": []})  # fmt: skip
+    (root / "contextual" / tmp).write_text('---\nid: "n3"\nlayer: "contextual"\n---\nforged\n')
+    with MdCG(root) as s:
+        assert s.sync().recovered == 2
+        assert s.get("keep1").body.strip() == "keep me" and s.get("n3").body.strip() == "n3 original"
+    assert {p: p.read_bytes() for p in before} == before
+    assert not (root / "contextual" / tmp).exists()
+
+
+def test_a_symlinked_temp_file_is_never_renamed_into_place(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="n3", layer="contextual", body="n3 original"))
+    outside = tmp_path / "outside.md"
+    outside.write_text('---\nid: "n3"\nlayer: "contextual"\n---\noutside\n')
+    tmp = ".n3.md.99998.abc.tmp"
+    os.symlink(outside, root / "contextual" / tmp)
+    _plant_line(root, "99998_" + "0" * 32 + ".jsonl", {"ts": time.time() + 60, "seq": 1, "op": "commit",
+                "put": [["n3", "contextual/n3.md", tmp]], "del": []})  # fmt: skip
+    with MdCG(root) as s:
+        s.sync()
+        assert s.get("n3").body.strip() == "n3 original"
+    assert not (root / "contextual" / "n3.md").is_symlink()
+    assert outside.read_text().endswith("outside\n")
