@@ -11,7 +11,8 @@ forgotten. The order is therefore:
 3. remove the files, as one journal commit (all or nothing, even across a
    crash: see :mod:`md_cg.journal`);
 4. scrub the derived copies of the content: an emptied bucket folder, old
-   ``.mdcg/trash`` copies, this process's log shard (retired so that
+   ``.mdcg/trash`` copies, the candidates organise saved as these memories
+   (blanked in place in ``.mdcg/organize/``), this process's log shard (retired so that
    maintenance can remove it) and the snapshot (rewritten by a compaction,
    its text index without the forgotten terms).
 
@@ -29,7 +30,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import fsops, index, maintenance, paths, retention, visibility
+from . import fsops, index, maintenance, organize, paths, retention, visibility
 from .engine import Engine
 from .errors import (
     InvalidNodeError,
@@ -147,6 +148,12 @@ def forget_many(
             engine.commit([], dels, durable=durable)
             for e in entries:
                 state.duplicates.pop(e.id, None)
+        if fsops.exists(engine.root_str, paths.meta(organize.AUDIT_LOG)):
+            audit = AppendLog(engine.root_str, organize.AUDIT_LOG)
+            try:
+                organize.blank_forgotten(audit, nodes, timeout=engine.lock_timeout)
+            finally:
+                audit.close()
         scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels})
     return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
 

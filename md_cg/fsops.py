@@ -487,6 +487,22 @@ def read_file(
         return d.read(name, max_bytes=max_bytes, head=head)
 
 
+def overwrite_at(root: str, rel: str, edits: Iterable[tuple[int, bytes]]) -> None:
+    """Write each ``(offset, data)`` of ``edits`` over the bytes of the regular file
+    ``root/rel`` in place (no symlink followed; the file keeps its inode and size, so a
+    process appending to it loses nothing)."""
+    parent, name = _split(rel)
+    with Dir(root, parent) as d:
+        fd = os.open(name, os.O_WRONLY | _NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=d.fd)
+        try:
+            if not statmod.S_ISREG(os.fstat(fd).st_mode):
+                raise UnsafePathError(rel, "is not a regular file")
+            for offset, data in edits:
+                os.pwrite(fd, data, offset)
+        finally:
+            os.close(fd)
+
+
 def read_small(root: str, rel: str, *, limit: int) -> bytes | None:
     """The bytes of a small file below the root (a settings file in ``.mdcg/``), or None
     when there is none.

@@ -13,7 +13,7 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -65,6 +65,35 @@ class AppendLog:
         out.sort(key=lambda r: (r[0], r[1], r[2]))
         return [r[3] for r in out]
 
+    def blank(self, texts_of: Callable[[dict[str, Any]], Iterable[str]]) -> int:
+        """Blank strings out of the records, in place: every occurrence, in a record's line,
+        of a string ``texts_of(record)`` names (as the line's JSON spells it) becomes ``#``
+        characters of the same byte length. Lines keep their length, so processes
+        appending to their shards lose nothing. The earlier versions' single file is
+        not touched. Returns the number of strings blanked."""
+        done = 0
+        try:
+            names = fsops.list_shards(self.root, self.rel)
+        except UnsafePathError:
+            return 0
+        for name in names:
+            rel = f"{self.rel}/{name}"
+            try:
+                data, _ = fsops.read_file(self.root, rel)
+            except (FileNotFoundError, UnsafePathError):
+                continue
+            edits: list[tuple[int, bytes]] = []
+            start = 0
+            while start < len(data):
+                stop = data.find(b"\n", start)
+                stop = len(data) if stop < 0 else stop
+                edits += _blanks(data, start, stop, texts_of)
+                start = stop + 1
+            if edits:
+                fsops.overwrite_at(self.root, rel, edits)
+                done += len(edits)
+        return done
+
     @contextlib.contextmanager
     def locked(self, timeout: float) -> Iterator[None]:
         """Hold this log's lock (for read-compute-append sequences)."""
@@ -74,6 +103,30 @@ class AppendLog:
     def close(self) -> None:
         self._writer.close()
         self._lock.close()
+
+
+def _blanks(
+    data: bytes, start: int, stop: int, texts_of: Callable[[dict[str, Any]], Iterable[str]]
+) -> list[tuple[int, bytes]]:
+    """The in-place edits that blank, in the line ``data[start:stop]``, the strings its
+    record's ``texts_of`` names (each found as its JSON: the quotes stay)."""
+    try:
+        line = orjson.loads(data[start:stop])
+    except orjson.JSONDecodeError:
+        return []
+    rec = line.get("r") if isinstance(line, dict) else None
+    if not isinstance(rec, dict):
+        return []
+    out = []
+    for text in set(texts_of(rec)):
+        needle = orjson.dumps(text)
+        if len(needle) <= 2:
+            continue
+        at = data.find(needle, start, stop)
+        while at >= 0:
+            out.append((at + 1, b"#" * (len(needle) - 2)))
+            at = data.find(needle, at + len(needle), stop)
+    return out
 
 
 def _legacy_records(root: str, rel: str) -> list[dict[str, Any]]:

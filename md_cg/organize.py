@@ -782,6 +782,46 @@ def apply(
     return _receipt_result(apply_id, run_id, status, created_at, plan, applied)
 
 
+def blank_forgotten(log: AppendLog, nodes: Sequence[Node], *, timeout: float) -> int:
+    """Blank the text of forgotten memories out of the audit log (:meth:`AppendLog.blank`):
+    each dry-run candidate whose content one of them holds (its content and title) when
+    the run's apply saved that memory or the candidate matched it, and the title of
+    every match that names one. Returns the number of strings blanked."""
+    gone = {n.id: n for n in nodes}
+    if not gone:
+        return 0
+    records = log.read()
+    saved: dict[str, set[str]] = {}
+    for r in records:
+        if r.get("kind") in ("apply", "apply_intent") and r.get("status") != "failed":
+            ids = {i for i in r.get("saved") or () if isinstance(i, str) and i in gone}
+            if ids and isinstance(r.get("dry_run_id"), str):
+                saved.setdefault(r["dry_run_id"], set()).update(ids)
+
+    def texts_of(rec: dict[str, Any]) -> list[str]:
+        if rec.get("kind") != "dry_run":
+            return []
+        out = []
+        bodies = [gone[i].body for i in saved.get(rec.get("run_id"), ())]  # type: ignore[arg-type]
+        matched: dict[Any, str] = {}  # candidate index -> body of the forgotten memory it matched
+        for item in rec.get("items") or ():
+            match = item.get("match") if isinstance(item, dict) else None
+            if isinstance(match, dict) and match.get("id") in gone and isinstance(match.get("title"), str):
+                out.append(match["title"])
+                matched[item.get("index")] = gone[match["id"]].body
+        for cand in rec.get("snapshot") or ():
+            content = cand.get("content") if isinstance(cand, dict) else None
+            if not isinstance(content, str) or not content.strip():
+                continue
+            held = [*bodies, matched[cand.get("index")]] if cand.get("index") in matched else bodies
+            if any(content.strip() in b for b in held):
+                out += [t for t in (content, cand.get("title")) if isinstance(t, str)]
+        return out
+
+    with log.locked(timeout=timeout):
+        return log.blank(texts_of)
+
+
 def runs(store: OrganizeStore) -> list[dict[str, Any]]:
     """The audit records (dry runs, intents, receipts) the caller may read, oldest first:
     every one for a handle without scope; for a scoped handle, those its own scope made

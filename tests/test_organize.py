@@ -559,3 +559,39 @@ def test_processes_storing_the_same_body_at_once_store_it_once(tmp_path: Path) -
     assert sorted(created for _, created in results) == [False] * 5 + [True]
     with MdCG(root, read_only=True) as s:
         assert s.ids() == files
+
+
+def _bytes_under(root: Path) -> bytes:
+    return b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_forget_blanks_the_candidate_organise_saved_as_that_memory(tmp_path: Path) -> None:
+    """reliability.md 9: once forget returns, no byte under the root holds the memory's text --
+    also not the dry run's copy of the candidate, nor a later run's match title."""
+    store = MdCG(tmp_path / "s")
+    store.add(id="other", layer="self", body="unrelated")
+    cands = [
+        {"layer": "knowledge", "title": "Bank PIN", "content": "My PIN is 4711-zebra"},
+        {"layer": "knowledge", "title": "Tea order", "content": "Green tea, unsweetened"},
+    ]
+    dry = store.organize(candidates=cands)
+    done = store.organize(
+        "apply", run_id=dry.run_id, decisions=[{"action": "save", "index": i} for i in (0, 1)]
+    )
+    pin, tea = done.saved_ids
+    later = store.organize(
+        candidates=[{"layer": "knowledge", "title": "Bank PIN", "content": "My PIN is 4711-zebra"}]
+    )
+    assert later.items[0].match is not None and later.items[0].match.id == pin
+    store.forget(pin, "the user asked")
+    held = _bytes_under(store.root)
+    assert b"4711-zebra" not in held and b"Bank PIN" not in held  # the later run's candidate matched it
+    assert b"Green tea, unsweetened" in held
+    runs = audit(store)  # every line still reads
+    first = next(r for r in runs if r.get("run_id") == dry.run_id)
+    assert [c["content"] for c in first["snapshot"]] == ["#" * 20, "Green tea, unsweetened"]
+    assert first["snapshot"][0]["title"] == "#" * 8 and first["items"][0]["title"] == "#" * 8
+    second = next(r for r in runs if r.get("run_id") == later.run_id)
+    assert second["items"][0]["match"]["title"] == "#" * 8 and second["snapshot"][0]["content"] == "#" * 20
+    assert store.get(tea).body.endswith("Green tea, unsweetened\n") or "Green tea" in store.get(tea).body
+    store.close()
