@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import fsops, index, merge, paths
-from .engine import Engine, Staged, stage
+from .engine import Engine, Staged, read_entry, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
 from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, finite, quantise_instant, validate
@@ -219,7 +219,7 @@ def _rename_locked(
     current = engine.state.entries.get(old_id)
     if current is None:
         raise NodeNotFoundError(old_id)
-    node = engine.read_entry(current)
+    node = read_entry(engine, current)
     node.id = new_id
     if layer is not None:
         node.layer = layer
@@ -249,7 +249,7 @@ def _rename_locked(
     puts = [renamed]
     for src in sources:
         entry = engine.state.entries[src]
-        other = engine.read_entry(entry)
+        other = read_entry(engine, entry)
         for edge in other.edges:
             if edge.target == old_id:
                 edge.target = new_id

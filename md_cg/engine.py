@@ -152,9 +152,7 @@ class Engine:
         self.wrote = False
         self.changes = 0
         self.lock = threading.RLock()
-        self.maint = fsops.MaintenanceLock(
-            self.root_str, paths.meta(paths.LOCK), paths.meta(paths.GATE), paths.meta(paths.WAITING)
-        )
+        self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
         self.journal = Journal(self.root_str)
         #: answers a freshness check from lstat calls alone when the log is certainly unchanged
         self.log_watch = journal.LogWatch(self.root_str)
@@ -354,21 +352,6 @@ class Engine:
     def read_node(self, rel: str) -> Node:
         """Parse the node file at ``rel`` (no symlinks, size-limited)."""
         return index.read_node(self.root_str, rel)
-
-    def read_entry(self, entry: Entry) -> Node:
-        """The node in ``entry``'s file, which must still hold ``entry.id`` (call under the
-        id's lock before removing or rewriting the file). A file whose id was changed by
-        hand since it was indexed is settled against the disk (in memory), and
-        NodeNotFoundError is raised for the id, as :meth:`get` raises it."""
-        node = self.read_node(entry.path)
-        if node.id != entry.id:
-            raise self._moved_away(entry, node.id)
-        return node
-
-    def _moved_away(self, entry: Entry, found: str) -> NodeNotFoundError:
-        """The index catches up with ``entry``'s file holding ``found`` now; the error to raise."""
-        index.resolve_ids(self.root_str, self.state, {entry.id: [entry.path], found: [entry.path]})
-        return NodeNotFoundError(entry.id)
 
     def get(self, node_id: str) -> Node:
         """Read a node from its file. Raises NodeNotFoundError for an unknown id."""
@@ -636,7 +619,7 @@ class Engine:
         data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
         node = index.decode_node(data, to)
         if node.id != current.id:  # the file was edited to hold another id meanwhile
-            raise self._moved_away(current, node.id)
+            raise moved_away(self, current, node.id)
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 
@@ -704,7 +687,7 @@ class Engine:
     def _changed(self, current: Entry, change: Callable[[Node], Node | None]) -> Node:
         """The node of ``current`` read from its file and passed through ``change``,
         checked and stamped."""
-        node = self.read_entry(current)
+        node = read_entry(self, current)
         result = change(node)
         if result is not None:
             if not isinstance(result, Node):
@@ -733,13 +716,30 @@ class Engine:
         check_id(node_id)
         with self.hold([node_id]):
             current = self._held(node_id, check)
-            node = self.read_entry(current)
+            node = read_entry(self, current)
             self.commit([], [(node_id, current.path)], durable=durable)
             return node
 
     def incoming(self, node_id: str) -> tuple[tuple[str, str], ...]:
         """(source id, edge type) of every edge pointing at ``node_id`` from another node."""
         return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
+
+
+def read_entry(engine: Engine, entry: Entry) -> Node:
+    """The node in ``entry``'s file, which must still hold ``entry.id`` (call under the
+    id's lock before removing or rewriting the file). A file whose id was changed by
+    hand since it was indexed is settled against the disk (in memory), and
+    NodeNotFoundError is raised for the id, as :meth:`Engine.get` raises it."""
+    node = engine.read_node(entry.path)
+    if node.id != entry.id:
+        raise moved_away(engine, entry, node.id)
+    return node
+
+
+def moved_away(engine: Engine, entry: Entry, found: str) -> NodeNotFoundError:
+    """The index catches up with ``entry``'s file holding ``found`` now; the error to raise."""
+    index.resolve_ids(engine.root_str, engine.state, {entry.id: [entry.path], found: [entry.path]})
+    return NodeNotFoundError(entry.id)
 
 
 def is_read_only_error(exc: OSError) -> bool:

@@ -31,7 +31,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import fsops, index, maintenance, organize, paths, retention, visibility
-from .engine import Engine
+from .engine import Engine, read_entry
 from .errors import (
     InvalidNodeError,
     MalformedNodeFileError,
@@ -96,25 +96,7 @@ def forget_many(
     doomed = set(ids)
     with engine.lock:
         with engine.hold(ids):
-            entries = []
-            for node_id in ids:
-                entry = engine.state.entries.get(node_id)
-                if keep is not None:
-                    # The sweep's look again, at the file as it is now: gone since it was
-                    # listed (another sweep), or edited by hand to stay (a longer tier).
-                    entry = _as_on_disk(engine, entry) if entry is not None else None
-                    if entry is None or not keep(entry):
-                        doomed.discard(node_id)
-                        continue
-                if entry is None:
-                    raise NodeNotFoundError(node_id)
-                if entry.layer == "anchor" and not force:
-                    raise ProtectedNodeError(
-                        node_id,
-                        f"node {node_id!r} is in anchor/ and is protected from forgetting; "
-                        "pass force=True to forget it anyway",
-                    )
-                entries.append(entry)
+            entries = _doomed_entries(engine, ids, doomed, keep, force)
             if not entries:
                 return []
             ids = [e.id for e in entries]
@@ -124,7 +106,7 @@ def forget_many(
                 i: tuple(e for e in engine.incoming(i) if e[0] not in doomed and (seen is None or seen(e[0])))
                 for i in ids
             }
-            nodes = [engine.read_entry(e) for e in entries]
+            nodes = [read_entry(engine, e) for e in entries]
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(
@@ -166,6 +148,33 @@ def sweep(
     keep = retention.sweepable(scope)
     why = retention.SWEEP_REASON
     return forget_many(engine, tombstones, expired, why, force=True, event="sweep", keep=keep, scope=scope)
+
+
+def _doomed_entries(
+    engine: Engine, ids: list[str], doomed: set[str], keep: Callable[[Entry], bool] | None, force: bool
+) -> list[Entry]:
+    """The entries of ``ids`` to forget (under their locks); an id ``keep`` refuses leaves
+    ``doomed``. Raises for an unknown id, or an ``anchor/`` one without ``force``."""
+    entries = []
+    for node_id in ids:
+        entry = engine.state.entries.get(node_id)
+        if keep is not None:
+            # The sweep's look again, at the file as it is now: gone since it was
+            # listed (another sweep), or edited by hand to stay (a longer tier).
+            entry = _as_on_disk(engine, entry) if entry is not None else None
+            if entry is None or not keep(entry):
+                doomed.discard(node_id)
+                continue
+        if entry is None:
+            raise NodeNotFoundError(node_id)
+        if entry.layer == "anchor" and not force:
+            raise ProtectedNodeError(
+                node_id,
+                f"node {node_id!r} is in anchor/ and is protected from forgetting; "
+                "pass force=True to forget it anyway",
+            )
+        entries.append(entry)
+    return entries
 
 
 def _copies(engine: Engine, entry: Entry, scope: Scope | None) -> list[str]:

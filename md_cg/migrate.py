@@ -783,6 +783,47 @@ def _writable(
     return writing
 
 
+def _flush(store: MdCG, dest: Path, src: Path, pending: list[Node], report: MigrationReport) -> bool:
+    """Write the batch ``pending`` (emptied) and count it; True when a file changed.
+
+    Under the ids' locks from the look to the write, the tombstones read again
+    there: an agent's forget or update of one of them lands before the look
+    (and is kept) or after the write."""
+    engine = store._engine
+    with engine.lock, engine.hold([n.id for n in pending]):
+        return _write_held(store, dest, src, pending, forgotten_ids(store), report)
+
+
+def _write_held(
+    store: MdCG,
+    dest: Path,
+    src: Path,
+    pending: list[Node],
+    forgotten: dict[str, float],
+    report: MigrationReport,
+) -> bool:
+    pending[:] = _writable(store, pending, forgotten, report, src)
+    before = [_file_state(store, dest, n) for n in pending]
+    moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
+    batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
+    try:
+        store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True)
+    except IdCollisionError:
+        # another process (a second migration, an agent) took a twin id meanwhile
+        store.refresh()
+        return _write_held(store, dest, src, pending, forgotten, report)
+    if moved:
+        # A move stamps updated_at; put the source's value back.
+        store.add_many(moved, overwrite=True, stamp=False, durable=report.durable, decide=True)
+    wrote = False
+    for n, b in zip(pending, before, strict=True):
+        status = _status_after(dest, n, b)
+        _count(report, n, status)
+        wrote = wrote or status != "unchanged"
+    pending.clear()
+    return wrote
+
+
 def _write(
     conn: sqlite3.Connection,
     src: Path,
@@ -806,39 +847,9 @@ def _write(
         last_rowid = start_after
         wrote = False
 
-        forgotten: dict[str, float] = {}
-
         def flush() -> None:
-            # Under the ids' locks from the look to the write: an agent's forget or
-            # update of one of them lands before the look or after the write.
-            engine = store._engine
-            with engine.lock, engine.hold([n.id for n in pending]):
-                forgotten.clear()
-                forgotten.update(forgotten_ids(store))
-                write_batch()
-
-        def write_batch() -> None:
             nonlocal wrote
-            pending[:] = _writable(store, pending, forgotten, report, src)
-            before = [_file_state(store, dest, n) for n in pending]
-            moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
-            batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
-            try:
-                store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True)
-            except IdCollisionError:
-                # another process (a second migration, an agent) took a twin id meanwhile
-                store.refresh()
-                pending[:] = _writable(store, pending, forgotten, report, src)
-                write_batch()
-                return
-            if moved:
-                # A move stamps updated_at; put the source's value back.
-                store.add_many(moved, overwrite=True, stamp=False, durable=report.durable, decide=True)
-            for n, b in zip(pending, before, strict=True):
-                status = _status_after(dest, n, b)
-                _count(report, n, status)
-                wrote = wrote or status != "unchanged"
-            pending.clear()
+            wrote = _flush(store, dest, src, pending, report) or wrote
 
         for row in _rows(conn):
             node = _tally(report, row)

@@ -46,6 +46,7 @@ TRASH_DIR = "trash"
 LOCK = "lock"
 GATE = "gate"
 WAITING = "waiting"
+MAINTENANCE_LOCKS = (LOCK, GATE, WAITING)
 #: Per-id stripe locks, ``.mdcg/locks/NN.lock``.
 STRIPE_DIR = "locks"
 #: Per-store synonym groups (tracked by git).
