@@ -37,8 +37,10 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import re
 import sys
 import threading
+import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +67,7 @@ from md_cg import (
     is_fact,
     is_out_of_room,
 )
-from md_cg.render import clip, iso, node_dict, parse_when, retention, snippet, verdict_dict
+from md_cg.render import SNIPPET_CHARS, iso, node_dict, parse_when, retention, snippet, verdict_dict
 
 SERVER_NAME = "md-cg"
 #: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
@@ -80,6 +82,10 @@ TERM_CHARS = 40
 #: Matched terms and tags listed per result.
 TERMS_SHOWN = 8
 TAGS_SHOWN = 8
+#: The largest ``offset`` of ``list`` (a page beyond every store; JSON integers stay exact).
+MAX_OFFSET = 2**53
+#: Characters of a reply the shown tags of one memory take at most.
+TAG_CHARS = 200
 #: Buckets listed in a search's meta (a big-domain route may name many).
 BUCKETS_SHOWN = 10
 #: The lists of a sync reply (each capped at REPORT_ITEMS).
@@ -90,6 +96,38 @@ SYNC_LISTS = (
 ERROR_CHARS = 600
 #: Characters kept of a title in a result, a list item or a neighbour.
 TITLE_CHARS = 120
+
+
+#: Control characters but tab, newline and carriage return: each would take six
+#: characters of a reply (\u0001), so replies show U+FFFD for them.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+#: Characters JSON writes as two (a budget counts the reply's characters).
+_ESCAPED_TWICE = frozenset('"\\\n\r\t')
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters *of the reply* (JSON writes ``"``, ``\\`` and line
+    breaks as two), the last one an ellipsis when cut; control characters shown as U+FFFD."""
+    text = _CONTROL.sub("\ufffd", text)
+    if len(text) * 2 <= width or len(text) + sum(map(text.count, _ESCAPED_TWICE)) <= width:
+        return text
+    used = 0
+    for i, ch in enumerate(text):
+        used += 2 if ch in _ESCAPED_TWICE else 1
+        if used > width - 1:
+            return text[:i] + "…"
+    return text
+
+
+def _plain_strings(value: Any) -> Any:
+    """``value`` (a reply) with control characters in its strings shown as U+FFFD."""
+    if isinstance(value, str):
+        return _CONTROL.sub("\ufffd", value) if _CONTROL.search(value) else value
+    if isinstance(value, dict):
+        return {k: _plain_strings(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain_strings(v) for v in value]
+    return value
 
 
 @dataclass(frozen=True)
@@ -292,7 +330,7 @@ class MemoryServer(MCPServer):
         def tool(**kwargs: Any) -> CallToolResult:
             with self._lock:
                 _tool_errors(self.store.sync_if_changed)()
-                data = fn(**kwargs)
+                data = _plain_strings(fn(**kwargs))
             text = orjson.dumps(data).decode()
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -329,6 +367,10 @@ class MemoryServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
+            expected = ValidationError | MdcgError | ValueError | OSError
+            if cause is not None and not isinstance(cause, expected):
+                # not the caller's doing: the log gets the whole story (docs/mcp.md)
+                traceback.print_exception(cause, file=sys.stderr)
             text = f"{name}: {_schema_problems(cause)}" if isinstance(cause, ValidationError) else str(exc)
             # bounded as every reply is: a library error may quote a megabyte-long argument
             raise ToolError(clip(text, ERROR_CHARS)) from cause
@@ -403,7 +445,7 @@ def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> 
     if r.superseded_by:
         d["superseded_by"] = r.superseded_by
     d.update(_dated(r.entry))  # which fact is current, what a stored "tomorrow" meant
-    d["snippet"] = snippet(r.node.body, matched)
+    d["snippet"] = clip(snippet(r.node.body, matched), SNIPPET_CHARS)
     return d
 
 
@@ -454,10 +496,14 @@ def search_reply(
 
 def _dated(e: Entry) -> dict[str, Any]:
     """A memory's last change (ISO) and its first tags, clipped."""
-    return {
-        "updated": iso(e.updated_at if e.updated_at is not None else e.created_at),
-        "tags": [clip(t, TERM_CHARS) for t in e.tags[:TAGS_SHOWN]],
-    }
+    tags, room = [], TAG_CHARS
+    for tag in e.tags[:TAGS_SHOWN]:
+        shown = clip(tag, min(TERM_CHARS, room))
+        room -= len(orjson.dumps(shown)) + 1
+        if room < 0 or not shown:
+            break
+        tags.append(shown)
+    return {"updated": iso(e.updated_at if e.updated_at is not None else e.created_at), "tags": tags}
 
 
 def _list_item(e: Entry) -> dict[str, Any]:
@@ -593,6 +639,7 @@ def _unknown_targets(store: MdCG, reply: dict[str, Any], edges: Sequence[Any] | 
     unknown = [t for t in dict.fromkeys(targets) if isinstance(t, str) and t not in store]
     if unknown:
         reply["unknown_targets"] = [clip(t, TERM_CHARS) for t in _capped(unknown)]
+        reply["unknown_targets_total"] = len(unknown)
     return reply
 
 
@@ -778,7 +825,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         since: Since = None,
         until: Until = None,
         limit: Annotated[int, Field(description="Page size.", ge=1, le=MAX_LIST)] = 20,
-        offset: Annotated[int, Field(description="Memories to skip.", ge=0)] = 0,
+        offset: Annotated[int, Field(description="Memories to skip.", ge=0, le=MAX_OFFSET)] = 0,
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
         end = None if until is None else parse_when(until, name="until")
@@ -834,7 +881,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         shown = [r for r in results if not r.filler]
         rec = store.reflect(query, shown, feedback)
         return {
-            "reflection": rec.to_dict(),
+            "reflection": {**rec.to_dict(), "query": clip(rec.query, REASON_CHARS)},
             "results": [{"id": r.id, "state": r.state, "title": clip(r.title, 80)} for r in shown],
         }
 
@@ -909,7 +956,7 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
             return {"memory": None}
         out = picked.to_dict()
         out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
-        out["snippet"] = snippet(store.get(picked.id).body)
+        out["snippet"] = clip(snippet(store.get(picked.id).body), SNIPPET_CHARS)
         return {"memory": out}
 
     def inject(

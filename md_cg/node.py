@@ -199,13 +199,32 @@ def windows_device_name(node_id: str) -> str | None:
     return stem if stem in WINDOWS_DEVICE_NAMES else None
 
 
-def check_new_id(node_id: object, *, what: str = "node id") -> str:
-    """:func:`check_id`, and for an id a store is about to *create*: not a Windows device name.
+#: Zero-width non-joiner and joiner: format characters that Persian and Indic words need.
+_JOINERS = frozenset("\u200c\u200d")
 
-    Existing files named so are still read (``health()`` reports them as
+
+def check_new_id(node_id: object, *, what: str = "node id") -> str:
+    """:func:`check_id`, and for an id a store is about to *create*: not a Windows device
+    name, and no invisible format character (Unicode category Cf: zero-width space,
+    right-to-left override, byte-order mark, soft hyphen...; the joiners U+200C and
+    U+200D, which Persian and Indic words need, aside), which would make it look like
+    another id.
+
+    Existing files named so are still read (``health()`` reports a device name as
     ``reserved_id``); a new node, a rename or an import may not add one.
     """
     checked = check_id(node_id, what=what)
+    if not checked.isascii():
+        invisible = next((c for c in checked if unicodedata.category(c) == "Cf" and c not in _JOINERS), None)
+        if invisible is not None:
+            raise UnsafeIdError(
+                f"unsafe {what} {checked!r}: it holds the invisible format character "
+                f"U+{ord(invisible):04X} ({unicodedata.name(invisible, 'unnamed')}), so it would look "
+                "like another id; ids must read as what they are",
+                field="id",
+                value=checked,
+                node_id=None,
+            )
     device = windows_device_name(checked)
     if device is not None:
         raise UnsafeIdError(

@@ -130,6 +130,8 @@ async def _knowledge_graph(client: Client, root: Path, store: MdCG) -> None:
     assert found["results"][0]["id"] == "John_Smith"
     opened = _ok(await client.call_tool("open_nodes", {"names": ["Anthropic", "Nobody"]}))
     assert [n["id"] for n in opened["nodes"]] == ["Anthropic"]
+    many = await client.call_tool("open_nodes", {"names": ["Anthropic"] * 21})  # a bounded reply
+    assert many.is_error and "argument 'names'" in many.content[0].text and "20" in many.content[0].text
     _ok(await client.call_tool("delete_observations", {"deletions": [
         {"entityName": "John_Smith", "observations": ["Speaks fluent Spanish"]}]}))  # fmt: skip
     assert store.get("John_Smith").body == "# John_Smith (person)\n- Prefers morning meetings"

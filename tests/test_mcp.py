@@ -887,7 +887,7 @@ def test_an_edge_to_no_memory_is_named_in_the_reply(tmp_path: Path) -> None:
                 edges = [{"target": "appels", "type": "causal"}, {"target": "kp", "type": "similar"}]
                 _ok(await client.call_tool("remember", {"body": "the target", "id": "kp"}))
                 made = _ok(await client.call_tool("remember", {"body": "typo", "id": "e", "edges": edges}))
-                assert made["unknown_targets"] == ["appels"]
+                assert made["unknown_targets"] == ["appels"] and made["unknown_targets_total"] == 1
                 assert [e.target for e in store.get("e").edges] == ["appels", "kp"]  # stored anyway
                 changed = _ok(await client.call_tool("update", {"id": "e", "edges": edges[1:]}))
                 assert "unknown_targets" not in changed
@@ -948,3 +948,54 @@ def test_a_refused_memory_without_an_id_names_no_made_up_id(tmp_path: Path) -> N
                 assert len(store) == 0
 
     anyio.run(run)
+
+
+def test_replies_hold_their_budgets_whatever_the_text_escapes_to(tmp_path: Path, capsys: Any) -> None:
+    """Budgets count the reply's characters: control characters (six each as JSON escapes) are
+    shown as U+FFFD, quotes and backslashes (two each) count twice when clipping; reflect clips
+    the query it echoes; a huge offset is refused by name; an unexpected error leaves its
+    traceback on stderr; open_nodes takes at most 20 names; an invisible id is refused."""
+    server = create_server(tmp_path / "m")
+
+    async def run() -> None:
+        async with Client(server) as client:
+            for i in range(20):
+                body = f"# \x01 {i} " + "\x01" * 200 + "\n\nzzqword " + "\x01" * 300 + ' "quoted" ' * 30
+                tags = ['"' * 60 + str(j) for j in range(10)]
+                given = {"body": body, "tags": tags, "id": "i" * 120 + f"_{i}"}
+                _ok(await client.call_tool("remember", given))
+            for tool, args, n in [
+                ("search", {"query": "zzqword", "k": 20}, 20),
+                ("list", {"limit": 20}, 20),
+                ("inject", {"query": "zzqword", "max_items": 5}, 5),
+                ("reflect", {"query": "zzqword " + "q" * 100_000, "k": 5}, 5),
+            ]:
+                reply = await client.call_tool(tool, args)
+                text = reply.content[0].text
+                assert len(text) <= BUDGETS[tool].chars(n), (tool, len(text))
+                assert "\\u0001" not in text, tool
+            listed = _ok(await client.call_tool("list", {"limit": 1}))
+            assert "\ufffd" in listed["items"][0]["title"]
+            assert "offset" in _err(await client.call_tool("list", {"offset": 2**64}))
+            assert "U+200B" in _err(await client.call_tool("remember", {"body": "x", "id": "a\u200bb"}))
+
+    anyio.run(run)
+    server.store.close()
+
+
+def test_an_unexpected_error_is_logged_with_its_traceback(tmp_path: Path, capsys: Any) -> None:
+    server = create_server(tmp_path / "m")
+
+    def broken() -> dict[str, Any]:
+        raise RuntimeError("a bug, not the caller's doing")
+
+    server.add_tool(broken, name="broken_tool")
+
+    async def run() -> None:
+        async with Client(server) as client:
+            _err(await client.call_tool("broken_tool", {}))
+
+    anyio.run(run)
+    server.store.close()
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "RuntimeError: a bug, not the caller's doing" in err

@@ -163,3 +163,14 @@ def test_cli_rename(tmp_path: Path) -> None:
     with MdCG(root, read_only=True) as s:
         assert s.ids() == ["moved", "src"]
         assert s.get("src").edges == [Edge("moved", "causal")]
+
+
+@pytest.mark.parametrize("invisible", ["\u200b", "\u202e", "\ufeff", "\u00ad", "\u2066"])
+def test_a_new_id_with_an_invisible_format_character_is_refused(tmp_path: Path, invisible: str) -> None:
+    with MdCG(tmp_path / "m") as s:
+        with pytest.raises(UnsafeIdError, match=f"U\\+{ord(invisible):04X}"):
+            s.add(Node(id=f"a{invisible}b", layer="self", body="x"))
+        s.add(Node(id="ab", layer="self", body="x"))
+        persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # with a zero-width non-joiner
+        s.add(Node(id=persian, layer="self", body="ZWNJ in Persian"))
+        assert sorted(s.ids()) == sorted(["ab", persian])

@@ -133,7 +133,12 @@ ALIASES: tuple[Alias, ...] = (
         "returns md-cg's bounded list, not the whole graph at once; read nodes with `open_nodes`",
     ),
     _a("search_nodes", "mcp-memory", {"search": ("query",)}, "`search`"),
-    _a("open_nodes", "mcp-memory", {"get": ("id",)}, "`get` per name (unknown names are skipped)"),
+    _a(
+        "open_nodes",
+        "mcp-memory",
+        {"get": ("id",)},
+        "`get` per name, at most 20 names (unknown names are skipped)",
+    ),
     _a(
         "add_memory",
         "mem0",
@@ -146,7 +151,7 @@ ALIASES: tuple[Alias, ...] = (
         "search_memories",
         "mem0",
         {"search": ("query", "k")},
-        "`search` (k = `limit`)",
+        "`search` (k = `limit`, at most 50)",
         "`filters` only as equality on `user_id`, `agent_id`, `app_id`, `run_id` (possibly in an "
         "`AND` list); `enable_graph` is ignored",
     ),
@@ -368,7 +373,9 @@ def _search_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
 
 
 def _open_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def open_nodes(names: list[str]) -> dict[str, Any]:
+    def open_nodes(
+        names: Annotated[list[str], Field(description="Names of the entities (at most 20).", max_length=20)],
+    ) -> dict[str, Any]:
         return {"nodes": [n for n in (_node(tools, name) for name in names) if n is not None]}
 
     return open_nodes
@@ -442,7 +449,7 @@ def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
             dict[str, Any] | None, Field(description="Equality on user_id, agent_id, app_id, run_id.")
         ] = None,
         limit: Annotated[
-            int | None, Field(description="Maximum number of results (1-100).", ge=1, le=100)
+            int | None, Field(description="Maximum number of results (1-50).", ge=1, le=50)
         ] = None,
         enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
     ) -> dict[str, Any]:
@@ -469,7 +476,7 @@ def _get_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
         filters: Annotated[
             dict[str, Any] | None, Field(description="Equality on one of user_id, agent_id, app_id, run_id.")
         ] = None,
-        page: Annotated[int | None, Field(description="1-based page.", ge=1)] = None,
+        page: Annotated[int | None, Field(description="1-based page.", ge=1, le=2**40)] = None,
         page_size: Annotated[
             int | None, Field(description="Memories per page (default 10).", ge=1, le=100)
         ] = None,
