@@ -27,6 +27,7 @@ Imports the engine, maintenance and the modules below them.
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -34,6 +35,7 @@ from . import fsops, index, maintenance, organize, paths, retention, visibility
 from .engine import Engine, read_entry
 from .errors import (
     InvalidNodeError,
+    LockTimeoutError,
     MalformedNodeFileError,
     NodeNotFoundError,
     ProtectedNodeError,
@@ -280,4 +282,16 @@ def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:
         if rel.rsplit("/", 1)[-1] in names:
             fsops.remove(root, rel)
     engine.journal.writer.close()  # retire our shard: the compaction removes it
-    maintenance.compact(engine, timeout=engine.lock_timeout)
+    try:
+        maintenance.compact(engine, timeout=engine.lock_timeout)
+    except (LockTimeoutError, UnsafePathError, OSError) as exc:
+        # The memories are forgotten (files gone, tombstones written): raising would say
+        # nothing changed, and a retry could only fail. The snapshot keeps their words
+        # until the next compaction.
+        warnings.warn(
+            f"md-cg: {engine.root_str}: forgotten, but the index snapshot still holds the words of "
+            f"{', '.join(map(repr, node_ids[:3]))}{' and more' if len(node_ids) > 3 else ''} "
+            f"until a compaction succeeds (mdcg compact): {exc}",
+            RuntimeWarning,
+            stacklevel=4,
+        )

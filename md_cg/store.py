@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -39,6 +40,7 @@ from .errors import (
     InvalidNodeError,
     LockTimeoutError,
     NodeHasIncomingEdgesError,
+    UnsafePathError,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -214,6 +216,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                     maintenance.compact(eng, timeout=0.0)
                 except (LockTimeoutError, PermissionError):
                     pass  # busy or not writable: a later close or compact does it
+                except (UnsafePathError, OSError) as exc:
+                    # What was asked of this handle is done; the fold into a snapshot is not.
+                    note = f"md-cg: {self.root}: the compaction on close failed ({exc}); see `mdcg health`"
+                    warnings.warn(note, RuntimeWarning, stacklevel=2)
             self._access.close()
             for log in self._logs.values():
                 log.close()

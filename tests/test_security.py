@@ -594,3 +594,23 @@ def test_a_derived_file_it_may_not_read_is_rebuilt_or_skipped(what: str) -> None
         assert loaded == "snapshot" and found == ["n0", "n1", "n2"]  # n3's record is in the skipped shard
         assert ("untracked_file", "knowledge/orphan/n3.md") in kinds  # named: a sync takes it
         assert ("unsafe_path", f".mdcg/log/{target.name}") in kinds
+
+
+def test_a_folder_at_the_snapshot_warns_after_the_work_is_done(tmp_path: Path) -> None:
+    """The compaction on close and forget's scrub meet a folder planted at the snapshot:
+    the add and the forget are done, so they warn instead of raising (a retry could only fail)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="first"))
+    snap = root / ".mdcg" / "index.snapshot"
+    if snap.exists():
+        snap.unlink()
+    snap.mkdir()
+    with pytest.warns(RuntimeWarning, match="compaction on close failed"), MdCG(root, auto_compact=1) as s:
+        s.add(Node(id="b", layer="self", body="second"))
+    words = "still holds the words of 'b'"
+    with MdCG(root, auto_compact=None) as s, pytest.warns(RuntimeWarning, match=words):
+        gone = s.forget("b", "a reason")
+    assert gone.node.id == "b" and not (root / "self" / "b.md").exists()
+    with MdCG(root, auto_compact=None) as s:
+        assert s.ids() == ["a"] and [t["id"] for t in s.tombstones()] == ["b"]
