@@ -71,12 +71,16 @@ def read_folded(root: str) -> Folded:
         return Folded({}, {}, {})
     try:
         value = orjson.loads(data)
-        return Folded(
+        folded = Folded(
             {str(k): int(v) for k, v in value["counts"].items()},
             {str(k): float(v) for k, v in value["last"].items()},
             {str(k): int(v) for k, v in value["offsets"].items()},
         )
-    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        # counts and offsets as the fold writes them: 64-bit, not negative
+        if not all(0 <= n < 1 << 63 for n in [*folded.counts.values(), *folded.offsets.values()]):
+            raise ValueError("out of range")
+        return folded
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, OverflowError):
         raise ValueError(
             f"{ACCESS_REL}/{COUNTS}: not a valid access fold; delete it to start counting anew"
         ) from None
@@ -100,9 +104,13 @@ def read_counts(root: str, offsets: dict[str, int] | None = None) -> AccessTail:
             continue
         ends[name] = read.end
         for rec in read.records:
+            stamp = rec.get("ts")
+            # a line whose time is not the writer's integer nanoseconds is not ours: skipped
+            if type(stamp) is not int or not 0 <= stamp < 1 << 63:
+                continue
+            ts = stamp / 1e9
             for node_id in _record_ids(rec):
                 counts[node_id] = counts.get(node_id, 0) + 1
-                ts = rec.get("ts", 0) / 1e9
                 if ts > last.get(node_id, 0.0):
                     last[node_id] = ts
     return AccessTail(counts, last, ends)

@@ -539,3 +539,30 @@ def test_a_one_line_memory_is_injected_whole(tmp_path: Path) -> None:
     assert items["one_long"].text == " ".join(long.split())[:479].rstrip() + "…"
     assert len(items["one_long"].text) == 480
     store.close()
+
+
+@pytest.mark.parametrize("ts", [None, "abc", 1.5, -1, 2**70])
+def test_an_access_line_whose_time_is_not_the_writers_is_skipped(tmp_path: Path, ts: object) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="x", layer="self", body="okapi", verification_basis="test")
+        assert [r.id for r in s.search("okapi")[0]] == ["x"]  # one access, recorded
+    shard = root / ".mdcg" / "access" / ("99999_" + "0" * 32 + ".jsonl")
+    shard.write_text(json.dumps({"ts": ts, "seq": 9, "mode": "get", "ids": ["x"]}) + "\n")
+    with MdCG(root) as s:
+        assert s.access_counts(["x"]) == {"x": 1}  # the planted line is not counted
+        assert s.compact_access() == {"x": 1}
+        assert s.access_counts(["x"]) == {"x": 1}
+
+
+@pytest.mark.parametrize("count", [10**23, -5])
+def test_a_fold_with_a_count_out_of_range_is_named(tmp_path: Path, count: int) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="x", layer="self", body="x")
+    (root / ".mdcg" / "access").mkdir(parents=True, exist_ok=True)
+    (root / ".mdcg" / "access" / "counts.json").write_text(
+        json.dumps({"counts": {"x": count}, "last": {}, "offsets": {}})
+    )
+    with MdCG(root) as s, pytest.raises(ValueError, match=r"counts\.json: not a valid access fold"):
+        s.compact_access()
