@@ -646,6 +646,26 @@ def _new_node(entry: Mapping[str, Any], now: float) -> Node:
     )
 
 
+def _record_problem(report: Mapping[str, Any]) -> str | None:
+    """What is wrong with a dry run's record as read back (hand-edited, damaged), or None."""
+    snapshot, items = report.get("snapshot", []), report.get("items", [])
+    if not isinstance(snapshot, list) or not isinstance(items, list):
+        return "its snapshot or items are not lists"
+    for e in snapshot:
+        if not isinstance(e, dict) or type(e.get("index")) is not int:
+            return f"a candidate without a whole-number index ({str(e)[:80]})"
+        if not all(isinstance(e.get(k), str) for k in ("layer", "title", "content")):
+            return f"candidate {e['index']} lacks its layer, title or content as text"
+        tags = e.get("tags", [])
+        if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+            return f"candidate {e['index']} has tags that are not a list of text"
+    for item in items:
+        match = item.get("match") if isinstance(item, dict) else None
+        if not isinstance(item, dict) or (match is not None and not isinstance(match, dict)):
+            return f"an item that is not a record ({str(item)[:80]})"
+    return None
+
+
 def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: OrganizeStore) -> _Plan:
     by_index = {int(e["index"]): e for e in report.get("snapshot", [])}
     matched = {i["match"]["id"] for i in report.get("items", []) if i.get("match")}
@@ -750,6 +770,10 @@ def apply(
             # while we waited for it.
             records = log.read()
             report = _find_report(records, run_id, caller)
+            damaged = _record_problem(report)
+            if damaged is not None:
+                why = f"the dry run's record in .mdcg/organize/ is damaged: {damaged}; run a new dry run"
+                raise OrganizeApplyError(run_id, why)
             _check_not_applied(records, run_id, store)
             plan = _plan(report, decisions, store)
             if strict and plan.skipped:

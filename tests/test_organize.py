@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -594,4 +595,26 @@ def test_forget_blanks_the_candidate_organise_saved_as_that_memory(tmp_path: Pat
     second = next(r for r in runs if r.get("run_id") == later.run_id)
     assert second["items"][0]["match"]["title"] == "#" * 8 and second["snapshot"][0]["content"] == "#" * 20
     assert store.get(tea).body.endswith("Green tea, unsweetened\n") or "Green tea" in store.get(tea).body
+    store.close()
+
+
+@pytest.mark.parametrize("damage", ["index", "title", "snapshot", "tags"])
+def test_a_damaged_dry_run_record_is_refused_by_name(tmp_path: Path, damage: str) -> None:
+    store = MdCG(tmp_path / "s")
+    dry = store.organize(candidates=[{"layer": "knowledge", "title": "T", "content": "C", "tags": ["a"]}])
+    [shard] = (tmp_path / "s" / ".mdcg" / "organize").glob("*.jsonl")
+    line = json.loads(shard.read_text().splitlines()[0])
+    snapshot = line["r"]["snapshot"]
+    if damage == "index":
+        snapshot[0]["index"] = "abc"
+    elif damage == "title":
+        del snapshot[0]["title"]
+    elif damage == "snapshot":
+        line["r"]["snapshot"] = 5
+    else:
+        snapshot[0]["tags"] = {"a": 1}
+    shard.write_text(json.dumps(line) + "\n")
+    with pytest.raises(OrganizeApplyError, match=r"record in \.mdcg/organize/ is damaged"):
+        store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
+    assert store.ids() == []
     store.close()
