@@ -53,7 +53,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import editing, fsops, nodefile, retention
+from . import editing, fsops, nodefile, paths, retention
 from .errors import (
     DuplicateIdError,
     ImportSourceError,
@@ -387,7 +387,17 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
     store's own."""
     out: list[tuple[str, Node]] = []
     store._engine.fresh()  # once: the ids other processes hold now
+    first: dict[str, tuple[str, str]] = {}  # id key -> (where, id) of its first record
     for where, node in nodes:
+        key = paths.id_key(node.id)
+        seen = first.setdefault(key, (where, node.id))
+        if seen[1] != node.id:
+            why = (
+                f"id {node.id!r} differs only by letter case or Unicode normalisation from {seen[1]!r} "
+                f"({seen[0]}): one file on macOS and Windows; rename one of them"
+            )
+            report.bad.append(BadRecord(where, node.id, why))
+            continue
         try:
             retention.stamp_scope(node.copy(), store.scope)  # what add would refuse, named per record
         except InvalidArgumentError as exc:

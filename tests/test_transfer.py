@@ -512,3 +512,21 @@ def test_export_names_the_memories_it_could_not_read(tmp_path: Path) -> None:
         assert report.ids == ["a"] and [u[0] for u in report.unreadable] == ["knowledge/orphan/b.md", "c"]
         assert report.unreadable[1][1].startswith("knowledge/orphan/c.md:3: the YAML frontmatter")
         assert export_nodes(s, io.BytesIO(), layer="self").unreadable == []
+
+
+def test_twin_ids_within_the_source_are_bad_records_not_a_failed_batch(tmp_path: Path) -> None:
+    source = tmp_path / "tw.jsonl"
+    source.write_text(
+        '{"id":"Abc","layer":"self","body":"one"}\n'
+        '{"id":"abc","layer":"self","body":"two"}\n'
+        '{"id":"ok1","layer":"self","body":"three"}\n'
+    )
+    with MdCG(tmp_path / "t") as store:
+        with pytest.raises(ImportSourceError, match="line 2: id 'abc' differs only by letter case"):
+            import_nodes(store, source)
+        assert store.ids() == []
+        report = import_nodes(store, source, skip_bad=True)
+        assert [(b.where, b.node_id) for b in report.bad] == [("line 2", "abc")]
+        assert sorted(store.ids()) == ["Abc", "ok1"]
+        again = import_nodes(store, source, skip_bad=True)  # running it again goes on
+        assert (again.unchanged, again.created) == (2, 0)
