@@ -392,11 +392,11 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
         key = paths.id_key(node.id)
         seen = first.setdefault(key, (where, node.id))
         if seen[1] != node.id:
-            why = (
+            twin = (
                 f"id {node.id!r} differs only by letter case or Unicode normalisation from {seen[1]!r} "
                 f"({seen[0]}): one file on macOS and Windows; rename one of them"
             )
-            report.bad.append(BadRecord(where, node.id, why))
+            report.bad.append(BadRecord(where, node.id, twin))
             continue
         try:
             retention.stamp_scope(node.copy(), store.scope)  # what add would refuse, named per record
