@@ -156,7 +156,7 @@ BUDGETS: dict[str, Budget] = {
     "search": Budget(2_000, 1_100, "k"),
     "recall": Budget(2_000, 1_100, "k"),
     "get": Budget(2_000, 2, "file bytes"),
-    "list": Budget(300, 600, "limit"),
+    "list": Budget(300, 700, "limit"),
     "neighbours": Budget(300, 450, "limit"),
     "verify": Budget(1_000),
     "reflect": Budget(1_000, 300, "k"),
@@ -830,7 +830,12 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         start = None if since is None else parse_when(since, name="since")
         end = None if until is None else parse_when(until, name="until")
         total, page = store.list_page(layer, tag=tag, since=start, until=end, limit=limit, offset=offset)
-        return {"total": total, "offset": offset, "items": [_list_item(e) for e in page]}
+        items = [_list_item(e) for e in page]
+        for item in items:  # listed, and marked: search leaves a superseded memory out
+            newer = store.superseded_by(item["id"])
+            if newer is not None:
+                item["superseded_by"] = newer
+        return {"total": total, "offset": offset, "items": items}
 
     def neighbours(
         id: NodeId,

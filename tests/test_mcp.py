@@ -999,3 +999,31 @@ def test_an_unexpected_error_is_logged_with_its_traceback(tmp_path: Path, capsys
     server.store.close()
     err = capsys.readouterr().err
     assert "Traceback" in err and "RuntimeError: a bug, not the caller's doing" in err
+
+
+def test_list_marks_a_superseded_memory(tmp_path: Path) -> None:
+    server = create_server(tmp_path / "m")
+
+    async def run() -> None:
+        async with Client(server) as client:
+            _ok(
+                await client.call_tool(
+                    "remember", {"body": "lives in Paris", "id": "city_old", "tags": ["city"]}
+                )
+            )
+            _ok(
+                await client.call_tool(
+                    "remember", {"body": "lives in Rome", "id": "city_new", "tags": ["city"]}
+                )
+            )
+            _ok(
+                await client.call_tool("supersede", {"old": "city_old", "new": "city_new", "reason": "moved"})
+            )
+            items = _ok(await client.call_tool("list", {"tag": "city"}))["items"]
+            assert {i["id"]: i.get("superseded_by") for i in items} == {
+                "city_old": "city_new",
+                "city_new": None,
+            }
+
+    anyio.run(run)
+    server.store.close()
