@@ -263,7 +263,8 @@ def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Findin
             Finding(
                 "forgotten_returned",
                 f"forgotten in this clone on {when} ({record.get('reason', '')!s:.80}), and its file is "
-                "back (a merge or checkout brought it): forget it again, or keep it",
+                "back (a merge or checkout brought it, or a forget stopped before it removed the file): "
+                "forget it again, or keep it",
                 e.path,
                 node_id,
             )

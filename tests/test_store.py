@@ -505,7 +505,8 @@ def test_health_names_a_forgotten_node_whose_file_came_back(tmp_path: Path) -> N
         assert found == [("forgotten_returned", "gym", rel)]
         detail = s.health().findings[0].detail
         assert detail.startswith("forgotten in this clone on ") and detail.endswith(
-            " (wrong), and its file is back (a merge or checkout brought it): forget it again, or keep it"
+            " (wrong), and its file is back (a merge or checkout brought it, or a forget stopped before it "
+            "removed the file): forget it again, or keep it"
         )
         s.forget("gym", "wrong, again")
         assert s.health().findings == ()
