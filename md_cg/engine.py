@@ -559,7 +559,8 @@ class Engine:
             if existing_path is not None:
                 if not overwrite:
                     raise DuplicateIdError(node.id, existing_path, untracked=node.id not in entries)
-                same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path)
+                stored = _stored_as(self, node.id, existing_path)
+                same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path, stored)
                 if same is not None:
                     out.append(same)
                     continue
@@ -623,17 +624,15 @@ class Engine:
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 
-    def _unchanged(self, node: Node, given: bytes | None, rel: str, existing_path: str) -> Node | None:
-        """The stored node when overwriting would change nothing but ``updated_at``.
-
-        ``given``: the bytes of ``node`` as given, if already serialised."""
-        if existing_path != rel:
+    def _unchanged(
+        self, node: Node, given: bytes | None, rel: str, existing_path: str, held: tuple[bytes, Node] | None
+    ) -> Node | None:
+        """The stored node (``held``: the file at ``existing_path``) when overwriting would
+        change nothing but ``updated_at``. ``given``: the bytes of ``node`` as given, if
+        already serialised."""
+        if existing_path != rel or held is None:
             return None
-        try:
-            data, _ = fsops.read_file(self.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
-            stored = index.decode_node(data, rel)
-        except (OSError, UnsafePathError, MalformedNodeFileError):
-            return None
+        data, stored = held
         if data == (nodefile.dump_bytes(node) if given is None else given):
             return stored
         return stored if _dumps_at(node, stored.updated_at) == data else None
@@ -725,20 +724,47 @@ class Engine:
         return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
 
 
+def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | None:
+    """The bytes and node of the file at ``rel`` that an overwrite of ``node_id`` would
+    replace (None when it cannot be read as a node). A file that holds another id (edited
+    by hand, since it was indexed or never indexed) raises DuplicateIdError: it is another
+    memory, not written over."""
+    try:
+        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        stored = index.decode_node(data, rel)
+    except (OSError, UnsafePathError, MalformedNodeFileError):
+        return None
+    if stored.id != node_id:
+        current = engine.state.entries.get(node_id)
+        if current is not None:
+            moved_away(engine, current, stored.id)
+        text = (
+            f"node id {node_id!r}: the file {rel} holds id {stored.id!r} "
+            "(changed by hand); it is not written over -- sync, then add again"
+        )
+        raise DuplicateIdError(node_id, rel, text)
+    return data, stored
+
+
 def read_entry(engine: Engine, entry: Entry) -> Node:
     """The node in ``entry``'s file, which must still hold ``entry.id`` (call under the
     id's lock before removing or rewriting the file). A file whose id was changed by
-    hand since it was indexed is settled against the disk (in memory), and
-    NodeNotFoundError is raised for the id, as :meth:`Engine.get` raises it."""
-    node = engine.read_node(entry.path)
+    hand since it was indexed -- or removed -- is settled against the disk (in memory),
+    and NodeNotFoundError is raised for the id, as :meth:`Engine.get` raises it."""
+    try:
+        node = engine.read_node(entry.path)
+    except (FileNotFoundError, NotADirectoryError):
+        raise moved_away(engine, entry, None) from None
     if node.id != entry.id:
         raise moved_away(engine, entry, node.id)
     return node
 
 
-def moved_away(engine: Engine, entry: Entry, found: str) -> NodeNotFoundError:
-    """The index catches up with ``entry``'s file holding ``found`` now; the error to raise."""
-    index.resolve_ids(engine.root_str, engine.state, {entry.id: [entry.path], found: [entry.path]})
+def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundError:
+    """The index catches up with ``entry``'s file holding ``found`` now (None: gone); the
+    error to raise."""
+    touched = {entry.id: [entry.path]} if found is None else {entry.id: [entry.path], found: [entry.path]}
+    index.resolve_ids(engine.root_str, engine.state, touched)
     return NodeNotFoundError(entry.id)
 
 

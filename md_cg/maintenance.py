@@ -25,12 +25,13 @@ from __future__ import annotations
 
 import os
 import time
+import warnings
 from collections.abc import Callable, Collection
 from typing import Any
 
 from . import access, coldbuild, fsops, index, journal, layout, paths, snapshot
 from .engine import Engine
-from .errors import MalformedNodeFileError, UnsafePathError
+from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
@@ -80,6 +81,19 @@ def compact(engine: Engine, *, timeout: float) -> MaintenanceReport:
         engine.refresh()
         _settle(engine)
         return _write_snapshot(engine, started, shards_before)
+
+
+def compact_on_close(engine: Engine) -> None:
+    """The compaction a closing handle owes (never waits): busy or not writable, a later
+    close or compact does it; any other failure is a warning -- what was asked of the
+    handle is done, only the fold into a snapshot is not."""
+    try:
+        compact(engine, timeout=0.0)
+    except (LockTimeoutError, PermissionError):
+        pass
+    except (UnsafePathError, OSError) as exc:
+        note = f"md-cg: {engine.root_str}: the compaction on close failed ({exc}); see `mdcg health`"
+        warnings.warn(note, RuntimeWarning, stacklevel=3)
 
 
 def _settle(engine: Engine) -> None:

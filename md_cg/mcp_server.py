@@ -84,6 +84,8 @@ TERMS_SHOWN = 8
 TAGS_SHOWN = 8
 #: The largest ``offset`` of ``list`` (a page beyond every store; JSON integers stay exact).
 MAX_OFFSET = 2**53
+#: Characters of an ``inject`` item's text (``MdCG.inject`` gives at most as many).
+INJECT_TEXT_CHARS = 480
 #: Characters of a reply the shown tags of one memory take at most.
 TAG_CHARS = 200
 #: Buckets listed in a search's meta (a big-domain route may name many).
@@ -150,14 +152,14 @@ class Budget:
 #: The size budget of every tool's reply (tests hold the server to it).
 BUDGETS: dict[str, Budget] = {
     "remember": Budget(1_500),
-    "update": Budget(1_500),
+    "update": Budget(2_000),
     "forget": Budget(1_000 + 300 * REPORT_ITEMS),
     "supersede": Budget(1_500),
-    "search": Budget(2_000, 1_100, "k"),
-    "recall": Budget(2_000, 1_100, "k"),
+    "search": Budget(2_000, 1_300, "k"),
+    "recall": Budget(2_000, 1_300, "k"),
     "get": Budget(2_000, 2, "file bytes"),
     "list": Budget(300, 700, "limit"),
-    "neighbours": Budget(300, 450, "limit"),
+    "neighbours": Budget(300, 520, "limit"),
     "verify": Budget(1_000),
     "reflect": Budget(1_000, 300, "k"),
     "organize": Budget(2_000, 900, "candidates"),
@@ -367,10 +369,14 @@ class MemoryServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            expected = ValidationError | MdcgError | ValueError | OSError
-            if cause is not None and not isinstance(cause, expected):
+            root = cause
+            while isinstance(root, ToolError) and root.__cause__ is not None:
+                root = root.__cause__  # a tool's own error (_tool_errors), wrapped by the SDK
+            if root is not None and not isinstance(
+                root, ValidationError | MdcgError | ValueError | OSError | ToolError
+            ):
                 # not the caller's doing: the log gets the whole story (docs/mcp.md)
-                traceback.print_exception(cause, file=sys.stderr)
+                traceback.print_exception(root, file=sys.stderr)
             text = f"{name}: {_schema_problems(cause)}" if isinstance(cause, ValidationError) else str(exc)
             # bounded as every reply is: a library error may quote a megabyte-long argument
             raise ToolError(clip(text, ERROR_CHARS)) from cause
@@ -970,7 +976,12 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
         tag: Tag = None,
     ) -> dict[str, Any]:
         items = store.inject(query, max_items=max_items, tag=tag)
-        return {"items": [{**i.to_dict(), "title": clip(i.title, TITLE_CHARS)} for i in items]}
+        return {
+            "items": [
+                {**i.to_dict(), "title": clip(i.title, TITLE_CHARS), "text": clip(i.text, INJECT_TEXT_CHARS)}
+                for i in items
+            ]
+        }
 
     return [
         (organize, "Before saving several memories: mode=dryRun compares candidates with the store "

@@ -165,7 +165,7 @@ def check_id(node_id: object, *, what: str = "node id") -> str:
     """
     if not isinstance(node_id, str):
         raise UnsafeIdError(
-            f"{what} must be a string, got {type(node_id).__name__} {node_id!r}",
+            f"{what} must be a string, got {type(node_id).__name__} {show(node_id)}",
             field="id",
             value=node_id,
         )

@@ -566,6 +566,10 @@ def _find_report(records: list[dict[str, Any]], run_id: str, caller: Caller) -> 
         raise OrganizeApplyError(run_id, f"unknown organize run {run_id!r}")
     if report.get("status") == "failed":
         raise OrganizeApplyError(run_id, f"dry run {run_id!r} failed; run a new dry run before applying")
+    damaged = _record_problem(report)
+    if damaged is not None:
+        why = f"the dry run's record in .mdcg/organize/ is damaged: {damaged}; run a new dry run"
+        raise OrganizeApplyError(run_id, why)
     return report
 
 
@@ -770,10 +774,6 @@ def apply(
             # while we waited for it.
             records = log.read()
             report = _find_report(records, run_id, caller)
-            damaged = _record_problem(report)
-            if damaged is not None:
-                why = f"the dry run's record in .mdcg/organize/ is damaged: {damaged}; run a new dry run"
-                raise OrganizeApplyError(run_id, why)
             _check_not_applied(records, run_id, store)
             plan = _plan(report, decisions, store)
             if strict and plan.skipped:

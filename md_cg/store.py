@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from pathlib import Path
@@ -38,9 +37,7 @@ from .engine import Engine
 from .errors import (
     InvalidArgumentError,
     InvalidNodeError,
-    LockTimeoutError,
     NodeHasIncomingEdgesError,
-    UnsafePathError,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -212,14 +209,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                 return
             eng.journal.writer.close()  # release our shard so the compaction can fold it
             if maintenance.compaction_due(eng, self.auto_compact):
-                try:
-                    maintenance.compact(eng, timeout=0.0)
-                except (LockTimeoutError, PermissionError):
-                    pass  # busy or not writable: a later close or compact does it
-                except (UnsafePathError, OSError) as exc:
-                    # What was asked of this handle is done; the fold into a snapshot is not.
-                    note = f"md-cg: {self.root}: the compaction on close failed ({exc}); see `mdcg health`"
-                    warnings.warn(note, RuntimeWarning, stacklevel=2)
+                maintenance.compact_on_close(eng)
             self._access.close()
             for log in self._logs.values():
                 log.close()

@@ -409,7 +409,10 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
         if why is not None:
             report.bad.append(BadRecord(where, node.id, why))
             continue
-        if windows_device_name(node.id) is not None and _held(store, node.id) is None:
+        # an id the store may not create (a Windows device name, an invisible character):
+        # a bad record, unless the store holds it already (from an older file)
+        refused = windows_device_name(node.id) is not None or not node.id.isascii()
+        if refused and _held(store, node.id) is None:
             try:
                 check_new_id(node.id)
             except UnsafeIdError as exc:

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from md_cg import MdCG, nodefile
-from md_cg.errors import FileProblem, MalformedNodeFileError, NodeNotFoundError
+from md_cg.errors import DuplicateIdError, FileProblem, MalformedNodeFileError, NodeNotFoundError
 from md_cg.node import (
     SLUG_CHARS,
     Node,
@@ -327,3 +327,37 @@ def test_a_file_whose_id_was_changed_by_hand_is_not_removed_or_rewritten_under_t
         assert s.ids() == ["b2"] and s.tombstones() == []
         assert s.get("b2").body.strip() == "alpha note"
     assert path.read_text() == edited
+
+
+def test_an_overwrite_does_not_replace_a_file_that_holds_another_id_now(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="a1", layer="self", body="a one"))
+        s.compact_index()
+    path = root / "self" / "a1.md"
+    edited = path.read_text().replace('id: "a1"', 'id: "b2"').replace("a one", "B2 OWN TEXT")
+    path.write_text(edited)
+    with MdCG(root) as s:
+        with pytest.raises(DuplicateIdError, match=r"holds id 'b2' \(changed by hand\)"):
+            s.add(Node(id="a1", layer="self", body="over"), overwrite=True)
+        assert s.ids() == ["b2"] and s.get("b2").body.strip() == "B2 OWN TEXT"
+    assert path.read_text() == edited
+
+
+@pytest.mark.parametrize("op", ["delete", "forget", "rename", "update"])
+def test_an_id_whose_file_was_removed_by_hand_is_not_found(tmp_path: Path, op: str) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="a1", layer="self", body="alpha"))
+        s.add(Node(id="k", layer="self", body="kept"))
+    (root / "self" / "a1.md").unlink()
+    with MdCG(root) as s:
+        call = {
+            "delete": lambda: s.delete("a1"),
+            "forget": lambda: s.forget("a1", "a reason"),
+            "rename": lambda: s.rename("a1", "c3"),
+            "update": lambda: s.update("a1", body="new"),
+        }[op]
+        with pytest.raises(NodeNotFoundError, match="no node with id 'a1'"):
+            call()
+        assert s.ids() == ["k"] and s.tombstones() == []

@@ -996,9 +996,18 @@ def test_an_unexpected_error_is_logged_with_its_traceback(tmp_path: Path, capsys
             _err(await client.call_tool("broken_tool", {}))
 
     anyio.run(run)
-    server.store.close()
     err = capsys.readouterr().err
     assert "Traceback" in err and "RuntimeError: a bug, not the caller's doing" in err
+
+    async def expected() -> None:  # the caller's mistakes: a message, no traceback
+        async with Client(server) as client:
+            assert "no node with id 'nope'" in _err(await client.call_tool("get", {"id": "nope"}))
+            assert "since" in _err(await client.call_tool("search", {"query": "x", "since": "x" * 5000}))
+            assert "limit" in _err(await client.call_tool("list", {"limit": 0}))
+
+    anyio.run(expected)
+    server.store.close()
+    assert capsys.readouterr().err == ""
 
 
 def test_list_marks_a_superseded_memory(tmp_path: Path) -> None:
