@@ -71,15 +71,14 @@ def read_folded(root: str) -> Folded:
         return Folded({}, {}, {})
     try:
         value = orjson.loads(data)
-        folded = Folded(
-            {str(k): int(v) for k, v in value["counts"].items()},
-            {str(k): float(v) for k, v in value["last"].items()},
-            {str(k): int(v) for k, v in value["offsets"].items()},
-        )
-        # counts and offsets as the fold writes them: 64-bit, not negative
-        if not all(0 <= n < 1 << 63 for n in [*folded.counts.values(), *folded.offsets.values()]):
-            raise ValueError("out of range")
-        return folded
+        counts, last, offsets = value["counts"], value["last"], value["offsets"]
+        # as the fold writes them: whole counts and offsets of 64 bits, finite times
+        whole = [*counts.values(), *offsets.values()]
+        if not all(type(n) is int and 0 <= n < 1 << 63 for n in whole) or not all(
+            type(t) in (int, float) and 0 <= t < 1e11 for t in last.values()
+        ):
+            raise ValueError("a count, offset or time that the fold does not write")
+        return Folded(dict(counts), {k: float(t) for k, t in last.items()}, dict(offsets))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, OverflowError):
         raise ValueError(
             f"{ACCESS_REL}/{COUNTS}: not a valid access fold; delete it to start counting anew"

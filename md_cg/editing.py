@@ -26,6 +26,7 @@ from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileErr
 from .index import Columns, Entry
 from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, finite, quantise_instant, validate
 from .nodefile import loads, read_bytes_as_text
+from .script import short_repr
 
 
 def require_text(node: Node) -> Node:
@@ -351,7 +352,7 @@ def check_window(tag: TagFilter | None, since: float | None, until: float | None
             continue
         if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value):
             raise InvalidArgumentError(
-                f"{name} must be a time in epoch seconds (a finite number), got {value!r} "
+                f"{name} must be a time in epoch seconds (a finite number), got {short_repr(value)} "
                 "(md_cg.render.parse_when reads '7d' or an ISO date)",
                 name=name,
                 value=value,
@@ -405,5 +406,5 @@ def _check_page(layer: str | None, limit: int | None, offset: int) -> None:
     for name, value in (("limit", limit), ("offset", offset)):
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
             raise InvalidArgumentError(
-                f"{name} must be a non-negative integer, got {value!r}", name=name, value=value
+                f"{name} must be a non-negative integer, got {short_repr(value)}", name=name, value=value
             )

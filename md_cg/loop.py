@@ -48,11 +48,11 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from . import paths, visibility
-from .errors import InvalidNodeError, InvalidVerdictError, NodeNotFoundError
+from .errors import InvalidArgumentError, InvalidNodeError, InvalidVerdictError, NodeNotFoundError
 from .judge import STATES
-from .node import DEFAULT_SENSITIVITY, Node
+from .node import DEFAULT_SENSITIVITY, Node, finite
 from .protocol import StoreEngine
-from .script import fold
+from .script import CONTROL_OR_SURROGATE, fold, short_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import SearchResult
@@ -317,6 +317,10 @@ def _series(store: StoreEngine) -> list[Reflection]:
     return [r for r in read_reflections(store) if (r.agent, r.workspace, r.sensitivity) == key]
 
 
+def _lone_surrogate(text: str) -> bool:
+    return any("\ud800" <= c <= "\udfff" for c in CONTROL_OR_SURROGATE.findall(text))
+
+
 def reflect(
     store: StoreEngine,
     query: str,
@@ -325,6 +329,11 @@ def reflect(
     *,
     now: float | None = None,
 ) -> Reflection:
+    if not isinstance(query, str) or (not query.isascii() and _lone_surrogate(query)):
+        raise InvalidArgumentError(f"reflect: query must be text, got {short_repr(query)}", name="query")
+    if now is not None and (isinstance(now, bool) or not isinstance(now, int | float) or not finite(now)):
+        why = f"reflect: now must be seconds since the epoch, got {short_repr(now)}"
+        raise InvalidArgumentError(why, name="now")
     states = _states_of(results, feedback)
     total = len(states)
     accepted = sum(1 for s in states if s == "ACCEPT")

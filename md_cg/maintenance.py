@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Collection
 from typing import Any
 
-from . import access, coldbuild, fsops, index, journal, layout, paths, snapshot
+from . import access, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
 from .engine import Engine
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
@@ -447,8 +447,8 @@ def health(
         ]
         if deep:
             findings += deep_findings(engine, scan.files)
-        if absent:
-            findings = [f for f in findings if f.node_id not in absent]
+        if absent:  # a scoped caller: counted there (reports.scoped_health), never named
+            findings = [f for f in findings if f.node_id not in absent or f.kind in reports.WITHHELD_KINDS]
         sizes = dict(sorted(state.buckets.items()))
         layers = {layer: 0 for layer in LAYERS}
         nodes = 0

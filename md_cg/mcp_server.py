@@ -121,6 +121,17 @@ def clip(text: str, width: int) -> str:
     return text
 
 
+def _has_surrogate(value: Any, depth: int = 0) -> bool:
+    """Whether a tool argument holds a lone surrogate anywhere (it cannot be stored or replied)."""
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= c <= "\udfff" for c in value)
+    if depth < 8 and isinstance(value, dict):
+        return any(_has_surrogate(k, depth + 1) or _has_surrogate(v, depth + 1) for k, v in value.items())
+    if depth < 8 and isinstance(value, list | tuple):
+        return any(_has_surrogate(v, depth + 1) for v in value)
+    return False
+
+
 def _plain_strings(value: Any) -> Any:
     """``value`` (a reply) with control characters in its strings shown as U+FFFD."""
     if isinstance(value, str):
@@ -365,6 +376,12 @@ class MemoryServer(MCPServer):
             if unknown:
                 names = clip(", ".join(unknown), REASON_CHARS)
                 raise ToolError(f"{name} does not take {names} (it takes: {', '.join(sorted(accepted))})")
+        for key, value in arguments.items():
+            if _has_surrogate(value):
+                raise ToolError(
+                    f"{name}: argument {clip(key, TERM_CHARS)!r} holds a lone surrogate "
+                    "(U+D800-U+DFFF), which is not text"
+                )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:

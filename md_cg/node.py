@@ -21,7 +21,6 @@ from __future__ import annotations
 import hashlib
 import math
 import re
-import reprlib
 import secrets
 import sys
 import unicodedata
@@ -32,7 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError
-from .script import CONTROL_OR_SURROGATE, fold
+from .script import CONTROL_OR_SURROGATE, fold, short_repr
 
 #: The layers, in the order they appear on disk and in reports. The first five
 #: are the memory layers; ``rejected`` and ``unresolved`` hold negative memory.
@@ -598,23 +597,10 @@ _MAYBE_EMPTY_FIELDS = (
 _NESTING_FIELDS = (*_MAYBE_EMPTY_FIELDS, "verification_history")
 
 
-class _ShortRepr(reprlib.Repr):
-    def repr_int(self, x: int, level: int) -> str:
-        if x.bit_length() > 4000:  # repr() refuses integers of more than 4,300 digits
-            return f"<an integer of {x.bit_length() * 30103 // 100000 + 1} digits>"
-        return super().repr_int(x, level)
-
-
-_REPR = _ShortRepr()
-_REPR.maxlevel = 3
-_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
-_REPR.maxstring = _REPR.maxother = 160
-_REPR.maxlong = 60
-
-
 def show(value: Any) -> str:
-    """A short ``repr`` of a value for messages: bounded in length and depth."""
-    return _REPR.repr(value)
+    """A short ``repr`` of a value for messages: bounded in length and depth
+    (:func:`md_cg.script.short_repr`)."""
+    return short_repr(value)
 
 
 def finite(value: int | float) -> bool:

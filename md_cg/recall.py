@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from .errors import DataFileError, InvalidArgumentError
+from .script import short_repr
 
 #: The kinds of access an event records.
 MODES: tuple[str, ...] = ("search", "inject", "get")
@@ -121,7 +122,7 @@ def event_record(
         )
     for name, value in (("agent", agent), ("workspace", workspace)):
         if value is not None and not isinstance(value, str):
-            raise InvalidArgumentError(f"{name} must be a string or None, got {value!r}", name=name)
+            raise InvalidArgumentError(f"{name} must be a string or None, got {short_repr(value)}", name=name)
     if isinstance(ids, str):
         raise InvalidArgumentError("ids must be a list of node ids, not one string", name="ids", value=ids)
     given = list(ids)
@@ -350,7 +351,7 @@ def _ns_to_datetime(ns: int) -> datetime:
 def _check_now(now: object) -> datetime:
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise InvalidArgumentError(
-            f"now must be a timezone-aware datetime, got {now!r}", name="now", value=now
+            f"now must be a timezone-aware datetime, got {short_repr(now)}", name="now", value=now
         )
     return now
 
@@ -643,10 +644,10 @@ def adaptive_inject_budget(query: str | None, max_items: int, cues: Iterable[str
     """
     if isinstance(max_items, bool) or not isinstance(max_items, int):
         raise InvalidArgumentError(
-            f"max_items must be an integer, got {max_items!r}", name="max_items", value=max_items
+            f"max_items must be an integer, got {short_repr(max_items)}", name="max_items", value=max_items
         )
     if max_items <= 1:
         return max_items
     if needs_broad_recall(query, cues):
         return max_items
-    return max(1, math.ceil(max_items / 2))
+    return max(1, -(-max_items // 2))  # (an integer ceiling: a huge max_items is no float)

@@ -212,7 +212,8 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         + len(report.malformed)
         + len(report.duplicates)
         + len(report.refused)
-        + len(report.twins),
+        + len(report.twins)
+        + sum(1 for c in report.conflicts if not seen(c[0])),
     )
 
 
@@ -243,8 +244,7 @@ def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthRe
 
 
 #: Findings about files that a scoped handle is counted, not told (:func:`scoped_health`).
-WITHHELD_KINDS = frozenset(["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file"])
-WITHHELD_NOTE = (
-    "{n} problem(s) with files this scope is not told of (unreadable, duplicate or twin ids, "
-    "unsafe paths; any may be another scope's): run `mdcg health` without a scope to see them"
+WITHHELD_KINDS = frozenset(
+    ["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file", "merge_conflict"]
 )
+WITHHELD_NOTE = "{n} file problem(s) not named to this scope: run `mdcg health` without a scope"

@@ -65,6 +65,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from .errors import InvalidArgumentError, InvalidNodeError
+from .script import short_repr
 
 #: Tier number -> weight (percent).
 TIER_WEIGHTS: Mapping[int, int] = {1: 35, 2: 15, 3: 15, 4: 12, 5: 10, 6: 5, 7: 8}
@@ -509,7 +510,9 @@ def _pick_in_tier(
 
 def _check_days(value: object, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgumentError(f"{name} must be a non-negative integer, got {value!r}", name=name)
+        raise InvalidArgumentError(
+            f"{name} must be a non-negative integer, got {short_repr(value)}", name=name
+        )
     return value
 
 

@@ -43,6 +43,7 @@ from .index import Entry, IndexState
 from .logs import AppendLog
 from .node import DEFAULT_SENSITIVITY, Edge, Node, finite, quantise_instant
 from .reports import Finding
+from .script import short_repr
 
 #: The decision log, ``.mdcg/retention/``.
 DECISION_LOG = "retention"
@@ -73,7 +74,9 @@ class SweepReport:
 def check_ttl(value: object, name: str = "ttl_seconds") -> float:
     """``value`` as a positive, finite number of seconds, or InvalidArgumentError naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value) or value <= 0:
-        raise InvalidArgumentError(f"{name} must be a positive number of seconds, got {value!r}", name=name)
+        raise InvalidArgumentError(
+            f"{name} must be a positive number of seconds, got {short_repr(value)}", name=name
+        )
     return float(value)
 
 

@@ -51,6 +51,7 @@ Imports nothing from the package.
 from __future__ import annotations
 
 import re
+import reprlib
 import threading
 import unicodedata
 
@@ -237,3 +238,23 @@ def stem(word: str) -> str:
     if not word.isascii() and CYRILLIC_RE.search(word):
         return _STEMMERS.russian.stemWord(word)
     return _STEMMERS.english.stemWord(word)
+
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        if x.bit_length() > 4000:  # repr() refuses integers of more than 4,300 digits
+            return f"<an integer of {x.bit_length() * 30103 // 100000 + 1} digits>"
+        return super().repr_int(x, level)
+
+
+_REPR = _ShortRepr()
+_REPR.maxlevel = 3
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxdict = _REPR.maxset = 6
+_REPR.maxstring = _REPR.maxother = 160
+_REPR.maxlong = 60
+
+
+def short_repr(value: object) -> str:
+    """A short ``repr`` of a value for messages: bounded in length and depth, and an
+    integer too long for ``repr`` (over 4,300 digits) says how long it is."""
+    return _REPR.repr(value)

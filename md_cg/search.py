@@ -37,7 +37,7 @@ from .index import Entry, IndexState, layer_code
 from .judge import judge as judge_node
 from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
-from .script import is_cjk
+from .script import is_cjk, short_repr
 from .synonyms import SynonymTable
 from .text import expand_query, synonym_terms, term_words
 from .textindex_phrase import PHRASE_POOL, title_rerank
@@ -292,7 +292,7 @@ def _check_args(query: object, k: object) -> None:
         # (it answered with filler from the similarity fill: nothing was asked)
         raise InvalidArgumentError("query is empty: give the words to search for", name="query", value=query)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-        raise InvalidArgumentError(f"k must be a positive integer, got {k!r}", name="k", value=k)
+        raise InvalidArgumentError(f"k must be a positive integer, got {short_repr(k)}", name="k", value=k)
 
 
 class _Ladder:

@@ -44,6 +44,7 @@ from .logs import AppendLog
 from .node import Node, check_id, check_layer, finite, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .retention import SweepReport
+from .script import short_repr
 from .search import SearchResult
 from .synonyms import SynonymTable
 from .visibility import Scope
@@ -68,7 +69,9 @@ def _check_options(
     first call that uses it (``refresh_interval="x"`` failed in ``get``)."""
     for name, value in (("create", create), ("durable", durable), ("read_only", read_only)):
         if not isinstance(value, bool):
-            raise InvalidArgumentError(f"{name} must be True or False, got {value!r}", name=name, value=value)
+            raise InvalidArgumentError(
+                f"{name} must be True or False, got {short_repr(value)}", name=name, value=value
+            )
     for name, value, floor in (
         ("refresh_interval", refresh_interval, 0.0),
         ("lock_timeout", lock_timeout, 0.0),
@@ -86,7 +89,9 @@ def _check_options(
         if not ok:
             kind = "a whole number >= 1" if name == "auto_compact" else "a finite number of seconds >= 0"
             none = "" if name == "lock_timeout" else " or None"
-            raise InvalidArgumentError(f"{name} must be {kind}{none}, got {value!r}", name=name, value=value)
+            raise InvalidArgumentError(
+                f"{name} must be {kind}{none}, got {short_repr(value)}", name=name, value=value
+            )
 
 
 class MdCG(views.Reads, views.Lifecycle, views.Recall):

@@ -57,7 +57,7 @@ import orjson
 from . import fsops
 from .errors import InvalidArgumentError, MarkerFileError, UnsafePathError
 from .node import RETENTION_TIERS, finite, normalize_temporal
-from .script import CJK_CHARS, is_nfkc, nfkc
+from .script import CJK_CHARS, is_nfkc, nfkc, short_repr
 
 #: The closed set of temporal kinds; ``""`` (unset) is the fifth legal value.
 # The closed sets live with the node model (a node's fields obey them).
@@ -196,7 +196,7 @@ def normalize_tier(value: object) -> str:
         if tier == "" or tier in TIERS:
             return tier
     raise InvalidArgumentError(
-        f"retention tier must be one of {', '.join(TIERS)} (or absent), got {value!r}",
+        f"retention tier must be one of {', '.join(TIERS)} (or absent), got {short_repr(value)}",
         name="tier",
         value=value,
     )
@@ -433,7 +433,9 @@ def _check_number(name: str, value: object, *, positive: bool = False) -> float:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and finite(value)
     if not ok or (positive and value <= 0):  # type: ignore[operator]
         need = "a positive finite number" if positive else "a finite number"
-        raise InvalidArgumentError(f"{name} must be {need} of seconds, got {value!r}", name=name, value=value)
+        raise InvalidArgumentError(
+            f"{name} must be {need} of seconds, got {short_repr(value)}", name=name, value=value
+        )
     return float(value)  # type: ignore[arg-type]
 
 

@@ -978,6 +978,11 @@ def test_replies_hold_their_budgets_whatever_the_text_escapes_to(tmp_path: Path,
             assert "\ufffd" in listed["items"][0]["title"]
             assert "offset" in _err(await client.call_tool("list", {"offset": 2**64}))
             assert "U+200B" in _err(await client.call_tool("remember", {"body": "x", "id": "a\u200bb"}))
+            for tool, args in [
+                ("search", {"query": "alpha", "tag": "\ud800"}),
+                ("reflect", {"query": "a \ud800"}),
+            ]:
+                assert "lone surrogate" in _err(await client.call_tool(tool, args))
 
     anyio.run(run)
     server.store.close()

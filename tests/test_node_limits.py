@@ -378,6 +378,7 @@ _HUGE_LINES = {
     "expires_at": "expires_at: 1" + "0" * 400,
     "edges": 'edges: [{"target": "a", "type": "similar", "confidence": 1' + "0" * 400 + "}]",
     "foo": "foo: 0x" + "f" * 4000,  # YAML: an integer of 4,817 digits (repr() refuses over 4,300)
+    "edges ": "edges: [{target: 0x" + "f" * 4000 + ", type: similar}]",  # an id that is no string
 }
 
 
@@ -396,7 +397,7 @@ def test_a_huge_integer_in_a_file_is_that_file_s_problem_only(tmp_path: Path, fi
         assert (finding.kind, finding.path) == ("unreadable_file", "self/h1.md")
         assert field in finding.detail or "integer" in finding.detail, finding.detail
         [(path, why)] = s.sync().malformed
-        assert path == "self/h1.md" and f"field {field!r}" in why
+        assert path == "self/h1.md" and f"field {field.strip()!r}" in why
         assert s.rebuild_index().nodes == 1 and s.ids() == ["good"]
 
 
@@ -417,3 +418,18 @@ def test_a_huge_integer_given_to_add_is_an_invalid_node_error(
         with pytest.raises(InvalidNodeError, match=re.escape(shown)) as caught:
             s.add(Node(id="x", layer="self", body="b", **changes))
         assert caught.value.field == field and s.ids() == []
+
+
+def test_huge_integers_given_to_the_api_are_invalid_arguments(tmp_path: Path) -> None:
+    from md_cg.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=r"ttl_seconds must be .* got <an integer of 5001 digits>"):
+        MdCG(tmp_path / "s", ttl_seconds=10**5000)
+    with MdCG(tmp_path / "s") as s:
+        s.add(Node(id="x", layer="self", body="kiwi"))
+        with pytest.raises(InvalidArgumentError, match=r"since must be .* got <an integer"):
+            s.search("kiwi", since=10**5000)
+        assert [r.id for r in s.search("kiwi", k=10**5000)[0]] == ["x"]
+        assert [i.id for i in s.inject("kiwi", max_items=10**400)] == ["x"]
+        with pytest.raises(InvalidArgumentError, match="now must be seconds"):
+            s.reflect("kiwi", [], None, now=10**400)

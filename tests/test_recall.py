@@ -555,14 +555,19 @@ def test_an_access_line_whose_time_is_not_the_writers_is_skipped(tmp_path: Path,
         assert s.access_counts(["x"]) == {"x": 1}
 
 
-@pytest.mark.parametrize("count", [10**23, -5])
-def test_a_fold_with_a_count_out_of_range_is_named(tmp_path: Path, count: int) -> None:
+@pytest.mark.parametrize(
+    ("count", "last"),
+    [(10**23, 1.0), (-5, 1.0), ("5", 1.0), (2.9, 1.0), (2, "inf"), (2, "nan"), (2, 1e400), (2, -1)],
+)
+def test_a_fold_with_a_count_or_time_it_does_not_write_is_named(
+    tmp_path: Path, count: object, last: object
+) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add(id="x", layer="self", body="x")
     (root / ".mdcg" / "access").mkdir(parents=True, exist_ok=True)
     (root / ".mdcg" / "access" / "counts.json").write_text(
-        json.dumps({"counts": {"x": count}, "last": {}, "offsets": {}})
+        json.dumps({"counts": {"x": count}, "last": {"x": last}, "offsets": {}})
     )
     with MdCG(root) as s, pytest.raises(ValueError, match=r"counts\.json: not a valid access fold"):
         s.compact_access()

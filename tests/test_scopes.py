@@ -334,3 +334,20 @@ def test_a_scoped_handle_reads_only_its_own_activity_records(tmp_path: Path) -> 
         assert trusted.last_d() is None  # its own series (no agent, no workspace) is empty
     alice.close()
     bob.close()
+
+
+def test_a_scoped_handle_counts_another_scope_s_file_problems_alike_in_sync_and_health(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="theirs", layer="self", body="b's note", agent_scope="b")
+        s.add(id="mine", layer="self", body="a's note", agent_scope="a")
+    (root / "contextual").mkdir(exist_ok=True)
+    (root / "contextual" / "theirs.md").write_bytes((root / "self" / "theirs.md").read_bytes())
+    with MdCG(root, scope=Scope(agent="a")) as a:
+        assert a.sync().withheld == 1
+        [finding] = a.health().findings
+        assert (finding.kind, finding.path, finding.node_id) == ("withheld", None, None)
+        assert finding.detail.startswith("1 file problem(s) not named to this scope")
+        assert "theirs" not in finding.detail
