@@ -356,7 +356,10 @@ def roll_forward(root: str, c: Commit) -> bool:
     # A file changed after the line was written (with a margin for coarse file
     # times) is a later write -- a hand edit since the crash, or a line from a
     # copied .mdcg/ -- that the commit must not replace or delete.
+    # An id with any such file is left as the files have it: all of its puts and dels
+    # skipped together (a move half done would leave two copies of it).
     limit = None if c.ts is None else int((c.ts + _CLOCK_SLACK) * 1e9)
+    later = _later_ids(root, c, limit)
     for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
         parent, name = _split(rel)
         if state == "landed":
@@ -365,7 +368,7 @@ def roll_forward(root: str, c: Commit) -> bool:
             continue
         try:
             with fsops.Dir(root, parent) as d:
-                if state == "temp" and not back and not _newer(d, name, limit):
+                if state == "temp" and not back and node_id not in later:
                     d.replace(tmp, name)
                     landed.add(node_id)
                 else:
@@ -377,16 +380,29 @@ def roll_forward(root: str, c: Commit) -> bool:
     put_ids = {p[0] for p in c.puts}
     for node_id, rel in c.dels:
         # The old copy of a moved node goes only once the new copy is in place.
-        if node_id in put_ids and node_id not in landed:
+        if node_id in later or (node_id in put_ids and node_id not in landed):
             continue
+        try:
+            fsops.remove(root, rel)
+        except UnsafePathError:
+            continue
+    return True
+
+
+def _later_ids(root: str, c: Commit, limit: int | None) -> set[str]:
+    """The ids of ``c`` with a target (of a put or a del) changed after ``limit`` (ns)."""
+    if limit is None:
+        return set()
+    out = set()
+    for node_id, rel in [*((p[0], p[1]) for p in c.puts), *c.dels]:
         parent, name = _split(rel)
         try:
             with fsops.Dir(root, parent) as d:
-                if not _newer(d, name, limit):
-                    d.unlink(name)
+                if _newer(d, name, limit):
+                    out.add(node_id)
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
-    return True
+    return out
 
 
 #: Seconds a file's time may run past its commit line's and still be the commit's own
@@ -739,7 +755,14 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
     full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
     checks = _checks(rec.get("check"), len(full)) if rec.get("op") == "commit" else None
     ts: Any = rec.get("ts")
-    when = float(ts) if type(ts) in (int, float) and -1e11 < ts < 1e11 else None
+    # the shard writer stamps integer nanoseconds; a line in seconds is read as such
+    when = (
+        ts / 1e9
+        if type(ts) is int and 1e15 < ts < 1e20
+        else float(ts)
+        if type(ts) in (int, float) and -1e11 < ts < 1e11
+        else None
+    )
     return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, when)
 
 

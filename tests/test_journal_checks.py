@@ -346,3 +346,44 @@ def test_a_symlinked_temp_file_is_never_renamed_into_place(tmp_path: Path) -> No
         assert s.get("n3").body.strip() == "n3 original"
     assert not (root / "contextual" / "n3.md").is_symlink()
     assert outside.read_text().endswith("outside\n")
+
+
+def _forget_k_and_die_after_logging(root: str) -> None:
+    s = MdCG(root)
+    stress.crash_at(s, "logged")
+    s.forget("keep1", "privacy")
+
+
+def _move_a1_and_die_after_logging(root: str) -> None:
+    s = MdCG(root)
+    stress.crash_at(s, "logged")
+    s.update("a1", layer="contextual")
+
+
+def _edited_later(path: Path, text: str) -> None:
+    """A hand edit after the commit line was written (its time well past the line's)."""
+    path.write_text(text)
+    later = time.time() + 30
+    os.utime(path, (later, later))
+
+
+def test_a_dead_commit_replaces_or_deletes_no_file_edited_after_its_line(tmp_path: Path) -> None:
+    """Real lines (the writer's integer-nanosecond stamp): a forget killed after logging, then
+    the file edited by hand; a move killed after logging, then the old file edited: recovery
+    leaves both ids as the files have them (a move is skipped whole: no second copy)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="keep1", layer="self", body="keep me"))
+        s.add(Node(id="a1", layer="self", body="a1 v1"))
+    assert stress.wait(stress.fork(_forget_k_and_die_after_logging, str(root))) == -signal.SIGKILL
+    assert stress.wait(stress.fork(_move_a1_and_die_after_logging, str(root))) == -signal.SIGKILL
+    keep = root / "self" / "keep1.md"
+    _edited_later(keep, keep.read_text().replace("keep me", "kept by hand"))
+    a1 = root / "self" / "a1.md"
+    _edited_later(a1, a1.read_text().replace("a1 v1", "a1 edited by hand"))
+    with MdCG(root) as s:
+        report = s.sync()
+        assert report.recovered == 2 and report.duplicates == ()
+        assert s.get("keep1").body.strip() == "kept by hand"
+        assert (s.get("a1").body.strip(), s.entry("a1").path) == ("a1 edited by hand", "self/a1.md")
+    assert not list(root.rglob("*.tmp")) and not (root / "contextual" / "a1.md").exists()
