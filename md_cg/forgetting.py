@@ -43,7 +43,7 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import check_id
+from .node import LAYERS, check_id
 from .reports import Deleted, Finding
 from .visibility import Scope
 
@@ -180,10 +180,12 @@ def _doomed_entries(
 
 
 def _copies(engine: Engine, entry: Entry, scope: Scope | None) -> list[str]:
-    """The other files that hold ``entry``'s id (the losing copies sync found), those of
-    them in the caller's scope."""
+    """The other files that hold ``entry``'s id, those of them in the caller's scope: the
+    losing copies a sync found (in this process), and any file of its name in a layer
+    folder, a bucket or ``archive/`` (a ``cp`` or a merge another process's sync saw, or
+    nobody's yet)."""
     out = []
-    for rel in engine.state.duplicates.get(entry.id, ()):
+    for rel in _places(engine, entry):
         try:
             node = engine.read_node(rel)
         except (OSError, MalformedNodeFileError, UnsafePathError):
@@ -193,6 +195,20 @@ def _copies(engine: Engine, entry: Entry, scope: Scope | None) -> list[str]:
         ):
             out.append(rel)
     return out
+
+
+def _places(engine: Engine, entry: Entry) -> list[str]:
+    """Where a copy of ``entry``'s node file could be, its own path aside: every layer
+    folder and bucket (and ``archive/`` below them) that holds a file of its name."""
+    name = f"{entry.id}{paths.NODE_SUFFIX}"
+    folders = [*LAYERS, *(f"{paths.BUCKETED_LAYER}/{b}" for b in engine.state.buckets)]
+    folders.append(f"{paths.BUCKETED_LAYER}/{paths.ORPHAN}")
+    candidates = dict.fromkeys(engine.state.duplicates.get(entry.id, ()))
+    for folder in dict.fromkeys(folders):
+        for rel in (f"{folder}/{name}", paths.archived_rel(f"{folder}/{name}")):
+            if rel != entry.path and rel not in candidates and fsops.exists(engine.root_str, rel):
+                candidates[rel] = None
+    return list(candidates)
 
 
 def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:

@@ -560,3 +560,27 @@ def test_a_scoped_forget_leaves_another_scope_s_file_of_that_id(tmp_path: Path) 
     with MdCG(root, scope=Scope(agent="a")) as a:
         a.forget("note", "mine goes")
     assert theirs.read_text().endswith("b's note\n") and not (root / "self" / "note.md").exists()
+
+
+@pytest.mark.parametrize("synced", ["elsewhere", "never"])
+def test_a_fresh_handle_s_forget_finds_the_copies_on_disk(tmp_path: Path, synced: str) -> None:
+    """The copy was seen by another process's sync (or by none): a new handle (the CLI, a new
+    MCP session) must still find it, or the next sync brings the text back."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="x1", layer="self", body="secret x1 text"))
+    copy = root / "knowledge" / "x1.md"
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_bytes((root / "self" / "x1.md").read_bytes())
+    archived = root / "archive" / "contextual" / "x1.md"
+    archived.parent.mkdir(parents=True)
+    archived.write_bytes((root / "self" / "x1.md").read_bytes())
+    if synced == "elsewhere":
+        with MdCG(root) as other:
+            assert other.sync().duplicates != ()
+    with MdCG(root) as s:
+        s.forget("x1", "delete it")
+    assert not copy.exists() and not archived.exists()
+    with MdCG(root) as s:
+        assert s.sync().added == () and "x1" not in s
+    assert b"secret x1" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
