@@ -132,12 +132,6 @@ def forget_many(
             engine.commit([], dels, durable=durable)
             for e in entries:
                 state.duplicates.pop(e.id, None)
-        if fsops.exists(engine.root_str, paths.meta(organize.AUDIT_LOG)):
-            audit = AppendLog(engine.root_str, organize.AUDIT_LOG)
-            try:
-                organize.blank_forgotten(audit, nodes, timeout=engine.lock_timeout)
-            finally:
-                audit.close()
         scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels})
     return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
 
@@ -299,16 +293,22 @@ def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:
         if rel.rsplit("/", 1)[-1] in names:
             fsops.remove(root, rel)
     engine.journal.writer.close()  # retire our shard: the compaction removes it
+    # The memories are forgotten (files gone, tombstones written) before these steps:
+    # raising would say nothing changed, and a retry could only fail. So each warns.
+    named = f"{', '.join(map(repr, node_ids[:3]))}{' and more' if len(node_ids) > 3 else ''}"
+    if fsops.exists(root, paths.meta(organize.AUDIT_LOG)):
+        audit = AppendLog(root, organize.AUDIT_LOG)
+        try:
+            organize.blank_forgotten(audit, node_ids, timeout=engine.lock_timeout)
+        except (LockTimeoutError, UnsafePathError, OSError) as exc:
+            note = f"the organise log (.mdcg/organize/) may still hold the text of {named}: {exc}"
+            warnings.warn(f"md-cg: {root}: forgotten, but {note}", RuntimeWarning, stacklevel=4)
+        finally:
+            audit.close()
     try:
         maintenance.compact(engine, timeout=engine.lock_timeout)
     except (LockTimeoutError, UnsafePathError, OSError) as exc:
-        # The memories are forgotten (files gone, tombstones written): raising would say
-        # nothing changed, and a retry could only fail. The snapshot keeps their words
-        # until the next compaction.
-        warnings.warn(
-            f"md-cg: {engine.root_str}: forgotten, but the index snapshot still holds the words of "
-            f"{', '.join(map(repr, node_ids[:3]))}{' and more' if len(node_ids) > 3 else ''} "
-            f"until a compaction succeeds (mdcg compact): {exc}",
-            RuntimeWarning,
-            stacklevel=4,
+        note = (
+            f"the index snapshot still holds the words of {named} until a compaction succeeds (mdcg compact)"
         )
+        warnings.warn(f"md-cg: {root}: forgotten, but {note}: {exc}", RuntimeWarning, stacklevel=4)

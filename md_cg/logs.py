@@ -13,7 +13,7 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import orjson
@@ -65,12 +65,14 @@ class AppendLog:
         out.sort(key=lambda r: (r[0], r[1], r[2]))
         return [r[3] for r in out]
 
-    def blank(self, texts_of: Callable[[dict[str, Any]], Iterable[str]]) -> int:
-        """Blank strings out of the records, in place: every occurrence, in a record's line,
-        of a string ``texts_of(record)`` names (as the line's JSON spells it) becomes ``#``
-        characters of the same byte length. Lines keep their length, so processes
-        appending to their shards lose nothing. The earlier versions' single file is
-        not touched. Returns the number of strings blanked."""
+    def redact(self, needles: Sequence[bytes], edit: Callable[[dict[str, Any]], bool]) -> int:
+        """Rewrite records in place: each line holding one of ``needles`` (bytes, as
+        its JSON spells them) is read, ``edit(record)`` may change strings in it --
+        each for one of the same JSON length (:func:`blanked`) -- and says whether it
+        did; the line is then written back over itself, the same length, so processes
+        appending to their shards lose nothing. A line that would not keep its length
+        is left as it is. The earlier versions' single file is not touched. Returns the
+        number of lines rewritten."""
         done = 0
         try:
             names = fsops.list_shards(self.root, self.rel)
@@ -82,13 +84,9 @@ class AppendLog:
                 data, _ = fsops.read_file(self.root, rel)
             except (FileNotFoundError, UnsafePathError):
                 continue
-            edits: list[tuple[int, bytes]] = []
-            start = 0
-            while start < len(data):
-                stop = data.find(b"\n", start)
-                stop = len(data) if stop < 0 else stop
-                edits += _blanks(data, start, stop, texts_of)
-                start = stop + 1
+            edits = [
+                e for start, stop in _lines_holding(data, needles) if (e := _edited(data, start, stop, edit))
+            ]
             if edits:
                 fsops.overwrite_at(self.root, rel, edits)
                 done += len(edits)
@@ -105,28 +103,39 @@ class AppendLog:
         self._lock.close()
 
 
-def _blanks(
-    data: bytes, start: int, stop: int, texts_of: Callable[[dict[str, Any]], Iterable[str]]
-) -> list[tuple[int, bytes]]:
-    """The in-place edits that blank, in the line ``data[start:stop]``, the strings its
-    record's ``texts_of`` names (each found as its JSON: the quotes stay)."""
+def blanked(text: str) -> str:
+    """``#`` characters as many as ``text`` takes in a JSON line (its redacted stand-in)."""
+    return "#" * (len(orjson.dumps(text)) - 2)
+
+
+def _lines_holding(data: bytes, needles: Sequence[bytes]) -> list[tuple[int, int]]:
+    """The (start, stop) of each line of ``data`` that holds one of ``needles``, in order."""
+    found: set[tuple[int, int]] = set()
+    for needle in needles:
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            stop = data.find(b"\n", at)
+            stop = len(data) if stop < 0 else stop
+            found.add((start, stop))
+            at = data.find(needle, stop)
+    return sorted(found)
+
+
+def _edited(
+    data: bytes, start: int, stop: int, edit: Callable[[dict[str, Any]], bool]
+) -> tuple[int, bytes] | None:
+    """The line ``data[start:stop]`` after ``edit`` of its record, or None (unchanged,
+    unreadable, or not of its old length)."""
     try:
         line = orjson.loads(data[start:stop])
     except orjson.JSONDecodeError:
-        return []
+        return None
     rec = line.get("r") if isinstance(line, dict) else None
-    if not isinstance(rec, dict):
-        return []
-    out = []
-    for text in set(texts_of(rec)):
-        needle = orjson.dumps(text)
-        if len(needle) <= 2:
-            continue
-        at = data.find(needle, start, stop)
-        while at >= 0:
-            out.append((at + 1, b"#" * (len(needle) - 2)))
-            at = data.find(needle, at + len(needle), stop)
-    return out
+    if not isinstance(rec, dict) or not edit(rec):
+        return None
+    new = orjson.dumps(line)
+    return (start, new) if len(new) == stop - start else None
 
 
 def _legacy_records(root: str, rel: str) -> list[dict[str, Any]]:

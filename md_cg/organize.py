@@ -42,7 +42,7 @@ import orjson
 from . import dedupe
 from .errors import InvalidArgumentError, NodeNotFoundError, OrganizeApplyError
 from .index import layer_code, no_gc, title_of
-from .logs import AppendLog
+from .logs import AppendLog, blanked
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
 from .recall import content_of
 from .text import query_terms
@@ -549,6 +549,8 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
 class _Plan:
     nodes: list[Node] = field(default_factory=list)
     saved: list[str] = field(default_factory=list)
+    #: the candidate index each saved id was made from (forget blanks that candidate)
+    saved_from: list[int] = field(default_factory=list)
     archive: list[str] = field(default_factory=list)
     discarded: list[int] = field(default_factory=list)
     skipped: list[SkippedInput] = field(default_factory=list)
@@ -697,6 +699,7 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             node = _new_node(by_index[index], now)
             plan.nodes.append(node)
             plan.saved.append(node.id)
+            plan.saved_from.append(index)
     return plan
 
 
@@ -758,6 +761,7 @@ def apply(
             "decisions": decisions if isinstance(decisions, list) else None,
             "applied": applied,
             "saved": plan.saved if applied else [],
+            "saved_from": plan.saved_from if applied else [],
             "archived": plan.archive if applied else [],
             "discarded": plan.discarded if applied else [],
             "skipped": [s.to_dict() for s in plan.skipped],
@@ -790,7 +794,8 @@ def apply(
                 "dry_run_id": run_id,
                 "created_at": created_at,
             }
-            log.append([{**intent, "saved": plan.saved, "archive": plan.archive}], durable=True)
+            saves = {"saved": plan.saved, "saved_from": plan.saved_from, "archive": plan.archive}
+            log.append([{**intent, **saves}], durable=True)
             if plan.nodes or plan.archive:
                 store.apply_changes(add=plan.nodes, archive=plan.archive)
             applied = len(plan.saved) + len(plan.archive)
@@ -806,44 +811,87 @@ def apply(
     return _receipt_result(apply_id, run_id, status, created_at, plan, applied)
 
 
-def blank_forgotten(log: AppendLog, nodes: Sequence[Node], *, timeout: float) -> int:
-    """Blank the text of forgotten memories out of the audit log (:meth:`AppendLog.blank`):
-    each dry-run candidate whose content one of them holds (its content and title) when
-    the run's apply saved that memory or the candidate matched it, and the title of
-    every match that names one. Returns the number of strings blanked."""
-    gone = {n.id: n for n in nodes}
+def blank_forgotten(log: AppendLog, node_ids: Collection[str], *, timeout: float) -> int:
+    """Blank the text of forgotten memories out of the audit log, in place
+    (:meth:`AppendLog.redact`): the candidate each was saved from (by an apply's
+    receipt: its content, title and item title), a candidate that matched one exactly,
+    and every match title naming one. Nothing else in a record changes. Returns the
+    number of lines rewritten."""
+    gone = set(node_ids)
     if not gone:
         return 0
-    records = log.read()
-    saved: dict[str, set[str]] = {}
-    for r in records:
-        if r.get("kind") in ("apply", "apply_intent") and r.get("status") != "failed":
-            ids = {i for i in r.get("saved") or () if isinstance(i, str) and i in gone}
-            if ids and isinstance(r.get("dry_run_id"), str):
-                saved.setdefault(r["dry_run_id"], set()).update(ids)
+    runs: dict[str, set[int]] = {}  # dry run id -> indexes of the candidates to blank
 
-    def texts_of(rec: dict[str, Any]) -> list[str]:
-        if rec.get("kind") != "dry_run":
-            return []
-        out = []
-        bodies = [gone[i].body for i in saved.get(rec.get("run_id"), ())]  # type: ignore[arg-type]
-        matched: dict[Any, str] = {}  # candidate index -> body of the forgotten memory it matched
+    def first(rec: dict[str, Any]) -> bool:
+        kind = rec.get("kind")
+        if kind in ("apply", "apply_intent") and rec.get("status") != "failed":
+            for node_id, index in _saved_from(rec).items():
+                if node_id in gone and isinstance(rec.get("dry_run_id"), str):
+                    runs.setdefault(rec["dry_run_id"], set()).add(index)
+            return False
+        if kind != "dry_run":
+            return False
+        exact = set()
+        changed = False
         for item in rec.get("items") or ():
             match = item.get("match") if isinstance(item, dict) else None
-            if isinstance(match, dict) and match.get("id") in gone and isinstance(match.get("title"), str):
-                out.append(match["title"])
-                matched[item.get("index")] = gone[match["id"]].body
-        for cand in rec.get("snapshot") or ():
-            content = cand.get("content") if isinstance(cand, dict) else None
-            if not isinstance(content, str) or not content.strip():
-                continue
-            held = [*bodies, matched[cand.get("index")]] if cand.get("index") in matched else bodies
-            if any(content.strip() in b for b in held):
-                out += [t for t in (content, cand.get("title")) if isinstance(t, str)]
-        return out
+            if isinstance(match, dict) and match.get("id") in gone:
+                changed = _blank(match, "title") or changed
+                if item.get("verdict") == "exact" and type(item.get("index")) is int:
+                    exact.add(item["index"])
+        return _blank_candidates(rec, exact) or changed
+
+    def second(rec: dict[str, Any]) -> bool:
+        wanted = runs.get(rec.get("run_id")) if rec.get("kind") == "dry_run" else None  # type: ignore[arg-type]
+        return bool(wanted) and _blank_candidates(rec, wanted)  # type: ignore[arg-type]
 
     with log.locked(timeout=timeout):
-        return log.blank(texts_of)
+        done = log.redact([orjson.dumps(i) for i in sorted(gone)], first)
+        if runs:
+            done += log.redact([orjson.dumps(r) for r in sorted(runs)], second)
+        return done
+
+
+def _saved_from(rec: Mapping[str, Any]) -> dict[str, int]:
+    """Saved id -> the candidate index it was saved from, by an apply's record: the
+    ``saved_from`` it keeps, or (records of earlier versions) its save decisions that
+    were not skipped, in order, beside ``saved``."""
+    saved = [i for i in rec.get("saved") or () if isinstance(i, str)]
+    given = rec.get("saved_from")
+    if isinstance(given, list) and len(given) == len(saved):
+        return {i: n for i, n in zip(saved, given, strict=True) if type(n) is int}
+    skipped = {s.get("index") for s in rec.get("skipped") or () if isinstance(s, dict)}
+    given_decisions = rec.get("decisions")
+    decisions: list[Any] = given_decisions if isinstance(given_decisions, list) else []
+    saves = [
+        d.get("index")
+        for i, d in enumerate(decisions)
+        if isinstance(d, dict) and d.get("action") == "save" and i not in skipped
+    ]
+    if len(saves) != len(saved):
+        return {}
+    return {i: n for i, n in zip(saved, saves, strict=True) if type(n) is int}
+
+
+def _blank(record: dict[str, Any], key: str) -> bool:
+    """Blank the text under ``key`` (:func:`md_cg.logs.blanked`); True when it changed."""
+    value = record.get(key)
+    if not isinstance(value, str) or not value.strip("#"):
+        return False
+    record[key] = blanked(value)
+    return True
+
+
+def _blank_candidates(rec: dict[str, Any], indexes: Collection[int]) -> bool:
+    """Blank the candidates ``indexes`` of a dry run's record: content and title, and the
+    title its item repeats."""
+    changed = False
+    for group in (rec.get("snapshot") or (), rec.get("items") or ()):
+        for entry in group:
+            if isinstance(entry, dict) and entry.get("index") in indexes:
+                for key in ("content", "title"):
+                    changed = _blank(entry, key) or changed
+    return changed
 
 
 def runs(store: OrganizeStore) -> list[dict[str, Any]]:

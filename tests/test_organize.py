@@ -618,3 +618,68 @@ def test_a_damaged_dry_run_record_is_refused_by_name(tmp_path: Path, damage: str
         store.organize("apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}])
     assert store.ids() == []
     store.close()
+
+
+def _saved(store: MdCG, candidates: list[dict[str, Any]], indexes: list[int]) -> tuple[str, list[str]]:
+    dry = store.organize(candidates=candidates)
+    done = store.organize(
+        "apply", run_id=dry.run_id, decisions=[{"action": "save", "index": i} for i in indexes]
+    )
+    return dry.run_id, list(done.saved_ids)
+
+
+def test_blanking_touches_only_the_forgotten_memory_s_own_candidate(tmp_path: Path) -> None:
+    """Keys, the other candidates (one whose text is inside the forgotten one's, one whose tag
+    is the same word) and later runs' records stay as they were; a pending run still applies."""
+    store = MdCG(tmp_path / "s")
+    cands = [
+        {"layer": "knowledge", "title": "content", "content": "I drink coffee every morning at six"},
+        {"layer": "knowledge", "title": "Second", "content": "coffee every morning", "tags": ["content"]},
+    ]
+    run, (first, second) = _saved(store, cands, [0, 1])
+    store.add(id="m1", layer="knowledge", body="# layer\n\nthe layer fact")
+    pending = store.organize(
+        candidates=[{"layer": "knowledge", "title": "layer", "content": "the layer fact"},
+                    {"layer": "knowledge", "title": "Other", "content": "an unrelated fact about owls"}]
+    )  # fmt: skip
+    store.forget(first, "the user asked")
+    store.forget("m1", "the user asked")
+    records = {r.get("run_id"): r for r in audit(store)}
+    assert [(c["title"], c["content"], c.get("tags")) for c in records[run]["snapshot"]] == [
+        ("#" * 7, "#" * 35, None),
+        ("Second", "coffee every morning", ["content"]),
+    ]
+    assert store.get(second).body.endswith("coffee every morning\n")
+    later = records[pending.run_id]
+    assert [i["match"]["title"] if i.get("match") else None for i in later["items"]] == ["#####", None]
+    applied = store.organize("apply", run_id=pending.run_id, decisions=[{"action": "save", "index": 1}])
+    assert applied.status == "ok" and "owls" in store.get(applied.saved_ids[0]).body
+    store.close()
+
+
+def test_blanking_finds_the_candidate_of_a_memory_edited_since(tmp_path: Path) -> None:
+    store = MdCG(tmp_path / "s")
+    _, (pin,) = _saved(
+        store, [{"layer": "knowledge", "title": "Bank secrets", "content": "PIN 4921, pasword hunter2"}], [0]
+    )
+    store.update(pin, body="# Bank secrets\n\nPIN 4921, password hunter2")
+    store.forget(pin, "the user asked")
+    held = b"".join(p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file())
+    assert b"4921" not in held and b"Bank secrets" not in held
+    store.close()
+
+
+def test_a_busy_organise_log_leaves_forget_done_and_the_snapshot_scrubbed(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        _, (saved,) = _saved(
+            store, [{"layer": "knowledge", "title": "Zanzibar", "content": "zanzibar trip"}], [0]
+        )
+        store.compact_index()
+    other = MdCG(root)
+    with other.log(organize_mod.AUDIT_LOG).locked(60), MdCG(root, lock_timeout=0.5) as s:
+        with pytest.warns(RuntimeWarning, match="organise log"):
+            s.forget(saved, "the user asked")
+        assert saved not in s
+    other.close()
+    assert b"zanzibar" not in (root / ".mdcg" / "index.snapshot").read_bytes()
