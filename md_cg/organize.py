@@ -788,14 +788,7 @@ def apply(
                     f"{len(plan.skipped)} decision(s) the dry run does not back: {listed}{more}; "
                     "nothing was applied, and the run can be applied with corrected decisions",
                 )
-            intent = {
-                "kind": "apply_intent",
-                "run_id": apply_id,
-                "dry_run_id": run_id,
-                "created_at": created_at,
-            }
-            saves = {"saved": plan.saved, "saved_from": plan.saved_from, "archive": plan.archive}
-            log.append([{**intent, **saves}], durable=True)
+            log.append([_intent(apply_id, run_id, created_at, plan)], durable=True)
             if plan.nodes or plan.archive:
                 store.apply_changes(add=plan.nodes, archive=plan.archive)
             applied = len(plan.saved) + len(plan.archive)
@@ -850,6 +843,19 @@ def blank_forgotten(log: AppendLog, node_ids: Collection[str], *, timeout: float
         if runs:
             done += log.redact([orjson.dumps(r) for r in sorted(runs)], second)
         return done
+
+
+def _intent(apply_id: str, run_id: str, created_at: str, plan: _Plan) -> dict[str, Any]:
+    """The record an apply appends before its commit: the ids it is about to write."""
+    return {
+        "kind": "apply_intent",
+        "run_id": apply_id,
+        "dry_run_id": run_id,
+        "created_at": created_at,
+        "saved": plan.saved,
+        "saved_from": plan.saved_from,
+        "archive": plan.archive,
+    }
 
 
 def _saved_from(rec: Mapping[str, Any]) -> dict[str, int]:
