@@ -476,8 +476,13 @@ def _evidence(
     need = max(1, math.ceil(len(content) * CJK_CHAR_SHARE))
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
     ideal = 0.0
-    if any(tier in _SIMILARITY_TIERS for _, (_, tier) in hits):
+    typo_only: dict[str, list[str]] | None = None  # similarity hits' terms within a typo
+    similar = [doc_id for doc_id, (_, tier) in hits if tier in _SIMILARITY_TIERS]
+    if similar:
         ideal = text.similarity_ideal(query)
+        unknown, near = text.typo_terms(query)
+        if unknown:  # a word the vocabulary lacks: only a hit holding a typo of it is evidence
+            typo_only = text.terms_of(similar, near) if near else {}
     out: dict[str, tuple[dict[str, Any], bool]] = {}
     for doc_id, (score, tier) in hits:
         has = contained.get(doc_id, [])
@@ -491,7 +496,7 @@ def _evidence(
         if tier in _SIMILARITY_TIERS:
             share = min(1.0, score / ideal) if ideal > 0 else 0.0
             why["fuzzy"] = round(share, 3)
-            fuzzy_ok = share >= FUZZY_FLOOR
+            fuzzy_ok = share >= FUZZY_FLOOR and (typo_only is None or bool(typo_only.get(doc_id)))
         own = why["terms"]
         if own and all(t in chars for t in own) and len(content.intersection(own)) < need:
             own = []  # a character or two of a longer CJK query, or only its particles

@@ -51,12 +51,13 @@ import numpy as np
 
 from . import textindex_codec as codec
 from .errors import SnapshotDamageError
+from .script import is_cjk
 from .text import KEY_BITS, TermBatch
 from .textindex_docs import DocTable, Scope, idf_of, kth_largest
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab, search_ranges
 from .textindex_scope import PRUNE_SCOPE_MIN, PRUNE_SCOPE_RATIO, SCOPE_RATIO, ScopeSlots
-from .textindex_similar import SimilarityKeys, Unit, plain_query_terms, unit_scores
+from .textindex_similar import SimilarityKeys, Unit, near_terms, plain_query_terms, unit_scores
 
 #: A document's (layer code, bucket code, prior), as :meth:`TextIndex.add_many` takes them.
 DocMeta = tuple[int, int, float]
@@ -659,6 +660,16 @@ class TextIndex:
         return out
 
     @_healing
+    def typo_terms(self, query: str) -> tuple[bool, list[str]]:
+        """Whether ``query`` has a non-CJK word the vocabulary lacks, and the vocabulary
+        terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`)."""
+        self._prepare()
+        vocab = self._vocab
+        words = [q for q in dict.fromkeys(self.analyzer(query)) if q and q not in vocab and not is_cjk(q)]
+        if not words:
+            return False, []
+        return True, near_terms(words, self._similar_units(query), vocab.terms)
+
     def similarity_ideal(self, query: str) -> float:
         """The score of :meth:`similar` that would explain every unit of ``query``.
 

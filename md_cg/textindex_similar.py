@@ -16,11 +16,12 @@ from array import array
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+from rapidfuzz.distance import OSA
 from rapidfuzz.utils import default_process
 
 from .script import CJK_SPLIT_RE, fold_accents, is_cjk, nfkc, stem
 
-__all__ = ["SimilarityKeys", "plain_query_terms", "unit_scores"]
+__all__ = ["SimilarityKeys", "near_terms", "plain_query_terms", "unit_scores"]
 
 #: A unit: the candidate (term id, similarity) pairs that stand for one query unit.
 Unit = list[tuple[int, float]]
@@ -192,3 +193,32 @@ def unit_scores(
     if not docs_parts:
         return np.zeros(n_slots, dtype=np.float64)
     return np.bincount(np.concatenate(docs_parts), weights=np.concatenate(w_parts), minlength=n_slots)
+
+
+def typos_allowed(word: str) -> int:
+    """Edits (insert, delete, substitute, swap two neighbours) a typo of ``word`` (a
+    stem) may make: none for three letters or fewer (one edit makes another word of
+    them: "eat" -> "nat"), one up to six letters, else two."""
+    return 0 if len(word) <= 3 else 1 if len(word) <= 6 else 2
+
+
+def within_a_typo(word: str, term: str) -> bool:
+    """Whether ``term`` (a stem in the vocabulary) is ``word`` with a typo: the word, or
+    its start as long as the stem give or take two letters (a typo in the suffix keeps the
+    stemmer from cutting it: "externalties" is not stemmed to "extern"), within
+    :func:`typos_allowed` edits (optimal string alignment)."""
+    allowed = typos_allowed(word)
+    if allowed == 0:
+        return False
+    lengths = range(max(1, len(term) - 2), min(len(word), len(term) + 2) + 1)
+    if OSA.distance(word, term) <= allowed:
+        return True
+    return any(OSA.distance(word[:n], term) <= allowed for n in lengths)
+
+
+def near_terms(words: Sequence[str], units: Sequence[Unit], terms: Sequence[str]) -> list[str]:
+    """The similar (not equal) candidate terms of ``units`` within a typo of one of
+    ``words`` (:func:`within_a_typo`), sorted: what separates a misspelt word ("binery"
+    -> "binari") from one that merely shares letters ("tomato" -> "plato", three edits)."""
+    candidates = {terms[tid] for unit in units for tid, sim in unit if sim < 1.0}
+    return sorted(t for t in candidates if any(within_a_typo(w, t) for w in words))

@@ -448,3 +448,23 @@ def test_cjk_particles_alone_are_no_evidence(tmp_path: Path) -> None:
         assert shown == {"Cobalt 的限流是多少": ["cobalt"], "猫咪": ["cat"]}
         by_id = {r.id: r for r in s.search("Cobalt 的限流是多少", record=False)[0]}
         assert by_id["plate"].filler and by_id["plate"].evidence["terms"] == ["的", "是"]
+
+
+def test_a_word_that_only_shares_letters_is_no_evidence_a_typo_is(tmp_path: Path) -> None:
+    """Similarity is evidence only through a term within a typo of a query word the
+    vocabulary lacks: "tomato" ~ "plato" (three edits) and "emoji" ~ "empty" are filler;
+    "binery serch" and a typo in a suffix the stemmer then cannot cut are not."""
+    with MdCG(tmp_path / "m") as s:
+        for node_id, body in [
+            ("plato", "Plato's theory of forms"),
+            ("bs", "Binary search halves the interval"),
+            ("ext", "Negative externalities of pollution"),
+            ("empty", "An empty list is falsy"),
+        ]:
+            s.add(id=node_id, layer="knowledge", body=body, verification_basis="test")
+        for query in ("tomato", "emoji", "what did I eat"):
+            found = s.search(query)[0]
+            assert [r.id for r in found if not r.filler] == [], query
+        for query, want in (("binery serch", "bs"), ("externalties", "ext"), ("Plto", "plato")):
+            found = [r for r in s.search(query)[0] if not r.filler]
+            assert found and found[0].id == want and "fuzzy" in found[0].evidence, query
