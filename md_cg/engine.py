@@ -761,10 +761,10 @@ def read_entry(engine: Engine, entry: Entry) -> Node:
 
 
 def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundError:
-    """The index catches up with ``entry``'s file holding ``found`` now (None: gone); the
-    error to raise."""
-    touched = {entry.id: [entry.path]} if found is None else {entry.id: [entry.path], found: [entry.path]}
-    index.resolve_ids(engine.root_str, engine.state, touched)
+    """The index drops ``entry`` (its file holds ``found`` now, or is gone: None) unless
+    another file holds its id; the error to raise. The id the file claims now is left
+    as it is (that file may be a copy: a sync sorts it out, with every candidate)."""
+    index.resolve_ids(engine.root_str, engine.state, {entry.id: [entry.path]})
     return NodeNotFoundError(entry.id)
 
 

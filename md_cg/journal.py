@@ -411,11 +411,15 @@ _CLOCK_SLACK = 2.0
 
 
 def _newer(d: fsops.Dir, name: str, limit: int | None) -> bool:
-    """Whether file ``name`` of ``d`` was changed after ``limit`` (ns; None: never said)."""
+    """Whether file ``name`` of ``d`` was changed after ``limit`` (ns; None: never said).
+
+    By its inode's change time, which no tool sets: a file copied with its times
+    (``cp -p``, ``tar``, ``rsync -t``) from a clock ahead of this one has a modification
+    time in the future, and was still there before the line."""
     if limit is None:
         return False
     try:
-        return d.lstat(name).st_mtime_ns > limit
+        return d.lstat(name).st_ctime_ns > limit
     except FileNotFoundError:
         return False
 
