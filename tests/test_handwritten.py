@@ -361,3 +361,18 @@ def test_an_id_whose_file_was_removed_by_hand_is_not_found(tmp_path: Path, op: s
         with pytest.raises(NodeNotFoundError, match="no node with id 'a1'"):
             call()
         assert s.ids() == ["k"] and s.tombstones() == []
+
+
+def test_a_file_edited_to_claim_another_id_does_not_take_that_id_over(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="b", layer="self", body="bravo", tags=["b-tag"]))
+        s.add(Node(id="c", layer="self", body="charlie", tags=["c-tag"]))
+    path_c = root / "self" / "c.md"
+    path_c.write_text(path_c.read_text().replace('id: "c"', 'id: "b"'))
+    with MdCG(root) as s:
+        with pytest.raises(NodeNotFoundError):
+            s.update("c", body="x")
+        assert (s.get("b").body.strip(), s.entry("b").path) == ("bravo", "self/b.md")
+        s.update("b", body="bravo v2")
+    assert "bravo v2" in (root / "self" / "b.md").read_text() and "charlie" in path_c.read_text()
