@@ -128,7 +128,7 @@ def forget_many(
             )
             # Every copy of a forgotten memory goes: the losing copies of a duplicated id
             # (a cp, a merge) would otherwise bring it back at the next sync.
-            dels = [(e.id, rel) for e in entries for rel in [e.path, *_copies(engine, e, scope)]]
+            dels = [(e.id, e.path) for e in entries] + _copies(engine, entries, scope)
             engine.commit([], dels, durable=durable)
             for e in entries:
                 state.duplicates.pop(e.id, None)
@@ -173,36 +173,30 @@ def _doomed_entries(
     return entries
 
 
-def _copies(engine: Engine, entry: Entry, scope: Scope | None) -> list[str]:
-    """The other files that hold ``entry``'s id, those of them in the caller's scope: the
-    losing copies a sync found (in this process), and any file of its name in a layer
-    folder, a bucket or ``archive/`` (a ``cp`` or a merge another process's sync saw, or
-    nobody's yet)."""
+def _copies(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> list[tuple[str, str]]:
+    """(id, path) of the other files that hold an id of ``entries``, those in the
+    caller's scope: the losing copies a sync found (in this process), and any file of its
+    name anywhere in the layer folders or ``archive/`` (a ``cp`` or a merge another
+    process's sync saw, or nobody's yet). One walk of the folders for all of them."""
+    names = {f"{e.id}{paths.NODE_SUFFIX}": e for e in entries}
+    found: dict[str, list[str]] = {e.id: list(engine.state.duplicates.get(e.id, ())) for e in entries}
+    for top in (*LAYERS, paths.ARCHIVE_DIR):
+        for rel in fsops.find_named(engine.root_str, top, names):
+            found[names[rel.rsplit("/", 1)[-1]].id].append(rel)
     out = []
-    for rel in _places(engine, entry):
-        try:
-            node = engine.read_node(rel)
-        except (OSError, MalformedNodeFileError, UnsafePathError):
-            continue  # gone, or unreadable: not known to hold the id
-        if node.id == entry.id and (
-            scope is None or scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
-        ):
-            out.append(rel)
+    for e in entries:
+        for rel in dict.fromkeys(found[e.id]):
+            if rel == e.path:
+                continue
+            try:
+                node = engine.read_node(rel)
+            except (OSError, MalformedNodeFileError, UnsafePathError):
+                continue  # gone, or unreadable: not known to hold the id
+            if node.id == e.id and (
+                scope is None or scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
+            ):
+                out.append((e.id, rel))
     return out
-
-
-def _places(engine: Engine, entry: Entry) -> list[str]:
-    """Where a copy of ``entry``'s node file could be, its own path aside: every layer
-    folder and bucket (and ``archive/`` below them) that holds a file of its name."""
-    name = f"{entry.id}{paths.NODE_SUFFIX}"
-    folders = [*LAYERS, *(f"{paths.BUCKETED_LAYER}/{b}" for b in engine.state.buckets)]
-    folders.append(f"{paths.BUCKETED_LAYER}/{paths.ORPHAN}")
-    candidates = dict.fromkeys(engine.state.duplicates.get(entry.id, ()))
-    for folder in dict.fromkeys(folders):
-        for rel in (f"{folder}/{name}", paths.archived_rel(f"{folder}/{name}")):
-            if rel != entry.path and rel not in candidates and fsops.exists(engine.root_str, rel):
-                candidates[rel] = None
-    return list(candidates)
 
 
 def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:

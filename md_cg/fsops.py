@@ -31,7 +31,7 @@ import stat as statmod
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
 
@@ -628,6 +628,43 @@ class ScanResult:
     too_deep: list[str] = field(default_factory=list)
     #: folders that could not be opened or listed (permission denied): their content is unknown
     unreadable: list[str] = field(default_factory=list)
+
+
+def find_named(root: str, top: str, names: Collection[str], *, max_depth: int = 8) -> list[str]:
+    """The paths (relative to ``root``) of the regular files below ``root/top`` whose name
+    is one of ``names``, never following a symlink, folders starting with ``.`` skipped.
+
+    Reads folder listings only (their entry types, no ``lstat`` per file): a few times
+    faster than :func:`scan` for a name looked for everywhere."""
+    try:
+        first = Dir(root, top)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError, PermissionError):
+        return []
+    found: list[str] = []
+    stack = [(first, 1)]
+    while stack:
+        d, depth = stack.pop()
+        try:
+            with os.scandir(d.fd) as entries:
+                listed = [
+                    (e.name, e.is_dir(follow_symlinks=False), e.is_file(follow_symlinks=False))
+                    for e in entries
+                ]
+        except OSError:
+            d.close()
+            continue
+        try:
+            for name, is_dir, is_file in listed:
+                if is_file and name in names:
+                    found.append(f"{d.rel}/{name}")
+                elif is_dir and name[0] != "." and depth < max_depth:
+                    try:
+                        stack.append((d.sub(name), depth + 1))
+                    except (OSError, UnsafePathError):
+                        continue
+        finally:
+            d.close()
+    return sorted(found)
 
 
 def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None = None) -> ScanResult:

@@ -584,3 +584,23 @@ def test_a_fresh_handle_s_forget_finds_the_copies_on_disk(tmp_path: Path, synced
     with MdCG(root) as s:
         assert s.sync().added == () and "x1" not in s
     assert b"secret x1" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_forget_finds_copies_in_sub_folders_and_unknown_buckets(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=i, layer="self", body=f"SECRET-{i} text") for i in ("x", "y", "w")])
+    for rel, node_id in [
+        ("self/notes/x.md", "x"),
+        ("knowledge/newtopic/y.md", "y"),
+        ("archive/self/old/w.md", "w"),
+    ]:
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_bytes((root / "self" / f"{node_id}.md").read_bytes())
+    with MdCG(root) as other:
+        assert len(other.sync().duplicates) == 3
+    with MdCG(root) as s:
+        s.forget_many(["x", "y", "w"], "privacy")
+    with MdCG(root) as s:
+        assert s.sync().added == () and s.ids() == []
+    assert b"SECRET-" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
