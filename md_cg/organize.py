@@ -693,6 +693,10 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             plan.skipped.append(index)
             continue
         taken.add(index)
+        if action == "save" and _forgotten_text(by_index[index]):
+            reason = f"decision {i}: candidate {index}'s text was forgotten (blanked in the record)"
+            plan.skipped.append(SkippedInput(i, reason, "index"))
+            continue
         if action == "discard":
             plan.discarded.append(index)
         else:
@@ -834,14 +838,25 @@ def blank_forgotten(log: AppendLog, node_ids: Collection[str], *, timeout: float
                     exact.add(item["index"])
         return _blank_candidates(rec, exact) or changed
 
+    texts: set[str] = set()  # the forgotten candidates' contents: other runs may hold them too
+
     def second(rec: dict[str, Any]) -> bool:
         wanted = runs.get(rec.get("run_id")) if rec.get("kind") == "dry_run" else None  # type: ignore[arg-type]
-        return bool(wanted) and _blank_candidates(rec, wanted)  # type: ignore[arg-type]
+        return bool(wanted) and _blank_candidates(rec, wanted, texts)  # type: ignore[arg-type]
+
+    def third(rec: dict[str, Any]) -> bool:
+        if rec.get("kind") != "dry_run":
+            return False
+        snapshot = rec.get("snapshot") or ()
+        same = {c["index"] for c in snapshot if isinstance(c, dict) and c.get("content") in texts}
+        return bool(same) and _blank_candidates(rec, same)
 
     with log.locked(timeout=timeout):
         done = log.redact([orjson.dumps(i) for i in sorted(gone)], first)
         if runs:
             done += log.redact([orjson.dumps(r) for r in sorted(runs)], second)
+        if texts:  # every other run's candidate of the very same text
+            done += log.redact([orjson.dumps(t) for t in sorted(texts)], third)
         return done
 
 
@@ -879,6 +894,12 @@ def _saved_from(rec: Mapping[str, Any]) -> dict[str, int]:
     return {i: n for i, n in zip(saved, saves, strict=True) if type(n) is int}
 
 
+def _forgotten_text(candidate: Mapping[str, Any]) -> bool:
+    """Whether forget blanked this dry-run candidate (its content only ``#``s)."""
+    content = candidate.get("content")
+    return isinstance(content, str) and bool(content) and not content.strip("#")
+
+
 def _blank(record: dict[str, Any], key: str) -> bool:
     """Blank the text under ``key`` (:func:`md_cg.logs.blanked`); True when it changed."""
     value = record.get(key)
@@ -888,15 +909,27 @@ def _blank(record: dict[str, Any], key: str) -> bool:
     return True
 
 
-def _blank_candidates(rec: dict[str, Any], indexes: Collection[int]) -> bool:
-    """Blank the candidates ``indexes`` of a dry run's record: content and title, and the
-    title its item repeats."""
+def _blank_candidates(rec: dict[str, Any], indexes: Collection[int], texts: set[str] | None = None) -> bool:
+    """Blank the candidates ``indexes`` of a dry run's record: content, title and tags,
+    and the title its item repeats (``texts`` collects the contents blanked)."""
     changed = False
     for group in (rec.get("snapshot") or (), rec.get("items") or ()):
         for entry in group:
             if isinstance(entry, dict) and entry.get("index") in indexes:
+                if (
+                    texts is not None
+                    and isinstance(entry.get("content"), str)
+                    and entry["content"].strip("#")
+                ):
+                    texts.add(entry["content"])
                 for key in ("content", "title"):
                     changed = _blank(entry, key) or changed
+                tags = entry.get("tags")
+                if isinstance(tags, list):
+                    for i, tag in enumerate(tags):
+                        if isinstance(tag, str) and tag.strip("#"):
+                            tags[i] = blanked(tag)
+                            changed = True
     return changed
 
 

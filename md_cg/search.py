@@ -40,6 +40,7 @@ from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import is_cjk, short_repr
 from .synonyms import SynonymTable
 from .text import expand_query, synonym_terms, term_words
+from .textindex import typo_terms
 from .textindex_phrase import PHRASE_POOL, title_rerank
 
 TIERS = ("T0", "T1", "T2", "T3")
@@ -480,7 +481,7 @@ def _evidence(
     similar = [doc_id for doc_id, (_, tier) in hits if tier in _SIMILARITY_TIERS]
     if similar:
         ideal = text.similarity_ideal(query)
-        unknown, near = text.typo_terms(query)
+        unknown, near = typo_terms(text, query)
         if unknown:  # a word the vocabulary lacks: only a hit holding a typo of it is evidence
             typo_only = text.terms_of(similar, near) if near else {}
     out: dict[str, tuple[dict[str, Any], bool]] = {}

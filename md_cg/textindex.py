@@ -660,16 +660,6 @@ class TextIndex:
         return out
 
     @_healing
-    def typo_terms(self, query: str) -> tuple[bool, list[str]]:
-        """Whether ``query`` has a non-CJK word the vocabulary lacks, and the vocabulary
-        terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`)."""
-        self._prepare()
-        vocab = self._vocab
-        words = [q for q in dict.fromkeys(self.analyzer(query)) if q and q not in vocab and not is_cjk(q)]
-        if not words:
-            return False, []
-        return True, near_terms(words, self._similar_units(query), vocab.terms)
-
     def similarity_ideal(self, query: str) -> float:
         """The score of :meth:`similar` that would explain every unit of ``query``.
 
@@ -1181,6 +1171,17 @@ def _dead_postings(index: TextIndex, tids: np.ndarray) -> np.ndarray:
         other, in_cjk = (index._postings.dead_counts(d, m).tolist() for d in index._dead_slots)
         known.update(zip(missing, zip(other, in_cjk, strict=True), strict=True))
     return np.array([known[t] for t in wanted], dtype=np.int64).reshape(-1, 2)
+
+
+def typo_terms(index: TextIndex, query: str) -> tuple[bool, list[str]]:
+    """Whether ``query`` has a non-CJK word ``index``'s vocabulary lacks, and the
+    vocabulary terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`)."""
+    index._prepare()
+    vocab = index._vocab
+    words = [q for q in dict.fromkeys(index.analyzer(query)) if q and q not in vocab and not is_cjk(q)]
+    if not words:
+        return False, []
+    return True, near_terms(words, index._similar_units(query), vocab.terms)
 
 
 class _Pruner:

@@ -683,3 +683,24 @@ def test_a_busy_organise_log_leaves_forget_done_and_the_snapshot_scrubbed(tmp_pa
         assert saved not in s
     other.close()
     assert b"zanzibar" not in (root / ".mdcg" / "index.snapshot").read_bytes()
+
+
+def test_forget_blanks_every_run_s_copy_of_the_candidate_and_apply_skips_it(tmp_path: Path) -> None:
+    """The same candidate in an earlier (never applied) run, its tags too; applying that run
+    afterwards does not bring the memory back as text or as #s."""
+    store = MdCG(tmp_path / "s")
+    cand = {
+        "layer": "knowledge",
+        "title": "Diagnosis ZEBRA",
+        "content": "SECRET-ALPHA result",
+        "tags": ["health-TAG9"],
+    }
+    first = store.organize(candidates=[cand])
+    _, (saved,) = _saved(store, [cand], [0])
+    store.forget(saved, "the user asked")
+    held = b"".join(p.read_bytes() for p in (tmp_path / "s").rglob("*") if p.is_file())
+    assert b"SECRET-ALPHA" not in held and b"ZEBRA" not in held and b"health-TAG9" not in held
+    again = store.organize("apply", run_id=first.run_id, decisions=[{"action": "save", "index": 0}])
+    assert again.saved_ids == () and "was forgotten" in again.skipped[0].reason
+    assert store.ids() == []
+    store.close()
