@@ -359,7 +359,7 @@ def roll_forward(root: str, c: Commit) -> bool:
     # An id with any such file is left as the files have it: all of its puts and dels
     # skipped together (a move half done would leave two copies of it).
     limit = None if c.ts is None else int((c.ts + _CLOCK_SLACK) * 1e9)
-    later = _later_ids(root, c, limit)
+    later = _later_ids(root, c, states, limit)
     for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
         parent, name = _split(rel)
         if state == "landed":
@@ -389,12 +389,15 @@ def roll_forward(root: str, c: Commit) -> bool:
     return True
 
 
-def _later_ids(root: str, c: Commit, limit: int | None) -> set[str]:
-    """The ids of ``c`` with a target (of a put or a del) changed after ``limit`` (ns)."""
+def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -> set[str]:
+    """The ids of ``c`` with a file changed after ``limit`` (ns): the target of a put not
+    landed yet, or a file to delete. (A landed put's file changed when this commit renamed
+    it into place: a large batch's renames can take longer than the slack.)"""
     if limit is None:
         return set()
     out = set()
-    for node_id, rel in [*((p[0], p[1]) for p in c.puts), *c.dels]:
+    pending = [(p[0], p[1]) for p, state in zip(c.puts, states, strict=True) if state != "landed"]
+    for node_id, rel in [*pending, *c.dels]:
         parent, name = _split(rel)
         try:
             with fsops.Dir(root, parent) as d:

@@ -417,3 +417,33 @@ def _forget_b_and_die_after_logging(root: str) -> None:
     s = MdCG(root)
     stress.crash_at(s, "logged")
     s.forget("b", "privacy")
+
+
+def _slow_move_and_die(root: str) -> None:
+    s = MdCG(root)
+
+    def step(name: str) -> None:
+        if name == "logged":
+            time.sleep(journal._CLOCK_SLACK + 0.5)  # renames that start late (a large batch)
+        elif name == "rename-1":
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    s._engine.journal.fault = step
+    s.add_many([Node(id=i, layer="contextual", body=f"{i} moved") for i in ("m1", "m2")], overwrite=True)
+
+
+def test_a_put_that_landed_late_in_a_killed_batch_still_completes_its_move(tmp_path: Path) -> None:
+    """The renames of a large batch can run past the slack: a landed put's file is this
+    commit's own, and its move finishes (no copy left at the old path)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=i, layer="self", body=f"{i} here") for i in ("m1", "m2")])
+    assert stress.wait(stress.fork(_slow_move_and_die, str(root))) == -signal.SIGKILL
+    with MdCG(root) as s:
+        report = s.sync()
+        assert report.recovered == 1 and report.duplicates == ()
+        assert {i: (s.entry(i).path, s.get(i).body.strip()) for i in ("m1", "m2")} == {
+            "m1": ("contextual/m1.md", "m1 moved"),
+            "m2": ("contextual/m2.md", "m2 moved"),
+        }
+    assert sorted(p.name for p in (root / "self").glob("*.md")) == []
