@@ -558,7 +558,7 @@ class Engine:
             existing_path = self.check_new(node, s.rel, check)
             if existing_path is not None:
                 if not overwrite:
-                    raise DuplicateIdError(node.id, existing_path, untracked=node.id not in entries)
+                    raise _taken(self, node.id, existing_path, node.id in entries)
                 stored = _stored_as(self, node.id, existing_path)
                 same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path, stored)
                 if same is not None:
@@ -724,6 +724,35 @@ class Engine:
         return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
 
 
+def foreign_file(engine: Engine, node: Node) -> str | None:
+    """Why ``node`` cannot be written where it belongs, or None: the file at its path
+    holds another id (edited by hand, or placed there), which no write replaces."""
+    rel, _ = _place(node)
+    try:
+        data, _st = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        held = index.decode_node(data, rel).id
+    except (OSError, UnsafePathError, MalformedNodeFileError):
+        return None
+    if held == node.id:
+        return None
+    return _held_by_another(node.id, rel, held)
+
+
+def _held_by_another(node_id: str, rel: str, held: str) -> str:
+    return (
+        f"node id {node_id!r}: the file {rel} holds memory {held!r} (edited by hand, or placed "
+        f"there); it is not written over -- move that file to its own name, or rename one of them"
+    )
+
+
+def _taken(engine: Engine, node_id: str, rel: str, indexed: bool) -> DuplicateIdError:
+    """The refusal of an ``add`` (no overwrite) of ``node_id`` whose path ``rel`` holds a
+    file: its memory, or one nobody indexed yet -- unless that file holds another id."""
+    if not indexed:
+        _stored_as(engine, node_id, rel)  # raises when the file is another memory
+    return DuplicateIdError(node_id, rel, untracked=not indexed)
+
+
 def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | None:
     """The bytes and node of the file at ``rel`` that an overwrite of ``node_id`` would
     replace (None when it cannot be read as a node). A file that holds another id (edited
@@ -738,11 +767,7 @@ def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | N
         current = engine.state.entries.get(node_id)
         if current is not None:
             moved_away(engine, current, stored.id)
-        text = (
-            f"node id {node_id!r}: the file {rel} holds id {stored.id!r} "
-            "(changed by hand); it is not written over -- sync, then add again"
-        )
-        raise DuplicateIdError(node_id, rel, text)
+        raise DuplicateIdError(node_id, rel, _held_by_another(node_id, rel, stored.id))
     return data, stored
 
 

@@ -65,6 +65,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import forgetting, fsops, layout, nodefile, paths
+from .engine import foreign_file
 from .errors import (
     IdCollisionError,
     InvalidNodeError,
@@ -625,7 +626,8 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
         if node.id in forgotten and not overwrite:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(forgotten[node.id]))
             return f"forgotten in this store ({when}); not brought back"
-        return None
+        taken = foreign_file(store._engine, node)
+        return None if taken is None else taken.split(": ", 1)[1]
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"
     # A copy md-cg has stamped later than the row's time (or than a row without one) is

@@ -54,6 +54,7 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 from . import editing, fsops, nodefile, paths, retention
+from .engine import foreign_file
 from .errors import (
     DuplicateIdError,
     ImportSourceError,
@@ -404,6 +405,9 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
             report.bad.append(BadRecord(where, node.id, _reason(exc)))
             continue
         why = _taken_elsewhere(store, node.id)
+        if why is None and _held(store, node.id) is None:
+            taken = foreign_file(store._engine, node)
+            why = None if taken is None else taken.split(": ", 1)[1]
         if why is None and has_conflict_markers(node.body):
             why = "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block"
         if why is not None:

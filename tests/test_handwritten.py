@@ -338,7 +338,12 @@ def test_an_overwrite_does_not_replace_a_file_that_holds_another_id_now(tmp_path
     edited = path.read_text().replace('id: "a1"', 'id: "b2"').replace("a one", "B2 OWN TEXT")
     path.write_text(edited)
     with MdCG(root) as s:
-        with pytest.raises(DuplicateIdError, match=r"holds id 'b2' \(changed by hand\)"):
+        with pytest.raises(DuplicateIdError, match=r"holds memory 'b2' \(edited by hand"):
+            s.add(Node(id="a1", layer="self", body="over"), overwrite=True)
+        with pytest.raises(DuplicateIdError, match=r"holds memory 'b2' \(edited by hand"):
+            s.add(Node(id="a1", layer="self", body="over"))
+        s.sync()  # what the message said before: it changes nothing, the file is b2's
+        with pytest.raises(DuplicateIdError, match=r"holds memory 'b2' \(edited by hand"):
             s.add(Node(id="a1", layer="self", body="over"), overwrite=True)
         assert s.ids() == ["b2"] and s.get("b2").body.strip() == "B2 OWN TEXT"
     assert path.read_text() == edited

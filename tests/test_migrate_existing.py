@@ -468,3 +468,34 @@ def test_a_rerun_beside_a_working_agent_undoes_none_of_its_forgets_and_updates(t
         assert {i: s.get(i).body for i in last} == last
         kinds = {f.kind for f in s.health().findings}
         assert kinds <= {"bucket_degraded"}, kinds  # (400 memories in one bucket)
+
+
+def test_a_file_edited_to_hold_another_id_is_kept_by_a_rerun_and_left_out_of_an_import(
+    tmp_path: Path,
+) -> None:
+    """The file at a1's path holds memory b (a hand edit, then a sync): a re-run keeps a1
+    (it used to abort every time), an import leaves the record out and imports the rest."""
+    from md_cg.sqlite_source import write_nodes
+    from md_cg.transfer import import_nodes
+
+    t0 = 1_700_000_000.0
+    src, dest = tmp_path / "src.sqlite", tmp_path / "store"
+    conn = sqlite3.connect(src)
+    write_nodes(
+        conn, [Node(id=i, layer="self", body=f"{i} text", created_at=t0, updated_at=t0) for i in ("a1", "o1")]
+    )
+    conn.close()
+    assert migrate(src, dest).ok
+    path = dest / "self" / "a1.md"
+    path.write_text(path.read_text().replace('id: "a1"', 'id: "b"'))
+    with MdCG(dest) as s:
+        s.sync()
+    report = migrate(src, dest)
+    assert [(i, "holds memory 'b'" in why) for i, why in report.kept] == [("a1", True)]
+    records = tmp_path / "r.jsonl"
+    records.write_text('{"id":"a1","layer":"self","body":"x"}\n{"id":"n1","layer":"self","body":"new"}\n')
+    with MdCG(dest) as s:
+        done = import_nodes(s, records, skip_bad=True, overwrite=True)
+        assert [b.node_id for b in done.bad] == ["a1"] and "holds memory 'b'" in done.bad[0].reason
+        assert sorted(s.ids()) == ["b", "n1", "o1"]
+    assert 'id: "b"' in path.read_text()
