@@ -277,6 +277,9 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
             touched.setdefault(node_id, []).append(path)  # gone, or changed
     for rel in unknown:
         _touch_file(engine, rel, touched, malformed)
+    for node_id, losers in state.duplicates.items():  # a losing copy removed since: settle the id again
+        if any(rel not in files for rel in losers) and node_id in state.entries:
+            touched.setdefault(node_id, []).append(state.entries[node_id].path)
     for rel in list(state.problems):
         if rel not in files:
             del state.problems[rel]

@@ -604,3 +604,18 @@ def test_forget_finds_copies_in_sub_folders_and_unknown_buckets(tmp_path: Path) 
     with MdCG(root) as s:
         assert s.sync().added == () and s.ids() == []
     assert b"SECRET-" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_a_duplicate_finding_clears_once_the_copy_is_gone(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="b", layer="self", body="b text"))
+    copy = root / "contextual" / "b.md"
+    copy.parent.mkdir(exist_ok=True)
+    copy.write_bytes((root / "self" / "b.md").read_bytes())
+    with MdCG(root) as s:
+        assert [d[0] for d in s.sync().duplicates] == ["b"]
+        copy.unlink()
+        assert s.sync().duplicates == () and s.health().findings == ()
+    with MdCG(root) as s, MdCG(root, scope=Scope()) as scoped:
+        assert s.sync().duplicates == () and scoped.sync().withheld == 0
