@@ -48,7 +48,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from .node import LAYERS, NEGATIVE_LAYERS, SENSITIVITY_LEVELS, finite
-from .script import CJK_CHARS, fold
+from .script import CJK_CHARS, fold, short_repr
 from .temporal import normalize_temporal
 
 #: ``near`` when :func:`near_score` reaches this (measured, docs/organize.md).
@@ -137,7 +137,7 @@ def _layer_field(raw: Mapping[str, Any]) -> str | Skip:
     if layer in NEGATIVE_LAYERS:
         return Skip(f"{layer} nodes are written by add_{layer}, not by organise", key)
     if layer not in CANDIDATE_LAYERS:
-        return Skip(f"unknown layer {value!r}; expected one of: {', '.join(CANDIDATE_LAYERS)}", key)
+        return Skip(f"unknown layer {short_repr(value)}; expected one of: {', '.join(CANDIDATE_LAYERS)}", key)
     return layer
 
 
@@ -147,7 +147,7 @@ def _importance_field(raw: Mapping[str, Any]) -> float | Skip | None:
         return None
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and finite(value)
     if not ok or not 0.0 <= value <= 1.0:
-        return Skip(f"importance must be a number between 0 and 1, got {value!r}", "importance")
+        return Skip(f"importance must be a number between 0 and 1, got {short_repr(value)}", "importance")
     return float(value)
 
 
@@ -175,10 +175,12 @@ def _scope_field(raw: Mapping[str, Any], defaults: Mapping[str, Any], key: str) 
     if key == "sensitivity":
         if isinstance(value, str) and value.strip().casefold() in SENSITIVITY_LEVELS:
             return value.strip().casefold()
-        return Skip(f"sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}, got {value!r}", key)
+        return Skip(
+            f"sensitivity must be one of {', '.join(SENSITIVITY_LEVELS)}, got {short_repr(value)}", key
+        )
     if isinstance(value, str) and value.strip():
         return value.strip()
-    return Skip(f"{key} must be a non-empty string, got {value!r}", key)
+    return Skip(f"{key} must be a non-empty string, got {short_repr(value)}", key)
 
 
 def normalize_candidate(raw: object, defaults: Mapping[str, Any] | None = None) -> NormalizedCandidate | Skip:

@@ -166,8 +166,8 @@ BUDGETS: dict[str, Budget] = {
     "update": Budget(2_000),
     "forget": Budget(1_000 + 300 * REPORT_ITEMS),
     "supersede": Budget(1_500),
-    "search": Budget(2_000, 1_300, "k"),
-    "recall": Budget(2_000, 1_300, "k"),
+    "search": Budget(3_000, 1_300, "k"),
+    "recall": Budget(3_000, 1_300, "k"),
     "get": Budget(2_000, 2, "file bytes"),
     "list": Budget(300, 700, "limit"),
     "neighbours": Budget(300, 520, "limit"),
@@ -343,7 +343,7 @@ class MemoryServer(MCPServer):
         def tool(**kwargs: Any) -> CallToolResult:
             with self._lock:
                 _tool_errors(self.store.sync_if_changed)()
-                data = _plain_strings(fn(**kwargs))
+                data = _plain_strings(_tool_errors(fn)(**kwargs))
             text = orjson.dumps(data).decode()
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 

@@ -171,7 +171,7 @@ def check_id(node_id: object, *, what: str = "node id") -> str:
     problem = _id_problem(node_id)
     if problem:
         raise UnsafeIdError(
-            f"unsafe {what} {node_id!r}: {problem}; ids must be safe file-name stems",
+            f"unsafe {what} {short_repr(node_id)}: {problem}; ids must be safe file-name stems",
             field="id",
             value=node_id,
             node_id=None,
@@ -198,8 +198,9 @@ def windows_device_name(node_id: str) -> str | None:
     return stem if stem in WINDOWS_DEVICE_NAMES else None
 
 
-#: Zero-width non-joiner and joiner: format characters that Persian and Indic words need.
-_JOINERS = frozenset("\u200c\u200d")
+#: Zero-width non-joiner and joiner: format characters that Persian and Indic words need;
+#: and the tag characters of emoji subdivision flags (U+E0020-U+E007F).
+_JOINERS = frozenset("\u200c\u200d") | frozenset(map(chr, range(0xE0020, 0xE0080)))
 
 
 def check_new_id(node_id: object, *, what: str = "node id") -> str:

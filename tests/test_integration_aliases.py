@@ -132,6 +132,9 @@ async def _knowledge_graph(client: Client, root: Path, store: MdCG) -> None:
     assert [n["id"] for n in opened["nodes"]] == ["Anthropic"]
     many = await client.call_tool("open_nodes", {"names": ["Anthropic"] * 21})  # a bounded reply
     assert many.is_error and "argument 'names'" in many.content[0].text and "20" in many.content[0].text
+    gone = _ok(await client.call_tool("delete_entities", {"entityNames": ["x" * 100_000]}))
+    assert gone["missing"] == ["x" * 119 + "…"]
+    assert (await client.call_tool("delete_entities", {"entityNames": ["n"] * 21})).is_error
     _ok(await client.call_tool("delete_observations", {"deletions": [
         {"entityName": "John_Smith", "observations": ["Speaks fluent Spanish"]}]}))  # fmt: skip
     assert store.get("John_Smith").body == "# John_Smith (person)\n- Prefers morning meetings"

@@ -832,10 +832,8 @@ def test_agent_sees_expiry_bounded_errors_archived_ids_and_annotations(tmp_path:
                 )
 
                 huge = _err(await client.call_tool("get", {"id": "q" * 1_000_000}))
-                assert huge == (
-                    "Error executing tool get: unsafe node id '" + "q" * 158 + "… it is 1000000 characters "
-                    "long (max 128); ids must be safe file-name stems"
-                )
+                assert huge.startswith("Error executing tool get: unsafe node id 'qqqq") and len(huge) < 400
+                assert huge.endswith("1000000 characters long (max 128); ids must be safe file-name stems")
                 unknown = _err(await client.call_tool("search", {"query": "x", "z" * 5000: 1}))
                 assert (
                     unknown

@@ -174,3 +174,10 @@ def test_a_new_id_with_an_invisible_format_character_is_refused(tmp_path: Path, 
         persian = "\u0645\u06cc\u200c\u062e\u0648\u0627\u0647\u0645"  # with a zero-width non-joiner
         s.add(Node(id=persian, layer="self", body="ZWNJ in Persian"))
         assert sorted(s.ids()) == sorted(["ab", persian])
+
+
+def test_an_emoji_flag_with_tag_characters_is_a_valid_new_id(tmp_path: Path) -> None:
+    scotland = "flag-\U0001f3f4\U000e0067\U000e0062\U000e0073\U000e0063\U000e0074\U000e007f"
+    with MdCG(tmp_path / "m") as s:
+        s.add(Node(id=scotland, layer="self", body="x"))
+        assert s.ids() == [scotland]

@@ -46,6 +46,7 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 from ..node import EDGE_TYPES
+from ..script import short_repr
 
 __all__ = [
     "ALIASES",
@@ -212,6 +213,18 @@ def observations_of(body: str) -> list[str]:
     return [line[2:] for line in body.split("\n")[1:] if line.startswith("- ")]
 
 
+#: Items one call of a batch alias takes (entities, relations, observations, names):
+#: every reply stays bounded.
+MAX_ITEMS = 20
+#: Characters of a caller's string a reply echoes.
+ECHO_CHARS = 120
+
+
+def _echo(text: str) -> str:
+    """A caller's string as a reply repeats it: at most :data:`ECHO_CHARS` characters."""
+    return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
+
+
 def _node(tools: Tools, node_id: str) -> dict[str, Any] | None:
     """md-cg's ``get`` reply for ``node_id``, or ``None`` when it does not answer with one."""
     try:
@@ -256,11 +269,11 @@ class Deletion(TypedDict):
 
 
 def _create_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def create_entities(entities: list[Entity]) -> dict[str, Any]:
+    def create_entities(entities: Annotated[list[Entity], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
         created, skipped = [], []
         for e in entities:
             if _node(tools, e["name"]) is not None:
-                skipped.append(e["name"])
+                skipped.append(_echo(e["name"]))
                 continue
             tags = [ENTITY_TAG] + ([f"type:{e['entityType']}"] if e.get("entityType") else [])
             body = entity_body(e["name"], e.get("entityType", ""), list(e.get("observations") or []))
@@ -280,7 +293,7 @@ def _edit_edges(tools: Tools, relations: list[Relation], add: bool) -> dict[str,
         if node is None:
             if add:
                 raise ToolError(f"Entity with name {source} not found (no md-cg memory has that id)")
-            skipped.append(source)
+            skipped.append(_echo(source))
             continue
         edges = _edges(node)
         for r in rels:
@@ -295,21 +308,23 @@ def _edit_edges(tools: Tools, relations: list[Relation], add: bool) -> dict[str,
 
 
 def _create_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def create_relations(relations: list[Relation]) -> dict[str, Any]:
+    def create_relations(relations: Annotated[list[Relation], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
         return _edit_edges(tools, relations, add=True)
 
     return create_relations
 
 
 def _delete_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def delete_relations(relations: list[Relation]) -> dict[str, Any]:
+    def delete_relations(relations: Annotated[list[Relation], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
         return _edit_edges(tools, relations, add=False)
 
     return delete_relations
 
 
 def _add_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def add_observations(observations: list[Observations]) -> dict[str, Any]:
+    def add_observations(
+        observations: Annotated[list[Observations], Field(max_length=MAX_ITEMS)],
+    ) -> dict[str, Any]:
         results = []
         for o in observations:
             node = _node(tools, o["entityName"])
@@ -320,14 +335,24 @@ def _add_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
             reply = tools["update"](
                 id=o["entityName"], body="\n".join([node["body"], *(f"- {c}" for c in new)])
             )
-            results.append({"entityName": o["entityName"], "addedObservations": new, "update": reply})
+            shown = [_echo(c) for c in new[:MAX_ITEMS]]
+            results.append(
+                {
+                    "entityName": o["entityName"],
+                    "addedObservations": shown,
+                    "added": len(new),
+                    "update": reply,
+                }
+            )
         return {"results": results}
 
     return add_observations
 
 
 def _delete_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def delete_observations(deletions: list[Deletion]) -> dict[str, Any]:
+    def delete_observations(
+        deletions: Annotated[list[Deletion], Field(max_length=MAX_ITEMS)],
+    ) -> dict[str, Any]:
         updated = []
         for d in deletions:
             node = _node(tools, d["entityName"])
@@ -344,11 +369,11 @@ def _delete_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
 
 
 def _delete_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
-    def delete_entities(entityNames: list[str]) -> dict[str, Any]:
+    def delete_entities(entityNames: Annotated[list[str], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
         forgotten, missing = [], []
         for name in entityNames:
             if _node(tools, name) is None:
-                missing.append(name)  # the reference server is silent about unknown entities
+                missing.append(_echo(name))  # the reference server is silent about unknown entities
                 continue
             forgotten.append(tools["forget"](id=name, reason="delete_entities (MCP memory alias)"))
         return {"forgotten": forgotten, "missing": missing}
@@ -402,11 +427,12 @@ def filter_tags(filters: Mapping[str, Any] | None) -> list[str]:
     tags = []
     for clause in clauses if isinstance(clauses, list) else [None]:
         if not isinstance(clause, Mapping):
-            raise ToolError(f"filters: expected an object or {{'AND': [objects]}}, got {filters!r}")
+            raise ToolError(f"filters: expected an object or {{'AND': [objects]}}, got {short_repr(filters)}")
         for key, value in clause.items():
             if key not in _LABEL_TAGS or not isinstance(value, str):
                 raise ToolError(
-                    f"filters: md-cg supports only equality on {', '.join(LABELS)} (got {key!r}: {value!r})"
+                    f"filters: md-cg supports only equality on {', '.join(LABELS)} "
+                    f"(got {short_repr(key)}: {short_repr(value)})"
                 )
             tags.append(f"{_LABEL_TAGS[key]}:{value}")
     return tags
