@@ -345,7 +345,7 @@ def check_window(tag: TagFilter | None, since: float | None, until: float | None
         not isinstance(tags, Sequence) or not tags or not all(isinstance(t, str) and t.strip() for t in tags)
     ):
         raise InvalidArgumentError(
-            f"tag must be a non-empty string or a list of them, got {tag!r}", name="tag", value=tag
+            f"tag must be a non-empty string or a list of them, got {short_repr(tag)}", name="tag", value=tag
         )
     for name, value in (("since", since), ("until", until)):
         if value is None:

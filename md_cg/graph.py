@@ -19,6 +19,7 @@ from typing import Any
 from .errors import InvalidArgumentError, NodeNotFoundError
 from .index import IndexState
 from .node import EDGE_TYPES
+from .script import short_repr
 
 DIRECTIONS = ("out", "in", "both")
 
@@ -56,11 +57,16 @@ def neighbours(
         raise NodeNotFoundError(node_id)
     if direction not in DIRECTIONS:
         raise InvalidArgumentError(
-            f"direction must be one of {', '.join(DIRECTIONS)}, got {direction!r}",
+            f"direction must be one of {', '.join(DIRECTIONS)}, got {short_repr(direction)}",
             name="direction",
             value=direction,
         )
     if types is not None:
+        listed = isinstance(types, Collection) and not isinstance(types, str)
+        if not listed or not all(isinstance(t, str) for t in types):
+            raise InvalidArgumentError(
+                f"types must be a list of edge types, got {short_repr(types)}", name="types", value=types
+            )
         bad = sorted(set(types) - set(EDGE_TYPES))
         if bad:
             raise InvalidArgumentError(

@@ -188,7 +188,8 @@ def add_unresolved(
 def verify(store: StoreEngine, node_id: str, evidence: str, verdict: str) -> Node:
     if verdict not in VERDICTS:
         raise InvalidVerdictError(
-            f"unknown verdict {verdict!r} for node {node_id!r}; expected one of {', '.join(VERDICTS)}"
+            f"unknown verdict {short_repr(verdict)} for node {node_id!r}; "
+            f"expected one of {', '.join(VERDICTS)}"
         )
     evidence = _text(evidence, "evidence")
     if node_id not in store:

@@ -312,7 +312,7 @@ def check_layer(layer: object) -> str:
     """Return ``layer`` if it is one of :data:`LAYERS`, else raise."""
     if layer not in LAYERS:
         raise UnknownLayerError(
-            f"unknown layer {layer!r}; expected one of: {', '.join(LAYERS)}",
+            f"unknown layer {short_repr(layer)}; expected one of: {', '.join(LAYERS)}",
             field="layer",
             value=layer,
         )

@@ -45,6 +45,7 @@ from .index import layer_code, no_gc, title_of
 from .logs import AppendLog, blanked
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
 from .recall import content_of
+from .script import short_repr
 from .text import query_terms
 
 #: Candidates judged per dry run; the rest are reported as ``truncated``.
@@ -966,5 +967,5 @@ def organize(
             )
         return apply(store, run_id, decisions, scope=scope, strict=strict)
     raise InvalidArgumentError(
-        f"mode must be one of {', '.join(MODES)}, got {mode!r}", name="mode", value=mode
+        f"mode must be one of {', '.join(MODES)}, got {short_repr(mode)}", name="mode", value=mode
     )

@@ -112,7 +112,7 @@ def event_record(
     """
     if mode not in _MODE_SET:
         raise InvalidArgumentError(
-            f"mode must be one of {', '.join(MODES)}, got {mode!r}", name="mode", value=mode
+            f"mode must be one of {', '.join(MODES)}, got {short_repr(mode)}", name="mode", value=mode
         )
     if type(ts_ns) is not int or ts_ns < 0:
         raise InvalidArgumentError(
@@ -626,7 +626,7 @@ def needs_broad_recall(query: str | None, cues: Iterable[str] | None = None) -> 
     if query is None:
         return True
     if not isinstance(query, str):
-        raise InvalidArgumentError(f"query must be a string or None, got {query!r}", name="query")
+        raise InvalidArgumentError(f"query must be a string or None, got {short_repr(query)}", name="query")
     if len(query.strip()) < SHORT_QUERY_CHARS:
         return True
     q = _fold_query(query)

@@ -348,6 +348,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``temporal`` or ``retention_tier`` re-decides retention (an expiry
         already set is kept).
         """
+        check_id(node_id)
         unknown = set(changes) - _NODE_FIELDS
         if unknown or "id" in changes:
             bad = sorted(unknown | ({"id"} & set(changes)))

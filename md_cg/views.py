@@ -46,6 +46,7 @@ from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
 from .reports import Finding
 from .resurface import Resurfaced
+from .script import short_repr
 from .visibility import Scope, Show
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
@@ -375,7 +376,7 @@ class Reads(_Handle):
                 eng.state,
                 node_id,
                 direction,
-                None if types is None else list(types),
+                list(types) if isinstance(types, Iterable) and not isinstance(types, str) else types,
                 depth,
                 hidden=self._filter.hidden(eng.state),
             )
@@ -619,7 +620,9 @@ class Recall(_Handle):
         """
         if mode not in recall.MODES:
             raise InvalidArgumentError(
-                f"mode must be one of {', '.join(recall.MODES)}, got {mode!r}", name="mode", value=mode
+                f"mode must be one of {', '.join(recall.MODES)}, got {short_repr(mode)}",
+                name="mode",
+                value=mode,
             )
         ids = [check_id(i) for i in node_ids]
         for node_id in ids:  # an id the caller does not see is absent, as for every write

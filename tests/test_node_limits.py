@@ -433,3 +433,29 @@ def test_huge_integers_given_to_the_api_are_invalid_arguments(tmp_path: Path) ->
         assert [i.id for i in s.inject("kiwi", max_items=10**400)] == ["x"]
         with pytest.raises(InvalidArgumentError, match="now must be seconds"):
             s.reflect("kiwi", [], None, now=10**400)
+
+
+def test_bad_values_in_api_calls_are_named_errors_with_bounded_messages(tmp_path: Path) -> None:
+    from md_cg.errors import InvalidArgumentError, MdcgError
+
+    with MdCG(tmp_path / "s") as s:
+        s.add(Node(id="a1", layer="self", body="x"))
+        calls = [
+            lambda: s.update([["x"]], body="y"),  # type: ignore[arg-type]
+            lambda: s.neighbours("a1", types=5),  # type: ignore[arg-type]
+            lambda: s.verify("a1", "ev", 10**5000),  # type: ignore[arg-type]
+            lambda: s.search("x", tag=10**5000),  # type: ignore[arg-type]
+            lambda: s.search("x", layer=10**5000),  # type: ignore[arg-type]
+            lambda: s.record_access(["a1"], mode=10**5000),  # type: ignore[arg-type]
+            lambda: s.neighbours("a1", direction=10**5000),  # type: ignore[arg-type]
+            lambda: s.move("a1", 10**5000),  # type: ignore[arg-type]
+            lambda: s.inject(10**5000),  # type: ignore[arg-type]
+            lambda: s.search("x", layer="x" * 2_000_000),
+            lambda: s.get("x" * 2_000_000),
+        ]
+        for call in calls:
+            with pytest.raises(MdcgError) as caught:
+                call()
+            assert len(str(caught.value)) < 400, str(caught.value)[:100]
+        with pytest.raises(InvalidArgumentError, match="types must be a list of edge types"):
+            s.neighbours("a1", types=5)  # type: ignore[arg-type]
