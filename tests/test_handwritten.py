@@ -301,6 +301,17 @@ def test_an_empty_file_is_no_memory(tmp_path: Path, text: str) -> None:
         assert [(f.kind, f.path) for f in s.health().findings] == [("unreadable_file", "self/empty.md")]
 
 
+def _on_a1(s: MdCG, op: str) -> object:
+    """One operation on the memory a1 (the tests below: its file changed or gone by hand)."""
+    return {
+        "delete": lambda: s.delete("a1"),
+        "forget": lambda: s.forget("a1", "a reason"),
+        "rename": lambda: s.rename("a1", "c3"),
+        "update": lambda: s.update("a1", body="new"),
+        "archive": lambda: s.archive(["a1"]),
+    }[op]()
+
+
 @pytest.mark.parametrize("op", ["delete", "forget", "rename", "update", "archive"])
 def test_a_file_whose_id_was_changed_by_hand_is_not_removed_or_rewritten_under_the_old_id(
     tmp_path: Path, op: str
@@ -315,15 +326,8 @@ def test_a_file_whose_id_was_changed_by_hand_is_not_removed_or_rewritten_under_t
     edited = path.read_text().replace('id: "a1"', 'id: "b2"')
     path.write_text(edited)
     with MdCG(root) as s:
-        call = {
-            "delete": lambda: s.delete("a1"),
-            "forget": lambda: s.forget("a1", "a reason"),
-            "rename": lambda: s.rename("a1", "c3"),
-            "update": lambda: s.update("a1", body="new"),
-            "archive": lambda: s.archive(["a1"]),
-        }[op]
         with pytest.raises(NodeNotFoundError, match="no node with id 'a1'"):
-            call()
+            _on_a1(s, op)
         assert s.ids() == ["b2"] and s.tombstones() == []
         assert s.get("b2").body.strip() == "alpha note"
     assert path.read_text() == edited
@@ -357,14 +361,8 @@ def test_an_id_whose_file_was_removed_by_hand_is_not_found(tmp_path: Path, op: s
         s.add(Node(id="k", layer="self", body="kept"))
     (root / "self" / "a1.md").unlink()
     with MdCG(root) as s:
-        call = {
-            "delete": lambda: s.delete("a1"),
-            "forget": lambda: s.forget("a1", "a reason"),
-            "rename": lambda: s.rename("a1", "c3"),
-            "update": lambda: s.update("a1", body="new"),
-        }[op]
         with pytest.raises(NodeNotFoundError, match="no node with id 'a1'"):
-            call()
+            _on_a1(s, op)
         assert s.ids() == ["k"] and s.tombstones() == []
 
 
