@@ -559,7 +559,7 @@ class Engine:
             if existing_path is not None:
                 if not overwrite:
                     raise _taken(self, node.id, existing_path, node.id in entries)
-                stored = _stored_as(self, node.id, existing_path)
+                stored = _overwritten(self, node.id, existing_path, s.rel)
                 same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path, stored)
                 if same is not None:
                     out.append(same)
@@ -616,7 +616,7 @@ class Engine:
     def _moved(self, current: Entry, to: str) -> Staged:
         """The node of ``current`` staged at ``to`` with its file's exact bytes."""
         if fsops.exists(self.root_str, to):
-            raise DuplicateIdError(current.id, to)
+            raise _taken(self, current.id, to, True, foreign=True)
         data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
         node = index.decode_node(data, to)
         if node.id != current.id:  # the file was edited to hold another id meanwhile
@@ -745,12 +745,23 @@ def _held_by_another(node_id: str, rel: str, held: str) -> str:
     )
 
 
-def _taken(engine: Engine, node_id: str, rel: str, indexed: bool) -> DuplicateIdError:
+def _taken(
+    engine: Engine, node_id: str, rel: str, indexed: bool, *, foreign: bool = False
+) -> DuplicateIdError:
     """The refusal of an ``add`` (no overwrite) of ``node_id`` whose path ``rel`` holds a
-    file: its memory, or one nobody indexed yet -- unless that file holds another id."""
-    if not indexed:
+    file: its memory, or one nobody indexed yet -- unless that file holds another id
+    (looked at when not ``indexed``, or with ``foreign``: an archive's target)."""
+    if foreign or not indexed:
         _stored_as(engine, node_id, rel)  # raises when the file is another memory
     return DuplicateIdError(node_id, rel, untracked=not indexed)
+
+
+def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple[bytes, Node] | None:
+    """The stored file an overwrite of ``node_id`` replaces (at ``existing``), checked to
+    hold it; a move to ``rel`` onto a file of another memory is refused as well."""
+    if existing != rel and fsops.exists(engine.root_str, rel):
+        _stored_as(engine, node_id, rel)
+    return _stored_as(engine, node_id, existing)
 
 
 def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | None:

@@ -839,14 +839,18 @@ def blank_forgotten(log: AppendLog, node_ids: Collection[str], *, timeout: float
                     exact.add(item["index"])
         return _blank_candidates(rec, exact) or changed
 
-    texts: set[str] = set()  # the forgotten candidates' contents: other runs may hold them too
+    texts: set[str] = set()  # the forgotten candidates' contents: the same caller's other runs
+    callers: list[Any] = []  # ... hold them too (another scope's run is its own business)
 
     def second(rec: dict[str, Any]) -> bool:
         wanted = runs.get(rec.get("run_id")) if rec.get("kind") == "dry_run" else None  # type: ignore[arg-type]
-        return bool(wanted) and _blank_candidates(rec, wanted, texts)  # type: ignore[arg-type]
+        if not wanted:
+            return False
+        callers.append(rec.get("caller"))
+        return _blank_candidates(rec, wanted, texts)
 
     def third(rec: dict[str, Any]) -> bool:
-        if rec.get("kind") != "dry_run":
+        if rec.get("kind") != "dry_run" or rec.get("caller") not in callers:
             return False
         snapshot = rec.get("snapshot") or ()
         same = {c["index"] for c in snapshot if isinstance(c, dict) and c.get("content") in texts}

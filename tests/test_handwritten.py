@@ -379,3 +379,23 @@ def test_a_file_edited_to_claim_another_id_does_not_take_that_id_over(tmp_path: 
         assert (s.get("b").body.strip(), s.entry("b").path) == ("bravo", "self/b.md")
         s.update("b", body="bravo v2")
     assert "bravo v2" in (root / "self" / "b.md").read_text() and "charlie" in path_c.read_text()
+
+
+def test_a_move_does_not_land_on_a_file_that_holds_another_memory(tmp_path: Path) -> None:
+    """n2's file moved by hand to self/m1.md (and synced): moving m1 into self/ must not
+    write over it, nor may an archive land on another memory's archived file."""
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="m1", layer="contextual", body="m1 text"))
+        s.add(Node(id="n2", layer="self", body="n2 text"))
+    (root / "self" / "n2.md").rename(root / "self" / "m1.md")
+    with MdCG(root) as s:
+        s.sync()
+        with pytest.raises(DuplicateIdError, match=r"self/m1\.md holds memory 'n2'"):
+            s.add(Node(id="m1", layer="self", body="m1 moved"), overwrite=True)
+        assert s.get("n2").body.strip() == "n2 text" and s.get("m1").body.strip() == "m1 text"
+        archived = root / "archive" / "contextual" / "m1.md"
+        archived.parent.mkdir(parents=True)
+        archived.write_text('---\nid: "n3"\nlayer: "contextual"\n---\nn3\n')
+        with pytest.raises(DuplicateIdError, match=r"holds memory 'n3'"):
+            s.archive(["m1"])

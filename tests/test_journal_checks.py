@@ -447,3 +447,26 @@ def test_a_put_that_landed_late_in_a_killed_batch_still_completes_its_move(tmp_p
             "m2": ("contextual/m2.md", "m2 moved"),
         }
     assert sorted(p.name for p in (root / "self").glob("*.md")) == []
+
+
+def _move_m1_and_die_when_renamed(root: str) -> None:
+    s = MdCG(root)
+    stress.crash_at(s, "renamed")
+    s.add(Node(id="m1", layer="contextual", body="m1 moved"), overwrite=True)
+
+
+def test_a_chmod_or_a_hard_link_after_the_crash_does_not_stop_a_move(tmp_path: Path) -> None:
+    """Metadata alone (a chmod, a hard-link backup) changes the inode's change time, not the
+    content: the half-done move is finished, no second copy left."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="m1", layer="self", body="m1 old"))
+    assert stress.wait(stress.fork(_move_m1_and_die_when_renamed, str(root))) == -signal.SIGKILL
+    time.sleep(journal._CLOCK_SLACK + 0.2)
+    old = root / "self" / "m1.md"
+    os.chmod(old, 0o600)
+    os.link(old, tmp_path / "backup.md")
+    with MdCG(root) as s:
+        assert s.sync().duplicates == ()
+        assert (s.entry("m1").path, s.get("m1").body.strip()) == ("contextual/m1.md", "m1 moved")
+    assert not old.exists()

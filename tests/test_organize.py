@@ -704,3 +704,17 @@ def test_forget_blanks_every_run_s_copy_of_the_candidate_and_apply_skips_it(tmp_
     assert again.saved_ids == () and "was forgotten" in again.skipped[0].reason
     assert store.ids() == []
     store.close()
+
+
+def test_one_agent_s_forget_leaves_another_agent_s_run_of_the_same_text(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    a = MdCG(root, scope=Scope(agent="alpha"))
+    b = MdCG(root, scope=Scope(agent="beta"))
+    text = "the build runs at six"
+    run_b = b.organize(candidates=[{"layer": "knowledge", "title": "Beta's note", "content": text}])
+    _, (saved,) = _saved(a, [{"layer": "knowledge", "title": "Alpha's note", "content": text}], [0])
+    a.forget(saved, "the user asked")
+    applied = b.organize("apply", run_id=run_b.run_id, decisions=[{"action": "save", "index": 0}])
+    assert applied.status == "ok" and text in b.get(applied.saved_ids[0]).body
+    a.close()
+    b.close()
