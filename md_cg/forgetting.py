@@ -109,6 +109,10 @@ def forget_many(
                 for i in ids
             }
             nodes = [read_entry(engine, e) for e in entries]
+            # Every copy of a forgotten memory goes: the losing copies of a duplicated id
+            # (a cp, a merge) would otherwise bring it back at the next sync. Looked for
+            # first: the tombstone and the removal stay as close as they can be.
+            dels = [(e.id, e.path) for e in entries] + _copies(engine, entries, scope)
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(
@@ -126,9 +130,6 @@ def forget_many(
                 ],
                 durable=True,
             )
-            # Every copy of a forgotten memory goes: the losing copies of a duplicated id
-            # (a cp, a merge) would otherwise bring it back at the next sync.
-            dels = [(e.id, e.path) for e in entries] + _copies(engine, entries, scope)
             engine.commit([], dels, durable=durable)
             for e in entries:
                 state.duplicates.pop(e.id, None)
