@@ -673,10 +673,10 @@ class Engine:
                 node = self._changed(current, change)
                 s = stage(node, archived=current.archived)
                 if node.layer == current.layer and current.path != index.canonical_path(current):
-                    # A file a person placed (a sub-folder, a stem other than the id) stays
-                    # where it is while its layer does not change.
+                    # A file a person placed stays where it is while its layer does not change.
                     s = Staged(s.node, current.path, s.data, s.domain)
-                if current.path != s.rel:
+                if current.path != s.rel:  # a move: not onto another memory's file
+                    _overwritten(self, current.id, current.path, s.rel)
                     dels.append((current.id, current.path))
                 staged.append(s)
                 out.append(node)
@@ -758,9 +758,15 @@ def _taken(
 
 def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple[bytes, Node] | None:
     """The stored file an overwrite of ``node_id`` replaces (at ``existing``), checked to
-    hold it; a move to ``rel`` onto a file of another memory is refused as well."""
-    if existing != rel and fsops.exists(engine.root_str, rel):
-        _stored_as(engine, node_id, rel)
+    hold it; a move to ``rel`` onto a file of another memory, or onto one that cannot be
+    read as a memory (health lists it), is refused as well."""
+    moving_onto = existing != rel and fsops.exists(engine.root_str, rel)
+    if moving_onto and _stored_as(engine, node_id, rel) is None and fsops.exists(engine.root_str, rel):
+        text = (
+            f"node id {node_id!r}: the file {rel} is there and cannot be read as a memory "
+            "(health lists it); it is not written over -- fix or move it first"
+        )
+        raise DuplicateIdError(node_id, rel, text)
     return _stored_as(engine, node_id, existing)
 
 

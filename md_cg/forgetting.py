@@ -133,7 +133,7 @@ def forget_many(
             engine.commit([], dels, durable=durable)
             for e in entries:
                 state.duplicates.pop(e.id, None)
-        scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels})
+        scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels}, scope)
     return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
 
 
@@ -277,7 +277,7 @@ def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Findin
     return out
 
 
-def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:
+def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str], scope: Scope | None = None) -> None:
     """Remove the derived copies of forgotten nodes' content (step 4)."""
     root = engine.root_str
     for folder in sorted(folders, key=len, reverse=True):
@@ -294,7 +294,8 @@ def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str]) -> None:
     if fsops.exists(root, paths.meta(organize.AUDIT_LOG)):
         audit = AppendLog(root, organize.AUDIT_LOG)
         try:
-            organize.blank_forgotten(audit, node_ids, timeout=engine.lock_timeout)
+            forgetter = organize.Caller.of(scope).to_dict()
+            organize.blank_forgotten(audit, node_ids, timeout=engine.lock_timeout, caller=forgetter)
         except (LockTimeoutError, UnsafePathError, OSError) as exc:
             note = f"the organise log (.mdcg/organize/) may still hold the text of {named}: {exc}"
             warnings.warn(f"md-cg: {root}: forgotten, but {note}", RuntimeWarning, stacklevel=4)

@@ -416,18 +416,18 @@ _CLOCK_SLACK = 2.0
 def _newer(d: fsops.Dir, name: str, limit: int | None) -> bool:
     """Whether file ``name`` of ``d`` was changed after ``limit`` (ns; None: never said).
 
-    Its content, that is: both its modification time and its inode's change time are
-    past ``limit``. A file copied with its times (``cp -p``, ``tar``, ``rsync -t``) from a
-    clock ahead of this one has a modification time in the future but was there before
-    the line (its change time says so); a ``chmod`` or a hard link after the crash
-    changes only the change time."""
+    By its inode's change time, which no tool sets: a file copied with its times
+    (``cp -p``, ``tar``, ``rsync -t``) from a clock ahead of this one has a modification
+    time in the future but was there before the line; one restored with old times after
+    the crash was not. A ``chmod`` or a hard link after the crash counts too: such a
+    file is kept as it is (a move then leaves both copies, the moved one indexed, and
+    ``health`` lists the other) -- never a hand change lost."""
     if limit is None:
         return False
     try:
-        st = d.lstat(name)
+        return d.lstat(name).st_ctime_ns > limit
     except FileNotFoundError:
         return False
-    return min(st.st_mtime_ns, st.st_ctime_ns) > limit
 
 
 def _put_states(root: str, c: Commit) -> list[str]:

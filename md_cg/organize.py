@@ -809,12 +809,16 @@ def apply(
     return _receipt_result(apply_id, run_id, status, created_at, plan, applied)
 
 
-def blank_forgotten(log: AppendLog, node_ids: Collection[str], *, timeout: float) -> int:
+def blank_forgotten(
+    log: AppendLog, node_ids: Collection[str], *, timeout: float, caller: dict[str, Any] | None = None
+) -> int:
     """Blank the text of forgotten memories out of the audit log, in place
     (:meth:`AppendLog.redact`): the candidate each was saved from (by an apply's
     receipt: its content, title and item title), a candidate that matched one exactly,
-    and every match title naming one. Nothing else in a record changes. Returns the
-    number of lines rewritten."""
+    and every match title naming one. Candidates of the very same text are blanked in
+    the runs of ``caller`` (the one forgetting, as :meth:`Caller.to_dict` gives it) and
+    of the caller each forgotten memory was saved by -- not in another agent's runs.
+    Nothing else in a record changes. Returns the number of lines rewritten."""
     gone = set(node_ids)
     if not gone:
         return 0
@@ -840,7 +844,7 @@ def blank_forgotten(log: AppendLog, node_ids: Collection[str], *, timeout: float
         return _blank_candidates(rec, exact) or changed
 
     texts: set[str] = set()  # the forgotten candidates' contents: the same caller's other runs
-    callers: list[Any] = []  # ... hold them too (another scope's run is its own business)
+    callers: list[Any] = [caller]  # ... hold them too (another scope's run is its own business)
 
     def second(rec: dict[str, Any]) -> bool:
         wanted = runs.get(rec.get("run_id")) if rec.get("kind") == "dry_run" else None  # type: ignore[arg-type]

@@ -399,3 +399,17 @@ def test_a_move_does_not_land_on_a_file_that_holds_another_memory(tmp_path: Path
         archived.write_text('---\nid: "n3"\nlayer: "contextual"\n---\nn3\n')
         with pytest.raises(DuplicateIdError, match=r"holds memory 'n3'"):
             s.archive(["m1"])
+
+
+def test_a_move_does_not_land_on_an_unreadable_file(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as s:
+        s.add(Node(id="m1", layer="contextual", body="m1 text"))
+    precious = root / "self" / "m1.md"
+    precious.parent.mkdir(exist_ok=True)
+    precious.write_text("---\nid: [broken\n---\nuser's precious notes\n")
+    with MdCG(root) as s:
+        with pytest.raises(DuplicateIdError, match=r"self/m1\.md is there and cannot be read"):
+            s.update("m1", layer="self")
+        assert s.entry("m1").path == "contextual/m1.md"
+    assert precious.read_text().endswith("user's precious notes\n")

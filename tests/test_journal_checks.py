@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import os
+import shutil
 import signal
 import time
 import zlib
@@ -455,9 +456,10 @@ def _move_m1_and_die_when_renamed(root: str) -> None:
     s.add(Node(id="m1", layer="contextual", body="m1 moved"), overwrite=True)
 
 
-def test_a_chmod_or_a_hard_link_after_the_crash_does_not_stop_a_move(tmp_path: Path) -> None:
-    """Metadata alone (a chmod, a hard-link backup) changes the inode's change time, not the
-    content: the half-done move is finished, no second copy left."""
+def test_a_file_touched_after_the_crash_is_kept_even_by_metadata_alone(tmp_path: Path) -> None:
+    """The guard cannot tell a chmod or a hard-link backup from a restore with old times
+    (cp -p): both change only the inode. It keeps the file; the move's new copy is the
+    indexed one and health lists the old as a duplicate -- nothing is lost."""
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add(Node(id="m1", layer="self", body="m1 old"))
@@ -467,6 +469,28 @@ def test_a_chmod_or_a_hard_link_after_the_crash_does_not_stop_a_move(tmp_path: P
     os.chmod(old, 0o600)
     os.link(old, tmp_path / "backup.md")
     with MdCG(root) as s:
-        assert s.sync().duplicates == ()
+        assert s.sync().duplicates == (("m1", "self/m1.md"),)
         assert (s.entry("m1").path, s.get("m1").body.strip()) == ("contextual/m1.md", "m1 moved")
-    assert not old.exists()
+    assert old.read_text().endswith("m1 old\n")
+
+
+def _update_m1_and_die_after_logging(root: str) -> None:
+    s = MdCG(root)
+    stress.crash_at(s, "logged")
+    s.update("m1", body="v2 api")
+
+
+def test_a_hand_restore_with_old_times_after_the_crash_is_kept(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="m1", layer="self", body="v1"))
+    backup = tmp_path / "backup.md"
+    backup.write_text((root / "self" / "m1.md").read_text().replace("v1", "hand restored v0"))
+    hour_ago = time.time() - 3600
+    os.utime(backup, (hour_ago, hour_ago))
+    assert stress.wait(stress.fork(_update_m1_and_die_after_logging, str(root))) == -signal.SIGKILL
+    time.sleep(journal._CLOCK_SLACK + 0.2)
+    shutil.copy2(backup, root / "self" / "m1.md")  # cp -p
+    with MdCG(root) as s:
+        s.sync()
+        assert s.get("m1").body.strip() == "hand restored v0"

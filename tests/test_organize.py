@@ -718,3 +718,21 @@ def test_one_agent_s_forget_leaves_another_agent_s_run_of_the_same_text(tmp_path
     assert applied.status == "ok" and text in b.get(applied.saved_ids[0]).body
     a.close()
     b.close()
+
+
+def test_the_forgetting_caller_s_own_pending_run_of_the_text_is_blanked(tmp_path: Path) -> None:
+    """Alpha saved M (shared); an unscoped handle has its own pending run of the same text and
+    forgets M: its run is blanked (and cannot save the text again); alpha's source run too."""
+    root = tmp_path / "s"
+    text = "the vault code is 7731"
+    mine = MdCG(root)
+    pending = mine.organize(candidates=[{"layer": "knowledge", "title": "Vault", "content": text}])
+    alpha = MdCG(root, scope=Scope(agent="alpha"))
+    _, (saved,) = _saved(alpha, [{"layer": "knowledge", "title": "Alpha vault", "content": text}], [0])
+    mine.sync()
+    mine.forget(saved, "the user asked")
+    again = mine.organize("apply", run_id=pending.run_id, decisions=[{"action": "save", "index": 0}])
+    assert again.saved_ids == () and "was forgotten" in again.skipped[0].reason
+    assert b"7731" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+    mine.close()
+    alpha.close()
