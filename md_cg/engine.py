@@ -728,20 +728,23 @@ def foreign_file(engine: Engine, node: Node) -> str | None:
     """Why ``node`` cannot be written where it belongs, or None: the file at its path
     holds another id (edited by hand, or placed there), which no write replaces."""
     rel, _ = _place(node)
+    read = _read_at(engine, rel)
+    return None if read is None or read[1].id == node.id else _held_by_another(rel, read[1].id)
+
+
+def _read_at(engine: Engine, rel: str) -> tuple[bytes, Node] | None:
+    """The bytes and node of the file at ``rel``; None when it cannot be read as a node."""
     try:
-        data, _st = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
-        held = index.decode_node(data, rel).id
+        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        return data, index.decode_node(data, rel)
     except (OSError, UnsafePathError, MalformedNodeFileError):
         return None
-    if held == node.id:
-        return None
-    return _held_by_another(node.id, rel, held)
 
 
-def _held_by_another(node_id: str, rel: str, held: str) -> str:
+def _held_by_another(rel: str, held: str) -> str:
     return (
-        f"node id {node_id!r}: the file {rel} holds memory {held!r} (edited by hand, or placed "
-        f"there); it is not written over -- move that file to its own name, or rename one of them"
+        f"the file {rel} holds memory {held!r} (edited by hand, or placed there); it is not "
+        "written over -- move that file to its own name, or rename one of them"
     )
 
 
@@ -775,17 +778,13 @@ def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | N
     replace (None when it cannot be read as a node). A file that holds another id (edited
     by hand, since it was indexed or never indexed) raises DuplicateIdError: it is another
     memory, not written over."""
-    try:
-        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
-        stored = index.decode_node(data, rel)
-    except (OSError, UnsafePathError, MalformedNodeFileError):
-        return None
-    if stored.id != node_id:
+    read = _read_at(engine, rel)
+    if read is not None and read[1].id != node_id:
         current = engine.state.entries.get(node_id)
         if current is not None:
-            moved_away(engine, current, stored.id)
-        raise DuplicateIdError(node_id, rel, _held_by_another(node_id, rel, stored.id))
-    return data, stored
+            moved_away(engine, current, read[1].id)
+        raise DuplicateIdError(node_id, rel, f"node id {node_id!r}: {_held_by_another(rel, read[1].id)}")
+    return read
 
 
 def read_entry(engine: Engine, entry: Entry) -> Node:

@@ -764,16 +764,17 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
     assert puts is not None and dels is not None
     full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
     checks = _checks(rec.get("check"), len(full)) if rec.get("op") == "commit" else None
-    ts: Any = rec.get("ts")
-    # the shard writer stamps integer nanoseconds; a line in seconds is read as such
-    when = (
-        ts / 1e9
-        if type(ts) is int and 1e15 < ts < 1e20
-        else float(ts)
-        if type(ts) in (int, float) and -1e11 < ts < 1e11
-        else None
-    )
-    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, when)
+    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, _seconds(rec.get("ts")))
+
+
+def _seconds(ts: Any) -> float | None:
+    """A line's stamp in seconds: the shard writer's integer nanoseconds, or a stamp
+    already in seconds; None when it is neither."""
+    if type(ts) is int and 1e15 < ts < 1e20:
+        return ts / 1e9
+    if type(ts) in (int, float) and -1e11 < ts < 1e11:
+        return float(ts)
+    return None
 
 
 def _checks(value: Any, count: int) -> tuple[tuple[int, int], ...] | None:

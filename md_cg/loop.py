@@ -52,7 +52,7 @@ from .errors import InvalidArgumentError, InvalidNodeError, InvalidVerdictError,
 from .judge import STATES
 from .node import DEFAULT_SENSITIVITY, Node, finite
 from .protocol import StoreEngine
-from .script import CONTROL_OR_SURROGATE, fold, short_repr
+from .script import fold, has_surrogate, short_repr
 
 if TYPE_CHECKING:  # pragma: no cover
     from .search import SearchResult
@@ -318,10 +318,6 @@ def _series(store: StoreEngine) -> list[Reflection]:
     return [r for r in read_reflections(store) if (r.agent, r.workspace, r.sensitivity) == key]
 
 
-def _lone_surrogate(text: str) -> bool:
-    return any("\ud800" <= c <= "\udfff" for c in CONTROL_OR_SURROGATE.findall(text))
-
-
 def reflect(
     store: StoreEngine,
     query: str,
@@ -330,7 +326,7 @@ def reflect(
     *,
     now: float | None = None,
 ) -> Reflection:
-    if not isinstance(query, str) or (not query.isascii() and _lone_surrogate(query)):
+    if not isinstance(query, str) or has_surrogate(query):
         raise InvalidArgumentError(f"reflect: query must be text, got {short_repr(query)}", name="query")
     if now is not None and (isinstance(now, bool) or not isinstance(now, int | float) or not finite(now)):
         why = f"reflect: now must be seconds since the epoch, got {short_repr(now)}"

@@ -626,8 +626,7 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
         if node.id in forgotten and not overwrite:
             when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(forgotten[node.id]))
             return f"forgotten in this store ({when}); not brought back"
-        taken = foreign_file(store._engine, node)
-        return None if taken is None else taken.split(": ", 1)[1]
+        return foreign_file(store._engine, node)
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"
     # A copy md-cg has stamped later than the row's time (or than a row without one) is

@@ -61,6 +61,13 @@ import Stemmer
 #: (surrogates), checked over every code point by a test: one regex instead
 #: of a ``unicodedata.category`` call per character.
 CONTROL_OR_SURROGATE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def has_surrogate(text: str) -> bool:
+    """Whether ``text`` holds a lone surrogate (no UTF-8 can store it)."""
+    return not text.isascii() and _SURROGATE.search(text) is not None
+
 
 __all__ = [
     "CJK_CHARS",

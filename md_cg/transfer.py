@@ -406,8 +406,7 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
             continue
         why = _taken_elsewhere(store, node.id)
         if why is None and _held(store, node.id) is None:
-            taken = foreign_file(store._engine, node)
-            why = None if taken is None else taken.split(": ", 1)[1]
+            why = foreign_file(store._engine, node)
         if why is None and has_conflict_markers(node.body):
             why = "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block"
         if why is not None:
