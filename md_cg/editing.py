@@ -20,10 +20,11 @@ from typing import NamedTuple
 
 import numpy as np
 
-from . import fsops, index, merge, paths
+from . import fsops, index, merge, paths, visibility
 from .engine import Engine, Staged, read_entry, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
+from .logs import AppendLog
 from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, finite, quantise_instant, validate
 from .nodefile import loads, read_bytes_as_text
 from .script import short_repr
@@ -164,6 +165,11 @@ def edit_text(engine: Engine, node_id: str, change: Callable[[str], str], *, dur
         return node
 
 
+#: The audit record (``.mdcg/audit/``) a rename leaves: the old id, the new one, the time.
+#: A migration re-run reads it, so that the source's row does not bring the old id back.
+RENAMED = "renamed"
+
+
 def rename(
     engine: Engine,
     old_id: str,
@@ -172,6 +178,7 @@ def rename(
     layer: str | None = None,
     durable: bool | None = None,
     sees: Callable[[Entry], bool] | None = None,
+    audit: AppendLog | None = None,
 ) -> Node:
     """Give the node ``old_id`` the id ``new_id`` (and optionally a new layer).
 
@@ -180,7 +187,8 @@ def rename(
     new id must be free (twins included). ``sees(entry)``: the caller's scope --
     only the nodes it sees have their edges re-pointed (another scope's files
     are not rewritten, nor told the new id), and an id held by a node it does
-    not see is refused without naming that node.
+    not see is refused without naming that node. With ``audit``, a new id is
+    recorded there (:data:`RENAMED`, no content) while the ids are still held.
     """
     check_id(old_id)
     check_new_id(new_id)
@@ -201,7 +209,12 @@ def rename(
                     sources |= now_sources
                     continue
                 mine = sorted(i for i in now_sources if sees is None or sees(engine.state.entries[i]))
-                return _rename_locked(engine, old_id, new_id, layer, mine, durable, sees)
+                node = _rename_locked(engine, old_id, new_id, layer, mine, durable, sees)
+                if audit is not None and old_id != new_id:
+                    record: dict[str, object] = {"event": RENAMED, "id": old_id, "to": new_id}
+                    record.update(layer=node.layer, time=node.updated_at, **visibility.scope_fields(node))
+                    audit.append([record], durable=engine.durable if durable is None else durable)
+                return node
 
 
 def _sources(engine: Engine, node_id: str) -> set[str]:

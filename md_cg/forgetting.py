@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import fsops, index, maintenance, organize, paths, retention, visibility
+from . import editing, fsops, index, maintenance, organize, paths, retention, visibility
 from .engine import Engine, read_entry
 from .errors import (
     InvalidNodeError,
@@ -124,7 +124,7 @@ def forget_many(
                         "reason": why,
                         "time": now,
                         "dangling": [list(x) for x in incoming[e.id]],
-                        **scope_fields(e),
+                        **visibility.scope_fields(e),
                     }
                     for e in entries
                 ],
@@ -213,17 +213,6 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
     return engine.state.entries.get(entry.id)
 
 
-def scope_fields(entry: Entry) -> dict[str, str]:
-    """The scope fields a forgotten node had, for its tombstone (only those set): a
-    scoped handle lists only the tombstones of nodes it could see (:func:`visible_to`)."""
-    fields = {
-        "agent_scope": entry.agent_scope,
-        "workspace_scope": entry.workspace_scope,
-        "sensitivity": entry.sensitivity,
-    }
-    return {k: v for k, v in fields.items() if v is not None}
-
-
 def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The tombstones a caller may read: every one for an unscoped handle; for a scoped
     one, those of nodes within its scope (a tombstone from before scopes were recorded
@@ -244,6 +233,13 @@ RESTORED = "restored"
 def last_forgets(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Id -> the last forget (or sweep) tombstone of each id still forgotten: one whose
     id a later ``restored`` record brought back is left out."""
+    return last_departures([r for r in records if r.get("event") != editing.RENAMED])
+
+
+def last_departures(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Id -> the last record of each id that left: forgotten (or swept), or renamed
+    (:data:`md_cg.editing.RENAMED`, ``to`` the new id); one whose id a later
+    ``restored`` record brought back is left out."""
     last: dict[str, dict[str, Any]] = {}
     for record in records:
         if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
@@ -252,6 +248,11 @@ def last_forgets(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             else:
                 last[record["id"]] = record
     return last
+
+
+def tombstones_only(audit: AppendLog) -> list[dict[str, Any]]:
+    """The tombstones (and ``restored`` records) of the audit log: its rename records left out."""
+    return [r for r in audit.read() if r.get("event") != editing.RENAMED]
 
 
 def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Finding]:

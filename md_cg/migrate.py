@@ -77,6 +77,7 @@ from .errors import (
 )
 from .merge import has_conflict_markers
 from .node import LAYERS, Edge, Node
+from .script import short_repr
 from .sqlite_source import RowResult, count_rows, iter_rows, open_readonly
 from .store import MdCG
 
@@ -599,18 +600,29 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     return "created" if same is None else "unchanged" if same else "updated"
 
 
-def forgotten_ids(store: MdCG) -> dict[str, float]:
-    """Id -> time of the last forget (or sweep) of each id the store still holds forgotten."""
-    return {i: float(r["time"]) for i, r in forgetting.last_forgets(store.tombstones()).items()}
+#: Id -> (time, new id) of each id that left the store: forgotten (new id None) or renamed.
+Departed = dict[str, tuple[float, str | None]]
 
 
-def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite: bool) -> str | None:
+def forgotten_ids(store: MdCG) -> Departed:
+    """Id -> (time, new id) of the last departure of each id from the store: forgotten
+    (or swept; new id None), or renamed (the new id), and not brought back since."""
+    records = forgetting.visible_to(None, store.log(paths.AUDIT_DIR).read())
+    departed = forgetting.last_departures(records)
+    return {
+        i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None) for i, r in departed.items()
+    }
+
+
+def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -> str | None:
     """Why a run leaves the store's memory under ``node.id`` as it is, or None to write it.
 
     Never replaced: an archived memory (unarchive it first). Unless ``overwrite``: one
     changed in the store after the source's version (its ``updated_at`` is later than
     the row's, and it differs in more than that: a move the run made itself stamps
-    ``updated_at`` too) and an id forgotten in the store that no memory holds now.
+    ``updated_at`` too) and an id forgotten or renamed in the store that no memory
+    holds now (a renamed one is the memory under its new id: written again under the
+    old one, it would be a second copy).
     """
     try:
         entry = store.entry(node.id, include_expired=True, include_archived=True)
@@ -624,7 +636,12 @@ def kept_reason(store: MdCG, node: Node, forgotten: dict[str, float], overwrite:
                 "normalisation (one file on macOS and Windows); rename one of them"
             )
         if node.id in forgotten and not overwrite:
-            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(forgotten[node.id]))
+            at, new_id = forgotten[node.id]
+            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+            if new_id is not None:
+                return (
+                    f"renamed to {short_repr(new_id)} in this store ({when}); its old id is not brought back"
+                )
             return f"forgotten in this store ({when}); not brought back"
         return foreign_file(store._engine, node)
     if entry.archived:
@@ -762,7 +779,7 @@ def _resume_point(
 
 
 def _writable(
-    store: MdCG, pending: list[Node], forgotten: dict[str, float], report: MigrationReport, src: Path
+    store: MdCG, pending: list[Node], forgotten: Departed, report: MigrationReport, src: Path
 ) -> list[Node]:
     """The nodes of a batch to write: the others are kept (:func:`kept_reason`, listed in
     the report). A forgotten id that ``overwrite`` brings back gets a ``restored`` record
@@ -800,7 +817,7 @@ def _write_held(
     dest: Path,
     src: Path,
     pending: list[Node],
-    forgotten: dict[str, float],
+    forgotten: Departed,
     report: MigrationReport,
 ) -> bool:
     pending[:] = _writable(store, pending, forgotten, report, src)
@@ -946,7 +963,7 @@ def _verify(
         report.extras = sorted(set(store.ids()) - good)
 
 
-def _kept_since(store: MdCG, node: Node, report: MigrationReport, forgotten: dict[str, float]) -> bool:
+def _kept_since(store: MdCG, node: Node, report: MigrationReport, forgotten: Departed) -> bool:
     """Whether a node that differs from its row was changed by another process since the
     verification's index was read (an agent at work during the migration): the index is
     brought up to date and the node listed as kept if it now is."""

@@ -394,8 +394,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it."""
         self._check_scope(self._engine.entry(node_id))
-        sees = self._scope.admits if self._scope is not None else None
-        return editing.rename(self._engine, node_id, new_id, layer=layer, durable=durable, sees=sees)
+        sees, audit = self._scope.admits if self._scope else None, self.log(paths.AUDIT_DIR)
+        return editing.rename(
+            self._engine, node_id, new_id, layer=layer, durable=durable, sees=sees, audit=audit
+        )
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
         """Move a node to another layer (crash-safe)."""
@@ -452,7 +454,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
         scoped handle gets those of the nodes it could see."""
-        return forgetting.visible_to(self._scope, self.log(paths.AUDIT_DIR).read())
+        return forgetting.visible_to(self._scope, forgetting.tombstones_only(self.log(paths.AUDIT_DIR)))
 
     # -- lifecycle (archive, unarchive, apply_changes, supersede: md_cg.views.Lifecycle) -----
 

@@ -220,6 +220,18 @@ def not_found(state: IndexState, entry: Entry, scope: Scope | None, show: Show) 
     return NodeNotFoundError(entry.id)
 
 
+def scope_fields(entry: Entry | Node) -> dict[str, str]:
+    """The scope fields of a node for an audit record about it (only those set): a
+    scoped handle lists only the records of nodes it could see
+    (:func:`md_cg.forgetting.visible_to`)."""
+    fields = {
+        "agent_scope": entry.agent_scope,
+        "workspace_scope": entry.workspace_scope,
+        "sensitivity": entry.sensitivity,
+    }
+    return {k: v for k, v in fields.items() if v is not None}
+
+
 def reads_normal(scope: Scope | None) -> bool:
     """Whether the caller may read ``normal`` memories (every node without a lifecycle
     field is one): a handle limited to ``public`` may not, and every node is then a

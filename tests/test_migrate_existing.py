@@ -93,6 +93,33 @@ def test_an_archived_or_forgotten_memory_is_never_replaced_or_brought_back(tmp_p
         assert s.ids() == ["a2"]
 
 
+def test_a_renamed_memory_is_not_brought_back_under_its_old_id(tmp_path: Path) -> None:
+    """A re-run after ``rename`` kept the old id out: before, the source's row brought
+    it back beside the renamed memory (two copies of one memory)."""
+    src, dest = _two(tmp_path), tmp_path / "m"
+    migrate(src, dest)
+    with MdCG(dest) as s:
+        s.rename("a1", "tea-note")
+        s.rename("tea-note", "tea-note-2")  # a chain: the old id's record names the first hop
+    again = migrate(src, dest)
+    assert again.ok and (again.created, again.updated) == (0, 0)
+    assert [(i, why.split(" (")[0]) for i, why in again.kept] == [("a1", "renamed to 'tea-note' in this store")]
+    assert again.kept[0][1].endswith("; its old id is not brought back")
+    with MdCG(dest) as s:
+        assert s.ids() == ["a2", "tea-note-2"] and s.get("tea-note-2").body == "hello world"
+        assert s.tombstones() == []  # a rename is no forget
+        assert s.health().by_kind("forgotten_returned") == []
+    assert [i for i, _ in migrate(src, dest, dry_run=True).kept] == ["a1"]
+    forced = migrate(src, dest, overwrite=True)  # the source wins: the old id is written again
+    assert forced.kept == [] and forced.created == 1
+    with MdCG(dest) as s:
+        assert s.ids() == ["a1", "a2", "tea-note-2"]
+        s.forget("a1", "a copy")
+        s.add(Node(id="a1", layer="knowledge", body="a new memory under the old id"))
+    third = migrate(src, dest)  # the id is held again: the usual rules, not the rename
+    assert [(i, why.split(" (")[0]) for i, why in third.kept] == [("a1", "changed in this store")]
+
+
 def test_the_agents_own_memory_under_a_source_id_is_kept(tmp_path: Path) -> None:
     """The store's own memory, created before the migration under an id the source also has
     (later than the row's version, which has no updated_at), stands; the CLI lists it."""
