@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -85,8 +85,15 @@ def read_folded(root: str) -> Folded:
         ) from None
 
 
-def read_counts(root: str, offsets: dict[str, int] | None = None) -> AccessTail:
-    """Add up every access line written after ``offsets`` (default: the last fold)."""
+def read_counts(
+    root: str, offsets: dict[str, int] | None = None, forgotten: Mapping[str, float] | None = None
+) -> AccessTail:
+    """Add up every access line written after ``offsets`` (default: the last fold).
+
+    ``forgotten``: id -> time of its last forget; an access of the id before
+    then was of the forgotten memory, not of one added again under its id.
+    """
+    gone = forgotten or {}
     if offsets is None:
         offsets = read_folded(root).offsets
     counts: dict[str, int] = {}
@@ -109,6 +116,8 @@ def read_counts(root: str, offsets: dict[str, int] | None = None) -> AccessTail:
                 continue
             ts = stamp / 1e9
             for node_id in _record_ids(rec):
+                if gone and ts <= gone.get(node_id, -1.0):
+                    continue
                 counts[node_id] = counts.get(node_id, 0) + 1
                 if ts > last.get(node_id, 0.0):
                     last[node_id] = ts
@@ -125,16 +134,18 @@ def _record_ids(rec: dict[str, Any]) -> list[str]:
     return [node_id] if isinstance(node_id, str) else []
 
 
-def fold(root: str, keep: Any = None) -> dict[str, int]:
+def fold(root: str, keep: Any = None, forgotten: Mapping[str, float] | None = None) -> dict[str, int]:
     """Fold the log into ``counts.json``; return the accesses folded per node.
 
-    ``keep(node_id) -> bool`` drops the counts of nodes that no longer exist.
-    The caller holds the exclusive store lock (no other fold runs).
+    ``keep(node_id) -> bool`` drops the counts of nodes that no longer exist;
+    ``forgotten`` (as for :func:`read_counts`) those of a forgotten memory
+    whose id is in use again. The caller holds the exclusive store lock (no
+    other fold runs).
     """
     folded = read_folded(root)
-    tail = read_counts(root, folded.offsets)
+    tail = read_counts(root, folded.offsets, forgotten)
     added = {i: c for i, c in tail.counts.items() if keep is None or keep(i)}
-    counts = {i: c for i, c in folded.counts.items() if keep is None or keep(i)}
+    counts = {i: c for i, c in _since_forgotten(folded, forgotten).items() if keep is None or keep(i)}
     last = {i: t for i, t in folded.last.items() if i in counts or i in added}
     for node_id, c in added.items():
         counts[node_id] = counts.get(node_id, 0) + c
@@ -150,6 +161,25 @@ def fold(root: str, keep: Any = None) -> dict[str, int]:
         record["offsets"] = {k: v for k, v in tail.offsets.items() if k not in removed}
         fsops.atomic_write(root, f"{ACCESS_REL}/{COUNTS}", orjson.dumps(record), durable=True)
     return dict(sorted(added.items()))
+
+
+def _since_forgotten(folded: Folded, forgotten: Mapping[str, float] | None) -> dict[str, int]:
+    """The folded counts without those whose last access came before the id was
+    forgotten: every access a fold added up is no later than its ``last``."""
+    if not forgotten:
+        return folded.counts
+    return {
+        i: c
+        for i, c in folded.counts.items()
+        if not (i in forgotten and folded.last.get(i, 0.0) <= forgotten[i])
+    }
+
+
+def counts_now(root: str, forgotten: Mapping[str, float]) -> tuple[dict[str, int], dict[str, int]]:
+    """The folded counts and those of the log since, per id, without the accesses of
+    a forgotten memory whose id is in use again (:func:`read_counts`)."""
+    folded = read_folded(root)
+    return _since_forgotten(folded, forgotten), read_counts(root, folded.offsets, forgotten).counts
 
 
 def _remove_folded_shards(root: str, offsets: dict[str, int]) -> list[str]:
@@ -260,6 +290,7 @@ def stats(
     exempt_days: object,
     max_inject_slots: object,
     now: datetime | None = None,
+    forgotten: Mapping[str, float] | None = None,
 ) -> recall.RecallStats:
     """:func:`md_cg.recall.recall_stats` over the access events of the store at
     ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
@@ -279,6 +310,7 @@ def stats(
             max_inject_slots=max_inject_slots,
             agent=getattr(scope, "agent", None),
             workspace=getattr(scope, "workspace", None),
+            forgotten=forgotten,
         )
     finally:
         if was:

@@ -20,6 +20,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from . import audit as audit_mod
 from . import fsops, index, merge, paths, visibility
 from .engine import Engine, Staged, read_entry, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
@@ -165,11 +166,6 @@ def edit_text(engine: Engine, node_id: str, change: Callable[[str], str], *, dur
         return node
 
 
-#: The audit record (``.mdcg/audit/``) a rename leaves: the old id, the new one, the time.
-#: A migration re-run reads it, so that the source's row does not bring the old id back.
-RENAMED = "renamed"
-
-
 def rename(
     engine: Engine,
     old_id: str,
@@ -188,7 +184,7 @@ def rename(
     only the nodes it sees have their edges re-pointed (another scope's files
     are not rewritten, nor told the new id), and an id held by a node it does
     not see is refused without naming that node. With ``audit``, a new id is
-    recorded there (:data:`RENAMED`, no content) while the ids are still held.
+    recorded there (:data:`md_cg.audit.RENAMED`, no content) while the ids are still held.
     """
     check_id(old_id)
     check_new_id(new_id)
@@ -211,7 +207,7 @@ def rename(
                 mine = sorted(i for i in now_sources if sees is None or sees(engine.state.entries[i]))
                 node = _rename_locked(engine, old_id, new_id, layer, mine, durable, sees)
                 if audit is not None and old_id != new_id:
-                    record: dict[str, object] = {"event": RENAMED, "id": old_id, "to": new_id}
+                    record: dict[str, object] = {"event": audit_mod.RENAMED, "id": old_id, "to": new_id}
                     record.update(layer=node.layer, time=node.updated_at, **visibility.scope_fields(node))
                     audit.append([record], durable=engine.durable if durable is None else durable)
                 return node

@@ -31,7 +31,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from . import editing, fsops, index, maintenance, organize, paths, retention, visibility
+from . import audit, fsops, index, maintenance, organize, paths, retention, visibility
 from .engine import Engine, read_entry
 from .errors import (
     InvalidNodeError,
@@ -213,54 +213,12 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
     return engine.state.entries.get(entry.id)
 
 
-def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The tombstones a caller may read: every one for an unscoped handle; for a scoped
-    one, those of nodes within its scope (a tombstone from before scopes were recorded
-    counts as a node without scope)."""
-    if scope is None:
-        return records
-    return [
-        r
-        for r in records
-        if scope.admits_fields(r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity"))
-    ]
-
-
-#: The audit record of a forgotten id brought back on purpose (a migration with overwrite).
-RESTORED = "restored"
-
-
-def last_forgets(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Id -> the last forget (or sweep) tombstone of each id still forgotten: one whose
-    id a later ``restored`` record brought back is left out."""
-    return last_departures([r for r in records if r.get("event") != editing.RENAMED])
-
-
-def last_departures(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Id -> the last record of each id that left: forgotten (or swept), or renamed
-    (:data:`md_cg.editing.RENAMED`, ``to`` the new id); one whose id a later
-    ``restored`` record brought back is left out."""
-    last: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
-            if record.get("event") == RESTORED:
-                last.pop(record["id"], None)
-            else:
-                last[record["id"]] = record
-    return last
-
-
-def tombstones_only(audit: AppendLog) -> list[dict[str, Any]]:
-    """The tombstones (and ``restored`` records) of the audit log: its rename records left out."""
-    return [r for r in audit.read() if r.get("event") != editing.RENAMED]
-
-
 def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Finding]:
     """A ``forgotten_returned`` finding for each node forgotten in this clone whose file is
     back: one created before its tombstone (a merge that kept another clone's edit of
     it, a checkout of an older commit). A node added again under the id later is new."""
     out = []
-    for node_id, record in sorted(last_forgets(tombstones).items()):
+    for node_id, record in sorted(audit.last_forgets(tombstones).items()):
         e = state.entries.get(node_id)
         if e is None or e.created_at is None or e.created_at >= record["time"]:
             continue

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from . import access, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
@@ -793,12 +793,13 @@ _ENTRY_FIELDS = (*(f for f in snapshot.COLUMNS if f not in ("mtime_ns", "size"))
 # -- access -----------------------------------------------------------------------------
 
 
-def fold_access(engine: Engine) -> dict[str, int]:
-    """Fold the access log into the local totals (``.mdcg/access/counts.json``)."""
+def fold_access(engine: Engine, forgotten: Mapping[str, float] | None = None) -> dict[str, int]:
+    """Fold the access log into the local totals (``.mdcg/access/counts.json``);
+    ``forgotten``: id -> time of its last forget (see :func:`md_cg.access.read_counts`)."""
     engine.ensure_writable()
     with engine.lock, engine.maint.exclusive(engine.lock_timeout):
         engine.catch_up()
-        return access.fold(engine.root_str, keep=lambda i: i in engine.state.entries)
+        return access.fold(engine.root_str, keep=lambda i: i in engine.state.entries, forgotten=forgotten)
 
 
 class HandEdits:

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import forgetting, fsops, layout, nodefile, paths
+from . import audit, fsops, layout, nodefile, paths
 from .engine import foreign_file
 from .errors import (
     IdCollisionError,
@@ -607,8 +607,7 @@ Departed = dict[str, tuple[float, str | None]]
 def forgotten_ids(store: MdCG) -> Departed:
     """Id -> (time, new id) of the last departure of each id from the store: forgotten
     (or swept; new id None), or renamed (the new id), and not brought back since."""
-    records = forgetting.visible_to(None, store.log(paths.AUDIT_DIR).read())
-    departed = forgetting.last_departures(records)
+    departed = audit.last_departures(store.log(paths.AUDIT_DIR).read())
     return {
         i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None) for i, r in departed.items()
     }
@@ -794,7 +793,7 @@ def _writable(
     back = [n for n in writing if n.id in forgotten]
     if back:
         note = f"migrated again from {src} with overwrite"
-        records = [{"event": forgetting.RESTORED, "id": n.id, "layer": n.layer, "reason": note} for n in back]
+        records = [{"event": audit.RESTORED, "id": n.id, "layer": n.layer, "reason": note} for n in back]
         store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
         for n in back:
             del forgotten[n.id]

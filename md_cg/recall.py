@@ -382,6 +382,7 @@ def _scan(
     since_ns: int,
     scan_cap: int,
     caller: tuple[str | None, str | None],
+    forgotten_ns: Mapping[str, int] | None = None,
 ) -> _Tally:
     tally = _Tally()
     # Seeding the counter with the node ids (allocated together, so close in
@@ -414,6 +415,8 @@ def _scan(
         if mode == "inject":
             inject_runs += 1
             injected += len(exposed)
+        if forgotten_ns:  # an access of a forgotten memory is not one of its id's new memory
+            exposed = [i for i in exposed if ts > forgotten_ns.get(i, -1)]
         # Counting in batches keeps the per-event cost to one C-level extend.
         buffer.extend(exposed)
         if len(buffer) >= _COUNT_BATCH:
@@ -480,6 +483,7 @@ def recall_stats(
     scan_cap: object = DEFAULT_SCAN_CAP,
     agent: str | None = None,
     workspace: str | None = None,
+    forgotten: Mapping[str, float] | None = None,
 ) -> RecallStats:
     """Recall statistics of the ``window_days`` before ``now``.
 
@@ -488,7 +492,9 @@ def recall_stats(
     4-tuples (id, title, created_at, active). Ids that are not among ``nodes``
     (deleted, or outside the caller's scope) are left out of every per-node
     figure. With ``agent``/``workspace`` set, only events recorded by that
-    caller count; None counts every caller's events.
+    caller count; None counts every caller's events. ``forgotten``: id -> time
+    (seconds) of its last forget; an event before then is not counted for a node
+    added again under that id.
 
     Options follow the seed's leniency (see :func:`_int_option`):
     ``window_days`` 1–365 (default 30), ``exempt_days`` 0–365 (7),
@@ -507,7 +513,8 @@ def recall_stats(
     now_ns = _datetime_to_ns(now)
     since_ns = now_ns - opts["window_days"] * _DAY_NS
     table = _node_table(nodes)
-    tally = _scan(events, table, since_ns, opts["scan_cap"], (agent, workspace))
+    gone = {i: int(t * _NS) for i, t in (forgotten or {}).items() if i in table}
+    tally = _scan(events, table, since_ns, opts["scan_cap"], (agent, workspace), gone)
     counts = {i: c for i, c in tally.counts.items() if c and i in table}
     top = heapq.nsmallest(opts["top_n"], counts.items(), key=lambda kv: (-kv[1], kv[0]))
     exempt_after = (now_ns - opts["exempt_days"] * _DAY_NS) / _NS

@@ -19,6 +19,7 @@ from typing import Any
 
 from . import (
     access,
+    audit,
     editing,
     forgetting,
     fsops,
@@ -454,7 +455,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
         scoped handle gets those of the nodes it could see."""
-        return forgetting.visible_to(self._scope, forgetting.tombstones_only(self.log(paths.AUDIT_DIR)))
+        return audit.visible_to(self._scope, audit.tombstones_only(self.log(paths.AUDIT_DIR)))
 
     # -- lifecycle (archive, unarchive, apply_changes, supersede: md_cg.views.Lifecycle) -----
 
@@ -571,18 +572,17 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """
         eng = self._engine
         eng.fresh()
-        folded = access.read_folded(eng.root_str)
-        tail = access.read_counts(eng.root_str, folded.offsets)
+        folded, tail = access.counts_now(eng.root_str, audit.forget_times(self.log(paths.AUDIT_DIR)))
         entries = eng.state.entries
 
         def count(i: str) -> int:
             e = entries.get(i)
-            return (e.access_count if e else 0) + folded.counts.get(i, 0) + tail.counts.get(i, 0)
+            return (e.access_count if e else 0) + folded.get(i, 0) + tail.get(i, 0)
 
         hidden = self._filter.hidden(eng.state)
         if node_ids is not None:
             return {i: 0 if i in hidden else count(i) for i in node_ids}
-        candidates = {i for i, e in entries.items() if e.access_count} | set(folded.counts) | set(tail.counts)
+        candidates = {i for i, e in entries.items() if e.access_count} | set(folded) | set(tail)
         return {i: count(i) for i in sorted(candidates) if i in entries and i not in hidden and count(i)}
 
     def compact_access(self) -> dict[str, int]:
@@ -591,7 +591,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         Access counts are per-clone state kept under ``.mdcg/`` (never in the
         tracked ``.md`` files), so clones merge without conflicts.
         """
-        return maintenance.fold_access(self._engine)
+        return maintenance.fold_access(self._engine, audit.forget_times(self.log(paths.AUDIT_DIR)))
 
     # -- the cognitive loop (see md_cg.loop) ----------------------------------------------------
 

@@ -26,7 +26,20 @@ from datetime import date
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
-from . import access, editing, fsops, graph, layout, nodefile, paths, recall, retention, temporal, visibility
+from . import (
+    access,
+    audit,
+    editing,
+    fsops,
+    graph,
+    layout,
+    nodefile,
+    paths,
+    recall,
+    retention,
+    temporal,
+    visibility,
+)
 from . import engine as engine_mod
 from . import merge as merge_mod
 from . import organize as organize_mod
@@ -704,6 +717,7 @@ class Recall(_Handle):
             window_days=window_days,
             exempt_days=exempt_days,
             max_inject_slots=max_inject_slots,
+            forgotten=audit.forget_times(self.log(paths.AUDIT_DIR)),
         )
 
     def inject(

@@ -223,7 +223,7 @@ def not_found(state: IndexState, entry: Entry, scope: Scope | None, show: Show) 
 def scope_fields(entry: Entry | Node) -> dict[str, str]:
     """The scope fields of a node for an audit record about it (only those set): a
     scoped handle lists only the records of nodes it could see
-    (:func:`md_cg.forgetting.visible_to`)."""
+    (:func:`md_cg.audit.visible_to`)."""
     fields = {
         "agent_scope": entry.agent_scope,
         "workspace_scope": entry.workspace_scope,

@@ -52,6 +52,7 @@ RANK = {
     "graph": 5,
     "visibility": 5,
     "engine": 6,
+    "audit": 6,
     "maintenance": 7,
     "forgetting": 8,
     "editing": 7,

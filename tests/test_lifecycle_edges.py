@@ -373,3 +373,31 @@ def test_round_four_stale_handles_overwrite_narrowing_and_what_sync_tells(tmp_pa
     (root / rel).with_name("b2.md").write_text("---\nid: b2\nlayer: knowledge\nagent_scope: B\n---\nb2\n")
     assert a.sync_if_changed(0) is None  # only another scope's file changed: nothing to tell
     a.close()
+
+
+@pytest.mark.parametrize("folded", [False, True])
+def test_a_forgotten_memorys_accesses_do_not_carry_over_to_its_id_used_again(tmp_path: Path, folded: bool) -> None:
+    """Accesses of a forgotten memory counted for a new memory given its id (access
+    counts, the fold, recall statistics); now they stop at the forget, folded or not."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(Node(id="m1", layer="knowledge", body="old memory"))
+        s.add(Node(id="m2", layer="knowledge", body="another memory"))
+        s.record_access(["m1", "m2"])
+        s.record_access(["m1"])
+        if folded:
+            assert s.compact_access() == {"m1": 2, "m2": 1}
+        s.forget("m1", "the user asked")
+        time.sleep(0.01)  # the new memory's accesses come after the tombstone's time
+        s.add(Node(id="m1", layer="knowledge", body="a new memory under the same id"))
+        s.record_access(["m1"])
+        assert s.access_counts() == {"m1": 1, "m2": 1}
+        assert s.access_counts(["m1", "m2"]) == {"m1": 1, "m2": 1}
+        stats = s.recall_stats()
+        assert [(r.id, r.count) for r in stats.top_recalled] == [("m1", 1), ("m2", 1)]
+        assert stats.coverage.events_in_window == 3  # the events themselves stay
+        assert s.compact_access() == ({"m1": 1} if folded else {"m1": 1, "m2": 1})
+        counts = json.loads((tmp_path / "m" / ".mdcg" / "access" / "counts.json").read_bytes())
+        assert counts["counts"] == {"m1": 1, "m2": 1}
+        assert s.access_counts() == {"m1": 1, "m2": 1}
+        s.record_access(["m1"])
+        assert s.access_counts(["m1"]) == {"m1": 2}
