@@ -96,13 +96,15 @@ class MergeResult:
     conflicts this merge found, in the shape :func:`conflict_of` returns
     (``None`` when there were none or the text fallback was used).
     ``fallback`` says why the versions were merged as plain text (the parse
-    error), else ``None``.
+    error), else ``None``. ``whole``: both versions were kept whole between
+    markers, unmerged (versions of different scopes; ``fallback`` says why).
     """
 
     data: bytes
     clean: bool
     conflict: dict[str, Any] | None = None
     fallback: str | None = None
+    whole: bool = False
 
 
 # -- values -------------------------------------------------------------------
@@ -488,6 +490,9 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
         base_node = _parse(base, path, "base") if base.strip() else None
     except MalformedNodeFileError as exc:
         return _text_fallback(base, ours, theirs, path, str(exc))
+    scoped = _scope_conflict(base_node, nodes[0], nodes[1])
+    if scoped is not None:
+        return _whole_versions(ours, theirs, f"{path}: {scoped}")
     try:
         merged, conflict = merge_nodes(base_node, nodes[0], nodes[1], path=path)
     except InvalidNodeError as exc:
@@ -498,6 +503,32 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
         if node == merged:
             return MergeResult(data=data, clean=conflict is None, conflict=conflict)
     return MergeResult(data=nodefile.dump_bytes(merged), clean=conflict is None, conflict=conflict)
+
+
+_SCOPE_FIELDS = ("agent_scope", "workspace_scope", "sensitivity")
+
+
+def _scope_conflict(base: Node | None, ours: Node, theirs: Node) -> str | None:
+    """Why the two versions cannot be merged into one memory: both sides set its scope
+    (agent, workspace, sensitivity) and not to the same one (two agents' memories of one
+    id: any merged node would show one agent the other's text). None when they agree."""
+
+    def scope(node: Node | None) -> tuple[Any, ...] | None:
+        return None if node is None else tuple(getattr(node, f) for f in _SCOPE_FIELDS)
+
+    mine, other, was = scope(ours), scope(theirs), scope(base)
+    if mine == other or was in (mine, other):
+        return None
+    names = ", ".join(f for f, a, b in zip(_SCOPE_FIELDS, mine or (), other or (), strict=True) if a != b)
+    return f"the two versions belong to different scopes ({names}): a person decides which is kept"
+
+
+def _whole_versions(ours: bytes, theirs: bytes, reason: str) -> MergeResult:
+    """Both versions whole, between conflict markers: a file no one reads as a memory
+    (:func:`md_cg.nodefile.loads` refuses it) until a person keeps one."""
+    parts = [b"<<<<<<< ours\n", ours, b"" if ours.endswith(b"\n") else b"\n", b"=======\n"]
+    parts += [theirs, b"" if theirs.endswith(b"\n") else b"\n", b">>>>>>> theirs\n"]
+    return MergeResult(data=b"".join(parts), clean=False, conflict=None, fallback=reason, whole=True)
 
 
 # -- conflicts ----------------------------------------------------------------
@@ -742,7 +773,9 @@ def main(argv: Sequence[str]) -> int:
         print(f"md-cg merge: {exc}", file=sys.stderr)
         return 2
     Path(ours_file).write_bytes(result.data)
-    if result.fallback is not None:
+    if result.whole:
+        print(f"md-cg merge: kept both versions whole, unmerged: {result.fallback}", file=sys.stderr)
+    elif result.fallback is not None:
         print(f"md-cg merge: merged as plain text because {result.fallback}", file=sys.stderr)
     if result.conflict is not None:
         print(f"md-cg merge: {describe_conflict(path, result.conflict)}", file=sys.stderr)

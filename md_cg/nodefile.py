@@ -767,6 +767,19 @@ def loads(
     if not text.strip("\ufeff \t\r\n"):
         # `touch knowledge/x.md` is not a memory (and its export could not be imported)
         raise MalformedNodeFileError(path, "the file is empty: a memory needs some text")
+    if text.removeprefix("\ufeff").startswith("<<<<<<<") and _CONFLICT_LINE.match(
+        text.removeprefix("\ufeff")
+    ):
+        # Two whole versions (a text merge of two files added apart, or md-cg's driver
+        # with versions of different scopes): read as a note without frontmatter, it
+        # would be a shared memory holding both texts, whoever each belonged to.
+        raise MalformedNodeFileError(
+            path,
+            "a git merge left two versions of the whole file (conflict markers from its first line): "
+            "keep one version and remove the markers (docs/git.md, True conflicts); until then no "
+            "one reads it",
+            line=1,
+        )
     try:
         fm, body = HANDLER.split(text)
     except ValueError as exc:

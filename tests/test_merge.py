@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from conftest import python_env
 
-from md_cg import MdCG, Node, nodefile
-from md_cg.errors import MergeError
+from md_cg import MdCG, Node, Scope, nodefile
+from md_cg.errors import MalformedNodeFileError, MergeError
 from md_cg.merge import (
     CONFLICT_KEY,
     MergeResult,
@@ -297,6 +297,50 @@ def test_binary_bodies_raise_merge_error_naming_the_file() -> None:
 
 
 # -- conflict_of -------------------------------------------------------------------------
+
+
+def test_versions_of_different_scopes_are_kept_whole_and_read_by_no_one(tmp_path: Path) -> None:
+    """Two agents' memories under one id: the field merge gave a node of one agent's
+    scope holding both texts (Bob read Alice's private note, Alice lost hers silently).
+    Now both versions stay whole between markers, a file no handle reads as a memory."""
+    alice = text(body="Alice private: my salary is 200k.\n", agent_scope="alice", sensitivity="private")
+    bob = text(body="Bob prefers tabs.\n", agent_scope="bob")
+    result = merge(b"", bob, alice)
+    assert (result.clean, result.whole, result.conflict) == (False, True, None)
+    assert result.data == b"<<<<<<< ours\n" + bob + b"=======\n" + alice + b">>>>>>> theirs\n"
+    assert (
+        result.fallback
+        == f"{PATH}: the two versions belong to different scopes (agent_scope, sensitivity): a person decides which is kept"
+    )
+    with pytest.raises(
+        MalformedNodeFileError, match=r"knowledge/n1.md:1: a git merge left two versions of the whole file"
+    ):
+        nodefile.loads(result.data.decode(), PATH, default_id="n1", default_layer="knowledge")
+    # both sides re-scoped one memory differently: the same
+    base = text(body="shared note\n")
+    assert merge(
+        base, text(body="shared note\n", agent_scope="bob"), text(body="edited\n", workspace_scope="w1")
+    ).whole
+    # one side re-scoped it, the other edited it (or both chose the same scope): merged as before
+    one = merge(base, text(body="shared note\n", agent_scope="bob"), text(body="edited\n"))
+    assert one.clean and not one.whole
+    assert (parsed(one).body, parsed(one).agent_scope) == ("edited\n", "bob")
+    same = merge(
+        base, text(body="shared note\n", agent_scope="bob"), text(body="edited\n", agent_scope="bob")
+    )
+    assert same.clean and parsed(same).agent_scope == "bob"
+    # in a store: neither agent reads the file; each is told a file needs a person
+    root = tmp_path / "m"
+    MdCG(root).close()
+    (root / PATH).write_bytes(result.data)
+    for agent in ("alice", "bob"):
+        with MdCG(root, scope=Scope(agent=agent, max_sensitivity="private")) as s:
+            assert s.ids() == [] and s.search("salary")[0] == [] and s.search("tabs")[0] == []
+            assert [f.kind for f in s.health().findings] == ["withheld"]
+    with MdCG(root) as s:
+        assert s.ids() == [] and [(f.kind, f.path) for f in s.health().findings] == [
+            ("unreadable_file", PATH)
+        ]
 
 
 def test_conflict_of_finds_records_and_bare_markers() -> None:
