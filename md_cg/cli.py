@@ -1004,7 +1004,10 @@ def _dangling(incoming: Any) -> list[dict[str, str]]:
 
 
 def _echo_left(deleted: Deleted) -> None:
-    """What a delete or forget left behind: dangling edges, memories it had superseded."""
+    """What a delete or forget left behind (dangling edges, memories it had superseded)
+    and the other files of the id it removed with it."""
+    if deleted.copies:
+        typer.echo("its copies removed too: " + ", ".join(deleted.copies))
     if deleted.incoming:
         typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
     for old in deleted.left_closed:
@@ -1032,6 +1035,7 @@ def delete(
                 "layer": deleted.node.layer,
                 "dangling_edges": _dangling(deleted.incoming),
                 "left_closed": list(deleted.left_closed),
+                "copies": list(deleted.copies),
             }
         )
         return
@@ -1059,6 +1063,7 @@ def forget(
                 "layer": deleted.node.layer,
                 "dangling_edges": _dangling(deleted.incoming),
                 "left_closed": list(deleted.left_closed),
+                "copies": list(deleted.copies),
             }
         )
         return

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import audit as audit_mod
 from . import fsops, index, merge, paths, visibility
-from .engine import Engine, Staged, read_entry, stage
+from .engine import Engine, Staged, copies_of, read_entry, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
 from .logs import AppendLog
@@ -173,14 +173,14 @@ def rename(
     *,
     layer: str | None = None,
     durable: bool | None = None,
-    sees: Callable[[Entry], bool] | None = None,
+    scope: visibility.Scope | None = None,
     audit: AppendLog | None = None,
 ) -> Node:
     """Give the node ``old_id`` the id ``new_id`` (and optionally a new layer).
 
     One commit writes the renamed node, re-points the edges of every node
     that linked to ``old_id`` and removes the old file: all or nothing. The
-    new id must be free (twins included). ``sees(entry)``: the caller's scope --
+    new id must be free (twins included). ``scope``: the caller's --
     only the nodes it sees have their edges re-pointed (another scope's files
     are not rewritten, nor told the new id), and an id held by a node it does
     not see is refused without naming that node. With ``audit``, a new id is
@@ -204,8 +204,9 @@ def rename(
                 if not now_sources <= sources:
                     sources |= now_sources
                     continue
+                sees = scope.admits if scope is not None else None
                 mine = sorted(i for i in now_sources if sees is None or sees(engine.state.entries[i]))
-                node = _rename_locked(engine, old_id, new_id, layer, mine, durable, sees)
+                node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
                 if audit is not None and old_id != new_id:
                     record: dict[str, object] = {"event": audit_mod.RENAMED, "id": old_id, "to": new_id}
                     record.update(layer=node.layer, time=node.updated_at, **visibility.scope_fields(node))
@@ -224,11 +225,21 @@ def _rename_locked(
     layer: str | None,
     sources: Sequence[str],
     durable: bool | None,
-    sees: Callable[[Entry], bool] | None = None,
+    scope: visibility.Scope | None = None,
 ) -> Node:
     current = engine.state.entries.get(old_id)
     if current is None:
         raise NodeNotFoundError(old_id)
+    copies = [rel for _, rel in copies_of(engine, [current], scope)]
+    if copies:  # renamed, the copies would bring the old id back at the next sync
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r}: it is also held by {', '.join(copies)} (a copy, or a merge that "
+            f"left two); keep one file (delete the other, or `delete {old_id}` removes all), sync, "
+            "then rename",
+            name="node_id",
+            value=old_id,
+        )
+    sees = scope.admits if scope is not None else None
     node = read_entry(engine, current)
     node.id = new_id
     if layer is not None:

@@ -52,6 +52,7 @@ from .errors import (
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
 from .node import LAYERS, Node, check_id, check_layer, check_new_id, quantise_instant, validate
+from .visibility import Scope
 
 STRIPES = 64
 
@@ -708,20 +709,57 @@ class Engine:
             check(current)
         return current
 
-    def remove(
-        self, node_id: str, *, durable: bool | None, check: Callable[[Entry], None] | None = None
-    ) -> Node:
-        """Remove a node's file under its locks; ``check(entry)`` may refuse first."""
-        check_id(node_id)
-        with self.hold([node_id]):
-            current = self._held(node_id, check)
-            node = read_entry(self, current)
-            self.commit([], [(node_id, current.path)], durable=durable)
-            return node
-
     def incoming(self, node_id: str) -> tuple[tuple[str, str], ...]:
         """(source id, edge type) of every edge pointing at ``node_id`` from another node."""
         return tuple(sorted((s, t) for s, t in self.state.reverse.get(node_id, ()) if s != node_id))
+
+
+def remove(
+    engine: Engine,
+    node_id: str,
+    *,
+    durable: bool | None,
+    check: Callable[[Entry], None] | None = None,
+    scope: Scope | None = None,
+) -> tuple[Node, list[str]]:
+    """Remove a node's file, and every other file that holds its id in ``scope``
+    (:func:`copies_of`: else the next sync would bring the memory back), in one commit
+    under its locks; ``check(entry)`` may refuse first. Returns the node and the paths
+    of the copies removed."""
+    check_id(node_id)
+    with engine.hold([node_id]):
+        current = engine._held(node_id, check)
+        node = read_entry(engine, current)
+        copies = copies_of(engine, [current], scope)
+        engine.commit([], [(node_id, current.path), *copies], durable=durable)
+        engine.state.duplicates.pop(node_id, None)
+        return node, [rel for _, rel in copies]
+
+
+def copies_of(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> list[tuple[str, str]]:
+    """(id, path) of the other files that hold an id of ``entries``, those in the
+    caller's scope: the losing copies a sync found (in this process), and any file of its
+    name anywhere in the layer folders or ``archive/`` (a ``cp`` or a merge another
+    process's sync saw, or nobody's yet). One walk of the folders for all of them."""
+    names = {f"{e.id}{paths.NODE_SUFFIX}": e for e in entries}
+    found: dict[str, list[str]] = {e.id: list(engine.state.duplicates.get(e.id, ())) for e in entries}
+    for top in (*LAYERS, paths.ARCHIVE_DIR):
+        for rel in fsops.find_named(engine.root_str, top, names):
+            found[names[rel.rsplit("/", 1)[-1]].id].append(rel)
+    out = []
+    for e in entries:
+        for rel in dict.fromkeys(found[e.id]):
+            if rel == e.path:
+                continue
+            try:
+                node = engine.read_node(rel)
+            except (OSError, MalformedNodeFileError, UnsafePathError):
+                continue  # gone, or unreadable: not known to hold the id
+            if node.id == e.id and (
+                scope is None or scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
+            ):
+                out.append((e.id, rel))
+    return out
 
 
 def foreign_file(engine: Engine, node: Node) -> str | None:

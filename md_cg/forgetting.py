@@ -32,18 +32,17 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import audit, fsops, index, maintenance, organize, paths, retention, visibility
-from .engine import Engine, read_entry
+from .engine import Engine, copies_of, read_entry
 from .errors import (
     InvalidNodeError,
     LockTimeoutError,
-    MalformedNodeFileError,
     NodeNotFoundError,
     ProtectedNodeError,
     UnsafePathError,
 )
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import LAYERS, check_id
+from .node import check_id
 from .reports import Deleted, Finding
 from .visibility import Scope
 
@@ -112,7 +111,8 @@ def forget_many(
             # Every copy of a forgotten memory goes: the losing copies of a duplicated id
             # (a cp, a merge) would otherwise bring it back at the next sync. Looked for
             # first: the tombstone and the removal stay as close as they can be.
-            dels = [(e.id, e.path) for e in entries] + _copies(engine, entries, scope)
+            copies = copies_of(engine, entries, scope)
+            dels = [(e.id, e.path) for e in entries] + copies
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(
@@ -134,7 +134,10 @@ def forget_many(
             for e in entries:
                 state.duplicates.pop(e.id, None)
         scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels}, scope)
-    return [Deleted(node, incoming[node.id], closed[node.id]) for node in nodes]
+    return [
+        Deleted(node, incoming[node.id], closed[node.id], tuple(rel for i, rel in copies if i == node.id))
+        for node in nodes
+    ]
 
 
 def sweep(
@@ -172,32 +175,6 @@ def _doomed_entries(
             )
         entries.append(entry)
     return entries
-
-
-def _copies(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> list[tuple[str, str]]:
-    """(id, path) of the other files that hold an id of ``entries``, those in the
-    caller's scope: the losing copies a sync found (in this process), and any file of its
-    name anywhere in the layer folders or ``archive/`` (a ``cp`` or a merge another
-    process's sync saw, or nobody's yet). One walk of the folders for all of them."""
-    names = {f"{e.id}{paths.NODE_SUFFIX}": e for e in entries}
-    found: dict[str, list[str]] = {e.id: list(engine.state.duplicates.get(e.id, ())) for e in entries}
-    for top in (*LAYERS, paths.ARCHIVE_DIR):
-        for rel in fsops.find_named(engine.root_str, top, names):
-            found[names[rel.rsplit("/", 1)[-1]].id].append(rel)
-    out = []
-    for e in entries:
-        for rel in dict.fromkeys(found[e.id]):
-            if rel == e.path:
-                continue
-            try:
-                node = engine.read_node(rel)
-            except (OSError, MalformedNodeFileError, UnsafePathError):
-                continue  # gone, or unreadable: not known to hold the id
-            if node.id == e.id and (
-                scope is None or scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
-            ):
-                out.append((e.id, rel))
-    return out
 
 
 def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:

@@ -789,6 +789,8 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
             "dangling_edges": _capped(dangling),
             "dangling_total": len(dangling),
         }
+        if deleted.copies:  # other files of the id (a copy, a merge's second copy), removed too
+            reply["copies_removed"] = len(deleted.copies)
         if deleted.left_closed:
             reply["left_closed"] = _capped(list(deleted.left_closed))
             reply["note"] = (

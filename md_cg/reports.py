@@ -164,11 +164,14 @@ class Deleted:
 
     ``left_closed``: the memories the removed node superseded that stay closed
     (hidden from search as superseded) until reopened -- ``update(id, valid_until=None)``
-    if the removed node was their only successor and they are still true."""
+    if the removed node was their only successor and they are still true.
+    ``copies``: the other files of its id removed with it (a ``cp``, a merge that
+    left two copies), which the next sync would otherwise have brought back."""
 
     node: Node
     incoming: tuple[tuple[str, str], ...]
     left_closed: tuple[str, ...] = ()
+    copies: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

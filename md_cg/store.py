@@ -35,6 +35,7 @@ from . import (
 )
 from . import search as search_mod
 from .engine import Engine
+from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
     InvalidNodeError,
@@ -395,9 +396,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it."""
         self._check_scope(self._engine.entry(node_id))
-        sees, audit = self._scope.admits if self._scope else None, self.log(paths.AUDIT_DIR)
+        scope, audit = self._scope, self.log(paths.AUDIT_DIR)
         return editing.rename(
-            self._engine, node_id, new_id, layer=layer, durable=durable, sees=sees, audit=audit
+            self._engine, node_id, new_id, layer=layer, durable=durable, scope=scope, audit=audit
         )
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
@@ -422,8 +423,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             left = visibility.left_closed(eng.state, [entry.id], [entry.id], time.time(), self._scope)
             closed.extend(left[entry.id])
 
-        node = eng.remove(node_id, durable=durable, check=refuse)
-        return Deleted(node, tuple(incoming), tuple(closed))
+        node, copies = remove_node(eng, node_id, durable=durable, check=refuse, scope=self._scope)
+        return Deleted(node, tuple(incoming), tuple(closed), tuple(copies))
 
     def forget(
         self, node_id: str, reason: str, *, force: bool = False, durable: bool | None = None

@@ -366,6 +366,7 @@ def test_delete_and_forget(runner: CliRunner, root: Path) -> None:
         "layer": "knowledge",
         "dangling_edges": [],
         "left_closed": [],
+        "copies": [],
     }
     assert not bsearch.exists()
     with MdCG(root, read_only=True) as store:

@@ -376,7 +376,7 @@ def test_round_four_stale_handles_overwrite_narrowing_and_what_sync_tells(tmp_pa
 
 
 @pytest.mark.parametrize("folded", [False, True])
-def test_a_forgotten_memorys_accesses_do_not_carry_over_to_its_id_used_again(tmp_path: Path, folded: bool) -> None:
+def test_a_forgotten_memorys_accesses_do_not_count_for_its_id_reused(tmp_path: Path, folded: bool) -> None:
     """Accesses of a forgotten memory counted for a new memory given its id (access
     counts, the fold, recall statistics); now they stop at the forget, folded or not."""
     with MdCG(tmp_path / "m") as s:

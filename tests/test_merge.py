@@ -308,10 +308,9 @@ def test_versions_of_different_scopes_are_kept_whole_and_read_by_no_one(tmp_path
     result = merge(b"", bob, alice)
     assert (result.clean, result.whole, result.conflict) == (False, True, None)
     assert result.data == b"<<<<<<< ours\n" + bob + b"=======\n" + alice + b">>>>>>> theirs\n"
-    assert (
-        result.fallback
-        == f"{PATH}: the two versions belong to different scopes (agent_scope, sensitivity): a person decides which is kept"
-    )
+    why = "the two versions belong to different scopes (agent_scope, sensitivity): a person decides which is "
+    why += "kept"
+    assert result.fallback == f"{PATH}: {why}"
     with pytest.raises(
         MalformedNodeFileError, match=r"knowledge/n1.md:1: a git merge left two versions of the whole file"
     ):

@@ -103,7 +103,8 @@ def test_a_renamed_memory_is_not_brought_back_under_its_old_id(tmp_path: Path) -
         s.rename("tea-note", "tea-note-2")  # a chain: the old id's record names the first hop
     again = migrate(src, dest)
     assert again.ok and (again.created, again.updated) == (0, 0)
-    assert [(i, why.split(" (")[0]) for i, why in again.kept] == [("a1", "renamed to 'tea-note' in this store")]
+    kept = [(i, why.split(" (")[0]) for i, why in again.kept]
+    assert kept == [("a1", "renamed to 'tea-note' in this store")]
     assert again.kept[0][1].endswith("; its old id is not brought back")
     with MdCG(dest) as s:
         assert s.ids() == ["a2", "tea-note-2"] and s.get("tea-note-2").body == "hello world"

@@ -18,9 +18,11 @@ from pathlib import Path
 
 import pytest
 from stresslib import stress
+from typer.testing import CliRunner
 
 from md_cg import MdCG, Node, Scope, fsops
-from md_cg.errors import DuplicateIdError, IdCollisionError, LockTimeoutError
+from md_cg.cli import app
+from md_cg.errors import DuplicateIdError, IdCollisionError, InvalidArgumentError, LockTimeoutError
 
 # -- 1. the existence check and the write of one id are atomic across processes ------------------
 
@@ -546,6 +548,40 @@ def test_forget_removes_every_copy_sync_found_of_the_id(tmp_path: Path) -> None:
         assert [r.id for r in s.search("hunter2")[0] if not r.filler] == []
         assert [f.kind for f in s.health().findings] == []
     assert b"hunter2" not in b"".join(p.read_bytes() for p in root.rglob("*") if p.is_file())
+
+
+def test_delete_removes_the_copies_and_rename_refuses_an_id_held_twice(tmp_path: Path) -> None:
+    """A merge left an id in two files: ``delete`` removed one, said "deleted", and the next
+    sync brought the memory back from the other; ``rename`` moved one, and the next sync
+    brought the old id back beside the new one. Found by the session's git reviewer."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="cache", layer="self", body="Redis caches the session tokens."))
+        s.add(Node(id="other", layer="self", body="kept"))
+    copy = root / "knowledge" / "cond_infra_eb0de251" / "cache.md"
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes((root / "self" / "cache.md").read_bytes().replace(b"session", b"login"))
+    with MdCG(root) as s:
+        assert s.sync().duplicates == (("cache", "knowledge/cond_infra_eb0de251/cache.md"),)
+        held = r"cannot rename 'cache': it is also held by knowledge/cond_infra_eb0de251/cache.md \(a copy"
+        with pytest.raises(InvalidArgumentError, match=held):
+            s.rename("cache", "cache2")
+        assert s.ids() == ["cache", "other"] and copy.exists()
+        gone = s.delete("cache")
+        assert gone.copies == ("knowledge/cond_infra_eb0de251/cache.md",) and gone.node.body.startswith(
+            "Redis"
+        )
+        assert not copy.exists() and not (root / "self" / "cache.md").exists()
+        assert s.sync().added == () and s.ids() == ["other"]
+    with MdCG(root) as s:  # a fresh handle: the copy found on disk, without a sync
+        s.add(Node(id="n2", layer="self", body="two"))
+        (root / "contextual").mkdir(exist_ok=True)
+        (root / "contextual" / "n2.md").write_bytes((root / "self" / "n2.md").read_bytes())
+    result = CliRunner().invoke(app, ["--root", str(root), "delete", "n2"])
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines()[1] == "its copies removed too: contextual/n2.md"
+    with MdCG(root) as s:
+        assert s.sync().added == () and s.ids() == ["other"]
 
 
 def test_a_scoped_forget_leaves_another_scope_s_file_of_that_id(tmp_path: Path) -> None:
