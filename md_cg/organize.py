@@ -439,17 +439,22 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
     ``body`` (:func:`same_body`), best BM25 match first.
 
     The body's rarest terms ask the text index (an identical node holds them
-    all); at most :data:`IDENTICAL_POOL` hits are read to compare, with
-    ``store.get``, so a node the caller may not see is never named."""
+    all); a body of stop words only, which the index does not hold, is looked
+    for by its title among the entries. At most :data:`IDENTICAL_POOL` hits are
+    read to compare, with ``store.get``, so a node the caller may not see is
+    never named."""
     text_index = _text_index(store)
     if text_index is None:
         return []
     terms = [(t, 1.0) for t in _rare_terms(text_index, query_terms(body), POOL_TERMS)]
-    if not terms:
-        return []
-    scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
+    if terms:
+        scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
+        candidates = _visible_hits(store, text_index, terms, scope, IDENTICAL_POOL)
+    else:  # stop words only ("it is what it is"): nothing indexed; the titles tell
+        title = title_of(body)
+        candidates = [e.id for e in store.entries(layer) if e.title == title][:IDENTICAL_POOL]
     found = []
-    for node_id in _visible_hits(store, text_index, terms, scope, IDENTICAL_POOL):
+    for node_id in candidates:
         try:
             node = store.get(node_id)
         except NodeNotFoundError:

@@ -533,6 +533,27 @@ def test_add_unique_stores_a_body_once_and_never_names_a_hidden_memory(tmp_path:
         r.add_unique(layer="self", body="anything")
 
 
+def test_a_body_of_stop_words_or_emoji_is_stored_once(tmp_path: Path) -> None:
+    """Such a body has no index term: add_unique stored "a" or "it is what it is" again on
+    every call (reviewer's find). The entries' titles find it now, never another scope's."""
+    with MdCG(tmp_path / "m") as s:
+        bodies = ["a", "it is what it is", "I am here", "👍", "to be or not to be"]
+        first = [s.add_unique(layer="self", body=b) for b in bodies]
+        assert [created for _, created in first] == [True] * 5
+        again = [s.add_unique(layer="self", body=b + "\n") for b in bodies]
+        assert [(n.id, created) for n, created in again] == [(n.id, False) for n, _ in first]
+        assert s.identical("it is what it is") == [first[1][0].id] and s.identical("it is what it") == []
+        assert s.add_unique(layer="contextual", body="a")[1] is True  # another layer
+        assert len(s) == 6
+    with MdCG(tmp_path / "m", scope=Scope(agent="c")) as c:
+        assert c.add_unique(layer="self", body="a")[1] is False  # the shared one
+        theirs, created = c.add_unique(layer="knowledge", body="I am")
+        assert created and theirs.agent_scope == "c"
+    with MdCG(tmp_path / "m", scope=Scope(agent="b")) as b:
+        node, created = b.add_unique(layer="knowledge", body="I am")  # c's is not b's to see
+        assert created and node.agent_scope == "b" and node.id != theirs.id
+
+
 def _add_same(root: str, barrier: Any, out: Any) -> None:
     with MdCG(root) as s:
         barrier.wait()
