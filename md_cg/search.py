@@ -249,7 +249,9 @@ def run(
     covered, covered_total = covered_negatives(state, expansion.terms, limit=neg_limit, hidden=hidden)
     ladder.timings["covered_neg"] = (time.perf_counter() - t) * 1000
     total = len(state.entries) - len(hidden)  # hidden ids are indexed ids (visibility.Filter)
-    largest_scope = max(ladder.scanned.values(), default=0)
+    # A scope scanned holds the hidden nodes too (left out after): never more than the caller's store.
+    scanned = {tier: min(n, total) for tier, n in ladder.scanned.items()}
+    largest_scope = max(scanned.values(), default=0)
     meta: dict[str, Any] = {
         "query": query,
         "k": k,
@@ -263,7 +265,7 @@ def run(
         "terms": [[term, weight] for term, weight in expansion.terms],
         "words": _words(query, expansion.synonyms),
         "scanned": largest_scope,
-        "scanned_by_tier": ladder.scanned,
+        "scanned_by_tier": scanned,
         "scanned_share": min(1.0, largest_scope / total) if total else 0.0,
         "store_size": total,
         "covered_neg": covered,

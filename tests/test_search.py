@@ -468,3 +468,15 @@ def test_a_word_that_only_shares_letters_is_no_evidence_a_typo_is(tmp_path: Path
         for query, want in (("binery serch", "bs"), ("externalties", "ext"), ("Plto", "plato")):
             found = [r for r in s.search(query)[0] if not r.filler]
             assert found and found[0].id == want and "fuzzy" in found[0].evidence, query
+
+
+def test_scanned_never_exceeds_the_callers_store(tmp_path: Path) -> None:
+    """Archived nodes are in the scopes a search scans but not in its store: the summary
+    said ``scanned 3/1`` (reviewer's find). Counts are of the caller's store now."""
+    with MdCG(tmp_path / "m") as s:
+        for i in "abc":
+            s.add(Node(id=i, layer="knowledge", body=f"recipe note {i}"))
+        s.archive(["b", "c"])
+        _, meta = s.search("recipe")
+        assert (meta["scanned"], meta["scanned_by_tier"], meta["store_size"]) == (1, {"T2": 1, "T3": 1}, 1)
+        assert meta["scanned_share"] == 1.0
