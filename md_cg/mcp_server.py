@@ -518,7 +518,8 @@ def search_reply(
 
 
 def _dated(e: Entry) -> dict[str, Any]:
-    """A memory's last change (ISO) and its first tags, clipped."""
+    """A memory's last change (ISO; left out when its file carries no time) and its first
+    tags, clipped."""
     tags, room = [], TAG_CHARS
     for tag in e.tags[:TAGS_SHOWN]:
         shown = clip(tag, min(TERM_CHARS, room))
@@ -526,7 +527,8 @@ def _dated(e: Entry) -> dict[str, Any]:
         if room < 0 or not shown:
             break
         tags.append(shown)
-    return {"updated": iso(e.updated_at if e.updated_at is not None else e.created_at), "tags": tags}
+    updated = iso(e.updated_at if e.updated_at is not None else e.created_at)
+    return {**({"updated": updated} if updated is not None else {}), "tags": tags}  # no time: left out
 
 
 def _list_item(e: Entry) -> dict[str, Any]:

@@ -1039,3 +1039,26 @@ def test_list_marks_a_superseded_memory(tmp_path: Path) -> None:
 
     anyio.run(run)
     server.store.close()
+
+
+def test_a_memory_without_times_has_no_updated_key() -> None:
+    """A hand-written file without created_at/updated_at gave ``"updated": null``, while
+    the docs say empty optional fields are left out (reviewer's find)."""
+    from md_cg import Node
+    from md_cg.index import make_entry
+    from md_cg.mcp_server import _dated, _list_item
+
+    bare = make_entry(
+        Node(id="dave2", layer="knowledge", body="hand written 手写的笔记"), "knowledge/dave2.md", 0, 1
+    )
+    assert _dated(bare) == {"tags": []}
+    assert _list_item(bare) == {
+        "id": "dave2",
+        "layer": "knowledge",
+        "title": "hand written 手写的笔记",
+        "tags": [],
+    }
+    stamped = make_entry(
+        Node(id="x", layer="knowledge", body="b", created_at=1764900000.0), "knowledge/x.md", 0, 1
+    )
+    assert _dated(stamped) == {"updated": "2025-12-05T02:00:00Z", "tags": []}
