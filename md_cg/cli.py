@@ -468,16 +468,15 @@ def init(
         store.init_folder()
         how = install(store.root)
         done = configure_clone(store.root) if git else []
+        if git:  # the driver is enabled: only the commit is left to do
+            how = f"{store.root / '.gitattributes'} sends node files to the md-cg merge driver (commit it)\n"
         if json_out:
             _print_json({"root": str(store.root), "nodes": len(store), "merge_driver": how, "git": done})
         else:
             typer.echo(f"store ready at {store.root} ({len(store)} nodes)")
+            typer.echo(how, nl=False)
             if git:
-                attributes = store.root / ".gitattributes"
-                typer.echo(f"{attributes} sends node files to the md-cg merge driver (commit it)")
                 typer.echo("\n".join(done))
-            else:
-                typer.echo(how, nl=False)
 
 
 def _check_work_tree(root: Path) -> None:

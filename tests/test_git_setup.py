@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -41,6 +42,11 @@ def test_a_pull_is_seen_by_the_next_search_without_a_sync(tmp_path: Path) -> Non
         *(f"{hooks / name}: syncs mem after git changes its files" for name in HOOKS),
     ]
     assert git(a, "config", "merge.mdcg.driver").stdout.strip() == driver_command()
+    as_json = runner.invoke(
+        app, ["init", "--git", "--json", "--root", str(a / "mem")], catch_exceptions=False
+    )
+    told = json.loads(as_json.stdout)["merge_driver"]  # --git enabled it: no `git config` left to run
+    assert told == f"{a / 'mem' / '.gitattributes'} sends node files to the md-cg merge driver (commit it)\n"
     for name in HOOKS:
         hook = hooks / name
         assert hook.read_text() == (
