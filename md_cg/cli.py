@@ -102,6 +102,7 @@ COMMANDS: tuple[str, ...] = (
     "rename",
     "delete",
     "forget",
+    "keep",
     "archive",
     "unarchive",
     "supersede",
@@ -1070,6 +1071,17 @@ def forget(
     _echo_left(deleted)
 
 
+@app.command()
+def keep(ctx: typer.Context, node_id: IdArg, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+    """Keep a memory forgotten here that a git merge or checkout brought back (health stops naming it)."""
+    with _open(ctx, root) as store:
+        store.keep_returned(node_id)
+    if json_out:
+        _print_json({"id": node_id, "kept": True})
+    else:
+        typer.echo(f"{node_id}: kept (no longer reported as forgotten and back)")
+
+
 IdsArg = Annotated[list[str], typer.Argument(metavar="ID...", help="Node ids.")]
 
 
@@ -1483,8 +1495,8 @@ def sync(
     """Reconcile the index with .md files added, edited, moved or deleted by hand.
 
     Exits 1 when something needs a person (malformed files, duplicate or twin
-    ids, symlinks, unresolved git merge conflicts): those are reported, never
-    moved or deleted.
+    ids, symlinks, unresolved git merge conflicts, a memory forgotten here that
+    a merge brought back): those are reported, never moved or deleted.
     """
     with _open(ctx, root) as store, _status(ctx, quiet, "syncing"):
         report = store.sync()

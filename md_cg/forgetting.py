@@ -205,7 +205,7 @@ def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Findin
                 "forgotten_returned",
                 f"forgotten in this clone on {when} ({record.get('reason', '')!s:.80}), and its file is "
                 "back (a merge or checkout brought it, or a forget stopped before it removed the file): "
-                "forget it again, or keep it",
+                "forget it again, or keep it (mdcg keep, keep_returned)",
                 e.path,
                 node_id,
             )

@@ -27,6 +27,7 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
 from . import access, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
@@ -243,8 +244,10 @@ def _remove_abandoned_temps(
 # -- sync ---------------------------------------------------------------------------
 
 
-def sync(engine: Engine) -> SyncReport:
-    """Reconcile the index with the files (see the module docstring)."""
+def sync(engine: Engine, forgotten: Mapping[str, float] | None = None) -> SyncReport:
+    """Reconcile the index with the files (see the module docstring). ``forgotten``: id ->
+    time of its last forget in this clone; a file of such an id created before then that
+    this sync takes in is reported as ``returned``."""
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
@@ -257,7 +260,11 @@ def sync(engine: Engine) -> SyncReport:
         undone = engine.journal.undone - undone
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
-            return _sync_locked(engine, recovered, undone)
+            report = _sync_locked(engine, recovered, undone)
+    gone, entries = forgotten or {}, engine.state.entries
+    added = [entries[i] for i in report.added if i in gone and i in entries]
+    back = tuple((e.id, e.path) for e in added if e.created_at is not None and e.created_at < gone[e.id])
+    return replace(report, returned=back) if back else report
 
 
 def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:

@@ -684,7 +684,7 @@ def sync_line(rel: str, python: str | None = None) -> str:
     where = shlex.quote(rel)
     # The folder's name is data: quoted as one word in both places, never spliced into
     # a quoted string (a name holding a quote would otherwise run as shell code).
-    warning = f"md-cg: sync of the store {rel} failed or found problems; see: mdcg sync --root {where}"
+    warning = f"md-cg: sync of the store {rel} failed or found problems; see: mdcg health --root {where}"
     return f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || echo {shlex.quote(warning)} >&2"
 
 

@@ -548,6 +548,7 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("twin ids (differ only by case; rename one)", [" / ".join(t) for t in report.twins]),
         ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
+        ("forgotten here and back (forget again, or mdcg keep)", [f"{i} at {p}" for i, p in report.returned]),
     ]
     out = []
     finished = report.recovered - report.undone

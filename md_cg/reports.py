@@ -112,6 +112,9 @@ class SyncReport:
     refused: tuple[tuple[str, str], ...] = ()  # (path, reason): symlinks and the like, never followed
     twins: tuple[tuple[str, ...], ...] = ()  # ids colliding on case-insensitive file systems
     conflicts: tuple[tuple[str, str], ...] = ()  # (id, path): git merge conflicts left to resolve
+    #: (id, path) of each memory forgotten in this clone whose file this sync took in
+    #: again (a merge kept another clone's edit of it): forget it again, or keep it
+    returned: tuple[tuple[str, str], ...] = ()
     recovered: int = 0  # interrupted commits closed: rolled forward, or back (``undone``)
     temp_removed: tuple[str, ...] = ()
     #: of ``recovered``, the commits rolled back: a temp file torn or missing
@@ -143,9 +146,16 @@ class SyncReport:
     @property
     def problems(self) -> bool:
         """True when something needs a person: malformed files, duplicates, twins, refused
-        paths, unresolved merge conflicts (also those withheld from a scoped handle)."""
+        paths, unresolved merge conflicts (also those withheld from a scoped handle), forgotten
+        memories back."""
         return bool(
-            self.malformed or self.duplicates or self.refused or self.twins or self.conflicts or self.withheld
+            self.malformed
+            or self.duplicates
+            or self.refused
+            or self.twins
+            or self.conflicts
+            or self.withheld
+            or self.returned
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -155,6 +165,7 @@ class SyncReport:
         d["refused"] = [{"path": p, "reason": r} for p, r in self.refused]
         d["twins"] = [list(t) for t in self.twins]
         d["conflicts"] = [{"id": i, "path": p} for i, p in self.conflicts]
+        d["returned"] = [{"id": i, "path": p} for i, p in self.returned]
         return d
 
 
@@ -210,6 +221,7 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         refused=(),
         twins=(),
         conflicts=tuple(c for c in report.conflicts if seen(c[0])),
+        returned=tuple(r for r in report.returned if seen(r[0])),
         temp_removed=(),
         withheld=report.withheld
         + len(report.malformed)

@@ -649,7 +649,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         is told only of the nodes it sees (:func:`md_cg.reports.scoped_sync`).
         """
         seen = self._seer()
-        report = maintenance.sync(self._engine)
+        report = maintenance.sync(self._engine, audit.forget_times(self.log(paths.AUDIT_DIR)))
         return report if seen is None else reports.scoped_sync(report, seen)
 
     def sync_if_changed(self, min_interval: float = 1.0) -> SyncReport | None:

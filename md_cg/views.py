@@ -502,6 +502,31 @@ class Lifecycle(_Handle):
                 self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope, scope=self._scope
             )
 
+    def keep_returned(self, node_id: str) -> None:
+        """Keep a memory forgotten in this clone that a merge or checkout brought back
+        (``health()``'s ``forgotten_returned``, ``SyncReport.returned``): a ``restored``
+        record in the audit log, so it is no longer reported. Raises
+        :class:`NodeNotFoundError` for an id the caller does not see, and
+        :class:`InvalidArgumentError` for one that is not such a memory."""
+        self._engine.ensure_writable()
+        entry = self._engine.entry(check_id(node_id))
+        self._check_scope(entry)
+        log = self.log(paths.AUDIT_DIR)
+        forgot = audit.forget_times(log).get(node_id)
+        if forgot is None or entry.created_at is None or entry.created_at >= forgot:
+            raise InvalidArgumentError(
+                f"{node_id!r} is not a memory forgotten in this clone whose file came back; nothing to keep",
+                name="node_id",
+                value=node_id,
+            )
+        record = {
+            "event": audit.RESTORED,
+            "id": node_id,
+            "layer": entry.layer,
+            "reason": "kept after it came back",
+        }
+        log.append([{**record, "time": time.time(), **visibility.scope_fields(entry)}], durable=True)
+
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         """The node of ``add``: the one given, or one built from keyword fields."""
         if node is not None:

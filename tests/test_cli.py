@@ -72,7 +72,7 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     names = list(group.commands)  # type: ignore[attr-defined]
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
-        "init", "add", "get", "show", "list", "update", "edit", "rename", "delete", "forget", "archive",
+        "init", "add", "get", "show", "list", "update", "edit", "rename", "delete", "forget", "keep", "archive",
         "unarchive", "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
         "verify", "reflect", "sync", "health", "census", "migrate", "import", "export", "rebuild", "compact",
         "bench", "demo", "mcp",
@@ -1337,3 +1337,27 @@ def test_export_names_what_it_could_not_read_and_add_keeps_an_archived_id(
     assert (
         (root / "archive" / "knowledge" / "orphan" / "h.md").read_text(encoding="utf-8").endswith("Fine.\n")
     )
+
+
+def test_sync_names_a_forgotten_memory_back_and_keep_settles_it(runner: CliRunner, root: Path) -> None:
+    """A forgotten memory whose file came back was taken in with 'in sync' and exit 0
+    (a pull's hook said nothing), and nothing could 'keep it' as health advised."""
+    with MdCG(root) as s:
+        rel = s.entry("kp_bsearch").path
+        text = (root / rel).read_bytes()
+    run(runner, "forget", "kp_bsearch", "--reason", "wrong", "--force", "--root", root)
+    (root / rel).parent.mkdir(parents=True, exist_ok=True)
+    (root / rel).write_bytes(text)
+    out = run(runner, "sync", "--root", root, code=1).stdout.splitlines()
+    assert out == [
+        "added (1): kp_bsearch",
+        f"forgotten here and back (forget again, or mdcg keep) (1): kp_bsearch at {rel}",
+    ]
+    assert (
+        run(runner, "keep", "kp_bsearch", "--root", root).stdout
+        == "kp_bsearch: kept (no longer reported as forgotten and back)\n"
+    )
+    assert "forgotten_returned" not in run(runner, "health", "--root", root, "--json").stdout
+    err = run(runner, "keep", "kp_bsearch", "--root", root, code=2).stderr
+    why = "is not a memory forgotten in this clone whose file came back; nothing to keep"
+    assert err == f"error: 'kp_bsearch' {why}\n"

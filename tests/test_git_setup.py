@@ -153,12 +153,12 @@ def test_a_store_folder_named_with_quotes_runs_no_shell_code_from_the_hook(tmp_p
     assert not (tmp_path / "PWNED").exists()
     assert done.stderr == (
         "md-cg: sync of the store q'$(touch PWNED)' failed or found problems; "
-        "see: mdcg sync --root 'q'\"'\"'$(touch PWNED)'\"'\"''\n"
+        "see: mdcg health --root 'q'\"'\"'$(touch PWNED)'\"'\"''\n"
     )
     # the command it suggests works when pasted: the name quoted as one word
     line = sync_line("bob's mem", python="/bin/false")
     done = subprocess.run(["sh", "-c", line], cwd=tmp_path, capture_output=True, text=True, check=False)
     assert done.stderr == (
         "md-cg: sync of the store bob's mem failed or found problems; "
-        "see: mdcg sync --root 'bob'\"'\"'s mem'\n"
+        "see: mdcg health --root 'bob'\"'\"'s mem'\n"
     )

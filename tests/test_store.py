@@ -500,14 +500,22 @@ def test_health_names_a_forgotten_node_whose_file_came_back(tmp_path: Path) -> N
         s.add(knowledge("again", body="The user swims on Fridays"))
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_bytes(text)  # what git brings back
-        s.sync()
+        report = s.sync()  # the sync that takes it in says so (a pull's hook exits 1 then)
+        assert (report.added, report.returned, report.problems) == (("gym",), (("gym", rel),), True)
         found = [(f.kind, f.node_id, f.path) for f in s.health().findings]
         assert found == [("forgotten_returned", "gym", rel)]
         detail = s.health().findings[0].detail
         assert detail.startswith("forgotten in this clone on ") and detail.endswith(
             " (wrong), and its file is back (a merge or checkout brought it, or a forget stopped before it "
-            "removed the file): forget it again, or keep it"
+            "removed the file): forget it again, or keep it (mdcg keep, keep_returned)"
         )
+        with pytest.raises(InvalidArgumentError, match="'again' is not a memory forgotten in this clone"):
+            s.keep_returned("again")  # added again after its forget: a new memory
+        s.keep_returned("gym")
+        assert s.health().findings == () and s.get("gym").body == "The user goes to the gym on Mondays"
+        s.forget("gym", "wrong, again")
+        (root / rel).write_bytes(text)
+        assert s.sync().returned == (("gym", rel),)  # forgotten again, back again: told again
         s.forget("gym", "wrong, again")
         assert s.health().findings == ()
 
