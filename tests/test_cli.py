@@ -72,10 +72,10 @@ def test_the_commands_exist_have_help_and_are_documented(runner: CliRunner) -> N
     names = list(group.commands)  # type: ignore[attr-defined]
     assert sorted(names) == sorted(COMMANDS)
     assert set(COMMANDS) == {
-        "init", "add", "get", "show", "list", "update", "edit", "rename", "delete", "forget", "keep", "archive",
-        "unarchive", "supersede", "sweep", "organize", "stats", "today", "inject", "search", "neighbours",
-        "verify", "reflect", "sync", "health", "census", "migrate", "import", "export", "rebuild", "compact",
-        "bench", "demo", "mcp",
+        "init", "add", "get", "show", "list", "update", "edit", "rename", "delete", "forget", "keep",
+        "archive", "unarchive", "supersede", "sweep", "organize", "stats", "today", "inject", "search",
+        "neighbours", "verify", "reflect", "sync", "health", "census", "migrate", "import", "export",
+        "rebuild", "compact", "bench", "demo", "mcp",
     }  # fmt: skip
     docs = DOCS.read_text(encoding="utf-8")
     top = run(runner, "--help").stdout
