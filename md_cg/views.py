@@ -541,9 +541,17 @@ class Lifecycle(_Handle):
                 f"unknown node field(s): {', '.join(sorted(unknown))} (put custom keys in extra={{...}})",
                 field=sorted(unknown)[0],
             )
-        if fields_.get("id") is None:
-            fields_["id"] = slug_id(fields_.get("body") or "")
-        return Node(**fields_)
+        if fields_.get("id") is not None:
+            return Node(**fields_)
+        fields_["id"] = slug_id(fields_.get("body") or "")
+        node = Node(**fields_)
+        try:  # what add checks first, so that a problem is not told of an id the caller never gave
+            editing.require_text(validate(node))
+            editing.require_usable(node)
+            return node
+        except InvalidNodeError as exc:
+            said = str(exc).removeprefix(f"node {node.id!r}: ")
+            raise type(exc)(f"the new memory: {said}", field=exc.field, value=exc.value) from None
 
     def _changer(
         self, node_id: str, changes: dict[str, Any], now: float, decided: list[tuple[Node, Any]]

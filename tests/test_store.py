@@ -543,3 +543,30 @@ def test_health_names_a_node_file_moved_outside_the_layer_folders(tmp_path: Path
                 "move it into knowledge/ and run sync()",
             )
         ]
+
+
+def test_a_problem_of_a_memory_without_an_id_does_not_name_the_id_it_would_get(tmp_path: Path) -> None:
+    """``mdcg add --edge kp_2:badtype "edge test"`` said ``node 'edge-test-69ddcc': ...``, an id
+    the caller never gave and that was never stored (reviewer's find)."""
+    with MdCG(tmp_path / "m") as s:
+        cases = [
+            (
+                {"body": "# \n"},
+                "body",
+                "the new memory: the body holds only heading marks (#); a memory needs some text",
+            ),
+            (
+                {"body": "x", "importance": 7},
+                "importance",
+                "the new memory: field 'importance' must be a number between 0 and 1 (got 7)",
+            ),
+        ]
+        for fields, field, message in cases:
+            with pytest.raises(InvalidNodeError) as err:
+                s.add(**fields)
+            assert (str(err.value), err.value.field, err.value.node_id) == (message, field, None)
+            with pytest.raises(InvalidNodeError, match=r"^the new memory: "):
+                s.add_unique(**fields)
+        with pytest.raises(InvalidNodeError, match=r"^node 'given': field 'importance'"):
+            s.add(id="given", body="x", importance=7)  # an id the caller gave is named
+        assert len(s) == 0
