@@ -192,7 +192,8 @@ def rename(
         check_layer(layer)
     if paths.id_key(old_id) == paths.id_key(new_id) and old_id != new_id:
         raise InvalidArgumentError(
-            f"{old_id!r} and {new_id!r} differ only by case or normalisation: one file on macOS/Windows",
+            f"{old_id!r} and {new_id!r} differ only by case or normalisation: one file on macOS/Windows; "
+            "to change only that, rename it to another id first, then to this one",
             name="new_id",
             value=new_id,
         )

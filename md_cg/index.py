@@ -151,14 +151,19 @@ def text_terms(text: str) -> dict[str, int]:
     return {t: min(c, TF_MAX) for t, c in Counter(analyze(text)).items()}
 
 
+#: Git's conflict marker lines: never a memory's title (a body a merge left in conflict).
+_MARKER_LINES = ("<<<<<<<", "|||||||", "=======", ">>>>>>>")
+
+
 def title_of(body: str) -> str:
-    """First non-empty body line, without Markdown heading marks, shortened."""
+    """First non-empty body line that is not a git conflict marker, without Markdown
+    heading marks, shortened."""
     start, end = 0, len(body)
     while start < end:
         nl = body.find("\n", start)
         stop = end if nl < 0 else nl
         text = body[start:stop].strip().lstrip("#").strip()
-        if text:
+        if text and not (text[0] in "<|=>" and text.startswith(_MARKER_LINES)):
             return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
         start = stop + 1
     return ""

@@ -172,6 +172,18 @@ def _latest(base: Any, ours: Any, theirs: Any) -> Any:
     return present[max(range(len(present)), key=known.__getitem__)]
 
 
+def _earliest(base: Any, ours: Any, theirs: Any) -> Any:
+    """The earlier instant of the two sides: when both set it differently (two clones
+    added the id apart, or one corrected it) the memory is at least as old as that."""
+    try:
+        return _three_way(base, ours, theirs, time=True)
+    except _Conflict:
+        mine, other = (None if v is _ABSENT else _instant(v) for v in (ours, theirs))
+        if mine is None or other is None:
+            raise
+        return ours if mine <= other else theirs
+
+
 def _largest_count(base: Any, ours: Any, theirs: Any) -> Any:
     present = [v for v in (ours, theirs) if v is not _ABSENT]
     if not present:
@@ -336,6 +348,7 @@ _RULES: dict[str, Callable[[Any, Any, Any], Any]] = {
     "verification_history": _merge_history,
     "access_count": _largest_count,
     "edges": _merge_edges,
+    "created_at": _earliest,
     **{name: _latest for name in _MAX_TIME_FIELDS},
     **{name: _merge_set for name in _SET_FIELDS},
     **{name: _merge_mapping for name in _KEYED_FIELDS},

@@ -545,7 +545,7 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("temp files removed", list(report.temp_removed)),
         ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
         ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
-        ("twin ids (differ only by case; rename one)", [" / ".join(t) for t in report.twins]),
+        ("twin ids (differ only by case or Unicode form; rename one)", [" / ".join(t) for t in report.twins]),
         ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
         ("forgotten here and back (forget again, or mdcg keep)", [f"{i} at {p}" for i, p in report.returned]),

@@ -239,6 +239,20 @@ def test_both_sides_adding_the_same_id_merge_against_an_empty_base() -> None:
     assert result.data == text(body=body, importance=0.1, extra={CONFLICT_KEY: record})
 
 
+def test_created_at_set_apart_on_both_sides_takes_the_earlier() -> None:
+    """Two clones adding one id always conflicted on created_at, which ``mdcg update``
+    cannot settle (git reviewer's find); the memory is as old as the earlier one."""
+    result = merge(b"", text(body="A\n", created_at=20.0), text(body="A\n", created_at=10.0))
+    assert (result.clean, result.conflict) == (True, None)
+    assert parsed(result).created_at == 10.0
+    one = merge(
+        text(body="A\n", created_at=5.0), text(body="A\n", created_at=30.0), text(body="B\n", created_at=5.0)
+    )
+    assert one.clean and (parsed(one).created_at, parsed(one).body) == (30.0, "B\n")  # one side changed it
+    dropped = merge(text(body="A\n", created_at=5.0), text(body="A\n", created_at=9.0), text(body="A\n"))
+    assert not dropped.clean and set(dropped.conflict["fields"]) == {"created_at"}  # removed against changed
+
+
 def test_an_unresolved_conflict_is_carried_through_a_later_merge() -> None:
     record = {"fields": {"importance": {"ours": 0.7, "base": 0.5, "theirs": 0.9}}, "body": False}
     base = text(importance=0.7, body="x\n", extra={CONFLICT_KEY: record})
@@ -711,3 +725,16 @@ def _conflicted(root: Path, node_id: str, first: str, merged: str, record: dict[
     (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
     with MdCG(root) as store:
         store.sync()
+
+
+def test_a_conflicted_body_is_not_titled_by_a_marker_line(tmp_path: Path) -> None:
+    """Search listed such a memory as ``<<<<<<< ours`` (git reviewer's find)."""
+    body = "<<<<<<< ours\nThe deadline is the 14th.\n||||||| base\n=======\n"
+    body += "The deadline is the 21st.\n>>>>>>> theirs\n"
+    root = tmp_path / "m"
+    MdCG(root).close()
+    (root / PATH).write_bytes(text(body=body))
+    with MdCG(root) as s:
+        assert s.sync().conflicts == (("n1", PATH),)
+        assert s.entry("n1").title == "The deadline is the 14th."
+        assert [r.title for r in s.search("deadline")[0]] == ["The deadline is the 14th."]
