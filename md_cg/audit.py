@@ -21,15 +21,60 @@ Imports :mod:`md_cg.logs` and :mod:`md_cg.visibility`.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .errors import MalformedNodeFileError, UnsafePathError
+from .index import Entry
 from .logs import AppendLog
+from .node import Node
 from .visibility import Scope
 
 #: The record a rename leaves: a migration re-run does not bring the old id back.
 RENAMED = "renamed"
 #: The record of a forgotten (or renamed) id brought back on purpose (a migration with overwrite).
 RESTORED = "restored"
+#: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
+#: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
+RENAMED_FROM = "renamed_from"
+#: Earlier ids a node keeps in :data:`RENAMED_FROM`.
+MAX_RENAMED_FROM = 16
+
+
+def earlier_ids(node: Node) -> list[str]:
+    """The ids ``node`` had before its renames (:data:`RENAMED_FROM`), as far as the file
+    tells: a value that is not a list of strings (a hand edit) tells nothing."""
+    prior = node.extra.get(RENAMED_FROM)
+    return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
+
+
+def under_new_ids(
+    entries: Iterable[Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
+) -> list[tuple[Entry, str, dict[str, Any]]]:
+    """(entry, forgotten id, its tombstone) of each node that is a forgotten memory under
+    another id: created at the very instant the forgotten node was (the tombstone's
+    ``created_at``), its file written after the forget (a merge brought it), and its
+    :data:`RENAMED_FROM` naming the forgotten id (another clone renamed it before the
+    forget reached it). Only such candidates are read."""
+    by_time: dict[float, list[tuple[str, dict[str, Any]]]] = {}
+    for node_id, record in forgets.items():
+        made = record.get("created_at")
+        if type(made) is float:
+            by_time.setdefault(made, []).append((node_id, record))
+    out: list[tuple[Entry, str, dict[str, Any]]] = []
+    if not by_time:
+        return out
+    for e in entries:
+        for node_id, record in by_time.get(e.created_at, ()) if e.created_at is not None else ():
+            if node_id == e.id or e.mtime_ns <= record["time"] * 1e9:
+                continue
+            try:
+                node = read(e.path)
+            except (OSError, MalformedNodeFileError, UnsafePathError):
+                continue
+            if node_id in earlier_ids(node):
+                out.append((e, node_id, record))
+    return out
 
 
 def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -70,7 +115,13 @@ def last_forgets(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
     return last_departures([r for r in records if r.get("event") != RENAMED])
 
 
+def forget_records(audit: AppendLog) -> dict[str, dict[str, Any]]:
+    """Id -> the last forget (or sweep) tombstone of each id forgotten, whether or not a
+    memory holds the id again."""
+    return last_forgets(tombstones_only(audit))
+
+
 def forget_times(audit: AppendLog) -> dict[str, float]:
     """Id -> time of the last forget (or sweep) of each id forgotten, whether or not
     a memory holds the id again."""
-    return {i: float(r["time"]) for i, r in last_forgets(tombstones_only(audit)).items()}
+    return {i: float(r["time"]) for i, r in forget_records(audit).items()}

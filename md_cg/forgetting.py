@@ -42,7 +42,7 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import check_id
+from .node import Node, check_id
 from .reports import Deleted, Finding
 from .visibility import Scope
 
@@ -124,6 +124,8 @@ def forget_many(
                         "reason": why,
                         "time": now,
                         "dangling": [list(x) for x in incoming[e.id]],
+                        # when it was made, not what it said: a clone that renamed it is told by it
+                        **({"created_at": e.created_at} if e.created_at is not None else {}),
                         **visibility.scope_fields(e),
                     }
                     for e in entries
@@ -190,12 +192,71 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
     return engine.state.entries.get(entry.id)
 
 
-def returned(state: IndexState, tombstones: list[dict[str, Any]]) -> list[Finding]:
+def returned(
+    state: IndexState, records: list[dict[str, Any]], engine: Engine
+) -> tuple[list[Finding], set[str]]:
+    """What the audit ``records`` say came back (:func:`_back_as_it_was`, then
+    :func:`_back_renamed`), and the ``renamed_returned`` findings: an id renamed in
+    this clone whose file is back beside the new one (a merge kept another clone's
+    edit of the old id); and the ids the records name as forgotten."""
+    out = _back_as_it_was(state, records) + _back_renamed(state, records, engine.read_node)
+    gone = {r["id"] for r in records if isinstance(r.get("id"), str) and r.get("event") != audit.RENAMED}
+    renames: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if record.get("event") == audit.RENAMED and isinstance(record.get("to"), str):
+            renames[record["id"]] = record
+        elif isinstance(record.get("id"), str):
+            renames.pop(record["id"], None)  # forgotten or restored since: not a rename's business
+    for old_id, record in sorted(renames.items()):
+        e = state.entries.get(old_id)
+        if (
+            e is None
+            or e.created_at is None
+            or e.created_at >= record["time"]
+            or record["to"] not in state.entries
+        ):
+            continue
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+        out.append(
+            Finding(
+                "renamed_returned",
+                f"renamed to {record['to']!r} in this clone on {when}, and a file of the old id is back "
+                f"(a merge kept another clone's edit of it): take what you need into {record['to']!r}, "
+                "then delete this one",
+                e.path,
+                old_id,
+            )
+        )
+    return out, gone
+
+
+def _back_renamed(
+    state: IndexState, records: list[dict[str, Any]], read: Callable[[str], Node]
+) -> list[Finding]:
+    """``forgotten_returned`` for a forgotten memory back under another id (another clone
+    renamed it before the forget reached it): :func:`md_cg.audit.under_new_ids`."""
+    out = []
+    for e, node_id, record in audit.under_new_ids(state.entries.values(), audit.last_forgets(records), read):
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+        out.append(
+            Finding(
+                "forgotten_returned",
+                f"forgotten in this clone as {node_id!r} on {when} ({record.get('reason', '')!s:.80}), and "
+                "back under this id (another clone renamed it before the forget reached it): forget it "
+                "again, or keep it (mdcg keep, keep_returned)",
+                e.path,
+                e.id,
+            )
+        )
+    return out
+
+
+def _back_as_it_was(state: IndexState, records: list[dict[str, Any]]) -> list[Finding]:
     """A ``forgotten_returned`` finding for each node forgotten in this clone whose file is
     back: one created before its tombstone (a merge that kept another clone's edit of
     it, a checkout of an older commit). A node added again under the id later is new."""
     out = []
-    for node_id, record in sorted(audit.last_forgets(tombstones).items()):
+    for node_id, record in sorted(audit.last_forgets(records).items()):
         e = state.entries.get(node_id)
         if e is None or e.created_at is None or e.created_at >= record["time"]:
             continue

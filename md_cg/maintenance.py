@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 from typing import Any
 
-from . import access, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
+from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
 from .engine import Engine
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
@@ -244,10 +244,11 @@ def _remove_abandoned_temps(
 # -- sync ---------------------------------------------------------------------------
 
 
-def sync(engine: Engine, forgotten: Mapping[str, float] | None = None) -> SyncReport:
+def sync(engine: Engine, forgotten: Mapping[str, dict[str, Any]] | None = None) -> SyncReport:
     """Reconcile the index with the files (see the module docstring). ``forgotten``: id ->
-    time of its last forget in this clone; a file of such an id created before then that
-    this sync takes in is reported as ``returned``."""
+    its last forget tombstone in this clone; a file this sync takes in that is such a
+    memory back (its id, created before the forget; or another id it was renamed to:
+    :func:`md_cg.audit.under_new_ids`) is reported as ``returned``."""
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
@@ -262,9 +263,10 @@ def sync(engine: Engine, forgotten: Mapping[str, float] | None = None) -> SyncRe
             engine.refresh()
             report = _sync_locked(engine, recovered, undone)
     gone, entries = forgotten or {}, engine.state.entries
-    added = [entries[i] for i in report.added if i in gone and i in entries]
-    back = tuple((e.id, e.path) for e in added if e.created_at is not None and e.created_at < gone[e.id])
-    return replace(report, returned=back) if back else report
+    added = [entries[i] for i in report.added if i in entries]
+    back = [(e.id, e.path) for e in added if e.id in gone and (e.created_at or 1e300) < gone[e.id]["time"]]
+    back += [(e.id, e.path) for e, _, _ in audit.under_new_ids(added, gone, engine.read_node)]
+    return replace(report, returned=tuple(sorted(set(back)))) if back else report
 
 
 def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:

@@ -38,6 +38,7 @@ FINDING_KINDS: dict[str, str] = {
     "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)
     "expired": "warning",  # a temporary node past its expiry, hidden from reads; sweep() removes it
     "forgotten_returned": "warning",  # a node forgotten in this clone whose file git brought back
+    "renamed_returned": "warning",  # an id renamed in this clone whose old file git brought back
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
     # a scoped handle's: problems about files it is not told of (their owner cannot be told)
     "withheld": "warning",

@@ -512,16 +512,23 @@ class Lifecycle(_Handle):
         entry = self._engine.entry(check_id(node_id))
         self._check_scope(entry)
         log = self.log(paths.AUDIT_DIR)
-        forgot = audit.forget_times(log).get(node_id)
-        if forgot is None or entry.created_at is None or entry.created_at >= forgot:
-            raise InvalidArgumentError(
-                f"{node_id!r} is not a memory forgotten in this clone whose file came back; nothing to keep",
-                name="node_id",
-                value=node_id,
-            )
+        forgets = audit.forget_records(log)
+        forgot = forgets.get(node_id, {}).get("time")
+        if forgot is not None and entry.created_at is not None and entry.created_at < forgot:
+            kept = node_id
+        else:  # or back under this id, another clone having renamed it
+            renamed = audit.under_new_ids([entry], forgets, self._engine.read_node)
+            if not renamed:
+                raise InvalidArgumentError(
+                    f"{node_id!r} is not a memory forgotten in this clone whose file came back; "
+                    "nothing to keep",
+                    name="node_id",
+                    value=node_id,
+                )
+            kept = renamed[0][1]
         record = {
             "event": audit.RESTORED,
-            "id": node_id,
+            "id": kept,
             "layer": entry.layer,
             "reason": "kept after it came back",
         }

@@ -162,3 +162,81 @@ def test_a_store_folder_named_with_quotes_runs_no_shell_code_from_the_hook(tmp_p
         "md-cg: sync of the store bob's mem failed or found problems; "
         "see: mdcg health --root 'bob'\"'\"'s mem'\n"
     )
+
+
+def _two_clones(tmp_path: Path, runner: CliRunner) -> tuple[Path, Path]:
+    git(tmp_path, "init", "-q", "--bare", "-b", "main", "hub.git")
+    git(tmp_path, "clone", "-q", "hub.git", "a")
+    init_git(runner, tmp_path / "a")
+    git(tmp_path / "a", "add", "-A")
+    git(tmp_path / "a", "commit", "-q", "-m", "init")
+    git(tmp_path / "a", "push", "-q", "origin", "HEAD:main")
+    git(tmp_path, "clone", "-q", "hub.git", "b")
+    init_git(runner, tmp_path / "b")
+    return tmp_path / "a", tmp_path / "b"
+
+
+def _commit_push(clone: Path, message: str) -> None:
+    git(clone, "add", "-A")
+    git(clone, "commit", "-q", "-m", message)
+    git(clone, "push", "-q", "origin", "HEAD:main")
+
+
+def test_a_forgotten_memory_renamed_in_another_clone_is_named_when_it_comes_back(tmp_path: Path) -> None:
+    """A forgets a secret while B renames it: after the merge it was back in A under the new
+    id and sync, health and search said nothing (git reviewer's find). The file now says
+    what it was called (``renamed_from``) and the tombstone when it was made."""
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    a, b = _two_clones(tmp_path, runner)
+    with MdCG(a / "mem") as s:
+        s.add(id="sec", body="The vault root token is hunter2.")
+    _commit_push(a, "sec")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    with MdCG(a / "mem") as s:
+        s.forget("sec", "leaked secret")
+    _commit_push(a, "forget sec")
+    with MdCG(b / "mem") as s:
+        s.rename("sec", "lab_token")
+        assert s.get("lab_token").extra == {"renamed_from": ["sec"]}
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "rename")
+    assert git(b, "pull", "-q", "--no-rebase", "origin", "main", check=False).returncode != 0  # rename/delete
+    _commit_push(b, "keep mine")
+    pulled = git(a, "pull", "-q", "--no-rebase", "origin", "main")
+    assert "found problems; see: mdcg health" in pulled.stderr  # the hook's sync said so
+    with MdCG(a / "mem") as s:
+        assert s.ids() == ["lab_token"]
+        (finding,) = s.health().findings
+        assert (finding.kind, finding.node_id) == ("forgotten_returned", "lab_token")
+        assert finding.detail.startswith("forgotten in this clone as 'sec' on ")
+        s.keep_returned("lab_token")
+        assert s.health().findings == ()
+
+
+def test_an_id_renamed_here_whose_old_file_a_merge_kept_is_named(tmp_path: Path) -> None:
+    """A edits and renames a note while B edits it: keeping B's side of the modify/delete
+    conflict left the memory under both ids, and no finding said so (git reviewer's find)."""
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    a, b = _two_clones(tmp_path, runner)
+    with MdCG(a / "mem") as s:
+        s.add(id="note", body="Use pnpm.")
+    _commit_push(a, "note")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    with MdCG(a / "mem") as s:
+        s.update("note", body="Use pnpm 9.")
+        s.rename("note", "pkg_manager")
+    _commit_push(a, "rename")
+    with MdCG(b / "mem") as s:
+        s.update("note", body="Use pnpm, never npm.")
+    git(b, "add", "-A")
+    git(b, "commit", "-q", "-m", "edit")
+    git(b, "pull", "-q", "--no-rebase", "origin", "main", check=False)
+    _commit_push(b, "keep mine")
+    git(a, "pull", "-q", "--no-rebase", "origin", "main")
+    with MdCG(a / "mem") as s:
+        assert s.ids() == ["note", "pkg_manager"]
+        (finding,) = s.health().findings
+        assert (finding.kind, finding.node_id) == ("renamed_returned", "note")
+        assert "renamed to 'pkg_manager' in this clone on " in finding.detail
+        s.delete("note")
+        assert s.health().findings == ()
