@@ -57,7 +57,7 @@ import orjson
 from . import nodefile
 from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
 from .node import LAYERS, Node, finite
-from .paths import ARCHIVE_DIR
+from .paths import ARCHIVE_DIR, META_DIR
 
 #: The frontmatter key that marks a node left with a true merge conflict.
 CONFLICT_KEY = "merge_conflict"
@@ -698,7 +698,16 @@ def sync_line(rel: str, python: str | None = None) -> str:
     # The folder's name is data: quoted as one word in both places, never spliced into
     # a quoted string (a name holding a quote would otherwise run as shell code).
     warning = f"md-cg: sync of the store {rel} failed or found problems; see: mdcg health --root {where}"
-    return f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || echo {shlex.quote(warning)} >&2"
+    state = f"{rel}/{META_DIR}" if rel != "." else META_DIR
+    tracked = (
+        f"md-cg: {state}/ is tracked by git, but it is each clone's own state (index, tombstones, access "
+        f"counts): a pull replaces it, and untracking it deletes it in the other clones. Copy "
+        f"{state}/audit/ aside in every clone, then: git rm -r --cached {shlex.quote(state)} (docs/git.md)"
+    )
+    # `if`, not `&&`: the hook must exit 0 (post-checkout's status becomes git checkout's)
+    listed = f"git ls-files --error-unmatch -- {shlex.quote(state)} >/dev/null 2>&1"
+    check = f"if {listed}; then echo {shlex.quote(tracked)} >&2; fi"
+    return f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || echo {shlex.quote(warning)} >&2; {check}"
 
 
 def _git(cwd: Path, *args: str) -> str:

@@ -240,3 +240,25 @@ def test_an_id_renamed_here_whose_old_file_a_merge_kept_is_named(tmp_path: Path)
         assert "renamed to 'pkg_manager' in this clone on " in finding.detail
         s.delete("note")
         assert s.health().findings == ()
+
+
+def test_the_hooks_warn_when_the_stores_state_folder_is_tracked(tmp_path: Path) -> None:
+    """One clone's ``git add -f mem/.mdcg`` replaced the other clones' index and tombstones at
+    their next pull, and nothing said so (git reviewer's find). The hooks warn, and still exit 0."""
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    a, b = _two_clones(tmp_path, runner)
+    with MdCG(a / "mem") as s:
+        s.add(id="lions", body="Lions sleep 20 hours a day.")
+    git(a, "add", "-A")
+    git(a, "add", "-f", "mem/.mdcg")
+    git(a, "commit", "-q", "-m", "oops")
+    git(a, "push", "-q", "origin", "HEAD:main")
+    pulled = git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    assert "md-cg: mem/.mdcg/ is tracked by git, but it is each clone's own state" in pulled.stderr
+    assert "git rm -r --cached mem/.mdcg (docs/git.md)" in pulled.stderr
+    done = git(b, "checkout", "-q", "HEAD~1", "--", "mem")  # post-checkout: exit 0 all the same
+    assert done.returncode == 0 and "is tracked by git" in done.stderr
+    git(a, "rm", "-r", "-q", "--cached", "mem/.mdcg")
+    git(a, "commit", "-q", "-m", "untrack")
+    quiet = git(a, "checkout", "-q", "HEAD", "--", "mem")
+    assert "is tracked by git" not in quiet.stderr
