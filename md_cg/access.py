@@ -90,7 +90,8 @@ def read_counts(
 ) -> AccessTail:
     """Add up every access line written after ``offsets`` (default: the last fold).
 
-    ``forgotten``: id -> time of its last forget; an access of the id before
+    ``forgotten``: id -> time it last left the store (forgotten, swept or renamed away:
+    :func:`md_cg.audit.departure_times`); an access of the id before
     then was of the forgotten memory, not of one added again under its id.
     """
     gone = forgotten or {}

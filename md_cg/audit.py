@@ -48,6 +48,22 @@ def earlier_ids(node: Node) -> list[str]:
     return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
 
 
+def back_again(
+    entries: Mapping[str, Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
+) -> list[tuple[Entry, str, dict[str, Any]]]:
+    """(entry, forgotten id, its tombstone) of each forgotten memory whose file is back,
+    in entry order by id: under its id, created before the forget (a merge that kept
+    another clone's edit of it, a checkout of an older commit; a node added again
+    later is new), or under another id (:func:`under_new_ids`)."""
+    out = []
+    for node_id, record in forgets.items():
+        e = entries.get(node_id)
+        if e is not None and e.created_at is not None and e.created_at < record["time"]:
+            out.append((e, node_id, record))
+    out += under_new_ids(entries.values(), forgets, read)
+    return sorted(out, key=lambda hit: (hit[0].id, hit[1]))
+
+
 def under_new_ids(
     entries: Iterable[Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
@@ -121,7 +137,8 @@ def forget_records(audit: AppendLog) -> dict[str, dict[str, Any]]:
     return last_forgets(tombstones_only(audit))
 
 
-def forget_times(audit: AppendLog) -> dict[str, float]:
-    """Id -> time of the last forget (or sweep) of each id forgotten, whether or not
-    a memory holds the id again."""
-    return {i: float(r["time"]) for i, r in forget_records(audit).items()}
+def departure_times(audit: AppendLog) -> dict[str, float]:
+    """Id -> time each id last left this clone's store -- forgotten, swept or renamed away
+    -- whether or not a memory holds the id again: the accesses of the id before then
+    were of the memory that left (:mod:`md_cg.access`)."""
+    return {i: float(r["time"]) for i, r in last_departures(audit.read()).items()}

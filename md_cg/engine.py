@@ -792,23 +792,37 @@ def _taken(
     """The refusal of an ``add`` (no overwrite) of ``node_id`` whose path ``rel`` holds a
     file: its memory, or one nobody indexed yet -- unless that file holds another id
     (looked at when not ``indexed``, or with ``foreign``: an archive's target)."""
-    if foreign or not indexed:
-        _stored_as(engine, node_id, rel)  # raises when the file is another memory
+    # _stored_as raises when the file is another memory
+    if (
+        (foreign or not indexed)
+        and _stored_as(engine, node_id, rel) is None
+        and fsops.exists(engine.root_str, rel)
+    ):
+        return _unreadable(node_id, rel)
     return DuplicateIdError(node_id, rel, untracked=not indexed)
+
+
+def _unreadable(node_id: str, rel: str) -> DuplicateIdError:
+    """The refusal of a write onto a file that cannot be read as a memory: it may hold
+    text nobody can see now (a merge's two versions of two scopes), so never replaced."""
+    text = (
+        f"node id {node_id!r}: the file {rel} is there and cannot be read as a memory "
+        "(health lists it); it is not written over -- fix or move it first"
+    )
+    return DuplicateIdError(node_id, rel, text)
 
 
 def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple[bytes, Node] | None:
     """The stored file an overwrite of ``node_id`` replaces (at ``existing``), checked to
-    hold it; a move to ``rel`` onto a file of another memory, or onto one that cannot be
-    read as a memory (health lists it), is refused as well."""
+    hold it: one that cannot be read as a memory (health lists it) is refused, and so is
+    a move to ``rel`` onto a file of another memory or onto one that cannot be read."""
     moving_onto = existing != rel and fsops.exists(engine.root_str, rel)
     if moving_onto and _stored_as(engine, node_id, rel) is None and fsops.exists(engine.root_str, rel):
-        text = (
-            f"node id {node_id!r}: the file {rel} is there and cannot be read as a memory "
-            "(health lists it); it is not written over -- fix or move it first"
-        )
-        raise DuplicateIdError(node_id, rel, text)
-    return _stored_as(engine, node_id, existing)
+        raise _unreadable(node_id, rel)
+    stored = _stored_as(engine, node_id, existing)
+    if stored is None and fsops.exists(engine.root_str, existing):
+        raise _unreadable(node_id, existing)
+    return stored
 
 
 def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | None:

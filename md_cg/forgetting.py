@@ -195,11 +195,11 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
 def returned(
     state: IndexState, records: list[dict[str, Any]], engine: Engine
 ) -> tuple[list[Finding], set[str]]:
-    """What the audit ``records`` say came back (:func:`_back_as_it_was`, then
-    :func:`_back_renamed`), and the ``renamed_returned`` findings: an id renamed in
-    this clone whose file is back beside the new one (a merge kept another clone's
-    edit of the old id); and the ids the records name as forgotten."""
-    out = _back_as_it_was(state, records) + _back_renamed(state, records, engine.read_node)
+    """What the audit ``records`` say came back (:func:`_back`), and the
+    ``renamed_returned`` findings: an id renamed in this clone whose file is back
+    beside the new one (a merge kept another clone's edit of the old id); and the ids
+    the records name as forgotten."""
+    out = _back(state, records, engine.read_node)
     gone = {r["id"] for r in records if isinstance(r.get("id"), str) and r.get("event") != audit.RENAMED}
     renames: dict[str, dict[str, Any]] = {}
     for record in records:
@@ -230,45 +230,30 @@ def returned(
     return out, gone
 
 
-def _back_renamed(
-    state: IndexState, records: list[dict[str, Any]], read: Callable[[str], Node]
-) -> list[Finding]:
-    """``forgotten_returned`` for a forgotten memory back under another id (another clone
-    renamed it before the forget reached it): :func:`md_cg.audit.under_new_ids`."""
+def _back(state: IndexState, records: list[dict[str, Any]], read: Callable[[str], Node]) -> list[Finding]:
+    """A ``forgotten_returned`` finding for each forgotten memory whose file is back
+    (:func:`md_cg.audit.back_again`): under its id, or under the id another clone
+    renamed it to before the forget reached it."""
     out = []
-    for e, node_id, record in audit.under_new_ids(state.entries.values(), audit.last_forgets(records), read):
+    for e, node_id, record in audit.back_again(state.entries, audit.last_forgets(records), read):
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+        why = f"{record.get('reason', '')!s:.80}"
+        if node_id == e.id:
+            what = (
+                f"forgotten in this clone on {when} ({why}), and its file is back (a merge or checkout "
+                "brought it, or a forget stopped before it removed the file)"
+            )
+        else:
+            what = (
+                f"forgotten in this clone as {node_id!r} on {when} ({why}), and back under this id "
+                "(another clone renamed it before the forget reached it)"
+            )
         out.append(
             Finding(
                 "forgotten_returned",
-                f"forgotten in this clone as {node_id!r} on {when} ({record.get('reason', '')!s:.80}), and "
-                "back under this id (another clone renamed it before the forget reached it): forget it "
-                "again, or keep it (mdcg keep, keep_returned)",
+                f"{what}: forget it again, or keep it (mdcg keep, keep_returned)",
                 e.path,
                 e.id,
-            )
-        )
-    return out
-
-
-def _back_as_it_was(state: IndexState, records: list[dict[str, Any]]) -> list[Finding]:
-    """A ``forgotten_returned`` finding for each node forgotten in this clone whose file is
-    back: one created before its tombstone (a merge that kept another clone's edit of
-    it, a checkout of an older commit). A node added again under the id later is new."""
-    out = []
-    for node_id, record in sorted(audit.last_forgets(records).items()):
-        e = state.entries.get(node_id)
-        if e is None or e.created_at is None or e.created_at >= record["time"]:
-            continue
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
-        out.append(
-            Finding(
-                "forgotten_returned",
-                f"forgotten in this clone on {when} ({record.get('reason', '')!s:.80}), and its file is "
-                "back (a merge or checkout brought it, or a forget stopped before it removed the file): "
-                "forget it again, or keep it (mdcg keep, keep_returned)",
-                e.path,
-                node_id,
             )
         )
     return out

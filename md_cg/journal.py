@@ -140,6 +140,9 @@ class Journal:
         self.failed: list[Commit] = []
         #: how many commits :meth:`recover` has rolled back so far (see :func:`roll_forward`)
         self.undone = 0
+        #: ids whose part of a dead commit :meth:`recover` left undone so far: their files
+        #: changed after the commit was logged (a hand edit since the crash wins)
+        self.left: list[str] = []
 
     @property
     def shard(self) -> str | None:
@@ -328,8 +331,11 @@ class Journal:
         records: list[dict[str, Any]] = []
         for c in commits:
             record: dict[str, Any] = {"op": "recovered", "shard": c.shard, "c": c.seq}
-            if not roll_forward(self.root, c):
+            later: set[str] = set()
+            if not roll_forward(self.root, c, later):
                 record["undone"] = True
+            self.left.extend(sorted(later))
+            if record.get("undone"):
                 self.undone += 1
             records.append(record)
             done.append(c)
@@ -339,7 +345,7 @@ class Journal:
         return done
 
 
-def roll_forward(root: str, c: Commit) -> bool:
+def roll_forward(root: str, c: Commit, skipped: set[str] | None = None) -> bool:
     """Finish a commit whose writer died after logging it (idempotent).
 
     With the line's checks (size and CRC-32 of each put), a temp file is
@@ -349,6 +355,8 @@ def roll_forward(root: str, c: Commit) -> bool:
     non-durable commit's files were never written back -- the commit is
     rolled back instead: its temp files are removed, its dels not done, and
     the files stay as they were. Returns False when it was rolled back.
+    ``skipped`` (when given) receives the ids left as their files have them
+    because a file of theirs changed after the line was written.
     """
     states = _put_states(root, c)
     back = "bad" in states and "landed" not in states
@@ -360,6 +368,8 @@ def roll_forward(root: str, c: Commit) -> bool:
     # skipped together (a move half done would leave two copies of it).
     limit = None if c.ts is None else int((c.ts + _CLOCK_SLACK) * 1e9)
     later = _later_ids(root, c, states, limit)
+    if skipped is not None and not back:
+        skipped.update(later)
     for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
         parent, name = _split(rel)
         if state == "landed":

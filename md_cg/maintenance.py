@@ -246,15 +246,15 @@ def _remove_abandoned_temps(
 
 def sync(engine: Engine, forgotten: Mapping[str, dict[str, Any]] | None = None) -> SyncReport:
     """Reconcile the index with the files (see the module docstring). ``forgotten``: id ->
-    its last forget tombstone in this clone; a file this sync takes in that is such a
-    memory back (its id, created before the forget; or another id it was renamed to:
-    :func:`md_cg.audit.under_new_ids`) is reported as ``returned``."""
+    its last forget tombstone in this clone; each such memory whose file is back
+    (:func:`md_cg.audit.back_again`) is reported as ``returned`` by every sync until it
+    is forgotten again or kept, as ``health()`` names it."""
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
-        undone = engine.journal.undone
+        undone, left = engine.journal.undone, len(engine.journal.left)
         if dead:
             with engine.hold({i for c in dead for i in c.ids}):
                 recovered = len(dead)  # hold() rolled them forward (or back)
@@ -262,11 +262,12 @@ def sync(engine: Engine, forgotten: Mapping[str, dict[str, Any]] | None = None) 
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
             report = _sync_locked(engine, recovered, undone)
-    gone, entries = forgotten or {}, engine.state.entries
-    added = [entries[i] for i in report.added if i in entries]
-    back = [(e.id, e.path) for e in added if e.id in gone and (e.created_at or 1e300) < gone[e.id]["time"]]
-    back += [(e.id, e.path) for e, _, _ in audit.under_new_ids(added, gone, engine.read_node)]
-    return replace(report, returned=tuple(sorted(set(back)))) if back else report
+    if len(engine.journal.left) > left:
+        report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
+    back = audit.back_again(engine.state.entries, forgotten or {}, engine.read_node)
+    return (
+        replace(report, returned=tuple(dict.fromkeys((e.id, e.path) for e, _, _ in back))) if back else report
+    )
 
 
 def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:

@@ -56,7 +56,6 @@ from md_cg import (
     DuplicateIdError,
     Entry,
     IdCollisionError,
-    InvalidNodeError,
     MdCG,
     MdcgError,
     NodeNotFoundError,
@@ -92,7 +91,8 @@ TAG_CHARS = 200
 BUCKETS_SHOWN = 10
 #: The lists of a sync reply (each capped at REPORT_ITEMS).
 SYNC_LISTS = (
-    "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "temp_removed",
+    "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "conflicts",
+    "returned", "left_as_edited", "temp_removed",
 )  # fmt: skip
 #: Characters kept of an error reply.
 ERROR_CHARS = 600
@@ -677,11 +677,6 @@ def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bo
     except DuplicateIdError as exc:
         _not_archived(store, exc.node_id)  # not "change it with update": no tool can
         raise
-    except InvalidNodeError as exc:
-        if "id" in given or exc.node_id is None:
-            raise
-        # nothing was stored: the id the library made up would name nothing the agent knows
-        raise ValueError(str(exc).replace(f"node {exc.node_id!r}: ", "", 1)) from exc
     return _written(store, node.id) if created else _written(store, node.id, existing=True)
 
 
@@ -934,11 +929,19 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
             "problems": report.problems,
             **_report_lists(report.to_dict(), keys),
         }
+        notes = []
+        if report.returned:
+            notes.append(
+                f"{len(report.returned)} memory(ies) forgotten in this clone are back (a git merge kept "
+                "another clone's copy): `forget` them again, or a person keeps them (`mdcg keep ID`)"
+            )
         if report.withheld:
-            out["note"] = (
+            notes.append(
                 f"{report.withheld} file problem(s) (unreadable, duplicate or twin ids, unsafe paths) "
                 "are not named to this server's scope: a person should run `mdcg health` on the store"
             )
+        if notes:
+            out["note"] = " ".join(notes)
         return out
 
     def health() -> dict[str, Any]:

@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import audit, fsops, layout, nodefile, paths
+from . import audit, fsops, layout, nodefile, paths, visibility
 from .engine import foreign_file
 from .errors import (
     IdCollisionError,
@@ -793,7 +793,16 @@ def _writable(
     back = [n for n in writing if n.id in forgotten]
     if back:
         note = f"migrated again from {src} with overwrite"
-        records = [{"event": audit.RESTORED, "id": n.id, "layer": n.layer, "reason": note} for n in back]
+        records = [
+            {
+                "event": audit.RESTORED,
+                "id": n.id,
+                "layer": n.layer,
+                "reason": note,
+                **visibility.scope_fields(n),
+            }
+            for n in back
+        ]  # scoped as the memory is: another scope's handle does not list it
         store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
         for n in back:
             del forgotten[n.id]

@@ -81,6 +81,20 @@ from .node import (
 #: A line git writes around a conflict (``<<<<<<< ours``, ``=======``, ``>>>>>>> theirs``).
 _CONFLICT_LINE = re.compile(r"^(?:<{7}|={7}|>{7})(?: |\r?$)", re.MULTILINE)
 _SAFE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SEPARATOR_LINE = re.compile(r"^={7}\r?$", re.MULTILINE)
+_CLOSE_LINE = re.compile(r"^>{7}(?: |\r?$)", re.MULTILINE)
+
+
+def _whole_conflict(text: str) -> bool:
+    """A text that is a git conflict from its first line: ``<<<<<<<`` there, then a
+    ``=======`` line and a ``>>>>>>>`` line after it (a note that merely starts with
+    the marker's characters is a note)."""
+    if not text.startswith("<<<<<<<") or not _CONFLICT_LINE.match(text):
+        return False
+    sep = _SEPARATOR_LINE.search(text)
+    return sep is not None and _CLOSE_LINE.search(text, sep.end()) is not None
+
+
 # Plain scalars YAML 1.1 resolves to booleans or null.
 _YAML_SPECIAL = frozenset(["y", "n", "yes", "no", "on", "off", "true", "false", "null"])
 # Characters YAML will not take raw inside a double-quoted scalar, or reads as
@@ -767,9 +781,7 @@ def loads(
     if not text.strip("\ufeff \t\r\n"):
         # `touch knowledge/x.md` is not a memory (and its export could not be imported)
         raise MalformedNodeFileError(path, "the file is empty: a memory needs some text")
-    if text.removeprefix("\ufeff").startswith("<<<<<<<") and _CONFLICT_LINE.match(
-        text.removeprefix("\ufeff")
-    ):
+    if _whole_conflict(text.removeprefix("\ufeff")):
         # Two whole versions (a text merge of two files added apart, or md-cg's driver
         # with versions of different scopes): read as a note without frontmatter, it
         # would be a shared memory holding both texts, whoever each belonged to.

@@ -434,6 +434,10 @@ def same_body(a: str, b: str) -> bool:
     return plain(a) == plain(b)
 
 
+#: Files :func:`identical_ids` reads at most for a body without an index term.
+TITLE_POOL = 200
+
+
 def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> list[str]:
     """Ids of the nodes the caller sees (of ``layer`` when given) whose body is
     ``body`` (:func:`same_body`), best BM25 match first.
@@ -451,8 +455,8 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
         scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
         candidates = _visible_hits(store, text_index, terms, scope, IDENTICAL_POOL)
     else:  # stop words only ("it is what it is"): nothing indexed; the titles tell
-        title = title_of(body)
-        candidates = [e.id for e in store.entries(layer) if e.title == title][:IDENTICAL_POOL]
+        title = title_of(body)  # a title shared by many ("it is" ...) is read further: no rank to trust
+        candidates = [e.id for e in store.entries(layer) if e.title == title][:TITLE_POOL]
     found = []
     for node_id in candidates:
         try:

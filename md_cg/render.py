@@ -556,6 +556,15 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         out.append(f"interrupted writes finished: {finished}")
     if report.undone:
         out.append(f"interrupted writes undone (a file torn by a power cut): {report.undone}")
+    if report.left_as_edited:
+        ids = ", ".join(report.left_as_edited[:limit])
+        more = (
+            f", ... (+{len(report.left_as_edited) - limit} more)"
+            if len(report.left_as_edited) > limit
+            else ""
+        )
+        n = len(report.left_as_edited)
+        out.append(f"interrupted writes left as edited since (not finished) ({n}): {ids}{more}")
     for label, items in kinds:
         if items:
             more = f", ... (+{len(items) - limit} more)" if len(items) > limit else ""

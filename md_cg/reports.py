@@ -121,6 +121,9 @@ class SyncReport:
     #: of ``recovered``, the commits rolled back: a temp file torn or missing
     #: (a power cut before it was written back) and none of its files landed
     undone: int = 0
+    #: ids whose part of an interrupted write was left undone: a file of theirs changed
+    #: after the write was logged (a hand edit since the crash), and it stands
+    left_as_edited: tuple[str, ...] = ()
     #: a scoped handle's: how many malformed files, refused paths, duplicate copies and
     #: twins it is not told of (any of them may be another scope's)
     withheld: int = 0
@@ -223,6 +226,7 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         twins=(),
         conflicts=tuple(c for c in report.conflicts if seen(c[0])),
         returned=tuple(r for r in report.returned if seen(r[0])),
+        left_as_edited=ids(report.left_as_edited),
         temp_removed=(),
         withheld=report.withheld
         + len(report.malformed)

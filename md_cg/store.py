@@ -573,7 +573,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """
         eng = self._engine
         eng.fresh()
-        folded, tail = access.counts_now(eng.root_str, audit.forget_times(self.log(paths.AUDIT_DIR)))
+        folded, tail = access.counts_now(eng.root_str, audit.departure_times(self.log(paths.AUDIT_DIR)))
         entries = eng.state.entries
 
         def count(i: str) -> int:
@@ -592,7 +592,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         Access counts are per-clone state kept under ``.mdcg/`` (never in the
         tracked ``.md`` files), so clones merge without conflicts.
         """
-        return maintenance.fold_access(self._engine, audit.forget_times(self.log(paths.AUDIT_DIR)))
+        return maintenance.fold_access(self._engine, audit.departure_times(self.log(paths.AUDIT_DIR)))
 
     # -- the cognitive loop (see md_cg.loop) ----------------------------------------------------
 

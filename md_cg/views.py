@@ -508,31 +508,34 @@ class Lifecycle(_Handle):
         record in the audit log, so it is no longer reported. Raises
         :class:`NodeNotFoundError` for an id the caller does not see, and
         :class:`InvalidArgumentError` for one that is not such a memory."""
-        self._engine.ensure_writable()
-        entry = self._engine.entry(check_id(node_id))
-        self._check_scope(entry)
-        log = self.log(paths.AUDIT_DIR)
-        forgets = audit.forget_records(log)
-        forgot = forgets.get(node_id, {}).get("time")
-        if forgot is not None and entry.created_at is not None and entry.created_at < forgot:
-            kept = node_id
-        else:  # or back under this id, another clone having renamed it
-            renamed = audit.under_new_ids([entry], forgets, self._engine.read_node)
-            if not renamed:
-                raise InvalidArgumentError(
-                    f"{node_id!r} is not a memory forgotten in this clone whose file came back; "
-                    "nothing to keep",
-                    name="node_id",
-                    value=node_id,
-                )
-            kept = renamed[0][1]
-        record = {
-            "event": audit.RESTORED,
-            "id": kept,
-            "layer": entry.layer,
-            "reason": "kept after it came back",
-        }
-        log.append([{**record, "time": time.time(), **visibility.scope_fields(entry)}], durable=True)
+        eng = self._engine
+        eng.ensure_writable()
+        # under the id's lock, the index caught up: a forget since (another process) is seen
+        with eng.lock, eng.hold([check_id(node_id)]):
+            entry = eng.entry(node_id)
+            self._check_scope(entry)
+            log = self.log(paths.AUDIT_DIR)
+            forgets = audit.forget_records(log)
+            forgot = forgets.get(node_id, {}).get("time")
+            if forgot is not None and entry.created_at is not None and entry.created_at < forgot:
+                kept = node_id
+            else:  # or back under this id, another clone having renamed it
+                renamed = audit.under_new_ids([entry], forgets, eng.read_node)
+                if not renamed:
+                    raise InvalidArgumentError(
+                        f"{node_id!r} is not a memory forgotten in this clone whose file came back; "
+                        "nothing to keep",
+                        name="node_id",
+                        value=node_id,
+                    )
+                kept = renamed[0][1]
+            record = {
+                "event": audit.RESTORED,
+                "id": kept,
+                "layer": entry.layer,
+                "reason": "kept after it came back",
+            }
+            log.append([{**record, "time": time.time(), **visibility.scope_fields(entry)}], durable=True)
 
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         """The node of ``add``: the one given, or one built from keyword fields."""
@@ -757,7 +760,7 @@ class Recall(_Handle):
             window_days=window_days,
             exempt_days=exempt_days,
             max_inject_slots=max_inject_slots,
-            forgotten=audit.forget_times(self.log(paths.AUDIT_DIR)),
+            forgotten=audit.departure_times(self.log(paths.AUDIT_DIR)),
         )
 
     def inject(

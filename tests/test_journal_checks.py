@@ -24,6 +24,7 @@ from stresslib import stress
 
 from md_cg import MdCG, Node, fsops, journal, render
 from md_cg.migrate import migrate
+from md_cg.render import sync_lines
 from md_cg.sample import generate
 
 N = 60
@@ -385,6 +386,8 @@ def test_a_dead_commit_replaces_or_deletes_no_file_edited_after_its_line(tmp_pat
     with MdCG(root) as s:
         report = s.sync()
         assert report.recovered == 2 and report.duplicates == ()
+        assert report.left_as_edited == ("a1", "keep1")  # told, not just counted as recovered
+        assert "interrupted writes left as edited since (not finished) (2): a1, keep1" in sync_lines(report)
         assert s.get("keep1").body.strip() == "kept by hand"
         assert (s.get("a1").body.strip(), s.entry("a1").path) == ("a1 edited by hand", "self/a1.md")
     assert not list(root.rglob("*.tmp")) and not (root / "contextual" / "a1.md").exists()
@@ -408,7 +411,8 @@ def test_files_with_times_in_the_future_do_not_stop_a_recovery(tmp_path: Path) -
     assert stress.wait(stress.fork(_add_many_and_die_after_logging, str(root))) == -signal.SIGKILL
     assert stress.wait(stress.fork(_forget_b_and_die_after_logging, str(root))) == -signal.SIGKILL
     with MdCG(root) as s:
-        assert s.sync().recovered == 2
+        report = s.sync()
+        assert (report.recovered, report.left_as_edited) == (2, ())
         assert {i: s.get(i).body.strip() for i in s.ids()} == {"a": "a v2", "c": "c v2", "new": "new v2"}
         assert [f.kind for f in s.health().findings] == []
     assert not (root / "self" / "b.md").exists()

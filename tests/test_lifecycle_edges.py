@@ -401,3 +401,18 @@ def test_a_forgotten_memorys_accesses_do_not_count_for_its_id_reused(tmp_path: P
         assert s.access_counts() == {"m1": 1, "m2": 1}
         s.record_access(["m1"])
         assert s.access_counts(["m1"]) == {"m1": 2}
+
+
+def test_a_renamed_memorys_accesses_do_not_count_for_a_new_memory_under_its_old_id(tmp_path: Path) -> None:
+    """The forget rule did not cover renames: m1's three searches counted for a new m1
+    (reviewer's find)."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(Node(id="m1", layer="knowledge", body="alpha bravo charlie fact"))
+        for _ in range(3):
+            s.search("alpha bravo")
+        s.rename("m1", "m2")
+        time.sleep(0.01)
+        s.add(Node(id="m1", layer="knowledge", body="totally different delta echo"))
+        assert s.access_counts() == {} and s.access_counts(["m1", "m2"]) == {"m1": 0, "m2": 0}
+        s.record_access(["m1"])
+        assert s.compact_access() == {"m1": 1} and s.access_counts() == {"m1": 1}

@@ -934,8 +934,8 @@ def test_a_refused_memory_without_an_id_names_no_made_up_id(tmp_path: Path) -> N
             async with Client(create_server(tmp_path / "m", store=store)) as client:
                 bad = _err(await client.call_tool("remember", {"body": "a fact", "tags": [" "]}))
                 assert bad == (
-                    "Error executing tool remember: field 'tags' holds a blank tag (' '); "
-                    "a tag needs some text"
+                    "Error executing tool remember: the new memory: field 'tags' holds a blank tag "
+                    "(' '); a tag needs some text"
                 )
                 named = _err(
                     await client.call_tool("remember", {"body": "a fact", "id": "f1", "tags": [" "]})

@@ -13,7 +13,7 @@ import pytest
 from conftest import python_env
 
 from md_cg import MdCG, Node, Scope, nodefile
-from md_cg.errors import MalformedNodeFileError, MergeError
+from md_cg.errors import DuplicateIdError, MalformedNodeFileError, MergeError
 from md_cg.merge import (
     CONFLICT_KEY,
     MergeResult,
@@ -354,6 +354,18 @@ def test_versions_of_different_scopes_are_kept_whole_and_read_by_no_one(tmp_path
         assert s.ids() == [] and [(f.kind, f.path) for f in s.health().findings] == [
             ("unreadable_file", PATH)
         ]
+    # at its own path, nobody writes over it either (Bob's overwrite replaced Alice's version)
+    own = "knowledge/orphan/n1.md"
+    (root / own).parent.mkdir()
+    (root / PATH).rename(root / own)
+    for overwrite in (False, True):
+        with MdCG(root, scope=Scope(agent="bob")) as s, pytest.raises(DuplicateIdError) as err:
+            s.add(Node(id="n1", layer="knowledge", body="x"), overwrite=overwrite)
+        assert str(err.value) == (
+            f"node id 'n1': the file {own} is there and cannot be read as a memory (health lists it); "
+            "it is not written over -- fix or move it first"
+        )
+    assert (root / own).read_bytes() == result.data
 
 
 def test_conflict_of_finds_records_and_bare_markers() -> None:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from md_cg import MdCG
+from md_cg import MdCG, Scope
 from md_cg.cli import app
 from md_cg.errors import DuplicateIdError
 from md_cg.migrate import migrate, verify_migration
@@ -527,3 +527,26 @@ def test_a_file_edited_to_hold_another_id_is_kept_by_a_rerun_and_left_out_of_an_
         assert [b.node_id for b in done.bad] == ["a1"] and "holds memory 'b'" in done.bad[0].reason
         assert sorted(s.ids()) == ["b", "n1", "o1"]
     assert 'id: "b"' in path.read_text()
+
+
+def test_a_restored_record_is_listed_only_to_the_memorys_scope(tmp_path: Path) -> None:
+    """migrate(overwrite) of a forgotten private memory left a `restored` record without
+    scope fields: every scoped handle's tombstones() listed its id (reviewer's find)."""
+    src = _source(
+        tmp_path / "src.sqlite",
+        [("alice-note", "knowledge", "alice's private note", "alice", "private")],
+        columns="id, layer, content, agent_scope, sensitivity",
+    )
+    dest = tmp_path / "m"
+    migrate(src, dest)
+    with MdCG(dest) as s:
+        assert s.entry("alice-note").agent_scope == "alice"
+        s.forget("alice-note", "tidy")
+    assert migrate(src, dest, overwrite=True).created == 1
+    with MdCG(dest, scope=Scope(agent="bob", max_sensitivity="private")) as bob:
+        assert bob.tombstones() == []
+    with MdCG(dest, scope=Scope(agent="alice", max_sensitivity="private")) as alice:
+        assert [(r.get("event"), r["id"]) for r in alice.tombstones()] == [
+            ("forget", "alice-note"),
+            ("restored", "alice-note"),
+        ]

@@ -322,3 +322,16 @@ def test_conflict_markers_in_the_frontmatter_are_named_with_their_line() -> None
     # a frontmatter that does not parse for another reason keeps YAML's own words
     with pytest.raises(MalformedNodeFileError, match="does not parse"):
         nodefile.loads('---\nid: "n1"\nlayer: "self"\nbad line without colon\n---\nbody\n', "x.md")
+
+
+def test_only_a_whole_conflict_from_the_first_line_is_unreadable() -> None:
+    """A note that merely starts with git's marker characters stays a note (the first
+    version of the rule made it unreadable: reviewer's find); two whole versions are not."""
+    note = "<<<<<<< is what git puts at the start of a conflict\n\nnotes about it\n"
+    assert nodefile.loads(note, "k/x.md", default_id="x", default_layer="knowledge").body == note.rstrip("\n")
+    half = "<<<<<<< ours\na\n=======\nb\n"  # no closing marker: not a whole conflict
+    assert nodefile.loads(half, "k/x.md", default_id="x", default_layer="knowledge").body == half.rstrip("\n")
+    whole = "<<<<<<< ours\n---\nid: x\n---\na\n=======\n---\nid: x\n---\nb\n>>>>>>> theirs\n"
+    said = r"^k/x.md:1: a git merge left two versions of the whole file"
+    with pytest.raises(MalformedNodeFileError, match=said):
+        nodefile.loads(whole, "k/x.md", default_id="x", default_layer="knowledge")

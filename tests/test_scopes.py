@@ -169,7 +169,7 @@ WRITES = {
     "add", "add_many", "update", "modify", "edit_text", "rename", "move", "delete", "forget",
     "forget_many", "archive", "unarchive", "apply_changes", "supersede", "sweep",
     "add_rejected", "add_unresolved", "verify", "resolve", "flywheel_step", "reflect", "record_access",
-    "add_unique",
+    "add_unique", "keep_returned",
 }  # fmt: skip
 #: Store-level names: handle state, maintenance of the whole folder, and logs
 #: (tombstones and reflections: a scoped handle reads only its own scope's records,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conftest import knowledge, node_tree
+from conftest import knowledge, node_tree, python_env
 
 from md_cg import MdCG, Node, NodeHasIncomingEdgesError, fsops, layout, nodefile
 from md_cg.errors import (
@@ -570,3 +572,23 @@ def test_a_problem_of_a_memory_without_an_id_does_not_name_the_id_it_would_get(t
         with pytest.raises(InvalidNodeError, match=r"^node 'given': field 'importance'"):
             s.add(id="given", body="x", importance=7)  # an id the caller gave is named
         assert len(s) == 0
+
+
+def test_keep_returned_sees_a_forget_made_since_by_another_process(tmp_path: Path) -> None:
+    """A handle that had seen the memory come back kept it after another process had
+    forgotten it again, and the restored record cancelled that forget (reviewer's find)."""
+    root = tmp_path / "m"
+    s = MdCG(root)
+    s.add(knowledge("x", body="secret"))
+    p = s.path_of("x")
+    text = p.read_bytes()
+    s.forget("x", "first")
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_bytes(text)
+    assert s.sync().returned == (("x", s.entry("x").path),)
+    code = f"from md_cg import MdCG; MdCG({str(root)!r}).forget('x', 'asked again')"
+    subprocess.run([sys.executable, "-c", code], check=True, env=python_env())
+    with pytest.raises(NodeNotFoundError):
+        s.keep_returned("x")
+    assert [r["event"] for r in s.log("audit").read()] == ["forget", "forget"]
+    s.close()

@@ -228,6 +228,7 @@ def test_forget_and_delete_name_the_facts_they_leave_closed(tmp_path: Path) -> N
         "layer": "self",
         "dangling_edges": [],
         "left_closed": ["old"],
+        "copies": [],
     }
 
 
