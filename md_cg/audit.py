@@ -1,27 +1,34 @@
 """The audit log ``.mdcg/audit/``: what left the store, and what came back.
 
-Payload-free records (ids, layer, reason, time; never content) appended by
-three writers:
+Payload-free records (ids, layer, reason, times; never content) appended by
+four writers:
 
 * a **tombstone** per forgotten (``event: "forget"``) or swept (``"sweep"``)
-  node -- :mod:`md_cg.forgetting`;
+  node, with the node's ``created_at`` -- :mod:`md_cg.forgetting`;
 * a :data:`RENAMED` record per rename (``id`` the old id, ``to`` the new
   one) -- :func:`md_cg.editing.rename`;
-* a :data:`RESTORED` record per forgotten or renamed id a migration with
-  ``overwrite`` wrote again -- :mod:`md_cg.migrate`.
+* a :data:`RESTORED` record per forgotten or renamed id brought back on
+  purpose: a migration with ``overwrite`` (:mod:`md_cg.migrate`), or
+  ``keep_returned``;
+* a :data:`BACK_AS` record when a sync takes in a forgotten memory under
+  another id (another clone renamed it before the forget reached it:
+  :func:`under_new_ids`), so that later syncs and ``health()`` go on naming
+  it without reading files.
 
-The functions here read those records: which ids are forgotten (health's
-``forgotten_returned``, the access counts of an id in use again), which
-left the store one way or the other (a migration re-run keeps them out),
-and which records a scoped caller may list. The log is per clone (under
-``.mdcg/``, git-ignored).
+The functions here read those records: which ids are forgotten or renamed
+away (:func:`departures`), which of those memories are back
+(:func:`back_again`, :func:`renamed_back`), which records a scoped caller may
+list (:func:`visible_to`). A record without a usable ``id`` or ``time`` (a
+hand edit) is skipped. The log is per clone (under ``.mdcg/``, git-ignored).
 
-Imports :mod:`md_cg.logs` and :mod:`md_cg.visibility`.
+Imports :mod:`md_cg.index`, :mod:`md_cg.logs`, :mod:`md_cg.node` and
+:mod:`md_cg.visibility`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from .errors import MalformedNodeFileError, UnsafePathError
@@ -32,13 +39,41 @@ from .visibility import Scope
 
 #: The record a rename leaves: a migration re-run does not bring the old id back.
 RENAMED = "renamed"
-#: The record of a forgotten (or renamed) id brought back on purpose (a migration with overwrite).
+#: The record of a forgotten (or renamed) id brought back on purpose (a migration with
+#: overwrite, ``keep_returned``).
 RESTORED = "restored"
+#: The record of a forgotten memory a sync took in under another id (``as``).
+BACK_AS = "back_as"
 #: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
 #: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
 RENAMED_FROM = "renamed_from"
 #: Earlier ids a node keeps in :data:`RENAMED_FROM`.
 MAX_RENAMED_FROM = 16
+#: Times a record may hold (seconds since the epoch, before the year 5138).
+_LATEST = 1e11
+
+
+@dataclass(frozen=True)
+class Back:
+    """A forgotten memory whose file is back: ``entry`` holds it now; it was forgotten
+    as ``forgotten`` (``tombstone``). ``how``: ``"same id"``, ``"new id"`` (another
+    clone renamed it before the forget reached it) or ``"old id"`` (renamed here, then
+    forgotten under the new id, and a merge kept another clone's copy of the old one)."""
+
+    entry: Entry
+    forgotten: str
+    tombstone: dict[str, Any]
+    how: str
+
+
+def usable(record: object) -> bool:
+    """A record with a non-empty string ``id`` and a finite ``time`` of this era."""
+    if not isinstance(record, dict):
+        return False
+    node_id, at = record.get("id"), record.get("time")
+    if not isinstance(node_id, str) or not node_id or not isinstance(at, int | float) or isinstance(at, bool):
+        return False
+    return 0 <= at < _LATEST  # NaN compares false; a 400-digit integer is compared, not converted
 
 
 def earlier_ids(node: Node) -> list[str]:
@@ -48,49 +83,152 @@ def earlier_ids(node: Node) -> list[str]:
     return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
 
 
-def back_again(
-    entries: Mapping[str, Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
+def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """(forgotten, renamed): id -> the record of its last departure, a forget (or sweep)
+    or a rename away, for each id that has not come back on purpose since (a
+    :data:`RESTORED` record) nor been taken by a rename onto it (that id is a memory
+    again). Records in log order; unusable ones are skipped."""
+    forgotten: dict[str, dict[str, Any]] = {}
+    renamed: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if not usable(record):
+            continue
+        assert isinstance(record, dict)
+        node_id, event = record["id"], record.get("event")
+        if event == BACK_AS:
+            continue
+        forgotten.pop(node_id, None)
+        renamed.pop(node_id, None)
+        if event == RENAMED:
+            to = record.get("to")
+            if isinstance(to, str):
+                renamed[node_id] = record
+                forgotten.pop(to, None)
+                renamed.pop(to, None)
+        elif event != RESTORED:
+            forgotten[node_id] = record
+    return forgotten, renamed
+
+
+def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Id -> the record of its last departure, forgotten or renamed (:func:`departures`)."""
+    forgotten, renamed = departures(records)
+    return {**renamed, **forgotten}
+
+
+def last_forgets(records: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Id -> the last forget (or sweep) tombstone of each id still forgotten."""
+    return departures(records)[0]
+
+
+def _older(e: Entry | None, moment: float) -> bool:
+    """Whether ``e`` is a memory created before ``moment`` (one without a creation time
+    cannot be told, and is not)."""
+    return e is not None and e.created_at is not None and e.created_at < moment
+
+
+def _final(renamed: Mapping[str, dict[str, Any]], old: str) -> str:
+    """The id a chain of renames from ``old`` ends at (a -> b -> c: c)."""
+    seen, current = {old}, renamed[old]["to"]
+    while current in renamed and current not in seen:
+        seen.add(current)
+        current = renamed[current]["to"]
+    return str(current)
+
+
+def back_again(entries: Mapping[str, Entry], records: list[dict[str, Any]]) -> list[Back]:
+    """The forgotten memories whose file is back (:class:`Back`), by id: under their id,
+    created before the forget (a merge that kept another clone's edit, a checkout of an
+    older commit; a node added again later is new); under their old id, renamed here and
+    then forgotten under the new one; or under a new id, as a sync recorded it
+    (:data:`BACK_AS`). Reads no file: a lazy index builds only the entries named."""
+    forgotten, renamed = departures(records)
+    out: list[Back] = []
+    for node_id, record in forgotten.items():
+        if _older(entries.get(node_id), record["time"]):
+            out.append(Back(entries[node_id], node_id, record, "same id"))
+    for old, record in renamed.items():
+        final = _final(renamed, old)
+        gone = forgotten.get(final)
+        if gone is not None and gone["time"] >= record["time"] and _older(entries.get(old), record["time"]):
+            out.append(Back(entries[old], final, gone, "old id"))
+    seen_as: dict[str, dict[str, Any]] = {}
+    for record in records:
+        if usable(record) and record.get("event") == BACK_AS and isinstance(record.get("as"), str):
+            seen_as[record["id"]] = record
+        elif usable(record) and record.get("event") == RESTORED:
+            seen_as.pop(record["id"], None)
+    for node_id, record in seen_as.items():
+        e = entries.get(record["as"])
+        if node_id in forgotten and e is not None and e.created_at == record.get("created_at"):
+            out.append(Back(e, node_id, forgotten[node_id], "new id"))
+    return sorted(out, key=lambda b: (b.entry.id, b.forgotten))
+
+
+def renamed_back(
+    entries: Mapping[str, Entry], records: list[dict[str, Any]]
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
-    """(entry, forgotten id, its tombstone) of each forgotten memory whose file is back,
-    in entry order by id: under its id, created before the forget (a merge that kept
-    another clone's edit of it, a checkout of an older commit; a node added again
-    later is new), or under another id (:func:`under_new_ids`)."""
+    """(entry, the id it lives on as, the rename record) of each id renamed in this clone
+    whose old file is back beside the memory (a merge kept another clone's edit of the
+    old id): created before the rename, the chain of renames ending at an id held now."""
+    _, renamed = departures(records)
     out = []
-    for node_id, record in forgets.items():
-        e = entries.get(node_id)
-        if e is not None and e.created_at is not None and e.created_at < record["time"]:
-            out.append((e, node_id, record))
-    out += under_new_ids(entries.values(), forgets, read)
-    return sorted(out, key=lambda hit: (hit[0].id, hit[1]))
+    for old, record in sorted(renamed.items()):
+        final = _final(renamed, old)
+        if final != old and final in entries and _older(entries.get(old), record["time"]):
+            out.append((entries[old], final, record))
+    return out
 
 
 def under_new_ids(
     entries: Iterable[Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
-    """(entry, forgotten id, its tombstone) of each node that is a forgotten memory under
-    another id: created at the very instant the forgotten node was (the tombstone's
-    ``created_at``), its file written after the forget (a merge brought it), and its
-    :data:`RENAMED_FROM` naming the forgotten id (another clone renamed it before the
-    forget reached it). Only such candidates are read."""
-    by_time: dict[float, list[tuple[str, dict[str, Any]]]] = {}
+    """(entry, forgotten id, its tombstone) of each of ``entries`` that is a forgotten
+    memory under another id: created at the very instant the forgotten node was (the
+    tombstone's ``created_at``), its file written after the forget (a merge brought it),
+    and its :data:`RENAMED_FROM` naming the forgotten id. Each candidate file is read
+    once, however many forgotten nodes share its creation time (a batch's)."""
+    by_time: dict[float, tuple[int, dict[str, dict[str, Any]]]] = {}
     for node_id, record in forgets.items():
         made = record.get("created_at")
         if type(made) is float:
-            by_time.setdefault(made, []).append((node_id, record))
+            earliest, ids = by_time.get(made, (1 << 63, {}))
+            ids[node_id] = record
+            by_time[made] = (min(earliest, int(record["time"] * 1e9)), ids)
     out: list[tuple[Entry, str, dict[str, Any]]] = []
-    if not by_time:
-        return out
     for e in entries:
-        for node_id, record in by_time.get(e.created_at, ()) if e.created_at is not None else ():
-            if node_id == e.id or e.mtime_ns <= record["time"] * 1e9:
-                continue
-            try:
-                node = read(e.path)
-            except (OSError, MalformedNodeFileError, UnsafePathError):
-                continue
-            if node_id in earlier_ids(node):
-                out.append((e, node_id, record))
+        bucket = by_time.get(e.created_at) if e.created_at is not None else None
+        if bucket is None or e.mtime_ns <= bucket[0]:
+            continue
+        try:
+            node = read(e.path)
+        except (OSError, MalformedNodeFileError, UnsafePathError):
+            continue
+        for node_id in dict.fromkeys(earlier_ids(node)):
+            hit = bucket[1].get(node_id)
+            if hit is not None and node_id != e.id and e.mtime_ns > hit["time"] * 1e9:
+                out.append((e, node_id, hit))
     return out
+
+
+def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any]]], now: float) -> None:
+    """Append a :data:`BACK_AS` record for each of ``found`` (:func:`under_new_ids`), with
+    the scope fields of the memory as it is now (a scoped caller lists its own)."""
+    from .visibility import scope_fields
+
+    if found:
+        records = [
+            {
+                "event": BACK_AS,
+                "id": node_id,
+                "as": e.id,
+                "created_at": e.created_at,
+                "time": now,
+                **scope_fields(e),
+            }
+            for e, node_id, _ in found
+        ]
+        audit.append(records, durable=True)
 
 
 def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -102,43 +240,28 @@ def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[
     return [
         r
         for r in records
-        if scope.admits_fields(r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity"))
+        if isinstance(r, dict)
+        and scope.admits_fields(r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity"))
     ]
 
 
 def tombstones_only(audit: AppendLog) -> list[dict[str, Any]]:
-    """The tombstones (and ``restored`` records) of the audit log: its rename records left out."""
-    return [r for r in audit.read() if r.get("event") != RENAMED]
-
-
-def last_departures(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Id -> the last record of each id that left: forgotten (or swept), or renamed
-    (:data:`RENAMED`, ``to`` the new id); one whose id a later :data:`RESTORED`
-    record brought back is left out."""
-    last: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if isinstance(record.get("id"), str) and isinstance(record.get("time"), int | float):
-            if record.get("event") == RESTORED:
-                last.pop(record["id"], None)
-            else:
-                last[record["id"]] = record
-    return last
-
-
-def last_forgets(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """Id -> the last forget (or sweep) tombstone of each id still forgotten: one whose
-    id a later ``restored`` record brought back is left out."""
-    return last_departures([r for r in records if r.get("event") != RENAMED])
-
-
-def forget_records(audit: AppendLog) -> dict[str, dict[str, Any]]:
-    """Id -> the last forget (or sweep) tombstone of each id forgotten, whether or not a
-    memory holds the id again."""
-    return last_forgets(tombstones_only(audit))
+    """The tombstones (and ``restored`` records) of the audit log: its rename and
+    ``back_as`` records left out."""
+    return [r for r in audit.read() if r.get("event") not in (RENAMED, BACK_AS)]
 
 
 def departure_times(audit: AppendLog) -> dict[str, float]:
-    """Id -> time each id last left this clone's store -- forgotten, swept or renamed away
-    -- whether or not a memory holds the id again: the accesses of the id before then
-    were of the memory that left (:mod:`md_cg.access`)."""
-    return {i: float(r["time"]) for i, r in last_departures(audit.read()).items()}
+    """Id -> the last time the memory under each id changed: it was forgotten, swept or
+    renamed away, or another memory was renamed onto the id. The accesses of the id
+    before then were of another memory, or of the one that left (:mod:`md_cg.access`)."""
+    times: dict[str, float] = {}
+    for record in audit.read():
+        if not usable(record) or record.get("event") in (RESTORED, BACK_AS):
+            continue
+        ids = [record["id"]]
+        if record.get("event") == RENAMED and isinstance(record.get("to"), str):
+            ids.append(record["to"])
+        for node_id in ids:
+            times[node_id] = max(times.get(node_id, 0.0), float(record["time"]))
+    return times

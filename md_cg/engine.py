@@ -793,11 +793,7 @@ def _taken(
     file: its memory, or one nobody indexed yet -- unless that file holds another id
     (looked at when not ``indexed``, or with ``foreign``: an archive's target)."""
     # _stored_as raises when the file is another memory
-    if (
-        (foreign or not indexed)
-        and _stored_as(engine, node_id, rel) is None
-        and fsops.exists(engine.root_str, rel)
-    ):
+    if (foreign or not indexed) and _stored_as(engine, node_id, rel) is None and _holds_text(engine, rel):
         return _unreadable(node_id, rel)
     return DuplicateIdError(node_id, rel, untracked=not indexed)
 
@@ -820,9 +816,23 @@ def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple
     if moving_onto and _stored_as(engine, node_id, rel) is None and fsops.exists(engine.root_str, rel):
         raise _unreadable(node_id, rel)
     stored = _stored_as(engine, node_id, existing)
-    if stored is None and fsops.exists(engine.root_str, existing):
+    if stored is None and _holds_text(engine, existing):
         raise _unreadable(node_id, existing)
     return stored
+
+
+def _holds_text(engine: Engine, rel: str) -> bool:
+    """Whether ``rel`` is a regular file md-cg can read but not parse as a memory (broken
+    frontmatter, a whole merge conflict): text that a write over it would lose. A file
+    that is gone, unsafe (a symlink) or unreadable is not."""
+    try:
+        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        index.decode_node(data, rel)
+    except MalformedNodeFileError:
+        return True
+    except (OSError, UnsafePathError):
+        return False
+    return False
 
 
 def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | None:

@@ -42,7 +42,7 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import Node, check_id
+from .node import check_id
 from .reports import Deleted, Finding
 from .visibility import Scope
 
@@ -192,71 +192,55 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
     return engine.state.entries.get(entry.id)
 
 
-def returned(
-    state: IndexState, records: list[dict[str, Any]], engine: Engine
-) -> tuple[list[Finding], set[str]]:
-    """What the audit ``records`` say came back (:func:`_back`), and the
-    ``renamed_returned`` findings: an id renamed in this clone whose file is back
-    beside the new one (a merge kept another clone's edit of the old id); and the ids
-    the records name as forgotten."""
-    out = _back(state, records, engine.read_node)
-    gone = {r["id"] for r in records if isinstance(r.get("id"), str) and r.get("event") != audit.RENAMED}
-    renames: dict[str, dict[str, Any]] = {}
-    for record in records:
-        if record.get("event") == audit.RENAMED and isinstance(record.get("to"), str):
-            renames[record["id"]] = record
-        elif isinstance(record.get("id"), str):
-            renames.pop(record["id"], None)  # forgotten or restored since: not a rename's business
-    for old_id, record in sorted(renames.items()):
-        e = state.entries.get(old_id)
-        if (
-            e is None
-            or e.created_at is None
-            or e.created_at >= record["time"]
-            or record["to"] not in state.entries
-        ):
-            continue
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+def returned(state: IndexState, records: list[dict[str, Any]]) -> tuple[list[Finding], set[str]]:
+    """What the audit ``records`` say came back: a ``forgotten_returned`` finding per
+    forgotten memory whose file is back (:func:`md_cg.audit.back_again`), a
+    ``renamed_returned`` one per id renamed here whose old file is back beside the
+    memory (:func:`md_cg.audit.renamed_back`); and the ids forgotten."""
+    forgotten, _ = audit.departures(records)
+    out = [_back_finding(b) for b in audit.back_again(state.entries, records)]
+    for e, final, record in audit.renamed_back(state.entries, records):
         out.append(
             Finding(
                 "renamed_returned",
-                f"renamed to {record['to']!r} in this clone on {when}, and a file of the old id is back "
-                f"(a merge kept another clone's edit of it): take what you need into {record['to']!r}, "
-                "then delete this one",
-                e.path,
-                old_id,
-            )
-        )
-    return out, gone
-
-
-def _back(state: IndexState, records: list[dict[str, Any]], read: Callable[[str], Node]) -> list[Finding]:
-    """A ``forgotten_returned`` finding for each forgotten memory whose file is back
-    (:func:`md_cg.audit.back_again`): under its id, or under the id another clone
-    renamed it to before the forget reached it."""
-    out = []
-    for e, node_id, record in audit.back_again(state.entries, audit.last_forgets(records), read):
-        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
-        why = f"{record.get('reason', '')!s:.80}"
-        if node_id == e.id:
-            what = (
-                f"forgotten in this clone on {when} ({why}), and its file is back (a merge or checkout "
-                "brought it, or a forget stopped before it removed the file)"
-            )
-        else:
-            what = (
-                f"forgotten in this clone as {node_id!r} on {when} ({why}), and back under this id "
-                "(another clone renamed it before the forget reached it)"
-            )
-        out.append(
-            Finding(
-                "forgotten_returned",
-                f"{what}: forget it again, or keep it (mdcg keep, keep_returned)",
+                f"renamed to {final!r} in this clone on {_when(record)}, and a file of the old id is back (a "
+                f"merge kept another clone's edit of it): take what you need into {final!r}, then delete "
+                "this one",
                 e.path,
                 e.id,
             )
         )
-    return out
+    return out, set(forgotten)
+
+
+def _when(record: dict[str, Any]) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(record["time"]))
+
+
+def _back_finding(back: audit.Back) -> Finding:
+    tomb = back.tombstone
+    said = f"{_when(tomb)} ({tomb.get('reason', '')!s:.80})"
+    if back.how == "same id":
+        what = (
+            f"forgotten in this clone on {said}, and its file is back (a merge or checkout brought it, "
+            "or a forget stopped before it removed the file)"
+        )
+    elif back.how == "new id":
+        what = (
+            f"forgotten in this clone as {back.forgotten!r} on {said}, and back under this id (another "
+            "clone renamed it before the forget reached it)"
+        )
+    else:
+        what = (
+            f"renamed here and forgotten as {back.forgotten!r} on {said}, and a file of this old id is back "
+            "(a merge kept another clone's edit of it)"
+        )
+    return Finding(
+        "forgotten_returned",
+        f"{what}: forget it again, or keep it (mdcg keep, keep_returned)",
+        back.entry.path,
+        back.entry.id,
+    )
 
 
 def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str], scope: Scope | None = None) -> None:

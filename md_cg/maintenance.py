@@ -34,9 +34,11 @@ from . import access, audit, coldbuild, fsops, index, journal, layout, paths, re
 from .engine import Engine
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import IndexState, Parsed
+from .logs import AppendLog
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
+from .visibility import Scope
 from .watch import ChangeWatch
 
 #: Below this many knowledge nodes the bucket-health verdict is reported but
@@ -244,11 +246,13 @@ def _remove_abandoned_temps(
 # -- sync ---------------------------------------------------------------------------
 
 
-def sync(engine: Engine, forgotten: Mapping[str, dict[str, Any]] | None = None) -> SyncReport:
-    """Reconcile the index with the files (see the module docstring). ``forgotten``: id ->
-    its last forget tombstone in this clone; each such memory whose file is back
-    (:func:`md_cg.audit.back_again`) is reported as ``returned`` by every sync until it
-    is forgotten again or kept, as ``health()`` names it."""
+def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = None) -> SyncReport:
+    """Reconcile the index with the files (see the module docstring). With the audit
+    ``log``: a file this sync took in that is a forgotten memory under another id
+    (:func:`md_cg.audit.under_new_ids`) is recorded there, and every forgotten memory
+    whose file is back (:func:`md_cg.audit.back_again`, of the records ``scope`` may
+    read) is reported as ``returned`` -- by every sync until it is forgotten again or
+    kept, as ``health()`` names it."""
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
@@ -264,10 +268,27 @@ def sync(engine: Engine, forgotten: Mapping[str, dict[str, Any]] | None = None) 
             report = _sync_locked(engine, recovered, undone)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
-    back = audit.back_again(engine.state.entries, forgotten or {}, engine.read_node)
-    return (
-        replace(report, returned=tuple(dict.fromkeys((e.id, e.path) for e, _, _ in back))) if back else report
-    )
+    return report if log is None else _returned(engine, report, log, scope)
+
+
+def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope | None) -> SyncReport:
+    """``report`` with the forgotten memories whose file is back; what this sync took in
+    under a new id recorded first (each candidate file read once)."""
+    records = log.read()
+    entries = engine.state.entries
+    taken = [entries[i] for i in (*report.added, *report.changed) if i in entries]
+    known = {
+        (r["id"], r["as"])
+        for r in records
+        if audit.usable(r) and r.get("event") == audit.BACK_AS and isinstance(r.get("as"), str)
+    }
+    found = audit.under_new_ids(taken, audit.last_forgets(records), engine.read_node)
+    found = [hit for hit in found if (hit[1], hit[0].id) not in known]
+    if found:
+        audit.record_back_as(log, found, time.time())
+        records = log.read()
+    back = audit.back_again(entries, audit.visible_to(scope, records))
+    return replace(report, returned=tuple((b.entry.id, b.entry.path) for b in back)) if back else report
 
 
 def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:

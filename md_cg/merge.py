@@ -56,7 +56,7 @@ import orjson
 
 from . import nodefile
 from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
-from .node import LAYERS, Node, finite
+from .node import DEFAULT_SENSITIVITY, LAYERS, SENSITIVITY_LEVELS, Node, finite
 from .paths import ARCHIVE_DIR, META_DIR
 
 #: The frontmatter key that marks a node left with a true merge conflict.
@@ -530,10 +530,45 @@ def _scope_conflict(base: Node | None, ours: Node, theirs: Node) -> str | None:
         return None if node is None else tuple(getattr(node, f) for f in _SCOPE_FIELDS)
 
     mine, other, was = scope(ours), scope(theirs), scope(base)
-    if mine == other or was in (mine, other):
+    if mine == other:
         return None
     names = ", ".join(f for f, a, b in zip(_SCOPE_FIELDS, mine or (), other or (), strict=True) if a != b)
-    return f"the two versions belong to different scopes ({names}): a person decides which is kept"
+    if was not in (mine, other):
+        return f"the two versions belong to different scopes ({names}): a person decides which is kept"
+    # One side changed the scope. The merged node takes it; text the other side wrote
+    # under its own scope must not land in a wider one (a clone shared the memory while
+    # another added private text to it).
+    merged, kept = (mine, theirs) if other == was else (other, ours)
+    assert base is not None and merged is not None
+    if _wider(merged, scope(kept)) and _content(kept) != _content(base):
+        return (
+            f"one version widens the memory's scope ({names}) while the other added text under the "
+            "narrower one: a person decides what may be shared"
+        )
+    return None
+
+
+def _wider(merged: tuple[Any, ...], side: tuple[Any, ...] | None) -> bool:
+    """Whether a node of scope ``merged`` is seen by a caller a node of scope ``side``
+    is hidden from (agent, workspace, sensitivity)."""
+    assert side is not None
+    agent, workspace, level = merged
+    side_agent, side_workspace, side_level = side
+    if (side_agent is not None and agent != side_agent) or (
+        side_workspace is not None and workspace != side_workspace
+    ):
+        return True
+    rank = {name: i for i, name in enumerate(SENSITIVITY_LEVELS)}
+    return rank.get(level or DEFAULT_SENSITIVITY, 1) < rank.get(side_level or DEFAULT_SENSITIVITY, 1)
+
+
+def _content(node: Node) -> dict[str, Any]:
+    """What a version says, apart from its scope and its times and counters."""
+    d = node.to_dict()
+    for name in (*_SCOPE_FIELDS, "updated_at", "last_access", "access_count", CONFLICT_KEY):
+        d.pop(name, None)
+    d["body"] = node.body
+    return d
 
 
 def _whole_versions(ours: bytes, theirs: bytes, reason: str) -> MergeResult:

@@ -649,7 +649,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         is told only of the nodes it sees (:func:`md_cg.reports.scoped_sync`).
         """
         seen = self._seer()
-        report = maintenance.sync(self._engine, audit.forget_records(self.log(paths.AUDIT_DIR)))
+        report = maintenance.sync(self._engine, self.log(paths.AUDIT_DIR), self._scope)
         return report if seen is None else reports.scoped_sync(report, seen)
 
     def sync_if_changed(self, min_interval: float = 1.0) -> SyncReport | None:
@@ -686,9 +686,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             state, scope = eng.state, self._scope
             absent = visibility.out_of_scope(state, scope)
             extra += retention.expired_findings(state, state.restricted - absent, time.time())
-            back, gone = forgetting.returned(
-                state, audit.visible_to(scope, self.log(paths.AUDIT_DIR).read()), eng
-            )
+            back, gone = forgetting.returned(state, audit.visible_to(scope, self.log(paths.AUDIT_DIR).read()))
             extra += [f for f in back if f.node_id not in absent]
             uncounted = self._filter.hidden(state)
             report = maintenance.health(

@@ -515,20 +515,16 @@ class Lifecycle(_Handle):
             entry = eng.entry(node_id)
             self._check_scope(entry)
             log = self.log(paths.AUDIT_DIR)
-            forgets = audit.forget_records(log)
-            forgot = forgets.get(node_id, {}).get("time")
-            if forgot is not None and entry.created_at is not None and entry.created_at < forgot:
-                kept = node_id
-            else:  # or back under this id, another clone having renamed it
-                renamed = audit.under_new_ids([entry], forgets, eng.read_node)
-                if not renamed:
-                    raise InvalidArgumentError(
-                        f"{node_id!r} is not a memory forgotten in this clone whose file came back; "
-                        "nothing to keep",
-                        name="node_id",
-                        value=node_id,
-                    )
-                kept = renamed[0][1]
+            backs = audit.back_again({node_id: entry}, audit.visible_to(self._scope, log.read()))
+            if not backs:
+                raise InvalidArgumentError(
+                    f"{node_id!r} is not a memory forgotten in this clone whose file came back; "
+                    "nothing to keep",
+                    name="node_id",
+                    value=node_id,
+                )
+            # under a new id: its forgotten id comes back; else the id itself does
+            kept = backs[0].forgotten if backs[0].how == "new id" else node_id
             record = {
                 "event": audit.RESTORED,
                 "id": kept,

@@ -750,3 +750,24 @@ def test_a_conflicted_body_is_not_titled_by_a_marker_line(tmp_path: Path) -> Non
         assert s.sync().conflicts == (("n1", PATH),)
         assert s.entry("n1").title == "The deadline is the 14th."
         assert [r.title for r in s.search("deadline")[0]] == ["The deadline is the 14th."]
+
+
+def test_text_added_under_a_narrower_scope_is_not_merged_into_a_wider_one() -> None:
+    """One clone shared a memory (dropped agent_scope) while another added Bob's private text
+    to it: the merge was clean and everyone could read it (round three of the review)."""
+    base = text(body="line one\n", agent_scope="bob")
+    ours = text(body="line one\nbob private: bank PIN hint\n", agent_scope="bob")
+    shared = text(body="line one\n")
+    result = merge(base, ours, shared)
+    assert (result.clean, result.whole) == (False, True)
+    assert "widens the memory's scope (agent_scope)" in (result.fallback or "")
+    assert merge(base, shared, ours).whole  # either side
+    assert merge(base, text(body="line one\n", agent_scope="bob"), shared).clean  # nothing added: shared
+    narrowed = merge(text(body="a\n"), text(body="a\n", sensitivity="private"), text(body="a\nb\n"))
+    assert narrowed.clean and parsed(narrowed).sensitivity == "private"  # narrower: safe
+    public = merge(
+        text(body="a\n", sensitivity="private"),
+        text(body="a\n", sensitivity="public"),
+        text(body="a\nsecret\n", sensitivity="private"),
+    )
+    assert public.whole

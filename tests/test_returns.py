@@ -1,0 +1,159 @@
+"""What came back: forgotten or renamed memories whose files a merge, a checkout or a copy
+brought back (md_cg.audit), as sync, health and keep_returned tell them.
+
+Round three of session 23's review found each of these on the first version."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from md_cg import MdCG, Node, Scope
+from md_cg.errors import InvalidArgumentError
+
+
+def _put_back(path: Path, data: bytes) -> None:
+    """What git does when a merge keeps another clone's copy: the file, written now."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data)
+
+
+def _kinds(store: MdCG) -> list[tuple[str, str | None]]:
+    return [(f.kind, f.node_id) for f in store.health().findings]
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"event": "renamed", "id": "m1", "to": "m2", "time": "yesterday"},
+        {"event": "renamed", "id": "m1", "to": "m2"},
+        {"event": "renamed", "id": ["x"], "to": "m2", "time": 1.0},
+        {"event": "renamed", "to": "m2", "time": 1.0},
+        {"event": "forget", "id": "m1", "time": 1e300},
+        {"event": "renamed", "id": "m1", "to": "m2", "time": 1e300},
+        {"event": "forget", "id": "m1", "time": 10**400},
+        {"event": "forget", "id": "m1", "time": float("nan")},
+        {"event": "back_as", "id": "m1", "as": ["m2"], "time": 1.0},
+        {"event": "forget", "id": "m1", "time": 1.0, "created_at": "soon"},
+        "not a record",
+    ],
+)
+def test_a_bad_audit_line_is_skipped_by_every_reader(tmp_path: Path, record: Any) -> None:
+    """One hand-edited line crashed health() and recall_stats() (mdcg health, mdcg stats)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="m1", layer="knowledge", body="alpha fact"))
+        s.add(Node(id="m2", layer="knowledge", body="bravo fact"))
+        s.search("alpha")
+    shard = root / ".mdcg" / "audit" / "9_bad.jsonl"
+    shard.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps({"ts": 1, "seq": 1, "r": record}, allow_nan=True)
+    shard.write_text(line.replace("1e+300", "1e300") + "\n")
+    with MdCG(root) as s:
+        assert _kinds(s) == []
+        assert s.sync().returned == ()
+        assert s.access_counts() == {"m1": 1}
+        assert [r.id for r in s.recall_stats().top_recalled] == ["m1"]
+        s.tombstones()
+
+
+def test_a_rename_onto_a_forgotten_or_renamed_away_id_settles_it(tmp_path: Path) -> None:
+    """`rename draft old-note` after `forget old-note` was named as the forgotten memory
+    back (and health advised to forget it again: the draft); `rename eps gamma` after
+    `rename gamma delta` was named renamed_returned (advice: delete eps's memory)."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(Node(id="old-note", layer="knowledge", body="old note"))
+        s.add(Node(id="draft", layer="knowledge", body="a brand new draft"))
+        s.add_many([Node(id=i, layer="knowledge", body=f"{i} text") for i in ("gamma", "eps")])
+        time.sleep(0.01)
+        s.forget("old-note", "tidy")
+        s.rename("draft", "old-note")
+        s.rename("gamma", "delta")
+        s.rename("eps", "gamma")
+        assert s.sync().returned == () and _kinds(s) == []
+        with pytest.raises(InvalidArgumentError, match="'old-note' is not a memory forgotten in this clone"):
+            s.keep_returned("old-note")
+
+
+def test_renamed_here_then_forgotten_and_the_old_file_back_is_named(tmp_path: Path) -> None:
+    """acct -> acct-hint, forget acct-hint; a merge keeps another clone's edit of acct: it
+    came back silently (a clone that never saw the rename writes no renamed_from)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="acct", layer="knowledge", body="account hint: blue"))
+        rel = s.entry("acct").path
+        old = (root / rel).read_bytes()
+        s.rename("acct", "acct-hint")
+        s.forget("acct-hint", "the user asked")
+        _put_back(root / rel, old.replace(b"blue", b"green"))
+        report = s.sync()
+        assert (report.added, report.returned) == (("acct",), (("acct", rel),))
+        (finding,) = s.health().findings
+        assert (finding.kind, finding.node_id) == ("forgotten_returned", "acct")
+        assert finding.detail.startswith("renamed here and forgotten as 'acct-hint' on ")
+        s.keep_returned("acct")
+        assert s.sync().returned == () and _kinds(s) == []
+
+
+def test_a_chain_of_renames_is_followed_to_the_id_held_now(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="the a note"))
+        rel = s.entry("a").path
+        old = (root / rel).read_bytes()
+        s.rename("a", "b")
+        s.rename("b", "c")
+        _put_back(root / rel, old)
+        s.sync()
+        (finding,) = s.health().findings
+        assert (finding.kind, finding.node_id) == ("renamed_returned", "a")
+        assert finding.detail.startswith("renamed to 'c' in this clone on ")
+
+
+def test_a_scoped_handle_is_not_told_of_and_cannot_settle_another_scopes_forget(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root, scope=Scope(agent="bob")) as bob:
+        bob.add(Node(id="bob-plan", layer="knowledge", body="bob's plan"))
+        rel = bob.entry("bob-plan").path
+        text = (root / rel).read_bytes()
+        bob.forget("bob-plan", "mine to forget")
+    _put_back(root / rel, text.replace(b'agent_scope: "bob"\n', b""))  # shared by another clone
+    with MdCG(root, scope=Scope(agent="alice")) as alice:
+        assert alice.sync().returned == () and _kinds(alice) == []
+        assert "bob-plan" in alice.ids()  # shared now: alice reads it, but bob's forget is bob's
+        with pytest.raises(InvalidArgumentError):
+            alice.keep_returned("bob-plan")
+    with MdCG(root, scope=Scope(agent="bob")) as bob:
+        assert _kinds(bob) == [("forgotten_returned", "bob-plan")]
+        assert bob.sync().returned == (("bob-plan", rel),)
+
+
+def test_batch_mates_of_forgotten_memories_cost_no_file_reads(tmp_path: Path) -> None:
+    """A batch shares one created_at: with half of 2,000 forgotten and the rest touched (a
+    checkout), every sync and health read each file once per forgotten batch-mate (28 s)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=f"n{i:04d}", layer="contextual", body=f"note {i}") for i in range(2000)])
+        s.forget_many([f"n{i:04d}" for i in range(0, 2000, 2)], "half")
+    later = time.time() + 5
+    for path in root.glob("contextual/**/*.md"):
+        os.utime(path, (later, later))
+    with MdCG(root) as s:
+        reads: list[str] = []
+        real = s._engine.read_node  # type: ignore[attr-defined]
+
+        def counting(rel: str) -> Node:
+            reads.append(rel)
+            return real(rel)
+
+        s._engine.read_node = counting  # type: ignore[attr-defined,method-assign]
+        report = s.sync()
+        assert report.returned == () and len(reads) <= len(report.changed) + len(report.added)
+        assert len(set(reads)) == len(reads)  # each candidate read once
+        reads.clear()
+        assert _kinds(s) == [] and reads == []  # health reads no file for this
