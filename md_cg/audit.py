@@ -27,6 +27,7 @@ Imports :mod:`md_cg.index`, :mod:`md_cg.logs`, :mod:`md_cg.node` and
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,8 +87,8 @@ def earlier_ids(node: Node) -> list[str]:
 def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
     """(forgotten, renamed): id -> the record of its last departure, a forget (or sweep)
     or a rename away, for each id that has not come back on purpose since (a
-    :data:`RESTORED` record) nor been taken by a rename onto it (that id is a memory
-    again). Records in log order; unusable ones are skipped."""
+    :data:`RESTORED` record of the id itself) nor been taken by a rename onto it (that
+    id is a memory again). Records in log order; unusable ones are skipped."""
     forgotten: dict[str, dict[str, Any]] = {}
     renamed: dict[str, dict[str, Any]] = {}
     for record in records:
@@ -95,8 +96,8 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
             continue
         assert isinstance(record, dict)
         node_id, event = record["id"], record.get("event")
-        if event == BACK_AS:
-            continue
+        if event == BACK_AS or (event == RESTORED and record.get("kept", node_id) != node_id):
+            continue  # a copy under another id seen or kept: the id itself stays forgotten
         forgotten.pop(node_id, None)
         renamed.pop(node_id, None)
         if event == RENAMED:
@@ -110,6 +111,32 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
     return forgotten, renamed
 
 
+def _forgets_of(records: Iterable[object]) -> dict[str, list[dict[str, Any]]]:
+    """Id -> every forget (or sweep) tombstone of the id not settled since by a
+    :data:`RESTORED` record of the id itself, oldest first: a memory forgotten, the id
+    used again, and the first memory's file back is told by its ``created_at``."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for record in records:
+        if not usable(record):
+            continue
+        assert isinstance(record, dict)
+        event = record.get("event")
+        if event == RESTORED and record.get("kept", record["id"]) == record["id"]:
+            out.pop(record["id"], None)
+        elif event not in (RENAMED, RESTORED, BACK_AS):
+            out.setdefault(record["id"], []).append(record)
+    return out
+
+
+def _same_memory(e: Entry, record: dict[str, Any]) -> bool:
+    """Whether ``e`` is the memory ``record`` (a tombstone or a rename) was about: the same
+    ``created_at`` when the record kept it; else one created before the record."""
+    made = record.get("created_at")
+    if type(made) is float:
+        return e.created_at == made
+    return e.created_at is not None and e.created_at < record["time"]
+
+
 def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
     """Id -> the record of its last departure, forgotten or renamed (:func:`departures`)."""
     forgotten, renamed = departures(records)
@@ -119,12 +146,6 @@ def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
 def last_forgets(records: Iterable[object]) -> dict[str, dict[str, Any]]:
     """Id -> the last forget (or sweep) tombstone of each id still forgotten."""
     return departures(records)[0]
-
-
-def _older(e: Entry | None, moment: float) -> bool:
-    """Whether ``e`` is a memory created before ``moment`` (one without a creation time
-    cannot be told, and is not)."""
-    return e is not None and e.created_at is not None and e.created_at < moment
 
 
 def _final(renamed: Mapping[str, dict[str, Any]], old: str) -> str:
@@ -137,32 +158,43 @@ def _final(renamed: Mapping[str, dict[str, Any]], old: str) -> str:
 
 
 def back_again(entries: Mapping[str, Entry], records: list[dict[str, Any]]) -> list[Back]:
-    """The forgotten memories whose file is back (:class:`Back`), by id: under their id,
-    created before the forget (a merge that kept another clone's edit, a checkout of an
-    older commit; a node added again later is new); under their old id, renamed here and
-    then forgotten under the new one; or under a new id, as a sync recorded it
-    (:data:`BACK_AS`). Reads no file: a lazy index builds only the entries named."""
+    """The forgotten memories whose file is back (:class:`Back`), by id: under their id
+    (the very memory a tombstone was about: a merge that kept another clone's edit, a
+    checkout of an older commit; a node added again later is another memory); under
+    their old id, renamed here and then forgotten under the new one; or under a new id,
+    as a sync recorded it (:data:`BACK_AS`). Reads no file: a lazy index builds only
+    the entries named."""
     forgotten, renamed = departures(records)
-    out: list[Back] = []
-    for node_id, record in forgotten.items():
-        if _older(entries.get(node_id), record["time"]):
-            out.append(Back(entries[node_id], node_id, record, "same id"))
+    out: dict[tuple[str, str], Back] = {}
+    for node_id, tombs in _forgets_of(records).items():
+        e = entries.get(node_id)
+        hit = next((t for t in reversed(tombs) if e is not None and _same_memory(e, t)), None)
+        if (
+            e is not None
+            and hit is not None
+            and (node_id in forgotten or type(hit.get("created_at")) is float)
+        ):
+            out[(e.id, node_id)] = Back(e, node_id, hit, "same id")
     for old, record in renamed.items():
         final = _final(renamed, old)
-        gone = forgotten.get(final)
-        if gone is not None and gone["time"] >= record["time"] and _older(entries.get(old), record["time"]):
-            out.append(Back(entries[old], final, gone, "old id"))
-    seen_as: dict[str, dict[str, Any]] = {}
+        gone, e = forgotten.get(final), entries.get(old)
+        if gone is not None and gone["time"] >= record["time"] and e is not None and _same_memory(e, record):
+            out[(e.id, final)] = Back(e, final, gone, "old id")
+    seen_as: dict[tuple[str, str], dict[str, Any]] = {}
     for record in records:
-        if usable(record) and record.get("event") == BACK_AS and isinstance(record.get("as"), str):
-            seen_as[record["id"]] = record
-        elif usable(record) and record.get("event") == RESTORED:
-            seen_as.pop(record["id"], None)
-    for node_id, record in seen_as.items():
-        e = entries.get(record["as"])
+        if not usable(record):
+            continue
+        if record.get("event") == BACK_AS and isinstance(record.get("as"), str):
+            seen_as[(record["id"], record["as"])] = record
+        elif record.get("event") == RESTORED:
+            kept = record.get("kept")
+            for key in [k for k in seen_as if k[0] == record["id"] and kept in (None, k[1])]:
+                del seen_as[key]
+    for (node_id, as_id), record in seen_as.items():
+        e = entries.get(as_id)
         if node_id in forgotten and e is not None and e.created_at == record.get("created_at"):
-            out.append(Back(e, node_id, forgotten[node_id], "new id"))
-    return sorted(out, key=lambda b: (b.entry.id, b.forgotten))
+            out[(e.id, node_id)] = Back(e, node_id, forgotten[node_id], "new id")
+    return [out[key] for key in sorted(out)]
 
 
 def renamed_back(
@@ -174,41 +206,57 @@ def renamed_back(
     _, renamed = departures(records)
     out = []
     for old, record in sorted(renamed.items()):
-        final = _final(renamed, old)
-        if final != old and final in entries and _older(entries.get(old), record["time"]):
-            out.append((entries[old], final, record))
+        final, e = _final(renamed, old), entries.get(old)
+        if final != old and final in entries and e is not None and _same_memory(e, record):
+            out.append((e, final, record))
     return out
 
 
 def under_new_ids(
     entries: Iterable[Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
-    """(entry, forgotten id, its tombstone) of each of ``entries`` that is a forgotten
-    memory under another id: created at the very instant the forgotten node was (the
-    tombstone's ``created_at``), its file written after the forget (a merge brought it),
-    and its :data:`RENAMED_FROM` naming the forgotten id. Each candidate file is read
-    once, however many forgotten nodes share its creation time (a batch's)."""
-    by_time: dict[float, tuple[int, dict[str, dict[str, Any]]]] = {}
+    """(entry, forgotten id, its tombstone) of each of ``entries`` (files a sync or a
+    rebuild just took in) that is a forgotten memory under another id: created at the
+    very instant the forgotten node was (the tombstone's ``created_at``), and its
+    :data:`RENAMED_FROM` naming the forgotten id (another clone renamed it before the
+    forget reached it). Each candidate file is read once, however many forgotten nodes
+    share its creation time (a batch's)."""
+    by_time: dict[float, dict[str, dict[str, Any]]] = {}
     for node_id, record in forgets.items():
         made = record.get("created_at")
         if type(made) is float:
-            earliest, ids = by_time.get(made, (1 << 63, {}))
-            ids[node_id] = record
-            by_time[made] = (min(earliest, int(record["time"] * 1e9)), ids)
+            by_time.setdefault(made, {})[node_id] = record
     out: list[tuple[Entry, str, dict[str, Any]]] = []
     for e in entries:
         bucket = by_time.get(e.created_at) if e.created_at is not None else None
-        if bucket is None or e.mtime_ns <= bucket[0]:
+        if bucket is None:
             continue
         try:
             node = read(e.path)
         except (OSError, MalformedNodeFileError, UnsafePathError):
             continue
         for node_id in dict.fromkeys(earlier_ids(node)):
-            hit = bucket[1].get(node_id)
-            if hit is not None and node_id != e.id and e.mtime_ns > hit["time"] * 1e9:
-                out.append((e, node_id, hit))
+            if node_id in bucket and node_id != e.id:
+                out.append((e, node_id, bucket[node_id]))
     return out
+
+
+def detect(
+    log: AppendLog, records: list[dict[str, Any]], taken: Iterable[Entry], read: Callable[[str], Node]
+) -> bool:
+    """Record (:data:`BACK_AS`) the forgotten memories among ``taken`` -- files a sync, a
+    pick-up of hand edits or a rebuild just took in -- under a new id
+    (:func:`under_new_ids`), once each; True when it recorded any."""
+    known = {
+        (r["id"], r["as"])
+        for r in records
+        if usable(r) and r.get("event") == BACK_AS and isinstance(r.get("as"), str)
+    }
+    found = [
+        hit for hit in under_new_ids(taken, last_forgets(records), read) if (hit[1], hit[0].id) not in known
+    ]
+    record_back_as(log, found, time.time())
+    return bool(found)
 
 
 def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any]]], now: float) -> None:
@@ -231,18 +279,28 @@ def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any
         audit.append(records, durable=True)
 
 
-def visible_to(scope: Scope | None, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def visible_to(
+    scope: Scope | None, records: list[dict[str, Any]], seen: Callable[[str], bool] | None = None
+) -> list[dict[str, Any]]:
     """The records a caller may read: every one for an unscoped handle; for a scoped
     one, those of nodes within its scope (a record from before scopes were recorded
-    counts as a node without scope)."""
+    counts as a node without scope), their ``dangling`` edges cut to the sources
+    ``seen(id)`` (the forgetter saw nodes of scopes this caller may not)."""
     if scope is None:
         return records
-    return [
-        r
-        for r in records
-        if isinstance(r, dict)
-        and scope.admits_fields(r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity"))
-    ]
+    out = []
+    for r in records:
+        if isinstance(r, dict) and scope.admits_fields(
+            r.get("agent_scope"), r.get("workspace_scope"), r.get("sensitivity")
+        ):
+            if isinstance(r.get("dangling"), list):
+                r = {**r, "dangling": [d for d in r["dangling"] if seen is not None and _seen_edge(d, seen)]}
+            out.append(r)
+    return out
+
+
+def _seen_edge(edge: object, seen: Callable[[str], bool]) -> bool:
+    return isinstance(edge, list) and bool(edge) and isinstance(edge[0], str) and seen(edge[0])
 
 
 def tombstones_only(audit: AppendLog) -> list[dict[str, Any]]:

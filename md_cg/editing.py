@@ -211,6 +211,8 @@ def rename(
                 if audit is not None and old_id != new_id:
                     record: dict[str, object] = {"event": audit_mod.RENAMED, "id": old_id, "to": new_id}
                     record.update(layer=node.layer, time=node.updated_at, **visibility.scope_fields(node))
+                    if node.created_at is not None:  # which memory it was (audit.back_again)
+                        record["created_at"] = node.created_at
                     audit.append([record], durable=engine.durable if durable is None else durable)
                 return node
 

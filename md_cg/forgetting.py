@@ -198,7 +198,8 @@ def returned(state: IndexState, records: list[dict[str, Any]]) -> tuple[list[Fin
     ``renamed_returned`` one per id renamed here whose old file is back beside the
     memory (:func:`md_cg.audit.renamed_back`); and the ids forgotten."""
     forgotten, _ = audit.departures(records)
-    out = [_back_finding(b) for b in audit.back_again(state.entries, records)]
+    backs = {b.entry.id: b for b in reversed(audit.back_again(state.entries, records))}  # one a file
+    out = [_back_finding(backs[i]) for i in sorted(backs)]
     for e, final, record in audit.renamed_back(state.entries, records):
         out.append(
             Finding(

@@ -33,7 +33,7 @@ from typing import Any
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
 from .engine import Engine
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
-from .index import IndexState, Parsed
+from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
@@ -163,9 +163,15 @@ def _remove_dead_shards(engine: Engine, covered: dict[str, int]) -> tuple[list[s
 
 
 def rebuild(
-    engine: Engine, *, timeout: float, progress: Callable[[int], Any] | None = None
+    engine: Engine,
+    *,
+    timeout: float,
+    progress: Callable[[int], Any] | None = None,
+    log: AppendLog | None = None,
 ) -> MaintenanceReport:
-    """Rebuild the index from the ``.md`` files alone and write a new snapshot."""
+    """Rebuild the index from the ``.md`` files alone and write a new snapshot; with the
+    audit ``log``, record the forgotten memories it took in under a new id
+    (:func:`md_cg.audit.detect`)."""
     engine.ensure_writable()
     started = time.perf_counter()
     with engine.lock, engine.maint.exclusive(timeout):
@@ -183,6 +189,8 @@ def rebuild(
             _restore(engine)
             raise
         engine.cursor = cursor
+        if log is not None:
+            audit.detect(log, log.read(), list(engine.state.entries.values()), engine.read_node)
         return _write_snapshot(engine, started, shards_before)
 
 
@@ -276,19 +284,16 @@ def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope |
     under a new id recorded first (each candidate file read once)."""
     records = log.read()
     entries = engine.state.entries
-    taken = [entries[i] for i in (*report.added, *report.changed) if i in entries]
-    known = {
-        (r["id"], r["as"])
-        for r in records
-        if audit.usable(r) and r.get("event") == audit.BACK_AS and isinstance(r.get("as"), str)
-    }
-    found = audit.under_new_ids(taken, audit.last_forgets(records), engine.read_node)
-    found = [hit for hit in found if (hit[1], hit[0].id) not in known]
-    if found:
-        audit.record_back_as(log, found, time.time())
+    if audit.detect(log, records, _taken(engine, report), engine.read_node):
         records = log.read()
     back = audit.back_again(entries, audit.visible_to(scope, records))
-    return replace(report, returned=tuple((b.entry.id, b.entry.path) for b in back)) if back else report
+    found = tuple(dict.fromkeys((b.entry.id, b.entry.path) for b in back))
+    return replace(report, returned=found) if found else report
+
+
+def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
+    entries = engine.state.entries
+    return [entries[i] for i in dict.fromkeys((*report.added, *report.changed)) if i in entries]
 
 
 def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
@@ -842,10 +847,12 @@ class HandEdits:
         self.watch: ChangeWatch | None = None
         self.last_scan: float | None = None
 
-    def pick_up(self, engine: Engine, min_interval: float) -> SyncReport | None:
+    def pick_up(self, engine: Engine, min_interval: float, log: AppendLog | None = None) -> SyncReport | None:
         """Reconcile the files changed since the last call (all of them, by a stat scan,
         at the first call, when the watch lost events or where there is no inotify);
-        None when nothing changed. Called under the engine's lock."""
+        None when nothing changed. Called under the engine's lock. A writable handle
+        records, in the audit ``log``, a forgotten memory it took in under a new id
+        (:func:`md_cg.audit.detect`), as :func:`sync` does."""
         now = time.monotonic()
         try:
             if self.watch is None:
@@ -861,6 +868,8 @@ class HandEdits:
             if not changed:
                 return None
             report = sync_paths(engine, changed)
+            if log is not None and not engine.read_only:
+                audit.detect(log, log.read(), _taken(engine, report), engine.read_node)
         except BaseException:
             # The changes this call took from the watch (or the scan) are not in the
             # index: drop the watch, so that the next call scans every file again.

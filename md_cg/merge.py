@@ -502,6 +502,10 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
         nodes = [_parse(data, path, side) for data, side in ((ours, "ours"), (theirs, "theirs"))]
         base_node = _parse(base, path, "base") if base.strip() else None
     except MalformedNodeFileError as exc:
+        versions = (base, ours, theirs) if base.strip() else (ours, theirs)
+        if len({tuple(_SCOPE_LINES.findall(v)) for v in versions}) > 1:
+            # scopes that cannot be read for sure and that differ: never merged into one
+            return _whole_versions(ours, theirs, f"{exc}; and the versions' scope lines differ")
         return _text_fallback(base, ours, theirs, path, str(exc))
     scoped = _scope_conflict(base_node, nodes[0], nodes[1])
     if scoped is not None:
@@ -519,6 +523,10 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
 
 
 _SCOPE_FIELDS = ("agent_scope", "workspace_scope", "sensitivity")
+#: A frontmatter line of one of them, however it is written (for versions that do not parse).
+_SCOPE_LINES = re.compile(
+    rb"^[ \t]*[\"']?(?:agent_scope|workspace_scope|sensitivity)[\"']?[ \t]*:.*$", re.MULTILINE
+)
 
 
 def _scope_conflict(base: Node | None, ours: Node, theirs: Node) -> str | None:

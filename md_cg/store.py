@@ -456,7 +456,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
         scoped handle gets those of the nodes it could see."""
-        return audit.visible_to(self._scope, audit.tombstones_only(self.log(paths.AUDIT_DIR)))
+        return audit.visible_to(self._scope, audit.tombstones_only(self.log(paths.AUDIT_DIR)), self._seer())
 
     # -- lifecycle (archive, unarchive, apply_changes, supersede: md_cg.views.Lifecycle) -----
 
@@ -639,7 +639,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
     def rebuild_index(self, progress: Callable[[int], Any] | None = None) -> MaintenanceReport:
         """Rebuild the index from the ``.md`` files alone and write a new snapshot."""
-        return maintenance.rebuild(self._engine, timeout=self.lock_timeout, progress=progress)
+        log = self.log(paths.AUDIT_DIR)
+        return maintenance.rebuild(self._engine, timeout=self.lock_timeout, progress=progress, log=log)
 
     def sync(self) -> SyncReport:
         """Reconcile the index with files changed outside the engine; finish interrupted writes.
@@ -667,7 +668,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         seen = self._seer()
         with eng.lock:
             eng.fresh()
-            report = self._hand_edits.pick_up(eng, min_interval)
+            report = self._hand_edits.pick_up(eng, min_interval, self.log(paths.AUDIT_DIR))
         return report if report is None or seen is None else reports.scoped_pickup(report, seen)
 
     def health(self, deep: bool = False) -> HealthReport:

@@ -523,15 +523,21 @@ class Lifecycle(_Handle):
                     name="node_id",
                     value=node_id,
                 )
-            # under a new id: its forgotten id comes back; else the id itself does
-            kept = backs[0].forgotten if backs[0].how == "new id" else node_id
-            record = {
-                "event": audit.RESTORED,
-                "id": kept,
-                "layer": entry.layer,
-                "reason": "kept after it came back",
-            }
-            log.append([{**record, "time": time.time(), **visibility.scope_fields(entry)}], durable=True)
+            # under a new id: its forgotten id is kept as this copy, and stays forgotten itself
+            now, fields = time.time(), visibility.scope_fields(entry)
+            records = [
+                {
+                    "event": audit.RESTORED,
+                    "id": b.forgotten if b.how == "new id" else node_id,
+                    "kept": node_id,
+                    "layer": entry.layer,
+                    "reason": "kept after it came back",
+                    "time": now,
+                    **fields,
+                }
+                for b in backs
+            ]
+            log.append(records, durable=True)
 
     def _coerce(self, node: Node | None, fields_: dict[str, Any]) -> Node:
         """The node of ``add``: the one given, or one built from keyword fields."""

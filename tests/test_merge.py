@@ -771,3 +771,16 @@ def test_text_added_under_a_narrower_scope_is_not_merged_into_a_wider_one() -> N
         text(body="a\nsecret\n", sensitivity="private"),
     )
     assert public.whole
+
+
+def test_versions_that_do_not_parse_are_kept_whole_when_their_scope_lines_differ() -> None:
+    """The scope rule was skipped when a version did not parse: a committed base with a bad
+    importance let one side's share publish the other side's private line (round four)."""
+    base = b'---\nid: "n1"\nlayer: "knowledge"\nagent_scope: "bob"\nimportance: 99\n---\nbob plan\n'
+    ours = b'---\nid: "n1"\nlayer: "knowledge"\nimportance: 0.5\n---\nbob plan\n'
+    theirs = base.replace(b"bob plan\n", b"bob plan\nPRIVATE: bob is resigning\n")
+    result = merge(base, ours, theirs)
+    assert (result.clean, result.whole) == (False, True)
+    assert (result.fallback or "").endswith("; and the versions' scope lines differ")
+    same = merge(base, base.replace(b"99", b"0.5"), theirs)  # scope lines alike: merged as text
+    assert not same.whole

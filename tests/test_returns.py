@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,114 @@ def test_batch_mates_of_forgotten_memories_cost_no_file_reads(tmp_path: Path) ->
         assert len(set(reads)) == len(reads)  # each candidate read once
         reads.clear()
         assert _kinds(s) == [] and reads == []  # health reads no file for this
+
+
+def _renamed_elsewhere(root: Path, tmp: Path, old: str, new: str) -> tuple[str, bytes]:
+    """(path, bytes) of ``old`` renamed to ``new`` in a copy of the store: another clone's
+    rename, as a merge would bring it."""
+    other = tmp / f"clone-{new}"
+    shutil.copytree(root, other, ignore=shutil.ignore_patterns(".mdcg"))
+    with MdCG(other) as s:
+        s.rename(old, new)
+        rel = s.entry(new).path
+    return rel, (other / rel).read_bytes()
+
+
+def _a_renamed_elsewhere_to_b(tmp: Path) -> tuple[Path, str, bytes]:
+    root = tmp / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="the vault hint"))
+    return (root, *_renamed_elsewhere(root, tmp, "a", "b"))
+
+
+@pytest.mark.parametrize("taken_by", ["sync_if_changed", "rebuild_index", "sync"])
+def test_back_under_new_ids_whatever_takes_the_files_in(tmp_path: Path, taken_by: str) -> None:
+    """Only sync() looked: a file the MCP server's pick-up or a rebuild took in was never
+    named; two clones' renames of one forgotten memory were named once (round four)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="the vault hint"))
+    copies = [_renamed_elsewhere(root, tmp_path, "a", new) for new in ("b", "c")]
+    with MdCG(root) as s:
+        s.forget("a", "leaked")
+        for rel, data in copies:
+            _put_back(root / rel, data)
+        if taken_by == "sync_if_changed":
+            s.sync_if_changed(0)
+        elif taken_by == "rebuild_index":
+            s.rebuild_index()
+        assert [i for i, _ in s.sync().returned] == ["b", "c"]
+        assert _kinds(s) == [("forgotten_returned", "b"), ("forgotten_returned", "c")]
+        s.keep_returned("b")  # keeping one copy leaves the other named
+        assert _kinds(s) == [("forgotten_returned", "c")]
+        assert s.sync().returned == (("c", copies[1][0]),)
+
+
+def test_a_kept_copy_under_a_new_id_leaves_the_old_id_forgotten_for_a_migration(tmp_path: Path) -> None:
+    from md_cg.migrate import forgotten_ids, kept_reason
+
+    root, rel, data = _a_renamed_elsewhere_to_b(tmp_path)
+    with MdCG(root) as s:
+        s.forget("a", "leaked")
+        _put_back(root / rel, data)
+        s.sync()
+        s.keep_returned("b")
+        why = kept_reason(s, Node(id="a", layer="knowledge", body="the vault hint"), forgotten_ids(s), False)
+        assert why is not None and why.startswith("forgotten in this store")
+
+
+def test_a_copy_with_old_times_and_a_twice_forgotten_id_are_named_once(tmp_path: Path) -> None:
+    root, rel, data = _a_renamed_elsewhere_to_b(tmp_path)
+    with MdCG(root) as s:
+        s.forget("a", "leaked")
+        _put_back(root / rel, data)
+        os.utime(root / rel, (1_000_000, 1_000_000))  # cp -p: the times of long ago
+        assert s.sync().returned == (("b", rel),)
+        s.forget("b", "as advised")
+        _put_back(root / rel, data)  # another clone's copy once more
+        assert s.sync().returned == (("b", rel),)
+        assert _kinds(s) == [("forgotten_returned", "b")]
+
+
+def test_the_forgotten_memory_back_under_a_reused_id_is_told_by_its_creation_time(tmp_path: Path) -> None:
+    """forget a; rename d -> a; rename a -> z; a merge keeps another clone's edit of the
+    first a: it was called renamed_returned, with advice to merge it into z (d's memory)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="password hint"))
+        time.sleep(0.01)
+        s.add(Node(id="d", layer="knowledge", body="lunch draft"))
+        rel = s.entry("a").path
+        first = (root / rel).read_bytes()
+        s.forget("a", "the user asked")
+        s.rename("d", "a")
+        s.rename("a", "z")
+        _put_back(root / rel, first.replace(b"password hint", b"password hint, edited"))
+        assert s.sync().returned == (("a", rel),)
+        (finding,) = s.health().findings
+        assert (finding.kind, finding.node_id) == ("forgotten_returned", "a")
+        assert finding.detail.startswith("forgotten in this clone on ")
+        s.keep_returned("a")
+        assert _kinds(s) == [] and s.get("z").body.strip() == "lunch draft"
+
+
+def test_a_scoped_handle_reads_no_other_scopes_ids_in_a_tombstone(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="shared-fact", layer="knowledge", body="a shared fact"))
+    with MdCG(root, scope=Scope(agent="bob")) as bob:
+        bob.add(
+            Node(
+                id="bob-plan-to-quit",
+                layer="knowledge",
+                body="bob's plan",
+                edges=[{"target": "shared-fact", "type": "similar"}],
+            )
+        )
+        bob.forget("shared-fact", "wrong", force=True)
+        assert bob.tombstones()[0]["dangling"] == [["bob-plan-to-quit", "similar"]]
+    with MdCG(root, scope=Scope(agent="alice")) as alice:
+        (tomb,) = alice.tombstones()
+        assert tomb["id"] == "shared-fact" and tomb["dangling"] == []
+    with MdCG(root) as s:
+        assert s.tombstones()[0]["dangling"] == [["bob-plan-to-quit", "similar"]]
