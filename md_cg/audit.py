@@ -111,10 +111,12 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
     return forgotten, renamed
 
 
-def _forgets_of(records: Iterable[object]) -> dict[str, list[dict[str, Any]]]:
+def _forgets_of(records: Iterable[object], *, arrivals: bool = True) -> dict[str, list[dict[str, Any]]]:
     """Id -> every forget (or sweep) tombstone of the id not settled since by a
-    :data:`RESTORED` record of the id itself, oldest first: a memory forgotten, the id
-    used again, and the first memory's file back is told by its ``created_at``."""
+    :data:`RESTORED` record of the id itself -- nor, with ``arrivals``, by a rename
+    onto the id of a memory made at the same instant (a batch-mate: the two cannot be
+    told apart) -- oldest first. A memory forgotten, the id used again, and the first
+    memory's file back is told by its ``created_at``."""
     out: dict[str, list[dict[str, Any]]] = {}
     for record in records:
         if not usable(record):
@@ -123,9 +125,32 @@ def _forgets_of(records: Iterable[object]) -> dict[str, list[dict[str, Any]]]:
         event = record.get("event")
         if event == RESTORED and record.get("kept", record["id"]) == record["id"]:
             out.pop(record["id"], None)
+        elif event == RENAMED and arrivals and isinstance(record.get("to"), str):
+            # the memory renamed onto the id: a tombstone of its very creation time can no
+            # longer tell a returned file from it (a batch-mate's); the others still can
+            made = record.get("created_at")
+            left = [
+                t for t in out.get(record["to"], ()) if type(made) is float and t.get("created_at") != made
+            ]
+            out[record["to"]] = left
         elif event not in (RENAMED, RESTORED, BACK_AS):
             out.setdefault(record["id"], []).append(record)
     return out
+
+
+def _kept_copies(records: Iterable[object]) -> set[tuple[str, float]]:
+    """(forgotten id, created_at) of each copy a person kept (``keep_returned`` of a copy
+    under another id): kept whatever id it is renamed to later."""
+    kept: set[tuple[str, float]] = set()
+    for r in records:
+        if (
+            isinstance(r, dict)
+            and usable(r)
+            and r.get("event") == RESTORED
+            and type(r.get("created_at")) is float
+        ):
+            kept.add((r["id"], r["created_at"]))
+    return kept
 
 
 def _same_memory(e: Entry, record: dict[str, Any]) -> bool:
@@ -190,10 +215,15 @@ def back_again(entries: Mapping[str, Entry], records: list[dict[str, Any]]) -> l
             kept = record.get("kept")
             for key in [k for k in seen_as if k[0] == record["id"] and kept in (None, k[1])]:
                 del seen_as[key]
+    history, kept = _forgets_of(records, arrivals=False), _kept_copies(records)
     for (node_id, as_id), record in seen_as.items():
         e = entries.get(as_id)
-        if node_id in forgotten and e is not None and e.created_at == record.get("created_at"):
-            out[(e.id, node_id)] = Back(e, node_id, forgotten[node_id], "new id")
+        tomb = next(
+            (t for t in history.get(node_id, ()) if t.get("created_at") == record.get("created_at")), None
+        )
+        same = e is not None and tomb is not None and e.created_at == record.get("created_at")
+        if same and e is not None and tomb is not None and (node_id, e.created_at) not in kept:
+            out[(e.id, node_id)] = Back(e, node_id, tomb, "new id")
     return [out[key] for key in sorted(out)]
 
 
@@ -213,19 +243,25 @@ def renamed_back(
 
 
 def under_new_ids(
-    entries: Iterable[Entry], forgets: Mapping[str, dict[str, Any]], read: Callable[[str], Node]
+    entries: Iterable[Entry],
+    forgets: Mapping[str, dict[str, Any]],
+    read: Callable[[str], Node],
+    history: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
     """(entry, forgotten id, its tombstone) of each of ``entries`` (files a sync or a
     rebuild just took in) that is a forgotten memory under another id: created at the
-    very instant the forgotten node was (the tombstone's ``created_at``), and its
+    very instant a forgotten node of that id was (a tombstone's ``created_at``; with
+    ``history``, any tombstone of the id, not only its last), and its
     :data:`RENAMED_FROM` naming the forgotten id (another clone renamed it before the
     forget reached it). Each candidate file is read once, however many forgotten nodes
     share its creation time (a batch's)."""
+    tombs = history if history is not None else {i: [t] for i, t in forgets.items()}
     by_time: dict[float, dict[str, dict[str, Any]]] = {}
-    for node_id, record in forgets.items():
-        made = record.get("created_at")
-        if type(made) is float:
-            by_time.setdefault(made, {})[node_id] = record
+    for node_id, records in tombs.items():
+        for record in records:
+            made = record.get("created_at")
+            if type(made) is float:
+                by_time.setdefault(made, {})[node_id] = record
     out: list[tuple[Entry, str, dict[str, Any]]] = []
     for e in entries:
         bucket = by_time.get(e.created_at) if e.created_at is not None else None
@@ -242,21 +278,46 @@ def under_new_ids(
 
 
 def detect(
-    log: AppendLog, records: list[dict[str, Any]], taken: Iterable[Entry], read: Callable[[str], Node]
+    log: AppendLog,
+    taken: list[Entry],
+    read: Callable[[str], Node],
+    records: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Record (:data:`BACK_AS`) the forgotten memories among ``taken`` -- files a sync, a
     pick-up of hand edits or a rebuild just took in -- under a new id
-    (:func:`under_new_ids`), once each; True when it recorded any."""
+    (:func:`under_new_ids`), once each; True when it recorded any. Not a copy a
+    person kept, nor a memory renamed away from the forgotten id in this clone. A few
+    files are read first, and the log only when one of them was renamed (a pick-up
+    before each MCP call costs one small read, not the whole log)."""
+    if not taken:
+        return False
+    if len(taken) <= 64 and not any(_renamed_file(e, read) for e in taken):
+        return False
+    records = log.read() if records is None else records
+    history, kept = _forgets_of(records, arrivals=False), _kept_copies(records)
+    here = {(r["id"], r.get("created_at")) for r in records if usable(r) and r.get("event") == RENAMED}
     known = {
         (r["id"], r["as"])
         for r in records
         if usable(r) and r.get("event") == BACK_AS and isinstance(r.get("as"), str)
     }
+    tombs = {i: t for i, ts in history.items() for t in ts}  # by id, the latest of each creation time
     found = [
-        hit for hit in under_new_ids(taken, last_forgets(records), read) if (hit[1], hit[0].id) not in known
+        (e, node_id, tomb)
+        for e, node_id, tomb in under_new_ids(taken, tombs, read, history)
+        if (node_id, e.id) not in known
+        and (node_id, e.created_at) not in kept
+        and (node_id, e.created_at) not in here
     ]
     record_back_as(log, found, time.time())
     return bool(found)
+
+
+def _renamed_file(e: Entry, read: Callable[[str], Node]) -> bool:
+    try:
+        return bool(earlier_ids(read(e.path)))
+    except (OSError, MalformedNodeFileError, UnsafePathError):
+        return False
 
 
 def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any]]], now: float) -> None:

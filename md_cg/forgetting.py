@@ -192,15 +192,20 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
     return engine.state.entries.get(entry.id)
 
 
-def returned(state: IndexState, records: list[dict[str, Any]]) -> tuple[list[Finding], set[str]]:
+def returned(
+    state: IndexState, records: list[dict[str, Any]], seen: Callable[[str], bool] | None = None
+) -> tuple[list[Finding], set[str]]:
     """What the audit ``records`` say came back: a ``forgotten_returned`` finding per
     forgotten memory whose file is back (:func:`md_cg.audit.back_again`), a
     ``renamed_returned`` one per id renamed here whose old file is back beside the
-    memory (:func:`md_cg.audit.renamed_back`); and the ids forgotten."""
+    memory (:func:`md_cg.audit.renamed_back`), when the caller ``seen`` sees the
+    memory it now is (its id is never named otherwise); and the ids forgotten."""
     forgotten, _ = audit.departures(records)
     backs = {b.entry.id: b for b in reversed(audit.back_again(state.entries, records))}  # one a file
     out = [_back_finding(backs[i]) for i in sorted(backs)]
     for e, final, record in audit.renamed_back(state.entries, records):
+        if seen is not None and not seen(final):
+            continue
         out.append(
             Finding(
                 "renamed_returned",

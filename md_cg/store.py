@@ -687,7 +687,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             state, scope = eng.state, self._scope
             absent = visibility.out_of_scope(state, scope)
             extra += retention.expired_findings(state, state.restricted - absent, time.time())
-            back, gone = forgetting.returned(state, audit.visible_to(scope, self.log(paths.AUDIT_DIR).read()))
+            records = audit.visible_to(scope, self.log(paths.AUDIT_DIR).read())
+            back, gone = forgetting.returned(state, records, self._seer())
             extra += [f for f in back if f.node_id not in absent]
             uncounted = self._filter.hidden(state)
             report = maintenance.health(

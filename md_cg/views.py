@@ -533,6 +533,7 @@ class Lifecycle(_Handle):
                     "layer": entry.layer,
                     "reason": "kept after it came back",
                     "time": now,
+                    **({"created_at": entry.created_at} if entry.created_at is not None else {}),
                     **fields,
                 }
                 for b in backs
