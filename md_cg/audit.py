@@ -32,11 +32,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from . import fsops
 from .errors import MalformedNodeFileError, UnsafePathError
-from .index import Entry
+from .index import MAX_FILE_BYTES, Entry, decode_node
 from .logs import AppendLog
 from .node import Node
-from .visibility import Scope
+from .visibility import Scope, scope_fields
 
 #: The record a rename leaves: a migration re-run does not bring the old id back.
 RENAMED = "renamed"
@@ -245,7 +246,7 @@ def renamed_back(
 def under_new_ids(
     entries: Iterable[Entry],
     forgets: Mapping[str, dict[str, Any]],
-    read: Callable[[str], Node],
+    read: Callable[[str], Node | None],
     history: Mapping[str, list[dict[str, Any]]] | None = None,
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
     """(entry, forgotten id, its tombstone) of each of ``entries`` (files a sync or a
@@ -254,7 +255,8 @@ def under_new_ids(
     ``history``, any tombstone of the id, not only its last), and its
     :data:`RENAMED_FROM` naming the forgotten id (another clone renamed it before the
     forget reached it). Each candidate file is read once, however many forgotten nodes
-    share its creation time (a batch's)."""
+    share its creation time (a batch's); ``read`` may answer None for a file without
+    :data:`RENAMED_FROM` (:func:`renamed_reader` does, without parsing it)."""
     tombs = history if history is not None else {i: [t] for i, t in forgets.items()}
     by_time: dict[float, dict[str, dict[str, Any]]] = {}
     for node_id, records in tombs.items():
@@ -271,7 +273,7 @@ def under_new_ids(
             node = read(e.path)
         except (OSError, MalformedNodeFileError, UnsafePathError):
             continue
-        for node_id in dict.fromkeys(earlier_ids(node)):
+        for node_id in dict.fromkeys(earlier_ids(node) if node is not None else ()):
             if node_id in bucket and node_id != e.id:
                 out.append((e, node_id, bucket[node_id]))
     return out
@@ -280,7 +282,7 @@ def under_new_ids(
 def detect(
     log: AppendLog,
     taken: list[Entry],
-    read: Callable[[str], Node],
+    read: Callable[[str], Node | None],
     records: list[dict[str, Any]] | None = None,
 ) -> bool:
     """Record (:data:`BACK_AS`) the forgotten memories among ``taken`` -- files a sync, a
@@ -313,18 +315,28 @@ def detect(
     return bool(found)
 
 
-def _renamed_file(e: Entry, read: Callable[[str], Node]) -> bool:
+def renamed_reader(root: str) -> Callable[[str], Node | None]:
+    """A ``read`` for :func:`detect`: None for a file whose bytes never mention
+    :data:`RENAMED_FROM` (most files; no parse), else the node."""
+
+    def read(rel: str) -> Node | None:
+        data, _ = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
+        return decode_node(data, rel) if RENAMED_FROM.encode() in data else None
+
+    return read
+
+
+def _renamed_file(e: Entry, read: Callable[[str], Node | None]) -> bool:
     try:
-        return bool(earlier_ids(read(e.path)))
+        node = read(e.path)
     except (OSError, MalformedNodeFileError, UnsafePathError):
         return False
+    return node is not None and bool(earlier_ids(node))
 
 
 def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any]]], now: float) -> None:
     """Append a :data:`BACK_AS` record for each of ``found`` (:func:`under_new_ids`), with
     the scope fields of the memory as it is now (a scoped caller lists its own)."""
-    from .visibility import scope_fields
-
     if found:
         records = [
             {

@@ -190,7 +190,7 @@ def rebuild(
             raise
         engine.cursor = cursor
         if log is not None:
-            audit.detect(log, list(engine.state.entries.values()), engine.read_node)
+            audit.detect(log, list(engine.state.entries.values()), audit.renamed_reader(engine.root_str))
         return _write_snapshot(engine, started, shards_before)
 
 
@@ -284,7 +284,7 @@ def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope |
     under a new id recorded first (each candidate file read once)."""
     records = log.read()
     entries = engine.state.entries
-    if audit.detect(log, _taken(engine, report), engine.read_node, records):
+    if audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str), records):
         records = log.read()
     back = audit.back_again(entries, audit.visible_to(scope, records))
     found = tuple(dict.fromkeys((b.entry.id, b.entry.path) for b in back))
@@ -869,7 +869,7 @@ class HandEdits:
                 return None
             report = sync_paths(engine, changed)
             if log is not None and not engine.read_only:
-                audit.detect(log, _taken(engine, report), engine.read_node)
+                audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str))
         except BaseException:
             # The changes this call took from the watch (or the scan) are not in the
             # index: drop the watch, so that the next call scans every file again.
