@@ -229,7 +229,8 @@ def _back_finding(back: audit.Back) -> Finding:
     if back.how == "same id":
         what = (
             f"forgotten in this clone on {said}, and its file is back (a merge or checkout brought it, "
-            "or a forget stopped before it removed the file)"
+            "a forget stopped before it removed the file, or it was added again with its old "
+            "creation time)"
         )
     elif back.how == "new id":
         what = (

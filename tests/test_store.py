@@ -508,8 +508,9 @@ def test_health_names_a_forgotten_node_whose_file_came_back(tmp_path: Path) -> N
         assert found == [("forgotten_returned", "gym", rel)]
         detail = s.health().findings[0].detail
         assert detail.startswith("forgotten in this clone on ") and detail.endswith(
-            " (wrong), and its file is back (a merge or checkout brought it, or a forget stopped before it "
-            "removed the file): forget it again, or keep it (mdcg keep, keep_returned)"
+            " (wrong), and its file is back (a merge or checkout brought it, a forget stopped before it "
+            "removed the file, or it was added again with its old creation time): forget it again, or keep "
+            "it (mdcg keep, keep_returned)"
         )
         with pytest.raises(InvalidArgumentError, match="'again' is not a memory forgotten in this clone"):
             s.keep_returned("again")  # added again after its forget: a new memory
