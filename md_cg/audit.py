@@ -140,17 +140,18 @@ def _forgets_of(records: Iterable[object], *, arrivals: bool = True) -> dict[str
 
 
 def _kept_copies(records: Iterable[object]) -> set[tuple[str, float]]:
-    """(forgotten id, created_at) of each copy a person kept (``keep_returned`` of a copy
-    under another id): kept whatever id it is renamed to later."""
+    """(forgotten id, created_at) of each memory a person kept (``keep_returned``) since
+    the id's last forget: its copies stay kept whatever id they are renamed to later; a
+    forget of the id after the keep ends it."""
     kept: set[tuple[str, float]] = set()
     for r in records:
-        if (
-            isinstance(r, dict)
-            and usable(r)
-            and r.get("event") == RESTORED
-            and type(r.get("created_at")) is float
-        ):
+        if not isinstance(r, dict) or not usable(r):
+            continue
+        event = r.get("event")
+        if event == RESTORED and type(r.get("created_at")) is float:
             kept.add((r["id"], r["created_at"]))
+        elif event not in (RENAMED, RESTORED, BACK_AS):
+            kept = {k for k in kept if k[0] != r["id"]}
     return kept
 
 
@@ -183,44 +184,68 @@ def _final(renamed: Mapping[str, dict[str, Any]], old: str) -> str:
     return str(current)
 
 
-def back_again(entries: Mapping[str, Entry], records: list[dict[str, Any]]) -> list[Back]:
+def _history(record: dict[str, Any]) -> list[str]:
+    """The earlier ids a tombstone or rename record kept of its memory."""
+    prior = record.get(RENAMED_FROM)
+    return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
+
+
+def same_lineage(file_ids: list[str], file_id: str, record: dict[str, Any]) -> bool:
+    """Whether a file of ``file_id`` whose ``renamed_from`` is ``file_ids`` is the memory
+    ``record`` (a tombstone or a rename record, of ``record["id"]``) was about, as far as
+    their ids tell: under that id, the same earlier ids (a batch-mate renamed onto it
+    has others); under another id, renamed from it after the same earlier ids."""
+    lineage = [*_history(record), record["id"]]
+    if file_id == record["id"]:
+        return file_ids == lineage[:-1]
+    return file_ids[: len(lineage)] == lineage
+
+
+def _lineage_of(read: Callable[[str], Node] | None, e: Entry, record: dict[str, Any]) -> bool:
+    if read is None:
+        return True
+    try:
+        return same_lineage(earlier_ids(read(e.path)), e.id, record)
+    except (OSError, MalformedNodeFileError, UnsafePathError):
+        return False
+
+
+def back_again(
+    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node] | None = None
+) -> list[Back]:
     """The forgotten memories whose file is back (:class:`Back`), by id: under their id
     (the very memory a tombstone was about: a merge that kept another clone's edit, a
     checkout of an older commit; a node added again later is another memory); under
     their old id, renamed here and then forgotten under the new one; or under a new id,
-    as a sync recorded it (:data:`BACK_AS`). Reads no file: a lazy index builds only
-    the entries named."""
+    as a sync recorded it (:data:`BACK_AS`). With ``read``, a file under a departed id
+    whose creation time matches (a batch-mate's does) is read to check its earlier ids
+    (:func:`same_lineage`); nothing else is read: a lazy index builds the entries named."""
     forgotten, renamed = departures(records)
     out: dict[tuple[str, str], Back] = {}
     for node_id, tombs in _forgets_of(records).items():
         e = entries.get(node_id)
         hit = next((t for t in reversed(tombs) if e is not None and _same_memory(e, t)), None)
-        if (
-            e is not None
-            and hit is not None
-            and (node_id in forgotten or type(hit.get("created_at")) is float)
-        ):
+        if e is None or hit is None or not (node_id in forgotten or type(hit.get("created_at")) is float):
+            continue
+        if _lineage_of(read, e, hit):
             out[(e.id, node_id)] = Back(e, node_id, hit, "same id")
     for old, record in renamed.items():
         final = _final(renamed, old)
         gone, e = forgotten.get(final), entries.get(old)
-        if gone is not None and gone["time"] >= record["time"] and e is not None and _same_memory(e, record):
-            out[(e.id, final)] = Back(e, final, gone, "old id")
-    seen_as: dict[tuple[str, str], dict[str, Any]] = {}
-    for record in records:
-        if not usable(record):
+        if gone is None or gone["time"] < record["time"] or e is None or not _same_memory(e, record):
             continue
-        if record.get("event") == BACK_AS and isinstance(record.get("as"), str):
-            seen_as[(record["id"], record["as"])] = record
-        elif record.get("event") == RESTORED:
-            kept = record.get("kept")
-            for key in [k for k in seen_as if k[0] == record["id"] and kept in (None, k[1])]:
-                del seen_as[key]
+        if _lineage_of(read, e, record):
+            out[(e.id, final)] = Back(e, final, gone, "old id")
     history, kept = _forgets_of(records, arrivals=False), _kept_copies(records)
-    for (node_id, as_id), record in seen_as.items():
+    for (node_id, as_id), record in _seen_as(records).items():
         e = entries.get(as_id)
         tomb = next(
-            (t for t in history.get(node_id, ()) if t.get("created_at") == record.get("created_at")), None
+            (
+                t
+                for t in reversed(history.get(node_id, []))
+                if t.get("created_at") == record.get("created_at")
+            ),
+            None,
         )
         same = e is not None and tomb is not None and e.created_at == record.get("created_at")
         if same and e is not None and tomb is not None and (node_id, e.created_at) not in kept:
@@ -228,42 +253,61 @@ def back_again(entries: Mapping[str, Entry], records: list[dict[str, Any]]) -> l
     return [out[key] for key in sorted(out)]
 
 
+def _seen_as(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(forgotten id, new id) -> the :data:`BACK_AS` record of each copy not kept since."""
+    by_id: dict[str, dict[str, dict[str, Any]]] = {}
+    for record in records:
+        if not usable(record):
+            continue
+        if record.get("event") == BACK_AS and isinstance(record.get("as"), str):
+            by_id.setdefault(record["id"], {})[record["as"]] = record
+        elif record.get("event") == RESTORED and record["id"] in by_id:
+            kept = record.get("kept")
+            if kept is None or kept == record["id"]:
+                del by_id[record["id"]]
+            else:
+                by_id[record["id"]].pop(kept, None)
+    return {(i, as_id): r for i, copies in by_id.items() for as_id, r in copies.items()}
+
+
 def renamed_back(
-    entries: Mapping[str, Entry], records: list[dict[str, Any]]
+    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node] | None = None
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
     """(entry, the id it lives on as, the rename record) of each id renamed in this clone
     whose old file is back beside the memory (a merge kept another clone's edit of the
-    old id): created before the rename, the chain of renames ending at an id held now."""
+    old id): the memory the rename record was about (its creation time and, with
+    ``read``, its earlier ids), the chain of renames ending at an id held now."""
     _, renamed = departures(records)
     out = []
     for old, record in sorted(renamed.items()):
         final, e = _final(renamed, old), entries.get(old)
-        if final != old and final in entries and e is not None and _same_memory(e, record):
+        held = final != old and final in entries and e is not None and _same_memory(e, record)
+        if held and e is not None and _lineage_of(read, e, record):
             out.append((e, final, record))
     return out
 
 
 def under_new_ids(
     entries: Iterable[Entry],
-    forgets: Mapping[str, dict[str, Any]],
+    history: Mapping[str, list[dict[str, Any]]],
     read: Callable[[str], Node | None],
-    history: Mapping[str, list[dict[str, Any]]] | None = None,
+    chains: Mapping[str, str] | None = None,
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
     """(entry, forgotten id, its tombstone) of each of ``entries`` (files a sync or a
     rebuild just took in) that is a forgotten memory under another id: created at the
-    very instant a forgotten node of that id was (a tombstone's ``created_at``; with
-    ``history``, any tombstone of the id, not only its last), and its
-    :data:`RENAMED_FROM` naming the forgotten id (another clone renamed it before the
-    forget reached it). Each candidate file is read once, however many forgotten nodes
-    share its creation time (a batch's); ``read`` may answer None for a file without
-    :data:`RENAMED_FROM` (:func:`renamed_reader` does, without parsing it)."""
-    tombs = history if history is not None else {i: [t] for i, t in forgets.items()}
+    very instant a forgotten node was (a tombstone's ``created_at``), and its
+    :data:`RENAMED_FROM` holding that node's ids (:func:`same_lineage`) -- the forgotten
+    id itself, or one ``chains`` leads to it (renamed in this clone, then forgotten).
+    ``history``: id -> its tombstones. Each candidate file is read once, however many
+    forgotten nodes share its creation time (a batch's); ``read`` may answer None for a
+    file without :data:`RENAMED_FROM` (:func:`renamed_reader` does, without parsing it)."""
     by_time: dict[float, dict[str, dict[str, Any]]] = {}
-    for node_id, records in tombs.items():
-        for record in records:
+    for node_id, tombs in history.items():
+        for record in tombs:
             made = record.get("created_at")
             if type(made) is float:
                 by_time.setdefault(made, {})[node_id] = record
+    links = chains or {}
     out: list[tuple[Entry, str, dict[str, Any]]] = []
     for e in entries:
         bucket = by_time.get(e.created_at) if e.created_at is not None else None
@@ -273,9 +317,16 @@ def under_new_ids(
             node = read(e.path)
         except (OSError, MalformedNodeFileError, UnsafePathError):
             continue
-        for node_id in dict.fromkeys(earlier_ids(node) if node is not None else ()):
-            if node_id in bucket and node_id != e.id:
-                out.append((e, node_id, bucket[node_id]))
+        earlier = earlier_ids(node) if node is not None else []
+        for old in dict.fromkeys(earlier):
+            for node_id in dict.fromkeys((old, links.get(old, old))):
+                tomb = bucket.get(node_id)
+                if tomb is None or node_id == e.id:
+                    continue
+                lineage = [*_history(tomb), node_id]
+                if old in lineage and earlier[: earlier.index(old) + 1] == lineage[: lineage.index(old) + 1]:
+                    out.append((e, node_id, tomb))
+                    break
     return out
 
 
@@ -288,28 +339,21 @@ def detect(
     """Record (:data:`BACK_AS`) the forgotten memories among ``taken`` -- files a sync, a
     pick-up of hand edits or a rebuild just took in -- under a new id
     (:func:`under_new_ids`), once each; True when it recorded any. Not a copy a
-    person kept, nor a memory renamed away from the forgotten id in this clone. A few
-    files are read first, and the log only when one of them was renamed (a pick-up
-    before each MCP call costs one small read, not the whole log)."""
+    person kept. A few files are read first, and the log only when one of them was
+    renamed (a pick-up before each MCP call costs one small read, not the whole log)."""
     if not taken:
         return False
     if len(taken) <= 64 and not any(_renamed_file(e, read) for e in taken):
         return False
     records = log.read() if records is None else records
     history, kept = _forgets_of(records, arrivals=False), _kept_copies(records)
-    here = {(r["id"], r.get("created_at")) for r in records if usable(r) and r.get("event") == RENAMED}
-    known = {
-        (r["id"], r["as"])
-        for r in records
-        if usable(r) and r.get("event") == BACK_AS and isinstance(r.get("as"), str)
-    }
-    tombs = {i: t for i, ts in history.items() for t in ts}  # by id, the latest of each creation time
+    _, renamed = departures(records)
+    chains = {old: _final(renamed, old) for old in renamed}
+    known = set(_seen_as(records))
     found = [
         (e, node_id, tomb)
-        for e, node_id, tomb in under_new_ids(taken, tombs, read, history)
-        if (node_id, e.id) not in known
-        and (node_id, e.created_at) not in kept
-        and (node_id, e.created_at) not in here
+        for e, node_id, tomb in under_new_ids(taken, history, read, chains)
+        if (node_id, e.id) not in known and (node_id, e.created_at) not in kept
     ]
     record_back_as(log, found, time.time())
     return bool(found)

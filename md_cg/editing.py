@@ -213,6 +213,8 @@ def rename(
                     record.update(layer=node.layer, time=node.updated_at, **visibility.scope_fields(node))
                     if node.created_at is not None:  # which memory it was (audit.back_again)
                         record["created_at"] = node.created_at
+                    if len(audit_mod.earlier_ids(node)) > 1:  # its ids before this one
+                        record[audit_mod.RENAMED_FROM] = audit_mod.earlier_ids(node)[:-1]
                     audit.append([record], durable=engine.durable if durable is None else durable)
                 return node
 

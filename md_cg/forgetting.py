@@ -42,7 +42,7 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .logs import AppendLog
-from .node import check_id
+from .node import Node, check_id
 from .reports import Deleted, Finding
 from .visibility import Scope
 
@@ -126,9 +126,11 @@ def forget_many(
                         "dangling": [list(x) for x in incoming[e.id]],
                         # when it was made, not what it said: a clone that renamed it is told by it
                         **({"created_at": e.created_at} if e.created_at is not None else {}),
+                        # and its earlier ids: a batch-mate renamed onto its id has others
+                        **({audit.RENAMED_FROM: audit.earlier_ids(n)} if audit.earlier_ids(n) else {}),
                         **visibility.scope_fields(e),
                     }
-                    for e in entries
+                    for e, n in zip(entries, nodes, strict=True)
                 ],
                 durable=True,
             )
@@ -193,7 +195,10 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
 
 
 def returned(
-    state: IndexState, records: list[dict[str, Any]], seen: Callable[[str], bool] | None = None
+    state: IndexState,
+    records: list[dict[str, Any]],
+    seen: Callable[[str], bool] | None = None,
+    read: Callable[[str], Node] | None = None,
 ) -> tuple[list[Finding], set[str]]:
     """What the audit ``records`` say came back: a ``forgotten_returned`` finding per
     forgotten memory whose file is back (:func:`md_cg.audit.back_again`), a
@@ -201,9 +206,9 @@ def returned(
     memory (:func:`md_cg.audit.renamed_back`), when the caller ``seen`` sees the
     memory it now is (its id is never named otherwise); and the ids forgotten."""
     forgotten, _ = audit.departures(records)
-    backs = {b.entry.id: b for b in reversed(audit.back_again(state.entries, records))}  # one a file
+    backs = {b.entry.id: b for b in reversed(audit.back_again(state.entries, records, read))}  # one a file
     out = [_back_finding(backs[i]) for i in sorted(backs)]
-    for e, final, record in audit.renamed_back(state.entries, records):
+    for e, final, record in audit.renamed_back(state.entries, records, read):
         if seen is not None and not seen(final):
             continue
         out.append(

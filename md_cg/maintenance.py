@@ -286,7 +286,7 @@ def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope |
     entries = engine.state.entries
     if audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str), records):
         records = log.read()
-    back = audit.back_again(entries, audit.visible_to(scope, records))
+    back = audit.back_again(entries, audit.visible_to(scope, records), engine.read_node)
     found = tuple(dict.fromkeys((b.entry.id, b.entry.path) for b in back))
     return replace(report, returned=found) if found else report
 

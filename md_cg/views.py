@@ -515,7 +515,9 @@ class Lifecycle(_Handle):
             entry = eng.entry(node_id)
             self._check_scope(entry)
             log = self.log(paths.AUDIT_DIR)
-            backs = audit.back_again({node_id: entry}, audit.visible_to(self._scope, log.read()))
+            backs = audit.back_again(
+                {node_id: entry}, audit.visible_to(self._scope, log.read()), eng.read_node
+            )
             if not backs:
                 raise InvalidArgumentError(
                     f"{node_id!r} is not a memory forgotten in this clone whose file came back; "

@@ -355,3 +355,79 @@ def test_a_pick_up_after_the_handles_own_write_reads_no_audit_log(tmp_path: Path
         )
         s.sync_if_changed(0)
         assert reads == []
+
+
+def _other_clone(root: Path, tmp: Path, name: str) -> Path:
+    """A copy of the store's files: another clone, whose changes come back as a merge would."""
+    other = tmp / name
+    shutil.copytree(root, other, ignore=shutil.ignore_patterns(".mdcg"))
+    return other
+
+
+def test_a_batch_mate_another_clone_renamed_onto_a_forgotten_id_is_not_it(tmp_path: Path) -> None:
+    """Batch-mates share a created_at: m2 renamed onto the forgotten m1 in another clone was
+    called m1 back ("forget it again": m2's only copy), and renamed on to z as well; a
+    batch-mate renamed onto an id renamed here was called renamed_returned (round six)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=i, layer="knowledge", body=f"{i} memory") for i in ("m1", "m2", "a", "m")])
+    other = _other_clone(root, tmp_path, "other")
+    with MdCG(root) as s:
+        s.forget("m1", "leaked")
+        s.rename("a", "b")
+    with MdCG(other) as o:  # after the forget and the rename reached it
+        o.delete("m1")
+        o.rename("m2", "m1")
+        o.rename("a", "b")
+        o.rename("m", "a")
+        moved = {i: (o.entry(i).path, (other / o.entry(i).path).read_bytes()) for i in ("m1", "a")}
+    with MdCG(root) as s:
+        for rel, data in moved.values():
+            _put_back(root / rel, data)
+        (root / s.entry("m2").path).unlink()
+        (root / s.entry("m").path).unlink()
+        assert s.sync().returned == () and _kinds(s) == []
+    with MdCG(other) as o:
+        o.rename("m1", "z")
+        rel, data = o.entry("z").path, (other / o.entry("z").path).read_bytes()
+    with MdCG(root) as s:
+        (root / s.entry("m1").path).unlink()
+        _put_back(root / rel, data)
+        s.rebuild_index()
+        assert s.sync().returned == () and _kinds(s) == []
+
+
+def test_renamed_here_forgotten_and_renamed_elsewhere_is_named(tmp_path: Path) -> None:
+    """a -> b here, b forgotten; another clone renamed a -> c: c came back silently."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="the vault code is 4471"))
+    other = _other_clone(root, tmp_path, "other")
+    with MdCG(other) as o:
+        o.rename("a", "c")
+        rel, data = o.entry("c").path, (other / o.entry("c").path).read_bytes()
+    with MdCG(root) as s:
+        s.rename("a", "b")
+        s.forget("b", "the user asked")
+        _put_back(root / rel, data)
+        assert s.sync().returned == (("c", rel),)
+        (finding,) = s.health().findings
+        assert finding.detail.startswith("forgotten in this clone as 'b' on ")
+
+
+def test_a_keep_ends_at_the_next_forget_of_the_id(tmp_path: Path) -> None:
+    """Kept once under its own id, forgotten again, and a copy under a new id came back
+    silently (round six); the finding cites the latest forget."""
+    root, rel, data = _a_renamed_elsewhere_to_b(tmp_path)
+    with MdCG(root) as s:
+        own = s.entry("a").path
+        text = (root / own).read_bytes()
+        s.forget("a", "first")
+        _put_back(root / own, text)
+        s.sync()
+        s.keep_returned("a")
+        s.forget("a", "second time, for real")
+        _put_back(root / rel, data)
+        assert s.sync().returned == (("b", rel),)
+        (finding,) = s.health().findings
+        assert "(second time, for real)" in finding.detail
