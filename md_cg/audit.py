@@ -143,16 +143,16 @@ def _kept_copies(records: Iterable[object]) -> set[tuple[str, float]]:
     """(forgotten id, created_at) of each memory a person kept (``keep_returned``) since
     the id's last forget: its copies stay kept whatever id they are renamed to later; a
     forget of the id after the keep ends it."""
-    kept: set[tuple[str, float]] = set()
+    kept: dict[str, set[float]] = {}
     for r in records:
         if not isinstance(r, dict) or not usable(r):
             continue
         event = r.get("event")
         if event == RESTORED and type(r.get("created_at")) is float:
-            kept.add((r["id"], r["created_at"]))
+            kept.setdefault(r["id"], set()).add(r["created_at"])
         elif event not in (RENAMED, RESTORED, BACK_AS):
-            kept = {k for k in kept if k[0] != r["id"]}
-    return kept
+            kept.pop(r["id"], None)
+    return {(node_id, made) for node_id, times in kept.items() for made in times}
 
 
 def _same_memory(e: Entry, record: dict[str, Any]) -> bool:
