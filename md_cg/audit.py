@@ -49,8 +49,8 @@ BACK_AS = "back_as"
 #: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
 #: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
 RENAMED_FROM = "renamed_from"
-#: Earlier ids a node keeps in :data:`RENAMED_FROM`.
-MAX_RENAMED_FROM = 16
+#: Earlier ids a node keeps in :data:`RENAMED_FROM` (the first always: it tells the memory).
+MAX_RENAMED_FROM = 64
 #: Times a record may hold (seconds since the epoch, before the year 5138).
 _LATEST = 1e11
 
@@ -112,221 +112,184 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
     return forgotten, renamed
 
 
-def _forgets_of(records: Iterable[object], *, arrivals: bool = True) -> dict[str, list[dict[str, Any]]]:
-    """Id -> every forget (or sweep) tombstone of the id not settled since by a
-    :data:`RESTORED` record of the id itself -- nor, with ``arrivals``, by a rename
-    onto the id of a memory made at the same instant (a batch-mate: the two cannot be
-    told apart) -- oldest first. A memory forgotten, the id used again, and the first
-    memory's file back is told by its ``created_at``."""
-    out: dict[str, list[dict[str, Any]]] = {}
-    for record in records:
-        if not usable(record):
-            continue
-        assert isinstance(record, dict)
-        event = record.get("event")
-        if event == RESTORED and record.get("kept", record["id"]) == record["id"]:
-            out.pop(record["id"], None)
-        elif event == RENAMED and arrivals and isinstance(record.get("to"), str):
-            # the memory renamed onto the id: a tombstone of its very creation time can no
-            # longer tell a returned file from it (a batch-mate's); the others still can
-            made = record.get("created_at")
-            left = [
-                t for t in out.get(record["to"], ()) if type(made) is float and t.get("created_at") != made
-            ]
-            out[record["to"]] = left
-        elif event not in (RENAMED, RESTORED, BACK_AS):
-            out.setdefault(record["id"], []).append(record)
-    return out
+Key = tuple[float, str]
 
 
-def _kept_copies(records: Iterable[object]) -> set[tuple[str, float]]:
-    """(forgotten id, created_at) of each memory a person kept (``keep_returned``) since
-    the id's last forget: its copies stay kept whatever id they are renamed to later; a
-    forget of the id after the keep ends it."""
-    kept: dict[str, set[float]] = {}
-    for r in records:
-        if not isinstance(r, dict) or not usable(r):
-            continue
-        event = r.get("event")
-        if event == RESTORED and type(r.get("created_at")) is float:
-            kept.setdefault(r["id"], set()).add(r["created_at"])
-        elif event not in (RENAMED, RESTORED, BACK_AS):
-            kept.pop(r["id"], None)
-    return {(node_id, made) for node_id, times in kept.items() for made in times}
-
-
-def _same_memory(e: Entry, record: dict[str, Any]) -> bool:
-    """Whether ``e`` is the memory ``record`` (a tombstone or a rename) was about: the same
-    ``created_at`` when the record kept it; else one created before the record."""
-    made = record.get("created_at")
-    if type(made) is float:
-        return e.created_at == made
-    return e.created_at is not None and e.created_at < record["time"]
-
-
-def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
-    """Id -> the record of its last departure, forgotten or renamed (:func:`departures`)."""
-    forgotten, renamed = departures(records)
-    return {**renamed, **forgotten}
-
-
-def last_forgets(records: Iterable[object]) -> dict[str, dict[str, Any]]:
-    """Id -> the last forget (or sweep) tombstone of each id still forgotten."""
-    return departures(records)[0]
-
-
-def _final(renamed: Mapping[str, dict[str, Any]], old: str) -> str:
-    """The id a chain of renames from ``old`` ends at (a -> b -> c: c)."""
-    seen, current = {old}, renamed[old]["to"]
-    while current in renamed and current not in seen:
-        seen.add(current)
-        current = renamed[current]["to"]
-    return str(current)
+def memory_key(created_at: object, earlier: list[str], node_id: str) -> Key | None:
+    """What tells one memory from every other, whatever its id now: the instant it was
+    made and the id it was made under (the first of its earlier ids, else its id).
+    Memories of one batch share the instant and never the first id; a memory added
+    later under a forgotten id has another instant. None without a creation time."""
+    if type(created_at) is not float:
+        return None
+    return created_at, earlier[0] if earlier else node_id
 
 
 def _history(record: dict[str, Any]) -> list[str]:
-    """The earlier ids a tombstone or rename record kept of its memory."""
+    """The earlier ids a tombstone, rename or keep record kept of its memory."""
     prior = record.get(RENAMED_FROM)
     return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
 
 
-def same_lineage(file_ids: list[str], file_id: str, record: dict[str, Any]) -> bool:
-    """Whether a file of ``file_id`` whose ``renamed_from`` is ``file_ids`` is the memory
-    ``record`` (a tombstone or a rename record, of ``record["id"]``) was about, as far as
-    their ids tell: under that id, the same earlier ids (a batch-mate renamed onto it
-    has others); under another id, renamed from it after the same earlier ids."""
-    lineage = [*_history(record), record["id"]]
-    if file_id == record["id"]:
-        return file_ids == lineage[:-1]
-    return file_ids[: len(lineage)] == lineage
+def record_key(record: dict[str, Any]) -> Key | None:
+    """The :func:`memory_key` of the memory a record is about (None for a record written
+    before records kept creation times)."""
+    return memory_key(record.get("created_at"), _history(record), record["id"])
 
 
-def _lineage_of(read: Callable[[str], Node] | None, e: Entry, record: dict[str, Any]) -> bool:
-    if read is None:
-        return True
-    try:
-        return same_lineage(earlier_ids(read(e.path)), e.id, record)
-    except (OSError, MalformedNodeFileError, UnsafePathError):
-        return False
+@dataclass
+class Fates:
+    """What became of each memory that left this clone, by :func:`memory_key`: the last
+    tombstone of each one forgotten (and not kept since), the last rename record of
+    each one renamed away, and the memories kept (``keep_returned``) since their last
+    forget. ``legacy``: tombstones without a creation time, by id (the old rule)."""
+
+    forgotten: dict[Key, dict[str, Any]]
+    renamed: dict[Key, dict[str, Any]]
+    kept: set[Key]
+    legacy: dict[str, dict[str, Any]]
 
 
-def back_again(
-    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node] | None = None
-) -> list[Back]:
-    """The forgotten memories whose file is back (:class:`Back`), by id: under their id
-    (the very memory a tombstone was about: a merge that kept another clone's edit, a
-    checkout of an older commit; a node added again later is another memory); under
-    their old id, renamed here and then forgotten under the new one; or under a new id,
-    as a sync recorded it (:data:`BACK_AS`). With ``read``, a file under a departed id
-    whose creation time matches (a batch-mate's does) is read to check its earlier ids
-    (:func:`same_lineage`); nothing else is read: a lazy index builds the entries named."""
-    forgotten, renamed = departures(records)
-    out: dict[tuple[str, str], Back] = {}
-    for node_id, tombs in _forgets_of(records).items():
-        e = entries.get(node_id)
-        hit = next((t for t in reversed(tombs) if e is not None and _same_memory(e, t)), None)
-        if e is None or hit is None or not (node_id in forgotten or type(hit.get("created_at")) is float):
-            continue
-        if _lineage_of(read, e, hit):
-            out[(e.id, node_id)] = Back(e, node_id, hit, "same id")
-    for old, record in renamed.items():
-        final = _final(renamed, old)
-        gone, e = forgotten.get(final), entries.get(old)
-        if gone is None or gone["time"] < record["time"] or e is None or not _same_memory(e, record):
-            continue
-        if _lineage_of(read, e, record):
-            out[(e.id, final)] = Back(e, final, gone, "old id")
-    history, kept = _forgets_of(records, arrivals=False), _kept_copies(records)
-    for (node_id, as_id), record in _seen_as(records).items():
-        e = entries.get(as_id)
-        tomb = next(
-            (
-                t
-                for t in reversed(history.get(node_id, []))
-                if t.get("created_at") == record.get("created_at")
-            ),
-            None,
-        )
-        same = e is not None and tomb is not None and e.created_at == record.get("created_at")
-        if same and e is not None and tomb is not None and (node_id, e.created_at) not in kept:
-            out[(e.id, node_id)] = Back(e, node_id, tomb, "new id")
-    return [out[key] for key in sorted(out)]
-
-
-def _seen_as(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
-    """(forgotten id, new id) -> the :data:`BACK_AS` record of each copy not kept since."""
-    by_id: dict[str, dict[str, dict[str, Any]]] = {}
+def fates(records: Iterable[object]) -> Fates:
+    """:class:`Fates` of the audit ``records`` (in log order; unusable ones skipped)."""
+    out = Fates({}, {}, set(), {})
     for record in records:
         if not usable(record):
             continue
-        if record.get("event") == BACK_AS and isinstance(record.get("as"), str):
-            by_id.setdefault(record["id"], {})[record["as"]] = record
-        elif record.get("event") == RESTORED and record["id"] in by_id:
-            kept = record.get("kept")
-            if kept is None or kept == record["id"]:
-                del by_id[record["id"]]
-            else:
-                by_id[record["id"]].pop(kept, None)
-    return {(i, as_id): r for i, copies in by_id.items() for as_id, r in copies.items()}
+        assert isinstance(record, dict)
+        event, key = record.get("event"), record_key(record)
+        if event == BACK_AS:
+            continue
+        if event == RESTORED:
+            if key is not None:  # kept: this memory is no longer forgotten, under any id
+                out.kept.add(key)
+                out.forgotten.pop(key, None)
+            else:  # a migration wrote the id again: the memories forgotten under it
+                for k in [k for k, t in out.forgotten.items() if t["id"] == record["id"]]:
+                    del out.forgotten[k]
+                out.legacy.pop(record["id"], None)
+        elif key is None:
+            if event not in (RENAMED, RESTORED):
+                out.legacy[record["id"]] = record
+        elif event == RENAMED:
+            out.renamed[key] = record
+            out.forgotten.pop(key, None)
+        else:
+            out.forgotten[key] = record
+            out.renamed.pop(key, None)
+            out.kept.discard(key)
+    return out
+
+
+def _file_key(e: Entry, read: Callable[[str], Node | None]) -> Key | None:
+    try:
+        node = read(e.path)
+    except (OSError, MalformedNodeFileError, UnsafePathError):
+        return None
+    return memory_key(e.created_at, earlier_ids(node) if node is not None else [], e.id)
+
+
+def returns(
+    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node]
+) -> tuple[list[Back], list[tuple[Entry, str, dict[str, Any]]]]:
+    """What came back, as :class:`Back` records, and the ids renamed here whose old file is back
+    beside the memory they now are (entry, the id it lives on as, the rename record).
+
+    A file counts as a departed memory only when its :func:`memory_key` is that
+    memory's: under an id the memory had (its id when forgotten, or one before:
+    ``"same id"``, ``"old id"``), read to check; or under a new id a take-in recorded
+    (:data:`BACK_AS`, ``"new id"``). Only the files under such ids, with the very
+    creation time, are read: a lazy index builds the entries named."""
+    f = fates(records)
+    by_id: dict[str, list[tuple[Key, dict[str, Any], bool]]] = {}
+    for key, record in f.forgotten.items():
+        for node_id in dict.fromkeys([*_history(record), record["id"]]):
+            by_id.setdefault(node_id, []).append((key, record, True))
+    for key, record in f.renamed.items():
+        for node_id in dict.fromkeys([*_history(record), record["id"]]):
+            by_id.setdefault(node_id, []).append((key, record, False))
+    backs: dict[tuple[str, str], Back] = {}
+    moved: list[tuple[Entry, str, dict[str, Any]]] = []
+    for node_id, cands in sorted(by_id.items()):
+        e = entries.get(node_id)
+        if e is None or not any(k[0] == e.created_at for k, _, _ in cands):
+            continue
+        file_key = _file_key(e, read)
+        for k, record, gone in cands:
+            if k != file_key or k in f.kept:
+                continue
+            if gone:
+                how = "same id" if record["id"] == e.id else "old id"
+                backs[(e.id, record["id"])] = Back(e, record["id"], record, how)
+            elif record["to"] != e.id and _is(entries.get(record["to"]), k, read):
+                moved.append((e, record["to"], record))
+    legacy_gone = departures(records)[0]
+    for node_id, record in f.legacy.items():
+        e = entries.get(node_id)
+        if (
+            node_id in legacy_gone
+            and e is not None
+            and e.created_at is not None
+            and e.created_at < record["time"]
+        ):
+            backs.setdefault((e.id, node_id), Back(e, node_id, record, "same id"))
+    for (node_id, as_id), record in _seen_as(records).items():
+        e = entries.get(as_id)
+        seen_key = memory_key(record.get("created_at"), [record.get("origin") or node_id], as_id)
+        if e is not None and seen_key is not None and e.created_at == seen_key[0] and seen_key in f.forgotten:
+            tomb = f.forgotten[seen_key]
+            backs[(e.id, tomb["id"])] = Back(e, tomb["id"], tomb, "new id")
+    return [backs[k] for k in sorted(backs)], moved
+
+
+def _is(e: Entry | None, key: Key, read: Callable[[str], Node]) -> bool:
+    return e is not None and e.created_at == key[0] and _file_key(e, read) == key
+
+
+def back_again(
+    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node]
+) -> list[Back]:
+    """The forgotten memories whose file is back (:func:`returns`)."""
+    return returns(entries, records, read)[0]
 
 
 def renamed_back(
-    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node] | None = None
+    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node]
 ) -> list[tuple[Entry, str, dict[str, Any]]]:
-    """(entry, the id it lives on as, the rename record) of each id renamed in this clone
-    whose old file is back beside the memory (a merge kept another clone's edit of the
-    old id): the memory the rename record was about (its creation time and, with
-    ``read``, its earlier ids), the chain of renames ending at an id held now."""
-    _, renamed = departures(records)
-    out = []
-    for old, record in sorted(renamed.items()):
-        final, e = _final(renamed, old), entries.get(old)
-        held = final != old and final in entries and e is not None and _same_memory(e, record)
-        if held and e is not None and _lineage_of(read, e, record):
-            out.append((e, final, record))
+    """The ids renamed here whose old file is back beside the memory (:func:`returns`)."""
+    return returns(entries, records, read)[1]
+
+
+def _seen_as(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """(forgotten id, new id) -> the :data:`BACK_AS` record of each copy a take-in saw."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for record in records:
+        if usable(record) and record.get("event") == BACK_AS and isinstance(record.get("as"), str):
+            out[(record["id"], record["as"])] = record
     return out
 
 
 def under_new_ids(
-    entries: Iterable[Entry],
-    history: Mapping[str, list[dict[str, Any]]],
-    read: Callable[[str], Node | None],
-    chains: Mapping[str, str] | None = None,
-) -> list[tuple[Entry, str, dict[str, Any]]]:
-    """(entry, forgotten id, its tombstone) of each of ``entries`` (files a sync or a
-    rebuild just took in) that is a forgotten memory under another id: created at the
-    very instant a forgotten node was (a tombstone's ``created_at``), and its
-    :data:`RENAMED_FROM` holding that node's ids (:func:`same_lineage`) -- the forgotten
-    id itself, or one ``chains`` leads to it (renamed in this clone, then forgotten).
-    ``history``: id -> its tombstones. Each candidate file is read once, however many
-    forgotten nodes share its creation time (a batch's); ``read`` may answer None for a
-    file without :data:`RENAMED_FROM` (:func:`renamed_reader` does, without parsing it)."""
-    by_time: dict[float, dict[str, dict[str, Any]]] = {}
-    for node_id, tombs in history.items():
-        for record in tombs:
-            made = record.get("created_at")
-            if type(made) is float:
-                by_time.setdefault(made, {})[node_id] = record
-    links = chains or {}
-    out: list[tuple[Entry, str, dict[str, Any]]] = []
+    entries: Iterable[Entry], f: Fates, read: Callable[[str], Node | None]
+) -> list[tuple[Entry, str, dict[str, Any], str]]:
+    """(entry, forgotten id, its tombstone, the memory's first id) of each of ``entries``
+    (files a take-in just read) that is a forgotten memory under an id it never had here:
+    its :func:`memory_key` is a forgotten memory's (another clone renamed it before the
+    forget reached it). Only files with the creation time of a forgotten memory are
+    read, each once; ``read`` may answer None for a file without :data:`RENAMED_FROM`
+    (:func:`renamed_reader` does, without parsing it): such a file is under its first id."""
+    by_time: dict[float, dict[str, tuple[dict[str, Any], set[str]]]] = {}
+    for key, record in f.forgotten.items():
+        by_time.setdefault(key[0], {})[key[1]] = (record, {*_history(record), record["id"]})
+    out = []
     for e in entries:
         bucket = by_time.get(e.created_at) if e.created_at is not None else None
-        if bucket is None:
+        if not bucket:
             continue
-        try:
-            node = read(e.path)
-        except (OSError, MalformedNodeFileError, UnsafePathError):
-            continue
-        earlier = earlier_ids(node) if node is not None else []
-        for old in dict.fromkeys(earlier):
-            for node_id in dict.fromkeys((old, links.get(old, old))):
-                tomb = bucket.get(node_id)
-                if tomb is None or node_id == e.id:
-                    continue
-                lineage = [*_history(tomb), node_id]
-                if old in lineage and earlier[: earlier.index(old) + 1] == lineage[: lineage.index(old) + 1]:
-                    out.append((e, node_id, tomb))
-                    break
+        file_key = _file_key(e, read)
+        hit = bucket.get(file_key[1]) if file_key is not None else None
+        if hit is not None and file_key is not None and e.id not in hit[1]:
+            out.append((e, hit[0]["id"], hit[0], file_key[1]))
     return out
 
 
@@ -338,25 +301,29 @@ def detect(
 ) -> bool:
     """Record (:data:`BACK_AS`) the forgotten memories among ``taken`` -- files a sync, a
     pick-up of hand edits or a rebuild just took in -- under a new id
-    (:func:`under_new_ids`), once each; True when it recorded any. Not a copy a
-    person kept. A few files are read first, and the log only when one of them was
-    renamed (a pick-up before each MCP call costs one small read, not the whole log)."""
+    (:func:`under_new_ids`), once each; True when it recorded any. A few files are read
+    first, and the log only when one of them was renamed (a pick-up before each MCP call
+    costs one small read, not the whole log)."""
     if not taken:
         return False
     if len(taken) <= 64 and not any(_renamed_file(e, read) for e in taken):
         return False
     records = log.read() if records is None else records
-    history, kept = _forgets_of(records, arrivals=False), _kept_copies(records)
-    _, renamed = departures(records)
-    chains = {old: _final(renamed, old) for old in renamed}
     known = set(_seen_as(records))
-    found = [
-        (e, node_id, tomb)
-        for e, node_id, tomb in under_new_ids(taken, history, read, chains)
-        if (node_id, e.id) not in known and (node_id, e.created_at) not in kept
-    ]
+    found = [hit for hit in under_new_ids(taken, fates(records), read) if (hit[1], hit[0].id) not in known]
     record_back_as(log, found, time.time())
     return bool(found)
+
+
+def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Id -> the record of its last departure, forgotten or renamed (:func:`departures`)."""
+    forgotten, renamed = departures(records)
+    return {**renamed, **forgotten}
+
+
+def last_forgets(records: Iterable[object]) -> dict[str, dict[str, Any]]:
+    """Id -> the last forget (or sweep) tombstone of each id still forgotten."""
+    return departures(records)[0]
 
 
 def renamed_reader(root: str) -> Callable[[str], Node | None]:
@@ -378,9 +345,10 @@ def _renamed_file(e: Entry, read: Callable[[str], Node | None]) -> bool:
     return node is not None and bool(earlier_ids(node))
 
 
-def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any]]], now: float) -> None:
-    """Append a :data:`BACK_AS` record for each of ``found`` (:func:`under_new_ids`), with
-    the scope fields of the memory as it is now (a scoped caller lists its own)."""
+def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any], str]], now: float) -> None:
+    """Append a :data:`BACK_AS` record for each of ``found`` (:func:`under_new_ids`): the
+    forgotten id, the id the memory is back as, its creation time and first id (``origin``),
+    with the scope fields of the memory as it is now (a scoped caller lists its own)."""
     if found:
         records = [
             {
@@ -388,10 +356,11 @@ def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any
                 "id": node_id,
                 "as": e.id,
                 "created_at": e.created_at,
+                "origin": origin,
                 "time": now,
                 **scope_fields(e),
             }
-            for e, node_id, _ in found
+            for e, node_id, _, origin in found
         ]
         audit.append(records, durable=True)
 

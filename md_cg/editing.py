@@ -247,8 +247,11 @@ def _rename_locked(
     sees = scope.admits if scope is not None else None
     node = read_entry(engine, current)
     if old_id != new_id:  # the file says what it was called: a clone that never saw the rename can tell
-        earlier = [i for i in audit_mod.earlier_ids(node) if i not in (old_id, new_id)]
-        node.extra[audit_mod.RENAMED_FROM] = [*earlier, old_id][-audit_mod.MAX_RENAMED_FROM :]
+        earlier = [*audit_mod.earlier_ids(node), old_id]  # in order, repeats and all: a -> b -> a is [a, b]
+        cap = audit_mod.MAX_RENAMED_FROM
+        node.extra[audit_mod.RENAMED_FROM] = (
+            earlier if len(earlier) <= cap else [earlier[0], *earlier[1 - cap :]]
+        )
     node.id = new_id
     if layer is not None:
         node.layer = layer

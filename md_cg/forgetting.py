@@ -197,8 +197,8 @@ def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
 def returned(
     state: IndexState,
     records: list[dict[str, Any]],
-    seen: Callable[[str], bool] | None = None,
-    read: Callable[[str], Node] | None = None,
+    seen: Callable[[str], bool] | None,
+    read: Callable[[str], Node],
 ) -> tuple[list[Finding], set[str]]:
     """What the audit ``records`` say came back: a ``forgotten_returned`` finding per
     forgotten memory whose file is back (:func:`md_cg.audit.back_again`), a
@@ -206,9 +206,10 @@ def returned(
     memory (:func:`md_cg.audit.renamed_back`), when the caller ``seen`` sees the
     memory it now is (its id is never named otherwise); and the ids forgotten."""
     forgotten, _ = audit.departures(records)
-    backs = {b.entry.id: b for b in reversed(audit.back_again(state.entries, records, read))}  # one a file
+    found, moved = audit.returns(state.entries, records, read)
+    backs = {b.entry.id: b for b in reversed(found)}  # one finding a file
     out = [_back_finding(backs[i]) for i in sorted(backs)]
-    for e, final, record in audit.renamed_back(state.entries, records, read):
+    for e, final, record in moved:
         if seen is not None and not seen(final):
             continue
         out.append(

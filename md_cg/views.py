@@ -527,6 +527,7 @@ class Lifecycle(_Handle):
                 )
             # under a new id: its forgotten id is kept as this copy, and stays forgotten itself
             now, fields = time.time(), visibility.scope_fields(entry)
+            earlier = audit.earlier_ids(eng.read_node(entry.path))
             records = [
                 {
                     "event": audit.RESTORED,
@@ -536,6 +537,7 @@ class Lifecycle(_Handle):
                     "reason": "kept after it came back",
                     "time": now,
                     **({"created_at": entry.created_at} if entry.created_at is not None else {}),
+                    **({audit.RENAMED_FROM: earlier} if earlier else {}),  # which memory (audit.memory_key)
                     **fields,
                 }
                 for b in backs

@@ -431,3 +431,118 @@ def test_a_keep_ends_at_the_next_forget_of_the_id(tmp_path: Path) -> None:
         assert s.sync().returned == (("b", rel),)
         (finding,) = s.health().findings
         assert "(second time, for real)" in finding.detail
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in root.rglob("*.md") if ".mdcg" not in p.parts}
+
+
+def _merge_from(root: Path, other: Path, base: dict[str, bytes]) -> None:
+    """The other clone's changes since ``base``, applied as a merge keeping theirs would."""
+    now = _files(other)
+    for rel, data in now.items():
+        if base.get(rel) != data:
+            _put_back(root / rel, data)
+    for rel in base:
+        if rel not in now and (root / rel).exists():
+            (root / rel).unlink()
+
+
+def _returned_ids(s: MdCG) -> tuple[list[str], list[tuple[str, str | None]]]:
+    return [i for i, _ in s.sync().returned], _kinds(s)
+
+
+@pytest.mark.parametrize("rebuild", [False, True])
+def test_round_trips_and_reused_ids_name_exactly_the_forgotten_memory(tmp_path: Path, rebuild: bool) -> None:
+    """Round seven: a memory is told by its creation time and the id it was made under
+    (audit.memory_key), so renames there and back, batch-mates and reused ids neither
+    hide a forgotten memory nor name a live one."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=i, layer="knowledge", body=f"{i} memory text") for i in ("a", "b", "p", "q")])
+    other = _other_clone(root, tmp_path, "other")
+    base = _files(other)
+    with MdCG(other) as o:
+        o.rename("a", "x")
+        o.rename("x", "a")  # a round trip there, then an edit: its file says ["a", "x"]
+        o.update("a", body="a memory text, edited elsewhere")
+        o.update("p", body="p memory text, edited elsewhere")
+    with MdCG(root) as s:
+        s.forget("a", "leaked")
+        s.rename("b", "a")
+        s.rename("a", "b")  # a mistaken rename of a batch-mate, undone: not the forgotten a
+        s.rename("p", "plan")
+        s.forget("plan", "obsolete")
+        s.rename("q", "plan")  # the id reused by another memory
+    _merge_from(root, other, base)
+    with MdCG(root) as s:
+        if rebuild:
+            s.rebuild_index()
+        ids, kinds = _returned_ids(s)
+        assert ids == ["a", "p"]
+        assert kinds == [("forgotten_returned", "a"), ("forgotten_returned", "p")]
+        assert s.get("b").body.strip() == "b memory text" and s.get("plan").body.strip() == "q memory text"
+
+
+def test_a_keep_lasts_until_that_memory_is_forgotten_again(tmp_path: Path) -> None:
+    """Kept x; an unrelated memory reusing the forgotten id forgotten: x was named again
+    (round seven). Kept x forgotten itself: another clone's copy y is named."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="project plan v1"))
+    copies = [_renamed_elsewhere(root, tmp_path, "a", new) for new in ("x", "y")]
+    with MdCG(root) as s:
+        s.forget("a", "obsolete")
+        _put_back(root / copies[0][0], copies[0][1])
+        assert _returned_ids(s)[0] == ["x"]
+        s.keep_returned("x")
+        time.sleep(0.01)
+        s.add(Node(id="a", layer="knowledge", body="a scratch note, unrelated"))
+        s.forget("a", "scratch done")
+        s.rebuild_index()
+        assert _returned_ids(s) == ([], [])
+        s.forget("x", "now for good")
+        _put_back(root / copies[1][0], copies[1][1])
+        assert _returned_ids(s) == (["y"], [("forgotten_returned", "y")])
+
+
+def test_renamed_returned_names_where_the_memory_is_now(tmp_path: Path) -> None:
+    """a -> plan -> plan-2024, then another memory renamed onto plan: the advice pointed at
+    plan, the other memory (round seven)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="plan for 2024"))
+        time.sleep(0.01)
+        s.add(Node(id="c", layer="knowledge", body="plan for 2025"))
+    other = _other_clone(root, tmp_path, "other")
+    base = _files(other)
+    with MdCG(other) as o:
+        o.update("a", body="plan for 2024, edited elsewhere")
+    with MdCG(root) as s:
+        s.rename("a", "plan")
+        s.rename("plan", "plan-2024")
+        s.rename("c", "plan")
+    _merge_from(root, other, base)
+    with MdCG(root) as s:
+        s.sync()
+        (finding,) = s.health().findings
+        assert (finding.kind, finding.node_id) == ("renamed_returned", "a")
+        assert "take what you need into 'plan-2024'" in finding.detail
+
+
+def test_many_renames_keep_the_first_id(tmp_path: Path) -> None:
+    """renamed_from was cut to its last 16 ids, losing the one that tells the memory."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="knowledge", body="renamed a lot"))
+    other = _other_clone(root, tmp_path, "other")
+    with MdCG(other) as o:
+        for i in range(1, 71):
+            o.rename("a" if i == 1 else f"r{i - 1}", f"r{i}")
+        earlier = o.get("r70").extra["renamed_from"]
+        rel, data = o.entry("r70").path, (other / o.entry("r70").path).read_bytes()
+    assert len(earlier) == 64 and earlier[0] == "a" and earlier[-1] == "r69"
+    with MdCG(root) as s:
+        s.forget("a", "leaked")
+        _put_back(root / rel, data)
+        assert _returned_ids(s)[0] == ["r70"]
