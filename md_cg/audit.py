@@ -153,31 +153,35 @@ class Fates:
 def fates(records: Iterable[object]) -> Fates:
     """:class:`Fates` of the audit ``records`` (in log order; unusable ones skipped)."""
     out = Fates({}, {}, set(), {})
+    keys_of: dict[str, set[Key]] = {}  # id -> the keys of the memories that left under it
     for record in records:
         if not usable(record):
             continue
         assert isinstance(record, dict)
         event, key = record.get("event"), record_key(record)
-        if event == BACK_AS:
+        if event == BACK_AS or (event == RENAMED and not isinstance(record.get("to"), str)):
             continue
         if event == RESTORED:
             if key is not None:  # kept: this memory is no longer forgotten, under any id
                 out.kept.add(key)
                 out.forgotten.pop(key, None)
-            else:  # a migration wrote the id again: the memories forgotten under it
-                for k in [k for k, t in out.forgotten.items() if t["id"] == record["id"]]:
-                    del out.forgotten[k]
+            else:  # a migration wrote the id again: the memories that left under it are back
+                for k in keys_of.pop(record["id"], set()):
+                    out.forgotten.pop(k, None)
+                    out.renamed.pop(k, None)
                 out.legacy.pop(record["id"], None)
         elif key is None:
-            if event not in (RENAMED, RESTORED):
+            if event != RENAMED:
                 out.legacy[record["id"]] = record
-        elif event == RENAMED:
-            out.renamed[key] = record
-            out.forgotten.pop(key, None)
         else:
-            out.forgotten[key] = record
-            out.renamed.pop(key, None)
-            out.kept.discard(key)
+            keys_of.setdefault(record["id"], set()).add(key)
+            if event == RENAMED:
+                out.renamed[key] = record
+                out.forgotten.pop(key, None)
+            else:
+                out.forgotten[key] = record
+                out.renamed.pop(key, None)
+                out.kept.discard(key)
     return out
 
 
@@ -235,8 +239,12 @@ def returns(
             backs.setdefault((e.id, node_id), Back(e, node_id, record, "same id"))
     for (node_id, as_id), record in _seen_as(records).items():
         e = entries.get(as_id)
-        seen_key = memory_key(record.get("created_at"), [record.get("origin") or node_id], as_id)
-        if e is not None and seen_key is not None and e.created_at == seen_key[0] and seen_key in f.forgotten:
+        origin = record.get("origin")
+        seen_key = memory_key(
+            record.get("created_at"), [origin if isinstance(origin, str) else node_id], as_id
+        )
+        # read again: the file under that id may be another memory by now (a batch-mate renamed onto it)
+        if e is not None and seen_key is not None and seen_key in f.forgotten and _is(e, seen_key, read):
             tomb = f.forgotten[seen_key]
             backs[(e.id, tomb["id"])] = Back(e, tomb["id"], tomb, "new id")
     return [backs[k] for k in sorted(backs)], moved

@@ -217,7 +217,7 @@ def returned(
                 "renamed_returned",
                 f"renamed to {final!r} in this clone on {_when(record)}, and a file of the old id is back (a "
                 f"merge kept another clone's edit of it): take what you need into {final!r}, then delete "
-                "this one",
+                "this one (`delete`, not `forget`: to forget one copy is to forget the memory)",
                 e.path,
                 e.id,
             )

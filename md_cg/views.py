@@ -585,11 +585,11 @@ class Lifecycle(_Handle):
             state = self._engine.state
             before = state.entries.get(node_id)
             chosen = "retention_tier" not in changes and temporal.was_asked(node.retention_reason)
-            conflict = node.extra.get(merge_mod.CONFLICT_KEY)
+            kept = {k: node.extra[k] for k in (merge_mod.CONFLICT_KEY, audit.RENAMED_FROM) if k in node.extra}
             for key, value in changes.items():
                 setattr(node, key, value)
-            if conflict is not None and merge_mod.CONFLICT_KEY not in node.extra:
-                node.extra = {**node.extra, merge_mod.CONFLICT_KEY: conflict}  # new extra, same conflict
+            # a new extra keeps the conflict record and the earlier ids (which memory it is)
+            node.extra = {**node.extra, **{k: v for k, v in kept.items() if k not in node.extra}}
             if "retention_tier" in changes and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
             merge_mod.settle(node, changes)  # an edit of a conflicted field resolves it

@@ -41,6 +41,9 @@ def _kinds(store: MdCG) -> list[tuple[str, str | None]]:
         {"event": "forget", "id": "m1", "time": float("nan")},
         {"event": "back_as", "id": "m1", "as": ["m2"], "time": 1.0},
         {"event": "forget", "id": "m1", "time": 1.0, "created_at": "soon"},
+        {"event": "renamed", "id": "m1", "time": 1.0, "created_at": 1.5},
+        {"event": "renamed", "id": "m1", "to": ["m2"], "time": 1.0, "created_at": 1.5},
+        {"event": "back_as", "id": "m1", "as": "m2", "time": 1.0, "created_at": 1.5, "origin": ["x"]},
         "not a record",
     ],
 )
@@ -546,3 +549,31 @@ def test_many_renames_keep_the_first_id(tmp_path: Path) -> None:
         s.forget("a", "leaked")
         _put_back(root / rel, data)
         assert _returned_ids(s)[0] == ["r70"]
+
+
+def test_an_update_of_extra_keeps_the_earlier_ids(tmp_path: Path) -> None:
+    """update(extra=...) replaced renamed_from, which tells the memory: a batch-mate renamed
+    onto a forgotten id was then named as it (round eight)."""
+    with MdCG(tmp_path / "m") as s:
+        s.add_many([Node(id=i, layer="knowledge", body=f"{i} text") for i in ("a", "b")])
+        s.forget("a", "tidy")
+        s.rename("b", "a")
+        s.update("a", extra={"foo": 1})
+        assert s.get("a").extra == {"foo": 1, "renamed_from": ["b"]}
+        assert _returned_ids(s) == ([], [])
+
+
+def test_a_back_as_record_is_checked_against_the_file_there_now(tmp_path: Path) -> None:
+    """A copy named under y, forgotten as advised; a live batch-mate renamed onto y was then
+    named from the old record (round eight)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many([Node(id=i, layer="knowledge", body=f"{i} memory text") for i in ("a", "m")])
+    rel, data = _renamed_elsewhere(root, tmp_path, "a", "y")
+    with MdCG(root) as s:
+        s.forget("a", "user asked")
+        _put_back(root / rel, data)
+        assert _returned_ids(s)[0] == ["y"]
+        s.forget("y", "forget it again")
+        s.rename("m", "y")
+        assert _returned_ids(s) == ([], []) and s.get("y").body.strip() == "m memory text"
