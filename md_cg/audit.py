@@ -17,7 +17,7 @@ four writers:
 
 The functions here read those records: which ids are forgotten or renamed
 away (:func:`departures`), which of those memories are back
-(:func:`back_again`, :func:`renamed_back`), which records a scoped caller may
+(:func:`returns`), which records a scoped caller may
 list (:func:`visible_to`). A record without a usable ``id`` or ``time`` (a
 hand edit) is skipped. The log is per clone (under ``.mdcg/``, git-ignored).
 
@@ -81,8 +81,11 @@ def usable(record: object) -> bool:
 def earlier_ids(node: Node) -> list[str]:
     """The ids ``node`` had before its renames (:data:`RENAMED_FROM`), as far as the file
     tells: a value that is not a list of strings (a hand edit) tells nothing."""
-    prior = node.extra.get(RENAMED_FROM)
-    return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
+    return _ids(node.extra.get(RENAMED_FROM))
+
+
+def _ids(value: object) -> list[str]:
+    return [i for i in value if isinstance(i, str)] if isinstance(value, list) else []
 
 
 def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
@@ -127,8 +130,7 @@ def memory_key(created_at: object, earlier: list[str], node_id: str) -> Key | No
 
 def _history(record: dict[str, Any]) -> list[str]:
     """The earlier ids a tombstone, rename or keep record kept of its memory."""
-    prior = record.get(RENAMED_FROM)
-    return [i for i in prior if isinstance(i, str)] if isinstance(prior, list) else []
+    return _ids(record.get(RENAMED_FROM))
 
 
 def record_key(record: dict[str, Any]) -> Key | None:
@@ -261,13 +263,6 @@ def back_again(
     return returns(entries, records, read)[0]
 
 
-def renamed_back(
-    entries: Mapping[str, Entry], records: list[dict[str, Any]], read: Callable[[str], Node]
-) -> list[tuple[Entry, str, dict[str, Any]]]:
-    """The ids renamed here whose old file is back beside the memory (:func:`returns`)."""
-    return returns(entries, records, read)[1]
-
-
 def _seen_as(records: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
     """(forgotten id, new id) -> the :data:`BACK_AS` record of each copy a take-in saw."""
     out: dict[tuple[str, str], dict[str, Any]] = {}
@@ -327,11 +322,6 @@ def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
     """Id -> the record of its last departure, forgotten or renamed (:func:`departures`)."""
     forgotten, renamed = departures(records)
     return {**renamed, **forgotten}
-
-
-def last_forgets(records: Iterable[object]) -> dict[str, dict[str, Any]]:
-    """Id -> the last forget (or sweep) tombstone of each id still forgotten."""
-    return departures(records)[0]
 
 
 def renamed_reader(root: str) -> Callable[[str], Node | None]:

@@ -203,7 +203,7 @@ def returned(
     """What the audit ``records`` say came back: a ``forgotten_returned`` finding per
     forgotten memory whose file is back (:func:`md_cg.audit.back_again`), a
     ``renamed_returned`` one per id renamed here whose old file is back beside the
-    memory (:func:`md_cg.audit.renamed_back`), when the caller ``seen`` sees the
+    memory (:func:`md_cg.audit.returns`), when the caller ``seen`` sees the
     memory it now is (its id is never named otherwise); and the ids forgotten."""
     forgotten, _ = audit.departures(records)
     found, moved = audit.returns(state.entries, records, read)

@@ -176,6 +176,14 @@ def _two_clones(tmp_path: Path, runner: CliRunner) -> tuple[Path, Path]:
     return tmp_path / "a", tmp_path / "b"
 
 
+def _shared(a: Path, b: Path, node_id: str, body: str) -> None:
+    """A memory added in clone a, pushed, and pulled by clone b."""
+    with MdCG(a / "mem") as s:
+        s.add(id=node_id, body=body)
+    _commit_push(a, node_id)
+    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+
+
 def _commit_push(clone: Path, message: str) -> None:
     git(clone, "add", "-A")
     git(clone, "commit", "-q", "-m", message)
@@ -188,10 +196,7 @@ def test_a_forgotten_memory_renamed_in_another_clone_is_named_when_it_comes_back
     what it was called (``renamed_from``) and the tombstone when it was made."""
     runner = CliRunner(env={"MDCG_ROOT": None})
     a, b = _two_clones(tmp_path, runner)
-    with MdCG(a / "mem") as s:
-        s.add(id="sec", body="The vault root token is hunter2.")
-    _commit_push(a, "sec")
-    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    _shared(a, b, "sec", "The vault root token is hunter2.")
     with MdCG(a / "mem") as s:
         s.forget("sec", "leaked secret")
     _commit_push(a, "forget sec")
@@ -218,10 +223,7 @@ def test_an_id_renamed_here_whose_old_file_a_merge_kept_is_named(tmp_path: Path)
     conflict left the memory under both ids, and no finding said so (git reviewer's find)."""
     runner = CliRunner(env={"MDCG_ROOT": None})
     a, b = _two_clones(tmp_path, runner)
-    with MdCG(a / "mem") as s:
-        s.add(id="note", body="Use pnpm.")
-    _commit_push(a, "note")
-    git(b, "pull", "-q", "--no-rebase", "origin", "main")
+    _shared(a, b, "note", "Use pnpm.")
     with MdCG(a / "mem") as s:
         s.update("note", body="Use pnpm 9.")
         s.rename("note", "pkg_manager")

@@ -24,6 +24,13 @@ def _put_back(path: Path, data: bytes) -> None:
     path.write_bytes(data)
 
 
+def _added(store: MdCG, node_id: str, body: str) -> tuple[str, bytes]:
+    """Add a memory; return its file's path and bytes (what a merge may bring back later)."""
+    store.add(Node(id=node_id, layer="knowledge", body=body))
+    rel = store.entry(node_id).path
+    return rel, (store.root / rel).read_bytes()
+
+
 def _kinds(store: MdCG) -> list[tuple[str, str | None]]:
     return [(f.kind, f.node_id) for f in store.health().findings]
 
@@ -89,9 +96,7 @@ def test_renamed_here_then_forgotten_and_the_old_file_back_is_named(tmp_path: Pa
     came back silently (a clone that never saw the rename writes no renamed_from)."""
     root = tmp_path / "m"
     with MdCG(root) as s:
-        s.add(Node(id="acct", layer="knowledge", body="account hint: blue"))
-        rel = s.entry("acct").path
-        old = (root / rel).read_bytes()
+        rel, old = _added(s, "acct", "account hint: blue")
         s.rename("acct", "acct-hint")
         s.forget("acct-hint", "the user asked")
         _put_back(root / rel, old.replace(b"blue", b"green"))
@@ -107,9 +112,7 @@ def test_renamed_here_then_forgotten_and_the_old_file_back_is_named(tmp_path: Pa
 def test_a_chain_of_renames_is_followed_to_the_id_held_now(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
-        s.add(Node(id="a", layer="knowledge", body="the a note"))
-        rel = s.entry("a").path
-        old = (root / rel).read_bytes()
+        rel, old = _added(s, "a", "the a note")
         s.rename("a", "b")
         s.rename("b", "c")
         _put_back(root / rel, old)
@@ -278,9 +281,7 @@ def test_renamed_returned_never_names_a_memory_the_caller_does_not_see(tmp_path:
     named bob's new id (round five of the review)."""
     root = tmp_path / "m"
     with MdCG(root) as s:
-        s.add(Node(id="a", layer="knowledge", body="shared note alpha"))
-        rel = s.entry("a").path
-        old = (root / rel).read_bytes()
+        rel, old = _added(s, "a", "shared note alpha")
         s.rename("a", "bob-secret-plan")
         s.update("bob-secret-plan", agent_scope="bob")
         _put_back(root / rel, old.replace(b"alpha", b"alpha, edited"))
