@@ -215,9 +215,8 @@ def returned(
         out.append(
             Finding(
                 "renamed_returned",
-                f"renamed to {final!r} in this clone on {_when(record)}, and a file of the old id is back (a "
-                f"merge kept another clone's edit of it): take what you need into {final!r}, then delete "
-                "this one (`delete`, not `forget`: to forget one copy is to forget the memory)",
+                f"renamed to {final!r} in this clone on {_when(record)}; this old id's file is back: take "
+                f"what you need into {final!r}, then `delete` it (not `forget`: that forgets the memory)",
                 e.path,
                 e.id,
             )
@@ -230,27 +229,19 @@ def _when(record: dict[str, Any]) -> str:
 
 
 def _back_finding(back: audit.Back) -> Finding:
+    """Short enough that the advice survives an agent's reply (MCP clips a detail at 160
+    characters); how such a file comes back is in docs/git.md."""
     tomb = back.tombstone
-    said = f"{_when(tomb)} ({tomb.get('reason', '')!s:.80})"
+    said = f"{_when(tomb)} ({tomb.get('reason', '')!s:.30})"
     if back.how == "same id":
-        what = (
-            f"forgotten in this clone on {said}, and its file is back (a merge or checkout brought it, "
-            "a forget stopped before it removed the file, or it was added again with its old "
-            "creation time)"
-        )
+        what = f"forgotten in this clone on {said}; its file is back"
     elif back.how == "new id":
-        what = (
-            f"forgotten in this clone as {back.forgotten!r} on {said}, and back under this id (another "
-            "clone renamed it before the forget reached it)"
-        )
+        what = f"forgotten in this clone as {back.forgotten!r} on {said}; back under this id"
     else:
-        what = (
-            f"renamed here and forgotten as {back.forgotten!r} on {said}, and a file of this old id is back "
-            "(a merge kept another clone's edit of it)"
-        )
+        what = f"renamed here and forgotten as {back.forgotten!r} on {said}; this old id's file is back"
     return Finding(
         "forgotten_returned",
-        f"{what}: forget it again, or keep it (mdcg keep, keep_returned)",
+        f"{what}: forget it again, or keep it (mdcg keep)",
         back.entry.path,
         back.entry.id,
     )
