@@ -853,7 +853,9 @@ def _batch_tids(vocab: Vocab, keys: np.ndarray, term: Callable[[int], str], pos_
         return np.zeros(0, dtype=np.int64)
     mask = (1 << pos_bits) - 1
     packed = (keys << pos_bits) | np.arange(n, dtype=np.int64)
-    packed.sort(kind="stable")  # ~20% faster here than the default (values: same result)
+    # values only, so every algorithm gives the same array; numpy 2's default
+    # (SIMD on x86) sorts 600k keys in 3.5 ms against 22 ms for its timsort
+    packed.sort()
     sorted_keys = packed >> pos_bits
     first = np.empty(n, dtype=bool)
     first[0] = True
