@@ -58,8 +58,8 @@ from .store import MdCG
 
 #: The searches of the tour: (key, query, context, k). Chosen for the bundled sample.
 Spec = tuple[str, str, Any, int]
-ROUTED = ("routed", "二分查找", "计算机科学", 5)
-UNROUTED = ("unrouted", "二分查找", None, 5)
+ROUTED = ("routed", "二分查找", "计算机科学", 3)
+UNROUTED = ("unrouted", "二分查找", None, 3)
 FALLBACK = ("fallback", "xyzzy plugh", None, 3)
 JUDGED = ("judged", "牛顿第二定律", None, 6)
 REJECTED = ("rejected", "牛顿第二定律", {"domain": "物理学", "situation": "接近光速的高速运动"}, 6)
@@ -290,7 +290,9 @@ class _Tour:
             lambda f: (
                 "A context naming a domain routes the query to that domain's condition bucket: "
                 f"tier T0 matched terms inside {len(f.buckets)} bucket, reading {f.scanned} "
-                f"of {f.store_size} nodes. Routing is an opt-in accelerator, never a filter."
+                f"of {f.store_size} nodes. Routing is an opt-in accelerator, never a filter: "
+                "the search ends in the bucket only when k of its notes hold every term of the "
+                "query; otherwise the whole store's matches compete with the bucket's by score."
             ),
         )
         self.shown(

@@ -72,6 +72,10 @@ CJK_FUNCTION_CHARS = frozenset("的了是在有和与及或也都就而被把对
 #: 0.5% / 0.1% of the answers, never one ranked first.
 RELATIVE_FLOOR = 0.05
 _SIMILARITY_TIERS = ("T1", "T3")
+#: Results list the sure routed hits (:meth:`_Ladder.climb`), the other term
+#: hits (routed T0 and whole-store T2 together, by score), then the routed
+#: similarity hits (T1), then the whole store's (T3).
+_ORDER = {"T0": 1, "T2": 1, "T1": 2, "T3": 3}
 
 _NEGATIVE_CODES = [layer_code(name) for name in sorted(NEGATIVE_LAYERS)]
 
@@ -241,7 +245,7 @@ def run(
     p = plan(state, expansion.words, layer, context)
     ladder = _Ladder(state, query, expansion.terms, k, hidden, only)
     ladder.climb(p)
-    ordered = sorted(ladder.found.items(), key=lambda kv: (TIERS.index(kv[1][1]), -kv[1][0]))
+    ordered = sorted(ladder.found.items(), key=lambda kv: (ladder.rank(kv[0], kv[1][1]), -kv[1][0]))
     t = time.perf_counter()
     results = _results(state, query, expansion, ordered, context, judge, loader, superseded_by)
     ladder.timings["judge"] = (time.perf_counter() - t) * 1000
@@ -320,6 +324,8 @@ class _Ladder:
         self.only = only
         #: ids a tier must not return: those found, and hidden ones already met
         self.excluded: set[str] = set()
+        #: routed hits holding every own term of the query (:meth:`climb`)
+        self.sure: set[str] = set()
 
     def positives(self) -> int:
         return sum(1 for score, _ in self.found.values() if score > 0)
@@ -330,16 +336,29 @@ class _Ladder:
                 self.found[doc_id] = (float(score), tier)
                 self.excluded.add(doc_id)
 
-    def tier(self, name: str, scope: Any, similar: bool) -> None:
-        """Run one tier over ``scope`` for the slots still free."""
+    def tier(self, name: str, scope: Any, similar: bool, compete: bool = False) -> None:
+        """Run one tier over ``scope`` for the slots still free.
+
+        ``compete`` (T2 of a routed search): the hits found so far that are
+        not sure (:meth:`climb`) compete with this tier's for their slots.
+        """
         t = time.perf_counter()
         self.deepest = name
-        free = self.k - len(self.found)
+        free = self.k - len(self.sure if compete else self.found)
         if similar:
             hits = self.visible(lambda k, ex: self.text.similar(self.query, scope, k=k, exclude=ex), free)
             self.take(hits, name, fill=name == "T3")
         elif self.terms:
-            self.take(self.visible(lambda k, ex: self.match(scope, k, ex), free), name)
+            hits = self.visible(lambda k, ex: self.match(scope, k, ex), free)
+            if compete:
+                pool = [(d, s, tier) for d, (s, tier) in self.found.items() if d not in self.sure]
+                pool += [(d, float(s), name) for d, s in hits if s > 0]
+                pool.sort(key=lambda h: -h[1])  # stable: on a tie the routed hit stays first
+                self.found = {d: v for d, v in self.found.items() if d in self.sure}
+                self.found.update((d, (s, tier)) for d, s, tier in pool[:free])
+                self.excluded.update(d for d, _ in hits)
+            else:
+                self.take(hits, name)
         self.timings[name] = (time.perf_counter() - t) * 1000
 
     def match(self, scope: Any, k: int, exclude: Collection[str]) -> list[tuple[str, float]]:
@@ -376,28 +395,52 @@ class _Ladder:
         return scope if self.only is None else dataclasses.replace(scope, only=self.only)
 
     def climb(self, p: Plan) -> None:
-        """T0/T1 over the routed buckets, then T2/T3 over the whole scope, until k positives."""
+        """T0 over the routed buckets, T2 over the whole scope, then T1/T3, until k positives.
+
+        Routing accelerates, never hides a better match (DESIGN §6). A routed
+        hit holding every one of the query's own terms is *sure*: it keeps its
+        place ahead of the whole store's hits, and ``k`` sure hits end the
+        search at T0 (the bucket alone is read). Otherwise the whole store's
+        term hits (T2) compete with the routed ones by score for the slots
+        the sure hits left, so a note outside the bucket that holds the query
+        outranks notes inside it that hold a word of it. The routed buckets'
+        similarity (T1) comes before the whole store's (T3), for the slots
+        the term hits left.
+        """
         state, text = self.state, self.text
         routed_codes = [state.bucket_codes[b] for b in p.buckets if b in state.bucket_codes]
         self.routed = bool(routed_codes)
+        global_scope = self.scope([layer_code(name) for name in p.layers])
+        bucket_scope = None
         if routed_codes:
             bucket_scope = self.scope([layer_code(layout.BUCKETED_LAYER)], routed_codes)
-            self.scanned["T0"] = self.scanned["T1"] = text.size(bucket_scope)
+            self.scanned["T0"] = text.size(bucket_scope)
             self.tier("T0", bucket_scope, similar=False)
-            if self.positives() < self.k:
-                self.tier("T1", bucket_scope, similar=True)
-            else:
-                del self.scanned["T1"]
+            self.sure = self.complete(list(self.found))
+            if len(self.sure) >= self.k:
+                return
+        self.scanned["T2"] = text.size(global_scope)
+        self.tier("T2", global_scope, similar=False, compete=self.routed)
+        if bucket_scope is not None and self.positives() < self.k:
+            self.scanned["T1"] = self.scanned["T0"]
+            self.tier("T1", bucket_scope, similar=True)
         if self.positives() < self.k:
             # Results of T1 with a zero score never made it in; everything found so
             # far has a positive score, so the remaining slots are k - len(found).
-            global_scope = self.scope([layer_code(name) for name in p.layers])
-            self.scanned["T2"] = self.scanned["T3"] = text.size(global_scope)
-            self.tier("T2", global_scope, similar=False)
-            if self.positives() < self.k:
-                self.tier("T3", global_scope, similar=True)
-            else:
-                del self.scanned["T3"]
+            self.scanned["T3"] = self.scanned["T2"]
+            self.tier("T3", global_scope, similar=True)
+
+    def complete(self, doc_ids: list[str]) -> set[str]:
+        """The ids among ``doc_ids`` that hold every one of the query's own terms."""
+        own = [t for t, w in self.terms if w >= 1.0]
+        if not own or not doc_ids:
+            return set()
+        held = self.text.terms_of(doc_ids, own)
+        return {d for d in doc_ids if len(held.get(d, ())) == len(own)}
+
+    def rank(self, doc_id: str, tier: str) -> int:
+        """Result order: sure routed hits, the other term hits by score, T1, then T3."""
+        return 0 if doc_id in self.sure else _ORDER[tier]
 
 
 def _results(

@@ -113,6 +113,54 @@ def test_routed_hit_stays_in_the_bucket(corpus: MdCG) -> None:
     assert meta["scanned"] == 2 and meta["scanned_share"] == 2 / 9
 
 
+def _ops_and_deadline(store: MdCG) -> None:
+    store.add_many(
+        [
+            Node(
+                id=f"ops_{i}",
+                body=f"Atlas ops note {i}: restarted worker pool number {i} after alerts.",
+                tags=["domain:ops"],
+                verification_basis="data",
+            )
+            for i in range(8)
+        ]
+    )
+    store.add(
+        Node(
+            id="deadline",
+            body="Project Atlas deadline is 2027-01-15.",
+            tags=["domain:planning"],
+            verification_basis="data",
+        )
+    )
+
+
+def test_routing_never_hides_a_better_match_outside_the_bucket(store: MdCG) -> None:
+    """Review (session 24): k routed notes holding "Atlas" hid the one note holding the query."""
+    _ops_and_deadline(store)
+    plain, _ = store.search("Atlas deadline", k=5, record=False)
+    for context in ("ops", {"tags": ["domain:ops"]}):
+        results, meta = store.search("Atlas deadline", k=5, context=context, record=False)
+        assert [(r.id, r.tier) for r in results] == [("deadline", "T2")] + [
+            (f"ops_{i}", "T0") for i in range(4)
+        ]
+        # the same verdicts as without a context: weak bucket notes are not ACCEPT because they were routed to
+        assert [(r.id, r.state, r.filler) for r in results] == [(r.id, r.state, r.filler) for r in plain]
+        assert meta["tier"] == "T2" and meta["routed"] is True
+        assert meta["scanned_by_tier"] == {"T0": 8, "T2": 9}
+
+
+def test_routed_notes_holding_every_term_end_the_search_in_the_bucket(store: MdCG) -> None:
+    _ops_and_deadline(store)
+    store.add(Node(id="far", body="Atlas worker pool worker pool", tags=["domain:planning"]))
+    results, meta = store.search("worker pool", k=3, context="ops", record=False)
+    assert [(r.id, r.tier) for r in results] == [("ops_0", "T0"), ("ops_1", "T0"), ("ops_2", "T0")]
+    assert meta["tier"] == "T0" and meta["scanned_by_tier"] == {"T0": 8}
+    # without the context, the note that repeats the words ranks first
+    plain, _ = store.search("worker pool", k=3, record=False)
+    assert plain[0].id == "far"
+
+
 def test_stop_rule_counts_results_with_score_not_candidates(store: MdCG) -> None:
     """Seed regression: stopping at T1 because the bucket had candidates."""
     # six bucket-mates that share no character with the query: the scan tier
