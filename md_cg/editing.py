@@ -130,13 +130,21 @@ def read_text(engine: Engine, node_id: str) -> str:
     return read_bytes_as_text(data, entry.path)
 
 
-def edit_text(engine: Engine, node_id: str, change: Callable[[str], str], *, durable: bool | None) -> Node:
+def edit_text(
+    engine: Engine,
+    node_id: str,
+    change: Callable[[str], str],
+    *,
+    durable: bool | None,
+    check: Callable[[Node, Node, Entry], None] | None = None,
+) -> Node:
     """Apply ``change`` to the node's file text under its lock; return the node as stored.
 
     The new text may be canonical or hand-written (YAML) frontmatter, or no
     frontmatter at all (the id and layer stay). It must parse as a valid node
     with the same id and some body text, or nothing is written. A changed
-    layer (or bucket) moves the file.
+    layer (or bucket) moves the file. ``check(new, old, entry)`` may refuse
+    the edited node (the caller's scope), given the node as stored and its entry.
     """
     check_id(node_id)
     with engine.lock, engine.hold([node_id]):
@@ -160,6 +168,8 @@ def edit_text(engine: Engine, node_id: str, change: Callable[[str], str], *, dur
                 node_id=node_id,
             )
         require_text(validate(node))
+        if check is not None:
+            check(node, read_entry(engine, current), current)
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
         s = stage(node)
         engine.commit([s], [(node_id, current.path)] if current.path != s.rel else [], durable=durable)

@@ -9,11 +9,11 @@ operational state (docs/architecture.md says what writes when).
 
 from __future__ import annotations
 
+import functools
 import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,6 @@ from .engine import Engine
 from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
-    InvalidNodeError,
     NodeHasIncomingEdgesError,
 )
 from .index import Entry
@@ -50,8 +49,6 @@ from .script import short_repr
 from .search import SearchResult
 from .synonyms import SynonymTable
 from .visibility import Scope
-
-_NODE_FIELDS = {f.name for f in fields(Node)}
 
 
 def new_id(prefix: str = "n") -> str:
@@ -350,20 +347,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``temporal`` or ``retention_tier`` re-decides retention (an expiry
         already set is kept).
         """
-        check_id(node_id)
-        unknown = set(changes) - _NODE_FIELDS
-        if unknown or "id" in changes:
-            bad = sorted(unknown | ({"id"} & set(changes)))
-            raise InvalidNodeError(
-                f"cannot update field(s) {', '.join(bad)} of node {node_id!r}"
-                + (" (the id of a node cannot change)" if "id" in changes else ""),
-                field=bad[0],
-                node_id=node_id,
-            )
-        if "body" in changes:
-            editing.require_text(Node(id=node_id, body=changes["body"]))
-        given = {k: changes[k] for k in ("tags", "edges") if k in changes}
-        editing.require_usable(Node(id=node_id, **given), fields=given)
+        views.check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
         out = self.modify(node_id, self._changer(node_id, changes, now, decided), durable=durable)
@@ -378,9 +362,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``change`` receives the current node (freshly read from its file) and
         mutates it or returns a replacement; the result is validated before
         anything is written; ``updated_at`` is set to now. A node outside the
-        caller's scope is absent (NodeNotFoundError).
+        caller's scope is absent (NodeNotFoundError). The result is held to
+        what :meth:`update` holds (:func:`md_cg.views.held_to_scope`).
         """
-        return self._engine.modify(node_id, change, durable=durable, check=self._check_scope)
+        guarded = views.held_to_scope(self._scope, change, self._engine.state.entries.get)
+        return self._engine.modify(node_id, guarded, durable=durable, check=self._check_scope)
 
     def edit_text(self, node_id: str, change: Callable[[str], str], *, durable: bool | None = None) -> Node:
         """Rewrite a node's file text with ``change`` under its lock (see :func:`md_cg.editing.edit_text`).
@@ -388,7 +374,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         The result must parse as the same node with some body text, or nothing is written.
         """
         self._check_scope(self._engine.entry(node_id))
-        return editing.edit_text(self._engine, node_id, change, durable=durable)
+        check = functools.partial(views.check_edited, self._scope)
+        return editing.edit_text(self._engine, node_id, change, durable=durable, check=check)
 
     def rename(
         self, node_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
@@ -613,6 +600,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         self, query: str, results: Sequence[Any], feedback: Any = None, *, now: float | None = None
     ) -> loop.Reflection:
         """Record the information gap D = 1 - ACCEPT rate of a search, with dD/dt and d²D/dt²."""
+        self._engine.ensure_writable()  # a record: a read-only handle writes nothing
         return loop.reflect(self, query, results, feedback, now=now)
 
     def last_d(self) -> loop.Reflection | None:

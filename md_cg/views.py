@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from copy import copy as shallow_copy
+from copy import deepcopy
 from dataclasses import fields
 from datetime import date
 from pathlib import Path
@@ -612,6 +613,59 @@ class Lifecycle(_Handle):
         return change
 
 
+def check_changes(node_id: str, changes: dict[str, Any]) -> None:
+    """The arguments of ``update``: known fields, never ``id``; some body text; usable tags and edges."""
+    unknown = set(changes) - _NODE_FIELDS
+    if unknown or "id" in changes:
+        bad = sorted(unknown | ({"id"} & set(changes)))
+        raise InvalidNodeError(
+            f"cannot update field(s) {', '.join(bad)} of node {node_id!r}"
+            + (" (the id of a node cannot change)" if "id" in changes else ""),
+            field=bad[0],
+            node_id=node_id,
+        )
+    if "body" in changes:
+        editing.require_text(Node(id=node_id, body=changes["body"]))
+    given = {k: changes[k] for k in ("tags", "edges") if k in changes}
+    editing.require_usable(Node(id=node_id, **given), fields=given)
+
+
+def held_to_scope(
+    scope: Scope | None, change: Callable[[Node], Node | None], stored: Callable[[str], Entry | None]
+) -> Callable[[Node], Node | None]:
+    """``change`` of a public ``modify``, held to what ``update`` holds.
+
+    The changed node must stay in the caller's scope (no other agent or
+    workspace, no sensitivity above the handle's), may not narrow a memory
+    the handle shares (:func:`_refuse_narrowing`), and new tags and edges
+    must be usable (:func:`md_cg.editing.require_usable`; what the file
+    already held is left as it is). ``stored(id)``: the node's entry now.
+    """
+
+    def run(node: Node) -> Node | None:
+        tags, edges = list(node.tags), deepcopy(node.edges)
+        result = change(node)
+        out = node if result is None else result
+        if isinstance(out, Node):  # anything else is refused by the engine, naming its type
+            check_edit(scope, out, stored(out.id), tags, edges)
+        return result
+
+    return run
+
+
+def check_edited(scope: Scope | None, node: Node, old: Node, entry: Entry) -> None:
+    """:func:`check_edit` of a file edit: ``old`` is the node as stored, ``entry`` its entry."""
+    check_edit(scope, node, entry, old.tags, old.edges)
+
+
+def check_edit(scope: Scope | None, node: Node, before: Entry | None, tags: list, edges: list) -> None:
+    """Refuse an edited ``node`` (see :func:`held_to_scope`); ``tags``/``edges``: the stored ones."""
+    retention.stamp_scope(node, scope, fill=False)
+    _refuse_narrowing(scope, node, before)
+    changed = [name for name, old in (("tags", tags), ("edges", edges)) if getattr(node, name) != old]
+    editing.require_usable(node, fields=changed)
+
+
 def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> None:
     """A scoped handle may not narrow a shared memory (no agent: other agents read it),
     by update or overwrite: an agent, workspace or sensitivity that would hide it from
@@ -706,6 +760,7 @@ class Recall(_Handle):
         (apply): a decision the dry run does not back refuses the whole call, nothing
         applied and the run still open (default: it is skipped, the run ``degraded``)."""
         store = cast(organize_mod.OrganizeStore, self)  # the composed MdCG provides it all
+        self._engine.ensure_writable()  # a dry run is recorded for its apply: a write too
         return organize_mod.organize(
             store,
             mode,

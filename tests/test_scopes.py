@@ -351,3 +351,67 @@ def test_a_scoped_handle_counts_another_scope_s_file_problems_alike_in_sync_and_
         assert (finding.kind, finding.path, finding.node_id) == ("withheld", None, None)
         assert finding.detail.startswith("1 file problem(s) not named to this scope")
         assert "theirs" not in finding.detail
+
+
+def _scoped_pair(tmp_path: Path) -> tuple[MdCG, MdCG, MdCG]:
+    root = tmp_path / "m"
+    trusted = MdCG(root)
+    bob = MdCG(root, scope=Scope(agent="bob"))
+    for i in (1, 2):
+        bob.add(id=f"b{i}", layer="contextual", body=f"bob note {i}")
+    trusted.add(id="shared", layer="contextual", body="shared to all")
+    bob.refresh()
+    return trusted, bob, MdCG(root, scope=Scope(agent="alice"))
+
+
+def _to_alice(n: Node) -> Node:
+    n.agent_scope = "alice"
+    return n
+
+
+def _secret(n: Node) -> None:
+    n.sensitivity = "secret"
+
+
+@pytest.mark.parametrize(
+    ("node_id", "edit", "message"),
+    [
+        ("b1", lambda s: s.modify("b1", _to_alice), "agent_scope 'alice' is outside this store handle"),
+        (
+            "b2",
+            lambda s: s.edit_text("b2", lambda t: t.replace('agent_scope: "bob"', 'agent_scope: "alice"')),
+            "agent_scope 'alice' is outside this store handle's scope",
+        ),
+        ("b1", lambda s: s.modify("b1", _secret), "sensitivity 'secret' is above this store handle's"),
+        ("shared", lambda s: s.modify("shared", _to_alice), "agent_scope 'alice' is outside"),
+        ("shared", lambda s: s.modify("shared", _secret), "sensitivity 'secret' is above"),
+    ],
+)
+def test_modify_and_edit_text_keep_a_scoped_handle_in_its_scope(
+    tmp_path: Path, node_id: str, edit: Callable[[MdCG], Any], message: str
+) -> None:
+    """Review (session 24): update refused these, modify and edit_text wrote them."""
+    trusted, bob, alice = _scoped_pair(tmp_path)
+    before = trusted.path_of(node_id).read_bytes()
+    with pytest.raises(InvalidArgumentError, match=message):
+        edit(bob)
+    assert trusted.path_of(node_id).read_bytes() == before
+    assert sorted(bob.ids()) == ["b1", "b2", "shared"] and sorted(alice.ids()) == ["shared"]
+
+
+def test_modify_and_edit_text_refuse_unusable_new_tags_and_edges(tmp_path: Path) -> None:
+    from md_cg import Edge
+    from md_cg.errors import InvalidNodeError
+
+    s = MdCG(tmp_path / "m")
+    s.add(id="a", body="note a")
+    before = s.path_of("a").read_bytes()
+    with pytest.raises(InvalidNodeError, match="an edge to itself"):
+        s.modify("a", lambda n: setattr(n, "edges", [Edge("a")]))
+    with pytest.raises(InvalidNodeError, match="a tag with a control character"):
+        s.edit_text("a", lambda t: t.replace("layer:", 'tags: ["\\u0007bell"]\nlayer:', 1))
+    assert s.path_of("a").read_bytes() == before
+    assert s.health().ok
+    # what the file already holds is not refused: an unrelated edit still goes through
+    s.modify("a", lambda n: setattr(n, "tags", ["ok"]))
+    assert s.get("a").tags == ["ok"]

@@ -26,7 +26,7 @@ from conftest import REPO, python_env, tree_listing
 from stresslib import stress
 
 from md_cg import MdCG, Node, Scope, snapshot
-from md_cg.errors import NodeNotFoundError, UnsafePathError
+from md_cg.errors import NodeNotFoundError, ReadOnlyStoreError, UnsafePathError
 from md_cg.sample import bundled_sample_path
 
 # -- 2. paths named by .mdcg/ content are confined to the store -------------------------------------
@@ -271,6 +271,19 @@ def test_read_only_handle_writes_nothing_even_without_snapshot(tmp_path: Path) -
     with MdCG(root, read_only=True) as s:
         assert next(r.id for r in s.search("alpha")[0]) == "n1"
         assert s.health().ok
+    assert tree_listing(root) == before
+
+
+def test_read_only_handle_refuses_reflect_and_organize(tmp_path: Path) -> None:
+    """Review (session 24): both wrote their records (.mdcg/reflection, .mdcg/organize) and a lock."""
+    root = _template(tmp_path, True)
+    before = tree_listing(root)
+    with MdCG(root, read_only=True) as s:
+        with pytest.raises(ReadOnlyStoreError, match="was opened read-only"):
+            s.reflect("cats", [])
+        for mode in ("dryRun", "apply"):
+            with pytest.raises(ReadOnlyStoreError, match="was opened read-only"):
+                s.organize(mode, candidates=[{"body": "a new fact"}] if mode == "dryRun" else None)
     assert tree_listing(root) == before
 
 
