@@ -39,7 +39,7 @@ A fact and a complete procedure are judged alike on verification: a fact
 without a basis is as unconfirmed as a procedure without one, and ranking it
 above the procedure would reward leaving annotations out. The basis text
 says which kind the node is (``ACCEPT: fact with no applicability
-conditions, verification basis "user said so"``), so an agent is told the
+conditions, verification basis "data"``), so an agent is told the
 truth about why.
 
 Condition matching (:func:`condition_hit`)

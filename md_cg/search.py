@@ -456,8 +456,11 @@ def _results(
     """The ordered hits as results: evidence, filler flag, judge state, supersession."""
     evidence = _evidence(state.text, query, expansion.terms, ordered, expansion.groups)
     prepared = prepare_context(context) if judge and context is not None else None
-    # The judge reads the query together with its synonyms, each on its own clause.
-    judged_query = "\n；".join([query, *expansion.synonyms])
+    # The judge reads the query together with its synonyms, each on its own clause,
+    # and all of them in one more (the query in the other script's words: "unsorted
+    # array" hits "数组未排序" through 未排序 and 数组 together).
+    together = [" ".join(expansion.synonyms)] if len(expansion.synonyms) > 1 else []
+    judged_query = "\n；".join([query, *expansion.synonyms, *together])
     results: list[SearchResult] = []
     for doc_id, (score, tier) in ordered:
         entry = state.entries[doc_id]

@@ -39,6 +39,7 @@ serialise every call (one lock around the index).
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import math
 import struct
@@ -90,6 +91,11 @@ DEFAULT_B = 0.4
 #: repeats a single term. Chosen by cross-validation on the dev splits
 #: (docs/ranking.md, "Coordination").
 DEFAULT_COORDINATION = (0.5, 1.0)
+
+#: The class of the query :meth:`TextIndex.match` is ranking (True: CJK), which
+#: picks the coordination exponent; a context variable, so threads and tasks
+#: each have their own.
+_QUERY_CJK: contextvars.ContextVar[bool | None] = contextvars.ContextVar("query_cjk", default=None)
 
 
 @dataclass(frozen=True)
@@ -386,7 +392,8 @@ class TextIndex:
         of t's documents, and avgdl is that of d's own class (see
         :meth:`_coefficients`). The sum is then multiplied by the document's
         share of the query's idf mass to the power of ``coordination`` (of the
-        document's class). With ``k`` given, a query mostly of non-CJK terms
+        document's class; of the non-CJK class for every document when the
+        query is not CJK). With ``k`` given, a query mostly of non-CJK terms
         and of at least ``feedback.min_terms`` terms is ranked twice: the best
         documents of the first pass lend it terms (:class:`Feedback`; ``feedback=False``
         skips it, for lookups that are not questions). Returns the best ``k`` (all
@@ -403,21 +410,7 @@ class TextIndex:
                 weights[tid] = weights.get(tid, 0.0) + float(w)
         if not weights:
             return []
-        tids, ws = list(weights), list(weights.values())
-        fb = self.feedback
-        if (
-            feedback
-            and k is not None
-            and fb.weight > 0
-            and len(tids) >= fb.min_terms
-            and not self._cjk_query(tids, ws)
-        ):
-            first = self._ranked(tids, ws, scope, max(k, fb.docs), exclude)
-            expanded = _feedback_terms(self, first[: fb.docs], tids, ws)
-            if expanded is None:
-                return first[:k]
-            tids, ws = expanded
-        return self._ranked(tids, ws, scope, k, exclude)
+        return _match_terms(self, list(weights), list(weights.values()), scope, k, exclude, feedback)
 
     def _ranked(
         self, tids: list[int], ws: list[float], scope: Scope, k: int | None, exclude: Collection[str]
@@ -466,8 +459,11 @@ class TextIndex:
         return _scored(self, term_idx, docs, tfs, cls, coef, norm, k, exclude)
 
     def _coordination_factor(self, share: np.ndarray, cand: np.ndarray) -> np.ndarray:
-        """``share ** exponent`` of each candidate's class (``share``: matched idf mass / the query's)."""
+        """``share ** exponent`` of each candidate's class, or of the non-CJK class for every
+        candidate of a query that is not CJK (``share``: matched idf mass / the query's)."""
         g_other, g_cjk = self.coordination
+        if _QUERY_CJK.get() is False:
+            return _power(share, g_other)
         if g_other == g_cjk or not self._docs.mixed:
             return _power(share, g_cjk if self._docs.cjk[cand[0]] else g_other)
         return np.where(self._docs.cjk[cand].astype(bool), _power(share, g_cjk), _power(share, g_other))
@@ -785,6 +781,37 @@ def _load_whole(
     ]
     index = cls(k1=header["k1"], b=header["b"], analyzer=analyzer)
     return _index_from(index, header, (segments, arrays[4 * n_seg :]), known)
+
+
+def _match_terms(
+    index: TextIndex,
+    tids: list[int],
+    ws: list[float],
+    scope: Scope,
+    k: int | None,
+    exclude: Collection[str],
+    feedback: bool,
+) -> list[tuple[str, float]]:
+    """:meth:`TextIndex.match` of known term ids and weights.
+
+    The query's class is set for the coordination exponent (an English
+    question would otherwise push a Chinese note holding its rare name below
+    English notes holding one common word of it: docs/ranking.md), and a
+    query that is not CJK takes pseudo-relevance feedback.
+    """
+    cjk = index._cjk_query(tids, ws)
+    token = _QUERY_CJK.set(cjk)
+    try:
+        fb = index.feedback
+        if feedback and k is not None and fb.weight > 0 and len(tids) >= fb.min_terms and not cjk:
+            first = index._ranked(tids, ws, scope, max(k, fb.docs), exclude)
+            expanded = _feedback_terms(index, first[: fb.docs], tids, ws)
+            if expanded is None:
+                return first[:k]
+            tids, ws = expanded
+        return index._ranked(tids, ws, scope, k, exclude)
+    finally:
+        _QUERY_CJK.reset(token)
 
 
 def _add_batch(

@@ -64,6 +64,32 @@ def test_cjk_documents_use_their_own_exponent() -> None:
     assert got["rep"] == pytest.approx(_bm25(3, 3, IDF_B) * share, rel=1e-12)  # exponent 1
 
 
+def test_a_query_that_is_not_cjk_uses_the_non_cjk_exponent_for_every_document() -> None:
+    """Review (session 24): an English question put a Chinese note holding its rare name
+    ("Cobalt API 的限流...") below English notes holding one common word of it, the CJK
+    documents' exponent 1 cutting the Chinese note's score by its matched share."""
+    docs = {
+        "zh": ["cobalt", "限流", "每个", "分钟", "请求", "返回"],
+        "en": ["cobalt", "owner", "team"],
+        "road": ["limit", "speed", "road"],
+        "zh2": ["甲乙", "丙丁", "戊"],
+    }
+    on, off = _index(docs), _index(docs, coordination=(0.0, 0.0))
+    query = q("cobalt", "limit")
+    factor = {
+        d: s / dict(off.match(query, off.scope(), k=None))[d] for d, s in on.match(query, on.scope(), k=None)
+    }
+    assert factor["zh"] == pytest.approx(factor["en"], rel=1e-12)
+    assert 0.5 < factor["en"] < 0.95  # the square root of the matched share, not the share itself
+    # a CJK query keeps each class's own exponent: 1 for the Chinese documents
+    cjk_query = q("甲乙", "戊", "请求")
+    got_on = dict(on.match(cjk_query, on.scope(), k=None))
+    got_off = dict(off.match(cjk_query, off.scope(), k=None))
+    share_zh = got_on["zh"] / got_off["zh"]
+    share_zh2 = got_on["zh2"] / got_off["zh2"]
+    assert share_zh < share_zh2 < 1.0 and share_zh == pytest.approx(1 - share_zh2, rel=1e-9)
+
+
 def test_a_document_with_more_of_the_query_beats_one_that_repeats_a_term() -> None:
     # "rep" repeats the rarer query word; "both" has each query word once.
     docs = {

@@ -289,6 +289,16 @@ def test_reject_through_a_synonym_of_the_condition(store: MdCG) -> None:
     assert results[0].state == "ACCEPT"
 
 
+def test_reject_through_synonyms_of_several_query_words_together(store: MdCG) -> None:
+    """Review (session 24): "数组未排序" needs 数组 and 未排序 in one clause; each synonym had its own."""
+    store.add(note("bs", "二分查找 binary search", na="数组未排序"))
+    results, _ = store.search("binary search on an unsorted array", k=1)
+    assert (results[0].id, results[0].state) == ("bs", "REJECT")
+    assert results[0].basis == 'REJECT: not-applicable condition "数组未排序" matched by the query'
+    results, _ = store.search("binary search on a sorted array", k=1)
+    assert (results[0].id, results[0].state) == ("bs", "ACCEPT")
+
+
 def test_reject_by_context(store: MdCG) -> None:
     store.add(note("bs", "二分查找", na="数组未排序"))
     results, _ = store.search("二分查找", k=1, context={"condition_space": {"data": "数组未排序"}})
