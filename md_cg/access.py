@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import os
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
@@ -280,6 +280,8 @@ def _decode_lines(body: bytes) -> list[object]:
 SHOW_LOG = "resurface"
 #: Characters of a node's text an inject item carries (a prompt budget).
 INJECT_TEXT_CHARS = 480
+#: At most this many of them go to the not-applicable conditions a cut would lose.
+CONDITIONS_CHARS = 200
 
 
 def stats(
@@ -318,19 +320,34 @@ def stats(
             gc.enable()
 
 
-def compact_text(body: str, limit: int = INJECT_TEXT_CHARS) -> str:
+def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence[str] = ()) -> str:
     """A node's text for a prompt: the body without its title line, whitespace
     collapsed, cut at ``limit`` characters (the title travels apart). A body
     that is only its title line (``The user prefers metric units.``) is its
-    own text: the title is cut at 120 characters, and the text must not be empty."""
+    own text: the title is cut at 120 characters, and the text must not be empty.
+
+    A cut never loses the node's not-applicable ``conditions``: those the kept
+    text does not show end it (``… Not applicable when: a; b``, at most
+    :data:`CONDITIONS_CHARS` of them), so an agent acting on the memory sees
+    when it must not."""
     text = " ".join((recall.content_of(body) or body).split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1].rstrip()
+    missing = [c for c in conditions if c and " ".join(c.split()) not in cut]
+    if missing:
+        tail = " … Not applicable when: " + "; ".join(" ".join(c.split()) for c in missing)
+        if len(tail) > CONDITIONS_CHARS:
+            tail = tail[: CONDITIONS_CHARS - 1].rstrip() + "…"
+        return text[: limit - len(tail)].rstrip() + tail
+    return cut + "…"
 
 
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
-    search results (among the memories with ``tag``, when given), never filler, REJECT or
-    a memory of low confidence (:data:`md_cg.node.LOW_CONFIDENCE`; recording is the caller's act)."""
+    search results (among the memories with ``tag``, when given), never filler, REJECT,
+    BLINDSPOT (an incomplete procedure: not to act on until completed) or a memory of low
+    confidence (:data:`md_cg.node.LOW_CONFIDENCE`; recording is the caller's act)."""
     budget = recall.adaptive_inject_budget(query, max_items)
     if budget <= 0 or not query.strip():
         return []
@@ -338,9 +355,14 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
     # A REJECT result is one the judge found not applicable to the query (a
     # condition it excludes matched): in a prompt it would mislead.
     return [
-        recall.InjectItem(r.id, r.entry.title, compact_text(r.node.body), round(float(r.score), 6))
+        recall.InjectItem(
+            r.id,
+            r.entry.title,
+            compact_text(r.node.body, conditions=r.entry.conditions),
+            round(float(r.score), 6),
+        )
         for r in results
-        if not r.filler and r.state != "REJECT" and not _doubted(r.entry.confidence)
+        if not r.filler and r.state not in ("REJECT", "BLINDSPOT") and not _doubted(r.entry.confidence)
     ][:budget]
 
 

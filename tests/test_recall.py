@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from md_cg import MdCG, access, recall
+from md_cg import MdCG, Node, access, recall
 from md_cg.errors import DataFileError, InvalidArgumentError
 from md_cg.recall import (
     AccessEvent,
@@ -510,6 +510,34 @@ def test_inject_leaves_out_what_the_judge_rejects(tmp_path: Path) -> None:
     assert [(r.id, r.state) for r in results if not r.filler] == [("kp_bsearch", "REJECT")]
     assert store.inject("binary search over a linked list", 5) == []
     assert [i.id for i in store.inject("binary search sorted array", 5)] == ["kp_bsearch"]
+
+
+def test_inject_keeps_the_conditions_a_cut_would_lose_and_leaves_out_blindspots(tmp_path: Path) -> None:
+    """Review (session 24): a long procedure was cut before its "Not applicable when"
+    line, and an incomplete procedure (BLINDSPOT: do not act on it) was injected."""
+    store = MdCG(tmp_path / "s")
+    steps = " -> ".join(
+        f"step {i}: check the {w} dashboard" for i, w in enumerate("abcdefghijklmnopqrstuvwxyz")
+    )
+    body = (
+        "# Function: migrate the billing schema\n# Applies when: a billing release needs it\n"
+        f"# Steps: {steps}\n# Executes: make migrate-billing\n# Verified by: migration tests\n"
+        "# Not applicable when: month-end invoicing run is in progress\nSchema migration for billing."
+    )
+    store.add(Node(id="proc_billing", body=body, verification_basis="test"))
+    store.add(Node(id="proc_tls", body="# Function: rotate billing schema certificates\n# Steps: renew them"))
+    assert [(r.id, r.state) for r in store.search("billing schema", record=False)[0]] == [
+        ("proc_billing", "ACCEPT"),
+        ("proc_tls", "BLINDSPOT"),
+    ]
+    (item,) = store.inject("migrate the billing schema", 5)
+    assert item.id == "proc_billing" and len(item.text) <= 480
+    assert item.text.endswith(" … Not applicable when: month-end invoicing run is in progress")
+    assert item.text.startswith("# Applies when: a billing release needs it # Steps: step 0")
+    # a short memory is whole, its conditions in place
+    store.update("proc_billing", body=body.replace(steps, "check the dashboard"))
+    (item,) = store.inject("migrate the billing schema", 5)
+    assert item.text.count("Not applicable when") == 1 and not item.text.endswith("…")
 
 
 def test_inject_keeps_to_a_tag(tmp_path: Path) -> None:

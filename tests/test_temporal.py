@@ -202,6 +202,8 @@ def test_a_number_alone_never_makes_a_term_temp() -> None:
     [
         ("Tomorrow we said we'd review the draft together", "term_guard_agreement"),
         ("从今天起主人不再喝咖啡", "term_guard_permanence"),
+        ("用户说：今天以后所有报告都用中文写。", "term_guard_permanence"),  # review, session 24
+        ("今天起报告一律用中文", "term_guard_permanence"),
         ("Set an alarm for 7 every weekday", "term_guard_habit"),
         ("Today I learned the user works at a bakery", "term_guard_durable_fact"),
     ],
@@ -391,9 +393,9 @@ def test_rule_hits_on_the_labelled_set() -> None:
         "term_guard_agreement": 3,
         "term_guard_durable_fact": 2,
         "term_guard_habit": 4,
-        "term_guard_permanence": 1,
+        "term_guard_permanence": 2,  # z55 今天起...改用: a state change too, long either way
         "term_guard_remember": 2,
-        "term_guard_state_change": 2,
+        "term_guard_state_change": 1,
         "term_n1_relative_day": 18,
         "term_n2_just_now": 3,
         "term_n3_this_once": 2,
