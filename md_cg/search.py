@@ -470,11 +470,13 @@ def _results(
             state_, basis = judge_entry(entry, judged_query, prepared)
             if filler and state_ == "ACCEPT":
                 state_, basis = "DEFER", f"DEFER: no evidence it is about the query (filler); {basis}"
+        newer = superseded_by(doc_id) if superseded_by is not None else None
+        if newer is not None and state_ == "ACCEPT":  # include_superseded: an outdated fact
+            state_, basis = "DEFER", f"DEFER: superseded by {newer!r} (a newer memory replaced it); {basis}"
         result = SearchResult(
             doc_id, score, tier, state_, basis, entry, evidence=why, filler=filler, _loader=loader
         )
-        if superseded_by is not None:
-            result.superseded_by = superseded_by(doc_id)
+        result.superseded_by = newer
         results.append(result)
     return results
 

@@ -48,6 +48,27 @@ def test_search_hides_superseded_nodes_by_default(tmp_path: Path) -> None:
         assert [r.to_dict()["superseded_by"] for r in shown if r.id == "old"] == ["new"]
 
 
+def test_a_superseded_fact_shown_on_request_is_never_accept(tmp_path: Path) -> None:
+    """Review (session 24): include_superseded=True showed the outdated fact as ACCEPT, first."""
+    with _pair(tmp_path / "m") as s:
+        for node_id in ("old", "new"):
+            s.update(node_id, verification_basis="data")
+        s.supersede("old", "new")
+        shown = {
+            r.id: (r.state, r.basis)
+            for r in s.search("user lives Porto", record=False, include_superseded=True)[0]
+        }
+        assert shown["old"] == (
+            "DEFER",
+            "DEFER: superseded by 'new' (a newer memory replaced it); "
+            'ACCEPT: fact with no applicability conditions, verification basis "data"',
+        )
+        assert shown["new"] == (
+            "ACCEPT",
+            'ACCEPT: fact with no applicability conditions, verification basis "data"',
+        )
+
+
 def test_supersession_survives_reopening_and_rebuild(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with _pair(root) as s:
