@@ -290,9 +290,12 @@ class Analyzer:
         Repeats are kept (a term asked for twice weighs twice in BM25).
         """
         s = normalize(text)
-        if self.question_words and not s.isascii():
+        if s.isascii():
+            return _terms(s, self._qwords, self.query_unigrams)
+        if self.question_words:
             s = self._question_re.sub(" ", s)
-        return _terms(s, self._qwords, self.query_unigrams)
+        # a bigram of two particles or pronouns (我的, 的是) says nothing of what is asked
+        return [t for t in _terms(s, self._qwords, self.query_unigrams) if not _function_bigram(t)]
 
     def term_words(self, text: str) -> dict[str, str]:
         """The words of the query ``text`` whose term is not the word itself, by term:
@@ -341,6 +344,15 @@ class Analyzer:
                 if weights.get(term, 0.0) < weight:
                     weights[term] = weight
         return list(weights.items())
+
+
+#: CJK particles, copulas and pronouns (``md_cg.search.CJK_FUNCTION_CHARS``).
+CJK_FUNCTION_CHARS = frozenset("的了是在有和与及或也都就而被把对从这那个么之吗呢吧啊我你他她它们")
+
+
+def _function_bigram(term: str) -> bool:
+    """A CJK bigram of two :data:`CJK_FUNCTION_CHARS` (我的, 的是, 他们)."""
+    return len(term) == 2 and term[0] in CJK_FUNCTION_CHARS and term[1] in CJK_FUNCTION_CHARS
 
 
 def _terms(s: str, words: _WordCache, unigrams: bool) -> list[str]:

@@ -323,3 +323,10 @@ def test_term_words_map_stems_and_folded_terms_back_to_the_query_words():
         "cafe": "cafés",
     }
     assert text.term_words("the what 中文") == {}
+
+
+def test_query_bigrams_of_two_particles_or_pronouns_are_not_searched() -> None:
+    """Review (session 24): 我的 of "我的 coffee 偏好" put a sports paragraph (挑战自我的) first."""
+    assert query_terms("我的咖啡偏好") == ["的咖", "咖啡", "啡偏", "偏好", "我", "的", "咖", "啡", "偏", "好"]
+    assert "他们" not in query_terms("他们的项目") and "们的" not in query_terms("他们的项目")
+    assert analyze("我的咖啡")[:3] == ["我的", "的咖", "咖啡"]  # documents keep every bigram
