@@ -519,3 +519,38 @@ def test_the_file_in_the_docs_is_the_file_written(tmp_path: Path) -> None:
     stamp = re.compile(r'^((?:created|updated)_at): ".*"$', re.MULTILINE)
     assert stamp.sub(r"\1: T", written) == stamp.sub(r"\1: T", shown)
     assert 'id: "coffee-38fb5aa7ab28"' in shown
+
+
+CREATOR = """
+import sys
+from md_cg import MdCG
+from md_cg.integrations.langgraph_store import MdCGStore
+root, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with MdCG(root) as md:
+    store = MdCGStore(md)
+    for i in range(n):
+        store.put(("n",), f"k{i}", {"text": f"{who} {i}"})
+"""
+
+
+def test_two_processes_creating_the_same_items_both_succeed(tmp_path: Path) -> None:
+    """New items are added without overwrite: the process that finds an item created
+    meanwhile by the other looks again and replaces it, with no error."""
+    root, n = tmp_path / "mem", 40
+    MdCG(root).init_folder()
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CREATOR, str(root), who, str(n)],
+            env=python_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for who in ("a", "b")
+    ]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    with MdCGStore(root) as store:
+        assert store.store.ids() == sorted(node_id_for(("n",), f"k{i}") for i in range(n))
+        for i in range(n):
+            assert store.get(("n",), f"k{i}").value["text"] in {f"a {i}", f"b {i}"}
+        assert store.store.health().ok

@@ -468,7 +468,8 @@ class MdCGStore(BaseStore):
             except DuplicateIdError:
                 if last:
                     raise
-                continue  # stored by another process since the look: look again
+                self._handle().refresh()  # stored by another process since the look: look again
+                continue
             for item in new:
                 del pending[item]
             for item, entry in held.items():
@@ -479,7 +480,8 @@ class MdCGStore(BaseStore):
                 except NodeNotFoundError:
                     if last:
                         raise
-                    continue  # deleted since the look: added on the next round
+                    self._handle().refresh()  # deleted since the look: added on the next round
+                    continue
                 del pending[item]
             if not pending:
                 return
