@@ -448,6 +448,18 @@ def test_two_scoped_agents_keep_items_under_the_same_key(tmp_path: Path) -> None
         assert set(trusted.store.ids()) == {alice_id, node_id_for(ns, "rules")}
 
 
+def run_at_once(script: str, args: list[list[str]]) -> None:
+    """Run ``python -c script`` once per argument list, all at once; each must exit 0."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *a], env=python_env(), stderr=subprocess.PIPE, text=True
+        )
+        for a in args
+    ]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), errs
+
+
 PUTTER = """
 import sys, time
 from md_cg import MdCG
@@ -472,17 +484,7 @@ def test_a_put_keeps_what_another_process_changes_meanwhile(tmp_path: Path) -> N
     ns = ("memories", "alice")
     with MdCGStore(root) as store:
         store.put(ns, "coffee", {"text": "Alice drinks coffee"})
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", PUTTER, str(root), role, str(n)],
-            env=python_env(),
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for role in ("putter", "tagger")
-    ]
-    errs = [p.communicate(timeout=300)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], errs
+    run_at_once(PUTTER, [[str(root), role, str(n)] for role in ("putter", "tagger")])
     with MdCG(root) as md:
         node = md.get(node_id_for(ns, "coffee"))
         assert sorted(node.tags) == sorted(f"t{i}" for i in range(n))
@@ -538,17 +540,7 @@ def test_two_processes_creating_the_same_items_both_succeed(tmp_path: Path) -> N
     meanwhile by the other looks again and replaces it, with no error."""
     root, n = tmp_path / "mem", 40
     MdCG(root).init_folder()
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", CREATOR, str(root), who, str(n)],
-            env=python_env(),
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        for who in ("a", "b")
-    ]
-    errs = [p.communicate(timeout=300)[1] for p in procs]
-    assert [p.returncode for p in procs] == [0, 0], errs
+    run_at_once(CREATOR, [[str(root), who, str(n)] for who in ("a", "b")])
     with MdCGStore(root) as store:
         assert store.store.ids() == sorted(node_id_for(("n",), f"k{i}") for i in range(n))
         for i in range(n):
