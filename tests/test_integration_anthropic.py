@@ -723,3 +723,30 @@ def test_files_written_outside_the_engine_are_seen(tmp_path: Path) -> None:
         assert said.startswith("File /memories/contextual/broken.md already exists. The file ")
         assert said.endswith("; a person must repair or remove it.")
     assert (root / "contextual" / "handmade.md").read_text(encoding="utf-8") == hand
+
+
+def test_an_edit_keeps_the_memory_in_the_handles_scope(tmp_path: Path) -> None:
+    """A scoped tool may not move a memory to another agent by an edit (it was written,
+    then the tool raised NodeNotFoundError), nor hide a shared one from its readers."""
+    root = tmp_path / "mem"
+    with MdCG(root) as store:
+        store.add(id="shared", layer="contextual", body="the team's wifi password is in the safe")
+    with MdCGMemoryTool(MdCG(root, scope=Scope(agent="bob", max_sensitivity="secret"))) as bob:
+        create(bob, "/memories/bobnote.md", "bob's note")
+        before = file_text(bob, "bobnote")
+        mine = StrReplace(command="str_replace", path="/memories/bobnote.md",
+                          old_str='agent_scope: "bob"', new_str='agent_scope: "alice"')  # fmt: skip
+        assert error(bob, mine) == (
+            "No replacement was performed: the edited file is refused: node 'bobnote': agent_scope "
+            "'alice' is outside this store handle's scope ('bob')"
+        )
+        assert file_text(bob, "bobnote") == before
+        shared = Insert(command="insert", path="/memories/shared.md", insert_line=1,
+                        insert_text='sensitivity: "secret"')  # fmt: skip
+        assert error(bob, shared) == (
+            "No replacement was performed: the edit would hide /memories/shared.md from agents that "
+            "read it now (its agent, workspace or sensitivity); a shared memory stays shared"
+        )
+        bob.store.close()
+    with MdCG(root) as store:
+        assert (store.get("bobnote").agent_scope, store.get("shared").sensitivity) == ("bob", None)

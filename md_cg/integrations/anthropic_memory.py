@@ -83,8 +83,10 @@ from ..errors import (
 from ..index import Entry
 from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant
 from ..paths import BUCKETED_LAYER as BUCKETED
+from ..retention import stamp_scope
 from ..store import MdCG
 from ..temporal import asked_reason, was_asked
+from ..visibility import narrower
 
 __all__ = ["DEFAULT_LAYER", "MEMORIES", "AsyncMdCGMemoryTool", "MdCGMemoryTool", "MemoryFiles"]
 
@@ -508,11 +510,25 @@ class MemoryFiles:
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
+        self._keep_in_scope(node, current, refuse)
         _refuse_past_expiry(node, refuse)
         timer = (node.retention_tier, node.expires_at) == (current.retention_tier, current.expires_at)
         if timer and node.retention_tier == "temp" and not was_asked(current.retention_reason):
             _keep(node)  # md-cg put it on a timer by its words; the agent's file lasts
         return node
+
+    def _keep_in_scope(self, node: Node, current: Node, refuse: str) -> None:
+        """Refuse an edit that would take a memory out of the handle's scope (another agent,
+        workspace, a sensitivity above it) or narrow a shared one, as ``MdCG.update`` does."""
+        scope = self.store.scope
+        if scope is None:
+            return
+        stamp_scope(node, scope, fill=False)  # InvalidArgumentError: told as a ToolError
+        if current.agent_scope is None and narrower(node, current):
+            raise ToolError(
+                refuse + f"the edit would hide {MEMORIES}/{node.id}.md from agents that read it now "
+                "(its agent, workspace or sensitivity); a shared memory stays shared"
+            )
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         p = self.parse(command.path)
