@@ -108,7 +108,7 @@ async def _knowledge_graph(client: Client, root: Path, store: MdCG) -> None:
     assert (root / "knowledge" / "orphan" / "John_Smith.md").is_file()
     again = _ok(await client.call_tool("create_entities", {"entities": [
         {"name": "John_Smith", "entityType": "person", "observations": ["ignored"]}]}))  # fmt: skip
-    assert again == {"created": [], "skipped": ["John_Smith"]}
+    assert again == {"created": [], "skipped": ["John_Smith"], "refused": []}
     rel = {"from": "John_Smith", "to": "Anthropic", "relationType": "works_at"}
     _ok(await client.call_tool("create_relations", {"relations": [rel, rel]}))
     edges = store.get("John_Smith").edges
@@ -234,3 +234,71 @@ def test_register_leaves_existing_tool_names_alone(tmp_path: Path) -> None:
         built = register_aliases(server, tools, ("mcp-memory",))
         assert built.unavailable["search_nodes"] == "md-cg already has a `search_nodes` tool"
         assert "add_memory" not in built.available and "add_memory" not in built.unavailable
+
+
+def _aliases(root: Path, store: MdCG) -> dict[str, Any]:
+    return {name: a.fn for name, a in alias_tools(server_tools(root, store)).available.items()}
+
+
+def test_add_memory_stores_the_same_text_once_per_user(tmp_path: Path) -> None:
+    """Two users with the same fact: each gets a memory with its own label (md-cg's
+    ``remember`` alone answered max with sam's memory, so max had none); adding it
+    again answers with that user's own memory."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        al = _aliases(root, store)
+        sam = al["add_memory"](text="I prefer window seats", user_id="sam")
+        max_ = al["add_memory"](text="I prefer window seats", user_id="max")
+        assert "existing" not in sam and "existing" not in max_ and sam["id"] != max_["id"]
+        assert (store.get(sam["id"]).tags, store.get(max_["id"]).tags) == (["user:sam"], ["user:max"])
+        again = al["add_memory"](text="I prefer window seats\n", user_id="max")
+        assert (again["id"], again["existing"]) == (max_["id"], True)
+        assert al["add_memory"](text="I prefer window seats", user_id="sam")["id"] == sam["id"]
+        listed = al["get_memories"](filters={"user_id": "max"})
+        assert [i["id"] for i in listed["items"]] == [max_["id"]]
+        found = al["search_memories"](query="window seats", filters={"user_id": "max"})
+        assert [r["id"] for r in found["results"]] == [max_["id"]]
+        assert sorted(store.ids()) == sorted([sam["id"], max_["id"]])
+
+
+def test_search_memories_filters_before_it_ranks(tmp_path: Path) -> None:
+    """A user's memory is found even when 150 other memories rank above it (the filter
+    used to be applied to the store's top 50-100 hits)."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        al = _aliases(root, store)
+        for i in range(150):
+            al["add_memory"](text=f"Sam's flight {i} to Paris: window seat near the window seats row {i}",
+                             user_id="sam")  # fmt: skip
+        mine = al["add_memory"](text="Max likes window seats on long flights", user_id="max", run_id="r1")
+        found = al["search_memories"](query="window seats", filters={"user_id": "max"}, limit=5)
+        assert [r["id"] for r in found["results"]] == [mine["id"]]
+        both = {"AND": [{"user_id": "max"}, {"run_id": "r1"}]}
+        found = al["search_memories"](query="window seats", filters=both, limit=5)
+        assert [r["id"] for r in found["results"]] == [mine["id"]]
+        assert al["search_memories"](query="window seats", filters={"user_id": "kim"})["results"] == []
+
+
+def test_create_entities_reports_each_entity(tmp_path: Path) -> None:
+    """An entity md-cg refuses is listed with the reason; the ones after it are still
+    created, and a retry tells created, skipped and refused apart."""
+    root = tmp_path / "m"
+    entities = [
+        {"name": "Alice", "entityType": "person", "observations": ["likes tea"]},
+        {"name": "TCP/IP", "entityType": "protocol", "observations": ["layered"]},
+        {"name": "Bob", "entityType": "person", "observations": ["likes coffee"]},
+    ]
+    with MdCG(root) as store:
+        al = _aliases(root, store)
+        made = al["create_entities"](entities=entities)
+        assert [c["id"] for c in made["created"]] == ["Alice", "Bob"] and made["skipped"] == []
+        assert made["refused"] == [
+            {
+                "name": "TCP/IP",
+                "reason": "unsafe node id 'TCP/IP': it contains the character '/'; ids must be safe "
+                "file-name stems",
+            }
+        ]
+        assert sorted(store.ids()) == ["Alice", "Bob"]
+        again = al["create_entities"](entities=entities)
+        assert again == {"created": [], "skipped": ["Alice", "Bob"], "refused": made["refused"]}

@@ -37,7 +37,7 @@ from anthropic.types.beta import (  # noqa: E402
 )
 from conftest import python_env  # noqa: E402
 
-from md_cg import MdCG, Node  # noqa: E402
+from md_cg import MdCG, Node, Scope  # noqa: E402
 from md_cg.integrations.anthropic_memory import (  # noqa: E402
     AsyncMdCGMemoryTool,
     MdCGMemoryTool,
@@ -104,7 +104,10 @@ def test_create_plain_markdown_goes_to_contextual(tool: MdCGMemoryTool) -> None:
     assert (node.layer, node.body) == ("contextual", "# Drinks\nThe user likes coffee.")
     assert tool.store.entry("coffee").path == "contextual/coffee.md"
     text = file_text(tool, "coffee")
-    assert text.startswith('---\nid: "coffee"\nlayer: "contextual"\ncreated_at: "')
+    assert text.startswith(
+        '---\nid: "coffee"\nlayer: "contextual"\nretention_tier: "long"\n'
+        'retention_reason: "the caller asked for the long tier"\ncreated_at: "'
+    )
     assert text.endswith("---\n# Drinks\nThe user likes coffee.\n")
     results, _ = tool.store.search("coffee", record=False)
     assert results[0].id == "coffee"
@@ -187,7 +190,7 @@ def test_non_markdown_names_keep_their_extension_in_the_id(tool: MdCGMemoryTool)
         "Here's the content of /memories/notes.txt (stored as "
         "/memories/contextual/notes.txt.md) with line numbers:"
     )
-    assert view.splitlines()[-1] == "     7\tplain notes"
+    assert view.splitlines()[-1] == "     9\tplain notes"
 
 
 def test_view_file_with_line_numbers_and_ranges(tool: MdCGMemoryTool) -> None:
@@ -616,3 +619,134 @@ def test_the_wiring_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.MonkeyP
     exec(compile(block, "docs/integrations.md", "exec"), {})
     with MdCG(tmp_path / "memory") as store:
         assert store.get("coffee").body == "Coffee: black."
+
+
+def test_files_last_unless_their_frontmatter_says_otherwise(tmp_path: Path) -> None:
+    """md-cg alone makes "Remind me ... tomorrow" a temporary memory that expires; a file
+    the agent writes lasts until it deletes it, unless its frontmatter asks for a timer."""
+    with MdCG(tmp_path / "mem", ttl_seconds=3600) as store, MdCGMemoryTool(store) as tool:
+        create(tool, "/memories/todo.md", "Remind me to renew the passport tomorrow.\n")
+        node = store.get("todo")
+        assert (node.retention_tier, node.expires_at, node.retention_reason) == (
+            "long",
+            None,
+            "the caller asked for the long tier",
+        )
+        create(tool, "/memories/soon.md", '---\nretention_tier: "temp"\n---\nThe hotel code is 4711.\n')
+        soon = store.get("soon")
+        assert (soon.retention_tier, soon.retention_reason) == ("temp", "the caller asked for the temp tier")
+        assert soon.expires_at is not None
+        # md-cg put this one on a timer by its words; an edit through the tool keeps the file
+        store.add(id="plumber", layer="contextual", body="Call the plumber tomorrow about the leak")
+        assert store.get("plumber").retention_tier == "temp"
+        run(tool, StrReplace(command="str_replace", path="/memories/plumber.md",
+                             old_str="Call the plumber tomorrow about the leak",
+                             new_str="The plumber's phone number is 555-1234"))  # fmt: skip
+        node = store.get("plumber")
+        assert (node.body, node.retention_tier, node.expires_at) == (
+            "The plumber's phone number is 555-1234",
+            "long",
+            None,
+        )
+        # a timer the caller asked for stays
+        run(tool, StrReplace(command="str_replace", path="/memories/soon.md", old_str="4711",
+                             new_str="4712"))  # fmt: skip
+        assert (store.get("soon").retention_tier, store.get("soon").expires_at) == ("temp", soon.expires_at)
+
+
+def test_store_errors_reach_the_agent_as_tool_errors(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    with MdCGMemoryTool(root) as tool:
+        create(tool, "/memories/a.md", "note a")
+        create(tool, "/memories/b.md", "note b")
+        said = error(tool, Rename(command="rename", old_path="/memories/a.md", new_path="/memories/nul.md"))
+        assert said.startswith("Cannot rename /memories/a.md to /memories/nul.md: unsafe node id 'nul': ")
+        before = file_text(tool, "b")
+        past = 'retention_tier: "temp"\nexpires_at: "2020-01-01T00:00:00Z"'
+        self_edge = 'layer: "contextual"\nedges: [{"target": "b", "type": "similar"}]'
+        said = [
+            error(tool, StrReplace(command="str_replace", path="/memories/b.md", old_str=old, new_str=new))
+            for old, new in [('retention_tier: "long"', past), ('layer: "contextual"', self_edge)]
+        ]
+        assert said == [
+            "No replacement was performed: expires_at 2020-01-01T00:00:00.000000Z is in the past, so the "
+            "memory would vanish at once (delete it instead, or give a later time)",
+            "No replacement was performed: the edited file is refused: node 'b': an edge to itself "
+            "(similar); edges link two memories",
+        ]
+        assert file_text(tool, "b") == before
+        assert sorted(tool.store.ids()) == ["a", "b"]
+        (root / "contextual" / "b.md").unlink()  # by hand, while the tool is open
+        said = error(tool, View(command="view", path="/memories/b.md"))
+        assert said == "The path /memories/b.md does not exist. Please provide a valid path."
+    with MdCGMemoryTool(MdCG(root, scope=Scope(agent="bob"))) as bob:
+        said = error(bob, Create(command="create", path="/memories/s1.md",
+                                 file_text="---\nagent_scope: alice\n---\nplanted"))  # fmt: skip
+        assert said == (
+            "Cannot create /memories/s1.md: node 's1': agent_scope 'alice' is outside this store "
+            "handle's scope ('bob')"
+        )
+        said = error(bob, Create(command="create", path="/memories/s2.md",
+                                 file_text="---\nsensitivity: secret\n---\ntoo secret"))  # fmt: skip
+        assert said == (
+            "Cannot create /memories/s2.md: node 's2': sensitivity 'secret' is above this store "
+            "handle's max_sensitivity 'normal'"
+        )
+        bob.store.close()
+    with MdCG(root) as store:
+        assert sorted(store.ids()) == ["a"]
+
+
+def test_files_written_outside_the_engine_are_seen(tmp_path: Path) -> None:
+    """A file a person or ``git pull`` adds is taken in before a command (as the MCP
+    server does); a broken one is named with what is wrong with it."""
+    root = tmp_path / "mem"
+    with MdCG(root) as store:
+        store.add(id="first", layer="contextual", body="first")
+    hand = "---\nid: handmade\nlayer: contextual\n---\nIMPORTANT hand-written note\n"
+    (root / "contextual" / "handmade.md").write_text(hand, encoding="utf-8")
+    (root / "contextual" / "broken.md").write_text("---\nid: broken\ntags: [unclosed\n---\nhand notes\n")
+    with MdCGMemoryTool(root) as tool:
+        view = run(tool, View(command="view", path="/memories/handmade.md"))
+        assert view.splitlines()[-1] == "     5\tIMPORTANT hand-written note"
+        said = error(tool, Create(command="create", path="/memories/handmade.md", file_text="new"))
+        assert said == (
+            "File /memories/handmade.md already exists (as /memories/contextual/handmade.md: "
+            "file names are unique in /memories)"
+        )
+        said = error(tool, View(command="view", path="/memories/broken.md"))
+        assert said.startswith(
+            "The path /memories/broken.md does not exist. Please provide a valid path. The file "
+            "/memories/contextual/broken.md is there but md-cg cannot read it as a memory (the YAML "
+        )
+        said = error(tool, Create(command="create", path="/memories/contextual/broken.md", file_text="x"))
+        assert said.startswith("File /memories/contextual/broken.md already exists. The file ")
+        assert said.endswith("; a person must repair or remove it.")
+    assert (root / "contextual" / "handmade.md").read_text(encoding="utf-8") == hand
+
+
+def test_an_edit_keeps_the_memory_in_the_handles_scope(tmp_path: Path) -> None:
+    """A scoped tool may not move a memory to another agent by an edit (it was written,
+    then the tool raised NodeNotFoundError), nor hide a shared one from its readers."""
+    root = tmp_path / "mem"
+    with MdCG(root) as store:
+        store.add(id="shared", layer="contextual", body="the team's wifi password is in the safe")
+    with MdCGMemoryTool(MdCG(root, scope=Scope(agent="bob", max_sensitivity="secret"))) as bob:
+        create(bob, "/memories/bobnote.md", "bob's note")
+        before = file_text(bob, "bobnote")
+        mine = StrReplace(command="str_replace", path="/memories/bobnote.md",
+                          old_str='agent_scope: "bob"', new_str='agent_scope: "alice"')  # fmt: skip
+        assert error(bob, mine) == (
+            "No replacement was performed: the edited file is refused: node 'bobnote': agent_scope "
+            "'alice' is outside this store handle's scope ('bob')"
+        )
+        assert file_text(bob, "bobnote") == before
+        shared = Insert(command="insert", path="/memories/shared.md", insert_line=1,
+                        insert_text='sensitivity: "secret"')  # fmt: skip
+        assert error(bob, shared) == (
+            "No replacement was performed: the edit would hide /memories/shared.md from agents that "
+            "read it now (its agent, workspace or sensitivity); a shared memory stays shared"
+        )
+        bob.store.close()
+    with MdCG(root) as store:
+        assert (store.get("bobnote").agent_scope, store.get("shared").sensitivity) == ("bob", None)

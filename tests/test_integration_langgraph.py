@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import math
+import re
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -20,10 +23,11 @@ import pytest
 
 pytest.importorskip("langgraph.store.base")
 
+from conftest import python_env
 from langgraph.store.base import BaseStore, GetOp, InvalidNamespaceError, ListNamespacesOp, PutOp, SearchOp
 from langgraph.store.memory import InMemoryStore
 
-from md_cg import MdCG
+from md_cg import MdCG, Node, Scope
 from md_cg.errors import InvalidArgumentError, InvalidNodeError
 from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
 
@@ -136,13 +140,15 @@ def test_files_are_readable_markdown(store: MdCGStore) -> None:
     path = store.store.path_of(node_id)
     assert path.parent.name.startswith("cond_langgraph_memories_alice_")
     lines = path.read_text(encoding="utf-8").split("\n")
-    assert lines[:4] == [
+    assert lines[:6] == [
         "---",
         f'id: "{node_id}"',
         'layer: "knowledge"',
         'condition_space: {"observation_position": "langgraph:memories/alice"}',
+        'retention_tier: "long"',
+        'retention_reason: "the caller asked for the long tier"',
     ]
-    assert lines[6:] == [
+    assert lines[8:] == [
         'langgraph_key: "coffee"',
         'langgraph_value: {"kind": "preference"}',
         'langgraph_body: "text"',
@@ -366,3 +372,177 @@ def test_the_example_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.Monkey
         assert store.list_namespaces(prefix=("memories",)) == [("memories", "alice")]
         [hit] = store.search(("memories", "alice"), query="what does alice drink?", limit=5)
         assert hit.key == "coffee" and hit.score > 0
+
+
+def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
+    """md-cg would make "... tomorrow ..." a temporary memory that expires; a LangGraph
+    item lasts until it is deleted (a put has no TTL), and a put makes an item stored
+    on a timer by an earlier version long-term again."""
+    with MdCG(tmp_path / "mem") as md, MdCGStore(md) as store:
+        ns = ("memories", "bob")
+        store.put(ns, "todo", {"text": "Call the plumber tomorrow about the leak"})
+        store.put(ns, "sure", {"text": "Bob is allergic to peanuts", "since": 2020})
+        for key in ("todo", "sure"):
+            node = md.get(node_id_for(ns, key))
+            assert (node.retention_tier, node.expires_at, node.retention_reason) == (
+                "long",
+                None,
+                "the caller asked for the long tier",
+            )
+        todo = node_id_for(ns, "todo")
+        md.update(todo, retention_tier="temp")  # as the earlier version stored it
+        assert md.get(todo).expires_at is not None
+        store.put(ns, "todo", {"text": "The plumber's phone number is 555-1234"})
+        node = md.get(todo)
+        assert (node.retention_tier, node.expires_at) == ("long", None)
+        assert node.body == "The plumber's phone number is 555-1234"
+        assert md.sweep(dry_run=True).expired == ()
+        assert store.get(ns, "todo").value == {"text": "The plumber's phone number is 555-1234"}
+
+
+def test_two_scoped_agents_keep_items_under_the_same_key(tmp_path: Path) -> None:
+    """One scoped handle per agent: each agent's item of (namespace, key) is its own
+    node (the scope is in the id); an unscoped handle's ids are as before, and a shared
+    item, or one written before scoped ids, is found and changed in place."""
+    root = tmp_path / "mem"
+    MdCG(root).init_folder()
+    ns, key = ("memories",), "profile"
+    alice_scope, bob_scope = Scope(agent="alice"), Scope(agent="bob")
+    with (
+        MdCGStore(MdCG(root, scope=alice_scope, refresh_interval=0)) as alice,
+        MdCGStore(MdCG(root, scope=bob_scope, refresh_interval=0)) as bob,
+        MdCGStore(MdCG(root, refresh_interval=0)) as trusted,
+    ):
+        alice.put(ns, key, {"text": "Alice's profile: vegetarian"})
+        assert bob.get(ns, key) is None
+        bob.put(ns, key, {"text": "Bob's profile: eats meat"})
+        assert alice.get(ns, key).value == {"text": "Alice's profile: vegetarian"}
+        assert bob.get(ns, key).value == {"text": "Bob's profile: eats meat"}
+        assert [i.value["text"] for i in bob.search(ns)] == ["Bob's profile: eats meat"]
+        alice_id, bob_id = node_id_for(ns, key, alice_scope), node_id_for(ns, key, bob_scope)
+        assert trusted.store.get(alice_id).agent_scope == "alice"
+        assert trusted.store.get(bob_id).agent_scope == "bob"
+        assert len({alice_id, bob_id, node_id_for(ns, key)}) == 3
+        assert node_id_for(ns, key, Scope()) == node_id_for(ns, key)  # no agent: shared, plain id
+        bob.delete(ns, key)
+        assert bob.get(ns, key) is None
+        assert alice.get(ns, key).value == {"text": "Alice's profile: vegetarian"}
+        assert set(trusted.store.ids()) == {alice_id}
+        # a shared item (plain id): every agent sees it; a put changes it in place, still shared
+        trusted.put(ns, "rules", {"text": "Quiet hours after 22:00"})
+        bob.put(ns, "rules", {"text": "Quiet hours after 23:00"})
+        shared = trusted.store.get(node_id_for(ns, "rules"))
+        assert (shared.agent_scope, shared.body) == (None, "Quiet hours after 23:00")
+        assert alice.get(ns, "rules").value == {"text": "Quiet hours after 23:00"}
+        assert set(trusted.store.ids()) == {alice_id, node_id_for(ns, "rules")}
+        # bob's item stored under the plain id (before scoped ids) is still his
+        old = Node(id=node_id_for(ns, "diet"), layer="knowledge", body="no fish", agent_scope="bob")
+        old.condition_space = {"observation_position": "langgraph:memories"}
+        old.extra = {"langgraph_key": "diet", "langgraph_body": "text"}
+        trusted.store.add(old)
+        assert bob.get(ns, "diet").value == {"text": "no fish"}
+        bob.put(ns, "diet", {"text": "no fish, no meat"})
+        assert trusted.store.get(node_id_for(ns, "diet")).body == "no fish, no meat"
+        assert alice.get(ns, "diet") is None
+        bob.delete(ns, "diet")
+        assert set(trusted.store.ids()) == {alice_id, node_id_for(ns, "rules")}
+
+
+def run_at_once(script: str, args: list[list[str]]) -> None:
+    """Run ``python -c script`` once per argument list, all at once; each must exit 0."""
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", script, *a], env=python_env(), stderr=subprocess.PIPE, text=True
+        )
+        for a in args
+    ]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * len(procs), errs
+
+
+PUTTER = """
+import sys, time
+from md_cg import MdCG
+from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
+root, role, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+ns = ("memories", "alice")
+with MdCG(root, refresh_interval=0) as md:
+    store = MdCGStore(md)
+    for i in range(n):
+        if role == "putter":
+            store.put(ns, "coffee", {"text": f"Alice drinks coffee, version {i}"})
+        else:
+            tag = f"t{i}"
+            md.modify(node_id_for(ns, "coffee"), lambda node: setattr(node, "tags", [*node.tags, tag]))
+"""
+
+
+def test_a_put_keeps_what_another_process_changes_meanwhile(tmp_path: Path) -> None:
+    """A put reads, changes and writes the stored item under its lock: tags another
+    process adds at the same time (md-cg's modify) all survive."""
+    root, n = tmp_path / "mem", 80
+    ns = ("memories", "alice")
+    with MdCGStore(root) as store:
+        store.put(ns, "coffee", {"text": "Alice drinks coffee"})
+    run_at_once(PUTTER, [[str(root), role, str(n)] for role in ("putter", "tagger")])
+    with MdCG(root) as md:
+        node = md.get(node_id_for(ns, "coffee"))
+        assert sorted(node.tags) == sorted(f"t{i}" for i in range(n))
+        assert node.body == f"Alice drinks coffee, version {n - 1}"
+        assert md.health().ok
+
+
+def test_an_archived_item_is_put_back_by_a_put_and_removed_by_a_delete(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "mem") as md, MdCGStore(md) as store:
+        ns = ("m",)
+        node_id = node_id_for(ns, "k")
+        store.put(ns, "k", {"text": "v1"})
+        assert md.archive([node_id]) == [node_id]
+        assert store.get(ns, "k") is None  # archived: out of every default read
+        assert store.search(ns) == []
+        store.put(ns, "k", {"text": "v2"})
+        assert store.get(ns, "k").value == {"text": "v2"}
+        assert md.entry(node_id).archived is False
+        assert md.archive([node_id]) == [node_id]
+        store.delete(ns, "k")
+        assert md.ids(include_archived=True) == []
+        store.put(ns, "k", {"text": "v3"})
+        assert store.get(ns, "k").value == {"text": "v3"}
+
+
+def test_the_file_in_the_docs_is_the_file_written(tmp_path: Path) -> None:
+    """docs/integrations.md's item file (id included) is what a put writes, times aside."""
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "integrations.md").read_text(encoding="utf-8")
+    shown = next(b for b in doc.split("```markdown\n")[1:] if "langgraph_key" in b).split("```")[0]
+    with MdCGStore(tmp_path / "mem") as store:
+        ns = ("memories", "alice")
+        store.put(ns, "coffee", {"text": "Alice drinks her coffee black", "kind": "preference"})
+        written = store.store.path_of(node_id_for(ns, "coffee")).read_text(encoding="utf-8")
+    stamp = re.compile(r'^((?:created|updated)_at): ".*"$', re.MULTILINE)
+    assert stamp.sub(r"\1: T", written) == stamp.sub(r"\1: T", shown)
+    assert 'id: "coffee-38fb5aa7ab28"' in shown
+
+
+CREATOR = """
+import sys
+from md_cg import MdCG
+from md_cg.integrations.langgraph_store import MdCGStore
+root, who, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+with MdCG(root) as md:
+    store = MdCGStore(md)
+    for i in range(n):
+        store.put(("n",), f"k{i}", {"text": f"{who} {i}"})
+"""
+
+
+def test_two_processes_creating_the_same_items_both_succeed(tmp_path: Path) -> None:
+    """New items are added without overwrite: the process that finds an item created
+    meanwhile by the other looks again and replaces it, with no error."""
+    root, n = tmp_path / "mem", 40
+    MdCG(root).init_folder()
+    run_at_once(CREATOR, [[str(root), who, str(n)] for who in ("a", "b")])
+    with MdCGStore(root) as store:
+        assert store.store.ids() == sorted(node_id_for(("n",), f"k{i}") for i in range(n))
+        for i in range(n):
+            assert store.get(("n",), f"k{i}").value["text"] in {f"a {i}", f"b {i}"}
+        assert store.store.health().ok

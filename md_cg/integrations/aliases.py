@@ -29,8 +29,10 @@ observation. A relation is an edge of the ``from`` node to the ``to`` node,
 ``{"target": to, "type": ..., "relation": relationType}``: md-cg's edge types
 are a closed set, so a relation type outside it is kept in ``relation`` on an
 edge of type ``similar``. mem0's ``user_id``/``agent_id``/``app_id``/``run_id``
-are kept as the tags ``user:<id>`` (...) and filter searches and lists; they
-are labels, not access scopes (md-cg's scopes are set by whoever starts the
+are kept as the tags ``user:<id>`` (...) and filter searches (md-cg's
+``tag``, before ranking) and lists; ``add_memory`` stores a text once per
+labels (the same text for another user is that user's own memory). They are
+labels, not access scopes (md-cg's scopes are set by whoever starts the
 server, never by a tool argument).
 """
 
@@ -92,7 +94,7 @@ ALIASES: tuple[Alias, ...] = (
         "create_entities",
         "mcp-memory",
         {"get": ("id",), "remember": ("body", "tags", "id")},
-        "`remember` per entity (id = name; existing names are skipped)",
+        "`remember` per entity (id = name; existing names are skipped, refused ones listed with why)",
     ),
     _a(
         "create_relations",
@@ -143,16 +145,16 @@ ALIASES: tuple[Alias, ...] = (
     _a(
         "add_memory",
         "mem0",
-        {"remember": ("body", "tags")},
-        "`remember` (body = `text`; `user_id`... become tags)",
+        {"remember": ("body", "tags", "duplicate"), "search": ("query", "k", "tag"), "get": ("id",)},
+        "`remember` (body = `text`; `user_id`... become tags; the same text is stored once per labels)",
         "`messages` (no extraction from a conversation: pass the fact as `text`) and `metadata` are "
         "refused; `enable_graph` is ignored",
     ),
     _a(
         "search_memories",
         "mem0",
-        {"search": ("query", "k")},
-        "`search` (k = `limit`, at most 50)",
+        {"search": ("query", "k", "tag")},
+        "`search` (k = `limit`, at most 50; a label filter is the search's `tag`)",
         "`filters` only as equality on `user_id`, `agent_id`, `app_id`, `run_id` (possibly in an "
         "`AND` list); `enable_graph` is ignored",
     ),
@@ -270,15 +272,20 @@ class Deletion(TypedDict):
 
 def _create_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
     def create_entities(entities: Annotated[list[Entity], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
-        created, skipped = [], []
+        """Each entity on its own: one md-cg refuses (a name that is no safe id...) is listed in
+        ``refused`` with md-cg's reason, and the others are still created."""
+        created, skipped, refused = [], [], []
         for e in entities:
             if _node(tools, e["name"]) is not None:
                 skipped.append(_echo(e["name"]))
                 continue
             tags = [ENTITY_TAG] + ([f"type:{e['entityType']}"] if e.get("entityType") else [])
             body = entity_body(e["name"], e.get("entityType", ""), list(e.get("observations") or []))
-            created.append(tools["remember"](body=body, tags=tags, id=e["name"]))
-        return {"created": created, "skipped": skipped}
+            try:
+                created.append(tools["remember"](body=body, tags=tags, id=e["name"]))
+            except ToolError as exc:
+                refused.append({"name": _echo(e["name"]), "reason": str(exc)})
+        return {"created": created, "skipped": skipped, "refused": refused}
 
     return create_entities
 
@@ -463,9 +470,38 @@ def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
         if metadata:
             raise ToolError("metadata: not supported by md-cg; put what matters in text")
         tags = label_tags(user_id=user_id, agent_id=agent_id, app_id=app_id, run_id=run_id)
-        return tools["remember"](body=text, tags=tags)
+        reply = tools["remember"](body=text, tags=tags)
+        if not (tags and reply.get("existing")) or set(tags) <= set(_tags_of(tools, reply)):
+            return reply
+        # the same text is someone else's memory (other labels): find or store this one's own
+        mine = _same_text(tools, text, tags)
+        if mine is not None:
+            said = {k: reply[k] for k in ("kind", "ccg_missing") if k in reply}  # the same text
+            return {"id": mine["id"], "layer": mine["layer"], "path": mine["path"], "existing": True, **said}
+        return tools["remember"](body=text, tags=tags, duplicate=True)
 
     return add_memory
+
+
+#: Hits of the labels' own memories read to find the same text (``add_memory``).
+SAME_TEXT_HITS = 10
+
+
+def _plain(text: str) -> str:
+    """Text as md-cg compares bodies: line endings, trailing spaces and end blank lines aside."""
+    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip("\n")
+
+
+def _same_text(tools: Tools, text: str, tags: list[str]) -> dict[str, Any] | None:
+    """md-cg's ``get`` reply of a memory with body ``text`` carrying every label tag, if any."""
+    hits = tools["search"](query=text, k=SAME_TEXT_HITS, tag=tags[0])["results"]
+    for hit in hits:
+        node = _node(tools, hit["id"])
+        if node is None or _plain(node["body"]) != _plain(text):
+            continue
+        if set(tags) <= set(node.get("frontmatter", {}).get("tags") or []):
+            return node
+    return None
 
 
 def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
@@ -483,7 +519,10 @@ def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
         wanted = filter_tags(filters)
         if not wanted:
             return tools["search"](query=query, k=k)
-        reply = dict(tools["search"](query=query, k=min(100, max(5 * k, 50))))
+        if len(set(wanted)) == 1:  # md-cg filters on the tag before it ranks
+            return tools["search"](query=query, k=k, tag=wanted[0])
+        # several labels: the first filters before ranking, the others after
+        reply = dict(tools["search"](query=query, k=min(100, max(5 * k, 50)), tag=wanted[0]))
         kept = [r for r in reply["results"] if set(wanted) <= set(_tags_of(tools, r))][:k]
         reply["results"] = kept
         if "counts" in reply:

@@ -25,10 +25,15 @@ engine: ``/memories/<layer>/<id>.md`` (knowledge nodes in
 * ``create`` adds a node: the file name gives the id (``notes.md`` -> ``notes``;
   another extension is part of the id), the folder the layer (a file directly
   in ``/memories`` goes to ``contextual/``). ``file_text`` is plain Markdown
-  (the body) or a full node file (frontmatter and body).
+  (the body) or a full node file (frontmatter and body); the memory is
+  long-term (``retention_tier: long``) unless the frontmatter gives a tier or
+  an expiry: files do not vanish because md-cg read "tomorrow" in them.
 * ``str_replace`` and ``insert`` edit the node file under the node's lock; the
   result must still be a valid node file with the same id, or nothing is
   written. A changed ``layer:`` line moves the node.
+* ``str_replace`` and ``insert`` that leave the retention lines alone make a
+  memory md-cg put on a timer by its words long-term (a tier a caller asked
+  for stays).
 * ``delete`` forgets the node (a payload-free tombstone is kept).
 * ``rename`` moves the node to another layer and/or gives it another id.
 
@@ -36,7 +41,9 @@ A file path is found by its id wherever the node lives (ids are unique in a
 store), as long as the layer folder named in the path, if any, is the node's
 layer. Paths outside ``/memories``, traversal (``..``, encoded or not),
 hidden names (``.mdcg``) and names that are not safe ids are refused with the
-error texts of the tool's documentation. Every change goes through
+error texts of the tool's documentation; what the store refuses comes back
+as a ``ToolError`` too. Each command first takes in the files changed outside
+the engine (``MdCG.sync_if_changed``). Every change goes through
 :class:`~md_cg.MdCG` (index, log, locks), so several agents and processes can
 share one folder.
 """
@@ -45,6 +52,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -62,8 +70,10 @@ from anthropic.types.beta import (
 from anyio.to_thread import run_sync
 
 from .. import fsops, nodefile
+from ..editing import require_usable
 from ..errors import (
     DuplicateIdError,
+    InvalidArgumentError,
     InvalidNodeError,
     MalformedNodeFileError,
     NodeNotFoundError,
@@ -71,9 +81,12 @@ from ..errors import (
     UnsafeIdError,
 )
 from ..index import Entry
-from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id
+from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant
 from ..paths import BUCKETED_LAYER as BUCKETED
+from ..retention import stamp_scope
 from ..store import MdCG
+from ..temporal import asked_reason, was_asked
+from ..visibility import narrower
 
 __all__ = ["DEFAULT_LAYER", "MEMORIES", "AsyncMdCGMemoryTool", "MdCGMemoryTool", "MemoryFiles"]
 
@@ -158,6 +171,11 @@ class MemoryFiles:
 
     # -- the store calls (all of them; a scoped store handle goes here) -------------------
 
+    def _sync(self) -> None:
+        """Take in files changed outside the engine (a person, ``git pull``) before a command,
+        as the MCP server does: cheap when nothing changed (see ``MdCG.sync_if_changed``)."""
+        self.store.sync_if_changed()
+
     def _entries(self) -> list[Entry]:
         return self.store.entries()
 
@@ -173,7 +191,12 @@ class MemoryFiles:
     def _read_text(self, node_id: str) -> str:
         """The node file's text as stored (MdCG has no public call for it yet)."""
         entry = self.store.entry(node_id)
-        data, st = fsops.read_file(str(self.store.root), entry.path, max_bytes=MAX_FILE_BYTES)
+        try:
+            data, st = fsops.read_file(str(self.store.root), entry.path, max_bytes=MAX_FILE_BYTES)
+        except FileNotFoundError:  # removed by hand since the index saw it
+            raise ToolError(
+                f"The path {MEMORIES}/{entry.path} does not exist. Please provide a valid path."
+            ) from None
         if st.st_size > MAX_FILE_BYTES:
             raise MalformedNodeFileError(entry.path, f"the file is over {MAX_FILE_BYTES:,} bytes")
         return nodefile.read_bytes_as_text(data, entry.path)
@@ -306,11 +329,14 @@ class MemoryFiles:
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         p = self.parse(command.path)
+        self._sync()
         if self._is_folder(p):
             return self._view_folder(p, self._entries(), command.view_range)
         entry = self._find(p)
         if entry is None:
-            raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.")
+            raise ToolError(
+                f"The path {p.text} does not exist. Please provide a valid path." + self._unreadable(p)
+            )
         text = self._read_text(entry.id)
         lines = file_lines(text)
         first, last = self._range(command.view_range, len(lines), p.text)
@@ -374,6 +400,7 @@ class MemoryFiles:
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         p = self.parse(command.path)
+        self._sync()
         if self._is_folder(p):
             raise ToolError(
                 f"Cannot create {p.text}: it is a folder; give a file name such as {p.text}/notes.md"
@@ -387,13 +414,27 @@ class MemoryFiles:
         try:
             stored = self._add(node)
         except DuplicateIdError:
-            raise ToolError(f"File {p.text} already exists") from None
-        except InvalidNodeError as exc:
+            why = self._unreadable(p)  # a broken file holds the name
+            raise ToolError(f"File {p.text} already exists" + (f".{why}" if why else "")) from None
+        except (InvalidNodeError, InvalidArgumentError) as exc:  # a bad field, another scope's
             raise ToolError(f"Cannot create {p.text}: {exc}") from None
         where = self.where_id(stored.id)
         return f"File created successfully at: {p.text}" + (
             f" (stored as {where})" if where != p.text else ""
         )
+
+    def _unreadable(self, p: _Path) -> str:
+        """What to add to "does not exist" or "already exists" when a file at ``p`` is there
+        but holds no usable memory (broken frontmatter...; an unscoped handle only)."""
+        name = p.parts[-1] if p.parts else ""
+        for rel, reason in self.store.unreadable_files():
+            folder, _, file = rel.rpartition("/")
+            if file in (name, name + MD) and (len(p.parts) == 1 or folder.split("/")[0] == p.parts[0]):
+                return (
+                    f" The file {MEMORIES}/{rel} is there but md-cg cannot read it as a memory "
+                    f"({reason}); a person must repair or remove it."
+                )
+        return ""
 
     def _elsewhere(self, p: _Path, entry: Entry) -> str:
         where = self.where(entry)
@@ -418,6 +459,9 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(f"Cannot create {p.text}: the memory has no content after its frontmatter")
+        _refuse_past_expiry(node, f"Cannot create {p.text}: ")
+        if node.retention_tier is None and node.expires_at is None:
+            _keep(node)  # a file lasts until it is deleted, unless its frontmatter says otherwise
         return node
 
     # -- str_replace and insert --------------------------------------------------------------
@@ -442,6 +486,8 @@ class MemoryFiles:
             node = self._modify(entry.id, change)
         except NodeNotFoundError:
             raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.") from None
+        except (InvalidNodeError, InvalidArgumentError) as exc:  # an edge to itself, another scope...
+            raise ToolError(f"No replacement was performed: the edited file is refused: {exc}") from None
         return node, self._read_text(node.id)
 
     def _parse_edit(self, after: str, before: str, p: _Path, current: Node) -> Node:
@@ -462,10 +508,31 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
+        changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
+        require_usable(node, fields=changed)  # as add and update check new tags and edges
+        self._keep_in_scope(node, current, refuse)
+        _refuse_past_expiry(node, refuse)
+        timer = (node.retention_tier, node.expires_at) == (current.retention_tier, current.expires_at)
+        if timer and node.retention_tier == "temp" and not was_asked(current.retention_reason):
+            _keep(node)  # md-cg put it on a timer by its words; the agent's file lasts
         return node
+
+    def _keep_in_scope(self, node: Node, current: Node, refuse: str) -> None:
+        """Refuse an edit that would take a memory out of the handle's scope (another agent,
+        workspace, a sensitivity above it) or narrow a shared one, as ``MdCG.update`` does."""
+        scope = self.store.scope
+        if scope is None:
+            return
+        stamp_scope(node, scope, fill=False)  # InvalidArgumentError: told as a ToolError
+        if current.agent_scope is None and narrower(node, current):
+            raise ToolError(
+                refuse + f"the edit would hide {MEMORIES}/{node.id}.md from agents that read it now "
+                "(its agent, workspace or sensitivity); a shared memory stays shared"
+            )
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         p = self.parse(command.path)
+        self._sync()
         entry = self._existing_file(p)
         old, new = command.old_str, command.new_str
         if not old:
@@ -502,6 +569,7 @@ class MemoryFiles:
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         p = self.parse(command.path)
+        self._sync()
         entry = self._existing_file(p)
         at, new = command.insert_line, command.insert_text
 
@@ -538,6 +606,7 @@ class MemoryFiles:
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
         p = self.parse(command.path)
+        self._sync()
         why = "md-cg deletes memories one file at a time (each leaves a tombstone); delete the files in it"
         entry = self._one_file(p, "delete", why)
         try:
@@ -550,6 +619,7 @@ class MemoryFiles:
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         old, new = self.parse(command.old_path), self.parse(command.new_path)
+        self._sync()
         why = "folders are md-cg's layers and buckets; rename the files in it one by one"
         entry = self._one_file(old, "rename", why)
         if self._is_folder(new):
@@ -563,11 +633,30 @@ class MemoryFiles:
                 self._rename_id(entry.id, new_id, layer)
             except DuplicateIdError:
                 raise ToolError(f"The destination {new.text} already exists") from None
+            except (InvalidNodeError, InvalidArgumentError) as exc:  # e.g. an id Windows reserves
+                raise ToolError(f"Cannot rename {old.text} to {new.text}: {exc}") from None
         elif layer != entry.layer:
-            self._move(entry.id, layer)
+            try:
+                self._move(entry.id, layer)
+            except (InvalidNodeError, InvalidArgumentError) as exc:
+                raise ToolError(f"Cannot rename {old.text} to {new.text}: {exc}") from None
         where = self.where_id(new_id)
         stored = f" (stored as {where})" if where != new.text else ""
         return f"Successfully renamed {old.text} to {new.text}{stored}"
+
+
+def _keep(node: Node) -> None:
+    """Make ``node`` long-term: no md-cg timer decided from its words."""
+    node.retention_tier, node.expires_at, node.retention_reason = "long", None, asked_reason("long")
+
+
+def _refuse_past_expiry(node: Node, refuse: str) -> None:
+    """Refuse an ``expires_at`` already past: the memory would vanish as it is written."""
+    if node.expires_at is not None and node.expires_at <= time.time():
+        raise ToolError(
+            refuse + f"expires_at {format_instant(node.expires_at)} is in the past, so the memory would "
+            "vanish at once (delete it instead, or give a later time)"
+        )
 
 
 def _retarget(edge: Any, old_id: str, new_id: str) -> Any:

@@ -11,8 +11,12 @@
     store.search(("memories", "alice"), query="what does alice drink?")
 
 **One item, one node.** The node id is a slug of the key plus a hash of
-(namespace, key), e.g. ``coffee-3f9a2c1b7d0e``, so ``get`` needs no lookup.
-The value is kept in the file:
+(namespace, key), e.g. ``coffee-38fb5aa7ab28``, so ``get`` needs no lookup; a
+handle whose scope has an agent or a workspace adds them to the hash
+(:func:`node_id_for`), so each agent keeps its own item of a key, and also
+finds the item under the plain id when its scope admits it (shared, or
+written before scoped ids). Items are long-term (``retention_tier: long``):
+they never expire, whatever their words say. The value is kept in the file:
 
 * its text field -- the first of :data:`BODY_FIELDS` whose value is a
   non-blank string -- is the node's Markdown body, word for word
@@ -29,12 +33,11 @@ The value is kept in the file:
 bucket rule turns it into the node's folder
 (``knowledge/cond_langgraph_users_123_<sha8>/``), and a search in one
 namespace is routed to that folder first. The namespace never enters the
-search index (tags would), so it cannot make an item look relevant. Until
-md-cg has access scopes, a namespace is a folder, not a boundary: every
-handle on the store sees every namespace. With scopes, a store handle is
-opened with its caller's scope (``MdCG(root, scope=...)``) and passed here;
-all the store calls of this module go through :meth:`MdCGStore._handle`,
-the one place a namespace-to-scope mapping plugs in.
+search index (tags would), so it cannot make an item look relevant. A
+namespace is a folder, not a boundary; the boundary is md-cg's scope: a
+store handle is opened with its caller's scope (``MdCG(root, scope=...)``)
+and passed here; all the store calls of this module go through
+:meth:`MdCGStore._handle`, the one place a namespace-to-scope mapping plugs in.
 
 **Search.** With a ``query``, md-cg's search ranks the items of the
 namespace prefix (``score`` is md-cg's score); items without evidence of
@@ -46,9 +49,11 @@ values as LangGraph's in-memory store does (equality, nested objects, and
 
 **Batches.** Like LangGraph's stores, reads in a batch see the store as it
 was before the batch; the batch's puts (the last one per item wins) are then
-stored as one md-cg commit (all or nothing), and its deletions follow.
-``index`` arguments are accepted and ignored (md-cg indexes the body); TTLs
-are not supported.
+stored -- every value checked first, the new items as one md-cg commit (all
+or nothing), each stored item read, changed and written under its lock (a
+concurrent change by another process is kept; an archived item is put back)
+-- and its deletions follow. ``index`` arguments are accepted and ignored
+(md-cg indexes the body); TTLs are not supported.
 """
 
 from __future__ import annotations
@@ -78,11 +83,13 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..errors import InvalidArgumentError, NodeNotFoundError
+from ..errors import DuplicateIdError, InvalidArgumentError, NodeNotFoundError
 from ..index import Entry
-from ..node import Node
+from ..node import Node, validate
 from ..search import SearchResult
 from ..store import MdCG
+from ..temporal import asked_reason
+from ..visibility import Scope
 
 __all__ = ["BODY_FIELDS", "NS_PREFIX", "MdCGStore", "matches_filter", "namespace_of", "node_id_for"]
 
@@ -95,6 +102,9 @@ VALUE_FIELD = "langgraph_value"
 BODY_FIELD = "langgraph_body"
 _SLUG_CHARS = 40
 _HASH_CHARS = 12
+#: Looks at the stored items a batch of puts takes at most when other processes keep
+#: creating or deleting the same items meanwhile.
+_WRITE_TRIES = 3
 
 
 # -- names ------------------------------------------------------------------------------
@@ -126,9 +136,24 @@ def namespace_of(entry: Entry) -> tuple[str, ...] | None:
     return None if entry.space_json is None else _namespace_of_space(entry.space_json)
 
 
-def node_id_for(namespace: Sequence[str], key: str) -> str:
-    """The node id of the item ``key`` of ``namespace``: a slug of the key and a hash of both."""
-    digest = hashlib.sha256(orjson.dumps([list(namespace), key])).hexdigest()[:_HASH_CHARS]
+def _owner(scope: Scope | None) -> tuple[str | None, str | None] | None:
+    """The agent and workspace a handle's writes are stamped with (``None``: none, shared)."""
+    if scope is None or (scope.agent is None and scope.workspace is None):
+        return None
+    return scope.agent, scope.workspace
+
+
+def node_id_for(namespace: Sequence[str], key: str, scope: Scope | None = None) -> str:
+    """The node id of the item ``key`` of ``namespace``: a slug of the key and a hash of both.
+
+    ``scope``: the scope of the handle that writes the item. A scope with an agent or a
+    workspace (its items are private to it) adds them to the hash, so two agents can
+    each keep an item under the same namespace and key; without one the id is the
+    plain (namespace, key) hash, as md-cg has always written it.
+    """
+    owner = _owner(scope)
+    parts: list[Any] = [list(namespace), key] if owner is None else [list(namespace), key, *owner]
+    digest = hashlib.sha256(orjson.dumps(parts)).hexdigest()[:_HASH_CHARS]
     folded = unicodedata.normalize("NFKC", key).casefold()
     slug = re.sub(r"[^\w]+|_", "-", folded).strip("-")[:_SLUG_CHARS].strip("-")
     return f"{slug or 'item'}-{digest}"
@@ -155,14 +180,27 @@ def _render(value: Mapping[str, Any]) -> str:
 
 
 def value_to_node(
-    namespace: tuple[str, ...], key: str, value: Mapping[str, Any], layer: str, base: Node | None
+    namespace: tuple[str, ...],
+    key: str,
+    value: Mapping[str, Any],
+    layer: str,
+    base: Node | None,
+    node_id: str | None = None,
 ) -> Node:
-    """The node that stores an item (``base``: the stored node, whose other fields are kept)."""
+    """The node that stores an item (``base``: the stored node, whose other fields are kept;
+    ``node_id``: the id of a new one, default :func:`node_id_for` of the item).
+
+    The item is long-term (``retention_tier: long``, no expiry): LangGraph items last
+    until they are deleted, whatever their words say, and a put has no TTL."""
     value = dict(value)
     field = _body_field(value)
     body = value.pop(field) if field else _render(value)
-    node = base.copy() if base is not None else Node(id=node_id_for(namespace, key), layer=layer)
+    if base is not None:
+        node = base.copy()
+    else:
+        node = Node(id=node_id or node_id_for(namespace, key), layer=layer)
     node.body = body
+    node.retention_tier, node.expires_at, node.retention_reason = "long", None, asked_reason("long")
     node.condition_space = {**(node.condition_space or {}), "observation_position": position_of(namespace)}
     extra = dict(node.extra)
     extra[KEY_FIELD] = key
@@ -302,6 +340,23 @@ class MdCGStore(BaseStore):
                 out.append((entry, ns))
         return out
 
+    def _ids(self, namespace: tuple[str, ...], key: str) -> list[str]:
+        """The ids the item may have, the handle's own first: a scoped handle's own item,
+        then a shared one (or one written before scoped ids) that the scope admits."""
+        own = node_id_for(namespace, key, self._handle(namespace).scope)
+        plain = node_id_for(namespace, key)
+        return [own] if own == plain else [own, plain]
+
+    def _stored(self, namespace: tuple[str, ...], key: str) -> Entry | None:
+        """The entry of the stored item the handle sees, archived or expired ones too."""
+        handle = self._handle(namespace)
+        for node_id in self._ids(namespace, key):
+            try:
+                return handle.entry(node_id, include_expired=True, include_archived=True)
+            except NodeNotFoundError:
+                continue
+        return None
+
     def _read(self, node_id: str, namespace: tuple[str, ...]) -> Node | None:
         try:
             return self._handle(namespace).get(node_id)
@@ -314,15 +369,26 @@ class MdCGStore(BaseStore):
         )
         return results
 
-    def _write(self, nodes: list[Node]) -> None:
+    def _add(self, nodes: list[Node]) -> None:
         if nodes:
-            self._handle().add_many(nodes, overwrite=True)
+            self._handle().add_many(nodes)
 
-    def _remove(self, node_id: str, namespace: tuple[str, ...]) -> None:
+    def _replace(self, entry: Entry, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> None:
+        """Put ``value`` into the stored item ``entry``: read, change and write under its lock,
+        so a change another process makes meanwhile is kept. An archived item is put back first."""
+        handle = self._handle(namespace)
+        if entry.archived:
+            handle.unarchive([entry.id])
+        handle.modify(entry.id, lambda node: value_to_node(namespace, key, value, self.layer, node))
+
+    def _remove(self, namespace: tuple[str, ...], key: str) -> None:
+        entry = self._stored(namespace, key)
+        if entry is None:
+            return  # deleting an absent item is not an error in LangGraph
         try:
-            self._handle(namespace).delete(node_id, force=True)
+            self._handle(namespace).delete(entry.id, force=True)  # an archived one too
         except NodeNotFoundError:
-            pass  # deleting an absent item is not an error in LangGraph
+            pass  # deleted meanwhile
 
     def _recorded(self, ids: list[str], namespace: tuple[str, ...]) -> None:
         if self.record_access and ids:
@@ -362,32 +428,67 @@ class MdCGStore(BaseStore):
         return await asyncio.get_running_loop().run_in_executor(None, self.batch, ops)
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        node = self._read(node_id_for(namespace, key), namespace)
-        if node is None or node.extra.get(KEY_FIELD) != key:
-            return None
-        space = node.condition_space or {}
-        if space.get("observation_position") != position_of(namespace):
-            return None
-        return Item(
-            value=node_value(node),
-            key=key,
-            namespace=namespace,
-            created_at=_when(node.created_at),
-            updated_at=_when(node.updated_at),
-        )
+        for node_id in self._ids(namespace, key):
+            node = self._read(node_id, namespace)
+            if node is None or node.extra.get(KEY_FIELD) != key:
+                continue
+            space = node.condition_space or {}
+            if space.get("observation_position") != position_of(namespace):
+                continue
+            return Item(
+                value=node_value(node),
+                key=key,
+                namespace=namespace,
+                created_at=_when(node.created_at),
+                updated_at=_when(node.updated_at),
+            )
+        return None
 
     def _apply(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
-        writes, deletes = [], []
+        values = {item: op.value for item, op in puts.items() if op.value is not None}
+        self._put_all(values)
         for (namespace, key), op in puts.items():
-            node_id = node_id_for(namespace, key)
             if op.value is None:
-                deletes.append((node_id, namespace))
-            else:
-                base = self._read(node_id, namespace)
-                writes.append(value_to_node(namespace, key, op.value, self.layer, base))
-        self._write(writes)
-        for node_id, namespace in deletes:
-            self._remove(node_id, namespace)
+                self._remove(namespace, key)
+
+    def _put_all(self, values: dict[tuple[tuple[str, ...], str], dict[str, Any]]) -> None:
+        """Store the values of a batch: the new items in one commit, then each stored item
+        read, changed and written under its lock (:meth:`_replace`). Every value is checked
+        before anything is written. A new item another process stores meanwhile is looked
+        up again and replaced; so is a stored one deleted meanwhile, which is added."""
+        for (namespace, key), value in values.items():
+            validate(value_to_node(namespace, key, value, self.layer, None))
+        pending = dict(values)
+        for attempt in range(_WRITE_TRIES):
+            last = attempt == _WRITE_TRIES - 1
+            held = {item: self._stored(*item) for item in pending}
+            new = [item for item, entry in held.items() if entry is None]
+            try:
+                self._add([self._new_node(ns, key, pending[(ns, key)]) for ns, key in new])
+            except DuplicateIdError:
+                if last:
+                    raise
+                self._handle().refresh()  # stored by another process since the look: look again
+                continue
+            for item in new:
+                del pending[item]
+            for item, entry in held.items():
+                if entry is None:
+                    continue
+                try:
+                    self._replace(entry, *item, pending[item])
+                except NodeNotFoundError:
+                    if last:
+                        raise
+                    self._handle().refresh()  # deleted since the look: added on the next round
+                    continue
+                del pending[item]
+            if not pending:
+                return
+
+    def _new_node(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> Node:
+        own = node_id_for(namespace, key, self._handle(namespace).scope)
+        return value_to_node(namespace, key, value, self.layer, None, node_id=own)
 
     # -- search -------------------------------------------------------------------------------
 
@@ -399,36 +500,39 @@ class MdCGStore(BaseStore):
         by_id = {e.id: ns for e, ns in items}
         start = max(op.offset, 0)
         wanted = start + op.limit
-        found: list[SearchItem] = []
+        found: list[tuple[str, SearchItem]] = []
         ranked: set[str] = set()
         if op.query and op.query.strip():
             for result in self._evidence(op.query, prefix, items):
                 ranked.add(result.id)
-                item = self._search_item(result.id, result.score, by_id[result.id], op)
+                item = self._search_item(result.id, result.score, by_id, op)
                 if item is not None:
-                    found.append(item)
+                    found.append((result.id, item))
                     if len(found) >= wanted:
                         break
-            self._recorded([node_id_for(i.namespace, i.key) for i in found[start:wanted]], prefix)
+            self._recorded([node_id for node_id, _ in found[start:wanted]], prefix)
             if not self.fill:
-                return found[start:wanted]
+                return [item for _, item in found[start:wanted]]
         rest = sorted(
             (e for e, _ in items if e.id not in ranked), key=lambda e: (-(e.updated_at or 0.0), e.id)
         )
         for entry in rest:
             if len(found) >= wanted:
                 break
-            item = self._search_item(entry.id, None, by_id[entry.id], op)
+            item = self._search_item(entry.id, None, by_id, op)
             if item is not None:
-                found.append(item)
-        return found[start:wanted]
+                found.append((entry.id, item))
+        return [item for _, item in found[start:wanted]]
 
     def _search_item(
-        self, node_id: str, score: float | None, namespace: tuple[str, ...], op: SearchOp
+        self, node_id: str, score: float | None, by_id: dict[str, tuple[str, ...]], op: SearchOp
     ) -> SearchItem | None:
+        namespace = by_id[node_id]
         node = self._read(node_id, namespace)
         if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
             return None
+        if self._ids(namespace, node.extra[KEY_FIELD])[0] in by_id.keys() - {node_id}:
+            return None  # a shared item the handle's own item of that key stands in for (get's)
         value = node_value(node)
         if not matches_filter(value, op.filter):
             return None
