@@ -451,7 +451,7 @@ class MdCGStore(BaseStore):
             if op.value is None:
                 self._remove(namespace, key)
 
-    def _put_all(self, values: dict[tuple[tuple[str, ...], str], dict[str, Any]]) -> None:
+    def _put_all(self, values: dict[tuple[tuple[str, ...], str], Mapping[str, Any]]) -> None:
         """Store the values of a batch: the new items in one commit, then each stored item
         read, changed and written under its lock (:meth:`_replace`). Every value is checked
         before anything is written. A new item another process stores meanwhile is looked
@@ -476,7 +476,7 @@ class MdCGStore(BaseStore):
                 if entry is None:
                     continue
                 try:
-                    self._replace(entry, *item, pending[item])
+                    self._replace(entry, item[0], item[1], pending[item])
                 except NodeNotFoundError:
                     if last:
                         raise
