@@ -550,3 +550,38 @@ def test_a_restored_record_is_listed_only_to_the_memorys_scope(tmp_path: Path) -
             ("forget", "alice-note"),
             ("restored", "alice-note"),
         ]
+
+
+def test_a_source_change_to_updated_at_alone_is_written(tmp_path: Path) -> None:
+    """A row whose only change is a new updated_at (none before, or a later one) was
+    reported unchanged and never written, so every re-run failed verification
+    ("updated_at: source ..., file None"). Unstamped, updated_at is data."""
+    src = _source(
+        tmp_path / "src.sqlite",
+        [("a1", "knowledge", "hello world", None), ("a2", "knowledge", "blue sky", "2024-01-01T00:00:00Z")],
+        columns="id, layer, content, updated_at",
+    )
+    dest = tmp_path / "m"
+    assert migrate(src, dest).ok
+    _exec(src, "UPDATE nodes SET updated_at = 1790000000.25 WHERE id = 'a1'")
+    assert migrate(src, dest, dry_run=True).updated == 1
+    report = migrate(src, dest)
+    assert (report.ok, report.updated, report.unchanged, report.mismatches) == (True, 1, 1, [])
+    _exec(src, "UPDATE nodes SET updated_at = 1790086400.5 WHERE id = 'a2'")
+    report = migrate(src, dest)
+    assert (report.ok, report.updated, report.unchanged, report.mismatches) == (True, 1, 1, [])
+    with MdCG(dest) as s:
+        assert [s.get(i).updated_at for i in ("a1", "a2")] == [1790000000.25, 1790086400.5]
+    again = migrate(src, dest)
+    assert (again.ok, again.updated, again.unchanged) == (True, 0, 2)
+    # the same through add_many(stamp=False); a stamped add still ignores the time alone
+    with MdCG(tmp_path / "b") as s:
+        s.add_many([Node(id="x", layer="self", body="b", created_at=50.0, updated_at=100.0)], stamp=False)
+        s.add_many(
+            [Node(id="x", layer="self", body="b", created_at=50.0, updated_at=200.0)],
+            stamp=False,
+            overwrite=True,
+        )
+        assert s.get("x").updated_at == 200.0
+        s.add_many([Node(id="x", layer="self", body="b", created_at=50.0, updated_at=300.0)], overwrite=True)
+        assert s.get("x").updated_at == 200.0
