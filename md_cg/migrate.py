@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import audit, fsops, layout, nodefile, paths, visibility
+from . import audit, fsops, layout, maintenance, nodefile, paths, visibility
 from .engine import foreign_file
 from .errors import (
     IdCollisionError,
@@ -666,6 +666,19 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
     return f"changed in this store ({when}) after the source's version ({', '.join(names[:4])})"
 
 
+def pick_up_hand_edits(store: MdCG) -> None:
+    """Bring ``store``'s index up to date with files changed by hand since they were
+    indexed (a stat scan, then those files read again), as :meth:`MdCG.sync_if_changed`
+    does, without starting a watch. A read-only handle updates only its own view; a
+    writable one logs the changes for other processes, as ``sync`` does."""
+    engine = store._engine
+    with engine.lock:
+        engine.fresh()
+        changed = maintenance.stale_paths(engine)
+        if changed:
+            maintenance.sync_paths(engine, changed)
+
+
 def _file_state(store: MdCG, root: Path, node: Node) -> str | tuple[int, int, int] | None:
     """Before a write: ``"moved"``, or the (inode, mtime, size) of the node's file, or None."""
     rel = layout.rel_path(node)
@@ -726,6 +739,8 @@ def _dry_run(
     store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
     forgotten = forgotten_ids(store) if store is not None else {}
     try:
+        if store is not None:
+            pick_up_hand_edits(store)  # as the run will (a read-only view: writes nothing)
         total, done = report.rows, 0
         for row in _rows(conn):
             node = _tally(report, row)
@@ -865,6 +880,9 @@ def _write(
     journal = _Journal(src, dest, identity, report.durable)
     try:
         start_after, interrupted = _resume_point(store, journal, src, dest, report, identity, resume)
+        # Files edited by hand since they were indexed (a broken merge, an id edited to
+        # another): as they are now, so kept_reason lists them instead of a write refusing.
+        pick_up_hand_edits(store)
         report.resumed_from = start_after
         journal.save(rowid=start_after, rows_done=0, complete=False)
 
