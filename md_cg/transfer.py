@@ -3,9 +3,11 @@
 Export
     One JSON object per line and per node, in id order: the node's fields as
     its file's frontmatter holds them (times as ISO 8601 text, absent fields
-    left out, custom keys kept) and its ``body`` last. Filters as ``list``:
-    a layer, tags, a time window, archived and expired nodes on request.
-    Reads the node files and writes none of them.
+    left out, custom keys kept) and its ``body`` last. A node with a custom
+    key named as a key the record uses itself (``body``, ``archived``,
+    ``mdcg:custom``) has all its custom keys, in order, under ``mdcg:custom``.
+    Filters as ``list``: a layer, tags, a time window, archived and expired
+    nodes on request. Reads the node files and writes none of them.
 
 Import
     Reads JSON lines (one object per line; blank lines are skipped), or one
@@ -17,7 +19,9 @@ Import
     argument, a record without ``created_at`` the time of the import (or,
     when its id is stored already, the stored node's), and ``tags`` are
     added to every record's. Keys the node model does not know are kept in
-    the node's frontmatter.
+    the node's frontmatter, and so are those of a ``mdcg:custom`` object;
+    ``"archived": true`` puts the memory in ``archive/`` (another value of
+    ``archived`` is a custom key).
 
     A record without an ``id`` gets :func:`md_cg.node.content_id` of its
     text: the same text always gives the same id. So an import can be run
@@ -68,7 +72,7 @@ from .errors import (
 )
 from .index import Entry
 from .merge import has_conflict_markers
-from .node import Node, build_node, check_layer, check_new_id, content_id, windows_device_name
+from .node import FIELD_ORDER, Node, build_node, check_layer, check_new_id, content_id, windows_device_name
 from .store import MdCG
 
 __all__ = [
@@ -242,11 +246,15 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
     if not isinstance(value, dict):
         raise ImportSourceError(f"expected a JSON object, got {type(value).__name__}")
     meta = dict(value)
-    meta.pop(ARCHIVED_KEY, None)  # a state of the store, not a field: see import_nodes
+    if meta.get(ARCHIVED_KEY) is True:
+        del meta[ARCHIVED_KEY]  # a state of the store, not a field: see import_nodes
+    custom = meta.pop(CUSTOM_KEY, None)
     key = next((k for k in BODY_KEYS if k in meta), None)
     if key is None:
         raise ImportSourceError(f"no text: give it as {', '.join(repr(k) for k in BODY_KEYS)}")
     body = meta.pop(key)
+    if custom is not None:
+        _add_custom(meta, custom)
     if not isinstance(body, str):
         raise InvalidNodeError(f"field {key!r} must be text (got {type(body).__name__})", field=key)
     if not body.strip():
@@ -277,8 +285,30 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
         raise InvalidNodeError(text, field=key, node_id=exc.node_id) from exc
 
 
-#: The key an exported record of an archived memory carries (``export --archived``).
+#: The key an exported record of an archived memory carries (``export --archived``):
+#: ``true`` there is the store's state; any other value is a custom key of the memory.
 ARCHIVED_KEY = "archived"
+#: The key of an exported record that holds the memory's custom frontmatter keys, in
+#: their order, when one of them is named as a key the record uses itself
+#: (:data:`RECORD_KEYS`): ``body`` or ``archived`` from a source's columns, say.
+CUSTOM_KEY = "mdcg:custom"
+#: Keys an exported record uses for itself, beside the node's fields (``text``,
+#: ``content`` and ``memory`` are the text only in a record without ``body``).
+RECORD_KEYS = frozenset({"body", ARCHIVED_KEY, CUSTOM_KEY})
+
+
+def _add_custom(meta: dict[str, Any], custom: Any) -> None:
+    """Put the custom keys of a record's :data:`CUSTOM_KEY` object into ``meta``."""
+    if not isinstance(custom, dict):
+        raise InvalidNodeError(
+            f"field {CUSTOM_KEY!r} must be an object of custom keys (got {type(custom).__name__})",
+            field=CUSTOM_KEY,
+        )
+    for name, item in custom.items():
+        if name in FIELD_ORDER or name in meta:
+            given = "a field of the node" if name in FIELD_ORDER else "given beside it too"
+            raise InvalidNodeError(f"field {CUSTOM_KEY!r} holds {name!r}, which is {given}", field=CUSTOM_KEY)
+        meta[name] = item
 
 
 def _parse(
@@ -610,6 +640,10 @@ def _export_lines(
             unreadable.append((node_id, str(exc)))
             continue
         record = node.to_dict(iso_times=True)
+        if not RECORD_KEYS.isdisjoint(node.extra):  # a custom key the record would take for its own
+            for name in node.extra:
+                del record[name]
+            record[CUSTOM_KEY] = dict(node.extra)
         record["body"] = node.body
         if include_archived and store.entry(node_id, include_archived=True, include_expired=True).archived:
             record[ARCHIVED_KEY] = True  # import puts it back in archive/, not among live memories

@@ -530,3 +530,70 @@ def test_twin_ids_within_the_source_are_bad_records_not_a_failed_batch(tmp_path:
         assert sorted(store.ids()) == ["Abc", "ok1"]
         again = import_nodes(store, source, skip_bad=True)  # running it again goes on
         assert (again.unchanged, again.created) == (2, 0)
+
+
+def test_custom_keys_named_body_or_archived_round_trip_and_a_live_memory_stays_live(tmp_path: Path) -> None:
+    """Custom frontmatter keys `body` and `archived` (a source's columns) were lost by
+    export -> import, and `archived: true` archived a live memory. A node with such a
+    key is exported with all its custom keys under "mdcg:custom" (order kept)."""
+    t0 = 1_700_000_000.0
+    nodes = [
+        Node(
+            id="cols",
+            layer="knowledge",
+            body="real body",
+            created_at=t0,
+            extra={"a": 1, "body": "old", "z": 2},
+        ),
+        Node(id="live", layer="knowledge", body="live memory", created_at=t0, extra={"archived": True}),
+        Node(id="plain", layer="knowledge", body="plain", created_at=t0, extra={"text": "t", "archived0": 0}),
+        Node(id="put", layer="self", body="put away", created_at=t0, extra={"archived": 1}),
+    ]
+    with MdCG(tmp_path / "a") as s:
+        s.add_many(nodes, stamp=False)
+        s.archive(["put"])
+        records = exported(s, include_archived=True)
+        export_nodes(s, tmp_path / "x.jsonl", include_archived=True)
+    assert records == [
+        {"id": "cols", "layer": "knowledge", "created_at": "2023-11-14T22:13:20.000000Z",
+         "mdcg:custom": {"a": 1, "body": "old", "z": 2}, "body": "real body"},
+        {"id": "live", "layer": "knowledge", "created_at": "2023-11-14T22:13:20.000000Z",
+         "mdcg:custom": {"archived": True}, "body": "live memory"},
+        {"id": "plain", "layer": "knowledge", "created_at": "2023-11-14T22:13:20.000000Z",
+         "text": "t", "archived0": 0, "body": "plain"},
+        {"id": "put", "layer": "self", "created_at": "2023-11-14T22:13:20.000000Z",
+         "mdcg:custom": {"archived": 1}, "body": "put away", "archived": True},
+    ]  # fmt: skip
+    with MdCG(tmp_path / "b") as t:
+        report = import_nodes(t, tmp_path / "x.jsonl")
+        assert (report.created, report.archived) == (4, ["put"])
+        assert t.ids() == ["cols", "live", "plain"] and t.ids(include_archived=True) == [
+            "cols",
+            "live",
+            "plain",
+            "put",
+        ]
+        assert t.get("live").extra == {"archived": True}
+        assert t.get("put", include_archived=True).extra == {"archived": 1}
+    assert md_files(tmp_path / "b") == md_files(tmp_path / "a")
+    with MdCG(tmp_path / "a") as s:  # the same export into its own store: nothing changes
+        again = import_nodes(s, tmp_path / "x.jsonl")
+        assert (again.created, again.updated, again.unchanged) == (0, 0, 4)
+    # an older export's records: `"archived": true` archives; another value is a custom key
+    old = tmp_path / "old.jsonl"
+    old.write_text('{"id":"o1","body":"one","archived":true}\n{"id":"o2","body":"two","archived":1}\n')
+    with MdCG(tmp_path / "c") as c:
+        assert import_nodes(c, old).archived == ["o1"]
+        assert c.ids() == ["o2"] and c.get("o2").extra == {"archived": 1}
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(
+            '{"id":"b1","body":"x","mdcg:custom":5}\n{"id":"b2","body":"x","mdcg:custom":{"layer":"self"}}\n'
+            '{"id":"b3","body":"x","k":1,"mdcg:custom":{"k":2}}\n'
+        )
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(c, bad)
+        assert [(b.where, b.node_id, b.reason) for b in err.value.problems] == [
+            ("line 1", "b1", "field 'mdcg:custom' must be an object of custom keys (got int)"),
+            ("line 2", "b2", "field 'mdcg:custom' holds 'layer', which is a field of the node"),
+            ("line 3", "b3", "field 'mdcg:custom' holds 'k', which is given beside it too"),
+        ]
