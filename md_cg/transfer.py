@@ -30,7 +30,8 @@ Import
     is ``unchanged`` and not written.
 
     Every record is checked before anything is written; a bad record (not
-    JSON, not an object, no text, a field of the wrong type, an id given to
+    JSON, not an object, no text -- or an empty one without an id: a record
+    with an id keeps its body as it is --, a field of the wrong type, an id given to
     two different records) fails the whole import with an error that names
     the source, the line and the field -- or, with ``skip_bad=True``, is
     reported and left out. A record whose id is in the store with other
@@ -257,8 +258,12 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
         _add_custom(meta, custom)
     if not isinstance(body, str):
         raise InvalidNodeError(f"field {key!r} must be text (got {type(body).__name__})", field=key)
-    if not body.strip():
-        raise InvalidNodeError(f"field {key!r} is empty: a memory needs some text", field=key)
+    if not body.strip() and meta.get("id") is None:
+        # its id would be made from no text; a record with an id (an export of a store
+        # holding an empty memory, as a migration may) is carried as it is
+        raise InvalidNodeError(
+            f"field {key!r} is empty and the record has no id: give one or some text", field=key
+        )
     if meta.get("layer") is None:
         meta["layer"] = layer
     for name in _LISTS_OF_TEXT:

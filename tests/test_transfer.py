@@ -597,3 +597,36 @@ def test_custom_keys_named_body_or_archived_round_trip_and_a_live_memory_stays_l
             ("line 2", "b2", "field 'mdcg:custom' holds 'layer', which is a field of the node"),
             ("line 3", "b3", "field 'mdcg:custom' holds 'k', which is given beside it too"),
         ]
+
+
+def test_a_store_with_empty_bodies_copies_through_export_and_import(tmp_path: Path) -> None:
+    """Empty and whitespace-only bodies (a migration stores them) made `export | import`
+    fail as a whole: "2 bad record(s); nothing was imported". A record with an id
+    carries its body as it is; one without an id still needs text to make its id."""
+    src = tmp_path / "src.sqlite"
+    import sqlite3
+
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute("CREATE TABLE nodes (id, layer, content, created_at)")
+        conn.executemany(
+            "INSERT INTO nodes VALUES (?, 'knowledge', ?, 1700000000)",
+            [("ws", "   \n\t"), ("empty", ""), ("ok", "fine")],
+        )
+    conn.close()
+    from md_cg.migrate import migrate
+
+    assert migrate(src, tmp_path / "a").ok
+    runner = CliRunner()
+    out = runner.invoke(app, ["export", "--root", str(tmp_path / "a")])
+    assert out.exit_code == 0, out.output
+    done = runner.invoke(app, ["import", "-", "--root", str(tmp_path / "b")], input=out.stdout_bytes)
+    assert done.exit_code == 0, done.output
+    assert md_files(tmp_path / "b") == md_files(tmp_path / "a")
+    with MdCG(tmp_path / "b") as t:
+        assert {i: t.get(i).body for i in t.ids()} == {"empty": "", "ok": "fine", "ws": "   \n\t"}
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(t, io.BytesIO(b'{"body": "  "}\n'))
+        assert [(b.where, b.reason) for b in err.value.problems] == [
+            ("record 1", "field 'body' is empty and the record has no id: give one or some text")
+        ]
