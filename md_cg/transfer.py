@@ -397,6 +397,10 @@ def import_nodes(
     report.bad.sort(key=lambda bad: int(bad.where.rpartition(" ")[2]))  # in source order
     if report.bad and not skip_bad:
         raise _bad_error(name, report.bad, "bad record(s)")
+    if not dry_run:
+        # Clean up after an interrupted writer (a killed import): its temp files, index
+        # drift; files edited by hand are then seen as they are.
+        store.sync()
     writer = _Writer(store, name, overwrite, stamped, durable, frozenset(report.archived))
     plan = writer.plan(nodes)
     taken = _taken(plan)

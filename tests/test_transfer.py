@@ -630,3 +630,31 @@ def test_a_store_with_empty_bodies_copies_through_export_and_import(tmp_path: Pa
         assert [(b.where, b.reason) for b in err.value.problems] == [
             ("record 1", "field 'body' is empty and the record has no id: give one or some text")
         ]
+
+
+def _temp_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if fsops.is_temp_name(p.name))
+
+
+def test_an_import_run_again_after_a_kill_removes_the_killed_runs_temp_files(tmp_path: Path) -> None:
+    """A SIGKILLed import left its temp files (.<id>.md.<pid>.<token>.tmp) and the import
+    run again to completion did not remove them: health reported temp_file for each.
+    The import now runs sync first, which removes a dead writer's temp files."""
+    texts = [f"kill leftovers note {i}" for i in range(3000)]
+    source = tmp_path / "many.jsonl"
+    source.write_bytes(b"".join(orjson.dumps({"text": t}) + b"\n" for t in texts))
+    for attempt in range(20):
+        root = tmp_path / f"m{attempt}"
+        MdCG(root).close()
+        args = ["-m", "md_cg.cli", "-q", "import", str(source), "--root", str(root), "--batch", "300"]
+        run_and_kill(args, lambda r=root: bool(_temp_files(r)), delay=0.0, what="import")  # type: ignore[misc]
+        if _temp_files(root):
+            break
+    else:
+        pytest.fail("no kill left a temp file in 20 tries")
+    again = cli("import", str(source), "--root", root, "--json")
+    assert again.exit_code == 0, again.output
+    assert _temp_files(root) == []
+    with MdCG(root) as store:
+        assert set(store.ids()) == {content_id(t) for t in texts}
+        assert [f.kind for f in store.health().findings] == ["bucket_degraded"]
