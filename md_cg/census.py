@@ -54,6 +54,7 @@ from typing import Any
 from .errors import MdcgError
 from .index import Entry
 from .layout import ORPHAN, route_key_of
+from .migrate import pick_up_hand_edits
 from .node import LAYERS, Node
 from .routing import BucketHealth, bucket_health
 from .sqlite_source import iter_rows, open_readonly
@@ -359,13 +360,17 @@ def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> 
 
     The store is opened read-only through the engine (nothing is written, not
     even on a store that was never initialised); each entry carries the
-    ``tags``, ``condition_space`` and ``layer`` the census keys on. Files the
+    ``tags``, ``condition_space`` and ``layer`` the census keys on, read from
+    the files as they are now (files changed, added or removed by hand since
+    the store's index last saw them are read again, in this read-only view
+    only: no ``sync`` is needed first, and none is made). Files the
     engine cannot read (``unreadable_file`` findings of
     :meth:`~md_cg.store.MdCG.health`) are reported to ``on_error`` by path and
     left out. Hidden files and folders, ``.mdcg/`` included, are not nodes.
     """
     base = Path(root)
     with MdCG(base, read_only=True, create=False) as store:
+        pick_up_hand_edits(store)  # the files as they are now, not as last indexed
         entries = store.entries()
         for finding in store.health().by_kind("unreadable_file"):
             on_error(str(base / (finding.path or "")), finding.detail)

@@ -237,3 +237,32 @@ def test_command_line(tmp_path: Path, capsys):
     assert "not an md-cg store" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.sqlite")]) == 2
     assert "no such sqlite database file" in capsys.readouterr().err
+
+
+def test_folder_census_reads_the_files_as_they_are_now_and_writes_nothing(tmp_path: Path):
+    """After a migration, one file broken by hand, one deleted and three hand notes
+    added: the census still counted the stale index (200 records, nothing on stderr)
+    until `mdcg sync`. It now reads the files as they are, writing nothing."""
+    root = tmp_path / "store"
+    assert migrate(bundled_sample_path(), root).ok
+    with_ids = {r.id for r in records_from_folder(root, lambda where, reason: None)}
+    files = sorted((root / "knowledge").rglob("*.md"))
+    broken, gone = files[0], files[1]
+    broken.write_text("---\nid: [unclosed\n---\nbody\n", encoding="utf-8")
+    gone.unlink()
+    for i in (1, 2, 3):
+        (root / "knowledge" / f"hand-{i}.md").write_text(
+            f'---\ntags: ["domain:handnotes"]\n---\nhand note {i}\n', encoding="utf-8"
+        )
+    before = tree_listing(root)
+    seen: list[str] = []
+    with no_writes() as attempts:
+        records = records_from_folder(root, lambda where, reason: seen.append(where))
+    assert attempts == [] and tree_listing(root) == before
+    assert seen == [str(broken)]
+    expected = (with_ids - {broken.stem, gone.stem}) | {"hand-1", "hand-2", "hand-3"}
+    assert {r.id for r in records} == expected and len(records) == 227
+    report = census_of(root)
+    assert report.records == 201
+    assert [e.id for e in records if e.id.startswith("hand-")] == ["hand-1", "hand-2", "hand-3"]
+    assert {tuple(e.tags) for e in records if e.id.startswith("hand-")} == {("domain:handnotes",)}
