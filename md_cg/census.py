@@ -51,10 +51,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import maintenance
 from .errors import MdcgError
 from .index import Entry
 from .layout import ORPHAN, route_key_of
-from .migrate import pick_up_hand_edits
 from .node import LAYERS, Node
 from .routing import BucketHealth, bucket_health
 from .sqlite_source import iter_rows, open_readonly
@@ -370,7 +370,10 @@ def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> 
     """
     base = Path(root)
     with MdCG(base, read_only=True, create=False) as store:
-        pick_up_hand_edits(store)  # the files as they are now, not as last indexed
+        engine = store._engine
+        with engine.lock:  # the files as they are now, not as last indexed (this view only)
+            engine.fresh()
+            maintenance.sync_paths(engine, maintenance.stale_paths(engine))
         entries = store.entries()
         for finding in store.health().by_kind("unreadable_file"):
             on_error(str(base / (finding.path or "")), finding.detail)
