@@ -57,7 +57,7 @@ from .index import Entry
 from .layout import ORPHAN, route_key_of
 from .node import LAYERS, Node
 from .routing import BucketHealth, bucket_health
-from .sqlite_source import iter_rows, open_readonly
+from .sqlite_source import iter_storable_rows, open_readonly
 from .store import MdCG
 
 #: The four ``condition_space`` fields of the seed, in report order.
@@ -374,17 +374,19 @@ def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> 
         with engine.lock:  # the files as they are now, not as last indexed (this view only)
             engine.fresh()
             maintenance.sync_paths(engine, maintenance.stale_paths(engine))
-        entries = store.entries()
+        entries = store.entries(include_expired=True)  # a file, until swept
         for finding in store.health().by_kind("unreadable_file"):
             on_error(str(base / (finding.path or "")), finding.detail)
     return entries
 
 
 def records_from_sqlite(path: str | Path, on_error: ErrorSink = stderr_sink) -> Iterator[Node]:
-    """Nodes of the good rows of a sqlite database; bad rows go to ``on_error``."""
+    """Nodes of the good rows of a sqlite database, as :func:`~md_cg.migrate.migrate` takes
+    them (:func:`~md_cg.sqlite_source.iter_storable_rows`: a row with git conflict markers
+    is bad); bad rows go to ``on_error``."""
     conn = open_readonly(path)
     try:
-        for row in iter_rows(conn):
+        for row in iter_storable_rows(conn):  # the rows a migration stores
             if row.node is not None:
                 yield row.node
             else:

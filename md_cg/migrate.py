@@ -59,7 +59,7 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -68,17 +68,15 @@ from . import audit, fsops, layout, maintenance, nodefile, paths, visibility
 from .engine import foreign_file
 from .errors import (
     IdCollisionError,
-    InvalidNodeError,
     LockTimeoutError,
     MalformedNodeFileError,
     MdcgError,
     NodeNotFoundError,
     UnsafePathError,
 )
-from .merge import has_conflict_markers
 from .node import LAYERS, Edge, Node
 from .script import short_repr
-from .sqlite_source import RowResult, count_rows, iter_rows, open_readonly
+from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly
 from .store import MdCG
 
 #: Folder of the migration journals, under the store's ``.mdcg/``.
@@ -544,35 +542,8 @@ def _bad_row(row: RowResult) -> BadRow:
     return BadRow(row.rowid, row.node_id, reason, row.table)
 
 
-def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
-    """:func:`iter_rows`, where a node that cannot be written to a file is a bad row too.
-
-    The reader validates nodes against the node model; a few values pass it
-    but cannot be stored in frontmatter (a lone UTF-16 surrogate from a JSON
-    escape). Rejecting those here keeps one bad
-    row from failing a whole batch commit, and every pass agrees on the rows.
-    """
-    for row in iter_rows(conn):
-        node = row.node
-        if node is not None:
-            where = f"nodes rowid {row.rowid} (id {row.node_id!r})"
-            try:
-                nodefile.dump_bytes(node)
-            except (InvalidNodeError, UnicodeError) as exc:
-                why = f"{where}: cannot be written to a node file: {exc}"
-                row = RowResult(row.rowid, row.node_id, None, why)
-            else:
-                if has_conflict_markers(node.body):
-                    row = RowResult(row.rowid, row.node_id, None, f"{where}: {CONFLICT_TEXT}")
-        yield row
-
-
-#: Why a body with conflict markers is a bad row (and an import's bad record): ``sync``
-#: and ``health`` would take the memory for an unresolved git merge for ever.
-CONFLICT_TEXT = (
-    "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block: "
-    "md-cg would take it for an unresolved git merge; put such text in a fenced code block"
-)
+#: :func:`md_cg.sqlite_source.iter_storable_rows` (the census reads the same rows).
+_rows = iter_storable_rows
 
 
 def _tally(report: MigrationReport, row: RowResult) -> Node | None:

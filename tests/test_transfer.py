@@ -603,17 +603,14 @@ def test_a_store_with_empty_bodies_copies_through_export_and_import(tmp_path: Pa
     """Empty and whitespace-only bodies (a migration stores them) made `export | import`
     fail as a whole: "2 bad record(s); nothing was imported". A record with an id
     carries its body as it is; one without an id still needs text to make its id."""
-    src = tmp_path / "src.sqlite"
     import sqlite3
 
-    conn = sqlite3.connect(src)
-    with conn:
-        conn.execute("CREATE TABLE nodes (id, layer, content, created_at)")
-        conn.executemany(
-            "INSERT INTO nodes VALUES (?, 'knowledge', ?, 1700000000)",
-            [("ws", "   \n\t"), ("empty", ""), ("ok", "fine")],
-        )
-    conn.close()
+    src = tmp_path / "src.sqlite"
+    sqlite3.connect(src).executescript(
+        "CREATE TABLE nodes (id, layer, content, created_at);"
+        "INSERT INTO nodes VALUES ('ws', 'knowledge', char(32, 32, 32, 10, 9), 1700000000),"
+        " ('empty', 'knowledge', '', 1700000000), ('ok', 'knowledge', 'fine', 1700000000);"
+    ).connection.close()
     from md_cg.migrate import migrate
 
     assert migrate(src, tmp_path / "a").ok
