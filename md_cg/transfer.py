@@ -48,7 +48,9 @@ Import
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -209,7 +211,7 @@ def read_records(data: bytes) -> Iterator[tuple[str, Any]]:
     if not data.strip():
         return
     try:
-        whole = orjson.loads(data)
+        whole = _loads(data)
     except orjson.JSONDecodeError as exc:
         head = data.lstrip()
         if head.startswith(b"[") or head.split(b"\n", 1)[0].strip() == b"{":  # an array, a spread object
@@ -226,11 +228,25 @@ def read_records(data: bytes) -> Iterator[tuple[str, Any]]:
         yield f"record {i}", value
 
 
+#: A run of digits as long as an integer beyond 64 bits needs (or a long one in a string).
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def _loads(raw: bytes) -> Any:
+    """``raw`` as JSON. orjson reads an integer beyond 64 bits as a float (silently
+    another value): where one may be, the standard reader's exact integers are taken,
+    so that the node model refuses it, naming the key."""
+    value = orjson.loads(raw)
+    if _LONG_DIGITS.search(raw):
+        value = json.loads(raw)
+    return value
+
+
 def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
     for n, line in enumerate(data.split(b"\n"), 1):
         if line.strip():
             try:
-                yield f"line {n}", orjson.loads(line)
+                yield f"line {n}", _loads(line)
             except orjson.JSONDecodeError as exc:
                 yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
 

@@ -655,3 +655,28 @@ def test_an_import_run_again_after_a_kill_removes_the_killed_runs_temp_files(tmp
     with MdCG(root) as store:
         assert set(store.ids()) == {content_id(t) for t in texts}
         assert [f.kind for f in store.health().findings] == ["bucket_degraded"]
+
+
+def test_an_integer_beyond_64_bits_is_a_bad_record_naming_line_and_key(tmp_path: Path) -> None:
+    """orjson read "k": 123456789012345678901234567890 as the float 1.2345678901234568e+29,
+    stored as new. Such an integer is now a bad record naming the line and the key
+    (as a migration's bad row); 64-bit integers and long digit runs in text are kept."""
+    big = 123456789012345678901234567890
+    source = tmp_path / "n.jsonl"
+    source.write_bytes(
+        b'{"id":"ok","body":"order 12345678901234567890123",'
+        + b'"lo":-9223372036854775808,"hi":18446744073709551615}\n'
+        + b'{"id":"big","body":"x","k":%d}\n{"id":"deep","body":"y","m":{"a":[1,%d]}}\n' % (big, -big)
+    )
+    with MdCG(tmp_path / "s") as s:
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(s, source)
+        assert [(b.where, b.node_id, b.reason.split(" outside")[0]) for b in err.value.problems] == [
+            ("line 2", "big", f"field 'k' holds the integer {big},"),
+            ("line 3", "deep", f"field 'm' holds the integer {-big},"),
+        ]
+        assert s.ids() == []
+        report = import_nodes(s, source, skip_bad=True)
+        assert (report.created, [b.node_id for b in report.bad]) == (1, ["big", "deep"])
+        node = s.get("ok")
+        assert (node.body, node.extra) == ("order 12345678901234567890123", {"lo": -(2**63), "hi": 2**64 - 1})
