@@ -67,6 +67,7 @@ from .node import (
     Edge,
     Node,
     check_new_id,
+    show,
     validate,
 )
 from .script import id_fold
@@ -454,8 +455,21 @@ def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("column 'edges.extra' must hold a JSON object")
     for key, value in (extra or {}).items():
         if key not in edge:
-            edge[key] = value
+            edge[key] = value  # a NULL column's value may come from extra
+        elif not _same_value(value, edge[key]):  # one edge cannot keep both: not dropped silently
+            raise ValueError(
+                f"column 'edges.extra' holds {key!r}: {show(value)}, which differs from column "
+                f"{key!r} ({show(edge[key])}); an edge has one {key}"
+            )
     return edge
+
+
+def _same_value(given: Any, column: Any) -> bool:
+    """Whether an ``edges.extra`` value is the column's own (``Causal`` is ``causal``;
+    ``1`` is not ``true``)."""
+    if isinstance(given, str) and isinstance(column, str) and column in EDGE_TYPES:
+        given = given.strip().lower()
+    return bool(given == column) and isinstance(given, bool) == isinstance(column, bool)
 
 
 def _edge_problem(edge_row: Mapping[str, Any], node_id: str) -> str | None:
