@@ -51,12 +51,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import maintenance
 from .errors import MdcgError
 from .index import Entry
 from .layout import ORPHAN, route_key_of
 from .node import LAYERS, Node
 from .routing import BucketHealth, bucket_health
-from .sqlite_source import iter_rows, open_readonly
+from .sqlite_source import iter_storable_rows, open_readonly
 from .store import MdCG
 
 #: The four ``condition_space`` fields of the seed, in report order.
@@ -359,24 +360,33 @@ def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> 
 
     The store is opened read-only through the engine (nothing is written, not
     even on a store that was never initialised); each entry carries the
-    ``tags``, ``condition_space`` and ``layer`` the census keys on. Files the
+    ``tags``, ``condition_space`` and ``layer`` the census keys on, read from
+    the files as they are now (files changed, added or removed by hand since
+    the store's index last saw them are read again, in this read-only view
+    only: no ``sync`` is needed first, and none is made). Files the
     engine cannot read (``unreadable_file`` findings of
     :meth:`~md_cg.store.MdCG.health`) are reported to ``on_error`` by path and
     left out. Hidden files and folders, ``.mdcg/`` included, are not nodes.
     """
     base = Path(root)
     with MdCG(base, read_only=True, create=False) as store:
-        entries = store.entries()
+        engine = store._engine
+        with engine.lock:  # the files as they are now, not as last indexed (this view only)
+            engine.fresh()
+            maintenance.sync_paths(engine, maintenance.stale_paths(engine))
+        entries = store.entries(include_expired=True)  # a file, until swept
         for finding in store.health().by_kind("unreadable_file"):
             on_error(str(base / (finding.path or "")), finding.detail)
     return entries
 
 
 def records_from_sqlite(path: str | Path, on_error: ErrorSink = stderr_sink) -> Iterator[Node]:
-    """Nodes of the good rows of a sqlite database; bad rows go to ``on_error``."""
+    """Nodes of the good rows of a sqlite database, as :func:`~md_cg.migrate.migrate` takes
+    them (:func:`~md_cg.sqlite_source.iter_storable_rows`: a row with git conflict markers
+    is bad); bad rows go to ``on_error``."""
     conn = open_readonly(path)
     try:
-        for row in iter_rows(conn):
+        for row in iter_storable_rows(conn):  # the rows a migration stores
             if row.node is not None:
                 yield row.node
             else:

@@ -561,7 +561,7 @@ class Engine:
                 if not overwrite:
                     raise _taken(self, node.id, existing_path, node.id in entries)
                 stored = _overwritten(self, node.id, existing_path, s.rel)
-                same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path, stored)
+                same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path, stored, stamp)
                 if same is not None:
                     out.append(same)
                     continue
@@ -626,17 +626,24 @@ class Engine:
         return Staged(node, to, data, domain)
 
     def _unchanged(
-        self, node: Node, given: bytes | None, rel: str, existing_path: str, held: tuple[bytes, Node] | None
+        self,
+        node: Node,
+        given: bytes | None,
+        rel: str,
+        existing_path: str,
+        held: tuple[bytes, Node] | None,
+        stamp: bool,
     ) -> Node | None:
         """The stored node (``held``: the file at ``existing_path``) when overwriting would
-        change nothing but ``updated_at``. ``given``: the bytes of ``node`` as given, if
-        already serialised."""
+        change nothing but ``updated_at`` (when ``stamp``; unstamped, the caller's
+        ``updated_at`` is data and a change to it alone is written). ``given``: the
+        bytes of ``node`` as given, if already serialised."""
         if existing_path != rel or held is None:
             return None
         data, stored = held
         if data == (nodefile.dump_bytes(node) if given is None else given):
             return stored
-        return stored if _dumps_at(node, stored.updated_at) == data else None
+        return stored if stamp and _dumps_at(node, stored.updated_at) == data else None
 
     def modify(
         self,

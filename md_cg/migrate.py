@@ -59,26 +59,24 @@ import os
 import sqlite3
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import audit, fsops, layout, nodefile, paths, visibility
+from . import audit, fsops, layout, maintenance, nodefile, paths, visibility
 from .engine import foreign_file
 from .errors import (
     IdCollisionError,
-    InvalidNodeError,
     LockTimeoutError,
     MalformedNodeFileError,
     MdcgError,
     NodeNotFoundError,
     UnsafePathError,
 )
-from .merge import has_conflict_markers
 from .node import LAYERS, Edge, Node
 from .script import short_repr
-from .sqlite_source import RowResult, count_rows, iter_rows, open_readonly
+from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly
 from .store import MdCG
 
 #: Folder of the migration journals, under the store's ``.mdcg/``.
@@ -544,35 +542,8 @@ def _bad_row(row: RowResult) -> BadRow:
     return BadRow(row.rowid, row.node_id, reason, row.table)
 
 
-def _rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
-    """:func:`iter_rows`, where a node that cannot be written to a file is a bad row too.
-
-    The reader validates nodes against the node model; a few values pass it
-    but cannot be stored in frontmatter (a lone UTF-16 surrogate from a JSON
-    escape). Rejecting those here keeps one bad
-    row from failing a whole batch commit, and every pass agrees on the rows.
-    """
-    for row in iter_rows(conn):
-        node = row.node
-        if node is not None:
-            where = f"nodes rowid {row.rowid} (id {row.node_id!r})"
-            try:
-                nodefile.dump_bytes(node)
-            except (InvalidNodeError, UnicodeError) as exc:
-                why = f"{where}: cannot be written to a node file: {exc}"
-                row = RowResult(row.rowid, row.node_id, None, why)
-            else:
-                if has_conflict_markers(node.body):
-                    row = RowResult(row.rowid, row.node_id, None, f"{where}: {CONFLICT_TEXT}")
-        yield row
-
-
-#: Why a body with conflict markers is a bad row (and an import's bad record): ``sync``
-#: and ``health`` would take the memory for an unresolved git merge for ever.
-CONFLICT_TEXT = (
-    "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block: "
-    "md-cg would take it for an unresolved git merge; put such text in a fenced code block"
-)
+#: :func:`md_cg.sqlite_source.iter_storable_rows` (the census reads the same rows).
+_rows = iter_storable_rows
 
 
 def _tally(report: MigrationReport, row: RowResult) -> Node | None:
@@ -666,6 +637,19 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
     return f"changed in this store ({when}) after the source's version ({', '.join(names[:4])})"
 
 
+def pick_up_hand_edits(store: MdCG) -> None:
+    """Bring ``store``'s index up to date with files changed by hand since they were
+    indexed (a stat scan, then those files read again), as :meth:`MdCG.sync_if_changed`
+    does, without starting a watch. A read-only handle updates only its own view; a
+    writable one logs the changes for other processes, as ``sync`` does."""
+    engine = store._engine
+    with engine.lock:
+        engine.fresh()
+        changed = maintenance.stale_paths(engine)
+        if changed:
+            maintenance.sync_paths(engine, changed)
+
+
 def _file_state(store: MdCG, root: Path, node: Node) -> str | tuple[int, int, int] | None:
     """Before a write: ``"moved"``, or the (inode, mtime, size) of the node's file, or None."""
     rel = layout.rel_path(node)
@@ -726,6 +710,8 @@ def _dry_run(
     store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
     forgotten = forgotten_ids(store) if store is not None else {}
     try:
+        if store is not None:
+            pick_up_hand_edits(store)  # as the run will (a read-only view: writes nothing)
         total, done = report.rows, 0
         for row in _rows(conn):
             node = _tally(report, row)
@@ -865,6 +851,9 @@ def _write(
     journal = _Journal(src, dest, identity, report.durable)
     try:
         start_after, interrupted = _resume_point(store, journal, src, dest, report, identity, resume)
+        # Files edited by hand since they were indexed (a broken merge, an id edited to
+        # another): as they are now, so kept_reason lists them instead of a write refusing.
+        pick_up_hand_edits(store)
         report.resumed_from = start_after
         journal.save(rowid=start_after, rows_done=0, complete=False)
 

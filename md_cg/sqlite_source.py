@@ -54,7 +54,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import nodefile
 from .errors import InvalidNodeError, MdcgError
+from .merge import has_conflict_markers
 from .node import (
     EDGE_TYPES,
     FIELD_ORDER,
@@ -65,6 +67,7 @@ from .node import (
     Edge,
     Node,
     check_new_id,
+    show,
     validate,
 )
 from .script import id_fold
@@ -452,8 +455,21 @@ def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
         raise ValueError("column 'edges.extra' must hold a JSON object")
     for key, value in (extra or {}).items():
         if key not in edge:
-            edge[key] = value
+            edge[key] = value  # a NULL column's value may come from extra
+        elif not _same_value(value, edge[key]):  # one edge cannot keep both: not dropped silently
+            raise ValueError(
+                f"column 'edges.extra' holds {key!r}: {show(value)}, which differs from column "
+                f"{key!r} ({show(edge[key])}); an edge has one {key}"
+            )
     return edge
+
+
+def _same_value(given: Any, column: Any) -> bool:
+    """Whether an ``edges.extra`` value is the column's own (``Causal`` is ``causal``;
+    ``1`` is not ``true``)."""
+    if isinstance(given, str) and isinstance(column, str) and column in EDGE_TYPES:
+        given = given.strip().lower()
+    return bool(given == column) and isinstance(given, bool) == isinstance(column, bool)
 
 
 def _edge_problem(edge_row: Mapping[str, Any], node_id: str) -> str | None:
@@ -736,3 +752,36 @@ def write_nodes(conn: sqlite3.Connection, nodes: Iterable[Node]) -> tuple[int, i
                 conn.execute(edge_sql, [edge[c] for c in EDGE_COLUMNS])
                 n_edges += 1
     return n_nodes, n_edges
+
+
+#: Why a body with conflict markers is a bad row (and an import's bad record): ``sync``
+#: and ``health`` would take the memory for an unresolved git merge for ever.
+CONFLICT_TEXT = (
+    "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block: "
+    "md-cg would take it for an unresolved git merge; put such text in a fenced code block"
+)
+
+
+def iter_storable_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
+    """:func:`iter_rows`, where a node that cannot be stored as a file is a bad row too:
+    the rows a migration stores (and the census counts).
+
+    The reader validates nodes against the node model; a few values pass it
+    but cannot be stored in frontmatter (a lone UTF-16 surrogate from a JSON
+    escape), and a body with git conflict markers would be taken for an
+    unresolved merge (:data:`CONFLICT_TEXT`). Rejecting those here keeps one bad
+    row from failing a whole batch commit, and every pass agrees on the rows.
+    """
+    for row in iter_rows(conn):
+        node = row.node
+        if node is not None:
+            where = f"nodes rowid {row.rowid} (id {row.node_id!r})"
+            try:
+                nodefile.dump_bytes(node)
+            except (InvalidNodeError, UnicodeError) as exc:
+                why = f"{where}: cannot be written to a node file: {exc}"
+                row = RowResult(row.rowid, row.node_id, None, why)
+            else:
+                if has_conflict_markers(node.body):
+                    row = RowResult(row.rowid, row.node_id, None, f"{where}: {CONFLICT_TEXT}")
+        yield row

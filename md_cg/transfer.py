@@ -3,9 +3,11 @@
 Export
     One JSON object per line and per node, in id order: the node's fields as
     its file's frontmatter holds them (times as ISO 8601 text, absent fields
-    left out, custom keys kept) and its ``body`` last. Filters as ``list``:
-    a layer, tags, a time window, archived and expired nodes on request.
-    Reads the node files and writes none of them.
+    left out, custom keys kept) and its ``body`` last. A node with a custom
+    key named as a key the record uses itself (``body``, ``archived``,
+    ``mdcg:custom``) has all its custom keys, in order, under ``mdcg:custom``.
+    Filters as ``list``: a layer, tags, a time window, archived and expired
+    nodes on request. Reads the node files and writes none of them.
 
 Import
     Reads JSON lines (one object per line; blank lines are skipped), or one
@@ -17,7 +19,9 @@ Import
     argument, a record without ``created_at`` the time of the import (or,
     when its id is stored already, the stored node's), and ``tags`` are
     added to every record's. Keys the node model does not know are kept in
-    the node's frontmatter.
+    the node's frontmatter, and so are those of a ``mdcg:custom`` object;
+    ``"archived": true`` puts the memory in ``archive/`` (another value of
+    ``archived`` is a custom key).
 
     A record without an ``id`` gets :func:`md_cg.node.content_id` of its
     text: the same text always gives the same id. So an import can be run
@@ -26,7 +30,8 @@ Import
     is ``unchanged`` and not written.
 
     Every record is checked before anything is written; a bad record (not
-    JSON, not an object, no text, a field of the wrong type, an id given to
+    JSON, not an object, no text -- or an empty one without an id: a record
+    with an id keeps its body as it is --, a field of the wrong type, an id given to
     two different records) fails the whole import with an error that names
     the source, the line and the field -- or, with ``skip_bad=True``, is
     reported and left out. A record whose id is in the store with other
@@ -43,7 +48,9 @@ Import
 from __future__ import annotations
 
 import io
+import json
 import os
+import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -68,7 +75,7 @@ from .errors import (
 )
 from .index import Entry
 from .merge import has_conflict_markers
-from .node import Node, build_node, check_layer, check_new_id, content_id, windows_device_name
+from .node import FIELD_ORDER, Node, build_node, check_layer, check_new_id, content_id, windows_device_name
 from .store import MdCG
 
 __all__ = [
@@ -204,7 +211,7 @@ def read_records(data: bytes) -> Iterator[tuple[str, Any]]:
     if not data.strip():
         return
     try:
-        whole = orjson.loads(data)
+        whole = _loads(data)
     except orjson.JSONDecodeError as exc:
         head = data.lstrip()
         if head.startswith(b"[") or head.split(b"\n", 1)[0].strip() == b"{":  # an array, a spread object
@@ -221,11 +228,25 @@ def read_records(data: bytes) -> Iterator[tuple[str, Any]]:
         yield f"record {i}", value
 
 
+#: A run of digits as long as an integer beyond 64 bits needs (or a long one in a string).
+_LONG_DIGITS = re.compile(rb"\d{19}")
+
+
+def _loads(raw: bytes) -> Any:
+    """``raw`` as JSON. orjson reads an integer beyond 64 bits as a float (silently
+    another value): where one may be, the standard reader's exact integers are taken,
+    so that the node model refuses it, naming the key."""
+    value = orjson.loads(raw)
+    if _LONG_DIGITS.search(raw):
+        value = json.loads(raw)
+    return value
+
+
 def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
     for n, line in enumerate(data.split(b"\n"), 1):
         if line.strip():
             try:
-                yield f"line {n}", orjson.loads(line)
+                yield f"line {n}", _loads(line)
             except orjson.JSONDecodeError as exc:
                 yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
 
@@ -242,15 +263,23 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
     if not isinstance(value, dict):
         raise ImportSourceError(f"expected a JSON object, got {type(value).__name__}")
     meta = dict(value)
-    meta.pop(ARCHIVED_KEY, None)  # a state of the store, not a field: see import_nodes
+    if meta.get(ARCHIVED_KEY) is True:
+        del meta[ARCHIVED_KEY]  # a state of the store, not a field: see import_nodes
+    custom = meta.pop(CUSTOM_KEY, None)
     key = next((k for k in BODY_KEYS if k in meta), None)
     if key is None:
         raise ImportSourceError(f"no text: give it as {', '.join(repr(k) for k in BODY_KEYS)}")
     body = meta.pop(key)
+    if custom is not None:
+        _add_custom(meta, custom)
     if not isinstance(body, str):
         raise InvalidNodeError(f"field {key!r} must be text (got {type(body).__name__})", field=key)
-    if not body.strip():
-        raise InvalidNodeError(f"field {key!r} is empty: a memory needs some text", field=key)
+    if not body.strip() and meta.get("id") is None:
+        # its id would be made from no text; a record with an id (an export of a store
+        # holding an empty memory, as a migration may) is carried as it is
+        raise InvalidNodeError(
+            f"field {key!r} is empty and the record has no id: give one or some text", field=key
+        )
     if meta.get("layer") is None:
         meta["layer"] = layer
     for name in _LISTS_OF_TEXT:
@@ -277,8 +306,30 @@ def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tup
         raise InvalidNodeError(text, field=key, node_id=exc.node_id) from exc
 
 
-#: The key an exported record of an archived memory carries (``export --archived``).
+#: The key an exported record of an archived memory carries (``export --archived``):
+#: ``true`` there is the store's state; any other value is a custom key of the memory.
 ARCHIVED_KEY = "archived"
+#: The key of an exported record that holds the memory's custom frontmatter keys, in
+#: their order, when one of them is named as a key the record uses itself
+#: (:data:`RECORD_KEYS`): ``body`` or ``archived`` from a source's columns, say.
+CUSTOM_KEY = "mdcg:custom"
+#: Keys an exported record uses for itself, beside the node's fields (``text``,
+#: ``content`` and ``memory`` are the text only in a record without ``body``).
+RECORD_KEYS = frozenset({"body", ARCHIVED_KEY, CUSTOM_KEY})
+
+
+def _add_custom(meta: dict[str, Any], custom: Any) -> None:
+    """Put the custom keys of a record's :data:`CUSTOM_KEY` object into ``meta``."""
+    if not isinstance(custom, dict):
+        raise InvalidNodeError(
+            f"field {CUSTOM_KEY!r} must be an object of custom keys (got {type(custom).__name__})",
+            field=CUSTOM_KEY,
+        )
+    for name, item in custom.items():
+        if name in FIELD_ORDER or name in meta:
+            given = "a field of the node" if name in FIELD_ORDER else "given beside it too"
+            raise InvalidNodeError(f"field {CUSTOM_KEY!r} holds {name!r}, which is {given}", field=CUSTOM_KEY)
+        meta[name] = item
 
 
 def _parse(
@@ -362,6 +413,10 @@ def import_nodes(
     report.bad.sort(key=lambda bad: int(bad.where.rpartition(" ")[2]))  # in source order
     if report.bad and not skip_bad:
         raise _bad_error(name, report.bad, "bad record(s)")
+    if not dry_run:
+        # Clean up after an interrupted writer (a killed import): its temp files, index
+        # drift; files edited by hand are then seen as they are.
+        store.sync()
     writer = _Writer(store, name, overwrite, stamped, durable, frozenset(report.archived))
     plan = writer.plan(nodes)
     taken = _taken(plan)
@@ -610,6 +665,10 @@ def _export_lines(
             unreadable.append((node_id, str(exc)))
             continue
         record = node.to_dict(iso_times=True)
+        if not RECORD_KEYS.isdisjoint(node.extra):  # a custom key the record would take for its own
+            for name in node.extra:
+                del record[name]
+            record[CUSTOM_KEY] = dict(node.extra)
         record["body"] = node.body
         if include_archived and store.entry(node_id, include_archived=True, include_expired=True).archived:
             record[ARCHIVED_KEY] = True  # import puts it back in archive/, not among live memories

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from conftest import no_writes, tree_listing
 
+import md_cg.census as census_module
 from census import census_of, main, records_from_folder
 from md_cg.census import (
     MISSING,
@@ -237,3 +238,66 @@ def test_command_line(tmp_path: Path, capsys):
     assert "not an md-cg store" in capsys.readouterr().err
     assert main([str(tmp_path / "missing.sqlite")]) == 2
     assert "no such sqlite database file" in capsys.readouterr().err
+
+
+def test_folder_census_reads_the_files_as_they_are_now_and_writes_nothing(tmp_path: Path):
+    """After a migration, one file broken by hand, one deleted and three hand notes
+    added: the census still counted the stale index (200 records, nothing on stderr)
+    until `mdcg sync`. It now reads the files as they are, writing nothing."""
+    root = tmp_path / "store"
+    assert migrate(bundled_sample_path(), root).ok
+    with_ids = {r.id for r in records_from_folder(root, lambda where, reason: None)}
+    files = sorted((root / "knowledge").rglob("*.md"))
+    broken, gone = files[0], files[1]
+    broken.write_text("---\nid: [unclosed\n---\nbody\n", encoding="utf-8")
+    gone.unlink()
+    for i in (1, 2, 3):
+        (root / "knowledge" / f"hand-{i}.md").write_text(
+            f'---\ntags: ["domain:handnotes"]\n---\nhand note {i}\n', encoding="utf-8"
+        )
+    before = tree_listing(root)
+    seen: list[str] = []
+    with no_writes() as attempts:
+        records = records_from_folder(root, lambda where, reason: seen.append(where))
+    assert attempts == [] and tree_listing(root) == before
+    assert seen == [str(broken)]
+    expected = (with_ids - {broken.stem, gone.stem}) | {"hand-1", "hand-2", "hand-3"}
+    assert {r.id for r in records} == expected and len(records) == 227
+    report = census_of(root)
+    assert report.records == 201
+    assert [e.id for e in records if e.id.startswith("hand-")] == ["hand-1", "hand-2", "hand-3"]
+    assert {tuple(e.tags) for e in records if e.id.startswith("hand-")} == {("domain:handnotes",)}
+
+
+def test_sqlite_census_store_census_and_migration_count_the_same_rows(tmp_path: Path):
+    """The sqlite census counted a row with git conflict markers that the migration
+    rejects as bad (36 / 35 / 34 knowledge records): it now reads the rows a migration
+    stores, and the store census counts an expired temporary memory (a file until swept)."""
+    import sqlite3
+
+    src = tmp_path / "src.sqlite"
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute("CREATE TABLE nodes (id, layer, content, extra)")
+        conn.executemany(
+            "INSERT INTO nodes VALUES (?, 'knowledge', ?, ?)",
+            [
+                ("plain", "plain text", None),
+                ("conflict", "<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n", None),
+                ("fenced", "```\n<<<<<<< HEAD\na\n=======\nb\n>>>>>>> x\n```\n", None),
+                ("expires", "gone soon", '{"expires_at": "2020-01-01T00:00:00Z"}'),
+            ],
+        )
+    conn.close()
+    seen: list[str] = []
+    rows = list(census_module.records_from_sqlite(src, lambda where, reason: seen.append(where)))
+    assert [n.id for n in rows] == ["plain", "fenced", "expires"]
+    assert seen == [f"{src}: nodes rowid 2"]
+    report = migrate(src, tmp_path / "m")
+    assert report.migrated == 3 and [b.rowid for b in report.bad_rows] == [2]
+    assert sorted(e.id for e in records_from_folder(tmp_path / "m", lambda w, r: None)) == [
+        "expires",
+        "fenced",
+        "plain",
+    ]
+    assert census_of(src).records == census_of(tmp_path / "m").records == 3

@@ -550,3 +550,69 @@ def test_a_restored_record_is_listed_only_to_the_memorys_scope(tmp_path: Path) -
             ("forget", "alice-note"),
             ("restored", "alice-note"),
         ]
+
+
+def test_a_source_change_to_updated_at_alone_is_written(tmp_path: Path) -> None:
+    """A row whose only change is a new updated_at (none before, or a later one) was
+    reported unchanged and never written, so every re-run failed verification
+    ("updated_at: source ..., file None"). Unstamped, updated_at is data."""
+    src = _source(
+        tmp_path / "src.sqlite",
+        [("a1", "knowledge", "hello world", None), ("a2", "knowledge", "blue sky", "2024-01-01T00:00:00Z")],
+        columns="id, layer, content, updated_at",
+    )
+    dest = tmp_path / "m"
+    assert migrate(src, dest).ok
+    _exec(src, "UPDATE nodes SET updated_at = 1790000000.25 WHERE id = 'a1'")
+    assert migrate(src, dest, dry_run=True).updated == 1
+    report = migrate(src, dest)
+    assert (report.ok, report.updated, report.unchanged, report.mismatches) == (True, 1, 1, [])
+    _exec(src, "UPDATE nodes SET updated_at = 1790086400.5 WHERE id = 'a2'")
+    report = migrate(src, dest)
+    assert (report.ok, report.updated, report.unchanged, report.mismatches) == (True, 1, 1, [])
+    with MdCG(dest) as s:
+        assert [s.get(i).updated_at for i in ("a1", "a2")] == [1790000000.25, 1790086400.5]
+    again = migrate(src, dest)
+    assert (again.ok, again.updated, again.unchanged) == (True, 0, 2)
+    # the same through add_many(stamp=False); a stamped add still ignores the time alone
+    with MdCG(tmp_path / "b") as s:
+        s.add_many([Node(id="x", layer="self", body="b", created_at=50.0, updated_at=100.0)], stamp=False)
+        s.add_many(
+            [Node(id="x", layer="self", body="b", created_at=50.0, updated_at=200.0)],
+            stamp=False,
+            overwrite=True,
+        )
+        assert s.get("x").updated_at == 200.0
+        s.add_many([Node(id="x", layer="self", body="b", created_at=50.0, updated_at=300.0)], overwrite=True)
+        assert s.get("x").updated_at == 200.0
+
+
+def test_a_hand_broken_file_not_yet_synced_is_kept_and_the_rest_migrates(tmp_path: Path) -> None:
+    """One file broken by hand (YAML as a bad merge leaves it) or edited to hold another
+    id, with no sync since: the re-run aborted as a whole (exit 2, "fix or move it first")
+    and the dry run said "change 1". Both now list it under kept and migrate the rest."""
+    from conftest import no_writes, tree_listing
+
+    rows = [(f"k{i}", "knowledge", f"text {i}", "2024-01-01T00:00:00Z") for i in range(4)]
+    src = _source(tmp_path / "src.sqlite", rows, columns="id, layer, content, updated_at")
+    dest = tmp_path / "m"
+    assert migrate(src, dest).created == 4
+    (dest / "knowledge/orphan/k0.md").unlink()
+    (dest / "knowledge/orphan/k1.md").write_text("---\nid: [unclosed\n---\nbody\n", encoding="utf-8")
+    k2 = dest / "knowledge/orphan/k2.md"
+    k2.write_text(k2.read_text(encoding="utf-8").replace('id: "k2"', 'id: "other"'), encoding="utf-8")
+    before = tree_listing(dest)
+    with no_writes() as attempts:
+        dry = migrate(src, dest, dry_run=True)
+    assert attempts == [] and tree_listing(dest) == before
+    report = migrate(src, dest)
+    for r in (dry, report):
+        assert (r.created, r.updated, r.unchanged) == (1, 0, 1)
+        assert [i for i, _ in r.kept] == ["k1", "k2"]
+        assert r.kept[0][1].startswith("its file knowledge/orphan/k1.md is unusable: the YAML frontmatter")
+        assert "holds memory 'other'" in r.kept[1][1]
+    assert report.ok and report.mismatches == [] and report.extras == ["other"]
+    assert (dest / "knowledge/orphan/k1.md").read_text(encoding="utf-8") == "---\nid: [unclosed\n---\nbody\n"
+    assert 'id: "other"' in k2.read_text(encoding="utf-8")
+    result = CliRunner().invoke(app, ["migrate", str(src), str(dest)])
+    assert result.exit_code == 0, result.output

@@ -426,3 +426,53 @@ def test_nesting_is_measured_outside_strings(text: str, too_deep: bool):
     from md_cg.sqlite_source import nests_too_deep
 
     assert nests_too_deep(text) is too_deep
+
+
+def test_edge_extra_keys_named_as_columns_plain_text_and_out_of_range_confidence(tmp_path: Path) -> None:
+    """edges.extra keys target/type/confidence that differ from the set columns were
+    dropped silently: now the edges row is bad, named. The same value, or a NULL column,
+    is fine. A confidence of 2.0 and plain text in temporal/entity_id are kept as the
+    docs now say (they said: bad rows)."""
+    src = tmp_path / "s.sqlite"
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute("CREATE TABLE nodes (id, layer, content, temporal, entity_id)")
+        conn.execute("CREATE TABLE edges (source, target, type, confidence, verified, extra)")
+        conn.executemany(
+            "INSERT INTO nodes VALUES (?, 'knowledge', ?, ?, ?)",
+            [("a", "x", "durable", "ent 1"), ("b", "y", None, None)],
+        )
+        conn.executemany(
+            "INSERT INTO edges VALUES (?, ?, ?, ?, NULL, ?)",
+            [
+                ("a", "b", "causal", 2.0, None),
+                ("b", "a", "causal", 0.5, '{"target": "elsewhere", "note": "n"}'),
+                ("b", "a", "causal", 0.5, '{"confidence": 0.1}'),
+                ("b", "a", "Causal", 0.5, '{"type": "causal", "confidence": 0.5, "note": "same"}'),
+                ("b", "a", None, None, '{"type": "part_of", "confidence": 0.25}'),
+            ],
+        )
+    conn.close()
+    conn = open_readonly(src)
+    rows = list(iter_rows(conn))
+    conn.close()
+    a, b = (r.node for r in rows if r.table == "nodes")
+    assert a is not None and b is not None
+    assert (a.temporal, a.entity_id) == ("durable", "ent 1")
+    assert [e.to_dict() for e in a.edges] == [{"target": "b", "type": "causal", "confidence": 2.0}]
+    assert [e.to_dict() for e in b.edges] == [
+        {"target": "a", "type": "causal", "confidence": 0.5, "note": "same"},
+        {"target": "a", "type": "part_of", "confidence": 0.25},
+    ]
+    assert [(r.rowid, r.error) for r in rows if r.table == "edges"] == [
+        (
+            2,
+            "edges rowid 2: the edge 'b' -> 'a' is left out: column 'edges.extra' holds 'target': "
+            "'elsewhere', which differs from column 'target' ('a'); an edge has one target",
+        ),
+        (
+            3,
+            "edges rowid 3: the edge 'b' -> 'a' is left out: column 'edges.extra' holds 'confidence': "
+            "0.1, which differs from column 'confidence' (0.5); an edge has one confidence",
+        ),
+    ]

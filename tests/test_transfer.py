@@ -530,3 +530,153 @@ def test_twin_ids_within_the_source_are_bad_records_not_a_failed_batch(tmp_path:
         assert sorted(store.ids()) == ["Abc", "ok1"]
         again = import_nodes(store, source, skip_bad=True)  # running it again goes on
         assert (again.unchanged, again.created) == (2, 0)
+
+
+def test_custom_keys_named_body_or_archived_round_trip_and_a_live_memory_stays_live(tmp_path: Path) -> None:
+    """Custom frontmatter keys `body` and `archived` (a source's columns) were lost by
+    export -> import, and `archived: true` archived a live memory. A node with such a
+    key is exported with all its custom keys under "mdcg:custom" (order kept)."""
+    t0 = 1_700_000_000.0
+    nodes = [
+        Node(
+            id="cols",
+            layer="knowledge",
+            body="real body",
+            created_at=t0,
+            extra={"a": 1, "body": "old", "z": 2},
+        ),
+        Node(id="live", layer="knowledge", body="live memory", created_at=t0, extra={"archived": True}),
+        Node(id="plain", layer="knowledge", body="plain", created_at=t0, extra={"text": "t", "archived0": 0}),
+        Node(id="put", layer="self", body="put away", created_at=t0, extra={"archived": 1}),
+    ]
+    with MdCG(tmp_path / "a") as s:
+        s.add_many(nodes, stamp=False)
+        s.archive(["put"])
+        records = exported(s, include_archived=True)
+        export_nodes(s, tmp_path / "x.jsonl", include_archived=True)
+    assert records == [
+        {"id": "cols", "layer": "knowledge", "created_at": "2023-11-14T22:13:20.000000Z",
+         "mdcg:custom": {"a": 1, "body": "old", "z": 2}, "body": "real body"},
+        {"id": "live", "layer": "knowledge", "created_at": "2023-11-14T22:13:20.000000Z",
+         "mdcg:custom": {"archived": True}, "body": "live memory"},
+        {"id": "plain", "layer": "knowledge", "created_at": "2023-11-14T22:13:20.000000Z",
+         "text": "t", "archived0": 0, "body": "plain"},
+        {"id": "put", "layer": "self", "created_at": "2023-11-14T22:13:20.000000Z",
+         "mdcg:custom": {"archived": 1}, "body": "put away", "archived": True},
+    ]  # fmt: skip
+    with MdCG(tmp_path / "b") as t:
+        report = import_nodes(t, tmp_path / "x.jsonl")
+        assert (report.created, report.archived) == (4, ["put"])
+        assert t.ids() == ["cols", "live", "plain"] and t.ids(include_archived=True) == [
+            "cols",
+            "live",
+            "plain",
+            "put",
+        ]
+        assert t.get("live").extra == {"archived": True}
+        assert t.get("put", include_archived=True).extra == {"archived": 1}
+    assert md_files(tmp_path / "b") == md_files(tmp_path / "a")
+    with MdCG(tmp_path / "a") as s:  # the same export into its own store: nothing changes
+        again = import_nodes(s, tmp_path / "x.jsonl")
+        assert (again.created, again.updated, again.unchanged) == (0, 0, 4)
+    # an older export's records: `"archived": true` archives; another value is a custom key
+    old = tmp_path / "old.jsonl"
+    old.write_text('{"id":"o1","body":"one","archived":true}\n{"id":"o2","body":"two","archived":1}\n')
+    with MdCG(tmp_path / "c") as c:
+        assert import_nodes(c, old).archived == ["o1"]
+        assert c.ids() == ["o2"] and c.get("o2").extra == {"archived": 1}
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(
+            '{"id":"b1","body":"x","mdcg:custom":5}\n{"id":"b2","body":"x","mdcg:custom":{"layer":"self"}}\n'
+            '{"id":"b3","body":"x","k":1,"mdcg:custom":{"k":2}}\n'
+        )
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(c, bad)
+        assert [(b.where, b.node_id, b.reason) for b in err.value.problems] == [
+            ("line 1", "b1", "field 'mdcg:custom' must be an object of custom keys (got int)"),
+            ("line 2", "b2", "field 'mdcg:custom' holds 'layer', which is a field of the node"),
+            ("line 3", "b3", "field 'mdcg:custom' holds 'k', which is given beside it too"),
+        ]
+
+
+def test_a_store_with_empty_bodies_copies_through_export_and_import(tmp_path: Path) -> None:
+    """Empty and whitespace-only bodies (a migration stores them) made `export | import`
+    fail as a whole: "2 bad record(s); nothing was imported". A record with an id
+    carries its body as it is; one without an id still needs text to make its id."""
+    import sqlite3
+
+    src = tmp_path / "src.sqlite"
+    sqlite3.connect(src).executescript(
+        "CREATE TABLE nodes (id, layer, content, created_at);"
+        "INSERT INTO nodes VALUES ('ws', 'knowledge', char(32, 32, 32, 10, 9), 1700000000),"
+        " ('empty', 'knowledge', '', 1700000000), ('ok', 'knowledge', 'fine', 1700000000);"
+    ).connection.close()
+    from md_cg.migrate import migrate
+
+    assert migrate(src, tmp_path / "a").ok
+    runner = CliRunner()
+    out = runner.invoke(app, ["export", "--root", str(tmp_path / "a")])
+    assert out.exit_code == 0, out.output
+    done = runner.invoke(app, ["import", "-", "--root", str(tmp_path / "b")], input=out.stdout_bytes)
+    assert done.exit_code == 0, done.output
+    assert md_files(tmp_path / "b") == md_files(tmp_path / "a")
+    with MdCG(tmp_path / "b") as t:
+        assert {i: t.get(i).body for i in t.ids()} == {"empty": "", "ok": "fine", "ws": "   \n\t"}
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(t, io.BytesIO(b'{"body": "  "}\n'))
+        assert [(b.where, b.reason) for b in err.value.problems] == [
+            ("record 1", "field 'body' is empty and the record has no id: give one or some text")
+        ]
+
+
+def _temp_files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if fsops.is_temp_name(p.name))
+
+
+def test_an_import_run_again_after_a_kill_removes_the_killed_runs_temp_files(tmp_path: Path) -> None:
+    """A SIGKILLed import left its temp files (.<id>.md.<pid>.<token>.tmp) and the import
+    run again to completion did not remove them: health reported temp_file for each.
+    The import now runs sync first, which removes a dead writer's temp files."""
+    texts = [f"kill leftovers note {i}" for i in range(3000)]
+    source = tmp_path / "many.jsonl"
+    source.write_bytes(b"".join(orjson.dumps({"text": t}) + b"\n" for t in texts))
+    for attempt in range(20):
+        root = tmp_path / f"m{attempt}"
+        MdCG(root).close()
+        args = ["-m", "md_cg.cli", "-q", "import", str(source), "--root", str(root), "--batch", "300"]
+        run_and_kill(args, lambda r=root: bool(_temp_files(r)), delay=0.0, what="import")  # type: ignore[misc]
+        if _temp_files(root):
+            break
+    else:
+        pytest.fail("no kill left a temp file in 20 tries")
+    again = cli("import", str(source), "--root", root, "--json")
+    assert again.exit_code == 0, again.output
+    assert _temp_files(root) == []
+    with MdCG(root) as store:
+        assert set(store.ids()) == {content_id(t) for t in texts}
+        assert [f.kind for f in store.health().findings] == ["bucket_degraded"]
+
+
+def test_an_integer_beyond_64_bits_is_a_bad_record_naming_line_and_key(tmp_path: Path) -> None:
+    """orjson read "k": 123456789012345678901234567890 as the float 1.2345678901234568e+29,
+    stored as new. Such an integer is now a bad record naming the line and the key
+    (as a migration's bad row); 64-bit integers and long digit runs in text are kept."""
+    big = 123456789012345678901234567890
+    source = tmp_path / "n.jsonl"
+    source.write_bytes(
+        b'{"id":"ok","body":"order 12345678901234567890123",'
+        + b'"lo":-9223372036854775808,"hi":18446744073709551615}\n'
+        + b'{"id":"big","body":"x","k":%d}\n{"id":"deep","body":"y","m":{"a":[1,%d]}}\n' % (big, -big)
+    )
+    with MdCG(tmp_path / "s") as s:
+        with pytest.raises(ImportSourceError) as err:
+            import_nodes(s, source)
+        assert [(b.where, b.node_id, b.reason.split(" outside")[0]) for b in err.value.problems] == [
+            ("line 2", "big", f"field 'k' holds the integer {big},"),
+            ("line 3", "deep", f"field 'm' holds the integer {-big},"),
+        ]
+        assert s.ids() == []
+        report = import_nodes(s, source, skip_bad=True)
+        assert (report.created, [b.node_id for b in report.bad]) == (1, ["big", "deep"])
+        node = s.get("ok")
+        assert (node.body, node.extra) == ("order 12345678901234567890123", {"lo": -(2**63), "hi": 2**64 - 1})
