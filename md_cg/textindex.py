@@ -92,6 +92,12 @@ DEFAULT_B = 0.4
 #: (docs/ranking.md, "Coordination").
 DEFAULT_COORDINATION = (0.5, 1.0)
 
+#: A query of more distinct known terms is ranked on this many, those of the
+#: highest weight x idf (ties by term): a pasted Chinese paragraph of 2,000
+#: characters took 6 s at 100k nodes, one scoring pass per term (the longest
+#: question of the dev sets has 84; docs/ranking.md, "Long queries").
+MAX_QUERY_TERMS = 128
+
 #: The class of the query :meth:`TextIndex.match` is ranking (True: CJK), which
 #: picks the coordination exponent; a context variable, so threads and tasks
 #: each have their own.
@@ -799,6 +805,11 @@ def _match_terms(
     English notes holding one common word of it: docs/ranking.md), and a
     query that is not CJK takes pseudo-relevance feedback.
     """
+    if len(tids) > MAX_QUERY_TERMS:
+        keep = np.sort(
+            _best(_query_idf(index, tids, ws), MAX_QUERY_TERMS, lambda i: index._vocab.terms[tids[i]])
+        )
+        tids, ws = [tids[i] for i in keep], [ws[i] for i in keep]
     cjk = index._cjk_query(tids, ws)
     token = _QUERY_CJK.set(cjk)
     try:
@@ -948,6 +959,12 @@ def _live_df(index: TextIndex, terms: np.ndarray) -> np.ndarray:
         dead = _dead_postings(index, terms)
         df = df - (dead[:, 0] if table.mixed else dead.sum(axis=1))
     return df.astype(np.float64)
+
+
+def _query_idf(index: TextIndex, tids: list[int], ws: list[float]) -> np.ndarray:
+    """``w * idf`` of each query term over every document (deleted ones included: a choice, not a score)."""
+    df = index._postings.counts(np.asarray(tids, dtype=np.int64)).astype(np.float64)
+    return np.asarray(ws, dtype=np.float64) * idf_of(df, max(1, len(index._docs.ids)))
 
 
 def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
