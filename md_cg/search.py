@@ -41,6 +41,7 @@ from .script import is_cjk, short_repr
 from .synonyms import SynonymTable
 from .text import CJK_FUNCTION_CHARS, expand_query, synonym_terms, term_words
 from .textindex import typo_terms
+from .textindex_docs import Exclusion
 from .textindex_phrase import PHRASE_POOL, title_rerank
 
 TIERS = ("T0", "T1", "T2", "T3")
@@ -381,14 +382,19 @@ class _Ladder:
         """
         if not self.hidden:
             return call(free, self.excluded)
+        # Most of the store hidden (a scoped caller of a store of many agents): the
+        # rounds below would mostly meet hidden hits; exclude them all at once.
+        rounds = 0 if 2 * len(self.hidden) > len(self.state.entries) else 3
         want = free + max(2, free // 2)
-        for _ in range(3):
+        for _ in range(rounds):
             hits = call(want, self.excluded)
             shown = [h for h in hits if h[0] not in self.hidden]
             if len(shown) >= free or len(hits) < want:
                 return shown[:free]
             self.excluded.update(h[0] for h in hits if h[0] in self.hidden)
-        return call(free, self.excluded | set(self.hidden))
+        # the hidden set stays the same object between searches: its slots are kept
+        hidden = self.hidden if isinstance(self.hidden, frozenset) else frozenset(self.hidden)
+        return call(free, Exclusion(hidden, self.excluded))
 
     def scope(self, layers: list[int], buckets: list[int] | None = None) -> Any:
         """The text index's scope of ``layers`` and ``buckets``, within the filter's ids."""

@@ -14,12 +14,12 @@ Imports only numpy and the standard library.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DocTable", "Scope", "kth_largest"]
+__all__ = ["DocTable", "Exclusion", "Scope", "kth_largest"]
 
 _SCOPE_CACHE = 16
 _TIE_PYTHON = 2048  # larger ties on (score, prior) are ordered through a cached id rank
@@ -41,6 +41,26 @@ class Scope:
     buckets: frozenset[int] | None = None
     #: the ids the scope may hold at most (a search filter); None: any
     only: frozenset[str] | None = None
+
+
+@dataclass(frozen=True)
+class Exclusion(Collection[str]):
+    """Ids a query must not return: ``many``, a set that stays the same object
+    between queries (the ids hidden from a caller: their slots are looked up
+    once per table version, :meth:`DocTable.excluded_slots`), and ``few`` more."""
+
+    many: frozenset[str]
+    few: Collection[str] = ()
+
+    def __contains__(self, doc_id: object) -> bool:
+        return doc_id in self.many or doc_id in self.few
+
+    def __iter__(self) -> Iterator[str]:
+        yield from self.many
+        yield from (d for d in self.few if d not in self.many)
+
+    def __len__(self) -> int:
+        return len(self.many) + sum(1 for d in self.few if d not in self.many)
 
 
 class DocTable:
@@ -72,6 +92,7 @@ class DocTable:
         self._masks: dict[Scope, np.ndarray] = {}
         self._masks_version = -1
         self._slots_of: tuple[frozenset[str], int, np.ndarray] | None = None
+        self._excluded_of: tuple[frozenset[str], int, np.ndarray] | None = None
         self._only_mask: (
             tuple[frozenset[str], tuple[int, frozenset[int] | None, frozenset[int] | None], np.ndarray] | None
         ) = None
@@ -333,8 +354,18 @@ class DocTable:
         return found
 
     def excluded_slots(self, exclude: Collection[str]) -> np.ndarray:
-        """Slots of the indexed ids among ``exclude`` (int64)."""
-        return np.array([s for s in map(self.slot.get, exclude) if s is not None], dtype=np.int64)
+        """Slots of the indexed ids among ``exclude`` (int64); of an :class:`Exclusion`,
+        its ``many`` (kept between calls for the same set object and table version), then its ``few``."""
+        if not isinstance(exclude, Exclusion):
+            return np.array([s for s in map(self.slot.get, exclude) if s is not None], dtype=np.int64)
+        last = self._excluded_of
+        if last is not None and last[0] is exclude.many and last[1] == self.version:
+            many = last[2]
+        else:
+            many = self.excluded_slots(exclude.many)
+            self._excluded_of = (exclude.many, self.version, many)
+        few = self.excluded_slots(exclude.few)
+        return np.concatenate([many, few]) if len(few) else many
 
     def zero_excluded(self, scores: np.ndarray, exclude: Collection[str]) -> np.ndarray | None:
         """Set the scores of the excluded documents to 0; their slots, or None when none."""

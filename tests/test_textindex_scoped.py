@@ -636,3 +636,30 @@ def test_search_ranges_finds_exactly_the_wanted_slots_of_each_run() -> None:
                     want_at.append(int(starts[r]) + p)
         assert pairs.tolist() == want_pairs, trial
         assert at.tolist() == want_at, trial
+
+
+def test_an_exclusion_s_large_set_is_looked_up_once_per_table_version() -> None:
+    """Review (session 24): a scoped caller of a store of 1,000 agents paid a Python
+    lookup of every hidden id on every search (25.7 ms a search at 40k, now 4.6 ms)."""
+    from md_cg.textindex_docs import Exclusion
+
+    ix = TextIndex()
+    for i in range(6):
+        ix.add(f"d{i}", ["alpha", f"t{i}"], layer=0, bucket=0)
+    table = ix._docs
+    hidden = frozenset({"d1", "d2", "d3", "gone"})
+    first = table.excluded_slots(Exclusion(hidden, {"d4"}))
+    assert sorted(first.tolist()) == [1, 2, 3, 4]
+    many = table.excluded_slots(Exclusion(hidden))
+    assert table.excluded_slots(Exclusion(hidden)) is many  # kept: the same set object, the same version
+    assert sorted(
+        ix.match([("alpha", 1.0)], ix.scope(), k=None, exclude=Exclusion(hidden, {"d4"}))
+    ) == sorted(ix.match([("alpha", 1.0)], ix.scope(), k=None, exclude={"d1", "d2", "d3", "d4"}))
+    assert {d for d, _ in ix.match([("alpha", 1.0)], ix.scope(), k=None, exclude=Exclusion(hidden))} == {
+        "d0",
+        "d4",
+        "d5",
+    }
+    ix.add("d6", ["alpha"], layer=0, bucket=0)  # a new version: looked up again
+    assert table.excluded_slots(Exclusion(hidden)) is not many
+    assert "d5" in Exclusion(hidden, {"d5"}) and len(Exclusion(hidden, {"d1", "d5"})) == 5
