@@ -51,6 +51,11 @@ META_DEPTH = 3
 # -- compaction -------------------------------------------------------------------
 
 
+#: A handle that wrote compacts on close once the log has this many shards,
+#: whatever ``auto_compact`` says of its records (see :func:`compaction_due`).
+SHARDS_DUE = 64
+
+
 def compaction_due(engine: Engine, auto_compact: int | None) -> bool:
     """Whether closing this handle should compact (see ``MdCG(auto_compact=)``)."""
     if auto_compact is None or engine.read_only or not meta_usable(engine):
@@ -61,7 +66,10 @@ def compaction_due(engine: Engine, auto_compact: int | None) -> bool:
         # process the rebuild from the files -- also when this one only read,
         # as long as the folder is writable.
         return engine.wrote or (len(engine.state.entries) > 0 and os.access(engine.root, os.W_OK))
-    return engine.wrote and engine.changes >= auto_compact
+    # Also when the log has many shards (one per writing process): short-lived
+    # writers (a CLI command each) made every open read one more file, until
+    # auto_compact records were reached.
+    return engine.wrote and (engine.changes >= auto_compact or len(engine.cursor.offsets) >= SHARDS_DUE)
 
 
 def meta_usable(engine: Engine) -> bool:
