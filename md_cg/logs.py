@@ -29,12 +29,17 @@ class AppendLog:
     earlier version; it is read first and never written.
     """
 
-    def __init__(self, root: str, name: str, *, legacy: str | None = None) -> None:
+    def __init__(self, root: str, name: str, *, legacy: str | None = None, incremental: bool = False) -> None:
         self.root = root
         self.rel = paths.meta(name)
         self.legacy = paths.meta(legacy) if legacy else None
         self._writer = fsops.ShardWriter(root, self.rel)
         self._lock = fsops.FileLock(root, paths.meta(f"{name}.lock"), what=f"{name} log")
+        #: ``incremental``: :meth:`read` parses only what was appended since its last
+        #: call (a log nobody redacts: the reflection record, read on every reflect)
+        self._seen: dict[str, tuple[int, list[tuple[int, str, int, dict[str, Any]]]]] | None = (
+            {} if incremental else None
+        )
 
     def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> None:
         """Append records; each line is ``{"ts": <ns>, "seq": <n>, "r": <record>}``."""
@@ -50,18 +55,20 @@ class AppendLog:
             names = fsops.list_shards(self.root, self.rel)
         except UnsafePathError:
             names = []
+        seen = self._seen
         for name in names:
+            start, known = seen.get(name, (0, [])) if seen is not None else (0, [])
             try:
-                read = fsops.read_shard(self.root, f"{self.rel}/{name}")
+                read = fsops.read_shard(self.root, f"{self.rel}/{name}", start)
             except (FileNotFoundError, UnsafePathError):
                 continue
-            for line in read.records:
-                ts, seq = line.get("ts", 0), line.get("seq", 0)
-                rec: Any = line.get("r")
-                if isinstance(rec, dict):
-                    out.append(
-                        (ts if isinstance(ts, int) else 0, name, seq if isinstance(seq, int) else 0, rec)
-                    )
+            got = known + _rows(name, read.records) if read.records else known
+            if seen is not None:
+                seen[name] = (read.end, got)
+            out.extend(got)
+        if seen is not None:
+            for gone in seen.keys() - set(names):
+                del seen[gone]
         out.sort(key=lambda r: (r[0], r[1], r[2]))
         return [r[3] for r in out]
 
@@ -136,6 +143,17 @@ def _edited(
         return None
     new = orjson.dumps(line)
     return (start, new) if len(new) == stop - start else None
+
+
+def _rows(name: str, lines: list[dict[str, Any]]) -> list[tuple[int, str, int, dict[str, Any]]]:
+    """(time, shard, sequence, record) of a shard's lines that hold a record."""
+    out = []
+    for line in lines:
+        ts, seq = line.get("ts", 0), line.get("seq", 0)
+        rec: Any = line.get("r")
+        if isinstance(rec, dict):
+            out.append((ts if isinstance(ts, int) else 0, name, seq if isinstance(seq, int) else 0, rec))
+    return out
 
 
 def _legacy_records(root: str, rel: str) -> list[dict[str, Any]]:

@@ -310,12 +310,20 @@ def _key(store: StoreEngine) -> tuple[str | None, str | None, str | None]:
     return (scope.agent, scope.workspace, scope.max_sensitivity) if scope is not None else (None, None, None)
 
 
-def _series(store: StoreEngine) -> list[Reflection]:
-    """The caller's own series (its agent, workspace and sensitivity; none for an
-    unscoped handle), over which t, dD/dt and d²D/dt² run: another agent's searches
-    are not this one's gap."""
+def _last(store: StoreEngine) -> Reflection | None:
+    """The last record of the caller's own series (its agent, workspace and
+    sensitivity; none for an unscoped handle), over which t, dD/dt and d²D/dt² run:
+    another agent's searches are not this one's gap. Read from the end, so a reflect
+    does not rebuild the whole record (the log itself is read incrementally)."""
     key = _key(store)
-    return [r for r in read_reflections(store) if (r.agent, r.workspace, r.sensitivity) == key]
+    for rec in reversed(store.log(paths.REFLECTION_DIR).read()):
+        try:
+            r = Reflection(**rec)
+        except TypeError:
+            continue  # not a reflection record
+        if (r.agent, r.workspace, r.sensitivity) == key:
+            return r
+    return None
 
 
 def reflect(
@@ -338,9 +346,8 @@ def reflect(
     counts = {s: states.count(s) for s in STATES if s in states}
     log = store.log(paths.REFLECTION_DIR)
     with log.locked(store.lock_timeout):
-        history = _series(store)
-        if history:
-            prev = history[-1]
+        prev = _last(store)
+        if prev is not None:
             t = prev.t + 1
             dd = d - prev.d
             d2d = dd - prev.dd if prev.t >= 1 else 0.0
@@ -365,8 +372,7 @@ def reflect(
 
 
 def last_d(store: StoreEngine) -> Reflection | None:
-    history = _series(store)
-    return history[-1] if history else None
+    return _last(store)
 
 
 # -- flywheel -----------------------------------------------------------------------

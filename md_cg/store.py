@@ -240,7 +240,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         log = self._logs.get(name)
         if log is None:
             legacy = paths.LEGACY_REFLECTION_FILE if name == paths.REFLECTION_DIR else None
-            log = self._logs[name] = AppendLog(self._engine.root_str, name, legacy=legacy)
+            reflections = name == paths.REFLECTION_DIR  # read on every reflect, never redacted
+            log = self._logs[name] = AppendLog(
+                self._engine.root_str, name, legacy=legacy, incremental=reflections
+            )
         return log
 
     # -- writing ----------------------------------------------------------------------------
