@@ -149,9 +149,9 @@ def message(exc: MdcgError) -> str:
             f"`mdcg update {exc.node_id} ...`, or replace it with `mdcg add --overwrite`"
         )
     if isinstance(exc, NodeHasIncomingEdgesError):
-        listed = ", ".join(f"{src} ({etype})" for src, etype in exc.incoming)
+        sources = exc.sources(exc.incoming)
         return (
-            f"node {exc.node_id!r} has incoming edges from {listed}; `mdcg delete --force` "
+            f"node {exc.node_id!r} has incoming edges from {sources}; `mdcg delete --force` "
             "leaves them dangling (or remove the edges first)"
         )
     if isinstance(exc, ProtectedNodeError):

@@ -185,14 +185,24 @@ class IdCollisionError(DuplicateIdError):
 class NodeHasIncomingEdgesError(MdcgError):
     """``delete`` refused: other nodes have edges to this one."""
 
+    #: At most this many sources are named in the message (``incoming`` holds them all).
+    LISTED = 20
+
     def __init__(self, node_id: str, incoming: Sequence[tuple[str, str]]) -> None:
-        listed = ", ".join(f"{src} ({etype})" for src, etype in incoming)
+        listed = self.sources(incoming)
         super().__init__(
             f"node {node_id!r} has incoming edges from {listed}; "
             "delete with force=True to leave them dangling, or remove the edges first"
         )
         self.node_id = node_id
         self.incoming = tuple(incoming)
+
+    @classmethod
+    def sources(cls, incoming: Sequence[tuple[str, str]]) -> str:
+        """``src (type), ...`` of the first :data:`LISTED` edges, then how many more."""
+        listed = ", ".join(f"{src} ({etype})" for src, etype in incoming[: cls.LISTED])
+        more = len(incoming) - cls.LISTED
+        return listed + (f" and {more:,} more" if more > 0 else "")
 
 
 class InvalidVerdictError(MdcgError, ValueError):

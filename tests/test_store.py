@@ -208,6 +208,20 @@ def test_invalid_update_changes_nothing(store: MdCG) -> None:
     assert node_tree(store.root) == before
 
 
+def test_a_refused_delete_of_a_hub_names_twenty_sources(store: MdCG) -> None:
+    """Review (session 24): 50k incoming edges made an 889 KB message."""
+    store.add(knowledge("hub"))
+    store.add_many([knowledge(f"s{i:03d}", edges=[{"target": "hub", "type": "causal"}]) for i in range(130)])
+    with pytest.raises(NodeHasIncomingEdgesError) as err:
+        store.delete("hub")
+    named = ", ".join(f"s{i:03d} (causal)" for i in range(20))
+    assert str(err.value) == (
+        f"node 'hub' has incoming edges from {named} and 110 more; delete with force=True "
+        "to leave them dangling, or remove the edges first"
+    )
+    assert len(err.value.incoming) == 130
+
+
 def test_delete_and_incoming_edges(store: MdCG) -> None:
     store.add(knowledge("target"))
     store.add(knowledge("src", edges=[{"target": "target", "type": "causal"}]))
