@@ -37,6 +37,8 @@ COUNTS = "counts.json"
 #: A folded shard is kept while it holds an event this recent: recall
 #: statistics read the events of up to a year (``window_days`` <= 365).
 EVENT_RETAIN_DAYS = 366
+#: :func:`read_events` decodes a shard in pieces of about this many bytes.
+DECODE_BYTES = 1 << 20
 
 
 @dataclass
@@ -105,12 +107,19 @@ def read_counts(
     except UnsafePathError:
         names = []
     for name in names:
+        start = offsets.get(name, 0)
         try:
-            read = fsops.read_shard(root, f"{ACCESS_REL}/{name}", offsets.get(name, 0))
+            data, _ = fsops.read_file(root, f"{ACCESS_REL}/{name}")
         except (FileNotFoundError, UnsafePathError):
             continue
-        ends[name] = read.end
-        for rec in read.records:
+        cut = data.rfind(b"\n")  # a torn last line is not read
+        if cut < start:
+            ends[name] = start
+            continue
+        ends[name] = cut + 1
+        for rec in _decoded(data, start, cut):
+            if type(rec) is not dict:
+                continue
             stamp = rec.get("ts")
             # a line whose time is not the writer's integer nanoseconds is not ours: skipped
             if type(stamp) is not int or not 0 <= stamp < 1 << 63:
@@ -210,10 +219,10 @@ def _newest_event_ts(root: str, rel: str) -> int:
     """The newest ``ts`` among a shard's access events (lines with ``ids``);
     0 when it holds none (only counts written before events had a mode)."""
     try:
-        records = fsops.read_shard(root, rel).records
+        data, _ = fsops.read_file(root, rel)
     except (FileNotFoundError, UnsafePathError):
         return 0
-    stamps = [r.get("ts", 0) for r in records if "ids" in r]
+    stamps = (r.get("ts", 0) for r in _decoded(data, 0, data.rfind(b"\n")) if type(r) is dict and "ids" in r)
     return max((t for t in stamps if isinstance(t, int)), default=0)
 
 
@@ -248,17 +257,26 @@ def read_events(root: str) -> Iterator[dict[str, Any]]:
             data, _ = fsops.read_file(root, f"{ACCESS_REL}/{name}")
         except (FileNotFoundError, UnsafePathError):
             continue
-        cut = data.rfind(b"\n")
-        if cut <= 0:
-            continue
-        body = data[:cut]
-        try:
-            records = orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
-        except orjson.JSONDecodeError:
-            records = _decode_lines(body)
-        for rec in records:
+        for rec in _decoded(data, 0, data.rfind(b"\n")):
             if type(rec) is not dict or "id" not in rec:
                 yield rec
+
+
+def _decoded(data: bytes, start: int, cut: int) -> Iterator[Any]:
+    """The lines of ``data[start:cut]`` decoded, in pieces of about :data:`DECODE_BYTES`
+    (one orjson call a piece when it can: several times faster than a call per line;
+    a 70 MB shard decoded at once took 700 MB). A line that is not JSON is None."""
+    while start < cut:
+        stop = data.find(b"\n", min(start + DECODE_BYTES, cut))
+        stop = cut if stop < 0 or stop > cut else stop
+        body = data[start:stop]
+        start = stop + 1
+        if not body.strip():
+            continue
+        try:
+            yield from orjson.loads(b"[" + body.replace(b"\n", b",") + b"]")
+        except orjson.JSONDecodeError:
+            yield from _decode_lines(body)
 
 
 def _decode_lines(body: bytes) -> list[object]:
