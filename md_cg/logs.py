@@ -72,6 +72,37 @@ class AppendLog:
         out.sort(key=lambda r: (r[0], r[1], r[2]))
         return [r[3] for r in out]
 
+    def read_holding(self, needles: Sequence[bytes]) -> list[dict[str, Any]]:
+        """The records whose line holds one of ``needles`` (bytes, as the line's JSON
+        spells them), oldest first, as :meth:`read` orders them: only those lines are
+        decoded (an organise apply looks up its run in a log of every run). The earlier
+        versions' single file is searched whole."""
+        out: list[tuple[int, str, int, dict[str, Any]]] = []
+        if self.legacy is not None:
+            for i, old in enumerate(_legacy_records(self.root, self.legacy)):
+                if any(n in orjson.dumps(old) for n in needles):
+                    out.append((-1, "", i, old))
+        try:
+            names = fsops.list_shards(self.root, self.rel)
+        except UnsafePathError:
+            names = []
+        for name in names:
+            try:
+                data, _ = fsops.read_file(self.root, f"{self.rel}/{name}")
+            except (FileNotFoundError, UnsafePathError):
+                continue
+            lines = []
+            for start, stop in _lines_holding(data, needles):
+                if stop == len(data):
+                    continue  # a torn last line, never read
+                try:
+                    lines.append(orjson.loads(data[start:stop]))
+                except orjson.JSONDecodeError:
+                    continue
+            out.extend(_rows(name, [line for line in lines if isinstance(line, dict)]))
+        out.sort(key=lambda r: (r[0], r[1], r[2]))
+        return [r[3] for r in out]
+
     def redact(self, needles: Sequence[bytes], edit: Callable[[dict[str, Any]], bool]) -> int:
         """Rewrite records in place: each line holding one of ``needles`` (bytes, as
         its JSON spells them) is read, ``edit(record)`` may change strings in it --

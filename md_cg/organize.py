@@ -790,7 +790,8 @@ def apply(
         with log.locked(timeout=store.lock_timeout):
             # Re-read under the lock: another process may have applied this run
             # while we waited for it.
-            records = log.read()
+            # Only the records naming the run: the log holds every run's candidates.
+            records = log.read_holding([orjson.dumps(run_id)])
             report = _find_report(records, run_id, caller)
             _check_not_applied(records, run_id, store)
             plan = _plan(report, decisions, store)
