@@ -72,14 +72,24 @@ def require_text(node: Node) -> Node:
     return node
 
 
-def require_usable(node: Node, fields: Collection[str] = ("tags", "edges")) -> None:
+def require_usable(
+    node: Node,
+    fields: Collection[str] = ("tags", "edges"),
+    *,
+    kept_tags: Sequence[object] = (),
+    kept_edges: Sequence[object] = (),
+) -> None:
     """InvalidNodeError when a memory a caller writes by hand (``add``, ``update``)
     holds what no read could use: a blank tag (the tag filter refuses one), an edge
     to itself (``neighbours`` never shows it) or an edge confidence outside 0..1.
-    Files, imports and migrations carry what they hold; this is for new input."""
+    Files, imports and migrations carry what they hold; this is for new input.
+
+    ``kept_tags``/``kept_edges``: what the stored node held (an edit of it): a tag it
+    held, an edge to itself it had, and an edge confidence one of its edges had are
+    not new input (a rename re-points an edge of confidence 1.5 a migration stored)."""
     if "tags" in fields and isinstance(node.tags, list):
         for tag in node.tags:
-            if not isinstance(tag, str):
+            if not isinstance(tag, str) or tag in kept_tags:
                 continue
             if not _visible_text(tag):
                 raise InvalidNodeError(
@@ -98,9 +108,12 @@ def require_usable(node: Node, fields: Collection[str] = ("tags", "edges")) -> N
                 )
     if "edges" not in fields or not isinstance(node.edges, list):
         return
+    had = [e if isinstance(e, Edge) else None for e in kept_edges]
+    self_linked = any(e is not None and e.target == node.id for e in had)
+    kept_conf = {e.confidence for e in had if e is not None}
     for value in node.edges:
         edge = value if isinstance(value, Edge) else Edge.from_value(value, node_id=node.id)
-        if edge.target == node.id:
+        if edge.target == node.id and not self_linked:
             raise InvalidNodeError(
                 f"node {node.id!r}: an edge to itself ({edge.type}); edges link two memories",
                 field="edges",
@@ -108,6 +121,8 @@ def require_usable(node: Node, fields: Collection[str] = ("tags", "edges")) -> N
                 node_id=node.id,
             )
         conf = edge.confidence
+        if conf in kept_conf:
+            continue
         if isinstance(conf, int | float) and not isinstance(conf, bool) and not 0 <= conf <= 1:
             raise InvalidNodeError(
                 f"node {node.id!r}: the edge to {edge.target!r} has confidence {conf!r}; it must be 0..1",

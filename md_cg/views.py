@@ -466,8 +466,9 @@ class Lifecycle(_Handle):
     def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None:
         """Add new nodes and archive others in ONE journal commit: all or nothing.
 
-        Everything is validated first (nodes, scope, retention, duplicate and
-        unknown ids); an id may not be both added and archived. A crash
+        Everything is validated first (nodes, usable tags and edges as for
+        :meth:`add`, scope, retention, duplicate and unknown ids); an id may not
+        be both added and archived. A crash
         leaves all of it or none of it once recovered (see md_cg.journal).
         """
         batch = list(add)
@@ -477,6 +478,9 @@ class Lifecycle(_Handle):
             raise InvalidArgumentError(
                 f"node {clash[0]!r} is both added and archived in one apply_changes", name="archive"
             )
+        for node in batch:  # new input, as for add (add_many carries sources as they are)
+            if isinstance(node, Node):
+                editing.require_usable(node)
         now = time.time()
         decided = self._prepare(batch, now)
         with self._engine.lock:
@@ -638,8 +642,9 @@ def held_to_scope(
     The changed node must stay in the caller's scope (no other agent or
     workspace, no sensitivity above the handle's), may not narrow a memory
     the handle shares (:func:`_refuse_narrowing`), and new tags and edges
-    must be usable (:func:`md_cg.editing.require_usable`; what the file
-    already held is left as it is). ``stored(id)``: the node's entry now.
+    must be usable (:func:`md_cg.editing.require_usable`; a tag, a self edge
+    or an edge confidence the file already held is not new). ``stored(id)``:
+    the node's entry now.
     """
 
     def run(node: Node) -> Node | None:
@@ -663,7 +668,7 @@ def check_edit(scope: Scope | None, node: Node, before: Entry | None, tags: list
     retention.stamp_scope(node, scope, fill=False)
     _refuse_narrowing(scope, node, before)
     changed = [name for name, old in (("tags", tags), ("edges", edges)) if getattr(node, name) != old]
-    editing.require_usable(node, fields=changed)
+    editing.require_usable(node, fields=changed, kept_tags=tags, kept_edges=edges)
 
 
 def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> None:

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import tree_listing
 
 from md_cg import DuplicateIdError, MdCG, Node, Scope
-from md_cg.errors import InvalidArgumentError, NodeNotFoundError
+from md_cg.errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError
 
 CALLER = Scope(agent="a", workspace="w", max_sensitivity="normal")
 #: variant -> the scope fields of its nodes (all are outside CALLER but "own")
@@ -401,7 +402,6 @@ def test_modify_and_edit_text_keep_a_scoped_handle_in_its_scope(
 
 def test_modify_and_edit_text_refuse_unusable_new_tags_and_edges(tmp_path: Path) -> None:
     from md_cg import Edge
-    from md_cg.errors import InvalidNodeError
 
     s = MdCG(tmp_path / "m")
     s.add(id="a", body="note a")
@@ -415,3 +415,55 @@ def test_modify_and_edit_text_refuse_unusable_new_tags_and_edges(tmp_path: Path)
     # what the file already holds is not refused: an unrelated edit still goes through
     s.modify("a", lambda n: setattr(n, "tags", ["ok"]))
     assert s.get("a").tags == ["ok"]
+
+
+def test_an_edit_keeps_odd_tags_and_edges_the_file_already_held(tmp_path: Path) -> None:
+    """Review round 2 (session 24): the check above refused every tag or edge change on a
+    file holding a hand-written control-character tag, and a rename's re-pointing of an
+    edge of confidence 1.5 (a migration stores what it gets) left two copies."""
+    from md_cg import Edge
+
+    root = tmp_path / "m"
+    trusted = MdCG(root)
+    trusted.add(id="x1", layer="contextual", body="target")
+    trusted.add(id="x2", layer="contextual", body="new target")
+    trusted.add_many([Node(id="y1", layer="contextual", body="links", edges=[Edge("x1", confidence=1.5)])])
+    path = trusted.path_of("x1")
+    path.write_text(path.read_text().replace("layer:", 'tags: ["bell\\u0007"]\nlayer:', 1))
+    trusted.sync()
+    assert trusted.get("x1").tags == ["bell\x07"]
+    bob = MdCG(root, scope=Scope(agent="bob"))
+    for handle in (trusted, bob):
+        handle.modify("x1", lambda n: n.tags.append("new"))
+        assert handle.get("x1").tags[0] == "bell\x07"
+        handle.modify("x1", lambda n: setattr(n, "tags", ["bell\x07"]))
+    trusted.edit_text("x1", lambda t: t.replace("target", "the target"))
+    with pytest.raises(InvalidNodeError, match="a tag with a control character"):
+        trusted.modify("x1", lambda n: n.tags.append("\x07other"))
+
+    def repoint(n: Node) -> None:
+        n.edges = [Edge("x2", type=e.type, confidence=e.confidence) for e in n.edges]
+
+    trusted.modify("y1", repoint)
+    assert [(e.target, e.confidence) for e in trusted.get("y1").edges] == [("x2", 1.5)]
+    with pytest.raises(InvalidNodeError, match=r"confidence 2\.5"):
+        trusted.modify("y1", lambda n: n.edges.append(Edge("x1", confidence=2.5)))
+
+
+@pytest.mark.parametrize(
+    ("node", "message"),
+    [
+        (Node(id="n", body="x", tags=[" "]), "a blank tag"),
+        (Node(id="n", body="x", tags=["a\x07"]), "a tag with a control character"),
+        (Node(id="n", body="x", edges=[{"target": "n"}]), "an edge to itself"),
+        (Node(id="n", body="x", edges=[{"target": "o", "confidence": 7}]), "it must be 0..1"),
+    ],
+)
+def test_apply_changes_refuses_what_add_refuses(tmp_path: Path, node: Node, message: str) -> None:
+    """Review round 2 (session 24): apply_changes(add=...) stored them."""
+    s = MdCG(tmp_path / "m")
+    s.add(id="o", body="other")
+    before = tree_listing(tmp_path / "m")
+    with pytest.raises(InvalidNodeError, match=message):
+        s.apply_changes(add=[node])
+    assert tree_listing(tmp_path / "m") == before
