@@ -344,21 +344,27 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
     that is only its title line (``The user prefers metric units.``) is its
     own text: the title is cut at 120 characters, and the text must not be empty.
 
-    A cut never loses the node's not-applicable ``conditions``: those the kept
-    text does not show end it (``… Not applicable when: a; b``, at most
-    :data:`CONDITIONS_CHARS` of them), so an agent acting on the memory sees
-    when it must not."""
+    The text never hides the node's not-applicable ``conditions`` (its CCG mark
+    and its ``non_applicable_conditions`` field): those it does not show end it
+    (``… Not applicable when: a; b`` after a cut, `` Not applicable when: a; b``
+    otherwise; at most :data:`CONDITIONS_CHARS` of them), so an agent acting on
+    the memory sees when it must not."""
     text = " ".join((recall.content_of(body) or body).split())
-    if len(text) <= limit:
-        return text
-    cut = text[: limit - 1].rstrip()
-    missing = [c for c in conditions if c and " ".join(c.split()) not in cut]
-    if missing:
-        tail = " … Not applicable when: " + "; ".join(" ".join(c.split()) for c in missing)
+    wanted = [" ".join(c.split()) for c in conditions if c and c.strip()]
+    kept, tail = (text, "") if len(text) <= limit else (text[: limit - 1].rstrip(), "…")
+    for _ in range(len(wanted) + 1):  # a shorter cut may lose a condition it showed
+        missing = [c for c in wanted if c not in kept]
+        if not missing:
+            break
+        tail = " … Not applicable when: " + "; ".join(missing)
         if len(tail) > CONDITIONS_CHARS:
             tail = tail[: CONDITIONS_CHARS - 1].rstrip() + "…"
-        return text[: limit - len(tail)].rstrip() + tail
-    return cut + "…"
+        if len(text) + len(tail) <= limit:
+            kept = text
+            tail = tail.replace(" … ", " ", 1)  # nothing was cut: no ellipsis
+        else:
+            kept = text[: limit - len(tail)].rstrip()
+    return kept + tail
 
 
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:

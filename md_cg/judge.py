@@ -113,6 +113,7 @@ __all__ = [
     "Judgement",
     "PreparedCondition",
     "PreparedText",
+    "clauses",
     "condition_hit",
     "context_text",
     "is_fact",
@@ -250,6 +251,12 @@ def _index_text(norm: str) -> PreparedText:
             frozenset().union(*(c.chars for c in clauses)),
         )
     return PreparedText(norm, clauses, union)
+
+
+def clauses(text: str) -> list[str]:
+    """The clauses the judge reads ``text`` in (normalised; cut at 。、, line breaks,
+    sentence punctuation): a condition's content words must meet in one of them."""
+    return [part for part in _CLAUSE.split(normalize_text(text)) if part.strip()]
 
 
 @lru_cache(maxsize=1024)

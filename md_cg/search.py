@@ -34,8 +34,8 @@ from typing import Any
 from . import layout, routing
 from .errors import InvalidArgumentError
 from .index import Entry, IndexState, layer_code
+from .judge import clauses, prepare_context
 from .judge import judge as judge_node
-from .judge import prepare_context
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import is_cjk, short_repr
 from .synonyms import SynonymTable
@@ -155,6 +155,9 @@ class Expansion:
     words: list[str]
     synonyms: list[str]
     groups: list[frozenset[str]] = field(default_factory=list)
+    #: per clause of the query with several synonyms, all of them in one line: the
+    #: judge reads "unsorted array" as 未排序 数组 together (a condition 数组未排序)
+    together: list[str] = field(default_factory=list)
 
 
 def expand(query: str, synonyms: SynonymTable) -> Expansion:
@@ -172,7 +175,13 @@ def expand(query: str, synonyms: SynonymTable) -> Expansion:
             group = frozenset(synonym_terms(phrase))
             if weight >= MIN_EVIDENCE_WEIGHT and group and group not in groups:
                 groups.append(group)
-    return Expansion(expand_query(query, found), words, added, groups)
+    parts = clauses(query) if len(added) > 1 else []
+    if len(parts) > 1:  # synonyms of two clauses never meet: "deploy ...; the timeout ..." is no 部署超时
+        per = ([p for p, w in synonyms.expand_text(part) if w < 1.0] for part in parts)
+        together = [" ".join(found_) for found_ in per if len(found_) > 1]
+    else:
+        together = [" ".join(added)] if len(added) > 1 else []
+    return Expansion(expand_query(query, found), words, added, groups, together)
 
 
 @dataclass
@@ -464,10 +473,8 @@ def _results(
     evidence = _evidence(state.text, query, expansion.terms, ordered, expansion.groups)
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause,
-    # and all of them in one more (the query in the other script's words: "unsorted
-    # array" hits "数组未排序" through 未排序 and 数组 together).
-    together = [" ".join(expansion.synonyms)] if len(expansion.synonyms) > 1 else []
-    judged_query = "\n；".join([query, *expansion.synonyms, *together])
+    # and those of each clause of the query in one more (Expansion.together).
+    judged_query = "\n；".join([query, *expansion.synonyms, *expansion.together])
     results: list[SearchResult] = []
     for doc_id, (score, tier) in ordered:
         entry = state.entries[doc_id]

@@ -299,6 +299,20 @@ def test_reject_through_synonyms_of_several_query_words_together(store: MdCG) ->
     assert (results[0].id, results[0].state) == ("bs", "ACCEPT")
 
 
+def test_synonyms_of_two_clauses_never_meet_in_the_judge(store: MdCG) -> None:
+    """Review round 2 (session 24): joining every synonym of the query in one clause made
+    "deploy the service; the timeout setting is documented elsewhere" hit 部署超时."""
+    store.add(note("dep", "deploy the service steps and timeout notes", na="部署超时"))
+    for query in (
+        "deploy the service; the timeout setting is documented elsewhere",
+        "how do I deploy the service? separately, where is the timeout documented",
+    ):
+        (hit,) = store.search(query, k=1)[0]
+        assert (hit.id, hit.state) == ("dep", "ACCEPT"), query
+    (hit,) = store.search("deploy timeout", k=1)[0]
+    assert (hit.id, hit.state) == ("dep", "REJECT")
+
+
 def test_reject_by_context(store: MdCG) -> None:
     store.add(note("bs", "二分查找", na="数组未排序"))
     results, _ = store.search("二分查找", k=1, context={"condition_space": {"data": "数组未排序"}})
