@@ -629,10 +629,11 @@ def test_a_shorter_cut_for_the_conditions_keeps_the_ones_it_showed() -> None:
     """Review round 2 (session 24): condition A shown near the end of the first 479
     characters was lost when the text was cut shorter to make room for condition B."""
     a, b = "during a failover drill", "the production cluster is in a change freeze window"
-    short = "# Key rotation\n" + "Rotate the keys and restart the pods. " * 8 + "Not when: during a failover drill.\n"
+    step, end = "Rotate the keys and restart the pods. ", "Not when: during a failover drill.\n"
+    short = "# Key rotation\n" + step * 8 + end
     text = access.compact_text(short, conditions=(a, b))
     assert text == " ".join(short.split("\n", 1)[1].split()) + f" Not applicable when: {b}"  # B: a field
     assert access.compact_text(short, conditions=(a,)).count(a) == 1  # shown in the text: no tail
-    body = "# Key rotation\n" + "Rotate the keys and restart the pods. " * 11 + "Not when: during a failover drill.\n"
+    body = "# Key rotation\n" + step * 11 + end
     text = access.compact_text(body, conditions=(a, b))
     assert len(text) <= 480 and text.endswith(f" … Not applicable when: {a}; {b}")
