@@ -47,6 +47,19 @@ class AppendLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every record, oldest first."""
+        rows = self._sorted()
+        if self._seen is not None:  # the kept records are this log's: a caller gets copies
+            return [orjson.loads(orjson.dumps(r[3])) for r in rows]
+        return [r[3] for r in rows]
+
+    def newest_first(self) -> Iterator[dict[str, Any]]:
+        """The records newest first (copies), read as :meth:`read` reads them: a caller
+        looking for the last record of a kind decodes no more than it takes."""
+        rows = self._sorted()
+        for r in reversed(rows):
+            yield orjson.loads(orjson.dumps(r[3])) if self._seen is not None else r[3]
+
+    def _sorted(self) -> list[tuple[int, str, int, dict[str, Any]]]:
         out: list[tuple[int, str, int, dict[str, Any]]] = []
         if self.legacy is not None:
             for i, old in enumerate(_legacy_records(self.root, self.legacy)):
@@ -70,7 +83,7 @@ class AppendLog:
             for gone in seen.keys() - set(names):
                 del seen[gone]
         out.sort(key=lambda r: (r[0], r[1], r[2]))
-        return [r[3] for r in out]
+        return out
 
     def read_holding(self, needles: Sequence[bytes]) -> list[dict[str, Any]]:
         """The records whose line holds one of ``needles`` (bytes, as the line's JSON

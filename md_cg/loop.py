@@ -316,7 +316,7 @@ def _last(store: StoreEngine) -> Reflection | None:
     another agent's searches are not this one's gap. Read from the end, so a reflect
     does not rebuild the whole record (the log itself is read incrementally)."""
     key = _key(store)
-    for rec in reversed(store.log(paths.REFLECTION_DIR).read()):
+    for rec in store.log(paths.REFLECTION_DIR).newest_first():
         try:
             r = Reflection(**rec)
         except TypeError:

@@ -351,25 +351,20 @@ class _Ladder:
         """Run one tier over ``scope`` for the slots still free.
 
         ``compete`` (T2 of a routed search): the hits found so far that are
-        not sure (:meth:`climb`) compete with this tier's for their slots.
+        not sure (:meth:`climb`) compete with this tier's for their slots
+        (:meth:`compete`).
         """
         t = time.perf_counter()
-        self.deepest = name
+        self.deepest = max(self.deepest, name, key=TIERS.index)  # T2 runs before T1 when routed
         free = self.k - len(self.sure if compete else self.found)
         if similar:
             hits = self.visible(lambda k, ex: self.text.similar(self.query, scope, k=k, exclude=ex), free)
             self.take(hits, name, fill=name == "T3")
         elif self.terms:
-            hits = self.visible(lambda k, ex: self.match(scope, k, ex), free)
             if compete:
-                pool = [(d, s, tier) for d, (s, tier) in self.found.items() if d not in self.sure]
-                pool += [(d, float(s), name) for d, s in hits if s > 0]
-                pool.sort(key=lambda h: -h[1])  # stable: on a tie the routed hit stays first
-                self.found = {d: v for d, v in self.found.items() if d in self.sure}
-                self.found.update((d, (s, tier)) for d, s, tier in pool[:free])
-                self.excluded.update(d for d, _ in hits)
+                self.compete(scope, name)
             else:
-                self.take(hits, name)
+                self.take(self.visible(lambda k, ex: self.match(scope, k, ex), free), name)
         self.timings[name] = (time.perf_counter() - t) * 1000
 
     def match(self, scope: Any, k: int, exclude: Collection[str]) -> list[tuple[str, float]]:
@@ -446,9 +441,34 @@ class _Ladder:
             self.scanned["T3"] = self.scanned["T2"]
             self.tier("T3", global_scope, similar=True)
 
+    def compete(self, scope: Any, name: str) -> None:
+        """The whole scope's term hits against the routed ones, on one scale.
+
+        One pass over ``scope`` (the routed hits not excluded: the bucket is part of
+        it, and a bucket pass's scores differ, its feedback drawing on the bucket
+        alone): the sure hits keep their places (with this pass's score where it
+        has one), the rest of the ``k`` slots go to this pass's best, a routed hit
+        keeping its tier ``T0``.
+        """
+        routed = set(self.found)
+        self.excluded -= routed
+        hits = self.visible(lambda k, ex: self.match(scope, k, ex), self.k + len(self.sure))
+        scores = {d: float(sc) for d, sc in hits if sc > 0}
+        found = {d: (scores.get(d, self.found[d][0]), "T0") for d in self.found if d in self.sure}
+        for d, sc in scores.items():
+            if len(found) >= self.k:
+                break
+            if d not in found:
+                found[d] = (sc, "T0" if d in routed else name)
+        self.found = found
+        self.excluded |= routed | set(scores)
+
     def complete(self, doc_ids: list[str]) -> set[str]:
-        """The ids among ``doc_ids`` that hold every one of the query's own terms."""
+        """The ids among ``doc_ids`` that hold every one of the query's own terms (its
+        single CJK characters aside when it has CJK bigrams: they hold them)."""
         own = [t for t, w in self.terms if w >= 1.0]
+        if any(len(t) == 2 and is_cjk(t[0]) for t in own):
+            own = [t for t in own if not (len(t) == 1 and is_cjk(t))]
         if not own or not doc_ids:
             return set()
         held = self.text.terms_of(doc_ids, own)

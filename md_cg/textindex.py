@@ -962,9 +962,13 @@ def _live_df(index: TextIndex, terms: np.ndarray) -> np.ndarray:
 
 
 def _query_idf(index: TextIndex, tids: list[int], ws: list[float]) -> np.ndarray:
-    """``w * idf`` of each query term over every document (deleted ones included: a choice, not a score)."""
-    df = index._postings.counts(np.asarray(tids, dtype=np.int64)).astype(np.float64)
-    return np.asarray(ws, dtype=np.float64) * idf_of(df, max(1, len(index._docs.ids)))
+    """``w * idf`` of each query term over the live documents: the same choice, whatever
+    deleted documents a compaction or a rebuild has dropped since."""
+    terms = np.asarray(tids, dtype=np.int64)
+    df = index._postings.counts(terms)
+    if index._docs.dead:
+        df = df - _dead_postings(index, terms).sum(axis=1)
+    return np.asarray(ws, dtype=np.float64) * idf_of(df.astype(np.float64), max(1, index._docs.n_live))
 
 
 def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:

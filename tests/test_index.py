@@ -220,6 +220,20 @@ def test_many_short_lived_writers_keep_the_log_to_few_shards(tmp_path: Path) -> 
         assert s.get("n4").body == f"version {SHARDS_DUE + 5}"
 
 
+def test_the_shards_due_grow_with_the_square_root_of_the_store() -> None:
+    """Review round 2 (session 24): at 100k nodes the writer that compacted at 64 shards
+    paid 1-4 s alone, every 64th command; a compaction costs with the store, a shard a
+    little on each open, so the total is least near the square root of the node count."""
+    from types import SimpleNamespace
+
+    from md_cg.maintenance import SHARDS_DUE, shards_due
+
+    def due(n: int) -> int:
+        return shards_due(SimpleNamespace(state=SimpleNamespace(entries=range(n))))  # type: ignore[arg-type]
+
+    assert [due(n) for n in (0, 4_000, 10_000, 100_000, 1_000_000)] == [SHARDS_DUE, 64, 100, 316, 1000]
+
+
 def test_a_reader_of_a_fresh_clone_leaves_a_snapshot_for_the_next(tmp_path: Path) -> None:
     root = tmp_path / "m"
     ids = populated(root)

@@ -439,4 +439,10 @@ def test_the_reflection_record_is_read_incrementally_and_stays_exact(tmp_path: P
     assert [r["t"] for r in full] == [0, 1, 2, 3, 4, 5, 6]
     assert [r["query"] for r in full] == ["q", "q", "q", "other", "q", "other", "q"]
     assert s.last_d() is not None and s.last_d().t == 6 and s.last_d().d == 1.0
+    # review round 2: the kept records were handed out, so a caller's edit stuck (and a
+    # reflect numbered from it)
+    s.reflections()[-1].states["ACCEPT"] = 99
+    s.log(paths.REFLECTION_DIR).read()[-1]["t"] = 41
+    assert s.reflections()[-1].states == {"REJECT": 1}
+    assert s.reflect("q", ["ACCEPT"]).t == 7
     s.close()

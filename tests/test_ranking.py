@@ -329,6 +329,12 @@ def test_a_query_of_many_terms_is_ranked_on_its_rarest_ones() -> None:
     assert ("common", 1.0) not in kept and ("rare1", 1.0) in kept
     assert got == ix.match([tw for tw in many if tw in kept], ix.scope(), k=10)
     assert got != ix.match(many[:MAX_QUERY_TERMS], ix.scope(), k=10)
+    # the choice counts live documents only: the same after deletions and a compaction
+    for i in range(0, 200, 3):
+        ix.remove(f"d{i}")
+    before = ix.match(many, ix.scope(), k=10)
+    ix.compact()
+    assert ix.match(many, ix.scope(), k=10) == before
     # a query within the limit is ranked on every term, its commonest included
     ix.add("only_common", ["common", "zz"], layer=0, bucket=0)
     assert "only_common" not in dict(ix.match(many, ix.scope(), k=None))

@@ -552,3 +552,51 @@ def test_scanned_never_exceeds_the_callers_store(tmp_path: Path) -> None:
         _, meta = s.search("recipe")
         assert (meta["scanned"], meta["scanned_by_tier"], meta["store_size"]) == (1, {"T2": 1, "T3": 1}, 1)
         assert meta["scanned_share"] == 1.0
+
+
+def test_meta_tier_is_the_deepest_tier_read_when_routed(store: MdCG) -> None:
+    """Review round 2 (session 24): a routed search now reads T2 before T1, and meta
+    said T1 (the last tier run) though T2 had read the whole store."""
+    for i in range(3):
+        store.add(
+            id=f"ops{i}", layer="knowledge", tags=["domain:ops"], body=f"kubernetis deploymnt rollbak {i}"
+        )
+    store.add(id="out", layer="knowledge", tags=["domain:billing"], body="kubernetes rollback guide")
+    results, meta = store.search("kubernetes deployment rollback", k=3, context="ops", record=False)
+    assert [(r.id, r.tier) for r in results] == [("out", "T2"), ("ops0", "T1"), ("ops1", "T1")]
+    assert meta["tier"] == "T2" and set(meta["scanned_by_tier"]) == {"T0", "T1", "T2"}
+
+
+def test_a_query_of_particles_and_pronouns_only_is_searched_as_it_is(store: MdCG) -> None:
+    """Review round 2 (session 24): with their bigrams dropped, 他们 and 就是我 found only
+    filler; the bigrams stay when the query holds nothing else."""
+    store.add(id="band", layer="knowledge", body="乐队名叫“他们”，主唱是小王", verification_basis="data")
+    store.add(id="song", layer="knowledge", body="最喜欢的歌是《就是我》", verification_basis="data")
+    store.add(id="x1", layer="knowledge", body="我在这里等你，他说了很多话", verification_basis="data")
+    for query, answer in (("他们", "band"), ("就是我", "song")):
+        first = store.search(query, k=3, record=False)[0][0]
+        assert (first.id, first.state, first.filler) == (answer, "ACCEPT", False), query
+    assert "他们" not in {t for t, _ in store.search("他们的主唱是谁", record=False)[1]["terms"]}
+
+
+def test_routed_hits_compete_with_their_whole_store_scores(store: MdCG) -> None:
+    """Review round 2 (session 24): a bucket pass draws feedback terms from the bucket
+    alone, so a routed note scored 1.6 there and 0.005 over the whole store, and took the
+    place of a note that outranks it without a context."""
+    for i in range(6):
+        body = f"gateway restart runbook {i}: restart gateway pods, check proxy logs, restart again"
+        store.add(id=f"ops{i}", layer="knowledge", tags=["domain:ops"], body=body)
+    store.add(
+        id="tmo", layer="knowledge", tags=["domain:billing"], body="invoice timeout raised to 30 seconds"
+    )
+    for i in range(40):
+        store.add(
+            id=f"fill{i}",
+            layer="knowledge",
+            tags=["domain:misc"],
+            body=f"unrelated memo {i} bananas gateway proxy",
+        )
+    plain = [(r.id, r.score) for r in store.search("gateway proxy timeout", k=3, record=False)[0]]
+    routed = store.search("gateway proxy timeout", k=3, context="ops", record=False)[0]
+    assert [(r.id, r.score) for r in routed] == plain
+    assert {r.tier for r in routed if r.id.startswith("ops")} <= {"T0"}
