@@ -12,11 +12,23 @@ reaching outside. The root itself may be a symlink: the caller chose it.
 * :func:`read_file` / :func:`lstat` -- read or stat one file, no symlinks.
 * :func:`scan` -- walk a folder tree: regular files, symlinks and other
   entries reported apart; entries that vanish mid-scan are simply absent.
+* :class:`FolderCache` -- the folders a batch writes into, a bounded number
+  open at once.
 * :class:`FileLock` -- ``flock`` on a lock file that is never replaced
   (portalocker where there is no ``fcntl``); :class:`MaintenanceLock` adds a
   gate so that maintenance is not starved by a stream of writers.
 * :class:`ShardWriter` / :func:`read_shard` -- append-only JSON-lines shards,
   one per writing process.
+
+Open descriptors do not grow with the number of folders (a store may have
+thousands of bucket folders; the soft ``RLIMIT_NOFILE`` is often 1,024, 256 on
+macOS). A walk (:func:`scan`, :func:`find_named`) holds open only the folders
+on its path from the top -- at most one per level -- and opens a subfolder,
+relative to its parent's descriptor, only when its turn comes. A batch holds at
+most :data:`FOLDER_CACHE_SIZE` folders (:class:`FolderCache`); one it closed is
+reached again by the same walk from the root, so a symlink put there meanwhile
+is refused like any other; its fsync calls hold at most two per thread of
+:func:`fsync_all`.
 
 Imports only :mod:`md_cg.errors`.
 """
@@ -25,12 +37,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import itertools
 import os
 import stat as statmod
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -401,6 +415,115 @@ class Dir:
         return os.listdir(self.fd)
 
 
+#: Folders a :class:`FolderCache` keeps open at most (see the module docstring).
+FOLDER_CACHE_SIZE = 32
+
+
+class FolderCache:
+    """Folders below the root opened by relative path, at most ``size`` open at once.
+
+    A batch that writes into many folders (one bucket folder per domain) looks each
+    one up here: the least recently used folder is closed when a new one would pass
+    ``size``, and opened again (by path, without following symlinks, like any
+    :class:`Dir`) if it is needed later. So a batch holds a bounded number of folder
+    descriptors however many folders it spans, and one spanning fewer than ``size``
+    opens each folder once, as before. Every folder opened through it is kept in
+    :attr:`touched` (in first-use order), for one fsync of each at the end
+    (:meth:`fsync_calls`). Not thread-safe: the calls it builds may run on other
+    threads only while nothing else uses it (:func:`fsync_all` joins them all).
+    """
+
+    def __init__(self, root: str, size: int = FOLDER_CACHE_SIZE) -> None:
+        self.root = root
+        self.size = max(1, size)
+        self._open: OrderedDict[str, Dir] = OrderedDict()
+        #: every folder opened through this cache, in first-use order
+        self.touched: dict[str, None] = {}
+
+    def get(self, rel_dir: str, *, create: bool = False, made: list[str] | None = None) -> Dir:
+        """The open folder ``rel_dir`` (opened now if it is not; ``create`` and ``made``:
+        see :func:`open_dir`). It stays open until ``size`` other folders are looked up."""
+        d = self._open.get(rel_dir)
+        if d is not None:
+            self._open.move_to_end(rel_dir)
+            return d
+        d = Dir(self.root, rel_dir, create=create, made=made)
+        self._open[rel_dir] = d
+        self.touched[rel_dir] = None
+        if len(self._open) > self.size:
+            self._open.popitem(last=False)[1].close()
+        return d
+
+    def drop(self, rel_dir: str) -> None:
+        """Close ``rel_dir`` if it is open (it is opened again on the next :meth:`get`)."""
+        d = self._open.pop(rel_dir, None)
+        if d is not None:
+            d.close()
+
+    @property
+    def spilled(self) -> bool:
+        """Whether a folder looked up here was closed since (more folders than ``size``)."""
+        return len(self.touched) > len(self._open)
+
+    def fsync_file_calls(self, files: Iterable[tuple[str, str]]) -> list[Callable[[], None]]:
+        """Calls for :func:`fsync_all` that fsync each file ``(folder, name)``.
+
+        While every folder is open (a batch within ``size`` folders), one call per file
+        through its open folder. Otherwise the cache is closed first and each call opens
+        one folder (without following symlinks), fsyncs up to :data:`FSYNC_CHUNK` of its
+        files and closes it: the descriptors in flight stay at two per thread."""
+        if not self.spilled:
+            return [functools.partial(self._open[rel_dir].fsync_file, name) for rel_dir, name in files]
+        self.close()
+        by_dir: dict[str, list[str]] = {}
+        for rel_dir, name in files:
+            by_dir.setdefault(rel_dir, []).append(name)
+        return [
+            functools.partial(_fsync_files_at, self.root, rel_dir, names[k : k + FSYNC_CHUNK])
+            for rel_dir, names in by_dir.items()
+            for k in range(0, len(names), FSYNC_CHUNK)
+        ]
+
+    def fsync_calls(self) -> list[Callable[[], None]]:
+        """One call per folder in :attr:`touched` that fsyncs it: through the open folder,
+        or (when :attr:`spilled`: the cache is closed first) opening it when it runs; a
+        folder removed meanwhile needs none (its entries went with it)."""
+        if not self.spilled:
+            return [d.fsync for d in self._open.values()]
+        self.close()
+        return [functools.partial(_fsync_dir_at, self.root, rel_dir) for rel_dir in self.touched]
+
+    def close(self) -> None:
+        """Close every open folder (:attr:`touched` is kept)."""
+        while self._open:
+            self._open.popitem()[1].close()
+
+    def __enter__(self) -> FolderCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+#: Files one call of :meth:`FolderCache.fsync_file_calls` fsyncs in a folder it opens.
+FSYNC_CHUNK = 64
+
+
+def _fsync_files_at(root: str, rel_dir: str, names: Sequence[str]) -> None:
+    with Dir(root, rel_dir) as d:
+        for name in names:
+            d.fsync_file(name)
+
+
+def _fsync_dir_at(root: str, rel_dir: str) -> None:
+    try:
+        d = Dir(root, rel_dir)
+    except (FileNotFoundError, NotADirectoryError):
+        return  # removed since (an emptied bucket folder): its entries went with it
+    with d:
+        d.fsync()
+
+
 #: At most this many fsyncs are in flight at once in :func:`fsync_all`.
 FSYNC_THREADS = 16
 #: :func:`fsync_all` runs this many calls one after another first, and goes
@@ -630,20 +753,61 @@ class ScanResult:
     unreadable: list[str] = field(default_factory=list)
 
 
+def _walk(
+    first: Dir, visit: Callable[[Dir, int], list[str]], enter: Callable[[Dir, str], Dir | None]
+) -> None:
+    """Walk the folder tree below ``first`` depth first, holding open only the folders
+    on the path from ``first`` to the one being read: at most one per level.
+
+    ``visit(folder, depth)`` reads one folder and returns the names of its subfolders to
+    enter; ``enter(parent, name)`` opens one of them relative to its parent's open fd
+    (or returns None: gone, refused). A subfolder is opened only when its turn comes,
+    never while it waits, so the number of open folders does not grow with the number
+    of folders. Siblings are entered last-listed first (the order of a plain stack).
+    Every folder is closed by the time this returns or raises (the caller's ``first`` too).
+    """
+    frames: list[tuple[Dir, list[str], int]] = []  # (open folder, subfolders not entered yet, depth)
+    d: Dir | None = first
+    depth = 1
+    try:
+        while True:
+            if d is not None:
+                subs = visit(d, depth)
+                if subs:
+                    frames.append((d, subs, depth))
+                else:
+                    d.close()
+                d = None
+            if not frames:
+                return
+            parent, subs, depth = frames[-1]
+            if not subs:
+                frames.pop()
+                parent.close()
+                continue
+            d = enter(parent, subs.pop())
+            depth += 1
+    finally:
+        if d is not None:
+            d.close()
+        for parent, _, _ in frames:
+            parent.close()
+
+
 def find_named(root: str, top: str, names: Collection[str], *, max_depth: int = 8) -> list[str]:
     """The paths (relative to ``root``) of the regular files below ``root/top`` whose name
     is one of ``names``, never following a symlink, folders starting with ``.`` skipped.
 
     Reads folder listings only (their entry types, no ``lstat`` per file): a few times
-    faster than :func:`scan` for a name looked for everywhere."""
+    faster than :func:`scan` for a name looked for everywhere. Holds at most one open
+    folder per level (:func:`_walk`)."""
     try:
         first = Dir(root, top)
     except (FileNotFoundError, NotADirectoryError, UnsafePathError, PermissionError):
         return []
     found: list[str] = []
-    stack = [(first, 1)]
-    while stack:
-        d, depth = stack.pop()
+
+    def visit(d: Dir, depth: int) -> list[str]:
         try:
             with os.scandir(d.fd) as entries:
                 listed = [
@@ -651,19 +815,22 @@ def find_named(root: str, top: str, names: Collection[str], *, max_depth: int = 
                     for e in entries
                 ]
         except OSError:
-            d.close()
-            continue
+            return []
+        subs = []
+        for name, is_dir, is_file in listed:
+            if is_file and name in names:
+                found.append(f"{d.rel}/{name}")
+            elif is_dir and name[0] != "." and depth < max_depth:
+                subs.append(name)
+        return subs
+
+    def enter(parent: Dir, name: str) -> Dir | None:
         try:
-            for name, is_dir, is_file in listed:
-                if is_file and name in names:
-                    found.append(f"{d.rel}/{name}")
-                elif is_dir and name[0] != "." and depth < max_depth:
-                    try:
-                        stack.append((d.sub(name), depth + 1))
-                    except (OSError, UnsafePathError):
-                        continue
-        finally:
-            d.close()
+            return parent.sub(name)
+        except (OSError, UnsafePathError):
+            return None
+
+    _walk(first, visit, enter)
     return sorted(found)
 
 
@@ -674,7 +841,9 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
     non-regular entries are listed apart, names starting with ``.`` (temp
     files, editor state) go to ``hidden`` and are not descended into. An
     entry or folder that vanishes while the walk runs is absent, not an
-    error; a symlinked ``top`` is reported in ``symlinks``.
+    error; a symlinked ``top`` is reported in ``symlinks``. At most one
+    folder per level is open at a time (:func:`_walk`), however many
+    folders there are.
     """
     out = result if result is not None else ScanResult()
     try:
@@ -687,39 +856,44 @@ def scan(root: str, top: str, *, max_depth: int = 8, result: ScanResult | None =
     except PermissionError:
         out.unreadable.append(top)
         return out
-    stack = [(first, 1)]
-    files, lstat, is_reg = out.files, os.lstat, statmod.S_ISREG
-    while stack:
-        d, depth = stack.pop()
-        try:
-            try:
-                names = d.listdir()
-            except (FileNotFoundError, NotADirectoryError):
-                continue
-            except PermissionError:
-                out.unreadable.append(d.rel)
-                continue
-            fd, prefix = d.fd, f"{d.rel}/"
-            # Regular files (nearly every entry) inline; the rest in _scan_entry.
-            for name in names:
-                if name[0] != ".":
-                    try:
-                        st = lstat(name, dir_fd=fd)
-                    except FileNotFoundError:
-                        continue  # removed while we scanned
-                    except PermissionError:  # listable, not searchable (mode 0444)
-                        out.unreadable.append(d.rel)
-                        break
-                    if is_reg(st.st_mode):
-                        files[prefix + name] = st
-                        continue
-                _scan_entry(d, name, depth, max_depth, out, stack)
-        finally:
-            d.close()
+    _walk(
+        first,
+        lambda d, depth: _scan_folder(d, depth, max_depth, out),
+        lambda d, name: _scan_enter(d, name, out),
+    )
     return out
 
 
-def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, stack: list[Any]) -> None:
+def _scan_folder(d: Dir, depth: int, max_depth: int, out: ScanResult) -> list[str]:
+    """Record the entries of one folder of :func:`scan`; return its subfolders to enter."""
+    try:
+        names = d.listdir()
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except PermissionError:
+        out.unreadable.append(d.rel)
+        return []
+    subs: list[str] = []
+    files, lstat, is_reg = out.files, os.lstat, statmod.S_ISREG
+    fd, prefix = d.fd, f"{d.rel}/"
+    # Regular files (nearly every entry) inline; the rest in _scan_entry.
+    for name in names:
+        if name[0] != ".":
+            try:
+                st = lstat(name, dir_fd=fd)
+            except FileNotFoundError:
+                continue  # removed while we scanned
+            except PermissionError:  # listable, not searchable (mode 0444)
+                out.unreadable.append(d.rel)
+                break
+            if is_reg(st.st_mode):
+                files[prefix + name] = st
+                continue
+        _scan_entry(d, name, depth, max_depth, out, subs)
+    return subs
+
+
+def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, subs: list[str]) -> None:
     rel = f"{d.rel}/{name}"
     if name.startswith("."):
         out.hidden.append(rel)
@@ -738,25 +912,32 @@ def _scan_entry(d: Dir, name: str, depth: int, max_depth: int, out: ScanResult, 
         if depth >= max_depth:
             out.too_deep.append(rel)
             return
-        try:
-            fd = os.open(name, _DIR_FLAGS, dir_fd=d.fd)
-        except (FileNotFoundError, NotADirectoryError):
-            return
-        except PermissionError:
-            out.unreadable.append(rel)
-            return
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                out.symlinks.append(rel)
-                return
-            raise
-        sub = Dir.__new__(Dir)
-        sub.rel, sub.fd = rel, fd
-        stack.append((sub, depth + 1))
+        subs.append(name)  # opened when its turn comes (_scan_enter), not now
     elif statmod.S_ISLNK(mode):
         out.symlinks.append(rel)
     else:
         out.other.append(rel)
+
+
+def _scan_enter(parent: Dir, name: str, out: ScanResult) -> Dir | None:
+    """Open the subfolder ``name`` of ``parent`` for :func:`scan` (``O_NOFOLLOW``, relative
+    to the parent's fd); None when it is gone, unreadable or was swapped for a symlink."""
+    rel = f"{parent.rel}/{name}"
+    try:
+        fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except PermissionError:
+        out.unreadable.append(rel)
+        return None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            out.symlinks.append(rel)
+            return None
+        raise
+    sub = Dir.__new__(Dir)
+    sub.rel, sub.fd = rel, fd
+    return sub
 
 
 # -- locks ----------------------------------------------------------------------

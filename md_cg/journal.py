@@ -56,7 +56,7 @@ import time
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from . import fsops, paths
 from .errors import UnsafePathError
@@ -181,10 +181,13 @@ class Journal:
         and is rolled forward by the next recovery, exactly like the commit of a
         crashed process.
         """
-        dirs: dict[str, fsops.Dir] = {}
+        # The folders written to, a bounded number open at once (a batch may span
+        # thousands of bucket folders: fsops.FolderCache).
+        dirs = fsops.FolderCache(self.root)
+        order = _folder_order([p.rel for p in puts], dirs.size)
         try:
             made: list[str] = []
-            temps, stats = self._write_temps(puts, dirs, made)
+            temps, stats = self._write_temps(puts, order, dirs, made)
             self._step("temps")
             record = {
                 "op": "commit",
@@ -206,9 +209,9 @@ class Journal:
                     raise
             self._step("logged")
             try:
-                self._apply(puts, temps, stats, dels, dirs, applied)
+                self._apply(puts, order, temps, stats, dels, dirs, applied)
                 if durable:
-                    fsops.fsync_all([d.fsync for d in dirs.values()])
+                    fsops.fsync_all(dirs.fsync_calls())
             except BaseException:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -217,11 +220,10 @@ class Journal:
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)
         finally:
-            for d in dirs.values():
-                d.close()
+            dirs.close()
 
     def _logged_syncs(
-        self, puts: Sequence[Put], temps: list[str], dirs: dict[str, fsops.Dir], made: list[str]
+        self, puts: Sequence[Put], temps: list[str], dirs: fsops.FolderCache, made: list[str]
     ) -> list[Callable[[], object]]:
         """The fsyncs of a durable commit before its renames, run at once: every
         temp file, the commit line, and the parent of each folder the commit made.
@@ -232,7 +234,7 @@ class Journal:
         """
         sync = functools.partial
         calls: list[Callable[[], object]] = [
-            sync(dirs[_split(p.rel)[0]].fsync_file, tmp) for p, tmp in zip(puts, temps, strict=True)
+            *dirs.fsync_file_calls((_split(p.rel)[0], tmp) for p, tmp in zip(puts, temps, strict=True))
         ]
         calls.append(self.writer.sync)
         calls += [sync(_fsync_folder, self.root, parent) for parent in sorted({_split(m)[0] for m in made})]
@@ -242,7 +244,7 @@ class Journal:
         self,
         puts: Sequence[Put],
         temps: list[str],
-        dirs: dict[str, fsops.Dir],
+        dirs: fsops.FolderCache,
         logged: Commit | None,
         advance: Callable[[str, int], None],
     ) -> None:
@@ -258,66 +260,73 @@ class Journal:
                 self.failed.append(logged)
 
     def _write_temps(
-        self, puts: Sequence[Put], dirs: dict[str, fsops.Dir], made: list[str]
+        self, puts: Sequence[Put], order: Sequence[int], dirs: fsops.FolderCache, made: list[str]
     ) -> tuple[list[str], list[os.stat_result]]:
-        """Write every put to a temp file beside its target (folders made as
-        needed, listed in ``made``); no fsync here."""
-        temps: list[str] = []
-        stats: list[os.stat_result] = []
+        """Write every put, in ``order`` (:func:`_folder_order`), to a temp file beside
+        its target (folders made as needed, listed in ``made``); no fsync here."""
+        temps: list[str | None] = [None] * len(puts)
+        stats: list[os.stat_result | None] = [None] * len(puts)
         try:
-            for put in puts:
+            for i in order:
+                put = puts[i]
                 parent, name = _split(put.rel)
-                tmp, st = self._write_temp(parent, name, put.data, dirs, made)
-                temps.append(tmp)
-                stats.append(st)
+                temps[i], stats[i] = self._write_temp(parent, name, put.data, dirs, made)
         except BaseException:
             _remove_temps(puts, temps, dirs)
             raise
-        return temps, stats
+        return cast(list[str], temps), cast(list[os.stat_result], stats)
 
     def _write_temp(
-        self, parent: str, name: str, data: bytes, dirs: dict[str, fsops.Dir], made: list[str]
+        self, parent: str, name: str, data: bytes, dirs: fsops.FolderCache, made: list[str]
     ) -> tuple[str, os.stat_result]:
         """A temp file beside ``parent/name``. Another process removing ``parent`` once
         it is empty (a forget or a move out of a bucket) can do so between the open of
         the folder and the temp file's creation: the folder is made again (a few times).
         Once the temp file is there the folder is not empty, so it stays."""
         for attempt in range(_FOLDER_TRIES):
-            d = dirs.get(parent)
-            if d is None:
-                d = dirs[parent] = fsops.Dir(self.root, parent, create=True, made=made)
+            d = dirs.get(parent, create=True, made=made)
             try:
                 return d.write_temp(name, data)
             except FileNotFoundError:
                 if attempt == _FOLDER_TRIES - 1:
                     raise
-                dirs.pop(parent).close()
+                dirs.drop(parent)
         raise AssertionError("unreachable")
 
     def _apply(
         self,
         puts: Sequence[Put],
+        order: Sequence[int],
         temps: list[str],
         stats: list[os.stat_result],
         dels: Sequence[tuple[str, str]],
-        dirs: dict[str, fsops.Dir],
+        dirs: fsops.FolderCache,
         applied: Callable[[Put, os.stat_result], None],
     ) -> None:
-        for n, (put, tmp, st) in enumerate(zip(puts, temps, stats, strict=True)):
+        """Rename the temp files into place in ``order``, then do the dels.
+
+        ``applied`` is called as each file lands; when ``order`` is not the puts' own
+        (a batch over many folders), once all have landed, in the puts' order (the
+        index gets its entries in the same order either way)."""
+        inline = isinstance(order, range)
+        for n, i in enumerate(order):
+            put = puts[i]
             parent, name = _split(put.rel)
-            dirs[parent].replace(tmp, name)
-            applied(put, st)
+            dirs.get(parent).replace(temps[i], name)
+            if inline:
+                applied(put, stats[i])
             if self.fault is not None:
                 self.fault(f"rename-{n + 1}")
+        if not inline:
+            for put, st in zip(puts, stats, strict=True):
+                applied(put, st)
         self._step("renamed")
-        for _, rel in dels:
-            parent, name = _split(rel)
-            d = dirs.get(parent)
-            if d is None:
-                try:
-                    d = dirs[parent] = fsops.Dir(self.root, parent)
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
+        for k in _folder_order([rel for _, rel in dels], dirs.size):
+            parent, name = _split(dels[k][1])
+            try:
+                d = dirs.get(parent)
+            except (FileNotFoundError, NotADirectoryError):
+                continue
             d.unlink(name)
         self._step("deleted")
 
@@ -492,14 +501,34 @@ def _split(rel: str) -> tuple[str, str]:
     return rel[:cut], rel[cut + 1 :]
 
 
+def _folder_order(rels: Sequence[str], size: int) -> Sequence[int]:
+    """The order in which a commit handles the files ``rels``: their own (a ``range``),
+    unless they lie in more folders than a :class:`~md_cg.fsops.FolderCache` of ``size``
+    keeps open; then grouped by folder (a stable sort), so that each folder is opened
+    once per pass over them rather than once per file."""
+    if len(rels) <= size:
+        return range(len(rels))
+    parents = [rel[: rel.rfind("/")] for rel in rels]
+    if len(set(parents)) <= size:
+        return range(len(rels))
+    return sorted(range(len(rels)), key=parents.__getitem__)
+
+
 def _fsync_folder(root: str, rel: str) -> None:
     with fsops.Dir(root, rel) as d:
         d.fsync()
 
 
-def _remove_temps(puts: Sequence[Put], temps: Sequence[str], dirs: dict[str, fsops.Dir]) -> None:
+def _remove_temps(puts: Sequence[Put], temps: Sequence[str | None], dirs: fsops.FolderCache) -> None:
+    """Remove the temp files written so far (None: not written)."""
     for put, tmp in zip(puts, temps, strict=False):
-        dirs[_split(put.rel)[0]].unlink(tmp)
+        if tmp is None:
+            continue
+        try:
+            d = dirs.get(_split(put.rel)[0])  # opened again if the cache closed it
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # the folder is gone, and its temp file with it
+        d.unlink(tmp)
 
 
 # -- reading ----------------------------------------------------------------------
