@@ -476,3 +476,56 @@ def test_edge_extra_keys_named_as_columns_plain_text_and_out_of_range_confidence
             "0.1, which differs from column 'confidence' (0.5); an edge has one confidence",
         ),
     ]
+
+
+def test_edge_extra_agrees_with_sqlite_booleans_and_fills_a_null_target(tmp_path: Path) -> None:
+    """A `verified` column of 1 or 0 (sqlite's booleans) with extra {"verified": true} or
+    false is one value, and a NULL `target` takes extra's target: those edges were bad rows
+    and dropped. 1 with false, and 2 with true, still differ; no target anywhere is refused."""
+    src = tmp_path / "s.sqlite"
+    conn = sqlite3.connect(src)
+    with conn:
+        conn.execute("CREATE TABLE nodes (id, layer, content)")
+        conn.execute("CREATE TABLE edges (source, target, type, confidence, verified, extra)")
+        conn.executemany(
+            "INSERT INTO nodes VALUES (?, 'knowledge', ?)", [(f"n{i}", f"node {i}") for i in range(5)]
+        )
+        conn.executemany(
+            "INSERT INTO edges VALUES ('n0', ?, 'causal', NULL, ?, ?)",
+            [
+                ("n1", 1, '{"verified": true}'),
+                ("n2", 0, '{"verified": false}'),
+                (None, None, '{"target": "n3"}'),
+                ("n4", 1, '{"verified": false}'),
+                ("n4", 2, '{"verified": true}'),
+                (None, None, None),
+            ],
+        )
+    conn.close()
+    conn = open_readonly(src)
+    rows = list(iter_rows(conn))
+    conn.close()
+    n0 = next(r.node for r in rows if r.table == "nodes" and r.node_id == "n0")
+    assert n0 is not None
+    assert [e.to_dict() for e in n0.edges] == [
+        {"target": "n1", "type": "causal", "verified": 1},
+        {"target": "n2", "type": "causal", "verified": 0},
+        {"target": "n3", "type": "causal"},
+    ]
+    assert [(r.rowid, r.error) for r in rows if r.table == "edges"] == [
+        (
+            4,
+            "edges rowid 4: the edge 'n0' -> 'n4' is left out: column 'edges.extra' holds 'verified': "
+            "False, which differs from column 'verified' (1); an edge has one verified",
+        ),
+        (
+            5,
+            "edges rowid 5: the edge 'n0' -> 'n4' is left out: column 'edges.extra' holds 'verified': "
+            "True, which differs from column 'verified' (2); an edge has one verified",
+        ),
+        (
+            6,
+            "edges rowid 6: the edge 'n0' -> None is left out: field 'edges' has an unsafe target: "
+            "edge target must be a string, got NoneType None (got None)",
+        ),
+    ]
