@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -482,29 +483,22 @@ def test_edge_extra_agrees_with_sqlite_booleans_and_fills_a_null_target(tmp_path
     """A `verified` column of 1 or 0 (sqlite's booleans) with extra {"verified": true} or
     false is one value, and a NULL `target` takes extra's target: those edges were bad rows
     and dropped. 1 with false, and 2 with true, still differ; no target anywhere is refused."""
+    edges = [
+        ("n1", 1, '{"verified": true}'),
+        ("n2", 0, '{"verified": false}'),
+        (None, None, '{"target": "n3"}'),
+        ("n4", 1, '{"verified": false}'),
+        ("n4", 2, '{"verified": true}'),
+        (None, None, None),
+    ]
     src = tmp_path / "s.sqlite"
-    conn = sqlite3.connect(src)
-    with conn:
+    with closing(sqlite3.connect(src)) as conn, conn:
         conn.execute("CREATE TABLE nodes (id, layer, content)")
         conn.execute("CREATE TABLE edges (source, target, type, confidence, verified, extra)")
-        conn.executemany(
-            "INSERT INTO nodes VALUES (?, 'knowledge', ?)", [(f"n{i}", f"node {i}") for i in range(5)]
-        )
-        conn.executemany(
-            "INSERT INTO edges VALUES ('n0', ?, 'causal', NULL, ?, ?)",
-            [
-                ("n1", 1, '{"verified": true}'),
-                ("n2", 0, '{"verified": false}'),
-                (None, None, '{"target": "n3"}'),
-                ("n4", 1, '{"verified": false}'),
-                ("n4", 2, '{"verified": true}'),
-                (None, None, None),
-            ],
-        )
-    conn.close()
-    conn = open_readonly(src)
-    rows = list(iter_rows(conn))
-    conn.close()
+        conn.executemany("INSERT INTO nodes VALUES (?, 'knowledge', 'x')", [(f"n{i}",) for i in range(5)])
+        conn.executemany("INSERT INTO edges VALUES ('n0', ?, 'causal', NULL, ?, ?)", edges)
+    with closing(open_readonly(src)) as conn:
+        rows = list(iter_rows(conn))
     n0 = next(r.node for r in rows if r.table == "nodes" and r.node_id == "n0")
     assert n0 is not None
     assert [e.to_dict() for e in n0.edges] == [
