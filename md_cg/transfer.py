@@ -80,7 +80,17 @@ from .errors import (
 )
 from .index import Entry
 from .merge import has_conflict_markers
-from .node import FIELD_ORDER, Node, build_node, check_layer, check_new_id, content_id, windows_device_name
+from .node import (
+    FIELD_ORDER,
+    INT_END,
+    INT_MIN,
+    Node,
+    build_node,
+    check_layer,
+    check_new_id,
+    content_id,
+    windows_device_name,
+)
 from .store import MdCG
 
 __all__ = [
@@ -264,17 +274,43 @@ def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
                 yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
 
 
+def _refuse_big_integers(record: dict[str, Any]) -> None:
+    """Raise naming the field path (``created_at``, ``k.x[1]``, ``mdcg:custom.body``) of
+    the first integer in ``record`` that a node file cannot store (beyond 64 bits): the
+    node model would make a time or a score of it a float, or name the wrong field."""
+    for key, top in record.items():
+        stack: list[tuple[str, Any]] = [(str(key), top)]
+        while stack:
+            path, item = stack.pop()
+            if isinstance(item, dict):
+                stack += [(f"{path}.{k}", v) for k, v in reversed(item.items())]
+            elif isinstance(item, list):
+                stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item)))]
+            elif type(item) is int and not INT_MIN <= item < INT_END:
+                raise InvalidNodeError(
+                    f"field {path!r} holds the integer {item}, outside the range a node file stores "
+                    "(-2**63 to 2**64 - 1)",
+                    field=str(key),
+                )
+
+
 #: List fields where one string is a list of one (as the node file reader takes them).
 _LISTS_OF_TEXT = ("tags", "non_applicable_conditions")
 
 
-def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tuple[Node, bytes]:
+def _record_node(
+    value: Any, layer: str, tags: Sequence[str], now: float, long_digits: bool = True
+) -> tuple[Node, bytes]:
     """The node of one record and its file's bytes; raises InvalidNodeError or
-    ImportSourceError naming the problem (the record's own name for its text)."""
+    ImportSourceError naming the problem (the record's own name for its text).
+    ``long_digits=False``: the source has no run of digits an integer beyond 64 bits
+    needs (its integers are not looked for)."""
     if isinstance(value, ImportSourceError):
         raise value
     if not isinstance(value, dict):
         raise ImportSourceError(f"expected a JSON object, got {type(value).__name__}")
+    if long_digits:
+        _refuse_big_integers(value)
     meta = dict(value)
     if meta.get(ARCHIVED_KEY) is True:
         del meta[ARCHIVED_KEY]  # a state of the store, not a field: see import_nodes
@@ -353,11 +389,12 @@ def _parse(
     nodes: list[tuple[str, Node]] = []
     stamped: set[str] = set()
     first: dict[str, tuple[str, bytes]] = {}
+    long_digits = _LONG_DIGITS.search(data) is not None
     for where, value in read_records(data):
         report.records += 1
         given = value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
         try:
-            node, text = _record_node(value, layer, tags, now)
+            node, text = _record_node(value, layer, tags, now, long_digits)
         except (MdcgError, UnicodeError) as exc:
             report.bad.append(BadRecord(where, given, _reason(exc)))
             continue

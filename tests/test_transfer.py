@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import multiprocessing
 import time
 from pathlib import Path
@@ -673,13 +674,45 @@ def test_an_integer_beyond_64_bits_is_a_bad_record_naming_line_and_key(tmp_path:
             import_nodes(s, source)
         assert [(b.where, b.node_id, b.reason.split(" outside")[0]) for b in err.value.problems] == [
             ("line 2", "big", f"field 'k' holds the integer {big},"),
-            ("line 3", "deep", f"field 'm' holds the integer {-big},"),
+            ("line 3", "deep", f"field 'm.a[1]' holds the integer {-big},"),
         ]
         assert s.ids() == []
         report = import_nodes(s, source, skip_bad=True)
         assert (report.created, [b.node_id for b in report.bad]) == (1, ["big", "deep"])
         node = s.get("ok")
         assert (node.body, node.extra) == ("order 12345678901234567890123", {"lo": -(2**63), "hi": 2**64 - 1})
+
+
+def test_an_integer_beyond_64_bits_is_refused_anywhere_naming_its_field_path(tmp_path: Path) -> None:
+    """created_at of 30 digits was stored as 1.2345678901234568e+29, and one under
+    mdcg:custom's body was reported as field 'text': every such integer is now a bad
+    record naming the line and the path to it; 2**64 - 1 and -2**63 still import."""
+    big = 123456789012345678901234567890
+    records = [
+        {"id": "a", "text": "t", "created_at": big},
+        {"id": "b", "text": "t", "mdcg:custom": {"body": big}},
+        {"id": "c", "text": "t", "edges": [{"target": "a", "type": "causal", "confidence": big}]},
+        {"id": "d", "text": "t", "importance": big},
+        {"id": "e", "text": "t", "k": -(2**63) - 1},
+        {"id": "f", "text": "t", "k": {"x": [1, {"y": big}]}},
+        {"id": "ok", "text": "t", "k": [2**64 - 1, -(2**63)]},
+    ]
+    source = tmp_path / "n.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    paths = ["created_at", "mdcg:custom.body", "edges[0].confidence", "importance", "k", "k.x[1].y"]
+    values = [big, big, big, big, -(2**63) - 1, big]
+    with MdCG(tmp_path / "s") as s:
+        report = import_nodes(s, source, skip_bad=True)
+        assert [tuple(b) for b in report.bad] == [
+            (
+                f"line {n}",
+                node_id,
+                f"field {path!r} holds the integer {value}, outside the range a node file stores "
+                "(-2**63 to 2**64 - 1)",
+            )
+            for n, node_id, path, value in zip(range(1, 7), "abcdef", paths, values, strict=True)
+        ]
+        assert (s.ids(), s.get("ok").extra) == (["ok"], {"k": [2**64 - 1, -(2**63)]})
 
 
 # -- files edited by hand in the store ------------------------------------------------------------
