@@ -1675,10 +1675,11 @@ def import_(
         _print_json(report.to_dict())
         return
     typer.echo(report.summary())
-    for bad in report.bad[:10]:
-        typer.echo(f"  left out: {bad}")
-    if len(report.bad) > 10:
-        typer.echo(f"  ... and {len(report.bad) - 10} more (--json lists them all)")
+    for what, records in (("left out", report.bad), ("kept", report.kept)):
+        for record in records[:10]:
+            typer.echo(f"  {what}: {record}")
+        if len(records) > 10:
+            typer.echo(f"  ... and {len(records) - 10} more (--json lists them all)")
 
 
 @contextmanager

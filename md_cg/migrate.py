@@ -121,7 +121,8 @@ class Mismatch(NamedTuple):
     ``extra.<key>`` for an extra key, ``edges[<i>].<attr>`` for one attribute
     of the i-th edge, ``edges.count`` when the number of edges differs,
     ``<path>`` when the file is not where the node belongs, ``<missing>`` when
-    no file holds the id and ``<unreadable>`` when its file does not parse.
+    no file holds the id and ``<unreadable>`` when its file broke while the
+    verification read it (one that did not parse before is listed as kept).
     ``detail`` shows the first difference (source value, then file value).
     """
 
@@ -906,7 +907,8 @@ def _verify(
 ) -> None:
     """The verification pass: every good row against its file, read by a fresh reader."""
     with MdCG(dest, read_only=True, create=False, refresh_interval=None) as store:
-        health = store.health()
+        health = store.health()  # before the pick-up: it names the files changed by hand
+        pick_up_hand_edits(store)  # as a run does first (a read-only view: writes nothing)
         report.dest_findings = dict(sorted(Counter(f.kind for f in health.findings).items()))
         unreadable = {f.path: f.detail for f in health.findings if f.kind == "unreadable_file"}
         untracked = {f.node_id: f.path for f in health.findings if f.kind == "untracked_file"}
@@ -927,8 +929,8 @@ def _verify(
             if node.id in kept:
                 continue
             rel = layout.rel_path(node)
-            # a file the index cannot use is a mismatch here (the write pass did not write over it)
-            why = None if rel in unreadable else kept_reason(store, node, forgotten, report.overwrite)
+            # a file the index cannot use (broken by hand) is kept, as the run lists it
+            why = kept_reason(store, node, forgotten, report.overwrite)
             if why is not None:
                 report.kept.append((node.id, why))
                 continue
@@ -1115,8 +1117,10 @@ def verify_migration(
     """Compare every good row of ``src`` with its node in the store ``dest``; write nothing.
 
     The same check :func:`migrate` ends with, on its own: the report's
-    ``mismatches`` list every node whose file is missing, unreadable,
-    misplaced or differs in any field or edge. ``progress(done, total)`` counts
-    ``nodes`` rows.
+    ``mismatches`` list every node whose file is missing, misplaced or differs
+    in any field or edge. Like a run, it first reads again the files changed by
+    hand (in its own view) and lists in ``kept`` what a run would keep -- a
+    file that does not parse among them -- so it agrees with the run before it.
+    ``progress(done, total)`` counts ``nodes`` rows.
     """
     return _run(src, dest, "verify", batch=DEFAULT_BATCH, durable=False, progress=progress, resume=False)

@@ -440,7 +440,9 @@ def _load_edges(conn: sqlite3.Connection) -> dict[Any, list[tuple[int, dict[str,
 
 def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """The frontmatter form of one edge row (raises ``ValueError`` for a bad ``extra``)."""
-    edge: dict[str, Any] = {"target": _id_text(row.get("target"))}
+    edge: dict[str, Any] = {}
+    if row.get("target") is not None:  # a NULL target may come from extra, as other columns
+        edge["target"] = _id_text(row["target"])
     if row.get("type") is not None:
         kind = row["type"]
         if isinstance(kind, str) and kind.strip().lower() in EDGE_TYPES:
@@ -456,19 +458,22 @@ def _edge_from_row(row: Mapping[str, Any]) -> dict[str, Any]:
     for key, value in (extra or {}).items():
         if key not in edge:
             edge[key] = value  # a NULL column's value may come from extra
-        elif not _same_value(value, edge[key]):  # one edge cannot keep both: not dropped silently
+        elif not _same_value(key, value, edge[key]):  # one edge cannot keep both: not dropped silently
             raise ValueError(
                 f"column 'edges.extra' holds {key!r}: {show(value)}, which differs from column "
                 f"{key!r} ({show(edge[key])}); an edge has one {key}"
             )
+    edge.setdefault("target", None)  # none anywhere: refused, naming the target
     return edge
 
 
-def _same_value(given: Any, column: Any) -> bool:
+def _same_value(key: str, given: Any, column: Any) -> bool:
     """Whether an ``edges.extra`` value is the column's own (``Causal`` is ``causal``;
-    ``1`` is not ``true``)."""
+    ``1`` is not ``true``, except in ``verified``, where sqlite's booleans are 1 and 0)."""
     if isinstance(given, str) and isinstance(column, str) and column in EDGE_TYPES:
         given = given.strip().lower()
+    if key == "verified" and isinstance(given, bool) and type(column) is int and column in (0, 1):
+        return given == bool(column)
     return bool(given == column) and isinstance(given, bool) == isinstance(column, bool)
 
 

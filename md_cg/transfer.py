@@ -39,8 +39,12 @@ Import
     archived or expired node is always refused. Records are written
     ``batch`` at a time, each batch one commit (all or nothing, even across
     a crash); a batch that meets ids another process stored meanwhile is
-    planned again (the same content is then ``unchanged``). ``dry_run=True``
-    reports what would happen and writes nothing. Times are stored as given
+    planned again (the same content is then ``unchanged``). A record whose
+    file in the store cannot be read as a memory (broken by hand, before or
+    during the import) is not written over: it is listed in ``kept`` and the
+    rest imported, as a migration keeps it. ``dry_run=True`` reports what
+    would happen and writes nothing: it sees the files edited by hand as the
+    import will (in a read-only view of its own). Times are stored as given
     (``add_many(stamp=False)``), and each node gets its retention decision as
     a migrated node does.
 """
@@ -54,7 +58,8 @@ import re
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
@@ -75,7 +80,17 @@ from .errors import (
 )
 from .index import Entry
 from .merge import has_conflict_markers
-from .node import FIELD_ORDER, Node, build_node, check_layer, check_new_id, content_id, windows_device_name
+from .node import (
+    FIELD_ORDER,
+    INT_END,
+    INT_MIN,
+    Node,
+    build_node,
+    check_layer,
+    check_new_id,
+    content_id,
+    windows_device_name,
+)
 from .store import MdCG
 
 __all__ = [
@@ -121,7 +136,9 @@ class ImportReport:
     bytes: not written); ``repeated``: records identical to an earlier one of
     the source (stored once); ``bad``: the records left out (``skip_bad``);
     ``archived``: the ids whose record says ``"archived": true`` (an export with
-    archived memories), put back in ``archive/`` after the write.
+    archived memories), put back in ``archive/`` after the write; ``kept``: the
+    records not written because the store's file of their id cannot be read as a
+    memory (not written over, as a migration keeps it; the rest is imported).
     """
 
     source: str
@@ -133,6 +150,9 @@ class ImportReport:
     unchanged: int = 0
     repeated: int = 0
     bad: list[BadRecord] = field(default_factory=list)
+    #: records not written because the store's file of their id cannot be read as a
+    #: memory (broken by hand, say): it is not written over; fixed, the next run imports them
+    kept: list[BadRecord] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -149,6 +169,7 @@ class ImportReport:
             "unchanged": self.unchanged,
             "repeated": self.repeated,
             "bad": [r._asdict() for r in self.bad],
+            "kept": [r._asdict() for r in self.kept],
             "seconds": round(self.seconds, 3),
         }
 
@@ -161,6 +182,8 @@ class ImportReport:
             parts.append(f"{self.repeated} repeated in the source")
         if self.bad:
             parts.append(f"{len(self.bad)} bad left out")
+        if self.kept:
+            parts.append(f"{len(self.kept)} kept (the store's file cannot be read)")
         dry = "; dry run: nothing was written" if self.dry_run else ""
         return f"{self.source}: {self.records} record(s): {', '.join(parts)} ({self.seconds:.2f} s{dry})"
 
@@ -251,17 +274,43 @@ def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
                 yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
 
 
+def _refuse_big_integers(record: dict[str, Any]) -> None:
+    """Raise naming the field path (``created_at``, ``k.x[1]``, ``mdcg:custom.body``) of
+    the first integer in ``record`` that a node file cannot store (beyond 64 bits): the
+    node model would make a time or a score of it a float, or name the wrong field."""
+    for key, top in record.items():
+        stack: list[tuple[str, Any]] = [(str(key), top)]
+        while stack:
+            path, item = stack.pop()
+            if isinstance(item, dict):
+                stack += [(f"{path}.{k}", v) for k, v in reversed(item.items())]
+            elif isinstance(item, list):
+                stack += [(f"{path}[{i}]", v) for i, v in reversed(list(enumerate(item)))]
+            elif type(item) is int and not INT_MIN <= item < INT_END:
+                raise InvalidNodeError(
+                    f"field {path!r} holds the integer {item}, outside the range a node file stores "
+                    "(-2**63 to 2**64 - 1)",
+                    field=str(key),
+                )
+
+
 #: List fields where one string is a list of one (as the node file reader takes them).
 _LISTS_OF_TEXT = ("tags", "non_applicable_conditions")
 
 
-def _record_node(value: Any, layer: str, tags: Sequence[str], now: float) -> tuple[Node, bytes]:
+def _record_node(
+    value: Any, layer: str, tags: Sequence[str], now: float, long_digits: bool = True
+) -> tuple[Node, bytes]:
     """The node of one record and its file's bytes; raises InvalidNodeError or
-    ImportSourceError naming the problem (the record's own name for its text)."""
+    ImportSourceError naming the problem (the record's own name for its text).
+    ``long_digits=False``: the source has no run of digits an integer beyond 64 bits
+    needs (its integers are not looked for)."""
     if isinstance(value, ImportSourceError):
         raise value
     if not isinstance(value, dict):
         raise ImportSourceError(f"expected a JSON object, got {type(value).__name__}")
+    if long_digits:
+        _refuse_big_integers(value)
     meta = dict(value)
     if meta.get(ARCHIVED_KEY) is True:
         del meta[ARCHIVED_KEY]  # a state of the store, not a field: see import_nodes
@@ -340,11 +389,12 @@ def _parse(
     nodes: list[tuple[str, Node]] = []
     stamped: set[str] = set()
     first: dict[str, tuple[str, bytes]] = {}
+    long_digits = _LONG_DIGITS.search(data) is not None
     for where, value in read_records(data):
         report.records += 1
         given = value.get("id") if isinstance(value, dict) and isinstance(value.get("id"), str) else None
         try:
-            node, text = _record_node(value, layer, tags, now)
+            node, text = _record_node(value, layer, tags, now, long_digits)
         except (MdcgError, UnicodeError) as exc:
             report.bad.append(BadRecord(where, given, _reason(exc)))
             continue
@@ -409,22 +459,23 @@ def import_nodes(
     name, data = _read_source(source)
     report = ImportReport(name, dry_run=dry_run)
     nodes, stamped = _parse(data, layer, tuple(tags), time.time(), report)
-    nodes = _creatable(store, nodes, report)
-    report.bad.sort(key=lambda bad: int(bad.where.rpartition(" ")[2]))  # in source order
-    if report.bad and not skip_bad:
-        raise _bad_error(name, report.bad, "bad record(s)")
-    if not dry_run:
+    writer = _Writer(store, name, overwrite, stamped, durable, frozenset(report.archived))
+    if dry_run:
+        # files edited by hand are seen as they are, as the run will (a read-only view: writes nothing)
+        with _read_only_view(store) as view:
+            nodes = _creatable(view, nodes, report)
+            _refuse_bad(report, skip_bad)
+            plan = _planned(replace(writer, store=view), nodes, report)
+    else:
+        nodes = _creatable(store, nodes, report)
+        _refuse_bad(report, skip_bad)  # before anything is written
         # Clean up after an interrupted writer (a killed import): its temp files, index
         # drift; files edited by hand are then seen as they are.
         store.sync()
-    writer = _Writer(store, name, overwrite, stamped, durable, frozenset(report.archived))
-    plan = writer.plan(nodes)
-    taken = _taken(plan)
-    if taken:
-        raise _bad_error(name, taken, "record(s) whose id is taken (--overwrite replaces other content)")
-    report.ids = [node.id for _w, node, _s in plan]
-    if not dry_run:
-        plan = writer.write(plan, batch, progress)
+        plan = writer.write(_planned(writer, nodes, report), batch, progress)
+        report.kept += [BadRecord(w, n.id, s.removeprefix(_KEPT)) for w, n, s in plan if s.startswith(_KEPT)]
+        report.kept.sort(key=lambda kept: int(kept.where.rpartition(" ")[2]))
+        report.ids = [n.id for _w, n, status in plan if not status.startswith(_KEPT)]
         if report.archived:  # written live first, then moved back to archive/ (one commit)
             store.archive([i for i in report.archived if i in set(report.ids)])
     for _where, _node, status in plan:
@@ -434,6 +485,45 @@ def import_nodes(
         report.moved += status == "moved"
     report.seconds = time.perf_counter() - started
     return report
+
+
+@contextmanager
+def _read_only_view(store: MdCG) -> Iterator[MdCG]:
+    """A read-only handle on ``store`` (itself when it is one; else another, of the same
+    scope) that has picked up the files changed by hand since they were indexed."""
+    if store.read_only:
+        store.sync_if_changed(min_interval=0)  # a read-only handle: its own view only
+        yield store
+        return
+    view = MdCG(store.root, read_only=True, create=False, scope=store.scope, ttl_seconds=store._ttl_seconds)
+    try:
+        view.sync_if_changed(min_interval=0)
+        yield view
+    finally:
+        view.close()
+
+
+def _refuse_bad(report: ImportReport, skip_bad: bool) -> None:
+    """Put the bad records in source order; raise naming them (unless ``skip_bad``)."""
+    report.bad.sort(key=lambda bad: int(bad.where.rpartition(" ")[2]))
+    if report.bad and not skip_bad:
+        raise _bad_error(report.source, report.bad, "bad record(s)")
+
+
+def _planned(writer: _Writer, nodes: list[tuple[str, Node]], report: ImportReport) -> Planned:
+    """What writing each record does (see :meth:`_Writer.plan`); raises when an id is
+    taken. A record whose file in the store cannot be read as a memory (broken by hand)
+    is not written over: it goes to ``report.kept`` and the rest is imported."""
+    unusable = _unusable_files(writer.store)
+    report.kept += [BadRecord(w, n.id, unusable[n.id]) for w, n in nodes if n.id in unusable]
+    plan = writer.plan([(w, n) for w, n in nodes if n.id not in unusable])
+    taken = _taken(plan)
+    if taken:
+        raise _bad_error(
+            report.source, taken, "record(s) whose id is taken (--overwrite replaces other content)"
+        )
+    report.ids = [node.id for _w, node, _s in plan]
+    return plan
 
 
 def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport) -> list[tuple[str, Node]]:
@@ -480,7 +570,28 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
     return out
 
 
+def _unusable_files(store: MdCG) -> dict[str, str]:
+    """Id -> why a record of it is not written: the store has a file named for it that
+    cannot be read as a memory (a write would lose its text). A scoped handle is not
+    told the file's path or reason (it may be out of its scope)."""
+    out: dict[str, str] = {}
+    state = store._engine.state
+    for rel, reason in sorted(state.problems.items()):
+        node_id = paths.stem_of(rel)
+        if node_id in state.entries:  # the memory is in another file: written as usual
+            continue
+        if store.scope is None:
+            why = f"its file {rel} is unusable: {reason}"
+        else:
+            why = "a file of this id cannot be read as a memory (an unscoped health lists it)"
+        out.setdefault(node_id, f"{why}; it is not written over -- fix it, then import again")
+    return out
+
+
 Planned = list[tuple[str, Node, str]]
+#: The start of a planned node's status when it is not written: the store's file of its
+#: id broke during the import (the reason follows)
+_KEPT = "kept: "
 
 
 @dataclass(frozen=True)
@@ -539,7 +650,7 @@ class _Writer:
         again -- the same content is then ``unchanged`` (two imports of one file both
         succeed), other content stops the import with the ids named."""
         for _attempt in range(3):
-            pending = [n for _w, n, status in chunk if status != "unchanged"]
+            pending = [n for _w, n, status in chunk if status != "unchanged" and not status.startswith(_KEPT)]
             if not pending:
                 return chunk
             try:
@@ -549,8 +660,15 @@ class _Writer:
                 return chunk
             except DuplicateIdError as exc:
                 error = exc
-            self.store.refresh()
-            chunk = self.plan([(where, node) for where, node, _s in chunk])
+            # another writer's ids, or a file broken by hand since the import began: kept
+            self.store.sync()  # as the import began: the index sees the files as they are
+            unusable = _unusable_files(self.store)
+            chunk = [
+                (where, node, _KEPT + unusable[node.id])
+                if node.id in unusable and s != "unchanged"
+                else (where, node, s)
+                for where, node, s in self.plan([(where, node) for where, node, _s in chunk])
+            ]
             taken = _taken(chunk)
             if taken:
                 raise _bad_error(
@@ -561,7 +679,8 @@ class _Writer:
                 )
         raise ImportSourceError(
             f"{self.name}: the batch from {chunk[0][0]} to {chunk[-1][0]} was not written: {error}; "
-            f"the {before} record(s) before it were imported (running the import again goes on)"
+            f"the {before} record(s) before it were imported; a re-run reads the store's files again "
+            "first: it keeps and lists a record whose file cannot be read, and names one whose id is taken"
         )
 
 

@@ -280,15 +280,42 @@ def test_verification_reports_missing_unreadable_and_extra_nodes(tmp_path: Path)
     gone.unlink()
     broken.write_text("---\nid: [\n---\n", encoding="utf-8")
     report = verify_migration(src, dest)
-    assert {m.node_id: m.fields for m in report.mismatches} == {
-        "kp_52a33e03": ("<missing>",),
-        "kp_5396eaba": ("<unreadable>",),
-    }
+    assert {m.node_id: m.fields for m in report.mismatches} == {"kp_52a33e03": ("<missing>",)}
     missing = next(m for m in report.mismatches if m.node_id == "kp_52a33e03")
     assert missing.detail == f"no node file for this id (expected {rel_path_of(src, 'kp_52a33e03')})"
+    # the file broken by hand is kept, as a run lists it (it is not written over)
+    broken_rel = rel_path_of(src, "kp_5396eaba")
+    assert report.kept == [
+        (
+            "kp_5396eaba",
+            f"its file {broken_rel} is unusable: the YAML frontmatter does not parse: did not find "
+            "expected node content (column 1), while parsing a flow node; fix it, then run again "
+            "(it is not written over)",
+        )
+    ]
     assert report.extras == ["extra_1"]
     assert report.verified == SLICE_ROWS - 2
     assert main([str(src), str(dest), "--verify-only", "--no-progress", "--json"]) == 1
+
+
+def test_verify_only_agrees_with_the_run_on_a_file_broken_by_hand(tmp_path: Path, capsys):
+    """A run lists a memory whose file was broken by hand as kept and is ok; a
+    verification on its own after it says the same (it was a mismatch, exit 1)."""
+    src, dest = bundled_sample_path(), tmp_path / "store"
+    assert migrate(src, dest).ok
+    with MdCG(dest) as store:
+        broken = store.path_of("kp_5396eaba")
+    broken.write_text("---\nid: kp_5396eaba\ntags: [\n---\nbroken\n", encoding="utf-8")
+    run = migrate(src, dest)
+    assert run.ok and [i for i, _ in run.kept] == ["kp_5396eaba"]
+    report = verify_migration(src, dest)
+    assert (report.ok, report.mismatches, report.kept) == (True, [], run.kept)
+    assert report.verified == SLICE_ROWS - 1
+    capsys.readouterr()
+    assert main([str(src), str(dest), "--verify-only", "--no-progress", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    kept = [{"id": i, "why": w} for i, w in run.kept]
+    assert (out["ok"], out["mismatches"], out["kept"]) == (True, [], kept)
 
 
 def rel_path_of(src: Path, node_id: str) -> str:

@@ -7,6 +7,7 @@ import json
 import os
 import re
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -474,5 +475,51 @@ def test_edge_extra_keys_named_as_columns_plain_text_and_out_of_range_confidence
             3,
             "edges rowid 3: the edge 'b' -> 'a' is left out: column 'edges.extra' holds 'confidence': "
             "0.1, which differs from column 'confidence' (0.5); an edge has one confidence",
+        ),
+    ]
+
+
+def test_edge_extra_agrees_with_sqlite_booleans_and_fills_a_null_target(tmp_path: Path) -> None:
+    """A `verified` column of 1 or 0 (sqlite's booleans) with extra {"verified": true} or
+    false is one value, and a NULL `target` takes extra's target: those edges were bad rows
+    and dropped. 1 with false, and 2 with true, still differ; no target anywhere is refused."""
+    edges = [
+        ("n1", 1, '{"verified": true}'),
+        ("n2", 0, '{"verified": false}'),
+        (None, None, '{"target": "n3"}'),
+        ("n4", 1, '{"verified": false}'),
+        ("n4", 2, '{"verified": true}'),
+        (None, None, None),
+    ]
+    src = tmp_path / "s.sqlite"
+    with closing(sqlite3.connect(src)) as conn, conn:
+        conn.execute("CREATE TABLE nodes (id, layer, content)")
+        conn.execute("CREATE TABLE edges (source, target, type, confidence, verified, extra)")
+        conn.executemany("INSERT INTO nodes VALUES (?, 'knowledge', 'x')", [(f"n{i}",) for i in range(5)])
+        conn.executemany("INSERT INTO edges VALUES ('n0', ?, 'causal', NULL, ?, ?)", edges)
+    with closing(open_readonly(src)) as conn:
+        rows = list(iter_rows(conn))
+    n0 = next(r.node for r in rows if r.table == "nodes" and r.node_id == "n0")
+    assert n0 is not None
+    assert [e.to_dict() for e in n0.edges] == [
+        {"target": "n1", "type": "causal", "verified": 1},
+        {"target": "n2", "type": "causal", "verified": 0},
+        {"target": "n3", "type": "causal"},
+    ]
+    assert [(r.rowid, r.error) for r in rows if r.table == "edges"] == [
+        (
+            4,
+            "edges rowid 4: the edge 'n0' -> 'n4' is left out: column 'edges.extra' holds 'verified': "
+            "False, which differs from column 'verified' (1); an edge has one verified",
+        ),
+        (
+            5,
+            "edges rowid 5: the edge 'n0' -> 'n4' is left out: column 'edges.extra' holds 'verified': "
+            "True, which differs from column 'verified' (2); an edge has one verified",
+        ),
+        (
+            6,
+            "edges rowid 6: the edge 'n0' -> None is left out: field 'edges' has an unsafe target: "
+            "edge target must be a string, got NoneType None (got None)",
         ),
     ]

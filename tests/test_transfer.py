@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 import multiprocessing
 import time
 from pathlib import Path
@@ -673,10 +674,136 @@ def test_an_integer_beyond_64_bits_is_a_bad_record_naming_line_and_key(tmp_path:
             import_nodes(s, source)
         assert [(b.where, b.node_id, b.reason.split(" outside")[0]) for b in err.value.problems] == [
             ("line 2", "big", f"field 'k' holds the integer {big},"),
-            ("line 3", "deep", f"field 'm' holds the integer {-big},"),
+            ("line 3", "deep", f"field 'm.a[1]' holds the integer {-big},"),
         ]
         assert s.ids() == []
         report = import_nodes(s, source, skip_bad=True)
         assert (report.created, [b.node_id for b in report.bad]) == (1, ["big", "deep"])
         node = s.get("ok")
         assert (node.body, node.extra) == ("order 12345678901234567890123", {"lo": -(2**63), "hi": 2**64 - 1})
+
+
+def test_an_integer_beyond_64_bits_is_refused_anywhere_naming_its_field_path(tmp_path: Path) -> None:
+    """created_at of 30 digits was stored as 1.2345678901234568e+29, and one under
+    mdcg:custom's body was reported as field 'text': every such integer is now a bad
+    record naming the line and the path to it; 2**64 - 1 and -2**63 still import."""
+    big = 123456789012345678901234567890
+    records = [
+        {"id": "a", "text": "t", "created_at": big},
+        {"id": "b", "text": "t", "mdcg:custom": {"body": big}},
+        {"id": "c", "text": "t", "edges": [{"target": "a", "type": "causal", "confidence": big}]},
+        {"id": "d", "text": "t", "importance": big},
+        {"id": "e", "text": "t", "k": -(2**63) - 1},
+        {"id": "f", "text": "t", "k": {"x": [1, {"y": big}]}},
+        {"id": "ok", "text": "t", "k": [2**64 - 1, -(2**63)]},
+    ]
+    source = tmp_path / "n.jsonl"
+    source.write_text("".join(json.dumps(r) + "\n" for r in records))
+    paths = ["created_at", "mdcg:custom.body", "edges[0].confidence", "importance", "k", "k.x[1].y"]
+    values = [big, big, big, big, -(2**63) - 1, big]
+    with MdCG(tmp_path / "s") as s:
+        report = import_nodes(s, source, skip_bad=True)
+        assert [tuple(b) for b in report.bad] == [
+            (
+                f"line {n}",
+                node_id,
+                f"field {path!r} holds the integer {value}, outside the range a node file stores "
+                "(-2**63 to 2**64 - 1)",
+            )
+            for n, node_id, path, value in zip(range(1, 7), "abcdef", paths, values, strict=True)
+        ]
+        assert (s.ids(), s.get("ok").extra) == (["ok"], {"k": [2**64 - 1, -(2**63)]})
+
+
+# -- files edited by hand in the store ------------------------------------------------------------
+
+FIVE = b"".join(
+    orjson.dumps({"id": f"x{i}", "text": f"record {i}", "created_at": "2026-01-01T00:00:00Z"}) + b"\n"
+    for i in range(5)
+)
+BROKEN_X2 = (
+    "its file knowledge/orphan/x2.md is unusable: the YAML frontmatter does not parse: did not find "
+    "expected ',' or ']' (column 1), while parsing a flow sequence from line 3, column 7; it is not "
+    "written over -- fix it, then import again"
+)
+
+
+def _five_edited_by_hand(tmp_path: Path, *, broken: bool) -> tuple[Path, Path]:
+    """x0..x4 imported, then x0's file deleted, x1's edited (and x2's frontmatter broken)."""
+    source, root = tmp_path / "five.jsonl", tmp_path / "m"
+    source.write_bytes(FIVE)
+    with MdCG(root) as store:
+        import_nodes(store, source)
+        files = {i: store.path_of(i) for i in ("x0", "x1", "x2")}
+    files["x0"].unlink()
+    files["x1"].write_text(files["x1"].read_text().replace("record 1", "record 1 edited by hand"))
+    if broken:
+        files["x2"].write_text(files["x2"].read_text().replace('id: "x2"', 'id: "x2"\ntags: [\n'))
+    return source, root
+
+
+def _counts(report: Any) -> tuple[int, int, int, list[tuple[str, str | None, str]]]:
+    return (report.created, report.updated, report.unchanged, [tuple(k) for k in report.kept])
+
+
+def test_an_import_dry_run_sees_files_edited_by_hand_as_the_run_does(tmp_path: Path) -> None:
+    """The dry run refused x0, deleted by hand ("held by an archived or expired memory");
+    the run then created it. Now both pick up the hand edits (the dry run in a read-only
+    view: it writes nothing), through a read-only handle (as the CLI) or a writable one."""
+    source, root = _five_edited_by_hand(tmp_path, broken=False)
+    before = tree_listing(root)
+    with MdCG(root, read_only=True) as store:
+        dry = import_nodes(store, source, overwrite=True, dry_run=True)
+    with MdCG(root) as store:
+        dry_writable = import_nodes(store, source, overwrite=True, dry_run=True)
+        assert tree_listing(root) == before
+        run = import_nodes(store, source, overwrite=True)
+        assert store.get("x0").body == "record 0" and store.get("x1").body == "record 1"
+    assert _counts(dry) == _counts(dry_writable) == _counts(run) == (1, 1, 3, [])
+    assert dry.ids == run.ids == ["x0", "x1", "x2", "x3", "x4"]
+
+
+def test_a_record_whose_file_was_broken_by_hand_is_kept_and_the_rest_imported(tmp_path: Path) -> None:
+    """x2's file broken by hand stopped every import for good, saying a re-run goes on;
+    now its record is kept (named, with why), as migrate keeps it, and the rest imported."""
+    source, root = _five_edited_by_hand(tmp_path, broken=True)
+    broken = (root / "knowledge/orphan/x2.md").read_bytes()
+    kept = [("line 3", "x2", BROKEN_X2)]
+    dry = cli("import", source, "--root", root, "--overwrite", "--dry-run", "--json")
+    assert dry.exit_code == 0, dry.output
+    assert {k: orjson.loads(dry.stdout)[k] for k in ("created", "updated", "unchanged", "kept")} == {
+        "created": 1, "updated": 1, "unchanged": 2,
+        "kept": [{"where": w, "node_id": i, "reason": r} for w, i, r in kept],
+    }  # fmt: skip
+    run = cli("import", source, "--root", root, "--overwrite")
+    assert run.exit_code == 0, run.output
+    first, *rest = run.stdout.splitlines()
+    assert first.startswith(
+        f"{source}: 5 record(s): 1 new, 1 changed, 2 unchanged, 1 kept (the store's file cannot be read) ("
+    )
+    assert rest == [f"  kept: line 3: {BROKEN_X2}"]
+    with MdCG(root) as store:
+        assert _counts(import_nodes(store, source, overwrite=True)) == (0, 0, 4, kept)
+        assert [store.get(f"x{i}").body for i in (0, 1, 3, 4)] == [f"record {i}" for i in (0, 1, 3, 4)]
+    assert (root / "knowledge/orphan/x2.md").read_bytes() == broken
+
+
+def test_a_file_broken_by_hand_during_an_import_is_kept(tmp_path: Path) -> None:
+    """A file that breaks between the plan and its batch's write: the batch is planned
+    again and that record kept (the import stopped, saying a re-run goes on)."""
+    source, root = tmp_path / "five.jsonl", tmp_path / "m"
+    source.write_bytes(FIVE)
+    with MdCG(root) as store:
+        import_nodes(store, source)
+        x3 = store.path_of("x3")
+        source.write_bytes(FIVE.replace(b"record", b"new record"))
+
+        def break_x3(done: int, _total: int) -> None:
+            if done == 1:
+                x3.write_text(x3.read_text().replace('id: "x3"', 'id: "x3"\ntags: [\n'))
+
+        report = import_nodes(store, source, overwrite=True, batch=1, progress=break_x3)
+        assert [store.get(f"x{i}").body for i in (0, 1, 2, 4)] == [f"new record {i}" for i in (0, 1, 2, 4)]
+    why = BROKEN_X2.replace("x2", "x3")
+    assert _counts(report) == (0, 4, 0, [("line 4", "x3", why)])
+    assert report.ids == ["x0", "x1", "x2", "x4"]
