@@ -29,7 +29,7 @@ from langgraph.store.memory import InMemoryStore
 
 from md_cg import MdCG, Node, Scope
 from md_cg.errors import InvalidArgumentError, InvalidNodeError
-from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
+from md_cg.integrations.langgraph_store import MdCGStore, ids_seen, node_id_for
 
 
 @pytest.fixture
@@ -448,6 +448,56 @@ def test_two_scoped_agents_keep_items_under_the_same_key(tmp_path: Path) -> None
         assert set(trusted.store.ids()) == {alice_id, node_id_for(ns, "rules")}
 
 
+def test_a_scoped_handle_finds_every_item_its_scope_admits(tmp_path: Path) -> None:
+    """An item written by another scope that a handle's scope admits (its workspace's,
+    its agent's alone, a shared one) is found by get and changed in place by put, not
+    copied; when several are stored, the order of ids_seen decides (own, agent's,
+    workspace's, shared), and search shows the same one."""
+    root = tmp_path / "mem"
+    MdCG(root).init_folder()
+    ns = ("team", "notes")
+    scopes = {
+        "bob_acme": Scope(agent="bob", workspace="acme"),
+        "bob": Scope(agent="bob"),
+        "acme": Scope(workspace="acme"),
+    }
+    handles = {name: MdCGStore(MdCG(root, scope=sc, refresh_interval=0)) for name, sc in scopes.items()}
+    handles["trusted"] = MdCGStore(MdCG(root, refresh_interval=0))
+    bob, team, md = handles["bob_acme"], handles["acme"], handles["trusted"].store
+    try:
+        team.put(ns, "deploy", {"text": "deploys happen on Tuesdays"})
+        assert bob.get(ns, "deploy").value == {"text": "deploys happen on Tuesdays"}
+        bob.put(ns, "deploy", {"text": "deploys moved to Thursdays"})
+        team_id = node_id_for(ns, "deploy", scopes["acme"])
+        assert md.ids() == [team_id]
+        node = md.get(team_id)
+        assert (node.agent_scope, node.workspace_scope) == (None, "acme")
+        assert team.get(ns, "deploy").value == {"text": "deploys moved to Thursdays"}
+        bob.delete(ns, "deploy")
+        assert (md.ids(), team.get(ns, "deploy")) == ([], None)
+        # several stored: most specific first (each handle creates its own when it sees none)
+        for name in ("bob_acme", "bob", "acme", "trusted"):
+            handles[name].put(ns, "k", {"text": f"written by {name}"})
+        expected = ids_seen(ns, "k", scopes["bob_acme"])
+        assert expected == [
+            node_id_for(ns, "k", scopes["bob_acme"]),
+            node_id_for(ns, "k", scopes["bob"]),
+            node_id_for(ns, "k", scopes["acme"]),
+            node_id_for(ns, "k"),
+        ]
+        assert md.ids() == sorted(expected)
+        for name in ("bob_acme", "bob", "acme", "trusted"):
+            assert bob.get(ns, "k").value == {"text": f"written by {name}"}
+            assert [i.value for i in bob.search(ns)] == [{"text": f"written by {name}"}]
+            bob.delete(ns, "k")
+        assert (md.ids(), bob.get(ns, "k"), bob.search(ns)) == ([], None, [])
+        assert ids_seen(ns, "k") == [node_id_for(ns, "k")]
+        assert ids_seen(ns, "k", scopes["bob"]) == [node_id_for(ns, "k", scopes["bob"]), node_id_for(ns, "k")]
+    finally:
+        for h in handles.values():
+            h.store.close()
+
+
 def run_at_once(script: str, args: list[list[str]]) -> None:
     """Run ``python -c script`` once per argument list, all at once; each must exit 0."""
     procs = [
@@ -463,7 +513,7 @@ def run_at_once(script: str, args: list[list[str]]) -> None:
 PUTTER = """
 import sys, time
 from md_cg import MdCG
-from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
+from md_cg.integrations.langgraph_store import MdCGStore, ids_seen, node_id_for
 root, role, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 ns = ("memories", "alice")
 with MdCG(root, refresh_interval=0) as md:

@@ -13,10 +13,12 @@
 **One item, one node.** The node id is a slug of the key plus a hash of
 (namespace, key), e.g. ``coffee-38fb5aa7ab28``, so ``get`` needs no lookup; a
 handle whose scope has an agent or a workspace adds them to the hash
-(:func:`node_id_for`), so each agent keeps its own item of a key, and also
-finds the item under the plain id when its scope admits it (shared, or
-written before scoped ids). Items are long-term (``retention_tier: long``):
-they never expire, whatever their words say. The value is kept in the file:
+(:func:`node_id_for`), so each agent keeps its own item of a key. A handle
+also finds an item another scope wrote when its scope admits it: it looks
+under at most four ids (:func:`ids_seen`: its own, its agent's, its
+workspace's, the plain id), and the first stored one is its item. Items
+are long-term (``retention_tier: long``): they never expire, whatever their
+words say. The value is kept in the file:
 
 * its text field -- the first of :data:`BODY_FIELDS` whose value is a
   non-blank string -- is the node's Markdown body, word for word
@@ -91,7 +93,16 @@ from ..store import MdCG
 from ..temporal import asked_reason
 from ..visibility import Scope
 
-__all__ = ["BODY_FIELDS", "NS_PREFIX", "MdCGStore", "matches_filter", "namespace_of", "node_id_for"]
+__all__ = [
+    "BODY_FIELDS",
+    "NS_PREFIX",
+    "MdCGStore",
+    "ids_seen",
+    "matches_filter",
+    "namespace_of",
+    "node_id_for",
+    "owners_seen",
+]
 
 #: Value fields that become the node body, in order of preference.
 BODY_FIELDS = ("content", "text", "memory", "body", "data")
@@ -136,11 +147,42 @@ def namespace_of(entry: Entry) -> tuple[str, ...] | None:
     return None if entry.space_json is None else _namespace_of_space(entry.space_json)
 
 
-def _owner(scope: Scope | None) -> tuple[str | None, str | None] | None:
+Owner = tuple[str | None, str | None] | None
+
+
+def _owner(scope: Scope | None) -> Owner:
     """The agent and workspace a handle's writes are stamped with (``None``: none, shared)."""
     if scope is None or (scope.agent is None and scope.workspace is None):
         return None
     return scope.agent, scope.workspace
+
+
+def owners_seen(scope: Scope | None) -> list[Owner]:
+    """The owners whose items a handle of ``scope`` finds by id, in order of precedence:
+    its own (agent and workspace), its agent's alone, its workspace's alone, then the
+    shared items (``None``). Each is one its scope admits; an unscoped handle has the
+    shared ones only."""
+    if scope is None:
+        return [None]
+    out: list[Owner] = []
+    for agent, workspace in (
+        (scope.agent, scope.workspace),
+        (scope.agent, None),
+        (None, scope.workspace),
+        (None, None),
+    ):
+        owner = None if agent is None and workspace is None else (agent, workspace)
+        if owner not in out:
+            out.append(owner)
+    return out
+
+
+def _node_id(namespace: Sequence[str], key: str, owner: Owner) -> str:
+    parts: list[Any] = [list(namespace), key] if owner is None else [list(namespace), key, *owner]
+    digest = hashlib.sha256(orjson.dumps(parts)).hexdigest()[:_HASH_CHARS]
+    folded = unicodedata.normalize("NFKC", key).casefold()
+    slug = re.sub(r"[^\w]+|_", "-", folded).strip("-")[:_SLUG_CHARS].strip("-")
+    return f"{slug or 'item'}-{digest}"
 
 
 def node_id_for(namespace: Sequence[str], key: str, scope: Scope | None = None) -> str:
@@ -151,12 +193,17 @@ def node_id_for(namespace: Sequence[str], key: str, scope: Scope | None = None) 
     each keep an item under the same namespace and key; without one the id is the
     plain (namespace, key) hash, as md-cg has always written it.
     """
-    owner = _owner(scope)
-    parts: list[Any] = [list(namespace), key] if owner is None else [list(namespace), key, *owner]
-    digest = hashlib.sha256(orjson.dumps(parts)).hexdigest()[:_HASH_CHARS]
-    folded = unicodedata.normalize("NFKC", key).casefold()
-    slug = re.sub(r"[^\w]+|_", "-", folded).strip("-")[:_SLUG_CHARS].strip("-")
-    return f"{slug or 'item'}-{digest}"
+    return _node_id(namespace, key, _owner(scope))
+
+
+def ids_seen(namespace: Sequence[str], key: str, scope: Scope | None = None) -> list[str]:
+    """The ids under which a handle of ``scope`` finds the item ``key`` of ``namespace``,
+    in order of precedence (:func:`owners_seen`): at most four -- its own id
+    (:func:`node_id_for`), its agent's, its workspace's and the plain id. The first that
+    is stored is the handle's item: ``get`` returns it, ``put`` changes it in place
+    (and creates the handle's own id when none is stored), ``delete`` removes it, and
+    ``search`` leaves the others of that key out."""
+    return [_node_id(namespace, key, owner) for owner in owners_seen(scope)]
 
 
 # -- values -------------------------------------------------------------------------------
@@ -341,11 +388,8 @@ class MdCGStore(BaseStore):
         return out
 
     def _ids(self, namespace: tuple[str, ...], key: str) -> list[str]:
-        """The ids the item may have, the handle's own first: a scoped handle's own item,
-        then a shared one (or one written before scoped ids) that the scope admits."""
-        own = node_id_for(namespace, key, self._handle(namespace).scope)
-        plain = node_id_for(namespace, key)
-        return [own] if own == plain else [own, plain]
+        """The ids the item may have, in order of precedence (:func:`ids_seen`)."""
+        return ids_seen(namespace, key, self._handle(namespace).scope)
 
     def _stored(self, namespace: tuple[str, ...], key: str) -> Entry | None:
         """The entry of the stored item the handle sees, archived or expired ones too."""
@@ -531,8 +575,10 @@ class MdCGStore(BaseStore):
         node = self._read(node_id, namespace)
         if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
             return None
-        if self._ids(namespace, node.extra[KEY_FIELD])[0] in by_id.keys() - {node_id}:
-            return None  # a shared item the handle's own item of that key stands in for (get's)
+        ids = self._ids(namespace, node.extra[KEY_FIELD])
+        rank = ids.index(node_id) if node_id in ids else len(ids)
+        if any(other in by_id for other in ids[:rank]):
+            return None  # an item of that key that comes first stands in for it (get's)
         value = node_value(node)
         if not matches_filter(value, op.filter):
             return None
