@@ -750,3 +750,36 @@ def test_an_edit_keeps_the_memory_in_the_handles_scope(tmp_path: Path) -> None:
         bob.store.close()
     with MdCG(root) as store:
         assert (store.get("bobnote").agent_scope, store.get("shared").sensitivity) == ("bob", None)
+
+
+def test_an_integer_a_file_cannot_hold_is_refused_not_rounded(tool: MdCGMemoryTool) -> None:
+    """md-cg's reader takes ``foo: <40 digits>`` as a float (1.2345678901234568e+39): a
+    create or an edit bringing one is refused naming the field; a quoted one, one in range
+    and one already in the file (written outside) are fine."""
+    big = "1234567890123456789012345678901234567890"
+    said = error(
+        tool, Create(command="create", path="/memories/x.md", file_text=f"---\nfoo: {big}\n---\nbody")
+    )
+    assert said == (
+        f"Cannot create /memories/x.md: field 'foo' holds the integer {big}, outside the range a node "
+        "file stores (-2**63 to 2**64 - 1); write it as a string in quotes to keep every digit"
+    )
+    said = error(tool, Create(command="create", path="/memories/y.md",
+                              file_text=f'---\n"a b": {{"n": [1, -{big}]}}\n---\nbody'))  # fmt: skip
+    assert said.startswith(f"Cannot create /memories/y.md: field 'a b' holds the integer -{big}, ")
+    assert tool.store.ids() == []
+    create(tool, "/memories/z.md", f'---\nfoo: "{big}"\nmax: 18446744073709551615\n---\nbody')
+    node = tool.store.get("z")
+    assert (node.extra["foo"], node.extra["max"]) == (big, 2**64 - 1)
+    before = file_text(tool, "z")
+    said = error(tool, StrReplace(command="str_replace", path="/memories/z.md", old_str=f'foo: "{big}"',
+                                  new_str=f"foo: {big}"))  # fmt: skip
+    assert said == (
+        f"No replacement was performed: field 'foo' holds the integer {big}, outside the range a node "
+        "file stores (-2**63 to 2**64 - 1); write it as a string in quotes to keep every digit"
+    )
+    assert file_text(tool, "z") == before
+    hand = tool.store.root / "contextual" / "h.md"  # written outside: md-cg reads a float
+    hand.write_text(f'---\nid: "h"\nlayer: "contextual"\nfoo: {big}\n---\nby hand\n', encoding="utf-8")
+    run(tool, StrReplace(command="str_replace", path="/memories/h.md", old_str="by hand", new_str="edited"))
+    assert (tool.store.get("h").body, tool.store.get("h").extra["foo"]) == ("edited", float(big))

@@ -209,6 +209,33 @@ def test_bad_values_and_ttl_are_refused_with_nothing_stored(store: MdCGStore) ->
         store.search(("n",), filter={"score": {"$in": [1]}})
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ({"n": 2**70}, "1180591620717411303424 (got {'n': 1180591620717411303424})"),
+        ({"text": "t", "n": [-(2**64)]}, "-18446744073709551616 (got {'n': [-18446744073709551616]})"),
+    ],
+)
+def test_an_integer_a_file_cannot_hold_is_refused_naming_the_item(
+    store: MdCGStore, value: dict[str, Any], shown: str
+) -> None:
+    """A value over 64 bits (with or without a text field) is md-cg's InvalidNodeError
+    naming the key and namespace, not a raw TypeError from the JSON writer; nothing of
+    the batch is stored."""
+    with pytest.raises(InvalidNodeError) as info:
+        store.batch([PutOp(("n", "1"), "fine", {"text": "fine"}), PutOp(("n", "1"), "big", value)])
+    node_id = node_id_for(("n", "1"), "big")
+    integer, got = shown.split(" ", 1)
+    assert str(info.value) == (
+        f"cannot put the item 'big' of namespace ('n', '1'): node '{node_id}': field 'langgraph_value' "
+        f"holds the integer {integer}, outside the range a node file stores (-2**63 to 2**64 - 1) {got}"
+    )
+    assert (info.value.field, info.value.node_id) == ("langgraph_value", node_id)
+    assert store.store.ids() == []
+    store.put(("n",), "max", {"n": 2**64 - 1, "m": -(2**63)})
+    assert store.get(("n",), "max").value == {"n": 2**64 - 1, "m": -(2**63)}
+
+
 def test_batch_reads_see_the_store_before_the_batch(tmp_path: Path) -> None:
     ours, ref = both(tmp_path)
     with ours:

@@ -50,6 +50,7 @@ share one folder.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -81,7 +82,7 @@ from ..errors import (
     UnsafeIdError,
 )
 from ..index import Entry
-from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant
+from ..node import INT_END, INT_MIN, LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant, number_problem
 from ..paths import BUCKETED_LAYER as BUCKETED
 from ..retention import stamp_scope
 from ..store import MdCG
@@ -459,6 +460,7 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(f"Cannot create {p.text}: the memory has no content after its frontmatter")
+        _refuse_big_integers(text, f"Cannot create {p.text}: ")
         _refuse_past_expiry(node, f"Cannot create {p.text}: ")
         if node.retention_tier is None and node.expires_at is None:
             _keep(node)  # a file lasts until it is deleted, unless its frontmatter says otherwise
@@ -508,6 +510,7 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
+        _refuse_big_integers(after, refuse, before)
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
         self._keep_in_scope(node, current, refuse)
@@ -648,6 +651,65 @@ class MemoryFiles:
 def _keep(node: Node) -> None:
     """Make ``node`` long-term: no md-cg timer decided from its words."""
     node.retention_tier, node.expires_at, node.retention_reason = "long", None, asked_reason("long")
+
+
+#: Digits of the shortest integer a node file cannot hold (-2**63 - 1 has 19).
+_LONG_NUMBER = re.compile(r"\d{19}")
+_KEY = json.JSONDecoder()
+
+
+def _big_integer(value: Any) -> int | None:
+    """An integer of ``value`` (a JSON value, walked) outside what a node file stores."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and not INT_MIN <= v < INT_END:
+            return v
+    return None
+
+
+def _big_integers(text: str) -> dict[str, int]:
+    """The frontmatter lines ``key: <JSON>`` of a file's text holding an integer a node
+    file cannot store (key: the integer). md-cg's reader takes such a number as a float
+    (``1.2345678901234568e+29``), losing digits without a word. Only a frontmatter with
+    a run of 19 digits is looked at; YAML lines are read with their integers whole
+    (and refused by md-cg)."""
+    try:
+        fm, _body = nodefile.HANDLER.split(text)
+    except ValueError:
+        return {}  # no frontmatter
+    if not _LONG_NUMBER.search(fm):
+        return {}
+    found = {}
+    for line in fm.splitlines():
+        try:
+            if line.startswith('"'):
+                key, end = _KEY.raw_decode(line)
+                value_text = line[end:].removeprefix(":")
+            else:
+                key, _, value_text = line.partition(":")
+            big = _big_integer(json.loads(value_text))
+        except (ValueError, RecursionError):
+            continue  # not a JSON line
+        if big is not None:
+            found[str(key)] = big
+    return found
+
+
+def _refuse_big_integers(text: str, refuse: str, before: str | None = None) -> None:
+    """Refuse an integer a node file cannot store (:func:`_big_integers`) that ``text``
+    brings (one already in ``before``, a file written outside, is no edit's doing)."""
+    had = _big_integers(before) if before is not None else {}
+    for key, big in _big_integers(text).items():
+        if had.get(key) != big:
+            raise ToolError(
+                refuse + f"field {key!r} {number_problem(big)}; write it as a string in quotes "
+                "to keep every digit"
+            )
 
 
 def _refuse_past_expiry(node: Node, refuse: str) -> None:

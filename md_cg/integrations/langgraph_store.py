@@ -85,9 +85,10 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..errors import DuplicateIdError, InvalidArgumentError, NodeNotFoundError
+from ..errors import DuplicateIdError, InvalidArgumentError, InvalidNodeError, NodeNotFoundError
 from ..index import Entry
 from ..node import Node, validate
+from ..script import short_repr
 from ..search import SearchResult
 from ..store import MdCG
 from ..temporal import asked_reason
@@ -221,7 +222,10 @@ def _render(value: Mapping[str, Any]) -> str:
     """A readable body for a value without a text field (derived: the frontmatter holds the value)."""
     lines = []
     for name, v in value.items():
-        shown = v if isinstance(v, str) else orjson.dumps(v).decode()
+        try:
+            shown = v if isinstance(v, str) else orjson.dumps(v).decode()
+        except TypeError:  # a value JSON cannot hold (2**70): validation refuses it
+            shown = short_repr(v)
         lines.append(f"{name}: {shown}")
     return "\n".join(lines) or "(empty value)"
 
@@ -501,7 +505,7 @@ class MdCGStore(BaseStore):
         before anything is written. A new item another process stores meanwhile is looked
         up again and replaced; so is a stored one deleted meanwhile, which is added."""
         for (namespace, key), value in values.items():
-            validate(value_to_node(namespace, key, value, self.layer, None))
+            _checked(namespace, key, value_to_node(namespace, key, value, self.layer, None))
         pending = dict(values)
         for attempt in range(_WRITE_TRIES):
             last = attempt == _WRITE_TRIES - 1
@@ -623,6 +627,19 @@ class MdCGStore(BaseStore):
         if op.max_depth is not None:
             namespaces = {ns[: op.max_depth] for ns in namespaces}
         return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+
+def _checked(namespace: tuple[str, ...], key: str, node: Node) -> None:
+    """Validate the node of a put; a refusal names the item (namespace and key)."""
+    try:
+        validate(node)
+    except InvalidNodeError as exc:
+        raise InvalidNodeError(
+            f"cannot put the item {short_repr(key)} of namespace {short_repr(namespace)}: {exc}",
+            field=exc.field,
+            value=exc.value,
+            node_id=exc.node_id,
+        ) from exc
 
 
 def _has_evidence(result: SearchResult) -> bool:
