@@ -16,6 +16,7 @@ import math
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -401,6 +402,14 @@ def test_the_example_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.Monkey
         assert hit.key == "coffee" and hit.score > 0
 
 
+#: How a long-term item's retention fields read.
+LONG = ("long", None, "the caller asked for the long tier")
+
+
+def timer(node: Node) -> tuple[Any, ...]:
+    return (node.retention_tier, node.expires_at, node.retention_reason)
+
+
 def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
     """md-cg would make "... tomorrow ..." a temporary memory that expires; a LangGraph
     item lasts until it is deleted (a put has no TTL), and a put makes an item stored
@@ -411,11 +420,7 @@ def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
         store.put(ns, "sure", {"text": "Bob is allergic to peanuts", "since": 2020})
         for key in ("todo", "sure"):
             node = md.get(node_id_for(ns, key))
-            assert (node.retention_tier, node.expires_at, node.retention_reason) == (
-                "long",
-                None,
-                "the caller asked for the long tier",
-            )
+            assert timer(node) == LONG
         todo = node_id_for(ns, "todo")
         md.update(todo, retention_tier="temp")  # as the earlier version stored it
         assert md.get(todo).expires_at is not None
@@ -425,6 +430,71 @@ def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
         assert node.body == "The plumber's phone number is 555-1234"
         assert md.sweep(dry_run=True).expired == ()
         assert store.get(ns, "todo").value == {"text": "The plumber's phone number is 555-1234"}
+
+
+def _old_item(ns: tuple[str, ...], key: str, text: str, **fields: Any) -> Node:
+    """An item as the code before long-term items wrote it (md-cg decided its tier)."""
+    node = Node(id=node_id_for(ns, key), layer="knowledge", body=text, **fields)
+    node.condition_space = {"observation_position": "langgraph:" + "/".join(ns)}
+    node.extra = {"langgraph_key": key, "langgraph_body": "text"}
+    return node
+
+
+UPGRADER = """
+import sys
+from md_cg import MdCG
+from md_cg.integrations.langgraph_store import MdCGStore
+with MdCG(sys.argv[1], refresh_interval=0) as md:
+    MdCGStore(md)
+"""
+
+
+def test_items_an_earlier_version_put_on_a_timer_are_kept_on_open(tmp_path: Path) -> None:
+    """The code before long-term items let md-cg time an item by its words; the first
+    open of a store by MdCGStore makes those long-term (an expired one not yet swept
+    too), once: the log notes it and later opens do not look again. A timer a caller
+    asked for, and a memory that is not an item, keep theirs. Two processes opening
+    the store at once both succeed."""
+    root, ns = tmp_path / "mem", ("u", "1")
+    words = "the one-off marker 'tomorrow' (n1_relative_day) opens the text and no veto marker is in the text"
+    with MdCG(root) as md:
+        md.add(_old_item(ns, "k1", "remind me tomorrow: dentist at 3pm today"))
+        assert (
+            md.entry(node_id_for(ns, "k1")).retention_tier,
+            md.get(node_id_for(ns, "k1")).retention_reason,
+        ) == (
+            "temp",
+            words,
+        )
+        past = {"retention_tier": "temp", "expires_at": time.time() - 60, "retention_reason": words}
+        asked = {
+            "retention_tier": "temp",
+            "expires_at": time.time() + 3600,
+            "retention_reason": "the caller asked for the temp tier",
+        }
+        md.add_many(
+            [_old_item(ns, "gone", "just for today", **past), _old_item(ns, "asked", "a short one", **asked)],
+            stamp=False,
+            decide=False,
+        )
+        other = md.add(body="remind me tomorrow to water the plants", id="plain").id
+        assert md.entry(other).retention_tier == "temp"
+        assert md.ids() == sorted([node_id_for(ns, "k1"), node_id_for(ns, "asked"), other])
+    run_at_once(UPGRADER, [[str(root)], [str(root)]])
+    with MdCG(root) as md:
+        for key in ("k1", "gone"):
+            node = md.get(node_id_for(ns, key))
+            assert timer(node) == LONG
+        assert md.get(node_id_for(ns, "asked")).retention_tier == "temp"
+        assert md.get(other).retention_tier == "temp"
+        records = md.log("langgraph").read()
+        assert 1 <= len(records) <= 2  # each process that found no record ran it
+        assert {r["done"] for r in records} == {"items-long-term"}
+        assert sum(r["changed"] for r in records) >= 2
+        with MdCGStore(md) as store:
+            assert store.get(ns, "gone").value == {"text": "just for today"}
+        assert md.log("langgraph").read() == records  # not again
+        assert md.health().ok
 
 
 def test_two_scoped_agents_keep_items_under_the_same_key(tmp_path: Path) -> None:

@@ -211,6 +211,25 @@ class MemoryFiles:
     def _move(self, node_id: str, layer: str) -> Node:
         return self.store.move(node_id, layer)
 
+    def keep_if_timed_by_words(self, node_id: str) -> bool:
+        """Make the memory ``node_id`` long-term if md-cg timed it by its words (read and
+        written under its lock); whether it did."""
+        kept = []
+
+        def keep(node: Node) -> Node:
+            if node.retention_tier == "temp" and not was_asked(node.retention_reason):
+                _keep(node)
+                kept.append(node.id)
+            return node
+
+        try:
+            node = self.store.get(node_id, include_expired=True, include_archived=True)
+            if node.retention_tier == "temp" and not was_asked(node.retention_reason):
+                self._modify(node_id, keep)  # not otherwise: a write stamps updated_at
+        except NodeNotFoundError:
+            return False  # deleted meanwhile
+        return bool(kept)
+
     def _forget(self, node_id: str, reason: str) -> None:
         self.store.forget(node_id, reason)
 
@@ -756,6 +775,22 @@ class _OnStore:
         """Close the store if this tool opened it."""
         if self._owned:
             self.store.close()
+
+    def keep_files(self) -> list[str]:
+        """Make long-term every memory this handle sees that md-cg put on a timer by its
+        words (files the tool wrote before files lasted: "Remind me to renew the passport
+        tomorrow" would expire and be swept), expired ones not yet swept included; a
+        timer a caller or a frontmatter asked for is kept. Returns the ids changed.
+
+        Not run by itself: the tool cannot tell its own files from memories other md-cg
+        clients (``remember``) stored on purpose with a timer, so call it on a store the
+        tool has to itself (once, after upgrading; docs/integrations.md)."""
+        changed = []
+        for entry in self.store.entries(include_expired=True, include_archived=True):
+            timed = entry.retention_tier == "temp" or entry.expires_at is not None
+            if timed and self.files.keep_if_timed_by_words(entry.id):
+                changed.append(entry.id)
+        return changed
 
     def __enter__(self) -> Any:
         return self

@@ -18,7 +18,9 @@ also finds an item another scope wrote when its scope admits it: it looks
 under at most four ids (:func:`ids_seen`: its own, its agent's, its
 workspace's, the plain id), and the first stored one is its item. Items
 are long-term (``retention_tier: long``): they never expire, whatever their
-words say. The value is kept in the file:
+words say (items an earlier version let md-cg time by their words are made
+long-term when a store handle first opens the store: :meth:`MdCGStore.keep_items`).
+The value is kept in the file:
 
 * its text field -- the first of :data:`BODY_FIELDS` whose value is a
   non-blank string -- is the node's Markdown body, word for word
@@ -91,7 +93,7 @@ from ..node import Node, validate
 from ..script import short_repr
 from ..search import SearchResult
 from ..store import MdCG
-from ..temporal import asked_reason
+from ..temporal import asked_reason, was_asked
 from ..visibility import Scope
 
 __all__ = [
@@ -117,6 +119,9 @@ _HASH_CHARS = 12
 #: Looks at the stored items a batch of puts takes at most when other processes keep
 #: creating or deleting the same items meanwhile.
 _WRITE_TRIES = 3
+#: The store log where :meth:`MdCGStore.keep_items` notes that it ran.
+UPGRADE_LOG = "langgraph"
+UPGRADE = "items-long-term"
 
 
 # -- names ------------------------------------------------------------------------------
@@ -346,7 +351,8 @@ class MdCGStore(BaseStore):
     are written (``knowledge``: one bucket folder per namespace). ``fill``:
     a search with a query also returns the items without evidence, after
     the ranked ones, with ``score=None``. ``record_access``: searches with a
-    query record the ranked items they return as accesses.
+    query record the ranked items they return as accesses. ``upgrade``: run
+    :meth:`keep_items` on open unless the store log says it ran for this scope.
     """
 
     __slots__ = ("_owned", "fill", "layer", "record_access", "store")
@@ -358,11 +364,50 @@ class MdCGStore(BaseStore):
         layer: str = "knowledge",
         fill: bool = True,
         record_access: bool = True,
+        upgrade: bool = True,
     ) -> None:
         self.store, self._owned = (store, False) if isinstance(store, MdCG) else (MdCG(store), True)
         self.layer = layer
         self.fill = fill
         self.record_access = record_access
+        if upgrade and not self.store.read_only and not self._upgraded():
+            self.keep_items()
+
+    def _upgraded(self) -> bool:
+        """Whether :meth:`keep_items` ran on this store for this handle's scope (or an
+        unscoped handle's, which sees every item): the log says so."""
+        mine = _scope_record(self._handle().scope)
+        return any(
+            r.get("done") == UPGRADE and r.get("scope") in (None, mine)
+            for r in self._handle().log(UPGRADE_LOG).read()
+        )
+
+    def keep_items(self) -> list[str]:
+        """Make long-term the items this handle sees that md-cg put on a timer by their
+        words (the code before items were long-term did: "remind me tomorrow..." would
+        expire and be swept), expired ones not yet swept included; a timer a caller asked
+        for (``retention_reason``) is kept. Returns the ids changed, and notes in the log
+        ``.mdcg/langgraph/`` that it ran, so a later open skips it: a store handle runs it
+        on its first open (``upgrade=False`` does not). One pass over the index entries
+        (no file is read but the timed items')."""
+        handle = self._handle()
+        changed = []
+        for entry in handle.entries(include_expired=True, include_archived=True):
+            if entry.retention_tier != "temp" and entry.expires_at is None:
+                continue
+            if namespace_of(entry) is None:
+                continue
+            try:
+                node = handle.get(entry.id, include_expired=True, include_archived=True)
+                if was_asked(node.retention_reason):
+                    continue
+                handle.modify(entry.id, _keep_unless_asked)
+            except NodeNotFoundError:
+                continue  # deleted meanwhile
+            changed.append(entry.id)
+        record = {"done": UPGRADE, "scope": _scope_record(handle.scope), "changed": len(changed)}
+        handle.log(UPGRADE_LOG).append([record])
+        return changed
 
     def close(self) -> None:
         """Close the md-cg store if this object opened it."""
@@ -640,6 +685,17 @@ def _checked(namespace: tuple[str, ...], key: str, node: Node) -> None:
             value=exc.value,
             node_id=exc.node_id,
         ) from exc
+
+
+def _scope_record(scope: Scope | None) -> list[str | None] | None:
+    owner = None if scope is None else (scope.agent, scope.workspace, scope.max_sensitivity)
+    return None if owner is None else list(owner)
+
+
+def _keep_unless_asked(node: Node) -> None:
+    """Make ``node`` long-term unless a caller asked for its timer (read under its lock)."""
+    if not was_asked(node.retention_reason):
+        node.retention_tier, node.expires_at, node.retention_reason = "long", None, asked_reason("long")
 
 
 def _has_evidence(result: SearchResult) -> bool:
