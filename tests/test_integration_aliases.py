@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import anyio
+from conftest import python_env
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 from mcp.server.mcpserver.exceptions import ToolError
 
@@ -30,6 +32,7 @@ from md_cg.integrations.aliases import (
     alias_tools,
     entity_body,
     filter_tags,
+    labelled_id,
     observations_of,
     register_aliases,
 )
@@ -259,6 +262,74 @@ def test_add_memory_stores_the_same_text_once_per_user(tmp_path: Path) -> None:
         found = al["search_memories"](query="window seats", filters={"user_id": "max"})
         assert [r["id"] for r in found["results"]] == [max_["id"]]
         assert sorted(store.ids()) == sorted([sam["id"], max_["id"]])
+
+
+@pytest.mark.parametrize("text", ["the and of", "我的", "\U0001f642\U0001f642\U0001f642", "C++"])
+def test_add_memory_stores_a_text_search_cannot_find_once_per_user(tmp_path: Path, text: str) -> None:
+    """A text of stop words (or none at all) is found by its id, not by search: adding
+    it three times for max after sam stores one memory for each (each add stored
+    another copy when search could not find the text)."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        al = _aliases(root, store)
+        sam = al["add_memory"](text=text, user_id="sam")
+        assert sam["id"] == labelled_id(text, ["user:sam"])
+        replies = [al["add_memory"](text=text, user_id="max") for _ in range(3)]
+        max_id = labelled_id(text, ["user:max"])
+        assert [r["id"] for r in replies] == [max_id] * 3
+        assert [r.get("existing") for r in replies] == [None, True, True]
+        assert replies[1] == {
+            "id": max_id,
+            "layer": "knowledge",
+            "path": str(store.path_of(max_id)),
+            "existing": True,
+            "kind": "fact",
+        }
+        assert sorted(store.ids()) == sorted([sam["id"], max_id])
+        assert al["add_memory"](text=text + "\n", user_id="sam") | {"existing": True} == {
+            **replies[1],
+            "id": sam["id"],
+            "path": str(store.path_of(sam["id"])),
+        }
+        assert len(store.ids()) == 2
+
+
+ADDER = """
+import sys
+from md_cg import MdCG
+from md_cg.integrations.aliases import alias_tools
+from md_cg.mcp_server import create_server
+root, n = sys.argv[1], int(sys.argv[2])
+with MdCG(root, refresh_interval=0) as store:
+    add = alias_tools(dict(create_server(root, store=store).tools)).available["add_memory"].fn
+    for i in range(n):
+        add(text="the and of" if i % 2 else f"max likes tea {i // 2}", user_id="max")
+"""
+
+
+def test_two_processes_adding_the_same_texts_store_each_once(tmp_path: Path) -> None:
+    """Two servers adding the same texts for max at the same moment, after sam: the one
+    whose write finds the id taken answers with the other's memory (each stored its own
+    copy when both missed it)."""
+    root, n = tmp_path / "m", 30
+    texts = {"the and of"} | {f"max likes tea {i}" for i in range(n // 2)}
+    with MdCG(root) as store:  # sam has them all: each is a copy of max's own
+        al = _aliases(root, store)
+        sam = sorted(al["add_memory"](text=t, user_id="sam")["id"] for t in texts)
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", ADDER, str(root), str(n)],
+            env=python_env(),
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
+    errs = [p.communicate(timeout=300)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    with MdCG(root) as store:
+        assert sorted(store.ids()) == sorted([*sam, *(labelled_id(t, ["user:max"]) for t in texts)])
+        assert store.health().ok
 
 
 def test_search_memories_filters_before_it_ranks(tmp_path: Path) -> None:

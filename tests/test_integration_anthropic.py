@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -750,3 +751,87 @@ def test_an_edit_keeps_the_memory_in_the_handles_scope(tmp_path: Path) -> None:
         bob.store.close()
     with MdCG(root) as store:
         assert (store.get("bobnote").agent_scope, store.get("shared").sensitivity) == ("bob", None)
+
+
+def test_an_integer_a_file_cannot_hold_is_refused_not_rounded(tool: MdCGMemoryTool) -> None:
+    """md-cg's reader takes ``foo: <40 digits>`` as a float (1.2345678901234568e+39): a
+    create or an edit bringing one is refused naming the field; a quoted one, one in range
+    and one already in the file (written outside) are fine."""
+    big = "1234567890123456789012345678901234567890"
+    said = error(
+        tool, Create(command="create", path="/memories/x.md", file_text=f"---\nfoo: {big}\n---\nbody")
+    )
+    assert said == (
+        f"Cannot create /memories/x.md: field 'foo' holds the integer {big}, outside the range a node "
+        "file stores (-2**63 to 2**64 - 1); write it as a string in quotes to keep every digit"
+    )
+    said = error(tool, Create(command="create", path="/memories/y.md",
+                              file_text=f'---\n"a b": {{"n": [1, -{big}]}}\n---\nbody'))  # fmt: skip
+    assert said.startswith(f"Cannot create /memories/y.md: field 'a b' holds the integer -{big}, ")
+    assert tool.store.ids() == []
+    create(tool, "/memories/z.md", f'---\nfoo: "{big}"\nmax: 18446744073709551615\n---\nbody')
+    node = tool.store.get("z")
+    assert (node.extra["foo"], node.extra["max"]) == (big, 2**64 - 1)
+    before = file_text(tool, "z")
+    said = error(tool, StrReplace(command="str_replace", path="/memories/z.md", old_str=f'foo: "{big}"',
+                                  new_str=f"foo: {big}"))  # fmt: skip
+    assert said == (
+        f"No replacement was performed: field 'foo' holds the integer {big}, outside the range a node "
+        "file stores (-2**63 to 2**64 - 1); write it as a string in quotes to keep every digit"
+    )
+    assert file_text(tool, "z") == before
+    hand = tool.store.root / "contextual" / "h.md"  # written outside: md-cg reads a float
+    hand.write_text(f'---\nid: "h"\nlayer: "contextual"\nfoo: {big}\n---\nby hand\n', encoding="utf-8")
+    run(tool, StrReplace(command="str_replace", path="/memories/h.md", old_str="by hand", new_str="edited"))
+    assert (tool.store.get("h").body, tool.store.get("h").extra["foo"]) == ("edited", float(big))
+
+
+KEEPER = r"""
+import json, sys
+from md_cg.integrations.anthropic_memory import MdCGMemoryTool
+with MdCGMemoryTool(sys.argv[1]) as tool:
+    print(json.dumps(tool.keep_files()))
+"""
+
+
+def test_keep_files_makes_word_timers_long_term_once(tmp_path: Path) -> None:
+    """Files the tool wrote before files lasted were timed by md-cg from their words;
+    keep_files makes them long-term (an expired one not yet swept too) and keeps a
+    timer the frontmatter asked for. Two processes running it at once change each
+    memory once between them (the check is repeated under the memory's lock)."""
+    root = tmp_path / "mem"
+    words = "the one-off marker 'tomorrow' (n1_relative_day) opens the text and no veto marker is in the text"
+    past = {"retention_tier": "temp", "expires_at": time.time() - 60, "retention_reason": words}
+    with MdCG(root) as md:
+        for i in range(20):
+            md.add(
+                body=f"Remind me tomorrow to call the plumber about leak {i}", id=f"t{i}", layer="contextual"
+            )
+        assert {md.entry(f"t{i}").retention_tier for i in range(20)} == {"temp"}
+        md.add_many(
+            [Node(id="gone", layer="contextual", body="just for today", **past)], stamp=False, decide=False
+        )
+        md.add(body="long since", id="plain", layer="contextual")
+    with MdCGMemoryTool(root) as tool:
+        create(tool, "/memories/asked.md", "---\nretention_tier: temp\n---\nremind me tomorrow")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", KEEPER, str(root)], env=python_env(), stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]  # fmt: skip
+    outs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
+    first, second = (json.loads(out) for out, _ in outs)
+    assert sorted(first + second) == sorted(["gone", *(f"t{i}" for i in range(20))])
+    with MdCGMemoryTool(root) as tool:
+        for node_id in ["gone", *(f"t{i}" for i in range(20))]:
+            node = tool.store.get(node_id)
+            assert (node.retention_tier, node.expires_at, node.retention_reason) == (
+                "long",
+                None,
+                "the caller asked for the long tier",
+            )
+        assert tool.store.get("asked").retention_tier == "temp"
+        assert tool.store.get("plain").retention_tier is None
+        assert tool.keep_files() == []
+        assert tool.store.health().ok

@@ -16,6 +16,7 @@ import math
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any, TypedDict
 
@@ -29,7 +30,7 @@ from langgraph.store.memory import InMemoryStore
 
 from md_cg import MdCG, Node, Scope
 from md_cg.errors import InvalidArgumentError, InvalidNodeError
-from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
+from md_cg.integrations.langgraph_store import MdCGStore, ids_seen, node_id_for
 
 
 @pytest.fixture
@@ -209,6 +210,33 @@ def test_bad_values_and_ttl_are_refused_with_nothing_stored(store: MdCGStore) ->
         store.search(("n",), filter={"score": {"$in": [1]}})
 
 
+@pytest.mark.parametrize(
+    ("value", "shown"),
+    [
+        ({"n": 2**70}, "1180591620717411303424 (got {'n': 1180591620717411303424})"),
+        ({"text": "t", "n": [-(2**64)]}, "-18446744073709551616 (got {'n': [-18446744073709551616]})"),
+    ],
+)
+def test_an_integer_a_file_cannot_hold_is_refused_naming_the_item(
+    store: MdCGStore, value: dict[str, Any], shown: str
+) -> None:
+    """A value over 64 bits (with or without a text field) is md-cg's InvalidNodeError
+    naming the key and namespace, not a raw TypeError from the JSON writer; nothing of
+    the batch is stored."""
+    with pytest.raises(InvalidNodeError) as info:
+        store.batch([PutOp(("n", "1"), "fine", {"text": "fine"}), PutOp(("n", "1"), "big", value)])
+    node_id = node_id_for(("n", "1"), "big")
+    integer, got = shown.split(" ", 1)
+    assert str(info.value) == (
+        f"cannot put the item 'big' of namespace ('n', '1'): node '{node_id}': field 'langgraph_value' "
+        f"holds the integer {integer}, outside the range a node file stores (-2**63 to 2**64 - 1) {got}"
+    )
+    assert (info.value.field, info.value.node_id) == ("langgraph_value", node_id)
+    assert store.store.ids() == []
+    store.put(("n",), "max", {"n": 2**64 - 1, "m": -(2**63)})
+    assert store.get(("n",), "max").value == {"n": 2**64 - 1, "m": -(2**63)}
+
+
 def test_batch_reads_see_the_store_before_the_batch(tmp_path: Path) -> None:
     ours, ref = both(tmp_path)
     with ours:
@@ -374,6 +402,14 @@ def test_the_example_in_the_docs_runs(tmp_path: Path, monkeypatch: pytest.Monkey
         assert hit.key == "coffee" and hit.score > 0
 
 
+#: How a long-term item's retention fields read.
+LONG = ("long", None, "the caller asked for the long tier")
+
+
+def timer(node: Node) -> tuple[Any, ...]:
+    return (node.retention_tier, node.expires_at, node.retention_reason)
+
+
 def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
     """md-cg would make "... tomorrow ..." a temporary memory that expires; a LangGraph
     item lasts until it is deleted (a put has no TTL), and a put makes an item stored
@@ -384,11 +420,7 @@ def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
         store.put(ns, "sure", {"text": "Bob is allergic to peanuts", "since": 2020})
         for key in ("todo", "sure"):
             node = md.get(node_id_for(ns, key))
-            assert (node.retention_tier, node.expires_at, node.retention_reason) == (
-                "long",
-                None,
-                "the caller asked for the long tier",
-            )
+            assert timer(node) == LONG
         todo = node_id_for(ns, "todo")
         md.update(todo, retention_tier="temp")  # as the earlier version stored it
         assert md.get(todo).expires_at is not None
@@ -398,6 +430,71 @@ def test_items_are_long_term_whatever_their_words(tmp_path: Path) -> None:
         assert node.body == "The plumber's phone number is 555-1234"
         assert md.sweep(dry_run=True).expired == ()
         assert store.get(ns, "todo").value == {"text": "The plumber's phone number is 555-1234"}
+
+
+def _old_item(ns: tuple[str, ...], key: str, text: str, **fields: Any) -> Node:
+    """An item as the code before long-term items wrote it (md-cg decided its tier)."""
+    node = Node(id=node_id_for(ns, key), layer="knowledge", body=text, **fields)
+    node.condition_space = {"observation_position": "langgraph:" + "/".join(ns)}
+    node.extra = {"langgraph_key": key, "langgraph_body": "text"}
+    return node
+
+
+UPGRADER = """
+import sys
+from md_cg import MdCG
+from md_cg.integrations.langgraph_store import MdCGStore
+with MdCG(sys.argv[1], refresh_interval=0) as md:
+    MdCGStore(md)
+"""
+
+
+def test_items_an_earlier_version_put_on_a_timer_are_kept_on_open(tmp_path: Path) -> None:
+    """The code before long-term items let md-cg time an item by its words; the first
+    open of a store by MdCGStore makes those long-term (an expired one not yet swept
+    too), once: the log notes it and later opens do not look again. A timer a caller
+    asked for, and a memory that is not an item, keep theirs. Two processes opening
+    the store at once both succeed."""
+    root, ns = tmp_path / "mem", ("u", "1")
+    words = "the one-off marker 'tomorrow' (n1_relative_day) opens the text and no veto marker is in the text"
+    with MdCG(root) as md:
+        md.add(_old_item(ns, "k1", "remind me tomorrow: dentist at 3pm today"))
+        assert (
+            md.entry(node_id_for(ns, "k1")).retention_tier,
+            md.get(node_id_for(ns, "k1")).retention_reason,
+        ) == (
+            "temp",
+            words,
+        )
+        past = {"retention_tier": "temp", "expires_at": time.time() - 60, "retention_reason": words}
+        asked = {
+            "retention_tier": "temp",
+            "expires_at": time.time() + 3600,
+            "retention_reason": "the caller asked for the temp tier",
+        }
+        md.add_many(
+            [_old_item(ns, "gone", "just for today", **past), _old_item(ns, "asked", "a short one", **asked)],
+            stamp=False,
+            decide=False,
+        )
+        other = md.add(body="remind me tomorrow to water the plants", id="plain").id
+        assert md.entry(other).retention_tier == "temp"
+        assert md.ids() == sorted([node_id_for(ns, "k1"), node_id_for(ns, "asked"), other])
+    run_at_once(UPGRADER, [[str(root)], [str(root)]])
+    with MdCG(root) as md:
+        for key in ("k1", "gone"):
+            node = md.get(node_id_for(ns, key))
+            assert timer(node) == LONG
+        assert md.get(node_id_for(ns, "asked")).retention_tier == "temp"
+        assert md.get(other).retention_tier == "temp"
+        records = md.log("langgraph").read()
+        assert 1 <= len(records) <= 2  # each process that found no record ran it
+        assert {r["done"] for r in records} == {"items-long-term"}
+        assert sum(r["changed"] for r in records) >= 2
+        with MdCGStore(md) as store:
+            assert store.get(ns, "gone").value == {"text": "just for today"}
+        assert md.log("langgraph").read() == records  # not again
+        assert md.health().ok
 
 
 def test_two_scoped_agents_keep_items_under_the_same_key(tmp_path: Path) -> None:
@@ -448,6 +545,56 @@ def test_two_scoped_agents_keep_items_under_the_same_key(tmp_path: Path) -> None
         assert set(trusted.store.ids()) == {alice_id, node_id_for(ns, "rules")}
 
 
+def test_a_scoped_handle_finds_every_item_its_scope_admits(tmp_path: Path) -> None:
+    """An item written by another scope that a handle's scope admits (its workspace's,
+    its agent's alone, a shared one) is found by get and changed in place by put, not
+    copied; when several are stored, the order of ids_seen decides (own, agent's,
+    workspace's, shared), and search shows the same one."""
+    root = tmp_path / "mem"
+    MdCG(root).init_folder()
+    ns = ("team", "notes")
+    scopes = {
+        "bob_acme": Scope(agent="bob", workspace="acme"),
+        "bob": Scope(agent="bob"),
+        "acme": Scope(workspace="acme"),
+    }
+    handles = {name: MdCGStore(MdCG(root, scope=sc, refresh_interval=0)) for name, sc in scopes.items()}
+    handles["trusted"] = MdCGStore(MdCG(root, refresh_interval=0))
+    bob, team, md = handles["bob_acme"], handles["acme"], handles["trusted"].store
+    try:
+        team.put(ns, "deploy", {"text": "deploys happen on Tuesdays"})
+        assert bob.get(ns, "deploy").value == {"text": "deploys happen on Tuesdays"}
+        bob.put(ns, "deploy", {"text": "deploys moved to Thursdays"})
+        team_id = node_id_for(ns, "deploy", scopes["acme"])
+        assert md.ids() == [team_id]
+        node = md.get(team_id)
+        assert (node.agent_scope, node.workspace_scope) == (None, "acme")
+        assert team.get(ns, "deploy").value == {"text": "deploys moved to Thursdays"}
+        bob.delete(ns, "deploy")
+        assert (md.ids(), team.get(ns, "deploy")) == ([], None)
+        # several stored: most specific first (each handle creates its own when it sees none)
+        for name in ("bob_acme", "bob", "acme", "trusted"):
+            handles[name].put(ns, "k", {"text": f"written by {name}"})
+        expected = ids_seen(ns, "k", scopes["bob_acme"])
+        assert expected == [
+            node_id_for(ns, "k", scopes["bob_acme"]),
+            node_id_for(ns, "k", scopes["bob"]),
+            node_id_for(ns, "k", scopes["acme"]),
+            node_id_for(ns, "k"),
+        ]
+        assert md.ids() == sorted(expected)
+        for name in ("bob_acme", "bob", "acme", "trusted"):
+            assert bob.get(ns, "k").value == {"text": f"written by {name}"}
+            assert [i.value for i in bob.search(ns)] == [{"text": f"written by {name}"}]
+            bob.delete(ns, "k")
+        assert (md.ids(), bob.get(ns, "k"), bob.search(ns)) == ([], None, [])
+        assert ids_seen(ns, "k") == [node_id_for(ns, "k")]
+        assert ids_seen(ns, "k", scopes["bob"]) == [node_id_for(ns, "k", scopes["bob"]), node_id_for(ns, "k")]
+    finally:
+        for h in handles.values():
+            h.store.close()
+
+
 def run_at_once(script: str, args: list[list[str]]) -> None:
     """Run ``python -c script`` once per argument list, all at once; each must exit 0."""
     procs = [
@@ -463,7 +610,7 @@ def run_at_once(script: str, args: list[list[str]]) -> None:
 PUTTER = """
 import sys, time
 from md_cg import MdCG
-from md_cg.integrations.langgraph_store import MdCGStore, node_id_for
+from md_cg.integrations.langgraph_store import MdCGStore, ids_seen, node_id_for
 root, role, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 ns = ("memories", "alice")
 with MdCG(root, refresh_interval=0) as md:

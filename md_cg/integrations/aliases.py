@@ -31,23 +31,28 @@ are a closed set, so a relation type outside it is kept in ``relation`` on an
 edge of type ``similar``. mem0's ``user_id``/``agent_id``/``app_id``/``run_id``
 are kept as the tags ``user:<id>`` (...) and filter searches (md-cg's
 ``tag``, before ranking) and lists; ``add_memory`` stores a text once per
-labels (the same text for another user is that user's own memory). They are
+labels (the same text for another user is that user's own memory), under
+:func:`labelled_id`. They are
 labels, not access scopes (md-cg's scopes are set by whoever starts the
 server, never by a tool argument).
 """
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
+import orjson
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
-from ..node import EDGE_TYPES
+from .. import ccg
+from ..judge import is_fact
+from ..node import EDGE_TYPES, check_id, content_id
 from ..script import short_repr
 
 __all__ = [
@@ -145,8 +150,9 @@ ALIASES: tuple[Alias, ...] = (
     _a(
         "add_memory",
         "mem0",
-        {"remember": ("body", "tags", "duplicate"), "search": ("query", "k", "tag"), "get": ("id",)},
-        "`remember` (body = `text`; `user_id`... become tags; the same text is stored once per labels)",
+        {"remember": ("body", "tags", "id", "duplicate"), "search": ("query", "k", "tag"), "get": ("id",)},
+        "`remember` (body = `text`; `user_id`... become tags; the same text is stored once per labels, "
+        "under an id made of the text and the labels)",
         "`messages` (no extraction from a conversation: pass the fact as `text`) and `metadata` are "
         "refused; `enable_graph` is ignored",
     ),
@@ -470,15 +476,9 @@ def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
         if metadata:
             raise ToolError("metadata: not supported by md-cg; put what matters in text")
         tags = label_tags(user_id=user_id, agent_id=agent_id, app_id=app_id, run_id=run_id)
-        reply = tools["remember"](body=text, tags=tags)
-        if not (tags and reply.get("existing")) or set(tags) <= set(_tags_of(tools, reply)):
-            return reply
-        # the same text is someone else's memory (other labels): find or store this one's own
-        mine = _same_text(tools, text, tags)
-        if mine is not None:
-            said = {k: reply[k] for k in ("kind", "ccg_missing") if k in reply}  # the same text
-            return {"id": mine["id"], "layer": mine["layer"], "path": mine["path"], "existing": True, **said}
-        return tools["remember"](body=text, tags=tags, duplicate=True)
+        if not tags:
+            return tools["remember"](body=text)  # no labels: once per store, md-cg's own rule
+        return _add_labelled(tools, text, tags)
 
     return add_memory
 
@@ -492,14 +492,61 @@ def _plain(text: str) -> str:
     return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip("\n")
 
 
+def labelled_id(text: str, tags: list[str]) -> str:
+    """The id ``add_memory`` stores ``text`` under for its label ``tags``: the slug of
+    the text (as md-cg's ids) and 12 hex digits of a hash of the text (as md-cg compares
+    bodies) and the labels, so the same text for the same labels is one file, found by
+    its id, whatever the text's words (search cannot find a text of stop words)."""
+    digest = hashlib.sha256(orjson.dumps([_plain(text), sorted(set(tags))])).hexdigest()
+    return check_id(f"{content_id(_plain(text)).rsplit('-', 1)[0]}-{digest[:12]}")
+
+
+def _mine(node: dict[str, Any], text: str, tags: list[str]) -> bool:
+    return _plain(node["body"]) == _plain(text) and set(tags) <= set(
+        node.get("frontmatter", {}).get("tags") or []
+    )
+
+
+def _existing(node: dict[str, Any]) -> dict[str, Any]:
+    """``remember``'s reply naming a memory already stored (``existing: true``)."""
+    out = {"id": node["id"], "layer": node["layer"], "path": node["path"], "existing": True}
+    missing = ccg.missing(ccg.elements(node["body"], None))
+    out["kind"] = "fact" if is_fact(missing) else "procedure"
+    if out["kind"] == "procedure" and missing:
+        out["ccg_missing"] = list(missing)
+    return out
+
+
+def _add_labelled(tools: Tools, text: str, tags: list[str]) -> dict[str, Any]:
+    """``add_memory`` of ``text`` with label ``tags``: the labels' memory of that text
+    (its :func:`labelled_id`, or one stored before those ids that search finds), else
+    a new one under that id. Two calls at once store it once: the second finds the id
+    taken and answers with the first's memory."""
+    node_id = labelled_id(text, tags)
+    node = _node(tools, node_id)
+    if node is not None and _mine(node, text, tags):
+        return _existing(node)
+    found = _same_text(tools, text, tags)
+    if found is not None:
+        return _existing(found)
+    if node is None:
+        try:
+            return tools["remember"](body=text, tags=tags, id=node_id)
+        except ToolError:
+            node = _node(tools, node_id)  # stored meanwhile, or archived (no read shows it)
+            if node is not None and _mine(node, text, tags):
+                return _existing(node)
+    # the id holds another text (the memory was edited since) or is archived: a new one
+    return tools["remember"](body=text, tags=tags, duplicate=True)
+
+
 def _same_text(tools: Tools, text: str, tags: list[str]) -> dict[str, Any] | None:
-    """md-cg's ``get`` reply of a memory with body ``text`` carrying every label tag, if any."""
+    """md-cg's ``get`` reply of a memory with body ``text`` carrying every label tag that
+    search finds (one stored before :func:`labelled_id`), if any."""
     hits = tools["search"](query=text, k=SAME_TEXT_HITS, tag=tags[0])["results"]
     for hit in hits:
         node = _node(tools, hit["id"])
-        if node is None or _plain(node["body"]) != _plain(text):
-            continue
-        if set(tags) <= set(node.get("frontmatter", {}).get("tags") or []):
+        if node is not None and _mine(node, text, tags):
             return node
     return None
 

@@ -50,6 +50,7 @@ share one folder.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -81,7 +82,7 @@ from ..errors import (
     UnsafeIdError,
 )
 from ..index import Entry
-from ..node import LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant
+from ..node import INT_END, INT_MIN, LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant, number_problem
 from ..paths import BUCKETED_LAYER as BUCKETED
 from ..retention import stamp_scope
 from ..store import MdCG
@@ -209,6 +210,25 @@ class MemoryFiles:
 
     def _move(self, node_id: str, layer: str) -> Node:
         return self.store.move(node_id, layer)
+
+    def keep_if_timed_by_words(self, node_id: str) -> bool:
+        """Make the memory ``node_id`` long-term if md-cg timed it by its words (read and
+        written under its lock); whether it did."""
+        kept = []
+
+        def keep(node: Node) -> Node:
+            if node.retention_tier == "temp" and not was_asked(node.retention_reason):
+                _keep(node)
+                kept.append(node.id)
+            return node
+
+        try:
+            node = self.store.get(node_id, include_expired=True, include_archived=True)
+            if node.retention_tier == "temp" and not was_asked(node.retention_reason):
+                self._modify(node_id, keep)  # not otherwise: a write stamps updated_at
+        except NodeNotFoundError:
+            return False  # deleted meanwhile
+        return bool(kept)
 
     def _forget(self, node_id: str, reason: str) -> None:
         self.store.forget(node_id, reason)
@@ -459,6 +479,7 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(f"Cannot create {p.text}: the memory has no content after its frontmatter")
+        _refuse_big_integers(text, f"Cannot create {p.text}: ")
         _refuse_past_expiry(node, f"Cannot create {p.text}: ")
         if node.retention_tier is None and node.expires_at is None:
             _keep(node)  # a file lasts until it is deleted, unless its frontmatter says otherwise
@@ -508,6 +529,7 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
+        _refuse_big_integers(after, refuse, before)
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
         self._keep_in_scope(node, current, refuse)
@@ -650,6 +672,65 @@ def _keep(node: Node) -> None:
     node.retention_tier, node.expires_at, node.retention_reason = "long", None, asked_reason("long")
 
 
+#: Digits of the shortest integer a node file cannot hold (-2**63 - 1 has 19).
+_LONG_NUMBER = re.compile(r"\d{19}")
+_KEY = json.JSONDecoder()
+
+
+def _big_integer(value: Any) -> int | None:
+    """An integer of ``value`` (a JSON value, walked) outside what a node file stores."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+        elif isinstance(v, int) and not isinstance(v, bool) and not INT_MIN <= v < INT_END:
+            return v
+    return None
+
+
+def _big_integers(text: str) -> dict[str, int]:
+    """The frontmatter lines ``key: <JSON>`` of a file's text holding an integer a node
+    file cannot store (key: the integer). md-cg's reader takes such a number as a float
+    (``1.2345678901234568e+29``), losing digits without a word. Only a frontmatter with
+    a run of 19 digits is looked at; YAML lines are read with their integers whole
+    (and refused by md-cg)."""
+    try:
+        fm, _body = nodefile.HANDLER.split(text)
+    except ValueError:
+        return {}  # no frontmatter
+    if not _LONG_NUMBER.search(fm):
+        return {}
+    found = {}
+    for line in fm.splitlines():
+        try:
+            if line.startswith('"'):
+                key, end = _KEY.raw_decode(line)
+                value_text = line[end:].removeprefix(":")
+            else:
+                key, _, value_text = line.partition(":")
+            big = _big_integer(json.loads(value_text))
+        except (ValueError, RecursionError):
+            continue  # not a JSON line
+        if big is not None:
+            found[str(key)] = big
+    return found
+
+
+def _refuse_big_integers(text: str, refuse: str, before: str | None = None) -> None:
+    """Refuse an integer a node file cannot store (:func:`_big_integers`) that ``text``
+    brings (one already in ``before``, a file written outside, is no edit's doing)."""
+    had = _big_integers(before) if before is not None else {}
+    for key, big in _big_integers(text).items():
+        if had.get(key) != big:
+            raise ToolError(
+                refuse + f"field {key!r} {number_problem(big)}; write it as a string in quotes "
+                "to keep every digit"
+            )
+
+
 def _refuse_past_expiry(node: Node, refuse: str) -> None:
     """Refuse an ``expires_at`` already past: the memory would vanish as it is written."""
     if node.expires_at is not None and node.expires_at <= time.time():
@@ -694,6 +775,22 @@ class _OnStore:
         """Close the store if this tool opened it."""
         if self._owned:
             self.store.close()
+
+    def keep_files(self) -> list[str]:
+        """Make long-term every memory this handle sees that md-cg put on a timer by its
+        words (files the tool wrote before files lasted: "Remind me to renew the passport
+        tomorrow" would expire and be swept), expired ones not yet swept included; a
+        timer a caller or a frontmatter asked for is kept. Returns the ids changed.
+
+        Not run by itself: the tool cannot tell its own files from memories other md-cg
+        clients (``remember``) stored on purpose with a timer, so call it on a store the
+        tool has to itself (once, after upgrading; docs/integrations.md)."""
+        changed = []
+        for entry in self.store.entries(include_expired=True, include_archived=True):
+            timed = entry.retention_tier == "temp" or entry.expires_at is not None
+            if timed and self.files.keep_if_timed_by_words(entry.id):
+                changed.append(entry.id)
+        return changed
 
     def __enter__(self) -> Any:
         return self

@@ -13,10 +13,14 @@
 **One item, one node.** The node id is a slug of the key plus a hash of
 (namespace, key), e.g. ``coffee-38fb5aa7ab28``, so ``get`` needs no lookup; a
 handle whose scope has an agent or a workspace adds them to the hash
-(:func:`node_id_for`), so each agent keeps its own item of a key, and also
-finds the item under the plain id when its scope admits it (shared, or
-written before scoped ids). Items are long-term (``retention_tier: long``):
-they never expire, whatever their words say. The value is kept in the file:
+(:func:`node_id_for`), so each agent keeps its own item of a key. A handle
+also finds an item another scope wrote when its scope admits it: it looks
+under at most four ids (:func:`ids_seen`: its own, its agent's, its
+workspace's, the plain id), and the first stored one is its item. Items
+are long-term (``retention_tier: long``): they never expire, whatever their
+words say (items an earlier version let md-cg time by their words are made
+long-term when a store handle first opens the store: :meth:`MdCGStore.keep_items`).
+The value is kept in the file:
 
 * its text field -- the first of :data:`BODY_FIELDS` whose value is a
   non-blank string -- is the node's Markdown body, word for word
@@ -83,15 +87,25 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
-from ..errors import DuplicateIdError, InvalidArgumentError, NodeNotFoundError
+from ..errors import DuplicateIdError, InvalidArgumentError, InvalidNodeError, NodeNotFoundError
 from ..index import Entry
 from ..node import Node, validate
+from ..script import short_repr
 from ..search import SearchResult
 from ..store import MdCG
-from ..temporal import asked_reason
+from ..temporal import asked_reason, was_asked
 from ..visibility import Scope
 
-__all__ = ["BODY_FIELDS", "NS_PREFIX", "MdCGStore", "matches_filter", "namespace_of", "node_id_for"]
+__all__ = [
+    "BODY_FIELDS",
+    "NS_PREFIX",
+    "MdCGStore",
+    "ids_seen",
+    "matches_filter",
+    "namespace_of",
+    "node_id_for",
+    "owners_seen",
+]
 
 #: Value fields that become the node body, in order of preference.
 BODY_FIELDS = ("content", "text", "memory", "body", "data")
@@ -105,6 +119,9 @@ _HASH_CHARS = 12
 #: Looks at the stored items a batch of puts takes at most when other processes keep
 #: creating or deleting the same items meanwhile.
 _WRITE_TRIES = 3
+#: The store log where :meth:`MdCGStore.keep_items` notes that it ran.
+UPGRADE_LOG = "langgraph"
+UPGRADE = "items-long-term"
 
 
 # -- names ------------------------------------------------------------------------------
@@ -136,11 +153,42 @@ def namespace_of(entry: Entry) -> tuple[str, ...] | None:
     return None if entry.space_json is None else _namespace_of_space(entry.space_json)
 
 
-def _owner(scope: Scope | None) -> tuple[str | None, str | None] | None:
+Owner = tuple[str | None, str | None] | None
+
+
+def _owner(scope: Scope | None) -> Owner:
     """The agent and workspace a handle's writes are stamped with (``None``: none, shared)."""
     if scope is None or (scope.agent is None and scope.workspace is None):
         return None
     return scope.agent, scope.workspace
+
+
+def owners_seen(scope: Scope | None) -> list[Owner]:
+    """The owners whose items a handle of ``scope`` finds by id, in order of precedence:
+    its own (agent and workspace), its agent's alone, its workspace's alone, then the
+    shared items (``None``). Each is one its scope admits; an unscoped handle has the
+    shared ones only."""
+    if scope is None:
+        return [None]
+    out: list[Owner] = []
+    for agent, workspace in (
+        (scope.agent, scope.workspace),
+        (scope.agent, None),
+        (None, scope.workspace),
+        (None, None),
+    ):
+        owner = None if agent is None and workspace is None else (agent, workspace)
+        if owner not in out:
+            out.append(owner)
+    return out
+
+
+def _node_id(namespace: Sequence[str], key: str, owner: Owner) -> str:
+    parts: list[Any] = [list(namespace), key] if owner is None else [list(namespace), key, *owner]
+    digest = hashlib.sha256(orjson.dumps(parts)).hexdigest()[:_HASH_CHARS]
+    folded = unicodedata.normalize("NFKC", key).casefold()
+    slug = re.sub(r"[^\w]+|_", "-", folded).strip("-")[:_SLUG_CHARS].strip("-")
+    return f"{slug or 'item'}-{digest}"
 
 
 def node_id_for(namespace: Sequence[str], key: str, scope: Scope | None = None) -> str:
@@ -151,12 +199,17 @@ def node_id_for(namespace: Sequence[str], key: str, scope: Scope | None = None) 
     each keep an item under the same namespace and key; without one the id is the
     plain (namespace, key) hash, as md-cg has always written it.
     """
-    owner = _owner(scope)
-    parts: list[Any] = [list(namespace), key] if owner is None else [list(namespace), key, *owner]
-    digest = hashlib.sha256(orjson.dumps(parts)).hexdigest()[:_HASH_CHARS]
-    folded = unicodedata.normalize("NFKC", key).casefold()
-    slug = re.sub(r"[^\w]+|_", "-", folded).strip("-")[:_SLUG_CHARS].strip("-")
-    return f"{slug or 'item'}-{digest}"
+    return _node_id(namespace, key, _owner(scope))
+
+
+def ids_seen(namespace: Sequence[str], key: str, scope: Scope | None = None) -> list[str]:
+    """The ids under which a handle of ``scope`` finds the item ``key`` of ``namespace``,
+    in order of precedence (:func:`owners_seen`): at most four -- its own id
+    (:func:`node_id_for`), its agent's, its workspace's and the plain id. The first that
+    is stored is the handle's item: ``get`` returns it, ``put`` changes it in place
+    (and creates the handle's own id when none is stored), ``delete`` removes it, and
+    ``search`` leaves the others of that key out."""
+    return [_node_id(namespace, key, owner) for owner in owners_seen(scope)]
 
 
 # -- values -------------------------------------------------------------------------------
@@ -174,7 +227,10 @@ def _render(value: Mapping[str, Any]) -> str:
     """A readable body for a value without a text field (derived: the frontmatter holds the value)."""
     lines = []
     for name, v in value.items():
-        shown = v if isinstance(v, str) else orjson.dumps(v).decode()
+        try:
+            shown = v if isinstance(v, str) else orjson.dumps(v).decode()
+        except TypeError:  # a value JSON cannot hold (2**70): validation refuses it
+            shown = short_repr(v)
         lines.append(f"{name}: {shown}")
     return "\n".join(lines) or "(empty value)"
 
@@ -295,7 +351,8 @@ class MdCGStore(BaseStore):
     are written (``knowledge``: one bucket folder per namespace). ``fill``:
     a search with a query also returns the items without evidence, after
     the ranked ones, with ``score=None``. ``record_access``: searches with a
-    query record the ranked items they return as accesses.
+    query record the ranked items they return as accesses. ``upgrade``: run
+    :meth:`keep_items` on open unless the store log says it ran for this scope.
     """
 
     __slots__ = ("_owned", "fill", "layer", "record_access", "store")
@@ -307,11 +364,50 @@ class MdCGStore(BaseStore):
         layer: str = "knowledge",
         fill: bool = True,
         record_access: bool = True,
+        upgrade: bool = True,
     ) -> None:
         self.store, self._owned = (store, False) if isinstance(store, MdCG) else (MdCG(store), True)
         self.layer = layer
         self.fill = fill
         self.record_access = record_access
+        if upgrade and not self.store.read_only and not self._upgraded():
+            self.keep_items()
+
+    def _upgraded(self) -> bool:
+        """Whether :meth:`keep_items` ran on this store for this handle's scope (or an
+        unscoped handle's, which sees every item): the log says so."""
+        mine = _scope_record(self._handle().scope)
+        return any(
+            r.get("done") == UPGRADE and r.get("scope") in (None, mine)
+            for r in self._handle().log(UPGRADE_LOG).read()
+        )
+
+    def keep_items(self) -> list[str]:
+        """Make long-term the items this handle sees that md-cg put on a timer by their
+        words (the code before items were long-term did: "remind me tomorrow..." would
+        expire and be swept), expired ones not yet swept included; a timer a caller asked
+        for (``retention_reason``) is kept. Returns the ids changed, and notes in the log
+        ``.mdcg/langgraph/`` that it ran, so a later open skips it: a store handle runs it
+        on its first open (``upgrade=False`` does not). One pass over the index entries
+        (no file is read but the timed items')."""
+        handle = self._handle()
+        changed = []
+        for entry in handle.entries(include_expired=True, include_archived=True):
+            if entry.retention_tier != "temp" and entry.expires_at is None:
+                continue
+            if namespace_of(entry) is None:
+                continue
+            try:
+                node = handle.get(entry.id, include_expired=True, include_archived=True)
+                if was_asked(node.retention_reason):
+                    continue
+                handle.modify(entry.id, _keep_unless_asked)
+            except NodeNotFoundError:
+                continue  # deleted meanwhile
+            changed.append(entry.id)
+        record = {"done": UPGRADE, "scope": _scope_record(handle.scope), "changed": len(changed)}
+        handle.log(UPGRADE_LOG).append([record])
+        return changed
 
     def close(self) -> None:
         """Close the md-cg store if this object opened it."""
@@ -341,11 +437,8 @@ class MdCGStore(BaseStore):
         return out
 
     def _ids(self, namespace: tuple[str, ...], key: str) -> list[str]:
-        """The ids the item may have, the handle's own first: a scoped handle's own item,
-        then a shared one (or one written before scoped ids) that the scope admits."""
-        own = node_id_for(namespace, key, self._handle(namespace).scope)
-        plain = node_id_for(namespace, key)
-        return [own] if own == plain else [own, plain]
+        """The ids the item may have, in order of precedence (:func:`ids_seen`)."""
+        return ids_seen(namespace, key, self._handle(namespace).scope)
 
     def _stored(self, namespace: tuple[str, ...], key: str) -> Entry | None:
         """The entry of the stored item the handle sees, archived or expired ones too."""
@@ -457,7 +550,7 @@ class MdCGStore(BaseStore):
         before anything is written. A new item another process stores meanwhile is looked
         up again and replaced; so is a stored one deleted meanwhile, which is added."""
         for (namespace, key), value in values.items():
-            validate(value_to_node(namespace, key, value, self.layer, None))
+            _checked(namespace, key, value_to_node(namespace, key, value, self.layer, None))
         pending = dict(values)
         for attempt in range(_WRITE_TRIES):
             last = attempt == _WRITE_TRIES - 1
@@ -531,8 +624,10 @@ class MdCGStore(BaseStore):
         node = self._read(node_id, namespace)
         if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
             return None
-        if self._ids(namespace, node.extra[KEY_FIELD])[0] in by_id.keys() - {node_id}:
-            return None  # a shared item the handle's own item of that key stands in for (get's)
+        ids = self._ids(namespace, node.extra[KEY_FIELD])
+        rank = ids.index(node_id) if node_id in ids else len(ids)
+        if any(other in by_id for other in ids[:rank]):
+            return None  # an item of that key that comes first stands in for it (get's)
         value = node_value(node)
         if not matches_filter(value, op.filter):
             return None
@@ -577,6 +672,30 @@ class MdCGStore(BaseStore):
         if op.max_depth is not None:
             namespaces = {ns[: op.max_depth] for ns in namespaces}
         return sorted(namespaces)[op.offset : op.offset + op.limit]
+
+
+def _checked(namespace: tuple[str, ...], key: str, node: Node) -> None:
+    """Validate the node of a put; a refusal names the item (namespace and key)."""
+    try:
+        validate(node)
+    except InvalidNodeError as exc:
+        raise InvalidNodeError(
+            f"cannot put the item {short_repr(key)} of namespace {short_repr(namespace)}: {exc}",
+            field=exc.field,
+            value=exc.value,
+            node_id=exc.node_id,
+        ) from exc
+
+
+def _scope_record(scope: Scope | None) -> list[str | None] | None:
+    owner = None if scope is None else (scope.agent, scope.workspace, scope.max_sensitivity)
+    return None if owner is None else list(owner)
+
+
+def _keep_unless_asked(node: Node) -> None:
+    """Make ``node`` long-term unless a caller asked for its timer (read under its lock)."""
+    if not was_asked(node.retention_reason):
+        node.retention_tier, node.expires_at, node.retention_reason = "long", None, asked_reason("long")
 
 
 def _has_evidence(result: SearchResult) -> bool:
