@@ -440,6 +440,8 @@ class Lifecycle(_Handle):
             retention.stamp_scope(node, self._scope, fill=held is None)
             if not decide:
                 continue
+            if node.retention_tier is None and node.expires_at is not None:
+                node.retention_tier = "temp"  # an expiry the caller gave asks for the temp tier
             explicit = node.retention_tier is not None
             decided.append((node, self._ret.decide(node, now=now, previous=held, explicit=explicit)))
         return decided

@@ -300,3 +300,17 @@ def test_a_sweep_keeps_a_file_edited_by_hand_to_stay(tmp_path: Path) -> None:
         assert s.sweep(dry_run=False).removed == ("u",)
         assert s.get("t").retention_tier == "long"
     assert path.read_text() == edited
+
+
+def test_an_expiry_given_to_add_asks_for_the_temp_tier(tmp_path: Path) -> None:
+    """Found in session 24 (a helper): add(expires_at=...) without a tier dropped the
+    expiry, so the memory never expired; update kept it."""
+    from md_cg.node import quantise_instant
+
+    s = MdCG(tmp_path / "m")
+    when = time.time() + 1000
+    n = s.add(id="x", body="the user likes tea", expires_at=when)
+    assert (n.retention_tier, n.expires_at) == ("temp", quantise_instant(when))
+    assert n.retention_reason == "the caller asked for the temp tier"
+    assert s.get("x").expires_at == quantise_instant(when)
+    assert s.add(id="y", body="the user likes coffee").expires_at is None
