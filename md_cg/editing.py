@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import heapq
 import time
-import unicodedata
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import NamedTuple
 
@@ -26,7 +25,17 @@ from .engine import Engine, Staged, copies_of, read_entry, stage
 from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
 from .index import Columns, Entry
 from .logs import AppendLog
-from .node import LAYERS, Edge, Node, check_id, check_layer, check_new_id, finite, quantise_instant, validate
+from .node import (
+    LAYERS,
+    Node,
+    check_id,
+    check_layer,
+    check_new_id,
+    finite,
+    quantise_instant,
+    unusable,
+    validate,
+)
 from .nodefile import loads, read_bytes_as_text
 from .script import short_repr
 
@@ -79,63 +88,13 @@ def require_usable(
     kept_tags: Sequence[object] = (),
     kept_edges: Sequence[object] = (),
 ) -> None:
-    """InvalidNodeError when a memory a caller writes by hand (``add``, ``update``)
-    holds what no read could use: a blank tag (the tag filter refuses one), an edge
-    to itself (``neighbours`` never shows it) or an edge confidence outside 0..1.
-    Files, imports and migrations carry what they hold; this is for new input.
-
-    ``kept_tags``/``kept_edges``: what the stored node held (an edit of it): a tag it
-    held, an edge to itself it had, and an edge confidence one of its edges had are
-    not new input (a rename re-points an edge of confidence 1.5 a migration stored)."""
-    if "tags" in fields and isinstance(node.tags, list):
-        for tag in node.tags:
-            if not isinstance(tag, str) or tag in kept_tags:
-                continue
-            if not _visible_text(tag):
-                raise InvalidNodeError(
-                    f"node {node.id!r}: field 'tags' holds a blank tag ({tag!r}); a tag needs some text",
-                    field="tags",
-                    value=node.tags,
-                    node_id=node.id,
-                )
-            if any(unicodedata.category(ch) == "Cc" for ch in tag):
-                raise InvalidNodeError(
-                    f"node {node.id!r}: field 'tags' holds a tag with a control character ({tag!r}); "
-                    "a tag is one line of text",
-                    field="tags",
-                    value=node.tags,
-                    node_id=node.id,
-                )
-    if "edges" not in fields or not isinstance(node.edges, list):
-        return
-    had = [e if isinstance(e, Edge) else None for e in kept_edges]
-    self_linked = any(e is not None and e.target == node.id for e in had)
-    kept_conf = {e.confidence for e in had if e is not None}
-    for value in node.edges:
-        edge = value if isinstance(value, Edge) else Edge.from_value(value, node_id=node.id)
-        if edge.target == node.id and not self_linked:
-            raise InvalidNodeError(
-                f"node {node.id!r}: an edge to itself ({edge.type}); edges link two memories",
-                field="edges",
-                value=edge.target,
-                node_id=node.id,
-            )
-        conf = edge.confidence
-        if conf in kept_conf:
-            continue
-        if isinstance(conf, int | float) and not isinstance(conf, bool) and not 0 <= conf <= 1:
-            raise InvalidNodeError(
-                f"node {node.id!r}: the edge to {edge.target!r} has confidence {conf!r}; it must be 0..1",
-                field="edges",
-                value=conf,
-                node_id=node.id,
-            )
-
-
-def _visible_text(text: str) -> bool:
-    """Whether ``text`` holds a character that shows: not only spaces, line breaks and
-    format characters such as a zero-width space."""
-    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc", "Zs") for ch in text)
+    """Raise :func:`md_cg.node.unusable`'s InvalidNodeError, if any: a blank or
+    control-character tag, an edge to itself, an edge confidence outside 0..1 in
+    what a caller writes by hand (``add``, ``update``); ``kept_*``: what the stored
+    node held (an edit of it), which is not new input."""
+    problem = unusable(node, fields, kept_tags=kept_tags, kept_edges=kept_edges)
+    if problem is not None:
+        raise problem
 
 
 def read_text(engine: Engine, node_id: str) -> str:

@@ -548,9 +548,10 @@ def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = No
     concurrently only if those were slow (:data:`FSYNC_SLOW_SECONDS`). The
     calling thread takes a share; the others run on short-lived threads
     that are all joined before this returns or raises (so the folders the
-    calls use may be closed right after). The first ``OSError`` met is raised
-    once every thread has stopped; an error or an interrupt stops the others
-    before their next call.
+    calls use may be closed right after). The first error met (an ``OSError``,
+    or an ``UnsafePathError`` of a folder reopened and found to be a symlink) is
+    raised once every thread has stopped; an error or an interrupt stops the
+    others before their next call.
     """
     limit = FSYNC_THREADS if threads is None else threads
     done = 0
@@ -568,7 +569,7 @@ def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = No
         return
     parts = [rest[i::count] for i in range(count)]
     stop = threading.Event()
-    errors: list[OSError] = []
+    errors: list[Exception] = []
 
     def run(part: Sequence[Callable[[], object]]) -> None:
         try:
@@ -576,7 +577,7 @@ def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = No
                 if stop.is_set():
                     return
                 call()
-        except OSError as exc:
+        except Exception as exc:  # any failure (a folder refused as a symlink too) fails the batch
             errors.append(exc)
             stop.set()
 

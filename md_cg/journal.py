@@ -526,9 +526,12 @@ def _remove_temps(puts: Sequence[Put], temps: Sequence[str | None], dirs: fsops.
             continue
         try:
             d = dirs.get(_split(put.rel)[0])  # opened again if the cache closed it
-        except (FileNotFoundError, NotADirectoryError):
-            continue  # the folder is gone, and its temp file with it
-        d.unlink(tmp)
+        except (OSError, UnsafePathError):
+            # the folder is gone (its temp file with it), or it is a symlink now and
+            # is not entered: the others are still removed, the first error stands
+            continue
+        with contextlib.suppress(OSError):
+            d.unlink(tmp)
 
 
 # -- reading ----------------------------------------------------------------------

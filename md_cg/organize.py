@@ -43,7 +43,7 @@ from . import dedupe
 from .errors import InvalidArgumentError, NodeNotFoundError, OrganizeApplyError
 from .index import layer_code, no_gc, title_of
 from .logs import AppendLog, blanked
-from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node, unusable
 from .recall import content_of
 from .script import short_repr
 from .text import query_terms
@@ -711,6 +711,10 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             plan.discarded.append(index)
         else:
             node = _new_node(by_index[index], now)
+            problem = unusable(node)  # what add refuses (a control-character tag ...) is skipped
+            if problem is not None:
+                plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {problem}", "index"))
+                continue
             plan.nodes.append(node)
             plan.saved.append(node.id)
             plan.saved_from.append(index)

@@ -465,10 +465,9 @@ class _Ladder:
 
     def complete(self, doc_ids: list[str]) -> set[str]:
         """The ids among ``doc_ids`` that hold every one of the query's own terms (its
-        single CJK characters aside when it has CJK bigrams: they hold them)."""
-        own = [t for t, w in self.terms if w >= 1.0]
-        if any(len(t) == 2 and is_cjk(t[0]) for t in own):
-            own = [t for t in own if not (len(t) == 1 and is_cjk(t))]
+        particles and pronouns aside: CJK_FUNCTION_CHARS). A single character the user
+        typed as a word (茶 of "茶 价格") counts: bucket notes holding only 价格 are not sure."""
+        own = [t for t, w in self.terms if w >= 1.0 and t not in CJK_FUNCTION_CHARS]
         if not own or not doc_ids:
             return set()
         held = self.text.terms_of(doc_ids, own)

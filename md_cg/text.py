@@ -295,7 +295,7 @@ class Analyzer:
         if self.question_words:
             s = self._question_re.sub(" ", s)
         terms = _terms(s, self._qwords, self.query_unigrams)
-        if all(not is_cjk(t) or len(t) != 1 or t in CJK_FUNCTION_CHARS for t in terms):
+        if all(all(ch in CJK_FUNCTION_CHARS for ch in t) for t in terms):
             return terms  # only particles and pronouns (他们, 就是我): they are what is asked
         # a bigram of two particles or pronouns (我的, 的是) says nothing of what is asked
         return [t for t in terms if not _function_bigram(t)]

@@ -166,3 +166,46 @@ def test_folder_cache_is_bounded_and_never_reopens_through_a_symlink(tmp_path: P
     assert within.get("k/c1") is d and not within.spilled  # no walk from the root again
     assert within.fsync_calls() == [d.fsync]
     within.close()
+
+
+def test_fsync_all_raises_a_refused_folder_met_on_a_worker_thread(monkeypatch) -> None:
+    """Review round 3 (session 24): a worker caught only OSError; a folder reopened and
+    found to be a symlink (UnsafePathError) ended the thread, its share of fsyncs was
+    skipped and the durable batch was acknowledged."""
+    from md_cg import fsops
+    from md_cg.errors import UnsafePathError
+
+    monkeypatch.setattr(fsops, "FSYNC_SLOW_SECONDS", 0.0)  # always concurrent after the probe
+    ran: list[int] = []
+
+    def call(i: int) -> None:
+        if i == fsops.FSYNC_PROBE + 1:  # on a worker thread (parts are dealt round robin)
+            raise UnsafePathError("knowledge/cond_x", "is a symlink")
+        ran.append(i)
+
+    calls = [lambda i=i: call(i) for i in range(fsops.FSYNC_PROBE + 40)]
+    with pytest.raises(UnsafePathError, match="is a symlink"):
+        fsops.fsync_all(calls, threads=4)
+    assert fsops.FSYNC_PROBE + 1 not in ran
+
+
+def test_a_failed_batch_removes_its_other_temps_when_one_folder_became_a_symlink(tmp_path: Path) -> None:
+    """Review round 3 (session 24): the cleanup stopped at a folder replaced by a symlink,
+    its UnsafePathError hid the batch's own error, and the other temp files stayed."""
+    from md_cg import journal
+
+    root = tmp_path / "m"
+    for name in ("a", "b", "c"):
+        (root / "knowledge" / name).mkdir(parents=True)
+        (root / "knowledge" / name / ".x.md.tmp").write_bytes(b"temp")
+    outside = tmp_path / "outside"
+    (root / "knowledge" / "b").rename(outside)
+    (root / "knowledge" / "b").symlink_to(outside)
+    puts = [journal.Put(n, f"knowledge/{n}/x.md", b"x") for n in ("a", "b", "c")]
+    dirs = fsops.FolderCache(str(root))
+    try:
+        journal._remove_temps(puts, [".x.md.tmp"] * 3, dirs)  # raises nothing
+    finally:
+        dirs.close()
+    assert sorted(p.name for p in (root / "knowledge").rglob("*.tmp")) == []
+    assert (outside / ".x.md.tmp").exists()  # never reached through the symlink

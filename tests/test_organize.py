@@ -789,3 +789,23 @@ def test_an_apply_reads_only_the_records_naming_its_run(tmp_path: Path) -> None:
     with pytest.raises(OrganizeApplyError, match="was already applied"):
         store.organize("apply", run_id=ids[2], decisions=[{"action": "save", "index": 0}])
     store.close()
+
+
+def test_an_apply_skips_a_candidate_add_would_refuse_and_saves_the_rest(tmp_path: Path) -> None:
+    """Review round 3 (session 24): apply_changes refusing a control-character tag made
+    the whole apply fail with a bare InvalidNodeError, the good candidate unsaved."""
+    store = MdCG(tmp_path / "m")
+    rep = store.organize(
+        "dryRun",
+        candidates=[
+            {"layer": "knowledge", "title": "bell", "content": "the bell rings", "tags": ["bell\x07"]},
+            {"layer": "knowledge", "title": "gate", "content": "the gate opens at nine"},
+        ],
+    )
+    res = store.organize(
+        "apply", run_id=rep.run_id, decisions=[{"action": "save", "index": 0}, {"action": "save", "index": 1}]
+    )
+    assert res.status == "degraded" and len(res.saved_ids) == 1
+    assert [s.index for s in res.skipped] == [0] and "a tag with a control character" in res.skipped[0].reason
+    assert [store.get(i).body.endswith("the gate opens at nine\n") for i in res.saved_ids] == [True]
+    store.close()

@@ -438,6 +438,7 @@ def test_an_edit_keeps_odd_tags_and_edges_the_file_already_held(tmp_path: Path) 
         assert handle.get("x1").tags[0] == "bell\x07"
         handle.modify("x1", lambda n: setattr(n, "tags", ["bell\x07"]))
     trusted.edit_text("x1", lambda t: t.replace("target", "the target"))
+    assert trusted.update("x1", tags=["bell\x07", "via update"]).tags == ["bell\x07", "via update"]
     with pytest.raises(InvalidNodeError, match="a tag with a control character"):
         trusted.modify("x1", lambda n: n.tags.append("\x07other"))
 

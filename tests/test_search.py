@@ -600,3 +600,14 @@ def test_routed_hits_compete_with_their_whole_store_scores(store: MdCG) -> None:
     routed = store.search("gateway proxy timeout", k=3, context="ops", record=False)[0]
     assert [(r.id, r.score) for r in routed] == plain
     assert {r.tier for r in routed if r.id.startswith("ops")} <= {"T0"}
+
+
+def test_a_single_character_word_counts_for_a_sure_routed_hit(store: MdCG) -> None:
+    """Review round 3 (session 24): with single CJK characters left out of 'sure',
+    bucket notes holding only 价格 ended "茶 价格" at T0 and hid the tea note."""
+    for i in range(3):
+        store.add(id=f"cof{i}", layer="knowledge", tags=["domain:shop"], body=f"咖啡价格上涨了 {i}")
+    store.add(id="tea", layer="knowledge", tags=["domain:food"], body="茶 价格 是每斤 200 元")
+    for query in ("茶 价格", "茶的价格"):
+        results, meta = store.search(query, k=2, context="shop", record=False)
+        assert [r.id for r in results] == ["tea", "cof0"] and meta["tier"] == "T2", query
