@@ -212,10 +212,11 @@ class Journal:
                 self._apply(puts, order, temps, stats, dels, dirs, applied)
                 if durable:
                     fsops.fsync_all(dirs.fsync_calls())
-            except BaseException:
+            except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
                 self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
+                exc.add_note("the batch was logged before this error: the next recovery completes it")
                 raise
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)

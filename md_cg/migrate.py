@@ -64,7 +64,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import audit, fsops, layout, maintenance, nodefile, paths, visibility
+from . import audit, fsops, layout, maintenance, nodefile, paths, retention, visibility
 from .engine import foreign_file
 from .errors import (
     IdCollisionError,
@@ -482,6 +482,7 @@ def expected_after_retention(store: MdCG, row_node: Node, actual: Node) -> Node:
     ``expires_at`` (an instant of the migration run, kept by later runs) is the one
     the file holds unless the row gave it."""
     expected = row_node.copy()
+    retention.imply_tier(expected)  # as the write path does
     explicit = expected.retention_tier is not None
     given = expected.expires_at if explicit else None
     store._ret.decide(expected, now=0.0, previous=None, explicit=explicit)

@@ -713,7 +713,8 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             node = _new_node(by_index[index], now)
             problem = unusable(node)  # what add refuses (a control-character tag ...) is skipped
             if problem is not None:
-                plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {problem}", "index"))
+                said = str(problem).removeprefix(f"node {node.id!r}: ")  # the id was never saved
+                plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {said}", "index"))
                 continue
             plan.nodes.append(node)
             plan.saved.append(node.id)

@@ -117,6 +117,14 @@ def settings_problems(root: str) -> list[str]:
     return out
 
 
+def imply_tier(node: Node) -> None:
+    """A new node given an ``expires_at`` and no tier asks for the temp tier (the expiry
+    would otherwise be dropped by the decision: ``add(expires_at=t)`` never expired).
+    The write path and the checks of what a write should have stored both apply it."""
+    if node.retention_tier is None and node.expires_at is not None:
+        node.retention_tier = "temp"
+
+
 def stamp_scope(node: Node, scope: visibility.Scope | None, *, fill: bool = True) -> None:
     """Put ``node`` in the writer's scope; refuse a node meant for another scope.
 

@@ -258,6 +258,7 @@ class Reads(_Handle):
         if previous is not None and previous.path != rel:
             return "moved"
         copy = shallow_copy(node)  # decide only rebinds scalar fields (tier, expiry, reason)
+        retention.imply_tier(copy)  # as the write does (_prepare)
         self._ret.decide(copy, now=time.time(), previous=previous, explicit=copy.retention_tier is not None)
         same = fsops.holds(str(self.root), rel, nodefile.dump_bytes(copy))
         return "created" if same is None else "unchanged" if same else "updated"
@@ -440,8 +441,7 @@ class Lifecycle(_Handle):
             retention.stamp_scope(node, self._scope, fill=held is None)
             if not decide:
                 continue
-            if node.retention_tier is None and node.expires_at is not None:
-                node.retention_tier = "temp"  # an expiry the caller gave asks for the temp tier
+            retention.imply_tier(node)  # an expiry the caller gave asks for the temp tier
             explicit = node.retention_tier is not None
             decided.append((node, self._ret.decide(node, now=now, previous=held, explicit=explicit)))
         return decided

@@ -807,3 +807,24 @@ def test_a_file_broken_by_hand_during_an_import_is_kept(tmp_path: Path) -> None:
     why = BROKEN_X2.replace("x2", "x3")
     assert _counts(report) == (0, 4, 0, [("line 4", "x3", why)])
     assert report.ids == ["x0", "x1", "x2", "x4"]
+
+
+def test_a_record_with_an_expiry_and_no_tier_imports_again_unchanged(tmp_path: Path) -> None:
+    """Review round 4 (session 24): once add took an expiry without a tier as the temp
+    tier, the check of what a write would store did not, so importing the same file again
+    refused the record as taken by other content (and with overwrite said "changed")."""
+    store = MdCG(tmp_path / "m")
+    when = time.time() + 9e5
+    src = tmp_path / "src.jsonl"
+    src.write_text(
+        json.dumps({"id": "e1", "body": "green tea", "expires_at": when})
+        + "\n"
+        + json.dumps({"body": "black tea for breakfast", "expires_at": when})
+        + "\n"
+    )
+    first = import_nodes(store, src)
+    assert first.created == 2
+    again = import_nodes(store, src)
+    assert (again.created, again.updated, again.unchanged) == (0, 0, 2)
+    assert import_nodes(store, src, overwrite=True).unchanged == 2
+    assert store.get("e1").retention_tier == "temp"
