@@ -21,6 +21,9 @@ import orjson
 from . import fsops, paths
 from .errors import UnsafePathError
 
+#: One record of a read: (time in ns, shard name, sequence, record).
+Row = tuple[int, str, int, dict[str, Any]]
+
 
 class AppendLog:
     """The append-only log ``.mdcg/<name>/`` of a store rooted at ``root``.
@@ -37,9 +40,7 @@ class AppendLog:
         self._lock = fsops.FileLock(root, paths.meta(f"{name}.lock"), what=f"{name} log")
         #: ``incremental``: :meth:`read` parses only what was appended since its last
         #: call (a log nobody redacts: the reflection record, read on every reflect)
-        self._seen: dict[str, tuple[int, list[tuple[int, str, int, dict[str, Any]]]]] | None = (
-            {} if incremental else None
-        )
+        self._seen: dict[str, tuple[int, list[Row]]] | None = {} if incremental else None
 
     def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> None:
         """Append records; each line is ``{"ts": <ns>, "seq": <n>, "r": <record>}``."""
@@ -47,27 +48,34 @@ class AppendLog:
 
     def read(self) -> list[dict[str, Any]]:
         """Every record, oldest first."""
-        rows = self._sorted()
-        if self._seen is not None:  # the kept records are this log's: a caller gets copies
-            return [orjson.loads(orjson.dumps(r[3])) for r in rows]
-        return [r[3] for r in rows]
+        return [self._given(r[3]) for r in self._sorted()]
 
     def newest_first(self) -> Iterator[dict[str, Any]]:
-        """The records newest first (copies), read as :meth:`read` reads them: a caller
-        looking for the last record of a kind decodes no more than it takes."""
-        rows = self._sorted()
-        for r in reversed(rows):
-            yield orjson.loads(orjson.dumps(r[3])) if self._seen is not None else r[3]
+        """The records newest first, read as :meth:`read` reads them: a caller looking
+        for the last record of a kind decodes no more than it takes."""
+        for r in reversed(self._sorted()):
+            yield self._given(r[3])
 
-    def _sorted(self) -> list[tuple[int, str, int, dict[str, Any]]]:
-        out: list[tuple[int, str, int, dict[str, Any]]] = []
-        if self.legacy is not None:
-            for i, old in enumerate(_legacy_records(self.root, self.legacy)):
-                out.append((-1, "", i, old))
+    def _given(self, rec: dict[str, Any]) -> dict[str, Any]:
+        """What a caller gets of a record: a copy when this log keeps its records."""
+        return orjson.loads(orjson.dumps(rec)) if self._seen is not None else rec
+
+    def _names(self) -> list[str]:
+        """The shards' names (none when the folder is refused)."""
         try:
-            names = fsops.list_shards(self.root, self.rel)
+            return fsops.list_shards(self.root, self.rel)
         except UnsafePathError:
-            names = []
+            return []
+
+    def _legacy(self) -> list[Row]:
+        """The earlier versions' single file's records, first in every read."""
+        if self.legacy is None:
+            return []
+        return [(-1, "", i, old) for i, old in enumerate(_legacy_records(self.root, self.legacy))]
+
+    def _sorted(self) -> list[Row]:
+        out = self._legacy()
+        names = self._names()
         seen = self._seen
         for name in names:
             start, known = seen.get(name, (0, [])) if seen is not None else (0, [])
@@ -82,7 +90,7 @@ class AppendLog:
         if seen is not None:
             for gone in seen.keys() - set(names):
                 del seen[gone]
-        out.sort(key=lambda r: (r[0], r[1], r[2]))
+        out.sort(key=_order)
         return out
 
     def read_holding(self, needles: Sequence[bytes]) -> list[dict[str, Any]]:
@@ -90,16 +98,8 @@ class AppendLog:
         spells them), oldest first, as :meth:`read` orders them: only those lines are
         decoded (an organise apply looks up its run in a log of every run). The earlier
         versions' single file is searched whole."""
-        out: list[tuple[int, str, int, dict[str, Any]]] = []
-        if self.legacy is not None:
-            for i, old in enumerate(_legacy_records(self.root, self.legacy)):
-                if any(n in orjson.dumps(old) for n in needles):
-                    out.append((-1, "", i, old))
-        try:
-            names = fsops.list_shards(self.root, self.rel)
-        except UnsafePathError:
-            names = []
-        for name in names:
+        out = [r for r in self._legacy() if any(n in orjson.dumps(r[3]) for n in needles)]
+        for name in self._names():
             try:
                 data, _ = fsops.read_file(self.root, f"{self.rel}/{name}")
             except (FileNotFoundError, UnsafePathError):
@@ -113,7 +113,7 @@ class AppendLog:
                 except orjson.JSONDecodeError:
                     continue
             out.extend(_rows(name, [line for line in lines if isinstance(line, dict)]))
-        out.sort(key=lambda r: (r[0], r[1], r[2]))
+        out.sort(key=_order)
         return [r[3] for r in out]
 
     def redact(self, needles: Sequence[bytes], edit: Callable[[dict[str, Any]], bool]) -> int:
@@ -125,11 +125,7 @@ class AppendLog:
         is left as it is. The earlier versions' single file is not touched. Returns the
         number of lines rewritten."""
         done = 0
-        try:
-            names = fsops.list_shards(self.root, self.rel)
-        except UnsafePathError:
-            return 0
-        for name in names:
+        for name in self._names():
             rel = f"{self.rel}/{name}"
             try:
                 data, _ = fsops.read_file(self.root, rel)
@@ -189,7 +185,12 @@ def _edited(
     return (start, new) if len(new) == stop - start else None
 
 
-def _rows(name: str, lines: list[dict[str, Any]]) -> list[tuple[int, str, int, dict[str, Any]]]:
+def _order(row: Row) -> tuple[int, str, int]:
+    """A record's place in a read: (time, shard, sequence)."""
+    return row[0], row[1], row[2]
+
+
+def _rows(name: str, lines: list[dict[str, Any]]) -> list[Row]:
     """(time, shard, sequence, record) of a shard's lines that hold a record."""
     out = []
     for line in lines:
