@@ -549,8 +549,8 @@ def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = No
     calling thread takes a share; the others run on short-lived threads
     that are all joined before this returns or raises (so the folders the
     calls use may be closed right after). The first error met (an ``OSError``,
-    or an ``UnsafePathError`` of a folder reopened and found to be a symlink) is
-    raised once every thread has stopped; an error or an interrupt stops the
+    an ``UnsafePathError`` of a folder reopened and found to be a symlink, or any
+    other exception, ``SystemExit`` included) is raised once every thread has stopped; an error or an interrupt stops the
     others before their next call.
     """
     limit = FSYNC_THREADS if threads is None else threads
@@ -569,23 +569,27 @@ def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = No
         return
     parts = [rest[i::count] for i in range(count)]
     stop = threading.Event()
-    errors: list[Exception] = []
+    errors: list[BaseException] = []
 
-    def run(part: Sequence[Callable[[], object]]) -> None:
+    def run(part: Sequence[Callable[[], object]], here: bool = False) -> None:
         try:
             for call in part:
                 if stop.is_set():
                     return
                 call()
-        except Exception as exc:  # any failure (a folder refused as a symlink too) fails the batch
-            errors.append(exc)
+        except (
+            BaseException
+        ) as exc:  # any failure (a folder refused as a symlink, SystemExit) fails the batch
             stop.set()
+            if here:
+                raise  # the calling thread's own (a Ctrl-C too): raised after the joins
+            errors.append(exc)
 
     workers = [threading.Thread(target=run, args=(p,), name="mdcg-fsync", daemon=True) for p in parts[1:]]
     try:
         for worker in workers:
             worker.start()
-        run(parts[0])
+        run(parts[0], here=True)
     except BaseException:
         stop.set()
         raise

@@ -168,23 +168,31 @@ def test_folder_cache_is_bounded_and_never_reopens_through_a_symlink(tmp_path: P
     within.close()
 
 
-def test_fsync_all_raises_a_refused_folder_met_on_a_worker_thread(monkeypatch) -> None:
+@pytest.mark.parametrize(
+    ("error", "match"),
+    [
+        (UnsafePathError("knowledge/cond_x", "is a symlink"), "is a symlink"),
+        # Session 25: a worker caught only Exception; SystemExit (not an Exception)
+        # ended it silently and its share of fsyncs was skipped.
+        (SystemExit("worker stopped"), "worker stopped"),
+    ],
+)
+def test_fsync_all_raises_what_a_worker_thread_met(monkeypatch, error: BaseException, match: str) -> None:
     """Review round 3 (session 24): a worker caught only OSError; a folder reopened and
     found to be a symlink (UnsafePathError) ended the thread, its share of fsyncs was
     skipped and the durable batch was acknowledged."""
     from md_cg import fsops
-    from md_cg.errors import UnsafePathError
 
     monkeypatch.setattr(fsops, "FSYNC_SLOW_SECONDS", 0.0)  # always concurrent after the probe
     ran: list[int] = []
 
     def call(i: int) -> None:
         if i == fsops.FSYNC_PROBE + 1:  # on a worker thread (parts are dealt round robin)
-            raise UnsafePathError("knowledge/cond_x", "is a symlink")
+            raise error
         ran.append(i)
 
     calls = [lambda i=i: call(i) for i in range(fsops.FSYNC_PROBE + 40)]
-    with pytest.raises(UnsafePathError, match="is a symlink"):
+    with pytest.raises(type(error), match=match):
         fsops.fsync_all(calls, threads=4)
     assert fsops.FSYNC_PROBE + 1 not in ran
 
