@@ -550,8 +550,8 @@ def fsync_all(calls: Sequence[Callable[[], object]], *, threads: int | None = No
     that are all joined before this returns or raises (so the folders the
     calls use may be closed right after). The first error met (an ``OSError``,
     an ``UnsafePathError`` of a folder reopened and found to be a symlink, or any
-    other exception, ``SystemExit`` included) is raised once every thread has stopped; an error or an interrupt stops the
-    others before their next call.
+    other exception, ``SystemExit`` included) is raised once every thread has
+    stopped; an error or an interrupt stops the others before their next call.
     """
     limit = FSYNC_THREADS if threads is None else threads
     done = 0
