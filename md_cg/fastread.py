@@ -39,6 +39,7 @@ from typing import Any
 import orjson
 
 from .node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, build_node
+from .nodefile import LONG_DIGITS
 from .nodefile import loads as full_loads
 
 __all__ = ["fast_node", "fast_nodes", "loads"]
@@ -84,9 +85,14 @@ def fast_nodes(texts: Sequence[str], defaults: Sequence[tuple[str | None, str | 
     parsed = []
     for i, fm, body in split:
         found = _LINE.findall(fm)
-        # every line `key: value`, and no value that may nest deeper than the limit
-        # (orjson's numbers are all ones a file stores: md_cg.node.number_problem)
-        if len(found) == fm.count("\n") + 1 and fm.count("[") + fm.count("{") <= MAX_DEPTH:
+        # every line `key: value`, no value that may nest deeper than the limit, and
+        # no run of 19+ digits (orjson reads an integer beyond 64 bits as a float;
+        # the full reader keeps it whole and refuses it: md_cg.node.number_problem)
+        if (
+            len(found) == fm.count("\n") + 1
+            and fm.count("[") + fm.count("{") <= MAX_DEPTH
+            and not LONG_DIGITS.search(fm)
+        ):
             parsed.append((i, found, body))
     for i, found, body in parsed:
         keys, value_texts = zip(*found, strict=True)

@@ -237,6 +237,9 @@ def dump_frontmatter(meta: dict[str, Any]) -> str:
 
 _KEY_DECODER = json.JSONDecoder()
 _loads = orjson.loads
+#: A run of 19+ digits: an integer orjson may read as a float (below -2**63 or
+#: above 2**64 - 1; it keeps 19 digits of the rest of them exact).
+LONG_DIGITS = re.compile(r"\d{19}")
 
 
 class Frontmatter(NamedTuple):
@@ -246,8 +249,9 @@ class Frontmatter(NamedTuple):
     ``unbounded`` names the keys whose values the parser does not vouch for:
     they may nest deeper than :data:`~md_cg.node.MAX_DEPTH` or hold a number
     a file cannot store (:func:`~md_cg.node.number_problem`; JSON read by
-    orjson never does). The node model walks those; every other value is
-    known to be within the limits already.
+    orjson does only in a value with a run of 19+ digits, re-read by the
+    standard parser to keep such an integer whole). The node model walks
+    those; every other value is known to be within the limits already.
     """
 
     meta: dict[str, Any]
@@ -288,6 +292,12 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
             value = _loads(value_text)
         except orjson.JSONDecodeError:
             raise ValueError(number, f"value of {key!r} is not JSON") from None
+        if type(value) is not str and LONG_DIGITS.search(value_text):
+            # orjson reads an integer beyond 64 bits as a float, silently; the
+            # standard parser keeps it whole, and the node model refuses it by
+            # its field (what a YAML frontmatter gets too).
+            value = json.loads(value_text)
+            unbounded.add(key)
         if key in meta:
             problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
         if len(value_text) > MAX_DEPTH and value_text.count("[") + value_text.count("{") > MAX_DEPTH:

@@ -307,26 +307,42 @@ _NUMBER_FILES = {
 }
 
 
-def test_numbers_a_node_file_cannot_store_make_the_file_unreadable_naming_the_field(tmp_path: Path) -> None:
-    """Before, such a file was read and then refused every later edit (whatever the edit changed)."""
+@pytest.mark.parametrize("header", ["id: {name}\nlayer: self", 'id: "{name}"\nlayer: "self"'])
+def test_numbers_a_node_file_cannot_store_make_the_file_unreadable_naming_the_field(
+    tmp_path: Path, header: str
+) -> None:
+    """Before, such a file was read and then refused every later edit (whatever the edit changed).
+
+    Session 25: with a header of JSON values (the engine's own layout), the
+    lines that are JSON were read by orjson, which turned an integer beyond 64
+    bits into a float without a word; the file was read, and the number lost
+    its digits on the next write."""
     from md_cg import MdCG
 
     root = tmp_path / "memory"
     with MdCG(root) as store:
         store.add(Node(id="good", layer="self", body="fine"))
     for name, (line, _) in _NUMBER_FILES.items():
-        (root / "self" / f"{name}.md").write_text(f"---\nid: {name}\nlayer: self\n{line}\n---\nx\n")
+        head = header.format(name=name)
+        (root / "self" / f"{name}.md").write_text(f"---\n{head}\n{line}\n---\nx\n")
     edge = "mine: [18446744073709551615, -9223372036854775808, 1.5e+308]"
-    (root / "self" / "edge.md").write_text(f"---\nid: edge\nlayer: self\n{edge}\n---\nx\n")
+    head = header.format(name="edge")
+    (root / "self" / "edge.md").write_text(f"---\n{head}\n{edge}\n---\nx\n")
+    expected = {
+        f"self/{name}.md": f"node {name!r}: {message}" for name, (_, message) in _NUMBER_FILES.items()
+    }
     with MdCG(root) as store:
         report = store.sync()
-        assert dict(report.malformed) == {
-            f"self/{name}.md": f"node {name!r}: {message}" for name, (_, message) in _NUMBER_FILES.items()
-        }
+        assert dict(report.malformed) == expected
         assert store.ids() == ["edge", "good"]
         store.update("edge", body="edited")  # the largest storable numbers round-trip
         assert store.get("edge").extra == {"mine": [2**64 - 1, -(2**63), 1.5e308]}
     assert f"\n{edge}\n" in (root / "self" / "edge.md").read_text()
+    shutil.rmtree(root / ".mdcg")  # a cold open reads the files through the fast reader
+    with MdCG(root) as store:
+        unreadable = {f.path: f.detail for f in store.health().findings if f.kind == "unreadable_file"}
+        assert unreadable == expected
+        assert store.ids() == ["edge", "good"]
 
 
 def test_the_api_refuses_unstorable_numbers_before_writing() -> None:
