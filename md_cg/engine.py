@@ -207,7 +207,7 @@ class Engine:
 
     def load(self) -> None:
         """(Re)load the index: the snapshot plus the log after it, else the files."""
-        snap, self.snapshot_problem = snapshot.load_checked(self.root_str)
+        snap, self.snapshot_problem = _load_snapshot(self.root_str)
         if snap is not None:
             state, cursor = snap.state, Cursor(offsets=dict(snap.offsets))
             self.snap_ident: tuple[int, int, int] | None = snap.identity
@@ -889,3 +889,22 @@ def warn_once(engine: Any, key: str, message: str) -> None:
     if key not in seen:
         seen.add(key)
         warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+#: Loads of a snapshot whose token differs before it is refused: a compaction
+#: writes the snapshot and then its token, so an open between the two sees them
+#: differ for a moment.
+TOKEN_TRIES = 3
+
+
+def _load_snapshot(root: str) -> tuple[snapshot.Snapshot | None, str | None]:
+    """The snapshot and why it was not used (:func:`md_cg.snapshot.load_checked`), refusing
+    one this store did not write last (:func:`md_cg.snapshot.token_matches`)."""
+    for attempt in range(TOKEN_TRIES):
+        snap, problem = snapshot.load_checked(root)
+        if snap is None or snapshot.token_matches(root, snap):
+            return snap, problem
+        snapshot.close(snap.state)
+        if attempt < TOKEN_TRIES - 1:
+            time.sleep(0.02 * (attempt + 1))
+    return None, snapshot.NOT_THIS_STORES

@@ -31,6 +31,10 @@ META_DIR = ".mdcg"
 LOG_DIR = "log"
 #: The index snapshot, ``.mdcg/index.snapshot``.
 SNAPSHOT = "index.snapshot"
+#: The token of the snapshot this store wrote last, ``.mdcg/index.token``: a
+#: snapshot holding another token (restored from a backup, copied from another
+#: store) is not this store's, and the index is built from the files instead.
+SNAPSHOT_TOKEN = "index.token"
 #: Access-event shards and their fold checkpoint.
 ACCESS_DIR = "access"
 #: Tombstones of forgotten nodes (payload-free).

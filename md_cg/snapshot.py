@@ -53,6 +53,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import secrets
 import time
 import weakref
 import zlib
@@ -76,6 +77,7 @@ MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
 VERSION = 11
 REL = paths.meta(paths.SNAPSHOT)
+TOKEN_REL = paths.meta(paths.SNAPSHOT_TOKEN)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
 #: it is the canonical path, ``domain`` is not stored (read from the bucket map).
 COLUMNS: tuple[str, ...] = tuple(f.name for f in fields(Entry))[:-1]
@@ -104,6 +106,8 @@ class Snapshot:
     identity: tuple[int, int, int]
     #: 1 for the first snapshot of a folder, one more for each after it (None: unknown)
     generation: int | None = None
+    #: the random token written beside it (``.mdcg/index.token``; None: an earlier version's)
+    token: str | None = None
 
 
 @dataclass(frozen=True)
@@ -299,7 +303,7 @@ def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
 
 
 def encode_parts(
-    state: IndexState, offsets: dict[str, int], generation: int | None = None
+    state: IndexState, offsets: dict[str, int], generation: int | None = None, token: str | None = None
 ) -> list[bytes | memoryview]:
     """The snapshot of ``state`` covering the log up to ``offsets``, as buffers to write in order.
 
@@ -317,6 +321,7 @@ def encode_parts(
             "columns": COLUMNS,
             "offsets": offsets,
             "generation": generation,
+            "token": token,
             "entries_len": len(entries_blob),
             "rows_len": sum(map(len, rows_parts)),
             "text_len": sum(map(len, text_parts)),
@@ -328,9 +333,11 @@ def encode_parts(
     return [MAGIC + header + b"\n", entries_blob, *rows_parts, *text_parts, *rows_lazy, *text_lazy]
 
 
-def encode(state: IndexState, offsets: dict[str, int], generation: int | None = None) -> bytes:
+def encode(
+    state: IndexState, offsets: dict[str, int], generation: int | None = None, token: str | None = None
+) -> bytes:
     """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
-    return b"".join(encode_parts(state, offsets, generation))
+    return b"".join(encode_parts(state, offsets, generation, token))
 
 
 def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
@@ -341,8 +348,31 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
     """
     before = read_header(root)
     generation = before.generation + 1 if before is not None and before.generation is not None else 1
-    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation))
+    token = secrets.token_hex(16)
+    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token))
+    # After the snapshot: a crash between the two leaves tokens that differ, and
+    # the next open builds the index from the files (slower, never wrong).
+    fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation)
+
+
+#: What :func:`load_checked` says of a snapshot whose token is not the store's.
+NOT_THIS_STORES = (
+    "not the one this store wrote last (its token differs from .mdcg/index.token: restored "
+    "from a backup, copied from another store, or a compaction was interrupted), refused"
+)
+
+
+def token_matches(root: str, snap: Snapshot) -> bool:
+    """Whether ``snap`` is the snapshot this store wrote last (:data:`TOKEN_REL` holds
+    its token). A store of an earlier version has neither token, and matches."""
+    try:
+        data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=256)
+    except FileNotFoundError:
+        return snap.token is None
+    except (OSError, UnsafePathError):
+        return False  # unreadable, a folder, a symlink: nothing vouches for the snapshot
+    return snap.token is not None and data.decode("ascii", "replace").strip() == snap.token
 
 
 def identity(root: str) -> tuple[int, int, int] | None:
@@ -544,7 +574,14 @@ def _decode(
         state.text.repair = _text_repair(root, state)
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
     generation = header.get("generation")
-    return Snapshot(state, offsets, ident, generation if isinstance(generation, int) else None)
+    token = header.get("token")
+    return Snapshot(
+        state,
+        offsets,
+        ident,
+        generation if isinstance(generation, int) else None,
+        token if isinstance(token, str) else None,
+    )
 
 
 def _state(body: dict[str, Any], table: _Table, text: TextIndex, damage: list[str]) -> IndexState:

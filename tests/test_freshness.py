@@ -151,7 +151,8 @@ def _rewrite_snapshot(root: Path, change: Callable[[Any], None]) -> None:
     snap = snapshot.load(str(root))
     assert snap is not None
     change(snap.state)
-    (root / ".mdcg" / "index.snapshot").write_bytes(snapshot.encode(snap.state, snap.offsets))
+    data = snapshot.encode(snap.state, snap.offsets, snap.generation, snap.token)  # the store's own token
+    (root / ".mdcg" / "index.snapshot").write_bytes(data)
 
 
 def _deep_store(root: Path) -> None:
