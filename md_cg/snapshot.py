@@ -572,9 +572,13 @@ def _decode(
         return "damaged (the text index does not match the entries)"
     if root is not None:
         state.text.repair = _text_repair(root, state)
+    return _snapshot(state, header, ident)
+
+
+def _snapshot(state: IndexState, header: dict[str, Any], ident: tuple[int, int, int]) -> Snapshot:
+    """The snapshot of ``state`` with what its header says of it (offsets, generation, token)."""
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
-    generation = header.get("generation")
-    token = header.get("token")
+    generation, token = header.get("generation"), header.get("token")
     return Snapshot(
         state,
         offsets,
