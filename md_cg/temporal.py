@@ -15,8 +15,8 @@ resolves to ``long``:
   ``unknown``, never a guessed ``one_off``.
 * ``one_off`` is the only kind that makes a node temporary, and a *veto*
   keeps it long when the text itself says it is not a one-off event over
-  within the TTL: seven marker families (remember, agreement, habit,
-  durable fact, permanence, state change, far future). A one-off verdict on
+  within the TTL: eight marker families (remember, agreement, habit,
+  durable fact, permanence, state change, far future, learned). A one-off verdict on
   an extractor's rewritten sentence such as "两人约好明天一起晒太阳" would
   otherwise delete the agreement itself.
 * An extractor's ``one_off`` must also be *anchored*: the text names a
@@ -82,6 +82,7 @@ VETO_FAMILIES: tuple[str, ...] = (
     "permanence",
     "state_change",
     "far_future",
+    "learned",
 )
 #: Term rules for unknown/unset kinds, in precedence order.
 TERM_RULES: tuple[str, ...] = (
@@ -121,6 +122,7 @@ _FAMILY_LABELS = {
     "permanence": "a permanence",
     "state_change": "a state change",
     "far_future": "a time after next week, later than the TTL",
+    "learned": "something learned, found out or corrected (it holds after the day it was learned)",
 }
 _SHIPPED_PATH = Path(__file__).parent / "data" / STORE_FILE
 
@@ -534,12 +536,24 @@ def _one_off_verdict(text: str, found: Markers, require_anchor: bool) -> _Verdic
     return ("temp", "temporal_one_off", f"{origin}, the text names a moment and has no veto marker", anchor)
 
 
+def _where(unit: int) -> str:
+    """Where a term marker is, for a reason: it opens the text, or which unit it begins at
+    (before, every marker in the window was said to open the text, a last word too)."""
+    if unit == 0:
+        return "opens the text"
+    return (
+        f"begins at word {unit + 1} of the text, within the first {TERM_WINDOW} a term rule reads"
+        " (a CJK character counts as one)"
+    )
+
+
 def _term_verdict(text: str, kind: str, found: Markers) -> _Verdict:
     head = found.term_hit(text, folded=True)
     if head is None:
         said = "no temporal kind" if kind == UNSET else "temporal kind unknown"
-        return ("long", "default_long", f"{said} and no one-off marker opens the text", None)
-    origin = f"the one-off marker {head.marker!r} ({head.family}) opens the text"
+        why = f"{said} and no one-off marker is in its first {TERM_WINDOW} words"
+        return ("long", "default_long", why, None)
+    origin = f"the one-off marker {head.marker!r} ({head.family}) {_where(head.unit)}"
     vetoed = _vetoed(origin, found, text, "term_guard_")
     if vetoed:
         return vetoed

@@ -148,6 +148,81 @@ def test_each_veto_family_keeps_a_one_off_long(text: str, rule: str, marker: str
     assert rule.removeprefix("veto_") in VETO_FAMILIES
 
 
+@pytest.mark.parametrize(
+    ("text", "tier", "rule", "marker", "one_off_rule"),
+    [
+        ("今天主人告诉我他的女儿叫小美", "long", "term_guard_durable_fact", "女儿叫", "veto_durable_fact"),
+        ("刚才主人说他是素食者", "long", "term_guard_durable_fact", "素食", "veto_durable_fact"),
+        ("昨天确定了：以后所有新服务都用 PostgreSQL", "long", "term_guard_permanence", "以后",
+         "veto_permanence"),
+        ("Today the user told me their daughter's name is Mia", "long", "term_guard_durable_fact", "name",
+         "veto_durable_fact"),
+        ("今天学到：Python 的 GIL 让同一时刻只有一个线程执行字节码", "long", "term_guard_learned", "学到",
+         "veto_learned"),
+        ("Tonight I found out the API key for prod is stored in Vault", "long", "term_guard_durable_fact",
+         "api key", "veto_durable_fact"),
+        ("Tonight I found out the build cache lives on the NAS", "long", "term_guard_durable_fact", "lives",
+         "veto_durable_fact"),
+        ("Tonight I found out why the build is slow", "long", "term_guard_learned", "found out",
+         "veto_learned"),
+        ("This time the deploy failed because the disk filled up; root cause: log rotation was off", "long",
+         "term_guard_learned", "root cause", "veto_learned"),
+        ("Remind me: the server root password is hunter2", "long", "term_guard_durable_fact", "password",
+         "veto_durable_fact"),
+        ("Just now the user corrected me: their surname is spelled Smyth", "long", "term_guard_durable_fact",
+         "surname", "veto_durable_fact"),
+        ("Just now the user corrected me about the deadline", "long", "term_guard_learned", "corrected",
+         "veto_learned"),
+        ("刚刚主人纠正我：他姓欧阳，不姓欧", "long", "term_guard_durable_fact", "姓", "veto_durable_fact"),
+        ("刚刚主人纠正我的说法", "long", "term_guard_learned", "纠正", "veto_learned"),
+        ("Deploy procedure updated today: use make deploy", "long", "term_guard_durable_fact", "procedure",
+         "veto_durable_fact"),
+        ("The meeting notes for today: we chose Postgres as the database for all services", "long",
+         "term_guard_state_change", "chose", "veto_state_change"),
+        ("用户今天开始吃素", "long", "term_guard_durable_fact", "吃素", "veto_durable_fact"),
+        ("The user is vegetarian since today", "long", "term_guard_durable_fact", "vegetarian",
+         "veto_durable_fact"),
+        # one-offs that stay temp
+        ("Remind me to call the plumber tomorrow", "temp", "term_n1_relative_day", "tomorrow",
+         "temporal_one_off"),
+        ("明天下午三点提醒我开会", "temp", "term_n1_relative_day", "明天", "temporal_one_off"),
+        ("今天下午去驿站取快递", "temp", "term_n1_relative_day", "今天", "temporal_one_off"),
+        ("Tonight the user is going to the cinema with Anna", "temp", "term_n1_relative_day", "tonight",
+         "temporal_one_off"),
+        ("刚刚点了一杯咖啡，十分钟后送到", "temp", "term_n2_just_now", "刚刚", "temporal_one_off"),
+        # known limits, as decided: a rescheduling reads as a move (errs long); a trailing
+        # 'today' within the window still decides (see the reason test below)
+        ("today's standup is moved to 3pm", "long", "term_guard_state_change", "moved to",
+         "veto_state_change"),
+        ("first memory today", "temp", "term_n1_relative_day", "today", "temporal_one_off"),
+    ],
+)  # fmt: skip
+def test_durable_facts_behind_a_time_word_stay_long(
+    text: str, tier: str, rule: str, marker: str, one_off_rule: str
+) -> None:
+    """Session 25: Chinese durable facts (叫/姓/素食/确定/以后/密码) and things learned,
+    found out or corrected were made temporary when a time word opened them."""
+    d = decide(text, None)
+    assert (d.tier, d.rule, d.marker) == (tier, rule, marker)
+    one_off = decide(text, "one_off")
+    assert (one_off.tier, one_off.rule) == (tier, one_off_rule)
+
+
+def test_a_term_reason_says_where_the_marker_is() -> None:
+    """'first memory today' was said to be opened by its last word."""
+    d = decide("first memory today", None)
+    assert d.reason == (
+        "the one-off marker 'today' (n1_relative_day) begins at word 3 of the text, within the first 12 "
+        "a term rule reads (a CJK character counts as one) and no veto marker is in the text"
+    )
+    opened = decide("Tomorrow call the plumber", None)
+    assert opened.reason == (
+        "the one-off marker 'tomorrow' (n1_relative_day) opens the text and no veto marker is in the text"
+    )
+    plain = decide("The user likes tea", None)
+    assert plain.reason == "no temporal kind and no one-off marker is in its first 12 words"
+
+
 def test_veto_reason_differs_from_the_rule_code() -> None:
     d = decide("我们约好明天一起晒太阳", "one_off")
     assert d.reason == "the extractor marked it one_off, but the text states an agreement or promise ('约好')"
@@ -357,7 +432,7 @@ ROWS = labelled_sets.load(labelled_sets.TEMPORAL_SET)
 
 
 def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
-    assert len(ROWS) == 243 and len({r["id"] for r in ROWS}) == len(ROWS)
+    assert len(ROWS) == 264 and len({r["id"] for r in ROWS}) == len(ROWS)
     assert {r["lang"] for r in ROWS} == {"zh", "en"}
     assert {"one_off", "agreement", "habit", "durable", "state_change", "alarm"} <= {
         r["category"] for r in ROWS
@@ -365,21 +440,26 @@ def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
     assert {r["expected_tier"] for r in ROWS} == {"temp", "long"}
     assert {"one_off", "unknown", ""} <= {r["temporal"] for r in ROWS}
     vetoed = [r for r in ROWS if r["temporal"] == "one_off" and r["expected_tier"] == "long"]
-    assert len(vetoed) == 98
+    assert len(vetoed) == 101
 
 
 def test_temp_precision_is_one_and_recall_is_as_measured() -> None:
+    first = labelled_sets.retention_scores([r for r in ROWS if r["batch"] != "review25"])
+    assert first["precision"] == 1.0 and (first["true"], first["decided"], first["expected"]) == (89, 89, 106)
     scores = labelled_sets.retention_scores(ROWS)
-    assert scores["precision"] == 1.0
-    assert (scores["true"], scores["decided"], scores["expected"]) == (89, 89, 106)
+    # Session 25's review rows: one false temp left, r15 "first memory today" (a trailing
+    # 'today' within the window; docs/retention.md, known limits). Before the session-25
+    # markers the review rows gave 13 false temps (5 true of 18 decided).
+    assert (scores["true"], scores["decided"], scores["expected"]) == (94, 95, 112)
     assert scores["wrong"] == [
         "z18", "z19", "z21", "z61", "e14", "e16", "e19", "e62",
-        "a8", "b4", "b7", "b13", "b15", "d1", "g7", "g9", "g11",
+        "a8", "b4", "b7", "b13", "b15", "d1", "g7", "g9", "g11", "r15", "r18",
     ]  # fmt: skip
-    # No durable, recurring or agreement statement ends up temp.
+    # No durable, recurring or agreement statement ends up temp (but the known r15).
     for row in ROWS:
         if row["category"] in ("durable", "habit", "agreement", "state_change", "remember"):
-            assert decide(row["text"], row["temporal"]).tier == "long", row["id"]
+            want = "temp" if row["id"] == "r15" else "long"
+            assert decide(row["text"], row["temporal"]).tier == want, row["id"]
 
 
 def test_rule_hits_on_the_labelled_set() -> None:
@@ -388,24 +468,25 @@ def test_rule_hits_on_the_labelled_set() -> None:
     assert hits == {
         "default_long": 21,
         "temporal_durable": 7,
-        "temporal_one_off": 56,
+        "temporal_one_off": 58,
         "temporal_recurring": 4,
         "term_guard_agreement": 3,
-        "term_guard_durable_fact": 2,
+        "term_guard_durable_fact": 9,
         "term_guard_habit": 4,
-        "term_guard_permanence": 2,  # z55 今天起...改用: a state change too, long either way
+        "term_guard_learned": 2,
+        "term_guard_permanence": 3,  # z55 今天起...改用: a state change too, long either way
         "term_guard_remember": 2,
-        "term_guard_state_change": 1,
-        "term_n1_relative_day": 18,
+        "term_guard_state_change": 3,
+        "term_n1_relative_day": 22,
         "term_n2_just_now": 3,
         "term_n3_this_once": 2,
         "term_n4_reminder_request": 6,
         "term_n5_near_date": 4,
         "veto_agreement": 13,
-        "veto_durable_fact": 23,
+        "veto_durable_fact": 28,  # f5 素食, g15 password: were veto_no_anchor, long either way
         "veto_far_future": 1,
         "veto_habit": 17,
-        "veto_no_anchor": 38,
+        "veto_no_anchor": 36,
         "veto_permanence": 6,
         "veto_remember": 3,
         "veto_state_change": 7,
@@ -414,7 +495,7 @@ def test_rule_hits_on_the_labelled_set() -> None:
 
 def test_without_the_anchor_check_precision_drops() -> None:
     scores = labelled_sets.retention_scores(ROWS, require_anchor=False)
-    assert (scores["true"], scores["decided"]) == (98, 127)
+    assert (scores["true"], scores["decided"]) == (103, 131)
 
 
 def test_marker_patterns_are_compiled_on_first_use_only() -> None:
