@@ -370,8 +370,9 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
     search results (among the memories with ``tag``, when given), never filler, REJECT,
-    BLINDSPOT (an incomplete procedure: not to act on until completed) or a memory of low
-    confidence (:data:`md_cg.node.LOW_CONFIDENCE`; recording is the caller's act)."""
+    BLINDSPOT (an incomplete procedure: not to act on until completed), a memory of low
+    confidence (:data:`md_cg.node.LOW_CONFIDENCE`) or one holding an unresolved merge
+    conflict (its text has both sides and the stale base); recording is the caller's act."""
     budget = recall.adaptive_inject_budget(query, max_items)
     if budget <= 0 or not query.strip():
         return []
@@ -386,7 +387,10 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
             round(float(r.score), 6),
         )
         for r in results
-        if not r.filler and r.state not in ("REJECT", "BLINDSPOT") and not _doubted(r.entry.confidence)
+        if not r.filler
+        and r.state not in ("REJECT", "BLINDSPOT")
+        and not _doubted(r.entry.confidence)
+        and not r.entry.conflict
     ][:budget]
 
 

@@ -530,6 +530,7 @@ def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
         query=query,
         context=context,
         confidence=entry.confidence,
+        conflict=entry.conflict,
     )
     return j.state, j.basis
 
