@@ -440,12 +440,36 @@ def resurface_pick(
     ``entries()``, the caller's visible active nodes (``version`` says when
     they change); ``seed`` None is 0, so a day shows one memory.
     ``record(write)``, when given, runs ``write``, which appends the show to
-    the history (``.mdcg/resurface/``) -- or does not (a read-only store)."""
+    the history (``.mdcg/resurface/``) -- or does not (a read-only store). A show
+    carries the caller's ``agent``/``workspace`` (``store.scope``), and only the
+    caller's own shows count for its cooldown and show counts (:func:`_own_show`)."""
     day = date.today() if today is None else today  # the local day
     log = store.log(SHOW_LOG)
     index = _resurface_index(str(store.root), version, entries)
-    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=log.read())
+    scope = getattr(store, "scope", None)
+    agent, workspace = getattr(scope, "agent", None), getattr(scope, "workspace", None)
+    history = [rec for rec in log.read() if _own_show(rec, agent, workspace)]
+    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=history)
     if pick is not None and record is not None:
         line = resurface_mod.show_record(pick.id, day, tier=pick.tier)
+        if agent is not None:
+            line["agent"] = agent
+        if workspace is not None:
+            line["workspace"] = workspace
         record(lambda: log.append([line], durable=True))
     return pick
+
+
+def _own_show(rec: object, agent: str | None, workspace: str | None) -> bool:
+    """Whether a show record counts for a caller of scope (``agent``, ``workspace``), as
+    access events count for recall statistics: a scoped caller counts only the shows
+    recorded under its own agent and workspace, an unscoped caller every show. A record
+    without a scope (an unscoped caller's, or one written before shows carried it) counts
+    only for unscoped callers. Anything else passes, for :class:`md_cg.resurface.ShowHistory`
+    to count as malformed."""
+    if not isinstance(rec, Mapping):
+        return True
+    return not (
+        (agent is not None and rec.get("agent") != agent)
+        or (workspace is not None and rec.get("workspace") != workspace)
+    )
