@@ -29,7 +29,7 @@ import orjson
 
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
-from .errors import InvalidNodeError, UnsafePathError
+from .errors import InvalidNodeError, UnsafePathError, check_query
 from .node import LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
@@ -372,9 +372,12 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
     search results (among the memories with ``tag``, when given), never filler, REJECT,
     BLINDSPOT (an incomplete procedure: not to act on until completed), a memory of low
     confidence (:data:`md_cg.node.LOW_CONFIDENCE`) or one holding an unresolved merge
-    conflict (its text has both sides and the stale base); recording is the caller's act."""
+    conflict (its text has both sides and the stale base); recording is the caller's act.
+    A query that is not a string or is blank raises :class:`md_cg.errors.InvalidArgumentError`
+    (:func:`md_cg.errors.check_query`), as ``search`` does."""
+    check_query(query)  # a blank query is refused, as search refuses it
     budget = recall.adaptive_inject_budget(query, max_items)
-    if budget <= 0 or not query.strip():
+    if budget <= 0:
         return []
     results, _meta = store.search(query, k=budget, record=False, tag=tag)
     # A REJECT result is one the judge found not applicable to the query (a

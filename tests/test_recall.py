@@ -666,3 +666,20 @@ def test_a_memory_a_merge_left_in_conflict_is_deferred_and_not_injected(tmp_path
         (hit,) = [r for r in store.search("release deadline", record=False)[0] if not r.filler]
         assert hit.state == "ACCEPT"
         assert [i.id for i in store.inject("release deadline", 5)] == ["kp_deadline"]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_inject_refuses_a_blank_query_as_search_does(tmp_path: Path, query: str) -> None:
+    """Review (session 25): inject("") returned [] and counted as an injection run,
+    while search("") raised."""
+    store = small_store(tmp_path / "s")
+    with pytest.raises(InvalidArgumentError) as searched:
+        store.search(query)
+    with pytest.raises(InvalidArgumentError) as injected:
+        store.inject(query, 5)
+    assert str(injected.value) == str(searched.value) == "query is empty: give the words to search for"
+    with pytest.raises(InvalidArgumentError):
+        store.inject(query, 0)
+    assert logged(store) == []  # no run recorded
+    assert store.recall_stats().injection.runs == 0
+    store.close()
