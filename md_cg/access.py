@@ -29,7 +29,7 @@ import orjson
 
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
-from .errors import InvalidNodeError, UnsafePathError
+from .errors import InvalidNodeError, UnsafePathError, check_query
 from .node import LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
@@ -370,10 +370,14 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
     search results (among the memories with ``tag``, when given), never filler, REJECT,
-    BLINDSPOT (an incomplete procedure: not to act on until completed) or a memory of low
-    confidence (:data:`md_cg.node.LOW_CONFIDENCE`; recording is the caller's act)."""
+    BLINDSPOT (an incomplete procedure: not to act on until completed), a memory of low
+    confidence (:data:`md_cg.node.LOW_CONFIDENCE`) or one holding an unresolved merge
+    conflict (its text has both sides and the stale base); recording is the caller's act.
+    A query that is not a string or is blank raises :class:`md_cg.errors.InvalidArgumentError`
+    (:func:`md_cg.errors.check_query`), as ``search`` does."""
+    check_query(query)  # a blank query is refused, as search refuses it
     budget = recall.adaptive_inject_budget(query, max_items)
-    if budget <= 0 or not query.strip():
+    if budget <= 0:
         return []
     results, _meta = store.search(query, k=budget, record=False, tag=tag)
     # A REJECT result is one the judge found not applicable to the query (a
@@ -386,7 +390,10 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
             round(float(r.score), 6),
         )
         for r in results
-        if not r.filler and r.state not in ("REJECT", "BLINDSPOT") and not _doubted(r.entry.confidence)
+        if not r.filler
+        and r.state not in ("REJECT", "BLINDSPOT")
+        and not _doubted(r.entry.confidence)
+        and not r.entry.conflict
     ][:budget]
 
 
@@ -436,12 +443,36 @@ def resurface_pick(
     ``entries()``, the caller's visible active nodes (``version`` says when
     they change); ``seed`` None is 0, so a day shows one memory.
     ``record(write)``, when given, runs ``write``, which appends the show to
-    the history (``.mdcg/resurface/``) -- or does not (a read-only store)."""
+    the history (``.mdcg/resurface/``) -- or does not (a read-only store). A show
+    carries the caller's ``agent``/``workspace`` (``store.scope``), and only the
+    caller's own shows count for its cooldown and show counts (:func:`_own_show`)."""
     day = date.today() if today is None else today  # the local day
     log = store.log(SHOW_LOG)
     index = _resurface_index(str(store.root), version, entries)
-    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=log.read())
+    scope = getattr(store, "scope", None)
+    agent, workspace = getattr(scope, "agent", None), getattr(scope, "workspace", None)
+    history = [rec for rec in log.read() if _own_show(rec, agent, workspace)]
+    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=history)
     if pick is not None and record is not None:
         line = resurface_mod.show_record(pick.id, day, tier=pick.tier)
+        if agent is not None:
+            line["agent"] = agent
+        if workspace is not None:
+            line["workspace"] = workspace
         record(lambda: log.append([line], durable=True))
     return pick
+
+
+def _own_show(rec: object, agent: str | None, workspace: str | None) -> bool:
+    """Whether a show record counts for a caller of scope (``agent``, ``workspace``), as
+    access events count for recall statistics: a scoped caller counts only the shows
+    recorded under its own agent and workspace, an unscoped caller every show. A record
+    without a scope (an unscoped caller's, or one written before shows carried it) counts
+    only for unscoped callers. Anything else passes, for :class:`md_cg.resurface.ShowHistory`
+    to count as malformed."""
+    if not isinstance(rec, Mapping):
+        return True
+    return not (
+        (agent is not None and rec.get("agent") != agent)
+        or (workspace is not None and rec.get("workspace") != workspace)
+    )

@@ -356,3 +356,16 @@ def is_out_of_room(exc: BaseException) -> bool:
     their access (docs/reliability.md, row 18).
     """
     return isinstance(exc, OSError) and exc.errno in NO_ROOM
+
+
+def check_query(query: object) -> str:
+    """``query`` when it is a string with words in it, else :class:`InvalidArgumentError`
+    naming it: ``search`` and ``inject`` refuse a blank query alike (nothing was asked;
+    the similarity fill would answer it with filler)."""
+    if not isinstance(query, str):
+        raise InvalidArgumentError(
+            f"query must be a string, got {type(query).__name__}", name="query", value=query
+        )
+    if not query.strip():
+        raise InvalidArgumentError("query is empty: give the words to search for", name="query", value=query)
+    return query

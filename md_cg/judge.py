@@ -28,12 +28,15 @@ The rule, checked in this order:
    wrong for the situation.
 2. **BLINDSPOT** -- a procedure with a required CCG element missing:
    attribution cannot be established, stop guessing. Never a fact.
-3. **DEFER** -- a complete procedure, or a fact, with no verification basis
-   declared, or with a ``confidence`` below :data:`LOW_CONFIDENCE` (evidence
-   went against it: ``verify(..., "weakened")`` lowers it): usable with care,
-   keep looking for confirmation.
-4. **ACCEPT** -- a complete procedure, or a fact, with no condition hit, a
-   verification basis declared, and no low confidence.
+3. **DEFER** -- a complete procedure, or a fact, that holds an unresolved
+   git merge conflict (``conflict``: the ``merge_conflict`` record a merge left,
+   or conflict markers in its body; its text holds both sides and the stale
+   base, so it is never acted on until ``update`` settles it), with no
+   verification basis declared, or with a ``confidence`` below
+   :data:`LOW_CONFIDENCE` (evidence went against it: ``verify(..., "weakened")``
+   lowers it): usable with care, keep looking for confirmation.
+4. **ACCEPT** -- a complete procedure, or a fact, with no condition hit, no
+   merge conflict, a verification basis declared, and no low confidence.
 
 A fact and a complete procedure are judged alike on verification: a fact
 without a basis is as unconfirmed as a procedure without one, and ranking it
@@ -110,6 +113,7 @@ __all__ = [
     "REJECT",
     "STATES",
     "STOPWORDS",
+    "UNRESOLVED_CONFLICT",
     "Judgement",
     "PreparedCondition",
     "PreparedText",
@@ -156,6 +160,10 @@ _LEADING = ("如果", "假如", "若是", "对于", "若", "当")
 _TRAILING = ("的情况下", "的时候", "情况下", "的情况", "时候", "的话", "时")
 _FRAMING = frozenset(_LEADING + _TRAILING)
 _SEPARATOR = " | "
+#: The basis of a node that holds an unresolved merge conflict (after ``DEFER: ``).
+UNRESOLVED_CONFLICT = (
+    "unresolved merge conflict: settle it with update (its text holds both sides of the merge)"
+)
 _REQUIRED = frozenset(ccg.REQUIRED)
 _MAX_DEPTH = 16
 
@@ -449,6 +457,7 @@ def judge(
     query: str,
     context: object = None,
     confidence: float | None = None,
+    conflict: bool = False,
 ) -> Judgement:
     """Judge one node (see the module docstring for the rule and the matching).
 
@@ -459,6 +468,8 @@ def judge(
     means none. ``query``: the raw query text. ``context``: the caller's
     search context (string, mapping, list, Node, or :func:`prepare_context`
     output), or ``None``. ``confidence``: the node's, or ``None`` (not judged).
+    ``conflict``: the node holds an unresolved merge conflict
+    (:func:`md_cg.merge.conflict_of` is not ``None``; the index's ``Entry.conflict``).
     """
     missing = tuple(dict.fromkeys(str(m) for m in ccg_missing))
     fact = is_fact(missing)
@@ -479,6 +490,8 @@ def judge(
                         matched_by=source,
                     )
     basis = verification_basis.strip() if isinstance(verification_basis, str) else None
+    if conflict and (fact or not missing):
+        return Judgement(DEFER, f"DEFER: {UNRESOLVED_CONFLICT}", missing=missing)
     if fact:
         what = (
             "fact, no not-applicable condition hit" if conditions else "fact with no applicability conditions"
@@ -545,8 +558,15 @@ def node_conditions(node: Node, elems: Mapping[str, str] | None = None) -> tuple
     return tuple(out)
 
 
-def judge_node(node: Node, query: str, context: object = None) -> Judgement:
-    """Judge a node directly: CCG gaps, conditions and basis read from the node."""
+def judge_node(node: Node, query: str, context: object = None, *, conflict: bool | None = None) -> Judgement:
+    """Judge a node directly: CCG gaps, conditions and basis read from the node.
+
+    ``conflict``: whether it holds an unresolved merge conflict
+    (:func:`md_cg.merge.conflict_of`); ``None`` reads it from the node's
+    ``merge_conflict`` key alone (a body with markers and no key is not seen
+    here: the index sees it, ``Entry.conflict``)."""
+    if conflict is None:
+        conflict = "merge_conflict" in node.extra
     elems = ccg.elements(node.body, node.state_attributes)
     return judge(
         ccg_missing=ccg.missing(elems),
@@ -555,4 +575,5 @@ def judge_node(node: Node, query: str, context: object = None) -> Judgement:
         query=query,
         context=context,
         confidence=node.confidence,
+        conflict=conflict,
     )

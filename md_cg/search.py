@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import layout, routing
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, check_query
 from .index import Entry, IndexState, layer_code
 from .judge import clauses, prepare_context
 from .judge import judge as judge_node
@@ -302,13 +302,7 @@ def _words(query: str, synonyms: Sequence[str]) -> dict[str, str]:
 
 
 def _check_args(query: object, k: object) -> None:
-    if not isinstance(query, str):
-        raise InvalidArgumentError(
-            f"query must be a string, got {type(query).__name__}", name="query", value=query
-        )
-    if not query.strip():
-        # (it answered with filler from the similarity fill: nothing was asked)
-        raise InvalidArgumentError("query is empty: give the words to search for", name="query", value=query)
+    check_query(query)
     if not isinstance(k, int) or isinstance(k, bool) or k < 1:
         raise InvalidArgumentError(f"k must be a positive integer, got {short_repr(k)}", name="k", value=k)
 
@@ -530,6 +524,7 @@ def judge_entry(entry: Entry, query: str, context: Any) -> tuple[str, str]:
         query=query,
         context=context,
         confidence=entry.confidence,
+        conflict=entry.conflict,
     )
     return j.state, j.basis
 

@@ -485,3 +485,24 @@ def test_a_procedure_is_rejected_by_its_conditions(query: str, hit: str) -> None
     body = PROCEDURE_EN if hit == "linked list" else COMPLETE_BODY
     j = judge_node(Node(id="p", body=body, verification_basis="test"), query)
     assert (j.state, j.hit_condition) == (REJECT, hit)
+
+
+def test_a_node_in_merge_conflict_is_never_accept() -> None:
+    """Review (session 25): an unresolved merge conflict was ACCEPT. It defers, after
+    REJECT and BLINDSPOT, before the basis and the confidence."""
+    fact = dict(ccg_missing=REQUIRED, non_applicable=(), verification_basis="data", query="deadline")
+    conflicted = judge(**fact, conflict=True)  # type: ignore[arg-type]
+    assert (conflicted.state, conflicted.basis) == (
+        DEFER,
+        "DEFER: unresolved merge conflict: settle it with update (its text holds both sides of the merge)",
+    )
+    assert judge(**fact).state == ACCEPT  # type: ignore[arg-type]
+    no_basis = judge(**{**fact, "verification_basis": None}, conflict=True)  # type: ignore[arg-type]
+    assert no_basis.basis == conflicted.basis
+    hit = judge(**{**fact, "non_applicable": ["deadline"]}, conflict=True)  # type: ignore[arg-type]
+    assert hit.state == REJECT
+    gap = judge(ccg_missing=["steps"], non_applicable=(), verification_basis="data", query="q", conflict=True)
+    assert (gap.state, gap.missing) == (BLINDSPOT, ("steps",))
+    node = Node(id="n", body="x", verification_basis="data", extra={"merge_conflict": {"fields": {}}})
+    assert judge_node(node, "x").state == DEFER
+    assert judge_node(node, "x", conflict=False).state == ACCEPT

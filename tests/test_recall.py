@@ -637,3 +637,49 @@ def test_a_shorter_cut_for_the_conditions_keeps_the_ones_it_showed() -> None:
     body = "# Key rotation\n" + step * 11 + end
     text = access.compact_text(body, conditions=(a, b))
     assert len(text) <= 480 and text.endswith(f" … Not applicable when: {a}; {b}")
+
+
+def test_a_memory_a_merge_left_in_conflict_is_deferred_and_not_injected(tmp_path: Path) -> None:
+    """Review (session 25): a memory holding an unresolved merge conflict was ACCEPT,
+    and inject put it, markers and stale base text included, into the prompt."""
+    from md_cg import nodefile
+
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        store.add(Node(id="kp_deadline", layer="self", body="The release deadline is the 14th.",
+                       verification_basis="data"))  # fmt: skip
+        rel = store.entry("kp_deadline").path
+    node = nodefile.read_node(root / rel)
+    ours, theirs = "The release deadline is the 14th.", "The release deadline is the 21st."
+    node.body = f"<<<<<<< ours\n{ours}\n=======\n{theirs}\n>>>>>>> theirs\n"
+    node.extra["merge_conflict"] = {"fields": {}, "body": True}
+    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(root) as store:
+        store.sync()
+        (hit,) = [r for r in store.search("release deadline", record=False)[0] if not r.filler]
+        assert (hit.id, hit.state) == ("kp_deadline", "DEFER")
+        assert hit.basis == (
+            "DEFER: unresolved merge conflict: settle it with update (its text holds both sides of the merge)"
+        )
+        assert store.inject("release deadline", 5) == []
+        store.update("kp_deadline", body="The release deadline is the 21st.")
+        (hit,) = [r for r in store.search("release deadline", record=False)[0] if not r.filler]
+        assert hit.state == "ACCEPT"
+        assert [i.id for i in store.inject("release deadline", 5)] == ["kp_deadline"]
+
+
+@pytest.mark.parametrize("query", ["", "   ", "\n\t"])
+def test_inject_refuses_a_blank_query_as_search_does(tmp_path: Path, query: str) -> None:
+    """Review (session 25): inject("") returned [] and counted as an injection run,
+    while search("") raised."""
+    store = small_store(tmp_path / "s")
+    with pytest.raises(InvalidArgumentError) as searched:
+        store.search(query)
+    with pytest.raises(InvalidArgumentError) as injected:
+        store.inject(query, 5)
+    assert str(injected.value) == str(searched.value) == "query is empty: give the words to search for"
+    with pytest.raises(InvalidArgumentError):
+        store.inject(query, 0)
+    assert logged(store) == []  # no run recorded
+    assert store.recall_stats().injection.runs == 0
+    store.close()

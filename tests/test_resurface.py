@@ -633,3 +633,38 @@ def test_a_show_that_cannot_be_recorded_warns_once_and_still_shows(tmp_path: Pat
         assert store.resurface(D(2026, 2, 12), record=True).id == "kp_a"  # type: ignore[union-attr]
         assert [f.kind for f in store.health().findings] == ["access_unrecorded"]
     assert len(warned) == 1
+
+
+def test_a_scoped_callers_shows_do_not_cool_down_another_callers(tmp_path: Path) -> None:
+    """Review (session 25): bob's shows of a shared memory raised alice's show count and
+    cooldown: show records carried no scope. They carry it now, and count as recall
+    statistics count access events."""
+    from md_cg.visibility import Scope
+
+    root = tmp_path / "s"
+    today = D(2026, 2, 12)
+    with MdCG(root) as store:  # unscoped: a shared memory
+        store.add(
+            id="kp_shared", layer="knowledge", body="# Shared\n\nnote\n", created_at=_noon(D(2023, 2, 12))
+        )
+    with MdCG(root, scope=Scope(agent="bob")) as bob:
+        first = bob.resurface(today, seed=1, record=True)
+        assert first is not None and (first.id, first.show_count, first.stage) == ("kp_shared", 0, "fallback")
+        again = bob.resurface(today, seed=1)
+        assert again is not None and (again.show_count, again.stage) == (1, "any")  # bob's cooldown
+        assert bob.log(SHOW_LOG).read() == [
+            {"id": "kp_shared", "shown_on": "2026-02-12", "tier": 1, "agent": "bob"}
+        ]
+    with MdCG(root, scope=Scope(agent="alice", workspace="w")) as alice:
+        mine = alice.resurface(today, seed=1, record=True)
+        assert mine is not None and (mine.show_count, mine.stage) == (0, "fallback")  # bob's show is not hers
+        assert alice.log(SHOW_LOG).read()[-1] == {
+            "id": "kp_shared", "shown_on": "2026-02-12", "tier": 1, "agent": "alice", "workspace": "w"
+        }  # fmt: skip
+    with MdCG(root) as store:  # an unscoped caller counts every show, old unscoped records too
+        store.log(SHOW_LOG).append([show_record("kp_shared", D(2026, 1, 1))])
+        everyone = store.resurface(today, seed=1)
+        assert everyone is not None and (everyone.show_count, everyone.stage) == (3, "any")
+    with MdCG(root, scope=Scope(agent="bob")) as bob:
+        later = bob.resurface(today, seed=1)
+        assert later is not None and later.show_count == 1  # the unscoped record is not bob's
