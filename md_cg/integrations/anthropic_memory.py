@@ -463,6 +463,7 @@ class MemoryFiles:
     def _parse_new(self, text: str, p: _Path, node_id: str, layer: str | None) -> Node:
         if not isinstance(text, str) or not text.strip():
             raise ToolError(f"Cannot create {p.text}: file_text is empty (a memory needs content)")
+        _refuse_big_integers(text, f"Cannot create {p.text}: ")  # before the reader's own refusal
         try:
             node = nodefile.loads(text, p.text, default_id=node_id, default_layer=layer or DEFAULT_LAYER)
         except MalformedNodeFileError as exc:
@@ -479,7 +480,6 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(f"Cannot create {p.text}: the memory has no content after its frontmatter")
-        _refuse_big_integers(text, f"Cannot create {p.text}: ")
         _refuse_past_expiry(node, f"Cannot create {p.text}: ")
         if node.retention_tier is None and node.expires_at is None:
             _keep(node)  # a file lasts until it is deleted, unless its frontmatter says otherwise
@@ -492,7 +492,9 @@ class MemoryFiles:
             raise ToolError(f"The path {p.text} is not a file.")
         entry = self._find(p)
         if entry is None:
-            raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.")
+            raise ToolError(
+                f"The path {p.text} does not exist. Please provide a valid path." + self._unreadable(p)
+            )
         return entry
 
     def _edit(self, p: _Path, entry: Entry, edit: Callable[[str], str]) -> tuple[Node, str]:
@@ -518,6 +520,7 @@ class MemoryFiles:
                 refuse + f"the edit would remove the opening '---' line of the frontmatter of {p.text}; "
                 "the frontmatter must stay valid"
             )
+        _refuse_big_integers(after, refuse, before)  # before the reader's own refusal
         try:
             node = nodefile.loads(after, p.text, default_id=current.id, default_layer=current.layer)
         except MalformedNodeFileError as exc:
@@ -529,7 +532,6 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
-        _refuse_big_integers(after, refuse, before)
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
         self._keep_in_scope(node, current, refuse)
@@ -693,10 +695,9 @@ def _big_integer(value: Any) -> int | None:
 
 def _big_integers(text: str) -> dict[str, int]:
     """The frontmatter lines ``key: <JSON>`` of a file's text holding an integer a node
-    file cannot store (key: the integer). md-cg's reader takes such a number as a float
-    (``1.2345678901234568e+29``), losing digits without a word. Only a frontmatter with
-    a run of 19 digits is looked at; YAML lines are read with their integers whole
-    (and refused by md-cg)."""
+    file cannot store (key: the integer). md-cg's reader refuses such a file naming the
+    field; this check comes first to tell the agent how to keep the digits (quotes).
+    Only a frontmatter with a run of 19 digits is looked at."""
     try:
         fm, _body = nodefile.HANDLER.split(text)
     except ValueError:
