@@ -19,6 +19,10 @@ calls each of those a conflict. This driver parses the three versions
   its base moved by its own new verifications, the base moved by every new
   verification of either side, in time order (two confirmations count
   twice, one seen on both sides once); otherwise three-way.
+* ``retention_tier``, ``expires_at``, ``retention_reason``: one unit, taken
+  whole from one version (three-way over the three); both sides changed it
+  differently: the longer-lived version (long beats temporary, a later expiry
+  an earlier one).
 * every other field: three-way (one side changed it: take that; both to the
   same value: take it; both differently: a true conflict).
 * the body: a line-based three-way merge (``git merge-file --diff3``).
@@ -371,6 +375,40 @@ def _merge_field(name: str, values: tuple[Any, Any, Any], metas: tuple[dict[str,
     return _three_way(*values, time=name in _TIME_FIELDS)
 
 
+#: The retention fields, merged as one unit: a tier, its expiry and its reason belong together.
+_RETENTION_UNIT = ("retention_tier", "expires_at", "retention_reason")
+
+
+def _merge_retention(metas: tuple[dict[str, Any], ...]) -> dict[str, Any]:
+    """The retention fields of the merge, taken whole from one version (three-way over
+    the unit); when both sides changed them differently, the longer-lived side's: a
+    long (or unassigned) memory outlives a temporary one, a later expiry an earlier
+    one (ours on a tie). Field by field, one side's ``long`` and the other's expiry
+    made a long memory with an expiry, neither kept nor ever swept."""
+    base, ours, theirs = (tuple(m.get(f, _ABSENT) for f in _RETENTION_UNIT) for m in metas)
+
+    def same(a: tuple[Any, ...], b: tuple[Any, ...]) -> bool:
+        return all(_same(x, y, time=f == "expires_at") for f, x, y in zip(_RETENTION_UNIT, a, b, strict=True))
+
+    if same(ours, theirs) or same(theirs, base):
+        kept = ours
+    elif same(ours, base):
+        kept = theirs
+    else:
+        kept = theirs if _lifetime(theirs) > _lifetime(ours) else ours
+    return {f: v for f, v in zip(_RETENTION_UNIT, kept, strict=True) if v is not _ABSENT}
+
+
+def _lifetime(unit: tuple[Any, ...]) -> tuple[int, float]:
+    """How long a version of the retention unit keeps its memory: (2, inf) long or no
+    tier and no expiry; (1, expiry) temporary -- (1, inf) without a readable expiry."""
+    tier, expires = unit[0], unit[1]
+    if tier == "long" or (tier is _ABSENT and expires is _ABSENT):
+        return (2, math.inf)
+    when = None if expires is _ABSENT else _instant(expires)
+    return (1, math.inf if when is None else when)
+
+
 def _prior_conflict(base: Any, ours: Any, theirs: Any) -> dict[str, Any]:
     """The ``merge_conflict`` record the sides already carried (both, if they disagree)."""
     try:
@@ -400,8 +438,8 @@ def merge_nodes(
     """
     metas = tuple(n.to_dict() if n is not None else {} for n in (base, ours, theirs))
     prior = _prior_conflict(*(m.pop(CONFLICT_KEY, _ABSENT) for m in metas))
-    names = list(dict.fromkeys([*metas[1], *metas[2], *metas[0]]))
-    merged: dict[str, Any] = {}
+    merged = _merge_retention(metas)
+    names = [n for n in dict.fromkeys([*metas[1], *metas[2], *metas[0]]) if n not in _RETENTION_UNIT]
     conflicts: dict[str, Any] = {}
     for name in names:
         values = tuple(m.get(name, _ABSENT) for m in metas)

@@ -485,7 +485,7 @@ def expected_after_retention(store: MdCG, row_node: Node, actual: Node) -> Node:
     retention.imply_tier(expected)  # as the write path does
     explicit = expected.retention_tier is not None
     given = expected.expires_at if explicit else None
-    store._ret.decide(expected, now=0.0, previous=None, explicit=explicit)
+    store._ret.decide(expected, now=0.0, kept=None, explicit=explicit)
     if expected.retention_tier == "temp" and given is None:
         expected.expires_at = actual.expires_at
     return expected

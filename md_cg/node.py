@@ -359,6 +359,10 @@ def parse_instant(value: Any) -> float:
     an ISO 8601 string (``2026-11-30T23:59:20.123456Z``, ``2026-11-30``; a
     time without an offset is UTC) or a :class:`datetime.datetime` /
     :class:`datetime.date`. Raises ``ValueError`` saying what is wrong.
+
+    A datetime without a time zone is read as UTC here (PyYAML reads an unquoted
+    time in a file so); the API refuses one before it gets here
+    (:func:`refuse_naive_times`), since in a caller's hands it means local time.
     """
     if isinstance(value, bool) or value is None:
         raise ValueError("must be a number of seconds since the epoch or an ISO 8601 date")
@@ -382,6 +386,30 @@ def parse_instant(value: Any) -> float:
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
     return ((value - _EPOCH) // timedelta(microseconds=1)) / _MICRO
+
+
+def refuse_naive_times(values: Any, node_id: str | None = None) -> None:
+    """Refuse a :class:`datetime.datetime` without a time zone in a time field given
+    through the API (``values``: a :class:`Node`, or a mapping of field names).
+
+    Such a value names no instant: :func:`parse_instant` would read it as UTC, so
+    ``datetime.now() + timedelta(hours=1)`` west of Greenwich was already past (a
+    memory written expired). Raises :class:`InvalidNodeError` naming the field.
+    Files are not checked here: a time written in a file without an offset is UTC
+    (the file format), and PyYAML reads an unquoted one as such a datetime.
+    """
+    for name in TIME_FIELDS:
+        value = values.get(name) if isinstance(values, dict) else getattr(values, name, None)
+        if isinstance(value, datetime) and value.utcoffset() is None:
+            where = f"node {node_id!r}: " if node_id is not None else ""
+            raise InvalidNodeError(
+                f"{where}field {name!r} is a datetime without a time zone ({value.isoformat()}): "
+                "give it tzinfo (datetime.now(timezone.utc), or .astimezone() for local time), "
+                "or seconds since the epoch",
+                field=name,
+                value=value,
+                node_id=node_id,
+            )
 
 
 def format_instant(seconds: float) -> str | float:

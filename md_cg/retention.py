@@ -14,9 +14,10 @@ kept): ``{"id", "rule", "tier", "expires_at", "temporal", "marker", "at"}``.
 The default (rule ``default_long``: no kind, no one-off marker) writes no
 retention field: the node stays unassigned, which reads as long.
 
-Re-deciding a node that already has an expiry keeps that expiry (an edit
-does not extend a temporary memory's life, and re-importing the same node
-leaves its file unchanged).
+Re-deciding a node that already has an expiry keeps that expiry while it is
+still ahead (an edit does not extend a temporary memory's life, and
+re-importing the same node leaves its file unchanged); a replacing ``add`` of
+other text, or an expiry already past, gets now + TTL (:func:`kept_expiry`).
 
 The TTL is ``MdCG(ttl_seconds=...)``, else ``ttl_seconds`` in the store's
 ``.mdcg/retention.json`` (``{"ttl_seconds": 86400}``), else 7 days.
@@ -60,15 +61,24 @@ class SweepReport:
     """What :meth:`md_cg.MdCG.sweep` found and did.
 
     ``expired``: the temporary nodes past their expiry (in the caller's
-    scope); ``removed``: those removed (empty on a dry run).
+    scope); ``removed``: those removed (empty on a dry run); ``left_closed``:
+    the facts a removed node superseded that now stay closed with no current
+    version (as :attr:`md_cg.reports.Deleted.left_closed`; reopen one with
+    ``update(id, valid_until=None)``).
     """
 
     expired: tuple[str, ...]
     removed: tuple[str, ...]
     dry_run: bool
+    left_closed: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
-        return {"expired": list(self.expired), "removed": list(self.removed), "dry_run": self.dry_run}
+        return {
+            "expired": list(self.expired),
+            "removed": list(self.removed),
+            "dry_run": self.dry_run,
+            "left_closed": list(self.left_closed),
+        }
 
 
 def check_ttl(value: object, name: str = "ttl_seconds") -> float:
@@ -120,9 +130,23 @@ def settings_problems(root: str) -> list[str]:
 def imply_tier(node: Node) -> None:
     """A new node given an ``expires_at`` and no tier asks for the temp tier (the expiry
     would otherwise be dropped by the decision: ``add(expires_at=t)`` never expired).
-    The write path and the checks of what a write should have stored both apply it."""
+    The write path -- the verbatim ``add_many(stamp=False)`` too -- and the checks of
+    what a write should have stored all apply it (the read path reads such a file the
+    same way: :func:`md_cg.visibility.is_expired`)."""
     if node.retention_tier is None and node.expires_at is not None:
         node.retention_tier = "temp"
+
+
+def kept_expiry(held: Entry | None, now: float, same: Callable[[Entry], bool] | None = None) -> float | None:
+    """The expiry a write keeps from the memory it replaces (``held``, its entry): the
+    stored one while still ahead of ``now`` -- an edit does not extend a temporary
+    memory's life -- and, for a replacing ``add`` (``same``: whether the stored file
+    holds the same text), only for the same text (a re-import leaves its file as it
+    is); else None: new content is new memory, and an expiry already past never
+    carries over (the node would be written expired, hidden at once)."""
+    if held is None or held.expires_at is None or held.expires_at <= now:
+        return None
+    return held.expires_at if same is None or same(held) else None
 
 
 def stamp_scope(node: Node, scope: visibility.Scope | None, *, fill: bool = True) -> None:
@@ -178,14 +202,17 @@ class Retention:
         return self._markers
 
     def decide(
-        self, node: Node, *, now: float, previous: Entry | None, explicit: bool, keep: bool = False
+        self, node: Node, *, now: float, kept: float | None, explicit: bool, keep: bool = False
     ) -> temporal.RetentionDecision:
         """Decide ``node``'s tier and set its retention fields (see the module docstring).
 
-        ``explicit``: the caller gave ``node.retention_tier``. ``previous``: the
-        index entry of the node being replaced, if any (its expiry is kept).
-        ``keep``: never made temporary unless asked (as in ``anchor/``): the node
-        stands in for facts it superseded, which would stay hidden once it went.
+        ``explicit``: the caller gave ``node.retention_tier`` (an ``expires_at`` on
+        the node is then the caller's too, and is kept). ``kept``: the expiry of the
+        memory this write replaces when it should last no longer (an edit, or a
+        re-import of the same text: :func:`kept_expiry`); used only while still
+        ahead of ``now``, else a temporary node gets ``now`` + the TTL. ``keep``:
+        never made temporary unless asked (as in ``anchor/``): the node stands in
+        for facts it superseded, which would stay hidden once it went.
         """
         d = temporal.decide_retention(
             text=node.body,
@@ -205,8 +232,7 @@ class Retention:
         if d.tier != "temp":
             node.expires_at = None
         elif not (explicit and node.expires_at is not None):
-            kept = previous.expires_at if previous is not None else None
-            node.expires_at = kept if kept is not None else d.expires_at
+            node.expires_at = kept if kept is not None and kept > now else d.expires_at
             if node.expires_at is not None:
                 node.expires_at = quantise_instant(node.expires_at)  # the grid the files store
         if not (explicit and node.retention_reason):
@@ -232,7 +258,8 @@ class Retention:
 
 
 def expired_ids(engine: Engine, scope: visibility.Scope | None, now: float) -> list[str]:
-    """Ids the sweep removes: temporary, past their expiry, not archived, in ``scope``."""
+    """Ids the sweep removes: past their expiry and not long (so hidden from every
+    read: :func:`visibility.is_expired`), not archived, in ``scope``."""
     state = engine.state
     out = []
     for node_id in state.restricted:
@@ -243,20 +270,21 @@ def expired_ids(engine: Engine, scope: visibility.Scope | None, now: float) -> l
 
 
 def expired_findings(state: IndexState, ids: Iterable[str], now: float) -> list[Finding]:
-    """An ``expired`` health finding for each of ``ids`` past its expiry and not archived."""
+    """An ``expired`` health finding for each of ``ids`` past its expiry and not archived
+    (what the sweep removes: :func:`visibility.is_expired` never holds for a long one)."""
     out = []
     for node_id in sorted(ids):
         e = state.entries[node_id]
         if visibility.is_expired(e, now) and not e.archived:
-            why = "hidden from reads since its expiry; sweep() removes it"
+            tier = "temporary" if e.retention_tier == "temp" else "no tier, an expiry: temporary"
+            why = f"hidden from reads since its expiry ({tier}); sweep() removes it"
             out.append(Finding("expired", why, e.path, e.id))
     return out
 
 
 def _sweepable(e: Entry, scope: visibility.Scope | None, now: float) -> bool:
     return (
-        e.retention_tier == "temp"
-        and visibility.is_expired(e, now)
+        visibility.is_expired(e, now)  # temp, or no tier: never a long one, which no read hides
         and not e.archived
         and (scope is None or scope.admits(e))
     )

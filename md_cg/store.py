@@ -453,9 +453,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def sweep(self, *, dry_run: bool = True) -> SweepReport:
         """Find -- and with ``dry_run=False`` remove -- the expired temporary nodes.
 
-        Only nodes with ``retention_tier: temp`` whose ``expires_at`` has
-        passed, not archived, in the caller's scope; each removal leaves a
-        payload-free tombstone (reason ``expired``, see :meth:`tombstones`).
+        Only nodes whose ``expires_at`` has passed and whose tier is not
+        ``long`` (``temp``, or none: the nodes the reads hide as expired), not
+        archived, in the caller's scope; each removal leaves a payload-free
+        tombstone (reason ``expired``, see :meth:`tombstones`). ``left_closed``
+        names the facts a removed node superseded that stay closed.
         """
         eng = self._engine
         with eng.lock:
@@ -464,7 +466,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if dry_run or not expired:
             return SweepReport(expired, (), dry_run)
         gone = forgetting.sweep(eng, self.log(paths.AUDIT_DIR), expired, self._scope)
-        return SweepReport(expired, tuple(d.node.id for d in gone), False)
+        closed = tuple(sorted({old for d in gone for old in d.left_closed}))
+        return SweepReport(expired, tuple(d.node.id for d in gone), False, closed)
 
     # -- search ------------------------------------------------------------------------------
 

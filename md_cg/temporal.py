@@ -502,10 +502,30 @@ def asked_reason(tier: str) -> str:
     return f"the caller asked for the {tier} tier"
 
 
+#: How every sentence :func:`decide_retention` writes itself opens (unchanged since the
+#: first version that wrote one): a stored reason opening otherwise is not the decider's.
+_DECIDED_OPENINGS = (
+    "the extractor marked it ",
+    "the one-off marker ",
+    "no temporal kind ",
+    "temporal kind unknown ",
+    "anchor/ holds what must not be forgotten",
+)
+
+
 def was_asked(reason: object) -> bool:
     """Whether a stored ``retention_reason`` says a caller chose the tier: a later edit
-    of the text keeps that choice instead of deciding again from the words."""
-    return isinstance(reason, str) and reason in {asked_reason(t) for t in RETENTION_TIERS}
+    of the text keeps that choice instead of deciding again from the words.
+
+    A caller's choice is any reason the decider did not write: the sentence of a tier
+    asked for without a reason (:func:`asked_reason`), the caller's own words given
+    with the tier (``add(..., tier="long", retention_reason="...")``, stored as given
+    since the first version), or a reason a person wrote in the file. The decider's
+    sentences are known by their openings (:data:`_DECIDED_OPENINGS`), so files of
+    earlier versions read the same. A blank reason is no choice."""
+    if not isinstance(reason, str) or not reason.strip():
+        return False
+    return not reason.startswith(_DECIDED_OPENINGS)
 
 
 def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | None:

@@ -19,6 +19,7 @@ Imports the engine, editing, graph, retention, visibility and the modules below 
 from __future__ import annotations
 
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from copy import copy as shallow_copy
 from copy import deepcopy
@@ -49,13 +50,24 @@ from .errors import (
     DuplicateIdError,
     InvalidArgumentError,
     InvalidNodeError,
+    MdcgError,
     NodeNotFoundError,
     UnsafePathError,
     is_out_of_room,
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import NEGATIVE_LAYERS, Node, check_id, check_layer, quantise_instant, slug_id, validate
+from .node import (
+    NEGATIVE_LAYERS,
+    Node,
+    check_id,
+    check_layer,
+    format_instant,
+    quantise_instant,
+    refuse_naive_times,
+    slug_id,
+    validate,
+)
 from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
 from .reports import Finding
@@ -259,7 +271,9 @@ class Reads(_Handle):
             return "moved"
         copy = shallow_copy(node)  # decide only rebinds scalar fields (tier, expiry, reason)
         retention.imply_tier(copy)  # as the write does (_prepare)
-        self._ret.decide(copy, now=time.time(), previous=previous, explicit=copy.retention_tier is not None)
+        now = time.time()
+        kept = retention.kept_expiry(previous, now, _same_text(self._engine, node))
+        self._ret.decide(copy, now=now, kept=kept, explicit=copy.retention_tier is not None)
         same = fsops.holds(str(self.root), rel, nodefile.dump_bytes(copy))
         return "created" if same is None else "unchanged" if same else "updated"
 
@@ -425,6 +439,7 @@ class Lifecycle(_Handle):
             if stamp and node.created_at is None:
                 node.created_at = quantise_instant(now) if validated else now
             if not validated:
+                refuse_naive_times(node, node.id if isinstance(node.id, str) else None)
                 validate(node)
             key = paths.id_key(node.id)
             if key in seen:
@@ -439,12 +454,28 @@ class Lifecycle(_Handle):
                 node.sensitivity = node.sensitivity or held.sensitivity
             _refuse_narrowing(self._scope, node, held)
             retention.stamp_scope(node, self._scope, fill=held is None)
+            retention.imply_tier(node)  # an expiry the caller gave asks for the temp tier (verbatim too)
+            closed = self._closed_by(node, held, now)
+            if stamp and node.expires_at is not None and node.expires_at <= now:
+                _warn_past_expiry(node)
             if not decide:
                 continue
-            retention.imply_tier(node)  # an expiry the caller gave asks for the temp tier
             explicit = node.retention_tier is not None
-            decided.append((node, self._ret.decide(node, now=now, previous=held, explicit=explicit)))
+            kept = retention.kept_expiry(held, now, _same_text(self._engine, node))
+            d = self._ret.decide(node, now=now, kept=kept, explicit=explicit, keep=bool(closed))
+            decided.append((node, d))
         return decided
+
+    def _closed_by(self, node: Node, held: Entry | None, now: float) -> tuple[str, ...]:
+        """The closed facts whose only successor ``held`` is, which ``node`` replaces: such
+        a node may not be made temporary (refused when asked, as ``update`` refuses),
+        else a fact would stay hidden for good once it expired."""
+        if held is None:
+            return ()
+        closed = visibility.left_closed(self._engine.state, [held.id], [held.id], now, self._scope)[held.id]
+        if closed and node.retention_tier == "temp":  # asked, or given an expiry (imply_tier)
+            raise _temporary_successor(node.id, closed)
+        return closed
 
     def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]:
         """Move nodes to ``archive/`` byte for byte (one commit); return the ids moved.
@@ -558,7 +589,9 @@ class Lifecycle(_Handle):
                 raise TypeError("pass either a Node or keyword fields, not both")
             if not isinstance(node, Node):
                 raise TypeError(f"expected a Node, got {type(node).__name__}")
+            refuse_naive_times(node, node.id if isinstance(node.id, str) else None)
             return node
+        refuse_naive_times(fields_, fields_["id"] if isinstance(fields_.get("id"), str) else None)
         unknown = set(fields_) - _NODE_FIELDS
         if unknown:
             raise InvalidNodeError(
@@ -583,40 +616,68 @@ class Lifecycle(_Handle):
         """The change ``update`` applies: the fields, the caller's scope, and a new
         retention decision when ``body``, ``temporal`` or ``retention_tier`` change, or
         the node moves into ``anchor/``. A tier a caller chose earlier stands (an edit
-        of the text does not put a memory kept on purpose back on a timer)."""
+        of the text does not put a memory kept on purpose back on a timer); an
+        ``expires_at`` given to a memory that is not temporary asks for the temp tier,
+        as in ``add`` (a long memory with an expiry would be neither kept nor swept)."""
         redecide = bool({"body", "temporal", "retention_tier"} & set(changes)) or (
             changes.get("layer") == retention.ANCHOR_LAYER
         )
 
         def change(node: Node) -> Node:
-            state = self._engine.state
-            before = state.entries.get(node_id)
-            chosen = "retention_tier" not in changes and temporal.was_asked(node.retention_reason)
+            before = self._engine.state.entries.get(node_id)
+            chosen = (
+                "retention_tier" not in changes
+                and node.retention_tier is not None
+                and temporal.was_asked(node.retention_reason)
+            )
             kept = {k: node.extra[k] for k in (merge_mod.CONFLICT_KEY, audit.RENAMED_FROM) if k in node.extra}
             for key, value in changes.items():
                 setattr(node, key, value)
             # a new extra keeps the conflict record and the earlier ids (which memory it is)
             node.extra = {**node.extra, **{k: v for k, v in kept.items() if k not in node.extra}}
-            if "retention_tier" in changes and "retention_reason" not in changes:
+            timed = "expires_at" in changes and node.expires_at is not None and node.retention_tier != "temp"
+            if timed:
+                node.retention_tier = "temp"  # asked by the expiry (check_changes refused long with one)
+            if ("retention_tier" in changes or timed) and "retention_reason" not in changes:
                 node.retention_reason = None  # the old decision's reason no longer holds
             merge_mod.settle(node, changes)  # an edit of a conflicted field resolves it
             retention.stamp_scope(node, self._scope, fill=False)  # shared stays shared
             _refuse_narrowing(self._scope, node, before)
-            if not (redecide or "expires_at" in changes):
-                return node
-            closed = visibility.left_closed(state, [node_id], [node_id], now, self._scope)[node_id]
-            explicit = chosen or ("retention_tier" in changes and node.retention_tier is not None)
-            if closed and (
-                (explicit and node.retention_tier == "temp")
-                or ("expires_at" in changes and node.expires_at is not None)
-            ):
-                raise _temporary_successor(node_id, closed)
-            if redecide:
-                d = self._ret.decide(node, now=now, previous=before, explicit=explicit, keep=bool(closed))
-                decided.append((node, d))
+            if redecide or timed or "expires_at" in changes:
+                explicit = (
+                    chosen or timed or ("retention_tier" in changes and node.retention_tier is not None)
+                )
+                self._redecide(node, before, changes, now, explicit, decided if redecide or timed else None)
             return node
 
         return change
+
+    def _redecide(
+        self,
+        node: Node,
+        before: Entry | None,
+        changes: dict[str, Any],
+        now: float,
+        explicit: bool,
+        decided: list[tuple[Node, Any]] | None,
+    ) -> None:
+        """The retention part of ``update`` (``decided`` None: only the check of an expiry
+        given to the only successor of closed facts, which is refused)."""
+        state = self._engine.state
+        closed = visibility.left_closed(state, [node.id], [node.id], now, self._scope)[node.id]
+        if closed and (
+            (explicit and node.retention_tier == "temp")
+            or ("expires_at" in changes and node.expires_at is not None)
+        ):
+            raise _temporary_successor(node.id, closed)
+        if decided is None:
+            return
+        if "expires_at" not in changes:
+            node.expires_at = None  # the stored one is kept while still ahead, never once past
+        kept = retention.kept_expiry(before, now)
+        decided.append(
+            (node, self._ret.decide(node, now=now, kept=kept, explicit=explicit, keep=bool(closed)))
+        )
 
 
 def check_changes(node_id: str, changes: dict[str, Any]) -> None:
@@ -629,6 +690,18 @@ def check_changes(node_id: str, changes: dict[str, Any]) -> None:
             + (" (the id of a node cannot change)" if "id" in changes else ""),
             field=bad[0],
             node_id=node_id,
+        )
+    refuse_naive_times(changes, node_id)
+    if (
+        "expires_at" in changes
+        and changes["expires_at"] is not None
+        and changes.get("retention_tier") == "long"
+    ):
+        raise InvalidArgumentError(
+            f"node {node_id!r}: an expires_at with retention_tier 'long': a long memory never "
+            "expires; give one of them",
+            name="expires_at",
+            value=changes["expires_at"],
         )
     if "body" in changes:
         editing.require_text(Node(id=node_id, body=changes["body"]))
@@ -653,6 +726,7 @@ def held_to_scope(
         result = change(node)
         out = node if result is None else result
         if isinstance(out, Node):  # anything else is refused by the engine, naming its type
+            refuse_naive_times(out, out.id if isinstance(out.id, str) else None)
             check_edit(scope, out, stored(out.id), tags, edges)
         return result
 
@@ -685,6 +759,31 @@ def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> 
             name="agent_scope",
             value=node.id,
         )
+
+
+def _same_text(eng: Engine, node: Node) -> Callable[[Entry], bool]:
+    """Whether a stored entry's file holds ``node``'s text (a replacing ``add`` keeps
+    the expiry of the same text only: a re-import; :func:`retention.kept_expiry`)."""
+
+    def same(held: Entry) -> bool:
+        try:
+            return eng.read_node(held.path).body == node.body
+        except (MdcgError, OSError):
+            return False  # unreadable now: new content, a new expiry
+
+    return same
+
+
+def _warn_past_expiry(node: Node) -> None:
+    """Warn of a new memory given an expiry already past: it is hidden from every read
+    at once, and the next sweep removes it (docs/retention.md)."""
+    when = format_instant(node.expires_at) if node.expires_at is not None else None
+    warnings.warn(
+        f"md-cg: node {node.id!r}: expires_at {when} is already past: the memory is hidden "
+        "from every read at once and the next sweep() removes it",
+        RuntimeWarning,
+        stacklevel=5,
+    )
 
 
 def _temporary_successor(node_id: str, closed: Sequence[str]) -> InvalidArgumentError:

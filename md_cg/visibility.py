@@ -115,8 +115,13 @@ SEARCH = Show(include_superseded=False)
 
 
 def is_expired(entry: Entry, now: float) -> bool:
-    """True when ``entry`` has an expiry at or before ``now``."""
-    return entry.expires_at is not None and entry.expires_at <= now
+    """True when ``entry`` has an expiry at or before ``now`` and is not ``long``.
+
+    An expiry counts on a temporary memory and on one with no tier (an expiry with
+    no tier asks for the temp tier: :func:`md_cg.retention.imply_tier`); on a long
+    one (a hand edit) it is void, so a node is hidden by its expiry exactly when
+    the sweep would remove it (:func:`md_cg.retention.expired_ids`)."""
+    return entry.expires_at is not None and entry.expires_at <= now and entry.retention_tier != "long"
 
 
 def successors(state: IndexState, node_id: str, scope: Scope | None, now: float) -> list[str]:

@@ -438,6 +438,7 @@ def test_sweep_lists_then_removes_expired_temporary_memories(runner: CliRunner, 
         "expired": ["tmp_old"],
         "removed": [],
         "dry_run": True,
+        "left_closed": [],
     }
     assert (root / "contextual" / "tmp_old.md").is_file()
     assert (

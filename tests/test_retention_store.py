@@ -96,8 +96,9 @@ def test_verbatim_import_path_does_not_decide(tmp_path: Path) -> None:
 
 
 def _expired(s: MdCG, node_id: str, layer: str = "contextual", body: str = "", **kw: object) -> None:
-    s.add(Node(id=node_id, layer=layer, body=body or f"okapi {node_id}", retention_tier="temp",
-               expires_at=time.time() - 10, **kw))  # fmt: skip
+    with pytest.warns(RuntimeWarning, match="is already past: the memory is hidden"):
+        s.add(Node(id=node_id, layer=layer, body=body or f"okapi {node_id}", retention_tier="temp",
+                   expires_at=time.time() - 10, **kw))  # fmt: skip
 
 
 def test_an_expired_node_disappears_from_every_read_without_a_write(tmp_path: Path) -> None:
@@ -143,9 +144,9 @@ def test_sweep_of_a_mixed_store_removes_exactly_the_expired_temp_nodes(tmp_path:
         s.add(
             id="future", layer="contextual", body="okapi", retention_tier="temp", expires_at=time.time() + 999
         )
-        # Past its expiry but long (a hand edit): hidden, never swept.
-        s.add(Node(id="hand", layer="self", body="kept", retention_tier="long"))
-        s.update("hand", expires_at=time.time() - 5)
+        # Past an expiry but long (a file that says so): the expiry is void, shown, never swept.
+        hand = Node(id="hand", layer="self", body="kept", retention_tier="long", expires_at=time.time() - 5)
+        s.add_many([hand], stamp=False)
         s.add(id="plain", layer="self", body="no tier given")
         s.add_many([Node(id="imported", layer="self", body="verbatim")], stamp=False)
         _expired(s, "archived_temp")
@@ -159,6 +160,7 @@ def test_sweep_of_a_mixed_store_removes_exactly_the_expired_temp_nodes(tmp_path:
         done = s.sweep(dry_run=False)
         assert set(done.removed) == expired and set(done.expired) == expired
         survivors = {"future", "hand", "plain", "imported", "archived_temp"}
+        assert "hand" in s.ids() and s.get("hand").expires_at is not None
         with MdCG(root) as fresh:
             assert set(fresh.ids(include_expired=True, include_archived=True)) == survivors
         stones = [t for t in s.tombstones() if t.get("event") == "sweep"]
