@@ -55,7 +55,6 @@ from pydantic import Field, ValidationError
 from md_cg import (
     DuplicateIdError,
     Entry,
-    IdCollisionError,
     MdCG,
     MdcgError,
     NodeNotFoundError,
@@ -249,7 +248,7 @@ def _hinted(exc: Exception) -> str:
         )
     if isinstance(exc, DuplicateIdError) and not exc.path and not exc.archived:
         return f"id {exc.node_id!r} is taken by a memory outside this server's scope; choose another id"
-    if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
+    if isinstance(exc, DuplicateIdError) and exc.plain:  # else the library's own words
         return (
             f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "
             "`update` tool, or call `remember` with overwrite=true to replace it"

@@ -876,6 +876,35 @@ def test_agent_sees_expiry_bounded_errors_archived_ids_and_annotations(tmp_path:
     anyio.run(run)
 
 
+def test_remember_over_a_file_holding_another_id_keeps_the_librarys_words(tmp_path: Path) -> None:
+    """remember said the id existed and to update it (no such memory) or overwrite it
+    (the same refusal) when its file was a hand-written one holding another id."""
+    root = tmp_path / "m"
+
+    async def run() -> None:
+        with MdCG(root) as store:
+            (root / "self").mkdir(exist_ok=True)
+            wrong = root / "self" / "hand_wrongid.md"
+            wrong.write_text("---\nid: something_else\nlayer: self\n---\nMismatched id.\n", encoding="utf-8")
+            store.sync()
+            async with Client(create_server(root, store=store)) as client:
+                for extra in ({}, {"overwrite": True}):
+                    args = {"body": "x", "id": "hand_wrongid", "layer": "self", **extra}
+                    assert _err(await client.call_tool("remember", args)) == (
+                        "Error executing tool remember: node id 'hand_wrongid': the file "
+                        "self/hand_wrongid.md holds memory 'something_else' (edited by hand, or placed "
+                        "there); it is not written over -- move that file to its own name, or rename one "
+                        "of them"
+                    )
+                _ok(await client.call_tool("remember", {"body": "y", "id": "plain", "layer": "self"}))
+                assert _err(await client.call_tool("remember", {"body": "z", "id": "plain"})) == (
+                    "Error executing tool remember: a memory with id 'plain' already exists (self/plain.md); "
+                    "change it with the `update` tool, or call `remember` with overwrite=true to replace it"
+                )
+
+    anyio.run(run)
+
+
 def test_an_edge_to_no_memory_is_named_in_the_reply(tmp_path: Path) -> None:
     """An edge to an id no memory has (a typo) was stored without a word."""
 
