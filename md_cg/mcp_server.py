@@ -776,6 +776,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
         reason: Annotated[str, Field(description="Why (required; kept in a tombstone).")],
         force: Annotated[bool, Field(description="Also forget a protected anchor/ memory.")] = False,
     ) -> dict[str, Any]:
+        _not_archived(store, id)  # out of every tool's reach, as a read says (a person may forget it)
         deleted = store.forget(id, reason, force=force)
         dangling = [{"source": src, "type": etype} for src, etype in deleted.incoming]
         reply: dict[str, Any] = {

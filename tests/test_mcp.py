@@ -905,6 +905,28 @@ def test_remember_over_a_file_holding_another_id_keeps_the_librarys_words(tmp_pa
     anyio.run(run)
 
 
+def test_forget_refuses_an_archived_memory_as_every_tool_does(tmp_path: Path) -> None:
+    """forget deleted an archived memory, which every other tool refuses."""
+    root = tmp_path / "m"
+
+    async def run() -> None:
+        with MdCG(root) as store:
+            store.add(id="tea", layer="self", body="The user likes green tea.")
+            store.archive("tea")
+            kept = store.path_of("tea", include_archived=True).read_bytes()
+            async with Client(create_server(root, store=store)) as client:
+                for force in (False, True):
+                    args = {"id": "tea", "reason": "gone", "force": force}
+                    assert _err(await client.call_tool("forget", args)) == (
+                        "Error executing tool forget: memory 'tea' is archived: out of every read until "
+                        "a person runs `mdcg unarchive tea`"
+                    )
+            assert store.path_of("tea", include_archived=True).read_bytes() == kept
+            assert store.forget("tea", "a person may").node.id == "tea"  # the library (and CLI) still can
+
+    anyio.run(run)
+
+
 def test_an_edge_to_no_memory_is_named_in_the_reply(tmp_path: Path) -> None:
     """An edge to an id no memory has (a typo) was stored without a word."""
 
