@@ -1052,6 +1052,8 @@ def forget(
     json_out: JsonOpt = False,
 ) -> None:
     """Forget a memory for good: a content-free tombstone, the file removed, the index scrubbed."""
+    if not reason.strip():  # named as the option it is (the library says forget(id) needs a reason)
+        raise InvalidArgumentError("--reason is empty: forgetting needs a reason (kept in the tombstone)")
     with _open(ctx, root) as store:
         deleted = store.forget(node_id, reason, force=force)
     if json_out:

@@ -193,7 +193,8 @@ READ_ONLY = frozenset(
     {"search", "recall", "get", "list", "neighbours", "recall_stats", "on_this_day", "inject", "health"}
 )
 DESTRUCTIVE = frozenset({"remember", "update", "forget", "organize"})  # overwrite, replace, delete, merge
-IDEMPOTENT = frozenset({"update", "supersede", "sync"})
+#: on_this_day is not: each call records its show, which the next call's pick and show_count depend on.
+IDEMPOTENT = (READ_ONLY - {"on_this_day"}) | {"update", "supersede", "sync"}
 
 
 def tool_annotations(tools: Iterable[str]) -> ToolAnnotations:
@@ -203,7 +204,7 @@ def tool_annotations(tools: Iterable[str]) -> ToolAnnotations:
     return ToolAnnotations(
         read_only_hint=read_only,
         destructive_hint=None if read_only else bool(names & DESTRUCTIVE),
-        idempotent_hint=True if read_only else names <= IDEMPOTENT,
+        idempotent_hint=names <= IDEMPOTENT,
         open_world_hint=False,
     )
 
@@ -624,7 +625,7 @@ Edges = Annotated[
     list[dict[str, Any]] | None,
     Field(
         description='Links: [{"target": id, "type": "part_of|causal|sequential|spatial|hierarchical|'
-        'similar"}].'
+        'similar|supersedes"}].'
     ),
 ]
 

@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from md_cg import MdCG, Node
 from md_cg.cli import COMMANDS, app
 from md_cg.merge import attribute_lines
+from md_cg.node import EDGE_TYPES
 from md_cg.render import iso
 from md_cg.sample import bundled_sample_path
 from md_cg.sqlite_source import write_nodes
@@ -319,6 +320,17 @@ def test_add_over_a_file_holding_another_id_keeps_the_librarys_words(runner: Cli
     )
 
 
+def test_the_edge_types_the_docs_name_are_the_ones_accepted(runner: CliRunner, root: Path) -> None:
+    """docs/cli.md named six types for --edge; `supersedes`, which the error lists, is accepted too."""
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    row = next(line for line in lines if "| `--edge TARGET:TYPE`" in line)
+    assert re.findall(r"`(\w+)`", row.split("TYPE is", 1)[1]) == list(EDGE_TYPES)
+    assert one_line_error(runner, "add", "--root", root, "--id", "e1", "--edge", "kp_sorting:foo", "x") == (
+        "error: node 'e1': field 'edges' has an edge type outside part_of, causal, sequential, spatial, "
+        "hierarchical, similar, supersedes (got 'foo')"
+    )
+
+
 def test_list_by_layer_tag_and_time(runner: CliRunner, root: Path) -> None:
     with MdCG(root) as store:
         store.update("kp_sorting", tags=["domain:computing", "basics"])  # now the newest change
@@ -394,6 +406,10 @@ def test_delete_and_forget(runner: CliRunner, root: Path) -> None:
     out = run(runner, "delete", "kp_sorting", "--force", "--root", root).stdout
     assert out == f"kp_sorting: deleted ({sorting})\nedges left dangling: kp_bsearch (part_of)\n"
     assert not sorting.exists()
+    for blank in ("", "  "):
+        assert one_line_error(runner, "forget", "kp_bsearch", "--reason", blank, "--root", root) == (
+            "error: --reason is empty: forgetting needs a reason (kept in the tombstone)"
+        )
     assert one_line_error(runner, "forget", "anc_rule", "--reason", "tidy", "--root", root) == (
         "error: node 'anc_rule' is in anchor/ and protected; pass --force to forget it anyway"
     )

@@ -872,6 +872,10 @@ def test_agent_sees_expiry_bounded_errors_archived_ids_and_annotations(tmp_path:
                     "organize",
                 }
                 assert not any(a.open_world_hint for a in tools.values())
+                assert {n for n, a in tools.items() if a.idempotent_hint} == {
+                    "search", "recall", "get", "list", "neighbours", "recall_stats", "inject", "health",
+                    "update", "supersede", "sync",
+                }  # fmt: skip
 
     anyio.run(run)
 
