@@ -48,7 +48,6 @@ from md_cg import (
     Deleted,
     DuplicateIdError,
     EditConflictError,
-    IdCollisionError,
     ImportSourceError,
     InvalidArgumentError,
     InvalidNodeError,
@@ -143,7 +142,7 @@ def message(exc: MdcgError) -> str:
             f"yet (copied in, or brought by git); `mdcg sync` takes it in (then `mdcg update "
             f"{exc.node_id} ...`), or replace it with `mdcg add --overwrite`"
         )
-    if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
+    if isinstance(exc, DuplicateIdError) and exc.plain:  # else the library's own words
         return (
             f"node id {exc.node_id!r} already exists at {exc.path}; change it with "
             f"`mdcg update {exc.node_id} ...`, or replace it with `mdcg add --overwrite`"
@@ -1053,6 +1052,8 @@ def forget(
     json_out: JsonOpt = False,
 ) -> None:
     """Forget a memory for good: a content-free tombstone, the file removed, the index scrubbed."""
+    if not reason.strip():  # named as the option it is (the library says forget(id) needs a reason)
+        raise InvalidArgumentError("--reason is empty: forgetting needs a reason (kept in the tombstone)")
     with _open(ctx, root) as store:
         deleted = store.forget(node_id, reason, force=force)
     if json_out:

@@ -22,7 +22,13 @@ import numpy as np
 from . import audit as audit_mod
 from . import fsops, index, merge, paths, visibility
 from .engine import Engine, Staged, copies_of, read_entry, stage
-from .errors import InvalidArgumentError, InvalidNodeError, MalformedNodeFileError, NodeNotFoundError
+from .errors import (
+    InvalidArgumentError,
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+    UnsafePathError,
+)
 from .index import Columns, Entry
 from .logs import AppendLog
 from .node import (
@@ -258,7 +264,7 @@ def _rename_locked(
         existing = engine.check_new(node, renamed.rel)
         if existing is not None:
             raise InvalidArgumentError(
-                f"cannot rename {old_id!r} to {new_id!r}: that id exists at {existing}",
+                f"cannot rename {old_id!r} to {new_id!r}: {_occupied(engine, old_id, new_id, existing)}",
                 name="new_id",
                 value=new_id,
             )
@@ -277,6 +283,31 @@ def _rename_locked(
     dels = [(old_id, current.path)] if (old_id != new_id or current.path != renamed.rel) else []
     engine.commit(puts, dels, durable=durable)
     return node
+
+
+def _occupied(engine: Engine, old_id: str, new_id: str, rel: str) -> str:
+    """Why ``new_id``'s file ``rel`` is not free: its memory, or a file there that the
+    index does not hold as ``new_id`` (another memory's, one not taken in yet, or text
+    that cannot be read as a memory)."""
+    if new_id in engine.state.entries:
+        return f"that id exists at {rel}"
+    try:
+        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        held = index.decode_node(data, rel).id
+    except MalformedNodeFileError:
+        return (
+            f"the file {rel} is there and cannot be read as a memory (health lists it); fix or move it first"
+        )
+    except (OSError, UnsafePathError):
+        return f"the file {rel} is there; move it first"
+    if held == old_id:
+        return f"its file is {rel}, named after the new id; rename it to another id first, then to this one"
+    if held != new_id:
+        return (
+            f"the file {rel} holds memory {held!r} (its name is not its id); move that file "
+            "to its own name, or choose another id"
+        )
+    return f"the file {rel} holds that id and the index does not know it yet; sync takes it in"
 
 
 class Page(NamedTuple):

@@ -136,7 +136,9 @@ class DuplicateIdError(MdcgError):
     """``add`` was asked to create a node whose id already exists (``archived``: held by
     an archived node, which ``overwrite`` never replaces; ``untracked``: by a file the
     index does not know yet -- copied in, or brought by git without a hook -- which
-    ``sync`` takes in)."""
+    ``sync`` takes in). ``plain``: the refusal without a message of its own -- the id is
+    a memory at ``path`` that an update changes and an overwrite replaces; any other
+    (a file there holding another id, or one that cannot be read) carries its own."""
 
     def __init__(
         self,
@@ -162,6 +164,7 @@ class DuplicateIdError(MdcgError):
         self.path = path
         self.archived = archived
         self.untracked = untracked
+        self.plain = message is None and not untracked and not archived
 
 
 class IdCollisionError(DuplicateIdError):

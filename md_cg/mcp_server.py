@@ -9,7 +9,7 @@ describes every tool, its reply and its size budget.
 
 Replies are one compact JSON object, sent as the text block the model reads
 and, unchanged, as structured content. Every reply is bounded: a search
-result carries a snippet of its body (``get`` returns the whole body),
+result carries a snippet of its body (``get`` returns the body, a long one in windows),
 lists are paged or capped with a total, and what would repeat per result
 (the reason for a state) is given once in ``reasons``. Results without
 evidence of being about the query (the ladder's filler) are left out unless
@@ -55,7 +55,7 @@ from pydantic import Field, ValidationError
 from md_cg import (
     DuplicateIdError,
     Entry,
-    IdCollisionError,
+    InvalidArgumentError,
     MdCG,
     MdcgError,
     NodeNotFoundError,
@@ -98,6 +98,10 @@ SYNC_LISTS = (
 ERROR_CHARS = 600
 #: Characters kept of a title in a result, a list item or a neighbour.
 TITLE_CHARS = 120
+#: Characters of a memory's body a ``get`` reply holds by default, and at most
+#: (``max_chars``); a longer body is read in windows (``offset``).
+GET_CHARS = 20_000
+MAX_GET_CHARS = 100_000
 
 
 #: Control characters but tab, newline and carriage return: each would take six
@@ -148,8 +152,8 @@ class Budget:
     """The most characters a tool's reply text may take: ``base + per_item * n``.
 
     ``n`` is the value of the argument named ``per`` (``k``, ``limit``), or
-    for ``get`` the size of the memory's file in bytes (the whole body is
-    the point of ``get``). docs/mcp.md shows this table.
+    for ``get`` its ``max_chars`` plus the bytes of the memory's frontmatter
+    (every field comes whole; the body in windows). docs/mcp.md shows this table.
     """
 
     base: int
@@ -168,7 +172,7 @@ BUDGETS: dict[str, Budget] = {
     "supersede": Budget(1_500),
     "search": Budget(3_000, 1_300, "k"),
     "recall": Budget(3_000, 1_300, "k"),
-    "get": Budget(2_000, 2, "file bytes"),
+    "get": Budget(2_000, 2, "(max_chars + frontmatter bytes)"),
     "list": Budget(300, 700, "limit"),
     "neighbours": Budget(300, 520, "limit"),
     "verify": Budget(1_000),
@@ -189,7 +193,8 @@ READ_ONLY = frozenset(
     {"search", "recall", "get", "list", "neighbours", "recall_stats", "on_this_day", "inject", "health"}
 )
 DESTRUCTIVE = frozenset({"remember", "update", "forget", "organize"})  # overwrite, replace, delete, merge
-IDEMPOTENT = frozenset({"update", "supersede", "sync"})
+#: on_this_day is not: each call records its show, which the next call's pick and show_count depend on.
+IDEMPOTENT = (READ_ONLY - {"on_this_day"}) | {"update", "supersede", "sync"}
 
 
 def tool_annotations(tools: Iterable[str]) -> ToolAnnotations:
@@ -199,14 +204,14 @@ def tool_annotations(tools: Iterable[str]) -> ToolAnnotations:
     return ToolAnnotations(
         read_only_hint=read_only,
         destructive_hint=None if read_only else bool(names & DESTRUCTIVE),
-        idempotent_hint=True if read_only else names <= IDEMPOTENT,
+        idempotent_hint=names <= IDEMPOTENT,
         open_world_hint=False,
     )
 
 
 INSTRUCTIONS = """\
 Long-term memory: one Markdown file per memory. Call `search` before answering \
-from memory or repeating past work; `get` reads one memory in full.
+from memory or repeating past work; `get` reads one memory (a long body in windows).
 Each result has a `state`:
 - ACCEPT: fit to act on (verification basis declared, no condition against it).
 - REJECT: one of its not-applicable conditions is hit by your query or context: \
@@ -249,7 +254,7 @@ def _hinted(exc: Exception) -> str:
         )
     if isinstance(exc, DuplicateIdError) and not exc.path and not exc.archived:
         return f"id {exc.node_id!r} is taken by a memory outside this server's scope; choose another id"
-    if isinstance(exc, DuplicateIdError) and not isinstance(exc, IdCollisionError):
+    if isinstance(exc, DuplicateIdError) and exc.plain:  # else the library's own words
         return (
             f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "
             "`update` tool, or call `remember` with overwrite=true to replace it"
@@ -620,7 +625,7 @@ Edges = Annotated[
     list[dict[str, Any]] | None,
     Field(
         description='Links: [{"target": id, "type": "part_of|causal|sequential|spatial|hierarchical|'
-        'similar"}].'
+        'similar|supersedes"}].'
     ),
 ]
 
@@ -678,6 +683,30 @@ def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bo
         _not_archived(store, exc.node_id)  # not "change it with update": no tool can
         raise
     return _written(store, node.id) if created else _written(store, node.id, existing=True)
+
+
+def _body_window(reply: dict[str, Any], offset: int, max_chars: int) -> dict[str, Any]:
+    """``get``'s reply with ``max_chars`` characters of the body from ``offset``; when the
+    body is not all there, its length (``body_chars``), the window's start and, while more
+    follows, ``next_offset`` and a note saying how to read it."""
+    body = reply["body"]
+    total = len(body)
+    if offset == 0 and total <= max_chars:
+        return reply  # the whole body, as before
+    if offset > total:
+        raise InvalidArgumentError(
+            f"offset {offset} is past the end of the body ({total:,} characters)", name="offset", value=offset
+        )
+    end = min(total, offset + max_chars)
+    reply.update(body=body[offset:end], body_chars=total, body_offset=offset)
+    if end < total:
+        reply.update(
+            truncated=True,
+            next_offset=end,
+            note=f"body truncated: characters {offset:,}-{end:,} of {total:,}; "
+            f"call get with offset={end} for the rest",
+        )
+    return reply
 
 
 def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
@@ -777,6 +806,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
         reason: Annotated[str, Field(description="Why (required; kept in a tombstone).")],
         force: Annotated[bool, Field(description="Also forget a protected anchor/ memory.")] = False,
     ) -> dict[str, Any]:
+        _not_archived(store, id)  # out of every tool's reach, as a read says (a person may forget it)
         deleted = store.forget(id, reason, force=force)
         dangling = [{"source": src, "type": etype} for src, etype in deleted.incoming]
         reply: dict[str, Any] = {
@@ -836,9 +866,18 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 
     recall.__name__ = "recall"
 
-    def get(id: NodeId) -> dict[str, Any]:
-        reply = node_dict(store.get(id), str(store.path_of(id)))
-        store.record_access([id], mode="get")  # an agent read it: a recall (docs/recall.md)
+    def get(
+        id: NodeId,
+        offset: Annotated[
+            int, Field(description="Characters of the body to skip (to read a long one on).", ge=0)
+        ] = 0,
+        max_chars: Annotated[
+            int, Field(description="Most characters of the body returned.", ge=1, le=MAX_GET_CHARS)
+        ] = GET_CHARS,
+    ) -> dict[str, Any]:
+        reply = _body_window(node_dict(store.get(id), str(store.path_of(id))), offset, max_chars)
+        if offset == 0:  # an agent read it: a recall (docs/recall.md), once for its windows
+            store.record_access([id], mode="get")
         return reply
 
     def list_(
@@ -877,9 +916,9 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     return [
         (search, "Search memory before answering from it. Results best first, each with a state "
          "(see the server instructions), a snippet and `why` (an index into `reasons`); "
-         "`meta.covered_neg` lists matching falsified/open notes. `get` reads a whole memory."),
+         "`meta.covered_neg` lists matching falsified/open notes. `get` reads one memory."),
         (recall, "Same as `search`."),
-        (get, "Read one memory in full: its fields and its whole body."),
+        (get, "Read one memory: its fields and its body (a long body in windows: `offset`, `max_chars`)."),
         (list_, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
         (neighbours, "Memories linked to one by edges: direction out, in or both; depth > 1 walks further."),
     ]  # fmt: skip

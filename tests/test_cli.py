@@ -24,6 +24,7 @@ from typer.testing import CliRunner
 from md_cg import MdCG, Node
 from md_cg.cli import COMMANDS, app
 from md_cg.merge import attribute_lines
+from md_cg.node import EDGE_TYPES
 from md_cg.render import iso
 from md_cg.sample import bundled_sample_path
 from md_cg.sqlite_source import write_nodes
@@ -281,6 +282,55 @@ def test_add_over_a_file_the_index_does_not_know_names_sync(runner: CliRunner, r
     assert run_json(runner, "get", "--root", root, "kp_cello")["id"] == "kp_cello"
 
 
+def test_add_over_a_file_holding_another_id_keeps_the_librarys_words(runner: CliRunner, root: Path) -> None:
+    """A hand-written file named after an id but holding another one: add said the id
+    existed and to update it (no such node) or add --overwrite (the same refusal), and
+    rename said the id existed there."""
+    wrong = root / "self" / "hand_wrongid.md"
+    wrong.write_text("---\nid: something_else\nlayer: self\n---\nMismatched id.\n", encoding="utf-8")
+    run(runner, "sync", "--root", root)
+    held = (
+        "error: node id 'hand_wrongid': the file self/hand_wrongid.md holds memory 'something_else' "
+        "(edited by hand, or placed there); it is not written over -- move that file to its own name, "
+        "or rename one of them"
+    )
+    for extra in ((), ("--overwrite",)):
+        args = ("add", "--root", root, "--id", "hand_wrongid", "--layer", "self", *extra, "x")
+        assert one_line_error(runner, *args) == held
+    run(runner, "add", "--root", root, "--id", "other", "--layer", "self", "o")
+    assert one_line_error(runner, "rename", "--root", root, "other", "hand_wrongid") == (
+        "error: cannot rename 'other' to 'hand_wrongid': the file self/hand_wrongid.md holds memory "
+        "'something_else' (its name is not its id); move that file to its own name, or choose another id"
+    )
+    assert one_line_error(runner, "rename", "--root", root, "something_else", "hand_wrongid") == (
+        "error: cannot rename 'something_else' to 'hand_wrongid': its file is self/hand_wrongid.md, "
+        "named after the new id; rename it to another id first, then to this one"
+    )
+    run(runner, "rename", "--root", root, "something_else", "tmp")  # the advice works
+    run(runner, "rename", "--root", root, "tmp", "hand_wrongid")
+    assert run_json(runner, "get", "--root", root, "hand_wrongid")["path"].endswith("self/hand_wrongid.md")
+    (root / "self" / "broken.md").write_text("---\nid: [\n---\nx\n", encoding="utf-8")
+    assert one_line_error(runner, "add", "--root", root, "--id", "broken", "--layer", "self", "x") == (
+        "error: node id 'broken': the file self/broken.md is there and cannot be read as a memory "
+        "(health lists it); it is not written over -- fix or move it first"
+    )
+    assert one_line_error(runner, "rename", "--root", root, "other", "broken") == (
+        "error: cannot rename 'other' to 'broken': the file self/broken.md is there and cannot be read "
+        "as a memory (health lists it); fix or move it first"
+    )
+
+
+def test_the_edge_types_the_docs_name_are_the_ones_accepted(runner: CliRunner, root: Path) -> None:
+    """docs/cli.md named six types for --edge; `supersedes`, which the error lists, is accepted too."""
+    lines = DOCS.read_text(encoding="utf-8").splitlines()
+    row = next(line for line in lines if "| `--edge TARGET:TYPE`" in line)
+    assert re.findall(r"`(\w+)`", row.split("TYPE is", 1)[1]) == list(EDGE_TYPES)
+    assert one_line_error(runner, "add", "--root", root, "--id", "e1", "--edge", "kp_sorting:foo", "x") == (
+        "error: node 'e1': field 'edges' has an edge type outside part_of, causal, sequential, spatial, "
+        "hierarchical, similar, supersedes (got 'foo')"
+    )
+
+
 def test_list_by_layer_tag_and_time(runner: CliRunner, root: Path) -> None:
     with MdCG(root) as store:
         store.update("kp_sorting", tags=["domain:computing", "basics"])  # now the newest change
@@ -356,6 +406,10 @@ def test_delete_and_forget(runner: CliRunner, root: Path) -> None:
     out = run(runner, "delete", "kp_sorting", "--force", "--root", root).stdout
     assert out == f"kp_sorting: deleted ({sorting})\nedges left dangling: kp_bsearch (part_of)\n"
     assert not sorting.exists()
+    for blank in ("", "  "):
+        assert one_line_error(runner, "forget", "kp_bsearch", "--reason", blank, "--root", root) == (
+            "error: --reason is empty: forgetting needs a reason (kept in the tombstone)"
+        )
     assert one_line_error(runner, "forget", "anc_rule", "--reason", "tidy", "--root", root) == (
         "error: node 'anc_rule' is in anchor/ and protected; pass --force to forget it anyway"
     )

@@ -25,7 +25,7 @@ from conftest import BINARY_SEARCH, build_small_store
 from mcp import Client, ClientSession, StdioServerParameters, stdio_client
 
 from md_cg import MdCG, Scope
-from md_cg.mcp_server import BUDGETS, INSTRUCTIONS, create_server
+from md_cg.mcp_server import BUDGETS, GET_CHARS, INSTRUCTIONS, MAX_GET_CHARS, create_server
 from md_cg.migrate import migrate
 from md_cg.render import iso
 from md_cg.sample import bundled_sample_path
@@ -379,8 +379,8 @@ def test_replies_stay_within_their_budgets_on_the_sample(sample_store: Path) -> 
                 for limit in (20, 100):
                     assert await size("list", {"limit": limit}) <= BUDGETS["list"].chars(limit)
                 for e in some:
-                    file_bytes = store.path_of(e.id).stat().st_size
-                    assert await size("get", {"id": e.id}) <= BUDGETS["get"].chars(file_bytes)
+                    fm_bytes = store.path_of(e.id).stat().st_size - len(store.get(e.id).body.encode())
+                    assert await size("get", {"id": e.id}) <= BUDGETS["get"].chars(GET_CHARS + fm_bytes)
                     n = await size("neighbours", {"id": e.id, "direction": "both", "depth": 3})
                     assert n <= BUDGETS["neighbours"].chars(50)
                 for query in QUERIES:
@@ -872,6 +872,119 @@ def test_agent_sees_expiry_bounded_errors_archived_ids_and_annotations(tmp_path:
                     "organize",
                 }
                 assert not any(a.open_world_hint for a in tools.values())
+                assert {n for n, a in tools.items() if a.idempotent_hint} == {
+                    "search", "recall", "get", "list", "neighbours", "recall_stats", "inject", "health",
+                    "update", "supersede", "sync",
+                }  # fmt: skip
+
+    anyio.run(run)
+
+
+def test_remember_over_a_file_holding_another_id_keeps_the_librarys_words(tmp_path: Path) -> None:
+    """remember said the id existed and to update it (no such memory) or overwrite it
+    (the same refusal) when its file was a hand-written one holding another id."""
+    root = tmp_path / "m"
+
+    async def run() -> None:
+        with MdCG(root) as store:
+            (root / "self").mkdir(exist_ok=True)
+            wrong = root / "self" / "hand_wrongid.md"
+            wrong.write_text("---\nid: something_else\nlayer: self\n---\nMismatched id.\n", encoding="utf-8")
+            store.sync()
+            async with Client(create_server(root, store=store)) as client:
+                for extra in ({}, {"overwrite": True}):
+                    args = {"body": "x", "id": "hand_wrongid", "layer": "self", **extra}
+                    assert _err(await client.call_tool("remember", args)) == (
+                        "Error executing tool remember: node id 'hand_wrongid': the file "
+                        "self/hand_wrongid.md holds memory 'something_else' (edited by hand, or placed "
+                        "there); it is not written over -- move that file to its own name, or rename one "
+                        "of them"
+                    )
+                _ok(await client.call_tool("remember", {"body": "y", "id": "plain", "layer": "self"}))
+                assert _err(await client.call_tool("remember", {"body": "z", "id": "plain"})) == (
+                    "Error executing tool remember: a memory with id 'plain' already exists (self/plain.md); "
+                    "change it with the `update` tool, or call `remember` with overwrite=true to replace it"
+                )
+
+    anyio.run(run)
+
+
+def test_forget_refuses_an_archived_memory_as_every_tool_does(tmp_path: Path) -> None:
+    """forget deleted an archived memory, which every other tool refuses."""
+    root = tmp_path / "m"
+
+    async def run() -> None:
+        with MdCG(root) as store:
+            store.add(id="tea", layer="self", body="The user likes green tea.")
+            store.archive("tea")
+            kept = store.path_of("tea", include_archived=True).read_bytes()
+            async with Client(create_server(root, store=store)) as client:
+                for force in (False, True):
+                    args = {"id": "tea", "reason": "gone", "force": force}
+                    assert _err(await client.call_tool("forget", args)) == (
+                        "Error executing tool forget: memory 'tea' is archived: out of every read until "
+                        "a person runs `mdcg unarchive tea`"
+                    )
+            assert store.path_of("tea", include_archived=True).read_bytes() == kept
+            assert store.forget("tea", "a person may").node.id == "tea"  # the library (and CLI) still can
+
+    anyio.run(run)
+
+
+def test_get_returns_a_long_body_in_bounded_windows(tmp_path: Path) -> None:
+    """get of a 3.4 MB body returned all of it (3.48M characters) in one reply; aliases
+    that rewrite a body (add_observations) still read it whole."""
+    root = tmp_path / "m"
+    line = 'A "long" line of the big memory.\n'  # quotes and line breaks: 2 characters each in JSON
+    body = "# Big\n" + line * (3_400_000 // len(line))
+
+    async def run() -> None:
+        with MdCG(root) as store:
+            server = create_server(root, store=store, aliases=["mcp-memory", "mem0"])
+            async with Client(server) as client:
+                _ok(await client.call_tool("remember", {"body": body, "id": "big"}))
+                total = len(store.get("big").body)
+                first = await client.call_tool("get", {"id": "big"})
+                reply = _ok(first)
+                fm_bytes = store.path_of("big").stat().st_size - len(body.encode())
+                assert len(first.content[0].text) <= BUDGETS["get"].chars(GET_CHARS + fm_bytes)
+                assert (reply["body"], reply["body_chars"], reply["body_offset"]) == (body[:20_000], total, 0)
+                assert (reply["truncated"], reply["next_offset"]) == (True, 20_000)
+                assert reply["note"] == (
+                    f"body truncated: characters 0-20,000 of {total:,}; "
+                    "call get with offset=20000 for the rest"
+                )
+                read, offset = [], 0
+                while True:
+                    window = _ok(
+                        await client.call_tool(
+                            "get", {"id": "big", "offset": offset, "max_chars": MAX_GET_CHARS}
+                        )
+                    )
+                    read.append(window["body"])
+                    if "next_offset" not in window:
+                        break
+                    offset = window["next_offset"]
+                assert "".join(read) == store.get("big").body and len(read) == -(-total // MAX_GET_CHARS)
+                assert "truncated" not in window and window["body_offset"] == offset
+                assert _err(await client.call_tool("get", {"id": "big", "offset": total + 1})) == (
+                    f"Error executing tool get: offset {total + 1} is past the end of the body "
+                    f"({total:,} characters)"
+                )
+                assert _err(await client.call_tool("get", {"id": "big", "max_chars": MAX_GET_CHARS + 1})) == (
+                    "get: argument 'max_chars': input should be less than or equal to 100000 (got 100001)"
+                )
+                _ok(await client.call_tool("remember", {"body": "Small.", "id": "small"}))
+                assert set(_ok(await client.call_tool("get", {"id": "small"}))) == {
+                    "id", "layer", "path", "frontmatter", "body",
+                }  # fmt: skip
+                opened = _ok(await client.call_tool("open_nodes", {"names": ["big"]}))
+                assert opened["nodes"][0]["body"] == body[:20_000]
+                assert _ok(await client.call_tool("get_memory", {"memory_id": "big"}))["body_chars"] == total
+                before = store.get("big").body
+                more = {"observations": [{"entityName": "big", "contents": ["One more."]}]}
+                _ok(await client.call_tool("add_observations", more))
+                assert store.get("big").body == before + "\n- One more."  # nothing cut
 
     anyio.run(run)
 

@@ -52,7 +52,7 @@ from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 from .. import ccg
 from ..judge import is_fact
-from ..node import EDGE_TYPES, check_id, content_id
+from ..node import EDGE_TYPES, MAX_FILE_BYTES, check_id, content_id
 from ..script import short_repr
 
 __all__ = [
@@ -233,10 +233,12 @@ def _echo(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
 
 
-def _node(tools: Tools, node_id: str) -> dict[str, Any] | None:
-    """md-cg's ``get`` reply for ``node_id``, or ``None`` when it does not answer with one."""
+def _node(tools: Tools, node_id: str, *, whole: bool = True) -> dict[str, Any] | None:
+    """md-cg's ``get`` reply for ``node_id``, or ``None`` when it does not answer with one.
+    ``whole``: with the whole body, however long (an alias that rewrites the body, or
+    compares it), else the window a ``get`` call returns (a reply to the agent)."""
     try:
-        return tools["get"](id=node_id)
+        return tools["get"](id=node_id, max_chars=MAX_FILE_BYTES) if whole else tools["get"](id=node_id)
     except ToolError:
         return None
 
@@ -414,7 +416,8 @@ def _open_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
     def open_nodes(
         names: Annotated[list[str], Field(description="Names of the entities (at most 20).", max_length=20)],
     ) -> dict[str, Any]:
-        return {"nodes": [n for n in (_node(tools, name) for name in names) if n is not None]}
+        nodes = (_node(tools, name, whole=False) for name in names)
+        return {"nodes": [n for n in nodes if n is not None]}
 
     return open_nodes
 
