@@ -40,6 +40,7 @@ import errno
 import functools
 import itertools
 import os
+import re
 import stat as statmod
 import threading
 import time
@@ -641,6 +642,17 @@ def overwrite_at(root: str, rel: str, edits: Iterable[tuple[int, bytes]]) -> Non
                 os.pwrite(fd, data, offset)
         finally:
             os.close(fd)
+
+
+#: A line git writes around a conflict (``<<<<<<< ours``, ``>>>>>>> theirs``), from column 1.
+_CONFLICT_MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |\r?$)", re.MULTILINE)
+
+
+def conflict_line(data: bytes) -> int | None:
+    """The line number of the first git conflict marker in ``data`` (a settings file an
+    unresolved merge left), or None when it holds none."""
+    found = _CONFLICT_MARKER.search(data)
+    return None if found is None else data.count(b"\n", 0, found.start()) + 1
 
 
 def read_small(root: str, rel: str, *, limit: int) -> bytes | None:

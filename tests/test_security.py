@@ -400,7 +400,9 @@ def test_a_conflicted_retention_json_is_named_by_health(tmp_path: Path) -> None:
     with MdCG(root) as s:
         findings = [f for f in s.health().findings if f.kind == "retention_file"]
         assert len(findings) == 1 and findings[0].severity == "error"
-        assert findings[0].detail.startswith(f"{root}/.mdcg/retention.json: not valid JSON")
+        assert findings[0].detail.startswith(
+            f"{root}/.mdcg/retention.json: unresolved git merge conflict (conflict marker at line 1)"
+        )
         assert findings[0].detail.endswith("writes that decide retention fail until it is fixed")
         assert not s.health().ok
 
