@@ -40,6 +40,7 @@ import errno
 import functools
 import itertools
 import os
+import re
 import stat as statmod
 import threading
 import time
@@ -133,6 +134,8 @@ def _open_dir_once(root: str, rel_dir: str, *, create: bool, durable: bool, made
                     os.mkdir(part, 0o777, dir_fd=fd)
                 except FileExistsError:
                     made_here = False  # another process made it meanwhile
+                except PermissionError as exc:
+                    raise _denied(exc, root, "/".join(done)) from None
                 if made_here and durable:
                     os.fsync(fd)
                 if made_here and made is not None:
@@ -140,9 +143,9 @@ def _open_dir_once(root: str, rel_dir: str, *, create: bool, durable: bool, made
                 try:
                     nfd = os.open(part, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
-                    raise _refuse_dir(fd, part, "/".join(done), exc, create) from None
+                    raise _refuse_dir(fd, part, "/".join(done), exc, create, root) from None
             except OSError as exc:
-                raise _refuse_dir(fd, part, "/".join(done), exc, create) from None
+                raise _refuse_dir(fd, part, "/".join(done), exc, create, root) from None
             os.close(fd)
             fd = nfd
     except BaseException:
@@ -151,13 +154,23 @@ def _open_dir_once(root: str, rel_dir: str, *, create: bool, durable: bool, made
     return fd
 
 
-def _refuse_dir(dirfd: int, name: str, rel: str, exc: OSError, create: bool) -> OSError | UnsafePathError:
+def _refuse_dir(
+    dirfd: int, name: str, rel: str, exc: OSError, create: bool, root: str
+) -> OSError | UnsafePathError:
     """:func:`_refuse` of a folder on the way; where the caller makes folders (a write), a
     file standing where a folder belongs is named, not taken for "absent"."""
     err = _refuse(dirfd, name, rel, exc)
     if create and exc.errno == errno.ENOTDIR and isinstance(err, FileNotFoundError):
         return UnsafePathError(rel, "is a file where md-cg keeps a folder; remove it")
-    return err
+    return _denied(err, root, rel)
+
+
+def _denied(exc: OSError | UnsafePathError, root: str, rel: str) -> OSError | UnsafePathError:
+    """A ``PermissionError`` naming ``rel`` below the store ``root`` (the one the system
+    call raised names a bare entry: opens go through folder fds); any other as it is."""
+    if not isinstance(exc, PermissionError):
+        return exc
+    return PermissionError(exc.errno, f"{exc.strerror} (in the store at {root})", rel)
 
 
 # -- this process ---------------------------------------------------------------
@@ -631,6 +644,17 @@ def overwrite_at(root: str, rel: str, edits: Iterable[tuple[int, bytes]]) -> Non
             os.close(fd)
 
 
+#: A line git writes around a conflict (``<<<<<<< ours``, ``>>>>>>> theirs``), from column 1.
+_CONFLICT_MARKER = re.compile(rb"^(?:<{7}|>{7})(?: |\r?$)", re.MULTILINE)
+
+
+def conflict_line(data: bytes) -> int | None:
+    """The line number of the first git conflict marker in ``data`` (a settings file an
+    unresolved merge left), or None when it holds none."""
+    found = _CONFLICT_MARKER.search(data)
+    return None if found is None else data.count(b"\n", 0, found.start()) + 1
+
+
 def read_small(root: str, rel: str, *, limit: int) -> bytes | None:
     """The bytes of a small file below the root (a settings file in ``.mdcg/``), or None
     when there is none.
@@ -998,7 +1022,7 @@ def _open_lock_file(root: str, rel: str, mode: str = "a") -> IO[Any]:
         except IsADirectoryError:
             raise UnsafePathError(rel, "is a folder where md-cg keeps a lock file; remove it") from None
         except OSError as exc:
-            raise _refuse(d.fd, name, rel, exc) from None
+            raise _denied(_refuse(d.fd, name, rel, exc), root, rel) from None
     try:
         if not statmod.S_ISREG(os.fstat(fd).st_mode):
             raise UnsafePathError(rel, "is not a regular file")
@@ -1245,7 +1269,11 @@ class ShardWriter:
         stem = f"{pid}_{uuid.uuid4().hex}"
         tmp = f".{stem}.creating{TMP_SUFFIX}"
         with Dir(self.root, self.rel_dir, create=True) as d:
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=d.fd)
+            try:
+                flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC
+                fd = os.open(tmp, flags, 0o644, dir_fd=d.fd)
+            except PermissionError as exc:
+                raise _denied(exc, self.root, f"{self.rel_dir}/{tmp}") from None
             fh = os.fdopen(fd, "wb", buffering=0)
             try:
                 if not _try_flock(fh, shared=False):  # a fresh, uniquely named file

@@ -376,7 +376,8 @@ def roll_forward(root: str, c: Commit, skipped: set[str] | None = None) -> bool:
     # copied .mdcg/ -- that the commit must not replace or delete.
     # An id with any such file is left as the files have it: all of its puts and dels
     # skipped together (a move half done would leave two copies of it).
-    limit = None if c.ts is None else int((c.ts + _CLOCK_SLACK) * 1e9)
+    stamp = _written_by(root, c)
+    limit = None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9)
     later = _later_ids(root, c, states, limit)
     if skipped is not None and not back:
         skipped.update(later)
@@ -407,6 +408,23 @@ def roll_forward(root: str, c: Commit, skipped: set[str] | None = None) -> bool:
         except UnsafePathError:
             continue
     return True
+
+
+def _written_by(root: str, c: Commit) -> int | None:
+    """When ``c``'s line was written at the latest (ns; None: the line says nothing).
+
+    The line's own stamp is another clock's word (a ``.mdcg/`` copied from a
+    machine whose clock runs ahead, a forged line): it is bounded by local
+    evidence. A line cannot have been written after its shard last changed --
+    the inode's change time, set by this machine's clock and by no tool --
+    nor after now."""
+    if c.ts is None:
+        return None
+    stamp = min(int(c.ts * 1e9), time.time_ns())
+    try:
+        return min(stamp, fsops.lstat(root, f"{LOG_REL}/{c.shard}").st_ctime_ns)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        return stamp
 
 
 def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -> set[str]:

@@ -29,7 +29,7 @@ import time
 import warnings
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
 from .engine import Engine
@@ -158,7 +158,13 @@ def _write_snapshot(engine: Engine, started: float, shards_before: int) -> Maint
 
 
 def _remove_dead_shards(engine: Engine, covered: dict[str, int]) -> tuple[list[str], list[str]]:
-    """Delete shards fully covered by the snapshot whose writer is gone."""
+    """Delete shards fully covered by the snapshot whose writer is gone.
+
+    Covered: every whole line is. What may follow the last one is a line its
+    writer was killed while appending, which was never a record (a torn line
+    is ignored: its commit never happened) and no one will ever finish (each
+    process appends to its own shard only, and this one's writer is dead).
+    """
     removed: list[str] = []
     kept: list[str] = []
     for name in fsops.list_shards(engine.root_str, journal.LOG_REL):
@@ -168,7 +174,7 @@ def _remove_dead_shards(engine: Engine, covered: dict[str, int]) -> tuple[list[s
             kept.append(name)  # a live process holds it
             continue
         try:
-            if covered.get(name, -1) == os.fstat(fh.fileno()).st_size:
+            if name in covered and _only_torn_after(fh, covered[name]):
                 fsops.remove(engine.root_str, rel)
                 removed.append(name)
             else:
@@ -178,6 +184,21 @@ def _remove_dead_shards(engine: Engine, covered: dict[str, int]) -> tuple[list[s
     for name in removed:
         engine.cursor.offsets.pop(name, None)
     return removed, kept
+
+
+def _only_torn_after(fh: IO[Any], offset: int) -> bool:
+    """Whether the shard open as ``fh`` holds no whole line after byte ``offset``
+    (nothing at all, or a torn last line: bytes without a newline)."""
+    size = os.fstat(fh.fileno()).st_size
+    if size == offset:
+        return True
+    if size < offset:
+        return False
+    fh.seek(offset)
+    while chunk := fh.read(1 << 20):
+        if b"\n" in chunk:
+            return False
+    return True
 
 
 def rebuild(

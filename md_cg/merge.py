@@ -720,8 +720,14 @@ def describe_conflict(path: str, conflict: dict[str, Any]) -> str:
 
 
 def attribute_lines() -> list[str]:
-    """The ``.gitattributes`` rules that send node files to the driver (archived ones too)."""
-    return [f"{layer}/**/*.md merge={DRIVER_NAME}" for layer in (*LAYERS, ARCHIVE_DIR)]
+    """The ``.gitattributes`` rules that send node files to the driver (archived ones too),
+    then those that store them with LF line ends (``text eol=lf``): a file saved with CRLF
+    is committed as LF, so its merge with an LF edit meets one changed line, not a whole
+    body of them. Lines of their own, so that :func:`install_merge_driver` adds them to a
+    store's older ``.gitattributes`` and keeps the merge lines it has."""
+    folders = (*LAYERS, ARCHIVE_DIR)
+    merging = [f"{f}/**/*.md merge={DRIVER_NAME}" for f in folders]
+    return merging + [f"{f}/**/*.md text eol=lf" for f in folders]
 
 
 def gitattributes_text() -> str:

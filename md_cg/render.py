@@ -549,6 +549,7 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
         ("forgotten here and back (forget again, or mdcg keep)", [f"{i} at {p}" for i, p in report.returned]),
+        ("settings files md-cg cannot use (fix them)", [f"{p}: {r}" for p, r in report.settings]),
     ]
     out = []
     finished = report.recovered - report.undone

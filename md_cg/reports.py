@@ -127,6 +127,10 @@ class SyncReport:
     #: a scoped handle's: how many malformed files, refused paths, duplicate copies and
     #: twins it is not told of (any of them may be another scope's)
     withheld: int = 0
+    #: (path, problem) of each committed settings file (``.mdcg/synonyms.json``,
+    #: ``retention.json``, ``retention_markers.json``) md-cg cannot use: git conflict
+    #: markers a merge left, invalid JSON, a bad value
+    settings: tuple[tuple[str, str], ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -151,7 +155,7 @@ class SyncReport:
     def problems(self) -> bool:
         """True when something needs a person: malformed files, duplicates, twins, refused
         paths, unresolved merge conflicts (also those withheld from a scoped handle), forgotten
-        memories back."""
+        memories back, settings files it cannot use."""
         return bool(
             self.malformed
             or self.duplicates
@@ -160,6 +164,7 @@ class SyncReport:
             or self.conflicts
             or self.withheld
             or self.returned
+            or self.settings
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -170,6 +175,7 @@ class SyncReport:
         d["twins"] = [list(t) for t in self.twins]
         d["conflicts"] = [{"id": i, "path": p} for i, p in self.conflicts]
         d["returned"] = [{"id": i, "path": p} for i, p in self.returned]
+        d["settings"] = [{"path": p, "problem": r} for p, r in self.settings]
         return d
 
 

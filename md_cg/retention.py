@@ -106,24 +106,36 @@ def store_ttl(root: str) -> float:
     try:
         config = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise InvalidArgumentError(f"{root}/{rel}: not valid JSON ({exc})", name="ttl_seconds") from None
+        line = fsops.conflict_line(data)
+        why = f"not valid JSON ({exc})" if line is None else _CONFLICTED.format(line=line)
+        raise InvalidArgumentError(f"{root}/{rel}: {why}", name="ttl_seconds") from None
     if not isinstance(config, dict) or "ttl_seconds" not in config:
         return temporal.DEFAULT_TTL_SECONDS
     return check_ttl(config["ttl_seconds"], f"ttl_seconds in {root}/{rel}")
+
+
+#: What a settings file that holds git's conflict markers is said to be.
+_CONFLICTED = "unresolved git merge conflict (conflict marker at line {line}); resolve it and save"
 
 
 def settings_problems(root: str) -> list[str]:
     """What is wrong with the store's retention files (``.mdcg/retention.json``, whose
     problem stops every write that decides, and ``.mdcg/retention_markers.json``,
     whose problem makes no automatic decision temporary), for ``health()``."""
+    return [problem for _, problem in settings_files(root)]
+
+
+def settings_files(root: str) -> list[tuple[str, str]]:
+    """:func:`settings_problems`, each with the file's path below the root (for ``sync()``)."""
     out = []
     try:
         store_ttl(root)
     except (InvalidArgumentError, UnsafePathError, OSError) as exc:
-        out.append(f"{exc}; writes that decide retention fail until it is fixed")
+        out.append((paths.meta(CONFIG_FILE), f"{exc}; writes that decide retention fail until it is fixed"))
     markers = temporal.load_store_markers(root)
     if markers.problem:
-        out.append(f"{markers.problem}; no memory is made temporary automatically until it is fixed")
+        why = f"{markers.problem}; no memory is made temporary automatically until it is fixed"
+        out.append((paths.meta(temporal.STORE_FILE), why))
     return out
 
 

@@ -14,6 +14,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from . import (
     paths,
     reports,
     retention,
+    synonyms,
     temporal,
     views,
     visibility,
@@ -645,6 +647,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """
         seen = self._seer()
         report = maintenance.sync(self._engine, self.log(paths.AUDIT_DIR), self._scope)
+        root = self._engine.root_str
+        problem = SynonymTable.for_store(root)[1]  # read again: a merge may have changed it
+        settings = [(paths.meta(synonyms.STORE_FILE), problem)] if problem else []
+        report = replace(report, settings=tuple(settings + retention.settings_files(root)))
         return report if seen is None else reports.scoped_sync(report, seen)
 
     def sync_if_changed(self, min_interval: float = 1.0) -> SyncReport | None:

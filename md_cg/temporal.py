@@ -687,6 +687,10 @@ def _decode_markers(raw: bytes, path: str | os.PathLike[str], *, complete: bool 
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
+        line = fsops.conflict_line(raw)
+        if line is not None:
+            why = f"unresolved git merge conflict (conflict marker at line {line}); resolve it and save"
+            raise MarkerFileError(path, why) from None
         raise MarkerFileError(path, f"not valid JSON: {exc}") from None
     return parse_markers(data, path, complete=complete)
 

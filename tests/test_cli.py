@@ -1416,3 +1416,37 @@ def test_sync_names_a_forgotten_memory_back_and_keep_settles_it(runner: CliRunne
     err = run(runner, "keep", "kp_bsearch", "--root", root, code=2).stderr
     why = "is not a memory forgotten in this clone whose file came back; nothing to keep"
     assert err == f"error: 'kp_bsearch' {why}\n"
+
+
+_CONFLICTED = '{\n<<<<<<< HEAD\n  "ttl_seconds": 60\n=======\n  "ttl_seconds": 90\n>>>>>>> other\n}\n'
+
+
+def test_sync_names_a_settings_file_a_merge_left_conflicted(runner: CliRunner, root: Path) -> None:
+    """Conflict markers in a committed settings file (.mdcg/retention.json, synonyms.json,
+    retention_markers.json) were named by health but not by sync: it printed "in sync:
+    nothing changed" and exited 0, so the post-merge hook said nothing."""
+    run(runner, "compact", "--root", root)
+    assert run(runner, "sync", "--root", root).stdout == "in sync: nothing changed\n"
+    for name in ("retention.json", "synonyms.json", "retention_markers.json"):
+        (root / ".mdcg" / name).write_text(_CONFLICTED, encoding="utf-8")
+    out = run(runner, "sync", "--root", root, code=1).stdout
+    conflict = "unresolved git merge conflict (conflict marker at line 2); resolve it and save"
+    assert out.splitlines() == [
+        "settings files md-cg cannot use (fix them) (3): "
+        f".mdcg/synonyms.json: {root}/.mdcg/synonyms.json: invalid synonym file: {conflict}; "
+        "searching with the shipped synonym table instead, "
+        f".mdcg/retention.json: {root}/.mdcg/retention.json: {conflict}; "
+        "writes that decide retention fail until it is fixed, "
+        f".mdcg/retention_markers.json: {root}/.mdcg/retention_markers.json: "
+        f"invalid retention marker file: {conflict}; "
+        "no memory is made temporary automatically until it is fixed"
+    ]
+    data = run_json(runner, "sync", "--root", root, code=1)
+    assert (data["clean"], data["problems"]) == (True, True)
+    assert [s["path"] for s in data["settings"]] == [
+        ".mdcg/synonyms.json", ".mdcg/retention.json", ".mdcg/retention_markers.json"
+    ]  # fmt: skip
+    (root / ".mdcg" / "retention.json").write_text('{"ttl_seconds": 90}\n', encoding="utf-8")
+    (root / ".mdcg" / "synonyms.json").unlink()
+    (root / ".mdcg" / "retention_markers.json").unlink()
+    assert run(runner, "sync", "--root", root).stdout == "in sync: nothing changed\n"

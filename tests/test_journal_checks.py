@@ -498,3 +498,40 @@ def test_a_hand_restore_with_old_times_after_the_crash_is_kept(tmp_path: Path) -
     with MdCG(root) as s:
         s.sync()
         assert s.get("m1").body.strip() == "hand restored v0"
+
+
+def test_a_line_stamped_by_a_clock_ahead_deletes_no_file_edited_after_its_shard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A line whose stamp runs an hour ahead (a .mdcg/ copied from a machine with a fast
+    clock) was trusted: the file edited by hand after the line arrived was deleted. The stamp
+    is now bounded by its shard's change time."""
+    monkeypatch.setattr(journal, "_CLOCK_SLACK", 0.2)  # the edit comes 0.3 s after the line
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a1", layer="self", body="a1 v1"))
+    _plant_line(root, "99999_" + "0" * 32 + ".jsonl", {"ts": time.time_ns() + 3600 * 10**9, "seq": 1,
+                "op": "commit", "put": [], "del": [["a1", "self/a1.md"]], "check": []})  # fmt: skip
+    time.sleep(0.3)
+    a1 = root / "self" / "a1.md"
+    _edited_later(a1, a1.read_text().replace("a1 v1", "a1 edited by hand"))
+    with MdCG(root) as s:
+        report = s.sync()
+        assert (report.recovered, report.left_as_edited) == (1, ("a1",))
+        assert s.get("a1").body.strip() == "a1 edited by hand"
+    assert a1.read_text().endswith("a1 edited by hand\n")
+
+
+def test_a_line_stamped_ahead_still_deletes_a_file_unchanged_since(tmp_path: Path) -> None:
+    """The bound keeps a line's own work: the same line over a file not edited since rolls
+    forward (the file goes)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a1", layer="self", body="a1 v1"))
+    _plant_line(root, "99999_" + "0" * 32 + ".jsonl", {"ts": time.time_ns() + 3600 * 10**9, "seq": 1,
+                "op": "commit", "put": [], "del": [["a1", "self/a1.md"]], "check": []})  # fmt: skip
+    with MdCG(root) as s:
+        report = s.sync()
+        assert (report.recovered, report.left_as_edited) == (1, ())
+        assert s.ids() == []
+    assert not (root / "self" / "a1.md").exists()

@@ -20,10 +20,12 @@ from md_cg.merge import (
     attribute_lines,
     conflict_of,
     driver_command,
+    gitattributes_text,
     install_merge_driver,
     main,
     merge_node_files,
 )
+from md_cg.node import LAYERS
 
 PATH = "knowledge/n1.md"
 
@@ -403,7 +405,7 @@ def test_install_keeps_user_lines_and_adds_only_missing_rules(tmp_path: Path) ->
         "knowledge/**/*.md merge=mdcg",
         "# md-cg: merge node files field by field (docs/git.md)",
     ]
-    assert lines[3:] == [line for line in attribute_lines() if not line.startswith("knowledge/")]
+    assert lines[3:] == [line for line in attribute_lines() if line != "knowledge/**/*.md merge=mdcg"]
 
 
 def test_the_rules_select_node_files_only(tmp_path: Path) -> None:
@@ -784,3 +786,51 @@ def test_versions_that_do_not_parse_are_kept_whole_when_their_scope_lines_differ
     assert (result.fallback or "").endswith("; and the versions' scope lines differ")
     same = merge(base, base.replace(b"99", b"0.5"), theirs)  # scope lines alike: merged as text
     assert not same.whole
+
+
+def _crlf_edit(path: Path, old: str, new: str) -> None:
+    """An edit saved by an editor that writes CRLF line ends."""
+    text = path.read_text("utf-8").replace(old, new)
+    path.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+
+
+@pytest.mark.parametrize("upgraded", [False, True], ids=["new-store", "older-gitattributes"])
+def test_a_node_saved_with_crlf_merges_with_an_lf_edit_line_by_line(tmp_path: Path, upgraded: bool) -> None:
+    """Saved with CRLF in one clone and edited (LF) in the other, a node's merge was a
+    conflict over its whole body: every line differed by its CR. The .gitattributes
+    md-cg writes stores node files with LF (text eol=lf), so only the two edited lines
+    differ and they merge. ``upgraded``: an older store's .gitattributes (merge lines
+    only) gains the rule from install_merge_driver (mdcg init)."""
+    origin = make_origin(tmp_path, 2)
+    if upgraded:
+        merge_lines = [line for line in attribute_lines() if "merge=" in line]
+        (origin / ".gitattributes").write_text("# md-cg\n" + "\n".join(merge_lines) + "\n")
+        install_merge_driver(origin)
+        assert (origin / ".gitattributes").read_text().splitlines()[-8:] == [
+            f"{layer}/**/*.md text eol=lf" for layer in (*LAYERS, "archive")
+        ]
+        git(origin, "add", "-A")
+        git(origin, "commit", "-q", "-m", "gitattributes upgraded")
+    else:
+        assert (origin / ".gitattributes").read_text() == gitattributes_text()
+    a, b = clone(origin, "a"), clone(origin, "b")
+    (n1_a,), (n1_b,) = a.glob("knowledge/**/n1.md"), b.glob("knowledge/**/n1.md")
+    _crlf_edit(n1_a, "note 1: asyncio", "note 1 (a): asyncio")
+    n1_b.write_text(n1_b.read_text("utf-8").replace("second line 1\n", "second line 1\nthird (b)\n"), "utf-8")
+    for path in (a, b):
+        git(path, "commit", "-q", "-am", "edit n1")
+    done = merge_from(a, b)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert git(a, "diff", "--name-only", "--diff-filter=U").stdout == ""
+    merged = nodefile.read_node(n1_a)
+    assert merged.body == "note 1 (a): asyncio event loop topic 1\nsecond line 1\nthird (b)\n"
+    assert conflict_of(merged) is None
+    assert b"\r" not in git_show(a, n1_a.relative_to(a).as_posix())
+
+
+def git_show(cwd: Path, rel: str) -> bytes:
+    """The committed bytes of ``rel`` at HEAD."""
+    env = {**os.environ, **GIT_ENV, "HOME": str(cwd)}
+    return subprocess.run(
+        ["git", "show", f"HEAD:{rel}"], cwd=cwd, env=env, capture_output=True, check=True
+    ).stdout

@@ -655,3 +655,32 @@ def test_a_duplicate_finding_clears_once_the_copy_is_gone(tmp_path: Path) -> Non
         assert s.sync().duplicates == () and s.health().findings == ()
     with MdCG(root) as s, MdCG(root, scope=Scope()) as scoped:
         assert s.sync().duplicates == () and scoped.sync().withheld == 0
+
+
+def _add_then_die_mid_line(root: str) -> None:
+    """A writer that logs one whole commit, then is killed while appending a long line."""
+    s = MdCG(root, auto_compact=None)
+    s.add(id="y", body="whole")
+    fh = s._engine.journal.writer._fh
+    fh.write(b'{"ts":1,"seq":9,"op":"commit","put":[' + b'["z","knowledge/z.md",".z.md.1.a.tmp"],' * 2000)
+    os._exit(0)
+
+
+def test_compaction_removes_a_dead_shard_that_ends_in_a_torn_line(tmp_path: Path) -> None:
+    """A dead writer's shard ending in a torn line was kept by every compaction (its size
+    never matched the covered offset) and its torn tail re-read on every freshness check."""
+    root = tmp_path / "m"
+    MdCG(root).close()
+    assert stress.wait(stress.fork(_add_then_die_mid_line, str(root))) == 0
+    shard = next((root / ".mdcg" / "log").glob("*.jsonl"))
+    assert shard.stat().st_size > 78_000
+    with MdCG(root, auto_compact=None) as s:
+        report = s.compact_index()
+        assert report.shards_removed == (shard.name,)
+        assert report.shards_kept == ()
+        assert not shard.exists()
+        assert s.ids() == ["y"]
+        assert s.get("y").body == "whole"
+        assert s.compact_index().shards_removed == ()
+    with MdCG(root) as s:
+        assert s.ids() == ["y"]

@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import ast
 import ctypes
+import errno
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -397,7 +400,9 @@ def test_a_conflicted_retention_json_is_named_by_health(tmp_path: Path) -> None:
     with MdCG(root) as s:
         findings = [f for f in s.health().findings if f.kind == "retention_file"]
         assert len(findings) == 1 and findings[0].severity == "error"
-        assert findings[0].detail.startswith(f"{root}/.mdcg/retention.json: not valid JSON")
+        assert findings[0].detail.startswith(
+            f"{root}/.mdcg/retention.json: unresolved git merge conflict (conflict marker at line 1)"
+        )
         assert findings[0].detail.endswith("writes that decide retention fail until it is fixed")
         assert not s.health().ok
 
@@ -627,3 +632,62 @@ def test_a_folder_at_the_snapshot_warns_after_the_work_is_done(tmp_path: Path) -
     assert gone.node.id == "b" and not (root / "self" / "b.md").exists()
     with MdCG(root, auto_compact=None) as s:
         assert s.ids() == ["a"] and [t["id"] for t in s.tombstones()] == ["b"]
+
+
+def _writes_on_a_read_only_copy(root: Path) -> dict[str, Any]:
+    """Each write on a copy this process may not write, opened writable: the error's
+    type, filename and text."""
+    out: dict[str, Any] = {}
+    calls = {
+        "add": lambda s: s.add(id="new", body="a new memory"),
+        "sync": lambda s: s.sync(),
+        "organize": lambda s: s.organize("dryRun", candidates=[{"layer": "knowledge", "content": "x"}]),
+    }
+    for what, call in calls.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = MdCG(root, create=False, auto_compact=None)
+            try:
+                call(s)
+                out[what] = None
+            except OSError as exc:
+                out[what] = [type(exc).__name__, exc.errno, exc.filename, str(exc)]
+            finally:
+                s.close()
+    return out
+
+
+@pytest.mark.skipif(not hasattr(os, "geteuid"), reason="POSIX permissions")
+@pytest.mark.parametrize("used", [False, True], ids=["fresh-meta", "used-meta"])
+def test_a_write_on_a_read_only_copy_names_the_file_it_could_not_open(tmp_path: Path, used: bool) -> None:
+    """Opened without read_only on a copy of mode a-w, add, sync and an organise dry run
+    raised PermissionError naming a bare '44.lock', '00.lock', '.<pid>_<uuid>.creating.tmp'
+    (or the bare folder it could not make). Now the path below the root, and the root, are
+    named (still a PermissionError). ``used``: the copy's .mdcg/ has the gate and the
+    organise log (a store that synced and organised before)."""
+    template = _template(tmp_path, True)
+    if used:
+        with MdCG(template) as s:
+            s.sync()
+            s.organize("dryRun", candidates=[{"layer": "knowledge", "content": "y"}])
+    parent = Path(tempfile.mkdtemp(prefix="mdcg-ro-"))
+    try:
+        root = stress.read_only_copy(template, parent)
+        before = tree_listing(root)
+        result = stress.as_nobody(_writes_on_a_read_only_copy, root)
+        assert tree_listing(root) == before
+    finally:
+        shutil.rmtree(parent)
+    assert "error" not in result, result
+    got = result["ok"]
+    denied = f"[Errno 13] Permission denied (in the store at {root})"
+    stripe = got["add"][2]
+    assert re.fullmatch(r"\.mdcg/locks/\d\d\.lock", stripe), stripe
+    assert got["add"] == ["PermissionError", errno.EACCES, stripe, f"{denied}: '{stripe}'"]
+    assert got["sync"] == ["PermissionError", errno.EACCES, ".mdcg/gate", f"{denied}: '.mdcg/gate'"]
+    shard_tmp = got["organize"][2]
+    if used:
+        assert re.fullmatch(r"\.mdcg/organize/\.\d+_[0-9a-f]{32}\.creating\.tmp", shard_tmp), shard_tmp
+    else:
+        assert shard_tmp == ".mdcg/organize"
+    assert got["organize"] == ["PermissionError", errno.EACCES, shard_tmp, f"{denied}: '{shard_tmp}'"]
