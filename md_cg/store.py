@@ -647,10 +647,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """
         seen = self._seer()
         report = maintenance.sync(self._engine, self.log(paths.AUDIT_DIR), self._scope)
-        root = self._engine.root_str
-        problem = SynonymTable.for_store(root)[1]  # read again: a merge may have changed it
-        settings = [(paths.meta(synonyms.STORE_FILE), problem)] if problem else []
-        report = replace(report, settings=tuple(settings + retention.settings_files(root)))
+        report = replace(report, settings=_settings_problems(self._engine.root_str))
         return report if seen is None else reports.scoped_sync(report, seen)
 
     def sync_if_changed(self, min_interval: float = 1.0) -> SyncReport | None:
@@ -696,3 +693,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             )
         seen = self._seer()
         return report if seen is None else reports.scoped_health(report, seen)
+
+
+def _settings_problems(root: str) -> tuple[tuple[str, str], ...]:
+    """(path, problem) of each committed settings file md-cg cannot use, read again
+    (a merge may have changed them since the handle opened)."""
+    problem = SynonymTable.for_store(root)[1]
+    settings = [(paths.meta(synonyms.STORE_FILE), problem)] if problem else []
+    return tuple(settings + retention.settings_files(root))

@@ -120,7 +120,8 @@ def test_a_replacing_add_may_not_make_the_only_successor_temporary(tmp_path: Pat
                 write()
             assert str(err.value) == REFUSED
         assert s.read_text("new") == text
-        kept = s.add(id="new", body=body, overwrite=True)  # a one-off by its words: kept long
+        # A one-off by its words (no durable-fact word such as "password"): kept long.
+        kept = s.add(id="new", body="Tomorrow the office wifi is bravo", overwrite=True)
         assert (kept.retention_tier, kept.expires_at) == ("long", None)
         assert kept.retention_reason.startswith("anchor/ holds what must not be forgotten")
 
