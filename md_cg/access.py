@@ -369,7 +369,8 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
 
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
-    search results (among the memories with ``tag``, when given), never filler, REJECT,
+    search results (among the memories with ``tag``, when given), never filler, a hit
+    matching only words most memories share (``evidence["common_only"]``), REJECT,
     BLINDSPOT (an incomplete procedure: not to act on until completed), a memory of low
     confidence (:data:`md_cg.node.LOW_CONFIDENCE`) or one holding an unresolved merge
     conflict (its text has both sides and the stale base); recording is the caller's act.
@@ -391,6 +392,7 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
         )
         for r in results
         if not r.filler
+        and not r.evidence.get("common_only")
         and r.state not in ("REJECT", "BLINDSPOT")
         and not _doubted(r.entry.confidence)
         and not r.entry.conflict

@@ -1223,6 +1223,21 @@ def _dead_postings(index: TextIndex, tids: np.ndarray) -> np.ndarray:
     return np.array([known[t] for t in wanted], dtype=np.int64).reshape(-1, 2)
 
 
+def live_doc_freqs(index: TextIndex, terms: Sequence[str]) -> tuple[dict[str, int], int]:
+    """How many live documents hold each of ``terms`` (those the vocabulary has), and
+    how many live documents there are."""
+    index._prepare()
+    known = [(term, tid) for term in terms if (tid := dict.get(index._vocab, term)) is not None]
+    n = index._docs.n_live
+    if not known:
+        return {}, n
+    tids = np.asarray([tid for _, tid in known], dtype=np.int64)
+    df = index._postings.counts(tids)
+    if index._docs.dead:
+        df = df - _dead_postings(index, tids).sum(axis=1)
+    return {term: int(count) for (term, _), count in zip(known, df, strict=True)}, n
+
+
 def typo_terms(index: TextIndex, query: str) -> tuple[bool, list[str]]:
     """Whether ``query`` has a non-CJK word ``index``'s vocabulary lacks, and the
     vocabulary terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`)."""

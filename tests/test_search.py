@@ -611,3 +611,43 @@ def test_a_single_character_word_counts_for_a_sure_routed_hit(store: MdCG) -> No
     for query in ("茶 价格", "茶的价格"):
         results, meta = store.search(query, k=2, context="shop", record=False)
         assert [r.id for r in results] == ["tea", "cof0"] and meta["tier"] == "T2", query
+
+
+def test_a_hit_matching_only_words_most_memories_share_is_deferred_not_hidden(tmp_path: Path) -> None:
+    """Review session 25: "where does the user live" called notes sharing only "user" ACCEPT,
+    inject injected them and reflect saw no gap. They keep their ranks; the judge says
+    DEFER (evidence ``common_only``), and inject leaves them out."""
+    with MdCG(tmp_path / "m") as s:
+        for node_id, body in [
+            ("vim", "The user prefers vim keybindings."),
+            ("tea", "The user drinks green tea."),
+            ("acme", "The user works at Acme."),
+            ("cats", "Cats sleep a lot."),
+            ("zh_tea", "用户喜欢喝绿茶。"),
+            ("zh_vim", "用户使用 vim 编辑器。"),
+            ("zh_acme", "用户在 Acme 公司工作。"),
+            ("zh_cat", "猫咪整天睡觉。"),
+        ]:
+            s.add(id=node_id, layer="self", body=body, verification_basis="data")
+        plain, _ = s.search("where does the user live", record=False, judge=False)
+        results, _ = s.search("where does the user live", record=False)
+        assert [r.id for r in results] == [r.id for r in plain]  # the same ranks
+        user_only = [r for r in results if r.evidence["terms"] == ["user"]]
+        assert {r.id for r in user_only} == {"vim", "tea", "acme"}
+        for r in user_only:
+            assert (r.state, r.filler, r.evidence["common_only"]) == ("DEFER", False, True)
+            assert r.basis.startswith("DEFER: only words most memories share match ('user'); ACCEPT:")
+        assert s.inject("where does the user live") == []
+        # a query of only that word asks for it: those notes answer it
+        by_user = {
+            r.id: (r.state, r.filler) for r in s.search("user", record=False)[0] if r.evidence["terms"]
+        }
+        assert by_user == dict.fromkeys(["vim", "tea", "acme"], ("ACCEPT", False))
+        # a note holding a rarer word of the query is evidence as before
+        drink = s.search("what does the user drink", record=False)[0][0]
+        assert (drink.id, drink.state, "common_only" in drink.evidence) == ("tea", "ACCEPT", False)
+        zh = {r.id: r.state for r in s.search("用户住在哪里", record=False)[0] if not r.filler}
+        assert zh == {"zh_tea": "DEFER", "zh_vim": "DEFER", "zh_acme": "DEFER"}
+        assert {r.id: r.state for r in s.search("用户喜欢喝什么", record=False)[0] if not r.filler}[
+            "zh_tea"
+        ] == "ACCEPT"
