@@ -105,6 +105,10 @@ __all__ = [
 
 #: Where a record's text may be, first found wins (``memory``: mem0's name for it).
 BODY_KEYS = ("body", "text", "content", "memory")
+#: mem0's labels and the tag each becomes (``user_id: u1`` -> ``user:u1``): a record with
+#: its text under ``memory`` (mem0's shape) gets these tags, as the mem0 tool aliases
+#: (:mod:`md_cg.integrations.aliases`) store and filter them; the keys are kept too.
+LABEL_TAGS = {"user_id": "user", "agent_id": "agent", "app_id": "app", "run_id": "run"}
 #: Keys of a JSON document that hold its list of records.
 LIST_KEYS = ("results", "memories")
 #: Records per commit.
@@ -335,6 +339,11 @@ def _record_node(
     for name in _LISTS_OF_TEXT:
         if isinstance(meta.get(name), str):
             meta[name] = [meta[name]]
+    if key == "memory":  # mem0's record: its labels as the mem0 aliases filter on them
+        labels = [
+            f"{tag}:{meta[k]}" for k, tag in LABEL_TAGS.items() if isinstance(meta.get(k), str) and meta[k]
+        ]
+        tags = [*labels, *tags]
     if tags:
         given = meta.get("tags")
         if given is not None and not isinstance(given, list):

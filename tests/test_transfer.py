@@ -146,7 +146,7 @@ def test_records_of_other_tools_become_memories(tmp_path: Path) -> None:
         assert first.body == "Likes window seats"
         assert first.created_at == 1721463825.5
         assert first.extra == {"user_id": "alice", "categories": ["travel"]}
-        assert first.tags == ["imported"]
+        assert first.tags == ["user:alice", "imported"]  # mem0's label, as its aliases filter on it
         tea = store.get(report.ids[1])
         assert tea.layer == "knowledge" and t0 <= tea.created_at <= t1
         zurich = store.get(report.ids[2])
