@@ -6,8 +6,8 @@ concurrent-apply figures.
 * The store: the sample corpus (:func:`md_cg.benchmark.corpus`), ``created_at``
   spread over the ten years before today, built once under ``--work`` and
   reused by later runs (and by ``bench_recall.py --store``).
-* Dry run: 50 candidates per run -- 10 with the title of a stored node in
-  another case and punctuation (``exact``), 10 stored texts lightly reworded
+* Dry run: 50 candidates per run -- 10 with the title and text of a stored
+  node, the title in another case and punctuation (``exact``), 10 stored texts lightly reworded
   (``near`` or ``new``: the guards decide), 30 new facts -- against every node;
   the first run (cold: title keys computed) and the median of the rest.
 * Apply: a fresh dry run, then an apply that saves the 30 new candidates and
@@ -28,6 +28,7 @@ from typing import Any
 
 from md_cg import MdCG, benchmark
 from md_cg.errors import OrganizeApplyError
+from md_cg.recall import content_of
 
 TEN_YEARS = 3652 * 86_400.0
 
@@ -58,8 +59,9 @@ def candidates(store: MdCG, seed: int) -> list[dict[str, Any]]:
     entries = store.entries("knowledge")
     picked = rng.sample(entries, 20)
     out: list[dict[str, Any]] = []
-    for e in picked[:10]:
-        out.append({"layer": "knowledge", "title": f"{e.title.upper()}!", "content": "restated"})
+    for e in picked[:10]:  # the stored text under its title in another case: exact
+        content = content_of(store.get(e.id).body) or store.get(e.id).body
+        out.append({"layer": "knowledge", "title": f"{e.title.upper()}!", "content": content})
     for e in picked[10:]:
         body = store.get(e.id).body
         words = body.split()

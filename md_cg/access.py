@@ -316,7 +316,10 @@ def stats(
     """:func:`md_cg.recall.recall_stats` over the access events of the store at
     ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
     caller counts only its own events."""
-    nodes = [(e.id, e.title, e.created_at, True) for e in entries]
+    # a node without created_at (a hand-written file) is as old as its file
+    nodes = [
+        (e.id, e.title, e.created_at if e.created_at is not None else e.mtime_ns / 1e9, True) for e in entries
+    ]
     # A million decoded events are a few million objects, none in a cycle: the
     # collector rescanning them would cost more than the decoding (4x, measured).
     was = gc.isenabled()

@@ -7,11 +7,11 @@ and records what this module decides.
 * :func:`normalize_candidate` checks one raw candidate and returns a
   :class:`NormalizedCandidate` or a :class:`Skip` with the reason (a bad
   candidate is reported, never fatal).
-* :func:`title_key` is the identity of a title for ``exact``: case,
-  whitespace and punctuation do not count.
+* :func:`title_key` is the identity of a title for ``exact`` and
+  ``same_title``: case, whitespace and punctuation do not count.
 * :func:`near_score` says how close two texts are, 0..1, and is 0 when they
   state different facts. :func:`verdict` turns that into ``exact`` /
-  ``near`` / ``new`` against a list of ``(id, title, content)``.
+  ``near`` / ``same_title`` / ``new`` against a list of ``(id, title, content)``.
 
 A false ``near`` invites an archive, so ``near`` is built for precision.
 Lexical similarity alone cannot tell "Alice lives in Berlin" from "Alice
@@ -218,7 +218,7 @@ def normalize_candidate(raw: object, defaults: Mapping[str, Any] | None = None) 
 
 @lru_cache(maxsize=8192)
 def title_key(title: str) -> str:
-    """A title's identity for ``exact``: NFKC, case folded, without whitespace
+    """A title's identity for ``exact`` and ``same_title``: NFKC, case folded, without whitespace
     or punctuation (``"Q3 Budget Review!"`` and ``"q3 budget review"`` match).
     Symbols stay (``C++`` is not ``C``)."""
     if title.isascii():
@@ -535,51 +535,81 @@ def near_score(a: str, b: str) -> float:
     return compare(a, b).score
 
 
+#: The verdicts of :func:`verdict`, strongest first.
+VERDICTS: tuple[str, ...] = ("exact", "near", "same_title", "new")
+
+
 @dataclass(frozen=True)
 class Verdict:
-    """The verdict on one candidate: ``kind`` is ``"exact"`` (same title key),
-    ``"near"`` (:func:`near_score` at or above the threshold) or ``"new"``;
+    """The verdict on one candidate: ``kind`` is ``"exact"`` (the same text),
+    ``"near"`` (:func:`near_score` at or above the threshold), ``"same_title"``
+    (a row of the same title key, other content, not near) or ``"new"``;
     ``match_id`` the matched node (``None`` for new); ``score`` 1.0 for exact,
-    else the best near score seen (also for new, to show how close it came)."""
+    else the near score of the match (for new the best seen, to show how close
+    it came)."""
 
     kind: str
     match_id: str | None
     score: float
 
 
+def _plain(text: str) -> str:
+    """``text`` as :func:`verdict` compares it for ``exact``: the heading marks of its
+    first line dropped, every run of whitespace one space, trimmed."""
+    return " ".join(text.lstrip().lstrip("#").split())
+
+
+def same_text(candidate: NormalizedCandidate, row: tuple[str, ...]) -> bool:
+    """Whether a row ``(id, title, content[, body])`` holds the candidate's text: the
+    same title key and content, or the candidate's content is the row's whole text
+    (``body`` when the row has it, else title and content: a memory without a
+    heading, as ``add`` stores one)."""
+    title, content = row[1], row[2]
+    mine = _plain(candidate.content)
+    if title_key(title) == title_key(candidate.title) and mine == _plain(content):
+        return True
+    return mine == _plain(row[3] if len(row) > 3 else f"{title}\n{content}")
+
+
 def verdict(
     candidate: NormalizedCandidate,
-    existing: Iterable[tuple[str, str, str]],
+    existing: Iterable[tuple[str, ...]],
     *,
     threshold: float = NEAR_THRESHOLD,
     prefilter: float = PREFILTER,
 ) -> Verdict:
-    """Judge ``candidate`` against ``existing`` ``(id, title, content)`` rows,
-    which the caller has already limited to the candidate's scope and to
-    non-archived nodes.
+    """Judge ``candidate`` against ``existing`` ``(id, title, content)`` rows (a fourth
+    item, the node's whole body, when the title was cut short or stripped of its
+    heading marks), which the caller has already limited to the candidate's scope
+    and to non-archived nodes.
 
-    The first row whose :func:`title_key` equals the candidate's is
+    The first row that holds the candidate's text (:func:`same_text`) is
     ``exact``; otherwise the row with the highest :func:`near_score` of
-    ``title + "\\n" + content`` is ``near`` if it reaches ``threshold``
-    (ties go to the earlier row), else the verdict is ``new``. Rows whose
-    sorted words are less similar than ``prefilter`` are not scored (0
-    scores every row).
+    ``title + "\n" + content`` is ``near`` if it reaches ``threshold`` (ties
+    go to the earlier row); otherwise the first row whose :func:`title_key`
+    equals the candidate's is ``same_title`` (the same subject, other content:
+    a changed or another fact), else the verdict is ``new``. Rows whose sorted
+    words are less similar than ``prefilter`` are not scored (0 scores every row).
     """
     rows = list(existing)
-    key = title_key(candidate.title)
-    for node_id, title, _content in rows:
-        if title_key(title) == key:
-            return Verdict("exact", node_id, 1.0)
+    for row in rows:
+        if same_text(candidate, row):
+            return Verdict("exact", row[0], 1.0)
     best_id, best = None, 0.0
     probe = candidate.text
     sketch = _sketch(probe)
-    for node_id, title, content in rows:
+    scores: dict[str, float] = {}
+    for node_id, title, content, *_body in rows:
         text = f"{title}\n{content}"
         if prefilter > 0 and fuzz.ratio(sketch, _sketch(text), score_cutoff=prefilter * 100) == 0.0:
             continue
-        score = near_score(probe, text)
+        score = scores[node_id] = near_score(probe, text)
         if score > best:
             best_id, best = node_id, score
     if best_id is not None and best >= threshold:
         return Verdict("near", best_id, best)
+    key = title_key(candidate.title)
+    for node_id, title, *_rest in rows:
+        if title_key(title) == key:
+            return Verdict("same_title", node_id, scores.get(node_id, 0.0))
     return Verdict("new", None, best)

@@ -125,6 +125,8 @@ def edit_text(
     with the same id and some body text, or nothing is written. A changed
     layer (or bucket) moves the file. ``check(new, old, entry)`` may refuse
     the edited node (the caller's scope), given the node as stored and its entry.
+    A text without ``created_at`` keeps the stored one (the memory's age: a new
+    frontmatter written without it dropped it, and the memory looked undated).
     """
     check_id(node_id)
     with engine.lock, engine.hold([node_id]):
@@ -148,6 +150,8 @@ def edit_text(
                 node_id=node_id,
             )
         require_text(validate(node))
+        if node.created_at is None:
+            node.created_at = current.created_at
         if check is not None:
             check(node, read_entry(engine, current), current)
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))

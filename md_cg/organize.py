@@ -32,6 +32,7 @@ import hashlib
 import time
 import uuid
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Protocol
@@ -78,6 +79,7 @@ class OrganizeStore(Protocol):
     def log(self, name: str) -> AppendLog: ...
     def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...
     def sync(self) -> Any: ...
+    def refresh(self) -> list[str]: ...
 
 
 # -- results ---------------------------------------------------------------------------
@@ -292,6 +294,8 @@ class _Matcher:
     def __init__(self, store: OrganizeStore, accepted: Sequence[_Accepted]) -> None:
         self.store = store
         self.nodes: dict[str, Node | None] = {}
+        #: matched id -> :func:`version` of the node as judged (apply checks it)
+        self.versions: dict[str, str] = {}
         self.text_index = _text_index(store)
         wanted: dict[str, list[str]] = {dedupe.title_key(c.title): [] for _i, c in accepted}
         keys = self._keys
@@ -315,14 +319,14 @@ class _Matcher:
                 self.nodes[node_id] = None  # gone since the listing, or not visible
         return self.nodes[node_id]
 
-    def rows(self, ids: Iterable[str], scope: tuple[object, object, object]) -> list[tuple[str, str, str]]:
+    def rows(self, ids: Iterable[str], scope: tuple[object, object, object]) -> list[tuple[str, ...]]:
         # a memory of the candidate's own scope is the better match
-        own: list[tuple[str, str, str]] = []
-        shared: list[tuple[str, str, str]] = []
+        own: list[tuple[str, ...]] = []
+        shared: list[tuple[str, ...]] = []
         for node_id in ids:
             node = self.node(node_id)
             if node is not None and _covers(_node_scope(node), scope):
-                row = (node_id, title_of(node.body), content_of(node.body))
+                row = (node_id, title_of(node.body), content_of(node.body), node.body)
                 (own if _node_scope(node) == scope else shared).append(row)
         return own + shared
 
@@ -348,9 +352,19 @@ class _Matcher:
         v = dedupe.verdict(c, rows)
         match = None
         if v.match_id is not None:
-            title = next(t for i, t, _ in rows if i == v.match_id)
+            title = next(row[1] for row in rows if row[0] == v.match_id)
             match = Match(v.match_id, title, v.score)
+            node = self.nodes[v.match_id]
+            assert node is not None  # a row is a node read
+            self.versions[v.match_id] = version(node)
         return OrganizeItem(index, c.layer, c.title, v.kind, match)
+
+
+def version(node: Node) -> str:
+    """What a match was judged on, as a short hash: the body and the scope keys. A dry
+    run records it for each match; apply archives a match only while it is the same."""
+    judged = [node.body, node.sensitivity, node.agent_scope, node.workspace_scope]
+    return hashlib.sha256(orjson.dumps(judged)).hexdigest()[:32]
 
 
 def _rare_terms(text_index: Any, terms: Sequence[str], n: int) -> list[str]:
@@ -524,6 +538,7 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
                     "snapshot": snapshot,
                     "snapshot_hash": _snapshot_hash(snapshot),
                     "items": [i.to_dict() for i in items],
+                    "matched": versions,
                     "skipped": [s.to_dict() for s in skipped],
                     "counts": counts,
                 }
@@ -532,10 +547,12 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
         )
 
     items: list[OrganizeItem] = []
+    versions: dict[str, str] = {}  # matched id -> version(): an archive applies while it holds
     truncated = len(candidates) - len(bounded)
     try:
         matcher = _Matcher(store, accepted)
         items = [matcher.judge(i, c) for i, c in accepted]
+        versions = dict(sorted(matcher.versions.items()))
     except Exception as exc:
         # Recorded before re-raising: a failed run without a record could not
         # be told apart from one never made, and "no duplicates" would be a lie.
@@ -543,7 +560,7 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
         raise
     counts = {
         "total": len(items),
-        **{kind: sum(i.verdict == kind for i in items) for kind in ("exact", "near", "new")},
+        **{kind: sum(i.verdict == kind for i in items) for kind in dedupe.VERDICTS},
         "skipped": len(skipped),
         "truncated": truncated,
     }
@@ -627,19 +644,40 @@ def _decision_index(
     return index
 
 
-def _plan_archive(
-    decision: Mapping[str, Any], i: int, matched: set[str], visible: set[str], plan: _Plan
-) -> None:
+class _Judged:
+    """The matches of a dry run as apply checks them: the ids matched, and what each was
+    when judged (``versions``: :func:`version`; None for a record of an earlier version,
+    which kept none: not checked)."""
+
+    def __init__(self, store: OrganizeStore, matched: set[str], versions: object) -> None:
+        self.store = store
+        self.matched = matched
+        self.versions = versions if isinstance(versions, dict) else None
+        self.visible = {e.id for e in store.entries()}
+
+    def changed(self, node_id: str) -> bool:
+        """Whether the node is no longer what the dry run judged (its body or scope)."""
+        if self.versions is None:
+            return False
+        try:
+            return version(self.store.get(node_id)) != self.versions.get(node_id)
+        except NodeNotFoundError:
+            return True
+
+
+def _plan_archive(decision: Mapping[str, Any], i: int, judged: _Judged, plan: _Plan) -> None:
     node_id = decision.get("id")
     if not isinstance(node_id, str) or not node_id:
         plan.skipped.append(SkippedInput(i, f"decision {i}: archive needs a node id, got {node_id!r}", "id"))
         return
-    if node_id not in matched:
+    if node_id not in judged.matched:
         problem = "was not flagged as a match by this dry run"
     elif node_id in plan.archive:
         problem = "was already decided"
-    elif node_id not in visible:
+    elif node_id not in judged.visible:
         problem = "is unknown, archived or out of scope"
+    elif judged.changed(node_id):
+        problem = "changed since the dry run (its text or scope); run a new dry run"
     else:
         plan.archive.append(node_id)
         return
@@ -685,7 +723,7 @@ def _record_problem(report: Mapping[str, Any]) -> str | None:
 def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: OrganizeStore) -> _Plan:
     by_index = {int(e["index"]): e for e in report.get("snapshot", [])}
     matched = {i["match"]["id"] for i in report.get("items", []) if i.get("match")}
-    visible = {e.id for e in store.entries()}
+    judged = _Judged(store, matched, report.get("matched"))
     plan = _Plan()
     taken: set[int] = set()
     now = time.time()
@@ -696,7 +734,7 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             plan.skipped.append(SkippedInput(i, reason, "action"))
             continue
         if action == "archive":
-            _plan_archive(decision, i, matched, visible, plan)
+            _plan_archive(decision, i, judged, plan)
             continue
         index = _decision_index(decision, i, by_index, taken)
         if isinstance(index, SkippedInput):
@@ -716,10 +754,29 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
                 said = str(problem).removeprefix(f"node {node.id!r}: ")  # the id was never saved
                 plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {said}", "index"))
                 continue
+            stored = _stored_copy(store, node)
+            if stored is not None:
+                reason = f"decision {i}: candidate {index}'s text is stored already, as {stored!r}"
+                plan.skipped.append(SkippedInput(i, reason, "index", stored))
+                continue
             plan.nodes.append(node)
             plan.saved.append(node.id)
             plan.saved_from.append(index)
     return plan
+
+
+def _stored_copy(store: OrganizeStore, node: Node) -> str | None:
+    """The id of a memory the caller sees that holds ``node``'s body (:func:`identical_ids`,
+    any memory layer) and that everyone who would see ``node`` sees: stored since the dry
+    run said ``new`` (or never matched). None when there is none."""
+    for node_id in identical_ids(store, node.body):
+        try:
+            held = store.get(node_id)
+        except NodeNotFoundError:
+            continue
+        if held.layer in dedupe.CANDIDATE_LAYERS and _covers(_node_scope(held), _node_scope(node)):
+            return node_id
+    return None
 
 
 def _receipt_result(
@@ -799,18 +856,16 @@ def apply(
             records = log.read_holding([orjson.dumps(run_id)])
             report = _find_report(records, run_id, caller)
             _check_not_applied(records, run_id, store)
-            plan = _plan(report, decisions, store)
-            if strict and plan.skipped:
-                listed = "; ".join(sk.reason for sk in plan.skipped[:5])
-                more = f" (+{len(plan.skipped) - 5} more)" if len(plan.skipped) > 5 else ""
-                raise OrganizeApplyError(
-                    run_id,
-                    f"{len(plan.skipped)} decision(s) the dry run does not back: {listed}{more}; "
-                    "nothing was applied, and the run can be applied with corrected decisions",
-                )
-            log.append([_intent(apply_id, run_id, created_at, plan)], durable=True)
-            if plan.nodes or plan.archive:
-                store.apply_changes(add=plan.nodes, archive=plan.archive)
+            # add_unique's lock: a memory stored meanwhile by add or remember is seen, and
+            # none lands between the look and the commit
+            with _remember_lock(store):
+                store.refresh()
+                plan = _plan(report, decisions, store)
+                if strict and plan.skipped:
+                    raise _strict_error(run_id, plan)
+                log.append([_intent(apply_id, run_id, created_at, plan)], durable=True)
+                if plan.nodes or plan.archive:
+                    store.apply_changes(add=plan.nodes, archive=plan.archive)
             applied = len(plan.saved) + len(plan.archive)
             status = "degraded" if plan.skipped else ("ok" if applied else "noop")
             log.append([receipt(status, plan, applied, None)], durable=True)
@@ -822,6 +877,25 @@ def apply(
             exc.add_note(f"the failed receipt could not be written either: {audit_exc!r}")
         raise
     return _receipt_result(apply_id, run_id, status, created_at, plan, applied)
+
+
+def _strict_error(run_id: str, plan: _Plan) -> OrganizeApplyError:
+    listed = "; ".join(sk.reason for sk in plan.skipped[:5])
+    more = f" (+{len(plan.skipped) - 5} more)" if len(plan.skipped) > 5 else ""
+    return OrganizeApplyError(
+        run_id,
+        f"{len(plan.skipped)} decision(s) the dry run does not back: {listed}{more}; "
+        "nothing was applied, and the run can be applied with corrected decisions",
+    )
+
+
+def _remember_lock(store: OrganizeStore) -> AbstractContextManager[None]:
+    """The store's ``remember`` lock (:meth:`MdCG.add_unique` holds it), or none for a
+    store without one (tests' fakes)."""
+    lock = getattr(store, "_remember_lock", None)
+    if lock is None:
+        return nullcontext()
+    return lock.hold(timeout=store.lock_timeout)
 
 
 def blank_forgotten(

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import heapq
 import json
-import math
 from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -189,7 +188,9 @@ class StatsNode(NamedTuple):
     """What the statistics need of one in-scope node.
 
     ``active`` is False for archived, forgotten, expired and superseded nodes;
-    ``created_at`` is seconds since the epoch (None: unknown, never exempt).
+    ``created_at`` is seconds since the epoch (None: unknown, counted as exempt:
+    a node whose age is unknown is not judged a zombie; ``MdCG.recall_stats``
+    gives a node without one its file's mtime).
     """
 
     id: str
@@ -216,7 +217,7 @@ class ZombieStats:
     """Active nodes never exposed in the window (dead weight).
 
     ``eligible_count`` = ``active_count`` - ``exempt_count`` (nodes younger
-    than the exemption are too new to judge); ``zombie_rate`` is
+    than the exemption, or of unknown age, are too new to judge); ``zombie_rate`` is
     ``zombie_count / eligible_count``, None when nothing is eligible.
     ``sample`` lists up to top-N zombies, oldest first, as (id, title).
     """
@@ -461,10 +462,10 @@ def _zombies(
         if not is_active:
             continue
         active += 1
-        if created_at is not None and created_at > exempt_after:
+        if created_at is None or created_at > exempt_after:  # too new, or of unknown age
             exempt += 1
         elif node_id not in counts:
-            zombies.append((-math.inf if created_at is None else created_at, node_id))
+            zombies.append((created_at, node_id))
     eligible = active - exempt
     sample = tuple((i, table[i][0]) for _c, i in heapq.nsmallest(top_n, zombies))
     rate = len(zombies) / eligible if eligible else None

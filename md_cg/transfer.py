@@ -65,7 +65,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import editing, fsops, nodefile, paths, retention
+from . import editing, fsops, index, nodefile, paths, retention
 from .engine import foreign_file
 from .errors import (
     DuplicateIdError,
@@ -105,6 +105,10 @@ __all__ = [
 
 #: Where a record's text may be, first found wins (``memory``: mem0's name for it).
 BODY_KEYS = ("body", "text", "content", "memory")
+#: mem0's labels and the tag each becomes (``user_id: u1`` -> ``user:u1``): a record with
+#: its text under ``memory`` (mem0's shape) gets these tags, as the mem0 tool aliases
+#: (:mod:`md_cg.integrations.aliases`) store and filter them; the keys are kept too.
+LABEL_TAGS = {"user_id": "user", "agent_id": "agent", "app_id": "app", "run_id": "run"}
 #: Keys of a JSON document that hold its list of records.
 LIST_KEYS = ("results", "memories")
 #: Records per commit.
@@ -196,7 +200,8 @@ class ExportReport:
     target: str
     ids: list[str] = field(default_factory=list)
     #: (path or id, reason) of memories left out because their file could not be used:
-    #: the store's unreadable files, and any that failed to read during the export
+    #: every file of the layers exported that no index entry holds, and any that failed
+    #: to read during the export
     unreadable: list[tuple[str, str]] = field(default_factory=list)
 
 
@@ -334,6 +339,11 @@ def _record_node(
     for name in _LISTS_OF_TEXT:
         if isinstance(meta.get(name), str):
             meta[name] = [meta[name]]
+    if key == "memory":  # mem0's record: its labels as the mem0 aliases filter on them
+        labels = [
+            f"{tag}:{meta[k]}" for k, tag in LABEL_TAGS.items() if isinstance(meta.get(k), str) and meta[k]
+        ]
+        tags = [*labels, *tags]
     if tags:
         given = meta.get("tags")
         if given is not None and not isinstance(given, list):
@@ -735,10 +745,13 @@ def export_nodes(
     ``target``: a path (written to a temporary file first and renamed, so a
     failed export leaves no half file), ``"-"`` for stdout, or a binary stream.
     A node whose file went away during the export is left out; one whose file cannot
-    be used, and every file of the layers exported that the store found unusable, are
-    listed in ``ExportReport.unreadable``."""
+    be used, and every file of the layers exported that no index entry holds (the folders
+    are listed here: the store's problems do not outlive the process that found them),
+    are listed in ``ExportReport.unreadable``."""
     if layer is not None:
         check_layer(layer)
+    # listed before the index is read: a memory written meanwhile is then in the index
+    scan = index.scan_files(str(store.root)) if store.scope is None else None
     entries = store.list_nodes(
         layer,
         tag=tag,
@@ -750,11 +763,7 @@ def export_nodes(
     ids = sorted(e.id for e in entries)
     written: list[str] = []
     # A file the store could not use is not silently missing from a backup: named in the report.
-    unreadable = [
-        (rel, why)
-        for rel, why in store.unreadable_files()
-        if layer is None or rel.startswith((f"{layer}/", f"archive/{layer}/"))
-    ]
+    unreadable = _files_left_out(store, scan, layer)
     lines = _export_lines(store, ids, include_archived, include_expired, unreadable)
     chunks = _chunks(lines, written)
     if isinstance(target, (str, os.PathLike)) and str(target) != "-":
@@ -766,6 +775,38 @@ def export_nodes(
         stream.write(chunk)
     stream.flush()
     return ExportReport(len(written), "-", written, unreadable)
+
+
+def _files_left_out(store: MdCG, scan: index.Scan | None, layer: str | None) -> list[tuple[str, str]]:
+    """(path, reason) of each file under the layer folders (of ``layer``) that no index
+    entry holds, found by ``scan`` itself: the store's problems do not outlive the process
+    that found them (an earlier ``sync``, ``health`` or ``compact`` leaves none for this
+    one). A file that parses but the index does not know (hand-written, not synced yet)
+    is named too; the losing copy of a duplicate id is not (its id is exported). A scoped
+    handle (``scan`` None) gets none: whose file it is cannot be told."""
+    if scan is None:
+        return []
+    state = store._engine.state
+    held = state.by_path()
+    losers = {rel for copies in state.duplicates.values() for rel in copies}
+    prefixes = (f"{layer}/", f"{paths.ARCHIVE_DIR}/{layer}/") if layer is not None else ("",)
+    out: list[tuple[str, str]] = []
+    for rel, why in sorted(scan.refused.items()):
+        if rel.startswith(prefixes):
+            out.append((rel, why))
+    for rel in sorted(scan.files):
+        if rel in held or rel in losers or not rel.startswith(prefixes):
+            continue
+        try:
+            parsed = index.parse_file(str(store.root), rel)
+        except (MalformedNodeFileError, UnsafePathError) as exc:
+            out.append((rel, exc.reason))
+            continue
+        except (FileNotFoundError, NotADirectoryError):  # gone since the scan
+            continue
+        if parsed.entry.id not in state.entries:
+            out.append((rel, f"a memory file ({parsed.entry.id!r}) the index does not know; run sync"))
+    return sorted(out)
 
 
 def _export_lines(

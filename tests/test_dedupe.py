@@ -232,7 +232,27 @@ def test_exact_is_the_first_row_with_the_same_title_key() -> None:
         ("n2", "coffee order!", "Something else"),
         ("n3", "Drinks", "Coffee order: oat-milk flat white, no sugar"),
     ]
-    assert verdict(cand("COFFEE ORDER", "Espresso"), rows) == Verdict("exact", "n1", 1.0)
+    assert verdict(cand("COFFEE ORDER", "Something  else"), rows) == Verdict("exact", "n2", 1.0)
+    assert verdict(cand("Coffee order!", "Oat-milk flat white, no sugar"), rows) == Verdict(
+        "exact", "n1", 1.0
+    )
+
+
+def test_a_same_title_with_other_content_is_not_exact() -> None:
+    """Organize called a candidate `exact` (score 1.0) on its title alone, whatever its
+    content; and a candidate whose content was a memory's whole text (no heading) `new`."""
+    rows = [
+        ("n1", "功能名：二分查找·反例·第3篇", "二分查找的反例：数组未排序时结果错误"),
+        ("n2", "The user likes hiking", ""),  # a body of one line: its title, no content
+    ]
+    assert verdict(cand("功能名：二分查找·反例·第3篇", "something else entirely"), rows) == Verdict(
+        "same_title", "n1", 0.0
+    )
+    assert verdict(cand("Hobbies", "The user likes hiking"), rows) == Verdict("exact", "n2", 1.0)
+    assert verdict(cand("Hobbies", "# The user likes hiking\n"), rows) == Verdict("exact", "n2", 1.0)
+    assert (
+        verdict(cand("Other", "二分查找的反例：数组未排序时结果错误"), rows).kind == "new"
+    )  # titles carry facts
 
 
 def test_near_picks_the_best_row_ties_go_first() -> None:

@@ -373,3 +373,34 @@ def test_create_entities_reports_each_entity(tmp_path: Path) -> None:
         assert sorted(store.ids()) == ["Alice", "Bob"]
         again = al["create_entities"](entities=entities)
         assert again == {"created": [], "skipped": ["Alice", "Bob"], "refused": made["refused"]}
+
+
+def test_an_imported_mem0_export_is_found_by_the_mem0_aliases(tmp_path: Path) -> None:
+    """`mdcg import` of mem0's records kept `user_id` as a frontmatter key only, and the
+    mem0 aliases filter on the tag `user:<id>`: search_memories(filters={"user_id": "u1"})
+    found nothing."""
+    from md_cg import import_nodes
+
+    source = tmp_path / "mem0.json"
+    records = [
+        {"id": "3f2a-uuid", "memory": "User likes hiking", "user_id": "u1"},
+        {"id": "7b1c-uuid", "memory": "User likes chess", "user_id": "u2", "agent_id": "a1", "run_id": None},
+        {"id": "9d4e-uuid", "text": "Not mem0's shape", "user_id": "u1"},  # md-cg's own record: as given
+    ]
+    source.write_text(json.dumps({"results": records}), encoding="utf-8")
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        import_nodes(store, source, tags=["from-mem0"])
+        hiking, chess, other = (store.get(i) for i in ("3f2a-uuid", "7b1c-uuid", "9d4e-uuid"))
+        assert (hiking.tags, hiking.extra) == (["user:u1", "from-mem0"], {"user_id": "u1"})
+        assert chess.tags == ["user:u2", "agent:a1", "from-mem0"]
+        assert (other.tags, other.extra) == (["from-mem0"], {"user_id": "u1"})
+        al = _aliases(root, store)
+        found = al["search_memories"](query="hiking", filters={"user_id": "u1"})
+        assert [r["id"] for r in found["results"]] == ["3f2a-uuid"]
+        listed = al["get_memories"](filters={"agent_id": "a1"})
+        assert [i["id"] for i in listed["items"]] == ["7b1c-uuid"]
+        again = al["add_memory"](text="User likes hiking", user_id="u1")  # stored once per user
+        assert (again["id"], again["existing"]) == ("3f2a-uuid", True)
+        import_nodes(store, source, tags=["from-mem0"])  # a second import changes nothing
+        assert store.get("3f2a-uuid").tags == ["user:u1", "from-mem0"] and len(store) == 3

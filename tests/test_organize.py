@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import re
 import signal
 from pathlib import Path
 from typing import Any
@@ -61,9 +62,9 @@ def test_dry_run_verdicts_skips_and_counts(tmp_path: Path) -> None:
     r = store.organize("dryRun", candidates=CANDIDATES)
     assert r.mode == "dryRun" and r.status == "degraded" and r.degraded
     assert [(i.index, i.verdict, i.match.id if i.match else None) for i in r.items] == [
-        (0, "exact", "kp_coffee"),  # title key: case and punctuation do not count
-        (1, "exact", "kp_meeting"),
-        (2, "exact", "kp_meeting"),
+        (0, "same_title", "kp_coffee"),  # title key: case and punctuation do not count
+        (1, "near", "kp_meeting"),  # a rewording
+        (2, "same_title", "kp_meeting"),  # 3pm / 5pm: another fact under the title
         (3, "new", None),  # Berlin / Paris: a different fact, never near
         (6, "new", None),
     ]
@@ -77,7 +78,15 @@ def test_dry_run_verdicts_skips_and_counts(tmp_path: Path) -> None:
         (5, "importance", "candidate 5: importance must be a number between 0 and 1, got 7"),
         (7, None, "candidate 7: a candidate must be an object, got str"),
     ]
-    assert dict(r.counts) == {"total": 5, "exact": 3, "near": 0, "new": 2, "skipped": 3, "truncated": 0}
+    assert dict(r.counts) == {
+        "total": 5,
+        "exact": 0,
+        "near": 1,
+        "same_title": 2,
+        "new": 2,
+        "skipped": 3,
+        "truncated": 0,
+    }
     assert node_tree(store.root) == before  # a dry run writes no memory
     [rec] = audit(store)
     assert rec["kind"] == "dry_run" and rec["run_id"] == r.run_id and rec["status"] == "degraded"
@@ -129,9 +138,9 @@ def test_matching_stays_inside_the_candidate_scope(tmp_path: Path) -> None:
     # (no agent, normal sensitivity) already: a second copy would be a duplicate. Never
     # agent-b's copy for agent-c.
     assert [(i.verdict, i.match.id if i.match else None) for i in r.items] == [
-        ("exact", "kp_other"),
-        ("exact", "kp_coffee"),
-        ("exact", "kp_coffee"),
+        ("same_title", "kp_other"),
+        ("same_title", "kp_coffee"),
+        ("same_title", "kp_coffee"),
     ]
     with MdCG(tmp_path / "s") as again:
         again.update("kp_coffee", sensitivity="private")
@@ -190,7 +199,7 @@ SAVE_CANDIDATES: list[Any] = [
 def test_apply_saves_discards_and_archives_once(tmp_path: Path) -> None:
     store = seeded(tmp_path / "s")
     dry = store.organize(candidates=SAVE_CANDIDATES)
-    assert [i.verdict for i in dry.items] == ["exact", "new", "new"]
+    assert [i.verdict for i in dry.items] == ["near", "new", "new"]
     files_before = set(node_tree(store.root))
     r = store.organize(
         "apply",
@@ -402,8 +411,8 @@ def test_a_scoped_caller_matches_and_writes_only_in_its_scope(tmp_path: Path) ->
         ]
     )
     assert [(i.index, i.verdict, i.match.id if i.match else None) for i in r.items] == [
-        (0, "exact", "kp_coffee"),  # the shared copy agent-a sees; never agent-b's kp_other
-        (1, "exact", "kp_mine"),
+        (0, "same_title", "kp_coffee"),  # the shared copy agent-a sees; never agent-b's kp_other
+        (1, "same_title", "kp_mine"),
     ]
     assert [(s.index, s.reason) for s in r.skipped] == [
         (2, "candidate 2: agent_scope 'agent-b' is outside the caller's scope ('agent-a')"),
@@ -813,3 +822,95 @@ def test_an_apply_skips_a_candidate_add_would_refuse_and_saves_the_rest(tmp_path
     )
     assert [store.get(i).body.endswith("the gate opens at nine\n") for i in res.saved_ids] == [True]
     store.close()
+
+
+# -- verdicts and apply against a store that changed since the dry run ---------------------------
+
+
+def test_exact_needs_the_text_not_only_the_title(tmp_path: Path) -> None:
+    """`exact` (score 1.0) was given on the title alone; a candidate whose content was a
+    memory's whole text (a body without a heading) was `new`."""
+    store = seeded(tmp_path / "s")
+    store.add(id="kp_hike", layer="knowledge", body="The user likes hiking on weekends\n")
+    long = "The release checklist " + "covers the changelog, the version bump and the tag " * 4
+    store.add(id="kp_long", layer="knowledge", body=long)  # one line past the title's 120 characters
+    r = store.organize(
+        candidates=[
+            {"layer": "knowledge", "title": "Coffee order", "content": "something else entirely"},
+            {"layer": "knowledge", "title": "Hobbies", "content": "The user likes hiking on weekends"},
+            {"layer": "knowledge", "title": "coffee order", "content": "Oat-milk flat white, no sugar."},
+            {"layer": "knowledge", "title": "Releases", "content": long},
+        ]
+    )
+    assert [
+        (i.verdict, i.match.id if i.match else None, i.match.score if i.match else None) for i in r.items
+    ] == [
+        ("same_title", "kp_coffee", 0.0),
+        ("exact", "kp_hike", 1.0),
+        ("exact", "kp_coffee", 1.0),
+        ("exact", "kp_long", 1.0),
+    ]
+    assert dict(r.counts) == {
+        "total": 4,
+        "exact": 3,
+        "near": 0,
+        "same_title": 1,
+        "new": 0,
+        "skipped": 0,
+        "truncated": 0,
+    }
+
+
+@pytest.mark.parametrize("strict", [False, True])
+def test_an_archive_of_a_match_changed_since_the_dry_run_is_skipped(tmp_path: Path, strict: bool) -> None:
+    """The dry run matched shared_coffee; it was then updated to another fact, and apply
+    archived it anyway (the only copy of that fact)."""
+    root = tmp_path / "s"
+    store = seeded(root)
+    store.add(id="shared_coffee", layer="knowledge", body="# Coffee\n\nOat-milk latte, two sugars\n")
+    dry = store.organize(
+        candidates=[{"layer": "knowledge", "title": "Coffee", "content": "Oat-milk latte, two sugars"}]
+    )
+    assert [(i.verdict, i.match.id if i.match else None) for i in dry.items] == [("exact", "shared_coffee")]
+    with MdCG(root) as other:  # another writer, after the dry run
+        other.update("shared_coffee", body="# Coffee\n\nthe only copy of the tea fact\n")
+    decisions = [{"action": "archive", "id": "shared_coffee"}]
+    reason = (
+        "decision 0: node 'shared_coffee' changed since the dry run (its text or scope); run a new dry run"
+    )
+    if strict:
+        with pytest.raises(
+            OrganizeApplyError, match=re.escape(f"1 decision(s) the dry run does not back: {reason}")
+        ):
+            store.organize("apply", run_id=dry.run_id, decisions=decisions, strict=True)
+    else:
+        r = store.organize("apply", run_id=dry.run_id, decisions=decisions)
+        assert (r.status, r.applied, r.archived_ids) == ("degraded", 0, ())
+        assert [(s.index, s.field, s.id, s.reason) for s in r.skipped] == [(0, "id", "shared_coffee", reason)]
+    assert store.get("shared_coffee").body == "# Coffee\n\nthe only copy of the tea fact\n"
+    assert "shared_coffee" in {e.id for e in store.entries()}
+
+
+def test_a_save_of_a_text_stored_since_the_dry_run_is_skipped(tmp_path: Path) -> None:
+    """The dry run said `new`; another writer then stored the very text, and apply saved a
+    second copy (identical() listed two)."""
+    root = tmp_path / "s"
+    store = seeded(root)
+    dry = store.organize(
+        candidates=[
+            {"layer": "knowledge", "title": "Tea", "content": "Bob prefers green tea"},
+            {"layer": "knowledge", "title": "Bob", "content": "Bob likes tea"},
+        ]
+    )
+    assert [i.verdict for i in dry.items] == ["new", "new"]
+    body = organize_mod.node_body("Tea", "Bob prefers green tea")
+    with MdCG(root) as other:
+        other.add(id="kp_tea", layer="knowledge", body=body)
+    r = store.organize(
+        "apply", run_id=dry.run_id, decisions=[{"action": "save", "index": 0}, {"action": "save", "index": 1}]
+    )
+    assert (r.status, r.applied, len(r.saved_ids)) == ("degraded", 1, 1)
+    assert [(s.index, s.field, s.id, s.reason) for s in r.skipped] == [
+        (0, "index", "kp_tea", "decision 0: candidate 0's text is stored already, as 'kp_tea'")
+    ]
+    assert store.identical(body) == ["kp_tea"]

@@ -44,7 +44,7 @@ NODES = [
     StatsNode("d", "Delta", ago(50), True),  # zombie
     StatsNode("e", "Eps", ago(60), False),  # archived, exposed
     StatsNode("f", "Zeta", ago(7), True),  # exactly 7 days old: not exempt -> zombie
-    StatsNode("g", "Eta", None, True),  # age unknown: never exempt -> zombie
+    StatsNode("g", "Eta", None, True),  # age unknown: not judged -> exempt (it was a zombie)
     StatsNode("h", "Theta", ago(6.99), True),  # exempt, never exposed
 ]
 
@@ -78,9 +78,9 @@ def test_hand_computed_log_exact_figures() -> None:
     ]
     assert stats.exposed_count == 4
     z = stats.zombie
-    assert (z.active_count, z.exempt_count, z.eligible_count, z.zombie_count) == (7, 2, 5, 3)
-    assert z.zombie_rate == pytest.approx(0.6)
-    assert z.sample == (("g", "Eta"), ("d", "Delta"), ("f", "Zeta"))  # oldest first, unknown age first
+    assert (z.active_count, z.exempt_count, z.eligible_count, z.zombie_count) == (7, 3, 4, 2)
+    assert z.zombie_rate == pytest.approx(0.5)
+    assert z.sample == (("d", "Delta"), ("f", "Zeta"))  # oldest first
     inj = stats.injection
     assert (inj.runs, inj.injected_count, inj.slots) == (3, 4, 5)
     assert inj.slot_fill_rate == pytest.approx(4 / 15)
@@ -119,7 +119,7 @@ def test_to_dict_is_json_and_exact() -> None:
         {"id": "a", "title": "Alpha", "count": 3, "active": True},
         {"id": "b", "title": "Beta", "count": 2, "active": True},
     ]
-    assert data["zombie"]["sample"] == [{"id": "g", "title": "Eta"}, {"id": "d", "title": "Delta"}]
+    assert data["zombie"]["sample"] == [{"id": "d", "title": "Delta"}, {"id": "f", "title": "Zeta"}]
     assert data["coverage"]["window_start"] == "2026-01-30T12:00:00+00:00"
     assert data["now"] == "2026-03-01T12:00:00+00:00"
     assert data["injection"] == {"runs": 3, "injected_count": 4, "slots": 5, "slot_fill_rate": 4 / 15}
@@ -130,9 +130,9 @@ def test_window_and_exemption_options_change_the_figures() -> None:
     # the last day holds events 3 and 4 (exactly one day old), 6 and 7
     assert [(r.id, r.count) for r in stats.top_recalled] == [("a", 2), ("c", 1), ("e", 1)]
     z = stats.zombie
-    assert (z.active_count, z.exempt_count, z.eligible_count, z.zombie_count) == (7, 0, 7, 5)
-    assert z.zombie_rate == pytest.approx(5 / 7)
-    assert [i for i, _t in z.sample] == ["g", "d", "b", "f", "h"]
+    assert (z.active_count, z.exempt_count, z.eligible_count, z.zombie_count) == (7, 1, 6, 4)  # g: no age
+    assert z.zombie_rate == pytest.approx(4 / 6)
+    assert [i for i, _t in z.sample] == ["d", "b", "f", "h"]
     assert (stats.injection.runs, stats.injection.injected_count) == (2, 2)
     assert stats.injection.slot_fill_rate == pytest.approx(0.5)
     assert stats.coverage.events_in_window == 4
@@ -683,3 +683,35 @@ def test_inject_refuses_a_blank_query_as_search_does(tmp_path: Path, query: str)
     assert logged(store) == []  # no run recorded
     assert store.recall_stats().injection.runs == 0
     store.close()
+
+
+def test_a_memory_without_created_at_is_as_old_as_its_file(tmp_path: Path) -> None:
+    """A hand-written file without created_at was a zombie the moment it appeared
+    (zombie 1, rate 1.0 for a memory seconds old); an edit whose text left created_at
+    out dropped the stored one, with the same effect."""
+    import os
+    import time
+
+    root = tmp_path / "m"
+    hand = root / "knowledge" / "hand.md"
+    with MdCG(root) as store:
+        store.add(id="kept", body="An added memory", created_at=time.time() - 3 * 86_400)
+        hand.write_text("---\nid: hand\n---\nWritten by hand\n", encoding="utf-8")
+        store.sync()
+        assert store.get("hand").created_at is None
+        z = store.recall_stats().zombie
+        assert (z.active_count, z.exempt_count, z.zombie_count, z.zombie_rate) == (2, 2, 0, None)
+        month_ago = time.time() - 30 * 86_400
+        os.utime(hand, (month_ago, month_ago))
+        store.sync()
+        z = store.recall_stats().zombie
+        assert (z.exempt_count, z.zombie_count, z.zombie_rate, z.sample) == (
+            1,
+            1,
+            1.0,
+            (("hand", "Written by hand"),),
+        )
+        stored = store.get("kept").created_at
+        store.edit_text("kept", lambda _text: "---\nid: kept\ntags: [x]\n---\nAn added memory, edited\n")
+        assert (store.get("kept").created_at, store.get("kept").tags) == (stored, ["x"])
+        assert store.recall_stats().zombie.exempt_count == 1

@@ -18,6 +18,7 @@ from md_cg import (
     ImportSourceError,
     MdCG,
     Node,
+    Scope,
     UnsafePathError,
     content_id,
     export_nodes,
@@ -145,7 +146,7 @@ def test_records_of_other_tools_become_memories(tmp_path: Path) -> None:
         assert first.body == "Likes window seats"
         assert first.created_at == 1721463825.5
         assert first.extra == {"user_id": "alice", "categories": ["travel"]}
-        assert first.tags == ["imported"]
+        assert first.tags == ["user:alice", "imported"]  # mem0's label, as its aliases filter on it
         tea = store.get(report.ids[1])
         assert tea.layer == "knowledge" and t0 <= tea.created_at <= t1
         zurich = store.get(report.ids[2])
@@ -513,6 +514,40 @@ def test_export_names_the_memories_it_could_not_read(tmp_path: Path) -> None:
         assert report.ids == ["a"] and [u[0] for u in report.unreadable] == ["knowledge/orphan/b.md", "c"]
         assert report.unreadable[1][1].startswith("knowledge/orphan/c.md:3: the YAML frontmatter")
         assert export_nodes(s, io.BytesIO(), layer="self").unreadable == []
+
+
+@pytest.mark.parametrize("before", ["compact", "sync", "health"])
+def test_export_names_a_broken_file_an_earlier_process_found(tmp_path: Path, before: str) -> None:
+    """Export named a broken file only in the process that had found it (an open without
+    snapshot, its own sync): after `compact`, `sync` or `health` in an earlier process
+    it left the memory out of the backup without a word (exit 0)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="a1", body="first memory")
+        s.compact_index()
+    (root / "knowledge" / "b1.md").write_text("---\nid: b1\ntags: [x\n---\nbroken\n", "utf-8")
+    (root / "self" / "c1.md").write_text("---\nid: c1\n---\nhand written\n", "utf-8")
+    with MdCG(root) as s:
+        getattr(s, {"compact": "compact_index"}.get(before, before))()
+    with MdCG(root) as s:
+        assert s.unreadable_files() == []  # the index of this process has not seen it
+        report = export_nodes(s, io.BytesIO())
+        assert report.ids == ["a1"] if before != "sync" else ["a1", "c1"]
+        assert [rel for rel, _why in report.unreadable] == (
+            ["knowledge/b1.md", "self/c1.md"] if before != "sync" else ["knowledge/b1.md"]
+        )
+        assert report.unreadable[0][1].startswith("the YAML frontmatter does not parse: did not find")
+        if before != "sync":
+            assert report.unreadable[1][1] == "a memory file ('c1') the index does not know; run sync"
+        assert [rel for rel, _w in export_nodes(s, io.BytesIO(), layer="self").unreadable] == (
+            ["self/c1.md"] if before != "sync" else []
+        )
+        assert export_nodes(s, io.BytesIO(), layer="anchor").unreadable == []
+    with MdCG(root, scope=Scope(agent="x")) as scoped:
+        assert export_nodes(scoped, io.BytesIO()).unreadable == []
+    result = CliRunner().invoke(app, ["export", "--root", str(root)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("not exported: knowledge/b1.md: the YAML frontmatter does not parse")
 
 
 def test_twin_ids_within_the_source_are_bad_records_not_a_failed_batch(tmp_path: Path) -> None:

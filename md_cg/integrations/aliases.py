@@ -54,6 +54,7 @@ from .. import ccg
 from ..judge import is_fact
 from ..node import EDGE_TYPES, MAX_FILE_BYTES, check_id, content_id
 from ..script import short_repr
+from ..transfer import LABEL_TAGS
 
 __all__ = [
     "ALIASES",
@@ -424,7 +425,7 @@ def _open_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
 
 # -- the mem0 family -------------------------------------------------------------------------
 
-_LABEL_TAGS = {"user_id": "user", "agent_id": "agent", "app_id": "app", "run_id": "run"}
+_LABEL_TAGS = LABEL_TAGS  # one table: `mdcg import` of a mem0 export tags its records alike
 Label = Annotated[
     str | None, Field(description="Kept as a tag on the memory (a label, not an access scope).")
 ]
