@@ -73,15 +73,20 @@ CJK_CHAR_SHARE = 0.5
 #: bench/filler_probe.py) the rule marks 5.8% / 15.7% of the non-answers and
 #: 0.5% / 0.1% of the answers, never one ranked first.
 RELATIVE_FLOOR = 0.05
-#: A term is *common* when at least this share of the store's documents (and at
-#: least :data:`COMMON_MIN_DOCS` of them) hold it. A term hit whose matched terms
-#: are all common while the query has a content term it lacks is no evidence of
-#: answering the query: "The user drinks green tea" for "where does the user
-#: live". It keeps its rank; the judge says DEFER, not ACCEPT. On LoCoMo and
-#: CMRC dev (top 10 of every question) the rule defers 3 of 624 / 0 of 1,569
+#: A term is *common* when at least this share of the memories the caller sees
+#: (and at least :data:`COMMON_MIN_DOCS` of them) hold it. A term hit whose matched
+#: terms are all common while the query has a content term it lacks (one some
+#: visible memory holds) is no evidence of answering the query: "The user drinks
+#: green tea" for "where does the user live in Lisbon". It keeps its rank; the
+#: judge says DEFER, not ACCEPT. On LoCoMo and CMRC dev (top 10 of every
+#: question, with a minimum of 3) the rule deferred 3 of 624 / 0 of 1,569
 #: answers, none ranked first, and 138 of 6,533 / 0 of 11,949 non-answers.
 COMMON_SHARE = 0.2
-COMMON_MIN_DOCS = 3
+COMMON_MIN_DOCS = 10
+#: The rule counts what the caller sees: hidden memories (other scopes, archived,
+#: expired, superseded) are subtracted; with more of them than this, or with a
+#: filter (tag, time), it is not applied.
+COMMON_HIDDEN_LIMIT = 2_000
 _SIMILARITY_TIERS = ("T1", "T3")
 #: Results list the sure routed hits (:meth:`_Ladder.climb`), the other term
 #: hits (routed T0 and whole-store T2 together, by score), then the routed
@@ -267,7 +272,7 @@ def run(
     ladder.climb(p)
     ordered = sorted(ladder.found.items(), key=lambda kv: (ladder.rank(kv[0], kv[1][1]), -kv[1][0]))
     t = time.perf_counter()
-    results = _results(state, query, expansion, ordered, context, judge, loader, superseded_by)
+    results = _results(state, query, expansion, ordered, context, judge, loader, superseded_by, hidden, only)
     ladder.timings["judge"] = (time.perf_counter() - t) * 1000
     t = time.perf_counter()
     covered, covered_total = covered_negatives(state, expansion.terms, limit=neg_limit, hidden=hidden)
@@ -490,9 +495,12 @@ def _results(
     judge: bool,
     loader: Callable[[str], Node] | None,
     superseded_by: Callable[[str], str | None] | None,
+    hidden: Collection[str] = frozenset(),
+    only: frozenset[str] | None = None,
 ) -> list[SearchResult]:
     """The ordered hits as results: evidence, filler flag, judge state, supersession."""
-    evidence = _evidence(state.text, query, expansion.terms, ordered, expansion.groups)
+    common = _visible_freqs(state.text, expansion.terms, hidden, only)
+    evidence = _evidence(state.text, query, expansion.terms, ordered, expansion.groups, common)
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause,
     # and those of each clause of the query in one more (Expansion.together).
@@ -547,6 +555,7 @@ def _evidence(
     terms: Sequence[tuple[str, float]],
     hits: Sequence[tuple[str, tuple[float, str]]],
     groups: Sequence[frozenset[str]] = (),
+    visible: tuple[dict[str, int], int] | None = None,
 ) -> dict[str, tuple[dict[str, Any], bool]]:
     """Per hit: its evidence of being about the query, and whether it has none (filler).
 
@@ -560,7 +569,6 @@ def _evidence(
     (``weak``: its share of that score).
     """
     weight = dict(terms)
-    common = _common_terms(text, terms)
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
     floor = best * RELATIVE_FLOOR
     chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
@@ -596,33 +604,49 @@ def _evidence(
         if evident and tier not in _SIMILARITY_TIERS and score < floor:
             why["weak"] = float(f"{score / best:.3g}")  # a word or two of the query, far below the best
             evident = False
-        if evident and not fuzzy_ok and _only_common(own, why["synonyms"], held, common, terms):
+        if evident and not fuzzy_ok and visible and _only_common(own, why["synonyms"], held, visible, terms):
             why["common_only"] = True  # evidence, but only of words most notes share
         out[doc_id] = (why, not evident)
     return out
 
 
-def _common_terms(text: Any, terms: Sequence[tuple[str, float]]) -> set[str]:
-    """The query terms held by at least :data:`COMMON_SHARE` of the store's documents
-    (and :data:`COMMON_MIN_DOCS`), and its particles and pronouns."""
+def _visible_freqs(
+    text: Any, terms: Sequence[tuple[str, float]], hidden: Collection[str], only: frozenset[str] | None
+) -> tuple[dict[str, int], int] | None:
+    """How many memories the caller sees hold each query term, and how many it sees;
+    None when a filter or too many hidden memories (:data:`COMMON_HIDDEN_LIMIT`) make
+    that count not worth its cost (the common-words rule is then not applied)."""
+    if only is not None or len(hidden) > COMMON_HIDDEN_LIMIT:
+        return None
     df, n = live_doc_freqs(text, [t for t, _ in terms])
-    least = max(COMMON_MIN_DOCS, COMMON_SHARE * n)
-    return {t for t, count in df.items() if count >= least} | {t for t, _ in terms if t in CJK_FUNCTION_CHARS}
+    if hidden and df:
+        for held in text.terms_of(list(hidden), list(df)).values():
+            for t in held:
+                df[t] -= 1
+        n = max(0, n - len(hidden))
+    return df, n
 
 
 def _only_common(
     own: Sequence[str],
     synonyms: Sequence[str],
     held: set[str],
-    common: set[str],
+    visible: tuple[dict[str, int], int],
     terms: Sequence[tuple[str, float]],
 ) -> bool:
-    """Whether a hit's evidence is only common terms while the query has a content term
-    (not common, not a particle) that the hit lacks."""
+    """Whether a hit's evidence is only *common* terms (held by :data:`COMMON_SHARE` of
+    the memories the caller sees and :data:`COMMON_MIN_DOCS`, or particles) while the
+    query has a content term it lacks that some memory the caller sees holds."""
+    df, n = visible
+    least = max(COMMON_MIN_DOCS, COMMON_SHARE * n)
+
+    def common(t: str) -> bool:
+        return t in CJK_FUNCTION_CHARS or df.get(t, 0) >= least
+
     matched = [*own, *synonyms]
-    if not matched or any(t not in common for t in matched):
+    if not matched or not all(common(t) for t in matched):
         return False
-    return any(w >= 1.0 and t not in common and t not in held for t, w in terms)
+    return any(w >= 1.0 and t not in held and not common(t) and df.get(t, 0) > 0 for t, w in terms)
 
 
 def covered_negatives(

@@ -617,37 +617,77 @@ def test_a_hit_matching_only_words_most_memories_share_is_deferred_not_hidden(tm
     """Review session 25: "where does the user live" called notes sharing only "user" ACCEPT,
     inject injected them and reflect saw no gap. They keep their ranks; the judge says
     DEFER (evidence ``common_only``), and inject leaves them out."""
+    facts = ["prefers vim keybindings", "drinks green tea", "works at Acme", "plays chess", "owns a bike",
+             "reads sci-fi", "likes jazz", "runs on Sundays", "speaks Dutch", "has a cat", "uses Linux",
+             "wakes at six"]  # fmt: skip
+    zh = ["喜欢喝绿茶", "使用 vim 编辑器", "在 Acme 公司工作", "会下国际象棋", "有一辆自行车", "喜欢爵士乐",
+          "周日跑步", "会说荷兰语", "养了一只猫", "用 Linux 系统", "六点起床"]  # fmt: skip
     with MdCG(tmp_path / "m") as s:
-        for node_id, body in [
-            ("vim", "The user prefers vim keybindings."),
-            ("tea", "The user drinks green tea."),
-            ("acme", "The user works at Acme."),
-            ("cats", "Cats sleep a lot."),
-            ("zh_tea", "用户喜欢喝绿茶。"),
-            ("zh_vim", "用户使用 vim 编辑器。"),
-            ("zh_acme", "用户在 Acme 公司工作。"),
-            ("zh_cat", "猫咪整天睡觉。"),
-        ]:
-            s.add(id=node_id, layer="self", body=body, verification_basis="data")
-        plain, _ = s.search("where does the user live", record=False, judge=False)
-        results, _ = s.search("where does the user live", record=False)
+        s.add_many([Node(id=f"u{i}", layer="self", body=f"The user {f}.", verification_basis="data")
+                    for i, f in enumerate(facts)])  # fmt: skip
+        s.add_many([Node(id=f"z{i}", layer="self", body=f"用户{f}。", verification_basis="data")
+                    for i, f in enumerate(zh)])  # fmt: skip
+        s.add_many([Node(id=f"o{i}", layer="self", body=f"Cats sleep {i} hours in Lisbon.",
+                         verification_basis="data") for i in range(6)])  # fmt: skip
+        s.add_many([Node(id=f"c{i}", layer="self", body=f"猫在里斯本睡了{i}个小时。",
+                         verification_basis="data") for i in range(6)])  # fmt: skip
+        plain, _ = s.search("where does the user live in Lisbon", record=False, judge=False)
+        results, _ = s.search("where does the user live in Lisbon", record=False)
         assert [r.id for r in results] == [r.id for r in plain]  # the same ranks
         user_only = [r for r in results if r.evidence["terms"] == ["user"]]
-        assert {r.id for r in user_only} == {"vim", "tea", "acme"}
+        assert user_only and all(r.id.startswith("u") for r in user_only)
         for r in user_only:
             assert (r.state, r.filler, r.evidence["common_only"]) == ("DEFER", False, True)
             assert r.basis.startswith("DEFER: only words most memories share match ('user'); ACCEPT:")
-        assert s.inject("where does the user live") == []
+        assert not any(i.id.startswith("u") for i in s.inject("where does the user live in Lisbon"))
+        # a query word no memory holds ("reside") says nothing about which hit answers
+        assert {r.state for r in s.search("where does the user reside", record=False)[0] if not r.filler} == {
+            "ACCEPT"
+        }
         # a query of only that word asks for it: those notes answer it
         by_user = {
             r.id: (r.state, r.filler) for r in s.search("user", record=False)[0] if r.evidence["terms"]
         }
-        assert by_user == dict.fromkeys(["vim", "tea", "acme"], ("ACCEPT", False))
+        assert by_user and set(by_user.values()) == {("ACCEPT", False)}
         # a note holding a rarer word of the query is evidence as before
         drink = s.search("what does the user drink", record=False)[0][0]
-        assert (drink.id, drink.state, "common_only" in drink.evidence) == ("tea", "ACCEPT", False)
-        zh = {r.id: r.state for r in s.search("用户住在哪里", record=False)[0] if not r.filler}
-        assert zh == {"zh_tea": "DEFER", "zh_vim": "DEFER", "zh_acme": "DEFER"}
-        assert {r.id: r.state for r in s.search("用户喜欢喝什么", record=False)[0] if not r.filler}[
-            "zh_tea"
-        ] == "ACCEPT"
+        assert (drink.id, drink.state, "common_only" in drink.evidence) == ("u1", "ACCEPT", False)
+        zh_hits = [r for r in s.search("用户住在里斯本哪里", record=False)[0] if r.id.startswith("z")]
+        assert zh_hits and {r.state for r in zh_hits} == {"DEFER"}  # filler (far below) or common only
+        assert any(r.evidence.get("common_only") for r in zh_hits)
+
+
+def test_the_common_words_rule_counts_what_the_caller_sees(tmp_path: Path) -> None:
+    """Review round 2 (session 25): in a small store the query's entity itself was
+    "common", other scopes' and archived memories were counted, and a query word no
+    memory holds counted as one the hit lacks: clear answers were DEFER and not injected."""
+    from md_cg import Scope
+
+    small = [
+        "The user lives in Paris",
+        "The user's office is in Paris near the Louvre",
+        "The user flew to Paris last spring",
+        "The user likes jazz",
+        "The user has a cat named Tom",
+    ]
+    with MdCG(tmp_path / "small") as s:
+        s.add_many([Node(id=f"m{i}", body=b, verification_basis="other") for i, b in enumerate(small)])
+        assert {i.id for i in s.inject("when did the user go to Paris by plane", 5)} == {"m0", "m1", "m2"}
+    root = tmp_path / "scoped"
+    with MdCG(root, scope=Scope(agent="alice")) as a:
+        a.add_many([Node(id=f"a{i}", body=f"Alice note {i}: the Atlas project sprint {i} went fine",
+                         verification_basis="other") for i in range(20)])  # fmt: skip
+    with MdCG(root, scope=Scope(agent="bob")) as b:
+        b.add(id="b0", body="The Atlas project ships on March 3", verification_basis="other")
+        for i, body in enumerate(["Bob likes tea", "Bob's dentist is Dr. Lee", "Bob's car is a Volvo"]):
+            b.add(id=f"b{i + 1}", body=body, verification_basis="other")
+        hit = b.search("when is the Atlas sprint release", record=False)[0][0]
+        assert (hit.id, hit.state, "common_only" in hit.evidence) == ("b0", "ACCEPT", False)
+        assert [i.id for i in b.inject("Atlas sprint date")] == ["b0"]
+    with MdCG(tmp_path / "archived") as s:
+        s.add(id="x0", body="The Atlas project ships on March 3", verification_basis="other")
+        s.add_many([Node(id=f"n{i}", body=f"unrelated note number {i} about cooking") for i in range(6)])
+        s.add_many([Node(id=f"old{i}", body=f"old Atlas project memo {i} of the cooking club")
+                    for i in range(30)])  # fmt: skip
+        s.archive([f"old{i}" for i in range(30)])
+        assert [i.id for i in s.inject("when is the Atlas cooking release")][:1] == ["x0"]
