@@ -292,6 +292,8 @@ class Engine:
         head = snapshot.read_header(self.root_str)
         if head is None or head.identity != ident or self.snap_gen is None:
             return None
+        if not snapshot.token_matches(self.root_str, head.token):
+            return None  # not this store's: the reload refuses it too, and builds from the files
         if head.generation != self.snap_gen + 1:
             return None
         before = dict(self.cursor.offsets)
@@ -891,9 +893,9 @@ def warn_once(engine: Any, key: str, message: str) -> None:
         warnings.warn(message, RuntimeWarning, stacklevel=3)
 
 
-#: Loads of a snapshot whose token differs before it is refused: a compaction
-#: writes the snapshot and then its token, so an open between the two sees them
-#: differ for a moment.
+#: Loads of a snapshot whose token differs before it is refused: an open that
+#: read the snapshot just before a compaction replaced it (and its token) loads
+#: the new one.
 TOKEN_TRIES = 3
 
 
@@ -902,7 +904,7 @@ def _load_snapshot(root: str) -> tuple[snapshot.Snapshot | None, str | None]:
     one this store did not write last (:func:`md_cg.snapshot.token_matches`)."""
     for attempt in range(TOKEN_TRIES):
         snap, problem = snapshot.load_checked(root)
-        if snap is None or snapshot.token_matches(root, snap):
+        if snap is None or snapshot.token_matches(root, snap.token):
             return snap, problem
         snapshot.close(snap.state)
         if attempt < TOKEN_TRIES - 1:

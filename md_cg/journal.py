@@ -416,11 +416,13 @@ def _written_by(root: str, c: Commit) -> int | None:
     The line's own stamp is another clock's word (a ``.mdcg/`` copied from a
     machine whose clock runs ahead, a forged line): it is bounded by local
     evidence. A line cannot have been written after its shard last changed --
-    the inode's change time, set by this machine's clock and by no tool --
-    nor after now."""
+    the inode's change time, set by this machine's clock and by no tool. (Not
+    "now": a clock stepped back after a crash would make the crashed commit's
+    own files look edited later, and it would not be rolled forward; review
+    round 2, session 25.)"""
     if c.ts is None:
         return None
-    stamp = min(int(c.ts * 1e9), time.time_ns())
+    stamp = int(c.ts * 1e9)
     try:
         return min(stamp, fsops.lstat(root, f"{LOG_REL}/{c.shard}").st_ctime_ns)
     except (FileNotFoundError, NotADirectoryError, UnsafePathError):

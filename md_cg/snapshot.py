@@ -117,6 +117,7 @@ class Header:
     identity: tuple[int, int, int]
     offsets: dict[str, int]
     generation: int | None
+    token: str | None = None
 
 
 def _row(e: Entry) -> bytes:
@@ -349,30 +350,37 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
     before = read_header(root)
     generation = before.generation + 1 if before is not None and before.generation is not None else 1
     token = secrets.token_hex(16)
+    # The token file names the snapshot in place and the one coming, then the new
+    # one alone: whenever an open reads it -- a crash between the writes too --
+    # it names the snapshot on disk (review round 2, session 25).
+    if before is not None and before.token is not None and token_matches(root, before.token):
+        fsops.atomic_write(root, TOKEN_REL, f"{before.token}\n{token}".encode("ascii"))
+    else:
+        fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
     st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token))
-    # After the snapshot: a crash between the two leaves tokens that differ, and
-    # the next open builds the index from the files (slower, never wrong).
     fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
-    return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation)
+    return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation, token)
 
 
 #: What :func:`load_checked` says of a snapshot whose token is not the store's.
 NOT_THIS_STORES = (
-    "not the one this store wrote last (its token differs from .mdcg/index.token: restored "
-    "from a backup, copied from another store, or a compaction was interrupted), refused"
+    "not the one this store wrote last (its token is not in .mdcg/index.token: an older "
+    "snapshot restored alone, or another store's copied in), refused"
 )
 
 
-def token_matches(root: str, snap: Snapshot) -> bool:
-    """Whether ``snap`` is the snapshot this store wrote last (:data:`TOKEN_REL` holds
-    its token). A store of an earlier version has neither token, and matches."""
+def token_matches(root: str, token: str | None) -> bool:
+    """Whether the snapshot holding ``token`` is one this store wrote last
+    (:data:`TOKEN_REL` names it; while a compaction writes, it names the snapshot in
+    place and the coming one). A store of an earlier version has neither token, and
+    matches."""
     try:
         data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=256)
     except FileNotFoundError:
-        return snap.token is None
+        return token is None
     except (OSError, UnsafePathError):
         return False  # unreadable, a folder, a symlink: nothing vouches for the snapshot
-    return snap.token is not None and data.decode("ascii", "replace").strip() == snap.token
+    return token is not None and token in data.decode("ascii", "replace").split()
 
 
 def identity(root: str) -> tuple[int, int, int] | None:
@@ -405,11 +413,13 @@ def read_header(root: str) -> Header | None:
         if header.get("version") != VERSION or tuple(header.get("columns", ())) != COLUMNS:
             return None
         offsets = {str(k): int(v) for k, v in header["offsets"].items()}
-        generation = header.get("generation")
+        generation, token = header.get("generation"), header.get("token")
     except (orjson.JSONDecodeError, AttributeError, KeyError, TypeError, ValueError):
         return None
     gen = generation if isinstance(generation, int) else None
-    return Header((st.st_ino, st.st_mtime_ns, st.st_size), offsets, gen)
+    return Header(
+        (st.st_ino, st.st_mtime_ns, st.st_size), offsets, gen, token if isinstance(token, str) else None
+    )
 
 
 def load(root: str) -> Snapshot | None:

@@ -535,3 +535,29 @@ def test_a_line_stamped_ahead_still_deletes_a_file_unchanged_since(tmp_path: Pat
         assert (report.recovered, report.left_as_edited) == (1, ())
         assert s.ids() == []
     assert not (root / "self" / "a1.md").exists()
+
+
+def test_a_crashed_commit_rolls_forward_after_the_clock_stepped_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review round 2 (session 25): the bound also took "now"; with the clock stepped back
+    60 s after a crash (NTP after a reboot), the crashed update's own file looked edited
+    after its line, the update was dropped and its temp file removed."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="m1", layer="self", body="v1"))
+
+    def crash() -> None:
+        s = MdCG(root)
+        s._engine.journal.fault = lambda step: (
+            os.kill(os.getpid(), signal.SIGKILL) if step == "logged" else None
+        )
+        s.update("m1", body="v2")
+
+    assert stress.wait(stress.fork(crash)) == -signal.SIGKILL
+    real = time.time_ns
+    monkeypatch.setattr(journal.time, "time_ns", lambda: real() - 60 * 10**9)
+    with MdCG(root) as s:
+        report = s.sync()
+        assert (report.recovered, report.left_as_edited) == (1, ())
+        assert s.get("m1").body == "v2"

@@ -97,7 +97,7 @@ def test_an_open_between_a_compactions_two_writes_waits_for_the_token(tmp_path: 
     root = tmp_path / "m"
     _store(root, ["n1", "n2"], "d")
     token = (root / ".mdcg" / "index.token").read_text()
-    (root / ".mdcg" / "index.token").write_text("f" * 32)  # the token of the snapshot before
+    (root / ".mdcg" / "index.token").write_text("f" * 32)  # a token file not naming it yet
     timer = threading.Timer(0.01, lambda: (root / ".mdcg" / "index.token").write_text(token))
     timer.start()
     try:
@@ -131,3 +131,78 @@ def test_opens_beside_a_compacting_process_load_from_a_snapshot(tmp_path: Path) 
     assert loaded == ["snapshot"] * 30
     with MdCG(root) as s:
         assert set(s.ids()) == set(ids) | {f"c{i:02d}" for i in range(30)}
+
+
+@pytest.mark.parametrize("killed_at", ["snapshot", "token"])
+def test_a_compaction_killed_between_its_writes_leaves_a_pair_that_opens(
+    tmp_path: Path, killed_at: str
+) -> None:
+    """Review round 2 (session 25): a compaction killed after writing its snapshot and
+    before its token left every later read-only open building the index from the files.
+    The token file now names the snapshot in place and the coming one first."""
+    import os
+    import signal
+
+    from md_cg import fsops
+
+    root = tmp_path / "m"
+    _store(root, [f"n{i}" for i in range(20)], "d")
+
+    def compact_and_die() -> None:
+        real = fsops.atomic_write
+        seen: list[str] = []
+
+        def write(r: str, rel: str, data: object, **kw: object) -> object:
+            seen.append(rel)
+            # the snapshot: killed before it lands; the token: killed before the final one
+            if (killed_at == "snapshot" and rel == snapshot.REL) or (
+                killed_at == "token" and rel == snapshot.TOKEN_REL and seen.count(rel) == 2
+            ):
+                os.kill(os.getpid(), signal.SIGKILL)
+            return real(r, rel, data, **kw)
+
+        fsops.atomic_write = write  # type: ignore[assignment]
+        with MdCG(root, auto_compact=None) as s:
+            s.add(Node(id="late", layer="self", body="written before the compaction"))
+            s.compact_index()
+
+    assert stress.wait(stress.fork(compact_and_die)) == -signal.SIGKILL
+    for _ in range(2):
+        with MdCG(root, read_only=True) as s:
+            assert (s.loaded_from, s._engine.snapshot_problem) == ("snapshot", None)
+            assert "late" in s.ids()
+
+
+def test_a_long_lived_process_does_not_follow_a_restored_snapshot(tmp_path: Path) -> None:
+    """Review round 2 (session 25): refresh() followed a snapshot of the next generation
+    without its token, so an older snapshot restored alone was taken in by a running
+    process (and its next compaction made that permanent)."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(Node(id="a", layer="self", body="alpha"))
+        s.compact_index()
+    running = MdCG(root, refresh_interval=None, auto_compact=None)
+
+    def in_child(work: str) -> None:
+        def run() -> None:
+            with MdCG(root, auto_compact=None) as s:
+                if work == "compact":
+                    s.compact_index()
+                else:
+                    s.add(Node(id=work, layer="self", body=f"later {work}"))
+
+        assert stress.wait(stress.fork(run)) == 0
+
+    in_child("x1")
+    running.refresh()
+    in_child("compact")
+    backup = (root / ".mdcg" / "index.snapshot").read_bytes()
+    in_child("x2")
+    in_child("compact")
+    (root / ".mdcg" / "index.snapshot").write_bytes(backup)
+    running.refresh()
+    assert running.ids() == ["a", "x1", "x2"]
+    running.compact_index()
+    running.close()
+    with MdCG(root, auto_compact=None) as s:
+        assert (s.loaded_from, s.ids()) == ("snapshot", ["a", "x1", "x2"])
