@@ -153,33 +153,34 @@ def test_each_veto_family_keeps_a_one_off_long(text: str, rule: str, marker: str
     [
         ("今天主人告诉我他的女儿叫小美", "long", "term_guard_durable_fact", "女儿叫", "veto_durable_fact"),
         ("刚才主人说他是素食者", "long", "term_guard_durable_fact", "素食", "veto_durable_fact"),
-        ("昨天确定了：以后所有新服务都用 PostgreSQL", "long", "term_guard_permanence", "以后",
+        ("昨天确定了：以后所有新服务都用 PostgreSQL", "long", "term_guard_permanence", "以后所有",
          "veto_permanence"),
         ("Today the user told me their daughter's name is Mia", "long", "term_guard_durable_fact", "name",
          "veto_durable_fact"),
         ("今天学到：Python 的 GIL 让同一时刻只有一个线程执行字节码", "long", "term_guard_learned", "学到",
          "veto_learned"),
         ("Tonight I found out the API key for prod is stored in Vault", "long", "term_guard_durable_fact",
-         "api key", "veto_durable_fact"),
+         "is stored", "veto_durable_fact"),
         ("Tonight I found out the build cache lives on the NAS", "long", "term_guard_durable_fact", "lives",
          "veto_durable_fact"),
-        ("Tonight I found out why the build is slow", "long", "term_guard_learned", "found out",
+        ("Tonight I found out why the build is slow", "long", "term_guard_learned", "found out why",
          "veto_learned"),
         ("This time the deploy failed because the disk filled up; root cause: log rotation was off", "long",
          "term_guard_learned", "root cause", "veto_learned"),
-        ("Remind me: the server root password is hunter2", "long", "term_guard_durable_fact", "password",
+        ("Remind me: the server root password is hunter2", "long", "term_guard_durable_fact", "password is",
          "veto_durable_fact"),
         ("Just now the user corrected me: their surname is spelled Smyth", "long", "term_guard_durable_fact",
          "surname", "veto_durable_fact"),
         ("Just now the user corrected me about the deadline", "long", "term_guard_learned", "corrected",
          "veto_learned"),
-        ("刚刚主人纠正我：他姓欧阳，不姓欧", "long", "term_guard_durable_fact", "姓", "veto_durable_fact"),
+        ("刚刚主人纠正我：他姓欧阳，不姓欧", "long", "term_guard_durable_fact", "他姓", "veto_durable_fact"),
         ("刚刚主人纠正我的说法", "long", "term_guard_learned", "纠正", "veto_learned"),
-        ("Deploy procedure updated today: use make deploy", "long", "term_guard_durable_fact", "procedure",
+        ("Deploy procedure updated today: use make deploy", "long", "term_guard_durable_fact",
+         "procedure updated",
          "veto_durable_fact"),
         ("The meeting notes for today: we chose Postgres as the database for all services", "long",
-         "term_guard_state_change", "chose", "veto_state_change"),
-        ("用户今天开始吃素", "long", "term_guard_durable_fact", "吃素", "veto_durable_fact"),
+         "term_guard_state_change", "chose postgres as", "veto_state_change"),
+        ("用户今天开始吃素", "long", "term_guard_durable_fact", "开始吃素", "veto_durable_fact"),
         ("The user is vegetarian since today", "long", "term_guard_durable_fact", "vegetarian",
          "veto_durable_fact"),
         # one-offs that stay temp
@@ -206,6 +207,96 @@ def test_durable_facts_behind_a_time_word_stay_long(
     assert (d.tier, d.rule, d.marker) == (tier, rule, marker)
     one_off = decide(text, "one_off")
     assert (one_off.tier, one_off.rule) == (tier, one_off_rule)
+
+
+#: Review 25b (D1, high): one-off errands the session-25 veto words made long. Each stays
+#: temp, unset (rule, marker) and one_off (rule temporal_one_off).
+ERRANDS_WITH_A_VETO_WORD = [
+    ("Remind me to tell John the password tomorrow", "term_n1_relative_day", "tomorrow"),
+    ("明天告诉我结果", "term_n1_relative_day", "明天"),
+    ("今天发现钥匙落在车里了", "term_n1_relative_day", "今天"),
+    ("Tonight we chose the Thai place", "term_n1_relative_day", "tonight"),
+    ("今天下午确定一下会议室", "term_n1_relative_day", "今天"),
+    ("明天下午去姓王的医生那里看病", "term_n1_relative_day", "明天"),
+    ("今天百姓超市打折", "term_n1_relative_day", "今天"),
+    ("今天晚上吃素", "term_n1_relative_day", "今天"),
+    ("tomorrow ask Bob for the api key", "term_n1_relative_day", "tomorrow"),
+    ("today lunch was kept in the fridge", "term_n1_relative_day", "today"),
+    ("tonight's dinner: went with sushi", "term_n1_relative_day", "tonight"),
+    ("just now found out the train is late", "term_n2_just_now", "just now"),
+    ("提醒我明天以后再打电话", "term_n1_relative_day", "明天"),
+    ("以后再说, 明天提醒我", "term_n1_relative_day", "明天"),
+    ("明天开会，告知小李", "term_n1_relative_day", "明天"),
+    ("tomorrow pick up the kids from their lessons", "term_n1_relative_day", "tomorrow"),
+    ("yesterday I realized I left the stove on", "term_n1_relative_day", "yesterday"),
+    ("明天的步骤：先去银行", "term_n1_relative_day", "明天"),
+    ("明天去看看新的账号余额", "term_n1_relative_day", "明天"),
+    ("remind me tomorrow to look at the procedure doc", "term_n1_relative_day", "tomorrow"),
+    ("今天中午确定吃什么", "term_n1_relative_day", "今天"),
+]
+
+#: Review 25b (D2, medium): durable facts behind a time word, in a reported-speech frame
+#: about the user. Each is long, unset (term_guard_reported, the frame) and one_off (veto_reported).
+REPORTED_FACTS = [
+    ("Today the user said he's diabetic", "the user said"),
+    ("今天主人说他有糖尿病", "主人说"),
+    ("Today the user mentioned they are left-handed", "the user mentioned"),
+    ("tonight the user said she doesn't drink alcohol", "the user said"),
+    ("今天主人说他不喝酒", "主人说"),
+    ("今天主人说：钥匙放在门垫下面", "主人说"),
+    ("Today the user said the spare key is under the mat", "the user said"),
+    ("today the user revealed the garage code is 4412", "the user revealed"),
+    ("今天主人告诉他：钥匙在门垫下面", "主人告诉"),
+    ("刚才主人说他开特斯拉", "主人说"),
+    ("today the user told the assistant she's pregnant", "the user told"),
+]
+
+
+@pytest.mark.parametrize(("text", "rule", "marker"), ERRANDS_WITH_A_VETO_WORD)
+def test_errands_with_a_general_veto_word_stay_temp(text: str, rule: str, marker: str) -> None:
+    """A single 姓 matched 百姓, 确定/发现/告诉我/chose/found out/lessons vetoed anywhere,
+    and 'password' vetoed a reminder request: these errands were kept for good."""
+    d = decide(text, None)
+    assert (d.tier, d.rule, d.marker) == ("temp", rule, marker)
+    one_off = decide(text, "one_off")
+    assert (one_off.tier, one_off.rule) == ("temp", "temporal_one_off")
+
+
+@pytest.mark.parametrize(("text", "marker"), REPORTED_FACTS)
+def test_a_reported_fact_behind_a_time_word_stays_long(text: str, marker: str) -> None:
+    d = decide(text, None)
+    assert (d.tier, d.rule, d.marker) == ("long", "term_guard_reported", marker)
+    one_off = decide(text, "one_off")
+    assert (one_off.tier, one_off.rule, one_off.marker) == ("long", "veto_reported", marker)
+    assert one_off.reason.endswith(
+        "but the text states what the user said about something, with no moment named after it"
+        f" (it holds after the day it was said) ({marker!r})"
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "tier", "rule"),
+    [
+        # a moment named after the frame: the user reported a one-off
+        ("主人说晚上想吃面条", "temp", "temporal_one_off"),
+        ("Today the user said she will be late tonight", "temp", "temporal_one_off"),
+        # a reminder request opening the text: learned, state change and reported do not veto ...
+        ("Remind me tomorrow to ask what we decided on", "temp", "temporal_one_off"),
+        ("提醒我明天问问主人说的那家店", "temp", "temporal_one_off"),
+        # ... but a durable fact, a habit or a permanence still does
+        ("Remind me: the server root password is hunter2", "long", "veto_durable_fact"),
+        ("Remind me tomorrow: we always deploy on Fridays", "long", "veto_habit"),
+        ("提醒我：以后都用中文回答", "long", "veto_permanence"),
+        # context-bound words still veto
+        ("今天学到：主人姓氏是欧阳", "long", "veto_durable_fact"),
+        ("Yesterday we chose Postgres as the database", "long", "veto_state_change"),
+        ("Today it turns out the NAS is the build cache", "long", "veto_learned"),
+        ("Tonight Bob told me that the wifi password is on the fridge", "long", "veto_durable_fact"),
+    ],
+)
+def test_reported_frames_and_reminder_openings(text: str, tier: str, rule: str) -> None:
+    d = decide(text, "one_off")
+    assert (d.tier, d.rule) == (tier, rule)
 
 
 def test_a_term_reason_says_where_the_marker_is() -> None:
@@ -432,7 +523,7 @@ ROWS = labelled_sets.load(labelled_sets.TEMPORAL_SET)
 
 
 def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
-    assert len(ROWS) == 264 and len({r["id"] for r in ROWS}) == len(ROWS)
+    assert len(ROWS) == 296 and len({r["id"] for r in ROWS}) == len(ROWS)
     assert {r["lang"] for r in ROWS} == {"zh", "en"}
     assert {"one_off", "agreement", "habit", "durable", "state_change", "alarm"} <= {
         r["category"] for r in ROWS
@@ -440,17 +531,21 @@ def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
     assert {r["expected_tier"] for r in ROWS} == {"temp", "long"}
     assert {"one_off", "unknown", ""} <= {r["temporal"] for r in ROWS}
     vetoed = [r for r in ROWS if r["temporal"] == "one_off" and r["expected_tier"] == "long"]
-    assert len(vetoed) == 101
+    assert len(vetoed) == 106
 
 
 def test_temp_precision_is_one_and_recall_is_as_measured() -> None:
-    first = labelled_sets.retention_scores([r for r in ROWS if r["batch"] != "review25"])
+    first = labelled_sets.retention_scores([r for r in ROWS if not r["batch"].startswith("review25")])
     assert first["precision"] == 1.0 and (first["true"], first["decided"], first["expected"]) == (89, 89, 106)
+    # Review 25b: the 21 errands stay temp, the 11 reported facts long (with the
+    # session-25 words 0 of 21 errands were temp and all 11 facts were).
+    second = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review25b"])
+    assert (second["true"], second["decided"], second["expected"], second["wrong"]) == (21, 21, 21, [])
     scores = labelled_sets.retention_scores(ROWS)
     # Session 25's review rows: one false temp left, r15 "first memory today" (a trailing
     # 'today' within the window; docs/retention.md, known limits). Before the session-25
     # markers the review rows gave 13 false temps (5 true of 18 decided).
-    assert (scores["true"], scores["decided"], scores["expected"]) == (94, 95, 112)
+    assert (scores["true"], scores["decided"], scores["expected"]) == (115, 116, 133)
     assert scores["wrong"] == [
         "z18", "z19", "z21", "z61", "e14", "e16", "e19", "e62",
         "a8", "b4", "b7", "b13", "b15", "d1", "g7", "g9", "g11", "r15", "r18",
@@ -468,25 +563,27 @@ def test_rule_hits_on_the_labelled_set() -> None:
     assert hits == {
         "default_long": 21,
         "temporal_durable": 7,
-        "temporal_one_off": 58,
+        "temporal_one_off": 68,
         "temporal_recurring": 4,
         "term_guard_agreement": 3,
         "term_guard_durable_fact": 9,
         "term_guard_habit": 4,
         "term_guard_learned": 2,
+        "term_guard_reported": 6,
         "term_guard_permanence": 3,  # z55 今天起...改用: a state change too, long either way
         "term_guard_remember": 2,
         "term_guard_state_change": 3,
-        "term_n1_relative_day": 22,
+        "term_n1_relative_day": 33,
         "term_n2_just_now": 3,
         "term_n3_this_once": 2,
         "term_n4_reminder_request": 6,
         "term_n5_near_date": 4,
         "veto_agreement": 13,
-        "veto_durable_fact": 28,  # f5 素食, g15 password: were veto_no_anchor, long either way
+        "veto_durable_fact": 27,  # f5 素食: was veto_no_anchor, long either way
+        "veto_reported": 5,
         "veto_far_future": 1,
         "veto_habit": 17,
-        "veto_no_anchor": 36,
+        "veto_no_anchor": 37,  # g15 "password manager": no longer a durable-fact word, long either way
         "veto_permanence": 6,
         "veto_remember": 3,
         "veto_state_change": 7,
@@ -495,7 +592,7 @@ def test_rule_hits_on_the_labelled_set() -> None:
 
 def test_without_the_anchor_check_precision_drops() -> None:
     scores = labelled_sets.retention_scores(ROWS, require_anchor=False)
-    assert (scores["true"], scores["decided"]) == (103, 131)
+    assert (scores["true"], scores["decided"]) == (124, 153)
 
 
 def test_marker_patterns_are_compiled_on_first_use_only() -> None:
