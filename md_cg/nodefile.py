@@ -239,7 +239,7 @@ _KEY_DECODER = json.JSONDecoder()
 _loads = orjson.loads
 #: A run of 19+ digits: an integer orjson may read as a float (below -2**63 or
 #: above 2**64 - 1; it keeps 19 digits of the rest of them exact).
-LONG_DIGITS = re.compile(r"\d{19}")
+LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
 class Frontmatter(NamedTuple):
