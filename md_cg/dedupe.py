@@ -553,22 +553,44 @@ class Verdict:
     score: float
 
 
+#: Markdown that does not change what a text says, for ``exact``: a setext heading's
+#: underline or a rule (a line of ``=``, or of two or more ``-``/``*``/``_``), and at
+#: a line's start heading marks, a quote mark and a bullet (``-``, ``*``, ``+``).
+_MARKUP_LINE_RE = re.compile(r"^[ \t]*(?:=+|(?:[-*_][ \t]*){2,})[ \t]*$", re.MULTILINE)
+_MARKUP_START_RE = re.compile(r"^[ \t]*(?:#+|>|[-*+](?=[ \t]))[ \t]*", re.MULTILINE)
+#: Emphasis and code spans around a run of text: ``**10am**``, ``__x__``, ``*x*``, `` `x` ``.
+#: Not inside a word: ``2*3*4`` is not ``234``.
+_EMPHASIS_RE = re.compile(r"(?<![\w*`])(\*\*|__|\*|`)(?=\S)(.+?)(?<=\S)\1(?![\w*`])")
+
+
 def _plain(text: str) -> str:
-    """``text`` as :func:`verdict` compares it for ``exact``: the heading marks of its
-    first line dropped, every run of whitespace one space, trimmed."""
-    return " ".join(text.lstrip().lstrip("#").split())
+    """``text`` as :func:`verdict` compares it for ``exact``: Markdown that does not
+    change what it says dropped (:data:`_MARKUP_LINE_RE`, :data:`_MARKUP_START_RE`,
+    :data:`_EMPHASIS_RE`: a setext or ATX heading, bullets, quotes, bold, italics
+    with ``*``, code marks), every run of whitespace one space, trimmed. Numbered
+    list marks stay (a number may be the fact)."""
+    text = _MARKUP_LINE_RE.sub("", text)
+    text = _MARKUP_START_RE.sub("", text)
+    text = _EMPHASIS_RE.sub(r"\2", text)
+    return " ".join(text.split())
 
 
 def same_text(candidate: NormalizedCandidate, row: tuple[str, ...]) -> bool:
-    """Whether a row ``(id, title, content[, body])`` holds the candidate's text: the
-    same title key and content, or the candidate's content is the row's whole text
-    (``body`` when the row has it, else title and content: a memory without a
-    heading, as ``add`` stores one)."""
+    """Whether a row ``(id, title, content[, body])`` holds the text the candidate would
+    store (``# title``, then the content): the same title key and content; or the
+    candidate's title and content are the row's whole text (``body`` when the row has
+    it, else title and content: a memory without a heading, as ``add`` stores one);
+    or its content is the row's whole text and its title is the row's title (a one-line
+    memory). A content equal to a body under another title is not ``exact``: the
+    title would be stored too, and a title carries facts ("Budget Q3 sign-off" over
+    "Approved")."""
     title, content = row[1], row[2]
+    same_title = title_key(title) == title_key(candidate.title)
     mine = _plain(candidate.content)
-    if title_key(title) == title_key(candidate.title) and mine == _plain(content):
+    if same_title and mine == _plain(content):
         return True
-    return mine == _plain(row[3] if len(row) > 3 else f"{title}\n{content}")
+    whole = _plain(row[3] if len(row) > 3 else f"{title}\n{content}")
+    return _plain(candidate.text) == whole or (same_title and mine == whole)
 
 
 def verdict(
@@ -599,8 +621,8 @@ def verdict(
     probe = candidate.text
     sketch = _sketch(probe)
     scores: dict[str, float] = {}
-    for node_id, title, content, *_body in rows:
-        text = f"{title}\n{content}"
+    for node_id, title, content, *body in rows:
+        text = body[0] if body else f"{title}\n{content}"  # the whole text: a title is cut short
         if prefilter > 0 and fuzz.ratio(sketch, _sketch(text), score_cutoff=prefilter * 100) == 0.0:
             continue
         score = scores[node_id] = near_score(probe, text)

@@ -352,12 +352,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``temporal`` or ``retention_tier`` re-decides retention (an expiry
         already set is kept).
         """
-        views.check_changes(check_id(node_id), changes)
-        now = time.time()
-        decided: list[tuple[Node, temporal.RetentionDecision]] = []
-        out = self.modify(node_id, self._changer(node_id, changes, now, decided), durable=durable)
-        self._ret.record(decided, now)
-        return out
+        return self._update(node_id, changes, durable)
 
     def modify(
         self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None

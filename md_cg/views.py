@@ -111,6 +111,10 @@ class _Handle:
 
         def log(self, name: str) -> AppendLog: ...
 
+        def modify(
+            self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None
+        ) -> Node: ...
+
     def _check_taken(self, entry: Entry) -> None:
         """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
         one namespace, so the id is taken, but nothing of that node is named or replaced."""
@@ -610,6 +614,19 @@ class Lifecycle(_Handle):
             said = str(exc).removeprefix(f"node {node.id!r}: ")
             raise type(exc)(f"the new memory: {said}", field=exc.field, value=exc.value) from None
 
+    def _update(self, node_id: str, changes: dict[str, Any], durable: bool | None) -> Node:
+        """``update`` (see :meth:`md_cg.store.MdCG.update`); warns, as ``add`` does, of an
+        expiry given already past (the memory is hidden at once)."""
+        check_changes(check_id(node_id), changes)
+        now = time.time()
+        decided: list[tuple[Node, temporal.RetentionDecision]] = []
+        out = self.modify(node_id, self._changer(node_id, changes, now, decided), durable=durable)
+        self._ret.record(decided, now)
+        given = changes.get("expires_at") is not None
+        if given and out.expires_at is not None and out.expires_at <= now and out.retention_tier != "long":
+            _warn_past_expiry(out, stacklevel=4)
+        return out
+
     def _changer(
         self, node_id: str, changes: dict[str, Any], now: float, decided: list[tuple[Node, Any]]
     ) -> Callable[[Node], Node]:
@@ -630,6 +647,8 @@ class Lifecycle(_Handle):
                 and node.retention_tier is not None
                 and temporal.was_asked(node.retention_reason)
             )
+            if not chosen:
+                _refuse_lone_reason(node_id, changes)
             kept = {k: node.extra[k] for k in (merge_mod.CONFLICT_KEY, audit.RENAMED_FROM) if k in node.extra}
             for key, value in changes.items():
                 setattr(node, key, value)
@@ -774,15 +793,37 @@ def _same_text(eng: Engine, node: Node) -> Callable[[Entry], bool]:
     return same
 
 
-def _warn_past_expiry(node: Node) -> None:
-    """Warn of a new memory given an expiry already past: it is hidden from every read
-    at once, and the next sweep removes it (docs/retention.md)."""
+def _refuse_lone_reason(node_id: str, changes: dict[str, Any]) -> None:
+    """Refuse an ``update`` giving ``retention_reason`` alone to a memory whose tier the
+    caller did not choose: a stored reason the decision did not write says the caller
+    chose the tier (:func:`md_cg.temporal.was_asked`), so the note would keep the
+    decision's tier for good (a one-off memory stayed temporary through an edit that
+    made it a lasting fact). A reason counts only given with ``retention_tier`` or an
+    ``expires_at`` (which asks for the temp tier), as ``add`` takes one."""
+    reason = changes.get("retention_reason")
+    if not isinstance(reason, str) or not reason.strip() or "retention_tier" in changes:
+        return
+    if changes.get("expires_at") is not None:
+        return
+    raise InvalidArgumentError(
+        f"node {node_id!r}: a retention_reason says why the caller chose the tier; this "
+        "memory's tier was decided by its text, and a reason alone would keep that tier "
+        "through later edits: give retention_tier with it (the tier you choose)",
+        name="retention_reason",
+        value=reason,
+    )
+
+
+def _warn_past_expiry(node: Node, stacklevel: int = 5) -> None:
+    """Warn of a memory given an expiry already past: it is hidden from every read
+    at once, and the next sweep removes it (docs/retention.md). ``stacklevel``: the
+    caller of ``add``/``add_many`` (5) or of ``update`` (4)."""
     when = format_instant(node.expires_at) if node.expires_at is not None else None
     warnings.warn(
         f"md-cg: node {node.id!r}: expires_at {when} is already past: the memory is hidden "
         "from every read at once and the next sweep() removes it",
         RuntimeWarning,
-        stacklevel=5,
+        stacklevel=stacklevel,
     )
 
 

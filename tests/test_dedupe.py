@@ -248,11 +248,38 @@ def test_a_same_title_with_other_content_is_not_exact() -> None:
     assert verdict(cand("功能名：二分查找·反例·第3篇", "something else entirely"), rows) == Verdict(
         "same_title", "n1", 0.0
     )
-    assert verdict(cand("Hobbies", "The user likes hiking"), rows) == Verdict("exact", "n2", 1.0)
-    assert verdict(cand("Hobbies", "# The user likes hiking\n"), rows) == Verdict("exact", "n2", 1.0)
+    # the whole text under its own title: exact; under another title: the title would be stored too
+    assert verdict(cand("The user likes hiking", "The user likes hiking"), rows) == Verdict(
+        "exact", "n2", 1.0
+    )
+    assert verdict(cand("The user likes", "# hiking\n"), rows) == Verdict("exact", "n2", 1.0)
+    assert verdict(cand("Hobbies", "The user likes hiking"), rows) == Verdict("new", None, 0.8)
     assert (
         verdict(cand("Other", "二分查找的反例：数组未排序时结果错误"), rows).kind == "new"
     )  # titles carry facts
+
+
+def test_a_body_under_another_title_is_not_exact() -> None:
+    """Review session 25 (D5): a candidate whose content was a memory's whole body was
+    `exact` (discarded without review) whatever its title, though it would store the
+    title too; the same text with other Markdown (a setext heading, bullets, bold) was
+    `near` 1.0, not `exact`."""
+    rows = [
+        ("ok", "Approved", "", "Approved"),
+        (
+            "lunch",
+            "Lunch",
+            "=====\n\n- Meeting at **10am**\n- Room 4",
+            "Lunch\n=====\n\n- Meeting at **10am**\n- Room 4",
+        ),
+    ]
+    assert verdict(cand("Budget Q3 sign-off", "Approved"), rows) == Verdict("new", None, 0.0)
+    assert verdict(cand("Approved", "Approved"), rows) == Verdict("exact", "ok", 1.0)
+    assert verdict(cand("Lunch", "Meeting at 10am\nRoom 4"), rows) == Verdict("exact", "lunch", 1.0)
+    assert verdict(cand("Lunch", "* Meeting at `10am`\n\n* Room 4"), rows) == Verdict("exact", "lunch", 1.0)
+    assert verdict(cand("Lunch", "Meeting at 11am\nRoom 4"), rows).kind == "same_title"
+    # marks inside a word are text: 2*3*4 is not 234
+    assert verdict(cand("Sum", "2*3*4"), [("m", "Sum", "234")]).kind != "exact"
 
 
 def test_near_picks_the_best_row_ties_go_first() -> None:

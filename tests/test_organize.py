@@ -829,10 +829,13 @@ def test_an_apply_skips_a_candidate_add_would_refuse_and_saves_the_rest(tmp_path
 
 def test_exact_needs_the_text_not_only_the_title(tmp_path: Path) -> None:
     """`exact` (score 1.0) was given on the title alone; a candidate whose content was a
-    memory's whole text (a body without a heading) was `new`."""
+    memory's whole text (a body without a heading) was `new`. Since review session 25
+    (D5) such a candidate is `exact` only under the memory's own title (or as title and
+    content together): under another title it would store that title too."""
     store = seeded(tmp_path / "s")
     store.add(id="kp_hike", layer="knowledge", body="The user likes hiking on weekends\n")
-    long = "The release checklist " + "covers the changelog, the version bump and the tag " * 4
+    rest = "covers the changelog, the version bump and the tag " * 4
+    long = "The release checklist " + rest
     store.add(id="kp_long", layer="knowledge", body=long)  # one line past the title's 120 characters
     r = store.organize(
         candidates=[
@@ -840,25 +843,56 @@ def test_exact_needs_the_text_not_only_the_title(tmp_path: Path) -> None:
             {"layer": "knowledge", "title": "Hobbies", "content": "The user likes hiking on weekends"},
             {"layer": "knowledge", "title": "coffee order", "content": "Oat-milk flat white, no sugar."},
             {"layer": "knowledge", "title": "Releases", "content": long},
+            {
+                "layer": "knowledge",
+                "title": "The user likes hiking on weekends",
+                "content": "The user likes hiking on weekends",
+            },
+            {"layer": "knowledge", "title": "The release checklist", "content": rest},
         ]
     )
     assert [
         (i.verdict, i.match.id if i.match else None, i.match.score if i.match else None) for i in r.items
     ] == [
         ("same_title", "kp_coffee", 0.0),
-        ("exact", "kp_hike", 1.0),
+        ("near", "kp_hike", 20 / 23),
         ("exact", "kp_coffee", 1.0),
+        ("near", "kp_long", pytest.approx(0.9769, abs=1e-4)),
+        ("exact", "kp_hike", 1.0),
         ("exact", "kp_long", 1.0),
     ]
     assert dict(r.counts) == {
-        "total": 4,
+        "total": 6,
         "exact": 3,
-        "near": 0,
+        "near": 2,
         "same_title": 1,
         "new": 0,
         "skipped": 0,
         "truncated": 0,
     }
+
+
+def test_a_memory_s_body_under_another_title_is_not_exact(tmp_path: Path) -> None:
+    """Review session 25 (D5): the candidate would store "# Budget Q3 sign-off\n\nApproved",
+    not the memory's "Approved", yet was `exact` (match 'ok', 1.0: discarded unread)."""
+    with MdCG(tmp_path / "s") as s:
+        s.add(id="ok", body="Approved", layer="knowledge")
+        s.add(id="lunch", body="Lunch\n=====\n\n- Meeting at **10am**\n- Room 4", layer="knowledge")
+        r = s.organize(
+            "dryRun",
+            candidates=[
+                {"title": "Budget Q3 sign-off", "content": "Approved", "layer": "knowledge"},
+                {"title": "Approved", "content": "Approved", "layer": "knowledge"},
+                {"title": "Lunch", "content": "Meeting at 10am\nRoom 4", "layer": "knowledge"},
+            ],
+        )
+    assert [
+        (i.verdict, i.match.id if i.match else None, i.match.score if i.match else None) for i in r.items
+    ] == [
+        ("new", None, None),
+        ("exact", "ok", 1.0),
+        ("exact", "lunch", 1.0),
+    ]
 
 
 @pytest.mark.parametrize("strict", [False, True])

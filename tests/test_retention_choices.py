@@ -240,3 +240,48 @@ def test_add_warns_of_an_expiry_already_past(tmp_path: Path) -> None:
             warnings.simplefilter("error")
             s.add_many([Node(id="q", body="imported", retention_tier="temp", expires_at=1e9)], stamp=False)
         assert s.ids(include_expired=True) == ["p", "q"]
+
+
+def test_a_reason_alone_is_not_a_tier_choice(tmp_path: Path) -> None:
+    """Review session 25 (D6): update(retention_reason=...) alone on a memory the decision
+    made temporary stored a reason the decision did not write, which was_asked took for
+    the caller's choice: a later edit into a lasting fact stayed temporary and was swept."""
+    with MdCG(tmp_path / "m", ttl_seconds=TTL) as s:
+        s.add(id="w", body="tomorrow at 9 call the boss")
+        assert s.get("w").retention_tier == "temp"
+        with pytest.raises(InvalidArgumentError) as err:
+            s.update("w", retention_reason="just a note")
+        assert (err.value.name, str(err.value)) == (
+            "retention_reason",
+            "node 'w': a retention_reason says why the caller chose the tier; this memory's tier was "
+            "decided by its text, and a reason alone would keep that tier through later edits: give "
+            "retention_tier with it (the tier you choose)",
+        )
+        edited = s.update("w", body="The user is vegetarian and never eats meat")
+        assert (edited.retention_tier, edited.expires_at, edited.retention_reason) == (None, None, None)
+        # with a tier, or an expiry, the reason is the caller's choice; on a chosen tier a new reason is fine
+        s.add(id="k", body="tomorrow at 9 call the boss")
+        kept = s.update("k", retention_tier="long", retention_reason="the user said keep it")
+        assert s.update("k", retention_reason="still wanted").retention_reason == "still wanted"
+        assert s.update("k", body="The user is vegetarian").retention_tier == kept.retention_tier == "long"
+        s.update("w", retention_reason=None)  # clearing is no choice
+
+
+def test_update_warns_of_an_expiry_already_past(tmp_path: Path) -> None:
+    """add warned of an expiry already past; update(expires_at=<past>) of a long memory made
+    it temporary and hidden at once without a word."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="p", body="The user is left-handed", tier="long")
+        with pytest.warns(RuntimeWarning) as caught:
+            s.update("p", expires_at=1e9)
+        assert [str(w.message) for w in caught] == [
+            "md-cg: node 'p': expires_at 2001-09-09T01:46:40.000000Z is already past: the memory is "
+            "hidden from every read at once and the next sweep() removes it"
+        ]
+        assert caught[0].filename == __file__
+        assert s.ids() == [] and s.ids(include_expired=True) == ["p"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            s.update("p", expires_at=time.time() + 3600)
+            s.update("p", body="The user is left-handed, writes with the left hand")
+        assert s.ids() == ["p"]
