@@ -456,6 +456,7 @@ def test_items_an_earlier_version_put_on_a_timer_are_kept_on_open(tmp_path: Path
     asked for, and a memory that is not an item, keep theirs. Two processes opening
     the store at once both succeed."""
     root, ns = tmp_path / "mem", ("u", "1")
+    # an earlier version's wording of the decision (still read as the decision's, not a choice)
     words = "the one-off marker 'tomorrow' (n1_relative_day) opens the text and no veto marker is in the text"
     with MdCG(root) as md:
         md.add(_old_item(ns, "k1", "remind me tomorrow: dentist at 3pm today"))
@@ -464,7 +465,8 @@ def test_items_an_earlier_version_put_on_a_timer_are_kept_on_open(tmp_path: Path
             md.get(node_id_for(ns, "k1")).retention_reason,
         ) == (
             "temp",
-            words,
+            "the one-off marker 'tomorrow' (n1_relative_day) begins at word 3 of the text, within the "
+            "first 12 a term rule reads (a CJK character counts as one) and no veto marker is in the text",
         )
         past = {"retention_tier": "temp", "expires_at": time.time() - 60, "retention_reason": words}
         asked = {
