@@ -49,11 +49,10 @@ def test_init_creates_layers_and_gitignore(tmp_path: Path) -> None:
         "unresolved",
     ]
     assert ".mdcg/*" in (tmp_path / "m" / ".gitignore").read_text()
-    # every new store routes its node files (archived ones too) to the merge driver, LF
+    # every new store routes its node files (archived ones too) to the merge driver
     assert (tmp_path / "m" / ".gitattributes").read_text().splitlines() == [
         "# md-cg: merge node files field by field (docs/git.md)",
         *(f"{layer}/**/*.md merge=mdcg" for layer in (*LAYERS, "archive")),
-        *(f"{layer}/**/*.md text eol=lf" for layer in (*LAYERS, "archive")),
     ]
 
 
