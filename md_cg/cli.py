@@ -1712,7 +1712,8 @@ def export(
     root: RootOpt = None,
 ) -> None:
     """Export memories as JSON lines (every field and the body), in id order; exit 1 when a
-    memory's file could not be read (each named on stderr)."""
+    memory's file could not be read (each named on stderr; with --tag, --since or --until
+    a broken file may not be one the filter selects: named as "may be left out", exit 0)."""
     from md_cg import export_nodes
 
     start, end = _when(since, "--since"), _when(until, "--until")
@@ -1731,6 +1732,9 @@ def export(
         )
     if out is not None:
         typer.echo(f"exported {report.count} memories to {report.target}")
+    # a file whose memory a --tag/--since/--until filter may or may not select: named, exit 0
+    for where, why in report.maybe_left_out:
+        _stderr().print(f"may be left out: {where}: {why}", soft_wrap=True, markup=False)
     if report.unreadable:  # not a silent gap in a backup: named, and exit 1
         for where, why in report.unreadable:
             _stderr().print(f"not exported: {where}: {why}", soft_wrap=True, markup=False)

@@ -391,6 +391,9 @@ class Scan:
     #: folders that could not be read (permission denied): what the index holds below
     #: them is kept as it is, neither confirmed nor dropped
     unreadable: tuple[str, ...] = ()
+    #: refused folders whose files the scan did not list (too deep, permission denied):
+    #: they may hold memory files
+    unscanned: tuple[str, ...] = ()
 
     def hidden_by(self, rel: str) -> bool:
         """Whether ``rel`` lies in a folder the scan could not read."""
@@ -429,6 +432,7 @@ def scan_files(root: str) -> Scan:
     for rel in found.unreadable:
         out.refused[rel] = "a folder md-cg may not read (permission denied); its memories are not scanned"
     out.unreadable = tuple(sorted(found.unreadable))
+    out.unscanned = tuple(sorted({*found.too_deep, *found.unreadable}))
     out.temps = sorted(rel for rel in found.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1]))
     return out
 

@@ -533,7 +533,14 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
     result is ours or theirs byte for byte when it equals that side. If any
     version does not parse, the files are merged as plain text, and the result
     is clean only if no hunk conflicted and the merged file parses.
+
+    Line ends are made alike first: each ``\\r\\n`` of the three versions is read as
+    ``\\n`` (a lone ``\\r`` is kept), so a version an editor saved with CRLF merges with
+    an LF edit line by line, not as a conflict over every line. The result is written
+    with LF (as md-cg writes every node file), also when it is one side's file (a CRLF
+    side is then kept byte for byte but for its line ends).
     """
+    base, ours, theirs = (_lf(data) for data in (base, ours, theirs))
     if ours == theirs:
         return MergeResult(data=ours, clean=True)
     try:
@@ -558,6 +565,11 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
         if node == merged:
             return MergeResult(data=data, clean=conflict is None, conflict=conflict)
     return MergeResult(data=nodefile.dump_bytes(merged), clean=conflict is None, conflict=conflict)
+
+
+def _lf(data: bytes) -> bytes:
+    """``data`` with its CRLF line ends as LF."""
+    return data.replace(b"\r\n", b"\n")
 
 
 _SCOPE_FIELDS = ("agent_scope", "workspace_scope", "sensitivity")
@@ -720,14 +732,13 @@ def describe_conflict(path: str, conflict: dict[str, Any]) -> str:
 
 
 def attribute_lines() -> list[str]:
-    """The ``.gitattributes`` rules that send node files to the driver (archived ones too),
-    then those that store them with LF line ends (``text eol=lf``): a file saved with CRLF
-    is committed as LF, so its merge with an LF edit meets one changed line, not a whole
-    body of them. Lines of their own, so that :func:`install_merge_driver` adds them to a
-    store's older ``.gitattributes`` and keeps the merge lines it has."""
-    folders = (*LAYERS, ARCHIVE_DIR)
-    merging = [f"{f}/**/*.md merge={DRIVER_NAME}" for f in folders]
-    return merging + [f"{f}/**/*.md text eol=lf" for f in folders]
+    """The ``.gitattributes`` rules that send node files to the driver (archived ones too).
+
+    No ``text``/``eol`` attribute: git keeps each file's bytes as committed. Such a rule
+    added to a store holding CRLF files makes each of them show as modified in every
+    clone (a fresh one too) and a pull touching one refuse; the driver reads CRLF
+    versions as LF instead (:func:`merge_node_files`)."""
+    return [f"{layer}/**/*.md merge={DRIVER_NAME}" for layer in (*LAYERS, ARCHIVE_DIR)]
 
 
 def gitattributes_text() -> str:

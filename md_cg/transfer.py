@@ -203,6 +203,10 @@ class ExportReport:
     #: every file of the layers exported that no index entry holds, and any that failed
     #: to read during the export
     unreadable: list[tuple[str, str]] = field(default_factory=list)
+    #: (path, reason) of the files ``unreadable`` would name from the folders when a tag
+    #: or time filter is set: what such a file holds cannot be told, so its memory may
+    #: match the filter or not -- it may be left out
+    maybe_left_out: list[tuple[str, str]] = field(default_factory=list)
 
 
 # -- reading records ---------------------------------------------------------------------
@@ -762,19 +766,22 @@ def export_nodes(
     )
     ids = sorted(e.id for e in entries)
     written: list[str] = []
-    # A file the store could not use is not silently missing from a backup: named in the report.
-    unreadable = _files_left_out(store, scan, layer)
+    # A file the store could not use is not silently missing from a backup: named in the
+    # report; with a tag or time filter its memory may not be one the filter selects.
+    left_out = _files_left_out(store, scan, layer)
+    filtered = tag is not None or since is not None or until is not None
+    unreadable, maybe = ([], left_out) if filtered else (left_out, [])
     lines = _export_lines(store, ids, include_archived, include_expired, unreadable)
     chunks = _chunks(lines, written)
     if isinstance(target, (str, os.PathLike)) and str(target) != "-":
         path = Path(target).absolute()
         fsops.atomic_write(str(path.parent), path.name, chunks)
-        return ExportReport(len(written), str(path), written, unreadable)
+        return ExportReport(len(written), str(path), written, unreadable, maybe)
     stream = sys.stdout.buffer if not isinstance(target, io.IOBase) else target
     for chunk in chunks:
         stream.write(chunk)
     stream.flush()
-    return ExportReport(len(written), "-", written, unreadable)
+    return ExportReport(len(written), "-", written, unreadable, maybe)
 
 
 def _files_left_out(store: MdCG, scan: index.Scan | None, layer: str | None) -> list[tuple[str, str]]:
@@ -792,7 +799,9 @@ def _files_left_out(store: MdCG, scan: index.Scan | None, layer: str | None) -> 
     prefixes = (f"{layer}/", f"{paths.ARCHIVE_DIR}/{layer}/") if layer is not None else ("",)
     out: list[tuple[str, str]] = []
     for rel, why in sorted(scan.refused.items()):
-        if rel.startswith(prefixes):
+        # a refused .md path is a memory file left out, a folder not scanned may hold
+        # some; anything else (a symlink to a picture) holds no memory
+        if rel.startswith(prefixes) and (rel.endswith(paths.NODE_SUFFIX) or rel in scan.unscanned):
             out.append((rel, why))
     for rel in sorted(scan.files):
         if rel in held or rel in losers or not rel.startswith(prefixes):

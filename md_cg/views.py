@@ -447,7 +447,7 @@ class Lifecycle(_Handle):
                 validate(node)
             key = paths.id_key(node.id)
             if key in seen:
-                raise engine_mod.DuplicateIdError(node.id, f"this batch (as {seen[key]!r})")
+                raise _twice_in_batch(node.id, seen[key])
             seen[key] = node.id
             held = entries.get(node.id) if replacing else None
             if held is not None and self._scope is not None and not self._scope.admits(held):
@@ -1053,3 +1053,18 @@ class Recall(_Handle):
                     f"md-cg: {self.root} is not writable ({self._access_broken}); accesses are not recorded"
                 )
                 engine_mod.warn_once(self, "access", note)
+
+
+def _twice_in_batch(node_id: str, first: str) -> DuplicateIdError:
+    """The refusal of an id a batch holds twice (or a case or normalisation twin of one):
+    its own words, not the default "already exists at <path>" (``plain`` is false, so the
+    CLI and MCP do not reword it as a stored memory to update or overwrite)."""
+    if first == node_id:
+        message = f"node id {node_id!r} appears twice in this batch; give each memory its own id"
+    else:
+        message = (
+            f"node id {node_id!r} appears twice in this batch (also as {first!r}): ids that differ "
+            "only by letter case or Unicode normalisation are one file on macOS and Windows; "
+            "give each memory its own id"
+        )
+    return DuplicateIdError(node_id, "this batch", message)

@@ -49,11 +49,10 @@ def test_init_creates_layers_and_gitignore(tmp_path: Path) -> None:
         "unresolved",
     ]
     assert ".mdcg/*" in (tmp_path / "m" / ".gitignore").read_text()
-    # every new store routes its node files (archived ones too) to the merge driver, LF
+    # every new store routes its node files (archived ones too) to the merge driver
     assert (tmp_path / "m" / ".gitattributes").read_text().splitlines() == [
         "# md-cg: merge node files field by field (docs/git.md)",
         *(f"{layer}/**/*.md merge=mdcg" for layer in (*LAYERS, "archive")),
-        *(f"{layer}/**/*.md text eol=lf" for layer in (*LAYERS, "archive")),
     ]
 
 
@@ -158,11 +157,32 @@ def test_add_many_is_all_or_nothing_on_bad_input(store: MdCG) -> None:
     with pytest.raises(UnknownLayerError):
         store.add_many([knowledge("a"), Node(id="b", layer="nope"), knowledge("c")])
     assert store.ids() == []
-    with pytest.raises(DuplicateIdError, match="node id 'a' already exists at this batch"):
+    with pytest.raises(DuplicateIdError) as raised:
         store.add_many([knowledge("a"), knowledge("a")])
+    assert str(raised.value) == "node id 'a' appears twice in this batch; give each memory its own id"
     assert store.ids() == []
     store.add_many([knowledge(f"k{i}") for i in range(5)])
     assert store.ids() == [f"k{i}" for i in range(5)]
+
+
+def test_an_id_twice_in_one_batch_is_told_in_its_own_words(store: MdCG) -> None:
+    """Case twins in one add_many batch were refused with the default wording ("already
+    exists at this batch (as 'zz')"), so DuplicateIdError.plain was true and the CLI and
+    MCP reworded it as a stored memory to update or overwrite (mdcg add --overwrite)."""
+    from md_cg.cli import message
+    from md_cg.mcp_server import _hinted
+
+    with pytest.raises(DuplicateIdError) as raised:
+        store.add_many([knowledge("zz"), knowledge("k1"), knowledge("ZZ")])
+    exc = raised.value
+    words = (
+        "node id 'ZZ' appears twice in this batch (also as 'zz'): ids that differ only by letter "
+        "case or Unicode normalisation are one file on macOS and Windows; give each memory its own id"
+    )
+    assert (str(exc), exc.node_id, exc.plain) == (words, "ZZ", False)
+    assert store.ids() == []
+    assert message(exc) == words  # the library's own words, not "... mdcg add --overwrite"
+    assert _hinted(exc) == words
 
 
 def test_unknown_field_keywords_are_refused(store: MdCG) -> None:

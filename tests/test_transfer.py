@@ -550,6 +550,59 @@ def test_export_names_a_broken_file_an_earlier_process_found(tmp_path: Path, bef
     assert result.stderr.startswith("not exported: knowledge/b1.md: the YAML frontmatter does not parse")
 
 
+def test_export_names_only_memory_files_and_under_a_filter_says_may_be_left_out(tmp_path: Path) -> None:
+    """Export named every refused entry of the layer folders as "not exported" and
+    exited 1: a symlink to a picture holds no memory. And with --tag or --since a broken
+    file (whose tags and times are unknown) made a filtered export exit 1 though its
+    memory may lie outside the selection: it is named as "may be left out", exit 0."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="a", body="memory a", tags=["x"])
+        s.add(id="c", body="memory c")
+    outside = tmp_path / "hostname"
+    outside.write_text("host\n")
+    (root / "knowledge" / "logo.png").symlink_to(outside)  # no memory: not named
+    (root / "knowledge" / "evil.md").symlink_to(outside)  # a memory file refused: named
+    deep = root / "knowledge" / "/".join("d" * 8)
+    deep.mkdir(parents=True)
+    (deep / "far.md").write_text("---\nid: far\n---\nfar\n", "utf-8")  # the folder: named
+    (root / "knowledge" / "b.md").write_text("---\nid: b\ntags: [x\n---\nbroken\n", "utf-8")
+    named = ["knowledge/b.md", "knowledge/d/d/d/d/d/d/d", "knowledge/evil.md"]
+    with MdCG(root) as s:
+        report = export_nodes(s, io.BytesIO())
+        assert report.ids == ["a", "c"]
+        assert [rel for rel, _why in report.unreadable] == named
+        assert report.maybe_left_out == []
+        assert report.unreadable[1][1] == "a folder deeper than 8 levels (not scanned)"
+        assert report.unreadable[2][1] == "a symlink (md-cg never follows symlinks below the store root)"
+        for window in ({"tag": "x"}, {"since": 0.0}, {"until": time.time() + 60}):
+            filtered = export_nodes(s, io.BytesIO(), **window)  # type: ignore[arg-type]
+            assert filtered.unreadable == [] and filtered.maybe_left_out == report.unreadable
+        assert export_nodes(s, io.BytesIO(), tag="x").ids == ["a"]
+    runner = CliRunner()
+    whole = runner.invoke(app, ["export", "--root", str(root)])
+    assert whole.exit_code == 1
+    assert [line.split(": ")[0:2] for line in whole.stderr.splitlines()] == [
+        ["not exported", r] for r in named
+    ]
+    for window in (["--tag", "x"], ["--since", "30d"]):
+        part = runner.invoke(app, ["export", *window, "--root", str(root)])
+        assert part.exit_code == 0, part.output
+        assert [json.loads(line)["id"] for line in part.stdout.splitlines()] == (
+            ["a"] if window[0] == "--tag" else ["a", "c"]
+        )
+        lines = part.stderr.splitlines()
+        assert [line.split(": ")[0:2] for line in lines] == [["may be left out", r] for r in named]
+        assert lines[0].startswith("may be left out: knowledge/b.md: the YAML frontmatter does not parse")
+    # a memory of the selection whose file broke since the index saw it is not exported: exit 1
+    with MdCG(root) as s:
+        s.sync()
+        s.path_of("a").write_text("---\nid: [\n---\nbody\n", encoding="utf-8")
+    part = runner.invoke(app, ["export", "--tag", "x", "--root", str(root)])
+    assert part.exit_code == 1
+    assert part.stderr.splitlines()[-1].startswith("not exported: a: knowledge/")
+
+
 def test_twin_ids_within_the_source_are_bad_records_not_a_failed_batch(tmp_path: Path) -> None:
     source = tmp_path / "tw.jsonl"
     source.write_text(
