@@ -120,8 +120,15 @@ def is_expired(entry: Entry, now: float) -> bool:
     An expiry counts on a temporary memory and on one with no tier (an expiry with
     no tier asks for the temp tier: :func:`md_cg.retention.imply_tier`); on a long
     one (a hand edit) it is void, so a node is hidden by its expiry exactly when
-    the sweep would remove it (:func:`md_cg.retention.expired_ids`)."""
-    return entry.expires_at is not None and entry.expires_at <= now and entry.retention_tier != "long"
+    the sweep would remove it (:func:`md_cg.retention.expired_ids`). A memory a git
+    merge left in conflict never expires until it is settled: its timer is one
+    side's, and the other side's text may be lasting (review round 2, session 25)."""
+    return (
+        entry.expires_at is not None
+        and entry.expires_at <= now
+        and entry.retention_tier != "long"
+        and not entry.conflict
+    )
 
 
 def successors(state: IndexState, node_id: str, scope: Scope | None, now: float) -> list[str]:

@@ -285,3 +285,30 @@ def test_update_warns_of_an_expiry_already_past(tmp_path: Path) -> None:
             s.update("p", expires_at=time.time() + 3600)
             s.update("p", body="The user is left-handed, writes with the left hand")
         assert s.ids() == ["p"]
+
+
+def test_a_memory_left_in_merge_conflict_never_expires_until_settled(tmp_path: Path) -> None:
+    """Review round 2 (session 25): a body conflict took one side's temp timer; once it ran
+    out the memory was hidden and swept, the other side's lasting text with it."""
+    from md_cg import nodefile
+
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="n2", body="# Tea\n\nThe user likes tea")
+        rel = s.entry("n2").path
+    node = nodefile.read_node(root / rel)
+    ours, theirs = (
+        "Today the user wants green tea, buy some at lunch",
+        "The user likes tea, and is allergic to milk",
+    )
+    node.body = f"# Tea\n\n<<<<<<< ours\n{ours}\n=======\n{theirs}\n>>>>>>> theirs\n"
+    node.extra["merge_conflict"] = {"fields": {}, "body": True}
+    node.retention_tier, node.expires_at = "temp", time.time() - 60
+    (root / rel).write_text(nodefile.dumps(node), encoding="utf-8")
+    with MdCG(root) as s:
+        s.sync()
+        assert s.ids() == ["n2"]
+        assert s.sweep(dry_run=False).expired == ()
+        assert [f.kind for f in s.health().findings if f.node_id == "n2"] == ["merge_conflict"]
+        s.update("n2", body="# Tea\n\nThe user likes tea, and is allergic to milk")
+        assert (s.get("n2").retention_tier, "n2" in s.ids()) == (None, True)
