@@ -499,7 +499,7 @@ def _results(
     only: frozenset[str] | None = None,
 ) -> list[SearchResult]:
     """The ordered hits as results: evidence, filler flag, judge state, supersession."""
-    common = _visible_freqs(state.text, expansion.terms, hidden, only)
+    common = _visible_freqs(state.text, expansion.terms, hidden, only) if judge else None
     evidence = _evidence(state.text, query, expansion.terms, ordered, expansion.groups, common)
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause,
@@ -619,7 +619,12 @@ def _visible_freqs(
     if only is not None or len(hidden) > COMMON_HIDDEN_LIMIT:
         return None
     df, n = live_doc_freqs(text, [t for t, _ in terms])
-    if hidden and df:
+    # Hiding only lowers the counts: no term that could be common once they are
+    # subtracted, no rule to apply (and no hidden memory to read).
+    least = max(COMMON_MIN_DOCS, COMMON_SHARE * max(0, n - len(hidden)))
+    if not any(count >= least for count in df.values()):
+        return None
+    if hidden:
         for held in text.terms_of(list(hidden), list(df)).values():
             for t in held:
                 df[t] -= 1

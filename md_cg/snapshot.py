@@ -353,10 +353,11 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
     # The token file names the snapshot in place and the one coming, then the new
     # one alone: whenever an open reads it -- a crash between the writes too --
     # it names the snapshot on disk (review round 2, session 25).
-    if before is not None and before.token is not None and token_matches(root, before.token):
-        fsops.atomic_write(root, TOKEN_REL, f"{before.token}\n{token}".encode("ascii"))
-    else:
-        fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
+    # A store without a token file (an earlier version's) vouches for any snapshot: the
+    # snapshot goes first there, so a kill between the two leaves the old pair.
+    old = before.token if before is not None else None
+    if old is not None and token_matches(root, old):
+        fsops.atomic_write(root, TOKEN_REL, f"{old}\n{token}".encode("ascii"))
     st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token))
     fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation, token)
@@ -365,7 +366,8 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
 #: What :func:`load_checked` says of a snapshot whose token is not the store's.
 NOT_THIS_STORES = (
     "not the one this store wrote last (its token is not in .mdcg/index.token: an older "
-    "snapshot restored alone, or another store's copied in), refused"
+    "snapshot restored alone, another store's copied in, or compactions replaced it three "
+    "times while this open read it), refused"
 )
 
 
@@ -377,7 +379,7 @@ def token_matches(root: str, token: str | None) -> bool:
     try:
         data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=256)
     except FileNotFoundError:
-        return token is None
+        return True  # no token file: an earlier version's store, or its first tokened snapshot
     except (OSError, UnsafePathError):
         return False  # unreadable, a folder, a symlink: nothing vouches for the snapshot
     return token is not None and token in data.decode("ascii", "replace").split()

@@ -801,7 +801,12 @@ def _refuse_lone_reason(node_id: str, changes: dict[str, Any]) -> None:
     made it a lasting fact). A reason counts only given with ``retention_tier`` or an
     ``expires_at`` (which asks for the temp tier), as ``add`` takes one."""
     reason = changes.get("retention_reason")
-    if not isinstance(reason, str) or not reason.strip() or "retention_tier" in changes:
+    # An empty or None tier means "decide again", not a choice (review round 3, session 25).
+    if (
+        not isinstance(reason, str)
+        or not reason.strip()
+        or temporal.normalize_tier(changes.get("retention_tier"))
+    ):
         return
     if changes.get("expires_at") is not None:
         return

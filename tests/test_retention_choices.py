@@ -249,6 +249,9 @@ def test_a_reason_alone_is_not_a_tier_choice(tmp_path: Path) -> None:
     with MdCG(tmp_path / "m", ttl_seconds=TTL) as s:
         s.add(id="w", body="tomorrow at 9 call the boss")
         assert s.get("w").retention_tier == "temp"
+        for tier in ("", None, "  "):  # review round 3: an empty tier is "decide again", no choice
+            with pytest.raises(InvalidArgumentError, match="a retention_reason says why"):
+                s.update("w", retention_reason="x", retention_tier=tier)
         with pytest.raises(InvalidArgumentError) as err:
             s.update("w", retention_reason="just a note")
         assert (err.value.name, str(err.value)) == (
