@@ -903,8 +903,9 @@ def _load_snapshot(root: str) -> tuple[snapshot.Snapshot | None, str | None]:
     """The snapshot and why it was not used (:func:`md_cg.snapshot.load_checked`), refusing
     one this store did not write last (:func:`md_cg.snapshot.token_matches`)."""
     for attempt in range(TOKEN_TRIES):
+        seen = snapshot.tokens(root)  # read before the snapshot, and again after it
         snap, problem = snapshot.load_checked(root)
-        if snap is None or snapshot.token_matches(root, snap.token):
+        if snap is None or snapshot.token_matches(root, snap.token, seen):
             return snap, problem
         snapshot.close(snap.state)
         if attempt < TOKEN_TRIES - 1:

@@ -371,18 +371,28 @@ NOT_THIS_STORES = (
 )
 
 
-def token_matches(root: str, token: str | None) -> bool:
-    """Whether the snapshot holding ``token`` is one this store wrote last
-    (:data:`TOKEN_REL` names it; while a compaction writes, it names the snapshot in
-    place and the coming one). A store of an earlier version has neither token, and
-    matches."""
+def tokens(root: str) -> frozenset[str] | None:
+    """The tokens :data:`TOKEN_REL` names (while a compaction writes: the snapshot in
+    place and the coming one); None when there is no token file (an earlier version's
+    store, or its first tokened snapshot: nothing vouches against any snapshot). An
+    unreadable one (a folder, a symlink) names none."""
     try:
         data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=256)
     except FileNotFoundError:
-        return True  # no token file: an earlier version's store, or its first tokened snapshot
+        return None
     except (OSError, UnsafePathError):
-        return False  # unreadable, a folder, a symlink: nothing vouches for the snapshot
-    return token is not None and token in data.decode("ascii", "replace").split()
+        return frozenset()
+    return frozenset(data.decode("ascii", "replace").split())
+
+
+def token_matches(root: str, token: str | None, seen: frozenset[str] | None = frozenset()) -> bool:
+    """Whether the snapshot holding ``token`` is one this store wrote: the token file
+    names it now, or named it in ``seen`` (read before the snapshot was: a compaction
+    between the two reads replaced both). A store without a token file matches."""
+    now = tokens(root)
+    if now is None:
+        return True
+    return token is not None and (token in now or (seen is not None and token in seen))
 
 
 def identity(root: str) -> tuple[int, int, int] | None:
