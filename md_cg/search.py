@@ -86,7 +86,7 @@ COMMON_MIN_DOCS = 10
 #: The rule counts what the caller sees: hidden memories (other scopes, archived,
 #: expired, superseded) are subtracted; with more of them than this, or with a
 #: filter (tag, time), it is not applied.
-COMMON_HIDDEN_LIMIT = 2_000
+COMMON_HIDDEN_LIMIT = 200
 _SIMILARITY_TIERS = ("T1", "T3")
 #: Results list the sure routed hits (:meth:`_Ladder.climb`), the other term
 #: hits (routed T0 and whole-store T2 together, by score), then the routed
