@@ -17,9 +17,7 @@ resolves to ``long``:
   keeps it long when the text itself says it is not a one-off event over
   within the TTL: nine marker families (remember, agreement, habit,
   durable fact, permanence, state change, far future, learned, reported:
-  "the user said ..." with no moment named after it). Learned, state change
-  and reported do not veto a text that opens with a reminder request
-  ("remind me to tell John the password tomorrow"). A one-off verdict on
+  "the user said ..." with no moment named after it). A one-off verdict on
   an extractor's rewritten sentence such as "两人约好明天一起晒太阳" would
   otherwise delete the agreement itself.
 * An extractor's ``one_off`` must also be *anchored*: the text names a
@@ -88,12 +86,6 @@ VETO_FAMILIES: tuple[str, ...] = (
     "learned",
     "reported",
 )
-#: Families that do not veto a text opening with a reminder request ("remind me to tell John
-#: the password", "提醒我明天以后再打电话"): there they are the errand, not a fact held.
-REQUEST_EXEMPT: tuple[str, ...] = ("learned", "state_change", "reported")
-#: A text opens with a reminder request when an ``n4_reminder_request`` marker begins among
-#: its first this many units ("remind me", "please remind me", "请提醒我").
-REQUEST_OPENING = 2
 #: Term rules for unknown/unset kinds, in precedence order.
 TERM_RULES: tuple[str, ...] = (
     "n1_relative_day",
@@ -369,27 +361,17 @@ class Markers:
         match = match or _CLOCK_RE.search(folded_text)
         return match.group() if match else None
 
-    def veto_hit(self, text: str, *, folded: bool = False, skip: Sequence[str] = ()) -> Hit | None:
-        """The first veto family (in :data:`VETO_FAMILIES` order, but those in ``skip``) found
+    def veto_hit(self, text: str, *, folded: bool = False) -> Hit | None:
+        """The first veto family (in :data:`VETO_FAMILIES` order) found
         anywhere in ``text``. A ``reported`` frame ("the user said", 主人说) counts only
         when the words after it name no moment: "主人说晚上想吃面条" reports a one-off."""
         folded_text = text if folded else _fold(text)
         for family, pattern in self._patterns("veto"):
-            if family in skip:
-                continue
             for match in pattern.finditer(folded_text):
                 if family == "reported" and self.anchor_hit(folded_text[match.end() :], folded=True):
                     continue
                 return Hit(family, match.group(), _units_before(folded_text, match.start()))
         return None
-
-    def opens_with_request(self, text: str, *, folded: bool = False) -> bool:
-        """Whether a reminder request (``n4_reminder_request``) begins among the first
-        :data:`REQUEST_OPENING` units of ``text``."""
-        folded_text = text if folded else _fold(text)
-        pattern = dict(self._patterns("term")).get("n4_reminder_request")
-        match = pattern.search(folded_text) if pattern is not None else None
-        return match is not None and _units_before(folded_text, match.start()) < REQUEST_OPENING
 
     def term_hit(self, text: str, window: int = TERM_WINDOW, *, folded: bool = False) -> Hit | None:
         """The first term rule (in :data:`TERM_RULES` order) whose earliest
@@ -562,8 +544,7 @@ def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | N
             f"{origin}, but the marker lists are incomplete: {found.problem}",
             None,
         )
-    skip = REQUEST_EXEMPT if found.opens_with_request(text, folded=True) else ()
-    veto = found.veto_hit(text, folded=True, skip=skip)
+    veto = found.veto_hit(text, folded=True)
     if veto is None:
         return None
     label = _FAMILY_LABELS[veto.family]

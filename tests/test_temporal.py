@@ -160,7 +160,7 @@ def test_each_veto_family_keeps_a_one_off_long(text: str, rule: str, marker: str
         ("今天学到：Python 的 GIL 让同一时刻只有一个线程执行字节码", "long", "term_guard_learned", "学到",
          "veto_learned"),
         ("Tonight I found out the API key for prod is stored in Vault", "long", "term_guard_durable_fact",
-         "is stored", "veto_durable_fact"),
+         "api key", "veto_durable_fact"),
         ("Tonight I found out the build cache lives on the NAS", "long", "term_guard_durable_fact", "lives",
          "veto_durable_fact"),
         ("Tonight I found out why the build is slow", "long", "term_guard_learned", "found out why",
@@ -209,31 +209,72 @@ def test_durable_facts_behind_a_time_word_stay_long(
     assert (one_off.tier, one_off.rule) == (tier, one_off_rule)
 
 
-#: Review 25b (D1, high): one-off errands the session-25 veto words made long. Each stays
-#: temp, unset (rule, marker) and one_off (rule temporal_one_off).
+#: Review 25b (D1, high): one-off errands the session-25 veto words keep long (unset: the
+#: term guard of the family; one_off: the veto itself, same marker). Review 25c restored the bare
+#: words, since binding them to their context made durable facts temporary (data loss), so
+#: these 21 are KNOWN FALSE LONGS, accepted by the principle that every doubt resolves to long:
+#: a false long keeps clutter, a false temp deletes a memory. The labelled rows s01-s21 stay
+#: labelled temp and count as recall misses.
 ERRANDS_WITH_A_VETO_WORD = [
-    ("Remind me to tell John the password tomorrow", "term_n1_relative_day", "tomorrow"),
-    ("明天告诉我结果", "term_n1_relative_day", "明天"),
-    ("今天发现钥匙落在车里了", "term_n1_relative_day", "今天"),
-    ("Tonight we chose the Thai place", "term_n1_relative_day", "tonight"),
-    ("今天下午确定一下会议室", "term_n1_relative_day", "今天"),
-    ("明天下午去姓王的医生那里看病", "term_n1_relative_day", "明天"),
-    ("今天百姓超市打折", "term_n1_relative_day", "今天"),
-    ("今天晚上吃素", "term_n1_relative_day", "今天"),
-    ("tomorrow ask Bob for the api key", "term_n1_relative_day", "tomorrow"),
-    ("today lunch was kept in the fridge", "term_n1_relative_day", "today"),
-    ("tonight's dinner: went with sushi", "term_n1_relative_day", "tonight"),
-    ("just now found out the train is late", "term_n2_just_now", "just now"),
-    ("提醒我明天以后再打电话", "term_n1_relative_day", "明天"),
-    ("以后再说, 明天提醒我", "term_n1_relative_day", "明天"),
-    ("明天开会，告知小李", "term_n1_relative_day", "明天"),
-    ("tomorrow pick up the kids from their lessons", "term_n1_relative_day", "tomorrow"),
-    ("yesterday I realized I left the stove on", "term_n1_relative_day", "yesterday"),
-    ("明天的步骤：先去银行", "term_n1_relative_day", "明天"),
-    ("明天去看看新的账号余额", "term_n1_relative_day", "明天"),
-    ("remind me tomorrow to look at the procedure doc", "term_n1_relative_day", "tomorrow"),
-    ("今天中午确定吃什么", "term_n1_relative_day", "今天"),
+    ("Remind me to tell John the password tomorrow", "durable_fact", "password"),
+    ("明天告诉我结果", "learned", "告诉我"),
+    ("今天发现钥匙落在车里了", "learned", "发现"),
+    ("Tonight we chose the Thai place", "state_change", "chose"),
+    ("今天下午确定一下会议室", "state_change", "确定"),
+    ("明天下午去姓王的医生那里看病", "durable_fact", "姓"),
+    ("今天百姓超市打折", "durable_fact", "姓"),
+    ("今天晚上吃素", "durable_fact", "吃素"),
+    ("tomorrow ask Bob for the api key", "durable_fact", "api key"),
+    ("today lunch was kept in the fridge", "durable_fact", "kept in"),
+    ("tonight's dinner: went with sushi", "state_change", "went with"),
+    ("just now found out the train is late", "learned", "found out"),
+    ("提醒我明天以后再打电话", "permanence", "以后"),
+    ("以后再说, 明天提醒我", "permanence", "以后"),
+    ("明天开会，告知小李", "learned", "告知"),
+    ("tomorrow pick up the kids from their lessons", "learned", "lessons"),
+    ("yesterday I realized I left the stove on", "learned", "realized"),
+    ("明天的步骤：先去银行", "durable_fact", "步骤"),
+    ("明天去看看新的账号余额", "durable_fact", "账号"),
+    ("remind me tomorrow to look at the procedure doc", "durable_fact", "procedure"),
+    ("今天中午确定吃什么", "state_change", "确定"),
 ]
+
+#: Review 25c (high): durable facts 2b98961's context-bound words and its reminder-opening
+#: exemption made temporary (swept after the TTL); each was long at 4ddefa2 and is long again,
+#: unset (rule, marker) and one_off (rule, marker).
+DURABLE_FACTS_WITH_A_BARE_VETO_WORD = [
+    ("This morning I set the wifi password to hunter2.", "term_guard_durable_fact", "password",
+     "veto_durable_fact", "password"),
+    ("Changed the router password to hunter2 this morning.", "term_guard_durable_fact", "password",
+     "veto_durable_fact", "password"),
+    ("Router password: hunter2 (changed this morning).", "term_guard_durable_fact", "password",
+     "veto_durable_fact", "password"),
+    ("The API key for Stripe is sk_live_abc, rotated this morning.", "term_guard_durable_fact", "api key",
+     "veto_durable_fact", "api key"),
+    ("This morning we chose Postgres for the billing service.", "term_guard_state_change", "chose",
+     "veto_state_change", "chose"),
+    # no term marker opens it: long by default unset
+    ("At lunch we settled on Postgres for billing.", "default_long", None, "veto_state_change", "settled on"),
+    ("We discovered this morning that the outage came from a full disk.", "term_guard_learned", "discovered",
+     "veto_learned", "discovered"),
+    ("I realized this morning that the outage came from a full disk.", "term_guard_learned", "realized",
+     "veto_learned", "realized"),
+    ("This morning I found out that Sam is left-handed.", "term_guard_learned", "found out",
+     "veto_learned", "found out"),
+    ("今天上午确定用Postgres做计费数据库。", "term_guard_state_change", "确定", "veto_state_change", "确定"),
+    ("今天敲定计费服务用Postgres。", "term_guard_state_change", "敲定", "veto_state_change", "敲定"),
+    ("今天选定Postgres作为计费数据库。", "term_guard_state_change", "选定", "veto_state_change", "选定"),
+    ("今天才知道他是左撇子。", "term_guard_learned", "才知道", "veto_learned", "才知道"),
+    ("今天的经验：部署前先备份。", "term_guard_learned", "经验", "veto_learned", "经验"),
+    ("今天下午更新了部署步骤：先备份再发布。", "term_guard_durable_fact", "步骤", "veto_durable_fact",
+     "步骤"),
+    ("今天新账号：sam99。", "term_guard_durable_fact", "账号", "veto_durable_fact", "账号"),
+    # a reminder request opening the text no longer exempts it from a veto
+    ("别提醒我吃药了，医生今天说我不再需要吃了。", "term_guard_state_change", "不再", "veto_state_change",
+     "不再"),
+    ("Remind me tomorrow that I no longer use Slack.", "term_guard_state_change", "no longer",
+     "veto_state_change", "no longer"),
+]  # fmt: skip
 
 #: Review 25b (D2, medium): durable facts behind a time word, in a reported-speech frame
 #: about the user. Each is long, unset (term_guard_reported, the frame) and one_off (veto_reported).
@@ -252,14 +293,34 @@ REPORTED_FACTS = [
 ]
 
 
-@pytest.mark.parametrize(("text", "rule", "marker"), ERRANDS_WITH_A_VETO_WORD)
-def test_errands_with_a_general_veto_word_stay_temp(text: str, rule: str, marker: str) -> None:
-    """A single 姓 matched 百姓, 确定/发现/告诉我/chose/found out/lessons vetoed anywhere,
-    and 'password' vetoed a reminder request: these errands were kept for good."""
+@pytest.mark.parametrize(("text", "family", "marker"), ERRANDS_WITH_A_VETO_WORD)
+def test_errands_with_a_bare_veto_word_are_kept_long(text: str, family: str, marker: str) -> None:
+    """Known false longs (clutter, not loss): a bare 姓 matches 百姓, 确定/发现/告诉我/chose/
+    found out/lessons veto anywhere, also in a reminder request. Review 25b made them temp
+    with context-bound words, which made durable facts temp too (review 25c)."""
     d = decide(text, None)
-    assert (d.tier, d.rule, d.marker) == ("temp", rule, marker)
+    assert (d.tier, d.rule, d.marker) == ("long", f"term_guard_{family}", marker)
     one_off = decide(text, "one_off")
-    assert (one_off.tier, one_off.rule) == ("temp", "temporal_one_off")
+    assert (one_off.tier, one_off.rule, one_off.marker) == ("long", f"veto_{family}", marker)
+
+
+@pytest.mark.parametrize(
+    ("text", "rule", "marker", "one_off_rule", "one_off_marker"), DURABLE_FACTS_WITH_A_BARE_VETO_WORD
+)
+def test_durable_facts_with_a_bare_veto_word_stay_long(
+    text: str, rule: str, marker: str | None, one_off_rule: str, one_off_marker: str
+) -> None:
+    """Review 25c: 'password' only as 'password is', 'chose' only as 'chose ... as', 确定 only
+    as 确定了, no 发现/才知道/经验/步骤/账号, and the reminder-opening exemption made these temp."""
+    d = decide(text, None)
+    assert (d.tier, d.expires_at, d.rule, d.marker) == ("long", None, rule, marker)
+    one_off = decide(text, "one_off")
+    assert (one_off.tier, one_off.expires_at, one_off.rule, one_off.marker) == (
+        "long",
+        None,
+        one_off_rule,
+        one_off_marker,
+    )
 
 
 @pytest.mark.parametrize(("text", "marker"), REPORTED_FACTS)
@@ -280,10 +341,11 @@ def test_a_reported_fact_behind_a_time_word_stays_long(text: str, marker: str) -
         # a moment named after the frame: the user reported a one-off
         ("主人说晚上想吃面条", "temp", "temporal_one_off"),
         ("Today the user said she will be late tonight", "temp", "temporal_one_off"),
-        # a reminder request opening the text: learned, state change and reported do not veto ...
-        ("Remind me tomorrow to ask what we decided on", "temp", "temporal_one_off"),
-        ("提醒我明天问问主人说的那家店", "temp", "temporal_one_off"),
-        # ... but a durable fact, a habit or a permanence still does
+        # a reminder request opening the text is vetoed like any other text (review 25c removed
+        # the exemption of 2b98961: it made "Remind me tomorrow that I no longer use Slack" temp);
+        # these two are errands kept long, known false longs
+        ("Remind me tomorrow to ask what we decided on", "long", "veto_state_change"),
+        ("提醒我明天问问主人说的那家店", "long", "veto_reported"),
         ("Remind me: the server root password is hunter2", "long", "veto_durable_fact"),
         ("Remind me tomorrow: we always deploy on Fridays", "long", "veto_habit"),
         ("提醒我：以后都用中文回答", "long", "veto_permanence"),
@@ -523,7 +585,7 @@ ROWS = labelled_sets.load(labelled_sets.TEMPORAL_SET)
 
 
 def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
-    assert len(ROWS) == 296 and len({r["id"] for r in ROWS}) == len(ROWS)
+    assert len(ROWS) == 314 and len({r["id"] for r in ROWS}) == len(ROWS)
     assert {r["lang"] for r in ROWS} == {"zh", "en"}
     assert {"one_off", "agreement", "habit", "durable", "state_change", "alarm"} <= {
         r["category"] for r in ROWS
@@ -531,24 +593,29 @@ def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
     assert {r["expected_tier"] for r in ROWS} == {"temp", "long"}
     assert {"one_off", "unknown", ""} <= {r["temporal"] for r in ROWS}
     vetoed = [r for r in ROWS if r["temporal"] == "one_off" and r["expected_tier"] == "long"]
-    assert len(vetoed) == 106
+    assert len(vetoed) == 124
 
 
 def test_temp_precision_is_one_and_recall_is_as_measured() -> None:
     first = labelled_sets.retention_scores([r for r in ROWS if not r["batch"].startswith("review25")])
     assert first["precision"] == 1.0 and (first["true"], first["decided"], first["expected"]) == (89, 89, 106)
-    # Review 25b: the 21 errands stay temp, the 11 reported facts long (with the
-    # session-25 words 0 of 21 errands were temp and all 11 facts were).
+    # Review 25b: the 11 reported facts are long. Its 21 errands (s01-s21, labelled temp) are
+    # long: KNOWN FALSE LONGS since review 25c restored the bare veto words (binding them to
+    # their context made 18 durable facts temp, review25c); every doubt resolves to long.
     second = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review25b"])
-    assert (second["true"], second["decided"], second["expected"], second["wrong"]) == (21, 21, 21, [])
+    errands = [f"s{i:02d}" for i in range(1, 22)]
+    assert (second["true"], second["decided"], second["expected"], second["wrong"]) == (0, 0, 21, errands)
+    # Review 25c: the 18 durable facts are long (with 2b98961's words all 18 were temp).
+    third = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review25c"])
+    assert (third["true"], third["decided"], third["expected"], third["wrong"]) == (0, 0, 0, [])
     scores = labelled_sets.retention_scores(ROWS)
     # Session 25's review rows: one false temp left, r15 "first memory today" (a trailing
     # 'today' within the window; docs/retention.md, known limits). Before the session-25
     # markers the review rows gave 13 false temps (5 true of 18 decided).
-    assert (scores["true"], scores["decided"], scores["expected"]) == (115, 116, 133)
+    assert (scores["true"], scores["decided"], scores["expected"]) == (94, 95, 133)
     assert scores["wrong"] == [
         "z18", "z19", "z21", "z61", "e14", "e16", "e19", "e62",
-        "a8", "b4", "b7", "b13", "b15", "d1", "g7", "g9", "g11", "r15", "r18",
+        "a8", "b4", "b7", "b13", "b15", "d1", "g7", "g9", "g11", "r15", "r18", *errands,
     ]  # fmt: skip
     # No durable, recurring or agreement statement ends up temp (but the known r15).
     for row in ROWS:
@@ -563,36 +630,38 @@ def test_rule_hits_on_the_labelled_set() -> None:
     assert hits == {
         "default_long": 21,
         "temporal_durable": 7,
-        "temporal_one_off": 68,
+        "temporal_one_off": 58,
         "temporal_recurring": 4,
         "term_guard_agreement": 3,
-        "term_guard_durable_fact": 9,
+        "term_guard_durable_fact": 13,  # review 25c: errands s01 s07 s09 s19 (password, 姓, api key, 账号)
         "term_guard_habit": 4,
-        "term_guard_learned": 2,
+        "term_guard_learned": 5,  # review 25c: errands s03 s15 s17 (发现, 告知, realized)
         "term_guard_reported": 6,
-        "term_guard_permanence": 3,  # z55 今天起...改用: a state change too, long either way
+        "term_guard_permanence": 4,  # z55 今天起...改用 (a state change too); review 25c: errand s13 以后
         "term_guard_remember": 2,
-        "term_guard_state_change": 3,
-        "term_n1_relative_day": 33,
+        "term_guard_state_change": 6,  # review 25c: errands s05 s11 s21 (确定, went with)
+        "term_n1_relative_day": 22,
         "term_n2_just_now": 3,
         "term_n3_this_once": 2,
         "term_n4_reminder_request": 6,
         "term_n5_near_date": 4,
         "veto_agreement": 13,
-        "veto_durable_fact": 27,  # f5 素食: was veto_no_anchor, long either way
+        "veto_durable_fact": 39,  # f5 素食; review 25c: g15 "password manager" (was veto_no_anchor, long
+        # either way), errands s06 s08 s10 s18 s20, facts u01-u04 u15 u16
         "veto_reported": 5,
         "veto_far_future": 1,
         "veto_habit": 17,
-        "veto_no_anchor": 37,  # g15 "password manager": no longer a durable-fact word, long either way
-        "veto_permanence": 6,
+        "veto_learned": 8,  # review 25c: errands s02 s12 s16, facts u07 u08 u09 u13 u14
+        "veto_no_anchor": 36,
+        "veto_permanence": 7,  # review 25c: errand s14 以后
         "veto_remember": 3,
-        "veto_state_change": 7,
+        "veto_state_change": 15,  # review 25c: errand s04, facts u05 u06 u10 u11 u12 u17 u18
     }
 
 
 def test_without_the_anchor_check_precision_drops() -> None:
     scores = labelled_sets.retention_scores(ROWS, require_anchor=False)
-    assert (scores["true"], scores["decided"]) == (124, 153)
+    assert (scores["true"], scores["decided"]) == (103, 131)
 
 
 def test_marker_patterns_are_compiled_on_first_use_only() -> None:
