@@ -221,10 +221,16 @@ def title_key(title: str) -> str:
     """A title's identity for ``exact`` and ``same_title``: NFKC, case folded, without whitespace
     or punctuation (``"Q3 Budget Review!"`` and ``"q3 budget review"`` match).
     Symbols stay (``C++`` is not ``C``)."""
+    # A decimal point or separator between digits is part of a number: "Version 1.2" is
+    # not "Version 12" (review round 3, session 25).
+    title = _DECIMAL_RE.sub("\\1\x00", title)
     if title.isascii():
         return title.casefold().translate(_ASCII_DROP)
     folded = fold(title, collapse=False)
     return "".join(ch for ch in folded if not ch.isspace() and unicodedata.category(ch)[0] != "P")
+
+
+_DECIMAL_RE = re.compile(r"([0-9])[.,](?=[0-9])")
 
 
 _ASCII_DROP = str.maketrans(
@@ -555,20 +561,22 @@ class Verdict:
 
 #: Markdown that does not change what a text says, for ``exact``: a setext heading's
 #: underline or a rule (a line of ``=``, or of two or more ``-``/``*``/``_``), and at
-#: a line's start heading marks, a quote mark and a bullet (``-``, ``*``, ``+``).
+#: a line's start heading marks followed by a space and a bullet (``-``, ``*``, ``+``).
+#: Not a quote mark (``> 30 failed logins`` may mean "more than 30") nor ``#`` before a
+#: word (``#42``): review round 3, session 25.
 _MARKUP_LINE_RE = re.compile(r"^[ \t]*(?:=+|(?:[-*_][ \t]*){2,})[ \t]*$", re.MULTILINE)
-_MARKUP_START_RE = re.compile(r"^[ \t]*(?:#+|>|[-*+](?=[ \t]))[ \t]*", re.MULTILINE)
-#: Emphasis and code spans around a run of text: ``**10am**``, ``__x__``, ``*x*``, `` `x` ``.
-#: Not inside a word: ``2*3*4`` is not ``234``.
-_EMPHASIS_RE = re.compile(r"(?<![\w*`])(\*\*|__|\*|`)(?=\S)(.+?)(?<=\S)\1(?![\w*`])")
+_MARKUP_START_RE = re.compile(r"^[ \t]*(?:#+(?=[ \t]|$)|[-*+](?=[ \t]))[ \t]*", re.MULTILINE)
+#: Bold and code spans around a run of text: ``**10am**``, `` `x` ``. Not ``__x__``
+#: (``__init__``) nor single ``*`` (``*p*``), and not inside a word (``2**3**4``).
+_EMPHASIS_RE = re.compile(r"(?<![\w*`])(\*\*|`)(?=\S)(.+?)(?<=\S)\1(?![\w*`])")
 
 
 def _plain(text: str) -> str:
     """``text`` as :func:`verdict` compares it for ``exact``: Markdown that does not
     change what it says dropped (:data:`_MARKUP_LINE_RE`, :data:`_MARKUP_START_RE`,
-    :data:`_EMPHASIS_RE`: a setext or ATX heading, bullets, quotes, bold, italics
-    with ``*``, code marks), every run of whitespace one space, trimmed. Numbered
-    list marks stay (a number may be the fact)."""
+    :data:`_EMPHASIS_RE`: a setext or ATX heading, bullets, bold, code marks), every
+    run of whitespace one space, trimmed. Numbered list marks, quote marks, ``#``
+    before a word, ``__x__`` and ``*x*`` stay (each may be the fact)."""
     text = _MARKUP_LINE_RE.sub("", text)
     text = _MARKUP_START_RE.sub("", text)
     text = _EMPHASIS_RE.sub(r"\2", text)

@@ -282,6 +282,31 @@ def test_a_body_under_another_title_is_not_exact() -> None:
     assert verdict(cand("Sum", "2*3*4"), [("m", "Sum", "234")]).kind != "exact"
 
 
+@pytest.mark.parametrize(
+    ("stored", "candidate"),
+    [
+        (
+            ("a", "Alert threshold", "> 30 failed logins in an hour"),
+            ("Alert threshold", "30 failed logins in an hour"),
+        ),
+        (
+            ("p", "Python packaging", "Use __init__.py in every package"),
+            ("Python packaging", "Use init.py in every package"),
+        ),
+        (("t", "Ticket", "#42 blocks the release"), ("Ticket", "42 blocks the release")),
+        (("x", "Pointer", "x = *p* is the value"), ("Pointer", "x = p is the value")),
+        (("v", "Version 1.2", "ships in May"), ("Version 12", "ships in May")),
+    ],
+)
+def test_marks_that_may_be_the_fact_are_never_dropped_for_exact(
+    stored: tuple[str, str, str], candidate: tuple[str, str]
+) -> None:
+    """Review round 3 (session 25): `exact` (discarded without review) dropped a quote mark
+    read as "more than", `__` of an identifier, `#` before a number, `*` of a pointer, and
+    the decimal point of a version in the title."""
+    assert verdict(cand(*candidate), [stored]).kind != "exact"
+
+
 def test_near_picks_the_best_row_ties_go_first() -> None:
     c = cand("Deploys", "Deploys happen every Friday after the standup")
     rows = [
