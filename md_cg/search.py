@@ -621,7 +621,7 @@ def _visible_freqs(
     df, n = live_doc_freqs(text, [t for t, _ in terms])
     # Hiding only lowers the counts: no term that could be common once they are
     # subtracted, no rule to apply (and no hidden memory to read).
-    least = max(COMMON_MIN_DOCS, COMMON_SHARE * max(0, n - len(hidden)))
+    least = _common_floor(max(0, n - len(hidden)))
     if not any(count >= least for count in df.values()):
         return None
     if hidden:
@@ -630,6 +630,11 @@ def _visible_freqs(
                 df[t] -= 1
         n = max(0, n - len(hidden))
     return df, n
+
+
+def _common_floor(visible: int) -> float:
+    """How many of ``visible`` memories must hold a term for it to be common."""
+    return max(COMMON_MIN_DOCS, COMMON_SHARE * visible)
 
 
 def _only_common(
@@ -643,7 +648,7 @@ def _only_common(
     the memories the caller sees and :data:`COMMON_MIN_DOCS`, or particles) while the
     query has a content term it lacks that some memory the caller sees holds."""
     df, n = visible
-    least = max(COMMON_MIN_DOCS, COMMON_SHARE * n)
+    least = _common_floor(n)
 
     def common(t: str) -> bool:
         return t in CJK_FUNCTION_CHARS or df.get(t, 0) >= least

@@ -964,11 +964,16 @@ def _live_df(index: TextIndex, terms: np.ndarray) -> np.ndarray:
 def _query_idf(index: TextIndex, tids: list[int], ws: list[float]) -> np.ndarray:
     """``w * idf`` of each query term over the live documents: the same choice, whatever
     deleted documents a compaction or a rebuild has dropped since."""
-    terms = np.asarray(tids, dtype=np.int64)
+    df = _live_counts(index, np.asarray(tids, dtype=np.int64))
+    return np.asarray(ws, dtype=np.float64) * idf_of(df.astype(np.float64), max(1, index._docs.n_live))
+
+
+def _live_counts(index: TextIndex, terms: np.ndarray) -> np.ndarray:
+    """Live documents (of every class) holding each term id of ``terms``."""
     df = index._postings.counts(terms)
     if index._docs.dead:
         df = df - _dead_postings(index, terms).sum(axis=1)
-    return np.asarray(ws, dtype=np.float64) * idf_of(df.astype(np.float64), max(1, index._docs.n_live))
+    return df
 
 
 def _best(values: np.ndarray, n: int, name: Callable[[int], str]) -> np.ndarray:
@@ -1231,10 +1236,7 @@ def live_doc_freqs(index: TextIndex, terms: Sequence[str]) -> tuple[dict[str, in
     n = index._docs.n_live
     if not known:
         return {}, n
-    tids = np.asarray([tid for _, tid in known], dtype=np.int64)
-    df = index._postings.counts(tids)
-    if index._docs.dead:
-        df = df - _dead_postings(index, tids).sum(axis=1)
+    df = _live_counts(index, np.asarray([tid for _, tid in known], dtype=np.int64))
     return {term: int(count) for (term, _), count in zip(known, df, strict=True)}, n
 
 
