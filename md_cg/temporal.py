@@ -19,7 +19,10 @@ resolves to ``long``:
   durable fact, permanence, state change, far future, learned, reported:
   "the user said ..." with no moment named after it). A one-off verdict on
   an extractor's rewritten sentence such as "两人约好明天一起晒太阳" would
-  otherwise delete the agreement itself.
+  otherwise delete the agreement itself. A change of habit that starts at a
+  named time is a state change, not a one-off ("今天开始主人不吃猪肉了", "The
+  user stopped eating pork today"): temporary, it was swept after the TTL and
+  an older memory it contradicts was served alone.
 * An extractor's ``one_off`` must also be *anchored*: the text names a
   moment (today, 下午, lunch, a clock time or a date...). Without one the
   node stays long (``veto_no_anchor``). Word lists cannot name every durable
