@@ -29,19 +29,24 @@ engine: ``/memories/<layer>/<id>.md`` (knowledge nodes in
   long-term (``retention_tier: long``) unless the frontmatter gives a tier or
   an expiry: files do not vanish because md-cg read "tomorrow" in them.
 * ``str_replace`` and ``insert`` edit the node file under the node's lock; the
-  result must still be a valid node file with the same id, or nothing is
+  result must still be a valid node file with the same id and a body
+  ``create`` would take (no git conflict markers, no NUL), or nothing is
   written. A changed ``layer:`` line moves the node.
 * ``str_replace`` and ``insert`` that leave the retention lines alone make a
   memory md-cg put on a timer by its words long-term (a tier a caller asked
   for stays).
 * ``delete`` forgets the node (a payload-free tombstone is kept).
-* ``rename`` moves the node to another layer and/or gives it another id.
+* ``rename`` moves the node to another layer (``MdCG.move``) and/or gives it
+  another id (``MdCG.rename``: one commit that re-points incoming edges and is
+  recorded in the audit log, so a re-run of ``mdcg migrate`` keeps the old id out).
 
 A file path is found by its id wherever the node lives (ids are unique in a
 store), as long as the layer folder named in the path, if any, is the node's
-layer. Paths outside ``/memories``, traversal (``..``, encoded or not),
-hidden names (``.mdcg``) and names that are not safe ids are refused with the
-error texts of the tool's documentation; what the store refuses comes back
+layer; a name that differs from a stored id only by letter case or Unicode
+normalisation (one file on macOS and Windows) is refused naming that file.
+Paths outside ``/memories``, traversal (``..``, encoded or not), hidden names
+(``.mdcg``) and names that are not safe ids are refused with the error texts
+of the tool's documentation; what the store refuses comes back
 as a ``ToolError`` too. Each command first takes in the files changed outside
 the engine (``MdCG.sync_if_changed``). Every change goes through
 :class:`~md_cg.MdCG` (index, log, locks), so several agents and processes can
@@ -70,8 +75,8 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from .. import fsops, nodefile
-from ..editing import require_usable
+from .. import fsops, nodefile, paths
+from ..editing import require_text, require_usable
 from ..errors import (
     DuplicateIdError,
     InvalidArgumentError,
@@ -233,26 +238,21 @@ class MemoryFiles:
     def _forget(self, node_id: str, reason: str) -> None:
         self.store.forget(node_id, reason)
 
-    def _rename_id(self, old_id: str, new_id: str, layer: str) -> Node:
-        """Give a node a new id: add the copy, point incoming edges at it, delete the old one.
+    def _rename(self, old_id: str, new_id: str, layer: str) -> Node:
+        """Give a node a new id (and layer): ``MdCG.rename``, one commit that also re-points
+        the edges of the nodes linking to it and records the rename in the audit log."""
+        return self.store.rename(old_id, new_id, layer=layer)
 
-        Not one commit (MdCG has no rename yet): a crash in between leaves both
-        copies, never neither.
-        """
-        node = self.store.get(old_id)
-        node.id, node.layer = new_id, layer
-        node.edges = [_retarget(e, old_id, new_id) for e in node.edges]
-        stored = self.store.add(node)
-        sources = sorted({n.id for n in self.store.neighbours(old_id, direction="in") if n.id != old_id})
-        for source in sources:
-
-            def point_at_new(n: Node) -> Node:
-                n.edges = [_retarget(e, old_id, new_id) for e in n.edges]
-                return n
-
-            self.store.modify(source, point_at_new)
-        self.store.delete(old_id, force=True)
-        return stored
+    def _twin(self, node_id: str) -> Entry | None:
+        """The memory this handle sees (archived and expired ones too) whose id differs from
+        ``node_id`` only by letter case or Unicode normalisation: one file on macOS and
+        Windows, so ``node_id`` cannot be created beside it. Scans the index: called only
+        when ``node_id`` was not found."""
+        key = paths.id_key(node_id)
+        for e in self.store.entries(include_expired=True, include_archived=True):
+            if e.id != node_id and paths.id_key(e.id) == key:
+                return e
+        return None
 
     # -- paths ---------------------------------------------------------------------------
 
@@ -355,7 +355,7 @@ class MemoryFiles:
         entry = self._find(p)
         if entry is None:
             raise ToolError(
-                f"The path {p.text} does not exist. Please provide a valid path." + self._unreadable(p)
+                f"The path {p.text} does not exist. Please provide a valid path." + self._missing(p)
             )
         text = self._read_text(entry.id)
         lines = file_lines(text)
@@ -434,6 +434,9 @@ class MemoryFiles:
         try:
             stored = self._add(node)
         except DuplicateIdError:
+            twin = self._twin(node_id)
+            if twin is not None:
+                raise ToolError(f"Cannot create {p.text}: {_collision(p, twin)}") from None
             why = self._unreadable(p)  # a broken file holds the name
             raise ToolError(f"File {p.text} already exists" + (f".{why}" if why else "")) from None
         except (InvalidNodeError, InvalidArgumentError) as exc:  # a bad field, another scope's
@@ -442,6 +445,19 @@ class MemoryFiles:
         return f"File created successfully at: {p.text}" + (
             f" (stored as {where})" if where != p.text else ""
         )
+
+    def _missing(self, p: _Path, stop: str = "") -> str:
+        """What to add to "does not exist" (after ``stop``) for a file path the store holds
+        no memory at: the memory whose name differs only by case or normalisation, or a
+        file there that is no memory (:meth:`_unreadable`)."""
+        try:
+            twin = self._twin(check_id(id_of_name(p.parts[-1]))) if p.parts else None
+        except UnsafeIdError:
+            twin = None
+        if twin is not None:
+            return f"{stop} {_collision(p, twin)}."
+        why = self._unreadable(p)
+        return stop + why if why else ""
 
     def _unreadable(self, p: _Path) -> str:
         """What to add to "does not exist" or "already exists" when a file at ``p`` is there
@@ -493,7 +509,7 @@ class MemoryFiles:
         entry = self._find(p)
         if entry is None:
             raise ToolError(
-                f"The path {p.text} does not exist. Please provide a valid path." + self._unreadable(p)
+                f"The path {p.text} does not exist. Please provide a valid path." + self._missing(p)
             )
         return entry
 
@@ -511,7 +527,8 @@ class MemoryFiles:
             raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.") from None
         except (InvalidNodeError, InvalidArgumentError) as exc:  # an edge to itself, another scope...
             raise ToolError(f"No replacement was performed: the edited file is refused: {exc}") from None
-        return node, self._read_text(node.id)
+        # the text as written, not read again: the node may be renamed or edited meanwhile
+        return node, nodefile.dumps(node)
 
     def _parse_edit(self, after: str, before: str, p: _Path, current: Node) -> Node:
         refuse = "No replacement was performed: "
@@ -532,6 +549,7 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
+        require_text(node)  # as create: no conflict markers, no NUL (InvalidNodeError, told below)
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
         self._keep_in_scope(node, current, refuse)
@@ -610,10 +628,13 @@ class MemoryFiles:
         return f"The file {p.text} has been edited." + self._moved_note(p, node)
 
     def _moved_note(self, p: _Path, node: Node) -> str:
-        where = self.where_id(node.id)
-        if p.layer is not None and node.layer != p.layer:
-            return f"\nThe layer changed: the memory is now {where}"
-        return ""
+        if p.layer is None or node.layer == p.layer:
+            return ""
+        try:
+            where = self.where_id(node.id)
+        except NodeNotFoundError:  # renamed or deleted since the edit
+            where = f"in {MEMORIES}/{node.layer}/"
+        return f"\nThe layer changed: the memory is now {where}"
 
     # -- delete and rename -------------------------------------------------------------------
 
@@ -625,7 +646,7 @@ class MemoryFiles:
             raise ToolError(f"Cannot {verb} the folder {p.text}: {why_not_folders}")
         entry = self._find(p)
         if entry is None:
-            raise ToolError(f"The path {p.text} does not exist")
+            raise ToolError(f"The path {p.text} does not exist" + self._missing(p, "."))
         return entry
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
@@ -641,6 +662,24 @@ class MemoryFiles:
             raise ToolError(f"Cannot delete {p.text}: {exc}") from None
         return f"Successfully deleted {p.text}"
 
+    def _taken(self, new: _Path, new_id: str) -> str:
+        twin = self._twin(new_id)
+        if twin is not None:
+            return f"The destination {new.text} already exists: {_collision(new, twin)}"
+        return f"The destination {new.text} already exists"
+
+    def _free_destination(self, new: _Path, new_id: str, entry: Entry) -> None:
+        """Refuse a rename onto an id a memory this handle sees holds, archived or expired
+        ones too, or a name its twin holds (not the renamed memory's own: a case-only
+        change is the store's to refuse, saying how)."""
+        try:
+            self.store.entry(new_id, include_expired=True, include_archived=True)
+        except NodeNotFoundError:
+            twin = self._twin(new_id)
+            if twin is None or twin.id == entry.id:
+                return
+        raise ToolError(self._taken(new, new_id))
+
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         old, new = self.parse(command.old_path), self.parse(command.new_path)
         self._sync()
@@ -651,12 +690,13 @@ class MemoryFiles:
         new_id = self._new_id(new)
         layer = self._new_layer(new) or entry.layer
         if new_id != entry.id:
-            if self._entry(new_id) is not None:
-                raise ToolError(f"The destination {new.text} already exists")
+            self._free_destination(new, new_id, entry)
             try:
-                self._rename_id(entry.id, new_id, layer)
-            except DuplicateIdError:
-                raise ToolError(f"The destination {new.text} already exists") from None
+                self._rename(entry.id, new_id, layer)
+            except NodeNotFoundError:  # renamed or deleted meanwhile
+                raise ToolError(f"The path {old.text} does not exist") from None
+            except DuplicateIdError:  # taken meanwhile
+                raise ToolError(self._taken(new, new_id)) from None
             except (InvalidNodeError, InvalidArgumentError) as exc:  # e.g. an id Windows reserves
                 raise ToolError(f"Cannot rename {old.text} to {new.text}: {exc}") from None
         elif layer != entry.layer:
@@ -667,6 +707,15 @@ class MemoryFiles:
         where = self.where_id(new_id)
         stored = f" (stored as {where})" if where != new.text else ""
         return f"Successfully renamed {old.text} to {new.text}{stored}"
+
+
+def _collision(p: _Path, twin: Entry) -> str:
+    """Why ``p`` names no memory of its own: ``twin``'s id differs from its name only by
+    letter case or Unicode normalisation."""
+    return (
+        f"{p.text} collides with the existing {MemoryFiles.where(twin)} (names that differ only by "
+        "letter case or Unicode normalisation are one file on macOS and Windows)"
+    )
 
 
 def _keep(node: Node) -> None:
@@ -739,12 +788,6 @@ def _refuse_past_expiry(node: Node, refuse: str) -> None:
             refuse + f"expires_at {format_instant(node.expires_at)} is in the past, so the memory would "
             "vanish at once (delete it instead, or give a later time)"
         )
-
-
-def _retarget(edge: Any, old_id: str, new_id: str) -> Any:
-    if getattr(edge, "target", None) == old_id:
-        edge.target = new_id
-    return edge
 
 
 def _occurrence_lines(text: str, needle: str) -> list[int]:
@@ -838,7 +881,8 @@ class MdCGMemoryTool(_OnStore, BetaAbstractMemoryTool):
 
 
 class AsyncMdCGMemoryTool(_OnStore, BetaAsyncAbstractMemoryTool):
-    """The async form of :class:`MdCGMemoryTool` (each command runs in a worker thread)."""
+    """The async form of :class:`MdCGMemoryTool` (each command runs in a worker thread);
+    ``async with`` closes the store it opened, as ``with`` does for the sync tool."""
 
     def __init__(
         self,
@@ -852,6 +896,13 @@ class AsyncMdCGMemoryTool(_OnStore, BetaAsyncAbstractMemoryTool):
 
     async def _run(self, fn: Callable[[Any], str], command: Any) -> str:
         return await run_sync(fn, command)
+
+    async def __aenter__(self) -> AsyncMdCGMemoryTool:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        """Close the store if this tool opened it (as ``with`` does), in a worker thread."""
+        await run_sync(self.close)
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await self._run(self.files.view, command)
