@@ -327,10 +327,9 @@ def resolve_root(ctx: typer.Context, root: Path | None) -> Path:
     return Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
 
 
-@contextmanager
-def _open(
-    ctx: typer.Context, root: Path | None, *, create: bool = False, read_only: bool = False
-) -> Iterator[MdCG]:
+def _store_folder(ctx: typer.Context, root: Path | None, *, create: bool = False) -> Path:
+    """The store folder (:func:`resolve_root`), refused when it is a file, or missing and not
+    to be created: every command that works on a store says so in the same words."""
     path = resolve_root(ctx, root)
     if path.is_file():
         raise InvalidArgumentError(
@@ -342,6 +341,14 @@ def _open(
             f"{path}: no such store folder (create one with `mdcg init --root {path}`, "
             f"or point --root / ${ROOT_ENV} at an existing store)"
         )
+    return path
+
+
+@contextmanager
+def _open(
+    ctx: typer.Context, root: Path | None, *, create: bool = False, read_only: bool = False
+) -> Iterator[MdCG]:
+    path = _store_folder(ctx, root, create=create)
     with MdCG(path, create=create, read_only=read_only) as store:
         yield store
 
@@ -1781,7 +1788,11 @@ def rebuild(
 def compact(
     ctx: typer.Context,
     access: Annotated[
-        bool, typer.Option("--access", help="Also fold the access log into the nodes' frontmatter.")
+        bool,
+        typer.Option(
+            "--access",
+            help="Also fold the access log into .mdcg/access/counts.json (the .md files never change).",
+        ),
     ] = False,
     root: RootOpt = None,
     quiet: QuietOpt = False,
@@ -1884,7 +1895,7 @@ def mcp(
             f"--aliases {unknown[0]!r}: expected {' or '.join(FAMILIES)} (comma-separated)"
         )
     scope = Scope(agent=agent, workspace=workspace, max_sensitivity=max_sensitivity)
-    run_server(resolve_root(ctx, root), aliases=families, scope=scope)
+    run_server(_store_folder(ctx, root, create=True), aliases=families, scope=scope)
 
 
 def main() -> None:
