@@ -30,7 +30,9 @@ observation. A relation is an edge of the ``from`` node to the ``to`` node,
 are a closed set, so a relation type outside it is kept in ``relation`` on an
 edge of type ``similar``. mem0's ``user_id``/``agent_id``/``app_id``/``run_id``
 are kept as the tags ``user:<id>`` (...) and filter searches (md-cg's
-``tag``, before ranking) and lists; ``add_memory`` stores a text once per
+``tag``, before ranking) and lists, exactly: md-cg's tag filter ignores case, so
+each memory it passes is checked for the label as given (:func:`_labelled`), and
+``user_id="alice"`` never returns ``Alice``'s; ``add_memory`` stores a text once per
 labels (the same text for another user is that user's own memory), under
 :func:`labelled_id`. They are
 labels, not access scopes (md-cg's scopes are set by whoever starts the
@@ -41,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 
@@ -51,9 +53,11 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 from .. import ccg
+from ..index import title_of
 from ..judge import is_fact
 from ..node import EDGE_TYPES, MAX_FILE_BYTES, check_id, content_id
 from ..script import short_repr
+from ..text import query_terms
 from ..transfer import LABEL_TAGS
 
 __all__ = [
@@ -106,7 +110,8 @@ ALIASES: tuple[Alias, ...] = (
         "create_relations",
         "mcp-memory",
         {"get": ("id",), "update": ("id", "edges")},
-        "`get` + `update` of the `from` node's edges",
+        "`get` + `update` of the `from` node's edges (each relation on its own: refused ones, such as "
+        "an unknown `from` entity or an edge to itself, listed with why)",
         "relation types outside md-cg's edge types are kept in the edge's `relation` key on a `similar` edge",
     ),
     _a(
@@ -132,7 +137,8 @@ ALIASES: tuple[Alias, ...] = (
         "delete_relations",
         "mcp-memory",
         {"get": ("id",), "update": ("id", "edges")},
-        "`get` + `update` of the `from` node's edges",
+        "`get` + `update` of the `from` node's edges (each relation on its own: refused ones listed "
+        "with why)",
     ),
     _a(
         "read_graph",
@@ -151,25 +157,31 @@ ALIASES: tuple[Alias, ...] = (
     _a(
         "add_memory",
         "mem0",
-        {"remember": ("body", "tags", "id", "duplicate"), "search": ("query", "k", "tag"), "get": ("id",)},
+        {
+            "remember": ("body", "tags", "id", "duplicate"),
+            "search": ("query", "k", "tag"),
+            "get": ("id",),
+            "list": ("tag", "limit", "offset"),
+        },
         "`remember` (body = `text`; `user_id`... become tags; the same text is stored once per labels, "
-        "under an id made of the text and the labels)",
+        "under an id made of the text and the labels; an empty text is refused)",
         "`messages` (no extraction from a conversation: pass the fact as `text`) and `metadata` are "
         "refused; `enable_graph` is ignored",
     ),
     _a(
         "search_memories",
         "mem0",
-        {"search": ("query", "k", "tag")},
-        "`search` (k = `limit`, at most 50; a label filter is the search's `tag`)",
+        {"search": ("query", "k", "tag"), "get": ("id", "offset", "max_chars")},
+        "`search` (k = `limit`, at most 50; a label filter is the search's `tag`, then checked "
+        'exactly: `user_id` "alice" never returns "Alice"\'s memories)',
         "`filters` only as equality on `user_id`, `agent_id`, `app_id`, `run_id` (possibly in an "
         "`AND` list); `enable_graph` is ignored",
     ),
     _a(
         "get_memories",
         "mem0",
-        {"list": ("tag", "limit", "offset")},
-        "`list` (`page`/`page_size` become offset/limit)",
+        {"list": ("tag", "limit", "offset"), "get": ("id", "offset", "max_chars")},
+        "`list` (`page`/`page_size` become offset/limit; a label filter is matched exactly, case included)",
         "`filters` as in `search_memories`, one label",
     ),
     _a("get_memory", "mem0", {"get": ("id",)}, "`get`"),
@@ -299,28 +311,64 @@ def _create_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
     return create_entities
 
 
+def _relation_echo(r: Relation) -> dict[str, str]:
+    return {"from": _echo(r["from"]), "to": _echo(r["to"]), "relationType": _echo(r["relationType"])}
+
+
+def _with_relations(edges: list[dict[str, Any]], rels: list[Relation], add: bool) -> list[dict[str, Any]]:
+    """``edges`` with the relations ``rels`` added (those not there yet) or removed."""
+    edges = [dict(e) for e in edges]
+    for r in rels:
+        present = any(_same_relation(e, r["to"], r["relationType"]) for e in edges)
+        if add and not present:
+            edges.append(_relation_edge(r["to"], r["relationType"]))
+        elif not add:
+            edges = [e for e in edges if not _same_relation(e, r["to"], r["relationType"])]
+    return edges
+
+
 def _edit_edges(tools: Tools, relations: list[Relation], add: bool) -> dict[str, Any]:
+    """Add or remove relations, each on its own: one md-cg refuses (an edge of a node to
+    itself, an unknown ``from`` entity when adding...) is listed in ``refused`` with the
+    reason, and the others are still applied. The relations of one ``from`` entity are
+    one ``update``; when md-cg refuses it, they are tried one at a time."""
     by_source: dict[str, list[Relation]] = {}
     for r in relations:
         by_source.setdefault(r["from"], []).append(r)
-    updated, skipped = [], []
+    updated: list[dict[str, Any]] = []
+    skipped: list[str] = []
+    refused: list[dict[str, str]] = []
     for source, rels in by_source.items():
         node = _node(tools, source)
         if node is None:
             if add:
-                raise ToolError(f"Entity with name {source} not found (no md-cg memory has that id)")
-            skipped.append(_echo(source))
+                reason = f"Entity with name {_echo(source)} not found (no md-cg memory has that id)"
+                refused += [{**_relation_echo(r), "reason": reason} for r in rels]
+            else:
+                skipped.append(_echo(source))
             continue
         edges = _edges(node)
-        for r in rels:
-            present = any(_same_relation(e, r["to"], r["relationType"]) for e in edges)
-            if add and not present:
-                edges.append(_relation_edge(r["to"], r["relationType"]))
-            elif not add:
-                edges = [e for e in edges if not _same_relation(e, r["to"], r["relationType"])]
-        if edges != _edges(node):
-            updated.append(tools["update"](id=source, edges=edges))
-    return {"updated": updated, "skipped": skipped}
+        wanted = _with_relations(edges, rels, add)
+        if wanted == edges:
+            continue
+        try:
+            updated.append(tools["update"](id=source, edges=wanted))
+            continue
+        except ToolError as exc:
+            if len(rels) == 1:
+                refused.append({**_relation_echo(rels[0]), "reason": str(exc)})
+                continue
+        for r in rels:  # the whole set was refused: each on its own, on the edges as they now are
+            now = _node(tools, source)
+            current = _edges(now) if now is not None else edges
+            one = _with_relations(current, [r], add)
+            if one == current:
+                continue
+            try:
+                updated.append(tools["update"](id=source, edges=one))
+            except ToolError as exc:
+                refused.append({**_relation_echo(r), "reason": str(exc)})
+    return {"updated": updated, "skipped": skipped, "refused": refused}
 
 
 def _create_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
@@ -455,13 +503,6 @@ def filter_tags(filters: Mapping[str, Any] | None) -> list[str]:
     return tags
 
 
-def _tags_of(tools: Tools, result: Mapping[str, Any]) -> list[str]:
-    if "tags" in result:
-        return list(result["tags"] or [])
-    node = _node(tools, result["id"])
-    return list((node or {}).get("frontmatter", {}).get("tags") or [])
-
-
 def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
     def add_memory(
         text: Annotated[str, Field(description="The fact to remember, as a plain sentence.")],
@@ -479,6 +520,8 @@ def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
             )
         if metadata:
             raise ToolError("metadata: not supported by md-cg; put what matters in text")
+        if not text.strip():
+            raise ToolError("text: the memory text is empty; give the fact to remember as text")
         tags = label_tags(user_id=user_id, agent_id=agent_id, app_id=app_id, run_id=run_id)
         if not tags:
             return tools["remember"](body=text)  # no labels: once per store, md-cg's own rule
@@ -545,14 +588,82 @@ def _add_labelled(tools: Tools, text: str, tags: list[str]) -> dict[str, Any]:
 
 
 def _same_text(tools: Tools, text: str, tags: list[str]) -> dict[str, Any] | None:
-    """md-cg's ``get`` reply of a memory with body ``text`` carrying every label tag that
-    search finds (one stored before :func:`labelled_id`), if any."""
-    hits = tools["search"](query=text, k=SAME_TEXT_HITS, tag=tags[0])["results"]
-    for hit in hits:
-        node = _node(tools, hit["id"])
+    """md-cg's ``get`` reply of a memory with body ``text`` carrying every label tag
+    (one stored before :func:`labelled_id`, or imported), if any. A text with words the
+    index holds is looked for by a search for it; one of stop words only ("it is what
+    it is"), which no search finds, by its title among the first label's memories
+    (as ``MdCG.identical`` does)."""
+    if query_terms(text):
+        hits = tools["search"](query=text, k=SAME_TEXT_HITS, tag=tags[0])["results"]
+        candidates: Iterable[str] = (hit["id"] for hit in hits)
+    else:
+        candidates = _titled(tools, tags[0], title_of(text))
+    for node_id in candidates:
+        node = _node(tools, node_id)
         if node is not None and _mine(node, text, tags):
             return node
     return None
+
+
+#: Memories one ``list`` call of an alias asks for (md-cg's ``list`` gives at most 100).
+LIST_PAGE = 100
+
+
+def _listed(tools: Tools, tag: str) -> Iterator[dict[str, Any]]:
+    """Every item ``list`` gives for ``tag`` (md-cg's tag filter: case ignored), page by page."""
+    offset = 0
+    while True:
+        page = tools["list"](tag=tag, limit=LIST_PAGE, offset=offset)
+        yield from page["items"]
+        offset += len(page["items"])
+        if not page["items"] or offset >= page["total"]:
+            return
+
+
+def _titled(tools: Tools, tag: str, title: str) -> Iterator[str]:
+    """Ids of the memories tagged ``tag`` whose listed title is ``title`` (or its start,
+    when the reply clipped it)."""
+    for item in _listed(tools, tag):
+        shown = item["title"]
+        if shown == title or (shown.endswith("…") and title.startswith(shown[:-1])):
+            yield item["id"]
+
+
+def _all_tags(tools: Tools, node_id: str) -> list[str]:
+    """A memory's tags, every one and whole, read without recording a recall: ``get``
+    from offset 1 (a read from the start is the agent's recall of it). ``[]`` when it
+    does not answer (gone, or an imported memory with an empty body)."""
+    try:
+        reply = tools["get"](id=node_id, offset=1, max_chars=1)
+    except ToolError:
+        return []
+    return list(reply.get("frontmatter", {}).get("tags") or [])
+
+
+def _labelled(tools: Tools, item: Mapping[str, Any], wanted: list[str]) -> bool:
+    """Whether a memory ``search`` or ``list`` returned carries every label tag of
+    ``wanted`` exactly. md-cg's tag filter ignores case (``user:Alice`` passes a filter on
+    ``user:alice``), and mem0's ids are exact: another user's memory must never come
+    back. The reply's tags settle it when they show every one; else (a twin of another
+    case, a long tag the reply clipped, a tag past those shown) the memory's own are read."""
+    shown = item.get("tags") or []
+    if all(w in shown and not w.endswith("…") for w in wanted):
+        return True
+    return set(wanted) <= set(_all_tags(tools, item["id"]))
+
+
+def _with_results(reply: dict[str, Any], kept: list[dict[str, Any]]) -> dict[str, Any]:
+    """A ``search`` reply with only the results ``kept`` (its counts recounted)."""
+    if kept == reply["results"]:
+        return reply
+    reply = {**reply, "results": kept}
+    if "counts" in reply:
+        counts: dict[str, int] = {}
+        for r in kept:
+            if r.get("state") is not None:
+                counts[r["state"]] = counts.get(r["state"], 0) + 1
+        reply["counts"] = counts
+    return reply
 
 
 def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
@@ -567,22 +678,19 @@ def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
         enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
     ) -> dict[str, Any]:
         k = limit or 10
-        wanted = filter_tags(filters)
+        wanted = list(dict.fromkeys(filter_tags(filters)))
         if not wanted:
             return tools["search"](query=query, k=k)
-        if len(set(wanted)) == 1:  # md-cg filters on the tag before it ranks
-            return tools["search"](query=query, k=k, tag=wanted[0])
-        # several labels: the first filters before ranking, the others after
-        reply = dict(tools["search"](query=query, k=min(100, max(5 * k, 50)), tag=wanted[0]))
-        kept = [r for r in reply["results"] if set(wanted) <= set(_tags_of(tools, r))][:k]
-        reply["results"] = kept
-        if "counts" in reply:
-            counts: dict[str, int] = {}
-            for r in kept:
-                if r.get("state") is not None:
-                    counts[r["state"]] = counts.get(r["state"], 0) + 1
-            reply["counts"] = counts
-        return reply
+        # md-cg filters on the first label before it ranks (case ignored); every label is
+        # then checked exactly, asking for more results when some were left out
+        wide = min(100, max(5 * k, 50))
+        asked = k if len(wanted) == 1 else wide
+        while True:
+            reply = tools["search"](query=query, k=asked, tag=wanted[0])
+            kept = [r for r in reply["results"] if _labelled(tools, r, wanted)]
+            if len(kept) >= k or len(reply["results"]) < asked or asked >= wide:
+                return _with_results(reply, kept[:k])
+            asked = wide
 
     return search_memories
 
@@ -604,9 +712,26 @@ def _get_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
                 f"filters: get_memories on md-cg filters on one label at a time (got {', '.join(tags)})"
             )
         size = page_size or 10
-        return tools["list"](tag=tags[0] if tags else None, limit=size, offset=((page or 1) - 1) * size)
+        start = ((page or 1) - 1) * size
+        if not tags:
+            return tools["list"](limit=size, offset=start)
+        return _exact_page(tools, tags[0], start, size)
 
     return get_memories
+
+
+def _exact_page(tools: Tools, tag: str, start: int, size: int) -> dict[str, Any]:
+    """``list``'s reply for the memories carrying ``tag`` exactly, case included (md-cg's
+    tag filter ignores case): the filter's pages are read whole, so ``total`` and the
+    page count only the memories of that label."""
+    items: list[dict[str, Any]] = []
+    total = 0
+    for item in _listed(tools, tag):
+        if _labelled(tools, item, [tag]):
+            if start <= total < start + size:
+                items.append(item)
+            total += 1
+    return {"total": total, "offset": start, "items": items}
 
 
 MemoryId = Annotated[str, Field(description="The memory's id (md-cg node id).")]

@@ -53,7 +53,9 @@ values as LangGraph's in-memory store does (equality, nested objects, and
 
 **Batches.** Like LangGraph's stores, reads in a batch see the store as it
 was before the batch; the batch's puts (the last one per item wins) are then
-stored -- every value checked first, the new items as one md-cg commit (all
+stored -- every value checked first (:func:`_checked`: the node's fields, its
+body as ``MdCG.add`` checks it, its file text as the writer makes it), the new
+items as one md-cg commit (all
 or nothing), each stored item read, changed and written under its lock (a
 concurrent change by another process is kept; an archived item is put back)
 -- and its deletions follow. ``index`` arguments are accepted and ignored
@@ -87,9 +89,12 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from ..editing import require_text
 from ..errors import DuplicateIdError, InvalidArgumentError, InvalidNodeError, NodeNotFoundError
 from ..index import Entry
+from ..merge import has_conflict_markers
 from ..node import Node, validate
+from ..nodefile import dump_bytes
 from ..script import short_repr
 from ..search import SearchResult
 from ..store import MdCG
@@ -224,15 +229,26 @@ def _body_field(value: Mapping[str, Any]) -> str | None:
 
 
 def _render(value: Mapping[str, Any]) -> str:
-    """A readable body for a value without a text field (derived: the frontmatter holds the value)."""
+    """A readable body for a value without a text field (derived: the frontmatter holds the value).
+
+    Strings are shown as they are, unless that would put git conflict markers or a NUL
+    character in the body (which a memory's body may not hold: see
+    :func:`~md_cg.editing.require_text`): then every string is shown as JSON, escaped."""
+    text = _render_lines(value, raw_strings=True)
+    if "\x00" in text or has_conflict_markers(text):
+        text = _render_lines(value, raw_strings=False)
+    return text or "(empty value)"
+
+
+def _render_lines(value: Mapping[str, Any], *, raw_strings: bool) -> str:
     lines = []
     for name, v in value.items():
         try:
-            shown = v if isinstance(v, str) else orjson.dumps(v).decode()
-        except TypeError:  # a value JSON cannot hold (2**70): validation refuses it
+            shown = v if raw_strings and isinstance(v, str) else orjson.dumps(v).decode()
+        except TypeError:  # a value JSON cannot hold (2**70): the put's check refuses it
             shown = short_repr(v)
         lines.append(f"{name}: {shown}")
-    return "\n".join(lines) or "(empty value)"
+    return "\n".join(lines)
 
 
 def value_to_node(
@@ -675,9 +691,13 @@ class MdCGStore(BaseStore):
 
 
 def _checked(namespace: tuple[str, ...], key: str, node: Node) -> None:
-    """Validate the node of a put; a refusal names the item (namespace and key)."""
+    """Check the node of a put as ``MdCG.add`` and the file writer do, before anything is
+    written: its fields (``validate``), its body (some text, no git conflict markers, no
+    NUL: :func:`~md_cg.editing.require_text`) and its file text (the writer's own
+    :func:`~md_cg.nodefile.dump_bytes`: bytes, dates, objects, non-string keys, sizes).
+    A refusal names the item (namespace and key)."""
     try:
-        validate(node)
+        dump_bytes(require_text(validate(node)))
     except InvalidNodeError as exc:
         raise InvalidNodeError(
             f"cannot put the item {short_repr(key)} of namespace {short_repr(namespace)}: {exc}",
