@@ -105,16 +105,23 @@ def claude_commands(tool: MdCGMemoryTool, repeat: int) -> dict[str, list[float]]
             ),
             ("create", {"command": "create", "path": new, "file_text": f"note {i}"}),
             ("str_replace", {"command": "str_replace", "path": new, "old_str": f"note {i}", "new_str": "x"}),
-            ("insert", {"command": "insert", "path": new, "insert_line": 6, "insert_text": "more"}),
+            ("insert", {"command": "insert", "path": new, "insert_line": -1, "insert_text": "more"}),
             ("rename (layer)", {"command": "rename", "old_path": new, "new_path": moved}),
             ("rename (id)", {"command": "rename", "old_path": moved, "new_path": renamed}),
             ("delete (forget)", {"command": "delete", "path": renamed}),
         ]
         for name, command in calls:
+            if command.get("insert_line") == -1:  # after the body's last line, past the frontmatter
+                command["insert_line"] = _line_count(tool, command["path"])
             start = time.perf_counter()
             tool.call(command)
             times.setdefault(name, []).append((time.perf_counter() - start) * 1000)
     return times
+
+
+def _line_count(tool: MdCGMemoryTool, path: str) -> int:
+    """How many lines the file at the tool path ``path`` holds (read outside the timing)."""
+    return len((tool.store.root / path.removeprefix("/memories/")).read_text("utf-8").splitlines())
 
 
 def bench_claude(nodes: int, repeat: int, workdir: Path) -> dict[str, Any]:
