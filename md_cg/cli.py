@@ -669,15 +669,20 @@ def get(
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print a memory: its fields, one per line, then its body (--json: the fields as JSON)."""
+    """Print a memory: its fields, one per line, then its body (--json: the fields as JSON).
+    A superseded memory names the memory that supersedes it (``superseded_by``)."""
     seen = {"include_archived": archived, "include_expired": expired}
     with _open(ctx, root, read_only=True) as store:
         node = store.get(node_id, **seen)
         path = store.path_of(node_id, **seen)
+        newer = next(iter(store.successors(node_id)), None)  # as superseded_by (archived too)
         if json_out:
-            _print_json(node_dict(node, str(path)))
+            out = node_dict(node, str(path))
+            _print_json(out if newer is None else {**out, "superseded_by": newer})
         else:
-            sys.stdout.write(node_text(node, str(path.relative_to(store.root))))
+            head, _, rest = node_text(node, str(path.relative_to(store.root))).partition("\n")
+            said = "" if newer is None else f"superseded_by: {newer}\n"
+            sys.stdout.write(f"{head}\n{said}{rest}")
 
 
 @app.command()
@@ -701,7 +706,8 @@ def show(
 
 
 def _when(value: str | None, option: str) -> float | None:
-    return None if value is None else parse_when(value, name=option)
+    """A ``--since``/``--until`` time; a date alone as ``--until`` takes in that whole day."""
+    return None if value is None else parse_when(value, name=option, end_of_day=option == "--until")
 
 
 TagOpt = Annotated[
@@ -719,7 +725,11 @@ SinceOpt = Annotated[
     str | None, typer.Option(help="Changed since: an ISO date/time, or a duration back (7d, 12h, 30m).")
 ]
 UntilOpt = Annotated[
-    str | None, typer.Option(help="Changed until: an ISO date/time, or a duration back (7d, 12h, 30m).")
+    str | None,
+    typer.Option(
+        help="Changed until: an ISO date/time (a date alone: to the end of that day, UTC), "
+        "or a duration back (7d, 12h, 30m)."
+    ),
 ]
 
 
@@ -818,15 +828,22 @@ def update(
             "or --reopen"
         )
     with _open(ctx, root) as store:
+        unlinked = store.successors(node_id) if reopen else []  # their supersedes edges go
         node = store.update(node_id, **changes)
         path = store.path_of(node.id)
     names = {"retention_tier": "tier", "valid_until": "reopen"}
     updated = sorted(names.get(k, k) for k in changes)
     if json_out:
         out = {"id": node.id, "layer": node.layer, "path": str(path), "updated": updated}
+        if unlinked:
+            out["successors_unlinked"] = unlinked
         _print_json({**out, **_retention_json(node)})
     else:
         typer.echo(f"{node.id}: updated {', '.join(updated)} ({path})")
+        if unlinked:
+            typer.echo(
+                f"{node.id}: no longer superseded by {', '.join(unlinked)} (their supersedes edge removed)"
+            )
         _say_expiry(node)
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -89,16 +89,18 @@ def require_text(node: Node) -> Node:
 
 def require_usable(
     node: Node,
-    fields: Collection[str] = ("tags", "edges"),
+    fields: Collection[str] = ("tags", "edges", "times"),
     *,
     kept_tags: Sequence[object] = (),
     kept_edges: Sequence[object] = (),
+    kept_times: Mapping[str, object] | None = None,
 ) -> None:
     """Raise :func:`md_cg.node.unusable`'s InvalidNodeError, if any: a blank or
-    control-character tag, an edge to itself, an edge confidence outside 0..1 in
-    what a caller writes by hand (``add``, ``update``); ``kept_*``: what the stored
-    node held (an edit of it), which is not new input."""
-    problem = unusable(node, fields, kept_tags=kept_tags, kept_edges=kept_edges)
+    control-character tag, an edge to itself, an edge confidence outside 0..1, a
+    time outside the years 1-9999 in what a caller writes by hand (``add``,
+    ``update``); ``kept_*``: what the stored node held (an edit of it), which is not
+    new input."""
+    problem = unusable(node, fields, kept_tags=kept_tags, kept_edges=kept_edges, kept_times=kept_times)
     if problem is not None:
         raise problem
 

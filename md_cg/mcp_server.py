@@ -164,6 +164,9 @@ class Budget:
         return self.base + self.per_item * n
 
 
+#: Successors named in an ``update`` reply whose ``supersedes`` edge a reopen removed.
+UNLINKED_SHOWN = 3
+
 #: The size budget of every tool's reply (tests hold the server to it).
 BUDGETS: dict[str, Budget] = {
     "remember": Budget(1_500),
@@ -598,7 +601,9 @@ Tag = Annotated[
     str | list[str] | None, Field(description="Only memories with this tag (a list: all of them).")
 ]
 Since = Annotated[str | None, Field(description="Changed since: ISO date/time or 7d, 12h...")]
-Until = Annotated[str | None, Field(description="Changed until: ISO date/time or 7d, 12h...")]
+Until = Annotated[
+    str | None, Field(description="Changed until: ISO date/time (a date: to its end) or 7d, 12h...")
+]
 NodeId = Annotated[str, Field(description="A memory id.")]
 Tags = Annotated[list[str] | None, Field(description="Tags; 'domain:<name>' files the memory by domain.")]
 Unit = Annotated[float | None, Field(description="0..1", ge=0, le=1)]
@@ -683,6 +688,16 @@ def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bo
         _not_archived(store, exc.node_id)  # not "change it with update": no tool can
         raise
     return _written(store, node.id) if created else _written(store, node.id, existing=True)
+
+
+def _get_reply(store: MdCG, node_id: str) -> dict[str, Any]:
+    """``get``'s reply before windowing: the node, and for a superseded one ``superseded_by``
+    (its current version)."""
+    reply = node_dict(store.get(node_id), str(store.path_of(node_id)))
+    newer = store.superseded_by(node_id)
+    if newer is not None:
+        reply["superseded_by"] = newer
+    return reply
 
 
 def _body_window(reply: dict[str, Any], offset: int, max_chars: int) -> dict[str, Any]:
@@ -789,8 +804,12 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             raise ValueError(
                 f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
             )
+        unlinked = store.successors(id) if reopen else []  # their supersedes edges go
         store.update(id, **changes)
         reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
+        if unlinked:  # rarely more than one; the reply stays in its budget
+            reply["successors_unlinked"] = unlinked[:UNLINKED_SHOWN]  # whole ids: usable
+            reply["successors_unlinked_total"] = len(unlinked)
         return _unknown_targets(store, reply, edges)
 
     return (
@@ -854,7 +873,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         until: Until = None,
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
-        end = None if until is None else parse_when(until, name="until")
+        end = None if until is None else parse_when(until, name="until", end_of_day=True)
         results, meta = store.search(
             query, layer=layer, k=k, context=context, tag=tag, since=start, until=end
         )
@@ -875,7 +894,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
             int, Field(description="Most characters of the body returned.", ge=1, le=MAX_GET_CHARS)
         ] = GET_CHARS,
     ) -> dict[str, Any]:
-        reply = _body_window(node_dict(store.get(id), str(store.path_of(id))), offset, max_chars)
+        reply = _body_window(_get_reply(store, id), offset, max_chars)
         if offset == 0:  # an agent read it: a recall (docs/recall.md), once for its windows
             store.record_access([id], mode="get")
         return reply
@@ -889,7 +908,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         offset: Annotated[int, Field(description="Memories to skip.", ge=0, le=MAX_OFFSET)] = 0,
     ) -> dict[str, Any]:
         start = None if since is None else parse_when(since, name="since")
-        end = None if until is None else parse_when(until, name="until")
+        end = None if until is None else parse_when(until, name="until", end_of_day=True)
         total, page = store.list_page(layer, tag=tag, since=start, until=end, limit=limit, offset=offset)
         items = [_list_item(e) for e in page]
         for item in items:  # listed, and marked: search leaves a superseded memory out

@@ -24,7 +24,7 @@ import re
 import secrets
 import sys
 import unicodedata
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
@@ -924,6 +924,40 @@ def validate(node: Node) -> Node:
     return node
 
 
+#: The first instant a node's time may hold: 0001-01-01T00:00:00Z.
+FIRST_INSTANT = -62135596800.0
+#: The instant after the last one: 10000-01-01T00:00:00Z (9999-12-31T23:59:59.999999Z is the last).
+AFTER_LAST_INSTANT = 253402300800.0
+
+
+def instant_problem(node: Node, kept: Mapping[str, object] | None = None) -> InvalidNodeError | None:
+    """The InvalidNodeError (returned, not raised) of the first time field of ``node``
+    given as a number outside the years 1-9999, which no ISO date can name: most
+    often milliseconds since the epoch given for seconds (``1700000000123`` is a
+    date in the year 55,800; an expiry so far never comes). New input refuses it
+    (:func:`unusable`: ``add``, ``update``; imports and migrations too); the node
+    model and files carry such a time (a file an earlier version wrote is read).
+    ``kept``: field -> the time the stored node held (an edit of it): not new input."""
+    for name in TIME_FIELDS:
+        value = getattr(node, name)
+        if (
+            isinstance(value, int | float)
+            and not isinstance(value, bool)
+            and math.isfinite(value)  # nan and inf are validate's to refuse
+            and not FIRST_INSTANT <= value < AFTER_LAST_INSTANT
+            and (kept is None or value != kept.get(name))
+        ):
+            hint = "; milliseconds since the epoch? md-cg reads seconds" if value > 0 else ""
+            return InvalidNodeError(
+                f"node {node.id!r}: field {name!r} is {float(value)!r} seconds since the epoch, "
+                f"outside the years 1-9999{hint}",
+                field=name,
+                value=value,
+                node_id=node.id,
+            )
+    return None
+
+
 def id_problem(name: str) -> str | None:
     """Why ``name`` is not a safe file-name stem (``None`` if it is one); see :func:`check_id`."""
     return _id_problem(name)
@@ -931,19 +965,26 @@ def id_problem(name: str) -> str | None:
 
 def unusable(
     node: Node,
-    fields: Collection[str] = ("tags", "edges"),
+    fields: Collection[str] = ("tags", "edges", "times"),
     *,
     kept_tags: Sequence[object] = (),
     kept_edges: Sequence[object] = (),
+    kept_times: Mapping[str, object] | None = None,
 ) -> InvalidNodeError | None:
     """The InvalidNodeError (returned, not raised) when a memory a caller writes by
     hand (``add``, ``update``) holds what no read could use: a blank tag (the tag filter refuses one), an edge
-    to itself (``neighbours`` never shows it) or an edge confidence outside 0..1.
-    Files, imports and migrations carry what they hold; this is for new input.
+    to itself (``neighbours`` never shows it), an edge confidence outside 0..1, or
+    a time outside the years 1-9999 (:func:`instant_problem`: milliseconds for seconds).
+    Files and ``add_many`` carry what they hold; this is for new input.
 
-    ``kept_tags``/``kept_edges``: what the stored node held (an edit of it): a tag it
-    held, an edge to itself it had, and an edge confidence one of its edges had are
-    not new input (a rename re-points an edge of confidence 1.5 a migration stored)."""
+    ``kept_tags``/``kept_edges``/``kept_times``: what the stored node held (an edit of
+    it): a tag it held, an edge to itself it had, an edge confidence one of its edges
+    had and a time it held are not new input (a rename re-points an edge of
+    confidence 1.5 a migration stored)."""
+    if "times" in fields:
+        late = instant_problem(node, kept_times)
+        if late is not None:
+            return late
     if "tags" in fields and isinstance(node.tags, list):
         for tag in node.tags:
             if not isinstance(tag, str) or tag in kept_tags:

@@ -76,6 +76,7 @@ class OrganizeStore(Protocol):
     def entries(self, layer: str | None = None) -> list[Any]: ...
     def __contains__(self, node_id: object) -> bool: ...
     def get(self, node_id: str) -> Node: ...
+    def superseded_by(self, node_id: str) -> str | None: ...
     def log(self, name: str) -> AppendLog: ...
     def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...
     def sync(self) -> Any: ...
@@ -286,7 +287,8 @@ class _Matcher:
     Visibility comes from the store: every candidate row is read with
     ``store.get``, which raises NodeNotFoundError for a node the caller may
     not see (another scope, archived, expired), so such a node is dropped
-    when it is read and never reaches a verdict."""
+    when it is read and never reaches a verdict; so is a superseded one
+    (:func:`current`): search no longer serves it, so it duplicates nothing."""
 
     #: title -> title key, kept across runs (titles repeat; keys cost microseconds).
     _keys: ClassVar[dict[str, str]] = {}
@@ -314,9 +316,12 @@ class _Matcher:
     def node(self, node_id: str) -> Node | None:
         if node_id not in self.nodes:
             try:
-                self.nodes[node_id] = self.store.get(node_id)
+                node: Node | None = self.store.get(node_id)
+                if node is not None and not current(self.store, node):
+                    node = None
             except NodeNotFoundError:
-                self.nodes[node_id] = None  # gone since the listing, or not visible
+                node = None  # gone since the listing, or not visible
+            self.nodes[node_id] = node
         return self.nodes[node_id]
 
     def rows(self, ids: Iterable[str], scope: tuple[object, object, object]) -> list[tuple[str, ...]]:
@@ -452,9 +457,21 @@ def same_body(a: str, b: str) -> bool:
 TITLE_POOL = 200
 
 
+def current(store: OrganizeStore, node: Node) -> bool:
+    """Whether ``node``, read with ``store.get`` (so in the caller's scope, not archived
+    and not expired), is also not superseded: its ``valid_until`` has not passed and no
+    live node the caller sees supersedes it (:func:`md_cg.visibility.is_superseded`).
+    Search serves only such a memory."""
+    if node.valid_until is not None and node.valid_until <= time.time():
+        return False
+    return store.superseded_by(node.id) is None
+
+
 def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> list[str]:
-    """Ids of the nodes the caller sees (of ``layer`` when given) whose body is
-    ``body`` (:func:`same_body`), best BM25 match first.
+    """Ids of the current nodes the caller sees (of ``layer`` when given) whose body is
+    ``body`` (:func:`same_body`), best BM25 match first. A superseded node
+    (:func:`current`) is left out: the same text remembered again after it was
+    superseded (the user went back to it) is a fact to store anew, not a duplicate.
 
     The body's rarest terms ask the text index (an identical node holds them
     all); a body of stop words only, which the index does not hold, is looked
@@ -475,10 +492,10 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
     for node_id in candidates:
         try:
             node = store.get(node_id)
+            if same_body(node.body, body) and current(store, node):
+                found.append(node_id)
         except NodeNotFoundError:
             continue  # gone since, or not the caller's to see
-        if same_body(node.body, body):
-            found.append(node_id)
     return found
 
 

@@ -24,7 +24,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
@@ -118,14 +118,16 @@ def retention(memory: Any) -> dict[str, Any]:
     return {"tier": "long"}
 
 
-def parse_when(text: str, *, name: str = "time", now: float | None = None) -> float:
+def parse_when(text: str, *, name: str = "time", now: float | None = None, end_of_day: bool = False) -> float:
     """Seconds since the epoch for an ISO 8601 date/time or a duration back from ``now``.
 
-    ``2026-05-01`` (midnight UTC), ``2026-05-01T12:00``, ``2026-05-01T12:00:00+02:00``
-    (a time without an offset is UTC); ``7d``, ``12h``, ``30m``, ``45s``, ``2w``
-    (that long before now). Anything else, or an instant outside the years 1 to
-    9999 (``99999999d`` back), raises :class:`~md_cg.errors.InvalidArgumentError`
-    naming ``name``.
+    ``2026-05-01`` (midnight UTC; with ``end_of_day``, the last microsecond of that
+    day, ``23:59:59.999999`` UTC: the upper bound of a window, so that ``until
+    2026-05-01`` takes in the whole day, as a person means it), ``2026-05-01T12:00``,
+    ``2026-05-01T12:00:00+02:00`` (a time without an offset is UTC); ``7d``, ``12h``,
+    ``30m``, ``45s``, ``2w`` (that long before now). Anything else, or an instant
+    outside the years 1 to 9999 (``99999999d`` back), raises
+    :class:`~md_cg.errors.InvalidArgumentError` naming ``name``.
     """
     if not isinstance(text, str) or not text.strip():
         raise InvalidArgumentError(f"{name} is empty; give an ISO date or a duration such as 7d", name=name)
@@ -133,6 +135,14 @@ def parse_when(text: str, *, name: str = "time", now: float | None = None) -> fl
     if match:
         span = float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
         return _in_range((time.time() if now is None else now) - span, name, text)
+    if end_of_day:
+        try:
+            day = date.fromisoformat(text.strip())  # a date alone (2026-05-01, 20260501)
+        except ValueError:
+            pass
+        else:
+            last = datetime(day.year, day.month, day.day, 23, 59, 59, 999999, tzinfo=UTC)
+            return min(last.timestamp(), LATEST)  # 9999-12-31: the last instant a reply can show
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:

@@ -89,6 +89,7 @@ from .node import (
     check_layer,
     check_new_id,
     content_id,
+    instant_problem,
     windows_device_name,
 )
 from .store import MdCG
@@ -361,6 +362,9 @@ def _record_node(
     try:
         if problems:
             raise problems[0]
+        late = instant_problem(node)  # what a write refuses (a file holding one is still read)
+        if late is not None:
+            raise late
         return node, nodefile.dump_bytes(node)  # too large, or a lone surrogate
     except InvalidNodeError as exc:
         if exc.field != "body" or key == "body":

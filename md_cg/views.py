@@ -59,6 +59,7 @@ from .index import Entry
 from .logs import AppendLog
 from .node import (
     NEGATIVE_LAYERS,
+    TIME_FIELDS,
     Node,
     check_id,
     check_layer,
@@ -245,6 +246,14 @@ class Reads(_Handle):
         """The id of the node that supersedes ``node_id``, or None."""
         self._visible(node_id)
         return visibility.superseded_by(self._engine.state, node_id, self._scope)
+
+    def successors(self, node_id: str) -> list[str]:
+        """The ids of the live nodes the caller sees that supersede ``node_id`` (a
+        ``supersedes`` edge to it), sorted: what hides it from search besides its own
+        ``valid_until``, and whose edges a reopen (``update(node_id, valid_until=None)``)
+        removes. An archived or expired ``node_id`` is looked at too."""
+        self._visible(node_id, Show(include_expired=True, include_archived=True))
+        return visibility.successors(self._engine.state, node_id, self._scope, time.time())
 
     def unreadable_files(self) -> list[tuple[str, str]]:
         """(path, reason) of each file under the layer folders that holds no usable node,
@@ -620,7 +629,18 @@ class Lifecycle(_Handle):
         check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
-        out = self.modify(node_id, self._changer(node_id, changes, now, decided), durable=durable)
+        change = self._changer(node_id, changes, now, decided)
+        eng = self._engine
+        unlink: list[str] = []
+        if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
+            eng.fresh()
+            unlink = visibility.successors(eng.state, node_id, self._scope, now)
+        if unlink:  # the successors' supersedes edges go in the same commit
+            plan = {node_id: held_to_scope(self._scope, change, eng.state.entries.get)}
+            plan.update({s: _unlinker(node_id) for s in unlink})
+            out = eng.modify_many(plan, durable=durable, check=self._check_scope)[0]
+        else:
+            out = self.modify(node_id, change, durable=durable)
         self._ret.record(decided, now)
         given = changes.get("expires_at") is not None
         if given and out.expires_at is not None and out.expires_at <= now and out.retention_tier != "long":
@@ -741,12 +761,12 @@ def held_to_scope(
     """
 
     def run(node: Node) -> Node | None:
-        tags, edges = list(node.tags), deepcopy(node.edges)
+        tags, edges, times = list(node.tags), deepcopy(node.edges), _times(node)
         result = change(node)
         out = node if result is None else result
         if isinstance(out, Node):  # anything else is refused by the engine, naming its type
             refuse_naive_times(out, out.id if isinstance(out.id, str) else None)
-            check_edit(scope, out, stored(out.id), tags, edges)
+            check_edit(scope, out, stored(out.id), tags, edges, times)
         return result
 
     return run
@@ -754,15 +774,25 @@ def held_to_scope(
 
 def check_edited(scope: Scope | None, node: Node, old: Node, entry: Entry) -> None:
     """:func:`check_edit` of a file edit: ``old`` is the node as stored, ``entry`` its entry."""
-    check_edit(scope, node, entry, old.tags, old.edges)
+    check_edit(scope, node, entry, old.tags, old.edges, _times(old))
 
 
-def check_edit(scope: Scope | None, node: Node, before: Entry | None, tags: list, edges: list) -> None:
-    """Refuse an edited ``node`` (see :func:`held_to_scope`); ``tags``/``edges``: the stored ones."""
+def _times(node: Node) -> dict[str, object]:
+    """The time fields of ``node`` (:data:`md_cg.node.TIME_FIELDS`): name -> value."""
+    return {name: getattr(node, name) for name in TIME_FIELDS}
+
+
+def check_edit(
+    scope: Scope | None, node: Node, before: Entry | None, tags: list, edges: list, times: dict
+) -> None:
+    """Refuse an edited ``node`` (see :func:`held_to_scope`); ``tags``/``edges``/``times``:
+    the stored ones (a time the file held, in milliseconds by an earlier version, is not new)."""
     retention.stamp_scope(node, scope, fill=False)
     _refuse_narrowing(scope, node, before)
     changed = [name for name, old in (("tags", tags), ("edges", edges)) if getattr(node, name) != old]
-    editing.require_usable(node, fields=changed, kept_tags=tags, kept_edges=edges)
+    if _times(node) != times:
+        changed.append("times")
+    editing.require_usable(node, fields=changed, kept_tags=tags, kept_edges=edges, kept_times=times)
 
 
 def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> None:
@@ -817,6 +847,15 @@ def _refuse_lone_reason(node_id: str, changes: dict[str, Any]) -> None:
         name="retention_reason",
         value=reason,
     )
+
+
+def _unlinker(target: str) -> Callable[[Node], None]:
+    """The change that removes a node's ``supersedes`` edges to ``target`` (a reopen of it)."""
+
+    def unlink(node: Node) -> None:
+        node.edges = [e for e in node.edges if not (e.target == target and e.type == "supersedes")]
+
+    return unlink
 
 
 def _warn_past_expiry(node: Node, stacklevel: int = 5) -> None:

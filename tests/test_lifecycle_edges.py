@@ -107,9 +107,14 @@ print(p.id, p.tier, p.date.isoformat())
 
 
 def test_a_created_at_that_is_no_calendar_day_does_not_stop_resurfacing(tmp_path: Path) -> None:
-    """A migrated note with created_at in milliseconds (year 55,000) made `mdcg today` fail."""
+    """A migrated note with created_at in milliseconds (year 55,000) made `mdcg today` fail.
+    Every write refuses such a time now (session 26); a file an earlier version wrote holds it."""
     with MdCG(tmp_path / "m") as s:
-        s.add(id="ms", layer="self", body="far future", created_at=1700000000000.0)
+        s.add(id="ms", layer="self", body="far future")
+        ms = tmp_path / "m" / s.entry("ms").path
+        ms.write_text('---\nid: "ms"\nlayer: "self"\ncreated_at: 1700000000000.0\n---\nfar future\n')
+        s.sync()
+        assert s.get("ms").created_at == 1700000000000.0
         s.add(id="ok", layer="self", body="a note", created_at="2025-06-01T12:00:00Z")
         picked = s.resurface(today=date(2026, 6, 1))
         assert picked is not None and picked.id == "ok"

@@ -127,6 +127,7 @@ READS: dict[str, Callable[[MdCG, str], None]] = {
     "path_of": _absent_by_id(lambda s, i: s.path_of(i)),
     "read_text": _absent_by_id(lambda s, i: s.read_text(i)),
     "superseded_by": _absent_by_id(lambda s, i: s.superseded_by(i)),
+    "successors": _absent_by_id(lambda s, i: s.successors(i)),
     "iter_nodes": lambda s, i: ([n.id for n in s.iter_nodes()] == ["own", "own_neg"]) or pytest.fail("iter"),
     "list_nodes": lambda s, i: (
         ({e.id for e in s.list_nodes(include_expired=True, include_archived=True)} == {"own", "own_neg"})

@@ -248,9 +248,10 @@ def fixed_clock() -> Iterator[None]:
 
 def _add(store: MdCG, node: Node, **kw: Any) -> None:
     """``store.add``; a node with a tag ``add`` refuses since session 20 (blank, or with a
-    control character) through ``add_many`` of one, which carries it and writes the same bytes."""
+    control character), or a time outside the years 1-9999 (since session 26), through
+    ``add_many`` of one, which carries it and writes the same bytes."""
     try:
-        editing_mod.require_usable(node, fields=("tags",))
+        editing_mod.require_usable(node, fields=("tags", "times"))
     except InvalidNodeError:
         store.add_many([node], **kw)
     else:
