@@ -1240,6 +1240,60 @@ def live_doc_freqs(index: TextIndex, terms: Sequence[str]) -> tuple[dict[str, in
     return {term: int(count) for (term, _), count in zip(known, df, strict=True)}, n
 
 
+#: :func:`holding_all` reads at most this many postings of the query's rarest term.
+HOLDING_SCAN = 20_000
+
+
+@_healing
+def holding_all(index: TextIndex, terms: Sequence[str], scope: Scope, limit: int) -> list[str] | None:
+    """The live documents of ``scope`` holding every one of ``terms``, in slot order; None
+    when that would cost more than a search (the rarest term has more than
+    :data:`HOLDING_SCAN` postings) or more than ``limit`` documents hold them all.
+
+    A term the vocabulary lacks: no document (``[]``). No terms: None. The rarest
+    term's postings are filtered by the scope, then each other term, the rarer first,
+    keeps those of the documents left that hold it (:meth:`~md_cg.textindex_postings.Postings.holding`).
+    """
+    index._prepare()
+    tids: list[int] = []
+    for term in dict.fromkeys(terms):
+        tid = dict.get(index._vocab, term)
+        if tid is None:
+            return []
+        tids.append(tid)
+    if not tids:
+        return None
+    counts = index._postings.counts(np.asarray(tids, dtype=np.int64))
+    order = np.argsort(counts, kind="stable").tolist()
+    if counts[order[0]] > HOLDING_SCAN:
+        return None
+    _, slots, _ = index._postings.gather([tids[order[0]]])
+    slots = _live_in_scope(index, np.unique(slots), scope)
+    for i in order[1:]:  # the rarer terms first: the candidates shrink fastest
+        if not len(slots):
+            break
+        slots = index._postings.holding(tids[i], slots)
+    if len(slots) > limit:
+        return None
+    ids = index._docs.ids
+    return [ids[s] for s in slots.tolist()]
+
+
+def _live_in_scope(index: TextIndex, slots: np.ndarray, scope: Scope) -> np.ndarray:
+    """The sorted ``slots`` that are live and in ``scope``, from their own codes: about
+    their number of steps, where a mask of the scope costs one per slot of the index."""
+    table = index._docs
+    keep = table.alive[slots]
+    if scope.layers is not None:
+        keep &= np.isin(table.layer[slots], list(scope.layers))
+    if scope.buckets is not None:
+        keep &= np.isin(table.bucket[slots], list(scope.buckets))
+    slots = slots[keep]
+    if scope.only is not None:
+        slots = slots[np.isin(slots, table.slots_of(scope.only))]
+    return slots
+
+
 def typo_terms(index: TextIndex, query: str) -> tuple[bool, list[str]]:
     """Whether ``query`` has a non-CJK word ``index``'s vocabulary lacks, and the
     vocabulary terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`)."""

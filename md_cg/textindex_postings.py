@@ -733,6 +733,27 @@ class Postings:
                 out += [(h, s) for s in want[docs[at] == want].tolist()]
         return out
 
+    def holding(self, tid: int, slots: np.ndarray) -> np.ndarray:
+        """The sorted ``slots`` whose document holds the term id ``tid`` (flush first): a
+        binary search of them in the term's postings, segment by segment."""
+        held = np.zeros(len(slots), dtype=bool)
+        if not len(slots):
+            return slots
+        first, last = int(slots[0]), int(slots[-1])
+        for seg in self.segments:
+            lo, hi = seg.bounds()
+            if hi < first or lo > last or len(seg.terms) == 0:
+                continue
+            p = int(np.searchsorted(seg.terms, tid))
+            if p >= len(seg.terms) or int(seg.terms[p]) != tid:
+                continue
+            docs = seg.postings(int(seg.ptr[p]), int(seg.ptr[p + 1]))[0]
+            if len(docs):
+                at = np.searchsorted(docs, slots.astype(docs.dtype))
+                at[at >= len(docs)] = 0
+                held |= docs[at] == slots
+        return slots[held]
+
     def within(
         self, tids: Sequence[int], slots: np.ndarray, mask: np.ndarray
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
