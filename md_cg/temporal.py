@@ -22,7 +22,10 @@ resolves to ``long``:
   otherwise delete the agreement itself. A change of habit that starts at a
   named time is a state change, not a one-off ("今天开始主人不吃猪肉了", "The
   user stopped eating pork today"): temporary, it was swept after the TTL and
-  an older memory it contradicts was served alone.
+  an older memory it contradicts was served alone. A marker does not count inside a
+  word its family excepts (``veto_except``: 今日起 in 今日起床, 天开始...都 in
+  今天开始的会议), a state change's gap stops at a comma, and a permanence
+  whose sentence ends the same day ("back at 6am", "for the day") does not count.
 * An extractor's ``one_off`` must also be *anchored*: the text names a
   moment (today, 下午, lunch, a clock time or a date...). Without one the
   node stays long (``veto_no_anchor``). Word lists cannot name every durable
@@ -143,11 +146,26 @@ _CLOCK_RE = re.compile(
     r"\d{1,2}(?::\d{2}|\s*(?:am|pm|a\.m\.|p\.m\.|o'clock|点|时|時)|(?:st|nd|rd|th)\b|\s*[号日])"
     r"|[零〇一二两三四五六七八九十]{1,3}点"
 )
+# A permanence ("as of tonight", "effective today") does not count when the rest of its
+# sentence says the state ends the same day: "As of tonight the server is down, back at
+# 6am", "As of tomorrow the office is closed for the day". An "until 5pm" does not: "As
+# of today the gym is open until 10pm" is the new opening time.
+_SAME_DAY_END_RE = re.compile(
+    r"(?<![^\W_])(?:back (?:at|by|online at|up at) (?:\d{1,2}(?::\d{2})? ?(?:am|pm|a\.m\.|p\.m\.)"
+    r"|\d{1,2}:\d{2}|noon|midnight)|for the day)(?![^\W_])"
+)
+_SENTENCE_END_RE = re.compile("[.!?;。！？；\n]")
 _QUOTES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'"})
 #: Gap in a marker: ``set...alarm`` matches "set a 7 o'clock alarm" and
 #: ``定...闹钟`` matches "定个7点的闹钟" (up to 16 characters, no sentence end).
 GAP = "..."
 _GAP_PATTERN = "[^.!?;。！？；\n]{0,16}?"
+#: In the state-change family a gap in a CJK marker does not cross a clause either (，、
+#: and a comma): a change is said in one clause, so "天开始...不" names one in
+#: "今天开始主人不吃猪肉了", not in "明天开始考试，不要打扰主人".
+_CLAUSE_GAP_PATTERN = "[^.!?;,、。！？；，\n]{0,16}?"
+#: The families whose CJK gaps stop at a clause boundary.
+_CLAUSE_FAMILIES = frozenset({"state_change"})
 
 
 def _fold(text: str) -> str:
@@ -250,25 +268,27 @@ def _part_pattern(part: str, *, left: bool = True, right: bool = True) -> str:
     return f"{before}{body}{after}"
 
 
-def _marker_pattern(marker: str) -> str:
-    """A marker's pattern; ``...`` gaps between parts. A Latin marker leaves
-    its outer word boundaries to its family's group (:func:`_compile`)."""
+def _marker_pattern(marker: str, *, clause: bool = False) -> str:
+    """A marker's pattern; ``...`` gaps between parts (with ``clause``, a CJK
+    marker's gaps stop at a comma too). A Latin marker leaves its outer word
+    boundaries to its family's group (:func:`_compile`)."""
     parts = [part.strip() for part in marker.split(GAP)]
     if _CJK_RE.search(marker):
-        return _GAP_PATTERN.join(_part_pattern(part) for part in parts)
+        gap = _CLAUSE_GAP_PATTERN if clause else _GAP_PATTERN
+        return gap.join(_part_pattern(part) for part in parts)
     last = len(parts) - 1
     return _GAP_PATTERN.join(
         _part_pattern(part, left=index > 0, right=index < last) for index, part in enumerate(parts)
     )
 
 
-def _compile_one(markers: tuple[str, ...]) -> re.Pattern[str] | None:
+def _compile_one(markers: tuple[str, ...], *, clause: bool = False) -> re.Pattern[str] | None:
     """One family's pattern: its CJK markers anywhere, its Latin markers as
     whole words (None when it has no marker). The word boundary is checked
     once per position for all the Latin markers (checking it per marker made
-    a search five times slower)."""
+    a search five times slower). ``clause``: see :data:`_CLAUSE_FAMILIES`."""
     ordered = sorted(markers, key=len, reverse=True)  # longest marker wins at one spot
-    cjk = [_marker_pattern(m) for m in ordered if _CJK_RE.search(m)]
+    cjk = [_marker_pattern(m, clause=clause) for m in ordered if _CJK_RE.search(m)]
     latin = [_marker_pattern(m) for m in ordered if not _CJK_RE.search(m)]
     alternatives = [*cjk]
     if latin:
@@ -291,6 +311,8 @@ class Markers:
     term: Mapping[str, tuple[str, ...]]
     anchor: tuple[str, ...] = ()
     problem: str | None = None
+    #: family -> words inside which that family's markers do not count (:meth:`veto_hit`)
+    veto_except: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _term_heads: tuple[re.Pattern[str], re.Pattern[str], int] | None = field(
         init=False, repr=False, compare=False
     )
@@ -310,6 +332,8 @@ class Markers:
         object.__setattr__(self, "veto", MappingProxyType(veto))
         object.__setattr__(self, "term", MappingProxyType(term))
         object.__setattr__(self, "anchor", folded(self.anchor))
+        excepted = {f: folded(self.veto_except.get(f, ())) for f in VETO_FAMILIES}
+        object.__setattr__(self, "veto_except", MappingProxyType({f: w for f, w in excepted.items() if w}))
         object.__setattr__(self, "_term_heads", _heads(term))
         # Every term marker names a moment too, so it anchors as well.
         anchors = tuple(dict.fromkeys((*self.anchor, *(m for ms in term.values() for m in ms))))
@@ -328,8 +352,11 @@ class Markers:
             if kind == "anchor":
                 groups = {"anchor": self._anchors}
             else:
-                groups = self.veto if kind == "veto" else self.term
-            compiled = [(name, _compile_one(markers)) for name, markers in groups.items()]
+                groups = {"veto": self.veto, "term": self.term, "veto_except": self.veto_except}[kind]
+            compiled = [
+                (name, _compile_one(markers, clause=kind == "veto" and name in _CLAUSE_FAMILIES))
+                for name, markers in groups.items()
+            ]
             out = self._compiled[kind] = [(name, p) for name, p in compiled if p is not None]
         return out
 
@@ -343,16 +370,22 @@ class Markers:
         veto: Mapping[str, Sequence[str]] | None = None,
         term: Mapping[str, Sequence[str]] | None = None,
         anchor: Sequence[str] = (),
+        veto_except: Mapping[str, Sequence[str]] | None = None,
     ) -> Markers:
         """New markers with these lists appended (duplicates dropped); raises
         :class:`MarkerFileError` (path ``<arguments>``) on an invalid marker."""
-        data = {"veto": dict(veto or {}), "term": dict(term or {}), "anchor": list(anchor)}
+        data = {
+            "veto": dict(veto or {}),
+            "term": dict(term or {}),
+            "anchor": list(anchor),
+            "veto_except": dict(veto_except or {}),
+        }
         added = parse_markers(data, "<arguments>", complete=False)
         return _merge(self, added, self.problem)
 
     def with_problem(self, problem: str) -> Markers:
         """The same markers, flagged as incomplete because of ``problem``."""
-        return Markers(self.veto, self.term, self.anchor, problem)
+        return Markers(self.veto, self.term, self.anchor, problem, self.veto_except)
 
     def anchor_hit(self, text: str, *, folded: bool = False) -> str | None:
         """The first anchor in ``text`` (an anchor word, a term marker, a
@@ -367,14 +400,42 @@ class Markers:
     def veto_hit(self, text: str, *, folded: bool = False) -> Hit | None:
         """The first veto family (in :data:`VETO_FAMILIES` order) found
         anywhere in ``text``. A ``reported`` frame ("the user said", 主人说) counts only
-        when the words after it name no moment: "主人说晚上想吃面条" reports a one-off."""
+        when the words after it name no moment: "主人说晚上想吃面条" reports a one-off.
+        A marker does not count where a word its family lists in :attr:`veto_except`
+        overlaps its opening words (起床 in 今日起床晚了 for 今日起, 开始的 in
+        今天开始的会议主人都迟到了 for 天开始...都); the search goes on from the next character."""
         folded_text = text if folded else _fold(text)
         for family, pattern in self._patterns("veto"):
-            for match in pattern.finditer(folded_text):
+            match = pattern.search(folded_text)
+            while match is not None:
+                if family in self.veto_except and self._excepted(family, match, folded_text):
+                    match = pattern.search(folded_text, match.start() + 1)
+                    continue
                 if family == "reported" and self.anchor_hit(folded_text[match.end() :], folded=True):
+                    match = pattern.search(folded_text, match.end())
+                    continue
+                if family == "permanence" and _ends_the_same_day(folded_text, match.end()):
+                    match = pattern.search(folded_text, match.end())
                     continue
                 return Hit(family, match.group(), _units_before(folded_text, match.start()))
         return None
+
+    def _excepted(self, family: str, match: re.Match[str], folded: str) -> bool:
+        """Whether an exception word overlaps the opening words of ``match`` (its
+        marker's part before the first gap). The exception words are compiled at the
+        first veto hit."""
+        exceptions = dict(self._patterns("veto_except"))[family]
+        found = match.group()
+        opening = max(
+            (len(h) for h in _openings(self.veto[family]) if found.startswith(h)), default=len(found)
+        )
+        start = match.start()
+        for word in exceptions.finditer(folded, max(0, start - max(map(len, self.veto_except[family])) + 1)):
+            if word.start() >= start + opening:
+                return False
+            if word.end() > start:
+                return True
+        return False
 
     def term_hit(self, text: str, window: int = TERM_WINDOW, *, folded: bool = False) -> Hit | None:
         """The first term rule (in :data:`TERM_RULES` order) whose earliest
@@ -426,6 +487,24 @@ def _heads(groups: Mapping[str, tuple[str, ...]]) -> tuple[re.Pattern[str], re.P
     return re.compile(alternatives), re.compile(f"(?=(?:{alternatives}))"), len(ordered[0])
 
 
+def _ends_the_same_day(folded: str, start: int) -> bool:
+    """Whether the sentence from ``start`` on says its state ends the same day
+    (:data:`_SAME_DAY_END_RE`; the sentence ends at . ! ? ; or a line break, not at a
+    period inside a.m./p.m. or a clock time)."""
+    end = _SENTENCE_END_RE.search(folded, start)
+    while end is not None and folded[end.start() - 1 : end.start() + 2] in ("a.m", "p.m", ".m."):
+        end = _SENTENCE_END_RE.search(folded, end.end())
+    return _SAME_DAY_END_RE.search(folded, start, end.start() if end else len(folded)) is not None
+
+
+@lru_cache(maxsize=64)
+def _openings(markers: tuple[str, ...]) -> tuple[str, ...]:
+    """The literal each marker's match begins with (its part before the first gap, a Latin
+    part up to its '*')."""
+    heads = (m.split(GAP)[0].strip() for m in markers)
+    return tuple(h[:-1] if h.endswith("*") and not _CJK_RE.search(h) else h for h in heads)
+
+
 def _units_before(folded: str, offset: int) -> int:
     return len(_UNIT_RE.findall(folded, 0, offset))
 
@@ -435,7 +514,8 @@ def _merge(base: Markers, added: MarkerLists, problem: str | None) -> Markers:
         return {k: tuple(dict.fromkeys((*old.get(k, ()), *new.get(k, ())))) for k in {*old, *new}}
 
     anchor = tuple(dict.fromkeys((*base.anchor, *added.anchor)))
-    return Markers(join(base.veto, added.veto), join(base.term, added.term), anchor, problem)
+    veto_except = join(base.veto_except, added.veto_except)
+    return Markers(join(base.veto, added.veto), join(base.term, added.term), anchor, problem, veto_except)
 
 
 # -- the decision ---------------------------------------------------------------
@@ -647,17 +727,20 @@ class MarkerLists:
     veto: Mapping[str, tuple[str, ...]]
     term: Mapping[str, tuple[str, ...]]
     anchor: tuple[str, ...]
+    veto_except: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-_FILE_KEYS = ("version", "veto", "term", "anchor")
+_FILE_KEYS = ("version", "veto", "term", "anchor", "veto_except")
 
 
 def parse_markers(data: object, path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
     """Validate the content of a marker file.
 
     The format is ``{"version": 1, "veto": {family: [markers]}, "term":
-    {rule: [markers]}, "anchor": [markers]}``; keys starting with ``_`` are
-    comments, every other key is optional. ``complete=True`` (the shipped
+    {rule: [markers]}, "anchor": [markers], "veto_except": {family: [words]}}``; keys
+    starting with ``_`` are comments, every other key is optional (``veto_except``: words
+    inside which a family's markers do not count, see :meth:`Markers.veto_hit`; they take
+    no ``...``). ``complete=True`` (the shipped
     file) requires markers for every family, rule and the anchors. Raises
     :class:`MarkerFileError` naming ``path`` and the offending key or entry.
     """
@@ -675,7 +758,13 @@ def parse_markers(data: object, path: str | os.PathLike[str], *, complete: bool 
     anchor = _folded_list(data.get("anchor", []), "anchor", where)
     if complete and not anchor:
         raise MarkerFileError(where, "anchor: no markers")
-    return MarkerLists(veto=veto, term=term, anchor=anchor)
+    veto_except = _parse_section(data, "veto_except", VETO_FAMILIES, where, False)
+    for family, words in veto_except.items():
+        for number, word in enumerate(words, 1):
+            if GAP in word:
+                why = f"veto_except.{family} entry {number}: {word!r}: a gap ('...') is not allowed here"
+                raise MarkerFileError(where, why)
+    return MarkerLists(veto=veto, term=term, anchor=anchor, veto_except=veto_except)
 
 
 def read_marker_file(path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
@@ -709,7 +798,7 @@ def _decode_markers(raw: bytes, path: str | os.PathLike[str], *, complete: bool 
 def shipped_markers() -> Markers:
     """The markers shipped in ``md_cg/data/retention_markers.json`` (loaded once)."""
     lists = read_marker_file(_SHIPPED_PATH, complete=True)
-    return Markers(lists.veto, lists.term, lists.anchor)
+    return Markers(lists.veto, lists.term, lists.anchor, None, lists.veto_except)
 
 
 def load_markers(extra_path: str | os.PathLike[str] | None = None) -> Markers:

@@ -529,7 +529,7 @@ def test_anchors_can_be_added() -> None:
         (b"{not json", "not valid JSON"),
         (b"[]", "expected a JSON object, got list"),
         (b'{"version": 2}', "unsupported version 2 (this md-cg reads 1)"),
-        (b'{"vetos": {}}', "unknown key 'vetos' (expected version, veto, term, anchor)"),
+        (b'{"vetos": {}}', "unknown key 'vetos' (expected version, veto, term, anchor, veto_except)"),
         (b'{"veto": {"weather": ["rain"]}}', "veto: unknown name 'weather'; expected one of: remember,"),
         (b'{"veto": {"habit": "daily"}}', "veto.habit must be a list of strings"),
         (b'{"veto": {"habit": ["every 2 days"]}}', "veto.habit entry 1: 'every 2 days' contains a digit"),
@@ -585,7 +585,7 @@ ROWS = labelled_sets.load(labelled_sets.TEMPORAL_SET)
 
 
 def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
-    assert len(ROWS) == 402 and len({r["id"] for r in ROWS}) == len(ROWS)
+    assert len(ROWS) == 554 and len({r["id"] for r in ROWS}) == len(ROWS)
     assert {r["lang"] for r in ROWS} == {"zh", "en"}
     assert {"one_off", "agreement", "habit", "durable", "state_change", "alarm"} <= {
         r["category"] for r in ROWS
@@ -593,7 +593,17 @@ def test_the_labelled_set_is_what_the_issue_asks_for() -> None:
     assert {r["expected_tier"] for r in ROWS} == {"temp", "long"}
     assert {"one_off", "unknown", ""} <= {r["temporal"] for r in ROWS}
     vetoed = [r for r in ROWS if r["temporal"] == "one_off" and r["expected_tier"] == "long"]
-    assert len(vetoed) == 146
+    assert len(vetoed) == 185
+
+
+#: review26c's errands kept long (docs/retention.md, known limits): 现在开始 (no term marker),
+#: quitting, cut back on, now goes, as of this morning, starting now, gives up, started drinking,
+#: now takes, quit, from today the, effective immediately, stopped going to, cutting down on, 记得,
+#: started taking, is now, quit, effective today (until 5pm), starting tonight, stopped taking.
+REVIEW26C_FALSE_LONGS = [
+    "k047", "k067", "k068", "k069", "k070", "k072", "k073", "k074", "k075", "k077", "k078",
+    "k079", "k081", "k082", "k111", "k118", "k119", "k122", "k123", "k124", "k125",
+]  # fmt: skip
 
 
 def test_temp_precision_is_one_and_recall_is_as_measured() -> None:
@@ -610,25 +620,40 @@ def test_temp_precision_is_one_and_recall_is_as_measured() -> None:
     assert (third["true"], third["decided"], third["expected"], third["wrong"]) == (0, 0, 0, [])
     # Session 26 (review26, fix-retention): 32 changes of habit or state that start at a named
     # time (今天开始主人不吃猪肉了, The user stopped eating pork today) are long; before, 26 of them
-    # were temp. Of its 28 errand look-alikes one is a known false long: w14 今天开始前不要打扰我
-    # ('天开始...不'). review26b was written after the markers and run once: 0 false temps,
-    # 4 false longs (x15 记得, x17 下周 inside 一下周报, x20 天开始...只, x28 started eating).
+    # were temp. review26b was written after the markers and run once: 0 false temps, 4 false
+    # longs (x15 记得, x17 下周 inside 一下周报, x20 天开始...只, x28 started eating). Since
+    # fix-retention2 开始前/开始的 are exceptions, so w14 今天开始前不要打扰我 and x20
+    # 今天开始的比赛主人只看了半场 are temp again.
     fourth = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review26"])
-    assert (fourth["true"], fourth["decided"], fourth["expected"], fourth["wrong"]) == (27, 27, 28, ["w14"])
+    assert (fourth["true"], fourth["decided"], fourth["expected"], fourth["wrong"]) == (28, 28, 28, [])
     fifth = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review26b"])
-    assert (fifth["true"], fifth["decided"], fifth["expected"]) == (10, 10, 14)
-    assert fifth["wrong"] == ["x15", "x17", "x20", "x28"]
+    assert (fifth["true"], fifth["decided"], fifth["expected"]) == (11, 11, 14)
+    assert fifth["wrong"] == ["x15", "x17", "x28"]
+    # review26c (fix-retention2): the second review's 60 durable changes (16 were temp: 今早开始,
+    # 开始戴, 确诊, began using, from tonight the, effective tomorrow, off dairy...) are all long;
+    # of its 66 errands 21 are known false longs (docs/retention.md, known limits). Before:
+    # 23 true of 38 decided, 60 expected.
+    sixth = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review26c"])
+    assert (sixth["true"], sixth["decided"], sixth["expected"]) == (39, 39, 60)
+    assert sixth["wrong"] == REVIEW26C_FALSE_LONGS
+    # review26d: written after the markers of fix-retention2 and run once: 13 true of 14
+    # decided, one false temp (y09 "Since this morning the user takes her coffee black.");
+    # "since this morning" is a permanence marker since. Before fix-retention2: 8 of 15.
+    seventh = labelled_sets.retention_scores([r for r in ROWS if r["batch"] == "review26d"])
+    assert (seventh["true"], seventh["decided"], seventh["expected"], seventh["wrong"]) == (13, 13, 13, [])
     old = labelled_sets.retention_scores(ROWS[:314])
     assert (old["true"], old["decided"], old["expected"]) == (94, 95, 133)
+    existing = labelled_sets.retention_scores(ROWS[:402])  # the rows before fix-retention2: 131/132
+    assert (existing["true"], existing["decided"], existing["expected"]) == (133, 134, 175)
     scores = labelled_sets.retention_scores(ROWS)
     # Session 25's review rows: one false temp left, r15 "first memory today" (a trailing
     # 'today' within the window; docs/retention.md, known limits). Before the session-25
     # markers the review rows gave 13 false temps (5 true of 18 decided).
-    assert (scores["true"], scores["decided"], scores["expected"]) == (131, 132, 175)
+    assert (scores["true"], scores["decided"], scores["expected"]) == (185, 186, 248)
     assert scores["wrong"] == [
         "z18", "z19", "z21", "z61", "e14", "e16", "e19", "e62",
         "a8", "b4", "b7", "b13", "b15", "d1", "g7", "g9", "g11", "r15", "r18", *errands,
-        "w14", "x15", "x17", "x20", "x28",
+        "x15", "x17", "x28", *REVIEW26C_FALSE_LONGS,
     ]  # fmt: skip
     # No durable, recurring or agreement statement ends up temp (but the known r15).
     for row in ROWS:
@@ -673,25 +698,45 @@ def test_rule_hits_on_the_labelled_set() -> None:
     }
     # Session 26's 88 rows (review26, review26b): the changes that start now are long by
     # the state-change and permanence families; the errands by n1 or the extractor's one_off.
-    assert labelled_sets.retention_scores(ROWS[314:])["hits"] == {
-        "temporal_one_off": 16,
+    assert labelled_sets.retention_scores(ROWS[314:402])["hits"] == {
+        "temporal_one_off": 17,  # errand x20 (开始的 an exception since fix-retention2)
         "term_guard_durable_fact": 1,
         "term_guard_far_future": 1,  # errand x17: 下周 inside 一下周报
         "term_guard_habit": 1,
         "term_guard_permanence": 8,
         "term_guard_remember": 1,  # errand x15: 记得
-        "term_guard_state_change": 15,  # errand w14: 天开始...不 in 今天开始前不要打扰我
-        "term_n1_relative_day": 21,
+        "term_guard_state_change": 14,
+        "term_n1_relative_day": 22,  # errand w14 (开始前 an exception since fix-retention2)
         "veto_durable_fact": 1,
         "veto_habit": 2,
-        "veto_permanence": 5,
-        "veto_state_change": 16,  # errands x20 (天开始...只), x28 (started eating)
+        # v26 "now drinks oat milk, since this morning", v32 "Since yesterday ... anymore":
+        # since this morning / since yesterday (permanence, checked first) since fix-retention2
+        "veto_permanence": 7,
+        "veto_state_change": 13,  # errand x28 (started eating)
+    }
+    # fix-retention2's 152 rows (review26c, review26d).
+    assert labelled_sets.retention_scores(ROWS[402:])["hits"] == {
+        "default_long": 4,
+        "temporal_one_off": 29,
+        "term_guard_agreement": 1,
+        "term_guard_durable_fact": 11,
+        "term_guard_habit": 3,
+        "term_guard_permanence": 10,
+        "term_guard_remember": 1,
+        "term_guard_state_change": 22,
+        "term_n1_relative_day": 23,
+        "veto_agreement": 1,
+        "veto_durable_fact": 14,
+        "veto_habit": 4,
+        "veto_no_anchor": 1,
+        "veto_permanence": 9,
+        "veto_state_change": 19,
     }
 
 
 def test_without_the_anchor_check_precision_drops() -> None:
     scores = labelled_sets.retention_scores(ROWS, require_anchor=False)
-    assert (scores["true"], scores["decided"]) == (140, 168)
+    assert (scores["true"], scores["decided"]) == (194, 223)
     old = labelled_sets.retention_scores(ROWS[:314], require_anchor=False)
     assert (old["true"], old["decided"]) == (103, 131)
 
