@@ -467,8 +467,10 @@ def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> 
     if r.entry.confidence is not None:
         d["confidence"] = r.entry.confidence
     matched = [*ev.get("terms", []), *ev.get("synonyms", [])]
-    if matched:  # the query's words as the agent wrote them, not their stems ("coffee", not "coffe")
-        d["matched"] = [clip(words.get(t, t), TERM_CHARS) for t in matched[:TERMS_SHOWN]]
+    if matched:  # the query's words as the agent wrote them, not their stems ("coffee", not "coffe"),
+        # but a stemmed synonym as the memory's title says it ("booked" for "booking")
+        said = {**words, **ev.get("words", {})}
+        d["matched"] = [clip(said.get(t, t), TERM_CHARS) for t in matched[:TERMS_SHOWN]]
     if "fuzzy" in ev:
         d["fuzzy"] = ev["fuzzy"]
     if r.filler:

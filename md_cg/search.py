@@ -15,10 +15,8 @@ when the caller's ``context`` routes somewhere; ``context=None`` goes straight
 to T2, which then equals a plain full-store BM25 ranking. Each result carries
 the tier that found it and, unless ``judge=False``, its qualification state
 (ACCEPT / REJECT / DEFER / BLINDSPOT) and the basis of that state. A query
-reads no node file -- everything comes from the index; ``result.node`` loads the
-file on first access -- except a hit holding a synonym the index has only as a
-stem ("book" of "booking") that its title does not show: its file is read to see
-whether it has the word (and kept as ``result.node``).
+reads no node file: everything comes from the index; ``result.node`` loads the
+file on first access.
 
 Imports only lower layers (index, text, textindex and its helpers, judge,
 routing, layout, synonyms).
@@ -27,6 +25,7 @@ routing, layout, synonyms).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -34,8 +33,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import layout, routing
-from .errors import InvalidArgumentError, MdcgError, check_query
-from .index import Entry, IndexState, index_text, layer_code
+from .errors import InvalidArgumentError, check_query
+from .index import Entry, IndexState, layer_code
 from .judge import clauses, prepare_context
 from .judge import judge as judge_node
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
@@ -45,7 +44,6 @@ from .text import CJK_FUNCTION_CHARS, expand_query, normalize, synonym_terms, te
 from .textindex import holding_all, live_doc_freqs, typo_terms
 from .textindex_docs import Exclusion
 from .textindex_phrase import PHRASE_POOL, title_rerank
-from .textindex_similar import within_a_typo
 
 TIERS = ("T0", "T1", "T2", "T3")
 #: Share of a query's own terms a negative-memory entry must contain to count
@@ -78,15 +76,16 @@ CJK_CHAR_SHARE = 0.5
 RELATIVE_FLOOR = 0.05
 #: A term is *common* when at least this share of the memories the caller sees
 #: (and at least :data:`COMMON_MIN_DOCS` of them) hold it. A term hit whose matched
-#: terms are all common while the query has a content term it lacks is no evidence
-#: of answering the query: "The user drinks green tea" for "where does the user
-#: live in Lisbon", or for "what is the user's blood type" when no memory says
-#: "blood" (session 26: a word no memory holds counts, else the rule switched off
-#: exactly when the store has no answer; :func:`_lacks`). It keeps its rank; the
-#: judge says DEFER, not ACCEPT. On LoCoMo and CMRC dev (top 10 of every question,
-#: judged) the rule defers 2 of 624 / 0 of 1,569 answers, none ranked first, and
-#: 110 of 6,533 / 3 of 11,949 non-answers (before session 26: the same answers,
-#: 80 / 0 non-answers).
+#: terms are all common while the query has a content term it lacks (one some
+#: visible memory holds) is no evidence of answering the query: "The user drinks
+#: green tea" for "where does the user live in Lisbon". It keeps its rank; the
+#: judge says DEFER, not ACCEPT. A word no visible memory holds cannot be told
+#: from a filler word ("please", 请问) and changes nothing: "what is the user's
+#: blood type" over a store without one keeps ACCEPT hits on "user" (session 26
+#: counted such words and deferred the answers to "please, what does the user
+#: like"). On LoCoMo and CMRC dev (top 10 of every question, judged) the rule
+#: defers 2 of 624 / 0 of 1,569 answers, none ranked first, and 80 of 6,533 /
+#: 3 of 11,949 non-answers.
 COMMON_SHARE = 0.2
 COMMON_MIN_DOCS = 10
 #: The rule counts what the caller sees: hidden memories (other scopes, archived,
@@ -179,8 +178,8 @@ class Expansion:
     #: judge reads "unsorted array" as 未排序 数组 together (a condition 数组未排序)
     together: list[str] = field(default_factory=list)
     #: the synonym terms that are a stem, not the word of any synonym ("book" of
-    #: "booking"), with the words they stand for: a hit holding the stem holds the
-    #: synonym only if its text has one of those words (:func:`_surface_proof`)
+    #: "booking"), with the words they stand for: a hit whose title shows the stem
+    #: only bare ("the book 'Range'") does not hold the synonym (:func:`_title_forms`)
     stemmed: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
@@ -560,15 +559,10 @@ def _results(
 ) -> list[SearchResult]:
     """The ordered hits as results: evidence, filler flag, judge state, supersession."""
     common = _visible_freqs(state.text, expansion.terms, hidden, only) if judge else None
-    nodes: dict[str, Node] = {}  # read to prove a stemmed synonym: kept for the result
-    # taken first: reading a file may refresh the index (Engine.get) while the hits are judged
-    entries = {doc_id: state.entries[doc_id] for doc_id, _ in ordered}
-
-    def proof(doc_id: str, needed: Mapping[str, frozenset[str]]) -> set[str]:
-        return _surface_proof(entries[doc_id], loader, needed, nodes)
-
+    entries = state.entries
+    titles = {doc_id: entries[doc_id].title for doc_id, _ in ordered} if expansion.stemmed else {}
     evidence = _evidence(
-        state.text, query, expansion.terms, ordered, expansion.groups, common, expansion.stemmed, proof
+        state.text, query, expansion.terms, ordered, expansion.groups, common, expansion.stemmed, titles
     )
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause,
@@ -590,16 +584,7 @@ def _results(
         if newer is not None and state_ == "ACCEPT":  # include_superseded: an outdated fact
             state_, basis = "DEFER", f"DEFER: superseded by {newer!r} (a newer memory replaced it); {basis}"
         result = SearchResult(
-            doc_id,
-            score,
-            tier,
-            state_,
-            basis,
-            entry,
-            evidence=why,
-            filler=filler,
-            _loader=loader,
-            _node=nodes.get(doc_id),
+            doc_id, score, tier, state_, basis, entry, evidence=why, filler=filler, _loader=loader
         )
         result.superseded_by = newer
         results.append(result)
@@ -635,21 +620,23 @@ def _evidence(
     groups: Sequence[frozenset[str]] = (),
     visible: tuple[dict[str, int], int] | None = None,
     stemmed: Mapping[str, frozenset[str]] | None = None,
-    proof: Callable[[str, Mapping[str, frozenset[str]]], set[str]] | None = None,
+    titles: Mapping[str, str] | None = None,
 ) -> dict[str, tuple[dict[str, Any], bool]]:
     """Per hit: its evidence of being about the query, and whether it has none (filler).
 
     A synonym term is evidence only when the hit holds every term of one
     synonym phrase in ``groups`` that gives it (a whole synonym, not a word
-    of one), and a term in ``stemmed`` (a stem, not a synonym's word) only
-    when ``proof`` finds one of its words in the hit's text: the index holds
-    "book" for "the book 'Range'", which is no "booking". A hit holding none
+    of one), and a term in ``stemmed`` (a stem, not a synonym's word) not
+    where the hit's title (``titles``) shows that stem only bare: the index
+    holds "book" for "the book 'Range'", which is no "booking" (see
+    :func:`_title_forms`; a word of the stem the title shows goes in
+    ``words``: ``{"book": "booked"}``). A hit holding none
     of the query's own terms but single CJK characters is evidence only when
     it holds at least :data:`CJK_CHAR_SHARE` of the query's characters,
     particles (:data:`CJK_FUNCTION_CHARS`) not counted (its ``terms`` still
     list them). A term hit scoring below :data:`RELATIVE_FLOOR` of the best
     term hit is filler (``weak``: its share of that score). Evidence of only
-    common words is ``common_only`` (:func:`_lacks`).
+    common words is ``common_only`` (:func:`_only_common`).
     """
     weight = dict(terms)
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
@@ -666,15 +653,21 @@ def _evidence(
         unknown, near = typo_terms(text, query)
         if unknown:  # a word the vocabulary lacks: only a hit holding a typo of it is evidence
             typo_only = text.terms_of(similar, near) if near else {}
-    typos = _TypoCheck(text, query)
     out: dict[str, tuple[dict[str, Any], bool]] = {}
+    shown: dict[str, str]
     for doc_id, (score, tier) in hits:
         has = contained.get(doc_id, [])
         held = set(has)
+        said, shown = held, {}  # shown: the word a title shows for a stemmed synonym
+        if stemmed and titles and not held.isdisjoint(stemmed):
+            said, shown = _stems_shown(held, weight, stemmed, titles[doc_id])
+        whole = set().union(*(g for g in groups if g <= said)) if groups else said
         why: dict[str, Any] = {
             "terms": [t for t in has if weight[t] >= 1.0],
-            "synonyms": _synonyms_held(doc_id, has, weight, groups, stemmed, proof),
+            "synonyms": [t for t in has if MIN_EVIDENCE_WEIGHT <= weight[t] < 1.0 and t in whole],
         }
+        if shown and (words := {t: w for t, w in shown.items() if t in why["synonyms"]}):
+            why["words"] = words
         fuzzy_ok = False
         if tier in _SIMILARITY_TIERS:
             share = min(1.0, score / ideal) if ideal > 0 else 0.0
@@ -687,33 +680,22 @@ def _evidence(
         if evident and tier not in _SIMILARITY_TIERS and score < floor:
             why["weak"] = float(f"{score / best:.3g}")  # a word or two of the query, far below the best
             evident = False
-        lacking = (
-            _lacks(own, why["synonyms"], held, visible, terms) if evident and visible and not fuzzy_ok else []
-        )
-        if lacking and not typos.excuses(doc_id, lacking):
+        if evident and not fuzzy_ok and visible and _only_common(own, why["synonyms"], held, visible, terms):
             why["common_only"] = True  # evidence, but only of words most notes share
         out[doc_id] = (why, not evident)
     return out
 
 
-def _synonyms_held(
-    doc_id: str,
-    has: Sequence[str],
-    weight: Mapping[str, float],
-    groups: Sequence[frozenset[str]],
-    stemmed: Mapping[str, frozenset[str]] | None,
-    proof: Callable[[str, Mapping[str, frozenset[str]]], set[str]] | None,
-) -> list[str]:
-    """The synonym terms among ``has`` (a hit's query terms) that are evidence: weighty
-    enough, of a synonym phrase the hit holds whole, and a stem only with its word."""
-    said = set(has)
-    needed = (
-        {t: stemmed[t] for t in has if t in stemmed and weight[t] >= MIN_EVIDENCE_WEIGHT} if stemmed else {}
-    )
-    if needed and proof is not None:
-        said -= needed.keys() - proof(doc_id, needed)
-    whole = set().union(*(g for g in groups if g <= said)) if groups else said
-    return [t for t in has if MIN_EVIDENCE_WEIGHT <= weight[t] < 1.0 and t in whole]
+def _stems_shown(
+    held: set[str], weight: Mapping[str, float], stemmed: Mapping[str, frozenset[str]], title: str
+) -> tuple[set[str], dict[str, str]]:
+    """``held`` (a hit's query terms) without the stemmed synonym terms its ``title``
+    shows only bare ("the book 'Range'": the stem itself, not "booking"), and the word
+    the title shows for the others it shows, by term (:func:`_title_forms`)."""
+    needed = [t for t in held if t in stemmed and weight[t] >= MIN_EVIDENCE_WEIGHT]
+    forms = _title_forms(title, needed) if needed else {}
+    bare = {t for t, word in forms.items() if word is None}
+    return held - bare, {t: word for t, word in forms.items() if word is not None}
 
 
 def _visible_freqs(
@@ -743,18 +725,18 @@ def _common_floor(visible: int) -> float:
     return max(COMMON_MIN_DOCS, COMMON_SHARE * visible)
 
 
-def _lacks(
+def _only_common(
     own: Sequence[str],
     synonyms: Sequence[str],
     held: set[str],
     visible: tuple[dict[str, int], int],
     terms: Sequence[tuple[str, float]],
-) -> list[str]:
-    """When a hit's evidence is only *common* terms (held by :data:`COMMON_SHARE` of the
-    memories the caller sees and :data:`COMMON_MIN_DOCS`, or particles): the content terms
-    of the query it lacks that are not common, else []. A term no visible memory holds
-    counts when it is a word or a CJK character other than a particle (a CJK bigram no
-    memory holds is left to its characters: 户住 of 用户住在 is no word)."""
+) -> bool:
+    """Whether a hit's evidence is only *common* terms (held by :data:`COMMON_SHARE` of
+    the memories the caller sees and :data:`COMMON_MIN_DOCS`, or particles; a CJK bigram
+    with a particle, 户的, is as common as its other character) while the query has a
+    content term it lacks that some memory the caller sees holds. A query word no such
+    memory holds changes nothing: it cannot be told from a filler word ("please")."""
     df, n = visible
     least = _common_floor(n)
 
@@ -765,60 +747,64 @@ def _lacks(
 
     matched = [*own, *synonyms]
     if not matched or not all(common(t) for t in matched):
-        return []
-    lacking = [t for t, w in terms if w >= 1.0 and t not in held and not common(t)]
-    return [t for t in lacking if df.get(t, 0) > 0 or not is_cjk(t) or len(t) == 1]
+        return False
+    return any(w >= 1.0 and t not in held and not common(t) and df.get(t, 0) > 0 for t, w in terms)
 
 
-class _TypoCheck:
-    """Whether a hit holds a typo of every query word no memory holds that it lacks
-    ("Lisbn" for a note on Lisbon): then those words are no sign it misses the question.
-    The vocabulary's near terms are looked up once per search, when first needed."""
-
-    def __init__(self, text: Any, query: str) -> None:
-        self.text, self.query = text, query
-        self.near: list[str] | None = None
-
-    def excuses(self, doc_id: str, lacking: Sequence[str]) -> bool:
-        if any(is_cjk(t) for t in lacking):
-            return False
-        if self.near is None:
-            self.near = typo_terms(self.text, self.query)[1]
-        held = self.text.terms_of([doc_id], self.near)[doc_id] if self.near else []
-        return all(any(within_a_typo(w, t) for t in held) for w in lacking)
-
-
-def _surface_proof(
-    entry: Entry,
-    loader: Callable[[str], Node] | None,
-    needed: Mapping[str, frozenset[str]],
-    nodes: dict[str, Node],
-) -> set[str]:
-    """The terms of ``needed`` (stem -> the synonym words it stands for) one of whose words
-    (or a plural of it) the memory's text holds: its title, then, if that is not enough and
-    a ``loader`` is given, what the index read of it (body, tags, date; the node is kept in
-    ``nodes``). A file that cannot be read proves nothing (the search goes on)."""
-    proven = _words_held(entry.title, needed)
-    if len(proven) < len(needed) and loader is not None:
-        try:
-            node = loader(entry.id)
-        except (MdcgError, OSError):
-            return proven
-        nodes[entry.id] = node
-        proven |= _words_held(index_text(node), needed)
-    return proven
+def _title_forms(title: str, stems: Collection[str]) -> dict[str, str | None]:
+    """Per term of ``stems`` (synonym terms the index holds as a stem) that a word of
+    ``title`` stems to: that word where one is other than the stem itself or its plural
+    (``booked``, ``bookings`` for ``book``), else None (``book``, ``books``: no word of
+    the synonym). A stem no word of the title gives is left out. A clipped title
+    (``index.TITLE_MAX``) drops its last word, which may be cut."""
+    if title.endswith("…"):
+        kept = title[:-1].rsplit(None, 1)
+        title = kept[0] if len(kept) == 2 else ""
+    out: dict[str, str | None] = {}
+    starts = _stem_starts(tuple(stems))
+    text = normalize(title)
+    if text.isascii():
+        words = _words_starting(text, starts)
+    else:
+        words = [
+            w for w in " ".join(CJK_SPLIT_RE.split(text)[0::2]).split() if fold_accents(w).startswith(starts)
+        ]
+    for word in words:
+        bare = fold_accents(word)
+        term = bare if bare in stems else _word_term(word)
+        if term is None or term not in stems:
+            continue
+        if term == bare or term in singulars(bare):
+            out.setdefault(term, None)
+        elif out.get(term) is None:
+            out[term] = word
+    return out
 
 
-def _words_held(text: str, needed: Mapping[str, frozenset[str]]) -> set[str]:
-    """The terms of ``needed`` one of whose words ``text`` holds, a plural on either side
-    aside ("thanks" holds "thank"; "book" does not hold "booking")."""
-    words = {fold_accents(w) for w in " ".join(CJK_SPLIT_RE.split(normalize(text))[0::2]).split()}
-    forms = words.union(*(singulars(w) for w in words))
-    return {
-        t
-        for t, ws in needed.items()
-        if any(not forms.isdisjoint((fold_accents(w), *singulars(fold_accents(w)))) for w in ws)
-    }
+@functools.lru_cache(maxsize=256)
+def _stem_starts(stems: tuple[str, ...]) -> tuple[str, ...]:
+    """What a word of each stem starts with: the stem but for the last letter, which the
+    stemmer may have rewritten ("happi" of "happy")."""
+    return tuple(t[: max(1, len(t) - 1)] for t in stems)
+
+
+def _words_starting(text: str, starts: Sequence[str]) -> list[str]:
+    """The words of ``text`` (space-separated) that begin with one of ``starts``."""
+    padded = f" {text} "
+    words = []
+    for start in starts:
+        at = padded.find(" " + start)
+        while at >= 0:
+            end = padded.find(" ", at + 1)
+            words.append(padded[at + 1 : end])
+            at = padded.find(" " + start, end)
+    return words
+
+
+@functools.lru_cache(maxsize=4096)
+def _word_term(word: str) -> str | None:
+    """The index term of a normalized word where it is not the word itself (a stem)."""
+    return next(iter(term_words(word)), None)
 
 
 def covered_negatives(
