@@ -282,8 +282,8 @@ def test_edits_keep_the_frontmatter_valid_or_change_nothing(tool: MdCGMemoryTool
     assert error(
         tool, Insert(command="insert", path="/memories/prefs.md", insert_line=0, insert_text="x")
     ) == (
-        "No replacement was performed: the edit would remove the opening '---' line of the frontmatter "
-        "of /memories/prefs.md; the frontmatter must stay valid"
+        "Invalid `insert_line` parameter: 0. Line 0 is above the opening '---' line of the frontmatter "
+        "of /memories/prefs.md, which must stay first; insert at line 1 or later."
     )
     # a valid frontmatter edit: a new field, and a layer change that moves the node
     run(
@@ -745,7 +745,7 @@ def test_an_edit_keeps_the_memory_in_the_handles_scope(tmp_path: Path) -> None:
         shared = Insert(command="insert", path="/memories/shared.md", insert_line=1,
                         insert_text='sensitivity: "secret"')  # fmt: skip
         assert error(bob, shared) == (
-            "No replacement was performed: the edit would hide /memories/shared.md from agents that "
+            "No insertion was performed: the edit would hide /memories/shared.md from agents that "
             "read it now (its agent, workspace or sensitivity); a shared memory stays shared"
         )
         bob.store.close()

@@ -229,7 +229,7 @@ def test_edits_refuse_conflict_markers_and_nul_as_create_does(tool: MdCGMemoryTo
     assert said_create == f"Cannot create /memories/c.md: node 'c': {markers}"
     assert said == [
         f"No replacement was performed: the edited file is refused: node 'ok': {markers}",
-        "No replacement was performed: the edited file is refused: node 'ok': the body holds a NUL "
+        "No insertion was performed: the edited file is refused: node 'ok': the body holds a NUL "
         "character (at 6); git would take the file for binary and show no diff of it",
     ]
     assert (path.read_bytes(), os.stat(path).st_mtime_ns) == (before, mtime)
@@ -281,13 +281,14 @@ def test_a_twin_name_is_named_by_create_and_by_does_not_exist(
 
 def test_a_twin_outside_the_handles_scope_is_not_named(tmp_path: Path) -> None:
     """Another agent's memory holds the name's twin: the scoped tool refuses the create
-    as it refuses any taken id and names no file of that agent."""
+    as rename refuses an id taken outside its scope, and names no file of that agent."""
     root = tmp_path / "mem"
     with MdCG(root, scope=Scope(agent="alice")) as alice:
         alice.add(id="Project", layer="contextual", body="alice's plan")
     with MdCGMemoryTool(MdCG(root, scope=Scope(agent="bob"))) as bob:
         assert error(bob, Create(command="create", path="/memories/project.md", file_text="bob's")) == (
-            "File /memories/project.md already exists"
+            "Cannot create /memories/project.md: the id 'project' is taken by a memory outside this "
+            "handle's scope; choose another name"
         )
         assert error(bob, View(command="view", path="/memories/project.md")) == (
             "The path /memories/project.md does not exist. Please provide a valid path."

@@ -30,10 +30,14 @@ observation. A relation is an edge of the ``from`` node to the ``to`` node,
 are a closed set, so a relation type outside it is kept in ``relation`` on an
 edge of type ``similar``. mem0's ``user_id``/``agent_id``/``app_id``/``run_id``
 are kept as the tags ``user:<id>`` (...) and filter searches (md-cg's
-``tag``, before ranking) and lists, exactly: md-cg's tag filter ignores case, so
-each memory it passes is checked for the label as given (:func:`_labelled`), and
-``user_id="alice"`` never returns ``Alice``'s; ``add_memory`` stores a text once per
-labels (the same text for another user is that user's own memory), under
+``tag``, every label, before ranking) and lists, exactly: md-cg's tag filter ignores
+case, so each memory it passes is checked for the label as given (:func:`_labelled`),
+and ``user_id="alice"`` never returns ``Alice``'s -- nor lists her, or anyone else's,
+negative memories in ``meta.covered_neg`` (md-cg's search lists those whatever the tag
+filter). With the store at hand (:func:`register_aliases` has the server's), a label
+without a twin of another case (:func:`twinned`) is listed with md-cg's own pages.
+``add_memory`` stores a text once per labels (the same text for another user is that
+user's own memory; a text without labels never matches a labelled memory), under
 :func:`labelled_id`. They are
 labels, not access scopes (md-cg's scopes are set by whoever starts the
 server, never by a tool argument).
@@ -163,8 +167,9 @@ ALIASES: tuple[Alias, ...] = (
             "get": ("id",),
             "list": ("tag", "limit", "offset"),
         },
-        "`remember` (body = `text`; `user_id`... become tags; the same text is stored once per labels, "
-        "under an id made of the text and the labels; an empty text is refused)",
+        "`remember` (body = `text`; `user_id`... become tags; the same text -- as md-cg compares bodies, "
+        "space at either end aside -- is stored once per labels, under an id made of the text and the "
+        "labels; without labels, once among the memories without a label; an empty text is refused)",
         "`messages` (no extraction from a conversation: pass the fact as `text`) and `metadata` are "
         "refused; `enable_graph` is ignored",
     ),
@@ -172,17 +177,18 @@ ALIASES: tuple[Alias, ...] = (
         "search_memories",
         "mem0",
         {"search": ("query", "k", "tag"), "get": ("id", "offset", "max_chars")},
-        "`search` (k = `limit`, at most 50; a label filter is the search's `tag`, then checked "
-        'exactly: `user_id` "alice" never returns "Alice"\'s memories)',
+        "`search` (k = `limit`, at most 50; the label filter is the search's `tag`, every label, then "
+        'checked exactly: `user_id` "alice" never returns "Alice"\'s memories, in the results or '
+        "`meta.covered_neg`)",
         "`filters` only as equality on `user_id`, `agent_id`, `app_id`, `run_id` (possibly in an "
-        "`AND` list); `enable_graph` is ignored",
+        "`AND` list, not empty); `enable_graph` is ignored",
     ),
     _a(
         "get_memories",
         "mem0",
         {"list": ("tag", "limit", "offset"), "get": ("id", "offset", "max_chars")},
         "`list` (`page`/`page_size` become offset/limit; a label filter is matched exactly, case included)",
-        "`filters` as in `search_memories`, one label",
+        "`filters` as in `search_memories`",
     ),
     _a("get_memory", "mem0", {"get": ("id",)}, "`get`"),
     _a("update_memory", "mem0", {"update": ("id", "body")}, "`update` of the body"),
@@ -485,11 +491,18 @@ def label_tags(**labels: str | None) -> list[str]:
 
 
 def filter_tags(filters: Mapping[str, Any] | None) -> list[str]:
-    """The label tags a mem0 ``filters`` object asks for; anything else is refused."""
+    """The label tags a mem0 ``filters`` object asks for (each once); anything else, and an
+    empty ``AND``/``OR`` (which names no label), is refused."""
     if not filters:
         return []
+    if set(filters) & {"AND", "OR"} and not filters.get("AND", filters.get("OR")):
+        which = "AND" if "AND" in filters else "OR"
+        raise ToolError(
+            f"filters: an empty {which} ({short_repr(filters)}) names no label, and would match every "
+            "memory; give at least one of " + ", ".join(LABELS)
+        )
     clauses = filters["AND"] if set(filters) == {"AND"} else [filters]
-    tags = []
+    tags: list[str] = []
     for clause in clauses if isinstance(clauses, list) else [None]:
         if not isinstance(clause, Mapping):
             raise ToolError(f"filters: expected an object or {{'AND': [objects]}}, got {short_repr(filters)}")
@@ -500,10 +513,10 @@ def filter_tags(filters: Mapping[str, Any] | None) -> list[str]:
                     f"(got {short_repr(key)}: {short_repr(value)})"
                 )
             tags.append(f"{_LABEL_TAGS[key]}:{value}")
-    return tags
+    return list(dict.fromkeys(tags))  # the same label twice is one label
 
 
-def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _add_memory(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def add_memory(
         text: Annotated[str, Field(description="The fact to remember, as a plain sentence.")],
         messages: Annotated[list[dict[str, str]] | None, Field(description="Refused (pass `text`).")] = None,
@@ -523,9 +536,7 @@ def _add_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
         if not text.strip():
             raise ToolError("text: the memory text is empty; give the fact to remember as text")
         tags = label_tags(user_id=user_id, agent_id=agent_id, app_id=app_id, run_id=run_id)
-        if not tags:
-            return tools["remember"](body=text)  # no labels: once per store, md-cg's own rule
-        return _add_labelled(tools, text, tags)
+        return _add_labelled(tools, store, text, tags)
 
     return add_memory
 
@@ -535,8 +546,9 @@ SAME_TEXT_HITS = 10
 
 
 def _plain(text: str) -> str:
-    """Text as md-cg compares bodies: line endings, trailing spaces and end blank lines aside."""
-    return "\n".join(line.rstrip() for line in text.replace("\r\n", "\n").split("\n")).strip("\n")
+    """Text as md-cg compares bodies (``organize.same_body``): line endings, trailing
+    spaces, and blank space at either end (leading spaces and tabs too) aside."""
+    return "\n".join(line.rstrip() for line in text.strip().splitlines())
 
 
 def labelled_id(text: str, tags: list[str]) -> str:
@@ -548,10 +560,20 @@ def labelled_id(text: str, tags: list[str]) -> str:
     return check_id(f"{content_id(_plain(text)).rsplit('-', 1)[0]}-{digest[:12]}")
 
 
+_LABEL_KINDS = frozenset(_LABEL_TAGS.values())
+
+
+def _unlabelled(tags: Iterable[str]) -> bool:
+    """Whether none of ``tags`` is a mem0 label (``user:``, ``agent:``, ``app:``, ``run:``)."""
+    return not any(t.split(":", 1)[0].casefold() in _LABEL_KINDS for t in tags if ":" in t)
+
+
 def _mine(node: dict[str, Any], text: str, tags: list[str]) -> bool:
-    return _plain(node["body"]) == _plain(text) and set(tags) <= set(
-        node.get("frontmatter", {}).get("tags") or []
-    )
+    """Whether ``node`` is the memory of ``text`` for the label ``tags``: the same body,
+    and every label tag (no label tag at all, for an add without labels)."""
+    held = node.get("frontmatter", {}).get("tags") or []
+    labelled = set(tags) <= set(held) if tags else _unlabelled(held)
+    return labelled and _plain(node["body"]) == _plain(text)
 
 
 def _existing(node: dict[str, Any]) -> dict[str, Any]:
@@ -564,16 +586,17 @@ def _existing(node: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _add_labelled(tools: Tools, text: str, tags: list[str]) -> dict[str, Any]:
+def _add_labelled(tools: Tools, store: Any, text: str, tags: list[str]) -> dict[str, Any]:
     """``add_memory`` of ``text`` with label ``tags``: the labels' memory of that text
     (its :func:`labelled_id`, or one stored before those ids that search finds), else
-    a new one under that id. Two calls at once store it once: the second finds the id
-    taken and answers with the first's memory."""
+    a new one under that id. Without labels, the memory of that text that carries no
+    label (one ``remember`` stored, say), never another user's. Two calls at once store
+    it once: the second finds the id taken and answers with the first's memory."""
     node_id = labelled_id(text, tags)
     node = _node(tools, node_id)
     if node is not None and _mine(node, text, tags):
         return _existing(node)
-    found = _same_text(tools, text, tags)
+    found = _same_text(tools, store, text, tags)
     if found is not None:
         return _existing(found)
     if node is None:
@@ -587,17 +610,21 @@ def _add_labelled(tools: Tools, text: str, tags: list[str]) -> dict[str, Any]:
     return tools["remember"](body=text, tags=tags, duplicate=True)
 
 
-def _same_text(tools: Tools, text: str, tags: list[str]) -> dict[str, Any] | None:
+def _same_text(tools: Tools, store: Any, text: str, tags: list[str]) -> dict[str, Any] | None:
     """md-cg's ``get`` reply of a memory with body ``text`` carrying every label tag
-    (one stored before :func:`labelled_id`, or imported), if any. A text with words the
-    index holds is looked for by a search for it; one of stop words only ("it is what
-    it is"), which no search finds, by its title among the first label's memories
-    (as ``MdCG.identical`` does)."""
+    (one stored before :func:`labelled_id`, or imported; no label tag when ``tags`` is
+    empty), if any. A text with words the index holds is looked for by a search for it
+    among the labels' memories; one of stop words only ("it is what it is"), which no
+    search finds, by ``MdCG.identical`` (a bounded look by its title) when the aliases
+    have the store, else by its title among the labels' memories, page by page."""
+    candidates: Iterable[str]
     if query_terms(text):
-        hits = tools["search"](query=text, k=SAME_TEXT_HITS, tag=tags[0])["results"]
-        candidates: Iterable[str] = (hit["id"] for hit in hits)
+        hits = tools["search"](query=text, k=SAME_TEXT_HITS, tag=_tag_arg(tags))["results"]
+        candidates = (hit["id"] for hit in hits)
+    elif store is not None:
+        candidates = store.identical(text)
     else:
-        candidates = _titled(tools, tags[0], title_of(text))
+        candidates = _titled(tools, tags, title_of(text)) if tags else ()
     for node_id in candidates:
         node = _node(tools, node_id)
         if node is not None and _mine(node, text, tags):
@@ -609,21 +636,26 @@ def _same_text(tools: Tools, text: str, tags: list[str]) -> dict[str, Any] | Non
 LIST_PAGE = 100
 
 
-def _listed(tools: Tools, tag: str) -> Iterator[dict[str, Any]]:
-    """Every item ``list`` gives for ``tag`` (md-cg's tag filter: case ignored), page by page."""
+def _tag_arg(tags: list[str]) -> str | list[str] | None:
+    """md-cg's ``tag`` argument for label ``tags``: a list means all of them."""
+    return None if not tags else tags[0] if len(tags) == 1 else list(tags)
+
+
+def _listed(tools: Tools, tags: list[str]) -> Iterator[dict[str, Any]]:
+    """Every item ``list`` gives for ``tags`` (md-cg's tag filter: case ignored), page by page."""
     offset = 0
     while True:
-        page = tools["list"](tag=tag, limit=LIST_PAGE, offset=offset)
+        page = tools["list"](tag=_tag_arg(tags), limit=LIST_PAGE, offset=offset)
         yield from page["items"]
         offset += len(page["items"])
         if not page["items"] or offset >= page["total"]:
             return
 
 
-def _titled(tools: Tools, tag: str, title: str) -> Iterator[str]:
-    """Ids of the memories tagged ``tag`` whose listed title is ``title`` (or its start,
+def _titled(tools: Tools, tags: list[str], title: str) -> Iterator[str]:
+    """Ids of the memories tagged ``tags`` whose listed title is ``title`` (or its start,
     when the reply clipped it)."""
-    for item in _listed(tools, tag):
+    for item in _listed(tools, tags):
         shown = item["title"]
         if shown == title or (shown.endswith("…") and title.startswith(shown[:-1])):
             yield item["id"]
@@ -652,21 +684,58 @@ def _labelled(tools: Tools, item: Mapping[str, Any], wanted: list[str]) -> bool:
     return set(wanted) <= set(_all_tags(tools, item["id"]))
 
 
-def _with_results(reply: dict[str, Any], kept: list[dict[str, Any]]) -> dict[str, Any]:
-    """A ``search`` reply with only the results ``kept`` (its counts recounted)."""
-    if kept == reply["results"]:
-        return reply
-    reply = {**reply, "results": kept}
-    if "counts" in reply:
-        counts: dict[str, int] = {}
-        for r in kept:
-            if r.get("state") is not None:
-                counts[r["state"]] = counts.get(r["state"], 0) + 1
-        reply["counts"] = counts
-    return reply
+def twinned(store: Any, tags: list[str]) -> bool:
+    """Whether md-cg's tag filter on ``tags`` (letter case aside) may pass a memory that
+    does not carry every one of them exactly (``user:Alice`` for ``user:alice``): some
+    memory it lists for them lacks one. Without the store, it may. One in-process
+    listing of the labels' entries (no reply built, no file read)."""
+    if store is None:
+        return True
+    page = store.list_page(tag=_tag_arg(tags))
+    wanted = set(tags)
+    return any(not wanted <= set(e.tags) for e in page.entries)
 
 
-def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _exact_reply(
+    tools: Tools, reply: dict[str, Any], kept: list[dict[str, Any]], wanted: list[str], exact_count: bool
+) -> dict[str, Any]:
+    """A ``search`` reply holding only the label's memories: the results ``kept`` (their
+    ``why`` indexes into the reasons they use, the counts recounted), the negative
+    memories of ``meta.covered_neg`` that carry every label tag exactly (md-cg's search
+    lists negatives whatever the tag filter; ``covered_neg_total`` counts those shown), and
+    ``meta.filter.matching`` only when md-cg's count is the label's (``exact_count``)."""
+    reasons = reply.get("reasons") or []
+    used: list[str] = []
+    results = []
+    for r in kept:
+        r = dict(r)
+        if "why" in r:
+            text = reasons[r["why"]]
+            if text not in used:
+                used.append(text)
+            r["why"] = used.index(text)
+        results.append(r)
+    counts: dict[str, int] = {}
+    for r in results:
+        if r.get("state") is not None:
+            counts[r["state"]] = counts.get(r["state"], 0) + 1
+    out = {**reply, "results": results, "reasons": used, "counts": counts}
+    if "meta" in reply:
+        meta = dict(reply["meta"])
+        negatives = [n for n in meta.get("covered_neg") or [] if _labelled(tools, n, wanted)]
+        meta["covered_neg"], meta["covered_neg_total"] = negatives, len(negatives)
+        if "filter" in meta and not exact_count:
+            meta["filter"] = {k: v for k, v in meta["filter"].items() if k != "matching"}
+        out["meta"] = meta
+    return out
+
+
+#: Most results ``search_memories`` asks md-cg's search for while it widens a search
+#: whose label filter another label of another letter case crowds (``Alice``, ``alice``).
+WIDEST_SEARCH = 400
+
+
+def _search_memories(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def search_memories(
         query: Annotated[str, Field(description="What to look for.")],
         filters: Annotated[
@@ -678,27 +747,26 @@ def _search_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
         enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
     ) -> dict[str, Any]:
         k = limit or 10
-        wanted = list(dict.fromkeys(filter_tags(filters)))
+        wanted = filter_tags(filters)
         if not wanted:
             return tools["search"](query=query, k=k)
-        # md-cg filters on the first label before it ranks (case ignored); every label is
-        # then checked exactly, asking for more results when some were left out
-        wide = min(100, max(5 * k, 50))
-        asked = k if len(wanted) == 1 else wide
+        # md-cg filters on every label before it ranks (case ignored); each result is then
+        # checked exactly, asking for more (x4, at most WIDEST_SEARCH) while some were left out
+        asked = k
         while True:
-            reply = tools["search"](query=query, k=asked, tag=wanted[0])
+            reply = tools["search"](query=query, k=asked, tag=_tag_arg(wanted))
             kept = [r for r in reply["results"] if _labelled(tools, r, wanted)]
-            if len(kept) >= k or len(reply["results"]) < asked or asked >= wide:
-                return _with_results(reply, kept[:k])
-            asked = wide
+            if len(kept) >= k or len(reply["results"]) < asked or asked >= WIDEST_SEARCH:
+                return _exact_reply(tools, reply, kept[:k], wanted, not twinned(store, wanted))
+            asked = min(WIDEST_SEARCH, asked * 4)
 
     return search_memories
 
 
-def _get_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _get_memories(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def get_memories(
         filters: Annotated[
-            dict[str, Any] | None, Field(description="Equality on one of user_id, agent_id, app_id, run_id.")
+            dict[str, Any] | None, Field(description="Equality on user_id, agent_id, app_id, run_id.")
         ] = None,
         page: Annotated[int | None, Field(description="1-based page.", ge=1, le=2**40)] = None,
         page_size: Annotated[
@@ -707,31 +775,55 @@ def _get_memories(tools: Tools) -> Callable[..., dict[str, Any]]:
         enable_graph: Annotated[bool | None, Field(description="Ignored.")] = None,
     ) -> dict[str, Any]:
         tags = filter_tags(filters)
-        if len(tags) > 1:
-            raise ToolError(
-                f"filters: get_memories on md-cg filters on one label at a time (got {', '.join(tags)})"
-            )
         size = page_size or 10
         start = ((page or 1) - 1) * size
         if not tags:
             return tools["list"](limit=size, offset=start)
-        return _exact_page(tools, tags[0], start, size)
+        if store is None:
+            return _exact_page(tools, tags, start, size)
+        if not twinned(store, tags):  # md-cg's filter is exact for these labels: its own pages
+            reply = tools["list"](tag=_tag_arg(tags), limit=size, offset=start)
+            if all(_labelled(tools, item, tags) for item in reply["items"]):
+                return reply
+        return _exact_page_of(tools, store, tags, start, size)
 
     return get_memories
 
 
-def _exact_page(tools: Tools, tag: str, start: int, size: int) -> dict[str, Any]:
-    """``list``'s reply for the memories carrying ``tag`` exactly, case included (md-cg's
+def _exact_page(tools: Tools, tags: list[str], start: int, size: int) -> dict[str, Any]:
+    """``list``'s reply for the memories carrying ``tags`` exactly, case included (md-cg's
     tag filter ignores case): the filter's pages are read whole, so ``total`` and the
-    page count only the memories of that label."""
+    page count only the memories of those labels. Used when another label of another
+    letter case is stored (:func:`twinned`)."""
     items: list[dict[str, Any]] = []
     total = 0
-    for item in _listed(tools, tag):
-        if _labelled(tools, item, [tag]):
+    for item in _listed(tools, tags):
+        if _labelled(tools, item, tags):
             if start <= total < start + size:
                 items.append(item)
             total += 1
     return {"total": total, "offset": start, "items": items}
+
+
+def _exact_page_of(tools: Tools, store: Any, tags: list[str], start: int, size: int) -> dict[str, Any]:
+    """:func:`_exact_page` from the store's entries: the positions of the label's own
+    memories in md-cg's listing for ``tags`` are found in-process, and only the ``list``
+    pages holding the wanted ones are asked for (at most one call per memory shown)."""
+    listed = store.list_page(tag=_tag_arg(tags)).entries
+    wanted = set(tags)
+    exact = [i for i, e in enumerate(listed) if wanted <= set(e.tags)]
+    chosen = exact[start : start + size]
+    items: list[dict[str, Any]] = []
+    i = 0
+    while i < len(chosen):
+        j = i
+        while j + 1 < len(chosen) and chosen[j + 1] - chosen[i] < LIST_PAGE:
+            j += 1
+        ids = {listed[p].id for p in chosen[i : j + 1]}
+        reply = tools["list"](tag=_tag_arg(tags), limit=chosen[j] - chosen[i] + 1, offset=chosen[i])
+        items += [item for item in reply["items"] if item["id"] in ids]
+        i = j + 1
+    return {"total": len(exact), "offset": start, "items": items}
 
 
 MemoryId = Annotated[str, Field(description="The memory's id (md-cg node id).")]
@@ -760,7 +852,7 @@ def _delete_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
     return delete_memory
 
 
-_FACTORIES: dict[tuple[str, str], Callable[[Tools], Callable[..., dict[str, Any]]]] = {
+_FACTORIES: dict[tuple[str, str], Callable[..., Callable[..., dict[str, Any]]]] = {
     ("mcp-memory", "create_entities"): _create_entities,
     ("mcp-memory", "create_relations"): _create_relations,
     ("mcp-memory", "add_observations"): _add_observations,
@@ -777,6 +869,9 @@ _FACTORIES: dict[tuple[str, str], Callable[[Tools], Callable[..., dict[str, Any]
     ("mem0", "update_memory"): _update_memory,
     ("mem0", "delete_memory"): _delete_memory,
 }
+
+#: The factories that take the store too (see :func:`alias_tools`).
+_WITH_STORE = (_add_memory, _search_memories, _get_memories)
 
 _FAMILY_NAMES = {"mcp-memory": "the MCP reference memory server", "mem0": "mem0's MCP server"}
 
@@ -802,10 +897,14 @@ def _description(alias: Alias) -> str:
     return text + (f" Not supported: {alias.unsupported}." if alias.unsupported else "")
 
 
-def alias_tools(tools: Tools, families: tuple[str, ...] = FAMILIES) -> AliasSet:
+def alias_tools(tools: Tools, families: tuple[str, ...] = FAMILIES, store: Any = None) -> AliasSet:
     """The aliases of ``families`` that md-cg's ``tools`` (name -> tool function) can serve.
 
     A name offered by both families goes to the first family that supports it.
+    ``store``: the ``MdCG`` the tools serve, when the caller has it: the mem0 aliases
+    then learn in-process whether a label has a twin of another letter case
+    (:func:`twinned`; without it they check every memory of a label exactly, page by
+    page) and look a text of stop words up with ``MdCG.identical``.
     """
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
@@ -820,7 +919,8 @@ def alias_tools(tools: Tools, families: tuple[str, ...] = FAMILIES) -> AliasSet:
         if reason:
             out.unavailable.setdefault(alias.name, reason)
             continue
-        fn = _FACTORIES[(alias.family, alias.name)](tools)
+        factory = _FACTORIES[(alias.family, alias.name)]
+        fn = factory(tools, store) if factory in _WITH_STORE else factory(tools)
         out.available[alias.name] = AliasTool(alias.name, _description(alias), fn, tuple(alias.needs))
         out.unavailable.pop(alias.name, None)
     return out
@@ -834,10 +934,11 @@ def register_aliases(
 ) -> AliasSet:
     """Add the available aliases to an ``MCPServer`` (``server.add_tool``); return what was built.
 
-    A name the server already has is left alone (reported unavailable).
+    A name the server already has is left alone (reported unavailable). The server's
+    ``store`` (an ``MdCG``), when it has one, is passed to :func:`alias_tools`.
     ``annotate(tools)``: the MCP annotations of an alias that calls those md-cg tools.
     """
-    built = alias_tools(tools, families)
+    built = alias_tools(tools, families, getattr(server, "store", None))
     for name in list(built.available):
         if name in tools:
             built.unavailable[name] = f"md-cg already has a `{name}` tool"

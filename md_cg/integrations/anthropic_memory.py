@@ -30,8 +30,10 @@ engine: ``/memories/<layer>/<id>.md`` (knowledge nodes in
   an expiry: files do not vanish because md-cg read "tomorrow" in them.
 * ``str_replace`` and ``insert`` edit the node file under the node's lock; the
   result must still be a valid node file with the same id and a body
-  ``create`` would take (no git conflict markers, no NUL), or nothing is
-  written. A changed ``layer:`` line moves the node.
+  ``create`` would take (no git conflict markers, no NUL -- except those the
+  file already held: a file a git merge left with markers can be resolved one
+  block at a time, and only an edit that adds marker lines or a NUL is refused),
+  or nothing is written. A changed ``layer:`` line moves the node.
 * ``str_replace`` and ``insert`` that leave the retention lines alone make a
   memory md-cg put on a timer by its words long-term (a tier a caller asked
   for stays).
@@ -59,6 +61,7 @@ import json
 import os
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -75,7 +78,7 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from .. import fsops, nodefile, paths
+from .. import fsops, merge, nodefile, paths
 from ..editing import require_text, require_usable
 from ..errors import (
     DuplicateIdError,
@@ -155,6 +158,11 @@ def numbered(lines: list[str], first: int) -> str:
 def id_of_name(name: str) -> str:
     """The node id a file name stands for: ``notes.md`` -> ``notes``, ``notes.txt`` -> ``notes.txt``."""
     return name[: -len(MD)] if name.endswith(MD) and len(name) > len(MD) else name
+
+
+#: How a refused ``str_replace`` and a refused ``insert`` start.
+REPLACE_REFUSED = "No replacement was performed: "
+INSERT_REFUSED = "No insertion was performed: "
 
 
 def _has_fence(text: str) -> bool:
@@ -242,6 +250,14 @@ class MemoryFiles:
         """Give a node a new id (and layer): ``MdCG.rename``, one commit that also re-points
         the edges of the nodes linking to it and records the rename in the audit log."""
         return self.store.rename(old_id, new_id, layer=layer)
+
+    def _sees(self, node_id: str) -> bool:
+        """Whether this handle sees a memory ``node_id`` (archived and expired ones too)."""
+        try:
+            self.store.entry(node_id, include_expired=True, include_archived=True)
+        except NodeNotFoundError:
+            return False
+        return True
 
     def _twin(self, node_id: str) -> Entry | None:
         """The memory this handle sees (archived and expired ones too) whose id differs from
@@ -438,6 +454,11 @@ class MemoryFiles:
             if twin is not None:
                 raise ToolError(f"Cannot create {p.text}: {_collision(p, twin)}") from None
             why = self._unreadable(p)  # a broken file holds the name
+            if not why and self.store.scope is not None and not self._sees(node_id):
+                raise ToolError(  # as rename says it; the other memory is not named
+                    f"Cannot create {p.text}: the id {node_id!r} is taken by a memory outside this "
+                    "handle's scope; choose another name"
+                ) from None
             raise ToolError(f"File {p.text} already exists" + (f".{why}" if why else "")) from None
         except (InvalidNodeError, InvalidArgumentError) as exc:  # a bad field, another scope's
             raise ToolError(f"Cannot create {p.text}: {exc}") from None
@@ -513,25 +534,27 @@ class MemoryFiles:
             )
         return entry
 
-    def _edit(self, p: _Path, entry: Entry, edit: Callable[[str], str]) -> tuple[Node, str]:
-        """Apply ``edit`` to the node file's text under the node's lock; return the node and new text."""
+    def _edit(
+        self, p: _Path, entry: Entry, edit: Callable[[str], str], refuse: str = REPLACE_REFUSED
+    ) -> tuple[Node, str]:
+        """Apply ``edit`` to the node file's text under the node's lock; return the node and new
+        text. ``refuse``: how a refusal starts (``str_replace``'s or ``insert``'s words)."""
 
         def change(current: Node) -> Node:
             before = self._read_text(entry.id)
             after = edit(before)
-            return self._parse_edit(after, before, p, current)
+            return self._parse_edit(after, before, p, current, refuse)
 
         try:
             node = self._modify(entry.id, change)
         except NodeNotFoundError:
             raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.") from None
         except (InvalidNodeError, InvalidArgumentError) as exc:  # an edge to itself, another scope...
-            raise ToolError(f"No replacement was performed: the edited file is refused: {exc}") from None
+            raise ToolError(f"{refuse}the edited file is refused: {exc}") from None
         # the text as written, not read again: the node may be renamed or edited meanwhile
         return node, nodefile.dumps(node)
 
-    def _parse_edit(self, after: str, before: str, p: _Path, current: Node) -> Node:
-        refuse = "No replacement was performed: "
+    def _parse_edit(self, after: str, before: str, p: _Path, current: Node, refuse: str) -> Node:
         if _has_fence(before) and not _has_fence(after):
             raise ToolError(
                 refuse + f"the edit would remove the opening '---' line of the frontmatter of {p.text}; "
@@ -549,7 +572,7 @@ class MemoryFiles:
             )
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
-        require_text(node)  # as create: no conflict markers, no NUL (InvalidNodeError, told below)
+        _require_text(node, current, refuse)  # as create: no new conflict markers, no new NUL
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
         self._keep_in_scope(node, current, refuse)
@@ -621,10 +644,15 @@ class MemoryFiles:
                 raise ToolError(
                     f"Invalid `insert_line` parameter: {at}. It should be within the range [0, {len(lines)}]."
                 )
+            if at == 0 and _has_fence(text):
+                raise ToolError(
+                    f"Invalid `insert_line` parameter: 0. Line 0 is above the opening '---' line of the "
+                    f"frontmatter of {p.text}, which must stay first; insert at line 1 or later."
+                )
             lines.insert(at, new.rstrip("\n"))
             return "\n".join(lines) + "\n"
 
-        node, _text = self._edit(p, entry, insert_text)
+        node, _text = self._edit(p, entry, insert_text, INSERT_REFUSED)
         return f"The file {p.text} has been edited." + self._moved_note(p, node)
 
     def _moved_note(self, p: _Path, node: Node) -> str:
@@ -707,6 +735,54 @@ class MemoryFiles:
         where = self.where_id(new_id)
         stored = f" (stored as {where})" if where != new.text else ""
         return f"Successfully renamed {old.text} to {new.text}{stored}"
+
+
+_MARK_LINE = re.compile(r"(<{7}|={7}|>{7})(?: .*)?")
+_FENCE_LINE = re.compile(r" {0,3}(`{3,}|~{3,}).*")
+
+
+def _marks(body: str) -> Counter[str]:
+    """The git conflict marker lines of ``body`` outside fenced code blocks, by kind
+    (``<<<<<<<``, ``=======``, ``>>>>>>>``), and its NUL characters (``"\x00"``)."""
+    out: Counter[str] = Counter({"\x00": body.count("\x00")})
+    fence = ""
+    for line in body.split("\n"):
+        line = line.removesuffix("\r")
+        f = _FENCE_LINE.fullmatch(line)
+        if f is not None and (not fence or f.group(1).startswith(fence)):
+            fence = "" if fence else f.group(1)
+            continue
+        m = _MARK_LINE.fullmatch(line)
+        if m is not None and not fence and (m.group(1)[0] != "=" or line == "======="):
+            out[m.group(1)] += 1
+    return out
+
+
+def _require_text(node: Node, current: Node, refuse: str) -> None:
+    """``require_text`` of an edited node, except for what its file held before: a file a
+    git merge left with conflict markers (or a NUL) can still be edited -- one block
+    resolved at a time -- as long as the edit adds no marker line and no NUL. A refusal
+    says when the file already holds an unresolved merge."""
+    try:
+        require_text(node)
+    except InvalidNodeError:
+        damaged = merge.has_conflict_markers(node.body) or "\x00" in node.body
+        held = merge.has_conflict_markers(current.body) or "\x00" in current.body
+        if not (damaged and held):
+            raise
+        before, after = _marks(current.body), _marks(node.body)
+        added = [kind for kind in after if after[kind] > before[kind]]
+        if added:
+            marks, nul = any(k != "\x00" for k in added), "\x00" in added
+            adds = " and ".join(
+                w for w, on in (("conflict marker lines", marks), ("a NUL character", nul)) if on
+            )
+            had = "an unresolved git merge" if merge.has_conflict_markers(current.body) else "a NUL character"
+            raise ToolError(
+                refuse + f"the edited file is refused: node {node.id!r}: the file already holds {had}, and "
+                f"the edit adds {adds}; resolve what it holds (keep one side of each conflict block, delete "
+                "its <<<<<<<, ======= and >>>>>>> lines) and add none"
+            ) from None
 
 
 def _collision(p: _Path, twin: Entry) -> str:

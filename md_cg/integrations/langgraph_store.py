@@ -53,13 +53,16 @@ values as LangGraph's in-memory store does (equality, nested objects, and
 
 **Batches.** Like LangGraph's stores, reads in a batch see the store as it
 was before the batch; the batch's puts (the last one per item wins) are then
-stored -- every value checked first (:func:`_checked`: the node's fields, its
-body as ``MdCG.add`` checks it, its file text as the writer makes it), the new
-items as one md-cg commit (all
-or nothing), each stored item read, changed and written under its lock (a
-concurrent change by another process is kept; an archived item is put back)
--- and its deletions follow. ``index`` arguments are accepted and ignored
-(md-cg indexes the body); TTLs are not supported.
+stored -- every item first checked as it will be written (:func:`_checked`
+on the node the put writes: a stored item's node read from its file with the
+value put in, a new one as added, write times included: its fields, its body
+as ``MdCG.add`` checks it, its file text as the writer makes it), so a refused
+batch writes nothing; then each stored item read, changed and written under
+its lock (a concurrent change by another process is kept, and checked again;
+an archived item is put back after its new value is written), then the new
+items as one md-cg commit (all or nothing) -- and its deletions follow.
+``index`` arguments are accepted and ignored (md-cg indexes the body); TTLs
+are not supported.
 """
 
 from __future__ import annotations
@@ -68,6 +71,7 @@ import asyncio
 import hashlib
 import os
 import re
+import time
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -93,7 +97,7 @@ from ..editing import require_text
 from ..errors import DuplicateIdError, InvalidArgumentError, InvalidNodeError, NodeNotFoundError
 from ..index import Entry
 from ..merge import has_conflict_markers
-from ..node import Node, validate
+from ..node import Node, quantise_instant, validate
 from ..nodefile import dump_bytes
 from ..script import short_repr
 from ..search import SearchResult
@@ -233,7 +237,8 @@ def _render(value: Mapping[str, Any]) -> str:
 
     Strings are shown as they are, unless that would put git conflict markers or a NUL
     character in the body (which a memory's body may not hold: see
-    :func:`~md_cg.editing.require_text`): then every string is shown as JSON, escaped."""
+    :func:`~md_cg.editing.require_text`): then every string is shown as JSON, escaped,
+    and so is every field name JSON would escape (a line break, a NUL...)."""
     text = _render_lines(value, raw_strings=True)
     if "\x00" in text or has_conflict_markers(text):
         text = _render_lines(value, raw_strings=False)
@@ -247,8 +252,17 @@ def _render_lines(value: Mapping[str, Any], *, raw_strings: bool) -> str:
             shown = v if raw_strings and isinstance(v, str) else orjson.dumps(v).decode()
         except TypeError:  # a value JSON cannot hold (2**70): the put's check refuses it
             shown = short_repr(v)
-        lines.append(f"{name}: {shown}")
+        lines.append(f"{name if raw_strings else _escaped_name(name)}: {shown}")
     return "\n".join(lines)
+
+
+def _escaped_name(name: Any) -> Any:
+    """A field name as the escaped body shows it: as JSON when JSON escapes some of it
+    (a line break, a NUL, a quote...), else as it is."""
+    if not isinstance(name, str):
+        return name
+    quoted = orjson.dumps(name).decode()
+    return name if quoted[1:-1] == name else quoted
 
 
 def value_to_node(
@@ -484,11 +498,16 @@ class MdCGStore(BaseStore):
 
     def _replace(self, entry: Entry, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> None:
         """Put ``value`` into the stored item ``entry``: read, change and write under its lock,
-        so a change another process makes meanwhile is kept. An archived item is put back first."""
+        so a change another process makes meanwhile is kept (and checked again, as written:
+        :func:`_checked`). An archived item is put back once its new value is written."""
         handle = self._handle(namespace)
+
+        def change(node: Node) -> Node:
+            return _checked(namespace, key, value_to_node(namespace, key, value, self.layer, node))
+
+        handle.modify(entry.id, change)
         if entry.archived:
             handle.unarchive([entry.id])
-        handle.modify(entry.id, lambda node: value_to_node(namespace, key, value, self.layer, node))
 
     def _remove(self, namespace: tuple[str, ...], key: str) -> None:
         entry = self._stored(namespace, key)
@@ -561,26 +580,18 @@ class MdCGStore(BaseStore):
                 self._remove(namespace, key)
 
     def _put_all(self, values: dict[tuple[tuple[str, ...], str], Mapping[str, Any]]) -> None:
-        """Store the values of a batch: the new items in one commit, then each stored item
-        read, changed and written under its lock (:meth:`_replace`). Every value is checked
-        before anything is written. A new item another process stores meanwhile is looked
-        up again and replaced; so is a stored one deleted meanwhile, which is added."""
-        for (namespace, key), value in values.items():
-            _checked(namespace, key, value_to_node(namespace, key, value, self.layer, None))
+        """Store the values of a batch. Every item is first checked as it will be written
+        (:meth:`_planned`: a stored item's node read from its file with the value put in,
+        a new one as added, both with their write times), so a refusal writes nothing;
+        then each stored item is read, changed and written under its lock (:meth:`_replace`),
+        and the new items follow as one commit. A new item another process stores meanwhile
+        is looked up again and replaced; so is a stored one deleted meanwhile, which is added."""
         pending = dict(values)
         for attempt in range(_WRITE_TRIES):
             last = attempt == _WRITE_TRIES - 1
             held = {item: self._stored(*item) for item in pending}
-            new = [item for item, entry in held.items() if entry is None]
-            try:
-                self._add([self._new_node(ns, key, pending[(ns, key)]) for ns, key in new])
-            except DuplicateIdError:
-                if last:
-                    raise
-                self._handle().refresh()  # stored by another process since the look: look again
-                continue
-            for item in new:
-                del pending[item]
+            for item, entry in held.items():
+                self._planned(item, pending[item], entry)
             for item, entry in held.items():
                 if entry is None:
                     continue
@@ -592,8 +603,33 @@ class MdCGStore(BaseStore):
                     self._handle().refresh()  # deleted since the look: added on the next round
                     continue
                 del pending[item]
+            new = [item for item, entry in held.items() if entry is None]
+            try:
+                self._add([self._planned(item, pending[item], None) for item in new])
+            except DuplicateIdError:
+                if last:
+                    raise
+                self._handle().refresh()  # stored by another process since the look: look again
+                continue
+            for item in new:
+                del pending[item]
             if not pending:
                 return
+
+    def _planned(
+        self, item: tuple[tuple[str, ...], str], value: Mapping[str, Any], entry: Entry | None
+    ) -> Node:
+        """The node a put of ``value`` writes for ``item`` (``entry``: the stored one, else
+        a new node), checked as written (:func:`_checked`, write times included)."""
+        namespace, key = item
+        if entry is None:
+            node = self._new_node(namespace, key, value)
+            return _checked(namespace, key, node, created=True)
+        try:
+            stored = self._handle(namespace).get(entry.id, include_expired=True, include_archived=True)
+        except NodeNotFoundError:
+            return self._planned(item, value, None)  # deleted since the look: it will be added
+        return _checked(namespace, key, value_to_node(namespace, key, value, self.layer, stored))
 
     def _new_node(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any]) -> Node:
         own = node_id_for(namespace, key, self._handle(namespace).scope)
@@ -690,14 +726,21 @@ class MdCGStore(BaseStore):
         return sorted(namespaces)[op.offset : op.offset + op.limit]
 
 
-def _checked(namespace: tuple[str, ...], key: str, node: Node) -> None:
-    """Check the node of a put as ``MdCG.add`` and the file writer do, before anything is
-    written: its fields (``validate``), its body (some text, no git conflict markers, no
-    NUL: :func:`~md_cg.editing.require_text`) and its file text (the writer's own
-    :func:`~md_cg.nodefile.dump_bytes`: bytes, dates, objects, non-string keys, sizes).
+def _checked(namespace: tuple[str, ...], key: str, node: Node, *, created: bool = False) -> Node:
+    """Check the node of a put as ``MdCG.add``, ``MdCG.modify`` and the file writer do,
+    before anything is written, and return it: its fields (``validate``), its body (some
+    text, no git conflict markers, no NUL: :func:`~md_cg.editing.require_text`) and its
+    file text (the writer's own :func:`~md_cg.nodefile.dump_bytes`: bytes, dates, objects,
+    non-string keys, sizes) with the write times the write gives it (``updated_at`` now,
+    and ``created_at`` too when ``created``), so the check measures the file as written.
     A refusal names the item (namespace and key)."""
     try:
-        dump_bytes(require_text(validate(node)))
+        stamped = require_text(validate(node)).copy()
+        now = quantise_instant(max(time.time(), (node.updated_at or 0.0) + 1e-6))
+        stamped.updated_at = now
+        if created and stamped.created_at is None:
+            stamped.created_at = now
+        dump_bytes(stamped)
     except InvalidNodeError as exc:
         raise InvalidNodeError(
             f"cannot put the item {short_repr(key)} of namespace {short_repr(namespace)}: {exc}",
@@ -705,6 +748,7 @@ def _checked(namespace: tuple[str, ...], key: str, node: Node) -> None:
             value=exc.value,
             node_id=exc.node_id,
         ) from exc
+    return node
 
 
 def _scope_record(scope: Scope | None) -> list[str | None] | None:
