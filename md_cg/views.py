@@ -247,6 +247,17 @@ class Reads(_Handle):
         self._visible(node_id)
         return visibility.superseded_by(self._engine.state, node_id, self._scope)
 
+    def _dedup_current(self, node_id: str) -> bool:
+        """Whether the caller sees ``node_id`` and it is a current memory to deduplicate
+        against (:func:`md_cg.visibility.dedup_current`); reads the index only, so a
+        pool of text-index hits is cut after the superseded ones are left out."""
+        eng = self._engine
+        eng.fresh()
+        e = eng.state.entries.get(node_id)
+        if e is None or not visibility.visible(eng.state, e, self._scope):
+            return False
+        return visibility.dedup_current(eng.state, e, self._scope, time.time())
+
     def successors(self, node_id: str) -> list[str]:
         """The ids of the live nodes the caller sees that supersede ``node_id`` (a
         ``supersedes`` edge to it), sorted: what hides it from search besides its own
@@ -966,7 +977,8 @@ class Recall(_Handle):
         trailing spaces and blank lines at either end aside -- of ``layer`` when given;
         best match first (:meth:`add_unique` stores a body only when this finds
         nothing). Reads at most ten files (the text index's best hits for the body's
-        rarest terms)."""
+        rarest terms, hidden and superseded ones left out first: see
+        :func:`md_cg.organize.identical_ids`)."""
         if layer is not None:
             check_layer(layer)
         return organize_mod.identical_ids(cast(organize_mod.OrganizeStore, self), body, layer)

@@ -155,6 +155,22 @@ def is_superseded(state: IndexState, entry: Entry, now: float, scope: Scope | No
     return bool(successors(state, entry.id, scope, now))
 
 
+def dedup_current(state: IndexState, entry: Entry, scope: Scope | None, now: float) -> bool:
+    """Whether ``entry`` is a current memory to deduplicate against (``identical``,
+    ``add_unique``, organize): its ``valid_until`` has not passed and no successor the
+    caller sees (:func:`successors`) supersedes it for every reader of it. A successor
+    :func:`narrower` than the memory (an agent's private correction of a shared fact)
+    hides it only from some of its readers; for the others it is still the fact, and
+    the same text stored again would be a second copy of it."""
+    if entry.valid_until is not None and entry.valid_until <= now:
+        return False
+    for source in successors(state, entry.id, scope, now):
+        newer = state.entries.get(source)
+        if newer is not None and not narrower(newer, entry):
+            return False
+    return True
+
+
 def superseded_by(state: IndexState, node_id: str, scope: Scope | None = None) -> str | None:
     """The id of the node that supersedes ``node_id`` for the caller (the smallest, if
     several: :func:`successors`), else None."""
