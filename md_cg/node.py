@@ -935,8 +935,9 @@ def instant_problem(node: Node, kept: Mapping[str, object] | None = None) -> Inv
     given as a number outside the years 1-9999, which no ISO date can name: most
     often milliseconds since the epoch given for seconds (``1700000000123`` is a
     date in the year 55,800; an expiry so far never comes). New input refuses it
-    (:func:`unusable`: ``add``, ``update``; imports and migrations too); the node
-    model and files carry such a time (a file an earlier version wrote is read).
+    (:func:`unusable`: ``add``, ``update``, ``apply_changes``); the node model,
+    files and ``add_many`` carry such a time (a file an earlier version wrote is
+    read), and an import warns of it (an export of such a store imports again).
     ``kept``: field -> the time the stored node held (an edit of it): not new input."""
     for name in TIME_FIELDS:
         value = getattr(node, name)

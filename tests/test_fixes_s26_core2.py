@@ -5,10 +5,16 @@ archived successor, a narrower successor in dedup, and the nits."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from md_cg import Edge, MdCG, Scope
+import pytest
+from typer.testing import CliRunner
+
+from md_cg import Edge, MdCG, Node, Scope
+from md_cg.cli import app
+from md_cg.errors import InvalidNodeError
 from md_cg.mcp_server import create_server
 
 T = "Our deployment region is eu-west-1 for the billing service"
@@ -100,3 +106,52 @@ def test_an_agent_private_successor_does_not_close_a_shared_fact_for_dedup(tmp_p
         assert set(store.ids()) == {shared, private}
     with MdCG(root, scope=Scope(agent="agent-a")) as a:
         assert a.identical(text) == [shared]
+
+
+# -- 2: export | import of a memory whose file holds a time in milliseconds --------------------
+
+
+def cli(*args: Any, code: int = 0) -> Any:
+    result = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "200"}).invoke(app, [str(a) for a in args])
+    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr, result.exception)
+    return result
+
+
+def test_export_then_import_carries_a_time_in_milliseconds_with_a_warning(tmp_path: Path) -> None:
+    """Review s26 rev6 (MEDIUM, t9_ms2): the documented round trip aborted with
+    "1 bad record(s); nothing was imported"."""
+    root, dump, copy = tmp_path / "m", tmp_path / "dump.jsonl", tmp_path / "copy"
+    with MdCG(root) as s:
+        s.add(id="fine", body="a fine note")
+        legacy = Node(
+            id="legacy",
+            layer="knowledge",
+            body="legacy note",
+            created_at=1700000000123,
+            updated_at=1700000000456,
+        )
+        s.add_many([legacy], stamp=False)
+        legacy_file = (root / s.entry("legacy").path).read_bytes()
+    cli("--root", root, "export", "--out", dump)
+    result = cli("--root", copy, "import", dump)
+    assert result.stderr == (
+        f"warning: {dump} line 2: node 'legacy': field 'created_at' is 1700000000123.0 seconds since the "
+        "epoch, outside the years 1-9999; milliseconds since the epoch? md-cg reads seconds; imported as it "
+        "is (update the field to correct it)\n"
+    )
+    assert "2 new, 0 changed, 0 unchanged, 1 with a time outside the years 1-9999 (warned)" in result.stdout
+    with MdCG(copy) as s:
+        assert s.ids() == ["fine", "legacy"]
+        assert (copy / s.entry("legacy").path).read_bytes() == legacy_file
+        with pytest.raises(InvalidNodeError, match=r"field 'created_at' is 1700000000123\.0 seconds"):
+            s.add(id="new", body="b", created_at=1700000000123)  # new input is still refused
+        assert s.update("legacy", created_at=1700000000.123).created_at == 1700000000.123
+    data = json.loads(cli("--root", tmp_path / "c2", "import", dump, "--json").stdout)
+    assert data["warned"] == [
+        {
+            "where": "line 2",
+            "node_id": "legacy",
+            "reason": "field 'created_at' is 1700000000123.0 seconds since the epoch, outside the years "
+            "1-9999; milliseconds since the epoch? md-cg reads seconds",
+        }
+    ]
