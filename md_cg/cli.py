@@ -801,7 +801,12 @@ def update(
     basis: Annotated[str | None, typer.Option("--basis", help="verification_basis.")] = None,
     tier: TierOpt = None,
     reopen: Annotated[
-        bool, typer.Option("--reopen", help="Make a superseded (closed) memory current: clear valid_until.")
+        bool,
+        typer.Option(
+            "--reopen",
+            help="Make a superseded (closed) memory current: clear valid_until and remove the "
+            "supersedes edge to it from each memory that has one (archived ones too).",
+        ),
     ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
@@ -828,8 +833,11 @@ def update(
             "or --reopen"
         )
     with _open(ctx, root) as store:
-        unlinked = store.successors(node_id) if reopen else []  # their supersedes edges go
-        node = store.update(node_id, **changes)
+        unlinked: list[str] = []
+        if reopen:  # the successors whose supersedes edge went, as the commit found them
+            node, unlinked = store.reopen(node_id, **changes)
+        else:
+            node = store.update(node_id, **changes)
         path = store.path_of(node.id)
     names = {"retention_tier": "tier", "valid_until": "reopen"}
     updated = sorted(names.get(k, k) for k in changes)

@@ -622,7 +622,8 @@ Reopen = Annotated[
     bool,
     Field(
         description="Make a superseded (closed) memory current again: its valid_until is "
-        "cleared (when its successor was forgotten, or superseding was a mistake)."
+        "cleared and the supersedes edges to it removed (when its successor was forgotten, "
+        "or superseding was a mistake)."
     ),
 ]
 NotApplicable = Annotated[list[str] | None, Field(description="Conditions under which it must not be used.")]
@@ -804,8 +805,11 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             raise ValueError(
                 f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
             )
-        unlinked = store.successors(id) if reopen else []  # their supersedes edges go
-        store.update(id, **changes)
+        unlinked: list[str] = []
+        if reopen:  # the successors whose supersedes edge went, as the commit found them
+            unlinked = store.reopen(id, **changes).unlinked
+        else:
+            store.update(id, **changes)
         reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
         if unlinked:  # rarely more than one; the reply stays in its budget
             reply["successors_unlinked"] = unlinked[:UNLINKED_SHOWN]  # whole ids: usable

@@ -147,6 +147,18 @@ def successors(state: IndexState, node_id: str, scope: Scope | None, now: float)
     return sorted(out)
 
 
+def linked_successors(state: IndexState, node_id: str, scope: Scope | None) -> list[str]:
+    """The ids of every node within ``scope`` with a ``supersedes`` edge to ``node_id``,
+    archived or expired ones too, sorted: what a reopen unlinks. An archived successor
+    does not hide the node now (:func:`successors`), but unarchived it would again."""
+    out = set()
+    for source, etype in state.reverse.get(node_id, ()):
+        e = state.entries.get(source) if etype == "supersedes" and source != node_id else None
+        if e is not None and (scope is None or scope.admits(e)):
+            out.add(source)
+    return sorted(out)
+
+
 def is_superseded(state: IndexState, entry: Entry, now: float, scope: Scope | None = None) -> bool:
     """True when ``entry`` stopped being valid or a node that counts for the caller
     supersedes it (:func:`successors`)."""

@@ -6,15 +6,18 @@ archived successor, a narrower successor in dedup, and the nits."""
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
-from md_cg import Edge, MdCG, Node, Scope
+from md_cg import Edge, MdCG, Node, Scope, visibility
 from md_cg.cli import app
-from md_cg.errors import InvalidNodeError
+from md_cg.errors import InvalidNodeError, MdcgError
 from md_cg.mcp_server import create_server
 
 T = "Our deployment region is eu-west-1 for the billing service"
@@ -155,3 +158,117 @@ def test_export_then_import_carries_a_time_in_milliseconds_with_a_warning(tmp_pa
             "1-9999; milliseconds since the epoch? md-cg reads seconds",
         }
     ]
+
+
+# -- 3 and 8: reopen reads its successors under their locks; archived ones are unlinked too ----
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _office(root: Path) -> None:
+    with MdCG(root) as s:
+        s.add(id="a", layer="knowledge", body="The office is in Berlin")
+        s.add(id="b", layer="knowledge", body="The office is in Munich")
+        s.add(id="c", layer="knowledge", body="The office is in Hamburg")
+        s.supersede("a", "b")
+
+
+def _in_another_process(root: Path, code: str) -> None:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    script = f"from md_cg import MdCG\nwith MdCG({str(root)!r}) as t:\n    {code}\n"
+    subprocess.run([sys.executable, "-c", script], check=True, env=env, timeout=120)
+
+
+def _after_the_plan(monkeypatch: pytest.MonkeyPatch, root: Path, code: str) -> None:
+    """Run ``code`` in another process right after the reopen of 'a' planned its
+    successors, before it takes their locks (the reviewer's interleaving)."""
+    real = visibility.linked_successors
+    fired: list[int] = []
+
+    def planned_then_raced(state: Any, node_id: str, scope: Any) -> list[str]:
+        out = real(state, node_id, scope)
+        if node_id == "a" and not fired:
+            fired.append(1)
+            _in_another_process(root, code)
+        return out
+
+    monkeypatch.setattr(visibility, "linked_successors", planned_then_raced)
+
+
+def test_reopen_unlinks_a_successor_committed_between_its_plan_and_its_locks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review s26 rev6 (t2_race): a supersede by c committed in between survived the
+    reopen, which left 'a' with valid_until None yet hidden by c."""
+    root = tmp_path / "m"
+    _office(root)
+    _after_the_plan(monkeypatch, root, "t.supersede('a', 'c')")
+    with MdCG(root, refresh_interval=0) as s:
+        node, unlinked = s.reopen("a")
+        assert node.valid_until is None and unlinked == ["b", "c"]
+        assert s.successors("a") == [] and s.get("b").edges == [] and s.get("c").edges == []
+        assert [r.id for r in s.search("office Berlin", record=False)[0]] == ["a", "b", "c"]
+        assert s.health().findings == ()
+
+
+def test_reopen_of_a_memory_whose_successor_is_forgotten_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review s26 rev6 (t2b_race_forget): the update failed with "no node with id 'b'"."""
+    root = tmp_path / "m"
+    _office(root)
+    _after_the_plan(monkeypatch, root, "t.forget('b', 'wrong')")
+    with MdCG(root, refresh_interval=0) as s:
+        node, unlinked = s.reopen("a")
+        assert node.valid_until is None and unlinked == []
+        assert s.ids() == ["a", "c"] and s.successors("a") == []
+
+
+def test_cli_and_mcp_report_what_the_reopen_unlinked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "m"
+    _office(root)
+    _after_the_plan(monkeypatch, root, "t.supersede('a', 'c')")
+    out = cli("--root", root, "update", "a", "--reopen").stdout
+    assert out.splitlines()[1] == "a: no longer superseded by b, c (their supersedes edge removed)"
+    other = tmp_path / "o"
+    _office(other)
+    monkeypatch.undo()
+    _after_the_plan(monkeypatch, other, "t.forget('b', 'wrong')")
+    with MdCG(other) as s:
+        reply = tools(other, s)["update"](id="a", reopen=True)
+        assert reply["updated"] == ["reopen"] and "successors_unlinked" not in reply
+        assert s.ids() == ["a", "c"]
+
+
+def test_a_reopen_whose_successors_never_settle_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "m"
+    _office(root)
+    calls = iter(range(100))
+    monkeypatch.setattr(visibility, "linked_successors", lambda *_a: [f"gone{next(calls)}"])
+    with MdCG(root) as s:
+        with pytest.raises(MdcgError, match=r"reopen of 'a': the memories superseding it kept changing"):
+            s.reopen("a")
+        assert s.get("a").valid_until is not None and s.get("b").edges[0].target == "a"
+
+
+def test_reopen_unlinks_an_archived_successor_so_unarchiving_it_does_not_hide_the_memory(
+    tmp_path: Path,
+) -> None:
+    """Review s26 rev6 (t17): the archived successor kept its edge; unarchived, it hid the
+    reopened memory again with no word to the caller."""
+    with MdCG(tmp_path / "m") as s:
+        s.add(id="old", layer="knowledge", body="The boat is green")
+        s.add(id="new", layer="knowledge", body="The boat is yellow")
+        s.supersede("old", "new")
+        s.archive("new")
+        node, unlinked = s.reopen("old")
+        assert unlinked == ["new"] and node.valid_until is None
+        assert s.get("new", include_archived=True).edges == []
+        s.unarchive("new")
+        assert s.superseded_by("old") is None
+        assert [r.id for r in s.search("boat green", record=False)[0]] == ["old", "new"]
+        s.supersede("old", "new")
+        s.update("old", valid_until=None)  # update reopens the same way
+        assert s.get("new").edges == [] and s.superseded_by("old") is None
