@@ -727,7 +727,7 @@ SinceOpt = Annotated[
 UntilOpt = Annotated[
     str | None,
     typer.Option(
-        help="Changed until: an ISO date/time (a date alone: to the end of that day, UTC), "
+        help="Changed until: an ISO date/time (a date alone: to the end of that day, UTC or its offset), "
         "or a duration back (7d, 12h, 30m)."
     ),
 ]

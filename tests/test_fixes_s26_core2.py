@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ from typer.testing import CliRunner
 
 from md_cg import Edge, MdCG, Node, Scope, visibility
 from md_cg.cli import app
-from md_cg.errors import InvalidNodeError, MdcgError
+from md_cg.errors import InvalidArgumentError, InvalidNodeError, MdcgError
 from md_cg.mcp_server import create_server
+from md_cg.render import parse_when
 
 T = "Our deployment region is eu-west-1 for the billing service"
 
@@ -272,3 +274,87 @@ def test_reopen_unlinks_an_archived_successor_so_unarchiving_it_does_not_hide_th
         s.supersede("old", "new")
         s.update("old", valid_until=None)  # update reopens the same way
         assert s.get("new").edges == [] and s.superseded_by("old") is None
+
+
+# -- 4: a date with an offset or Z is that calendar day in that offset --------------------------
+
+
+def _utc(*args: int) -> float:
+    return datetime(*args, tzinfo=UTC).timestamp()
+
+
+@pytest.mark.parametrize(
+    ("text", "start", "end"),
+    [
+        ("2026-06-30", _utc(2026, 6, 30), _utc(2026, 6, 30, 23, 59, 59, 999999)),
+        ("2026-06-30Z", _utc(2026, 6, 30), _utc(2026, 6, 30, 23, 59, 59, 999999)),
+        ("2026-06-30z", _utc(2026, 6, 30), _utc(2026, 6, 30, 23, 59, 59, 999999)),
+        ("20260630Z", _utc(2026, 6, 30), _utc(2026, 6, 30, 23, 59, 59, 999999)),
+        ("2026-06-30+08:00", _utc(2026, 6, 29, 16), _utc(2026, 6, 30, 15, 59, 59, 999999)),
+        ("2026-06-30+0800", _utc(2026, 6, 29, 16), _utc(2026, 6, 30, 15, 59, 59, 999999)),
+        ("2026-06-30+08", _utc(2026, 6, 29, 16), _utc(2026, 6, 30, 15, 59, 59, 999999)),
+        ("20260630+08:00", _utc(2026, 6, 29, 16), _utc(2026, 6, 30, 15, 59, 59, 999999)),
+        ("2026-06-30-05:30", _utc(2026, 6, 30, 5, 30), _utc(2026, 7, 1, 5, 29, 59, 999999)),
+        ("2026-06-30+00:00", _utc(2026, 6, 30), _utc(2026, 6, 30, 23, 59, 59, 999999)),
+        # a time of day keeps its instant either way
+        ("2026-06-30T12:00+08:00", _utc(2026, 6, 30, 4), _utc(2026, 6, 30, 4)),
+        ("2026-06-30T12:00Z", _utc(2026, 6, 30, 12), _utc(2026, 6, 30, 12)),
+        ("2026-06-30T12:00", _utc(2026, 6, 30, 12), _utc(2026, 6, 30, 12)),
+        # the last day a reply can show ends at its last whole second
+        ("9999-12-31-05:00", _utc(9999, 12, 31, 5), _utc(9999, 12, 31, 23, 59, 59)),
+    ],
+)
+def test_parse_when_reads_a_date_with_an_offset_as_that_day_there(
+    text: str, start: float, end: float
+) -> None:
+    """Review s26 rev6 (t16, t7): '2026-06-30+08:00' was read as 08:00Z, '2026-06-30Z' as
+    midnight even as an until."""
+    assert parse_when(text, name="--since") == start
+    assert parse_when(text, name="--until", end_of_day=True) == end
+
+
+NOT_AN_OFFSET = "the offset {!r} is not one (hours 00-23, minutes 00-59)"
+EXPECTED = "expected an ISO date or time (2026-05-01, 2026-05-01T12:00Z) or a duration back from now"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2026-06-30+24:00", "--until '2026-06-30+24:00': " + NOT_AN_OFFSET.format("+24:00")),
+        ("2026-06-30+08:60", "--until '2026-06-30+08:60': " + NOT_AN_OFFSET.format("+08:60")),
+        ("0001-01-01+08:00", "--until '0001-01-01+08:00' is out of range: the time must fall in the years 1 "
+         "to 9999 (UTC)"),
+        ("2026-06-30+8", f"--until '2026-06-30+8': {EXPECTED} (7d, 12h, 30m, 45s, 2w)"),
+    ],
+)  # fmt: skip
+def test_parse_when_refuses_a_bad_offset_naming_the_value(text: str, message: str) -> None:
+    with pytest.raises(InvalidArgumentError) as err:
+        parse_when(text, name="--until", end_of_day=text.startswith("2026"))
+    assert str(err.value) == message
+
+
+def test_list_and_mcp_read_an_offset_date_as_that_day(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        times = {"early": _utc(2026, 6, 29, 15), "noon": _utc(2026, 6, 30, 12), "late": _utc(2026, 6, 30, 17)}
+        s.add_many(
+            [
+                Node(id=i, layer="knowledge", body=f"note {i}", created_at=t, updated_at=t)
+                for i, t in times.items()
+            ],
+            stamp=False,
+        )
+        day = "2026-06-30+08:00"  # 2026-06-29T16:00Z .. 2026-06-30T15:59:59.999999Z
+        listed = tools(root, s)["list"](since=day, until=day)
+        assert [i["id"] for i in listed["items"]] == ["noon"]
+        assert [i["id"] for i in tools(root, s)["list"](until="2026-06-30Z")["items"]] == [
+            "late",
+            "noon",
+            "early",
+        ]
+    data = json.loads(cli("--root", root, "list", "--since", day, "--until", day, "--json").stdout)
+    assert [i["id"] for i in data["items"]] == ["noon"]
+    data = json.loads(cli("--root", root, "list", "--until", "2026-06-29+09:00", "--json").stdout)
+    assert [i["id"] for i in data["items"]] == []
+    data = json.loads(cli("--root", root, "list", "--until", "2026-06-29-08:00", "--json").stdout)
+    assert [i["id"] for i in data["items"]] == ["early"]
