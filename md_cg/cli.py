@@ -62,6 +62,7 @@ from md_cg import (
 )
 from md_cg.render import (
     clip,
+    current_version,
     entries_table,
     health_table,
     iso,
@@ -675,7 +676,7 @@ def get(
     with _open(ctx, root, read_only=True) as store:
         node = store.get(node_id, **seen)
         path = store.path_of(node_id, **seen)
-        newer = next(iter(store.successors(node_id)), None)  # as superseded_by (archived too)
+        newer = current_version(store, node_id)  # as superseded_by (of an archived one too)
         if json_out:
             out = node_dict(node, str(path))
             _print_json(out if newer is None else {**out, "superseded_by": newer})

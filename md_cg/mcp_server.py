@@ -66,7 +66,16 @@ from md_cg import (
     is_fact,
     is_out_of_room,
 )
-from md_cg.render import SNIPPET_CHARS, iso, node_dict, parse_when, retention, snippet, verdict_dict
+from md_cg.render import (
+    SNIPPET_CHARS,
+    current_version,
+    iso,
+    node_dict,
+    parse_when,
+    retention,
+    snippet,
+    verdict_dict,
+)
 
 SERVER_NAME = "md-cg"
 #: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
@@ -695,7 +704,7 @@ def _get_reply(store: MdCG, node_id: str) -> dict[str, Any]:
     """``get``'s reply before windowing: the node, and for a superseded one ``superseded_by``
     (its current version)."""
     reply = node_dict(store.get(node_id), str(store.path_of(node_id)))
-    newer = store.superseded_by(node_id)
+    newer = current_version(store, node_id)
     if newer is not None:
         reply["superseded_by"] = newer
     return reply

@@ -118,6 +118,29 @@ def retention(memory: Any) -> dict[str, Any]:
     return {"tier": "long"}
 
 
+#: Links of a chain of supersedes edges :func:`current_version` follows at most.
+CHAIN_LIMIT = 50
+
+
+def current_version(store: Any, node_id: str) -> str | None:
+    """The current version of a superseded memory, as the caller sees it: its successor
+    (``store.successors``: live, in the caller's scope; the first by id if several),
+    followed while that one is superseded itself (a superseded by b superseded by c:
+    c), at most :data:`CHAIN_LIMIT` links; a cycle of edges stops at the last memory
+    before it repeats. None when ``node_id`` is not superseded by any memory. ``get``
+    names it as ``superseded_by``."""
+    seen = {node_id}
+    newer = None
+    at = node_id
+    for _ in range(CHAIN_LIMIT):
+        found = store.successors(at)
+        if not found or found[0] in seen:
+            break
+        newer = at = found[0]
+        seen.add(at)
+    return newer
+
+
 def parse_when(text: str, *, name: str = "time", now: float | None = None, end_of_day: bool = False) -> float:
     """Seconds since the epoch for an ISO 8601 date/time or a duration back from ``now``.
 

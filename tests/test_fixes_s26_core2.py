@@ -358,3 +358,27 @@ def test_list_and_mcp_read_an_offset_date_as_that_day(tmp_path: Path) -> None:
     assert [i["id"] for i in data["items"]] == []
     data = json.loads(cli("--root", root, "list", "--until", "2026-06-29-08:00", "--json").stdout)
     assert [i["id"] for i in data["items"]] == ["early"]
+
+
+# -- 5: get names the current version at the end of a chain ------------------------------------
+
+
+def test_get_names_the_current_version_at_the_end_of_a_chain(tmp_path: Path) -> None:
+    """Review s26 rev6 (t18): a superseded by b superseded by c named b."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        for i, body in (("a", "The cat is Miso"), ("b", "The cat is Tofu"), ("c", "The cat is Natto")):
+            s.add(id=i, layer="knowledge", body=body)
+        s.add(id="x", layer="knowledge", body="The dog is Rex")
+        s.add(id="y", layer="knowledge", body="The dog is Max")
+        s.supersede("a", "b")
+        s.supersede("b", "c")
+        s.update("x", edges=[Edge(target="y", type="supersedes")])  # a cycle, by hand
+        s.update("y", edges=[Edge(target="x", type="supersedes")])
+        get = tools(root, s)["get"]
+        assert [get(id=i).get("superseded_by") for i in ("a", "b", "c")] == ["c", "c", None]
+        assert (get(id="x")["superseded_by"], get(id="y")["superseded_by"]) == ("y", "x")
+        s.archive("a")
+    assert json.loads(cli("--root", root, "get", "a", "--archived", "--json").stdout)["superseded_by"] == "c"
+    assert cli("--root", root, "get", "b").stdout.splitlines()[1] == "superseded_by: c"
+    assert "superseded_by" not in cli("--root", root, "get", "c").stdout
