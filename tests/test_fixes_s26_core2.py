@@ -9,6 +9,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -382,3 +383,25 @@ def test_get_names_the_current_version_at_the_end_of_a_chain(tmp_path: Path) -> 
     assert json.loads(cli("--root", root, "get", "a", "--archived", "--json").stdout)["superseded_by"] == "c"
     assert cli("--root", root, "get", "b").stdout.splitlines()[1] == "superseded_by: c"
     assert "superseded_by" not in cli("--root", root, "get", "c").stdout
+
+
+# -- 6: a millisecond updated_at in a file is corrected by the next write -----------------------
+
+
+def test_a_write_corrects_an_updated_at_in_milliseconds(tmp_path: Path) -> None:
+    """Review s26 rev6 (t21): the stamp was max(now, stored + 1 µs), and 1 µs is below a
+    float's resolution at 1.7e12: no write could bring updated_at back."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        legacy = Node(id="legacy", layer="knowledge", body="legacy note", updated_at=1700000000456)
+        s.add_many([legacy], stamp=False)
+        before = time.time()
+        first = s.update("legacy", importance=0.5).updated_at
+        assert first is not None and before <= first <= time.time()
+        second = s.update("legacy", importance=0.6).updated_at
+        assert second is not None and second > first  # in range again: the last write wins
+        assert "updated_at: 1700000000456" not in (root / s.entry("legacy").path).read_text()
+        edited = s.edit_text("legacy", lambda t: t.replace("legacy note", "legacy note, edited"))
+        assert edited.updated_at is not None and edited.updated_at > second
+    data = json.loads(cli("--root", root, "list", "--until", "0d", "--json").stdout)
+    assert [i["id"] for i in data["items"]] == ["legacy"]
