@@ -70,6 +70,7 @@ from md_cg.render import (
     SNIPPET_CHARS,
     current_version,
     iso,
+    iso_window,
     node_dict,
     parse_when,
     retention,
@@ -562,7 +563,7 @@ def _filter_reply(window: dict[str, Any]) -> dict[str, Any]:
     else:
         shown = [clip(t, TERM_CHARS) for t in tag[:TAGS_SHOWN]]
     out: dict[str, Any] = {"tag": shown}
-    out.update({key: None if window[key] is None else iso(window[key]) for key in ("since", "until")})
+    out.update({key: None if window[key] is None else iso_window(window[key]) for key in ("since", "until")})
     out["matching"] = window["matching"]
     return out
 

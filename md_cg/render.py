@@ -122,6 +122,17 @@ def retention(memory: Any) -> dict[str, Any]:
 CHAIN_LIMIT = 50
 
 
+def iso_window(seconds: float) -> str | None:
+    """A window bound as ISO 8601 UTC: to the second, or to the microsecond when it has
+    any (``until 2026-06-30`` is ``2026-06-30T23:59:59.999999Z``: the second alone
+    would say the last 999,999 µs are left out)."""
+    shown = iso(seconds)
+    if shown is None:
+        return None
+    micros = datetime.fromtimestamp(seconds, UTC).microsecond  # as iso() rounds it
+    return f"{shown[:-1]}.{micros:06d}Z" if micros else shown
+
+
 def current_version(store: Any, node_id: str) -> str | None:
     """The current version of a superseded memory, as the caller sees it: its successor
     (``store.successors``: live, in the caller's scope; the first by id if several),
@@ -424,7 +435,9 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> Text:
     if window:
         tag = window.get("tag")
         parts = [] if tag is None else [f"tag {tag}" if isinstance(tag, str) else f"tags {' + '.join(tag)}"]
-        parts += [f"{key} {iso(window[key])}" for key in ("since", "until") if window.get(key) is not None]
+        parts += [
+            f"{key} {iso_window(window[key])}" for key in ("since", "until") if window.get(key) is not None
+        ]
         n = window.get("matching", 0)
         line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"
     if omitted:

@@ -405,3 +405,42 @@ def test_a_write_corrects_an_updated_at_in_milliseconds(tmp_path: Path) -> None:
         assert edited.updated_at is not None and edited.updated_at > second
     data = json.loads(cli("--root", root, "list", "--until", "0d", "--json").stdout)
     assert [i["id"] for i in data["items"]] == ["legacy"]
+
+
+# -- 10: nits ----------------------------------------------------------------------------------
+
+
+def test_the_last_microsecond_of_year_9999_is_a_time_add_takes(tmp_path: Path) -> None:
+    """It rounds to the float of 10000-01-01T00:00:00Z and was refused as out of range."""
+    with MdCG(tmp_path / "m") as s:
+        node = s.add(id="e1", layer="knowledge", body="edge one", created_at="9999-12-31T23:59:59.999999Z")
+        assert node.created_at == 253402300800.0 and s.get("e1").created_at == 253402300800.0
+        when = datetime(9999, 12, 31, 23, 59, 59, 999999, tzinfo=UTC)
+        assert (
+            s.add(id="e2", layer="knowledge", body="edge two", created_at=when).created_at == 253402300800.0
+        )
+        with pytest.raises(InvalidNodeError, match=r"field 'created_at' is 253402300800\.5 seconds"):
+            s.add(id="e3", layer="knowledge", body="edge three", created_at=253402300800.5)
+
+
+def test_a_search_filter_shows_its_until_to_the_microsecond(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        t = _utc(2026, 6, 30, 12)
+        s.add_many(
+            [Node(id="n", layer="knowledge", body="lantern note", created_at=t, updated_at=t)], stamp=False
+        )
+        reply = tools(root, s)["search"](query="lantern", since="2026-06-30", until="2026-06-30")
+        assert reply["meta"]["filter"] == {
+            "tag": None,
+            "since": "2026-06-30T00:00:00Z",
+            "until": "2026-06-30T23:59:59.999999Z",
+            "matching": 1,
+        }
+    out = cli("--root", root, "search", "lantern", "--until", "2026-06-30").stdout
+    assert "filter: until 2026-06-30T23:59:59.999999Z (1 memory passes)" in " ".join(out.split())
+
+
+def test_update_reopen_help_names_the_edge_removal() -> None:
+    out = " ".join(cli("update", "--help").stdout.split())
+    assert "clear valid_until and remove the supersedes edge to it from each memory that has one" in out
