@@ -62,6 +62,7 @@ from md_cg import (
 )
 from md_cg.render import (
     clip,
+    current_version,
     entries_table,
     health_table,
     iso,
@@ -675,7 +676,7 @@ def get(
     with _open(ctx, root, read_only=True) as store:
         node = store.get(node_id, **seen)
         path = store.path_of(node_id, **seen)
-        newer = next(iter(store.successors(node_id)), None)  # as superseded_by (archived too)
+        newer = current_version(store, node_id)  # as superseded_by (of an archived one too)
         if json_out:
             out = node_dict(node, str(path))
             _print_json(out if newer is None else {**out, "superseded_by": newer})
@@ -727,7 +728,7 @@ SinceOpt = Annotated[
 UntilOpt = Annotated[
     str | None,
     typer.Option(
-        help="Changed until: an ISO date/time (a date alone: to the end of that day, UTC), "
+        help="Changed until: an ISO date/time (a date alone: to the end of that day, UTC or its offset), "
         "or a duration back (7d, 12h, 30m)."
     ),
 ]
@@ -801,7 +802,12 @@ def update(
     basis: Annotated[str | None, typer.Option("--basis", help="verification_basis.")] = None,
     tier: TierOpt = None,
     reopen: Annotated[
-        bool, typer.Option("--reopen", help="Make a superseded (closed) memory current: clear valid_until.")
+        bool,
+        typer.Option(
+            "--reopen",
+            help="Make a superseded (closed) memory current: clear valid_until and remove the "
+            "supersedes edge to it from each memory that has one (archived ones too).",
+        ),
     ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
@@ -828,8 +834,11 @@ def update(
             "or --reopen"
         )
     with _open(ctx, root) as store:
-        unlinked = store.successors(node_id) if reopen else []  # their supersedes edges go
-        node = store.update(node_id, **changes)
+        unlinked: list[str] = []
+        if reopen:  # the successors whose supersedes edge went, as the commit found them
+            node, unlinked = store.reopen(node_id, **changes)
+        else:
+            node = store.update(node_id, **changes)
         path = store.path_of(node.id)
     names = {"retention_tier": "tier", "valid_until": "reopen"}
     updated = sorted(names.get(k, k) for k in changes)

@@ -51,7 +51,17 @@ from .errors import (
 )
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
-from .node import LAYERS, Node, check_id, check_layer, check_new_id, quantise_instant, validate
+from .node import (
+    AFTER_LAST_INSTANT,
+    FIRST_INSTANT,
+    LAYERS,
+    Node,
+    check_id,
+    check_layer,
+    check_new_id,
+    quantise_instant,
+    validate,
+)
 from .visibility import Scope
 
 STRIPES = 64
@@ -120,8 +130,13 @@ def _stage_stamped(node: Node, updated_at: float) -> Staged | None:
 
 def _stamp_after(previous: float | None, now: float) -> float:
     """A write time strictly after ``previous`` (the last write of the node wins),
-    on the microsecond grid the files store."""
-    return quantise_instant(max(now, (previous or 0.0) + 1e-6))
+    on the microsecond grid the files store. A ``previous`` outside the years 1-9999
+    (milliseconds an earlier version or ``add_many`` wrote for seconds) binds nothing:
+    the stamp is ``now``, so a write corrects it (at 1.7e12, 1 µs is below a float's
+    resolution: the stamp would stay that time forever)."""
+    if previous is None or not FIRST_INSTANT <= previous < AFTER_LAST_INSTANT:
+        return quantise_instant(now)
+    return quantise_instant(max(now, previous + 1e-6))
 
 
 class Engine:

@@ -66,7 +66,17 @@ from md_cg import (
     is_fact,
     is_out_of_room,
 )
-from md_cg.render import SNIPPET_CHARS, iso, node_dict, parse_when, retention, snippet, verdict_dict
+from md_cg.render import (
+    SNIPPET_CHARS,
+    current_version,
+    iso,
+    iso_window,
+    node_dict,
+    parse_when,
+    retention,
+    snippet,
+    verdict_dict,
+)
 
 SERVER_NAME = "md-cg"
 #: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
@@ -555,7 +565,7 @@ def _filter_reply(window: dict[str, Any]) -> dict[str, Any]:
     else:
         shown = [clip(t, TERM_CHARS) for t in tag[:TAGS_SHOWN]]
     out: dict[str, Any] = {"tag": shown}
-    out.update({key: None if window[key] is None else iso(window[key]) for key in ("since", "until")})
+    out.update({key: None if window[key] is None else iso_window(window[key]) for key in ("since", "until")})
     out["matching"] = window["matching"]
     return out
 
@@ -624,7 +634,8 @@ Reopen = Annotated[
     bool,
     Field(
         description="Make a superseded (closed) memory current again: its valid_until is "
-        "cleared (when its successor was forgotten, or superseding was a mistake)."
+        "cleared and the supersedes edges to it removed (when its successor was forgotten, "
+        "or superseding was a mistake)."
     ),
 ]
 NotApplicable = Annotated[list[str] | None, Field(description="Conditions under which it must not be used.")]
@@ -696,7 +707,7 @@ def _get_reply(store: MdCG, node_id: str) -> dict[str, Any]:
     """``get``'s reply before windowing: the node, and for a superseded one ``superseded_by``
     (its current version)."""
     reply = node_dict(store.get(node_id), str(store.path_of(node_id)))
-    newer = store.superseded_by(node_id)
+    newer = current_version(store, node_id)
     if newer is not None:
         reply["superseded_by"] = newer
     return reply
@@ -806,8 +817,11 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             raise ValueError(
                 f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
             )
-        unlinked = store.successors(id) if reopen else []  # their supersedes edges go
-        store.update(id, **changes)
+        unlinked: list[str] = []
+        if reopen:  # the successors whose supersedes edge went, as the commit found them
+            unlinked = store.reopen(id, **changes).unlinked
+        else:
+            store.update(id, **changes)
         reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
         if unlinked:  # rarely more than one; the reply stays in its budget
             reply["successors_unlinked"] = unlinked[:UNLINKED_SHOWN]  # whole ids: usable

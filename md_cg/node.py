@@ -927,6 +927,8 @@ def validate(node: Node) -> Node:
 #: The first instant a node's time may hold: 0001-01-01T00:00:00Z.
 FIRST_INSTANT = -62135596800.0
 #: The instant after the last one: 10000-01-01T00:00:00Z (9999-12-31T23:59:59.999999Z is the last).
+#: It is also the float that last microsecond rounds to (floats near 2.5e11 lie 30 µs apart), so
+#: :func:`instant_problem` lets it pass.
 AFTER_LAST_INSTANT = 253402300800.0
 
 
@@ -935,8 +937,9 @@ def instant_problem(node: Node, kept: Mapping[str, object] | None = None) -> Inv
     given as a number outside the years 1-9999, which no ISO date can name: most
     often milliseconds since the epoch given for seconds (``1700000000123`` is a
     date in the year 55,800; an expiry so far never comes). New input refuses it
-    (:func:`unusable`: ``add``, ``update``; imports and migrations too); the node
-    model and files carry such a time (a file an earlier version wrote is read).
+    (:func:`unusable`: ``add``, ``update``, ``apply_changes``); the node model,
+    files and ``add_many`` carry such a time (a file an earlier version wrote is
+    read), and an import warns of it (an export of such a store imports again).
     ``kept``: field -> the time the stored node held (an edit of it): not new input."""
     for name in TIME_FIELDS:
         value = getattr(node, name)
@@ -944,7 +947,7 @@ def instant_problem(node: Node, kept: Mapping[str, object] | None = None) -> Inv
             isinstance(value, int | float)
             and not isinstance(value, bool)
             and math.isfinite(value)  # nan and inf are validate's to refuse
-            and not FIRST_INSTANT <= value < AFTER_LAST_INSTANT
+            and not FIRST_INSTANT <= value <= AFTER_LAST_INSTANT  # <=: 23:59:59.999999 rounds up
             and (kept is None or value != kept.get(name))
         ):
             hint = "; milliseconds since the epoch? md-cg reads seconds" if value > 0 else ""

@@ -29,9 +29,10 @@ passed in (duck-typed), so this module sits beside ``store.py``, not under it.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import time
 import uuid
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -288,7 +289,8 @@ class _Matcher:
     ``store.get``, which raises NodeNotFoundError for a node the caller may
     not see (another scope, archived, expired), so such a node is dropped
     when it is read and never reaches a verdict; so is a superseded one
-    (:func:`current`): search no longer serves it, so it duplicates nothing."""
+    (:func:`current`): search no longer serves it, so it duplicates nothing. The
+    text index's pool leaves both out before it is cut (:func:`_visible_hits`)."""
 
     #: title -> title key, kept across runs (titles repeat; keys cost microseconds).
     _keys: ClassVar[dict[str, str]] = {}
@@ -299,6 +301,7 @@ class _Matcher:
         #: matched id -> :func:`version` of the node as judged (apply checks it)
         self.versions: dict[str, str] = {}
         self.text_index = _text_index(store)
+        self.usable = _current_test(store)
         wanted: dict[str, list[str]] = {dedupe.title_key(c.title): [] for _i, c in accepted}
         keys = self._keys
         if len(keys) > 1_000_000:
@@ -343,7 +346,8 @@ class _Matcher:
         pool: list[str] = []
         # Ask for more than the pool: hits the caller may not see are dropped when read.
         # A lookup of the candidate's own rarest terms, not a question: no feedback.
-        for node_id in _visible_hits(self.store, self.text_index, terms, scope, NEAR_POOL + len(skip)):
+        hits = _visible_hits(self.usable, self.text_index, terms, scope, NEAR_POOL + len(skip))
+        for node_id in hits:
             if node_id not in skip and self.node(node_id) is not None:
                 pool.append(node_id)
                 if len(pool) == NEAR_POOL:
@@ -425,15 +429,17 @@ def _text_index(store: object) -> Any:
 
 
 def _visible_hits(
-    store: OrganizeStore, text_index: Any, terms: list[tuple[str, float]], scope: Any, want: int
+    usable: Callable[[str], bool], text_index: Any, terms: list[tuple[str, float]], scope: Any, want: int
 ) -> list[str]:
-    """The best ``want`` hits the caller sees, in rank order. The index ranks every
-    scope's nodes, so its top k is widened (x4, up to 64 x ``want``) until enough of
-    it is the caller's: another scope's near copies cannot crowd the caller's own out."""
+    """The best ``want`` hits that are ``usable`` (:func:`_current_test`: the caller sees
+    them and they are current), in rank order. The index ranks every scope's nodes,
+    superseded ones too, so its top k is widened (x4, up to 64 x ``want``) until enough
+    of it is usable: another scope's near copies, or superseded copies of the same
+    text, cannot crowd the caller's current one out."""
     k = want
     while True:
         hits = text_index.match(terms, scope, k=k, feedback=False)
-        seen = [node_id for node_id, _score in hits if node_id in store]
+        seen = [node_id for node_id, _score in hits if usable(node_id)]
         if len(seen) >= want or len(hits) < k or k >= 64 * want:
             return seen[:want]
         k *= 4
@@ -460,11 +466,26 @@ TITLE_POOL = 200
 def current(store: OrganizeStore, node: Node) -> bool:
     """Whether ``node``, read with ``store.get`` (so in the caller's scope, not archived
     and not expired), is also not superseded: its ``valid_until`` has not passed and no
-    live node the caller sees supersedes it (:func:`md_cg.visibility.is_superseded`).
-    Search serves only such a memory."""
+    live node the caller sees supersedes it for every reader of it
+    (:func:`md_cg.visibility.dedup_current`: a narrower successor, an agent's private
+    correction of a shared fact, leaves it current for the others)."""
     if node.valid_until is not None and node.valid_until <= time.time():
         return False
-    return store.superseded_by(node.id) is None
+    return _current_test(store)(node.id)
+
+
+def _current_test(store: OrganizeStore) -> Callable[[str], bool]:
+    """id -> whether the caller sees the node and it is current (:func:`current`), from
+    the index alone (the store's ``_dedup_current``); a store without one (tests'
+    fakes): seen and not superseded (``superseded_by``)."""
+    test = getattr(store, "_dedup_current", None)
+    if callable(test):
+        return test
+
+    def seen_current(node_id: str) -> bool:
+        return node_id in store and store.superseded_by(node_id) is None
+
+    return seen_current
 
 
 def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> list[str]:
@@ -477,17 +498,20 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
     all); a body of stop words only, which the index does not hold, is looked
     for by its title among the entries. At most :data:`IDENTICAL_POOL` hits are
     read to compare, with ``store.get``, so a node the caller may not see is
-    never named."""
+    never named; hidden and superseded hits are left out before the pool is cut
+    (ten superseded copies of the text do not crowd its current one out)."""
     text_index = _text_index(store)
     if text_index is None:
         return []
     terms = [(t, 1.0) for t in _rare_terms(text_index, query_terms(body), POOL_TERMS)]
+    usable = _current_test(store)
     if terms:
         scope = text_index.scope(layers=None if layer is None else [layer_code(layer)])
-        candidates = _visible_hits(store, text_index, terms, scope, IDENTICAL_POOL)
+        candidates = _visible_hits(usable, text_index, terms, scope, IDENTICAL_POOL)
     else:  # stop words only ("it is what it is"): nothing indexed; the titles tell
         title = title_of(body)  # a title shared by many ("it is" ...) is read further: no rank to trust
-        candidates = [e.id for e in store.entries(layer) if e.title == title][:TITLE_POOL]
+        titled = (e.id for e in store.entries(layer) if e.title == title and usable(e.id))
+        candidates = list(itertools.islice(titled, TITLE_POOL))
     found = []
     for node_id in candidates:
         try:

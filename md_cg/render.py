@@ -24,7 +24,7 @@ import math
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
@@ -118,12 +118,48 @@ def retention(memory: Any) -> dict[str, Any]:
     return {"tier": "long"}
 
 
+#: Links of a chain of supersedes edges :func:`current_version` follows at most.
+CHAIN_LIMIT = 50
+
+
+def iso_window(seconds: float) -> str | None:
+    """A window bound as ISO 8601 UTC: to the second, or to the microsecond when it has
+    any (``until 2026-06-30`` is ``2026-06-30T23:59:59.999999Z``: the second alone
+    would say the last 999,999 µs are left out)."""
+    shown = iso(seconds)
+    if shown is None:
+        return None
+    micros = datetime.fromtimestamp(seconds, UTC).microsecond  # as iso() rounds it
+    return f"{shown[:-1]}.{micros:06d}Z" if micros else shown
+
+
+def current_version(store: Any, node_id: str) -> str | None:
+    """The current version of a superseded memory, as the caller sees it: its successor
+    (``store.successors``: live, in the caller's scope; the first by id if several),
+    followed while that one is superseded itself (a superseded by b superseded by c:
+    c), at most :data:`CHAIN_LIMIT` links; a cycle of edges stops at the last memory
+    before it repeats. None when ``node_id`` is not superseded by any memory. ``get``
+    names it as ``superseded_by``."""
+    seen = {node_id}
+    newer = None
+    at = node_id
+    for _ in range(CHAIN_LIMIT):
+        found = store.successors(at)
+        if not found or found[0] in seen:
+            break
+        newer = at = found[0]
+        seen.add(at)
+    return newer
+
+
 def parse_when(text: str, *, name: str = "time", now: float | None = None, end_of_day: bool = False) -> float:
     """Seconds since the epoch for an ISO 8601 date/time or a duration back from ``now``.
 
     ``2026-05-01`` (midnight UTC; with ``end_of_day``, the last microsecond of that
     day, ``23:59:59.999999`` UTC: the upper bound of a window, so that ``until
-    2026-05-01`` takes in the whole day, as a person means it), ``2026-05-01T12:00``,
+    2026-05-01`` takes in the whole day, as a person means it), a date with an offset
+    (``2026-05-01+08:00``, ``2026-05-01Z``: that calendar day in that offset, its
+    first or, with ``end_of_day``, its last microsecond), ``2026-05-01T12:00``,
     ``2026-05-01T12:00:00+02:00`` (a time without an offset is UTC); ``7d``, ``12h``,
     ``30m``, ``45s``, ``2w`` (that long before now). Anything else, or an instant
     outside the years 1 to 9999 (``99999999d`` back), raises
@@ -135,14 +171,13 @@ def parse_when(text: str, *, name: str = "time", now: float | None = None, end_o
     if match:
         span = float(match.group(1)) * DURATION_UNITS[match.group(2).lower()]
         return _in_range((time.time() if now is None else now) - span, name, text)
-    if end_of_day:
-        try:
-            day = date.fromisoformat(text.strip())  # a date alone (2026-05-01, 20260501)
-        except ValueError:
-            pass
-        else:
-            last = datetime(day.year, day.month, day.day, 23, 59, 59, 999999, tzinfo=UTC)
-            return min(last.timestamp(), LATEST)  # 9999-12-31: the last instant a reply can show
+    alone = _date_alone(text.strip(), name)
+    if alone is not None:
+        day, zone = alone
+        if end_of_day:
+            last = datetime(day.year, day.month, day.day, 23, 59, 59, 999999, tzinfo=zone)
+            return _in_range(min(last.timestamp(), LATEST), name, text)  # 9999-12-31: the last a reply shows
+        return _in_range(datetime(day.year, day.month, day.day, tzinfo=zone).timestamp(), name, text)
     try:
         moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00").replace("z", "+00:00"))
     except ValueError:
@@ -155,6 +190,39 @@ def parse_when(text: str, *, name: str = "time", now: float | None = None, end_o
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)
     return _in_range(moment.timestamp(), name, text)
+
+
+#: The offset at the end of a date alone: Z, +08:00, +0800, +08 (``2026-05-01+08:00``).
+_DATE_OFFSET = re.compile(r"(?:[Zz]|([+-])(\d{2})(?::?(\d{2}))?)$")
+
+
+def _date_alone(text: str, name: str) -> tuple[date, timezone] | None:
+    """A date without a time of day (``2026-05-01``, ``20260501``), with an offset or
+    ``Z`` or none (UTC): the day and its zone; None for anything else. An offset of
+    24 hours or more, or of 60 minutes or more, raises naming ``name``."""
+    try:
+        return date.fromisoformat(text), UTC
+    except ValueError:
+        pass
+    found = _DATE_OFFSET.search(text)
+    if found is None or found.start() == 0:
+        return None
+    try:
+        day = date.fromisoformat(text[: found.start()])
+    except ValueError:
+        return None  # a date-time, or nothing: datetime.fromisoformat says
+    sign, hours, minutes = found.groups()
+    if sign is None:
+        return day, UTC
+    h, m = int(hours), int(minutes or 0)
+    if h >= 24 or m >= 60:
+        raise InvalidArgumentError(
+            f"{name} {text!r}: the offset {found.group(0)!r} is not one (hours 00-23, minutes 00-59)",
+            name=name,
+            value=text,
+        )
+    span = timedelta(hours=h, minutes=m)
+    return day, timezone(-span if sign == "-" else span)
 
 
 def _in_range(seconds: float, name: str, text: str) -> float:
@@ -367,7 +435,9 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> Text:
     if window:
         tag = window.get("tag")
         parts = [] if tag is None else [f"tag {tag}" if isinstance(tag, str) else f"tags {' + '.join(tag)}"]
-        parts += [f"{key} {iso(window[key])}" for key in ("since", "until") if window.get(key) is not None]
+        parts += [
+            f"{key} {iso_window(window[key])}" for key in ("since", "until") if window.get(key) is not None
+        ]
         n = window.get("matching", 0)
         line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"
     if omitted:

@@ -57,6 +57,7 @@ import os
 import re
 import sys
 import time
+import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -143,7 +144,11 @@ class ImportReport:
     ``archived``: the ids whose record says ``"archived": true`` (an export with
     archived memories), put back in ``archive/`` after the write; ``kept``: the
     records not written because the store's file of their id cannot be read as a
-    memory (not written over, as a migration keeps it; the rest is imported).
+    memory (not written over, as a migration keeps it; the rest is imported);
+    ``warned``: records imported as they are that hold a time outside the years
+    1-9999 (:func:`md_cg.node.instant_problem`: most often milliseconds given for
+    seconds, as an earlier version or ``add_many`` wrote into a file: an export of
+    such a store imports again), each also warned of (``warnings.warn``).
     """
 
     source: str
@@ -160,6 +165,7 @@ class ImportReport:
     kept: list[BadRecord] = field(default_factory=list)
     ids: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
+    warned: list[BadRecord] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,6 +181,7 @@ class ImportReport:
             "repeated": self.repeated,
             "bad": [r._asdict() for r in self.bad],
             "kept": [r._asdict() for r in self.kept],
+            "warned": [r._asdict() for r in self.warned],
             "seconds": round(self.seconds, 3),
         }
 
@@ -189,6 +196,8 @@ class ImportReport:
             parts.append(f"{len(self.bad)} bad left out")
         if self.kept:
             parts.append(f"{len(self.kept)} kept (the store's file cannot be read)")
+        if self.warned:
+            parts.append(f"{len(self.warned)} with a time outside the years 1-9999 (warned)")
         dry = "; dry run: nothing was written" if self.dry_run else ""
         return f"{self.source}: {self.records} record(s): {', '.join(parts)} ({self.seconds:.2f} s{dry})"
 
@@ -362,9 +371,6 @@ def _record_node(
     try:
         if problems:
             raise problems[0]
-        late = instant_problem(node)  # what a write refuses (a file holding one is still read)
-        if late is not None:
-            raise late
         return node, nodefile.dump_bytes(node)  # too large, or a lone surrogate
     except InvalidNodeError as exc:
         if exc.field != "body" or key == "body":
@@ -420,6 +426,7 @@ def _parse(
         if seen is None:
             first[node.id] = (where, text)
             nodes.append((where, node))
+            _warn_late(report, where, node)
             if isinstance(value, dict) and value.get(ARCHIVED_KEY) is True:
                 report.archived.append(node.id)
             if not (isinstance(value, dict) and value.get("created_at") is not None):
@@ -431,6 +438,27 @@ def _parse(
                 BadRecord(where, node.id, f"id {node.id!r} is also on {seen[0]}, with other content")
             )
     return nodes, frozenset(stamped)
+
+
+def _warn_late(report: ImportReport, where: str, node: Node) -> None:
+    """Warn of a record holding a time outside the years 1-9999 (milliseconds for
+    seconds, most often), naming its line and field; it is imported as it is, as a
+    file holding one is read (an export of a store an earlier version wrote imports
+    again), while ``add`` and ``update`` refuse such a time as new input."""
+    late = instant_problem(node)
+    if late is None:
+        return
+    report.warned.append(BadRecord(where, node.id, _reason(late)))
+    if len(report.warned) <= SHOWN:
+        warnings.warn(
+            f"{report.source} {where}: node {node.id!r}: {_reason(late)}; imported as it is "
+            "(update the field to correct it)",
+            stacklevel=4,
+        )
+    elif len(report.warned) == SHOWN + 1:
+        warnings.warn(
+            f"{report.source}: more records hold such a time: see the report's 'warned'", stacklevel=4
+        )
 
 
 def _reason(exc: BaseException) -> str:

@@ -26,7 +26,7 @@ from copy import deepcopy
 from dataclasses import fields
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, cast
 
 from . import (
     access,
@@ -247,11 +247,23 @@ class Reads(_Handle):
         self._visible(node_id)
         return visibility.superseded_by(self._engine.state, node_id, self._scope)
 
+    def _dedup_current(self, node_id: str) -> bool:
+        """Whether the caller sees ``node_id`` and it is a current memory to deduplicate
+        against (:func:`md_cg.visibility.dedup_current`); reads the index only, so a
+        pool of text-index hits is cut after the superseded ones are left out."""
+        eng = self._engine
+        eng.fresh()
+        e = eng.state.entries.get(node_id)
+        if e is None or not visibility.visible(eng.state, e, self._scope):
+            return False
+        return visibility.dedup_current(eng.state, e, self._scope, time.time())
+
     def successors(self, node_id: str) -> list[str]:
         """The ids of the live nodes the caller sees that supersede ``node_id`` (a
         ``supersedes`` edge to it), sorted: what hides it from search besides its own
-        ``valid_until``, and whose edges a reopen (``update(node_id, valid_until=None)``)
-        removes. An archived or expired ``node_id`` is looked at too."""
+        ``valid_until``. A reopen (``update(node_id, valid_until=None)``, :meth:`reopen`)
+        removes their edges, and those of the archived or expired nodes the caller sees
+        that have one. An archived or expired ``node_id`` is looked at too."""
         self._visible(node_id, Show(include_expired=True, include_archived=True))
         return visibility.successors(self._engine.state, node_id, self._scope, time.time())
 
@@ -623,29 +635,76 @@ class Lifecycle(_Handle):
             said = str(exc).removeprefix(f"node {node.id!r}: ")
             raise type(exc)(f"the new memory: {said}", field=exc.field, value=exc.value) from None
 
+    def reopen(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Reopened:
+        """``update(node_id, valid_until=None, **changes)``: make a superseded (closed)
+        memory current again, and say what that took: ``Reopened(node, unlinked)``,
+        ``unlinked`` the ids of the nodes whose ``supersedes`` edge to it went in the
+        same commit (every one the caller sees, archived or expired too: see
+        :meth:`_reopen_commit`). What ``mdcg update --reopen`` and MCP ``update`` with
+        ``reopen`` report."""
+        return self._update_reporting(node_id, {**changes, "valid_until": None}, durable, stacklevel=4)
+
     def _update(self, node_id: str, changes: dict[str, Any], durable: bool | None) -> Node:
-        """``update`` (see :meth:`md_cg.store.MdCG.update`); warns, as ``add`` does, of an
-        expiry given already past (the memory is hidden at once)."""
+        """``update`` (see :meth:`md_cg.store.MdCG.update`)."""
+        return self._update_reporting(node_id, changes, durable, stacklevel=5).node
+
+    def _update_reporting(
+        self, node_id: str, changes: dict[str, Any], durable: bool | None, *, stacklevel: int
+    ) -> Reopened:
+        """``update``, and the successors a reopen (``valid_until=None``) unlinked; warns,
+        as ``add`` does, of an expiry given already past (the memory is hidden at once)."""
         check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
         change = self._changer(node_id, changes, now, decided)
-        eng = self._engine
-        unlink: list[str] = []
+        unlinked: list[str] = []
         if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
-            eng.fresh()
-            unlink = visibility.successors(eng.state, node_id, self._scope, now)
-        if unlink:  # the successors' supersedes edges go in the same commit
-            plan = {node_id: held_to_scope(self._scope, change, eng.state.entries.get)}
-            plan.update({s: _unlinker(node_id) for s in unlink})
-            out = eng.modify_many(plan, durable=durable, check=self._check_scope)[0]
+            out, unlinked = self._reopen_commit(node_id, change, durable)
         else:
             out = self.modify(node_id, change, durable=durable)
         self._ret.record(decided, now)
         given = changes.get("expires_at") is not None
         if given and out.expires_at is not None and out.expires_at <= now and out.retention_tier != "long":
-            _warn_past_expiry(out, stacklevel=4)
-        return out
+            _warn_past_expiry(out, stacklevel=stacklevel)
+        return Reopened(out, unlinked)
+
+    def _reopen_commit(
+        self, node_id: str, change: Callable[[Node], Node], durable: bool | None
+    ) -> tuple[Node, list[str]]:
+        """One commit: ``change`` of ``node_id`` and the removal of the ``supersedes``
+        edge to it from every node the caller sees that has one
+        (:func:`md_cg.visibility.linked_successors`: an archived or expired one too,
+        which unarchived or kept would hide it again). The set is read, its nodes'
+        locks taken with the node's, and read again under them: a supersede of the
+        node, or a forget of a successor, that another process committed in between
+        makes it plan again (:data:`REOPEN_TRIES` times at most), so the memory never
+        ends reopened yet hidden, nor the reopen fails on a successor gone meanwhile."""
+        eng, scope = self._engine, self._scope
+        guarded = held_to_scope(scope, change, eng.state.entries.get)
+        for _ in range(REOPEN_TRIES):
+            eng.fresh()
+            planned = visibility.linked_successors(eng.state, node_id, scope)
+
+            def checked(node: Node, planned: list[str] = planned) -> Node | None:
+                if visibility.linked_successors(eng.state, node_id, scope) != planned:
+                    raise _SuccessorsMoved  # under the locks: the index is the log's now
+                return guarded(node)
+
+            plan: dict[str, Callable[[Node], Node | None]] = {node_id: checked}
+            plan.update({s: _unlinker(node_id) for s in planned})
+            try:
+                return eng.modify_many(plan, durable=durable, check=self._check_scope)[0], planned
+            except _SuccessorsMoved:
+                continue
+            except NodeNotFoundError as exc:
+                if exc.node_id == node_id or exc.node_id not in planned:
+                    raise
+                continue  # a successor forgotten since it was planned
+        raise MdcgError(
+            f"reopen of {node_id!r}: the memories superseding it kept changing while it ran "
+            f"({REOPEN_TRIES} tries: other processes superseding it or removing its successors); "
+            "nothing was written; run it again"
+        )
 
     def _changer(
         self, node_id: str, changes: dict[str, Any], now: float, decided: list[tuple[Node, Any]]
@@ -849,6 +908,23 @@ def _refuse_lone_reason(node_id: str, changes: dict[str, Any]) -> None:
     )
 
 
+#: Times a reopen plans its commit again when its successors changed before it held
+#: their locks (:meth:`Lifecycle._reopen_commit`).
+REOPEN_TRIES = 5
+
+
+class Reopened(NamedTuple):
+    """What :meth:`Lifecycle.reopen` did: the node as stored, and the ids of the nodes
+    whose ``supersedes`` edge to it went in the same commit, sorted."""
+
+    node: Node
+    unlinked: list[str]
+
+
+class _SuccessorsMoved(Exception):
+    """A reopen's successors changed between its plan and its locks: it plans again."""
+
+
 def _unlinker(target: str) -> Callable[[Node], None]:
     """The change that removes a node's ``supersedes`` edges to ``target`` (a reopen of it)."""
 
@@ -966,7 +1042,8 @@ class Recall(_Handle):
         trailing spaces and blank lines at either end aside -- of ``layer`` when given;
         best match first (:meth:`add_unique` stores a body only when this finds
         nothing). Reads at most ten files (the text index's best hits for the body's
-        rarest terms)."""
+        rarest terms, hidden and superseded ones left out first: see
+        :func:`md_cg.organize.identical_ids`)."""
         if layer is not None:
             check_layer(layer)
         return organize_mod.identical_ids(cast(organize_mod.OrganizeStore, self), body, layer)

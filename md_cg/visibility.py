@@ -147,12 +147,40 @@ def successors(state: IndexState, node_id: str, scope: Scope | None, now: float)
     return sorted(out)
 
 
+def linked_successors(state: IndexState, node_id: str, scope: Scope | None) -> list[str]:
+    """The ids of every node within ``scope`` with a ``supersedes`` edge to ``node_id``,
+    archived or expired ones too, sorted: what a reopen unlinks. An archived successor
+    does not hide the node now (:func:`successors`), but unarchived it would again."""
+    out = set()
+    for source, etype in state.reverse.get(node_id, ()):
+        e = state.entries.get(source) if etype == "supersedes" and source != node_id else None
+        if e is not None and (scope is None or scope.admits(e)):
+            out.add(source)
+    return sorted(out)
+
+
 def is_superseded(state: IndexState, entry: Entry, now: float, scope: Scope | None = None) -> bool:
     """True when ``entry`` stopped being valid or a node that counts for the caller
     supersedes it (:func:`successors`)."""
     if entry.valid_until is not None and entry.valid_until <= now:
         return True
     return bool(successors(state, entry.id, scope, now))
+
+
+def dedup_current(state: IndexState, entry: Entry, scope: Scope | None, now: float) -> bool:
+    """Whether ``entry`` is a current memory to deduplicate against (``identical``,
+    ``add_unique``, organize): its ``valid_until`` has not passed and no successor the
+    caller sees (:func:`successors`) supersedes it for every reader of it. A successor
+    :func:`narrower` than the memory (an agent's private correction of a shared fact)
+    hides it only from some of its readers; for the others it is still the fact, and
+    the same text stored again would be a second copy of it."""
+    if entry.valid_until is not None and entry.valid_until <= now:
+        return False
+    for source in successors(state, entry.id, scope, now):
+        newer = state.entries.get(source)
+        if newer is not None and not narrower(newer, entry):
+            return False
+    return True
 
 
 def superseded_by(state: IndexState, node_id: str, scope: Scope | None = None) -> str | None:

@@ -14,7 +14,7 @@ from typer.testing import CliRunner
 
 from md_cg import MdCG, Node
 from md_cg.cli import app
-from md_cg.errors import ImportSourceError, InvalidArgumentError, InvalidNodeError
+from md_cg.errors import InvalidArgumentError, InvalidNodeError
 from md_cg.mcp_server import create_server
 from md_cg.render import parse_when
 from md_cg.transfer import import_nodes
@@ -291,7 +291,9 @@ def test_add_and_update_refuse_a_time_in_milliseconds(tmp_path: Path) -> None:
         assert s.get("edge").created_at == 253402300799.0
 
 
-def test_import_refuses_a_time_in_milliseconds_naming_line_and_field(tmp_path: Path) -> None:
+def test_import_warns_of_a_time_in_milliseconds_naming_line_and_field(tmp_path: Path) -> None:
+    """Refused at first (session 26 core); review rev6: that broke ``export | import`` of a
+    store whose file holds such a time. Imported as it is now, with a warning."""
     source = tmp_path / "imp.jsonl"
     source.write_text(
         '{"id":"ts_ms","body":"x","created_at":1700000000123}\n'
@@ -299,17 +301,25 @@ def test_import_refuses_a_time_in_milliseconds_naming_line_and_field(tmp_path: P
         '{"id":"fine","body":"z","created_at":1700000000}\n'
     )
     with MdCG(tmp_path / "m") as s:
-        with pytest.raises(ImportSourceError) as err:
-            import_nodes(s, source)
-        assert [(b.where, b.node_id, b.reason) for b in err.value.problems] == [
+        with pytest.warns(UserWarning) as caught:
+            report = import_nodes(s, source)
+        assert [str(w.message) for w in caught] == [
+            f"{source} line 1: node 'ts_ms': field 'created_at' is 1700000000123.0 seconds since the epoch, "
+            "outside the years 1-9999; milliseconds since the epoch? md-cg reads seconds; imported as it is "
+            "(update the field to correct it)",
+            f"{source} line 2: node 'ts_ms2': field 'expires_at' is 1700000000123.0 seconds since the epoch, "
+            "outside the years 1-9999; milliseconds since the epoch? md-cg reads seconds; imported as it is "
+            "(update the field to correct it)",
+        ]  # fmt: skip
+        assert [(b.where, b.node_id, b.reason) for b in report.warned] == [
             ("line 1", "ts_ms", "field 'created_at' is 1700000000123.0 seconds since the epoch, outside the "
              "years 1-9999; milliseconds since the epoch? md-cg reads seconds"),
             ("line 2", "ts_ms2", "field 'expires_at' is 1700000000123.0 seconds since the epoch, outside the "
              "years 1-9999; milliseconds since the epoch? md-cg reads seconds"),
         ]  # fmt: skip
-        assert s.ids() == []
-        report = import_nodes(s, source, skip_bad=True)
-        assert report.ids == ["fine"] and s.get("fine").created_at == 1700000000.0
+        assert report.bad == [] and sorted(report.ids) == ["fine", "ts_ms", "ts_ms2"]
+        assert s.get("ts_ms").created_at == 1700000000123.0 and s.get("fine").created_at == 1700000000.0
+        assert s.get("ts_ms2").expires_at == 1700000000123.0
 
 
 def test_a_file_that_already_holds_such_a_time_is_still_read(tmp_path: Path) -> None:

@@ -171,7 +171,7 @@ WRITES = {
     "add", "add_many", "update", "modify", "edit_text", "rename", "move", "delete", "forget",
     "forget_many", "archive", "unarchive", "apply_changes", "supersede", "sweep",
     "add_rejected", "add_unresolved", "verify", "resolve", "flywheel_step", "reflect", "record_access",
-    "add_unique", "keep_returned",
+    "add_unique", "keep_returned", "reopen",
 }  # fmt: skip
 #: Store-level names: handle state, maintenance of the whole folder, and logs
 #: (tombstones and reflections: a scoped handle reads only its own scope's records,
@@ -226,6 +226,7 @@ def test_writes_treat_out_of_scope_ids_as_absent(root: Path, tmp_path: Path, var
         unknown = _missing_text(s, lambda i: s.update(i, importance=0.9), "no_such_node")
         for call in (
             lambda i: s.update(i, importance=0.9),
+            lambda i: s.reopen(i),
             lambda i: s.delete(i, force=True),
             lambda i: s.forget(i, "test"),
             lambda i: s.archive([i]),
