@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import math
+import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,7 +35,7 @@ from typing import Any
 
 from . import layout, routing
 from .errors import InvalidArgumentError, check_query
-from .index import Entry, IndexState, layer_code
+from .index import TITLE_MAX, Entry, IndexState, layer_code
 from .judge import clauses, prepare_context
 from .judge import judge as judge_node
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
@@ -518,10 +519,10 @@ class _Ladder:
         return [t for t, w in self.terms if w >= 1.0 and t not in CJK_FUNCTION_CHARS]
 
     def whole(self, bucket_scope: Any) -> list[str] | None:
-        """The notes of ``bucket_scope`` holding every own term when fewer than ``k`` do
-        (and finding them is cheap: :func:`~md_cg.textindex.holding_all`), else None."""
+        """The notes of ``bucket_scope`` the caller sees holding every own term when fewer
+        than ``k`` do (and finding them is cheap: :func:`~md_cg.textindex.holding_all`), else None."""
         own = self.own()
-        return holding_all(self.text, own, bucket_scope, self.k - 1) if own else None
+        return holding_all(self.text, own, bucket_scope, self.k - 1, self.hidden) if own else None
 
     def in_buckets(self, doc_id: str) -> bool:
         """Whether ``doc_id`` is a note of the routed buckets (its hits are labelled T0)."""
@@ -751,15 +752,21 @@ def _only_common(
     return any(w >= 1.0 and t not in held and not common(t) and df.get(t, 0) > 0 for t, w in terms)
 
 
+#: A markdown link's target (``](https://…)``) and a bare URL: not words of a title.
+_LINK_TARGET_RE = re.compile(r"\]\([^)]*\)")
+_URL_RE = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
+
+
 def _title_forms(title: str, stems: Collection[str]) -> dict[str, str | None]:
     """Per term of ``stems`` (synonym terms the index holds as a stem) that a word of
     ``title`` stems to: that word where one is other than the stem itself or its plural
     (``booked``, ``bookings`` for ``book``), else None (``book``, ``books``: no word of
-    the synonym). A stem no word of the title gives is left out. A clipped title
-    (``index.TITLE_MAX``) drops its last word, which may be cut."""
-    if title.endswith("…"):
+    the synonym). A stem no word of the title gives is left out. A title clipped through
+    a word (``index.TITLE_MAX``) drops that word; link targets and URLs are not words."""
+    if title.endswith("…") and len(title) == TITLE_MAX and not title[-2:-1].isspace():
         kept = title[:-1].rsplit(None, 1)
         title = kept[0] if len(kept) == 2 else ""
+    title = _URL_RE.sub(" ", _LINK_TARGET_RE.sub("]", title))
     out: dict[str, str | None] = {}
     starts = _stem_starts(tuple(stems))
     text = normalize(title)

@@ -1245,10 +1245,12 @@ HOLDING_SCAN = 20_000
 
 
 @_healing
-def holding_all(index: TextIndex, terms: Sequence[str], scope: Scope, limit: int) -> list[str] | None:
-    """The live documents of ``scope`` holding every one of ``terms``, in slot order; None
-    when that would cost more than a search (the rarest term has more than
-    :data:`HOLDING_SCAN` postings) or more than ``limit`` documents hold them all.
+def holding_all(
+    index: TextIndex, terms: Sequence[str], scope: Scope, limit: int, hidden: Collection[str] = ()
+) -> list[str] | None:
+    """The live documents of ``scope`` holding every one of ``terms``, in slot order, those
+    in ``hidden`` left out; None when that would cost more than a search (the rarest term
+    has more than :data:`HOLDING_SCAN` postings) or more than ``limit`` documents are left.
 
     A term the vocabulary lacks: no document (``[]``). No terms: None. The rarest
     term's postings are filtered by the scope, then each other term, the rarer first,
@@ -1273,10 +1275,9 @@ def holding_all(index: TextIndex, terms: Sequence[str], scope: Scope, limit: int
         if not len(slots):
             break
         slots = index._postings.holding(tids[i], slots)
-    if len(slots) > limit:
-        return None
     ids = index._docs.ids
-    return [ids[s] for s in slots.tolist()]
+    found = [d for s in slots.tolist() if (d := ids[s]) not in hidden]
+    return None if len(found) > limit else found
 
 
 def _live_in_scope(index: TextIndex, slots: np.ndarray, scope: Scope) -> np.ndarray:

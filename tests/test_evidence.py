@@ -180,7 +180,7 @@ def test_a_stemmed_synonym_is_evidence_where_the_title_shows_a_word_of_it(
 
 def test_the_title_forms_of_a_stem() -> None:
     """What a title shows of a stemmed synonym: a word other than the stem or its plural,
-    None for the bare stem, nothing when no word of it (a clipped title drops its cut word)."""
+    None for the bare stem, nothing when no word of it (a title clipped through a word drops it)."""
     stems = ["book", "reserv"]
     assert _title_forms("Zoe recommended the books", stems) == {"book": None}
     assert _title_forms("Book club: bookings open, reservations too", stems) == {
@@ -188,9 +188,18 @@ def test_the_title_forms_of_a_stem() -> None:
         "reserv": "reservations",
     }
     assert _title_forms("Clinic", stems) == {}
-    clipped = "x " * 58 + "boo…"  # index.title_of cuts a first line of 120 characters or more
-    assert _title_forms(clipped, stems) == {} and _title_forms(clipped[:-4] + "booked…", stems) == {}
-    assert _title_forms("x " * 57 + "booked the…", stems) == {"book": "booked"}
+    # index.title_of cuts a first line longer than 120 characters to 119 and "…"
+    cut = ("x " * 57 + "bookings and more")[:119] + "…"  # "…x booki…": a cut word, dropped
+    assert len(cut) == 120 and _title_forms(cut, stems) == {}
+    assert _title_forms(("x " * 56 + "booked the more")[:119] + "…", stems) == {"book": "booked"}
+    # review r7: a whole last word before the cut is kept ("book" alone: not the synonym)
+    whole = ("x " * 57 + "book and more")[:119] + "…"
+    assert whole.endswith("book …") and _title_forms(whole, stems) == {"book": None}
+    assert _title_forms("Ask about the book…", stems) == {"book": None}  # the writer's own "…"
+    # a link's target and a URL are not words of the title
+    linked = "[Range](https://shop.example/booked-titles) is the book the lead liked"
+    assert _title_forms(linked, stems) == {"book": None}
+    assert _title_forms("see www.booked.example and http://x.example/booking", stems) == {}
 
 
 def test_a_stemmed_synonym_of_a_chinese_query_still_finds_english_notes(

@@ -138,3 +138,52 @@ def test_a_hit_of_the_routed_bucket_found_by_the_whole_store_pass_is_labelled_t0
     results, _ = store.search("worker pool sizing", k=5, context="ops", record=False)
     assert results[0].id == "far" and results[0].tier == "T2"
     assert {(r.id, r.tier) for r in results[1:]} == {(f"ops_{i}", "T0") for i in range(4)}
+
+
+def test_holding_all_leaves_out_what_the_caller_cannot_see() -> None:
+    index = _index()
+    bucket = Scope(frozenset({2}), frozenset({1}))
+    assert holding_all(index, ["alpha", "beta"], bucket, 1) is None
+    assert holding_all(index, ["alpha", "beta"], bucket, 1, hidden={"a1"}) == ["a2"]
+    assert holding_all(index, ["alpha", "beta"], bucket, 0, hidden=frozenset({"a1", "a2"})) == []
+
+
+def test_another_scopes_notes_do_not_keep_the_callers_whole_note_from_being_sure(tmp_path: Path) -> None:
+    """Review r7 (session 26): bob's two notes holding the query counted against alice's
+    "fewer than k", and her only note holding it was ranked below notes repeating one word."""
+    from md_cg.visibility import Scope as Visibility
+
+    t = 1735000000.0
+    tail = " ".join(f"filler{i}" for i in range(1500))
+    tags = ["domain:ops"]
+    nodes = [
+        Node(
+            id="whole", body=f"quartz relay maintenance notes\n{tail}", tags=tags, created_at=t, updated_at=t
+        )
+    ]
+    nodes += [
+        Node(
+            id=f"bob_{i}",
+            body="quartz relay for bob",
+            tags=tags,
+            agent_scope="bob",
+            created_at=t,
+            updated_at=t,
+        )
+        for i in range(2)
+    ]
+    nodes += [
+        Node(id=f"quartz_{i}", body=f"quartz quartz quartz {i}", tags=tags, created_at=t, updated_at=t)
+        for i in range(3)
+    ]
+    nodes += [
+        Node(id=f"ops_{i}", body=f"ops note {i} about gardens", tags=tags, created_at=t, updated_at=t)
+        for i in range(20)
+    ]
+    with MdCG(tmp_path / "s") as store:
+        store.add_many(nodes, stamp=False)
+    with MdCG(tmp_path / "s", read_only=True, scope=Visibility(agent="alice")) as alice:
+        for k in (2, 3):
+            results, _ = alice.search("quartz relay", k=k, context="ops", record=False)
+            assert [(r.id, r.tier) for r in results][:2] == [("whole", "T0"), ("quartz_0", "T0")]
+            assert not any(r.id.startswith("bob_") for r in results)
