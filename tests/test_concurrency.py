@@ -18,6 +18,7 @@ import pytest
 from conftest import python_env
 
 from md_cg import MdCG, nodefile
+from md_cg.maintenance import BUCKET_HEALTH_MIN_NODES
 
 WRITER = r"""
 import sys
@@ -285,7 +286,7 @@ stop = time.time() + seconds
 done, foreign = [], []
 with MdCG(root) as s:
     n = 0
-    while time.time() < stop:
+    while time.time() < stop or n < 60:  # a slow machine still runs enough rounds for the check
         n += 1
         i = f"{role}{n}"
         try:
@@ -330,7 +331,7 @@ def test_writers_into_a_folder_another_process_empties_and_removes(tmp_path: Pat
     ]
     results = {}
     for role, p in zip(("a", "b"), procs, strict=True):
-        out, err = p.communicate(timeout=120)
+        out, err = p.communicate(timeout=600)
         assert p.returncode == 0, err
         results[role] = ast.literal_eval(out)
     for role, (done, foreign) in results.items():
@@ -338,4 +339,7 @@ def test_writers_into_a_folder_another_process_empties_and_removes(tmp_path: Pat
     kept = {i for i in results["b"][0] if int(i[1:]) % 2 == 0}
     with MdCG(root) as s:
         assert set(s.ids(include_archived=True)) == kept
-        assert [f.kind for f in s.health(deep=True).findings] == ["bucket_degraded"]  # one bucket: expected
+        # one bucket is degraded by design, reported from BUCKET_HEALTH_MIN_NODES notes on: a
+        # slow machine's run keeps fewer (CI, session 26: the finding was missing, nothing else)
+        degraded = ["bucket_degraded"] if len(kept) >= BUCKET_HEALTH_MIN_NODES else []
+        assert [f.kind for f in s.health(deep=True).findings] == degraded

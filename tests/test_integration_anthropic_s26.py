@@ -115,7 +115,7 @@ def test_an_insert_acknowledged_during_a_rename_in_another_process_is_kept(tmp_p
     root = tmp_path / "mem"
     with MdCGMemoryTool(root) as tool:
         tool.execute(Create(command="create", path="/memories/x.md", file_text="start"))
-    rounds = 60
+    rounds = 25  # 50 renames: the copy-and-delete rename lost hundreds of inserts in fewer
     procs = [
         subprocess.Popen(
             [sys.executable, "-c", script, str(root), *extra],
@@ -126,7 +126,7 @@ def test_an_insert_acknowledged_during_a_rename_in_another_process_is_kept(tmp_p
         )
         for script, extra in ((INSERTER, ()), (RENAMER, (str(rounds),)))
     ]
-    outs = [p.communicate(timeout=300) for p in procs]
+    outs = [p.communicate(timeout=900) for p in procs]  # a loaded 2-core machine: minutes
     assert [p.returncode for p in procs] == [0, 0], [err for _, err in outs]
     acked = json.loads(outs[0][0])
     assert int(outs[1][0]) == 2 * rounds
