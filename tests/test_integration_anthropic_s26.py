@@ -91,7 +91,7 @@ acked, n = [], 0
 with MdCGMemoryTool(root) as tool:
     while not Path(root, "..", "renamer-started").exists():
         pass
-    while not Path(root, "..", "renamer-done").exists() or n < 20:
+    while not Path(root, "..", "renamer-done").exists() or len(acked) < 20:
         n += 1
         for name in ("x", "y"):  # the file is under one of the two names at any time
             try:
