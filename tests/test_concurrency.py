@@ -44,6 +44,7 @@ from md_cg import MdCG
 root, stop = sys.argv[1], sys.argv[2]
 runs = 0
 with MdCG(root) as s:
+    open(stop + ".started", "w").close()
     while not os.path.exists(stop):
         s.compact_index()
         runs += 1
@@ -51,6 +52,15 @@ with MdCG(root) as s:
     s.compact_index()
 print(runs)
 """
+
+
+def wait_for(flag: Path, proc: subprocess.Popen, timeout: float = 300.0) -> None:
+    """Wait until ``proc`` creates ``flag``; fail at once if it exited first."""
+    deadline = time.monotonic() + timeout
+    while not flag.exists():
+        assert proc.poll() is None, f"the process ended (code {proc.returncode}) before {flag.name}"
+        assert time.monotonic() < deadline, f"no {flag.name} after {timeout:.0f} s"
+        time.sleep(0.01)
 
 
 def ids_on_disk(root: Path) -> set[str]:
@@ -78,6 +88,7 @@ def test_eight_writers_five_rounds_with_a_compactor(tmp_path: Path) -> None:
             stdout=subprocess.PIPE,
             text=True,
         )
+        wait_for(Path(f"{stop}.started"), compactor)  # a slow host: the writers could end first
         writers = [
             subprocess.Popen(
                 [sys.executable, "-c", WRITER, str(root), str(rnd), str(p), str(per_proc)], env=env
