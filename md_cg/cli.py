@@ -162,8 +162,9 @@ def message(exc: MdcgError) -> str:
             f"`mdcg unarchive {exc.node_id}` brings it back"
         )
     if isinstance(exc, NodeNotFoundError) and exc.hidden == "expired":
+        renew = f"`mdcg update {exc.node_id} --tier long` renews it, " if exc.fix else ""  # a write
         return (
-            f"node {exc.node_id!r}: {exc.hint}; `mdcg get --expired {exc.node_id}` reads it, "
+            f"node {exc.node_id!r}: {exc.hint}; {renew}`mdcg get --expired {exc.node_id}` reads it, "
             "`mdcg sweep` removes it"
         )
     return " ".join(str(exc).split())

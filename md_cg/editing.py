@@ -119,6 +119,7 @@ def edit_text(
     *,
     durable: bool | None,
     check: Callable[[Node, Node, Entry], None] | None = None,
+    refuse: Callable[[Entry], None] | None = None,
 ) -> Node:
     """Apply ``change`` to the node's file text under its lock; return the node as stored.
 
@@ -126,7 +127,9 @@ def edit_text(
     frontmatter at all (the id and layer stay). It must parse as a valid node
     with the same id and some body text, or nothing is written. A changed
     layer (or bucket) moves the file. ``check(new, old, entry)`` may refuse
-    the edited node (the caller's scope), given the node as stored and its entry.
+    the edited node (the caller's scope), given the node as stored and its entry;
+    ``refuse(entry)`` may refuse the node before ``change`` runs (its scope, an
+    archived or expired node: :meth:`md_cg.MdCG.edit_text`).
     A text without ``created_at`` keeps the stored one (the memory's age: a new
     frontmatter written without it dropped it, and the memory looked undated).
     """
@@ -135,6 +138,8 @@ def edit_text(
         current = engine.state.entries.get(node_id)
         if current is None:
             raise NodeNotFoundError(node_id)
+        if refuse is not None:
+            refuse(current)
         data, _ = fsops.read_file(engine.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
         text = change(read_bytes_as_text(data, current.path))
         if not isinstance(text, str):
@@ -171,6 +176,7 @@ def rename(
     durable: bool | None = None,
     scope: visibility.Scope | None = None,
     audit: AppendLog | None = None,
+    refuse: Callable[[Entry], None] | None = None,
 ) -> Node:
     """Give the node ``old_id`` the id ``new_id`` (and optionally a new layer).
 
@@ -181,6 +187,8 @@ def rename(
     are not rewritten, nor told the new id), and an id held by a node it does
     not see is refused without naming that node. With ``audit``, a new id is
     recorded there (:data:`md_cg.audit.RENAMED`, no content) while the ids are still held.
+    ``refuse(entry)`` may refuse the node ``old_id`` under the locks (its scope, an
+    archived or expired node: :meth:`md_cg.MdCG.rename`).
     """
     check_id(old_id)
     check_new_id(new_id)
@@ -203,6 +211,11 @@ def rename(
                     continue
                 sees = scope.admits if scope is not None else None
                 mine = sorted(i for i in now_sources if sees is None or sees(engine.state.entries[i]))
+                current = engine.state.entries.get(old_id)
+                if current is None:
+                    raise NodeNotFoundError(old_id)
+                if refuse is not None:
+                    refuse(current)
                 node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
                 if audit is not None and old_id != new_id:
                     record: dict[str, object] = {"event": audit_mod.RENAMED, "id": old_id, "to": new_id}

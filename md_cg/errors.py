@@ -117,16 +117,21 @@ class NodeNotFoundError(MdcgError, KeyError):
     ``hidden`` says why a stored node is not readable when saying so leaks
     nothing: ``"archived"`` or ``"expired"``; None for an unknown id and for a
     node outside the caller's scope (whose error is that of an unknown id).
+    ``fix``: what the library's caller can do about it (an expired memory's
+    write says how to renew it), kept apart from ``hint`` so that the CLI and
+    the MCP server can say it in their own terms.
     """
 
-    def __init__(self, node_id: str, hint: str = "", *, hidden: str | None = None) -> None:
+    def __init__(self, node_id: str, hint: str = "", *, hidden: str | None = None, fix: str = "") -> None:
         msg = f"no node with id {node_id!r} in this store"
-        if hint:
-            msg += f" ({hint})"
+        said = "; ".join(part for part in (hint, fix) if part)
+        if said:
+            msg += f" ({said})"
         super().__init__(msg)
         self.node_id = node_id
         self.hint = hint
         self.hidden = hidden
+        self.fix = fix
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])

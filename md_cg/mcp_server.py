@@ -283,6 +283,12 @@ def _hinted(exc: Exception) -> str:
             f"memory {exc.node_id!r} is archived: out of every read until a person runs "
             f"`mdcg unarchive {exc.node_id}`"
         )
+    if isinstance(exc, NodeNotFoundError) and exc.hidden == "expired" and exc.fix:
+        # a write to it: say how to renew it with this server's tools
+        return (
+            f"memory {exc.node_id!r}: {exc.hint}; renew it to change it: call `update` with "
+            "tier='long' (and the change)"
+        )
     return str(exc)
 
 

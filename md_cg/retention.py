@@ -319,7 +319,7 @@ def supersede(
 ) -> None:
     """Mark ``old_id`` superseded by ``new_id`` (see :meth:`md_cg.MdCG.supersede`).
 
-    Refused, with nothing written: an archived node (either side), a
+    Refused, with nothing written: an archived or expired node (either side), a
     temporary ``new_id`` (expired or not: once it goes the old fact would stay
     hidden), a ``new_id`` some reader of ``old_id`` may not see (a narrower
     scope or a higher sensitivity: a shared fact closed by one agent's private
@@ -335,8 +335,9 @@ def supersede(
 
     def usable(entry: Entry) -> None:
         check(entry)
-        if entry.archived:
-            raise NodeNotFoundError(entry.id, "it is archived: unarchive it to use it", hidden="archived")
+        refused = visibility.refuse_write(entry, now)
+        if refused is not None:
+            raise refused
 
     def link(node: Node) -> None:
         entry = engine.state.entries[new_id]

@@ -351,45 +351,45 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         does not change. ``updated_at`` is set to now. A change of ``body``,
         ``temporal`` or ``retention_tier`` re-decides retention (an expiry
         already set is kept).
+
+        An archived node raises :class:`~md_cg.errors.NodeNotFoundError` (unarchive
+        it first), as does an expired temporary one unless the update renews it --
+        gives ``retention_tier`` or an ``expires_at`` still ahead -- and leaves it
+        live; checked under the node's lock, nothing is written when refused.
         """
         return self._update(node_id, changes, durable)
-
-    def modify(
-        self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None
-    ) -> Node:
-        """Read-modify-write one node under its lock.
-
-        ``change`` receives the current node (freshly read from its file) and
-        mutates it or returns a replacement; the result is validated before
-        anything is written; ``updated_at`` is set to now. A node outside the
-        caller's scope is absent (NodeNotFoundError). The result is held to
-        what :meth:`update` holds (:func:`md_cg.views.held_to_scope`).
-        """
-        guarded = views.held_to_scope(self._scope, change, self._engine.state.entries.get)
-        return self._engine.modify(node_id, guarded, durable=durable, check=self._check_scope)
 
     def edit_text(self, node_id: str, change: Callable[[str], str], *, durable: bool | None = None) -> Node:
         """Rewrite a node's file text with ``change`` under its lock (see :func:`md_cg.editing.edit_text`).
 
         The result must parse as the same node with some body text, or nothing is written.
+        An archived or expired node raises NodeNotFoundError before ``change`` runs.
         """
-        self._check_scope(self._engine.entry(node_id))
         check = functools.partial(views.check_edited, self._scope)
-        return editing.edit_text(self._engine, node_id, change, durable=durable, check=check)
+        return editing.edit_text(
+            self._engine, node_id, change, durable=durable, check=check, refuse=self._check_writable
+        )
 
     def rename(
         self, node_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
     ) -> Node:
         """Give a node a new id (and optionally layer): one commit that also re-points
-        the edges of every node linking to it."""
-        self._check_scope(self._engine.entry(node_id))
+        the edges of every node linking to it (archived ones too). An archived or
+        expired node raises NodeNotFoundError; nothing is written."""
         scope, audit = self._scope, self.log(paths.AUDIT_DIR)
         return editing.rename(
-            self._engine, node_id, new_id, layer=layer, durable=durable, scope=scope, audit=audit
+            self._engine,
+            node_id,
+            new_id,
+            layer=layer,
+            durable=durable,
+            scope=scope,
+            audit=audit,
+            refuse=self._check_writable,
         )
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
-        """Move a node to another layer (crash-safe)."""
+        """Move a node to another layer (crash-safe); refused as :meth:`update` refuses."""
         check_layer(layer)
         return self.update(node_id, layer=layer, durable=durable)
 

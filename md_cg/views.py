@@ -112,10 +112,6 @@ class _Handle:
 
         def log(self, name: str) -> AppendLog: ...
 
-        def modify(
-            self, node_id: str, change: Callable[[Node], Node | None], *, durable: bool | None = None
-        ) -> Node: ...
-
     def _check_taken(self, entry: Entry) -> None:
         """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
         one namespace, so the id is taken, but nothing of that node is named or replaced."""
@@ -143,6 +139,28 @@ class _Handle:
         """Refuse a write to a node outside the caller's scope, as if it did not exist."""
         if self._scope is not None and not self._scope.admits(entry):
             raise NodeNotFoundError(entry.id)
+
+    def _check_writable(self, entry: Entry) -> None:
+        """:meth:`_check_scope`, and refuse a write to an archived or expired node
+        (:func:`md_cg.visibility.refuse_write`). Called under the node's lock with the
+        entry read there, so an archive or expiry another process made first is seen."""
+        self._writable_check()(entry)
+
+    def _writable_check(
+        self, *, archived_ok: bool = False, expired_ok: bool = False
+    ) -> Callable[[Entry], None]:
+        """:meth:`_check_writable`, letting through what the caller asked for (``archived_ok``,
+        ``expired_ok``: a write to such a node anyway, or an update that renews it)."""
+
+        def check(entry: Entry) -> None:
+            self._check_scope(entry)
+            refused = visibility.refuse_write(
+                entry, time.time(), archived_ok=archived_ok, expired_ok=expired_ok
+            )
+            if refused is not None:
+                raise refused
+
+        return check
 
 
 class Reads(_Handle):
@@ -556,9 +574,10 @@ class Lifecycle(_Handle):
     def supersede(self, old_id: str, new_id: str, reason: str = "") -> None:
         """Mark ``old_id`` as superseded by ``new_id``: ``valid_until`` = now on the
         old node and a ``supersedes`` edge from the new one, in one commit. Search
-        hides the old node by default; nothing is deleted. An archived node raises
-        :class:`NodeNotFoundError`, a ``new_id`` that is itself superseded (a cycle,
-        or a stale successor) :class:`InvalidArgumentError`; nothing is written."""
+        hides the old node by default; nothing is deleted. An archived or expired node
+        (either side) raises :class:`NodeNotFoundError` (:func:`md_cg.visibility.refuse_write`),
+        a ``new_id`` that is itself superseded (a cycle, or a stale successor)
+        :class:`InvalidArgumentError`; nothing is written."""
         with self._engine.lock:
             self._engine.fresh()
             retention.supersede(
@@ -644,6 +663,31 @@ class Lifecycle(_Handle):
         ``reopen`` report."""
         return self._update_reporting(node_id, {**changes, "valid_until": None}, durable, stacklevel=4)
 
+    def modify(
+        self,
+        node_id: str,
+        change: Callable[[Node], Node | None],
+        *,
+        durable: bool | None = None,
+        include_archived: bool = False,
+        include_expired: bool = False,
+    ) -> Node:
+        """Read-modify-write one node under its lock.
+
+        ``change`` receives the current node (freshly read from its file) and
+        mutates it or returns a replacement; the result is validated before
+        anything is written; ``updated_at`` is set to now. A node outside the
+        caller's scope is absent (NodeNotFoundError), and so is an archived or
+        expired one (the error says so: :func:`md_cg.visibility.refuse_write`)
+        unless ``include_archived`` / ``include_expired`` asks to change it
+        anyway, as the reads show one (it stays archived, or expired unless
+        ``change`` renews it). The result is held to what :meth:`update` holds
+        (:func:`held_to_scope`).
+        """
+        guarded = held_to_scope(self._scope, change, self._engine.state.entries.get)
+        check = self._writable_check(archived_ok=include_archived, expired_ok=include_expired)
+        return self._engine.modify(node_id, guarded, durable=durable, check=check)
+
     def _update(self, node_id: str, changes: dict[str, Any], durable: bool | None) -> Node:
         """``update`` (see :meth:`md_cg.store.MdCG.update`)."""
         return self._update_reporting(node_id, changes, durable, stacklevel=5).node
@@ -657,11 +701,15 @@ class Lifecycle(_Handle):
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
         change = self._changer(node_id, changes, now, decided)
+        # an archived node is refused; an expired one only renewed (its tier or a new
+        # expiry given: _changer refuses a result still expired), never revived by an edit
+        check = self._writable_check(expired_ok=renews(changes))
         unlinked: list[str] = []
         if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
-            out, unlinked = self._reopen_commit(node_id, change, durable)
+            out, unlinked = self._reopen_commit(node_id, change, durable, check)
         else:
-            out = self.modify(node_id, change, durable=durable)
+            guarded = held_to_scope(self._scope, change, self._engine.state.entries.get)
+            out = self._engine.modify(node_id, guarded, durable=durable, check=check)
         self._ret.record(decided, now)
         given = changes.get("expires_at") is not None
         if given and out.expires_at is not None and out.expires_at <= now and out.retention_tier != "long":
@@ -669,7 +717,11 @@ class Lifecycle(_Handle):
         return Reopened(out, unlinked)
 
     def _reopen_commit(
-        self, node_id: str, change: Callable[[Node], Node], durable: bool | None
+        self,
+        node_id: str,
+        change: Callable[[Node], Node],
+        durable: bool | None,
+        check: Callable[[Entry], None],
     ) -> tuple[Node, list[str]]:
         """One commit: ``change`` of ``node_id`` and the removal of the ``supersedes``
         edge to it from every node the caller sees that has one
@@ -678,9 +730,15 @@ class Lifecycle(_Handle):
         locks taken with the node's, and read again under them: a supersede of the
         node, or a forget of a successor, that another process committed in between
         makes it plan again (:data:`REOPEN_TRIES` times at most), so the memory never
-        ends reopened yet hidden, nor the reopen fails on a successor gone meanwhile."""
+        ends reopened yet hidden, nor the reopen fails on a successor gone meanwhile.
+        ``check(entry)`` refuses the node itself (archived, expired); the successors are
+        held only to the caller's scope (an archived one loses its edge too)."""
         eng, scope = self._engine, self._scope
         guarded = held_to_scope(scope, change, eng.state.entries.get)
+
+        def usable(entry: Entry) -> None:
+            (check if entry.id == node_id else self._check_scope)(entry)
+
         for _ in range(REOPEN_TRIES):
             eng.fresh()
             planned = visibility.linked_successors(eng.state, node_id, scope)
@@ -693,7 +751,7 @@ class Lifecycle(_Handle):
             plan: dict[str, Callable[[Node], Node | None]] = {node_id: checked}
             plan.update({s: _unlinker(node_id) for s in planned})
             try:
-                return eng.modify_many(plan, durable=durable, check=self._check_scope)[0], planned
+                return eng.modify_many(plan, durable=durable, check=usable)[0], planned
             except _SuccessorsMoved:
                 continue
             except NodeNotFoundError as exc:
@@ -746,6 +804,8 @@ class Lifecycle(_Handle):
                     chosen or timed or ("retention_tier" in changes and node.retention_tier is not None)
                 )
                 self._redecide(node, before, changes, now, explicit, decided if redecide or timed else None)
+            if before is not None and visibility.is_expired(before, now):
+                _refuse_still_expired(node, before, now)  # a renewal that does not renew
             return node
 
         return change
@@ -776,6 +836,23 @@ class Lifecycle(_Handle):
         decided.append(
             (node, self._ret.decide(node, now=now, kept=kept, explicit=explicit, keep=bool(closed)))
         )
+
+
+def renews(changes: dict[str, Any]) -> bool:
+    """Whether the changes of an ``update`` may renew an expired memory: they give its
+    tier, or an expiry (whether the result is live is checked once it is made:
+    :func:`_refuse_still_expired`)."""
+    return "retention_tier" in changes or changes.get("expires_at") is not None
+
+
+def _refuse_still_expired(node: Node, before: Entry, now: float) -> None:
+    """Refuse the update of an expired memory whose result is still expired (an expiry
+    given already past, or a tier that keeps it temporary on that expiry): a renewal
+    must make it live, and any other change of it is refused
+    (:func:`md_cg.visibility.refuse_write`)."""
+    validate(node)  # the times as floats, as the engine will store them
+    if node.expires_at is not None and node.expires_at <= now and node.retention_tier != "long":
+        raise visibility.expired_error(node.id, before.expires_at or node.expires_at, visibility.RENEW_HINT)
 
 
 def check_changes(node_id: str, changes: dict[str, Any]) -> None:

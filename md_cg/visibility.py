@@ -255,9 +255,37 @@ def not_found(state: IndexState, entry: Entry, scope: Scope | None, show: Show) 
     if why == "archived":
         return NodeNotFoundError(entry.id, "it is archived: unarchive it to use it", hidden=why)
     if why == "expired" and entry.expires_at is not None:
-        when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(entry.expires_at))
-        return NodeNotFoundError(entry.id, f"it is a temporary memory that expired at {when}", hidden=why)
+        return expired_error(entry.id, entry.expires_at)
     return NodeNotFoundError(entry.id)
+
+
+#: What an expired memory's write error says to do (library, CLI and MCP alike).
+RENEW_HINT = "renew it to change it: update it with retention_tier='long' or a later expires_at"
+
+
+def refuse_write(
+    entry: Entry, now: float, *, archived_ok: bool = False, expired_ok: bool = False
+) -> NodeNotFoundError | None:
+    """The error of a write (update, modify, edit, rename, move, supersede, reopen) to
+    ``entry`` when it is hidden from every default read: archived, or expired (not yet
+    swept) -- a write would change a memory no read serves, and the caller would be told
+    the id is absent right after; None when it may be written. The errors are those of
+    :func:`not_found`, the expired one saying how to renew it (``expired_ok``: the write
+    is such a renewal; ``archived_ok``: a write the caller asked for anyway). The scope
+    is checked apart (an out-of-scope node is an unknown id)."""
+    if entry.archived and not archived_ok:
+        return NodeNotFoundError(entry.id, "it is archived: unarchive it to use it", hidden="archived")
+    if not expired_ok and is_expired(entry, now) and entry.expires_at is not None:
+        return expired_error(entry.id, entry.expires_at, RENEW_HINT)
+    return None
+
+
+def expired_error(node_id: str, expires_at: float, fix: str = "") -> NodeNotFoundError:
+    """The error of a temporary memory that expired at ``expires_at`` (``fix``: what to do)."""
+    when = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(expires_at))
+    return NodeNotFoundError(
+        node_id, f"it is a temporary memory that expired at {when}", hidden="expired", fix=fix
+    )
 
 
 def scope_fields(entry: Entry | Node) -> dict[str, str]:

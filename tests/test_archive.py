@@ -218,12 +218,23 @@ def test_concurrent_archives_move_each_node_exactly_once(tmp_path: Path) -> None
         assert s.health().ok, s.health().findings
 
 
-def test_rename_keeps_an_archived_node_archived_and_sources_where_they_are(tmp_path: Path) -> None:
+def test_rename_refuses_an_archived_node_and_rewrites_sources_where_they_are(tmp_path: Path) -> None:
+    # Session 27: renaming an archived node is refused (a write to a memory no read
+    # serves; unarchive it first). The nodes whose edges a rename re-points -- a
+    # hand-placed note, an archived one -- are still rewritten where they are.
     root = tmp_path / "m"
     with MdCG(root) as s:
         s.add(Node(id="old", layer="self", body="the target"))
         s.add(Node(id="live", layer="self", body="links to old", edges=[{"target": "old", "type": "causal"}]))
-        s.archive(["old"])
+        s.add(
+            Node(
+                id="arch",
+                layer="self",
+                body="archived, links to old",
+                edges=[{"target": "old", "type": "causal"}],
+            )
+        )
+        s.archive(["arch"])
     hand = root / "self" / "notes" / "linker.md"  # a hand-placed note that links to it
     hand.parent.mkdir()
     hand.write_text(
@@ -231,16 +242,22 @@ def test_rename_keeps_an_archived_node_archived_and_sources_where_they_are(tmp_p
     )
     with MdCG(root) as s:
         s.sync()
+        with pytest.raises(NodeNotFoundError) as refused:
+            s.rename("arch", "arch2")
+        assert str(refused.value) == (
+            "no node with id 'arch' in this store (it is archived: unarchive it to use it)"
+        )
         s.rename("old", "new")
-        assert s.entry("new", include_archived=True).path == "archive/self/new.md"
-        assert "new" not in s  # still archived: absent from default reads
+        assert s.entry("arch", include_archived=True).path == "archive/self/arch.md"
+        assert [e.target for e in s.get("arch", include_archived=True).edges] == ["new"]
         assert s.entry("linker").path == "self/notes/linker.md"  # rewritten in place, not copied
         assert [e.target for e in s.get("linker").edges] == ["new"]
         assert [e.target for e in s.get("live").edges] == ["new"]
         assert s.sync().duplicates == () and s.health().ok
     assert sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md")) == [
-        "archive/self/new.md",
+        "archive/self/arch.md",
         "self/live.md",
+        "self/new.md",
         "self/notes/linker.md",
     ]
 

@@ -238,7 +238,9 @@ class MemoryFiles:
         try:
             node = self.store.get(node_id, include_expired=True, include_archived=True)
             if node.retention_tier == "temp" and not was_asked(node.retention_reason):
-                self._modify(node_id, keep)  # not otherwise: a write stamps updated_at
+                # not otherwise: a write stamps updated_at; an expired or archived one is
+                # kept too (a renewal to the long tier, asked for by keep_files)
+                self.store.modify(node_id, keep, include_expired=True, include_archived=True)
         except NodeNotFoundError:
             return False  # deleted meanwhile
         return bool(kept)

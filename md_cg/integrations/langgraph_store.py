@@ -431,7 +431,7 @@ class MdCGStore(BaseStore):
                 node = handle.get(entry.id, include_expired=True, include_archived=True)
                 if was_asked(node.retention_reason):
                     continue
-                handle.modify(entry.id, _keep_unless_asked)
+                handle.modify(entry.id, _keep_unless_asked, include_archived=True, include_expired=True)
             except NodeNotFoundError:
                 continue  # deleted meanwhile
             changed.append(entry.id)
@@ -505,7 +505,8 @@ class MdCGStore(BaseStore):
         def change(node: Node) -> Node:
             return _checked(namespace, key, value_to_node(namespace, key, value, self.layer, node))
 
-        handle.modify(entry.id, change)
+        # the item as the store holds it, archived or expired too: a put replaces its value
+        handle.modify(entry.id, change, include_archived=True, include_expired=True)
         if entry.archived:
             handle.unarchive([entry.id])
 
