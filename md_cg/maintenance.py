@@ -750,13 +750,13 @@ def _entry_findings(
 def _log_findings(engine: Engine) -> list[Finding]:
     cursor = engine.cursor
     out: list[Finding] = []
-    damage = cursor.bad_lines + cursor.bad_records
-    if damage:
+    for name, damage in sorted(cursor.damaged.items()):
         out.append(
             Finding(
                 "log_damage",
-                f"{damage} unreadable line(s) or unusable record(s) in the index log (ignored); "
+                f"{damage} unreadable line(s) or unusable record(s) in this index log shard (ignored); "
                 "rebuild_index() recovers from the files",
+                f"{journal.LOG_REL}/{name}",
             )
         )
     for name in sorted(cursor.unsafe):
