@@ -1,11 +1,15 @@
-"""health() names the file a finding is about (session 27 review: a damaged index log
-shard's ``log_damage`` finding had no path)."""
+"""Findings and errors name what they are about (session 27 review: a damaged index log
+shard's ``log_damage`` finding had no path; a read-only open of a missing folder said to
+pass create=True, which had been passed)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from md_cg import MdCG, Node
+from md_cg.errors import NotAStoreError
 from md_cg.reports import Finding
 
 
@@ -29,3 +33,19 @@ def test_garbage_in_an_index_log_shard_is_named_by_its_path(tmp_path: Path) -> N
             assert s.ids() == ["a1"]
     finally:
         writer.close()
+
+
+def test_a_read_only_handle_on_a_missing_folder_says_it_never_creates_one(tmp_path: Path) -> None:
+    """Session 27 review: the message said "pass create=True" to a caller that had."""
+    missing = tmp_path / "missing"
+    for create in (True, False):
+        with pytest.raises(NotAStoreError) as info:
+            MdCG(missing, read_only=True, create=create)
+        assert str(info.value) == (
+            f"{missing}: no such folder (a read-only handle never creates a store: "
+            "open it once without read_only=True to create it)"
+        )
+    with pytest.raises(NotAStoreError) as info:
+        MdCG(missing, create=False)
+    assert str(info.value) == f"{missing}: no such folder (pass create=True to make one)"
+    assert not missing.exists()
