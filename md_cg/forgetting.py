@@ -116,10 +116,10 @@ def forget_many(
                 for i in ids
             }
             nodes = [read_entry(engine, e) for e in entries]
-            # Every copy of a forgotten memory goes: the losing copies of a duplicated id
-            # (a cp, a merge) would otherwise bring it back at the next sync. Looked for
-            # first: the tombstone and the removal stay as close as they can be.
-            copies = copies_of(engine, entries, scope)
+            # Every copy of a forgotten memory goes: the losing copies of a duplicated id (a cp,
+            # a merge) would otherwise bring it back at the next sync. Looked for first: the
+            # tombstone and the removal stay close. The sweep just found none, and removes none.
+            copies = [] if kept is not None else copies_of(engine, entries, scope)
             dels = [(e.id, e.path) for e in entries] + copies
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
