@@ -29,7 +29,7 @@ import orjson
 
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
-from .errors import InvalidNodeError, UnsafePathError, check_query
+from .errors import DataFileError, InvalidNodeError, UnsafePathError, check_query
 from .node import LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
@@ -62,10 +62,11 @@ class Folded:
 def read_folded(root: str) -> Folded:
     """The folded totals; empty when nothing was folded yet.
 
-    A damaged ``counts.json`` raises ValueError naming it: the totals are
-    local state, and silently starting from zero would lose them. A symlink
-    on the way is never followed: the folder counts as empty (``health()``
-    reports the symlink as an ``unsafe_path``).
+    A damaged ``counts.json`` raises :class:`md_cg.errors.DataFileError`
+    naming it (:func:`folded_problem`): the totals are local state, and
+    silently starting from zero would lose them. A symlink on the way is never
+    followed: the folder counts as empty (``health()`` reports the symlink as
+    an ``unsafe_path``).
     """
     try:
         data, _ = fsops.read_file(root, f"{ACCESS_REL}/{COUNTS}")
@@ -82,9 +83,27 @@ def read_folded(root: str) -> Folded:
             raise ValueError("a count, offset or time that the fold does not write")
         return Folded(dict(counts), {k: float(t) for k, t in last.items()}, dict(offsets))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError, OverflowError):
-        raise ValueError(
-            f"{ACCESS_REL}/{COUNTS}: not a valid access fold; delete it to start counting anew"
-        ) from None
+        raise DataFileError(os.path.join(root, ACCESS_REL, COUNTS), DAMAGED_FOLD) from None
+
+
+#: What a damaged ``counts.json`` is said to be, and what removing it costs: a fold
+#: reads the shards again from their start, and only shards it had removed are gone.
+DAMAGED_FOLD = (
+    "not a valid access fold (the local access totals); remove it: the next fold counts again "
+    "from the access log shards still in .mdcg/access/; only the accesses in shards a fold "
+    "already removed (fully folded, no event of the last year) are lost"
+)
+
+
+def folded_problem(root: str) -> str | None:
+    """Why ``counts.json`` cannot be used (for ``health()``), or None."""
+    try:
+        read_folded(root)
+    except DataFileError as exc:
+        return exc.reason
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    return None
 
 
 def read_counts(

@@ -1180,10 +1180,14 @@ def sweep(
         report = store.sweep(dry_run=dry_run)
     if json_out:
         _print_json(report.to_dict())
-    elif dry_run:
-        typer.echo(f"expired ({len(report.expired)}): {', '.join(report.expired) or 'none'}; nothing removed")
     else:
-        typer.echo(f"removed ({len(report.removed)}): {', '.join(report.removed) or 'none'}")
+        if dry_run:
+            listed = ", ".join(report.expired) or "none"
+            typer.echo(f"expired ({len(report.expired)}): {listed}; nothing removed")
+        else:
+            typer.echo(f"removed ({len(report.removed)}): {', '.join(report.removed) or 'none'}")
+        for node_id, why in report.kept:
+            typer.echo(f"kept {node_id}: {why}")
 
 
 def _read_json_file(path: Path, option: str) -> Any:

@@ -139,6 +139,14 @@ def _stamp_after(previous: float | None, now: float) -> float:
     return quantise_instant(max(now, previous + 1e-6))
 
 
+#: Why a missing folder is not opened: ``create=False``, or a read-only handle (never creates).
+_NO_FOLDER = "no such folder (pass create=True to make one)"
+_NO_FOLDER_READ_ONLY = (
+    "no such folder (a read-only handle never creates a store: "
+    "open it once without read_only=True to create it)"
+)
+
+
 class Engine:
     """The index, locks and journal of the store at ``root`` (see module docstring)."""
 
@@ -157,7 +165,7 @@ class Engine:
         self.read_only = read_only
         if not self.root.exists():
             if not create or read_only:
-                raise NotAStoreError(self.root, "no such folder (pass create=True to make one)")
+                raise NotAStoreError(self.root, _NO_FOLDER_READ_ONLY if read_only else _NO_FOLDER)
             self.root.mkdir(parents=True)
             self._init_folder()
         elif not self.root.is_dir():

@@ -2,7 +2,8 @@
 
 ``forget`` (and the retention sweep) must leave no copy of what was
 forgotten, and must never lose both the memory and the record that it was
-forgotten. The order is therefore:
+forgotten. The sweep forgets only an expired memory whose file is the sole
+one holding its id (:func:`sole_copies`): another copy may be a memory to keep. The order is therefore:
 
 1. under the ids' locks, check everything first (the ids exist; ``anchor/``
    nodes are protected unless forced) so that nothing is half-done;
@@ -80,12 +81,15 @@ def forget_many(
     event: str = "forget",
     keep: Callable[[Entry], bool] | None = None,
     scope: Scope | None = None,
+    kept: list[tuple[str, str]] | None = None,
 ) -> list[Deleted]:
     """Forget ``node_ids`` (see the module docstring); return what was removed, in order.
 
     Refuses before writing anything when an id is unknown or protected.
     ``keep(entry)``, checked under the locks, may skip an id instead (the
-    sweep skips a node that is no longer expired). Edges into the forgotten
+    sweep skips a node that is no longer expired). ``kept`` (the sweep's): an
+    id some other file also holds is skipped too, and appended to it as
+    ``(id, why)`` (:func:`sole_copies`); without it every copy is removed. Edges into the forgotten
     nodes from nodes that stay are left dangling and returned with each node --
     those from nodes the caller sees (``scope``): another scope's ids are never
     named, in the result or the tombstone.
@@ -98,6 +102,10 @@ def forget_many(
     with engine.lock:
         with engine.hold(ids):
             entries = _doomed_entries(engine, ids, doomed, keep, force)
+            if kept is not None:
+                entries, told = sole_copies(engine, entries, scope)
+                doomed.difference_update(i for i, _ in told)
+                kept.extend(told)
             if not entries:
                 return []
             ids = [e.id for e in entries]
@@ -108,10 +116,10 @@ def forget_many(
                 for i in ids
             }
             nodes = [read_entry(engine, e) for e in entries]
-            # Every copy of a forgotten memory goes: the losing copies of a duplicated id
-            # (a cp, a merge) would otherwise bring it back at the next sync. Looked for
-            # first: the tombstone and the removal stay as close as they can be.
-            copies = copies_of(engine, entries, scope)
+            # Every copy of a forgotten memory goes: the losing copies of a duplicated id (a cp,
+            # a merge) would otherwise bring it back at the next sync. Looked for first: the
+            # tombstone and the removal stay close. The sweep just found none, and removes none.
+            copies = [] if kept is not None else copies_of(engine, entries, scope)
             dels = [(e.id, e.path) for e in entries] + copies
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
@@ -146,12 +154,51 @@ def forget_many(
 
 def sweep(
     engine: Engine, tombstones: AppendLog, expired: Sequence[str], scope: Scope | None
-) -> list[Deleted]:
+) -> tuple[list[Deleted], list[tuple[str, str]]]:
     """Remove the expired temporary nodes ``expired`` (reason ``expired``, event
-    ``sweep``), each checked again under its lock (:func:`md_cg.retention.sweepable`)."""
+    ``sweep``), each checked again under its lock (:func:`md_cg.retention.sweepable`,
+    and :func:`sole_copies`); return what was removed and ``(id, why)`` of each id
+    kept because other files hold it too."""
     keep = retention.sweepable(scope)
     why = retention.SWEEP_REASON
-    return forget_many(engine, tombstones, expired, why, force=True, event="sweep", keep=keep, scope=scope)
+    kept: list[tuple[str, str]] = []
+    gone = forget_many(
+        engine, tombstones, expired, why, force=True, event="sweep", keep=keep, scope=scope, kept=kept
+    )
+    return gone, kept
+
+
+def sole_copies(
+    engine: Engine, entries: Sequence[Entry], scope: Scope | None
+) -> tuple[list[Entry], list[tuple[str, str]]]:
+    """The sweep's rule (docs/retention.md: every doubt resolves to long): an expired
+    memory goes only when its file is the only one holding its id. Returns the
+    ``entries`` no other readable file holds, and ``(id, why)`` for each of the others,
+    ``why`` naming the other files in the caller's ``scope`` and counting the rest (a
+    copy of another scope keeps the memory too, unnamed). One walk of the folders."""
+    if not entries:
+        return [], []
+    others: dict[str, list[str]] = {}
+    for node_id, rel in copies_of(engine, entries, None):
+        others.setdefault(node_id, []).append(rel)
+    if not others:
+        return list(entries), []
+    held = [e for e in entries if e.id in others]
+    seen = None if scope is None else set(copies_of(engine, held, scope))
+    told = []
+    for e in held:
+        named = [rel for rel in others[e.id] if seen is None or (e.id, rel) in seen]
+        unnamed = len(others[e.id]) - len(named)
+        where = ", ".join(named) + (", " if named and unnamed else "")
+        where += f"{unnamed} file(s) outside this handle's scope" if unnamed else ""
+        told.append(
+            (
+                e.id,
+                f"expired at {e.path}, but other files hold this id too ({where}); the sweep removes "
+                "only a memory's sole file: remove the copy you do not want, then sync",
+            )
+        )
+    return [e for e in entries if e.id not in others], told
 
 
 def _doomed_entries(

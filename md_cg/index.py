@@ -411,8 +411,11 @@ def scan_files(root: str) -> Scan:
     found = fsops.ScanResult()
     for layer in LAYERS:
         fsops.scan(root, layer, max_depth=paths.MAX_DEPTH - 1, result=found)
-    for layer in LAYERS:
-        fsops.scan(root, f"{paths.ARCHIVE_DIR}/{layer}", max_depth=paths.MAX_DEPTH - 1, result=found)
+    if _symlinked_archive(root):
+        found.symlinks.append(paths.ARCHIVE_DIR)  # once, not once per layer folder below it
+    else:
+        for layer in LAYERS:
+            fsops.scan(root, f"{paths.ARCHIVE_DIR}/{layer}", max_depth=paths.MAX_DEPTH - 1, result=found)
     out = Scan()
     rel_problem = paths.rel_checker()
     for rel, st in found.files.items():
@@ -435,6 +438,17 @@ def scan_files(root: str) -> Scan:
     out.unscanned = tuple(sorted({*found.too_deep, *found.unreadable}))
     out.temps = sorted(rel for rel in found.hidden if fsops.is_temp_name(rel.rsplit("/", 1)[-1]))
     return out
+
+
+def _symlinked_archive(root: str) -> bool:
+    """Whether the store's ``archive/`` is a symlink (or other unsafe entry): never followed."""
+    try:
+        with fsops.Dir(root, paths.ARCHIVE_DIR):
+            return False
+    except UnsafePathError:
+        return True
+    except OSError:  # absent, not a folder, not readable: the layer scans say what they find
+        return False
 
 
 def winner(candidates: list[Parsed]) -> Parsed:

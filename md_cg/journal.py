@@ -115,6 +115,8 @@ class Cursor:
     legacy: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     bad_lines: int = 0
     bad_records: int = 0
+    #: shard name -> its unreadable lines and unusable records (for ``health()``'s paths)
+    damaged: dict[str, int] = field(default_factory=dict)
     #: shard names that could not be read safely (symlinks, not regular files)
     unsafe: set[str] = field(default_factory=set)
 
@@ -567,6 +569,8 @@ class Tail:
     missing: list[str]
     bad_lines: int
     unsafe: set[str]
+    #: shard name -> its unreadable lines in this tail (those with any)
+    damaged: dict[str, int] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
@@ -627,6 +631,7 @@ def _tail_in(
     new_offsets = dict(offsets)
     by_shard: dict[str, list[dict[str, Any]]] = {}
     bad = 0
+    damaged: dict[str, int] = {}
     names: list[str] = []
     if d is not None:
         with d:
@@ -644,6 +649,8 @@ def _tail_in(
                     new_offsets[name] = start
                     continue
                 bad += read.bad_lines
+                if read.bad_lines:
+                    damaged[name] = read.bad_lines
                 new_offsets[name] = read.end
                 if read.records:
                     by_shard[name] = read.records
@@ -653,7 +660,7 @@ def _tail_in(
     missing = [n for n in offsets if n not in present]
     for name in missing:
         new_offsets.pop(name, None)
-    return Tail(by_shard, new_offsets, missing, bad, unsafe)
+    return Tail(by_shard, new_offsets, missing, bad, unsafe, damaged)
 
 
 #: How long (ns) the log folder must have been left unchanged before :class:`LogWatch`
@@ -871,6 +878,8 @@ def replay(cursor: Cursor, tail: Tail) -> dict[str, list[str]]:
             touched.setdefault(node_id, []).extend(rels)
 
     cursor.bad_lines += tail.bad_lines
+    for shard, n in tail.damaged.items():
+        cursor.damaged[shard] = cursor.damaged.get(shard, 0) + n
     cursor.unsafe |= tail.unsafe
     # Commits closed by a record read before the commit itself: another process
     # recovered a dead writer's commit, and its shard sorts before the writer's.
@@ -880,6 +889,7 @@ def replay(cursor: Cursor, tail: Tail) -> dict[str, list[str]]:
         for rec in recs:
             _replay_one(cursor, shard, rec, touch, closed)
     for shard in tail.missing:
+        cursor.damaged.pop(shard, None)  # its damage went with it
         # A shard is removed only by maintenance, after its commits were closed.
         for key in [k for k in cursor.pending if k[0] == shard]:
             touch(cursor.pending.pop(key).touched())
@@ -905,7 +915,7 @@ def _replay_one(
     if op in ("commit", "sync"):
         c = parse_commit(shard, rec)
         if c is None:
-            cursor.bad_records += 1
+            _bad_record(cursor, shard)
         elif op == "sync":
             touch(c.touched())
         elif c.key in closed:
@@ -928,9 +938,14 @@ def _replay_one(
         if isinstance(node_id, str) and paths.rel_problem(rel) is None:
             cursor.legacy.setdefault(shard, {}).setdefault(node_id, []).append(rel)  # type: ignore[arg-type]
         else:
-            cursor.bad_records += 1
+            _bad_record(cursor, shard)
     else:
-        cursor.bad_records += 1
+        _bad_record(cursor, shard)
+
+
+def _bad_record(cursor: Cursor, shard: str) -> None:
+    cursor.bad_records += 1
+    cursor.damaged[shard] = cursor.damaged.get(shard, 0) + 1
 
 
 def find_dead(root: str, cursor: Cursor, own_failed: Iterable[Commit] = ()) -> list[Commit]:

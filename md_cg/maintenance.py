@@ -518,6 +518,7 @@ def health(
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
             findings += _log_findings(engine)
+            findings += _access_findings(engine.root_str)
         findings += meta
         findings += [
             Finding("temp_file", "leftover of an interrupted write; sync() removes it", rel)
@@ -749,13 +750,13 @@ def _entry_findings(
 def _log_findings(engine: Engine) -> list[Finding]:
     cursor = engine.cursor
     out: list[Finding] = []
-    damage = cursor.bad_lines + cursor.bad_records
-    if damage:
+    for name, damage in sorted(cursor.damaged.items()):
         out.append(
             Finding(
                 "log_damage",
-                f"{damage} unreadable line(s) or unusable record(s) in the index log (ignored); "
+                f"{damage} unreadable line(s) or unusable record(s) in this index log shard (ignored); "
                 "rebuild_index() recovers from the files",
+                f"{journal.LOG_REL}/{name}",
             )
         )
     for name in sorted(cursor.unsafe):
@@ -772,6 +773,15 @@ def _log_findings(engine: Engine) -> list[Finding]:
                 )
             )
     return out
+
+
+def _access_findings(root: str) -> list[Finding]:
+    """A ``log_damage`` finding when the access totals (``counts.json``) cannot be used:
+    ``access_counts()``, ``stats`` and ``compact_access()`` raise until it is removed."""
+    problem = access.folded_problem(root)
+    if problem is None:
+        return []
+    return [Finding("log_damage", problem, f"{access.ACCESS_REL}/{access.COUNTS}")]
 
 
 def _meta_findings(engine: Engine) -> list[Finding]:

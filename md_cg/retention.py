@@ -23,7 +23,8 @@ The TTL is ``MdCG(ttl_seconds=...)``, else ``ttl_seconds`` in the store's
 ``.mdcg/retention.json`` (``{"ttl_seconds": 86400}``), else 7 days.
 
 The sweep itself is :meth:`md_cg.MdCG.sweep`: :func:`expired_ids` lists, and
-:func:`md_cg.forgetting.forget_many` removes with the :func:`sweepable` check.
+:func:`md_cg.forgetting.forget_many` removes with the :func:`sweepable` check
+and only a memory's sole file (:func:`md_cg.forgetting.sole_copies`).
 
 Imports the engine, temporal, visibility and the modules below them.
 """
@@ -64,13 +65,17 @@ class SweepReport:
     scope); ``removed``: those removed (empty on a dry run); ``left_closed``:
     the facts a removed node superseded that now stay closed with no current
     version (as :attr:`md_cg.reports.Deleted.left_closed`; reopen one with
-    ``update(id, valid_until=None)``).
+    ``update(id, valid_until=None)``); ``kept``: ``(id, why)`` of each expired
+    node the sweep leaves (would leave, on a dry run) because other files hold
+    its id too -- a copy of another tier, say --, ``why`` naming them: only a
+    memory's sole file is swept.
     """
 
     expired: tuple[str, ...]
     removed: tuple[str, ...]
     dry_run: bool
     left_closed: tuple[str, ...] = ()
+    kept: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -78,6 +83,7 @@ class SweepReport:
             "removed": list(self.removed),
             "dry_run": self.dry_run,
             "left_closed": list(self.left_closed),
+            "kept": [{"id": i, "reason": why} for i, why in self.kept],
         }
 
 

@@ -454,17 +454,21 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``long`` (``temp``, or none: the nodes the reads hide as expired), not
         archived, in the caller's scope; each removal leaves a payload-free
         tombstone (reason ``expired``, see :meth:`tombstones`). ``left_closed``
-        names the facts a removed node superseded that stay closed.
+        names the facts a removed node superseded that stay closed. An expired
+        node whose id other files hold too (a copy of another tier, in another
+        folder or ``archive/``) is never removed: ``kept`` names it and them.
         """
         eng = self._engine
         with eng.lock:
             eng.fresh()
             expired = tuple(retention.expired_ids(eng, self._scope, time.time()))
-        if dry_run or not expired:
-            return SweepReport(expired, (), dry_run)
-        gone = forgetting.sweep(eng, self.log(paths.AUDIT_DIR), expired, self._scope)
+            if dry_run or not expired:
+                entries = [eng.state.entries[i] for i in expired]
+                _, kept = forgetting.sole_copies(eng, entries, self._scope)
+                return SweepReport(expired, (), dry_run, kept=tuple(kept))
+        gone, kept = forgetting.sweep(eng, self.log(paths.AUDIT_DIR), expired, self._scope)
         closed = tuple(sorted({old for d in gone for old in d.left_closed}))
-        return SweepReport(expired, tuple(d.node.id for d in gone), False, closed)
+        return SweepReport(expired, tuple(d.node.id for d in gone), False, closed, tuple(kept))
 
     # -- search ------------------------------------------------------------------------------
 

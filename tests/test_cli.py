@@ -493,6 +493,7 @@ def test_sweep_lists_then_removes_expired_temporary_memories(runner: CliRunner, 
         "removed": [],
         "dry_run": True,
         "left_closed": [],
+        "kept": [],
     }
     assert (root / "contextual" / "tmp_old.md").is_file()
     assert (

@@ -142,6 +142,7 @@ def test_a_sweep_names_the_facts_it_left_closed(tmp_path: Path) -> None:
             "removed": ["new"],
             "dry_run": False,
             "left_closed": ["old"],
+            "kept": [],
         }
 
 
