@@ -1,6 +1,7 @@
 """No store inside a store (session 27): a root inside another store's folders or its
 ``.mdcg/`` is refused by the library and the CLI before anything is made; run from inside
-a store folder, the CLI uses it."""
+a store folder, the CLI uses it; twin ids that print alike are escaped; the ``add`` doc
+line matches the output."""
 
 from __future__ import annotations
 
@@ -13,8 +14,10 @@ from typer.testing import CliRunner
 from md_cg import MdCG, Node, NotAStoreError, enclosing_store, is_store_folder
 from md_cg.cli import app
 from md_cg.engine import GITIGNORE
+from md_cg.script import distinct_labels, escaped
 
 REPO = Path(__file__).resolve().parent.parent
+NFC, NFD = "Caf\u00e9", "Cafe\u0301"
 
 
 @pytest.fixture
@@ -203,3 +206,63 @@ def test_the_default_root_elsewhere_is_still_memory(
     result = runner.invoke(app, ["add", "--id", "two", "the second memory"])
     assert result.exit_code == 0, result.stderr
     assert result.stdout == f"two\t{work / 'other' / 'knowledge' / 'orphan' / 'two.md'}\n"
+
+
+# -- twins that print alike -----------------------------------------------------------------
+
+
+def test_escaped_and_distinct_labels() -> None:
+    assert escaped(NFC) == "'Caf\\u00e9'"
+    assert escaped(NFD) == "'Cafe\\u0301'"
+    assert escaped("a'b\\c\U0001f600") == "'a\\'b\\\\c\\U0001f600'"
+    assert distinct_labels([NFC, NFD, "Foo", "foo", "ok"]) == {
+        NFC: "'Caf\\u00e9'",
+        NFD: "'Cafe\\u0301'",
+        "Foo": "Foo",
+        "foo": "foo",
+        "ok": "ok",
+    }
+
+
+def test_nfc_and_nfd_twins_print_apart_in_sync_and_health(runner: CliRunner, tmp_path: Path) -> None:
+    root = Path(os.path.realpath(tmp_path)) / "m"
+    with MdCG(root) as s:
+        s.add(Node(id=NFC, layer="self", body="nfc"))
+        s.add(Node(id="Foo", layer="self", body="upper"))
+    (root / "contextual" / f"{NFD}.md").write_text(f"---\nid: {NFD}\nlayer: contextual\n---\nnfd\n")
+    (root / "contextual" / "foo.md").write_text("---\nid: foo\nlayer: contextual\n---\nlower\n")
+    result = runner.invoke(app, ["sync", "--root", root])
+    assert result.exit_code == 1, result.stderr
+    twins_line = [line for line in result.stdout.splitlines() if line.startswith("twin ids")]
+    assert twins_line == [
+        "twin ids (differ only by case or Unicode form; rename one) (2): "
+        "'Cafe\\u0301' / 'Caf\\u00e9', Foo / foo"
+    ]
+    with MdCG(root, read_only=True) as s:
+        details = {f.node_id: f.detail for f in s.health().by_kind("twin_id")}
+    tail = " only by case or Unicode normalisation: one file on macOS/Windows; rename one"
+    assert details == {
+        NFC: "differs from 'Cafe\\u0301'" + tail,
+        NFD: "differs from 'Caf\\u00e9'" + tail,
+        "Foo": "differs from 'foo'" + tail,
+        "foo": "differs from 'Foo'" + tail,
+    }
+    result = runner.invoke(app, ["health", "--root", root])
+    assert result.exit_code == 1, result.stderr
+    rows = [line for line in result.stdout.splitlines() if "twin_id" in line]
+    nodes = sorted(line.split("│")[3].strip() for line in rows)
+    assert nodes == ["'Caf\\u00e9'", "'Cafe\\u0301'", "Foo", "foo"]
+
+
+# -- docs --------------------------------------------------------------------------------
+
+
+def test_the_add_doc_line_is_the_output(runner: CliRunner, mem: Path) -> None:
+    result = runner.invoke(app, ["add", "--id", "e", "--edge", "appels:similar", "x", "--root", mem])
+    assert result.exit_code == 0, result.stderr
+    said = result.stderr.strip()
+    assert said == (
+        "e: edge target 'appels' is not in the store (stored anyway; `mdcg health` lists dangling edges)"
+    )
+    doc = " ".join((REPO / "docs" / "cli.md").read_text(encoding="utf-8").split())
+    assert f"``{said}``" in doc
