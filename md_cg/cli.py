@@ -21,7 +21,8 @@ files that need a person); 2 an error (usage, unknown id, unreadable
 source...); 130 interrupted.
 
 The store folder is ``--root DIR`` (before or after the command name), else
-the environment variable ``MDCG_ROOT``, else ``./memory``.
+the environment variable ``MDCG_ROOT``, else ``./memory`` (``.`` itself when it is a
+store and ``./memory`` is not); a folder inside another store is refused.
 """
 
 from __future__ import annotations
@@ -58,7 +59,9 @@ from md_cg import (
     NodeNotFoundError,
     ProtectedNodeError,
     Scope,
+    enclosing_store,
     is_out_of_room,
+    is_store_folder,
 )
 from md_cg.render import (
     clip,
@@ -278,7 +281,7 @@ RootOpt = Annotated[
     Path | None,
     typer.Option(
         "--root",
-        help=f"Store folder (default: ${ROOT_ENV}, else ./{DEFAULT_ROOT}).",
+        help=f"Store folder (default: ${ROOT_ENV}, else ./{DEFAULT_ROOT}, or . when . is a store).",
         show_default=False,
     ),
 ]
@@ -294,7 +297,7 @@ def _main(
         typer.Option(
             "--root",
             envvar=ROOT_ENV,
-            help=f"Store folder (default: ${ROOT_ENV}, else ./{DEFAULT_ROOT}).",
+            help=f"Store folder (default: ${ROOT_ENV}, else ./{DEFAULT_ROOT}, or . when . is a store).",
             show_default=False,
         ),
     ] = None,
@@ -320,13 +323,21 @@ def _globals(ctx: typer.Context) -> _Globals:
 
 
 def resolve_root(ctx: typer.Context, root: Path | None) -> Path:
-    """The store folder: the command's ``--root``, the global one, ``$MDCG_ROOT``, ``./memory``."""
+    """The store folder: the command's ``--root``, the global one, ``$MDCG_ROOT``, else
+    ``./memory`` -- or ``.`` when the current folder is a store and ``./memory`` is not
+    one (a command run from inside the store folder works on it, not on a new store
+    inside it)."""
     if root is not None:
         return root
     g = _globals(ctx)
     if g.root is not None:
         return g.root
-    return Path(os.environ.get(ROOT_ENV) or DEFAULT_ROOT)
+    named = os.environ.get(ROOT_ENV)
+    if named:
+        return Path(named)
+    if not is_store_folder(DEFAULT_ROOT) and is_store_folder("."):
+        return Path(".")
+    return Path(DEFAULT_ROOT)
 
 
 def _store_folder(ctx: typer.Context, root: Path | None, *, create: bool = False) -> Path:
@@ -338,12 +349,29 @@ def _store_folder(ctx: typer.Context, root: Path | None, *, create: bool = False
             f"{path}: is a file, not a store folder (point --root / ${ROOT_ENV} at a store folder, "
             "or at a new one to create)"
         )
+    _refuse_nested(path, create)
     if not create and not path.is_dir():
         raise InvalidArgumentError(
             f"{path}: no such store folder (create one with `mdcg init --root {path}`, "
             f"or point --root / ${ROOT_ENV} at an existing store)"
         )
     return path
+
+
+def _refuse_nested(path: Path, create: bool) -> None:
+    """Refuse a store folder inside another store's folders or ``.mdcg/``, before anything
+    is made (:func:`md_cg.enclosing_store`; the library refuses it too)."""
+    found = enclosing_store(path)
+    if found is None:
+        return
+    outer, in_meta = found
+    where = (
+        f"is in the .mdcg/ folder of the store {outer} (its local state, never in git)"
+        if in_meta
+        else f"is inside the store {outer}, not a store itself"
+    )
+    done = " (nothing was created)" if create else ""
+    raise InvalidArgumentError(f"{path}: {where}; use --root {outer}{done}")
 
 
 @contextmanager

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import stat
 import threading
 import time
 import warnings
@@ -78,6 +79,68 @@ GITIGNORE = """\
 # Temp files of interrupted writes (health reports them, sync removes them).
 .*.tmp
 """
+
+#: The first line of the ``.gitignore`` a store gets: it marks a store git cloned (no ``.mdcg/`` yet).
+_GITIGNORE_HEAD = GITIGNORE.split("\n", 1)[0].encode("utf-8")
+
+
+def is_store_folder(folder: str | os.PathLike[str]) -> bool:
+    """Whether ``folder`` is an md-cg store: it holds ``.mdcg/lock`` (made with the
+    layout) or the ``.gitignore`` md-cg writes (a fresh clone has no ``.mdcg/``).
+
+    A check, never a write: it stats one file and reads at most one line; a folder
+    or file it cannot read (or a ``.gitignore`` that is not a regular file) says no."""
+    try:
+        if os.path.isfile(os.path.join(folder, *paths.meta(paths.LOCK).split("/"))):
+            return True
+        fd = os.open(os.path.join(folder, ".gitignore"), os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except (OSError, ValueError):
+        return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and os.read(fd, len(_GITIGNORE_HEAD)) == _GITIGNORE_HEAD
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def enclosing_store(root: str | os.PathLike[str]) -> tuple[Path, bool] | None:
+    """The store whose folders ``root`` would nest in, else None: ``(outer, in_meta)``.
+
+    ``in_meta``: ``root`` is ``<outer>/.mdcg`` or below it -- a store's derived and
+    local state, which git never carries. Otherwise ``root`` is not a store itself
+    and ``outer`` is the nearest store among its parents: opening ``root`` would
+    make a store inside ``outer``'s tree (or show an empty one). A store made
+    inside another one before this check existed is a store: it opens. The path is
+    resolved (symlinks, ``..``) first: what counts is where the files would go.
+    Reads only; unreadable parents are not stores."""
+    real = Path(os.path.realpath(root))
+    nested = not is_store_folder(real)
+    if not nested and paths.META_DIR not in real.parts:
+        return None  # an ordinary store: no walk up
+    for outer in real.parents:
+        if is_store_folder(outer):
+            if real.parts[len(outer.parts)] == paths.META_DIR:
+                return outer, True
+            if nested:
+                return outer, False
+    return None
+
+
+def check_not_nested(root: str | os.PathLike[str]) -> None:
+    """Refuse (NotAStoreError, before anything is made) a ``root`` inside another
+    store's folders or ``.mdcg/`` (see :func:`enclosing_store`)."""
+    found = enclosing_store(root)
+    if found is None:
+        return
+    outer, in_meta = found
+    if in_meta:
+        where = f"in the {paths.META_DIR}/ folder of the store {outer} (its local state, never in git)"
+    else:
+        where = f"inside the store {outer}"
+    raise NotAStoreError(
+        Path(root).absolute(), f"{where}; no store is made or opened there (pass root={str(outer)!r})"
+    )
 
 
 @dataclass

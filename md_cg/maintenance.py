@@ -39,6 +39,7 @@ from .logs import AppendLog
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
+from .script import distinct_labels
 from .visibility import Scope
 from .watch import ChangeWatch
 
@@ -733,8 +734,9 @@ def _entry_findings(
             )
             out.append(Finding("duplicate_id", detail, rel, node_id))
     for twins in state.twins().values():
+        shown = distinct_labels(twins)  # NFC/NFD twins print alike: escaped
         for node_id in twins:
-            others = ", ".join(repr(t) for t in twins if t != node_id)
+            others = ", ".join(repr(t) if shown[t] == t else shown[t] for t in twins if t != node_id)
             out.append(
                 Finding(
                     "twin_id",

@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError
-from .script import fold_accents
+from .script import distinct_labels, fold_accents
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -473,8 +473,14 @@ def health_table(report: HealthReport, *, width: int | None = None) -> Group:
     line = _health_line(report)
     if report.ok:
         return Group(line)
+    twins = distinct_labels(f.node_id for f in report.findings if f.kind == "twin_id" and f.node_id)
     rows = [
-        (f.severity, f.kind, f.node_id or "", f.detail + (f" ({f.path})" if f.path else ""))
+        (
+            f.severity,
+            f.kind,
+            twins.get(f.node_id or "", f.node_id or ""),
+            f.detail + (f" ({f.path})" if f.path else ""),
+        )
         for f in report.findings
     ]
     heads = ("severity", "kind", "node")
@@ -615,6 +621,12 @@ def node_text(node: Node, path: str) -> str:
     return "\n".join(head) + "\n\n" + node.body + ("" if node.body.endswith("\n") else "\n")
 
 
+def _twins(ids: Sequence[str]) -> str:
+    """Twin ids joined by `` / ``, escaped where they would print the same (NFC/NFD)."""
+    labels = distinct_labels(ids)
+    return " / ".join(labels[i] for i in ids)
+
+
 def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
     """What a sync did and found, one line per kind (at most ``limit`` items each)."""
     kinds = [
@@ -625,7 +637,7 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("temp files removed", list(report.temp_removed)),
         ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
         ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
-        ("twin ids (differ only by case or Unicode form; rename one)", [" / ".join(t) for t in report.twins]),
+        ("twin ids (differ only by case or Unicode form; rename one)", [_twins(t) for t in report.twins]),
         ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
         ("forgotten here and back (forget again, or mdcg keep)", [f"{i} at {p}" for i, p in report.returned]),

@@ -54,6 +54,8 @@ import re
 import reprlib
 import threading
 import unicodedata
+from collections import Counter
+from collections.abc import Iterable
 
 import Stemmer
 
@@ -203,6 +205,32 @@ def id_fold(text: str) -> str:
     if text.isascii():
         return text.lower()  # NFC leaves ASCII as it is; its case folding is lower()
     return unicodedata.normalize("NFC", text).casefold()
+
+
+def escaped(text: str) -> str:
+    """``text`` in single quotes, every character outside printable ASCII (and ``'``,
+    ``\\``) written as an escape -- ``\\uXXXX``, ``\\UXXXXXXXX``, ``\\'``, ``\\\\`` --
+    so that two ids that look alike print apart: ``'Caf\\u00e9'`` and ``'Cafe\\u0301'``.
+    The same text is a Python string literal and, after a ``$``, a bash word."""
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "'\\":
+            out.append("\\" + ch)
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        else:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return "'" + "".join(out) + "'"
+
+
+def distinct_labels(ids: Iterable[str]) -> dict[str, str]:
+    """How to print each of ``ids`` so that no two look the same: the id itself, or
+    :func:`escaped` for an id that another one of ``ids`` equals after NFC
+    normalisation (the same letters, composed differently: NFC and NFD twins)."""
+    unique = list(dict.fromkeys(ids))
+    counts = Counter(unicodedata.normalize("NFC", i) for i in unique)
+    return {i: escaped(i) if counts[unicodedata.normalize("NFC", i)] > 1 else i for i in unique}
 
 
 def singulars(word: str) -> tuple[str, ...]:

@@ -36,7 +36,7 @@ from . import (
     visibility,
 )
 from . import search as search_mod
-from .engine import Engine
+from .engine import Engine, check_not_nested
 from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
@@ -137,6 +137,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         _check_options(create, durable, read_only, refresh_interval, lock_timeout, auto_compact)
         if ttl_seconds is not None:
             retention.check_ttl(ttl_seconds)
+        check_not_nested(root)  # before the engine makes anything
         self._engine = Engine(
             root,
             create=create,
