@@ -39,7 +39,7 @@ from .logs import AppendLog
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
-from .visibility import Scope
+from .visibility import Scope, linked_successors, successors
 from .watch import ChangeWatch
 
 #: Below this many knowledge nodes the bucket-health verdict is reported but
@@ -369,6 +369,9 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
         recovered=recovered,
         temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
         undone=undone,
+        hidden=tuple(
+            dict.fromkeys((f.node_id or "", f.path or "") for f in supersession_findings(state, time.time()))
+        ),
     )
 
 
@@ -514,6 +517,7 @@ def health(
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan, forgotten, absent)
+        findings += supersession_findings(state, time.time())
         findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
@@ -541,6 +545,113 @@ def health(
         if buckets.degraded and buckets.nodes >= BUCKET_HEALTH_MIN_NODES:
             findings.append(Finding("bucket_degraded", "; ".join(buckets.reasons)))
         return HealthReport(layers=layers, nodes=nodes, buckets=buckets, findings=tuple(findings))
+
+
+#: How long before its last write a memory's ``valid_until`` may lie and still be taken
+#: for the one ``supersede`` set (it closes the old fact "now", in the write that stamps
+#: ``updated_at``); an end date a person gave lies elsewhere (``closed_orphan``).
+SUPERSEDE_STAMP_WINDOW = 10.0
+
+
+def supersession_findings(state: IndexState, now: float) -> list[Finding]:
+    """``supersede_cycle`` and ``closed_orphan`` findings, from the index alone (the
+    superseded and restricted ids: no file is read). Each merges cleanly out of two
+    clones' writes and hides memories from search without a word otherwise: opposite
+    supersedes (a cycle, which ``supersede`` refuses in one clone), and a supersede in one
+    clone against a forget of the successor in the other (``forget`` names such a fact
+    when it does both in one clone: ``left_closed``)."""
+    out: list[Finding] = []
+    cyclic: set[str] = set()
+    for cycle in _supersede_cycles(state, now):
+        cyclic.update(cycle)
+        names = " -> ".join(repr(i) for i in (*cycle, cycle[0]))
+        for node_id in cycle:
+            detail = (
+                f"supersedes cycle {names} (two clones superseded each other's memory): search "
+                f"hides all of them; `mdcg update <id> --reopen` the one that should stay current"
+            )
+            out.append(Finding("supersede_cycle", detail, state.entries[node_id].path, node_id))
+    for node_id in sorted(state.restricted - cyclic):
+        e = state.entries[node_id]
+        if not _closed_by_supersede(e, now) or successors(state, node_id, None, now):
+            continue
+        linked = linked_successors(state, node_id, None)
+        gone = (
+            "no memory supersedes it now (its successor was forgotten or deleted, perhaps in another clone)"
+        )
+        if linked:
+            gone = f"its successor(s) {', '.join(repr(i) for i in linked)} archived or expired"
+        detail = (
+            f"closed by a supersede and {gone}: search hides it with no current version; "
+            f"`mdcg update {node_id} --reopen` if it still holds, else forget it"
+        )
+        out.append(Finding("closed_orphan", detail, e.path, node_id))
+    return out
+
+
+def _closed_by_supersede(e: Entry, now: float) -> bool:
+    """True when ``e`` is closed (``valid_until`` passed, not archived) at the write that
+    last stamped it, as ``supersede`` closes the old fact. A ``valid_until`` a person gave
+    as an end date (earlier or later than that write) is not taken for one."""
+    if e.valid_until is None or e.valid_until > now or e.archived or e.updated_at is None:
+        return False
+    return 0.0 <= e.updated_at - e.valid_until <= SUPERSEDE_STAMP_WINDOW
+
+
+def _supersede_cycles(state: IndexState, now: float) -> list[tuple[str, ...]]:
+    """The cycles of live ``supersedes`` edges (each a strongly connected set of two or
+    more ids, smallest id first, then in edge order), found over the superseded ids only."""
+    succ = {
+        t: [s for s in successors(state, t, None, now) if s in state.superseded] for t in state.superseded
+    }
+    index_of: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[tuple[str, ...]] = []
+    for root in sorted(succ):
+        if root in index_of:
+            continue
+        work = [(root, iter(succ.get(root, ())))]
+        index_of[root] = low[root] = len(index_of)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index_of:
+                    index_of[nxt] = low[nxt] = len(index_of)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(succ.get(nxt, ()))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index_of[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index_of[node]:
+                members = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    members.append(top)
+                    if top == node:
+                        break
+                if len(members) > 1:
+                    out.append(_cycle_order(sorted(members), succ))
+    return sorted(out)
+
+
+def _cycle_order(members: list[str], succ: dict[str, list[str]]) -> tuple[str, ...]:
+    """``members`` from the smallest id along successor edges within the set (each once)."""
+    inside, order = set(members), [members[0]]
+    while True:
+        nxt = next((s for s in succ.get(order[-1], ()) if s in inside and s not in order), None)
+        if nxt is None:
+            return tuple(order) + tuple(sorted(inside - set(order)))
+        order.append(nxt)
 
 
 def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
