@@ -39,7 +39,7 @@ from .logs import AppendLog
 from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
-from .visibility import Scope, linked_successors, successors
+from .visibility import Scope, linked_successors, scope_fields, successors
 from .watch import ChangeWatch
 
 #: Below this many knowledge nodes the bucket-health verdict is reported but
@@ -323,11 +323,73 @@ def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope |
     under a new id recorded first (each candidate file read once)."""
     records = log.read()
     entries = engine.state.entries
-    if audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str), records):
+    taken = _taken(engine, report)
+    if audit.detect(log, taken, audit.renamed_reader(engine.root_str), records):
         records = log.read()
+    record_twins(engine, log, taken, records)
     back = audit.back_again(entries, audit.visible_to(scope, records), engine.read_node)
     found = tuple(dict.fromkeys((b.entry.id, b.entry.path) for b in back))
     return replace(report, returned=found) if found else report
+
+
+def record_twins(engine: Engine, log: AppendLog, taken: list[Entry], records: list[dict[str, Any]]) -> None:
+    """Record (:data:`md_cg.audit.TWIN`, once each) every file of ``taken`` -- files a sync
+    just took in -- that another clone renamed from an id this clone still holds: its
+    ``renamed_from`` lists the id, and the node there has its creation time. Git missed the
+    rename (a short note renamed to a long id falls under its similarity threshold) and a
+    merge kept both files. Only the taken files are read, their bytes parsed only when they
+    mention ``renamed_from``; ``health()`` names the pair from the record, reading none."""
+    entries = engine.state.entries
+    known = {(r["id"], r.get("to")) for r in records if audit.usable(r) and r.get("event") == audit.TWIN}
+    read = audit.renamed_reader(engine.root_str)
+    found: list[dict[str, Any]] = []
+    now = time.time()
+    for e in taken:
+        try:
+            node = read(e.path) if e.created_at is not None else None
+        except (OSError, MalformedNodeFileError, UnsafePathError):
+            continue
+        for old in dict.fromkeys(audit.earlier_ids(node) if node is not None else ()):
+            other = entries.get(old)
+            if old == e.id or other is None or other.created_at != e.created_at or (old, e.id) in known:
+                continue
+            found.append(
+                {"event": audit.TWIN, "id": old, "to": e.id, "created_at": e.created_at, "time": now}
+                | scope_fields(e)
+            )
+    if found:
+        log.append(found, durable=True)
+
+
+def twin_findings(
+    state: IndexState, records: list[dict[str, Any]], named: Collection[str], absent: Collection[str] = ()
+) -> list[Finding]:
+    """A ``renamed_twin`` finding for each :data:`md_cg.audit.TWIN` record whose two ids
+    both hold the memory still (its creation time), but not for an old id in ``named``
+    (a ``renamed_returned`` finding, which this clone's own rename record gave, names it)
+    nor for a pair with an id in ``absent`` (outside the caller's scope: never named)."""
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for r in records:
+        if not audit.usable(r) or r.get("event") != audit.TWIN or not isinstance(r.get("to"), str):
+            continue
+        old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
+        if old is None or new is None or (old.id, new.id) in seen or old.id in named or new.id in absent:
+            continue
+        if (
+            old.created_at is None
+            or old.created_at != new.created_at
+            or old.created_at != r.get("created_at")
+        ):
+            continue
+        seen.add((old.id, new.id))
+        detail = (
+            f"the same memory as {new.id!r} ({new.path}), whose renamed_from lists this id: another clone "
+            f"renamed it and a merge kept both files; take what you need into {new.id!r}, then `delete` "
+            "this one (not `forget`: that forgets the memory), or rename one"
+        )
+        out.append(Finding("renamed_twin", detail, old.path, old.id))
+    return sorted(out, key=lambda f: f.node_id or "")
 
 
 def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
@@ -497,8 +559,12 @@ def health(
     absent: Collection[str] = frozenset(),
     uncounted: Collection[str] = frozenset(),
     forgotten: Collection[str] = frozenset(),
+    records: list[dict[str, Any]] | None = None,
 ) -> HealthReport:
     """Check the store; return typed findings (read-only: writes nothing).
+
+    ``records``: the audit log's records the caller read (its ``renamed_twin`` lines
+    name memories under two ids); None reads the log.
 
     An edge to an id in ``forgotten`` (a tombstone in this clone: forgotten, or
     swept when it expired) is no ``dangling_edge``: the forget named it, and a
@@ -518,6 +584,10 @@ def health(
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan, forgotten, absent)
         findings += supersession_findings(state, time.time())
+        named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
+        if records is None:
+            records = AppendLog(engine.root_str, paths.AUDIT_DIR).read()
+        findings += twin_findings(state, records, named, absent)
         findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):

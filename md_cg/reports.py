@@ -42,6 +42,7 @@ FINDING_KINDS: dict[str, str] = {
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
     "supersede_cycle": "error",  # memories superseding each other (two clones' supersedes): search hides all
     "closed_orphan": "warning",  # closed by a supersede whose successor is gone: search hides it
+    "renamed_twin": "warning",  # a memory under an id and under the id another clone renamed it to
     # a scoped handle's: problems about files it is not told of (their owner cannot be told)
     "withheld": "warning",
 }

@@ -13,7 +13,7 @@ from test_git_setup import _commit_push, _shared, _two_clones
 from test_merge import git
 from typer.testing import CliRunner
 
-from md_cg import MdCG
+from md_cg import MdCG, Node
 from md_cg.cli import app
 from md_cg.reports import FINDING_KINDS
 
@@ -223,3 +223,106 @@ def test_a_supersede_against_a_forget_of_the_successor_is_named_after_the_merge(
             assert _kinds(report) == [("closed_orphan", "office_old", "knowledge/orphan/office_old.md")]
             assert "`mdcg update office_old --reopen`" in report.findings[0].detail
             assert s.sync().hidden == (("office_old", "knowledge/orphan/office_old.md"),)
+
+
+# -- a rename git missed: the memory under both ids ---------------------------------------
+
+TWIN_DETAIL = (
+    "the same memory as 'greeting_for_the_user' (knowledge/orphan/greeting_for_the_user.md), whose "
+    "renamed_from lists this id: another clone renamed it and a merge kept both files; take what you "
+    "need into 'greeting_for_the_user', then `delete` this one (not `forget`: that forgets the memory), "
+    "or rename one"
+)
+
+
+def test_a_short_note_renamed_to_a_long_id_against_an_edit_is_named_in_the_other(
+    tmp_path: Path,
+) -> None:
+    runner = CliRunner(env={"MDCG_ROOT": None})
+    a, b = _two_clones(tmp_path, runner)
+    _shared(a, b, "x", "Hi there.")
+    with MdCG(a / "mem") as s:
+        s.rename("x", "greeting_for_the_user")
+    _commit_push(a, "rename")
+    with MdCG(b / "mem") as s:
+        s.update("x", body="Hi there, friend.")
+    git(b, "commit", "-qam", "edit")
+    pulled = git(b, "pull", "--no-rebase", "origin", "main", check=False)
+    assert "CONFLICT (modify/delete): mem/knowledge/orphan/x.md" in pulled.stdout  # git missed the rename
+    git(b, "add", "-A")
+    git(b, "commit", "-qm", "keep both")
+    with MdCG(b / "mem") as s:
+        assert s.sync().added == ("greeting_for_the_user",)
+        assert s.ids() == ["greeting_for_the_user", "x"]
+        report = s.health()
+        assert not report.ok
+        assert _kinds(report) == [("renamed_twin", "x", "knowledge/orphan/x.md")]
+        assert report.findings[0].severity == "warning"
+        assert report.findings[0].detail == TWIN_DETAIL
+        s.sync()  # recorded once
+        assert _kinds(s.health()) == [("renamed_twin", "x", "knowledge/orphan/x.md")]
+        s.delete("x")
+        assert s.health().findings == ()
+    _commit_push(b, "settled")
+    git(a, "pull", "-q", "--no-rebase", "origin", "main")
+    with MdCG(a / "mem") as s:
+        s.sync()
+        assert s.ids() == ["greeting_for_the_user"]
+        assert s.health().findings == ()
+
+
+def _renamed_copy(root: Path, old: str, new: str, body: str) -> None:
+    """The file of ``old`` written again under ``new`` as another clone's rename writes it."""
+    text = (root / "knowledge" / "orphan" / f"{old}.md").read_text()
+    head = text.split("\n---\n", 1)[0].replace(f'id: "{old}"', f'id: "{new}"')
+    (root / "knowledge" / "orphan" / f"{new}.md").write_text(
+        f'{head}\nrenamed_from: ["{old}"]\n---\n{body}\n'
+    )
+
+
+def test_a_renamed_copy_taken_in_beside_its_old_id_is_named_once(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    with MdCG(root) as s:
+        s.add(id="x", body="Hi there.")
+        s.add(id="y", body="Other.")
+    _renamed_copy(root, "x", "greeting_for_the_user", "Hi there.")
+    _renamed_copy(root, "y", "later_other", "Other.")
+    (root / "knowledge" / "orphan" / "y.md").unlink()  # a rename git saw: no twin
+    with MdCG(root) as s:
+        assert s.sync().added == ("greeting_for_the_user", "later_other")
+        assert _kinds(s.health()) == [("renamed_twin", "x", "knowledge/orphan/x.md")]
+        twins = [r for r in s.log("audit").read() if r.get("event") == "renamed_twin"]
+        assert [(r["id"], r["to"]) for r in twins] == [("x", "greeting_for_the_user")]
+        s.rename("x", "hello")  # a rename of the old id settles it too
+        assert s.health().findings == ()
+
+
+def test_a_pair_renamed_here_is_named_once_as_renamed_returned(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    with MdCG(root) as s:
+        s.add(id="x", body="Hi there.")
+        old = (root / "knowledge" / "orphan" / "x.md").read_text()
+        s.rename("x", "greeting_for_the_user")
+    (root / "knowledge" / "orphan" / "x.md").write_text(old)  # a merge kept the old file
+    g = root / "knowledge" / "orphan" / "greeting_for_the_user.md"
+    g.write_text(g.read_text().replace("Hi there.", "Hi there, friend."))  # and changed the new one
+    with MdCG(root) as s:
+        assert s.sync().changed == ("greeting_for_the_user",)
+        assert [r["event"] for r in s.log("audit").read()] == ["renamed", "renamed_twin"]
+        assert _kinds(s.health()) == [("renamed_returned", "x", "knowledge/orphan/x.md")]
+
+
+def test_a_plain_rename_and_batch_mates_report_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    with MdCG(root) as s:
+        s.add_many(
+            [Node(id="m1", layer="knowledge", body="One."), Node(id="m2", layer="knowledge", body="Two.")]
+        )
+        assert s.get("m1").created_at == s.get("m2").created_at  # batch-mates share it
+        s.rename("m1", "first")
+        s.rename("first", "m2_neighbour")
+    (root / "knowledge" / "orphan" / "m2_neighbour.md").touch()
+    with MdCG(root) as s:
+        s.sync()
+        assert [r["event"] for r in s.log("audit").read()] == ["renamed", "renamed"]
+        assert s.health().findings == ()
