@@ -1,7 +1,7 @@
 """The audit log ``.mdcg/audit/``: what left the store, and what came back.
 
 Payload-free records (ids, layer, reason, times; never content) appended by
-four writers:
+five writers:
 
 * a **tombstone** per forgotten (``event: "forget"``) or swept (``"sweep"``)
   node, with the node's ``created_at`` -- :mod:`md_cg.forgetting`;
@@ -13,7 +13,10 @@ four writers:
 * a :data:`BACK_AS` record when a sync takes in a forgotten memory under
   another id (another clone renamed it before the forget reached it:
   :func:`under_new_ids`), so that later syncs and ``health()`` go on naming
-  it without reading files.
+  it without reading files;
+* a :data:`TWIN` record when a sync takes in a file another clone renamed
+  from an id this clone still holds (:func:`md_cg.maintenance.health`'s
+  ``renamed_twin``).
 
 The functions here read those records: which ids are forgotten or renamed
 away (:func:`departures`), which of those memories are back
@@ -46,6 +49,11 @@ RENAMED = "renamed"
 RESTORED = "restored"
 #: The record of a forgotten memory a sync took in under another id (``as``).
 BACK_AS = "back_as"
+#: The record of a file a sync took in that another clone renamed from an id still here
+#: (``id`` the old id, ``to`` the file's): a merge kept the memory under both ids.
+TWIN = "renamed_twin"
+#: Records that say nothing of a memory leaving this clone (what departures skip).
+SEEN = (BACK_AS, TWIN)
 #: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
 #: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
 RENAMED_FROM = "renamed_from"
@@ -100,7 +108,7 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
             continue
         assert isinstance(record, dict)
         node_id, event = record["id"], record.get("event")
-        if event == BACK_AS or (event == RESTORED and record.get("kept", node_id) != node_id):
+        if event in SEEN or (event == RESTORED and record.get("kept", node_id) != node_id):
             continue  # a copy under another id seen or kept: the id itself stays forgotten
         forgotten.pop(node_id, None)
         renamed.pop(node_id, None)
@@ -161,7 +169,7 @@ def fates(records: Iterable[object]) -> Fates:
             continue
         assert isinstance(record, dict)
         event, key = record.get("event"), record_key(record)
-        if event == BACK_AS or (event == RENAMED and not isinstance(record.get("to"), str)):
+        if event in SEEN or (event == RENAMED and not isinstance(record.get("to"), str)):
             continue
         if event == RESTORED:
             if key is not None:  # kept: this memory is no longer forgotten, under any id
@@ -390,7 +398,7 @@ def _seen_edge(edge: object, seen: Callable[[str], bool]) -> bool:
 def tombstones_only(audit: AppendLog) -> list[dict[str, Any]]:
     """The tombstones (and ``restored`` records) of the audit log: its rename and
     ``back_as`` records left out."""
-    return [r for r in audit.read() if r.get("event") not in (RENAMED, BACK_AS)]
+    return [r for r in audit.read() if r.get("event") not in (RENAMED, *SEEN)]
 
 
 def departure_times(audit: AppendLog) -> dict[str, float]:
@@ -399,7 +407,7 @@ def departure_times(audit: AppendLog) -> dict[str, float]:
     before then were of another memory, or of the one that left (:mod:`md_cg.access`)."""
     times: dict[str, float] = {}
     for record in audit.read():
-        if not usable(record) or record.get("event") in (RESTORED, BACK_AS):
+        if not usable(record) or record.get("event") in (RESTORED, *SEEN):
             continue
         ids = [record["id"]]
         if record.get("event") == RENAMED and isinstance(record.get("to"), str):

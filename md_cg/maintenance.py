@@ -40,7 +40,7 @@ from .node import LAYERS, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
 from .script import distinct_labels
-from .visibility import Scope
+from .visibility import Scope, linked_successors, scope_fields, successors
 from .watch import ChangeWatch
 
 #: Below this many knowledge nodes the bucket-health verdict is reported but
@@ -324,11 +324,73 @@ def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope |
     under a new id recorded first (each candidate file read once)."""
     records = log.read()
     entries = engine.state.entries
-    if audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str), records):
+    taken = _taken(engine, report)
+    if audit.detect(log, taken, audit.renamed_reader(engine.root_str), records):
         records = log.read()
+    record_twins(engine, log, taken, records)
     back = audit.back_again(entries, audit.visible_to(scope, records), engine.read_node)
     found = tuple(dict.fromkeys((b.entry.id, b.entry.path) for b in back))
     return replace(report, returned=found) if found else report
+
+
+def record_twins(engine: Engine, log: AppendLog, taken: list[Entry], records: list[dict[str, Any]]) -> None:
+    """Record (:data:`md_cg.audit.TWIN`, once each) every file of ``taken`` -- files a sync
+    just took in -- that another clone renamed from an id this clone still holds: its
+    ``renamed_from`` lists the id, and the node there has its creation time. Git missed the
+    rename (a short note renamed to a long id falls under its similarity threshold) and a
+    merge kept both files. Only the taken files are read, their bytes parsed only when they
+    mention ``renamed_from``; ``health()`` names the pair from the record, reading none."""
+    entries = engine.state.entries
+    known = {(r["id"], r.get("to")) for r in records if audit.usable(r) and r.get("event") == audit.TWIN}
+    read = audit.renamed_reader(engine.root_str)
+    found: list[dict[str, Any]] = []
+    now = time.time()
+    for e in taken:
+        try:
+            node = read(e.path) if e.created_at is not None else None
+        except (OSError, MalformedNodeFileError, UnsafePathError):
+            continue
+        for old in dict.fromkeys(audit.earlier_ids(node) if node is not None else ()):
+            other = entries.get(old)
+            if old == e.id or other is None or other.created_at != e.created_at or (old, e.id) in known:
+                continue
+            found.append(
+                {"event": audit.TWIN, "id": old, "to": e.id, "created_at": e.created_at, "time": now}
+                | scope_fields(e)
+            )
+    if found:
+        log.append(found, durable=True)
+
+
+def twin_findings(
+    state: IndexState, records: list[dict[str, Any]], named: Collection[str], absent: Collection[str] = ()
+) -> list[Finding]:
+    """A ``renamed_twin`` finding for each :data:`md_cg.audit.TWIN` record whose two ids
+    both hold the memory still (its creation time), but not for an old id in ``named``
+    (a ``renamed_returned`` finding, which this clone's own rename record gave, names it)
+    nor for a pair with an id in ``absent`` (outside the caller's scope: never named)."""
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for r in records:
+        if not audit.usable(r) or r.get("event") != audit.TWIN or not isinstance(r.get("to"), str):
+            continue
+        old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
+        if old is None or new is None or (old.id, new.id) in seen or old.id in named or new.id in absent:
+            continue
+        if (
+            old.created_at is None
+            or old.created_at != new.created_at
+            or old.created_at != r.get("created_at")
+        ):
+            continue
+        seen.add((old.id, new.id))
+        detail = (
+            f"the same memory as {new.id!r} ({new.path}), whose renamed_from lists this id: another clone "
+            f"renamed it and a merge kept both files; take what you need into {new.id!r}, then `delete` "
+            "this one (not `forget`: that forgets the memory), or rename one"
+        )
+        out.append(Finding("renamed_twin", detail, old.path, old.id))
+    return sorted(out, key=lambda f: f.node_id or "")
 
 
 def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
@@ -370,6 +432,9 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
         recovered=recovered,
         temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
         undone=undone,
+        hidden=tuple(
+            dict.fromkeys((f.node_id or "", f.path or "") for f in supersession_findings(state, time.time()))
+        ),
     )
 
 
@@ -495,8 +560,12 @@ def health(
     absent: Collection[str] = frozenset(),
     uncounted: Collection[str] = frozenset(),
     forgotten: Collection[str] = frozenset(),
+    records: list[dict[str, Any]] | None = None,
 ) -> HealthReport:
     """Check the store; return typed findings (read-only: writes nothing).
+
+    ``records``: the audit log's records the caller read (its ``renamed_twin`` lines
+    name memories under two ids); None reads the log.
 
     An edge to an id in ``forgotten`` (a tombstone in this clone: forgotten, or
     swept when it expired) is no ``dangling_edge``: the forget named it, and a
@@ -515,6 +584,11 @@ def health(
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan, forgotten, absent)
+        findings += supersession_findings(state, time.time())
+        named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
+        if records is None:
+            records = AppendLog(engine.root_str, paths.AUDIT_DIR).read()
+        findings += twin_findings(state, records, named, absent)
         findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
@@ -543,6 +617,113 @@ def health(
         if buckets.degraded and buckets.nodes >= BUCKET_HEALTH_MIN_NODES:
             findings.append(Finding("bucket_degraded", "; ".join(buckets.reasons)))
         return HealthReport(layers=layers, nodes=nodes, buckets=buckets, findings=tuple(findings))
+
+
+#: How long before its last write a memory's ``valid_until`` may lie and still be taken
+#: for the one ``supersede`` set (it closes the old fact "now", in the write that stamps
+#: ``updated_at``); an end date a person gave lies elsewhere (``closed_orphan``).
+SUPERSEDE_STAMP_WINDOW = 10.0
+
+
+def supersession_findings(state: IndexState, now: float) -> list[Finding]:
+    """``supersede_cycle`` and ``closed_orphan`` findings, from the index alone (the
+    superseded and restricted ids: no file is read). Each merges cleanly out of two
+    clones' writes and hides memories from search without a word otherwise: opposite
+    supersedes (a cycle, which ``supersede`` refuses in one clone), and a supersede in one
+    clone against a forget of the successor in the other (``forget`` names such a fact
+    when it does both in one clone: ``left_closed``)."""
+    out: list[Finding] = []
+    cyclic: set[str] = set()
+    for cycle in _supersede_cycles(state, now):
+        cyclic.update(cycle)
+        names = " -> ".join(repr(i) for i in (*cycle, cycle[0]))
+        for node_id in cycle:
+            detail = (
+                f"supersedes cycle {names} (two clones superseded each other's memory): search "
+                f"hides all of them; `mdcg update <id> --reopen` the one that should stay current"
+            )
+            out.append(Finding("supersede_cycle", detail, state.entries[node_id].path, node_id))
+    for node_id in sorted(state.restricted - cyclic):
+        e = state.entries[node_id]
+        if not _closed_by_supersede(e, now) or successors(state, node_id, None, now):
+            continue
+        linked = linked_successors(state, node_id, None)
+        gone = (
+            "no memory supersedes it now (its successor was forgotten or deleted, perhaps in another clone)"
+        )
+        if linked:
+            gone = f"its successor(s) {', '.join(repr(i) for i in linked)} archived or expired"
+        detail = (
+            f"closed by a supersede and {gone}: search hides it with no current version; "
+            f"`mdcg update {node_id} --reopen` if it still holds, else forget it"
+        )
+        out.append(Finding("closed_orphan", detail, e.path, node_id))
+    return out
+
+
+def _closed_by_supersede(e: Entry, now: float) -> bool:
+    """True when ``e`` is closed (``valid_until`` passed, not archived) at the write that
+    last stamped it, as ``supersede`` closes the old fact. A ``valid_until`` a person gave
+    as an end date (earlier or later than that write) is not taken for one."""
+    if e.valid_until is None or e.valid_until > now or e.archived or e.updated_at is None:
+        return False
+    return 0.0 <= e.updated_at - e.valid_until <= SUPERSEDE_STAMP_WINDOW
+
+
+def _supersede_cycles(state: IndexState, now: float) -> list[tuple[str, ...]]:
+    """The cycles of live ``supersedes`` edges (each a strongly connected set of two or
+    more ids, smallest id first, then in edge order), found over the superseded ids only."""
+    succ = {
+        t: [s for s in successors(state, t, None, now) if s in state.superseded] for t in state.superseded
+    }
+    index_of: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    out: list[tuple[str, ...]] = []
+    for root in sorted(succ):
+        if root in index_of:
+            continue
+        work = [(root, iter(succ.get(root, ())))]
+        index_of[root] = low[root] = len(index_of)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index_of:
+                    index_of[nxt] = low[nxt] = len(index_of)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(succ.get(nxt, ()))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index_of[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index_of[node]:
+                members = []
+                while True:
+                    top = stack.pop()
+                    on_stack.discard(top)
+                    members.append(top)
+                    if top == node:
+                        break
+                if len(members) > 1:
+                    out.append(_cycle_order(sorted(members), succ))
+    return sorted(out)
+
+
+def _cycle_order(members: list[str], succ: dict[str, list[str]]) -> tuple[str, ...]:
+    """``members`` from the smallest id along successor edges within the set (each once)."""
+    inside, order = set(members), [members[0]]
+    while True:
+        nxt = next((s for s in succ.get(order[-1], ()) if s in inside and s not in order), None)
+        if nxt is None:
+            return tuple(order) + tuple(sorted(inside - set(order)))
+        order.append(nxt)
 
 
 def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:

@@ -102,7 +102,7 @@ BUCKETS_SHOWN = 10
 #: The lists of a sync reply (each capped at REPORT_ITEMS).
 SYNC_LISTS = (
     "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "conflicts",
-    "returned", "left_as_edited", "temp_removed",
+    "returned", "left_as_edited", "temp_removed", "hidden",
 )  # fmt: skip
 #: Characters kept of an error reply.
 ERROR_CHARS = 600

@@ -642,6 +642,10 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),
         ("forgotten here and back (forget again, or mdcg keep)", [f"{i} at {p}" for i, p in report.returned]),
         ("settings files md-cg cannot use (fix them)", [f"{p}: {r}" for p, r in report.settings]),
+        (
+            "hidden from search, no current version (see mdcg health)",
+            [f"{i} at {p}" for i, p in report.hidden],
+        ),
     ]
     out = []
     finished = report.recovered - report.undone

@@ -40,6 +40,9 @@ FINDING_KINDS: dict[str, str] = {
     "forgotten_returned": "warning",  # a node forgotten in this clone whose file git brought back
     "renamed_returned": "warning",  # an id renamed in this clone whose old file git brought back
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
+    "supersede_cycle": "error",  # memories superseding each other (two clones' supersedes): search hides all
+    "closed_orphan": "warning",  # closed by a supersede whose successor is gone: search hides it
+    "renamed_twin": "warning",  # a memory under an id and under the id another clone renamed it to
     # a scoped handle's: problems about files it is not told of (their owner cannot be told)
     "withheld": "warning",
 }
@@ -131,6 +134,10 @@ class SyncReport:
     #: ``retention.json``, ``retention_markers.json``) md-cg cannot use: git conflict
     #: markers a merge left, invalid JSON, a bad value
     settings: tuple[tuple[str, str], ...] = ()
+    #: (id, path) of each memory search hides with no current version, as two clones' writes
+    #: merged leave it: a supersedes cycle, or closed by a supersede whose successor is gone
+    #: (``health()``'s ``supersede_cycle`` and ``closed_orphan`` say what to do)
+    hidden: tuple[tuple[str, str], ...] = ()
 
     @property
     def clean(self) -> bool:
@@ -155,7 +162,7 @@ class SyncReport:
     def problems(self) -> bool:
         """True when something needs a person: malformed files, duplicates, twins, refused
         paths, unresolved merge conflicts (also those withheld from a scoped handle), forgotten
-        memories back, settings files it cannot use."""
+        memories back, settings files it cannot use, memories hidden with no current version."""
         return bool(
             self.malformed
             or self.duplicates
@@ -165,6 +172,7 @@ class SyncReport:
             or self.withheld
             or self.returned
             or self.settings
+            or self.hidden
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -176,6 +184,7 @@ class SyncReport:
         d["conflicts"] = [{"id": i, "path": p} for i, p in self.conflicts]
         d["returned"] = [{"id": i, "path": p} for i, p in self.returned]
         d["settings"] = [{"path": p, "problem": r} for p, r in self.settings]
+        d["hidden"] = [{"id": i, "path": p} for i, p in self.hidden]
         return d
 
 
@@ -232,6 +241,7 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         twins=(),
         conflicts=tuple(c for c in report.conflicts if seen(c[0])),
         returned=tuple(r for r in report.returned if seen(r[0])),
+        hidden=tuple(r for r in report.hidden if seen(r[0])),
         left_as_edited=ids(report.left_as_edited),
         temp_removed=(),
         withheld=report.withheld

@@ -689,7 +689,13 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             extra += [f for f in back if f.node_id not in absent]
             uncounted = self._filter.hidden(state)
             report = maintenance.health(
-                eng, deep=deep, extra=tuple(extra), absent=absent, uncounted=uncounted, forgotten=gone
+                eng,
+                deep=deep,
+                extra=tuple(extra),
+                absent=absent,
+                uncounted=uncounted,
+                forgotten=gone,
+                records=records,
             )
         seen = self._seer()
         return report if seen is None else reports.scoped_health(report, seen)
