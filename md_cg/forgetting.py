@@ -45,6 +45,7 @@ from .index import Entry, IndexState
 from .logs import AppendLog
 from .node import Node, check_id
 from .reports import Deleted, Finding
+from .retention import SweepReport
 from .visibility import Scope
 
 
@@ -150,6 +151,24 @@ def forget_many(
         Deleted(node, incoming[node.id], closed[node.id], tuple(rel for i, rel in copies if i == node.id))
         for node in nodes
     ]
+
+
+def sweep_report(
+    engine: Engine, audit_log: Callable[[], AppendLog], scope: Scope | None, dry_run: bool
+) -> SweepReport:
+    """:meth:`md_cg.MdCG.sweep`: the expired nodes the caller sees, those whose id other
+    files hold too (``kept``, never removed), and with ``dry_run=False`` the removal of
+    the rest (:func:`sweep`; ``audit_log`` is opened only then: a dry run writes nothing)."""
+    with engine.lock:
+        engine.fresh()
+        expired = tuple(retention.expired_ids(engine, scope, time.time()))
+        if dry_run or not expired:
+            entries = [engine.state.entries[i] for i in expired]
+            _, kept = sole_copies(engine, entries, scope)
+            return SweepReport(expired, (), dry_run, kept=tuple(kept))
+    gone, kept = sweep(engine, audit_log(), expired, scope)
+    closed = tuple(sorted({old for d in gone for old in d.left_closed}))
+    return SweepReport(expired, tuple(d.node.id for d in gone), False, closed, tuple(kept))
 
 
 def sweep(

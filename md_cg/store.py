@@ -459,17 +459,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         node whose id other files hold too (a copy of another tier, in another
         folder or ``archive/``) is never removed: ``kept`` names it and them.
         """
-        eng = self._engine
-        with eng.lock:
-            eng.fresh()
-            expired = tuple(retention.expired_ids(eng, self._scope, time.time()))
-            if dry_run or not expired:
-                entries = [eng.state.entries[i] for i in expired]
-                _, kept = forgetting.sole_copies(eng, entries, self._scope)
-                return SweepReport(expired, (), dry_run, kept=tuple(kept))
-        gone, kept = forgetting.sweep(eng, self.log(paths.AUDIT_DIR), expired, self._scope)
-        closed = tuple(sorted({old for d in gone for old in d.left_closed}))
-        return SweepReport(expired, tuple(d.node.id for d in gone), False, closed, tuple(kept))
+        return forgetting.sweep_report(self._engine, lambda: self.log(paths.AUDIT_DIR), self._scope, dry_run)
 
     # -- search ------------------------------------------------------------------------------
 
