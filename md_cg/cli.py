@@ -841,7 +841,11 @@ def update(
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Change a memory's body, tags, layer, importance, confidence, basis or tier (only what is given)."""
+    """Change a memory's body, tags, layer, importance, confidence, basis or tier (only what is given).
+
+    An archived memory is refused (unarchive it first); an expired temporary one too,
+    unless --tier is given: `--tier long` (or `--tier temp`, a new TTL from now) renews it.
+    """
     if tag and no_tags:
         raise InvalidArgumentError("--tag and --no-tags exclude each other")
     changes: dict[str, Any] = {

@@ -823,9 +823,17 @@ def _walk(
             parent.close()
 
 
-def find_named(root: str, top: str, names: Collection[str], *, max_depth: int = 8) -> list[str]:
+def find_named(
+    root: str,
+    top: str,
+    names: Collection[str],
+    *,
+    max_depth: int = 8,
+    also: Callable[[str], bool] | None = None,
+) -> list[str]:
     """The paths (relative to ``root``) of the regular files below ``root/top`` whose name
-    is one of ``names``, never following a symlink, folders starting with ``.`` skipped.
+    is one of ``names`` -- or, with ``also``, any other ``.md`` file whose path it
+    accepts --, never following a symlink, folders starting with ``.`` skipped.
 
     Reads folder listings only (their entry types, no ``lstat`` per file): a few times
     faster than :func:`scan` for a name looked for everywhere. Holds at most one open
@@ -847,7 +855,9 @@ def find_named(root: str, top: str, names: Collection[str], *, max_depth: int = 
             return []
         subs = []
         for name, is_dir, is_file in listed:
-            if is_file and name in names:
+            if is_file and (
+                name in names or (also is not None and name.endswith(".md") and also(f"{d.rel}/{name}"))
+            ):
                 found.append(f"{d.rel}/{name}")
             elif is_dir and name[0] != "." and depth < max_depth:
                 subs.append(name)

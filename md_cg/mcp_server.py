@@ -837,7 +837,9 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
     return (
         update,
         "Change a memory's body, tags, layer, importance, confidence, verification basis, "
-        "conditions, edges or tier (only what you pass); reopen=true makes a superseded memory current.",
+        "conditions, edges or tier (only what you pass); reopen=true makes a superseded memory current. "
+        "An archived memory is refused; an expired temporary one too, unless tier is given: "
+        "tier='long' (or 'temp', a new TTL from now) renews it.",
     )
 
 

@@ -671,7 +671,12 @@ class _Writer:
             if node.id in self.stamped and held.created_at is not None:
                 node.created_at = held.created_at
             status = self.store.write_outcome(node)
-            if status == "created" and held.archived and node.id in self.archived:
+            if status != "unchanged" and _expired_here(held):  # never revived by an import
+                status = (
+                    f"id {node.id!r} is held by an expired memory ({held.path}): renew it "
+                    "(update with a tier) or sweep it, then import again"
+                )
+            elif status == "created" and held.archived and node.id in self.archived:
                 same = fsops.holds(str(self.store.root), held.path, nodefile.dump_bytes(node))
                 status = "unchanged" if same else f"id {node.id!r} is archived here with other content"
             elif status == "created":  # archived or expired: out of the reads write_outcome looks at
@@ -759,6 +764,17 @@ def _held(store: MdCG, node_id: str) -> Entry | None:
         return store.entry(node_id, include_archived=True, include_expired=True)
     except NodeNotFoundError:
         return None
+
+
+def _expired_here(held: Entry) -> bool:
+    """Whether the stored node is an expired temporary memory (hidden from reads; an
+    import refuses its id whatever ``overwrite`` says, as it refuses an archived one's)."""
+    return (
+        not held.archived
+        and held.retention_tier != "long"
+        and held.expires_at is not None
+        and held.expires_at <= time.time()
+    )
 
 
 # -- export ---------------------------------------------------------------------------------

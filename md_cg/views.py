@@ -804,8 +804,9 @@ class Lifecycle(_Handle):
                     chosen or timed or ("retention_tier" in changes and node.retention_tier is not None)
                 )
                 self._redecide(node, before, changes, now, explicit, decided if redecide or timed else None)
-            if before is not None and visibility.is_expired(before, now):
-                _refuse_still_expired(node, before, now)  # a renewal that does not renew
+            at = time.time()  # under the node's lock: it may have expired while waiting for it
+            if before is not None and visibility.is_expired(before, at):
+                _refuse_still_expired(node, before, at)  # a renewal that does not renew
             return node
 
         return change
@@ -840,9 +841,9 @@ class Lifecycle(_Handle):
 
 def renews(changes: dict[str, Any]) -> bool:
     """Whether the changes of an ``update`` may renew an expired memory: they give its
-    tier, or an expiry (whether the result is live is checked once it is made:
+    tier (a tier, not None or ''), or an expiry (whether the result is live is checked once it is made:
     :func:`_refuse_still_expired`)."""
-    return "retention_tier" in changes or changes.get("expires_at") is not None
+    return bool(changes.get("retention_tier")) or changes.get("expires_at") is not None
 
 
 def _refuse_still_expired(node: Node, before: Entry, now: float) -> None:

@@ -1,0 +1,139 @@
+"""Session 27, second review round (r3) of the day's lifecycle fixes.
+
+* The sweep kept an expired memory only when another file of the *same name* held its
+  id (or a sync of this process had seen the copy): ``cp x.md x-backup.md`` was swept
+  with the memory, and a long-lived handle (the MCP server) answered otherwise than a
+  fresh one.
+* A renewal's "is it live now" check used the time taken before the update waited for
+  the node's lock: an update acknowledged after the memory had expired left it hidden.
+* ``retention_tier=None`` counted as a renewal and made an expired memory permanent.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import python_env
+
+from md_cg import MdCG, Node
+from md_cg.errors import NodeNotFoundError
+
+HOLDER = r"""
+import sys, time
+from pathlib import Path
+from md_cg import MdCG
+root, node_id, flag = sys.argv[1], sys.argv[2], sys.argv[5]
+expires_in, seconds = float(sys.argv[3]), float(sys.argv[4])
+with MdCG(root) as s:
+    s.update(node_id, expires_at=time.time() + expires_in)
+    with s._engine.hold([node_id]):
+        Path(flag).touch()
+        time.sleep(seconds)
+"""
+
+
+def _temp(root: Path, node_id: str, expires_in: float, body: str = "pick up the parcel") -> None:
+    with MdCG(root) as s:
+        node = Node(
+            id=node_id,
+            layer="knowledge",
+            body=body,
+            retention_tier="temp",
+            expires_at=time.time() + expires_in,
+        )
+        s.add_many([node], stamp=False)
+
+
+@pytest.mark.parametrize("copy_name", ["x-backup.md", "Foo.md"])
+def test_a_copy_under_another_name_keeps_the_expired_memory(tmp_path: Path, copy_name: str) -> None:
+    root = tmp_path / "m"
+    _temp(root, "x", -60)
+    _temp(root, "y", -60)
+    with MdCG(root) as s:  # a long-lived handle: opened before the copy is made, never synced
+        assert s.sweep(dry_run=True).kept == ()
+        src = root / "knowledge" / "orphan" / "x.md"
+        copy = root / "self" / copy_name
+        shutil.copyfile(src, copy)
+        before = copy.read_bytes()
+        why = (
+            f"expired at knowledge/orphan/x.md, but other files hold this id too (self/{copy_name}); "
+            "the sweep removes only a memory's sole file: remove the copy you do not want, then sync"
+        )
+        dry = s.sweep(dry_run=True)
+        assert (dry.expired, dry.kept) == (("x", "y"), (("x", why),))
+        report = s.sweep(dry_run=False)
+        assert (report.removed, report.kept) == (("y",), (("x", why),))
+        assert [t["id"] for t in s.tombstones()] == ["y"]
+    assert copy.read_bytes() == before
+    assert src.is_file()
+
+
+def test_a_renewal_acknowledged_after_waiting_for_the_lock_leaves_the_memory_live(tmp_path: Path) -> None:
+    """Another process sets x to expire 1 s from now and holds x's lock for 3 s; an update
+    made at once that keeps the temp tier (and so that expiry, still ahead when the update
+    starts) is refused once it gets the lock, nothing written. It was acknowledged, the
+    memory already expired and hidden."""
+    root = tmp_path / "m"
+    _temp(root, "x", 3600)
+    path = root / "knowledge" / "orphan" / "x.md"
+    flag = tmp_path / "held"
+    with MdCG(root) as s:  # opened first: the update starts as soon as the lock is held
+        holder = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(root), "x", "1.0", "3.0", str(flag)], env=python_env()
+        )
+        try:
+            deadline = time.monotonic() + 120
+            while not flag.exists():
+                assert holder.poll() is None and time.monotonic() < deadline
+                time.sleep(0.005)
+            before = (path.read_bytes(), path.stat().st_mtime_ns)
+            assert s.entry("x").expires_at > time.time()  # live when the update starts
+            with pytest.raises(NodeNotFoundError) as info:
+                s.update("x", retention_tier="temp")
+            assert "it is a temporary memory that expired at" in str(info.value)
+            assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+        finally:
+            assert holder.wait(timeout=120) == 0
+
+
+def test_a_tier_of_none_is_no_renewal(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _temp(root, "g", -60)
+    path = root / "knowledge" / "orphan" / "g.md"
+    before = path.read_bytes()
+    with MdCG(root) as s:
+        for tier in (None, ""):
+            with pytest.raises(NodeNotFoundError) as info:
+                s.update("g", retention_tier=tier)
+            assert "renew it to change it" in str(info.value)
+        assert path.read_bytes() == before
+        renewed = s.update("g", retention_tier="long")
+        assert (renewed.retention_tier, renewed.expires_at) == ("long", None)
+        assert s.get("g").body == "pick up the parcel"
+
+
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_an_import_never_replaces_an_expired_memory(tmp_path: Path, overwrite: bool) -> None:
+    """As documented (and as for an archived one): ``--overwrite`` replaced it and brought
+    it back with the record's text before session 27."""
+    from md_cg.errors import ImportSourceError
+    from md_cg.transfer import import_nodes
+
+    root = tmp_path / "m"
+    _temp(root, "e1", -60, body="old text")
+    path = root / "knowledge" / "orphan" / "e1.md"
+    before = path.read_bytes()
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "e1", "body": "new text"}\n', encoding="utf-8")
+    with MdCG(root) as s, pytest.raises(ImportSourceError) as info:
+        import_nodes(s, source, overwrite=overwrite)
+    assert str(info.value).splitlines()[1] == (
+        f"  {source}: record 1: id 'e1' is held by an expired memory (knowledge/orphan/e1.md): renew it "
+        "(update with a tier) or sweep it, then import again"
+    )
+    assert path.read_bytes() == before
