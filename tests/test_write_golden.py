@@ -13,6 +13,11 @@ A second, property test holds the one-pass dumper to the reference path it
 replaces (``dump_frontmatter(node.to_dict(iso_times=True))``) on random
 nodes, errors included.
 
+One entry changed since (session 27, second review round): ``节点_68-kettle``, an
+expired memory the final ``update`` used to bring back as permanent (no tier, no
+expiry); an update of an expired memory is refused now unless it renews it, and the
+test renews it explicitly (temp, the store's TTL from the fixed clock).
+
 Regenerate (only when the file format is meant to change)::
 
     PYTHONPATH=. python tests/test_write_golden.py --regenerate
@@ -39,6 +44,7 @@ import md_cg.views as views_mod
 from md_cg import MdCG, Node, nodefile
 from md_cg.errors import InvalidNodeError
 from md_cg.node import EDGE_TYPES, SENSITIVITY_LEVELS, VERIFICATION_BASES, Edge, validate
+from md_cg.visibility import is_expired
 
 GOLDEN = Path(__file__).resolve().parent / "data" / "write_bytes_golden.json"
 NOW = 1796083200.25  # 2026-12-01T00:00:00.250000Z
@@ -258,6 +264,10 @@ def _add(store: MdCG, node: Node, **kw: Any) -> None:
         store.add(node, **kw)
 
 
+def _expired_at_now(store: MdCG, node_id: str) -> bool:
+    return is_expired(store.entry(node_id, include_expired=True, include_archived=True), NOW)
+
+
 def write_store(root: Path) -> dict[str, str]:
     """Write the golden nodes through every write path; return every node file's text by path."""
     nodes = golden_nodes()
@@ -282,8 +292,17 @@ def write_store(root: Path) -> dict[str, str]:
             _add(store, again, overwrite=True)
         store.add_many([n.copy() for n in nodes[30:60]], overwrite=True, stamp=False)
         for node in nodes[60:80]:
+            # an expired one is renewed explicitly: an update alone is refused since session 27
+            renew: dict[str, Any] = {}
+            if _expired_at_now(store, node.id):
+                kept = store.get(node.id, include_expired=True).retention_reason
+                renew = {"retention_tier": "temp", "retention_reason": kept}
             store.update(
-                node.id, importance=0.75, tags=["domain:数学", "yes", "更新"], body="更新后的正文\nupdated"
+                node.id,
+                importance=0.75,
+                tags=["domain:数学", "yes", "更新"],
+                body="更新后的正文\nupdated",
+                **renew,
             )
     out = {}
     for path in sorted(root.rglob("*.md")):
