@@ -432,10 +432,18 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
         recovered=recovered,
         temp_removed=tuple(_remove_abandoned_temps(engine, scan)),
         undone=undone,
-        hidden=tuple(
-            dict.fromkeys((f.node_id or "", f.path or "") for f in supersession_findings(state, time.time()))
-        ),
+        hidden=_cycles(state),
     )
+
+
+def _cycles(state: IndexState) -> tuple[tuple[str, str], ...]:
+    """(id, path) of the memories in a ``supersedes`` cycle (a merge of opposite
+    supersedes: ``supersede_cycle``), for :attr:`SyncReport.hidden`. Looks only at the
+    ids named in ``supersedes`` edges and the entries of the memories naming them."""
+    out: dict[tuple[str, str], None] = {}
+    for cycle in _supersede_cycles(state, time.time()):
+        out.update({(i, state.entries[i].path): None for i in cycle})
+    return tuple(out)
 
 
 def conflicts(state: IndexState) -> tuple[tuple[str, str], ...]:
@@ -584,7 +592,7 @@ def health(
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
         findings += _entry_findings(state, scan, forgotten, absent)
-        findings += supersession_findings(state, time.time())
+        findings += supersession_findings(state, time.time(), absent)
         named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
         if records is None:
             records = AppendLog(engine.root_str, paths.AUDIT_DIR).read()
@@ -619,19 +627,18 @@ def health(
         return HealthReport(layers=layers, nodes=nodes, buckets=buckets, findings=tuple(findings))
 
 
-#: How long before its last write a memory's ``valid_until`` may lie and still be taken
-#: for the one ``supersede`` set (it closes the old fact "now", in the write that stamps
-#: ``updated_at``); an end date a person gave lies elsewhere (``closed_orphan``).
-SUPERSEDE_STAMP_WINDOW = 10.0
-
-
-def supersession_findings(state: IndexState, now: float) -> list[Finding]:
-    """``supersede_cycle`` and ``closed_orphan`` findings, from the index alone (the
-    superseded and restricted ids: no file is read). Each merges cleanly out of two
-    clones' writes and hides memories from search without a word otherwise: opposite
-    supersedes (a cycle, which ``supersede`` refuses in one clone), and a supersede in one
-    clone against a forget of the successor in the other (``forget`` names such a fact
-    when it does both in one clone: ``left_closed``)."""
+def supersession_findings(
+    state: IndexState, now: float, absent: Collection[str] = frozenset()
+) -> list[Finding]:
+    """``supersede_cycle`` and ``closed_orphan`` findings, from the index alone (the ids
+    named in ``supersedes`` edges: no file is read, no other entry built). Opposite
+    supersedes merged out of two clones make a cycle (which ``supersede`` refuses in one
+    clone) that hides every memory in it. ``closed_orphan``: a memory closed with
+    ``valid_until`` whose only successors are archived or expired -- each still holds its
+    ``supersedes`` edge, so the index knows; successors outside the caller's scope
+    (``absent``) are never named, and a memory with none other is not reported. A
+    successor forgotten or deleted leaves no trace in the index (``forget`` names the
+    fact it leaves closed, ``left_closed``; a merge does not: docs/git.md, Limits)."""
     out: list[Finding] = []
     cyclic: set[str] = set()
     for cycle in _supersede_cycles(state, now):
@@ -643,31 +650,22 @@ def supersession_findings(state: IndexState, now: float) -> list[Finding]:
                 f"hides all of them; `mdcg update <id> --reopen` the one that should stay current"
             )
             out.append(Finding("supersede_cycle", detail, state.entries[node_id].path, node_id))
-    for node_id in sorted(state.restricted - cyclic):
-        e = state.entries[node_id]
-        if not _closed_by_supersede(e, now) or successors(state, node_id, None, now):
+    for node_id in sorted(state.superseded - cyclic):
+        e = state.entries.get(node_id)
+        if e is None or e.archived or e.valid_until is None or e.valid_until > now:
             continue
-        linked = linked_successors(state, node_id, None)
-        gone = (
-            "no memory supersedes it now (its successor was forgotten or deleted, perhaps in another clone)"
-        )
-        if linked:
-            gone = f"its successor(s) {', '.join(repr(i) for i in linked)} archived or expired"
+        if successors(state, node_id, None, now):
+            continue  # a live successor: the current version
+        linked = [i for i in linked_successors(state, node_id, None) if i not in absent]
+        if not linked:
+            continue
         detail = (
-            f"closed by a supersede and {gone}: search hides it with no current version; "
-            f"`mdcg update {node_id} --reopen` if it still holds, else forget it"
+            f"closed by a supersede and its successor(s) {', '.join(repr(i) for i in linked)} archived "
+            f"or expired: search hides it with no current version; `mdcg update {node_id} --reopen` "
+            "if it still holds, else forget it"
         )
         out.append(Finding("closed_orphan", detail, e.path, node_id))
     return out
-
-
-def _closed_by_supersede(e: Entry, now: float) -> bool:
-    """True when ``e`` is closed (``valid_until`` passed, not archived) at the write that
-    last stamped it, as ``supersede`` closes the old fact. A ``valid_until`` a person gave
-    as an end date (earlier or later than that write) is not taken for one."""
-    if e.valid_until is None or e.valid_until > now or e.archived or e.updated_at is None:
-        return False
-    return 0.0 <= e.updated_at - e.valid_until <= SUPERSEDE_STAMP_WINDOW
 
 
 def _supersede_cycles(state: IndexState, now: float) -> list[tuple[str, ...]]:

@@ -41,7 +41,7 @@ FINDING_KINDS: dict[str, str] = {
     "renamed_returned": "warning",  # an id renamed in this clone whose old file git brought back
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
     "supersede_cycle": "error",  # memories superseding each other (two clones' supersedes): search hides all
-    "closed_orphan": "warning",  # closed by a supersede whose successor is gone: search hides it
+    "closed_orphan": "warning",  # closed by a supersede whose successors are archived/expired
     "renamed_twin": "warning",  # a memory under an id and under the id another clone renamed it to
     # a scoped handle's: problems about files it is not told of (their owner cannot be told)
     "withheld": "warning",
@@ -135,8 +135,7 @@ class SyncReport:
     #: markers a merge left, invalid JSON, a bad value
     settings: tuple[tuple[str, str], ...] = ()
     #: (id, path) of each memory search hides with no current version, as two clones' writes
-    #: merged leave it: a supersedes cycle, or closed by a supersede whose successor is gone
-    #: (``health()``'s ``supersede_cycle`` and ``closed_orphan`` say what to do)
+    #: merged leave it: a supersedes cycle (``health()``'s ``supersede_cycle`` says what to do)
     hidden: tuple[tuple[str, str], ...] = ()
 
     @property

@@ -13,7 +13,7 @@ from test_git_setup import _commit_push, _shared, _two_clones
 from test_merge import git
 from typer.testing import CliRunner
 
-from md_cg import MdCG, Node
+from md_cg import MdCG, Node, Scope
 from md_cg.cli import app
 from md_cg.reports import FINDING_KINDS
 
@@ -89,7 +89,11 @@ def test_a_three_way_cycle_is_named_in_edge_order(tmp_path: Path) -> None:
         assert len(report.findings) == 3
 
 
-def test_a_memory_closed_by_a_supersede_whose_successor_is_gone_is_named(tmp_path: Path) -> None:
+def test_a_closed_memory_whose_successor_is_gone_or_an_end_date_is_not_reported(tmp_path: Path) -> None:
+    """The index keeps no trace of a forgotten or deleted successor: a memory closed by a
+    supersede looks like one given an end date (a first version told them apart by a 10 s
+    window around ``updated_at``, and named imported end dates and deliberate closes, making
+    every sync fail: second review round, session 27). Documented in docs/git.md, Limits."""
     root = tmp_path / "mem"
     _write(
         root,
@@ -99,17 +103,8 @@ def test_a_memory_closed_by_a_supersede_whose_successor_is_gone_is_named(tmp_pat
         updated_at='"2026-01-02T00:00:00.000900Z"',
     )
     with MdCG(root) as s:
-        report = s.health()
-        assert not report.ok
-        assert _kinds(report) == [("closed_orphan", "office_old", "knowledge/orphan/office_old.md")]
-        assert report.findings[0].severity == "warning"
-        assert report.findings[0].detail == (
-            "closed by a supersede and no memory supersedes it now (its successor was forgotten or "
-            "deleted, perhaps in another clone): search hides it with no current version; "
-            "`mdcg update office_old --reopen` if it still holds, else forget it"
-        )
-        s.reopen("office_old")
         assert s.health().findings == ()
+        assert s.sync().hidden == () and not s.sync().problems
 
 
 def test_an_archived_successor_is_named(tmp_path: Path) -> None:
@@ -121,16 +116,27 @@ def test_an_archived_successor_is_named(tmp_path: Path) -> None:
         s.archive("new")
         (finding,) = s.health().findings
         assert (finding.kind, finding.node_id) == ("closed_orphan", "old")
-        assert "closed by a supersede and its successor(s) 'new' archived or expired:" in finding.detail
+        assert finding.detail == (
+            "closed by a supersede and its successor(s) 'new' archived or expired: search hides it "
+            "with no current version; `mdcg update old --reopen` if it still holds, else forget it"
+        )
+        # a choice made in this clone: a health warning, never a failing sync
+        assert s.sync().hidden == () and not s.sync().problems
 
 
-def test_a_forget_of_the_successor_in_one_clone_is_named(tmp_path: Path) -> None:
-    with MdCG(tmp_path / "mem") as s:
-        s.add(id="old", body="The office is at Main Street 1.")
-        s.add(id="new", body="The office is at Harbour Road 7.")
-        s.supersede("old", "new")
-        s.forget("new", "wrong")
-        assert _kinds(s.health()) == [("closed_orphan", "old", "knowledge/orphan/old.md")]
+def test_a_successor_outside_the_callers_scope_is_never_named(tmp_path: Path) -> None:
+    root = tmp_path / "mem"
+    with MdCG(root) as s:
+        s.add(id="a", body="The plan is A.")
+        s.add(id="b-secret-plan", body="The plan is B.")
+        s.supersede("a", "b-secret-plan")
+        s.update("b-secret-plan", agent_scope="x")
+        s.archive("b-secret-plan")
+        assert [f.node_id for f in s.health().findings] == ["a"]
+    with MdCG(root, scope=Scope(agent="y")) as s:
+        report = s.health()
+        assert list(report.by_kind("closed_orphan")) == []
+        assert all("b-secret-plan" not in f.detail for f in report.findings)
 
 
 def test_nothing_new_for_a_live_successor_an_end_date_or_a_plain_rename(tmp_path: Path) -> None:
@@ -197,32 +203,6 @@ def test_opposite_supersedes_in_two_clones_are_named_after_the_merge(tmp_path: P
     health = runner.invoke(app, ["health", "--json", "--root", str(b / "mem")], catch_exceptions=False)
     assert health.exit_code == 1
     assert [f["kind"] for f in json.loads(health.stdout)["findings"]] == ["supersede_cycle"] * 2
-
-
-def test_a_supersede_against_a_forget_of_the_successor_is_named_after_the_merge(tmp_path: Path) -> None:
-    runner = CliRunner(env={"MDCG_ROOT": None})
-    a, b = _two_clones(tmp_path, runner)
-    with MdCG(a / "mem") as s:
-        s.add(id="office_old", body="The office is at Main Street 1.")
-    _shared(a, b, "office_new", "The office is at Harbour Road 7.")
-    with MdCG(b / "mem") as s:
-        s.forget("office_new", "wrong")
-    _commit_push(b, "forget")
-    with MdCG(a / "mem") as s:
-        s.supersede("office_old", "office_new")
-    git(a, "commit", "-qam", "supersede")
-    git(a, "pull", "-q", "--no-rebase", "origin", "main", check=False)  # modify/delete
-    git(a, "rm", "-q", "mem/knowledge/orphan/office_new.md")  # take the forget
-    _commit_push(a, "take the forget")
-    git(b, "pull", "-q", "--no-rebase", "origin", "main")
-    for clone in (a, b):
-        with MdCG(clone / "mem") as s:
-            s.sync()
-            report = s.health()
-            assert not report.ok
-            assert _kinds(report) == [("closed_orphan", "office_old", "knowledge/orphan/office_old.md")]
-            assert "`mdcg update office_old --reopen`" in report.findings[0].detail
-            assert s.sync().hidden == (("office_old", "knowledge/orphan/office_old.md"),)
 
 
 # -- a rename git missed: the memory under both ids ---------------------------------------
