@@ -47,6 +47,7 @@ from rich.markup import escape
 from rich.rule import Rule
 from rich.table import Table
 
+from .engine import check_not_nested
 from .errors import DemoError
 from .judge import STATES
 from .migrate import MigrationReport, migrate
@@ -175,6 +176,7 @@ def prepare_dest(dest: str | os.PathLike[str] | None, *, force: bool = False) ->
     if dest is None:
         return Path(tempfile.mkdtemp(prefix="mdcg-demo-"))
     path = Path(dest)
+    check_not_nested(path)  # before anything is made there
     if path.exists() and not path.is_dir():
         raise DemoError(f"{path}: exists and is not a folder")
     if path.is_dir() and any(path.iterdir()) and not force:

@@ -114,7 +114,10 @@ def enclosing_store(root: str | os.PathLike[str]) -> tuple[Path, bool] | None:
     inside another one before this check existed is a store: it opens. The path is
     resolved (symlinks, ``..``) first: what counts is where the files would go.
     Reads only; unreadable parents are not stores."""
-    real = Path(os.path.realpath(root))
+    try:
+        real = Path(os.path.realpath(root))
+    except (ValueError, TypeError) as exc:  # a NUL in the path, not a path at all
+        raise NotAStoreError(root, f"not a usable folder path ({exc})") from None
     nested = not is_store_folder(real)
     if not nested and paths.META_DIR not in real.parts:
         return None  # an ordinary store: no walk up

@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from . import audit, fsops, layout, maintenance, nodefile, paths, retention, visibility
-from .engine import foreign_file
+from .engine import check_not_nested, foreign_file
 from .errors import (
     IdCollisionError,
     LockTimeoutError,
@@ -684,7 +684,9 @@ def _count(report: MigrationReport, node: Node, status: str) -> None:
 
 
 def _check_dest(dest: Path) -> None:
-    """Refuse a destination that is a file, or a non-empty folder that is no store."""
+    """Refuse a destination that is a file, a non-empty folder that is no store, or a
+    folder inside another store (before anything is made there)."""
+    check_not_nested(dest)
     if not dest.exists():
         return
     if not dest.is_dir():

@@ -137,3 +137,38 @@ def test_an_import_never_replaces_an_expired_memory(tmp_path: Path, overwrite: b
         "(update with a tier) or sweep it, then import again"
     )
     assert path.read_bytes() == before
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+def test_a_migration_or_demo_into_a_folder_inside_a_store_makes_nothing(tmp_path: Path) -> None:
+    """r4: the migration made its folder and lock file (an untracked ``.mdcg/migrate/*.lock``
+    inside the layer folder) before the store refused the nested root."""
+    from md_cg.demo import prepare_dest
+    from md_cg.errors import NotAStoreError
+    from md_cg.migrate import migrate
+    from md_cg.sample import bundled_sample_path
+
+    root = tmp_path / "mem"
+    with MdCG(root) as s:
+        s.add(id="n1", body="note one")
+    before = _listing(root)
+    inner = root / "knowledge" / "imported"
+    with pytest.raises(NotAStoreError) as info:
+        migrate(bundled_sample_path(), inner)
+    assert str(info.value) == (
+        f"{inner}: inside the store {root}; no store is made or opened there (pass root={str(root)!r})"
+    )
+    with pytest.raises(NotAStoreError):
+        prepare_dest(root / "demo2")
+    assert _listing(root) == before
+
+
+def test_a_path_with_a_nul_is_a_clear_error(tmp_path: Path) -> None:
+    from md_cg.errors import NotAStoreError
+
+    with pytest.raises(NotAStoreError) as info:
+        MdCG(str(tmp_path / "x\x00y"))
+    assert "not a usable folder path (embedded null byte)" in str(info.value)
