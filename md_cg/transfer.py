@@ -66,7 +66,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import editing, fsops, index, nodefile, paths, retention
+from . import editing, fsops, index, nodefile, paths, retention, visibility
 from .engine import foreign_file
 from .errors import (
     DuplicateIdError,
@@ -769,12 +769,7 @@ def _held(store: MdCG, node_id: str) -> Entry | None:
 def _expired_here(held: Entry) -> bool:
     """Whether the stored node is an expired temporary memory (hidden from reads; an
     import refuses its id whatever ``overwrite`` says, as it refuses an archived one's)."""
-    return (
-        not held.archived
-        and held.retention_tier != "long"
-        and held.expires_at is not None
-        and held.expires_at <= time.time()
-    )
+    return not held.archived and visibility.is_expired(held, time.time())  # a conflict never expires
 
 
 # -- export ---------------------------------------------------------------------------------

@@ -172,3 +172,27 @@ def test_a_path_with_a_nul_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(NotAStoreError) as info:
         MdCG(str(tmp_path / "x\x00y"))
     assert "not a usable folder path (embedded null byte)" in str(info.value)
+
+
+def test_an_import_replaces_a_conflicted_memory_past_its_expiry(tmp_path: Path) -> None:
+    """r5: the expired-id refusal left out that a memory in merge conflict never expires
+    (health, sweep and get treat it as live): it refused to replace one, advising a sweep
+    that would never remove it."""
+    from md_cg.transfer import import_nodes
+
+    root = tmp_path / "m"
+    with MdCG(root):
+        pass
+    (root / "knowledge" / "orphan").mkdir(parents=True, exist_ok=True)
+    (root / "knowledge" / "orphan" / "cx.md").write_text(
+        "---\nid: cx\nlayer: knowledge\nretention_tier: temp\nexpires_at: 2026-01-01T00:00:00Z\n---\n"
+        "<<<<<<< ours\nmeet at 9 tomorrow\n=======\nmeet at 10 tomorrow\n>>>>>>> theirs\n",
+        encoding="utf-8",
+    )
+    source = tmp_path / "r.jsonl"
+    source.write_text('{"id": "cx", "layer": "knowledge", "body": "meet at 10 tomorrow"}\n', encoding="utf-8")
+    with MdCG(root) as s:
+        assert [c[0] for c in s.sync().conflicts] == ["cx"]
+        report = import_nodes(s, source, overwrite=True)
+        assert (report.created, report.updated) == (0, 1)
+        assert s.get("cx").body == "meet at 10 tomorrow"
