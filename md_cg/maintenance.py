@@ -36,7 +36,7 @@ from .engine import Engine
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
-from .node import LAYERS, windows_device_name
+from .node import LAYERS, Node, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
 from .script import distinct_labels
@@ -325,15 +325,40 @@ def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope |
     records = log.read()
     entries = engine.state.entries
     taken = _taken(engine, report)
-    if audit.detect(log, taken, audit.renamed_reader(engine.root_str), records):
+    read = _read_once(audit.renamed_reader(engine.root_str))  # detect and record_twins share it
+    if audit.detect(log, taken, read, records):
         records = log.read()
-    record_twins(engine, log, taken, records)
+    record_twins(engine, log, taken, records, read)
     back = audit.back_again(entries, audit.visible_to(scope, records), engine.read_node)
     found = tuple(dict.fromkeys((b.entry.id, b.entry.path) for b in back))
     return replace(report, returned=found) if found else report
 
 
-def record_twins(engine: Engine, log: AppendLog, taken: list[Entry], records: list[dict[str, Any]]) -> None:
+def _read_once(read: Callable[[str], Node | None]) -> Callable[[str], Node | None]:
+    """``read``, each path read at most once (its node, or the error it raised again)."""
+    seen: dict[str, Node | Exception | None] = {}
+
+    def once(rel: str) -> Node | None:
+        if rel not in seen:
+            try:
+                seen[rel] = read(rel)
+            except (OSError, MalformedNodeFileError, UnsafePathError) as exc:
+                seen[rel] = exc
+        got = seen[rel]
+        if isinstance(got, Exception):
+            raise got
+        return got
+
+    return once
+
+
+def record_twins(
+    engine: Engine,
+    log: AppendLog,
+    taken: list[Entry],
+    records: list[dict[str, Any]],
+    read: Callable[[str], Node | None] | None = None,
+) -> None:
     """Record (:data:`md_cg.audit.TWIN`, once each) every file of ``taken`` -- files a sync
     just took in -- that another clone renamed from an id this clone still holds: its
     ``renamed_from`` lists the id, and the node there has its creation time. Git missed the
@@ -342,7 +367,7 @@ def record_twins(engine: Engine, log: AppendLog, taken: list[Entry], records: li
     mention ``renamed_from``; ``health()`` names the pair from the record, reading none."""
     entries = engine.state.entries
     known = {(r["id"], r.get("to")) for r in records if audit.usable(r) and r.get("event") == audit.TWIN}
-    read = audit.renamed_reader(engine.root_str)
+    read = read or audit.renamed_reader(engine.root_str)
     found: list[dict[str, Any]] = []
     now = time.time()
     for e in taken:
