@@ -82,6 +82,8 @@ _EXPORTS = {
     "is_fact": "judge",
     "Scope": "visibility",
     "SweepReport": "retention",
+    "Departure": "audit",
+    "with_departure": "store",
 }
 
 __all__ = [
@@ -90,6 +92,7 @@ __all__ = [
     "VERIFICATION_BASES",
     "DataFileError",
     "Deleted",
+    "Departure",
     "DuplicateIdError",
     "Edge",
     "EditConflictError",
@@ -147,6 +150,7 @@ __all__ = [
     "route_key",
     "slug_id",
     "verify_migration",
+    "with_departure",
     "work_tree_of",
 ]
 
@@ -163,6 +167,7 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
+    from .audit import Departure
     from .editing import Page
     from .errors import (
         DuplicateIdError,
@@ -192,5 +197,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
     from .retention import SweepReport
     from .search import SearchResult
-    from .store import MdCG, new_id
+    from .store import MdCG, new_id, with_departure
     from .visibility import Scope

@@ -33,6 +33,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from . import fsops
@@ -121,6 +122,62 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
         elif event != RESTORED:
             forgotten[node_id] = record
     return forgotten, renamed
+
+
+@dataclass(frozen=True)
+class Departure:
+    """What became of an id no memory holds now, as this clone's audit log tells
+    (:meth:`md_cg.MdCG.departure`): ``event`` is ``"forget"``, ``"sweep"`` (an expired
+    temporary memory removed) or :data:`RENAMED`; ``time`` when (seconds since the
+    epoch); ``reason`` the forget's; ``to`` the id a rename gave it and ``current`` the
+    id the memory has now (after later renames), when the caller sees it."""
+
+    id: str
+    event: str
+    time: float
+    reason: str = ""
+    to: str | None = None
+    current: str | None = None
+
+    def describe(self) -> str:
+        """One line for an error message: ``it was renamed to 'b' on 2026-12-06``."""
+        when = datetime.fromtimestamp(self.time, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        if self.event == RENAMED:
+            text = f"it was renamed to {self.to!r} on {when}"
+            if self.current is not None and self.current != self.to:
+                text += f"; that memory is {self.current!r} now"
+            return text
+        if self.event == "sweep":
+            return f"it expired and was swept on {when}"
+        return f"it was forgotten on {when}" + (f", reason: {self.reason}" if self.reason else "")
+
+
+#: Characters of a forget's reason a :class:`Departure` keeps (an error message's line).
+DEPARTURE_REASON_CHARS = 200
+#: Renames a :func:`departure` follows to the id a memory has now.
+MAX_RENAME_HOPS = 64
+
+
+def departure(records: Iterable[object], node_id: str, sees: Callable[[str], bool]) -> Departure | None:
+    """The :class:`Departure` of ``node_id`` from audit ``records`` (log order; those the
+    caller may read: :func:`visible_to`), or None when they hold none. ``sees(id)``:
+    whether the caller reads a memory under that id now (a rename is followed through
+    later renames to the id it has now)."""
+    forgotten, renamed = departures(records)
+    rec = renamed.get(node_id)
+    if rec is not None:
+        to = rec["to"]
+        cur, hops = to, 0
+        while not sees(cur) and cur in renamed and hops < MAX_RENAME_HOPS:
+            cur, hops = renamed[cur]["to"], hops + 1
+        return Departure(node_id, RENAMED, float(rec["time"]), to=to, current=cur if sees(cur) else None)
+    rec = forgotten.get(node_id)
+    if rec is None:
+        return None
+    reason = rec.get("reason")
+    reason = " ".join(reason.split())[:DEPARTURE_REASON_CHARS] if isinstance(reason, str) else ""
+    event = rec.get("event")
+    return Departure(node_id, event if event == "sweep" else "forget", float(rec["time"]), reason=reason)
 
 
 Key = tuple[float, str]

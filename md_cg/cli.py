@@ -62,6 +62,7 @@ from md_cg import (
     enclosing_store,
     is_out_of_room,
     is_store_folder,
+    with_departure,
 )
 from md_cg.render import (
     clip,
@@ -380,7 +381,13 @@ def _open(
 ) -> Iterator[MdCG]:
     path = _store_folder(ctx, root, create=create)
     with MdCG(path, create=create, read_only=read_only) as store:
-        yield store
+        try:
+            yield store
+        except NodeNotFoundError as exc:  # an id asked for: say what became of it, if known
+            told = with_departure(store, exc)
+            if told is exc:
+                raise
+            raise told from exc
 
 
 def _quiet(ctx: typer.Context, quiet: bool) -> bool:

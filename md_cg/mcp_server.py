@@ -65,6 +65,7 @@ from md_cg import (
     __version__,
     is_fact,
     is_out_of_room,
+    with_departure,
 )
 from md_cg.render import (
     SNIPPET_CHARS,
@@ -292,13 +293,17 @@ def _hinted(exc: Exception) -> str:
     return str(exc)
 
 
-def _tool_errors(fn: _F) -> _F:
-    """Report library errors (and bad argument values, and a full disk) as tool errors with their message."""
+def _tool_errors(fn: _F, store: MdCG | None = None) -> _F:
+    """Report library errors (and bad argument values, and a full disk) as tool errors with
+    their message; with ``store``, an unknown id's says what became of it, if the store knows."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
+        except NodeNotFoundError as exc:
+            told = exc if store is None else with_departure(store, exc)
+            raise ToolError(_message(told)) from exc
         except (MdcgError, ValueError) as exc:
             raise ToolError(_message(exc)) from exc
         except OSError as exc:
@@ -1139,7 +1144,7 @@ def create_server(
     for group in groups:
         for fn, description in group(store):
             # `list_` is the `list` tool (the trailing _ keeps the builtin usable in annotations)
-            server.add_tool(_tool_errors(fn), name=fn.__name__.rstrip("_"), description=description)
+            server.add_tool(_tool_errors(fn, store), name=fn.__name__.rstrip("_"), description=description)
     if aliases:
         from md_cg.integrations.aliases import register_aliases
 

@@ -41,6 +41,7 @@ from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
     NodeHasIncomingEdgesError,
+    NodeNotFoundError,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -446,6 +447,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         scoped handle gets those of the nodes it could see."""
         return audit.visible_to(self._scope, audit.tombstones_only(self.log(paths.AUDIT_DIR)), self._seer())
 
+    def departure(self, node_id: str) -> audit.Departure | None:
+        """What became of an id no memory holds now (:func:`departure_of`)."""
+        return departure_of(self, node_id)
+
     # -- lifecycle (archive, unarchive, apply_changes, supersede: md_cg.views.Lifecycle) -----
 
     def sweep(self, *, dry_run: bool = True) -> SweepReport:
@@ -697,3 +702,35 @@ def _settings_problems(root: str) -> tuple[tuple[str, str], ...]:
     problem = SynonymTable.for_store(root)[1]
     settings = [(paths.meta(synonyms.STORE_FILE), problem)] if problem else []
     return tuple(settings + retention.settings_files(root))
+
+
+def departure_of(store: MdCG, node_id: str) -> audit.Departure | None:
+    """What became of an id no memory holds now, from the store's audit log: forgotten
+    or swept (when, the forget's reason) or renamed (to what, and the id the memory
+    has now); None when a memory holds the id -- in any scope, archived or expired
+    ones too -- or the log says nothing (``.mdcg/`` is per clone: a forget or rename
+    made in another clone and pulled by git is not told). A scoped handle is told of
+    the memories it could see. The CLI and the MCP server add it to "no node" errors
+    (:func:`with_departure`)."""
+    eng = store._engine
+    eng.fresh()
+    if check_id(node_id) in eng.state.entries:
+        return None
+    records = audit.visible_to(store._scope, store.log(paths.AUDIT_DIR).read())
+    return audit.departure(records, node_id, store.__contains__)
+
+
+def with_departure(store: MdCG, exc: NodeNotFoundError) -> NodeNotFoundError:
+    """``exc`` told what became of its id (:meth:`MdCG.departure`): a new error whose hint
+    says it was forgotten, swept or renamed (and to what), when ``exc`` is a plain "no
+    node" error (no hint of its own, nothing hidden) and the audit log knows the id;
+    else ``exc`` itself. For front ends reporting an id a person or agent asked for."""
+    if exc.hidden is not None or exc.hint or not isinstance(exc.node_id, str):
+        return exc
+    try:
+        gone = store.departure(exc.node_id)
+    except InvalidArgumentError:  # not an id at all: the error already says what was asked
+        return exc
+    if gone is None:
+        return exc
+    return NodeNotFoundError(exc.node_id, gone.describe())

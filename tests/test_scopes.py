@@ -174,13 +174,14 @@ WRITES = {
     "add_unique", "keep_returned", "reopen",
 }  # fmt: skip
 #: Store-level names: handle state, maintenance of the whole folder, and logs
-#: (tombstones and reflections: a scoped handle reads only its own scope's records,
+#: (tombstones, departure and reflections: a scoped handle reads only its own scope's records
+#: (departure: test_departure_s28.py),
 #: test_a_scoped_handle_reads_only_its_own_activity_records; ``log`` is the raw log).
 STORE_LEVEL = {
     "root", "read_only", "durable", "lock_timeout", "loaded_from", "scope", "ttl_seconds", "init_folder",
     "close", "refresh", "log", "tombstones", "synonyms", "reload_synonyms", "compact_access",
     "compact_index", "rebuild_index", "sync", "sync_if_changed", "last_d", "reflections",
-    "unreadable_files",
+    "unreadable_files", "departure",
 }  # fmt: skip
 #: Names helper L2 adds on another branch; their cases live with them (organize
 #: never matches across scopes, recall statistics and injection count only what the caller sees).
