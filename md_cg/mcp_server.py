@@ -763,10 +763,7 @@ def _superseded(store: MdCG, reply: dict[str, Any]) -> dict[str, Any]:
     newer = current_version(store, reply["id"])
     if newer is not None:
         reply["superseded_by"] = newer
-        reply["note"] = (
-            "this memory is superseded: search leaves it out (get and list show it); "
-            "update(id, reopen=true) makes it current again"
-        )
+        reply["note"] = "superseded: search leaves it out; update(id, reopen=true) makes it current"
     return reply
 
 

@@ -298,10 +298,7 @@ def test_open_nodes_reads_a_name_once_and_bounds_its_reply(tmp_path: Path) -> No
         anyio.run(run)
 
 
-SUPERSEDED_NOTE = (
-    "this memory is superseded: search leaves it out (get and list show it); "
-    "update(id, reopen=true) makes it current again"
-)
+SUPERSEDED_NOTE = "superseded: search leaves it out; update(id, reopen=true) makes it current"
 
 
 def test_update_and_verify_of_a_superseded_memory_say_so(tmp_path: Path) -> None:
