@@ -1944,12 +1944,21 @@ def mcp(
     max_sensitivity: Annotated[
         str, typer.Option("--max-sensitivity", help="The most sensitive memories it may see.")
     ] = "normal",
+    read_only: Annotated[
+        bool,
+        typer.Option(
+            "--read-only",
+            help="Open the store read-only and offer only the reading tools (search, get, list...); "
+            "the store must exist.",
+        ),
+    ] = False,
     root: RootOpt = None,
 ) -> None:
     """Serve the store to an MCP client over stdio (needs the md-cg[mcp] extra).
 
     --agent, --workspace and --max-sensitivity set the scope the server works
-    in; no tool argument can change it.
+    in; no tool argument can change it. --read-only serves the reading tools
+    alone, with the store opened read-only (nothing is written to it).
     """
     try:
         from md_cg.integrations.aliases import FAMILIES
@@ -1965,7 +1974,8 @@ def mcp(
             f"--aliases {unknown[0]!r}: expected {' or '.join(FAMILIES)} (comma-separated)"
         )
     scope = Scope(agent=agent, workspace=workspace, max_sensitivity=max_sensitivity)
-    run_server(_store_folder(ctx, root, create=True), aliases=families, scope=scope)
+    folder = _store_folder(ctx, root, create=not read_only)
+    run_server(folder, aliases=families, scope=scope, read_only=read_only)
 
 
 def main() -> None:

@@ -23,9 +23,13 @@ one store object serves them all.
 Errors: a library error (unknown id, bad verdict, bad layer, empty body...),
 a bad argument value and an argument the tool does not take come back as a
 tool error (``is_error``) with a one-line message whose hints name only this
-server's tools; the server keeps serving. Anything else is logged with its
+server's tools; the server keeps serving. So is a write the store's folder
+refuses (a full disk, a read-only file system, permission denied: the file is
+named, :func:`not_writable_message`). Anything else is logged with its
 traceback on stderr and reported as a generic tool error. Nothing but the
-protocol is ever written to stdout.
+protocol is ever written to stdout. A read-only store (``create_server(root,
+read_only=True)``, ``mdcg mcp --read-only``) is served with the reading tools
+alone.
 
 Optional aliases (``aliases=("mcp-memory", "mem0")``, ``mdcg mcp --aliases``)
 add the tool names of the MCP reference memory server and of mem0
@@ -34,6 +38,7 @@ add the tool names of the MCP reference memory server and of mem0
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import os
@@ -48,7 +53,7 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import orjson
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
@@ -60,6 +65,7 @@ from md_cg import (
     MdcgError,
     NodeNotFoundError,
     ProtectedNodeError,
+    ReadOnlyStoreError,
     Scope,
     SearchResult,
     __version__,
@@ -273,6 +279,8 @@ def _hinted(exc: Exception) -> str:
             f"a memory with id {exc.node_id!r} already exists ({exc.path}); change it with the "
             "`update` tool, or call `remember` with overwrite=true to replace it"
         )
+    if isinstance(exc, ReadOnlyStoreError):
+        return f"{exc}; nothing was written: this server serves the store read-only (the reading tools work)"
     if isinstance(exc, ProtectedNodeError):
         return (
             f"memory {exc.node_id!r} is in anchor/ and protected from forgetting; "
@@ -307,13 +315,42 @@ def _tool_errors(fn: _F, store: MdCG | None = None) -> _F:
         except (MdcgError, ValueError) as exc:
             raise ToolError(_message(exc)) from exc
         except OSError as exc:
-            if not is_out_of_room(exc):
-                raise
-            raise ToolError(
-                f"{exc.strerror}: the store's disk is full; nothing stored was lost, retry after making room"
-            ) from exc
+            if is_out_of_room(exc):
+                full = f"{exc.strerror}: the store's disk is full"
+                raise ToolError(f"{full}; nothing stored was lost, retry after making room") from exc
+            text = not_writable_message(exc, None if store is None else store.root)
+            if text is None:
+                raise  # a bug or a failing disk: logged with its traceback (MemoryServer.call_tool)
+            raise ToolError(text) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def not_writable_message(exc: OSError, root: os.PathLike[str] | str | None = None) -> str | None:
+    """The one-line tool error of a write the store's folder refused (read-only file system,
+    permission denied), naming the file (and the store ``root``, unless the library's message
+    does); None for any other OS error. Each word is clipped (a long path), so the line
+    stays bounded."""
+    if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return None
+    where = f"{exc.filename}" if exc.filename else ""
+    if exc.filename and exc.filename2:
+        where = f"{exc.filename} -> {exc.filename2}"
+    what = exc.strerror or os.strerror(exc.errno)
+    if root is not None and "(in the store at " not in what:
+        what += f" (in the store at {root})"
+    text = f"{what}: {where}" if where else what
+    if exc.errno == errno.EROFS:
+        text += (
+            "; the store's file system is read-only, so this server cannot write to it: "
+            "the reading tools (search, get, list...) work, writing needs it mounted writable"
+        )
+    else:
+        text += (
+            "; this server may not write to the store (its files or folders are not writable by "
+            "the user it runs as): the reading tools (search, get, list...) work"
+        )
+    return " ".join(clip(word, REASON_CHARS) for word in text.split())
 
 
 # -- the server ---------------------------------------------------------------------------
@@ -335,6 +372,8 @@ class MemoryServer(MCPServer):
         self.tools: Tools = {}
         self._params: dict[str, frozenset[str]] = {}
         self._lock = threading.RLock()  # an alias calls other tools under the same lock
+        #: Tools (and aliases) not offered because the store is read-only; a call names why.
+        self.withheld: frozenset[str] = frozenset()
 
     def add_tool(
         self,
@@ -399,6 +438,11 @@ class MemoryServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
     ) -> Any:  # the SDK's result types
+        if name in self.withheld:
+            raise ToolError(
+                f"{name}: this server serves the store read-only (`mdcg mcp --read-only`), so it does "
+                f"not offer `{name}`; nothing was written. It offers: {', '.join(sorted(self.tools))}"
+            )
         accepted = self._params.get(name)
         if accepted is not None:
             unknown = sorted(set(arguments) - accepted)
@@ -415,14 +459,13 @@ class MemoryServer(MCPServer):
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            root = cause
-            while isinstance(root, ToolError) and root.__cause__ is not None:
-                root = root.__cause__  # a tool's own error (_tool_errors), wrapped by the SDK
-            if root is not None and not isinstance(
-                root, ValidationError | MdcgError | ValueError | OSError | ToolError
-            ):
-                # not the caller's doing: the log gets the whole story (docs/mcp.md)
-                traceback.print_exception(root, file=sys.stderr)
+            if isinstance(exc, UnexpectedToolError):
+                # not the caller's doing (a bug, a failing disk): the log gets the whole story
+                # (docs/mcp.md); the SDK's own wrappers are skipped down to what was raised
+                root: BaseException | None = cause
+                while isinstance(root, ToolError) and root.__cause__ is not None:
+                    root = root.__cause__
+                traceback.print_exception(root if root is not None else exc, file=sys.stderr)
             text = f"{name}: {_schema_problems(cause)}" if isinstance(cause, ValidationError) else str(exc)
             # bounded as every reply is: a library error may quote a megabyte-long argument
             raise ToolError(clip(text, ERROR_CHARS)) from cause
@@ -629,7 +672,7 @@ Until = Annotated[
 ]
 NodeId = Annotated[str, Field(description="A memory id.")]
 Tags = Annotated[list[str] | None, Field(description="Tags; 'domain:<name>' files the memory by domain.")]
-Unit = Annotated[float | None, Field(description="0..1", ge=0, le=1)]
+Unit = Annotated[float | None, Field(description="0..1", ge=0, le=1, allow_inf_nan=False)]
 Basis = Annotated[
     str | None,
     Field(description="How it was verified: compiler, test, measurement, formal_proof, data, other."),
@@ -712,6 +755,16 @@ def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bo
         _not_archived(store, exc.node_id)  # not "change it with update": no tool can
         raise
     return _written(store, node.id) if created else _written(store, node.id, existing=True)
+
+
+def _superseded(store: MdCG, reply: dict[str, Any]) -> dict[str, Any]:
+    """A write reply (``update``, ``verify``) for a superseded memory: ``superseded_by`` (its
+    current version, as ``get`` names it) and a note that the change stays out of search."""
+    newer = current_version(store, reply["id"])
+    if newer is not None:
+        reply["superseded_by"] = newer
+        reply["note"] = "superseded: search leaves it out; update(id, reopen=true) makes it current"
+    return reply
 
 
 def _get_reply(store: MdCG, node_id: str) -> dict[str, Any]:
@@ -833,7 +886,9 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             unlinked = store.reopen(id, **changes).unlinked
         else:
             store.update(id, **changes)
-        reply = _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
+        reply = _superseded(
+            store, _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
+        )
         if unlinked:  # rarely more than one; the reply stays in its budget
             reply["successors_unlinked"] = unlinked[:UNLINKED_SHOWN]  # whole ids: usable
             reply["successors_unlinked_total"] = len(unlinked)
@@ -979,7 +1034,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         verdict: Annotated[str, Field(description="confirmed, weakened or falsified")],
     ) -> dict[str, Any]:
         node = store.verify(id, evidence, verdict)
-        return verdict_dict(node, verdict, store.path_of(node.id))
+        return _superseded(store, verdict_dict(node, verdict, store.path_of(node.id)))
 
     def reflect(
         query: Query,
@@ -1115,48 +1170,80 @@ def _clipped(data: Any) -> Any:
     return data
 
 
+#: What the instructions add on a read-only server.
+READ_ONLY_NOTE = """
+This server is read-only: it offers only the reading tools (search, recall, get, \
+list, neighbours, recall_stats, on_this_day, inject, health); nothing you do here is stored.
+"""
+
+
 def create_server(
     root: str | os.PathLike[str],
     *,
     store: MdCG | None = None,
     aliases: Sequence[str] = (),
     scope: Scope | None = None,
+    read_only: bool = False,
 ) -> MemoryServer:
-    """Build the MCP server for the store at ``root`` (created if missing).
+    """Build the MCP server for the store at ``root`` (created if missing, unless ``read_only``).
 
     Pass ``store`` to serve an already open store (tests); the caller closes
     it. ``aliases``: families of foreign tool names to add (``mcp-memory``,
     ``mem0``; see :mod:`md_cg.integrations.aliases`). ``scope``: the agent,
     workspace and sensitivity the server works in (when it opens the store);
     it comes from whoever starts the server, never from a tool argument.
+    ``read_only``: open the store with ``MdCG(read_only=True)``; a read-only
+    store (so opened, or passed in) is served with the reading tools only
+    (:data:`READ_ONLY`, and the aliases built on them alone): a call of another
+    tool is refused with a message saying so (:attr:`MemoryServer.withheld`).
     """
     if store is not None and scope is not None:
         raise TypeError("pass scope only when create_server opens the store (an open store has its own)")
-    store = store if store is not None else MdCG(Path(root), create=True, scope=scope)
+    if store is not None and read_only:
+        raise TypeError("pass read_only only when create_server opens the store (or open it read-only)")
+    if store is None:
+        store = MdCG(Path(root), create=not read_only, read_only=read_only, scope=scope)
     server = MemoryServer(
         store,
         title="md-cg long-term memory",
-        instructions=INSTRUCTIONS,
+        instructions=INSTRUCTIONS + (READ_ONLY_NOTE if store.read_only else ""),
         version=__version__,
         log_level="WARNING",
     )
     groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, _maintenance_tools)
+    withheld = set()
     for group in groups:
         for fn, description in group(store):
             # `list_` is the `list` tool (the trailing _ keeps the builtin usable in annotations)
-            server.add_tool(_tool_errors(fn, store), name=fn.__name__.rstrip("_"), description=description)
+            name = fn.__name__.rstrip("_")
+            if store.read_only and name not in READ_ONLY:
+                withheld.add(name)
+                continue
+            server.add_tool(_tool_errors(fn, store), name=name, description=description)
     if aliases:
-        from md_cg.integrations.aliases import register_aliases
+        from md_cg.integrations.aliases import ALIASES, register_aliases
 
         register_aliases(server, dict(server.tools), tuple(aliases), annotate=tool_annotations)
+        # an alias left out because a tool it calls is withheld is withheld too
+        withheld.update(
+            a.name
+            for a in ALIASES
+            if a.family in aliases and a.name not in server.tools and withheld.intersection(a.needs)
+        )
+    server.withheld = frozenset(withheld)
     return server
 
 
 def run_server(
-    root: str | os.PathLike[str], *, aliases: Sequence[str] = (), scope: Scope | None = None
+    root: str | os.PathLike[str],
+    *,
+    aliases: Sequence[str] = (),
+    scope: Scope | None = None,
+    read_only: bool = False,
 ) -> None:
-    """Serve the store at ``root`` over stdio, in ``scope``, until the client disconnects."""
-    store = MdCG(Path(root), create=True, scope=scope)
+    """Serve the store at ``root`` over stdio, in ``scope``, until the client disconnects;
+    ``read_only``: the store opened read-only, the reading tools only (:func:`create_server`)."""
+    store = MdCG(Path(root), create=not read_only, read_only=read_only, scope=scope)
     lock = threading.RLock()
     try:
         server = create_server(root, store=store, aliases=aliases)

@@ -155,8 +155,10 @@ ALIASES: tuple[Alias, ...] = (
     _a(
         "open_nodes",
         "mcp-memory",
-        {"get": ("id",)},
-        "`get` per name, at most 20 names (unknown names are skipped)",
+        {"get": ("id", "max_chars")},
+        "`get` per name, at most 20 names (a repeated name is read once, unknown names are skipped); "
+        "the reply is bounded: the names share a 20,000-character body window (at least 1,000 each), "
+        "and nodes past 50,000 characters are listed in `left_out`, for `get`",
     ),
     _a(
         "add_memory",
@@ -252,12 +254,11 @@ def _echo(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
 
 
-def _node(tools: Tools, node_id: str, *, whole: bool = True) -> dict[str, Any] | None:
-    """md-cg's ``get`` reply for ``node_id``, or ``None`` when it does not answer with one.
-    ``whole``: with the whole body, however long (an alias that rewrites the body, or
-    compares it), else the window a ``get`` call returns (a reply to the agent)."""
+def _node(tools: Tools, node_id: str) -> dict[str, Any] | None:
+    """md-cg's ``get`` reply for ``node_id`` with the whole body, however long (an alias
+    that rewrites the body, or compares it), or ``None`` when it does not answer with one."""
     try:
-        return tools["get"](id=node_id, max_chars=MAX_FILE_BYTES) if whole else tools["get"](id=node_id)
+        return tools["get"](id=node_id, max_chars=MAX_FILE_BYTES)
     except ToolError:
         return None
 
@@ -467,12 +468,43 @@ def _search_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
     return search_nodes
 
 
+#: The most characters of an ``open_nodes`` reply (docs/mcp.md's budget table), the part
+#: its nodes may take (the rest: the names left out and the note), and the characters of
+#: body all its nodes share (each gets an equal window, at least OPEN_NODES_MIN_BODY).
+OPEN_NODES_CHARS = 50_000
+OPEN_NODES_NODE_CHARS = OPEN_NODES_CHARS - 8_000
+OPEN_NODES_BODY = 20_000
+OPEN_NODES_MIN_BODY = 1_000
+
+
 def _open_nodes(tools: Tools) -> Callable[..., dict[str, Any]]:
     def open_nodes(
         names: Annotated[list[str], Field(description="Names of the entities (at most 20).", max_length=20)],
     ) -> dict[str, Any]:
-        nodes = (_node(tools, name, whole=False) for name in names)
-        return {"nodes": [n for n in nodes if n is not None]}
+        unique = list(dict.fromkeys(names))  # a name given twice is read once
+        window = max(OPEN_NODES_MIN_BODY, OPEN_NODES_BODY // max(1, len(unique)))
+        nodes: list[dict[str, Any]] = []
+        left_out: list[str] = []
+        used = 0
+        for name in unique:
+            try:
+                node = tools["get"](id=name, max_chars=window)
+            except ToolError:
+                continue  # unknown names are skipped, as the reference server does
+            size = len(orjson.dumps(node)) + 1  # an upper bound of what the reply shows of it
+            if used + size > OPEN_NODES_NODE_CHARS:
+                left_out.append(_echo(name))
+                continue
+            nodes.append(node)
+            used += size
+        reply: dict[str, Any] = {"nodes": nodes}
+        if left_out:
+            reply["left_out"] = left_out
+            reply["note"] = (
+                f"the reply holds at most {OPEN_NODES_CHARS:,} characters: read the nodes left out "
+                "with `get` (or `open_nodes` with fewer names)"
+            )
+        return reply
 
     return open_nodes
 
