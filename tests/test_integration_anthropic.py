@@ -50,7 +50,9 @@ HEAD = "Here're the files and directories up to 2 levels deep in {}, excluding h
 
 @pytest.fixture
 def tool(tmp_path: Path):
-    with MdCGMemoryTool(tmp_path / "mem") as t:
+    # unscoped (scope=None): it names broken files; the default scope (mdcg mcp's) does not
+    # (tests/test_integration_s28_memtool.py)
+    with MdCGMemoryTool(tmp_path / "mem", scope=None) as t:
         yield t
 
 
@@ -422,7 +424,11 @@ def test_rename_moves_and_renames(tool: MdCGMemoryTool) -> None:
         ("/memories/%2e%2e/x.md", "Path /memories/%2e%2e/x.md would escape /memories directory"),
         ("/memories/a%2fb.md", "Path /memories/a%2fb.md would escape /memories directory"),
         ("/memories/a\\..\\b.md", "Path /memories/a\\..\\b.md would escape /memories directory"),
-        ("/memories/a\x00.md", "Path /memories/a\x00.md would escape /memories directory"),
+        (
+            "/memories/a\x00.md",
+            "The path /memories/a\\x00.md holds a control character (\\x00): "
+            "names of memories cannot hold control characters",
+        ),
         ("/memories/./x.md", "Path /memories/./x.md would escape /memories directory"),
         (
             "/memories/.mdcg/index.snapshot",
@@ -707,7 +713,7 @@ def test_files_written_outside_the_engine_are_seen(tmp_path: Path) -> None:
     hand = "---\nid: handmade\nlayer: contextual\n---\nIMPORTANT hand-written note\n"
     (root / "contextual" / "handmade.md").write_text(hand, encoding="utf-8")
     (root / "contextual" / "broken.md").write_text("---\nid: broken\ntags: [unclosed\n---\nhand notes\n")
-    with MdCGMemoryTool(root) as tool:
+    with MdCGMemoryTool(root, scope=None) as tool:  # unscoped: it names broken files
         view = run(tool, View(command="view", path="/memories/handmade.md"))
         assert view.splitlines()[-1] == "     5\tIMPORTANT hand-written note"
         said = error(tool, Create(command="create", path="/memories/handmade.md", file_text="new"))

@@ -14,14 +14,19 @@ so it plugs into the SDK's tool runner::
         )
         for message in runner: ...
 
-The tool's ``/memories`` directory *is* the store folder, seen through the
-engine: ``/memories/<layer>/<id>.md`` (knowledge nodes in
+A folder is opened in :data:`DEFAULT_SCOPE`, the scope ``mdcg mcp`` serves in
+by default (no agent, no workspace, sensitivity up to ``normal``); ``scope=``
+picks another, ``scope=None`` sees every memory. The tool's ``/memories``
+directory *is* the store folder, seen through the engine: ``/memories/<layer>/<id>.md`` (knowledge nodes in
 ``/memories/knowledge/<bucket>/<id>.md``). The six commands map onto the store:
 
 * ``view`` of a folder lists its sub-folders and node files, two levels deep,
   with sizes, from the index (at most ``max_listing`` lines; ``view_range``
-  pages through a longer listing); ``view`` of a file shows the whole node
-  file (frontmatter and body) with line numbers, honouring ``view_range``.
+  pages through a longer listing); ``view`` of a file shows the node file
+  (frontmatter and body) with line numbers, honouring ``view_range``, in at
+  most ``max_view`` characters (:data:`MAX_VIEW_CHARS`; five times that with a
+  ``view_range``), whole lines while they fit, then a line naming the
+  ``view_range`` of the rest.
 * ``create`` adds a node: the file name gives the id (``notes.md`` -> ``notes``;
   another extension is part of the id), the folder the layer (a file directly
   in ``/memories`` goes to ``contextual/``). ``file_text`` is plain Markdown
@@ -46,9 +51,11 @@ A file path is found by its id wherever the node lives (ids are unique in a
 store), as long as the layer folder named in the path, if any, is the node's
 layer; a name that differs from a stored id only by letter case or Unicode
 normalisation (one file on macOS and Windows) is refused naming that file.
-Paths outside ``/memories``, traversal (``..``, encoded or not), hidden names
+Paths outside ``/memories``, traversal (``..``, encoded or not), control
+characters (shown escaped, ``\\x01``), hidden names
 (``.mdcg``) and names that are not safe ids are refused with the error texts
-of the tool's documentation; what the store refuses comes back
+of the tool's documentation; a symlink in the store is never followed, and every
+command names it; what the store refuses comes back
 as a ``ToolError`` too. Each command first takes in the files changed outside
 the engine (``MdCG.sync_if_changed``). Every change goes through
 :class:`~md_cg.MdCG` (index, log, locks), so several agents and processes can
@@ -60,9 +67,10 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -78,7 +86,7 @@ from anthropic.types.beta import (
 )
 from anyio.to_thread import run_sync
 
-from .. import fsops, merge, nodefile, paths
+from .. import fsops, layout, merge, nodefile, paths
 from ..editing import require_text, require_usable
 from ..errors import (
     DuplicateIdError,
@@ -88,6 +96,7 @@ from ..errors import (
     NodeNotFoundError,
     ProtectedNodeError,
     UnsafeIdError,
+    UnsafePathError,
 )
 from ..index import Entry
 from ..node import INT_END, INT_MIN, LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant, number_problem
@@ -95,9 +104,17 @@ from ..paths import BUCKETED_LAYER as BUCKETED
 from ..retention import stamp_scope
 from ..store import MdCG
 from ..temporal import asked_reason, was_asked
-from ..visibility import narrower
+from ..visibility import Scope, narrower
 
-__all__ = ["DEFAULT_LAYER", "MEMORIES", "AsyncMdCGMemoryTool", "MdCGMemoryTool", "MemoryFiles"]
+__all__ = [
+    "DEFAULT_LAYER",
+    "DEFAULT_SCOPE",
+    "MAX_VIEW_CHARS",
+    "MEMORIES",
+    "AsyncMdCGMemoryTool",
+    "MdCGMemoryTool",
+    "MemoryFiles",
+]
 
 #: The directory the memory tool's paths live in.
 MEMORIES = "/memories"
@@ -107,6 +124,15 @@ DEFAULT_LAYER = "contextual"
 DELETE_REASON = "deleted with Claude's memory tool"
 #: Lines of a folder listing before it is cut (``view_range`` pages further).
 MAX_LISTING = 500
+#: Characters of a ``view`` of a whole file before it is cut at a line (``view_range``
+#: shows the rest): the MCP server's ``get`` window (``md_cg.mcp_server.GET_CHARS``).
+MAX_VIEW_CHARS = 20_000
+#: A ``view`` with a ``view_range`` shows this many times ``max_view`` characters at most
+#: (the MCP server's ``get`` goes up to ``MAX_GET_CHARS``, five windows).
+VIEW_RANGE_TIMES = 5
+#: The scope a tool opened on a folder works in: ``mdcg mcp``'s default (no agent, no
+#: workspace, sensitivity up to ``normal``).
+DEFAULT_SCOPE = Scope()
 LINE_NUMBER_WIDTH = 6
 MD = ".md"
 
@@ -155,6 +181,42 @@ def numbered(lines: list[str], first: int) -> str:
     return "\n".join(f"{n:>{LINE_NUMBER_WIDTH}}\t{line}" for n, line in enumerate(lines, first))
 
 
+def bounded_view(lines: list[str], first: int, last: int, limit: int) -> str:
+    """Lines ``first`` to ``last`` (1-based) of a file, numbered, in at most ``limit``
+    characters: whole lines while they fit (a first line longer than ``limit`` is cut),
+    then a line saying what is not shown and the ``view_range`` that shows it. Never cuts
+    silently."""
+    shown: list[str] = []
+    used = 0
+    for n in range(first, last + 1):
+        row = f"{n:>{LINE_NUMBER_WIDTH}}\t{lines[n - 1]}"
+        if used + len(row) + 1 > limit and shown:
+            break
+        shown.append(row)
+        used += len(row) + 1
+    notes = []
+    end = first + len(shown) - 1
+    if shown and len(shown[0]) > limit:
+        size = len(lines[first - 1])
+        keep = max(limit - LINE_NUMBER_WIDTH - 1, 0)
+        shown[0] = shown[0][: LINE_NUMBER_WIDTH + 1 + keep]
+        notes.append(
+            f"[line {first} is {size:,} characters long; only its first {keep:,} are shown "
+            f"(a view shows at most {limit:,} characters)]"
+        )
+    if end < last:
+        which = (
+            f"line {last} of {len(lines)} is"
+            if end + 1 == last
+            else f"lines {end + 1} to {last} of {len(lines)} are"
+        )
+        notes.append(
+            f"[{which} not shown (a view shows at most {limit:,} characters): "
+            f"pass view_range [{end + 1}, {last}] to see {'it' if end + 1 == last else 'them'}]"
+        )
+    return "\n".join(shown + notes)
+
+
 def id_of_name(name: str) -> str:
     """The node id a file name stands for: ``notes.md`` -> ``notes``, ``notes.txt`` -> ``notes.txt``."""
     return name[: -len(MD)] if name.endswith(MD) and len(name) > len(MD) else name
@@ -179,9 +241,18 @@ class MemoryFiles:
     propagate: they are not the agent's fault and the runner reports them.
     """
 
-    def __init__(self, store: MdCG, *, max_listing: int = MAX_LISTING) -> None:
+    def __init__(
+        self, store: MdCG, *, max_listing: int = MAX_LISTING, max_view: int = MAX_VIEW_CHARS
+    ) -> None:
+        if not isinstance(max_view, int) or isinstance(max_view, bool) or max_view < 1:
+            raise InvalidArgumentError(
+                f"max_view must be a positive number of characters, got {max_view!r}",
+                name="max_view",
+                value=max_view,
+            )
         self.store = store
         self.max_listing = max_listing
+        self.max_view = max_view
 
     # -- the store calls (all of them; a scoped store handle goes here) -------------------
 
@@ -278,6 +349,7 @@ class MemoryFiles:
         """Check a tool path; raise ToolError with the documented text when it is not allowed."""
         if not isinstance(path, str):
             raise ToolError(f"Path must start with {MEMORIES}, got: {path!r}")
+        _refuse_control(path)
         if path != MEMORIES and not path.startswith(MEMORIES + "/"):
             raise ToolError(f"Path must start with {MEMORIES}, got: {path}")
         parts = tuple(p for p in path[len(MEMORIES) :].split("/") if p)
@@ -286,7 +358,6 @@ class MemoryFiles:
         decoded_parts = tuple(p for p in decoded[len(MEMORIES) :].split("/") if p)
         if (
             "\\" in decoded
-            or _CONTROL.search(decoded)
             or len(decoded_parts) != len(parts)
             or any(p in (".", "..") for p in parts + decoded_parts)
         ):
@@ -381,7 +452,8 @@ class MemoryFiles:
         head = f"Here's the content of {p.text} with line numbers:"
         if self.where(entry) != p.text:
             head = f"Here's the content of {p.text} (stored as {self.where(entry)}) with line numbers:"
-        return head + "\n" + numbered(lines[first - 1 : last], first)
+        limit = self.max_view if not command.view_range else self.max_view * VIEW_RANGE_TIMES
+        return head + "\n" + bounded_view(lines, first, last, limit)
 
     @staticmethod
     def _range(view_range: list[int] | None, n: int, path: str) -> tuple[int, int]:
@@ -455,7 +527,7 @@ class MemoryFiles:
             twin = self._twin(node_id)
             if twin is not None:
                 raise ToolError(f"Cannot create {p.text}: {_collision(p, twin)}") from None
-            why = self._unreadable(p)  # a broken file holds the name
+            why = self._unreadable(p, layout.rel_path(node))  # a broken file (a symlink) holds it
             if not why and self.store.scope is not None and not self._sees(node_id):
                 raise ToolError(  # as rename says it; the other memory is not named
                     f"Cannot create {p.text}: the id {node_id!r} is taken by a memory outside this "
@@ -482,9 +554,12 @@ class MemoryFiles:
         why = self._unreadable(p)
         return stop + why if why else ""
 
-    def _unreadable(self, p: _Path) -> str:
+    def _unreadable(self, p: _Path, stored_at: str | None = None) -> str:
         """What to add to "does not exist" or "already exists" when a file at ``p`` is there
-        but holds no usable memory (broken frontmatter...; an unscoped handle only)."""
+        but holds no usable memory: broken frontmatter... (an unscoped handle only), or a
+        symlink or other entry that is no regular file, at ``p`` itself, on the way to it,
+        or at ``stored_at`` (where a create writes; any handle: a symlink is nobody's
+        memory). Never follows a symlink."""
         name = p.parts[-1] if p.parts else ""
         for rel, reason in self.store.unreadable_files():
             folder, _, file = rel.rpartition("/")
@@ -492,6 +567,14 @@ class MemoryFiles:
                 return (
                     f" The file {MEMORIES}/{rel} is there but md-cg cannot read it as a memory "
                     f"({reason}); a person must repair or remove it."
+                )
+        for rel in _places(p, stored_at):
+            odd = _odd_entry(str(self.store.root), rel)
+            if odd is not None:
+                what = "file" if odd[0] == rel else "folder"
+                return (
+                    f" The {what} {MEMORIES}/{odd[0]} is there but md-cg cannot read it as a memory "
+                    f"({odd[1]}); a person must repair or remove it."
                 )
         return ""
 
@@ -787,6 +870,59 @@ def _require_text(node: Node, current: Node, refuse: str) -> None:
             ) from None
 
 
+def _refuse_control(path: str) -> None:
+    """Refuse a path holding a control character (``%01`` encoded too), shown escaped:
+    it is invisible in a reply, and no memory's name holds one."""
+    for text, how in ((path, "a control character"), (unquote(path), "an encoded control character")):
+        found = _CONTROL.search(text)
+        if found is not None:
+            raise ToolError(
+                f"The path {_escaped(path)} holds {how} ({_escaped(found.group())}): "
+                "names of memories cannot hold control characters"
+            )
+
+
+def _escaped(text: str) -> str:
+    """``text`` with its control characters written ``\\x01``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def _places(p: _Path, stored_at: str | None) -> Iterator[str]:
+    """Where a file of the path ``p`` may be in the store folder: the path itself (with
+    ``.md`` added), the ``contextual/`` file of a name directly in ``/memories``, and
+    ``stored_at``."""
+    if not p.parts:
+        return
+    names = [p.parts[-1]] + ([] if p.parts[-1].endswith(MD) else [p.parts[-1] + MD])
+    if len(p.parts) > 1:
+        yield from ("/".join((*p.parts[:-1], n)) for n in names)
+    else:
+        yield from (f"{DEFAULT_LAYER}/{n}" for n in names)
+    if stored_at is not None:
+        yield stored_at
+
+
+def _odd_entry(root: str, rel: str) -> tuple[str, str] | None:
+    """The symlink or other entry that is no regular file or folder at ``rel`` or on the
+    way to it, and why md-cg does not read it: (its path, why); ``None`` when there is
+    none (or nothing). Never follows a symlink."""
+    try:
+        st = fsops.lstat(root, rel)
+    except UnsafePathError as exc:  # a symlink on the way: the folder the error names
+        return exc.path, _SYMLINK if "symlink" in exc.reason else exc.reason
+    except OSError:  # absent, a name too long...
+        return None
+    if stat.S_ISLNK(st.st_mode):
+        return rel, _SYMLINK
+    if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
+        return rel, "not a regular file or folder"
+    return None
+
+
+#: Why md-cg does not read a symlink (as ``health()`` says it).
+_SYMLINK = "a symlink: md-cg never follows symlinks below the store root"
+
+
 def _collision(p: _Path, twin: Entry) -> str:
     """Why ``p`` names no memory of its own: ``twin``'s id differs from its name only by
     letter case or Unicode normalisation."""
@@ -889,9 +1025,18 @@ class _OnStore:
     files: MemoryFiles
     _owned: bool
 
-    def _attach(self, store: MdCG | str | os.PathLike[str], max_listing: int) -> None:
-        self.store, self._owned = (store, False) if isinstance(store, MdCG) else (MdCG(store), True)
-        self.files = MemoryFiles(self.store, max_listing=max_listing)
+    def _attach(
+        self, store: MdCG | str | os.PathLike[str], max_listing: int, scope: Scope | None, max_view: int
+    ) -> None:
+        if isinstance(store, MdCG):
+            if scope is not DEFAULT_SCOPE:
+                raise TypeError(
+                    "pass scope only when the tool opens the store (an open MdCG has its own scope)"
+                )
+            self.store, self._owned = store, False
+        else:
+            self.store, self._owned = MdCG(store, scope=scope), True
+        self.files = MemoryFiles(self.store, max_listing=max_listing, max_view=max_view)
 
     def close(self) -> None:
         """Close the store if this tool opened it."""
@@ -924,20 +1069,28 @@ class _OnStore:
 class MdCGMemoryTool(_OnStore, BetaAbstractMemoryTool):
     """Claude's memory tool (``memory_20250818``) on an md-cg store; see the module docstring.
 
-    ``store`` is an open :class:`~md_cg.MdCG` (the caller closes it) or a
-    folder (opened here, closed by :meth:`close` or the ``with`` block).
-    ``max_listing`` bounds a folder listing (lines).
+    ``store`` is an open :class:`~md_cg.MdCG` (the caller closes it, and its
+    scope is the tool's) or a folder (opened here, closed by :meth:`close` or
+    the ``with`` block). A folder is opened in ``scope``: by default
+    :data:`DEFAULT_SCOPE`, the scope ``mdcg mcp`` serves in by default (no
+    agent, no workspace, sensitivity up to ``normal``: memories of an agent or
+    a workspace and ``private``/``secret`` ones are not shown); pass a
+    :class:`~md_cg.Scope`, or ``None`` for an unscoped handle that sees every
+    memory. ``max_listing`` bounds a folder listing (lines), ``max_view`` a
+    ``view`` of a whole file (characters; ``view_range`` shows the rest).
     """
 
     def __init__(
         self,
         store: MdCG | str | os.PathLike[str],
         *,
+        scope: Scope | None = DEFAULT_SCOPE,
         max_listing: int = MAX_LISTING,
+        max_view: int = MAX_VIEW_CHARS,
         cache_control: Any = None,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self._attach(store, max_listing)
+        self._attach(store, max_listing, scope, max_view)
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self.files.view(command)
@@ -966,11 +1119,13 @@ class AsyncMdCGMemoryTool(_OnStore, BetaAsyncAbstractMemoryTool):
         self,
         store: MdCG | str | os.PathLike[str],
         *,
+        scope: Scope | None = DEFAULT_SCOPE,
         max_listing: int = MAX_LISTING,
+        max_view: int = MAX_VIEW_CHARS,
         cache_control: Any = None,
     ) -> None:
         super().__init__(cache_control=cache_control)
-        self._attach(store, max_listing)
+        self._attach(store, max_listing, scope, max_view)
 
     async def _run(self, fn: Callable[[Any], str], command: Any) -> str:
         return await run_sync(fn, command)

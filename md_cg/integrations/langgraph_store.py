@@ -49,7 +49,8 @@ being about the query come after them with ``score=None`` when ``fill`` is
 true (as LangGraph's stores return every item that passes the filter),
 newest first. Without a query, items come newest first. ``filter`` compares
 values as LangGraph's in-memory store does (equality, nested objects, and
-``$eq $ne $gt $gte $lt $lte``).
+``$eq $ne $gt $gte $lt $lte``). A negative ``limit`` or ``offset`` (search,
+``list_namespaces``) is an ``InvalidArgumentError`` (a ``ValueError``) naming it.
 
 **Batches.** Like LangGraph's stores, reads in a batch see the store as it
 was before the batch; the batch's puts (the last one per item wins) are then
@@ -530,6 +531,7 @@ class MdCGStore(BaseStore):
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
+            _check_page(op)
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
@@ -750,6 +752,24 @@ def _checked(namespace: tuple[str, ...], key: str, node: Node, *, created: bool 
             node_id=exc.node_id,
         ) from exc
     return node
+
+
+def _check_page(op: Op) -> None:
+    """Refuse a search or namespace listing whose ``limit`` or ``offset`` is not a whole
+    number of at least 0, naming the argument (an ``InvalidArgumentError``, a
+    ``ValueError``): a negative one would page nothing, or from where? LangGraph's
+    in-memory store takes it as a slice bound (``limit=-1``: all but the last item)."""
+    if not isinstance(op, SearchOp | ListNamespacesOp):
+        return
+    what = "search" if isinstance(op, SearchOp) else "list_namespaces"
+    for name in ("limit", "offset"):
+        value = getattr(op, name)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise InvalidArgumentError(
+                f"{what} {name} must be a whole number of at least 0, got {value!r}",
+                name=name,
+                value=value,
+            )
 
 
 def _scope_record(scope: Scope | None) -> list[str | None] | None:
