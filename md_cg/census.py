@@ -57,7 +57,7 @@ from .index import Entry
 from .layout import ORPHAN, route_key_of
 from .node import LAYERS, Node
 from .routing import BucketHealth, bucket_health
-from .sqlite_source import iter_storable_rows, open_readonly
+from .sqlite_source import iter_storable_rows, open_readonly, row_label
 from .store import MdCG
 
 #: The four ``condition_space`` fields of the seed, in report order.
@@ -390,7 +390,7 @@ def records_from_sqlite(path: str | Path, on_error: ErrorSink = stderr_sink) -> 
             if row.node is not None:
                 yield row.node
             else:
-                on_error(f"{path}: {row.table} rowid {row.rowid}", row.error or "")
+                on_error(f"{path}: {row_label(row.table, row.rowid, row.node_id)}", row.reason)
     finally:
         conn.close()
 

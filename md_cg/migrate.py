@@ -76,7 +76,7 @@ from .errors import (
 )
 from .node import LAYERS, Edge, Node
 from .script import short_repr
-from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly
+from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly, show_id
 from .store import MdCG
 
 #: Folder of the migration journals, under the store's ``.mdcg/``.
@@ -164,6 +164,13 @@ class MigrationReport:
     #: changed in the store after the source's version, or forgotten there
     kept: list[tuple[str, str]] = field(default_factory=list)
     changed_ids: list[str] = field(default_factory=list)
+    #: (id, folder, why) of the good rows not written because the store refuses the folder
+    #: (or file) they belong in: a symlink, a file where a folder belongs... (md-cg never
+    #: writes through one); the other rows migrate. Fix the folder and run again.
+    refused: list[tuple[str, str, str]] = field(default_factory=list)
+    #: rows a resumed run found written by the interrupted run (by its journal) whose id no
+    #: file of the store holds now (deleted since): not skipped, written again (or kept)
+    rewritten: int = 0
     dangling_edges: list[tuple[str, str]] = field(default_factory=list)
     layers: dict[str, int] = field(default_factory=dict)
     buckets: dict[str, int] = field(default_factory=dict)
@@ -188,6 +195,8 @@ class MigrationReport:
     #: the good rows' ids and out-edges, for ``dangling_edges`` (filled by the first pass)
     _good: set[str] = field(default_factory=set, repr=False)
     _edges: list[tuple[str, str]] = field(default_factory=list, repr=False)
+    #: path -> why, of each folder (or file) of the store a write of this run refused
+    _refused_paths: dict[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def dry_run(self) -> bool:
@@ -196,9 +205,10 @@ class MigrationReport:
 
     @property
     def ok(self) -> bool:
-        """No mismatch, the source was the same at the end as at the start, and some row
-        was good (a source whose every row is bad migrated nothing)."""
-        return not self.mismatches and not self.source_changed and not self.nothing_good
+        """No mismatch, the source was the same at the end as at the start, some row was
+        good (a source whose every row is bad migrated nothing) and no good row was refused
+        by the store (:attr:`refused`)."""
+        return not self.mismatches and not self.source_changed and not self.nothing_good and not self.refused
 
     @property
     def nothing_good(self) -> bool:
@@ -234,6 +244,8 @@ class MigrationReport:
             "extras": list(self.extras),
             "kept": [{"id": i, "why": why} for i, why in self.kept],
             "changed_ids": list(self.changed_ids),
+            "refused": [{"id": i, "folder": where, "why": why} for i, where, why in self.refused],
+            "rewritten": self.rewritten,
             "dangling_edges": [[_json_id(x) for x in e] for e in self.dangling_edges],
             "layers": dict(self.layers),
             "buckets": dict(self.buckets),
@@ -285,11 +297,7 @@ class MigrationReport:
             lines.append("  the source database changed while it was read: run again")
         if self.nothing_good:
             lines.append("  no row of the source is good: nothing migrated (see the bad rows)")
-        if self.kept:
-            lines.append(
-                f"  kept {len(self.kept):,} memory(ies) the store changed since: not replaced "
-                "(listed below; overwrite replaces them, never an archived one)"
-            )
+        lines += self._store_lines()
         knowledge = sum(self.buckets.values())
         if knowledge:
             largest, size = max(self.buckets.items(), key=lambda kv: (kv[1], kv[0]))
@@ -321,17 +329,36 @@ class MigrationReport:
             lines,
             "bad rows",
             [
-                f"{r.table} rowid {r.rowid} ({'id' if r.table == 'nodes' else 'source'} "
-                f"{r.node_id!r}): {r.reason}"
+                f"{r.table} rowid {r.rowid} ({'id' if r.table == 'nodes' else 'source'}"
+                f"{':' if isinstance(r.node_id, bytes) else ''} {show_id(r.node_id)}): {r.reason}"
                 for r in self.bad_rows
             ],
             limit,
+        )
+        _section(
+            lines, "refused by the store", [f"{i}: {where}: {why}" for i, where, why in self.refused], limit
         )
         if self.mode == "dry-run":
             _section(lines, "would change", self.changed_ids, limit)
         _section(lines, "kept (the store's version stands)", [f"{i}: {why}" for i, why in self.kept], limit)
         _section(lines, "extra ids in dest (not in the source)", self.extras, limit)
         return "\n".join(lines) + "\n"
+
+    def _store_lines(self) -> list[str]:
+        """The rows the store refused or kept (none when there are none)."""
+        lines: list[str] = []
+        if self.refused:
+            lines.append(
+                f"  {'would refuse' if self.mode == 'dry-run' else 'refused'} {len(self.refused):,} "
+                "good row(s): the store's folder for them cannot be used (listed below; nothing is "
+                "written through a symlink): fix it and run again"
+            )
+        if self.kept:
+            lines.append(
+                f"  kept {len(self.kept):,} memory(ies) the store changed since: not replaced "
+                "(listed below; overwrite replaces them, never an archived one)"
+            )
+        return lines
 
     def _resume_lines(self) -> list[str]:
         """What a resume found of the interrupted run (none when it did not resume)."""
@@ -340,6 +367,10 @@ class MigrationReport:
             lines.append(f"  resumed after source rowid {self.resumed_from}")
         if self.restarted:
             lines.append(f"  started over: {self.restarted}")
+        if self.rewritten:
+            lines.append(
+                f"  wrote again {self.rewritten:,} row(s) the interrupted run had written whose file is gone"
+            )
         if self.temp_removed:
             lines.append(f"  removed {len(self.temp_removed)} temp file(s) of the interrupted run")
         if self.recovered > self.undone:
@@ -534,14 +565,7 @@ def diff_nodes(expected: Node, actual: Node) -> tuple[list[str], str]:
 
 
 def _bad_row(row: RowResult) -> BadRow:
-    reason = row.error or ""
-    if row.table == "nodes":
-        prefix = f"nodes rowid {row.rowid} (id {row.node_id!r}): "
-    else:
-        prefix = f"edges rowid {row.rowid}: "
-    if reason.startswith(prefix):
-        reason = reason[len(prefix) :]
-    return BadRow(row.rowid, row.node_id, reason, row.table)
+    return BadRow(row.rowid, row.node_id, row.reason, row.table)
 
 
 #: :func:`md_cg.sqlite_source.iter_storable_rows` (the census reads the same rows).
@@ -727,7 +751,10 @@ def _dry_run(
             elif store is not None and (why := kept_reason(store, node, forgotten, report.overwrite)):
                 report.kept.append((node.id, why))
             else:
-                _count(report, node, classify(store, dest, node))
+                try:
+                    _count(report, node, classify(store, dest, node))
+                except UnsafePathError as exc:  # a symlinked folder: the run would refuse the row
+                    _refuse(report, [node], exc)
             if done % report.batch == 0:
                 _tick(progress, done, total)
         _tick(progress, done, total)
@@ -805,9 +832,34 @@ def _flush(store: MdCG, dest: Path, src: Path, pending: list[Node], report: Migr
     Under the ids' locks from the look to the write, the tombstones read again
     there: an agent's forget or update of one of them lands before the look
     (and is kept) or after the write."""
+    if report._refused_paths:  # a folder an earlier batch found refused: its rows are not tried
+        pending[:] = [n for n in pending if not _refused_before(report, n)]
     engine = store._engine
     with engine.lock, engine.hold([n.id for n in pending]):
         return _write_held(store, dest, src, pending, forgotten_ids(store), report)
+
+
+def _refused_before(report: MigrationReport, node: Node) -> bool:
+    """Whether ``node`` belongs under a path of the store a write refused (listed if so)."""
+    rel = layout.rel_path(node)
+    for where, why in report._refused_paths.items():
+        if rel == where or rel.startswith(where + "/"):
+            report.refused.append((node.id, where, why))
+            return True
+    return False
+
+
+def _refuse(report: MigrationReport, nodes: list[Node], exc: UnsafePathError) -> bool:
+    """Take out of ``nodes`` (in place) those under the path ``exc`` refuses (a folder
+    that is a symlink, a file where a folder belongs...), listed in ``report.refused``;
+    False when none is (the error is not about these nodes)."""
+    report._refused_paths[exc.path] = exc.reason
+    left = [n for n in nodes if not _refused_before(report, n)]
+    if len(left) == len(nodes):
+        del report._refused_paths[exc.path]
+        return False
+    nodes[:] = left
+    return True
 
 
 def _write_held(
@@ -827,6 +879,12 @@ def _write_held(
     except IdCollisionError:
         # another process (a second migration, an agent) took a twin id meanwhile
         store.refresh()
+        return _write_held(store, dest, src, pending, forgotten, report)
+    except UnsafePathError as exc:
+        # a folder the store refuses (a symlink): nothing was written; its rows are
+        # listed, the rest of the batch is written
+        if not _refuse(report, pending, exc):
+            raise
         return _write_held(store, dest, src, pending, forgotten, report)
     if moved:
         # A move stamps updated_at; put the source's value back.
@@ -876,9 +934,12 @@ def _write(
                 continue
             done += 1
             if start_after is not None and row.rowid <= start_after:
-                if node is not None:
+                if node is None:
+                    continue
+                if node.id in store._engine.state.entries:
                     report.skipped += 1
-                continue
+                    continue
+                report.rewritten += 1  # the journal says written, the file is gone: written again
             last_rowid = row.rowid
             if node is not None:
                 pending.append(node)
@@ -916,7 +977,7 @@ def _verify(
         unreadable = {f.path: f.detail for f in health.findings if f.kind == "unreadable_file"}
         untracked = {f.node_id: f.path for f in health.findings if f.kind == "untracked_file"}
         good: set[str] = set()
-        kept = {i for i, _ in report.kept}
+        kept = {i for i, _ in report.kept} | {i for i, _, _ in report.refused}  # not written: listed
         forgotten = forgotten_ids(store)
         done = 0
         for row in _rows(conn):
@@ -1069,7 +1130,8 @@ def _run(
         conn.close()
     report.source_changed = source_identity(src_path) != identity
     # edges kept in the files whose target is no migrated node (not in the source, or a bad row)
-    kept = {i for i, _ in report.kept}  # their files keep the store's edges, not the row's
+    # their files keep the store's edges, not the row's (a refused row has no file)
+    kept = {i for i, _ in report.kept} | {i for i, _, _ in report.refused}
     report.dangling_edges = [(a, b) for a, b in report._edges if b not in report._good and a not in kept]
     report.seconds = time.perf_counter() - started
     return report

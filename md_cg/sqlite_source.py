@@ -178,6 +178,12 @@ class RowResult:
         """True when the row became a valid node."""
         return self.error is None
 
+    @property
+    def reason(self) -> str:
+        """:attr:`error` without the row's label (:func:`row_label`) it starts with."""
+        text = self.error or ""
+        return text.removeprefix(row_label(self.table, self.rowid, self.node_id) + ": ")
+
 
 @dataclass(frozen=True)
 class SourceInfo:
@@ -367,6 +373,33 @@ def _id_text(value: Any) -> Any:
     return value
 
 
+def _kind(value: Any) -> str:
+    """What a cell holds, in sqlite's words: ``a BLOB``, ``an INTEGER``..."""
+    if isinstance(value, bytes):
+        return "a BLOB"
+    if isinstance(value, bool | int):
+        return "an INTEGER"
+    return "a REAL" if isinstance(value, float) else f"a {type(value).__name__}"
+
+
+def show_id(value: Any) -> str:
+    """A raw id (or edge end) as a message shows it: the ``repr`` of text or a number,
+    ``a BLOB of 6 bytes`` for a BLOB, ``text that is not valid UTF-8`` for such text."""
+    if isinstance(value, BadText):
+        return "text that is not valid UTF-8"
+    if isinstance(value, bytes):
+        return f"a BLOB of {len(value):,} byte{'s' if len(value) != 1 else ''}"
+    return repr(value)
+
+
+def row_label(table: str, rowid: int, raw_id: Any) -> str:
+    """``nodes rowid 4 (id 'x')``, ``nodes rowid 9 (id: a BLOB of 3 bytes)`` or ``edges rowid 2``:
+    how a bad row's error starts (:attr:`RowResult.reason` is what follows)."""
+    if table != "nodes":
+        return f"{table} rowid {rowid}"
+    return f"nodes rowid {rowid} (id{':' if isinstance(raw_id, bytes) else ''} {show_id(raw_id)})"
+
+
 def _is_empty(value: Any) -> bool:
     return value is None or (isinstance(value, (list, dict)) and not value)
 
@@ -548,9 +581,7 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
         raise InvalidNodeError("column 'id' is NULL", field="id")
     if not isinstance(node_id, str):
         raise InvalidNodeError(
-            f"column 'id' holds a {type(node_id).__name__}, expected text",
-            field="id",
-            value=node_id,
+            f"column 'id' holds {_kind(node_id)}, expected text", field="id", value=node_id
         )
     check_new_id(node_id)  # it becomes a file: one that every clone can hold
     if lowered.get("layer") is None:
@@ -561,7 +592,7 @@ def row_to_node(row: Mapping[str, Any], edges: Sequence[Mapping[str, Any]] = ())
     if content is None:
         problems.append("column 'content' is NULL (use '' for an empty body)")
     elif not isinstance(content, str):
-        problems.append(f"column 'content' holds a {type(content).__name__}, expected text")
+        problems.append(f"column 'content' holds {_kind(content)}, which a node cannot carry")
 
     kwargs, extra = _row_fields(row, lowered, problems)
     edge_dicts = []
@@ -606,18 +637,49 @@ _FIRST_INSTANT = -62135596800.0  # 0001-01-01T00:00:00Z
 _AFTER_LAST_INSTANT = 253402300800.0  # 10000-01-01T00:00:00Z (9999-12-31T23:59:59.999999Z is the last)
 
 
-def _id_taken(node_id: str, first_seen: dict[str, int], folded: dict[str, tuple[str, int]]) -> str | None:
-    """Why an earlier row owns ``node_id`` (the same id, or one differing only by case or
-    normalisation), or None."""
-    if node_id in first_seen:
-        return f"duplicate id, first seen at nodes rowid {first_seen[node_id]}"
-    twin = folded.get(id_fold(node_id))
-    if twin is None:
-        return None
-    return (
-        f"the id differs from {twin[0]!r} (nodes rowid {twin[1]}) only by letter case or Unicode "
-        "normalisation: one file on macOS and Windows"
-    )
+class _Owners:
+    """Which row owns each id: the first row carrying it, good or bad (a later row with
+    the id, or with one differing only by case or normalisation, is a duplicate), and why
+    an owner was rejected."""
+
+    def __init__(self) -> None:
+        self.first: dict[str, int] = {}
+        self.folded: dict[str, tuple[str, int]] = {}  # id_fold(id) -> (id, rowid)
+        self.rejected: dict[int, str] = {}  # rowid of an owner -> why it is a bad row
+
+    def claim(self, node_id: str, rowid: int) -> None:
+        if node_id not in self.first:
+            self.first[node_id] = rowid
+            self.folded.setdefault(id_fold(node_id), (node_id, rowid))
+
+    def taken(self, node_id: str) -> str | None:
+        """Why an earlier row owns ``node_id`` (the same id, or one differing only by
+        case or normalisation), or None."""
+        if node_id in self.first:
+            rowid = self.first[node_id]
+            if rowid in self.rejected:
+                return (
+                    f"duplicate id: nodes rowid {rowid} holds it first, and was rejected "
+                    f"({self.rejected[rowid]}); neither row is stored"
+                )
+            return f"duplicate id, first seen at nodes rowid {rowid}"
+        twin = self.folded.get(id_fold(node_id))
+        if twin is None:
+            return None
+        why = self.rejected.get(twin[1])
+        rejected = f", which was rejected ({why}); neither row is stored" if why else ""
+        return (
+            f"the id differs from {twin[0]!r} (nodes rowid {twin[1]}{rejected}) only by letter case or "
+            "Unicode normalisation: one file on macOS and Windows"
+        )
+
+    def bad(self, rowid: int, node_id: Any, reason: str) -> RowResult:
+        """The bad row ``rowid``, noted as rejected if it owns its id."""
+        node_id_text = _id_text(node_id)
+        if isinstance(node_id_text, str) and self.first.get(node_id_text) == rowid:
+            why = reason.removeprefix(f"node {node_id_text!r}: ")
+            self.rejected[rowid] = why if len(why) <= 160 else why[:157] + "..."
+        return RowResult(rowid, node_id, None, f"{row_label('nodes', rowid, node_id)}: {reason}")
 
 
 def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
@@ -628,30 +690,32 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     rows, each edge whose source is no row of ``nodes`` yields a result with
     ``table="edges"``. Node rows are streamed; edges are preloaded.
     """
+    return _iter_rows(conn, storable=False)
+
+
+def _iter_rows(conn: sqlite3.Connection, *, storable: bool) -> Iterator[RowResult]:
+    """:func:`iter_rows`; ``storable``: a node that cannot be stored as a file is a bad
+    row too (:func:`iter_storable_rows`), and a later row with its id says so."""
     edges_by_source = _load_edges(conn)
     columns = _columns(conn, "nodes")
-    first_seen: dict[str, int] = {}
-    folded: dict[str, tuple[str, int]] = {}  # id_fold(id) -> (id, rowid)
+    owners = _Owners()
     for rowid, *values in _select(conn, "nodes", columns):
         row = dict(zip(columns, values, strict=True))
         raw_id = next((v for k, v in row.items() if k.lower() == "id"), None)
         node_id = _id_text(raw_id)
-        where = f"nodes rowid {rowid} (id {raw_id!r})"
         undecodable = [k for k, v in row.items() if isinstance(v, BadText)]
         if undecodable:
-            if isinstance(node_id, str) and node_id not in first_seen:
-                first_seen[node_id] = rowid  # the first row carrying an id owns it, bad or not
-                folded.setdefault(id_fold(node_id), (node_id, rowid))
+            if isinstance(node_id, str):
+                owners.claim(node_id, rowid)  # the first row carrying an id owns it, bad or not
             column = undecodable[0]
-            yield RowResult(rowid, raw_id, None, f"{where}: column {column!r} is {row[column].error}")
+            yield owners.bad(rowid, raw_id, f"column {column!r} is {row[column].error}")
             continue
         if isinstance(node_id, str):
-            taken = _id_taken(node_id, first_seen, folded)
+            taken = owners.taken(node_id)
             if taken is not None:
-                yield RowResult(rowid, raw_id, None, f"{where}: {taken}")
+                yield RowResult(rowid, raw_id, None, f"{row_label('nodes', rowid, raw_id)}: {taken}")
                 continue
-            first_seen[node_id] = rowid
-            folded[id_fold(node_id)] = (node_id, rowid)
+            owners.claim(node_id, rowid)
         edge_rows, bad_edges = [], []
         for edge_rowid, edge_row in edges_by_source.get(node_id, ()) if isinstance(node_id, str) else ():
             problem = _edge_problem(edge_row, node_id)
@@ -662,29 +726,42 @@ def iter_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
         try:
             node = row_to_node(row, edge_rows)
         except InvalidNodeError as exc:
-            yield RowResult(rowid, raw_id, None, f"{where}: {exc}")
+            yield owners.bad(rowid, raw_id, str(exc))
             continue
-        yield RowResult(rowid, raw_id, node, None)
-        for edge_rowid, edge_row, problem in bad_edges:  # the node stands without them
-            target = edge_row.get("target")
-            shown = target if not isinstance(target, bytes) else bytes(target)
-            yield RowResult(
-                edge_rowid,
-                edge_row.get("source"),
-                None,
-                f"edges rowid {edge_rowid}: the edge {node_id!r} -> {shown!r} is left out: {problem}",
-                table="edges",
-            )
+        unstorable = _unstorable(node) if storable else None
+        if unstorable is None:
+            yield RowResult(rowid, raw_id, node, None)
+        else:
+            yield owners.bad(rowid, raw_id, unstorable)
+        yield from _bad_edges(node.id, bad_edges)  # the node stands without them
+    yield from _orphan_edges(edges_by_source, owners.first)
+
+
+def _bad_edges(node_id: str, bad_edges: Sequence[tuple[int, Mapping[str, Any], str]]) -> Iterator[RowResult]:
+    for edge_rowid, edge_row, problem in bad_edges:
+        target = show_id(edge_row.get("target"))
+        yield RowResult(
+            edge_rowid,
+            edge_row.get("source"),
+            None,
+            f"edges rowid {edge_rowid}: the edge {node_id!r} -> {target} is left out: {problem}",
+            table="edges",
+        )
+
+
+def _orphan_edges(
+    edges_by_source: Mapping[Any, list[tuple[int, dict[str, Any]]]], ids: Mapping[str, int]
+) -> Iterator[RowResult]:
     for source, items in edges_by_source.items():
-        if source in first_seen:
+        if source in ids:
             continue
         for edge_rowid, edge_row in items:
             yield RowResult(
                 edge_rowid,
                 edge_row.get("source"),
                 None,
-                f"edges rowid {edge_rowid}: source {edge_row.get('source')!r} "
-                f"(target {edge_row.get('target')!r}) is not a node in 'nodes'",
+                f"edges rowid {edge_rowid}: source {show_id(edge_row.get('source'))} "
+                f"(target {show_id(edge_row.get('target'))}) is not a node in 'nodes'",
                 table="edges",
             )
 
@@ -777,16 +854,13 @@ def iter_storable_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     unresolved merge (:data:`CONFLICT_TEXT`). Rejecting those here keeps one bad
     row from failing a whole batch commit, and every pass agrees on the rows.
     """
-    for row in iter_rows(conn):
-        node = row.node
-        if node is not None:
-            where = f"nodes rowid {row.rowid} (id {row.node_id!r})"
-            try:
-                nodefile.dump_bytes(node)
-            except (InvalidNodeError, UnicodeError) as exc:
-                why = f"{where}: cannot be written to a node file: {exc}"
-                row = RowResult(row.rowid, row.node_id, None, why)
-            else:
-                if has_conflict_markers(node.body):
-                    row = RowResult(row.rowid, row.node_id, None, f"{where}: {CONFLICT_TEXT}")
-        yield row
+    return _iter_rows(conn, storable=True)
+
+
+def _unstorable(node: Node) -> str | None:
+    """Why ``node`` cannot be stored as a node file, or None."""
+    try:
+        nodefile.dump_bytes(node)
+    except (InvalidNodeError, UnicodeError) as exc:
+        return f"cannot be written to a node file: {exc}"
+    return CONFLICT_TEXT if has_conflict_markers(node.body) else None

@@ -66,7 +66,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import editing, fsops, index, nodefile, paths, retention, visibility
+from . import editing, fsops, index, layout, nodefile, paths, retention, visibility
 from .engine import foreign_file
 from .errors import (
     DuplicateIdError,
@@ -195,7 +195,7 @@ class ImportReport:
         if self.bad:
             parts.append(f"{len(self.bad)} bad left out")
         if self.kept:
-            parts.append(f"{len(self.kept)} kept (the store's file cannot be read)")
+            parts.append(f"{len(self.kept)} kept (the store's file or folder cannot be used)")
         if self.warned:
             parts.append(f"{len(self.warned)} with a time outside the years 1-9999 (warned)")
         dry = "; dry run: nothing was written" if self.dry_run else ""
@@ -257,6 +257,10 @@ def read_records(data: bytes) -> Iterator[tuple[str, Any]]:
     except orjson.JSONDecodeError as exc:
         head = data.lstrip()
         if head.startswith(b"[") or head.split(b"\n", 1)[0].strip() == b"{":  # an array, a spread object
+            bad = _not_utf8(data)
+            if bad is not None:
+                yield f"line {bad[0]}", ImportSourceError(bad[1])
+                return
             yield f"line {exc.lineno}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
             return
         yield from _json_lines(data)
@@ -290,7 +294,22 @@ def _json_lines(data: bytes) -> Iterator[tuple[str, Any]]:
             try:
                 yield f"line {n}", _loads(line)
             except orjson.JSONDecodeError as exc:
-                yield f"line {n}", ImportSourceError(f"not JSON: {exc.msg} (column {exc.colno})")
+                bad = _not_utf8(line)
+                why = bad[1] if bad is not None else f"not JSON: {exc.msg} (column {exc.colno})"
+                yield f"line {n}", ImportSourceError(why)
+
+
+def _not_utf8(data: bytes) -> tuple[int, str] | None:
+    """(line number, why) of the first bytes of ``data`` that are not UTF-8, or None."""
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        return data.count(b"\n", 0, exc.start) + 1, (
+            f"not valid UTF-8 at byte {exc.start - start} of the line ({data[exc.start : exc.start + 1]!r}); "
+            "save the file as UTF-8"
+        )
+    return None
 
 
 def _refuse_big_integers(record: dict[str, Any]) -> None:
@@ -511,7 +530,8 @@ def import_nodes(
         with _read_only_view(store) as view:
             nodes = _creatable(view, nodes, report)
             _refuse_bad(report, skip_bad)
-            plan = _planned(replace(writer, store=view), nodes, report)
+            plan = _dry_refusals(view, _planned(replace(writer, store=view), nodes, report))
+            _note_kept(report, plan)
     else:
         nodes = _creatable(store, nodes, report)
         _refuse_bad(report, skip_bad)  # before anything is written
@@ -519,9 +539,7 @@ def import_nodes(
         # drift; files edited by hand are then seen as they are.
         store.sync()
         plan = writer.write(_planned(writer, nodes, report), batch, progress)
-        report.kept += [BadRecord(w, n.id, s.removeprefix(_KEPT)) for w, n, s in plan if s.startswith(_KEPT)]
-        report.kept.sort(key=lambda kept: int(kept.where.rpartition(" ")[2]))
-        report.ids = [n.id for _w, n, status in plan if not status.startswith(_KEPT)]
+        _note_kept(report, plan)
         if report.archived:  # written live first, then moved back to archive/ (one commit)
             store.archive([i for i in report.archived if i in set(report.ids)])
     for _where, _node, status in plan:
@@ -531,6 +549,14 @@ def import_nodes(
         report.moved += status == "moved"
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _note_kept(report: ImportReport, plan: Planned) -> None:
+    """The records of ``plan`` not written (kept) into ``report.kept``, in source order;
+    ``report.ids``: the others."""
+    report.kept += [BadRecord(w, n.id, s.removeprefix(_KEPT)) for w, n, s in plan if s.startswith(_KEPT)]
+    report.kept.sort(key=lambda kept: int(kept.where.rpartition(" ")[2]))
+    report.ids = [n.id for _w, n, status in plan if not status.startswith(_KEPT)]
 
 
 @contextmanager
@@ -654,6 +680,8 @@ class _Writer:
     durable: bool | None
     #: ids whose record says archived: the same record of an archived memory is unchanged
     archived: frozenset[str] = frozenset()
+    #: path -> why, of each folder (or file) of the store a write of this import refused
+    refused: dict[str, str] = field(default_factory=dict)
 
     def plan(self, nodes: list[tuple[str, Node]]) -> Planned:
         """Each node with what writing it does (created / updated / moved / unchanged),
@@ -695,19 +723,45 @@ class _Writer:
                 progress(len(done), len(plan))
         return done
 
+    def _add(self, chunk: Planned) -> None:
+        """Write the nodes of ``chunk`` to be written, in one commit. A record whose folder
+        the store refuses (a symlink, a file where a folder belongs: never written
+        through) is kept (its status says why, in place) and the rest written."""
+        while True:
+            if self.refused:
+                chunk[:] = [self._refused(item) for item in chunk]
+            pending = [n for _w, n, status in chunk if status != "unchanged" and not status.startswith(_KEPT)]
+            if not pending:
+                return
+            try:
+                self.store.add_many(
+                    pending, overwrite=self.overwrite, durable=self.durable, stamp=False, decide=True
+                )
+                return
+            except UnsafePathError as exc:  # nothing was written
+                if exc.path in self.refused or not any(_under(n, exc.path) for n in pending):
+                    raise
+                self.refused[exc.path] = exc.reason
+
+    def _refused(self, item: tuple[str, Node, str]) -> tuple[str, Node, str]:
+        """``item``, kept (with why) when its node goes under a path the store refused."""
+        where, node, status = item
+        if status == "unchanged" or status.startswith(_KEPT):
+            return item
+        for path, why in self.refused.items():
+            if _under(node, path):
+                return where, node, f"{_KEPT}{refused_text(path, why)}"
+        return item
+
     def commit(self, chunk: Planned, before: int) -> Planned:
         """One batch as one commit. Without ``overwrite`` a node is only ever added:
         when another writer stored one of the ids meanwhile, the batch is planned
         again -- the same content is then ``unchanged`` (two imports of one file both
         succeed), other content stops the import with the ids named."""
+        chunk = list(chunk)
         for _attempt in range(3):
-            pending = [n for _w, n, status in chunk if status != "unchanged" and not status.startswith(_KEPT)]
-            if not pending:
-                return chunk
             try:
-                self.store.add_many(
-                    pending, overwrite=self.overwrite, durable=self.durable, stamp=False, decide=True
-                )
+                self._add(chunk)
                 return chunk
             except DuplicateIdError as exc:
                 error = exc
@@ -733,6 +787,45 @@ class _Writer:
             f"the {before} record(s) before it were imported; a re-run reads the store's files again "
             "first: it keeps and lists a record whose file cannot be read, and names one whose id is taken"
         )
+
+
+def _under(node: Node, path: str) -> bool:
+    """Whether ``node``'s file is ``path`` or below it."""
+    rel = layout.rel_path(node)
+    return rel == path or rel.startswith(path + "/")
+
+
+def refused_text(path: str, why: str) -> str:
+    """Why a record is not written: the store refuses the folder it goes in."""
+    return f"{path} {why}: nothing is written through it -- fix it, then import again"
+
+
+def _dry_refusals(store: MdCG, plan: Planned) -> Planned:
+    """``plan`` with the records whose folder the store would refuse (a symlink...) kept,
+    as the import will keep them: each folder written to is looked at once."""
+    looked: dict[str, str | None] = {}
+    out: Planned = []
+    for where, node, status in plan:
+        if status in ("created", "updated", "moved"):
+            folder = layout.rel_path(node).rpartition("/")[0]
+            if folder not in looked:
+                looked[folder] = _folder_refusal(str(store.root), folder)
+            if looked[folder] is not None:
+                status = f"{_KEPT}{looked[folder]}"
+        out.append((where, node, status))
+    return out
+
+
+def _folder_refusal(root: str, folder: str) -> str | None:
+    """Why a write would refuse ``folder`` of the store at ``root``, or None (a folder
+    not made yet is made by the write)."""
+    try:
+        os.close(fsops.open_dir(root, folder))
+    except UnsafePathError as exc:
+        return refused_text(exc.path, exc.reason)
+    except OSError:
+        return None
+    return None
 
 
 def _taken(plan: Planned) -> list[BadRecord]:

@@ -292,7 +292,7 @@ def test_sqlite_census_store_census_and_migration_count_the_same_rows(tmp_path: 
     seen: list[str] = []
     rows = list(census_module.records_from_sqlite(src, lambda where, reason: seen.append(where)))
     assert [n.id for n in rows] == ["plain", "fenced", "expires"]
-    assert seen == [f"{src}: nodes rowid 2"]
+    assert seen == [f"{src}: nodes rowid 2 (id 'conflict')"]
     report = migrate(src, tmp_path / "m")
     assert report.migrated == 3 and [b.rowid for b in report.bad_rows] == [2]
     assert sorted(e.id for e in records_from_folder(tmp_path / "m", lambda w, r: None)) == [

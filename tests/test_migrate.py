@@ -132,7 +132,7 @@ EXPECTED_BAD = [
         "measurement, formal_proof, data, other (or absent) (got 'proof')",
     ),
     BadRow(7, "null_content", "column 'content' is NULL (use '' for an empty body)"),
-    BadRow(9, b"\x00id", "column 'id' holds a bytes, expected text"),
+    BadRow(9, b"\x00id", "column 'id' holds a BLOB, expected text"),
     BadRow(
         10,
         "lone_surrogate",

@@ -379,7 +379,10 @@ def test_round_three_rowid_columns_bad_first_rows_kept_edges_and_archived_export
         conn.execute("INSERT INTO nodes VALUES ('a', 'knowledge', 'second row with id a')")
     conn.close()
     report = migrate(tmp_path / "b.sqlite", tmp_path / "b")
-    assert [r.reason for r in report.bad_rows][1] == "duplicate id, first seen at nodes rowid 1"
+    assert [r.reason for r in report.bad_rows][1] == (
+        "duplicate id: nodes rowid 1 holds it first, and was rejected (column 'content' is not "
+        "valid UTF-8 at byte 0); neither row is stored"
+    )
     # an edge of a kept row was never written: it is not counted as a kept dangling edge
     src = _source(tmp_path / "k.sqlite", [("k1", "knowledge", "source version")])
     _exec(src, "CREATE TABLE edges (source, target, type)")

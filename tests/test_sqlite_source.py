@@ -141,8 +141,16 @@ def test_duplicate_ids_keep_the_first_row_even_when_it_is_bad(tmp_path: Path):
     conn.close()
     assert [r.rowid for r in results] == [1, 2, 3]
     assert "unknown layer" in results[0].error
-    assert "first seen at nodes rowid 1" in results[1].error
-    assert "first seen at nodes rowid 1" in results[2].error
+    # the first row owns the id though it is bad: the later ones say it was rejected
+    rejected = (
+        "duplicate id: nodes rowid 1 holds it first, and was rejected (unknown layer 'nowhere'; "
+        "expected one of: anchor, structural, knowledge, contextual, self, rejected, unresolved); "
+        "neither row is stored"
+    )
+    assert [r.error for r in results[1:]] == [
+        f"nodes rowid 2 (id 'a'): {rejected}",
+        f"nodes rowid 3 (id 'a'): {rejected}",
+    ]
 
 
 def test_reading_leaves_the_source_bytes_and_folder_unchanged(tmp_path: Path):

@@ -867,7 +867,8 @@ def test_a_record_whose_file_was_broken_by_hand_is_kept_and_the_rest_imported(tm
     assert run.exit_code == 0, run.output
     first, *rest = run.stdout.splitlines()
     assert first.startswith(
-        f"{source}: 5 record(s): 1 new, 1 changed, 2 unchanged, 1 kept (the store's file cannot be read) ("
+        f"{source}: 5 record(s): 1 new, 1 changed, 2 unchanged, "
+        "1 kept (the store's file or folder cannot be used) ("
     )
     assert rest == [f"  kept: line 3: {BROKEN_X2}"]
     with MdCG(root) as store:
