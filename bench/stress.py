@@ -1449,8 +1449,10 @@ def bad_inputs() -> list[Bad]:
             "file",
             _file_case("self/v.md", fm.format(id="v", extra="importance: 7\n"), "unreadable_file"),
         ),
-        # An empty file is a hand-written note with no text: a node (id "e"), not damage.
-        Bad("empty file", "file", _file_case("self/e.md", "")),
+        # An empty file holds no text: malformed (docs/format.md, Hand-written notes).
+        Bad("empty file", "file", _file_case("self/e.md", "", "unreadable_file")),
+        # NUL bytes and no frontmatter: a binary file, not a note.
+        Bad("NUL bytes", "file", _file_case("self/nullbytes.md", b"\x00" * 5000, "unreadable_file")),
         Bad("oversized file", "file", _big_file),
         Bad("FIFO as node", "file", _fifo),
         Bad("folder named .md", "file", _plant_with(lambda r: (r / "self" / "dir.md").mkdir())),

@@ -212,8 +212,9 @@ def os_error_message(exc: OSError, command: str | None = None) -> str | None:
     if exc.filename and exc.filename2:
         where = f"{exc.filename} -> {exc.filename2}: "
     if exc.errno == errno.EROFS:
+        # md-cg's own errors name the path relative to the store (fsops._read_only)
         return (
-            "the store's file system is read-only; nothing was changed: reading commands "
+            f"{where}the store's file system is read-only; nothing was changed: reading commands "
             "work, writing ones need it mounted writable"
         )
     if is_out_of_room(exc):

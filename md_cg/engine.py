@@ -244,6 +244,8 @@ class Engine:
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
         self.journal = Journal(self.root_str)
+        # a dead commit's del removes a file only when it holds the del's id
+        self.journal.id_of = lambda rel: file_id(self.root_str, rel)
         #: answers a freshness check from lstat calls alone when the log is certainly unchanged
         self.log_watch = journal.LogWatch(self.root_str)
         self._stripes: dict[int, fsops.FileLock] = {}
@@ -895,6 +897,16 @@ def foreign_file(engine: Engine, node: Node) -> str | None:
     rel, _ = _place(node)
     read = _read_at(engine, rel)
     return None if read is None or read[1].id == node.id else _held_by_another(rel, read[1].id)
+
+
+def file_id(root: str, rel: str) -> str | None:
+    """The id the node file at ``rel`` holds, as the index reads it (its frontmatter's,
+    else its stem); None when it cannot be read as a node (gone, unsafe, malformed)."""
+    try:
+        data, _ = fsops.read_file(root, rel, max_bytes=index.MAX_FILE_BYTES)
+        return index.decode_node(data, rel).id
+    except (OSError, UnsafePathError, MalformedNodeFileError):
+        return None
 
 
 def _read_at(engine: Engine, rel: str) -> tuple[bytes, Node] | None:

@@ -134,7 +134,7 @@ def _open_dir_once(root: str, rel_dir: str, *, create: bool, durable: bool, made
                     os.mkdir(part, 0o777, dir_fd=fd)
                 except FileExistsError:
                     made_here = False  # another process made it meanwhile
-                except PermissionError as exc:
+                except OSError as exc:
                     raise _denied(exc, root, "/".join(done)) from None
                 if made_here and durable:
                     os.fsync(fd)
@@ -167,10 +167,19 @@ def _refuse_dir(
 
 def _denied(exc: OSError | UnsafePathError, root: str, rel: str) -> OSError | UnsafePathError:
     """A ``PermissionError`` naming ``rel`` below the store ``root`` (the one the system
-    call raised names a bare entry: opens go through folder fds); any other as it is."""
+    call raised names a bare entry: opens go through folder fds), an ``EROFS`` error
+    naming ``rel`` (:func:`_read_only`); any other as it is."""
     if not isinstance(exc, PermissionError):
-        return exc
+        return _read_only(exc, rel)
     return PermissionError(exc.errno, f"{exc.strerror} (in the store at {root})", rel)
+
+
+def _read_only(exc: OSError | UnsafePathError, rel: str) -> OSError | UnsafePathError:
+    """An ``EROFS`` error (a read-only file system) naming ``rel``, the path relative to
+    the store, for the message that says what was refused; any other as it is."""
+    if isinstance(exc, UnsafePathError) or exc.errno != errno.EROFS:
+        return exc
+    return OSError(errno.EROFS, exc.strerror or os.strerror(errno.EROFS), rel)
 
 
 # -- this process ---------------------------------------------------------------
@@ -333,7 +342,12 @@ class Dir:
         """Write ``data`` (one buffer, or several written in order: a generator streams
         them) to a fresh temp file beside ``name``; return its name and stat."""
         tmp = temp_name(name)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd)
+        try:
+            fd = os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd
+            )
+        except OSError as exc:
+            raise _read_only(exc, self._rel(tmp)) from None
         try:
             if type(data) is bytes:
                 # One buffer (a node file): one write, unless the kernel takes less.

@@ -25,7 +25,11 @@ recovered. A temp file is renamed only when it holds the bytes its line
 describes: if the power failed before the temp files were written back
 (or while a durable commit's fsyncs were in flight) and no put has landed,
 the commit is rolled back instead (temp files removed, files as they were;
-its ``recovered`` record says ``undone``). A commit whose fsyncs fail is
+its ``recovered`` record says ``undone``). A del is done only when the file
+at its path holds its id (:attr:`Journal.id_of`, the engine's reader): a
+line naming one id and another memory's file (forged, or from a copied
+``.mdcg/``) removes nothing, and the recovery lists it
+(:attr:`Journal.foreign`). A commit whose fsyncs fail is
 undone by its own process the same way, closed by a ``done`` marked
 ``undone``. Recovery runs in any writer whose ids meet the dead commit, in
 ``sync()`` and in compaction; readers never write, so until then a reader
@@ -145,6 +149,15 @@ class Journal:
         #: ids whose part of a dead commit :meth:`recover` left undone so far: their files
         #: changed after the commit was logged (a hand edit since the crash wins)
         self.left: list[str] = []
+        #: (id, path) of each del :meth:`recover` did not do because the file at the path
+        #: does not hold the id (another memory's file, an unreadable one): never removed
+        self.foreign: list[tuple[str, str]] = []
+        #: (id, path) of each file :meth:`recover` removed for an id the commit put nowhere:
+        #: an interrupted delete (forget) that it finished
+        self.removed: list[tuple[str, str]] = []
+        #: the id the node file at a path holds (None: unreadable, not a node file); set by
+        #: the engine. Without it, a del's file is removed without this check.
+        self.id_of: Callable[[str], str | None] | None = None
 
     @property
     def shard(self) -> str | None:
@@ -344,9 +357,12 @@ class Journal:
         for c in commits:
             record: dict[str, Any] = {"op": "recovered", "shard": c.shard, "c": c.seq}
             later: set[str] = set()
-            if not roll_forward(self.root, c, later):
+            outcome = Outcome()
+            if not roll_forward(self.root, c, later, id_of=self.id_of, outcome=outcome):
                 record["undone"] = True
             self.left.extend(sorted(later))
+            self.foreign.extend(outcome.foreign)
+            self.removed.extend(outcome.removed)
             if record.get("undone"):
                 self.undone += 1
             records.append(record)
@@ -357,7 +373,24 @@ class Journal:
         return done
 
 
-def roll_forward(root: str, c: Commit, skipped: set[str] | None = None) -> bool:
+@dataclass
+class Outcome:
+    """What :func:`roll_forward` did to a commit's dels: (id, path) of each file it removed
+    for an id the commit put nowhere (an interrupted delete finished), and of each it left
+    because the file there does not hold the id."""
+
+    removed: list[tuple[str, str]] = field(default_factory=list)
+    foreign: list[tuple[str, str]] = field(default_factory=list)
+
+
+def roll_forward(
+    root: str,
+    c: Commit,
+    skipped: set[str] | None = None,
+    *,
+    id_of: Callable[[str], str | None] | None = None,
+    outcome: Outcome | None = None,
+) -> bool:
     """Finish a commit whose writer died after logging it (idempotent).
 
     With the line's checks (size and CRC-32 of each put), a temp file is
@@ -369,6 +402,11 @@ def roll_forward(root: str, c: Commit, skipped: set[str] | None = None) -> bool:
     the files stay as they were. Returns False when it was rolled back.
     ``skipped`` (when given) receives the ids left as their files have them
     because a file of theirs changed after the line was written.
+    With ``id_of`` (the id the node file at a path holds, None when it holds
+    none), a del removes its file only when the file holds the del's id: a line
+    naming one id and another memory's path (forged, or from a copied
+    ``.mdcg/``) removes nothing. ``outcome`` (when given) receives what the dels
+    did (:class:`Outcome`).
     """
     states = _put_states(root, c)
     back = "bad" in states and "landed" not in states
@@ -400,15 +438,41 @@ def roll_forward(root: str, c: Commit, skipped: set[str] | None = None) -> bool:
             continue
     if back:
         return False
+    _do_dels(root, c, later, landed, id_of, Outcome() if outcome is None else outcome)
+    return True
+
+
+def _do_dels(
+    root: str,
+    c: Commit,
+    later: set[str],
+    landed: set[str],
+    id_of: Callable[[str], str | None] | None,
+    outcome: Outcome,
+) -> None:
+    """The dels of a commit rolled forward (see :func:`roll_forward`)."""
     put_ids = {p[0] for p in c.puts}
     for node_id, rel in c.dels:
         # The old copy of a moved node goes only once the new copy is in place.
         if node_id in later or (node_id in put_ids and node_id not in landed):
             continue
+        if id_of is not None and _present(root, rel) and id_of(rel) != node_id:
+            outcome.foreign.append((node_id, rel))
+            continue
         try:
-            fsops.remove(root, rel)
+            gone = fsops.remove(root, rel)
         except UnsafePathError:
             continue
+        if gone and node_id not in put_ids:
+            outcome.removed.append((node_id, rel))
+
+
+def _present(root: str, rel: str) -> bool:
+    """Whether anything is at ``rel`` (not followed)."""
+    try:
+        fsops.lstat(root, rel)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        return False
     return True
 
 

@@ -307,6 +307,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
         undone, left = engine.journal.undone, len(engine.journal.left)
+        marks = len(engine.journal.removed), len(engine.journal.foreign)
         if dead:
             with engine.hold({i for c in dead for i in c.ids}):
                 recovered = len(dead)  # hold() rolled them forward (or back)
@@ -316,7 +317,22 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
             report = _sync_locked(engine, recovered, undone)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
+    report = _recovered_dels(engine, report, marks)
     return report if log is None else _returned(engine, report, log, scope)
+
+
+def _recovered_dels(engine: Engine, report: SyncReport, marks: tuple[int, int]) -> SyncReport:
+    """``report`` with the files this sync's recovery removed finishing an interrupted
+    delete, and the dels it did not do because the file holds another id (journal's
+    :attr:`~md_cg.journal.Journal.removed` and :attr:`~md_cg.journal.Journal.foreign`
+    since ``marks``)."""
+    removed = engine.journal.removed[marks[0] :]
+    foreign = engine.journal.foreign[marks[1] :]
+    if not removed and not foreign:
+        return report
+    return replace(
+        report, finished_deletes=tuple(sorted(set(removed))), foreign_deletes=tuple(sorted(set(foreign)))
+    )
 
 
 def _returned(engine: Engine, report: SyncReport, log: AppendLog, scope: Scope | None) -> SyncReport:
@@ -809,6 +825,20 @@ def misplaced(e: index.Entry) -> bool:
     )
 
 
+def _misplaced_why(e: index.Entry) -> str:
+    """Why a :func:`misplaced` file belongs elsewhere, from what it holds (a note without
+    frontmatter takes its layer from its folder and has no bucket key: ``orphan``)."""
+    where = index.canonical_path(e)
+    if paths.unarchived_rel(e.path).split("/")[0] != e.layer:
+        return f"its frontmatter's layer ({e.layer}) puts it at {where}"
+    if (e.bucket or paths.ORPHAN) == paths.ORPHAN:
+        return (
+            "it has no bucket key (no domain: tag, no condition space; a note without frontmatter has "
+            f"neither), so it belongs at {where}"
+        )
+    return f"its bucket key (a domain: tag or its condition space) puts it at {where}"
+
+
 #: Entries looked at outside the layer folders by :func:`_stray_findings` (a store root
 #: holds a README and a few settings files, not a tree to walk).
 STRAY_SCAN_LIMIT = 2000
@@ -884,11 +914,7 @@ def _entry_findings(
         if e.path not in files:
             out.append(Finding("missing_file", "indexed but the file is gone; run sync()", e.path, e.id))
         elif misplaced(e):
-            out.append(
-                Finding(
-                    "misplaced_file", f"its frontmatter puts it at {index.canonical_path(e)}", e.path, e.id
-                )
-            )
+            out.append(Finding("misplaced_file", _misplaced_why(e), e.path, e.id))
         if e.conflict:
             out.append(
                 Finding(
@@ -975,10 +1001,35 @@ def _log_findings(engine: Engine) -> list[Finding]:
                 Finding(
                     "open_commit",
                     f"a write of {len(c.ids)} node(s) interrupted by a crash (log {c.shard}, "
-                    f"record {c.seq}); sync() or the next write of these ids finishes it",
+                    f"record {c.seq}); sync() or the next write of these ids finishes it: "
+                    f"{_commit_plan(c)}",
                 )
             )
     return out
+
+
+#: Ids an ``open_commit`` finding names of each kind (writes, removals).
+PLAN_IDS = 5
+
+
+def _commit_plan(c: journal.Commit) -> str:
+    """What finishing the open commit ``c`` would do, for a person to check first: the ids
+    it writes and the files it removes (at most :data:`PLAN_IDS` of each). A removal is
+    done only when the file holds that id, and a file changed since the crash is kept."""
+
+    def named(items: list[str]) -> str:
+        more = f", ... (+{len(items) - PLAN_IDS} more)" if len(items) > PLAN_IDS else ""
+        return ", ".join(items[:PLAN_IDS]) + more
+
+    put_ids = list(dict.fromkeys(p[0] for p in c.puts))
+    moved = set(put_ids)
+    parts = []
+    if put_ids:
+        parts.append(f"writes {named(put_ids)}")
+    gone = [f"{i} ({rel})" for i, rel in c.dels if i not in moved]
+    if gone:
+        parts.append(f"removes {named(gone)}")
+    return "; ".join(parts) if parts else "nothing"
 
 
 def _access_findings(root: str) -> list[Finding]:

@@ -781,7 +781,7 @@ def loads(
     ``default_id`` and ``default_layer`` stand in for a missing (or null)
     ``id``/``layer``; with either given, a file without frontmatter is a node
     whose body is the whole text (an empty or blank file is malformed: no
-    text). Every problem of the file is reported
+    text; so is one holding a NUL character: binary). Every problem of the file is reported
     together (the error's ``problems``, each with its line when known).
     """
     size = _utf8_size(text, MAX_FILE_BYTES)
@@ -807,6 +807,13 @@ def loads(
     except ValueError as exc:
         if HANDLER.detect(text.removeprefix("\ufeff")) or (default_id is None and default_layer is None):
             raise MalformedNodeFileError(path, str(exc)) from None
+        if "\x00" in text:
+            # 5,000 NUL bytes are valid UTF-8 but no note: git, editors and grep take
+            # such a file for binary (a memory md-cg wrote always has frontmatter)
+            at = len(text[: text.index("\x00")].encode("utf-8"))
+            raise MalformedNodeFileError(
+                path, f"a binary file, not a note: no frontmatter and a NUL byte at byte {at}"
+            ) from None
         fm, body = "", text.removeprefix("\ufeff").removesuffix("\n")
     try:
         meta, lines, problems, unbounded = parse_frontmatter(fm, first_line=2)

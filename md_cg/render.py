@@ -633,6 +633,14 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("added", list(report.added)),
         ("changed", list(report.changed)),
         ("deleted", list(report.deleted)),
+        (
+            "interrupted deletes finished, files removed",
+            [f"{i} at {p}" for i, p in report.finished_deletes],
+        ),
+        (
+            "interrupted deletes not done: the file holds another memory (kept; see .mdcg/log)",
+            [f"{i} at {p}" for i, p in report.foreign_deletes],
+        ),
         ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
         ("temp files removed", list(report.temp_removed)),
         ("malformed", [f"{p}: {r}" for p, r in report.malformed]),

@@ -127,6 +127,13 @@ class SyncReport:
     #: ids whose part of an interrupted write was left undone: a file of theirs changed
     #: after the write was logged (a hand edit since the crash), and it stands
     left_as_edited: tuple[str, ...] = ()
+    #: (id, path) of each file removed finishing an interrupted delete (a ``forget`` whose
+    #: process died after logging it): the memory is gone
+    finished_deletes: tuple[tuple[str, str], ...] = ()
+    #: (id, path) of each delete of an interrupted write not done because the file at the
+    #: path does not hold that id (another memory's file, or unreadable): a line naming
+    #: another memory's path (forged, or from a copied ``.mdcg/``); the file is kept
+    foreign_deletes: tuple[tuple[str, str], ...] = ()
     #: a scoped handle's: how many malformed files, refused paths, duplicate copies and
     #: twins it is not told of (any of them may be another scope's)
     withheld: int = 0
@@ -161,7 +168,8 @@ class SyncReport:
     def problems(self) -> bool:
         """True when something needs a person: malformed files, duplicates, twins, refused
         paths, unresolved merge conflicts (also those withheld from a scoped handle), forgotten
-        memories back, settings files it cannot use, memories hidden with no current version."""
+        memories back, settings files it cannot use, memories hidden with no current version,
+        deletes of an interrupted write not done as the file holds another memory."""
         return bool(
             self.malformed
             or self.duplicates
@@ -172,6 +180,7 @@ class SyncReport:
             or self.returned
             or self.settings
             or self.hidden
+            or self.foreign_deletes
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -184,6 +193,8 @@ class SyncReport:
         d["returned"] = [{"id": i, "path": p} for i, p in self.returned]
         d["settings"] = [{"path": p, "problem": r} for p, r in self.settings]
         d["hidden"] = [{"id": i, "path": p} for i, p in self.hidden]
+        d["finished_deletes"] = [{"id": i, "path": p} for i, p in self.finished_deletes]
+        d["foreign_deletes"] = [{"id": i, "path": p} for i, p in self.foreign_deletes]
         return d
 
 
@@ -242,12 +253,15 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         returned=tuple(r for r in report.returned if seen(r[0])),
         hidden=tuple(r for r in report.hidden if seen(r[0])),
         left_as_edited=ids(report.left_as_edited),
+        finished_deletes=tuple(r for r in report.finished_deletes if seen(r[0])),
+        foreign_deletes=(),
         temp_removed=(),
         withheld=report.withheld
         + len(report.malformed)
         + len(report.duplicates)
         + len(report.refused)
         + len(report.twins)
+        + len(report.foreign_deletes)
         + sum(1 for c in report.conflicts if not seen(c[0])),
     )
 
