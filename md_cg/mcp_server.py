@@ -109,7 +109,7 @@ BUCKETS_SHOWN = 10
 #: The lists of a sync reply (each capped at REPORT_ITEMS).
 SYNC_LISTS = (
     "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "conflicts",
-    "returned", "left_as_edited", "temp_removed", "hidden",
+    "returned", "left_as_edited", "temp_removed", "hidden", "finished_deletes", "foreign_deletes",
 )  # fmt: skip
 #: Characters kept of an error reply.
 ERROR_CHARS = 600
@@ -629,7 +629,7 @@ def _report_lists(report: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]
     out: dict[str, Any] = {}
     totals: dict[str, int] = {}
     for key, value in report.items():
-        if key in keys and isinstance(value, list):
+        if key in keys and isinstance(value, list | tuple):  # asdict keeps a report's tuples
             out[key] = [_clip_item(v) for v in _capped(value)]
             if value:
                 totals[key] = len(value)

@@ -351,3 +351,23 @@ def test_a_non_finite_importance_is_refused_as_such(tmp_path: Path, value: str) 
 
         anyio.run(run)
         assert store.ids() == ["x1"]
+
+
+def test_every_list_of_a_sync_report_is_capped_in_the_sync_reply() -> None:
+    """The sync reply caps each list of the report (tuples included: ``added``, ``changed``,
+    ``deleted``, ``moved`` came through ``asdict`` as tuples and were not capped)."""
+    from md_cg.mcp_server import REPORT_ITEMS, SYNC_LISTS, _report_lists
+    from md_cg.reports import SyncReport
+
+    listed = {k for k, v in SyncReport().to_dict().items() if isinstance(v, list | tuple) and k != "settings"}
+    assert listed == set(SYNC_LISTS)
+    big = SyncReport(
+        added=tuple(f"a{i}" for i in range(500)),
+        deleted=tuple(f"d{i}" for i in range(30)),
+        finished_deletes=tuple((f"f{i}", f"knowledge/orphan/f{i}.md") for i in range(40)),
+    )
+    out = _report_lists(big.to_dict(), SYNC_LISTS)
+    assert out["added"] == [f"a{i}" for i in range(REPORT_ITEMS)]
+    assert out["deleted"] == [f"d{i}" for i in range(REPORT_ITEMS)]
+    assert len(out["finished_deletes"]) == REPORT_ITEMS
+    assert out["totals"] == {"added": 500, "deleted": 30, "finished_deletes": 40}
