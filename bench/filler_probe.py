@@ -11,7 +11,10 @@ an answer (gold), its rank, its score as a share of the first result's
 prints, for each candidate rule, how many answers and non-answers it would
 mark as filler (the MCP server leaves filler out of its replies). The kept rule
 is ``rel < 0.05`` (``md_cg.search.RELATIVE_FLOOR``); results marked filler by
-it now are read as they were before it (``weak`` in their evidence).
+it now are read as they were before it (``weak`` in their evidence). The
+``thin`` lines count the results a thin-evidence rule would defer
+(``md_cg.search.THIN_WORDS``, session 28): covering at most one of two or more
+query words, weighing less than a share of the query's idf.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import quality
 
-from md_cg import MdCG, Node
+from md_cg import MdCG, Node, search
 from md_cg.text import analyze, query_terms
 
 Row = dict[str, object]
@@ -73,6 +76,10 @@ def _rows(name: str, docs: list[tuple[str, str]], questions: list, dates: list |
                             "rank": rank,
                             "rel": r.score / top if top else 0.0,
                             "cov": sum(idf(t) for t in held) / mass,
+                            "weak": r.filler,
+                            "thin": r.evidence.get("thin", {}).get("of", 0),
+                            "share": r.evidence.get("thin", {}).get("share", 1.0),
+                            "similar": r.tier in ("T1", "T3"),
                         }
                     )
     finally:
@@ -96,6 +103,7 @@ def _line(rows: list[Row], name: str, rule: Callable[[Row], bool]) -> str:
 
 
 def main() -> None:
+    search.THIN_SHARE, search.THIN_SHARE_WORDS = 1.01, 0.0  # every candidate, with its share
     rows: list[Row] = []
     for conv in quality.load_locomo(quality.DATA / "locomo" / "locomo_dev.json"):
         rows += _rows("locomo", conv["docs"], conv["questions"], quality.conv_dates(conv))
@@ -108,6 +116,16 @@ def main() -> None:
         *((f"cov < {b}", lambda r, b=b: r["cov"] < b) for b in (0.2, 0.3, 0.5)),
         *((f"rel < {a} and cov < {b}", lambda r, a=a, b=b: r["rel"] < a and r["cov"] < b)
           for a, b in ((0.1, 0.3), (0.2, 0.3), (0.2, 0.5))),
+        # search.THIN_*: a hit (not filler) covering at most one of >= 2 query words that
+        # weigh (idf) less than a share of the query's ("share"; measured with no limit)
+        ("thin, any share", lambda r: not r["weak"] and r["thin"] >= 2),
+        ("thin, share < 0.2", lambda r: not r["weak"] and r["thin"] >= 2 and r["share"] < 0.2),
+        *((f"thin, share < {c} / words",
+           lambda r, c=c: not r["weak"] and r["thin"] >= 2 and r["share"] * r["thin"] < c)
+          for c in (0.6, 0.8)),
+        *((f"thin, share < max(0.2, {c} / words){' (kept)' if c == 0.8 else ''}",
+           lambda r, c=c: not r["weak"] and r["thin"] >= 2 and r["share"] < max(0.2, c / r["thin"]))
+          for c in (0.6, 0.8, 1.0)),
     ]  # fmt: skip
     for name, rule in rules:
         print(_line(rows, name, rule))

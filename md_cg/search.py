@@ -41,10 +41,11 @@ from .judge import judge as judge_node
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import CJK_SPLIT_RE, fold_accents, is_cjk, short_repr, singulars
 from .synonyms import SynonymTable
-from .text import CJK_FUNCTION_CHARS, expand_query, normalize, synonym_terms, term_words
+from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, synonym_terms, term_words
 from .textindex import holding_all, live_doc_freqs, typo_terms
 from .textindex_docs import Exclusion
 from .textindex_phrase import PHRASE_POOL, title_rerank
+from .textindex_similar import within_a_typo
 
 TIERS = ("T0", "T1", "T2", "T3")
 #: Share of a query's own terms a negative-memory entry must contain to count
@@ -93,6 +94,33 @@ COMMON_MIN_DOCS = 10
 #: expired, superseded) are subtracted; with more of them than this, or with a
 #: filter (tag, time), it is not applied.
 COMMON_HIDDEN_LIMIT = 200
+#: A hit with evidence that covers at most one word of a query of at least this
+#: many content words (:func:`_thin`: a word it holds or a typo of it at T1/T3;
+#: two CJK characters count as a word; a hit with synonym evidence never is),
+#: what it covers weighing (idf) less than :data:`THIN_SHARE` of the query's
+#: content words or than :data:`THIN_SHARE_WORDS` / their number, is ``thin``:
+#: the judge says DEFER, not ACCEPT; it keeps its rank. "user password for the
+#: bank" is not answered by "The user drinks espresso" (review, session 28: on a
+#: 20k store three ACCEPT hits matched "user" only), but a hit holding only the
+#: rare name of "沼鹿的生活习性是什么样的" may be (CMRC: the answer, ranked first).
+#: On LoCoMo and CMRC dev (top 10 of every question, bench/filler_probe.py) the
+#: rule marks 2 of 627 / 5 of 1,571 answers, none ranked first, and 244 of
+#: 6,933 / 865 of 14,151 non-answers.
+THIN_WORDS = 2
+THIN_SHARE = 0.2
+THIN_SHARE_WORDS = 0.8
+#: A query word no memory the caller sees holds weighs as one held by this many:
+#: in a 4-memory scope "Atlas" of "The Atlas project ships on March 3" (held by
+#: one) is not thin for "when is the Atlas sprint release" (no memory says
+#: sprint or release there); with 0 it was.
+UNKNOWN_DF = 1
+#: Words of a request that say nothing of what is asked ("please tell me"): not
+#: content words of a query for :data:`THIN_WORDS` (query terms: stemmed).
+QUERY_FILLER_TERMS = frozenset(
+    {"pleas", "tell", "kind", "know", "rememb", "recal", "pls", "plz", "thank", "thx", "hi", "hello", "hey"}
+)
+#: CJK characters of a request that say nothing of what is asked (请问, 告诉我, 谢谢).
+QUERY_FILLER_CHARS = frozenset("请问告诉谢")
 _SIMILARITY_TIERS = ("T1", "T3")
 #: Results list the sure routed hits (:meth:`_Ladder.climb`), the other term
 #: hits (routed T0 and whole-store T2 together, by score), then the routed
@@ -563,7 +591,16 @@ def _results(
     entries = state.entries
     titles = {doc_id: entries[doc_id].title for doc_id, _ in ordered} if expansion.stemmed else {}
     evidence = _evidence(
-        state.text, query, expansion.terms, ordered, expansion.groups, common, expansion.stemmed, titles
+        state.text,
+        query,
+        expansion.terms,
+        ordered,
+        expansion.groups,
+        common,
+        expansion.stemmed,
+        titles,
+        entries,
+        hidden,
     )
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause,
@@ -581,6 +618,15 @@ def _results(
             elif why.get("common_only") and state_ == "ACCEPT":
                 shared = ", ".join(map(repr, why["terms"] + why["synonyms"]))
                 state_, basis = "DEFER", f"DEFER: only words most memories share match ({shared}); {basis}"
+            elif why.get("tag_typo") and state_ == "ACCEPT":
+                said = ", ".join(map(repr, why["tag_typo"]))
+                state_, basis = "DEFER", f"DEFER: only a typo of a word of its tags matches ({said}); {basis}"
+            elif (thin := why.get("thin")) and state_ == "ACCEPT":
+                said = ", ".join(map(repr, thin["words"])) or "none"
+                state_, basis = (
+                    "DEFER",
+                    f"DEFER: holds {thin['holds']} of {thin['of']} query words ({said}); {basis}",
+                )
         newer = superseded_by(doc_id) if superseded_by is not None else None
         if newer is not None and state_ == "ACCEPT":  # include_superseded: an outdated fact
             state_, basis = "DEFER", f"DEFER: superseded by {newer!r} (a newer memory replaced it); {basis}"
@@ -622,6 +668,8 @@ def _evidence(
     visible: tuple[dict[str, int], int] | None = None,
     stemmed: Mapping[str, frozenset[str]] | None = None,
     titles: Mapping[str, str] | None = None,
+    entries: Mapping[str, Entry] | None = None,
+    hidden: Collection[str] = (),
 ) -> dict[str, tuple[dict[str, Any], bool]]:
     """Per hit: its evidence of being about the query, and whether it has none (filler).
 
@@ -638,6 +686,9 @@ def _evidence(
     list them). A term hit scoring below :data:`RELATIVE_FLOOR` of the best
     term hit is filler (``weak``: its share of that score). Evidence of only
     common words is ``common_only`` (:func:`_only_common`).
+    A similarity hit whose only evidence is a typo of a word only its
+    tags hold (``entries``: not its title either) is ``tag_typo`` (:func:`_tag_typos`),
+    and one covering at most one of a longer query's words ``thin`` (:func:`_thin`).
     """
     weight = dict(terms)
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
@@ -655,6 +706,7 @@ def _evidence(
         if unknown:  # a word the vocabulary lacks: only a hit holding a typo of it is evidence
             typo_only = text.terms_of(similar, near) if near else {}
     out: dict[str, tuple[dict[str, Any], bool]] = {}
+    thin = _Thinness(text, terms, hidden, entries)
     shown: dict[str, str]
     for doc_id, (score, tier) in hits:
         has = contained.get(doc_id, [])
@@ -683,8 +735,112 @@ def _evidence(
             evident = False
         if evident and not fuzzy_ok and visible and _only_common(own, why["synonyms"], held, visible, terms):
             why["common_only"] = True  # evidence, but only of words most notes share
+        if evident:
+            thin.mark(doc_id, why, held, typo_only.get(doc_id, []) if typo_only else [], fuzzy_ok and not has)
         out[doc_id] = (why, not evident)
     return out
+
+
+class _Thinness:
+    """Which hits of one search have thin evidence (:data:`THIN_WORDS`): the query's
+    content words (:func:`_query_units`) and their idf among the memories the caller
+    sees (``hidden`` subtracted while there are at most :data:`COMMON_HIDDEN_LIMIT`),
+    counted on first use."""
+
+    def __init__(
+        self, text: Any, terms: Sequence[tuple[str, float]], hidden: Collection[str], entries: Any
+    ) -> None:
+        self.text, self.hidden, self.entries = text, hidden, entries
+        self.units = _query_units(terms)
+        self.df: dict[str, int] = {}
+        self.n = 0
+
+    def idf(self, term: str) -> float:
+        """``term``'s BM25 inverse document frequency (its count at least :data:`UNKNOWN_DF`)."""
+        if term not in self.df:
+            wanted = [term] if self.df else list(dict.fromkeys([*self.units[0], *self.units[2], term]))
+            df, self.n = live_doc_freqs(self.text, wanted)
+            if self.hidden and len(self.hidden) <= COMMON_HIDDEN_LIMIT:
+                for held in self.text.terms_of(list(self.hidden), list(df)).values():
+                    for t in held:
+                        df[t] -= 1
+                self.n = max(0, self.n - len(self.hidden))
+            self.df.update({t: df.get(t, 0) for t in wanted})
+        d = max(UNKNOWN_DF, self.df[term])
+        return math.log(1.0 + (self.n - d + 0.5) / (d + 0.5))
+
+    def mark(
+        self, doc_id: str, why: dict[str, Any], held: set[str], typos: Sequence[str], typo_only: bool
+    ) -> None:
+        """Mark a hit with evidence: ``tag_typo`` when its evidence is only a typo
+        (``typo_only``) of words of its tags (:func:`_tag_typos`: "alive" ~ user:Alice),
+        else ``thin`` when it covers one word of a longer query (:func:`_thin`)."""
+        entry = self.entries[doc_id] if typo_only and self.entries is not None else None
+        if entry is not None and (tagged := _tag_typos(entry, typos)):
+            why["tag_typo"] = tagged
+        elif thin := _thin(self.units, held, why, typos, self.idf):
+            why["thin"] = thin
+
+
+def _tag_typos(entry: Entry, typos: Sequence[str]) -> list[str]:
+    """The terms of ``typos`` (a similarity hit's terms within a typo of a query word)
+    when each is a term of ``entry``'s tags and none of its title, else []."""
+    if not typos or not entry.tags:
+        return []
+    tagged = set(analyze(" ".join(t.split(":", 1)[1] if t.startswith("domain:") else t for t in entry.tags)))
+    titled = set(analyze(entry.title))
+    return list(typos) if all(t in tagged and t not in titled for t in typos) else []
+
+
+def _query_units(terms: Sequence[tuple[str, float]]) -> tuple[list[str], list[str], list[str]]:
+    """The content words of a query (its own non-CJK terms but :data:`QUERY_FILLER_TERMS`),
+    its content CJK characters (but particles and :data:`QUERY_FILLER_CHARS`), and its CJK
+    words for :func:`_thin`'s weights: the bigrams of two content characters and the
+    content characters in none of them."""
+    own = [t for t, w in dict(terms).items() if w >= 1.0]
+    words = [t for t in own if not is_cjk(t) and t not in QUERY_FILLER_TERMS]
+    skip = CJK_FUNCTION_CHARS | QUERY_FILLER_CHARS
+    chars = [t for t in own if len(t) == 1 and is_cjk(t) and t not in skip]
+    pairs = [t for t in own if len(t) == 2 and is_cjk(t) and not skip.intersection(t)]
+    paired = set("".join(pairs))
+    return words, chars, pairs + [c for c in chars if c not in paired]
+
+
+def _thin(
+    units: tuple[list[str], list[str], list[str]],
+    held: set[str],
+    why: Mapping[str, Any],
+    typos: Collection[str],
+    idf: Callable[[str], float],
+) -> dict[str, Any] | None:
+    """``{"holds": n, "of": m, "words": [...], "share": s}`` when a hit covers at most one
+    of the query's ``m`` >= :data:`THIN_WORDS` content words (``units``: :func:`_query_units`;
+    two CJK characters count as one word) and it weighs less than :data:`THIN_SHARE` of
+    the query's or :data:`THIN_SHARE_WORDS` / ``m`` (``idf``: a term's inverse document
+    frequency; a typo weighs as the hit's term), else None. A word is
+    covered by the hit holding it, holding a term within a typo of it (``typos``: a
+    similarity hit's terms near a word the vocabulary lacks). A hit with synonym evidence
+    is never thin: a synonym may stand for the whole query (二分查找: "binary search")."""
+    words, chars, cjk = units
+    total = len(words) + math.ceil(len(chars) / 2)
+    if total < THIN_WORDS or why["synonyms"]:
+        return None
+    mine = [t for t in words if t in held]
+    near = [t for t in typos if any(within_a_typo(w, t) for w in words if w not in held)][:1]
+    got = "".join(c for c in chars if c in held)
+    covered = len(mine) + len(near) + math.ceil(len(got) / 2)
+    if covered > 1:
+        return None
+    mass = sum(idf(t) for t in (*words, *cjk)) or 1.0
+    share = sum(idf(t) for t in (*mine, *near, *(t for t in cjk if t in held))) / mass
+    if share >= max(THIN_SHARE, THIN_SHARE_WORDS / total):
+        return None
+    return {
+        "holds": covered,
+        "of": total,
+        "words": [*mine, *near, *([got] if got else [])],
+        "share": round(share, 3),
+    }
 
 
 def _stems_shown(
