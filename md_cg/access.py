@@ -392,7 +392,8 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
 def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
     search results (among the memories with ``tag``, when given), never filler, a hit
-    matching only words most memories share (``evidence["common_only"]``), REJECT,
+    matching only words most memories share (``evidence["common_only"]``) or thinly
+    (``thin``: one common word of a longer query; ``tag_typo``: a typo of a tag word), REJECT,
     BLINDSPOT (an incomplete procedure: not to act on until completed), a memory of low
     confidence (:data:`md_cg.node.LOW_CONFIDENCE`) or one holding an unresolved merge
     conflict (its text has both sides and the stale base); recording is the caller's act.
@@ -415,6 +416,8 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
         for r in results
         if not r.filler
         and not r.evidence.get("common_only")
+        and not r.evidence.get("thin")  # one common word of a longer query
+        and not r.evidence.get("tag_typo")  # only a typo of a tag word
         and r.state not in ("REJECT", "BLINDSPOT")
         and not _doubted(r.entry.confidence)
         and not r.entry.conflict

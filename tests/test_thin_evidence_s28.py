@@ -120,3 +120,13 @@ def test_the_rank_is_kept(tmp_path: Path) -> None:
             judged, _ = s.search(query, k=5, record=False)
             plain, _ = s.search(query, k=5, record=False, judge=False)
             assert [(r.id, r.score, r.tier) for r in judged] == [(r.id, r.score, r.tier) for r in plain]
+
+
+def test_inject_leaves_thin_and_tag_typo_hits_out(tmp_path: Path) -> None:
+    """A prompt gets no memory whose only link is one common word of a longer query, or a
+    typo of a tag word (they were injected: inject left out filler and common_only only)."""
+    with _alice(tmp_path / "s") as s:
+        assert [i.id for i in s.inject("what time zone does the user live in")] == []
+        assert [i.id for i in s.inject("is my server alive")] == []
+        assert [i.id for i in s.inject("what does the user drink")] == ["pref"]
+        assert [i.id for i in s.inject("docker build box")] == ["berlin"]
