@@ -140,36 +140,54 @@ class Departure:
     current: str | None = None
 
     def describe(self) -> str:
-        """One line for an error message: ``it was renamed to 'b' on 2026-12-06``."""
+        """One line for an error message: ``it was renamed to 'b' on 2026-12-06 07:18 UTC``.
+        Control and format characters (a terminal's escape sequences, bidi marks) are shown
+        escaped, and each id is cut at :data:`DEPARTURE_ID_CHARS` (the log is per clone and
+        may be tampered with)."""
         when = datetime.fromtimestamp(self.time, UTC).strftime("%Y-%m-%d %H:%M UTC")
         if self.event == RENAMED:
-            text = f"it was renamed to {self.to!r} on {when}"
+            text = f"it was renamed to {_shown_id(self.to)} on {when}"
             if self.current is not None and self.current != self.to:
-                text += f"; that memory is {self.current!r} now"
+                text += f"; that memory is {_shown_id(self.current)} now"
             return text
         if self.event == "sweep":
             return f"it expired and was swept on {when}"
-        return f"it was forgotten on {when}" + (f", reason: {self.reason}" if self.reason else "")
+        return f"it was forgotten on {when}" + (f", reason: {_printable(self.reason)}" if self.reason else "")
 
 
 #: Characters of a forget's reason a :class:`Departure` keeps (an error message's line).
 DEPARTURE_REASON_CHARS = 200
-#: Renames a :func:`departure` follows to the id a memory has now.
-MAX_RENAME_HOPS = 64
+#: Characters of an id a :meth:`Departure.describe` shows (real ids are shorter).
+DEPARTURE_ID_CHARS = 160
+
+
+def _printable(text: str) -> str:
+    """``text`` with every non-printable character (controls, bidi and other format marks,
+    line separators) shown as its escape: nothing in it can drive a terminal."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+def _shown_id(node_id: str | None) -> str:
+    """``repr`` of an id (escapes what is not printable), cut at :data:`DEPARTURE_ID_CHARS`."""
+    shown = repr(node_id)
+    return shown if len(shown) <= DEPARTURE_ID_CHARS else shown[: DEPARTURE_ID_CHARS - 1] + "…"
 
 
 def departure(records: Iterable[object], node_id: str, sees: Callable[[str], bool]) -> Departure | None:
     """The :class:`Departure` of ``node_id`` from audit ``records`` (log order; those the
     caller may read: :func:`visible_to`), or None when they hold none. ``sees(id)``:
     whether the caller reads a memory under that id now (a rename is followed through
-    later renames to the id it has now)."""
+    later renames to the id it has now; a cycle in a hand-edited log ends)."""
     forgotten, renamed = departures(records)
     rec = renamed.get(node_id)
     if rec is not None:
         to = rec["to"]
-        cur, hops = to, 0
-        while not sees(cur) and cur in renamed and hops < MAX_RENAME_HOPS:
-            cur, hops = renamed[cur]["to"], hops + 1
+        cur, passed = to, {node_id}
+        while not sees(cur) and cur in renamed and cur not in passed:
+            passed.add(cur)
+            cur = renamed[cur]["to"]
         return Departure(node_id, RENAMED, float(rec["time"]), to=to, current=cur if sees(cur) else None)
     rec = forgotten.get(node_id)
     if rec is None:

@@ -160,3 +160,48 @@ def test_library_get_is_unchanged_and_reads_no_audit(tmp_path: Path) -> None:
             s.get("oslo")
         except NodeNotFoundError as exc:
             assert str(exc) == "no node with id 'oslo' in this store"
+
+
+def test_describe_escapes_control_characters_and_bounds_ids() -> None:
+    """r3: a reason (an agent's text) with a terminal's escape sequence reached stderr raw;
+    a tampered log's 2 MB id reached it whole."""
+    evil = "\x1b]0;PWNED\x07red\x08\u202eevil\u202c\x00nul"
+    gone = departure([{"event": "forget", "id": "v1", "reason": evil, "time": T}], "v1", lambda i: False)
+    assert gone is not None
+    assert gone.describe() == (
+        f"it was forgotten on {WHEN}, reason: \\x1b]0;PWNED\\x07red\\x08\\u202eevil\\u202c\\x00nul"
+    )
+    huge = departure([{"event": RENAMED, "id": "h", "to": "x" * 2_000_000, "time": T}], "h", lambda i: False)
+    assert huge is not None
+    text = huge.describe()
+    assert text == f"it was renamed to '{'x' * 158}… on {WHEN}"
+
+
+def test_a_long_rename_chain_is_followed_to_its_end() -> None:
+    """r3: a chain of more than 64 renames lost "that memory is X now"."""
+    records = [{"event": RENAMED, "id": f"h{i}", "to": f"h{i + 1}", "time": T} for i in range(100)]
+    gone = departure(records, "h0", lambda i: i == "h100")
+    assert gone == Departure("h0", RENAMED, T, to="h1", current="h100")
+
+
+def test_departure_decodes_only_the_lines_it_needs(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """r3: every unknown id decoded the whole audit log (1.5 s at 100k records): only the
+    lines naming the id, and the renames, are read now."""
+    from md_cg import paths
+    from md_cg.logs import AppendLog
+
+    root = tmp_path / "m"
+    _store(root)
+    with MdCG(root) as s:
+        s.log(paths.AUDIT_DIR).append(
+            [{"event": "forget", "id": f"n{i}", "reason": "bulk", "time": T} for i in range(2_000)]
+        )
+
+        def whole(self: AppendLog) -> list[dict[str, object]]:
+            raise AssertionError("the whole log was read")
+
+        monkeypatch.setattr(AppendLog, "read", whole)
+        assert s.departure("n1999") == Departure("n1999", "forget", T, reason="bulk")
+        assert s.departure("never") is None
+        tea = s.departure("tea")
+        assert tea is not None and (tea.to, tea.current) == ("drink", "cup")

@@ -282,3 +282,20 @@ def test_a_path_with_a_control_character_says_so_escaped(tmp_path: Path) -> None
             "Path /memories/../x.md would escape /memories directory"
         )
         assert not (tmp_path / "s" / "contextual").exists() or not os.listdir(tmp_path / "s" / "contextual")
+
+
+def test_the_snippet_after_an_edit_is_bounded_like_a_view(tmp_path: Path) -> None:
+    """r3: the snippet a str_replace returns showed the lines around the edit whole, so an
+    edit near a 1 MB line answered with 1,000,191 characters."""
+    with MdCG(tmp_path / "m", create=True) as s:
+        s.add(id="big1", layer="contextual", body="head\n" + "x" * 1_000_000 + "\ntail marker\n")
+        tool = MdCGMemoryTool(s)
+        out = str(
+            tool.execute(
+                StrReplace(command="str_replace", path="/memories/big1.md", old_str="head", new_str="HEAD")
+            )
+        )
+        assert len(out) < anthropic_memory.MAX_VIEW_CHARS + 1_000
+        assert out.startswith("The memory file has been edited. Here is the snippet showing the change")
+        assert "only its first" in out or "not shown" in out  # the cut is said, never silent
+        assert s.get("big1").body.startswith("HEAD\n" + "x" * 1_000_000)

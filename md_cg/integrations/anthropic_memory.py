@@ -177,10 +177,6 @@ def file_lines(text: str) -> list[str]:
     return lines
 
 
-def numbered(lines: list[str], first: int) -> str:
-    return "\n".join(f"{n:>{LINE_NUMBER_WIDTH}}\t{line}" for n, line in enumerate(lines, first))
-
-
 def bounded_view(lines: list[str], first: int, last: int, limit: int) -> str:
     """Lines ``first`` to ``last`` (1-based) of a file, numbered, in at most ``limit``
     characters: whole lines while they fit (a first line longer than ``limit`` is cut),
@@ -713,7 +709,7 @@ class MemoryFiles:
         moved = self._moved_note(p, node)
         return (
             "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n"
-            + numbered(lines[start:end], start + 1)
+            + bounded_view(lines, start + 1, end, self.max_view)  # a long line is cut, and says so
             + moved
         )
 
