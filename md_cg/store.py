@@ -718,10 +718,13 @@ def departure_of(store: MdCG, node_id: str) -> audit.Departure | None:
     eng.fresh()
     if check_id(node_id) in eng.state.entries:
         return None
-    # Only the lines naming the id, and the renames (to follow one to the id the memory has
-    # now), are decoded: a log of 100k tombstones made every unknown id cost 1.5 s (r3).
-    needles = [orjson.dumps(node_id), b'"' + audit.RENAMED.encode() + b'"']
-    records = audit.visible_to(store._scope, store.log(paths.AUDIT_DIR).read_holding(needles))
+    # Only the lines naming the id are decoded (a log of 100k tombstones made every unknown
+    # id cost 1.5 s, r3), and the renames when it was renamed (to follow it to its id now).
+    log, needle = store.log(paths.AUDIT_DIR), orjson.dumps(node_id)
+    records = audit.visible_to(store._scope, log.read_holding([needle]))
+    if any(r.get("event") == audit.RENAMED and r.get("id") == node_id for r in records):
+        renames = b'"' + audit.RENAMED.encode() + b'"'
+        records = audit.visible_to(store._scope, log.read_holding([needle, renames]))
     return audit.departure(records, node_id, store.__contains__)
 
 
