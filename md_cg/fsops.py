@@ -161,8 +161,34 @@ def _refuse_dir(
     file standing where a folder belongs is named, not taken for "absent"."""
     err = _refuse(dirfd, name, rel, exc)
     if create and exc.errno == errno.ENOTDIR and isinstance(err, FileNotFoundError):
-        return UnsafePathError(rel, "is a file where md-cg keeps a folder; remove it")
+        return UnsafePathError(rel, _FILE_NOT_FOLDER)
     return _denied(err, root, rel)
+
+
+_FILE_NOT_FOLDER = "is a file where md-cg keeps a folder; remove it"
+
+
+def folder_refusal(root: str, rel_dir: str) -> UnsafePathError | None:
+    """Why a write would refuse the folder ``rel_dir`` of the store at ``root``: the
+    error :func:`open_dir` raises there with ``create=True`` for a symlink or a file on
+    the way; None for a folder, or none yet (the write makes it). Makes nothing."""
+    try:
+        os.close(open_dir(root, rel_dir))
+    except UnsafePathError as exc:
+        return exc
+    except FileNotFoundError:  # a part absent, or a file (a symlink was refused above)
+        parts = rel_dir.split("/")
+        for end in range(1, len(parts) + 1):
+            rel = "/".join(parts[:end])
+            try:
+                st = os.lstat(os.path.join(root, rel))  # the parts before it are folders
+            except OSError:
+                return None
+            if not statmod.S_ISDIR(st.st_mode):
+                return UnsafePathError(rel, _FILE_NOT_FOLDER)
+    except OSError:
+        pass
+    return None
 
 
 def _denied(exc: OSError | UnsafePathError, root: str, rel: str) -> OSError | UnsafePathError:

@@ -169,7 +169,8 @@ class MigrationReport:
     #: writes through one); the other rows migrate. Fix the folder and run again.
     refused: list[tuple[str, str, str]] = field(default_factory=list)
     #: rows a resumed run found written by the interrupted run (by its journal) whose id no
-    #: file of the store holds now (deleted since): not skipped, written again (or kept)
+    #: file of the store holds now (deleted since), and wrote again (not the ones it kept or
+    #: the store refused: they are listed in ``kept`` and ``refused``)
     rewritten: int = 0
     dangling_edges: list[tuple[str, str]] = field(default_factory=list)
     layers: dict[str, int] = field(default_factory=dict)
@@ -197,6 +198,8 @@ class MigrationReport:
     _edges: list[tuple[str, str]] = field(default_factory=list, repr=False)
     #: path -> why, of each folder (or file) of the store a write of this run refused
     _refused_paths: dict[str, str] = field(default_factory=dict, repr=False)
+    #: ids of the rows a resumed run found written by the interrupted run and not in the store
+    _rewriting: set[str] = field(default_factory=set, repr=False)
 
     @property
     def dry_run(self) -> bool:
@@ -351,7 +354,7 @@ class MigrationReport:
             lines.append(
                 f"  {'would refuse' if self.mode == 'dry-run' else 'refused'} {len(self.refused):,} "
                 "good row(s): the store's folder for them cannot be used (listed below; nothing is "
-                "written through a symlink): fix it and run again"
+                "written through a symlink or over a file): fix it and run again"
             )
         if self.kept:
             lines.append(
@@ -683,7 +686,7 @@ def _file_state(store: MdCG, root: Path, node: Node) -> str | tuple[int, int, in
         return "moved"
     try:
         st = (root / rel).stat()
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):  # a file where a folder belongs: refused
         return None
     return (st.st_ino, st.st_mtime_ns, st.st_size)
 
@@ -737,6 +740,7 @@ def _dry_run(
 ) -> None:
     store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
     forgotten = forgotten_ids(store) if store is not None else {}
+    looked: set[str] = set()
     try:
         if store is not None:
             pick_up_hand_edits(store)  # as the run will (a read-only view: writes nothing)
@@ -750,7 +754,7 @@ def _dry_run(
                 pass
             elif store is not None and (why := kept_reason(store, node, forgotten, report.overwrite)):
                 report.kept.append((node.id, why))
-            else:
+            elif not _dry_refused(report, dest, node, looked):
                 try:
                     _count(report, node, classify(store, dest, node))
                 except UnsafePathError as exc:  # a symlinked folder: the run would refuse the row
@@ -761,6 +765,20 @@ def _dry_run(
     finally:
         if store is not None:
             store.close()
+
+
+def _dry_refused(report: MigrationReport, dest: Path, node: Node, looked: set[str]) -> bool:
+    """Whether the run would refuse the folder of ``node`` (a symlink or a file on the way:
+    listed in ``report.refused`` if so), as an import's dry run says; each folder looked
+    at once."""
+    if _refused_before(report, node):
+        return True
+    folder = layout.rel_path(node).rpartition("/")[0]
+    if folder in looked:
+        return False
+    looked.add(folder)
+    exc = fsops.folder_refusal(str(dest), folder)
+    return exc is not None and _refuse(report, [node], exc)
 
 
 def _resume_point(
@@ -893,6 +911,7 @@ def _write_held(
     for n, b in zip(pending, before, strict=True):
         status = _status_after(dest, n, b)
         _count(report, n, status)
+        report.rewritten += status != "unchanged" and n.id in report._rewriting  # not kept, not refused
         wrote = wrote or status != "unchanged"
     pending.clear()
     return wrote
@@ -939,7 +958,7 @@ def _write(
                 if node.id in store._engine.state.entries:
                     report.skipped += 1
                     continue
-                report.rewritten += 1  # the journal says written, the file is gone: written again
+                report._rewriting.add(node.id)  # the journal says written, the file is gone
             last_rowid = row.rowid
             if node is not None:
                 pending.append(node)

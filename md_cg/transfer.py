@@ -818,14 +818,9 @@ def _dry_refusals(store: MdCG, plan: Planned) -> Planned:
 
 def _folder_refusal(root: str, folder: str) -> str | None:
     """Why a write would refuse ``folder`` of the store at ``root``, or None (a folder
-    not made yet is made by the write)."""
-    try:
-        os.close(fsops.open_dir(root, folder))
-    except UnsafePathError as exc:
-        return refused_text(exc.path, exc.reason)
-    except OSError:
-        return None
-    return None
+    not made yet is made by the write): a symlink or a file on the way."""
+    exc = fsops.folder_refusal(root, folder)
+    return None if exc is None else refused_text(exc.path, exc.reason)
 
 
 def _taken(plan: Planned) -> list[BadRecord]:

@@ -10,6 +10,8 @@ import os
 import sqlite3
 from pathlib import Path
 
+import pytest
+
 from md_cg import MdCG, import_nodes
 from md_cg.census import records_from_sqlite
 from md_cg.layout import rel_path
@@ -75,14 +77,22 @@ def test_a_symlinked_bucket_folder_refuses_its_rows_and_the_rest_migrates(tmp_pa
     assert again.ok and again.refused == [] and (again.created, again.unchanged) == (3, 3)
 
 
-def test_import_keeps_the_records_of_a_symlinked_folder_and_writes_the_rest(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kind", ["symlink", "file"])
+def test_import_keeps_the_records_of_a_symlinked_folder_and_writes_the_rest(
+    tmp_path: Path, kind: str
+) -> None:
+    """... or of a file where the folder belongs (its dry run said "new" for them: rev4)."""
     store, outside = _symlinked_store(tmp_path)
+    if kind == "file":
+        os.unlink(store / _ops_folder())
+        (store / _ops_folder()).write_text("not a folder\n")
     lines = [
         json.dumps({"id": f"n{i}", "body": f"text {i}", "tags": ["domain:" + ("ops" if i % 2 else "dev")]})
         for i in range(6)
     ]
     data = ("\n".join(lines) + "\n").encode()
-    why = f"{_ops_folder()} {SYMLINK_WHY}: nothing is written through it -- fix it, then import again"
+    reason = SYMLINK_WHY if kind == "symlink" else "is a file where md-cg keeps a folder; remove it"
+    why = f"{_ops_folder()} {reason}: nothing is written through it -- fix it, then import again"
     expected = [(f"line {i + 1}", f"n{i}", why) for i in (1, 3, 5)]
     with MdCG(store) as s:
         dry = import_nodes(s, io.BytesIO(data), dry_run=True, batch=2)
