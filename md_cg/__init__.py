@@ -54,6 +54,7 @@ _EXPORTS = {
     "SnapshotDamageError": "errors",
     "ReadOnlyStoreError": "errors",
     "is_out_of_room": "errors",
+    "was_logged": "errors",
     "SearchResult": "search",
     "route_key": "layout",
     "bucket_dir": "layout",
@@ -150,6 +151,7 @@ __all__ = [
     "route_key",
     "slug_id",
     "verify_migration",
+    "was_logged",
     "with_departure",
     "work_tree_of",
 ]
@@ -189,6 +191,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         UnsafeIdError,
         UnsafePathError,
         is_out_of_room,
+        was_logged,
     )
     from .index import Entry
     from .layout import bucket_dir, route_key

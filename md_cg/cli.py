@@ -62,9 +62,11 @@ from md_cg import (
     enclosing_store,
     is_out_of_room,
     is_store_folder,
+    was_logged,
     with_departure,
 )
 from md_cg.render import (
+    LOGGED_WRITE,
     clip,
     current_version,
     entries_table,
@@ -211,8 +213,12 @@ def os_error_message(exc: OSError, command: str | None = None) -> str | None:
     where = f"{exc.filename}: " if exc.filename else ""
     if exc.filename and exc.filename2:
         where = f"{exc.filename} -> {exc.filename2}: "
+    # A write interrupted after its commit line: part of it may be on disk (was_logged).
+    logged = f"; {LOGGED_WRITE}" if was_logged(exc) else ""
     if exc.errno == errno.EROFS:
         # md-cg's own errors name the path relative to the store (fsops._read_only)
+        if logged:
+            return f"{where}the store's file system is read-only{logged}"
         return (
             f"{where}the store's file system is read-only; nothing was changed: reading commands "
             "work, writing ones need it mounted writable"
@@ -227,8 +233,8 @@ def os_error_message(exc: OSError, command: str | None = None) -> str | None:
     if exc.errno is None or exc.errno == errno.EIO:
         return None
     if isinstance(exc, FileNotFoundError) and exc.filename:
-        return f"{where}no such file or folder"
-    return f"{where}{exc.strerror or exc}"
+        return f"{where}no such file or folder{logged}"
+    return f"{where}{exc.strerror or exc}{logged}"
 
 
 def _flush_stdout() -> None:

@@ -366,6 +366,19 @@ def is_out_of_room(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in NO_ROOM
 
 
+#: The note (``exc.__notes__``) the journal adds to an error raised after a batch's commit
+#: line was written: part of the batch may be on disk, and the next recovery completes it.
+LOGGED_NOTE = "the batch was logged before this error: the next recovery completes it"
+
+
+def was_logged(exc: BaseException) -> bool:
+    """True when ``exc`` interrupted a write after its commit line was logged (the journal's
+    :data:`LOGGED_NOTE`): some of its files may have changed, and the next ``sync()`` (or
+    write of those ids) completes it once the store is writable -- "nothing was changed"
+    would be false."""
+    return LOGGED_NOTE in getattr(exc, "__notes__", ())
+
+
 def check_query(query: object) -> str:
     """``query`` when it is a string with words in it, else :class:`InvalidArgumentError`
     naming it: ``search`` and ``inject`` refuse a blank query alike (nothing was asked;

@@ -29,7 +29,8 @@ its ``recovered`` record says ``undone``). A del is done only when the file
 at its path holds its id (:attr:`Journal.id_of`, the engine's reader): a
 line naming one id and another memory's file (forged, or from a copied
 ``.mdcg/``) removes nothing, and the recovery lists it
-(:attr:`Journal.foreign`). A commit whose fsyncs fail is
+(:attr:`Journal.foreign`; :func:`holds_other` is the check, which ``health()``'s
+plan of an open commit shares). A commit whose fsyncs fail is
 undone by its own process the same way, closed by a ``done`` marked
 ``undone``. Recovery runs in any writer whose ids meet the dead commit, in
 ``sync()`` and in compaction; readers never write, so until then a reader
@@ -63,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from . import fsops, paths
-from .errors import UnsafePathError
+from .errors import LOGGED_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
 
@@ -152,9 +153,12 @@ class Journal:
         #: (id, path) of each del :meth:`recover` did not do because the file at the path
         #: does not hold the id (another memory's file, an unreadable one): never removed
         self.foreign: list[tuple[str, str]] = []
-        #: (id, path) of each file :meth:`recover` removed for an id the commit put nowhere:
-        #: an interrupted delete (forget) that it finished
+        #: (id, path) of each file :meth:`recover` removed for an id the commit put nowhere,
+        #: the commit putting nothing: an interrupted delete (forget) that it finished
         self.removed: list[tuple[str, str]] = []
+        #: (id, path) of each such file of a commit that puts other files: the old file of
+        #: an interrupted rename that it finished (the memory lives on under its new id)
+        self.replaced: list[tuple[str, str]] = []
         #: the id the node file at a path holds (None: unreadable, not a node file); set by
         #: the engine. Without it, a del's file is removed without this check.
         self.id_of: Callable[[str], str | None] | None = None
@@ -231,7 +235,7 @@ class Journal:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
                 self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
-                exc.add_note("the batch was logged before this error: the next recovery completes it")
+                exc.add_note(LOGGED_NOTE)
                 raise
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)
@@ -363,6 +367,7 @@ class Journal:
             self.left.extend(sorted(later))
             self.foreign.extend(outcome.foreign)
             self.removed.extend(outcome.removed)
+            self.replaced.extend(outcome.replaced)
             if record.get("undone"):
                 self.undone += 1
             records.append(record)
@@ -376,11 +381,13 @@ class Journal:
 @dataclass
 class Outcome:
     """What :func:`roll_forward` did to a commit's dels: (id, path) of each file it removed
-    for an id the commit put nowhere (an interrupted delete finished), and of each it left
-    because the file there does not hold the id."""
+    for an id the commit put nowhere -- ``removed`` when the commit puts nothing (an
+    interrupted delete finished), ``replaced`` when it puts other files (the old file of a
+    rename) -- and of each it left because the file there does not hold the id."""
 
     removed: list[tuple[str, str]] = field(default_factory=list)
     foreign: list[tuple[str, str]] = field(default_factory=list)
+    replaced: list[tuple[str, str]] = field(default_factory=list)
 
 
 def roll_forward(
@@ -456,7 +463,7 @@ def _do_dels(
         # The old copy of a moved node goes only once the new copy is in place.
         if node_id in later or (node_id in put_ids and node_id not in landed):
             continue
-        if id_of is not None and _present(root, rel) and id_of(rel) != node_id:
+        if holds_other(root, node_id, rel, id_of):
             outcome.foreign.append((node_id, rel))
             continue
         try:
@@ -464,7 +471,14 @@ def _do_dels(
         except UnsafePathError:
             continue
         if gone and node_id not in put_ids:
-            outcome.removed.append((node_id, rel))
+            (outcome.replaced if c.puts else outcome.removed).append((node_id, rel))
+
+
+def holds_other(root: str, node_id: str, rel: str, id_of: Callable[[str], str | None] | None) -> bool:
+    """Whether a del of ``node_id`` at ``rel`` is refused because a file is there that does not
+    hold that id (another memory's, an unreadable one; ``id_of`` is :attr:`Journal.id_of`):
+    :func:`roll_forward` keeps such a file, and ``health()``'s plan says so."""
+    return id_of is not None and _present(root, rel) and id_of(rel) != node_id
 
 
 def _present(root: str, rel: str) -> bool:

@@ -307,7 +307,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
         undone, left = engine.journal.undone, len(engine.journal.left)
-        marks = len(engine.journal.removed), len(engine.journal.foreign)
+        marks = len(engine.journal.removed), len(engine.journal.foreign), len(engine.journal.replaced)
         if dead:
             with engine.hold({i for c in dead for i in c.ids}):
                 recovered = len(dead)  # hold() rolled them forward (or back)
@@ -321,17 +321,22 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     return report if log is None else _returned(engine, report, log, scope)
 
 
-def _recovered_dels(engine: Engine, report: SyncReport, marks: tuple[int, int]) -> SyncReport:
+def _recovered_dels(engine: Engine, report: SyncReport, marks: tuple[int, int, int]) -> SyncReport:
     """``report`` with the files this sync's recovery removed finishing an interrupted
-    delete, and the dels it did not do because the file holds another id (journal's
-    :attr:`~md_cg.journal.Journal.removed` and :attr:`~md_cg.journal.Journal.foreign`
-    since ``marks``)."""
+    delete, the old files it removed finishing an interrupted rename, and the dels it did
+    not do because the file holds another id (journal's
+    :attr:`~md_cg.journal.Journal.removed`, :attr:`~md_cg.journal.Journal.replaced` and
+    :attr:`~md_cg.journal.Journal.foreign` since ``marks``)."""
     removed = engine.journal.removed[marks[0] :]
     foreign = engine.journal.foreign[marks[1] :]
-    if not removed and not foreign:
+    replaced = engine.journal.replaced[marks[2] :]
+    if not removed and not foreign and not replaced:
         return report
     return replace(
-        report, finished_deletes=tuple(sorted(set(removed))), foreign_deletes=tuple(sorted(set(foreign)))
+        report,
+        finished_deletes=tuple(sorted(set(removed))),
+        foreign_deletes=tuple(sorted(set(foreign))),
+        old_files_removed=tuple(sorted(set(replaced))),
     )
 
 
@@ -1002,7 +1007,7 @@ def _log_findings(engine: Engine) -> list[Finding]:
                     "open_commit",
                     f"a write of {len(c.ids)} node(s) interrupted by a crash (log {c.shard}, "
                     f"record {c.seq}); sync() or the next write of these ids finishes it: "
-                    f"{_commit_plan(c)}",
+                    f"{_commit_plan(c, engine)}",
                 )
             )
     return out
@@ -1012,10 +1017,12 @@ def _log_findings(engine: Engine) -> list[Finding]:
 PLAN_IDS = 5
 
 
-def _commit_plan(c: journal.Commit) -> str:
+def _commit_plan(c: journal.Commit, engine: Engine) -> str:
     """What finishing the open commit ``c`` would do, for a person to check first: the ids
-    it writes and the files it removes (at most :data:`PLAN_IDS` of each). A removal is
-    done only when the file holds that id, and a file changed since the crash is kept."""
+    it writes, the files it removes -- the old files of a rename when it writes others --
+    and those it keeps as they hold another id (at most :data:`PLAN_IDS` of each): the
+    check the roll-forward makes (:func:`md_cg.journal.holds_other`). A file changed
+    since the crash is kept too."""
 
     def named(items: list[str]) -> str:
         more = f", ... (+{len(items) - PLAN_IDS} more)" if len(items) > PLAN_IDS else ""
@@ -1026,9 +1033,16 @@ def _commit_plan(c: journal.Commit) -> str:
     parts = []
     if put_ids:
         parts.append(f"writes {named(put_ids)}")
-    gone = [f"{i} ({rel})" for i, rel in c.dels if i not in moved]
+    gone: list[str] = []
+    kept: list[str] = []
+    for i, rel in c.dels:
+        if i not in moved:
+            other = journal.holds_other(engine.root_str, i, rel, engine.journal.id_of)
+            (kept if other else gone).append(f"{i} ({rel})")
     if gone:
-        parts.append(f"removes {named(gone)}")
+        parts.append(f"removes {'the old files of ' if put_ids else ''}{named(gone)}")
+    if kept:
+        parts.append(f"keeps {named(kept)} (the file holds another memory)")
     return "; ".join(parts) if parts else "nothing"
 
 

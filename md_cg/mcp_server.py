@@ -71,9 +71,11 @@ from md_cg import (
     __version__,
     is_fact,
     is_out_of_room,
+    was_logged,
     with_departure,
 )
 from md_cg.render import (
+    LOGGED_WRITE,
     SNIPPET_CHARS,
     current_version,
     iso,
@@ -110,6 +112,7 @@ BUCKETS_SHOWN = 10
 SYNC_LISTS = (
     "added", "changed", "deleted", "moved", "malformed", "duplicates", "refused", "twins", "conflicts",
     "returned", "left_as_edited", "temp_removed", "hidden", "finished_deletes", "foreign_deletes",
+    "old_files_removed",
 )  # fmt: skip
 #: Characters kept of an error reply.
 ERROR_CHARS = 600
@@ -330,7 +333,8 @@ def not_writable_message(exc: OSError, root: os.PathLike[str] | str | None = Non
     """The one-line tool error of a write the store's folder refused (read-only file system,
     permission denied), naming the file (and the store ``root``, unless the library's message
     does); None for any other OS error. Each word is clipped (a long path), so the line
-    stays bounded."""
+    stays bounded. A write interrupted after its commit line (:func:`md_cg.was_logged`)
+    says it was logged and is completed later, not that the server cannot write."""
     if exc.errno not in (errno.EROFS, errno.EACCES, errno.EPERM):
         return None
     where = f"{exc.filename}" if exc.filename else ""
@@ -340,7 +344,9 @@ def not_writable_message(exc: OSError, root: os.PathLike[str] | str | None = Non
     if root is not None and "(in the store at " not in what:
         what += f" (in the store at {root})"
     text = f"{what}: {where}" if where else what
-    if exc.errno == errno.EROFS:
+    if was_logged(exc):  # a write interrupted after its commit line: part of it may be on disk
+        text += f"; {LOGGED_WRITE}"
+    elif exc.errno == errno.EROFS:
         text += (
             "; the store's file system is read-only, so this server cannot write to it: "
             "the reading tools (search, get, list...) work, writing needs it mounted writable"

@@ -627,6 +627,14 @@ def _twins(ids: Sequence[str]) -> str:
     return " / ".join(labels[i] for i in ids)
 
 
+#: What the CLI and the MCP server say of a write an OS error interrupted after its commit
+#: line was logged (:func:`md_cg.was_logged`): not "nothing was changed".
+LOGGED_WRITE = (
+    "the write was logged before this error and may be partly done: the next sync (or write "
+    "of these ids) completes it once the store is writable"
+)
+
+
 def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
     """What a sync did and found, one line per kind (at most ``limit`` items each)."""
     kinds = [
@@ -636,6 +644,10 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         (
             "interrupted deletes finished, files removed",
             [f"{i} at {p}" for i, p in report.finished_deletes],
+        ),
+        (
+            "interrupted writes finished, old files of renamed memories removed",
+            [f"{i} at {p}" for i, p in report.old_files_removed],
         ),
         (
             "interrupted deletes not done: the file holds another memory (kept; see .mdcg/log)",

@@ -134,6 +134,10 @@ class SyncReport:
     #: path does not hold that id (another memory's file, or unreadable): a line naming
     #: another memory's path (forged, or from a copied ``.mdcg/``); the file is kept
     foreign_deletes: tuple[tuple[str, str], ...] = ()
+    #: (id, path) of each old file removed finishing an interrupted write that put other
+    #: files (a ``rename`` whose process died after logging it): the memory lives on under
+    #: its new id
+    old_files_removed: tuple[tuple[str, str], ...] = ()
     #: a scoped handle's: how many malformed files, refused paths, duplicate copies and
     #: twins it is not told of (any of them may be another scope's)
     withheld: int = 0
@@ -195,6 +199,7 @@ class SyncReport:
         d["hidden"] = [{"id": i, "path": p} for i, p in self.hidden]
         d["finished_deletes"] = [{"id": i, "path": p} for i, p in self.finished_deletes]
         d["foreign_deletes"] = [{"id": i, "path": p} for i, p in self.foreign_deletes]
+        d["old_files_removed"] = [{"id": i, "path": p} for i, p in self.old_files_removed]
         return d
 
 
@@ -254,6 +259,7 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         hidden=tuple(r for r in report.hidden if seen(r[0])),
         left_as_edited=ids(report.left_as_edited),
         finished_deletes=tuple(r for r in report.finished_deletes if seen(r[0])),
+        old_files_removed=tuple(r for r in report.old_files_removed if seen(r[0])),
         foreign_deletes=(),
         temp_removed=(),
         withheld=report.withheld
