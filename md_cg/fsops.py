@@ -171,13 +171,17 @@ _FILE_NOT_FOLDER = "is a file where md-cg keeps a folder; remove it"
 def folder_refusal(root: str, rel_dir: str) -> UnsafePathError | None:
     """Why a write would refuse the folder ``rel_dir`` of the store at ``root``: the
     error :func:`open_dir` raises there with ``create=True`` for a symlink or a file on
-    the way; None for a folder, or none yet (the write makes it). Makes nothing."""
+    the way; None for a folder, or none yet (the write makes it). Makes nothing. A
+    ``rel_dir`` that is no plain relative folder path (``..``, ``.``, an empty part, a NUL,
+    a leading ``/``) is refused as such: never looked up (``..`` would leave the store)."""
+    parts = rel_dir.split("/")
+    if rel_dir.startswith("/") or "\0" in rel_dir or any(p in ("", ".", "..") for p in parts):
+        return UnsafePathError(rel_dir, "is not a plain folder path below the store")
     try:
         os.close(open_dir(root, rel_dir))
     except UnsafePathError as exc:
         return exc
     except FileNotFoundError:  # a part absent, or a file (a symlink was refused above)
-        parts = rel_dir.split("/")
         for end in range(1, len(parts) + 1):
             rel = "/".join(parts[:end])
             try:

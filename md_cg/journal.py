@@ -362,8 +362,13 @@ class Journal:
             record: dict[str, Any] = {"op": "recovered", "shard": c.shard, "c": c.seq}
             later: set[str] = set()
             outcome = Outcome()
-            if not roll_forward(self.root, c, later, id_of=self.id_of, outcome=outcome):
-                record["undone"] = True
+            try:
+                if not roll_forward(self.root, c, later, id_of=self.id_of, outcome=outcome):
+                    record["undone"] = True
+            except BaseException as exc:
+                # An earlier process's logged commit, now partly done: not "nothing changed" (r5)
+                exc.add_note(LOGGED_NOTE)
+                raise
             self.left.extend(sorted(later))
             self.foreign.extend(outcome.foreign)
             self.removed.extend(outcome.removed)

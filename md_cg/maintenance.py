@@ -1042,7 +1042,7 @@ def _commit_plan(c: journal.Commit, engine: Engine) -> str:
     if gone:
         parts.append(f"removes {'the old files of ' if put_ids else ''}{named(gone)}")
     if kept:
-        parts.append(f"keeps {named(kept)} (the file holds another memory)")
+        parts.append(f"keeps {named(kept)} (the file holds another memory, or cannot be read)")
     return "; ".join(parts) if parts else "nothing"
 
 

@@ -650,7 +650,8 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
             [f"{i} at {p}" for i, p in report.old_files_removed],
         ),
         (
-            "interrupted deletes not done: the file holds another memory (kept; see .mdcg/log)",
+            "interrupted deletes not done: the file holds another memory or cannot be read "
+            "(kept; see .mdcg/log)",
             [f"{i} at {p}" for i, p in report.foreign_deletes],
         ),
         ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),

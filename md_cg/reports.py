@@ -173,7 +173,7 @@ class SyncReport:
         """True when something needs a person: malformed files, duplicates, twins, refused
         paths, unresolved merge conflicts (also those withheld from a scoped handle), forgotten
         memories back, settings files it cannot use, memories hidden with no current version,
-        deletes of an interrupted write not done as the file holds another memory."""
+        deletes of an interrupted write not done as the file holds another memory (or cannot be read)."""
         return bool(
             self.malformed
             or self.duplicates

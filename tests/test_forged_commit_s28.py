@@ -59,7 +59,8 @@ def test_a_del_naming_another_id_leaves_the_file_and_sync_reports_it(tmp_path: P
     assert (root / rel).read_text().endswith("memory number 2 important\n")
     assert sync_lines(report) == [
         "interrupted writes finished: 1",
-        "interrupted deletes not done: the file holds another memory (kept; see .mdcg/log) (1): "
+        "interrupted deletes not done: the file holds another memory or cannot be read "
+        "(kept; see .mdcg/log) (1): "
         f"unrelated_id at {rel}",
     ]
 

@@ -63,8 +63,8 @@ def test_the_plan_keeps_what_the_roll_forward_keeps(tmp_path: Path) -> None:
     _forge(root, [([], [["lower", lower]]), ([], [[CAFE_NFC, cafe]]), ([], [["m1", m1]])])
     with MdCG(root) as s:
         assert _plans(s) == [
-            f"keeps lower ({lower}) (the file holds another memory)",
-            f"keeps {CAFE_NFC} ({cafe}) (the file holds another memory)",
+            f"keeps lower ({lower}) (the file holds another memory, or cannot be read)",
+            f"keeps {CAFE_NFC} ({cafe}) (the file holds another memory, or cannot be read)",
             f"removes m1 ({m1})",
         ]
         report = s.sync()

@@ -1,0 +1,55 @@
+"""Session 28, review round r5 of the day's journal and migration fixes.
+
+* An error raised while a process finished *another* process's logged commit (the roll-
+  forward that precedes a write or runs in sync) carried no "logged" note, so the CLI said
+  "nothing was changed" although the earlier commit was now partly done.
+* ``fsops.folder_refusal`` raised ValueError for a NUL and answered "usable" for ``..``
+  (``open_dir`` followed it out of the store).
+"""
+
+from __future__ import annotations
+
+import errno
+from pathlib import Path
+
+import pytest
+
+from md_cg import journal, was_logged
+from md_cg.errors import UnsafePathError
+from md_cg.fsops import folder_refusal
+
+
+def test_a_failed_roll_forward_carries_the_logged_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    j = journal.Journal(str(tmp_path))
+    dead = journal.Commit("1_x.jsonl", 1, (("a", "knowledge/orphan/a.md", ".a.md.tmp"),), ())
+
+    def refused(*args: object, **kwargs: object) -> bool:
+        raise OSError(errno.EROFS, "Read-only file system", "a.md")
+
+    monkeypatch.setattr(journal, "roll_forward", refused)
+    with pytest.raises(OSError) as info:
+        j.recover([dead], advance=lambda shard, nbytes: None)
+    assert was_logged(info.value)
+    assert info.value.__notes__ == [journal.LOGGED_NOTE]
+
+
+@pytest.mark.parametrize(
+    "rel",
+    ["knowledge/..", "knowledge/../..", "..", "knowledge/./b", "knowledge//b", "/etc", "knowledge/a\0b"],
+)
+def test_folder_refusal_refuses_paths_that_are_no_plain_folder(tmp_path: Path, rel: str) -> None:
+    (tmp_path / "knowledge").mkdir()
+    refusal = folder_refusal(str(tmp_path), rel)
+    assert isinstance(refusal, UnsafePathError)
+    assert str(refusal).endswith("is not a plain folder path below the store")
+
+
+def test_folder_refusal_of_ordinary_folders(tmp_path: Path) -> None:
+    (tmp_path / "knowledge" / "b").mkdir(parents=True)
+    (tmp_path / "knowledge" / "f").write_text("x")
+    assert folder_refusal(str(tmp_path), "knowledge/b") is None
+    assert folder_refusal(str(tmp_path), "knowledge/new") is None  # made by the write
+    refusal = folder_refusal(str(tmp_path), "knowledge/f")
+    assert isinstance(refusal, UnsafePathError) and "is a file where md-cg keeps a folder" in str(refusal)
