@@ -55,6 +55,7 @@ _EXPORTS = {
     "ReadOnlyStoreError": "errors",
     "is_out_of_room": "errors",
     "was_logged": "errors",
+    "record_failed": "errors",
     "SearchResult": "search",
     "route_key": "layout",
     "bucket_dir": "layout",
@@ -148,6 +149,7 @@ __all__ = [
     "is_store_folder",
     "migrate",
     "new_id",
+    "record_failed",
     "route_key",
     "slug_id",
     "verify_migration",
@@ -191,6 +193,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         UnsafeIdError,
         UnsafePathError,
         is_out_of_room,
+        record_failed,
         was_logged,
     )
     from .index import Entry

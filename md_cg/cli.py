@@ -62,6 +62,7 @@ from md_cg import (
     enclosing_store,
     is_out_of_room,
     is_store_folder,
+    record_failed,
     was_logged,
     with_departure,
 )
@@ -77,6 +78,7 @@ from md_cg.render import (
     node_dict,
     node_text,
     parse_when,
+    recorded_write,
     results_table,
     retention,
     sync_lines,
@@ -208,8 +210,13 @@ def os_error_message(exc: OSError, command: str | None = None) -> str | None:
 
     A full disk or quota and a read-only file system say what to do next; a
     failing disk (``EIO``) and an OSError that no system call raised (no
-    errno: a bug) keep their traceback.
+    errno: a bug) keep their traceback. An error appending the record of a change
+    already made (:func:`md_cg.record_failed`) names the log folder and says so.
     """
+    if exc.errno is not None and exc.errno != errno.EIO and (log := record_failed(exc)):
+        # the write landed; only its record in a log after it failed: name the log, not its temp file
+        what = "the store's file system is read-only" if exc.errno == errno.EROFS else exc.strerror or exc
+        return f"{what}; {recorded_write(log)}"
     where = f"{exc.filename}: " if exc.filename else ""
     if exc.filename and exc.filename2:
         where = f"{exc.filename} -> {exc.filename2}: "

@@ -224,7 +224,8 @@ def rename(
                         record["created_at"] = node.created_at
                     if len(audit_mod.earlier_ids(node)) > 1:  # its ids before this one
                         record[audit_mod.RENAMED_FROM] = audit_mod.earlier_ids(node)[:-1]
-                    audit.append([record], durable=engine.durable if durable is None else durable)
+                    sure = engine.durable if durable is None else durable
+                    audit.append([record], durable=sure, landed=True)  # after the commit
                 return node
 
 

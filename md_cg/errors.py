@@ -379,6 +379,29 @@ def was_logged(exc: BaseException) -> bool:
     return LOGGED_NOTE in getattr(exc, "__notes__", ())
 
 
+#: The note (``exc.__notes__``) an :class:`~md_cg.logs.AppendLog` adds to an error raised
+#: while appending the record of a change already made (a rename's audit record, an archive's
+#: ``.mdcg/archive_log`` line, a retention decision): ``{log}`` is the log's folder.
+RECORDED_NOTE = "the change was made before this error: only its record in {log} could not be written"
+_RECORDED_HEAD, _RECORDED_TAIL = RECORDED_NOTE.split("{log}")
+
+
+def recorded_note(log: str) -> str:
+    """The :data:`RECORDED_NOTE` naming the log folder ``log`` (``.mdcg/audit``)."""
+    return RECORDED_NOTE.format(log=log)
+
+
+def record_failed(exc: BaseException) -> str | None:
+    """The log folder (``.mdcg/audit``, ``.mdcg/archive_log``...) whose record of a change
+    already made ``exc`` interrupted (its :data:`RECORDED_NOTE`), else None: the write
+    itself landed -- "nothing was changed" would be false, and running it again would
+    repeat it or fail -- only its record is missing."""
+    for note in getattr(exc, "__notes__", ()):
+        if isinstance(note, str) and note.startswith(_RECORDED_HEAD) and note.endswith(_RECORDED_TAIL):
+            return note[len(_RECORDED_HEAD) : len(note) - len(_RECORDED_TAIL)]
+    return None
+
+
 def check_query(query: object) -> str:
     """``query`` when it is a string with words in it, else :class:`InvalidArgumentError`
     naming it: ``search`` and ``inject`` refuse a blank query alike (nothing was asked;

@@ -19,7 +19,7 @@ from typing import Any
 import orjson
 
 from . import fsops, paths
-from .errors import UnsafePathError
+from .errors import UnsafePathError, recorded_note
 
 #: One record of a read: (time in ns, shard name, sequence, record).
 Row = tuple[int, str, int, dict[str, Any]]
@@ -42,9 +42,21 @@ class AppendLog:
         #: call (a log nobody redacts: the reflection record, read on every reflect)
         self._seen: dict[str, tuple[int, list[Row]]] | None = {} if incremental else None
 
-    def append(self, records: Iterable[dict[str, Any]], *, durable: bool = False) -> None:
-        """Append records; each line is ``{"ts": <ns>, "seq": <n>, "r": <record>}``."""
-        self._writer.append(({"r": rec} for rec in records), durable=durable)
+    def append(
+        self, records: Iterable[dict[str, Any]], *, durable: bool = False, landed: bool = False
+    ) -> None:
+        """Append records; each line is ``{"ts": <ns>, "seq": <n>, "r": <record>}``.
+
+        ``landed``: the records describe a change already made (a rename's audit record
+        after its commit): an ``OSError`` carries :data:`md_cg.errors.RECORDED_NOTE` naming
+        this log's folder (:func:`md_cg.record_failed`), so no caller says nothing was changed.
+        """
+        try:
+            self._writer.append(({"r": rec} for rec in records), durable=durable)
+        except OSError as exc:
+            if landed:
+                exc.add_note(recorded_note(self.rel))
+            raise
 
     def read(self) -> list[dict[str, Any]]:
         """Every record, oldest first."""

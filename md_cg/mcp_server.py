@@ -71,6 +71,7 @@ from md_cg import (
     __version__,
     is_fact,
     is_out_of_room,
+    record_failed,
     was_logged,
     with_departure,
 )
@@ -82,6 +83,7 @@ from md_cg.render import (
     iso_window,
     node_dict,
     parse_when,
+    recorded_write,
     retention,
     snippet,
     verdict_dict,
@@ -318,6 +320,13 @@ def _tool_errors(fn: _F, store: MdCG | None = None) -> _F:
         except (MdcgError, ValueError) as exc:
             raise ToolError(_message(exc)) from exc
         except OSError as exc:
+            if exc.errno is not None and exc.errno != errno.EIO and (log := record_failed(exc)):
+                # the write landed; only its record after it failed: no retry, no "nothing lost"
+                what = exc.strerror or os.strerror(exc.errno)
+                if store is not None and "(in the store at " not in what:
+                    what += f" (in the store at {store.root})"
+                said = f"{what}; {recorded_write(log)}"
+                raise ToolError(" ".join(clip(word, REASON_CHARS) for word in said.split())) from exc
             if is_out_of_room(exc):
                 full = f"{exc.strerror}: the store's disk is full"
                 raise ToolError(f"{full}; nothing stored was lost, retry after making room") from exc

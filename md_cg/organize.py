@@ -909,7 +909,8 @@ def apply(
                     store.apply_changes(add=plan.nodes, archive=plan.archive)
             applied = len(plan.saved) + len(plan.archive)
             status = "degraded" if plan.skipped else ("ok" if applied else "noop")
-            log.append([receipt(status, plan, applied, None)], durable=True)
+            # after the commit: a refused append says the change was made (md_cg.record_failed)
+            log.append([receipt(status, plan, applied, None)], durable=True, landed=applied > 0)
     except Exception as exc:
         error = str(exc) if isinstance(exc, OrganizeApplyError) else repr(exc)
         try:

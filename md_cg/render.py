@@ -27,7 +27,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidArgumentError
+from .errors import InvalidArgumentError, recorded_note
 from .script import distinct_labels, fold_accents
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -633,6 +633,13 @@ LOGGED_WRITE = (
     "the write was logged before this error and may be partly done: the next sync (or write "
     "of these ids) completes it once the store is writable"
 )
+
+
+def recorded_write(log: str) -> str:
+    """What the CLI and the MCP server say of a change made whose record in the log folder
+    ``log`` (``.mdcg/audit``) could not be written (:func:`md_cg.record_failed`): not
+    "nothing was changed", and no "run it again" (a rename run again finds no old id)."""
+    return recorded_note(log)
 
 
 def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:

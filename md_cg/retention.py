@@ -272,7 +272,7 @@ class Retention:
             for node, d in decided
         ]
         if records:
-            self.log.append(records)
+            self.log.append(records, landed=True)
 
 
 def expired_ids(engine: Engine, scope: visibility.Scope | None, now: float) -> list[str]:

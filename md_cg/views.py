@@ -569,7 +569,8 @@ class Lifecycle(_Handle):
     def _note_archive(self, event: str, ids: list[str], reason: str) -> None:
         if ids:
             now = time.time()
-            self.log(ARCHIVE_LOG).append({"event": event, "id": i, "reason": reason, "at": now} for i in ids)
+            records = ({"event": event, "id": i, "reason": reason, "at": now} for i in ids)
+            self.log(ARCHIVE_LOG).append(records, landed=True)  # after the move's commit
 
     def supersede(self, old_id: str, new_id: str, reason: str = "") -> None:
         """Mark ``old_id`` as superseded by ``new_id``: ``valid_until`` = now on the
