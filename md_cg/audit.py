@@ -446,6 +446,49 @@ def record_back_as(audit: AppendLog, found: list[tuple[Entry, str, dict[str, Any
         audit.append(records, durable=True)
 
 
+def rename_record(node: Node, old_id: str) -> dict[str, Any]:
+    """The :data:`RENAMED` record of ``node`` just renamed from ``old_id``: both ids, the
+    node's layer, scope fields and creation time (which memory it was: :func:`back_again`),
+    its ids before ``old_id`` (:data:`RENAMED_FROM`), ``time`` its ``updated_at``."""
+    record: dict[str, Any] = {"event": RENAMED, "id": old_id, "to": node.id}
+    record.update(layer=node.layer, time=node.updated_at, **scope_fields(node))
+    if node.created_at is not None:
+        record["created_at"] = node.created_at
+    earlier = earlier_ids(node)
+    if len(earlier) > 1:
+        record[RENAMED_FROM] = earlier[:-1]
+    return record
+
+
+def record_recovered_renames(
+    audit: AppendLog, moved: list[tuple[str, list[tuple[str, str]]]], read: Callable[[str], Node | None]
+) -> list[tuple[str, str]]:
+    """Append the :data:`RENAMED` record a rename killed after its commit line never wrote
+    (the recovery finished its commit): for each (old id, the commit's puts) of ``moved``
+    (:attr:`md_cg.journal.Journal.moved`), the put whose node (``read``: None for a file
+    without :data:`RENAMED_FROM`, :func:`renamed_reader`) has ``old_id`` as its last earlier
+    id, unless the log holds that record (same ids and time). Returns the (old, new) pairs
+    recorded."""
+    found: list[dict[str, Any]] = []
+    for old_id, puts in moved:
+        for new_id, rel in puts:
+            try:
+                node = read(rel) if new_id != old_id else None
+            except (OSError, MalformedNodeFileError, UnsafePathError):
+                continue
+            earlier = earlier_ids(node) if node is not None and node.id == new_id else []
+            if earlier and earlier[-1] == old_id and node is not None and node.updated_at is not None:
+                found.append(rename_record(node, old_id))
+    if not found:
+        return []
+    records = audit.read()
+    known = {(r["id"], r.get("to"), r["time"]) for r in records if usable(r) and r.get("event") == RENAMED}
+    new = [r for r in found if (r["id"], r["to"], r["time"]) not in known]
+    if new:
+        audit.append(new, durable=True)
+    return [(r["id"], r["to"]) for r in new]
+
+
 def visible_to(
     scope: Scope | None, records: list[dict[str, Any]], seen: Callable[[str], bool] | None = None
 ) -> list[dict[str, Any]]:

@@ -159,6 +159,11 @@ class Journal:
         #: (id, path) of each such file of a commit that puts other files: the old file of
         #: an interrupted rename that it finished (the memory lives on under its new id)
         self.replaced: list[tuple[str, str]] = []
+        #: (old id, the commit's puts as (id, path)) of each del of such a commit that
+        #: :meth:`recover` did (or found done: a kill after the unlinks): a rename's old id,
+        #: whose audit record the dead process may not have written. A sync takes them
+        #: (:func:`md_cg.audit.record_recovered_renames`) and empties the list.
+        self.moved: list[tuple[str, list[tuple[str, str]]]] = []
         #: the id the node file at a path holds (None: unreadable, not a node file); set by
         #: the engine. Without it, a del's file is removed without this check.
         self.id_of: Callable[[str], str | None] | None = None
@@ -373,6 +378,8 @@ class Journal:
             self.foreign.extend(outcome.foreign)
             self.removed.extend(outcome.removed)
             self.replaced.extend(outcome.replaced)
+            if c.puts and not record.get("undone"):
+                self.moved.extend(_moved(c, later | {i for i, _ in outcome.foreign}))
             if record.get("undone"):
                 self.undone += 1
             records.append(record)
@@ -381,6 +388,14 @@ class Journal:
             shard, nbytes, _ = self.append(records)
             advance(shard, nbytes)
         return done
+
+
+def _moved(c: Commit, kept: set[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """(id, puts) of each del of ``c`` for an id it puts nowhere and that the roll-forward
+    did not keep (:attr:`Journal.moved`)."""
+    puts = [(node_id, rel) for node_id, rel, _ in c.puts]
+    put_ids = {node_id for node_id, _ in puts}
+    return [(i, puts) for i in dict.fromkeys(i for i, _ in c.dels) if i not in put_ids and i not in kept]
 
 
 @dataclass

@@ -318,7 +318,12 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
-    return report if log is None else _returned(engine, report, log, scope)
+    moved, engine.journal.moved = engine.journal.moved, []
+    if log is None:
+        return report
+    if moved:  # a rename killed after its commit line: its audit record (r5)
+        audit.record_recovered_renames(log, moved, audit.renamed_reader(engine.root_str))
+    return _returned(engine, report, log, scope)
 
 
 def _recovered_dels(engine: Engine, report: SyncReport, marks: tuple[int, int, int]) -> SyncReport:
