@@ -218,12 +218,7 @@ def rename(
                     refuse(current)
                 node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
                 if audit is not None and old_id != new_id:
-                    record: dict[str, object] = {"event": audit_mod.RENAMED, "id": old_id, "to": new_id}
-                    record.update(layer=node.layer, time=node.updated_at, **visibility.scope_fields(node))
-                    if node.created_at is not None:  # which memory it was (audit.back_again)
-                        record["created_at"] = node.created_at
-                    if len(audit_mod.earlier_ids(node)) > 1:  # its ids before this one
-                        record[audit_mod.RENAMED_FROM] = audit_mod.earlier_ids(node)[:-1]
+                    record = audit_mod.rename_record(node, old_id)  # what a sync's recovery writes too
                     sure = engine.durable if durable is None else durable
                     audit.append([record], durable=sure, landed=True)  # after the commit
                 return node
