@@ -55,6 +55,7 @@ _EXPORTS = {
     "ReadOnlyStoreError": "errors",
     "is_out_of_room": "errors",
     "was_logged": "errors",
+    "was_recovering": "errors",
     "record_failed": "errors",
     "SearchResult": "search",
     "route_key": "layout",
@@ -154,6 +155,7 @@ __all__ = [
     "slug_id",
     "verify_migration",
     "was_logged",
+    "was_recovering",
     "with_departure",
     "work_tree_of",
 ]
@@ -195,6 +197,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         is_out_of_room,
         record_failed,
         was_logged,
+        was_recovering,
     )
     from .index import Entry
     from .layout import bucket_dir, route_key

@@ -467,9 +467,10 @@ def record_recovered_renames(
     (the recovery finished its commit): for each (old id, the commit's puts) of ``moved``
     (:attr:`md_cg.journal.Journal.moved`), the put whose node (``read``: None for a file
     without :data:`RENAMED_FROM`, :func:`renamed_reader`) has ``old_id`` as its last earlier
-    id, unless the log holds that record (same ids and time). Returns the (old, new) pairs
-    recorded."""
-    found: list[dict[str, Any]] = []
+    id and was not renamed from it before (the log holds no such record: a node renamed
+    from ``old_id`` long ago may be a put of the commit only for an edge it re-points) --
+    when exactly one put is such. Returns the (old, new) pairs recorded."""
+    candidates: dict[str, list[Node]] = {}
     for old_id, puts in moved:
         for new_id, rel in puts:
             try:
@@ -478,12 +479,15 @@ def record_recovered_renames(
                 continue
             earlier = earlier_ids(node) if node is not None and node.id == new_id else []
             if earlier and earlier[-1] == old_id and node is not None and node.updated_at is not None:
-                found.append(rename_record(node, old_id))
-    if not found:
+                candidates.setdefault(old_id, []).append(node)
+    if not candidates:
         return []
-    records = audit.read()
-    known = {(r["id"], r.get("to"), r["time"]) for r in records if usable(r) and r.get("event") == RENAMED}
-    new = [r for r in found if (r["id"], r["to"], r["time"]) not in known]
+    done = {(r["id"], r.get("to")) for r in audit.read() if usable(r) and r.get("event") == RENAMED}
+    new = []
+    for old_id, nodes in candidates.items():
+        fresh = [n for n in nodes if (old_id, n.id) not in done]
+        if len(fresh) == 1:  # more: which one the rename made cannot be told
+            new.append(rename_record(fresh[0], old_id))
     if new:
         audit.append(new, durable=True)
     return [(r["id"], r["to"]) for r in new]

@@ -64,10 +64,12 @@ from md_cg import (
     is_store_folder,
     record_failed,
     was_logged,
+    was_recovering,
     with_departure,
 )
 from md_cg.render import (
     LOGGED_WRITE,
+    RECOVERING_WRITE,
     clip,
     current_version,
     entries_table,
@@ -222,6 +224,8 @@ def os_error_message(exc: OSError, command: str | None = None) -> str | None:
         where = f"{exc.filename} -> {exc.filename2}: "
     # A write interrupted after its commit line: part of it may be on disk (was_logged).
     logged = f"; {LOGGED_WRITE}" if was_logged(exc) else ""
+    if was_recovering(exc):  # not this command's write: an earlier one it was finishing (r6)
+        logged = f"; {RECOVERING_WRITE}"
     if exc.errno == errno.EROFS:
         # md-cg's own errors name the path relative to the store (fsops._read_only)
         if logged:

@@ -379,6 +379,20 @@ def was_logged(exc: BaseException) -> bool:
     return LOGGED_NOTE in getattr(exc, "__notes__", ())
 
 
+#: The note (``exc.__notes__``) the journal adds to an error raised while it finished an
+#: earlier interrupted write (another process's logged commit, rolled forward before this
+#: write or by a sync): that write may be partly done; the caller's own change was not made.
+RECOVERY_NOTE = "an earlier interrupted write could not be finished: this call changed nothing of its own"
+
+
+def was_recovering(exc: BaseException) -> bool:
+    """True when ``exc`` stopped the finishing of an earlier interrupted write (the journal's
+    :data:`RECOVERY_NOTE`): that write may be partly done and the next ``sync()`` finishes it
+    once the store is writable; the call that met it made none of its own change (run it
+    again after that sync)."""
+    return RECOVERY_NOTE in getattr(exc, "__notes__", ())
+
+
 #: The note (``exc.__notes__``) an :class:`~md_cg.logs.AppendLog` adds to an error raised
 #: while appending the record of a change already made (a rename's audit record, an archive's
 #: ``.mdcg/archive_log`` line, a retention decision): ``{log}`` is the log's folder.

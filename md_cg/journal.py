@@ -64,7 +64,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from . import fsops, paths
-from .errors import LOGGED_NOTE, UnsafePathError
+from .errors import LOGGED_NOTE, RECOVERY_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
 
@@ -164,6 +164,9 @@ class Journal:
         #: whose audit record the dead process may not have written. A sync takes them
         #: (:func:`md_cg.audit.record_recovered_renames`) and empties the list.
         self.moved: list[tuple[str, list[tuple[str, str]]]] = []
+        #: when set (a writable store handle), :meth:`recover` hands it :attr:`moved` as soon as
+        #: a recovery finished such a commit -- whichever write or sync ran it -- and empties it
+        self.on_moved: Callable[[list[tuple[str, list[tuple[str, str]]]]], None] | None = None
         #: the id the node file at a path holds (None: unreadable, not a node file); set by
         #: the engine. Without it, a del's file is removed without this check.
         self.id_of: Callable[[str], str | None] | None = None
@@ -371,8 +374,9 @@ class Journal:
                 if not roll_forward(self.root, c, later, id_of=self.id_of, outcome=outcome):
                     record["undone"] = True
             except BaseException as exc:
-                # An earlier process's logged commit, now partly done: not "nothing changed" (r5)
-                exc.add_note(LOGGED_NOTE)
+                # An earlier logged commit, now perhaps partly done: not "nothing changed" (r5);
+                # nor "logged": the caller's own write never reached its commit line (r6)
+                exc.add_note(RECOVERY_NOTE)
                 raise
             self.left.extend(sorted(later))
             self.foreign.extend(outcome.foreign)
@@ -387,6 +391,9 @@ class Journal:
         if records:
             shard, nbytes, _ = self.append(records)
             advance(shard, nbytes)
+        if self.moved and self.on_moved is not None:
+            moved, self.moved = self.moved, []
+            self.on_moved(moved)
         return done
 
 

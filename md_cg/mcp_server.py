@@ -73,10 +73,12 @@ from md_cg import (
     is_out_of_room,
     record_failed,
     was_logged,
+    was_recovering,
     with_departure,
 )
 from md_cg.render import (
     LOGGED_WRITE,
+    RECOVERING_WRITE,
     SNIPPET_CHARS,
     current_version,
     iso,
@@ -353,7 +355,9 @@ def not_writable_message(exc: OSError, root: os.PathLike[str] | str | None = Non
     if root is not None and "(in the store at " not in what:
         what += f" (in the store at {root})"
     text = f"{what}: {where}" if where else what
-    if was_logged(exc):  # a write interrupted after its commit line: part of it may be on disk
+    if was_recovering(exc):  # an earlier interrupted write it was finishing: not this call's
+        text += f"; {RECOVERING_WRITE}"
+    elif was_logged(exc):  # a write interrupted after its commit line: part of it may be on disk
         text += f"; {LOGGED_WRITE}"
     elif exc.errno == errno.EROFS:
         text += (

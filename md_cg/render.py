@@ -635,6 +635,15 @@ LOGGED_WRITE = (
 )
 
 
+#: What they say of an OS error that stopped the finishing of an earlier interrupted write
+#: (:func:`md_cg.was_recovering`): that write may be partly done; this command made nothing.
+RECOVERING_WRITE = (
+    "an earlier interrupted write could not be finished and may be partly done; this command "
+    "changed nothing: run the sync once the store is writable (it finishes that write), then this "
+    "command again"
+)
+
+
 def recorded_write(log: str) -> str:
     """What the CLI and the MCP server say of a change made whose record in the log folder
     ``log`` (``.mdcg/audit``) could not be written (:func:`md_cg.record_failed`): not

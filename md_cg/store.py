@@ -13,6 +13,7 @@ import functools
 import os
 import time
 import uuid
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -165,6 +166,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         self._filter = visibility.Filter(scope)
         self._ttl_seconds = ttl_seconds
         self._retention: retention.Retention | None = None
+        if not read_only:  # a rename whose commit a recovery here finishes gets its audit record
+            self._engine.journal.on_moved = functools.partial(_record_renames, self.log(paths.AUDIT_DIR))
 
     # -- properties and lifecycle ----------------------------------------------------------
 
@@ -742,3 +745,18 @@ def with_departure(store: MdCG, exc: NodeNotFoundError) -> NodeNotFoundError:
     if gone is None:
         return exc
     return NodeNotFoundError(exc.node_id, gone.describe())
+
+
+def _record_renames(log: AppendLog, moved: list[tuple[str, list[tuple[str, str]]]]) -> None:
+    """The audit record of each rename a recovery finished (:attr:`md_cg.journal.Journal.on_moved`:
+    the dead process wrote the commit, not its record), so ``get OLD`` says where it went.
+    A record that cannot be written is a warning: the recovered write itself is done."""
+    try:
+        audit.record_recovered_renames(log, moved, audit.renamed_reader(log.root))
+    except OSError as exc:
+        warnings.warn(
+            f"md-cg: a rename finished by recovery could not be recorded in .mdcg/audit ({exc}): "
+            "errors about its old id will not say where it went",
+            RuntimeWarning,
+            stacklevel=2,
+        )

@@ -113,3 +113,45 @@ def test_a_finished_forget_records_no_rename(tmp_path: Path) -> None:
         assert sorted(s.ids()) == ["a"]
         assert _renames(s) == []
         assert s._engine.journal.moved == []
+
+
+def _rename_again_and_die(root: str, step: str) -> None:
+    s = MdCG(root)
+    s._engine.journal.fault = lambda name: os.kill(os.getpid(), signal.SIGKILL) if name == step else None
+    s.rename("A", "C")
+
+
+def test_a_node_renamed_from_the_id_long_ago_is_not_taken_for_the_new_one(tmp_path: Path) -> None:
+    """r6: B (renamed from A long ago) links to a new A; the rename A -> C re-points B's edge,
+    so B is a put of its commit with renamed_from ending in A. Killed after its commit line,
+    the sync's recovery recorded A -> B beside A -> C, and `get A` named B."""
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as s:
+        s.add(id="A", body="the first memory under A")
+        s.rename("A", "B")
+        s.add(id="A", body="a second memory under A")
+        s.update("B", edges=[{"target": "A", "type": "similar"}])
+    assert stress.wait(stress.fork(_rename_again_and_die, str(root), "renamed")) == -signal.SIGKILL
+    with MdCG(root) as s:
+        s.sync()
+        pairs = [(r["id"], r["to"]) for r in _renames(s)]
+        assert pairs == [("A", "B"), ("A", "C")]
+        gone = s.departure("A")
+        assert gone is not None and gone.to == "C"
+
+
+def test_a_write_that_finishes_a_killed_rename_records_it(tmp_path: Path) -> None:
+    """r6: only a sync recorded the rename; a write of its ids (which finishes the commit)
+    left no record, and a later sync had nothing left to record."""
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as s:
+        s.add(id="r0", body="the memory to rename")
+    assert stress.wait(stress.fork(_rename_and_die, str(root), "logged")) == -signal.SIGKILL
+    with MdCG(root) as s:
+        s.update("r1", importance=0.3)  # the write of its id finishes the commit
+        assert [(r["id"], r["to"]) for r in _renames(s)] == [("r0", "r1")]
+    with MdCG(root) as s:
+        s.sync()
+        assert [(r["id"], r["to"]) for r in _renames(s)] == [("r0", "r1")]  # no duplicate
+        gone = s.departure("r0")
+        assert gone is not None and gone.to == "r1"

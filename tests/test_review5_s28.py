@@ -1,4 +1,4 @@
-"""Session 28, review round r5 of the day's journal and migration fixes.
+"""Session 28, review rounds r5 and r6 of the day's journal and migration fixes.
 
 * An error raised while a process finished *another* process's logged commit (the roll-
   forward that precedes a write or runs in sync) carried no "logged" note, so the CLI said
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from md_cg import journal, was_logged
+from md_cg import journal, was_logged, was_recovering
 from md_cg.errors import UnsafePathError
 from md_cg.fsops import folder_refusal
 
@@ -31,8 +31,9 @@ def test_a_failed_roll_forward_carries_the_logged_note(
     monkeypatch.setattr(journal, "roll_forward", refused)
     with pytest.raises(OSError) as info:
         j.recover([dead], advance=lambda shard, nbytes: None)
-    assert was_logged(info.value)
-    assert info.value.__notes__ == [journal.LOGGED_NOTE]
+    # r6: not "logged" -- the caller's own write never reached its commit line
+    assert was_recovering(info.value) and not was_logged(info.value)
+    assert info.value.__notes__ == [journal.RECOVERY_NOTE]
 
 
 @pytest.mark.parametrize(
@@ -53,3 +54,17 @@ def test_folder_refusal_of_ordinary_folders(tmp_path: Path) -> None:
     assert folder_refusal(str(tmp_path), "knowledge/new") is None  # made by the write
     refusal = folder_refusal(str(tmp_path), "knowledge/f")
     assert isinstance(refusal, UnsafePathError) and "is a file where md-cg keeps a folder" in str(refusal)
+
+
+def test_the_cli_says_an_earlier_write_was_being_finished(monkeypatch: pytest.MonkeyPatch) -> None:
+    """r6: a user's update that first finished another process's batch, and failed there,
+    was told its write was logged and would be completed: it never was."""
+    from md_cg.cli import os_error_message
+
+    exc = OSError(errno.EROFS, "Read-only file system", "knowledge/orphan/o2.md")
+    exc.add_note(journal.RECOVERY_NOTE)
+    assert os_error_message(exc, "update") == (
+        "knowledge/orphan/o2.md: the store's file system is read-only; an earlier interrupted write "
+        "could not be finished and may be partly done; this command changed nothing: run the sync once "
+        "the store is writable (it finishes that write), then this command again"
+    )
