@@ -563,8 +563,18 @@ class Lifecycle(_Handle):
             moved, _ = self._engine.change_many(
                 batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
             )
-        self._ret.record(decided, now)
-        self._note_archive("archive", moved, "apply_changes")
+        # Both records of a change made: one failing does not keep the other out (r6)
+        failed: list[OSError] = []
+        for record in (
+            lambda: self._ret.record(decided, now),
+            lambda: self._note_archive("archive", moved, "apply_changes"),
+        ):
+            try:
+                record()
+            except OSError as exc:
+                failed.append(exc)
+        if failed:
+            raise failed[0]
 
     def _note_archive(self, event: str, ids: list[str], reason: str) -> None:
         if ids:

@@ -68,3 +68,27 @@ def test_the_cli_says_an_earlier_write_was_being_finished(monkeypatch: pytest.Mo
         "could not be finished and may be partly done; this command changed nothing: run the sync once "
         "the store is writable (it finishes that write), then this command again"
     )
+
+
+def test_apply_changes_writes_the_archive_log_when_the_retention_record_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """r6: a failed retention append after apply_changes' commit kept its archive log line
+    out too (the archive happened; `.mdcg/archive_log` had no record of it)."""
+    from md_cg import MdCG, Node, record_failed
+    from md_cg.retention import Retention
+    from md_cg.views import ARCHIVE_LOG
+
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as s:
+        s.add(id="a1", body="to archive")
+
+        def refused(self: Retention, *args: object, **kwargs: object) -> None:
+            raise OSError(errno.EROFS, "Read-only file system", "retention")
+
+        monkeypatch.setattr(Retention, "record", refused)
+        with pytest.raises(OSError) as info:
+            s.apply_changes(add=[Node(id="n1", body="new one")], archive=["a1"])
+        assert info.value.filename == "retention" and record_failed(info.value) is None
+        assert [(r["event"], r["id"]) for r in s.log(ARCHIVE_LOG).read()] == [("archive", "a1")]
+        assert (root / "archive").is_dir() and "n1" in s
