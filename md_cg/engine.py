@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import stat
 import threading
@@ -245,7 +246,7 @@ class Engine:
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
         self.journal = Journal(self.root_str)
         # a dead commit's del removes a file only when it holds the del's id
-        self.journal.id_of = lambda rel: file_id(self.root_str, rel)
+        self.journal.id_of = functools.partial(file_id, self)
         #: answers a freshness check from lstat calls alone when the log is certainly unchanged
         self.log_watch = journal.LogWatch(self.root_str)
         self._stripes: dict[int, fsops.FileLock] = {}
@@ -899,14 +900,11 @@ def foreign_file(engine: Engine, node: Node) -> str | None:
     return None if read is None or read[1].id == node.id else _held_by_another(rel, read[1].id)
 
 
-def file_id(root: str, rel: str) -> str | None:
+def file_id(engine: Engine, rel: str) -> str | None:
     """The id the node file at ``rel`` holds, as the index reads it (its frontmatter's,
     else its stem); None when it cannot be read as a node (gone, unsafe, malformed)."""
-    try:
-        data, _ = fsops.read_file(root, rel, max_bytes=index.MAX_FILE_BYTES)
-        return index.decode_node(data, rel).id
-    except (OSError, UnsafePathError, MalformedNodeFileError):
-        return None
+    node = _read_or_none(engine, rel)
+    return None if node is None else node.id
 
 
 def _read_at(engine: Engine, rel: str) -> tuple[bytes, Node] | None:

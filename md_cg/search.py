@@ -760,11 +760,8 @@ class _Thinness:
         if term not in self.df:
             wanted = [term] if self.df else list(dict.fromkeys([*self.units[0], *self.units[2], term]))
             df, self.n = live_doc_freqs(self.text, wanted)
-            if self.hidden and len(self.hidden) <= COMMON_HIDDEN_LIMIT:
-                for held in self.text.terms_of(list(self.hidden), list(df)).values():
-                    for t in held:
-                        df[t] -= 1
-                self.n = max(0, self.n - len(self.hidden))
+            if len(self.hidden) <= COMMON_HIDDEN_LIMIT:
+                self.n = _without_hidden(self.text, df, self.n, self.hidden)
             self.df.update({t: df.get(t, 0) for t in wanted})
         d = max(UNKNOWN_DF, self.df[term])
         return math.log(1.0 + (self.n - d + 0.5) / (d + 0.5))
@@ -869,12 +866,18 @@ def _visible_freqs(
     least = _common_floor(max(0, n - len(hidden)))
     if not any(count >= least for count in df.values()):
         return None
-    if hidden:
-        for held in text.terms_of(list(hidden), list(df)).values():
-            for t in held:
-                df[t] -= 1
-        n = max(0, n - len(hidden))
-    return df, n
+    return df, _without_hidden(text, df, n, hidden)
+
+
+def _without_hidden(text: Any, df: dict[str, int], n: int, hidden: Collection[str]) -> int:
+    """Take the ``hidden`` memories out of ``df`` (term -> memories holding it; changed in
+    place) and of ``n`` (the memories counted); returns the new ``n``."""
+    if not hidden:
+        return n
+    for held in text.terms_of(list(hidden), list(df)).values():
+        for t in held:
+            df[t] -= 1
+    return max(0, n - len(hidden))
 
 
 def _common_floor(visible: int) -> float:

@@ -563,18 +563,10 @@ class Lifecycle(_Handle):
             moved, _ = self._engine.change_many(
                 batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
             )
-        # Both records of a change made: one failing does not keep the other out (r6)
-        failed: list[OSError] = []
-        for record in (
-            lambda: self._ret.record(decided, now),
-            lambda: self._note_archive("archive", moved, "apply_changes"),
-        ):
-            try:
-                record()
-            except OSError as exc:
-                failed.append(exc)
-        if failed:
-            raise failed[0]
+        try:
+            self._ret.record(decided, now)
+        finally:  # both records of a change made: one failing does not keep the other out (r6)
+            self._note_archive("archive", moved, "apply_changes")
 
     def _note_archive(self, event: str, ids: list[str], reason: str) -> None:
         if ids:
