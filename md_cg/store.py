@@ -346,7 +346,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                 out = self._engine.add_many(
                     batch, overwrite=overwrite, durable=durable, stamp=stamp, check=check or self._check_taken
                 )
-        self._ret.record(decided, now)
+        # A node left as it was (an overwrite that would change nothing) comes back as the
+        # stored copy, not the node given: no write landed, so no decision is recorded.
+        written = {id(n) for n in out}
+        self._ret.record([(n, d) for n, d in decided if id(n) in written], now)
         return out
 
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:
