@@ -528,6 +528,10 @@ def init(
         _check_work_tree(resolve_root(ctx, root))
     with _open(ctx, root, create=True) as store:
         store.init_folder()
+        if store.loaded_from == "files":
+            # A snapshot now, so the next open starts from this index: a file added by
+            # hand before it is then reported by ``mdcg sync``, not taken in silently.
+            store.compact_index()
         how = install(store.root)
         done = configure_clone(store.root) if git else []
         if git:  # the driver is enabled: only the commit is left to do
@@ -1596,15 +1600,27 @@ def sync(
     """
     with _open(ctx, root) as store, _status(ctx, quiet, "syncing"):
         report = store.sync()
+        clean_line = _in_sync(store)
     if json_out:
         _print_json({"clean": report.clean, "problems": report.problems, **report.to_dict()})
     elif report.clean and not report.problems:
-        typer.echo("in sync: nothing changed")
+        typer.echo(clean_line)
     else:
         for line in sync_lines(report):
             typer.echo(line)
     if report.problems:
         raise typer.Exit(1)
+
+
+def _in_sync(store: MdCG) -> str:
+    """The clean sync's line: when this open built the index from the files (no usable
+    snapshot), the files it took in are not "changes", and saying only "nothing changed"
+    would hide that a hand-added file was just indexed."""
+    if store.loaded_from == "files":
+        n = len(store)
+        held = f"{n:,} {'memory' if n == 1 else 'memories'}"
+        return f"in sync: the index was built from the files at open ({held}); nothing changed since"
+    return "in sync: nothing changed"
 
 
 @app.command()

@@ -346,10 +346,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                 out = self._engine.add_many(
                     batch, overwrite=overwrite, durable=durable, stamp=stamp, check=check or self._check_taken
                 )
-        # A node left as it was (an overwrite that would change nothing) comes back as the
-        # stored copy, not the node given: no write landed, so no decision is recorded.
-        written = {id(n) for n in out}
-        self._ret.record([(n, d) for n, d in decided if id(n) in written], now)
+        self._ret.record(_written(decided, out), now)
         return out
 
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:
@@ -702,6 +699,15 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             )
         seen = self._seer()
         return report if seen is None else reports.scoped_health(report, seen)
+
+
+def _written(
+    decided: list[tuple[Node, temporal.RetentionDecision]], out: list[Node]
+) -> list[tuple[Node, temporal.RetentionDecision]]:
+    """The decisions of the nodes an add wrote: one an overwrite left as it was comes back
+    as the stored copy, not the node given; no write landed, so no decision is recorded."""
+    written = {id(n) for n in out}
+    return [(n, d) for n, d in decided if id(n) in written]
 
 
 def _settings_problems(root: str) -> tuple[tuple[str, str], ...]:
