@@ -191,7 +191,8 @@ def test_a_view_of_a_whole_file_is_bounded_and_says_how_to_see_the_rest(tmp_path
         assert line9 == "     9\t" + ("长行 " * 400_000)[: 100_000 - 7]
         assert note == (
             "[line 9 is 1,200,000 characters long; only its first 99,993 are shown "
-            "(a view shows at most 100,000 characters)]"
+            "(a view shows at most 100,000 characters): pass view_range [9, 9, 99994] to see the rest "
+            "of it (a third number is the character of the first line to start at)]"
         )
 
 

@@ -26,13 +26,20 @@ directory *is* the store folder, seen through the engine: ``/memories/<layer>/<i
   (frontmatter and body) with line numbers, honouring ``view_range``, in at
   most ``max_view`` characters (:data:`MAX_VIEW_CHARS`; five times that with a
   ``view_range``), whole lines while they fit, then a line naming the
-  ``view_range`` of the rest.
+  ``view_range`` of the rest; a line longer than that is read in pieces, a third
+  number of ``view_range`` (``[start, end, character]``) naming the character of
+  line ``start`` to begin at, as the note under a cut line says.
 * ``create`` adds a node: the file name gives the id (``notes.md`` -> ``notes``;
   another extension is part of the id), the folder the layer (a file directly
   in ``/memories`` goes to ``contextual/``). ``file_text`` is plain Markdown
   (the body) or a full node file (frontmatter and body); the memory is
   long-term (``retention_tier: long``) unless the frontmatter gives a tier or
   an expiry: files do not vanish because md-cg read "tomorrow" in them.
+* the tool works on a file's ``\\n`` lines: a ``\\r\\n`` in a file, ``file_text``,
+  ``old_str``, ``new_str`` or ``insert_text`` is read as ``\\n`` (no stray ``\\r``
+  in a view or a stored body; an edited file is written with ``\\n`` ends).
+  ``insert_text`` forms its own line(s) after line ``insert_line``: its trailing
+  line ends are dropped, as the SDK's reference backend does.
 * ``str_replace`` and ``insert`` edit the node file under the node's lock; the
   result must still be a valid node file with the same id and a body
   ``create`` would take (no git conflict markers, no NUL -- except those the
@@ -177,28 +184,37 @@ def file_lines(text: str) -> list[str]:
     return lines
 
 
-def bounded_view(lines: list[str], first: int, last: int, limit: int) -> str:
+def lf(text: str) -> str:
+    """``text`` with its ``\\r\\n`` line ends written ``\\n``: the tool shows, numbers and edits
+    a file by ``\\n`` lines, so a file written on Windows, a ``file_text``, ``old_str``,
+    ``new_str`` or ``insert_text`` with ``\\r\\n`` ends leaves no stray ``\\r`` in a line."""
+    return text.replace("\r\n", "\n")
+
+
+def bounded_view(lines: list[str], first: int, last: int, limit: int, start: int = 1) -> str:
     """Lines ``first`` to ``last`` (1-based) of a file, numbered, in at most ``limit``
     characters: whole lines while they fit (a first line longer than ``limit`` is cut),
-    then a line saying what is not shown and the ``view_range`` that shows it. Never cuts
-    silently."""
+    then a line saying what is not shown and the ``view_range`` that shows it. ``start``:
+    the character of line ``first`` the view begins at (1-based; a long line is read in
+    pieces, ``view_range [first, last, start]``). Never cuts silently."""
     shown: list[str] = []
     used = 0
     for n in range(first, last + 1):
-        row = f"{n:>{LINE_NUMBER_WIDTH}}\t{lines[n - 1]}"
+        text = lines[n - 1][start - 1 :] if n == first else lines[n - 1]
+        row = f"{n:>{LINE_NUMBER_WIDTH}}\t{text}"
         if used + len(row) + 1 > limit and shown:
             break
         shown.append(row)
         used += len(row) + 1
     notes = []
     end = first + len(shown) - 1
-    if shown and len(shown[0]) > limit:
-        size = len(lines[first - 1])
-        keep = max(limit - LINE_NUMBER_WIDTH - 1, 0)
-        shown[0] = shown[0][: LINE_NUMBER_WIDTH + 1 + keep]
+    if shown and (len(shown[0]) > limit or start > 1):
+        label = len(f"{first:>{LINE_NUMBER_WIDTH}}\t")
+        cut = len(shown[0]) > limit
+        if cut:  # at least one character, so the view_range it names reads further
+            shown[0] = shown[0][: label + max(limit - label, 1)]
         notes.append(
-            f"[line {first} is {size:,} characters long; only its first {keep:,} are shown "
-            f"(a view shows at most {limit:,} characters)]"
+            _piece_note(first, len(lines[first - 1]), start, start - 1 + len(shown[0]) - label, limit, cut)
         )
     if end < last:
         which = (
@@ -211,6 +227,23 @@ def bounded_view(lines: list[str], first: int, last: int, limit: int) -> str:
             f"pass view_range [{end + 1}, {last}] to see {'it' if end + 1 == last else 'them'}]"
         )
     return "\n".join(shown + notes)
+
+
+def _piece_note(n: int, size: int, start: int, end: int, limit: int, cut: bool) -> str:
+    """What a view shows of line ``n`` (``size`` characters) when it shows its characters
+    ``start`` to ``end`` only (1-based), and, when it was ``cut``, how to read on."""
+    part = (
+        f"only its first {end:,} are shown"
+        if start == 1
+        else f"only its characters {start:,} to {end:,} are shown"
+    )
+    note = f"[line {n} is {size:,} characters long; {part}"
+    if cut:
+        note += (
+            f" (a view shows at most {limit:,} characters): pass view_range [{n}, {n}, {end + 1}] to see "
+            f"the rest of it (a third number is the character of the first line to start at)"
+        )
+    return note + "]"
 
 
 def id_of_name(name: str) -> str:
@@ -280,7 +313,7 @@ class MemoryFiles:
             ) from None
         if st.st_size > MAX_FILE_BYTES:
             raise MalformedNodeFileError(entry.path, f"the file is over {MAX_FILE_BYTES:,} bytes")
-        return nodefile.read_bytes_as_text(data, entry.path)
+        return lf(nodefile.read_bytes_as_text(data, entry.path))  # the lines the tool shows
 
     def _add(self, node: Node) -> Node:
         return self.store.add(node)
@@ -442,25 +475,29 @@ class MemoryFiles:
             raise ToolError(
                 f"The path {p.text} does not exist. Please provide a valid path." + self._missing(p)
             )
-        text = self._read_text(entry.id)
-        lines = file_lines(text)
-        first, last = self._range(command.view_range, len(lines), p.text)
+        lines = file_lines(self._read_text(entry.id))
+        first, last = self._range(command.view_range, len(lines), p.text, chars=True)
+        start = _start_char(command.view_range, lines, first, p.text)
         head = f"Here's the content of {p.text} with line numbers:"
         if self.where(entry) != p.text:
             head = f"Here's the content of {p.text} (stored as {self.where(entry)}) with line numbers:"
         limit = self.max_view if not command.view_range else self.max_view * VIEW_RANGE_TIMES
-        return head + "\n" + bounded_view(lines, first, last, limit)
+        return head + "\n" + bounded_view(lines, first, last, limit, start)
 
     @staticmethod
-    def _range(view_range: list[int] | None, n: int, path: str) -> tuple[int, int]:
-        """The 1-based first and last line to show; ``[start, -1]`` runs to the end."""
+    def _range(view_range: list[int] | None, n: int, path: str, chars: bool = False) -> tuple[int, int]:
+        """The 1-based first and last line to show; ``[start, -1]`` runs to the end. ``chars``:
+        a third number may follow (a file's, :func:`_start_char`)."""
         if not view_range:
             return 1, n
-        if len(view_range) != 2 or not all(isinstance(v, int) for v in view_range):
+        sizes = (2, 3) if chars else (2,)
+        if len(view_range) not in sizes or not all(isinstance(v, int) for v in view_range):
+            more = ", or [start, end, character] to begin at a character of line start (a long line)"
             raise ToolError(
                 f"Invalid `view_range` {view_range} for {path}: give two line numbers [start, end]"
+                + (more if chars else "")
             )
-        start, end = view_range
+        start, end = view_range[:2]
         end = n if end == -1 else end
         if not 1 <= start <= max(n, 1) or end < start or end > n:
             raise ToolError(
@@ -581,6 +618,7 @@ class MemoryFiles:
     def _parse_new(self, text: str, p: _Path, node_id: str, layer: str | None) -> Node:
         if not isinstance(text, str) or not text.strip():
             raise ToolError(f"Cannot create {p.text}: file_text is empty (a memory needs content)")
+        text = lf(text)  # lines end in "\n" (a "\r\n" would leave a "\r" in the body)
         _refuse_big_integers(text, f"Cannot create {p.text}: ")  # before the reader's own refusal
         try:
             node = nodefile.loads(text, p.text, default_id=node_id, default_layer=layer or DEFAULT_LAYER)
@@ -680,7 +718,7 @@ class MemoryFiles:
         p = self.parse(command.path)
         self._sync()
         entry = self._existing_file(p)
-        old, new = command.old_str, command.new_str
+        old, new = lf(command.old_str), lf(command.new_str)  # the file's lines end in "\n" too
         if not old:
             raise ToolError(
                 f"No replacement was performed, old_str is empty (give text of {p.text} to replace)."
@@ -717,7 +755,7 @@ class MemoryFiles:
         p = self.parse(command.path)
         self._sync()
         entry = self._existing_file(p)
-        at, new = command.insert_line, command.insert_text
+        at, new = command.insert_line, lf(command.insert_text)  # the file's lines end in "\n" too
 
         def insert_text(text: str) -> str:
             lines = file_lines(text)
@@ -1012,6 +1050,21 @@ def _nearest_line(text: str, needle: str, line: int) -> int:
     """The 0-based line of the occurrence of ``needle`` closest to ``line`` (``line`` if none)."""
     found = [n - 1 for n in _occurrence_lines(text, needle)]
     return min(found, key=lambda n: abs(n - line)) if found else line
+
+
+def _start_char(view_range: list[int] | None, lines: list[str], first: int, path: str) -> int:
+    """The character of line ``first`` a file's view begins at: the third number of
+    ``view_range`` (1-based), 1 when there is none. A line longer than a view is read in
+    pieces this way; a number past the line's end is refused."""
+    if not view_range or len(view_range) < 3:
+        return 1
+    size = len(lines[first - 1]) if lines else 0
+    if not 1 <= view_range[2] <= max(size, 1):
+        raise ToolError(
+            f"Invalid `view_range` {view_range} for {path}: its third number is the character of line "
+            f"{first} to start at, within [1, {max(size, 1)}] (the line is {size:,} characters long)"
+        )
+    return view_range[2]
 
 
 class _OnStore:
