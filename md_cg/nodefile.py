@@ -17,6 +17,9 @@ File layout::
   the file, not to the body. The writer ends a non-empty body with one
   ``\\n``; the reader takes one final ``\\n`` off. So every file written ends
   with a newline, and reading gives back exactly the body that was written.
+  A file whose first line ends in ``\\r\\n`` (an editor on Windows, a git
+  checkout with ``core.autocrlf``) is read with ``\\n`` line ends in its
+  body too (:func:`lf_lines`).
 * Each frontmatter line is ``key: <JSON value>``. JSON is a subset of YAML's
   flow style, and the writer only produces JSON that YAML 1.1 readers
   (PyYAML, Obsidian) read to the same values: floats always have a dot and a
@@ -513,10 +516,11 @@ class MdcgHandler(YAMLHandler):
         """
         if text.startswith("\ufeff"):
             text = text[1:]
+        crlf = False
         if text.startswith("---\n"):
             start = 4
         elif text.startswith("---\r\n"):
-            start = 5
+            start, crlf = 5, True
         else:
             raise ValueError("the file does not start with a '---' line")
         # The text is at most MAX_FILE_BYTES (see loads), so this search is bounded.
@@ -529,7 +533,8 @@ class MdcgHandler(YAMLHandler):
             raise ValueError(
                 f"the frontmatter is {size:,} bytes, over the limit of {_kib(MAX_FRONTMATTER_BYTES)}"
             )
-        return fm, text[end.end() + 1 :].removesuffix("\n")
+        body = text[end.end() + 1 :]
+        return fm, (lf_lines(body) if crlf else body).removesuffix("\n")
 
     def load(self, fm: str, **kwargs: object) -> dict[str, Any]:
         return parse_frontmatter(fm).meta
@@ -542,6 +547,14 @@ class MdcgHandler(YAMLHandler):
 
 
 HANDLER = MdcgHandler()
+
+
+def lf_lines(text: str) -> str:
+    """The text of a file written with ``\\r\\n`` line ends (its first line ends so: an
+    editor on Windows, a git checkout with ``core.autocrlf``) with ``\\n`` ones: the memory
+    is the same text, and a body must not carry a ``\\r`` at the end of every line into
+    search results, replies and the file md-cg writes next."""
+    return text.replace("\r\n", "\n")
 
 
 def _file_text(fm: str, body: str) -> str:
@@ -814,7 +827,10 @@ def loads(
             raise MalformedNodeFileError(
                 path, f"a binary file, not a note: no frontmatter and a NUL byte at byte {at}"
             ) from None
-        fm, body = "", text.removeprefix("\ufeff").removesuffix("\n")
+        note = text.removeprefix("\ufeff")
+        if note.partition("\n")[0].endswith("\r"):
+            note = lf_lines(note)
+        fm, body = "", note.removesuffix("\n")
     try:
         meta, lines, problems, unbounded = parse_frontmatter(fm, first_line=2)
     except ValueError as exc:

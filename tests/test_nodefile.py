@@ -240,12 +240,25 @@ def test_unknown_keys_survive_in_their_order() -> None:
     assert nodefile.dumps(node) == text
 
 
-def test_crlf_fences_are_accepted_and_body_kept() -> None:
-    text = '---\r\nid: "a"\r\nlayer: "self"\r\n---\r\nline\r\n'
+def test_crlf_fences_are_accepted_and_the_body_read_by_its_lines() -> None:
+    # Session 29: the body was "line\r" (only the "\n" of the file's last line end came
+    # off), and a body of several lines kept a "\r" at the end of each in replies.
+    text = '---\r\nid: "a"\r\nlayer: "self"\r\n---\r\nline\r\nsecond\r\n\r\nthird\r\n'
     node = nodefile.loads(text)
     assert node.id == "a"
-    assert node.body == "line\r"  # the final newline is the file's
-    assert nodefile.dumps(node).endswith("---\nline\r\n")
+    assert node.body == "line\nsecond\n\nthird"
+    assert nodefile.dumps(node).endswith('"self"\n---\nline\nsecond\n\nthird\n')
+
+
+def test_a_crlf_note_without_frontmatter_is_read_by_its_lines() -> None:
+    node = nodefile.loads("a note\r\nline two\r\n", "n.md", default_id="n", default_layer="knowledge")
+    assert node.body == "a note\nline two"
+
+
+def test_an_lf_file_keeps_a_carriage_return_of_its_body() -> None:
+    # a body given with "\r\n" inside is written and read back as it was (LF fences)
+    node = nodefile.loads(nodefile.dumps(Node(id="a", layer="self", body="x\r\ny\r")))
+    assert node.body == "x\r\ny\r"
 
 
 @pytest.mark.parametrize(
