@@ -1,7 +1,6 @@
 """The audit log ``.mdcg/audit/``: what left the store, and what came back.
 
-Payload-free records (ids, layer, reason, times; never content) appended by
-five writers:
+Payload-free records (ids, layer, reason, times; never content) of six kinds:
 
 * a **tombstone** per forgotten (``event: "forget"``) or swept (``"sweep"``)
   node, with the node's ``created_at`` -- :mod:`md_cg.forgetting`;
@@ -16,7 +15,10 @@ five writers:
   it without reading files;
 * a :data:`TWIN` record when a sync takes in a file another clone renamed
   from an id this clone still holds (:func:`md_cg.maintenance.health`'s
-  ``renamed_twin``).
+  ``renamed_twin``);
+* a :data:`INTERRUPTED` record when a recovery finishes a rename killed after
+  its commit line but keeps the old file, changed since the crash
+  (``health()``'s ``rename_interrupted``).
 
 The functions here read those records: which ids are forgotten or renamed
 away (:func:`departures`), which of those memories are back
@@ -31,7 +33,7 @@ Imports :mod:`md_cg.index`, :mod:`md_cg.logs`, :mod:`md_cg.node` and
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -53,8 +55,12 @@ BACK_AS = "back_as"
 #: The record of a file a sync took in that another clone renamed from an id still here
 #: (``id`` the old id, ``to`` the file's): a merge kept the memory under both ids.
 TWIN = "renamed_twin"
+#: The record of a rename a crash interrupted whose old file was changed after its commit
+#: line (a hand edit since the crash): the recovery finished the new file and kept the old
+#: one (``id`` the old id, ``to`` the new): the memory under both ids (``health()``).
+INTERRUPTED = "rename_interrupted"
 #: Records that say nothing of a memory leaving this clone (what departures skip).
-SEEN = (BACK_AS, TWIN)
+SEEN = (BACK_AS, TWIN, INTERRUPTED)
 #: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
 #: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
 RENAMED_FROM = "renamed_from"
@@ -461,7 +467,10 @@ def rename_record(node: Node, old_id: str) -> dict[str, Any]:
 
 
 def record_recovered_renames(
-    audit: AppendLog, moved: list[tuple[str, list[tuple[str, str]]]], read: Callable[[str], Node | None]
+    audit: AppendLog,
+    moved: Sequence[tuple[str, list[tuple[str, str]]]],
+    read: Callable[[str], Node | None],
+    kept: Sequence[tuple[str, list[tuple[str, str]]]] = (),
 ) -> list[tuple[str, str]]:
     """Append the :data:`RENAMED` record a rename killed after its commit line never wrote
     (the recovery finished its commit): for each (old id, the commit's puts) of ``moved``
@@ -469,7 +478,23 @@ def record_recovered_renames(
     without :data:`RENAMED_FROM`, :func:`renamed_reader`) has ``old_id`` as its last earlier
     id and was not renamed from it before (the log holds no such record: a node renamed
     from ``old_id`` long ago may be a put of the commit only for an edge it re-points) --
-    when exactly one put is such. Returns the (old, new) pairs recorded."""
+    when exactly one put is such. For each of ``kept`` (:attr:`md_cg.journal.Journal.kept`:
+    the old file was changed after the crash and kept), the same put gets an
+    :data:`INTERRUPTED` record instead (the old id did not leave). Returns the (old, new)
+    pairs recorded."""
+    new = [*_recovered(audit, moved, read, RENAMED), *_recovered(audit, kept, read, INTERRUPTED)]
+    if new:
+        audit.append(new, durable=True)
+    return [(r["id"], r["to"]) for r in new]
+
+
+def _recovered(
+    audit: AppendLog,
+    moved: Sequence[tuple[str, list[tuple[str, str]]]],
+    read: Callable[[str], Node | None],
+    event: str,
+) -> list[dict[str, Any]]:
+    """The records of ``event`` :func:`record_recovered_renames` appends for ``moved``."""
     candidates: dict[str, list[Node]] = {}
     for old_id, puts in moved:
         for new_id, rel in puts:
@@ -482,15 +507,16 @@ def record_recovered_renames(
                 candidates.setdefault(old_id, []).append(node)
     if not candidates:
         return []
-    done = {(r["id"], r.get("to")) for r in audit.read() if usable(r) and r.get("event") == RENAMED}
+    done = {
+        (r["id"], r.get("to")) for r in audit.read() if usable(r) and r.get("event") in (RENAMED, INTERRUPTED)
+    }
     new = []
     for old_id, nodes in candidates.items():
         fresh = [n for n in nodes if (old_id, n.id) not in done]
         if len(fresh) == 1:  # more: which one the rename made cannot be told
-            new.append(rename_record(fresh[0], old_id))
-    if new:
-        audit.append(new, durable=True)
-    return [(r["id"], r["to"]) for r in new]
+            record = rename_record(fresh[0], old_id)
+            new.append(record if event == RENAMED else {**record, "event": INTERRUPTED})
+    return new
 
 
 def visible_to(

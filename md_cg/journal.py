@@ -78,6 +78,11 @@ class Put:
     data: bytes
 
 
+#: (old id, the puts of its commit as (id, path)): a del of an id its commit puts nowhere
+#: while it puts other files -- a rename's old id (:attr:`Journal.moved`).
+Moves = tuple[str, list[tuple[str, str]]]
+
+
 @dataclass(frozen=True)
 class Commit:
     """A commit record read from a shard (``seq`` is its sequence number there)."""
@@ -164,9 +169,15 @@ class Journal:
         #: whose audit record the dead process may not have written. A sync takes them
         #: (:func:`md_cg.audit.record_recovered_renames`) and empties the list.
         self.moved: list[tuple[str, list[tuple[str, str]]]] = []
-        #: when set (a writable store handle), :meth:`recover` hands it :attr:`moved` as soon as
-        #: a recovery finished such a commit -- whichever write or sync ran it -- and empties it
-        self.on_moved: Callable[[list[tuple[str, list[tuple[str, str]]]]], None] | None = None
+        #: (old id, the commit's puts) of each such del that :meth:`recover` did not do because
+        #: the old file changed after the line was written (a hand edit since the crash): a
+        #: rename interrupted, its old id kept beside the new one. Taken with :attr:`moved`
+        #: (:func:`md_cg.audit.record_recovered_renames` records it; ``health()`` names it).
+        self.kept: list[tuple[str, list[tuple[str, str]]]] = []
+        #: when set (a writable store handle), :meth:`recover` hands it :attr:`moved` and
+        #: :attr:`kept` as soon as a recovery finished such a commit -- whichever write or sync
+        #: ran it -- and empties them
+        self.on_moved: Callable[[list[Moves], list[Moves]], None] | None = None
         #: the id the node file at a path holds (None: unreadable, not a node file); set by
         #: the engine. Without it, a del's file is removed without this check.
         self.id_of: Callable[[str], str | None] | None = None
@@ -383,7 +394,9 @@ class Journal:
             self.removed.extend(outcome.removed)
             self.replaced.extend(outcome.replaced)
             if c.puts and not record.get("undone"):
-                self.moved.extend(_moved(c, later | {i for i, _ in outcome.foreign}))
+                other = {i for i, _ in outcome.foreign}
+                self.moved.extend(_moved(c, later | other))
+                self.kept.extend(m for m in _moved(c, other) if m[0] in later)
             if record.get("undone"):
                 self.undone += 1
             records.append(record)
@@ -391,13 +404,14 @@ class Journal:
         if records:
             shard, nbytes, _ = self.append(records)
             advance(shard, nbytes)
-        if self.moved and self.on_moved is not None:
+        if (self.moved or self.kept) and self.on_moved is not None:
             moved, self.moved = self.moved, []
-            self.on_moved(moved)
+            kept, self.kept = self.kept, []
+            self.on_moved(moved, kept)
         return done
 
 
-def _moved(c: Commit, kept: set[str]) -> list[tuple[str, list[tuple[str, str]]]]:
+def _moved(c: Commit, kept: set[str]) -> list[Moves]:
     """(id, puts) of each del of ``c`` for an id it puts nowhere and that the roll-forward
     did not keep (:attr:`Journal.moved`)."""
     puts = [(node_id, rel) for node_id, rel, _ in c.puts]
@@ -499,6 +513,40 @@ def _do_dels(
             continue
         if gone and node_id not in put_ids:
             (outcome.replaced if c.puts else outcome.removed).append((node_id, rel))
+
+
+def edited_since(root: str, c: Commit) -> set[str]:
+    """The ids of dead commit ``c`` that :func:`roll_forward` would leave as their files have
+    them, a file of theirs changed after the line was written (read-only: for ``health()``)."""
+    states = _put_states(root, c)
+    if "bad" in states and "landed" not in states:
+        return set()  # rolled back: nothing is left undone for an edit
+    stamp = _written_by(root, c)
+    return _later_ids(root, c, states, None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9))
+
+
+def renames(
+    root: str, c: Commit, read: Callable[[str], tuple[str, list[str]] | None], limit: int = 5
+) -> list[tuple[str, str]]:
+    """(old id, new id) of each rename dead commit ``c`` makes, as far as its files tell
+    (read-only, for ``health()``): a del of an id the commit puts nowhere, and the first put
+    whose file (``read(path)``: the id it holds and its earlier ids, None when it cannot
+    tell) holds the put's id, with that old id as its last earlier id -- read from the put's
+    temp file until it lands. A rename's node is its commit's first put: only the first
+    ``limit`` puts are read (a rename re-points the edges of every node linking to it)."""
+    put_ids = {p[0] for p in c.puts}
+    olds = [i for i in dict.fromkeys(i for i, _ in c.dels) if i not in put_ids]
+    out: list[tuple[str, str]] = []
+    for node_id, rel, tmp in c.puts[:limit] if olds else ():
+        parent, name = _split(rel)
+        temp = f"{parent}/{tmp}"
+        told = read(temp if _safe_temp(tmp, name) and _present(root, temp) else rel)
+        if told is not None and told[0] == node_id and told[1] and told[1][-1] in olds:
+            out.append((told[1][-1], node_id))
+            olds.remove(told[1][-1])
+            if not olds:
+                break
+    return out
 
 
 def holds_other(root: str, node_id: str, rel: str, id_of: Callable[[str], str | None] | None) -> bool:

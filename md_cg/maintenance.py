@@ -319,10 +319,11 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
     moved, engine.journal.moved = engine.journal.moved, []
+    kept, engine.journal.kept = engine.journal.kept, []
     if log is None:
         return report
-    if moved:  # a rename killed after its commit line: its audit record (r5)
-        audit.record_recovered_renames(log, moved, audit.renamed_reader(engine.root_str))
+    if moved or kept:  # a rename killed after its commit line: its audit record (r5)
+        audit.record_recovered_renames(log, moved, audit.renamed_reader(engine.root_str), kept)
     return _returned(engine, report, log, scope)
 
 
@@ -441,6 +442,35 @@ def twin_findings(
             "this one (not `forget`: that forgets the memory), or rename one"
         )
         out.append(Finding("renamed_twin", detail, old.path, old.id))
+    return sorted(out, key=lambda f: f.node_id or "")
+
+
+def interrupted_findings(
+    state: IndexState, records: list[dict[str, Any]], absent: Collection[str] = ()
+) -> list[Finding]:
+    """A ``rename_interrupted`` finding for each :data:`md_cg.audit.INTERRUPTED` record (a
+    rename killed after its commit line, whose old file was changed after the crash: the
+    recovery kept it beside the new one) while both ids hold the memory (its creation time,
+    when the record has one); not for a pair with an id in ``absent`` (never named)."""
+    out: list[Finding] = []
+    seen: set[tuple[str, str]] = set()
+    for r in records:
+        if not audit.usable(r) or r.get("event") != audit.INTERRUPTED or not isinstance(r.get("to"), str):
+            continue
+        old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
+        if old is None or new is None or (old.id, new.id) in seen or old.id in absent or new.id in absent:
+            continue
+        made = r.get("created_at")
+        if made is not None and not (old.created_at == made == new.created_at):
+            continue  # one id holds another memory now
+        seen.add((old.id, new.id))
+        detail = (
+            f"the rename of {old.id!r} to {new.id!r} was interrupted by a crash and the old file "
+            f"({old.path}) was edited afterwards: both are kept ({new.id!r} at {new.path}); merge them: "
+            f"take what you need into {new.id!r}, then `delete` {old.id!r} (not `forget`: that forgets "
+            "the memory)"
+        )
+        out.append(Finding("rename_interrupted", detail, old.path, old.id))
     return sorted(out, key=lambda f: f.node_id or "")
 
 
@@ -647,7 +677,9 @@ def health(
         named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
         if records is None:
             records = AppendLog(engine.root_str, paths.AUDIT_DIR).read()
-        findings += twin_findings(state, records, named, absent)
+        interrupted = interrupted_findings(state, records, absent)
+        named |= {f.node_id for f in interrupted if f.node_id}
+        findings += interrupted + twin_findings(state, records, named, absent)
         findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
@@ -1007,15 +1039,35 @@ def _log_findings(engine: Engine) -> list[Finding]:
         out.append(Finding("unsafe_path", why, rel))
     for c in sorted(cursor.pending.values(), key=lambda c: c.key):
         if c.key in cursor.dead:
+            pairs = journal.renames(engine.root_str, c, _ids_reader(engine.root_str))
+            what = (
+                "a rename of " + ", ".join(f"{old!r} to {new!r}" for old, new in pairs)
+                if pairs
+                else f"a write of {len(c.ids)} node(s)"
+            )
             out.append(
                 Finding(
                     "open_commit",
-                    f"a write of {len(c.ids)} node(s) interrupted by a crash (log {c.shard}, "
-                    f"record {c.seq}); sync() or the next write of these ids finishes it: "
-                    f"{_commit_plan(c, engine)}",
+                    f"{what} interrupted by a crash (log {c.shard}, record {c.seq}); sync() or the "
+                    f"next write of these ids finishes it: {_commit_plan(c, engine)}",
                 )
             )
     return out
+
+
+def _ids_reader(root: str) -> Callable[[str], tuple[str, list[str]] | None]:
+    """The id a node file holds and its earlier ids (None: no ``renamed_from``, or unreadable):
+    the ``read`` of :func:`md_cg.journal.renames`."""
+    read = audit.renamed_reader(root)
+
+    def ids(rel: str) -> tuple[str, list[str]] | None:
+        try:
+            node = read(rel)
+        except (OSError, MalformedNodeFileError, UnsafePathError):
+            return None
+        return None if node is None else (node.id, audit.earlier_ids(node))
+
+    return ids
 
 
 #: Ids an ``open_commit`` finding names of each kind (writes, removals).
@@ -1026,28 +1078,33 @@ def _commit_plan(c: journal.Commit, engine: Engine) -> str:
     """What finishing the open commit ``c`` would do, for a person to check first: the ids
     it writes, the files it removes -- the old files of a rename when it writes others --
     and those it keeps as they hold another id (at most :data:`PLAN_IDS` of each): the
-    check the roll-forward makes (:func:`md_cg.journal.holds_other`). A file changed
-    since the crash is kept too."""
+    check the roll-forward makes (:func:`md_cg.journal.holds_other`). An id with a file
+    changed since the crash is left as its files are (:func:`md_cg.journal.edited_since`)."""
 
     def named(items: list[str]) -> str:
         more = f", ... (+{len(items) - PLAN_IDS} more)" if len(items) > PLAN_IDS else ""
         return ", ".join(items[:PLAN_IDS]) + more
 
+    edited = journal.edited_since(engine.root_str, c)
     put_ids = list(dict.fromkeys(p[0] for p in c.puts))
     moved = set(put_ids)
     parts = []
-    if put_ids:
-        parts.append(f"writes {named(put_ids)}")
+    if [i for i in put_ids if i not in edited]:
+        parts.append(f"writes {named([i for i in put_ids if i not in edited])}")
     gone: list[str] = []
     kept: list[str] = []
+    left = [f"{i} ({rel})" for i, rel in dict.fromkeys(c.dels) if i in edited and i not in moved]
+    left += [i for i in put_ids if i in edited]
     for i, rel in c.dels:
-        if i not in moved:
+        if i not in moved and i not in edited:
             other = journal.holds_other(engine.root_str, i, rel, engine.journal.id_of)
             (kept if other else gone).append(f"{i} ({rel})")
     if gone:
         parts.append(f"removes {'the old files of ' if put_ids else ''}{named(gone)}")
     if kept:
         parts.append(f"keeps {named(kept)} (the file holds another memory, or cannot be read)")
+    if left:
+        parts.append(f"leaves {named(left)} as edited after the crash (a hand edit is never replaced)")
     return "; ".join(parts) if parts else "nothing"
 
 

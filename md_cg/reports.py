@@ -43,6 +43,7 @@ FINDING_KINDS: dict[str, str] = {
     "supersede_cycle": "error",  # memories superseding each other (two clones' supersedes): search hides all
     "closed_orphan": "warning",  # closed by a supersede whose successors are archived/expired
     "renamed_twin": "warning",  # a memory under an id and under the id another clone renamed it to
+    "rename_interrupted": "warning",  # a crash cut a rename short and its old file was edited: both ids kept
     # a scoped handle's: problems about files it is not told of (their owner cannot be told)
     "withheld": "warning",
 }

@@ -756,12 +756,17 @@ def with_departure(store: MdCG, exc: NodeNotFoundError) -> NodeNotFoundError:
     return NodeNotFoundError(exc.node_id, gone.describe())
 
 
-def _record_renames(log: AppendLog, moved: list[tuple[str, list[tuple[str, str]]]]) -> None:
+def _record_renames(
+    log: AppendLog,
+    moved: list[tuple[str, list[tuple[str, str]]]],
+    kept: list[tuple[str, list[tuple[str, str]]]],
+) -> None:
     """The audit record of each rename a recovery finished (:attr:`md_cg.journal.Journal.on_moved`:
-    the dead process wrote the commit, not its record), so ``get OLD`` says where it went.
+    the dead process wrote the commit, not its record), so ``get OLD`` says where it went --
+    or, its old file changed since the crash and kept, that it is under both ids (``health()``).
     A record that cannot be written is a warning: the recovered write itself is done."""
     try:
-        audit.record_recovered_renames(log, moved, audit.renamed_reader(log.root))
+        audit.record_recovered_renames(log, moved, audit.renamed_reader(log.root), kept)
     except OSError as exc:
         warnings.warn(
             f"md-cg: a rename finished by recovery could not be recorded in .mdcg/audit ({exc}): "
