@@ -1220,10 +1220,16 @@ def fold_access(engine: Engine, forgotten: Mapping[str, float] | None = None) ->
         return access.fold(engine.root_str, keep=lambda i: i in engine.state.entries, forgotten=forgotten)
 
 
+#: The folders at the store root a :class:`HandEdits` watch follows: the layer folders
+#: and ``archive/`` (its layer folders hold archived memories; the index reads them too).
+WATCHED_TOPS: tuple[str, ...] = (*LAYERS, paths.ARCHIVE_DIR)
+
+
 class HandEdits:
     """What a long-running process needs to pick up hand edits cheaply (see
-    :meth:`md_cg.MdCG.sync_if_changed`): a watch of the layer folders and the
-    time of the last full stat scan."""
+    :meth:`md_cg.MdCG.sync_if_changed`): a watch of the layer folders and
+    ``archive/`` (also of the store root, for those folders arriving there later)
+    and the time of the last full stat scan."""
 
     def __init__(self) -> None:
         self.watch: ChangeWatch | None = None
@@ -1238,7 +1244,7 @@ class HandEdits:
         now = time.monotonic()
         try:
             if self.watch is None:
-                self.watch = ChangeWatch(engine.root_str)
+                self.watch = ChangeWatch(engine.root_str, WATCHED_TOPS)
                 changed: set[str] | None = None
             else:
                 changed = self.watch.poll()

@@ -655,9 +655,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
         For long-running processes (the MCP server calls it before every
         tool call). The first call compares the files with the index by a stat
-        scan and starts watching the layer folders (inotify on Linux); later
-        calls only reconcile the files the watch reports. Without inotify
-        (or after its queue overflowed) the stat scan runs again, at most
+        scan and watches the layer folders, archive/ and root (inotify on Linux:
+        new folders too); later calls reconcile the files the watch reports.
+        Without inotify (or after its queue overflowed) the stat scan runs again, at most
         once per ``min_interval`` seconds. A read-only handle updates its own
         view and writes nothing.
         """

@@ -3,11 +3,19 @@
 A long-running process (the MCP server) must see a note edited in an
 editor or pulled by git within a second, without rescanning the whole
 store on every call. :class:`ChangeWatch` watches every folder under the
-layer folders with Linux ``inotify`` (through ``ctypes``; no dependency)
-and hands out the relative paths of the files that changed since the last
-:meth:`ChangeWatch.poll`. Where inotify is not available, or its queue
-overflowed, ``poll`` answers ``None``: "something may have changed, rescan"
--- callers then run a stat-based sync, at most once per interval.
+layer folders (or the top folders it is given) with Linux ``inotify``
+(through ``ctypes``; no dependency) and hands out the relative paths of the
+files that changed since the last :meth:`ChangeWatch.poll`. Where inotify
+is not available, or its queue overflowed, ``poll`` answers ``None``:
+"something may have changed, rescan" -- callers then run a stat-based sync,
+at most once per interval.
+
+The store root is watched too, for its top folders only: git tracks no
+empty folder, so a fresh clone lacks the layers that hold no memory yet,
+and a pull that empties a layer removes its folder; a folder created (or
+moved in) there later is watched as it arrives and the files already in
+it are reported. If the root's own watch is lost (the root removed or
+moved), inotify is given up: every poll answers ``None``.
 
 Symlinked folders are not watched (md-cg never follows them). Imports only
 :mod:`md_cg.node`.
@@ -33,6 +41,7 @@ _IN_MOVED_TO = 0x080
 _IN_CREATE = 0x100
 _IN_DELETE = 0x200
 _IN_DELETE_SELF = 0x400
+_IN_MOVE_SELF = 0x800
 _IN_Q_OVERFLOW = 0x4000
 _IN_IGNORED = 0x8000
 _IN_ISDIR = 0x40000000
@@ -43,6 +52,8 @@ _IN_CLOEXEC = 0o2000000
 _MASK = (
     _IN_MODIFY | _IN_ATTRIB | _IN_CLOSE_WRITE | _IN_MOVED_FROM | _IN_MOVED_TO | _IN_CREATE | _IN_DELETE
 ) | _IN_DELETE_SELF
+#: What the store root's watch asks for: its top folders arriving and leaving.
+_ROOT_MASK = _IN_CREATE | _IN_MOVED_TO | _IN_MOVED_FROM | _IN_DELETE | _IN_DELETE_SELF | _IN_MOVE_SELF
 _EVENT = struct.Struct("iIII")
 
 
@@ -59,20 +70,31 @@ def _libc() -> Any | None:
 
 
 class ChangeWatch:
-    """Paths of node files changed under the layer folders of ``root`` (see module docstring)."""
+    """Paths of node files changed under the top folders ``tops`` of ``root`` (the layer
+    folders unless given; see module docstring)."""
 
-    def __init__(self, root: str) -> None:
+    def __init__(self, root: str, tops: tuple[str, ...] = LAYERS) -> None:
         self.root = root
+        self.tops = frozenset(tops)  # the folders at the root whose trees are watched
         self._libc = _libc()
         self._fd = -1
+        self._root_wd = -1
         self._dirs: dict[int, str] = {}  # watch descriptor -> folder, relative to the root
         self._lost = False
         if self._libc is not None:
             fd = self._libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
             if fd >= 0:
                 self._fd = fd
-                for layer in LAYERS:
-                    self._watch_tree(layer)
+                # The root first: a top folder created while the others are added is
+                # then reported by the root's watch (or found by its own scan, or both).
+                mask = _ROOT_MASK | _IN_ONLYDIR | _IN_DONT_FOLLOW
+                wd = self._libc.inotify_add_watch(fd, os.fsencode(root), mask)
+                if wd < 0:
+                    self.close()  # no watch of the root: a new top folder would go unseen
+                    return
+                self._root_wd = wd
+                for top in tops:
+                    self._watch_tree(top)
 
     @property
     def native(self) -> bool:
@@ -141,6 +163,12 @@ class ChangeWatch:
             pos += _EVENT.size + length
             if mask & _IN_Q_OVERFLOW:
                 return False
+            if wd == self._root_wd:
+                if mask & (_IN_IGNORED | _IN_DELETE_SELF | _IN_MOVE_SELF):
+                    self.close()  # the root is gone or moved: no more watching, rescan
+                    return False
+                self._top_event(mask, name, changed)
+                continue
             folder = self._dirs.get(wd)
             if mask & _IN_IGNORED:
                 self._dirs.pop(wd, None)
@@ -157,6 +185,19 @@ class ChangeWatch:
                 continue
             changed.add(rel)
         return True
+
+    def _top_event(self, mask: int, name: str, changed: set[str]) -> None:
+        """A folder arrived at or left the store root: watch (and report) or forget a top folder."""
+        if not mask & _IN_ISDIR or name not in self.tops:
+            return
+        # Whatever was indexed under the folder is resolved again (the old folder's
+        # files were reported as they went; a folder moved away took its own along).
+        changed.add(name + "/")
+        self._forget_tree(name)
+        if mask & (_IN_CREATE | _IN_MOVED_TO):
+            # Watched before it is listed: a file landing in between is reported by
+            # the new watch, by the listing, or by both.
+            changed.update(self._watch_tree(name))
 
     def _forget_tree(self, rel_dir: str) -> None:
         """Stop watching a folder that moved away (a move back in is watched anew)."""
