@@ -139,8 +139,15 @@ COMMANDS: tuple[str, ...] = (
 )
 
 
-def message(exc: MdcgError) -> str:
-    """The one-line message of a library error, with hints that name ``mdcg`` commands."""
+#: The commands that read a hidden memory with ``--archived``/``--expired``: their hints
+#: name the one run (``mdcg show ID`` of an expired memory: ``mdcg show --expired ID``).
+HIDDEN_READERS = ("get", "show")
+
+
+def message(exc: MdcgError, command: str | None = None) -> str:
+    """The one-line message of a library error, with hints that name ``mdcg`` commands
+    (``command``: the one run, so that a hint to read a hidden memory names it)."""
+    reader = command if command in HIDDEN_READERS else "get"
     if isinstance(exc, DuplicateIdError) and exc.archived:
         return (
             f"node id {exc.node_id!r} is held by an archived memory ({exc.path}); `mdcg unarchive "
@@ -168,13 +175,13 @@ def message(exc: MdcgError) -> str:
         return f"node {exc.node_id!r} is in anchor/ and protected; pass --force to forget it anyway"
     if isinstance(exc, NodeNotFoundError) and exc.hidden == "archived":
         return (
-            f"node {exc.node_id!r} is archived: `mdcg get --archived {exc.node_id}` reads it, "
+            f"node {exc.node_id!r} is archived: `mdcg {reader} --archived {exc.node_id}` reads it, "
             f"`mdcg unarchive {exc.node_id}` brings it back"
         )
     if isinstance(exc, NodeNotFoundError) and exc.hidden == "expired":
         renew = f"`mdcg update {exc.node_id} --tier long` renews it, " if exc.fix else ""  # a write
         return (
-            f"node {exc.node_id!r}: {exc.hint}; {renew}`mdcg get --expired {exc.node_id}` reads it, "
+            f"node {exc.node_id!r}: {exc.hint}; {renew}`mdcg {reader} --expired {exc.node_id}` reads it, "
             "`mdcg sweep` removes it"
         )
     return " ".join(str(exc).split())
@@ -199,7 +206,7 @@ class _Group(TyperGroup):
             first, *rest = str(exc).splitlines()
             _error_line(first, rest)
         except MdcgError as exc:
-            _error_line(message(exc))
+            _error_line(message(exc, ctx.invoked_subcommand))
         except OSError as exc:
             text = os_error_message(exc, ctx.invoked_subcommand)
             if text is None:
@@ -896,21 +903,20 @@ def update(
             "or --reopen"
         )
     with _open(ctx, root) as store:
-        unlinked: list[str] = []
-        if reopen:  # the successors whose supersedes edge went, as the commit found them
-            node, unlinked = store.reopen(node_id, **changes)
-        else:
-            node = store.update(node_id, **changes)
+        # unlinked: the successors whose supersedes edge went, as the commit found them
+        node, unlinked, changed = store.update_report(node_id, **changes)
         path = store.path_of(node.id)
     names = {"retention_tier": "tier", "valid_until": "reopen"}
-    updated = sorted(names.get(k, k) for k in changes)
+    updated = sorted(names.get(k, k) for k in changes) if changed else []
     if json_out:
-        out = {"id": node.id, "layer": node.layer, "path": str(path), "updated": updated}
+        out = {"id": node.id, "layer": node.layer, "path": str(path), "updated": updated, "changed": changed}
         if unlinked:
             out["successors_unlinked"] = unlinked
         _print_json({**out, **_retention_json(node)})
     else:
-        typer.echo(f"{node.id}: updated {', '.join(updated)} ({path})")
+        typer.echo(
+            f"{node.id}: updated {', '.join(updated)} ({path})" if changed else f"{node.id}: no change"
+        )
         if unlinked:
             typer.echo(
                 f"{node.id}: no longer superseded by {', '.join(unlinked)} (their supersedes edge removed)"
@@ -986,6 +992,29 @@ def _apply_edit(store: MdCG, node_id: str, base: str, text: str, kept: str) -> A
     return store.edit_text(node_id, change)
 
 
+def _write_edit(
+    ctx: typer.Context, root: Path | None, node_id: str, edit: tuple[str, str, str], stored: list[Any]
+) -> tuple[Any, Path]:
+    """Store ``edit`` (base, text, kept file) as the node's file: the node and its path.
+    ``stored`` gets the node once written, so that what fails after the write (reading
+    its path, closing the store) is not told as "nothing was written". The path of a
+    node the edit made expired is read too (its file holds the edit until a sweep)."""
+    base, text, kept = edit
+    with _open(ctx, root) as store:
+        node = _apply_edit(store, node_id, base, text, kept)
+        stored.append(node)
+        return node, store.path_of(node.id, include_expired=True)
+
+
+def _after_write(node_id: str, kept: str) -> None:
+    """Say that the edit is stored when what failed came after its write (nothing is
+    lost: the kept copy of the text goes); the caller raises the error after it."""
+    os.unlink(kept)
+    typer.echo(
+        f"{node_id}: the edit was stored (the kept copy {kept} removed); what failed after it:", err=True
+    )
+
+
 def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str) -> tuple[Any, bool]:
     """Edit a copy of the node's file in ``editor`` until it is stored, unchanged or given up on."""
     with _open(ctx, root, read_only=True) as store:
@@ -1005,11 +1034,13 @@ def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str)
         if text == base:
             os.unlink(tmp)
             return None, False
+        stored: list[Any] = []  # the node, once its file holds the edit
         try:
-            with _open(ctx, root) as store:
-                node = _apply_edit(store, node_id, base, text, tmp)
-                path = store.path_of(node.id)
+            node, path = _write_edit(ctx, root, node_id, (base, text, tmp), stored)
         except InvalidNodeError as exc:
+            if stored:
+                _after_write(node_id, tmp)
+                raise
             if not _interactive():
                 raise InvalidNodeError(f"{exc}; the edited text is kept in {tmp}", node_id=node_id) from None
             typer.echo(f"error: {message(exc)}", err=True)
@@ -1021,6 +1052,9 @@ def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str)
         except EditConflictError:
             raise  # its message names the kept file
         except BaseException:  # the node gone, a lock timeout, a full disk, ^C: the text stays
+            if stored:
+                _after_write(node_id, tmp)
+                raise
             typer.echo(f"nothing was written; the edited text is kept in {tmp}", err=True)
             raise
         os.unlink(tmp)
@@ -1058,7 +1092,7 @@ def edit(
         with _open(ctx, root) as store:
             changed = store.read_text(node_id) != text
             node = store.edit_text(node_id, lambda _stored: text) if changed else store.get(node_id)
-            done: Any = (node, store.path_of(node.id))
+            done: Any = (node, store.path_of(node.id, include_expired=True))  # an edit may expire it
     else:
         done, changed = _edit_loop(ctx, root, node_id, editor_command(editor))
         if not changed:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import time
+import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple
 
@@ -38,6 +39,7 @@ from .node import (
     check_layer,
     check_new_id,
     finite,
+    format_instant,
     quantise_instant,
     unusable,
     validate,
@@ -132,6 +134,9 @@ def edit_text(
     archived or expired node: :meth:`md_cg.MdCG.edit_text`).
     A text without ``created_at`` keeps the stored one (the memory's age: a new
     frontmatter written without it dropped it, and the memory looked undated).
+    The very text stored writes nothing (the node as stored is returned, its
+    ``updated_at`` kept). A text giving an expiry already past is stored, with
+    the ``RuntimeWarning`` of ``update``: the memory is hidden at once.
     """
     check_id(node_id)
     with engine.lock, engine.hold([node_id]):
@@ -141,9 +146,12 @@ def edit_text(
         if refuse is not None:
             refuse(current)
         data, _ = fsops.read_file(engine.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
-        text = change(read_bytes_as_text(data, current.path))
+        stored = read_bytes_as_text(data, current.path)
+        text = change(stored)
         if not isinstance(text, str):
             raise InvalidArgumentError("the edit must produce text", name="change", value=text)
+        if text == stored:
+            return read_entry(engine, current)
         try:
             node = loads(text, current.path, default_id=node_id, default_layer=current.layer)
         except MalformedNodeFileError as exc:
@@ -164,7 +172,22 @@ def edit_text(
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
         s = stage(node)
         engine.commit([s], [(node_id, current.path)] if current.path != s.rel else [], durable=durable)
-        return node
+    warn_if_expired(node, time.time(), stacklevel=4)
+    return node
+
+
+def warn_if_expired(node: Node, now: float, *, stacklevel: int) -> None:
+    """The ``RuntimeWarning`` of a memory just written with an expiry already past: it is
+    hidden from every read at once, and the next sweep removes it (``update`` and
+    ``add`` warn the same way; docs/retention.md)."""
+    if node.expires_at is None or node.expires_at > now or node.retention_tier == "long":
+        return
+    warnings.warn(
+        f"md-cg: node {node.id!r}: expires_at {format_instant(node.expires_at)} is already past: the "
+        "memory is hidden from every read at once and the next sweep() removes it",
+        RuntimeWarning,
+        stacklevel=stacklevel,
+    )
 
 
 def rename(

@@ -20,7 +20,24 @@ from typing import Any, NamedTuple
 
 
 class MdcgError(Exception):
-    """Base class of every error md-cg raises on purpose."""
+    """Base class of every error md-cg raises on purpose.
+
+    Every one survives pickling (a worker process of ``multiprocessing`` or
+    ``concurrent.futures`` sends it back so): the same type, message and attributes.
+    """
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Exception's own rebuilds by calling the class with ``args`` -- the message --,
+        # which the subclasses' __init__ take for their first argument (a node id, a path).
+        return (_rebuilt, (type(self), self.args), dict(vars(self)))
+
+
+def _rebuilt(cls: type[MdcgError], args: tuple[Any, ...]) -> MdcgError:
+    """An error of ``cls`` with ``args``, its __init__ not run (:meth:`MdcgError.__reduce__`;
+    its attributes follow as the pickle's state)."""
+    exc = cls.__new__(cls, *args)
+    exc.args = args
+    return exc
 
 
 class FileError(MdcgError):

@@ -900,13 +900,11 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             raise ValueError(
                 f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
             )
-        unlinked: list[str] = []
-        if reopen:  # the successors whose supersedes edge went, as the commit found them
-            unlinked = store.reopen(id, **changes).unlinked
-        else:
-            store.update(id, **changes)
+        # unlinked: the successors whose supersedes edge went, as the commit found them
+        _, unlinked, changed = store.update_report(id, **changes)
+        named = sorted(k for k, v in given.items() if v is not None) if changed else []
         reply = _superseded(
-            store, _written(store, id, updated=sorted(k for k, v in given.items() if v is not None))
+            store, _written(store, id, updated=named, **({} if changed else {"changed": False}))
         )
         if unlinked:  # rarely more than one; the reply stays in its budget
             reply["successors_unlinked"] = unlinked[:UNLINKED_SHOWN]  # whole ids: usable

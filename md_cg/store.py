@@ -352,12 +352,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def update(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Node:
         """Change fields of a stored node; return the node as stored.
 
-        Any :class:`Node` field but ``id`` may be given. A change of layer,
-        tags or condition space may move the file (crash-safe through the
-        journal); a file placed by hand stays where it is while its layer
-        does not change. ``updated_at`` is set to now. A change of ``body``,
-        ``temporal`` or ``retention_tier`` re-decides retention (an expiry
-        already set is kept).
+        Any :class:`Node` field but ``id`` may be given. A change of layer, tags or condition
+        space may move the file (crash-safe through the journal); a file placed by hand stays
+        where it is while its layer does not change. ``updated_at`` is set to now; changes to
+        what the file holds already write nothing (:meth:`update_report` says so). A change of
+        ``body``, ``temporal`` or ``retention_tier`` re-decides retention (an expiry kept).
 
         An archived node raises :class:`~md_cg.errors.NodeNotFoundError` (unarchive
         it first), as does an expired temporary one unless the update renews it --
@@ -369,7 +368,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def edit_text(self, node_id: str, change: Callable[[str], str], *, durable: bool | None = None) -> Node:
         """Rewrite a node's file text with ``change`` under its lock (see :func:`md_cg.editing.edit_text`).
 
-        The result must parse as the same node with some body text, or nothing is written.
+        The result must parse as the same node with some body text, or nothing is written
+        (nor for the text stored); an expiry already past warns as ``update`` does.
         An archived or expired node raises NodeNotFoundError before ``change`` runs.
         """
         check = functools.partial(views.check_edited, self._scope)

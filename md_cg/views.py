@@ -664,7 +664,15 @@ class Lifecycle(_Handle):
         same commit (every one the caller sees, archived or expired too: see
         :meth:`_reopen_commit`). What ``mdcg update --reopen`` and MCP ``update`` with
         ``reopen`` report."""
-        return self._update_reporting(node_id, {**changes, "valid_until": None}, durable, stacklevel=4)
+        done = self._update_reporting(node_id, {**changes, "valid_until": None}, durable, stacklevel=4)
+        return Reopened(done.node, done.unlinked)
+
+    def update_report(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Updated:
+        """``update`` (a reopen when ``valid_until=None`` is given, as :meth:`reopen`), and
+        what it did: ``Updated(node, unlinked, changed)``; ``changed`` False when the
+        changes left the file as it was (nothing written, ``updated_at`` kept). What
+        ``mdcg update`` and MCP ``update`` report."""
+        return self._update_reporting(node_id, changes, durable, stacklevel=4)
 
     def modify(
         self,
@@ -697,9 +705,11 @@ class Lifecycle(_Handle):
 
     def _update_reporting(
         self, node_id: str, changes: dict[str, Any], durable: bool | None, *, stacklevel: int
-    ) -> Reopened:
-        """``update``, and the successors a reopen (``valid_until=None``) unlinked; warns,
-        as ``add`` does, of an expiry given already past (the memory is hidden at once)."""
+    ) -> Updated:
+        """``update``, the successors a reopen (``valid_until=None``) unlinked, and whether
+        it changed the file (:func:`_unless_same`: a change that leaves the file's bytes
+        as they were writes nothing); warns, as ``add`` does, of an expiry given already
+        past (the memory is hidden at once)."""
         check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
@@ -708,16 +718,19 @@ class Lifecycle(_Handle):
         # expiry given: _changer refuses a result still expired), never revived by an edit
         check = self._writable_check(expired_ok=renews(changes))
         unlinked: list[str] = []
-        if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
-            out, unlinked = self._reopen_commit(node_id, change, durable, check)
-        else:
-            guarded = held_to_scope(self._scope, change, self._engine.state.entries.get)
-            out = self._engine.modify(node_id, guarded, durable=durable, check=check)
+        try:
+            if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
+                out, unlinked = self._reopen_commit(node_id, change, durable, check)
+            else:
+                guarded = held_to_scope(self._scope, _unless_same(change), self._engine.state.entries.get)
+                out = self._engine.modify(node_id, guarded, durable=durable, check=check)
+        except _Same as same:  # nothing to write: the node as stored, its updated_at kept
+            return Updated(same.node, [], False)
         self._ret.record(decided, now)
         given = changes.get("expires_at") is not None
         if given and out.expires_at is not None and out.expires_at <= now and out.retention_tier != "long":
             _warn_past_expiry(out, stacklevel=stacklevel)
-        return Reopened(out, unlinked)
+        return Updated(out, unlinked, True)
 
     def _reopen_commit(
         self,
@@ -751,7 +764,10 @@ class Lifecycle(_Handle):
                     raise _SuccessorsMoved  # under the locks: the index is the log's now
                 return guarded(node)
 
-            plan: dict[str, Callable[[Node], Node | None]] = {node_id: checked}
+            # not superseded by any: a reopen that changes nothing else writes nothing
+            plan: dict[str, Callable[[Node], Node | None]] = {
+                node_id: checked if planned else _unless_same(checked)
+            }
             plan.update({s: _unlinker(node_id) for s in planned})
             try:
                 return eng.modify_many(plan, durable=durable, check=usable)[0], planned
@@ -1000,6 +1016,48 @@ class Reopened(NamedTuple):
 
     node: Node
     unlinked: list[str]
+
+
+class Updated(NamedTuple):
+    """What :meth:`Lifecycle.update_report` did: the node as stored, the ids of the nodes
+    whose ``supersedes`` edge to it a reopen removed (sorted), and whether the file
+    changed (False: the changes were what it held already; nothing was written)."""
+
+    node: Node
+    unlinked: list[str]
+    changed: bool
+
+
+class _Same(Exception):
+    """A change of ``update`` that leaves the node's file as it was: nothing is written."""
+
+    def __init__(self, node: Node) -> None:
+        super().__init__(node.id)
+        self.node = node
+
+
+def _unless_same(change: Callable[[Node], Node | None]) -> Callable[[Node], Node | None]:
+    """``change``, raising :class:`_Same` (with the node as read) when its result would
+    be written as the very bytes the node as read gives, ``updated_at`` aside: a no-op
+    ``update`` leaves the file, its mtime and ``updated_at`` alone, as a replacing ``add``
+    of the same node does. A result that cannot be serialised is left to the write to
+    refuse."""
+
+    def run(node: Node) -> Node | None:
+        stored = deepcopy(node)
+        result = change(node)
+        out = node if result is None else result
+        try:
+            same = isinstance(out, Node) and nodefile.dump_bytes(
+                validate(deepcopy(out))
+            ) == nodefile.dump_bytes(stored)
+        except (MdcgError, TypeError, ValueError):
+            return result
+        if same:
+            raise _Same(stored)
+        return result
+
+    return run
 
 
 class _SuccessorsMoved(Exception):

@@ -143,7 +143,8 @@ def test_reopen_through_mcp_and_cli_names_the_unlinked_successor(tmp_path: Path)
     with MdCG(other) as s:
         assert search_ids(s, "Berlin") == ["berlin", "rome", "paris"]
     data = json.loads(cli("--root", other, "update", "berlin", "--reopen", "--json").stdout)
-    assert data["updated"] == ["reopen"] and "successors_unlinked" not in data
+    # nothing left to unlink, nor to clear: a reopen of a current memory writes nothing (s29)
+    assert (data["updated"], data["changed"]) == ([], False) and "successors_unlinked" not in data
 
 
 # -- 3: a date-only until takes in the whole day ------------------------------------------------

@@ -171,7 +171,7 @@ WRITES = {
     "add", "add_many", "update", "modify", "edit_text", "rename", "move", "delete", "forget",
     "forget_many", "archive", "unarchive", "apply_changes", "supersede", "sweep",
     "add_rejected", "add_unresolved", "verify", "resolve", "flywheel_step", "reflect", "record_access",
-    "add_unique", "keep_returned", "reopen",
+    "add_unique", "keep_returned", "reopen", "update_report",
 }  # fmt: skip
 #: Store-level names: handle state, maintenance of the whole folder, and logs
 #: (tombstones, departure and reflections: a scoped handle reads only its own scope's records
