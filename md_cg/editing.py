@@ -22,7 +22,7 @@ import numpy as np
 
 from . import audit as audit_mod
 from . import fsops, index, merge, paths, visibility
-from .engine import Engine, Staged, copies_of, read_entry, stage
+from .engine import Engine, Staged, check_move, copies_of, read_entry, stage
 from .errors import (
     InvalidArgumentError,
     InvalidNodeError,
@@ -171,6 +171,7 @@ def edit_text(
             check(node, read_entry(engine, current), current)
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
         s = stage(node)
+        check_move(engine, node_id, current.path, s.rel)  # a changed layer: not onto another file
         engine.commit([s], [(node_id, current.path)] if current.path != s.rel else [], durable=durable)
     warn_if_expired(node, time.time(), stacklevel=4)
     return node

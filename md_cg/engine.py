@@ -711,7 +711,7 @@ class Engine:
     def _moved(self, current: Entry, to: str) -> Staged:
         """The node of ``current`` staged at ``to`` with its file's exact bytes."""
         if fsops.exists(self.root_str, to):
-            raise _taken(self, current.id, to, True, foreign=True)
+            raise _taken(self, current.id, to, True, foreign=current.path)
         data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
         node = index.decode_node(data, to)
         if node.id != current.id:  # the file was edited to hold another id meanwhile
@@ -924,14 +924,17 @@ def _held_by_another(rel: str, held: str) -> str:
 
 
 def _taken(
-    engine: Engine, node_id: str, rel: str, indexed: bool, *, foreign: bool = False
+    engine: Engine, node_id: str, rel: str, indexed: bool, *, foreign: str | None = None
 ) -> DuplicateIdError:
     """The refusal of an ``add`` (no overwrite) of ``node_id`` whose path ``rel`` holds a
     file: its memory, or one nobody indexed yet -- unless that file holds another id
-    (looked at when not ``indexed``, or with ``foreign``: an archive's target)."""
+    (looked at when not ``indexed``, or with ``foreign``: an archive's target, the node
+    standing at ``foreign``), or, for an archive's target, another copy of this id."""
     # _stored_as raises when the file is another memory
     if (foreign or not indexed) and _stored_as(engine, node_id, rel) is None and _holds_text(engine, rel):
         return _unreadable(node_id, rel)
+    if foreign and file_id(engine, rel) == node_id:  # a cp, a merge that left two
+        return copy_in_the_way(node_id, foreign, rel)
     return DuplicateIdError(node_id, rel, untracked=not indexed)
 
 
@@ -945,17 +948,40 @@ def _unreadable(node_id: str, rel: str) -> DuplicateIdError:
     return DuplicateIdError(node_id, rel, text)
 
 
+def check_move(engine: Engine, node_id: str, standing: str, rel: str) -> None:
+    """Refuse (before anything is written) a move of ``node_id``'s file from ``standing``
+    to ``rel`` onto another memory's file, one that cannot be read, or another copy of it."""
+    if standing != rel:
+        _overwritten(engine, node_id, standing, rel)
+
+
 def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple[bytes, Node] | None:
     """The stored file an overwrite of ``node_id`` replaces (at ``existing``), checked to
     hold it: one that cannot be read as a memory (health lists it) is refused, and so is
-    a move to ``rel`` onto a file of another memory or onto one that cannot be read."""
+    a move to ``rel`` onto a file of another memory, onto one that cannot be read, or onto
+    another copy of this one (a ``cp``, a merge that left two: sync lists it as a duplicate)
+    while the file at ``existing`` still holds it -- the move would erase that copy."""
     moving_onto = existing != rel and fsops.exists(engine.root_str, rel)
-    if moving_onto and _stored_as(engine, node_id, rel) is None and fsops.exists(engine.root_str, rel):
+    copy = _stored_as(engine, node_id, rel) if moving_onto else None
+    if moving_onto and copy is None and fsops.exists(engine.root_str, rel):
         raise _unreadable(node_id, rel)
     stored = _stored_as(engine, node_id, existing)
     if stored is None and _holds_text(engine, existing):
         raise _unreadable(node_id, existing)
+    if copy is not None and stored is not None:
+        raise copy_in_the_way(node_id, existing, rel)
     return stored
+
+
+def copy_in_the_way(node_id: str, standing: str, rel: str) -> DuplicateIdError:
+    """The refusal of a move of ``node_id`` from ``standing`` (the file the index holds)
+    to ``rel``, a file that holds the same id: another copy, which the move would erase."""
+    text = (
+        f"cannot move {node_id!r} from {standing} to {rel}: {rel} also holds {node_id!r} (a copy, "
+        "or a merge that left two; sync lists it under duplicate ids); it is not written over -- "
+        f"keep one file (delete the other, or `delete {node_id}` removes all), sync, then try again"
+    )
+    return DuplicateIdError(node_id, rel, text)
 
 
 def _holds_text(engine: Engine, rel: str) -> bool:
