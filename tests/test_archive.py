@@ -287,9 +287,10 @@ def test_why_a_node_is_unreadable_is_said_only_to_a_caller_that_may_know(tmp_pat
         ["update", "s1", "-b", "x"],
     ):
         result = runner.invoke(app, [*command, "--root", str(root)])
+        reader = "show" if command[0] == "show" else "get"  # the hint names the command run (s29)
         assert (result.exit_code, result.stderr) == (
             2,
-            "error: node 's1' is archived: `mdcg get --archived s1` reads it, `mdcg unarchive s1` "
+            f"error: node 's1' is archived: `mdcg {reader} --archived s1` reads it, `mdcg unarchive s1` "
             "brings it back\n",
         ), command
     with MdCG(root) as s:
