@@ -290,7 +290,9 @@ def _rename_locked(
     now = time.time()
     node.updated_at = quantise_instant(now)
     renamed = stage(validate(node), archived=current.archived)  # an archived node stays archived
-    if old_id != new_id:
+    if old_id == new_id:  # a move to ``layer``: never onto another file (a hand-placed one)
+        check_move(engine, old_id, current.path, renamed.rel)
+    else:
         state = engine.state
         holder = state.entries.get(new_id) or state.entries.get(state.twin_of(new_id) or "")
         if holder is not None and sees is not None and not sees(holder):
