@@ -1343,6 +1343,8 @@ def organize(
     for item in data.get("items", []):
         match = item.get("match") or {}
         where = f" (matches {match['id']}, score {match['score']})" if match else ""
+        if item.get("repeats") is not None:  # an earlier candidate of the run holds the text
+            where = f" (of #{item['repeats']})"
         typer.echo(f"  #{item['index']} {item['verdict']}{where}: {clip(item['title'], 60)}")
     for key in ("saved_ids", "archived_ids"):
         if data.get(key):

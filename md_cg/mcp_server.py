@@ -1168,8 +1168,9 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
 
     return [
         (organize, "Before saving several memories: mode=dryRun compares candidates with the store "
-         "(exact / near / same_title / new, with the match); then mode=apply with the run_id and your "
-         "decisions (save, discard, archive) writes them, exactly once."),
+         "(exact / near / same_title / new, with the match; repeat: of an earlier candidate); "
+         "then mode=apply with the run_id and your decisions (save, discard, archive) writes them, "
+         "exactly once."),
         (recall_stats, "How memory is used: top recalled, zombie rate (never recalled), slot fill."),
         (on_this_day, "One old memory brought back on this day (a reminder), or null."),
         (inject, "Compact memories for a prompt about `query` (never filler)."),

@@ -8,12 +8,15 @@ Two calls, both shaped as "better to do nothing" (docs/organize.md):
   against the caller's visible, non-archived nodes that everyone who would see
   the candidate sees already: of the *same scope*, or shared (no agent or
   workspace) and no more sensitive (``exact`` / ``near`` / ``new``,
-  :func:`md_cg.dedupe.verdict`), and appends
+  :func:`md_cg.dedupe.verdict`), or ``repeat`` when an earlier candidate of the
+  run would store its text (:func:`holds_text`), and appends
   one record to the audit log ``.mdcg/organize/``. It writes no memory. An
   infrastructure error is recorded as ``failed`` and re-raised.
 * :func:`apply` replays the normalised snapshot of one dry run: ``save`` and
   ``discard`` name indexes the dry run accepted, ``archive`` names ids the
-  report matched. Under the audit log's lock it re-reads the log and checks,
+  report matched; a ``save`` of a text a memory holds by the dry run's ``exact``
+  rule, or that an earlier save of the same apply stores, is skipped (:func:`_plan`).
+  Under the audit log's lock it re-reads the log and checks,
   in the seed's order, that the run exists, is a dry run and not a receipt,
   did not fail and was never applied; then it appends an intent (the ids it
   is about to write), commits everything with one
@@ -65,6 +68,9 @@ ACTIONS: tuple[str, ...] = ("save", "discard", "archive")
 #: Statuses of a run record: ``ok``, ``degraded`` (some input was skipped),
 #: ``noop`` (nothing to judge or nothing applied) and ``failed``.
 STATUSES: tuple[str, ...] = ("ok", "degraded", "noop", "failed")
+#: A dry run's verdicts: the store's (:data:`md_cg.dedupe.VERDICTS`), then ``repeat``
+#: (an earlier candidate of the same run holds the text: :class:`OrganizeItem`).
+VERDICTS: tuple[str, ...] = (*dedupe.VERDICTS, "repeat")
 
 
 class OrganizeStore(Protocol):
@@ -98,24 +104,33 @@ class Match:
 
 @dataclass(frozen=True)
 class OrganizeItem:
-    """The verdict on one accepted candidate (``index`` is its place in the input)."""
+    """The verdict on one accepted candidate (``index`` is its place in the input).
+
+    ``verdict`` is one of :data:`VERDICTS`: a store verdict (:data:`md_cg.dedupe.VERDICTS`,
+    with its ``match``) or ``repeat``: an earlier candidate of this run, ``repeats`` (its
+    index), would store the very text (:func:`holds_text`) where everyone who would see
+    this one sees it; ``match`` is None then, and ``to_dict`` has ``repeats`` only then."""
 
     index: int
     layer: str
     title: str
     verdict: str
     match: Match | None
+    repeats: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         m = self.match
         match = None if m is None else {"id": m.id, "title": m.title, "score": round(m.score, 4)}
-        return {
+        out: dict[str, Any] = {
             "index": self.index,
             "layer": self.layer,
             "title": self.title,
             "verdict": self.verdict,
             "match": match,
         }
+        if self.repeats is not None:
+            out["repeats"] = self.repeats
+        return out
 
 
 @dataclass(frozen=True)
@@ -369,6 +384,51 @@ class _Matcher:
         return OrganizeItem(index, c.layer, c.title, v.kind, match)
 
 
+def _judge_all(matcher: _Matcher, accepted: Sequence[_Accepted]) -> list[OrganizeItem]:
+    """Each candidate's verdict against the store (:meth:`_Matcher.judge`); one that is
+    not ``exact`` but whose text an earlier candidate of the run would store, where
+    everyone who would see it sees that one, is a ``repeat`` of the earliest such (apply
+    skips a second save of one text: :func:`_planned_copy`)."""
+    items: list[OrganizeItem] = []
+    earlier: list[tuple[int, str, tuple[object, object, object], tuple[str, str]]] = []
+    for index, c in accepted:
+        item = matcher.judge(index, c)
+        scope = _candidate_scope(c)
+        body = node_body(c.title, c.content)
+        content, whole = _letters(c.content), _letters(body)
+        if item.verdict != "exact":
+            first = next(
+                (
+                    k
+                    for k, held, held_scope, keys in earlier
+                    if (content in keys or whole == keys[1])  # cheap: holds_text costs ~35 µs
+                    and _covers(held_scope, scope)
+                    and holds_text(c, held)
+                ),
+                None,
+            )
+            if first is not None:
+                item = OrganizeItem(index, c.layer, c.title, "repeat", None, first)
+        earlier.append((index, body, scope, (_letters(content_of(body)), whole)))
+        items.append(item)
+    return items
+
+
+def _letters(text: str) -> str:
+    """The letters and digits of ``text``: equal for two texts :func:`holds_text` calls
+    the same (it drops only marks and whitespace), so unequal ones need no closer look."""
+    return "".join(ch for ch in text if ch.isalnum())
+
+
+def holds_text(candidate: dedupe.NormalizedCandidate, body: str) -> bool:
+    """Whether a memory of ``body`` holds the text ``candidate`` would store, as the dry
+    run's ``exact`` says (:func:`md_cg.dedupe.same_text` on the row the dry run makes of
+    a node: title, content, whole body), or is that very body (:func:`same_body`)."""
+    if same_body(body, node_body(candidate.title, candidate.content)):
+        return True
+    return dedupe.same_text(candidate, ("", title_of(body), content_of(body), body))
+
+
 def version(node: Node) -> str:
     """What a match was judged on, as a short hash: the body and the scope keys. A dry
     run records it for each match; apply archives a match only while it is the same."""
@@ -500,9 +560,22 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
     read to compare, with ``store.get``, so a node the caller may not see is
     never named; hidden and superseded hits are left out before the pool is cut
     (ten superseded copies of the text do not crowd its current one out)."""
+    found = []
+    for node in _pool(store, body, layer):
+        if same_body(node.body, body):
+            found.append(node.id)
+    return found
+
+
+def _pool(
+    store: OrganizeStore, body: str, layer: str | None = None, *, by_key: bool = False
+) -> Iterable[Node]:
+    """The current nodes the caller sees (of ``layer`` when given) that may hold ``body``,
+    read with ``store.get``, best BM25 match first (:func:`identical_ids`). For a body of
+    stop words only, the entries titled as it is (``by_key``: of its :func:`title_key`)."""
     text_index = _text_index(store)
     if text_index is None:
-        return []
+        return
     terms = [(t, 1.0) for t in _rare_terms(text_index, query_terms(body), POOL_TERMS)]
     usable = _current_test(store)
     if terms:
@@ -510,17 +583,20 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
         candidates = _visible_hits(usable, text_index, terms, scope, IDENTICAL_POOL)
     else:  # stop words only ("it is what it is"): nothing indexed; the titles tell
         title = title_of(body)  # a title shared by many ("it is" ...) is read further: no rank to trust
-        titled = (e.id for e in store.entries(layer) if e.title == title and usable(e.id))
+        key = dedupe.title_key(title) if by_key else None
+        titled = (
+            e.id
+            for e in store.entries(layer)
+            if (e.title == title or (key is not None and dedupe.title_key(e.title) == key)) and usable(e.id)
+        )
         candidates = list(itertools.islice(titled, TITLE_POOL))
-    found = []
     for node_id in candidates:
         try:
             node = store.get(node_id)
-            if same_body(node.body, body) and current(store, node):
-                found.append(node_id)
         except NodeNotFoundError:
             continue  # gone since, or not the caller's to see
-    return found
+        if current(store, node):
+            yield node
 
 
 # -- dry run -----------------------------------------------------------------------------------
@@ -592,7 +668,7 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
     truncated = len(candidates) - len(bounded)
     try:
         matcher = _Matcher(store, accepted)
-        items = [matcher.judge(i, c) for i, c in accepted]
+        items = _judge_all(matcher, accepted)
         versions = dict(sorted(matcher.versions.items()))
     except Exception as exc:
         # Recorded before re-raising: a failed run without a record could not
@@ -601,7 +677,7 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
         raise
     counts = {
         "total": len(items),
-        **{kind: sum(i.verdict == kind for i in items) for kind in dedupe.VERDICTS},
+        **{kind: sum(i.verdict == kind for i in items) for kind in VERDICTS},
         "skipped": len(skipped),
         "truncated": truncated,
     }
@@ -619,6 +695,10 @@ class _Plan:
     saved: list[str] = field(default_factory=list)
     #: the candidate index each saved id was made from (forget blanks that candidate)
     saved_from: list[int] = field(default_factory=list)
+    #: the decision each saved id was made by
+    saved_by: list[int] = field(default_factory=list)
+    #: :func:`_letters` of each saved node's content and body (:func:`_planned_copy`)
+    letters: list[tuple[str, str]] = field(default_factory=list)
     archive: list[str] = field(default_factory=list)
     discarded: list[int] = field(default_factory=list)
     skipped: list[SkippedInput] = field(default_factory=list)
@@ -690,11 +770,19 @@ class _Judged:
     when judged (``versions``: :func:`version`; None for a record of an earlier version,
     which kept none: not checked)."""
 
-    def __init__(self, store: OrganizeStore, matched: set[str], versions: object) -> None:
+    def __init__(
+        self, store: OrganizeStore, matched: set[str], versions: object, items: Iterable[Mapping[str, Any]]
+    ) -> None:
         self.store = store
         self.matched = matched
         self.versions = versions if isinstance(versions, dict) else None
         self.visible = {e.id for e in store.entries()}
+        #: candidate index -> the node the dry run called its ``exact`` match
+        self.exact: dict[int, str] = {}
+        for item in items:
+            match, index = item.get("match") or {}, item.get("index")
+            if item.get("verdict") == "exact" and type(index) is int and isinstance(match.get("id"), str):
+                self.exact[index] = match["id"]
 
     def changed(self, node_id: str) -> bool:
         """Whether the node is no longer what the dry run judged (its body or scope)."""
@@ -764,7 +852,7 @@ def _record_problem(report: Mapping[str, Any]) -> str | None:
 def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: OrganizeStore) -> _Plan:
     by_index = {int(e["index"]): e for e in report.get("snapshot", [])}
     matched = {i["match"]["id"] for i in report.get("items", []) if i.get("match")}
-    judged = _Judged(store, matched, report.get("matched"))
+    judged = _Judged(store, matched, report.get("matched"), report.get("items", []))
     plan = _Plan()
     taken: set[int] = set()
     now = time.time()
@@ -795,28 +883,73 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
                 said = str(problem).removeprefix(f"node {node.id!r}: ")  # the id was never saved
                 plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {said}", "index"))
                 continue
-            stored = _stored_copy(store, node)
+            candidate = _candidate_of(by_index[index])
+            stored = _stored_copy(store, candidate, node, judged.exact.get(index))
             if stored is not None:
                 reason = f"decision {i}: candidate {index}'s text is stored already, as {stored!r}"
                 plan.skipped.append(SkippedInput(i, reason, "index", stored))
                 continue
+            earlier = _planned_copy(plan, candidate, node)
+            if earlier is not None:
+                k, by = plan.saved_by[earlier], plan.saved_from[earlier]
+                reason = f"decision {i}: candidate {index}'s text is saved by decision {k} (candidate {by})"
+                plan.skipped.append(SkippedInput(i, reason, "index"))
+                continue
+            plan.saved_by.append(i)
+            plan.letters.append((_letters(content_of(node.body)), _letters(node.body)))
             plan.nodes.append(node)
             plan.saved.append(node.id)
             plan.saved_from.append(index)
     return plan
 
 
-def _stored_copy(store: OrganizeStore, node: Node) -> str | None:
-    """The id of a memory the caller sees that holds ``node``'s body (:func:`identical_ids`,
-    any memory layer) and that everyone who would see ``node`` sees: stored since the dry
-    run said ``new`` (or never matched). None when there is none."""
-    for node_id in identical_ids(store, node.body):
-        try:
-            held = store.get(node_id)
-        except NodeNotFoundError:
-            continue
-        if held.layer in dedupe.CANDIDATE_LAYERS and _covers(_node_scope(held), _node_scope(node)):
-            return node_id
+def _candidate_of(entry: Mapping[str, Any]) -> dedupe.NormalizedCandidate:
+    """The text of a snapshot entry as :func:`holds_text` compares it."""
+    return dedupe.NormalizedCandidate(entry["layer"], entry["title"], entry["content"])
+
+
+def _stored_copy(
+    store: OrganizeStore, candidate: dedupe.NormalizedCandidate, node: Node, exact: str | None = None
+) -> str | None:
+    """The id of a current memory the caller sees, of a memory layer, that holds the text
+    ``node`` would store by the dry run's ``exact`` rule (:func:`holds_text`: its body is
+    ``node``'s, or the candidate's title and content are its whole body ...) and that
+    everyone who would see ``node`` sees: the dry run's ``exact`` match (``exact``, read
+    first) while it still holds it, or one stored since. None when there is none."""
+    for held in itertools.chain(_read_current(store, exact), _pool(store, node.body, by_key=True)):
+        if (
+            held.layer in dedupe.CANDIDATE_LAYERS
+            and _covers(_node_scope(held), _node_scope(node))
+            and holds_text(candidate, held.body)
+        ):
+            return held.id
+    return None
+
+
+def _read_current(store: OrganizeStore, node_id: str | None) -> list[Node]:
+    """``[node]`` when the caller sees ``node_id`` and it is :func:`current`, else ``[]``."""
+    if node_id is None:
+        return []
+    try:
+        node = store.get(node_id)
+    except NodeNotFoundError:
+        return []
+    return [node] if current(store, node) else []
+
+
+def _planned_copy(plan: _Plan, candidate: dedupe.NormalizedCandidate, node: Node) -> int | None:
+    """The place in ``plan.nodes`` of a save of this apply that holds the text ``node``
+    would store (:func:`holds_text`) where everyone who would see ``node`` sees it, or None:
+    two candidates of one run with one text are saved once (the dry run's ``repeat``)."""
+    content, whole = _letters(candidate.content), _letters(node.body)
+    for k, planned in enumerate(plan.nodes):
+        keys = plan.letters[k]
+        if (
+            (content in keys or whole == keys[1])  # cheap (:func:`_judge_all`)
+            and _covers(_node_scope(planned), _node_scope(node))
+            and holds_text(candidate, planned.body)
+        ):
+            return k
     return None
 
 

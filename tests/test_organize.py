@@ -84,6 +84,7 @@ def test_dry_run_verdicts_skips_and_counts(tmp_path: Path) -> None:
         "near": 1,
         "same_title": 2,
         "new": 2,
+        "repeat": 0,
         "skipped": 3,
         "truncated": 0,
     }
@@ -867,6 +868,7 @@ def test_exact_needs_the_text_not_only_the_title(tmp_path: Path) -> None:
         "near": 2,
         "same_title": 1,
         "new": 0,
+        "repeat": 0,
         "skipped": 0,
         "truncated": 0,
     }
