@@ -68,12 +68,14 @@ from md_cg import (
     with_departure,
 )
 from md_cg.render import (
+    LINE_IDS,
     LOGGED_WRITE,
     RECOVERING_WRITE,
     clip,
     current_version,
     entries_table,
     health_table,
+    id_list,
     iso,
     meta_summary,
     neighbours_table,
@@ -1277,12 +1279,13 @@ def sweep(
         _print_json(report.to_dict())
     else:
         if dry_run:
-            listed = ", ".join(report.expired) or "none"
-            typer.echo(f"expired ({len(report.expired)}): {listed}; nothing removed")
+            typer.echo(f"expired ({len(report.expired):,}): {id_list(report.expired)}; nothing removed")
         else:
-            typer.echo(f"removed ({len(report.removed)}): {', '.join(report.removed) or 'none'}")
-        for node_id, why in report.kept:
+            typer.echo(f"removed ({len(report.removed):,}): {id_list(report.removed)}")
+        for node_id, why in report.kept[:LINE_IDS]:
             typer.echo(f"kept {node_id}: {why}")
+        if len(report.kept) > LINE_IDS:
+            typer.echo(f"... and {len(report.kept) - LINE_IDS:,} more kept (--json lists every one)")
 
 
 def _read_json_file(path: Path, option: str) -> Any:

@@ -683,7 +683,7 @@ def health(
         findings += _stray_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
-            findings += _log_findings(engine)
+            findings = _log_findings(engine, findings)
             findings += _access_findings(engine.root_str)
         findings += meta
         findings += [
@@ -1021,7 +1021,13 @@ def _entry_findings(
     return out
 
 
-def _log_findings(engine: Engine) -> list[Finding]:
+def _log_findings(engine: Engine, found: list[Finding]) -> list[Finding]:
+    """``found`` and the findings of the index log: damaged or unsafe shards, and an
+    ``open_commit`` for each write a crash interrupted. A ``duplicate_id`` in ``found``
+    that such a write made -- its id one the write puts or removes, both files at its
+    paths, no file of the id edited since (the write finishes it) -- is folded into
+    that write's finding: removing a copy by hand is not the fix, the sync is
+    (:func:`_own_copies`)."""
     cursor = engine.cursor
     out: list[Finding] = []
     for name, damage in sorted(cursor.damaged.items()):
@@ -1045,14 +1051,44 @@ def _log_findings(engine: Engine) -> list[Finding]:
                 if pairs
                 else f"a write of {len(c.ids)} node(s)"
             )
+            edited = journal.edited_since(engine.root_str, c)
+            found, copies = _own_copies(engine.state, c, edited, found)
             out.append(
                 Finding(
                     "open_commit",
                     f"{what} interrupted by a crash (log {c.shard}, record {c.seq}); sync() or the "
-                    f"next write of these ids finishes it: {_commit_plan(c, engine)}",
+                    f"next write of these ids finishes it: {_commit_plan(c, engine, edited)}{copies}",
                 )
             )
-    return out
+    return found + out
+
+
+def _own_copies(
+    state: index.IndexState, c: journal.Commit, edited: set[str], found: list[Finding]
+) -> tuple[list[Finding], str]:
+    """``found`` without the ``duplicate_id`` findings the open commit ``c`` made (an
+    archive killed between putting the new copies and removing the old ones leaves each
+    id in two files), and what the commit's finding says of them ("" when none). An id
+    in ``edited`` keeps its finding: the recovery leaves its files as they are."""
+    puts = {(i, rel) for i, rel, _ in c.puts}
+    dels = set(c.dels)
+    kept: list[Finding] = []
+    ids: list[str] = []
+    for f in found:
+        e = state.entries.get(f.node_id or "") if f.kind == "duplicate_id" else None
+        if e is not None and e.id not in edited and f.path is not None:
+            pairs = ((f.path, e.path), (e.path, f.path))
+            if any((e.id, new) in puts and (e.id, old) in dels for new, old in pairs):
+                ids.append(e.id)
+                continue
+        kept.append(f)
+    if not ids:
+        return found, ""
+    n = len(dict.fromkeys(ids))
+    return kept, (
+        f"; until then {n} of its id(s) are in two files, where it puts them and where they were "
+        "(not duplicates to remove by hand: the sync removes the old file)"
+    )
 
 
 def _ids_reader(root: str) -> Callable[[str], tuple[str, list[str]] | None]:
@@ -1074,18 +1110,18 @@ def _ids_reader(root: str) -> Callable[[str], tuple[str, list[str]] | None]:
 PLAN_IDS = 5
 
 
-def _commit_plan(c: journal.Commit, engine: Engine) -> str:
+def _commit_plan(c: journal.Commit, engine: Engine, edited: set[str]) -> str:
     """What finishing the open commit ``c`` would do, for a person to check first: the ids
     it writes, the files it removes -- the old files of a rename when it writes others --
     and those it keeps as they hold another id (at most :data:`PLAN_IDS` of each): the
     check the roll-forward makes (:func:`md_cg.journal.holds_other`). An id with a file
-    changed since the crash is left as its files are (:func:`md_cg.journal.edited_since`)."""
+    changed since the crash (in ``edited``: :func:`md_cg.journal.edited_since`) is left as
+    its files are."""
 
     def named(items: list[str]) -> str:
         more = f", ... (+{len(items) - PLAN_IDS} more)" if len(items) > PLAN_IDS else ""
         return ", ".join(items[:PLAN_IDS]) + more
 
-    edited = journal.edited_since(engine.root_str, c)
     put_ids = list(dict.fromkeys(p[0] for p in c.puts))
     moved = set(put_ids)
     parts = []

@@ -6,7 +6,7 @@ looks the same wherever it is shown:
 
 * rich renderables for people: :func:`results_table`, :func:`meta_summary`,
   :func:`health_table`, :func:`entries_table`, :func:`sync_lines`,
-  :func:`node_text`;
+  :func:`id_list`, :func:`node_text`;
 * bounded text for agents: :func:`snippet` (a few hundred characters of a
   body around what the query matched), :func:`clip`, and the JSON form of a
   node, :func:`node_dict`;
@@ -460,8 +460,38 @@ def _health_line(report: HealthReport) -> Text:
     return _text(f"health: {verdict} · {nodes} · {spread}")
 
 
+#: Findings of one kind a health table shows; the rest are one row that counts them.
+HEALTH_ROWS = 10
+#: What the row counting the findings of a kind left out adds (how to act on them all).
+_HEALTH_MORE = {"expired": "; `mdcg sweep` removes them"}
+
+
+def health_rows(report: HealthReport, limit: int = HEALTH_ROWS) -> list[tuple[str, str, str, str]]:
+    """``(severity, kind, node, detail)`` of each finding a health table shows: the first
+    ``limit`` of each kind, then one row saying how many more of that kind there are (in
+    place of the first left out) -- 5,000 expired memories are not 15,000 lines;
+    ``--json`` lists them all."""
+    twins = distinct_labels(f.node_id for f in report.findings if f.kind == "twin_id" and f.node_id)
+    total: dict[str, int] = {}
+    for f in report.findings:
+        total[f.kind] = total.get(f.kind, 0) + 1
+    shown: dict[str, int] = {}
+    rows = []
+    for f in report.findings:
+        n = shown[f.kind] = shown.get(f.kind, 0) + 1
+        if n <= limit:
+            node = twins.get(f.node_id or "", f.node_id or "")
+            rows.append((f.severity, f.kind, node, f.detail + (f" ({f.path})" if f.path else "")))
+        elif n == limit + 1:
+            more = total[f.kind] - limit
+            why = f"... and {more:,} more {f.kind} finding(s) (`mdcg health --json` lists every one)"
+            rows.append((f.severity, f.kind, "", why + _HEALTH_MORE.get(f.kind, "")))
+    return rows
+
+
 def health_table(report: HealthReport, *, width: int | None = None) -> Group:
-    """A one-line verdict of a health check, then a table of its findings (if any).
+    """A one-line verdict of a health check, then a table of its findings (if any): at
+    most :data:`HEALTH_ROWS` of one kind, then a row counting the rest (:func:`health_rows`).
 
     When severity, kind, node id and some detail do not fit in ``width`` cells
     (None: any), the detail goes under the node id, in one column folded at
@@ -473,16 +503,7 @@ def health_table(report: HealthReport, *, width: int | None = None) -> Group:
     line = _health_line(report)
     if report.ok:
         return Group(line)
-    twins = distinct_labels(f.node_id for f in report.findings if f.kind == "twin_id" and f.node_id)
-    rows = [
-        (
-            f.severity,
-            f.kind,
-            twins.get(f.node_id or "", f.node_id or ""),
-            f.detail + (f" ({f.path})" if f.path else ""),
-        )
-        for f in report.findings
-    ]
+    rows = health_rows(report)
     heads = ("severity", "kind", "node")
     widths = [_cells((r[i] for r in rows), len(name)) for i, name in enumerate(heads)]
     room = _room(widths[:2], width)
@@ -704,6 +725,20 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
             more = f", ... (+{len(items) - limit} more)" if len(items) > limit else ""
             out.append(f"{label} ({len(items)}): " + ", ".join(items[:limit]) + more)
     return out
+
+
+#: Ids a line of the command line names before it counts the rest (:func:`id_list`).
+LINE_IDS = 20
+
+
+def id_list(ids: Sequence[str], limit: int = LINE_IDS) -> str:
+    """``ids`` joined by commas, at most ``limit`` of them and then how many more there
+    are and where they all are (``--json``); ``none`` when there are none."""
+    if not ids:
+        return "none"
+    shown = ", ".join(ids[:limit])
+    more = len(ids) - limit
+    return shown if more <= 0 else f"{shown}, ... (+{more:,} more; --json lists every one)"
 
 
 def verdict_dict(node: Node, verdict: str, path: object) -> dict[str, Any]:

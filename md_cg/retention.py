@@ -20,7 +20,8 @@ re-importing the same node leaves its file unchanged); a replacing ``add`` of
 other text, or an expiry already past, gets now + TTL (:func:`kept_expiry`).
 
 The TTL is ``MdCG(ttl_seconds=...)``, else ``ttl_seconds`` in the store's
-``.mdcg/retention.json`` (``{"ttl_seconds": 86400}``), else 7 days.
+``.mdcg/retention.json`` (``{"ttl_seconds": 86400}``), else 7 days; at most
+100 years (:data:`md_cg.temporal.MAX_TTL_SECONDS`, :func:`check_ttl`).
 
 The sweep itself is :meth:`md_cg.MdCG.sweep`: :func:`expired_ids` lists, and
 :func:`md_cg.forgetting.forget_many` removes with the :func:`sweepable` check
@@ -88,10 +89,18 @@ class SweepReport:
 
 
 def check_ttl(value: object, name: str = "ttl_seconds") -> float:
-    """``value`` as a positive, finite number of seconds, or InvalidArgumentError naming ``name``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or not finite(value) or value <= 0:
+    """``value`` as a positive number of seconds up to :data:`md_cg.temporal.MAX_TTL_SECONDS`
+    (100 years: now + TTL must be a date a file can write), or InvalidArgumentError naming ``name``."""
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not finite(value)
+        or not 0 < value <= temporal.MAX_TTL_SECONDS
+    ):
         raise InvalidArgumentError(
-            f"{name} must be a positive number of seconds, got {short_repr(value)}", name=name
+            f"{name} must be a positive number of seconds, at most {temporal.MAX_TTL_TEXT}, "
+            f"got {short_repr(value)}",
+            name=name,
         )
     return float(value)
 

@@ -74,6 +74,12 @@ UNSET = ""
 TIERS: tuple[str, ...] = RETENTION_TIERS
 #: Default life of a temporary node: 7 days.
 DEFAULT_TTL_SECONDS = 7 * 86400.0
+#: The longest TTL: 100 years (36,500 days). Now + TTL must stay an instant a file can
+#: write as an ISO 8601 date (years 1-9999); a longer one is refused, never stored as
+#: a bare number. A memory meant to last is long, not temporary.
+MAX_TTL_SECONDS = 36_500 * 86400.0
+#: How the bound reads in a message.
+MAX_TTL_TEXT = "3153600000 (100 years)"
 #: A term rule fires only when its marker begins among the first this many
 #: units (a CJK character or a Latin word) of the text. The seed measured
 #: that widening its 12-character window to 24 made 11 restatements of one
@@ -558,13 +564,20 @@ def decide_retention(
     output is fine). ``markers`` defaults to :func:`shipped_markers`; if they
     carry a ``problem`` no automatic decision is temp. Raises
     :class:`InvalidArgumentError` for a bad ``tier``, ``now``,
-    ``ttl_seconds`` or a ``text`` that is not a string.
+    ``ttl_seconds`` (positive, at most :data:`MAX_TTL_SECONDS`) or a ``text``
+    that is not a string.
     """
     if text is not None and not isinstance(text, str):
         raise InvalidArgumentError(f"text must be a string, got {type(text).__name__}", name="text")
     asked = normalize_tier(tier)
     when = _check_number("now", now)
     ttl = _check_number("ttl_seconds", ttl_seconds, positive=True)
+    if ttl > MAX_TTL_SECONDS:
+        raise InvalidArgumentError(
+            f"ttl_seconds must be at most {MAX_TTL_TEXT} seconds, got {short_repr(ttl_seconds)}",
+            name="ttl_seconds",
+            value=ttl_seconds,
+        )
     kind = normalize_temporal(temporal)
     found = markers if markers is not None else shipped_markers()
     verdict: _Verdict
