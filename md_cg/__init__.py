@@ -89,6 +89,7 @@ _EXPORTS = {
     "with_departure": "store",
     # the types of what MdCG's calls return, for annotations
     "Reopened": "views",
+    "Updated": "views",
     "InjectItem": "recall",
     "RecallStats": "recall",
     "Resurfaced": "resurface",
@@ -162,6 +163,7 @@ __all__ = [
     "UnknownLayerError",
     "UnsafeIdError",
     "UnsafePathError",
+    "Updated",
     "bucket_dir",
     "configure_clone",
     "content_id",
@@ -244,5 +246,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .search import SearchResult
     from .store import MdCG, new_id, with_departure
     from .transfer import BadRecord, ExportReport, ImportReport, export_nodes, import_nodes
-    from .views import Reopened
+    from .views import Reopened, Updated
     from .visibility import Scope

@@ -133,7 +133,7 @@ def test_every_md_cg_name_in_api_md_resolves() -> None:
 #: Types api.md names as what a call returns, or as parts of those, that live in submodules.
 RETURN_TYPES = [
     "Reopened", "InjectItem", "RecallStats", "Resurfaced", "OrganizeResult", "Neighbour", "Reflection",
-    "FlywheelStep", "Resolution", "BadRecord", "BucketHealth", "AppendLog",
+    "FlywheelStep", "Resolution", "BadRecord", "BucketHealth", "AppendLog", "Updated",
 ]  # fmt: skip
 
 
