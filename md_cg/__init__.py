@@ -87,12 +87,29 @@ _EXPORTS = {
     "SweepReport": "retention",
     "Departure": "audit",
     "with_departure": "store",
+    # the types of what MdCG's calls return, for annotations
+    "Reopened": "views",
+    "Updated": "views",
+    "InjectItem": "recall",
+    "RecallStats": "recall",
+    "Resurfaced": "resurface",
+    "OrganizeResult": "organize",
+    "Neighbour": "graph",
+    "Reflection": "loop",
+    "FlywheelStep": "loop",
+    "Resolution": "loop",
+    "BadRecord": "transfer",
+    "BucketHealth": "routing",
+    "AppendLog": "logs",
 }
 
 __all__ = [
     "EDGE_TYPES",
     "LAYERS",
     "VERIFICATION_BASES",
+    "AppendLog",
+    "BadRecord",
+    "BucketHealth",
     "DataFileError",
     "Deleted",
     "Departure",
@@ -103,10 +120,12 @@ __all__ = [
     "ExportReport",
     "FileError",
     "Finding",
+    "FlywheelStep",
     "HealthReport",
     "IdCollisionError",
     "ImportReport",
     "ImportSourceError",
+    "InjectItem",
     "InvalidArgumentError",
     "InvalidNodeError",
     "InvalidVerdictError",
@@ -118,13 +137,20 @@ __all__ = [
     "MdcgError",
     "MergeError",
     "MigrationReport",
+    "Neighbour",
     "Node",
     "NodeHasIncomingEdgesError",
     "NodeNotFoundError",
     "NotAStoreError",
+    "OrganizeResult",
     "Page",
     "ProtectedNodeError",
     "ReadOnlyStoreError",
+    "RecallStats",
+    "Reflection",
+    "Reopened",
+    "Resolution",
+    "Resurfaced",
     "Scope",
     "SearchResult",
     "SnapshotDamageError",
@@ -137,6 +163,7 @@ __all__ = [
     "UnknownLayerError",
     "UnsafeIdError",
     "UnsafePathError",
+    "Updated",
     "bucket_dir",
     "configure_clone",
     "content_id",
@@ -167,7 +194,10 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module 'md_cg' has no attribute {name!r}")
     from importlib import import_module
 
-    value = getattr(import_module(f"md_cg.{module}"), name)
+    imported = import_module(f"md_cg.{module}")
+    # md_cg.migrate is a module callable as its function (see md_cg/migrate.py): the
+    # package's attribute is the module whatever was imported first.
+    value = imported if name == module else getattr(imported, name)
     globals()[name] = value
     return value
 
@@ -199,12 +229,22 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         was_logged,
         was_recovering,
     )
+    from .graph import Neighbour
     from .index import Entry
     from .layout import bucket_dir, route_key
+    from .logs import AppendLog
+    from .loop import FlywheelStep, Reflection, Resolution
+    from .migrate import MigrationReport, migrate, verify_migration
     from .node import EDGE_TYPES, LAYERS, VERIFICATION_BASES, Edge, Node
+    from .organize import OrganizeResult
     from .protocol import StoreEngine
+    from .recall import InjectItem, RecallStats
     from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
+    from .resurface import Resurfaced
     from .retention import SweepReport
+    from .routing import BucketHealth
     from .search import SearchResult
     from .store import MdCG, new_id, with_departure
+    from .transfer import BadRecord, ExportReport, ImportReport, export_nodes, import_nodes
+    from .views import Reopened, Updated
     from .visibility import Scope

@@ -57,12 +57,14 @@ import hashlib
 import json
 import os
 import sqlite3
+import sys
 import time
+import types
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from . import audit, fsops, layout, maintenance, nodefile, paths, retention, visibility
 from .engine import check_not_nested, foreign_file
@@ -78,6 +80,9 @@ from .node import LAYERS, Edge, Node
 from .script import short_repr
 from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly, show_id
 from .store import MdCG
+
+if TYPE_CHECKING:  # pragma: no cover
+    import inspect
 
 #: Folder of the migration journals, under the store's ``.mdcg/``.
 JOURNAL_DIR = ".mdcg/migrate"
@@ -1208,3 +1213,28 @@ def verify_migration(
     ``progress(done, total)`` counts ``nodes`` rows.
     """
     return _run(src, dest, "verify", batch=DEFAULT_BATCH, durable=False, progress=progress, resume=False)
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as :func:`migrate`.
+
+    ``md_cg.migrate`` is both the function the package exports and the name of
+    this module: importing the module (``from md_cg.migrate import
+    verify_migration``) binds the package's attribute ``migrate`` to it, so
+    the module itself must do what the function does. ``md_cg.migrate(src,
+    dest)`` and ``from md_cg import migrate`` then run a migration whatever was
+    imported before, and ``md_cg.migrate.verify_migration`` still reads as a
+    module attribute.
+    """
+
+    def __call__(self, *args: Any, **kwargs: Any) -> MigrationReport:
+        return migrate(*args, **kwargs)
+
+    @property
+    def __signature__(self) -> inspect.Signature:  # what help() and inspect show
+        import inspect
+
+        return inspect.signature(migrate)
+
+
+sys.modules[__name__].__class__ = _CallableModule

@@ -304,7 +304,7 @@ def expired_findings(state: IndexState, ids: Iterable[str], now: float) -> list[
         e = state.entries[node_id]
         if visibility.is_expired(e, now) and not e.archived:
             tier = "temporary" if e.retention_tier == "temp" else "no tier, an expiry: temporary"
-            why = f"hidden from reads since its expiry ({tier}); sweep() removes it"
+            why = f"hidden from reads since its expiry ({tier}); a sweep removes it (`mdcg sweep`, sweep())"
             out.append(Finding("expired", why, e.path, e.id))
     return out
 

@@ -1080,7 +1080,7 @@ def _warn_past_expiry(node: Node, stacklevel: int = 5) -> None:
     when = format_instant(node.expires_at) if node.expires_at is not None else None
     warnings.warn(
         f"md-cg: node {node.id!r}: expires_at {when} is already past: the memory is hidden "
-        "from every read at once and the next sweep() removes it",
+        "from every read at once and the next sweep removes it (`mdcg sweep`, sweep())",
         RuntimeWarning,
         stacklevel=stacklevel,
     )

@@ -168,10 +168,8 @@ def test_an_expiry_asks_for_the_temp_tier_on_every_write_and_long_voids_it(tmp_p
         assert s.ids() == ["hand"]  # long: the expiry is void, the memory shown
         assert s.sweep().expired == ("k", "v")
         found = [(f.node_id, f.detail) for f in s.health().by_kind("expired")]
-        assert found == [
-            ("k", "hidden from reads since its expiry (temporary); sweep() removes it"),
-            ("v", "hidden from reads since its expiry (temporary); sweep() removes it"),
-        ]
+        detail = "hidden from reads since its expiry (temporary); a sweep removes it (`mdcg sweep`, sweep())"
+        assert found == [("k", detail), ("v", detail)]
         assert s.sweep(dry_run=False).removed == ("k", "v") and s.ids() == ["hand"]
 
 
@@ -234,7 +232,7 @@ def test_add_warns_of_an_expiry_already_past(tmp_path: Path) -> None:
             s.add(id="p", body="Check the oven", expires_at=1e9)
         assert [str(w.message) for w in caught] == [
             "md-cg: node 'p': expires_at 2001-09-09T01:46:40.000000Z is already past: the memory is "
-            "hidden from every read at once and the next sweep() removes it"
+            "hidden from every read at once and the next sweep removes it (`mdcg sweep`, sweep())"
         ]
         assert caught[0].filename == __file__
         with warnings.catch_warnings():
@@ -280,7 +278,7 @@ def test_update_warns_of_an_expiry_already_past(tmp_path: Path) -> None:
             s.update("p", expires_at=1e9)
         assert [str(w.message) for w in caught] == [
             "md-cg: node 'p': expires_at 2001-09-09T01:46:40.000000Z is already past: the memory is "
-            "hidden from every read at once and the next sweep() removes it"
+            "hidden from every read at once and the next sweep removes it (`mdcg sweep`, sweep())"
         ]
         assert caught[0].filename == __file__
         assert s.ids() == [] and s.ids(include_expired=True) == ["p"]
