@@ -538,9 +538,7 @@ def init(
     with _open(ctx, root, create=True) as store:
         store.init_folder()
         if store.loaded_from == "files":
-            # A snapshot now, so the next open starts from this index: a file added by
-            # hand before it is then reported by ``mdcg sync``, not taken in silently.
-            store.compact_index()
+            _save_index(store)
         how = install(store.root)
         done = configure_clone(store.root) if git else []
         if git:  # the driver is enabled: only the commit is left to do
@@ -552,6 +550,18 @@ def init(
             typer.echo(how, nl=False)
             if git:
                 typer.echo("\n".join(done))
+
+
+def _save_index(store: MdCG) -> None:
+    """A snapshot of the index ``init`` built, so the next open starts from it: a file
+    added by hand after init is then reported by ``mdcg sync``, not taken in silently.
+    Not saved (a folder where the snapshot goes, another process compacting): a warning,
+    the store is ready all the same -- the next compaction saves it."""
+    try:
+        store.compact_index()
+    except (MdcgError, OSError) as exc:
+        reason = message(exc) if isinstance(exc, MdcgError) else os_error_message(exc) or str(exc)
+        typer.echo(f"warning: the index was not saved ({reason}); `mdcg health` says more", err=True)
 
 
 def _check_work_tree(root: Path) -> None:
@@ -1003,8 +1013,14 @@ def _write_edit(
     node the edit made expired is read too (its file holds the edit until a sweep)."""
     base, text, kept = edit
     with _open(ctx, root) as store:
-        node = _apply_edit(store, node_id, base, text, kept)
+        # A warning the write gives (an expiry already past) is given after ``stored`` has
+        # the node: warnings made errors (-W error) then fail "after the write", as they do.
+        with warnings.catch_warnings(record=True) as given:
+            warnings.simplefilter("always")
+            node = _apply_edit(store, node_id, base, text, kept)
         stored.append(node)
+        for w in given:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
         return node, store.path_of(node.id, include_expired=True)
 
 

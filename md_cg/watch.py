@@ -87,7 +87,9 @@ class ChangeWatch:
                 self._fd = fd
                 # The root first: a top folder created while the others are added is
                 # then reported by the root's watch (or found by its own scan, or both).
-                mask = _ROOT_MASK | _IN_ONLYDIR | _IN_DONT_FOLLOW
+                # The root is followed if it is a symlink (the store is opened through it,
+                # as the folders under it are: only their own last component is not).
+                mask = _ROOT_MASK | _IN_ONLYDIR
                 wd = self._libc.inotify_add_watch(fd, os.fsencode(root), mask)
                 if wd < 0:
                     self.close()  # no watch of the root: a new top folder would go unseen

@@ -45,3 +45,19 @@ def test_a_clean_sync_after_a_build_from_the_files_says_so(tmp_path: Path) -> No
     want = "in sync: the index was built from the files at open (2 memories); nothing changed since\n"
     assert _run(root, "sync") == (0, want)
     assert _run(root, "sync") == (0, "in sync: nothing changed\n")
+
+
+def test_init_is_done_when_the_index_cannot_be_saved(tmp_path: Path) -> None:
+    # r4: a folder where the snapshot goes made init fail (exit 2) before it wrote the
+    # merge-driver lines; the snapshot is only a speed-up, so init warns and finishes.
+    root = tmp_path / "m"
+    (root / ".mdcg" / "index.snapshot").mkdir(parents=True)
+    result = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "400"}).invoke(app, ["--root", str(root), "init"])
+    assert result.exit_code == 0
+    ready = f"store ready at {root} (0 nodes)\n{root / '.gitattributes'} sends node files"
+    assert result.stdout.startswith(ready)
+    assert result.stderr == (
+        "warning: the index was not saved (.mdcg/index.snapshot: is a folder where md-cg keeps a file; "
+        "remove it); `mdcg health` says more\n"
+    )
+    assert (root / ".gitattributes").is_file() and (root / "knowledge").is_dir()

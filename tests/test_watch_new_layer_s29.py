@@ -176,3 +176,27 @@ def test_a_memory_moved_into_or_out_of_archive_by_a_pull_is_picked_up(tmp_path: 
     assert [h.id for h in s.search("green tea")[0] if not h.filler] == ["k"]
     assert s.sync().clean
     s.close()
+
+
+def test_a_store_opened_through_a_symlink_is_watched(tmp_path: Path) -> None:
+    # r4 (session 29): the root's watch asked inotify not to follow a symlink, so a store
+    # opened through a symlinked path lost its watch entirely; a hand edit was then seen
+    # only by the stat scan, at most once per min_interval.
+    (tmp_path / "real").mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "real", target_is_directory=True)
+    with MdCG(link) as s:
+        s.add(id="k1", layer="knowledge", body="A knowledge note")
+    s = MdCG(link)
+    try:
+        assert s.sync_if_changed(min_interval=3600) is None  # starts the watch
+        (tmp_path / "real" / "knowledge" / "k2.md").write_text(
+            "---\nid: k2\nlayer: knowledge\n---\nA second note\n", encoding="utf-8"
+        )
+        (tmp_path / "real" / "self").mkdir(exist_ok=True)
+        (tmp_path / "real" / "self" / "who.md").write_text(WHO, encoding="utf-8")
+        report = s.sync_if_changed(min_interval=3600)
+        assert report is not None and sorted(report.added) == ["k2", "who"]
+        assert s.ids() == ["k1", "k2", "who"]
+    finally:
+        s.close()
