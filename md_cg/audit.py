@@ -40,7 +40,7 @@ from typing import Any
 
 from . import fsops
 from .errors import MalformedNodeFileError, UnsafePathError
-from .index import MAX_FILE_BYTES, Entry, decode_node
+from .index import MAX_FILE_BYTES, RENAMED_FROM, Entry, decode_node
 from .logs import AppendLog
 from .node import Node
 from .visibility import Scope, scope_fields
@@ -63,7 +63,6 @@ INTERRUPTED = "rename_interrupted"
 SEEN = (BACK_AS, TWIN, INTERRUPTED)
 #: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
 #: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
-RENAMED_FROM = "renamed_from"
 #: Earlier ids a node keeps in :data:`RENAMED_FROM` (the first always: it tells the memory).
 MAX_RENAMED_FROM = 64
 #: Times a record may hold (seconds since the epoch, before the year 5138).
@@ -132,15 +131,16 @@ def departures(records: Iterable[object]) -> tuple[dict[str, dict[str, Any]], di
 
 @dataclass(frozen=True)
 class Departure:
-    """What became of an id no memory holds now, as this clone's audit log tells
-    (:meth:`md_cg.MdCG.departure`): ``event`` is ``"forget"``, ``"sweep"`` (an expired
-    temporary memory removed) or :data:`RENAMED`; ``time`` when (seconds since the
-    epoch); ``reason`` the forget's; ``to`` the id a rename gave it and ``current`` the
-    id the memory has now (after later renames), when the caller sees it."""
+    """What became of an id no memory holds now, as this clone's audit log tells, or the
+    ``renamed_from`` of a memory (:meth:`md_cg.MdCG.departure`): ``event`` is ``"forget"``,
+    ``"sweep"`` (an expired temporary memory removed) or :data:`RENAMED`; ``time`` when
+    (seconds since the epoch; None for a rename only a memory's ``renamed_from`` tells,
+    one made in another clone); ``reason`` the forget's; ``to`` the id a rename gave it
+    and ``current`` the id the memory has now (after later renames), when the caller sees it."""
 
     id: str
     event: str
-    time: float
+    time: float | None
     reason: str = ""
     to: str | None = None
     current: str | None = None
@@ -150,9 +150,11 @@ class Departure:
         Control and format characters (a terminal's escape sequences, bidi marks) are shown
         escaped, and each id is cut at :data:`DEPARTURE_ID_CHARS` (the log is per clone and
         may be tampered with)."""
-        when = datetime.fromtimestamp(self.time, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        when = (
+            "" if self.time is None else datetime.fromtimestamp(self.time, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        )
         if self.event == RENAMED:
-            text = f"it was renamed to {_shown_id(self.to)} on {when}"
+            text = f"it was renamed to {_shown_id(self.to)}" + (f" on {when}" if when else "")
             if self.current is not None and self.current != self.to:
                 text += f"; that memory is {_shown_id(self.current)} now"
             return text
@@ -181,23 +183,39 @@ def _shown_id(node_id: str | None) -> str:
     return shown if len(shown) <= DEPARTURE_ID_CHARS else shown[: DEPARTURE_ID_CHARS - 1] + "…"
 
 
-def departure(records: Iterable[object], node_id: str, sees: Callable[[str], bool]) -> Departure | None:
+def departure(
+    records: Iterable[object],
+    node_id: str,
+    sees: Callable[[str], bool],
+    arrived: Callable[[str], tuple[str, str] | None] | None = None,
+) -> Departure | None:
     """The :class:`Departure` of ``node_id`` from audit ``records`` (log order; those the
     caller may read: :func:`visible_to`), or None when they hold none. ``sees(id)``:
     whether the caller reads a memory under that id now (a rename is followed through
-    later renames to the id it has now; a cycle in a hand-edited log ends)."""
+    later renames to the id it has now; a cycle in a hand-edited log ends).
+
+    ``arrived(id)``: (the id it was renamed to, the id its memory has now) of a memory the
+    caller sees whose ``renamed_from`` lists ``id``, else None -- a rename made in another
+    clone, which this clone's log does not hold (:func:`md_cg.store.departure_of`). It names
+    the memory when the log's chain of renames ends at an id nobody holds, and tells of an
+    id the log knows nothing of (a :data:`RENAMED` departure without a time)."""
     forgotten, renamed = departures(records)
     rec = renamed.get(node_id)
     if rec is not None:
         to = rec["to"]
-        cur, passed = to, {node_id}
+        cur, passed = to, {node_id: None}
         while not sees(cur) and cur in renamed and cur not in passed:
-            passed.add(cur)
+            passed[cur] = None
             cur = renamed[cur]["to"]
-        return Departure(node_id, RENAMED, float(rec["time"]), to=to, current=cur if sees(cur) else None)
+        current = cur if sees(cur) else None
+        if current is None and arrived is not None:
+            passed[cur] = None
+            current = next((hit[1] for old in passed if (hit := arrived(old)) is not None), None)
+        return Departure(node_id, RENAMED, float(rec["time"]), to=to, current=current)
     rec = forgotten.get(node_id)
     if rec is None:
-        return None
+        hit = arrived(node_id) if arrived is not None else None
+        return None if hit is None else Departure(node_id, RENAMED, None, to=hit[0], current=hit[1])
     reason = rec.get("reason")
     reason = " ".join(reason.split())[:DEPARTURE_REASON_CHARS] if isinstance(reason, str) else ""
     event = rec.get("event")

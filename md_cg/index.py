@@ -115,6 +115,10 @@ class Entry:
     retention_tier: str | None = None
     expires_at: float | None = None
     valid_until: float | None = None
+    #: the ids the memory had before its renames (frontmatter ``renamed_from``), so that an
+    #: id renamed away -- in another clone too -- is found without reading files
+    #: (:attr:`IndexState.earlier`, :func:`md_cg.store.departure_of`)
+    renamed_from: tuple[str, ...] = ()
     #: the file lies under ``archive/`` (stored: a snapshot row omits canonical paths)
     archived: bool = False
     #: the file holds a git merge conflict (docs/git.md, "True conflicts")
@@ -207,6 +211,7 @@ _ENTRY_ORDER = (
     "retention_tier",
     "expires_at",
     "valid_until",
+    "renamed_from",
     "archived",
     "conflict",
     "domain",
@@ -268,11 +273,24 @@ def make_entry(
         node.retention_tier,
         node.expires_at,
         node.valid_until,
+        _earlier_ids(node.extra.get(RENAMED_FROM)) if node.extra else (),
         paths.is_archived_rel(rel),
         # merge.conflict_of(node) is not None, without building the conflict
         CONFLICT_KEY in node.extra or has_conflict_markers(body),
         domain,
     )
+
+
+#: The frontmatter key of a memory's earlier ids (:data:`md_cg.audit.RENAMED_FROM`).
+RENAMED_FROM = "renamed_from"
+
+
+def _earlier_ids(value: object) -> tuple[str, ...]:
+    """The earlier ids a ``renamed_from`` value lists (a value that is not a list of
+    strings -- a hand edit -- lists none)."""
+    if type(value) is not list or not all(type(v) is str for v in value):
+        return ()
+    return tuple(value)
 
 
 def canonical_path(entry: Entry) -> str:
@@ -790,6 +808,8 @@ class IndexState:
     restricted: set[str] = field(default_factory=set)
     #: ids that some node names in a ``supersedes`` edge
     superseded: set[str] = field(default_factory=set)
+    #: earlier id -> the ids of the entries whose ``renamed_from`` lists it
+    earlier: dict[str, set[str]] = field(default_factory=dict)
     #: bumped on every put and drop (visibility caches key on it)
     generation: int = 0
     #: case-folded tag -> ids carrying it, and the generation it is true of: built by
@@ -971,13 +991,21 @@ class IndexState:
                     del self.reverse[target]
             if etype == "supersedes" and not any(t == "supersedes" for _, t in self.reverse.get(target, ())):
                 self.superseded.discard(target)
+        for old_id in old.renamed_from:
+            holders = self.earlier.get(old_id)
+            if holders is not None:
+                holders.discard(old.id)
+                if not holders:
+                    del self.earlier[old_id]
 
     def link(self, entry: Entry) -> None:
-        """Record the reverse edges of ``entry`` (and the ids it supersedes)."""
+        """Record the reverse edges of ``entry`` (and the ids it supersedes), and its earlier ids."""
         for target, etype in entry.edges:
             self.reverse.setdefault(target, set()).add((entry.id, etype))
             if etype == "supersedes":
                 self.superseded.add(target)
+        for old_id in entry.renamed_from:
+            self.earlier.setdefault(old_id, set()).add(entry.id)
 
     def by_path(self) -> dict[str, str]:
         """Path -> id of every entry (builds no entry of an open from a snapshot)."""

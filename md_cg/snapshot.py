@@ -75,7 +75,7 @@ from .textindex import TextIndex, lazy_regions, read_postings, slot_order
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
-VERSION = 11
+VERSION = 12
 REL = paths.meta(paths.SNAPSHOT)
 TOKEN_REL = paths.meta(paths.SNAPSHOT_TOKEN)
 #: Entry fields in row order (the ``columns`` header); ``path`` is None when
@@ -88,7 +88,7 @@ EAGER = ("id", "path", "layer", "bucket", "mtime_ns", "size", "archived", "confl
 LAZY: tuple[str, ...] = tuple(name for name in COLUMNS if name not in EAGER)
 assert (*EAGER[:6], *LAZY, *EAGER[6:]) == COLUMNS, "_Table.entry builds entries positionally"
 #: Positions in :data:`LAZY` of the entry's sequence fields (JSON arrays, tuples in an Entry).
-_SEQUENCES = tuple(LAZY.index(name) for name in ("tags", "ccg_missing", "conditions"))
+_SEQUENCES = tuple(LAZY.index(name) for name in ("tags", "ccg_missing", "conditions", "renamed_from"))
 _EDGES = LAZY.index("edges")
 _TAGS = LAZY.index("tags")
 #: A layer's code in the entries section's ``layers`` string: one digit per row.
@@ -141,6 +141,8 @@ class _Columns:
         self.moved: list[list[Any]] = []
         self.restricted: list[int] = []
         self.edges: list[list[Any]] = []
+        #: [row, earlier id] of each id a row's ``renamed_from`` lists (IndexState.earlier)
+        self.earlier: list[list[Any]] = []
         # One buffer: a bytes object from orjson keeps its (4 KiB) working buffer, so
         # 100k small rows held apart would take ~10x their size.
         self.rows = bytearray()
@@ -167,6 +169,8 @@ class _Columns:
             self.restricted.append(n)
         if e.edges:
             self.edges += ([n, target, etype] for target, etype in e.edges)
+        if e.renamed_from:
+            self.earlier += ([n, old_id] for old_id in e.renamed_from)
         self.rows += _row(e)
         self.ends.append(len(self.rows))
 
@@ -206,6 +210,9 @@ class _Columns:
         rows = table.sorted_rows("edges")
         for row in rows[bisect_left(rows, first) : bisect_left(rows, stop)]:
             self.edges += ([row + shift, target, etype] for target, etype in table.edges_of(row))
+        rows = table.sorted_rows("earlier")
+        for row in rows[bisect_left(rows, first) : bisect_left(rows, stop)]:
+            self.earlier += ([row + shift, old_id] for old_id in table.earlier_of(row))
         mtimes, sizes = table.stat_of_all()
         self.mtimes += mtimes[first:stop]
         self.sizes += sizes[first:stop]
@@ -241,6 +248,7 @@ class _Columns:
         if row in table.restricted_rows():
             self.restricted.append(n)
         self.edges += ([n, target, etype] for target, etype in table.edges_of(row))
+        self.earlier += ([n, old_id] for old_id in table.earlier_of(row))
         self.rows += raw
         self.ends.append(len(self.rows))
 
@@ -283,6 +291,7 @@ def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
             "paths": out.moved,
             "restricted": out.restricted,
             "edges": out.edges,
+            "earlier": out.earlier,
             "bucket_domains": state.bucket_domains,
             "bucket_codes": state.bucket_codes,
             "problems": state.problems,
@@ -755,6 +764,7 @@ class _Table:
         self.paths: dict[int, str] = {int(n): rel for n, rel in body["paths"]}
         self.restricted: list[int] = body["restricted"]
         self.edges: list[list[Any]] = body["edges"]
+        self.earlier: list[list[Any]] = body["earlier"]
         self.domains: dict[str, str] = dict(body["bucket_domains"])
         self.ptr: list[int] = []
         self.blob = np.zeros(0, dtype=np.uint8)
@@ -765,6 +775,7 @@ class _Table:
         self.bucket_counts = np.zeros(0, dtype=np.int64)
         self._restricted_rows: frozenset[int] | None = None
         self._edges_by_row: dict[int, list[tuple[str, str]]] | None = None
+        self._earlier_by_row: dict[int, list[str]] | None = None
         self._sorted: dict[str, list[int]] = {}
         #: every id is plain ASCII (:func:`_all_plain`)
         self.plain = False
@@ -789,8 +800,11 @@ class _Table:
             return "unsafe (a row with a bucket outside the knowledge layer)"
         self.bucket_counts = np.bincount(codes + 1, minlength=len(self.bucket_names) + 1)[1:]
         rows = [*self.archived, *self.conflicts, *self.paths, *self.restricted, *(e[0] for e in self.edges)]
+        rows += [e[0] for e in self.earlier]
         if not _in_range(rows, 0, n):
             return "damaged (a row number out of range)"
+        if not all(type(e[1]) is str for e in self.earlier):
+            return "damaged (an earlier id that is not a string)"
         try:
             self.joined = "\n".join(ids)  # also checks that every id is a string
         except TypeError:
@@ -870,6 +884,7 @@ class _Table:
                 "restricted": self.restricted,
                 "paths": self.paths,
                 "edges": {e[0] for e in self.edges},
+                "earlier": {e[0] for e in self.earlier},
             }[kind]
             got = self._sorted[kind] = sorted(set(rows))
         return got
@@ -886,6 +901,14 @@ class _Table:
             for n, target, etype in self.edges:
                 self._edges_by_row.setdefault(n, []).append((target, etype))
         return self._edges_by_row.get(row, [])
+
+    def earlier_of(self, row: int) -> list[str]:
+        """The earlier ids (``renamed_from``) of ``row`` as stored ([] for most rows)."""
+        if self._earlier_by_row is None:
+            self._earlier_by_row = {}
+            for n, old_id in self.earlier:
+                self._earlier_by_row.setdefault(n, []).append(old_id)
+        return self._earlier_by_row.get(row, [])
 
     def layer_of(self, row: int) -> str:
         return LAYERS[ord(self.layers[row]) - 48]
@@ -1031,6 +1054,9 @@ class _Table:
             reverse.setdefault(target, set()).add((ids[n], etype))
             if etype == "supersedes":
                 superseded.add(target)
+        earlier = state.earlier
+        for n, old_id in self.earlier:
+            earlier.setdefault(old_id, set()).add(ids[n])
 
 
 def _in_range(values: list[Any], low: int, high: int) -> bool:

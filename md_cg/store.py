@@ -722,10 +722,12 @@ def departure_of(store: MdCG, node_id: str) -> audit.Departure | None:
     """What became of an id no memory holds now, from the store's audit log: forgotten
     or swept (when, the forget's reason) or renamed (to what, and the id the memory
     has now); None when a memory holds the id -- in any scope, archived or expired
-    ones too -- or the log says nothing (``.mdcg/`` is per clone: a forget or rename
-    made in another clone and pulled by git is not told). A scoped handle is told of
-    the memories it could see. The CLI and the MCP server add it to "no node" errors
-    (:func:`with_departure`)."""
+    ones too -- or nothing tells. ``.mdcg/`` is per clone: a rename made in another clone
+    and pulled by git is told by the ``renamed_from`` of the memory (kept in the index:
+    :attr:`md_cg.index.IndexState.earlier`, no file is read), which also names the memory
+    when this clone's chain of renames ends at an id nobody holds; a forget made in another
+    clone is not told. A scoped handle is told of the memories it could see. The CLI and the
+    MCP server add it to "no node" errors (:func:`with_departure`)."""
     eng = store._engine
     eng.fresh()
     if check_id(node_id) in eng.state.entries:
@@ -737,7 +739,25 @@ def departure_of(store: MdCG, node_id: str) -> audit.Departure | None:
     if any(r.get("event") == audit.RENAMED and r.get("id") == node_id for r in records):
         renames = b'"' + audit.RENAMED.encode() + b'"'
         records = audit.visible_to(store._scope, log.read_holding([needle, renames]))
-    return audit.departure(records, node_id, store.__contains__)
+    return audit.departure(records, node_id, store.__contains__, _arrival_finder(store))
+
+
+def _arrival_finder(store: MdCG) -> Callable[[str], tuple[str, str] | None]:
+    """``arrived`` of :func:`md_cg.audit.departure`: for an earlier id, (the id it was renamed
+    to, the id the memory has now) of a memory the caller sees whose ``renamed_from`` lists
+    it (the last changed, when more do), from the index."""
+    state = store._engine.state
+
+    def arrived(old_id: str) -> tuple[str, str] | None:
+        holders = [h for h in state.earlier.get(old_id, ()) if h in store]
+        if not holders:
+            return None
+        holder = max(holders, key=lambda h: (state.entries[h].changed, h))
+        earlier = state.entries[holder].renamed_from
+        after = len(earlier) - earlier[::-1].index(old_id)  # after its last time there
+        return (earlier[after] if after < len(earlier) else holder), holder
+
+    return arrived
 
 
 def with_departure(store: MdCG, exc: NodeNotFoundError) -> NodeNotFoundError:

@@ -78,7 +78,7 @@ def test_a_snapshot_of_version_10_is_rebuilt_so_old_unfolded_terms_never_answer(
     data = path.read_bytes()
     nl = data.index(b"\n", len(snapshot.MAGIC))
     header = orjson.loads(data[len(snapshot.MAGIC) : nl])
-    assert header["version"] == snapshot.VERSION == 11
+    assert header["version"] == snapshot.VERSION == 12
     header["version"] = 10
     path.write_bytes(snapshot.MAGIC + orjson.dumps(header) + data[nl:])
     before = path.read_bytes()

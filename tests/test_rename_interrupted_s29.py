@@ -148,7 +148,14 @@ def test_a_killed_rename_whose_old_file_was_edited_keeps_both_and_health_says_so
     with MdCG(root) as s:  # merged: the old one deleted, nothing more to say
         s.delete("r0")
         assert s.health().findings == ()
-        assert s.departure("r0") is None
+        # r1's renamed_from lists r0 (session 29, fix-git-hints: the index keeps it): its id now
+        gone = s.departure("r0")
+        assert gone is not None and (gone.event, gone.time, gone.to, gone.current) == (
+            "renamed",
+            None,
+            "r1",
+            "r1",
+        )
 
 
 def test_a_write_that_finishes_the_killed_rename_records_it_too(

@@ -97,7 +97,7 @@ def _damaged_copy(src: Path, dest: Path, offset: int) -> Path:
 def test_an_open_reads_the_eager_part_only_and_the_lazy_state_equals_a_cold_build(store: Path) -> None:
     header, rows_at, _ = _layout(store)
     size = (store / ".mdcg" / "index.snapshot").stat().st_size
-    assert header["version"] == snapshot.VERSION == 11
+    assert header["version"] == snapshot.VERSION == 12
     assert rows_at + header["rows_lazy_len"] + header["text_lazy_len"] == size
     assert header["rows_lazy_len"] > 20 * CHUNK and header["text_lazy_len"] > 20 * CHUNK
     snap, problem = snapshot.load_checked(str(store))
