@@ -730,12 +730,13 @@ class Engine:
         stamp: bool,
     ) -> Node | None:
         """The stored node (``held``: the file at ``existing_path``) when overwriting would
-        change nothing but ``updated_at`` (when ``stamp``; unstamped, the caller's
-        ``updated_at`` is data and a change to it alone is written). ``given``: the
-        bytes of ``node`` as given, if already serialised."""
+        change nothing but ``updated_at`` (when ``stamp``; unstamped, the caller's ``updated_at``
+        is data and a change to it alone is written) or ``\r\n`` line ends (autocrlf:
+        :func:`md_cg.nodefile.lf_file`). ``given``: ``node``'s bytes, if already serialised."""
         if existing_path != rel or held is None:
             return None
         data, stored = held
+        data = nodefile.lf_file(data)
         if data == (nodefile.dump_bytes(node) if given is None else given):
             return stored
         return stored if stamp and _dumps_at(node, stored.updated_at) == data else None

@@ -715,16 +715,24 @@ def read_small(root: str, rel: str, *, limit: int) -> bytes | None:
     return data
 
 
-def holds(root: str, rel: str, data: bytes) -> bool | None:
+def holds(
+    root: str, rel: str, data: bytes, *, read_as: Callable[[bytes], bytes] | None = None
+) -> bool | None:
     """Whether the file at ``root/rel`` holds exactly ``data``; None when there is no file.
+    With ``read_as``, whether ``read_as(its bytes)`` is ``data`` (``md_cg.nodefile.lf_file``:
+    a file with ``\r\n`` line ends holds what it means); ``read_as`` may only shorten the
+    bytes, to at least half.
 
     Never follows a symlink (one on the way raises :class:`UnsafePathError`); a
-    file of another size is not read."""
+    file of another size (up to twice ``data``'s, with ``read_as``) is not read."""
+    most = len(data) if read_as is None else 2 * len(data)
     try:
-        got, st = read_file(root, rel, max_bytes=len(data))
+        got, st = read_file(root, rel, max_bytes=most)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    return st.st_size == len(data) and got == data
+    if read_as is None or st.st_size == len(data):
+        return st.st_size == len(data) and got == data
+    return len(data) < st.st_size <= most and read_as(got) == data
 
 
 def open_read(root: str, rel: str) -> tuple[int, os.stat_result]:

@@ -485,8 +485,10 @@ def interrupted_findings(
 ) -> list[Finding]:
     """A ``rename_interrupted`` finding for each :data:`md_cg.audit.INTERRUPTED` record (a
     rename killed after its commit line, whose old file was changed after the crash: the
-    recovery kept it beside the new one) while both ids hold the memory (its creation time,
-    when the record has one); not for a pair with an id in ``absent`` (never named)."""
+    recovery kept it beside the new one) while both ids hold the memory: both have the
+    record's creation time, or, for a memory without one (hand-written: every write of
+    md-cg sets it), neither has one (a memory added under the old id since has one); not
+    for a pair with an id in ``absent`` (never named)."""
     out: list[Finding] = []
     seen: set[tuple[str, str]] = set()
     for r in records:
@@ -495,8 +497,7 @@ def interrupted_findings(
         old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
         if old is None or new is None or (old.id, new.id) in seen or old.id in absent or new.id in absent:
             continue
-        made = r.get("created_at")
-        if made is not None and not (old.created_at == made == new.created_at):
+        if not (old.created_at == r.get("created_at") == new.created_at):
             continue  # one id holds another memory now
         seen.add((old.id, new.id))
         detail = (

@@ -601,7 +601,7 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     (:meth:`MdCG.write_outcome`; without a store yet, the file at the node's path decides)."""
     if store is not None:
         return store.write_outcome(node)
-    same = fsops.holds(str(root), layout.rel_path(node), nodefile.dump_bytes(node))
+    same = fsops.holds(str(root), layout.rel_path(node), nodefile.dump_bytes(node), read_as=nodefile.lf_file)
     return "created" if same is None else "unchanged" if same else "updated"
 
 

@@ -15,7 +15,8 @@ Two calls, both shaped as "better to do nothing" (docs/organize.md):
 * :func:`apply` replays the normalised snapshot of one dry run: ``save`` and
   ``discard`` name indexes the dry run accepted, ``archive`` names ids the
   report matched; a ``save`` of a text a memory holds by the dry run's ``exact``
-  rule, or that an earlier save of the same apply stores, is skipped (:func:`_plan`).
+  rule (one the same apply archives aside), or that an earlier save of the same
+  apply stores, is skipped (:func:`_plan`).
   Under the audit log's lock it re-reads the log and checks,
   in the seed's order, that the run exists, is a dry run and not a receipt,
   did not fail and was never applied; then it appends an intent (the ids it
@@ -856,6 +857,7 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
     plan = _Plan()
     taken: set[int] = set()
     now = time.time()
+    leaving = _archiving(decisions, judged)  # a memory this apply archives holds no text for a save
     for i, decision in enumerate(decisions):
         action = decision.get("action") if isinstance(decision, Mapping) else None
         if not isinstance(decision, Mapping) or action not in ACTIONS:
@@ -884,7 +886,7 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
                 plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {said}", "index"))
                 continue
             candidate = _candidate_of(by_index[index])
-            stored = _stored_copy(store, candidate, node, judged.exact.get(index))
+            stored = _stored_copy(store, candidate, node, judged.exact.get(index), leaving)
             if stored is not None:
                 reason = f"decision {i}: candidate {index}'s text is stored already, as {stored!r}"
                 plan.skipped.append(SkippedInput(i, reason, "index", stored))
@@ -908,17 +910,33 @@ def _candidate_of(entry: Mapping[str, Any]) -> dedupe.NormalizedCandidate:
     return dedupe.NormalizedCandidate(entry["layer"], entry["title"], entry["content"])
 
 
+def _archiving(decisions: Sequence[object], judged: _Judged) -> frozenset[str]:
+    """The ids the archive decisions of ``decisions`` archive (:func:`_plan_archive`),
+    whatever their place in the list."""
+    scratch = _Plan()
+    for i, decision in enumerate(decisions):
+        if isinstance(decision, Mapping) and decision.get("action") == "archive":
+            _plan_archive(decision, i, judged, scratch)
+    return frozenset(scratch.archive)
+
+
 def _stored_copy(
-    store: OrganizeStore, candidate: dedupe.NormalizedCandidate, node: Node, exact: str | None = None
+    store: OrganizeStore,
+    candidate: dedupe.NormalizedCandidate,
+    node: Node,
+    exact: str | None = None,
+    leaving: Collection[str] = (),
 ) -> str | None:
     """The id of a current memory the caller sees, of a memory layer, that holds the text
     ``node`` would store by the dry run's ``exact`` rule (:func:`holds_text`: its body is
     ``node``'s, or the candidate's title and content are its whole body ...) and that
     everyone who would see ``node`` sees: the dry run's ``exact`` match (``exact``, read
-    first) while it still holds it, or one stored since. None when there is none."""
+    first) while it still holds it, or one stored since. A memory in ``leaving`` (the
+    same apply archives it) does not count. None when there is none."""
     for held in itertools.chain(_read_current(store, exact), _pool(store, node.body, by_key=True)):
         if (
-            held.layer in dedupe.CANDIDATE_LAYERS
+            held.id not in leaving
+            and held.layer in dedupe.CANDIDATE_LAYERS
             and _covers(_node_scope(held), _node_scope(node))
             and holds_text(candidate, held.body)
         ):

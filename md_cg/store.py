@@ -306,8 +306,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
         Every node is validated first; a bad node raises and nothing is
         stored. With ``overwrite=True`` a node whose file would change only in
-        ``updated_at`` is left untouched (mtime included), so re-running an
-        import is idempotent; an archived node is never replaced
+        ``updated_at`` (or in its ``\r\n`` line ends: a ``core.autocrlf`` checkout) is left
+        untouched (mtime included), so re-running an import is idempotent; an archived node is never replaced
         (DuplicateIdError: unarchive it first). A batch interrupted by a crash is finished by
         the next write of its ids or by :meth:`sync`. Each node is put in the
         caller's scope and gets its retention decision (docs/retention.md).

@@ -705,7 +705,8 @@ class _Writer:
                     "(update with a tier) or sweep it, then import again"
                 )
             elif status == "created" and held.archived and node.id in self.archived:
-                same = fsops.holds(str(self.store.root), held.path, nodefile.dump_bytes(node))
+                data = nodefile.dump_bytes(node)
+                same = fsops.holds(str(self.store.root), held.path, data, read_as=nodefile.lf_file)
                 status = "unchanged" if same else f"id {node.id!r} is archived here with other content"
             elif status == "created":  # archived or expired: out of the reads write_outcome looks at
                 status = f"id {node.id!r} is held by an archived or expired memory ({held.path})"

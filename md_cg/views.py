@@ -317,7 +317,7 @@ class Reads(_Handle):
         now = time.time()
         kept = retention.kept_expiry(previous, now, _same_text(self._engine, node))
         self._ret.decide(copy, now=now, kept=kept, explicit=copy.retention_tier is not None)
-        same = fsops.holds(str(self.root), rel, nodefile.dump_bytes(copy))
+        same = fsops.holds(str(self.root), rel, nodefile.dump_bytes(copy), read_as=nodefile.lf_file)
         return "created" if same is None else "unchanged" if same else "updated"
 
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:

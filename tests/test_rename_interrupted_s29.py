@@ -199,3 +199,57 @@ def test_the_finding_goes_when_an_id_holds_another_memory(
         s.delete("r0")
         s.add(id="r0", body="another memory under the old id")
         assert s.health().findings == ()
+
+
+def _killed_hand_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A hand-written memory r0 (no created_at), its rename to r1 killed after the commit
+    line, the old file edited by hand and the recovery run: the finding is up."""
+    monkeypatch.setattr(journal, "_CLOCK_SLACK", 0.2)
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as s:
+        (root / "knowledge" / "orphan").mkdir(parents=True)
+        (root / OLD).write_text('---\nid: "r0"\nlayer: "knowledge"\n---\nthe memory to rename\n')
+        s.sync()
+        assert s.entry("r0").created_at is None
+    assert stress.wait(stress.fork(_rename_and_die, str(root), "renamed")) == -signal.SIGKILL
+    time.sleep(0.4)
+    _edit_old(root)
+    with MdCG(root) as s:
+        assert s.sync().left_as_edited == ("r0",)
+        (record,) = _interrupted(s)
+        assert "created_at" not in record
+        assert (s.entry("r0").created_at, s.entry("r1").created_at) == (None, None)
+        assert [(f.kind, f.node_id, f.detail) for f in s.health().findings] == [
+            ("rename_interrupted", "r0", DETAIL)
+        ]
+    return root
+
+
+def test_the_finding_of_a_memory_without_created_at_goes_when_the_old_id_holds_another(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Review 4 (r4_interrupted_false.py): with no creation time in the record, nothing
+    checked the ids; after `delete r0` as advised, a new memory added as r0 brought the
+    finding back, advising to delete it. Every write of md-cg sets created_at, so a memory
+    without one is not what a later add stored."""
+    root = _killed_hand_written(tmp_path, monkeypatch)
+    with MdCG(root) as s:
+        s.delete("r0")
+        assert s.health().findings == ()
+        s.add(id="r0", body="an unrelated new memory that reuses the id")
+        assert s.health().findings == ()
+        assert sorted(s.ids()) == ["r0", "r1"]
+
+
+def test_the_finding_of_a_memory_without_created_at_stays_while_both_hold_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Taking the edit into r1 (an update keeps its created_at unset) leaves the finding
+    up until r0 is deleted."""
+    root = _killed_hand_written(tmp_path, monkeypatch)
+    with MdCG(root) as s:
+        s.update("r1", body="the memory to rename, and a hand edit")
+        assert s.entry("r1").created_at is None
+        assert [(f.kind, f.detail) for f in s.health().findings] == [("rename_interrupted", DETAIL)]
+        s.delete("r0")
+        assert s.health().findings == ()
