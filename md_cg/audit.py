@@ -61,10 +61,10 @@ TWIN = "renamed_twin"
 INTERRUPTED = "rename_interrupted"
 #: Records that say nothing of a memory leaving this clone (what departures skip).
 SEEN = (BACK_AS, TWIN, INTERRUPTED)
-#: The frontmatter key a rename adds to the node: its earlier ids, oldest first. It travels
-#: with the file (git, a copy), so a clone that never saw the rename can tell the memory.
-#: Earlier ids a node keeps in :data:`RENAMED_FROM` (the first always: it tells the memory).
-MAX_RENAMED_FROM = 64
+#: :data:`RENAMED_FROM` (from :mod:`md_cg.index`) is the frontmatter key a rename adds to the
+#: node: its earlier ids, oldest first. It travels with the file (git, a copy), so a clone
+#: that never saw the rename can tell the memory. It keeps at most 64 earlier ids
+#: (:data:`md_cg.index.MAX_RENAMED_FROM`; the first always: it tells the memory).
 #: Times a record may hold (seconds since the epoch, before the year 5138).
 _LATEST = 1e11
 

@@ -277,7 +277,7 @@ def _rename_locked(
     node = read_entry(engine, current)
     if old_id != new_id:  # the file says what it was called: a clone that never saw the rename can tell
         earlier = [*audit_mod.earlier_ids(node), old_id]  # in order, repeats and all: a -> b -> a is [a, b]
-        cap = audit_mod.MAX_RENAMED_FROM
+        cap = index.MAX_RENAMED_FROM
         node.extra[audit_mod.RENAMED_FROM] = (
             earlier if len(earlier) <= cap else [earlier[0], *earlier[1 - cap :]]
         )

@@ -318,8 +318,7 @@ class Engine:
         self.state: IndexState = state
         self.cursor: Cursor = cursor
         self.changes = 0
-        self.catch_up(tail := journal.read_tail(self.root_str, cursor.offsets))
-        self.open_log: LogWrites | None = None if snap is None else log_writes(tail, cursor)  # for sync()
+        self.catch_up()
         self._last_refresh = time.monotonic()
 
     def catch_up(self, tail: journal.Tail | None = None) -> list[str]:
@@ -1067,52 +1066,3 @@ def _load_snapshot(root: str) -> tuple[snapshot.Snapshot | None, str | None]:
         if attempt < TOKEN_TRIES - 1:
             time.sleep(0.02 * (attempt + 1))
     return None, snapshot.NOT_THIS_STORES
-
-
-#: What closed commits of a log tail wrote: id -> (path, size, CRC-32) of each put; the ids
-#: deleted; the ids whose writes are unknown (open commits, ``sync`` records, no checks).
-LogWrites = tuple[dict[str, set[tuple[str, int, int]]], set[str], set[str]]
-
-
-def log_writes(tail: journal.Tail, cursor: Cursor) -> LogWrites:
-    """The :data:`LogWrites` of ``tail`` (already replayed into ``cursor``)."""
-    puts: dict[str, set[tuple[str, int, int]]] = {}
-    dels: set[str] = set()
-    unknown: set[str] = set()
-    for shard, recs in tail.by_shard.items():
-        for rec in recs:
-            c = journal.parse_commit(shard, rec) if rec.get("op") in ("commit", "sync") else None
-            if c is None:
-                continue
-            if rec.get("op") != "commit" or c.checks is None or c.key in cursor.pending:
-                unknown |= c.ids
-                continue
-            for (node_id, rel, _temp), (size, crc) in zip(c.puts, c.checks, strict=True):
-                puts.setdefault(node_id, set()).add((rel, size, crc))
-            dels.update(node_id for node_id, _rel in c.dels)
-    return puts, dels, unknown
-
-
-def off_log(root: str, state: IndexState, writes: LogWrites) -> dict[str, str]:
-    """Id -> ``"added"``, ``"changed"`` or ``"deleted"`` for each id ``writes`` tells of whose
-    file is not as the log left it (the index, caught up, holds the files): a put whose file
-    is gone, a file whose bytes match none of the puts of its id at its path (size and CRC-32
-    of the commit line), a file back after the log deleted it. Reads the files of those ids."""
-    puts, dels, unknown = writes
-    out: dict[str, str] = {}
-    for node_id in sorted((puts.keys() | dels) - unknown):
-        entry = state.entries.get(node_id)
-        if entry is None:
-            if node_id not in dels:
-                out[node_id] = "deleted"
-            continue
-        if node_id not in puts:
-            out[node_id] = "added"
-            continue
-        try:
-            data, _ = fsops.read_file(root, entry.path, max_bytes=index.MAX_FILE_BYTES)
-        except (OSError, UnsafePathError):
-            continue
-        if (entry.path, len(data), zlib.crc32(data)) not in puts[node_id]:
-            out[node_id] = "changed"
-    return out

@@ -285,11 +285,19 @@ def make_entry(
 RENAMED_FROM = "renamed_from"
 
 
+#: The most earlier ids an entry keeps (:data:`md_cg.audit.MAX_RENAMED_FROM`, what a rename
+#: writes): a hand-written list of 12,000 made every open rebuild a map of them (r5).
+MAX_RENAMED_FROM = 64
+
+
 def _earlier_ids(value: object) -> tuple[str, ...]:
     """The earlier ids a ``renamed_from`` value lists (a value that is not a list of
-    strings -- a hand edit -- lists none)."""
+    strings -- a hand edit -- lists none): the first and the newest, at most
+    :data:`MAX_RENAMED_FROM`, as a rename keeps them."""
     if type(value) is not list or not all(type(v) is str for v in value):
         return ()
+    if len(value) > MAX_RENAMED_FROM:
+        return (value[0], *value[1 - MAX_RENAMED_FROM :])
     return tuple(value)
 
 

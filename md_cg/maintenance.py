@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import Engine, LogWrites, off_log
+from .engine import Engine
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -304,8 +304,6 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
-        # what the log after the open's snapshot wrote, unless this handle wrote since
-        writes, engine.open_log = (None if engine.wrote else engine.open_log), None
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
         undone, left = engine.journal.undone, len(engine.journal.left)
@@ -317,7 +315,6 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
             report = _sync_locked(engine, recovered, undone)
-            report = _with_off_log(engine, report, writes)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
@@ -328,38 +325,6 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     if moved or kept:  # a rename killed after its commit line: its audit record (r5)
         audit.record_recovered_renames(log, moved, audit.renamed_reader(engine.root_str), kept)
     return _returned(engine, report, log, scope)
-
-
-def _with_off_log(engine: Engine, report: SyncReport, writes: LogWrites | None) -> SyncReport:
-    """``report`` with the files the open's catch-up over the log took in although they are
-    not as the log left them -- changed or removed by hand, a ``git reset`` -- (the index
-    already holds them, so the sync itself finds nothing: :func:`md_cg.engine.off_log`):
-    told by the first sync of a handle that has not written since its open."""
-    found = {} if writes is None else off_log(engine.root_str, engine.state, writes)
-    if not found:
-        return report
-    told = {*report.added, *report.changed, *report.deleted}
-    assert writes is not None
-    # a sync record of them: the next open's catch-up knows the log has them as they are
-    entries, gone = engine.state.entries, [i for i, k in found.items() if k == "deleted"]
-    record = {
-        "op": "sync",
-        "put": [[i, entries[i].path] for i in found if i in entries],
-        "del": [[i, sorted(writes[0][i])[0][0]] for i in gone],
-    }
-    shard, nbytes, _ = engine.journal.append([record])
-    engine.advance(shard, nbytes)
-
-    def kind(name: str, have: tuple[str, ...]) -> tuple[str, ...]:
-        more = [i for i, k in found.items() if k == name and i not in told]
-        return tuple(sorted({*have, *more}))
-
-    return replace(
-        report,
-        added=kind("added", report.added),
-        changed=kind("changed", report.changed),
-        deleted=kind("deleted", report.deleted),
-    )
 
 
 def _recovered_dels(engine: Engine, report: SyncReport, marks: tuple[int, int, int]) -> SyncReport:
