@@ -27,7 +27,7 @@ import math
 import os
 import time
 import warnings
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 from typing import IO, Any
 
@@ -422,20 +422,7 @@ def twin_findings(
     (a ``renamed_returned`` finding, which this clone's own rename record gave, names it)
     nor for a pair with an id in ``absent`` (outside the caller's scope: never named)."""
     out: list[Finding] = []
-    seen: set[tuple[str, str]] = set()
-    for r in records:
-        if not audit.usable(r) or r.get("event") != audit.TWIN or not isinstance(r.get("to"), str):
-            continue
-        old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
-        if old is None or new is None or (old.id, new.id) in seen or old.id in named or new.id in absent:
-            continue
-        if (
-            old.created_at is None
-            or old.created_at != new.created_at
-            or old.created_at != r.get("created_at")
-        ):
-            continue
-        seen.add((old.id, new.id))
+    for old, new in _record_pairs(state, records, audit.TWIN, named, absent, undated=False):
         detail = (
             f"the same memory as {new.id!r} ({new.path}), whose renamed_from lists this id: another clone "
             f"renamed it and a merge kept both files; take what you need into {new.id!r}, then `delete` "
@@ -443,6 +430,34 @@ def twin_findings(
         )
         out.append(Finding("renamed_twin", detail, old.path, old.id))
     return sorted(out, key=lambda f: f.node_id or "")
+
+
+def _record_pairs(
+    state: IndexState,
+    records: list[dict[str, Any]],
+    event: str,
+    skip_old: Collection[str],
+    absent: Collection[str],
+    *,
+    undated: bool,
+) -> Iterator[tuple[Entry, Entry]]:
+    """The (old, new) entries of each ``event`` record of ``records`` (old id ``id``, new
+    id ``to``) while both ids hold the memory: both have the record's creation time (with
+    ``undated``, none at all counts as one), once a pair; not for an old id in ``skip_old``
+    nor a new one in ``absent``."""
+    seen: set[tuple[str, str]] = set()
+    for r in records:
+        if not audit.usable(r) or r.get("event") != event or not isinstance(r.get("to"), str):
+            continue
+        old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
+        if old is None or new is None or (old.id, new.id) in seen or old.id in skip_old or new.id in absent:
+            continue
+        if not (old.created_at == r.get("created_at") == new.created_at) or (
+            old.created_at is None and not undated
+        ):
+            continue  # one id holds another memory now
+        seen.add((old.id, new.id))
+        yield old, new
 
 
 def interrupted_findings(
@@ -455,16 +470,7 @@ def interrupted_findings(
     md-cg sets it), neither has one (a memory added under the old id since has one); not
     for a pair with an id in ``absent`` (never named)."""
     out: list[Finding] = []
-    seen: set[tuple[str, str]] = set()
-    for r in records:
-        if not audit.usable(r) or r.get("event") != audit.INTERRUPTED or not isinstance(r.get("to"), str):
-            continue
-        old, new = state.entries.get(r["id"]), state.entries.get(r["to"])
-        if old is None or new is None or (old.id, new.id) in seen or old.id in absent or new.id in absent:
-            continue
-        if not (old.created_at == r.get("created_at") == new.created_at):
-            continue  # one id holds another memory now
-        seen.add((old.id, new.id))
+    for old, new in _record_pairs(state, records, audit.INTERRUPTED, absent, absent, undated=True):
         detail = (
             f"the rename of {old.id!r} to {new.id!r} was interrupted by a crash and the old file "
             f"({old.path}) was edited afterwards: both are kept ({new.id!r} at {new.path}); merge them: "

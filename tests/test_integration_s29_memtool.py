@@ -17,7 +17,6 @@ import pytest
 
 pytest.importorskip("anthropic")
 
-from anthropic.lib.tools import ToolError
 from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand as Create,
 )
@@ -30,19 +29,10 @@ from anthropic.types.beta import (
 from anthropic.types.beta import (
     BetaMemoryTool20250818ViewCommand as View,
 )
+from test_integration_s28_memtool import error, view
 
 from md_cg import MdCG
 from md_cg.integrations.anthropic_memory import MdCGMemoryTool
-
-
-def error(tool: MdCGMemoryTool, command: object) -> str:
-    with pytest.raises(ToolError) as info:
-        tool.execute(command)  # type: ignore[arg-type]
-    return str(info.value)
-
-
-def view(tool: MdCGMemoryTool, path: str, view_range: list[int] | None = None) -> str:
-    return str(tool.execute(View(command="view", path=path, view_range=view_range)))
 
 
 def body_rows(reply: str) -> list[str]:
