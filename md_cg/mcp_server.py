@@ -41,6 +41,7 @@ from __future__ import annotations
 import errno
 import functools
 import inspect
+import itertools
 import os
 import re
 import sys
@@ -658,6 +659,35 @@ def _report_lists(report: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]
     return out
 
 
+#: The order findings are listed in (an error first: 5,000 expired memories must not hide
+#: a merge conflict behind the cap, review r6).
+SEVERITY_ORDER = ("error", "warning", "info")
+
+
+def _health_reply(report: dict[str, Any]) -> dict[str, Any]:
+    """``health``'s reply: the findings errors first, and in each severity one of each kind
+    in turn (so the :data:`REPORT_ITEMS` listed show every kind they can); ``kinds`` counts
+    each kind; a ``note`` says when some are not listed."""
+    findings = report["findings"]
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for f in findings:
+        by_kind.setdefault(f["kind"], []).append(f)
+    rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
+    kinds = sorted(by_kind, key=lambda k: rank.get(by_kind[k][0]["severity"], len(rank)))
+    ordered: list[dict[str, Any]] = []
+    for severity in dict.fromkeys(by_kind[k][0]["severity"] for k in kinds):
+        turns = itertools.zip_longest(*(by_kind[k] for k in kinds if by_kind[k][0]["severity"] == severity))
+        ordered += [f for turn in turns for f in turn if f is not None]
+    out = _report_lists({**report, "findings": ordered}, ("findings",))
+    out["kinds"] = {k: len(by_kind[k]) for k in kinds}
+    if len(ordered) > REPORT_ITEMS:
+        out["note"] = (
+            f"{REPORT_ITEMS} of {len(ordered):,} findings listed, errors first and every kind in turn "
+            "(kinds counts them all); `mdcg health` lists every one"
+        )
+    return out
+
+
 def _clip_item(item: Any) -> Any:
     if isinstance(item, str):
         return clip(item, REASON_CHARS)
@@ -1104,7 +1134,7 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
         return out
 
     def health() -> dict[str, Any]:
-        return _report_lists(store.health().to_dict(), ("findings",))
+        return _health_reply(store.health().to_dict())
 
     return [
         (sync, "Reconcile the index with files changed by hand now (this also happens before every "

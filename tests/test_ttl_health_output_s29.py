@@ -182,6 +182,38 @@ def test_the_mcp_health_reply_was_already_bounded(tmp_path: Path) -> None:
         anyio.run(run)
 
 
+def test_the_mcp_health_reply_lists_errors_first_and_every_kind(tmp_path: Path) -> None:
+    # r6: 25 expired memories (warnings) filled the 20 listed findings and a merge conflict
+    # (an error) was never shown to the agent.
+    root = tmp_path / "m"
+    _expired(root, 25)
+    clash = "<<<<<<< ours\nthe 14th\n=======\nthe 21st\n>>>>>>> theirs\n"
+    (root / "knowledge" / "clash.md").write_text('---\nid: "clash"\nlayer: "knowledge"\n---\n' + clash)
+    (root / "knowledge" / "broken.md").write_text("---\nid: [\n---\nbody\n", encoding="utf-8")
+    with MdCG(root) as store:
+        store.sync()
+        server = create_server(root, store=store)
+
+        async def run() -> None:
+            async with Client(server) as client:
+                result = await client.call_tool("health", {})
+                data = json.loads(result.content[0].text)
+                listed = [(f["severity"], f["kind"], f["node_id"] or f["path"]) for f in data["findings"]]
+                assert listed[:2] == [
+                    ("error", "unreadable_file", "knowledge/broken.md"),
+                    ("error", "merge_conflict", "clash"),
+                ]
+                assert listed[2:] == [("warning", "expired", f"e{i:03d}") for i in range(18)]
+                assert data["kinds"] == {"unreadable_file": 1, "merge_conflict": 1, "expired": 25}
+                assert data["totals"] == {"findings": 27}
+                assert data["note"] == (
+                    "20 of 27 findings listed, errors first and every kind in turn (kinds counts them "
+                    "all); `mdcg health` lists every one"
+                )
+
+        anyio.run(run)
+
+
 # -- 3. an interrupted archive's two copies ------------------------------------------------
 
 
