@@ -49,43 +49,13 @@ from .script import short_repr
 
 
 def require_text(node: Node) -> Node:
-    """``node``, or InvalidNodeError when its body is not text a memory can hold.
-
-    A memory needs some text, and no NUL character: git takes a file holding
-    one for binary and shows no diff of it (imports carry their sources as
-    they are and skip this check).
+    """``node``, or InvalidNodeError when its body is not text a memory can hold
+    (:func:`md_cg.merge.text_problem`: no text, only heading marks, git conflict
+    markers, a NUL character; imports carry their sources as they are and skip this check).
     """
-    if not isinstance(node.body, str) or not node.body.strip():
-        raise InvalidNodeError(
-            f"node {node.id!r}: the body is empty; a memory needs some text",
-            field="body",
-            value=node.body,
-            node_id=node.id,
-        )
-    if not node.body.replace("#", "").replace("＃", "").strip():
-        raise InvalidNodeError(
-            f"node {node.id!r}: the body holds only heading marks (#); a memory needs some text",
-            field="body",
-            value=node.body,
-            node_id=node.id,
-        )
-    if merge.has_conflict_markers(node.body):
-        raise InvalidNodeError(
-            f"node {node.id!r}: the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) "
-            "outside a code block, so sync would take it for an unresolved merge; put such text "
-            "in a fenced code block (```)",
-            field="body",
-            value=node.body,
-            node_id=node.id,
-        )
-    if "\x00" in node.body:
-        raise InvalidNodeError(
-            f"node {node.id!r}: the body holds a NUL character (at {node.body.index(chr(0))}); git would "
-            "take the file for binary and show no diff of it",
-            field="body",
-            value=node.body,
-            node_id=node.id,
-        )
+    problem = merge.text_problem(node)
+    if problem is not None:
+        raise problem
     return node
 
 

@@ -685,6 +685,47 @@ def settle(node: Node, changed: Collection[str]) -> None:
         del node.extra[CONFLICT_KEY]
 
 
+def text_problem(node: Node) -> InvalidNodeError | None:
+    """The InvalidNodeError (returned, not raised) when ``node``'s body is not text a
+    memory can hold, or None: a memory needs some text (not only heading marks), no git
+    conflict markers outside a code block (sync would take it for an unresolved merge)
+    and no NUL character (git takes a file holding one for binary and shows no diff of
+    it). :func:`md_cg.editing.require_text` raises it for ``add``/``update``; organise
+    checks a candidate with it. Here because the conflict-marker rule is this module's."""
+    if not isinstance(node.body, str) or not node.body.strip():
+        return InvalidNodeError(
+            f"node {node.id!r}: the body is empty; a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    if not node.body.replace("#", "").replace("＃", "").strip():
+        return InvalidNodeError(
+            f"node {node.id!r}: the body holds only heading marks (#); a memory needs some text",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    if has_conflict_markers(node.body):
+        return InvalidNodeError(
+            f"node {node.id!r}: the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) "
+            "outside a code block, so sync would take it for an unresolved merge; put such text "
+            "in a fenced code block (```)",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    if "\x00" in node.body:
+        return InvalidNodeError(
+            f"node {node.id!r}: the body holds a NUL character (at {node.body.index(chr(0))}); git would "
+            "take the file for binary and show no diff of it",
+            field="body",
+            value=node.body,
+            node_id=node.id,
+        )
+    return None
+
+
 def has_conflict_markers(body: str) -> bool:
     """True when ``body`` holds git conflict markers: a ``<<<<<<<`` line outside fenced
     code blocks, then a ``=======`` line and a ``>>>>>>>`` line (wherever they fall:

@@ -45,8 +45,8 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import orjson
 
-from . import dedupe
-from .errors import InvalidArgumentError, NodeNotFoundError, OrganizeApplyError
+from . import dedupe, merge
+from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError, OrganizeApplyError
 from .index import layer_code, no_gc, title_of
 from .logs import AppendLog, blanked
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node, unusable
@@ -614,12 +614,29 @@ def _normalise_all(raws: Sequence[object], caller: Caller) -> tuple[list[_Accept
     for index, raw in enumerate(raws):
         c = dedupe.normalize_candidate(raw, defaults)
         if not isinstance(c, dedupe.Skip):
-            c = _check_caller_scope(c, caller) or c
+            c = _check_caller_scope(c, caller) or _unsaveable(c) or c
         if isinstance(c, dedupe.Skip):
             skipped.append(SkippedInput(index, f"candidate {index}: {c.reason}", c.field))
         else:
             accepted.append((index, c))
     return accepted, skipped
+
+
+def write_problem(node: Node) -> InvalidNodeError | None:
+    """What ``add`` would refuse in a memory organise saves, or None: a body
+    :func:`md_cg.merge.text_problem` refuses (a NUL character, git conflict markers
+    ...) or what :func:`md_cg.node.unusable` refuses (a control-character tag ...)."""
+    return merge.text_problem(node) or unusable(node)
+
+
+def _unsaveable(c: dedupe.NormalizedCandidate) -> dedupe.Skip | None:
+    """The skip of a candidate whose memory ``add`` would refuse (:func:`write_problem`):
+    the dry run leaves it out, with add's reason, so apply never writes it."""
+    node = _new_node(c.to_dict(), time.time())
+    problem = write_problem(node)
+    if problem is None:
+        return None
+    return dedupe.Skip(str(problem).removeprefix(f"node {node.id!r}: "), problem.field)
 
 
 def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -> OrganizeResult:
@@ -732,11 +749,16 @@ def _check_not_applied(records: list[dict[str, Any]], run_id: str, store: Organi
         # forward (it lands at the next recovery). Finish it first, then look.
         store.sync()
     for r in mine:
-        done = r.get("kind") == "apply" and r.get("status") != "failed"
+        # an apply of no decisions decided nothing: the run stays open
+        done = r.get("kind") == "apply" and r.get("status") != "failed" and r.get("decisions") != []
         # An intent whose commit landed: a process died before writing its receipt.
         if done or (r.get("kind") == "apply_intent" and _landed(store, r)):
             when, by = r.get("created_at"), r.get("run_id")
-            raise OrganizeApplyError(run_id, f"dry run {run_id!r} was already applied at {when} by {by}")
+            raise OrganizeApplyError(
+                run_id,
+                f"dry run {run_id!r} was already applied at {when} by {by}; a dry run applies once: "
+                "run a new dry run (mode dryRun) with the candidates still to decide and apply that",
+            )
 
 
 def _landed(store: OrganizeStore, intent: Mapping[str, Any]) -> bool:
@@ -880,7 +902,9 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             plan.discarded.append(index)
         else:
             node = _new_node(by_index[index], now)
-            problem = unusable(node)  # what add refuses (a control-character tag ...) is skipped
+            # what add refuses (a NUL in the body, a control-character tag ...) is skipped: a
+            # dry run recorded before the dry run checked it may hold one
+            problem = write_problem(node)
             if problem is not None:
                 said = str(problem).removeprefix(f"node {node.id!r}: ")  # the id was never saved
                 plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {said}", "index"))
@@ -1009,7 +1033,9 @@ def apply(
     cannot be applied, and re-raises an infrastructure error; both after
     writing a ``failed`` receipt with ``applied`` 0. With ``strict``, a decision
     the dry run does not back raises too (each named), nothing applied: a failed
-    receipt leaves the run open, so corrected decisions can be applied.
+    receipt leaves the run open, so corrected decisions can be applied. An empty
+    ``decisions`` list decides nothing: its receipt is ``noop`` and the run stays
+    open (``strict`` refuses it: ``no decisions``).
     """
     caller = Caller.of(scope)
     apply_id = f"org_{uuid.uuid4().hex}"
@@ -1026,7 +1052,7 @@ def apply(
             "status": status,
             "error": error,
             "caller": caller.to_dict(),
-            "decisions": decisions if isinstance(decisions, list) else None,
+            "decisions": list(decisions) if isinstance(decisions, (list, tuple)) else None,
             "applied": applied,
             "saved": plan.saved if applied else [],
             "saved_from": plan.saved_from if applied else [],
@@ -1048,6 +1074,10 @@ def apply(
             records = log.read_holding([orjson.dumps(run_id)])
             report = _find_report(records, run_id, caller)
             _check_not_applied(records, run_id, store)
+            if strict and not decisions:
+                raise OrganizeApplyError(
+                    run_id, "no decisions: give at least one save, discard or archive; the dry run stays open"
+                )
             # add_unique's lock: a memory stored meanwhile by add or remember is seen, and
             # none lands between the look and the commit
             with _remember_lock(store):

@@ -801,17 +801,29 @@ def test_an_apply_reads_only_the_records_naming_its_run(tmp_path: Path) -> None:
     store.close()
 
 
-def test_an_apply_skips_a_candidate_add_would_refuse_and_saves_the_rest(tmp_path: Path) -> None:
+def test_an_apply_skips_a_candidate_add_would_refuse_and_saves_the_rest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Review round 3 (session 24): apply_changes refusing a control-character tag made
-    the whole apply fail with a bare InvalidNodeError, the good candidate unsaved."""
+    the whole apply fail with a bare InvalidNodeError, the good candidate unsaved. Since
+    session 29 the dry run skips such a candidate; apply still skips one a dry run
+    recorded before (here: the dry run's check taken out)."""
     store = MdCG(tmp_path / "m")
-    rep = store.organize(
-        "dryRun",
-        candidates=[
-            {"layer": "knowledge", "title": "bell", "content": "the bell rings", "tags": ["bell\x07"]},
-            {"layer": "knowledge", "title": "gate", "content": "the gate opens at nine"},
-        ],
-    )
+    candidates = [
+        {"layer": "knowledge", "title": "bell", "content": "the bell rings", "tags": ["bell\x07"]},
+        {"layer": "knowledge", "title": "gate", "content": "the gate opens at nine"},
+    ]
+    checked = store.organize("dryRun", candidates=candidates)
+    assert [(s.index, s.reason) for s in checked.skipped] == [
+        (
+            0,
+            "candidate 0: field 'tags' holds a tag with a control character ('bell\\x07'); "
+            "a tag is one line of text",
+        )
+    ]
+    monkeypatch.setattr(organize_mod, "_unsaveable", lambda c: None)
+    rep = store.organize("dryRun", candidates=candidates)
+    monkeypatch.undo()
     res = store.organize(
         "apply", run_id=rep.run_id, decisions=[{"action": "save", "index": 0}, {"action": "save", "index": 1}]
     )
