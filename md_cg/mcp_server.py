@@ -16,9 +16,7 @@ evidence of being about the query (the ladder's filler) are left out unless
 the call asks for them with ``fill: true``.
 
 Before each tool call the server picks up files edited by hand
-(:meth:`md_cg.MdCG.sync_if_changed`: cheap when nothing changed); the ``sync``
-tool's reply lists what those pick-ups took in since the last ``sync`` call
-(:class:`PickedUp`). Calls are
+(:meth:`md_cg.MdCG.sync_if_changed`: cheap when nothing changed). Calls are
 serialised by one lock: the SDK runs synchronous tools in worker threads and
 one store object serves them all.
 
@@ -71,7 +69,6 @@ from md_cg import (
     ReadOnlyStoreError,
     Scope,
     SearchResult,
-    SyncReport,
     __version__,
     is_fact,
     is_out_of_room,
@@ -395,8 +392,6 @@ class MemoryServer(MCPServer):
         self.tools: Tools = {}
         self._params: dict[str, frozenset[str]] = {}
         self._lock = threading.RLock()  # an alias calls other tools under the same lock
-        #: What the pick-ups of hand edits took in since the last ``sync`` call (its reply tells it).
-        self.picked_up = PickedUp()
         #: Tools (and aliases) not offered because the store is read-only; a call names why.
         self.withheld: frozenset[str] = frozenset()
 
@@ -435,7 +430,7 @@ class MemoryServer(MCPServer):
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             with self._lock:
-                self.picked_up.add(_tool_errors(self.store.sync_if_changed)())
+                _tool_errors(self.store.sync_if_changed)()
                 data = _plain_strings(_tool_errors(fn)(**kwargs))
             text = orjson.dumps(data).decode()
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
@@ -451,7 +446,7 @@ class MemoryServer(MCPServer):
         logged here and met again, as a tool error, by the first call."""
         with self._lock:
             try:
-                self.picked_up.add(self.store.sync_if_changed())
+                self.store.sync_if_changed()
             except Exception as exc:  # the first call tries again and reports it
                 print(f"md-cg: picking up hand edits at start failed: {exc}", file=sys.stderr)
 
@@ -494,23 +489,6 @@ class MemoryServer(MCPServer):
             text = f"{name}: {_schema_problems(cause)}" if isinstance(cause, ValidationError) else str(exc)
             # bounded as every reply is: a library error may quote a megabyte-long argument
             raise ToolError(clip(text, ERROR_CHARS)) from cause
-
-
-class PickedUp:
-    """The hand edits the pick-ups before tool calls (:meth:`MdCG.sync_if_changed`) took in
-    since the ``sync`` tool last took them (:meth:`SyncReport.then`): that tool's
-    reply lists them, so an agent asking what changed is told. Used under the server's lock."""
-
-    def __init__(self) -> None:
-        self.report: SyncReport | None = None
-
-    def add(self, report: SyncReport | None) -> None:
-        if report is not None:
-            self.report = report if self.report is None else self.report.then(report)
-
-    def take(self) -> SyncReport | None:
-        report, self.report = self.report, None
-        return report
 
 
 def _schema_problems(exc: ValidationError) -> str:
@@ -1131,17 +1109,12 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     ]  # fmt: skip
 
 
-def _maintenance_tools(
-    store: MdCG, picked_up: PickedUp | None = None
-) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def sync() -> dict[str, Any]:
         report = store.sync()
-        earlier = picked_up.take() if picked_up is not None else None
-        if earlier is not None:  # what the pick-ups before calls took in since the last sync
-            report = earlier.then(report)
         keys = SYNC_LISTS
         out = {
-            "clean": report.clean and not report.problems,
+            "clean": report.clean,
             "problems": report.problems,
             **_report_lists(report.to_dict(), keys),
         }
@@ -1165,8 +1138,7 @@ def _maintenance_tools(
 
     return [
         (sync, "Reconcile the index with files changed by hand now (this also happens before every "
-         "call): lists what was taken in since the last sync; `problems` is true when a file needs "
-         "a person."),
+         "call); `problems` is true when a file needs a person."),
         (health, "Check the store; `ok` is true when nothing was found; findings say how to fix."),
     ]  # fmt: skip
 
@@ -1286,8 +1258,7 @@ def create_server(
         version=__version__,
         log_level="WARNING",
     )
-    maintenance = functools.partial(_maintenance_tools, picked_up=server.picked_up)
-    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, maintenance)
+    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, _maintenance_tools)
     withheld = set()
     for group in groups:
         for fn, description in group(store):

@@ -188,12 +188,6 @@ class SyncReport:
             or self.foreign_deletes
         )
 
-    def then(self, later: SyncReport) -> SyncReport:
-        """What this reconciliation and a ``later`` one took in together
-        (:func:`merged_sync`): the MCP server's ``sync`` tool tells so what the pick-ups of
-        hand edits before its calls took in."""
-        return merged_sync(self, later)
-
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
         d["malformed"] = [{"path": p, "reason": r} for p, r in self.malformed]
@@ -310,63 +304,3 @@ WITHHELD_KINDS = frozenset(
     ["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file", "merge_conflict"]
 )
 WITHHELD_NOTE = "{n} file problem(s) not named to this scope: run `mdcg health` without a scope"
-
-
-def merged_sync(earlier: SyncReport, later: SyncReport) -> SyncReport:
-    """What two reconciliations took in together, ``earlier`` first (the pick-ups of hand
-    edits before an MCP server's tool calls, then its ``sync``): the net change of each id
-    (added then changed is added, added then deleted is nothing, deleted then back is
-    changed, changed then deleted is deleted), a node moved twice from its first path to its
-    last (nothing when it is back where it was, or gone); the things done (temp files
-    removed, interrupted writes finished) of both. The files' problems (malformed,
-    duplicates, refused, twins, conflicts, returned, settings, hidden, withheld) are
-    ``later``'s: each sync lists those found now."""
-    status: dict[str, str] = {}
-    for rep, step in ((earlier, 0), (later, 1)):
-        for kind in ("added", "changed", "deleted"):
-            for node_id in getattr(rep, kind):
-                status[node_id] = kind if not step else _NET[status.get(node_id, ""), kind]
-    moved: dict[str, Moved] = {m.node_id: m for m in earlier.moved}
-    for m in later.moved:
-        first = moved.get(m.node_id)
-        moved[m.node_id] = m if first is None else Moved(m.node_id, first.old_path, m.new_path)
-
-    def ids(kind: str) -> tuple[str, ...]:
-        return tuple(sorted(i for i, s in status.items() if s == kind))
-
-    def both(name: str) -> tuple[Any, ...]:
-        return tuple(sorted(set(getattr(earlier, name)) | set(getattr(later, name))))
-
-    kept = [m for m in moved.values() if m.old_path != m.new_path and status.get(m.node_id, "changed")]
-    return replace(
-        later,
-        added=ids("added"),
-        changed=ids("changed"),
-        deleted=ids("deleted"),
-        moved=tuple(sorted((m for m in kept if status.get(m.node_id) != "deleted"), key=lambda m: m.node_id)),
-        recovered=earlier.recovered + later.recovered,
-        undone=earlier.undone + later.undone,
-        temp_removed=both("temp_removed"),
-        left_as_edited=both("left_as_edited"),
-        finished_deletes=both("finished_deletes"),
-        foreign_deletes=both("foreign_deletes"),
-        old_files_removed=both("old_files_removed"),
-    )
-
-
-#: The net change of an id changed by two reconciliations: (earlier, later) -> net
-#: ("" no change). A later kind with no earlier one stands.
-_NET: dict[tuple[str, str], str] = {
-    ("", "added"): "added",
-    ("", "changed"): "changed",
-    ("", "deleted"): "deleted",
-    ("added", "added"): "added",
-    ("added", "changed"): "added",
-    ("added", "deleted"): "",
-    ("changed", "added"): "changed",
-    ("changed", "changed"): "changed",
-    ("changed", "deleted"): "deleted",
-    ("deleted", "added"): "changed",
-    ("deleted", "changed"): "changed",
-    ("deleted", "deleted"): "deleted",
-}
