@@ -468,7 +468,8 @@ class MemoryServer(MCPServer):
             unknown = sorted(set(arguments) - accepted)
             if unknown:
                 names = clip(", ".join(unknown), REASON_CHARS)
-                raise ToolError(f"{name} does not take {names} (it takes: {', '.join(sorted(accepted))})")
+                takes = f"it takes: {', '.join(sorted(accepted))}" if accepted else "it takes no arguments"
+                raise ToolError(f"{name} does not take {names} ({takes})")
         for key, value in arguments.items():
             if _has_surrogate(value):
                 raise ToolError(

@@ -249,6 +249,10 @@ async def _loop_and_maintenance(session: ClientSession, root: Path) -> None:
     assert _err(await session.call_tool("search", {"query": "x", "judge": False})) == (
         "search does not take judge (it takes: context, fill, k, layer, query, since, tag, until)"
     )
+    # s29 r6: a tool without arguments said "(it takes: )"
+    assert _err(await session.call_tool("health", {"deep": True})) == (
+        "health does not take deep (it takes no arguments)"
+    )
 
     gone = _ok(await session.call_tool("forget", {"id": "kp_merge", "reason": "superseded"}))
     assert gone == {
