@@ -77,6 +77,7 @@ from md_cg import (
     was_recovering,
     with_departure,
 )
+from md_cg.pickups import PickUps
 from md_cg.render import (
     LOGGED_WRITE,
     RECOVERING_WRITE,
@@ -392,6 +393,8 @@ class MemoryServer(MCPServer):
         self.tools: Tools = {}
         self._params: dict[str, frozenset[str]] = {}
         self._lock = threading.RLock()  # an alias calls other tools under the same lock
+        #: what the pick-ups before each call took in since the last `sync` call, which tells it
+        self.picks = PickUps(_looker(store))
         #: Tools (and aliases) not offered because the store is read-only; a call names why.
         self.withheld: frozenset[str] = frozenset()
 
@@ -430,7 +433,7 @@ class MemoryServer(MCPServer):
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             with self._lock:
-                _tool_errors(self.store.sync_if_changed)()
+                self.picks.note(_tool_errors(self.store.sync_if_changed)())
                 data = _plain_strings(_tool_errors(fn)(**kwargs))
             text = orjson.dumps(data).decode()
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
@@ -446,7 +449,7 @@ class MemoryServer(MCPServer):
         logged here and met again, as a tool error, by the first call."""
         with self._lock:
             try:
-                self.store.sync_if_changed()
+                self.picks.note(self.store.sync_if_changed())
             except Exception as exc:  # the first call tries again and reports it
                 print(f"md-cg: picking up hand edits at start failed: {exc}", file=sys.stderr)
 
@@ -1110,9 +1113,24 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     ]  # fmt: skip
 
 
-def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+def _looker(store: MdCG) -> Callable[[str], Entry | None]:
+    """What :class:`~md_cg.pickups.PickUps` asks: the entry of a memory the server sees
+    (archived and expired ones too), None for one it does not."""
+
+    def look(node_id: str) -> Entry | None:
+        try:
+            return store.entry(node_id, include_expired=True, include_archived=True)
+        except NodeNotFoundError:
+            return None
+
+    return look
+
+
+def _maintenance_tools(store: MdCG, picks: PickUps) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def sync() -> dict[str, Any]:
         report = store.sync()
+        picks.note(report)
+        report = picks.take(report)  # with what the pick-ups before each call took in
         keys = SYNC_LISTS
         out = {
             "clean": report.clean,
@@ -1138,8 +1156,9 @@ def _maintenance_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]],
         return _health_reply(store.health().to_dict())
 
     return [
-        (sync, "Reconcile the index with files changed by hand now (this also happens before every "
-         "call); `problems` is true when a file needs a person."),
+        (sync, "Reconcile the index with files changed by hand now, and list what changed by hand "
+         "since the last sync call (each call takes hand edits in first); `problems` is true when a "
+         "file needs a person."),
         (health, "Check the store; `ok` is true when nothing was found; findings say how to fix."),
     ]  # fmt: skip
 
@@ -1259,7 +1278,8 @@ def create_server(
         version=__version__,
         log_level="WARNING",
     )
-    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, _maintenance_tools)
+    maintenance = functools.partial(_maintenance_tools, picks=server.picks)
+    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, maintenance)
     withheld = set()
     for group in groups:
         for fn, description in group(store):

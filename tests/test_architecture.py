@@ -65,6 +65,7 @@ RANK = {
     "sample": 10,
     "census": 10,
     "render": 10,
+    "pickups": 10,
     "migrate": 10,
     "transfer": 10,
     "benchmark": 11,
@@ -145,7 +146,16 @@ def test_no_upward_or_sideways_import(module: str) -> None:
 
 
 #: The surfaces' own rooms: what a surface may import besides md_cg's public API.
-SURFACE_ROOMS = {"render", "demo", "mcp_server", "census", "benchmark", "integrations.aliases", "__version__"}
+SURFACE_ROOMS = {
+    "render",
+    "pickups",
+    "demo",
+    "mcp_server",
+    "census",
+    "benchmark",
+    "integrations.aliases",
+    "__version__",
+}
 
 
 def imported_names(path: Path) -> list[tuple[str, str]]:

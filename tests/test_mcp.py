@@ -233,6 +233,10 @@ async def _loop_and_maintenance(session: ClientSession, root: Path) -> None:
     assert _ok(await session.call_tool("get", {"id": "ctx_hand"}))["body"].startswith("# Coffee preference")
     seen = _ok(await session.call_tool("search", {"query": "espresso"}))
     assert [(r["id"], r["title"]) for r in seen["results"]] == [("ctx_hand", "Coffee preference")]
+    # ... and `sync` lists it, once: what the pick-ups took in since the last sync (session 30)
+    synced = _ok(await session.call_tool("sync", {}))
+    assert (synced["clean"], synced["problems"], synced["totals"]) == (False, False, {"added": 1})
+    assert (synced["added"], synced["changed"]) == (["ctx_hand"], [])
     synced = _ok(await session.call_tool("sync", {}))
     assert (synced["clean"], synced["problems"], synced["totals"]) == (True, False, {})
 
