@@ -1042,6 +1042,7 @@ def apply(
     created_at = _now_iso()
     log = store.log(AUDIT_LOG)
     dry_id = run_id if isinstance(run_id, str) else None
+    recorded: list[Any] | None = None  # the decisions as the receipt records them, once checked
 
     def receipt(status: str, plan: _Plan, applied: int, error: str | None) -> dict[str, Any]:
         return {
@@ -1052,7 +1053,7 @@ def apply(
             "status": status,
             "error": error,
             "caller": caller.to_dict(),
-            "decisions": list(decisions) if isinstance(decisions, (list, tuple)) else None,
+            "decisions": recorded,
             "applied": applied,
             "saved": plan.saved if applied else [],
             "saved_from": plan.saved_from if applied else [],
@@ -1067,6 +1068,7 @@ def apply(
             raise OrganizeApplyError(None, f"run_id must name a dry run, got {run_id!r}")
         if not isinstance(decisions, (list, tuple)):
             raise OrganizeApplyError(run_id, f"decisions must be a list, got {type(decisions).__name__}")
+        recorded = _recordable(run_id, decisions)
         with log.locked(timeout=store.lock_timeout):
             # Re-read under the lock: another process may have applied this run
             # while we waited for it.
@@ -1100,6 +1102,20 @@ def apply(
             exc.add_note(f"the failed receipt could not be written either: {audit_exc!r}")
         raise
     return _receipt_result(apply_id, run_id, status, created_at, plan, applied)
+
+
+def _recordable(run_id: str, decisions: list[Any] | tuple[Any, ...]) -> list[Any]:
+    """``decisions`` as a list, each checked to be JSON the receipt can hold: one that is
+    not (a set, an object, a non-string key) is refused before anything is applied; it
+    was applied and its receipt then failed to write."""
+    for i, decision in enumerate(decisions):
+        try:
+            orjson.dumps(decision)
+        except TypeError as exc:
+            raise OrganizeApplyError(
+                run_id, f"decision {i} is not JSON the receipt can record ({exc}); nothing was applied"
+            ) from None
+    return list(decisions)
 
 
 def _strict_error(run_id: str, plan: _Plan) -> OrganizeApplyError:
