@@ -136,7 +136,11 @@ class Departure:
     ``"sweep"`` (an expired temporary memory removed) or :data:`RENAMED`; ``time`` when
     (seconds since the epoch; None for a rename only a memory's ``renamed_from`` tells,
     one made in another clone); ``reason`` the forget's; ``to`` the id a rename gave it
-    and ``current`` the id the memory has now (after later renames), when the caller sees it."""
+    and ``current`` the id the memory has now (after later renames), when the caller sees it.
+    ``then``: when the caller sees no memory at the end of a rename's chain, what became of
+    the id there: its own departure (``"forget"`` or ``"sweep"``), or ``"archived"`` /
+    ``"expired"`` (a memory the caller sees only with ``include_archived`` /
+    ``include_expired``; ``time`` None)."""
 
     id: str
     event: str
@@ -144,23 +148,31 @@ class Departure:
     reason: str = ""
     to: str | None = None
     current: str | None = None
+    then: Departure | None = None
 
     def describe(self) -> str:
-        """One line for an error message: ``it was renamed to 'b' on 2026-12-06 07:18 UTC``.
-        Control and format characters (a terminal's escape sequences, bidi marks) are shown
-        escaped, and each id is cut at :data:`DEPARTURE_ID_CHARS` (the log is per clone and
-        may be tampered with)."""
+        """One line for an error message: ``it was renamed to 'b' on 2026-12-06 07:18 UTC``
+        (``…; 'b' was forgotten on …`` when the memory left again). Control and format
+        characters (a terminal's escape sequences, bidi marks) are shown escaped, and each id
+        is cut at :data:`DEPARTURE_ID_CHARS` (the log is per clone and may be tampered with)."""
+        return f"it {self._predicate()}"
+
+    def _predicate(self) -> str:
         when = (
             "" if self.time is None else datetime.fromtimestamp(self.time, UTC).strftime("%Y-%m-%d %H:%M UTC")
         )
         if self.event == RENAMED:
-            text = f"it was renamed to {_shown_id(self.to)}" + (f" on {when}" if when else "")
+            text = f"was renamed to {_shown_id(self.to)}" + (f" on {when}" if when else "")
             if self.current is not None and self.current != self.to:
                 text += f"; that memory is {_shown_id(self.current)} now"
+            elif self.current is None and self.then is not None:
+                text += f"; {_shown_id(self.then.id)} {self.then._predicate()}"
             return text
+        if self.event in ("archived", "expired"):
+            return f"is {self.event}" if self.event == "archived" else "has expired"
         if self.event == "sweep":
-            return f"it expired and was swept on {when}"
-        return f"it was forgotten on {when}" + (f", reason: {_printable(self.reason)}" if self.reason else "")
+            return f"expired and was swept on {when}"
+        return f"was forgotten on {when}" + (f", reason: {_printable(self.reason)}" if self.reason else "")
 
 
 #: Characters of a forget's reason a :class:`Departure` keeps (an error message's line).
@@ -188,6 +200,7 @@ def departure(
     node_id: str,
     sees: Callable[[str], bool],
     arrived: Callable[[str], tuple[str, str] | None] | None = None,
+    fate: Callable[[str], Departure | None] | None = None,
 ) -> Departure | None:
     """The :class:`Departure` of ``node_id`` from audit ``records`` (log order; those the
     caller may read: :func:`visible_to`), or None when they hold none. ``sees(id)``:
@@ -198,7 +211,10 @@ def departure(
     caller sees whose ``renamed_from`` lists ``id``, else None -- a rename made in another
     clone, which this clone's log does not hold (:func:`md_cg.store.departure_of`). It names
     the memory when the log's chain of renames ends at an id nobody holds, and tells of an
-    id the log knows nothing of (a :data:`RENAMED` departure without a time)."""
+    id the log knows nothing of (a :data:`RENAMED` departure without a time).
+
+    ``fate(id)``: what became of the id a chain of renames ends at when no memory the caller
+    sees holds it (:attr:`Departure.then`), else None."""
     forgotten, renamed = departures(records)
     rec = renamed.get(node_id)
     if rec is not None:
@@ -211,7 +227,8 @@ def departure(
         if current is None and arrived is not None:
             passed[cur] = None
             current = next((hit[1] for old in passed if (hit := arrived(old)) is not None), None)
-        return Departure(node_id, RENAMED, float(rec["time"]), to=to, current=current)
+        then = fate(cur) if current is None and fate is not None and cur not in renamed else None
+        return Departure(node_id, RENAMED, float(rec["time"]), to=to, current=current, then=then)
     rec = forgotten.get(node_id)
     if rec is None:
         hit = arrived(node_id) if arrived is not None else None

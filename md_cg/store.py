@@ -739,7 +739,27 @@ def departure_of(store: MdCG, node_id: str) -> audit.Departure | None:
     if any(r.get("event") == audit.RENAMED and r.get("id") == node_id for r in records):
         renames = b'"' + audit.RENAMED.encode() + b'"'
         records = audit.visible_to(store._scope, log.read_holding([needle, renames]))
-    return audit.departure(records, node_id, store.__contains__, _arrival_finder(store))
+    return audit.departure(records, node_id, store.__contains__, _arrival_finder(store), _fate_finder(store))
+
+
+def _fate_finder(store: MdCG) -> Callable[[str], audit.Departure | None]:
+    """``fate`` of :func:`md_cg.audit.departure`: what became of the id a rename's chain
+    ends at -- a memory the caller sees only archived or expired, or the id's own forget or
+    sweep in the audit log (the records naming it); None for a memory out of the caller's
+    scope or an id nothing tells of."""
+    eng = store._engine
+
+    def fate(node_id: str) -> audit.Departure | None:
+        e = eng.state.entries.get(node_id)
+        if e is not None:
+            why = visibility.reason(eng.state, e, store._scope, visibility.DEFAULT, time.time())
+            return audit.Departure(node_id, why, None) if why in ("archived", "expired") else None
+        log = store.log(paths.AUDIT_DIR)
+        records = audit.visible_to(store._scope, log.read_holding([orjson.dumps(node_id)]))
+        gone = audit.departure(records, node_id, store.__contains__)
+        return gone if gone is not None and gone.event != audit.RENAMED else None
+
+    return fate
 
 
 def _arrival_finder(store: MdCG) -> Callable[[str], tuple[str, str] | None]:
