@@ -1041,8 +1041,7 @@ def apply(
     apply_id = f"org_{uuid.uuid4().hex}"
     created_at = _now_iso()
     log = store.log(AUDIT_LOG)
-    dry_id = run_id if isinstance(run_id, str) else None
-    recorded: list[Any] | None = None  # the decisions as the receipt records them, once checked
+    dry_id, recorded = (run_id if isinstance(run_id, str) else None), None  # decisions once checked
 
     def receipt(status: str, plan: _Plan, applied: int, error: str | None) -> dict[str, Any]:
         return {
@@ -1070,9 +1069,8 @@ def apply(
             raise OrganizeApplyError(run_id, f"decisions must be a list, got {type(decisions).__name__}")
         recorded = _recordable(run_id, decisions)
         with log.locked(timeout=store.lock_timeout):
-            # Re-read under the lock: another process may have applied this run
-            # while we waited for it.
-            # Only the records naming the run: the log holds every run's candidates.
+            # Re-read under the lock (another process may have applied this run meanwhile),
+            # only the records naming the run: the log holds every run's candidates.
             records = log.read_holding([orjson.dumps(run_id)])
             report = _find_report(records, run_id, caller)
             _check_not_applied(records, run_id, store)
