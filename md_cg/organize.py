@@ -749,8 +749,8 @@ def _check_not_applied(records: list[dict[str, Any]], run_id: str, store: Organi
         # forward (it lands at the next recovery). Finish it first, then look.
         store.sync()
     for r in mine:
-        # an apply of no decisions decided nothing: the run stays open
-        done = r.get("kind") == "apply" and r.get("status") != "failed" and r.get("decisions") != []
+        # an apply whose every decision was skipped (or that had none) decided nothing: the run stays open
+        done = r.get("kind") == "apply" and r.get("status") != "failed" and _decided_any(r)
         # An intent whose commit landed: a process died before writing its receipt.
         if done or (r.get("kind") == "apply_intent" and _landed(store, r)):
             when, by = r.get("created_at"), r.get("run_id")
@@ -759,6 +759,16 @@ def _check_not_applied(records: list[dict[str, Any]], run_id: str, store: Organi
                 f"dry run {run_id!r} was already applied at {when} by {by}; a dry run applies once: "
                 "run a new dry run (mode dryRun) with the candidates still to decide and apply that",
             )
+
+
+def _decided_any(receipt: Mapping[str, Any]) -> bool:
+    """Whether an apply receipt took at least one of its decisions (saved, discarded or
+    archived): one that was not skipped. A receipt of another shape counts as deciding."""
+    decisions, skipped = receipt.get("decisions"), receipt.get("skipped")
+    if not isinstance(decisions, list) or not isinstance(skipped, list):
+        return True
+    passed = {s.get("index") for s in skipped if isinstance(s, dict)}
+    return any(i not in passed for i in range(len(decisions)))
 
 
 def _landed(store: OrganizeStore, intent: Mapping[str, Any]) -> bool:

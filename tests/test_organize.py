@@ -784,7 +784,10 @@ def test_an_apply_reads_only_the_records_naming_its_run(tmp_path: Path) -> None:
     ids = []
     for r in range(6):
         rep = store.organize(
-            "dryRun", candidates=[{"layer": "knowledge", "content": f"fact number {r} about otters"}]
+            "dryRun",
+            candidates=[
+                {"layer": "knowledge", "title": f"Otters {r}", "content": f"fact number {r} about otters"}
+            ],
         )
         ids.append(rep.run_id)
     store.organize("apply", run_id=ids[2], decisions=[{"action": "save", "index": 0}])
