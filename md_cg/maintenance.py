@@ -510,6 +510,7 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
         if rel not in files:
             del state.problems[rel]
     changes = _settle_touched(engine, touched, malformed, log=True)
+    state = engine.state  # the same one unless following the log reloaded the index
     return SyncReport(
         **changes,
         malformed=tuple(sorted(state.problems.items())),
@@ -554,7 +555,14 @@ def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malform
 def _settle_touched(
     engine: Engine, touched: dict[str, list[str]], malformed: dict[str, str], *, log: bool
 ) -> dict[str, Any]:
-    """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them."""
+    """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them.
+
+    The log is followed first: a file another process wrote through md-cg (its commit
+    line is appended before the file lands) is then in the index as it is on disk, and
+    not taken for a hand edit -- a scan or watch that saw the file before this process
+    read the line reported it as one (77 of 200 archives another process made during a
+    ``sync``, every one to a pick-up)."""
+    engine.refresh()
     state = engine.state
     before = {i: state.entries.get(i) for i in touched}
     index.resolve_ids(engine.root_str, state, touched)

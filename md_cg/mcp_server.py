@@ -669,18 +669,20 @@ SEVERITY_ORDER = ("error", "warning", "info")
 
 
 def _health_reply(report: dict[str, Any]) -> dict[str, Any]:
-    """``health``'s reply: the findings errors first, and in each severity one of each kind
-    in turn (so the :data:`REPORT_ITEMS` listed show every kind they can); ``kinds`` counts
-    each kind; a ``note`` says when some are not listed."""
+    """``health``'s reply: one finding of every kind first (errors first), then the rest
+    errors first, one of each kind in turn in each severity -- so the :data:`REPORT_ITEMS`
+    listed show every kind they can (a scoped server's ``withheld`` behind 20 errors was
+    cut); ``kinds`` counts each kind; a ``note`` says when some are not listed."""
     findings = report["findings"]
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_kind.setdefault(f["kind"], []).append(f)
     rank = {s: i for i, s in enumerate(SEVERITY_ORDER)}
     kinds = sorted(by_kind, key=lambda k: rank.get(by_kind[k][0]["severity"], len(rank)))
-    ordered: list[dict[str, Any]] = []
+    ordered: list[dict[str, Any]] = [by_kind[k][0] for k in kinds]
     for severity in dict.fromkeys(by_kind[k][0]["severity"] for k in kinds):
-        turns = itertools.zip_longest(*(by_kind[k] for k in kinds if by_kind[k][0]["severity"] == severity))
+        rests = (by_kind[k][1:] for k in kinds if by_kind[k][0]["severity"] == severity)
+        turns = itertools.zip_longest(*rests)
         ordered += [f for turn in turns for f in turn if f is not None]
     out = _report_lists({**report, "findings": ordered}, ("findings",))
     out["kinds"] = {k: len(by_kind[k]) for k in kinds}

@@ -1,0 +1,61 @@
+"""Another process's writes through md-cg are never reported as hand edits (session 30,
+r2 finding 1): a pick-up (``sync_if_changed``) or ``sync`` that saw the file before this
+process read the writer's commit line reported it -- every one of 200 archives to the
+pick-ups, 77 of 200 to full syncs -- and the MCP ``sync`` told an agent of hundreds of edits
+no person made. The log is now followed before the seen files are settled. Real
+processes, checked by id set."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import python_env
+
+from md_cg import MdCG, Node
+
+WRITES = {
+    "archive": "s.archive([f'k{i:03d}'])",
+    "update": "s.update(f'k{i:03d}', body=f'changed body {i} tea')",
+    "retag": "s.update(f'k{i:03d}', tags=['domain:ops'])",
+    "add": "s.add(id=f'new{i:03d}', layer='knowledge', body=f'new tea {i}', tags=['domain:life'])",
+}
+
+
+@pytest.mark.parametrize("mode", ["pick_up", "sync"])
+@pytest.mark.parametrize("op", sorted(WRITES))
+def test_library_writes_of_another_process_are_not_hand_edits(tmp_path: Path, op: str, mode: str) -> None:
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add_many(
+            [
+                Node(id=f"k{i:03d}", layer="knowledge", body=f"note {i} tea", tags=["domain:life"])
+                for i in range(120)
+            ]
+        )
+    code = (
+        "import warnings\nwarnings.simplefilter('ignore')\nfrom md_cg import MdCG\n"
+        f"with MdCG({str(root)!r}) as s:\n    for i in range(0, 120, 2):\n        {WRITES[op]}\n"
+    )
+    reported: dict[str, set[str]] = {"added": set(), "changed": set(), "deleted": set(), "moved": set()}
+    with MdCG(root) as store:
+        store.sync_if_changed()
+        writer = subprocess.Popen([sys.executable, "-c", code], env=python_env())
+        rounds = 0
+        while writer.poll() is None or rounds < 3:
+            rep = store.sync_if_changed(min_interval=0) if mode == "pick_up" else store.sync()
+            rounds += writer.poll() is not None
+            if rep is not None:
+                for key in ("added", "changed", "deleted"):
+                    reported[key].update(getattr(rep, key))
+                reported["moved"].update(m.node_id for m in rep.moved)
+        assert writer.returncode == 0
+        assert reported == {"added": set(), "changed": set(), "deleted": set(), "moved": set()}
+        written = {f"new{i:03d}" if op == "add" else f"k{i:03d}" for i in range(0, 120, 2)}
+        if op == "archive":
+            assert written <= set(store.ids(include_archived=True)) - set(store.ids())
+        elif op == "add":
+            assert written <= set(store.ids())
+        assert store.sync().clean
