@@ -301,6 +301,16 @@ def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthRe
 
 #: Findings about files that a scoped handle is counted, not told (:func:`scoped_health`).
 WITHHELD_KINDS = frozenset(
-    ["unreadable_file", "duplicate_id", "twin_id", "unsafe_path", "stray_file", "merge_conflict"]
+    [
+        "unreadable_file",
+        "duplicate_id",
+        "twin_id",
+        "unsafe_path",
+        "stray_file",
+        "merge_conflict",
+        # a file the index does not know, whose id no memory in the scope holds: it may be
+        # the scope's own memory (a copy under an id another scope's memory held), r2
+        "untracked_file",
+    ]
 )
 WITHHELD_NOTE = "{n} file problem(s) not named to this scope: run `mdcg health` without a scope"
