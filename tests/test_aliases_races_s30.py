@@ -21,10 +21,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import python_env
 from mcp.server.mcpserver.exceptions import ToolError
 
 import md_cg
-from md_cg import MdCG
+from md_cg import MdCG, ReadOnlyStoreError
 from md_cg.integrations.aliases import alias_tools, observations_of
 from md_cg.mcp_server import create_server
 
@@ -58,7 +59,6 @@ server.store.close()
 """
 
 WORKERS, CALLS = 3, 30
-GONE = "no node with id 'Gone' in this store (it was forgotten on {at}, reason: gone meanwhile)"
 
 
 def _env() -> dict[str, str]:
@@ -191,10 +191,10 @@ def _forgetting_get(store: MdCG, tools: dict[str, Any], name: str) -> dict[str, 
 
 
 def _gone(store: MdCG) -> str:
-    """md-cg's error for the forgotten ``Gone`` (what ``update`` of it says)."""
-    departure = store.departure("Gone")
-    assert departure is not None and departure.time is not None
-    return GONE.format(at=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(departure.time)))
+    """The error of the entity ``Gone`` forgotten after its look-up: the one of an unknown
+    entity (looked up again under its lock, it is not there)."""
+    assert store.departure("Gone") is not None  # it was forgotten meanwhile
+    return "Entity with name Gone not found (no md-cg memory has that id)"
 
 
 def _racing(store: MdCG, alias: str) -> Any:
@@ -238,3 +238,34 @@ def test_delete_observations_of_an_entity_gone_meanwhile(tmp_path: Path) -> None
         delete = _racing(store, "delete_observations")
         assert delete(deletions=[{"entityName": "Gone", "observations": ["g1"]}]) == {"updated": []}
         assert store.ids() == []
+
+
+def test_holding_makes_another_process_wait_and_keeps_its_write(tmp_path: Path) -> None:
+    """``MdCG.holding``: another process's read-modify-write under its own hold waits for
+    this hold to end, and the holder's own update inside goes ahead (re-entrant within one
+    handle): both writes are kept."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add(id="e", layer="contextual", body="start")
+    code = (
+        "import time\nfrom md_cg import MdCG\n"
+        f"with MdCG({str(root)!r}) as s:\n"
+        "    t = time.monotonic()\n"
+        "    with s.holding('e'):\n"
+        "        s.update('e', body=s.get('e').body + ' other')\n"
+        "    print(round(time.monotonic() - t, 2))\n"
+    )
+    with MdCG(root) as store:
+        with store.holding("e"):
+            body = store.get("e").body
+            other = subprocess.Popen(
+                [sys.executable, "-c", code], env=python_env(), stdout=subprocess.PIPE, text=True
+            )
+            time.sleep(1.5)  # the other process opens the store and waits on the lock
+            assert other.poll() is None
+            store.update("e", body=body + " mine")
+        out, _ = other.communicate(timeout=60)
+        assert other.returncode == 0 and float(out) >= 0.5
+        assert store.get("e").body.rstrip("\n") == "start mine other"
+    with MdCG(root, read_only=True) as reader, pytest.raises(ReadOnlyStoreError), reader.holding(["e"]):
+        pass

@@ -58,12 +58,10 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 from .. import ccg
-from ..errors import NodeNotFoundError
 from ..index import title_of
 from ..judge import is_fact
 from ..node import EDGE_TYPES, MAX_FILE_BYTES, check_id, content_id
 from ..script import short_repr
-from ..store import with_departure
 from ..text import query_terms
 from ..transfer import LABEL_TAGS
 
@@ -279,40 +277,21 @@ def _same_relation(edge: dict[str, Any], to: str, relation: str) -> bool:
     return edge.get("target") == to and edge.get("relation", edge.get("type")) == relation
 
 
-class _Done(Exception):
-    """Ends :func:`_holding`'s ``modify`` once the work under the node's lock is done, so
-    that ``modify`` writes nothing of its own (the work wrote through md-cg's ``update``)."""
-
-
 class _Gone(ToolError):
     """The node :func:`_holding` was to hold is no longer there (forgotten, archived, or
     expired since the alias looked it up)."""
 
 
 def _holding(store: Any, node_id: str, work: Callable[[], Any]) -> Any:
-    """``work()`` (a ``get`` and an ``update`` of ``node_id``) under the node's lock, so
-    that another process's ``update`` cannot come between them: two servers adding
-    observations to one entity at once lost a third of the acknowledged ones (69 of
-    180), each writing back the body it had read. ``MdCG.modify`` takes the node's
-    locks and runs its change under them; the change runs ``work`` -- whose ``get`` and
-    ``update`` take the same locks again, which one process (one store) may -- and then
-    ends the ``modify`` without its own write. Without the store (``alias_tools(tools)``
-    alone) ``work`` runs unlocked, as before."""
+    """``work()`` (a ``get`` and an ``update`` of ``node_id``) under the node's write lock
+    (:meth:`md_cg.MdCG.holding`), so that another process's ``update`` cannot come between
+    them: two servers adding observations to one entity at once lost a third of the
+    acknowledged ones (69 of 180), each writing back the body it had read. Without the
+    store (``alias_tools(tools)`` alone) ``work`` runs unlocked, as before."""
     if store is None:
         return work()
-    done: list[Any] = []
-
-    def change(_node: Any) -> None:
-        done.append(work())
-        raise _Done
-
-    try:
-        store.modify(node_id, change)
-    except _Done:
-        return done[0]
-    except NodeNotFoundError as exc:  # modify's own refusal (the work's tools raise ToolError)
-        raise _Gone(str(with_departure(store, exc))) from exc
-    raise AssertionError("unreachable: the change always raises")  # pragma: no cover
+    with store.holding(node_id):
+        return work()
 
 
 # -- the knowledge-graph family ----------------------------------------------------------------
