@@ -479,8 +479,16 @@ def resurface_pick(
     scope = getattr(store, "scope", None)
     agent, workspace = getattr(scope, "agent", None), getattr(scope, "workspace", None)
     history = [rec for rec in log.read() if _own_show(rec, agent, workspace)]
+    # One day shows one memory: today's own shows do not count for today's pick (they would
+    # put the memory just shown in its cooldown, and every call of a prompt hook running
+    # `mdcg today` would show -- and use up -- another one), and a memory already shown
+    # today is shown again without a second record.
+    on = day.isoformat()
+    today_shows = {rec.get("id") for rec in history if isinstance(rec, Mapping) and rec.get("shown_on") == on}
+    if today_shows:
+        history = [rec for rec in history if not (isinstance(rec, Mapping) and rec.get("shown_on") == on)]
     pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=history)
-    if pick is not None and record is not None:
+    if pick is not None and record is not None and pick.id not in today_shows:
         line = resurface_mod.show_record(pick.id, day, tier=pick.tier)
         if agent is not None:
             line["agent"] = agent

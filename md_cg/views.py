@@ -21,6 +21,7 @@ from __future__ import annotations
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from copy import copy as shallow_copy
 from copy import deepcopy
 from dataclasses import fields
@@ -519,6 +520,20 @@ class Lifecycle(_Handle):
         if closed and node.retention_tier == "temp":  # asked, or given an expiry (imply_tier)
             raise _temporary_successor(node.id, closed)
         return closed
+
+    @contextmanager
+    def holding(self, node_ids: str | Iterable[str]) -> Iterator[None]:
+        """Hold the write locks of ``node_ids`` for a read-modify-write made of several
+        calls (a ``get``, then an ``update`` built from what it read): inside, this handle's
+        own reads and writes of those ids go ahead (the locks are re-entrant within one
+        handle), and every other process's or handle's write of them waits -- so nothing
+        another writer stores between the read and the write is written over. Hold it
+        briefly: the other writers wait up to their ``lock_timeout``. The ids need not
+        exist (the caller's ``get`` says whether they do); a read-only handle raises
+        :class:`~md_cg.errors.ReadOnlyStoreError`."""
+        ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
+        with self._engine.hold([check_id(i) for i in ids]):
+            yield
 
     def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]:
         """Move nodes to ``archive/`` byte for byte (one commit); return the ids moved.

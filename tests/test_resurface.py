@@ -602,8 +602,12 @@ def test_store_resurface_is_deterministic_and_records_only_when_asked(tmp_path: 
     shown = store.resurface(today, seed=3, record=True)
     assert shown == pick
     assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
-    after = store.resurface(today, seed=3)
-    assert after is not None and after.id != pick.id  # 90 days of cooldown
+    # one day shows one memory: the same one again, and no second record (session 30)
+    assert store.resurface(today, seed=3) == pick
+    assert store.resurface(today, seed=3, record=True) == pick
+    assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
+    after = store.resurface(today + timedelta(days=1), seed=3)
+    assert after is not None and after.id != pick.id  # 90 days of cooldown from the next day
     assert store.resurface(D(2000, 1, 1), seed=3) is None  # nothing dated that early
 
 
@@ -650,7 +654,8 @@ def test_a_scoped_callers_shows_do_not_cool_down_another_callers(tmp_path: Path)
     with MdCG(root, scope=Scope(agent="bob")) as bob:
         first = bob.resurface(today, seed=1, record=True)
         assert first is not None and (first.id, first.show_count, first.stage) == ("kp_shared", 0, "fallback")
-        again = bob.resurface(today, seed=1)
+        assert bob.resurface(today, seed=1) == first  # one day, one memory (session 30)
+        again = bob.resurface(today + timedelta(days=1), seed=1)
         assert again is not None and (again.show_count, again.stage) == (1, "any")  # bob's cooldown
         assert bob.log(SHOW_LOG).read() == [
             {"id": "kp_shared", "shown_on": "2026-02-12", "tier": 1, "agent": "bob"}
@@ -663,8 +668,8 @@ def test_a_scoped_callers_shows_do_not_cool_down_another_callers(tmp_path: Path)
         }  # fmt: skip
     with MdCG(root) as store:  # an unscoped caller counts every show, old unscoped records too
         store.log(SHOW_LOG).append([show_record("kp_shared", D(2026, 1, 1))])
-        everyone = store.resurface(today, seed=1)
+        everyone = store.resurface(today + timedelta(days=1), seed=1)
         assert everyone is not None and (everyone.show_count, everyone.stage) == (3, "any")
     with MdCG(root, scope=Scope(agent="bob")) as bob:
-        later = bob.resurface(today, seed=1)
+        later = bob.resurface(today + timedelta(days=1), seed=1)
         assert later is not None and later.show_count == 1  # the unscoped record is not bob's

@@ -49,6 +49,7 @@ import hashlib
 import inspect
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Annotated, Any
 
 import orjson
@@ -276,6 +277,23 @@ def _same_relation(edge: dict[str, Any], to: str, relation: str) -> bool:
     return edge.get("target") == to and edge.get("relation", edge.get("type")) == relation
 
 
+class _Gone(ToolError):
+    """The node :func:`_holding` was to hold is no longer there (forgotten, archived, or
+    expired since the alias looked it up)."""
+
+
+def _holding(store: Any, node_id: str, work: Callable[[], Any]) -> Any:
+    """``work()`` (a ``get`` and an ``update`` of ``node_id``) under the node's write lock
+    (:meth:`md_cg.MdCG.holding`), so that another process's ``update`` cannot come between
+    them: two servers adding observations to one entity at once lost a third of the
+    acknowledged ones (69 of 180), each writing back the body it had read. Without the
+    store (``alias_tools(tools)`` alone) ``work`` runs unlocked, as before."""
+    if store is None:
+        return work()
+    with store.holding(node_id):
+        return work()
+
+
 # -- the knowledge-graph family ----------------------------------------------------------------
 
 
@@ -334,109 +352,138 @@ def _with_relations(edges: list[dict[str, Any]], rels: list[Relation], add: bool
     return edges
 
 
-def _edit_edges(tools: Tools, relations: list[Relation], add: bool) -> dict[str, Any]:
+def _edit_edges(tools: Tools, relations: list[Relation], add: bool, store: Any = None) -> dict[str, Any]:
     """Add or remove relations, each on its own: one md-cg refuses (an edge of a node to
     itself, an unknown ``from`` entity when adding...) is listed in ``refused`` with the
     reason, and the others are still applied. The relations of one ``from`` entity are
-    one ``update``; when md-cg refuses it, they are tried one at a time."""
+    one ``update``; when md-cg refuses it, they are tried one at a time. Each entity's
+    edges are read and written under its lock (:func:`_holding`)."""
     by_source: dict[str, list[Relation]] = {}
     for r in relations:
         by_source.setdefault(r["from"], []).append(r)
-    updated: list[dict[str, Any]] = []
-    skipped: list[str] = []
-    refused: list[dict[str, str]] = []
+    out: dict[str, list[Any]] = {"updated": [], "skipped": [], "refused": []}
     for source, rels in by_source.items():
-        node = _node(tools, source)
-        if node is None:
+        if _node(tools, source) is None:
             if add:
                 reason = f"Entity with name {_echo(source)} not found (no md-cg memory has that id)"
-                refused += [{**_relation_echo(r), "reason": reason} for r in rels]
+                out["refused"] += [{**_relation_echo(r), "reason": reason} for r in rels]
             else:
-                skipped.append(_echo(source))
-            continue
-        edges = _edges(node)
-        wanted = _with_relations(edges, rels, add)
-        if wanted == edges:
+                out["skipped"].append(_echo(source))
             continue
         try:
-            updated.append(tools["update"](id=source, edges=wanted))
+            _holding(store, source, partial(_edit_source, tools, source, rels, add, out))
+        except _Gone as exc:  # the entity went meanwhile: as if it had been unknown
+            if add:
+                out["refused"] += [{**_relation_echo(r), "reason": str(exc)} for r in rels]
+            else:
+                out["skipped"].append(_echo(source))
+    return out
+
+
+def _edit_source(
+    tools: Tools, source: str, rels: list[Relation], add: bool, out: dict[str, list[Any]]
+) -> None:
+    """:func:`_edit_edges` of one ``from`` entity's relations (its lock held), into ``out``."""
+    node = _node(tools, source)
+    if node is None:
+        raise _Gone(f"Entity with name {_echo(source)} not found (no md-cg memory has that id)")
+    edges = _edges(node)
+    wanted = _with_relations(edges, rels, add)
+    if wanted == edges:
+        return
+    try:
+        out["updated"].append(tools["update"](id=source, edges=wanted))
+        return
+    except ToolError as exc:
+        if len(rels) == 1:
+            out["refused"].append({**_relation_echo(rels[0]), "reason": str(exc)})
+            return
+    for r in rels:  # the whole set was refused: each on its own, on the edges as they now are
+        now = _node(tools, source)
+        current = _edges(now) if now is not None else edges
+        one = _with_relations(current, [r], add)
+        if one == current:
             continue
+        try:
+            out["updated"].append(tools["update"](id=source, edges=one))
         except ToolError as exc:
-            if len(rels) == 1:
-                refused.append({**_relation_echo(rels[0]), "reason": str(exc)})
-                continue
-        for r in rels:  # the whole set was refused: each on its own, on the edges as they now are
-            now = _node(tools, source)
-            current = _edges(now) if now is not None else edges
-            one = _with_relations(current, [r], add)
-            if one == current:
-                continue
-            try:
-                updated.append(tools["update"](id=source, edges=one))
-            except ToolError as exc:
-                refused.append({**_relation_echo(r), "reason": str(exc)})
-    return {"updated": updated, "skipped": skipped, "refused": refused}
+            out["refused"].append({**_relation_echo(r), "reason": str(exc)})
 
 
-def _create_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _create_relations(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def create_relations(relations: Annotated[list[Relation], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
-        return _edit_edges(tools, relations, add=True)
+        return _edit_edges(tools, relations, add=True, store=store)
 
     return create_relations
 
 
-def _delete_relations(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _delete_relations(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def delete_relations(relations: Annotated[list[Relation], Field(max_length=MAX_ITEMS)]) -> dict[str, Any]:
-        return _edit_edges(tools, relations, add=False)
+        return _edit_edges(tools, relations, add=False, store=store)
 
     return delete_relations
 
 
-def _add_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _unknown_entity(name: str) -> ToolError:
+    return ToolError(f"Entity with name {name} not found (no md-cg memory has that id)")
+
+
+def _add_observations(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def add_observations(
         observations: Annotated[list[Observations], Field(max_length=MAX_ITEMS)],
     ) -> dict[str, Any]:
-        results = []
+        """Every entity is looked up first: one unknown refuses the call and nothing is
+        added (as the reference server, which checks them all before it saves); each
+        entity's body is then read and written under its lock (:func:`_holding`)."""
         for o in observations:
-            node = _node(tools, o["entityName"])
-            if node is None:
-                raise ToolError(f"Entity with name {o['entityName']} not found (no md-cg memory has that id)")
-            have = observations_of(node["body"])
-            new = [c for c in (" ".join(c.split()) for c in o["contents"]) if c and c not in have]
-            reply = tools["update"](
-                id=o["entityName"], body="\n".join([node["body"], *(f"- {c}" for c in new)])
-            )
-            shown = [_echo(c) for c in new[:MAX_ITEMS]]
-            results.append(
-                {
-                    "entityName": o["entityName"],
-                    "addedObservations": shown,
-                    "added": len(new),
-                    "update": reply,
-                }
-            )
-        return {"results": results}
+            if _node(tools, o["entityName"]) is None:
+                raise _unknown_entity(o["entityName"])
+        return {
+            "results": [_holding(store, o["entityName"], partial(_add_to, tools, o)) for o in observations]
+        }
 
     return add_observations
 
 
-def _delete_observations(tools: Tools) -> Callable[..., dict[str, Any]]:
+def _add_to(tools: Tools, o: Observations) -> dict[str, Any]:
+    """:func:`_add_observations` of one entity (its lock held): the contents not there yet."""
+    node = _node(tools, o["entityName"])
+    if node is None:
+        raise _unknown_entity(o["entityName"])
+    have = observations_of(node["body"])
+    new = [c for c in (" ".join(c.split()) for c in o["contents"]) if c and c not in have]
+    reply = tools["update"](id=o["entityName"], body="\n".join([node["body"], *(f"- {c}" for c in new)]))
+    shown = [_echo(c) for c in new[:MAX_ITEMS]]
+    return {"entityName": o["entityName"], "addedObservations": shown, "added": len(new), "update": reply}
+
+
+def _delete_observations(tools: Tools, store: Any = None) -> Callable[..., dict[str, Any]]:
     def delete_observations(
         deletions: Annotated[list[Deletion], Field(max_length=MAX_ITEMS)],
     ) -> dict[str, Any]:
-        updated = []
+        updated: list[dict[str, Any]] = []
         for d in deletions:
-            node = _node(tools, d["entityName"])
-            if node is None:
+            if _node(tools, d["entityName"]) is None:
                 continue  # the reference server is silent about unknown entities
-            gone = {" ".join(o.split()) for o in d["observations"]}
-            lines = node["body"].split("\n")
-            kept = lines[:1] + [ln for ln in lines[1:] if not (ln.startswith("- ") and ln[2:] in gone)]
-            if kept != lines:
-                updated.append(tools["update"](id=d["entityName"], body="\n".join(kept)))
+            try:
+                _holding(store, d["entityName"], partial(_delete_from, tools, d, updated))
+            except _Gone:
+                continue  # the entity went meanwhile: silent, as for one unknown
         return {"updated": updated}
 
     return delete_observations
+
+
+def _delete_from(tools: Tools, d: Deletion, updated: list[dict[str, Any]]) -> None:
+    """:func:`_delete_observations` of one entity (its lock held), its reply into ``updated``."""
+    node = _node(tools, d["entityName"])
+    if node is None:
+        return
+    gone = {" ".join(o.split()) for o in d["observations"]}
+    lines = node["body"].split("\n")
+    kept = lines[:1] + [ln for ln in lines[1:] if not (ln.startswith("- ") and ln[2:] in gone)]
+    if kept != lines:
+        updated.append(tools["update"](id=d["entityName"], body="\n".join(kept)))
 
 
 def _delete_entities(tools: Tools) -> Callable[..., dict[str, Any]]:
@@ -903,7 +950,15 @@ _FACTORIES: dict[tuple[str, str], Callable[..., Callable[..., dict[str, Any]]]] 
 }
 
 #: The factories that take the store too (see :func:`alias_tools`).
-_WITH_STORE = (_add_memory, _search_memories, _get_memories)
+_WITH_STORE = (
+    _add_memory,
+    _search_memories,
+    _get_memories,
+    _create_relations,
+    _delete_relations,
+    _add_observations,
+    _delete_observations,
+)
 
 _FAMILY_NAMES = {"mcp-memory": "the MCP reference memory server", "mem0": "mem0's MCP server"}
 
@@ -936,7 +991,9 @@ def alias_tools(tools: Tools, families: tuple[str, ...] = FAMILIES, store: Any =
     ``store``: the ``MdCG`` the tools serve, when the caller has it: the mem0 aliases
     then learn in-process whether a label has a twin of another letter case
     (:func:`twinned`; without it they check every memory of a label exactly, page by
-    page) and look a text of stop words up with ``MdCG.identical``.
+    page) and look a text of stop words up with ``MdCG.identical``; the mcp-memory aliases
+    that rewrite an entity (observations, relations) hold its lock through it while they
+    read and write (:func:`_holding`), so it must be the very object the tools serve.
     """
     unknown = [f for f in families if f not in FAMILIES]
     if unknown:
