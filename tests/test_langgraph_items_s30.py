@@ -256,3 +256,25 @@ def test_the_memory_tool_and_the_store_see_one_renamed_item(tmp_path: Path) -> N
     assert _files(root) == set()
     tool.close()
     store.close()
+
+
+def test_renamed_to_names_where_an_id_went_within_the_scope(tmp_path: Path) -> None:
+    from md_cg import MdCG, Scope
+
+    root = tmp_path / "rt"
+    with MdCG(root) as s:
+        s.add(id="a", layer="contextual", body="alice's", agent_scope="alice")
+        s.add(id="b", layer="contextual", body="bob's", agent_scope="bob")
+        s.rename("a", "a2")
+        s.rename("b", "b2")
+        s.rename("a2", "a3")
+        assert (s.renamed_to("a"), s.renamed_to("a2"), s.renamed_to("b"), s.renamed_to("zz")) == (
+            ["a3"],
+            ["a3"],
+            ["b2"],
+            [],
+        )
+        s.archive("a3")
+        assert s.renamed_to("a") == ["a3"]  # archived ones too
+    with MdCG(root, scope=Scope(agent="bob")) as bob:
+        assert (bob.renamed_to("a"), bob.renamed_to("b")) == ([], ["b2"])

@@ -495,8 +495,7 @@ class MdCGStore(BaseStore):
             yield handle.entry(node_id, **show)
         except NodeNotFoundError:
             pass
-        # the index keeps every memory's earlier ids (no file is read); MdCG has no call for it
-        for holder in sorted(handle._engine.state.earlier.get(node_id, ())):
+        for holder in handle.renamed_to(node_id):  # from the index: no file is read
             if holder == node_id:
                 continue  # renamed back to it
             try:
