@@ -251,6 +251,19 @@ class Reads(_Handle):
         hidden = self._hidden(Show(include_expired, include_archived))
         return [e for e in self._engine.entries(layer) if e.id not in hidden]
 
+    def renamed_to(self, node_id: str) -> list[str]:
+        """Sorted ids of the memories the caller sees (archived and expired ones too) whose
+        ``renamed_from`` lists ``node_id``: where a memory once under that id lives now. From
+        the index (no file is read); empty when none does."""
+        self._engine.fresh()
+        state, scope = self._engine.state, self._scope
+        holders = state.earlier.get(check_id(node_id), ())
+        return sorted(
+            h
+            for h in holders
+            if (e := state.entries.get(h)) is not None and (scope is None or scope.admits(e))
+        )
+
     def path_of(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Path:
         """Absolute path of a node's file."""
         return self.root / self._visible(node_id, Show(include_expired, include_archived)).path

@@ -16,7 +16,13 @@ handle whose scope has an agent or a workspace adds them to the hash
 (:func:`node_id_for`), so each agent keeps its own item of a key. A handle
 also finds an item another scope wrote when its scope admits it: it looks
 under at most four ids (:func:`ids_seen`: its own, its agent's, its
-workspace's, the plain id), and the first stored one is its item. Items
+workspace's, the plain id), and the first stored one is its item. One rule
+(:meth:`MdCGStore._held`) tells ``get``, ``search``, ``put`` and ``delete`` which
+memory holds an item: the one under such an id, or one md-cg renamed away from it
+(the memory tool's ``rename``: its ``renamed_from``, kept in the index), whose
+frontmatter carries the key and namespace; a memory carrying the key under another
+id (written by hand or by the memory tool) is no item. A file that does not parse
+holds no item for ``get`` and ``search`` (``health()`` names it). Items
 are long-term (``retention_tier: long``): they never expire, whatever their
 words say (items an earlier version let md-cg time by their words are made
 long-term when a store handle first opens the store: :meth:`MdCGStore.keep_items`).
@@ -95,7 +101,13 @@ from langgraph.store.base import (
 )
 
 from ..editing import require_text
-from ..errors import DuplicateIdError, InvalidArgumentError, InvalidNodeError, NodeNotFoundError
+from ..errors import (
+    DuplicateIdError,
+    InvalidArgumentError,
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+)
 from ..index import Entry
 from ..merge import has_conflict_markers
 from ..node import Node, quantise_instant, validate
@@ -216,8 +228,9 @@ def ids_seen(namespace: Sequence[str], key: str, scope: Scope | None = None) -> 
     """The ids under which a handle of ``scope`` finds the item ``key`` of ``namespace``,
     in order of precedence (:func:`owners_seen`): at most four -- its own id
     (:func:`node_id_for`), its agent's, its workspace's and the plain id. The first that
-    is stored is the handle's item: ``get`` returns it, ``put`` changes it in place
-    (and creates the handle's own id when none is stored), ``delete`` removes it, and
+    is stored is the handle's item (or held by a memory renamed away from it:
+    :meth:`MdCGStore._held`): ``get`` returns it, ``put`` changes it in place (and
+    creates the handle's own id when none is stored), ``delete`` removes it, and
     ``search`` leaves the others of that key out."""
     return [_node_id(namespace, key, owner) for owner in owners_seen(scope)]
 
@@ -471,20 +484,84 @@ class MdCGStore(BaseStore):
         """The ids the item may have, in order of precedence (:func:`ids_seen`)."""
         return ids_seen(namespace, key, self._handle(namespace).scope)
 
-    def _stored(self, namespace: tuple[str, ...], key: str) -> Entry | None:
-        """The entry of the stored item the handle sees, archived or expired ones too."""
+    def _holders(self, namespace: tuple[str, ...], node_id: str, stored: bool) -> Iterable[Entry]:
+        """The entries of the memories that may hold the id ``node_id`` of an item: the one of
+        that id, then those md-cg renamed away from it (their ``renamed_from`` lists it: the
+        memory tool's ``rename`` of an item's file), by id. ``stored``: archived and expired
+        ones too (a write's look), else the ones reads show."""
         handle = self._handle(namespace)
+        show = {"include_expired": stored, "include_archived": stored}
+        try:
+            yield handle.entry(node_id, **show)
+        except NodeNotFoundError:
+            pass
+        for holder in handle.renamed_to(node_id):  # from the index: no file is read
+            if holder == node_id:
+                continue  # renamed back to it
+            try:
+                yield handle.entry(holder, **show)
+            except NodeNotFoundError:
+                continue  # out of the handle's scope, or gone meanwhile
+
+    def _held(
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        *,
+        stored: bool = False,
+        known: Mapping[str, Node] | None = None,
+    ) -> list[tuple[Entry, Node]]:
+        """The memories holding the item ``key`` of ``namespace`` for this handle -- the one
+        rule ``get``, ``search``, ``put`` and ``delete`` follow: for each id of :func:`ids_seen`
+        in order, its holders (:meth:`_holders`) whose file carries the key and the namespace;
+        the first id with any gives them (the first is the item; ``delete`` removes them all).
+        A memory carrying the key under an id that is none of these (a file written by hand
+        or by the memory tool) holds no item. ``stored``: a write's look, archived and
+        expired memories too, and an unreadable file raises (names it); else a read's:
+        an unreadable file holds nothing, as for a handle opened after it broke.
+        ``known``: nodes already read, by id."""
+        for node_id in self._ids(namespace, key):
+            held = []
+            for entry in self._holders(namespace, node_id, stored):
+                node = (known or {}).get(entry.id)
+                if node is None:
+                    node = self._read(entry.id, namespace, stored=stored)
+                if node is None or node.extra.get(KEY_FIELD) != key:
+                    continue
+                if (node.condition_space or {}).get("observation_position") != position_of(namespace):
+                    continue
+                held.append((entry, node))
+            if held:
+                return held
+        return []
+
+    def _stored(self, namespace: tuple[str, ...], key: str) -> Entry | None:
+        """The entry of the stored item the handle sees, archived or expired ones too (:meth:`_held`);
+        else of a memory under one of its ids (:func:`ids_seen`) that holds another key or
+        namespace (a put writes the item over it, as it was written)."""
+        held = self._held(namespace, key, stored=True)
+        if held:
+            return held[0][0]
         for node_id in self._ids(namespace, key):
             try:
-                return handle.entry(node_id, include_expired=True, include_archived=True)
+                return self._handle(namespace).entry(node_id, include_expired=True, include_archived=True)
             except NodeNotFoundError:
                 continue
         return None
 
-    def _read(self, node_id: str, namespace: tuple[str, ...]) -> Node | None:
+    def _read(self, node_id: str, namespace: tuple[str, ...], *, stored: bool = False) -> Node | None:
+        """The node ``node_id`` (``None``: none the handle sees). A read (``stored`` false) takes
+        a file that does not parse as no node: a handle that indexed it before it broke would
+        raise ``MalformedNodeFileError`` where a fresh one never indexed it, and one broken file
+        would fail every search of its namespace; ``health()`` names it."""
+        handle = self._handle(namespace)
         try:
-            return self._handle(namespace).get(node_id)
+            return handle.get(node_id, include_expired=stored, include_archived=stored)
         except NodeNotFoundError:
+            return None
+        except MalformedNodeFileError:
+            if stored:
+                raise
             return None
 
     def _ranked(self, query: str, k: int, context: Any, namespace: tuple[str, ...]) -> list[SearchResult]:
@@ -512,13 +589,14 @@ class MdCGStore(BaseStore):
             handle.unarchive([entry.id])
 
     def _remove(self, namespace: tuple[str, ...], key: str) -> None:
-        entry = self._stored(namespace, key)
-        if entry is None:
-            return  # deleting an absent item is not an error in LangGraph
-        try:
-            self._handle(namespace).delete(entry.id, force=True)  # an archived one too
-        except NodeNotFoundError:
-            pass  # deleted meanwhile
+        """Delete the item: every memory holding it (:meth:`_held`), archived ones too, so
+        that neither ``get`` nor ``search`` finds it after (a git merge of a clone that
+        renamed the item's file with one that wrote the item anew leaves two)."""
+        for entry, _node in self._held(namespace, key, stored=True):
+            try:
+                self._handle(namespace).delete(entry.id, force=True)  # an archived one too
+            except NodeNotFoundError:
+                pass  # deleted meanwhile; deleting an absent item is not an error in LangGraph
 
     def _recorded(self, ids: list[str], namespace: tuple[str, ...]) -> None:
         if self.record_access and ids:
@@ -559,21 +637,17 @@ class MdCGStore(BaseStore):
         return await asyncio.get_running_loop().run_in_executor(None, self.batch, ops)
 
     def _get(self, namespace: tuple[str, ...], key: str) -> Item | None:
-        for node_id in self._ids(namespace, key):
-            node = self._read(node_id, namespace)
-            if node is None or node.extra.get(KEY_FIELD) != key:
-                continue
-            space = node.condition_space or {}
-            if space.get("observation_position") != position_of(namespace):
-                continue
-            return Item(
-                value=node_value(node),
-                key=key,
-                namespace=namespace,
-                created_at=_when(node.created_at),
-                updated_at=_when(node.updated_at),
-            )
-        return None
+        held = self._held(namespace, key)
+        if not held:
+            return None
+        node = held[0][1]
+        return Item(
+            value=node_value(node),
+            key=key,
+            namespace=namespace,
+            created_at=_when(node.created_at),
+            updated_at=_when(node.updated_at),
+        )
 
     def _apply(self, puts: dict[tuple[tuple[str, ...], str], PutOp]) -> None:
         values = {item: op.value for item, op in puts.items() if op.value is not None}
@@ -679,10 +753,9 @@ class MdCGStore(BaseStore):
         node = self._read(node_id, namespace)
         if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
             return None
-        ids = self._ids(namespace, node.extra[KEY_FIELD])
-        rank = ids.index(node_id) if node_id in ids else len(ids)
-        if any(other in by_id for other in ids[:rank]):
-            return None  # an item of that key that comes first stands in for it (get's)
+        held = self._held(namespace, node.extra[KEY_FIELD], known={node_id: node})
+        if not held or held[0][0].id != node_id:
+            return None  # not the item of its key (get's): another stands in for it, or none
         value = node_value(node)
         if not matches_filter(value, op.filter):
             return None
