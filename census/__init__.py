@@ -2,11 +2,13 @@
 
 A runnable wrapper for a checkout (``mdcg census`` is the installed command):
 argument parsing over :func:`md_cg.census.census_of` (DESIGN §12). ``SRC`` is
-a ``.sqlite`` file in the reference schema or an md-cg store folder; files
-or rows that cannot be read are reported on stderr and skipped.
+a ``.sqlite`` file in the reference schema or an md-cg store folder; files,
+folders or rows that cannot be used are reported on stderr (the first
+:data:`~md_cg.census.SHOW_SKIPS` by path, then counts by kind) and skipped.
 
 Markdown goes to stdout, or JSON with ``--json``. Exit status: 0 on success,
-2 when ``SRC`` cannot be read at all.
+2 when ``SRC`` cannot be read at all (a store's censused layer folder that is a
+symlink or unreadable included).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ import json
 import sys
 
 from md_cg import MdcgError
-from md_cg.census import census_of, records_from_folder, records_from_sqlite, render_markdown, stderr_sink
+from md_cg.census import (
+    LimitedSink,
+    Skipped,
+    census_of,
+    records_from_folder,
+    records_from_sqlite,
+    render_markdown,
+)
 
 __all__ = ["census_of", "main", "records_from_folder", "records_from_sqlite"]
 
@@ -36,15 +45,11 @@ def main(argv: list[str] | None = None) -> int:
         help="census every layer, not only knowledge/ (the bucketed layer)",
     )
     args = parser.parse_args(argv)
-    skipped = 0
-
-    def sink(where: str, reason: str) -> None:
-        nonlocal skipped
-        skipped += 1
-        stderr_sink(where, reason)
-
+    sink, skipped = LimitedSink(lambda line: print(line, file=sys.stderr)), Skipped()
     try:
-        report = census_of(args.src, layer=None if args.all_layers else "knowledge", on_error=sink)
+        report = census_of(
+            args.src, layer=None if args.all_layers else "knowledge", on_error=sink, skipped=skipped
+        )
     except MdcgError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -52,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
     else:
         sys.stdout.write(render_markdown(report))
-    if skipped:
-        print(f"{skipped} unreadable file(s) or row(s) skipped", file=sys.stderr)
+    for line in (sink.rest(), skipped.summary()):
+        if line:
+            print(line, file=sys.stderr)
     return 0

@@ -32,8 +32,10 @@ values and the share of the most common one.
 
 The sources: :func:`census_of` reads a store folder (read-only, through the
 engine: :func:`records_from_folder`) or a sqlite database in the reference
-schema (:func:`records_from_sqlite`); files or rows it cannot read go to an
-error sink. ``mdcg census`` and ``python -m census`` are thin over it.
+schema (:func:`records_from_sqlite`); the files, folders and node rows it
+cannot use go to an error sink, by path, and are counted by kind
+(:class:`Skipped`); a censused layer folder it cannot read is an error.
+``mdcg census`` and ``python -m census`` are thin over it.
 
 E is reported because it measured better than D on the sample (lower
 expected scan, no singletons); it pays off only for searches whose context
@@ -44,6 +46,8 @@ so the engine keeps D. ``docs/census.md`` has the figures.
 from __future__ import annotations
 
 import json
+import os
+import stat
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -74,6 +78,9 @@ DEFAULT_LAYER = "knowledge"
 #: Scheme E splits a D bucket by time_window when it holds more than this many
 #: times the mean D bucket size.
 SPLIT_FACTOR = 2
+#: Rows of the Markdown field table at most (the seed fields, then the most frequent
+#: other keys); the JSON report lists every key.
+FIELD_ROWS = 20
 #: Name and label of the derived scheme E.
 E_NAME = "E"
 E_LABEL = f"D, split by time_window inside buckets > {SPLIT_FACTOR}x the mean"
@@ -219,14 +226,31 @@ class CensusReport:
         }
 
 
-def _field_stats(name: str, values: list[Any], total: int) -> FieldStats:
-    present = [v for v in values if v is not None]
-    counts = Counter(_value_key(v) for v in present)
-    if not counts:
-        return FieldStats(name, 0, 0, None, 0, 0.0)
-    top_key, top_count = min(counts.items(), key=lambda kv: (-kv[1], kv[0]))
-    top_value = next(v for v in present if _value_key(v) == top_key)
-    return FieldStats(name, len(present), len(counts), top_value, top_count, top_count / total)
+class _FieldCounts:
+    """The values one ``condition_space`` key took: a count per distinct value, and the
+    first value seen of each (the top value is reported as it was, not as its key).
+
+    Grows with the values seen, never with the records that lack the key: a store
+    where every record has a key of its own costs one entry per record, not one
+    slot per record per key."""
+
+    __slots__ = ("counts", "first")
+
+    def __init__(self) -> None:
+        self.counts: Counter[str] = Counter()
+        self.first: dict[str, Any] = {}
+
+    def add(self, value: Any) -> None:
+        key = _value_key(value)
+        self.counts[key] += 1
+        self.first.setdefault(key, value)
+
+    def stats(self, name: str, total: int) -> FieldStats:
+        if not self.counts:
+            return FieldStats(name, 0, 0, None, 0, 0.0)
+        top_key, top_count = min(self.counts.items(), key=lambda kv: (-kv[1], kv[0]))
+        present = sum(self.counts.values())
+        return FieldStats(name, present, len(self.counts), self.first[top_key], top_count, top_count / total)
 
 
 def split_oversized(joint: Mapping[tuple[str, str], int], factor: float = SPLIT_FACTOR) -> dict[str, int]:
@@ -259,12 +283,14 @@ def census(
     differs are skipped (records without a ``layer`` are always counted).
     Scheme E is appended after the given schemes. Field figures cover the four
     seed fields plus any other ``condition_space`` key seen, in order of first
-    appearance. Records are not kept, only counts.
+    appearance. Records are not kept, only counts: a count per distinct value of
+    each key (:class:`_FieldCounts`), so time and memory grow with the data, not
+    with records x keys.
     """
     chosen = tuple(schemes)
     sizes: list[Counter[str]] = [Counter() for _ in chosen]
     joint: Counter[tuple[str, str]] = Counter()
-    values: dict[str, list[Any]] = {f: [] for f in CONDITION_FIELDS}
+    values: dict[str, _FieldCounts] = {f: _FieldCounts() for f in CONDITION_FIELDS}
     total = 0
     for record in records:
         record_layer = _get(record, "layer")
@@ -274,11 +300,12 @@ def census(
         for counter, scheme in zip(sizes, chosen, strict=True):
             counter[scheme.key(record)] += 1
         joint[(key_d(record), _value_key(_space(record).get("time_window")))] += 1
-        space = _space(record)
-        for name in space:
-            values.setdefault(name, [None] * (total - 1))
-        for name, seen in values.items():
-            seen.append(space.get(name))
+        for name, value in _space(record).items():
+            seen = values.get(name)
+            if seen is None:
+                seen = values[name] = _FieldCounts()
+            if value is not None:  # a null value counts as the key missing
+                seen.add(value)
     return CensusReport(
         records=total,
         layer=layer,
@@ -289,7 +316,7 @@ def census(
             ),
             SchemeResult(E_NAME, E_LABEL, bucket_health(split_oversized(joint))),
         ),
-        fields=tuple(_field_stats(name, seen, total) for name, seen in values.items()),
+        fields=tuple(seen.stats(name, total) for name, seen in values.items()),
     )
 
 
@@ -337,22 +364,91 @@ def render_markdown(report: CensusReport) -> str:
         "| field | present | distinct values | top value | top share |",
         "|---|---:|---:|---|---:|",
     ]
-    for f in report.fields:
+    shown = _fields_shown(report.fields)
+    for f in shown:
         lines.append(
             f"| {f.field} | {f.present:,} | {f.distinct:,} | {_cell(f.top_value)} | {_pct(f.top_share)} |"
         )
+    if len(report.fields) > len(shown):
+        lines += ["", f"… and {len(report.fields) - len(shown):,} more keys (`--json` lists every key)."]
     return "\n".join(lines) + "\n"
+
+
+def _fields_shown(fields: tuple[FieldStats, ...], limit: int = FIELD_ROWS) -> list[FieldStats]:
+    """The rows of the field table: the seed fields, then the other keys most frequent
+    first (ties in order of first appearance), ``limit`` rows in all. A store where
+    every note has keys of its own would otherwise print one row per note."""
+    seed = [f for f in fields if f.field in CONDITION_FIELDS]
+    others = sorted((f for f in fields if f.field not in CONDITION_FIELDS), key=lambda f: -f.present)
+    return (seed + others)[: max(limit, len(seed))]
 
 
 # -- sources: a store folder or a sqlite database --------------------------------------------
 
-#: Called with (where, reason) for each file or row that cannot be read.
+#: Called with (where, reason) for each file, folder or row the census cannot use.
 ErrorSink = Callable[[str, str], None]
+#: The command line lists this many skipped files or rows by path, then counts the rest.
+SHOW_SKIPS = 20
 
 
 def stderr_sink(where: str, reason: str) -> None:
     """The default :data:`ErrorSink`: one ``skipped WHERE: REASON`` line on stderr."""
     print(f"skipped {where}: {reason}", file=sys.stderr)
+
+
+@dataclass
+class Skipped:
+    """What :func:`census_of` left out, by kind (filled in when passed to it).
+
+    ``files``: files and folders under the layer folders the census cannot use
+    (unreadable, symlinks, special files, bad names); ``node_rows``: bad rows of
+    the ``nodes`` table; ``edge_rows``: bad rows of the ``edges`` table. A bad edge
+    row leaves nothing out of the figures (the census reads no edges), so it is
+    counted apart and not passed to the error sink.
+    """
+
+    files: int = 0
+    node_rows: int = 0
+    edge_rows: int = 0
+
+    def summary(self) -> str | None:
+        """One line for stderr (``None`` when nothing was skipped)."""
+        parts = []
+        if self.files:
+            parts.append(f"{self.files:,} file(s) or folder(s) skipped")
+        if self.node_rows:
+            parts.append(f"{self.node_rows:,} node row(s) skipped")
+        if self.edge_rows:
+            parts.append(f"{self.edge_rows:,} bad edge row(s) ignored (the census reads no edges)")
+        return "; ".join(parts) or None
+
+
+class LimitedSink:
+    """An :data:`ErrorSink` for a command line: the first ``limit`` skips as
+    ``skipped WHERE: REASON`` lines, then only counted -- a source with thousands
+    of bad rows would otherwise bury the report in them. :meth:`rest` is the
+    line saying how many were not listed."""
+
+    def __init__(self, write: Callable[[str], None], limit: int = SHOW_SKIPS) -> None:
+        self.write, self.limit, self.count = write, limit, 0
+
+    def __call__(self, where: str, reason: str) -> None:
+        self.count += 1
+        if self.count <= self.limit:
+            self.write(f"skipped {where}: {reason}")
+
+    def rest(self) -> str | None:
+        """``… and N more not listed``, or ``None`` when every skip was listed."""
+        if self.count <= self.limit:
+            return None
+        return f"… and {self.count - self.limit:,} more not listed"
+
+
+def _unusable(finding_path: str | None) -> bool:
+    """Whether an ``unsafe_path`` finding lies in a layer folder (or is one): a file or
+    folder that may hold notes the census cannot read. The store's ``.mdcg/`` and
+    ``archive/`` hold none it counts."""
+    return bool(finding_path) and str(finding_path).split("/", 1)[0] in LAYERS
 
 
 def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> list[Entry]:
@@ -363,10 +459,15 @@ def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> 
     ``tags``, ``condition_space`` and ``layer`` the census keys on, read from
     the files as they are now (files changed, added or removed by hand since
     the store's index last saw them are read again, in this read-only view
-    only: no ``sync`` is needed first, and none is made). Files the
-    engine cannot read (``unreadable_file`` findings of
-    :meth:`~md_cg.store.MdCG.health`) are reported to ``on_error`` by path and
-    left out. Hidden files and folders, ``.mdcg/`` included, are not nodes.
+    only: no ``sync`` is needed first, and none is made). Every file or folder
+    under the layer folders that the engine cannot use goes to ``on_error`` by
+    path, sorted, and is left out: a file that does not parse
+    (``unreadable_file`` findings of :meth:`~md_cg.store.MdCG.health`) and a
+    symlink, special file (a FIFO), bad name or unreadable folder
+    (``unsafe_path``) -- md-cg never follows a symlink below the store root, so
+    what one points to is not counted, and saying nothing would make a census
+    short of those notes look complete. Hidden files and folders, ``.mdcg/``
+    included, are not nodes.
     """
     base = Path(root)
     with MdCG(base, read_only=True, create=False) as store:
@@ -375,33 +476,93 @@ def records_from_folder(root: str | Path, on_error: ErrorSink = stderr_sink) -> 
             engine.fresh()
             maintenance.sync_paths(engine, maintenance.stale_paths(engine))
         entries = store.entries(include_expired=True)  # a file, until swept
-        for finding in store.health().by_kind("unreadable_file"):
-            on_error(str(base / (finding.path or "")), finding.detail)
+        health = store.health()
+        problems = [(f.path or "", f.detail) for f in health.by_kind("unreadable_file")]
+        problems += [(f.path or "", f.detail) for f in health.by_kind("unsafe_path") if _unusable(f.path)]
+    for rel, detail in sorted(problems):
+        on_error(str(base / rel), detail)
     return entries
 
 
-def records_from_sqlite(path: str | Path, on_error: ErrorSink = stderr_sink) -> Iterator[Node]:
-    """Nodes of the good rows of a sqlite database, as :func:`~md_cg.migrate.migrate` takes
-    them (:func:`~md_cg.sqlite_source.iter_storable_rows`: a row with git conflict markers
-    is bad); bad rows go to ``on_error``."""
+def _sqlite_records(path: str | Path, on_node_error: ErrorSink, on_edge_error: ErrorSink) -> Iterator[Node]:
     conn = open_readonly(path)
     try:
         for row in iter_storable_rows(conn):  # the rows a migration stores
             if row.node is not None:
                 yield row.node
             else:
-                on_error(f"{path}: {row_label(row.table, row.rowid, row.node_id)}", row.reason)
+                sink = on_node_error if row.table == "nodes" else on_edge_error
+                sink(f"{path}: {row_label(row.table, row.rowid, row.node_id)}", row.reason)
     finally:
         conn.close()
 
 
+def records_from_sqlite(path: str | Path, on_error: ErrorSink = stderr_sink) -> Iterator[Node]:
+    """Nodes of the good rows of a sqlite database, as :func:`~md_cg.migrate.migrate` takes
+    them (:func:`~md_cg.sqlite_source.iter_storable_rows`: a row with git conflict markers
+    is bad); bad rows, of either table, go to ``on_error``."""
+    return _sqlite_records(path, on_error, on_error)
+
+
+def check_layer_folder(root: Path, layer: str) -> None:
+    """Raise :class:`~md_cg.errors.MdcgError` when the layer folder ``root/layer`` exists
+    but cannot be read: a symlink (never followed below the store root), not a folder,
+    or unreadable. Its census would count 0 notes and call every scheme healthy;
+    an absent folder is a layer without notes."""
+    folder = root / layer
+    try:
+        st = folder.lstat()
+        if stat.S_ISLNK(st.st_mode):
+            raise MdcgError(
+                f"{folder}: the {layer}/ layer folder is a symlink, and md-cg never follows "
+                "symlinks below the store root, so none of its notes can be counted; "
+                "move the folder it points to into the store in its place"
+            )
+        if not stat.S_ISDIR(st.st_mode):
+            raise MdcgError(
+                f"{folder}: the {layer}/ layer folder is not a folder; "
+                "move this file aside (the layer then has no notes)"
+            )
+        with os.scandir(folder):
+            pass
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise MdcgError(
+            f"{folder}: the {layer}/ layer folder cannot be read ({exc.strerror}); "
+            "give this user read access to it"
+        ) from exc
+
+
 def census_of(
-    src: str | Path, *, layer: str | None = DEFAULT_LAYER, on_error: ErrorSink = stderr_sink
+    src: str | Path,
+    *,
+    layer: str | None = DEFAULT_LAYER,
+    on_error: ErrorSink = stderr_sink,
+    skipped: Skipped | None = None,
 ) -> CensusReport:
-    """Census of a store folder or sqlite file (raises :class:`~md_cg.errors.MdcgError` if unreadable)."""
+    """Census of a store folder or sqlite file (raises :class:`~md_cg.errors.MdcgError` if
+    unreadable, a store's censused layer folder included: :func:`check_layer_folder`).
+
+    What is left out goes to ``on_error`` (files and folders, node rows) and is
+    counted by kind in ``skipped``; bad edge rows are only counted (see :class:`Skipped`).
+    """
     path = Path(src)
+    tally = skipped if skipped is not None else Skipped()
+
+    def count(kind: str) -> ErrorSink:
+        def sink(where: str, reason: str) -> None:
+            setattr(tally, kind, getattr(tally, kind) + 1)
+            if kind != "edge_rows":
+                on_error(where, reason)
+
+        return sink
+
     if path.is_dir():
+        for layer_name in LAYERS:
+            if layer is None or layer == layer_name:
+                check_layer_folder(path, layer_name)
         if not any((path / layer_name).is_dir() for layer_name in LAYERS):
             raise MdcgError(f"{path}: not an md-cg store (no layer folders such as knowledge/)")
-        return census(records_from_folder(path, on_error), layer=layer)
-    return census(records_from_sqlite(path, on_error), layer=layer)
+        return census(records_from_folder(path, count("files")), layer=layer)
+    return census(_sqlite_records(path, count("node_rows"), count("edge_rows")), layer=layer)
