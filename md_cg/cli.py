@@ -1702,21 +1702,17 @@ def census(
     json_out: JsonOpt = False,
 ) -> None:
     """Compare bucket-key schemes (A-E) on a sqlite database or store folder."""
-    from md_cg.census import census_of, render_markdown
+    from md_cg.census import LimitedSink, Skipped, census_of, render_markdown
 
-    skipped: list[str] = []
-
-    def sink(where: str, reason: str) -> None:
-        skipped.append(where)
-        typer.echo(f"skipped {where}: {reason}", err=True)
-
-    report = census_of(src, layer=None if all_layers else "knowledge", on_error=sink)
+    sink, skipped = LimitedSink(lambda line: typer.echo(line, err=True)), Skipped()
+    report = census_of(src, layer=None if all_layers else "knowledge", on_error=sink, skipped=skipped)
     if json_out:
         _print_json(report.to_dict())
     else:
         sys.stdout.write(render_markdown(report))
-    if skipped:
-        typer.echo(f"{len(skipped)} unreadable file(s) or row(s) skipped", err=True)
+    for line in (sink.rest(), skipped.summary()):
+        if line:
+            typer.echo(line, err=True)
 
 
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Report what would change; write nothing.")]
