@@ -22,7 +22,8 @@ directory *is* the store folder, seen through the engine: ``/memories/<layer>/<i
 
 * ``view`` of a folder lists its sub-folders and node files, two levels deep,
   with sizes, from the index (at most ``max_listing`` lines; ``view_range``
-  pages through a longer listing); ``view`` of a file shows the node file
+  pages through a longer listing, every page as bounded, its note naming the
+  next page); ``view`` of a file shows the node file
   (frontmatter and body) with line numbers, honouring ``view_range``, in at
   most ``max_view`` characters (:data:`MAX_VIEW_CHARS`; five times that with a
   ``view_range``), whole lines while they fit, then a line naming the
@@ -45,7 +46,9 @@ directory *is* the store folder, seen through the engine: ``/memories/<layer>/<i
   ``create`` would take (no git conflict markers, no NUL -- except those the
   file already held: a file a git merge left with markers can be resolved one
   block at a time, and only an edit that adds marker lines or a NUL is refused),
-  or nothing is written. A changed ``layer:`` line moves the node.
+  or nothing is written. A changed ``layer:`` line moves the node. The body of a
+  LangGraph item whose value has no text field is generated from its
+  ``langgraph_value`` and is not edited (its frontmatter is).
 * ``str_replace`` and ``insert`` that leave the retention lines alone make a
   memory md-cg put on a timer by its words long-term (a tier a caller asked
   for stays).
@@ -63,7 +66,8 @@ characters (shown escaped, ``\\x01``), hidden names
 (``.mdcg``) and names that are not safe ids are refused with the error texts
 of the tool's documentation; a symlink in the store is never followed, and every
 command names it; what the store refuses comes back
-as a ``ToolError`` too. Each command first takes in the files changed outside
+as a ``ToolError`` too. An error repeats at most 200 characters of an input (then
+its length), so no reply grows with a hostile input. Each command first takes in the files changed outside
 the engine (``MdCG.sync_if_changed``). Every change goes through
 :class:`~md_cg.MdCG` (index, log, locks), so several agents and processes can
 share one folder.
@@ -71,6 +75,7 @@ share one folder.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -109,6 +114,7 @@ from ..index import Entry
 from ..node import INT_END, INT_MIN, LAYERS, MAX_FILE_BYTES, Node, check_id, format_instant, number_problem
 from ..paths import BUCKETED_LAYER as BUCKETED
 from ..retention import stamp_scope
+from ..script import short_repr
 from ..store import MdCG
 from ..temporal import asked_reason, was_asked
 from ..visibility import Scope, narrower
@@ -142,6 +148,12 @@ VIEW_RANGE_TIMES = 5
 DEFAULT_SCOPE = Scope()
 LINE_NUMBER_WIDTH = 6
 MD = ".md"
+#: Characters of an input (a path, an ``old_str``) an error message repeats before it
+#: clips it, saying how long it is: a reply never grows with a hostile input.
+MAX_ECHO = 200
+#: Longest path a memory can have (its id is at most 128 characters, its folders two); a
+#: longer one is refused at once, so no message repeats it whole.
+MAX_PATH_CHARS = 1024
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _R = TypeVar("_R")
@@ -246,6 +258,13 @@ def _piece_note(n: int, size: int, start: int, end: int, limit: int, cut: bool) 
     return note + "]"
 
 
+def clip(text: str, limit: int = MAX_ECHO) -> str:
+    """``text`` as an error message repeats it: whole up to ``limit`` characters, else its
+    first ``limit`` characters, an ellipsis and its length (a 2 MB ``old_str`` was echoed
+    whole)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"
+
+
 def id_of_name(name: str) -> str:
     """The node id a file name stands for: ``notes.md`` -> ``notes``, ``notes.txt`` -> ``notes.txt``."""
     return name[: -len(MD)] if name.endswith(MD) and len(name) > len(MD) else name
@@ -259,6 +278,79 @@ INSERT_REFUSED = "No insertion was performed: "
 def _has_fence(text: str) -> bool:
     first = text.removeprefix("\ufeff").split("\n", 1)[0]
     return first.rstrip("\r") == "---"
+
+
+def _cannot_read(rel: str, why: str, what: str = "folder") -> str:
+    """The sentence every command says of an entry md-cg does not read as a memory (a
+    symlink, a broken file): ``The file /memories/<rel> is there but ...`` (``what``: the
+    file looked for, or the folder on the way to it)."""
+    why = _SYMLINK if "symlink" in why else why
+    return (
+        f"The {what} {MEMORIES}/{rel} is there but md-cg cannot read it as a memory ({why}); "
+        "a person must repair or remove it."
+    )
+
+
+def _odd_folders(root: str, p: _Path) -> list[str]:
+    """A line for each folder of the listing of ``p`` that is a symlink (or another entry
+    that is no folder): ``p`` itself, or the layer folders of ``/memories``. md-cg reads
+    nothing through it, so the listing shows it empty (a symlinked ``contextual/`` showed
+    ``0B``); this line says why."""
+    rels = [p.rel] if p.parts else list(LAYERS)
+    odd = (_odd_entry(root, rel) for rel in rels)
+    return [f"({_cannot_read(*o)})" for o in odd if o is not None]
+
+
+def listing_page(items: list[str], first: int, last: int, max_lines: int, limit: int) -> list[str]:
+    """Items ``first`` to ``last`` (1-based) of a folder listing, at most ``max_lines`` of
+    them in at most ``limit`` characters (with or without a ``view_range``: a listing of
+    20,000 files asked for whole was 1.5 million characters), then a line naming the next
+    page, itself bounded, for the items left out."""
+    shown: list[str] = []
+    used = 0
+    for item in items[first - 1 : min(last, first - 1 + max_lines)]:
+        if shown and used + len(item) + 1 > limit:
+            break
+        shown.append(item)
+        used += len(item) + 1
+    end = first - 1 + len(shown)
+    if end >= last:
+        return shown
+    nxt = (end + 1, min(last, end + len(shown)))
+    what = "them" if nxt[1] == last else "the next ones"
+    return [
+        *shown,
+        f"({last - end} more items not listed: view a sub-folder, or pass view_range "
+        f"[{nxt[0]}, {nxt[1]}] to list {what})",
+    ]
+
+
+def _kind(rel: str) -> str:
+    """What an entry the store refused to write through is: a node ``file`` (``.md``) or a
+    folder on the way to one."""
+    return "file" if rel.endswith(MD) else "folder"
+
+
+def _names_unsafe_paths(method: Callable[[MemoryFiles, Any], str]) -> Callable[[MemoryFiles, Any], str]:
+    """A command that reports what the store refuses to write through (a layer folder that
+    is a symlink: ``UnsafePathError``) as the tool's error naming the path, not as a raw
+    md-cg error the agent is not shown."""
+
+    @functools.wraps(method)
+    def run(self: MemoryFiles, command: Any) -> str:
+        try:
+            return method(self, command)
+        except UnsafePathError as exc:
+            path = getattr(command, "path", None)
+            named = (
+                clip(path)
+                if isinstance(path, str)
+                else f"{clip(command.old_path)} to {clip(command.new_path)}"
+            )
+            said = _cannot_read(exc.path, exc.reason, _kind(exc.path))
+            raise ToolError(f"Cannot {command.command} {named}: {said[0].lower()}{said[1:]}") from None
+
+    return run
 
 
 class MemoryFiles:
@@ -377,10 +469,15 @@ class MemoryFiles:
     def parse(self, path: object) -> _Path:
         """Check a tool path; raise ToolError with the documented text when it is not allowed."""
         if not isinstance(path, str):
-            raise ToolError(f"Path must start with {MEMORIES}, got: {path!r}")
+            raise ToolError(f"Path must start with {MEMORIES}, got: {short_repr(path)}")
         _refuse_control(path)
         if path != MEMORIES and not path.startswith(MEMORIES + "/"):
-            raise ToolError(f"Path must start with {MEMORIES}, got: {path}")
+            raise ToolError(f"Path must start with {MEMORIES}, got: {clip(path)}")
+        if len(path) > MAX_PATH_CHARS:
+            raise ToolError(
+                f"The path {clip(path)} is too long: no memory's path is over {MAX_PATH_CHARS:,} "
+                "characters (an id is at most 128)"
+            )
         parts = tuple(p for p in path[len(MEMORIES) :].split("/") if p)
         # an encoded "..", "/" or "\\" is refused too: some layer below may decode it
         decoded = unquote(path)
@@ -450,8 +547,10 @@ class MemoryFiles:
                 f"for a {DEFAULT_LAYER} memory"
             )
         if not self._is_folder(self._parent(p)):
+            odd = _odd_entry(str(self.store.root), folder)  # a symlink is named, as everywhere
             raise ToolError(
                 f"The folder {MEMORIES}/{folder} does not exist (write into {MEMORIES}/{p.layer})"
+                + (". " + _cannot_read(*odd) if odd else "")
             )
         return p.layer
 
@@ -465,6 +564,7 @@ class MemoryFiles:
 
     # -- view ------------------------------------------------------------------------------
 
+    @_names_unsafe_paths
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         p = self.parse(command.path)
         self._sync()
@@ -494,14 +594,14 @@ class MemoryFiles:
         if len(view_range) not in sizes or not all(isinstance(v, int) for v in view_range):
             more = ", or [start, end, character] to begin at a character of line start (a long line)"
             raise ToolError(
-                f"Invalid `view_range` {view_range} for {path}: give two line numbers [start, end]"
-                + (more if chars else "")
+                f"Invalid `view_range` {short_repr(view_range)} for {path}: give two line numbers "
+                "[start, end]" + (more if chars else "")
             )
         start, end = view_range[:2]
         end = n if end == -1 else end
         if not 1 <= start <= max(n, 1) or end < start or end > n:
             raise ToolError(
-                f"Invalid `view_range` {view_range} for {path}: it should be within the range of "
+                f"Invalid `view_range` {short_repr(view_range)} for {path}: it should be within the range of "
                 f"lines of the file, [1, {n}], with end >= start or end = -1"
             )
         return start, end
@@ -526,21 +626,14 @@ class MemoryFiles:
                 sizes.setdefault(layer + "/", 0)
         items = [f"{human_size(size)}\t{p.text}/{name}" for name, size in sorted(sizes.items())]
         head = f"Here're the files and directories up to 2 levels deep in {p.text}, excluding hidden items:"
-        lines = [f"{human_size(total)}\t{p.text}"]
-        if view_range:
-            first, last = self._range(view_range, len(items), p.text)
-            return "\n".join([head, *lines, *items[first - 1 : last]])
-        if len(items) > self.max_listing:
-            more = len(items) - self.max_listing
-            note = (
-                f"({more} more items not listed: view a sub-folder, or pass view_range "
-                f"[{self.max_listing + 1}, {len(items)}] to list them)"
-            )
-            items = [*items[: self.max_listing], note]
-        return "\n".join([head, *lines, *items])
+        lines = [f"{human_size(total)}\t{p.text}", *_odd_folders(str(self.store.root), p)]
+        first, last = self._range(view_range, len(items), p.text) if view_range else (1, len(items))
+        page = listing_page(items, first, last, self.max_listing, self.max_view * VIEW_RANGE_TIMES)
+        return "\n".join([head, *lines, *page])
 
     # -- create ------------------------------------------------------------------------------
 
+    @_names_unsafe_paths
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> str:
         p = self.parse(command.path)
         self._sync()
@@ -594,21 +687,18 @@ class MemoryFiles:
         or at ``stored_at`` (where a create writes; any handle: a symlink is nobody's
         memory). Never follows a symlink."""
         name = p.parts[-1] if p.parts else ""
+        root = str(self.store.root)
         for rel, reason in self.store.unreadable_files():
             folder, _, file = rel.rpartition("/")
             if file in (name, name + MD) and (len(p.parts) == 1 or folder.split("/")[0] == p.parts[0]):
-                return (
-                    f" The file {MEMORIES}/{rel} is there but md-cg cannot read it as a memory "
-                    f"({reason}); a person must repair or remove it."
-                )
+                # a symlink is named as every command names it: the link itself (a folder on
+                # the way, say), in the documented words
+                at, why = (_odd_entry(root, rel) if "symlink" in reason else None) or (rel, reason)
+                return " " + _cannot_read(at, why, "file" if at == rel else "folder")
         for rel in _places(p, stored_at):
-            odd = _odd_entry(str(self.store.root), rel)
+            odd = _odd_entry(root, rel)
             if odd is not None:
-                what = "file" if odd[0] == rel else "folder"
-                return (
-                    f" The {what} {MEMORIES}/{odd[0]} is there but md-cg cannot read it as a memory "
-                    f"({odd[1]}); a person must repair or remove it."
-                )
+                return " " + _cannot_read(*odd, "file" if odd[0] == rel else "folder")
         return ""
 
     def _elsewhere(self, p: _Path, entry: Entry) -> str:
@@ -692,6 +782,7 @@ class MemoryFiles:
         if not node.body.strip():
             raise ToolError(refuse + f"the edit would leave {p.text} without content")
         _require_text(node, current, refuse)  # as create: no new conflict markers, no new NUL
+        _refuse_derived_body(node, current, p, refuse)
         changed = [f for f in ("tags", "edges") if getattr(node, f) != getattr(current, f)]
         require_usable(node, fields=changed)  # as add and update check new tags and edges
         self._keep_in_scope(node, current, refuse)
@@ -714,6 +805,7 @@ class MemoryFiles:
                 "(its agent, workspace or sensitivity); a shared memory stays shared"
             )
 
+    @_names_unsafe_paths
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> str:
         p = self.parse(command.path)
         self._sync()
@@ -729,13 +821,13 @@ class MemoryFiles:
             count = text.count(old)
             if count == 0:
                 raise ToolError(
-                    f"No replacement was performed, old_str `{old}` did not appear verbatim in {p.text}."
+                    f"No replacement was performed, old_str `{clip(old)}` did not appear verbatim "
+                    f"in {p.text}."
                 )
             if count > 1:
-                lines = _occurrence_lines(text, old)
                 raise ToolError(
-                    f"No replacement was performed. Multiple occurrences of old_str `{old}` in lines: "
-                    f"{', '.join(map(str, lines))}. Please ensure it is unique"
+                    f"No replacement was performed. Multiple occurrences of old_str `{clip(old)}` "
+                    f"{_occurrences(text, old)}. Please ensure it is unique"
                 )
             changed.append(text[: text.find(old)].count("\n"))
             return text.replace(old, new, 1)
@@ -751,6 +843,7 @@ class MemoryFiles:
             + moved
         )
 
+    @_names_unsafe_paths
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> str:
         p = self.parse(command.path)
         self._sync()
@@ -761,7 +854,8 @@ class MemoryFiles:
             lines = file_lines(text)
             if not isinstance(at, int) or not 0 <= at <= len(lines):
                 raise ToolError(
-                    f"Invalid `insert_line` parameter: {at}. It should be within the range [0, {len(lines)}]."
+                    f"Invalid `insert_line` parameter: {short_repr(at)}. It should be within the range "
+                    f"[0, {len(lines)}]."
                 )
             if at == 0 and _has_fence(text):
                 raise ToolError(
@@ -796,6 +890,7 @@ class MemoryFiles:
             raise ToolError(f"The path {p.text} does not exist" + self._missing(p, "."))
         return entry
 
+    @_names_unsafe_paths
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> str:
         p = self.parse(command.path)
         self._sync()
@@ -827,6 +922,7 @@ class MemoryFiles:
                 return
         raise ToolError(self._taken(new, new_id))
 
+    @_names_unsafe_paths
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         old, new = self.parse(command.old_path), self.parse(command.new_path)
         self._sync()
@@ -911,7 +1007,7 @@ def _refuse_control(path: str) -> None:
         found = _CONTROL.search(text)
         if found is not None:
             raise ToolError(
-                f"The path {_escaped(path)} holds {how} ({_escaped(found.group())}): "
+                f"The path {clip(_escaped(path))} holds {how} ({_escaped(found.group())}): "
                 "names of memories cannot hold control characters"
             )
 
@@ -1029,6 +1125,36 @@ def _refuse_big_integers(text: str, refuse: str, before: str | None = None) -> N
             )
 
 
+#: The frontmatter keys of a LangGraph item (``md_cg.integrations.langgraph_store``'s
+#: ``KEY_FIELD``, ``BODY_FIELD``, ``VALUE_FIELD``; that module imports langgraph, an
+#: optional extra, so they are named here).
+LANGGRAPH_KEY, LANGGRAPH_BODY, LANGGRAPH_VALUE = "langgraph_key", "langgraph_body", "langgraph_value"
+
+
+def _derived_body(node: Node) -> bool:
+    """Whether ``node`` is a LangGraph item whose body is generated: a value without a
+    text field (no ``langgraph_body``) is read from ``langgraph_value`` alone, and its
+    body is a readable rendering of it that the next put writes again."""
+    return isinstance(node.extra.get(LANGGRAPH_KEY), str) and not isinstance(
+        node.extra.get(LANGGRAPH_BODY), str
+    )
+
+
+def _refuse_derived_body(node: Node, current: Node, p: _Path, refuse: str) -> None:
+    """Refuse an edit of the body of a LangGraph item whose body is generated: it was
+    acknowledged, yet the item's ``get`` kept the old value and its next put wrote the
+    body over. An edit of its frontmatter (``langgraph_value``) goes through."""
+    if node.body == current.body or not (_derived_body(current) or _derived_body(node)):
+        return
+    item = current if _derived_body(current) else node
+    raise ToolError(
+        refuse + f"the body of {p.text} is generated from its {LANGGRAPH_VALUE} (the LangGraph item "
+        f"{short_repr(item.extra[LANGGRAPH_KEY])}, whose value has no text field), so an edit of the body "
+        "would not change the item and its next put would write the body over; change the item "
+        f"through the LangGraph store (put), or edit the {LANGGRAPH_VALUE} line of the frontmatter"
+    )
+
+
 def _refuse_past_expiry(node: Node, refuse: str) -> None:
     """Refuse an ``expires_at`` already past: the memory would vanish as it is written."""
     if node.expires_at is not None and node.expires_at <= time.time():
@@ -1039,11 +1165,34 @@ def _refuse_past_expiry(node: Node, refuse: str) -> None:
 
 
 def _occurrence_lines(text: str, needle: str) -> list[int]:
-    lines, start = [], text.find(needle)
+    """The 1-based line of each occurrence of ``needle`` in ``text`` (overlapping ones too).
+
+    Linear: the line ends are counted from the previous occurrence, not from the start
+    (counting from the start took 11.5 s for 200,000 occurrences, under the node's lock)."""
+    lines, line, at, start = [], 1, 0, text.find(needle)
     while start != -1:
-        lines.append(text[:start].count("\n") + 1)
-        start = text.find(needle, start + 1)
+        line += text.count("\n", at, start)
+        lines.append(line)
+        at, start = start, text.find(needle, start + 1)
     return lines
+
+
+#: Line numbers a "Multiple occurrences" refusal names before it says how many more.
+MAX_OCCURRENCE_LINES = 20
+
+
+def _occurrences(text: str, needle: str) -> str:
+    """Where ``needle`` occurs in ``text`` (more than once), for a refusal: its count and
+    its distinct lines, at most :data:`MAX_OCCURRENCE_LINES` of them, then how many more
+    (a 3 MB file of one repeated word made a 2.5 million character reply)."""
+    found = _occurrence_lines(text, needle)
+    lines = list(dict.fromkeys(found))
+    shown = "in lines: " + ", ".join(map(str, lines[:MAX_OCCURRENCE_LINES]))
+    more = len(lines) - MAX_OCCURRENCE_LINES
+    if more > 0:
+        return shown + f" and {more:,} more lines ({len(found):,} occurrences)"
+    # as the reference backend says it when each occurrence has its own line
+    return shown + (f" ({len(found):,} occurrences)" if len(found) > len(lines) else "")
 
 
 def _nearest_line(text: str, needle: str, line: int) -> int:
@@ -1061,8 +1210,9 @@ def _start_char(view_range: list[int] | None, lines: list[str], first: int, path
     size = len(lines[first - 1]) if lines else 0
     if not 1 <= view_range[2] <= max(size, 1):
         raise ToolError(
-            f"Invalid `view_range` {view_range} for {path}: its third number is the character of line "
-            f"{first} to start at, within [1, {max(size, 1)}] (the line is {size:,} characters long)"
+            f"Invalid `view_range` {short_repr(view_range)} for {path}: its third number is the "
+            f"character of line {first} to start at, within [1, {max(size, 1)}] (the line is "
+            f"{size:,} characters long)"
         )
     return view_range[2]
 
