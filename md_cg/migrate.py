@@ -61,7 +61,7 @@ import sys
 import time
 import types
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -169,6 +169,8 @@ class MigrationReport:
     #: changed in the store after the source's version, or forgotten there
     kept: list[tuple[str, str]] = field(default_factory=list)
     changed_ids: list[str] = field(default_factory=list)
+    #: the ids of ``changed_ids`` whose file moved to another layer or bucket folder
+    moved_ids: list[str] = field(default_factory=list)
     #: (id, folder, why) of the good rows not written because the store refuses the folder
     #: (or file) they belong in: a symlink, a file where a folder belongs... (md-cg never
     #: writes through one); the other rows migrate. Fix the folder and run again.
@@ -178,6 +180,8 @@ class MigrationReport:
     #: the store refused: they are listed in ``kept`` and ``refused``)
     rewritten: int = 0
     dangling_edges: list[tuple[str, str]] = field(default_factory=list)
+    #: layer -> memories, and knowledge bucket -> memories, of the store the run leaves (a
+    #: dry run: would leave; a verification: as it is), archived ones left out
     layers: dict[str, int] = field(default_factory=dict)
     buckets: dict[str, int] = field(default_factory=dict)
     dest_findings: dict[str, int] = field(default_factory=dict)
@@ -252,6 +256,7 @@ class MigrationReport:
             "extras": list(self.extras),
             "kept": [{"id": i, "why": why} for i, why in self.kept],
             "changed_ids": list(self.changed_ids),
+            "moved_ids": list(self.moved_ids),
             "refused": [{"id": i, "folder": where, "why": why} for i, where, why in self.refused],
             "rewritten": self.rewritten,
             "dangling_edges": [[_json_id(x) for x in e] for e in self.dangling_edges],
@@ -315,7 +320,10 @@ class MigrationReport:
                 f"{self.buckets.get(layout.ORPHAN, 0):,}"
             )
         if self.layers:
-            lines.append("  layers: " + ", ".join(f"{k} {v:,}" for k, v in self.layers.items() if v))
+            after = "a run would leave" if self.mode == "dry-run" else "after the run"
+            lines.append(
+                f"  layers of the store {after}: " + ", ".join(f"{k} {v:,}" for k, v in self.layers.items())
+            )
         if self.dangling_edges:
             lines.append(f"  {len(self.dangling_edges):,} dangling edge(s) kept (target not a migrated node)")
         if self.dest_findings:
@@ -327,6 +335,11 @@ class MigrationReport:
                 f"  {self.seconds:.2f} s ({self.write_seconds:.2f} s writing, "
                 f"{self.verify_seconds:.2f} s verifying), {self.nodes_per_s:,.0f} nodes/s"
             )
+        self._list_sections(lines, limit)
+        return "\n".join(lines) + "\n"
+
+    def _list_sections(self, lines: list[str], limit: int) -> None:
+        """The lists of the text report, each cut at ``limit`` items."""
         _section(
             lines,
             "mismatches",
@@ -346,11 +359,14 @@ class MigrationReport:
         _section(
             lines, "refused by the store", [f"{i}: {where}: {why}" for i, where, why in self.refused], limit
         )
+        moved, how = set(self.moved_ids), "moving" if self.mode == "dry-run" else "moved"
+        changed = [f"{i} ({how})" if i in moved else i for i in self.changed_ids]
         if self.mode == "dry-run":
-            _section(lines, "would change", self.changed_ids, limit)
+            _section(lines, "would change", changed, limit)
+        else:  # the ids whose earlier text this run replaced: named, not only counted
+            _section(lines, "updated (the source's version written over the store's)", changed, limit)
         _section(lines, "kept (the store's version stands)", [f"{i}: {why}" for i, why in self.kept], limit)
         _section(lines, "extra ids in dest (not in the source)", self.extras, limit)
-        return "\n".join(lines) + "\n"
 
     def _store_lines(self) -> list[str]:
         """The rows the store refused or kept (none when there are none)."""
@@ -589,11 +605,22 @@ def _tally(report: MigrationReport, row: RowResult) -> Node | None:
     report.migrated += 1
     report._good.add(node.id)
     report._edges.extend((node.id, e.target) for e in node.edges)
-    report.layers[node.layer] = report.layers.get(node.layer, 0) + 1
-    bucket = layout.bucket_of(node)
-    if bucket is not None:
-        report.buckets[bucket] = report.buckets.get(bucket, 0) + 1
     return node
+
+
+def _count_result(report: MigrationReport, placed: Iterable[tuple[str, str | None]]) -> None:
+    """The report's ``layers`` and ``buckets`` from the (layer, bucket) of each memory of
+    the store the run leaves (a dry run: would leave), archived ones left out: the rows
+    kept or refused are not counted where the row would be (they were, as every good
+    row: 12 knowledge rows into a store in use said 12 where the store held 9)."""
+    layers: Counter[str] = Counter()
+    buckets: Counter[str] = Counter()
+    for layer, bucket in placed:
+        layers[layer] += 1
+        if layer == layout.BUCKETED_LAYER:
+            buckets[bucket or layout.ORPHAN] += 1
+    report.layers = {layer: layers[layer] for layer in LAYERS if layers[layer]}
+    report.buckets = dict(sorted(buckets.items()))
 
 
 def classify(store: MdCG | None, root: Path, node: Node) -> str:
@@ -624,7 +651,9 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
     Never replaced: an archived memory (unarchive it first). Unless ``overwrite``: one
     changed in the store after the source's version (its ``updated_at`` is later than
     the row's, and it differs in more than that: a move the run made itself stamps
-    ``updated_at`` too) and an id forgotten or renamed in the store that no memory
+    ``updated_at`` too), one that differs from the row and has neither an ``updated_at``
+    nor the row's ``created_at`` (a note written by hand, a memory stored with
+    ``stamp=False``: not known to be older) and an id forgotten or renamed in the store that no memory
     holds now (a renamed one is the memory under its new id: written again under the
     old one, it would be a second copy).
     """
@@ -651,12 +680,17 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"
     # A copy md-cg has stamped later than the row's time (or than a row without one) is
-    # the store's own change. One without a time cannot be told from this migration's own
-    # copy (a hand edit that left updated_at alone): the source's version is written, and
-    # the verification reports such an edit as a mismatch.
-    if overwrite or entry.updated_at is None:
+    # the store's own change. One without a time is this migration's own copy of a row
+    # without one when it has the row's created_at (written again: the source's edits
+    # reach it); any other (a note written by hand, a memory stored with stamp=False) is
+    # not known to be older than the row: kept when it differs, so a run never loses it
+    # (such notes were replaced, and one in another layer moved to the row's folder).
+    if overwrite:
         return None
-    if node.updated_at is not None and entry.updated_at <= node.updated_at:
+    if entry.updated_at is None:
+        if node.created_at is not None and entry.created_at == node.created_at:
+            return None
+    elif node.updated_at is not None and entry.updated_at <= node.updated_at:
         return None
     try:
         actual = store.get(node.id, include_expired=True)
@@ -667,6 +701,12 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
     names, _ = diff_nodes(expected_after_retention(store, node, actual), actual)
     if not [n for n in names if n != "updated_at"]:
         return None
+    if entry.updated_at is None:
+        return (
+            f"{entry.path} has no updated_at and not the row's created_at, so it is not known to be "
+            f"older than the source's version ({', '.join(names[:4])} differ); a run with overwrite "
+            "(--overwrite) replaces it"
+        )
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(entry.updated_at))
     return f"changed in this store ({when}) after the source's version ({', '.join(names[:4])})"
 
@@ -713,6 +753,8 @@ def _count(report: MigrationReport, node: Node, status: str) -> None:
         report.updated += 1
         report.moved += status == "moved"
         report.changed_ids.append(node.id)
+        if status == "moved":
+            report.moved_ids.append(node.id)
 
 
 def _check_dest(dest: Path) -> None:
@@ -746,9 +788,11 @@ def _dry_run(
     store = MdCG(dest, read_only=True, create=False) if dest.is_dir() else None
     forgotten = forgotten_ids(store) if store is not None else {}
     looked: set[str] = set()
+    placed: dict[str, tuple[str, str | None]] = {}  # id -> (layer, bucket) after a run
     try:
         if store is not None:
             pick_up_hand_edits(store)  # as the run will (a read-only view: writes nothing)
+            placed = {e.id: (e.layer, e.bucket) for e in store.entries(include_expired=True)}
         total, done = report.rows, 0
         for row in _rows(conn):
             node = _tally(report, row)
@@ -762,11 +806,13 @@ def _dry_run(
             elif not _dry_refused(report, dest, node, looked):
                 try:
                     _count(report, node, classify(store, dest, node))
+                    placed[node.id] = (node.layer, layout.bucket_of(node))
                 except UnsafePathError as exc:  # a symlinked folder: the run would refuse the row
                     _refuse(report, [node], exc)
             if done % report.batch == 0:
                 _tick(progress, done, total)
         _tick(progress, done, total)
+        _count_result(report, placed.values())
     finally:
         if store is not None:
             store.close()
@@ -1048,6 +1094,7 @@ def _verify(
                 report.mismatches.append(Mismatch(node.id, tuple(names), detail))
         _tick(progress, offset + done, total)
         report.extras = sorted(set(store.ids()) - good)
+        _count_result(report, ((e.layer, e.bucket) for e in store.entries(include_expired=True)))
 
 
 def _kept_since(store: MdCG, node: Node, report: MigrationReport, forgotten: Departed) -> bool:

@@ -70,7 +70,7 @@ from .node import (
     show,
     validate,
 )
-from .script import id_fold
+from .script import id_fold, short_repr
 
 #: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
 #: generator) use it as is; the reader accepts any superset or subset that keeps
@@ -384,12 +384,14 @@ def _kind(value: Any) -> str:
 
 def show_id(value: Any) -> str:
     """A raw id (or edge end) as a message shows it: the ``repr`` of text or a number,
+    shortened as :func:`md_cg.script.short_repr` does (a row's id or an edge's ends can
+    be any length: two edge rows with a 1M-character target made a 2 MB report),
     ``a BLOB of 6 bytes`` for a BLOB, ``text that is not valid UTF-8`` for such text."""
     if isinstance(value, BadText):
         return "text that is not valid UTF-8"
     if isinstance(value, bytes):
         return f"a BLOB of {len(value):,} byte{'s' if len(value) != 1 else ''}"
-    return repr(value)
+    return short_repr(value)
 
 
 def row_label(table: str, rowid: int, raw_id: Any) -> str:
@@ -744,7 +746,7 @@ def _bad_edges(node_id: str, bad_edges: Sequence[tuple[int, Mapping[str, Any], s
             edge_rowid,
             edge_row.get("source"),
             None,
-            f"edges rowid {edge_rowid}: the edge {node_id!r} -> {target} is left out: {problem}",
+            f"edges rowid {edge_rowid}: the edge {show_id(node_id)} -> {target} is left out: {problem}",
             table="edges",
         )
 
