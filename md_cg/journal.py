@@ -662,6 +662,63 @@ def _holds(d: fsops.Dir, name: str, check: tuple[int, int] | None) -> bool:
     return st.st_size == size and len(data) == size and zlib.crc32(data) == crc
 
 
+#: What a commit line logs of one put: the (size, CRC-32) of its bytes (None: the line
+#: does not say) and when the line was written (seconds; None: it does not say).
+Logged = tuple[tuple[int, int] | None, float | None]
+
+
+@dataclass(frozen=True)
+class UnreadWrites:
+    """What the commit lines a cursor has not read yet write (:func:`unread_writes`)."""
+
+    #: path -> what each put there logged (several processes may write one path)
+    puts: dict[str, list[Logged]]
+    #: every id those lines put or delete
+    ids: frozenset[str]
+
+    def __or__(self, other: UnreadWrites) -> UnreadWrites:
+        puts = {rel: list(logged) for rel, logged in self.puts.items()}
+        for rel, logged in other.puts.items():
+            puts.setdefault(rel, []).extend(logged)
+        return UnreadWrites(puts, self.ids | other.ids)
+
+
+NO_WRITES = UnreadWrites({}, frozenset())
+
+
+def unread_writes(root: str, offsets: dict[str, int]) -> UnreadWrites:
+    """The puts and ids of the commit lines past ``offsets`` (the log a process has not
+    followed yet): what another process wrote through md-cg, which a scan of the files may
+    see before the line is read -- so that a sync tells those files from hand edits."""
+    tail = read_tail(root, offsets)
+    puts: dict[str, list[Logged]] = {}
+    ids: set[str] = set()
+    for shard, records in tail.by_shard.items():
+        for rec in records:
+            c = parse_commit(shard, rec) if rec.get("op") == "commit" else None
+            if c is None:
+                continue
+            for i, (node_id, rel, _tmp) in enumerate(c.puts):
+                puts.setdefault(rel, []).append((c.checks[i] if c.checks is not None else None, c.ts))
+                ids.add(node_id)
+            ids.update(node_id for node_id, _rel in c.dels)
+    return UnreadWrites(puts, frozenset(ids))
+
+
+def holds_logged(root: str, rel: str, logged: list[Logged]) -> bool:
+    """Whether the file at ``rel`` holds the bytes one of the commit lines' ``check``
+    describes (False when none says, or the file cannot be read)."""
+    checks = [check for check, _ts in logged if check is not None]
+    if not checks:
+        return False
+    parent, name = _split(rel)
+    try:
+        with fsops.Dir(root, parent) as d:
+            return any(_holds(d, name, check) for check in checks)
+    except (OSError, UnsafePathError):
+        return False
+
+
 def _safe_temp(tmp: object, name: str) -> bool:
     return (
         isinstance(tmp, str)

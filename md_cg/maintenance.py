@@ -303,6 +303,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     kept, as ``health()`` names it."""
     engine.ensure_writable()
     with engine.lock:
+        followed = journal.unread_writes(engine.root_str, engine.cursor.offsets)  # other processes' writes
         engine.refresh()
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
@@ -314,7 +315,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         undone = engine.journal.undone - undone
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
-            report = _sync_locked(engine, recovered, undone)
+            report = _sync_locked(engine, recovered, undone, followed)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
@@ -486,7 +487,7 @@ def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
     return [entries[i] for i in dict.fromkeys((*report.added, *report.changed)) if i in entries]
 
 
-def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
+def _sync_locked(engine: Engine, recovered: int, undone: int, followed: journal.UnreadWrites) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
@@ -509,7 +510,7 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
     for rel in list(state.problems):
         if rel not in files:
             del state.problems[rel]
-    changes = _settle_touched(engine, touched, malformed, log=True)
+    changes = _settle_touched(engine, touched, malformed, log=True, followed=followed)
     state = engine.state  # the same one unless following the log reloaded the index
     return SyncReport(
         **changes,
@@ -553,21 +554,33 @@ def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malform
 
 
 def _settle_touched(
-    engine: Engine, touched: dict[str, list[str]], malformed: dict[str, str], *, log: bool
+    engine: Engine,
+    touched: dict[str, list[str]],
+    malformed: dict[str, str],
+    *,
+    log: bool,
+    followed: journal.UnreadWrites = journal.NO_WRITES,
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them.
 
-    The log is followed first: a file another process wrote through md-cg (its commit
-    line is appended before the file lands) is then in the index as it is on disk, and
-    not taken for a hand edit -- a scan or watch that saw the file before this process
-    read the line reported it as one (77 of 200 archives another process made during a
-    ``sync``, every one to a pick-up)."""
+    Another process's writes through md-cg are not hand edits (:func:`_hand_made`): the
+    log is followed first, so a file whose commit line is there (appended before the
+    file lands) is in the index as it is on disk -- a scan or watch that saw the file
+    before this process read the line took it for one (77 of 200 archives another process
+    made during a ``sync``, every one to a pick-up) --, and a file a line appended while
+    this ran put there is not reported either; a file edited by hand after such a write
+    (it no longer holds the bytes the line logged) is. ``followed``: the writes of lines
+    the caller's own refreshes followed before the files were looked at (a sync's)."""
+    root = engine.root_str
+    unread = journal.unread_writes(root, engine.cursor.offsets)
     engine.refresh()
     state = engine.state
     before = {i: state.entries.get(i) for i in touched}
-    index.resolve_ids(engine.root_str, state, touched)
+    index.resolve_ids(root, state, touched)
     state.problems.update(malformed)
     changes, records = _classify(state, before)
+    late = journal.unread_writes(root, engine.cursor.offsets)
+    changes = _hand_made(engine, changes, unread | followed, late)
     if log and (records["put"] or records["del"]):
         shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
         engine.advance(shard, nbytes)
@@ -577,6 +590,47 @@ def _settle_touched(
         "deleted": tuple(sorted(changes["deleted"])),
         "moved": tuple(sorted(changes["moved"], key=lambda m: m.node_id)),
     }
+
+
+def _hand_made(
+    engine: Engine,
+    changes: dict[str, list[Any]],
+    followed: journal.UnreadWrites,
+    late: journal.UnreadWrites,
+) -> dict[str, list[Any]]:
+    """``changes`` as hand edits alone. ``followed``: the writes of the lines this sync's
+    refreshes followed -- a file one of them put, changed since the line was written (its
+    mtime) and no longer holding the logged bytes, was edited by hand after it (the follow
+    read it as it is, so no change showed), and is ``changed``. ``late``: the writes of
+    lines appended since -- an id they write whose file holds what they logged (or that
+    they delete) is theirs, not reported."""
+    root, entries = engine.root_str, engine.state.entries
+
+    def theirs(node_id: str) -> bool:
+        e = entries.get(node_id)
+        if node_id not in late.ids:
+            return False
+        return e is None or (e.path in late.puts and journal.holds_logged(root, e.path, late.puts[e.path]))
+
+    out = {
+        "added": [i for i in changes["added"] if not theirs(i)],
+        "changed": [i for i in changes["changed"] if not theirs(i)],
+        "deleted": [i for i in changes["deleted"] if not theirs(i)],
+        "moved": [m for m in changes["moved"] if not theirs(m.node_id)],
+    }
+    told = {*changes["added"], *changes["changed"], *changes["deleted"]}
+    told.update(m.node_id for m in changes["moved"])
+    for node_id in sorted(followed.ids - told):
+        e = entries.get(node_id)
+        logged = followed.puts.get(e.path) if e is not None else None
+        if e is None or not logged:
+            continue
+        stamps = [ts for _check, ts in logged]
+        if None not in stamps and e.mtime_ns <= max(t for t in stamps if t is not None) * 1e9:
+            continue  # not touched since the line was written: its bytes (no file read)
+        if not journal.holds_logged(root, e.path, logged):
+            out["changed"].append(node_id)
+    return out
 
 
 def stale_paths(engine: Engine) -> set[str]:

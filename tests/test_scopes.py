@@ -182,6 +182,9 @@ STORE_LEVEL = {
     "close", "refresh", "log", "tombstones", "synonyms", "reload_synonyms", "compact_access",
     "compact_index", "rebuild_index", "sync", "sync_if_changed", "last_d", "reflections",
     "unreadable_files", "departure",
+    # session 30: locks of ids (no read, no write of its own); renamed_to is scoped by its
+    # own test (test_langgraph_items_s30.py::test_renamed_to_names_where_an_id_went_within_the_scope)
+    "holding", "renamed_to",
 }  # fmt: skip
 #: Names helper L2 adds on another branch; their cases live with them (organize
 #: never matches across scopes, recall statistics and injection count only what the caller sees).

@@ -59,3 +59,54 @@ def test_library_writes_of_another_process_are_not_hand_edits(tmp_path: Path, op
         elif op == "add":
             assert written <= set(store.ids())
         assert store.sync().clean
+
+
+WRITER = """
+import sys
+from md_cg import MdCG
+with MdCG(sys.argv[1]) as s:
+    for line in sys.stdin:
+        i = line.strip()
+        s.update(i, body=f"library write of {i}")
+        print("ok", flush=True)
+"""
+
+
+@pytest.mark.parametrize("mode", ["pick_up", "sync"])
+def test_a_hand_edit_right_after_another_process_wrote_the_file_is_reported(
+    tmp_path: Path, mode: str
+) -> None:
+    """r4: following the log took in the writer's commit and the file as it is on disk --
+    with the hand edit -- so neither a pick-up nor a sync told it (0 of 20). A file that no
+    longer holds the bytes its commit line logged was edited after it: ``changed``."""
+    root = tmp_path / "m"
+    ids = [f"w{i:02d}" for i in range(12)]
+    with MdCG(root) as s:
+        for i in ids:
+            s.add(id=i, layer="contextual", body=f"m {i}")
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=python_env(),
+    )
+    assert writer.stdin is not None and writer.stdout is not None
+    told: list[str] = []
+    with MdCG(root) as store:
+        store.sync()
+        store.sync_if_changed(0)
+        for i in ids:
+            writer.stdin.write(i + "\n")
+            writer.stdin.flush()
+            assert writer.stdout.readline() == "ok\n"
+            path = root / "contextual" / f"{i}.md"
+            path.write_text(path.read_text(encoding="utf-8") + "\nhand edit\n", encoding="utf-8")
+            rep = store.sync_if_changed(0) if mode == "pick_up" else store.sync()
+            if rep is not None:
+                assert (rep.added, rep.deleted, rep.moved) == ((), (), ())
+                told += rep.changed
+        writer.stdin.close()
+        assert writer.wait(timeout=60) == 0
+        assert told == ids
+        assert [store.get(i).body for i in ids] == [f"library write of {i}\n\nhand edit" for i in ids]
