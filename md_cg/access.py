@@ -17,6 +17,7 @@ Imports only :mod:`md_cg.fsops`, :mod:`md_cg.paths` and :mod:`md_cg.errors`.
 
 from __future__ import annotations
 
+import functools
 import gc
 import os
 import time
@@ -494,8 +495,26 @@ def resurface_pick(
             line["agent"] = agent
         if workspace is not None:
             line["workspace"] = workspace
-        record(lambda: log.append([line], durable=True))
+        record(functools.partial(_append_once, log, line, agent, workspace, store.lock_timeout))
     return pick
+
+
+def _append_once(
+    log: Any, line: dict[str, Any], agent: str | None, workspace: str | None, timeout: float
+) -> None:
+    """Append the show ``line`` unless the caller's shows of its day already hold its memory:
+    under the log's lock, so that prompt hooks running ``mdcg today`` at once record one show
+    (six at once recorded two, and ``show_count`` counted both)."""
+    with log.locked(timeout=timeout):
+        day = {
+            rec.get("id")
+            for rec in log.read()
+            if isinstance(rec, Mapping)
+            and _own_show(rec, agent, workspace)
+            and rec.get("shown_on") == line["shown_on"]
+        }
+        if line["id"] not in day:
+            log.append([line], durable=True)
 
 
 def _own_show(rec: object, agent: str | None, workspace: str | None) -> bool:

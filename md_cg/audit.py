@@ -166,7 +166,10 @@ class Departure:
             if self.current is not None and self.current != self.to:
                 text += f"; that memory is {_shown_id(self.current)} now"
             elif self.current is None and self.then is not None:
-                text += f"; {_shown_id(self.then.id)} {self.then._predicate()}"
+                if self.then.id == self.to:
+                    text += f"; {_shown_id(self.then.id)} {self.then._predicate()}"
+                else:  # a longer chain: say where the memory went before it left
+                    text += f"; that memory became {_shown_id(self.then.id)} and {self.then._predicate()}"
             return text
         if self.event in ("archived", "expired"):
             return f"is {self.event}" if self.event == "archived" else "has expired"

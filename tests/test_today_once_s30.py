@@ -58,3 +58,36 @@ def test_on_this_day_over_mcp_shows_the_same_memory_all_day(tmp_path: Path) -> N
     assert len(set(ids)) == 1
     with MdCG(root, read_only=True) as s:
         assert [r["id"] for r in s.log(SHOW_LOG).read()] == ids[:1]
+
+
+def test_concurrent_shows_of_a_day_record_one(tmp_path: Path) -> None:
+    """r4: six prompt hooks running ``mdcg today`` at once recorded the day's memory twice
+    (2 runs of 5), and the next ``show_count`` counted both. The append is checked under
+    the show log's lock. Six processes each show 40 days at once: one record a day."""
+    import subprocess
+    import sys
+
+    from conftest import python_env
+
+    root = tmp_path / "m"
+    _store(root)
+    code = (
+        "import sys, time\nfrom datetime import date, timedelta\nfrom md_cg import MdCG\n"
+        "start = float(sys.argv[2])\n"
+        "with MdCG(sys.argv[1]) as s:\n"
+        "    time.sleep(max(0.0, start - time.time()))\n"
+        "    for k in range(40):\n"
+        "        s.resurface(date(2030, 1, 1) + timedelta(days=k), record=True)\n"
+    )
+    import time
+
+    start = time.time() + 3
+    runs = [
+        subprocess.Popen([sys.executable, "-c", code, str(root), str(start)], env=python_env())
+        for _ in range(6)
+    ]
+    assert [p.wait(timeout=120) for p in runs] == [0] * 6
+    with MdCG(root, read_only=True) as s:
+        shows = s.log(SHOW_LOG).read()
+    days = [r["shown_on"] for r in shows]
+    assert len(days) == 40 and len(set(days)) == 40
