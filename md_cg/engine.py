@@ -237,10 +237,9 @@ class Engine:
             self._init_folder()
         elif not self.root.is_dir():
             raise NotAStoreError(self.root, "not a folder")
-        self.durable = durable
-        self.refresh_interval = refresh_interval
-        self.lock_timeout = lock_timeout
+        self.durable, self.refresh_interval, self.lock_timeout = durable, refresh_interval, lock_timeout
         self.wrote = False
+        self.hand_after: dict[str, tuple[str, str]] = {}  # told by the next sync: see _resolved
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
@@ -342,7 +341,7 @@ class Engine:
                 self.cursor, journal.find_dead(self.root_str, self.cursor, self.journal.failed)
             ).items():
                 touched.setdefault(node_id, []).extend(rels)
-        return index.resolve_ids(self.root_str, self.state, touched)
+        return _resolved(self, tail, touched)
 
     def refresh(self) -> list[str]:
         """Pick up other processes' changes; return the ids that changed.
@@ -1011,6 +1010,39 @@ def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | N
             moved_away(engine, current, read[1].id)
         raise DuplicateIdError(node_id, rel, f"node id {node_id!r}: {_held_by_another(rel, read[1].id)}")
     return read
+
+
+def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]]) -> list[str]:
+    """:meth:`Engine.catch_up`'s end: resolve what the followed ``tail`` touched (return the
+    changed ids), and note in ``engine.hand_after`` the files other processes wrote that a
+    person changed after (:func:`md_cg.journal.hand_edits_after`: id -> ``("changed" |
+    "gone", path)``), which the follow read as they are, for the next sync to tell."""
+    changed = index.resolve_ids(engine.root_str, engine.state, touched)
+    engine.hand_after.update(
+        journal.hand_edits_after(engine.root_str, engine.state.entries, tail, engine.cursor)
+    )
+    return changed
+
+
+@contextlib.contextmanager
+def hold_stripes(engine: Engine, node_ids: Iterable[str]) -> Iterator[None]:
+    """The stripe locks of ``node_ids`` alone, for :meth:`md_cg.MdCG.holding`: every other
+    process's (or handle's) write of them waits, and any write of this handle inside goes
+    ahead -- those that take the store lock exclusive too (``forget``, compaction): holding
+    it shared here, as :meth:`Engine.hold` does, made them fail (a shared lock cannot be
+    upgraded)."""
+    engine.ensure_writable()
+    held: list[fsops.FileLock] = []
+    with engine.lock:
+        try:
+            for n in sorted({engine.stripe_of(i) for i in node_ids}):
+                lock = engine._stripe(n)
+                lock.acquire(timeout=engine.lock_timeout)
+                held.append(lock)
+            yield
+        finally:
+            for lock in reversed(held):  # last taken, first released
+                lock.release()
 
 
 def read_entry(engine: Engine, entry: Entry) -> Node:

@@ -59,7 +59,7 @@ import os
 import stat as statmod
 import time
 import zlib
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -676,33 +676,90 @@ class UnreadWrites:
     #: every id those lines put or delete
     ids: frozenset[str]
 
-    def __or__(self, other: UnreadWrites) -> UnreadWrites:
-        puts = {rel: list(logged) for rel, logged in self.puts.items()}
-        for rel, logged in other.puts.items():
-            puts.setdefault(rel, []).extend(logged)
-        return UnreadWrites(puts, self.ids | other.ids)
-
-
-NO_WRITES = UnreadWrites({}, frozenset())
-
 
 def unread_writes(root: str, offsets: dict[str, int]) -> UnreadWrites:
     """The puts and ids of the commit lines past ``offsets`` (the log a process has not
     followed yet): what another process wrote through md-cg, which a scan of the files may
     see before the line is read -- so that a sync tells those files from hand edits."""
-    tail = read_tail(root, offsets)
     puts: dict[str, list[Logged]] = {}
     ids: set[str] = set()
+    for line in logged_writes(read_tail(root, offsets)):
+        if line.put:
+            puts.setdefault(line.rel, []).append(line.logged)
+        ids.add(line.id)
+    return UnreadWrites(puts, frozenset(ids))
+
+
+@dataclass(frozen=True)
+class LoggedWrite:
+    """One put or delete of a commit line (:func:`logged_writes`)."""
+
+    id: str
+    rel: str
+    put: bool
+    logged: Logged
+    key: tuple[str, int]  # the commit's
+
+
+def logged_writes(tail: Tail) -> list[LoggedWrite]:
+    """Each put and delete of the commit lines of ``tail``: what other processes wrote."""
+    out: list[LoggedWrite] = []
     for shard, records in tail.by_shard.items():
         for rec in records:
             c = parse_commit(shard, rec) if rec.get("op") == "commit" else None
             if c is None:
                 continue
             for i, (node_id, rel, _tmp) in enumerate(c.puts):
-                puts.setdefault(rel, []).append((c.checks[i] if c.checks is not None else None, c.ts))
-                ids.add(node_id)
-            ids.update(node_id for node_id, _rel in c.dels)
-    return UnreadWrites(puts, frozenset(ids))
+                check = c.checks[i] if c.checks is not None else None
+                out.append(LoggedWrite(node_id, rel, True, (check, c.ts), c.key))
+            out.extend(LoggedWrite(node_id, rel, False, (None, c.ts), c.key) for node_id, rel in c.dels)
+    return out
+
+
+def hand_edits_after(
+    root: str, entries: Mapping[str, Any], tail: Tail, cursor: Cursor
+) -> dict[str, tuple[str, str]]:
+    """The files other processes wrote through md-cg (the closed commit lines of ``tail``,
+    just followed: ``entries`` holds the files as they are now) that a person changed
+    after: id -> ``("changed", path)`` when the file no longer holds the bytes its line
+    logged (size and CRC-32; read only when its mtime is past the line), ``("gone",
+    path)`` when it is no longer there. Following the log reads such a file as it is, so
+    no change shows: a sync tells them (:func:`md_cg.maintenance.sync`). An id a ``sync``
+    line of the tail names after the write is left out (a process took the edit in and
+    told it), and so is one of a line of an earlier version (no time)."""
+    writes = [w for w in logged_writes(tail) if w.key not in cursor.pending]
+    if not writes:
+        return {}
+    synced: dict[str, float] = {}
+    for shard, records in tail.by_shard.items():
+        for rec in records:
+            c = parse_commit(shard, rec) if rec.get("op") == "sync" else None
+            if c is not None and c.ts is not None:
+                for node_id in {*(p[0] for p in c.puts), *(d[0] for d in c.dels)}:
+                    synced[node_id] = max(synced.get(node_id, c.ts), c.ts)
+    by_id: dict[str, list[LoggedWrite]] = {}
+    for w in writes:
+        by_id.setdefault(w.id, []).append(w)
+    out: dict[str, tuple[str, str]] = {}
+    for node_id, mine in by_id.items():
+        stamps = [w.logged[1] for w in mine]
+        if None in stamps:
+            continue
+        newest = max(t for t in stamps if t is not None)
+        last = [w for w in mine if w.logged[1] == newest and w.put]
+        if not last or synced.get(node_id, -1.0) >= newest:
+            continue  # deleted by its last line, or told by a sync since
+        rels = {w.rel for w in last}
+        e = entries.get(node_id)
+        if e is None:
+            out[node_id] = ("gone", min(rels))
+        elif (
+            e.path in rels
+            and e.mtime_ns > newest * 1e9
+            and not holds_logged(root, e.path, [w.logged for w in mine if w.put and w.rel == e.path])
+        ):
+            out[node_id] = ("changed", e.path)
+    return out
 
 
 def holds_logged(root: str, rel: str, logged: list[Logged]) -> bool:

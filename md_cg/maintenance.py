@@ -303,7 +303,6 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     kept, as ``health()`` names it."""
     engine.ensure_writable()
     with engine.lock:
-        followed = journal.unread_writes(engine.root_str, engine.cursor.offsets)  # other processes' writes
         engine.refresh()
         dead = journal.find_dead(engine.root_str, engine.cursor, engine.journal.failed)
         recovered = 0
@@ -315,7 +314,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         undone = engine.journal.undone - undone
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
-            report = _sync_locked(engine, recovered, undone, followed)
+            report = _sync_locked(engine, recovered, undone)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
@@ -487,7 +486,7 @@ def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
     return [entries[i] for i in dict.fromkeys((*report.added, *report.changed)) if i in entries]
 
 
-def _sync_locked(engine: Engine, recovered: int, undone: int, followed: journal.UnreadWrites) -> SyncReport:
+def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
@@ -510,7 +509,7 @@ def _sync_locked(engine: Engine, recovered: int, undone: int, followed: journal.
     for rel in list(state.problems):
         if rel not in files:
             del state.problems[rel]
-    changes = _settle_touched(engine, touched, malformed, log=True, followed=followed)
+    changes = _settle_touched(engine, touched, malformed, log=True)
     state = engine.state  # the same one unless following the log reloaded the index
     return SyncReport(
         **changes,
@@ -554,12 +553,7 @@ def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malform
 
 
 def _settle_touched(
-    engine: Engine,
-    touched: dict[str, list[str]],
-    malformed: dict[str, str],
-    *,
-    log: bool,
-    followed: journal.UnreadWrites = journal.NO_WRITES,
+    engine: Engine, touched: dict[str, list[str]], malformed: dict[str, str], *, log: bool
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them.
 
@@ -568,19 +562,17 @@ def _settle_touched(
     file lands) is in the index as it is on disk -- a scan or watch that saw the file
     before this process read the line took it for one (77 of 200 archives another process
     made during a ``sync``, every one to a pick-up) --, and a file a line appended while
-    this ran put there is not reported either; a file edited by hand after such a write
-    (it no longer holds the bytes the line logged) is. ``followed``: the writes of lines
-    the caller's own refreshes followed before the files were looked at (a sync's)."""
+    this ran put there is not reported either. A file a person changed after such a write
+    is (:attr:`md_cg.engine.Engine.hand_after`, noted whenever this process follows the
+    log: a read's refresh, a pick-up, a sync)."""
     root = engine.root_str
-    unread = journal.unread_writes(root, engine.cursor.offsets)
     engine.refresh()
     state = engine.state
     before = {i: state.entries.get(i) for i in touched}
     index.resolve_ids(root, state, touched)
     state.problems.update(malformed)
     changes, records = _classify(state, before)
-    late = journal.unread_writes(root, engine.cursor.offsets)
-    changes = _hand_made(engine, changes, unread | followed, late)
+    changes = _hand_made(engine, changes, journal.unread_writes(root, engine.cursor.offsets), records)
     if log and (records["put"] or records["del"]):
         shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
         engine.advance(shard, nbytes)
@@ -593,17 +585,16 @@ def _settle_touched(
 
 
 def _hand_made(
-    engine: Engine,
-    changes: dict[str, list[Any]],
-    followed: journal.UnreadWrites,
-    late: journal.UnreadWrites,
+    engine: Engine, changes: dict[str, list[Any]], late: journal.UnreadWrites, records: dict[str, list[Any]]
 ) -> dict[str, list[Any]]:
-    """``changes`` as hand edits alone. ``followed``: the writes of the lines this sync's
-    refreshes followed -- a file one of them put, changed since the line was written (its
-    mtime) and no longer holding the logged bytes, was edited by hand after it (the follow
-    read it as it is, so no change showed), and is ``changed``. ``late``: the writes of
-    lines appended since -- an id they write whose file holds what they logged (or that
-    they delete) is theirs, not reported."""
+    """``changes`` as hand edits alone. ``late``: the writes of lines appended since the
+    log was followed -- an id they write whose file holds what they logged (or that they
+    delete) is theirs, not reported. With the files other processes wrote that a person
+    changed after (:attr:`md_cg.engine.Engine.hand_after`, taken here): ``changed``, or,
+    gone, ``deleted`` -- ``moved`` when this look found the id at another path; each is
+    added to the sync's ``records``, so that a process following the log after this one
+    knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
+    it again."""
     root, entries = engine.root_str, engine.state.entries
 
     def theirs(node_id: str) -> bool:
@@ -612,24 +603,28 @@ def _hand_made(
             return False
         return e is None or (e.path in late.puts and journal.holds_logged(root, e.path, late.puts[e.path]))
 
+    after, engine.hand_after = engine.hand_after, {}
     out = {
-        "added": [i for i in changes["added"] if not theirs(i)],
+        "added": [i for i in changes["added"] if not theirs(i) and after.get(i, ("",))[0] != "gone"],
         "changed": [i for i in changes["changed"] if not theirs(i)],
         "deleted": [i for i in changes["deleted"] if not theirs(i)],
         "moved": [m for m in changes["moved"] if not theirs(m.node_id)],
     }
     told = {*changes["added"], *changes["changed"], *changes["deleted"]}
     told.update(m.node_id for m in changes["moved"])
-    for node_id in sorted(followed.ids - told):
+    for node_id, (kind, rel) in sorted(after.items()):
         e = entries.get(node_id)
-        logged = followed.puts.get(e.path) if e is not None else None
-        if e is None or not logged:
+        if kind == "gone" and e is not None and node_id in changes["added"] and not theirs(node_id):
+            out["moved"].append(Moved(node_id, rel, e.path))  # renamed or moved by hand after the write
+            records["del"].append([node_id, rel])
+        elif node_id in told:
             continue
-        stamps = [ts for _check, ts in logged]
-        if None not in stamps and e.mtime_ns <= max(t for t in stamps if t is not None) * 1e9:
-            continue  # not touched since the line was written: its bytes (no file read)
-        if not journal.holds_logged(root, e.path, logged):
+        elif kind == "changed" and e is not None and e.path == rel:
             out["changed"].append(node_id)
+            records["put"].append([node_id, rel])
+        elif kind == "gone" and e is None:
+            out["deleted"].append(node_id)
+            records["del"].append([node_id, rel])
     return out
 
 
@@ -1358,7 +1353,7 @@ class HandEdits:
                     return None
                 self.last_scan = now
                 changed = stale_paths(engine)
-            if not changed:
+            if not changed and not engine.hand_after:
                 return None
             report = sync_paths(engine, changed)
             if log is not None and not engine.read_only:

@@ -545,7 +545,7 @@ class Lifecycle(_Handle):
         exist (the caller's ``get`` says whether they do); a read-only handle raises
         :class:`~md_cg.errors.ReadOnlyStoreError`."""
         ids = [node_ids] if isinstance(node_ids, str) else list(node_ids)
-        with self._engine.hold([check_id(i) for i in ids]):
+        with engine_mod.hold_stripes(self._engine, [check_id(i) for i in ids]):
             yield
 
     def archive(self, ids: str | Sequence[str], *, reason: str = "") -> list[str]:

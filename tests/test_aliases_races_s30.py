@@ -269,3 +269,20 @@ def test_holding_makes_another_process_wait_and_keeps_its_write(tmp_path: Path) 
         assert store.get("e").body.rstrip("\n") == "start mine other"
     with MdCG(root, read_only=True) as reader, pytest.raises(ReadOnlyStoreError), reader.holding(["e"]):
         pass
+
+
+def test_every_write_of_the_handle_goes_ahead_inside_holding(tmp_path: Path) -> None:
+    """r5: ``forget``, ``forget_many`` and ``compact_index`` inside ``holding`` raised a bare
+    ``RuntimeError: cannot upgrade a shared lock to exclusive`` (holding took the store
+    lock shared; they take it exclusive). ``holding`` now takes the ids' locks alone."""
+    with MdCG(tmp_path / "m") as store:
+        for i in ("a", "b", "c", "d"):
+            store.add(id=i, layer="contextual", body=f"note {i}")
+        with store.holding(["a", "b", "c", "d"]):
+            store.forget("a", reason="r")
+            store.forget_many(["b"], reason="r")
+            store.compact_index()
+            store.archive("c")
+            store.update("d", body="changed")
+        assert store.ids() == ["d"] and store.get("d").body == "changed"
+        assert [t["id"] for t in store.tombstones()] == ["a", "b"]

@@ -52,7 +52,8 @@ def test_renamed_twice_then_forgotten_names_the_last_id(tmp_path: Path) -> None:
         store.rename("b", "c")
         store.forget("c", reason="done")
         assert re.fullmatch(
-            f"it was renamed to 'b' on {STAMP}; that memory became 'c' and was forgotten on {STAMP}, reason: done",
+            f"it was renamed to 'b' on {STAMP}; that memory became 'c' and was forgotten on {STAMP}, "
+            "reason: done",
             _hint(store, "a"),
         )
 

@@ -110,3 +110,39 @@ def test_a_hand_edit_right_after_another_process_wrote_the_file_is_reported(
         assert writer.wait(timeout=60) == 0
         assert told == ids
         assert [store.get(i).body for i in ids] == [f"library write of {i}\n\nhand edit" for i in ids]
+
+
+@pytest.mark.parametrize("mode", ["pick_up", "sync"])
+def test_hand_changes_after_another_process_wrote_are_told_after_a_refresh(tmp_path: Path, mode: str) -> None:
+    """r5: once anything in this process followed the log (a read's refresh, after 1 s),
+    the written-then-edited files were in the index as they are and no sync told them (0
+    of 5 over MCP); a file deleted or renamed by hand after the write was not told either.
+    The follow itself notes them (``Engine.hand_after``) for the next sync."""
+    root = tmp_path / "m"
+    ids = [f"n{i}" for i in range(5)]
+    with MdCG(root) as s:
+        for i in ids:
+            s.add(id=i, layer="contextual", body=f"note {i} okapis")
+    with MdCG(root) as store:
+        store.sync()
+        store.sync_if_changed(0)
+        code = "import sys\nfrom md_cg import MdCG\nwith MdCG(sys.argv[1]) as s:\n"
+        code += "".join(f"    s.update({i!r}, body='library {i} okapis')\n" for i in ids)
+        subprocess.run([sys.executable, "-c", code, str(root)], env=python_env(), check=True)
+        folder = root / "contextual"
+        (folder / "n0.md").write_text((folder / "n0.md").read_text(encoding="utf-8") + "\nby hand\n")
+        (folder / "n1.md").write_text(
+            (folder / "n1.md").read_text(encoding="utf-8").replace("okapis", "OKAPIS")
+        )
+        (folder / "n2.md").unlink()
+        (folder / "n3.md").rename(folder / "n3-moved.md")
+        store.refresh()  # what any read does once refresh_interval has passed
+        rep = store.sync_if_changed(0) if mode == "pick_up" else store.sync()
+        assert rep is not None
+        assert (rep.added, rep.changed, rep.deleted) == ((), ("n0", "n1"), ("n2",))
+        assert [(m.node_id, m.old_path, m.new_path) for m in rep.moved] == [
+            ("n3", "contextual/n3.md", "contextual/n3-moved.md")
+        ]
+        again = store.sync()
+        assert (again.added, again.changed, again.deleted, again.moved) == ((), (), (), ())
+        assert store.get("n1").body == "library n1 OKAPIS" and store.get("n4").body == "library n4 okapis"
