@@ -1018,6 +1018,8 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     person changed after (:func:`md_cg.journal.hand_edits_after`: id -> ``("changed" |
     "gone", path)``), which the follow read as they are, for the next sync to tell."""
     changed = index.resolve_ids(engine.root_str, engine.state, touched)
+    for node_id in journal.synced_ids(tail) if engine.hand_after else ():
+        engine.hand_after.pop(node_id, None)  # another process's sync took the change in and told it
     engine.hand_after.update(
         journal.hand_edits_after(engine.root_str, engine.state.entries, tail, engine.cursor)
     )

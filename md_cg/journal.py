@@ -716,6 +716,20 @@ def logged_writes(tail: Tail) -> list[LoggedWrite]:
     return out
 
 
+def synced_ids(tail: Tail) -> dict[str, float]:
+    """id -> the time of the last ``sync`` line of ``tail`` naming it: a process took in a
+    change of its file made outside md-cg, and told it."""
+    out: dict[str, float] = {}
+    for shard, records in tail.by_shard.items():
+        for rec in records:
+            c = parse_commit(shard, rec) if rec.get("op") == "sync" else None
+            if c is not None:
+                stamp = c.ts if c.ts is not None else float("inf")
+                for node_id in {*(p[0] for p in c.puts), *(d[0] for d in c.dels)}:
+                    out[node_id] = max(out.get(node_id, stamp), stamp)
+    return out
+
+
 def hand_edits_after(
     root: str, entries: Mapping[str, Any], tail: Tail, cursor: Cursor
 ) -> dict[str, tuple[str, str]]:
@@ -727,16 +741,13 @@ def hand_edits_after(
     no change shows: a sync tells them (:func:`md_cg.maintenance.sync`). An id a ``sync``
     line of the tail names after the write is left out (a process took the edit in and
     told it), and so is one of a line of an earlier version (no time)."""
-    writes = [w for w in logged_writes(tail) if w.key not in cursor.pending]
+    # an id of a write still open (its writer at work, or dead and not yet finished) is
+    # left alone: its file is that write's, not the earlier closed one's
+    still_open = {i for c in cursor.pending.values() for i in c.ids}
+    writes = [w for w in logged_writes(tail) if w.key not in cursor.pending and w.id not in still_open]
     if not writes:
         return {}
-    synced: dict[str, float] = {}
-    for shard, records in tail.by_shard.items():
-        for rec in records:
-            c = parse_commit(shard, rec) if rec.get("op") == "sync" else None
-            if c is not None and c.ts is not None:
-                for node_id in {*(p[0] for p in c.puts), *(d[0] for d in c.dels)}:
-                    synced[node_id] = max(synced.get(node_id, c.ts), c.ts)
+    synced = synced_ids(tail)
     by_id: dict[str, list[LoggedWrite]] = {}
     for w in writes:
         by_id.setdefault(w.id, []).append(w)
@@ -787,8 +798,10 @@ def _safe_temp(tmp: object, name: str) -> bool:
 
 
 def _split(rel: str) -> tuple[str, str]:
+    """(folder, name) of a path under the root; the folder of a top-level one is the root
+    (``""``): a durable write making ``archive/`` fsynced a folder named ``archiv``."""
     cut = rel.rfind("/")
-    return rel[:cut], rel[cut + 1 :]
+    return (rel[:cut], rel[cut + 1 :]) if cut >= 0 else ("", rel)
 
 
 def _folder_order(rels: Sequence[str], size: int) -> Sequence[int]:

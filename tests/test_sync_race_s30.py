@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -63,6 +64,7 @@ def test_library_writes_of_another_process_are_not_hand_edits(tmp_path: Path, op
 
 WRITER = """
 import sys
+import time
 from md_cg import MdCG
 with MdCG(sys.argv[1]) as s:
     for line in sys.stdin:
@@ -146,3 +148,86 @@ def test_hand_changes_after_another_process_wrote_are_told_after_a_refresh(tmp_p
         again = store.sync()
         assert (again.added, again.changed, again.deleted, again.moved) == ((), (), (), ())
         assert store.get("n1").body == "library n1 OKAPIS" and store.get("n4").body == "library n4 okapis"
+
+
+SLOW_DONE = """
+import sys, time
+from md_cg import MdCG, journal
+s = MdCG(sys.argv[1])
+s.update("n0", body="first write")
+append = journal.Journal.append
+def slow(self, records):
+    if records and records[0].get("op") == "done":
+        time.sleep(3)  # between the renames and the done line (a durable batch's fsyncs)
+    return append(self, records)
+journal.Journal.append = slow
+if sys.argv[2] == "update":
+    s.update("n0", body="second write")
+else:
+    s.forget("n0", "x")
+s.close()
+"""
+
+
+@pytest.mark.parametrize("op", ["update", "forget"])
+def test_a_write_still_open_is_not_a_hand_change(tmp_path: Path, op: str) -> None:
+    """r6: a second write of an id, its files in place and its done line not yet written,
+    was compared with the first (closed) write's logged bytes: a fresh process's sync said
+    ``changed: n0`` (``deleted: n0`` for a forget) while no person touched anything."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        for i in ("n0", "n1"):
+            s.add(id=i, layer="contextual", body=f"note {i}")
+    writer = subprocess.Popen([sys.executable, "-c", SLOW_DONE, str(root), op], env=python_env())
+    time.sleep(2.0)
+    assert writer.poll() is None  # in its 3 s before the done line
+    with MdCG(root) as fresh:
+        rep = fresh.sync()
+        assert (rep.added, rep.changed, rep.deleted, rep.moved) == ((), (), (), ())
+    assert writer.wait(timeout=60) == 0
+    with MdCG(root) as fresh:
+        rep = fresh.sync()
+        assert (rep.added, rep.changed, rep.deleted, rep.moved) == ((), (), (), ())
+
+
+def test_a_change_another_sync_told_is_not_told_again_by_a_long_running_handle(tmp_path: Path) -> None:
+    """r6: a handle that had followed another process's write noted the hand change after it;
+    a ``mdcg sync`` in a third process told it and logged it, and the handle's own ``sync``
+    told it again. A sync line naming the id drops what the handle noted."""
+    root = tmp_path / "m"
+    ids = [f"n{i}" for i in range(3)]
+    with MdCG(root) as s:
+        for i in ids:
+            s.add(id=i, layer="contextual", body=f"note {i}")
+    with MdCG(root) as handle:
+        handle.sync()
+        code = "import sys\nfrom md_cg import MdCG\nwith MdCG(sys.argv[1]) as s:\n"
+        code += "".join(f"    s.update({i!r}, body='library {i}')\n" for i in ids)
+        subprocess.run([sys.executable, "-c", code, str(root)], env=python_env(), check=True)
+        (root / "contextual" / "n0.md").write_text(
+            (root / "contextual" / "n0.md").read_text(encoding="utf-8") + "\nby hand\n"
+        )
+        (root / "contextual" / "n1.md").unlink()
+        handle.refresh()  # follows the writer's lines: notes n0 and n1
+        with MdCG(root) as other:
+            told = other.sync()
+            assert (told.changed, told.deleted) == (("n0",), ("n1",))
+        rep = handle.sync()
+        assert (rep.added, rep.changed, rep.deleted, rep.moved) == ((), (), (), ())
+
+
+def test_a_durable_write_that_makes_a_top_level_folder(tmp_path: Path) -> None:
+    """r6 (before today too): the first durable archive of a store without ``archive/`` failed
+    with ``FileNotFoundError: ... 'archiv'`` (the root-level folder's parent was cut one
+    letter short) and wrote nothing; so did a durable add into a layer folder a fresh clone
+    lacks."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="a1", layer="contextual", body="x")
+    with MdCG(root, durable=True) as s:
+        assert s.archive(["a1"]) == ["a1"]
+        assert (root / "archive").is_dir() and s.entry("a1", include_archived=True).archived
+    (root / "knowledge").rmdir()
+    with MdCG(root, durable=True) as s:
+        s.add(id="k1", layer="knowledge", body="y")
+        assert s.entry("k1").path.startswith("knowledge/")
