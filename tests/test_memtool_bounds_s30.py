@@ -20,7 +20,6 @@ import pytest
 
 pytest.importorskip("anthropic")
 
-from anthropic.lib.tools import ToolError
 from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand as Create,
 )
@@ -36,6 +35,7 @@ from anthropic.types.beta import (
 from anthropic.types.beta import (
     BetaMemoryTool20250818ViewCommand as View,
 )
+from test_integration_s28_memtool import error, view
 
 import md_cg
 from md_cg import MdCG
@@ -48,16 +48,6 @@ HEAD = "Here're the files and directories up to 2 levels deep in {}, excluding h
 def python_env() -> dict[str, str]:
     """The environment of a child process that imports the md_cg this test imported."""
     return {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(md_cg.__file__).parents[1]), *sys.path])}
-
-
-def error(tool: MdCGMemoryTool, command: object) -> str:
-    with pytest.raises(ToolError) as info:
-        tool.execute(command)  # type: ignore[arg-type]
-    return str(info.value)
-
-
-def view(tool: MdCGMemoryTool, path: str, view_range: list[int] | None = None) -> str:
-    return str(tool.execute(View(command="view", path=path, view_range=view_range)))
 
 
 # -- 1. a folder's view_range page is bounded -----------------------------------------------
