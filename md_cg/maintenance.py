@@ -314,7 +314,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         undone = engine.journal.undone - undone
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
-            report = _sync_locked(engine, recovered, undone)
+            report = _sync_locked(engine, recovered, undone, told_all=scope is None)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
@@ -486,7 +486,7 @@ def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
     return [entries[i] for i in dict.fromkeys((*report.added, *report.changed)) if i in entries]
 
 
-def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
+def _sync_locked(engine: Engine, recovered: int, undone: int, *, told_all: bool = True) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
@@ -509,7 +509,7 @@ def _sync_locked(engine: Engine, recovered: int, undone: int) -> SyncReport:
     for rel in list(state.problems):
         if rel not in files:
             del state.problems[rel]
-    changes = _settle_touched(engine, touched, malformed, log=True)
+    changes = _settle_touched(engine, touched, malformed, log=True, told_all=told_all)
     state = engine.state  # the same one unless following the log reloaded the index
     return SyncReport(
         **changes,
@@ -553,7 +553,12 @@ def _touch_file(engine: Engine, rel: str, touched: dict[str, list[str]], malform
 
 
 def _settle_touched(
-    engine: Engine, touched: dict[str, list[str]], malformed: dict[str, str], *, log: bool
+    engine: Engine,
+    touched: dict[str, list[str]],
+    malformed: dict[str, str],
+    *,
+    log: bool,
+    told_all: bool = True,
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them.
 
@@ -572,7 +577,8 @@ def _settle_touched(
     index.resolve_ids(root, state, touched)
     state.problems.update(malformed)
     changes, records = _classify(state, before)
-    changes = _hand_made(engine, changes, journal.unread_writes(root, engine.cursor.offsets), records)
+    late = journal.unread_writes(root, engine.cursor.offsets)
+    changes = _hand_made(engine, changes, late, records if told_all else None)
     if log and (records["put"] or records["del"]):
         shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
         engine.advance(shard, nbytes)
@@ -585,7 +591,10 @@ def _settle_touched(
 
 
 def _hand_made(
-    engine: Engine, changes: dict[str, list[Any]], late: journal.UnreadWrites, records: dict[str, list[Any]]
+    engine: Engine,
+    changes: dict[str, list[Any]],
+    late: journal.UnreadWrites,
+    records: dict[str, list[Any]] | None,
 ) -> dict[str, list[Any]]:
     """``changes`` as hand edits alone. ``late``: the writes of lines appended since the
     log was followed -- an id they write whose file holds what they logged (or that they
@@ -594,7 +603,9 @@ def _hand_made(
     gone, ``deleted`` -- ``moved`` when this look found the id at another path; each is
     added to the sync's ``records``, so that a process following the log after this one
     knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
-    it again."""
+    it again -- not by a scoped handle's sync (``records`` None), which tells only its
+    scope's: a line of it made every other process drop a change no one was told (r7)."""
+    records = records if records is not None else {"put": [], "del": []}
     root, entries = engine.root_str, engine.state.entries
 
     def theirs(node_id: str) -> bool:
@@ -617,8 +628,8 @@ def _hand_made(
         if kind == "gone" and e is not None and node_id in changes["added"] and not theirs(node_id):
             out["moved"].append(Moved(node_id, rel, e.path))  # renamed or moved by hand after the write
             records["del"].append([node_id, rel])
-        elif node_id in told:
-            continue
+        elif node_id in told or theirs(node_id):
+            continue  # told by this look already, or written over by a write landing meanwhile
         elif kind == "changed" and e is not None and e.path == rel:
             out["changed"].append(node_id)
             records["put"].append([node_id, rel])
@@ -647,7 +658,7 @@ def stale_paths(engine: Engine) -> set[str]:
     return out
 
 
-def sync_paths(engine: Engine, rels: set[str]) -> SyncReport:
+def sync_paths(engine: Engine, rels: set[str], *, told_all: bool = True) -> SyncReport:
     """Reconcile only the files at ``rels`` (from a :class:`md_cg.watch.ChangeWatch`).
 
     A path ending in ``/`` is a folder that moved away: every node indexed
@@ -676,7 +687,7 @@ def sync_paths(engine: Engine, rels: set[str]) -> SyncReport:
         return SyncReport(**_settle_touched(engine, touched, malformed, log=False))
     engine.ensure_writable()
     with engine.lock, engine.maint.shared(engine.lock_timeout):
-        return SyncReport(**_settle_touched(engine, touched, malformed, log=True))
+        return SyncReport(**_settle_touched(engine, touched, malformed, log=True, told_all=told_all))
 
 
 def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
@@ -1335,7 +1346,9 @@ class HandEdits:
         self.watch: ChangeWatch | None = None
         self.last_scan: float | None = None
 
-    def pick_up(self, engine: Engine, min_interval: float, log: AppendLog | None = None) -> SyncReport | None:
+    def pick_up(
+        self, engine: Engine, min_interval: float, log: AppendLog | None = None, *, scoped: bool = False
+    ) -> SyncReport | None:
         """Reconcile the files changed since the last call (all of them, by a stat scan,
         at the first call, when the watch lost events or where there is no inotify);
         None when nothing changed. Called under the engine's lock. A writable handle
@@ -1355,7 +1368,7 @@ class HandEdits:
                 changed = stale_paths(engine)
             if not changed and not engine.hand_after:
                 return None
-            report = sync_paths(engine, changed)
+            report = sync_paths(engine, changed, told_all=not scoped)
             if log is not None and not engine.read_only:
                 audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str))
         except BaseException:

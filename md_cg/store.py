@@ -665,7 +665,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         seen = self._seer()
         with eng.lock:
             eng.fresh()
-            report = self._hand_edits.pick_up(eng, min_interval, self.log(paths.AUDIT_DIR))
+            report = self._hand_edits.pick_up(eng, min_interval, self.log(paths.AUDIT_DIR), scoped=bool(seen))
         return report if report is None or seen is None else reports.scoped_pickup(report, seen)
 
     def health(self, deep: bool = False) -> HealthReport:

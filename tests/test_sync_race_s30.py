@@ -231,3 +231,32 @@ def test_a_durable_write_that_makes_a_top_level_folder(tmp_path: Path) -> None:
     with MdCG(root, durable=True) as s:
         s.add(id="k1", layer="knowledge", body="y")
         assert s.entry("k1").path.startswith("knowledge/")
+
+
+def test_a_scoped_sync_does_not_silence_a_change_it_did_not_tell(tmp_path: Path) -> None:
+    """r7: agent y's sync logged a sync line naming agent x's hand-edited memory without
+    telling it (out of y's scope), and every other process then took the line for "told":
+    no one was ever told. A scoped handle's sync logs no such line."""
+    from md_cg import Scope
+
+    root = tmp_path / "m"
+    with MdCG(root, scope=Scope(agent="x")) as s:
+        s.add(id="x0", layer="contextual", body="agent x memory")
+        s.add(id="x1", layer="contextual", body="other")
+    with MdCG(root) as handle:
+        handle.sync()
+        code = "import sys\nfrom md_cg import MdCG, Scope\n"
+        code += (
+            "with MdCG(sys.argv[1], scope=Scope(agent='x')) as s:\n    s.update('x0', body='written by x')\n"
+        )
+        subprocess.run([sys.executable, "-c", code, str(root)], env=python_env(), check=True)
+        path = root / "contextual" / "x0.md"
+        path.write_text(path.read_text(encoding="utf-8") + "\nHAND EDIT\n", encoding="utf-8")
+        handle.refresh()  # notes x0
+        with MdCG(root, scope=Scope(agent="y")) as y:
+            told = y.sync()
+            assert (told.changed, told.withheld) == ((), 0)
+        handle.refresh()
+        assert handle.sync().changed == ("x0",)
+    with MdCG(root) as fresh:  # told, and logged by an unscoped sync: not again
+        assert fresh.sync().changed == ()
