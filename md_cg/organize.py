@@ -809,6 +809,7 @@ class _Judged:
         self.store = store
         self.matched = matched
         self.versions = versions if isinstance(versions, dict) else None
+        self._changed: dict[str, bool] = {}
         self.visible = {e.id for e in store.entries()}
         #: candidate index -> the node the dry run called its ``exact`` match
         self.exact: dict[int, str] = {}
@@ -818,13 +819,16 @@ class _Judged:
                 self.exact[index] = match["id"]
 
     def changed(self, node_id: str) -> bool:
-        """Whether the node is no longer what the dry run judged (its body or scope)."""
+        """Whether the node is no longer what the dry run judged (its body or scope); each
+        node read once (the archive decisions are planned twice: ``_archiving``, then the plan)."""
         if self.versions is None:
             return False
-        try:
-            return version(self.store.get(node_id)) != self.versions.get(node_id)
-        except NodeNotFoundError:
-            return True
+        if node_id not in self._changed:
+            try:
+                self._changed[node_id] = version(self.store.get(node_id)) != self.versions.get(node_id)
+            except NodeNotFoundError:
+                self._changed[node_id] = True
+        return self._changed[node_id]
 
 
 def _plan_archive(decision: Mapping[str, Any], i: int, judged: _Judged, plan: _Plan) -> None:
