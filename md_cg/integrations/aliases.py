@@ -58,9 +58,11 @@ from pydantic import Field
 from typing_extensions import TypedDict  # pydantic needs it before Python 3.12
 
 from .. import ccg
+from ..errors import NodeNotFoundError
 from ..index import title_of
 from ..judge import is_fact
 from ..node import EDGE_TYPES, MAX_FILE_BYTES, check_id, content_id
+from ..render import node_dict
 from ..script import short_repr
 from ..text import query_terms
 from ..transfer import LABEL_TAGS
@@ -255,13 +257,25 @@ def _echo(text: str) -> str:
     return text if len(text) <= ECHO_CHARS else text[: ECHO_CHARS - 1] + "…"
 
 
-def _node(tools: Tools, node_id: str) -> dict[str, Any] | None:
+def _node(tools: Tools, node_id: str, store: Any = None) -> dict[str, Any] | None:
     """md-cg's ``get`` reply for ``node_id`` with the whole body, however long (an alias
-    that rewrites the body, or compares it), or ``None`` when it does not answer with one."""
+    that rewrites the body, or compares it), or ``None`` when it does not answer with one.
+
+    ``get`` records a recall (docs/recall.md), and an alias that looks an entity up
+    before it takes the entity's lock (:func:`_holding`) must read it again inside: with
+    ``store`` that second read goes to the store itself and records nothing, so one call
+    is one recall of each entity it names (each was counted twice). An unknown id (or one
+    the caller does not see) is ``None`` as from ``get``; any other error propagates."""
+    if store is None:
+        try:
+            return tools["get"](id=node_id, max_chars=MAX_FILE_BYTES)
+        except ToolError:
+            return None
     try:
-        return tools["get"](id=node_id, max_chars=MAX_FILE_BYTES)
-    except ToolError:
+        node = store.get(node_id)
+    except NodeNotFoundError:
         return None
+    return node_dict(node, str(store.path_of(node_id)))
 
 
 def _edges(node: dict[str, Any]) -> list[dict[str, Any]]:
@@ -371,7 +385,7 @@ def _edit_edges(tools: Tools, relations: list[Relation], add: bool, store: Any =
                 out["skipped"].append(_echo(source))
             continue
         try:
-            _holding(store, source, partial(_edit_source, tools, source, rels, add, out))
+            _holding(store, source, partial(_edit_source, tools, source, rels, add, out, store))
         except _Gone as exc:  # the entity went meanwhile: as if it had been unknown
             if add:
                 out["refused"] += [{**_relation_echo(r), "reason": str(exc)} for r in rels]
@@ -381,10 +395,10 @@ def _edit_edges(tools: Tools, relations: list[Relation], add: bool, store: Any =
 
 
 def _edit_source(
-    tools: Tools, source: str, rels: list[Relation], add: bool, out: dict[str, list[Any]]
+    tools: Tools, source: str, rels: list[Relation], add: bool, out: dict[str, list[Any]], store: Any = None
 ) -> None:
     """:func:`_edit_edges` of one ``from`` entity's relations (its lock held), into ``out``."""
-    node = _node(tools, source)
+    node = _node(tools, source, store)
     if node is None:
         raise _Gone(f"Entity with name {_echo(source)} not found (no md-cg memory has that id)")
     edges = _edges(node)
@@ -399,7 +413,7 @@ def _edit_source(
             out["refused"].append({**_relation_echo(rels[0]), "reason": str(exc)})
             return
     for r in rels:  # the whole set was refused: each on its own, on the edges as they now are
-        now = _node(tools, source)
+        now = _node(tools, source, store)
         current = _edges(now) if now is not None else edges
         one = _with_relations(current, [r], add)
         if one == current:
@@ -439,15 +453,17 @@ def _add_observations(tools: Tools, store: Any = None) -> Callable[..., dict[str
             if _node(tools, o["entityName"]) is None:
                 raise _unknown_entity(o["entityName"])
         return {
-            "results": [_holding(store, o["entityName"], partial(_add_to, tools, o)) for o in observations]
+            "results": [
+                _holding(store, o["entityName"], partial(_add_to, tools, o, store)) for o in observations
+            ]
         }
 
     return add_observations
 
 
-def _add_to(tools: Tools, o: Observations) -> dict[str, Any]:
+def _add_to(tools: Tools, o: Observations, store: Any = None) -> dict[str, Any]:
     """:func:`_add_observations` of one entity (its lock held): the contents not there yet."""
-    node = _node(tools, o["entityName"])
+    node = _node(tools, o["entityName"], store)
     if node is None:
         raise _unknown_entity(o["entityName"])
     have = observations_of(node["body"])
@@ -466,7 +482,7 @@ def _delete_observations(tools: Tools, store: Any = None) -> Callable[..., dict[
             if _node(tools, d["entityName"]) is None:
                 continue  # the reference server is silent about unknown entities
             try:
-                _holding(store, d["entityName"], partial(_delete_from, tools, d, updated))
+                _holding(store, d["entityName"], partial(_delete_from, tools, d, updated, store))
             except _Gone:
                 continue  # the entity went meanwhile: silent, as for one unknown
         return {"updated": updated}
@@ -474,9 +490,9 @@ def _delete_observations(tools: Tools, store: Any = None) -> Callable[..., dict[
     return delete_observations
 
 
-def _delete_from(tools: Tools, d: Deletion, updated: list[dict[str, Any]]) -> None:
+def _delete_from(tools: Tools, d: Deletion, updated: list[dict[str, Any]], store: Any = None) -> None:
     """:func:`_delete_observations` of one entity (its lock held), its reply into ``updated``."""
-    node = _node(tools, d["entityName"])
+    node = _node(tools, d["entityName"], store)
     if node is None:
         return
     gone = {" ".join(o.split()) for o in d["observations"]}
