@@ -148,14 +148,22 @@ def edit_text(
 
 
 def warn_if_expired(node: Node, now: float, *, stacklevel: int) -> None:
-    """The ``RuntimeWarning`` of a memory just written with an expiry already past: it is
-    hidden from every read at once, and the next sweep removes it (``update`` and
-    ``add`` warn the same way; docs/retention.md)."""
+    """:func:`warn_past_expiry` when ``node`` (just written) has an expiry already past
+    and is not long-term."""
     if node.expires_at is None or node.expires_at > now or node.retention_tier == "long":
         return
+    warn_past_expiry(node, stacklevel=stacklevel + 1)
+
+
+def warn_past_expiry(node: Node, *, stacklevel: int) -> None:
+    """The ``RuntimeWarning`` of a memory just written with an expiry already past: it is
+    hidden from every read at once, and the next sweep removes it (``add``, ``update``
+    and ``modify`` warn alike; docs/retention.md). ``stacklevel``: as ``warnings.warn``'s
+    called from here, so that the warning names the user's line."""
+    when = format_instant(node.expires_at) if node.expires_at is not None else None
     warnings.warn(
-        f"md-cg: node {node.id!r}: expires_at {format_instant(node.expires_at)} is already past: the "
-        "memory is hidden from every read at once and the next sweep() removes it",
+        f"md-cg: node {node.id!r}: expires_at {when} is already past: the memory is hidden "
+        "from every read at once and the next sweep removes it (`mdcg sweep`, sweep())",
         RuntimeWarning,
         stacklevel=stacklevel,
     )

@@ -19,7 +19,6 @@ Imports the engine, editing, graph, retention, visibility and the modules below 
 from __future__ import annotations
 
 import time
-import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from copy import copy as shallow_copy
@@ -64,7 +63,6 @@ from .node import (
     Node,
     check_id,
     check_layer,
-    format_instant,
     quantise_instant,
     refuse_naive_times,
     slug_id,
@@ -514,7 +512,7 @@ class Lifecycle(_Handle):
             retention.imply_tier(node)  # an expiry the caller gave asks for the temp tier (verbatim too)
             closed = self._closed_by(node, held, now)
             if stamp and node.expires_at is not None and node.expires_at <= now:
-                _warn_past_expiry(node)
+                editing.warn_past_expiry(node, stacklevel=5)
             if not decide:
                 continue
             explicit = node.retention_tier is not None
@@ -757,7 +755,7 @@ class Lifecycle(_Handle):
         self._ret.record(decided, now)
         given = changes.get("expires_at") is not None
         if given and out.expires_at is not None and out.expires_at <= now and out.retention_tier != "long":
-            _warn_past_expiry(out, stacklevel=stacklevel)
+            editing.warn_past_expiry(out, stacklevel=stacklevel)
         return Updated(out, unlinked, True)
 
     def _reopen_commit(
@@ -1099,19 +1097,6 @@ def _unlinker(target: str) -> Callable[[Node], None]:
         node.edges = [e for e in node.edges if not (e.target == target and e.type == "supersedes")]
 
     return unlink
-
-
-def _warn_past_expiry(node: Node, stacklevel: int = 5) -> None:
-    """Warn of a memory given an expiry already past: it is hidden from every read
-    at once, and the next sweep removes it (docs/retention.md). ``stacklevel``: the
-    caller of ``add``/``add_many`` (5) or of ``update`` (4)."""
-    when = format_instant(node.expires_at) if node.expires_at is not None else None
-    warnings.warn(
-        f"md-cg: node {node.id!r}: expires_at {when} is already past: the memory is hidden "
-        "from every read at once and the next sweep removes it (`mdcg sweep`, sweep())",
-        RuntimeWarning,
-        stacklevel=stacklevel,
-    )
 
 
 def _temporary_successor(node_id: str, closed: Sequence[str]) -> InvalidArgumentError:

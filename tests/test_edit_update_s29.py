@@ -36,7 +36,7 @@ PAST = "2020-01-01T00:00:00Z"
 ERRAND = "明天下午3点去取快递"
 PAST_WARNING = (
     "node 'errand': expires_at 2020-01-01T00:00:00.000000Z is already past: the memory is hidden "
-    "from every read at once and the next sweep() removes it"
+    "from every read at once and the next sweep removes it (`mdcg sweep`, sweep())"
 )
 
 
