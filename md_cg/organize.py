@@ -402,9 +402,7 @@ def _judge_all(matcher: _Matcher, accepted: Sequence[_Accepted]) -> list[Organiz
                 (
                     k
                     for k, held, held_scope, keys in earlier
-                    if (content in keys or whole == keys[1])  # cheap: holds_text costs ~35 µs
-                    and _covers(held_scope, scope)
-                    and holds_text(c, held)
+                    if _repeats(c, (content, whole), keys, held) and _covers(held_scope, scope)
                 ),
                 None,
             )
@@ -413,6 +411,18 @@ def _judge_all(matcher: _Matcher, accepted: Sequence[_Accepted]) -> list[Organiz
         earlier.append((index, body, scope, (_letters(content_of(body)), whole)))
         items.append(item)
     return items
+
+
+def _repeats(
+    candidate: dedupe.NormalizedCandidate, letters: tuple[str, str], keys: tuple[str, str], body: str
+) -> bool:
+    """Whether a save planned earlier in the run (``body``, its :func:`_letters` ``keys``)
+    holds the text ``candidate`` would store (``letters``: its content's and whole
+    body's): the dry run's ``repeat`` (:func:`_judge_all`) and apply's one save of one
+    text (:func:`_planned_copy`), with :func:`_covers` of their scopes. The letters are
+    compared first: ``holds_text`` costs ~35 µs."""
+    content, whole = letters
+    return (content in keys or whole == keys[1]) and holds_text(candidate, body)
 
 
 def _letters(text: str) -> str:
@@ -997,13 +1007,10 @@ def _planned_copy(plan: _Plan, candidate: dedupe.NormalizedCandidate, node: Node
     """The place in ``plan.nodes`` of a save of this apply that holds the text ``node``
     would store (:func:`holds_text`) where everyone who would see ``node`` sees it, or None:
     two candidates of one run with one text are saved once (the dry run's ``repeat``)."""
-    content, whole = _letters(candidate.content), _letters(node.body)
+    letters, scope = (_letters(candidate.content), _letters(node.body)), _node_scope(node)
     for k, planned in enumerate(plan.nodes):
-        keys = plan.letters[k]
-        if (
-            (content in keys or whole == keys[1])  # cheap (:func:`_judge_all`)
-            and _covers(_node_scope(planned), _node_scope(node))
-            and holds_text(candidate, planned.body)
+        if _repeats(candidate, letters, plan.letters[k], planned.body) and _covers(
+            _node_scope(planned), scope
         ):
             return k
     return None
