@@ -31,7 +31,7 @@ import orjson
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
 from .errors import DataFileError, InvalidNodeError, UnsafePathError, check_query
-from .node import LOW_CONFIDENCE
+from .node import AFTER_LAST_INSTANT, FIRST_INSTANT, LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
 COUNTS = "counts.json"
@@ -262,9 +262,12 @@ def event_line(mode: str, ids: list[str], agent: str | None, workspace: str | No
 def read_events(root: str) -> Iterator[dict[str, Any]]:
     """Every access event of every shard, folded or not (shard by shard).
 
-    Lines written before events had a mode (``{"id": ...}``) are not events
-    and are left out; anything else is yielded for :func:`md_cg.recall.recall_stats`
-    to check (it counts malformed records). A shard is decoded with one
+    Lines written before events had a mode (``{"ts": ..., "id": ...}``: an ``id``, and
+    neither ``mode`` nor ``ids``) are not events and are left out; anything else is
+    yielded for :func:`md_cg.recall.recall_stats` to check (it counts malformed
+    records). An event with an extra ``id`` key is an event (unknown keys are
+    ignored): left out as an old line, its memory was a zombie and the line was in
+    neither ``scanned`` nor ``malformed``. A shard is decoded with one
     orjson call when it can be, which is several times faster than a call
     per line; a torn last line is never read.
     """
@@ -278,7 +281,7 @@ def read_events(root: str) -> Iterator[dict[str, Any]]:
         except (FileNotFoundError, UnsafePathError):
             continue
         for rec in _decoded(data, 0, data.rfind(b"\n")):
-            if type(rec) is not dict or "id" not in rec:
+            if type(rec) is not dict or "id" not in rec or "mode" in rec or "ids" in rec:
                 yield rec
 
 
@@ -336,10 +339,7 @@ def stats(
     """:func:`md_cg.recall.recall_stats` over the access events of the store at
     ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
     caller counts only its own events."""
-    # a node without created_at (a hand-written file) is as old as its file
-    nodes = [
-        (e.id, e.title, e.created_at if e.created_at is not None else e.mtime_ns / 1e9, True) for e in entries
-    ]
+    nodes = [(e.id, e.title, _age_from(e), True) for e in entries]
     # A million decoded events are a few million objects, none in a cycle: the
     # collector rescanning them would cost more than the decoding (4x, measured).
     was = gc.isenabled()
@@ -359,6 +359,17 @@ def stats(
     finally:
         if was:
             gc.enable()
+
+
+def _age_from(entry: Any) -> float:
+    """When a node was created, for the zombie exemption: its ``created_at``, or its file's
+    mtime when it has none (a hand-written file) or one outside the years 1-9999 (a file
+    holds such a time as it was written: ``created_at: 1e30`` counted as created less than
+    ``exempt_days`` ago for ever, so the memory was never a zombie)."""
+    created = entry.created_at
+    if created is not None and FIRST_INSTANT <= created <= AFTER_LAST_INSTANT:
+        return float(created)
+    return float(entry.mtime_ns / 1e9)
 
 
 def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence[str] = ()) -> str:
@@ -482,13 +493,16 @@ def resurface_pick(
     history = [rec for rec in log.read() if _own_show(rec, agent, workspace)]
     # One day shows one memory: today's own shows do not count for today's pick (they would
     # put the memory just shown in its cooldown, and every call of a prompt hook running
-    # `mdcg today` would show -- and use up -- another one), and a memory already shown
+    # `mdcg today` would show -- and use up -- another one), and the memory already shown
     # today is shown again without a second record.
     on = day.isoformat()
-    today_shows = {rec.get("id") for rec in history if isinstance(rec, Mapping) and rec.get("shown_on") == on}
+    today_shows = [rec.get("id") for rec in history if isinstance(rec, Mapping) and rec.get("shown_on") == on]
     if today_shows:
         history = [rec for rec in history if not (isinstance(rec, Mapping) and rec.get("shown_on") == on)]
-    pick = resurface_mod.resurface(index, today=day, seed=0 if seed is None else seed, history=history)
+    seed = 0 if seed is None else seed
+    pick = _shown_again(index, today_shows, day, seed, history)
+    if pick is None:
+        pick = resurface_mod.resurface(index, today=day, seed=seed, history=history)
     if pick is not None and record is not None and pick.id not in today_shows:
         line = resurface_mod.show_record(pick.id, day, tier=pick.tier)
         if agent is not None:
@@ -497,6 +511,26 @@ def resurface_pick(
             line["workspace"] = workspace
         record(functools.partial(_append_once, log, line, agent, workspace, store.lock_timeout))
     return pick
+
+
+def _shown_again(
+    index: resurface_mod.ResurfaceIndex, shown: list[Any], day: date, seed: int, history: list[Any]
+) -> resurface_mod.Resurfaced | None:
+    """The memory of the caller's first show of ``day`` still to be shown (a candidate dated
+    on or before ``day``), picked among it alone; None when there is none.
+
+    Picking again among every candidate gave that memory back only while the node dates
+    stayed put: they are days in the local time zone, so a call of the same day in another
+    time zone (UTC, then Etc/GMT+12, then UTC+05:30) picked, and recorded, a third memory."""
+    for node_id in dict.fromkeys(shown):
+        node_day = index.day_of(node_id) if isinstance(node_id, str) else None
+        if node_day is None:
+            continue  # forgotten, archived or hidden since: today shows another
+        alone = resurface_mod.ResurfaceIndex([(node_id, node_day)])
+        pick = resurface_mod.resurface(alone, today=day, seed=seed, history=history)
+        if pick is not None:
+            return pick
+    return None
 
 
 def _append_once(

@@ -421,19 +421,20 @@ class ResurfaceIndex:
     scanning every node.
     """
 
-    __slots__ = ("_by_day", "_cumulative", "_days")
+    __slots__ = ("_by_day", "_cumulative", "_day_of", "_days")
 
     def __init__(self, candidates: Iterable[Sequence[Any]]) -> None:
         by_day: dict[int, list[str]] = {}
-        seen: set[str] = set()
+        seen: dict[str, int] = {}
         for cand in candidates:
             node_id, ordinal = _check_candidate(cand)
             if node_id in seen:
                 raise InvalidArgumentError(
                     f"candidates: node id {node_id!r} is given twice", name="candidates"
                 )
-            seen.add(node_id)
+            seen[node_id] = ordinal
             by_day.setdefault(ordinal, []).append(node_id)
+        self._day_of = seen
         # Sorted buckets make a pick independent of the order nodes came in.
         self._by_day = {o: tuple(sorted(ids)) for o, ids in by_day.items()}
         self._days = sorted(self._by_day)
@@ -445,6 +446,11 @@ class ResurfaceIndex:
 
     def __len__(self) -> int:
         return self._cumulative[-1] if self._cumulative else 0
+
+    def day_of(self, node_id: str) -> date | None:
+        """The day of candidate ``node_id``, or None when it is no candidate."""
+        ordinal = self._day_of.get(node_id)
+        return None if ordinal is None else date.fromordinal(ordinal)
 
     def on(self, ordinal: int) -> tuple[str, ...]:
         """The ids dated on day ``ordinal``, sorted."""
