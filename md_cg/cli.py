@@ -28,6 +28,7 @@ store and ``./memory`` is not); a folder inside another store is refused.
 from __future__ import annotations
 
 import errno
+import io
 import json
 import os
 import subprocess
@@ -39,7 +40,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Annotated, Any
+from typing import IO, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -1799,7 +1800,9 @@ def import_(
     overwrite: Annotated[
         bool,
         typer.Option(
-            "--overwrite", help="Replace stored memories whose id a record gives with other content."
+            "--overwrite",
+            help="Replace stored memories whose id a record gives with other content, and bring "
+            "back ids forgotten or renamed in this store.",
         ),
     ] = False,
     skip_bad: Annotated[
@@ -1818,31 +1821,69 @@ def import_(
     """Import memories from JSON lines (mdcg export, or other tools' text/content/memory records)."""
     from md_cg import import_nodes
 
-    with (
-        _open(ctx, root, read_only=dry_run, create=not dry_run) as store,
-        _bar(ctx, quiet, "importing") as update,
-    ):
-        report = import_nodes(
-            store,
-            source,
-            layer=layer,
-            tags=tuple(tag or ()),
-            overwrite=overwrite,
-            skip_bad=skip_bad,
-            dry_run=dry_run,
-            batch=batch,
-            durable=durable or None,
-            progress=update,
-        )
+    options: dict[str, Any] = {
+        "layer": layer,
+        "tags": tuple(tag or ()),
+        "overwrite": overwrite,
+        "skip_bad": skip_bad,
+    }
+    given: str | IO[bytes] = source
+    report = None
+    if not dry_run and not is_store_folder(_store_folder(ctx, root, create=True)):
+        given, report = _checked_first(source, options)  # raises as the import would
+    if report is None:
+        with (
+            _open(ctx, root, read_only=dry_run, create=not dry_run) as store,
+            _bar(ctx, quiet, "importing") as update,
+        ):
+            report = import_nodes(
+                store,
+                given,
+                dry_run=dry_run,
+                batch=batch,
+                durable=durable or None,
+                progress=update,
+                **options,
+            )
     if json_out:
         _print_json(report.to_dict())
         return
     typer.echo(report.summary())
-    for what, records in (("left out", report.bad), ("kept", report.kept)):
+    for what, records in (
+        ("left out", report.bad),
+        ("kept", report.kept),
+        ("not brought back", report.departed),
+    ):
         for record in records[:10]:
             typer.echo(f"  {what}: {record}")
         if len(records) > 10:
             typer.echo(f"  ... and {len(records) - 10} more (--json lists them all)")
+
+
+def _checked_first(source: str, options: dict[str, Any]) -> tuple[str | IO[bytes], Any]:
+    """An import into a store not made yet: its dry run into an empty store first, so a
+    source that cannot be read or holds a bad record fails with no store made. Returns
+    the source for the real run (stdin read once, kept) and, when nothing would be
+    written, the dry run's report (no store is made then either), else None."""
+    from md_cg import import_nodes
+
+    given: str | IO[bytes] = source
+    if source == "-":
+        given = io.BytesIO(sys.stdin.buffer.read())
+        given.name = "<stdin>"
+    with (
+        tempfile.TemporaryDirectory(prefix="mdcg-import-check-") as tmp,
+        MdCG(os.path.join(tmp, "store"), create=True) as empty,
+        warnings.catch_warnings(),  # the real run warns of a record (once)
+    ):
+        warnings.simplefilter("ignore")
+        report = import_nodes(empty, given, dry_run=True, **options)
+    if not isinstance(given, str):
+        given.seek(0)
+    if report.created:
+        return given, None
+    report.dry_run = False  # nothing to write: no store made
+    return given, report
 
 
 @contextmanager
@@ -1897,6 +1938,14 @@ def export(
     # a file whose memory a --tag/--since/--until filter may or may not select: named, exit 0
     for where, why in report.maybe_left_out:
         _stderr().print(f"may be left out: {where}: {why}", soft_wrap=True, markup=False)
+    for node_id in report.conflicted:  # in the export, but an import refuses it: named, exit 0
+        _stderr().print(
+            f"unresolved merge conflict: {node_id}: exported as stored, but its body holds git "
+            "conflict markers and `mdcg import` refuses it until the conflict is resolved "
+            "(edit the memory, then export again)",
+            soft_wrap=True,
+            markup=False,
+        )
     if report.unreadable:  # not a silent gap in a backup: named, and exit 1
         for where, why in report.unreadable:
             _stderr().print(f"not exported: {where}: {why}", soft_wrap=True, markup=False)

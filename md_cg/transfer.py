@@ -36,7 +36,11 @@ Import
     the source, the line and the field -- or, with ``skip_bad=True``, is
     reported and left out. A record whose id is in the store with other
     content is refused unless ``overwrite=True`` replaces it; one held by an
-    archived or expired node is always refused. Records are written
+    archived or expired node is always refused. A record whose id was forgotten (or
+    swept) or renamed away in this store, as its audit log tells, is not written
+    unless ``overwrite=True`` (a backup older than a forget does not bring the memory
+    back, nor one older than a rename a second copy under the old id): it is listed in
+    ``departed``, in the dry run too. Records are written
     ``batch`` at a time, each batch one commit (all or nothing, even across
     a crash); a batch that meets ids another process stored meanwhile is
     planned again (the same content is then ``unchanged``). A record whose
@@ -55,6 +59,7 @@ import io
 import json
 import os
 import re
+import stat
 import sys
 import time
 import warnings
@@ -66,7 +71,7 @@ from typing import IO, Any, NamedTuple
 
 import orjson
 
-from . import editing, fsops, index, layout, nodefile, paths, retention, visibility
+from . import audit, editing, fsops, index, layout, nodefile, paths, retention, visibility
 from .engine import foreign_file
 from .errors import (
     DuplicateIdError,
@@ -148,7 +153,9 @@ class ImportReport:
     ``warned``: records imported as they are that hold a time outside the years
     1-9999 (:func:`md_cg.node.instant_problem`: most often milliseconds given for
     seconds, as an earlier version or ``add_many`` wrote into a file: an export of
-    such a store imports again), each also warned of (``warnings.warn``).
+    such a store imports again), each also warned of (``warnings.warn``);
+    ``departed``: the records not written because their id was forgotten or renamed
+    away in this store (``overwrite`` brings them back).
     """
 
     source: str
@@ -166,6 +173,10 @@ class ImportReport:
     ids: list[str] = field(default_factory=list)
     archived: list[str] = field(default_factory=list)
     warned: list[BadRecord] = field(default_factory=list)
+    #: records not written because their id was forgotten (or swept) or renamed away in
+    #: this store, as this clone's audit log tells: an old backup does not bring back what
+    #: was forgotten on purpose, nor a second copy of a renamed memory (``overwrite`` does)
+    departed: list[BadRecord] = field(default_factory=list)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -182,6 +193,7 @@ class ImportReport:
             "bad": [r._asdict() for r in self.bad],
             "kept": [r._asdict() for r in self.kept],
             "warned": [r._asdict() for r in self.warned],
+            "departed": [r._asdict() for r in self.departed],
             "seconds": round(self.seconds, 3),
         }
 
@@ -196,6 +208,8 @@ class ImportReport:
             parts.append(f"{len(self.bad)} bad left out")
         if self.kept:
             parts.append(f"{len(self.kept)} kept (the store's file or folder cannot be used)")
+        if self.departed:
+            parts.append(f"{len(self.departed)} forgotten or renamed here (not brought back)")
         if self.warned:
             parts.append(f"{len(self.warned)} with a time outside the years 1-9999 (warned)")
         dry = "; dry run: nothing was written" if self.dry_run else ""
@@ -217,6 +231,9 @@ class ExportReport:
     #: or time filter is set: what such a file holds cannot be told, so its memory may
     #: match the filter or not -- it may be left out
     maybe_left_out: list[tuple[str, str]] = field(default_factory=list)
+    #: ids of the memories exported whose body holds git conflict markers (a merge left
+    #: them unresolved): :func:`import_nodes` refuses such a record until it is resolved
+    conflicted: list[str] = field(default_factory=list)
 
 
 # -- reading records ---------------------------------------------------------------------
@@ -387,6 +404,9 @@ def _record_node(
     if meta.get("created_at") is None:
         meta["created_at"] = now
     node, problems = build_node(meta, body)
+    if node.retention_tier is None and node.expires_at is not None and not node.retention_reason:
+        # the write makes it temp (retention.imply_tier): say why, not "the caller asked"
+        node.retention_reason = IMPORTED_EXPIRY
     try:
         if problems:
             raise problems[0]
@@ -398,6 +418,9 @@ def _record_node(
         raise InvalidNodeError(text, field=key, node_id=exc.node_id) from exc
 
 
+#: The ``retention_reason`` of a record imported with an ``expires_at`` and no tier or
+#: reason: it is stored temporary until then (a file holding such an expiry is read so).
+IMPORTED_EXPIRY = "imported with an expiry and no tier: temporary until its expires_at"
 #: The key an exported record of an archived memory carries (``export --archived``):
 #: ``true`` there is the store's state; any other value is a custom key of the memory.
 ARCHIVED_KEY = "archived"
@@ -556,7 +579,8 @@ def _note_kept(report: ImportReport, plan: Planned) -> None:
     ``report.ids``: the others."""
     report.kept += [BadRecord(w, n.id, s.removeprefix(_KEPT)) for w, n, s in plan if s.startswith(_KEPT)]
     report.kept.sort(key=lambda kept: int(kept.where.rpartition(" ")[2]))
-    report.ids = [n.id for _w, n, status in plan if not status.startswith(_KEPT)]
+    report.departed = [BadRecord(w, n.id, s.removeprefix(_GONE)) for w, n, s in plan if s.startswith(_GONE)]
+    report.ids = [n.id for _w, n, status in plan if not _left(status)]
 
 
 @contextmanager
@@ -587,6 +611,7 @@ def _planned(writer: _Writer, nodes: list[tuple[str, Node]], report: ImportRepor
     taken. A record whose file in the store cannot be read as a memory (broken by hand)
     is not written over: it goes to ``report.kept`` and the rest is imported."""
     unusable = _unusable_files(writer.store)
+    writer.departed.update(departed_ids(writer.store))
     report.kept += [BadRecord(w, n.id, unusable[n.id]) for w, n in nodes if n.id in unusable]
     plan = writer.plan([(w, n) for w, n in nodes if n.id not in unusable])
     taken = _taken(plan)
@@ -664,6 +689,39 @@ Planned = list[tuple[str, Node, str]]
 #: The start of a planned node's status when it is not written: the store's file of its
 #: id broke during the import (the reason follows)
 _KEPT = "kept: "
+#: The start of a planned node's status when it is not written: its id was forgotten or
+#: renamed away in this store (the reason follows)
+_GONE = "departed: "
+
+
+def _left(status: str) -> bool:
+    """Whether a planned status says the record is not written (kept or departed)."""
+    return status.startswith((_KEPT, _GONE))
+
+
+def departed_ids(store: MdCG) -> dict[str, tuple[float, str | None]]:
+    """Id -> (time, new id) of the last departure of each id from ``store`` that no
+    memory holds now: forgotten or swept (new id None), or renamed (the new id), as this
+    clone's audit log tells (the ids :meth:`MdCG.departure` names; those a scoped handle
+    may see). The rule a migration follows (:func:`md_cg.migrate.forgotten_ids`)."""
+    records = audit.visible_to(store.scope, store.log(paths.AUDIT_DIR).read())
+    return {
+        i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None)
+        for i, r in audit.last_departures(records).items()
+    }
+
+
+def departed_text(node_id: str, at: float, new_id: str | None) -> str:
+    """Why a record of a forgotten or renamed id is not imported (as a migration says it)."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+    if new_id is not None:
+        return (
+            f"id {node_id!r} was renamed to {new_id!r} in this store ({when}); its old id is not "
+            f"brought back (--overwrite imports it beside {new_id!r})"
+        )
+    return (
+        f"id {node_id!r} was forgotten in this store ({when}); not brought back (--overwrite brings it back)"
+    )
 
 
 @dataclass(frozen=True)
@@ -682,6 +740,10 @@ class _Writer:
     archived: frozenset[str] = frozenset()
     #: path -> why, of each folder (or file) of the store a write of this import refused
     refused: dict[str, str] = field(default_factory=dict)
+    #: id -> (time, new id or None) of each id forgotten or renamed away in the store
+    #: (:func:`departed_ids`); ``restored``: those this import logged as brought back
+    departed: dict[str, tuple[float, str | None]] = field(default_factory=dict)
+    restored: set[str] = field(default_factory=set)
 
     def plan(self, nodes: list[tuple[str, Node]]) -> Planned:
         """Each node with what writing it does (created / updated / moved / unchanged),
@@ -694,7 +756,10 @@ class _Writer:
         for where, node in nodes:
             held = _held(self.store, node.id)
             if held is None:  # a new id (most of an import): nothing to compare
-                plan.append((where, node, "created"))
+                gone = None if self.overwrite else self.departed.get(node.id)
+                plan.append(
+                    (where, node, "created" if gone is None else _GONE + departed_text(node.id, *gone))
+                )
                 continue
             if node.id in self.stamped and held.created_at is not None:
                 node.created_at = held.created_at
@@ -731,9 +796,10 @@ class _Writer:
         while True:
             if self.refused:
                 chunk[:] = [self._refused(item) for item in chunk]
-            pending = [n for _w, n, status in chunk if status != "unchanged" and not status.startswith(_KEPT)]
+            pending = [n for _w, n, status in chunk if status != "unchanged" and not _left(status)]
             if not pending:
                 return
+            self._log_restored(pending)
             try:
                 self.store.add_many(
                     pending, overwrite=self.overwrite, durable=self.durable, stamp=False, decide=True
@@ -744,10 +810,31 @@ class _Writer:
                     raise
                 self.refused[exc.path] = exc.reason
 
+    def _log_restored(self, pending: list[Node]) -> None:
+        """A ``restored`` audit record for each forgotten or renamed id of ``pending``
+        (``overwrite`` brings it back), before the write: health then does not take it
+        for one git brought back (as a migration with overwrite logs it)."""
+        back = [n for n in pending if n.id in self.departed and n.id not in self.restored]
+        if not back:
+            return
+        note = f"imported again from {self.name} with overwrite"
+        records = [
+            {
+                "event": audit.RESTORED,
+                "id": n.id,
+                "layer": n.layer,
+                "reason": note,
+                **visibility.scope_fields(n),
+            }
+            for n in back
+        ]  # scoped as the memory is: another scope's handle does not list it
+        self.store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
+        self.restored.update(n.id for n in back)
+
     def _refused(self, item: tuple[str, Node, str]) -> tuple[str, Node, str]:
         """``item``, kept (with why) when its node goes under a path the store refused."""
         where, node, status = item
-        if status == "unchanged" or status.startswith(_KEPT):
+        if status == "unchanged" or _left(status):
             return item
         for path, why in self.refused.items():
             if _under(node, path):
@@ -878,14 +965,20 @@ def export_nodes(
     """Write the nodes the caller sees (filtered as :meth:`MdCG.list_nodes`) to ``target``
     as JSON lines, in id order; see the module docstring.
 
-    ``target``: a path (written to a temporary file first and renamed, so a
-    failed export leaves no half file), ``"-"`` for stdout, or a binary stream.
+    ``target``: a path (written to a temporary file first and renamed over it, so a
+    failed export leaves no half file; a symlink's target is replaced, the link kept; a
+    FIFO, a device or ``/dev/fd/N`` is opened and written, never replaced; a path inside
+    the store's folder is refused), ``"-"`` for stdout, or a binary stream.
     A node whose file went away during the export is left out; one whose file cannot
     be used, and every file of the layers exported that no index entry holds (the folders
     are listed here: the store's problems do not outlive the process that found them),
-    are listed in ``ExportReport.unreadable``."""
+    are listed in ``ExportReport.unreadable``; one whose body holds git conflict markers
+    is exported as stored and named in ``ExportReport.conflicted`` (an import refuses it
+    until the conflict is resolved)."""
     if layer is not None:
         check_layer(layer)
+    if isinstance(target, (str, os.PathLike)) and str(target) != "-":
+        _refuse_in_store(store, Path(target).absolute())
     # listed before the index is read: a memory written meanwhile is then in the index
     scan = index.scan_files(str(store.root)) if store.scope is None else None
     entries = store.list_nodes(
@@ -903,17 +996,50 @@ def export_nodes(
     left_out = _files_left_out(store, scan, layer)
     filtered = tag is not None or since is not None or until is not None
     unreadable, maybe = ([], left_out) if filtered else (left_out, [])
-    lines = _export_lines(store, ids, include_archived, include_expired, unreadable)
+    conflicted: list[str] = []
+    lines = _export_lines(store, ids, include_archived, include_expired, unreadable, conflicted)
     chunks = _chunks(lines, written)
     if isinstance(target, (str, os.PathLike)) and str(target) != "-":
         path = Path(target).absolute()
-        fsops.atomic_write(str(path.parent), path.name, chunks)
-        return ExportReport(len(written), str(path), written, unreadable, maybe)
+        if _written_through(path):  # a FIFO, a device, /dev/fd/N: opened, never replaced
+            with open(path, "wb") as out:
+                for chunk in chunks:
+                    out.write(chunk)
+        else:  # a regular file (a symlink's target: the link stays) or a new path
+            real = Path(os.path.realpath(path))
+            fsops.atomic_write(str(real.parent), real.name, chunks)
+        return ExportReport(len(written), str(path), written, unreadable, maybe, conflicted)
     stream = sys.stdout.buffer if not isinstance(target, io.IOBase) else target
     for chunk in chunks:
         stream.write(chunk)
     stream.flush()
-    return ExportReport(len(written), "-", written, unreadable, maybe)
+    return ExportReport(len(written), "-", written, unreadable, maybe, conflicted)
+
+
+def _written_through(path: Path) -> bool:
+    """Whether an export to ``path`` is written into it as it is, not by a temp file renamed
+    over it: a FIFO, a character or block device, a socket, a process substitution's
+    ``/dev/fd/N`` (followed through symlinks) -- a rename would put a regular file in
+    their place (a reader of the FIFO would wait for ever). A regular file, a folder, a
+    missing path: False."""
+    try:
+        mode = os.stat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+def _refuse_in_store(store: MdCG, path: Path) -> None:
+    """Refuse an export written inside the store's folder (symlinks followed): it would
+    replace a memory's file, or be taken in by git and the store's scans."""
+    real, root = Path(os.path.realpath(path)), Path(os.path.realpath(store.root))
+    if real == root or root in real.parents:
+        raise InvalidArgumentError(
+            f"{path}: is inside the store folder {store.root} (an export there would replace a "
+            "memory's file or be taken into the store); write it outside the store",
+            name="target",
+            value=str(path),
+        )
 
 
 def _files_left_out(store: MdCG, scan: index.Scan | None, layer: str | None) -> list[tuple[str, str]]:
@@ -956,7 +1082,10 @@ def _export_lines(
     include_archived: bool,
     include_expired: bool,
     unreadable: list[tuple[str, str]],
+    conflicted: list[str],
 ) -> Iterator[tuple[str, bytes]]:
+    """Each node's id and JSON line; the ids of bodies holding conflict markers into
+    ``conflicted`` (exported as stored, named so the caller can say they will not import)."""
     for node_id in ids:
         try:
             node = store.get(node_id, include_archived=include_archived, include_expired=include_expired)
@@ -971,6 +1100,8 @@ def _export_lines(
                 del record[name]
             record[CUSTOM_KEY] = dict(node.extra)
         record["body"] = node.body
+        if has_conflict_markers(node.body):
+            conflicted.append(node_id)
         if include_archived and store.entry(node_id, include_archived=True, include_expired=True).archived:
             record[ARCHIVED_KEY] = True  # import puts it back in archive/, not among live memories
         yield node_id, orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
