@@ -451,6 +451,26 @@ def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
     return {**renamed, **forgotten}
 
 
+def departed(records: Iterable[object]) -> dict[str, tuple[float, str | None]]:
+    """Id -> (time, new id) of the last departure of each id no memory holds now:
+    forgotten or swept (new id None), or renamed (the new id). What a migration and an
+    import leave out unless told to overwrite (:func:`not_brought_back`)."""
+    return {
+        i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None)
+        for i, r in last_departures(records).items()
+    }
+
+
+def not_brought_back(at: float, new_id: str | None) -> str:
+    """Why a migration or import leaves out a record of an id that departed at ``at``
+    (:func:`departed`): a renamed id's memory lives on under ``new_id`` (written again
+    under the old one it would be a second copy); a forgotten one was forgotten on purpose."""
+    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
+    if new_id is not None:
+        return f"renamed to {new_id!r} in this store ({when}); its old id is not brought back"
+    return f"forgotten in this store ({when}); not brought back"
+
+
 def renamed_reader(root: str) -> Callable[[str], Node | None]:
     """A ``read`` for :func:`detect`: None for a file whose bytes never mention
     :data:`RENAMED_FROM` (most files; no parse), else the node."""

@@ -77,7 +77,6 @@ from .errors import (
     UnsafePathError,
 )
 from .node import LAYERS, Edge, Node
-from .script import short_repr
 from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly, show_id
 from .store import MdCG
 
@@ -639,10 +638,7 @@ Departed = dict[str, tuple[float, str | None]]
 def forgotten_ids(store: MdCG) -> Departed:
     """Id -> (time, new id) of the last departure of each id from the store: forgotten
     (or swept; new id None), or renamed (the new id), and not brought back since."""
-    departed = audit.last_departures(store.log(paths.AUDIT_DIR).read())
-    return {
-        i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None) for i, r in departed.items()
-    }
+    return audit.departed(store.log(paths.AUDIT_DIR).read())
 
 
 def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -> str | None:
@@ -669,13 +665,7 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
                 "normalisation (one file on macOS and Windows); rename one of them"
             )
         if node.id in forgotten and not overwrite:
-            at, new_id = forgotten[node.id]
-            when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
-            if new_id is not None:
-                return (
-                    f"renamed to {short_repr(new_id)} in this store ({when}); its old id is not brought back"
-                )
-            return f"forgotten in this store ({when}); not brought back"
+            return audit.not_brought_back(*forgotten[node.id])
         return foreign_file(store._engine, node)
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"

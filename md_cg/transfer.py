@@ -700,28 +700,17 @@ def _left(status: str) -> bool:
 
 
 def departed_ids(store: MdCG) -> dict[str, tuple[float, str | None]]:
-    """Id -> (time, new id) of the last departure of each id from ``store`` that no
-    memory holds now: forgotten or swept (new id None), or renamed (the new id), as this
-    clone's audit log tells (the ids :meth:`MdCG.departure` names; those a scoped handle
-    may see). The rule a migration follows (:func:`md_cg.migrate.forgotten_ids`)."""
-    records = audit.visible_to(store.scope, store.log(paths.AUDIT_DIR).read())
-    return {
-        i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None)
-        for i, r in audit.last_departures(records).items()
-    }
+    """:func:`md_cg.audit.departed` of ``store``'s audit log, the ids a scoped handle may
+    see (those :meth:`MdCG.departure` names): the rule a migration follows
+    (:func:`md_cg.migrate.forgotten_ids`)."""
+    return audit.departed(audit.visible_to(store.scope, store.log(paths.AUDIT_DIR).read()))
 
 
 def departed_text(node_id: str, at: float, new_id: str | None) -> str:
-    """Why a record of a forgotten or renamed id is not imported (as a migration says it)."""
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
-    if new_id is not None:
-        return (
-            f"id {node_id!r} was renamed to {new_id!r} in this store ({when}); its old id is not "
-            f"brought back (--overwrite imports it beside {new_id!r})"
-        )
-    return (
-        f"id {node_id!r} was forgotten in this store ({when}); not brought back (--overwrite brings it back)"
-    )
+    """Why a record of a forgotten or renamed id is not imported (a migration's reason,
+    :func:`md_cg.audit.not_brought_back`, and how to import it all the same)."""
+    how = "brings it back" if new_id is None else f"imports it beside {new_id!r}"
+    return f"id {node_id!r} was {audit.not_brought_back(at, new_id)} (--overwrite {how})"
 
 
 @dataclass(frozen=True)
