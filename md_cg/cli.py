@@ -87,6 +87,7 @@ from md_cg.render import (
     results_table,
     retention,
     sync_lines,
+    terminal_safe,
     verdict_dict,
 )
 
@@ -739,6 +740,13 @@ ArchivedOpt = Annotated[bool, typer.Option("--archived", help="Also read an arch
 ExpiredOpt = Annotated[bool, typer.Option("--expired", help="Also read an expired temporary memory.")]
 
 
+def _to_terminal() -> bool:
+    """Whether stdout is a terminal: ``get`` and ``show`` then escape the controls of a
+    body (an escape sequence in it would drive the terminal); a pipe or a file gets the
+    exact text."""
+    return sys.stdout.isatty()
+
+
 @app.command()
 def get(
     ctx: typer.Context,
@@ -759,8 +767,9 @@ def get(
             out = node_dict(node, str(path))
             _print_json(out if newer is None else {**out, "superseded_by": newer})
         else:
-            head, _, rest = node_text(node, str(path.relative_to(store.root))).partition("\n")
-            said = "" if newer is None else f"superseded_by: {newer}\n"
+            text = node_text(node, str(path.relative_to(store.root)), terminal=_to_terminal())
+            head, _, rest = text.partition("\n")
+            said = "" if newer is None else f"superseded_by: {terminal_safe(newer)}\n"
             sys.stdout.write(f"{head}\n{said}{rest}")
 
 
@@ -773,14 +782,15 @@ def show(
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """Print a memory's file exactly as stored (frontmatter and body)."""
+    """Print a memory's file exactly as stored (frontmatter and body); on a terminal, its
+    controls other than line ends and tabs are shown escaped."""
     seen = {"include_archived": archived, "include_expired": expired}
     with _open(ctx, root, read_only=True) as store:
         text = store.read_text(node_id, **seen)
         if json_out:
             _print_json({"id": node_id, "path": str(store.path_of(node_id, **seen)), "text": text})
         else:
-            sys.stdout.write(text)
+            sys.stdout.write(terminal_safe(text, lines=True) if _to_terminal() else text)
             sys.stdout.flush()
 
 
@@ -1568,7 +1578,7 @@ def neighbours(
             _print_json({"id": node_id, "neighbours": [n.to_dict() for n in found]})
             return
         if not found:
-            typer.echo(f"{node_id}: no neighbours ({direction}, depth {depth})")
+            typer.echo(f"{terminal_safe(node_id)}: no neighbours ({direction}, depth {depth})")
             return
         titles = {n.id: store.entry(n.id).title for n in found if n.exists}
     out = _stdout()

@@ -136,11 +136,14 @@ class NodeNotFoundError(MdcgError, KeyError):
     node outside the caller's scope (whose error is that of an unknown id).
     ``fix``: what the library's caller can do about it (an expired memory's
     write says how to renew it), kept apart from ``hint`` so that the CLI and
-    the MCP server can say it in their own terms.
+    the MCP server can say it in their own terms. ``shown``: how the message writes the
+    id (default its ``repr``; escaped when it names a twin spelt alike, NFC and NFD).
     """
 
-    def __init__(self, node_id: str, hint: str = "", *, hidden: str | None = None, fix: str = "") -> None:
-        msg = f"no node with id {node_id!r} in this store"
+    def __init__(
+        self, node_id: str, hint: str = "", *, hidden: str | None = None, fix: str = "", shown: str = ""
+    ) -> None:
+        msg = f"no node with id {shown or repr(node_id)} in this store"
         said = "; ".join(part for part in (hint, fix) if part)
         if said:
             msg += f" ({said})"

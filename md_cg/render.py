@@ -28,7 +28,7 @@ from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, recorded_note
-from .script import distinct_labels, fold_accents
+from .script import distinct_labels, fold_accents, terminal_safe
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -259,7 +259,9 @@ def age(seconds: float | None, now: float | None = None) -> str:
 # -- rich renderables --------------------------------------------------------------------
 #
 # Every cell is a rich Text, so titles, ids, tags and snippets show as they are: no
-# console markup ("[bold]") and no emoji codes (":smile:") are read in them. A table
+# console markup ("[bold]") and no emoji codes (":smile:") are read in them; and every
+# text from a memory or a file name is :func:`~md_cg.script.terminal_safe` first, so
+# that no control in it (an escape sequence, a bidi override) reaches the terminal. A table
 # takes one of three forms, by the width it is given (a terminal's; None: any):
 # *wide*, a column each; *stacked*, the short columns and the id, the rest on a line
 # under the id; and, when even the id does not fit in a table, *lines*: each item's id
@@ -353,7 +355,7 @@ def _result_title(result: SearchResult) -> Text:
 
     # the mark goes first so that a long title, cut by the column, never hides it
     title = Text("(filler) ", style="dim") if result.filler else Text()
-    return title.append(clip(result.title, 60))
+    return title.append(clip(terminal_safe(result.title), 60))
 
 
 def results_table(
@@ -370,7 +372,15 @@ def results_table(
     from rich.table import Table
 
     rows = [
-        (str(i), r.tier, _state_cell(r.state), f"{r.score:.2f}", r.id, _result_title(r), r.basis or "")
+        (
+            str(i),
+            r.tier,
+            _state_cell(r.state),
+            f"{r.score:.2f}",
+            terminal_safe(r.id),
+            _result_title(r),
+            terminal_safe(r.basis or ""),
+        )
         for i, r in enumerate(results, 1)
     ]
     heads = (("#", "right"), ("tier", "left"), ("state", "left"), ("score", "right"), ("id", "left"))
@@ -442,7 +452,7 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> Text:
         line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"
     if omitted:
         line += f" · {omitted} filler result(s) without evidence omitted (--fill shows them)"
-    return _text(line)
+    return _text(terminal_safe(line))
 
 
 def _health_line(report: HealthReport) -> Text:
@@ -480,8 +490,9 @@ def health_rows(report: HealthReport, limit: int = HEALTH_ROWS) -> list[tuple[st
     for f in report.findings:
         n = shown[f.kind] = shown.get(f.kind, 0) + 1
         if n <= limit:
-            node = twins.get(f.node_id or "", f.node_id or "")
-            rows.append((f.severity, f.kind, node, f.detail + (f" ({f.path})" if f.path else "")))
+            node = twins.get(f.node_id or "", terminal_safe(f.node_id or ""))
+            detail = f.detail + (f" ({f.path})" if f.path else "")
+            rows.append((f.severity, f.kind, node, terminal_safe(detail)))
         elif n == limit + 1:
             more = total[f.kind] - limit
             why = f"... and {more:,} more {f.kind} finding(s) (`mdcg health --json` lists every one)"
@@ -541,7 +552,8 @@ def entries_table(
     rows = []
     for e in entries:
         when = e.changed or None
-        rows.append((iso(when) or "-", age(when, now), e.layer, e.id, ", ".join(e.tags), clip(e.title, 80)))
+        tags, title = terminal_safe(", ".join(e.tags)), clip(terminal_safe(e.title), 80)
+        rows.append((iso(when) or "-", age(when, now), e.layer, terminal_safe(e.id), tags, title))
     widths = [_cells((f"{r[0]} ({r[1]})" for r in rows), 7), _cells((r[2] for r in rows), 5)]
     widths.append(_cells((r[3] for r in rows), 2))
     ages = _cells((r[1] for r in rows), 3)
@@ -585,8 +597,12 @@ def neighbours_table(
 
     rows = []
     for n in found:
-        title = clip(first_line(titles[n.id]), 50) if n.id in titles else "(missing: dangling edge)"
-        rows.append((str(n.depth), n.direction, n.type, n.id, n.via, title))
+        title = (
+            clip(terminal_safe(first_line(titles[n.id])), 50)
+            if n.id in titles
+            else "(missing: dangling edge)"
+        )
+        rows.append((str(n.depth), n.direction, *map(terminal_safe, (n.type, n.id, n.via)), title))
     heads = ("depth", "dir", "type", "id", "via")
     widths = [_cells((r[i] for r in rows), len(name)) for i, name in enumerate(heads)]
     table = Table()
@@ -621,10 +637,14 @@ def node_dict(node: Node, path: str) -> dict[str, Any]:
     return {"id": node.id, "layer": node.layer, "path": path, "frontmatter": fields, "body": node.body}
 
 
-def node_text(node: Node, path: str) -> str:
-    """A node for people: a header of its fields (one per line), a blank line, the body."""
+def node_text(node: Node, path: str, *, terminal: bool = False) -> str:
+    """A node for people: a header of its fields (one per line), a blank line, the body.
+
+    The header's controls are escaped (:func:`~md_cg.script.terminal_safe`: a field's
+    text is one line and never drives a terminal); the body is exact unless ``terminal``
+    (it is printed on one), when its controls other than line ends and tabs are escaped."""
     fields = node.to_dict(iso_times=True)
-    head = [f"{node.id} · {node.layer} · {path}"]
+    head = [terminal_safe(f"{node.id} · {node.layer} · {path}")]
     for key, value in fields.items():
         if key in ("id", "layer"):
             continue
@@ -638,8 +658,9 @@ def node_text(node: Node, path: str) -> str:
             value = ", ".join(str(v) for v in value)
         elif isinstance(value, dict):
             value = ", ".join(f"{k}={v}" for k, v in value.items())
-        head.append(f"{key}: {value}")
-    return "\n".join(head) + "\n\n" + node.body + ("" if node.body.endswith("\n") else "\n")
+        head.append(terminal_safe(f"{key}: {value}"))
+    body = terminal_safe(node.body, lines=True) if terminal else node.body
+    return "\n".join(head) + "\n\n" + body + ("" if body.endswith("\n") else "\n")
 
 
 def _twins(ids: Sequence[str]) -> str:
@@ -724,7 +745,7 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         if items:
             more = f", ... (+{len(items) - limit} more)" if len(items) > limit else ""
             out.append(f"{label} ({len(items)}): " + ", ".join(items[:limit]) + more)
-    return out
+    return [terminal_safe(line) for line in out]
 
 
 #: Ids a line of the command line names before it counts the rest (:func:`id_list`).
@@ -736,7 +757,7 @@ def id_list(ids: Sequence[str], limit: int = LINE_IDS) -> str:
     are and where they all are (``--json``); ``none`` when there are none."""
     if not ids:
         return "none"
-    shown = ", ".join(ids[:limit])
+    shown = terminal_safe(", ".join(ids[:limit]))
     more = len(ids) - limit
     return shown if more <= 0 else f"{shown}, ... (+{more:,} more; --json lists every one)"
 

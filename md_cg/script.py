@@ -89,6 +89,7 @@ __all__ = [
     "plural_forms",
     "singulars",
     "stem",
+    "terminal_safe",
 ]
 
 #: Body of a regular-expression character class matching one CJK character
@@ -222,6 +223,32 @@ def escaped(text: str) -> str:
         else:
             out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
     return "'" + "".join(out) + "'"
+
+
+#: What a terminal takes as a command rather than as text: the C0 controls, DEL, the C1
+#: controls (ESC starts a sequence that retitles the window, recolours or moves the
+#: cursor; CSI U+009B does alone) and the bidirectional formatting marks (U+202E shows
+#: what follows it backwards).
+_TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: The same, less the line ends and tabs a text's lines keep: ``\n``, ``\t`` and the
+#: ``\r`` of a ``\r\n`` (a lone ``\r`` sends the cursor back over what was written).
+_TERMINAL_CONTROL_IN_LINES = re.compile(
+    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)"
+)
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode("ascii")
+
+
+def terminal_safe(text: str, *, lines: bool = False) -> str:
+    """``text`` with every character a terminal would obey instead of showing (controls,
+    DEL, bidi overrides) written as its escape -- ``\\x1b``, ``\\u202e`` -- so that text
+    stored in a memory (typed by an agent, imported) cannot retitle the terminal,
+    recolour a table or overwrite its state column. ``lines``: keep the line ends and
+    tabs of a text shown whole (a body), escaping the rest."""
+    pattern = _TERMINAL_CONTROL_IN_LINES if lines else _TERMINAL_CONTROL
+    return pattern.sub(_escape_control, text) if pattern.search(text) else text
 
 
 def distinct_labels(ids: Iterable[str]) -> dict[str, str]:

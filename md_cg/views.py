@@ -72,7 +72,7 @@ from .organize import OrganizeResult
 from .recall import InjectItem, RecallStats
 from .reports import Finding
 from .resurface import Resurfaced
-from .script import short_repr
+from .script import distinct_labels, short_repr
 from .visibility import Scope, Show
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
@@ -208,10 +208,11 @@ class Reads(_Handle):
         state = self._engine.state
         other = state.keys.get(paths.id_key(node_id)) if isinstance(node_id, str) else None
         e = state.entries.get(other) if other is not None else None
-        if e is not None and visibility.visible(state, e, self._scope, show):
-            return NodeNotFoundError(
-                node_id, f"did you mean {other!r}? ids differ by letter case or Unicode form"
-            )
+        if other is not None and e is not None and visibility.visible(state, e, self._scope, show):
+            # the NFC and NFD spellings of an id print alike: both escaped, as health shows twins
+            labels = {i: repr(i) if s == i else s for i, s in distinct_labels((node_id, other)).items()}
+            hint = f"did you mean {labels[other]}? ids differ by letter case or Unicode form"
+            return NodeNotFoundError(node_id, hint, shown=labels[node_id])
         if self._scope is None and isinstance(node_id, str):
             # A file named for it that could not be read or parsed (an unscoped handle
             # only: a scoped one must not learn of files outside its scope).
