@@ -1589,7 +1589,10 @@ def neighbours(
 def verify(
     ctx: typer.Context,
     node_id: Annotated[str, typer.Argument(metavar="ID", help="Node id.")],
-    evidence: Annotated[str, typer.Option(help="The external evidence (required).")],
+    evidence: Annotated[
+        str,
+        typer.Option(help="The external evidence (required, at most 1,000 characters)."),
+    ],
     verdict: Annotated[str, typer.Option(help="confirmed, weakened or falsified.")],
     root: RootOpt = None,
     json_out: JsonOpt = False,
@@ -1601,7 +1604,10 @@ def verify(
         if json_out:
             _print_json(info)
         elif verdict == "falsified":
-            typer.echo(f"{node.id}: falsified, moved to rejected/ ({info['path']})")
+            # the entry just written names the layer the node was in
+            was = node.verification_history[-1].get("from_layer")
+            done = "already in rejected/" if was == "rejected" else "moved to rejected/"
+            typer.echo(f"{node.id}: falsified, {done} ({info['path']})")
         else:
             typer.echo(
                 f"{node.id}: {verdict}, confidence {info['confidence_before']:g} -> "

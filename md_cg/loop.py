@@ -17,8 +17,20 @@ Verification (asymmetric: counter-evidence weighs more)
     ``weakened`` lowers it by :data:`WEAKEN_STEP` (0.10), both clamped to
     [0, 1]; a node without confidence starts from :data:`DEFAULT_CONFIDENCE`.
     ``falsified`` moves the node to ``rejected/`` (same id, importance 0) with
-    the evidence. Every verdict appends an entry to the node's
+    the evidence; a node already there stays, and keeps the record of its
+    first falsification (``state_attributes.falsified``, with the layer it came
+    from). Every verdict appends an entry to the node's
     ``verification_history``.
+
+    Evidence and history are bounded, so that a verdict never fails on the size of the
+    frontmatter (256 KiB): evidence holds at most :data:`MAX_EVIDENCE_CHARS`
+    characters (longer is refused, naming the limit), and the history keeps
+    its first entry and the :data:`HISTORY_KEEP` most recent ones; the entries
+    between fold into one ``{"verdict": "folded"}`` entry that counts them and
+    their verdicts and spans their confidence, so the history still accounts
+    for every change (each entry's ``confidence_before`` is the one before's
+    ``confidence_after``). At most 22 entries of at most 1,000 characters
+    (6 bytes each at worst, escaped) come to under 140 KB.
 
 Reflection
     D = 1 − (share of results in state ACCEPT), with feedback overriding the
@@ -60,6 +72,11 @@ if TYPE_CHECKING:  # pragma: no cover
 CONFIRM_STEP = 0.05
 WEAKEN_STEP = 0.10
 DEFAULT_CONFIDENCE = 0.5
+#: the longest evidence (characters, after stripping) ``verify`` takes
+MAX_EVIDENCE_CHARS = 1_000
+#: how many of the most recent ``verification_history`` entries stay whole (with the first)
+HISTORY_KEEP = 20
+FOLDED = "folded"
 VERDICTS = ("confirmed", "weakened", "falsified")
 __all__ = ["STATES", "VERDICTS", "InvalidVerdictError"]
 
@@ -73,6 +90,59 @@ def _text(value: Any, what: str) -> str:
     if not isinstance(value, str) or not value.strip():
         raise InvalidNodeError(f"{what} must be a non-empty string, got {value!r}", field=what, value=value)
     return value.strip()
+
+
+def _evidence(value: Any, node_id: str) -> str:
+    """``value`` as evidence: a non-empty string of at most :data:`MAX_EVIDENCE_CHARS`
+    characters (every verdict keeps it in the node's frontmatter, which has a size limit)."""
+    evidence = _text(value, "evidence")
+    if len(evidence) > MAX_EVIDENCE_CHARS:
+        raise InvalidNodeError(
+            f"evidence for node {node_id!r} is {len(evidence):,} characters, over the limit of "
+            f"{MAX_EVIDENCE_CHARS:,}: shorten it (keep the full text in a memory of its own and cite its id)",
+            field="evidence",
+            node_id=node_id,
+        )
+    return evidence
+
+
+def _fold(entries: Sequence[Any]) -> dict[str, Any]:
+    """One history entry standing for ``entries`` (earlier folds among them count theirs):
+    how many, their verdicts, when the last was, and the confidence before the first and
+    after the last that record one."""
+    count = 0
+    verdicts: dict[str, int] = {}
+    spans: list[tuple[Any, Any]] = []
+    ts: Any = None
+    for e in entries:
+        e = e if isinstance(e, dict) else {}  # a hand-edited file may hold anything
+        if e.get("verdict") == FOLDED and isinstance(e.get("folded"), int):
+            count += e["folded"]
+            earlier = e.get("verdicts")
+            for k, v in earlier.items() if isinstance(earlier, dict) else ():
+                verdicts[str(k)] = verdicts.get(str(k), 0) + (v if isinstance(v, int) else 0)
+        else:
+            count += 1
+            kind = e.get("verdict")
+            kind = kind if isinstance(kind, str) and kind in (*VERDICTS, "condition_added") else "other"
+            verdicts[kind] = verdicts.get(kind, 0) + 1
+        if "confidence_before" in e and "confidence_after" in e:
+            spans.append((e["confidence_before"], e["confidence_after"]))
+        ts = e.get("ts", ts)
+    out: dict[str, Any] = {"verdict": FOLDED, "folded": count, "verdicts": verdicts}
+    if ts is not None:
+        out["ts"] = ts  # its place in time: a merge orders the entries by it
+    if spans:
+        out["confidence_before"], out["confidence_after"] = spans[0][0], spans[-1][1]
+    return out
+
+
+def bounded_history(history: Sequence[Any]) -> list[Any]:
+    """``history`` with at most its first entry, one fold and the :data:`HISTORY_KEEP` most
+    recent entries: every verdict adds one, and the frontmatter holding them has a size limit."""
+    if len(history) <= HISTORY_KEEP + 1:
+        return list(history)
+    return [history[0], _fold(history[1:-HISTORY_KEEP]), *history[-HISTORY_KEEP:]]
 
 
 def _listing(values: Iterable[str] | str | None) -> list[str]:
@@ -191,7 +261,7 @@ def verify(store: StoreEngine, node_id: str, evidence: str, verdict: str) -> Nod
             f"unknown verdict {short_repr(verdict)} for node {node_id!r}; "
             f"expected one of {', '.join(VERDICTS)}"
         )
-    evidence = _text(evidence, "evidence")
+    evidence = _evidence(evidence, node_id)
     if node_id not in store:
         store.refresh()
         if node_id not in store:
@@ -213,13 +283,15 @@ def verify(store: StoreEngine, node_id: str, evidence: str, verdict: str) -> Nod
         }
         if verdict == "falsified":
             entry["from_layer"] = node.layer
+            attrs = dict(node.state_attributes or {})
+            if node.layer != "rejected" or not isinstance(attrs.get("falsified"), dict):
+                # falsified again in rejected/: the first record (and the layer it names) stands
+                attrs["falsified"] = {"evidence": evidence, "from_layer": node.layer, "ts": entry["ts"]}
             node.layer = "rejected"
             node.importance = 0.0
-            attrs = dict(node.state_attributes or {})
-            attrs["falsified"] = {"evidence": evidence, "from_layer": entry["from_layer"], "ts": entry["ts"]}
             node.state_attributes = attrs
         node.confidence = after
-        node.verification_history = [*node.verification_history, entry]
+        node.verification_history = bounded_history([*node.verification_history, entry])
 
     return store.modify(node_id, apply)
 
@@ -482,16 +554,18 @@ def resolve(store: StoreEngine, unresolved_id_: str, evidence: str, confirmed: b
         def add_condition(n: Node) -> None:
             if condition not in n.non_applicable_conditions:
                 n.non_applicable_conditions = [*n.non_applicable_conditions, condition]
-            n.verification_history = [
-                *n.verification_history,
-                {
-                    "ts": time.time(),
-                    "verdict": "condition_added",
-                    "condition": condition,
-                    "evidence": evidence,
-                    "from": unresolved_id_,
-                },
-            ]
+            n.verification_history = bounded_history(
+                [
+                    *n.verification_history,
+                    {
+                        "ts": time.time(),
+                        "verdict": "condition_added",
+                        "condition": condition,
+                        "evidence": evidence,
+                        "from": unresolved_id_,
+                    },
+                ]
+            )
 
         node = store.modify(target, add_condition)
     else:

@@ -1083,7 +1083,10 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def verify(
         id: NodeId,
-        evidence: Annotated[str, Field(description="What you observed (required).")],
+        evidence: Annotated[
+            str,
+            Field(description="What you observed (required, at most 1,000 characters)."),
+        ],
         verdict: Annotated[str, Field(description="confirmed, weakened or falsified")],
     ) -> dict[str, Any]:
         node = store.verify(id, evidence, verdict)
@@ -1109,7 +1112,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 
     return [
         (verify, "Record evidence about a memory: confirmed (+0.05 confidence), weakened (-0.10), "
-         "falsified (moves it to rejected/)."),
+         "falsified (moves it to rejected/). Evidence: at most 1,000 characters."),
         (reflect, "Search and record the information gap D = 1 - share of ACCEPT results, with dD/dt; "
          "`feedback` overrides the judge's states."),
     ]  # fmt: skip
