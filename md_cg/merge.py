@@ -61,7 +61,7 @@ import orjson
 from . import nodefile
 from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
 from .node import DEFAULT_SENSITIVITY, LAYERS, SENSITIVITY_LEVELS, Node, finite
-from .paths import ARCHIVE_DIR, META_DIR
+from .paths import ARCHIVE_DIR, META_DIR, SYNONYMS
 
 #: The frontmatter key that marks a node left with a true merge conflict.
 CONFLICT_KEY = "merge_conflict"
@@ -830,6 +830,13 @@ HOOKS = ("post-merge", "post-checkout", "post-rewrite")
 HOOK_MARK = "# md-cg: bring the index of each memory store up to date with the files git changed"
 
 
+#: The settings files a store commits: its ``.gitignore`` (``engine.GITIGNORE``) re-includes
+#: them from ``.mdcg/``, so the hooks never call them tracked state.
+SETTINGS_FILES = (SYNONYMS, "retention.json", "retention_markers.json")
+#: How many tracked state files the hooks' warning names (then "and N more").
+TRACKED_SHOWN = 5
+
+
 def sync_line(rel: str, python: str | None = None) -> str:
     """The hook line that syncs the store at ``rel`` (a path from the top of the work tree)."""
     exe = shlex.quote(python or sys.executable)
@@ -837,16 +844,41 @@ def sync_line(rel: str, python: str | None = None) -> str:
     # The folder's name is data: quoted as one word in both places, never spliced into
     # a quoted string (a name holding a quote would otherwise run as shell code).
     warning = f"md-cg: sync of the store {rel} failed or found problems; see: mdcg health --root {where}"
-    state = f"{rel}/{META_DIR}" if rel != "." else META_DIR
-    tracked = (
-        f"md-cg: {state}/ is tracked by git, but it is each clone's own state (index, tombstones, access "
-        f"counts): a pull replaces it, and untracking it deletes it in the other clones. Copy "
-        f"{state}/audit/ aside in every clone, then: git rm -r --cached {shlex.quote(state)} (docs/git.md)"
-    )
+    sync = f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || echo {shlex.quote(warning)} >&2"
     # `if`, not `&&`: the hook must exit 0 (post-checkout's status becomes git checkout's)
-    listed = f"git ls-files --error-unmatch -- {shlex.quote(state)} >/dev/null 2>&1"
-    check = f"if {listed}; then echo {shlex.quote(tracked)} >&2; fi"
-    return f"{exe} -m md_cg.cli -q sync --root {where} >/dev/null || echo {shlex.quote(warning)} >&2; {check}"
+    return f"{sync}; {_tracked_check(rel)}"
+
+
+def _tracked_check(rel: str) -> str:
+    """Shell that names the files of the store's ``.mdcg/`` git tracks, but for the
+    settings files (:data:`SETTINGS_FILES`), and says how to untrack exactly those.
+
+    Literal pathspecs: a folder named with ``*`` or ``[`` matches only itself. The
+    settings files belong in the repository; advice to untrack all of ``.mdcg/``
+    deleted them in every other clone at its next pull."""
+    state = f"{rel}/{META_DIR}" if rel != "." else META_DIR
+    specs = [f":(literal){state}", *(f":(exclude,literal){state}/{name}" for name in SETTINGS_FILES)]
+    quoted = " ".join(shlex.quote(spec) for spec in specs)
+    head = (
+        f"md-cg: git tracks files of {state}/ that are each clone's own state (index, tombstones, "
+        "access counts): a pull replaces them, and untracking them deletes them in the other clones:"
+    )
+    advice = (
+        f"Copy {state}/audit/ aside in every clone, then untrack exactly these (the settings files "
+        f"{', '.join(SETTINGS_FILES)} stay tracked), from the top of the work tree: "
+        f"git rm -r -q --cached -- {quoted} (docs/git.md)"
+    )
+    n = TRACKED_SHOWN
+    more = f'if [ "$mdcg_n" -gt {n} ]; then echo "  and $((mdcg_n - {n})) more"; fi'
+    # printf, not echo: sh's echo reads backslashes in a folder's name as escapes
+    say = "printf '%s\\n'"
+    report = (
+        f"{say} {shlex.quote(head)}; {say} \"$mdcg_t\" | sed -n '1,{n}s/^/  /p'; "
+        f'mdcg_n=$({say} "$mdcg_t" | wc -l); {more}; {say} {shlex.quote(advice)}'
+    )
+    return (
+        f'mdcg_t=$(git ls-files -- {quoted} 2>/dev/null); if [ -n "$mdcg_t" ]; then {{ {report}; }} >&2; fi'
+    )
 
 
 def _git(cwd: Path, *args: str) -> str:
@@ -904,8 +936,13 @@ def _install_hook(path: Path, rel: str, line: str) -> str:
         lines = text.splitlines()
         if HOOK_MARK not in lines:
             return f"{path} exists and is not md-cg's: left as it is; add this line to it:\n  {line}"
-        if any(f"--root {shlex.quote(rel)} " in x for x in lines):
+        mine = [i for i, x in enumerate(lines) if f"--root {shlex.quote(rel)} " in x]
+        if mine and all(lines[i] == line for i in mine):
             return f"{path}: already syncs {rel}"
+        if mine:  # an earlier version's line (its warning told to untrack the settings files)
+            kept = [line if i == mine[0] else x for i, x in enumerate(lines) if i == mine[0] or i not in mine]
+            path.write_text("\n".join(kept) + "\n", encoding="utf-8")
+            return f"{path}: its line for {rel} brought up to date"
         path.write_text(text + ("" if text.endswith("\n") else "\n") + line + "\n", encoding="utf-8")
         return f"{path}: now also syncs {rel}"
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -256,11 +256,11 @@ def test_the_hooks_warn_when_the_stores_state_folder_is_tracked(tmp_path: Path) 
     git(a, "commit", "-q", "-m", "oops")
     git(a, "push", "-q", "origin", "HEAD:main")
     pulled = git(b, "pull", "-q", "--no-rebase", "origin", "main")
-    assert "md-cg: mem/.mdcg/ is tracked by git, but it is each clone's own state" in pulled.stderr
-    assert "git rm -r --cached mem/.mdcg (docs/git.md)" in pulled.stderr
+    # session 31: the exact message, and the settings files kept tracked: tests/test_git_hook_s31.py
+    assert pulled.stderr.startswith("md-cg: git tracks files of mem/.mdcg/ that are each clone's own state")
     done = git(b, "checkout", "-q", "HEAD~1", "--", "mem")  # post-checkout: exit 0 all the same
-    assert done.returncode == 0 and "is tracked by git" in done.stderr
+    assert done.returncode == 0 and "md-cg: git tracks files of mem/.mdcg/" in done.stderr
     git(a, "rm", "-r", "-q", "--cached", "mem/.mdcg")
     git(a, "commit", "-q", "-m", "untrack")
     quiet = git(a, "checkout", "-q", "HEAD", "--", "mem")
-    assert "is tracked by git" not in quiet.stderr
+    assert "git tracks files of" not in quiet.stderr
