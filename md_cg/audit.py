@@ -43,6 +43,7 @@ from .errors import MalformedNodeFileError, UnsafePathError
 from .index import MAX_FILE_BYTES, RENAMED_FROM, Entry, decode_node
 from .logs import AppendLog
 from .node import Node
+from .script import terminal_safe
 from .visibility import Scope, scope_fields
 
 #: The record a rename leaves: a migration re-run does not bring the old id back.
@@ -152,8 +153,9 @@ class Departure:
 
     def describe(self) -> str:
         """One line for an error message: ``it was renamed to 'b' on 2026-12-06 07:18 UTC``
-        (``…; 'b' was forgotten on …`` when the memory left again). Control and format
-        characters (a terminal's escape sequences, bidi marks) are shown escaped, and each id
+        (``…; 'b' was forgotten on …`` when the memory left again). The reason's control
+        characters (a terminal's escape sequences, line ends, bidi marks) are shown escaped
+        (:func:`~md_cg.script.terminal_safe`, the CLI's rule), and each id
         is cut at :data:`DEPARTURE_ID_CHARS` (the log is per clone and may be tampered with)."""
         return f"it {self._predicate()}"
 
@@ -175,21 +177,13 @@ class Departure:
             return f"is {self.event}" if self.event == "archived" else "has expired"
         if self.event == "sweep":
             return f"expired and was swept on {when}"
-        return f"was forgotten on {when}" + (f", reason: {_printable(self.reason)}" if self.reason else "")
+        return f"was forgotten on {when}" + (f", reason: {terminal_safe(self.reason)}" if self.reason else "")
 
 
 #: Characters of a forget's reason a :class:`Departure` keeps (an error message's line).
 DEPARTURE_REASON_CHARS = 200
 #: Characters of an id a :meth:`Departure.describe` shows (real ids are shorter).
 DEPARTURE_ID_CHARS = 160
-
-
-def _printable(text: str) -> str:
-    """``text`` with every non-printable character (controls, bidi and other format marks,
-    line separators) shown as its escape: nothing in it can drive a terminal."""
-    if text.isprintable():
-        return text
-    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
 
 
 def _shown_id(node_id: str | None) -> str:

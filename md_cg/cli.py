@@ -691,19 +691,24 @@ def add(
 
 def _report_added(node: Node, path: Path, created: bool, unknown: list[str], json_out: bool) -> None:
     """What ``mdcg add`` prints: ID<TAB>PATH (or the JSON), and on stderr the edge
-    targets no memory has, an identical memory found, a temporary memory's expiry."""
+    targets no memory has, an identical memory found, a temporary memory's expiry. The
+    notes are :func:`terminal_safe`: an id refuses controls but may hold a bidi mark."""
     say = _stderr()
     for target in unknown:  # stored: a target may come later (a git pull); health lists them
         say.print(
-            f"{node.id}: edge target {target!r} is not in the store (stored anyway; "
-            "`mdcg health` lists dangling edges)",
+            terminal_safe(
+                f"{node.id}: edge target {target!r} is not in the store (stored anyway; "
+                "`mdcg health` lists dangling edges)"
+            ),
             soft_wrap=True,
             markup=False,
         )
     if not created:
         say.print(
-            f"{node.id}: an identical memory is already in {node.layer}/; nothing was written "
-            "(--duplicate stores another)",
+            terminal_safe(
+                f"{node.id}: an identical memory is already in {node.layer}/; nothing was written "
+                "(--duplicate stores another)"
+            ),
             soft_wrap=True,
             markup=False,
         )
@@ -726,8 +731,10 @@ def _say_expiry(node: Node) -> None:
     if kept["tier"] == "temp":
         why = f" ({node.retention_reason})" if node.retention_reason else ""
         _stderr().print(
-            f"{node.id}: temporary, expires {kept['expires']}{why}; "
-            f"`mdcg update {node.id} --tier long` keeps it",
+            terminal_safe(
+                f"{node.id}: temporary, expires {kept['expires']}{why}; "
+                f"`mdcg update {node.id} --tier long` keeps it"
+            ),
             soft_wrap=True,
             markup=False,
         )
@@ -1162,13 +1169,19 @@ def _dangling(incoming: Any) -> list[dict[str, str]]:
 
 def _echo_left(deleted: Deleted) -> None:
     """What a delete or forget left behind (dangling edges, memories it had superseded)
-    and the other files of the id it removed with it."""
+    and the other files of the id it removed with it; :func:`terminal_safe`, as the
+    first line (an id refuses controls but may hold a bidi mark: U+202E)."""
+    lines = []
     if deleted.copies:
-        typer.echo("its copies removed too: " + ", ".join(deleted.copies))
+        lines.append("its copies removed too: " + ", ".join(deleted.copies))
     if deleted.incoming:
-        typer.echo("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
+        lines.append("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
     for old in deleted.left_closed:
-        typer.echo(f"{old}: still closed (it superseded it); if it is true again: mdcg update {old} --reopen")
+        lines.append(
+            f"{old}: still closed (it superseded it); if it is true again: mdcg update {old} --reopen"
+        )
+    for line in lines:
+        typer.echo(terminal_safe(line))
 
 
 @app.command()
@@ -1196,7 +1209,7 @@ def delete(
             }
         )
         return
-    typer.echo(f"{node_id}: deleted ({path})")
+    typer.echo(terminal_safe(f"{node_id}: deleted ({path})"))
     _echo_left(deleted)
 
 
@@ -1226,7 +1239,7 @@ def forget(
             }
         )
         return
-    typer.echo(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept")
+    typer.echo(terminal_safe(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept"))
     _echo_left(deleted)
 
 
@@ -1451,8 +1464,10 @@ def today(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -
     else:  # the last resort picks among every node, today's included
         days = (datetime.now().astimezone().date() - picked.date).days  # the local day, as resurface
         ago = "today" if days == 0 else f"{days} day(s) ago"
-    typer.echo(f"{picked.id} · {ago} ({picked.date.isoformat()}) · shown {picked.show_count} time(s) before")
-    sys.stdout.write(node.body if node.body.endswith("\n") else node.body + "\n")
+    head = f"{picked.id} · {ago} ({picked.date.isoformat()}) · shown {picked.show_count} time(s) before"
+    body = node.body if node.body.endswith("\n") else node.body + "\n"
+    typer.echo(terminal_safe(head))  # as ``get``: the body exact through a pipe, escaped on a terminal
+    sys.stdout.write(terminal_safe(body, lines=True) if _to_terminal() else body)
 
 
 @app.command()
@@ -1472,8 +1487,12 @@ def inject(
         return
     if not items:
         typer.echo("nothing relevant to inject")
+    # Piped into a prompt: the memory's text as stored (written, not echoed: click would
+    # strip its `ESC [` sequences and leave the rest); on a terminal: escaped, as ``get``.
+    terminal = _to_terminal()
     for i in items:
-        typer.echo(f"- [{i.id}] {i.text}")
+        line = f"- [{i.id}] {i.text}"
+        sys.stdout.write((terminal_safe(line) if terminal else line) + "\n")
 
 
 KOpt = Annotated[int, typer.Option("-k", "--limit", help="Number of results.")]

@@ -228,13 +228,15 @@ def escaped(text: str) -> str:
 #: What a terminal takes as a command rather than as text: the C0 controls, DEL, the C1
 #: controls (ESC starts a sequence that retitles the window, recolours or moves the
 #: cursor; CSI U+009B does alone) and the bidirectional formatting marks (U+202E shows
-#: what follows it backwards).
-_TERMINAL_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-#: The same, less the line ends and tabs a text's lines keep: ``\n``, ``\t`` and the
-#: ``\r`` of a ``\r\n`` (a lone ``\r`` sends the cursor back over what was written).
-_TERMINAL_CONTROL_IN_LINES = re.compile(
-    "[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\r(?!\n)"
-)
+#: what follows it backwards); and a lone surrogate, which no UTF-8 stream can carry
+#: (a tampered log's ``"\\ud800"``: written raw, it would fail the whole output).
+_TERMINAL_UNSAFE = "\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+#: For one line (a cell, an error message), also every line end -- the U+2028 and
+#: U+2029 separators too: a one-line text stays one line in a log or an editor.
+_TERMINAL_CONTROL = re.compile(f"[\x00-\x1f{_TERMINAL_UNSAFE}\u2028\u2029]")
+#: For a text shown whole, less the line ends and tabs its lines keep: ``\n``, ``\t`` and
+#: the ``\r`` of a ``\r\n`` (a lone ``\r`` sends the cursor back over what was written).
+_TERMINAL_CONTROL_IN_LINES = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_TERMINAL_UNSAFE}]|\r(?!\n)")
 
 
 def _escape_control(match: re.Match[str]) -> str:
@@ -245,8 +247,15 @@ def terminal_safe(text: str, *, lines: bool = False) -> str:
     """``text`` with every character a terminal would obey instead of showing (controls,
     DEL, bidi overrides) written as its escape -- ``\\x1b``, ``\\u202e`` -- so that text
     stored in a memory (typed by an agent, imported) cannot retitle the terminal,
-    recolour a table or overwrite its state column. ``lines``: keep the line ends and
-    tabs of a text shown whole (a body), escaping the rest."""
+    recolour a table or overwrite its state column; a lone surrogate too (``\\ud800``:
+    it cannot be written as UTF-8) and, in one line, the U+2028/U+2029 line separators.
+    ``lines``: keep the line ends and tabs of a text shown whole (a body), escaping the
+    rest.
+
+    The one escaper for display (the CLI's tables and lines, the reason in an error's
+    :meth:`~md_cg.audit.Departure.describe`): every other character is shown as it is,
+    spaces of any width (U+00A0, U+3000), joiners and unassigned code points included:
+    they are text, and no terminal obeys them."""
     pattern = _TERMINAL_CONTROL_IN_LINES if lines else _TERMINAL_CONTROL
     return pattern.sub(_escape_control, text) if pattern.search(text) else text
 
