@@ -1300,7 +1300,7 @@ def supersede(
     if json_out:
         _print_json({"old": old_id, "new": new_id, "reason": reason})
     else:
-        typer.echo(f"{old_id}: superseded by {new_id}")
+        typer.echo(terminal_safe(f"{old_id}: superseded by {new_id}"))
 
 
 @app.command()
@@ -1443,7 +1443,9 @@ def stats(
         f"injection: {inj['injected_count']} in {inj['runs']} run(s), slot fill {fill}"
     )
     for r in data["top_recalled"]:
-        typer.echo(f"  {r['count']:>5}  {r['id']}  {clip(r['title'] or '', 60)}")
+        typer.echo(
+            terminal_safe(f"  {r['count']:>5}  {r['id']}  {clip(terminal_safe(r['title'] or ''), 60)}")
+        )
 
 
 @app.command()
