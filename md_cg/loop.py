@@ -62,6 +62,7 @@ import orjson
 from . import paths, visibility
 from .errors import InvalidArgumentError, InvalidNodeError, InvalidVerdictError, NodeNotFoundError
 from .judge import STATES
+from .merge import FOLDED, HISTORY_KEEP, VERDICTS, bounded_history
 from .node import DEFAULT_SENSITIVITY, Node, finite
 from .protocol import StoreEngine
 from .script import fold, has_surrogate, short_repr
@@ -74,11 +75,7 @@ WEAKEN_STEP = 0.10
 DEFAULT_CONFIDENCE = 0.5
 #: the longest evidence (characters, after stripping) ``verify`` takes
 MAX_EVIDENCE_CHARS = 1_000
-#: how many of the most recent ``verification_history`` entries stay whole (with the first)
-HISTORY_KEEP = 20
-FOLDED = "folded"
-VERDICTS = ("confirmed", "weakened", "falsified")
-__all__ = ["STATES", "VERDICTS", "InvalidVerdictError"]
+__all__ = ["FOLDED", "HISTORY_KEEP", "STATES", "VERDICTS", "InvalidVerdictError", "bounded_history"]
 
 
 def _hash(*parts: str) -> str:
@@ -104,45 +101,6 @@ def _evidence(value: Any, node_id: str) -> str:
             node_id=node_id,
         )
     return evidence
-
-
-def _fold(entries: Sequence[Any]) -> dict[str, Any]:
-    """One history entry standing for ``entries`` (earlier folds among them count theirs):
-    how many, their verdicts, when the last was, and the confidence before the first and
-    after the last that record one."""
-    count = 0
-    verdicts: dict[str, int] = {}
-    spans: list[tuple[Any, Any]] = []
-    ts: Any = None
-    for e in entries:
-        e = e if isinstance(e, dict) else {}  # a hand-edited file may hold anything
-        if e.get("verdict") == FOLDED and isinstance(e.get("folded"), int):
-            count += e["folded"]
-            earlier = e.get("verdicts")
-            for k, v in earlier.items() if isinstance(earlier, dict) else ():
-                verdicts[str(k)] = verdicts.get(str(k), 0) + (v if isinstance(v, int) else 0)
-        else:
-            count += 1
-            kind = e.get("verdict")
-            kind = kind if isinstance(kind, str) and kind in (*VERDICTS, "condition_added") else "other"
-            verdicts[kind] = verdicts.get(kind, 0) + 1
-        if "confidence_before" in e and "confidence_after" in e:
-            spans.append((e["confidence_before"], e["confidence_after"]))
-        ts = e.get("ts", ts)
-    out: dict[str, Any] = {"verdict": FOLDED, "folded": count, "verdicts": verdicts}
-    if ts is not None:
-        out["ts"] = ts  # its place in time: a merge orders the entries by it
-    if spans:
-        out["confidence_before"], out["confidence_after"] = spans[0][0], spans[-1][1]
-    return out
-
-
-def bounded_history(history: Sequence[Any]) -> list[Any]:
-    """``history`` with at most its first entry, one fold and the :data:`HISTORY_KEEP` most
-    recent entries: every verdict adds one, and the frontmatter holding them has a size limit."""
-    if len(history) <= HISTORY_KEEP + 1:
-        return list(history)
-    return [history[0], _fold(history[1:-HISTORY_KEEP]), *history[-HISTORY_KEEP:]]
 
 
 def _listing(values: Iterable[str] | str | None) -> list[str]:
@@ -527,9 +485,10 @@ def resolve(store: StoreEngine, unresolved_id_: str, evidence: str, confirmed: b
     Confirmed: the condition joins the concerned node's
     ``non_applicable_conditions`` (and its verification history); refuted: the
     question is recorded as a rejected hypothesis. Either way the question
-    leaves ``unresolved/``.
+    leaves ``unresolved/``. Evidence holds at most :data:`MAX_EVIDENCE_CHARS`
+    characters, as for :func:`verify`: it joins the node's frontmatter.
     """
-    evidence = _text(evidence, "evidence")
+    evidence = _evidence(evidence, unresolved_id_)
     question = store.get(unresolved_id_)
     if question.layer != "unresolved":
         raise InvalidNodeError(

@@ -1090,7 +1090,12 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
         verdict: Annotated[str, Field(description="confirmed, weakened or falsified")],
     ) -> dict[str, Any]:
         node = store.verify(id, evidence, verdict)
-        return _superseded(store, verdict_dict(node, verdict, store.path_of(node.id)))
+        reply = _superseded(store, verdict_dict(node, verdict, store.path_of(node.id)))
+        # falsified again: the node stayed where it was (the entry just written names the
+        # layer it was in); the CLI says so too
+        if verdict == "falsified" and node.verification_history[-1].get("from_layer") == "rejected":
+            reply["note"] = "; ".join(["already in rejected/", *([reply["note"]] if "note" in reply else [])])
+        return reply
 
     def reflect(
         query: Query,

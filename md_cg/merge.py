@@ -8,7 +8,9 @@ calls each of those a conflict. This driver parses the three versions
 (base, ours, theirs) as nodes and merges them by what each field means:
 
 * ``verification_history``: the union of the entries, without duplicates,
-  ordered by ``ts`` (histories only grow).
+  ordered by ``ts`` (histories only grow), less the base entries a new fold
+  on either side stands for (two sides' new folds become one), bounded as
+  ``verify`` bounds it (:func:`bounded_history`).
 * ``access_count``, ``last_access``, ``updated_at``: the larger value (times
   are compared as instants, whatever their spelling in the file).
 * ``tags``, ``non_applicable_conditions``: a three-way set merge (additions
@@ -18,7 +20,8 @@ calls each of those a conflict. This driver parses the three versions
 * ``confidence``: when both sides verified the node and each side's value is
   its base moved by its own new verifications, the base moved by every new
   verification of either side, in time order (two confirmations count
-  twice, one seen on both sides once); otherwise three-way.
+  twice, one seen on both sides once; fold entries span verdicts the base
+  already counted and are left out); otherwise three-way.
 * ``retention_tier``, ``expires_at``, ``retention_reason``: one unit, taken
   whole from one version (three-way over the three); both sides changed it
   differently: the longer-lived version (long beats temporary, a later expiry
@@ -69,6 +72,12 @@ CONFLICT_KEY = "merge_conflict"
 DRIVER_NAME = "mdcg"
 #: Labels of the conflict markers written into a conflicting body.
 LABELS = ("ours", "base", "theirs")
+#: how many of the most recent ``verification_history`` entries stay whole (with the first)
+HISTORY_KEEP = 20
+#: the ``verdict`` of the entry that stands for the history entries folded away
+FOLDED = "folded"
+#: the verdicts of ``verify`` (:mod:`md_cg.loop`); here because a fold counts them
+VERDICTS = ("confirmed", "weakened", "falsified")
 
 _ABSENT: Any = object()
 _MAX_TIME_FIELDS = ("updated_at", "last_access")
@@ -297,12 +306,95 @@ def _entry_time(entry: Any) -> float:
     return -math.inf if instant is None else instant
 
 
+# -- verification history ---------------------------------------------------------------
+# Here, not in md_cg.loop (which verifies): the driver bounds a merged history the way a
+# verify does, and this module sits below the store.
+
+
+def _fold(entries: Sequence[Any]) -> dict[str, Any]:
+    """One history entry standing for ``entries`` (earlier folds among them count theirs):
+    how many, their verdicts, when the last was, and the confidence before the first and
+    after the last that record one."""
+    count = 0
+    verdicts: dict[str, int] = {}
+    spans: list[tuple[Any, Any]] = []
+    ts: Any = None
+    for e in entries:
+        e = e if isinstance(e, dict) else {}  # a hand-edited file may hold anything
+        if e.get("verdict") == FOLDED and isinstance(e.get("folded"), int):
+            count += e["folded"]
+            earlier = e.get("verdicts")
+            for k, v in earlier.items() if isinstance(earlier, dict) else ():
+                verdicts[str(k)] = verdicts.get(str(k), 0) + (v if isinstance(v, int) else 0)
+        else:
+            count += 1
+            kind = e.get("verdict")
+            kind = kind if isinstance(kind, str) and kind in (*VERDICTS, "condition_added") else "other"
+            verdicts[kind] = verdicts.get(kind, 0) + 1
+        if "confidence_before" in e and "confidence_after" in e:
+            spans.append((e["confidence_before"], e["confidence_after"]))
+        ts = e.get("ts", ts)
+    out: dict[str, Any] = {"verdict": FOLDED, "folded": count, "verdicts": verdicts}
+    if ts is not None:
+        out["ts"] = ts  # its place in time: a merge orders the entries by it
+    if spans:
+        out["confidence_before"], out["confidence_after"] = spans[0][0], spans[-1][1]
+    return out
+
+
+def bounded_history(history: Sequence[Any]) -> list[Any]:
+    """``history`` with at most its first entry, one fold and the :data:`HISTORY_KEEP` most
+    recent entries: every verdict adds one, and the frontmatter holding them has a size limit."""
+    if len(history) <= HISTORY_KEEP + 1:
+        return list(history)
+    return [history[0], _fold(history[1:-HISTORY_KEEP]), *history[-HISTORY_KEEP:]]
+
+
+def _is_fold(entry: Any) -> bool:
+    return isinstance(entry, dict) and entry.get("verdict") == FOLDED
+
+
+def _folded_away(base: list[Any], side: list[Any]) -> tuple[list[Any], list[Any]]:
+    """A side's new fold entries and the base entries they stand for (the base entries
+    the side no longer holds: a verify drops entries only by folding them)."""
+    known, mine = _Entries(base), _Entries(side)
+    folds = [e for e in side if _is_fold(e) and e not in known]
+    return folds, [e for e in base if e not in mine] if folds else []
+
+
+def _count(entries: Sequence[Any]) -> int:
+    return int(_fold(entries)["folded"]) if entries else 0
+
+
 def _merge_history(base: Any, ours: Any, theirs: Any) -> Any:
-    """The union of the entries, deduplicated, ordered by ``ts`` (entries without one first)."""
-    seen = _Entries()
-    entries = [e for e in [*_as_list(base), *_as_list(ours), *_as_list(theirs)] if seen.add(e)]
+    """The union of the entries, deduplicated, ordered by ``ts`` (entries without one
+    first), bounded as a verify bounds it (:func:`bounded_history`). Base entries a fold
+    on either side stands for are left out (else the next fold counts them twice); two
+    sides' new folds become one that counts what both folded, once."""
+    b, o, t = _as_list(base), _as_list(ours), _as_list(theirs)
+    folds_o, gone_o = _folded_away(b, o)
+    folds_t, gone_t = _folded_away(b, t)
+    gone, seen = _Entries([*gone_o, *gone_t]), _Entries()
+    entries = [e for e in [*b, *o, *t] if e not in gone and seen.add(e)]
+    mine = _Entries(folds_o)
+    if folds_o and folds_t and not any(f in mine for f in folds_t):
+        both = _Entries(gone_o)
+        twice = _fold([e for e in gone_t if e in both])  # counted by the folds of both sides
+        folds = _Entries([*folds_o, *folds_t])
+        entries = [e for e in entries if e not in folds]
+        entries.append(_less(_fold(sorted([*folds_o, *folds_t], key=_entry_time)), twice))
     entries.sort(key=_entry_time)  # stable: equal times keep the order met
-    return entries or _ABSENT
+    return bounded_history(entries) or _ABSENT
+
+
+def _less(fold: dict[str, Any], part: dict[str, Any]) -> dict[str, Any]:
+    """``fold`` without the entries the fold ``part`` counts."""
+    verdicts = {k: v - part["verdicts"].get(k, 0) for k, v in fold["verdicts"].items()}
+    return {
+        **fold,
+        "folded": fold["folded"] - part["folded"],
+        "verdicts": {k: v for k, v in verdicts.items() if v},
+    }
 
 
 def _replay(start: float, entries: list[Any]) -> float | None:
@@ -316,33 +408,53 @@ def _replay(start: float, entries: list[Any]) -> float | None:
     return value
 
 
-def _verified_confidence(metas: tuple[dict[str, Any], ...], history: Any) -> Any:
+def _changes(base: list[Any], side: list[Any], start: Any) -> list[Any]:
+    """The confidence changes a side made since base, oldest first: its new entries but
+    folds, whose spans cover base entries too. When a side folded some of its own new
+    entries (it verified past :data:`HISTORY_KEEP` since base), they count as one change
+    from ``start`` to where the fold ends."""
+    known = _Entries(base)
+    new = [e for e in side if isinstance(e, dict) and e not in known]
+    changes = [e for e in new if not _is_fold(e)]
+    folds, gone = _folded_away(base, side)
+    own = _count(folds) - _count(gone)  # how many of its own entries the side folded
+    if own < 0:
+        raise _Conflict
+    if own:
+        last = max(folds, key=_entry_time)
+        changes.append(
+            {
+                "ts": last.get("ts"),
+                "confidence_before": start,
+                "confidence_after": last.get("confidence_after"),
+            }
+        )
+    return sorted(changes, key=_entry_time)
+
+
+def _verified_confidence(metas: tuple[dict[str, Any], ...]) -> Any:
     """The confidence both sides reached by verifying, or :class:`_Conflict`.
 
     Each side's confidence must be exactly its base moved by its own new
     verifications; the result is the base moved by all of them, in time order.
     """
-    base, ours, theirs = metas
-    known = _Entries(_as_list(base.get("verification_history", _ABSENT)))
-
-    def new(meta: dict[str, Any]) -> list[Any]:
-        mine = _as_list(meta.get("verification_history", _ABSENT))
-        return sorted((e for e in mine if e not in known and isinstance(e, dict)), key=_entry_time)
-
-    new_ours, new_theirs = new(ours), new(theirs)
-    if not new_ours or not new_theirs:
-        raise _Conflict
-    start = base.get("confidence", _ABSENT)
+    base, ours, theirs = (_as_list(m.get("verification_history", _ABSENT)) for m in metas)
+    start = metas[0].get("confidence", _ABSENT)
     if start is _ABSENT:
-        start = min((new_ours[0], new_theirs[0]), key=_entry_time).get("confidence_before")
+        firsts = [e for e in (*ours, *theirs) if isinstance(e, dict) and e not in _Entries(base)]
+        start = min(firsts, key=_entry_time).get("confidence_before") if firsts else None
     if not isinstance(start, (int, float)) or isinstance(start, bool):
         raise _Conflict
-    for side, entries in ((ours, new_ours), (theirs, new_theirs)):
+    new_ours, new_theirs = _changes(base, ours, start), _changes(base, theirs, start)
+    if not new_ours or not new_theirs:
+        raise _Conflict
+    for meta, entries in ((metas[1], new_ours), (metas[2], new_theirs)):
         replayed = _replay(start, entries)
-        reached = side.get("confidence")
+        reached = meta.get("confidence")
         if replayed is None or not isinstance(reached, (int, float)) or abs(replayed - reached) > 1e-9:
             raise _Conflict
-    merged = _replay(start, [e for e in _as_list(history) if e not in known])
+    seen = _Entries()
+    merged = _replay(start, sorted((e for e in [*new_ours, *new_theirs] if seen.add(e)), key=_entry_time))
     if merged is None:
         raise _Conflict
     return merged
@@ -364,9 +476,8 @@ _RULES: dict[str, Callable[[Any, Any, Any], Any]] = {
 
 def _merge_field(name: str, values: tuple[Any, Any, Any], metas: tuple[dict[str, Any], ...]) -> Any:
     if name == "confidence":
-        history = _merge_history(*(m.get("verification_history", _ABSENT) for m in metas))
         try:
-            return _verified_confidence(metas, history)
+            return _verified_confidence(metas)
         except _Conflict:
             pass  # not explained by verifications alone: the three-way rule decides
     rule = _RULES.get(name)
