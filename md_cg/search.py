@@ -41,8 +41,8 @@ from .judge import judge as judge_node
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import CJK_SPLIT_RE, fold_accents, is_cjk, short_repr, singulars
 from .synonyms import SynonymTable
-from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, synonym_terms, term_words
-from .textindex import holding_all, live_doc_freqs, typo_terms
+from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, query_terms, synonym_terms, term_words
+from .textindex import holding_all, live_doc_freqs, match_idfs, typo_terms
 from .textindex_docs import Exclusion
 from .textindex_phrase import PHRASE_POOL, title_rerank
 from .textindex_similar import within_a_typo
@@ -210,6 +210,10 @@ class Expansion:
     #: "booking"), with the words they stand for: a hit whose title shows the stem
     #: only bare ("the book 'Range'") does not hold the synonym (:func:`_title_forms`)
     stemmed: dict[str, frozenset[str]] = field(default_factory=dict)
+    #: per synonym phrase of a table entry found in the query: (the entry's own
+    #: terms, single CJK characters left out when it has longer ones; the phrase's
+    #: terms), for :func:`ranked_terms`
+    stands_for: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
 
 
 def expand(query: str, synonyms: SynonymTable) -> Expansion:
@@ -234,7 +238,50 @@ def expand(query: str, synonyms: SynonymTable) -> Expansion:
     else:
         together = [" ".join(added)] if len(added) > 1 else []
     terms = expand_query(query, found)
-    return Expansion(terms, words, added, groups, together, _stemmed(added, dict(terms)))
+    stands_for = {
+        (own, tuple(synonym_terms(phrase))): None
+        for entry, weight in found
+        if weight >= 1.0 and (own := _whole_word(query_terms(entry)))
+        for phrase in synonyms.synonyms_of(entry)
+    }
+    return Expansion(terms, words, added, groups, together, _stemmed(added, dict(terms)), list(stands_for))
+
+
+def _whole_word(terms: Sequence[str]) -> tuple[str, ...]:
+    """The terms of a word a memory holding it holds as the word: its single CJK characters
+    left out when it has longer terms (记 of 笔记 is in 日记 too)."""
+    longer = tuple(t for t in terms if not (len(t) == 1 and is_cjk(t)))
+    return longer or tuple(terms)
+
+
+def ranked_terms(text: Any, expansion: Expansion) -> list[tuple[str, float]]:
+    """``expansion.terms`` as the index ranks them: the synonyms of a word of the query
+    are scaled down together until the terms of each weigh at most its weight times the
+    idf of the word's rarest own term, not a single character of a longer CJK word
+    (:data:`md_cg.synonyms.SYNONYM_WEIGHT` 0.6: a literal match ranks above a synonym
+    match). Without the cap a word most memories hold weighs next to nothing while its
+    rare synonym keeps its idf: review r3 (session 31) found "量子纠缠实验记录" (synonym
+    记录 only) first and ACCEPT for 笔记 at 1.57, the twenty memories saying 笔记 at 0.03
+    and filler. Scaled together, the synonyms keep their order among themselves (a
+    memory holding a whole synonym still ranks above one holding a word of another). A
+    word no memory holds caps nothing (its synonyms are all the query can find); a term
+    of several words' synonyms takes the lowest scale. The judge still reads the weights
+    of ``expansion.terms``."""
+    if not expansion.stands_for:
+        return expansion.terms
+    wanted = {t for own, phrase in expansion.stands_for for t in (*own, *phrase)}
+    idf = match_idfs(text, sorted(wanted))
+    of_word: dict[tuple[str, ...], float] = {}  # each word's scale for its synonyms
+    for own, phrase in expansion.stands_for:
+        rarest = max((idf.get(t, 0.0) for t in own), default=0.0)
+        mass = sum(idf.get(t, 0.0) for t in set(phrase))
+        if rarest > 0 and mass > rarest:
+            of_word[own] = min(of_word.get(own, 1.0), rarest / mass)
+    scale: dict[str, float] = {}
+    for own, phrase in expansion.stands_for:
+        for t in phrase:
+            scale[t] = min(scale.get(t, 1.0), of_word.get(own, 1.0))
+    return [(t, w * scale[t]) if w < 1.0 and t in scale else (t, w) for t, w in expansion.terms]
 
 
 def _stemmed(phrases: Sequence[str], weights: Mapping[str, float]) -> dict[str, frozenset[str]]:
@@ -321,7 +368,7 @@ def run(
     state.flush_text()
     expansion = expand(query, synonyms)
     p = plan(state, expansion.words, layer, context)
-    ladder = _Ladder(state, query, expansion.terms, k, hidden, only)
+    ladder = _Ladder(state, query, ranked_terms(state.text, expansion), k, hidden, only)
     ladder.climb(p)
     ordered = sorted(ladder.found.items(), key=lambda kv: (ladder.rank(kv[0], kv[1][1]), -kv[1][0]))
     t = time.perf_counter()
@@ -684,7 +731,9 @@ def _evidence(
     it holds at least :data:`CJK_CHAR_SHARE` of the query's characters,
     particles (:data:`CJK_FUNCTION_CHARS`) not counted (its ``terms`` still
     list them). A term hit scoring below :data:`RELATIVE_FLOOR` of the best
-    term hit is filler (``weak``: its share of that score). Evidence of only
+    term hit is filler (``weak``: its share of that score); one holding the query's
+    own words, below that share of the best such hit (a synonym-only hit ranked
+    first sets no floor for the literal ones). Evidence of only
     common words is ``common_only`` (:func:`_only_common`).
     A similarity hit whose only evidence is a typo of a word only its
     tags hold (``entries``: not its title either) is ``tag_typo`` (:func:`_tag_typos`),
@@ -692,11 +741,9 @@ def _evidence(
     """
     weight = dict(terms)
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
-    floor = best * RELATIVE_FLOOR
-    chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
-    content = chars - CJK_FUNCTION_CHARS
-    need = max(1, math.ceil(len(content) * CJK_CHAR_SHARE))
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
+    own_of = _own(terms, contained, [doc_id for doc_id, _ in hits])
+    literal = max((s for d, (s, tier) in hits if tier not in _SIMILARITY_TIERS and own_of[d]), default=best)
     ideal = 0.0
     typo_only: dict[str, list[str]] | None = None  # similarity hits' terms within a typo
     similar = [doc_id for doc_id, (_, tier) in hits if tier in _SIMILARITY_TIERS]
@@ -726,18 +773,36 @@ def _evidence(
             share = min(1.0, score / ideal) if ideal > 0 else 0.0
             why["fuzzy"] = round(share, 3)
             fuzzy_ok = share >= FUZZY_FLOOR and (typo_only is None or bool(typo_only.get(doc_id)))
-        own = why["terms"]
-        if own and all(t in chars for t in own) and len(content.intersection(own)) < need:
-            own = []  # a character or two of a longer CJK query, or only its particles
+        own = own_of[doc_id]
         evident = bool(own or why["synonyms"] or fuzzy_ok)
-        if evident and tier not in _SIMILARITY_TIERS and score < floor:
-            why["weak"] = float(f"{score / best:.3g}")  # a word or two of the query, far below the best
+        top = literal if own else best
+        if evident and tier not in _SIMILARITY_TIERS and score < top * RELATIVE_FLOOR:
+            why["weak"] = float(f"{score / top:.3g}")  # a word or two of the query, far below the best
             evident = False
         if evident and not fuzzy_ok and visible and _only_common(own, why["synonyms"], held, visible, terms):
             why["common_only"] = True  # evidence, but only of words most notes share
         if evident:
             thin.mark(doc_id, why, held, typo_only.get(doc_id, []) if typo_only else [], fuzzy_ok and not has)
         out[doc_id] = (why, not evident)
+    return out
+
+
+def _own(
+    terms: Sequence[tuple[str, float]], contained: Mapping[str, list[str]], doc_ids: Sequence[str]
+) -> dict[str, list[str]]:
+    """Per hit, the query's own terms it holds (``contained``) that are evidence: none when
+    they are only single CJK characters of the query, fewer than :data:`CJK_CHAR_SHARE` of
+    its content characters (particles not counted)."""
+    weight = dict(terms)
+    chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
+    content = chars - CJK_FUNCTION_CHARS
+    need = max(1, math.ceil(len(content) * CJK_CHAR_SHARE))
+    out: dict[str, list[str]] = {}
+    for doc_id in doc_ids:
+        own = [t for t in contained.get(doc_id, []) if weight[t] >= 1.0]
+        if own and all(t in chars for t in own) and len(content.intersection(own)) < need:
+            own = []  # a character or two of a longer CJK query, or only its particles
+        out[doc_id] = own
     return out
 
 

@@ -1240,6 +1240,28 @@ def live_doc_freqs(index: TextIndex, terms: Sequence[str]) -> tuple[dict[str, in
     return {term: int(count) for (term, _), count in zip(known, df, strict=True)}, n
 
 
+def match_idfs(index: TextIndex, terms: Sequence[str]) -> dict[str, float]:
+    """The idf :meth:`TextIndex.match` gives each of ``terms`` the vocabulary has: over
+    the live documents, in a mixed store over those of the term's home class (the class
+    holding most of its documents, :meth:`TextIndex._coefficients`). A term no live
+    document holds gets 0."""
+    index._prepare()
+    known = [(term, tid) for term in terms if (tid := dict.get(index._vocab, term)) is not None]
+    if not known:
+        return {}
+    tids = np.asarray([tid for _, tid in known], dtype=np.int64)
+    table = index._docs
+    df = _live_counts(index, tids).astype(np.float64)
+    if table.mixed:
+        other = _live_df(index, tids)
+        cjk = df - other
+        (n_other, n_cjk), _ = table.class_stats()
+        idf = idf_of(np.maximum(other, cjk), np.where(cjk > other, n_cjk, n_other))
+    else:
+        idf = idf_of(df, table.n_live)
+    return {term: float(value) for (term, _), value in zip(known, idf, strict=True)}
+
+
 #: :func:`holding_all` reads at most this many postings of the query's rarest term.
 HOLDING_SCAN = 20_000
 
