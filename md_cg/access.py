@@ -31,7 +31,7 @@ import orjson
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
 from .errors import DataFileError, InvalidNodeError, UnsafePathError, check_query
-from .node import AFTER_LAST_INSTANT, FIRST_INSTANT, LOW_CONFIDENCE
+from .node import FIRST_INSTANT, LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
 COUNTS = "counts.json"
@@ -339,7 +339,8 @@ def stats(
     """:func:`md_cg.recall.recall_stats` over the access events of the store at
     ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
     caller counts only its own events."""
-    nodes = [(e.id, e.title, _age_from(e), True) for e in entries]
+    now = recall.check_now(now or datetime.now(UTC))
+    nodes = [(e.id, e.title, _age_from(e, now.timestamp()), True) for e in entries]
     # A million decoded events are a few million objects, none in a cycle: the
     # collector rescanning them would cost more than the decoding (4x, measured).
     was = gc.isenabled()
@@ -348,7 +349,7 @@ def stats(
         return recall.recall_stats(
             read_events(str(root)),
             nodes,
-            now=now or datetime.now(UTC),
+            now=now,
             window_days=window_days,
             exempt_days=exempt_days,
             max_inject_slots=max_inject_slots,
@@ -361,13 +362,14 @@ def stats(
             gc.enable()
 
 
-def _age_from(entry: Any) -> float:
+def _age_from(entry: Any, now: float) -> float:
     """When a node was created, for the zombie exemption: its ``created_at``, or its file's
-    mtime when it has none (a hand-written file) or one outside the years 1-9999 (a file
-    holds such a time as it was written: ``created_at: 1e30`` counted as created less than
-    ``exempt_days`` ago for ever, so the memory was never a zombie)."""
+    mtime when it has none (a hand-written file) or one no creation can have: after
+    ``now`` (``2999-01-01``, ``1e30`` -- a file holds such a time as it was written)
+    counted as created less than ``exempt_days`` ago until that date, so the memory was
+    never a zombie."""
     created = entry.created_at
-    if created is not None and FIRST_INSTANT <= created <= AFTER_LAST_INSTANT:
+    if created is not None and FIRST_INSTANT <= created <= now:
         return float(created)
     return float(entry.mtime_ns / 1e9)
 

@@ -349,7 +349,9 @@ def _ns_to_datetime(ns: int) -> datetime:
     return datetime.fromtimestamp(ns // 1000 / 1_000_000, tz=UTC)
 
 
-def _check_now(now: object) -> datetime:
+def check_now(now: object) -> datetime:
+    """``now`` itself when it is a timezone-aware datetime (the instant statistics are
+    counted at), else InvalidArgumentError naming it."""
     if not isinstance(now, datetime) or now.tzinfo is None or now.utcoffset() is None:
         raise InvalidArgumentError(
             f"now must be a timezone-aware datetime, got {short_repr(now)}", name="now", value=now
@@ -503,7 +505,7 @@ def recall_stats(
     An event counts when ``ts >= now - window_days``; a node is exempt when
     it was created less than ``exempt_days`` before ``now``.
     """
-    now = _check_now(now)
+    now = check_now(now)
     opts = {
         "window_days": _int_option(window_days, DEFAULT_WINDOW_DAYS, 1, 365),
         "exempt_days": _int_option(exempt_days, DEFAULT_EXEMPT_DAYS, 0, 365),
