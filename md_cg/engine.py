@@ -1016,13 +1016,19 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     """:meth:`Engine.catch_up`'s end: resolve what the followed ``tail`` touched (return the
     changed ids), and note in ``engine.hand_after`` the files other processes wrote that a
     person changed after (:func:`md_cg.journal.hand_edits_after`: id -> ``("changed" |
-    "gone", path)``), which the follow read as they are, for the next sync to tell."""
+    "gone", path)``), and the files a sync line took in that changed after -- this
+    process's own lines too, when an open follows them (a ``git pull`` without hooks:
+    :func:`md_cg.journal.synced_edits_after`) --, which the follow read as they are, for
+    the next sync to tell."""
     changed = index.resolve_ids(engine.root_str, engine.state, touched)
-    for node_id in journal.synced_ids(tail) if engine.hand_after else ():
-        engine.hand_after.pop(node_id, None)  # another process's sync took the change in and told it
-    engine.hand_after.update(
-        journal.hand_edits_after(engine.root_str, engine.state.entries, tail, engine.cursor)
-    )
+    entries = engine.state.entries
+    if engine.hand_after:
+        # told by another process's sync, or written over by a write through md-cg since
+        # (a hand change written over is not told: the line below re-notes one made after)
+        for node_id in [*journal.synced_ids(tail), *journal.closed_ids(tail, engine.cursor)]:
+            engine.hand_after.pop(node_id, None)
+    engine.hand_after.update(journal.synced_edits_after(entries, tail, engine.cursor))
+    engine.hand_after.update(journal.hand_edits_after(engine.root_str, entries, tail, engine.cursor))
     return changed
 
 

@@ -730,6 +730,11 @@ def synced_ids(tail: Tail) -> dict[str, float]:
     return out
 
 
+def closed_ids(tail: Tail, cursor: Cursor) -> set[str]:
+    """The ids the closed commit lines of ``tail`` write (after :func:`replay`)."""
+    return {w.id for w in logged_writes(tail) if w.key not in cursor.pending}
+
+
 def hand_edits_after(
     root: str, entries: Mapping[str, Any], tail: Tail, cursor: Cursor
 ) -> dict[str, tuple[str, str]]:
@@ -770,6 +775,83 @@ def hand_edits_after(
             and not holds_logged(root, e.path, [w.logged for w in mine if w.put and w.rel == e.path])
         ):
             out[node_id] = ("changed", e.path)
+    return out
+
+
+def sync_record(records: dict[str, list[Any]], entries: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``sync`` line for ``records`` (its ``put`` and ``del`` pairs), with the ``stat`` of
+    each put as the index took it in: ``[mtime_ns, size]`` (None when the index holds the id
+    elsewhere), which :func:`synced_edits_after` compares with the file when a process
+    follows the line."""
+    stat = []
+    for node_id, rel in records["put"]:
+        e = entries.get(node_id)
+        stat.append([e.mtime_ns, e.size] if e is not None and e.path == rel else None)
+    return {"op": "sync", **records, "stat": stat}
+
+
+def _sync_stat(item: Any) -> tuple[int, int] | None:
+    """One ``stat`` item of a sync line (:func:`sync_record`); None when unusable."""
+    if isinstance(item, list) and len(item) == 2 and all(type(x) is int and x >= 0 for x in item):
+        return (item[0], item[1])
+    return None
+
+
+#: id -> (time, path, stat) of the last sync line naming it; path and stat None: it deleted the id
+_LastSync = dict[str, tuple[float, str | None, tuple[int, int] | None]]
+
+
+def _last_syncs(tail: Tail) -> _LastSync:
+    """The last ``sync`` line of ``tail`` naming each id, of those that log a time and
+    stats (earlier versions' lines do not)."""
+    out: _LastSync = {}
+    for records in tail.by_shard.values():
+        for rec in records:
+            if rec.get("op") != "sync" or not isinstance(stats := rec.get("stat"), list):
+                continue
+            # (no path is opened: the paths are only compared with the index's)
+            puts, dels = _pairs(rec.get("put", []), 2), _pairs(rec.get("del", []), 2)
+            ts = _seconds(rec.get("ts"))
+            if puts is None or dels is None or ts is None or len(stats) != len(puts):
+                continue
+            for node_id, _rel in dels:
+                if out.get(node_id, (-1.0,))[0] <= ts:
+                    out[node_id] = (ts, None, None)
+            for (node_id, rel), item in zip(puts, stats, strict=True):
+                if out.get(node_id, (-1.0,))[0] <= ts:
+                    out[node_id] = (ts, rel, _sync_stat(item))
+    return out
+
+
+def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -> dict[str, tuple[str, str]]:
+    """The files a ``sync`` line of ``tail`` (just followed: ``entries`` holds the files as
+    they are now) took in that changed after -- a ``git pull`` without hooks, an edit:
+    id -> ``("changed", path)`` when the file's mtime or size is no longer the line's
+    ``stat``, ``("gone", path)`` when the id is in no file, ``("added", path)`` when the
+    line deleted it and a file holds it again. Following the log reads such a file as it
+    is, so no change shows: a sync tells them, as :func:`hand_edits_after` does for
+    commit lines. An id a commit line of the tail writes at or after the sync line (or
+    one still open) is left to that line; so is one of a line of an earlier version (no
+    time or stats). No file is read: the follow stat'ed them."""
+    last = _last_syncs(tail)
+    if not last:
+        return {}
+    still_open = {i for c in cursor.pending.values() for i in c.ids}
+    written: dict[str, float] = {}
+    for w in logged_writes(tail):
+        written[w.id] = max(written.get(w.id, -1.0), float("inf") if w.logged[1] is None else w.logged[1])
+    out: dict[str, tuple[str, str]] = {}
+    for node_id, (ts, rel, stat) in last.items():
+        if written.get(node_id, -1.0) >= ts or node_id in still_open:
+            continue
+        e = entries.get(node_id)
+        if rel is None:
+            if e is not None:
+                out[node_id] = ("added", e.path)
+        elif e is None:
+            out[node_id] = ("gone", rel)
+        elif stat is not None and e.path == rel and stat != (e.mtime_ns, e.size):
+            out[node_id] = ("changed", rel)
     return out
 
 

@@ -580,7 +580,7 @@ def _settle_touched(
     late = journal.unread_writes(root, engine.cursor.offsets)
     changes = _hand_made(engine, changes, late, records if told_all else None)
     if log and (records["put"] or records["del"]):
-        shard, nbytes, _ = engine.journal.append([{"op": "sync", **records}])
+        shard, nbytes, _ = engine.journal.append([journal.sync_record(records, state.entries)])
         engine.advance(shard, nbytes)
     return {
         "added": tuple(sorted(changes["added"])),
@@ -600,7 +600,8 @@ def _hand_made(
     log was followed -- an id they write whose file holds what they logged (or that they
     delete) is theirs, not reported. With the files other processes wrote that a person
     changed after (:attr:`md_cg.engine.Engine.hand_after`, taken here): ``changed``, or,
-    gone, ``deleted`` -- ``moved`` when this look found the id at another path; each is
+    gone, ``deleted`` -- ``moved`` when this look found the id at another path --, or
+    ``added`` when a file holds again an id a sync deleted; each is
     added to the sync's ``records``, so that a process following the log after this one
     knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
     it again -- not by a scoped handle's sync (``records`` None), which tells only its
@@ -636,6 +637,9 @@ def _hand_made(
         elif kind == "gone" and e is None:
             out["deleted"].append(node_id)
             records["del"].append([node_id, rel])
+        elif kind == "added" and e is not None:
+            out["added"].append(node_id)  # deleted by a sync, back in a file since
+            records["put"].append([node_id, e.path])
     return out
 
 
