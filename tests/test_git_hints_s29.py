@@ -6,9 +6,11 @@ renamed to 'drink_cat'" (and ``get drink_cat`` said nothing at all), and an id r
 only in the other clone got no hint. The memory's ``renamed_from`` (kept in the index)
 now names the memory: scoped, without reading files.
 
-B (left: a first attempt gave false reports when other processes wrote, review r5).
-A sync right after an open whose log catch-up re-read files changed or removed by hand
-(``git reset --hard``, ``sed``) says "in sync: nothing changed" (docs/git.md).
+B (left here: a first attempt gave false reports when other processes wrote, review
+r5). A sync right after an open whose log catch-up re-read files changed or removed by
+hand said "in sync: nothing changed"; sessions 30 and 31 closed it for files other
+processes wrote (``tests/test_sync_race_s30.py``) and for files a sync took in
+(``tests/test_pull_sync_s31.py``); the limits left are in docs/git.md.
 """
 
 from __future__ import annotations
