@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -265,12 +265,16 @@ class Fates:
     """What became of each memory that left this clone, by :func:`memory_key`: the last
     tombstone of each one forgotten (and not kept since), the last rename record of
     each one renamed away, and the memories kept (``keep_returned``) since their last
-    forget. ``legacy``: tombstones without a creation time, by id (the old rule)."""
+    forget. ``legacy``: tombstones without a creation time, by id (the old rule).
+    ``renamed_back``: the ids a forgotten memory was renamed to here after its file came
+    back, in order -- it is still forgotten and back (a rename does not settle it: only
+    a keep or a forget does), named under its id now."""
 
     forgotten: dict[Key, dict[str, Any]]
     renamed: dict[Key, dict[str, Any]]
     kept: set[Key]
     legacy: dict[str, dict[str, Any]]
+    renamed_back: dict[Key, list[str]] = field(default_factory=dict)
 
 
 def fates(records: Iterable[object]) -> Fates:
@@ -288,22 +292,29 @@ def fates(records: Iterable[object]) -> Fates:
             if key is not None:  # kept: this memory is no longer forgotten, under any id
                 out.kept.add(key)
                 out.forgotten.pop(key, None)
+                out.renamed_back.pop(key, None)
             else:  # a migration wrote the id again: the memories that left under it are back
                 for k in keys_of.pop(record["id"], set()):
                     out.forgotten.pop(k, None)
                     out.renamed.pop(k, None)
+                    out.renamed_back.pop(k, None)
                 out.legacy.pop(record["id"], None)
         elif key is None:
             if event != RENAMED:
                 out.legacy[record["id"]] = record
         else:
             keys_of.setdefault(record["id"], set()).add(key)
-            if event == RENAMED:
+            if event == RENAMED and key in out.forgotten:
+                # a forgotten memory back, renamed here before it was kept or forgotten again:
+                # still back (a rename made the warning go, and `keep` of the new id refused)
+                out.renamed_back.setdefault(key, []).append(record["to"])
+            elif event == RENAMED:
                 out.renamed[key] = record
                 out.forgotten.pop(key, None)
             else:
                 out.forgotten[key] = record
                 out.renamed.pop(key, None)
+                out.renamed_back.pop(key, None)
                 out.kept.discard(key)
     return out
 
@@ -330,7 +341,7 @@ def returns(
     f = fates(records)
     by_id: dict[str, list[tuple[Key, dict[str, Any], bool]]] = {}
     for key, record in f.forgotten.items():
-        for node_id in dict.fromkeys([*_history(record), record["id"]]):
+        for node_id in dict.fromkeys([*_history(record), record["id"], *f.renamed_back.get(key, ())]):
             by_id.setdefault(node_id, []).append((key, record, True))
     for key, record in f.renamed.items():
         for node_id in dict.fromkeys([*_history(record), record["id"]]):
@@ -346,7 +357,8 @@ def returns(
             if k != file_key or k in f.kept:
                 continue
             if gone:
-                how = "same id" if record["id"] == e.id else "old id"
+                renamed_here = e.id in f.renamed_back.get(k, ())  # since it came back
+                how = "same id" if record["id"] == e.id else "new id" if renamed_here else "old id"
                 backs[(e.id, record["id"])] = Back(e, record["id"], record, how)
             elif record["to"] != e.id and _is(entries.get(record["to"]), k, read):
                 moved.append((e, record["to"], record))
@@ -404,7 +416,8 @@ def under_new_ids(
     (:func:`renamed_reader` does, without parsing it): such a file is under its first id."""
     by_time: dict[float, dict[str, tuple[dict[str, Any], set[str]]]] = {}
     for key, record in f.forgotten.items():
-        by_time.setdefault(key[0], {})[key[1]] = (record, {*_history(record), record["id"]})
+        had = {*_history(record), record["id"], *f.renamed_back.get(key, ())}
+        by_time.setdefault(key[0], {})[key[1]] = (record, had)
     out = []
     for e in entries:
         bucket = by_time.get(e.created_at) if e.created_at is not None else None

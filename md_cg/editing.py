@@ -22,7 +22,17 @@ import numpy as np
 
 from . import audit as audit_mod
 from . import fsops, index, merge, paths, visibility
-from .engine import Engine, Staged, check_move, copies_of, read_entry, stage
+from .engine import (
+    Engine,
+    Staged,
+    check_move,
+    copies_of,
+    dropped_file,
+    lost_file,
+    moved_away,
+    read_entry,
+    stage,
+)
 from .errors import (
     InvalidArgumentError,
     InvalidNodeError,
@@ -80,8 +90,17 @@ def require_usable(
 def read_text(engine: Engine, node_id: str) -> str:
     """The node's file as stored (frontmatter and body), read without following symlinks."""
     entry = engine.entry(check_id(node_id))
-    data, _ = fsops.read_file(engine.root_str, entry.path, max_bytes=index.MAX_FILE_BYTES)
-    return read_bytes_as_text(data, entry.path)
+    return read_bytes_as_text(_file_of(engine, entry), entry.path)
+
+
+def _file_of(engine: Engine, entry: Entry) -> bytes:
+    """The bytes of ``entry``'s file (one the caller sees); gone from its path by hand:
+    :func:`~md_cg.errors.lost_file_error` (was a bare FileNotFoundError)."""
+    try:
+        data, _ = fsops.read_file(engine.root_str, entry.path, max_bytes=index.MAX_FILE_BYTES)
+    except (FileNotFoundError, NotADirectoryError):
+        raise lost_file(engine, entry) or NodeNotFoundError(entry.id) from None
+    return data
 
 
 def edit_text(
@@ -115,8 +134,7 @@ def edit_text(
             raise NodeNotFoundError(node_id)
         if refuse is not None:
             refuse(current)
-        data, _ = fsops.read_file(engine.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
-        stored = read_bytes_as_text(data, current.path)
+        stored = read_bytes_as_text(_file_of(engine, current), current.path)
         text = change(stored)
         if not isinstance(text, str):
             raise InvalidArgumentError("the edit must produce text", name="change", value=text)
@@ -214,8 +232,8 @@ def rename(
                 sees = scope.admits if scope is not None else None
                 mine = sorted(i for i in now_sources if sees is None or sees(engine.state.entries[i]))
                 current = engine.state.entries.get(old_id)
-                if current is None:
-                    raise NodeNotFoundError(old_id)
+                if current is None:  # its file dropped by hand: named to an unscoped caller
+                    raise dropped_file(engine, old_id, named=scope is None) or NodeNotFoundError(old_id)
                 if refuse is not None:
                     refuse(current)
                 node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
@@ -242,6 +260,8 @@ def _rename_locked(
     current = engine.state.entries.get(old_id)
     if current is None:
         raise NodeNotFoundError(old_id)
+    if lost_file(engine, current) is not None:  # moved by hand, its file is no copy to delete
+        raise moved_away(engine, current, None)
     copies = [rel for _, rel in copies_of(engine, [current], scope)]
     if copies:  # renamed, the copies would bring the old id back at the next sync
         raise InvalidArgumentError(

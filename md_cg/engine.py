@@ -50,6 +50,7 @@ from .errors import (
     ReadOnlyStoreError,
     StoreClosedError,
     UnsafePathError,
+    lost_file_error,
 )
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
@@ -448,21 +449,9 @@ class Engine:
         return index.read_node(self.root_str, rel)
 
     def get(self, node_id: str) -> Node:
-        """Read a node from its file. Raises NodeNotFoundError for an unknown id."""
-        check_id(node_id)
-        self.fresh()
-        for attempt in (0, 1):
-            e = self.state.entries.get(node_id)
-            if e is not None:
-                try:
-                    node = self.read_node(e.path)
-                except (FileNotFoundError, NotADirectoryError, UnsafePathError):
-                    node = None
-                if node is not None and node.id == node_id:
-                    return node
-            if attempt == 0:
-                self.refresh()
-        raise NodeNotFoundError(node_id)
+        """Read a node from its file. Raises NodeNotFoundError for an unknown id, and
+        :func:`~md_cg.errors.lost_file_error` for one whose file is gone from where the index has it."""
+        return read_by_id(self, node_id)
 
     def drop_missing(self, node_ids: Iterable[str]) -> list[str]:
         """Re-resolve ids whose files may be gone (in memory only); return those dropped."""
@@ -512,7 +501,8 @@ class Engine:
                         if more <= stripes:
                             if dead:
                                 self.recover(dead)
-                            yield
+                            with told_dropped(self, keys):
+                                yield
                             return
                 finally:
                     for lock in reversed(held):  # last taken, first released
@@ -604,7 +594,7 @@ class Engine:
             return existing.path
         if fsops.exists(self.root_str, rel):
             return rel  # a file nobody indexed yet (copied in, or a folding file system's twin)
-        check_new_id(node.id)  # a new file: one that every clone can hold
+        new_id(self, node.id)  # a new file: one that every clone can hold, of no memory moved by hand
         return None
 
     def add_many(
@@ -711,7 +701,10 @@ class Engine:
         """The node of ``current`` staged at ``to`` with its file's exact bytes."""
         if fsops.exists(self.root_str, to):
             raise _taken(self, current.id, to, True, foreign=current.path)
-        data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
+        try:
+            data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
+        except (FileNotFoundError, NotADirectoryError):
+            raise moved_away(self, current, None) from None
         node = index.decode_node(data, to)
         if node.id != current.id:  # the file was edited to hold another id meanwhile
             raise moved_away(self, current, node.id)
@@ -826,9 +819,13 @@ def remove(
     """Remove a node's file, and every other file that holds its id in ``scope``
     (:func:`copies_of`: else the next sync would bring the memory back), in one commit
     under its locks; ``check(entry)`` may refuse first. Returns the node and the paths
-    of the copies removed."""
+    of the copies removed. An id dropped for its file moved, deleted or broken by hand
+    raises :func:`~md_cg.errors.lost_file_error`, naming the file when ``scope`` is None."""
     check_id(node_id)
     with engine.hold([node_id]):
+        lost = dropped_file(engine, node_id, named=True) if scope is None else None
+        if lost is not None:
+            raise lost
         current = engine._held(node_id, check)
         node = read_entry(engine, current)
         copies = copies_of(engine, [current], scope)
@@ -925,11 +922,15 @@ def _held_by_another(rel: str, held: str) -> str:
 
 def _taken(
     engine: Engine, node_id: str, rel: str, indexed: bool, *, foreign: str | None = None
-) -> DuplicateIdError:
+) -> DuplicateIdError | NodeNotFoundError:
     """The refusal of an ``add`` (no overwrite) of ``node_id`` whose path ``rel`` holds a
     file: its memory, or one nobody indexed yet -- unless that file holds another id
     (looked at when not ``indexed``, or with ``foreign``: an archive's target, the node
-    standing at ``foreign``), or, for an archive's target, another copy of this id."""
+    standing at ``foreign``), or, for an archive's target, another copy of this id. The
+    memory's file gone from ``rel`` by hand: :func:`~md_cg.errors.lost_file_error` (it is not "there")."""
+    lost = _lost_at(engine, node_id, rel) if indexed and not foreign else None
+    if lost is not None:
+        return lost
     # _stored_as raises when the file is another memory
     if (foreign or not indexed) and _stored_as(engine, node_id, rel) is None and _holds_text(engine, rel):
         return _unreadable(node_id, rel)
@@ -968,6 +969,9 @@ def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple
     stored = _stored_as(engine, node_id, existing)
     if stored is None and _holds_text(engine, existing):
         raise _unreadable(node_id, existing)
+    lost = _lost_at(engine, node_id, existing) if stored is None and copy is None else None
+    if lost is not None:  # a second file of the memory, which is somewhere else (or nowhere)
+        raise lost
     if copy is not None and stored is not None:
         raise copy_in_the_way(node_id, existing, rel)
     return stored
@@ -1069,10 +1073,109 @@ def read_entry(engine: Engine, entry: Entry) -> Node:
 
 def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundError:
     """The index drops ``entry`` (its file holds ``found`` now, or is gone: None) unless
-    another file holds its id; the error to raise. The id the file claims now is left
-    as it is (that file may be a copy: a sync sorts it out, with every candidate)."""
+    another file holds its id; the error to raise (:func:`~md_cg.errors.lost_file_error`: the caller saw
+    the entry). The id the file claims now is left as it is (that file may be a copy: a
+    sync sorts it out, with every candidate). A file gone is noted for the next sync
+    (:attr:`Engine.hand_after`), which tells it, and until then :func:`dropped_file` names
+    it to every lookup of the id."""
     index.resolve_ids(engine.root_str, engine.state, {entry.id: [entry.path]})
-    return NodeNotFoundError(entry.id)
+    if entry.id in engine.state.entries:  # another file holds it: that one stands now
+        return NodeNotFoundError(entry.id)
+    if found is None:
+        engine.hand_after[entry.id] = ("gone", entry.path)
+        return lost_file_error(entry.id, entry.path)
+    return lost_file_error(entry.id, entry.path, f"it holds memory {found!r} now")
+
+
+def read_by_id(engine: Engine, node_id: str) -> Node:
+    """:meth:`Engine.get`: the node of ``node_id`` read from its file, after one refresh
+    when the file does not hold it (another process may have just moved it). Still not
+    there: :func:`~md_cg.errors.lost_file_error` when the index holds the id (its file moved, deleted
+    or edited to another id by hand, or dropped for that: :func:`dropped_file`), else
+    NodeNotFoundError."""
+    check_id(node_id)
+    engine.fresh()
+    lost: NodeNotFoundError | None = None
+    for attempt in (0, 1):
+        e = engine.state.entries.get(node_id)
+        if e is not None:
+            try:
+                node = engine.read_node(e.path)
+            except (FileNotFoundError, NotADirectoryError):
+                node, lost = None, lost_file_error(node_id, e.path)
+            except UnsafePathError:
+                node, lost = None, None
+            if node is not None and node.id == node_id:
+                return node
+            if node is not None:
+                lost = lost_file_error(node_id, e.path, f"it holds memory {node.id!r} now")
+        if attempt == 0:
+            engine.refresh()
+    if node_id in engine.state.entries and lost is not None:
+        raise lost
+    raise dropped_file(engine, node_id, named=False) or NodeNotFoundError(node_id)
+
+
+@contextlib.contextmanager
+def told_dropped(engine: Engine, keys: set[str]) -> Iterator[None]:
+    """Inside :meth:`Engine.hold`: a plain "no node" error of a held id (its key in
+    ``keys``) that the index dropped because its file was moved, deleted or broken by hand
+    (:func:`dropped_file`) becomes that :func:`~md_cg.errors.lost_file_error` -- the file not named: whose
+    it was (the caller's scope) cannot be told here. The callers that know the scope name
+    it to an unscoped caller (:meth:`md_cg.MdCG.update`, ``archive``, ``rename``, ``delete``).
+    Looked at under the id's lock, the index caught up: a look before it may take another
+    process's move for a hand's (8 writers of the same ids: 1 write in 3 runs refused)."""
+    try:
+        yield
+    except NodeNotFoundError as exc:
+        node_id = exc.node_id
+        if exc.hint or exc.hidden or not isinstance(node_id, str):
+            raise
+        lost = dropped_file(engine, node_id, named=False) if paths.id_key(node_id) in keys else None
+        if lost is None:
+            raise
+        raise lost from None
+
+
+def dropped_file(engine: Engine, node_id: str, *, named: bool) -> NodeNotFoundError | None:
+    """The :func:`~md_cg.errors.lost_file_error` of an id the index dropped when it followed the log
+    because a person moved, deleted or broke its file after md-cg wrote it (noted in
+    :attr:`Engine.hand_after` until a sync tells it), else None. ``named``: the error
+    names the file and why it is unusable (an unscoped caller's; a scoped one may not
+    learn of another scope's files)."""
+    if node_id in engine.state.entries:
+        return None
+    told = engine.hand_after.get(node_id)
+    if told is None or told[0] != "gone":
+        return None
+    rel = told[1]
+    return lost_file_error(node_id, rel if named else None, engine.state.problems.get(rel, ""))
+
+
+def new_id(engine: Engine, node_id: str) -> None:
+    """Refuse a new file for ``node_id`` (:meth:`Engine.check_new`, under its lock): an id
+    every clone can hold (:func:`md_cg.node.check_new_id`), and none the index dropped for
+    its file moved, deleted or broken by hand (:func:`dropped_file`, the file not named
+    here): the memory is still somewhere, and a second file of it would make a duplicate
+    id -- :meth:`md_cg.MdCG.add` names the file to an unscoped caller."""
+    check_new_id(node_id)
+    lost = dropped_file(engine, node_id, named=False)
+    if lost is not None:
+        raise lost
+
+
+def _lost_at(engine: Engine, node_id: str, rel: str) -> NodeNotFoundError | None:
+    """:func:`lost_file` of ``node_id`` when the index holds it at ``rel``."""
+    entry = engine.state.entries.get(node_id)
+    return lost_file(engine, entry) if entry is not None and entry.path == rel else None
+
+
+def lost_file(engine: Engine, entry: Entry) -> NodeNotFoundError | None:
+    """The :func:`~md_cg.errors.lost_file_error` of ``entry`` (one the caller sees) when nothing is at its
+    path any more -- moved or deleted by hand since the index last looked --, else None."""
+    if fsops.exists(engine.root_str, entry.path):
+        return None
+    return lost_file_error(entry.id, entry.path)
 
 
 def is_read_only_error(exc: OSError) -> bool:

@@ -132,7 +132,8 @@ class NodeNotFoundError(MdcgError, KeyError):
     """No node with this id is in the store, or none the caller may read now.
 
     ``hidden`` says why a stored node is not readable when saying so leaks
-    nothing: ``"archived"`` or ``"expired"``; None for an unknown id and for a
+    nothing: ``"archived"``, ``"expired"`` or ``"lost"`` (its file moved, deleted or
+    broken by hand since the last sync: :func:`lost_file_error`); None for an unknown id and for a
     node outside the caller's scope (whose error is that of an unknown id).
     ``fix``: what the library's caller can do about it (an expired memory's
     write says how to renew it), kept apart from ``hint`` so that the CLI and
@@ -155,6 +156,28 @@ class NodeNotFoundError(MdcgError, KeyError):
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0])
+
+
+def lost_file_error(node_id: str, path: str | None, reason: str = "") -> NodeNotFoundError:
+    """The error of an id the index holds (or held, until it followed the log) at ``path``
+    whose file is not there as a memory any more: moved, deleted or broken by hand (an
+    Obsidian drag, a ``rm``, an edit) since the last sync. Every lookup and write of the
+    id raises it, ``add`` of the id too, until a sync takes the change in: "no node with
+    id" alone made a person believe the memory was gone (and ``forget`` refused) while it
+    was still on disk, and an ``add`` under the id made a second file of it.
+    ``hidden`` is ``"lost"``; ``reason``: why the file is unusable (empty: gone). ``path``
+    None: not named (a scoped handle may not learn of another scope's files, and
+    ``forget`` cannot tell whose it was), nor the reason (it may quote the file)."""
+    if path is None:
+        told = "its file was moved, deleted or changed outside md-cg since the last sync"
+    elif reason:
+        told = f"its file {path} was changed outside md-cg and is unusable: {reason}"
+    else:
+        told = f"its file {path} was moved or deleted outside md-cg since the last sync"
+    fix = "run `mdcg sync` (MdCG.sync()) to take that in, then try again"
+    if reason and path is not None:
+        fix = "fix it, then run `mdcg sync` (MdCG.sync())"
+    return NodeNotFoundError(node_id, told, hidden="lost", fix=fix)
 
 
 class DuplicateIdError(MdcgError):

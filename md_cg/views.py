@@ -111,6 +111,18 @@ class _Handle:
 
         def log(self, name: str) -> AppendLog: ...
 
+    @contextmanager
+    def _naming_lost(self) -> Iterator[None]:
+        """Around a write: its refusal of an id the index dropped for its file moved, deleted
+        or broken by hand (made under the id's lock, the file not named there:
+        :func:`md_cg.engine.told_dropped`) names the file to an unscoped caller."""
+        try:
+            yield
+        except NodeNotFoundError as exc:
+            if exc.hidden != "lost" or self._scope is not None:
+                raise
+            raise engine_mod.dropped_file(self._engine, exc.node_id, named=True) or exc from None
+
     def _check_taken(self, entry: Entry) -> None:
         """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
         one namespace, so the id is taken, but nothing of that node is named or replaced."""
@@ -214,8 +226,12 @@ class Reads(_Handle):
             hint = f"did you mean {labels[other]}? ids differ by letter case or Unicode form"
             return NodeNotFoundError(node_id, hint, shown=labels[node_id])
         if self._scope is None and isinstance(node_id, str):
-            # A file named for it that could not be read or parsed (an unscoped handle
-            # only: a scoped one must not learn of files outside its scope).
+            # Its file moved, deleted or broken by hand since md-cg wrote it; or a file
+            # named for it that could not be read or parsed (an unscoped handle only: a
+            # scoped one must not learn of files outside its scope).
+            lost = engine_mod.dropped_file(self._engine, node_id, named=True)
+            if lost is not None:
+                return lost
             for rel, reason in sorted(state.problems.items()):
                 if paths.stem_of(rel) == node_id:
                     hint = f"its file {rel} is unusable: {reason}; fix it, then sync"
@@ -555,7 +571,8 @@ class Lifecycle(_Handle):
         unknown or out-of-scope id raises NodeNotFoundError before anything moves.
         """
         wanted = retention.ids_of(ids)
-        moved, _ = self._engine.change_many(archive=wanted, durable=None, check=self._check_scope)
+        with self._naming_lost():
+            moved, _ = self._engine.change_many(archive=wanted, durable=None, check=self._check_scope)
         self._note_archive("archive", moved, reason)
         return moved
 
@@ -746,11 +763,12 @@ class Lifecycle(_Handle):
         check = self._writable_check(expired_ok=renews(changes))
         unlinked: list[str] = []
         try:
-            if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
-                out, unlinked = self._reopen_commit(node_id, change, durable, check)
-            else:
-                guarded = held_to_scope(self._scope, _unless_same(change), self._engine.state.entries.get)
-                out = self._engine.modify(node_id, guarded, durable=durable, check=check)
+            with self._naming_lost():
+                if "valid_until" in changes and changes["valid_until"] is None:  # a reopen
+                    out, unlinked = self._reopen_commit(node_id, change, durable, check)
+                else:
+                    guarded = held_to_scope(self._scope, _unless_same(change), self._engine.state.entries.get)
+                    out = self._engine.modify(node_id, guarded, durable=durable, check=check)
         except _Same as same:  # nothing to write: the node as stored, its updated_at kept
             return Updated(same.node, [], False)
         self._ret.record(decided, now)
