@@ -342,7 +342,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             decided = self._prepare(
                 batch, now, stamp=stamp, replacing=overwrite, decide=decide, validated=validated
             )
-            with self._engine.lock:
+            with self._engine.lock, self._naming_lost():
                 out = self._engine.add_many(
                     batch, overwrite=overwrite, durable=durable, stamp=stamp, check=check or self._check_taken
                 )
@@ -372,10 +372,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         (nor for the text stored); an expiry already past warns as ``update`` does.
         An archived or expired node raises NodeNotFoundError before ``change`` runs.
         """
-        check = functools.partial(views.check_edited, self._scope)
-        return editing.edit_text(
-            self._engine, node_id, change, durable=durable, check=check, refuse=self._check_writable
-        )
+        check, refuse = functools.partial(views.check_edited, self._scope), self._check_writable
+        with self._naming_lost():
+            return editing.edit_text(
+                self._engine, node_id, change, durable=durable, check=check, refuse=refuse
+            )
 
     def rename(
         self, node_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
@@ -438,14 +439,13 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     ) -> list[Deleted]:
         """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
         node_ids = list(node_ids)
-        for node_id in node_ids:
-            e = self._engine.state.entries.get(node_id)
-            if e is not None:
-                self._check_scope(e)
-        tombstones = self.log(paths.AUDIT_DIR)
-        return forgetting.forget_many(
-            self._engine, tombstones, list(node_ids), reason, force=force, durable=durable, scope=self._scope
-        )
+        for e in filter(None, map(self._engine.state.entries.get, node_ids)):
+            self._check_scope(e)
+        with self._naming_lost():  # a file moved or deleted by hand is named, as by every write
+            log, scope = self.log(paths.AUDIT_DIR), self._scope
+            return forgetting.forget_many(
+                self._engine, log, node_ids, reason, force=force, durable=durable, scope=scope
+            )
 
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
