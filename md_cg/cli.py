@@ -593,12 +593,37 @@ def _read_body(body: str | None) -> str:
     return text
 
 
+#: A memory file's limit (``md_cg.node.MAX_FILE_BYTES``, which is not public API; a test
+#: holds the two equal): ``--body -`` and ``edit --from`` read at most one byte past it.
+INPUT_LIMIT = 4 * 1024 * 1024
+
+
+def _read_input(path: str | None, where: str, option: str) -> bytes:
+    """The bytes of the file at ``path`` (None: stdin), read no further than one byte
+    past :data:`INPUT_LIMIT`: read whole, ``--body - < /dev/zero`` ended in a
+    MemoryError (or a machine out of memory) instead of this error."""
+    if path is not None:
+        with open(path, "rb") as f:
+            data = f.read(INPUT_LIMIT + 1)
+    elif hasattr(sys.stdin, "buffer"):
+        data = sys.stdin.buffer.read(INPUT_LIMIT + 1)
+    else:
+        data = sys.stdin.read(INPUT_LIMIT + 1).encode("utf-8")
+    if len(data) > INPUT_LIMIT:
+        raise InvalidArgumentError(
+            f"{where} is over the limit of {INPUT_LIMIT // 1024 // 1024} MiB "
+            f"(more than {INPUT_LIMIT:,} bytes); nothing was written",
+            name=option,
+        )
+    return data
+
+
 def _body_text(body: str | None) -> str:
     if body is not None and body != "-":
         return body
     if body is None and sys.stdin.isatty():
         raise InvalidArgumentError("no body: give --body TEXT, or pipe it on stdin with --body -")
-    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
+    raw = _read_input(None, "the body on stdin", "--body")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -969,43 +994,64 @@ def editor_command(option: str | None = None) -> str:
     return "notepad" if os.name == "nt" else "vi"
 
 
-def _run_editor(editor: str, path: str, base: str) -> None:
-    """Run ``editor`` on ``path`` as git does: through the shell, so the command may hold options.
+def _run_editor(editor: str, path: str, base: str) -> str:
+    """Run ``editor`` on ``path`` as git does: through the shell, so the command may hold
+    options; the text it saved.
 
-    An editor that fails writes nothing; the file is removed unless it holds
-    an edit (``base`` is the text it was given first).
+    An editor that fails, removes its copy or is interrupted (^C) writes nothing; the
+    file is removed unless it holds an edit (``base`` is the text it was given first),
+    and a kept one is named (^C: on stderr, as the interrupt ends the command).
     """
-    if os.name == "nt":
-        status = subprocess.run(f'{editor} "{path}"', shell=True, check=False).returncode
-    else:
-        status = subprocess.run(["sh", "-c", editor + ' "$@"', editor, path], check=False).returncode
-    if status:
-        hint = " (not found?)" if status == 127 else ""
-        kept = f"; the edited text is kept in {path}"
-        if Path(path).read_bytes() == base.encode("utf-8"):
-            os.unlink(path)
-            kept = ""
-        raise InvalidArgumentError(
-            f"the editor {editor!r} exited with status {status}{hint}; nothing was written{kept}",
-            name="--editor",
-            value=editor,
-        )
+    try:
+        if os.name == "nt":
+            status = subprocess.run(f'{editor} "{path}"', shell=True, check=False).returncode
+        else:
+            status = subprocess.run(["sh", "-c", editor + ' "$@"', editor, path], check=False).returncode
+        failed = f" exited with status {status}{' (not found?)' if status == 127 else ''}" if status else ""
+        if not os.path.lexists(path):  # read anyway, it said "no such file or folder", no editor
+            raise InvalidArgumentError(
+                f"the editor {editor!r}{failed}{' and' if status else ''} removed its copy {path}; "
+                "nothing was written",
+                name="--editor",
+                value=editor,
+            )
+        if status:
+            raise InvalidArgumentError(
+                f"the editor {editor!r}{failed}; nothing was written{_keep_copy(path, base)}",
+                name="--editor",
+                value=editor,
+            )
+        return _edited_text(path, copy=True)
+    except KeyboardInterrupt:
+        typer.echo(f"nothing was written{_keep_copy(path, base)}", err=True)
+        raise
+
+
+def _keep_copy(path: str, base: str) -> str:
+    """Remove the editor's copy at ``path`` unless it holds an edit (not ``base``); the
+    words naming a kept copy."""
+    try:
+        if Path(path).read_bytes() != base.encode("utf-8"):
+            return f"; the edited text is kept in {path}"
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    return ""
 
 
 def _interactive() -> bool:
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def _edited_text(path: str | None) -> str:
-    """The UTF-8 text of the file at ``path`` (None: stdin), bytes as they are."""
-    if path is None:
-        data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read().encode("utf-8")
-    else:
-        data = Path(path).read_bytes()
+def _edited_text(path: str | None, *, copy: bool = False) -> str:
+    """The UTF-8 text of the file at ``path`` (None: stdin), bytes as they are; ``--from``
+    is read no further than the file limit, the editor's ``copy`` whole (a text over it
+    is told, and edited again, as any invalid edit is)."""
+    where = "the text on stdin" if path is None else f"{path}: the text"
+    data = Path(path).read_bytes() if copy and path else _read_input(path, where, "--from")
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        where = "the text on stdin" if path is None else f"{path}: the text"
         raise InvalidArgumentError(
             f"{where} is not UTF-8 (byte {exc.start}); nothing was written", name="--from"
         ) from None
@@ -1052,9 +1098,11 @@ def _after_write(node_id: str, kept: str) -> None:
 
 
 def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str) -> tuple[Any, bool]:
-    """Edit a copy of the node's file in ``editor`` until it is stored, unchanged or given up on."""
+    """Edit a copy of the node's file in ``editor`` until it is stored, unchanged or given up on
+    (a text parsing to the node as stored is unchanged: nothing is written)."""
     with _open(ctx, root, read_only=True) as store:
         base = store.read_text(node_id)
+        before = store.get(node_id)
         folder = store.path_of(node_id).parent
     if not os.access(folder, os.W_OK):  # before the editor, not after the typing
         raise InvalidArgumentError(
@@ -1065,8 +1113,7 @@ def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str)
     with os.fdopen(fd, "wb") as f:
         f.write(base.encode("utf-8"))
     while True:
-        _run_editor(editor, tmp, base)
-        text = _edited_text(tmp)
+        text = _run_editor(editor, tmp, base)
         if text == base:
             os.unlink(tmp)
             return None, False
@@ -1094,7 +1141,7 @@ def _edit_loop(ctx: typer.Context, root: Path | None, node_id: str, editor: str)
             typer.echo(f"nothing was written; the edited text is kept in {tmp}", err=True)
             raise
         os.unlink(tmp)
-        return (node, path), True
+        return (node, path), node != before
 
 
 @app.command()
@@ -1126,12 +1173,13 @@ def edit(
     if from_file is not None:
         text = _edited_text(None if from_file == "-" else from_file)
         with _open(ctx, root) as store:
-            changed = store.read_text(node_id) != text
-            node = store.edit_text(node_id, lambda _stored: text) if changed else store.get(node_id)
+            before = store.get(node_id)
+            node = store.edit_text(node_id, lambda _stored: text)
+            changed = node != before  # the node as stored when the text holds the same
             done: Any = (node, store.path_of(node.id, include_expired=True))  # an edit may expire it
     else:
         done, changed = _edit_loop(ctx, root, node_id, editor_command(editor))
-        if not changed:
+        if done is None:
             with _open(ctx, root, read_only=True) as store:
                 done = (store.get(node_id), store.path_of(node_id))
     node, path = done

@@ -123,9 +123,11 @@ def edit_text(
     archived or expired node: :meth:`md_cg.MdCG.edit_text`).
     A text without ``created_at`` keeps the stored one (the memory's age: a new
     frontmatter written without it dropped it, and the memory looked undated).
-    The very text stored writes nothing (the node as stored is returned, its
-    ``updated_at`` kept). A text giving an expiry already past is stored, with
-    the ``RuntimeWarning`` of ``update``: the memory is hidden at once.
+    A text parsing to the node as stored (every field and the body; its
+    ``updated_at`` aside, which a write sets) writes nothing: the node as stored
+    is returned, its ``updated_at`` kept (an edit dropping the final newline moved
+    the memory to the top of ``list``). A text giving an expiry already past is
+    stored, with the ``RuntimeWarning`` of ``update``: the memory is hidden at once.
     """
     check_id(node_id)
     with engine.lock, engine.hold([node_id]):
@@ -155,8 +157,12 @@ def edit_text(
         require_text(validate(node))
         if node.created_at is None:
             node.created_at = current.created_at
+        old = read_entry(engine, current)
+        node.updated_at = old.updated_at  # the text's is never stored: a write stamps it now
+        if node == old:  # a final newline dropped, a value requoted: the memory holds the same
+            return old
         if check is not None:
-            check(node, read_entry(engine, current), current)
+            check(node, old, current)
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
         s = stage(node)
         check_move(engine, node_id, current.path, s.rel)  # a changed layer: not onto another file
