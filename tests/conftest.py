@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -20,6 +21,16 @@ from md_cg import MdCG, Node
 from md_cg.errors import StoreClosedError
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def _own_tempdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's temporary files (an edit's kept copy ``mdcg-ID-*.md``, in this
+    process and in the CLI processes it starts) go to a folder of its own, not /tmp:
+    the suite left ~700 kept copies there (session 31)."""
+    folder = tmp_path_factory.mktemp("tempdir")
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
 
 
 def tree_listing(root: Path) -> dict[str, tuple[int, int]]:
