@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import fsops
 from .errors import MalformedNodeFileError, UnsafePathError
@@ -458,24 +458,76 @@ def last_departures(records: Iterable[object]) -> dict[str, dict[str, Any]]:
     return {**renamed, **forgotten}
 
 
-def departed(records: Iterable[object]) -> dict[str, tuple[float, str | None]]:
-    """Id -> (time, new id) of the last departure of each id no memory holds now:
-    forgotten or swept (new id None), or renamed (the new id). What a migration and an
+class Gone(NamedTuple):
+    """An id's last departure (:func:`departed`): when (seconds since the epoch), the id a
+    rename gave it (None: forgotten or swept), the event (``"forget"``, ``"sweep"`` or
+    :data:`RENAMED`) and a forget's reason (spaces folded, cut at
+    :data:`DEPARTURE_REASON_CHARS`; "" when it gave none)."""
+
+    time: float
+    to: str | None
+    event: str = "forget"
+    reason: str = ""
+
+
+def departed(records: Iterable[object]) -> dict[str, Gone]:
+    """Id -> :class:`Gone` of the last departure of each id no memory holds now:
+    forgotten or swept (``to`` None), or renamed (the new id). What a migration and an
     import leave out unless told to overwrite (:func:`not_brought_back`)."""
-    return {
-        i: (float(r["time"]), r["to"] if isinstance(r.get("to"), str) else None)
-        for i, r in last_departures(records).items()
-    }
+    out: dict[str, Gone] = {}
+    for i, r in last_departures(records).items():
+        to = r["to"] if isinstance(r.get("to"), str) else None
+        event = RENAMED if to is not None else "sweep" if r.get("event") == "sweep" else "forget"
+        reason = r.get("reason")
+        reason = " ".join(reason.split())[:DEPARTURE_REASON_CHARS] if isinstance(reason, str) else ""
+        out[i] = Gone(float(r["time"]), to, event, reason)
+    return out
 
 
-def not_brought_back(at: float, new_id: str | None) -> str:
-    """Why a migration or import leaves out a record of an id that departed at ``at``
-    (:func:`departed`): a renamed id's memory lives on under ``new_id`` (written again
-    under the old one it would be a second copy); a forgotten one was forgotten on purpose."""
-    when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
-    if new_id is not None:
-        return f"renamed to {new_id!r} in this store ({when}); its old id is not brought back"
-    return f"forgotten in this store ({when}); not brought back"
+def chain_end(
+    node_id: str, gone: Mapping[str, Gone], holds: Callable[[str], bool]
+) -> tuple[str, Gone | None]:
+    """Where the renames of ``node_id`` (a renamed id of ``gone``) lead: the id its memory
+    has now (``holds`` it, or the log tells of no departure of it) and None, or the id it
+    left under and that departure (forgotten or swept since; a cycle of a hand-edited log
+    ends at the id met again)."""
+    cur, passed = node_id, set()
+    while cur in gone and not (cur != node_id and holds(cur)) and cur not in passed:
+        passed.add(cur)
+        step = gone[cur]
+        if step.to is None:
+            return cur, step
+        cur = step.to
+    return cur, None
+
+
+def not_brought_back(node_id: str, gone: Mapping[str, Gone], holds: Callable[[str], bool]) -> str:
+    """Why a migration or import leaves out a record of ``node_id``, an id of ``gone``
+    (:func:`departed`; ``holds(id)``: whether the store holds a memory of that id now): a
+    forgotten one was forgotten on purpose; a renamed id's memory lives on under the id
+    its renames end at (written again under the old one it would be a second copy) --
+    or, forgotten since under a later id, was forgotten on purpose too (said, with the
+    forget's reason: the record's new id is no memory any more)."""
+    first = gone[node_id]
+    if first.to is None:
+        return f"forgotten in this store ({_utc(first.time)}); not brought back"
+    text = f"renamed to {first.to!r} in this store ({_utc(first.time)})"
+    end, left = chain_end(node_id, gone, holds)
+    if left is None:
+        now = f", {end!r} now" if end != first.to else ""
+        return f"{text}{now}; its old id is not brought back"
+    what = (
+        f"expired and was swept since ({_utc(left.time)})"
+        if left.event == "sweep"
+        else f"was forgotten since ({_utc(left.time)}"
+        + (f", reason: {terminal_safe(left.reason)})" if left.reason else ")")
+    )
+    where = f"{end!r} {what}" if end == first.to else f"that memory became {end!r} and {what}"
+    return f"{text}; {where}; not brought back"
+
+
+def _utc(at: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(at))
 
 
 def renamed_reader(root: str) -> Callable[[str], Node | None]:

@@ -31,6 +31,7 @@ import errno
 import io
 import json
 import os
+import stat
 import subprocess
 import sys
 import tempfile
@@ -1948,14 +1949,12 @@ def import_(
 def _checked_first(source: str, options: dict[str, Any]) -> tuple[str | IO[bytes], Any]:
     """An import into a store not made yet: its dry run into an empty store first, so a
     source that cannot be read or holds a bad record fails with no store made. Returns
-    the source for the real run (stdin read once, kept) and, when nothing would be
-    written, the dry run's report (no store is made then either), else None."""
+    the source for the real run (one that can be read only once -- stdin, a pipe, a
+    FIFO, ``/dev/fd/N`` -- read once and kept: :func:`_read_once`) and, when nothing
+    would be written, the dry run's report (no store is made then either), else None."""
     from md_cg import import_nodes
 
-    given: str | IO[bytes] = source
-    if source == "-":
-        given = io.BytesIO(sys.stdin.buffer.read())
-        given.name = "<stdin>"
+    given = _read_once(source)
     with (
         tempfile.TemporaryDirectory(prefix="mdcg-import-check-") as tmp,
         MdCG(os.path.join(tmp, "store"), create=True) as empty,
@@ -1971,6 +1970,28 @@ def _checked_first(source: str, options: dict[str, Any]) -> tuple[str | IO[bytes
     return given, report
 
 
+def _read_once(source: str) -> str | IO[bytes]:
+    """``source`` as two imports of it can read it -- a dry run, then the import: a regular
+    file or a folder (or a path that cannot be looked at or read: the import says why) as
+    it is, read again; anything else (stdin, a pipe, a FIFO, a process substitution's
+    ``/dev/fd/N``) read into memory once, named as the import names it. Read twice, such
+    a source gives the second reader nothing (or a FIFO waits for a writer for ever).
+    The import holds its source whole in memory anyway."""
+    if source == "-":
+        stream: IO[bytes] = io.BytesIO(sys.stdin.buffer.read())
+        stream.name = "<stdin>"  # type: ignore[misc]
+        return stream
+    try:
+        if stat.S_ISREG(mode := os.stat(source).st_mode) or stat.S_ISDIR(mode):
+            return source
+        with open(source, "rb") as file:
+            stream = io.BytesIO(file.read())
+    except OSError:
+        return source
+    stream.name = source
+    return stream
+
+
 @contextmanager
 def _named(out: Path | None) -> Iterator[None]:
     """An OS error on the temp file written beside ``out`` is reported as about ``out``."""
@@ -1981,6 +2002,16 @@ def _named(out: Path | None) -> Iterator[None]:
         if out is not None and name.startswith(f".{out.name}.") and name.endswith(".tmp"):
             exc.filename = str(out)
         raise
+
+
+def _is_stdout(out: Path) -> bool:
+    """Whether ``--out`` is what stdout is open on (``/dev/stdout``, ``/dev/fd/1``, the file
+    or pipe stdout goes to): the summary line then goes to stderr, out of the data."""
+    try:
+        there, mine = os.stat(out), os.fstat(1)
+    except (OSError, ValueError):
+        return False
+    return (there.st_dev, there.st_ino) == (mine.st_dev, mine.st_ino)
 
 
 @app.command()
@@ -2007,6 +2038,7 @@ def export(
     start, end = _when(since, "--since"), _when(until, "--until")
     if out is not None and out.is_dir():  # checked first: the error would name a temp file beside it
         raise InvalidArgumentError(f"--out {out}: is a folder; give the path of a file", name="--out")
+    to_stdout = out is not None and _is_stdout(out)  # looked at before the file is replaced
     with _open(ctx, root, read_only=True) as store, _named(out):
         report = export_nodes(
             store,
@@ -2018,22 +2050,26 @@ def export(
             include_archived=archived,
             include_expired=expired,
         )
-    if out is not None:
-        typer.echo(f"exported {report.count} memories to {report.target}")
+    if out is not None:  # not into the data when --out is where stdout goes (/dev/stdout)
+        typer.echo(f"exported {report.count} memories to {terminal_safe(report.target)}", err=to_stdout)
     # a file whose memory a --tag/--since/--until filter may or may not select: named, exit 0
     for where, why in report.maybe_left_out:
-        _stderr().print(f"may be left out: {where}: {why}", soft_wrap=True, markup=False)
+        _stderr().print(
+            f"may be left out: {terminal_safe(where)}: {terminal_safe(why)}", soft_wrap=True, markup=False
+        )
     for node_id in report.conflicted:  # in the export, but an import refuses it: named, exit 0
         _stderr().print(
-            f"unresolved merge conflict: {node_id}: exported as stored, but its body holds git "
-            "conflict markers and `mdcg import` refuses it until the conflict is resolved "
+            f"unresolved merge conflict: {terminal_safe(node_id)}: exported as stored, but its body "
+            "holds git conflict markers and `mdcg import` refuses it until the conflict is resolved "
             "(edit the memory, then export again)",
             soft_wrap=True,
             markup=False,
         )
     if report.unreadable:  # not a silent gap in a backup: named, and exit 1
         for where, why in report.unreadable:
-            _stderr().print(f"not exported: {where}: {why}", soft_wrap=True, markup=False)
+            _stderr().print(
+                f"not exported: {terminal_safe(where)}: {terminal_safe(why)}", soft_wrap=True, markup=False
+            )
         raise typer.Exit(EXIT_FAILED)
 
 

@@ -631,13 +631,13 @@ def classify(store: MdCG | None, root: Path, node: Node) -> str:
     return "created" if same is None else "unchanged" if same else "updated"
 
 
-#: Id -> (time, new id) of each id that left the store: forgotten (new id None) or renamed.
-Departed = dict[str, tuple[float, str | None]]
+#: Id -> how each id that left the store left it (:class:`md_cg.audit.Gone`): forgotten or renamed.
+Departed = dict[str, audit.Gone]
 
 
 def forgotten_ids(store: MdCG) -> Departed:
-    """Id -> (time, new id) of the last departure of each id from the store: forgotten
-    (or swept; new id None), or renamed (the new id), and not brought back since."""
+    """Id -> the last departure of each id from the store (:class:`md_cg.audit.Gone`):
+    forgotten (or swept; new id None), or renamed (the new id), and not brought back since."""
     return audit.departed(store.log(paths.AUDIT_DIR).read())
 
 
@@ -665,7 +665,7 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
                 "normalisation (one file on macOS and Windows); rename one of them"
             )
         if node.id in forgotten and not overwrite:
-            return audit.not_brought_back(*forgotten[node.id])
+            return audit.not_brought_back(node.id, forgotten, store._engine.state.entries.__contains__)
         return foreign_file(store._engine, node)
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"

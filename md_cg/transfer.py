@@ -699,18 +699,24 @@ def _left(status: str) -> bool:
     return status.startswith((_KEPT, _GONE))
 
 
-def departed_ids(store: MdCG) -> dict[str, tuple[float, str | None]]:
+def departed_ids(store: MdCG) -> dict[str, audit.Gone]:
     """:func:`md_cg.audit.departed` of ``store``'s audit log, the ids a scoped handle may
     see (those :meth:`MdCG.departure` names): the rule a migration follows
     (:func:`md_cg.migrate.forgotten_ids`)."""
     return audit.departed(audit.visible_to(store.scope, store.log(paths.AUDIT_DIR).read()))
 
 
-def departed_text(node_id: str, at: float, new_id: str | None) -> str:
+def departed_text(store: MdCG, node_id: str, gone: dict[str, audit.Gone]) -> str:
     """Why a record of a forgotten or renamed id is not imported (a migration's reason,
-    :func:`md_cg.audit.not_brought_back`, and how to import it all the same)."""
-    how = "brings it back" if new_id is None else f"imports it beside {new_id!r}"
-    return f"id {node_id!r} was {audit.not_brought_back(at, new_id)} (--overwrite {how})"
+    :func:`md_cg.audit.not_brought_back`, and how to import it all the same: beside the
+    memory its renames lead to, or brought back when that memory was forgotten since)."""
+
+    def holds(other: str) -> bool:
+        return _held(store, other) is not None
+
+    end, left = audit.chain_end(node_id, gone, holds)
+    how = "brings it back" if gone[node_id].to is None or left is not None else f"imports it beside {end!r}"
+    return f"id {node_id!r} was {audit.not_brought_back(node_id, gone, holds)} (--overwrite {how})"
 
 
 @dataclass(frozen=True)
@@ -729,9 +735,9 @@ class _Writer:
     archived: frozenset[str] = frozenset()
     #: path -> why, of each folder (or file) of the store a write of this import refused
     refused: dict[str, str] = field(default_factory=dict)
-    #: id -> (time, new id or None) of each id forgotten or renamed away in the store
+    #: id -> how each id forgotten or renamed away in the store left it
     #: (:func:`departed_ids`); ``restored``: those this import logged as brought back
-    departed: dict[str, tuple[float, str | None]] = field(default_factory=dict)
+    departed: dict[str, audit.Gone] = field(default_factory=dict)
     restored: set[str] = field(default_factory=set)
 
     def plan(self, nodes: list[tuple[str, Node]]) -> Planned:
@@ -745,13 +751,18 @@ class _Writer:
         for where, node in nodes:
             held = _held(self.store, node.id)
             if held is None:  # a new id (most of an import): nothing to compare
-                gone = None if self.overwrite else self.departed.get(node.id)
-                plan.append(
-                    (where, node, "created" if gone is None else _GONE + departed_text(node.id, *gone))
-                )
+                if self.overwrite or node.id not in self.departed:
+                    plan.append((where, node, "created"))
+                else:
+                    plan.append((where, node, _GONE + departed_text(self.store, node.id, self.departed)))
                 continue
             if node.id in self.stamped and held.created_at is not None:
                 node.created_at = held.created_at
+            if node.agent_scope is None and node.workspace_scope is None:
+                # the write keeps the stored memory's scope (add_many: a shared one stays
+                # shared, one a scoped handle stamped keeps it): compared as it will be written
+                node.agent_scope, node.workspace_scope = held.agent_scope, held.workspace_scope
+                node.sensitivity = node.sensitivity or held.sensitivity
             status = self.store.write_outcome(node)
             if status != "unchanged" and _expired_here(held):  # never revived by an import
                 status = (
@@ -956,8 +967,10 @@ def export_nodes(
 
     ``target``: a path (written to a temporary file first and renamed over it, so a
     failed export leaves no half file; a symlink's target is replaced, the link kept; a
-    FIFO, a device or ``/dev/fd/N`` is opened and written, never replaced; a path inside
-    the store's folder is refused), ``"-"`` for stdout, or a binary stream.
+    FIFO or a device is opened and written, never replaced; ``/dev/stdout``, ``/dev/fd/N``
+    and the like are written into that descriptor of this process as it was opened, a
+    regular file too (a ``>>`` appends; nothing is replaced); a path inside the store's
+    folder is refused), ``"-"`` for stdout, or a binary stream.
     A node whose file went away during the export is left out; one whose file cannot
     be used, and every file of the layers exported that no index entry holds (the folders
     are listed here: the store's problems do not outlive the process that found them),
@@ -990,7 +1003,10 @@ def export_nodes(
     chunks = _chunks(lines, written)
     if isinstance(target, (str, os.PathLike)) and str(target) != "-":
         path = Path(target).absolute()
-        if _written_through(path):  # a FIFO, a device, /dev/fd/N: opened, never replaced
+        fd = _fd_of(path)
+        if fd is not None:  # /dev/stdout, /dev/fd/N: written into that descriptor as it is
+            _write_fd(path, fd, chunks)
+        elif _written_through(path):  # a FIFO, a device: opened, never replaced
             with open(path, "wb") as out:
                 for chunk in chunks:
                     out.write(chunk)
@@ -1016,6 +1032,52 @@ def _written_through(path: Path) -> bool:
     except (FileNotFoundError, NotADirectoryError):
         return False
     return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+#: A path naming a file descriptor of this process: /dev/fd/N, /proc/self/fd/N (or
+#: /proc/<pid>/fd/N), /dev/stdin, /dev/stdout, /dev/stderr
+_FD_PATH = re.compile(r"/(?:dev|proc/(self|\d+))/fd/(\d+)|/dev/std(in|out|err)")
+
+
+def _fd_of(path: Path) -> int | None:
+    """The file descriptor of this process ``path`` names (:data:`_FD_PATH`, or a symlink to
+    one), else None. Such a path leads to what the descriptor is open on -- a regular file
+    too (``--out /dev/stdout >> log``): replaced by a renamed temp file, that file would
+    lose what it held, and a ``>>`` would not append."""
+    text = os.path.normpath(str(path))
+    for _hop in range(40):  # a symlink loop ends
+        match = _FD_PATH.fullmatch(text)
+        if match is not None and match[1] in (None, "self", str(os.getpid())):
+            return int(match[2]) if match[2] is not None else ("in", "out", "err").index(match[3])
+        parent = os.path.realpath(os.path.dirname(text))  # /dev/fd -> /proc/<pid>/fd
+        try:
+            text = os.path.normpath(os.path.join(parent, os.readlink(text)))
+        except OSError:  # not a symlink: its parent's real path, looked at once more
+            real = os.path.join(parent, os.path.basename(text))
+            if real == text:
+                return None
+            text = real
+    return None
+
+
+def _write_fd(path: Path, fd: int, chunks: Iterable[bytes]) -> None:
+    """Write ``chunks`` through a duplicate of ``fd``: where it points and as it was opened
+    (at its offset; at the end for ``>>``, O_APPEND), as a shell redirection would."""
+    for stream in (sys.stdout, sys.stderr):  # what this process wrote there first comes first
+        if stream is not None:
+            stream.flush()
+    try:
+        dup = os.dup(fd)
+    except OSError as exc:
+        raise InvalidArgumentError(
+            f"{path}: file descriptor {fd} is not open in this process; give a path, or open it "
+            f"(a shell's {fd}>FILE)",
+            name="target",
+            value=str(path),
+        ) from exc
+    with open(dup, "wb") as out:
+        for chunk in chunks:
+            out.write(chunk)
 
 
 def _refuse_in_store(store: MdCG, path: Path) -> None:
