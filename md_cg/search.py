@@ -42,8 +42,8 @@ from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import CJK_SPLIT_RE, fold_accents, is_cjk, short_repr, singulars
 from .synonyms import SynonymTable
 from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, query_terms, synonym_terms, term_words
-from .textindex import holding_all, live_doc_freqs, match_idfs, typo_terms
-from .textindex_docs import Exclusion
+from .textindex import HOLDING_SCAN, holding_all, live_doc_freqs, match_idfs, typo_terms
+from .textindex_docs import Exclusion, Scope
 from .textindex_phrase import PHRASE_POOL, title_rerank
 from .textindex_similar import within_a_typo
 
@@ -241,10 +241,20 @@ def expand(query: str, synonyms: SynonymTable) -> Expansion:
     stands_for = {
         (own, tuple(synonym_terms(phrase))): None
         for entry, weight in found
-        if weight >= 1.0 and (own := _whole_word(query_terms(entry)))
+        if weight >= 1.0 and (own := _whole_word(query_terms(entry))) and not _one_char(own)
         for phrase in synonyms.synonyms_of(entry)
     }
     return Expansion(terms, words, added, groups, together, _stemmed(added, dict(terms)), list(stands_for))
+
+
+def _one_char(terms: Sequence[str]) -> bool:
+    """Whether ``terms`` are a single CJK character and nothing else: a word like 猫, 书 or
+    药 whose character memories hold inside other words (熊猫 panda, 秘书 secretary, 农药
+    pesticide). Holding it is no evidence of the word, so its idf sets no cap on the word's
+    synonyms (:func:`ranked_terms`) and a hit holding it sets no filler floor of its own
+    (:func:`_evidence`): review r5 (session 31) found 猫 over 30 memories of 熊猫 capping
+    "cat" to nothing, "My cat Tom likes fish." out of the top 10 and the pandas ACCEPT."""
+    return all(len(t) == 1 and is_cjk(t) for t in terms)
 
 
 def _whole_word(terms: Sequence[str]) -> tuple[str, ...]:
@@ -254,7 +264,9 @@ def _whole_word(terms: Sequence[str]) -> tuple[str, ...]:
     return longer or tuple(terms)
 
 
-def ranked_terms(text: Any, expansion: Expansion) -> list[tuple[str, float]]:
+def ranked_terms(
+    text: Any, expansion: Expansion, hidden: Collection[str] = frozenset(), only: frozenset[str] | None = None
+) -> list[tuple[str, float]]:
     """``expansion.terms`` as the index ranks them: the synonyms of a word of the query
     are scaled down together until the terms of each weigh at most its weight times the
     idf of the word's rarest own term, not a single character of a longer CJK word
@@ -264,16 +276,19 @@ def ranked_terms(text: Any, expansion: Expansion) -> list[tuple[str, float]]:
     记录 only) first and ACCEPT for 笔记 at 1.57, the twenty memories saying 笔记 at 0.03
     and filler. Scaled together, the synonyms keep their order among themselves (a
     memory holding a whole synonym still ranks above one holding a word of another). A
-    word no memory holds caps nothing (its synonyms are all the query can find); a term
-    of several words' synonyms takes the lowest scale. The judge still reads the weights
-    of ``expansion.terms``."""
+    word no memory the caller sees holds (``hidden``, outside ``only``: :func:`_seen`)
+    caps nothing (its synonyms are all the query can find); a term of several words'
+    synonyms takes the lowest scale. The judge still reads the weights of
+    ``expansion.terms``."""
     if not expansion.stands_for:
         return expansion.terms
     wanted = {t for own, phrase in expansion.stands_for for t in (*own, *phrase)}
     idf = match_idfs(text, sorted(wanted))
+    held = sorted({t for own, _ in expansion.stands_for for t in own if idf.get(t)})
+    seen = _seen(text, held, hidden, only)
     of_word: dict[tuple[str, ...], float] = {}  # each word's scale for its synonyms
     for own, phrase in expansion.stands_for:
-        rarest = max((idf.get(t, 0.0) for t in own), default=0.0)
+        rarest = max((idf[t] for t in own if t in seen), default=0.0)
         mass = sum(idf.get(t, 0.0) for t in set(phrase))
         if rarest > 0 and mass > rarest:
             of_word[own] = min(of_word.get(own, 1.0), rarest / mass)
@@ -282,6 +297,25 @@ def ranked_terms(text: Any, expansion: Expansion) -> list[tuple[str, float]]:
         for t in phrase:
             scale[t] = min(scale.get(t, 1.0), of_word.get(own, 1.0))
     return [(t, w * scale[t]) if w < 1.0 and t in scale else (t, w) for t, w in expansion.terms]
+
+
+def _seen(text: Any, terms: Sequence[str], hidden: Collection[str], only: frozenset[str] | None) -> set[str]:
+    """Which of ``terms`` (each held by a live memory) a memory the caller sees holds: not
+    only ``hidden`` ones, and one in ``only`` when a filter is set. Review r5 (session 31):
+    30 memories saying 笔记 in another agent's scope capped 记录 for a caller whose only
+    memories were "量子纠缠实验记录" and "毛笔", which then ranked first and ACCEPT. A term
+    held by more memories than are hidden is seen without a filter; else its holders are
+    read (:func:`~md_cg.textindex.holding_all`, at most its scan; beyond it, seen)."""
+    if not terms or (not hidden and only is None):
+        return set(terms)
+    df, _ = live_doc_freqs(text, terms)
+    out: set[str] = set()
+    for term in terms:
+        if only is None and df.get(term, 0) > len(hidden):
+            out.add(term)  # more holders than hidden memories: one is seen
+        elif (held := holding_all(text, [term], Scope(only=only), HOLDING_SCAN, hidden)) is None or held:
+            out.add(term)
+    return out
 
 
 def _stemmed(phrases: Sequence[str], weights: Mapping[str, float]) -> dict[str, frozenset[str]]:
@@ -368,7 +402,7 @@ def run(
     state.flush_text()
     expansion = expand(query, synonyms)
     p = plan(state, expansion.words, layer, context)
-    ladder = _Ladder(state, query, ranked_terms(state.text, expansion), k, hidden, only)
+    ladder = _Ladder(state, query, ranked_terms(state.text, expansion, hidden, only), k, hidden, only)
     ladder.climb(p)
     ordered = sorted(ladder.found.items(), key=lambda kv: (ladder.rank(kv[0], kv[1][1]), -kv[1][0]))
     t = time.perf_counter()
@@ -732,8 +766,9 @@ def _evidence(
     particles (:data:`CJK_FUNCTION_CHARS`) not counted (its ``terms`` still
     list them). A term hit scoring below :data:`RELATIVE_FLOOR` of the best
     term hit is filler (``weak``: its share of that score); one holding the query's
-    own words, below that share of the best such hit (a synonym-only hit ranked
-    first sets no floor for the literal ones). Evidence of only
+    own words (:func:`_says`: not only single CJK characters of it), below that share
+    of the best such hit (a synonym-only hit ranked first sets no floor for the literal
+    ones). Evidence of only
     common words is ``common_only`` (:func:`_only_common`).
     A similarity hit whose only evidence is a typo of a word only its
     tags hold (``entries``: not its title either) is ``tag_typo`` (:func:`_tag_typos`),
@@ -743,7 +778,7 @@ def _evidence(
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
     own_of = _own(terms, contained, [doc_id for doc_id, _ in hits])
-    literal = max((s for d, (s, tier) in hits if tier not in _SIMILARITY_TIERS and own_of[d]), default=best)
+    literal = max((s for d, (s, t) in hits if t not in _SIMILARITY_TIERS and _says(own_of[d])), default=best)
     ideal = 0.0
     typo_only: dict[str, list[str]] | None = None  # similarity hits' terms within a typo
     similar = [doc_id for doc_id, (_, tier) in hits if tier in _SIMILARITY_TIERS]
@@ -775,7 +810,7 @@ def _evidence(
             fuzzy_ok = share >= FUZZY_FLOOR and (typo_only is None or bool(typo_only.get(doc_id)))
         own = own_of[doc_id]
         evident = bool(own or why["synonyms"] or fuzzy_ok)
-        top = literal if own else best
+        top = literal if _says(own) else best
         if evident and tier not in _SIMILARITY_TIERS and score < top * RELATIVE_FLOOR:
             why["weak"] = float(f"{score / top:.3g}")  # a word or two of the query, far below the best
             evident = False
@@ -785,6 +820,13 @@ def _evidence(
             thin.mark(doc_id, why, held, typo_only.get(doc_id, []) if typo_only else [], fuzzy_ok and not has)
         out[doc_id] = (why, not evident)
     return out
+
+
+def _says(own: Sequence[str]) -> bool:
+    """Whether a hit holding ``own`` (its :func:`_own` terms) says a word of the query, not
+    only single CJK characters of it (:func:`_one_char`: 猫 of 熊猫): only such a hit is
+    measured against the best hit saying a word rather than against the best hit."""
+    return bool(own) and not _one_char(own)
 
 
 def _own(
