@@ -300,7 +300,8 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     (:func:`md_cg.audit.under_new_ids`) is recorded there, and every forgotten memory
     whose file is back (:func:`md_cg.audit.back_again`, of the records ``scope`` may
     read) is reported as ``returned`` -- by every sync until it is forgotten again or
-    kept, as ``health()`` names it."""
+    kept, as ``health()`` names it. With a ``scope``, ``deleted`` lists only what the
+    scope may be told (:func:`_told_deletions`)."""
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
@@ -314,7 +315,7 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
         undone = engine.journal.undone - undone
         with engine.maint.shared(engine.lock_timeout):
             engine.refresh()
-            report = _sync_locked(engine, recovered, undone, told_all=scope is None)
+            report = _sync_locked(engine, recovered, undone, scope=scope)
     if len(engine.journal.left) > left:
         report = replace(report, left_as_edited=tuple(sorted(set(engine.journal.left[left:]))))
     report = _recovered_dels(engine, report, marks)
@@ -486,7 +487,7 @@ def _taken(engine: Engine, report: SyncReport) -> list[Entry]:
     return [entries[i] for i in dict.fromkeys((*report.added, *report.changed)) if i in entries]
 
 
-def _sync_locked(engine: Engine, recovered: int, undone: int, *, told_all: bool = True) -> SyncReport:
+def _sync_locked(engine: Engine, recovered: int, undone: int, *, scope: Scope | None = None) -> SyncReport:
     state = engine.state
     scan = index.scan_files(engine.root_str)
     files = scan.files
@@ -509,7 +510,7 @@ def _sync_locked(engine: Engine, recovered: int, undone: int, *, told_all: bool 
     for rel in list(state.problems):
         if rel not in files:
             del state.problems[rel]
-    changes = _settle_touched(engine, touched, malformed, log=True, told_all=told_all)
+    changes = _settle_touched(engine, touched, malformed, log=True, scope=scope)
     state = engine.state  # the same one unless following the log reloaded the index
     return SyncReport(
         **changes,
@@ -558,9 +559,10 @@ def _settle_touched(
     malformed: dict[str, str],
     *,
     log: bool,
-    told_all: bool = True,
+    scope: Scope | None = None,
 ) -> dict[str, Any]:
-    """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them.
+    """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them;
+    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`).
 
     Another process's writes through md-cg are not hand edits (:func:`_hand_made`): the
     log is followed first, so a file whose commit line is there (appended before the
@@ -578,7 +580,9 @@ def _settle_touched(
     state.problems.update(malformed)
     changes, records = _classify(state, before)
     late = journal.unread_writes(root, engine.cursor.offsets)
-    changes = _hand_made(engine, changes, late, records if told_all else None)
+    changes = _hand_made(engine, changes, late, records if scope is None else None)
+    if scope is not None:
+        changes["deleted"] = _told_deletions(scope, before, changes["deleted"], state.problems)
     if log and (records["put"] or records["del"]):
         shard, nbytes, _ = engine.journal.append([journal.sync_record(records, state.entries)])
         engine.advance(shard, nbytes)
@@ -588,6 +592,27 @@ def _settle_touched(
         "deleted": tuple(sorted(changes["deleted"])),
         "moved": tuple(sorted(changes["moved"], key=lambda m: m.node_id)),
     }
+
+
+def _told_deletions(
+    scope: Scope, before: Mapping[str, Entry | None], deleted: list[str], problems: Collection[str]
+) -> list[str]:
+    """The ids of ``deleted`` a ``scope`` may be told: those whose node, as the index held
+    it before this sync removed it, the scope admits. Told after the sync, when the node
+    is held by nothing, a scoped handle's report named no deletion at all (an unscoped
+    shared memory removed by hand was not told to the MCP server, which runs with a
+    scope); another scope's memory is never named. A deletion this sync did not see the
+    node of (a file gone after another process's write: following the write dropped the
+    entry) is not told: what scope it was in is no longer known (an unscoped sync tells it).
+    Nor is one whose file a hand edit broke (``problems``: malformed now): the scope is
+    counted that file (``withheld``), never pointed at it -- it may hold another scope's
+    memory now."""
+    out: list[str] = []
+    for node_id in deleted:
+        was = before.get(node_id)
+        if was is not None and scope.admits(was) and was.path not in problems:
+            out.append(node_id)
+    return out
 
 
 def _hand_made(
@@ -662,13 +687,13 @@ def stale_paths(engine: Engine) -> set[str]:
     return out
 
 
-def sync_paths(engine: Engine, rels: set[str], *, told_all: bool = True) -> SyncReport:
+def sync_paths(engine: Engine, rels: set[str], *, scope: Scope | None = None) -> SyncReport:
     """Reconcile only the files at ``rels`` (from a :class:`md_cg.watch.ChangeWatch`).
 
     A path ending in ``/`` is a folder that moved away: every node indexed
     under it is resolved. On a writable store the changes are logged for
     other processes (under the store lock, shared); a read-only handle
-    updates only its own view.
+    updates only its own view. ``scope``: the caller's, as for :func:`sync`.
     """
     state = engine.state
     by_path = state.by_path()
@@ -688,10 +713,10 @@ def sync_paths(engine: Engine, rels: set[str], *, told_all: bool = True) -> Sync
             touched.setdefault(known, []).append(rel)
         _touch_file(engine, rel, touched, malformed)
     if engine.read_only:
-        return SyncReport(**_settle_touched(engine, touched, malformed, log=False))
+        return SyncReport(**_settle_touched(engine, touched, malformed, log=False, scope=scope))
     engine.ensure_writable()
     with engine.lock, engine.maint.shared(engine.lock_timeout):
-        return SyncReport(**_settle_touched(engine, touched, malformed, log=True, told_all=told_all))
+        return SyncReport(**_settle_touched(engine, touched, malformed, log=True, scope=scope))
 
 
 def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
@@ -1351,13 +1376,14 @@ class HandEdits:
         self.last_scan: float | None = None
 
     def pick_up(
-        self, engine: Engine, min_interval: float, log: AppendLog | None = None, *, scoped: bool = False
+        self, engine: Engine, min_interval: float, log: AppendLog | None = None, *, scope: Scope | None = None
     ) -> SyncReport | None:
         """Reconcile the files changed since the last call (all of them, by a stat scan,
         at the first call, when the watch lost events or where there is no inotify);
         None when nothing changed. Called under the engine's lock. A writable handle
         records, in the audit ``log``, a forgotten memory it took in under a new id
-        (:func:`md_cg.audit.detect`), as :func:`sync` does."""
+        (:func:`md_cg.audit.detect`), as :func:`sync` does; ``scope``: the caller's, as
+        for :func:`sync`."""
         now = time.monotonic()
         try:
             if self.watch is None:
@@ -1372,7 +1398,7 @@ class HandEdits:
                 changed = stale_paths(engine)
             if not changed and not engine.hand_after:
                 return None
-            report = sync_paths(engine, changed, told_all=not scoped)
+            report = sync_paths(engine, changed, scope=scope)
             if log is not None and not engine.read_only:
                 audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str))
         except BaseException:

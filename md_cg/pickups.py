@@ -17,7 +17,8 @@ when asked:
   the id is left out;
 * what the handle sees is the caller's ``look`` (a scoped handle sees only its
   scope): an id that left the scope since its pick-up is not named, and a scoped
-  pick-up reports no deletions (:func:`md_cg.reports.scoped_sync`).
+  pick-up reports the deletions of the nodes its scope held
+  (:func:`md_cg.reports.scoped_sync`).
 
 Imports only the report and index types.
 """

@@ -237,10 +237,13 @@ class MaintenanceReport:
 
 
 def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
-    """What a scoped handle is told of a sync: only the ids it sees after it (a node
-    gone since cannot be told: deletions are not reported to it), and nothing about
-    files whose owner cannot be told (malformed, refused, temp files, the losing copy
-    of a duplicate id, twins): another scope's ids and file names are never named."""
+    """What a scoped handle is told of a sync: only the ids it sees after it, and
+    nothing about files whose owner cannot be told (malformed, refused, temp files, the
+    losing copy of a duplicate id, twins): another scope's ids and file names are never
+    named. ``deleted`` is kept as the sync gave it, but for an id seen again (put back
+    meanwhile): a scoped sync (:func:`md_cg.maintenance.sync` with the scope) lists only
+    the deletions of nodes its scope held before -- a node gone is seen by no one after,
+    so filtering them by ``seen`` named no deletion to a scope at all."""
 
     def ids(items: Iterable[str]) -> tuple[str, ...]:
         return tuple(i for i in items if seen(i))
@@ -249,7 +252,7 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         report,
         added=ids(report.added),
         changed=ids(report.changed),
-        deleted=ids(report.deleted),
+        deleted=tuple(i for i in report.deleted if not seen(i)),
         moved=tuple(m for m in report.moved if seen(m.node_id)),
         malformed=(),
         duplicates=(),

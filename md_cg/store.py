@@ -643,7 +643,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
         Malformed files, duplicate ids, twins and symlinks are reported, never
         moved or deleted; ``report.problems`` says whether any was found. A scoped handle
-        is told only of the nodes it sees (:func:`md_cg.reports.scoped_sync`).
+        is told only of the nodes it sees and held (:func:`md_cg.reports.scoped_sync`).
         """
         seen = self._seer()
         report = maintenance.sync(self._engine, self.log(paths.AUDIT_DIR), self._scope)
@@ -665,7 +665,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         seen = self._seer()
         with eng.lock:
             eng.fresh()
-            report = self._hand_edits.pick_up(eng, min_interval, self.log(paths.AUDIT_DIR), scoped=bool(seen))
+            report = self._hand_edits.pick_up(eng, min_interval, self.log(paths.AUDIT_DIR), scope=self._scope)
         return report if report is None or seen is None else reports.scoped_pickup(report, seen)
 
     def health(self, deep: bool = False) -> HealthReport:
