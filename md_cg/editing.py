@@ -54,7 +54,7 @@ from .node import (
     unusable,
     validate,
 )
-from .nodefile import loads, read_bytes_as_text
+from .nodefile import dump_bytes, loads, read_bytes_as_text
 from .script import short_repr
 
 
@@ -159,8 +159,8 @@ def edit_text(
             node.created_at = current.created_at
         old = read_entry(engine, current)
         node.updated_at = old.updated_at  # the text's is never stored: a write stamps it now
-        if node == old:  # a final newline dropped, a value requoted: the memory holds the same
-            return old
+        if dump_bytes(node) == dump_bytes(old):  # a final newline dropped, a value requoted:
+            return old  # the same file once written (== took 1 for true and ignored key order)
         if check is not None:
             check(node, old, current)
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
