@@ -705,7 +705,7 @@ class Engine:
             data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
         except (FileNotFoundError, NotADirectoryError):
             raise moved_away(self, current, None) from None
-        node = index.decode_node(data, to)
+        node = index.decode_node(data, current.path)  # a file broken by hand: named where it is
         if node.id != current.id:  # the file was edited to hold another id meanwhile
             raise moved_away(self, current, node.id)
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
