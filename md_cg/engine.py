@@ -207,6 +207,14 @@ def _stamp_after(previous: float | None, now: float) -> float:
     return quantise_instant(max(now, previous + 1e-6))
 
 
+#: A file a person changed after md-cg wrote it, noted when this process followed the
+#: write, for the next sync to tell (:attr:`Engine.hand_after`): ``(kind, path, was)``,
+#: ``kind`` ``"changed"``, ``"gone"`` or ``"added"``, ``was`` the entry the index held
+#: before the follow dropped it (None: it held none) -- its scope fields say which scopes
+#: a sync may tell of a deletion (:func:`md_cg.maintenance.sync`): without them a scoped
+#: sync told none of these (the memory's scope was unknown once the entry was dropped).
+Noted = tuple[str, str, Entry | None]
+
 #: Why a missing folder is not opened: ``create=False``, or a read-only handle (never creates).
 _NO_FOLDER = "no such folder (pass create=True to make one)"
 _NO_FOLDER_READ_ONLY = (
@@ -240,7 +248,7 @@ class Engine:
             raise NotAStoreError(self.root, "not a folder")
         self.durable, self.refresh_interval, self.lock_timeout = durable, refresh_interval, lock_timeout
         self.wrote = False
-        self.hand_after: dict[str, tuple[str, str]] = {}  # told by the next sync: see _resolved
+        self.hand_after: dict[str, Noted] = {}  # told by the next sync: see _resolved
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
@@ -1023,7 +1031,10 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     "gone", path)``), and the files a sync line took in that changed after -- this
     process's own lines too, when an open follows them (a ``git pull`` without hooks:
     :func:`md_cg.journal.synced_edits_after`) --, which the follow read as they are, for
-    the next sync to tell."""
+    the next sync to tell; each with the entry the index held before this follow (or an
+    earlier note of the id) -- a file gone drops it, and a scoped sync needs its scope."""
+    entries = engine.state.entries
+    was = {i: entries.get(i) or _noted_entry(engine.hand_after.get(i)) for i in touched}
     changed = index.resolve_ids(engine.root_str, engine.state, touched)
     entries = engine.state.entries
     if engine.hand_after:
@@ -1031,9 +1042,15 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
         # (a hand change written over is not told: the line below re-notes one made after)
         for node_id in [*journal.synced_ids(tail), *journal.closed_ids(tail, engine.cursor)]:
             engine.hand_after.pop(node_id, None)
-    engine.hand_after.update(journal.synced_edits_after(entries, tail, engine.cursor))
-    engine.hand_after.update(journal.hand_edits_after(engine.root_str, entries, tail, engine.cursor))
+    noted = journal.synced_edits_after(entries, tail, engine.cursor)
+    noted.update(journal.hand_edits_after(engine.root_str, entries, tail, engine.cursor))
+    engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     return changed
+
+
+def _noted_entry(noted: Noted | None) -> Entry | None:
+    """The entry a :data:`Noted` keeps (None when there is no note)."""
+    return None if noted is None else noted[2]
 
 
 @contextlib.contextmanager
@@ -1082,7 +1099,7 @@ def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundE
     if entry.id in engine.state.entries:  # another file holds it: that one stands now
         return NodeNotFoundError(entry.id)
     if found is None:
-        engine.hand_after[entry.id] = ("gone", entry.path)
+        engine.hand_after[entry.id] = ("gone", entry.path, entry)
         return lost_file_error(entry.id, entry.path)
     return lost_file_error(entry.id, entry.path, f"it holds memory {found!r} now")
 

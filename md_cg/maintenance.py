@@ -32,7 +32,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import Engine
+from .engine import Engine, Noted
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -580,9 +580,10 @@ def _settle_touched(
     state.problems.update(malformed)
     changes, records = _classify(state, before)
     late = journal.unread_writes(root, engine.cursor.offsets)
+    held = _held_before(before, engine.hand_after)
     changes = _hand_made(engine, changes, late, records if scope is None else None)
     if scope is not None:
-        changes["deleted"] = _told_deletions(scope, before, changes["deleted"], state.problems)
+        changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
     if log and (records["put"] or records["del"]):
         shard, nbytes, _ = engine.journal.append([journal.sync_record(records, state.entries)])
         engine.advance(shard, nbytes)
@@ -594,19 +595,34 @@ def _settle_touched(
     }
 
 
+def _held_before(before: Mapping[str, Entry | None], noted: Mapping[str, Noted]) -> dict[str, Entry | None]:
+    """``before`` (the entries this sync resolves, as the index held them), with, for an
+    id it held none of, the entry a follow dropped when it noted the id's file gone after
+    another process's write (:attr:`md_cg.engine.Engine.hand_after`), at the path the
+    note names (the write's: where the file was last). Without it such a deletion had no
+    scope, and a scoped sync told none of them (a shared memory's neither). A scope change
+    that write made (an unscoped writer's ``update``) is not known: the file is gone."""
+    held = dict(before)
+    for node_id, (kind, rel, was) in noted.items():
+        if kind == "gone" and was is not None and held.get(node_id) is None:
+            held[node_id] = replace(was, path=rel)
+    return held
+
+
 def _told_deletions(
     scope: Scope, before: Mapping[str, Entry | None], deleted: list[str], problems: Collection[str]
 ) -> list[str]:
     """The ids of ``deleted`` a ``scope`` may be told: those whose node, as the index held
-    it before this sync removed it, the scope admits. Told after the sync, when the node
-    is held by nothing, a scoped handle's report named no deletion at all (an unscoped
-    shared memory removed by hand was not told to the MCP server, which runs with a
-    scope); another scope's memory is never named. A deletion this sync did not see the
-    node of (a file gone after another process's write: following the write dropped the
-    entry) is not told: what scope it was in is no longer known (an unscoped sync tells it).
-    Nor is one whose file a hand edit broke (``problems``: malformed now): the scope is
-    counted that file (``withheld``), never pointed at it -- it may hold another scope's
-    memory now."""
+    it before this sync removed it -- or before a follow of another process's write
+    dropped it, its file gone (:func:`_held_before`) -- the scope admits. Told after the
+    sync, when the node is held by nothing, a scoped handle's report named no deletion at
+    all (an unscoped shared memory removed by hand was not told to the MCP server, which
+    runs with a scope); another scope's memory is never named. A deletion of a node this
+    process never held (another process added it, and its file was gone when this one
+    followed the add) is not told: its scope was never known here (an unscoped sync
+    tells it). Nor is one whose file a hand edit broke (``problems``: malformed now): the
+    scope is counted that file (``withheld``), never pointed at it -- it may hold another
+    scope's memory now."""
     out: list[str] = []
     for node_id in deleted:
         was = before.get(node_id)
@@ -649,7 +665,7 @@ def _hand_made(
     }
     told = {*changes["added"], *changes["changed"], *changes["deleted"]}
     told.update(m.node_id for m in changes["moved"])
-    for node_id, (kind, rel) in sorted(after.items()):
+    for node_id, (kind, rel, _was) in sorted(after.items()):
         e = entries.get(node_id)
         if kind == "gone" and e is not None and node_id in changes["added"] and not theirs(node_id):
             out["moved"].append(Moved(node_id, rel, e.path))  # renamed or moved by hand after the write
