@@ -470,6 +470,28 @@ class Gone(NamedTuple):
     reason: str = ""
 
 
+def log_restored(log: AppendLog, nodes: Sequence[Node], reason: str) -> None:
+    """A ``restored`` record for each of ``nodes`` (ids forgotten or renamed here that a
+    migration or import with overwrite brings back), appended before they are written:
+    health then does not take them for ids git brought back. Scoped as each memory is,
+    so another scope's handle does not list it."""
+    now = time.time()
+    log.append(
+        [
+            {
+                "event": RESTORED,
+                "id": n.id,
+                "layer": n.layer,
+                "reason": reason,
+                **scope_fields(n),
+                "time": now,
+            }
+            for n in nodes
+        ],
+        durable=True,
+    )
+
+
 def departed(records: Iterable[object]) -> dict[str, Gone]:
     """Id -> :class:`Gone` of the last departure of each id no memory holds now:
     forgotten or swept (``to`` None), or renamed (the new id). What a migration and an

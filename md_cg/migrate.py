@@ -66,7 +66,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from . import audit, fsops, layout, maintenance, nodefile, paths, retention, visibility
+from . import audit, fsops, layout, maintenance, nodefile, paths, retention
 from .engine import check_not_nested, foreign_file
 from .errors import (
     IdCollisionError,
@@ -657,7 +657,8 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
         entry = store.entry(node.id, include_expired=True, include_archived=True)
     except NodeNotFoundError as exc:
         if exc.hint.startswith("its file "):  # a file of that name the index could not use
-            return f"{exc.hint.removesuffix(', then sync')}, then run again (it is not written over)"
+            hint = exc.hint.removesuffix("; fix it, then sync")  # as a read says it, or a write
+            return f"{hint}; fix it, then run again (it is not written over)"
         twin = store._engine.state.twin_of(node.id)
         if twin is not None:
             return (
@@ -868,18 +869,7 @@ def _writable(
             report.kept.append((n.id, why))
     back = [n for n in writing if n.id in forgotten]
     if back:
-        note = f"migrated again from {src} with overwrite"
-        records = [
-            {
-                "event": audit.RESTORED,
-                "id": n.id,
-                "layer": n.layer,
-                "reason": note,
-                **visibility.scope_fields(n),
-            }
-            for n in back
-        ]  # scoped as the memory is: another scope's handle does not list it
-        store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
+        audit.log_restored(store.log(paths.AUDIT_DIR), back, f"migrated again from {src} with overwrite")
         for n in back:
             del forgotten[n.id]
     return writing

@@ -817,18 +817,9 @@ class _Writer:
         back = [n for n in pending if n.id in self.departed and n.id not in self.restored]
         if not back:
             return
-        note = f"imported again from {self.name} with overwrite"
-        records = [
-            {
-                "event": audit.RESTORED,
-                "id": n.id,
-                "layer": n.layer,
-                "reason": note,
-                **visibility.scope_fields(n),
-            }
-            for n in back
-        ]  # scoped as the memory is: another scope's handle does not list it
-        self.store.log(paths.AUDIT_DIR).append([{**r, "time": time.time()} for r in records], durable=True)
+        audit.log_restored(
+            self.store.log(paths.AUDIT_DIR), back, f"imported again from {self.name} with overwrite"
+        )
         self.restored.update(n.id for n in back)
 
     def _refused(self, item: tuple[str, Node, str]) -> tuple[str, Node, str]:

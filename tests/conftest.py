@@ -6,6 +6,7 @@ import builtins
 import contextlib
 import io
 import os
+import shutil
 import signal
 import stat
 import subprocess
@@ -23,14 +24,24 @@ from md_cg.errors import StoreClosedError
 REPO = Path(__file__).resolve().parent.parent
 
 
+#: The system's temporary folder, read before any test points TMPDIR elsewhere.
+_SYSTEM_TMP = tempfile.gettempdir()
+
+
 @pytest.fixture(autouse=True)
-def _own_tempdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+def _own_tempdir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Each test's temporary files (an edit's kept copy ``mdcg-ID-*.md``, in this
-    process and in the CLI processes it starts) go to a folder of its own, not /tmp:
-    the suite left ~700 kept copies there (session 31)."""
-    folder = tmp_path_factory.mktemp("tempdir")
-    monkeypatch.setenv("TMPDIR", str(folder))
+    process and in the CLI processes it starts) go to a folder of its own, removed after
+    the test: the suite left ~700 kept copies in /tmp (session 31). The folder sits in
+    the system's temporary folder with its mode (1777), so a test that drops privileges
+    (tests/test_security.py's read-only copies) can still make its own in it."""
+    tmp_path_factory.getbasetemp()  # pytest's own folder (tmp_path) stays where it is
+    folder = tempfile.mkdtemp(prefix="mdcg-tests-", dir=_SYSTEM_TMP)
+    os.chmod(folder, 0o1777)
+    monkeypatch.setenv("TMPDIR", folder)
     monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    yield
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 def tree_listing(root: Path) -> dict[str, tuple[int, int]]:

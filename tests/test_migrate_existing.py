@@ -427,7 +427,8 @@ def test_round_four_a_newer_broken_file_is_kept_and_an_archived_import_repeats(t
     path.write_text(text.replace("---\n", "---\n<<<<<<< HEAD\n=======\n>>>>>>> b\n", 1), encoding="utf-8")
     report = migrate(src, dest)
     assert [i for i, _ in report.kept] == ["r1"] and report.kept[0][1].startswith(
-        "its file knowledge/orphan/r1.md is unusable: a git merge left conflict markers"
+        "its file knowledge/orphan/r1.md was changed outside md-cg and is unusable: "
+        "a git merge left conflict markers"
     )
     assert report.kept[0][1].endswith("; fix it, then run again (it is not written over)")
     assert "the agent's newer text" in path.read_text(encoding="utf-8")
