@@ -778,27 +778,64 @@ def hand_edits_after(
     return out
 
 
-def sync_record(records: dict[str, list[Any]], entries: Mapping[str, Any]) -> dict[str, Any]:
+def sync_record(root: str, records: dict[str, list[Any]], entries: Mapping[str, Any]) -> dict[str, Any]:
     """A ``sync`` line for ``records`` (its ``put`` and ``del`` pairs), with the ``stat`` of
     each put as the index took it in: ``[mtime_ns, size]`` (None when the index holds the id
-    elsewhere), which :func:`synced_edits_after` compares with the file when a process
-    follows the line."""
-    stat = []
+    elsewhere), and its ``crc``: the CRC-32 of the file's bytes (None when it no longer has
+    that stat), which :func:`synced_edits_after` compares with the file when a process
+    follows the line. The CRC-32 tells a file only touched or rewritten with the same bytes
+    (an editor's save, a cloud client, ``cp``, ``git checkout``) from one edited: its mtime
+    moves either way. It costs a read of each file the line names (the index does not keep
+    the bytes it parsed). (A list of its own: a version that logs no ``crc`` reads ``stat``.)"""
+    stat: list[list[int] | None] = []
+    crc: list[int | None] = []
     for node_id, rel in records["put"]:
         e = entries.get(node_id)
         stat.append([e.mtime_ns, e.size] if e is not None and e.path == rel else None)
-    return {"op": "sync", **records, "stat": stat}
+        crc.append(_crc_of(root, rel, e) if e is not None and e.path == rel else None)
+    return {"op": "sync", **records, "stat": stat, "crc": crc}
 
 
-def _sync_stat(item: Any) -> tuple[int, int] | None:
-    """One ``stat`` item of a sync line (:func:`sync_record`); None when unusable."""
+def _crc_of(root: str, rel: str, e: Any) -> int | None:
+    """The CRC-32 of the file at ``rel`` when it still has the entry ``e``'s mtime and size
+    (the bytes the index took in), else None."""
+    try:
+        data, st = fsops.read_file(root, rel, max_bytes=e.size)
+    except (OSError, UnsafePathError):
+        return None
+    if st.st_mtime_ns != e.mtime_ns or st.st_size != e.size or len(data) != e.size:
+        return None
+    return zlib.crc32(data)
+
+
+#: A sync line's stat of one put: (mtime_ns, size, crc32; None in lines before the CRC)
+_SyncStat = tuple[int, int, int | None]
+
+
+def _sync_stat(item: Any, crc: Any) -> _SyncStat | None:
+    """One ``stat`` item of a sync line (:func:`sync_record`), with its ``crc`` (None when
+    the line logs none); None when unusable."""
     if isinstance(item, list) and len(item) == 2 and all(type(x) is int and x >= 0 for x in item):
-        return (item[0], item[1])
+        return (item[0], item[1], crc if type(crc) is int and crc >= 0 else None)
     return None
 
 
+#: The kind of a :func:`synced_edits_after` note of a file whose mtime moved and whose size
+#: did not: ``"touched <size> <crc32>"``, the bytes the sync line took in -- the sync reads
+#: the file and tells it ``changed`` only when it no longer holds them (:func:`touched_check`).
+TOUCHED = "touched"
+
+
+def touched_check(kind: str) -> tuple[int, int] | None:
+    """The (size, CRC-32) of a :data:`TOUCHED` note's kind; None for another kind."""
+    parts = kind.split(" ")
+    if len(parts) != 3 or parts[0] != TOUCHED or not (parts[1].isdigit() and parts[2].isdigit()):
+        return None
+    return (int(parts[1]), int(parts[2]))
+
+
 #: id -> (time, path, stat) of the last sync line naming it; path and stat None: it deleted the id
-_LastSync = dict[str, tuple[float, str | None, tuple[int, int] | None]]
+_LastSync = dict[str, tuple[float, str | None, _SyncStat | None]]
 
 
 def _last_syncs(tail: Tail) -> _LastSync:
@@ -817,22 +854,27 @@ def _last_syncs(tail: Tail) -> _LastSync:
             for node_id, _rel in dels:
                 if out.get(node_id, (-1.0,))[0] <= ts:
                     out[node_id] = (ts, None, None)
-            for (node_id, rel), item in zip(puts, stats, strict=True):
+            crcs = rec.get("crc")
+            crcs = crcs if isinstance(crcs, list) and len(crcs) == len(puts) else [None] * len(puts)
+            for (node_id, rel), item, crc in zip(puts, stats, crcs, strict=True):
                 if out.get(node_id, (-1.0,))[0] <= ts:
-                    out[node_id] = (ts, rel, _sync_stat(item))
+                    out[node_id] = (ts, rel, _sync_stat(item, crc))
     return out
 
 
 def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -> dict[str, tuple[str, str]]:
     """The files a ``sync`` line of ``tail`` (just followed: ``entries`` holds the files as
     they are now) took in that changed after -- a ``git pull`` without hooks, an edit:
-    id -> ``("changed", path)`` when the file's mtime or size is no longer the line's
-    ``stat``, ``("gone", path)`` when the id is in no file, ``("added", path)`` when the
-    line deleted it and a file holds it again. Following the log reads such a file as it
-    is, so no change shows: a sync tells them, as :func:`hand_edits_after` does for
-    commit lines. An id a commit line of the tail writes at or after the sync line (or
-    one still open) is left to that line; so is one of a line of an earlier version (no
-    time or stats). No file is read: the follow stat'ed them."""
+    id -> ``("changed", path)`` when the file's size is no longer the line's ``stat`` (or
+    its mtime, for a line without a CRC-32), a :data:`TOUCHED` note when only its mtime
+    moved (the sync reads the file and tells it only when its bytes differ: a touch, a
+    re-save or a ``cp`` of the same bytes is no change), ``("gone", path)`` when the id
+    is in no file, ``("added", path)`` when the line deleted it and a file holds it
+    again. Following the log reads such a file as it is, so no change shows: a sync tells
+    them, as :func:`hand_edits_after` does for commit lines. An id a commit line of the
+    tail writes at or after the sync line (or one still open) is left to that line; so is
+    one of a line of an earlier version (no time or stats). No file is read here: the
+    follow stat'ed them."""
     last = _last_syncs(tail)
     if not last:
         return {}
@@ -850,8 +892,10 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
                 out[node_id] = ("added", e.path)
         elif e is None:
             out[node_id] = ("gone", rel)
-        elif stat is not None and e.path == rel and stat != (e.mtime_ns, e.size):
-            out[node_id] = ("changed", rel)
+        elif stat is not None and e.path == rel and stat[:2] != (e.mtime_ns, e.size):
+            _mtime_ns, size, crc = stat
+            same_size = crc is not None and size == e.size
+            out[node_id] = (f"{TOUCHED} {size} {crc}" if same_size else "changed", rel)
     return out
 
 

@@ -585,7 +585,7 @@ def _settle_touched(
     if scope is not None:
         changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
     if log and (records["put"] or records["del"]):
-        shard, nbytes, _ = engine.journal.append([journal.sync_record(records, state.entries)])
+        shard, nbytes, _ = engine.journal.append([journal.sync_record(root, records, state.entries)])
         engine.advance(shard, nbytes)
     return {
         "added": tuple(sorted(changes["added"])),
@@ -642,7 +642,9 @@ def _hand_made(
     delete) is theirs, not reported. With the files other processes wrote that a person
     changed after (:attr:`md_cg.engine.Engine.hand_after`, taken here): ``changed``, or,
     gone, ``deleted`` -- ``moved`` when this look found the id at another path --, or
-    ``added`` when a file holds again an id a sync deleted; each is
+    ``added`` when a file holds again an id a sync deleted; a file a sync took in whose
+    mtime moved (:data:`md_cg.journal.TOUCHED`) is read, and ``changed`` only when it no
+    longer holds the bytes the sync line logged (its CRC-32). Each is
     added to the sync's ``records``, so that a process following the log after this one
     knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
     it again -- not by a scoped handle's sync (``records`` None), which tells only its
@@ -681,6 +683,12 @@ def _hand_made(
         elif kind == "added" and e is not None:
             out["added"].append(node_id)  # deleted by a sync, back in a file since
             records["put"].append([node_id, e.path])
+        elif (check := journal.touched_check(kind)) is not None and e is not None and e.path == rel:
+            # its mtime moved since a sync took it in: changed only when its bytes did; either
+            # way the line logs its stat now, so the next follow does not read it again
+            if not journal.holds_logged(root, rel, [(check, None)]):
+                out["changed"].append(node_id)
+            records["put"].append([node_id, rel])
     return out
 
 
