@@ -54,7 +54,7 @@ from .node import (
     unusable,
     validate,
 )
-from .nodefile import dump_bytes, loads, read_bytes_as_text
+from .nodefile import dumps, loads, read_bytes_as_text
 from .script import short_repr
 
 
@@ -159,8 +159,9 @@ def edit_text(
             node.created_at = current.created_at
         old = read_entry(engine, current)
         node.updated_at = old.updated_at  # the text's is never stored: a write stamps it now
-        if dump_bytes(node) == dump_bytes(old):  # a final newline dropped, a value requoted:
-            return old  # the same file once written (== took 1 for true and ignored key order)
+        if dumps(node) == stored:  # a final newline dropped, a value requoted: md-cg would
+            return old  # write the file it holds (node == old took 1 for true; r7: a comment
+            # removed from a hand-written file was "no change", and stayed)
         if check is not None:
             check(node, old, current)
         node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))

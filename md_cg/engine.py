@@ -1033,15 +1033,21 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     :func:`md_cg.journal.synced_edits_after`) --, which the follow read as they are, for
     the next sync to tell; each with the entry the index held before this follow (or an
     earlier note of the id) -- a file gone drops it, and a scoped sync needs its scope."""
-    entries = engine.state.entries
-    was = {i: entries.get(i) or _noted_entry(engine.hand_after.get(i)) for i in touched}
-    changed = index.resolve_ids(engine.root_str, engine.state, touched)
-    entries = engine.state.entries
+    synced = set(journal.synced_ids(tail))
     if engine.hand_after:
         # told by another process's sync, or written over by a write through md-cg since
         # (a hand change written over is not told: the line below re-notes one made after)
-        for node_id in [*journal.synced_ids(tail), *journal.closed_ids(tail, engine.cursor)]:
+        for node_id in [*synced, *journal.closed_ids(tail, engine.cursor)]:
             engine.hand_after.pop(node_id, None)
+    # An id a sync line of the tail names was settled there: what this process held of it
+    # before may be another memory now (the id deleted, then added again in another scope),
+    # so a later note keeps no entry of it, and a scoped sync does not tell it (review r7).
+    entries = engine.state.entries
+    was = {
+        i: None if i in synced else entries.get(i) or _noted_entry(engine.hand_after.get(i)) for i in touched
+    }
+    changed = index.resolve_ids(engine.root_str, engine.state, touched)
+    entries = engine.state.entries
     noted = journal.synced_edits_after(entries, tail, engine.cursor)
     noted.update(journal.hand_edits_after(engine.root_str, entries, tail, engine.cursor))
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})

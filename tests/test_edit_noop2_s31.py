@@ -45,3 +45,18 @@ def test_a_requoted_value_is_still_no_change(tmp_path: Path) -> None:
         old, mtime = path.read_bytes(), path.stat().st_mtime_ns
         s.edit_text("e", lambda t: t.replace('id: "e"', "id: e", 1)[:-1])
         assert (path.read_bytes(), path.stat().st_mtime_ns) == (old, mtime)
+
+
+def test_a_comment_removed_from_a_hand_written_file_is_written(tmp_path: Path) -> None:
+    """Review r7: the check compared the edited node with the stored one, so removing a
+    frontmatter comment (a secret pasted there) from a file written by hand was "no
+    change" and the comment stayed; md-cg would write another file than it holds."""
+    root = tmp_path / "m"
+    with MdCG(root) as s:
+        s.add(id="n1", layer="knowledge", body="heron body")
+        path = s.path_of("n1")
+    path.write_text(path.read_text().replace("layer:", "# secret: api key 1234\nlayer:", 1))
+    with MdCG(root) as s:
+        s.sync()
+        s.edit_text("n1", lambda t: t.replace("# secret: api key 1234\n", ""))
+    assert "secret" not in path.read_text()
