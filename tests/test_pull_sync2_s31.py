@@ -18,19 +18,7 @@ import zlib
 from pathlib import Path
 
 import orjson
-
-_REPO = str(Path(__file__).resolve().parent.parent)
-_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "PYTHONPATH": os.pathsep.join([_REPO, *filter(None, [os.environ.get("PYTHONPATH")])]),
-}
-_ENV.pop("MDCG_ROOT", None)
+from test_pull_sync_s31 import _ENV, _git, _push  # one set of git helpers for the clones
 
 _BODY = b"# Heron\n\nThe heron waits by the pond at dawn.\n"
 _NOTHING = {"added": [], "changed": [], "deleted": [], "moved": []}
@@ -148,16 +136,6 @@ def test_line_without_crc_keeps_telling_a_touch(tmp_path: Path) -> None:
     _bump(h1)
     assert _sync(root) == {**_NOTHING, "changed": ["h1"]}
     assert _sync(root) == _NOTHING
-
-
-def _git(cwd: Path, *args: str) -> None:
-    subprocess.run(["git", *args], cwd=cwd, env=_ENV, check=True, capture_output=True)
-
-
-def _push(clone: Path, message: str) -> None:
-    _git(clone, "add", "-A")
-    _git(clone, "commit", "-qm", message)
-    _git(clone, "push", "-q", "origin", "HEAD:main")
 
 
 def test_pulled_files_checked_out_again_or_touched_are_not_told(tmp_path: Path) -> None:
