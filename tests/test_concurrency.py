@@ -230,6 +230,17 @@ from md_cg import MdCG
 from md_cg.errors import NodeNotFoundError
 root, me, n, go = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
 won = []
+other = {"a": "b", "b": "a"}.get(me, "")
+
+
+def wait(who, r):  # until `who` has tried x{r}; a starved process must not lose every race
+    deadline = time.time() + 120
+    while not os.path.exists(f"{go}.{who}.{r}"):
+        if time.time() > deadline:
+            sys.exit(f"{me}: {who} never tried x{r}")
+        time.sleep(0.001)
+
+
 with MdCG(root, auto_compact=None) as s:
     print("ready", flush=True)
     while not os.path.exists(go):
@@ -238,11 +249,17 @@ with MdCG(root, auto_compact=None) as s:
         if me == "edit":  # edits the linkers the others' renames re-point meanwhile
             s.update(f"l{r}", body=f"edited linker {r}")
             continue
+        if r % 10 == 0:  # blocks of ten: neither runs a block ahead, and the
+            if r:  # block's leader (a, b, a, ...) tries its first id first
+                wait(other, r - 1)
+            if "ab"[r // 10 % 2] != me:
+                wait(other, r)
         try:
             s.rename(f"x{r}", f"x{r}_by_{me}")
             won.append(r)
         except NodeNotFoundError:
             pass
+        open(f"{go}.{me}.{r}", "w").close()
 print(json.dumps(won))
 """
 
@@ -273,7 +290,9 @@ def test_processes_racing_to_rename_the_same_ids(tmp_path: Path) -> None:
         assert p.stdout is not None and p.stdout.readline() == "ready\n"
     go.touch()
     won = {me: json.loads(p.communicate(timeout=300)[0]) for me, p in procs.items()}
-    assert won["a"] and won["b"] and not won["edit"], won  # they did race
+    assert not won["edit"], won
+    leaders = {r: "ab"[r // 10 % 2] for r in range(0, n, 10)}  # they did race
+    assert all(r in won[me] for r, me in leaders.items()), won
     assert all(p.returncode == 0 for p in procs.values())
     winner = {r: me for me, rs in won.items() for r in rs}
     assert sorted(winner) == list(range(n)) and sum(map(len, won.values())) == n
