@@ -249,6 +249,10 @@ class Engine:
         self.durable, self.refresh_interval, self.lock_timeout = durable, refresh_interval, lock_timeout
         self.wrote = False
         self.hand_after: dict[str, Noted] = {}  # told by the next sync: see _resolved
+        #: id -> (path, mtime_ns, size, CRC-32) of the file this process's last sync naming
+        #: the id took in: its next sync tells a file whose mtime alone moved only when its
+        #: bytes differ (md_cg.maintenance._settle_touched)
+        self.took_in: dict[str, tuple[str, int, int, int]] = {}
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))

@@ -23,6 +23,7 @@ Imports the engine and the modules below it.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import time
@@ -578,21 +579,51 @@ def _settle_touched(
     before = {i: state.entries.get(i) for i in touched}
     index.resolve_ids(root, state, touched)
     state.problems.update(malformed)
-    changes, records = _classify(state, before)
+    changes, records = _classify(state, before, functools.partial(_same_bytes, engine))
     late = journal.unread_writes(root, engine.cursor.offsets)
     held = _held_before(before, engine.hand_after)
     changes = _hand_made(engine, changes, late, records if scope is None else None)
     if scope is not None:
         changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
-    if log and (records["put"] or records["del"]):
-        shard, nbytes, _ = engine.journal.append([journal.sync_record(root, records, state.entries)])
-        engine.advance(shard, nbytes)
+    if records["put"] or records["del"]:
+        line = journal.sync_record(root, records, state.entries)
+        if log:
+            shard, nbytes, _ = engine.journal.append([line])
+            engine.advance(shard, nbytes)
+        _took_in(engine, line)
     return {
         "added": tuple(sorted(changes["added"])),
         "changed": tuple(sorted(changes["changed"])),
         "deleted": tuple(sorted(changes["deleted"])),
         "moved": tuple(sorted(changes["moved"], key=lambda m: m.node_id)),
     }
+
+
+def _same_bytes(engine: Engine, old: Entry, new: Entry) -> bool:
+    """Whether ``new`` differs from ``old`` by its mtime alone and its file holds the bytes
+    this process's sync took in as ``old`` (:attr:`md_cg.engine.Engine.took_in`): a
+    ``touch``, or a re-save or ``cp`` of the same bytes, is no change. Without it a
+    long-lived handle (the MCP server) told every such file it had taken in itself as
+    ``changed`` (review r7: 5,000 touched files), though a process following its sync
+    line did not."""
+    took = engine.took_in.get(new.id)
+    if took is None or took != (old.path, old.mtime_ns, old.size, took[3]) or new.size != old.size:
+        return False
+    if replace(old, mtime_ns=new.mtime_ns) != new:
+        return False
+    return journal.holds_logged(engine.root_str, new.path, [((new.size, took[3]), None)])
+
+
+def _took_in(engine: Engine, line: dict[str, Any]) -> None:
+    """Note the (path, mtime, size, CRC-32) of each file a sync ``line`` took in, for
+    :func:`_same_bytes`; an id it deletes, or logs no CRC of, is forgotten."""
+    for (node_id, rel), stat, crc in zip(line["put"], line["stat"], line["crc"], strict=True):
+        if stat is not None and crc is not None:
+            engine.took_in[node_id] = (rel, stat[0], stat[1], crc)
+        else:
+            engine.took_in.pop(node_id, None)
+    for node_id, _rel in line["del"]:
+        engine.took_in.pop(node_id, None)
 
 
 def _held_before(before: Mapping[str, Entry | None], noted: Mapping[str, Noted]) -> dict[str, Entry | None]:
@@ -743,7 +774,12 @@ def sync_paths(engine: Engine, rels: set[str], *, scope: Scope | None = None) ->
         return SyncReport(**_settle_touched(engine, touched, malformed, log=True, scope=scope))
 
 
-def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+def _classify(
+    state: IndexState, before: dict[str, Any], same_bytes: Callable[[Entry, Entry], bool]
+) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The changes of the ids in ``before`` (their entries before the files were read
+    again) and the sync line's records; a file ``same_bytes`` holds as it was taken in is
+    logged (its stat moved) and not told."""
     changes: dict[str, list[Any]] = {"added": [], "changed": [], "deleted": [], "moved": []}
     records: dict[str, list[Any]] = {"put": [], "del": []}
     for node_id, old in before.items():
@@ -757,8 +793,10 @@ def _classify(state: IndexState, before: dict[str, Any]) -> tuple[dict[str, list
         elif old is not None and new is not None and old.path != new.path:
             changes["moved"].append(Moved(node_id, old.path, new.path))
             records["del"].append([node_id, old.path])
-        elif old != new:
+        elif old != new and not same_bytes(old, new):
             changes["changed"].append(node_id)
+        elif old != new:
+            pass  # touched only: its new stat is logged
         else:
             continue
         assert new is not None
