@@ -41,6 +41,7 @@ from .judge import judge as judge_node
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
 from .script import CJK_SPLIT_RE, fold_accents, is_cjk, short_repr, singulars
 from .synonyms import SynonymTable
+from .synonyms import normalize as table_form
 from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, query_terms, synonym_terms, term_words
 from .textindex import HOLDING_SCAN, holding_all, live_doc_freqs, match_idfs, typo_terms
 from .textindex_docs import Exclusion, Scope
@@ -214,6 +215,31 @@ class Expansion:
     #: terms, single CJK characters left out when it has longer ones; the phrase's
     #: terms), for :func:`ranked_terms`
     stands_for: list[tuple[tuple[str, ...], tuple[str, ...]]] = field(default_factory=list)
+    #: the query's CJK characters that stand only inside table words of it whose meaning
+    #: they do not share (:func:`loose_chars`): a hit holding them alone is no evidence
+    loose: frozenset[str] = frozenset()
+
+
+def loose_chars(query: str, found: Sequence[tuple[str, float]], synonyms: SynonymTable) -> frozenset[str]:
+    """The CJK characters of ``query`` that are only parts of the table words ``found`` in
+    it (weight 1.0) and share none of their meaning: neither a synonym of the word nor a
+    table word sharing one of its synonyms. 天 of 天气 (weather: 今天 today holds 天) and
+    链 of 链表 (区块链) are loose; 猫 of 猫咪 is not (a synonym of it). Counted only where
+    the table knows the word; a character the query also holds outside the table words
+    stays a character of its own. Review r3 (session 31): 天气 ACCEPTed a note holding
+    only 今天, half of the query's characters (:data:`CJK_CHAR_SHARE`)."""
+    words = [w for w, weight in found if weight >= 1.0 and len(w) > 1 and all(is_cjk(c) for c in w)]
+    query = table_form(query)
+    related: dict[str, bool] = {}
+    inside: dict[str, int] = {}
+    for word in words:
+        meaning = set(synonyms.synonyms_of(word))
+        times = query.count(word)
+        for c in set(word):
+            inside[c] = inside.get(c, 0) + times * word.count(c)
+            shares = c in meaning or not meaning.isdisjoint(synonyms.synonyms_of(c))
+            related[c] = related.get(c, False) or shares
+    return frozenset(c for c, r in related.items() if not r and inside[c] >= query.count(c))
 
 
 def expand(query: str, synonyms: SynonymTable) -> Expansion:
@@ -244,7 +270,9 @@ def expand(query: str, synonyms: SynonymTable) -> Expansion:
         if weight >= 1.0 and (own := _whole_word(query_terms(entry))) and not _one_char(own)
         for phrase in synonyms.synonyms_of(entry)
     }
-    return Expansion(terms, words, added, groups, together, _stemmed(added, dict(terms)), list(stands_for))
+    stemmed = _stemmed(added, dict(terms))
+    loose = loose_chars(query, found, synonyms)
+    return Expansion(terms, words, added, groups, together, stemmed, list(stands_for), loose)
 
 
 def _one_char(terms: Sequence[str]) -> bool:
@@ -682,6 +710,7 @@ def _results(
         titles,
         entries,
         hidden,
+        expansion.loose,
     )
     prepared = prepare_context(context) if judge and context is not None else None
     # The judge reads the query together with its synonyms, each on its own clause,
@@ -751,6 +780,7 @@ def _evidence(
     titles: Mapping[str, str] | None = None,
     entries: Mapping[str, Entry] | None = None,
     hidden: Collection[str] = (),
+    loose: Collection[str] = (),
 ) -> dict[str, tuple[dict[str, Any], bool]]:
     """Per hit: its evidence of being about the query, and whether it has none (filler).
 
@@ -763,13 +793,12 @@ def _evidence(
     ``words``: ``{"book": "booked"}``). A hit holding none
     of the query's own terms but single CJK characters is evidence only when
     it holds at least :data:`CJK_CHAR_SHARE` of the query's characters,
-    particles (:data:`CJK_FUNCTION_CHARS`) not counted (its ``terms`` still
+    particles (:data:`CJK_FUNCTION_CHARS`) and ``loose`` ones not counted (its ``terms`` still
     list them). A term hit scoring below :data:`RELATIVE_FLOOR` of the best
     term hit is filler (``weak``: its share of that score); one holding the query's
     own words (:func:`_says`: not only single CJK characters of it), below that share
     of the best such hit (a synonym-only hit ranked first sets no floor for the literal
-    ones). Evidence of only
-    common words is ``common_only`` (:func:`_only_common`).
+    ones). Evidence of only common words is ``common_only`` (:func:`_only_common`).
     A similarity hit whose only evidence is a typo of a word only its
     tags hold (``entries``: not its title either) is ``tag_typo`` (:func:`_tag_typos`),
     and one covering at most one of a longer query's words ``thin`` (:func:`_thin`).
@@ -777,7 +806,7 @@ def _evidence(
     weight = dict(terms)
     best = max((score for _, (score, tier) in hits if tier not in _SIMILARITY_TIERS), default=0.0)
     contained = text.terms_of([doc_id for doc_id, _ in hits], [t for t, _ in terms]) if hits else {}
-    own_of = _own(terms, contained, [doc_id for doc_id, _ in hits])
+    own_of = _own(terms, contained, [doc_id for doc_id, _ in hits], loose)
     literal = max((s for d, (s, t) in hits if t not in _SIMILARITY_TIERS and _says(own_of[d])), default=best)
     ideal = 0.0
     typo_only: dict[str, list[str]] | None = None  # similarity hits' terms within a typo
@@ -830,19 +859,24 @@ def _says(own: Sequence[str]) -> bool:
 
 
 def _own(
-    terms: Sequence[tuple[str, float]], contained: Mapping[str, list[str]], doc_ids: Sequence[str]
+    terms: Sequence[tuple[str, float]],
+    contained: Mapping[str, list[str]],
+    doc_ids: Sequence[str],
+    loose: Collection[str] = (),
 ) -> dict[str, list[str]]:
     """Per hit, the query's own terms it holds (``contained``) that are evidence: none when
     they are only single CJK characters of the query, fewer than :data:`CJK_CHAR_SHARE` of
-    its content characters (particles not counted)."""
+    its content characters (particles and ``loose`` characters -- :func:`loose_chars` --
+    not counted)."""
     weight = dict(terms)
     chars = {t for t, w in terms if w >= 1.0 and len(t) == 1 and is_cjk(t)}
     content = chars - CJK_FUNCTION_CHARS
+    counted = content.difference(loose)
     need = max(1, math.ceil(len(content) * CJK_CHAR_SHARE))
     out: dict[str, list[str]] = {}
     for doc_id in doc_ids:
         own = [t for t in contained.get(doc_id, []) if weight[t] >= 1.0]
-        if own and all(t in chars for t in own) and len(content.intersection(own)) < need:
+        if own and all(t in chars for t in own) and len(counted.intersection(own)) < need:
             own = []  # a character or two of a longer CJK query, or only its particles
         out[doc_id] = own
     return out

@@ -73,7 +73,8 @@ def _check_only_the_record(store: MdCG) -> None:
     assert [r.id for r in results] == ["rec", "c2", "m1"]  # r3: c2 first
     assert [(r.state, r.filler) for r in results] == [("ACCEPT", False), ("DEFER", True), ("DEFER", True)]
     assert results[0].evidence == {"terms": ["记"], "synonyms": ["记录"]}
-    assert results[1].evidence["terms"] == ["笔"] and results[1].evidence["weak"] < 0.05
+    # 笔 alone is no evidence of 笔记 (session 32: a loose character, search.loose_chars)
+    assert results[1].evidence == {"terms": ["笔"], "synonyms": []}
     assert [i.id for i in store.inject("笔记", 3)] == ["rec"]  # r3: ["c2", "rec"]
 
 
@@ -127,4 +128,4 @@ def test_memories_outside_a_tag_filter_saying_the_word_cap_nothing(tmp_path: Pat
             ("c2", "DEFER", True),
             ("m1", "DEFER", True),
         ]
-        assert results[1].evidence["weak"] == 0.0115
+        assert results[1].evidence == {"terms": ["笔"], "synonyms": []}  # loose (session 32)
