@@ -16,13 +16,20 @@ handle whose scope has an agent or a workspace adds them to the hash
 (:func:`node_id_for`), so each agent keeps its own item of a key. A handle
 also finds an item another scope wrote when its scope admits it: it looks
 under at most four ids (:func:`ids_seen`: its own, its agent's, its
-workspace's, the plain id), and the first stored one is its item. One rule
+workspace's, the plain id), and the first stored one is its item; an unscoped
+handle reads every scope's items (after the plain id, each agent's and workspace's
+with an item in the namespace, by name) and writes the shared one
+(:meth:`MdCGStore._ids`). One rule
 (:meth:`MdCGStore._held`) tells ``get``, ``search``, ``put`` and ``delete`` which
 memory holds an item: the one under such an id, or one md-cg renamed away from it
 (the memory tool's ``rename``: its ``renamed_from``, kept in the index), whose
 frontmatter carries the key and namespace; a memory carrying the key under another
 id (written by hand or by the memory tool) is no item. A file that does not parse
-holds no item for ``get`` and ``search`` (``health()`` names it). Items
+holds no item for ``get`` and ``search`` (``health()`` names it); nor does one whose
+``langgraph_value`` or ``langgraph_body`` a person edited to another kind
+(:func:`value_problem`: ``search`` leaves it out, ``get`` names it). Each batch first
+takes in the files changed outside md-cg (``MdCG.sync_if_changed``), so an item file
+moved by hand or brought by ``git pull`` is read, changed and deleted where it is. Items
 are long-term (``retention_tier: long``): they never expire, whatever their
 words say (items an earlier version let md-cg time by their words are made
 long-term when a store handle first opens the store: :meth:`MdCGStore.keep_items`).
@@ -76,6 +83,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import re
 import time
@@ -188,8 +196,9 @@ def _owner(scope: Scope | None) -> Owner:
 def owners_seen(scope: Scope | None) -> list[Owner]:
     """The owners whose items a handle of ``scope`` finds by id, in order of precedence:
     its own (agent and workspace), its agent's alone, its workspace's alone, then the
-    shared items (``None``). Each is one its scope admits; an unscoped handle has the
-    shared ones only."""
+    shared items (``None``). Each is one its scope admits; for an unscoped handle, the
+    shared ones only (a store's unscoped handle reads every owner's items too, which
+    it finds in the index: :meth:`MdCGStore._ids`)."""
     if scope is None:
         return [None]
     out: list[Owner] = []
@@ -319,6 +328,42 @@ def node_value(node: Node) -> dict[str, Any]:
     return value
 
 
+def value_problem(node: Node) -> str | None:
+    """The frontmatter field that keeps a node from holding an item value (``None``: none):
+    ``langgraph_value`` when it is not a JSON object, ``langgraph_body`` when it is not
+    one of :data:`BODY_FIELDS` (after a hand edit of the line, say). A put writes neither;
+    reading one made every ``get`` and ``search`` of its namespace fail with a bare
+    ``ValueError`` naming nothing, or invented a value field."""
+    value = node.extra.get(VALUE_FIELD)
+    if value is not None and not isinstance(value, dict):
+        return VALUE_FIELD
+    field = node.extra.get(BODY_FIELD)
+    if field is not None and field not in BODY_FIELDS:
+        return BODY_FIELD
+    return None
+
+
+def _unreadable(
+    namespace: tuple[str, ...], key: str, entry: Entry, node: Node, field: str
+) -> InvalidNodeError:
+    """The error of ``get`` of an item whose file holds no value (:func:`value_problem`); the
+    field's value is shown as the file writes it (JSON), cut after 60 characters."""
+    what = "a JSON object" if field == VALUE_FIELD else f"one of {', '.join(BODY_FIELDS)}"
+    try:
+        shown = json.dumps(node.extra[field], ensure_ascii=False)
+    except (TypeError, ValueError):
+        shown = short_repr(node.extra[field])
+    shown = shown if len(shown) <= 60 else shown[:57] + "..."
+    return InvalidNodeError(
+        f"the item {short_repr(key)} of namespace {short_repr(namespace)} cannot be read: its file "
+        f"{entry.path} has {field}: {shown}, which is not {what}; fix that "
+        "line by hand, or put the item again (a put writes its whole value)",
+        field=field,
+        value=node.extra[field],
+        node_id=entry.id,
+    )
+
+
 def _when(ts: float | None) -> datetime:
     return datetime.fromtimestamp(ts or 0.0, tz=UTC)
 
@@ -399,7 +444,7 @@ class MdCGStore(BaseStore):
     :meth:`keep_items` on open unless the store log says it ran for this scope.
     """
 
-    __slots__ = ("_owned", "fill", "layer", "record_access", "store")
+    __slots__ = ("_owned", "_owner_cache", "fill", "layer", "record_access", "store")
 
     def __init__(
         self,
@@ -414,6 +459,7 @@ class MdCGStore(BaseStore):
         self.layer = layer
         self.fill = fill
         self.record_access = record_access
+        self._owner_cache: tuple[tuple[int, int, int], dict[tuple[str, ...], list[Owner]]] | None = None
         if upgrade and not self.store.read_only and not self._upgraded():
             self.keep_items()
 
@@ -480,9 +526,46 @@ class MdCGStore(BaseStore):
                 out.append((entry, ns))
         return out
 
-    def _ids(self, namespace: tuple[str, ...], key: str) -> list[str]:
-        """The ids the item may have, in order of precedence (:func:`ids_seen`)."""
-        return ids_seen(namespace, key, self._handle(namespace).scope)
+    def _ids(self, namespace: tuple[str, ...], key: str, *, put: bool = False) -> list[str]:
+        """The ids the item may have, in order of precedence (:func:`ids_seen`). An unscoped
+        handle sees every scope's items: after the plain id come the ids of each agent and
+        workspace with an item in the namespace (:meth:`_owners`), so its ``get``, ``search``
+        and ``delete`` find an agent's item as its ``list_namespaces`` does (they looked under
+        the plain id alone: a namespace it listed searched empty). Its ``put`` (``put``)
+        writes the shared item, the plain id, which its reads then find first: an agent's
+        private item is not written by a handle outside its scope."""
+        scope = self._handle(namespace).scope
+        if scope is not None:
+            return ids_seen(namespace, key, scope)
+        owners = [] if put else self._owners().get(namespace, [])
+        return [_node_id(namespace, key, owner) for owner in [None, *owners]]
+
+    def _owners(self) -> dict[tuple[str, ...], list[Owner]]:
+        """The agents and workspaces (``(agent, workspace)``) with an item in each namespace,
+        by name: the owners an unscoped handle looks under after the shared id (archived and
+        expired items counted: a write's look sees them, a read's skips them by id). Taken
+        from the index's few entries with a lifecycle field (``IndexState.restricted``: every
+        scoped one is there), not from every entry, and kept until the index changes."""
+        engine = self._handle()._engine
+        engine.fresh()
+        state = engine.state
+        version = (id(state), state.generation, len(state.restricted))
+        cached = self._owner_cache
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        found: dict[tuple[str, ...], set[tuple[str | None, str | None]]] = {}
+        for node_id in list(state.restricted):
+            entry = state.entries.get(node_id)
+            if entry is None or (entry.agent_scope is None and entry.workspace_scope is None):
+                continue
+            namespace = namespace_of(entry)
+            if namespace is not None:
+                found.setdefault(namespace, set()).add((entry.agent_scope, entry.workspace_scope))
+        owners: dict[tuple[str, ...], list[Owner]] = {}
+        for namespace, pairs in found.items():
+            owners[namespace] = [*sorted(pairs, key=lambda pair: (pair[0] or "", pair[1] or ""))]
+        self._owner_cache = (version, owners)
+        return owners
 
     def _holders(self, namespace: tuple[str, ...], node_id: str, stored: bool) -> Iterable[Entry]:
         """The entries of the memories that may hold the id ``node_id`` of an item: the one of
@@ -510,6 +593,7 @@ class MdCGStore(BaseStore):
         *,
         stored: bool = False,
         known: Mapping[str, Node] | None = None,
+        put: bool = False,
     ) -> list[tuple[Entry, Node]]:
         """The memories holding the item ``key`` of ``namespace`` for this handle -- the one
         rule ``get``, ``search``, ``put`` and ``delete`` follow: for each id of :func:`ids_seen`
@@ -519,8 +603,8 @@ class MdCGStore(BaseStore):
         or by the memory tool) holds no item. ``stored``: a write's look, archived and
         expired memories too, and an unreadable file raises (names it); else a read's:
         an unreadable file holds nothing, as for a handle opened after it broke.
-        ``known``: nodes already read, by id."""
-        for node_id in self._ids(namespace, key):
+        ``known``: nodes already read, by id; ``put``: the look of a put (:meth:`_ids`)."""
+        for node_id in self._ids(namespace, key, put=put):
             held = []
             for entry in self._holders(namespace, node_id, stored):
                 node = (known or {}).get(entry.id)
@@ -539,10 +623,10 @@ class MdCGStore(BaseStore):
         """The entry of the stored item the handle sees, archived or expired ones too (:meth:`_held`);
         else of a memory under one of its ids (:func:`ids_seen`) that holds another key or
         namespace (a put writes the item over it, as it was written)."""
-        held = self._held(namespace, key, stored=True)
+        held = self._held(namespace, key, stored=True, put=True)
         if held:
             return held[0][0]
-        for node_id in self._ids(namespace, key):
+        for node_id in self._ids(namespace, key, put=True):
             try:
                 return self._handle(namespace).entry(node_id, include_expired=True, include_archived=True)
             except NodeNotFoundError:
@@ -553,11 +637,16 @@ class MdCGStore(BaseStore):
         """The node ``node_id`` (``None``: none the handle sees). A read (``stored`` false) takes
         a file that does not parse as no node: a handle that indexed it before it broke would
         raise ``MalformedNodeFileError`` where a fresh one never indexed it, and one broken file
-        would fail every search of its namespace; ``health()`` names it."""
+        would fail every search of its namespace; ``health()`` names it. A node whose file
+        was moved or deleted by hand since the batch took in the hand changes (:meth:`batch`)
+        is no "no such item": md-cg's error saying so (``hidden == "lost"``, naming the file)
+        is raised, so a ``delete`` never reports success while the file stays."""
         handle = self._handle(namespace)
         try:
             return handle.get(node_id, include_expired=stored, include_archived=stored)
-        except NodeNotFoundError:
+        except NodeNotFoundError as exc:
+            if exc.hidden == "lost":
+                raise  # its file moved or went since the batch's pick-up: not "no such item"
             return None
         except MalformedNodeFileError:
             if stored:
@@ -605,11 +694,17 @@ class MdCGStore(BaseStore):
     # -- BaseStore ----------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run LangGraph operations: reads first (on the state before the batch), then the writes."""
+        """Run LangGraph operations: reads first (on the state before the batch), then the writes.
+
+        First the files changed outside md-cg (moved, edited or deleted by hand, brought by
+        ``git pull``) are taken in (``MdCG.sync_if_changed``, as the memory tool and the MCP
+        server do: cheap when nothing changed): without it a long-lived store's ``get`` of a
+        moved item said ``None`` and its ``delete`` returned while the file stayed."""
         ops = list(ops)
         for op in ops:
             validate_op_namespace(op)
             _check_page(op)
+        self._handle().sync_if_changed()
         results: list[Result] = []
         puts: dict[tuple[tuple[str, ...], str], PutOp] = {}
         for op in ops:
@@ -640,7 +735,10 @@ class MdCGStore(BaseStore):
         held = self._held(namespace, key)
         if not held:
             return None
-        node = held[0][1]
+        entry, node = held[0]
+        field = value_problem(node)
+        if field is not None:
+            raise _unreadable(namespace, key, entry, node, field)
         return Item(
             value=node_value(node),
             key=key,
@@ -749,12 +847,19 @@ class MdCGStore(BaseStore):
     def _search_item(
         self, node_id: str, score: float | None, by_id: dict[str, tuple[str, ...]], op: SearchOp
     ) -> SearchItem | None:
+        """The item of the memory ``node_id`` as a search returns it; ``None``: it holds none
+        the handle's ``get`` returns, or no readable value (:func:`value_problem`: ``get``
+        names the file), or its file went by hand since the batch began (left out, not
+        failing the search of every other item)."""
         namespace = by_id[node_id]
-        node = self._read(node_id, namespace)
-        if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
-            return None
-        held = self._held(namespace, node.extra[KEY_FIELD], known={node_id: node})
-        if not held or held[0][0].id != node_id:
+        try:
+            node = self._read(node_id, namespace)
+            if node is None or not isinstance(node.extra.get(KEY_FIELD), str):
+                return None
+            held = self._held(namespace, node.extra[KEY_FIELD], known={node_id: node})
+        except NodeNotFoundError:
+            return None  # lost since the batch's pick-up: the next batch takes it in
+        if not held or held[0][0].id != node_id or value_problem(node) is not None:
             return None  # not the item of its key (get's): another stands in for it, or none
         value = node_value(node)
         if not matches_filter(value, op.filter):
