@@ -1378,11 +1378,20 @@ def sweep(
 
 
 def _read_json_file(path: Path, option: str) -> Any:
+    """The JSON of an organize input file; what cannot be read is a one-line error naming
+    the file (exit 2). Lists or objects nested past the parser's depth (100,000 ``[``)
+    raised a bare RecursionError, a traceback with exit 1."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise InvalidArgumentError(
             f"{option} {path}: not valid JSON ({exc.msg} at line {exc.lineno}, column {exc.colno})",
+            name=option,
+        ) from None
+    except RecursionError:
+        raise InvalidArgumentError(
+            f"{option} {path}: cannot be read: lists or objects nested too deeply "
+            "(organize takes a JSON list of objects)",
             name=option,
         ) from None
     except UnicodeDecodeError:

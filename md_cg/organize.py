@@ -26,7 +26,7 @@ Two calls, both shaped as "better to do nothing" (docs/organize.md):
   here deletes a file: removal is archiving.
 
 Imports :mod:`md_cg.dedupe`, :mod:`md_cg.index`, :mod:`md_cg.text`,
-:mod:`md_cg.node`, :mod:`md_cg.logs` and :mod:`md_cg.errors`; the store is
+:mod:`md_cg.node`, :mod:`md_cg.nodefile`, :mod:`md_cg.logs` and :mod:`md_cg.errors`; the store is
 passed in (duck-typed), so this module sits beside ``store.py``, not under it.
 """
 
@@ -45,11 +45,11 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 import orjson
 
-from . import dedupe, merge
+from . import dedupe, merge, nodefile
 from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError, OrganizeApplyError
 from .index import layer_code, no_gc, title_of
 from .logs import AppendLog, blanked
-from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node, unusable
+from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node, node_problems, unusable
 from .recall import content_of
 from .script import short_repr
 from .text import query_terms
@@ -633,10 +633,25 @@ def _normalise_all(raws: Sequence[object], caller: Caller) -> tuple[list[_Accept
 
 
 def write_problem(node: Node) -> InvalidNodeError | None:
-    """What ``add`` would refuse in a memory organise saves, or None: a body
-    :func:`md_cg.merge.text_problem` refuses (a NUL character, git conflict markers
-    ...) or what :func:`md_cg.node.unusable` refuses (a control-character tag ...)."""
-    return merge.text_problem(node) or unusable(node)
+    """What ``add`` would refuse in a memory organise saves, or None, checked as ``add``
+    checks, in its order: the node's rules (:func:`md_cg.node.node_problems`: a body over
+    the 4 MiB file limit ...), a body :func:`md_cg.merge.text_problem` refuses (a NUL
+    character, git conflict markers ...), what :func:`md_cg.node.unusable` refuses (a
+    control-character tag ...), then the file as written
+    (:func:`md_cg.nodefile.dump_bytes`: over the file or frontmatter limit once the
+    frontmatter is added or UTF-8 encoded, a lone surrogate). Without the first and the
+    last, a dry run called a 5 MB candidate ``new`` and its apply failed as a whole."""
+    problems = node_problems(node)
+    if problems:
+        return problems[0]
+    problem = merge.text_problem(node) or unusable(node)
+    if problem is not None:
+        return problem
+    try:
+        nodefile.dump_bytes(node)
+    except InvalidNodeError as exc:
+        return exc
+    return None
 
 
 def _unsaveable(c: dedupe.NormalizedCandidate) -> dedupe.Skip | None:
@@ -1085,7 +1100,7 @@ def apply(
     plan = _Plan()
     try:
         if not isinstance(run_id, str) or not run_id.strip():
-            raise OrganizeApplyError(None, f"run_id must name a dry run, got {run_id!r}")
+            raise OrganizeApplyError(None, f"run_id must name a dry run, got {short_repr(run_id)}")
         if not isinstance(decisions, (list, tuple)):
             raise OrganizeApplyError(run_id, f"decisions must be a list, got {type(decisions).__name__}")
         recorded = _recordable(run_id, decisions)
