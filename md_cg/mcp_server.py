@@ -128,6 +128,32 @@ TITLE_CHARS = 120
 #: (``max_chars``); a longer body is read in windows (``offset``).
 GET_CHARS = 20_000
 MAX_GET_CHARS = 100_000
+#: A memory's frontmatter as a reply shows it (``get``, and an alias answering with ``get``'s
+#: reply): a string of at most FIELD_CHARS characters (the evidence limit, so ``verify``'s
+#: evidence and a supersede reason show whole), a list or object of at most FIELD_ITEMS items
+#: (every tag a write here can give), FRONTMATTER_CHARS characters in all (the 22 entries of
+#: a full verification history with 1,000-character evidence fit). A file may hold more (a
+#: frontmatter of 256 KiB: 20,000 tags, one 100,000-character value): the reply counts what
+#: it leaves out, and the file at its ``path`` holds it all.
+FIELD_CHARS = 1_000
+FIELD_ITEMS = 64
+FRONTMATTER_CHARS = 30_000
+#: What ``get``'s reply holds besides the body window and the frontmatter: id, layer, path,
+#: superseded_by, the window's figures, ``frontmatter_clipped`` (at most REPORT_ITEMS fields)
+#: and the notes.
+GET_REST_CHARS = 5_000
+#: The longest tag and the most tags a write through this server takes (``remember``,
+#: ``update``, the aliases built on them): a tag is a label, as long as a scope name or a
+#: frontmatter key may be (200), and 64 of them (FIELD_ITEMS: ``get`` shows every one,
+#: about 13,000 characters at most, 5% of the frontmatter limit). A tag the memory already
+#: holds (a hand-written file) is not new input: an update may keep it.
+MAX_TAG_CHARS = 200
+MAX_TAGS = FIELD_ITEMS
+#: The longest ``supersede`` reason: it is kept in the new memory's frontmatter (its
+#: ``supersedes`` edge), as ``verify``'s evidence is, under the same limit
+#: (``md_cg.loop.MAX_EVIDENCE_CHARS``, past the public API this surface may import; a test
+#: holds the two equal).
+MAX_REASON_CHARS = FIELD_CHARS
 
 
 #: Control characters but tab, newline and carriage return: each would take six
@@ -177,9 +203,9 @@ def _plain_strings(value: Any) -> Any:
 class Budget:
     """The most characters a tool's reply text may take: ``base + per_item * n``.
 
-    ``n`` is the value of the argument named ``per`` (``k``, ``limit``), or
-    for ``get`` its ``max_chars`` plus the bytes of the memory's frontmatter
-    (every field comes whole; the body in windows). docs/mcp.md shows this table.
+    ``n`` is the value of the argument named ``per`` (``k``, ``limit``, ``get``'s
+    ``max_chars``: its body window, a character taking two at most as JSON writes
+    it; its frontmatter is clipped to FRONTMATTER_CHARS). docs/mcp.md shows this table.
     """
 
     base: int
@@ -201,7 +227,7 @@ BUDGETS: dict[str, Budget] = {
     "supersede": Budget(1_500),
     "search": Budget(3_000, 1_300, "k"),
     "recall": Budget(3_000, 1_300, "k"),
-    "get": Budget(2_000, 2, "(max_chars + frontmatter bytes)"),
+    "get": Budget(FRONTMATTER_CHARS + GET_REST_CHARS, 2, "max_chars"),
     "list": Budget(300, 700, "limit"),
     "neighbours": Budget(300, 520, "limit"),
     "verify": Budget(1_000),
@@ -384,7 +410,9 @@ class MemoryServer(MCPServer):
     arguments it does not take, runs under the store's lock after picking up
     hand edits, and replies with compact JSON (text block and structured
     content). ``tools`` maps each name to the plain function (a dict reply),
-    which is what :mod:`md_cg.integrations.aliases` builds on.
+    which is what :mod:`md_cg.integrations.aliases` builds on: a memory's reply
+    (``get``'s) comes from it with the whole frontmatter, which an alias reads
+    (every tag, every edge) and the served reply clips (:func:`node_reply`).
     """
 
     def __init__(self, store: MdCG, **settings: Any) -> None:
@@ -434,7 +462,7 @@ class MemoryServer(MCPServer):
         def tool(**kwargs: Any) -> CallToolResult:
             with self._lock:
                 self.picks.note(_tool_errors(self.store.sync_if_changed)())
-                data = _plain_strings(_tool_errors(fn)(**kwargs))
+                data = _plain_strings(node_reply(_tool_errors(fn)(**kwargs)))
             text = orjson.dumps(data).decode()
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -766,6 +794,41 @@ def _fields(**given: Any) -> dict[str, Any]:
     return {names.get(k, k): v for k, v in given.items() if v is not None}
 
 
+def _check_tags(tags: Sequence[str] | None, held: Sequence[str] = ()) -> None:
+    """Refuse more than MAX_TAGS tags, or a tag over MAX_TAG_CHARS characters: each stays
+    in the memory's frontmatter, which every ``get`` shows. Tags the memory already
+    ``held`` are not new input (a hand-written file may hold more, or longer ones): an
+    update may keep them, or drop some, not add to them."""
+    if tags is None:
+        return
+    known = set(held)
+    new = [t for t in tags if t not in known]
+    if len(tags) > MAX_TAGS and (new or len(tags) > len(held)):
+        raise InvalidArgumentError(
+            f"tags: {len(tags):,} tags, over the limit of {MAX_TAGS}: keep the labels a search "
+            "filters on, and put the rest in the body",
+            name="tags",
+            value=len(tags),
+        )
+    for tag in new:
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidArgumentError(
+                f"tags: a tag of {len(tag):,} characters ({clip(tag, TERM_CHARS)!r}), over the limit of "
+                f"{MAX_TAG_CHARS}: a tag is a label; shorten it, and put the text in the body",
+                name="tags",
+                value=len(tag),
+            )
+
+
+def _held_tags(store: MdCG, node_id: str) -> list[str]:
+    """The tags ``node_id`` holds now (none when the server does not see it: the update
+    then names that)."""
+    try:
+        return list(store.entry(node_id, include_expired=True).tags)
+    except NodeNotFoundError:
+        return []
+
+
 def _not_archived(store: MdCG, node_id: str) -> None:
     """Raise the archived error for an archived ``node_id`` (no tool can see or restore it)."""
     try:
@@ -856,6 +919,114 @@ def _body_window(reply: dict[str, Any], offset: int, max_chars: int) -> dict[str
     return reply
 
 
+#: What :func:`_fit` gives for a value no part of which fits the room left.
+_LEFT_OUT = object()
+
+
+def _json_chars(value: Any) -> int:
+    """The characters ``value`` takes as orjson writes it (a reply's text): not its bytes."""
+    data = orjson.dumps(value)
+    return len(data) if data.isascii() else len(data.decode())
+
+
+@dataclass
+class _Room:
+    """Characters a frontmatter may still take in a reply, and what one field left out:
+    ``left_out`` list items and object keys (at any depth), ``cut`` strings cut short."""
+
+    chars: int
+    left_out: int = 0
+    cut: int = 0
+
+
+def _fit(value: Any, room: _Room) -> Any:
+    """``value`` as a reply shows it in ``room.chars`` characters (taken from it; JSON as
+    orjson writes it): a string to its first FIELD_CHARS characters (the last one an
+    ellipsis; a ``"`` takes two of the room), lists and objects to their first FIELD_ITEMS
+    items that fit; :data:`_LEFT_OUT` when not even an empty one fits."""
+    if isinstance(value, str):
+        plain = _CONTROL.sub("\ufffd", value)
+        shown = plain if len(plain) <= FIELD_CHARS else plain[: FIELD_CHARS - 1] + "…"
+        if _json_chars(shown) > room.chars:  # cut to the room (clip counts a JSON escape as two)
+            if room.chars < 4:  # not even "x…" in its quotes
+                return _LEFT_OUT
+            shown = clip(shown, room.chars - 2)
+        room.cut += shown != plain
+        room.chars -= _json_chars(shown)
+        return shown
+    if not isinstance(value, dict | list | tuple):
+        size = _json_chars(value)
+        if size > room.chars:
+            return _LEFT_OUT
+        room.chars -= size
+        return value
+    if room.chars < 2:
+        return _LEFT_OUT
+    room.chars -= 2  # the brackets
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    out: dict[str, Any] | list[Any] = {} if isinstance(value, dict) else []
+    for key, item in itertools.islice(pairs, FIELD_ITEMS):
+        need = (1 if out else 0) + (_json_chars(key) + 1 if isinstance(out, dict) else 0)
+        if room.chars < need + 1:
+            break
+        room.chars -= need
+        shown = _fit(item, room)
+        if shown is _LEFT_OUT:
+            room.chars += need
+            break
+        if isinstance(out, dict):
+            out[key] = shown
+        else:
+            out.append(shown)
+    room.left_out += len(value) - len(out)
+    return out
+
+
+def node_reply(reply: Any) -> Any:
+    """A memory's reply (``get``'s: ``frontmatter`` and ``body``) with its frontmatter in
+    FRONTMATTER_CHARS characters (:func:`_fit` per field, in file order; a field that does
+    not fit is left out), whatever its file holds. ``frontmatter_clipped`` counts, per
+    field (at most REPORT_ITEMS named, ``frontmatter_clipped_total`` when more), the items
+    left out and strings cut, and ``frontmatter_fields_left_out`` the fields not shown; a
+    ``note`` says so, and where the whole is. Any other reply is returned as it is."""
+    if not (isinstance(reply, dict) and isinstance(reply.get("frontmatter"), dict) and "body" in reply):
+        return reply
+    room = _Room(FRONTMATTER_CHARS - 2)
+    shown: dict[str, Any] = {}
+    clipped: dict[str, dict[str, int]] = {}
+    fields_out = 0
+    for key, value in reply["frontmatter"].items():
+        need = (1 if shown else 0) + _json_chars(key) + 1
+        field = _Room(room.chars - need)
+        value_shown = _fit(value, field) if field.chars > 0 else _LEFT_OUT
+        if value_shown is _LEFT_OUT:
+            fields_out += 1
+            continue
+        shown[key] = value_shown
+        room.chars = field.chars
+        if field.left_out or field.cut:
+            counts = {"left_out": field.left_out, "cut": field.cut}
+            clipped[key] = {k: v for k, v in counts.items() if v}
+    if not clipped and not fields_out:
+        return reply
+    out = {**reply, "frontmatter": shown}
+    if clipped:
+        out["frontmatter_clipped"] = {
+            clip(k, TERM_CHARS): v for k, v in itertools.islice(clipped.items(), REPORT_ITEMS)
+        }
+        if len(out["frontmatter_clipped"]) < len(clipped):
+            out["frontmatter_clipped_total"] = len(clipped)
+    if fields_out:
+        out["frontmatter_fields_left_out"] = fields_out
+    said = (
+        f"frontmatter clipped (strings to {FIELD_CHARS:,} characters, lists and objects to {FIELD_ITEMS} "
+        f"items, {FRONTMATTER_CHARS:,} characters in all; frontmatter_clipped counts what each field "
+        "left out): the file at `path` holds every field whole"
+    )
+    out["note"] = f"{out['note']}; {said}" if "note" in out else said
+    return out
+
+
 def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def remember(
         body: Annotated[str, Field(description="The memory as Markdown text (not empty).")],
@@ -875,6 +1046,7 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         ] = False,
         tier: Tier = None,
     ) -> dict[str, Any]:
+        _check_tags(tags)  # an overwrite replaces the memory: its tags are all new input
         if overwrite and id is not None:
             _not_archived(store, id)  # replacing would take an archived memory out of archive/
         given = _fields(
@@ -929,6 +1101,8 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             "tier": tier,
         }
         changes = _fields(**given)
+        if tags is not None and (len(tags) > MAX_TAGS or any(len(t) > MAX_TAG_CHARS for t in tags)):
+            _check_tags(tags, _held_tags(store, id))
         if reopen:
             changes["valid_until"] = None
             given["reopen"] = True
@@ -985,8 +1159,17 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
     def supersede(
         old: Annotated[str, Field(description="Id of the memory no longer true.")],
         new: Annotated[str, Field(description="Id of the memory replacing it.")],
-        reason: Annotated[str, Field(description="Why, in a few words.")] = "",
+        reason: Annotated[
+            str, Field(description=f"Why, in a few words (at most {MAX_REASON_CHARS:,} characters).")
+        ] = "",
     ) -> dict[str, Any]:
+        if len(reason) > MAX_REASON_CHARS:  # kept in the new memory's frontmatter, as evidence is
+            raise InvalidArgumentError(
+                f"reason is {len(reason):,} characters, over the limit of {MAX_REASON_CHARS:,}: shorten it "
+                "(keep the full text in a memory of its own and cite its id)",
+                name="reason",
+                value=len(reason),
+            )
         store.supersede(old, new, reason)
         return {"old": old, "new": new, "reason": clip(reason, REASON_CHARS), "superseded": True}
 
