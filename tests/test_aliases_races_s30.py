@@ -243,13 +243,16 @@ def test_delete_observations_of_an_entity_gone_meanwhile(tmp_path: Path) -> None
 def test_holding_makes_another_process_wait_and_keeps_its_write(tmp_path: Path) -> None:
     """``MdCG.holding``: another process's read-modify-write under its own hold waits for
     this hold to end, and the holder's own update inside goes ahead (re-entrant within one
-    handle): both writes are kept."""
-    root = tmp_path / "m"
+    handle): both writes are kept. The other process marks the moment it asks for its hold:
+    a fixed 1.5 s for it to start, import and open the store was too short on a loaded
+    machine (it then came after the hold and never waited)."""
+    root, asking = tmp_path / "m", tmp_path / "asking"
     with MdCG(root) as store:
         store.add(id="e", layer="contextual", body="start")
     code = (
-        "import time\nfrom md_cg import MdCG\n"
+        "import time\nfrom pathlib import Path\nfrom md_cg import MdCG\n"
         f"with MdCG({str(root)!r}) as s:\n"
+        f"    Path({str(asking)!r}).touch()\n"
         "    t = time.monotonic()\n"
         "    with s.holding('e'):\n"
         "        s.update('e', body=s.get('e').body + ' other')\n"
@@ -261,7 +264,11 @@ def test_holding_makes_another_process_wait_and_keeps_its_write(tmp_path: Path) 
             other = subprocess.Popen(
                 [sys.executable, "-c", code], env=python_env(), stdout=subprocess.PIPE, text=True
             )
-            time.sleep(1.5)  # the other process opens the store and waits on the lock
+            deadline = time.monotonic() + 120
+            while not asking.exists():  # the other process has opened the store
+                assert other.poll() is None and time.monotonic() < deadline
+                time.sleep(0.01)
+            time.sleep(1.0)  # ... and asks for its hold meanwhile: it waits on the lock
             assert other.poll() is None
             store.update("e", body=body + " mine")
         out, _ = other.communicate(timeout=60)

@@ -79,12 +79,26 @@ def store(tmp_path: Path) -> Path:
     return root
 
 
+def wait_for_helpers(helpers: list[coldbuild._Helper]) -> None:
+    """Until every helper started so far has sent its first chunk or is stopped (read with
+    its own ``pump``). A helper's interpreter can take seconds to start on a loaded machine,
+    and this process had parsed nearly every chunk by then (CI: 8-16 of 62 taken): the
+    helpers' share was the scheduler's. From here it is the code's."""
+    deadline = time.monotonic() + 120
+    while any(not h.broken and h.received == 0 for h in helpers) and time.monotonic() < deadline:
+        for h in helpers:
+            h.pump()
+        time.sleep(0.005)
+
+
 @pytest.fixture
-def slow_here(monkeypatch):
-    """This process parses a chunk in 30 ms or more, so the helpers deliver most chunks."""
+def slow_here(monkeypatch, helpers):
+    """This process parses a chunk in 30 ms or more, so the helpers deliver most chunks, and
+    none before the helpers have started (:func:`wait_for_helpers`)."""
     real = index.parse_chunk
 
     def slow(*args, **kw):
+        wait_for_helpers(helpers)
         time.sleep(0.03)
         return real(*args, **kw)
 
@@ -125,9 +139,9 @@ def test_helpers_give_the_serial_state(store: Path, slow_here, helpers, workers:
     assert len(helpers) == workers
     chunks = -(-len(index.scan_files(str(store)).files) // 4)
     taken = sum(h.taken for h in helpers)
-    # The helpers did a real part of the work. (A third failed on a loaded machine, 8-16 of
-    # 62 chunks, while their interpreters started: the share is the machine's, not the code's.)
-    assert taken >= chunks // 8, (taken, chunks)
+    # the helpers did a large part of the work (slow_here waits for them to start: the
+    # share was an eighth from d6f9f76 on, when their start on a loaded machine decided it)
+    assert taken >= chunks // 3, (taken, chunks)
     assert all(h.proc is None for h in helpers)  # every helper stopped and reaped
     assert [h.errors for h in helpers] == [b""] * workers
 
@@ -222,6 +236,7 @@ def test_a_helper_killed_midway(store: Path, helpers, monkeypatch) -> None:
     calls = []
 
     def slow(*args, **kw):
+        wait_for_helpers(helpers)
         time.sleep(0.03)
         calls.append(1)
         if helpers and helpers[0].taken >= 5 and helpers[0].proc is not None:

@@ -372,7 +372,7 @@ def test_judge_is_fast_enough() -> None:
     ctx = prepare_context({"tags": ["domain:计算机科学"]})
     query = "二分查找在有序数组上的边界条件 binary search edge cases"
     n = 2000
-    start = time.perf_counter()
+    start = time.process_time()  # CPU time: a loaded machine's other processes do not count
     for _ in range(n):
         judge(
             ccg_missing=(),
@@ -381,7 +381,7 @@ def test_judge_is_fast_enough() -> None:
             query=query,
             context=ctx,
         )
-    assert (time.perf_counter() - start) / n < 200e-6
+    assert (time.process_time() - start) / n < 200e-6
 
 
 # -- facts and procedures ---------------------------------------------------------------

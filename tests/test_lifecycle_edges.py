@@ -123,7 +123,7 @@ def test_a_created_at_that_is_no_calendar_day_does_not_stop_resurfacing(tmp_path
 def test_a_routine_sweep_leaves_the_store_healthy(tmp_path: Path) -> None:
     """A temporary note another memory pointed at was swept: its edge dangled and health
     (and `mdcg health`, exit 1) reported the store unhealthy after ordinary expiry."""
-    with MdCG(tmp_path / "m", ttl_seconds=1) as s:
+    with MdCG(tmp_path / "m", ttl_seconds=2) as s:  # (notes is added before meet expires)
         s.add(id="meet", layer="contextual", body="Meeting with Ana", tier="temp")
         s.add(
             id="notes",

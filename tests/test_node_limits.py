@@ -58,10 +58,10 @@ def test_alias_bomb_is_refused_fast_with_the_line(loader: type, use_loader, tmp_
     assert len(text.encode()) < 700
     path = tmp_path / "bomb.md"
     path.write_text(text, encoding="utf-8")
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(MalformedNodeFileError) as err:
         nodefile.read_node(path)
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert str(err.value) == (
         f"{path}:4: the YAML frontmatter does not parse: anchors (&a) are not allowed (column 4)"
     )
@@ -92,10 +92,10 @@ def test_100k_deep_nesting_in_a_file_is_malformed_not_recursion(
     loader: type, use_loader, lines: str, line: int
 ) -> None:
     use_loader(loader)
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(MalformedNodeFileError) as err:
         nodefile.loads(f"{HEAD}{lines}\n---\n", "deep.md")
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert err.value.line == line
     assert str(err.value).startswith(f"deep.md:{line}: the YAML frontmatter does not parse: ")
     assert f"nested deeper than {MAX_DEPTH} levels of lists and objects" in str(err.value)
@@ -204,10 +204,10 @@ def test_cyclic_and_shared_structures_are_refused_fast() -> None:
     laughs: list = ["lol"] * 10
     for _ in range(9):
         laughs = [laughs] * 10
-    started = time.perf_counter()
+    started = time.process_time()
     with pytest.raises(InvalidNodeError, match="field 'lol' is larger than the frontmatter limit of 256 KiB"):
         validate(Node(id="a", layer="self", extra={"lol": laughs}))
-    assert time.perf_counter() - started < 1.0
+    assert time.process_time() - started < 1.0
 
 
 def test_api_values_that_would_make_a_file_too_large_are_refused() -> None:
@@ -243,11 +243,11 @@ def test_a_store_with_hostile_files_opens_fast_and_reports_them(tmp_path: Path) 
         store.add(Node(id="good", layer="self", body="fine"))
     (root / "self" / "bomb.md").write_text(_bomb(), encoding="utf-8")
     (root / "self" / "deep.md").write_text(f"{HEAD}tags: {'[' * 100_000}{']' * 100_000}\n---\n")
-    started = time.perf_counter()
+    started = time.process_time()
     with MdCG(root) as store:
         assert store.get("good").body == "fine"
         unreadable = {f.path: f.detail for f in store.health().findings if f.kind == "unreadable_file"}
-    assert time.perf_counter() - started < 2.0
+    assert time.process_time() - started < 2.0
     assert set(unreadable) == {"self/bomb.md", "self/deep.md"}
     assert "anchors (&a) are not allowed" in unreadable["self/bomb.md"]
     assert "nested deeper than 64 levels" in unreadable["self/deep.md"]

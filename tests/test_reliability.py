@@ -14,6 +14,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -409,37 +410,74 @@ with lock.shared(30.0):
 """
 
 
-def test_back_to_back_maintenance_leaves_waiting_writers_their_turn(tmp_path: Path) -> None:
+class _PauseClock:
+    """fsops' ``time`` with its sleeps recorded: a maintenance lock's pause is its only
+    sleep longer than a lock poll (5 ms). ``on_pause`` runs as a pause starts."""
+
+    def __init__(self) -> None:
+        self.sleeps: list[float] = []
+        self.on_pause: Callable[[], None] = lambda: None
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(time, name)
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        if seconds > 0.005:
+            self.on_pause()
+        time.sleep(seconds)
+
+
+def test_back_to_back_maintenance_leaves_waiting_writers_their_turn(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a hold paused is read from the sleeps it made, not from a wall-clock bound (a
+    loaded machine can stall any step for 0.1 s). The waiting writer is stopped (SIGSTOP)
+    from the end of the hold until the next hold's pause starts: left running, it could
+    slip in during the few microseconds between the two holds on a loaded machine, and the
+    next hold rightly found nobody waiting and did not pause."""
     root = tmp_path / "m"
     MdCG(root).close()
     maint = _maint_lock(root)
+    clock = _PauseClock()
+    monkeypatch.setattr(fsops, "time", clock)
     with maint.exclusive(5.0):
         time.sleep(0.3)
-    started = time.monotonic()
+    clock.sleeps.clear()
     with maint.exclusive(5.0):  # nobody waits for the lock: no pause
-        assert time.monotonic() - started < 0.1
+        assert clock.sleeps == []
         # a writer process finds the gate closed and waits, marked as waiting
         writer = subprocess.Popen(
             [sys.executable, "-c", _WAIT_AT_THE_GATE, str(root)], stdout=subprocess.PIPE, text=True
         )
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while not maint._writer_waiting():
             assert writer.poll() is None and time.monotonic() < deadline
             time.sleep(0.01)
         time.sleep(0.3)
-    released = time.monotonic()
-    with maint.exclusive(5.0):
-        waited = time.monotonic() - started - (released - started)
-        assert not maint._writer_waiting()
-    out, _ = writer.communicate(timeout=20)
+        os.kill(writer.pid, signal.SIGSTOP)  # marked as waiting until the pause starts
+    try:
+        released = time.monotonic()
+        clock.sleeps.clear()
+        clock.on_pause = lambda: os.kill(writer.pid, signal.SIGCONT)
+        with maint.exclusive(5.0):
+            waited = time.monotonic() - released
+            assert not maint._writer_waiting()
+    finally:
+        os.kill(writer.pid, signal.SIGCONT)
+    out, _ = writer.communicate(timeout=60)
     got_in = float(out.split()[0])
-    assert released <= got_in < released + waited  # the writer got its turn during the pause
-    assert 0.28 <= waited < 2.0  # the next hold waited about as long as the last one lasted
+    # one pause, as long as the last hold lasted (from 0.3 s, at most MAINTENANCE_YIELD_MAX),
+    # then at most lock polls; the writer got its turn during the pause
+    pause, *polls = clock.sleeps
+    assert 0.28 <= pause <= fsops.MAINTENANCE_YIELD_MAX and all(p <= 0.005 for p in polls)
+    assert released <= got_in < released + waited
+    assert pause <= waited < pause + 1.0
     other = _maint_lock(root)
     with other.waiting.hold(shared=True):  # a writer waiting
-        started = time.monotonic()
+        clock.sleeps.clear()
         with maint.exclusive(0.0):  # a caller that cannot wait (close() compacts with timeout 0) does not
-            assert time.monotonic() - started < 0.1
+            assert clock.sleeps == []
     maint.close()
     other.close()
 

@@ -128,10 +128,10 @@ def test_an_expired_node_disappears_from_every_read_without_a_write(tmp_path: Pa
 
 
 def test_a_node_expires_while_the_handle_is_open(tmp_path: Path) -> None:
-    with MdCG(tmp_path / "m", ttl_seconds=0.3) as s:
+    with MdCG(tmp_path / "m", ttl_seconds=1.0) as s:  # (0.3 s could pass before ids() on a loaded machine)
         s.add(id="soon", layer="contextual", body=ONE_OFF, temporal="one_off")
         assert s.ids() == ["soon"]
-        time.sleep(0.35)
+        time.sleep(max(0.0, s.get("soon").expires_at - time.time()) + 0.05)
         assert s.ids() == [] and "soon" not in s
 
 

@@ -27,13 +27,17 @@ HOLDER = r"""
 import sys, time
 from pathlib import Path
 from md_cg import MdCG
-root, node_id, flag = sys.argv[1], sys.argv[2], sys.argv[5]
-expires_in, seconds = float(sys.argv[3]), float(sys.argv[4])
+root, node_id, flag, updating = sys.argv[1], sys.argv[2], sys.argv[4], Path(sys.argv[5])
+expires_in = float(sys.argv[3])
 with MdCG(root) as s:
-    s.update(node_id, expires_at=time.time() + expires_in)
+    when = time.time() + expires_in
+    s.update(node_id, expires_at=when)
     with s._engine.hold([node_id]):
         Path(flag).touch()
-        time.sleep(seconds)
+        deadline = time.monotonic() + 120
+        while not updating.exists() and time.monotonic() < deadline:  # the other's update has begun
+            time.sleep(0.005)
+        time.sleep(max(0.0, when - time.time()) + 0.3)  # held until the expiry is past
 """
 
 
@@ -74,17 +78,19 @@ def test_a_copy_under_another_name_keeps_the_expired_memory(tmp_path: Path, copy
 
 
 def test_a_renewal_acknowledged_after_waiting_for_the_lock_leaves_the_memory_live(tmp_path: Path) -> None:
-    """Another process sets x to expire 1 s from now and holds x's lock for 3 s; an update
-    made at once that keeps the temp tier (and so that expiry, still ahead when the update
-    starts) is refused once it gets the lock, nothing written. It was acknowledged, the
-    memory already expired and hidden."""
+    """Another process sets x to expire 3 s from now and holds x's lock until the update
+    below has begun and the expiry is past; an update made at once that keeps the temp tier
+    (and so that expiry, still ahead when the update starts) is refused once it gets the
+    lock, nothing written. It was acknowledged, the memory already expired and hidden. (The
+    expiry was 1 s ahead, the hold 3 s: a loaded machine could take that second between the
+    other's update and the check below, or end the hold before the update began.)"""
     root = tmp_path / "m"
     _temp(root, "x", 3600)
     path = root / "knowledge" / "orphan" / "x.md"
-    flag = tmp_path / "held"
+    flag, updating = tmp_path / "held", tmp_path / "updating"
     with MdCG(root) as s:  # opened first: the update starts as soon as the lock is held
         holder = subprocess.Popen(
-            [sys.executable, "-c", HOLDER, str(root), "x", "1.0", "3.0", str(flag)], env=python_env()
+            [sys.executable, "-c", HOLDER, str(root), "x", "3.0", str(flag), str(updating)], env=python_env()
         )
         try:
             deadline = time.monotonic() + 120
@@ -93,6 +99,7 @@ def test_a_renewal_acknowledged_after_waiting_for_the_lock_leaves_the_memory_liv
                 time.sleep(0.005)
             before = (path.read_bytes(), path.stat().st_mtime_ns)
             assert s.entry("x").expires_at > time.time()  # live when the update starts
+            updating.touch()
             with pytest.raises(NodeNotFoundError) as info:
                 s.update("x", retention_tier="temp")
             assert "it is a temporary memory that expired at" in str(info.value)

@@ -151,14 +151,19 @@ def test_hand_changes_after_another_process_wrote_are_told_after_a_refresh(tmp_p
 
 
 SLOW_DONE = """
-import sys, time
+import os, sys, time
 from md_cg import MdCG, journal
 s = MdCG(sys.argv[1])
 s.update("n0", body="first write")
 append = journal.Journal.append
 def slow(self, records):
     if records and records[0].get("op") == "done":
-        time.sleep(3)  # between the renames and the done line (a durable batch's fsyncs)
+        # between the renames and the done line (a durable batch's fsyncs): the test's
+        # fresh sync runs here, then lets the done line go
+        open(sys.argv[3] + ".at-done", "w").close()
+        deadline = time.monotonic() + 60
+        while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
+            time.sleep(0.005)
     return append(self, records)
 journal.Journal.append = slow
 if sys.argv[2] == "update":
@@ -178,12 +183,19 @@ def test_a_write_still_open_is_not_a_hand_change(tmp_path: Path, op: str) -> Non
     with MdCG(root) as s:
         for i in ("n0", "n1"):
             s.add(id=i, layer="contextual", body=f"note {i}")
-    writer = subprocess.Popen([sys.executable, "-c", SLOW_DONE, str(root), op], env=python_env())
-    time.sleep(2.0)
-    assert writer.poll() is None  # in its 3 s before the done line
+    go = tmp_path / "go"
+    writer = subprocess.Popen([sys.executable, "-c", SLOW_DONE, str(root), op, str(go)], env=python_env())
+    # The writer waits before its done line until the sync below is over (it slept 3 s, and
+    # the sync came 2 s after its start: on a loaded machine the write could still be to come)
+    deadline = time.monotonic() + 120
+    while not Path(f"{go}.at-done").exists():
+        assert writer.poll() is None and time.monotonic() < deadline
+        time.sleep(0.005)
     with MdCG(root) as fresh:
         rep = fresh.sync()
         assert (rep.added, rep.changed, rep.deleted, rep.moved) == ((), (), (), ())
+    assert writer.poll() is None  # the sync came before the done line
+    go.touch()
     assert writer.wait(timeout=60) == 0
     with MdCG(root) as fresh:
         rep = fresh.sync()
