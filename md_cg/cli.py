@@ -2075,11 +2075,19 @@ def export(
             markup=False,
         )
     if report.unreadable:  # not a silent gap in a backup: named, and exit 1
-        for where, why in report.unreadable:
-            _stderr().print(
-                f"not exported: {terminal_safe(where)}: {terminal_safe(why)}", soft_wrap=True, markup=False
-            )
+        lines = [f"not exported: {where}: {why}" for where, why in report.unreadable]
+        for line in _capped(lines, "not exported", "`mdcg health --json`"):
+            _stderr().print(terminal_safe(line), soft_wrap=True, markup=False)
         raise typer.Exit(EXIT_FAILED)
+
+
+def _capped(lines: list[str], what: str, lists: str, *, indent: str = "", limit: int = LINE_IDS) -> list[str]:
+    """The first ``limit`` of ``lines``, then one line counting the rest and saying what
+    ``lists`` every one (as health's table and sweep's ``kept`` lines do): 300 unreadable
+    files are not 300 lines of a maintenance command's output."""
+    if len(lines) <= limit:
+        return lines
+    return [*lines[:limit], f"{indent}... and {len(lines) - limit:,} more {what} ({lists} lists every one)"]
 
 
 def _maintenance_out(report: Any, json_out: bool, what: str, extra: dict[str, Any] | None = None) -> None:
@@ -2095,8 +2103,9 @@ def _maintenance_out(report: Any, json_out: bool, what: str, extra: dict[str, An
         f"({len(report.shards_kept)} kept: held by live processes or not yet covered), "
         f"{report.seconds:.2f} s"
     )
-    for path, reason in report.problems:
-        typer.echo(f"  unreadable: {path}: {reason}")
+    lines = [f"  unreadable: {path}: {reason}" for path, reason in report.problems]
+    for line in _capped(lines, "unreadable", "--json", indent="  "):
+        typer.echo(terminal_safe(line))
     if extra and "access_folded" in extra:
         folded = extra["access_folded"]
         typer.echo(f"access log folded: {sum(folded.values())} access(es) into {len(folded)} node(s)")

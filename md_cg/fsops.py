@@ -410,11 +410,17 @@ class Dir:
         os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
 
     def unlink(self, name: str) -> bool:
-        """Remove ``name`` (a file or symlink, never what it points to); False if absent."""
+        """Remove ``name`` (a file or symlink, never what it points to); False if absent.
+
+        Any other error names the path relative to the store (the system call, made
+        through the folder's fd, names the bare entry: a refused sweep said ``e1.md``)."""
         try:
             os.unlink(name, dir_fd=self.fd)
         except FileNotFoundError:
             return False
+        except OSError as exc:
+            exc.filename = self._rel(name)
+            raise
         return True
 
     def lstat(self, name: str) -> os.stat_result:
@@ -697,6 +703,35 @@ def conflict_line(data: bytes) -> int | None:
     unresolved merge left), or None when it holds none."""
     found = _CONFLICT_MARKER.search(data)
     return None if found is None else data.count(b"\n", 0, found.start()) + 1
+
+
+#: A JSON string (a key when ``:`` follows it) or a bracket, for :func:`duplicate_key_problem`.
+_JSON_TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"(\s*:)?|[{}\[\]]', re.DOTALL)
+
+
+def duplicate_key_problem(data: bytes) -> str | None:
+    """Why the JSON ``data`` (valid: already parsed) cannot be used when one of its
+    objects gives a key twice, naming the key; else None.
+
+    JSON readers (orjson too) keep the last value of such a key silently; in a committed
+    settings file (a merge of two edits can leave one) which value was meant is not
+    knowable, as in a node file's frontmatter. A token scan, not a second parse: no
+    depth orjson reads is too deep for it."""
+    objects: list[set[str] | None] = []
+    for match in _JSON_TOKEN.finditer(data):
+        token = match.group()
+        if match.group(1) is not None:  # a key: only inside an object
+            key = orjson.loads(token[: match.start(1) - match.start()])
+            seen = objects[-1]
+            if seen is not None:
+                if key in seen:
+                    return f"key {key!r} appears twice: which value was meant is not knowable; keep one"
+                seen.add(key)
+        elif token in (b"{", b"["):
+            objects.append(set() if token == b"{" else None)
+        elif token in (b"}", b"]"):
+            objects.pop()
+    return None
 
 
 def read_small(root: str, rel: str, *, limit: int) -> bytes | None:

@@ -124,6 +124,8 @@ def store_ttl(root: str) -> float:
         line = fsops.conflict_line(data)
         why = f"not valid JSON ({exc})" if line is None else _CONFLICTED.format(line=line)
         raise InvalidArgumentError(f"{root}/{rel}: {why}", name="ttl_seconds") from None
+    if (twice := fsops.duplicate_key_problem(data)) is not None:  # last-wins would pick a TTL
+        raise InvalidArgumentError(f"{root}/{rel}: {twice}", name="ttl_seconds")
     if not isinstance(config, dict) or "ttl_seconds" not in config:
         return temporal.DEFAULT_TTL_SECONDS
     return check_ttl(config["ttl_seconds"], f"ttl_seconds in {root}/{rel}")

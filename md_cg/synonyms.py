@@ -483,6 +483,8 @@ def decode_groups(raw: bytes, path: str | os.PathLike[str]) -> list[tuple[str, .
         raise SynonymFileError(
             path, f"not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    if (twice := fsops.duplicate_key_problem(raw)) is not None:
+        raise SynonymFileError(path, twice)
     return parse_groups(data, path)
 
 

@@ -804,6 +804,8 @@ def _decode_markers(raw: bytes, path: str | os.PathLike[str], *, complete: bool 
             why = f"unresolved git merge conflict (conflict marker at line {line}); resolve it and save"
             raise MarkerFileError(path, why) from None
         raise MarkerFileError(path, f"not valid JSON: {exc}") from None
+    if (twice := fsops.duplicate_key_problem(raw)) is not None:
+        raise MarkerFileError(path, twice)
     return parse_markers(data, path, complete=complete)
 
 
