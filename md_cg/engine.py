@@ -466,10 +466,9 @@ class Engine:
         return read_by_id(self, node_id)
 
     def drop_missing(self, node_ids: Iterable[str]) -> list[str]:
-        """Re-resolve ids whose files may be gone (in memory only); return those dropped."""
-        touched = {i: [self.state.entries[i].path] for i in node_ids if i in self.state.entries}
-        index.resolve_ids(self.root_str, self.state, touched)
-        return [i for i in touched if i not in self.state.entries]
+        """Re-resolve ids whose files may be gone (in memory only); return those dropped,
+        each noted for the next sync (:func:`dropped_by_hand`)."""
+        return dropped_by_hand(self, node_ids)
 
     # -- locks --------------------------------------------------------------------
 
@@ -1112,6 +1111,21 @@ def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundE
         engine.hand_after[entry.id] = ("gone", entry.path, entry)
         return lost_file_error(entry.id, entry.path)
     return lost_file_error(entry.id, entry.path, f"it holds memory {found!r} now")
+
+
+def dropped_by_hand(engine: Engine, node_ids: Iterable[str]) -> list[str]:
+    """:meth:`Engine.drop_missing`: after a refresh (a search's hit whose file is gone), no
+    md-cg write took the file away -- a person did --, so each id dropped is noted for the
+    next sync (:attr:`Engine.hand_after`), as :func:`moved_away` notes it: dropped without
+    the note, ``add`` of the id wrote a second file next to the moved one (review s32: a
+    search, then ``add``, made a ``duplicate_id``). A write of the id through md-cg that
+    this process follows after clears the note (:func:`_resolved`)."""
+    held = {i: engine.state.entries[i] for i in node_ids if i in engine.state.entries}
+    index.resolve_ids(engine.root_str, engine.state, {i: [e.path] for i, e in held.items()})
+    dropped = [i for i in held if i not in engine.state.entries]
+    for i in dropped:
+        engine.hand_after[i] = ("gone", held[i].path, held[i])
+    return dropped
 
 
 def read_by_id(engine: Engine, node_id: str) -> Node:

@@ -40,7 +40,7 @@ from typing import Any
 import orjson
 
 from . import fsops, paths, temporal, visibility
-from .engine import Engine
+from .engine import Engine, dropped_file
 from .errors import InvalidArgumentError, NodeNotFoundError, UnsafePathError
 from .index import Entry, IndexState
 from .logs import AppendLog
@@ -347,7 +347,8 @@ def supersede(
         raise InvalidArgumentError(f"node {old_id!r} cannot supersede itself", name="new_id", value=new_id)
     for node_id in (old_id, new_id):
         if node_id not in engine.state.entries:
-            raise NodeNotFoundError(node_id)
+            # one whose file a person moved or deleted (a read dropped it): says so, as every write does
+            raise dropped_file(engine, node_id, named=False) or NodeNotFoundError(node_id)
     now = time.time()
 
     def usable(entry: Entry) -> None:

@@ -517,8 +517,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         negative memories the query matches (``covered_neg_total`` counts them
         all). Every result carries its ``evidence`` of being about the query;
         one with none is ``filler`` (the ladder never answers a non-empty store
-        with nothing) and is never ACCEPT. A hit whose file has gone (``git
-        pull``, ``rm``) is dropped and the index refreshed. ``record=True``
+        with nothing) and is never ACCEPT. A hit whose file has gone (``git pull``, ``rm``)
+        is dropped, the index refreshed, its id refused to ``add`` until a sync. ``record=True``
         appends the ids of the results that are not filler to the access log
         (nothing else); a read-only store records nothing. Expired, archived
         and out-of-scope nodes are never found; superseded ones only with

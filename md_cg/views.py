@@ -603,7 +603,7 @@ class Lifecycle(_Handle):
                 editing.require_usable(node)
         now = time.time()
         decided = self._prepare(batch, now)
-        with self._engine.lock:
+        with self._engine.lock, self._naming_lost():
             moved, _ = self._engine.change_many(
                 batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
             )
@@ -625,7 +625,7 @@ class Lifecycle(_Handle):
         (either side) raises :class:`NodeNotFoundError` (:func:`md_cg.visibility.refuse_write`),
         a ``new_id`` that is itself superseded (a cycle, or a stale successor)
         :class:`InvalidArgumentError`; nothing is written."""
-        with self._engine.lock:
+        with self._engine.lock, self._naming_lost():
             self._engine.fresh()
             retention.supersede(
                 self._engine, check_id(old_id), check_id(new_id), reason, self._check_scope, scope=self._scope
