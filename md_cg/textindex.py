@@ -76,6 +76,7 @@ __all__ = [
     "DEFAULT_K1",
     "SIMILAR_CANDIDATES",
     "SIMILAR_THRESHOLD",
+    "SIMILAR_WORDS",
     "Feedback",
     "Scope",
     "TextIndex",
@@ -143,6 +144,13 @@ DEFAULT_FEEDBACK = Feedback()
 SIMILAR_THRESHOLD = 0.5
 #: At most this many similar vocabulary terms stand in for an unknown query word.
 SIMILAR_CANDIDATES = 20
+#: Only the first this many distinct query words the vocabulary lacks are looked up
+#: by similarity (:meth:`TextIndex.similar`) and for typos (:func:`typo_terms`); the
+#: others resemble nothing. Matching every unknown word against every candidate term
+#: made a search's cost grow with the square of their number (2,000 words: 68 s), and
+#: a query people type holds a handful of them; a pasted log or document holds
+#: hundreds, which no typo judgement needs (docs/ranking.md).
+SIMILAR_WORDS = 32
 
 _COMPACT_MIN_DEAD = 1024
 #: Top-k queries over fewer postings than this are scored exhaustively.
@@ -573,6 +581,7 @@ class TextIndex:
             vocab.terms,
             threshold=SIMILAR_THRESHOLD,
             candidates=SIMILAR_CANDIDATES,
+            words=SIMILAR_WORDS,
         )
 
     @_healing
@@ -597,7 +606,9 @@ class TextIndex:
           (of ``"\x02" + t + "\x03"``) have a Dice coefficient
           2|B(q) & B(t)| / (|B(q)| + |B(t)|) >= 0.5 with q's, at most the 20
           most similar (ties by term); sim = that coefficient.
-          "binery" -> "binari" is 5/7;
+          "binery" -> "binari" is 5/7. Only the first :data:`SIMILAR_WORDS`
+          distinct such terms of the query have candidates; a later one is a
+          unit nothing resembles;
         * CJK character c: the unigram term c when the vocabulary has it
           (sim 1.0); otherwise every CJK term containing c, sim = 1 / len(t);
         * CJK bigram: that term only, sim 1.0.
@@ -1319,13 +1330,17 @@ def _live_in_scope(index: TextIndex, slots: np.ndarray, scope: Scope) -> np.ndar
 
 def typo_terms(index: TextIndex, query: str) -> tuple[bool, list[str]]:
     """Whether ``query`` has a non-CJK word ``index``'s vocabulary lacks, and the
-    vocabulary terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`)."""
+    vocabulary terms within a typo of such a word (:func:`~md_cg.textindex_similar.near_terms`).
+
+    Only the first :data:`SIMILAR_WORDS` distinct such words count, as they alone have
+    similar terms (:meth:`TextIndex.similar`): the check costs words x candidate terms,
+    which a pasted document made quadratic in its length."""
     index._prepare()
     vocab = index._vocab
     words = [q for q in dict.fromkeys(index.analyzer(query)) if q and q not in vocab and not is_cjk(q)]
     if not words:
         return False, []
-    return True, near_terms(words, index._similar_units(query), vocab.terms)
+    return True, near_terms(words[:SIMILAR_WORDS], index._similar_units(query), vocab.terms)
 
 
 class _Pruner:

@@ -88,12 +88,15 @@ class SimilarityKeys:
         *,
         threshold: float,
         candidates: int,
+        words: int,
     ) -> list[Unit]:
         """Per query unit, its candidate (term id, similarity) pairs.
 
         ``vocab`` maps terms to ids and ``terms`` ids to terms; ``threshold``
         is the least Dice coefficient of a similar term, ``candidates`` the
-        most similar terms kept per unknown word. A unit nothing in the
+        most similar terms kept per unknown word, ``words`` the most unknown
+        words looked up (the first ones; the rest resemble nothing, which
+        bounds the cost of a pasted document). A unit nothing in the
         vocabulary resembles is an empty list (it scores nothing, but counts
         in :meth:`md_cg.textindex.TextIndex.similarity_ideal`).
         """
@@ -101,7 +104,7 @@ class SimilarityKeys:
         seen: set[str] = set()
         seen_chars: set[str] = set()
         chars: list[str] = []
-        words: list[str] = []
+        unknown: list[str] = []
         for q in qterms:
             if not q or q in seen:
                 continue
@@ -114,8 +117,8 @@ class SimilarityKeys:
             elif q in vocab:
                 units.append([(vocab[q], 1.0)])
             else:
-                words.append(q)
-        if (words or any(c not in vocab for c in chars)) and self._built < len(terms):
+                unknown.append(q)
+        if (unknown or any(c not in vocab for c in chars)) and self._built < len(terms):
             self._update(terms)
         for c in chars:
             tid = vocab.get(c)
@@ -125,8 +128,9 @@ class SimilarityKeys:
                 units.append([(t, 1.0 / len(terms[t])) for t in self._keys[c].tolist()])
             else:
                 units.append([])
-        for q in words:
+        for q in unknown[:words]:
             units.append(self._similar_words(q, terms, threshold, candidates))
+        units += [[] for _ in unknown[words:]]
         return units
 
     def _similar_words(self, q: str, terms: Sequence[str], threshold: float, candidates: int) -> Unit:
@@ -210,10 +214,10 @@ def within_a_typo(word: str, term: str) -> bool:
     allowed = typos_allowed(word)
     if allowed == 0:
         return False
-    lengths = range(max(1, len(term) - 2), min(len(word), len(term) + 2) + 1)
-    if OSA.distance(word, term) <= allowed:
-        return True
-    return any(OSA.distance(word[:n], term) <= allowed for n in lengths)
+    # Only a start within ``allowed`` letters of the term's length can be within that
+    # many edits of it; the whole word is one of those starts when it can be.
+    lengths = range(max(1, len(term) - allowed), min(len(word), len(term) + allowed) + 1)
+    return any(OSA.distance(word[:n], term, score_cutoff=allowed) <= allowed for n in lengths)
 
 
 def near_terms(words: Sequence[str], units: Sequence[Unit], terms: Sequence[str]) -> list[str]:
