@@ -222,22 +222,30 @@ class Expansion:
 
 def loose_chars(query: str, found: Sequence[tuple[str, float]], synonyms: SynonymTable) -> frozenset[str]:
     """The CJK characters of ``query`` that are only parts of the table words ``found`` in
-    it (weight 1.0) and share none of their meaning: neither a synonym of the word nor a
-    table word sharing one of its synonyms. 天 of 天气 (weather: 今天 today holds 天) and
-    链 of 链表 (区块链) are loose; 猫 of 猫咪 is not (a synonym of it). Counted only where
-    the table knows the word; a character the query also holds outside the table words
-    stays a character of its own. Review r3 (session 31): 天气 ACCEPTed a note holding
-    only 今天, half of the query's characters (:data:`CJK_CHAR_SHARE`)."""
+    it (weight 1.0) and share none of their meaning: the table gives the word Chinese
+    synonyms (other than longer words holding it) and the character is in none of them,
+    nor a table word sharing one of its synonyms. 生 of 医生 (大夫, 医师: 学生 holds 生)
+    and 脑 of 电脑 (计算机, 电子计算机) are loose; 医 of 医生 (医师), 车 of 汽车 (车子),
+    妈 of 妈妈 (老妈) and 猫 of 猫咪 are not. A word the table gives no Chinese synonym
+    (天气: weather; 链表: linked list) or does not know (熊猫) leaves its characters
+    counting: nothing says which of them carries the meaning (天 of 天气 does in 天很冷,
+    not in 今天). A character the query also holds outside the table words stays a
+    character of its own. Review r3 (session 31): 医生-like words ACCEPTed notes holding
+    only an unrelated character of them, half of the query's (:data:`CJK_CHAR_SHARE`);
+    review r4 (session 32): a first version counting only characters that are synonyms
+    themselves made 12 of 20 everyday words' own notes filler (妈 for 妈妈, 车 for 汽车)."""
     words = [w for w, weight in found if weight >= 1.0 and len(w) > 1 and all(is_cjk(c) for c in w)]
     query = table_form(query)
     related: dict[str, bool] = {}
     inside: dict[str, int] = {}
     for word in words:
         meaning = set(synonyms.synonyms_of(word))
+        # how Chinese says the word otherwise (not a longer word holding it: 智能手机)
+        said = [m for m in meaning if word not in m and any(is_cjk(c) for c in m)]
         times = query.count(word)
         for c in set(word):
             inside[c] = inside.get(c, 0) + times * word.count(c)
-            shares = c in meaning or not meaning.isdisjoint(synonyms.synonyms_of(c))
+            shares = not said or any(c in m for m in said) or not meaning.isdisjoint(synonyms.synonyms_of(c))
             related[c] = related.get(c, False) or shares
     return frozenset(c for c, r in related.items() if not r and inside[c] >= query.count(c))
 
