@@ -38,6 +38,7 @@ add the tool names of the MCP reference memory server and of mem0
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import functools
 import inspect
@@ -60,10 +61,12 @@ from pydantic import Field, ValidationError
 
 from md_cg import (
     DuplicateIdError,
+    Edge,
     Entry,
     InvalidArgumentError,
     MdCG,
     MdcgError,
+    Node,
     NodeNotFoundError,
     ProtectedNodeError,
     ReadOnlyStoreError,
@@ -829,6 +832,229 @@ def _held_tags(store: MdCG, node_id: str) -> list[str]:
         return []
 
 
+#: Characters of a memory's frontmatter the write checks keep for the fields the store sets
+#: itself (created_at, updated_at, retention tier, reason and expiry: about 350).
+STORE_FIELDS_CHARS = 1_000
+#: The lists a write through this server gives, by frontmatter field, and the argument of each.
+WRITTEN_LISTS = {"tags": "tags", "non_applicable_conditions": "not_applicable", "edges": "edges"}
+#: Levels of lists and objects an edge's values may nest (a ``get`` shows any depth; the
+#: check walks them, within Python's recursion).
+MAX_DEPTH = 32
+#: What to do, per argument, about a list over FIELD_ITEMS items.
+_FEWER = {
+    "not_applicable": "merge conditions, or put the rest in the body",
+    "edges": "keep the links that matter (a linked memory may link back), or put the rest in the body",
+}
+
+
+def _unshown(value: Any, depth: int = 0) -> tuple[str, str] | None:
+    """Where in ``value`` (a condition, an edge) a ``get`` reply could not show it whole
+    (:func:`_fit`'s limits: FIELD_CHARS characters a string, FIELD_ITEMS items a list or an
+    object, at any depth), and why: ``(".note", "a string of 50,000 characters, ...")``."""
+    if isinstance(value, str):
+        if len(value) <= FIELD_CHARS:
+            return None
+        return "", f"a string of {len(value):,} characters, over the limit of {FIELD_CHARS:,}"
+    if not isinstance(value, dict | list | tuple):
+        return None
+    kind = "an object" if isinstance(value, dict) else "a list"
+    if len(value) > FIELD_ITEMS:
+        return "", f"{kind} of {len(value):,} items, over the limit of {FIELD_ITEMS}"
+    if depth >= MAX_DEPTH:
+        return "", f"{kind} nested deeper than {MAX_DEPTH} levels"
+    pairs = value.items() if isinstance(value, dict) else enumerate(value)
+    for key, item in pairs:
+        found = _unshown(item, depth + 1)
+        if found is not None:
+            step = f".{clip(str(key), TERM_CHARS)}" if isinstance(value, dict) else f"[{key}]"
+            return step + found[0], found[1]
+    return None
+
+
+def _is_edge(item: Any) -> bool:
+    """Whether ``item`` is an edge the store takes (others it refuses, with its own message)."""
+    return isinstance(item, dict) and "target" in item
+
+
+def _item_key(item: Any) -> bytes:
+    """One list item as a set holds it (an edge as the file has it: with its type)."""
+    if _is_edge(item):
+        item = Edge.from_value(item).to_dict()
+    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
+
+
+def _check_lists(store: MdCG, node_id: str | None, changes: dict[str, Any]) -> None:
+    """Refuse a write (``changes``: frontmatter fields; ``node_id``: the memory an update
+    changes, None for a new one) that a ``get`` could not read back whole, or that drops
+    what a ``get`` does not show: an agent writing back the clipped list it was shown
+    would lose the rest (of 2,000 edges, 1,936) or store a cut text (:func:`_check_list`);
+    lists that do not fit the frontmatter ``get`` shows (:func:`_check_fits`). As
+    :func:`_check_tags`: what the memory holds already is not new input (a hand-written
+    file may hold more); an update may keep it, or drop some."""
+    given = {f: changes[f] for f in WRITTEN_LISTS if f in changes}
+    if not given:
+        return
+    held = _held_node(store, node_id) if node_id is not None else None
+    before = {} if held is None else held.to_dict(iso_times=True)
+    before = {k: v for k, v in before.items() if k not in ("id", "layer")}
+    shown = _fit_frontmatter(before)[0]
+    grown = set()
+    for field, items in given.items():
+        had = before.get(field) or []
+        if _check_list(WRITTEN_LISTS[field], items, had, len(shown.get(field) or ())):
+            grown.add(field)
+    _check_fits(held, changes, given, grown, before)
+
+
+def _check_list(name: str, items: Sequence[Any], had: Sequence[Any], shown: int) -> bool:
+    """Whether ``items`` (the argument ``name``) grows the list the memory ``had`` (of
+    which ``get`` shows the first ``shown``): it has an item the memory does not hold, or
+    more of them. Refused: a list keeping none of the items ``get`` does not show (what
+    writing back its list does; an alias that read the file may drop some); a grown one of
+    more than FIELD_ITEMS items, or with a new item :func:`_unshown` finds or holding a
+    string ``get`` showed cut (:func:`_cut_string`). Tags: :func:`_check_tags`."""
+    known = {_item_key(x) for x in had}
+    new = [(i, x) for i, x in enumerate(items) if _item_key(x) not in known]
+    grows = bool(new) or len(items) > len(had)
+    if name == "tags":
+        return grows
+    kept = {_item_key(x) for x in items}
+    unseen = had[shown:]
+    if unseen and not any(_item_key(x) in kept for x in unseen):
+        raise InvalidArgumentError(
+            f"{name}: the memory holds {len(had):,} items and a `get` shows the first {shown}; this list "
+            f"keeps none of the {len(unseen):,} others, as the list a `get` shows would not (they would be "
+            "lost): give the list the file at `path` holds, less what you mean to drop",
+            name=name,
+            value=len(unseen),
+        )
+    if not grows:
+        return False
+    if len(items) > FIELD_ITEMS:
+        raise InvalidArgumentError(
+            f"{name}: {len(items):,} items, over the limit of {FIELD_ITEMS} (a `get` shows "
+            f"{FIELD_ITEMS} of a list): {_FEWER[name]}",
+            name=name,
+            value=len(items),
+        )
+    for i, item in new:
+        found = _unshown(Edge.from_value(item).to_dict() if _is_edge(item) else item)
+        if found is not None:
+            fix = (
+                "shorten it (keep the full text in a memory of its own and cite its id)"
+                if found[1].startswith("a string")
+                else "give it fewer items (put the rest in the body)"
+            )
+            raise InvalidArgumentError(
+                f"{name}[{i}]{found[0]}: {found[1]} (a `get` could not show it whole): {fix}",
+                name=name,
+                value=i,
+            )
+        found = _cut_string(item, had)
+        if found is not None:
+            raise InvalidArgumentError(f"{name}[{i}]{found[0]}: {found[1]}", name=name, value=i)
+    return True
+
+
+def _strings(value: Any, path: str = "", depth: int = 0) -> Iterable[tuple[str, str]]:
+    """(path, string) of every string in ``value``, at most MAX_DEPTH levels down."""
+    if isinstance(value, str):
+        yield path, value
+    elif depth < MAX_DEPTH and isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(item, f"{path}.{clip(str(key), TERM_CHARS)}", depth + 1)
+    elif depth < MAX_DEPTH and isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            yield from _strings(item, f"{path}[{i}]", depth + 1)
+
+
+def _cut_string(item: Any, had: Sequence[Any]) -> tuple[str, str] | None:
+    """Where ``item`` (new input) holds a string as a ``get`` showed one of ``had`` cut
+    (its start and an ellipsis), and why it is refused: written back, the cut is stored."""
+    cuts = [(path, s[:-1]) for path, s in _strings(item) if s.endswith("…")]
+    if not cuts:
+        return None
+    held = [_CONTROL.sub("\ufffd", h) for x in had for _, h in _strings(x)]
+    for path, start in cuts:
+        whole = next((h for h in held if len(h) > len(start) + 1 and h.startswith(start)), None)
+        if whole is not None:
+            return path, (
+                f"the text a `get` showed cut ({len(start) + 1:,} characters ending in …, of "
+                f"{len(whole):,} the memory holds): written back, the cut would be stored; give the "
+                "whole text, or leave the item as the file at `path` holds it"
+            )
+    return None
+
+
+#: The fields of a memory a write sets, as :func:`_check_fits` builds the memory it leaves.
+_FRONTMATTER_FIELDS = frozenset(f.name for f in dataclasses.fields(Node)) - {"id", "layer", "body", "extra"}
+
+
+def _check_fits(
+    held: Node | None,
+    changes: dict[str, Any],
+    given: dict[str, Any],
+    grown: set[str],
+    before: dict[str, Any],
+) -> None:
+    """:func:`_check_lists`' last step: the memory as the write leaves it has its lists
+    shown whole by ``get`` (in FRONTMATTER_CHARS less STORE_FIELDS_CHARS), or clipped only
+    as ``before`` (what it holds) already was, in a list the write did not grow."""
+    names = {"tier": "retention_tier"}  # remember's own name for it
+    fields = {names.get(k, k): v for k, v in changes.items() if names.get(k, k) in _FRONTMATTER_FIELDS}
+    if not all(_is_edge(e) for e in given.get("edges") or ()):
+        return  # an edge the store refuses, with its own message
+    if held is None:
+        node = Node(id="-", layer="knowledge", **fields)
+    else:
+        node = dataclasses.replace(held, **fields)
+    after = {k: v for k, v in node.to_dict(iso_times=True).items() if k not in ("id", "layer")}
+    limit = FRONTMATTER_CHARS - STORE_FIELDS_CHARS
+    clipped_after = _fit_frontmatter(after, limit)[1]
+    clipped_before = _fit_frontmatter({k: v for k, v in before.items() if k not in ("id", "layer")})[1]
+    for field, name in WRITTEN_LISTS.items():
+        if field in clipped_after and (field in grown or field not in clipped_before):
+            arg = name if field in given else ", ".join(WRITTEN_LISTS[f] for f in given)
+            raise InvalidArgumentError(
+                f"{arg}: the memory's frontmatter would take {_json_chars(after):,} characters, over the "
+                f"{limit:,} a `get` shows whole ({FRONTMATTER_CHARS:,}, less {STORE_FIELDS_CHARS:,} kept for "
+                f"the fields the store sets): `get` could not show its {name} whole; give fewer or shorter "
+                "items (long text belongs in the body)",
+                name=arg,
+                value=_json_chars(after),
+            )
+
+
+def _check_supersedes_edge(store: MdCG, old: str, new: str, reason: str) -> None:
+    """Refuse a ``supersede`` whose ``supersedes`` edge (added to ``new`` unless it has one
+    to ``old``) would leave ``new``'s edges past what a ``get`` shows whole (:func:`_check_lists`)."""
+    held = _held_node(store, new)
+    if held is None:
+        return  # the store names the unknown id
+    edges = [Edge.from_value(e).to_dict() for e in held.edges]
+    if any(e["target"] == old and e["type"] == "supersedes" for e in edges):
+        return  # nothing added
+    edge = {"target": old, "type": "supersedes", **({"reason": reason} if reason else {})}
+    try:
+        _check_lists(store, new, {"edges": [*edges, edge]})
+    except InvalidArgumentError as exc:
+        raise InvalidArgumentError(
+            f"new: superseding adds an edge to {clip(new, TERM_CHARS)!r}, and {exc}; drop some of its "
+            "edges first (`update` with edges)",
+            name="new",
+            value=new,
+        ) from exc
+
+
+def _held_node(store: MdCG, node_id: str) -> Node | None:
+    """The memory ``node_id`` as its file holds it now (None when the server does not see
+    it: the update then names that)."""
+    try:
+        return store.get(node_id, include_expired=True)
+    except NodeNotFoundError:
+        return None
+
+
 def _not_archived(store: MdCG, node_id: str) -> None:
     """Raise the archived error for an archived ``node_id`` (no tool can see or restore it)."""
     try:
@@ -982,31 +1208,56 @@ def _fit(value: Any, room: _Room) -> Any:
     return out
 
 
-def node_reply(reply: Any) -> Any:
-    """A memory's reply (``get``'s: ``frontmatter`` and ``body``) with its frontmatter in
-    FRONTMATTER_CHARS characters (:func:`_fit` per field, in file order; a field that does
-    not fit is left out), whatever its file holds. ``frontmatter_clipped`` counts, per
-    field (at most REPORT_ITEMS named, ``frontmatter_clipped_total`` when more), the items
-    left out and strings cut, and ``frontmatter_fields_left_out`` the fields not shown; a
-    ``note`` says so, and where the whole is. Any other reply is returned as it is."""
-    if not (isinstance(reply, dict) and isinstance(reply.get("frontmatter"), dict) and "body" in reply):
-        return reply
-    room = _Room(FRONTMATTER_CHARS - 2)
+def _fit_frontmatter(
+    frontmatter: dict[str, Any], chars: int = FRONTMATTER_CHARS
+) -> tuple[dict[str, Any], dict[str, dict[str, int]], int]:
+    """``frontmatter`` as a reply shows it in ``chars`` characters (:func:`_fit` per field,
+    in file order; a field that does not fit is left out): the fields shown, what each
+    clipped field left out (``left_out``, ``cut``) and how many fields were left out. The
+    one rule both :func:`node_reply` and the write checks (:func:`_check_lists`) follow."""
+    room = _Room(chars - 2)
     shown: dict[str, Any] = {}
     clipped: dict[str, dict[str, int]] = {}
     fields_out = 0
-    for key, value in reply["frontmatter"].items():
+    for key, value in frontmatter.items():
         need = (1 if shown else 0) + _json_chars(key) + 1
         field = _Room(room.chars - need)
         value_shown = _fit(value, field) if field.chars > 0 else _LEFT_OUT
         if value_shown is _LEFT_OUT:
             fields_out += 1
+            clipped[key] = {"left_out_field": 1}
             continue
         shown[key] = value_shown
         room.chars = field.chars
         if field.left_out or field.cut:
             counts = {"left_out": field.left_out, "cut": field.cut}
             clipped[key] = {k: v for k, v in counts.items() if v}
+    return shown, clipped, fields_out
+
+
+#: What a clipped ``get`` reply's note says (docs/mcp.md): how it was clipped, where the
+#: whole is, and that a clipped field written back loses what was not shown.
+CLIPPED_NOTE = (
+    f"frontmatter clipped (strings to {FIELD_CHARS:,} characters, lists and objects to {FIELD_ITEMS} "
+    f"items, {FRONTMATTER_CHARS:,} characters in all; frontmatter_clipped counts what each field "
+    "left out): the file at `path` holds every field whole; a clipped field written back would lose "
+    "what was left out (`update` refuses that for edges and not_applicable; tags it takes: give tags "
+    "only to replace every tag the file holds)"
+)
+
+
+def node_reply(reply: Any) -> Any:
+    """A memory's reply (``get``'s: ``frontmatter`` and ``body``) with its frontmatter in
+    FRONTMATTER_CHARS characters (:func:`_fit_frontmatter`), whatever its file holds.
+    ``frontmatter_clipped`` counts, per field (at most REPORT_ITEMS named,
+    ``frontmatter_clipped_total`` when more), the items left out and strings cut, and
+    ``frontmatter_fields_left_out`` the fields not shown; a ``note`` says so, where the
+    whole is, and that writing a clipped field back would lose the rest
+    (:data:`CLIPPED_NOTE`). Any other reply is returned as it is."""
+    if not (isinstance(reply, dict) and isinstance(reply.get("frontmatter"), dict) and "body" in reply):
+        return reply
+    shown, clipped, fields_out = _fit_frontmatter(reply["frontmatter"])
+    clipped = {k: v for k, v in clipped.items() if "left_out_field" not in v}
     if not clipped and not fields_out:
         return reply
     out = {**reply, "frontmatter": shown}
@@ -1018,12 +1269,7 @@ def node_reply(reply: Any) -> Any:
             out["frontmatter_clipped_total"] = len(clipped)
     if fields_out:
         out["frontmatter_fields_left_out"] = fields_out
-    said = (
-        f"frontmatter clipped (strings to {FIELD_CHARS:,} characters, lists and objects to {FIELD_ITEMS} "
-        f"items, {FRONTMATTER_CHARS:,} characters in all; frontmatter_clipped counts what each field "
-        "left out): the file at `path` holds every field whole"
-    )
-    out["note"] = f"{out['note']}; {said}" if "note" in out else said
+    out["note"] = f"{out['note']}; {CLIPPED_NOTE}" if "note" in out else CLIPPED_NOTE
     return out
 
 
@@ -1062,6 +1308,7 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
         )
         if tier is not None:
             given["tier"] = tier
+        _check_lists(store, None, given)  # an overwrite replaces the memory: all new input
         unique = not (duplicate or overwrite or id is not None)
         return _unknown_targets(store, _remember(store, given, unique=unique, overwrite=overwrite), edges)
 
@@ -1103,6 +1350,7 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
         changes = _fields(**given)
         if tags is not None and (len(tags) > MAX_TAGS or any(len(t) > MAX_TAG_CHARS for t in tags)):
             _check_tags(tags, _held_tags(store, id))
+        _check_lists(store, id, changes)
         if reopen:
             changes["valid_until"] = None
             given["reopen"] = True
@@ -1170,6 +1418,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
                 name="reason",
                 value=len(reason),
             )
+        _check_supersedes_edge(store, old, new, reason)
         store.supersede(old, new, reason)
         return {"old": old, "new": new, "reason": clip(reason, REASON_CHARS), "superseded": True}
 

@@ -36,7 +36,9 @@ FRONTMATTER_CHARS = 30_000
 NOTE = (
     "frontmatter clipped (strings to 1,000 characters, lists and objects to 64 items, 30,000 "
     "characters in all; frontmatter_clipped counts what each field left out): the file at `path` "
-    "holds every field whole"
+    "holds every field whole; a clipped field written back would lose what was left out (`update` "
+    "refuses that for edges and not_applicable; tags it takes: give tags only to replace every tag "
+    "the file holds)"
 )
 REASON_ERROR = (
     "reason is {n} characters, over the limit of 1,000: shorten it (keep the full text in a "
