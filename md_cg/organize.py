@@ -89,6 +89,8 @@ class OrganizeStore(Protocol):
     def apply_changes(self, *, add: Sequence[Node] = (), archive: Sequence[str] = ()) -> None: ...
     def sync(self) -> Any: ...
     def refresh(self) -> list[str]: ...
+    # the write path's preparation of new nodes (scope, retention decision): :func:`as_written`
+    def _prepare(self, batch: list[Node], now: float) -> Any: ...
 
 
 # -- results ---------------------------------------------------------------------------
@@ -617,14 +619,16 @@ def _snapshot_hash(snapshot: list[dict[str, Any]]) -> str:
     return hashlib.sha256(orjson.dumps(snapshot, option=orjson.OPT_SORT_KEYS)).hexdigest()
 
 
-def _normalise_all(raws: Sequence[object], caller: Caller) -> tuple[list[_Accepted], list[SkippedInput]]:
+def _normalise_all(
+    raws: Sequence[object], caller: Caller, store: OrganizeStore
+) -> tuple[list[_Accepted], list[SkippedInput]]:
     defaults = {"agent_scope": caller.agent, "workspace_scope": caller.workspace}
     accepted: list[_Accepted] = []
     skipped: list[SkippedInput] = []
     for index, raw in enumerate(raws):
         c = dedupe.normalize_candidate(raw, defaults)
         if not isinstance(c, dedupe.Skip):
-            c = _check_caller_scope(c, caller) or _unsaveable(c) or c
+            c = _check_caller_scope(c, caller) or _unsaveable(_ToSave(store, c)) or c
         if isinstance(c, dedupe.Skip):
             skipped.append(SkippedInput(index, f"candidate {index}: {c.reason}", c.field))
         else:
@@ -632,15 +636,19 @@ def _normalise_all(raws: Sequence[object], caller: Caller) -> tuple[list[_Accept
     return accepted, skipped
 
 
-def write_problem(node: Node) -> InvalidNodeError | None:
+def write_problem(node: Node, store: OrganizeStore, now: float) -> InvalidNodeError | None:
     """What ``add`` would refuse in a memory organise saves, or None, checked as ``add``
     checks, in its order: the node's rules (:func:`md_cg.node.node_problems`: a body over
     the 4 MiB file limit ...), a body :func:`md_cg.merge.text_problem` refuses (a NUL
     character, git conflict markers ...), what :func:`md_cg.node.unusable` refuses (a
-    control-character tag ...), then the file as written
-    (:func:`md_cg.nodefile.dump_bytes`: over the file or frontmatter limit once the
-    frontmatter is added or UTF-8 encoded, a lone surrogate). Without the first and the
-    last, a dry run called a 5 MB candidate ``new`` and its apply failed as a whole."""
+    control-character tag ...), then the file as ``store`` would write it at ``now``
+    (:func:`as_written`, then :func:`md_cg.nodefile.dump_bytes`: over the file or
+    frontmatter limit once the frontmatter -- a temporary memory's tier, expiry and
+    reason among it -- is added or UTF-8 encoded, a lone surrogate). Without the first
+    and the last, a dry run called a 5 MB candidate ``new`` and its apply failed as a
+    whole; without the retention decision, so did one ~270 bytes under the limit that
+    the decision made temporary. Raises what the decision raises for the whole store (a
+    broken ``.mdcg/retention.json``: every such write fails until it is fixed)."""
     problems = node_problems(node)
     if problems:
         return problems[0]
@@ -648,17 +656,44 @@ def write_problem(node: Node) -> InvalidNodeError | None:
     if problem is not None:
         return problem
     try:
-        nodefile.dump_bytes(node)
+        nodefile.dump_bytes(as_written(store, node, now))
     except InvalidNodeError as exc:
         return exc
     return None
 
 
-def _unsaveable(c: dedupe.NormalizedCandidate) -> dedupe.Skip | None:
+def as_written(store: OrganizeStore, node: Node, now: float) -> Node:
+    """A copy of the new ``node`` as ``store.apply_changes`` would write it at ``now``: put
+    through the write path's own preparation (the caller's scope, the retention decision
+    :meth:`md_cg.retention.Retention.decide` makes for ``add``). ``node`` stays undecided:
+    the write decides it itself (deciding twice would log ``explicit_tier`` as the rule).
+    A decision made at another instant differs only in the expiry, an instant written
+    at a fixed width (:func:`md_cg.node.format_instant`): the file has the same size."""
+    written = node.copy()
+    store._prepare([written], now)
+    return written
+
+
+@dataclass(frozen=True)
+class _ToSave:
+    """A candidate of a dry run and the store that would write it (:func:`_unsaveable`)."""
+
+    store: OrganizeStore
+    candidate: dedupe.NormalizedCandidate
+
+
+def _unsaveable(to_save: _ToSave) -> dedupe.Skip | None:
     """The skip of a candidate whose memory ``add`` would refuse (:func:`write_problem`):
-    the dry run leaves it out, with add's reason, so apply never writes it."""
-    node = _new_node(c.to_dict(), time.time())
-    problem = write_problem(node)
+    the dry run leaves it out, with add's reason, so apply never writes it. The store's
+    own settings failing the decision (a broken ``.mdcg/retention.json``) are no fault of
+    the candidate: it is judged, and apply fails as a whole naming the file, as any
+    write that decides retention does."""
+    now = time.time()
+    node = _new_node(to_save.candidate.to_dict(), now)
+    try:
+        problem = write_problem(node, to_save.store, now)
+    except InvalidArgumentError:
+        return None
     if problem is None:
         return None
     return dedupe.Skip(str(problem).removeprefix(f"node {node.id!r}: "), problem.field)
@@ -681,7 +716,7 @@ def dry_run(store: OrganizeStore, candidates: object, *, scope: object = None) -
     run_id = f"org_{uuid.uuid4().hex}"
     created_at = _now_iso()
     bounded = list(candidates[:MAX_CANDIDATES])
-    accepted, skipped = _normalise_all(bounded, caller)
+    accepted, skipped = _normalise_all(bounded, caller, store)
     snapshot = [{"index": i, **c.to_dict()} for i, c in accepted]
     log = store.log(AUDIT_LOG)
 
@@ -942,8 +977,9 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
         else:
             node = _new_node(by_index[index], now)
             # what add refuses (a NUL in the body, a control-character tag ...) is skipped: a
-            # dry run recorded before the dry run checked it may hold one
-            problem = write_problem(node)
+            # dry run recorded before the dry run checked it may hold one, and what the write
+            # decides now (the store's retention markers or TTL) may differ from the dry run's
+            problem = write_problem(node, store, now)
             if problem is not None:
                 said = str(problem).removeprefix(f"node {node.id!r}: ")  # the id was never saved
                 plan.skipped.append(SkippedInput(i, f"decision {i}: candidate {index}: {said}", "index"))
