@@ -26,6 +26,7 @@ from __future__ import annotations
 import functools
 import math
 import os
+import stat
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
@@ -263,6 +264,28 @@ def temp_files(engine: Engine, scan: index.Scan | None = None, *, layers: bool =
     return sorted(found)
 
 
+#: what health says of an entry named like md-cg's temp files that is no regular file
+NOT_A_TEMP_FILE = (
+    "named like md-cg's temp files but not a file (a folder, link or device): md-cg never "
+    "removes it; rename or remove it by hand"
+)
+
+
+def _temp_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
+    """A ``temp_file`` finding per temp file left by an interrupted write (sync removes
+    them), and per entry only named like one (review r5, session 32: a folder so named
+    made every ``sync`` stop with "Is a directory" while health said sync removes it)."""
+    out = []
+    for rel in temp_files(engine, scan):
+        try:
+            regular = stat.S_ISREG(fsops.lstat(engine.root_str, rel).st_mode)
+        except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+            continue
+        detail = "leftover of an interrupted write; sync() removes it" if regular else NOT_A_TEMP_FILE
+        out.append(Finding("temp_file", detail, rel))
+    return out
+
+
 def _remove_abandoned_temps(
     engine: Engine, scan: index.Scan | None = None, *, layers: bool = True
 ) -> list[str]:
@@ -279,6 +302,8 @@ def _remove_abandoned_temps(
             st = fsops.lstat(engine.root_str, rel)
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
+        if not stat.S_ISREG(st.st_mode):
+            continue  # a folder or link named like one: not md-cg's (health names it)
         if fsops.temp_is_abandoned(rel.rsplit("/", 1)[-1], st.st_mtime, now):
             candidates.append(rel)
     if not candidates:
@@ -617,9 +642,9 @@ def _same_bytes(engine: Engine, old: Entry, new: Entry) -> bool:
 def _took_in(engine: Engine, line: dict[str, Any]) -> None:
     """Note the (path, mtime, size, CRC-32) of each file a sync ``line`` took in, for
     :func:`_same_bytes`; an id it deletes, or logs no CRC of, is forgotten."""
-    for (node_id, rel), stat, crc in zip(line["put"], line["stat"], line["crc"], strict=True):
-        if stat is not None and crc is not None:
-            engine.took_in[node_id] = (rel, stat[0], stat[1], crc)
+    for (node_id, rel), held, crc in zip(line["put"], line["stat"], line["crc"], strict=True):
+        if held is not None and crc is not None:
+            engine.took_in[node_id] = (rel, held[0], held[1], crc)
         else:
             engine.took_in.pop(node_id, None)
     for node_id, _rel in line["del"]:
@@ -852,10 +877,7 @@ def health(
             findings = _log_findings(engine, findings)
             findings += _access_findings(engine.root_str)
         findings += meta
-        findings += [
-            Finding("temp_file", "leftover of an interrupted write; sync() removes it", rel)
-            for rel in temp_files(engine, scan)
-        ]
+        findings += _temp_findings(engine, scan)
         if deep:
             findings += deep_findings(engine, scan.files)
         if absent:  # a scoped caller: counted there (reports.scoped_health), never named
