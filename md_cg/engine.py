@@ -35,7 +35,7 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -374,6 +374,8 @@ class Engine:
                     changed = self._reload()
             else:
                 changed = self.catch_up(tail)
+            if self.hand_after:  # a file moved by hand, back where it was: taken back
+                changed = [*changed, *taken_back(self)]
             self._last_refresh = time.monotonic()
             return changed
 
@@ -1200,9 +1202,55 @@ def new_id(engine: Engine, node_id: str) -> None:
     here): the memory is still somewhere, and a second file of it would make a duplicate
     id -- :meth:`md_cg.MdCG.add` names the file to an unscoped caller."""
     check_new_id(node_id)
-    lost = dropped_file(engine, node_id, named=False)
+    lost = dropped_file(engine, node_id, named=False) or dropped_twin(engine, node_id, named=False)
     if lost is not None:
         raise lost
+
+
+def dropped_twin(engine: Engine, node_id: str, *, named: bool) -> IdCollisionError | None:
+    """The refusal of a new ``node_id`` that differs only by case or Unicode normalisation
+    from an id the index dropped for its file moved, deleted or broken by hand (noted in
+    :attr:`Engine.hand_after` until a sync tells it), else None: looked up by the id's
+    uniqueness key, as a twin the index holds is (:meth:`Engine.check_new`). By the exact
+    id alone, ``add('X1')`` after a search dropped ``x1`` wrote a second file of the memory
+    (review s32 r5: sync then told twins; without the search it was refused). ``named``:
+    the error names the id and its file, as before the drop (an unscoped caller's)."""
+    key = paths.id_key(node_id)
+    entries = engine.state.entries
+    for other, (kind, rel, _was) in sorted(engine.hand_after.items()):
+        if kind == "gone" and other != node_id and other not in entries and paths.id_key(other) == key:
+            return IdCollisionError(node_id, other if named else None, rel if named else "")
+    return None
+
+
+def taken_back(engine: Engine) -> list[str]:
+    """Take back into the index each id noted gone (:attr:`Engine.hand_after`) whose file
+    is at its noted path again, holding it (moved back by hand before a sync); return
+    those ids. The index holds the entry it held before the drop, as if the file had never
+    left (its text as the file has it now, for search): the next sync compares it with the
+    file as for any file, and tells ``changed`` when it differs -- unless a write through
+    md-cg wrote it over meanwhile -- and nothing when it does not. Left noted, every write
+    of the id said its file was moved while it was there, and the sync told a move from the
+    path to itself (review s32 r5). A note without that entry (:func:`_resolved`: an id a
+    sync line settled) takes the file as it is and becomes ``"changed"``, told by the sync."""
+    state, back = engine.state, []
+    for node_id, (kind, rel, was) in sorted(engine.hand_after.items()):
+        if kind != "gone" or node_id in state.entries or state.twin_of(node_id) is not None:
+            continue
+        try:
+            parsed = index.parse_file(engine.root_str, rel) if fsops.exists(engine.root_str, rel) else None
+        except (OSError, MalformedNodeFileError, UnsafePathError):
+            continue
+        if parsed is None or parsed.entry.id != node_id:
+            continue
+        if was is None:
+            state.put(parsed.entry, parsed.text)
+            engine.hand_after[node_id] = ("changed", rel, None)
+        else:
+            state.put(replace(was, path=rel), parsed.text)
+            del engine.hand_after[node_id]
+        back.append(node_id)
+    return back
 
 
 def _lost_at(engine: Engine, node_id: str, rel: str) -> NodeNotFoundError | None:

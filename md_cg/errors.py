@@ -220,16 +220,26 @@ class IdCollisionError(DuplicateIdError):
 
     Such ids would be one file on macOS and Windows (case-insensitive,
     normalising file systems), so a folder that travels would lose one of them.
+    ``existing`` None: the existing id is one the index dropped for its file moved,
+    deleted or broken by hand (:func:`md_cg.engine.dropped_twin`), neither named nor its
+    file -- a scoped handle may not learn of another scope's files; an unscoped caller
+    is told both, as before the drop.
     """
 
-    def __init__(self, node_id: str, existing: str, path: str) -> None:
-        super().__init__(
-            node_id,
-            path,
-            f"node id {node_id!r} collides with the existing id {existing!r} ({path}): ids that "
-            "differ only by letter case or Unicode normalisation are the same file on macOS and "
-            "Windows; choose another id or change the existing node",
-        )
+    def __init__(self, node_id: str, existing: str | None, path: str) -> None:
+        if existing is None:
+            message = (
+                f"node id {node_id!r} collides with an existing id whose file was moved, deleted or "
+                "changed outside md-cg since the last sync: ids that differ only by letter case or "
+                "Unicode normalisation are the same file on macOS and Windows; choose another id"
+            )
+        else:
+            message = (
+                f"node id {node_id!r} collides with the existing id {existing!r} ({path}): ids that "
+                "differ only by letter case or Unicode normalisation are the same file on macOS and "
+                "Windows; choose another id or change the existing node"
+            )
+        super().__init__(node_id, path, message)
         self.existing = existing
 
 

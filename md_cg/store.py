@@ -384,17 +384,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it (archived ones too). An archived or
         expired node raises NodeNotFoundError; nothing is written."""
-        scope, audit = self._scope, self.log(paths.AUDIT_DIR)
-        return editing.rename(
-            self._engine,
-            node_id,
-            new_id,
-            layer=layer,
-            durable=durable,
-            scope=scope,
-            audit=audit,
-            refuse=self._check_writable,
-        )
+        eng, scope, audit, refuse = self._engine, self._scope, self.log(paths.AUDIT_DIR), self._check_writable
+        with self._naming_lost():  # a new id of a file moved or deleted by hand: named, as by add
+            return editing.rename(
+                eng, node_id, new_id, layer=layer, durable=durable, scope=scope, audit=audit, refuse=refuse
+            )
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
         """Move a node to another layer (crash-safe); refused as :meth:`update` refuses."""

@@ -48,6 +48,7 @@ from . import organize as organize_mod
 from .engine import Engine
 from .errors import (
     DuplicateIdError,
+    IdCollisionError,
     InvalidArgumentError,
     InvalidNodeError,
     MdcgError,
@@ -115,13 +116,19 @@ class _Handle:
     def _naming_lost(self) -> Iterator[None]:
         """Around a write: its refusal of an id the index dropped for its file moved, deleted
         or broken by hand (made under the id's lock, the file not named there:
-        :func:`md_cg.engine.told_dropped`) names the file to an unscoped caller."""
+        :func:`md_cg.engine.told_dropped`) names the file to an unscoped caller; so does its
+        refusal of a new id differing only by case or normalisation from such an id
+        (:func:`md_cg.engine.dropped_twin`), which then names that id too."""
         try:
             yield
         except NodeNotFoundError as exc:
             if exc.hidden != "lost" or self._scope is not None:
                 raise
             raise engine_mod.dropped_file(self._engine, exc.node_id, named=True) or exc from None
+        except IdCollisionError as exc:
+            if exc.existing is not None or self._scope is not None:
+                raise
+            raise engine_mod.dropped_twin(self._engine, exc.node_id, named=True) or exc from None
 
     def _check_taken(self, entry: Entry) -> None:
         """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
