@@ -1193,42 +1193,85 @@ def _reason(exc: MalformedNodeFileError | UnsafePathError) -> str:
 # -- settling ids against the disk ------------------------------------------------
 
 
-def resolve_ids(root: str, state: IndexState, touched: dict[str, list[str]]) -> list[str]:
+def resolve_ids(
+    root: str,
+    state: IndexState,
+    touched: dict[str, list[str]],
+    before: dict[str, Entry | None] | None = None,
+) -> list[str]:
     """Settle each touched id against the disk: the files that exist decide.
 
     ``touched`` maps an id to every path the log named for it (already
     checked against the path rules). Candidate paths are those plus the id's
     current entry path; the existing ones are parsed and the :func:`winner`
-    stands. Returns the ids whose entry changed.
+    stands. A candidate file that holds another id now (a person swapped two
+    files' bytes, or wrote another id into one) is that id's file when none of
+    that id's own candidates holds it any more -- settled again if it was
+    settled already; a file edited to claim an id whose file still holds it
+    takes nothing over. Settled one at a time, without this, the first of two
+    swapped files was dropped (its file held the other id) and the other could
+    not take the first's file while its entry still named its own (review r4:
+    ``sync`` told ``deleted ('n3',)`` of a memory whose file was on disk).
+    ``before``, when given, gains the entry each id it lacks had before this.
+    Returns the ids whose entry changed.
     """
-    changed: list[str] = []
-    for node_id, rels in touched.items():
-        current = state.entries.get(node_id)
-        candidates = list(dict.fromkeys([*rels, *([current.path] if current else [])]))
-        parsed: list[Parsed] = []
+    rels_of = {node_id: list(rels) for node_id, rels in touched.items()}
+    found: dict[str, list[str]] = {}  # id -> files found holding it among other ids' candidates
+    queue = dict.fromkeys(touched)
+    changed: dict[str, None] = {}
+    while queue:
+        node_id = next(iter(queue))
+        del queue[node_id]
+        if before is not None and node_id not in before:
+            before[node_id] = state.entries.get(node_id)
+        strays: list[tuple[str, str]] = []
+        if _resolve_id(root, state, node_id, (rels_of.get(node_id, []), found.get(node_id, [])), strays):
+            changed[node_id] = None
+        for other, rel in strays:
+            held = found.setdefault(other, [])
+            if rel not in held:
+                held.append(rel)
+                queue[other] = None
+    return list(changed)
+
+
+def _resolve_id(
+    root: str,
+    state: IndexState,
+    node_id: str,
+    rels: tuple[list[str], list[str]],
+    strays: list[tuple[str, str]],
+) -> bool:
+    """Settle one id (:func:`resolve_ids`); whether its entry changed. ``rels``: its
+    own candidate paths, and the files found holding it, read only when none of its
+    own does. A candidate holding another id is appended to ``strays`` as (id, path)."""
+    current = state.entries.get(node_id)
+    own = list(dict.fromkeys([*rels[0], *([current.path] if current else [])]))
+    parsed: list[Parsed] = []
+    for candidates in (own, [rel for rel in rels[1] if rel not in own]):
         for rel in candidates:
-            p = _stat_and_parse(root, rel, node_id, current, state)
+            p = _stat_and_parse(root, rel, node_id, current, state, strays)
             if p is not None:
                 parsed.append(p)
-        if not parsed:
-            if state.drop(node_id) is not None:
-                changed.append(node_id)
-            state.duplicates.pop(node_id, None)
-            continue
-        best = winner(parsed) if len(parsed) > 1 else parsed[0]
-        losers = sorted(p.entry.path for p in parsed if p is not best)
-        if losers:
-            state.duplicates[node_id] = losers
-        else:
-            state.duplicates.pop(node_id, None)
-        if current is None or current != best.entry:
-            state.put(best.entry, best.text)
-            changed.append(node_id)
-    return changed
+        if parsed:
+            break
+    if not parsed:
+        state.duplicates.pop(node_id, None)
+        return state.drop(node_id) is not None
+    best = winner(parsed) if len(parsed) > 1 else parsed[0]
+    losers = sorted(p.entry.path for p in parsed if p is not best)
+    if losers:
+        state.duplicates[node_id] = losers
+    else:
+        state.duplicates.pop(node_id, None)
+    if current is None or current != best.entry:
+        state.put(best.entry, best.text)
+        return True
+    return False
 
 
 def _stat_and_parse(
-    root: str, rel: str, node_id: str, current: Entry | None, state: IndexState
+    root: str, rel: str, node_id: str, current: Entry | None, state: IndexState, strays: list[tuple[str, str]]
 ) -> Parsed | None:
     if paths.rel_problem(rel) is not None:
         return None
@@ -1256,10 +1299,9 @@ def _stat_and_parse(
     except (FileNotFoundError, NotADirectoryError):
         return None
     if parsed.entry.id != node_id:
-        # The file now holds another id (edited by hand); index it under that id.
-        other = state.entries.get(parsed.entry.id)
-        if other is None or other.path == rel:
-            state.put(parsed.entry, parsed.text)
+        # The file now holds another id (edited by hand, or swapped): that id is settled
+        # with this file among its candidates (resolve_ids).
+        strays.append((parsed.entry.id, rel))
         return None
     return parsed
 

@@ -601,8 +601,8 @@ def _settle_touched(
     root = engine.root_str
     engine.refresh()
     state = engine.state
-    before = {i: state.entries.get(i) for i in touched}
-    index.resolve_ids(root, state, touched)
+    before: dict[str, Entry | None] = {i: state.entries.get(i) for i in touched}
+    index.resolve_ids(root, state, touched, before)  # an id a file holds now is told too
     state.problems.update(malformed)
     changes, records = _classify(state, before, functools.partial(_same_bytes, engine))
     late = journal.unread_writes(root, engine.cursor.offsets)
