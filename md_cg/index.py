@@ -1212,7 +1212,11 @@ def resolve_ids(
     swapped files was dropped (its file held the other id) and the other could
     not take the first's file while its entry still named its own (review r4:
     ``sync`` told ``deleted ('n3',)`` of a memory whose file was on disk).
-    ``before``, when given, gains the entry each id it lacks had before this.
+    That is a sync's work: ``before``, when given (by a sync), gains the entry each id
+    it lacks had before this, so the sync tells them. Without it (a follow of the log,
+    a write's check) a file holding another id is indexed under that id only when the
+    id has no entry or its entry is that file, and no other id is settled: one settled
+    here was taken in untold, and the sync after it told nothing (review r7).
     Returns the ids whose entry changed.
     """
     rels_of = {node_id: list(rels) for node_id, rels in touched.items()}
@@ -1224,10 +1228,20 @@ def resolve_ids(
         del queue[node_id]
         if before is not None and node_id not in before:
             before[node_id] = state.entries.get(node_id)
-        strays: list[tuple[str, str]] = []
+        strays: list[tuple[str, str, Parsed]] = []
         if _resolve_id(root, state, node_id, (rels_of.get(node_id, []), found.get(node_id, [])), strays):
             changed[node_id] = None
-        for other, rel in strays:
+        for other, rel, parsed in strays:
+            if before is None:
+                # Not a sync (a follow of the log, a write's check): only index the file
+                # under the id it holds when that id has no entry or its entry is that
+                # file; settling the other id here would take a hand move in untold --
+                # the sync after it tells nothing (review r7, session 32). The sync
+                # settles swaps whole.
+                was = state.entries.get(other)
+                if was is None or was.path == rel:
+                    state.put(parsed.entry, parsed.text)
+                continue
             held = found.setdefault(other, [])
             if rel not in held:
                 held.append(rel)
@@ -1240,11 +1254,12 @@ def _resolve_id(
     state: IndexState,
     node_id: str,
     rels: tuple[list[str], list[str]],
-    strays: list[tuple[str, str]],
+    strays: list[tuple[str, str, Parsed]],
 ) -> bool:
     """Settle one id (:func:`resolve_ids`); whether its entry changed. ``rels``: its
     own candidate paths, and the files found holding it, read only when none of its
-    own does. A candidate holding another id is appended to ``strays`` as (id, path)."""
+    own does. A candidate holding another id is appended to ``strays`` as (id, path,
+    what it holds)."""
     current = state.entries.get(node_id)
     own = list(dict.fromkeys([*rels[0], *([current.path] if current else [])]))
     parsed: list[Parsed] = []
@@ -1271,7 +1286,12 @@ def _resolve_id(
 
 
 def _stat_and_parse(
-    root: str, rel: str, node_id: str, current: Entry | None, state: IndexState, strays: list[tuple[str, str]]
+    root: str,
+    rel: str,
+    node_id: str,
+    current: Entry | None,
+    state: IndexState,
+    strays: list[tuple[str, str, Parsed]],
 ) -> Parsed | None:
     if paths.rel_problem(rel) is not None:
         return None
@@ -1301,7 +1321,7 @@ def _stat_and_parse(
     if parsed.entry.id != node_id:
         # The file now holds another id (edited by hand, or swapped): that id is settled
         # with this file among its candidates (resolve_ids).
-        strays.append((parsed.entry.id, rel))
+        strays.append((parsed.entry.id, rel, parsed))
         return None
     return parsed
 
