@@ -837,6 +837,9 @@ def _held_tags(store: MdCG, node_id: str) -> list[str]:
 STORE_FIELDS_CHARS = 1_000
 #: The lists a write through this server gives, by frontmatter field, and the argument of each.
 WRITTEN_LISTS = {"tags": "tags", "non_applicable_conditions": "not_applicable", "edges": "edges"}
+#: The lists a write through this server replaces whole only when ``get`` shows them whole
+#: (:func:`_check_shown_whole`), by frontmatter field: what one item and several are called.
+GUARDED_LISTS = {"non_applicable_conditions": ("condition", "conditions"), "edges": ("edge", "edges")}
 #: Levels of lists and objects an edge's values may nest (a ``get`` shows any depth; the
 #: check walks them, within Python's recursion).
 MAX_DEPTH = 32
@@ -876,60 +879,58 @@ def _is_edge(item: Any) -> bool:
     return isinstance(item, dict) and "target" in item
 
 
-def _item_key(item: Any) -> bytes:
-    """One list item as a set holds it (an edge as the file has it: with its type)."""
-    if _is_edge(item):
-        item = Edge.from_value(item).to_dict()
-    return orjson.dumps(item, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS, default=str)
-
-
 def _check_lists(store: MdCG, node_id: str | None, changes: dict[str, Any]) -> None:
     """Refuse a write (``changes``: frontmatter fields; ``node_id``: the memory an update
-    changes, None for a new one) that a ``get`` could not read back whole, or that drops
-    what a ``get`` does not show: an agent writing back the clipped list it was shown
-    would lose the rest (of 2,000 edges, 1,936) or store a cut text (:func:`_check_list`);
-    lists that do not fit the frontmatter ``get`` shows (:func:`_check_fits`). As
-    :func:`_check_tags`: what the memory holds already is not new input (a hand-written
-    file may hold more); an update may keep it, or drop some."""
+    changes, None for a new one) of edges or conditions the memory holds and ``get`` does
+    not show whole (:func:`_check_shown_whole`: written, the list would lose what ``get``
+    left out), or that ``get`` could not read back whole: a list over FIELD_ITEMS items or
+    an item :func:`_unshown` finds (:func:`_check_items`), lists that together do not fit
+    the frontmatter ``get`` shows (:func:`_check_fits`). Tags: :func:`_check_tags`."""
     given = {f: changes[f] for f in WRITTEN_LISTS if f in changes}
     if not given:
         return
     held = _held_node(store, node_id) if node_id is not None else None
-    before = {} if held is None else held.to_dict(iso_times=True)
-    before = {k: v for k, v in before.items() if k not in ("id", "layer")}
-    shown = _fit_frontmatter(before)[0]
-    grown = set()
+    before = {} if held is None else node_dict(held, "")["frontmatter"]  # as ``get`` has it
+    shown, clipped, _ = _fit_frontmatter(before)
     for field, items in given.items():
-        had = before.get(field) or []
-        if _check_list(WRITTEN_LISTS[field], items, had, len(shown.get(field) or ())):
-            grown.add(field)
-    _check_fits(held, changes, given, grown, before)
+        if field in GUARDED_LISTS:
+            _check_shown_whole(field, before, shown, clipped, node_id or "")
+            _check_items(WRITTEN_LISTS[field], items)
+    _check_fits(held, changes, given, clipped)
 
 
-def _check_list(name: str, items: Sequence[Any], had: Sequence[Any], shown: int) -> bool:
-    """Whether ``items`` (the argument ``name``) grows the list the memory ``had`` (of
-    which ``get`` shows the first ``shown``): it has an item the memory does not hold, or
-    more of them. Refused: a list keeping none of the items ``get`` does not show (what
-    writing back its list does; an alias that read the file may drop some); a grown one of
-    more than FIELD_ITEMS items, or with a new item :func:`_unshown` finds or holding a
-    string ``get`` showed cut (:func:`_cut_string`). Tags: :func:`_check_tags`."""
-    known = {_item_key(x) for x in had}
-    new = [(i, x) for i, x in enumerate(items) if _item_key(x) not in known]
-    grows = bool(new) or len(items) > len(had)
-    if name == "tags":
-        return grows
-    kept = {_item_key(x) for x in items}
-    unseen = had[shown:]
-    if unseen and not any(_item_key(x) in kept for x in unseen):
-        raise InvalidArgumentError(
-            f"{name}: the memory holds {len(had):,} items and a `get` shows the first {shown}; this list "
-            f"keeps none of the {len(unseen):,} others, as the list a `get` shows would not (they would be "
-            "lost): give the list the file at `path` holds, less what you mean to drop",
-            name=name,
-            value=len(unseen),
-        )
-    if not grows:
-        return False
+def _check_shown_whole(
+    field: str, held: dict[str, Any], shown: dict[str, Any], clipped: dict[str, dict[str, int]], node_id: str
+) -> None:
+    """Refuse replacing ``field`` (edges, conditions) of the memory ``node_id`` when a ``get``
+    does not show what it holds whole (``clipped``, by :func:`_fit_frontmatter`, as
+    :func:`node_reply` clips): an update replaces the whole list, so the items, nested
+    values and text ``get`` left out would be lost -- whatever the list given (the one
+    ``get`` showed, with a change; a list without the items left out). The file holds it
+    whole: a person edits it there."""
+    if field not in clipped:
+        return
+    counts = clipped[field]
+    items = held.get(field) or ()
+    n, k = len(items), len(shown.get(field) or ())
+    nested = counts.get("left_out", 0) - (n - k)
+    also = [f"{nested:,} nested items left out"] if nested > 0 else []
+    also += [f"{counts['cut']:,} of its strings cut"] if counts.get("cut") else []
+    name = WRITTEN_LISTS[field]
+    raise InvalidArgumentError(
+        f"{name}: the memory holds {n:,} {GUARDED_LISTS[field][n != 1]}; a `get` shows "
+        f"{f'{k:,}' if k else 'none of them'}{', with ' + ' and '.join(also) if also else ''}: an update's "
+        f"{name} replace the whole list, so what a `get` does not show would be lost, and no MCP write "
+        f"changes these {GUARDED_LISTS[field][1]}; change them in the file at `path` instead (`mdcg edit "
+        f"{clip(node_id, TERM_CHARS)}`)",
+        name=name,
+        value=n,
+    )
+
+
+def _check_items(name: str, items: Sequence[Any]) -> None:
+    """Refuse a list (the argument ``name``) a ``get`` could not show whole: more than
+    FIELD_ITEMS items, or an item :func:`_unshown` finds (an edge as the file holds it)."""
     if len(items) > FIELD_ITEMS:
         raise InvalidArgumentError(
             f"{name}: {len(items):,} items, over the limit of {FIELD_ITEMS} (a `get` shows "
@@ -937,7 +938,7 @@ def _check_list(name: str, items: Sequence[Any], had: Sequence[Any], shown: int)
             name=name,
             value=len(items),
         )
-    for i, item in new:
+    for i, item in enumerate(items):
         found = _unshown(Edge.from_value(item).to_dict() if _is_edge(item) else item)
         if found is not None:
             fix = (
@@ -950,40 +951,6 @@ def _check_list(name: str, items: Sequence[Any], had: Sequence[Any], shown: int)
                 name=name,
                 value=i,
             )
-        found = _cut_string(item, had)
-        if found is not None:
-            raise InvalidArgumentError(f"{name}[{i}]{found[0]}: {found[1]}", name=name, value=i)
-    return True
-
-
-def _strings(value: Any, path: str = "", depth: int = 0) -> Iterable[tuple[str, str]]:
-    """(path, string) of every string in ``value``, at most MAX_DEPTH levels down."""
-    if isinstance(value, str):
-        yield path, value
-    elif depth < MAX_DEPTH and isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(item, f"{path}.{clip(str(key), TERM_CHARS)}", depth + 1)
-    elif depth < MAX_DEPTH and isinstance(value, list | tuple):
-        for i, item in enumerate(value):
-            yield from _strings(item, f"{path}[{i}]", depth + 1)
-
-
-def _cut_string(item: Any, had: Sequence[Any]) -> tuple[str, str] | None:
-    """Where ``item`` (new input) holds a string as a ``get`` showed one of ``had`` cut
-    (its start and an ellipsis), and why it is refused: written back, the cut is stored."""
-    cuts = [(path, s[:-1]) for path, s in _strings(item) if s.endswith("…")]
-    if not cuts:
-        return None
-    held = [_CONTROL.sub("\ufffd", h) for x in had for _, h in _strings(x)]
-    for path, start in cuts:
-        whole = next((h for h in held if len(h) > len(start) + 1 and h.startswith(start)), None)
-        if whole is not None:
-            return path, (
-                f"the text a `get` showed cut ({len(start) + 1:,} characters ending in …, of "
-                f"{len(whole):,} the memory holds): written back, the cut would be stored; give the "
-                "whole text, or leave the item as the file at `path` holds it"
-            )
-    return None
 
 
 #: The fields of a memory a write sets, as :func:`_check_fits` builds the memory it leaves.
@@ -991,15 +958,12 @@ _FRONTMATTER_FIELDS = frozenset(f.name for f in dataclasses.fields(Node)) - {"id
 
 
 def _check_fits(
-    held: Node | None,
-    changes: dict[str, Any],
-    given: dict[str, Any],
-    grown: set[str],
-    before: dict[str, Any],
+    held: Node | None, changes: dict[str, Any], given: dict[str, Any], clipped: dict[str, Any]
 ) -> None:
-    """:func:`_check_lists`' last step: the memory as the write leaves it has its lists
-    shown whole by ``get`` (in FRONTMATTER_CHARS less STORE_FIELDS_CHARS), or clipped only
-    as ``before`` (what it holds) already was, in a list the write did not grow."""
+    """:func:`_check_lists`' last step: refuse a write that leaves a list a ``get`` showed
+    whole (not in ``clipped``, the memory as it is) clipped in the memory as the write
+    leaves it, shown in FRONTMATTER_CHARS less STORE_FIELDS_CHARS. Each item given passed
+    :func:`_check_items`, so what clips it is their total size, which the message names."""
     names = {"tier": "retention_tier"}  # remember's own name for it
     fields = {names.get(k, k): v for k, v in changes.items() if names.get(k, k) in _FRONTMATTER_FIELDS}
     if not all(_is_edge(e) for e in given.get("edges") or ()):
@@ -1011,9 +975,8 @@ def _check_fits(
     after = {k: v for k, v in node.to_dict(iso_times=True).items() if k not in ("id", "layer")}
     limit = FRONTMATTER_CHARS - STORE_FIELDS_CHARS
     clipped_after = _fit_frontmatter(after, limit)[1]
-    clipped_before = _fit_frontmatter({k: v for k, v in before.items() if k not in ("id", "layer")})[1]
     for field, name in WRITTEN_LISTS.items():
-        if field in clipped_after and (field in grown or field not in clipped_before):
+        if field in clipped_after and field not in clipped:
             arg = name if field in given else ", ".join(WRITTEN_LISTS[f] for f in given)
             raise InvalidArgumentError(
                 f"{arg}: the memory's frontmatter would take {_json_chars(after):,} characters, over the "
@@ -1027,7 +990,8 @@ def _check_fits(
 
 def _check_supersedes_edge(store: MdCG, old: str, new: str, reason: str) -> None:
     """Refuse a ``supersede`` whose ``supersedes`` edge (added to ``new`` unless it has one
-    to ``old``) would leave ``new``'s edges past what a ``get`` shows whole (:func:`_check_lists`)."""
+    to ``old``) changes edges a ``get`` does not show whole, or leaves them past what it
+    shows (:func:`_check_lists`)."""
     held = _held_node(store, new)
     if held is None:
         return  # the store names the unknown id
@@ -1038,9 +1002,14 @@ def _check_supersedes_edge(store: MdCG, old: str, new: str, reason: str) -> None
     try:
         _check_lists(store, new, {"edges": [*edges, edge]})
     except InvalidArgumentError as exc:
+        if "edges" in _fit_frontmatter(node_dict(held, "")["frontmatter"])[1]:  # no MCP write changes them
+            fix = (
+                f"or supersede in a shell (`mdcg supersede {clip(old, TERM_CHARS)} {clip(new, TERM_CHARS)}`)"
+            )
+        else:
+            fix = "drop some of its edges first (`update` with edges)"
         raise InvalidArgumentError(
-            f"new: superseding adds an edge to {clip(new, TERM_CHARS)!r}, and {exc}; drop some of its "
-            "edges first (`update` with edges)",
+            f"new: superseding adds an edge to {clip(new, TERM_CHARS)!r}, and {exc}; {fix}",
             name="new",
             value=new,
         ) from exc

@@ -9,9 +9,9 @@ whose ``reason`` held 50,000 characters, ``update`` with an edge ``note`` of 50,
 items, 2,000 edges -- all stored, and ``get`` then said ``edges: {"left_out": 1936}``. An
 agent writing back the list it was shown plus one edge dropped 1,936 edges; writing back a
 cut text stored the cut. Now the writes refuse what ``get`` could not show whole (the
-limits ``node_reply`` clips with), a list that keeps none of the items ``get`` does not
-show, and a text ``get`` showed cut; a memory a hand filled past the limits still takes
-updates that do not grow it.
+limits ``node_reply`` clips with), and no MCP write changes edges or conditions a memory
+holds that ``get`` does not show whole (review r6: tests/test_mcp_guard_s32.py); a memory
+a hand filled past the limits still takes updates of its other fields.
 """
 
 from __future__ import annotations
@@ -47,15 +47,10 @@ CONDITION_COUNT = (
     "not_applicable: {n} items, over the limit of 64 (a `get` shows 64 of a list): merge conditions, or "
     "put the rest in the body"
 )
-UNSEEN = (
-    "{name}: the memory holds {held} items and a `get` shows the first {shown}; this list keeps none of "
-    "the {others} others, as the list a `get` shows would not (they would be lost): give the list the "
-    "file at `path` holds, less what you mean to drop"
-)
-CUT = (
-    "{where}: the text a `get` showed cut (1,000 characters ending in …, of {n} the memory holds): "
-    "written back, the cut would be stored; give the whole text, or leave the item as the file at "
-    "`path` holds it"
+HIDDEN = (
+    "{name}: the memory holds {held}; a `get` shows {shown}: an update's {name} replace the whole list, "
+    "so what a `get` does not show would be lost, and no MCP write changes these {items}; change them in "
+    "the file at `path` instead (`mdcg edit {id}`)"
 )
 TOO_BIG = (
     "{arg}: the memory's frontmatter would take {n} characters, over the 29,000 a `get` shows whole "
@@ -231,7 +226,7 @@ def _hand_filled(store: MdCG) -> None:
     store.add(Node(id="cutc", body="c", non_applicable_conditions=["Q" * 3_000, "short"]))
 
 
-def test_a_hand_filled_memory_stays_updatable_and_its_clipped_lists_cannot_be_written_back(
+def test_a_hand_filled_memory_stays_updatable_and_its_clipped_lists_are_not_written(
     tmp_path: Path,
 ) -> None:
     root = tmp_path / "m"
@@ -251,33 +246,38 @@ def test_a_hand_filled_memory_stays_updatable_and_its_clipped_lists_cannot_be_wr
         assert len(shown) == 64 and shown[0]["reason"] == "R" * 999 + "…"
 
         before = _memories(root)
-        for written in ([*shown, {"target": "new"}], [*shown[:63], {"target": "new"}], shown[1:]):
+        edges = HIDDEN.format(
+            name="edges", held="2,000 edges", shown="64, with 1 of its strings cut", items="edges", id="hand"
+        )
+        held = [Edge.from_value(e).to_dict() for e in store.get("hand").edges]
+        for written in ([*shown, {"target": "new"}], shown[1:], held, held[1:], [*held, {"target": "x"}], []):
             got = await client.call_tool("update", {"id": "hand", "edges": written})
-            assert _err(got) == UNSEEN.format(name="edges", held="2,000", shown=64, others="1,936")
+            assert _err(got) == edges
         conditions = reply["frontmatter"]["non_applicable_conditions"]
         got = await client.call_tool("update", {"id": "hand", "not_applicable": conditions})
-        assert _err(got) == UNSEEN.format(name="not_applicable", held="3,000", shown=64, others="2,936")
-        held = [Edge.from_value(e).to_dict() for e in store.get("hand").edges]
-        got = await client.call_tool("update", {"id": "hand", "edges": [*held, {"target": "new"}]})
-        assert _err(got) == EDGE_COUNT.format(n="2,001")
-        got = await client.call_tool("update", {"id": "hand", "edges": [shown[0], *held[1:]]})
-        assert _err(got) == EDGE_COUNT.format(n="2,000")  # the cut reason is new input
+        assert _err(got) == HIDDEN.format(
+            name="not_applicable", held="3,000 conditions", shown="64", items="conditions", id="hand"
+        )
         assert _memories(root) == before
 
-        _ok(await client.call_tool("update", {"id": "hand", "edges": held[1:]}))  # drops one it showed
-        assert [Edge.from_value(e).to_dict() for e in store.get("hand").edges] == held[1:]
-
-        # a text get showed cut, written back: refused
+        # a text get showed cut: the memory's list is not shown whole, so it is not written
         reply = _ok(await client.call_tool("get", {"id": "cut"}))
         assert reply["frontmatter_clipped"] == {"edges": {"cut": 1}}
-        before = _memories(root)
         got = await client.call_tool("update", {"id": "cut", "edges": reply["frontmatter"]["edges"]})
-        assert _err(got) == CUT.format(where="edges[0].note", n="5,000")
+        assert _err(got) == HIDDEN.format(
+            name="edges", held="1 edge", shown="1, with 1 of its strings cut", items="edges", id="cut"
+        )
         reply = _ok(await client.call_tool("get", {"id": "cutc"}))
         got = await client.call_tool(
             "update", {"id": "cutc", "not_applicable": reply["frontmatter"]["non_applicable_conditions"]}
         )
-        assert _err(got) == CUT.format(where="not_applicable[0]", n="3,000")
+        assert _err(got) == HIDDEN.format(
+            name="not_applicable",
+            held="2 conditions",
+            shown="2, with 1 of its strings cut",
+            items="conditions",
+            id="cutc",
+        )
         assert _memories(root) == before
         assert store.get("cut").edges[0].extra["note"] == "N" * 5_000
 
