@@ -24,12 +24,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio
 import orjson
-from mcp import Client
+from test_mcp_bounds_s32 import _err, _serve
 
 from md_cg import Edge, MdCG, Node, mcp_server
-from md_cg.mcp_server import BUDGETS, create_server
+from md_cg.mcp_server import BUDGETS
 
 LONG = (
     "{where}: a string of {n} characters, over the limit of 1,000 (a `get` could not show it whole): "
@@ -75,23 +74,6 @@ def _ok(result: Any) -> dict[str, Any]:
     assert not result.is_error, result.content
     out: dict[str, Any] = json.loads(result.content[0].text)
     return out
-
-
-def _err(result: Any) -> str:
-    assert result.is_error, result.content
-    text: str = result.content[0].text
-    return text.removeprefix("Error executing tool ").split(": ", 1)[1]
-
-
-def _serve(root: Path, work: Any, **kwargs: Any) -> None:
-    with MdCG(root) as store:
-        server = create_server(root, store=store, **kwargs)
-
-        async def run() -> None:
-            async with Client(server) as client:
-                await work(client, store)
-
-        anyio.run(run)
 
 
 def _frontmatter_chars(**fields: Any) -> str:

@@ -14,7 +14,6 @@ other fields stay writable.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -22,12 +21,11 @@ import pytest
 
 pytest.importorskip("mcp")
 
-import anyio
 import orjson
-from mcp import Client
+from test_mcp_edges_s32 import _err, _memories, _ok  # one set of MCP test helpers
+from test_mcp_edges_s32 import _serve as _serve_with
 
 from md_cg import Edge, MdCG, Node
-from md_cg.mcp_server import create_server
 
 HIDDEN = (
     "{name}: the memory holds {held}; a `get` shows {shown}: an update's {name} replace the whole list, "
@@ -36,32 +34,8 @@ HIDDEN = (
 )
 
 
-def _memories(root: Path) -> dict[str, bytes]:
-    files = sorted(root.rglob("*.md"))
-    return {p.relative_to(root).as_posix(): p.read_bytes() for p in files if ".mdcg" not in p.parts}
-
-
-def _ok(result: Any) -> dict[str, Any]:
-    assert not result.is_error, result.content
-    out: dict[str, Any] = json.loads(result.content[0].text)
-    return out
-
-
-def _err(result: Any) -> str:
-    assert result.is_error, result.content
-    text: str = result.content[0].text
-    return text.removeprefix("Error executing tool ").split(": ", 1)[1]
-
-
 def _serve(root: Path, work: Any) -> None:
-    with MdCG(root) as store:
-        server = create_server(root, store=store, aliases=("mcp-memory",))
-
-        async def run() -> None:
-            async with Client(server) as client:
-                await work(client, store)
-
-        anyio.run(run)
+    _serve_with(root, work, aliases=("mcp-memory",))
 
 
 def _edges(store: MdCG, node_id: str) -> list[dict[str, Any]]:
