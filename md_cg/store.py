@@ -39,7 +39,7 @@ from . import (
     visibility,
 )
 from . import search as search_mod
-from .engine import Engine, check_not_nested
+from .engine import Engine, check_not_nested, taken_back
 from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
@@ -639,8 +639,12 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         moved or deleted; ``report.problems`` says whether any was found. A scoped handle
         is told only of the nodes it sees and held (:func:`md_cg.reports.scoped_sync`).
         """
-        seen = self._seer()
-        report = maintenance.sync(self._engine, self.log(paths.AUDIT_DIR), self._scope)
+        seen, eng = self._seer(), self._engine
+        if eng.hand_after:  # a file noted gone that was put back by hand: no move to tell
+            with eng.lock:
+                eng.refresh()
+                taken_back(eng)
+        report = maintenance.sync(eng, self.log(paths.AUDIT_DIR), self._scope)
         report = replace(report, settings=_settings_problems(self._engine.root_str))
         return report if seen is None else reports.scoped_sync(report, seen)
 
@@ -659,6 +663,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         seen = self._seer()
         with eng.lock:
             eng.fresh()
+            taken_back(eng)  # as sync() does
             report = self._hand_edits.pick_up(eng, min_interval, self.log(paths.AUDIT_DIR), scope=self._scope)
         return report if report is None or seen is None else reports.scoped_pickup(report, seen)
 

@@ -215,6 +215,10 @@ class Reads(_Handle):
         if e is None and retry:
             eng.refresh()
             e = eng.state.entries.get(node_id)
+        if e is None and eng.hand_after and isinstance(node_id, str):
+            with eng.lock:  # its file noted gone, put back by hand: taken back (lazily)
+                engine_mod.taken_back(eng, (paths.id_key(node_id),))
+            e = eng.state.entries.get(node_id)
         if e is None:
             raise self._unknown(node_id, show)
         if not visibility.visible(eng.state, e, self._scope, show):
