@@ -25,7 +25,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import orjson
-from test_mcp_bounds_s32 import _err, _serve
+from test_mcp_bounds_s32 import NOTE, _err, _serve
 
 from md_cg import Edge, MdCG, Node, mcp_server
 from md_cg.mcp_server import BUDGETS
@@ -55,13 +55,6 @@ TOO_BIG = (
     "{arg}: the memory's frontmatter would take {n} characters, over the 29,000 a `get` shows whole "
     "(30,000, less 1,000 kept for the fields the store sets): `get` could not show its {field} whole; "
     "give fewer or shorter items (long text belongs in the body)"
-)
-NOTE = (
-    "frontmatter clipped (strings to 1,000 characters, lists and objects to 64 items, 30,000 "
-    "characters in all; frontmatter_clipped counts what each field left out): the file at `path` "
-    "holds every field whole; a clipped field written back would lose what was left out (`update` "
-    "refuses that for edges and not_applicable; tags it takes: give tags only to replace every tag "
-    "the file holds)"
 )
 
 
