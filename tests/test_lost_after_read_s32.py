@@ -159,7 +159,7 @@ from md_cg.node import Node
 with MdCG(sys.argv[1], refresh_interval=0) as s:
     hits = [r.id for r in s.search("walnut")[0]]
     try:
-        s.add(Node(id="x1", layer="knowledge", body="from the reader"))
+        s.add(Node(id=sys.argv[2], layer="knowledge", body="from the reader"))
         print(hits, "added")
     except Exception as exc:
         print(hits, type(exc).__name__, exc)
@@ -171,7 +171,11 @@ def test_a_second_process_reading_then_adding_is_refused(tmp_path: Path, how: st
     root, s = _store(tmp_path, how, reopen=True)
     with s:
         out = subprocess.run(
-            [sys.executable, "-c", _READER, str(root)], env=_ENV, check=True, capture_output=True, text=True
+            [sys.executable, "-c", _READER, str(root), "x1"],
+            env=_ENV,
+            check=True,
+            capture_output=True,
+            text=True,
         ).stdout
         assert out == f"['y1'] NodeNotFoundError {_moved('x1')}\n"
         s.search("walnut")

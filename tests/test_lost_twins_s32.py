@@ -25,6 +25,7 @@ from typing import Any
 
 import pytest
 from test_hand_moved_s31 import _moved
+from test_lost_after_read_s32 import _READER  # the reader process: search, then add argv[2]
 
 import md_cg
 from md_cg import MdCG, Scope
@@ -130,25 +131,11 @@ def test_a_scoped_handle_is_refused_the_twin_without_the_id_or_file(tmp_path: Pa
     assert _files(root) == ["knowledge/handmoved/x1.md", "knowledge/orphan/y1.md"]
 
 
-_READER = """
-import sys
-from md_cg import MdCG
-from md_cg.node import Node
-with MdCG(sys.argv[1], refresh_interval=0) as s:
-    hits = [r.id for r in s.search("walnut")[0]]
-    try:
-        s.add(Node(id="X1", layer="knowledge", body="from the reader"))
-        print(hits, "added")
-    except Exception as exc:
-        print(hits, type(exc).__name__, exc)
-"""
-
-
 def test_a_second_process_searching_then_adding_the_twin_is_refused(tmp_path: Path) -> None:
     root, s = _store(tmp_path, "move")
     s.close()
     out = subprocess.run(
-        [sys.executable, "-c", _READER, str(root)], env=_ENV, check=True, capture_output=True, text=True
+        [sys.executable, "-c", _READER, str(root), "X1"], env=_ENV, check=True, capture_output=True, text=True
     ).stdout
     assert out == f"['y1'] IdCollisionError {_collides('X1', 'x1', 'knowledge/orphan/x1.md')}\n"
     assert _files(root) == ["knowledge/handmoved/x1.md", "knowledge/orphan/y1.md"]

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_scoped_deletions_s31 import _write as _write_memories  # one writer process
 
 import md_cg
 from md_cg import MdCG, Scope
@@ -48,14 +49,7 @@ def _run(code: str, *args: str) -> None:
 
 def _write(root: Path) -> None:
     """Write :data:`MEMORIES` through md-cg in a process of its own."""
-    code = (
-        "import json, sys\n"
-        "from md_cg import MdCG\n"
-        "with MdCG(sys.argv[1]) as s:\n"
-        "    for i, kw in json.loads(sys.argv[2]).items():\n"
-        "        s.add(id=i, layer='contextual', body=f'memory {i} about okapis', **kw)\n"
-    )
-    _run(code, str(root), json.dumps(MEMORIES))
+    _write_memories(root, MEMORIES)
 
 
 def _update(root: Path, ids: tuple[str, ...]) -> None:
