@@ -753,17 +753,19 @@ def stale_paths(engine: Engine) -> set[str]:
     scan = index.scan_files(engine.root_str)
     files = scan.files
     hidden = scan.hidden_by
-    out = {e.path for e in engine.state.entries.values() if e.path not in files and not hidden(e.path)}
-    entries = engine.state.entries
-    by_path = engine.state.by_path()
-    for rel, st in files.items():
-        node_id = by_path.get(rel)
-        e = entries.get(node_id) if node_id is not None else None
-        if e is None:
-            if rel not in engine.state.problems:
+    state = engine.state
+    out: set[str] = set()
+    # the stats the index holds, from a snapshot's columns without building an entry
+    # (building all of them was 5.5 s of a first pick-up's 9.3 at 100k, under a profiler)
+    for _id, rel, mtime_ns, size in state.entries.placed():
+        st = files.get(rel)
+        if st is None:
+            if not hidden(rel):
                 out.add(rel)
-        elif (e.mtime_ns, e.size) != (st.st_mtime_ns, st.st_size):
+        elif (mtime_ns, size) != (st.st_mtime_ns, st.st_size):
             out.add(rel)
+    by_path, problems = state.by_path(), state.problems
+    out.update(rel for rel in files if rel not in by_path and rel not in problems)
     return out
 
 

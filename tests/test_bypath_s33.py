@@ -10,6 +10,7 @@ These tests pin the walk count and that the kept map always equals a fresh one.
 
 from __future__ import annotations
 
+import os
 import random
 import shutil
 from pathlib import Path
@@ -118,3 +119,28 @@ def test_the_kept_map_equals_a_fresh_one_through_every_kind_of_change(tmp_path: 
         _churn(store, root, rng, range(100, 160))
         on_disk = {p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".mdcg" not in p.parts}
         assert set(state.by_path()) == on_disk
+
+
+def test_the_first_pick_up_builds_no_entry_of_a_snapshot_opened_index(tmp_path: Path) -> None:
+    """The first ``sync_if_changed`` compares every file with the index by a stat scan. It
+    built every entry of an index opened from a snapshot to read their stats (5.5 s of the
+    first call's 9.3 at 100k nodes under a profiler, and +170 MiB); the snapshot's columns
+    answer them. The scan still finds a hand edit, a new file and a deletion."""
+    root = tmp_path / "m"
+    with MdCG(root) as store:
+        store.add_many([Node(id=f"n{i}", layer="knowledge", body=f"note {i}") for i in range(50)])
+        store.compact_index()
+        paths = {i: root / store._engine.state.entries[i].path for i in ("n1", "n2")}
+    edited = paths["n1"]
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nby hand\n", encoding="utf-8")
+    os.utime(edited, ns=(1, 1))  # a stat the index cannot hold
+    paths["n2"].unlink()
+    (root / "knowledge" / "fresh.md").write_text("# Fresh\n\nwritten by hand\n", encoding="utf-8")
+    with MdCG(root) as store:
+        entries = store._engine.state.entries
+        assert entries.lazy
+        report = store.sync_if_changed()
+        assert report is not None
+        assert (report.added, report.changed, report.deleted) == (("fresh",), ("n1",), ("n2",))
+        assert entries.lazy  # before: every row built by the scan
+        assert store.get("n1").body.endswith("by hand")
