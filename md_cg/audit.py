@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from . import fsops
 from .errors import MalformedNodeFileError, UnsafePathError
-from .index import MAX_FILE_BYTES, RENAMED_FROM, Entry, decode_node
+from .index import RENAMED_FROM, Entry, decode_node, read_limited
 from .logs import AppendLog
 from .node import Node
 from .script import terminal_safe
@@ -557,7 +556,7 @@ def renamed_reader(root: str) -> Callable[[str], Node | None]:
     :data:`RENAMED_FROM` (most files; no parse), else the node."""
 
     def read(rel: str) -> Node | None:
-        data, _ = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
+        data, _ = read_limited(root, rel)
         return decode_node(data, rel) if RENAMED_FROM.encode() in data else None
 
     return read

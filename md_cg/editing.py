@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import audit as audit_mod
-from . import fsops, index, merge, paths, visibility
+from . import index, merge, paths, visibility
 from .engine import (
     Engine,
     Staged,
@@ -97,7 +97,7 @@ def _file_of(engine: Engine, entry: Entry) -> bytes:
     """The bytes of ``entry``'s file (one the caller sees); gone from its path by hand:
     :func:`~md_cg.errors.lost_file_error` (was a bare FileNotFoundError)."""
     try:
-        data, _ = fsops.read_file(engine.root_str, entry.path, max_bytes=index.MAX_FILE_BYTES)
+        data, _ = index.read_limited(engine.root_str, entry.path)
     except (FileNotFoundError, NotADirectoryError):
         raise lost_file(engine, entry) or NodeNotFoundError(entry.id) from None
     return data
@@ -338,7 +338,7 @@ def _occupied(engine: Engine, old_id: str, new_id: str, rel: str) -> str:
     if new_id in engine.state.entries:
         return f"that id exists at {rel}"
     try:
-        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        data, _ = index.read_limited(engine.root_str, rel)
         held = index.decode_node(data, rel).id
     except MalformedNodeFileError:
         return (

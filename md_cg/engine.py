@@ -756,7 +756,7 @@ class Engine:
         if fsops.exists(self.root_str, to):
             raise _taken(self, current.id, to, True, foreign=current.path)
         try:
-            data, _ = fsops.read_file(self.root_str, current.path, max_bytes=index.MAX_FILE_BYTES)
+            data, _ = index.read_limited(self.root_str, current.path)
         except (FileNotFoundError, NotADirectoryError):
             raise moved_away(self, current, None) from None
         node = index.decode_node(data, current.path)  # a file broken by hand: named where it is
@@ -961,7 +961,7 @@ def file_id(engine: Engine, rel: str) -> str | None:
 def _read_at(engine: Engine, rel: str) -> tuple[bytes, Node] | None:
     """The bytes and node of the file at ``rel``; None when it cannot be read as a node."""
     try:
-        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        data, _ = index.read_limited(engine.root_str, rel)
         return data, index.decode_node(data, rel)
     except (OSError, UnsafePathError, MalformedNodeFileError):
         return None
@@ -1047,7 +1047,7 @@ def _holds_text(engine: Engine, rel: str) -> bool:
     frontmatter, a whole merge conflict): text that a write over it would lose. A file
     that is gone, unsafe (a symlink) or unreadable is not."""
     try:
-        data, _ = fsops.read_file(engine.root_str, rel, max_bytes=index.MAX_FILE_BYTES)
+        data, _ = index.read_limited(engine.root_str, rel)
         index.decode_node(data, rel)
     except MalformedNodeFileError:
         return True

@@ -340,7 +340,7 @@ def decode_node(data: bytes, rel: str) -> Node:
 
 def read_node(root: str, rel: str) -> Node:
     """Read and parse the node file ``root/rel`` (no symlinks, within the size limit)."""
-    return decode_node(_read_limited(root, rel)[0], rel)
+    return decode_node(read_limited(root, rel)[0], rel)
 
 
 class DirCache:
@@ -377,7 +377,11 @@ class DirCache:
         self.close()
 
 
-def _read_limited(root: str, rel: str, dirs: DirCache | None = None) -> tuple[bytes, os.stat_result]:
+def read_limited(root: str, rel: str, dirs: DirCache | None = None) -> tuple[bytes, os.stat_result]:
+    """The bytes and stat of the node file ``root/rel`` (no symlink followed); a file over
+    :data:`MAX_FILE_BYTES` or one this process may not read is a MalformedNodeFileError
+    naming it and why (``fsops.read_file`` with ``max_bytes`` gives such a file's bytes as
+    empty: a caller that did not check the size showed a 5 MB memory as empty text)."""
     try:
         if dirs is None:
             data, st = fsops.read_file(root, rel, max_bytes=MAX_FILE_BYTES)
@@ -400,7 +404,7 @@ def parse_file(root: str, rel: str, dirs: DirCache | None = None) -> Parsed:
     Raises MalformedNodeFileError, UnsafePathError or OSError (FileNotFoundError
     when the file is gone).
     """
-    data, st = _read_limited(root, rel, dirs)
+    data, st = read_limited(root, rel, dirs)
     node = decode_node(data, rel)
     entry = make_entry(node, rel, st.st_mtime_ns, st.st_size)
     return Parsed(node, entry, index_text(node))
@@ -1183,7 +1187,7 @@ def parse_chunk(root: str, rels: list[str], dirs: DirCache) -> tuple[list[Parsed
     read: list[tuple[str, bytes, os.stat_result]] = []
     for rel in rels:
         try:
-            data, st = _read_limited(root, rel, dirs)
+            data, st = read_limited(root, rel, dirs)
         except (MalformedNodeFileError, UnsafePathError) as exc:
             problems[rel] = _reason(exc)
         except (FileNotFoundError, NotADirectoryError):
