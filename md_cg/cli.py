@@ -1924,22 +1924,25 @@ def import_(
     }
     given: str | IO[bytes] = source
     report = None
-    if not dry_run and not is_store_folder(_store_folder(ctx, root, create=True)):
-        given, report = _checked_first(source, options)  # raises as the import would
-    if report is None:
-        with (
-            _open(ctx, root, read_only=dry_run, create=not dry_run) as store,
-            _bar(ctx, quiet, "importing") as update,
-        ):
-            report = import_nodes(
-                store,
-                given,
-                dry_run=dry_run,
-                batch=batch,
-                durable=durable or None,
-                progress=update,
-                **options,
-            )
+    try:
+        if not dry_run and not is_store_folder(_store_folder(ctx, root, create=True)):
+            given, report = _checked_first(source, options)  # raises as the import would
+        if report is None:
+            with (
+                _open(ctx, root, read_only=dry_run, create=not dry_run) as store,
+                _bar(ctx, quiet, "importing") as update,
+            ):
+                report = import_nodes(
+                    store,
+                    given,
+                    dry_run=dry_run,
+                    batch=batch,
+                    durable=durable or None,
+                    progress=update,
+                    **options,
+                )
+    except ImportSourceError as exc:
+        raise _import_refused(exc, json_out) from None
     if json_out:
         _print_json(report.to_dict())
         return
@@ -1953,6 +1956,22 @@ def import_(
             typer.echo(f"  {what}: {record}")
         if len(records) > 10:
             typer.echo(f"  ... and {len(records) - 10} more (--json lists them all)")
+
+
+def _import_refused(exc: ImportSourceError, json_out: bool) -> ImportSourceError:
+    """The error of an import refused for its records (bad ones, ids taken), which names
+    the first 10 of them: with ``--json``, ``{"error", "problems"}`` on stdout lists every
+    one (each as the report lists a bad record: bounded); the count line of the rest says
+    where to see them. A failed import printed "... and 2 more" and, with ``--json``,
+    nothing on stdout: only a ``--skip-bad --dry-run --json`` listed the rest (review r2)."""
+    if not exc.problems:  # the source cannot be read: one line, as any error
+        return exc
+    first, *rest = str(exc).splitlines()
+    if json_out:
+        _print_json({"error": first, "problems": [problem.to_dict() for problem in exc.problems]})
+    if rest and rest[-1].startswith("  ... and "):
+        rest[-1] += " (the JSON on stdout lists them all)" if json_out else " (--json lists them all)"
+    return ImportSourceError("\n".join([first, *rest]), exc.problems)
 
 
 def _checked_first(source: str, options: dict[str, Any]) -> tuple[str | IO[bytes], Any]:

@@ -90,6 +90,7 @@ from .node import (
     FIELD_ORDER,
     INT_END,
     INT_MIN,
+    MAX_ID_CHARS,
     Node,
     build_node,
     check_layer,
@@ -136,6 +137,16 @@ class BadRecord(NamedTuple):
 
     def __str__(self) -> str:
         return f"{self.where}: {self.reason}"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{where, node_id, reason}`` as ``--json`` lists it. The reason quotes a value
+        cut short already; an id longer than any id may be (a bad record's: a record may
+        give a megabyte of id) is cut to :data:`md_cg.node.MAX_ID_CHARS` characters and
+        ``...`` too, so a listing of every bad record stays as long as its records."""
+        node_id = self.node_id
+        if node_id is not None and len(node_id) > MAX_ID_CHARS:
+            node_id = node_id[:MAX_ID_CHARS] + "..."
+        return {"where": self.where, "node_id": node_id, "reason": self.reason}
 
 
 @dataclass
@@ -190,10 +201,10 @@ class ImportReport:
             "moved": self.moved,
             "unchanged": self.unchanged,
             "repeated": self.repeated,
-            "bad": [r._asdict() for r in self.bad],
-            "kept": [r._asdict() for r in self.kept],
-            "warned": [r._asdict() for r in self.warned],
-            "departed": [r._asdict() for r in self.departed],
+            "bad": [r.to_dict() for r in self.bad],
+            "kept": [r.to_dict() for r in self.kept],
+            "warned": [r.to_dict() for r in self.warned],
+            "departed": [r.to_dict() for r in self.departed],
             "seconds": round(self.seconds, 3),
         }
 
@@ -616,9 +627,7 @@ def _planned(writer: _Writer, nodes: list[tuple[str, Node]], report: ImportRepor
     plan = writer.plan([(w, n) for w, n in nodes if n.id not in unusable])
     taken = _taken(plan)
     if taken:
-        raise _bad_error(
-            report.source, taken, "record(s) whose id is taken (--overwrite replaces other content)"
-        )
+        raise _bad_error(report.source, taken, _taken_what(writer.store, taken))
     report.ids = [node.id for _w, node, _s in plan]
     return plan
 
@@ -904,6 +913,29 @@ def _folder_refusal(root: str, folder: str) -> str | None:
 
 def _taken(plan: Planned) -> list[BadRecord]:
     return [BadRecord(where, node.id, status) for where, node, status in plan if status.startswith("id ")]
+
+
+def _taken_what(store: MdCG, taken: Sequence[BadRecord]) -> str:
+    """What the ``taken`` records are (after their count), with what can be done, by what
+    holds their ids: other content is replaced by ``--overwrite`` (only named when some
+    record is refused for it: with ``overwrite`` none is), an archived memory never -- the
+    hint was given for it, also to an import run with ``--overwrite`` (review r2) --, an
+    expired one never (its own line says to renew or sweep it)."""
+    held = [_held(store, bad.node_id) for bad in taken if bad.node_id is not None]
+    archived = sum(1 for entry in held if entry is not None and entry.archived)
+    expired = sum(1 for entry in held if entry is not None and _expired_here(entry))
+    other = len(taken) - archived - expired
+    hints = []
+    if other:
+        hints.append(
+            "--overwrite replaces other content" + ("" if other == len(taken) else f" for {other} of them")
+        )
+    if archived:
+        hints.append(
+            "an archived memory is never replaced, not even with --overwrite: unarchive it first, "
+            "or give the record another id"
+        )
+    return "record(s) whose id is taken" + (f" ({'; '.join(hints)})" if hints else "")
 
 
 def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
