@@ -98,12 +98,38 @@ def _space(record: Any) -> Mapping[str, Any]:
 
 
 def _value_key(value: Any) -> str:
-    """A hashable, readable key for a field value (lists and dicts as canonical JSON)."""
+    """A hashable, readable key for a field value, one per value *and type*, as scheme A
+    keys: other values as canonical JSON (``1``, ``1.0``, ``true``, ``[1, 2]``), a string
+    as it is unless it would read as one of those or as :data:`MISSING`, then as a JSON
+    string (``"1"``, ``"[1, 2]"``, ``"<missing>"``). Keyed as bare text, the string ``"1"``
+    and the number 1 were one bucket, and the string ``<missing>`` joined the records
+    without the field."""
     if value is None:
         return MISSING
     if isinstance(value, str):
-        return value
+        return json.dumps(value, ensure_ascii=False) if _reads_as_json(value) else value
     return json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+# What text JSON (as Python reads it: NaN, Infinity) can start with after whitespace.
+_JSON_STARTS = frozenset('"[{-0123456789tfnNI')
+
+
+def _reads_as_json(text: str) -> bool:
+    """Whether ``text``, shown bare, could be taken for another key: :data:`MISSING`, or
+    text the JSON reader reads (too deeply nested to read counts: it may be the JSON of a
+    deep list)."""
+    if text == MISSING:
+        return True
+    if text.lstrip()[:1] not in _JSON_STARTS:
+        return False
+    try:
+        json.loads(text)
+    except RecursionError:
+        return True
+    except ValueError:
+        return False
+    return True
 
 
 def key_a(record: Any) -> str:

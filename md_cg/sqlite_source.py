@@ -23,7 +23,8 @@ every column to a node field. In short:
 * Columns that are not in the reference schema are kept: a non-NULL text or
   number goes to :attr:`Node.extra` under the column name (a BLOB there is a
   bad row). The reference ``extra`` column (a JSON object) is merged into
-  :attr:`Node.extra` too.
+  :attr:`Node.extra` too; a column named as one of its keys makes the row bad
+  unless both hold the same value of the same type (one would be lost).
 * An integer ``id`` (or edge ``source``/``target``) is read as its decimal
   string.
 * The reader does not rely on ``id`` being a primary key: user databases often
@@ -563,6 +564,13 @@ def _row_fields(
             continue
         if isinstance(value, bytes):
             problems.append(f"column {name!r} holds a BLOB, which a node cannot carry")
+            continue
+        if name in extra and not (type(extra[name]) is type(value) and extra[name] == value):
+            # the extra object already holds the key: one of the two values would be lost
+            problems.append(
+                f"column 'extra' holds {name!r}: {show(extra[name])}, which differs from column "
+                f"{name!r} ({show(value)}); a node has one extra key {name!r}: keep one of the two"
+            )
             continue
         extra[name] = value
     return kwargs, extra
