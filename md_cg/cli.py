@@ -380,6 +380,12 @@ def _store_folder(ctx: typer.Context, root: Path | None, *, create: bool = False
             f"{path}: is a file, not a store folder (point --root / ${ROOT_ENV} at a store folder, "
             "or at a new one to create)"
         )
+    if path.is_symlink() and not path.exists():
+        # else "create one with `mdcg init`", and init itself failed with "File exists"
+        raise InvalidArgumentError(
+            f"{path}: is a symlink to {os.readlink(path)}, which does not exist (a dangling symlink); "
+            f"create that folder, or point --root / ${ROOT_ENV} at an existing store or a new folder"
+        )
     _refuse_nested(path, create)
     if not create and not path.is_dir():
         raise InvalidArgumentError(
@@ -1216,19 +1222,25 @@ def _dangling(incoming: Any) -> list[dict[str, str]]:
     return [{"source": src, "type": etype} for src, etype in incoming]
 
 
-def _echo_left(deleted: Deleted) -> None:
+def _echo_left(deleted: Deleted, lists: str) -> None:
     """What a delete or forget left behind (dangling edges, memories it had superseded)
     and the other files of the id it removed with it; :func:`terminal_safe`, as the
-    first line (an id refuses controls but may hold a bidi mark: U+202E)."""
+    first line (an id refuses controls but may hold a bidi mark: U+202E). The edges
+    are named as the refusal without ``--force`` names them, the first 20 and how many
+    more (``lists``: where every one is): a memory 5,000 others link to printed one
+    90 KB line."""
     lines = []
     if deleted.copies:
         lines.append("its copies removed too: " + ", ".join(deleted.copies))
     if deleted.incoming:
-        lines.append("edges left dangling: " + ", ".join(f"{s} ({t})" for s, t in deleted.incoming))
-    for old in deleted.left_closed:
-        lines.append(
-            f"{old}: still closed (it superseded it); if it is true again: mdcg update {old} --reopen"
-        )
+        edges = NodeHasIncomingEdgesError.sources(deleted.incoming)
+        more = len(deleted.incoming) > NodeHasIncomingEdgesError.LISTED
+        lines.append(f"edges left dangling: {edges}" + (f" ({lists} lists every one)" if more else ""))
+    closed = [
+        f"{old}: still closed (it superseded it); if it is true again: mdcg update {old} --reopen"
+        for old in deleted.left_closed
+    ]
+    lines += _capped(closed, "still closed", "--json")
     for line in lines:
         typer.echo(terminal_safe(line))
 
@@ -1259,7 +1271,7 @@ def delete(
         )
         return
     typer.echo(terminal_safe(f"{node_id}: deleted ({path})"))
-    _echo_left(deleted)
+    _echo_left(deleted, "`mdcg health --json`")
 
 
 @app.command()
@@ -1289,7 +1301,7 @@ def forget(
         )
         return
     typer.echo(terminal_safe(f"{node_id}: forgotten ({deleted.node.layer}); tombstone kept"))
-    _echo_left(deleted)
+    _echo_left(deleted, "the tombstone in .mdcg/audit/")
 
 
 @app.command()
@@ -1647,21 +1659,38 @@ def neighbours(
         list[str] | None, typer.Option("--type", help="Only this edge type (repeatable).")
     ] = None,
     depth: Annotated[int, typer.Option(help="Edges to follow.")] = 1,
+    limit: Annotated[int, typer.Option("--limit", "-n", help="Neighbours shown.", min=1)] = 50,
+    offset: Annotated[int, typer.Option(help="Neighbours skipped first.", min=0)] = 0,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
-    """List the nodes linked to ID by edges (either direction, any depth)."""
+    """List the nodes linked to ID by edges (either direction, any depth), --limit at a time."""
     with _open(ctx, root, read_only=True) as store:
         found = store.neighbours(node_id, direction=direction, types=edge_type or None, depth=depth)
+        page = found[offset : offset + limit]  # paged as `list` is: a hub printed 5,000 rows
         if json_out:
-            _print_json({"id": node_id, "neighbours": [n.to_dict() for n in found]})
+            _print_json(
+                {
+                    "id": node_id,
+                    "total": len(found),
+                    "offset": offset,
+                    "neighbours": [n.to_dict() for n in page],
+                }
+            )
             return
-        if not found:
-            typer.echo(f"{terminal_safe(node_id)}: no neighbours ({direction}, depth {depth})")
+        if not page:
+            none = f"{len(found)} neighbours ({direction}, depth {depth}), none at --offset {offset}"
+            typer.echo(
+                f"{terminal_safe(node_id)}: "
+                + (none if found else f"no neighbours ({direction}, depth {depth})")
+            )
             return
-        titles = {n.id: store.entry(n.id).title for n in found if n.exists}
+        titles = {n.id: store.entry(n.id).title for n in page if n.exists}
     out = _stdout()
-    out.print(neighbours_table(found, titles, width=out.width), crop=False)
+    out.print(neighbours_table(page, titles, width=out.width), crop=False)
+    if offset or len(page) < len(found):
+        more = f"; --offset {offset + len(page)} for more" if offset + len(page) < len(found) else ""
+        typer.echo(f"{offset + 1}-{offset + len(page)} of {len(found)}{more}")
 
 
 @app.command()
@@ -2270,8 +2299,20 @@ def mcp(
     run_server(folder, aliases=families, scope=scope, read_only=read_only)
 
 
+def _drop_zero_size() -> None:
+    """Treat ``COLUMNS``/``LINES`` of zero as unset: rich takes ``COLUMNS=0`` for a
+    console zero cells wide and printed no table at all (``search`` and ``health``
+    showed nothing, ``health`` still exiting 1). Without it, the terminal's size, else 80
+    columns. Other values rich already ignores (``abc``, ``-5``)."""
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and value.isdigit() and int(value) == 0:
+            del os.environ[name]
+
+
 def main() -> None:
     """Entry point of the ``mdcg`` script."""
+    _drop_zero_size()
     app()
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -215,6 +216,29 @@ class DuplicateIdError(MdcgError):
         self.plain = message is None and not untracked and not archived
 
 
+def twin_labels(first: str, second: str) -> tuple[str, str]:
+    """How to print two ids in one message so that they do not look the same: their
+    ``repr``, or both escaped (``'Caf\\u00e9'``, ``'Cafe\\u0301'``) when they differ only
+    in Unicode form, as the unknown-id error and ``health`` print such twins
+    (:func:`md_cg.script.escaped`, written again here: this module imports nothing)."""
+    if first == second or unicodedata.normalize("NFC", first) != unicodedata.normalize("NFC", second):
+        return repr(first), repr(second)
+    return _escaped(first), _escaped(second)
+
+
+def _escaped(text: str) -> str:
+    out = []
+    for ch in text:
+        code = ord(ch)
+        if ch in "'\\":
+            out.append("\\" + ch)
+        elif 0x20 <= code < 0x7F:
+            out.append(ch)
+        else:
+            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
+    return "'" + "".join(out) + "'"
+
+
 class IdCollisionError(DuplicateIdError):
     """A new id differs from an existing one only by case or Unicode normalisation.
 
@@ -234,8 +258,9 @@ class IdCollisionError(DuplicateIdError):
                 "Unicode normalisation are the same file on macOS and Windows; choose another id"
             )
         else:
+            new, old = twin_labels(node_id, existing)
             message = (
-                f"node id {node_id!r} collides with the existing id {existing!r} ({path}): ids that "
+                f"node id {new} collides with the existing id {old} ({path}): ids that "
                 "differ only by letter case or Unicode normalisation are the same file on macOS and "
                 "Windows; choose another id or change the existing node"
             )

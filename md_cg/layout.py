@@ -33,7 +33,7 @@ from typing import Any
 from .errors import InvalidArgumentError
 from .node import Node, check_id, check_layer
 from .paths import BUCKETED_LAYER, ORPHAN, node_rel
-from .script import fold
+from .script import fold, short_repr
 
 BUCKET_PREFIX = "cond_"
 DOMAIN_TAG = "domain:"
@@ -163,7 +163,8 @@ def rel_path(node: Node) -> str:
 def context_route_key(context: Any) -> str | None:
     """The bucket key a caller's search ``context`` routes to.
 
-    Accepted forms: a domain string; a mapping with ``domain``, ``tags`` and/or
+    Accepted forms: a domain string; a mapping with ``domain``, ``tags`` (a list of
+    tags, or one tag as a string) and/or
     ``condition_space`` (or condition-space fields at the top level, such as
     ``observation_position``); a :class:`Node`. ``None`` means no routing.
     """
@@ -174,15 +175,62 @@ def context_route_key(context: Any) -> str | None:
     if isinstance(context, str):
         return normalize_domain(context) or None
     if isinstance(context, Mapping):
+        check_context_fields(context)
         domain = context.get("domain")
         if isinstance(domain, str) and normalize_domain(domain):
             return normalize_domain(domain)
         space = context.get("condition_space")
         if not isinstance(space, Mapping) and "observation_position" in context:
             space = context
-        return route_key_of(context.get("tags") or (), space)
+        tags = context.get("tags") or ()
+        # one string is one tag (its characters were read as the tags: routed nowhere)
+        return route_key_of((tags,) if isinstance(tags, str) else tags, space)
     raise InvalidArgumentError(
         f"search context must be None, a domain string, a mapping or a Node, got {type(context).__name__}",
         name="context",
         value=context,
     )
+
+
+def check_context_fields(context: Mapping[str, Any]) -> None:
+    """Refuse a context mapping whose routing fields have the wrong type, naming the field.
+
+    ``{"tags": 5}`` raised a bare TypeError from :func:`domain_from_tags`, and
+    ``{"domain": 5}`` routed nowhere without a word. ``tags`` must be a list of
+    strings, or one string (one tag, as a node file's ``tags: python`` is: see
+    :func:`context_route_key`); ``domain`` and ``observation_position`` a string;
+    ``condition_space`` an object. ``None`` is "not given". The other keys are free
+    text for the judge.
+    """
+    tags = context.get("tags")
+    if tags is not None and not isinstance(tags, str):
+        bad = None if isinstance(tags, (list, tuple, set, frozenset)) else tags
+        if bad is None:
+            bad = next((t for t in tags if not isinstance(t, str)), None)
+        if bad is not None:
+            raise InvalidArgumentError(
+                f'context.tags must be a list of tags (strings such as "domain:计算机科学") or one '
+                f"tag, got {type(bad).__name__} {short_repr(bad)}",
+                name="context.tags",
+                value=tags,
+            )
+    space = context.get("condition_space")
+    if space is not None and not isinstance(space, Mapping):
+        raise InvalidArgumentError(
+            f"context.condition_space must be an object, got {type(space).__name__} {short_repr(space)}",
+            name="context.condition_space",
+            value=space,
+        )
+    strings = [
+        ("domain", context.get("domain")),
+        ("observation_position", context.get("observation_position")),
+    ]
+    if space is not None:
+        strings.append(("condition_space.observation_position", space.get("observation_position")))
+    for name, value in strings:
+        if value is not None and not isinstance(value, str):
+            raise InvalidArgumentError(
+                f"context.{name} must be a string, got {type(value).__name__} {short_repr(value)}",
+                name=f"context.{name}",
+                value=value,
+            )

@@ -203,6 +203,14 @@ def windows_device_name(node_id: str) -> str | None:
 _JOINERS = frozenset("\u200c\u200d") | frozenset(map(chr, range(0xE0020, 0xE0080)))
 
 
+def invisible_char(text: str) -> str | None:
+    """The first invisible format character of ``text`` (Unicode category Cf, the joiners
+    of :data:`_JOINERS` aside), or None: what makes a new id or tag look like another."""
+    if text.isascii():
+        return None
+    return next((c for c in text if unicodedata.category(c) == "Cf" and c not in _JOINERS), None)
+
+
 def check_new_id(node_id: object, *, what: str = "node id") -> str:
     """:func:`check_id`, and for an id a store is about to *create*: not a Windows device
     name, and no invisible format character (Unicode category Cf: zero-width space,
@@ -215,7 +223,7 @@ def check_new_id(node_id: object, *, what: str = "node id") -> str:
     """
     checked = check_id(node_id, what=what)
     if not checked.isascii():
-        invisible = next((c for c in checked if unicodedata.category(c) == "Cf" and c not in _JOINERS), None)
+        invisible = invisible_char(checked)
         if invisible is not None:
             raise UnsafeIdError(
                 f"unsafe {what} {checked!r}: it holds the invisible format character "
@@ -975,7 +983,9 @@ def unusable(
     kept_times: Mapping[str, object] | None = None,
 ) -> InvalidNodeError | None:
     """The InvalidNodeError (returned, not raised) when a memory a caller writes by
-    hand (``add``, ``update``) holds what no read could use: a blank tag (the tag filter refuses one), an edge
+    hand (``add``, ``update``) holds what no read could use: a blank tag (the tag filter refuses one),
+    a tag with an invisible format character (:func:`invisible_char`, as new ids refuse: ``ops\u200b``
+    printed as ``ops`` and ``--tag ops`` missed it), an edge
     to itself (``neighbours`` never shows it), an edge confidence outside 0..1, or
     a time outside the years 1-9999 (:func:`instant_problem`: milliseconds for seconds).
     Files and ``add_many`` carry what they hold; this is for new input.
@@ -1003,6 +1013,16 @@ def unusable(
                 return InvalidNodeError(
                     f"node {node.id!r}: field 'tags' holds a tag with a control character ({tag!r}); "
                     "a tag is one line of text",
+                    field="tags",
+                    value=node.tags,
+                    node_id=node.id,
+                )
+            invisible = invisible_char(tag)
+            if invisible is not None:  # 'ops\u200b' printed as 'ops' and `--tag ops` missed it
+                return InvalidNodeError(
+                    f"node {node.id!r}: field 'tags' holds the tag {tag!r} with the invisible format "
+                    f"character U+{ord(invisible):04X} ({unicodedata.name(invisible, 'unnamed')}), so it "
+                    "would look like another tag; tags must read as what they are, as ids must",
                     field="tags",
                     value=node.tags,
                     node_id=node.id,

@@ -724,6 +724,8 @@ def test_neighbours_text_and_json(runner: CliRunner, root: Path) -> None:
     )
     assert data == {
         "id": "kp_bsearch",
+        "total": 1,
+        "offset": 0,
         "neighbours": [
             {
                 "id": "kp_sorting",

@@ -29,7 +29,7 @@ from test_lost_after_read_s32 import _READER  # the reader process: search, then
 
 import md_cg
 from md_cg import MdCG, Scope
-from md_cg.errors import IdCollisionError, InvalidArgumentError, NodeNotFoundError
+from md_cg.errors import IdCollisionError, InvalidArgumentError, NodeNotFoundError, twin_labels
 from md_cg.node import Node
 
 _ENV = {**os.environ, "PYTHONPATH": str(Path(md_cg.__file__).resolve().parent.parent)}
@@ -56,8 +56,9 @@ def _files(root: Path) -> list[str]:
 
 
 def _collides(new: str, old: str, path: str) -> str:
+    new, old = twin_labels(new, old)  # an NFC/NFD pair escaped (session 33)
     return (
-        f"node id {new!r} collides with the existing id {old!r} ({path}): ids that differ only by "
+        f"node id {new} collides with the existing id {old} ({path}): ids that differ only by "
         "letter case or Unicode normalisation are the same file on macOS and Windows; choose "
         "another id or change the existing node"
     )
