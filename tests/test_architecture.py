@@ -73,6 +73,7 @@ RANK = {
     "mcp_server": 12,
     "cli": 13,
     "__init__": 14,
+    "launch": 14,
     # md_cg/integrations/: optional extras. The alias table sits below the MCP
     # server (which registers it); the framework backends sit above everything.
     "integrations.__init__": 15,

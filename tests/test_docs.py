@@ -69,4 +69,4 @@ def test_the_core_install_leaves_mcp_to_an_extra_and_installs_only_md_cg() -> No
     assert {"pytest", "hypothesis", "ruff"} <= {re.split(r"[<>=]", d)[0] for d in extras["dev"]}
     # migrate/ and census/ are checkout wrappers, never installed as top-level packages
     assert meta["tool"]["setuptools"]["packages"] == ["md_cg", "md_cg.integrations"]
-    assert meta["project"]["scripts"] == {"mdcg": "md_cg.cli:main"}
+    assert meta["project"]["scripts"] == {"mdcg": "md_cg.launch:main"}
