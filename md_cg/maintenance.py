@@ -748,6 +748,86 @@ def _hand_made(
     return out
 
 
+def _touch_copies(
+    root: str, state: IndexState, rels: Collection[str], touched: dict[str, list[str]], *, find: bool
+) -> None:
+    """Add to a pick-up's ``touched`` (id -> candidate paths) the other copies of its ids.
+
+    A sync reads every file, so each copy of a duplicated id is a candidate and the
+    winner is chosen among them again; a pick-up reads only the files the watch named.
+    Without the copies, removing the file the index pointed at dropped the id though
+    another copy was on disk, and the sync line it logged made every other handle drop
+    it too (review r4: ``deleted ('n1',)``, a fresh open found no node, the MCP server's
+    ``remember`` wrote a second file beside the survivor) -- a sync told it ``moved``. So:
+    a named path (or folder, ending in ``/``) that is a recorded losing copy
+    (``state.duplicates``) touches its id; every touched id gets its recorded copies;
+    and, with ``find``, an id none of whose candidate files is there any more (its file
+    removed, its folder moved away) is looked for among the files no entry holds, by one
+    stat scan (a copy the record lacks: the index reloaded from another process's
+    snapshot; ~0.2 s at 20k files, so a watching handle whose record is whole skips it)."""
+    where = {rel: node_id for node_id, losers in state.duplicates.items() for rel in losers}
+    for rel in rels:
+        if rel.endswith("/"):  # a folder moved away: the copies in it
+            named = [(p, i) for p, i in where.items() if p.startswith(rel)]
+        else:
+            named = [(rel, where[rel])] if rel in where else []
+        for path, node_id in named:
+            touched.setdefault(node_id, []).append(path)
+    for node_id, cands in touched.items():
+        cands.extend(rel for rel in state.duplicates.get(node_id, ()) if rel not in cands)
+    gone = {i for i, cands in touched.items() if i in state.entries and not _any_there(root, state, i, cands)}
+    if find and gone:
+        _find_copies(root, state, gone, touched)
+
+
+def _any_there(root: str, state: IndexState, node_id: str, cands: list[str]) -> bool:
+    """Whether a candidate file of ``node_id`` (or its entry's) is on disk."""
+    return any(os.path.lexists(os.path.join(root, rel)) for rel in (*cands, state.entries[node_id].path))
+
+
+def _find_copies(root: str, state: IndexState, gone: set[str], touched: dict[str, list[str]]) -> None:
+    """Add to ``touched`` each file no entry holds (nor a recorded problem) that holds an
+    id of ``gone``: a stat scan, and a read of those files only (few: the losing copies
+    of duplicated ids, and files the watch has not named yet)."""
+    by_path, problems = state.by_path(), state.problems
+    for rel in index.scan_files(root).files:
+        if rel in by_path or rel in problems:
+            continue
+        try:
+            node_id = index.parse_file(root, rel).entry.id
+        except (MalformedNodeFileError, UnsafePathError, OSError):
+            continue  # unreadable or gone: a sync reports it, the watch names it
+        if node_id in gone and rel not in touched[node_id]:
+            touched[node_id].append(rel)
+
+
+def _problems_told(
+    state: IndexState,
+    touched: Mapping[str, list[str]],
+    changes: Mapping[str, tuple[Any, ...]],
+    malformed: Collection[str],
+    had: Collection[tuple[str, str]],
+) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    """The ``malformed`` and ``duplicates`` of a pick-up's report, as a sync reports them:
+    the files it read (the candidates in ``touched``, and ``malformed``: files no entry
+    held that it could not read) still unreadable, and the copies of the ids it settled
+    (``touched``'s and those its ``changes`` name) not recorded before it (``had``: (id,
+    path) pairs). It told neither (review r4: a ``cp`` making a second copy of an id, a
+    typo breaking a frontmatter, were told by a sync and not by the MCP server's pick-up).
+    A sync lists every one in the store at every call; a pick-up tells a copy once, when
+    it first records it -- a stat scan settles every file no entry holds again, and told
+    each copy at every scan (without inotify: every call) though nothing changed."""
+    ids = set(touched)
+    ids.update(*(changes[k] for k in ("added", "changed", "deleted")))
+    ids.update(m.node_id for m in changes["moved"])
+    read = {*malformed, *(rel for cands in touched.values() for rel in cands)}
+    copies = {(i, rel) for i in ids for rel in state.duplicates.get(i, ())}
+    return (
+        tuple(sorted((rel, state.problems[rel]) for rel in read if rel in state.problems)),
+        tuple(sorted(copies.difference(had))),
+    )
+
+
 def stale_paths(engine: Engine) -> set[str]:
     """Paths whose files differ from the index by a stat (new, changed, gone): a full stat scan."""
     scan = index.scan_files(engine.root_str)
@@ -769,13 +849,19 @@ def stale_paths(engine: Engine) -> set[str]:
     return out
 
 
-def sync_paths(engine: Engine, rels: set[str], *, scope: Scope | None = None) -> SyncReport:
+def sync_paths(
+    engine: Engine, rels: set[str], *, scope: Scope | None = None, copies_known: bool = False
+) -> SyncReport:
     """Reconcile only the files at ``rels`` (from a :class:`md_cg.watch.ChangeWatch`).
 
     A path ending in ``/`` is a folder that moved away: every node indexed
     under it is resolved. On a writable store the changes are logged for
     other processes (under the store lock, shared); a read-only handle
     updates only its own view. ``scope``: the caller's, as for :func:`sync`.
+    ``copies_known``: ``state.duplicates`` names every copy of an id (this state took in
+    every file by a stat scan, and every file the watch named since): a vanished id's
+    other copy is not looked for (:func:`_touch_copies`). The malformed files and
+    duplicates reported are those of the files read and the ids settled.
     """
     state = engine.state
     by_path = state.by_path()
@@ -791,14 +877,20 @@ def sync_paths(engine: Engine, rels: set[str], *, scope: Scope | None = None) ->
             continue
         state.problems.pop(rel, None)
         known = by_path.get(rel)
-        if known is not None:
+        if known is not None:  # read by resolving its id, as a sync reads an indexed path
             touched.setdefault(known, []).append(rel)
-        _touch_file(engine, rel, touched, malformed)
+        else:
+            _touch_file(engine, rel, touched, malformed)
+    _touch_copies(engine.root_str, state, rels, touched, find=not copies_known)  # as a sync sees them
+    had = {(i, rel) for i, losers in state.duplicates.items() for rel in losers}
     if engine.read_only:
-        return SyncReport(**_settle_touched(engine, touched, malformed, log=False, scope=scope))
-    engine.ensure_writable()
-    with engine.lock, engine.maint.shared(engine.lock_timeout):
-        return SyncReport(**_settle_touched(engine, touched, malformed, log=True, scope=scope))
+        changes = _settle_touched(engine, touched, malformed, log=False, scope=scope)
+    else:
+        engine.ensure_writable()
+        with engine.lock, engine.maint.shared(engine.lock_timeout):
+            changes = _settle_touched(engine, touched, malformed, log=True, scope=scope)
+    bad, copies = _problems_told(engine.state, touched, changes, malformed, had)
+    return SyncReport(**changes, malformed=bad, duplicates=copies)
 
 
 def _classify(
@@ -1460,6 +1552,9 @@ class HandEdits:
     def __init__(self) -> None:
         self.watch: ChangeWatch | None = None
         self.last_scan: float | None = None
+        #: the index state a stat scan of this handle took every file into: while the
+        #: engine holds it, its record of duplicate copies is whole (:func:`sync_paths`)
+        self.scanned: IndexState | None = None
 
     def pick_up(
         self, engine: Engine, min_interval: float, log: AppendLog | None = None, *, scope: Scope | None = None
@@ -1477,14 +1572,18 @@ class HandEdits:
                 changed: set[str] | None = None
             else:
                 changed = self.watch.poll()
+            scanned = changed is None
             if changed is None:
                 if self.last_scan is not None and now - self.last_scan < min_interval:
                     return None
                 self.last_scan = now
                 changed = stale_paths(engine)
+            known = scanned or self.scanned is engine.state  # no copy the record lacks
+            if scanned:
+                self.scanned = engine.state
             if not changed and not engine.hand_after:
                 return None
-            report = sync_paths(engine, changed, scope=scope)
+            report = sync_paths(engine, changed, scope=scope, copies_known=known)
             if log is not None and not engine.read_only:
                 audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str))
         except BaseException:
@@ -1498,4 +1597,4 @@ class HandEdits:
         """Stop watching; the next :meth:`pick_up` scans every file."""
         if self.watch is not None:
             self.watch.close()
-        self.watch, self.last_scan = None, None
+        self.watch, self.last_scan, self.scanned = None, None, None
