@@ -742,10 +742,18 @@ def hand_edits_after(
     just followed: ``entries`` holds the files as they are now) that a person changed
     after: id -> ``("changed", path)`` when the file no longer holds the bytes its line
     logged (size and CRC-32; read only when its mtime is past the line), ``("gone",
-    path)`` when it is no longer there. Following the log reads such a file as it is, so
-    no change shows: a sync tells them (:func:`md_cg.maintenance.sync`). An id a ``sync``
-    line of the tail names after the write is left out (a process took the edit in and
-    told it), and so is one of a line of an earlier version (no time)."""
+    path)`` when it is no longer there, ``("moved", path)`` when a file at another path
+    holds it (the write's path named: moved back by hand, or a ``git checkout`` of an
+    older commit put it where it was -- a memory taken out of ``archive/`` is live
+    again), ``("added", path)`` when the line deleted it (a ``forget``, the old id of a
+    ``rename``) and a file holds it again. Following the log reads such a file as it is,
+    so no change shows: a sync tells them (:func:`md_cg.maintenance.sync`); before the
+    last two were noted, a checkout in the clone that made the writes told neither (review
+    s33 r2, git7c.py). An id a ``sync`` line of the tail names after the write is left
+    out (a process took the edit in and told it), and so is one of a line of an earlier
+    version (no time); a write a recovery closed (``recovered``) notes no move or return
+    -- it may have kept a file edited after the crash where it was (the recovering sync
+    tells it, ``left_as_edited``)."""
     # an id of a write still open (its writer at work, or dead and not yet finished) is
     # left alone: its file is that write's, not the earlier closed one's
     still_open = {i for c in cursor.pending.values() for i in c.ids}
@@ -753,6 +761,7 @@ def hand_edits_after(
     if not writes:
         return {}
     synced = synced_ids(tail)
+    recovered = _recovered_keys(tail)
     by_id: dict[str, list[LoggedWrite]] = {}
     for w in writes:
         by_id.setdefault(w.id, []).append(w)
@@ -762,19 +771,39 @@ def hand_edits_after(
         if None in stamps:
             continue
         newest = max(t for t in stamps if t is not None)
-        last = [w for w in mine if w.logged[1] == newest and w.put]
-        if not last or synced.get(node_id, -1.0) >= newest:
-            continue  # deleted by its last line, or told by a sync since
-        rels = {w.rel for w in last}
+        if synced.get(node_id, -1.0) >= newest:
+            continue  # told by a sync since
+        newer = [w for w in mine if w.logged[1] == newest]
+        last = [w for w in newer if w.put]
         e = entries.get(node_id)
+        # a recovery's write: a file it kept where it was is that sync's to tell
+        kept = any(w.key in recovered for w in newer)
+        if not last:  # deleted by its last line
+            if e is not None and not kept:
+                out[node_id] = ("added", e.path)
+            continue
+        rels = {w.rel for w in last}
         if e is None:
             out[node_id] = ("gone", min(rels))
-        elif (
-            e.path in rels
-            and e.mtime_ns > newest * 1e9
-            and not holds_logged(root, e.path, [w.logged for w in mine if w.put and w.rel == e.path])
+        elif e.path not in rels:
+            if not kept:
+                out[node_id] = ("moved", min(rels))
+        elif e.mtime_ns > newest * 1e9 and not holds_logged(
+            root, e.path, [w.logged for w in mine if w.put and w.rel == e.path]
         ):
             out[node_id] = ("changed", e.path)
+    return out
+
+
+def _recovered_keys(tail: Tail) -> set[tuple[str, int]]:
+    """The keys of the commits a ``recovered`` record of ``tail`` closes."""
+    out: set[tuple[str, int]] = set()
+    for shard, records in tail.by_shard.items():
+        for rec in records:
+            if rec.get("op") == "recovered" and isinstance(seq := rec.get("c"), int):
+                key = rec.get("shard", shard)
+                if isinstance(key, str):
+                    out.add((key, seq))
     return out
 
 
@@ -869,12 +898,13 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
     its mtime, for a line without a CRC-32), a :data:`TOUCHED` note when only its mtime
     moved (the sync reads the file and tells it only when its bytes differ: a touch, a
     re-save or a ``cp`` of the same bytes is no change), ``("gone", path)`` when the id
-    is in no file, ``("added", path)`` when the line deleted it and a file holds it
-    again. Following the log reads such a file as it is, so no change shows: a sync tells
-    them, as :func:`hand_edits_after` does for commit lines. An id a commit line of the
-    tail writes at or after the sync line (or one still open) is left to that line; so is
-    one of a line of an earlier version (no time or stats). No file is read here: the
-    follow stat'ed them."""
+    is in no file, ``("moved", path)`` when a file at another path holds it (a checkout
+    of an older commit: session 33 told no move), ``("added", path)`` when the line
+    deleted it and a file holds it again. Following the log reads such a file as it is,
+    so no change shows: a sync tells them, as :func:`hand_edits_after` does for commit
+    lines. An id a commit line of the tail writes at or after the sync line (or one still
+    open) is left to that line; so is one of a line of an earlier version (no time or
+    stats). No file is read here: the follow stat'ed them."""
     last = _last_syncs(tail)
     if not last:
         return {}
@@ -892,7 +922,9 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
                 out[node_id] = ("added", e.path)
         elif e is None:
             out[node_id] = ("gone", rel)
-        elif stat is not None and e.path == rel and stat[:2] != (e.mtime_ns, e.size):
+        elif stat is not None and e.path != rel:
+            out[node_id] = ("moved", rel)
+        elif stat is not None and stat[:2] != (e.mtime_ns, e.size):
             _mtime_ns, size, crc = stat
             same_size = crc is not None and size == e.size
             out[node_id] = (f"{TOUCHED} {size} {crc}" if same_size else "changed", rel)

@@ -607,7 +607,9 @@ def _settle_touched(
     changes, records = _classify(state, before, functools.partial(_same_bytes, engine))
     late = journal.unread_writes(root, engine.cursor.offsets)
     held = _held_before(before, engine.hand_after)
+    broken = _broken_in_place(root, held, engine.hand_after, state.problems)
     changes = _hand_made(engine, changes, late, records if scope is None else None)
+    changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
     if scope is not None:
         changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
     if records["put"] or records["del"]:
@@ -687,6 +689,30 @@ def _told_deletions(
     return out
 
 
+def _broken_in_place(
+    root: str, held: Mapping[str, Entry | None], noted: Mapping[str, Noted], problems: Collection[str]
+) -> set[str]:
+    """The ids whose file -- where the index held it (``held``), or where another
+    process's write put it (a ``"gone"`` note of ``noted``: the follow dropped the id) --
+    is still there, a regular file, but does not parse now (``problems``: a hand edit
+    broke it, a merge without md-cg's driver left conflict markers in it). They are not
+    deleted: the file is listed as malformed, as ``health()`` lists it
+    (``unreadable_file``), and the memory is back at the sync after it is fixed (told
+    ``added``: it was out of the index meanwhile). Session 33 told both (``deleted (3):
+    m1, m2, m3`` beside the same three files under ``malformed``: review r2, git3.py). A
+    symlink put in its place is no file of the memory (refused, never followed): deleted."""
+    at = {i: was.path for i, was in held.items() if was is not None and was.path in problems}
+    at.update({i: rel for i, (kind, rel, _was) in noted.items() if kind == "gone" and rel in problems})
+    return {i for i, rel in at.items() if _regular_file(root, rel)}
+
+
+def _regular_file(root: str, rel: str) -> bool:
+    try:
+        return stat.S_ISREG(fsops.lstat(root, rel).st_mode)
+    except (OSError, UnsafePathError):
+        return False
+
+
 def _hand_made(
     engine: Engine,
     changes: dict[str, list[Any]],
@@ -697,8 +723,11 @@ def _hand_made(
     log was followed -- an id they write whose file holds what they logged (or that they
     delete) is theirs, not reported. With the files other processes wrote that a person
     changed after (:attr:`md_cg.engine.Engine.hand_after`, taken here): ``changed``, or,
-    gone, ``deleted`` -- ``moved`` when this look found the id at another path --, or
-    ``added`` when a file holds again an id a sync deleted; a file a sync took in whose
+    gone, ``deleted`` -- ``moved`` when this look found the id at another path --,
+    ``moved`` when the follow found it at a path other than the write's (moved back by
+    hand or by a ``git checkout``, out of ``archive/`` too; not while a write of it is
+    still open), or ``added`` when a file holds again an id a write or a sync deleted; a
+    file a sync took in whose
     mtime moved (:data:`md_cg.journal.TOUCHED`) is read, and ``changed`` only when it no
     longer holds the bytes the sync line logged (its CRC-32). Each is
     added to the sync's ``records``, so that a process following the log after this one
@@ -715,6 +744,8 @@ def _hand_made(
         return e is None or (e.path in late.puts and journal.holds_logged(root, e.path, late.puts[e.path]))
 
     after, engine.hand_after = engine.hand_after, {}
+    # a write still open moves it (an archive in flight): not a hand move
+    still_open = {i for c in engine.cursor.pending.values() for i in c.ids}
     out = {
         "added": [i for i in changes["added"] if not theirs(i) and after.get(i, ("",))[0] != "gone"],
         "changed": [i for i in changes["changed"] if not theirs(i)],
@@ -737,7 +768,11 @@ def _hand_made(
             out["deleted"].append(node_id)
             records["del"].append([node_id, rel])
         elif kind == "added" and e is not None:
-            out["added"].append(node_id)  # deleted by a sync, back in a file since
+            out["added"].append(node_id)  # deleted by a write or a sync, back in a file since
+            records["put"].append([node_id, e.path])
+        elif kind == "moved" and e is not None and e.path != rel and node_id not in still_open:
+            out["moved"].append(Moved(node_id, rel, e.path))  # moved back by hand, or by a checkout
+            records["del"].append([node_id, rel])
             records["put"].append([node_id, e.path])
         elif (check := journal.touched_check(kind)) is not None and e is not None and e.path == rel:
             # its mtime moved since a sync took it in: changed only when its bytes did; either
