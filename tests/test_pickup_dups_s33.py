@@ -135,7 +135,8 @@ SCENARIOS: dict[str, list[tuple[Step, Want]]] = {
     "broken": [
         (
             lambda r, b: _edit(_p(r, b, 2), "^id:", "id: ["),
-            lambda b: ((), (), ("n2",), (), ((f"{b}/n2.md", BROKEN),), ()),
+            # still there, unreadable: malformed, not deleted (syncreport-s33, review r2)
+            lambda b: ((), (), (), (), ((f"{b}/n2.md", BROKEN),), ()),
         )
     ],
     "dir_mv": [
