@@ -198,12 +198,12 @@ def sole_copies(
     if not entries:
         return [], []
     others: dict[str, list[str]] = {}
-    for node_id, rel in copies_of(engine, entries, None, untracked=True):
+    for node_id, rel in copies_of(engine, entries, None):
         others.setdefault(node_id, []).append(rel)
     if not others:
         return list(entries), []
     held = [e for e in entries if e.id in others]
-    seen = None if scope is None else set(copies_of(engine, held, scope, untracked=True))
+    seen = None if scope is None else set(copies_of(engine, held, scope))
     told = []
     for e in held:
         named = [rel for rel in others[e.id] if seen is None or (e.id, rel) in seen]
