@@ -209,7 +209,8 @@ def _stamp_after(previous: float | None, now: float) -> float:
 
 #: A file a person changed after md-cg wrote it, noted when this process followed the
 #: write, for the next sync to tell (:attr:`Engine.hand_after`): ``(kind, path, was)``,
-#: ``kind`` ``"changed"``, ``"gone"`` or ``"added"``, ``was`` the entry the index held
+#: ``kind`` ``"changed"``, ``"gone"``, ``"added"`` or ``"moved"`` (``path``: where a file holds
+#: it now, a checkout or a hand move having put it there), ``was`` the entry the index held
 #: before the follow dropped it (None: it held none) -- its scope fields say which scopes
 #: a sync may tell of a deletion (:func:`md_cg.maintenance.sync`): without them a scoped
 #: sync told none of these (the memory's scope was unknown once the entry was dropped).
