@@ -1284,8 +1284,14 @@ def resolve_ids(
         if before is not None and node_id not in before:
             before[node_id] = state.entries.get(node_id)
         strays: list[tuple[str, str, Parsed]] = []
+        was = state.entries.get(node_id)
         if _resolve_id(root, state, node_id, (rels_of.get(node_id, []), found.get(node_id, [])), strays):
             changed[node_id] = None
+        own = rels_of.setdefault(node_id, [])
+        if was is not None and was.path not in own:
+            # Settled again (a file found holding it later): the file it left is still a
+            # candidate, else the copy there was dropped from ``duplicates`` untold.
+            own.append(was.path)
         for other, rel, parsed in strays:
             if before is None:
                 # Not a sync (a follow of the log, a write's check): only index the file

@@ -783,9 +783,7 @@ def _hand_made(
     return out
 
 
-def _touch_copies(
-    root: str, state: IndexState, rels: Collection[str], touched: dict[str, list[str]], *, find: bool
-) -> None:
+def _touch_copies(state: IndexState, rels: Collection[str], touched: dict[str, list[str]]) -> None:
     """Add to a pick-up's ``touched`` (id -> candidate paths) the other copies of its ids.
 
     A sync reads every file, so each copy of a duplicated id is a candidate and the
@@ -795,11 +793,9 @@ def _touch_copies(
     it too (review r4: ``deleted ('n1',)``, a fresh open found no node, the MCP server's
     ``remember`` wrote a second file beside the survivor) -- a sync told it ``moved``. So:
     a named path (or folder, ending in ``/``) that is a recorded losing copy
-    (``state.duplicates``) touches its id; every touched id gets its recorded copies;
-    and, with ``find``, an id none of whose candidate files is there any more (its file
-    removed, its folder moved away) is looked for among the files no entry holds, by one
-    stat scan (a copy the record lacks: the index reloaded from another process's
-    snapshot; ~0.2 s at 20k files, so a watching handle whose record is whole skips it)."""
+    (``state.duplicates``) touches its id, and every touched id gets its recorded copies.
+    The record names every copy: the handle's stat scan and watch read every file, and a
+    reload of the index keeps it (:meth:`HandEdits.carry`)."""
     where = {rel: node_id for node_id, losers in state.duplicates.items() for rel in losers}
     for rel in rels:
         if rel.endswith("/"):  # a folder moved away: the copies in it
@@ -810,30 +806,26 @@ def _touch_copies(
             touched.setdefault(node_id, []).append(path)
     for node_id, cands in touched.items():
         cands.extend(rel for rel in state.duplicates.get(node_id, ()) if rel not in cands)
-    gone = {i for i, cands in touched.items() if i in state.entries and not _any_there(root, state, i, cands)}
-    if find and gone:
-        _find_copies(root, state, gone, touched)
 
 
-def _any_there(root: str, state: IndexState, node_id: str, cands: list[str]) -> bool:
-    """Whether a candidate file of ``node_id`` (or its entry's) is on disk."""
-    return any(os.path.lexists(os.path.join(root, rel)) for rel in (*cands, state.entries[node_id].path))
-
-
-def _find_copies(root: str, state: IndexState, gone: set[str], touched: dict[str, list[str]]) -> None:
-    """Add to ``touched`` each file no entry holds (nor a recorded problem) that holds an
-    id of ``gone``: a stat scan, and a read of those files only (few: the losing copies
-    of duplicated ids, and files the watch has not named yet)."""
-    by_path, problems = state.by_path(), state.problems
-    for rel in index.scan_files(root).files:
-        if rel in by_path or rel in problems:
-            continue
-        try:
-            node_id = index.parse_file(root, rel).entry.id
-        except (MalformedNodeFileError, UnsafePathError, OSError):
-            continue  # unreadable or gone: a sync reports it, the watch names it
-        if node_id in gone and rel not in touched[node_id]:
-            touched[node_id].append(rel)
+def _unheld(root: str, state: IndexState, read: Collection[str]) -> set[str]:
+    """The files of ``read`` on disk that no entry holds, nor the record of copies or of
+    malformed files: a file edited to hold an id whose own file still stands (the id
+    stays there at this settling, :func:`md_cg.index.resolve_ids`). A sync reads such a
+    file again at its next call, as one no entry holds, and the id then has two copies;
+    a pick-up reads it at its next call too (:attr:`HandEdits.pending`), though the watch
+    names it no more (review r4 of session 33: the id never moved to the edited file, no
+    duplicate was told, and ``get`` served the other text for the handle's lifetime)."""
+    by_path = state.by_path()
+    losers = {rel for copies in state.duplicates.values() for rel in copies}
+    return {
+        rel
+        for rel in read
+        if rel not in by_path
+        and rel not in losers
+        and rel not in state.problems
+        and os.path.lexists(os.path.join(root, rel))
+    }
 
 
 def _problems_told(
@@ -885,7 +877,7 @@ def stale_paths(engine: Engine) -> set[str]:
 
 
 def sync_paths(
-    engine: Engine, rels: set[str], *, scope: Scope | None = None, copies_known: bool = False
+    engine: Engine, rels: set[str], *, scope: Scope | None = None, left: set[str] | None = None
 ) -> SyncReport:
     """Reconcile only the files at ``rels`` (from a :class:`md_cg.watch.ChangeWatch`).
 
@@ -893,10 +885,10 @@ def sync_paths(
     under it is resolved. On a writable store the changes are logged for
     other processes (under the store lock, shared); a read-only handle
     updates only its own view. ``scope``: the caller's, as for :func:`sync`.
-    ``copies_known``: ``state.duplicates`` names every copy of an id (this state took in
-    every file by a stat scan, and every file the watch named since): a vanished id's
-    other copy is not looked for (:func:`_touch_copies`). The malformed files and
-    duplicates reported are those of the files read and the ids settled.
+    The recorded copies of the ids settled are candidates (:func:`_touch_copies`). The
+    malformed files and duplicates reported are those of the files read and the ids
+    settled. ``left``, when given, gains the files read that no entry holds after
+    (:func:`_unheld`): the next call reads them again, as a sync does.
     """
     state = engine.state
     by_path = state.by_path()
@@ -916,8 +908,10 @@ def sync_paths(
             touched.setdefault(known, []).append(rel)
         else:
             _touch_file(engine, rel, touched, malformed)
-    _touch_copies(engine.root_str, state, rels, touched, find=not copies_known)  # as a sync sees them
+    _touch_copies(state, rels, touched)  # as a sync sees them
     had = {(i, rel) for i, losers in state.duplicates.items() for rel in losers}
+    read = {rel for cands in touched.values() for rel in cands}
+    read.update(state.entries[i].path for i in touched if i in state.entries)  # resolve_ids reads it
     if engine.read_only:
         changes = _settle_touched(engine, touched, malformed, log=False, scope=scope)
     else:
@@ -925,6 +919,8 @@ def sync_paths(
         with engine.lock, engine.maint.shared(engine.lock_timeout):
             changes = _settle_touched(engine, touched, malformed, log=True, scope=scope)
     bad, copies = _problems_told(engine.state, touched, changes, malformed, had)
+    if left is not None:
+        left.update(_unheld(engine.root_str, engine.state, read))
     return SyncReport(**changes, malformed=bad, duplicates=copies)
 
 
@@ -1587,9 +1583,38 @@ class HandEdits:
     def __init__(self) -> None:
         self.watch: ChangeWatch | None = None
         self.last_scan: float | None = None
-        #: the index state a stat scan of this handle took every file into: while the
-        #: engine holds it, its record of duplicate copies is whole (:func:`sync_paths`)
-        self.scanned: IndexState | None = None
+        #: the index state this handle's record of duplicate copies and malformed files
+        #: lives in (whole: its stat scan and watch read every file); :meth:`carry`
+        self.recorded: IndexState | None = None
+        #: files the last pick-up read that no entry holds (:func:`_unheld`): read again
+        self.pending: set[str] = set()
+
+    def carry(self, engine: Engine) -> None:
+        """Keep the record of copies and malformed files in the engine's state now.
+
+        A reload of the index (from another process's snapshot) replaces the state, and
+        the snapshot lacks what this handle alone recorded: removing the file the index
+        used then dropped the id though its copy was on disk. Session 33 looked for the
+        copy by a stat scan of the whole store at every such pick-up for the handle's
+        lifetime (1.0-1.4 s a ``rm`` at 100k); the record carried over needs none. A
+        file an entry holds now (another process's sync took it in), or gone since, is
+        not carried."""
+        state = engine.state
+        old, self.recorded = self.recorded, state
+        if old is None or old is state:
+            return
+        held = state.by_path()
+
+        def keep(rel: str) -> bool:
+            return rel not in held and os.path.lexists(os.path.join(engine.root_str, rel))
+
+        for node_id, losers in old.duplicates.items():
+            kept = [rel for rel in losers if rel not in state.problems and keep(rel)]
+            if kept and node_id in state.entries:
+                state.duplicates[node_id] = sorted({*state.duplicates.get(node_id, ()), *kept})
+        for rel, why in old.problems.items():
+            if keep(rel):
+                state.problems.setdefault(rel, why)
 
     def pick_up(
         self, engine: Engine, min_interval: float, log: AppendLog | None = None, *, scope: Scope | None = None
@@ -1602,23 +1627,24 @@ class HandEdits:
         for :func:`sync`."""
         now = time.monotonic()
         try:
+            self.carry(engine)  # before a scan too: a copy recorded is not told again
             if self.watch is None:
                 self.watch = ChangeWatch(engine.root_str, WATCHED_TOPS)
                 changed: set[str] | None = None
             else:
                 changed = self.watch.poll()
-            scanned = changed is None
             if changed is None:
                 if self.last_scan is not None and now - self.last_scan < min_interval:
                     return None
                 self.last_scan = now
                 changed = stale_paths(engine)
-            known = scanned or self.scanned is engine.state  # no copy the record lacks
-            if scanned:
-                self.scanned = engine.state
+            changed |= self.pending
             if not changed and not engine.hand_after:
                 return None
-            report = sync_paths(engine, changed, scope=scope, copies_known=known)
+            left: set[str] = set()
+            report = sync_paths(engine, changed, scope=scope, left=left)
+            self.carry(engine)  # reloaded while it settled
+            self.pending = left
             if log is not None and not engine.read_only:
                 audit.detect(log, _taken(engine, report), audit.renamed_reader(engine.root_str))
         except BaseException:
@@ -1632,4 +1658,4 @@ class HandEdits:
         """Stop watching; the next :meth:`pick_up` scans every file."""
         if self.watch is not None:
             self.watch.close()
-        self.watch, self.last_scan, self.scanned = None, None, None
+        self.watch, self.last_scan, self.recorded, self.pending = None, None, None, set()
