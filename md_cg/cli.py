@@ -59,6 +59,7 @@ from md_cg import (
     Node,
     NodeHasIncomingEdgesError,
     NodeNotFoundError,
+    NotAStoreError,
     ProtectedNodeError,
     Scope,
     enclosing_store,
@@ -380,12 +381,6 @@ def _store_folder(ctx: typer.Context, root: Path | None, *, create: bool = False
             f"{path}: is a file, not a store folder (point --root / ${ROOT_ENV} at a store folder, "
             "or at a new one to create)"
         )
-    if path.is_symlink() and not path.exists():
-        # else "create one with `mdcg init`", and init itself failed with "File exists"
-        raise InvalidArgumentError(
-            f"{path}: is a symlink to {os.readlink(path)}, which does not exist (a dangling symlink); "
-            f"create that folder, or point --root / ${ROOT_ENV} at an existing store or a new folder"
-        )
     _refuse_nested(path, create)
     if not create and not path.is_dir():
         raise InvalidArgumentError(
@@ -397,8 +392,18 @@ def _store_folder(ctx: typer.Context, root: Path | None, *, create: bool = False
 
 def _refuse_nested(path: Path, create: bool) -> None:
     """Refuse a store folder inside another store's folders or ``.mdcg/``, before anything
-    is made (:func:`md_cg.enclosing_store`; the library refuses it too)."""
-    found = enclosing_store(path)
+    is made (:func:`md_cg.enclosing_store`; the library refuses it too); and a symlink to
+    nothing, in the library's words with the --root hint (else "create one with `mdcg
+    init`", and init itself failed with "File exists")."""
+    try:
+        found = enclosing_store(path)
+    except NotAStoreError as exc:
+        if exc.link is None:
+            raise
+        what, fix = exc.link
+        raise InvalidArgumentError(
+            f"{path}: {what}; {fix}, or point --root / ${ROOT_ENV} at an existing store or a new folder"
+        ) from None
     if found is None:
         return
     outer, in_meta = found

@@ -39,6 +39,7 @@ from .errors import (
     MalformedNodeFileError,
     NodeNotFoundError,
     UnsafePathError,
+    twin_labels,
 )
 from .index import Columns, Entry
 from .logs import AppendLog
@@ -222,8 +223,9 @@ def rename(
     if layer is not None:
         check_layer(layer)
     if paths.id_key(old_id) == paths.id_key(new_id) and old_id != new_id:
+        old_label, new_label = twin_labels(old_id, new_id)  # 'Caf\u00e9', 'Cafe\u0301': not twice 'Café'
         raise InvalidArgumentError(
-            f"{old_id!r} and {new_id!r} differ only by case or normalisation: one file on macOS/Windows; "
+            f"{old_label} and {new_label} differ only by case or normalisation: one file on macOS/Windows; "
             "to change only that, rename it to another id first, then to this one",
             name="new_id",
             value=new_id,

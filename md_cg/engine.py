@@ -106,6 +106,36 @@ def is_store_folder(folder: str | os.PathLike[str]) -> bool:
         os.close(fd)
 
 
+def broken_link(root: str | os.PathLike[str]) -> tuple[str, str] | None:
+    """``(what, fix)`` when ``root`` is a symlink that leads to no folder, else None:
+    ``mkdir`` of it fails with a bare "File exists" (the link is there), so a store there
+    could be neither made nor opened. ``what`` names the link's target -- one that does not
+    exist (a dangling symlink, through a chain of links too) or a symlink loop; ``fix`` says
+    what to do. The CLI's ``--root`` and the library say it in the same words."""
+    path = Path(root)
+    try:
+        if not path.is_symlink() or path.exists():
+            return None
+        target = os.readlink(path)
+    except (OSError, ValueError):  # gone meanwhile, or a NUL in the path: enclosing_store says so
+        return None
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return (
+                f"is a symlink to {target}, which leads back to it (a symlink loop)",
+                "re-point a link of the loop",
+            )
+        end = os.path.realpath(path)
+        via = f", which leads to {end}" if os.path.islink(path.parent / target) else ""
+        return (
+            f"is a symlink to {target}{via}, which does not exist (a dangling symlink)",
+            "create that folder",
+        )
+    return None  # made meanwhile
+
+
 def enclosing_store(root: str | os.PathLike[str]) -> tuple[Path, bool] | None:
     """The store whose folders ``root`` would nest in, else None: ``(outer, in_meta)``.
 
@@ -115,11 +145,23 @@ def enclosing_store(root: str | os.PathLike[str]) -> tuple[Path, bool] | None:
     make a store inside ``outer``'s tree (or show an empty one). A store made
     inside another one before this check existed is a store: it opens. The path is
     resolved (symlinks, ``..``) first: what counts is where the files would go.
-    Reads only; unreadable parents are not stores."""
+    Reads only; unreadable parents are not stores.
+
+    A ``root`` that is a symlink to nothing (:func:`broken_link`) raises NotAStoreError
+    naming its target, with ``link`` set: no store can be made there (``mkdir`` said
+    only "File exists") nor opened."""
     try:
         real = Path(os.path.realpath(root))
     except (ValueError, TypeError) as exc:  # a NUL in the path, not a path at all
         raise NotAStoreError(root, f"not a usable folder path ({exc})") from None
+    broken = broken_link(root)
+    if broken is not None:
+        what, fix = broken
+        refused = NotAStoreError(
+            Path(root).absolute(), f"{what}; {fix}, or choose an existing store or a new folder"
+        )
+        refused.link = broken
+        raise refused
     nested = not is_store_folder(real)
     if not nested and paths.META_DIR not in real.parts:
         return None  # an ordinary store: no walk up
@@ -134,7 +176,8 @@ def enclosing_store(root: str | os.PathLike[str]) -> tuple[Path, bool] | None:
 
 def check_not_nested(root: str | os.PathLike[str]) -> None:
     """Refuse (NotAStoreError, before anything is made) a ``root`` inside another
-    store's folders or ``.mdcg/`` (see :func:`enclosing_store`)."""
+    store's folders or ``.mdcg/``, or a symlink that leads to no folder (see
+    :func:`enclosing_store`)."""
     found = enclosing_store(root)
     if found is None:
         return

@@ -333,7 +333,13 @@ class SnapshotDamageError(MdcgError, ValueError):
 
 
 class NotAStoreError(FileError):
-    """A path that is not (and may not become) an md-cg store."""
+    """A path that is not (and may not become) an md-cg store.
+
+    ``link``: ``(what, fix)`` when the path is a symlink that leads to no folder
+    (:func:`md_cg.engine.broken_link`), so that the CLI says it with its own ``--root``
+    hint in the library's words; else None."""
+
+    link: tuple[str, str] | None = None
 
 
 class ProtectedNodeError(MdcgError):

@@ -204,13 +204,14 @@ def check_context_fields(context: Mapping[str, Any]) -> None:
     """
     tags = context.get("tags")
     if tags is not None and not isinstance(tags, str):
-        bad = None if isinstance(tags, (list, tuple, set, frozenset)) else tags
-        if bad is None:
-            bad = next((t for t in tags if not isinstance(t, str)), None)
-        if bad is not None:
+        # a list's bad element, found as a list: a null element ([null]) is one too
+        listed = isinstance(tags, (list, tuple, set, frozenset))
+        bad = [t for t in tags if not isinstance(t, str)][:1] if listed else [tags]
+        if bad:
+            got = "null" if bad[0] is None else f"{type(bad[0]).__name__} {short_repr(bad[0])}"
             raise InvalidArgumentError(
                 f'context.tags must be a list of tags (strings such as "domain:计算机科学") or one '
-                f"tag, got {type(bad).__name__} {short_repr(bad)}",
+                f"tag, got {got}",
                 name="context.tags",
                 value=tags,
             )

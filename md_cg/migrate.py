@@ -78,6 +78,7 @@ from .errors import (
     MdcgError,
     NodeNotFoundError,
     UnsafePathError,
+    twin_labels,
 )
 from .node import LAYERS, Edge, Node
 from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly, show_id
@@ -667,8 +668,9 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
             return f"{hint}; fix it, then run again (it is not written over)"
         twin = store._engine.state.twin_of(node.id)
         if twin is not None:
+            label, twin_label = twin_labels(node.id, twin)
             return (
-                f"the store holds {twin!r}, which differs only by letter case or Unicode "
+                f"the store holds {twin_label}, which differs from {label} only by letter case or Unicode "
                 "normalisation (one file on macOS and Windows); rename one of them"
             )
         if node.id in forgotten and not overwrite:

@@ -198,25 +198,94 @@ def windows_device_name(node_id: str) -> str | None:
     return stem if stem in WINDOWS_DEVICE_NAMES else None
 
 
-#: Zero-width non-joiner and joiner: format characters that Persian and Indic words need;
-#: and the tag characters of emoji subdivision flags (U+E0020-U+E007F).
-_JOINERS = frozenset("\u200c\u200d") | frozenset(map(chr, range(0xE0020, 0xE0080)))
+#: The zero-width non-joiner and joiner: format characters Persian and Indic words (and
+#: emoji sequences such as U+1F469 U+200D U+1F4BB) need -- between two visible characters.
+_JOINERS = frozenset("\u200c\u200d")
+
+#: Variation selectors: they choose how the character before them is drawn (U+2764 U+FE0F).
+_SELECTORS = frozenset(map(chr, range(0xFE00, 0xFE10))) | frozenset(map(chr, range(0xE0100, 0xE01F0)))
+
+#: Characters that are not format characters (Unicode category Cf) yet show nothing: the
+#: rest of Unicode's default-ignorable code points (combining grapheme joiner, Hangul
+#: fillers, Khmer inherent vowels, Mongolian free variation selectors...) and the blank
+#: Braille pattern U+2800. ``ops\u3164`` printed as ``ops``.
+_BLANKS = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u2800\u3164\uffa0"
+    "\U0001bca0\U0001bca1\U0001bca2\U0001bca3"
+) | frozenset(map(chr, range(0xE0000, 0xE1000)))
+
+#: A flag of a country's subdivision: a black flag, tag characters (U+E0020-U+E007E)
+#: spelling its code, and U+E007F CANCEL TAG (U+1F3F4 U+E0067 U+E0062 ... U+E007F).
+_FLAG_TAGS = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
+
+#: The keycap emoji: a digit, ``#`` or ``*``, U+FE0F and U+20E3 (``1\ufe0f\u20e3``).
+_KEYCAP = re.compile("[0-9#*]\ufe0f\u20e3")
+
+
+def _hidden(ch: str) -> bool:
+    return ch in _BLANKS or ch in _SELECTORS or unicodedata.category(ch) == "Cf"
 
 
 def invisible_char(text: str) -> str | None:
-    """The first invisible format character of ``text`` (Unicode category Cf, the joiners
-    of :data:`_JOINERS` aside), or None: what makes a new id or tag look like another."""
+    """The first character of ``text`` that shows nothing where it stands, or None: what
+    makes a new id or tag look like another (``ops\u200b``, ``ops\u3164`` and
+    ``ops\U000e0041`` all print as ``ops``).
+
+    Hidden are the format characters (Unicode category Cf) and the blank fillers of
+    :data:`_BLANKS`. A character that joins or styles something visible is allowed where
+    it does: a joiner (:data:`_JOINERS`) between two visible non-ASCII characters (a
+    Persian word's ZWNJ, an emoji ZWJ sequence; after a variation selector too, as in
+    U+1F3F3 U+FE0F U+200D U+1F308), a variation selector after a visible non-ASCII
+    character or in a keycap (:data:`_KEYCAP`), tag characters in a subdivision flag
+    (:data:`_FLAG_TAGS`). After an ASCII letter they join or style nothing: ``ops\u200d``
+    is ``ops`` to the eye."""
     if text.isascii():
         return None
-    return next((c for c in text if unicodedata.category(c) == "Cf" and c not in _JOINERS), None)
+    allowed = {i for m in _FLAG_TAGS.finditer(text) for i in range(m.start() + 1, m.end())}
+    allowed.update(m.start() + 1 for m in _KEYCAP.finditer(text))
+    for i, ch in enumerate(text):
+        if i in allowed or not _hidden(ch):
+            continue
+        before = text[i - 1] if i else "a"
+        after = text[i + 1] if i + 1 < len(text) else "a"
+        shows_before = not before.isascii() and not _hidden(before)
+        if ch in _SELECTORS and shows_before:
+            continue
+        styled = before in _SELECTORS and i > 1 and not text[i - 2].isascii() and not _hidden(text[i - 2])
+        if ch in _JOINERS and (shows_before or styled) and not after.isascii() and not _hidden(after):
+            continue
+        return ch
+    return None
+
+
+def invisible_name(ch: str) -> str:
+    """How a refusal names what :func:`invisible_char` found: ``the invisible format
+    character U+200B (ZERO WIDTH SPACE)``, or ``the invisible character U+3164 (HANGUL
+    FILLER)`` for a blank that is not a format character."""
+    kind = "format character" if unicodedata.category(ch) == "Cf" else "character"
+    return f"the invisible {kind} U+{ord(ch):04X} ({unicodedata.name(ch, 'unnamed')})"
+
+
+def hidden_repr(text: str) -> str:
+    """``repr(text)`` with the blanks it would print as they are escaped: ``repr`` escapes
+    a format character but prints U+3164 HANGUL FILLER as nothing, so ``'ops\\u3164'``
+    would read ``'ops'`` in the very message that refuses it."""
+    return "".join(
+        _escape(c) if (c in _BLANKS or c in _SELECTORS) and c.isprintable() else c for c in repr(text)
+    )
+
+
+def _escape(ch: str) -> str:
+    code = ord(ch)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def check_new_id(node_id: object, *, what: str = "node id") -> str:
     """:func:`check_id`, and for an id a store is about to *create*: not a Windows device
-    name, and no invisible format character (Unicode category Cf: zero-width space,
-    right-to-left override, byte-order mark, soft hyphen...; the joiners U+200C and
-    U+200D, which Persian and Indic words need, aside), which would make it look like
-    another id.
+    name, and no invisible character (:func:`invisible_char`: a zero-width space,
+    right-to-left override, byte-order mark, soft hyphen, Hangul filler...; a joiner
+    between two visible non-ASCII characters, as Persian and Indic words and emoji
+    sequences need, aside), which would make it look like another id.
 
     Existing files named so are still read (``health()`` reports a device name as
     ``reserved_id``); a new node, a rename or an import may not add one.
@@ -226,9 +295,8 @@ def check_new_id(node_id: object, *, what: str = "node id") -> str:
         invisible = invisible_char(checked)
         if invisible is not None:
             raise UnsafeIdError(
-                f"unsafe {what} {checked!r}: it holds the invisible format character "
-                f"U+{ord(invisible):04X} ({unicodedata.name(invisible, 'unnamed')}), so it would look "
-                "like another id; ids must read as what they are",
+                f"unsafe {what} {hidden_repr(checked)}: it holds {invisible_name(invisible)}, so it would "
+                "look like another id; ids must read as what they are",
                 field="id",
                 value=checked,
                 node_id=None,
@@ -1020,9 +1088,9 @@ def unusable(
             invisible = invisible_char(tag)
             if invisible is not None:  # 'ops\u200b' printed as 'ops' and `--tag ops` missed it
                 return InvalidNodeError(
-                    f"node {node.id!r}: field 'tags' holds the tag {tag!r} with the invisible format "
-                    f"character U+{ord(invisible):04X} ({unicodedata.name(invisible, 'unnamed')}), so it "
-                    "would look like another tag; tags must read as what they are, as ids must",
+                    f"node {node.id!r}: field 'tags' holds the tag {hidden_repr(tag)} with "
+                    f"{invisible_name(invisible)}, so it would look like another tag; tags must read as "
+                    "what they are, as ids must",
                     field="tags",
                     value=node.tags,
                     node_id=node.id,

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from . import nodefile
-from .errors import InvalidNodeError, MdcgError
+from .errors import InvalidNodeError, MdcgError, twin_labels
 from .merge import has_conflict_markers
 from .node import (
     EDGE_TYPES,
@@ -678,9 +678,12 @@ class _Owners:
             return None
         why = self.rejected.get(twin[1])
         rejected = f", which was rejected ({why}); neither row is stored" if why else ""
+        label, twin_label = twin_labels(node_id, twin[0])
+        # twins in Unicode form look the same: both escaped, the row's too ('Cafe\u0301')
+        named = f" {label}" if twin_label != repr(twin[0]) else ""
         return (
-            f"the id differs from {twin[0]!r} (nodes rowid {twin[1]}{rejected}) only by letter case or "
-            "Unicode normalisation: one file on macOS and Windows"
+            f"the id{named} differs from {twin_label} (nodes rowid {twin[1]}{rejected}) only by letter "
+            "case or Unicode normalisation: one file on macOS and Windows"
         )
 
     def bad(self, rowid: int, node_id: Any, reason: str) -> RowResult:

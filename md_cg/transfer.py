@@ -83,6 +83,7 @@ from .errors import (
     NodeNotFoundError,
     UnsafeIdError,
     UnsafePathError,
+    twin_labels,
 )
 from .index import Entry
 from .merge import has_conflict_markers
@@ -644,8 +645,9 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
         key = paths.id_key(node.id)
         seen = first.setdefault(key, (where, node.id))
         if seen[1] != node.id:
+            label, first_label = twin_labels(node.id, seen[1])
             twin = (
-                f"id {node.id!r} differs only by letter case or Unicode normalisation from {seen[1]!r} "
+                f"id {label} differs only by letter case or Unicode normalisation from {first_label} "
                 f"({seen[0]}): one file on macOS and Windows; rename one of them"
             )
             report.bad.append(BadRecord(where, node.id, twin))
@@ -954,7 +956,8 @@ def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
         return None
     if _held(store, twin) is None:
         return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
-    return f"id {node_id!r} differs from the stored {twin!r} only by letter case or Unicode normalisation"
+    label, twin_label = twin_labels(node_id, twin)
+    return f"id {label} differs from the stored {twin_label} only by letter case or Unicode normalisation"
 
 
 def _held(store: MdCG, node_id: str) -> Entry | None:

@@ -201,8 +201,8 @@ def test_odd_sources_rowids_views_twins_times_and_blob_edges(tmp_path: Path) -> 
     assert [(r.node_id, r.reason) for r in report.bad_rows] == [
         ("note", "the id differs from 'Note' (nodes rowid 1) only by letter case or Unicode "
          "normalisation: one file on macOS and Windows"),
-        ("cafe\u0301", "the id differs from 'caf\u00e9' (nodes rowid 3) only by letter case or Unicode "
-         "normalisation: one file on macOS and Windows"),
+        ("cafe\u0301", "the id 'cafe\\u0301' differs from 'caf\\u00e9' (nodes rowid 3) only by letter "
+         "case or Unicode normalisation: one file on macOS and Windows"),
         ("ms", "field 'created_at' is 1700000000000.0 seconds since the epoch, outside the "
          "years 1-9999; milliseconds since the epoch? md-cg reads seconds"),
     ]  # fmt: skip
