@@ -175,6 +175,24 @@ def python_env() -> dict[str, str]:
     return env
 
 
+def git_env(code: Path = REPO) -> dict[str, str]:
+    """The environment of a test's git and md-cg child processes: a fixed author and
+    committer, no global or system git config, ``code`` (the tree under test) first on
+    ``PYTHONPATH``, no ``MDCG_ROOT``."""
+    env = {
+        **os.environ,
+        "GIT_AUTHOR_NAME": "t",
+        "GIT_AUTHOR_EMAIL": "t@example.com",
+        "GIT_COMMITTER_NAME": "t",
+        "GIT_COMMITTER_EMAIL": "t@example.com",
+        "GIT_CONFIG_GLOBAL": os.devnull,
+        "GIT_CONFIG_NOSYSTEM": "1",
+        "PYTHONPATH": os.pathsep.join([str(code), *filter(None, [os.environ.get("PYTHONPATH")])]),
+    }
+    env.pop("MDCG_ROOT", None)
+    return env
+
+
 def run_and_kill(args: Sequence[str], ready: Callable[[], bool], *, delay: float, what: str) -> None:
     """Run ``python args...`` and SIGKILL it ``delay`` s after ``ready()`` first holds.
 

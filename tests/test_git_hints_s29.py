@@ -15,11 +15,11 @@ processes wrote (``tests/test_sync_race_s30.py``) and for files a sync took in
 
 from __future__ import annotations
 
-import os
 import subprocess
 from pathlib import Path
 
 import orjson
+from conftest import git_env
 from typer.testing import CliRunner
 
 from md_cg import MdCG, Scope
@@ -27,15 +27,7 @@ from md_cg.cli import app
 from md_cg.errors import NodeNotFoundError
 from md_cg.store import with_departure
 
-_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-}
+_ENV = git_env()
 
 
 def _git(cwd: Path, *args: str) -> None:

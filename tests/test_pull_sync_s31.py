@@ -14,29 +14,19 @@ server do.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
+from conftest import git_env
 from typer.testing import CliRunner
 
 from md_cg import MdCG
 from md_cg.cli import app
 
 _REPO = str(Path(__file__).resolve().parent.parent)
-_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "PYTHONPATH": os.pathsep.join([_REPO, *filter(None, [os.environ.get("PYTHONPATH")])]),
-}
-_ENV.pop("MDCG_ROOT", None)
+_ENV = git_env(Path(_REPO))
 
 
 def _git(cwd: Path, *args: str) -> None:

@@ -19,28 +19,18 @@ Every sync here runs in a process of its own, as the CLI does; git is real.
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import orjson
+from conftest import git_env
 
 import md_cg
 from md_cg import MdCG
 
 _REPO = str(Path(md_cg.__file__).resolve().parent.parent)  # the code under test, in each process
-_ENV = {
-    **os.environ,
-    "GIT_AUTHOR_NAME": "t",
-    "GIT_AUTHOR_EMAIL": "t@example.com",
-    "GIT_COMMITTER_NAME": "t",
-    "GIT_COMMITTER_EMAIL": "t@example.com",
-    "GIT_CONFIG_GLOBAL": os.devnull,
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "PYTHONPATH": os.pathsep.join([_REPO, *filter(None, [os.environ.get("PYTHONPATH")])]),
-}
-_ENV.pop("MDCG_ROOT", None)
+_ENV = git_env(Path(_REPO))
 
 
 def _git(cwd: Path, *args: str, check: bool = True) -> str:
