@@ -39,7 +39,6 @@ from .errors import (
     MalformedNodeFileError,
     NodeNotFoundError,
     UnsafePathError,
-    twin_labels,
 )
 from .index import Columns, Entry
 from .logs import AppendLog
@@ -56,7 +55,7 @@ from .node import (
     validate,
 )
 from .nodefile import dumps, loads, read_bytes_as_text
-from .script import short_repr
+from .script import short_repr, twin_labels
 
 
 def require_text(node: Node) -> Node:

@@ -65,6 +65,7 @@ from .node import (
     quantise_instant,
     validate,
 )
+from .script import twin_labels
 from .visibility import Scope
 
 STRIPES = 64
@@ -684,7 +685,7 @@ class Engine:
                 except DuplicateIdError as exc:
                     text = str(exc).replace(repr(twin), repr(node.id))
                     raise DuplicateIdError(node.id, "", text, archived=exc.archived) from None
-            raise IdCollisionError(node.id, twin, self.state.entries[twin].path)
+            raise IdCollisionError(node.id, twin, self.state.entries[twin].path, twin_labels(node.id, twin))
         existing = self.state.entries.get(node.id)
         if existing is not None:
             if check is not None:
@@ -1316,7 +1317,9 @@ def dropped_twin(engine: Engine, node_id: str, *, named: bool) -> IdCollisionErr
     for other in notes.keyed((paths.id_key(node_id),)):
         kind, rel, _was = notes[other]
         if kind == "gone" and other != node_id and other not in entries:
-            return IdCollisionError(node_id, other if named else None, rel if named else "")
+            if not named:
+                return IdCollisionError(node_id, None, "")
+            return IdCollisionError(node_id, other, rel, twin_labels(node_id, other))
     return None
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import errno
 import os
-import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -216,29 +215,6 @@ class DuplicateIdError(MdcgError):
         self.plain = message is None and not untracked and not archived
 
 
-def twin_labels(first: str, second: str) -> tuple[str, str]:
-    """How to print two ids in one message so that they do not look the same: their
-    ``repr``, or both escaped (``'Caf\\u00e9'``, ``'Cafe\\u0301'``) when they differ only
-    in Unicode form, as the unknown-id error and ``health`` print such twins
-    (:func:`md_cg.script.escaped`, written again here: this module imports nothing)."""
-    if first == second or unicodedata.normalize("NFC", first) != unicodedata.normalize("NFC", second):
-        return repr(first), repr(second)
-    return _escaped(first), _escaped(second)
-
-
-def _escaped(text: str) -> str:
-    out = []
-    for ch in text:
-        code = ord(ch)
-        if ch in "'\\":
-            out.append("\\" + ch)
-        elif 0x20 <= code < 0x7F:
-            out.append(ch)
-        else:
-            out.append(f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}")
-    return "'" + "".join(out) + "'"
-
-
 class IdCollisionError(DuplicateIdError):
     """A new id differs from an existing one only by case or Unicode normalisation.
 
@@ -250,7 +226,12 @@ class IdCollisionError(DuplicateIdError):
     is told both, as before the drop.
     """
 
-    def __init__(self, node_id: str, existing: str | None, path: str) -> None:
+    def __init__(
+        self, node_id: str, existing: str | None, path: str, labels: tuple[str, str] | None = None
+    ) -> None:
+        """``labels``: how to print the two ids (:func:`md_cg.script.twin_labels`: escaped
+        when they differ only in Unicode form, as ``'Caf\\u00e9'``, ``'Cafe\\u0301'``); their
+        ``repr`` when not given."""
         if existing is None:
             message = (
                 f"node id {node_id!r} collides with an existing id whose file was moved, deleted or "
@@ -258,7 +239,7 @@ class IdCollisionError(DuplicateIdError):
                 "Unicode normalisation are the same file on macOS and Windows; choose another id"
             )
         else:
-            new, old = twin_labels(node_id, existing)
+            new, old = labels or (repr(node_id), repr(existing))
             message = (
                 f"node id {new} collides with the existing id {old} ({path}): ids that "
                 "differ only by letter case or Unicode normalisation are the same file on macOS and "

@@ -78,9 +78,9 @@ from .errors import (
     MdcgError,
     NodeNotFoundError,
     UnsafePathError,
-    twin_labels,
 )
 from .node import LAYERS, Edge, Node
+from .script import twin_labels
 from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly, show_id
 from .store import MdCG
 

@@ -239,6 +239,15 @@ _TERMINAL_CONTROL = re.compile(f"[\x00-\x1f{_TERMINAL_UNSAFE}\u2028\u2029]")
 _TERMINAL_CONTROL_IN_LINES = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f{_TERMINAL_UNSAFE}]|\r(?!\n)")
 
 
+def twin_labels(first: str, second: str) -> tuple[str, str]:
+    """How to print two ids in one message so that they do not look the same: their
+    ``repr``, or both :func:`escaped` (``'Caf\\u00e9'``, ``'Cafe\\u0301'``) when they differ
+    only in Unicode form, as the unknown-id error and ``health`` print such twins."""
+    if first == second or unicodedata.normalize("NFC", first) != unicodedata.normalize("NFC", second):
+        return repr(first), repr(second)
+    return escaped(first), escaped(second)
+
+
 def _escape_control(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode("ascii")
 

@@ -56,7 +56,7 @@ from pathlib import Path
 from typing import Any
 
 from . import nodefile
-from .errors import InvalidNodeError, MdcgError, twin_labels
+from .errors import InvalidNodeError, MdcgError
 from .merge import has_conflict_markers
 from .node import (
     EDGE_TYPES,
@@ -71,7 +71,7 @@ from .node import (
     show,
     validate,
 )
-from .script import id_fold, short_repr
+from .script import id_fold, short_repr, twin_labels
 
 #: The reference schema (``docs/sqlite-schema.md``). Writers (the sample
 #: generator) use it as is; the reader accepts any superset or subset that keeps

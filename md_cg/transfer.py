@@ -83,7 +83,6 @@ from .errors import (
     NodeNotFoundError,
     UnsafeIdError,
     UnsafePathError,
-    twin_labels,
 )
 from .index import Entry
 from .merge import has_conflict_markers
@@ -100,6 +99,7 @@ from .node import (
     instant_problem,
     windows_device_name,
 )
+from .script import twin_labels
 from .store import MdCG
 
 __all__ = [

@@ -29,8 +29,9 @@ from test_lost_after_read_s32 import _READER  # the reader process: search, then
 
 import md_cg
 from md_cg import MdCG, Scope
-from md_cg.errors import IdCollisionError, InvalidArgumentError, NodeNotFoundError, twin_labels
+from md_cg.errors import IdCollisionError, InvalidArgumentError, NodeNotFoundError
 from md_cg.node import Node
+from md_cg.script import twin_labels
 
 _ENV = {**os.environ, "PYTHONPATH": str(Path(md_cg.__file__).resolve().parent.parent)}
 NFC, NFD = "caf\u00e9", "cafe\u0301"

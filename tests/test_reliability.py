@@ -28,8 +28,8 @@ from md_cg.errors import (
     IdCollisionError,
     InvalidArgumentError,
     LockTimeoutError,
-    twin_labels,
 )
+from md_cg.script import twin_labels
 
 # -- 1. the existence check and the write of one id are atomic across processes ------------------
 
