@@ -855,8 +855,14 @@ def _problems_told(
     )
 
 
-def stale_paths(engine: Engine) -> set[str]:
-    """Paths whose files differ from the index by a stat (new, changed, gone): a full stat scan."""
+def stale_paths(engine: Engine, malformed_seen: dict[str, tuple[int, int]] | None = None) -> set[str]:
+    """Paths whose files differ from the index by a stat (new, changed, gone): a full stat scan.
+
+    A file recorded as malformed is not read again while it stays as it was: with
+    ``malformed_seen`` (a long-lived handle's record of their stats, kept up to date
+    here) one whose stat moved since is stale -- fixed by hand, it is taken back. Without
+    the record none was ever read again: a handle with no inotify never took back a
+    file broken and then fixed (review b2; ``sync()`` told it ``added``)."""
     scan = index.scan_files(engine.root_str)
     files = scan.files
     hidden = scan.hidden_by
@@ -873,7 +879,28 @@ def stale_paths(engine: Engine) -> set[str]:
             out.add(rel)
     by_path, problems = state.by_path(), state.problems
     out.update(rel for rel in files if rel not in by_path and rel not in problems)
+    if malformed_seen is not None:
+        now = {rel: (st.st_mtime_ns, st.st_size) for rel, st in files.items() if rel in problems}
+        out.update(rel for rel, stat_now in now.items() if malformed_seen.get(rel) != stat_now)
+        malformed_seen.clear()
+        malformed_seen.update(now)
     return out
+
+
+def _note_malformed(engine: Engine, read: set[str], seen: dict[str, tuple[int, int]]) -> None:
+    """Record the stat of each file recorded malformed now that ``read`` (the paths a
+    pick-up was given) names or that has no stat recorded yet (read while settling an
+    id), for :func:`stale_paths` to see it change."""
+    problems = engine.state.problems
+    for rel in [r for r in seen if r not in problems]:
+        del seen[rel]
+    for rel in problems:
+        if rel in read or rel not in seen:
+            try:
+                st = fsops.lstat(engine.root_str, rel)
+            except (OSError, UnsafePathError):
+                continue
+            seen[rel] = (st.st_mtime_ns, st.st_size)
 
 
 def sync_paths(
@@ -1588,6 +1615,9 @@ class HandEdits:
         self.recorded: IndexState | None = None
         #: files the last pick-up read that no entry holds (:func:`_unheld`): read again
         self.pending: set[str] = set()
+        #: path -> (mtime_ns, size) of each file recorded malformed, as last seen (None
+        #: until the first stat scan, which reads none of them again)
+        self.malformed_seen: dict[str, tuple[int, int]] | None = None
 
     def carry(self, engine: Engine) -> None:
         """Keep the record of copies and malformed files in the engine's state now.
@@ -1637,12 +1667,17 @@ class HandEdits:
                 if self.last_scan is not None and now - self.last_scan < min_interval:
                     return None
                 self.last_scan = now
-                changed = stale_paths(engine)
+                changed = stale_paths(engine, self.malformed_seen)
+                if self.malformed_seen is None:
+                    self.malformed_seen = {}
+                    _note_malformed(engine, set(), self.malformed_seen)
             changed |= self.pending
             if not changed and not engine.hand_after:
                 return None
             left: set[str] = set()
             report = sync_paths(engine, changed, scope=scope, left=left)
+            if self.malformed_seen is not None:
+                _note_malformed(engine, changed, self.malformed_seen)
             self.carry(engine)  # reloaded while it settled
             self.pending = left
             if log is not None and not engine.read_only:
@@ -1659,3 +1694,4 @@ class HandEdits:
         if self.watch is not None:
             self.watch.close()
         self.watch, self.last_scan, self.recorded, self.pending = None, None, None, set()
+        self.malformed_seen = None
