@@ -70,6 +70,11 @@ from .visibility import Scope
 
 STRIPES = 64
 
+#: (id, path) of each file a commit removes
+Dels = Sequence[tuple[str, str]]
+#: path -> the :func:`~md_cg.journal.stamp` of a file to remove as it was read (None: none checked)
+Read = Mapping[str, journal.Stamp] | None
+
 GITIGNORE = """\
 # md-cg: the .md files are canonical. Everything under .mdcg/ is derived
 # (index snapshot, index logs) or local operational state (locks, access and
@@ -340,6 +345,7 @@ class Engine:
         #: the id took in: its next sync tells a file whose mtime alone moved only when its
         #: bytes differ (md_cg.maintenance._settle_touched)
         self.took_in: dict[str, tuple[str, int, int, int]] = {}
+        self.copy_reads: dict[str, CopyRead] = {}  # what copies_of read: see there
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
@@ -624,14 +630,14 @@ class Engine:
     # -- writing --------------------------------------------------------------------
 
     def commit(
-        self, staged: Sequence[Staged], dels: Sequence[tuple[str, str]], *, durable: bool | None
-    ) -> None:
+        self, staged: Sequence[Staged], dels: Dels, *, durable: bool | None, read: Read = None
+    ) -> list[str]:
         """Write ``staged`` and remove ``dels`` through the journal; update the index.
-
-        The caller holds the ids' locks (:meth:`hold`).
+        ``read`` (path -> stamp as read): a del whose file changed since is not done, its
+        path returned (:meth:`Journal.commit`). The caller holds the ids' locks (:meth:`hold`).
         """
         if not staged and not dels:
-            return
+            return []
         self.changes += len(staged) + len(dels)
         by_id = {s.node.id: s for s in staged}
 
@@ -643,12 +649,13 @@ class Engine:
             )
 
         try:
-            self.journal.commit(
+            spared = self.journal.commit(
                 [Put(s.node.id, s.rel, s.data) for s in staged],
                 list(dels),
                 durable=self.durable if durable is None else durable,
                 applied=applied,
                 advance=self.advance,
+                read=read,
             )
         except BaseException:
             # Stopped midway: an open commit is rolled forward by the next recovery;
@@ -666,6 +673,7 @@ class Engine:
             cur = self.state.entries.get(node_id)
             if cur is not None and cur.path == rel:
                 self.state.drop(node_id)
+        return spared
 
     def check_new(self, node: Node, rel: str, check: Callable[[Entry], None] | None = None) -> str | None:
         """The path of an existing node with this id (or a twin of it), else None.
@@ -927,49 +935,111 @@ def remove(
             raise lost
         current = engine._held(node_id, check)
         node = read_entry(engine, current)
-        copies = copies_of(engine, [current], scope)
-        engine.commit([], [(node_id, current.path), *copies], durable=durable)
+        found = copies_read(engine, [current], scope)
+        copies = commit_removal(engine, [(node_id, current.path), *(c[:2] for c in found)], found, durable)
         engine.state.duplicates.pop(node_id, None)
         return node, [rel for _, rel in copies]
 
 
+#: the id and scope fields (agent, workspace, sensitivity) a file holds; None: no node
+Held = tuple[str, str | None, str | None, str | None] | None
+#: what :func:`copies_read` read of one file: its stamp then, and what it held
+CopyRead = tuple[journal.Stamp, Held]
+
+
 def copies_of(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> list[tuple[str, str]]:
     """(id, path) of the other files that hold an id of ``entries``, those in the
-    caller's scope: the losing copies a sync found (in this process), any file of its
-    name anywhere in the layer folders or ``archive/``, and any ``.md`` file there the
+    caller's scope (:func:`copies_read`)."""
+    return [(node_id, rel) for node_id, rel, _ in copies_read(engine, entries, scope)]
+
+
+def commit_removal(
+    engine: Engine, dels: Dels, found: Sequence[tuple[str, str, journal.Stamp]], durable: bool | None
+) -> list[tuple[str, str]]:
+    """Remove ``dels`` -- among them the copies ``found`` (:func:`copies_read`) -- in one
+    commit; return (id, path) of the copies removed. One whose file changed since it was
+    read (another memory saved over it, an edit) is left, and not returned: the commit
+    removes a copy only when its file has the stamp read (:meth:`Engine.commit`)."""
+    spared = engine.commit([], dels, durable=durable, read={rel: st for _, rel, st in found})
+    return [(i, rel) for i, rel, _ in found if rel not in spared]
+
+
+def copies_read(
+    engine: Engine, entries: Sequence[Entry], scope: Scope | None
+) -> list[tuple[str, str, journal.Stamp]]:
+    """(id, path, stamp as read) of the other files that hold an id of ``entries``, those
+    in the caller's scope: the losing copies a sync found (in this process), any file of
+    its name anywhere in the layer folders or ``archive/``, and any ``.md`` file there the
     index does not hold, whatever its name (``cp x.md x-backup.md``, a rename/rename
-    merge: its frontmatter says which id it holds; only such files are read). So a copy
-    another process's sync saw, or nobody's yet, is found too: forget, delete and rename
-    must not leave it (the next sync would bring the memory, or the old id, back), and
-    the sweep never removes a memory another file still holds. One walk of the folders
-    for all of them: ~0.23 s of CPU at 100k files, and ~0.14 s more for the first
-    :meth:`~md_cg.index.IndexState.by_path` of a process (docs/cli.md, ``mdcg delete``)."""
+    merge: its frontmatter says which id it holds). So a copy another process's sync saw,
+    or nobody's yet, is found too: forget, delete and rename must not leave it (the next
+    sync would bring the memory, or the old id, back), and the sweep never removes a
+    memory another file still holds. Hidden files (``.x.md``) are not looked at, as a
+    sync never reads them (:func:`~md_cg.fsops.find_named`).
+
+    Each such file is read once per engine: what it held is kept with its stamp (inode,
+    mtime_ns, size: :attr:`Engine.copy_reads`), and a later call only ``lstat``s it --
+    5,000 files no sync can take in (malformed, a losing copy) cost a long-lived handle's
+    delete their reads once, not each time (docs/cli.md, ``mdcg delete``). One walk of the
+    folders for all of ``entries``: ~0.23 s of CPU at 100k files, and ~0.14 s more for
+    the first :meth:`~md_cg.index.IndexState.by_path` of a process."""
     names = {f"{e.id}{paths.NODE_SUFFIX}": e for e in entries}
     found: dict[str, list[str]] = {e.id: list(engine.state.duplicates.get(e.id, ())) for e in entries}
     known = engine.state.by_path()  # kept by the state: no walk of the entries
     unknown: list[str] = []
+    stats: dict[str, os.stat_result] = {}
+    want = stats if engine.copy_reads else None  # the stamps to compare with, if any
     for top in (*LAYERS, paths.ARCHIVE_DIR):
-        for rel in fsops.find_named(engine.root_str, top, names, also=lambda r: r not in known):
+        for rel in fsops.find_named(engine.root_str, top, names, also=lambda r: r not in known, stats=want):
             name = rel.rsplit("/", 1)[-1]
             if name in names:
                 found[names[name].id].append(rel)
             else:
                 unknown.append(rel)
+    reads: dict[str, CopyRead] = {}  # the files looked at now: one gone or indexed since drops out
     out = []
     for e in entries:
-        out += [
-            (e.id, rel)
-            for rel in dict.fromkeys(found[e.id])
-            if rel != e.path and _holds(engine, rel, e.id, scope)
-        ]
-    ids, listed = {e.id for e in entries}, {rel for _, rel in out}
+        for rel in dict.fromkeys(found[e.id]):
+            got = None if rel == e.path else _read_copy(engine, rel, stats.get(rel), reads)
+            if got is not None and _holds(got[1], e.id, scope):
+                out.append((e.id, rel, got[0]))
+    ids, listed = {e.id for e in entries}, {rel for _, rel, _ in out}
     for rel in unknown:
         if rel in listed:  # a duplicate this process's sync found: listed once
             continue
-        node = _read_or_none(engine, rel)
-        if node is not None and node.id in ids and _admits(node, scope):
-            out.append((node.id, rel))
+        got = _read_copy(engine, rel, stats.get(rel), reads)
+        if got is not None and got[1] is not None and got[1][0] in ids and _holds(got[1], got[1][0], scope):
+            out.append((got[1][0], rel, got[0]))
+    engine.copy_reads = reads
     return out
+
+
+def _read_copy(
+    engine: Engine, rel: str, st: os.stat_result | None, reads: dict[str, CopyRead]
+) -> CopyRead | None:
+    """What the file ``rel`` holds, and its stamp: from :attr:`Engine.copy_reads` when its
+    ``lstat`` (``st``, when the walk took it) has the stamp read then, else read now (and
+    kept in ``reads``). None when it cannot be read (gone, unsafe, over the size limit,
+    not ours to read: cheap to find again, not kept). A file never read is not ``lstat``ed
+    first: a fresh process pays its reads, no more."""
+    kept = engine.copy_reads.get(rel)
+    try:
+        if kept is not None and kept[0] == journal.stamp(
+            st if st is not None else fsops.lstat(engine.root_str, rel)
+        ):
+            reads[rel] = kept
+            return kept
+        data, fst = index.read_limited(engine.root_str, rel)
+    except (OSError, UnsafePathError, MalformedNodeFileError):
+        return None
+    held: Held = None
+    try:
+        node = index.decode_node(data, rel)
+        held = (node.id, node.agent_scope, node.workspace_scope, node.sensitivity)
+    except MalformedNodeFileError:
+        pass  # holds no id a sync would take in: not a copy (read again once it changes)
+    reads[rel] = (journal.stamp(fst), held)  # the file read: a change after it is seen next time
+    return reads[rel]
 
 
 def _read_or_none(engine: Engine, rel: str) -> Node | None:
@@ -979,14 +1049,9 @@ def _read_or_none(engine: Engine, rel: str) -> Node | None:
         return None  # gone, or unreadable: not known to hold an id
 
 
-def _admits(node: Node, scope: Scope | None) -> bool:
-    return scope is None or scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
-
-
-def _holds(engine: Engine, rel: str, node_id: str, scope: Scope | None) -> bool:
-    """Whether the file ``rel`` holds ``node_id`` and the caller's scope admits it."""
-    node = _read_or_none(engine, rel)
-    return node is not None and node.id == node_id and _admits(node, scope)
+def _holds(held: Held, node_id: str, scope: Scope | None) -> bool:
+    """Whether a file that holds ``held`` holds ``node_id`` and the caller's scope admits it."""
+    return held is not None and held[0] == node_id and (scope is None or scope.admits_fields(*held[1:]))
 
 
 def foreign_file(engine: Engine, node: Node) -> str | None:

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import audit, fsops, index, maintenance, organize, paths, retention, visibility
-from .engine import Engine, copies_of, read_entry
+from .engine import Engine, commit_removal, copies_of, copies_read, read_entry
 from .errors import (
     InvalidNodeError,
     LockTimeoutError,
@@ -120,8 +120,8 @@ def forget_many(
             # Every copy of a forgotten memory goes: the losing copies of a duplicated id (a cp,
             # a merge) would otherwise bring it back at the next sync. Looked for first: the
             # tombstone and the removal stay close. The sweep just found none, and removes none.
-            copies = [] if kept is not None else copies_of(engine, entries, scope)
-            dels = [(e.id, e.path) for e in entries] + copies
+            found = [] if kept is not None else copies_read(engine, entries, scope)
+            dels = [(e.id, e.path) for e in entries] + [(i, rel) for i, rel, _ in found]
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(
@@ -143,7 +143,7 @@ def forget_many(
                 ],
                 durable=True,
             )
-            engine.commit([], dels, durable=durable)
+            copies = commit_removal(engine, dels, found, durable)  # a copy changed since: left
             for e in entries:
                 state.duplicates.pop(e.id, None)
         scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels}, scope)

@@ -917,14 +917,18 @@ def find_named(
     *,
     max_depth: int = 8,
     also: Callable[[str], bool] | None = None,
+    stats: dict[str, os.stat_result] | None = None,
 ) -> list[str]:
     """The paths (relative to ``root``) of the regular files below ``root/top`` whose name
     is one of ``names`` -- or, with ``also``, any other ``.md`` file whose path it
-    accepts --, never following a symlink, folders starting with ``.`` skipped.
+    accepts --, never following a symlink; files and folders starting with ``.`` are
+    skipped, as :func:`scan` skips them (a sync never reads them).
 
     Reads folder listings only (their entry types, no ``lstat`` per file): a few times
-    faster than :func:`scan` for a name looked for everywhere. Holds at most one open
-    folder per level (:func:`_walk`)."""
+    faster than :func:`scan` for a name looked for everywhere. ``stats`` (when given)
+    gets the ``lstat`` of each file ``also`` accepted (a listing has none to give: one
+    call each, through the open folder); one gone by then is not listed. Holds at most
+    one open folder per level (:func:`_walk`)."""
     try:
         first = Dir(root, top)
     except (FileNotFoundError, NotADirectoryError, UnsafePathError, PermissionError):
@@ -942,11 +946,18 @@ def find_named(
             return []
         subs = []
         for name, is_dir, is_file in listed:
-            if is_file and (
-                name in names or (also is not None and name.endswith(".md") and also(f"{d.rel}/{name}"))
-            ):
+            if name[0] == ".":
+                continue
+            if is_file and name in names:
                 found.append(f"{d.rel}/{name}")
-            elif is_dir and name[0] != "." and depth < max_depth:
+            elif is_file and also is not None and name.endswith(".md") and also(f"{d.rel}/{name}"):
+                if stats is not None:
+                    try:
+                        stats[f"{d.rel}/{name}"] = os.lstat(name, dir_fd=d.fd)
+                    except OSError:
+                        continue  # removed while we walked (or not ours to look at)
+                found.append(f"{d.rel}/{name}")
+            elif is_dir and depth < max_depth:
                 subs.append(name)
         return subs
 

@@ -13,7 +13,9 @@ owns it (holding the store lock shared and the stripe locks of its ids):
    is ignored, so the commit either exists whole or not at all. Durable:
    the temp files and the line are then fsynced, all at once;
 3. the temp files are renamed over their targets, then the dels unlinked
-   (durable: then their folders are fsynced);
+   (durable: then their folders are fsynced) -- a del given the stamp of its
+   file as read (:func:`stamp`) only when the file still has it, so that a
+   file replaced since (another memory saved over a copy) is not removed;
 4. a ``done`` record closes the commit.
 
 Killed before step 2, the commit never happened: its temp files are
@@ -205,8 +207,12 @@ class Journal:
         durable: bool,
         applied: Callable[[Put, os.stat_result], None],
         advance: Callable[[str, int], None],
-    ) -> None:
+        read: Mapping[str, Stamp] | None = None,
+    ) -> list[str]:
         """Run the four steps for ``puts`` and ``dels`` (see the module docstring).
+        Returns the paths of the dels not done because their file's :func:`stamp` is no
+        longer the one ``read`` gives (path -> stamp as read; a path not in it is removed
+        as it is).
 
         ``applied(put, stat)`` is called as each file lands; ``advance(shard,
         nbytes)`` after each append, so the caller's cursor skips its own records.
@@ -247,7 +253,7 @@ class Journal:
                     raise
             self._step("logged")
             try:
-                self._apply(puts, order, temps, stats, dels, dirs, applied)
+                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, read or {})
                 if durable:
                     fsops.fsync_all(dirs.fsync_calls())
             except BaseException as exc:
@@ -258,6 +264,7 @@ class Journal:
                 raise
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)
+            return spared
         finally:
             dirs.close()
 
@@ -341,8 +348,10 @@ class Journal:
         dels: Sequence[tuple[str, str]],
         dirs: fsops.FolderCache,
         applied: Callable[[Put, os.stat_result], None],
-    ) -> None:
-        """Rename the temp files into place in ``order``, then do the dels.
+        read: Mapping[str, Stamp],
+    ) -> list[str]:
+        """Rename the temp files into place in ``order``, then do the dels, except those
+        whose file changed since it was ``read`` (returned).
 
         ``applied`` is called as each file lands; when ``order`` is not the puts' own
         (a batch over many folders), once all have landed, in the puts' order (the
@@ -360,14 +369,20 @@ class Journal:
             for put, st in zip(puts, stats, strict=True):
                 applied(put, st)
         self._step("renamed")
+        spared: list[str] = []
         for k in _folder_order([rel for _, rel in dels], dirs.size):
-            parent, name = _split(dels[k][1])
+            rel = dels[k][1]
+            parent, name = _split(rel)
             try:
                 d = dirs.get(parent)
             except (FileNotFoundError, NotADirectoryError):
                 continue
+            if rel in read and _stamp_at(d, name) != read[rel]:
+                spared.append(rel)  # replaced or edited since it was read: not the file to remove
+                continue
             d.unlink(name)
         self._step("deleted")
+        return spared
 
     def recover(self, commits: Iterable[Commit], *, advance: Callable[[str, int], None]) -> list[Commit]:
         """Roll dead commits forward and close each with a ``recovered`` record.
@@ -648,6 +663,24 @@ def _put_states(root: str, c: Commit) -> list[str]:
             pass
         states.append(state)
     return states
+
+
+#: (inode, mtime_ns, size) of a file: another stamp at its path is another file, or the
+#: file changed (an editor's atomic save gives a new inode; a write in place a new time)
+Stamp = tuple[int, int, int]
+
+
+def stamp(st: os.stat_result) -> Stamp:
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
+
+def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
+    """The :func:`stamp` of the regular file ``name`` of ``d``; None when none is there."""
+    try:
+        st = d.lstat(name)
+    except FileNotFoundError:
+        return None
+    return stamp(st) if statmod.S_ISREG(st.st_mode) else None
 
 
 def _holds(d: fsops.Dir, name: str, check: tuple[int, int] | None) -> bool:
