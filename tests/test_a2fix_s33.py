@@ -13,10 +13,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_cli_hostile_s33 import error_line  # one-line errors of a refused command
+from test_cli_hostile_s33 import invoke as run
 from typer.testing import CliRunner
 
 from md_cg import MdCG, Node
-from md_cg.cli import app
 from md_cg.errors import InvalidArgumentError, InvalidNodeError, NotAStoreError, UnsafeIdError
 from md_cg.migrate import migrate
 from md_cg.node import invisible_char
@@ -28,21 +29,6 @@ NFC, NFD = "Caf\u00e9", "Cafe\u0301"
 @pytest.fixture
 def runner() -> CliRunner:
     return CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
-
-
-def run(runner: CliRunner, *args: Any, code: int = 0) -> Any:
-    result = runner.invoke(app, [str(a) for a in args])
-    assert result.exit_code == code, (result.exit_code, result.stdout, result.stderr, result.exception)
-    assert "Traceback" not in result.output
-    return result
-
-
-def error_line(runner: CliRunner, *args: Any) -> str:
-    result = run(runner, *args, code=2)
-    assert result.stdout == ""
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    return lines[0]
 
 
 # -- 1. invisible characters that join or style nothing ---------------------------------------
