@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import itertools
 import os
 from collections import Counter
 from collections.abc import (
@@ -801,6 +802,11 @@ class Columns(NamedTuple):
     row_of: Callable[[str], int | None]
 
 
+#: every :attr:`IndexState.generation` of this process, so that no two states (nor two
+#: versions of one) share a value
+_GENERATIONS = itertools.count(1)
+
+
 @dataclass
 class IndexState:
     """All entries plus the structures derived from them."""
@@ -833,8 +839,12 @@ class IndexState:
     superseded: set[str] = field(default_factory=set)
     #: earlier id -> the ids of the entries whose ``renamed_from`` lists it
     earlier: dict[str, set[str]] = field(default_factory=dict)
-    #: bumped on every put and drop (visibility caches key on it)
-    generation: int = 0
+    #: a new value on every put and drop, unique in this process across every state
+    #: (visibility caches key on it): a handle that reloads another process's snapshot
+    #: gets a new state, which must never match a cache of the one it replaced --
+    #: per-state counters both started at 0, so a scoped handle kept the hidden set of
+    #: its old state and served another agent's secret memory (session 34, review rA)
+    generation: int = field(default_factory=lambda: next(_GENERATIONS))
     #: case-folded tag -> ids carrying it, and the generation it is true of: built by
     #: the first :meth:`tagged`, then kept by put and drop
     _tags: tuple[int, dict[str, set[str]]] | None = field(default=None, repr=False)
@@ -888,9 +898,9 @@ class IndexState:
             found = self._tag_sets[1][key] = frozenset(self._tags[1].get(key, ()))
         return found
 
-    def _retag(self, old: Entry | None, new: Entry | None) -> None:
+    def _retag(self, old: Entry | None, new: Entry | None, nxt: int) -> None:
         """Keep the tag map of :meth:`tagged` (if built and current) through one change;
-        call before the change bumps the generation."""
+        call before the change sets the generation to ``nxt``."""
         if self._tags is None or self._tags[0] != self.generation:
             self._tags = None
             return
@@ -903,7 +913,7 @@ class IndexState:
         if new is not None:
             for t in new.tags:
                 by_tag.setdefault(t.casefold(), set()).add(new.id)
-        self._tags = (self.generation + 1, by_tag)
+        self._tags = (nxt, by_tag)
 
     def put(self, entry: Entry, text: str | None) -> None:
         """Insert or replace an entry; ``text=None`` keeps the indexed text.
@@ -915,14 +925,15 @@ class IndexState:
         a process that only writes keeps a bounded amount of text.
         """
         old = self.entries.get(entry.id)
+        nxt = next(_GENERATIONS)
         if self._tags is not None:
-            self._retag(old, entry)
+            self._retag(old, entry, nxt)
         if self._paths is not None:
-            self._repath(old, entry)
+            self._repath(old, entry, nxt)
         if old is not None:
             self._unlink(old)
         self.entries[entry.id] = entry
-        self.generation += 1
+        self.generation = nxt
         if entry.restricted:
             self.restricted.add(entry.id)
         key = paths.id_key(entry.id)
@@ -953,12 +964,13 @@ class IndexState:
     def drop(self, node_id: str) -> Entry | None:
         old = self.entries.pop(node_id, None)
         if old is not None:
+            nxt = next(_GENERATIONS)
             if self._tags is not None:
-                self._retag(old, None)
+                self._retag(old, None, nxt)
             if self._paths is not None:
-                self._repath(old, None)
+                self._repath(old, None, nxt)
             self._unlink(old)
-            self.generation += 1
+            self.generation = nxt
             key = paths.id_key(node_id)
             twins = self.twin_keys.get(key)
             if twins is not None:
@@ -1060,9 +1072,9 @@ class IndexState:
             self._paths = cached
         return cached[2]
 
-    def _repath(self, old: Entry | None, new: Entry | None) -> None:
+    def _repath(self, old: Entry | None, new: Entry | None, nxt: int) -> None:
         """Keep the map of :meth:`by_path` (if built and current) through one change;
-        call before the change bumps the generation."""
+        call before the change sets the generation to ``nxt``."""
         cached = self._paths
         if cached is None or cached[0] != self.generation or cached[1] is not self.entries:
             self._paths = None
@@ -1072,7 +1084,7 @@ class IndexState:
             del by_path[old.path]
         if new is not None:
             by_path[new.path] = new.id
-        self._paths = (self.generation + 1, self.entries, by_path)
+        self._paths = (nxt, self.entries, by_path)
 
     def twins(self) -> dict[str, list[str]]:
         """Id key -> the indexed ids that share it (only keys with more than one)."""
