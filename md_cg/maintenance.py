@@ -855,6 +855,24 @@ def _problems_told(
     )
 
 
+def _twins_told(
+    state: IndexState, touched: Mapping[str, list[str]], changes: Mapping[str, tuple[Any, ...]]
+) -> tuple[tuple[str, ...], ...]:
+    """The ``twins`` of a pick-up's report, as a sync reports them (the ids of each id key
+    held by more than one indexed id), for the keys of the ids it settled (``touched``'s
+    and those its ``changes`` name). It told none (review rC of session 34: a hand-made
+    ``alpha-note.md`` beside ``Alpha-Note`` was told ``added`` alone, where a sync of the
+    same state told the pair under ``twins`` too, and a scoped handle's pick-up answered
+    None where the sync counted it in ``withheld``: the MCP server never heard of it)."""
+    if not state.twin_keys:
+        return ()
+    ids = set(touched)
+    ids.update(*(changes[k] for k in ("added", "changed", "deleted")))
+    ids.update(m.node_id for m in changes["moved"])
+    keys = {paths.id_key(i) for i in ids}
+    return tuple(tuple(v) for k, v in state.twins().items() if k in keys)
+
+
 def stale_paths(engine: Engine, malformed_seen: dict[str, tuple[int, int]] | None = None) -> set[str]:
     """Paths whose files differ from the index by a stat (new, changed, gone): a full stat scan.
 
@@ -913,8 +931,8 @@ def sync_paths(
     other processes (under the store lock, shared); a read-only handle
     updates only its own view. ``scope``: the caller's, as for :func:`sync`.
     The recorded copies of the ids settled are candidates (:func:`_touch_copies`). The
-    malformed files and duplicates reported are those of the files read and the ids
-    settled. ``left``, when given, gains the files read that no entry holds after
+    malformed files, duplicates and twins reported are those of the files read and the
+    ids settled. ``left``, when given, gains the files read that no entry holds after
     (:func:`_unheld`): the next call reads them again, as a sync does.
     """
     state = engine.state
@@ -948,7 +966,9 @@ def sync_paths(
     bad, copies = _problems_told(engine.state, touched, changes, malformed, had)
     if left is not None:
         left.update(_unheld(engine.root_str, engine.state, read))
-    return SyncReport(**changes, malformed=bad, duplicates=copies)
+    return SyncReport(
+        **changes, malformed=bad, duplicates=copies, twins=_twins_told(engine.state, touched, changes)
+    )
 
 
 def _classify(

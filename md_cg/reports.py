@@ -140,7 +140,8 @@ class SyncReport:
     #: its new id
     old_files_removed: tuple[tuple[str, str], ...] = ()
     #: a scoped handle's: how many malformed files, refused paths, duplicate copies and
-    #: twins it is not told of (any of them may be another scope's)
+    #: twin ids (each id of a pair, as ``health`` counts them) it is not told of (any of
+    #: them may be another scope's)
     withheld: int = 0
     #: (path, problem) of each committed settings file (``.mdcg/synonyms.json``,
     #: ``retention.json``, ``retention_markers.json``) md-cg cannot use: git conflict
@@ -270,7 +271,7 @@ def scoped_sync(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport:
         + len(report.malformed)
         + len(report.duplicates)
         + len(report.refused)
-        + len(report.twins)
+        + sum(len(t) for t in report.twins)  # each twin id, as health counts its twin_id findings
         + len(report.foreign_deletes)
         + sum(1 for c in report.conflicts if not seen(c[0])),
     )
