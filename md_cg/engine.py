@@ -26,6 +26,7 @@ across processes.
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import functools
 import os
@@ -559,9 +560,10 @@ class Engine:
         return read_by_id(self, node_id)
 
     def drop_missing(self, node_ids: Iterable[str]) -> list[str]:
-        """Re-resolve ids whose files may be gone (in memory only); return those dropped,
+        """Refresh, then re-resolve ids whose files may be gone (in memory only) once no
+        write of them by md-cg is in flight (:func:`still_gone`); return those dropped,
         each noted for the next sync (:func:`dropped_by_hand`)."""
-        return dropped_by_hand(self, node_ids)
+        return dropped_by_hand(self, still_gone(self, list(node_ids)))
 
     # -- locks --------------------------------------------------------------------
 
@@ -1207,8 +1209,40 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     entries = engine.state.entries
     noted = journal.synced_edits_after(entries, tail, engine.cursor)
     noted.update(journal.hand_edits_after(engine.root_str, entries, tail, engine.cursor))
+    lost = [i for i in touched if i not in entries and was.get(i) is not None]
+    if noted or lost:
+        for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
+            noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     return changed
+
+
+def _moved_on(
+    engine: Engine, node_ids: list[str], touched: dict[str, list[str]], changed: list[str]
+) -> set[str]:
+    """:func:`_resolved`'s check of the ids it dropped or was about to note as changed by
+    hand: those a line of the log past the followed tail names -- another process's write
+    moved the file while this follow looked for it (a re-tag between buckets renames the new
+    file in, then removes the old one; both looks can fall between them). Each is settled
+    again with the paths those lines name (``changed`` gains it), and again while later lines
+    name one still found nowhere, for at most ``lock_timeout`` seconds; the next follow reads
+    those lines as usual. Until session 34 the follow dropped it, and a search found nothing
+    and noted it as gone by hand (review rD); returns them."""
+    deadline = time.monotonic() + engine.lock_timeout
+    probe = copy.deepcopy(engine.cursor)  # the log is only looked at: the cursor stays
+    moved: set[str] = set()
+    while node_ids:
+        later = journal.replay(probe, journal.read_tail(engine.root_str, probe.offsets))
+        journal.mark_dead(probe, journal.find_dead(engine.root_str, probe))  # no wait for a dead writer
+        rels = {i: [*later[i], *touched.get(i, ())] for i in node_ids if i in later}
+        moved |= rels.keys()
+        changed.extend(i for i in index.resolve_ids(engine.root_str, engine.state, rels) if i not in changed)
+        node_ids = [i for i in rels if i not in engine.state.entries]
+        if node_ids and time.monotonic() < deadline:
+            time.sleep(0.001)  # let the writer finish its move
+        else:
+            break
+    return moved
 
 
 def _noted_entry(noted: Noted | None) -> Entry | None:
@@ -1267,6 +1301,49 @@ def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundE
     return lost_file_error(entry.id, entry.path, f"it holds memory {found!r} now")
 
 
+def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
+    """:meth:`Engine.drop_missing`'s first step: of ``node_ids`` (hits whose file was gone),
+    those whose file is still gone from where the index has it once no write of them by
+    md-cg is in flight. Another process's re-tag moves a file between buckets (the new file
+    renamed in, then the old one removed, both after its commit line): a refresh that read
+    the log before that line, or settled the id just before the next move, holds a path with
+    no file, and a look at that path alone took md-cg's move for a person's -- the hit was
+    dropped and noted as removed by hand (review rD: 1 search in 463, 3 in 329 with
+    ``refresh_interval=0``, found nothing while another process re-tagged the memory in a
+    loop). So: refresh, look at each id's file, then read the log past the refresh
+    (:func:`named_in_log`); a record of the id there, or a commit of it still open by a live
+    writer, means md-cg moved it meanwhile: refresh and look again. A commit's line is
+    written before any of its files changes, so a file found gone with the log quiet for its
+    id after the look was not moved by md-cg. An id md-cg keeps moving for ``lock_timeout``
+    seconds is left as it is (not dropped, not noted)."""
+    deadline = time.monotonic() + engine.lock_timeout
+    while True:
+        engine.refresh()
+        entries = engine.state.entries
+        gone = [
+            i
+            for i in node_ids
+            if i not in entries or not os.path.lexists(os.path.join(engine.root_str, entries[i].path))
+        ]
+        moving = named_in_log(engine, gone) if gone else set()
+        if not moving:
+            return gone
+        if time.monotonic() >= deadline:
+            return [i for i in gone if i not in moving]
+        node_ids = gone
+        time.sleep(0.001)  # let the writer finish its move
+
+
+def named_in_log(engine: Engine, node_ids: Iterable[str]) -> set[str]:
+    """The ids of ``node_ids`` that a record of the log past this process's cursor names,
+    or that a commit still open by a live writer names (:func:`md_cg.journal.replay` on a
+    copy of the cursor: the index is left as it is)."""
+    touched = journal.replay(
+        copy.deepcopy(engine.cursor), journal.read_tail(engine.root_str, engine.cursor.offsets)
+    )
+    return {i for i in node_ids if i in touched}
+
+
 def dropped_by_hand(engine: Engine, node_ids: Iterable[str]) -> list[str]:
     """:meth:`Engine.drop_missing`: after a refresh (a search's hit whose file is gone), no
     md-cg write took the file away -- a person did --, so each id dropped is noted for the
@@ -1284,34 +1361,51 @@ def dropped_by_hand(engine: Engine, node_ids: Iterable[str]) -> list[str]:
 
 def read_by_id(engine: Engine, node_id: str) -> Node:
     """:meth:`Engine.get`: the node of ``node_id`` read from its file, after one refresh
-    when the file does not hold it (another process may have just moved it). Still not
-    there: :func:`~md_cg.errors.lost_file_error` when the index holds the id (its file moved, deleted
-    or edited to another id by hand, or dropped for that: :func:`dropped_file`), else
-    NodeNotFoundError."""
+    when the file does not hold it (another process may have just moved it), and again
+    while the log past that refresh names a write of the id (:func:`named_in_log`: a process
+    re-tagging the memory in a loop had moved it again -- 1 get in about 1,000 said its file
+    was moved by hand, session 34). Still not there: :func:`~md_cg.errors.lost_file_error`
+    when the index holds the id (its file moved, deleted or edited to another id by hand, or
+    dropped for that: :func:`dropped_file`), else NodeNotFoundError."""
     check_id(node_id)
     engine.fresh()
     if engine.hand_after:
         with engine.lock:
             taken_back(engine, (paths.id_key(node_id),))  # its file put back by hand
-    lost: NodeNotFoundError | None = None
-    for attempt in (0, 1):
-        e = engine.state.entries.get(node_id)
-        if e is not None:
-            try:
-                node = engine.read_node(e.path)
-            except (FileNotFoundError, NotADirectoryError):
-                node, lost = None, lost_file_error(node_id, e.path)
-            except UnsafePathError:
-                node, lost = None, None
-            if node is not None and node.id == node_id:
-                return node
-            if node is not None:
-                lost = lost_file_error(node_id, e.path, f"it holds memory {node.id!r} now")
-        if attempt == 0:
-            engine.refresh()
+    node, lost = _read_held(engine, node_id, None)
+    if node is not None:
+        return node
+    engine.refresh()
+    node, lost = _read_held(engine, node_id, lost)
+    deadline = time.monotonic() + engine.lock_timeout
+    while node is None and time.monotonic() < deadline and named_in_log(engine, (node_id,)):
+        time.sleep(0.001)  # let the writer finish its move
+        engine.refresh()
+        node, lost = _read_held(engine, node_id, lost)
+    if node is not None:
+        return node
     if node_id in engine.state.entries and lost is not None:
         raise lost
     raise dropped_file(engine, node_id, named=False) or NodeNotFoundError(node_id)
+
+
+def _read_held(
+    engine: Engine, node_id: str, lost: NodeNotFoundError | None
+) -> tuple[Node | None, NodeNotFoundError | None]:
+    """One look of :func:`read_by_id`: the node in the file the index holds for ``node_id``,
+    else None with the error to raise (``lost``, the earlier look's, when it has no entry)."""
+    e = engine.state.entries.get(node_id)
+    if e is None:
+        return None, lost
+    try:
+        node = engine.read_node(e.path)
+    except (FileNotFoundError, NotADirectoryError):
+        return None, lost_file_error(node_id, e.path)
+    except UnsafePathError:
+        return None, None
+    if node.id == node_id:
+        return node, lost
+    return None, lost_file_error(node_id, e.path, f"it holds memory {node.id!r} now")
 
 
 @contextlib.contextmanager

@@ -512,7 +512,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         all). Every result carries its ``evidence`` of being about the query;
         one with none is ``filler`` (the ladder never answers a non-empty store
         with nothing) and is never ACCEPT. A hit whose file has gone (``git pull``, ``rm``)
-        is dropped, the index refreshed, its id refused to ``add`` until a sync. ``record=True``
+        is dropped, the index refreshed, its id refused to ``add`` until a sync; one that
+        another process's write is moving (a re-tag between buckets) is found where the
+        log says it went, never dropped (:meth:`~md_cg.engine.Engine.drop_missing`). ``record=True``
         appends the ids of the results that are not filler to the access log
         (nothing else); a read-only store records nothing. Expired, archived
         and out-of-scope nodes are never found; superseded ones only with
@@ -548,8 +550,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                 ]
                 if not gone:
                     break
-                eng.refresh()
-                eng.drop_missing(gone)
+                eng.drop_missing(gone)  # refreshes; waits out another process's move of them
         if record and not self.read_only:
             self._record_event("search", [r.id for r in results if not r.filler])
         return results, meta
