@@ -427,10 +427,13 @@ class Engine:
         self.catch_up()
         self._last_refresh = time.monotonic()
 
-    def catch_up(self, tail: journal.Tail | None = None) -> list[str]:
+    def catch_up(
+        self, tail: journal.Tail | None = None, prior: dict[str, Entry | None] | None = None
+    ) -> list[str]:
         """Follow the log from the cursor; resolve what it touched; return changed ids.
 
-        ``tail``: the log as just read from the cursor (else it is read here)."""
+        ``tail``: the log as just read from the cursor (else it is read here). ``prior``
+        gains the entry each touched id had before (None: none), unless it holds the id."""
         if tail is None:
             tail = journal.read_tail(self.root_str, self.cursor.offsets)
         if tail.empty and not self.cursor.pending and not self.cursor.legacy:
@@ -448,62 +451,32 @@ class Engine:
                 self.cursor, journal.find_dead(self.root_str, self.cursor, self.journal.failed)
             ).items():
                 touched.setdefault(node_id, []).extend(rels)
+        if prior is not None:
+            for node_id in touched:
+                prior.setdefault(node_id, self.state.entries.get(node_id))
         return _resolved(self, tail, touched)
 
-    def refresh(self) -> list[str]:
-        """Pick up other processes' changes; return the ids that changed.
+    def refresh(self, prior: dict[str, Entry | None] | None = None) -> list[str]:
+        """Pick up other processes' changes; return the ids that changed: those whose entry
+        differs from what this process held before the call (``prior`` gains that entry,
+        None for an id it did not hold).
 
         When another process has written a new snapshot meanwhile, this process
-        goes on following the log if that is exact (:meth:`_follow`), else it
+        goes on following the log if that is exact (:func:`_follow`), else it
         reloads the index.
         """
+        prior = {} if prior is None else prior
         with self.lock:
             self.check_open()
             # The snapshot's identity (as snapshot.identity gives it) and the log, in one walk.
             st, tail = self.log_watch.look(self.cursor.offsets, paths.SNAPSHOT)
             ident = None if st is None else (st.st_ino, st.st_mtime_ns, st.st_size)
             if ident is not None and ident != self.snap_ident:
-                changed = self._follow(ident)
-                if changed is None:
-                    changed = self._reload()
+                changed = _follow(self, ident, prior)
             else:
-                changed = self.catch_up(tail)
+                changed = self.catch_up(tail, prior)
             self._last_refresh = time.monotonic()
             return changed
-
-    def _reload(self) -> list[str]:
-        before = dict(self.state.entries)
-        self.load()
-        after = self.state.entries
-        return sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
-
-    def _follow(self, ident: tuple[int, int, int]) -> list[str] | None:
-        """Catch up over a snapshot written by another process, without reloading.
-
-        Exact when the snapshot is the very next one after ours (its generation
-        is one more) and every shard it covers was read by us as far as it
-        covers it -- before the compaction removed it, or now: the compaction
-        removed only shards it covers, so our index plus the log then equals
-        the snapshot plus the log. Returns the changed ids, or None when the
-        index must be reloaded instead.
-        """
-        head = snapshot.read_header(self.root_str)
-        if head is None or head.identity != ident or self.snap_gen is None:
-            return None
-        if not snapshot.token_matches(self.root_str, head.token):
-            return None  # not this store's: the reload refuses it too, and builds from the files
-        if head.generation != self.snap_gen + 1:
-            return None
-        before = dict(self.cursor.offsets)
-        changed = self.catch_up()
-        after = self.cursor.offsets
-        if any(max(before.get(n, 0), after.get(n, 0)) < end for n, end in head.offsets.items()):
-            return None  # a shard vanished before we had read what the snapshot covers of it
-        self.snap_ident, self.snap_gen = head.identity, head.generation
-        # the index goes on without reloading: read what it still needs of the old
-        # snapshot now, so that the replaced file is closed and its space freed
-        snapshot.read_rest(self.state)
-        return changed
 
     def fresh(self) -> None:
         """The freshness rule of every read: refresh when ``refresh_interval`` has passed."""
@@ -1181,6 +1154,55 @@ def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | N
             moved_away(engine, current, read[1].id)
         raise DuplicateIdError(node_id, rel, f"node id {node_id!r}: {_held_by_another(rel, read[1].id)}")
     return read
+
+
+def _reload(
+    engine: Engine, prior: dict[str, Entry | None], before: dict[str, Entry] | None = None
+) -> list[str]:
+    """Reload the index; the ids whose entry differs from ``before`` (default: the
+    index as it is now), each with its entry there put in ``prior``."""
+    before = dict(engine.state.entries) if before is None else before
+    engine.load()
+    after = engine.state.entries
+    changed = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+    for k in changed:
+        prior.setdefault(k, before.get(k))
+    return changed
+
+
+def _follow(engine: Engine, ident: tuple[int, int, int], prior: dict[str, Entry | None]) -> list[str]:
+    """Catch up over a snapshot written by another process, without reloading if exact.
+
+    Exact when the snapshot is the very next one after ours (its generation
+    is one more) and every shard it covers was read by us as far as it
+    covers it -- before the compaction removed it, or now: the compaction
+    removed only shards it covers, so our index plus the log then equals
+    the snapshot plus the log. Else the index is reloaded, and the changed ids
+    are those whose entry differs from the index before this call (until session
+    34 the reload compared with the index this follow had caught up, so a memory
+    another process added after its ``forget``, which compacts, was never told).
+    """
+    head = snapshot.read_header(engine.root_str)
+    if head is None or head.identity != ident or engine.snap_gen is None:
+        return _reload(engine, prior)
+    if not snapshot.token_matches(engine.root_str, head.token):
+        return _reload(engine, prior)  # not this store's: the reload refuses it, and builds from the files
+    if head.generation != engine.snap_gen + 1:
+        return _reload(engine, prior)
+    tail = journal.read_tail(engine.root_str, engine.cursor.offsets)
+    read = engine.cursor.offsets
+    if any(max(read.get(n, 0), tail.offsets.get(n, 0)) < end for n, end in head.offsets.items()):
+        # a shard vanished before we had read what the snapshot covers of it: the
+        # follow still notes what it can of the log (hand changes after its writes)
+        before = dict(engine.state.entries)
+        engine.catch_up(tail)
+        return _reload(engine, prior, before)
+    changed = engine.catch_up(tail, prior)
+    engine.snap_ident, engine.snap_gen = head.identity, head.generation
+    # the index goes on without reloading: read what it still needs of the old
+    # snapshot now, so that the replaced file is closed and its space freed
+    snapshot.read_rest(engine.state)
+    return changed
 
 
 def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]]) -> list[str]:

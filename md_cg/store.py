@@ -238,9 +238,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
     def refresh(self) -> list[str]:
         """Pick up other processes' changes now; return the ids that changed (for a scoped
-        handle: those it sees now)."""
-        seen = self._seer()
-        return [i for i in self._engine.refresh() if seen is None or seen(i)]
+        handle: those it sees now, and the deleted ones it saw before: :func:`_refreshed`)."""
+        return _refreshed(self._engine, self._scope)
 
     def log(self, name: str) -> AppendLog:
         """The append-only log ``.mdcg/<name>/`` of this store (reflections, tombstones...),
@@ -814,3 +813,17 @@ def _record_renames(
             RuntimeWarning,
             stacklevel=2,
         )
+
+
+def _refreshed(eng: Engine, scope: Scope | None) -> list[str]:
+    """:meth:`MdCG.refresh`: the ids :meth:`Engine.refresh` tells, for a ``scope`` those of
+    the memories it admits now and of the deleted ones it admitted before the call (by the
+    entry the index held then, as a sync tells deletions); not one moved out of it."""
+    prior: dict[str, Entry | None] = {}
+    with eng.lock:
+        changed = eng.refresh(prior)
+        if scope is None:
+            return changed
+        entries = eng.state.entries
+        told = [(i, entries[i] if i in entries else prior.get(i)) for i in changed]
+        return [i for i, e in told if e is not None and scope.admits(e)]
