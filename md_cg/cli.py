@@ -723,18 +723,27 @@ def add(
             node, created = store.add_unique(tier=tier, **fields)
         path = store.path_of(node.id)
         unknown = [e.target for e in node.edges if e.target not in store] if created else []
-    _report_added(node, path, created, unknown, json_out)
+        twins = {t: twin for t in unknown if (twin := store.twin_of(t)) is not None}
+    _report_added(node, path, created, unknown, json_out, twins)
 
 
-def _report_added(node: Node, path: Path, created: bool, unknown: list[str], json_out: bool) -> None:
+def _report_added(
+    node: Node, path: Path, created: bool, unknown: list[str], json_out: bool, twins: dict[str, str]
+) -> None:
     """What ``mdcg add`` prints: ID<TAB>PATH (or the JSON), and on stderr the edge
-    targets no memory has, an identical memory found, a temporary memory's expiry. The
-    notes are :func:`terminal_safe`: an id refuses controls but may hold a bidi mark."""
+    targets no memory has (``twins``: those differing from a memory's id only by letter
+    case or Unicode form, and that id), an identical memory found, a temporary memory's
+    expiry. The notes are :func:`terminal_safe`: an id refuses controls but may hold a bidi mark."""
     say = _stderr()
     for target in unknown:  # stored: a target may come later (a git pull); health lists them
+        meant = (
+            f"did you mean {twins[target]!r}? ids differ by letter case or Unicode form; "
+            if target in twins
+            else ""
+        )
         say.print(
             terminal_safe(
-                f"{node.id}: edge target {target!r} is not in the store (stored anyway; "
+                f"{node.id}: edge target {target!r} is not in the store ({meant}stored anyway; "
                 "`mdcg health` lists dangling edges)"
             ),
             soft_wrap=True,
@@ -751,7 +760,8 @@ def _report_added(node: Node, path: Path, created: bool, unknown: list[str], jso
         )
     if json_out:
         out = {"id": node.id, "layer": node.layer, "path": str(path), "existing": not created}
-        _print_json({**out, **_retention_json(node), "unknown_targets": unknown})
+        told = {"did_you_mean": twins} if twins else {}
+        _print_json({**out, **_retention_json(node), "unknown_targets": unknown, **told})
         return
     typer.echo(f"{node.id}\t{path}")
     _say_expiry(node)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import errno
 import os
+import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -481,14 +482,28 @@ def record_failed(exc: BaseException) -> str | None:
     return None
 
 
+#: Unicode categories of the characters that show nothing on their own: controls, format
+#: characters (a zero-width space, word joiner, byte-order mark, soft hyphen, a joiner
+#: alone), spaces, and combining marks with no letter to sit on (a variation selector too).
+_UNSEEN = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
+
+
+def shows_text(text: str) -> bool:
+    """Whether ``text`` holds a character that shows on its own (:data:`_UNSEEN`): one rule
+    for what is blank, for a query (:func:`check_query`) and a tag
+    (:func:`md_cg.node.unusable`): ``"\u200b\u200b"`` prints as nothing, as ``"   "`` does."""
+    return any(not ch.isspace() and unicodedata.category(ch) not in _UNSEEN for ch in text)
+
+
 def check_query(query: object) -> str:
     """``query`` when it is a string with words in it, else :class:`InvalidArgumentError`
     naming it: ``search`` and ``inject`` refuse a blank query alike (nothing was asked;
-    the similarity fill would answer it with filler)."""
+    the similarity fill would answer it with filler) -- also one of invisible characters
+    only (:func:`shows_text`: ``"\u200b\u200b"`` was answered with 10 filler results)."""
     if not isinstance(query, str):
         raise InvalidArgumentError(
             f"query must be a string, got {type(query).__name__}", name="query", value=query
         )
-    if not query.strip():
+    if not shows_text(query):
         raise InvalidArgumentError("query is empty: give the words to search for", name="query", value=query)
     return query

@@ -1049,12 +1049,20 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
 
 def _unknown_targets(store: MdCG, reply: dict[str, Any], edges: Sequence[Any] | None) -> dict[str, Any]:
     """``reply`` with ``unknown_targets``: the edge targets given that no memory here has
-    (stored anyway: a target may come later, by a git pull; ``health`` lists them)."""
+    (stored anyway: a target may come later, by a git pull; ``health`` lists them), and
+    ``did_you_mean``: for those of them that differ from the id of a memory the caller sees
+    only by letter case or Unicode form (``N00037`` given, ``n00037`` held), that id -- as
+    ``get`` of it would say (an edge matches its target exactly: ``neighbours`` of the
+    twin never shows it)."""
     targets = [e.get("target") for e in edges or () if isinstance(e, dict)]
     unknown = [t for t in dict.fromkeys(targets) if isinstance(t, str) and t not in store]
     if unknown:
-        reply["unknown_targets"] = [clip(t, TERM_CHARS) for t in _capped(unknown)]
+        shown = _capped(unknown)
+        reply["unknown_targets"] = [clip(t, TERM_CHARS) for t in shown]
         reply["unknown_targets_total"] = len(unknown)
+        twins = {clip(t, TERM_CHARS): twin for t in shown if (twin := store.twin_of(t)) is not None}
+        if twins:
+            reply["did_you_mean"] = twins
     return reply
 
 

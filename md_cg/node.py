@@ -30,7 +30,7 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError
+from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError, shows_text
 from .script import CONTROL_OR_SURROGATE, fold, short_repr
 
 #: The layers, in the order they appear on disk and in reports. The first five
@@ -1070,7 +1070,7 @@ def unusable(
         for tag in node.tags:
             if not isinstance(tag, str) or tag in kept_tags:
                 continue
-            if not _visible_text(tag):
+            if not shows_text(tag):
                 return InvalidNodeError(
                     f"node {node.id!r}: field 'tags' holds a blank tag ({tag!r}); a tag needs some text",
                     field="tags",
@@ -1097,6 +1097,35 @@ def unusable(
                 )
     if "edges" not in fields or not isinstance(node.edges, list):
         return None
+    return _unusable_edge(node, kept_edges)
+
+
+def unsafe_edge_target(
+    node: Node, kept_edges: Sequence[object] = (), held: Callable[[str], bool] | None = None
+) -> UnsafeIdError | None:
+    """The UnsafeIdError (returned, not raised) of the first edge target of ``node`` that no
+    new id could be (:func:`check_new_id`: an invisible character, a Windows device name):
+    ``n00037\u200b`` printed as ``n00037`` and linked to nothing, where ``update`` of it was
+    refused. For new input, as :func:`unusable`: a target one of ``kept_edges`` (the stored
+    node's) had, or ``held(target)`` (a memory the caller sees has that id: a file an
+    older version wrote, ``prn.md``) is not refused; files, ``add_many`` and imports carry
+    what they hold."""
+    if not isinstance(node.edges, list):
+        return None
+    kept = {e.target for e in kept_edges if isinstance(e, Edge)}
+    for i, value in enumerate(node.edges):
+        target = value.target if isinstance(value, Edge) else Edge.from_value(value, node_id=node.id).target
+        if target in kept or (held is not None and isinstance(target, str) and held(target)):
+            continue
+        try:
+            check_new_id(target, what=f"edge target (edges[{i}].target)")
+        except UnsafeIdError as exc:
+            return UnsafeIdError(f"node {node.id!r}: {exc}", field="edges", value=target, node_id=node.id)
+    return None
+
+
+def _unusable_edge(node: Node, kept_edges: Sequence[object]) -> InvalidNodeError | None:
+    """:func:`unusable` of ``node.edges`` (a list): what is new in them beside ``kept_edges``."""
     had = [e if isinstance(e, Edge) else None for e in kept_edges]
     self_linked = any(e is not None and e.target == node.id for e in had)
     kept_conf = {e.confidence for e in had if e is not None}
@@ -1120,9 +1149,3 @@ def unusable(
                 node_id=node.id,
             )
     return None
-
-
-def _visible_text(text: str) -> bool:
-    """Whether ``text`` holds a character that shows: not only spaces, line breaks and
-    format characters such as a zero-width space."""
-    return any(not ch.isspace() and unicodedata.category(ch) not in ("Cf", "Cc", "Zs") for ch in text)

@@ -286,7 +286,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if tier is not None:
             node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
-        editing.require_usable(node)
+        self._require_usable(node)
         return self._add_batch(
             [node], overwrite, durable, stamp, stamp, validated=True, check=self._check_live
         )[0]
@@ -371,7 +371,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         (nor for the text stored); an expiry already past warns as ``update`` does.
         An archived or expired node raises NodeNotFoundError before ``change`` runs.
         """
-        check, refuse = functools.partial(views.check_edited, self._scope), self._check_writable
+        check, refuse = self._edited_check(), self._check_writable
         with self._naming_lost():
             return editing.edit_text(
                 self._engine, node_id, change, durable=durable, check=check, refuse=refuse
@@ -411,7 +411,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             left = visibility.left_closed(eng.state, [entry.id], [entry.id], time.time(), self._scope)
             closed.extend(left[entry.id])
 
-        node, copies = remove_node(eng, node_id, durable=durable, check=refuse, scope=self._scope)
+        with self._naming_lost():  # an id typed in another letter case: told, as by get
+            node, copies = remove_node(eng, node_id, durable=durable, check=refuse, scope=self._scope)
         return Deleted(node, tuple(incoming), tuple(closed), tuple(copies))
 
     def forget(

@@ -18,6 +18,7 @@ Imports the engine, editing, graph, retention, visibility and the modules below 
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -67,6 +68,7 @@ from .node import (
     quantise_instant,
     refuse_naive_times,
     slug_id,
+    unsafe_edge_target,
     validate,
 )
 from .organize import OrganizeResult
@@ -112,16 +114,25 @@ class _Handle:
 
         def log(self, name: str) -> AppendLog: ...
 
+        def _unknown(self, node_id: str, show: Show) -> NodeNotFoundError: ...  # Reads'
+
     @contextmanager
-    def _naming_lost(self) -> Iterator[None]:
+    def _naming_lost(self, show: Show = visibility.DEFAULT) -> Iterator[None]:
         """Around a write: its refusal of an id the index dropped for its file moved, deleted
         or broken by hand (made under the id's lock, the file not named there:
         :func:`md_cg.engine.told_dropped`) names the file to an unscoped caller; so does its
         refusal of a new id differing only by case or normalisation from such an id
-        (:func:`md_cg.engine.dropped_twin`), which then names that id too."""
+        (:func:`md_cg.engine.dropped_twin`), which then names that id too. Its refusal of an
+        id no node holds is the error a read gives (:meth:`Reads._unknown`, ``show`` what the
+        read would show): ``N00101`` typed for ``n00101`` is told ``did you mean 'n00101'?``
+        by ``update`` and ``forget`` as by ``get`` (the engine, forgetting and the journal
+        raise a bare "no node"; it is told here, once, for every write)."""
         try:
             yield
         except NodeNotFoundError as exc:
+            plain = exc.hidden is None and not exc.hint and isinstance(exc.node_id, str)
+            if plain and exc.node_id not in self._engine.state.entries:  # held: out of scope
+                raise self._unknown(exc.node_id, show) from None
             if exc.hidden != "lost" or self._scope is not None:
                 raise
             raise engine_mod.dropped_file(self._engine, exc.node_id, named=True) or exc from None
@@ -129,6 +140,22 @@ class _Handle:
             if exc.existing is not None or self._scope is not None:
                 raise
             raise engine_mod.dropped_twin(self._engine, exc.node_id, named=True) or exc from None
+
+    def _require_usable(self, node: Node) -> None:
+        """:func:`md_cg.editing.require_usable` of a new node, and refuse an edge target of it
+        no id could be (:func:`md_cg.node.unsafe_edge_target`) unless a memory the caller
+        sees holds it (``add``, ``apply_changes``; ``add_many`` carries what it is given)."""
+        editing.require_usable(node)
+        problem = unsafe_edge_target(node, held=_holder(self._scope, self._engine.state.entries.get))
+        if problem is not None:
+            raise problem
+
+    def _edited_check(self) -> Callable[[Node, Node, Entry], None]:
+        """``check`` of :func:`md_cg.editing.edit_text`: :func:`check_edited` in the caller's
+        scope, an edge target held by a memory it sees (in the index now) usable."""
+        return functools.partial(
+            check_edited, self._scope, stored=lambda i: self._engine.state.entries.get(i)
+        )
 
     def _check_taken(self, entry: Entry) -> None:
         """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
@@ -225,13 +252,32 @@ class Reads(_Handle):
             raise visibility.not_found(eng.state, e, self._scope, show)
         return e
 
+    def twin_of(
+        self, node_id: str, *, include_expired: bool = False, include_archived: bool = False
+    ) -> str | None:
+        """The id of a memory the caller sees that differs from ``node_id`` only by letter
+        case or Unicode normalisation (``n00101`` for ``N00101``), or None (none does, or
+        ``node_id`` is itself held): what a typed id most likely meant. From the index; a
+        memory outside the caller's scope is never named."""
+        self._engine.fresh()
+        return self._twin(node_id, Show(include_expired, include_archived))
+
+    def _twin(self, node_id: str, show: Show) -> str | None:
+        state = self._engine.state
+        if not isinstance(node_id, str) or node_id in state.entries:
+            return None
+        other = state.keys.get(paths.id_key(node_id))
+        e = state.entries.get(other) if other is not None else None
+        if other is not None and e is not None and visibility.visible(state, e, self._scope, show):
+            return other
+        return None
+
     def _unknown(self, node_id: str, show: Show) -> NodeNotFoundError:
         """The error of an unknown id; when it differs from an id the caller sees only by
         letter case or Unicode normalisation (a typed id), the error names that one."""
         state = self._engine.state
-        other = state.keys.get(paths.id_key(node_id)) if isinstance(node_id, str) else None
-        e = state.entries.get(other) if other is not None else None
-        if other is not None and e is not None and visibility.visible(state, e, self._scope, show):
+        other = self._twin(node_id, show)
+        if other is not None:
             # the NFC and NFD spellings of an id print alike: both escaped, as health shows twins
             labels = {i: repr(i) if s == i else s for i, s in distinct_labels((node_id, other)).items()}
             hint = f"did you mean {labels[other]}? ids differ by letter case or Unicode form"
@@ -590,7 +636,8 @@ class Lifecycle(_Handle):
     def unarchive(self, ids: str | Sequence[str]) -> list[str]:
         """Move archived nodes back to where they were, byte for byte; return the ids moved."""
         wanted = retention.ids_of(ids)
-        _, moved = self._engine.change_many(unarchive=wanted, durable=None, check=self._check_scope)
+        with self._naming_lost(Show(include_archived=True)):  # a typed id: its archived twin named
+            _, moved = self._engine.change_many(unarchive=wanted, durable=None, check=self._check_scope)
         self._note_archive("unarchive", moved, "")
         return moved
 
@@ -611,7 +658,7 @@ class Lifecycle(_Handle):
             )
         for node in batch:  # new input, as for add (add_many carries sources as they are)
             if isinstance(node, Node):
-                editing.require_usable(node)
+                self._require_usable(node)
         now = time.time()
         decided = self._prepare(batch, now)
         with self._engine.lock, self._naming_lost():
@@ -651,7 +698,7 @@ class Lifecycle(_Handle):
         eng = self._engine
         eng.ensure_writable()
         # under the id's lock, the index caught up: a forget since (another process) is seen
-        with eng.lock, eng.hold([check_id(node_id)]):
+        with self._naming_lost(), eng.lock, eng.hold([check_id(node_id)]):
             entry = eng.entry(node_id)
             self._check_scope(entry)
             log = self.log(paths.AUDIT_DIR)
@@ -706,7 +753,7 @@ class Lifecycle(_Handle):
         node = Node(**fields_)
         try:  # what add checks first, so that a problem is not told of an id the caller never gave
             editing.require_text(validate(node))
-            editing.require_usable(node)
+            self._require_usable(node)
             return node
         except InvalidNodeError as exc:
             said = str(exc).removeprefix(f"node {node.id!r}: ")
@@ -752,7 +799,8 @@ class Lifecycle(_Handle):
         """
         guarded = held_to_scope(self._scope, change, self._engine.state.entries.get)
         check = self._writable_check(archived_ok=include_archived, expired_ok=include_expired)
-        return self._engine.modify(node_id, guarded, durable=durable, check=check)
+        with self._naming_lost(Show(include_expired, include_archived)):
+            return self._engine.modify(node_id, guarded, durable=durable, check=check)
 
     def _update(self, node_id: str, changes: dict[str, Any], durable: bool | None) -> Node:
         """``update`` (see :meth:`md_cg.store.MdCG.update`)."""
@@ -978,15 +1026,35 @@ def held_to_scope(
         out = node if result is None else result
         if isinstance(out, Node):  # anything else is refused by the engine, naming its type
             refuse_naive_times(out, out.id if isinstance(out.id, str) else None)
-            check_edit(scope, out, stored(out.id), tags, edges, times)
+            check_edit(scope, out, stored(out.id), tags, edges, times, _holder(scope, stored))
         return result
 
     return run
 
 
-def check_edited(scope: Scope | None, node: Node, old: Node, entry: Entry) -> None:
-    """:func:`check_edit` of a file edit: ``old`` is the node as stored, ``entry`` its entry."""
-    check_edit(scope, node, entry, old.tags, old.edges, _times(old))
+def check_edited(
+    scope: Scope | None,
+    node: Node,
+    old: Node,
+    entry: Entry,
+    *,
+    stored: Callable[[str], Entry | None] | None = None,
+) -> None:
+    """:func:`check_edit` of a file edit: ``old`` is the node as stored, ``entry`` its entry;
+    ``stored(id)``: the entry of an id now (an edge target a memory holds is not refused)."""
+    held = None if stored is None else _holder(scope, stored)
+    check_edit(scope, node, entry, old.tags, old.edges, _times(old), held)
+
+
+def _holder(scope: Scope | None, stored: Callable[[str], Entry | None]) -> Callable[[str], bool]:
+    """Whether a memory the caller sees (archived or expired too) holds an id: an edge
+    target such a memory holds is usable whatever its name (a file an older version wrote)."""
+
+    def held(node_id: str) -> bool:
+        e = stored(node_id)
+        return e is not None and (scope is None or scope.admits(e))
+
+    return held
 
 
 def _times(node: Node) -> dict[str, object]:
@@ -995,16 +1063,26 @@ def _times(node: Node) -> dict[str, object]:
 
 
 def check_edit(
-    scope: Scope | None, node: Node, before: Entry | None, tags: list, edges: list, times: dict
+    scope: Scope | None,
+    node: Node,
+    before: Entry | None,
+    tags: list,
+    edges: list,
+    times: dict,
+    held: Callable[[str], bool] | None = None,
 ) -> None:
     """Refuse an edited ``node`` (see :func:`held_to_scope`); ``tags``/``edges``/``times``:
-    the stored ones (a time the file held, in milliseconds by an earlier version, is not new)."""
+    the stored ones (a time the file held, in milliseconds by an earlier version, is not new);
+    ``held(id)``: a memory the caller sees holds ``id`` (:func:`md_cg.node.unsafe_edge_target`)."""
     retention.stamp_scope(node, scope, fill=False)
     _refuse_narrowing(scope, node, before)
     changed = [name for name, old in (("tags", tags), ("edges", edges)) if getattr(node, name) != old]
     if _times(node) != times:
         changed.append("times")
     editing.require_usable(node, fields=changed, kept_tags=tags, kept_edges=edges, kept_times=times)
+    problem = unsafe_edge_target(node, edges, held) if "edges" in changed else None
+    if problem is not None:
+        raise problem
 
 
 def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> None:

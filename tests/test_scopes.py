@@ -163,6 +163,13 @@ READS: dict[str, Callable[[MdCG, str], None]] = {
     ),
     "neighbours": _neighbours_case,
     "health": _health_case,
+    "twin_of": lambda s, i: (
+        (
+            s.twin_of(i.upper(), include_expired=True, include_archived=True) is None
+            and s.twin_of("OWN") == "own"
+        )
+        or pytest.fail("twin_of")
+    ),
 }
 
 #: Writes: they land in the caller's scope, and treat an out-of-scope id as absent
