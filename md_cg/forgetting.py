@@ -29,14 +29,16 @@ from __future__ import annotations
 
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
-from . import audit, fsops, index, maintenance, organize, paths, retention, visibility
+from . import audit, fsops, index, journal, maintenance, organize, paths, retention, visibility
 from .engine import Engine, commit_removal, copies_of, copies_read, read_entry
 from .errors import (
     InvalidNodeError,
     LockTimeoutError,
+    MalformedNodeFileError,
     NodeNotFoundError,
     ProtectedNodeError,
     UnsafePathError,
@@ -102,11 +104,13 @@ def forget_many(
     doomed = set(ids)
     with engine.lock:
         with engine.hold(ids):
-            entries = _doomed_entries(engine, ids, doomed, keep, force)
+            read: dict[str, tuple[Node, journal.Stamp]] = {}  # the sweep's: each file as checked
+            entries = _doomed_entries(engine, ids, doomed, keep, force, read)
             if kept is not None:
                 entries, told = sole_copies(engine, entries, scope)
                 doomed.difference_update(i for i, _ in told)
                 kept.extend(told)
+                entries = _still_as_read(engine, entries, read, doomed, kept)
             if not entries:
                 return []
             ids = [e.id for e in entries]
@@ -116,7 +120,7 @@ def forget_many(
                 i: tuple(e for e in engine.incoming(i) if e[0] not in doomed and (seen is None or seen(e[0])))
                 for i in ids
             }
-            nodes = [read_entry(engine, e) for e in entries]
+            nodes = [read[e.id][0] if e.id in read else read_entry(engine, e) for e in entries]
             # Every copy of a forgotten memory goes: the losing copies of a duplicated id (a cp,
             # a merge) would otherwise bring it back at the next sync. Looked for first: the
             # tombstone and the removal stay close. The sweep just found none, and removes none.
@@ -126,31 +130,47 @@ def forget_many(
             closed = visibility.left_closed(state, ids, doomed, now, scope)
             tombstones.append(
                 [
-                    {
-                        "event": event,
-                        "id": e.id,
-                        "layer": e.layer,
-                        "reason": why,
-                        "time": now,
-                        "dangling": [list(x) for x in incoming[e.id]],
-                        # when it was made, not what it said: a clone that renamed it is told by it
-                        **({"created_at": e.created_at} if e.created_at is not None else {}),
-                        # and its earlier ids: a batch-mate renamed onto its id has others
-                        **({audit.RENAMED_FROM: audit.earlier_ids(n)} if audit.earlier_ids(n) else {}),
-                        **visibility.scope_fields(e),
-                    }
+                    _record(event, e, n, why, now, [list(x) for x in incoming[e.id]])
                     for e, n in zip(entries, nodes, strict=True)
                 ],
                 durable=True,
             )
-            copies = commit_removal(engine, dels, found, durable)  # a copy changed since: left
+            if kept is None:
+                copies = commit_removal(engine, dels, found, durable)  # a copy changed since: left
+            else:
+                copies = []
+                entries, nodes = _remove_as_read(engine, tombstones, (entries, nodes), read, kept, durable)
             for e in entries:
                 state.duplicates.pop(e.id, None)
-        scrub(engine, ids, {rel.rsplit("/", 1)[0] for _, rel in dels}, scope)
+        if entries:  # (the sweep's may all have been edited meanwhile: nothing was removed)
+            scrub(engine, [e.id for e in entries], {rel.rsplit("/", 1)[0] for _, rel in dels}, scope)
     return [
         Deleted(node, incoming[node.id], closed[node.id], tuple(rel for i, rel in copies if i == node.id))
         for node in nodes
     ]
+
+
+def _record(
+    event: str, e: Entry, n: Node, reason: str, now: float, dangling: list[list[str]] | None = None
+) -> dict[str, Any]:
+    """An audit record of the memory ``e`` (its node ``n``): a tombstone (with its
+    ``dangling`` edges), or the ``restored`` record taking one back; beyond its id, what
+    tells which memory it is (:func:`md_cg.audit.record_key`): when it was made, its
+    earlier ids, its scope."""
+    return {
+        "event": event,
+        "id": e.id,
+        **({"kept": e.id} if event == audit.RESTORED else {}),
+        "layer": e.layer,
+        "reason": reason,
+        "time": now,
+        **({"dangling": dangling} if dangling is not None else {}),
+        # when it was made, not what it said: a clone that renamed it is told by it
+        **({"created_at": e.created_at} if e.created_at is not None else {}),
+        # and its earlier ids: a batch-mate renamed onto its id has others
+        **({audit.RENAMED_FROM: audit.earlier_ids(n)} if audit.earlier_ids(n) else {}),
+        **visibility.scope_fields(e),
+    }
 
 
 def sweep_report(
@@ -195,46 +215,75 @@ def sole_copies(
     ``entries`` no other readable file holds, and ``(id, why)`` for each of the others,
     ``why`` naming the other files in the caller's ``scope`` and counting the rest (a
     copy of another scope keeps the memory too, unnamed). One walk of the folders."""
+    where = other_copies(engine, entries, scope)
+    told = [
+        (
+            e.id,
+            f"expired at {e.path}, but other files hold this id too ({where[e.id]}); the sweep removes "
+            "only a memory's sole file: remove the copy you do not want, then sync",
+        )
+        for e in entries
+        if e.id in where
+    ]
+    return [e for e in entries if e.id not in where], told
+
+
+def other_copies(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> dict[str, str]:
+    """Id -> the other files holding it, for each id of ``entries`` another readable file
+    holds too (:func:`sole_copies`): those in the caller's ``scope`` named, the rest
+    counted. One walk of the folders."""
     if not entries:
-        return [], []
+        return {}
     others: dict[str, list[str]] = {}
     for node_id, rel in copies_of(engine, entries, None):
         others.setdefault(node_id, []).append(rel)
     if not others:
-        return list(entries), []
+        return {}
     held = [e for e in entries if e.id in others]
     seen = None if scope is None else set(copies_of(engine, held, scope))
-    told = []
+    out = {}
     for e in held:
         named = [rel for rel in others[e.id] if seen is None or (e.id, rel) in seen]
         unnamed = len(others[e.id]) - len(named)
         where = ", ".join(named) + (", " if named and unnamed else "")
-        where += f"{unnamed} file(s) outside this handle's scope" if unnamed else ""
-        told.append(
-            (
-                e.id,
-                f"expired at {e.path}, but other files hold this id too ({where}); the sweep removes "
-                "only a memory's sole file: remove the copy you do not want, then sync",
-            )
-        )
-    return [e for e in entries if e.id not in others], told
+        out[e.id] = where + (f"{unnamed} file(s) outside this handle's scope" if unnamed else "")
+    return out
+
+
+def expired_findings(engine: Engine, scope: Scope | None, ids: Iterable[str], now: float) -> list[Finding]:
+    """``health()``'s ``expired`` findings of ``ids`` (:func:`md_cg.retention.expired_findings`),
+    each saying what the sweep does: one whose id other files hold too is kept, and named
+    with them as the sweep's report names them (:func:`other_copies`, one walk of the
+    folders when any memory is expired), so that the findings saying "a sweep removes it"
+    are exactly what a sweep removes."""
+    state = engine.state
+    expired = [state.entries[i] for i in sorted(ids) if retention.expired_unarchived(state.entries[i], now)]
+    return retention.expired_findings(expired, other_copies(engine, expired, scope))
 
 
 def _doomed_entries(
-    engine: Engine, ids: list[str], doomed: set[str], keep: Callable[[Entry], bool] | None, force: bool
+    engine: Engine,
+    ids: list[str],
+    doomed: set[str],
+    keep: Callable[[Entry], bool] | None,
+    force: bool,
+    read: dict[str, tuple[Node, journal.Stamp]],
 ) -> list[Entry]:
     """The entries of ``ids`` to forget (under their locks); an id ``keep`` refuses leaves
-    ``doomed``. Raises for an unknown id, or an ``anchor/`` one without ``force``."""
+    ``doomed``. Raises for an unknown id, or an ``anchor/`` one without ``force``. With
+    ``keep`` (the sweep), each file is read again and ``read`` gains its node and the
+    stamp of the bytes read (:func:`_as_on_disk`)."""
     entries = []
     for node_id in ids:
         entry = engine.state.entries.get(node_id)
         if keep is not None:
             # The sweep's look again, at the file as it is now: gone since it was
             # listed (another sweep), or edited by hand to stay (a longer tier).
-            entry = _as_on_disk(engine, entry) if entry is not None else None
-            if entry is None or not keep(entry):
+            got = _as_on_disk(engine, entry) if entry is not None else None
+            if got is None or not keep(got[0]):
                 doomed.discard(node_id)
                 continue
+            entry, read[node_id] = got[0], got[1:]
         if entry is None:
             raise NodeNotFoundError(node_id)
         if entry.layer == "anchor" and not force:
@@ -247,17 +296,97 @@ def _doomed_entries(
     return entries
 
 
-def _as_on_disk(engine: Engine, entry: Entry) -> Entry | None:
-    """``entry``, or the index's entry for its id once the file at its path, changed or gone
-    since it was indexed (by hand: no log record tells), has been read again."""
+def _as_on_disk(engine: Engine, entry: Entry) -> tuple[Entry, Node, journal.Stamp] | None:
+    """The file at ``entry``'s path read again (the sweep's check under the id's lock): the
+    entry of the bytes read, their node and :func:`~md_cg.journal.stamp` (inode, mtime,
+    size, from the descriptor read: it describes exactly these bytes); None when the file
+    is gone, unreadable or holds another id. The index takes in a file changed since it
+    was indexed (by hand: no log record tells). Reading, not comparing a ``stat`` with the
+    entry's: a file put back with its old mtime and size (``cp -a`` of a same-size copy)
+    holds other bytes, and the stamp lets the removal spare a file replaced after this
+    look (:func:`_remove_as_read`)."""
+    root, rel = engine.root_str, entry.path
     try:
-        st = fsops.lstat(engine.root_str, entry.path)
-    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
-        st = None
-    if st is not None and (st.st_mtime_ns, st.st_size) == (entry.mtime_ns, entry.size):
-        return entry
-    index.resolve_ids(engine.root_str, engine.state, {entry.id: [entry.path]})
-    return engine.state.entries.get(entry.id)
+        data, st = index.read_limited(root, rel)
+        node: Node | None = index.decode_node(data, rel)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError, MalformedNodeFileError):
+        node = None
+    same = (
+        node is not None
+        and node.id == entry.id
+        and (st.st_mtime_ns, st.st_size) == (entry.mtime_ns, entry.size)
+    )
+    if not same:
+        index.resolve_ids(root, engine.state, {entry.id: [rel]})
+        now = engine.state.entries.get(entry.id)
+        if node is None or node.id != entry.id or now is None or now.path != rel:
+            return None
+    assert node is not None
+    fresh = index.make_entry(node, rel, st.st_mtime_ns, st.st_size)
+    if same and replace(fresh, domain=entry.domain) != entry:
+        engine.state.put(fresh, index.index_text(node))  # the same stat, other bytes: the bytes decide
+    return fresh, node, journal.stamp(st)
+
+
+def _still_as_read(
+    engine: Engine,
+    entries: list[Entry],
+    read: dict[str, tuple[Node, journal.Stamp]],
+    doomed: set[str],
+    kept: list[tuple[str, str]],
+) -> list[Entry]:
+    """``entries`` whose file still has the stamp it had when read (just before the
+    tombstones: the walk for copies since takes a while at 50k files); one changed since
+    (a hand edit: no lock stops a person's editor) is settled in the index and kept."""
+    out = []
+    for e in entries:
+        try:
+            now = journal.stamp(fsops.lstat(engine.root_str, e.path))
+        except (OSError, UnsafePathError):
+            now = None
+        if now == read[e.id][1]:
+            out.append(e)
+            continue
+        doomed.discard(e.id)
+        kept.append((e.id, _changed_why(e)))
+        index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path]})
+    return out
+
+
+def _remove_as_read(
+    engine: Engine,
+    tombstones: AppendLog,
+    doomed: tuple[list[Entry], list[Node]],
+    read: dict[str, tuple[Node, journal.Stamp]],
+    kept: list[tuple[str, str]],
+    durable: bool | None,
+) -> tuple[list[Entry], list[Node]]:
+    """The sweep's removal: a file goes only while it has the stamp it had when read
+    (:meth:`md_cg.journal.Journal.commit` compares it just before each unlink). One
+    changed since -- an editor's save, which writes a new file over it, between the check
+    and the removal: review rB lost 300 of 300 memories made ``long`` during a 50k sweep
+    -- is left, its tombstone taken back by a ``restored`` record, the index settled
+    with the file as it is, and the id added to ``kept``. Returns what was removed."""
+    entries, nodes = doomed
+    stamps = {e.path: read[e.id][1] for e in entries}
+    spared = set(engine.commit([], [(e.id, e.path) for e in entries], durable=durable, read=stamps))
+    if not spared:
+        return entries, nodes
+    left = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.path in spared]
+    now = time.time()
+    why = "changed while the sweep removed it: kept"
+    tombstones.append([_record(audit.RESTORED, e, n, why, now) for e, n in left], durable=True)
+    index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path] for e, _ in left})
+    kept.extend((e.id, _changed_why(e)) for e, _ in left)
+    gone = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.path not in spared]
+    return [e for e, _ in gone], [n for _, n in gone]
+
+
+def _changed_why(e: Entry) -> str:
+    return (
+        f"expired at {e.path} when the sweep read it, but the file changed before its removal "
+        "(an edit meanwhile): kept; a later sweep removes it if it is still expired"
+    )
 
 
 def returned(

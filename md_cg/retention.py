@@ -33,7 +33,7 @@ Imports the engine, temporal, visibility and the modules below them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +42,7 @@ import orjson
 from . import fsops, paths, temporal, visibility
 from .engine import Engine, dropped_file
 from .errors import InvalidArgumentError, NodeNotFoundError, UnsafePathError
-from .index import Entry, IndexState
+from .index import Entry
 from .logs import AppendLog
 from .node import DEFAULT_SENSITIVITY, Edge, Node, finite, quantise_instant
 from .reports import Finding
@@ -298,25 +298,35 @@ def expired_ids(engine: Engine, scope: visibility.Scope | None, now: float) -> l
     return sorted(out)
 
 
-def expired_findings(state: IndexState, ids: Iterable[str], now: float) -> list[Finding]:
-    """An ``expired`` health finding for each of ``ids`` past its expiry and not archived
-    (what the sweep removes: :func:`visibility.is_expired` never holds for a long one)."""
+def expired_unarchived(e: Entry, now: float) -> bool:
+    """Past its expiry and not archived: what the sweep removes (:func:`visibility.is_expired`
+    never holds for a long one), unless another file holds its id."""
+    return visibility.is_expired(e, now) and not e.archived
+
+
+def expired_findings(entries: Iterable[Entry], copies: Mapping[str, str]) -> list[Finding]:
+    """An ``expired`` health finding for each of ``entries`` (:func:`expired_unarchived`),
+    saying what the sweep does with it: removes it, or keeps it while other files hold its
+    id (``copies``: id -> those files, as :func:`md_cg.forgetting.other_copies` names them).
+    (Before session 34 one it keeps said "a sweep removes it": review rB.) The
+    advice comes before the files: MCP clips a detail at 160 characters."""
     out = []
-    for node_id in sorted(ids):
-        e = state.entries[node_id]
-        if visibility.is_expired(e, now) and not e.archived:
-            tier = "temporary" if e.retention_tier == "temp" else "no tier, an expiry: temporary"
-            why = f"hidden from reads since its expiry ({tier}); a sweep removes it (`mdcg sweep`, sweep())"
-            out.append(Finding("expired", why, e.path, e.id))
+    for e in entries:
+        tier = "temporary" if e.retention_tier == "temp" else "no tier, an expiry: temporary"
+        if e.id in copies:
+            what = (
+                "kept by the sweep: remove the copy of its id you do not want, then sync "
+                f"(other files holding it: {copies[e.id]})"
+            )
+        else:
+            what = "a sweep removes it (`mdcg sweep`, sweep())"
+        out.append(Finding("expired", f"hidden from reads since its expiry ({tier}); {what}", e.path, e.id))
     return out
 
 
 def _sweepable(e: Entry, scope: visibility.Scope | None, now: float) -> bool:
-    return (
-        visibility.is_expired(e, now)  # temp, or no tier: never a long one, which no read hides
-        and not e.archived
-        and (scope is None or scope.admits(e))
-    )
+    # temp, or no tier: never a long one, which no read hides
+    return expired_unarchived(e, now) and (scope is None or scope.admits(e))
 
 
 def sweepable(scope: visibility.Scope | None) -> Callable[[Entry], bool]:

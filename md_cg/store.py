@@ -683,7 +683,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             eng.fresh()
             state, scope = eng.state, self._scope
             absent = visibility.out_of_scope(state, scope)
-            extra += retention.expired_findings(state, state.restricted - absent, time.time())
+            extra += forgetting.expired_findings(eng, scope, state.restricted - absent, time.time())
             records = audit.visible_to(scope, self.log(paths.AUDIT_DIR).read())
             back, gone = forgetting.returned(state, records, self._seer(), eng.read_node)
             extra += [f for f in back if f.node_id not in absent]
