@@ -36,7 +36,9 @@ FINDING_KINDS: dict[str, str] = {
     "content_drift": "error",  # health(deep=True): an entry differs from its file's content
     "text_drift": "error",  # health(deep=True): the text index differs from the file's text
     "access_unrecorded": "warning",  # accesses could not be recorded (read-only folder)
-    "expired": "warning",  # a temporary node past its expiry, hidden from reads; a sweep removes it unless other files hold its id
+    # a temporary node past its expiry, hidden from reads; a sweep removes it unless other
+    # files hold its id
+    "expired": "warning",
     "forgotten_returned": "warning",  # a node forgotten in this clone whose file git brought back
     "renamed_returned": "warning",  # an id renamed in this clone whose old file git brought back
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
