@@ -70,6 +70,9 @@ from .script import twin_labels
 from .visibility import Scope
 
 STRIPES = 64
+#: Longest wait (seconds) of a read for a write of a memory another process has in hand
+#: (:func:`still_gone`, :func:`read_by_id`, :func:`_moved_on`): a move takes milliseconds
+MOVE_WAIT = 2.0
 
 #: (id, path) of each file a commit removes
 Dels = Sequence[tuple[str, str]]
@@ -356,6 +359,8 @@ class Engine:
         #: answers a freshness check from lstat calls alone when the log is certainly unchanged
         self.log_watch = journal.LogWatch(self.root_str)
         self._stripes: dict[int, fsops.FileLock] = {}
+        #: keys of open commits a read waited MOVE_WAIT for once: never waited for again
+        self.stalled: set[tuple[str, int]] = set()
         self._closed = False
         self._initialised = fsops.exists(self.root_str, paths.meta(paths.LOCK))
         self.loaded_from = "files"
@@ -1247,23 +1252,28 @@ def _moved_on(
     moved the file while this follow looked for it (a re-tag between buckets renames the new
     file in, then removes the old one; both looks can fall between them). Each is settled
     again with the paths those lines name (``changed`` gains it), and again while later lines
-    name one still found nowhere, for at most ``lock_timeout`` seconds; the next follow reads
+    name one still found nowhere, for at most :data:`MOVE_WAIT` seconds; the next follow reads
     those lines as usual. Until session 34 the follow dropped it, and a search found nothing
-    and noted it as gone by hand (review rD); returns them."""
-    deadline = time.monotonic() + engine.lock_timeout
+    and noted it as gone by hand (review rD); returns them. A commit left open by a dead
+    writer, or by a live one no process is at work on (:func:`idle_commits`), is settled
+    once with its paths and not waited for."""
+    deadline = time.monotonic() + min(engine.lock_timeout, MOVE_WAIT)
     probe = copy.deepcopy(engine.cursor)  # the log is only looked at: the cursor stays
     moved: set[str] = set()
     while node_ids:
         later = journal.replay(probe, journal.read_tail(engine.root_str, probe.offsets))
         journal.mark_dead(probe, journal.find_dead(engine.root_str, probe))  # no wait for a dead writer
+        journal.mark_dead(probe, idle_commits(engine, probe, node_ids))  # nor for a stalled commit
         rels = {i: [*later[i], *touched.get(i, ())] for i in node_ids if i in later}
         moved |= rels.keys()
         changed.extend(i for i in index.resolve_ids(engine.root_str, engine.state, rels) if i not in changed)
         node_ids = [i for i in rels if i not in engine.state.entries]
-        if node_ids and time.monotonic() < deadline:
-            time.sleep(0.001)  # let the writer finish its move
-        else:
+        if not node_ids:
             break
+        if time.monotonic() >= deadline:
+            waited_once(engine, probe, node_ids)
+            break
+        time.sleep(0.001)  # let the writer finish its move
     return moved
 
 
@@ -1333,12 +1343,13 @@ def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
     dropped and noted as removed by hand (review rD: 1 search in 463, 3 in 329 with
     ``refresh_interval=0``, found nothing while another process re-tagged the memory in a
     loop). So: refresh, look at each id's file, then read the log past the refresh
-    (:func:`named_in_log`); a record of the id there, or a commit of it still open by a live
-    writer, means md-cg moved it meanwhile: refresh and look again. A commit's line is
+    (:func:`named_in_log`); a record of the id there, or an open commit of it a process is
+    at work on, means md-cg moved it meanwhile: refresh and look again. A commit's line is
     written before any of its files changes, so a file found gone with the log quiet for its
-    id after the look was not moved by md-cg. An id md-cg keeps moving for ``lock_timeout``
-    seconds is left as it is (not dropped, not noted)."""
-    deadline = time.monotonic() + engine.lock_timeout
+    id after the look was not moved by md-cg. An id md-cg keeps moving for
+    :data:`MOVE_WAIT` seconds is left as it is (not dropped, not noted), and the open
+    commits of it are not waited for again (:func:`waited_once`)."""
+    deadline = time.monotonic() + min(engine.lock_timeout, MOVE_WAIT)
     while True:
         engine.refresh()
         entries = engine.state.entries
@@ -1351,6 +1362,7 @@ def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
         if not moving:
             return gone
         if time.monotonic() >= deadline:
+            waited_once(engine, engine.cursor, moving)
             return [i for i in gone if i not in moving]
         node_ids = gone
         time.sleep(0.001)  # let the writer finish its move
@@ -1358,12 +1370,69 @@ def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
 
 def named_in_log(engine: Engine, node_ids: Iterable[str]) -> set[str]:
     """The ids of ``node_ids`` that a record of the log past this process's cursor names,
-    or that a commit still open by a live writer names (:func:`md_cg.journal.replay` on a
-    copy of the cursor: the index is left as it is)."""
-    touched = journal.replay(
-        copy.deepcopy(engine.cursor), journal.read_tail(engine.root_str, engine.cursor.offsets)
-    )
-    return {i for i in node_ids if i in touched}
+    or that a commit still open by a live writer names while a process is at work on it
+    (:func:`md_cg.journal.replay` on a copy of the cursor: the index is left as it is).
+    An open commit nobody is at work on (:func:`idle_commits`: its writer was stopped
+    midway and lives on) does not name its ids: until session 34 it did for as long as
+    that writer lived, and every search, ``get`` and open of another process whose
+    memory it named waited ``lock_timeout`` (30 s; attack a1). The log is read again
+    after that look, so a commit its writer closed meanwhile is named by its ``done``
+    line (written before the writer lets go of its stripes)."""
+    want = set(node_ids)
+    probe = copy.deepcopy(engine.cursor)
+    touched = journal.replay(probe, journal.read_tail(engine.root_str, probe.offsets))
+    want = {i for i in want if i in touched}
+    idle = idle_commits(engine, probe, want) if want else []
+    if idle:
+        again = copy.deepcopy(engine.cursor)
+        again.dead |= {c.key for c in idle}  # replayed, but not named while still open
+        touched = journal.replay(again, journal.read_tail(engine.root_str, again.offsets))
+        want = {i for i in want if i in touched}
+    return want
+
+
+def idle_commits(engine: Engine, cursor: Cursor, node_ids: Iterable[str]) -> list[journal.Commit]:
+    """The commits ``cursor`` holds open by a live writer (not marked dead) that name one of
+    ``node_ids`` and that no process is at work on (:func:`_at_work`)."""
+    want = set(node_ids)
+    return [
+        c
+        for c in cursor.pending.values()
+        if c.key not in cursor.dead and not c.ids.isdisjoint(want) and not _at_work(engine, c)
+    ]
+
+
+def _at_work(engine: Engine, c: journal.Commit) -> bool:
+    """Whether a process may be working on open commit ``c`` now. Its writer holds the
+    stripe lock of every id it names from before the commit line until after its ``done``
+    line (:meth:`Engine.hold`; a recovery too), so a stripe of them nobody holds -- found
+    with a lock try that does not wait, then let go -- means nobody is: the writer was
+    stopped midway (Ctrl-C, an I/O error: docs/reliability.md row 10) and lives on, and
+    the commit waits for the next recovery; the files decide meanwhile. A stripe this
+    engine holds is not looked at (a second descriptor of this process would find it
+    busy): no other process is writing those ids then. A commit waited for
+    :data:`MOVE_WAIT` once (:func:`waited_once`), or whose stripe cannot be looked at,
+    is not worked on as far as a read is concerned."""
+    if c.key in engine.stalled:
+        return False
+    for n in sorted({engine.stripe_of(i) for i in c.ids}):
+        own = engine._stripes.get(n)
+        if own is not None and own.depth:
+            return False
+        try:
+            if not fsops.owner_alive(engine.root_str, paths.meta(paths.STRIPE_DIR, f"{n:02d}.lock")):
+                return False
+        except (OSError, UnsafePathError):
+            return False
+    return True
+
+
+def waited_once(engine: Engine, cursor: Cursor, node_ids: Iterable[str]) -> None:
+    """A read waited :data:`MOVE_WAIT` for ``node_ids``: the open commits of them in
+    ``cursor`` are not waited for again by this engine (a writer holding its stripes
+    for long -- a ``holding`` block, a large batch -- costs each process one wait)."""
+    want = set(node_ids)
+    engine.stalled.update(c.key for c in cursor.pending.values() if not c.ids.isdisjoint(want))
 
 
 def dropped_by_hand(engine: Engine, node_ids: Iterable[str]) -> list[str]:
@@ -1386,9 +1455,10 @@ def read_by_id(engine: Engine, node_id: str) -> Node:
     when the file does not hold it (another process may have just moved it), and again
     while the log past that refresh names a write of the id (:func:`named_in_log`: a process
     re-tagging the memory in a loop had moved it again -- 1 get in about 1,000 said its file
-    was moved by hand, session 34). Still not there: :func:`~md_cg.errors.lost_file_error`
-    when the index holds the id (its file moved, deleted or edited to another id by hand, or
-    dropped for that: :func:`dropped_file`), else NodeNotFoundError."""
+    was moved by hand, session 34), for at most :data:`MOVE_WAIT` seconds. Still not there:
+    :func:`~md_cg.errors.lost_file_error` when the index holds the id (its file moved,
+    deleted or edited to another id by hand, or dropped for that: :func:`dropped_file`),
+    else NodeNotFoundError."""
     check_id(node_id)
     engine.fresh()
     if engine.hand_after:
@@ -1399,8 +1469,11 @@ def read_by_id(engine: Engine, node_id: str) -> Node:
         return node
     engine.refresh()
     node, lost = _read_held(engine, node_id, lost)
-    deadline = time.monotonic() + engine.lock_timeout
-    while node is None and time.monotonic() < deadline and named_in_log(engine, (node_id,)):
+    deadline = time.monotonic() + min(engine.lock_timeout, MOVE_WAIT)
+    while node is None and named_in_log(engine, (node_id,)):
+        if time.monotonic() >= deadline:
+            waited_once(engine, engine.cursor, (node_id,))
+            break
         time.sleep(0.001)  # let the writer finish its move
         engine.refresh()
         node, lost = _read_held(engine, node_id, lost)
