@@ -76,6 +76,7 @@ from md_cg.render import (
     RECOVERING_WRITE,
     clip,
     current_version,
+    distinct_labels,
     entries_table,
     health_table,
     id_list,
@@ -736,14 +737,10 @@ def _report_added(
     expiry. The notes are :func:`terminal_safe`: an id refuses controls but may hold a bidi mark."""
     say = _stderr()
     for target in unknown:  # stored: a target may come later (a git pull); health lists them
-        meant = (
-            f"did you mean {twins[target]!r}? ids differ by letter case or Unicode form; "
-            if target in twins
-            else ""
-        )
+        said, hint = _twin_note(target, twins.get(target))
         say.print(
             terminal_safe(
-                f"{node.id}: edge target {target!r} is not in the store ({meant}stored anyway; "
+                f"{node.id}: edge target {said} is not in the store ({hint}stored anyway; "
                 "`mdcg health` lists dangling edges)"
             ),
             soft_wrap=True,
@@ -761,10 +758,26 @@ def _report_added(
     if json_out:
         out = {"id": node.id, "layer": node.layer, "path": str(path), "existing": not created}
         told = {"did_you_mean": twins} if twins else {}
-        _print_json({**out, **_retention_json(node), "unknown_targets": unknown, **told})
+        data = {**out, **_retention_json(node), "unknown_targets": unknown, **told}
+        if any(distinct_labels(pair)[t] != t for pair in twins.items() for t in pair):
+            # a Unicode-form twin prints as the target does ({"Café": "Café"}): written with
+            # JSON's \u escapes, the values stay exact for a parser and print apart for the eye
+            typer.echo(json.dumps(data, ensure_ascii=True, indent=2, default=_jsonable))
+        else:
+            _print_json(data)
         return
     typer.echo(f"{node.id}\t{path}")
     _say_expiry(node)
+
+
+def _twin_note(target: str, twin: str | None) -> tuple[str, str]:
+    """How ``mdcg add``'s note names an unknown edge target, and its ``did you mean`` (empty
+    without a ``twin``): NFC and NFD twins print alike (``Café``), so both are then
+    escaped, as the unknown-id error writes them (``'Cafe\\u0301'``, ``'Caf\\u00e9'``)."""
+    if twin is None:
+        return repr(target), ""
+    labels = {i: repr(i) if s == i else s for i, s in distinct_labels((target, twin)).items()}
+    return labels[target], f"did you mean {labels[twin]}? ids differ by letter case or Unicode form; "
 
 
 def _retention_json(node: Node) -> dict[str, Any]:

@@ -482,17 +482,47 @@ def record_failed(exc: BaseException) -> str | None:
     return None
 
 
-#: Unicode categories of the characters that show nothing on their own: controls, format
-#: characters (a zero-width space, word joiner, byte-order mark, soft hyphen, a joiner
-#: alone), spaces, and combining marks with no letter to sit on (a variation selector too).
-_UNSEEN = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp", "Mn", "Me"})
+#: Variation selectors: they choose how the character before them is drawn (U+2764 U+FE0F).
+VARIATION_SELECTORS = frozenset(map(chr, range(0xFE00, 0xFE10))) | frozenset(
+    map(chr, range(0xE0100, 0xE01F0))
+)
+
+#: Characters that are not format characters (Unicode category Cf) yet show nothing: the
+#: rest of Unicode's default-ignorable code points (combining grapheme joiner, Hangul
+#: fillers, Khmer inherent vowels, Mongolian free variation selectors...) and the blank
+#: Braille pattern U+2800. ``ops\u3164`` printed as ``ops``.
+INVISIBLE_BLANKS = frozenset(
+    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u2800\u3164\uffa0"
+    "\U0001bca0\U0001bca1\U0001bca2\U0001bca3"
+) | frozenset(map(chr, range(0xE0000, 0xE1000)))
+
+
+def hidden_char(ch: str) -> bool:
+    """Whether the character ``ch`` shows nothing where it stands: a format character
+    (Unicode category Cf: a zero-width space, word joiner, byte-order mark, soft hyphen),
+    a blank of :data:`INVISIBLE_BLANKS` or a variation selector. The one table of the
+    invisible characters: :func:`md_cg.node.invisible_char` (new ids and tags) and
+    :func:`shows_text` (blank queries and tags) both read it. It lives here, the lowest
+    module, because :func:`check_query` needs it and this module imports no other."""
+    return ch in INVISIBLE_BLANKS or ch in VARIATION_SELECTORS or unicodedata.category(ch) == "Cf"
+
+
+#: Unicode categories of the other characters that show nothing on their own: controls,
+#: spaces and line separators, and combining marks with no letter to sit on.
+_UNSEEN = frozenset({"Cc", "Zs", "Zl", "Zp", "Mn", "Me"})
 
 
 def shows_text(text: str) -> bool:
-    """Whether ``text`` holds a character that shows on its own (:data:`_UNSEEN`): one rule
-    for what is blank, for a query (:func:`check_query`) and a tag
-    (:func:`md_cg.node.unusable`): ``"\u200b\u200b"`` prints as nothing, as ``"   "`` does."""
-    return any(not ch.isspace() and unicodedata.category(ch) not in _UNSEEN for ch in text)
+    """Whether ``text`` holds a character that shows on its own -- not a space, control or
+    lone combining mark (:data:`_UNSEEN`), nor one :func:`hidden_char` calls invisible:
+    one rule for what is blank, for a query (:func:`check_query`) and a tag
+    (:func:`md_cg.node.unusable`): ``"\u200b\u200b"`` and ``"\u3164"`` print as nothing,
+    as ``"   "`` does. (Before session 34 a query of Hangul fillers, blank Braille or
+    tag characters was answered with 10 filler results: the id rule called them invisible,
+    the query rule did not.)"""
+    return any(
+        not ch.isspace() and unicodedata.category(ch) not in _UNSEEN and not hidden_char(ch) for ch in text
+    )
 
 
 def check_query(query: object) -> str:

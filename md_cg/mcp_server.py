@@ -86,6 +86,7 @@ from md_cg.render import (
     RECOVERING_WRITE,
     SNIPPET_CHARS,
     current_version,
+    distinct_labels,
     iso,
     iso_window,
     node_dict,
@@ -1050,20 +1051,40 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
 def _unknown_targets(store: MdCG, reply: dict[str, Any], edges: Sequence[Any] | None) -> dict[str, Any]:
     """``reply`` with ``unknown_targets``: the edge targets given that no memory here has
     (stored anyway: a target may come later, by a git pull; ``health`` lists them), and
-    ``did_you_mean``: for those of them that differ from the id of a memory the caller sees
-    only by letter case or Unicode form (``N00037`` given, ``n00037`` held), that id -- as
-    ``get`` of it would say (an edge matches its target exactly: ``neighbours`` of the
-    twin never shows it)."""
-    targets = [e.get("target") for e in edges or () if isinstance(e, dict)]
+    ``did_you_mean`` (:func:`_twin_hints`) for those of them that differ from the id of a
+    memory the caller sees only by letter case or Unicode form."""
+    edges = [e for e in edges or () if isinstance(e, dict)]
+    targets = [e.get("target") for e in edges]
     unknown = [t for t in dict.fromkeys(targets) if isinstance(t, str) and t not in store]
     if unknown:
         shown = _capped(unknown)
         reply["unknown_targets"] = [clip(t, TERM_CHARS) for t in shown]
         reply["unknown_targets_total"] = len(unknown)
-        twins = {clip(t, TERM_CHARS): twin for t in shown if (twin := store.twin_of(t)) is not None}
-        if twins:
-            reply["did_you_mean"] = twins
+        hints = _twin_hints(store, shown, targets)
+        if hints:
+            reply["did_you_mean"] = hints
     return reply
+
+
+def _twin_hints(store: MdCG, shown: Sequence[str], targets: Sequence[Any]) -> list[dict[str, Any]]:
+    """For each of ``shown`` (unknown edge targets, in ``unknown_targets``' order) that
+    differs from the id of a memory the caller sees only by letter case or Unicode form
+    (``N00037`` given, ``n00037`` held), ``{"edge": i, "target": t, "did_you_mean": id}``:
+    ``i`` the index of its first edge in ``targets`` (the ``edges`` given), ``t`` it as
+    ``unknown_targets`` shows it -- as ``get`` of it would say (an edge matches its target
+    exactly: ``neighbours`` of the twin never shows it). A list, not a map keyed by the
+    clipped target: two long targets clipping alike each keep their hint. Two spellings
+    that differ only in Unicode form print alike (``Café``, ``Cafe\u0301``): both are
+    written escaped, as the unknown-id error writes them (``'Cafe\\u0301'``,
+    ``'Caf\\u00e9'``)."""
+    hints = []
+    for t in shown:
+        twin = store.twin_of(t)
+        if twin is not None:
+            labels = distinct_labels((t, twin))
+            said = clip(labels[t], TERM_CHARS)
+            hints.append({"edge": targets.index(t), "target": said, "did_you_mean": labels[twin]})
+    return hints
 
 
 def _remember(store: MdCG, given: dict[str, Any], *, unique: bool, overwrite: bool) -> dict[str, Any]:

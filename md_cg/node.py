@@ -30,7 +30,15 @@ from datetime import UTC, date, datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from .errors import InvalidNodeError, UnknownLayerError, UnsafeIdError, shows_text
+from .errors import (
+    INVISIBLE_BLANKS,
+    VARIATION_SELECTORS,
+    InvalidNodeError,
+    UnknownLayerError,
+    UnsafeIdError,
+    hidden_char,
+    shows_text,
+)
 from .script import CONTROL_OR_SURROGATE, fold, short_repr
 
 #: The layers, in the order they appear on disk and in reports. The first five
@@ -202,17 +210,10 @@ def windows_device_name(node_id: str) -> str | None:
 #: emoji sequences such as U+1F469 U+200D U+1F4BB) need -- between two visible characters.
 _JOINERS = frozenset("\u200c\u200d")
 
-#: Variation selectors: they choose how the character before them is drawn (U+2764 U+FE0F).
-_SELECTORS = frozenset(map(chr, range(0xFE00, 0xFE10))) | frozenset(map(chr, range(0xE0100, 0xE01F0)))
-
-#: Characters that are not format characters (Unicode category Cf) yet show nothing: the
-#: rest of Unicode's default-ignorable code points (combining grapheme joiner, Hangul
-#: fillers, Khmer inherent vowels, Mongolian free variation selectors...) and the blank
-#: Braille pattern U+2800. ``ops\u3164`` printed as ``ops``.
-_BLANKS = frozenset(
-    "\u034f\u115f\u1160\u17b4\u17b5\u180b\u180c\u180d\u180e\u180f\u2800\u3164\uffa0"
-    "\U0001bca0\U0001bca1\U0001bca2\U0001bca3"
-) | frozenset(map(chr, range(0xE0000, 0xE1000)))
+#: The invisible characters (:func:`md_cg.errors.hidden_char`): one table for ids, tags and queries.
+_SELECTORS = VARIATION_SELECTORS
+_BLANKS = INVISIBLE_BLANKS
+_hidden = hidden_char
 
 #: A flag of a country's subdivision: a black flag, tag characters (U+E0020-U+E007E)
 #: spelling its code, and U+E007F CANCEL TAG (U+1F3F4 U+E0067 U+E0062 ... U+E007F).
@@ -220,10 +221,6 @@ _FLAG_TAGS = re.compile("\U0001f3f4[\U000e0020-\U000e007e]+\U000e007f")
 
 #: The keycap emoji: a digit, ``#`` or ``*``, U+FE0F and U+20E3 (``1\ufe0f\u20e3``).
 _KEYCAP = re.compile("[0-9#*]\ufe0f\u20e3")
-
-
-def _hidden(ch: str) -> bool:
-    return ch in _BLANKS or ch in _SELECTORS or unicodedata.category(ch) == "Cf"
 
 
 def invisible_char(text: str) -> str | None:
@@ -1070,9 +1067,9 @@ def unusable(
         for tag in node.tags:
             if not isinstance(tag, str) or tag in kept_tags:
                 continue
-            if not shows_text(tag):
+            if not shows_text(tag):  # every character escaped: repr printed '\u0301' as a bare mark
                 return InvalidNodeError(
-                    f"node {node.id!r}: field 'tags' holds a blank tag ({tag!r}); a tag needs some text",
+                    f"node {node.id!r}: field 'tags' holds a blank tag ({tag!a}); a tag needs some text",
                     field="tags",
                     value=node.tags,
                     node_id=node.id,

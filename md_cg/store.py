@@ -286,7 +286,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         if tier is not None:
             node.retention_tier = temporal.normalize_tier(tier) or None
         editing.require_text(validate(node))
-        self._require_usable(node)
+        self._require_usable(node, overwrite=overwrite)  # what the stored node held is kept
         return self._add_batch(
             [node], overwrite, durable, stamp, stamp, validated=True, check=self._check_live
         )[0]
