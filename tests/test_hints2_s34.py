@@ -18,11 +18,10 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Any
 
-import anyio
 import pytest
 from test_cli_hostile_s33 import invoke, runner  # noqa: F401 - the fixture
+from test_hints_s34 import _mcp
 from typer.testing import CliRunner
 
 from md_cg import MdCG, Node, Scope
@@ -113,26 +112,6 @@ def test_blank_tag_error_escapes_the_tag() -> None:
         problem = unusable(Node(id="x", body="b", tags=[tag]))
         assert isinstance(problem, InvalidNodeError)
         assert str(problem) == f"node 'x': field 'tags' holds a blank tag ({shown}); a tag needs some text"
-
-
-def _mcp(root: Path, calls: list[tuple[str, dict[str, Any]]], **kw: Any) -> list[Any]:
-    from mcp import Client
-
-    from md_cg.mcp_server import create_server
-
-    server = create_server(root, **kw)
-    out: list[Any] = []
-
-    async def run() -> None:
-        async with Client(server) as client:
-            for tool, args in calls:
-                out.append(await client.call_tool(tool, args))
-
-    try:
-        anyio.run(run)
-    finally:
-        server.store.close()
-    return out
 
 
 def test_mcp_remember_overwrite_keeps_a_held_target(tmp_path: Path) -> None:

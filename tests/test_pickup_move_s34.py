@@ -29,6 +29,7 @@ from typing import Any
 
 import orjson
 import pytest
+import test_search_move_s34 as search_move
 
 import md_cg
 from md_cg import MdCG, Node, index
@@ -80,18 +81,11 @@ with MdCG(root) as m:
 
 
 def _store(tmp_path: Path) -> Path:
-    """A store with ID in the computing bucket and two other memories."""
-    root = tmp_path / "s"
-    with MdCG(root) as m:
-        m.add(id=ID, body=BODY, tags=["domain:computing"], verification_basis="test")
-        m.add(id="other1", body="# tea\n\nThe user prefers green tea.\n")
-        m.add(id="other2", body="# Berlin\n\nThe meeting is in Berlin.\n")
-    assert _where(root) == [COMPUTING]
-    return root
+    return search_move._store(tmp_path, ID)
 
 
 def _where(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob(f"{ID}.md") if ".mdcg" not in p.parts)
+    return search_move._where(root, ID)
 
 
 def _sync_lines(root: Path) -> list[dict[str, Any]]:

@@ -65,19 +65,22 @@ with MdCG(root) as m:
 """
 
 
-def _store(tmp_path: Path) -> Path:
-    """A store with ID in the computing bucket and two other memories."""
+def _store(tmp_path: Path, node_id: str = ID) -> Path:
+    """A store with ``node_id`` in the computing bucket and two other memories
+    (test_pickup_move_s34 uses it too, with its own id)."""
     root = tmp_path / "s"
     with MdCG(root) as m:
-        m.add(id=ID, body=BODY, tags=["domain:computing"], verification_basis="test")
+        m.add(id=node_id, body=BODY, tags=["domain:computing"], verification_basis="test")
         m.add(id="other1", body="# tea\n\nThe user prefers green tea.\n")
         m.add(id="other2", body="# Berlin\n\nThe meeting is in Berlin.\n")
-    assert _where(root) == [COMPUTING]
+    assert _where(root, node_id) == [COMPUTING.replace(ID, node_id)]
     return root
 
 
-def _where(root: Path) -> list[str]:
-    return sorted(p.relative_to(root).as_posix() for p in root.rglob(f"{ID}.md") if ".mdcg" not in p.parts)
+def _where(root: Path, node_id: str = ID) -> list[str]:
+    return sorted(
+        p.relative_to(root).as_posix() for p in root.rglob(f"{node_id}.md") if ".mdcg" not in p.parts
+    )
 
 
 @pytest.fixture
