@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import Engine, Noted, still_gone
+from .engine import Engine, Noted
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -586,14 +586,9 @@ def _settle_touched(
     *,
     log: bool,
     scope: Scope | None = None,
-    ours: set[str] | None = None,
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them;
     for a ``scope``, only the deletions it may be told (:func:`_told_deletions`).
-    ``ours``, when given, gains the ids another process's write was changing meanwhile
-    (:func:`_written_by_md_cg`): nothing of them is told nor logged, and one the look
-    dropped (or whose file moved on since) is settled by following that write
-    (:func:`md_cg.engine.still_gone`), so the next search finds it.
 
     Another process's writes through md-cg are not hand edits (:func:`_hand_made`): the
     log is followed first, so a file whose commit line is there (appended before the
@@ -610,12 +605,10 @@ def _settle_touched(
     index.resolve_ids(root, state, touched, before)  # an id a file holds now is told too
     state.problems.update(malformed)
     changes, records = _classify(state, before, functools.partial(_same_bytes, engine))
-    theirs = _written_by_md_cg(engine, journal.unread_writes(root, engine.cursor.offsets))
-    mine = {i for i in before if theirs(i)}
-    records = {k: [r for r in v if r[0] not in mine] for k, v in records.items()}
+    late = journal.unread_writes(root, engine.cursor.offsets)
     held = _held_before(before, engine.hand_after)
     broken = _broken_in_place(root, held, engine.hand_after, state.problems)
-    changes = _hand_made(engine, changes, theirs, records if scope is None else None)
+    changes = _hand_made(engine, changes, late, records if scope is None else None)
     changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
     if scope is not None:
         changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
@@ -625,12 +618,6 @@ def _settle_touched(
             shard, nbytes, _ = engine.journal.append([line])
             engine.advance(shard, nbytes)
         _took_in(engine, line)
-    if any(
-        i not in state.entries or not os.path.lexists(os.path.join(root, state.entries[i].path)) for i in mine
-    ):
-        still_gone(engine, sorted(mine))  # the look above dropped it mid-move, or the write moved on since
-    if ours is not None:
-        ours.update(mine)
     return {
         "added": tuple(sorted(changes["added"])),
         "changed": tuple(sorted(changes["changed"])),
@@ -726,57 +713,15 @@ def _regular_file(root: str, rel: str) -> bool:
         return False
 
 
-def _written_by_md_cg(engine: Engine, late: journal.UnreadWrites) -> Callable[[str], bool]:
-    """Whether a change :func:`_settle_touched` found of an id is another process's write
-    through md-cg, not a hand edit: the id is written by a commit of a live writer still
-    open when the log was followed, or by a commit line appended since (``late``, read
-    after the files were looked at) that deletes it or whose file holds what the line
-    logged -- or no longer is the file the look read (:func:`_as_looked`: a later write
-    moved on). A commit line is written before its files change, so such a write may have
-    moved the file while this looked for it. Until session 34 only a late line whose file
-    still held its bytes counted: while another process re-tagged a memory in a loop (its
-    file moved between bucket folders: the new file renamed in, then the old one removed),
-    a pick-up whose look fell inside a move told it ``deleted``, ``moved``, ``changed`` or
-    a duplicate by hand, logged a sync line of it, and, when the look dropped it, the
-    next search found nothing (3 of 284, 9 of 248, 12 of 332 searches)."""
-    root, entries, cursor = engine.root_str, engine.state.entries, engine.cursor
-    live = {i for key, c in cursor.pending.items() if key not in cursor.dead for i in c.ids}
-
-    def theirs(node_id: str) -> bool:
-        if node_id in live:
-            return True
-        e = entries.get(node_id)
-        if node_id not in late.ids:
-            return False
-        if e is None:
-            return True
-        if e.path not in late.puts:
-            return False
-        return journal.holds_logged(root, e.path, late.puts[e.path]) or not _as_looked(root, e)
-
-    return theirs
-
-
-def _as_looked(root: str, e: Entry) -> bool:
-    """Whether the file at ``e``'s path still has the stat the look that made ``e`` read.
-    One that changed since is not the file the look took in: a later write through md-cg
-    moved or rewrote it (about one pick-up in 100-200 of a loop of re-tags told it
-    ``moved`` or ``changed`` by hand); an edit by hand since is told by the next pick-up."""
-    try:
-        st = fsops.lstat(root, e.path)
-    except (OSError, UnsafePathError):
-        return False
-    return (st.st_mtime_ns, st.st_size) == (e.mtime_ns, e.size)
-
-
 def _hand_made(
     engine: Engine,
     changes: dict[str, list[Any]],
-    theirs: Callable[[str], bool],
+    late: journal.UnreadWrites,
     records: dict[str, list[Any]] | None,
 ) -> dict[str, list[Any]]:
-    """``changes`` as hand edits alone: an id ``theirs`` (:func:`_written_by_md_cg`) is
-    another process's write, not reported. With the files other processes wrote that a person
+    """``changes`` as hand edits alone. ``late``: the writes of lines appended since the
+    log was followed -- an id they write whose file holds what they logged (or that they
+    delete) is theirs, not reported. With the files other processes wrote that a person
     changed after (:attr:`md_cg.engine.Engine.hand_after`, taken here): ``changed``, or,
     gone, ``deleted`` -- ``moved`` when this look found the id at another path --,
     ``moved`` when the follow found it at a path other than the write's (moved back by
@@ -791,6 +736,13 @@ def _hand_made(
     scope's: a line of it made every other process drop a change no one was told (r7)."""
     records = records if records is not None else {"put": [], "del": []}
     root, entries = engine.root_str, engine.state.entries
+
+    def theirs(node_id: str) -> bool:
+        e = entries.get(node_id)
+        if node_id not in late.ids:
+            return False
+        return e is None or (e.path in late.puts and journal.holds_logged(root, e.path, late.puts[e.path]))
+
     after, engine.hand_after = engine.hand_after, {}
     # a write still open moves it (an archive in flight): not a hand move
     still_open = {i for c in engine.cursor.pending.values() for i in c.ids}
@@ -1005,17 +957,13 @@ def sync_paths(
     had = {(i, rel) for i, losers in state.duplicates.items() for rel in losers}
     read = {rel for cands in touched.values() for rel in cands}
     read.update(state.entries[i].path for i in touched if i in state.entries)  # resolve_ids reads it
-    ours: set[str] = set()
     if engine.read_only:
-        changes = _settle_touched(engine, touched, malformed, log=False, scope=scope, ours=ours)
+        changes = _settle_touched(engine, touched, malformed, log=False, scope=scope)
     else:
         engine.ensure_writable()
         with engine.lock, engine.maint.shared(engine.lock_timeout):
-            changes = _settle_touched(engine, touched, malformed, log=True, scope=scope, ours=ours)
+            changes = _settle_touched(engine, touched, malformed, log=True, scope=scope)
     bad, copies = _problems_told(engine.state, touched, changes, malformed, had)
-    # a second file of an id md-cg is moving is its move's (the new file renamed in, the
-    # old one not yet removed), not a copy: told, it was about one pick-up in 30 of a loop of moves
-    copies = tuple(c for c in copies if c[0] not in ours)
     if left is not None:
         left.update(_unheld(engine.root_str, engine.state, read))
     return SyncReport(
