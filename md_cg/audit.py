@@ -619,56 +619,11 @@ def record_recovered_renames(
     when exactly one put is such. For each of ``kept`` (:attr:`md_cg.journal.Journal.kept`:
     the old file was changed after the crash and kept), the same put gets an
     :data:`INTERRUPTED` record instead (the old id did not leave). Returns the (old, new)
-    pairs recorded.
-
-    A kept ``(id, [(id, path)])`` is a forget's or sweep's file the recovery left as
-    edited since (no rename): a :data:`RESTORED` record takes its tombstone back
-    (:func:`_kept_deletes`), as the sweep itself does for a file it spares."""
+    pairs recorded."""
     new = [*_recovered(audit, moved, read, RENAMED), *_recovered(audit, kept, read, INTERRUPTED)]
-    back = _kept_deletes(audit, [k for k in kept if k[0] in {i for i, _ in k[1]}])
-    if new or back:
-        audit.append([*new, *back], durable=True)
+    if new:
+        audit.append(new, durable=True)
     return [(r["id"], r["to"]) for r in new]
-
-
-def _kept_deletes(
-    audit: AppendLog, kept: Sequence[tuple[str, list[tuple[str, str]]]]
-) -> list[dict[str, Any]]:
-    """A :data:`RESTORED` record per id of ``kept`` whose last departure is a tombstone
-    (a forget or sweep killed after its commit line, the file edited since: the recovery
-    kept it) and whose file still holds it -- copying the tombstone's layer, creation
-    time, earlier ids and scope, so that it takes back exactly that memory: ``health()``
-    does not call the kept file ``forgotten_returned`` ("forget it again" would delete
-    the edit; attack a3)."""
-    if not kept:
-        return []
-    forgotten, _ = departures(audit.read())
-    out = []
-    for node_id, rels in kept:
-        tomb = forgotten.get(node_id)
-        if tomb is None or not any(_holds_id(audit.root, rel, node_id) for i, rel in rels if i == node_id):
-            continue
-        keep = ("layer", "created_at", RENAMED_FROM, "agent_scope", "workspace_scope", "sensitivity")
-        out.append(
-            {
-                "event": RESTORED,
-                "id": node_id,
-                "kept": node_id,
-                "reason": f"changed after its {tomb.get('event', 'forget')} was logged, before it was done: "
-                "kept by the recovery",
-                "time": time.time(),
-                **{k: tomb[k] for k in keep if k in tomb},
-            }
-        )
-    return out
-
-
-def _holds_id(root: str, rel: str, node_id: str) -> bool:
-    try:
-        data, _ = read_limited(root, rel)
-        return decode_node(data, rel).id == node_id
-    except (OSError, MalformedNodeFileError, UnsafePathError):
-        return False
 
 
 def _recovered(

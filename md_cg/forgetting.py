@@ -27,7 +27,6 @@ Imports the engine, maintenance and the modules below them.
 
 from __future__ import annotations
 
-import stat
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -106,7 +105,7 @@ def forget_many(
     with engine.lock:
         with engine.hold(ids):
             read: dict[str, tuple[Node, journal.Stamp]] = {}  # the sweep's: each file as checked
-            entries = _doomed_entries(engine, ids, doomed, keep, force, read, kept)
+            entries = _doomed_entries(engine, ids, doomed, keep, force, read)
             if kept is not None:
                 entries, told = sole_copies(engine, entries, scope)
                 doomed.difference_update(i for i, _ in told)
@@ -269,13 +268,11 @@ def _doomed_entries(
     keep: Callable[[Entry], bool] | None,
     force: bool,
     read: dict[str, tuple[Node, journal.Stamp]],
-    kept: list[tuple[str, str]] | None = None,
 ) -> list[Entry]:
     """The entries of ``ids`` to forget (under their locks); an id ``keep`` refuses leaves
-    ``doomed`` (one whose file is gone is added to ``kept``, when given, with why: the
-    sweep's report names it). Raises for an unknown id, or an ``anchor/`` one without
-    ``force``. With ``keep`` (the sweep), each file is read again and ``read`` gains its
-    node and the stamp of the bytes read (:func:`_as_on_disk`)."""
+    ``doomed``. Raises for an unknown id, or an ``anchor/`` one without ``force``. With
+    ``keep`` (the sweep), each file is read again and ``read`` gains its node and the
+    stamp of the bytes read (:func:`_as_on_disk`)."""
     entries = []
     for node_id in ids:
         entry = engine.state.entries.get(node_id)
@@ -285,8 +282,6 @@ def _doomed_entries(
             got = _as_on_disk(engine, entry) if entry is not None else None
             if got is None or not keep(got[0]):
                 doomed.discard(node_id)
-                if kept is not None and got is None:  # gone: said; renewed: no longer expired
-                    kept.append((node_id, _gone_why(entry)))
                 continue
             entry, read[node_id] = got[0], got[1:]
         if entry is None:
@@ -354,7 +349,7 @@ def _still_as_read(
             continue
         doomed.discard(e.id)
         kept.append((e.id, _changed_why(e)))
-        _as_on_disk(engine, e)  # the index settled with the file: read (a `cp -a` keeps mtime and size)
+        index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path]})
     return out
 
 
@@ -367,57 +362,24 @@ def _remove_as_read(
     durable: bool | None,
 ) -> tuple[list[Entry], list[Node]]:
     """The sweep's removal: a file goes only while it has the stamp it had when read
-    (:meth:`md_cg.journal.Journal.commit` compares it just before each unlink, and the
-    commit line records it for a recovery). One changed since -- an editor's save, which
-    writes a new file over it, between the check and the removal: review rB lost 300 of
-    300 memories made ``long`` during a 50k sweep -- is left, its tombstone taken back by
-    a ``restored`` record (written before the commit's ``done`` line: a kill before it
-    leaves the commit to a recovery, which keeps the file and writes the record), the
-    index settled with the file as it is, and the id added to ``kept``. One whose file a
-    person removed meanwhile (or replaced with a folder, a FIFO) is gone with its
-    tombstone: it is in what is returned as removed, with no ``restored`` record. Returns
-    what was removed."""
+    (:meth:`md_cg.journal.Journal.commit` compares it just before each unlink). One
+    changed since -- an editor's save, which writes a new file over it, between the check
+    and the removal: review rB lost 300 of 300 memories made ``long`` during a 50k sweep
+    -- is left, its tombstone taken back by a ``restored`` record, the index settled
+    with the file as it is, and the id added to ``kept``. Returns what was removed."""
     entries, nodes = doomed
     stamps = {e.path: read[e.id][1] for e in entries}
-    left: list[tuple[Entry, Node]] = []
-
-    def restore(spared: list[str]) -> None:
-        here = {rel for rel in spared if _is_file(engine, rel)}  # a file gone by hand is not back
-        left.extend((e, n) for e, n in zip(entries, nodes, strict=True) if e.path in here)
-        why, now = "changed while the sweep removed it: kept", time.time()
-        if left:
-            tombstones.append([_record(audit.RESTORED, e, n, why, now) for e, n in left], durable=True)
-
-    engine.journal.on_spared = restore
-    try:
-        spared = set(engine.commit([], [(e.id, e.path) for e in entries], durable=durable, read=stamps))
-    finally:
-        engine.journal.on_spared = None
+    spared = set(engine.commit([], [(e.id, e.path) for e in entries], durable=durable, read=stamps))
     if not spared:
         return entries, nodes
-    index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path] for e in entries if e.path in spared})
-    for e, _ in left:
-        _as_on_disk(engine, e)  # read: a `cp -a` over it keeps its mtime and size
+    left = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.path in spared]
+    now = time.time()
+    why = "changed while the sweep removed it: kept"
+    tombstones.append([_record(audit.RESTORED, e, n, why, now) for e, n in left], durable=True)
+    index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path] for e, _ in left})
     kept.extend((e.id, _changed_why(e)) for e, _ in left)
-    back = {e.id for e, _ in left}
-    gone = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.id not in back]
+    gone = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.path not in spared]
     return [e for e, _ in gone], [n for _, n in gone]
-
-
-def _is_file(engine: Engine, rel: str) -> bool:
-    """Whether a regular file is at ``rel`` (not followed)."""
-    try:
-        return stat.S_ISREG(fsops.lstat(engine.root_str, rel).st_mode)
-    except (OSError, UnsafePathError):
-        return False
-
-
-def _gone_why(e: Entry | None) -> str:
-    return (
-        f"expired{f' at {e.path}' if e is not None else ''} when listed, but its file was removed, "
-        "moved or replaced meanwhile (by hand, another process) before the sweep read it again: the "
-        "sweep removed nothing here (no tombstone)"
-    )
 
 
 def _changed_why(e: Entry) -> str:

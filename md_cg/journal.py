@@ -15,9 +15,7 @@ owns it (holding the store lock shared and the stripe locks of its ids):
 3. the temp files are renamed over their targets, then the dels unlinked
    (durable: then their folders are fsynced) -- a del given the stamp of its
    file as read (:func:`stamp`) only when the file still has it, so that a
-   file replaced since (another memory saved over a copy) is not removed; the
-   line records that stamp (``stamp``, beside ``del``), and a recovery removes
-   such a file only while it still has it;
+   file replaced since (another memory saved over a copy) is not removed;
 4. a ``done`` record closes the commit.
 
 Killed before step 2, the commit never happened: its temp files are
@@ -99,9 +97,6 @@ class Commit:
     checks: tuple[tuple[int, int], ...] | None = None
     #: when the line was written (seconds since the epoch; None when it does not say)
     ts: float | None = None
-    #: the :func:`stamp` each del's file had when its writer read it (None: not read, and
-    #: in lines of earlier versions): a recovery removes it only while it still has it
-    stamps: tuple[Stamp | None, ...] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -180,8 +175,6 @@ class Journal:
         #: the old file changed after the line was written (a hand edit since the crash): a
         #: rename interrupted, its old id kept beside the new one. Taken with :attr:`moved`
         #: (:func:`md_cg.audit.record_recovered_renames` records it; ``health()`` names it).
-        #: Also ``(id, [(id, path)])`` of each del of a commit that puts nothing (a forget, a
-        #: sweep) left so: the memory kept as edited, whose tombstone that function takes back.
         self.kept: list[tuple[str, list[tuple[str, str]]]] = []
         #: when set (a writable store handle), :meth:`recover` hands it :attr:`moved` and
         #: :attr:`kept` as soon as a recovery finished such a commit -- whichever write or sync
@@ -190,11 +183,6 @@ class Journal:
         #: the id the node file at a path holds (None: unreadable, not a node file); set by
         #: the engine. Without it, a del's file is removed without this check.
         self.id_of: Callable[[str], str | None] | None = None
-        #: when set (the sweep, for its commit), :meth:`commit` calls it with the paths of the
-        #: dels it did not do (their files changed since read) before its ``done`` line: the
-        #: sweep's ``restored`` records are written while the commit is still open, so a kill
-        #: before them leaves it to a recovery, which keeps those files too (:attr:`kept`)
-        self.on_spared: Callable[[list[str]], None] | None = None
 
     @property
     def shard(self) -> str | None:
@@ -250,7 +238,6 @@ class Journal:
                 "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
                 "del": [[i, rel] for i, rel in dels],
                 "check": [[len(p.data), zlib.crc32(p.data)] for p in puts],
-                **({"stamp": [_listed(read.get(rel)) for _, rel in dels]} if read else {}),
             }
             try:
                 shard, nbytes, seq = self.append([record])
@@ -269,8 +256,6 @@ class Journal:
                 spared = self._apply(puts, order, temps, stats, dels, dirs, applied, read or {})
                 if durable:
                     fsops.fsync_all(dirs.fsync_calls())
-                if spared and self.on_spared is not None:
-                    self.on_spared(spared)
             except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -427,8 +412,6 @@ class Journal:
                 other = {i for i, _ in outcome.foreign}
                 self.moved.extend(_moved(c, later | other))
                 self.kept.extend(m for m in _moved(c, other) if m[0] in later)
-            elif not record.get("undone"):  # a forget's or sweep's file kept as edited since
-                self.kept.extend((i, [(i, rel)]) for i, rel in c.dels if i in later)
             if record.get("undone"):
                 self.undone += 1
             records.append(record)
@@ -486,8 +469,7 @@ def roll_forward(
     none), a del removes its file only when the file holds the del's id: a line
     naming one id and another memory's path (forged, or from a copied
     ``.mdcg/``) removes nothing. ``outcome`` (when given) receives what the dels
-    did (:class:`Outcome`). A del whose line records its file's stamp as read
-    (:attr:`Commit.stamps`) removes it only while it still has that stamp.
+    did (:class:`Outcome`).
     """
     states = _put_states(root, c)
     back = "bad" in states and "landed" not in states
@@ -620,25 +602,16 @@ def _written_by(root: str, c: Commit) -> int | None:
 def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -> set[str]:
     """The ids of ``c`` with a file changed after ``limit`` (ns): the target of a put not
     landed yet, or a file to delete. (A landed put's file changed when this commit renamed
-    it into place: a large batch's renames can take longer than the slack.)
-
-    A del whose line records the stamp of its file as read (the sweep's, a forget's
-    copies: :attr:`Commit.stamps`) is judged by it instead: changed when the file there
-    no longer has it -- an edit between the read and the line, or within the slack after
-    it, is one too (attack a3: a sweep killed after its unlinks, then a recovery, removed
-    all 150 files the sweep itself had spared as saved since its read)."""
+    it into place: a large batch's renames can take longer than the slack.)"""
+    if limit is None:
+        return set()
     out = set()
     pending = [(p[0], p[1]) for p, state in zip(c.puts, states, strict=True) if state != "landed"]
-    stamps: Sequence[Stamp | None] = c.stamps or [None] * len(c.dels)
-    items: list[tuple[str, str, Stamp | None]] = [(i, rel, None) for i, rel in pending]
-    items += [(i, rel, st) for (i, rel), st in zip(c.dels, stamps, strict=True)]
-    for node_id, rel, read in items:
-        if read is None and limit is None:
-            continue
+    for node_id, rel in [*pending, *c.dels]:
         parent, name = _split(rel)
         try:
             with fsops.Dir(root, parent) as d:
-                if _changed(d, name, read, limit):
+                if _newer(d, name, limit):
                     out.add(node_id)
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
@@ -648,15 +621,6 @@ def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -
 #: Seconds a file's time may run past its commit line's and still be the commit's own
 #: (file systems that keep times to the second, or two).
 _CLOCK_SLACK = 2.0
-
-
-def _changed(d: fsops.Dir, name: str, read: Stamp | None, limit: int | None) -> bool:
-    """Whether file ``name`` of ``d`` is not the one its commit saw: without ``read``,
-    changed after ``limit`` (:func:`_newer`); with it, something is there without that
-    stamp (a non-regular file too)."""
-    if read is None:
-        return _newer(d, name, limit)
-    return d.exists(name) and _stamp_at(d, name) != read
 
 
 def _newer(d: fsops.Dir, name: str, limit: int | None) -> bool:
@@ -701,15 +665,13 @@ def _put_states(root: str, c: Commit) -> list[str]:
     return states
 
 
-#: (inode, mtime_ns, size, ctime_ns) of a file: another stamp at its path is another file,
-#: or the file changed (an editor's atomic save gives a new inode; a write in place a new
-#: mtime; a ``cp -a`` over it, same inode with the old mtime and size, a new ctime -- which
-#: no tool sets back)
-Stamp = tuple[int, int, int, int]
+#: (inode, mtime_ns, size) of a file: another stamp at its path is another file, or the
+#: file changed (an editor's atomic save gives a new inode; a write in place a new time)
+Stamp = tuple[int, int, int]
 
 
 def stamp(st: os.stat_result) -> Stamp:
-    return st.st_ino, st.st_mtime_ns, st.st_size, st.st_ctime_ns
+    return st.st_ino, st.st_mtime_ns, st.st_size
 
 
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
@@ -1343,10 +1305,7 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
     assert puts is not None and dels is not None
     full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
     checks = _checks(rec.get("check"), len(full)) if rec.get("op") == "commit" else None
-    stamps = _stamps(rec.get("stamp"), len(dels)) if rec.get("op") == "commit" else None
-    return Commit(
-        shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, _seconds(rec.get("ts")), stamps
-    )
+    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, _seconds(rec.get("ts")))
 
 
 def _seconds(ts: Any) -> float | None:
@@ -1373,27 +1332,6 @@ def _checks(value: Any, count: int) -> tuple[tuple[int, int], ...] | None:
         ):
             return None
         out.append((item[0], item[1]))
-    return tuple(out)
-
-
-def _listed(st: Stamp | None) -> list[int] | None:
-    return None if st is None else list(st)
-
-
-def _stamps(value: Any, count: int) -> tuple[Stamp | None, ...] | None:
-    """A commit line's ``stamp`` list: per del, the :func:`stamp` of its file as read, or
-    null. Absent or malformed: None, and recovery judges the files by their change time
-    as earlier versions did."""
-    if not isinstance(value, list) or len(value) != count:
-        return None
-    out: list[Stamp | None] = []
-    for item in value:
-        if item is None:
-            out.append(None)
-        elif isinstance(item, list) and len(item) == 4 and all(type(x) is int and x >= 0 for x in item):
-            out.append((item[0], item[1], item[2], item[3]))
-        else:
-            return None
     return tuple(out)
 
 
