@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import re
 import time
 import uuid
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -427,10 +428,15 @@ def _repeats(
     return (content in keys or whole == keys[1]) and holds_text(candidate, body)
 
 
+_NOT_LETTERS = re.compile(r"[\W_]+")  # what _letters drops
+
+
 def _letters(text: str) -> str:
     """The letters and digits of ``text``: equal for two texts :func:`holds_text` calls
-    the same (it drops only marks and whitespace), so unequal ones need no closer look."""
-    return "".join(ch for ch in text if ch.isalnum())
+    the same (it drops only marks and whitespace), so unequal ones need no closer look.
+    ``[\\W_]`` is every character ``str.isalnum`` refuses (checked over all code points); a
+    character at a time in Python took 2 s for a 4 MiB body, read five times an organize."""
+    return _NOT_LETTERS.sub("", text)
 
 
 def holds_text(candidate: dedupe.NormalizedCandidate, body: str) -> bool:
