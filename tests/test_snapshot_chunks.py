@@ -12,9 +12,9 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-import shutil
 import subprocess
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -40,19 +40,31 @@ QUERIES = [
 ]
 
 
-@pytest.fixture(scope="module")
-def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """400 knowledge nodes plus the seed's others (CJK and English), the snapshot in 2 KiB chunks."""
-    root = tmp_path_factory.mktemp("chunks") / "m"
+def _chunked_store(root: Path, knowledge: int) -> Path:
+    """``knowledge`` nodes plus the seed's others (CJK and English), the snapshot in 2 KiB chunks."""
     mp = pytest.MonkeyPatch()
     mp.setattr(codec, "CHUNK", CHUNK)
     try:
         with MdCG(root, auto_compact=None) as s:
-            s.add_many(benchmark.corpus(400), stamp=False)
+            s.add_many(benchmark.corpus(knowledge), stamp=False)
             s.compact_index()
     finally:
         mp.undo()
     return root
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """400 knowledge nodes and the seed's others: 100 chunks of rows, 222 of postings."""
+    return _chunked_store(tmp_path_factory.mktemp("chunks") / "m", 400)
+
+
+@pytest.fixture(scope="module")
+def small(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """100 knowledge nodes and the seed's others: 45 chunks of rows, 88 of postings. The tests
+    that damage every chunk in turn use it: each damaged chunk of postings rebuilds the text
+    index from every file, so with ``store`` one test took 54 s of a CI run."""
+    return _chunked_store(tmp_path_factory.mktemp("chunks") / "s", 100)
 
 
 def _cold(root: Path) -> index.IndexState:
@@ -80,6 +92,30 @@ def _results(state: index.IndexState, query: str) -> list[tuple[str, float]]:
 def _copy(src: Path, dest: Path) -> None:
     """A copy of a store, the files' mtimes kept (the snapshot records them)."""
     subprocess.run(["cp", "-a", str(src), str(dest)], check=True)
+
+
+@contextlib.contextmanager
+def _flipped(root: Path, offset: int) -> Iterator[Path]:
+    """The store's snapshot with the byte at ``offset`` flipped, put back after: each
+    version is a new file renamed in (an open snapshot maps the file it opened), the
+    mtime kept (the snapshot records its own)."""
+    snap = root / ".mdcg" / "index.snapshot"
+    st = snap.stat()
+    sound = snap.read_bytes()
+
+    def put(data: bytes) -> None:
+        tmp = snap.with_name("snapshot.tmp")
+        tmp.write_bytes(data)
+        os.utime(tmp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(tmp, snap)
+
+    data = bytearray(sound)
+    data[offset] ^= 0x5A
+    put(bytes(data))
+    try:
+        yield root
+    finally:
+        put(sound)
 
 
 def _damaged_copy(src: Path, dest: Path, offset: int) -> Path:
@@ -139,27 +175,31 @@ def _rows_in_chunk(table: snapshot._Table, chunk: int) -> list[int]:
 
 
 def test_a_flipped_byte_in_every_rows_chunk_is_found_at_first_use_and_its_entries_come_from_the_files(
-    store: Path, tmp_path: Path
+    small: Path, tmp_path: Path
 ) -> None:
-    header, rows_at, _ = _layout(store)
-    cold = _cold(store)
+    header, rows_at, _ = _layout(small)
+    cold = _cold(small)
     chunks = -(-header["rows_lazy_len"] // CHUNK)
+    assert chunks >= 40
+    root = tmp_path / "r"
+    _copy(small, root)
     for c in range(chunks):
         at = min(c * CHUNK + CHUNK // 2, header["rows_lazy_len"] - 1)
-        root = _damaged_copy(store, tmp_path / f"r{c}", rows_at + at)
-        snap, problem = snapshot.load_checked(str(root))
-        assert snap is not None and problem is None  # the open does not read the rows
-        table = snap.state.entries.source
-        assert snap.state.snapshot_damage == []
-        rows = _rows_in_chunk(table, c)
-        for r in rows:
-            node_id = table.ids[r]
-            assert snap.state.entries[node_id] == cold.entries[node_id]  # rebuilt from its file
-        assert snap.state.snapshot_damage == [f"rows section, chunk {c}: checksum mismatch"]
-        # a listing by tag decodes only the tags of a row: a damaged one's come from its file
-        assert [table.tags_of(r) for r in rows] == [cold.entries[table.ids[r]].tags for r in rows]
-        with pytest.raises(SnapshotDamageError, match=f"rows section is damaged \\(chunk {c}: checksum"):
-            table.raw(rows[0])  # the damaged bytes are never handed out
+        with _flipped(root, rows_at + at):
+            snap, problem = snapshot.load_checked(str(root))
+            assert snap is not None and problem is None  # the open does not read the rows
+            table = snap.state.entries.source
+            assert snap.state.snapshot_damage == []
+            rows = _rows_in_chunk(table, c)
+            for r in rows:
+                node_id = table.ids[r]
+                assert snap.state.entries[node_id] == cold.entries[node_id]  # rebuilt from its file
+            assert snap.state.snapshot_damage == [f"rows section, chunk {c}: checksum mismatch"]
+            # a listing by tag decodes only the tags of a row: a damaged one's come from its file
+            assert [table.tags_of(r) for r in rows] == [cold.entries[table.ids[r]].tags for r in rows]
+            with pytest.raises(SnapshotDamageError, match=f"rows section is damaged \\(chunk {c}: checksum"):
+                table.raw(rows[0])  # the damaged bytes are never handed out
+            snapshot.close(snap.state)
 
 
 def _chunk_term(state: index.IndexState, offset: int) -> str:
@@ -173,28 +213,31 @@ def _chunk_term(state: index.IndexState, offset: int) -> str:
 
 
 def test_a_flipped_byte_in_every_postings_chunk_is_found_at_first_use_and_the_text_index_is_rebuilt(
-    store: Path, tmp_path: Path
+    small: Path, tmp_path: Path
 ) -> None:
-    header, _, text_at = _layout(store)
-    cold = _cold(store)
+    header, _, text_at = _layout(small)
+    cold = _cold(small)
     chunks = -(-header["text_lazy_len"] // CHUNK)
+    assert chunks >= 80
+    root = tmp_path / "t"
+    _copy(small, root)
     for c in range(chunks):
         at = min(c * CHUNK + CHUNK // 2, header["text_lazy_len"] - 1)
-        root = _damaged_copy(store, tmp_path / f"t{c}", text_at + at)
-        snap, problem = snapshot.load_checked(str(root))
-        assert snap is not None and problem is None
-        state = snap.state
-        term = _chunk_term(state, at)
-        text = state.text
-        want = cold.text.match([(term, 1.0)], cold.text.scope(), k=20)
-        got = text.match([(term, 1.0)], text.scope(), k=20)
-        assert [(d, round(x, 9)) for d, x in got] == [(d, round(x, 9)) for d, x in want], (c, term)
-        assert state.snapshot_damage[0].startswith(f"text section, chunk {c}: ")
-        assert state.snapshot_damage[1:] == ["text section: the text index was rebuilt from the files"]
-        assert not any(seg.lazy for seg in text._postings.segments)  # nothing of the snapshot is used now
-        for q in QUERIES[:2]:
-            assert _results(state, q) == _results(cold, q)
-        shutil.rmtree(root)
+        with _flipped(root, text_at + at):
+            snap, problem = snapshot.load_checked(str(root))
+            assert snap is not None and problem is None
+            state = snap.state
+            term = _chunk_term(state, at)
+            text = state.text
+            want = cold.text.match([(term, 1.0)], cold.text.scope(), k=20)
+            got = text.match([(term, 1.0)], text.scope(), k=20)
+            assert [(d, round(x, 9)) for d, x in got] == [(d, round(x, 9)) for d, x in want], (c, term)
+            assert state.snapshot_damage[0].startswith(f"text section, chunk {c}: ")
+            assert state.snapshot_damage[1:] == ["text section: the text index was rebuilt from the files"]
+            assert not any(seg.lazy for seg in text._postings.segments)  # nothing of the snapshot is used now
+            for q in QUERIES[:2]:
+                assert _results(state, q) == _results(cold, q)
+            snapshot.close(state)
 
 
 def test_health_reports_lazy_damage_and_a_compaction_writes_a_sound_snapshot(
