@@ -34,8 +34,12 @@ A true conflict still leaves a file that parses as a node: the field keeps
 our value, the frontmatter gains a ``merge_conflict`` key holding base, ours
 and theirs of each conflicting field, and a conflicting body carries git's
 markers (``<<<<<<< ours`` ... ``>>>>>>> theirs``). :func:`conflict_of` finds
-such nodes. When a version does not parse as a node, the driver falls back
-to a plain text three-way merge. Run by git as::
+such nodes. Before merging, the driver checks that the sides are versions of the base's
+memory (same ``created_at``, same id or an md-cg rename): git pairs the files of two
+memories too (one forgotten and another added at its path, or a similar new file taken
+for a rename). Such a side is merged with the other as two added files, and the record
+names both memories (:data:`MEMORIES_KEY`), a conflict. When a version does not parse
+as a node, the driver falls back to a plain text three-way merge. Run by git as::
 
     python -m md_cg.merge %O %A %B %P
 
@@ -54,7 +58,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -63,11 +67,16 @@ import orjson
 
 from . import nodefile
 from .errors import InvalidNodeError, MalformedNodeFileError, MdcgError, MergeError
-from .node import DEFAULT_SENSITIVITY, LAYERS, SENSITIVITY_LEVELS, Node, finite
+from .node import DEFAULT_SENSITIVITY, LAYERS, SENSITIVITY_LEVELS, Node, finite, format_instant
 from .paths import ARCHIVE_DIR, META_DIR, SYNONYMS
 
 #: The frontmatter key that marks a node left with a true merge conflict.
 CONFLICT_KEY = "merge_conflict"
+#: The key of a ``merge_conflict`` record naming two different memories git paired (their
+#: id and creation time each, as ``ours``, ``base``, ``theirs``, and ``resolve``: what to do).
+MEMORIES_KEY = "different_memories"
+#: Where ``rename`` keeps a memory's earlier ids (``md_cg.index.RENAMED_FROM``, a layer above).
+RENAMED_FROM = "renamed_from"
 #: Name of the merge driver in ``.gitattributes`` and ``git config``.
 DRIVER_NAME = "mdcg"
 #: Labels of the conflict markers written into a conflicting body.
@@ -111,6 +120,8 @@ class MergeResult:
     ``fallback`` says why the versions were merged as plain text (the parse
     error), else ``None``. ``whole``: both versions were kept whole between
     markers, unmerged (versions of different scopes; ``fallback`` says why).
+    When git paired the files of two different memories (:func:`merge_node_files`),
+    ``conflict`` also holds :data:`MEMORIES_KEY`.
     """
 
     data: bytes
@@ -641,7 +652,10 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
     """Merge three versions of a node file (an empty ``base``: both sides added it).
 
     Versions that parse are merged field by field (:func:`merge_nodes`); the
-    result is ours or theirs byte for byte when it equals that side. If any
+    result is ours or theirs byte for byte when it equals that side. A side that is not
+    the base's memory (:func:`_same_memory`) is merged with the other without the base,
+    as both sides adding the file, and the ``merge_conflict`` record names the two
+    memories (:data:`MEMORIES_KEY`): never clean, nothing of either side dropped. If any
     version does not parse, the files are merged as plain text, and the result
     is clean only if no hunk conflicted and the merged file parses.
 
@@ -663,6 +677,11 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
             # scopes that cannot be read for sure and that differ: never merged into one
             return _whole_versions(ours, theirs, f"{exc}; and the versions' scope lines differ")
         return _text_fallback(base, ours, theirs, path, str(exc))
+    apart = None
+    if base_node is not None and not all(_same_memory(base_node, n) for n in nodes):
+        # not versions of the base's memory (git paired two memories' files): an add/add
+        apart = None if _same_memory(*nodes) else _memories(base_node, *nodes, path=path)
+        base, base_node = b"", None
     scoped = _scope_conflict(base_node, nodes[0], nodes[1])
     if scoped is not None:
         return _whole_versions(ours, theirs, f"{path}: {scoped}")
@@ -672,10 +691,56 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
         # Each value came from a valid version; a combination that breaks a
         # cross-field rule is left to the text merge and to a person.
         return _text_fallback(base, ours, theirs, path, f"{path}: the merged node is invalid: {exc}")
+    if apart is not None:  # a conflict even where no field differs: a person keeps them apart
+        record = {**merged.extra.get(CONFLICT_KEY, {"fields": {}, "body": False}), MEMORIES_KEY: apart}
+        merged.extra[CONFLICT_KEY] = record
+        return MergeResult(data=nodefile.dump_bytes(merged), clean=False, conflict=record)
     for data, node in ((ours, nodes[0]), (theirs, nodes[1])):
         if node == merged:
             return MergeResult(data=data, clean=conflict is None, conflict=conflict)
     return MergeResult(data=nodefile.dump_bytes(merged), clean=conflict is None, conflict=conflict)
+
+
+def _same_memory(one: Node, other: Node) -> bool:
+    """Whether two versions are one memory: the same creation time (either without one: not
+    told apart) and the same id, or one's ``renamed_from`` lists the other's id (an md-cg
+    rename), or both were made under the same first id (:func:`md_cg.audit.memory_key`).
+
+    A memory forgotten and added again under its id has a new creation time; git's rename
+    detection pairs a removed file with a similar new one, another memory. A version that
+    differs from the other in nothing but its creation time (a date corrected by hand)
+    holds nothing of another memory, and is merged as before."""
+    a, b = one.created_at, other.created_at
+    if a is not None and b is not None and abs(a - b) > _INSTANT_TOLERANCE:
+        return replace(one, created_at=b) == other
+    if one.id == other.id:
+        return True
+    earlier, later = _renamed_from(one), _renamed_from(other)
+    return one.id in later or other.id in earlier or bool(earlier and later and earlier[0] == later[0])
+
+
+def _renamed_from(node: Node) -> list[str]:
+    value = node.extra.get(RENAMED_FROM)
+    return [i for i in value if isinstance(i, str)] if isinstance(value, list) else []
+
+
+def _memories(base: Node, ours: Node, theirs: Node, *, path: str) -> dict[str, Any]:
+    """The :data:`MEMORIES_KEY` record: the id and creation time of each version, and what to do."""
+
+    def which(node: Node) -> dict[str, Any]:
+        made = None if node.created_at is None else format_instant(node.created_at)
+        return {"id": node.id, "created_at": made}
+
+    return {
+        "ours": which(ours),
+        "base": which(base),
+        "theirs": which(theirs),
+        "resolve": (
+            "two different memories met in this file (git paired their files): keep each whole "
+            f"under its own id (git show :2:{path} is ours, git show :3:{path} theirs) or keep one; "
+            "docs/git.md, Two memories in one file"
+        ),
+    }
 
 
 def _lf(data: bytes) -> bytes:
@@ -870,7 +935,16 @@ def _markers(body: str, *, outside_fences: bool) -> bool:
 
 
 def describe_conflict(path: str, conflict: dict[str, Any]) -> str:
-    """One line naming what conflicted in the file at ``path``."""
+    """One line naming what conflicted in the file at ``path`` (and, when git paired the
+    files of two memories, which: their ids and creation times, and what to do)."""
+    apart = conflict.get(MEMORIES_KEY)
+    if isinstance(apart, dict):
+        ours, theirs = apart["ours"], apart["theirs"]
+        return (
+            f"{path}: two different memories, not two versions of one: ours {ours['id']!r} (created "
+            f"{ours['created_at']}), theirs {theirs['id']!r} (created {theirs['created_at']}); both "
+            f"are kept, see '{CONFLICT_KEY}' in its frontmatter: {apart['resolve']}"
+        )
     parts = [f"field {name!r}" for name in conflict["fields"]]
     if conflict["body"]:
         parts.append("the body (between <<<<<<< and >>>>>>> markers)")
