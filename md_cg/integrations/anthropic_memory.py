@@ -57,7 +57,10 @@ directory *is* the store folder, seen through the engine: ``/memories/<layer>/<i
   another id (``MdCG.rename``: one commit that re-points incoming edges and is
   recorded in the audit log, so a re-run of ``mdcg migrate`` keeps the old id out).
 
-A file path is found by its id wherever the node lives (ids are unique in a
+A file path is first the file at that path (a person may name a file freely and
+a listing shows that name): the memory listed there is the one every command acts
+on, and a file there the handle does not list stands for no memory. A path with no
+file there is found by its id wherever the node lives (ids are unique in a
 store), as long as the layer folder named in the path, if any, is the node's
 layer; a name that differs from a stored id only by letter case or Unicode
 normalisation (one file on macOS and Windows) is refused naming that file.
@@ -513,19 +516,31 @@ class MemoryFiles:
         return _Path(p.text.rsplit("/", 1)[0], p.parts[:-1])
 
     def _find(self, p: _Path) -> Entry | None:
-        """The node a file path stands for: its exact path, else its id in the layer the path names."""
+        """The node a file path stands for: the one whose file is at the path (a person may
+        name a file freely, docs/format.md, and a listing shows that name), else its id in
+        the layer the path names (a name directly in ``/memories``: wherever it lives). A
+        file there this handle does not list (another scope's, a broken one) stands for
+        no memory: gamma filed as ``contextual/projects/beta.md`` was shown, edited and
+        forgotten as ``beta``."""
         if not p.parts:
             return None
         try:
-            node_id = check_id(id_of_name(p.parts[-1]))
+            entry = self._entry(check_id(id_of_name(p.parts[-1])))
         except UnsafeIdError:
-            return None
-        entry = self._entry(node_id)
-        if entry is None:
-            return None
-        if entry.path in (p.rel, p.rel + MD) or len(p.parts) == 1 or entry.layer == p.layer:
+            entry = None
+        if entry is not None and entry.path == p.rel:
+            return entry  # the usual path: no scan of the index
+        rel, at = self._at(p)
+        if rel is not None:
+            return entry if entry is not None and entry.path == rel else at
+        if entry is not None and (len(p.parts) == 1 or entry.layer == p.layer):
             return entry
         return None
+
+    def _at(self, p: _Path) -> tuple[str | None, Entry | None]:
+        """The file at ``p`` (:func:`_file_at`) and the memory this handle lists there, if any."""
+        rel = _file_at(str(self.store.root), p)
+        return rel, None if rel is None else next((e for e in self._entries() if e.path == rel), None)
 
     def _new_id(self, p: _Path) -> str:
         try:
@@ -576,35 +591,13 @@ class MemoryFiles:
                 f"The path {p.text} does not exist. Please provide a valid path." + self._missing(p)
             )
         lines = file_lines(self._read_text(entry.id))
-        first, last = self._range(command.view_range, len(lines), p.text, chars=True)
+        first, last = _lines_range(command.view_range, len(lines), p.text, chars=True)
         start = _start_char(command.view_range, lines, first, p.text)
         head = f"Here's the content of {p.text} with line numbers:"
         if self.where(entry) != p.text:
             head = f"Here's the content of {p.text} (stored as {self.where(entry)}) with line numbers:"
         limit = self.max_view if not command.view_range else self.max_view * VIEW_RANGE_TIMES
         return head + "\n" + bounded_view(lines, first, last, limit, start)
-
-    @staticmethod
-    def _range(view_range: list[int] | None, n: int, path: str, chars: bool = False) -> tuple[int, int]:
-        """The 1-based first and last line to show; ``[start, -1]`` runs to the end. ``chars``:
-        a third number may follow (a file's, :func:`_start_char`)."""
-        if not view_range:
-            return 1, n
-        sizes = (2, 3) if chars else (2,)
-        if len(view_range) not in sizes or not all(isinstance(v, int) for v in view_range):
-            more = ", or [start, end, character] to begin at a character of line start (a long line)"
-            raise ToolError(
-                f"Invalid `view_range` {short_repr(view_range)} for {path}: give two line numbers "
-                "[start, end]" + (more if chars else "")
-            )
-        start, end = view_range[:2]
-        end = n if end == -1 else end
-        if not 1 <= start <= max(n, 1) or end < start or end > n:
-            raise ToolError(
-                f"Invalid `view_range` {short_repr(view_range)} for {path}: it should be within the range of "
-                f"lines of the file, [1, {n}], with end >= start or end = -1"
-            )
-        return start, end
 
     def _view_folder(self, p: _Path, entries: list[Entry], view_range: list[int] | None) -> str:
         prefix = p.rel + "/" if p.parts else ""
@@ -627,7 +620,7 @@ class MemoryFiles:
         items = [f"{human_size(size)}\t{p.text}/{name}" for name, size in sorted(sizes.items())]
         head = f"Here're the files and directories up to 2 levels deep in {p.text}, excluding hidden items:"
         lines = [f"{human_size(total)}\t{p.text}", *_odd_folders(str(self.store.root), p)]
-        first, last = self._range(view_range, len(items), p.text) if view_range else (1, len(items))
+        first, last = _lines_range(view_range, len(items), p.text) if view_range else (1, len(items))
         page = listing_page(items, first, last, self.max_listing, self.max_view * VIEW_RANGE_TIMES)
         return "\n".join([head, *lines, *page])
 
@@ -643,7 +636,7 @@ class MemoryFiles:
             )
         node_id = self._new_id(p)
         layer = self._new_layer(p)
-        existing = self._entry(node_id)
+        existing = self._at(p)[1] or self._entry(node_id)  # a memory listed at the path too
         if existing is not None:
             raise ToolError(f"File {p.text} already exists" + self._elsewhere(p, existing))
         node = self._parse_new(command.file_text, p, node_id, layer)
@@ -928,7 +921,8 @@ class MemoryFiles:
         self._sync()
         why = "folders are md-cg's layers and buckets; rename the files in it one by one"
         entry = self._one_file(old, "rename", why)
-        if self._is_folder(new):
+        at = self._at(new)[1]  # another memory's file, whatever its name
+        if self._is_folder(new) or (at is not None and at.id != entry.id):
             raise ToolError(f"The destination {new.text} already exists")
         new_id = self._new_id(new)
         layer = self._new_layer(new) or entry.layer
@@ -1046,6 +1040,22 @@ def _odd_entry(root: str, rel: str) -> tuple[str, str] | None:
         return rel, _SYMLINK
     if not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)):
         return rel, "not a regular file or folder"
+    return None
+
+
+def _file_at(root: str, p: _Path) -> str | None:
+    """What is at ``p`` in the store folder, ``p`` itself, else with ``.md`` added (a
+    folder is nothing): its path; ``None`` when nothing is, or for a name directly in
+    ``/memories`` (an id: it has no file). A symlink on the way counts (nothing is read
+    through it); never followed."""
+    for rel in (p.rel, p.rel + MD) if len(p.parts) > 1 else ():
+        try:
+            if not stat.S_ISDIR(fsops.lstat(root, rel).st_mode):
+                return rel
+        except UnsafePathError:
+            return rel
+        except OSError:  # absent, a name too long...
+            continue
     return None
 
 
@@ -1199,6 +1209,28 @@ def _nearest_line(text: str, needle: str, line: int) -> int:
     """The 0-based line of the occurrence of ``needle`` closest to ``line`` (``line`` if none)."""
     found = [n - 1 for n in _occurrence_lines(text, needle)]
     return min(found, key=lambda n: abs(n - line)) if found else line
+
+
+def _lines_range(view_range: list[int] | None, n: int, path: str, chars: bool = False) -> tuple[int, int]:
+    """The 1-based first and last line to show; ``[start, -1]`` runs to the end. ``chars``:
+    a third number may follow (a file's, :func:`_start_char`)."""
+    if not view_range:
+        return 1, n
+    sizes = (2, 3) if chars else (2,)
+    if len(view_range) not in sizes or not all(isinstance(v, int) for v in view_range):
+        more = ", or [start, end, character] to begin at a character of line start (a long line)"
+        raise ToolError(
+            f"Invalid `view_range` {short_repr(view_range)} for {path}: give two line numbers "
+            "[start, end]" + (more if chars else "")
+        )
+    start, end = view_range[:2]
+    end = n if end == -1 else end
+    if not 1 <= start <= max(n, 1) or end < start or end > n:
+        raise ToolError(
+            f"Invalid `view_range` {short_repr(view_range)} for {path}: it should be within the range of "
+            f"lines of the file, [1, {n}], with end >= start or end = -1"
+        )
+    return start, end
 
 
 def _start_char(view_range: list[int] | None, lines: list[str], first: int, path: str) -> int:
