@@ -1,11 +1,14 @@
 """The merge driver merges only versions of one memory (review rG, session 35).
 
 Git pairs the files of two different memories: a file forgotten in one clone and a
-similar new one added there (rename detection), or a memory forgotten and added again
-under its id. The driver merged the other clone's edits of the old memory into the new
-one (its verification, confidence, line and tag), exit 0, nothing reported. It now
-checks identity first (same ``created_at``; same id or an md-cg rename) and merges a
-side that is another memory as an add/add: a conflict naming both memories.
+similar new one added there (rename detection), or another memory renamed onto the id.
+The driver merged the other clone's edits of the old memory into the new one (its
+verification, confidence, line and tag), exit 0, nothing reported. It now checks what
+md-cg's renames record (``renamed_from``) and merges a side that is another memory as
+an add/add: a conflict naming both memories. ``created_at`` does not tell: a first
+check on it (attack a1) called one memory's versions two whenever md-cg moved the date
+(an edit of it, an add/add merge, an import), so a memory forgotten and added again
+under its id stays a documented limit.
 """
 
 from __future__ import annotations
@@ -65,36 +68,43 @@ def memories(path: str, ours: tuple[str, float], base: tuple[str, float], theirs
 # -- merge_node_files on crafted versions ----------------------------------------------------
 
 
-def test_a_side_with_another_creation_time_is_another_memory() -> None:
-    """Forgotten and added again under the id: on main, theirs' body and created_at came
-    with ours' tag and verification, clean."""
-    base = text(body="owner: Zhang San\n", created_at=5.0, updated_at=5.0, confidence=0.5)
-    ours = text(body="owner: Zhang San\n", created_at=5.0, updated_at=8.0, confidence=0.5, tags=["checked"])
-    theirs = text(body="owner: Wang Wu\n", created_at=7.0, updated_at=7.0, confidence=0.5)
+def test_a_side_with_another_creation_time_is_the_same_memory() -> None:
+    """Attack a1: ``mdcg edit`` of the date in one clone (it stamps ``updated_at`` too), a
+    body update in the other: the first check of session 35 called it two memories (exit
+    1, the body between markers); it merges as before the check: the date and the body."""
+    base = text(body="A long note.\n", created_at=5.0, updated_at=5.0)
+    ours = text(body="A long note, edited.\n", created_at=5.0, updated_at=9.0)
+    theirs = text(body="A long note.\n", created_at=4.0, updated_at=8.0)
+    result = merge_node_files(base, ours, theirs, path=PATH)
+    assert (result.clean, result.conflict) == (True, None)
+    assert result.data == text(body="A long note, edited.\n", created_at=4.0, updated_at=9.0)
+    # both clones added the id apart (the earlier creation time kept), then edited
+    added = text(body="deploy with make\n", created_at=7.0, updated_at=7.0)
+    mine = text(body="deploy with make\n", created_at=6.0, updated_at=8.0, tags=["ops"])
+    other = text(body="deploy with make\n", created_at=7.0, updated_at=9.0, importance=0.9)
+    both = merge_node_files(added, mine, other, path=PATH)
+    assert (both.clean, parsed(both.data).tags, parsed(both.data).importance) == (True, ["ops"], 0.9)
+
+
+def test_a_memory_renamed_onto_the_id_is_another_memory() -> None:
+    """Attack a1 (on 12e1643 too): ``owner`` renamed to ``owner_old``, then ``owner_new``
+    renamed to ``owner`` (a batch-mate: the same creation time). The other clone's tag and
+    importance of the old ``owner`` landed on the other memory, exit 0."""
+    base = text(id="owner", body="Zhang San\n", created_at=5.0)
+    ours = text(id="owner", body="Zhang San\n", created_at=5.0, tags=["verified-by-b"], importance=0.95)
+    theirs = text(id="owner", body="Wang Wu\n", created_at=5.0, extra={"renamed_from": ["owner_new"]})
     result = merge_node_files(base, ours, theirs, path=PATH)
     record = {
         "fields": {},
         "body": True,
-        MEMORIES_KEY: memories(PATH, ("n1", 5.0), ("n1", 5.0), ("n1", 7.0)),
+        MEMORIES_KEY: memories(PATH, ("owner", 5.0), ("owner", 5.0), ("owner", 5.0)),
     }
-    assert (result.clean, result.conflict, result.fallback, result.whole) == (False, record, None, False)
+    assert (result.clean, result.conflict) == (False, record)
     node = parsed(result.data)
-    assert node.extra == {CONFLICT_KEY: record}
-    assert node.body == (
-        "<<<<<<< ours\nowner: Zhang San\n||||||| base\n=======\nowner: Wang Wu\n>>>>>>> theirs\n"
-    )
-    assert describe_conflict(PATH, record) == (
-        f"{PATH}: two different memories, not two versions of one: ours 'n1' (created "
-        "1970-01-01T00:00:05.000000Z), theirs 'n1' (created 1970-01-01T00:00:07.000000Z); both are "
-        f"kept, see 'merge_conflict' in its frontmatter: {resolve_text(PATH)}"
-    )
-    # the other way round (git pull --rebase swaps the sides): the same, mirrored
-    flipped = merge_node_files(base, theirs, ours, path=PATH)
-    assert flipped.conflict == {
-        "fields": {},
-        "body": True,
-        MEMORIES_KEY: memories(PATH, ("n1", 7.0), ("n1", 5.0), ("n1", 5.0)),
-    }
+    assert node.body == "<<<<<<< ours\nZhang San\n||||||| base\n=======\nWang Wu\n>>>>>>> theirs\n"
+    # renamed away and back (owner -> x -> owner) is the same memory
+    back = text(id="owner", body="Zhang San\n", created_at=5.0, extra={"renamed_from": ["owner", "x"]})
+    assert merge_node_files(base, ours, back, path=PATH).clean
 
 
 def test_the_same_creation_time_under_another_id_without_renamed_from_is_another_memory() -> None:
@@ -264,65 +274,37 @@ def test_a_new_similar_file_git_takes_for_a_rename_is_not_merged_into(tmp_path: 
         assert [(f.kind, f.node_id) for f in s.health().findings] == [("forgotten_returned", "py_staging")]
 
 
-def test_a_memory_added_again_under_a_forgotten_id_is_not_merged_into(tmp_path: Path) -> None:
-    """Clone a forgets `owner` (张三) and adds a new `owner` (王五); clone b verifies and
-    tags the old one. On main the 王五 memory came out with b's 张三 evidence, its
-    confidence and its tag, exit 0, and health said nothing."""
+def test_another_memory_renamed_onto_the_id_is_not_merged_into(tmp_path: Path) -> None:
+    """Attack a1's t6: `owner` and `owner_new` imported together (one creation time); clone a
+    renames owner -> owner_old and owner_new -> owner; clone b tags and rates the old owner.
+    On 12e1643 b's tag and importance landed on the Wang Wu memory, exit 0."""
     a, b = _two_clones(tmp_path)
-    old_body, new_body = (
-        "项目负责人 project owner: 张三 (Zhang San)\nbackup: 李四",
-        "项目负责人 project owner: 王五 (Wang Wu)\nbackup: 李四",
-    )
+    old_body, new_body = ("项目负责人 owner: 张三 (Zhang San)", "项目负责人 owner from 2027: 王五 (Wang Wu)")
     with MdCG(a / "mem") as s:
-        s.add(id="owner", body=old_body)
-    _commit_push(a, "owner")
+        s.add_many([Node(id="owner", body=old_body), Node(id="owner_new", body=new_body)])
+    _commit_push(a, "owners")
     git(b, "pull", "-q", "--no-rebase", "origin", "main")
     with MdCG(a / "mem") as s:
-        s.forget("owner", "wrong person")
-        s.add(id="owner", body=new_body)
-        new_made = s.get("owner").created_at
+        s.rename("owner", "owner_old")
+        s.rename("owner_new", "owner")
         rel = s.path_of("owner").relative_to(s.root).as_posix()
-    _commit_push(a, "a: owner is someone else")
+    _commit_push(a, "a: swap owners")
     with MdCG(b / "mem") as s:
-        s.verify("owner", "张三 confirmed in the org chart", "confirmed")
-        s.update("owner", tags=["verified-by-b"])
-        old_made = s.get("owner").created_at
-    assert new_made != old_made
+        s.update("owner", tags=["verified-by-b"], importance=0.95)
+        made = s.get("owner").created_at
     git(b, "commit", "-qam", "b: verified")
     pulled = git(b, "pull", "--no-rebase", "origin", "main", check=False)
     path = f"mem/{rel}"
     assert pulled.returncode == 1
     assert f"CONFLICT (content): Merge conflict in {path}" in pulled.stdout
-    assert _unmerged(b) == [path]
-    record = {
-        "fields": {},
-        "body": True,
-        MEMORIES_KEY: memories(path, ("owner", old_made), ("owner", old_made), ("owner", new_made)),
-    }
-    assert f"md-cg merge: {describe_conflict(path, record)}" in pulled.stderr
+    assert path in _unmerged(b)
     node = nodefile.read_node(b / path)
-    assert node.extra == {CONFLICT_KEY: record}
-    assert node.body == f"<<<<<<< ours\n{old_body}\n||||||| base\n=======\n{new_body}\n>>>>>>> theirs\n"
-    assert parsed(git_stage(b, 2, path)).body == old_body  # both whole in git's stages
-    assert parsed(git_stage(b, 3, path)).created_at == new_made
+    record = node.extra[CONFLICT_KEY]
+    assert record[MEMORIES_KEY] == memories(path, ("owner", made), ("owner", made), ("owner", made))
+    assert f"md-cg merge: {describe_conflict(path, record)}" in pulled.stderr
+    assert old_body in node.body and new_body in node.body
+    assert parsed(git_stage(b, 2, path)).tags == ["verified-by-b"]  # both whole in git's stages
+    assert parsed(git_stage(b, 3, path)).body == new_body
     with MdCG(b / "mem") as s:
         s.sync()
-        assert [(f.kind, f.node_id, f.path) for f in s.health().findings] == [
-            ("merge_conflict", "owner", rel)
-        ]
-        assert [r.state for r in s.search("负责人")[0]] == ["DEFER"]
-    # keep theirs, the memory the other clone made: git checkout --theirs
-    git(b, "checkout", "--theirs", "--", path)
-    git(b, "add", "-A")
-    git(b, "commit", "-qm", "owner: keep the new memory")
-    with MdCG(b / "mem") as s:
-        s.sync()
-        kept = s.get("owner")
-        assert (kept.body, kept.tags, kept.confidence, kept.verification_history, kept.created_at) == (
-            new_body,
-            [],
-            None,
-            [],
-            new_made,
-        )
-        assert s.health().findings == ()
+        assert ("merge_conflict", "owner", rel) in [(f.kind, f.node_id, f.path) for f in s.health().findings]
