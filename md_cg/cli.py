@@ -2000,6 +2000,10 @@ def import_(
                 )
     except ImportSourceError as exc:
         raise _import_refused(exc, json_out) from None
+    except InvalidArgumentError as exc:  # refused before the source is read: named as typed
+        if exc.name != "tags":
+            raise
+        raise InvalidArgumentError(str(exc).replace("tags", "--tag", 1), name="--tag") from None
     if json_out:
         _print_json(report.to_dict())
         return

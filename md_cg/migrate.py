@@ -80,7 +80,7 @@ from .errors import (
     UnsafePathError,
 )
 from .node import LAYERS, Edge, Node
-from .script import twin_labels
+from .script import distinct_labels, twin_labels
 from .sqlite_source import RowResult, count_rows, iter_storable_rows, open_readonly, show_id
 from .store import MdCG
 
@@ -345,11 +345,24 @@ class MigrationReport:
         return "\n".join(lines) + "\n"
 
     def _list_sections(self, lines: list[str], limit: int) -> None:
-        """The lists of the text report, each cut at ``limit`` items."""
+        """The lists of the text report, each cut at ``limit`` items. Ids that differ only in
+        Unicode form (a row's ``cafe\u0301`` kept beside the store's ``caf\u00e9``, listed
+        among the extra ids) are printed escaped (:func:`md_cg.script.distinct_labels`),
+        as the bad rows' reasons print them: two lines named different ids that looked the
+        same (review rE)."""
+        label = distinct_labels(
+            [
+                *(m.node_id for m in self.mismatches),
+                *(i for i, _where, _why in self.refused),
+                *self.changed_ids,
+                *(i for i, _why in self.kept),
+                *self.extras,
+            ]
+        )
         _section(
             lines,
             "mismatches",
-            [f"{m.node_id}: {', '.join(m.fields)}  {m.detail}" for m in self.mismatches],
+            [f"{label[m.node_id]}: {', '.join(m.fields)}  {m.detail}" for m in self.mismatches],
             limit,
         )
         _section(
@@ -363,16 +376,20 @@ class MigrationReport:
             limit,
         )
         _section(
-            lines, "refused by the store", [f"{i}: {where}: {why}" for i, where, why in self.refused], limit
+            lines,
+            "refused by the store",
+            [f"{label[i]}: {where}: {why}" for i, where, why in self.refused],
+            limit,
         )
         moved, how = set(self.moved_ids), "moving" if self.mode == "dry-run" else "moved"
-        changed = [f"{i} ({how})" if i in moved else i for i in self.changed_ids]
+        changed = [f"{label[i]} ({how})" if i in moved else label[i] for i in self.changed_ids]
         if self.mode == "dry-run":
             _section(lines, "would change", changed, limit)
         else:  # the ids whose earlier text this run replaced: named, not only counted
             _section(lines, "updated (the source's version written over the store's)", changed, limit)
-        _section(lines, "kept (the store's version stands)", [f"{i}: {why}" for i, why in self.kept], limit)
-        _section(lines, "extra ids in dest (not in the source)", self.extras, limit)
+        kept = [f"{label[i]}: {why}" for i, why in self.kept]
+        _section(lines, "kept (the store's version stands)", kept, limit)
+        _section(lines, "extra ids in dest (not in the source)", [label[i] for i in self.extras], limit)
 
     def _store_lines(self) -> list[str]:
         """The rows the store refused or kept (none when there are none)."""

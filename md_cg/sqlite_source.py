@@ -49,6 +49,7 @@ import json
 import math
 import re
 import sqlite3
+import stat
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -244,7 +245,7 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
     """
     p = Path(path)
     if not p.is_file():
-        raise MdcgError(f"{p}: no such sqlite database file")
+        raise MdcgError(f"{p}: {_not_a_file(p)}")
     uri = p.resolve().as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True)
@@ -274,6 +275,19 @@ def open_readonly(path: str | Path) -> sqlite3.Connection:
             "(see docs/sqlite-schema.md)"
         )
     return conn
+
+
+def _not_a_file(p: Path) -> str:
+    """Why ``p`` (not a regular file) cannot be the database: missing, a folder, or
+    something else (a device, a FIFO, a socket). All three said "no such sqlite database
+    file", which a folder named ``memory.sqlite`` or ``/dev/null`` plainly is not (review rE)."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return "no such sqlite database file"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a sqlite database file: give the database file in it"
+    return "is not a regular file (a device, FIFO or socket): give the sqlite database file"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> list[str]:

@@ -20,8 +20,11 @@ Import
     when its id is stored already, the stored node's), and ``tags`` are
     added to every record's. Keys the node model does not know are kept in
     the node's frontmatter, and so are those of a ``mdcg:custom`` object;
-    ``"archived": true`` puts the memory in ``archive/`` (another value of
-    ``archived`` is a custom key).
+    ``"archived": true`` writes the memory straight into ``archive/`` (never live,
+    not even for a moment; another value of ``archived`` is a custom key); such a
+    record whose id is a live memory of the store is kept, the memory left live (an
+    import never archives a live memory, ``overwrite`` or not). The ``tags`` given
+    are checked as ``add`` checks tags, before the source is read.
 
     A record without an ``id`` gets :func:`md_cg.node.content_id` of its
     text: the same text always gives the same id. So an import can be run
@@ -97,9 +100,10 @@ from .node import (
     check_new_id,
     content_id,
     instant_problem,
+    unusable,
     windows_device_name,
 )
-from .script import twin_labels
+from .script import short_repr, twin_labels
 from .store import MdCG
 
 __all__ = [
@@ -159,9 +163,11 @@ class ImportReport:
     bytes: not written); ``repeated``: records identical to an earlier one of
     the source (stored once); ``bad``: the records left out (``skip_bad``);
     ``archived``: the ids whose record says ``"archived": true`` (an export with
-    archived memories), put back in ``archive/`` after the write; ``kept``: the
+    archived memories), written straight into ``archive/``; ``kept``: the
     records not written because the store's file of their id cannot be read as a
-    memory (not written over, as a migration keeps it; the rest is imported);
+    memory (not written over, as a migration keeps it; the rest is imported), or their
+    folder cannot be written through (a symlink), or -- an archived record -- their id
+    is a live memory of the store (left live);
     ``warned``: records imported as they are that hold a time outside the years
     1-9999 (:func:`md_cg.node.instant_problem`: most often milliseconds given for
     seconds, as an earlier version or ``add_many`` wrote into a file: an export of
@@ -218,8 +224,11 @@ class ImportReport:
             parts.append(f"{self.repeated} repeated in the source")
         if self.bad:
             parts.append(f"{len(self.bad)} bad left out")
-        if self.kept:
-            parts.append(f"{len(self.kept)} kept (the store's file or folder cannot be used)")
+        live = sum(1 for kept in self.kept if _LIVE_HERE in kept.reason)
+        if len(self.kept) > live:
+            parts.append(f"{len(self.kept) - live} kept (the store's file or folder cannot be used)")
+        if live:
+            parts.append(f"{live} archived in the source but live here (kept live)")
         if self.departed:
             parts.append(f"{len(self.departed)} forgotten or renamed here (not brought back)")
         if self.warned:
@@ -554,18 +563,20 @@ def import_nodes(
     line and field) when nothing can be imported."""
     started = time.perf_counter()
     check_layer(layer)
+    added = checked_tags(tags)
     if batch < 1:
         raise ValueError("batch must be at least 1")
     name, data = _read_source(source)
     report = ImportReport(name, dry_run=dry_run)
-    nodes, stamped = _parse(data, layer, tuple(tags), time.time(), report)
+    nodes, stamped = _parse(data, layer, added, time.time(), report)
     writer = _Writer(store, name, overwrite, stamped, durable, frozenset(report.archived))
     if dry_run:
         # files edited by hand are seen as they are, as the run will (a read-only view: writes nothing)
         with _read_only_view(store) as view:
             nodes = _creatable(view, nodes, report)
             _refuse_bad(report, skip_bad)
-            plan = _dry_refusals(view, _planned(replace(writer, store=view), nodes, report))
+            plan = _planned(replace(writer, store=view), nodes, report)
+            plan = _dry_refusals(view, plan, writer.archived)
             _note_kept(report, plan)
     else:
         nodes = _creatable(store, nodes, report)
@@ -575,8 +586,6 @@ def import_nodes(
         store.sync()
         plan = writer.write(_planned(writer, nodes, report), batch, progress)
         _note_kept(report, plan)
-        if report.archived:  # written live first, then moved back to archive/ (one commit)
-            store.archive([i for i in report.archived if i in set(report.ids)])
     for _where, _node, status in plan:
         report.unchanged += status == "unchanged"
         report.created += status == "created"
@@ -584,6 +593,26 @@ def import_nodes(
         report.moved += status == "moved"
     report.seconds = time.perf_counter() - started
     return report
+
+
+def checked_tags(tags: Any, name: str = "tags") -> tuple[str, ...]:
+    """The tags an import adds to every record, refused (InvalidArgumentError naming
+    ``name``: ``tags``, or the CLI's ``--tag``) before anything is read or written, by the
+    rule and with the words of ``add``'s tags (:func:`md_cg.node.unusable`): they are new
+    input, not a source carried as it is. A blank, invisible or control-character tag was
+    stored on every record, and a str taken as its letters (``"ops"`` -> o, p, s); a
+    non-str tag was blamed on the first record (review rE). A str is refused, as ``add``
+    refuses one."""
+    given = list(tags) if isinstance(tags, Iterable) and not isinstance(tags, (str, bytes)) else None
+    if given is None or not all(isinstance(tag, str) for tag in given):
+        raise InvalidArgumentError(
+            f"{name} must be a list of strings (got {short_repr(tags)})", name=name, value=tags
+        )
+    problem = unusable(Node(id="tags", body="tags", tags=given), ("tags",))
+    if problem is not None:
+        why = _reason(problem).removeprefix("field 'tags' ")
+        raise InvalidArgumentError(f"{name} {why}", name=name, value=tags)
+    return tuple(given)
 
 
 def _note_kept(report: ImportReport, plan: Planned) -> None:
@@ -780,6 +809,8 @@ class _Writer:
                     f"id {node.id!r} is held by an expired memory ({held.path}): renew it "
                     "(update with a tier) or sweep it, then import again"
                 )
+            elif node.id in self.archived and not held.archived:  # never archived by an import
+                status = _KEPT + _live_text(node.id, held.path)
             elif status == "created" and held.archived and node.id in self.archived:
                 data = nodefile.dump_bytes(node)
                 same = fsops.holds(str(self.store.root), held.path, data, read_as=nodefile.lf_file)
@@ -812,12 +843,10 @@ class _Writer:
                 return
             self._log_restored(pending)
             try:
-                self.store.add_many(
-                    pending, overwrite=self.overwrite, durable=self.durable, stamp=False, decide=True
-                )
+                _add_batch(self.store, pending, self.archived, self.overwrite, self.durable, self.name)
                 return
             except UnsafePathError as exc:  # nothing was written
-                if exc.path in self.refused or not any(_under(n, exc.path) for n in pending):
+                if exc.path in self.refused or not any(_under(n, exc.path, self.archived) for n in pending):
                     raise
                 self.refused[exc.path] = exc.reason
 
@@ -839,7 +868,7 @@ class _Writer:
         if status == "unchanged" or _left(status):
             return item
         for path, why in self.refused.items():
-            if _under(node, path):
+            if _under(node, path, self.archived):
                 return where, node, f"{_KEPT}{refused_text(path, why)}"
         return item
 
@@ -879,10 +908,61 @@ class _Writer:
         )
 
 
-def _under(node: Node, path: str) -> bool:
-    """Whether ``node``'s file is ``path`` or below it."""
-    rel = layout.rel_path(node)
+def _under(node: Node, path: str, archived: frozenset[str]) -> bool:
+    """Whether ``node``'s file is ``path`` or below it (under ``archive/`` for the ids
+    of ``archived``: :func:`_rel_of`)."""
+    rel = _rel_of(node, archived)
     return rel == path or rel.startswith(path + "/")
+
+
+def _rel_of(node: Node, archived: frozenset[str]) -> str:
+    """Where the import writes ``node``: under ``archive/`` when its record says archived."""
+    rel = layout.rel_path(node)
+    return paths.archived_rel(rel) if node.id in archived else rel
+
+
+#: What the reason of an archived record kept for its id being live in the store says.
+_LIVE_HERE = " is a live memory here"
+
+
+def _live_text(node_id: str, path: str) -> str:
+    """Why an archived record is not written over a live memory of its id: an old export
+    does not undo the memory's return (nor archive it unasked), as it does not undo a forget."""
+    return (
+        f"id {node_id!r}{_LIVE_HERE} ({path}); an import never archives a live memory, "
+        f"not even with --overwrite: archive it (mdcg archive {node_id}) if that is meant"
+    )
+
+
+def _add_batch(
+    store: MdCG, nodes: list[Node], archived: frozenset[str], overwrite: bool, durable: bool | None, name: str
+) -> None:
+    """``store.add_many(nodes, stamp=False, decide=True)``, those of ``archived`` (new ids:
+    :meth:`_Writer.plan` keeps the others) written straight into ``archive/`` in the same
+    commit, so an archived record is never seen live: written live and archived after
+    (review rE), a kill in between left it live and searchable, and a symlinked
+    ``archive/`` failed the import after every live write. The steps of ``add_many``
+    (validation, scope, retention decision, the ids' locks), with the paths of ``archived``
+    ones moved under ``archive/`` before the commit; one an unindexed file holds there is
+    refused as taken (the batch is planned again)."""
+    if not any(n.id in archived for n in nodes):
+        store.add_many(nodes, overwrite=overwrite, durable=durable, stamp=False, decide=True)
+        return
+    eng, now = store._engine, time.time()
+    live = [n for n in nodes if n.id not in archived]
+    shelved = [n for n in nodes if n.id in archived]
+    decided = store._prepare(nodes, now, stamp=False, replacing=overwrite, decide=True)
+    with eng.lock, store._naming_lost(), eng.hold(n.id for n in nodes):
+        staged, dels, out = eng._stage_batch(live, overwrite=overwrite, stamp=False, check=store._check_live)
+        put, _dels, _out = eng._stage_batch(shelved, overwrite=False, stamp=False, check=store._check_live)
+        for s in put:
+            s.rel = paths.archived_rel(s.rel)
+            if fsops.exists(eng.root_str, s.rel):
+                raise DuplicateIdError(s.node.id, s.rel, f"node id {s.node.id!r} is taken: {s.rel} exists")
+        eng.commit([*staged, *put], dels, durable=durable)
+    written = {id(n) for n in out} | {id(s.node) for s in put}
+    store._ret.record([(n, d) for n, d in decided if id(n) in written], now)
+    store._note_archive("archive", [s.node.id for s in put], f"imported as archived from {name}")
 
 
 def refused_text(path: str, why: str) -> str:
@@ -890,14 +970,15 @@ def refused_text(path: str, why: str) -> str:
     return f"{path} {why}: nothing is written through it -- fix it, then import again"
 
 
-def _dry_refusals(store: MdCG, plan: Planned) -> Planned:
+def _dry_refusals(store: MdCG, plan: Planned, archived: frozenset[str]) -> Planned:
     """``plan`` with the records whose folder the store would refuse (a symlink...) kept,
-    as the import will keep them: each folder written to is looked at once."""
+    as the import will keep them: each folder written to is looked at once (``archive/...``
+    for the ids of ``archived``)."""
     looked: dict[str, str | None] = {}
     out: Planned = []
     for where, node, status in plan:
         if status in ("created", "updated", "moved"):
-            folder = layout.rel_path(node).rpartition("/")[0]
+            folder = _rel_of(node, archived).rpartition("/")[0]
             if folder not in looked:
                 looked[folder] = _folder_refusal(str(store.root), folder)
             if looked[folder] is not None:
