@@ -59,7 +59,10 @@ directory *is* the store folder, seen through the engine: ``/memories/<layer>/<i
 
 A file path is first the file at that path (a person may name a file freely and
 a listing shows that name): the memory listed there is the one every command acts
-on, and a file there the handle does not list stands for no memory. A path with no
+on, and a file there the handle does not list stands for no memory (a ``create`` or
+``rename`` onto it is refused; a scoped handle says "already exists" and no more, never
+naming the memory it may hold). The file a path names is a ``.md`` file (``contextual/todo``
+is ``contextual/todo.md``: md-cg reads no other). A path with no
 file there is found by its id wherever the node lives (ids are unique in a
 store), as long as the layer folder named in the path, if any, is the node's
 layer; a name that differs from a stored id only by letter case or Unicode
@@ -636,9 +639,12 @@ class MemoryFiles:
             )
         node_id = self._new_id(p)
         layer = self._new_layer(p)
-        existing = self._at(p)[1] or self._entry(node_id)  # a memory listed at the path too
+        rel, at = self._at(p)
+        existing = at or self._entry(node_id)  # a memory listed at the path too
         if existing is not None:
             raise ToolError(f"File {p.text} already exists" + self._elsewhere(p, existing))
+        if _hidden_file(self.store, rel):
+            raise ToolError(f"File {p.text} already exists")
         node = self._parse_new(command.file_text, p, node_id, layer)
         try:
             stored = self._add(node)
@@ -647,7 +653,8 @@ class MemoryFiles:
             if twin is not None:
                 raise ToolError(f"Cannot create {p.text}: {_collision(p, twin)}") from None
             why = self._unreadable(p, layout.rel_path(node))  # a broken file (a symlink) holds it
-            if not why and self.store.scope is not None and not self._sees(node_id):
+            hidden = _hidden_file(self.store, rel, layout.rel_path(node))  # where it would go: a bucket
+            if not (why or hidden) and self.store.scope is not None and not self._sees(node_id):
                 raise ToolError(  # as rename says it; the other memory is not named
                     f"Cannot create {p.text}: the id {node_id!r} is taken by a memory outside this "
                     "handle's scope; choose another name"
@@ -751,6 +758,9 @@ class MemoryFiles:
             node = self._modify(entry.id, change)
         except NodeNotFoundError:
             raise ToolError(f"The path {p.text} does not exist. Please provide a valid path.") from None
+        except DuplicateIdError as exc:  # a changed layer: onto another file there (it is not named)
+            said = f"{MEMORIES}/{exc.path} already exists" if _hidden_file(self.store, exc.path) else str(exc)
+            raise ToolError(f"{refuse}the edited file is refused: {said}") from None
         except (InvalidNodeError, InvalidArgumentError) as exc:  # an edge to itself, another scope...
             raise ToolError(f"{refuse}the edited file is refused: {exc}") from None
         # the text as written, not read again: the node may be renamed or edited meanwhile
@@ -921,8 +931,8 @@ class MemoryFiles:
         self._sync()
         why = "folders are md-cg's layers and buckets; rename the files in it one by one"
         entry = self._one_file(old, "rename", why)
-        at = self._at(new)[1]  # another memory's file, whatever its name
-        if self._is_folder(new) or (at is not None and at.id != entry.id):
+        rel, at = self._at(new)  # another memory's file, whatever its name
+        if self._is_folder(new) or (at is not None and at.id != entry.id) or _hidden_file(self.store, rel):
             raise ToolError(f"The destination {new.text} already exists")
         new_id = self._new_id(new)
         layer = self._new_layer(new) or entry.layer
@@ -935,10 +945,14 @@ class MemoryFiles:
             except DuplicateIdError:  # taken meanwhile
                 raise ToolError(self._taken(new, new_id)) from None
             except (InvalidNodeError, InvalidArgumentError) as exc:  # e.g. an id Windows reserves
-                raise ToolError(f"Cannot rename {old.text} to {new.text}: {exc}") from None
+                raise _rename_refused(
+                    self.store, old, new, exc, _new_rel(self.store, entry, new_id, layer)
+                ) from None
         elif layer != entry.layer:
             try:
                 self._move(entry.id, layer)
+            except DuplicateIdError as exc:  # onto a file of another memory (in a bucket)
+                raise _rename_refused(self.store, old, new, exc, exc.path) from None
             except (InvalidNodeError, InvalidArgumentError) as exc:
                 raise ToolError(f"Cannot rename {old.text} to {new.text}: {exc}") from None
         where = self.where_id(new_id)
@@ -1044,19 +1058,67 @@ def _odd_entry(root: str, rel: str) -> tuple[str, str] | None:
 
 
 def _file_at(root: str, p: _Path) -> str | None:
-    """What is at ``p`` in the store folder, ``p`` itself, else with ``.md`` added (a
-    folder is nothing): its path; ``None`` when nothing is, or for a name directly in
-    ``/memories`` (an id: it has no file). A symlink on the way counts (nothing is read
-    through it); never followed."""
-    for rel in (p.rel, p.rel + MD) if len(p.parts) > 1 else ():
-        try:
-            if not stat.S_ISDIR(fsops.lstat(root, rel).st_mode):
-                return rel
-        except UnsafePathError:
-            return rel
-        except OSError:  # absent, a name too long...
-            continue
-    return None
+    """The memory file ``p`` names, when something is there (a folder is nothing): ``p``
+    itself when its name ends in ``.md``, else ``p`` with ``.md`` added; ``None`` when
+    nothing is, or for a name directly in ``/memories`` (an id: it has no file). md-cg
+    reads ``.md`` files only, so a file without it (a scratch ``contextual/todo``) is no
+    memory's and never stands in for ``contextual/todo.md``: it did, and ``view
+    /memories/contextual/todo`` said "does not exist" of the memory ``todo``. A symlink on
+    the way counts (nothing is read through it); never followed."""
+    if len(p.parts) <= 1:
+        return None
+    rel = "/".join((*p.parts[:-1], id_of_name(p.parts[-1]) + MD))
+    try:
+        return None if stat.S_ISDIR(fsops.lstat(root, rel).st_mode) else rel
+    except UnsafePathError:
+        return rel
+    except OSError:  # absent, a name too long...
+        return None
+
+
+def _hidden_file(store: MdCG, *rels: str | None) -> bool:
+    """Whether a scoped handle meets, at one of ``rels``, a regular file of no memory it
+    sees: another scope's memory (under any name), a broken file, one not taken in yet.
+    It cannot tell them apart, and must not: a ``create`` or ``rename`` onto it is told
+    the path "already exists", never the id that file holds nor that an id is taken (a
+    secret ``hush`` filed as ``contextual/notes.md`` was named by a rename onto
+    ``notes.md``, and a create of it said the id ``notes`` was taken)."""
+    if store.scope is None:
+        return False
+    there = [r for r in rels if r is not None and _regular_file(str(store.root), r)]
+    if not there:
+        return False
+    seen = {e.path for e in store.entries(include_expired=True, include_archived=True)}
+    return any(r not in seen for r in there)
+
+
+def _regular_file(root: str, rel: str) -> bool:
+    """Whether a regular file is at ``rel`` (a symlink, at it or on the way, is none: it is
+    named as every command names it)."""
+    try:
+        return stat.S_ISREG(fsops.lstat(root, rel).st_mode)
+    except (UnsafePathError, OSError):
+        return False
+
+
+def _new_rel(store: MdCG, entry: Entry, new_id: str, layer: str) -> str | None:
+    """Where ``entry``'s file goes renamed to ``new_id`` in ``layer`` (a knowledge node's
+    bucket is not in the path); None when it cannot be told (gone meanwhile)."""
+    try:
+        node = store.get(entry.id, include_expired=True, include_archived=True)
+        node.id, node.layer = new_id, layer
+        return layout.rel_path(node)
+    except (NodeNotFoundError, InvalidNodeError, MalformedNodeFileError):
+        return None
+
+
+def _rename_refused(store: MdCG, old: _Path, new: _Path, exc: Exception, rel: str | None) -> ToolError:
+    """The store's refusal of a rename: for a scoped handle whose destination file
+    ``rel`` is a file it sees no memory in (:func:`_hidden_file`), "already exists", not
+    the store's words (which name the id that file holds)."""
+    if _hidden_file(store, rel):
+        return ToolError(f"The destination {new.text} already exists")
+    return ToolError(f"Cannot rename {old.text} to {new.text}: {exc}")
 
 
 #: Why md-cg does not read a symlink (as ``health()`` says it).
