@@ -27,6 +27,7 @@ Imports the engine, maintenance and the modules below them.
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -105,9 +106,10 @@ def forget_many(
     with engine.lock:
         with engine.hold(ids):
             read: dict[str, tuple[Node, journal.Stamp]] = {}  # the sweep's: each file as checked
-            entries = _doomed_entries(engine, ids, doomed, keep, force, read)
+            left: dict[str, tuple[Entry | None, str]] = {}  # the sweep's: each id its look leaves
+            entries = _doomed_entries(engine, ids, doomed, keep, force, read, left)
             if kept is not None:
-                entries, told = sole_copies(engine, entries, scope)
+                entries, told = sole_copies(engine, entries, scope, left)
                 doomed.difference_update(i for i, _ in told)
                 kept.extend(told)
                 entries = _still_as_read(engine, entries, read, doomed, kept)
@@ -176,19 +178,23 @@ def _record(
 def sweep_report(
     engine: Engine, audit_log: Callable[[], AppendLog], scope: Scope | None, dry_run: bool
 ) -> SweepReport:
-    """:meth:`md_cg.MdCG.sweep`: the expired nodes the caller sees, those whose id other
-    files hold too (``kept``, never removed), and with ``dry_run=False`` the removal of
-    the rest (:func:`sweep`; ``audit_log`` is opened only then: a dry run writes nothing)."""
+    """:meth:`md_cg.MdCG.sweep`: the expired nodes the caller sees and, with ``dry_run=False``,
+    the removal of those the sweep's look allows (:func:`sweep`); ``kept`` (sorted by id)
+    says why of each other one, so that every expired id is in exactly one of ``removed``
+    and ``kept``. A dry run looks at the files as the sweep does (:func:`looked`) and says
+    the same (``audit_log`` is opened only for a removal: a dry run writes nothing)."""
     with engine.lock:
         engine.fresh()
         expired = tuple(retention.expired_ids(engine, scope, time.time()))
         if dry_run or not expired:
-            entries = [engine.state.entries[i] for i in expired]
-            _, kept = sole_copies(engine, entries, scope)
-            return SweepReport(expired, (), dry_run, kept=tuple(kept))
+            would, left = looked(
+                engine, [engine.state.entries[i] for i in expired], retention.sweepable(scope)
+            )
+            _, kept = sole_copies(engine, would, scope, left)
+            return SweepReport(expired, (), dry_run, kept=tuple(sorted(kept)))
     gone, kept = sweep(engine, audit_log(), expired, scope)
     closed = tuple(sorted({old for d in gone for old in d.left_closed}))
-    return SweepReport(expired, tuple(d.node.id for d in gone), False, closed, tuple(kept))
+    return SweepReport(expired, tuple(d.node.id for d in gone), False, closed, tuple(sorted(kept)))
 
 
 def sweep(
@@ -196,8 +202,9 @@ def sweep(
 ) -> tuple[list[Deleted], list[tuple[str, str]]]:
     """Remove the expired temporary nodes ``expired`` (reason ``expired``, event
     ``sweep``), each checked again under its lock (:func:`md_cg.retention.sweepable`,
-    and :func:`sole_copies`); return what was removed and ``(id, why)`` of each id
-    kept because other files hold it too."""
+    and :func:`sole_copies`); return what was removed and ``(id, why)`` of each other
+    id of ``expired``: kept because other files hold it too, or because its file is not
+    the expired memory the index has any more (moved, removed or edited by hand)."""
     keep = retention.sweepable(scope)
     why = retention.SWEEP_REASON
     kept: list[tuple[str, str]] = []
@@ -207,25 +214,94 @@ def sweep(
     return gone, kept
 
 
+#: What the sweep's look found instead of an expired memory's file (:func:`_look`), with the
+#: entry it looked from (None: the id was no longer indexed): id -> (entry, kind).
+Left = dict[str, tuple[Entry | None, str]]
+
+
 def sole_copies(
-    engine: Engine, entries: Sequence[Entry], scope: Scope | None
+    engine: Engine, entries: Sequence[Entry], scope: Scope | None, left: Left | None = None
 ) -> tuple[list[Entry], list[tuple[str, str]]]:
     """The sweep's rule (docs/retention.md: every doubt resolves to long): an expired
     memory goes only when its file is the only one holding its id. Returns the
     ``entries`` no other readable file holds, and ``(id, why)`` for each of the others,
     ``why`` naming the other files in the caller's ``scope`` and counting the rest (a
-    copy of another scope keeps the memory too, unnamed). One walk of the folders."""
-    where = other_copies(engine, entries, scope)
-    told = [
+    copy of another scope keeps the memory too, unnamed) -- and for each id of ``left``,
+    ``why`` saying what the look found (:func:`_left_why`). One walk of the folders
+    (:func:`_walked`)."""
+    left = dict(left or {})
+    stay, where = _walked(engine, entries, scope, left)
+    told = [(i, _left_why(e, kind, where.get(i))) for i, (e, kind) in left.items()]
+    told += [
         (
             e.id,
             f"expired at {e.path}, but other files hold this id too ({where[e.id]}); the sweep removes "
             "only a memory's sole file: remove the copy you do not want, then sync",
         )
         for e in entries
-        if e.id in where
+        if e.id in where and e.id not in left
     ]
-    return [e for e in entries if e.id not in where], told
+    return stay, told
+
+
+def _walked(
+    engine: Engine, entries: Sequence[Entry], scope: Scope | None, left: Left
+) -> tuple[list[Entry], dict[str, str]]:
+    """One walk for the other files holding an id of ``entries``, and of ``left``'s whose
+    file is gone or changed (a file holding it elsewhere is where it was moved to):
+    the ``entries`` no other file holds, and id -> those files (:func:`other_copies`).
+    An entry found elsewhere whose own file is gone by the end of the walk was moved
+    meanwhile, not copied: it joins ``left`` (before session 35 it was said to have
+    "other files" holding it, with the advice to remove one -- the only one there was)."""
+    lost = [e for e, kind in left.values() if e is not None and kind in (retention.GONE, retention.CHANGED)]
+    where = other_copies(engine, [*entries, *lost], scope)
+    stay = []
+    for e in entries:
+        if e.id not in where:
+            stay.append(e)
+        elif _gone(engine.root_str, e.path):
+            left[e.id] = (e, retention.GONE)
+    return stay, where
+
+
+def _gone(root: str, rel: str) -> bool:
+    """Whether no file is at ``rel`` now (one that cannot be looked at counts as there)."""
+    try:
+        fsops.lstat(root, rel)
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except (OSError, UnsafePathError):
+        return False
+    return False
+
+
+def _left_why(e: Entry | None, kind: str, where: str | None) -> str:
+    """The sweep's ``kept`` reason of an id its look left (:func:`_look`): the file at
+    the path the index has is gone (moved -- ``where`` holds the id now -- or removed by
+    hand since the last sync), changed to another id or unreadable, or no longer expired."""
+    if e is None:
+        return (
+            "expired when listed, but no longer indexed when the sweep looked (another process "
+            "forgot, deleted or renamed it meanwhile): not removed by this sweep"
+        )
+    at = f"expired at {e.path}, but "
+    if kind == retention.RENEWED:
+        return (
+            at + "its file as read no longer expires (edited since the last sync: a longer tier or a "
+            "later expiry): kept"
+        )
+    if kind == retention.GONE and where is None:
+        return (
+            at
+            + "its file is gone (moved or removed by hand since the last sync): not removed; run `mdcg sync`"
+        )
+    what = (
+        "moved or removed by hand"
+        if kind == retention.GONE
+        else "changed by hand (it no longer reads as this memory)"
+    )
+    found = f" (this id is now in {where})" if where else ""
+    return at + f"its file was {what} since the last sync{found}: kept; run `mdcg sync`, then sweep again"
 
 
 def other_copies(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> dict[str, str]:
@@ -252,13 +328,36 @@ def other_copies(engine: Engine, entries: Sequence[Entry], scope: Scope | None) 
 
 def expired_findings(engine: Engine, scope: Scope | None, ids: Iterable[str], now: float) -> list[Finding]:
     """``health()``'s ``expired`` findings of ``ids`` (:func:`md_cg.retention.expired_findings`),
-    each saying what the sweep does: one whose id other files hold too is kept, and named
-    with them as the sweep's report names them (:func:`other_copies`, one walk of the
-    folders when any memory is expired), so that the findings saying "a sweep removes it"
-    are exactly what a sweep removes."""
+    each saying what the sweep does: the files looked at as the sweep looks (:func:`looked`),
+    one whose id other files hold too named with them as the sweep's report names them
+    (:func:`other_copies`, one walk of the folders when any memory is expired), one whose
+    file is gone named as moved (with where the walk found it) or removed, so that the
+    findings saying "a sweep removes it" are exactly what a sweep removes."""
     state = engine.state
     expired = [state.entries[i] for i in sorted(ids) if retention.expired_unarchived(state.entries[i], now)]
-    return retention.expired_findings(expired, other_copies(engine, expired, scope))
+    would, left = looked(engine, expired, retention.sweepable(scope))
+    _, where = _walked(engine, would, scope, left)
+    return retention.expired_findings(expired, where, {i: kind for i, (_, kind) in left.items()})
+
+
+def looked(
+    engine: Engine, entries: Sequence[Entry], keep: Callable[[Entry], bool]
+) -> tuple[list[Entry], Left]:
+    """The sweep's look at ``entries``' files (:func:`_look`, then ``keep`` of the entry the
+    bytes make), taking no lock and changing nothing (a dry run, ``health()``): the entries
+    it passes, and what it found of each other one -- as the sweep's look under the locks
+    finds it (:func:`_doomed_entries`), so that a dry run says what the sweep does."""
+    ok: list[Entry] = []
+    left: Left = {}
+    for e in entries:
+        got = _look(engine.root_str, e)
+        if isinstance(got, str):
+            left[e.id] = (e, got)
+        elif keep(index.make_entry(got[0], e.path, got[1].st_mtime_ns, got[1].st_size)):
+            ok.append(e)
+        else:
+            left[e.id] = (e, retention.RENEWED)
+    return ok, left
 
 
 def _doomed_entries(
@@ -268,20 +367,25 @@ def _doomed_entries(
     keep: Callable[[Entry], bool] | None,
     force: bool,
     read: dict[str, tuple[Node, journal.Stamp]],
+    left: Left | None = None,
 ) -> list[Entry]:
     """The entries of ``ids`` to forget (under their locks); an id ``keep`` refuses leaves
     ``doomed``. Raises for an unknown id, or an ``anchor/`` one without ``force``. With
     ``keep`` (the sweep), each file is read again and ``read`` gains its node and the
-    stamp of the bytes read (:func:`_as_on_disk`)."""
+    stamp of the bytes read (:func:`_as_on_disk`); each id left is noted in ``left``
+    with what was found (before session 35 such an id was in neither ``removed`` nor
+    ``kept``: review rH, a file moved by hand went unreported)."""
     entries = []
     for node_id in ids:
         entry = engine.state.entries.get(node_id)
         if keep is not None:
             # The sweep's look again, at the file as it is now: gone since it was
-            # listed (another sweep), or edited by hand to stay (a longer tier).
-            got = _as_on_disk(engine, entry) if entry is not None else None
-            if got is None or not keep(got[0]):
+            # listed (moved or removed by hand), or edited by hand to stay (a longer tier).
+            got = _as_on_disk(engine, entry) if entry is not None else retention.UNINDEXED
+            if isinstance(got, str) or not keep(got[0]):
                 doomed.discard(node_id)
+                if left is not None:
+                    left[node_id] = (entry, got if isinstance(got, str) else retention.RENEWED)
                 continue
             entry, read[node_id] = got[0], got[1:]
         if entry is None:
@@ -296,32 +400,44 @@ def _doomed_entries(
     return entries
 
 
-def _as_on_disk(engine: Engine, entry: Entry) -> tuple[Entry, Node, journal.Stamp] | None:
+def _look(root: str, e: Entry) -> tuple[Node, os.stat_result] | str:
+    """The file at ``e``'s path read (the sweep's look): its node and the stat of the bytes
+    read, or what is there instead: :data:`~md_cg.retention.GONE` (no file: moved or
+    removed by hand since the index saw it), :data:`~md_cg.retention.CHANGED` (a file
+    that is not a readable node, or holds another id)."""
+    try:
+        data, st = index.read_limited(root, e.path)
+        node = index.decode_node(data, e.path)
+    except (FileNotFoundError, NotADirectoryError):
+        return retention.GONE
+    except (UnsafePathError, MalformedNodeFileError):
+        return retention.CHANGED
+    return (node, st) if node.id == e.id else retention.CHANGED
+
+
+def _as_on_disk(engine: Engine, entry: Entry) -> tuple[Entry, Node, journal.Stamp] | str:
     """The file at ``entry``'s path read again (the sweep's check under the id's lock): the
     entry of the bytes read, their node and :func:`~md_cg.journal.stamp` (inode, mtime,
-    size, from the descriptor read: it describes exactly these bytes); None when the file
-    is gone, unreadable or holds another id. The index takes in a file changed since it
-    was indexed (by hand: no log record tells). Reading, not comparing a ``stat`` with the
+    size, from the descriptor read: it describes exactly these bytes); else what
+    :func:`_look` found. The index takes in a file changed since it was indexed (by
+    hand: no log record tells); a file gone is left to the sync, which tells the move
+    or the deletion (dropped here, the next sync told a moved memory as added, and a
+    second sweep did not list it). Reading, not comparing a ``stat`` with the
     entry's: a file put back with its old mtime and size (``cp -a`` of a same-size copy)
     holds other bytes, and the stamp lets the removal spare a file replaced after this
     look (:func:`_remove_as_read`)."""
     root, rel = engine.root_str, entry.path
-    try:
-        data, st = index.read_limited(root, rel)
-        node: Node | None = index.decode_node(data, rel)
-    except (FileNotFoundError, NotADirectoryError, UnsafePathError, MalformedNodeFileError):
-        node = None
-    same = (
-        node is not None
-        and node.id == entry.id
-        and (st.st_mtime_ns, st.st_size) == (entry.mtime_ns, entry.size)
-    )
+    got = _look(root, entry)
+    if got == retention.GONE:
+        return retention.GONE
+    same = not isinstance(got, str) and (got[1].st_mtime_ns, got[1].st_size) == (entry.mtime_ns, entry.size)
     if not same:
         index.resolve_ids(root, engine.state, {entry.id: [rel]})
         now = engine.state.entries.get(entry.id)
-        if node is None or node.id != entry.id or now is None or now.path != rel:
-            return None
-    assert node is not None
+        if isinstance(got, str) or now is None or now.path != rel:
+            return retention.CHANGED
+    assert not isinstance(got, str)
+    node, st = got
     fresh = index.make_entry(node, rel, st.st_mtime_ns, st.st_size)
     if same and replace(fresh, domain=entry.domain) != entry:
         engine.state.put(fresh, index.index_text(node))  # the same stat, other bytes: the bytes decide
@@ -337,7 +453,8 @@ def _still_as_read(
 ) -> list[Entry]:
     """``entries`` whose file still has the stamp it had when read (just before the
     tombstones: the walk for copies since takes a while at 50k files); one changed since
-    (a hand edit: no lock stops a person's editor) is settled in the index and kept."""
+    (a hand edit: no lock stops a person's editor) is settled in the index and kept, one
+    gone (moved or removed by hand) left to the sync and kept."""
     out = []
     for e in entries:
         try:
@@ -348,8 +465,7 @@ def _still_as_read(
             out.append(e)
             continue
         doomed.discard(e.id)
-        kept.append((e.id, _changed_why(e)))
-        index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path]})
+        kept.append((e.id, _changed_why(engine, e)))
     return out
 
 
@@ -376,13 +492,21 @@ def _remove_as_read(
     now = time.time()
     why = "changed while the sweep removed it: kept"
     tombstones.append([_record(audit.RESTORED, e, n, why, now) for e, n in left], durable=True)
-    index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path] for e, _ in left})
-    kept.extend((e.id, _changed_why(e)) for e, _ in left)
+    kept.extend((e.id, _changed_why(engine, e)) for e, _ in left)
     gone = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.path not in spared]
     return [e for e, _ in gone], [n for _, n in gone]
 
 
-def _changed_why(e: Entry) -> str:
+def _changed_why(engine: Engine, e: Entry) -> str:
+    """Why the sweep keeps ``e``, whose file changed after it was read: settled in the
+    index when it is there (an edit); one gone (moved or removed by hand meanwhile) is
+    left to the sync, which tells where it went."""
+    if _gone(engine.root_str, e.path):
+        return (
+            f"expired at {e.path} when the sweep read it, but its file was moved or removed by hand "
+            "before its removal: kept; run `mdcg sync`, then sweep again"
+        )
+    index.resolve_ids(engine.root_str, engine.state, {e.id: [e.path]})
     return (
         f"expired at {e.path} when the sweep read it, but the file changed before its removal "
         "(an edit meanwhile): kept; a later sweep removes it if it is still expired"

@@ -56,6 +56,12 @@ CONFIG_FILE = "retention.json"
 ANCHOR_LAYER = "anchor"
 #: The reason tombstones of swept nodes carry.
 SWEEP_REASON = "expired"
+#: What the sweep's look at an expired memory's file found when it leaves the memory
+#: (:func:`md_cg.forgetting.sole_copies`, ``SweepReport.kept``): no file at the path the
+#: index has (moved or removed by hand since the last sync), a file that no longer reads
+#: as this memory (another id, unreadable), a file that no longer expires (an edit), or no
+#: entry any more (another process forgot, deleted or renamed the id meanwhile).
+GONE, CHANGED, RENEWED, UNINDEXED = "gone", "changed", "renewed", "unindexed"
 
 
 @dataclass(frozen=True)
@@ -69,7 +75,10 @@ class SweepReport:
     ``update(id, valid_until=None)``); ``kept``: ``(id, why)`` of each expired
     node the sweep leaves (would leave, on a dry run) because other files hold
     its id too -- a copy of another tier, say --, ``why`` naming them: only a
-    memory's sole file is swept.
+    memory's sole file is swept; or because its file is not the expired memory
+    the index has any more (moved -- ``why`` names where to --, removed or edited
+    by hand since the last sync). Every id of ``expired`` is in exactly one of
+    ``removed`` and ``kept``.
     """
 
     expired: tuple[str, ...]
@@ -304,24 +313,55 @@ def expired_unarchived(e: Entry, now: float) -> bool:
     return visibility.is_expired(e, now) and not e.archived
 
 
-def expired_findings(entries: Iterable[Entry], copies: Mapping[str, str]) -> list[Finding]:
+def expired_findings(
+    entries: Iterable[Entry], copies: Mapping[str, str], left: Mapping[str, str] | None = None
+) -> list[Finding]:
     """An ``expired`` health finding for each of ``entries`` (:func:`expired_unarchived`),
-    saying what the sweep does with it: removes it, or keeps it while other files hold its
-    id (``copies``: id -> those files, as :func:`md_cg.forgetting.other_copies` names them).
-    (Before session 34 one it keeps said "a sweep removes it": review rB.) The
+    saying what the sweep does with it: removes it, keeps it while other files hold its
+    id (``copies``: id -> those files, as :func:`md_cg.forgetting.other_copies` names them),
+    or leaves it for what its look at the file found (``left``: id -> :data:`GONE`, ...;
+    a file gone that ``copies`` finds elsewhere was moved there). (Before session 34 one it
+    keeps said "a sweep removes it": review rB; before session 35 one whose file was moved
+    by hand said other files held it, beside a ``missing_file`` of the same path: rH.) The
     advice comes before the files: MCP clips a detail at 160 characters."""
+    left = left or {}
     out = []
     for e in entries:
         tier = "temporary" if e.retention_tier == "temp" else "no tier, an expiry: temporary"
-        if e.id in copies:
-            what = (
-                "kept by the sweep: remove the copy of its id you do not want, then sync "
-                f"(other files holding it: {copies[e.id]})"
+        out.append(
+            Finding(
+                "expired",
+                f"hidden from reads since its expiry ({tier}); {_swept(e, copies, left)}",
+                e.path,
+                e.id,
             )
-        else:
-            what = "a sweep removes it (`mdcg sweep`, sweep())"
-        out.append(Finding("expired", f"hidden from reads since its expiry ({tier}); {what}", e.path, e.id))
+        )
     return out
+
+
+def _swept(e: Entry, copies: Mapping[str, str], left: Mapping[str, str]) -> str:
+    """What the sweep does with the expired ``e`` (:func:`expired_findings`)."""
+    kind, where = left.get(e.id), copies.get(e.id)
+    if kind == GONE:
+        if where is None:
+            return "its file is gone (moved or removed by hand): the sweep removes nothing; run `mdcg sync`"
+        return (
+            "kept by the sweep: its file was moved or removed by hand; run `mdcg sync`, then sweep again "
+            f"(this id is now in: {where})"
+        )
+    if kind == CHANGED:
+        return (
+            "kept by the sweep: its file was changed by hand (it no longer reads as this memory); "
+            "run `mdcg sync`"
+        )
+    if kind == RENEWED:
+        return "kept by the sweep: its file no longer expires (edited by hand); run `mdcg sync`"
+    if where is not None:
+        return (
+            "kept by the sweep: remove the copy of its id you do not want, then sync "
+            f"(other files holding it: {where})"
+        )
+    return "a sweep removes it (`mdcg sweep`, sweep())"
 
 
 def _sweepable(e: Entry, scope: visibility.Scope | None, now: float) -> bool:

@@ -178,6 +178,14 @@ def _why(node_id: str) -> str:
     )
 
 
+def _renewed(node_id: str) -> str:
+    """Session 35: an expired id the sweep leaves because its file no longer expires is in ``kept``."""
+    return (
+        f"expired at knowledge/orphan/{node_id}.md, but its file as read no longer expires (edited since "
+        "the last sync: a longer tier or a later expiry): kept"
+    )
+
+
 def _check_after(root: Path, ids: list[str], edited: set[str], report: dict) -> None:
     """Exact sets: no edited memory removed, every other expired one removed; the edited
     files hold the edit; the index, the health and a second sweep agree."""
@@ -213,9 +221,13 @@ def test_saves_while_the_sweep_runs_are_never_removed_and_the_rest_is(tmp_path: 
     assert saved == edited
     assert report["expired"] == sorted(set(report["expired"]))
     assert set(report["expired"]) - set(ids) == set()
-    # listed before its save: kept and said why; saved before the listing: not expired
+    # listed before its save: kept and said why -- saved after the sweep read it (changed),
+    # or before (no longer expires: in neither list before session 35); saved before the
+    # listing: not expired
     assert {i for i, _ in report["kept"]} <= set(edited)
-    assert all(why == _why(i) for i, why in report["kept"])
+    assert all(why in (_why(i), _renewed(i)) for i, why in report["kept"])
+    kept = {i for i, _ in report["kept"]}
+    assert kept.isdisjoint(report["removed"]) and kept | set(report["removed"]) == set(report["expired"])
     _check_after(root, ids, set(edited), report)
 
 
@@ -278,7 +290,11 @@ def test_a_same_size_file_put_back_with_the_old_mtime_is_read_not_trusted(tmp_pa
         after = os.stat(f)
         assert (after.st_mtime_ns, after.st_size) == (before.st_mtime_ns, before.st_size)
         report = s.sweep(dry_run=False)
-        assert (report.expired, report.removed, report.kept) == (tuple(ids), ("e000", "e002"), ())
+        assert (report.expired, report.removed, report.kept) == (
+            tuple(ids),
+            ("e000", "e002"),
+            (("e001", _renewed("e001")),),
+        )
         assert s.entry("e001").retention_tier == "long"
     assert LONG in f.read_bytes()
     with MdCG(root) as s:
