@@ -361,15 +361,15 @@ def test_a_person_moving_files_while_the_sweep_runs_free(tmp_path: Path) -> None
     """Unsynchronised after the listing: the person moves 100 of 200 expired files as fast
     as it can while the sweep checks, walks and removes. Whatever the interleaving, each
     expired id is in exactly one list, each moved one kept -- with one of the reasons of a
-    move -- and no moved file removed. Left (md_cg/journal.py, not this fix): a move landing
-    between the removal's last stamp comparison and its unlink -- microseconds; 2 runs in 15
-    here had one -- makes the unlink find nothing, which the removal does not tell: that id
-    is reported removed (its tombstone written) while its moved file stays, whole."""
+    move -- and no moved file removed. A move landing between the removal's last stamp
+    comparison and its unlink (microseconds; 2 runs in 15 had one) made the unlink find
+    nothing, which the removal did not tell: that id was reported removed (its tombstone
+    written) while its moved file stayed, whole. The removal now tells it (kept, moved)."""
     root = tmp_path / "m"
     ids, files = _race_store(root, 200)
     report, moved = _race(tmp_path, root, [("free", ids[::2])], free=True)
     assert report["expired"] == ids
-    _check_moved_kept(root, report, moved, files, unlinked=2)
+    _check_moved_kept(root, report, moved, files)
     for i, why in report["kept"]:
         assert why in (
             _moved(i, _path(i), f"{MOVED_TO}/{i}.md"),
