@@ -1233,15 +1233,48 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
         i: None if i in synced else entries.get(i) or _noted_entry(engine.hand_after.get(i)) for i in touched
     }
     changed = index.resolve_ids(engine.root_str, engine.state, touched)
-    entries = engine.state.entries
+    entries, unread = engine.state.entries, engine.state.unread
+    if unread:
+        _unread_as_logged(engine, tail, touched)
     noted = journal.synced_edits_after(entries, tail, engine.cursor)
     noted.update(journal.hand_edits_after(engine.root_str, entries, tail, engine.cursor))
-    lost = [i for i in touched if i not in entries and was.get(i) is not None]
+    for node_id in [i for i, (kind, _rel) in noted.items() if kind == "gone" and i in unread]:
+        del noted[node_id]  # its file may not be read: not gone (kept as the log says)
+    lost = [i for i in touched if i not in entries and i not in unread and was.get(i) is not None]
     if noted or lost:
         for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     return changed
+
+
+def _unread_as_logged(engine: Engine, tail: journal.Tail, touched: Mapping[str, list[str]]) -> None:
+    """:func:`_resolved`'s step for the ids it left in :attr:`IndexState.unread
+    <md_cg.index.IndexState.unread>` (their file may not be read): each goes as the log
+    says -- one whose last write in ``tail`` deletes it is dropped from there (a ``forget``
+    by a process that may read it) --, and the first time there are any, a warning says so
+    (a listing or search leaves them out: nothing of them is known but the id and path)."""
+    unread = engine.state.unread
+    last: dict[str, journal.LoggedWrite] = {}
+    for w in journal.logged_writes(tail):
+        if w.id in unread and w.id in touched:
+            was = last.get(w.id)
+            if was is None or (w.logged[1] or 0.0) >= (was.logged[1] or 0.0):
+                last[w.id] = w
+    for node_id, w in last.items():
+        if not w.put:
+            del unread[node_id]
+    if unread:
+        node_id, rel = min(unread.items())
+        n = len(unread)
+        warn_once(
+            engine,
+            "unread",
+            f"md-cg: {engine.root_str}: {n} memor{'y' if n == 1 else 'ies'} written since the last "
+            f"compaction {'is' if n == 1 else 'are'} in files this process may not read (permission "
+            f"denied), e.g. {rel} ({node_id}): kept as the index log says, but not listed or "
+            "searched, and a read of one fails; run md-cg as a user who may read them",
+        )
 
 
 def _moved_on(
@@ -1353,11 +1386,7 @@ def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
     while True:
         engine.refresh()
         entries = engine.state.entries
-        gone = [
-            i
-            for i in node_ids
-            if i not in entries or not os.path.lexists(os.path.join(engine.root_str, entries[i].path))
-        ]
+        gone = [i for i in node_ids if i not in entries or file_gone(engine.root_str, entries[i].path)]
         moving = named_in_log(engine, gone) if gone else set()
         if not moving:
             return gone
@@ -1366,6 +1395,21 @@ def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
             return [i for i in gone if i not in moving]
         node_ids = gone
         time.sleep(0.001)  # let the writer finish its move
+
+
+def file_gone(root: str, rel: str) -> bool:
+    """Whether nothing is at ``root/rel``. A path in a folder this process may not read is
+    not gone (:func:`os.path.lexists` says False for it): whether its file is there is
+    unknown, and what the index holds of it stands (docs/reliability.md, row 20)."""
+    try:
+        os.lstat(os.path.join(root, rel))
+    except (FileNotFoundError, NotADirectoryError):
+        return True
+    except PermissionError:
+        return False
+    except OSError:
+        return True
+    return False
 
 
 def named_in_log(engine: Engine, node_ids: Iterable[str]) -> set[str]:
@@ -1479,9 +1523,28 @@ def read_by_id(engine: Engine, node_id: str) -> Node:
         node, lost = _read_held(engine, node_id, lost)
     if node is not None:
         return node
+    if node_id in engine.state.unread:
+        return _read_unread(engine, node_id)
     if node_id in engine.state.entries and lost is not None:
         raise lost
     raise dropped_file(engine, node_id, named=False) or NodeNotFoundError(node_id)
+
+
+def _read_unread(engine: Engine, node_id: str) -> Node:
+    """:func:`read_by_id` of an id the log names whose file this process may not read
+    (:attr:`IndexState.unread <md_cg.index.IndexState.unread>`): the file is looked at
+    again -- readable now, it is taken in and read -- else the permission error naming it
+    is raised, as for a memory of the snapshot there. Until session 35 the error said the
+    file was moved or deleted outside md-cg and to run ``sync``, which then told it
+    ``deleted`` (review rH)."""
+    rel = engine.state.unread[node_id]
+    index.resolve_ids(engine.root_str, engine.state, {node_id: [rel]})
+    if node_id in engine.state.unread:
+        raise MalformedNodeFileError(engine.state.unread[node_id], index.PERMISSION_DENIED)
+    node, lost = _read_held(engine, node_id, None)
+    if node is None:
+        raise lost or dropped_file(engine, node_id, named=False) or NodeNotFoundError(node_id)
+    return node
 
 
 def _read_held(
@@ -1529,9 +1592,18 @@ def dropped_file(engine: Engine, node_id: str, *, named: bool) -> NodeNotFoundEr
     because a person moved, deleted or broke its file after md-cg wrote it (noted in
     :attr:`Engine.hand_after` until a sync tells it), else None. ``named``: the error
     names the file and why it is unusable (an unscoped caller's; a scoped one may not
-    learn of another scope's files)."""
+    learn of another scope's files). An id the log names whose file this process may not
+    read (:attr:`IndexState.unread <md_cg.index.IndexState.unread>`) was not dropped: named,
+    its permission error is raised here (as a read of a memory of the snapshot there
+    raises it); not named, the error says only that its file may not be read."""
     if node_id in engine.state.entries:
         return None
+    unread = engine.state.unread.get(node_id)
+    if unread is not None:
+        if named:
+            raise MalformedNodeFileError(unread, index.PERMISSION_DENIED)
+        why = "its file cannot be read by this process (permission denied)"
+        return NodeNotFoundError(node_id, why, hidden="lost", fix="run md-cg as a user who may read it")
     told = engine.hand_after.get(node_id)
     if told is None or told[0] != "gone":
         return None

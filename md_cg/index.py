@@ -60,6 +60,9 @@ TF_MAX = 0xFFFF
 #: Largest node file read (the format's limit); a larger one is reported as
 #: malformed without being read.
 MAX_FILE_BYTES = NODE_MAX_FILE_BYTES
+#: Why a node file this process may not read (permission bits) is unusable: a
+#: :class:`~md_cg.errors.MalformedNodeFileError` reason, and :attr:`IndexState.unread`'s
+PERMISSION_DENIED = "cannot be read: permission denied"
 
 #: From this many pending texts, :meth:`IndexState.flush_text` tokenises and
 #: indexes them in batches (:func:`md_cg.text.analyze_batch`,
@@ -398,7 +401,7 @@ def read_limited(root: str, rel: str, dirs: DirCache | None = None) -> tuple[byt
             data, st = dirs.read(rel)
     except PermissionError:
         # one file the process may not read is reported, not fatal to the whole store
-        raise MalformedNodeFileError(rel, "cannot be read: permission denied") from None
+        raise MalformedNodeFileError(rel, PERMISSION_DENIED) from None
     if st.st_size > MAX_FILE_BYTES:
         raise MalformedNodeFileError(
             rel, f"the file is {st.st_size:,} bytes, more than the {MAX_FILE_BYTES:,}-byte limit"
@@ -826,6 +829,13 @@ class IndexState:
     problems: dict[str, str] = field(default_factory=dict)
     #: ids with more than one file: id -> losing paths
     duplicates: dict[str, list[str]] = field(default_factory=dict)
+    #: ids the index log names (written since the snapshot) whose file this process may not
+    #: read -- in a folder it may not read, or of mode 000 -- and that no entry holds: id ->
+    #: the path the log names. Neither confirmed nor dropped: kept as the log says, out of
+    #: the entries (nothing of the memory is known but its id and path) until a look can
+    #: read the file (:func:`resolve_ids`); a read of it raises the permission error
+    #: naming the file, and a compaction refuses to write a snapshot without it
+    unread: dict[str, str] = field(default_factory=dict)
     #: text waiting to be indexed: id -> (text, layer code, bucket code, prior)
     pending_text: dict[str, tuple[str, int, int, float]] = field(default_factory=dict)
     #: characters of the texts in ``pending_text`` (kept by put, drop and flush)
@@ -1336,13 +1346,23 @@ def _resolve_id(
     current = state.entries.get(node_id)
     own = list(dict.fromkeys([*rels[0], *([current.path] if current else [])]))
     parsed: list[Parsed] = []
+    denied: list[str] = []  # candidates this process may not read: whether they hold it is unknown
     for candidates in (own, [rel for rel in rels[1] if rel not in own]):
         for rel in candidates:
-            p = _stat_and_parse(root, rel, node_id, current, state, strays)
+            p = _stat_and_parse(root, rel, node_id, current, state, (strays, denied))
             if p is not None:
                 parsed.append(p)
         if parsed:
             break
+    if parsed:
+        state.unread.pop(node_id, None)
+    elif denied and rels[0]:
+        # Its file (where the log or the index has it) may not be read: neither confirmed nor
+        # dropped. Until session 35 a memory the log named in a folder this process may not
+        # read was dropped, as gone: every read of the store left it out, a sync told it
+        # ``deleted`` and logged that, and a compaction wrote a snapshot without it (rH).
+        state.unread[node_id] = denied[-1]
+        return False
     if not parsed:
         state.duplicates.pop(node_id, None)
         return state.drop(node_id) is not None
@@ -1364,8 +1384,12 @@ def _stat_and_parse(
     node_id: str,
     current: Entry | None,
     state: IndexState,
-    strays: list[tuple[str, str, Parsed]],
+    out: tuple[list[tuple[str, str, Parsed]], list[str]],
 ) -> Parsed | None:
+    """One candidate of :func:`_resolve_id`: what ``rel`` holds of ``node_id`` (None:
+    nothing). ``out``: the strays (a file holding another id), and the candidates this
+    process may not read (permission denied), for which it cannot tell."""
+    strays, denied = out
     if paths.rel_problem(rel) is not None:
         return None
     try:
@@ -1375,7 +1399,10 @@ def _stat_and_parse(
     except PermissionError:
         # In a folder this process may not read: whether the file is there is unknown,
         # so what the index holds stands (a new path is not taken on trust).
-        return Parsed(None, current, None) if current is not None and current.path == rel else None
+        if current is not None and current.path == rel:
+            return Parsed(None, current, None)
+        denied.append(rel)
+        return None
     if (
         current is not None
         and current.path == rel
@@ -1388,6 +1415,8 @@ def _stat_and_parse(
         parsed = parse_file(root, rel)
     except (MalformedNodeFileError, UnsafePathError) as exc:
         state.problems[rel] = _reason(exc)
+        if exc.reason == PERMISSION_DENIED:  # a file of mode 000: unknown, as its folder's is
+            denied.append(rel)
         return None
     except (FileNotFoundError, NotADirectoryError):
         return None
