@@ -342,9 +342,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                 batch, now, stamp=stamp, replacing=overwrite, decide=decide, validated=validated
             )
             with self._engine.lock, self._naming_lost():
-                out = self._engine.add_many(
-                    batch, overwrite=overwrite, durable=durable, stamp=stamp, check=check or self._check_taken
-                )
+                add = functools.partial(self._engine.add_many, batch, overwrite=overwrite, durable=durable)
+                add = functools.partial(add, stamp=stamp, check=check or self._check_taken)
+                out = views.past_stale_notes(self._engine, [n.id for n in batch], add)
         self._ret.record(_written(decided, out), now)
         return out
 

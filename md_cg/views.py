@@ -27,7 +27,7 @@ from copy import deepcopy
 from dataclasses import fields
 from datetime import date
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, cast
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, cast
 
 from . import (
     access,
@@ -40,6 +40,7 @@ from . import (
     paths,
     recall,
     retention,
+    snapshot,
     temporal,
     visibility,
 )
@@ -77,6 +78,8 @@ from .reports import Finding
 from .resurface import Resurfaced
 from .script import distinct_labels, short_repr
 from .visibility import Scope, Show
+
+_T = TypeVar("_T")
 
 _NODE_FIELDS = {f.name for f in fields(Node)}
 
@@ -126,13 +129,17 @@ class _Handle:
         id no node holds is the error a read gives (:meth:`Reads._unknown`, ``show`` what the
         read would show): ``N00101`` typed for ``n00101`` is told ``did you mean 'n00101'?``
         by ``update`` and ``forget`` as by ``get`` (the engine, forgetting and the journal
-        raise a bare "no node"; it is told here, once, for every write)."""
+        raise a bare "no node"; it is told here, once, for every write). A note of the id
+        gone by hand that the store does not bear out (:func:`drop_stale_note`: another
+        process forgot it) is dropped, and the id is unknown."""
         try:
             yield
         except NodeNotFoundError as exc:
             plain = exc.hidden is None and not exc.hint and isinstance(exc.node_id, str)
             if plain and exc.node_id not in self._engine.state.entries:  # held: out of scope
                 raise self._unknown(exc.node_id, show) from None
+            if exc.hidden == "lost" and drop_stale_note(self._engine, exc.node_id):
+                raise self._unknown(cast(str, exc.node_id), show) from None
             if exc.hidden != "lost" or self._scope is not None:
                 raise
             raise engine_mod.dropped_file(self._engine, exc.node_id, named=True) or exc from None
@@ -718,8 +725,12 @@ class Lifecycle(_Handle):
         now = time.time()
         decided = self._prepare(batch, now)
         with self._engine.lock, self._naming_lost():
-            moved, _ = self._engine.change_many(
-                batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
+            moved, _ = past_stale_notes(
+                self._engine,
+                [n.id for n in batch],
+                lambda: self._engine.change_many(
+                    batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
+                ),
             )
         try:
             self._ret.record(decided, now)
@@ -1505,3 +1516,78 @@ def _twice_in_batch(node_id: str, first: str) -> DuplicateIdError:
             "give each memory its own id"
         )
     return DuplicateIdError(node_id, "this batch", message)
+
+
+def past_stale_notes(engine: Engine, ids: Sequence[object], write: Callable[[], _T]) -> _T:
+    """Run ``write`` (an add of ``ids``: ``add``, ``add_many``, ``apply_changes``), again
+    when it was refused for one of them noted gone by hand
+    (:func:`md_cg.engine.dropped_file`) that the store does not bear out: the note was
+    stale and is dropped (:func:`drop_stale_note`), and the id is free (or taken by a
+    file another process added meanwhile: the add is refused as taken).
+
+    Following the log notes an id gone by hand when another process's write of it (a
+    ``put`` line) is the last line the follow reads and its file is gone. A ``forget``
+    compacts, and a closing writer may: the compaction removes the log shard of the
+    line that deleted the file, so a follow that read the ``put`` but not yet the
+    ``del`` never reads it (the snapshot, which holds no such id, is loaded instead),
+    and the note stayed. Every add of the id was then refused with "no node with id
+    ... moved or deleted outside md-cg; run `mdcg sync`" although only md-cg had
+    written it (review rF: 3 creates in 450, three memory-tool processes creating and
+    deleting one file). A note the store bears out -- the snapshot or the log after it
+    still places the id at a file that is gone -- is a person's change: the refusal
+    stands."""
+    wanted = {i for i in ids if isinstance(i, str)}
+    while True:  # each pass: another process added and forgot the id since the last
+        try:
+            return write()
+        except NodeNotFoundError as exc:
+            if exc.hidden != "lost" or exc.node_id not in wanted or not drop_stale_note(engine, exc.node_id):
+                raise
+
+
+def drop_stale_note(engine: Engine, node_id: object) -> bool:
+    """Drop this process's note of ``node_id`` gone by hand (:attr:`Engine.hand_after`)
+    when a process opening the store now would not refuse the id as lost
+    (:func:`free_as_stored`); whether it did. An id the index holds, or one noted
+    otherwise, is left as it is."""
+    if not isinstance(node_id, str) or node_id in engine.state.entries:
+        return False
+    noted = engine.hand_after.get(node_id)
+    if noted is None or noted[0] != "gone" or not free_as_stored(engine, node_id):
+        return False
+    if engine.hand_after.get(node_id) is noted:
+        del engine.hand_after[node_id]
+    return True
+
+
+def free_as_stored(engine: Engine, node_id: str) -> bool:
+    """Whether a process opening the store now would not refuse ``node_id`` as lost: its
+    index (the snapshot and the log after it) holds no entry of the id whose file is gone,
+    and its follow of the log notes none gone by hand. The id is free, or a file md-cg
+    wrote since holds it (another process added it meanwhile: the add is then refused as
+    taken). Looked at with a read-only engine of its own (nothing written); again when a
+    compaction replaced the snapshot during that open (a shard it had not read may have
+    vanished); False when the store cannot be opened so, or has no snapshot (nothing
+    compacted, which the stale note needs: the files alone cannot tell a person's removal
+    from md-cg's). Costs an open (a read of the snapshot): only a refused add pays it."""
+    for _ in range(3):
+        try:
+            fresh = Engine(
+                engine.root,
+                create=False,
+                read_only=True,
+                refresh_interval=None,
+                lock_timeout=engine.lock_timeout,
+            )
+        except (MdcgError, OSError):
+            return False
+        try:
+            if snapshot.identity(engine.root_str) != fresh.snap_ident:
+                continue  # compacted during the open: look again
+            if fresh.loaded_from != "snapshot" or node_id in fresh.hand_after:
+                return False
+            held = fresh.state.entries.get(node_id)
+            return held is None or fsops.exists(engine.root_str, held.path)
+        finally:
+            fresh.close()
+    return False

@@ -479,7 +479,11 @@ class MdCGStore(BaseStore):
         for (``retention_reason``) is kept. Returns the ids changed, and notes in the log
         ``.mdcg/langgraph/`` that it ran, so a later open skips it: a store handle runs it
         on its first open (``upgrade=False`` does not). One pass over the index entries
-        (no file is read but the timed items')."""
+        (no file is read but the timed items'). On a read-only handle nothing is written,
+        as the memory tool's ``keep_files`` writes nothing there: an item to change
+        raises :class:`~md_cg.errors.ReadOnlyStoreError` (the store's refusal of a
+        write), and the run is not noted (before session 35 the note created
+        ``.mdcg/langgraph/`` in a store opened with ``read_only=True``)."""
         handle = self._handle()
         changed = []
         for entry in handle.entries(include_expired=True, include_archived=True):
@@ -495,6 +499,8 @@ class MdCGStore(BaseStore):
             except NodeNotFoundError:
                 continue  # deleted meanwhile
             changed.append(entry.id)
+        if handle.read_only:
+            return changed  # none (a change raised): nothing to note, nothing written
         record = {"done": UPGRADE, "scope": _scope_record(handle.scope), "changed": len(changed)}
         handle.log(UPGRADE_LOG).append([record])
         return changed
