@@ -1599,6 +1599,11 @@ def dropped_file(engine: Engine, node_id: str, *, named: bool) -> NodeNotFoundEr
     if node_id in engine.state.entries:
         return None
     unread = engine.state.unread.get(node_id)
+    if unread is not None:  # looked at again: readable, or gone, since (attack a5)
+        index.resolve_ids(engine.root_str, engine.state, {node_id: [unread]})
+        if node_id in engine.state.entries:
+            return None
+        unread = engine.state.unread.get(node_id)
     if unread is not None:
         if named:
             raise MalformedNodeFileError(unread, index.PERMISSION_DENIED)

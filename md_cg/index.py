@@ -1364,6 +1364,9 @@ def _resolve_id(
         state.unread[node_id] = denied[-1]
         return False
     if not parsed:
+        # nothing holds it and nothing is denied: no longer unread (one EACCES kept a file
+        # removed since as "permission denied" for the handle's life, attack a5)
+        state.unread.pop(node_id, None)
         state.duplicates.pop(node_id, None)
         return state.drop(node_id) is not None
     best = winner(parsed) if len(parsed) > 1 else parsed[0]

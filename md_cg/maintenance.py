@@ -124,6 +124,8 @@ def _refuse_unread(engine: Engine) -> None:
     the store after missed them until its own sync (review rH). A compaction on close
     skips it quietly (a :class:`PermissionError`)."""
     unread = engine.state.unread
+    if unread:  # looked at again, as a sync does: readable (or gone) since, no refusal (a5)
+        index.resolve_ids(engine.root_str, engine.state, {i: [rel] for i, rel in unread.items()})
     if unread:
         node_id, rel = min(unread.items())
         n = len(unread)

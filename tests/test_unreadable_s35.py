@@ -292,9 +292,20 @@ def test_file_gone_is_false_for_a_path_it_may_not_look_at(
     assert not os.path.lexists(str(tmp_path / "locked/n.md"))  # what the look was before
 
 
-def test_a_read_of_an_unread_id_raises_the_permission_error(tmp_path: Path) -> None:
-    """:func:`md_cg.engine.dropped_file` of an id in ``unread``: named, the permission
-    error of its file; not named (a scoped caller), a not-found error saying why."""
+def test_a_read_of_an_unread_id_raises_the_permission_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """:func:`md_cg.engine.dropped_file` of an id in ``unread`` whose file still gives
+    EACCES: named, the permission error of its file; not named (a scoped caller), a
+    not-found error saying why."""
+    real = fsops.lstat
+
+    def denied(r: str, p: str) -> os.stat_result:
+        if p.startswith("knowledge/orphan/z1"):
+            raise PermissionError(13, "Permission denied", p)
+        return real(r, p)
+
+    monkeypatch.setattr(fsops, "lstat", denied)
     with MdCG(tmp_path / "m", auto_compact=None) as s:
         eng = s._engine
         eng.state.unread["z1"] = "knowledge/orphan/z1.md"
@@ -312,3 +323,57 @@ def test_a_read_of_an_unread_id_raises_the_permission_error(tmp_path: Path) -> N
                 s.compact_index()
         assert "e.g. knowledge/orphan/z1.md (z1); a snapshot would drop it" in str(perm.value)
         eng.state.unread.clear()
+
+
+_STALE = """
+import json, os, sys, warnings
+from md_cg import MdCG
+from md_cg.errors import MalformedNodeFileError, NodeNotFoundError
+root = sys.argv[1]
+warnings.simplefilter("ignore")
+out = {}
+with MdCG(root, auto_compact=None) as s:
+    out["unread"] = dict(s._engine.state.unread)
+    print("ready", flush=True)
+    input()  # the folder is readable again and new1.md removed by hand meanwhile
+    try:
+        s.get("new1")
+        out["get"] = "read"
+    except (MalformedNodeFileError, NodeNotFoundError) as exc:
+        out["get"] = f"{type(exc).__name__}: {exc}"
+    out["after_get"] = dict(s._engine.state.unread)
+    s.compact_index()
+    out["compacted"] = True
+    s.add(id="new1", body="added again")
+    out["added"] = s.get("new1").body
+print(json.dumps(out))
+"""
+
+
+@posix_only
+def test_an_unread_id_whose_file_goes_is_unread_no_more(store: Path) -> None:
+    """Attack a5: once noted unread, a file removed by hand after its folder became
+    readable again stayed "permission denied" for the handle's life -- `get` said so,
+    `compact_index` was refused, an `add` of the id refused. It is looked at again."""
+    extra: dict[str, Any] = {"preexec_fn": _drop_dac_override} if os.geteuid() == 0 else {}
+    child = subprocess.Popen(
+        [sys.executable, "-c", _STALE, str(store)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=_env(), cwd="/", **extra,
+    )  # fmt: skip
+    try:
+        assert child.stdout is not None and child.stdout.readline() == "ready\n"
+        (store / "knowledge").chmod(0o755)
+        (store / "knowledge" / "orphan" / "new1.md").unlink()
+        out, err = child.communicate("\n", timeout=120)
+    finally:
+        if child.poll() is None:
+            child.kill()
+    assert child.returncode == 0, err
+    assert json.loads(out) == {
+        "unread": {"new1": "knowledge/orphan/new1.md"},
+        "get": "NodeNotFoundError: no node with id 'new1' in this store",
+        "after_get": {},
+        "compacted": True,
+        "added": "added again",
+    }
