@@ -1034,10 +1034,10 @@ def _holds(held: Held, node_id: str, scope: Scope | None) -> bool:
     return held is not None and held[0] == node_id and (scope is None or scope.admits_fields(*held[1:]))
 
 
-def foreign_file(engine: Engine, node: Node) -> str | None:
-    """Why ``node`` cannot be written where it belongs, or None: the file at its path
-    holds another id (edited by hand, or placed there), which no write replaces."""
-    rel, _ = _place(node)
+def foreign_file(engine: Engine, node: Node, rel: str | None = None) -> str | None:
+    """Why ``node`` cannot be written where it belongs (or at ``rel``), or None: the file
+    there holds another id (edited by hand, or placed there), which no write replaces."""
+    rel = rel if rel is not None else _place(node)[0]
     read = _read_at(engine, rel)
     return None if read is None or read[1].id == node.id else _held_by_another(rel, read[1].id)
 

@@ -68,7 +68,6 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from copy import copy as shallow_copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -76,7 +75,7 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 from . import audit, editing, fsops, index, layout, nodefile, paths, retention, visibility
-from .engine import file_id, foreign_file
+from .engine import foreign_file
 from .errors import (
     DuplicateIdError,
     ImportSourceError,
@@ -106,6 +105,7 @@ from .node import (
 )
 from .script import short_repr, twin_labels
 from .store import MdCG
+from .views import holds_as_written
 
 __all__ = [
     "BODY_KEYS",
@@ -670,14 +670,7 @@ def _foreign_archived(store: MdCG, node: Node, archived: frozenset[str]) -> str 
     bad record, named before anything is written, as at a live path."""
     if node.id not in archived:
         return None
-    rel = paths.archived_rel(layout.rel_path(node))
-    held = file_id(store._engine, rel)
-    if held is None or held == node.id:
-        return None
-    return (
-        f"the file {rel} holds memory {held!r} (edited by hand, or placed there); it is not "
-        "written over -- move that file to its own name, or rename one of them"
-    )
+    return foreign_file(store._engine, node, paths.archived_rel(layout.rel_path(node)))
 
 
 def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport) -> list[tuple[str, Node]]:
@@ -831,7 +824,7 @@ class _Writer:
             elif node.id in self.archived and not held.archived:  # never archived by an import
                 status = _KEPT + _live_text(node.id, held.path)
             elif status == "created" and held.archived and node.id in self.archived:
-                same = _archived_as_written(self.store, node, held)
+                same = holds_as_written(self.store, node, held.path, held)  # as written (a3)
                 status = "unchanged" if same else f"id {node.id!r} is archived here with other content"
             elif status == "created":  # archived or expired: out of the reads write_outcome looks at
                 status = f"id {node.id!r} is held by an archived or expired memory ({held.path})"
@@ -1057,29 +1050,6 @@ def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
         return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
     label, twin_label = twin_labels(node_id, twin)
     return f"id {label} differs from the stored {twin_label} only by letter case or Unicode normalisation"
-
-
-def _archived_as_written(store: MdCG, node: Node, held: Entry) -> bool | None:
-    """Whether the archived memory ``held`` holds ``node`` as an import writes it, as
-    :meth:`md_cg.MdCG.write_outcome` compares a live one: the tier a record without one is
-    given, and the retention decision -- the stored expiry kept for the same text. The
-    record's own bytes were compared: one with an expiry and no tier, or the ``temp``
-    tier and no expiry, was refused at every run after the first ("archived here with
-    other content"), and since archived records are written straight into ``archive/``
-    a killed import could not be run again (attack a3)."""
-    written = shallow_copy(node)  # the decision rebinds scalar fields only
-    retention.imply_tier(written)
-    now = time.time()
-
-    def same_text(entry: Entry) -> bool:
-        try:
-            return store._engine.read_node(entry.path).body == node.body
-        except (MdcgError, OSError):
-            return False
-
-    kept = retention.kept_expiry(held, now, same_text)
-    store._ret.decide(written, now=now, kept=kept, explicit=written.retention_tier is not None)
-    return fsops.holds(str(store.root), held.path, nodefile.dump_bytes(written), read_as=nodefile.lf_file)
 
 
 def _held(store: MdCG, node_id: str) -> Entry | None:

@@ -461,12 +461,7 @@ class Reads(_Handle):
             previous = None
         if previous is not None and previous.path != rel:
             return "moved"
-        copy = shallow_copy(node)  # decide only rebinds scalar fields (tier, expiry, reason)
-        retention.imply_tier(copy)  # as the write does (_prepare)
-        now = time.time()
-        kept = retention.kept_expiry(previous, now, _same_text(self._engine, node))
-        self._ret.decide(copy, now=now, kept=kept, explicit=copy.retention_tier is not None)
-        same = fsops.holds(str(self.root), rel, nodefile.dump_bytes(copy), read_as=nodefile.lf_file)
+        same = holds_as_written(self, node, rel, previous)
         return "created" if same is None else "unchanged" if same else "updated"
 
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
@@ -1165,6 +1160,20 @@ def _refuse_narrowing(scope: Scope | None, node: Node, stored: Entry | None) -> 
             name="agent_scope",
             value=node.id,
         )
+
+
+def holds_as_written(view: Any, node: Node, rel: str, previous: Entry | None) -> bool | None:
+    """Whether the file at ``rel`` holds ``node`` as an ``add`` over ``previous`` writes it
+    (None: no file there): the tier a node without one is given and the retention decision,
+    the stored expiry kept for the same text. :meth:`write_outcome`, and the import's
+    comparison of an archived record with its archived memory (md_cg.transfer), which read
+    the record's own bytes and refused every run after the first (attack a3)."""
+    copy = shallow_copy(node)  # decide only rebinds scalar fields (tier, expiry, reason)
+    retention.imply_tier(copy)  # as the write does (_prepare)
+    now = time.time()
+    kept = retention.kept_expiry(previous, now, _same_text(view._engine, node))
+    view._ret.decide(copy, now=now, kept=kept, explicit=copy.retention_tier is not None)
+    return fsops.holds(str(view.root), rel, nodefile.dump_bytes(copy), read_as=nodefile.lf_file)
 
 
 def _same_text(eng: Engine, node: Node) -> Callable[[Entry], bool]:
