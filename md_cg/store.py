@@ -341,10 +341,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             decided = self._prepare(
                 batch, now, stamp=stamp, replacing=overwrite, decide=decide, validated=validated
             )
-            with self._engine.lock, self._naming_lost():
+            with self._engine.lock, self._naming_lost(added=(ids := [n.id for n in batch])):
                 add = functools.partial(self._engine.add_many, batch, overwrite=overwrite, durable=durable)
                 add = functools.partial(add, stamp=stamp, check=check or self._check_taken)
-                out = views.past_stale_notes(self._engine, [n.id for n in batch], add)
+                out = views.past_stale_notes(self._engine, ids, add)
         self._ret.record(_written(decided, out), now)
         return out
 

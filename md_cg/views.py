@@ -120,7 +120,9 @@ class _Handle:
         def _unknown(self, node_id: str, show: Show) -> NodeNotFoundError: ...  # Reads'
 
     @contextmanager
-    def _naming_lost(self, show: Show = visibility.DEFAULT) -> Iterator[None]:
+    def _naming_lost(
+        self, show: Show = visibility.DEFAULT, *, added: Iterable[object] = ()
+    ) -> Iterator[None]:
         """Around a write: its refusal of an id the index dropped for its file moved, deleted
         or broken by hand (made under the id's lock, the file not named there:
         :func:`md_cg.engine.told_dropped`) names the file to an unscoped caller; so does its
@@ -131,14 +133,18 @@ class _Handle:
         by ``update`` and ``forget`` as by ``get`` (the engine, forgetting and the journal
         raise a bare "no node"; it is told here, once, for every write). A note of the id
         gone by hand that the store does not bear out (:func:`drop_stale_note`: another
-        process forgot it) is dropped, and the id is unknown."""
+        process forgot it) is dropped, and the id is unknown -- but not for an id of
+        ``added`` (a write that adds it: :func:`past_stale_notes` looked, and a refusal it
+        let through stands; told "no node" here, a racing add was refused as unknown)."""
+        adding = {i for i in added if isinstance(i, str)}
         try:
             yield
         except NodeNotFoundError as exc:
             plain = exc.hidden is None and not exc.hint and isinstance(exc.node_id, str)
             if plain and exc.node_id not in self._engine.state.entries:  # held: out of scope
                 raise self._unknown(exc.node_id, show) from None
-            if exc.hidden == "lost" and drop_stale_note(self._engine, exc.node_id):
+            stale = exc.hidden == "lost" and not (isinstance(exc.node_id, str) and exc.node_id in adding)
+            if stale and drop_stale_note(self._engine, exc.node_id):
                 raise self._unknown(cast(str, exc.node_id), show) from None
             if exc.hidden != "lost" or self._scope is not None:
                 raise
@@ -719,10 +725,11 @@ class Lifecycle(_Handle):
                 self._require_usable(node)
         now = time.time()
         decided = self._prepare(batch, now)
-        with self._engine.lock, self._naming_lost():
+        ids = [n.id for n in batch]
+        with self._engine.lock, self._naming_lost(added=ids):
             moved, _ = past_stale_notes(
                 self._engine,
-                [n.id for n in batch],
+                ids,
                 lambda: self._engine.change_many(
                     batch, archive=wanted, durable=None, check=self._check_scope, check_add=self._check_taken
                 ),
@@ -1597,10 +1604,30 @@ def free_as_stored(engine: Engine, node_id: str) -> bool:
         try:
             if snapshot.identity(engine.root_str) != fresh.snap_ident:
                 continue  # compacted during the open: look again
-            if fresh.loaded_from != "snapshot" or node_id in fresh.hand_after:
-                return False
-            held = fresh.state.entries.get(node_id)
-            return held is None or fsops.exists(engine.root_str, held.path)
+            return fresh.loaded_from == "snapshot" and not _held_gone(fresh, node_id)
         finally:
             fresh.close()
     return False
+
+
+def _held_gone(fresh: Engine, node_id: str) -> bool:
+    """:func:`free_as_stored`'s look: whether ``fresh``'s follow of the log noted
+    ``node_id`` gone by hand, or ``fresh`` holds it at a file that is gone and the log
+    says no more of it. Another process may have removed the file
+    since the open read the log -- a ``forget`` logs its commit, removes the file and
+    compacts --: while the log names the id past ``fresh``'s cursor (or a compaction
+    replaced the snapshot), ``fresh`` follows it and looks again, for at most
+    :data:`md_cg.engine.MOVE_WAIT`. Without it a forget between the open and the look
+    made a stale note stand, and the add was refused (2 adds in one CI run of three
+    processes adding and forgetting one id)."""
+    root, deadline = fresh.root_str, time.monotonic() + engine_mod.MOVE_WAIT
+    while node_id not in fresh.hand_after:
+        held = fresh.state.entries.get(node_id)
+        if held is None or fsops.exists(root, held.path):
+            return False
+        moved_on = snapshot.identity(root) != fresh.snap_ident or engine_mod.named_in_log(fresh, (node_id,))
+        if not moved_on or time.monotonic() >= deadline:
+            return True
+        time.sleep(0.001)  # let the writer finish
+        fresh.refresh()
+    return True

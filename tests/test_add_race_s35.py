@@ -35,6 +35,12 @@ from md_cg.errors import NodeNotFoundError, ReadOnlyStoreError
 _ENV = {**os.environ, "PYTHONPATH": str(Path(md_cg.__file__).resolve().parent.parent)}
 
 HOT = "contextual/hot.md"
+#: The refusal of an add of ``hot`` whose file a person removed (until a sync).
+LOST_HOT = (
+    "no node with id 'hot' in this store (its file contextual/hot.md was moved or deleted "
+    "outside md-cg since the last sync; run `mdcg sync` (MdCG.sync()) to take that in, "
+    "then try again)"
+)
 
 #: Holds ``hot`` added (its ``put`` line in its own shard) until a line on its standard input.
 _ADDER = """
@@ -53,6 +59,17 @@ from md_cg import MdCG
 with MdCG(sys.argv[1]) as m:
     m.forget("hot", "done with it")
 """
+
+
+def start_adder(root: Path) -> subprocess.Popen[str]:
+    """The :data:`_ADDER` process on ``root`` (its stdout to read "added", stdin to let it go)."""
+    return subprocess.Popen(
+        [sys.executable, "-c", _ADDER, str(root)],
+        env=_ENV,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _md_files(root: Path) -> list[str]:
@@ -85,13 +102,7 @@ def test_add_after_another_process_created_then_a_third_forgot(tmp_path: Path) -
     root = _store(tmp_path)
     with MdCG(root) as a:
         assert a.ids() == ["seed"]  # read before either write
-        adder = subprocess.Popen(
-            [sys.executable, "-c", _ADDER, str(root)],
-            env=_ENV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        adder = start_adder(root)
         try:
             assert adder.stdout is not None and adder.stdout.readline() == "added\n"
             _run(_FORGETTER, root)
@@ -117,13 +128,7 @@ def test_a_file_removed_by_hand_still_refuses_the_add(tmp_path: Path, compacted:
     root = _store(tmp_path)
     with MdCG(root, refresh_interval=None) as a:
         assert a.ids() == ["seed"]
-        adder = subprocess.Popen(
-            [sys.executable, "-c", _ADDER, str(root)],
-            env=_ENV,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
+        adder = start_adder(root)
         try:
             assert adder.stdout is not None and adder.stdout.readline() == "added\n"
             if compacted:
@@ -133,12 +138,7 @@ def test_a_file_removed_by_hand_still_refuses_the_add(tmp_path: Path, compacted:
                 a.add(id="hot", body="hot again", layer="contextual")
         finally:
             adder.communicate("go\n", timeout=60)
-        assert (str(err.value), err.value.hidden) == (
-            "no node with id 'hot' in this store (its file contextual/hot.md was moved or deleted "
-            "outside md-cg since the last sync; run `mdcg sync` (MdCG.sync()) to take that in, "
-            "then try again)",
-            "lost",
-        )
+        assert (str(err.value), err.value.hidden) == (LOST_HOT, "lost")
         assert _md_files(root) == ["contextual/seed.md"]
         assert a.sync().deleted == ("hot",)
         a.add(id="hot", body="hot again", layer="contextual")
