@@ -580,16 +580,6 @@ class MemoryFiles:
     def where_id(self, node_id: str) -> str:
         return self.where(self.store.entry(node_id))
 
-    def _where_written(self, node_id: str, written: str) -> str:
-        """:meth:`where_id` of a memory this command has just written, or ``written`` (its
-        tool path as written) when another process renamed or forgot it since: the write
-        stands and the reply says so (before session 36 a raw NodeNotFoundError, 3 creates
-        in 450 of processes creating and deleting one file)."""
-        try:
-            return self.where_id(node_id)
-        except NodeNotFoundError:
-            return written
-
     # -- view ------------------------------------------------------------------------------
 
     @_names_unsafe_paths
@@ -672,7 +662,7 @@ class MemoryFiles:
             raise ToolError(f"File {p.text} already exists" + (f".{why}" if why else "")) from None
         except (InvalidNodeError, InvalidArgumentError) as exc:  # a bad field, another scope's
             raise ToolError(f"Cannot create {p.text}: {exc}") from None
-        where = self._where_written(stored.id, f"{MEMORIES}/{layout.rel_path(stored)}")
+        where = _where_written(self, stored.id, f"{MEMORIES}/{layout.rel_path(stored)}")
         return f"File created successfully at: {p.text}" + (
             f" (stored as {where})" if where != p.text else ""
         )
@@ -965,7 +955,7 @@ class MemoryFiles:
                 raise _rename_refused(self.store, old, new, exc, exc.path) from None
             except (InvalidNodeError, InvalidArgumentError) as exc:
                 raise ToolError(f"Cannot rename {old.text} to {new.text}: {exc}") from None
-        where = self._where_written(new_id, new.text)
+        where = _where_written(self, new_id, new.text)
         stored = f" (stored as {where})" if where != new.text else ""
         return f"Successfully renamed {old.text} to {new.text}{stored}"
 
@@ -1109,6 +1099,17 @@ def _regular_file(root: str, rel: str) -> bool:
         return stat.S_ISREG(fsops.lstat(root, rel).st_mode)
     except (UnsafePathError, OSError):
         return False
+
+
+def _where_written(files: MemoryFiles, node_id: str, written: str) -> str:
+    """:meth:`MemoryFiles.where_id` of a memory this command has just written, or
+    ``written`` (its tool path as written) when another process renamed or forgot it
+    since: the write stands and the reply says so (before session 36 a raw
+    NodeNotFoundError, 3 creates in 450 of processes creating and deleting one file)."""
+    try:
+        return files.where_id(node_id)
+    except NodeNotFoundError:
+        return written
 
 
 def _new_rel(store: MdCG, entry: Entry, new_id: str, layer: str) -> str | None:
