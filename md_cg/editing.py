@@ -25,6 +25,7 @@ from . import index, merge, paths, visibility
 from .engine import (
     Engine,
     Staged,
+    admits_held,
     check_move,
     copies_of,
     dropped_file,
@@ -310,8 +311,9 @@ def _rename_locked(
             )
         existing = engine.check_new(node, renamed.rel)
         if existing is not None:
+            why = _occupied(engine, old_id, new_id, existing, scope)
             raise InvalidArgumentError(
-                f"cannot rename {old_id!r} to {new_id!r}: {_occupied(engine, old_id, new_id, existing)}",
+                f"cannot rename {old_id!r} to {new_id!r}: {why}",
                 name="new_id",
                 value=new_id,
             )
@@ -332,26 +334,33 @@ def _rename_locked(
     return node
 
 
-def _occupied(engine: Engine, old_id: str, new_id: str, rel: str) -> str:
+def _occupied(
+    engine: Engine, old_id: str, new_id: str, rel: str, scope: visibility.Scope | None = None
+) -> str:
     """Why ``new_id``'s file ``rel`` is not free: its memory, or a file there that the
     index does not hold as ``new_id`` (another memory's, one not taken in yet, or text
-    that cannot be read as a memory)."""
+    that cannot be read as a memory). Another memory outside ``scope`` is not named: a
+    file named by hand may hold any id (session 35: another scope's ``hush`` was named)."""
     if new_id in engine.state.entries:
         return f"that id exists at {rel}"
     try:
         data, _ = index.read_limited(engine.root_str, rel)
-        held = index.decode_node(data, rel).id
+        held = index.decode_node(data, rel)
     except MalformedNodeFileError:
         return (
             f"the file {rel} is there and cannot be read as a memory (health lists it); fix or move it first"
         )
     except (OSError, UnsafePathError):
         return f"the file {rel} is there; move it first"
-    if held == old_id:
+    if held.id == old_id:
         return f"its file is {rel}, named after the new id; rename it to another id first, then to this one"
-    if held != new_id:
+    if held.id != new_id and not admits_held(
+        engine, scope, (held.id, held.agent_scope, held.workspace_scope, held.sensitivity)
+    ):
+        return "the id is taken by a memory outside this handle's scope; choose another id"
+    if held.id != new_id:
         return (
-            f"the file {rel} holds memory {held!r} (its name is not its id); move that file "
+            f"the file {rel} holds memory {held.id!r} (its name is not its id); move that file "
             "to its own name, or choose another id"
         )
     return f"the file {rel} holds that id and the index does not know it yet; sync takes it in"

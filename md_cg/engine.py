@@ -1133,6 +1133,31 @@ def copy_in_the_way(node_id: str, standing: str, rel: str) -> DuplicateIdError:
     return DuplicateIdError(node_id, rel, text)
 
 
+#: a memory's id and scope fields (agent, workspace, sensitivity), as its file holds them
+Fields = tuple[str, str | None, str | None, str | None]
+
+
+class HeldByAnother(DuplicateIdError):
+    """A write of ``node_id`` refused because the file at ``path`` holds another memory,
+    ``held`` (its id and scope fields as the file says them), named in the message. The
+    handle names it to an unscoped caller only (:func:`admits_held`): a person may give a
+    memory's file any name, so another scope's memory can sit where this id's file goes."""
+
+    def __init__(self, node_id: str, path: str, message: str, held: Fields) -> None:
+        super().__init__(node_id, path, message)
+        self.held = held
+
+
+def admits_held(engine: Engine, scope: Scope | None, held: Fields) -> bool:
+    """Whether a caller in ``scope`` may be told of the memory a file holds (``held``: its
+    id and scope fields, as :class:`HeldByAnother` keeps them): the file's fields are in
+    the scope, and so is the memory the index holds under that id, if any."""
+    if scope is None:
+        return True
+    entry = engine.state.entries.get(held[0])
+    return scope.admits_fields(*held[1:]) and (entry is None or scope.admits(entry))
+
+
 def _holds_text(engine: Engine, rel: str) -> bool:
     """Whether ``rel`` is a regular file md-cg can read but not parse as a memory (broken
     frontmatter, a whole merge conflict): text that a write over it would lose. A file
@@ -1157,7 +1182,11 @@ def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | N
         current = engine.state.entries.get(node_id)
         if current is not None:
             moved_away(engine, current, read[1].id)
-        raise DuplicateIdError(node_id, rel, f"node id {node_id!r}: {_held_by_another(rel, read[1].id)}")
+        held = read[1]
+        text = f"node id {node_id!r}: {_held_by_another(rel, held.id)}"
+        raise HeldByAnother(
+            node_id, rel, text, (held.id, held.agent_scope, held.workspace_scope, held.sensitivity)
+        )
     return read
 
 

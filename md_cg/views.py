@@ -153,6 +153,10 @@ class _Handle:
             if exc.existing is not None or self._scope is not None:
                 raise
             raise engine_mod.dropped_twin(self._engine, exc.node_id, named=True) or exc from None
+        except engine_mod.HeldByAnother as exc:
+            if engine_mod.admits_held(self._engine, self._scope, exc.held):
+                raise
+            raise held_out_of_scope(self._engine, self._scope, exc.node_id, exc.path) from None
 
     def _require_usable(self, node: Node, *, overwrite: bool = False) -> None:
         """:func:`md_cg.editing.require_usable` of a new node, and refuse an edge target of it
@@ -1029,6 +1033,27 @@ class Lifecycle(_Handle):
         decided.append(
             (node, self._ret.decide(node, now=now, kept=kept, explicit=explicit, keep=bool(closed)))
         )
+
+
+def held_out_of_scope(engine: Engine, scope: Scope | None, node_id: str, rel: str) -> DuplicateIdError:
+    """The refusal, to a scoped caller, of a write of ``node_id`` onto a file that holds a
+    memory outside its scope (a file named by hand: any name is allowed, the id is in the
+    frontmatter). Session 35: ``add(id="x")`` with another scope's ``hush`` filed as
+    ``contextual/x.md`` was told "the file contextual/x.md holds memory 'hush'". Said as an
+    id taken by such a memory is (:meth:`_Handle._check_taken`), naming no id but the
+    caller's own and no path; a move of the caller's own memory (``update(layer=)``,
+    ``move``, ``archive``, an ``overwrite`` to another layer) is told its file cannot go there,
+    the error's ``path`` that file (``rel``: where the caller's own memory would go, as it
+    can tell itself; the memory tool says "already exists" of it), not named in the text."""
+    entry = engine.state.entries.get(node_id)
+    if entry is None or scope is None or not scope.admits(entry):
+        text = f"node id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
+        return DuplicateIdError(node_id, "", text)
+    text = (
+        f"node id {node_id!r}: the file it would move to holds a memory outside this handle's "
+        f"scope; it is not written over -- rename {node_id!r} first, then move it"
+    )
+    return DuplicateIdError(node_id, rel, text)
 
 
 def renews(changes: dict[str, Any]) -> bool:
