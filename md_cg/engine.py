@@ -1288,7 +1288,9 @@ def _unread_as_logged(engine: Engine, tail: journal.Tail, touched: Mapping[str, 
     for w in journal.logged_writes(tail):
         if w.id in unread and w.id in touched:
             was = last.get(w.id)
-            if was is None or (w.logged[1] or 0.0) >= (was.logged[1] or 0.0):
+            # a put outweighs a delete of its own line: md-cg's move (a layer, an archive)
+            # puts the new file and deletes the old one in one commit (session 36)
+            if was is None or ((w.logged[1] or 0.0), w.put) >= ((was.logged[1] or 0.0), was.put):
                 last[w.id] = w
     for node_id, w in last.items():
         if not w.put:

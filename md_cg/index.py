@@ -1362,7 +1362,11 @@ def _resolve_id(
         # read was dropped, as gone: every read of the store left it out, a sync told it
         # ``deleted`` and logged that, and a compaction wrote a snapshot without it (rH).
         state.unread[node_id] = denied[-1]
-        return False
+        # The entry it had (its file, looked at too, holds it no more: md-cg moved it there,
+        # session 36) goes: kept, the follow noted it moved by hand, a sync told it
+        # ``deleted`` and a compaction wrote a snapshot without it (attack a5 of session 35).
+        state.duplicates.pop(node_id, None)
+        return state.drop(node_id) is not None
     if not parsed:
         # nothing holds it and nothing is denied: no longer unread (one EACCES kept a file
         # removed since as "permission denied" for the handle's life, attack a5)
