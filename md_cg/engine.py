@@ -1284,16 +1284,22 @@ def _unread_as_logged(engine: Engine, tail: journal.Tail, touched: Mapping[str, 
     by a process that may read it) --, and the first time there are any, a warning says so
     (a listing or search leaves them out: nothing of them is known but the id and path)."""
     unread = engine.state.unread
-    last: dict[str, journal.LoggedWrite] = {}
+    writes: dict[str, list[journal.LoggedWrite]] = {}
     for w in journal.logged_writes(tail):
         if w.id in unread and w.id in touched:
-            was = last.get(w.id)
-            # a put outweighs a delete of its own line: md-cg's move (a layer, an archive)
-            # puts the new file and deletes the old one in one commit (session 36)
-            if was is None or ((w.logged[1] or 0.0), w.put) >= ((was.logged[1] or 0.0), was.put):
-                last[w.id] = w
-    for node_id, w in last.items():
-        if not w.put:
+            writes.setdefault(w.id, []).append(w)
+    for node_id, ws in writes.items():
+        last = max(enumerate(ws), key=lambda iw: ((iw[1].logged[1] or 0.0), iw[0]))[1].key
+        puts = [w.rel for w in ws if w.key == last and w.put]
+        # The last commit that names it says where it is: a forget (no put) took it away; a
+        # move (a layer, an archive: the new file put, the old one deleted in one commit)
+        # put it at its new path -- unread when that path may not be read, else left to
+        # the follow (gone from there by hand: told). Until session 36 the last line alone
+        # decided: a move's delete of its old path was taken for a forget (attack a5), and
+        # a path it was moved out of stayed unread (attack s36 a1).
+        if puts and index.denied(engine.root_str, puts[-1]):
+            unread[node_id] = puts[-1]
+        else:
             del unread[node_id]
     if unread:
         node_id, rel = min(unread.items())

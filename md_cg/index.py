@@ -1435,6 +1435,21 @@ def _stat_and_parse(
     return parsed
 
 
+def denied(root: str, rel: str) -> bool:
+    """Whether this process may not read the file at ``rel`` (permission denied on its
+    folder or on the file itself): whether it is there, and what it holds, is unknown."""
+    try:
+        fsops.lstat(root, rel)
+        parse_file(root, rel)
+    except PermissionError:
+        return True
+    except MalformedNodeFileError as exc:
+        return exc.reason == PERMISSION_DENIED
+    except (OSError, UnsafePathError):
+        return False
+    return False
+
+
 def iter_entries(state: IndexState, layer: str | None = None) -> Iterator[Entry]:
     for e in state.entries.values():
         if layer is None or e.layer == layer:

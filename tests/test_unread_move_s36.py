@@ -277,6 +277,72 @@ def test_a_file_removed_by_hand_beside_an_unreadable_folder_is_still_told_delete
         assert (report.added, report.deleted) == ((), ())
 
 
+@posix_only
+def test_a_memory_moved_out_again_then_removed_by_hand_is_told_deleted(base: Path) -> None:
+    """Attack a1 of session 36: md-cg moves ``m1`` into ``knowledge/`` and back out, then a
+    person removes its file; ``knowledge/`` is unreadable. The last commit naming ``m1``
+    puts it in ``contextual/`` (readable, its file gone): it is gone by hand, told deleted
+    -- not held unread at the path it was moved out of (a put of the move back once
+    outweighed its delete of that path: ``get`` said permission denied and compaction
+    stayed refused)."""
+    root = base / "m"
+    _store(root)
+
+    def between() -> None:
+        with MdCG(root, auto_compact=None) as s:
+            s.move("m1", "knowledge")
+            s.move("m1", "contextual")
+        (root / "contextual" / "m1.md").unlink()
+        (root / "knowledge").chmod(0)
+
+    result = _follow(root, between)
+    gone = (
+        "NodeNotFoundError: no node with id 'm1' in this store (its file contextual/m1.md was "
+        "moved or deleted outside md-cg since the last sync; run `mdcg sync` (MdCG.sync()) to "
+        "take that in, then try again)"
+    )
+    assert result == {
+        "changed": ["m1"],
+        "entries": ["k0"],
+        "unread": {},
+        "noted": ["m1"],
+        "ids": ["k0"],
+        "search": ["k0"],
+        "findings": [],
+        "m1": gone,
+        "r1": "NodeNotFoundError: no node with id 'r1' in this store",
+        "sync": [[], ["m1"], []],
+        "compact": "written",
+    }
+
+
+@posix_only
+def test_after_a_chain_of_moves_the_unread_path_is_the_last_one_written(base: Path) -> None:
+    """Attack a1 of session 36: ``m1`` moved to ``knowledge/``, archived, unarchived, with
+    ``knowledge/`` and ``archive/`` unreadable: held unread at ``knowledge/orphan/m1.md``,
+    where the last commit put it (was: the archive path, the first denied path met)."""
+    root = base / "m"
+    snap = _store(root)
+
+    def between() -> None:
+        with MdCG(root, auto_compact=None) as s:
+            s.move("m1", "knowledge")
+            s.archive("m1")
+            s.unarchive("m1")
+        (root / "knowledge").chmod(0)
+        (root / "archive").chmod(0)
+
+    result = _follow(root, between)
+    rel = "knowledge/orphan/m1.md"
+    assert (result["unread"], result["noted"], result["m1"]) == ({"m1": rel}, [], _denied(rel))
+    assert (result["findings"], result["sync"]) == (
+        [["unreadable_file", rel]],
+        [[], [], [[rel, "cannot be read: permission denied"]]],
+    )
+    assert result["compact"] == _refused(root, "m1", rel)
+    assert (root / ".mdcg" / "index.snapshot").read_bytes() == snap
+
+
 # -- unit level: EACCES simulated ---------------------------------------------------------
 
 
