@@ -88,10 +88,26 @@ def require_usable(
         raise problem
 
 
-def read_text(engine: Engine, node_id: str) -> str:
-    """The node's file as stored (frontmatter and body), read without following symlinks."""
+def read_text(engine: Engine, node_id: str, *, checked: bool = False) -> str:
+    """The node's file as stored (frontmatter and body), read without following symlinks.
+    ``checked`` (a scoped caller): a file that holds another memory now raises
+    :func:`~md_cg.engine.moved_away`'s error, as ``get`` does -- session 36, a scoped
+    ``read_text("x")`` returned another scope's ``hush``, moved over ``x.md`` by hand."""
     entry = engine.entry(check_id(node_id))
-    return read_bytes_as_text(_file_of(engine, entry), entry.path)
+    data = _file_of(engine, entry)
+    if checked:
+        held = _read_or_none(data, entry.path)
+        if held is not None and held.id != entry.id:
+            raise moved_away(engine, entry, held)
+    return read_bytes_as_text(data, entry.path)
+
+
+def _read_or_none(data: bytes, rel: str) -> Node | None:
+    """The node ``data`` (the file at ``rel``) holds; None when it cannot be read as one."""
+    try:
+        return index.decode_node(data, rel)
+    except MalformedNodeFileError:
+        return None
 
 
 def _file_of(engine: Engine, entry: Entry) -> bytes:

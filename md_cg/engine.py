@@ -729,8 +729,8 @@ class Engine:
             existing_path = self.check_new(node, s.rel, check)
             if existing_path is not None:
                 if not overwrite:
-                    raise _taken(self, node.id, existing_path, node.id in entries)
-                stored = _overwritten(self, node.id, existing_path, s.rel)
+                    raise _taken(self, node.id, existing_path, node.id in entries, check=check)
+                stored = _overwritten(self, node.id, existing_path, s.rel, check)
                 same = self._unchanged(node, None if fresh else s.data, s.rel, existing_path, stored, stamp)
                 if same is not None:
                     out.append(same)
@@ -794,7 +794,7 @@ class Engine:
             raise moved_away(self, current, None) from None
         node = index.decode_node(data, current.path)  # a file broken by hand: named where it is
         if node.id != current.id:  # the file was edited to hold another id meanwhile
-            raise moved_away(self, current, node.id)
+            raise moved_away(self, current, node)
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 
@@ -1034,12 +1034,21 @@ def _holds(held: Held, node_id: str, scope: Scope | None) -> bool:
     return held is not None and held[0] == node_id and (scope is None or scope.admits_fields(*held[1:]))
 
 
-def foreign_file(engine: Engine, node: Node, rel: str | None = None) -> str | None:
+def foreign_file(
+    engine: Engine, node: Node, rel: str | None = None, scope: Scope | None = None
+) -> str | None:
     """Why ``node`` cannot be written where it belongs (or at ``rel``), or None: the file
-    there holds another id (edited by hand, or placed there), which no write replaces."""
+    there holds another id (edited by hand, or placed there), which no write replaces.
+    A memory the caller's ``scope`` may not be told of (:func:`admits_held`) is not named,
+    nor its file: session 36, a scoped import of ``x`` was told "the file contextual/x.md
+    holds memory 'hush'" of another scope's ``hush`` filed there by hand."""
     rel = rel if rel is not None else _place(node)[0]
     read = _read_at(engine, rel)
-    return None if read is None or read[1].id == node.id else _held_by_another(rel, read[1].id)
+    if read is None or read[1].id == node.id:
+        return None
+    if not admits_held(engine, scope, fields_of(read[1])):
+        return f"id {node.id!r} is taken by a memory outside this handle's scope; choose another id"
+    return _held_by_another(rel, read[1].id)
 
 
 def file_id(engine: Engine, rel: str) -> str | None:
@@ -1066,18 +1075,27 @@ def _held_by_another(rel: str, held: str) -> str:
 
 
 def _taken(
-    engine: Engine, node_id: str, rel: str, indexed: bool, *, foreign: str | None = None
+    engine: Engine,
+    node_id: str,
+    rel: str,
+    indexed: bool,
+    *,
+    foreign: str | None = None,
+    check: Callable[[Entry], None] | None = None,
 ) -> DuplicateIdError | NodeNotFoundError:
     """The refusal of an ``add`` (no overwrite) of ``node_id`` whose path ``rel`` holds a
     file: its memory, or one nobody indexed yet -- unless that file holds another id
     (looked at when not ``indexed``, or with ``foreign``: an archive's target, the node
     standing at ``foreign``), or, for an archive's target, another copy of this id. The
-    memory's file gone from ``rel`` by hand: :func:`~md_cg.errors.lost_file_error` (it is not "there")."""
+    memory's file gone from ``rel`` by hand: :func:`~md_cg.errors.lost_file_error` (it is not "there").
+    ``check`` may refuse the memory an unindexed file holds (:func:`_check_untracked`)."""
     lost = _lost_at(engine, node_id, rel) if indexed and not foreign else None
     if lost is not None:
         return lost
     # _stored_as raises when the file is another memory
-    if (foreign or not indexed) and _stored_as(engine, node_id, rel) is None and _holds_text(engine, rel):
+    read = _stored_as(engine, node_id, rel) if foreign or not indexed else None
+    _check_untracked(engine, node_id, rel, read, check)
+    if (foreign or not indexed) and read is None and _holds_text(engine, rel):
         return _unreadable(node_id, rel)
     if foreign and file_id(engine, rel) == node_id:  # a cp, a merge that left two
         return copy_in_the_way(node_id, foreign, rel)
@@ -1101,17 +1119,21 @@ def check_move(engine: Engine, node_id: str, standing: str, rel: str) -> None:
         _overwritten(engine, node_id, standing, rel)
 
 
-def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple[bytes, Node] | None:
+def _overwritten(
+    engine: Engine, node_id: str, existing: str, rel: str, check: Callable[[Entry], None] | None = None
+) -> tuple[bytes, Node] | None:
     """The stored file an overwrite of ``node_id`` replaces (at ``existing``), checked to
     hold it: one that cannot be read as a memory (health lists it) is refused, and so is
     a move to ``rel`` onto a file of another memory, onto one that cannot be read, or onto
     another copy of this one (a ``cp``, a merge that left two: sync lists it as a duplicate)
-    while the file at ``existing`` still holds it -- the move would erase that copy."""
+    while the file at ``existing`` still holds it -- the move would erase that copy.
+    ``check`` may refuse the memory an unindexed file at ``existing`` holds (:func:`_check_untracked`)."""
     moving_onto = existing != rel and fsops.exists(engine.root_str, rel)
     copy = _stored_as(engine, node_id, rel) if moving_onto else None
     if moving_onto and copy is None and fsops.exists(engine.root_str, rel):
         raise _unreadable(node_id, rel)
     stored = _stored_as(engine, node_id, existing)
+    _check_untracked(engine, node_id, existing, stored, check)
     if stored is None and _holds_text(engine, existing):
         raise _unreadable(node_id, existing)
     lost = _lost_at(engine, node_id, existing) if stored is None and copy is None else None
@@ -1120,6 +1142,21 @@ def _overwritten(engine: Engine, node_id: str, existing: str, rel: str) -> tuple
     if copy is not None and stored is not None:
         raise copy_in_the_way(node_id, existing, rel)
     return stored
+
+
+def _check_untracked(
+    engine: Engine,
+    node_id: str,
+    rel: str,
+    read: tuple[bytes, Node] | None,
+    check: Callable[[Entry], None] | None,
+) -> None:
+    """``check`` (the caller's scope) of the memory ``read`` that an unindexed file at ``rel``
+    holds under ``node_id``, as of an indexed one: session 36, a scoped ``add(id="x",
+    overwrite=True)`` replaced an unsynced ``contextual/x.md`` of another scope's ``x`` (a
+    copy brought back by hand), that memory lost."""
+    if check is not None and read is not None and node_id not in engine.state.entries:
+        check(index.make_entry(read[1], rel, 0, len(read[0])))
 
 
 def copy_in_the_way(node_id: str, standing: str, rel: str) -> DuplicateIdError:
@@ -1135,6 +1172,25 @@ def copy_in_the_way(node_id: str, standing: str, rel: str) -> DuplicateIdError:
 
 #: a memory's id and scope fields (agent, workspace, sensitivity), as its file holds them
 Fields = tuple[str, str | None, str | None, str | None]
+
+
+def fields_of(node: Node) -> Fields:
+    """``node``'s id and scope fields (:data:`Fields`)."""
+    return node.id, node.agent_scope, node.workspace_scope, node.sensitivity
+
+
+class HeldNow(NodeNotFoundError):
+    """The :func:`~md_cg.errors.lost_file_error` of ``node_id``, whose file ``path`` holds
+    another memory now (``held``: its id and scope fields), named in the message. The
+    handle names it to a caller :func:`admits_held` lets be told only: session 36, a
+    scoped ``get("x")`` said "it holds memory 'hush' now" of another scope's ``hush``
+    moved over ``x.md`` by hand."""
+
+    def __init__(self, node_id: str, path: str, held: Node) -> None:
+        lost = lost_file_error(node_id, path, f"it holds memory {held.id!r} now")
+        super().__init__(node_id, lost.hint, hidden="lost", fix=lost.fix)
+        self.path = path
+        self.held = fields_of(held)
 
 
 class HeldByAnother(DuplicateIdError):
@@ -1181,12 +1237,9 @@ def _stored_as(engine: Engine, node_id: str, rel: str) -> tuple[bytes, Node] | N
     if read is not None and read[1].id != node_id:
         current = engine.state.entries.get(node_id)
         if current is not None:
-            moved_away(engine, current, read[1].id)
-        held = read[1]
-        text = f"node id {node_id!r}: {_held_by_another(rel, held.id)}"
-        raise HeldByAnother(
-            node_id, rel, text, (held.id, held.agent_scope, held.workspace_scope, held.sensitivity)
-        )
+            moved_away(engine, current, read[1])
+        text = f"node id {node_id!r}: {_held_by_another(rel, read[1].id)}"
+        raise HeldByAnother(node_id, rel, text, fields_of(read[1]))
     return read
 
 
@@ -1383,12 +1436,12 @@ def read_entry(engine: Engine, entry: Entry) -> Node:
     except (FileNotFoundError, NotADirectoryError):
         raise moved_away(engine, entry, None) from None
     if node.id != entry.id:
-        raise moved_away(engine, entry, node.id)
+        raise moved_away(engine, entry, node)
     return node
 
 
-def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundError:
-    """The index drops ``entry`` (its file holds ``found`` now, or is gone: None) unless
+def moved_away(engine: Engine, entry: Entry, found: Node | None) -> NodeNotFoundError:
+    """The index drops ``entry`` (its file holds ``found`` now: :class:`HeldNow`, or is gone: None) unless
     another file holds its id; the error to raise (:func:`~md_cg.errors.lost_file_error`: the caller saw
     the entry). The id the file claims now is left as it is (that file may be a copy: a
     sync sorts it out, with every candidate). A file gone is noted for the next sync
@@ -1400,7 +1453,7 @@ def moved_away(engine: Engine, entry: Entry, found: str | None) -> NodeNotFoundE
     if found is None:
         engine.hand_after[entry.id] = ("gone", entry.path, entry)
         return lost_file_error(entry.id, entry.path)
-    return lost_file_error(entry.id, entry.path, f"it holds memory {found!r} now")
+    return HeldNow(entry.id, entry.path, found)
 
 
 def still_gone(engine: Engine, node_ids: list[str]) -> list[str]:
@@ -1600,7 +1653,7 @@ def _read_held(
         return None, None
     if node.id == node_id:
         return node, lost
-    return None, lost_file_error(node_id, e.path, f"it holds memory {node.id!r} now")
+    return None, HeldNow(node_id, e.path, node)
 
 
 @contextlib.contextmanager

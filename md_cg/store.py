@@ -537,7 +537,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
                     k=k,
                     context=context,
                     judge=judge,
-                    loader=eng.get,
+                    loader=functools.partial(views.read_hiding, eng, self._scope),
                     neg_limit=neg_limit,
                     hidden=hidden,
                     superseded_by=lambda i: visibility.superseded_by(eng.state, i, self._scope),

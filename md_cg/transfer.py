@@ -670,7 +670,7 @@ def _foreign_archived(store: MdCG, node: Node, archived: frozenset[str]) -> str 
     bad record, named before anything is written, as at a live path."""
     if node.id not in archived:
         return None
-    return foreign_file(store._engine, node, paths.archived_rel(layout.rel_path(node)))
+    return foreign_file(store._engine, node, paths.archived_rel(layout.rel_path(node)), store.scope)
 
 
 def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport) -> list[tuple[str, Node]]:
@@ -700,7 +700,8 @@ def _creatable(store: MdCG, nodes: list[tuple[str, Node]], report: ImportReport)
             continue
         why = _taken_elsewhere(store, node.id)
         if why is None and _held(store, node.id) is None:
-            why = foreign_file(store._engine, node) or _foreign_archived(store, node, shelved)
+            why = foreign_file(store._engine, node, scope=store.scope)
+            why = why or _foreign_archived(store, node, shelved)
         if why is None and has_conflict_markers(node.body):
             why = "the body holds git conflict markers (<<<<<<<, =======, >>>>>>>) outside a code block"
         if why is not None:

@@ -57,6 +57,7 @@ from .errors import (
     NodeNotFoundError,
     UnsafePathError,
     is_out_of_room,
+    lost_file_error,
 )
 from .index import Entry
 from .logs import AppendLog
@@ -146,6 +147,8 @@ class _Handle:
             stale = exc.hidden == "lost" and not (isinstance(exc.node_id, str) and exc.node_id in adding)
             if stale and drop_stale_note(self._engine, exc.node_id):
                 raise self._unknown(cast(str, exc.node_id), show) from None
+            if (hid := held_hidden(self._engine, self._scope, exc)) is not exc:
+                raise hid from None
             if exc.hidden != "lost" or self._scope is not None:
                 raise
             raise engine_mod.dropped_file(self._engine, exc.node_id, named=True) or exc from None
@@ -417,7 +420,7 @@ class Reads(_Handle):
         """Read a node from its file. Raises NodeNotFoundError for an unknown id (and, with
         the same text, for an out-of-scope one; an archived or expired one's error says so)."""
         self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
-        return self._engine.get(node_id)
+        return read_hiding(self._engine, self._scope, node_id)
 
     def superseded_by(self, node_id: str) -> str | None:
         """The id of the node that supersedes ``node_id``, or None."""
@@ -579,7 +582,10 @@ class Reads(_Handle):
     ) -> str:
         """The node's file exactly as stored: frontmatter and body."""
         self._visible(check_id(node_id), Show(include_expired, include_archived))
-        return editing.read_text(self._engine, node_id)
+        try:
+            return editing.read_text(self._engine, node_id, checked=self._scope is not None)
+        except engine_mod.HeldNow as exc:
+            raise held_hidden(self._engine, self._scope, exc) from None
 
     def bucket_sizes(self) -> dict[str, int]:
         """Knowledge bucket folder -> number of nodes the caller sees (``orphan`` included)."""
@@ -1033,6 +1039,28 @@ class Lifecycle(_Handle):
         decided.append(
             (node, self._ret.decide(node, now=now, kept=kept, explicit=explicit, keep=bool(closed)))
         )
+
+
+def held_hidden(engine: Engine, scope: Scope | None, exc: NodeNotFoundError) -> NodeNotFoundError:
+    """``exc``; but when it names the memory the file of its id holds now
+    (:class:`md_cg.engine.HeldNow`) and the caller in ``scope`` may not be told of that
+    memory (:func:`md_cg.engine.admits_held`), the refusal that names neither it nor the
+    file (:func:`~md_cg.errors.lost_file_error` without a path). Session 36: a scoped
+    ``get``/``update``/``move``/``rename``/``forget`` of its own ``x``, another scope's
+    ``hush`` moved over ``x.md`` by hand, said "it holds memory 'hush' now"."""
+    if isinstance(exc, engine_mod.HeldNow) and not engine_mod.admits_held(engine, scope, exc.held):
+        return lost_file_error(exc.node_id, None)
+    return exc
+
+
+def read_hiding(engine: Engine, scope: Scope | None, node_id: str) -> Node:
+    """:meth:`Engine.get <md_cg.engine.Engine.get>` for a caller in ``scope`` (``get``, a
+    search result's node): its refusal of a file that holds another memory now told as
+    :func:`held_hidden` tells it."""
+    try:
+        return engine.get(node_id)
+    except engine_mod.HeldNow as exc:
+        raise held_hidden(engine, scope, exc) from None
 
 
 def held_out_of_scope(engine: Engine, scope: Scope | None, node_id: str, rel: str) -> DuplicateIdError:
