@@ -383,11 +383,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it (archived ones too). An archived or
         expired node raises NodeNotFoundError; nothing is written."""
-        eng, scope, audit, refuse = self._engine, self._scope, self.log(paths.AUDIT_DIR), self._check_writable
-        with self._naming_lost():  # a new id of a file moved or deleted by hand: named, as by add
-            return editing.rename(
-                eng, node_id, new_id, layer=layer, durable=durable, scope=scope, audit=audit, refuse=refuse
-            )
+        return _renamed(self, node_id, new_id, layer, durable)
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
         """Move a node to another layer (crash-safe); refused as :meth:`update` refuses."""
@@ -828,3 +824,14 @@ def _refreshed(eng: Engine, scope: Scope | None) -> list[str]:
         entries = eng.state.entries
         told = [(i, entries[i] if i in entries else prior.get(i)) for i in changed]
         return [i for i, e in told if e is not None and scope.admits(e)]
+
+
+def _renamed(store: MdCG, node_id: str, new_id: str, layer: str | None, durable: bool | None) -> Node:
+    """:meth:`MdCG.rename`: refused for a new id noted gone by hand, the note is checked as
+    for an add (:func:`md_cg.views.past_stale_notes`): a stale one (another process forgot
+    the id) is dropped and the rename goes ahead -- before session 36 it raised "no node
+    with id" naming the new id (attack a2: 1-2 % of renames racing adds and forgets)."""
+    eng, scope, audit, refuse = store._engine, store.scope, store.log(paths.AUDIT_DIR), store._check_writable
+    go = functools.partial(editing.rename, eng, node_id, new_id, layer=layer, durable=durable, scope=scope)
+    with store._naming_lost(added=[new_id]):  # a new id of a file moved or deleted by hand: as by add
+        return views.past_stale_notes(eng, [new_id], lambda: go(audit=audit, refuse=refuse))

@@ -150,3 +150,21 @@ def test_an_adds_refusal_is_never_told_no_node(tmp_path: Path, monkeypatch: pyte
         "no node with id 'hot' in this store (its file contextual/hot.md was moved"
     )
     assert _md_files(root) == ["contextual/seed.md"]
+
+
+def test_a_rename_onto_an_id_with_a_stale_note_goes_ahead(tmp_path: Path) -> None:
+    """Attack a2 of session 36: ``rename("cold", "hot")`` while this handle holds a stale
+    note of ``hot`` gone (another process added it, a third forgot it) raised "no node with
+    id 'hot' in this store" -- the id it renames to (1-2 % of renames in a race of adds,
+    forgets and renames); now the note is checked as for an add and the rename goes ahead."""
+    root = _store(tmp_path)
+    with MdCG(root) as a:
+        a.add(id="cold", body="cold memory", layer="contextual")
+        adder = _stale_note(root, a)
+        try:
+            node = a.rename("cold", "hot")
+        finally:
+            adder.communicate("go\n", timeout=60)
+        assert (node.id, a.get("hot").body, a.ids()) == ("hot", "cold memory", ["hot", "seed"])
+        assert a.sync().deleted == ()
+    assert _md_files(root) == ["contextual/hot.md", "contextual/seed.md"]
