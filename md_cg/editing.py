@@ -153,7 +153,11 @@ def edit_text(
             raise NodeNotFoundError(node_id)
         if refuse is not None:
             refuse(current)
-        stored = read_bytes_as_text(_file_of(engine, current), current.path)
+        data = _file_of(engine, current)
+        held = _read_or_none(data, current.path)
+        if held is not None and held.id != node_id:  # another memory's file: ``change`` never sees it
+            raise moved_away(engine, current, held)  # (attack a3 of session 36: a scoped edit did)
+        stored = read_bytes_as_text(data, current.path)
         text = change(stored)
         if not isinstance(text, str):
             raise InvalidArgumentError("the edit must produce text", name="change", value=text)

@@ -155,7 +155,13 @@ OWN: dict[str, Callable[[MdCG], object]] = {
     "forget": lambda s: s.forget("x", "gone"),
     "delete": lambda s: s.delete("x"),
     "archive": lambda s: s.archive(["x"]),
+    # attack a3 of session 36: the edit's callback was given hush's whole file
+    "edit_text": lambda s: s.edit_text("x", _never_called),
 }
+
+
+def _never_called(text: str) -> str:
+    raise AssertionError(f"the edit was given another memory's file: {text!r}")
 
 
 @pytest.mark.parametrize("hidden", sorted(HIDDEN))
@@ -188,7 +194,7 @@ def test_a_scoped_search_and_listing_show_nothing_of_it(tmp_path: Path) -> None:
         assert list(s.iter_nodes()) == []
 
 
-@pytest.mark.parametrize("name", ["get", "read_text", "update", "forget"])
+@pytest.mark.parametrize("name", ["get", "read_text", "update", "forget", "edit_text"])
 def test_an_unscoped_handle_is_still_told(tmp_path: Path, name: str) -> None:
     root = tmp_path / "s"
     _replaced_store(root, HIDDEN["agent"])
