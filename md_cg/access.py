@@ -431,7 +431,7 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
         and not _doubted(r.entry.confidence)
         and not r.entry.conflict
     ]
-    items = []
+    items: list[recall.InjectItem] = []
     for r in kept:
         if len(items) == budget:
             break

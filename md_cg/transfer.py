@@ -1259,7 +1259,9 @@ def _export_lines(
     for node_id in ids:
         try:
             node = store.get(node_id, include_archived=include_archived, include_expired=include_expired)
-        except NodeNotFoundError:
+        except NodeNotFoundError as exc:
+            if exc.hidden == "lost" and store.scope is None:  # its file moved, deleted or replaced by
+                unreadable.append((node_id, str(exc)))  # hand since it was indexed: named (s36 a3)
             continue
         except (MalformedNodeFileError, UnsafePathError) as exc:  # broken since it was indexed
             unreadable.append((node_id, str(exc)))
