@@ -1034,6 +1034,12 @@ def _holds(held: Held, node_id: str, scope: Scope | None) -> bool:
     return held is not None and held[0] == node_id and (scope is None or scope.admits_fields(*held[1:]))
 
 
+def taken_outside_scope(node_id: str) -> str:
+    """The words of a refusal of ``node_id`` to a scoped caller: a memory outside its scope
+    holds the id (or the file it would have), and is never named (ids are one namespace)."""
+    return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
+
+
 def foreign_file(
     engine: Engine, node: Node, rel: str | None = None, scope: Scope | None = None
 ) -> str | None:
@@ -1047,7 +1053,7 @@ def foreign_file(
     if read is None or read[1].id == node.id:
         return None
     if not admits_held(engine, scope, fields_of(read[1])):
-        return f"id {node.id!r} is taken by a memory outside this handle's scope; choose another id"
+        return taken_outside_scope(node.id)
     return _held_by_another(rel, read[1].id)
 
 

@@ -75,7 +75,7 @@ from typing import IO, Any, NamedTuple
 import orjson
 
 from . import audit, editing, fsops, index, layout, nodefile, paths, retention, visibility
-from .engine import foreign_file
+from .engine import foreign_file, taken_outside_scope
 from .errors import (
     DuplicateIdError,
     ImportSourceError,
@@ -1042,13 +1042,13 @@ def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
     state = store._engine.state
     if node_id in state.entries:
         if _held(store, node_id) is None:
-            return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
+            return taken_outside_scope(node_id)
         return None
     twin = state.twin_of(node_id)
     if twin is None:
         return None
     if _held(store, twin) is None:
-        return f"id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
+        return taken_outside_scope(node_id)
     label, twin_label = twin_labels(node_id, twin)
     return f"id {label} differs from the stored {twin_label} only by letter case or Unicode normalisation"
 

@@ -217,11 +217,7 @@ class _Handle:
         """Refuse to add over a node outside the caller's scope (overwrite or not): ids are
         one namespace, so the id is taken, but nothing of that node is named or replaced."""
         if self._scope is not None and not self._scope.admits(entry):
-            raise DuplicateIdError(
-                entry.id,
-                "",
-                f"node id {entry.id!r} is taken by a memory outside this handle's scope; choose another id",
-            )
+            raise DuplicateIdError(entry.id, "", f"node {engine_mod.taken_outside_scope(entry.id)}")
 
     def _check_live(self, entry: Entry) -> None:
         """:meth:`_check_taken`, and refuse to replace an archived node: ``add(overwrite=True)``
@@ -1075,8 +1071,7 @@ def held_out_of_scope(engine: Engine, scope: Scope | None, node_id: str, rel: st
     can tell itself; the memory tool says "already exists" of it), not named in the text."""
     entry = engine.state.entries.get(node_id)
     if entry is None or scope is None or not scope.admits(entry):
-        text = f"node id {node_id!r} is taken by a memory outside this handle's scope; choose another id"
-        return DuplicateIdError(node_id, "", text)
+        return DuplicateIdError(node_id, "", f"node {engine_mod.taken_outside_scope(node_id)}")
     text = (
         f"node id {node_id!r}: the file it would move to holds a memory outside this handle's "
         f"scope; it is not written over -- rename {node_id!r} first, then move it"
