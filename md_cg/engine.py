@@ -267,7 +267,7 @@ def _stamp_after(previous: float | None, now: float) -> float:
 #: before the follow dropped it (None: it held none) -- its scope fields say which scopes
 #: a sync may tell of a deletion (:func:`md_cg.maintenance.sync`): without them a scoped
 #: sync told none of these (the memory's scope was unknown once the entry was dropped).
-Noted = tuple[str, str, Entry | None]
+Noted = snapshot.Noted
 
 
 class Notes(MutableMapping[str, Noted]):
@@ -416,6 +416,7 @@ class Engine:
             self.snap_ident: tuple[int, int, int] | None = snap.identity
             self.snap_gen: int | None = snap.generation
             self.loaded_from = "snapshot"
+            _carried_notes(self, snap)
         else:
             # Read the log before scanning the files: commits closed by then are
             # reflected in the scan; the open ones are resolved after it.
@@ -1404,6 +1405,24 @@ def _moved_on(
             break
         time.sleep(0.001)  # let the writer finish its move
     return moved
+
+
+def _carried_notes(engine: Engine, snap: snapshot.Snapshot) -> None:
+    """Take the notes ``snap`` keeps (:data:`md_cg.snapshot.NOTES`: its compacting process
+    noted a file a person changed after md-cg wrote it) into :attr:`Engine.hand_after`,
+    where this process holds none of the id -- and drop each of this process's notes of an
+    id gone by hand that the snapshot bears out neither by an entry nor by a note: the
+    compaction followed the whole log, so the write the note followed was undone through
+    md-cg (a ``forget`` or ``delete`` whose log line the compaction folded before this
+    process read it: the note was stale). The log after the snapshot is followed next, and
+    notes again what it shows."""
+    notes, held, kept = engine.hand_after, snap.state.entries, snap.notes
+    for node_id in [i for i, (kind, _rel, _was) in notes.items() if kind == "gone"]:
+        if node_id not in held and node_id not in kept:
+            del notes[node_id]
+    for node_id, noted in kept.items():
+        if node_id not in notes:
+            notes[node_id] = noted
 
 
 def _noted_entry(noted: Noted | None) -> Entry | None:

@@ -58,8 +58,8 @@ import time
 import weakref
 import zlib
 from bisect import bisect_left
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 import numpy as np
@@ -108,6 +108,9 @@ class Snapshot:
     generation: int | None = None
     #: the random token written beside it (``.mdcg/index.token``; None: an earlier version's)
     token: str | None = None
+    #: the compacting process's notes of files a person changed after md-cg wrote them
+    #: (:attr:`md_cg.engine.Engine.hand_after`), for the next sync to tell: see :data:`NOTES`
+    notes: dict[str, Noted] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -123,6 +126,80 @@ class Header:
 def _row(e: Entry) -> bytes:
     """The lazily decoded part of an entry's row: its :data:`LAZY` fields, as a JSON array."""
     return orjson.dumps([getattr(e, name) for name in LAZY])
+
+
+#: A note of a file a person changed after md-cg wrote it (:data:`md_cg.engine.Noted`):
+#: ``(kind, path, was)``.
+Noted = tuple[str, str, Entry | None]
+#: The kinds of :data:`Noted`.
+NOTE_KINDS = frozenset({"changed", "gone", "added", "moved"})
+#: The ``notes`` of the entries section: ``[id, kind, path, was]`` per note, ``was`` the
+#: entry's :data:`COLUMNS` (null: none). A compaction folds the log into the snapshot; a
+#: note made by following a write of it (a file removed or moved by hand after md-cg wrote
+#: it) is known only to the processes that followed that write, so the snapshot keeps the
+#: compacting process's notes: a process opening after it refuses an add of an id whose
+#: file a person removed or moved, and its sync tells the change (session 36's attack a2:
+#: every ``forget`` compacts, and the id was then added again beside the moved file).
+NOTES = "notes"
+#: Per column of :data:`COLUMNS`: whether a decoded JSON value fits the entry field.
+_FITS: dict[str, Callable[[Any], bool]] = {
+    "str": lambda v: type(v) is str,
+    "str | None": lambda v: v is None or type(v) is str,
+    "int": lambda v: type(v) is int,
+    "bool": lambda v: type(v) is bool,
+    "float | None": lambda v: v is None or type(v) in (int, float),
+    "tuple[str, ...]": lambda v: type(v) is list and all(type(x) is str for x in v),
+    "tuple[tuple[str, str], ...]": lambda v: (
+        type(v) is list and all(type(x) is list and len(x) == 2 and all(type(y) is str for y in x) for x in v)
+    ),
+}
+_COLUMN_FITS = tuple(_FITS[str(f.type)] for f in fields(Entry)[:-1])
+
+
+def _encode_notes(notes: Mapping[str, Noted]) -> list[list[Any]]:
+    """:data:`NOTES` of ``notes``."""
+    return [
+        [node_id, kind, rel, None if was is None else [getattr(was, name) for name in COLUMNS]]
+        for node_id, (kind, rel, was) in sorted(notes.items())
+    ]
+
+
+def _decode_notes(raw: object, domains: Mapping[str, str]) -> dict[str, Noted] | str:
+    """The notes of a snapshot's :data:`NOTES` (absent: none), or why they are unusable:
+    every id, path and entry passes the rules a row does, or the snapshot is refused."""
+    if raw is None:
+        return {}
+    if type(raw) is not list:
+        return "damaged (notes)"
+    out: dict[str, Noted] = {}
+    for item in raw:
+        if type(item) is not list or len(item) != 4 or item[1] not in NOTE_KINDS:
+            return "damaged (a note)"
+        node_id, kind, rel, was = item
+        if type(node_id) is not str or paths.id_problem(node_id) is not None or paths.rel_problem(rel):
+            return f"unsafe (a note of id {node_id!r} at {rel!r})"[:300]
+        entry = None if was is None else _noted_entry(node_id, was, domains)
+        if isinstance(entry, str):
+            return entry
+        out[node_id] = (kind, rel, entry)
+    return out
+
+
+def _noted_entry(node_id: str, values: object, domains: Mapping[str, str]) -> Entry | str:
+    """The entry a note keeps, from its :data:`COLUMNS` values, or why it is unusable."""
+    if type(values) is not list or len(values) != len(COLUMNS):
+        return f"damaged (the entry of the note of {node_id!r})"[:300]
+    if not all(fits(v) for fits, v in zip(_COLUMN_FITS, values, strict=True)):
+        return f"damaged (a field of the entry of the note of {node_id!r})"[:300]
+    e = dict(zip(COLUMNS, values, strict=True))
+    layer, bucket = e["layer"], e["bucket"]
+    bucket_ok = bucket is None or (layer == paths.BUCKETED_LAYER and paths.id_problem(bucket) is None)
+    if e["id"] != node_id or layer not in _LAYER_NAMES or not bucket_ok or paths.rel_problem(e["path"]):
+        return f"unsafe (the entry of the note of {node_id!r})"[:300]
+    for name in ("tags", "ccg_missing", "conditions", "renamed_from"):
+        e[name] = tuple(e[name])
+    e["edges"] = tuple(tuple(edge) for edge in e["edges"])
+    return Entry(**e, domain=None if bucket is None else domains.get(bucket))
 
 
 class _Columns:
@@ -256,8 +333,9 @@ class _Columns:
 Parts = list[bytes | memoryview]
 
 
-def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
-    """The entries section (JSON) and the rows image (a split image: eager part, lazy region) of ``state``."""
+def _sections(state: IndexState, notes: Mapping[str, Noted]) -> tuple[bytes, tuple[Parts, Parts]]:
+    """The entries section (JSON; with ``notes``: :data:`NOTES`) and the rows image (a split
+    image: eager part, lazy region) of ``state``."""
     out = _Columns()
     entries = state.entries
     table = entries.source if isinstance(entries.source, _Table) else None
@@ -279,26 +357,27 @@ def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
             run, first = [node_id], row
     if run:
         out.copy_run(run, table, first)  # type: ignore[arg-type]
-    entries_blob = orjson.dumps(
-        {
-            # first: the ids of the entries, in row order (their other fields are in the rows section)
-            "entries": out.ids,
-            "layers": "".join(out.layers),
-            "buckets": out.buckets,
-            "bucket_names": list(out.names),
-            "archived": out.archived,
-            "conflicts": out.conflicts,
-            "paths": out.moved,
-            "restricted": out.restricted,
-            "edges": out.edges,
-            "earlier": out.earlier,
-            "bucket_domains": state.bucket_domains,
-            "bucket_codes": state.bucket_codes,
-            "problems": state.problems,
-            "duplicates": state.duplicates,
-            "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
-        }
-    )
+    body = {
+        # first: the ids of the entries, in row order (their other fields are in the rows section)
+        "entries": out.ids,
+        "layers": "".join(out.layers),
+        "buckets": out.buckets,
+        "bucket_names": list(out.names),
+        "archived": out.archived,
+        "conflicts": out.conflicts,
+        "paths": out.moved,
+        "restricted": out.restricted,
+        "edges": out.edges,
+        "earlier": out.earlier,
+        "bucket_domains": state.bucket_domains,
+        "bucket_codes": state.bucket_codes,
+        "problems": state.problems,
+        "duplicates": state.duplicates,
+        "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
+    }
+    if notes:
+        body[NOTES] = _encode_notes(notes)
+    entries_blob = orjson.dumps(body)
     ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
     ptr[1:] = out.ends
     stats = [
@@ -313,16 +392,21 @@ def _sections(state: IndexState) -> tuple[bytes, tuple[Parts, Parts]]:
 
 
 def encode_parts(
-    state: IndexState, offsets: dict[str, int], generation: int | None = None, token: str | None = None
+    state: IndexState,
+    offsets: dict[str, int],
+    generation: int | None = None,
+    token: str | None = None,
+    notes: Mapping[str, Noted] | None = None,
 ) -> list[bytes | memoryview]:
-    """The snapshot of ``state`` covering the log up to ``offsets``, as buffers to write in order.
+    """The snapshot of ``state`` covering the log up to ``offsets`` (and keeping ``notes``:
+    :data:`NOTES`), as buffers to write in order.
 
     The sections are not joined (the text image is mostly views of the index's
     own arrays): writing them one after the other needs no second copy.
     """
     state.flush_text()
     with no_gc():
-        entries_blob, (rows_parts, rows_lazy) = _sections(state)
+        entries_blob, (rows_parts, rows_lazy) = _sections(state, notes or {})
     text_parts, text_lazy = state.text.to_split()
     header = orjson.dumps(
         {
@@ -344,14 +428,21 @@ def encode_parts(
 
 
 def encode(
-    state: IndexState, offsets: dict[str, int], generation: int | None = None, token: str | None = None
+    state: IndexState,
+    offsets: dict[str, int],
+    generation: int | None = None,
+    token: str | None = None,
+    notes: Mapping[str, Noted] | None = None,
 ) -> bytes:
-    """The snapshot bytes for ``state`` covering the log up to ``offsets``."""
-    return b"".join(encode_parts(state, offsets, generation, token))
+    """The snapshot bytes for ``state`` covering the log up to ``offsets`` (keeping ``notes``)."""
+    return b"".join(encode_parts(state, offsets, generation, token, notes))
 
 
-def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
-    """Write the snapshot atomically (the caller holds the exclusive store lock).
+def write(
+    root: str, state: IndexState, offsets: dict[str, int], notes: Mapping[str, Noted] | None = None
+) -> Header:
+    """Write the snapshot atomically (the caller holds the exclusive store lock), keeping
+    ``notes`` (:data:`NOTES`).
 
     Its generation is one more than that of the snapshot it replaces (1 when
     there is none, or none of this version), read under the same lock.
@@ -367,7 +458,7 @@ def write(root: str, state: IndexState, offsets: dict[str, int]) -> Header:
     old = before.token if before is not None else None
     if old is not None and token_matches(root, old):
         fsops.atomic_write(root, TOKEN_REL, f"{old}\n{token}".encode("ascii"))
-    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token))
+    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token, notes))
     fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation, token)
 
@@ -570,6 +661,9 @@ def _decode(
     problem = table.check()
     if problem is not None:
         return problem
+    notes = _decode_notes(body.get(NOTES), table.domains)
+    if isinstance(notes, str):
+        return notes
     if nl + 1 + sum(lengths) != size or len(data) < eager_end:
         return "damaged (truncated)"
     damage: list[str] = []
@@ -603,11 +697,14 @@ def _decode(
         return "damaged (the text index does not match the entries)"
     if root is not None:
         state.text.repair = _text_repair(root, state)
-    return _snapshot(state, header, ident)
+    return _snapshot(state, header, ident, notes)
 
 
-def _snapshot(state: IndexState, header: dict[str, Any], ident: tuple[int, int, int]) -> Snapshot:
-    """The snapshot of ``state`` with what its header says of it (offsets, generation, token)."""
+def _snapshot(
+    state: IndexState, header: dict[str, Any], ident: tuple[int, int, int], notes: dict[str, Noted]
+) -> Snapshot:
+    """The snapshot of ``state`` with what its header says of it (offsets, generation,
+    token), keeping ``notes``."""
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
     generation, token = header.get("generation"), header.get("token")
     return Snapshot(
@@ -616,6 +713,7 @@ def _snapshot(state: IndexState, header: dict[str, Any], ident: tuple[int, int, 
         ident,
         generation if isinstance(generation, int) else None,
         token if isinstance(token, str) else None,
+        notes,
     )
 
 

@@ -1,0 +1,196 @@
+"""A compaction keeps the notes of files a person moved or removed after md-cg wrote them
+(session 36's attack a2, left open there; fixed in session 37).
+
+A process that follows another process's write of ``hot`` and finds its file gone (a
+person moved or removed it) notes it, for its next sync to tell, and refuses an add of
+``hot`` until then. Every ``forget`` compacts: the snapshot it wrote held nothing of the
+note, so a process opening after it knew nothing of it -- its add of ``hot`` went ahead,
+and with the file moved by hand to another name the id was then in two files (a later
+``forget`` removed the person's copy with the memory); its sync told nothing. Now the
+snapshot keeps the compacting process's notes (:data:`md_cg.snapshot.NOTES`), a process
+loading it takes them in, and a note the new snapshot does not bear out (a stale one: the
+write was undone through md-cg) is dropped when a process loads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+from test_add_race_s35 import _FORGETTER, HOT, LOST_HOT, _md_files, _run, _store, start_adder
+
+from md_cg import MdCG, snapshot
+from md_cg.errors import NodeNotFoundError
+
+#: Adds ``hot`` and exits without compacting (its ``put`` stays in the log).
+_ADD_NO_COMPACT = """
+import sys
+from md_cg import MdCG
+with MdCG(sys.argv[1], auto_compact=None) as m:
+    m.add(id="hot", body="hot by another process", layer="contextual", created_at=1700000001)
+"""
+MOVED = "contextual/hot-by-hand.md"
+
+
+def _noted_then_compacted(tmp_path: Path, how: str) -> Path:
+    """``hot`` added by another process, then moved (``how`` ``"mv"``) or removed
+    (``"rm"``) by hand; a handle that follows the add notes it (its ``get`` is refused
+    as lost) and compacts by forgetting another memory. Returns the store."""
+    root = _store(tmp_path)
+    with MdCG(root) as a:
+        a.add(id="other", body="another memory", layer="contextual")
+        assert a.ids() == ["other", "seed"]  # read before the add
+        _run(_ADD_NO_COMPACT, root)
+        if how == "mv":
+            (root / HOT).rename(root / MOVED)
+        else:
+            (root / HOT).unlink()
+        with pytest.raises(NodeNotFoundError) as lost:
+            a.get("hot")
+        assert (lost.value.hidden, str(lost.value).strip("\"'")) == ("lost", LOST_HOT)
+        a.forget("other", "done with it")  # compacts: the snapshot covers the add's line
+    assert list((root / ".mdcg/log").iterdir()) == []  # every shard folded into the snapshot
+    return root
+
+
+@pytest.mark.parametrize("how", ["mv", "rm"])
+def test_a_process_opening_after_the_compaction_refuses_the_add(tmp_path: Path, how: str) -> None:
+    """Before: the add went ahead (with ``mv``, ``hot`` then in two files)."""
+    root = _noted_then_compacted(tmp_path, how)
+    with MdCG(root) as f:
+        with pytest.raises(NodeNotFoundError) as refused:
+            f.add(id="hot", body="hot again", layer="contextual")
+        assert (refused.value.hidden, str(refused.value).strip("\"'")) == ("lost", LOST_HOT)
+        with pytest.raises(NodeNotFoundError) as read:
+            f.get("hot")
+        assert str(read.value).strip("\"'") == LOST_HOT
+    kept = [MOVED, "contextual/seed.md"] if how == "mv" else ["contextual/seed.md"]
+    assert _md_files(root) == kept
+
+
+def test_its_sync_tells_the_move_and_the_next_compaction_keeps_no_note(tmp_path: Path) -> None:
+    """The sync of a process opening after the compaction tells what the compacting one
+    would have told (before: nothing, and ``hot`` stayed out of the index as moved)."""
+    root = _noted_then_compacted(tmp_path, "mv")
+    with MdCG(root) as f:
+        report = f.sync()
+        assert [(m.node_id, m.old_path, m.new_path) for m in report.moved] == [("hot", HOT, MOVED)]
+        assert (report.added, report.deleted) == ((), ())
+        assert f.get("hot").body == "hot by another process"
+        f.compact_index()
+    head = _entries_section(root)
+    assert snapshot.NOTES not in head
+    with MdCG(root) as g:
+        assert (g.get("hot").body, g.sync().moved, _md_files(root)) == (
+            "hot by another process",
+            (),
+            [MOVED, "contextual/seed.md"],
+        )
+
+
+def test_its_sync_tells_the_removal_and_the_id_is_free_after(tmp_path: Path) -> None:
+    root = _noted_then_compacted(tmp_path, "rm")
+    with MdCG(root) as f:
+        assert f.sync().deleted == ("hot",)
+        assert f.add(id="hot", body="hot again", layer="contextual").id == "hot"
+    with MdCG(root, read_only=True) as g:
+        assert (g.ids(), g.get("hot").body) == (["hot", "seed"], "hot again")
+    assert _md_files(root) == [HOT, "contextual/seed.md"]
+
+
+def test_a_handle_open_across_the_compaction_still_refuses(tmp_path: Path) -> None:
+    """A handle that opened before the add, read nothing since, and reloads the snapshot
+    (the compaction folded shards it had not read) takes the note in."""
+    root = _store(tmp_path)
+    with MdCG(root, refresh_interval=0) as b:
+        assert b.ids() == ["seed"]
+        with MdCG(root) as a:
+            a.add(id="other", body="another memory", layer="contextual")
+            _run(_ADD_NO_COMPACT, root)
+            (root / HOT).rename(root / MOVED)
+            with pytest.raises(NodeNotFoundError):
+                a.get("hot")
+            a.forget("other", "done with it")
+        with pytest.raises(NodeNotFoundError) as refused:
+            b.add(id="hot", body="hot again", layer="contextual")
+        assert str(refused.value).strip("\"'") == LOST_HOT
+        assert [(m.node_id, m.new_path) for m in b.sync().moved] == [("hot", MOVED)]
+    assert _md_files(root) == [MOVED, "contextual/seed.md"]
+
+
+def test_a_stale_note_is_not_kept_by_a_compaction(tmp_path: Path) -> None:
+    """Session 35's stale note (another process added ``hot`` and stays open, a third
+    forgot it and compacted): the handle that holds it drops it when it loads the
+    forget's snapshot, so its own compaction keeps none, and a process opening after it
+    adds ``hot`` (kept, the note made every process refuse the add until a sync)."""
+    root = _store(tmp_path)
+    with MdCG(root) as a:
+        assert a.ids() == ["seed"]
+        adder = start_adder(root)
+        try:
+            assert adder.stdout is not None and adder.stdout.readline() == "added\n"
+            _run(_FORGETTER, root)
+            assert "hot" not in a.ids()
+            a.compact_index()
+        finally:
+            adder.communicate("go\n", timeout=60)
+        assert adder.returncode == 0
+    assert snapshot.NOTES not in _entries_section(root)
+    with MdCG(root) as f:
+        assert f.add(id="hot", body="hot again", layer="contextual").id == "hot"
+        assert f.sync().deleted == ()
+    assert _md_files(root) == [HOT, "contextual/seed.md"]
+
+
+def _entries_section(root: Path) -> dict[str, object]:
+    """The snapshot's entries section, decoded."""
+    data = (root / ".mdcg/index.snapshot").read_bytes()
+    head, _, rest = data[len(snapshot.MAGIC) :].partition(b"\n")
+    size = orjson.loads(head)["entries_len"]
+    return dict(orjson.loads(rest[:size]))
+
+
+def test_the_notes_round_trip_and_a_crafted_one_refuses_the_snapshot(tmp_path: Path) -> None:
+    root = _noted_then_compacted(tmp_path, "mv")
+    kept = _entries_section(root)[snapshot.NOTES]
+    assert isinstance(kept, list) and [n[:3] for n in kept] == [["hot", "gone", HOT]]
+    snap = snapshot.load(str(root))
+    assert snap is not None
+    assert snap.notes == {"hot": ("gone", HOT, None)}  # this handle never held it
+    # a note keeping the entry held before (its scope fields: a scoped sync tells by them)
+    seed = snap.state.entries["seed"]
+    notes = {**snap.notes, "seed": ("moved", "contextual/seed.md", seed)}
+    again = snapshot.decode(snapshot.encode(snap.state, snap.offsets, notes=notes))
+    assert not isinstance(again, str) and again.notes == notes
+    entry = orjson.loads(orjson.dumps(snapshot._encode_notes(notes)))[1][3]
+    for bad, why in [
+        (
+            ["hot", "gone", "../../etc/passwd.md", None],
+            "unsafe (a note of id 'hot' at '../../etc/passwd.md')",
+        ),
+        (["hot", "eaten", HOT, None], "damaged (a note)"),
+        (["../x", "gone", HOT, None], "unsafe (a note of id '../x' at 'contextual/hot.md')"),
+        (["hot", "gone", HOT, [1, 2]], "damaged (the entry of the note of 'hot')"),
+    ]:
+        assert snapshot._decode_notes([bad], {}) == why
+    assert isinstance(entry, list)
+    assert snapshot._decode_notes([["seed", "moved", "contextual/seed.md", entry]], {}) == {
+        "seed": ("moved", "contextual/seed.md", seed)
+    }
+    for column, value, why in [
+        ("path", "/etc/passwd", "unsafe"),
+        ("id", "other", "unsafe"),
+        ("layer", "nowhere", "unsafe"),
+        ("tags", "not-a-list", "damaged (a field"),
+    ]:
+        crafted = list(entry)
+        crafted[snapshot.COLUMNS.index(column)] = value
+        got = snapshot._decode_notes([["seed", "moved", "contextual/seed.md", crafted]], {})
+        assert isinstance(got, str) and got.startswith(why)
+    # a crafted note in a snapshot with a valid checksum: refused, rebuilt from the files
+    state = snap.state
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(snapshot, "_encode_notes", lambda notes: [["hot", "gone", "../escape.md", None]])
+        data = snapshot.encode(state, snap.offsets, notes=snap.notes)
+    assert snapshot.decode(data) == "unsafe (a note of id 'hot' at '../escape.md')"
+    snapshot.close(snap.state)
