@@ -63,7 +63,14 @@ DATA = next(
 sys.path.insert(0, str(REPO))
 
 from md_cg import textindex  # noqa: E402
-from md_cg.text import ENGLISH_STOPWORDS, Analyzer, analyze, date_words, query_terms  # noqa: E402
+from md_cg.text import (  # noqa: E402
+    ENGLISH_QUESTION_WORDS,
+    ENGLISH_STOPWORDS,
+    Analyzer,
+    analyze,
+    date_words,
+    query_terms,
+)
 from md_cg.textindex import DEFAULT_B, DEFAULT_K1, TextIndex  # noqa: E402
 
 KS = (1, 5, 10)
@@ -81,18 +88,22 @@ class Ranking:
     coordination: tuple[float, float] | None = None
     feedback: textindex.Feedback | None = None
     dates: bool = True
+    #: the engine's balance of the scripts of a mixed query (``md_cg.search.scripts_balanced``)
+    scripts: bool = True
 
 
 #: The ranking before issue 17: plain BM25, no feedback, no date words.
-BEFORE = Ranking(PLAIN, textindex.Feedback(weight=0.0), False)
+BEFORE = Ranking(PLAIN, textindex.Feedback(weight=0.0), False, False)
 #: What is kept: coordination, feedback (non-CJK queries), date words.
 KEPT = Ranking()
 #: Each technique alone, on top of :data:`BEFORE`.
 ALONE = {
-    "coordination": Ranking(None, BEFORE.feedback, False),
-    "feedback": Ranking(PLAIN, None, False),
-    "date words": Ranking(PLAIN, BEFORE.feedback, True),
+    "coordination": Ranking(None, BEFORE.feedback, False, False),
+    "feedback": Ranking(PLAIN, None, False, False),
+    "date words": Ranking(PLAIN, BEFORE.feedback, True, False),
 }
+#: What is kept, without the balance of the scripts of a mixed query (session 37).
+UNBALANCED = Ranking(scripts=False)
 
 
 # ----------------------------------------------------------------- data sets
@@ -242,8 +253,12 @@ def ours_store(ranking: Ranking = KEPT) -> Builder:
 def _ranking(ranking: Ranking) -> Iterator[None]:
     """The text index's defaults and the date words in ``index_text`` as ``ranking`` says, while active."""
     from md_cg import index as engine_index
+    from md_cg import search as engine_search
 
     saved = textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text
+    balanced = engine_search.scripts_balanced
+    if not ranking.scripts:
+        engine_search.scripts_balanced = lambda terms, own: terms
     if ranking.coordination is not None:
         textindex.DEFAULT_COORDINATION = ranking.coordination
     if ranking.feedback is not None:
@@ -261,6 +276,7 @@ def _ranking(ranking: Ranking) -> Iterator[None]:
         yield
     finally:
         textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text = saved
+        engine_search.scripts_balanced = balanced
 
 
 def bm25s_words(stem: bool, own_stopwords: bool = False) -> Builder:
@@ -461,6 +477,48 @@ def eval_mixed(convs: list[dict], cmrc: tuple, build: Builder) -> dict[str, dict
     return out
 
 
+#: Chinese frames around a LoCoMo question's own words (:func:`framed`), in turn.
+FRAMES = ("关于{c}的情况", "{c}的事情发生在哪一年", "我们聊过{c}", "{c} 相关的记录", "记得{c}的经过")
+
+
+def framed(question: str, i: int) -> str:
+    """The words of an English ``question`` but stopwords and question words, in the
+    ``i``-th Chinese frame of :data:`FRAMES`: an agent asking in Chinese about English
+    memories (``关于 Caroline LGBTQ support group 的情况``)."""
+    words = [
+        w
+        for w in re.findall(r"[A-Za-z0-9']+", question)
+        if w.lower() not in ENGLISH_STOPWORDS and w.lower() not in ENGLISH_QUESTION_WORDS
+    ]
+    return FRAMES[i % len(FRAMES)].format(c=" ".join(words))
+
+
+def eval_mixed_queries(convs: list[dict], cmrc: tuple, build: Builder) -> dict[str, dict[str, float]]:
+    """Questions mixing scripts (session 37): LoCoMo questions (cats 1-4) as asked and in a
+    Chinese frame (:func:`framed`), each conversation padded with every CMRC chunk; CMRC
+    questions, all and those holding digits or Latin words (a mixed query too)."""
+    docs, questions = cmrc
+    asked: list[dict[str, float]] = []
+    in_frame: list[dict[str, float]] = []
+    for conv in convs:
+        pool = list(conv["docs"]) + list(docs)
+        search = build([d for d, _ in pool], [t for _, t in pool], conv_dates(conv) + [None] * len(docs))
+        for i, (q, rel, cat) in enumerate(conv["questions"]):
+            if cat != 5:
+                asked.append(score_ranked(search(q, 10), rel))
+                in_frame.append(score_ranked(search(framed(q, i), 10), rel))
+    search = build([d for d, _ in docs], [t for _, t in docs], [None] * len(docs))
+    rows = [score_ranked(search(q, 10), rel) for q, rel, _ in questions]
+    mixed = [r for r, (q, _, _) in zip(rows, questions, strict=True) if re.search(r"[0-9A-Za-z]", q)]
+    return {
+        "en asked, padded": mean_scores(asked),
+        "en words in a zh frame, padded": mean_scores(in_frame),
+        "zh all": mean_scores(rows),
+        "zh with digits or Latin": mean_scores(mixed),
+        "n": {"en": len(asked), "zh": len(rows), "zh mixed": len(mixed)},
+    }
+
+
 # ------------------------------------------------------------------- reports
 
 
@@ -539,6 +597,31 @@ FEEDBACKS = (
     ),
     textindex.Feedback(weight=0.0),
 )
+
+
+def mixed_queries_table(results: dict[str, dict[str, dict[str, float]]]) -> str:
+    """Markdown table of :func:`eval_mixed_queries` per method."""
+    lines = [
+        "| ranking | en in a zh frame hit@1 / @10 / MRR | en asked hit@1 / @10 | zh hit@1 / MRR "
+        "| zh with digits or Latin hit@1 / MRR |",
+        "|---|---|---|---|---|",
+    ]
+    for name, r in results.items():
+        f, a, z, m = (
+            r[k]
+            for k in (
+                "en words in a zh frame, padded",
+                "en asked, padded",
+                "zh all",
+                "zh with digits or Latin",
+            )
+        )
+        lines.append(
+            f"| {name} | {pct(f['hit@1'])} / {pct(f['hit@10'])} / {f['mrr@10']:.3f} | {pct(a['hit@1'])} / "
+            f"{pct(a['hit@10'])} | {pct(z['hit@1'])} / {z['mrr@10']:.3f} | {pct(m['hit@1'])} / "
+            f"{m['mrr@10']:.3f} |"
+        )
+    return "\n".join(lines)
 
 
 def cross_validate(convs: list[dict] | None, cmrc: tuple | None) -> str:
@@ -883,6 +966,19 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(mixed_table(res))
         out["mixed"] = res
+        methods = {
+            "md-cg MdCG.search, kept but the script balance": ours_store(UNBALANCED),
+            "md-cg MdCG.search, kept": ours_store(),
+        }
+        res = {name: eval_mixed_queries(convs, cmrc, build) for name, build in methods.items()}
+        n = res["md-cg MdCG.search, kept"]["n"]
+        print(
+            f"\n### Mixed-language questions: {n['en']} LoCoMo questions, as asked and in a Chinese"
+            f" frame, each conversation + {len(cmrc[0])} CMRC chunks; {n['zh']} CMRC questions"
+            f" ({n['zh mixed']} with digits or Latin words)\n"
+        )
+        print(mixed_queries_table(res))
+        out["mixed queries"] = res
     if args.sweep and (convs or cmrc):
         table = sweep(convs, cmrc)
         print("\n### Tuning grid (LoCoMo cat 1-4, CMRC)\n")

@@ -335,6 +335,30 @@ def ranked_terms(
     return [(t, w * scale[t]) if w < 1.0 and t in scale else (t, w) for t, w in expansion.terms]
 
 
+def scripts_balanced(
+    terms: list[tuple[str, float]], own: Sequence[tuple[str, float]]
+) -> list[tuple[str, float]]:
+    """``terms`` (the ranking weights) of a query that mixes CJK text with other words
+    (``own``: the expansion's terms, the query's own at weight 1), its CJK terms scaled by
+    the number of its CJK bigrams over the number of its CJK terms (at least one bigram):
+    a CJK run of n characters gives n - 1 bigrams and n unigrams, the characters counted
+    twice, where a word of another script gives one term. A memory holding the run then
+    weighs about what its words say, not twice as much -- the unigrams stay for what they
+    are, a backoff for memories holding part of the run. Session 37's MCP review:
+    ``Caroline 参加了 LGBTQ support group 吗`` put ten Chinese paragraphs saying 参加了
+    ("attended") above the English memory "Caroline attended an LGBTQ support group"
+    (rank 11 in a store of 20k memories). A query of one script is left as it is (the
+    scale would be the same for every memory of that script). Measured (bench/quality.py
+    --mixed-queries, docs/ranking.md): LoCoMo questions' own words in a Chinese frame,
+    each conversation padded with the CMRC paragraphs, hit@1 26.1 -> 39.0, hit@10 48.6 ->
+    69.0; CMRC hit@1 82.14 -> 82.21 (224 of its questions hold digits or Latin words)."""
+    cjk = [t for t, w in own if w >= 1.0 and is_cjk(t)]
+    if not cjk or all(is_cjk(t) for t, w in own if w >= 1.0):
+        return terms
+    scale = max(1, sum(len(t) > 1 for t in cjk)) / len(cjk)
+    return [(t, w * scale) if is_cjk(t) else (t, w) for t, w in terms]
+
+
 def _seen(text: Any, terms: Sequence[str], hidden: Collection[str], only: frozenset[str] | None) -> set[str]:
     """Which of ``terms`` (each held by a live memory) a memory the caller sees holds: not
     only ``hidden`` ones, and one in ``only`` when a filter is set. Review r5 (session 31):
@@ -438,7 +462,8 @@ def run(
     state.flush_text()
     expansion = expand(query, synonyms)
     p = plan(state, expansion.words, layer, context)
-    ladder = _Ladder(state, query, ranked_terms(state.text, expansion, hidden, only), k, hidden, only)
+    terms = scripts_balanced(ranked_terms(state.text, expansion, hidden, only), expansion.terms)
+    ladder = _Ladder(state, query, terms, k, hidden, only)
     ladder.climb(p)
     ordered = sorted(ladder.found.items(), key=lambda kv: (ladder.rank(kv[0], kv[1][1]), -kv[1][0]))
     t = time.perf_counter()
