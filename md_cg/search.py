@@ -348,10 +348,10 @@ def scripts_balanced(
     ``Caroline 参加了 LGBTQ support group 吗`` put ten Chinese paragraphs saying 参加了
     ("attended") above the English memory "Caroline attended an LGBTQ support group"
     (rank 11 in a store of 20k memories). A query of one script is left as it is (the
-    scale would be the same for every memory of that script). Measured (bench/quality.py
-    --mixed-queries, docs/ranking.md): LoCoMo questions' own words in a Chinese frame,
-    each conversation padded with the CMRC paragraphs, hit@1 26.1 -> 39.0, hit@10 48.6 ->
-    69.0; CMRC hit@1 82.14 -> 82.21 (224 of its questions hold digits or Latin words)."""
+    scale would be the same for every memory of that script). Measured (bench/quality.py,
+    "Mixed-language questions"; docs/ranking.md): LoCoMo questions' own words in a Chinese
+    frame, each conversation padded with the CMRC paragraphs, hit@1 26.1 -> 38.9, hit@10
+    48.6 -> 68.9; CMRC hit@1 82.1 -> 82.2 (223 of its questions hold digits or Latin words)."""
     cjk = [t for t, w in own if w >= 1.0 and is_cjk(t)]
     if not cjk or all(is_cjk(t) for t, w in own if w >= 1.0):
         return terms
