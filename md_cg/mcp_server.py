@@ -50,6 +50,7 @@ import threading
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
@@ -60,16 +61,21 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from md_cg import (
+    EDGE_TYPES,
+    LAYERS,
+    VERIFICATION_BASES,
     DuplicateIdError,
     Edge,
     Entry,
     InvalidArgumentError,
     MdCG,
     MdcgError,
+    Neighbour,
     Node,
     NodeNotFoundError,
     ProtectedNodeError,
     ReadOnlyStoreError,
+    Resurfaced,
     Scope,
     SearchResult,
     __version__,
@@ -158,6 +164,27 @@ MAX_TAGS = FIELD_ITEMS
 #: (``md_cg.loop.MAX_EVIDENCE_CHARS``, past the public API this surface may import; a test
 #: holds the two equal).
 MAX_REASON_CHARS = FIELD_CHARS
+#: The largest memory file, in bytes of UTF-8 (frontmatter and body; ``md_cg.node.MAX_FILE_BYTES``,
+#: past the public API: a test holds the two equal). The body's limit, as the tools say it.
+MAX_FILE_BYTES = 4 * 1024 * 1024
+FILE_MIB = MAX_FILE_BYTES // 2**20
+
+#: The closed sets of values an argument takes that the public API does not export (a test
+#: holds each equal to the library's: ``md_cg.merge.VERDICTS``, ``md_cg.graph.DIRECTIONS``,
+#: ``md_cg.organize.MODES``, ``md_cg.judge.STATES``). With LAYERS, VERIFICATION_BASES and
+#: EDGE_TYPES they are the ``enum`` of the arguments' input schemas (:func:`one_of`).
+VERDICTS = ("confirmed", "weakened", "falsified")
+DIRECTIONS = ("out", "in", "both")
+ORGANIZE_MODES = ("dryRun", "apply")
+STATES = ("ACCEPT", "REJECT", "DEFER", "BLINDSPOT")
+
+
+def one_of(values: Sequence[str]) -> dict[str, Any]:
+    """The JSON-schema ``enum`` of an argument that takes one of ``values`` (a pydantic
+    ``json_schema_extra``). The schema shows them; the check stays the library's, so a wrong
+    value gets its message (``unknown layer 'Self'; expected one of: anchor, ...``), not
+    pydantic's. Before session 37's MCP review these arguments were free strings in the schema."""
+    return {"enum": list(values)}
 
 
 #: Control characters but tab, newline and carriage return: each would take six
@@ -635,7 +662,7 @@ def search_reply(
             "routed": meta["routed"],
             "buckets": buckets[:BUCKETS_SHOWN],
             "buckets_total": len(buckets),
-            "big_domain": meta["big_domain"],
+            **({"big_domain": meta["big_domain"]} if meta["big_domain"] is not None else {}),
             "scanned": meta["scanned"],
             "store_size": meta["store_size"],
             "covered_neg": _negatives(store, meta["covered_neg"]),
@@ -667,15 +694,15 @@ def _list_item(e: Entry) -> dict[str, Any]:
 
 
 def _filter_reply(window: dict[str, Any]) -> dict[str, Any]:
-    """A search filter as the reply says it: the tag clipped, the times in ISO form."""
+    """A search filter as the reply says it: the tag clipped, the times in ISO form; a part
+    not given (``tag``, ``since``, ``until``) left out (it was null before session 37)."""
     tag = window["tag"]
-    shown: str | list[str] | None
-    if tag is None or isinstance(tag, str):
-        shown = tag if tag is None else clip(tag, TERM_CHARS)
-    else:
-        shown = [clip(t, TERM_CHARS) for t in tag[:TAGS_SHOWN]]
-    out: dict[str, Any] = {"tag": shown}
-    out.update({key: None if window[key] is None else iso_window(window[key]) for key in ("since", "until")})
+    out: dict[str, Any] = {}
+    if isinstance(tag, str):
+        out["tag"] = clip(tag, TERM_CHARS)
+    elif tag is not None:
+        out["tag"] = [clip(t, TERM_CHARS) for t in tag[:TAGS_SHOWN]]
+    out.update({key: iso_window(window[key]) for key in ("since", "until") if window[key] is not None})
     out["matching"] = window["matching"]
     return out
 
@@ -705,7 +732,7 @@ def _health_reply(report: dict[str, Any]) -> dict[str, Any]:
     errors first, one of each kind in turn in each severity -- so the :data:`REPORT_ITEMS`
     listed show every kind they can (a scoped server's ``withheld`` behind 20 errors was
     cut); ``kinds`` counts each kind; a ``note`` says when some are not listed."""
-    findings = report["findings"]
+    findings = [_given(f) for f in report["findings"]]  # a finding's path or node_id may be none
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for f in findings:
         by_kind.setdefault(f["kind"], []).append(f)
@@ -716,7 +743,7 @@ def _health_reply(report: dict[str, Any]) -> dict[str, Any]:
         rests = (by_kind[k][1:] for k in kinds if by_kind[k][0]["severity"] == severity)
         turns = itertools.zip_longest(*rests)
         ordered += [f for turn in turns for f in turn if f is not None]
-    out = _report_lists({**report, "findings": ordered}, ("findings",))
+    out = _report_lists({**report, "buckets": _given(report["buckets"]), "findings": ordered}, ("findings",))
     out["kinds"] = {k: len(by_kind[k]) for k in kinds}
     if len(ordered) > REPORT_ITEMS:
         out["note"] = (
@@ -724,6 +751,11 @@ def _health_reply(report: dict[str, Any]) -> dict[str, Any]:
             "(kinds counts them all); `mdcg health` lists every one"
         )
     return out
+
+
+def _given(fields: dict[str, Any]) -> dict[str, Any]:
+    """``fields`` without those that are None: a reply leaves an empty field out (docs/mcp.md)."""
+    return {k: v for k, v in fields.items() if v is not None}
 
 
 def _clip_item(item: Any) -> Any:
@@ -738,9 +770,10 @@ def _clip_item(item: Any) -> Any:
 
 Query = Annotated[str, Field(description="Words or a short question, any language.")]
 K = Annotated[int, Field(description="Most results.", ge=1, le=MAX_K)]
-Layer = Annotated[
-    str | None,
-    Field(description="One layer: anchor, structural, knowledge, contextual, self, rejected, unresolved."),
+Layer = Annotated[str | None, Field(description="Only this layer.", json_schema_extra=one_of(LAYERS))]
+#: The layer ``update`` moves a memory to (``remember``'s has a default: in its signature).
+NewLayer = Annotated[
+    str | None, Field(description="Move it to this layer.", json_schema_extra=one_of(LAYERS))
 ]
 Context = Annotated[
     dict[str, Any] | str | None,
@@ -758,11 +791,25 @@ Until = Annotated[
     str | None, Field(description="Changed until: ISO date/time (a date: to its end) or 7d, 12h...")
 ]
 NodeId = Annotated[str, Field(description="A memory id.")]
-Tags = Annotated[list[str] | None, Field(description="Tags; 'domain:<name>' files the memory by domain.")]
+State = Annotated[str, Field(json_schema_extra=one_of(STATES))]
+Direction = Annotated[
+    str,
+    Field(description="Its own edges, those pointing at it, or both.", json_schema_extra=one_of(DIRECTIONS)),
+]
+EdgeTypes = Annotated[
+    list[Annotated[str, Field(json_schema_extra=one_of(EDGE_TYPES))]] | None,
+    Field(description="Only these edge types."),
+]
+Tags = Annotated[
+    list[str] | None,
+    Field(
+        description=f"At most {MAX_TAGS} tags of at most {MAX_TAG_CHARS} characters; "
+        "'domain:<name>' files the memory by domain."
+    ),
+]
 Unit = Annotated[float | None, Field(description="0..1", ge=0, le=1, allow_inf_nan=False)]
 Basis = Annotated[
-    str | None,
-    Field(description="How it was verified: compiler, test, measurement, formal_proof, data, other."),
+    str | None, Field(description="How it was verified.", json_schema_extra=one_of(VERIFICATION_BASES))
 ]
 Tier = Annotated[
     Literal["temp", "long"] | None,
@@ -779,7 +826,13 @@ Reopen = Annotated[
         "or superseding was a mistake)."
     ),
 ]
-NotApplicable = Annotated[list[str] | None, Field(description="Conditions under which it must not be used.")]
+NotApplicable = Annotated[
+    list[str] | None,
+    Field(
+        description=f"Conditions under which it must not be used (at most {FIELD_ITEMS}, "
+        f"of at most {FIELD_CHARS:,} characters)."
+    ),
+]
 Edges = Annotated[
     list[dict[str, Any]] | None,
     Field(
@@ -1273,10 +1326,17 @@ def node_reply(reply: Any) -> Any:
 
 def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def remember(
-        body: Annotated[str, Field(description="The memory as Markdown text (not empty).")],
+        body: Annotated[
+            str,
+            Field(description=f"The memory as Markdown (not empty; its file at most {FILE_MIB} MiB)."),
+        ],
         layer: Annotated[
-            str, Field(description="knowledge (default), contextual, self, structural, anchor.")
-        ] = ("knowledge"),
+            str,
+            Field(
+                description="rejected: a falsified idea, unresolved: an open question.",
+                json_schema_extra=one_of(LAYERS),
+            ),
+        ] = "knowledge",
         tags: Tags = None,
         id: Annotated[str | None, Field(description="Id to use (default: a slug of the first line).")] = None,
         importance: Unit = None,
@@ -1323,9 +1383,12 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
 def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
     def update(
         id: NodeId,
-        body: Annotated[str | None, Field(description="New body (not empty).")] = None,
+        body: Annotated[
+            str | None,
+            Field(description=f"New body (not empty; its file at most {FILE_MIB} MiB)."),
+        ] = None,
         tags: Tags = None,
-        layer: Layer = None,
+        layer: NewLayer = None,
         importance: Unit = None,
         confidence: Unit = None,
         verification_basis: Basis = None,
@@ -1455,7 +1518,7 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def get(
         id: NodeId,
         offset: Annotated[
-            int, Field(description="Characters of the body to skip (to read a long one on).", ge=0)
+            int, Field(description="Characters of the body to skip: a reply's next_offset.", ge=0)
         ] = 0,
         max_chars: Annotated[
             int, Field(description="Most characters of the body returned.", ge=1, le=MAX_GET_CHARS)
@@ -1486,28 +1549,34 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
 
     def neighbours(
         id: NodeId,
-        direction: Annotated[str, Field(description="out, in or both")] = "out",
-        types: Annotated[list[str] | None, Field(description="Only these edge types.")] = None,
+        direction: Direction = "out",
+        types: EdgeTypes = None,
         depth: Annotated[int, Field(description="Edges to follow.", ge=1, le=10)] = 1,
         limit: Annotated[int, Field(description="Most neighbours listed.", ge=1, le=MAX_NEIGHBOURS)] = 50,
     ) -> dict[str, Any]:
         found = store.neighbours(id, direction=direction, types=types, depth=depth)
-        out = []
-        for n in found[:limit]:
-            d = n.to_dict()
-            d["title"] = clip(store.entry(n.id).title, TITLE_CHARS) if n.exists else None
-            out.append(d)
-        return {"id": id, "neighbours": out, "total": len(found)}
+        return {"id": id, "neighbours": [_neighbour(store, n) for n in found[:limit]], "total": len(found)}
 
     return [
         (search, "Search memory before answering from it. Results best first, each with a state "
          "(see the server instructions), a snippet and `why` (an index into `reasons`); "
          "`meta.covered_neg` lists matching falsified/open notes. `get` reads one memory."),
         (recall, "Same as `search`."),
-        (get, "Read one memory: its fields and its body (a long body in windows: `offset`, `max_chars`)."),
+        (get, f"Read one memory: its fields and up to max_chars (default {GET_CHARS:,}) characters of its "
+         "body from offset; when more follows, the reply has truncated: true and next_offset: call "
+         "again with offset=next_offset."),
         (list_, "List memories, newest first, by layer, tag or time; paged (total, offset)."),
         (neighbours, "Memories linked to one by edges: direction out, in or both; depth > 1 walks further."),
     ]  # fmt: skip
+
+
+def _neighbour(store: MdCG, n: Neighbour) -> dict[str, Any]:
+    """One neighbour of a ``neighbours`` reply, with its title; a dangling edge's (``exists:
+    false``) has none, and is left out (it was null before session 37's MCP review)."""
+    d = n.to_dict()
+    if n.exists:
+        d["title"] = clip(store.entry(n.id).title, TITLE_CHARS)
+    return d
 
 
 def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
@@ -1517,7 +1586,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
             str,
             Field(description="What you observed (required, at most 1,000 characters)."),
         ],
-        verdict: Annotated[str, Field(description="confirmed, weakened or falsified")],
+        verdict: Annotated[str, Field(json_schema_extra=one_of(VERDICTS))],
     ) -> dict[str, Any]:
         node = store.verify(id, evidence, verdict)
         reply = _superseded(store, verdict_dict(node, verdict, store.path_of(node.id)))
@@ -1530,7 +1599,7 @@ def _loop_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def reflect(
         query: Query,
         feedback: Annotated[
-            list[str] | dict[str, str] | None,
+            list[State] | dict[str, State] | None,
             Field(description="True states of the results: a list in result order, or {id: state}."),
         ] = None,
         k: K = 5,
@@ -1606,7 +1675,11 @@ def _maintenance_tools(store: MdCG, picks: PickUps) -> list[tuple[Callable[..., 
 def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def organize(
         mode: Annotated[
-            str, Field(description="dryRun (compare candidates) or apply (a dry run's decisions).")
+            str,
+            Field(
+                description="dryRun (compare candidates) or apply (a dry run's decisions).",
+                json_schema_extra=one_of(ORGANIZE_MODES),
+            ),
         ],
         candidates: Annotated[
             list[dict[str, Any]] | None,
@@ -1635,13 +1708,8 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
         return _clipped(store.recall_stats(window_days=window_days, exempt_days=exempt_days).to_dict())
 
     def on_this_day() -> dict[str, Any]:
-        picked = store.resurface(record=True)
-        if picked is None:
-            return {"memory": None}
-        out = picked.to_dict()
-        out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
-        out["snippet"] = clip(snippet(store.get(picked.id).body), SNIPPET_CHARS)
-        return {"memory": out}
+        today = date.today()  # the local day, as resurface's default; the note counts from it
+        return on_this_day_reply(store, store.resurface(today, record=True), today)
 
     def inject(
         query: Query,
@@ -1662,9 +1730,48 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
          "then mode=apply with the run_id and your decisions (save, discard, archive) writes them, "
          "exactly once."),
         (recall_stats, "How memory is used: top recalled, zombie rate (never recalled), slot fill."),
-        (on_this_day, "One old memory brought back on this day (a reminder), or null."),
+        (on_this_day, ON_THIS_DAY),
         (inject, "Compact memories for a prompt about `query` (never filler)."),
     ]  # fmt: skip
+
+
+#: ``on_this_day``'s description: what the stages of a pick mean (docs/recall.md).
+ON_THIS_DAY = (
+    "One memory brought back on this day (a reminder), or null when none is dated today or earlier. "
+    "stage: tier or fallback = from this time of year in past years, this day of a past month, "
+    "or 2-6 months ago; relaxed = the same, shown 30-90 days ago; any = the last resort: "
+    "any date, today's too (a note says so)."
+)
+
+#: The note of a last-resort pick (stage ``any``): what ``md_cg.resurface`` found missing
+#: before it drew among every memory (its tiers, under the relaxed 30-day cooldown), and the
+#: pick's age. A test holds the figures equal to the module's constants.
+LAST_RESORT_NOTE = (
+    "last resort: among the memories not shown in the last 30 days, none is from this time of year "
+    "(the same half of the year, or within 3 days of this date) in the 10 years before this one, "
+    "from this day of a month in the last 24 months, or from 2 to 6 months ago; so this one was "
+    "drawn at random from all memories dated today or earlier: it is dated {age}"
+)
+
+
+def on_this_day_reply(store: MdCG, picked: Resurfaced | None, today: date) -> dict[str, Any]:
+    """``on_this_day``'s reply: the memory picked on ``today`` with its title and a snippet,
+    or ``{"memory": null}``. Its fields are :class:`~md_cg.Resurfaced`'s but ``tier``, left
+    out when None (the last resort) as every empty field of a reply is; a last-resort pick
+    (stage ``any``, possibly a memory written today) has a ``note`` saying so
+    (:data:`LAST_RESORT_NOTE`). Before session 37's MCP review the reply sent ``"tier":
+    null`` and said nothing of a last resort: a memory made seconds before came back as
+    "one old memory", with ``years_ago`` 0."""
+    if picked is None:
+        return {"memory": None}
+    out = {k: v for k, v in picked.to_dict().items() if v is not None}
+    out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
+    out["snippet"] = clip(snippet(store.get(picked.id).body), SNIPPET_CHARS)
+    if picked.stage == "any":
+        days = (today - picked.date).days
+        age = {0: "today", 1: "yesterday"}.get(days, f"{days:,} days ago")
+        out["note"] = LAST_RESORT_NOTE.format(age=age)
+    return {"memory": out}
 
 
 def _clipped(data: Any) -> Any:

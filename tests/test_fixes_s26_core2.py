@@ -432,7 +432,6 @@ def test_a_search_filter_shows_its_until_to_the_microsecond(tmp_path: Path) -> N
         )
         reply = tools(root, s)["search"](query="lantern", since="2026-06-30", until="2026-06-30")
         assert reply["meta"]["filter"] == {
-            "tag": None,
             "since": "2026-06-30T00:00:00Z",
             "until": "2026-06-30T23:59:59.999999Z",
             "matching": 1,

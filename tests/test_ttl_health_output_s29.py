@@ -198,7 +198,7 @@ def test_the_mcp_health_reply_lists_errors_first_and_every_kind(tmp_path: Path) 
             async with Client(server) as client:
                 result = await client.call_tool("health", {})
                 data = json.loads(result.content[0].text)
-                listed = [(f["severity"], f["kind"], f["node_id"] or f["path"]) for f in data["findings"]]
+                listed = [(f["severity"], f["kind"], f.get("node_id") or f["path"]) for f in data["findings"]]
                 assert listed[:2] == [
                     ("error", "unreadable_file", "knowledge/broken.md"),
                     ("error", "merge_conflict", "clash"),
