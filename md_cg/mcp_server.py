@@ -614,9 +614,10 @@ def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> 
     if r.entry.confidence is not None:
         d["confidence"] = r.entry.confidence
     matched = [*ev.get("terms", []), *ev.get("synonyms", [])]
-    if matched:  # the query's words as the agent wrote them, not their stems ("coffee", not "coffe"),
-        # but a stemmed synonym as the memory's title says it ("booked" for "booking")
-        said = {**words, **ev.get("words", {})}
+    # the query's words as the agent wrote them, not their stems ("coffee", not "coffe"),
+    # but a stemmed synonym as the memory's title says it ("booked" for "booking")
+    said = {**words, **ev.get("words", {})}
+    if matched:
         d["matched"] = [clip(said.get(t, t), TERM_CHARS) for t in matched[:TERMS_SHOWN]]
     if "fuzzy" in ev:
         d["fuzzy"] = ev["fuzzy"]
@@ -625,7 +626,10 @@ def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> 
     if r.superseded_by:
         d["superseded_by"] = r.superseded_by
     d.update(_dated(r.entry))  # which fact is current, what a stored "tomorrow" meant
-    d["snippet"] = clip(snippet(r.node.body, matched), SNIPPET_CHARS)
+    # the window shows a matched word: a stem ("happi") or the word as said ("happy"), and a
+    # match in the title line when the title above, cut, does not show it (session 37)
+    looked_for = [*matched, *(said[t] for t in matched if t in said)]
+    d["snippet"] = clip(snippet(r.node.body, looked_for, title=d["title"]), SNIPPET_CHARS)
     return d
 
 

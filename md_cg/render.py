@@ -23,12 +23,14 @@ from __future__ import annotations
 import math
 import re
 import time
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, recorded_note
-from .script import distinct_labels, fold_accents, terminal_safe
+from .index import title_of
+from .script import WORD_CHAR, distinct_labels, fold_accents, is_cjk, terminal_safe
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -72,27 +74,169 @@ def first_line(text: str) -> str:
     return ""
 
 
-def snippet(body: str, terms: Iterable[str] = (), width: int = SNIPPET_CHARS) -> str:
-    """About ``width`` characters of ``body`` that show why it was found.
+def snippet(
+    body: str, terms: Iterable[str] = (), width: int = SNIPPET_CHARS, *, title: str | None = None
+) -> str:
+    """At most ``width`` characters of ``body`` that show why it was found.
 
-    The body's first line is its title (shown apart), so the snippet starts
-    on the first later line that holds one of ``terms`` (the query terms the
-    result matched), else on the second non-blank line, else the first.
-    Whitespace runs become one space. Terms and lines are compared case- and
-    accent-folded (``cafe`` finds the line with ``Café``), as the index does.
+    The body's first line is its title (shown apart), so the snippet is taken
+    from the first later line that holds one of ``terms`` (the query terms the
+    result matched: stems, and the words as the query said them), from that
+    line on; whitespace runs become one space. Terms and lines are compared
+    case- and accent-folded (``cafe`` finds ``Café``), as the index does.
+    Longer terms are looked for first; a term of one character (a CJK
+    character alone) only when no longer one occurs. In a line, the first
+    occurrence at the start of a word (``art`` in ``the art``, not in
+    ``start``) is taken before one inside a word.
+
+    When the match starts beyond a third of ``width`` into its line, the
+    snippet is a window that starts shortly before it -- at a clause end
+    (``。！？；，、``) or a space when one lies up to ``width // 4``
+    characters before it -- with ``…`` first. A snippet cut short ends with
+    ``…``, and a cut never parts a character from a combining mark that
+    follows it. (Before session 37's MCP review the snippet was always the
+    start of the line: a match past ``width`` characters into a long line, a
+    CJK paragraph, was never shown.)
+
+    A match in the title line alone is shown the same way when ``title`` (the
+    title as the reply shows it, cut; None: :func:`md_cg.index.title_of` of
+    the body) holds none of the terms looked for: a one-line dialogue turn
+    whose match lies past the cut title. Otherwise, and when nothing matches,
+    the snippet is the start of the second non-blank line on, else of the first.
     """
     lines = [" ".join(line.split()) for line in body.splitlines()]
     lines = [line for line in lines if line]
     if not lines:
         return ""
-    wanted = [fold_accents(t.casefold()) for t in terms if t]
-    start = 1 if len(lines) > 1 else 0
-    for i, line in enumerate(lines[1:], 1):
-        folded = fold_accents(line.casefold())
-        if any(t in folded for t in wanted):
-            start = i
+    for group in _term_groups(terms):
+        for i, line in enumerate(lines[1:], 1):
+            at = _match_at(line, group)
+            if at is not None:
+                return _window(" ".join(lines[i:]), at, width)
+        at = _match_at(lines[0], group)
+        if at is not None:
+            shown = _fold(" ".join((title_of(body) if title is None else title).split()))
+            if any(t in shown for t in group):
+                break  # the title shows why it was found
+            return _window(" ".join(lines), at, width)
+    return _window(" ".join(lines[1:] if len(lines) > 1 else lines), None, width)
+
+
+#: Characters a snippet window may start after, besides a space: the clause and
+#: sentence ends of CJK text, which has no spaces (:func:`snippet`).
+CLAUSE_ENDS = frozenset("。！？；，、")
+#: Characters folded at a time to find where a match in the folded text is (:func:`_unfolded`).
+_FOLD_BLOCK = 512
+#: Unicode categories of the marks that belong to the character before them.
+_MARKS = frozenset(("Mn", "Mc", "Me"))
+
+
+def _fold(text: str) -> str:
+    """``text`` case- and accent-folded, as the index compares words."""
+    return fold_accents(text.casefold())
+
+
+def _term_groups(terms: Iterable[str]) -> list[list[str]]:
+    """The folded ``terms``, once each: those of two characters or more, then those of one."""
+    wanted = list(dict.fromkeys(f for f in (_fold(t) for t in terms if t) if f))
+    groups = [[t for t in wanted if len(t) > 1], [t for t in wanted if len(t) == 1]]
+    return [g for g in groups if g]
+
+
+def _word_at(folded: str, term: str) -> int | None:
+    """Where ``term`` first starts a word in ``folded``: after no letter or digit, or
+    anywhere for a term that starts with a CJK character (CJK text has no spaces)."""
+    if is_cjk(term):
+        at = folded.find(term)
+        return None if at < 0 else at
+    found = re.search(f"(?<!{WORD_CHAR}){re.escape(term)}", folded)
+    return None if found is None else found.start()
+
+
+def _match_at(line: str, terms: Sequence[str]) -> int | None:
+    """Where in ``line`` the first of ``terms`` occurs (folded), an occurrence at the start
+    of a word before any other; None when none does."""
+    folded = _fold(line)
+    found = {t: at for t in terms if (at := folded.find(t)) >= 0}
+    if not found:
+        return None
+    starts = [at for at in (_word_at(folded, t) for t in found) if at is not None]
+    return _unfolded(line, min(starts) if starts else min(found.values()))
+
+
+def _unfolded(text: str, at: int) -> int:
+    """The index in ``text`` of the character whose folding holds position ``at`` of the
+    folded text. Folding may change lengths (``ß`` -> ``ss``, ``æ`` -> ``ae``, a
+    combining accent -> nothing) but folds each character alone: the folded lengths
+    are summed, a block of :data:`_FOLD_BLOCK` characters at a time, then a character
+    at a time in the block that holds ``at``."""
+    if text.isascii():
+        return at
+    done = start = 0  # ``done``: the folded length of text[:start]
+    while start + _FOLD_BLOCK < len(text):
+        size = len(_fold(text[start : start + _FOLD_BLOCK]))
+        if done + size > at:
             break
-    return clip(" ".join(lines[start:])[: width + 1], width)
+        done, start = done + size, start + _FOLD_BLOCK
+    for i in range(start, len(text)):
+        done += len(_fold(text[i]))
+        if done > at:
+            return i
+    return len(text) - 1  # not reached for a position of the folded text
+
+
+def _splits(text: str, at: int) -> bool:
+    """Whether cutting ``text`` at ``at`` parts a character from a mark after it (or a
+    zero-width joiner from either side)."""
+    if not 0 < at < len(text):
+        return False
+    return unicodedata.category(text[at]) in _MARKS or "\u200d" in (text[at], text[at - 1])
+
+
+def _clip_from(text: str, start: int, width: int) -> str:
+    """``text`` from ``start`` in at most ``width`` characters: ``…`` first when ``start``
+    is not 0, ``…`` last when cut."""
+    lead = "…" if start else ""
+    room = width - len(lead)
+    if len(text) - start <= room:
+        return lead + text[start:]
+    end = start + room - 1
+    while end > start and _splits(text, end):
+        end -= 1
+    return lead + text[start:end] + "…"
+
+
+def _window(text: str, at: int | None, width: int) -> str:
+    """``text`` in at most ``width`` characters: from its start, or from shortly before
+    ``at`` (a match) when it lies beyond a third of ``width``."""
+    if width <= 0:
+        return ""
+    if len(text) <= width:
+        return text
+    if at is None or at <= width // 3 or width < 3:
+        return _clip_from(text, 0, width)
+    return _clip_from(text, _window_start(text, at, width), width)
+
+
+def _window_start(text: str, at: int, width: int) -> int:
+    """Where a window that shows the match at ``at`` starts: the start of a word or a
+    clause nearest to ``width // 8`` characters before it, within ``width // 4``;
+    when there is none, ``width // 8`` characters before it."""
+    target, back = at - width // 8, width // 4
+    spots = [b for b in range(max(1, at - back), at + 1) if _boundary(text, b)]
+    if spots:
+        return min(spots, key=lambda b: (abs(b - target), b))
+    start = max(target, 1)
+    while start < at and _splits(text, start):
+        start += 1
+    return start
+
+
+def _boundary(text: str, at: int) -> bool:
+    """Whether a word or a clause starts at ``at``: after a space or a CJK clause end."""
+    if not 0 < at < len(text) or text[at] == " " or _splits(text, at):
+        return False
+    return text[at - 1] == " " or text[at - 1] in CLAUSE_ENDS
 
 
 # -- times -----------------------------------------------------------------------------
