@@ -1772,10 +1772,15 @@ def dropped_twin(engine: Engine, node_id: str, *, named: bool) -> IdCollisionErr
 def taken_back(engine: Engine, keys: Iterable[str] | None = None) -> list[str]:
     """Take back into the index each id noted gone (:attr:`Engine.hand_after`) whose file
     is at its noted path again, holding it (moved back by hand before a sync); return
-    those ids. The index holds the entry it held before the drop, as if the file had never
-    left (its text as the file has it now, for search): the next sync compares it with the
-    file as for any file, and tells ``changed`` when it differs -- unless a write through
-    md-cg wrote it over meanwhile -- and nothing when it does not. Left noted, every write
+    those ids. The index holds the file as it is now (its fields and text) with the
+    file's size and mtime as the entry held them before the drop, as if the file had never
+    left: the next sync compares it with the file as for any file, and tells ``changed``
+    when it differs -- unless a write through md-cg wrote it over meanwhile -- and nothing
+    when it does not. (Until session 37 the entry held before was put back whole, its
+    scope fields too: a file another process had narrowed to a private scope after the
+    noting process last held it was served with its old, shared scope -- attack a1 of
+    session 37, spread by the compaction that keeps the note to every process opening
+    after it.) Left noted, every write
     of the id said its file was moved while it was there, and the sync told a move from the
     path to itself (review s32 r5). A note without that entry (:func:`_resolved`: an id a
     sync line settled) takes the file as it is and becomes ``"changed"``, told by the sync.
@@ -1804,8 +1809,8 @@ def taken_back(engine: Engine, keys: Iterable[str] | None = None) -> list[str]:
         if was is None:
             state.put(parsed.entry, parsed.text)
             engine.hand_after[node_id] = ("changed", rel, None)
-        else:
-            state.put(replace(was, path=rel), parsed.text)
+        else:  # the file's fields (its scope) with the stat held before: a sync compares
+            state.put(replace(parsed.entry, mtime_ns=was.mtime_ns, size=was.size), parsed.text)
             del engine.hand_after[node_id]
         back.append(node_id)
     return back

@@ -791,7 +791,7 @@ def hand_edits_after(
     out (a process took the edit in and told it), and so is one of a line of an earlier
     version (no time); a write a recovery closed (``recovered``) notes no move or return
     -- it may have kept a file edited after the crash where it was (the recovering sync
-    tells it, ``left_as_edited``)."""
+    tells it, ``left_as_edited``) --, and a write rolled back (:func:`_undone_keys`) nothing."""
     # an id of a write still open (its writer at work, or dead and not yet finished) is
     # left alone: its file is that write's, not the earlier closed one's
     still_open = {i for c in cursor.pending.values() for i in c.ids}
@@ -800,8 +800,11 @@ def hand_edits_after(
         return {}
     synced = synced_ids(tail)
     recovered = _recovered_keys(tail)
+    undone = _undone_keys(tail)
     by_id: dict[str, list[LoggedWrite]] = {}
     for w in writes:
+        if w.key in undone:
+            continue  # rolled back by its writer or a recovery: md-cg's, no hand change
         by_id.setdefault(w.id, []).append(w)
     out: dict[str, tuple[str, str]] = {}
     for node_id, mine in by_id.items():
@@ -830,6 +833,24 @@ def hand_edits_after(
             root, e.path, [w.logged for w in mine if w.put and w.rel == e.path]
         ):
             out[node_id] = ("changed", e.path)
+    return out
+
+
+def _undone_keys(tail: Tail) -> set[tuple[str, int]]:
+    """The keys of the commits of ``tail`` rolled back: closed by a ``done`` or a
+    ``recovered`` record marked ``undone`` (a durable write whose fsync failed or was
+    interrupted, a recovery after a power cut that found a temp file torn). Their files
+    never landed: a follow that took a put of one for a file gone by hand noted it, and
+    a compaction then kept the note -- every process refused the add again and a sync
+    told it ``deleted`` (attack a1 of session 37)."""
+    out: set[tuple[str, int]] = set()
+    for shard, records in tail.by_shard.items():
+        for rec in records:
+            op = rec.get("op")
+            if op in ("done", "recovered") and rec.get("undone") and isinstance(seq := rec.get("c"), int):
+                key = rec.get("shard", shard) if op == "recovered" else shard
+                if isinstance(key, str):
+                    out.add((key, seq))
     return out
 
 

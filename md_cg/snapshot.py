@@ -131,8 +131,9 @@ def _row(e: Entry) -> bytes:
 #: A note of a file a person changed after md-cg wrote it (:data:`md_cg.engine.Noted`):
 #: ``(kind, path, was)``.
 Noted = tuple[str, str, Entry | None]
-#: The kinds of :data:`Noted`.
-NOTE_KINDS = frozenset({"changed", "gone", "added", "moved"})
+#: The kinds of :data:`Noted` a snapshot keeps (:data:`NOTES`): only ``gone`` (a crafted
+#: ``moved`` note made a sync tell a false move: attack a1 of session 37).
+NOTE_KINDS = frozenset({"gone"})
 #: The ``notes`` of the entries section: ``[id, kind, path, was]`` per note, ``was`` the
 #: entry's :data:`COLUMNS` (null: none). A compaction folds the log into the snapshot; a
 #: note made by following a write of it (a file removed or moved by hand after md-cg wrote
@@ -181,6 +182,8 @@ def _decode_notes(raw: object, domains: Mapping[str, str]) -> dict[str, Noted] |
         entry = None if was is None else _noted_entry(node_id, was, domains)
         if isinstance(entry, str):
             return entry
+        if node_id in out:
+            return f"damaged (two notes of id {node_id!r})"[:300]
         out[node_id] = (kind, rel, entry)
     return out
 

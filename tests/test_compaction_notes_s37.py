@@ -13,11 +13,13 @@ write was undone through md-cg) is dropped when a process loads it."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import orjson
 import pytest
-from test_add_race_s35 import _FORGETTER, HOT, LOST_HOT, _md_files, _run, _store, start_adder
+from test_add_race_s35 import _ENV, _FORGETTER, HOT, LOST_HOT, _md_files, _run, _store, start_adder
 
 from md_cg import MdCG, snapshot
 from md_cg.errors import NodeNotFoundError
@@ -159,7 +161,7 @@ def test_the_notes_round_trip_and_a_crafted_one_refuses_the_snapshot(tmp_path: P
     assert snap.notes == {"hot": ("gone", HOT, None)}  # this handle never held it
     # a note keeping the entry held before (its scope fields: a scoped sync tells by them)
     seed = snap.state.entries["seed"]
-    notes = {**snap.notes, "seed": ("moved", "contextual/seed.md", seed)}
+    notes = {**snap.notes, "seed": ("gone", "contextual/seed.md", seed)}
     again = snapshot.decode(snapshot.encode(snap.state, snap.offsets, notes=notes))
     assert not isinstance(again, str) and again.notes == notes
     entry = orjson.loads(orjson.dumps(snapshot._encode_notes(notes)))[1][3]
@@ -174,9 +176,15 @@ def test_the_notes_round_trip_and_a_crafted_one_refuses_the_snapshot(tmp_path: P
     ]:
         assert snapshot._decode_notes([bad], {}) == why
     assert isinstance(entry, list)
-    assert snapshot._decode_notes([["seed", "moved", "contextual/seed.md", entry]], {}) == {
-        "seed": ("moved", "contextual/seed.md", seed)
+    assert snapshot._decode_notes([["seed", "gone", "contextual/seed.md", entry]], {}) == {
+        "seed": ("gone", "contextual/seed.md", seed)
     }
+    # a kind a compaction never writes, an id noted twice (attack a1 of session 37: a crafted
+    # "moved" note made a sync tell a false move)
+    for kind in ("moved", "changed", "added"):
+        assert snapshot._decode_notes([["seed", kind, "contextual/seed.md", None]], {}) == "damaged (a note)"
+    twice = [["hot", "gone", HOT, None], ["hot", "gone", MOVED, None]]
+    assert snapshot._decode_notes(twice, {}) == "damaged (two notes of id 'hot')"
     for column, value, why in [
         ("path", "/etc/passwd", "unsafe"),
         ("id", "other", "unsafe"),
@@ -185,7 +193,7 @@ def test_the_notes_round_trip_and_a_crafted_one_refuses_the_snapshot(tmp_path: P
     ]:
         crafted = list(entry)
         crafted[snapshot.COLUMNS.index(column)] = value
-        got = snapshot._decode_notes([["seed", "moved", "contextual/seed.md", crafted]], {})
+        got = snapshot._decode_notes([["seed", "gone", "contextual/seed.md", crafted]], {})
         assert isinstance(got, str) and got.startswith(why)
     # a crafted note in a snapshot with a valid checksum: refused, rebuilt from the files
     state = snap.state
@@ -194,3 +202,86 @@ def test_the_notes_round_trip_and_a_crafted_one_refuses_the_snapshot(tmp_path: P
         data = snapshot.encode(state, snap.offsets, notes=snap.notes)
     assert snapshot.decode(data) == "unsafe (a note of id 'hot' at '../escape.md')"
     snapshot.close(snap.state)
+
+
+#: Narrows ``x`` to agent b's secret (a process that does not compact).
+_NARROW = """
+import sys
+from md_cg import MdCG
+with MdCG(sys.argv[1], auto_compact=None) as m:
+    m.update("x", agent_scope="b", sensitivity="secret", body="SECRET of agent b")
+"""
+#: A scoped process (agent a, up to normal) reads ``x``: its body, or the refusal.
+_SCOPED_GET = """
+import sys
+from md_cg import MdCG, Scope
+with MdCG(sys.argv[1], scope=Scope(agent="a", max_sensitivity="normal")) as m:
+    try:
+        print(m.get("x").body)
+    except KeyError as exc:
+        print(type(exc).__name__, exc.args[0])
+"""
+
+
+def test_a_file_back_at_its_path_is_read_with_its_own_scope(tmp_path: Path) -> None:
+    """Attack a1 of session 37 (F1): the note keeps the entry its process held before the
+    write it followed -- a shared memory, narrowed since by another process to agent b's
+    secret. The file moved away and back; a fresh process scoped to agent a took it back
+    with the note's old entry and read the secret (``get``, ``read_text``). Now a file
+    taken back is indexed with its own fields: refused, as after any sync."""
+    root = _store(tmp_path)
+    away = tmp_path / "away.md"
+    with MdCG(root) as a:
+        a.add(id="x", body="public note", layer="contextual")
+        a.add(id="other", body="other", layer="contextual")
+        assert a.get("x").body == "public note"
+        _run(_NARROW, root)
+        (root / "contextual/x.md").rename(away)
+        with pytest.raises(NodeNotFoundError):
+            a.get("x")
+        a.forget("other", "done with it")  # compacts: the snapshot keeps the note
+    away.rename(root / "contextual/x.md")
+    done = subprocess.run(
+        [sys.executable, "-c", _SCOPED_GET, str(root)], env=_ENV, capture_output=True, text=True
+    )
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout == "NodeNotFoundError no node with id 'x' in this store\n"
+    with MdCG(root) as b:
+        assert (b.get("x").body, b.get("x").agent_scope) == ("SECRET of agent b", "b")
+        assert b.sync().changed == ("x",)  # the file differs from what the note's process held
+
+
+#: A durable add of ``hot`` interrupted while it fsyncs (Ctrl-C): undone, nothing written.
+_UNDONE_ADD = """
+import sys
+from md_cg import MdCG, fsops
+def ctrl_c(calls):
+    raise KeyboardInterrupt
+fsops.fsync_all = ctrl_c
+m = MdCG(sys.argv[1], auto_compact=None)
+try:
+    m.add(id="hot", body="hot", layer="contextual", durable=True)
+except KeyboardInterrupt:
+    print("undone")
+m.close()
+"""
+
+
+def test_an_add_its_writer_undid_is_no_hand_change(tmp_path: Path) -> None:
+    """Attack a1 of session 37 (F2): a follow took the put of an add rolled back by its own
+    process (``done`` marked ``undone``) for a file removed by hand; the compaction kept
+    the note, so every process refused the retry and a sync told ``deleted``."""
+    root = _store(tmp_path)
+    with MdCG(root) as a:
+        assert a.ids() == ["seed"]
+        done = subprocess.run(
+            [sys.executable, "-c", _UNDONE_ADD, str(root)], env=_ENV, capture_output=True, text=True
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "undone\n", "")
+        assert "hot" not in a.ids() and "hot" not in a._engine.hand_after
+        a.compact_index()
+    assert snapshot.NOTES not in _entries_section(root)
+    with MdCG(root) as f:
+        assert f.add(id="hot", body="hot again", layer="contextual").id == "hot"
+        assert f.sync().deleted == ()
+    assert _md_files(root) == [HOT, "contextual/seed.md"]
