@@ -258,7 +258,7 @@ def _ranking(ranking: Ranking) -> Iterator[None]:
     saved = textindex.DEFAULT_COORDINATION, textindex.DEFAULT_FEEDBACK, engine_index.index_text
     balanced = engine_search.scripts_balanced
     if not ranking.scripts:
-        engine_search.scripts_balanced = lambda terms, own: terms
+        engine_search.scripts_balanced = lambda query, terms, own: terms
     if ranking.coordination is not None:
         textindex.DEFAULT_COORDINATION = ranking.coordination
     if ranking.feedback is not None:

@@ -335,28 +335,45 @@ def ranked_terms(
     return [(t, w * scale[t]) if w < 1.0 and t in scale else (t, w) for t, w in expansion.terms]
 
 
+#: The scale of the terms of a two-character CJK run in a query that also holds words of
+#: another script (:func:`scripts_balanced`): one word, most likely a name.
+PAIR_SCALE = 0.5
+
+
 def scripts_balanced(
-    terms: list[tuple[str, float]], own: Sequence[tuple[str, float]]
+    query: str, terms: list[tuple[str, float]], own: Sequence[tuple[str, float]]
 ) -> list[tuple[str, float]]:
-    """``terms`` (the ranking weights) of a query that mixes CJK text with other words
-    (``own``: the expansion's terms, the query's own at weight 1), its CJK terms scaled by
-    the number of its CJK bigrams over the number of its CJK terms (at least one bigram):
+    """``terms`` (the ranking weights) of a ``query`` that mixes CJK text with other words
+    (``own``: the expansion's terms, the query's own at weight 1), its CJK terms scaled:
     a CJK run of n characters gives n - 1 bigrams and n unigrams, the characters counted
-    twice, where a word of another script gives one term. A memory holding the run then
-    weighs about what its words say, not twice as much -- the unigrams stay for what they
-    are, a backoff for memories holding part of the run. Session 37's MCP review:
+    twice, where a word of another script gives one term. The terms of each run of three
+    or more characters are scaled by the number of its bigrams over the number of its
+    terms (2/5 for 参加了), those of a two-character run -- one word, most likely a name --
+    by :data:`PAIR_SCALE` (a bigram and its two characters: scaled by 1/3, 李雷 in "Which
+    language does 李雷 prefer?" weighed half an English word as common, and the memory
+    saying it fell from rank 1 to 6: session 37's second MCP review); the CJK terms of no
+    run (synonyms) by the query's bigrams over its CJK terms. A memory holding the run
+    then weighs about what its words say, not twice as much -- the unigrams stay for what
+    they are, a backoff for memories holding part of the run. Session 37's MCP review:
     ``Caroline 参加了 LGBTQ support group 吗`` put ten Chinese paragraphs saying 参加了
     ("attended") above the English memory "Caroline attended an LGBTQ support group"
     (rank 11 in a store of 20k memories). A query of one script is left as it is (the
     scale would be the same for every memory of that script). Measured (bench/quality.py,
     "Mixed-language questions"; docs/ranking.md): LoCoMo questions' own words in a Chinese
-    frame, each conversation padded with the CMRC paragraphs, hit@1 26.1 -> 38.9, hit@10
-    48.6 -> 68.9; CMRC hit@1 82.1 -> 82.2 (223 of its questions hold digits or Latin words)."""
+    frame, each conversation padded with the CMRC paragraphs, hit@1 26.1 -> 39.1, hit@10
+    48.6 -> 68.4; CMRC hit@1 82.1 -> 82.2 (223 of its questions hold digits or Latin words)."""
     cjk = [t for t, w in own if w >= 1.0 and is_cjk(t)]
     if not cjk or all(is_cjk(t) for t, w in own if w >= 1.0):
         return terms
-    scale = max(1, sum(len(t) > 1 for t in cjk)) / len(cjk)
-    return [(t, w * scale) if is_cjk(t) else (t, w) for t, w in terms]
+    scale: dict[str, float] = {}
+    for run in CJK_SPLIT_RE.split(normalize(query))[1::2]:
+        mine = [t for t in query_terms(run) if is_cjk(t)]
+        pairs = sum(len(t) > 1 for t in mine)
+        if pairs:
+            for t in mine:
+                scale.setdefault(t, PAIR_SCALE if pairs == 1 else pairs / len(mine))
+    rest = max(1, sum(len(t) > 1 for t in cjk)) / len(cjk)
+    return [(t, w * scale.get(t, rest)) if is_cjk(t) else (t, w) for t, w in terms]
 
 
 def _seen(text: Any, terms: Sequence[str], hidden: Collection[str], only: frozenset[str] | None) -> set[str]:
@@ -462,7 +479,7 @@ def run(
     state.flush_text()
     expansion = expand(query, synonyms)
     p = plan(state, expansion.words, layer, context)
-    terms = scripts_balanced(ranked_terms(state.text, expansion, hidden, only), expansion.terms)
+    terms = scripts_balanced(query, ranked_terms(state.text, expansion, hidden, only), expansion.terms)
     ladder = _Ladder(state, query, terms, k, hidden, only)
     ladder.climb(p)
     ordered = sorted(ladder.found.items(), key=lambda kv: (ladder.rank(kv[0], kv[1][1]), -kv[1][0]))

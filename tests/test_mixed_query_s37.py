@@ -36,7 +36,7 @@ def test_the_cjk_terms_of_a_mixed_query_weigh_its_bigrams_over_its_cjk_terms() -
         ("加", 1.0),
         ("了", 1.0),
     ]
-    assert scripts_balanced(terms, terms) == [
+    assert scripts_balanced(QUERY, terms, terms) == [
         ("carolin", 1.0),
         ("lgbtq", 1.0),
         ("support", 1.0),
@@ -49,10 +49,10 @@ def test_the_cjk_terms_of_a_mixed_query_weigh_its_bigrams_over_its_cjk_terms() -
     ]
     # one CJK character beside a word: no bigram, the character keeps its weight
     one = _terms("Atlas 表")
-    assert scripts_balanced(one, one) == [("atlas", 1.0), ("表", 1.0)]
+    assert scripts_balanced("Atlas 表", one, one) == [("atlas", 1.0), ("表", 1.0)]
     # digits are words of another script too (224 of CMRC's 1,596 questions hold some)
     year = _terms("2013年于乐")
-    assert scripts_balanced(year, year) == [
+    assert scripts_balanced("2013年于乐", year, year) == [
         ("2013", 1.0),
         ("年于", 0.4),
         ("于乐", 0.4),
@@ -62,15 +62,36 @@ def test_the_cjk_terms_of_a_mixed_query_weigh_its_bigrams_over_its_cjk_terms() -
     ]
 
 
+def test_a_two_character_run_weighs_half() -> None:
+    """Session 37's second MCP review: scaled by 1/3 (a bigram and its two characters), the
+    name 李雷 in an English question weighed half an English word as common, and the memory
+    saying it fell from rank 1 to 6. A run of two characters is one word: its terms weigh
+    half; a longer run of the same query keeps its own scale."""
+    query = "Which language does 李雷 prefer? 参加了"
+    terms = _terms(query)
+    assert scripts_balanced(query, terms, terms) == [
+        ("languag", 1.0),
+        ("prefer", 1.0),
+        ("李雷", 0.5),
+        ("参加", 0.4),
+        ("加了", 0.4),
+        ("李", 0.5),
+        ("雷", 0.5),
+        ("参", 0.4),
+        ("加", 0.4),
+        ("了", 0.4),
+    ]
+
+
 def test_a_query_of_one_script_keeps_its_weights() -> None:
     for query in ("参加了比赛", "Caroline LGBTQ support group"):
         terms = _terms(query)
-        assert scripts_balanced(terms, terms) is terms
+        assert scripts_balanced(query, terms, terms) is terms
     # an English query's CJK synonyms (weight < 1) are not the query's own text: unchanged
     table = SynonymTable([["deadline", "截止日期"]])
     expansion = expand("Atlas deadline", table)
     assert any(w < 1.0 for _, w in expansion.terms)
-    assert scripts_balanced(expansion.terms, expansion.terms) is expansion.terms
+    assert scripts_balanced("Atlas deadline", expansion.terms, expansion.terms) is expansion.terms
 
 
 def _store(root: Path) -> MdCG:
@@ -121,3 +142,32 @@ def test_the_english_answer_to_a_chinese_framed_question_ranks_first(tmp_path: P
         # the Chinese question alone still finds the Chinese memories, all ten first
         results, _ = store.search("他们参加了什么", k=10, record=False)
         assert sorted(r.id for r in results) == sorted(f"zh-{i}" for i in range(0, 300, 30))
+
+
+def test_a_chinese_name_in_an_english_question_ranks_its_memory_first(tmp_path: Path) -> None:
+    """Session 37's second MCP review: "Which language does 李雷 prefer?" put memories
+    holding "language" and "prefer" above "李雷 prefers Rust" (scaled by 1/3, the name
+    weighed less than "language"; here: the answer out of the top 5)."""
+    rng = random.Random(5)
+    chars = (
+        "山水花鸟风云雨雪春夏秋冬东西南北城市乡村河流湖海"
+        "森林草原沙漠高原平原铁路公路机场港口学校医院银行商店工厂农场"
+    )
+    nodes = []
+    for i in range(300):
+        body = "".join(rng.choice(chars) for _ in range(20)) + ("李" if i % 3 == 0 else "")
+        nodes.append(Node(id=f"zh-{i}", layer="knowledge", body=body + ("雷" if i % 4 == 0 else "") + "。"))
+    words = ["lake", "paint", "dinner", "music", "hike", "garden", "movie", "book", "coffee", "train"]
+    for i in range(300):
+        extra = "language" if i % 10 == 0 else ""
+        body = f"Melanie: the {rng.choice(words)} and {rng.choice(words)} {extra}."
+        nodes.append(Node(id=f"turn-{i}", layer="knowledge", body=body))
+    for i in range(40):
+        who = rng.choice(["Bob", "Alice", "Tom", "Ann"])
+        nodes.append(Node(id=f"pref-{i}", layer="knowledge", body=f"{who} prefers the language number {i}."))
+    nodes.append(Node(id="answer", layer="knowledge", body="李雷 prefers Rust for systems work."))
+    with MdCG(tmp_path / "m") as store:
+        store.add_many(nodes)
+        results, _ = store.search("Which language does 李雷 prefer?", k=5, record=False)
+        assert [r.id for r in results[:2]] == ["answer", "pref-0"]
+        assert results[0].evidence["terms"] == ["prefer", "李雷", "李", "雷"]
