@@ -129,6 +129,9 @@ CLAUSE_ENDS = frozenset("。！？；，、")
 _FOLD_BLOCK = 512
 #: Unicode categories of the marks that belong to the character before them.
 _MARKS = frozenset(("Mn", "Mc", "Me"))
+#: Conjoining Hangul jamo, and those that continue a syllable (vowels and finals).
+_HANGUL_JAMO = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")
+_HANGUL_TAIL = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
 
 
 def _fold(text: str) -> str:
@@ -187,10 +190,14 @@ def _unfolded(text: str, at: int) -> int:
 
 def _splits(text: str, at: int) -> bool:
     """Whether cutting ``text`` at ``at`` parts a character from a mark after it (or a
-    zero-width joiner from either side)."""
+    zero-width joiner from either side), or a decomposed Hangul syllable: a vowel or final
+    jamo from the jamo before it (category ``Lo``, not a mark: session 37's second MCP
+    review saw a snippet start ``…ᅡᆨ각``)."""
     if not 0 < at < len(text):
         return False
-    return unicodedata.category(text[at]) in _MARKS or "\u200d" in (text[at], text[at - 1])
+    if unicodedata.category(text[at]) in _MARKS or "\u200d" in (text[at], text[at - 1]):
+        return True
+    return _HANGUL_TAIL.fullmatch(text[at]) is not None and _HANGUL_JAMO.fullmatch(text[at - 1]) is not None
 
 
 def _clip_from(text: str, start: int, width: int) -> str:
