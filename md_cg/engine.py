@@ -1330,6 +1330,8 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     for node_id in [i for i, (kind, _rel) in noted.items() if kind == "gone" and i in unread]:
         del noted[node_id]  # its file may not be read: not gone (kept as the log says)
     lost = [i for i in touched if i not in entries and i not in unread and was.get(i) is not None]
+    if lost and (undone := journal.undone_only_ids(tail)):  # its writes rolled back: a hand's
+        noted.update({i: ("gone", was[i].path) for i in lost if i in undone and i not in noted})  # type: ignore[union-attr]
     if noted or lost:
         for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change

@@ -223,7 +223,8 @@ class Journal:
         nothing changed. If a rename or unlink fails (or the call is interrupted),
         no ``done`` is written: the commit stays open, is added to :attr:`failed`,
         and is rolled forward by the next recovery, exactly like the commit of a
-        crashed process.
+        crashed process. If only the fsync of the folders after them fails, the
+        commit is closed before the error goes up (:meth:`_sync_applied`).
         """
         # The folders written to, a bounded number open at once (a batch may span
         # thousands of bucket folders: fsops.FolderCache).
@@ -254,19 +255,46 @@ class Journal:
             self._step("logged")
             try:
                 spared = self._apply(puts, order, temps, stats, dels, dirs, applied, read or {})
-                if durable:
-                    fsops.fsync_all(dirs.fsync_calls())
             except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
                 self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
                 exc.add_note(LOGGED_NOTE)
                 raise
+            if durable:
+                self._sync_applied(dirs, seq, record, shard, advance)
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)
             return spared
         finally:
             dirs.close()
+
+    def _sync_applied(
+        self,
+        dirs: fsops.FolderCache,
+        seq: int,
+        record: dict[str, Any],
+        shard: str,
+        advance: Callable[[str, int], None],
+    ) -> None:
+        """A durable commit's last step, every rename and unlink done: fsync their folders.
+        Should that fail (or be interrupted), the commit is closed all the same before the
+        error goes up (noted :data:`LOGGED_NOTE`: done, not known durable): left open, a
+        later recovery -- any compaction -- did its dels again, and removed a file another
+        process had added under a deleted id since (attack a2 of session 37: an ``add``
+        acknowledged after a ``forget`` whose folder fsync failed, lost at the next
+        ``forget`` of any memory). Only when the ``done`` cannot be written either does it
+        stay open, for recovery."""
+        try:
+            fsops.fsync_all(dirs.fsync_calls())
+        except BaseException as exc:
+            exc.add_note(LOGGED_NOTE)
+            try:
+                done_shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
+                advance(done_shard, nbytes)
+            except BaseException:
+                self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
+            raise
 
     def _logged_syncs(
         self, puts: Sequence[Put], temps: list[str], dirs: fsops.FolderCache, made: list[str]
@@ -834,6 +862,20 @@ def hand_edits_after(
         ):
             out[node_id] = ("changed", e.path)
     return out
+
+
+def undone_only_ids(tail: Tail) -> set[str]:
+    """The ids every write of ``tail``'s commit lines to which was rolled back
+    (:func:`_undone_keys`): following the tail changed nothing of them through md-cg, so
+    one the index held whose file is gone now was removed by hand -- :func:`hand_edits_after`
+    skips those writes and notes nothing of it (attack a2 of session 37: an undone
+    ``update`` and a person's ``rm`` of the file in one tail; no sync ever told it)."""
+    undone = _undone_keys(tail)
+    if not undone:
+        return set()
+    writes = logged_writes(tail)
+    mine = {w.id for w in writes if w.key in undone}
+    return mine - {w.id for w in writes if w.key not in undone}
 
 
 def _undone_keys(tail: Tail) -> set[tuple[str, int]]:

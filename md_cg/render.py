@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, recorded_note
 from .index import title_of
-from .script import WORD_CHAR, distinct_labels, fold_accents, is_cjk, terminal_safe
+from .script import WORD_CHAR, distinct_labels, fold_accents, inside_syllable, is_cjk, terminal_safe
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -129,9 +129,6 @@ CLAUSE_ENDS = frozenset("。！？；，、")
 _FOLD_BLOCK = 512
 #: Unicode categories of the marks that belong to the character before them.
 _MARKS = frozenset(("Mn", "Mc", "Me"))
-#: Conjoining Hangul jamo, and those that continue a syllable (vowels and finals).
-_HANGUL_JAMO = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")
-_HANGUL_TAIL = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
 
 
 def _fold(text: str) -> str:
@@ -197,7 +194,7 @@ def _splits(text: str, at: int) -> bool:
         return False
     if unicodedata.category(text[at]) in _MARKS or "\u200d" in (text[at], text[at - 1]):
         return True
-    return _HANGUL_TAIL.fullmatch(text[at]) is not None and _HANGUL_JAMO.fullmatch(text[at - 1]) is not None
+    return inside_syllable(text[at - 1], text[at])
 
 
 def _clip_from(text: str, start: int, width: int) -> str:

@@ -338,3 +338,15 @@ def short_repr(value: object) -> str:
     """A short ``repr`` of a value for messages: bounded in length and depth, and an
     integer too long for ``repr`` (over 4,300 digits) says how long it is."""
     return _REPR.repr(value)
+
+
+#: Conjoining Hangul jamo, and those of them that continue a syllable (vowels and finals).
+_HANGUL_JAMO = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")
+_HANGUL_TAIL = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
+
+
+def inside_syllable(before: str, char: str) -> bool:
+    """Whether ``char`` continues a decomposed Hangul syllable after ``before``: a vowel or
+    final conjoining jamo after a jamo (letters, category ``Lo``, not marks: a cut between
+    them leaves half a syllable -- :func:`md_cg.render.snippet`)."""
+    return _HANGUL_TAIL.fullmatch(char) is not None and _HANGUL_JAMO.fullmatch(before) is not None

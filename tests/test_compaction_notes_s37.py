@@ -285,3 +285,48 @@ def test_an_add_its_writer_undid_is_no_hand_change(tmp_path: Path) -> None:
         assert f.add(id="hot", body="hot again", layer="contextual").id == "hot"
         assert f.sync().deleted == ()
     assert _md_files(root) == [HOT, "contextual/seed.md"]
+
+
+#: A durable update of ``x`` interrupted while it fsyncs (Ctrl-C): undone.
+_UNDONE_UPDATE = """
+import sys
+from md_cg import MdCG, fsops
+def ctrl_c(calls):
+    raise KeyboardInterrupt
+fsops.fsync_all = ctrl_c
+m = MdCG(sys.argv[1], auto_compact=None)
+try:
+    m.update("x", body="never written")
+except KeyboardInterrupt:
+    print("undone")
+m.close()
+"""
+
+
+@pytest.mark.parametrize("who", ["held", "fresh"])
+def test_a_hand_removal_beside_an_undone_write_of_the_id_is_told(tmp_path: Path, who: str) -> None:
+    """Attack a2 of session 37 (G1, a regression of the skip of undone writes): ``x`` in the
+    snapshot, another process's durable ``update("x")`` rolled back, a person removes
+    ``x.md``: the follow dropped ``x`` quietly (the undone write made no note any more) and
+    no sync ever told it. Now an id the index held whose writes in the tail were all
+    undone and whose file is gone is noted gone by hand."""
+    root = _store(tmp_path)
+    with MdCG(root) as m:
+        m.add(id="x", body="x body", layer="contextual")
+        m.compact_index()
+    held = MdCG(root) if who == "held" else None
+    if held is not None:
+        assert held.get("x").body == "x body"
+    code = _UNDONE_UPDATE.replace("MdCG(sys.argv[1], auto_compact=None)", "MdCG(sys.argv[1], durable=True)")
+    done = subprocess.run([sys.executable, "-c", code, str(root)], env=_ENV, capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, "undone\n", "")
+    (root / "contextual/x.md").unlink()
+    if held is not None:
+        with pytest.raises(NodeNotFoundError):
+            held.get("x")
+        assert held.sync().deleted == ("x",)
+        held.close()
+    with MdCG(root) as f:
+        assert f.sync().deleted == (() if who == "held" else ("x",))
+        assert f.sync().deleted == ()
+    assert _md_files(root) == ["contextual/seed.md"]
