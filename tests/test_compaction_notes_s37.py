@@ -251,20 +251,21 @@ def test_a_file_back_at_its_path_is_read_with_its_own_scope(tmp_path: Path) -> N
         assert b.sync().changed == ("x",)  # the file differs from what the note's process held
 
 
-#: A durable add of ``hot`` interrupted while it fsyncs (Ctrl-C): undone, nothing written.
-_UNDONE_ADD = """
+#: A durable write (``{write}``) interrupted while it fsyncs (Ctrl-C): undone, nothing written.
+_UNDONE = """
 import sys
 from md_cg import MdCG, fsops
 def ctrl_c(calls):
     raise KeyboardInterrupt
 fsops.fsync_all = ctrl_c
-m = MdCG(sys.argv[1], auto_compact=None)
+m = MdCG(sys.argv[1], auto_compact=None, durable=True)
 try:
-    m.add(id="hot", body="hot", layer="contextual", durable=True)
+    m.{write}
 except KeyboardInterrupt:
     print("undone")
 m.close()
 """
+_UNDONE_ADD = _UNDONE.replace("{write}", 'add(id="hot", body="hot", layer="contextual")')
 
 
 def test_an_add_its_writer_undid_is_no_hand_change(tmp_path: Path) -> None:
@@ -287,20 +288,7 @@ def test_an_add_its_writer_undid_is_no_hand_change(tmp_path: Path) -> None:
     assert _md_files(root) == [HOT, "contextual/seed.md"]
 
 
-#: A durable update of ``x`` interrupted while it fsyncs (Ctrl-C): undone.
-_UNDONE_UPDATE = """
-import sys
-from md_cg import MdCG, fsops
-def ctrl_c(calls):
-    raise KeyboardInterrupt
-fsops.fsync_all = ctrl_c
-m = MdCG(sys.argv[1], auto_compact=None)
-try:
-    m.update("x", body="never written")
-except KeyboardInterrupt:
-    print("undone")
-m.close()
-"""
+_UNDONE_UPDATE = _UNDONE.replace("{write}", 'update("x", body="never written")')
 
 
 @pytest.mark.parametrize("who", ["held", "fresh"])
@@ -317,8 +305,9 @@ def test_a_hand_removal_beside_an_undone_write_of_the_id_is_told(tmp_path: Path,
     held = MdCG(root) if who == "held" else None
     if held is not None:
         assert held.get("x").body == "x body"
-    code = _UNDONE_UPDATE.replace("MdCG(sys.argv[1], auto_compact=None)", "MdCG(sys.argv[1], durable=True)")
-    done = subprocess.run([sys.executable, "-c", code, str(root)], env=_ENV, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", _UNDONE_UPDATE, str(root)], env=_ENV, capture_output=True, text=True
+    )
     assert (done.returncode, done.stdout, done.stderr) == (0, "undone\n", "")
     (root / "contextual/x.md").unlink()
     if held is not None:
