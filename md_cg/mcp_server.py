@@ -651,9 +651,15 @@ def search_reply(
     shown = [r for r in results if fill or not r.filler]
     reasons: dict[str, int] = {}
     words = meta.get("words", {})
-    items = [_result(r, reasons, words) for r in shown]
-    counts: dict[str, int] = {}
+    items, kept = [], []
     for r in shown:
+        try:
+            items.append(_result(r, reasons, words))
+        except NodeNotFoundError:
+            continue  # its file changed by hand since the search (narrowed, moved): left out, as inject does
+        kept.append(r)
+    counts: dict[str, int] = {}
+    for r in kept:
         if r.state is not None:
             counts[r.state] = counts.get(r.state, 0) + 1
     buckets = list(meta["buckets"])

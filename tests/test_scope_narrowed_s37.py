@@ -1,0 +1,65 @@
+"""A file a person narrowed in place to another scope is not served to a scoped reader
+before a sync takes the edit in (attack a2 of session 37, P1, medium, pre-existing).
+
+``x`` is shared; a person edits ``x.md`` to ``agent_scope: "b"``, ``sensitivity: "secret"``.
+Until a sync (or a pick-up) the index still says ``x`` is shared, and a handle scoped to
+agent a read the file whole: ``get`` returned agent b's secret (the node itself said
+``agent_scope b``), ``read_text`` too. Now the file's own scope fields decide: an unknown
+id's error; a search hit whose node is so refused is left out of ``inject`` and of the MCP
+server's search reply."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from md_cg import MdCG, Scope
+from md_cg.access import inject_items
+from md_cg.errors import NodeNotFoundError
+from md_cg.mcp_server import search_reply
+
+SCOPE = Scope(agent="a", max_sensitivity="normal")
+
+
+def _narrowed(tmp_path: Path) -> Path:
+    root = tmp_path / "m"
+    with MdCG(root) as m:
+        m.add(id="x", body="# Door\n\nThe door code is public knowledge", layer="contextual")
+        m.add(id="y", body="# Gate\n\nThe gate code is public knowledge", layer="contextual")
+        m.compact_index()
+    f = root / "contextual/x.md"
+    text = f.read_text(encoding="utf-8")
+    text = text.replace('layer: "contextual"', 'layer: "contextual"\nagent_scope: "b"\nsensitivity: "secret"')
+    f.write_text(text.replace("public knowledge", "SECRET 4711 of agent b"), encoding="utf-8")
+    return root
+
+
+def test_a_scoped_read_of_a_file_narrowed_in_place_is_refused(tmp_path: Path) -> None:
+    root = _narrowed(tmp_path)
+    with MdCG(root, scope=SCOPE) as m:
+        for read in (m.get, m.read_text):
+            with pytest.raises(NodeNotFoundError) as refused:
+                read("x")
+            assert (str(refused.value).strip("\"'"), refused.value.hidden) == (
+                "no node with id 'x' in this store",
+                None,
+            )
+        assert m.get("y").body.endswith("public knowledge")
+    with MdCG(root) as unscoped:
+        node = unscoped.get("x")
+        assert (node.agent_scope, node.sensitivity) == ("b", "secret")
+
+
+def test_a_search_hit_so_refused_is_left_out_of_inject_and_the_mcp_reply(tmp_path: Path) -> None:
+    root = _narrowed(tmp_path)
+    with MdCG(root, scope=SCOPE, refresh_interval=None) as m:
+        results, meta = m.search("door gate code", record=False)
+        assert sorted(r.id for r in results) == ["x", "y"]  # the index still says x is shared
+        with pytest.raises(NodeNotFoundError):
+            _ = next(r for r in results if r.id == "x").node
+        assert [item.id for item in inject_items(m, "door gate code", 5)] == ["y"]
+        reply = search_reply(m, results, meta)
+        assert [item["id"] for item in reply["results"]] == ["y"]
+        assert "SECRET" not in str(reply)
+        assert sum(reply["counts"].values()) == 1
