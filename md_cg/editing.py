@@ -40,6 +40,7 @@ from .errors import (
     MalformedNodeFileError,
     NodeNotFoundError,
     UnsafePathError,
+    was_applied,
 )
 from .index import Columns, Entry
 from .logs import AppendLog
@@ -275,12 +276,24 @@ def rename(
                     raise dropped_file(engine, old_id, named=scope is None) or NodeNotFoundError(old_id)
                 if refuse is not None:
                     refuse(current)
-                node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
+                try:
+                    node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
+                except BaseException as exc:  # done, only not known durable: recorded all the same
+                    if audit is not None and old_id != new_id and was_applied(exc):
+                        _record_rename(engine, audit, engine.get(new_id), old_id, durable)
+                    raise
                 if audit is not None and old_id != new_id:
-                    record = audit_mod.rename_record(node, old_id)  # what a sync's recovery writes too
-                    sure = engine.durable if durable is None else durable
-                    audit.append([record], durable=sure, landed=True)  # after the commit
+                    _record_rename(engine, audit, node, old_id, durable)
                 return node
+
+
+def _record_rename(engine: Engine, audit: AppendLog, node: Node, old_id: str, durable: bool | None) -> None:
+    """The audit record of a rename (what a sync's recovery writes too), after its commit --
+    also when only the fsync of its folders failed (:func:`md_cg.errors.was_applied`): the
+    commit is closed then, and no recovery writes it (attack a3 of session 37: a later
+    ``get`` of the old id no longer said when it was renamed)."""
+    sure = engine.durable if durable is None else durable
+    audit.append([audit_mod.rename_record(node, old_id)], durable=sure, landed=True)
 
 
 def _sources(engine: Engine, node_id: str) -> set[str]:

@@ -35,7 +35,7 @@ import threading
 import time
 import warnings
 import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -345,6 +345,9 @@ class Engine:
         self.durable, self.refresh_interval, self.lock_timeout = durable, refresh_interval, lock_timeout
         self.wrote = False
         self.hand_after: MutableMapping[str, Noted] = Notes()  # told by the next sync: see _resolved
+        #: the scope of the handle that owns this engine (set by it; None: every scope):
+        #: :func:`read_entry` refuses a file narrowed out of it by hand since it was indexed
+        self.scope: Scope | None = None
         #: id -> (path, mtime_ns, size, CRC-32) of the file this process's last sync naming
         #: the id took in: its next sync tells a file whose mtime alone moved only when its
         #: bytes differ (md_cg.maintenance._settle_touched)
@@ -450,7 +453,9 @@ class Engine:
             for recs in tail.by_shard.values()
             for r in recs
         )
+        open_before = dict(self.cursor.pending)
         touched = journal.replay(self.cursor, tail)
+        closed = {i for k, c in open_before.items() if k not in self.cursor.pending for i in c.ids}
         live = [c for c in self.cursor.pending.values() if c.key not in self.cursor.dead]
         if live:
             for node_id, rels in journal.mark_dead(
@@ -460,7 +465,7 @@ class Engine:
         if prior is not None:
             for node_id in touched:
                 prior.setdefault(node_id, self.state.entries.get(node_id))
-        return _resolved(self, tail, touched)
+        return _resolved(self, tail, touched, closed)
 
     def refresh(self, prior: dict[str, Entry | None] | None = None) -> list[str]:
         """Pick up other processes' changes; return the ids that changed: those whose entry
@@ -1299,7 +1304,9 @@ def _follow(engine: Engine, ident: tuple[int, int, int], prior: dict[str, Entry 
     return changed
 
 
-def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]]) -> list[str]:
+def _resolved(
+    engine: Engine, tail: journal.Tail, touched: dict[str, list[str]], closed: Collection[str] = ()
+) -> list[str]:
     """:meth:`Engine.catch_up`'s end: resolve what the followed ``tail`` touched (return the
     changed ids), and note in ``engine.hand_after`` the files other processes wrote that a
     person changed after (:func:`md_cg.journal.hand_edits_after`: id -> ``("changed" |
@@ -1307,7 +1314,13 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     process's own lines too, when an open follows them (a ``git pull`` without hooks:
     :func:`md_cg.journal.synced_edits_after`) --, which the follow read as they are, for
     the next sync to tell; each with the entry the index held before this follow (or an
-    earlier note of the id) -- a file gone drops it, and a scoped sync needs its scope."""
+    earlier note of the id) -- a file gone drops it, and a scoped sync needs its scope. An
+    id the index held whose file is gone and whose writes in the tail were all rolled back
+    is noted gone (:func:`md_cg.journal.undone_only_ids`) -- unless a commit that was open
+    before this follow and ``closed`` in it writes the id: a ``delete`` or ``rename`` this
+    process followed mid-flight, its line in an earlier tail (attack a3 of session 37: a
+    rolled-back ``add`` after it made md-cg's own delete a hand removal, every process
+    then refusing the add and a sync telling ``deleted``)."""
     synced = set(journal.synced_ids(tail))
     if engine.hand_after:
         # told by another process's sync, or written over by a write through md-cg since
@@ -1330,7 +1343,7 @@ def _resolved(engine: Engine, tail: journal.Tail, touched: dict[str, list[str]])
     for node_id in [i for i, (kind, _rel) in noted.items() if kind == "gone" and i in unread]:
         del noted[node_id]  # its file may not be read: not gone (kept as the log says)
     lost = [i for i in touched if i not in entries and i not in unread and was.get(i) is not None]
-    if lost and (undone := journal.undone_only_ids(tail)):  # its writes rolled back: a hand's
+    if lost and (undone := journal.undone_only_ids(tail).difference(closed)):  # rolled back: a hand's
         noted.update({i: ("gone", was[i].path) for i in lost if i in undone and i not in noted})  # type: ignore[union-attr]
     if noted or lost:
         for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
@@ -1464,7 +1477,23 @@ def read_entry(engine: Engine, entry: Entry) -> Node:
         raise moved_away(engine, entry, None) from None
     if node.id != entry.id:
         raise moved_away(engine, entry, node)
+    if narrowed(engine.scope, entry, node):
+        raise NodeNotFoundError(entry.id)
     return node
+
+
+def narrowed(scope: Scope | None, entry: Entry, node: Node) -> bool:
+    """Whether ``scope`` admits ``entry`` (the index's) but not ``node`` (its file now): a
+    person narrowed the memory in place (``agent_scope``, ``workspace_scope``,
+    ``sensitivity``) since it was indexed. A scoped handle's reads and writes of it are
+    then refused as of an unknown id until a sync or a pick-up takes the edit in (attack
+    a2 of session 37, P1: ``get`` served the file whole, and ``forget``, ``delete`` and
+    ``rename`` returned its body)."""
+    return (
+        scope is not None
+        and scope.admits(entry)
+        and not scope.admits_fields(node.agent_scope, node.workspace_scope, node.sensitivity)
+    )
 
 
 def moved_away(engine: Engine, entry: Entry, found: Node | None) -> NodeNotFoundError:

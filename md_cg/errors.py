@@ -437,6 +437,18 @@ def is_out_of_room(exc: BaseException) -> bool:
 LOGGED_NOTE = "the batch was logged before this error: the next recovery completes it"
 
 
+#: The note the journal adds, besides :data:`LOGGED_NOTE`, to an error raised after every
+#: file of a write was in place (only the fsync of their folders failed): the write is
+#: done and closed, not known to be durable (:meth:`md_cg.journal.Journal.commit`).
+APPLIED_NOTE = "every file of the write is in place; only the fsync of their folders failed"
+
+
+def was_applied(exc: BaseException) -> bool:
+    """True when ``exc`` came after every file of a write was in place (:data:`APPLIED_NOTE`):
+    the write is done (a power cut before the disk caught up may still undo part of it)."""
+    return APPLIED_NOTE in getattr(exc, "__notes__", ())
+
+
 def was_logged(exc: BaseException) -> bool:
     """True when ``exc`` interrupted a write after its commit line was logged (the journal's
     :data:`LOGGED_NOTE`): some of its files may have changed, and the next ``sync()`` (or

@@ -66,7 +66,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from . import fsops, paths
-from .errors import LOGGED_NOTE, RECOVERY_NOTE, UnsafePathError
+from .errors import APPLIED_NOTE, LOGGED_NOTE, RECOVERY_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
 
@@ -294,6 +294,8 @@ class Journal:
                 advance(done_shard, nbytes)
             except BaseException:
                 self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
+            else:
+                exc.add_note(APPLIED_NOTE)
             raise
 
     def _logged_syncs(

@@ -162,7 +162,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         self._remember_lock = fsops.FileLock(
             self._engine.root_str, paths.meta("remember.lock"), what="remember"
         )
-        self._scope = scope
+        self._scope = self._engine.scope = scope
         self._filter = visibility.Filter(scope)
         self._ttl_seconds = ttl_seconds
         self._retention: retention.Retention | None = None

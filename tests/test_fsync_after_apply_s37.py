@@ -18,6 +18,7 @@ import pytest
 from test_add_race_s35 import _ENV
 
 from md_cg import MdCG, fsops, was_logged
+from md_cg.errors import was_applied
 
 #: Adds ``h1`` again from another process.
 _ADD = """
@@ -59,7 +60,7 @@ def test_an_add_after_a_write_whose_last_fsync_failed_survives_compaction(
         else:
             w.rename("h1", "h9")
     monkeypatch.undo()
-    assert was_logged(raised.value)  # the CLI and the MCP server never say "nothing changed"
+    assert was_logged(raised.value) and was_applied(raised.value)  # never "nothing changed"
     assert len(calls) == 2 and w._engine.journal.failed == []
     assert _files(root) == (["h9.md", "other.md"] if op == "rename" else ["other.md"])
     done = subprocess.run([sys.executable, "-c", _ADD, str(root)], env=_ENV, capture_output=True, text=True)
@@ -72,3 +73,6 @@ def test_an_add_after_a_write_whose_last_fsync_failed_survives_compaction(
         report = fresh.sync()
         assert (report.added, report.deleted, report.changed) == ((), (), ())
         assert fresh.get("h1").body.strip() == "NEW h1 added by another process"
+        if op == "rename":  # closed by its writer, no recovery writes its audit record: the rename does
+            renamed = [r for r in fresh.log("audit").read() if r.get("event") == "renamed"]
+            assert [(r["id"], r["to"]) for r in renamed] == [("h1", "h9")]

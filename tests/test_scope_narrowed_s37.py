@@ -63,3 +63,26 @@ def test_a_search_hit_so_refused_is_left_out_of_inject_and_the_mcp_reply(tmp_pat
         assert [item["id"] for item in reply["results"]] == ["y"]
         assert "SECRET" not in str(reply)
         assert sum(reply["counts"].values()) == 1
+
+
+@pytest.mark.parametrize("write", ["forget", "delete", "rename", "move", "update", "supersede"])
+def test_a_scoped_write_of_a_file_narrowed_in_place_is_refused(tmp_path: Path, write: str) -> None:
+    """Before: ``forget``, ``delete`` and ``rename`` went ahead and returned agent b's secret
+    body; ``move`` and ``update`` said "agent_scope 'b' is outside this store handle's scope
+    ('a')" (naming the other agent). Now an unknown id's error, nothing written."""
+    root = _narrowed(tmp_path)
+    before = (root / "contextual/x.md").read_bytes()
+    calls = {
+        "forget": lambda m: m.forget("x", "done with it"),
+        "delete": lambda m: m.delete("x", force=True),
+        "rename": lambda m: m.rename("x", "x2"),
+        "move": lambda m: m.move("x", "knowledge"),
+        "update": lambda m: m.update("x", tags=["t"]),
+        "supersede": lambda m: m.supersede("x", "y"),
+    }
+    with MdCG(root, scope=SCOPE) as m:
+        with pytest.raises(NodeNotFoundError) as refused:
+            calls[write](m)
+        assert str(refused.value).strip("\"'") == "no node with id 'x' in this store"
+    assert (root / "contextual/x.md").read_bytes() == before
+    assert sorted(p.name for p in (root / "contextual").iterdir()) == ["x.md", "y.md"]
