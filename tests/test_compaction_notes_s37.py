@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import orjson
@@ -319,3 +320,63 @@ def test_a_hand_removal_beside_an_undone_write_of_the_id_is_told(tmp_path: Path,
         assert f.sync().deleted == (() if who == "held" else ("x",))
         assert f.sync().deleted == ()
     assert _md_files(root) == ["contextual/seed.md"]
+
+
+#: Deletes (or renames) ``x`` durably, pausing after its commit line until ``go`` exists.
+_PAUSED = """
+import sys, time
+from pathlib import Path
+from md_cg import MdCG, journal
+real = journal.Journal.append
+def paused(self, records):
+    out = real(self, records)
+    if any(r.get("op") == "commit" for r in records):
+        Path(sys.argv[2]).touch()
+        while not Path(sys.argv[3]).exists():
+            time.sleep(0.01)
+    return out
+journal.Journal.append = paused
+with MdCG(sys.argv[1], durable=True, auto_compact=None) as m:
+    m.delete("x", force=True) if sys.argv[4] == "delete" else m.rename("x", "x2")
+"""
+
+
+@pytest.mark.parametrize("op", ["delete", "rename"])
+def test_a_write_followed_mid_flight_then_an_undone_add_is_no_hand_removal(tmp_path: Path, op: str) -> None:
+    """Attack a3 of session 37 (a regression of the note for undone writes): a handle
+    followed another process's ``delete``/``rename`` of ``x`` between its commit line and
+    its unlink; a third process's durable ``add("x")`` was rolled back; the handle's next
+    follow saw only that undone write of ``x`` (the delete's line was in its earlier tail)
+    and noted ``x`` gone by hand: its compaction kept the note, every process refused the
+    add and its sync told ``deleted``."""
+    root = _store(tmp_path)
+    with MdCG(root) as m:
+        m.add(id="x", body="x body", layer="contextual")
+        m.compact_index()
+    flag, go = tmp_path / "logged", tmp_path / "go"
+    with MdCG(root, refresh_interval=0) as a:
+        assert a.get("x").body == "x body"
+        w = subprocess.Popen(
+            [sys.executable, "-c", _PAUSED, str(root), str(flag), str(go), op],
+            env=_ENV,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 60
+        while not flag.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert a.get("seed").body == "seed memory" and a._engine.cursor.pending  # followed mid-flight
+        go.touch()
+        assert w.communicate(timeout=60)[1] == "" and w.returncode == 0
+        undone = _UNDONE.replace("{write}", 'add(id="x", body="never", layer="contextual")')
+        done = subprocess.run(
+            [sys.executable, "-c", undone, str(root)], env=_ENV, capture_output=True, text=True
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "undone\n", "")
+        assert "x" not in a.ids() and "x" not in a._engine.hand_after
+        a.compact_index()
+        assert a.sync().deleted == ()
+    assert snapshot.NOTES not in _entries_section(root)
+    with MdCG(root) as f:
+        assert f.add(id="x", body="x again", layer="contextual").id == "x"
