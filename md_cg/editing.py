@@ -31,6 +31,7 @@ from .engine import (
     dropped_file,
     lost_file,
     moved_away,
+    narrowed,
     read_entry,
     stage,
 )
@@ -168,6 +169,8 @@ def edit_text(
         held = _read_or_none(data, current.path)
         if held is not None and held.id != node_id:  # another memory's file: ``change`` never sees it
             raise moved_away(engine, current, held)  # (attack a3 of session 36: a scoped edit did)
+        if held is not None and narrowed(engine.scope, current, held):  # nor one narrowed by hand
+            raise NodeNotFoundError(node_id)  # (attack a4 of session 37)
         stored = read_bytes_as_text(data, current.path)
         text = change(stored)
         if not isinstance(text, str):

@@ -455,7 +455,13 @@ class Engine:
         )
         open_before = dict(self.cursor.pending)
         touched = journal.replay(self.cursor, tail)
-        closed = {i for k, c in open_before.items() if k not in self.cursor.pending for i in c.ids}
+        closed = {  # the ids a commit that closed in this follow deleted (not put again)
+            i
+            for k, c in open_before.items()
+            if k not in self.cursor.pending
+            for i, _rel in c.dels
+            if i not in {p[0] for p in c.puts}
+        }
         live = [c for c in self.cursor.pending.values() if c.key not in self.cursor.dead]
         if live:
             for node_id, rels in journal.mark_dead(
@@ -1146,6 +1152,9 @@ def _overwritten(
         raise _unreadable(node_id, rel)
     stored = _stored_as(engine, node_id, existing)
     _check_untracked(engine, node_id, existing, stored, check)
+    held = engine.state.entries.get(node_id)
+    if stored is not None and held is not None and narrowed(engine.scope, held, stored[1]):
+        raise DuplicateIdError(node_id, "", f"node {taken_outside_scope(node_id)}")  # narrowed by hand
     if stored is None and _holds_text(engine, existing):
         raise _unreadable(node_id, existing)
     lost = _lost_at(engine, node_id, existing) if stored is None and copy is None else None
@@ -1317,10 +1326,11 @@ def _resolved(
     earlier note of the id) -- a file gone drops it, and a scoped sync needs its scope. An
     id the index held whose file is gone and whose writes in the tail were all rolled back
     is noted gone (:func:`md_cg.journal.undone_only_ids`) -- unless a commit that was open
-    before this follow and ``closed`` in it writes the id: a ``delete`` or ``rename`` this
+    before this follow and ``closed`` in it deleted the id: a ``delete`` or ``rename`` this
     process followed mid-flight, its line in an earlier tail (attack a3 of session 37: a
     rolled-back ``add`` after it made md-cg's own delete a hand removal, every process
-    then refusing the add and a sync telling ``deleted``)."""
+    then refusing the add and a sync telling ``deleted``); an ``update`` that closed so
+    removes no file, and a hand removal beside it is noted (attack a4)."""
     synced = set(journal.synced_ids(tail))
     if engine.hand_after:
         # told by another process's sync, or written over by a write through md-cg since

@@ -341,6 +341,21 @@ with MdCG(sys.argv[1], durable=True, auto_compact=None) as m:
 """
 
 
+def _follow_mid_flight(a: MdCG, root: Path, tmp_path: Path, code: str, op: str) -> None:
+    """Run ``code`` (a paused write of ``x``) in another process; ``a`` reads ``x``, and
+    follows the write between its commit line and its files; then the write finishes."""
+    assert a.get("x").body == "x body"
+    flag, go = tmp_path / "logged", tmp_path / "go"
+    args = [sys.executable, "-c", code, str(root), str(flag), str(go), op]
+    w = subprocess.Popen(args, env=_ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not flag.exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert a.get("seed").body == "seed memory" and a._engine.cursor.pending  # followed mid-flight
+    go.touch()
+    assert w.communicate(timeout=60)[1] == "" and w.returncode == 0
+
+
 @pytest.mark.parametrize("op", ["delete", "rename"])
 def test_a_write_followed_mid_flight_then_an_undone_add_is_no_hand_removal(tmp_path: Path, op: str) -> None:
     """Attack a3 of session 37 (a regression of the note for undone writes): a handle
@@ -353,22 +368,8 @@ def test_a_write_followed_mid_flight_then_an_undone_add_is_no_hand_removal(tmp_p
     with MdCG(root) as m:
         m.add(id="x", body="x body", layer="contextual")
         m.compact_index()
-    flag, go = tmp_path / "logged", tmp_path / "go"
     with MdCG(root, refresh_interval=0) as a:
-        assert a.get("x").body == "x body"
-        w = subprocess.Popen(
-            [sys.executable, "-c", _PAUSED, str(root), str(flag), str(go), op],
-            env=_ENV,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-        deadline = time.monotonic() + 60
-        while not flag.exists() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert a.get("seed").body == "seed memory" and a._engine.cursor.pending  # followed mid-flight
-        go.touch()
-        assert w.communicate(timeout=60)[1] == "" and w.returncode == 0
+        _follow_mid_flight(a, root, tmp_path, _PAUSED, op)
         undone = _UNDONE.replace("{write}", 'add(id="x", body="never", layer="contextual")')
         done = subprocess.run(
             [sys.executable, "-c", undone, str(root)], env=_ENV, capture_output=True, text=True
@@ -380,3 +381,34 @@ def test_a_write_followed_mid_flight_then_an_undone_add_is_no_hand_removal(tmp_p
     assert snapshot.NOTES not in _entries_section(root)
     with MdCG(root) as f:
         assert f.add(id="x", body="x again", layer="contextual").id == "x"
+
+
+#: Updates ``x`` durably, pausing after its commit line until ``go`` exists.
+_PAUSED_UPDATE = _PAUSED.replace(
+    'm.delete("x", force=True) if sys.argv[4] == "delete" else m.rename("x", "x2")',
+    'm.update("x", body="x v2")',
+)
+
+
+def test_a_hand_removal_after_an_update_followed_mid_flight_is_told(tmp_path: Path) -> None:
+    """Attack a4 of session 37: the ids of every commit closed in a follow were kept from
+    the note beside an undone write -- an ``update`` removes no file, so a person's ``rm``
+    after it went untold (and, after a compaction, by every process)."""
+    root = _store(tmp_path)
+    with MdCG(root) as m:
+        m.add(id="x", body="x body", layer="contextual")
+        m.compact_index()
+    with MdCG(root, refresh_interval=0) as a:
+        _follow_mid_flight(a, root, tmp_path, _PAUSED_UPDATE, "update")
+        undone = _UNDONE.replace("{write}", 'add(id="x", body="never", layer="contextual", overwrite=True)')
+        done = subprocess.run(
+            [sys.executable, "-c", undone, str(root)], env=_ENV, capture_output=True, text=True
+        )
+        assert (done.returncode, done.stdout, done.stderr) == (0, "undone\n", "")
+        (root / "contextual/x.md").unlink()
+        with pytest.raises(NodeNotFoundError) as lost:
+            a.get("x")
+        assert lost.value.hidden == "lost"
+        a.compact_index()
+    with MdCG(root) as f:
+        assert f.sync().deleted == ("x",)

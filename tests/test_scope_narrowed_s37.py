@@ -16,7 +16,7 @@ import pytest
 
 from md_cg import MdCG, Scope
 from md_cg.access import inject_items
-from md_cg.errors import NodeNotFoundError
+from md_cg.errors import DuplicateIdError, NodeNotFoundError
 from md_cg.mcp_server import search_reply
 
 SCOPE = Scope(agent="a", max_sensitivity="normal")
@@ -86,3 +86,21 @@ def test_a_scoped_write_of_a_file_narrowed_in_place_is_refused(tmp_path: Path, w
         assert str(refused.value).strip("\"'") == "no node with id 'x' in this store"
     assert (root / "contextual/x.md").read_bytes() == before
     assert sorted(p.name for p in (root / "contextual").iterdir()) == ["x.md", "y.md"]
+
+
+def test_edit_text_and_an_overwrite_of_a_narrowed_file_are_refused(tmp_path: Path) -> None:
+    """Attack a4 of session 37: ``edit_text`` handed agent b's secret text to the caller's
+    ``change`` before refusing; ``add(overwrite=True)`` replaced it (agent b's memory lost)."""
+    root = _narrowed(tmp_path)
+    before = (root / "contextual/x.md").read_bytes()
+    seen: list[str] = []
+    with MdCG(root, scope=SCOPE) as m:
+        with pytest.raises(NodeNotFoundError):
+            m.edit_text("x", lambda text: seen.append(text) or text)
+        with pytest.raises(DuplicateIdError) as taken:
+            m.add(id="x", body="mine now", layer="contextual", overwrite=True)
+        assert (
+            str(taken.value)
+            == "node id 'x' is taken by a memory outside this handle's scope; choose another id"
+        )
+    assert seen == [] and (root / "contextual/x.md").read_bytes() == before
