@@ -807,6 +807,8 @@ class Engine:
         node = index.decode_node(data, current.path)  # a file broken by hand: named where it is
         if node.id != current.id:  # the file was edited to hold another id meanwhile
             raise moved_away(self, current, node)
+        if narrowed(self.scope, current, node):  # by hand, out of the caller's scope
+            raise NodeNotFoundError(current.id)
         domain = layout.route_key(node) if node.layer == paths.BUCKETED_LAYER else None
         return Staged(node, to, data, domain)
 

@@ -65,7 +65,9 @@ def test_a_search_hit_so_refused_is_left_out_of_inject_and_the_mcp_reply(tmp_pat
         assert sum(reply["counts"].values()) == 1
 
 
-@pytest.mark.parametrize("write", ["forget", "delete", "rename", "move", "update", "supersede"])
+@pytest.mark.parametrize(
+    "write", ["forget", "delete", "rename", "move", "update", "supersede", "archive", "apply_changes"]
+)
 def test_a_scoped_write_of_a_file_narrowed_in_place_is_refused(tmp_path: Path, write: str) -> None:
     """Before: ``forget``, ``delete`` and ``rename`` went ahead and returned agent b's secret
     body; ``move`` and ``update`` said "agent_scope 'b' is outside this store handle's scope
@@ -79,6 +81,8 @@ def test_a_scoped_write_of_a_file_narrowed_in_place_is_refused(tmp_path: Path, w
         "move": lambda m: m.move("x", "knowledge"),
         "update": lambda m: m.update("x", tags=["t"]),
         "supersede": lambda m: m.supersede("x", "y"),
+        "archive": lambda m: m.archive(["x"]),
+        "apply_changes": lambda m: m.apply_changes(archive=["x"]),
     }
     with MdCG(root, scope=SCOPE) as m:
         with pytest.raises(NodeNotFoundError) as refused:
