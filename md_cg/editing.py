@@ -90,26 +90,20 @@ def require_usable(
         raise problem
 
 
-def read_text(
-    engine: Engine, node_id: str, *, checked: bool = False, scope: visibility.Scope | None = None
-) -> str:
+def read_text(engine: Engine, node_id: str, *, checked: bool = False) -> str:
     """The node's file as stored (frontmatter and body), read without following symlinks.
     ``checked`` (a scoped caller): a file that holds another memory now raises
     :func:`~md_cg.engine.moved_away`'s error, as ``get`` does -- session 36, a scoped
     ``read_text("x")`` returned another scope's ``hush``, moved over ``x.md`` by hand --,
-    and one whose own scope fields ``scope`` does not admit (narrowed in place by hand)
-    an unknown id's."""
+    and one narrowed in place by hand out of the caller's scope
+    (:func:`~md_cg.engine.narrowed`) an unknown id's."""
     entry = engine.entry(check_id(node_id))
     data = _file_of(engine, entry)
     if checked:
         held = _read_or_none(data, entry.path)
         if held is not None and held.id != entry.id:
             raise moved_away(engine, entry, held)
-        if (
-            held is not None
-            and scope is not None
-            and not scope.admits_fields(held.agent_scope, held.workspace_scope, held.sensitivity)
-        ):
+        if held is not None and narrowed(engine.scope, entry, held):
             raise NodeNotFoundError(entry.id)  # narrowed in place by hand since the index took it in
     return read_bytes_as_text(data, entry.path)
 

@@ -1719,9 +1719,11 @@ def _read_held(
         return None, lost_file_error(node_id, e.path)
     except UnsafePathError:
         return None, None
-    if node.id == node_id:
-        return node, lost
-    return None, HeldNow(node_id, e.path, node)
+    if node.id != node_id:
+        return None, HeldNow(node_id, e.path, node)
+    if narrowed(engine.scope, e, node):
+        raise NodeNotFoundError(node_id)  # by hand, out of the caller's scope: as unknown
+    return node, lost
 
 
 @contextlib.contextmanager

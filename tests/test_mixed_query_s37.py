@@ -17,6 +17,11 @@ from md_cg.search import expand, scripts_balanced
 from md_cg.synonyms import SynonymTable
 
 QUERY = "Caroline 参加了 LGBTQ support group 吗"
+#: Characters the synthetic Chinese memories are drawn from (none of 参加了, 李 or 雷).
+CHARS = (
+    "山水花鸟风云雨雪春夏秋冬东西南北城市乡村河流湖海"
+    "森林草原沙漠高原平原铁路公路机场港口学校医院银行商店工厂农场"
+)
 
 
 def _terms(query: str) -> list[tuple[str, float]]:
@@ -98,13 +103,9 @@ def _store(root: Path) -> MdCG:
     """300 Chinese memories (10 say 参加了), 400 English turns (Caroline in a quarter of
     them, LGBTQ, support and group in a few each), and the answer holding all four."""
     rng = random.Random(7)
-    chars = (
-        "山水花鸟风云雨雪春夏秋冬东西南北城市乡村河流湖海"
-        "森林草原沙漠高原平原铁路公路机场港口学校医院银行商店工厂农场"
-    )
     nodes = []
     for i in range(300):
-        body = "".join(rng.choice(chars) for _ in range(30)) + "。"
+        body = "".join(rng.choice(CHARS) for _ in range(30)) + "。"
         nodes.append(Node(id=f"zh-{i}", layer="knowledge", body=("他们参加了" if i % 30 == 0 else "") + body))
     words = [
         "lake",
@@ -149,13 +150,9 @@ def test_a_chinese_name_in_an_english_question_ranks_its_memory_first(tmp_path: 
     holding "language" and "prefer" above "李雷 prefers Rust" (scaled by 1/3, the name
     weighed less than "language"; here: the answer out of the top 5)."""
     rng = random.Random(5)
-    chars = (
-        "山水花鸟风云雨雪春夏秋冬东西南北城市乡村河流湖海"
-        "森林草原沙漠高原平原铁路公路机场港口学校医院银行商店工厂农场"
-    )
     nodes = []
     for i in range(300):
-        body = "".join(rng.choice(chars) for _ in range(20)) + ("李" if i % 3 == 0 else "")
+        body = "".join(rng.choice(CHARS) for _ in range(20)) + ("李" if i % 3 == 0 else "")
         nodes.append(Node(id=f"zh-{i}", layer="knowledge", body=body + ("雷" if i % 4 == 0 else "") + "。"))
     words = ["lake", "paint", "dinner", "music", "hike", "garden", "movie", "book", "coffee", "train"]
     for i in range(300):
