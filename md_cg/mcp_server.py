@@ -177,6 +177,49 @@ VERDICTS = ("confirmed", "weakened", "falsified")
 DIRECTIONS = ("out", "in", "both")
 ORGANIZE_MODES = ("dryRun", "apply")
 STATES = ("ACCEPT", "REJECT", "DEFER", "BLINDSPOT")
+#: ``md_cg.dedupe.CANDIDATE_LAYERS`` (the memory layers but the negative ones),
+#: ``md_cg.organize.ACTIONS`` and ``md_cg.organize.MAX_CANDIDATES`` (a test holds them equal):
+#: the item schemas of ``organize``'s candidates and decisions.
+CANDIDATE_LAYERS = ("anchor", "structural", "knowledge", "contextual", "self")
+ORGANIZE_ACTIONS = ("save", "discard", "archive")
+MAX_CANDIDATES = 50
+
+
+def _candidate_items() -> dict[str, Any]:
+    """The item schema of ``organize``'s candidates: the keys every candidate needs, and its
+    tags (the optional keys ``md_cg.dedupe.normalize_candidate`` also reads are named in the
+    description: the tool list's budget keeps the schema short; the library ignores unknown
+    keys and takes the seed's ``type`` for ``layer``). The schema only shows them; a bad value
+    is the library's ``skipped`` entry naming field and value (before: ``{"type": "object"}``
+    alone, session 37's second MCP review, F-E)."""
+    return {
+        "items": {
+            "type": "object",
+            "properties": {
+                "layer": {"type": "string", "enum": list(CANDIDATE_LAYERS)},
+                "title": {"type": "string"},
+                "content": {"type": "string"},
+                "tags": {"type": "array", "items": {"type": "string"}},
+            },
+            "required": ["layer", "title", "content"],
+        }
+    }
+
+
+def _decision_items() -> dict[str, Any]:
+    """The item schema of ``organize``'s decisions: ``save`` / ``discard`` take a candidate's
+    ``index`` in the dry run, ``archive`` the ``id`` of a stored memory (``md_cg.organize``)."""
+    return {
+        "items": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": list(ORGANIZE_ACTIONS)},
+                "index": {"type": "integer", "minimum": 0},
+                "id": {"type": "string"},
+            },
+            "required": ["action"],
+        }
+    }
 
 
 def one_of(values: Sequence[str]) -> dict[str, Any]:
@@ -1693,14 +1736,18 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
         ],
         candidates: Annotated[
             list[dict[str, Any]] | None,
-            Field(description='dryRun: [{"layer", "title", "content", ...}] (at most 50).'),
+            Field(
+                description=f"dryRun: at most {MAX_CANDIDATES} memories to compare; optional: "
+                "importance 0-1, temporal, sensitivity, agent_scope, workspace_scope.",
+                json_schema_extra=_candidate_items(),
+            ),
         ] = None,
         run_id: Annotated[str | None, Field(description="apply: the dry run's run_id.")] = None,
         decisions: Annotated[
             list[dict[str, Any]] | None,
             Field(
-                description='apply: [{"action": "save"|"discard", "index": n}, '
-                '{"action": "archive", "id": ...}].'
+                description="apply: save or discard a candidate (index), archive a memory (id).",
+                json_schema_extra=_decision_items(),
             ),
         ] = None,
     ) -> dict[str, Any]:
