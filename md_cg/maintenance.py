@@ -664,7 +664,7 @@ def _settle_touched(
     state = engine.state
     held = _held_before(before, engine.hand_after)
     broken = _broken_in_place(root, held, engine.hand_after, state.problems)
-    changes = _hand_made(engine, changes, late, records if scope is None else None)
+    changes = _hand_made(engine, changes, late, records if scope is None else None, scope)
     changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
     if scope is not None:
         changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
@@ -886,6 +886,7 @@ def _hand_made(
     changes: dict[str, list[Any]],
     late: journal.UnreadWrites,
     records: dict[str, list[Any]] | None,
+    scope: Scope | None = None,
 ) -> dict[str, list[Any]]:
     """``changes`` as hand edits alone. ``late``: the writes of lines appended since the
     log was followed -- an id they write whose file holds what they logged (or that they
@@ -901,7 +902,8 @@ def _hand_made(
     added to the sync's ``records``, so that a process following the log after this one
     knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
     it again -- not by a scoped handle's sync (``records`` None), which tells only its
-    scope's: a line of it made every other process drop a change no one was told (r7)."""
+    scope's: a line of it made every other process drop a change no one was told (r7).
+    A ``scope``'s sync takes only the notes it may tell (:func:`_taken_notes`)."""
     records = records if records is not None else {"put": [], "del": []}
     root, entries = engine.root_str, engine.state.entries
 
@@ -911,11 +913,12 @@ def _hand_made(
             return False
         return e is None or (e.path in late.puts and journal.holds_logged(root, e.path, late.puts[e.path]))
 
-    after, engine.hand_after = engine.hand_after, {}
+    gone = {i for i, (kind, _rel, _was) in engine.hand_after.items() if kind == "gone"}
+    after = _taken_notes(engine, scope, changes["added"])
     # a write still open moves it (an archive in flight): not a hand move
     still_open = {i for c in engine.cursor.pending.values() for i in c.ids}
     out = {
-        "added": [i for i in changes["added"] if not theirs(i) and after.get(i, ("",))[0] != "gone"],
+        "added": [i for i in changes["added"] if not theirs(i) and i not in gone],
         "changed": [i for i in changes["changed"] if not theirs(i)],
         "deleted": [i for i in changes["deleted"] if not theirs(i)],
         "moved": [m for m in changes["moved"] if not theirs(m.node_id)],
@@ -949,6 +952,51 @@ def _hand_made(
                 out["changed"].append(node_id)
             records["put"].append([node_id, rel])
     return out
+
+
+def _taken_notes(engine: Engine, scope: Scope | None, added: Collection[str]) -> dict[str, Noted]:
+    """The notes of files changed by hand after another process's write
+    (:attr:`md_cg.engine.Engine.hand_after`) a sync takes to tell (:func:`_hand_made`),
+    taken out of the engine's: every note, without a ``scope``; with one, those of the ids
+    it admits -- by the entry the index held before the note (``was``) or the one it holds
+    now -- as it is told of them (:func:`_told_deletions`, :func:`md_cg.reports.scoped_sync`).
+    The other notes stay, for the next sync of a scope that admits them (or an unscoped
+    one) and for a compaction to keep (:func:`_gone_notes`): until session 38 a scoped sync
+    took every note, and the other scopes' changes were told to no one -- the same
+    process's next sync told nothing, its compaction kept no note of them (attack of session
+    37, F4). Among those, a note without either entry (its id settled by a sync line, then
+    gone) is left to an unscoped sync, which tells it. A note left of an id gone that this
+    sync found at another path (``added``: a person moved its file, and the sync took it
+    in) is one of a move from the noted path (``"moved"``), for that sync to tell."""
+    notes = engine.hand_after
+    if scope is None:
+        engine.hand_after = {}
+        return dict(notes)
+    entries = engine.state.entries
+    taken = {i: n for i, n in notes.items() if _admitted(scope, n, entries.get(i))}
+    for node_id in taken:
+        del notes[node_id]
+    for node_id in [i for i in added if i in notes and i in entries]:
+        kind, rel, was = notes[node_id]
+        if kind == "gone":
+            notes[node_id] = ("moved", rel, was)
+    return taken
+
+
+def _admitted(scope: Scope, noted: Noted, now: Entry | None) -> bool:
+    """Whether ``scope`` admits the memory of a note (:func:`_taken_notes`)."""
+    was = noted[2]
+    return (was is not None and scope.admits(was)) or (now is not None and scope.admits(now))
+
+
+def _notes_to_tell(engine: Engine, scope: Scope | None) -> bool:
+    """Whether a sync with ``scope`` has notes of the engine's to take
+    (:func:`_taken_notes`): a pick-up with no file changed looks no further when it has
+    none -- the notes of other scopes it leaves would make it look at every call."""
+    if scope is None or not engine.hand_after:
+        return bool(engine.hand_after)
+    entries = engine.state.entries
+    return any(_admitted(scope, n, entries.get(i)) for i, n in engine.hand_after.items())
 
 
 def _touch_copies(state: IndexState, rels: Collection[str], touched: dict[str, list[str]]) -> None:
@@ -1872,7 +1920,7 @@ class HandEdits:
                     self.malformed_seen = {}
                     _note_malformed(engine, set(), self.malformed_seen)
             changed |= self.pending
-            if not changed and not engine.hand_after:
+            if not changed and not _notes_to_tell(engine, scope):
                 return None
             left: set[str] = set()
             report = sync_paths(engine, changed, scope=scope, left=left)
