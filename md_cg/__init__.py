@@ -54,6 +54,7 @@ _EXPORTS = {
     "SnapshotDamageError": "errors",
     "ReadOnlyStoreError": "errors",
     "is_out_of_room": "errors",
+    "was_applied": "errors",
     "was_logged": "errors",
     "was_recovering": "errors",
     "record_failed": "errors",
@@ -181,6 +182,7 @@ __all__ = [
     "route_key",
     "slug_id",
     "verify_migration",
+    "was_applied",
     "was_logged",
     "was_recovering",
     "with_departure",
@@ -226,6 +228,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
         UnsafePathError,
         is_out_of_room,
         record_failed,
+        was_applied,
         was_logged,
         was_recovering,
     )

@@ -12,7 +12,8 @@ Errors: a library error (:class:`md_cg.MdcgError`), a bad option value or an
 OS error on a file (missing, a name too long, a symlink loop, a full disk...)
 is one line ``error: ...`` on stderr, naming the file, and exit status 2; its
 hints name ``mdcg`` commands. A failing disk (``EIO``) and an exception of any
-other kind are bugs and keep their traceback. A stdout closed early by its
+other kind are bugs and keep their traceback -- unless every file of the write was
+in place (:func:`md_cg.was_applied`): that is said in one line. A stdout closed early by its
 reader (``mdcg list | head -1``) ends the command quietly, exit status 0.
 
 Exit status: 0 success; 1 a check failed (``health`` found problems,
@@ -66,6 +67,7 @@ from md_cg import (
     is_out_of_room,
     is_store_folder,
     record_failed,
+    was_applied,
     was_logged,
     was_recovering,
     with_departure,
@@ -74,6 +76,7 @@ from md_cg.render import (
     LINE_IDS,
     LOGGED_WRITE,
     RECOVERING_WRITE,
+    applied_write,
     clip,
     current_version,
     distinct_labels,
@@ -213,12 +216,19 @@ class _Group(TyperGroup):
             first, *rest = str(exc).splitlines()
             _error_line(first, rest)
         except MdcgError as exc:
-            _error_line(message(exc, ctx.invoked_subcommand))
+            command = ctx.invoked_subcommand
+            _error_line(applied_write(str(exc), command) if was_applied(exc) else message(exc, command))
         except OSError as exc:
             text = os_error_message(exc, ctx.invoked_subcommand)
             if text is None:
                 raise  # a bug, or a failing disk: the traceback
             _error_line(text)
+        except KeyboardInterrupt as exc:
+            if not was_applied(exc):
+                raise
+            # Ctrl-C in the fsync of a write's folders, its files all in place: say so
+            typer.echo(f"error: {applied_write('interrupted', ctx.invoked_subcommand)}", err=True)
+            raise typer.Exit(EXIT_INTERRUPTED) from None
 
 
 def os_error_message(exc: OSError, command: str | None = None) -> str | None:
@@ -227,8 +237,14 @@ def os_error_message(exc: OSError, command: str | None = None) -> str | None:
     A full disk or quota and a read-only file system say what to do next; a
     failing disk (``EIO``) and an OSError that no system call raised (no
     errno: a bug) keep their traceback. An error appending the record of a change
-    already made (:func:`md_cg.record_failed`) names the log folder and says so.
+    already made (:func:`md_cg.record_failed`) names the log folder and says so. An error,
+    ``EIO`` included, raised once every file of the write was in place (only the fsync of
+    their folders failed: :func:`md_cg.was_applied`) says the write is in place, not
+    "nothing stored was lost ... run the command again" (:func:`md_cg.render.applied_write`).
     """
+    if was_applied(exc):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return applied_write(f"{where}{exc.strerror or exc}", command)
     if exc.errno is not None and exc.errno != errno.EIO and (log := record_failed(exc)):
         # the write landed; only its record in a log after it failed: name the log, not its temp file
         what = "the store's file system is read-only" if exc.errno == errno.EROFS else exc.strerror or exc

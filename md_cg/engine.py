@@ -52,6 +52,7 @@ from .errors import (
     StoreClosedError,
     UnsafePathError,
     lost_file_error,
+    was_applied,
 )
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
@@ -948,14 +949,41 @@ def copies_of(engine: Engine, entries: Sequence[Entry], scope: Scope | None) -> 
 
 
 def commit_removal(
-    engine: Engine, dels: Dels, found: Sequence[tuple[str, str, journal.Stamp]], durable: bool | None
+    engine: Engine,
+    dels: Dels,
+    found: Sequence[tuple[str, str, journal.Stamp]],
+    durable: bool | None,
+    late: list[BaseException] | None = None,
 ) -> list[tuple[str, str]]:
     """Remove ``dels`` -- among them the copies ``found`` (:func:`copies_read`) -- in one
     commit; return (id, path) of the copies removed. One whose file changed since it was
     read (another memory saved over it, an edit) is left, and not returned: the commit
-    removes a copy only when its file has the stamp read (:meth:`Engine.commit`)."""
-    spared = engine.commit([], dels, durable=durable, read={rel: st for _, rel, st in found})
+    removes a copy only when its file has the stamp read (:meth:`Engine.commit`).
+    ``late``: as :func:`commit_dels`."""
+    spared = commit_dels(engine, dels, {rel: st for _, rel, st in found}, durable, late)
     return [(i, rel) for i, rel, _ in found if rel not in spared]
+
+
+def commit_dels(
+    engine: Engine,
+    dels: Dels,
+    read: Mapping[str, journal.Stamp],
+    durable: bool | None,
+    late: list[BaseException] | None = None,
+) -> list[str]:
+    """:meth:`Engine.commit` of ``dels`` alone; returns the paths of ``read`` left (changed
+    since read). With ``late``, an error raised once every file was in place -- only the
+    fsync of their folders failed or was interrupted (:func:`~md_cg.errors.was_applied`:
+    the commit is closed) -- is appended to it instead of going up, and the paths of
+    ``read`` still there are returned as the ones left (the commit removed the others):
+    the caller finishes its work (a ``forget``'s scrub), then raises it."""
+    try:
+        return engine.commit([], dels, durable=durable, read=read)
+    except BaseException as exc:
+        if late is None or not was_applied(exc):
+            raise
+        late.append(exc)
+        return [rel for rel in read if fsops.exists(engine.root_str, rel)]
 
 
 def copies_read(

@@ -437,10 +437,14 @@ def is_out_of_room(exc: BaseException) -> bool:
 LOGGED_NOTE = "the batch was logged before this error: the next recovery completes it"
 
 
-#: The note the journal adds, besides :data:`LOGGED_NOTE`, to an error raised after every
-#: file of a write was in place (only the fsync of their folders failed): the write is
-#: done and closed, not known to be durable (:meth:`md_cg.journal.Journal.commit`).
-APPLIED_NOTE = "every file of the write is in place; only the fsync of their folders failed"
+#: The note the journal adds (instead of :data:`LOGGED_NOTE`) to an error raised after every
+#: file of a write was in place (only the fsync of their folders failed, or was interrupted):
+#: the write is done and closed -- no recovery redoes it -- but not known to be durable
+#: (:meth:`md_cg.journal.Journal.commit`).
+APPLIED_NOTE = (
+    "every file of the write is in place and the write is closed; only the fsync of their "
+    "folders failed: it is not known to be durable"
+)
 
 
 def was_applied(exc: BaseException) -> bool:
@@ -450,11 +454,13 @@ def was_applied(exc: BaseException) -> bool:
 
 
 def was_logged(exc: BaseException) -> bool:
-    """True when ``exc`` interrupted a write after its commit line was logged (the journal's
-    :data:`LOGGED_NOTE`): some of its files may have changed, and the next ``sync()`` (or
-    write of those ids) completes it once the store is writable -- "nothing was changed"
-    would be false."""
-    return LOGGED_NOTE in getattr(exc, "__notes__", ())
+    """True when ``exc`` interrupted a write after its commit line was logged: the journal's
+    :data:`LOGGED_NOTE` (some of its files may have changed, and the next ``sync()`` -- or
+    write of those ids -- completes it once the store is writable) or :data:`APPLIED_NOTE`
+    (all of them changed: :func:`was_applied`). Either way "nothing was changed" would be
+    false."""
+    notes = getattr(exc, "__notes__", ())
+    return LOGGED_NOTE in notes or APPLIED_NOTE in notes
 
 
 #: The note (``exc.__notes__``) the journal adds to an error raised while it finished an

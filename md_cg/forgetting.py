@@ -19,8 +19,11 @@ one holding its id (:func:`sole_copies`): another copy may be a memory to keep. 
 
 A crash between 2 and 3 leaves the node and its tombstone; between 3 and 4,
 the tombstone and a snapshot that still mentions the node -- the next
-compaction rewrites it. Log shards of *other* live processes that wrote the
-node keep its path until they exit and a compaction removes them.
+compaction rewrites it. A durable removal whose last fsync (of the folders,
+after every unlink) fails or is interrupted has forgotten the memories all the
+same (:func:`md_cg.errors.was_applied`): step 4 runs, then the error goes up.
+Log shards of *other* live processes that wrote the node keep its path until
+they exit and a compaction removes them.
 
 Imports the engine, maintenance and the modules below them.
 """
@@ -35,7 +38,7 @@ from dataclasses import replace
 from typing import Any
 
 from . import audit, fsops, index, journal, maintenance, organize, paths, retention, visibility
-from .engine import Engine, commit_removal, copies_of, copies_read, read_entry
+from .engine import Engine, commit_dels, commit_removal, copies_of, copies_read, read_entry
 from .errors import (
     InvalidNodeError,
     LockTimeoutError,
@@ -117,11 +120,7 @@ def forget_many(
                 return []
             ids = [e.id for e in entries]
             state = engine.state
-            seen = (lambda src: src in state.entries and scope.admits(state.entries[src])) if scope else None
-            incoming = {
-                i: tuple(e for e in engine.incoming(i) if e[0] not in doomed and (seen is None or seen(e[0])))
-                for i in ids
-            }
+            incoming = _dangling(engine, ids, doomed, scope)
             nodes = [read[e.id][0] if e.id in read else read_entry(engine, e) for e in entries]
             # Every copy of a forgotten memory goes: the losing copies of a duplicated id (a cp,
             # a merge) would otherwise bring it back at the next sync. Looked for first: the
@@ -137,19 +136,58 @@ def forget_many(
                 ],
                 durable=True,
             )
+            late: list[BaseException] = []  # an error once the files were all in place
             if kept is None:
-                copies = commit_removal(engine, dels, found, durable)  # a copy changed since: left
+                copies = commit_removal(engine, dels, found, durable, late)  # a copy changed since: left
             else:
                 copies = []
-                entries, nodes = _remove_as_read(engine, tombstones, (entries, nodes), read, kept, durable)
+                entries, nodes = _remove_as_read(
+                    engine, tombstones, (entries, nodes), read, kept, durable, late
+                )
             for e in entries:
                 state.duplicates.pop(e.id, None)
         if entries:  # (the sweep's may all have been edited meanwhile: nothing was removed)
-            scrub(engine, [e.id for e in entries], {rel.rsplit("/", 1)[0] for _, rel in dels}, scope)
+            _scrub_then_raise(
+                engine, [e.id for e in entries], {rel.rsplit("/", 1)[0] for _, rel in dels}, scope, late
+            )
     return [
         Deleted(node, incoming[node.id], closed[node.id], tuple(rel for i, rel in copies if i == node.id))
         for node in nodes
     ]
+
+
+def _dangling(
+    engine: Engine, ids: Sequence[str], doomed: set[str], scope: Scope | None
+) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Id -> the edges into it from nodes that stay (not ``doomed``) and that the caller's
+    ``scope`` sees: left dangling by its forgetting (another scope's ids are never named)."""
+    state = engine.state
+    seen = (lambda src: src in state.entries and scope.admits(state.entries[src])) if scope else None
+    return {
+        i: tuple(e for e in engine.incoming(i) if e[0] not in doomed and (seen is None or seen(e[0])))
+        for i in ids
+    }
+
+
+def _scrub_then_raise(
+    engine: Engine, node_ids: Sequence[str], folders: set[str], scope: Scope | None, late: list[BaseException]
+) -> None:
+    """:func:`scrub`, then raise the error of ``late``, if any: the removal's, raised once
+    every file was in place (only the fsync of their folders failed or was interrupted:
+    :func:`md_cg.errors.was_applied`). The memories are forgotten then, and their words must
+    leave the derived files all the same: before session 38 the error went up before the
+    scrub, and the snapshot kept the forgotten text until some later compaction. Should the
+    scrub fail too, its error is noted on (and chained to) the removal's, which goes up:
+    it is the one that says the memories are forgotten."""
+    try:
+        scrub(engine, node_ids, folders, scope)
+    except BaseException as exc:
+        if not late:
+            raise
+        late[0].add_note(f"scrubbing the forgotten text from .mdcg/ failed too ({exc!r}): run `mdcg compact`")
+        raise late[0] from exc
+    if late:
+        raise late[0]
 
 
 def _record(
@@ -476,16 +514,18 @@ def _remove_as_read(
     read: dict[str, tuple[Node, journal.Stamp]],
     kept: list[tuple[str, str]],
     durable: bool | None,
+    late: list[BaseException] | None = None,
 ) -> tuple[list[Entry], list[Node]]:
     """The sweep's removal: a file goes only while it has the stamp it had when read
     (:meth:`md_cg.journal.Journal.commit` compares it just before each unlink). One
     changed since -- an editor's save, which writes a new file over it, between the check
     and the removal: review rB lost 300 of 300 memories made ``long`` during a 50k sweep
     -- is left, its tombstone taken back by a ``restored`` record, the index settled
-    with the file as it is, and the id added to ``kept``. Returns what was removed."""
+    with the file as it is, and the id added to ``kept``. Returns what was removed.
+    ``late``: as :func:`~md_cg.engine.commit_dels`."""
     entries, nodes = doomed
     stamps = {e.path: read[e.id][1] for e in entries}
-    spared = set(engine.commit([], [(e.id, e.path) for e in entries], durable=durable, read=stamps))
+    spared = set(commit_dels(engine, [(e.id, e.path) for e in entries], stamps, durable, late))
     if not spared:
         return entries, nodes
     left = [(e, n) for e, n in zip(entries, nodes, strict=True) if e.path in spared]

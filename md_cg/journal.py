@@ -279,21 +279,22 @@ class Journal:
     ) -> None:
         """A durable commit's last step, every rename and unlink done: fsync their folders.
         Should that fail (or be interrupted), the commit is closed all the same before the
-        error goes up (noted :data:`LOGGED_NOTE`: done, not known durable): left open, a
+        error goes up, noted :data:`APPLIED_NOTE` (done, not known durable): left open, a
         later recovery -- any compaction -- did its dels again, and removed a file another
         process had added under a deleted id since (attack a2 of session 37: an ``add``
         acknowledged after a ``forget`` whose folder fsync failed, lost at the next
         ``forget`` of any memory). Only when the ``done`` cannot be written either does it
-        stay open, for recovery."""
+        stay open, for recovery, noted :data:`LOGGED_NOTE` (until session 38 a closed one
+        was noted both, and its note said a recovery would complete it: none does)."""
         try:
             fsops.fsync_all(dirs.fsync_calls())
         except BaseException as exc:
-            exc.add_note(LOGGED_NOTE)
             try:
                 done_shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
                 advance(done_shard, nbytes)
             except BaseException:
                 self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
+                exc.add_note(LOGGED_NOTE)
             else:
                 exc.add_note(APPLIED_NOTE)
             raise

@@ -82,6 +82,7 @@ from md_cg import (
     is_fact,
     is_out_of_room,
     record_failed,
+    was_applied,
     was_logged,
     was_recovering,
     with_departure,
@@ -91,6 +92,7 @@ from md_cg.render import (
     LOGGED_WRITE,
     RECOVERING_WRITE,
     SNIPPET_CHARS,
+    applied_write,
     current_version,
     distinct_labels,
     iso,
@@ -417,7 +419,7 @@ def _tool_errors(fn: _F, store: MdCG | None = None) -> _F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            return _applied_told(fn, *args, **kwargs)
         except NodeNotFoundError as exc:
             told = exc if store is None else with_departure(store, exc)
             raise ToolError(_message(told)) from exc
@@ -440,6 +442,21 @@ def _tool_errors(fn: _F, store: MdCG | None = None) -> _F:
             raise ToolError(text) from exc
 
     return wrapper  # type: ignore[return-value]
+
+
+def _applied_told(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    """``fn(*args, **kwargs)``; an error raised once every file of its write was in place
+    (only the fsync of their folders failed: :func:`md_cg.was_applied`) is a tool error
+    saying the write is in place (:func:`md_cg.render.applied_write`) -- not "nothing stored
+    was lost, retry", nor, of a failing disk (``EIO``), an unexpected error."""
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        if not was_applied(exc):
+            raise
+        what = (exc.strerror or os.strerror(exc.errno or 0)) if isinstance(exc, OSError) else str(exc)
+        said = applied_write(what)
+        raise ToolError(" ".join(clip(word, REASON_CHARS) for word in said.split())) from exc
 
 
 def not_writable_message(exc: OSError, root: os.PathLike[str] | str | None = None) -> str | None:

@@ -834,6 +834,29 @@ RECOVERING_WRITE = (
 )
 
 
+def applied_write(error: str, command: str | None = None) -> str:
+    """What the CLI and the MCP server say of a write whose files were all in place when
+    ``error`` (an OS error's text, ``interrupted``) stopped the fsync of their folders
+    (:func:`md_cg.was_applied`): done -- a ``forget`` is forgotten, scrubbed too -- and
+    closed, only not known to be on disk. Not "nothing stored was lost ... run the
+    command again" (a ``forget`` run again finds no such id); an import or migration run
+    again writes the batches after it (those in place are counted unchanged)."""
+    if command in ("import", "migrate"):
+        again = (
+            "run the same command again to resume from the last committed batch"
+            if command == "migrate"
+            else "run the same command again to import the rest (what is in place is counted unchanged)"
+        )
+        return (
+            f"the batches written so far are in place but the last one's folders could not be "
+            f"synced to disk: {error}; check the disk, then {again}"
+        )
+    return (
+        f"the write is in place but its folders could not be synced to disk: {error}; check the "
+        "disk; running it again is not needed"
+    )
+
+
 def recorded_write(log: str) -> str:
     """What the CLI and the MCP server say of a change made whose record in the log folder
     ``log`` (``.mdcg/audit``) could not be written (:func:`md_cg.record_failed`): not
