@@ -741,19 +741,29 @@ def add(
         path = store.path_of(node.id)
         unknown = [e.target for e in node.edges if e.target not in store] if created else []
         twins = {t: twin for t in unknown if (twin := store.twin_of(t)) is not None}
-    _report_added(node, path, created, unknown, json_out, twins)
+        gone = {t: d.describe() for t in unknown if t not in twins and (d := store.departure(t)) is not None}
+    _report_added(node, path, created, unknown, json_out, (twins, gone))
 
 
 def _report_added(
-    node: Node, path: Path, created: bool, unknown: list[str], json_out: bool, twins: dict[str, str]
+    node: Node,
+    path: Path,
+    created: bool,
+    unknown: list[str],
+    json_out: bool,
+    hints: tuple[dict[str, str], dict[str, str]],
 ) -> None:
     """What ``mdcg add`` prints: ID<TAB>PATH (or the JSON), and on stderr the edge
-    targets no memory has (``twins``: those differing from a memory's id only by letter
-    case or Unicode form, and that id), an identical memory found, a temporary memory's
-    expiry. The notes are :func:`terminal_safe`: an id refuses controls but may hold a bidi mark."""
+    targets no memory has (``hints``: the twins -- those differing from a memory's id only
+    by letter case or Unicode form, and that id -- and what became of the others the audit
+    log knows, renamed or forgotten: :meth:`MdCG.departure`), an identical memory found, a
+    temporary memory's expiry. The notes are :func:`terminal_safe`: an id refuses controls
+    but may hold a bidi mark."""
+    twins, gone = hints
     say = _stderr()
     for target in unknown:  # stored: a target may come later (a git pull); health lists them
         said, hint = _twin_note(target, twins.get(target))
+        hint = f"{gone[target]}; " if target in gone else hint
         say.print(
             terminal_safe(
                 f"{node.id}: edge target {said} is not in the store ({hint}stored anyway; "
@@ -773,7 +783,7 @@ def _report_added(
         )
     if json_out:
         out = {"id": node.id, "layer": node.layer, "path": str(path), "existing": not created}
-        told = {"did_you_mean": twins} if twins else {}
+        told = ({"did_you_mean": twins} if twins else {}) | ({"departed": gone} if gone else {})
         data = {**out, **_retention_json(node), "unknown_targets": unknown, **told}
         if any(distinct_labels(pair)[t] != t for pair in twins.items() for t in pair):
             # a Unicode-form twin prints as the target does ({"Café": "Café"}): written with
@@ -1848,10 +1858,18 @@ def _in_sync(store: MdCG) -> str:
 
 
 @app.command()
-def health(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
+def health(
+    ctx: typer.Context,
+    root: RootOpt = None,
+    deep: Annotated[
+        bool,
+        typer.Option("--deep", help="Also read every file and compare it with the index (slower)."),
+    ] = False,
+    json_out: JsonOpt = False,
+) -> None:
     """Check the store (files, index, edges, buckets); exit 1 when anything is found."""
     with _open(ctx, root, read_only=True) as store:
-        report = store.health()
+        report = store.health(deep=deep)
     if json_out:
         _print_json(report.to_dict())
     else:

@@ -1251,11 +1251,12 @@ def health(
         scan = index.scan_files(engine.root_str)
         findings: list[Finding] = list(extra)
         findings += _file_findings(engine, scan)
-        findings += _entry_findings(state, scan, forgotten, absent)
-        findings += supersession_findings(state, time.time(), absent)
-        named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
         if records is None:
             records = AppendLog(engine.root_str, paths.AUDIT_DIR).read()
+        now_at = functools.partial(renamed_now, state, audit.departures(records)[1], absent)
+        findings += _entry_findings(state, scan, forgotten, absent, now_at)
+        findings += supersession_findings(state, time.time(), absent)
+        named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
         interrupted = interrupted_findings(state, records, absent)
         named |= {f.node_id for f in interrupted if f.node_id}
         findings += interrupted + twin_findings(state, records, named, absent)
@@ -1531,11 +1532,53 @@ def _frontmatter_names(root: str, rel: str) -> tuple[str | None, str | None]:
     return found.get("id") or None, layer if layer in LAYERS else None
 
 
+def renamed_now(
+    state: IndexState, renamed: Mapping[str, Mapping[str, Any]], absent: Collection[str], node_id: str
+) -> str | None:
+    """The id the memory once under ``node_id`` (an id no memory holds) has now, when it was
+    renamed and a memory the caller sees (not ``absent``) holds it: one whose ``renamed_from``
+    lists ``node_id`` (a rename in any clone: :attr:`md_cg.index.IndexState.earlier`), or the
+    end of this clone's chain of renames (``renamed``: :func:`md_cg.audit.departures`' second
+    map; a cycle of a hand-edited log ends). None otherwise. A ``dangling_edge`` finding names
+    it: a rename pulled from another clone leaves this clone's edges to the old id (the
+    git user simulation of session 38)."""
+    holders = sorted(i for i in state.earlier.get(node_id, ()) if i in state.entries and i not in absent)
+    if holders:
+        return holders[0]
+    cur, passed = node_id, set()
+    while cur in renamed and cur not in passed:
+        passed.add(cur)
+        to = renamed[cur].get("to")
+        if not isinstance(to, str):
+            return None
+        if to in state.entries:
+            return None if to in absent else to
+        cur = to
+    return None
+
+
+def _dangling_detail(etype: str, target: str, now_at: Callable[[str], str | None] | None) -> str:
+    """What a ``dangling_edge`` finding says: the edge, and the id its target's memory has
+    now when it was renamed (:func:`renamed_now`)."""
+    now = now_at(target) if now_at is not None else None
+    if now is None:
+        return f"{etype} edge to {target!r}, which is not in the store"
+    return (
+        f"{etype} edge to {target!r}, which is not in the store: that memory was renamed to "
+        f"{now!r}; point the edge at {now!r} (or remove it) in this file"
+    )
+
+
 def _entry_findings(
-    state: IndexState, scan: index.Scan, forgotten: Collection[str], absent: Collection[str] = ()
+    state: IndexState,
+    scan: index.Scan,
+    forgotten: Collection[str],
+    absent: Collection[str] = (),
+    now_at: Callable[[str], str | None] | None = None,
 ) -> list[Finding]:
     """Findings about the indexed nodes; an edge to an id in ``absent`` (outside the
-    caller's scope) is dangling as an edge to no node is: its existence is not told."""
+    caller's scope) is dangling as an edge to no node is: its existence is not told.
+    ``now_at(id)``: the id a renamed memory has now (:func:`renamed_now`)."""
     out: list[Finding] = []
     files = scan.files
     for e in sorted(state.entries.values(), key=lambda x: x.id):
@@ -1576,14 +1619,7 @@ def _entry_findings(
                     )
                 )
             elif (target not in state.entries or target in absent) and target not in forgotten:
-                out.append(
-                    Finding(
-                        "dangling_edge",
-                        f"{etype} edge to {target!r}, which is not in the store",
-                        e.path,
-                        e.id,
-                    )
-                )
+                out.append(Finding("dangling_edge", _dangling_detail(etype, target, now_at), e.path, e.id))
     for node_id, losers in sorted(state.duplicates.items()):
         stands = state.entries[node_id].path if node_id in state.entries else None
         for rel in losers:

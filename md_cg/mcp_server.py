@@ -1173,9 +1173,11 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
 
 def _unknown_targets(store: MdCG, reply: dict[str, Any], edges: Sequence[Any] | None) -> dict[str, Any]:
     """``reply`` with ``unknown_targets``: the edge targets given that no memory here has
-    (stored anyway: a target may come later, by a git pull; ``health`` lists them), and
+    (stored anyway: a target may come later, by a git pull; ``health`` lists them),
     ``did_you_mean`` (:func:`_twin_hints`) for those of them that differ from the id of a
-    memory the caller sees only by letter case or Unicode form."""
+    memory the caller sees only by letter case or Unicode form, and ``departed`` for the
+    others the audit log knows the fate of (renamed, and to what, or forgotten:
+    :meth:`MdCG.departure`, as a "no node" error says it)."""
     edges = [e for e in edges or () if isinstance(e, dict)]
     targets = [e.get("target") for e in edges]
     unknown = [t for t in dict.fromkeys(targets) if isinstance(t, str) and t not in store]
@@ -1186,6 +1188,14 @@ def _unknown_targets(store: MdCG, reply: dict[str, Any], edges: Sequence[Any] | 
         hints = _twin_hints(store, shown, targets)
         if hints:
             reply["did_you_mean"] = hints
+        twins = {h["edge"] for h in hints}
+        departed = [
+            {"edge": i, "target": clip(t, TERM_CHARS), "departed": clip(d.describe(), REASON_CHARS)}
+            for t in shown
+            if (i := targets.index(t)) not in twins and (d := store.departure(t)) is not None
+        ]
+        if departed:  # renamed (to what) or forgotten: the audit log knows (session 38)
+            reply["departed"] = departed
     return reply
 
 

@@ -15,6 +15,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -261,3 +262,26 @@ def build_small_store(path: Path) -> Path:
         store.add(Node(id="anc_rule", layer="anchor", body="Always confirm before deleting user data.\n"))
         store.add_rejected("binary search works on linked lists", "no random access on a linked list")
     return path
+
+
+def mcp_calls(root: Path, calls: list[tuple[str, dict[str, Any]]], **kw: Any) -> list[Any]:
+    """The results of ``calls`` ((tool, arguments) in order) to an MCP server of the store at
+    ``root`` (``create_server(root, **kw)``) through the official client, in one session."""
+    import anyio
+    from mcp import Client
+
+    from md_cg.mcp_server import create_server
+
+    server = create_server(root, **kw)
+    out: list[Any] = []
+
+    async def run() -> None:
+        async with Client(server) as client:
+            for tool, args in calls:
+                out.append(await client.call_tool(tool, args))
+
+    try:
+        anyio.run(run)
+    finally:
+        server.store.close()
+    return out

@@ -19,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
+from conftest import mcp_calls as _mcp
 from test_cli_hostile_s33 import error_line, invoke, runner  # noqa: F401 - the fixture
 from typer.testing import CliRunner
 
@@ -174,26 +174,6 @@ def test_cli_update_and_forget_hint_the_twin(runner: CliRunner, tmp_path: Path) 
     assert error_line(runner, "forget", "N1", "--reason", "x", "--root", root) == said
     assert error_line(runner, "delete", "N1", "--root", root) == said
     assert _files(root) == before
-
-
-def _mcp(root: Path, calls: list[tuple[str, dict[str, Any]]], **kw: Any) -> list[Any]:
-    from mcp import Client
-
-    from md_cg.mcp_server import create_server
-
-    server = create_server(root, **kw)
-    out: list[Any] = []
-
-    async def run() -> None:
-        async with Client(server) as client:
-            for tool, args in calls:
-                out.append(await client.call_tool(tool, args))
-
-    try:
-        anyio.run(run)
-    finally:
-        server.store.close()
-    return out
 
 
 def test_mcp_writes_hint_the_twin(tmp_path: Path) -> None:
