@@ -30,7 +30,15 @@ import orjson
 
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
-from .errors import DataFileError, InvalidNodeError, NodeNotFoundError, UnsafePathError, check_query
+from .errors import (
+    DataFileError,
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+    UnsafePathError,
+    check_query,
+    left_out_unreadable,
+)
 from .node import FIRST_INSTANT, LOW_CONFIDENCE
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
@@ -403,7 +411,7 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
     return kept + tail
 
 
-def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> list[recall.InjectItem]:
+def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> recall.InjectList:
     """The items to inject for ``query``: at most :func:`md_cg.recall.adaptive_inject_budget`
     search results (among the memories with ``tag``, when given), never filler, a hit
     matching only words most memories share (``evidence["common_only"]``) or thinly
@@ -412,11 +420,13 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
     confidence (:data:`md_cg.node.LOW_CONFIDENCE`) or one holding an unresolved merge
     conflict (its text has both sides and the stale base); recording is the caller's act.
     A query that is not a string or is blank raises :class:`md_cg.errors.InvalidArgumentError`
-    (:func:`md_cg.errors.check_query`), as ``search`` does."""
+    (:func:`md_cg.errors.check_query`), as ``search`` does. A hit whose file no longer reads
+    as a memory is left out, warned of and named in the list's ``unreadable``
+    (:func:`_read_or_none`)."""
     check_query(query)  # a blank query is refused, as search refuses it
     budget = recall.adaptive_inject_budget(query, max_items)
     if budget <= 0:
-        return []
+        return recall.InjectList()
     results, _meta = store.search(query, k=budget, record=False, tag=tag)
     # A REJECT result is one the judge found not applicable to the query (a
     # condition it excludes matched): in a prompt it would mislead.
@@ -432,10 +442,11 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
         and not r.entry.conflict
     ]
     items: list[recall.InjectItem] = []
+    unreadable: list[str] = []
     for r in kept:
         if len(items) == budget:
             break
-        node = _read_or_none(r)
+        node = _read_or_none(r, unreadable)
         if node is not None:
             items.append(
                 recall.InjectItem(
@@ -445,20 +456,28 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> lis
                     round(float(r.score), 6),
                 )
             )
-    return items
+    return recall.InjectList(items, unreadable)
 
 
-def _read_or_none(result: Any) -> Any:
+def _read_or_none(result: Any, unreadable: list[str]) -> Any:
     """The node of a search ``result``; None when its file was changed by hand since the
     index read it so that it no longer holds it (another memory's file moved over it: a
     ``lost`` NodeNotFoundError, told by the next sync) -- left out, as a search leaves out
     a hit whose file is gone. Before session 36 one such hit failed the whole inject
     (attack a3). So is one whose file a person narrowed in place to a scope the caller's
     does not admit (:func:`md_cg.views.read_hiding`: an unknown id's error; session 37).
-    Any other error is raised."""
+    So is one whose file a hand edit broke (a ``MalformedNodeFileError``: an
+    ``agent_scope`` written as a list, YAML that does not parse), its id added to
+    ``unreadable`` and warned of (:func:`md_cg.errors.left_out_unreadable`): before
+    session 38 it failed the whole inject, quoting the file's new value. Any other error
+    (``OSError``, a lock timeout) is raised."""
     try:
         return result.node
     except NodeNotFoundError:
+        return None
+    except MalformedNodeFileError as exc:
+        unreadable.append(result.id)
+        left_out_unreadable("inject", result.id, exc, stacklevel=4)
         return None
 
 

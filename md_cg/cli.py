@@ -1608,8 +1608,9 @@ def inject(
     """Compact memories to put in a prompt (never filler); recorded as an injection."""
     with _open(ctx, root) as store:
         items = store.inject(query, max_items=max_items, tag=_tags(tag))
-    if json_out:
-        _print_json({"query": query, "items": [i.to_dict() for i in items]})
+    if json_out:  # hits whose files a hand edit broke are left out, counted and warned of
+        omitted = {"unreadable_omitted": len(items.unreadable)} if items.unreadable else {}
+        _print_json({"query": query, "items": [i.to_dict() for i in items], **omitted})
         return
     if not items:
         typer.echo("nothing relevant to inject")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import errno
 import os
 import unicodedata
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -179,6 +180,24 @@ def lost_file_error(node_id: str, path: str | None, reason: str = "") -> NodeNot
     if reason and path is not None:
         fix = "fix it, then run `mdcg sync` (MdCG.sync())"
     return NodeNotFoundError(node_id, told, hidden="lost", fix=fix)
+
+
+def left_out_unreadable(what: str, node_id: str, exc: MalformedNodeFileError, *, stacklevel: int) -> None:
+    """Warn (``RuntimeWarning``) that ``what`` -- a read serving many memories at once
+    (``inject``, ``iter_nodes``, ``organize``'s and ``add_unique``'s look for the same
+    text) -- left out ``node_id``, whose file ``exc`` says no longer reads as a memory: a
+    hand edit broke it since the index read it (no sync since). The warning names the
+    id and the file, both of which the caller saw in the index, never ``exc``'s reason:
+    that may quote the file's new values (an ``agent_scope`` naming another agent).
+    ``stacklevel``: 1 is the caller's line, 2 its caller's, as ``warnings.warn`` counts from
+    its own caller. Before session 38 the one broken file failed the whole call."""
+    warnings.warn(
+        f"md-cg: memory {node_id!r} left out of {what}: its file {exc.path} no longer reads "
+        "as a memory (changed by hand since the index read it); fix it (`mdcg health` says "
+        "what is wrong), then run `mdcg sync`",
+        RuntimeWarning,
+        stacklevel=stacklevel + 1,
+    )
 
 
 class DuplicateIdError(MdcgError):

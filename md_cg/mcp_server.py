@@ -68,6 +68,7 @@ from md_cg import (
     Edge,
     Entry,
     InvalidArgumentError,
+    MalformedNodeFileError,
     MdCG,
     MdcgError,
     Neighbour,
@@ -707,16 +708,22 @@ def _negatives(store: MdCG, ids: Sequence[str]) -> list[dict[str, Any]]:
 def search_reply(
     store: MdCG, results: Sequence[SearchResult], meta: dict[str, Any], *, fill: bool = False
 ) -> dict[str, Any]:
-    """The ``search`` reply: results (filler left out unless ``fill``), reasons once, counts, meta."""
+    """The ``search`` reply: results (filler left out unless ``fill``), reasons once, counts, meta.
+    A hit whose file a hand edit broke since the index read it is left out and counted
+    (``meta.unreadable_omitted``, when any): before session 38 it failed the whole reply,
+    quoting the file's new value."""
     shown = [r for r in results if fill or not r.filler]
     reasons: dict[str, int] = {}
     words = meta.get("words", {})
-    items, kept = [], []
+    items, kept, unreadable = [], [], 0
     for r in shown:
         try:
             items.append(_result(r, reasons, words))
         except NodeNotFoundError:
             continue  # its file changed by hand since the search (narrowed, moved): left out, as inject does
+        except MalformedNodeFileError:
+            unreadable += 1  # broken by hand since the index read it: left out, counted
+            continue
         kept.append(r)
     counts: dict[str, int] = {}
     for r in kept:
@@ -738,6 +745,7 @@ def search_reply(
             "covered_neg": _negatives(store, meta["covered_neg"]),
             "covered_neg_total": meta["covered_neg_total"],
             "filler_omitted": len(results) - len(shown),
+            **({"unreadable_omitted": unreadable} if unreadable else {}),
             "ms": round(meta["timing_ms"]["total"], 1),
             **({"filter": _filter_reply(meta["filter"])} if "filter" in meta else {}),
         },
@@ -1805,7 +1813,9 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
             "items": [
                 {**i.to_dict(), "title": clip(i.title, TITLE_CHARS), "text": clip(i.text, INJECT_TEXT_CHARS)}
                 for i in items
-            ]
+            ],
+            # hits whose files a hand edit broke since the index read them (docs/mcp.md)
+            **({"unreadable_omitted": len(items.unreadable)} if items.unreadable else {}),
         }
 
     return [

@@ -291,6 +291,8 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
             key, sep, value_text = line.partition(":")
             if not sep or not key or key != key.strip():
                 raise ValueError(number, "expected 'key: value'")
+            if _yaml_reads_otherwise(key):  # the YAML reader takes the frontmatter as a person's tools do
+                raise ValueError(number, f"the key {key!r} means something else in YAML")
         try:
             value = _loads(value_text)
         except orjson.JSONDecodeError:
@@ -310,6 +312,40 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
     return Frontmatter(meta, lines, problems, frozenset(unbounded))
 
 
+def _yaml_reads_otherwise(key: str) -> bool:
+    """Whether YAML reads the bare key ``key`` of a ``key: <JSON>`` line as something other
+    than that string: a merge key (``<<``, refused: :class:`_BoundedComposer`), a tag
+    (``!!str agent_scope`` is the key ``agent_scope``), a quote (``'agent_scope'``), an
+    anchor or alias, a complex key, a list item, a comment. Such a line is left to the YAML reader,
+    so that md-cg reads the file as YAML tools do: before session 38 ``<<: {"agent_scope":
+    "bob"}``, ``!!merge <<: ...``, ``!!str agent_scope: "bob"`` and ``'agent_scope': "bob"``
+    were extra keys to md-cg -- the memory shared -- and ``agent_scope: bob`` to PyYAML and
+    Obsidian. A name such as every field's is what it says (no YAML read); a key YAML
+    cannot read at all (``@type``) stays a key of its own, as before."""
+    if _SAFE_KEY.match(key):
+        return False
+    if key == "<<":
+        return True
+    loader = YAML_LOADER(f"{key}: 0")  # bounded: a key of 100,000 '[' is no RecursionError
+    try:
+        root = loader.get_single_node()
+    except ComposerError:
+        return True  # an anchor, an alias, a merge key: the YAML reader refuses the file, naming it
+    except yaml.YAMLError:
+        return False  # no YAML reading to differ from
+    finally:
+        loader.dispose()
+    if not isinstance(root, MappingNode) or len(root.value) != 1:
+        return True
+    read = root.value[0][0]
+    return (
+        not isinstance(read, ScalarNode)
+        or read.value != key
+        or read.tag == _MERGE_TAG
+        or bool(read.style)  # quoted (a plain scalar: None, or "" from libyaml)
+    )
+
+
 def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
     """Parse ``key: <JSON>`` lines; raise ``ValueError(line_no, reason)`` on the first bad line."""
     return _json_lines(fm).meta
@@ -318,19 +354,31 @@ def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
 # -- the bounded YAML loader ------------------------------------------------------
 
 
+#: Why a frontmatter holding a YAML merge key is refused (:class:`_BoundedComposer`).
+MERGE_KEY_REFUSED = "merge keys (<<) are not allowed"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
 def _refusal(what: str, event: Any) -> ComposerError:
     """A composer error at ``event``'s place (its mark comes from either YAML parser)."""
     return ComposerError(None, None, what, event.start_mark)
 
 
 class _BoundedComposer(Composer):
-    """Composes YAML with no anchors or aliases and at most MAX_DEPTH levels.
+    """Composes YAML with no anchors or aliases, no merge keys and at most MAX_DEPTH levels.
 
     Aliases are what make a 382-byte "billion laughs" document expand to
     gigabytes; refusing them (and anchors) when their event arrives costs
     nothing. Depth is checked before a list or mapping is entered, so a
     100,000-deep ``[[[`` stops at level MAX_DEPTH + 1 of a value (the
     document's own mapping does not count).
+
+    A merge key (a plain ``<<`` or ``!!merge`` key, at any depth) is refused too: YAML
+    readers (PyYAML's ``safe_load``, Obsidian) merge its mapping into the one holding it
+    -- ``<<: {agent_scope: bob}`` is ``agent_scope: bob`` to them -- while md-cg's
+    constructor keeps mapping keys as written; before session 38 md-cg read that memory
+    as shared and served it to every agent. A quoted ``"<<"`` is a key like any other,
+    to YAML and md-cg alike (md-cg writes such an extra key quoted).
     """
 
     _depth = 0
@@ -348,9 +396,12 @@ class _BoundedComposer(Composer):
             raise _refusal(f"nested deeper than {MAX_DEPTH} levels of lists and objects", event)
         self._depth += 1
         try:
-            return super().compose_node(parent, index)
+            node = super().compose_node(parent, index)
         finally:
             self._depth -= 1
+        if index is None and isinstance(parent, MappingNode) and node is not None and node.tag == _MERGE_TAG:
+            raise ComposerError(None, None, MERGE_KEY_REFUSED, node.start_mark)  # a key: see the class
+        return node
 
 
 class BoundedSafeLoader(_BoundedComposer, yaml.SafeLoader):

@@ -47,7 +47,14 @@ import numpy as np
 import orjson
 
 from . import dedupe, merge, nodefile
-from .errors import InvalidArgumentError, InvalidNodeError, NodeNotFoundError, OrganizeApplyError
+from .errors import (
+    InvalidArgumentError,
+    InvalidNodeError,
+    MalformedNodeFileError,
+    NodeNotFoundError,
+    OrganizeApplyError,
+    left_out_unreadable,
+)
 from .index import layer_code, no_gc, title_of
 from .logs import AppendLog, blanked
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node, node_problems, unusable
@@ -309,7 +316,9 @@ class _Matcher:
     not see (another scope, archived, expired), so such a node is dropped
     when it is read and never reaches a verdict; so is a superseded one
     (:func:`current`): search no longer serves it, so it duplicates nothing. The
-    text index's pool leaves both out before it is cut (:func:`_visible_hits`)."""
+    text index's pool leaves both out before it is cut (:func:`_visible_hits`). A node
+    whose file a hand edit broke since the index read it is dropped too, and warned of
+    (as the next sync drops it; before session 38 it failed the whole dry run)."""
 
     #: title -> title key, kept across runs (titles repeat; keys cost microseconds).
     _keys: ClassVar[dict[str, str]] = {}
@@ -343,6 +352,9 @@ class _Matcher:
                     node = None
             except NodeNotFoundError:
                 node = None  # gone since the listing, or not visible
+            except MalformedNodeFileError as exc:  # broken by hand: as after a sync, no memory
+                left_out_unreadable("organize", node_id, exc, stacklevel=2)
+                node = None
             self.nodes[node_id] = node
         return self.nodes[node_id]
 
@@ -578,7 +590,9 @@ def identical_ids(store: OrganizeStore, body: str, layer: str | None = None) -> 
     for by its title among the entries. At most :data:`IDENTICAL_POOL` hits are
     read to compare, with ``store.get``, so a node the caller may not see is
     never named; hidden and superseded hits are left out before the pool is cut
-    (ten superseded copies of the text do not crowd its current one out)."""
+    (ten superseded copies of the text do not crowd its current one out). A hit whose
+    file a hand edit broke is no memory, and is warned of (before session 38 it failed
+    ``add_unique``: ``mdcg add`` of a text near it)."""
     found = []
     for node in _pool(store, body, layer):
         if same_body(node.body, body):
@@ -614,6 +628,9 @@ def _pool(
             node = store.get(node_id)
         except NodeNotFoundError:
             continue  # gone since, or not the caller's to see
+        except MalformedNodeFileError as exc:  # broken by hand: as after a sync, no memory
+            left_out_unreadable("the check for an identical memory", node_id, exc, stacklevel=4)
+            continue
         if current(store, node):
             yield node
 

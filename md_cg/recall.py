@@ -578,6 +578,16 @@ class InjectItem:
         return {"id": self.id, "title": self.title, "text": self.text, "score": self.score}
 
 
+class InjectList(list[InjectItem]):
+    """What :meth:`md_cg.MdCG.inject` returns: its items, best first (a list), and
+    ``unreadable``: the ids of hits left out because their files no longer read as
+    memories (broken by a hand edit since the index read them; each also warned of)."""
+
+    def __init__(self, items: Iterable[InjectItem] = (), unreadable: Iterable[str] = ()) -> None:
+        super().__init__(items)
+        self.unreadable: tuple[str, ...] = tuple(unreadable)
+
+
 def _fold_query(text: str) -> str:
     return " ".join(text.casefold().split())
 

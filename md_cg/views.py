@@ -53,10 +53,12 @@ from .errors import (
     IdCollisionError,
     InvalidArgumentError,
     InvalidNodeError,
+    MalformedNodeFileError,
     MdcgError,
     NodeNotFoundError,
     UnsafePathError,
     is_out_of_room,
+    left_out_unreadable,
     lost_file_error,
 )
 from .index import Entry
@@ -74,7 +76,7 @@ from .node import (
     validate,
 )
 from .organize import OrganizeResult
-from .recall import InjectItem, RecallStats
+from .recall import InjectList, RecallStats
 from .reports import Finding
 from .resurface import Resurfaced
 from .script import distinct_labels, short_repr
@@ -474,12 +476,16 @@ class Reads(_Handle):
         return "created" if same is None else "unchanged" if same else "updated"
 
     def iter_nodes(self, layer: str | None = None) -> Iterator[Node]:
-        """Every node the caller sees (or of a layer), read from its file, in id order."""
+        """Every node the caller sees (or of a layer), read from its file, in id order. One
+        whose file a hand edit broke since the index read it is left out and warned of
+        (``RuntimeWarning``; before session 38 it ended the iteration with its error)."""
         for node_id in self.ids(layer):
             try:
                 yield self.get(node_id)
             except NodeNotFoundError:
                 continue
+            except MalformedNodeFileError as exc:
+                left_out_unreadable("iter_nodes", node_id, exc, stacklevel=2)
 
     def list_nodes(
         self,
@@ -1484,12 +1490,11 @@ class Recall(_Handle):
             forgotten=audit.departure_times(self.log(paths.AUDIT_DIR)),
         )
 
-    def inject(
-        self, query: str, max_items: int = 5, *, tag: editing.TagFilter | None = None
-    ) -> list[InjectItem]:
+    def inject(self, query: str, max_items: int = 5, *, tag: editing.TagFilter | None = None) -> InjectList:
         """Compact memories for a prompt: the adaptive budget, never filler; records ``mode=inject``.
 
-        ``tag``: only memories with this tag (the search filter)."""
+        ``tag``: only memories with this tag (the search filter). A hit whose file a hand
+        edit broke is left out, warned of and listed in the result's ``unreadable``."""
         items = access.inject_items(self, query, max_items, tag)
         if max_items > 0:
             self._record_event("inject", [i.id for i in items])
