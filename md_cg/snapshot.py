@@ -142,11 +142,24 @@ NOTE_KINDS = frozenset({"gone"})
 #: file a person removed or moved, and its sync tells the change (session 36's attack a2:
 #: every ``forget`` compacts, and the id was then added again beside the moved file).
 NOTES = "notes"
+#: At most this many notes are kept by a compaction (those noted last: :func:`_encode_notes`),
+#: and a snapshot holding more is refused: decoding and taking in a note costs ~15 µs (~45 µs
+#: with its entry), so a crafted million made every open take 16 s and 780 MB (attack 5 of
+#: session 38). Beyond it a process opening after the compaction knows nothing of the ids
+#: noted first, as before session 37: its ``add`` of one may write a file beside a copy moved
+#: by hand, which the next ``sync`` reports under ``duplicates`` (nothing is lost).
+NOTES_MAX = 10_000
+#: The dtype of the rows image's columns of the files' mtimes and sizes (:meth:`_Table.attach`):
+#: every integer field of a note's entry must fit it too (:data:`_FITS`) -- an mtime of
+#: ``2**63 + 5`` (orjson reads integers up to ``2**64 - 1``) was taken back by ``get`` and
+#: made every compaction raise ``OverflowError`` (attack 5 of session 38).
+_INT_COLUMN = np.int64
+_INT_RANGE = np.iinfo(_INT_COLUMN)
 #: Per column of :data:`COLUMNS`: whether a decoded JSON value fits the entry field.
 _FITS: dict[str, Callable[[Any], bool]] = {
     "str": lambda v: type(v) is str,
     "str | None": lambda v: v is None or type(v) is str,
-    "int": lambda v: type(v) is int,
+    "int": lambda v: type(v) is int and _INT_RANGE.min <= v <= _INT_RANGE.max,
     "bool": lambda v: type(v) is bool,
     "float | None": lambda v: v is None or type(v) in (int, float),
     "tuple[str, ...]": lambda v: type(v) is list and all(type(x) is str for x in v),
@@ -158,10 +171,12 @@ _COLUMN_FITS = tuple(_FITS[str(f.type)] for f in fields(Entry)[:-1])
 
 
 def _encode_notes(notes: Mapping[str, Noted]) -> list[list[Any]]:
-    """:data:`NOTES` of ``notes``."""
+    """:data:`NOTES` of ``notes``: the last :data:`NOTES_MAX` of them (a process's notes are
+    in the order it made them: the oldest are left out), by id."""
+    kept = list(notes.items())[-NOTES_MAX:]
     return [
         [node_id, kind, rel, None if was is None else [getattr(was, name) for name in COLUMNS]]
-        for node_id, (kind, rel, was) in sorted(notes.items())
+        for node_id, (kind, rel, was) in sorted(kept)
     ]
 
 
@@ -172,6 +187,8 @@ def _decode_notes(raw: object, domains: Mapping[str, str]) -> dict[str, Noted] |
         return {}
     if type(raw) is not list:
         return "damaged (notes)"
+    if len(raw) > NOTES_MAX:
+        return f"damaged ({len(raw):,} notes, more than the {NOTES_MAX:,} a compaction keeps)"
     out: dict[str, Noted] = {}
     for item in raw:
         if type(item) is not list or len(item) != 4 or item[1] not in NOTE_KINDS:
@@ -185,6 +202,32 @@ def _decode_notes(raw: object, domains: Mapping[str, str]) -> dict[str, Noted] |
         if node_id in out:
             return f"damaged (two notes of id {node_id!r})"[:300]
         out[node_id] = (kind, rel, entry)
+    return out
+
+
+def _unheld(
+    notes: dict[str, Noted], state: IndexState, table: _Table, rows: dict[str, int]
+) -> dict[str, Noted]:
+    """``notes`` but those of an id the snapshot holds or a twin of one (by uniqueness key:
+    :func:`md_cg.paths.id_key`), and those of a path a held entry has (a twin spelling of
+    it too): such a note told a held memory deleted, refused an ``add`` of the id after its
+    ``forget`` (its file "moved or deleted outside md-cg"), or an ``add`` of the twin after
+    its ``delete`` (attack 5 of session 38). Dropped, not refused: a compaction keeps no
+    note of an id it holds (:func:`md_cg.maintenance._gone_notes`), but it does keep a
+    twin's -- a twin file removed by hand beside its holder's --, and a refused snapshot
+    is rebuilt from the files at every open, every true note lost with it."""
+    if not notes:
+        return notes
+    key = paths.id_key
+    moved = {key(rel) for rel in table.paths.values()}
+    out: dict[str, Noted] = {}
+    for node_id, noted in notes.items():
+        rel, stem = key(noted[1]), key(paths.stem_of(noted[1]))
+        # a held file at a canonical path is named by its id: the note's stem names it
+        holders = state.twin_keys.get(stem) or [state.keys.get(stem)]
+        at_rel = any(h is not None and key(table.path_of(rows[h])) == rel for h in holders)
+        if key(node_id) not in state.keys and rel not in moved and not at_rel:
+            out[node_id] = noted
     return out
 
 
@@ -384,8 +427,8 @@ def _sections(state: IndexState, notes: Mapping[str, Noted]) -> tuple[bytes, tup
     ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
     ptr[1:] = out.ends
     stats = [
-        np.array(out.mtimes, dtype=np.int64),
-        np.array(out.sizes, dtype=np.int64),
+        np.array(out.mtimes, dtype=_INT_COLUMN),
+        np.array(out.sizes, dtype=_INT_COLUMN),
         np.array(out.changed, dtype=np.float64),
     ]
     rows_parts = codec.encode_split(
@@ -700,7 +743,7 @@ def _decode(
         return "damaged (the text index does not match the entries)"
     if root is not None:
         state.text.repair = _text_repair(root, state)
-    return _snapshot(state, header, ident, notes)
+    return _snapshot(state, header, ident, _unheld(notes, state, table, rows))
 
 
 def _snapshot(
@@ -854,8 +897,8 @@ class _Table:
         self.bucket_names: list[str] = body["bucket_names"]
         self.archived = frozenset(body["archived"])
         #: the files' (mtime_ns, size) when indexed: int64 columns of the rows section
-        self.mtimes = np.zeros(0, dtype=np.int64)
-        self.sizes = np.zeros(0, dtype=np.int64)
+        self.mtimes = np.zeros(0, dtype=_INT_COLUMN)
+        self.sizes = np.zeros(0, dtype=_INT_COLUMN)
         self._stats: tuple[list[int], list[int]] | None = None
         #: each row's Entry.changed (float64 column of the rows section)
         self.changed = np.zeros(0, dtype=np.float64)
@@ -950,7 +993,7 @@ class _Table:
         n = len(self.ids)
         if head["rows"] != n or len(ptr) != n + 1 or ptr.dtype != np.uint64:
             raise ValueError("the rows section does not match the entries")
-        if len(mtimes) != n or len(sizes) != n or mtimes.dtype != np.int64 or sizes.dtype != np.int64:
+        if len(mtimes) != n or len(sizes) != n or mtimes.dtype != _INT_COLUMN or sizes.dtype != _INT_COLUMN:
             raise ValueError("the mtime and size columns of the rows section do not match the entries")
         if len(changed) != n or changed.dtype != np.float64 or not bool(np.isfinite(changed).all()):
             raise ValueError("the changed-time column of the rows section does not match the entries")
