@@ -48,6 +48,7 @@ from .merge import CONFLICT_KEY, has_conflict_markers
 from .node import LAYERS, NEGATIVE_LAYERS, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import read_bytes_as_text
+from .script import cut_back
 from .text import analyze, analyze_batch, date_words, query_terms
 from .textindex import TextIndex
 
@@ -181,7 +182,7 @@ def title_of(body: str) -> str:
         stop = end if nl < 0 else nl
         text = body[start:stop].strip().lstrip("#").strip()
         if text and not (text[0] in "<|=>" and text.startswith(_MARKER_LINES)):
-            return text if len(text) <= TITLE_MAX else text[: TITLE_MAX - 1] + "…"
+            return text if len(text) <= TITLE_MAX else text[: cut_back(text, TITLE_MAX - 1)] + "…"
         start = stop + 1
     return ""
 

@@ -95,6 +95,7 @@ from md_cg.render import (
     SNIPPET_CHARS,
     applied_write,
     current_version,
+    cut_back,
     distinct_labels,
     iso,
     iso_window,
@@ -107,6 +108,11 @@ from md_cg.render import (
 )
 
 SERVER_NAME = "md-cg"
+#: Characters of a ``query`` (search, recall, reflect, inject): a question or a user's
+#: message, not a document. Longer is refused by the schema (``maxLength``), before any
+#: work: a query costs time in its length after NFKC (U+FDFA is 18 characters), and
+#: 50,000 characters of U+FDFA took 2.0-2.4 s through the server before session 38.
+MAX_QUERY_CHARS = 10_000
 #: Most results a search returns (``k``), memories a ``list`` page holds, neighbours listed.
 MAX_K = 50
 MAX_LIST = 100
@@ -242,7 +248,8 @@ _ESCAPED_TWICE = frozenset('"\\\n\r\t')
 
 def clip(text: str, width: int) -> str:
     """``text`` cut to ``width`` characters *of the reply* (JSON writes ``"``, ``\\`` and line
-    breaks as two), the last one an ellipsis when cut; control characters shown as U+FFFD."""
+    breaks as two), the last one an ellipsis when cut, never inside a grapheme cluster
+    (:func:`md_cg.render.cut_back`); control characters shown as U+FFFD."""
     text = _CONTROL.sub("\ufffd", text)
     if len(text) * 2 <= width or len(text) + sum(map(text.count, _ESCAPED_TWICE)) <= width:
         return text
@@ -250,7 +257,7 @@ def clip(text: str, width: int) -> str:
     for i, ch in enumerate(text):
         used += 2 if ch in _ESCAPED_TWICE else 1
         if used > width - 1:
-            return text[:i] + "…"
+            return text[: cut_back(text, i)] + "…"  # never parting a grapheme cluster
     return text
 
 
@@ -624,6 +631,10 @@ def _schema_problems(exc: ValidationError) -> str:
         message = str(err.get("msg", "invalid")).replace("Input should", "input should")
         if err.get("type") == "missing":
             parts.append(f"argument {where!r} is required")
+        elif err.get("type") == "string_too_long" and isinstance(err.get("input"), str):
+            limit = int((err.get("ctx") or {}).get("max_length", 0))
+            said = f"{len(err['input']):,} characters, over the limit of {limit:,}"
+            parts.append(f"argument {where!r} is {said}")
         else:
             parts.append(f"argument {where!r}: {message} (got {clip(repr(err.get('input')), 80)})")
     return "; ".join(parts)
@@ -689,7 +700,8 @@ def _result(r: SearchResult, reasons: dict[str, int], words: dict[str, str]) -> 
     d.update(_dated(r.entry))  # which fact is current, what a stored "tomorrow" meant
     # the window shows a matched word: a stem ("happi") or the word as said ("happy"), and a
     # match in the title line when the title above, cut, does not show it (session 37)
-    looked_for = [*matched, *(said[t] for t in matched if t in said)]
+    # each term next to its word: the snippet looks for the first SNIPPET_TERMS of them (s38)
+    looked_for = [w for t in matched for w in (t, said.get(t)) if w is not None]
     d["snippet"] = clip(snippet(r.node.body, looked_for, title=d["title"]), SNIPPET_CHARS)
     return d
 
@@ -846,7 +858,9 @@ def _clip_item(item: Any) -> Any:
 
 # -- the tools ----------------------------------------------------------------------------
 
-Query = Annotated[str, Field(description="Words or a short question, any language.")]
+#: (The tool list's budget, tests/test_mcp_schema_s37.py, took the schema's maxLength from
+#: this description: it said "Words or a short question, any language." before session 38.)
+Query = Annotated[str, Field(description="Words, any language.", max_length=MAX_QUERY_CHARS)]
 K = Annotated[int, Field(description="Most results.", ge=1, le=MAX_K)]
 Layer = Annotated[str | None, Field(description="Only this layer.", json_schema_extra=one_of(LAYERS))]
 #: The layer ``update`` moves a memory to (``remember``'s has a default: in its signature).

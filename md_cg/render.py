@@ -20,17 +20,28 @@ MCP server does not load it.
 
 from __future__ import annotations
 
+import functools
+import itertools
 import math
 import re
 import time
-import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidArgumentError, recorded_note
 from .index import title_of
-from .script import WORD_CHAR, distinct_labels, fold_accents, inside_syllable, is_cjk, terminal_safe
+from .script import (
+    WORD_CHAR,
+    cut_back,
+    distinct_labels,
+    folds_apart,
+    is_cjk,
+    match_fold,
+    splits_cluster,
+    terminal_safe,
+)
+from .textindex import MAX_QUERY_TERMS
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -62,8 +73,9 @@ _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$", re.IGNORECASE)
 
 
 def clip(text: str, width: int) -> str:
-    """``text`` cut to ``width`` characters, the last one an ellipsis when cut."""
-    return text if len(text) <= width else text[: max(0, width - 1)] + "…"
+    """``text`` cut to ``width`` characters, the last one an ellipsis when cut; the cut
+    never parts a grapheme cluster (:func:`cut_back`)."""
+    return text if len(text) <= width else text[: cut_back(text, max(0, width - 1))] + "…"
 
 
 def first_line(text: str) -> str:
@@ -72,6 +84,17 @@ def first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+#: Characters of a body a snippet reads, from its start (:func:`snippet`): a match
+#: further in is not shown. With :data:`SNIPPET_TERMS` this bounds a snippet's cost
+#: whatever the body and the query (session 38: six bodies of 700 KB in full-width
+#: letters and a query of 3,000 words took 22 s to show, every term looked for in
+#: every line).
+SNIPPET_SCAN = 100_000
+#: Distinct terms a snippet looks for at most, of each length group: the first ones
+#: given (the index ranks a query on at most as many, ``textindex.MAX_QUERY_TERMS``).
+SNIPPET_TERMS = MAX_QUERY_TERMS
 
 
 def snippet(
@@ -83,20 +106,23 @@ def snippet(
     from the first later line that holds one of ``terms`` (the query terms the
     result matched: stems, and the words as the query said them), from that
     line on; whitespace runs become one space. Terms and lines are compared
-    case- and accent-folded (``cafe`` finds ``Café``), as the index does.
-    Longer terms are looked for first; a term of one character (a CJK
-    character alone) only when no longer one occurs. In a line, the first
-    occurrence at the start of a word (``art`` in ``the art``, not in
-    ``start``) is taken before one inside a word.
+    as the index compares words (:func:`md_cg.script.match_fold`: NFKC, case
+    and accents folded, so ``cafe`` finds ``Café``, ``coffee`` finds
+    ``ｃｏｆｆｅｅ``, ``h2o`` finds ``H₂O``). Longer terms are looked for first;
+    a term of one character (a CJK character alone) only when no longer one
+    occurs. In a line, the first occurrence at the start of a word (``art`` in
+    ``the art``, not in ``start``) is taken before one inside a word. Only the
+    first :data:`SNIPPET_TERMS` distinct terms of each group are looked for,
+    and only in the first :data:`SNIPPET_SCAN` characters of the body.
 
     When the match starts beyond a third of ``width`` into its line, the
     snippet is a window that starts shortly before it -- at a clause end
     (``。！？；，、``) or a space when one lies up to ``width // 4``
     characters before it -- with ``…`` first. A snippet cut short ends with
-    ``…``, and a cut never parts a character from a combining mark that
-    follows it. (Before session 37's MCP review the snippet was always the
-    start of the line: a match past ``width`` characters into a long line, a
-    CJK paragraph, was never shown.)
+    ``…``, and a cut never parts a grapheme cluster (:func:`cut_back`). (Before
+    session 37's MCP review the snippet was always the start of the line: a
+    match past ``width`` characters into a long line, a CJK paragraph, was
+    never shown.)
 
     A match in the title line alone is shown the same way when ``title`` (the
     title as the reply shows it, cut; None: :func:`md_cg.index.title_of` of
@@ -104,22 +130,24 @@ def snippet(
     whose match lies past the cut title. Otherwise, and when nothing matches,
     the snippet is the start of the second non-blank line on, else of the first.
     """
-    lines = [" ".join(line.split()) for line in body.splitlines()]
-    lines = [line for line in lines if line]
+    read = body if len(body) <= SNIPPET_SCAN else body[: cut_back(body, SNIPPET_SCAN)]
+    more = len(read) < len(body)  # the body goes on past what is read: a cut there ends with …
+    lines = [line for line in (" ".join(line.split()) for line in read.splitlines()) if line]
     if not lines:
         return ""
+    folded = _folded_lines(lines)
     for group in _term_groups(terms):
-        for i, line in enumerate(lines[1:], 1):
-            at = _match_at(line, group)
-            if at is not None:
-                return _window(" ".join(lines[i:]), at, width)
-        at = _match_at(lines[0], group)
-        if at is not None:
+        found = _first_match(folded, group, 1)
+        if found is not None:
+            i, at = found
+            return _window(" ".join(lines[i:]), _unfolded(lines[i], at), width, more)
+        found = _first_match(folded, group, 0, 1)
+        if found is not None:
             shown = _fold(" ".join((title_of(body) if title is None else title).split()))
             if any(t in shown for t in group):
                 break  # the title shows why it was found
-            return _window(" ".join(lines), at, width)
-    return _window(" ".join(lines[1:] if len(lines) > 1 else lines), None, width)
+            return _window(" ".join(lines), _unfolded(lines[0], found[1]), width, more)
+    return _window(" ".join(lines[1:] if len(lines) > 1 else lines), None, width, more)
 
 
 #: Characters a snippet window may start after, besides a space: the clause and
@@ -127,99 +155,143 @@ def snippet(
 CLAUSE_ENDS = frozenset("。！？；，、")
 #: Characters folded at a time to find where a match in the folded text is (:func:`_unfolded`).
 _FOLD_BLOCK = 512
-#: Unicode categories of the marks that belong to the character before them.
-_MARKS = frozenset(("Mn", "Mc", "Me"))
+_fold = match_fold
 
 
-def _fold(text: str) -> str:
-    """``text`` case- and accent-folded, as the index compares words."""
-    return fold_accents(text.casefold())
+def _folded_lines(lines: Sequence[str]) -> list[str]:
+    """Each of ``lines`` folded (:func:`md_cg.script.match_fold`), in one call: a line
+    break folds alone, and nothing folds to one."""
+    folded = _fold("\n".join(lines)).split("\n")
+    return folded if len(folded) == len(lines) else [_fold(line) for line in lines]
 
 
 def _term_groups(terms: Iterable[str]) -> list[list[str]]:
-    """The folded ``terms``, once each: those of two characters or more, then those of one."""
-    wanted = list(dict.fromkeys(f for f in (_fold(t) for t in terms if t) if f))
-    groups = [[t for t in wanted if len(t) > 1], [t for t in wanted if len(t) == 1]]
+    """The folded ``terms``, once each, their whitespace runs one space: those of two
+    characters or more, then those of one; at most :data:`SNIPPET_TERMS` of each."""
+    wanted = dict.fromkeys(f for f in (" ".join(_fold_term(t).split()) for t in terms if t) if f)
+    groups = [
+        list(itertools.islice((t for t in wanted if len(t) > 1), SNIPPET_TERMS)),
+        list(itertools.islice((t for t in wanted if len(t) == 1), SNIPPET_TERMS)),
+    ]
     return [g for g in groups if g]
 
 
-def _word_at(folded: str, term: str) -> int | None:
-    """Where ``term`` first starts a word in ``folded``: after no letter or digit, or
-    anywhere for a term that starts with a CJK character (CJK text has no spaces)."""
-    if is_cjk(term):
-        at = folded.find(term)
-        return None if at < 0 else at
-    found = re.search(f"(?<!{WORD_CHAR}){re.escape(term)}", folded)
-    return None if found is None else found.start()
-
-
-def _match_at(line: str, terms: Sequence[str]) -> int | None:
-    """Where in ``line`` the first of ``terms`` occurs (folded), an occurrence at the start
-    of a word before any other; None when none does."""
-    folded = _fold(line)
-    found = {t: at for t in terms if (at := folded.find(t)) >= 0}
-    if not found:
+def _first_match(
+    folded: Sequence[str], terms: Sequence[str], first: int, stop: int | None = None
+) -> tuple[int, int] | None:
+    """The first of the ``folded`` lines from ``first`` (up to ``stop``) that holds one of
+    ``terms``, and where in it the first of them occurs, an occurrence at the start of a
+    word before any other (:func:`_word_start`); None when none does. Each term is looked
+    for once, only as far as the best line so far: the cost is bounded by the terms
+    times the text, whatever the number of lines."""
+    text = "\n".join(folded[first:stop])
+    limit = len(text)  # the end of the first line found so far
+    hit: dict[str, int] = {}
+    for term in terms:
+        at = text.find(term, 0, limit)
+        if at >= 0:
+            hit[term] = at
+            end = text.find("\n", at)
+            limit = len(text) if end < 0 else end
+    if not hit:
         return None
-    starts = [at for at in (_word_at(folded, t) for t in found) if at is not None]
-    return _unfolded(line, min(starts) if starts else min(found.values()))
+    start = text.rfind("\n", 0, limit) + 1
+    word = _word_start(text[start:limit], [t for t, at in hit.items() if at >= start])
+    at = min(hit.values()) - start if word is None else word
+    return first + text.count("\n", 0, start), at
+
+
+def _word_start(folded: str, terms: Sequence[str]) -> int | None:
+    """Where the first of ``terms`` starts a word in ``folded``: after no letter or digit,
+    or anywhere for a term that starts with a CJK character (CJK text has no spaces). A
+    few terms are looked for one by one, more in one pass of one alternation (the
+    patterns compiled once: compiling the letter class takes 0.3 ms)."""
+    if len(terms) > _ONE_BY_ONE:
+        found = _alternation(tuple(sorted(terms))).search(folded)
+        return None if found is None else found.start()
+    starts = [m.start() for m in (_word_pattern(t).search(folded) for t in terms) if m is not None]
+    return min(starts) if starts else None
+
+
+#: Terms found in a line looked for at word starts one by one; more in one alternation.
+_ONE_BY_ONE = 8
+
+
+@functools.lru_cache(maxsize=1024)
+def _word_pattern(term: str) -> re.Pattern[str]:
+    """``term`` at the start of a word (anywhere for a CJK term)."""
+    return re.compile(re.escape(term) if is_cjk(term) else f"(?<!{WORD_CHAR}){re.escape(term)}")
+
+
+@functools.lru_cache(maxsize=64)
+def _alternation(terms: tuple[str, ...]) -> re.Pattern[str]:
+    """Any of ``terms`` at the start of a word (anywhere for a CJK term), in one pattern."""
+    words = "|".join(re.escape(t) for t in terms if not is_cjk(t))
+    cjk = "|".join(re.escape(t) for t in terms if is_cjk(t))
+    parts = ([f"(?<!{WORD_CHAR})(?:{words})"] if words else []) + ([f"(?:{cjk})"] if cjk else [])
+    return re.compile("|".join(parts))
+
+
+#: The folding of a term (terms repeat from one result to the next).
+_fold_term = functools.lru_cache(maxsize=4096)(match_fold)
 
 
 def _unfolded(text: str, at: int) -> int:
     """The index in ``text`` of the character whose folding holds position ``at`` of the
-    folded text. Folding may change lengths (``ß`` -> ``ss``, ``æ`` -> ``ae``, a
-    combining accent -> nothing) but folds each character alone: the folded lengths
-    are summed, a block of :data:`_FOLD_BLOCK` characters at a time, then a character
-    at a time in the block that holds ``at``."""
+    folded text -- the first character of a piece folded whole. Folding may change
+    lengths (``ß`` -> ``ss``, ``ｃ`` -> ``c``, a combining accent -> nothing) and joins
+    some characters (decomposed Hangul jamo into a syllable), but folds apart at
+    :func:`md_cg.script.folds_apart`: the folded lengths are summed, a block of about
+    :data:`_FOLD_BLOCK` characters at a time, then a piece at a time in the block that
+    holds ``at``."""
     if text.isascii():
         return at
+    if at < len(text) and folds_apart(text, at) and len(_fold(text[:at])) == at:
+        return at  # as often: the text before folds to as many characters
     done = start = 0  # ``done``: the folded length of text[:start]
-    while start + _FOLD_BLOCK < len(text):
-        size = len(_fold(text[start : start + _FOLD_BLOCK]))
-        if done + size > at:
+    while True:
+        end = _fold_cut(text, start + _FOLD_BLOCK)
+        size = len(_fold(text[start:end]))
+        if done + size > at or end >= len(text):
             break
-        done, start = done + size, start + _FOLD_BLOCK
-    for i in range(start, len(text)):
-        done += len(_fold(text[i]))
+        done, start = done + size, end
+    while start < end:
+        piece = _fold_cut(text, start + 1)
+        done += len(_fold(text[start:piece]))
         if done > at:
-            return i
-    return len(text) - 1  # not reached for a position of the folded text
+            return start
+        start = piece
+    return max(0, len(text) - 1)  # not reached for a position of the folded text
 
 
-def _splits(text: str, at: int) -> bool:
-    """Whether cutting ``text`` at ``at`` parts a character from a mark after it (or a
-    zero-width joiner from either side), or a decomposed Hangul syllable: a vowel or final
-    jamo from the jamo before it (category ``Lo``, not a mark: session 37's second MCP
-    review saw a snippet start ``…ᅡᆨ각``)."""
-    if not 0 < at < len(text):
-        return False
-    if unicodedata.category(text[at]) in _MARKS or "\u200d" in (text[at], text[at - 1]):
-        return True
-    return inside_syllable(text[at - 1], text[at])
+def _fold_cut(text: str, at: int) -> int:
+    """The first place at or after ``at`` where ``text`` folds apart (or its end)."""
+    while at < len(text) and not folds_apart(text, at):
+        at += 1
+    return min(at, len(text))
 
 
-def _clip_from(text: str, start: int, width: int) -> str:
+def _clip_from(text: str, start: int, width: int, more: bool = False) -> str:
     """``text`` from ``start`` in at most ``width`` characters: ``…`` first when ``start``
-    is not 0, ``…`` last when cut."""
+    is not 0, ``…`` last when cut (or when ``more`` text follows it)."""
     lead = "…" if start else ""
     room = width - len(lead)
-    if len(text) - start <= room:
+    if len(text) - start <= room and not more:
         return lead + text[start:]
-    end = start + room - 1
-    while end > start and _splits(text, end):
-        end -= 1
+    end = cut_back(text, min(start + room - 1, len(text)), start)
     return lead + text[start:end] + "…"
 
 
-def _window(text: str, at: int | None, width: int) -> str:
+def _window(text: str, at: int | None, width: int, more: bool = False) -> str:
     """``text`` in at most ``width`` characters: from its start, or from shortly before
-    ``at`` (a match) when it lies beyond a third of ``width``."""
+    ``at`` (a match) when it lies beyond a third of ``width``; ``more``: the body goes on."""
     if width <= 0:
         return ""
-    if len(text) <= width:
+    if len(text) <= width and not more:
         return text
     if at is None or at <= width // 3 or width < 3:
-        return _clip_from(text, 0, width)
-    return _clip_from(text, _window_start(text, at, width), width)
+        return _clip_from(text, 0, width, more)
+    return _clip_from(text, _window_start(text, at, width), width, more)
 
 
 def _window_start(text: str, at: int, width: int) -> int:
@@ -231,14 +303,14 @@ def _window_start(text: str, at: int, width: int) -> int:
     if spots:
         return min(spots, key=lambda b: (abs(b - target), b))
     start = max(target, 1)
-    while start < at and _splits(text, start):
+    while start < at and splits_cluster(text, start):
         start += 1
     return start
 
 
 def _boundary(text: str, at: int) -> bool:
     """Whether a word or a clause starts at ``at``: after a space or a CJK clause end."""
-    if not 0 < at < len(text) or text[at] == " " or _splits(text, at):
+    if not 0 < at < len(text) or text[at] == " " or splits_cluster(text, at):
         return False
     return text[at - 1] == " " or text[at - 1] in CLAUSE_ENDS
 

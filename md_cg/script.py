@@ -50,6 +50,7 @@ Imports nothing from the package.
 
 from __future__ import annotations
 
+import functools
 import re
 import reprlib
 import threading
@@ -78,16 +79,20 @@ __all__ = [
     "CJK_SPLIT_RE",
     "CYRILLIC_RE",
     "WORD_CHAR",
+    "cut_back",
     "fold",
     "fold_accents",
+    "folds_apart",
     "has_cjk",
     "id_fold",
     "is_cjk",
     "is_nfc",
     "is_nfkc",
+    "match_fold",
     "nfkc",
     "plural_forms",
     "singulars",
+    "splits_cluster",
     "stem",
     "terminal_safe",
 ]
@@ -129,8 +134,25 @@ def has_cjk(text: str) -> bool:
     return CJK_CHAR_RE.search(text) is not None
 
 
+#: Lengths of text whose NFKC form and :func:`fold` are remembered, the last
+#: :data:`_MEMO_TEXTS` of each: a search normalises its query in several steps (its
+#: terms, its words, the synonyms, the phrase key, routing: six NFKC passes over the
+#: same text before session 38, one now), and a long query's passes cost (100,000 x
+#: U+FDFA, 18 characters each in NFKC: 5.5 s, 2.9 s now). Shorter text is normalised
+#: again (cheaper than a lookup), longer is not kept (memory).
+_MEMO_LENGTHS = range(256, 200_001)
+_MEMO_TEXTS = 2
+
+
 def nfkc(text: str) -> str:
     """``text`` in Unicode normalisation form NFKC."""
+    if len(text) in _MEMO_LENGTHS:
+        return _nfkc_memo(text)
+    return unicodedata.normalize("NFKC", text)
+
+
+@functools.lru_cache(maxsize=_MEMO_TEXTS)
+def _nfkc_memo(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
 
 
@@ -154,7 +176,15 @@ def fold(text: str, *, collapse: bool = True) -> str:
     """
     if text.isascii() and text.isalnum():
         return text.lower()
+    if len(text) in _MEMO_LENGTHS:
+        return _fold_memo(text, collapse)
     folded = unicodedata.normalize("NFKC", text).casefold()
+    return " ".join(folded.split()) if collapse else folded
+
+
+@functools.lru_cache(maxsize=_MEMO_TEXTS)
+def _fold_memo(text: str, collapse: bool) -> str:
+    folded = nfkc(text).casefold()
     return " ".join(folded.split()) if collapse else folded
 
 
@@ -343,10 +373,118 @@ def short_repr(value: object) -> str:
 #: Conjoining Hangul jamo, and those of them that continue a syllable (vowels and finals).
 _HANGUL_JAMO = re.compile("[\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]")
 _HANGUL_TAIL = re.compile("[\u1160-\u11ff\ud7b0-\ud7ff]")
+#: Leading conjoining jamo (a syllable starts with one) and the precomposed syllables.
+_HANGUL_LEAD = re.compile("[\u1100-\u115f\ua960-\ua97f]")
+_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7a3]")
 
 
 def inside_syllable(before: str, char: str) -> bool:
-    """Whether ``char`` continues a decomposed Hangul syllable after ``before``: a vowel or
-    final conjoining jamo after a jamo (letters, category ``Lo``, not marks: a cut between
-    them leaves half a syllable -- :func:`md_cg.render.snippet`)."""
-    return _HANGUL_TAIL.fullmatch(char) is not None and _HANGUL_JAMO.fullmatch(before) is not None
+    """Whether ``char`` continues a Hangul syllable after ``before``: a vowel or final
+    conjoining jamo after a jamo or after a precomposed syllable (가 + ᆨ is 각), or a
+    leading jamo or a syllable after a leading jamo (letters, category ``Lo``, not marks:
+    a cut between them leaves half a syllable -- :func:`md_cg.render.snippet`)."""
+    if _HANGUL_TAIL.fullmatch(char) is not None:
+        return _HANGUL_JAMO.fullmatch(before) is not None or _HANGUL_SYLLABLE.fullmatch(before) is not None
+    return _HANGUL_LEAD.fullmatch(before) is not None and (
+        _HANGUL_LEAD.fullmatch(char) is not None or _HANGUL_SYLLABLE.fullmatch(char) is not None
+    )
+
+
+# -- matching folds and grapheme clusters ------------------------------------------------
+
+#: Unicode categories of the marks that belong to the character before them.
+MARKS = frozenset(("Mn", "Mc", "Me"))
+#: Characters outside :data:`MARKS` that extend the cluster before them (UAX #29
+#: Extend, ZWJ): the zero-width non-joiner and joiner, the half-width katakana sound
+#: marks, the emoji skin-tone modifiers and the tag characters of flag sequences.
+_EXTEND = re.compile("[\u200c\u200d\uff9e\uff9f\U0001f3fb-\U0001f3ff\U000e0020-\U000e007f]")
+#: Characters that start a cluster with what follows them (UAX #29 Prepend): the Arabic
+#: number signs and the like.
+_PREPEND = frozenset("\u0600\u0601\u0602\u0603\u0604\u0605\u06dd\u070f\u0890\u0891\u08e2\U000110bd\U000110cd")
+#: Regional indicator symbols: two of them are one flag, paired from the start of a run.
+_REGIONAL = re.compile("[\U0001f1e6-\U0001f1ff]")
+_REGIONAL_CHARS = "".join(map(chr, range(0x1F1E6, 0x1F200)))
+
+
+def match_fold(text: str) -> str:
+    """``text`` as the index compares words: NFKC (full-width ``ｃｏｆｆｅｅ`` and ``１２３４``,
+    ``H₂O``, ``Ⅻ``, decomposed Hangul jamo composed), full case folding and the accents of
+    Latin letters removed (:func:`fold_accents`). Lengths change (``ß`` -> ``ss``, a
+    combining accent -> nothing); :func:`folds_apart` tells where text may be cut and
+    folded in pieces."""
+    if text.isascii():
+        return text.lower()
+    text = _FULL_WIDTH.sub(_narrow, text, count=_NARROWED)
+    return fold_accents(unicodedata.normalize("NFKC", text).casefold())
+
+
+#: The full-width forms of ASCII (``：``, ``，``, ``ａ``) and the ideographic space. NFKC
+#: makes each the one character of its NFKD form, so putting that in first leaves the
+#: NFKC form of any text as it is -- and Chinese text, whose punctuation is full-width,
+#: NFKC already, which ``unicodedata.normalize`` sees at once instead of normalising
+#: it (200 characters: 0.5 us instead of 40).
+#: At most :data:`_NARROWED` of them: in text written in full-width letters, NFKC
+#: does the rest at its own pace, faster than a replacement at a time.
+_FULL_WIDTH = re.compile("[\u3000\uff01-\uff5e]")
+_NARROWED = 64
+_NARROW = {chr(cp): unicodedata.normalize("NFKD", chr(cp)) for cp in (0x3000, *range(0xFF01, 0xFF5F))}
+
+
+def _narrow(found: re.Match[str]) -> str:
+    return _NARROW[found.group()]
+
+
+@functools.lru_cache(maxsize=4096)
+def _starts_fold(char: str) -> bool:
+    """Whether no character before ``char`` joins it under NFKC: ``char`` and the first
+    character of its NFKC form are neither marks (every character canonical composition
+    joins to the one before it is a mark or a Hangul vowel or final jamo; a test checks
+    it over all code points) nor of a combining class other than 0 (reordered)."""
+    for ch in (char, unicodedata.normalize("NFKC", char)[:1]):
+        if unicodedata.category(ch) in MARKS or unicodedata.combining(ch) or _HANGUL_TAIL.fullmatch(ch):
+            return False
+    return True
+
+
+def folds_apart(text: str, at: int) -> bool:
+    """Whether ``match_fold(text[:at]) + match_fold(text[at:]) == match_fold(text)``
+    for certain: ``at`` is 0, the end, or before a character nothing before it joins
+    under NFKC (:func:`_starts_fold`; every ASCII character)."""
+    return not 0 < at < len(text) or text[at].isascii() or _starts_fold(text[at])
+
+
+def splits_cluster(text: str, at: int) -> bool:
+    """Whether cutting ``text`` at ``at`` parts a grapheme cluster (UAX #29, without its
+    tables: what the standard library can tell). It does before a mark, a joiner or an
+    extender of :data:`_EXTEND` (a skin-tone modifier, a tag character), after a joiner
+    or a prepended mark (:data:`_PREPEND`), inside a Hangul syllable
+    (:func:`inside_syllable`), after a virama before a letter (a conjunct: क्ष), between
+    the two regional indicators of a flag, and between CR and LF."""
+    if not 0 < at < len(text):
+        return False
+    before, char = text[at - 1], text[at]
+    if before < "\u0300" and char < "\u0300":
+        return before == "\r" and char == "\n"
+    if unicodedata.category(char) in MARKS or _EXTEND.fullmatch(char) or before == "\u200d":
+        return True
+    if before in _PREPEND or inside_syllable(before, char):
+        return True
+    if unicodedata.combining(before) == 9 and unicodedata.category(char) == "Lo":
+        return True  # a virama links the consonants of a conjunct (UAX #29 GB9c)
+    if _REGIONAL.fullmatch(char) is None:
+        return False
+    if _REGIONAL.fullmatch(before) is None:
+        return False
+    run = at - len(text[:at].rstrip(_REGIONAL_CHARS))  # an odd run before leaves a flag's first half
+    return run % 2 == 1
+
+
+def cut_back(text: str, end: int, start: int = 0) -> int:
+    """The last place at or before ``end``, and not before ``start``, where ``text`` can be
+    cut without parting a grapheme cluster (:func:`splits_cluster`: a letter from its
+    marks, a flag's two regional indicators, an emoji from its skin tone or tags, a Hangul
+    syllable from its final jamo, a conjunct at its virama); ``start`` when the cluster
+    reaches back that far."""
+    while end > start and splits_cluster(text, end):
+        end -= 1
+    return end
