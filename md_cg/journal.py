@@ -8,7 +8,9 @@ owns it (holding the store lock shared and the stripe locks of its ids):
 1. every new file is written to a unique temp file beside its target;
    nothing visible has changed yet;
 2. one ``commit`` record naming every put (id, path, temp name, and the
-   size and CRC-32 of its bytes) and every del (id, path) is appended to
+   size and CRC-32 of its bytes) and every del (id, path), with the
+   :func:`stamp` of the file each replaces or removes (``replaces``,
+   ``removes``: one ``lstat`` each), is appended to
    the process's own log shard as a single line -- a line torn by a crash
    is ignored, so the commit either exists whole or not at all. Durable:
    the temp files and the line are then fsynced, all at once;
@@ -23,7 +25,11 @@ garbage that maintenance removes. Killed after step 2, the commit is
 *rolled forward* by the next process that needs its ids (:func:`recover`):
 every temp file still present is renamed into place and the dels are done,
 then a ``recovered`` record closes it. So a batch is all or nothing once
-recovered. A temp file is renamed only when it holds the bytes its line
+recovered -- except an id whose file is no longer the one the line logged
+(another stamp: saved again by another process while a failed writer lived
+on, or by hand) or changed after the line (its ctime, with 2 s of slack:
+the only rule for lines without stamps), which is left as its files have it
+(:func:`_later_ids`). A temp file is renamed only when it holds the bytes its line
 describes: if the power failed before the temp files were written back
 (or while a durable commit's fsyncs were in flight) and no put has landed,
 the commit is rolled back instead (temp files removed, files as they were;
@@ -70,6 +76,14 @@ from .errors import APPLIED_NOTE, LOGGED_NOTE, RECOVERY_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
 
+#: (inode, mtime_ns, size) of a file: another stamp at its path is another file, or the
+#: file changed (an editor's atomic save gives a new inode; a write in place a new time)
+Stamp = tuple[int, int, int]
+
+
+def stamp(st: os.stat_result) -> Stamp:
+    return st.st_ino, st.st_mtime_ns, st.st_size
+
 
 @dataclass(frozen=True)
 class Put:
@@ -97,6 +111,12 @@ class Commit:
     checks: tuple[tuple[int, int], ...] | None = None
     #: when the line was written (seconds since the epoch; None when it does not say)
     ts: float | None = None
+    #: the :func:`stamp` of the file each put replaces, in order (None: no file was there);
+    #: None in lines of earlier versions (``replaces``)
+    replaces: tuple[Stamp | None, ...] | None = None
+    #: the :func:`stamp` of the file each del removes, in order (None: no file was there);
+    #: None in lines of earlier versions (``removes``)
+    removes: tuple[Stamp | None, ...] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -232,13 +252,17 @@ class Journal:
         order = _folder_order([p.rel for p in puts], dirs.size)
         try:
             made: list[str] = []
-            temps, stats = self._write_temps(puts, order, dirs, made)
+            temps, stats, replaces = self._write_temps(puts, order, dirs, made)
             self._step("temps")
             record = {
                 "op": "commit",
                 "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
                 "del": [[i, rel] for i, rel in dels],
                 "check": [[len(p.data), zlib.crc32(p.data)] for p in puts],
+                # the files the commit means to replace and remove: a recovery leaves an id
+                # whose file is another by then (:func:`_later_ids`)
+                "replaces": [_stamp_item(st) for st in replaces],
+                "removes": [_stamp_item(st) for st in _del_stamps(dels, dirs, read or {})],
             }
             try:
                 shard, nbytes, seq = self.append([record])
@@ -285,7 +309,10 @@ class Journal:
         acknowledged after a ``forget`` whose folder fsync failed, lost at the next
         ``forget`` of any memory). Only when the ``done`` cannot be written either does it
         stay open, for recovery, noted :data:`LOGGED_NOTE` (until session 38 a closed one
-        was noted both, and its note said a recovery would complete it: none does)."""
+        was noted both, and its note said a recovery would complete it: none does) -- and
+        the recovery then leaves a file saved under its ids since (a new stamp:
+        :func:`_later_ids`; session 38: before, it removed one saved within 2 s, or at any
+        time when this process recovered it)."""
         try:
             fsops.fsync_all(dirs.fsync_calls())
         except BaseException as exc:
@@ -338,32 +365,38 @@ class Journal:
 
     def _write_temps(
         self, puts: Sequence[Put], order: Sequence[int], dirs: fsops.FolderCache, made: list[str]
-    ) -> tuple[list[str], list[os.stat_result]]:
+    ) -> tuple[list[str], list[os.stat_result], list[Stamp | None]]:
         """Write every put, in ``order`` (:func:`_folder_order`), to a temp file beside
-        its target (folders made as needed, listed in ``made``); no fsync here."""
+        its target (folders made as needed, listed in ``made``); no fsync here. Returns the
+        temp names, their stats, and the :func:`stamp` of the file each put replaces (None:
+        none is there)."""
         temps: list[str | None] = [None] * len(puts)
         stats: list[os.stat_result | None] = [None] * len(puts)
+        replaces: list[Stamp | None] = [None] * len(puts)
         try:
             for i in order:
                 put = puts[i]
                 parent, name = _split(put.rel)
-                temps[i], stats[i] = self._write_temp(parent, name, put.data, dirs, made)
+                temps[i], stats[i], replaces[i] = self._write_temp(parent, name, put.data, dirs, made)
         except BaseException:
             _remove_temps(puts, temps, dirs)
             raise
-        return cast(list[str], temps), cast(list[os.stat_result], stats)
+        return cast(list[str], temps), cast(list[os.stat_result], stats), replaces
 
     def _write_temp(
         self, parent: str, name: str, data: bytes, dirs: fsops.FolderCache, made: list[str]
-    ) -> tuple[str, os.stat_result]:
-        """A temp file beside ``parent/name``. Another process removing ``parent`` once
-        it is empty (a forget or a move out of a bucket) can do so between the open of
-        the folder and the temp file's creation: the folder is made again (a few times).
-        Once the temp file is there the folder is not empty, so it stays."""
+    ) -> tuple[str, os.stat_result, Stamp | None]:
+        """A temp file beside ``parent/name``, and the stamp of the file ``name`` there.
+        Another process removing ``parent`` once it is empty (a forget or a move out of a
+        bucket) can do so between the open of the folder and the temp file's creation: the
+        folder is made again (a few times). Once the temp file is there the folder is not
+        empty, so it stays."""
         for attempt in range(_FOLDER_TRIES):
             d = dirs.get(parent, create=True, made=made)
             try:
-                return d.write_temp(name, data)
+                was = _stamp_at(d, name)
+                tmp, st = d.write_temp(name, data)
+                return tmp, st, was
             except FileNotFoundError:
                 if attempt == _FOLDER_TRIES - 1:
                     raise
@@ -511,8 +544,10 @@ def roll_forward(
     back = "bad" in states and "landed" not in states
     landed: set[str] = set()
     # A file changed after the line was written (with a margin for coarse file
-    # times) is a later write -- a hand edit since the crash, or a line from a
-    # copied .mdcg/ -- that the commit must not replace or delete.
+    # times), or no longer the one the line logged (its stamp), is a later write --
+    # a hand edit since the crash, another process's save of the id after this
+    # commit failed with its writer alive, or a line from a copied .mdcg/ -- that
+    # the commit must not replace or delete.
     # An id with any such file is left as the files have it: all of its puts and dels
     # skipped together (a move half done would leave two copies of it).
     stamp = _written_by(root, c)
@@ -636,22 +671,60 @@ def _written_by(root: str, c: Commit) -> int | None:
 
 
 def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -> set[str]:
-    """The ids of ``c`` with a file changed after ``limit`` (ns): the target of a put not
-    landed yet, or a file to delete. (A landed put's file changed when this commit renamed
+    """The ids of ``c`` with a file that is not the one its line meant -- the target of a
+    put not landed yet, or a file to delete: one changed after ``limit`` (ns, by
+    :func:`_newer`), or (lines that log them: ``replaces``, ``removes``) one that is no
+    longer the file logged (:func:`_not_as_logged`): another process saved the id again
+    after this commit failed with its writer still alive (its ``done`` could not be
+    written), within the clock slack, or whenever this process recovers its own failed
+    commit (no time is known for it). (A landed put's file changed when this commit renamed
     it into place: a large batch's renames can take longer than the slack.)"""
-    if limit is None:
-        return set()
+    todo: list[tuple[str, str, bool, Stamp | _Unsaid | None]] = []
+    for i, (p, state) in enumerate(zip(c.puts, states, strict=True)):
+        if state != "landed":
+            todo.append((p[0], p[1], True, UNSAID if c.replaces is None else c.replaces[i]))
+    for k, (node_id, rel) in enumerate(c.dels):
+        todo.append((node_id, rel, False, UNSAID if c.removes is None else c.removes[k]))
     out = set()
-    pending = [(p[0], p[1]) for p, state in zip(c.puts, states, strict=True) if state != "landed"]
-    for node_id, rel in [*pending, *c.dels]:
+    for node_id, rel, put, logged in todo:
+        if limit is None and logged is UNSAID:
+            continue
         parent, name = _split(rel)
         try:
             with fsops.Dir(root, parent) as d:
-                if _newer(d, name, limit):
+                if _newer(d, name, limit) or _not_as_logged(d, name, put, logged):
                     out.add(node_id)
-        except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        except (FileNotFoundError, NotADirectoryError):
+            if put and logged is not None and logged is not UNSAID:
+                out.add(node_id)  # the file the put replaces went, with its folder (a forget)
+        except UnsafePathError:
             continue
     return out
+
+
+class _Unsaid:
+    """The type of :data:`UNSAID`."""
+
+
+#: A commit line of an earlier version logs no stamp of the file a put replaces or a del removes.
+UNSAID = _Unsaid()
+
+
+def _not_as_logged(d: fsops.Dir, name: str, put: bool, logged: Stamp | _Unsaid | None) -> bool:
+    """Whether file ``name`` of ``d`` is no longer the one a commit line logged there
+    (``logged``: its :func:`stamp`, None when no regular file was there; :data:`UNSAID`: the
+    line does not say). For a put: any other stamp, the file gone included (another process
+    forgot the id since). For a del: a file there with another stamp -- a new file (an
+    ``add`` saves by a rename: a new inode) or one changed; a file gone is nothing to keep.
+    A ``chmod`` or a hard link moves neither (a hard-linked copy keeps its stamp as the
+    other link goes)."""
+    if logged is UNSAID:
+        return False
+    try:
+        st = d.lstat(name)
+    except FileNotFoundError:
+        return put and logged is not None
+    return (stamp(st) if statmod.S_ISREG(st.st_mode) else None) != logged
 
 
 #: Seconds a file's time may run past its commit line's and still be the commit's own
@@ -701,15 +774,6 @@ def _put_states(root: str, c: Commit) -> list[str]:
     return states
 
 
-#: (inode, mtime_ns, size) of a file: another stamp at its path is another file, or the
-#: file changed (an editor's atomic save gives a new inode; a write in place a new time)
-Stamp = tuple[int, int, int]
-
-
-def stamp(st: os.stat_result) -> Stamp:
-    return st.st_ino, st.st_mtime_ns, st.st_size
-
-
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
     """The :func:`stamp` of the regular file ``name`` of ``d``; None when none is there."""
     try:
@@ -717,6 +781,48 @@ def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
     except FileNotFoundError:
         return None
     return stamp(st) if statmod.S_ISREG(st.st_mode) else None
+
+
+def _stamp_item(st: Stamp | None) -> list[int] | None:
+    """A stamp as a commit line logs it (``replaces``, ``removes``): ``[inode, mtime_ns, size]``."""
+    return None if st is None else list(st)
+
+
+def _stamps(value: Any, count: int) -> tuple[Stamp | None, ...] | None:
+    """A commit line's ``replaces`` or ``removes`` list: one stamp (or null) per put or del.
+    Absent or malformed: None, and recovery goes by the files' times alone, as for the
+    lines of earlier versions."""
+    if not isinstance(value, list) or len(value) != count:
+        return None
+    out: list[Stamp | None] = []
+    for item in value:
+        if item is None:
+            out.append(None)
+        elif isinstance(item, list) and len(item) == 3 and all(type(x) is int for x in item):
+            out.append((item[0], item[1], item[2]))
+        else:
+            return None
+    return tuple(out)
+
+
+def _del_stamps(
+    dels: Sequence[tuple[str, str]], dirs: fsops.FolderCache, read: Mapping[str, Stamp]
+) -> list[Stamp | None]:
+    """The :func:`stamp` of the file each del removes (None: no regular file there): the
+    one ``read`` gives, else the file's now. One ``lstat`` per del, through the folders the
+    unlinks use next."""
+    out: list[Stamp | None] = [None] * len(dels)
+    for k in _folder_order([rel for _, rel in dels], dirs.size):
+        rel = dels[k][1]
+        if rel in read:
+            out[k] = read[rel]
+            continue
+        parent, name = _split(rel)
+        try:
+            out[k] = _stamp_at(dirs.get(parent), name)
+        except (OSError, UnsafePathError):
+            continue  # no folder, no file; an unsafe or unreadable one: the unlink meets it
+    return out
 
 
 def _holds(d: fsops.Dir, name: str, check: tuple[int, int] | None) -> bool:
@@ -1375,8 +1481,18 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
         return None
     assert puts is not None and dels is not None
     full = tuple((p[0], p[1], p[2] if len(p) == 3 else "") for p in puts)
-    checks = _checks(rec.get("check"), len(full)) if rec.get("op") == "commit" else None
-    return Commit(shard, seq, full, tuple((d[0], d[1]) for d in dels), checks, _seconds(rec.get("ts")))
+    commit = rec.get("op") == "commit"
+    checks = _checks(rec.get("check"), len(full)) if commit else None
+    return Commit(
+        shard,
+        seq,
+        full,
+        tuple((d[0], d[1]) for d in dels),
+        checks,
+        _seconds(rec.get("ts")),
+        replaces=_stamps(rec.get("replaces"), len(full)) if commit else None,
+        removes=_stamps(rec.get("removes"), len(dels)) if commit else None,
+    )
 
 
 def _seconds(ts: Any) -> float | None:

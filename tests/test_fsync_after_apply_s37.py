@@ -29,6 +29,16 @@ with MdCG(sys.argv[1], auto_compact=None) as m:
 """
 
 
+def remove_h1(w: MdCG, op: str) -> None:
+    """``op`` of ``h1``: ``forget``, ``delete`` or ``rename`` (to ``h9``)."""
+    if op == "forget":
+        w.forget("h1", "done with it")
+    elif op == "delete":
+        w.delete("h1", force=True)
+    else:
+        w.rename("h1", "h9")
+
+
 def _files(root: Path) -> list[str]:
     return sorted(p.name for p in (root / "contextual").glob("*.md"))
 
@@ -53,12 +63,7 @@ def test_an_add_after_a_write_whose_last_fsync_failed_survives_compaction(
     w = MdCG(root, durable=True, auto_compact=None)
     monkeypatch.setattr(fsops, "fsync_all", second_fails)
     with pytest.raises(type(fail)) as raised:
-        if op == "forget":
-            w.forget("h1", "done with it")
-        elif op == "delete":
-            w.delete("h1", force=True)
-        else:
-            w.rename("h1", "h9")
+        remove_h1(w, op)
     monkeypatch.undo()
     assert was_logged(raised.value) and was_applied(raised.value)  # never "nothing changed"
     assert len(calls) == 2 and w._engine.journal.failed == []
