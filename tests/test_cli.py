@@ -1004,7 +1004,7 @@ def test_missing_store_and_unknown_id_are_one_line(runner: CliRunner, root: Path
 
 
 def test_unexpected_exceptions_keep_their_traceback(runner: CliRunner, root: Path, monkeypatch) -> None:
-    def boom(self: MdCG) -> None:
+    def boom(self: MdCG, deep: bool = False) -> None:
         raise RuntimeError("a bug")
 
     monkeypatch.setattr(MdCG, "health", boom)
