@@ -62,7 +62,6 @@ SKELETON_SUFFIXES: tuple[str, ...] = (
     "topic",
 )
 
-_TAIL_BRACKETS = re.compile(r"\s*\([^()]*\)\s*$")
 _SEPARATORS = " \t·・•/|>:：-—_,，;；"
 _UNSAFE_DIR_CHARS = re.compile(r'[\\/:*?"<>|\x00-\x1f\x7f\s.]+')
 _READABLE_MAX = 40
@@ -86,7 +85,7 @@ def normalize_position(position: str) -> str | None:
         # The bracket group must close the text (blanks aside); the checks
         # before the regex and the suffix loop only skip what cannot match.
         if text.rstrip().endswith(")"):
-            text = _TAIL_BRACKETS.sub("", text)
+            text = _without_tail_group(text)
         text = text.rstrip(_SEPARATORS)
         if text.endswith(SKELETON_SUFFIXES):
             for suffix in SKELETON_SUFFIXES:
@@ -98,6 +97,23 @@ def normalize_position(position: str) -> str | None:
     text = text.strip(_SEPARATORS)
     if not text or text in SKELETON_SUFFIXES:
         return None
+    return text
+
+
+def _without_tail_group(text: str) -> str:
+    """``text`` without the bracket group that closes it (blanks around it dropped), nested
+    groups inside it included: ``topic (Ohm (unit))`` -> ``topic`` (session 38's migration
+    simulation: the one-level pattern before left such a Wikipedia-style name whole, and
+    each of its memories got a bucket of its own). An unbalanced tail is left as it is."""
+    body = text.rstrip()
+    depth = 0
+    for i in range(len(body) - 1, -1, -1):
+        if body[i] == ")":
+            depth += 1
+        elif body[i] == "(":
+            depth -= 1
+            if depth == 0:
+                return body[:i].rstrip()
     return text
 
 

@@ -182,3 +182,22 @@ def test_the_per_folder_path_checker_gives_rel_problem_s_answers() -> None:
     got = [check(r) for r in rels]
     assert got == [paths.rel_problem(r) for r in rels]
     assert sum(p is None for p in got) > 300 and sum(p is not None for p in got) > 3000
+
+
+def test_a_closing_bracket_group_with_groups_inside_goes_whole() -> None:
+    """Session 38's migration simulation: Wikipedia-style instance names hold a bracket group
+    inside the closing one (知识点（李翰 (设计师)）); the one-level pattern left the name
+    whole, and each such memory got a bucket of its own (112 of 173 buckets singletons)."""
+    from md_cg.layout import normalize_position
+
+    assert [
+        normalize_position(p)
+        for p in (
+            "物理学·知识点（李翰 (设计师)）",
+            "物理学·知识点（李翰（设计师））",
+            "Physics · topic (Ohm (unit))",
+            "Physics · topic (a (b) (c (d)))",
+            "Physics (x) · topic ((deep))",
+            "Physics · topic (a))",
+        )
+    ] == ["物理学", "物理学", "physics", "physics", "physics", "physics · topic (a))"]

@@ -10,11 +10,27 @@ from md_cg.benchmark import corpus
 from md_cg.script import fold
 
 
+def _tail_group_stripped(text: str) -> str:
+    """The closing bracket group cut off, found by a forward scan with a stack (the code
+    scans backwards): nested groups inside it go with it, an unbalanced tail stays."""
+    body = text.rstrip()
+    if not body.endswith(")"):
+        return text
+    opened: list[int] = []
+    start = None
+    for i, ch in enumerate(body):
+        if ch == "(":
+            opened.append(i)
+        elif ch == ")":
+            start = opened.pop() if opened else None
+    return body[:start].rstrip() if start is not None else text
+
+
 def reference_position(position: str) -> str | None:
     text = fold(position, collapse=False).strip()
     while True:
         before = text
-        text = layout._TAIL_BRACKETS.sub("", text).rstrip(layout._SEPARATORS)
+        text = _tail_group_stripped(text).rstrip(layout._SEPARATORS)
         for suffix in layout.SKELETON_SUFFIXES:
             if text.endswith(suffix) and len(text) > len(suffix):
                 text = text[: -len(suffix)].rstrip(layout._SEPARATORS)
@@ -48,6 +64,8 @@ _PIECES = [
     "example",
     "(x)",
     "（并查集）",
+    "(a (b))",
+    "（李翰 (设计师)）",
     "/",
     "_",
     "\x85",

@@ -26,6 +26,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -125,6 +126,21 @@ def test_an_add_after_a_write_left_open_survives_the_recovery(
         assert fresh.get("h1").body.strip() == "NEW h1 added by another process"
 
 
+def left_open(
+    root: Path, monkeypatch: pytest.MonkeyPatch, write: Callable[[MdCG], object]
+) -> tuple[MdCG, BaseException]:
+    """A fresh store at ``root`` and a handle whose ``write`` failed open (its renames into
+    place fail: :func:`_failing_rename`), the faults taken off; the handle and the error."""
+    _store(root)
+    w = MdCG(root, auto_compact=None)
+    _failing_rename(w, monkeypatch)
+    with pytest.raises(OSError, match="EIO") as raised:
+        write(w)
+    monkeypatch.undo()
+    w._engine.journal.fault = None
+    return w, raised.value
+
+
 def _failing_rename(w: MdCG, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every rename into place fails (EIO) once the commit line is written: the commit
     stays open with its temp files, its process alive."""
@@ -146,14 +162,8 @@ def test_a_write_after_an_update_left_open_survives_the_recovery(
     """The puts side: the open update's temp file is not renamed over another process's later
     update, nor brings back the memory another process forgot since."""
     root = tmp_path / "m"
-    _store(root)
-    w = MdCG(root, auto_compact=None)
-    _failing_rename(w, monkeypatch)
-    with pytest.raises(OSError, match="EIO") as raised:
-        w.update("h1", body="h1 as the failed update has it")
-    monkeypatch.undo()
-    w._engine.journal.fault = None
-    assert was_logged(raised.value)
+    w, error = left_open(root, monkeypatch, lambda w: w.update("h1", body="h1 as the failed update has it"))
+    assert was_logged(error)
     assert [c.ids for c in w._engine.journal.failed] == [{"h1"}]
     assert _body(root, "h1") == "old h1"
     _other(root, then)
@@ -173,13 +183,7 @@ def test_an_update_left_open_is_still_finished_when_nothing_changed_since(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     root = tmp_path / "m"
-    _store(root)
-    w = MdCG(root, auto_compact=None)
-    _failing_rename(w, monkeypatch)
-    with pytest.raises(OSError, match="EIO"):
-        w.update("h1", body="h1 as the failed update has it")
-    monkeypatch.undo()
-    w._engine.journal.fault = None
+    w, _ = left_open(root, monkeypatch, lambda w: w.update("h1", body="h1 as the failed update has it"))
     w.compact_index()
     assert _body(root, "h1") == "h1 as the failed update has it"
     assert w.get("h1").body.strip() == "h1 as the failed update has it"
