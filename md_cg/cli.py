@@ -2118,13 +2118,17 @@ def _read_once(source: str) -> str | IO[bytes]:
 
 @contextmanager
 def _named(out: Path | None) -> Iterator[None]:
-    """An OS error on the temp file written beside ``out`` is reported as about ``out``."""
+    """An OS error on the temp file written beside ``out`` is reported as about ``out`` (one
+    refusing to create it, as about its folder: :func:`md_cg.fsops.write_temp` names the
+    folder it was written in, ``.`` there)."""
     try:
         yield
     except OSError as exc:
         name = os.path.basename(str(exc.filename or ""))  # the temp's name is .<name>.<pid>.<token>.tmp
         if out is not None and name.startswith(f".{out.name}.") and name.endswith(".tmp"):
             exc.filename = str(out)
+        elif out is not None and isinstance(exc, PermissionError) and exc.filename == ".":
+            exc.filename = str(out.parent)
         raise
 
 

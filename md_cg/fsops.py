@@ -212,6 +212,18 @@ def _read_only(exc: OSError | UnsafePathError, rel: str) -> OSError | UnsafePath
     return OSError(errno.EROFS, exc.strerror or os.strerror(errno.EROFS), rel)
 
 
+def _uncreated(exc: OSError, folder: str, tmp: str) -> OSError | UnsafePathError:
+    """The error of a temp file ``tmp`` that could not be created in ``folder`` (relative to
+    the store): a ``PermissionError`` names the folder -- the system call's names the bare
+    temp file (``.k1.md.3007.2962988f1.tmp: Permission denied``: which folder? session 38's
+    migration simulation) --, an ``EROFS`` error the temp file's path (:func:`_read_only`)."""
+    if isinstance(exc, PermissionError):
+        return PermissionError(
+            exc.errno, f"{exc.strerror}: a file cannot be created in this folder", folder or "."
+        )
+    return _read_only(exc, f"{folder}/{tmp}" if folder else tmp)
+
+
 # -- this process ---------------------------------------------------------------
 
 #: This process's pid, kept current across ``fork`` by :func:`os.register_at_fork`,
@@ -377,7 +389,7 @@ class Dir:
                 tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=self.fd
             )
         except OSError as exc:
-            raise _read_only(exc, self._rel(tmp)) from None
+            raise _uncreated(exc, self.rel, tmp) from None
         try:
             if type(data) is bytes:
                 # One buffer (a node file): one write, unless the kernel takes less.

@@ -125,8 +125,15 @@ def test_outcome_splits_deletes_from_the_old_files_of_a_write(tmp_path: Path) ->
     out = journal.Outcome()
     assert journal.roll_forward(str(root), c, outcome=out)
     assert (out.removed, out.replaced) == ([("a", ra)], [])
-    # A commit that puts (here a landed one): its del of another id is a rename's old file.
+    # A commit that puts: its del of another id is a rename's old file, done only once the
+    # put is in place (session 38: the first commit removed a's file, so a's put here is not
+    # -- b stays, or the renamed memory would be in no file)
     c = journal.Commit(shard=DEAD_SHARD, seq=2, puts=(("a", ra, ".a.md.1.tmp"),), dels=(("b", rb),))
+    out = journal.Outcome()
+    assert journal.roll_forward(str(root), c, outcome=out)
+    assert (out.removed, out.replaced) == ([], [])
+    assert (root / rb).exists()
+    (root / ra).write_text('---\nid: "a"\n---\none memory\n')  # the put landed
     out = journal.Outcome()
     assert journal.roll_forward(str(root), c, outcome=out)
     assert (out.removed, out.replaced) == ([], [("b", rb)])
