@@ -1224,7 +1224,7 @@ def test_os_errors_are_one_line_naming_the_file(runner: CliRunner, root: Path, t
 def test_an_os_error_no_system_call_raised_keeps_its_traceback(
     runner: CliRunner, root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def boom(self: MdCG) -> None:
+    def boom(self: MdCG, deep: bool = False) -> None:
         raise OSError("a bug that raises OSError itself")
 
     monkeypatch.setattr(MdCG, "health", boom)
