@@ -574,13 +574,37 @@ def init(
         done = configure_clone(store.root) if git else []
         if git:  # the driver is enabled: only the commit is left to do
             how = f"{store.root / '.gitattributes'} sends node files to the md-cg merge driver (commit it)\n"
+        tracked, synced = _clone_checks(store) if git else (None, None)
         if json_out:
-            _print_json({"root": str(store.root), "nodes": len(store), "merge_driver": how, "git": done})
+            out = {"root": str(store.root), "nodes": len(store), "merge_driver": how, "git": done}
+            _print_json(out if not git else {**out, "tracked_state": tracked, "sync": synced})
         else:
             typer.echo(f"store ready at {store.root} ({len(store)} nodes)")
             typer.echo(how, nl=False)
             if git:
                 typer.echo("\n".join(done))
+                typer.echo("\n".join((synced or {}).get("lines", ())))
+            if tracked:
+                typer.echo(tracked, err=True)
+
+
+def _clone_checks(store: MdCG) -> tuple[str | None, dict[str, Any] | None]:
+    """``init --git``'s checks of the clone: the hooks' warning when git tracks files of the
+    store's ``.mdcg/`` that are each clone's own state (:func:`md_cg.merge.tracked_warning`),
+    and a sync of the store (as the hooks run after a pull): its report, with its lines
+    (None when it could not run: a warning says why)."""
+    from md_cg import tracked_warning
+
+    tracked = tracked_warning(store.root)
+    try:
+        report = store.sync()
+    except (MdcgError, OSError) as exc:
+        reason = message(exc) if isinstance(exc, MdcgError) else os_error_message(exc) or str(exc)
+        typer.echo(f"warning: the store was not synced ({reason}); run `mdcg sync`", err=True)
+        return tracked, None
+    clean = report.clean and not report.problems
+    lines = [_in_sync(store)] if clean else [f"sync: {line}" for line in sync_lines(report)]
+    return tracked, {"clean": report.clean, "problems": report.problems, **report.to_dict(), "lines": lines}
 
 
 def _save_index(store: MdCG) -> None:

@@ -484,6 +484,26 @@ def scan_files(root: str) -> Scan:
     return out
 
 
+def stale_by_stat(state: IndexState, scan: Scan) -> set[str]:
+    """Paths whose files differ from ``state`` by a stat (new, changed, gone) in ``scan``.
+
+    The stats come from a snapshot's columns without building an entry (building all of
+    them was 5.5 s of a first pick-up's 9.3 at 100k, under a profiler). A file gone from
+    a folder the scan may not read is not stale; a file recorded malformed is not new."""
+    files, hidden = scan.files, scan.hidden_by
+    out: set[str] = set()
+    for _id, rel, mtime_ns, size in state.entries.placed():
+        st = files.get(rel)
+        if st is None:
+            if not hidden(rel):
+                out.add(rel)
+        elif (mtime_ns, size) != (st.st_mtime_ns, st.st_size):
+            out.add(rel)
+    by_path, problems = state.by_path(), state.problems
+    out.update(rel for rel in files if rel not in by_path and rel not in problems)
+    return out
+
+
 def _symlinked_archive(root: str) -> bool:
     """Whether the store's ``archive/`` is a symlink (or other unsafe entry): never followed."""
     try:

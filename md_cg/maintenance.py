@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import MOVE_WAIT, Engine, Noted, idle_commits, waited_once
+from .engine import MOVE_WAIT, Engine, Noted, idle_commits, unplaced, waited_once
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -72,10 +72,11 @@ def compaction_due(engine: Engine, auto_compact: int | None) -> bool:
     """Whether closing this handle should compact (see ``MdCG(auto_compact=)``)."""
     if auto_compact is None or engine.read_only or not meta_usable(engine):
         return False
-    if snapshot.identity(engine.root_str) is None or engine.snap_ident is None:
+    if snapshot.identity(engine.root_str) is None or engine.snap_ident is None or unplaced(engine):
         # No usable snapshot (a new store, a fresh git clone: .mdcg/ is not
-        # committed, or one of another version or damaged): save the next
-        # process the rebuild from the files -- also when this one only read,
+        # committed, or one of another version or damaged, or another place's),
+        # or one not stamped for this place: save the next process the rebuild
+        # from the files (the look at them) -- also when this one only read,
         # as long as the folder is writable.
         return engine.wrote or (len(engine.state.entries) > 0 and os.access(engine.root, os.W_OK))
     # Also when the log has many shards (one per writing process): short-lived
@@ -1098,21 +1099,8 @@ def stale_paths(engine: Engine, malformed_seen: dict[str, tuple[int, int]] | Non
     the record none was ever read again: a handle with no inotify never took back a
     file broken and then fixed (review b2; ``sync()`` told it ``added``)."""
     scan = index.scan_files(engine.root_str)
-    files = scan.files
-    hidden = scan.hidden_by
-    state = engine.state
-    out: set[str] = set()
-    # the stats the index holds, from a snapshot's columns without building an entry
-    # (building all of them was 5.5 s of a first pick-up's 9.3 at 100k, under a profiler)
-    for _id, rel, mtime_ns, size in state.entries.placed():
-        st = files.get(rel)
-        if st is None:
-            if not hidden(rel):
-                out.add(rel)
-        elif (mtime_ns, size) != (st.st_mtime_ns, st.st_size):
-            out.add(rel)
-    by_path, problems = state.by_path(), state.problems
-    out.update(rel for rel in files if rel not in by_path and rel not in problems)
+    files, problems = scan.files, engine.state.problems
+    out = index.stale_by_stat(engine.state, scan)
     if malformed_seen is not None:
         now = {rel: (st.st_mtime_ns, st.st_size) for rel, st in files.items() if rel in problems}
         out.update(rel for rel, stat_now in now.items() if malformed_seen.get(rel) != stat_now)

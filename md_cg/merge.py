@@ -1037,9 +1037,10 @@ def sync_line(rel: str, python: str | None = None) -> str:
     return f"{sync}; {_tracked_check(rel)}"
 
 
-def _tracked_check(rel: str) -> str:
-    """Shell that names the files of the store's ``.mdcg/`` git tracks, but for the
-    settings files (:data:`SETTINGS_FILES`), and says how to untrack exactly those.
+def _tracked_words(rel: str) -> tuple[list[str], str, str]:
+    """The pathspecs of the files of the store's ``.mdcg/`` at ``rel`` that are each clone's
+    own state (all but the settings files, :data:`SETTINGS_FILES`), and the warning's first
+    and last lines (the hooks' and ``init --git``'s: :func:`tracked_warning`).
 
     Literal pathspecs: a folder named with ``*`` or ``[`` matches only itself. The
     settings files belong in the repository; advice to untrack all of ``.mdcg/``
@@ -1056,6 +1057,14 @@ def _tracked_check(rel: str) -> str:
         f"{', '.join(SETTINGS_FILES)} stay tracked), from the top of the work tree: "
         f"git rm -r -q --cached -- {quoted} (docs/git.md)"
     )
+    return specs, head, advice
+
+
+def _tracked_check(rel: str) -> str:
+    """Shell that names the files of the store's ``.mdcg/`` git tracks, but for the
+    settings files, and says how to untrack exactly those (:func:`_tracked_words`)."""
+    specs, head, advice = _tracked_words(rel)
+    quoted = " ".join(shlex.quote(spec) for spec in specs)
     n = TRACKED_SHOWN
     more = f'if [ "$mdcg_n" -gt {n} ]; then echo "  and $((mdcg_n - {n})) more"; fi'
     # printf, not echo: sh's echo reads backslashes in a folder's name as escapes
@@ -1067,6 +1076,27 @@ def _tracked_check(rel: str) -> str:
     return (
         f'mdcg_t=$(git ls-files -- {quoted} 2>/dev/null); if [ -n "$mdcg_t" ]; then {{ {report}; }} >&2; fi'
     )
+
+
+def tracked_warning(root: Path) -> str | None:
+    """What the hooks say after a pull when git tracks files of the ``.mdcg/`` of the store
+    at ``root`` that are each clone's own state (a ``git add -f``), the same lines: the
+    first :data:`TRACKED_SHOWN` of them and the ``git rm -r -q --cached`` that untracks
+    exactly them; None when there is none (or ``root`` is in no work tree)."""
+    root = Path(root).resolve()
+    try:
+        top = work_tree_of(root)
+        rel = root.relative_to(top).as_posix() or "."
+        specs, head, advice = _tracked_words(rel)
+        tracked = _git(top, "ls-files", "--", *specs).splitlines()
+    except (MdcgError, ValueError):
+        return None
+    if not tracked:
+        return None
+    shown = [f"  {name}" for name in tracked[:TRACKED_SHOWN]]
+    if len(tracked) > TRACKED_SHOWN:
+        shown.append(f"  and {len(tracked) - TRACKED_SHOWN} more")
+    return "\n".join([head, *shown, advice])
 
 
 def _git(cwd: Path, *args: str) -> str:

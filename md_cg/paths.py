@@ -33,7 +33,8 @@ LOG_DIR = "log"
 SNAPSHOT = "index.snapshot"
 #: The token of the snapshot this store wrote last, ``.mdcg/index.token``: a
 #: snapshot holding another token (restored from a backup, copied from another
-#: store) is not this store's, and the index is built from the files instead.
+#: store) is not this store's, and the index is built from the files instead; and
+#: the identity of its file, which a copy of ``.mdcg/`` cannot keep (session 38).
 SNAPSHOT_TOKEN = "index.token"
 #: Access-event shards and their fold checkpoint.
 ACCESS_DIR = "access"

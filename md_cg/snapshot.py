@@ -502,10 +502,13 @@ def write(
     # A store without a token file (an earlier version's) vouches for any snapshot: the
     # snapshot goes first there, so a kill between the two leaves the old pair.
     old = before.token if before is not None else None
-    if old is not None and token_matches(root, old):
-        fsops.atomic_write(root, TOKEN_REL, f"{old}\n{token}".encode("ascii"))
+    held = vouchers(root)
+    if old is not None and (held is None or old in held):
+        was = held.get(old) if held is not None else None
+        fsops.atomic_write(root, TOKEN_REL, f"{_line(old, was)}\n{_line(token, COMING)}".encode("ascii"))
     st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token, notes))
-    fsops.atomic_write(root, TOKEN_REL, token.encode("ascii"))
+    # the stamp: the file as it lies now (renamed into place under the lock held)
+    fsops.atomic_write(root, TOKEN_REL, _line(token, identity(root)).encode("ascii"))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation, token)
 
 
@@ -517,28 +520,81 @@ NOT_THIS_STORES = (
 )
 
 
-def tokens(root: str) -> frozenset[str] | None:
-    """The tokens :data:`TOKEN_REL` names (while a compaction writes: the snapshot in
-    place and the coming one); None when there is no token file (an earlier version's
-    store, or its first tokened snapshot: nothing vouches against any snapshot). An
-    unreadable one (a folder, a symlink) names none."""
+#: What :func:`refusal` says of a snapshot whose token file stamps another file with its
+#: token: a copy of the store's ``.mdcg/`` (a ``git clone`` of a committed one, a ``cp -r``,
+#: a restored backup), whose file identity a copy cannot keep.
+ANOTHER_PLACE = "made for another copy of this folder (its file is not the one .mdcg/index.token stamps)"
+#: ... and of one whose token file stamps nothing (an earlier version's: it may be a copy).
+UNSTAMPED = "of unknown place (.mdcg/index.token stamps no file: an earlier version's)"
+#: The refusals an open looks into before it builds from the files (the snapshot is this
+#: store's, but maybe of another place: :func:`md_cg.engine._placed`).
+UNPLACED = (ANOTHER_PLACE, UNSTAMPED)
+#: A token file line's stamp for the snapshot a compaction is about to write (its file
+#: does not exist yet when the line is written).
+COMING = "-"
+#: A token's stamp: the (inode, mtime, size) of the snapshot file it was written for,
+#: :data:`COMING`, or None (an earlier version's line: none).
+Stamp = tuple[int, int, int] | str | None
+
+
+def _line(token: str, stamp: Stamp) -> str:
+    """A token file line: the token and its stamp (``<inode>:<mtime_ns>:<size>`` or
+    :data:`COMING`; nothing for None)."""
+    if stamp is None:
+        return token
+    return f"{token} {stamp if isinstance(stamp, str) else ':'.join(map(str, stamp))}"
+
+
+def _stamp(word: str) -> Stamp:
+    if word == COMING:
+        return COMING
+    parts = word.split(":")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        return None
+    return (int(parts[0]), int(parts[1]), int(parts[2]))
+
+
+def vouchers(root: str) -> dict[str, Stamp] | None:
+    """What :data:`TOKEN_REL` says: each token it names (while a compaction writes: the
+    snapshot in place and the coming one), with its stamp -- the identity (inode, mtime,
+    size, as :func:`identity` gives it) of the snapshot file the token was written for,
+    which a copy of the file cannot keep. None when there is no token file (an earlier
+    version's store, or its first tokened snapshot: nothing vouches against any
+    snapshot). An unreadable one (a folder, a symlink) names none."""
     try:
-        data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=256)
+        data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=512)
     except FileNotFoundError:
         return None
     except (OSError, UnsafePathError):
-        return frozenset()
-    return frozenset(data.decode("ascii", "replace").split())
+        return {}
+    out: dict[str, Stamp] = {}
+    for line in data.decode("ascii", "replace").splitlines():
+        words = line.split()
+        if words:
+            out[words[0]] = _stamp(words[1]) if len(words) > 1 else None
+    return out
 
 
-def token_matches(root: str, token: str | None, seen: frozenset[str] | None = frozenset()) -> bool:
-    """Whether the snapshot holding ``token`` is one this store wrote: the token file
-    names it now, or named it in ``seen`` (read before the snapshot was: a compaction
-    between the two reads replaced both). A store without a token file matches."""
-    now = tokens(root)
+def refusal(
+    token: str | None,
+    ident: tuple[int, int, int],
+    now: dict[str, Stamp] | None,
+    seen: dict[str, Stamp] | None = None,
+) -> str | None:
+    """Why a snapshot holding ``token`` whose file has identity ``ident`` is not this
+    store's, in this place: None when the token file ``now`` (or ``seen``, read before the
+    snapshot was) names the token stamped with ``ident`` (or :data:`COMING`: a compaction
+    stopped between its writes); :data:`NOT_THIS_STORES` when neither names the token,
+    :data:`ANOTHER_PLACE` when they stamp another file with it, :data:`UNSTAMPED` when they
+    stamp none. A store without a token file (an earlier version's) vouches for any."""
     if now is None:
-        return True
-    return token is not None and (token in now or (seen is not None and token in seen))
+        return None
+    stamps = [d[token] for d in (now, seen or {}) if token is not None and token in d]
+    if not stamps:
+        return NOT_THIS_STORES
+    if any(s in (COMING, ident) for s in stamps):
+        return None
+    return ANOTHER_PLACE if any(s is not None for s in stamps) else UNSTAMPED
 
 
 def identity(root: str) -> tuple[int, int, int] | None:

@@ -40,6 +40,8 @@ def test_a_pull_is_seen_by_the_next_search_without_a_sync(tmp_path: Path) -> Non
         f"{a / 'mem' / '.gitattributes'} sends node files to the md-cg merge driver (commit it)",
         f"git config: merge.mdcg driver set for {a.resolve()}",
         *(f"{hooks / name}: syncs mem after git changes its files" for name in HOOKS),
+        # then it syncs the store, as the hooks do (session 38)
+        "in sync: the index was built from the files at open (0 memories); nothing changed since",
     ]
     assert git(a, "config", "merge.mdcg.driver").stdout.strip() == driver_command()
     as_json = runner.invoke(

@@ -68,6 +68,12 @@ for step in steps["then"]:
         out.setdefault("add", []).append(got.stdout.strip())
     copy = root + f"-copy{len(out['steps'])}"
     shutil.copytree(root, copy)
+    # the copy's snapshot stamped as its own (session 38: a copy's is not used when a file
+    # differs from it), so that its sync tells what a sync of this store would
+    from md_cg import snapshot as _snapshot
+    _head, _ident = _snapshot.read_header(copy), _snapshot.identity(copy)
+    with open(os.path.join(copy, ".mdcg", "index.token"), "w", encoding="ascii") as fh:
+        fh.write(f"{_head.token} {_ident[0]}:{_ident[1]}:{_ident[2]}")
     with MdCG(copy, scope=scope, refresh_interval=0) as c:
         fresh = c.sync()
     picked = s.sync_if_changed(min_interval=0)
