@@ -345,6 +345,11 @@ def test_dry_run_writes_nothing_and_predicts_the_migration(tmp_path: Path):
     assert dry.layers == dict(Counter(n.layer for n in nodes))
     real = migrate(src, dest)
     assert (real.created, real.buckets, real.layers) == (SLICE_ROWS, dry.buckets, dry.layers)
+    # the time line says what each run did (session 38: a dry run said "... s writing")
+    timing = [[line for line in r.render().splitlines() if " s verifying), " in line] for r in (dry, real)]
+    assert [len(t) for t in timing] == [1, 1]
+    assert " s checking, " in timing[0][0] and " s writing" not in timing[0][0]
+    assert " s writing, " in timing[1][0]
 
     # Change one row's body and move another to a different layer.
     moved = next(n for n in nodes if n.layer == "knowledge" and n.updated_at is None)
