@@ -1241,8 +1241,7 @@ def health(
         findings += _file_findings(engine, scan)
         if records is None:
             records = AppendLog(engine.root_str, paths.AUDIT_DIR).read()
-        now_at = functools.partial(renamed_now, state, audit.departures(records)[1], absent)
-        findings += _entry_findings(state, scan, forgotten, absent, now_at)
+        findings += _entry_findings(state, scan, forgotten, absent, _renamed_finder(state, records, absent))
         findings += supersession_findings(state, time.time(), absent)
         named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
         interrupted = interrupted_findings(state, records, absent)
@@ -1543,6 +1542,21 @@ def renamed_now(
             return None if to in absent else to
         cur = to
     return None
+
+
+def _renamed_finder(
+    state: IndexState, records: list[dict[str, Any]], absent: Collection[str]
+) -> Callable[[str], str | None]:
+    """:func:`renamed_now` over the audit log's ``records``, their renames gathered at the
+    first call: only a ``dangling_edge`` asks, and most stores have none."""
+    renamed: list[Mapping[str, Mapping[str, Any]]] = []
+
+    def now_at(node_id: str) -> str | None:
+        if not renamed:
+            renamed.append(audit.departures(records)[1])
+        return renamed_now(state, renamed[0], absent, node_id)
+
+    return now_at
 
 
 def _dangling_detail(etype: str, target: str, now_at: Callable[[str], str | None] | None) -> str:

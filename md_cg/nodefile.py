@@ -312,6 +312,10 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
     return Frontmatter(meta, lines, problems, frozenset(unbounded))
 
 
+#: Bare keys :func:`_yaml_reads_otherwise` found plain names (a field's, an extra key's).
+_READ_AS_IS: set[str] = set()
+
+
 def _yaml_reads_otherwise(key: str) -> bool:
     """Whether YAML reads the bare key ``key`` of a ``key: <JSON>`` line as something other
     than that string: a merge key (``<<``, refused: :class:`_BoundedComposer`), a tag
@@ -322,7 +326,11 @@ def _yaml_reads_otherwise(key: str) -> bool:
     were extra keys to md-cg -- the memory shared -- and ``agent_scope: bob`` to PyYAML and
     Obsidian. A name such as every field's is what it says (no YAML read); a key YAML
     cannot read at all (``@type``) stays a key of its own, as before."""
+    if key in _READ_AS_IS:
+        return False
     if _SAFE_KEY.match(key):
+        if len(_READ_AS_IS) < 10_000:
+            _READ_AS_IS.add(key)  # every line of a cold open asks: a set lookup, not a match
         return False
     if key == "<<":
         return True
