@@ -288,7 +288,12 @@ def _record_rename(engine: Engine, audit: AppendLog, node: Node, old_id: str, du
     """The audit record of a rename (what a sync's recovery writes too), after its commit --
     also when only the fsync of its folders failed (:func:`md_cg.errors.was_applied`): the
     commit is closed then, and no recovery writes it (attack a3 of session 37: a later
-    ``get`` of the old id no longer said when it was renamed)."""
+    ``get`` of the old id no longer said when it was renamed). Also when its ``done`` line
+    failed too (:data:`~md_cg.errors.OPEN_NOTE`, session 39): once this record is in the
+    log, the recovery that closes the commit writes none for the pair
+    (:func:`md_cg.audit.record_recovered_renames`) -- not a ``rename_interrupted`` either
+    when the old id was added again meanwhile (it took the new file for the old one edited
+    after a crash)."""
     sure = engine.durable if durable is None else durable
     audit.append([audit_mod.rename_record(node, old_id)], durable=sure, landed=True)
 

@@ -978,7 +978,8 @@ def commit_dels(
     """:meth:`Engine.commit` of ``dels`` alone; returns the paths of ``read`` left (changed
     since read). With ``late``, an error raised once every file was in place -- only the
     fsync of their folders failed or was interrupted (:func:`~md_cg.errors.was_applied`:
-    the commit is closed) -- is appended to it instead of going up, and the paths of
+    the commit is closed, or left open when its ``done`` line failed too, for a recovery to
+    close) -- is appended to it instead of going up, and the paths of
     ``read`` still there are returned as the ones left (the commit removed the others):
     the caller finishes its work (a ``forget``'s scrub), then raises it."""
     try:

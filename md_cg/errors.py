@@ -452,8 +452,15 @@ def is_out_of_room(exc: BaseException) -> bool:
 
 
 #: The note (``exc.__notes__``) the journal adds to an error raised after a batch's commit
-#: line was written: part of the batch may be on disk, and the next recovery completes it.
-LOGGED_NOTE = "the batch was logged before this error: the next recovery completes it"
+#: line was written and before all of its files were in place (a rename or unlink failed, or
+#: was interrupted): part of the batch may be on disk, and the next recovery finishes it --
+#: except over a file saved or edited since (another process's write of its ids, a hand edit:
+#: :func:`md_cg.journal._later_ids`), which it leaves as it is. Until session 39 the note said
+#: "the next recovery completes it", which such a file makes false.
+LOGGED_NOTE = (
+    "the batch was logged before this error and may be partly done: the next recovery finishes "
+    "it, but not over a file saved or edited since (that memory is kept as it is then)"
+)
 
 
 #: The note the journal adds (instead of :data:`LOGGED_NOTE`) to an error raised after every
@@ -466,20 +473,43 @@ APPLIED_NOTE = (
 )
 
 
+#: The note the journal adds (instead of :data:`APPLIED_NOTE`) when, every file of a write
+#: in place and the fsync of their folders failed, the ``done`` line closing the write could
+#: not be written either (a full disk): the write is done but open, and the next recovery --
+#: which finds every file in place -- closes it (:meth:`md_cg.journal.Journal._sync_applied`).
+#: Until session 39 such an error was noted :data:`LOGGED_NOTE` ("the next recovery completes
+#: it", and to the CLI "may be partly done"), and a ``forget`` so stopped did not scrub.
+OPEN_NOTE = (
+    "every file of the write is in place, but the fsync of their folders failed (it is not known "
+    "to be durable) and so did the line closing the write: the next recovery closes it"
+)
+
+
 def was_applied(exc: BaseException) -> bool:
-    """True when ``exc`` came after every file of a write was in place (:data:`APPLIED_NOTE`):
-    the write is done (a power cut before the disk caught up may still undo part of it)."""
-    return APPLIED_NOTE in getattr(exc, "__notes__", ())
+    """True when ``exc`` came after every file of a write was in place (:data:`APPLIED_NOTE`,
+    or :data:`OPEN_NOTE` when the write could not be closed either): the write is done (a
+    power cut before the disk caught up may still undo part of it)."""
+    notes = getattr(exc, "__notes__", ())
+    return APPLIED_NOTE in notes or OPEN_NOTE in notes
+
+
+def closed_since(exc: BaseException) -> None:
+    """Say of ``exc``, noted :data:`OPEN_NOTE`, that its write is closed now (a recovery in
+    the same call closed it: a ``forget``'s scrub compacts): the note becomes
+    :data:`APPLIED_NOTE`, so that it never says "the next recovery closes it" of a write
+    already closed."""
+    notes = getattr(exc, "__notes__", None)
+    if notes and OPEN_NOTE in notes:
+        notes[notes.index(OPEN_NOTE)] = APPLIED_NOTE
 
 
 def was_logged(exc: BaseException) -> bool:
     """True when ``exc`` interrupted a write after its commit line was logged: the journal's
     :data:`LOGGED_NOTE` (some of its files may have changed, and the next ``sync()`` -- or
-    write of those ids -- completes it once the store is writable) or :data:`APPLIED_NOTE`
-    (all of them changed: :func:`was_applied`). Either way "nothing was changed" would be
-    false."""
-    notes = getattr(exc, "__notes__", ())
-    return LOGGED_NOTE in notes or APPLIED_NOTE in notes
+    write of those ids -- finishes it once the store is writable, but not over a file saved
+    or edited since) or :data:`APPLIED_NOTE` / :data:`OPEN_NOTE` (all of them changed:
+    :func:`was_applied`). Either way "nothing was changed" would be false."""
+    return LOGGED_NOTE in getattr(exc, "__notes__", ()) or was_applied(exc)
 
 
 #: The note (``exc.__notes__``) the journal adds to an error raised while it finished an

@@ -21,7 +21,8 @@ A crash between 2 and 3 leaves the node and its tombstone; between 3 and 4,
 the tombstone and a snapshot that still mentions the node -- the next
 compaction rewrites it. A durable removal whose last fsync (of the folders,
 after every unlink) fails or is interrupted has forgotten the memories all the
-same (:func:`md_cg.errors.was_applied`): step 4 runs, then the error goes up.
+same (:func:`md_cg.errors.was_applied`) -- also when its ``done`` line fails then
+too, leaving the commit open: step 4 runs, then the error goes up.
 Log shards of *other* live processes that wrote the node keep its path until
 they exit and a compaction removes them.
 
@@ -40,12 +41,14 @@ from typing import Any
 from . import audit, fsops, index, journal, maintenance, organize, paths, retention, visibility
 from .engine import Engine, commit_dels, commit_removal, copies_of, copies_read, read_entry
 from .errors import (
+    OPEN_NOTE,
     InvalidNodeError,
     LockTimeoutError,
     MalformedNodeFileError,
     NodeNotFoundError,
     ProtectedNodeError,
     UnsafePathError,
+    closed_since,
 )
 from .index import Entry, IndexState
 from .logs import AppendLog
@@ -178,16 +181,35 @@ def _scrub_then_raise(
     leave the derived files all the same: before session 38 the error went up before the
     scrub, and the snapshot kept the forgotten text until some later compaction. Should the
     scrub fail too, its error is noted on (and chained to) the removal's, which goes up:
-    it is the one that says the memories are forgotten."""
+    it is the one that says the memories are forgotten.
+
+    So too when the removal's ``done`` line failed after that fsync (a full disk): the
+    commit is left open (:data:`~md_cg.errors.OPEN_NOTE`), every file gone all the same.
+    Until session 39 that error went up before the scrub, and the words stayed in the
+    snapshot. Safe: the scrub's compaction recovers the open commit, and the recovery does
+    no del over a file saved since (:func:`md_cg.journal._later_ids`); should it close the
+    commit, the error says it is closed (:func:`~md_cg.errors.closed_since`)."""
+    # the commit the removal left open, if it did: the last of the journal's failed ones
+    failed = engine.journal.failed
+    left = failed[-1] if failed and late and OPEN_NOTE in getattr(late[0], "__notes__", ()) else None
     try:
         scrub(engine, node_ids, folders, scope)
     except BaseException as exc:
         if not late:
             raise
+        _closed_since(engine, late[0], left)
         late[0].add_note(f"scrubbing the forgotten text from .mdcg/ failed too ({exc!r}): run `mdcg compact`")
         raise late[0] from exc
     if late:
+        _closed_since(engine, late[0], left)
         raise late[0]
+
+
+def _closed_since(engine: Engine, exc: BaseException, left: journal.Commit | None) -> None:
+    """Note ``exc`` closed (:func:`~md_cg.errors.closed_since`) when the commit it ``left``
+    open is no longer among the journal's failed ones: a recovery closed it."""
+    if left is not None and left.key not in {c.key for c in engine.journal.failed}:
+        closed_since(exc)
 
 
 def _record(

@@ -72,7 +72,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from . import fsops, paths
-from .errors import APPLIED_NOTE, LOGGED_NOTE, RECOVERY_NOTE, UnsafePathError
+from .errors import APPLIED_NOTE, LOGGED_NOTE, OPEN_NOTE, RECOVERY_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
 
@@ -243,8 +243,10 @@ class Journal:
         nothing changed. If a rename or unlink fails (or the call is interrupted),
         no ``done`` is written: the commit stays open, is added to :attr:`failed`,
         and is rolled forward by the next recovery, exactly like the commit of a
-        crashed process. If only the fsync of the folders after them fails, the
-        commit is closed before the error goes up (:meth:`_sync_applied`).
+        crashed process (not over a file saved or edited since: :func:`_later_ids`;
+        the error is noted :data:`LOGGED_NOTE`). If only the fsync of the folders
+        after them fails, the commit is closed before the error goes up
+        (:meth:`_sync_applied`).
         """
         # The folders written to, a bounded number open at once (a batch may span
         # thousands of bucket folders: fsops.FolderCache).
@@ -308,11 +310,14 @@ class Journal:
         process had added under a deleted id since (attack a2 of session 37: an ``add``
         acknowledged after a ``forget`` whose folder fsync failed, lost at the next
         ``forget`` of any memory). Only when the ``done`` cannot be written either does it
-        stay open, for recovery, noted :data:`LOGGED_NOTE` (until session 38 a closed one
-        was noted both, and its note said a recovery would complete it: none does) -- and
-        the recovery then leaves a file saved under its ids since (a new stamp:
-        :func:`_later_ids`; session 38: before, it removed one saved within 2 s, or at any
-        time when this process recovered it)."""
+        stay open, for recovery, noted :data:`OPEN_NOTE` (until session 38 a closed one
+        was noted :data:`LOGGED_NOTE` too, and its note said a recovery would complete it:
+        none does) -- and the recovery then leaves a file saved under its ids since (a new
+        stamp: :func:`_later_ids`; session 38: before, it removed one saved within 2 s, or
+        at any time when this process recovered it). :data:`OPEN_NOTE`, not
+        :data:`LOGGED_NOTE` (until session 39): every file is in place, so that the error is
+        applied all the same (:func:`~md_cg.errors.was_applied`) -- a ``forget`` scrubs, a
+        ``rename`` writes its audit record -- and says so."""
         try:
             fsops.fsync_all(dirs.fsync_calls())
         except BaseException as exc:
@@ -321,7 +326,7 @@ class Journal:
                 advance(done_shard, nbytes)
             except BaseException:
                 self.failed.append(parse_commit(shard, {**record, "seq": seq}))  # type: ignore[arg-type]
-                exc.add_note(LOGGED_NOTE)
+                exc.add_note(OPEN_NOTE)
             else:
                 exc.add_note(APPLIED_NOTE)
             raise

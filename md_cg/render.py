@@ -890,10 +890,12 @@ def _twins(ids: Sequence[str]) -> str:
 
 
 #: What the CLI and the MCP server say of a write an OS error interrupted after its commit
-#: line was logged (:func:`md_cg.was_logged`): not "nothing was changed".
+#: line was logged (:func:`md_cg.was_logged`): not "nothing was changed". Nor that it will
+#: surely be completed: the recovery leaves a file saved or edited since (session 39).
 LOGGED_WRITE = (
     "the write was logged before this error and may be partly done: the next sync (or write "
-    "of these ids) completes it once the store is writable"
+    "of these ids) finishes it once the store is writable, but not over a file saved or edited "
+    "since (that memory is kept as it is then)"
 )
 
 

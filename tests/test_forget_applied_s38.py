@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from md_cg import MdCG, Node, forgetting, fsops, was_logged
+from md_cg import MdCG, Node, errors, forgetting, fsops, was_logged
 from md_cg.cli import app, os_error_message
-from md_cg.errors import APPLIED_NOTE, LOGGED_NOTE, was_applied
+from md_cg.errors import APPLIED_NOTE, was_applied
 
 WORD = "zanzibarquux"  # h1's distinctive word
 #: Each memory's distinctive word.
@@ -80,6 +80,20 @@ def _store(root: Path) -> None:
         assert _holding(root, word) == [".mdcg/index.snapshot"]
 
 
+#: The ids each way of forgetting (:func:`forget_by`) forgets in a store of :func:`_store`.
+GONE = {"forget": ["h1"], "forget_many": ["h1", "h2"], "sweep": ["x1"]}
+
+
+def forget_by(w: MdCG, op: str) -> None:
+    """Forget through ``op`` (a key of :data:`GONE`)."""
+    if op == "forget":
+        w.forget("h1", "done with it")
+    elif op == "forget_many":
+        w.forget_many(["h1", "h2"], "done with them")
+    else:
+        w.sweep(dry_run=False)
+
+
 @pytest.mark.parametrize("op", ["forget", "forget_many", "sweep"])
 @pytest.mark.parametrize("fail", [EIO, KeyboardInterrupt()], ids=["EIO", "interrupt"])
 def test_a_durable_forget_whose_folder_fsync_failed_scrubs_the_forgotten_words(
@@ -90,15 +104,10 @@ def test_a_durable_forget_whose_folder_fsync_failed_scrubs_the_forgotten_words(
     w = MdCG(root, durable=True, auto_compact=None)
     calls = _fail_folder_fsync(monkeypatch, fail)
     with pytest.raises(type(fail)) as raised:
-        if op == "forget":
-            w.forget("h1", "done with it")
-        elif op == "forget_many":
-            w.forget_many(["h1", "h2"], "done with them")
-        else:
-            w.sweep(dry_run=False)
+        forget_by(w, op)
     monkeypatch.undo()
     assert len(calls) == 1
-    gone = {"forget": ["h1"], "forget_many": ["h1", "h2"], "sweep": ["x1"]}[op]
+    gone = GONE[op]
     left = sorted({"h1", "h2", "other", "x1"} - set(gone))
     assert sorted(p.stem for p in (root / "contextual").glob("*.md")) == left
     assert [t["id"] for t in w.tombstones()] == gone
@@ -143,11 +152,12 @@ def test_a_scrub_that_fails_too_is_noted_on_the_error_that_says_it_was_forgotten
     ]
 
 
-def test_a_commit_left_open_is_noted_logged_not_applied(
+def test_a_commit_left_open_is_noted_open_and_applied(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The folder fsync fails and the ``done`` line cannot be written either: the commit
-    stays open for recovery, and only then says so."""
+    stays open for recovery, and only then says so -- every file in place all the same
+    (session 39: was noted LOGGED_NOTE, "the next recovery completes it", not applied)."""
     root = tmp_path / "m"
     _store(root)
     w = MdCG(root, durable=True, auto_compact=None)
@@ -163,8 +173,8 @@ def test_a_commit_left_open_is_noted_logged_not_applied(
     with pytest.raises(OSError) as raised:
         w.update("h2", body="a second note, changed")
     monkeypatch.undo()
-    assert raised.value.__notes__ == [LOGGED_NOTE]
-    assert was_logged(raised.value) and not was_applied(raised.value)
+    assert raised.value.__notes__ == [errors.OPEN_NOTE]
+    assert was_logged(raised.value) and was_applied(raised.value)
     assert len(w._engine.journal.failed) == 1
     w.close()
 

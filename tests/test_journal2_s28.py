@@ -214,8 +214,8 @@ def test_the_messages_of_a_logged_write() -> None:
     assert os_error_message(denied, "forget") == f"k1.md: Permission denied; {LOGGED_WRITE}"
     assert not_writable_message(ro, "/s") == (
         "Read-only file system (in the store at /s): k1.md; the write was logged before this error "
-        "and may be partly done: the next sync (or write of these ids) completes it once the store "
-        "is writable"
+        "and may be partly done: the next sync (or write of these ids) finishes it once the store "
+        "is writable, but not over a file saved or edited since (that memory is kept as it is then)"
     )
     assert not_writable_message(denied) == f"Permission denied: k1.md; {LOGGED_WRITE}"
     plain = not_writable_message(OSError(errno.EROFS, "Read-only file system", "k1.md"))

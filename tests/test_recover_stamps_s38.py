@@ -26,7 +26,7 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import pytest
@@ -83,7 +83,8 @@ def _fail_closing(monkeypatch: pytest.MonkeyPatch) -> None:
             raise OSError(errno.EIO, "EIO (injected)")
         real_fsync(work)  # type: ignore[arg-type]
 
-    def append(self: fsops.ShardWriter, records: list[dict], **kw: bool) -> tuple[int, int]:
+    def append(self: fsops.ShardWriter, records: Iterable[dict], **kw: bool) -> tuple[int, int]:
+        records = list(records)  # an audit log's are a generator (a rename's record: session 39)
         if len(calls) >= 2 and records and records[0].get("op") == "done":
             raise OSError(errno.ENOSPC, "No space left on device (injected)")
         return real_append(self, records, **kw)
@@ -105,7 +106,10 @@ def test_an_add_after_a_write_left_open_survives_the_recovery(
         remove_h1(w, op)
     monkeypatch.undo()
     assert was_logged(raised.value)
-    assert [c.ids for c in w._engine.journal.failed] == [{"h1", "h9"} if op == "rename" else {"h1"}]
+    # a forget's scrub compacts, and its recovery closes the commit (session 39): the add comes
+    # after a forget closed (tests/test_forget_twofault_s39.py: one left open by the scrub)
+    failed = [] if op == "forget" else [{"h1", "h9"} if op == "rename" else {"h1"}]
+    assert [c.ids for c in w._engine.journal.failed] == failed
     assert _files(root) == (["h9.md", "other.md"] if op == "rename" else ["other.md"])
     _other(root, "add")
     assert _files(root) == (["h1.md", "h9.md", "other.md"] if op == "rename" else ["h1.md", "other.md"])
