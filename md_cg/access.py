@@ -348,7 +348,8 @@ def stats(
     ``root`` and ``entries`` (the caller's visible, active nodes); a scoped
     caller counts only its own events."""
     now = recall.check_now(now or datetime.now(UTC))
-    nodes = [(e.id, e.title, _age_from(e, now.timestamp()), True) for e in entries]
+    at = now.timestamp()
+    nodes = [(e.id, e.title, _age_from(e, at), True, _recalled_at(e, at)) for e in entries]
     # A million decoded events are a few million objects, none in a cycle: the
     # collector rescanning them would cost more than the decoding (4x, measured).
     was = gc.isenabled()
@@ -368,6 +369,20 @@ def stats(
     finally:
         if was:
             gc.enable()
+
+
+def _recalled_at(entry: Any, now: float) -> float | None:
+    """The latest recall of a memory that its file records (``access_count`` / ``last_access``,
+    which a migration carries from its database row; md-cg's own accesses go to the access
+    log, never to the file), for the zombie count: its ``last_access``; with an
+    ``access_count`` and no ``last_access`` that can be one (absent, 0 -- the time was not
+    recorded -- or after ``now``), the file's mtime, the latest those accesses can have
+    been; None when it records none. Right after a migration every memory was a zombie,
+    recalled the day before or not (session 38)."""
+    last = entry.last_access
+    if last is not None and 0 < last <= now:
+        return float(last)
+    return entry.mtime_ns / 1e9 if entry.access_count or last else None
 
 
 def _age_from(entry: Any, now: float) -> float:

@@ -1590,6 +1590,11 @@ def stats(
         f"zombies: {z['zombie_count']}/{z['eligible_count']} eligible ({rate}); "
         f"injection: {inj['injected_count']} in {inj['runs']} run(s), slot fill {fill}"
     )
+    if z["file_recalled_count"]:
+        typer.echo(
+            f"not zombies: {z['file_recalled_count']} eligible memory(ies) whose files record a recall "
+            "in the window (access_count / last_access from before the access log: a migration's)"
+        )
     for r in data["top_recalled"]:
         typer.echo(
             terminal_safe(f"  {r['count']:>5}  {r['id']}  {clip(terminal_safe(r['title'] or ''), 60)}")
@@ -1991,7 +1996,7 @@ def migrate(
     if not report.ok:
         raise typer.Exit(EXIT_FAILED)
     if strict and report.bad_rows:
-        typer.echo(f"--strict: {len(report.bad_rows)} bad row(s) in the source", err=True)
+        typer.echo(f"--strict: {report.bad_rows_summary()}", err=True)
         raise typer.Exit(EXIT_FAILED)
 
 

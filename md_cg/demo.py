@@ -237,7 +237,7 @@ def _migration_table(report: MigrationReport) -> Table:
     table.add_row(
         "created / updated / unchanged", f"{report.created} / {report.updated} / {report.unchanged}"
     )
-    table.add_row("bad rows", str(len(report.bad_rows)))
+    table.add_row("bad node / edge rows", f"{report.bad_node_rows} / {report.bad_edge_rows}")
     table.add_row("verified field by field", str(report.verified))
     table.add_row("mismatches", f"[bold]{len(report.mismatches)}[/]")
     table.add_row("layers", escape(", ".join(f"{k} {v}" for k, v in report.layers.items() if v)))

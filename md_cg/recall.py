@@ -190,13 +190,17 @@ class StatsNode(NamedTuple):
     ``active`` is False for archived, forgotten, expired and superseded nodes;
     ``created_at`` is seconds since the epoch (None: unknown, counted as exempt:
     a node whose age is unknown is not judged a zombie; ``MdCG.recall_stats``
-    gives a node without one its file's mtime).
+    gives a node without one its file's mtime). ``last_access`` (seconds, None:
+    none known) is an access recorded outside the access log -- the node file's
+    ``last_access``, which a migration carries from its database row: a node it
+    puts in the window is not a zombie (:attr:`ZombieStats.file_recalled_count`).
     """
 
     id: str
     title: str | None
     created_at: float | None
     active: bool
+    last_access: float | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +223,9 @@ class ZombieStats:
     ``eligible_count`` = ``active_count`` - ``exempt_count`` (nodes younger
     than the exemption, or of unknown age, are too new to judge); ``zombie_rate`` is
     ``zombie_count / eligible_count``, None when nothing is eligible.
+    ``file_recalled_count``: eligible nodes no event of the window exposed whose
+    ``last_access`` (:class:`StatsNode`: an access recorded before the access log,
+    a migrated row's) is in the window: recalled then, so not zombies.
     ``sample`` lists up to top-N zombies, oldest first, as (id, title).
     """
 
@@ -228,6 +235,7 @@ class ZombieStats:
     zombie_count: int
     zombie_rate: float | None
     sample: tuple[tuple[str, str | None], ...]
+    file_recalled_count: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -236,6 +244,7 @@ class ZombieStats:
             "eligible_count": self.eligible_count,
             "zombie_count": self.zombie_count,
             "zombie_rate": self.zombie_rate,
+            "file_recalled_count": self.file_recalled_count,
             "sample": [{"id": i, "title": t} for i, t in self.sample],
         }
 
@@ -433,45 +442,63 @@ def _scan(
     return tally
 
 
-def _node_table(nodes: Iterable[Sequence[Any]]) -> dict[str, tuple[str | None, float | None, bool]]:
-    table: dict[str, tuple[str | None, float | None, bool]] = {}
+#: id -> (title, created_at, active, last_access) of the nodes given to :func:`recall_stats`.
+_Table = dict[str, tuple[str | None, float | None, bool, float | None]]
+
+
+def _node_table(nodes: Iterable[Sequence[Any]]) -> _Table:
+    table: _Table = {}
     for node in nodes:
         try:
-            node_id, title, created_at, active = node
+            node_id, title, created_at, active, *rest = node
+            if len(rest) > 1:
+                raise ValueError
         except (TypeError, ValueError):
             raise InvalidArgumentError(
-                f"nodes: expected (id, title, created_at, active), got {node!r}", name="nodes"
+                f"nodes: expected (id, title, created_at, active[, last_access]), got {node!r}", name="nodes"
             ) from None
+        last_access = rest[0] if rest else None
+        if last_access is not None and (
+            isinstance(last_access, bool) or not isinstance(last_access, int | float)
+        ):
+            raise InvalidArgumentError(
+                f"nodes: the last_access of {node_id!r} must be seconds or None, got {last_access!r}",
+                name="nodes",
+            )
         if not isinstance(node_id, str) or not node_id:
             raise InvalidArgumentError(
                 f"nodes: a node id must be a non-empty string, got {node_id!r}", name="nodes"
             )
         if node_id in table:
             raise InvalidArgumentError(f"nodes: node id {node_id!r} is given twice", name="nodes")
-        table[node_id] = (title, created_at, bool(active))
+        table[node_id] = (title, created_at, bool(active), last_access)
     return table
 
 
 def _zombies(
-    table: Mapping[str, tuple[str | None, float | None, bool]],
-    counts: Mapping[str, int],
-    exempt_after: float,
-    top_n: int,
+    table: _Table, counts: Mapping[str, int], window: tuple[float, float, float], top_n: int
 ) -> ZombieStats:
-    active = exempt = 0
+    """The zombie figures; ``window``: (exempt_after, since, now) in seconds. A node no event
+    exposed whose ``last_access`` is in the window (since..now) is not a zombie."""
+    exempt_after, since, now = window
+    active = exempt = recalled = 0
     zombies: list[tuple[float, str]] = []
-    for node_id, (_title, created_at, is_active) in table.items():
+    for node_id, (_title, created_at, is_active, last_access) in table.items():
         if not is_active:
             continue
         active += 1
         if created_at is None or created_at > exempt_after:  # too new, or of unknown age
             exempt += 1
-        elif node_id not in counts:
+        elif node_id in counts:
+            continue
+        elif last_access is not None and since <= last_access <= now:  # recalled before the log
+            recalled += 1
+        else:
             zombies.append((created_at, node_id))
     eligible = active - exempt
     sample = tuple((i, table[i][0]) for _c, i in heapq.nsmallest(top_n, zombies))
     rate = len(zombies) / eligible if eligible else None
-    return ZombieStats(active, exempt, eligible, len(zombies), rate, sample)
+    return ZombieStats(active, exempt, eligible, len(zombies), rate, sample, recalled)
 
 
 def recall_stats(
@@ -492,9 +519,9 @@ def recall_stats(
 
     ``events`` are decoded log records (or :class:`AccessEvent`), in any
     order; ``nodes`` are the caller's in-scope nodes as :class:`StatsNode` or
-    4-tuples (id, title, created_at, active). Ids that are not among ``nodes``
-    (deleted, or outside the caller's scope) are left out of every per-node
-    figure. With ``agent``/``workspace`` set, only events recorded by that
+    4-tuples (id, title, created_at, active), or 5-tuples with ``last_access``.
+    Ids that are not among ``nodes`` (deleted, or outside the caller's scope)
+    are left out of every per-node figure. With ``agent``/``workspace`` set, only events recorded by that
     caller count; None counts every caller's events. ``forgotten``: id -> time
     (seconds) of its last forget; an event before then is not counted for a node
     added again under that id.
@@ -528,7 +555,7 @@ def recall_stats(
         options=opts,
         exposed_count=len(counts),
         top_recalled=tuple(RecalledNode(i, table[i][0], c, table[i][2]) for i, c in top),
-        zombie=_zombies(table, counts, exempt_after, opts["top_n"]),
+        zombie=_zombies(table, counts, (exempt_after, since_ns / _NS, now_ns / _NS), opts["top_n"]),
         injection=InjectionStats(
             tally.inject_runs,
             tally.injected,

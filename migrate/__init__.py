@@ -177,5 +177,5 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(report.render())
     code = exit_code(report, strict=args.strict)
     if code and report.ok and args.strict:
-        print(f"--strict: {len(report.bad_rows)} bad row(s) in the source", file=sys.stderr)
+        print(f"--strict: {report.bad_rows_summary()}", file=sys.stderr)
     return code

@@ -901,7 +901,7 @@ def test_migrate_exit_codes(runner: CliRunner, tmp_path: Path, monkeypatch: pyte
         and [r["node_id"] for r in data["bad_rows"]] == ["kp_bad"]
     )
     result = run(runner, "migrate", db, tmp_path / "b", "--strict", code=1)
-    assert result.stderr == "--strict: 1 bad row(s) in the source\n"
+    assert result.stderr == "--strict: 1 bad node row(s) and 0 bad edge row(s) in the source\n"
     assert "no such sqlite database file" in one_line_error(
         runner, "migrate", tmp_path / "nope.sqlite", tmp_path / "c"
     )

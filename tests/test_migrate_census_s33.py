@@ -74,7 +74,7 @@ def test_an_extra_column_clashing_with_a_key_of_extra_is_a_bad_row(tmp_path: Pat
         b'---\nid: "e5"\nlayer: "knowledge"\nother: "o"\nnote: "col"\n---\nx\n'
     )
     text = report.render()
-    assert "  rows 5: 2 good, 3 bad\n" in text
+    assert "  node rows 5: 2 good, 3 bad; edge rows: 0 bad\n" in text
     assert (
         "  nodes rowid 1 (id 'e1'): column 'extra' holds 'note': 'from extra', which differs "
         "from column 'note' ('from col'); a node has one extra key 'note': keep one of the two\n"
@@ -237,7 +237,7 @@ def test_a_live_writer_on_a_wal_source_leaves_the_figures_of_one_read(
             f'---\nid: "{node_id}"\nlayer: "knowledge"\n---\n{body}\n'.encode()
         )
     text = report.render()
-    assert "  rows 300: 300 good, 0 bad\n" in text
+    assert "  node rows 300: 300 good, 0 bad; edge rows: 0 bad\n" in text
     assert (
         "  the source database changed while it was read: every figure is of the rows as one "
         "read at the start saw them (later writes are not in this run); run again\n"

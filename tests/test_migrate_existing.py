@@ -280,7 +280,7 @@ def test_one_unusual_edge_leaves_the_edge_out_not_the_memory(tmp_path: Path) -> 
     with MdCG(tmp_path / "m") as s:
         assert [(e.target, e.type) for e in s.get("a").edges] == [("b", "causal")]
         assert [(e.target, e.type) for e in s.get("b").edges] == [("a", "part_of")]
-    assert "rows 2: 2 good, 0 bad, 1 edge row(s) left out" in report.render()
+    assert "  node rows 2: 2 good, 0 bad; edge rows: 1 bad (left out)\n" in report.render()
 
 
 def test_round_two_store_twins_markers_restores_and_the_last_instant(tmp_path: Path) -> None:

@@ -197,10 +197,11 @@ def test_messages_about_rows_with_long_ids_are_bounded(tmp_path: Path) -> None:
     code, out, _ = _cli("migrate", str(src), str(tmp_path / "store2"))
     assert code == 0
     assert (
-        "bad rows (4):\n"
+        "bad node rows (1):\n"
+        f"  nodes rowid 2 (id {n}): {node}\n"
+        "bad edge rows (3):\n"
         f"  edges rowid 1 (source 'a'): {edge1}\n"
         f"  edges rowid 2 (source 'a'): {edge2}\n"
-        f"  nodes rowid 2 (id {n}): {node}\n"
         f"  edges rowid 3 (source {s}): {orphan}\n"
     ) in out
     assert len(out) < 3_000  # it was 4 MB

@@ -225,7 +225,8 @@ def test_bad_now_and_bad_nodes_raise_naming_the_input() -> None:
         recall_stats([], [("a", None, None, True), ("a", None, None, True)], now=NOW)
     with pytest.raises(InvalidArgumentError, match="non-empty string"):
         recall_stats([], [("", None, None, True)], now=NOW)
-    with pytest.raises(InvalidArgumentError, match=r"expected \(id, title, created_at, active\)"):
+    expected = r"expected \(id, title, created_at, active\[, last_access\]\)"
+    with pytest.raises(InvalidArgumentError, match=expected):
         recall_stats([], [("a", "title")], now=NOW)
 
 
