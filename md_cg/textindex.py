@@ -575,9 +575,9 @@ class TextIndex:
     def _similar_units(self, query: str) -> list[Unit]:
         """The query's units, each with the vocabulary terms similar to it (rapidfuzz); the
         last query's are kept until the vocabulary changes (:meth:`SimilarityKeys.remembered`)."""
-        vocab = self._vocab
-        work = functools.partial(_units, self, query)
-        return self._sim.remembered(query, (self.analyzer, vocab), len(vocab.terms), work)
+        vocab, work = self._vocab, functools.partial(_units, self, query)
+        shape = (len(vocab.terms), SIMILAR_THRESHOLD, SIMILAR_CANDIDATES, SIMILAR_WORDS)
+        return self._sim.remembered(query, (self.analyzer, vocab), shape, work)
 
     @_healing
     def similar(

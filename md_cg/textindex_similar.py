@@ -54,7 +54,7 @@ class SimilarityKeys:
         self._keys: dict[str, array] = {}
         self._nbg = array("i")  # term id -> number of padded bigrams (0: CJK term)
         self._built = 0  # terms [0, _built) are in _keys
-        self._last: tuple[str, tuple[object, ...], int, list[Unit]] | None = None  # remembered()
+        self._last: tuple[str, tuple[object, ...], tuple[object, ...], list[Unit]] | None = None
 
     def reset(self) -> None:
         """Forget every key (after the vocabulary was renumbered)."""
@@ -64,11 +64,16 @@ class SimilarityKeys:
         self._last = None
 
     def remembered(
-        self, query: str, sources: tuple[object, ...], size: int, work: Callable[[], list[Unit]]
+        self,
+        query: str,
+        sources: tuple[object, ...],
+        shape: tuple[object, ...],
+        work: Callable[[], list[Unit]],
     ) -> list[Unit]:
         """The units ``work`` gives for ``query``: those of the last call when it was for
         the same query, the same ``sources`` (the analyzer and the vocabulary, the very
-        objects) and the same vocabulary ``size`` (it only grows until :meth:`reset`).
+        objects) and an equal ``shape`` (the vocabulary's size, which only grows until
+        :meth:`reset`, and the parameters of :meth:`units`).
 
         A search asks for its query's units up to four times (each similarity tier, the
         ideal score of its evidence, its typos), which worked them out each time before
@@ -77,12 +82,12 @@ class SimilarityKeys:
         if (
             last is not None
             and last[0] == query
-            and last[2] == size
+            and last[2] == shape
             and all(a is b for a, b in zip(last[1], sources, strict=True))
         ):
             return last[3]
         units = work()
-        self._last = (query, sources, size, units)
+        self._last = (query, sources, shape, units)
         return units
 
     def _update(self, terms: Sequence[str]) -> None:
