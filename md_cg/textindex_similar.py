@@ -77,7 +77,8 @@ class SimilarityKeys:
 
         A search asks for its query's units up to four times (each similarity tier, the
         ideal score of its evidence, its typos), which worked them out each time before
-        session 39 (0.2-0.4 ms each on a store of 10,000 memories)."""
+        session 39 (on a store of 10,000 memories 0.05 ms at the median for a typed query,
+        1.4 ms for 2,000 pasted words, 8 ms for 3,000 CJK characters)."""
         last = self._last
         if (
             last is not None
