@@ -43,7 +43,7 @@ from .script import CJK_SPLIT_RE, fold_accents, is_cjk, short_repr, singulars
 from .synonyms import SynonymTable
 from .synonyms import normalize as table_form
 from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, query_terms, synonym_terms, term_words
-from .textindex import HOLDING_SCAN, holding_all, live_doc_freqs, match_idfs, typo_terms
+from .textindex import HOLDING_SCAN, MAX_QUERY_TERMS, holding_all, live_doc_freqs, match_idfs, typo_terms
 from .textindex_docs import Exclusion, Scope
 from .textindex_phrase import PHRASE_POOL, title_rerank
 from .textindex_similar import within_a_typo
@@ -58,6 +58,13 @@ NEGATIVE_LIMIT = 5
 #: Least weight of a matched synonym term that counts as evidence (cross-script
 #: expansions weigh 0.05: a match on one alone is not evidence).
 MIN_EVIDENCE_WEIGHT = 0.2
+#: Terms a hit's evidence lists at most, of the query's own (``terms``) and of synonyms
+#: (``synonyms``) each: the first ones, in the query's order; ``terms_more`` /
+#: ``synonyms_more`` count the others it holds (:func:`_bounded`). As many as the index
+#: ranks a query on (``textindex.MAX_QUERY_TERMS``; the longest question of the dev sets
+#: has 84 terms): a pasted document of 2,500 words listed 2,418 terms in each hit's
+#: evidence, 17,000 characters, k times over in ``mdcg search --json`` (session 39).
+EVIDENCE_TERMS = MAX_QUERY_TERMS
 #: Least share of a query a similarity-tier hit must explain to count as
 #: evidence (:meth:`md_cg.textindex.TextIndex.similarity_ideal`): a typo such as
 #: "binery search" explains ~0.75, "xyzzy plugh" against real text ~0.2.
@@ -143,7 +150,9 @@ class SearchResult:
     entry: Entry = field(repr=False)
     #: why this hit is about the query: ``terms`` (the query's own terms it
     #: contains), ``synonyms`` (synonym terms it contains) and, for the
-    #: similarity tiers, ``fuzzy`` (the share of the query it explains)
+    #: similarity tiers, ``fuzzy`` (the share of the query it explains); at most
+    #: :data:`EVIDENCE_TERMS` terms and synonyms each, ``terms_more`` / ``synonyms_more``
+    #: counting the others
     evidence: dict[str, Any] = field(default_factory=dict)
     #: no evidence at all: the ladder's never-empty rule put it here
     filler: bool = False
@@ -770,6 +779,7 @@ def _results(
     for doc_id, (score, tier) in ordered:
         entry = entries[doc_id]
         why, filler = evidence[doc_id]
+        _bounded(why)
         state_, basis = (None, None)
         if judge:
             state_, basis = judge_entry(entry, judged_query, prepared)
@@ -899,6 +909,18 @@ def _evidence(
             thin.mark(doc_id, why, held, typo_only.get(doc_id, []) if typo_only else [], fuzzy_ok and not has)
         out[doc_id] = (why, not evident)
     return out
+
+
+def _bounded(why: dict[str, Any]) -> None:
+    """Keep the first :data:`EVIDENCE_TERMS` of ``why``'s ``terms`` and ``synonyms`` (and
+    the ``words`` of those synonyms), counting the others in ``terms_more`` / ``synonyms_more``."""
+    for key in ("terms", "synonyms"):
+        if (more := len(why[key]) - EVIDENCE_TERMS) > 0:
+            why[key] = why[key][:EVIDENCE_TERMS]
+            why[f"{key}_more"] = more
+    if "synonyms_more" in why and "words" in why:
+        kept = set(why["synonyms"])
+        why["words"] = {t: w for t, w in why["words"].items() if t in kept}
 
 
 def _says(own: Sequence[str]) -> bool:

@@ -573,16 +573,11 @@ class TextIndex:
         return self._scratch_arrays
 
     def _similar_units(self, query: str) -> list[Unit]:
-        """The query's units, each with the vocabulary terms similar to it (rapidfuzz)."""
-        vocab = self._vocab
-        return self._sim.units(
-            self.analyzer(query),
-            vocab,
-            vocab.terms,
-            threshold=SIMILAR_THRESHOLD,
-            candidates=SIMILAR_CANDIDATES,
-            words=SIMILAR_WORDS,
-        )
+        """The query's units, each with the vocabulary terms similar to it (rapidfuzz); the
+        last query's are kept until the vocabulary changes (:meth:`SimilarityKeys.remembered`)."""
+        vocab, work = self._vocab, functools.partial(_units, self, query)
+        shape = (len(vocab.terms), SIMILAR_THRESHOLD, SIMILAR_CANDIDATES, SIMILAR_WORDS)
+        return self._sim.remembered(query, (self.analyzer, vocab), shape, work)
 
     @_healing
     def similar(
@@ -1326,6 +1321,19 @@ def _live_in_scope(index: TextIndex, slots: np.ndarray, scope: Scope) -> np.ndar
     if scope.only is not None:
         slots = slots[np.isin(slots, table.slots_of(scope.only))]
     return slots
+
+
+def _units(index: TextIndex, query: str) -> list[Unit]:
+    """The units of ``query`` (:meth:`~md_cg.textindex_similar.SimilarityKeys.units`), worked out."""
+    vocab = index._vocab
+    return index._sim.units(
+        index.analyzer(query),
+        vocab,
+        vocab.terms,
+        threshold=SIMILAR_THRESHOLD,
+        candidates=SIMILAR_CANDIDATES,
+        words=SIMILAR_WORDS,
+    )
 
 
 def typo_terms(index: TextIndex, query: str) -> tuple[bool, list[str]]:

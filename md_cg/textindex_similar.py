@@ -13,7 +13,7 @@ Imports only numpy, rapidfuzz, :mod:`md_cg.script` and the standard library.
 from __future__ import annotations
 
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from rapidfuzz.distance import OSA
@@ -48,18 +48,48 @@ def plain_query_terms(query: str) -> list[str]:
 class SimilarityKeys:
     """Key (padded bigram, or CJK character) -> ids of the vocabulary terms having it."""
 
-    __slots__ = ("_built", "_keys", "_nbg")
+    __slots__ = ("_built", "_keys", "_last", "_nbg")
 
     def __init__(self) -> None:
         self._keys: dict[str, array] = {}
         self._nbg = array("i")  # term id -> number of padded bigrams (0: CJK term)
         self._built = 0  # terms [0, _built) are in _keys
+        self._last: tuple[str, tuple[object, ...], tuple[object, ...], list[Unit]] | None = None
 
     def reset(self) -> None:
         """Forget every key (after the vocabulary was renumbered)."""
         self._keys = {}
         self._nbg = array("i")
         self._built = 0
+        self._last = None
+
+    def remembered(
+        self,
+        query: str,
+        sources: tuple[object, ...],
+        shape: tuple[object, ...],
+        work: Callable[[], list[Unit]],
+    ) -> list[Unit]:
+        """The units ``work`` gives for ``query``: those of the last call when it was for
+        the same query, the same ``sources`` (the analyzer and the vocabulary, the very
+        objects) and an equal ``shape`` (the vocabulary's size, which only grows until
+        :meth:`reset`, and the parameters of :meth:`units`).
+
+        A search asks for its query's units up to four times (each similarity tier, the
+        ideal score of its evidence, its typos), which worked them out each time before
+        session 39 (on a store of 10,000 memories 0.05 ms at the median for a typed query,
+        1.4 ms for 2,000 pasted words, 8 ms for 3,000 CJK characters)."""
+        last = self._last
+        if (
+            last is not None
+            and last[0] == query
+            and last[2] == shape
+            and all(a is b for a, b in zip(last[1], sources, strict=True))
+        ):
+            return last[3]
+        units = work()
+        self._last = (query, sources, shape, units)
+        return units
 
     def _update(self, terms: Sequence[str]) -> None:
         """Extend the key map to the terms added since the last call."""
