@@ -31,6 +31,7 @@ import orjson
 from . import fsops, paths, recall
 from . import resurface as resurface_mod
 from .errors import (
+    PERMISSION_DENIED,
     DataFileError,
     InvalidNodeError,
     MalformedNodeFileError,
@@ -474,7 +475,28 @@ def inject_items(store: Any, query: str, max_items: int, tag: Any = None) -> rec
     return recall.InjectList(items, unreadable)
 
 
-def _read_or_none(result: Any, unreadable: list[str]) -> Any:
+def readable_hits(results: Sequence[Any], what: str = "search") -> tuple[list[Any], list[str]]:
+    """The search ``results`` whose node reads -- each result's file is read (``mdcg search``:
+    at most ``k`` of them) --, and the ids of those left out because a hand edit broke their
+    file since the index read it, each warned of as ``what`` leaving it out (:func:`_read_or_none`,
+    as ``inject`` does; a hit whose file holds another memory now is left out unsaid). Before
+    session 39 ``mdcg search`` listed such a hit until a sync, which ``get`` then refused.
+    The warnings point at the caller's line."""
+    kept: list[Any] = []
+    unreadable: list[str] = []
+    for r in results:
+        try:
+            node = _read_or_none(r, unreadable, what, stacklevel=3, denied=True)
+        except MalformedNodeFileError:  # one this process may not read: listed, as the index has it
+            node = r
+        if node is not None:
+            kept.append(r)
+    return kept, unreadable
+
+
+def _read_or_none(
+    result: Any, unreadable: list[str], what: str = "inject", stacklevel: int = 4, *, denied: bool = False
+) -> Any:
     """The node of a search ``result``; None when its file was changed by hand since the
     index read it so that it no longer holds it (another memory's file moved over it: a
     ``lost`` NodeNotFoundError, told by the next sync) -- left out, as a search leaves out
@@ -485,14 +507,18 @@ def _read_or_none(result: Any, unreadable: list[str]) -> Any:
     ``agent_scope`` written as a list, YAML that does not parse), its id added to
     ``unreadable`` and warned of (:func:`md_cg.errors.left_out_unreadable`): before
     session 38 it failed the whole inject, quoting the file's new value. Any other error
-    (``OSError``, a lock timeout) is raised."""
+    (``OSError``, a lock timeout) is raised. ``what`` and ``stacklevel``: the warning's
+    (:func:`md_cg.errors.left_out_unreadable`; 4: the line calling ``MdCG.inject``);
+    ``denied``: a file this process may not read raises its error (not malformed)."""
     try:
         return result.node
     except NodeNotFoundError:
         return None
     except MalformedNodeFileError as exc:
+        if denied and exc.reason == PERMISSION_DENIED:
+            raise
         unreadable.append(result.id)
-        left_out_unreadable("inject", result.id, exc, stacklevel=4)
+        left_out_unreadable(what, result.id, exc, stacklevel=stacklevel)
         return None
 
 

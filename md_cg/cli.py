@@ -92,6 +92,7 @@ from md_cg.render import (
     recorded_write,
     results_table,
     retention,
+    shown_results,
     sync_lines,
     terminal_safe,
     verdict_dict,
@@ -1717,12 +1718,13 @@ def search(
         results, meta = store.search(
             query, layer=layer, k=k, context=ctx_value, judge=not no_judge, record=not no_record, **window
         )
-    shown = [r for r in results if fill or not r.filler]
-    omitted = len(results) - len(shown)
+        # filler, and a hit whose file a hand edit broke since the index read it (warned of): left out
+        shown, omitted, unreadable = shown_results(results, fill=fill)
     if json_out:
-        _print_json(
-            {"query": query, "results": results_json(shown), "meta": {**meta, "filler_omitted": omitted}}
-        )
+        counts = {"filler_omitted": omitted}
+        if unreadable:
+            counts["unreadable_omitted"] = len(unreadable)
+        _print_json({"query": query, "results": results_json(shown), "meta": {**meta, **counts}})
         return
     out = _stdout()
     out.print(
@@ -1731,7 +1733,7 @@ def search(
         else "no results with evidence of being about the query",
         crop=False,
     )
-    out.print(meta_summary(meta, omitted=omitted))
+    out.print(meta_summary(meta, omitted=omitted, unreadable=len(unreadable)))
 
 
 @app.command()

@@ -33,6 +33,7 @@ from .engine import (
     moved_away,
     narrowed,
     read_entry,
+    scoped_read,
     stage,
 )
 from .errors import (
@@ -100,7 +101,7 @@ def read_text(engine: Engine, node_id: str, *, checked: bool = False) -> str:
     entry = engine.entry(check_id(node_id))
     data = _file_of(engine, entry)
     if checked:
-        held = _read_or_none(data, entry.path)
+        held = _read_or_none(engine, data, entry)
         if held is not None and held.id != entry.id:
             raise moved_away(engine, entry, held)
         if held is not None and narrowed(engine.scope, entry, held):
@@ -108,11 +109,18 @@ def read_text(engine: Engine, node_id: str, *, checked: bool = False) -> str:
     return read_bytes_as_text(data, entry.path)
 
 
-def _read_or_none(data: bytes, rel: str) -> Node | None:
-    """The node ``data`` (the file at ``rel``) holds; None when it cannot be read as one."""
+def _read_or_none(engine: Engine, data: bytes, entry: Entry) -> Node | None:
+    """The node ``data`` (``entry``'s file) holds; None when it cannot be read as one -- to
+    an unscoped handle, which may see and fix such a file (``mdcg show``, ``mdcg edit``). A
+    scoped one is refused it (:func:`~md_cg.engine.scoped_read`: the file, not what is
+    wrong): whose memory it is cannot be told (a hand edit may have narrowed it to other
+    agents, ``agent_scope: [alice, bob]``), and before session 39 a scoped ``read_text``
+    returned it whole, and ``edit_text`` handed it to ``change``."""
     try:
-        return index.decode_node(data, rel)
+        return scoped_read(engine, entry.id, index.decode_node, data, entry.path)
     except MalformedNodeFileError:
+        if engine.scope is not None:
+            raise
         return None
 
 
@@ -160,7 +168,7 @@ def edit_text(
         if refuse is not None:
             refuse(current)
         data = _file_of(engine, current)
-        held = _read_or_none(data, current.path)
+        held = _read_or_none(engine, data, current)
         if held is not None and held.id != node_id:  # another memory's file: ``change`` never sees it
             raise moved_away(engine, current, held)  # (attack a3 of session 36: a scoped edit did)
         if held is not None and narrowed(engine.scope, current, held):  # nor one narrowed by hand

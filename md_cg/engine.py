@@ -53,6 +53,7 @@ from .errors import (
     UnsafePathError,
     lost_file_error,
     was_applied,
+    withheld_problem,
 )
 from .index import Entry, IndexState
 from .journal import Cursor, Journal, Put
@@ -546,7 +547,8 @@ class Engine:
         return e
 
     def read_node(self, rel: str) -> Node:
-        """Parse the node file at ``rel`` (no symlinks, size-limited)."""
+        """Parse the node file at ``rel`` (no symlinks, size-limited); a read for the caller
+        goes through :func:`scoped_read`."""
         return index.read_node(self.root_str, rel)
 
     def get(self, node_id: str) -> Node:
@@ -809,7 +811,7 @@ class Engine:
             data, _ = index.read_limited(self.root_str, current.path)
         except (FileNotFoundError, NotADirectoryError):
             raise moved_away(self, current, None) from None
-        node = index.decode_node(data, current.path)  # a file broken by hand: named where it is
+        node = scoped_read(self, current.id, index.decode_node, data, current.path)  # broken by hand
         if node.id != current.id:  # the file was edited to hold another id meanwhile
             raise moved_away(self, current, node)
         if narrowed(self.scope, current, node):  # by hand, out of the caller's scope
@@ -1517,7 +1519,7 @@ def read_entry(engine: Engine, entry: Entry) -> Node:
     hand since it was indexed -- or removed -- is settled against the disk (in memory),
     and NodeNotFoundError is raised for the id, as :meth:`Engine.get` raises it."""
     try:
-        node = engine.read_node(entry.path)
+        node = scoped_read(engine, entry.id, engine.read_node, entry.path)
     except (FileNotFoundError, NotADirectoryError):
         raise moved_away(engine, entry, None) from None
     if node.id != entry.id:
@@ -1738,6 +1740,24 @@ def _read_unread(engine: Engine, node_id: str) -> Node:
     return node
 
 
+def scoped_read(engine: Engine, node_id: str | None, read: Callable[..., Node], *args: Any) -> Node:
+    """``read(*args)``: the node of ``node_id``'s file (``engine.read_node`` of its path, or
+    ``index.decode_node`` of its bytes). A file that no longer reads as a memory raises its
+    :class:`~md_cg.errors.MalformedNodeFileError` to an unscoped handle (the owner's: what
+    is wrong, values quoted); to a scoped one its :func:`~md_cg.errors.withheld_problem` --
+    the file, its line and ``node_id``, not the reason, which may quote the file's new
+    values (another agent's name in an ``agent_scope`` written as a list): a scoped ``get``,
+    ``update``, ``archive``, ``rename``, ``delete`` and ``forget`` quoted it before session
+    39. A file this process may not read is told so to either (that reason quotes nothing)."""
+    try:
+        return read(*args)
+    except MalformedNodeFileError as exc:
+        if engine.scope is None or exc.reason == index.PERMISSION_DENIED:
+            raise
+        told = withheld_problem(exc, node_id)
+    raise told  # outside the handler: the quoting error is not kept as its context
+
+
 def _read_held(
     engine: Engine, node_id: str, lost: NodeNotFoundError | None
 ) -> tuple[Node | None, NodeNotFoundError | None]:
@@ -1747,7 +1767,7 @@ def _read_held(
     if e is None:
         return None, lost
     try:
-        node = engine.read_node(e.path)
+        node = scoped_read(engine, node_id, engine.read_node, e.path)
     except (FileNotFoundError, NotADirectoryError):
         return None, lost_file_error(node_id, e.path)
     except UnsafePathError:

@@ -95,6 +95,13 @@ class UnknownLayerError(InvalidNodeError):
     """A layer name outside the fixed set of layers."""
 
 
+#: Why a node file this process may not read (permission bits) is unusable: a
+#: :class:`MalformedNodeFileError` reason (``md_cg.index.PERMISSION_DENIED``). It quotes
+#: nothing of the file, and the file is not malformed: told as it is to a scoped handle
+#: (:func:`withheld_problem` is not), and ``mdcg search`` lists such a hit.
+PERMISSION_DENIED = "cannot be read: permission denied"
+
+
 class MalformedNodeFileError(MdcgError):
     """A ``.md`` file that cannot be read as a node.
 
@@ -102,7 +109,9 @@ class MalformedNodeFileError(MdcgError):
     when known. ``problems`` lists every problem found in the file, each a
     :class:`FileProblem` (line or None, message); ``reason`` and the message
     name them all. Either give ``reason`` (one problem, at ``line``) or
-    ``problems``.
+    ``problems``. ``node_id``: the id the file's frontmatter names when it was read that
+    far (a field of it invalid), else None (``health`` fills its ``unreadable_file`` row's
+    node with it).
     """
 
     def __init__(
@@ -112,6 +121,7 @@ class MalformedNodeFileError(MdcgError):
         *,
         line: int | None = None,
         problems: list[FileProblem] | None = None,
+        node_id: str | None = None,
     ) -> None:
         if not problems:
             problems = [FileProblem(line, reason)]
@@ -128,6 +138,7 @@ class MalformedNodeFileError(MdcgError):
         self.reason = reason
         self.line = line
         self.problems = list(problems)
+        self.node_id = node_id
 
 
 class NodeNotFoundError(MdcgError, KeyError):
@@ -198,6 +209,23 @@ def left_out_unreadable(what: str, node_id: str, exc: MalformedNodeFileError, *,
         RuntimeWarning,
         stacklevel=stacklevel + 1,
     )
+
+
+def withheld_problem(exc: MalformedNodeFileError, node_id: str | None) -> MalformedNodeFileError:
+    """What a scoped handle is told, in place of ``exc``, of a memory file that no longer
+    reads as a memory (a hand edit broke it since the index read it): the file and its line,
+    and ``node_id`` (the id the index holds there), both of which the handle saw in the
+    index -- never ``exc``'s reason, which may quote the file's new values (an
+    ``agent_scope: [alice, bob]`` naming other agents). Before session 39 a scoped ``get``,
+    ``update``, ``archive``, ``rename`` or ``delete`` of such a memory, and a scoped export,
+    quoted it. An unscoped handle (the store's owner) is told ``exc`` itself."""
+    who = f"memory {node_id!r}" if node_id is not None else "the memory"
+    reason = (
+        f"{who} no longer reads as a memory: its file was changed by hand since the index read "
+        "it; what is wrong is not told to a scoped handle (it may quote the file's values) -- "
+        "`mdcg health` without a scope names it; fix the file, then run `mdcg sync`"
+    )
+    return MalformedNodeFileError(exc.path, reason, line=exc.line, node_id=node_id)
 
 
 class DuplicateIdError(MdcgError):

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import orjson
 
 from . import ccg, fastread, fsops, layout, nodefile, paths
+from .errors import PERMISSION_DENIED as DENIED
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .merge import CONFLICT_KEY, has_conflict_markers
@@ -63,7 +64,8 @@ TF_MAX = 0xFFFF
 MAX_FILE_BYTES = NODE_MAX_FILE_BYTES
 #: Why a node file this process may not read (permission bits) is unusable: a
 #: :class:`~md_cg.errors.MalformedNodeFileError` reason, and :attr:`IndexState.unread`'s
-PERMISSION_DENIED = "cannot be read: permission denied"
+#: (defined in :mod:`md_cg.errors`, which :func:`md_cg.access.readable_hits` may import)
+PERMISSION_DENIED = DENIED
 
 #: From this many pending texts, :meth:`IndexState.flush_text` tokenises and
 #: indexes them in batches (:func:`md_cg.text.analyze_batch`,

@@ -1380,6 +1380,20 @@ UNREAD = (
 )
 
 
+def _named_id(engine: Engine, rel: str) -> str | None:
+    """The id the unreadable file at ``rel`` names (:attr:`MalformedNodeFileError.node_id
+    <md_cg.errors.MalformedNodeFileError>`: its frontmatter read, a field of it invalid),
+    looked at now, for the node of its ``unreadable_file`` finding (left blank before
+    session 39 though the detail named it); None when it names none, or reads now."""
+    try:
+        index.parse_file(engine.root_str, rel)
+    except MalformedNodeFileError as exc:
+        return exc.node_id
+    except (OSError, UnsafePathError):
+        pass
+    return None
+
+
 def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
     state = engine.state
     out: list[Finding] = []
@@ -1389,7 +1403,7 @@ def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
         out.append(Finding("unsafe_path", f"{reason}; ignored", path=rel))
     for rel, reason in sorted(state.problems.items()):
         if rel in scan.files:
-            out.append(Finding("unreadable_file", reason, path=rel))
+            out.append(Finding("unreadable_file", reason, rel, _named_id(engine, rel)))
     for rel in sorted(set(state.unread.values())):
         if rel not in scan.files or rel not in state.problems:  # else listed just above
             out.append(Finding("unreadable_file", UNREAD, path=rel))
@@ -1401,7 +1415,7 @@ def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
             try:
                 parsed = index.parse_file(engine.root_str, rel)
             except (MalformedNodeFileError, UnsafePathError) as exc:
-                out.append(Finding("unreadable_file", exc.reason, path=rel))
+                out.append(Finding("unreadable_file", exc.reason, rel, getattr(exc, "node_id", None)))
                 continue
             except (FileNotFoundError, NotADirectoryError):
                 continue

@@ -1869,12 +1869,22 @@ def on_this_day_reply(store: MdCG, picked: Resurfaced | None, today: date) -> di
     (stage ``any``, possibly a memory written today) has a ``note`` saying so
     (:data:`LAST_RESORT_NOTE`). Before session 37's MCP review the reply sent ``"tier":
     null`` and said nothing of a last resort: a memory made seconds before came back as
-    "one old memory", with ``years_ago`` 0."""
+    "one old memory", with ``years_ago`` 0. A pick whose file a hand edit broke since the
+    index read it (no pick-up since) is left out, ``{"memory": null, "meta":
+    {"unreadable_omitted": 1}}``, as ``search`` and ``inject`` leave such a memory out --
+    one whose file holds another memory now, or was narrowed out of the scope, unsaid:
+    before session 39 the call failed with the file's error."""
     if picked is None:
         return {"memory": None}
+    try:
+        body = store.get(picked.id).body
+    except NodeNotFoundError:
+        return {"memory": None}  # its file holds another memory now, or was narrowed: as search
+    except MalformedNodeFileError:
+        return {"memory": None, "meta": {"unreadable_omitted": 1}}
     out = {k: v for k, v in picked.to_dict().items() if v is not None}
     out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
-    out["snippet"] = clip(snippet(store.get(picked.id).body), SNIPPET_CHARS)
+    out["snippet"] = clip(snippet(body), SNIPPET_CHARS)
     if picked.stage == "any":
         days = (today - picked.date).days
         age = {0: "today", 1: "yesterday"}.get(days, f"{days:,} days ago")

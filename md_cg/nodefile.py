@@ -921,12 +921,22 @@ def loads(
         default_layer=default_layer,
         bounded=meta.keys() - unbounded,
     )
+    named = _named_id(node, "id" in meta or not problems, invalid)
     for bad in invalid:
         line = lines.get(bad.field) if bad.field else None
         problems.append(FileProblem(line, str(bad)))
     if problems:
-        raise MalformedNodeFileError(path, problems=problems)
+        raise MalformedNodeFileError(path, problems=problems, node_id=named)
     return node
+
+
+def _named_id(node: Node, read: bool, invalid: list[InvalidNodeError]) -> str | None:
+    """The id a malformed file names (``MalformedNodeFileError.node_id``: ``health`` shows it):
+    ``node``'s, when ``read`` (the frontmatter gave it, or gives none and every line parsed:
+    the default) and valid; else None."""
+    if not read or not isinstance(node.id, str) or any(bad.field == "id" for bad in invalid):
+        return None
+    return node.id
 
 
 def read_bytes_as_text(data: bytes, path: str | Path) -> str:

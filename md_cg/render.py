@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from .access import readable_hits
 from .errors import InvalidArgumentError, recorded_note
 from .index import title_of
 from .script import (
@@ -641,10 +642,21 @@ def results_table(
     return table
 
 
-def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> Text:
+def shown_results(results: Sequence[Any], *, fill: bool) -> tuple[list[Any], int, list[str]]:
+    """The search ``results`` a surface shows (``mdcg search``), how many filler results
+    were left out (unless ``fill``), and the ids of the hits left out because a hand edit
+    broke their files since the index read them (:func:`md_cg.access.readable_hits`: each
+    shown hit's file is read, and each such hit warned of)."""
+    shown = [r for r in results if fill or not r.filler]
+    kept, unreadable = readable_hits(shown)
+    return kept, len(results) - len(shown), unreadable
+
+
+def meta_summary(meta: dict[str, Any], *, omitted: int = 0, unreadable: int = 0) -> Text:
     """One line summing up a search's ``meta``: how deep, where, how much, how long.
 
-    ``omitted``: filler results left out of the display (said at the end).
+    ``omitted``: filler results left out of the display (said at the end); ``unreadable``:
+    hits left out because their files no longer read as memories (each warned of).
     """
     buckets = ", ".join(meta.get("buckets") or []) or "none"
     routed = " (routed)" if meta.get("routed") else ""
@@ -672,6 +684,8 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0) -> Text:
         line += f" · filter: {', '.join(parts)} ({n} {'memory passes' if n == 1 else 'memories pass'})"
     if omitted:
         line += f" · {omitted} filler result(s) without evidence omitted (--fill shows them)"
+    if unreadable:
+        line += f" · {unreadable} result(s) left out: the file no longer reads as a memory (see the warning)"
     return _text(terminal_safe(line))
 
 

@@ -288,8 +288,12 @@ def scoped_pickup(report: SyncReport, seen: Callable[[str], bool]) -> SyncReport
 
 def scoped_health(report: HealthReport, seen: Callable[[str], bool]) -> HealthReport:
     """The findings a scoped handle is told: those about nodes it sees, and those about
-    the store as a whole (no node, no path); a file whose owner cannot be told is not named."""
-    told = ("duplicate_id", "twin_id")  # name another file or id, whose owner cannot be told
+    the store as a whole (no node, no path); a file whose owner cannot be told is not named
+    -- an ``unreadable_file`` never, whatever id it names: its scope fields cannot be read
+    (a hand edit may have narrowed it to other agents), and a broken file may name any id,
+    one the handle sees too (session 39 filled the finding's node)."""
+    # name another file or id, whose owner cannot be told; or quote such a file
+    told = ("duplicate_id", "twin_id", "unreadable_file")
     findings = [
         f
         for f in report.findings

@@ -795,7 +795,7 @@ class Lifecycle(_Handle):
                 )
             # under a new id: its forgotten id is kept as this copy, and stays forgotten itself
             now, fields = time.time(), visibility.scope_fields(entry)
-            earlier = audit.earlier_ids(eng.read_node(entry.path))
+            earlier = audit.earlier_ids(engine_mod.scoped_read(eng, node_id, eng.read_node, entry.path))
             records = [
                 {
                     "event": audit.RESTORED,
