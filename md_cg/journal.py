@@ -174,6 +174,11 @@ class Journal:
         self.failed: list[Commit] = []
         #: how many commits :meth:`recover` has rolled back so far (see :func:`roll_forward`)
         self.undone = 0
+        #: whether the store is a copy of another place's (its token file stamps another
+        #: snapshot file: :data:`md_cg.snapshot.ANOTHER_PLACE`, set at each load): a copy
+        #: keeps no inode or change time, so recovery goes by (mtime, size) and applies a
+        #: commit all or nothing (:func:`roll_forward`'s ``copied``)
+        self.copied = False
         #: ids whose part of a dead commit :meth:`recover` left undone so far: their files
         #: changed after the commit was logged (a hand edit since the crash wins)
         self.left: list[str] = []
@@ -471,7 +476,9 @@ class Journal:
             later: set[str] = set()
             outcome = Outcome()
             try:
-                if not roll_forward(self.root, c, later, id_of=self.id_of, outcome=outcome):
+                if not roll_forward(
+                    self.root, c, later, id_of=self.id_of, outcome=outcome, copied=self.copied
+                ):
                     record["undone"] = True
             except BaseException as exc:
                 # An earlier logged commit, now perhaps partly done: not "nothing changed" (r5);
@@ -527,6 +534,7 @@ def roll_forward(
     *,
     id_of: Callable[[str], str | None] | None = None,
     outcome: Outcome | None = None,
+    copied: bool = False,
 ) -> bool:
     """Finish a commit whose writer died after logging it (idempotent).
 
@@ -544,9 +552,25 @@ def roll_forward(
     naming one id and another memory's path (forged, or from a copied
     ``.mdcg/``) removes nothing. ``outcome`` (when given) receives what the dels
     did (:class:`Outcome`).
+
+    ``copied``: the store is a copy of the place the line was written in (``cp -a``,
+    ``cp -r``, a restored backup: :attr:`Journal.copied`), whose files have new inodes and
+    change times. A file is then the one logged when its (mtime, size) are the stamp's
+    (:func:`_later_ids`), and a commit none of whose puts has landed yet is rolled back
+    whole when a file of it is not (a ``cp -r`` keeps no mtime: a hand edit since the
+    crash cannot be told from the copy), never applied in part: until session 39 (attack
+    atk7) such a copy's recovery put a batch's new ids in place and left all its
+    overwrites (``left_as_edited``), removing their temp files.
     """
     states = _put_states(root, c)
+    stamp = _written_by(root, c)
+    limit = None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9)
+    later = _later_ids(root, c, states, limit, copied)
     back = "bad" in states and "landed" not in states
+    if copied and later and "landed" not in states:
+        back = True  # all or nothing: nothing (the ids are told, left_as_edited)
+        if skipped is not None:
+            skipped.update(later)
     landed: set[str] = set()
     # A file changed after the line was written (with a margin for coarse file
     # times), or no longer the one the line logged (its stamp), is a later write --
@@ -555,9 +579,6 @@ def roll_forward(
     # the commit must not replace or delete.
     # An id with any such file is left as the files have it: all of its puts and dels
     # skipped together (a move half done would leave two copies of it).
-    stamp = _written_by(root, c)
-    limit = None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9)
-    later = _later_ids(root, c, states, limit)
     if skipped is not None and not back:
         skipped.update(later)
     for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
@@ -626,14 +647,17 @@ def _do_dels(
             (outcome.replaced if c.puts else outcome.removed).append((node_id, rel))
 
 
-def edited_since(root: str, c: Commit) -> set[str]:
+def edited_since(root: str, c: Commit, copied: bool = False) -> set[str]:
     """The ids of dead commit ``c`` that :func:`roll_forward` would leave as their files have
-    them, a file of theirs changed after the line was written (read-only: for ``health()``)."""
+    them, a file of theirs changed after the line was written (read-only: for ``health()``;
+    ``copied`` as there: a copy's commit it would roll back whole leaves every id)."""
     states = _put_states(root, c)
     if "bad" in states and "landed" not in states:
         return set()  # rolled back: nothing is left undone for an edit
     stamp = _written_by(root, c)
-    later = _later_ids(root, c, states, None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9))
+    later = _later_ids(root, c, states, None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9), copied)
+    if copied and later and "landed" not in states:
+        return set(c.ids)
     unplaced = {p[0] for p, state in zip(c.puts, states, strict=True) if state != "landed" and p[0] in later}
     unplaced |= {p[0] for p, state in zip(c.puts, states, strict=True) if state not in ("landed", "temp")}
     return later | _renamed_away(c, unplaced)
@@ -698,7 +722,9 @@ def _written_by(root: str, c: Commit) -> int | None:
         return stamp
 
 
-def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -> set[str]:
+def _later_ids(
+    root: str, c: Commit, states: Sequence[str], limit: int | None, copied: bool = False
+) -> set[str]:
     """The ids of ``c`` with a file that is not the one its line meant -- the target of a
     put not landed yet, or a file to delete: one changed after ``limit`` (ns, by
     :func:`_newer`), or (lines that log them: ``replaces``, ``removes``) one that is no
@@ -706,7 +732,9 @@ def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -
     after this commit failed with its writer still alive (its ``done`` could not be
     written), within the clock slack, or whenever this process recovers its own failed
     commit (no time is known for it). (A landed put's file changed when this commit renamed
-    it into place: a large batch's renames can take longer than the slack.)"""
+    it into place: a large batch's renames can take longer than the slack.) ``copied``
+    (:func:`roll_forward`): a file logged by a stamp is compared by its (mtime, size) alone,
+    and its change time (the copy's) is not looked at."""
     todo: list[tuple[str, str, bool, Stamp | _Unsaid | None]] = []
     for i, (p, state) in enumerate(zip(c.puts, states, strict=True)):
         if state != "landed":
@@ -720,7 +748,8 @@ def _later_ids(root: str, c: Commit, states: Sequence[str], limit: int | None) -
         parent, name = _split(rel)
         try:
             with fsops.Dir(root, parent) as d:
-                if _newer(d, name, limit) or _not_as_logged(d, name, put, logged):
+                stamped = copied and logged is not UNSAID
+                if (not stamped and _newer(d, name, limit)) or _not_as_logged(d, name, put, logged, copied):
                     out.add(node_id)
         except (FileNotFoundError, NotADirectoryError):
             if put and logged is not None and logged is not UNSAID:
@@ -738,21 +767,26 @@ class _Unsaid:
 UNSAID = _Unsaid()
 
 
-def _not_as_logged(d: fsops.Dir, name: str, put: bool, logged: Stamp | _Unsaid | None) -> bool:
+def _not_as_logged(
+    d: fsops.Dir, name: str, put: bool, logged: Stamp | _Unsaid | None, copied: bool = False
+) -> bool:
     """Whether file ``name`` of ``d`` is no longer the one a commit line logged there
     (``logged``: its :func:`stamp`, None when no regular file was there; :data:`UNSAID`: the
     line does not say). For a put: any other stamp, the file gone included (another process
     forgot the id since). For a del: a file there with another stamp -- a new file (an
     ``add`` saves by a rename: a new inode) or one changed; a file gone is nothing to keep.
     A ``chmod`` or a hard link moves neither (a hard-linked copy keeps its stamp as the
-    other link goes)."""
+    other link goes). ``copied``: the inode is not compared (a copy's file has another)."""
     if logged is UNSAID:
         return False
     try:
         st = d.lstat(name)
     except FileNotFoundError:
         return put and logged is not None
-    return (stamp(st) if statmod.S_ISREG(st.st_mode) else None) != logged
+    now = stamp(st) if statmod.S_ISREG(st.st_mode) else None
+    if copied and now is not None and isinstance(logged, tuple):
+        return now[1:] != logged[1:]
+    return now != logged
 
 
 #: Seconds a file's time may run past its commit line's and still be the commit's own

@@ -173,6 +173,7 @@ def _write_snapshot(engine: Engine, started: float, shards_before: int) -> Maint
     engine.state.text.merge_segments()
     written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine))
     engine.snap_ident, engine.snap_gen = written.identity, written.generation
+    engine.journal.copied = False  # stamped for this place now (every open commit settled)
     # what was found damaged in the old snapshot is not in the new one (rebuilt from the files)
     engine.state.snapshot_damage.clear()
     engine.changes = 0
@@ -1788,7 +1789,7 @@ def _log_findings(engine: Engine, found: list[Finding]) -> list[Finding]:
                 if pairs
                 else f"a write of {len(c.ids)} node(s)"
             )
-            edited = journal.edited_since(engine.root_str, c)
+            edited = journal.edited_since(engine.root_str, c, engine.journal.copied)
             found, copies = _own_copies(engine.state, c, edited, found)
             out.append(
                 Finding(

@@ -990,7 +990,10 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
     if finished:
         out.append(f"interrupted writes finished: {finished}")
     if report.undone:
-        out.append(f"interrupted writes undone (a file torn by a power cut): {report.undone}")
+        out.append(
+            "interrupted writes undone (a file torn by a power cut, or in a copy of the store a file"
+            f" not as the write logged it): {report.undone}"
+        )
     if report.left_as_edited:
         ids = ", ".join(report.left_as_edited[:limit])
         more = (

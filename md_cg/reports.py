@@ -125,7 +125,9 @@ class SyncReport:
     recovered: int = 0  # interrupted commits closed: rolled forward, or back (``undone``)
     temp_removed: tuple[str, ...] = ()
     #: of ``recovered``, the commits rolled back: a temp file torn or missing
-    #: (a power cut before it was written back) and none of its files landed
+    #: (a power cut before it was written back) and none of its files landed -- or, in a
+    #: copy of the store, none landed and a file of it is not the one logged (its ids in
+    #: ``left_as_edited``: :func:`md_cg.journal.roll_forward`)
     undone: int = 0
     #: ids whose part of an interrupted write was left undone: a file of theirs changed
     #: after the write was logged (a hand edit since the crash), and it stands

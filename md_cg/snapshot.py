@@ -499,8 +499,9 @@ def write(
     # The token file names the snapshot in place and the one coming, then the new
     # one alone: whenever an open reads it -- a crash between the writes too --
     # it names the snapshot on disk (review round 2, session 25).
-    # A store without a token file (an earlier version's) vouches for any snapshot: the
-    # snapshot goes first there, so a kill between the two leaves the old pair.
+    # A store without a token file (an earlier version's, or before its first compaction):
+    # the snapshot goes first there, and a kill between the two leaves a snapshot no token
+    # file stamps, which an open takes only once the files bear it out (engine._placed).
     old = before.token if before is not None else None
     held = vouchers(root)
     if old is not None and (held is None or old in held):
@@ -524,8 +525,9 @@ NOT_THIS_STORES = (
 #: token: a copy of the store's ``.mdcg/`` (a ``git clone`` of a committed one, a ``cp -r``,
 #: a restored backup), whose file identity a copy cannot keep.
 ANOTHER_PLACE = "made for another copy of this folder (its file is not the one .mdcg/index.token stamps)"
-#: ... and of one whose token file stamps nothing (an earlier version's: it may be a copy).
-UNSTAMPED = "of unknown place (.mdcg/index.token stamps no file: an earlier version's)"
+#: ... and of one whose token file stamps nothing, or that has none (an earlier version's,
+#: or a snapshot committed or copied without it: it may be a copy).
+UNSTAMPED = "of unknown place (.mdcg/index.token stamps no file, or there is none: an earlier version's)"
 #: The refusals an open looks into before it builds from the files (the snapshot is this
 #: store's, but maybe of another place: :func:`md_cg.engine._placed`).
 UNPLACED = (ANOTHER_PLACE, UNSTAMPED)
@@ -559,8 +561,9 @@ def vouchers(root: str) -> dict[str, Stamp] | None:
     snapshot in place and the coming one), with its stamp -- the identity (inode, mtime,
     size, as :func:`identity` gives it) of the snapshot file the token was written for,
     which a copy of the file cannot keep. None when there is no token file (an earlier
-    version's store, or its first tokened snapshot: nothing vouches against any
-    snapshot). An unreadable one (a folder, a symlink) names none."""
+    version's store, a snapshot committed or copied alone, or a kill before its first
+    compaction's token file: nothing vouches for any snapshot, :func:`refusal`). An
+    unreadable one (a folder, a symlink) names none."""
     try:
         data, _ = fsops.read_file(root, TOKEN_REL, max_bytes=512)
     except FileNotFoundError:
@@ -586,9 +589,15 @@ def refusal(
     snapshot was) names the token stamped with ``ident`` (or :data:`COMING`: a compaction
     stopped between its writes); :data:`NOT_THIS_STORES` when neither names the token,
     :data:`ANOTHER_PLACE` when they stamp another file with it, :data:`UNSTAMPED` when they
-    stamp none. A store without a token file (an earlier version's) vouches for any."""
-    if now is None:
-        return None
+    stamp none -- and when there is no token file at all (``now`` and ``seen`` None: a
+    store of an earlier version, a ``.mdcg/index.snapshot`` committed or copied without its
+    token file, a kill between a first compaction's snapshot and its token file). Until
+    session 39 no token file vouched for any snapshot: a clone of a repository where only
+    the snapshot was committed, then ``.md`` files alone, trusted the stale snapshot and
+    missed every memory committed after it (attack atk7 f5)."""
+    if now is None and seen is None:
+        return UNSTAMPED
+    now = now or {}
     stamps = [d[token] for d in (now, seen or {}) if token is not None and token in d]
     if not stamps:
         return NOT_THIS_STORES
