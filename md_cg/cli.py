@@ -42,35 +42,30 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
 from typer.core import TyperGroup
 
+# Only md_cg's errors and md_cg.render here: the store (the engine, the index, numpy, YAML)
+# is imported by the commands that open one, so `mdcg --help` starts without them.
 from md_cg import (
-    Deleted,
     DuplicateIdError,
     EditConflictError,
     ImportSourceError,
     InvalidArgumentError,
     InvalidNodeError,
-    MdCG,
     MdcgError,
-    Node,
     NodeHasIncomingEdgesError,
     NodeNotFoundError,
     NotAStoreError,
     ProtectedNodeError,
-    Scope,
-    enclosing_store,
     is_out_of_room,
-    is_store_folder,
     record_failed,
     was_applied,
     was_logged,
     was_recovering,
-    with_departure,
 )
 from md_cg.render import (
     LINE_IDS,
@@ -97,6 +92,9 @@ from md_cg.render import (
     terminal_safe,
     verdict_dict,
 )
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from md_cg import Deleted, MdCG, Node
 
 #: Environment variable naming the default store folder.
 ROOT_ENV = "MDCG_ROOT"
@@ -385,6 +383,8 @@ def resolve_root(ctx: typer.Context, root: Path | None) -> Path:
     named = os.environ.get(ROOT_ENV)
     if named:
         return Path(named)
+    from md_cg import is_store_folder
+
     if not is_store_folder(DEFAULT_ROOT) and is_store_folder("."):
         return Path(".")
     return Path(DEFAULT_ROOT)
@@ -413,6 +413,8 @@ def _refuse_nested(path: Path, create: bool) -> None:
     is made (:func:`md_cg.enclosing_store`; the library refuses it too); and a symlink to
     nothing, in the library's words with the --root hint (else "create one with `mdcg
     init`", and init itself failed with "File exists")."""
+    from md_cg import enclosing_store
+
     try:
         found = enclosing_store(path)
     except NotAStoreError as exc:
@@ -438,6 +440,8 @@ def _refuse_nested(path: Path, create: bool) -> None:
 def _open(
     ctx: typer.Context, root: Path | None, *, create: bool = False, read_only: bool = False
 ) -> Iterator[MdCG]:
+    from md_cg import MdCG, with_departure
+
     path = _store_folder(ctx, root, create=create)
     with MdCG(path, create=create, read_only=read_only) as store:
         try:
@@ -2037,7 +2041,7 @@ def import_(
     json_out: JsonOpt = False,
 ) -> None:
     """Import memories from JSON lines (mdcg export, or other tools' text/content/memory records)."""
-    from md_cg import import_nodes
+    from md_cg import import_nodes, is_store_folder
 
     options: dict[str, Any] = {
         "layer": layer,
@@ -2107,7 +2111,7 @@ def _checked_first(source: str, options: dict[str, Any]) -> tuple[str | IO[bytes
     the source for the real run (one that can be read only once -- stdin, a pipe, a
     FIFO, ``/dev/fd/N`` -- read once and kept: :func:`_read_once`) and, when nothing
     would be written, the dry run's report (no store is made then either), else None."""
-    from md_cg import import_nodes
+    from md_cg import MdCG, import_nodes
 
     given = _read_once(source)
     with (
@@ -2383,6 +2387,8 @@ def mcp(
     in; no tool argument can change it. --read-only serves the reading tools
     alone, with the store opened read-only (nothing is written to it).
     """
+    from md_cg import Scope
+
     try:
         from md_cg.integrations.aliases import FAMILIES
         from md_cg.mcp_server import run_server

@@ -38,7 +38,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from . import audit, fsops, index, journal, maintenance, organize, paths, retention, visibility
+from . import audit, fsops, index, journal, maintenance, paths, retention, visibility
 from .engine import Engine, commit_dels, commit_removal, copies_of, copies_read, read_entry
 from .errors import (
     OPEN_NOTE,
@@ -642,6 +642,8 @@ def scrub(engine: Engine, node_ids: Sequence[str], folders: set[str], scope: Sco
     # The memories are forgotten (files gone, tombstones written) before these steps:
     # raising would say nothing changed, and a retry could only fail. So each warns.
     named = f"{', '.join(map(repr, node_ids[:3]))}{' and more' if len(node_ids) > 3 else ''}"
+    from . import organize  # here, not at import: a store that only reads never needs it
+
     if fsops.exists(root, paths.meta(organize.AUDIT_LOG)):
         audit = AppendLog(root, organize.AUDIT_LOG)
         try:

@@ -1,10 +1,11 @@
 """The ``mdcg`` script's entry point: the command-line interface, imported under a Ctrl-C guard.
 
-Importing :mod:`md_cg.cli` (click, rich, numpy, the engine) takes a good part of a
-second; a Ctrl-C in that time printed a ``KeyboardInterrupt`` traceback (review r3, session
-33). Here it ends the command quietly with the shell's status for an interrupt (130), as
-the CLI itself does once it runs. Only :mod:`md_cg`'s lazy package (a few milliseconds)
-is imported before the guard.
+Importing :mod:`md_cg.cli` took a good part of a second (click, rich, numpy, the
+engine; since session 39 the store and numpy load only in the commands that open a
+store: typer and rich remain); a Ctrl-C in that time printed a ``KeyboardInterrupt``
+traceback (review r3, session 33). Here it ends the command quietly with the shell's
+status for an interrupt (130), as the CLI itself does once it runs. Only :mod:`md_cg`'s
+lazy package (a few milliseconds) is imported before the guard.
 """
 
 from __future__ import annotations

@@ -31,7 +31,6 @@ from typing import TYPE_CHECKING, Any
 
 from .access import readable_hits
 from .errors import InvalidArgumentError, recorded_note
-from .index import title_of
 from .script import (
     WORD_CHAR,
     cut_back,
@@ -42,7 +41,6 @@ from .script import (
     splits_cluster,
     terminal_safe,
 )
-from .textindex import MAX_QUERY_TERMS
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
     from rich.console import Group
@@ -94,8 +92,10 @@ def first_line(text: str) -> str:
 #: every line).
 SNIPPET_SCAN = 100_000
 #: Distinct terms a snippet looks for at most, of each length group: the first ones
-#: given (the index ranks a query on at most as many, ``textindex.MAX_QUERY_TERMS``).
-SNIPPET_TERMS = MAX_QUERY_TERMS
+#: given (the index ranks a query on at most as many, ``textindex.MAX_QUERY_TERMS``; a
+#: test holds the two equal: this module does not import the index, numpy with it, so
+#: that ``mdcg --help`` starts without them).
+SNIPPET_TERMS = 128
 
 
 def snippet(
@@ -144,7 +144,11 @@ def snippet(
             return _window(" ".join(lines[i:]), _unfolded(lines[i], at), width, more)
         found = _first_match(folded, group, 0, 1)
         if found is not None:
-            shown = _fold(" ".join((title_of(body) if title is None else title).split()))
+            if title is None:
+                from .index import title_of  # here: the index (numpy) only when a snippet needs it
+
+                title = title_of(body)
+            shown = _fold(" ".join(title.split()))
             if any(t in shown for t in group):
                 break  # the title shows why it was found
             return _window(" ".join(lines), _unfolded(lines[0], found[1]), width, more)

@@ -46,7 +46,6 @@ from . import (
 )
 from . import engine as engine_mod
 from . import merge as merge_mod
-from . import organize as organize_mod
 from .engine import Engine
 from .errors import (
     DuplicateIdError,
@@ -75,12 +74,14 @@ from .node import (
     unsafe_edge_target,
     validate,
 )
-from .organize import OrganizeResult
 from .recall import InjectList, RecallStats
 from .reports import Finding
 from .resurface import Resurfaced
 from .script import distinct_labels, short_repr
 from .visibility import Scope, Show
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only
+    from .organize import OrganizeResult
 
 _T = TypeVar("_T")
 
@@ -1423,6 +1424,8 @@ class Recall(_Handle):
         decisions exactly once (``apply``); see :mod:`md_cg.organize`. ``strict``
         (apply): a decision the dry run does not back refuses the whole call, nothing
         applied and the run still open (default: it is skipped, the run ``degraded``)."""
+        from . import organize as organize_mod  # here: dedupe and rapidfuzz's fuzz load with it
+
         store = cast(organize_mod.OrganizeStore, self)  # the composed MdCG provides it all
         self._engine.ensure_writable()  # a dry run is recorded for its apply: a write too
         return organize_mod.organize(
@@ -1442,6 +1445,8 @@ class Recall(_Handle):
         nothing). Reads at most ten files (the text index's best hits for the body's
         rarest terms, hidden and superseded ones left out first: see
         :func:`md_cg.organize.identical_ids`)."""
+        from . import organize as organize_mod  # here, not at import: search and get never need it
+
         if layer is not None:
             check_layer(layer)
         return organize_mod.identical_ids(cast(organize_mod.OrganizeStore, self), body, layer)
