@@ -386,6 +386,8 @@ class Markers:
     problem: str | None = None
     #: family -> words inside which that family's markers do not count (:meth:`veto_hit`)
     veto_except: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: term rule -> words inside which that rule's markers do not count (:meth:`term_hit`)
+    term_except: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     _term_heads: tuple[re.Pattern[str], int] | None = field(init=False, repr=False, compare=False)
     #: the anchors matched by :meth:`anchor_hit`: the anchor words and every term marker
     _anchors: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -405,6 +407,10 @@ class Markers:
         object.__setattr__(self, "anchor", folded(self.anchor))
         excepted = {f: folded(self.veto_except.get(f, ())) for f in VETO_FAMILIES}
         object.__setattr__(self, "veto_except", MappingProxyType({f: w for f, w in excepted.items() if w}))
+        term_excepted = {r: folded(self.term_except.get(r, ())) for r in TERM_RULES}
+        object.__setattr__(
+            self, "term_except", MappingProxyType({r: w for r, w in term_excepted.items() if w})
+        )
         object.__setattr__(self, "_term_heads", _heads(term))
         # Every term marker names a moment too, so it anchors as well.
         anchors = tuple(dict.fromkeys((*self.anchor, *(m for ms in term.values() for m in ms))))
@@ -423,7 +429,12 @@ class Markers:
             if kind == "anchor":
                 groups = {"anchor": self._anchors}
             else:
-                groups = {"veto": self.veto, "term": self.term, "veto_except": self.veto_except}[kind]
+                groups = {
+                    "veto": self.veto,
+                    "term": self.term,
+                    "veto_except": self.veto_except,
+                    "term_except": self.term_except,
+                }[kind]
             compiled = [
                 (name, _compile_one(markers, clause=kind == "veto" and name in _CLAUSE_FAMILIES))
                 for name, markers in groups.items()
@@ -442,6 +453,7 @@ class Markers:
         term: Mapping[str, Sequence[str]] | None = None,
         anchor: Sequence[str] = (),
         veto_except: Mapping[str, Sequence[str]] | None = None,
+        term_except: Mapping[str, Sequence[str]] | None = None,
     ) -> Markers:
         """New markers with these lists appended (duplicates dropped); raises
         :class:`MarkerFileError` (path ``<arguments>``) on an invalid marker."""
@@ -450,13 +462,14 @@ class Markers:
             "term": dict(term or {}),
             "anchor": list(anchor),
             "veto_except": dict(veto_except or {}),
+            "term_except": dict(term_except or {}),
         }
         added = parse_markers(data, "<arguments>", complete=False)
         return _merge(self, added, self.problem)
 
     def with_problem(self, problem: str) -> Markers:
         """The same markers, flagged as incomplete because of ``problem``."""
-        return Markers(self.veto, self.term, self.anchor, problem, self.veto_except)
+        return Markers(self.veto, self.term, self.anchor, problem, self.veto_except, self.term_except)
 
     def anchor_hit(self, text: str, *, folded: bool = False) -> str | None:
         """The first anchor in ``text`` (an anchor word, a term marker, a
@@ -494,7 +507,7 @@ class Markers:
         for family, pattern in self._patterns("veto"):
             match = pattern.search(folded_text)
             while match is not None:
-                if family in self.veto_except and self._excepted(family, match, folded_text):
+                if family in self.veto_except and self._excepted("veto", family, match, folded_text):
                     match = pattern.search(folded_text, match.start() + 1)
                     continue
                 if family == "reported" and self._moment_after(folded_text, match.end()):
@@ -506,17 +519,17 @@ class Markers:
                 return Hit(family, match.group(), _units_before(folded_text, match.start()))
         return None
 
-    def _excepted(self, family: str, match: re.Match[str], folded: str) -> bool:
-        """Whether an exception word overlaps the opening words of ``match`` (its
-        marker's part before the first gap). The exception words are compiled at the
-        first veto hit."""
-        exceptions = dict(self._patterns("veto_except"))[family]
+    def _excepted(self, kind: str, family: str, match: re.Match[str], folded: str) -> bool:
+        """Whether an exception word (``veto_except`` of a veto family, ``term_except`` of
+        a term rule: ``kind``) overlaps the opening words of ``match`` (its marker's part
+        before the first gap). The exception words are compiled at the first hit."""
+        words = self.veto_except if kind == "veto" else self.term_except
+        markers = self.veto if kind == "veto" else self.term
+        exceptions = dict(self._patterns(f"{kind}_except"))[family]
         found = match.group()
-        opening = max(
-            (len(h) for h in _openings(self.veto[family]) if found.startswith(h)), default=len(found)
-        )
+        opening = max((len(h) for h in _openings(markers[family]) if found.startswith(h)), default=len(found))
         start = match.start()
-        for word in exceptions.finditer(folded, max(0, start - max(map(len, self.veto_except[family])) + 1)):
+        for word in exceptions.finditer(folded, max(0, start - max(map(len, words[family])) + 1)):
             if word.start() >= start + opening:
                 return False
             if word.end() > start:
@@ -536,9 +549,17 @@ class Markers:
         for rule, pattern in self._patterns("term"):
             for start in starts:
                 match = pattern.match(folded_text, start)
-                if match:
+                if match and not self._term_excepted(rule, match, folded_text):
                     return Hit(rule, match.group(), _units_before(folded_text, start))
         return None
+
+    def _term_excepted(self, rule: str, match: re.Match[str], folded: str) -> bool:
+        """Whether a term marker is part of a longer word or a title, not a moment: inside
+        a word its rule excepts (``term_except``: 本周 in 日本周刊, 明天 in 小明天生, 今天 in
+        位于今天津市), or inside a 《》/〈〉 title (《今日美国》, USA Today)."""
+        if rule in self.term_except and self._excepted("term", rule, match, folded):
+            return True
+        return _in_title(folded, match.start())
 
     def _term_starts(self, folded: str, window: int) -> list[int]:
         """Where a term marker's first literal begins within the first ``window`` units."""
@@ -577,6 +598,18 @@ def _heads(groups: Mapping[str, tuple[str, ...]]) -> tuple[re.Pattern[str], int]
     return re.compile(alternatives), len(ordered[0])
 
 
+#: The brackets of a Chinese title (书名号): a term marker between them names no moment.
+_TITLE_OPEN, _TITLE_CLOSE = "《〈", "》〉"
+
+
+def _in_title(folded: str, start: int) -> bool:
+    """Whether ``folded[start]`` lies inside a 《...》 or 〈...〉 title (an opening bracket
+    before it that no closing one follows before it). Only the text before ``start`` is
+    read: a term marker lies within the first words."""
+    opened = max(folded.rfind(ch, 0, start) for ch in _TITLE_OPEN)
+    return opened >= 0 and opened > max(folded.rfind(ch, 0, start) for ch in _TITLE_CLOSE)
+
+
 def _ends_the_same_day(folded: str, start: int) -> bool:
     """Whether the sentence from ``start`` on says its state ends the same day
     (:data:`_SAME_DAY_END_RE`; the sentence ends at . ! ? ; or a line break, not at a
@@ -605,7 +638,9 @@ def _merge(base: Markers, added: MarkerLists, problem: str | None) -> Markers:
 
     anchor = tuple(dict.fromkeys((*base.anchor, *added.anchor)))
     veto_except = join(base.veto_except, added.veto_except)
-    return Markers(join(base.veto, added.veto), join(base.term, added.term), anchor, problem, veto_except)
+    term_except = join(base.term_except, added.term_except)
+    veto, term = join(base.veto, added.veto), join(base.term, added.term)
+    return Markers(veto, term, anchor, problem, veto_except, term_except)
 
 
 # -- the decision ---------------------------------------------------------------
@@ -825,9 +860,10 @@ class MarkerLists:
     term: Mapping[str, tuple[str, ...]]
     anchor: tuple[str, ...]
     veto_except: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    term_except: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-_FILE_KEYS = ("version", "veto", "term", "anchor", "veto_except")
+_FILE_KEYS = ("version", "veto", "term", "anchor", "veto_except", "term_except")
 
 
 def parse_markers(data: object, path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
@@ -855,13 +891,16 @@ def parse_markers(data: object, path: str | os.PathLike[str], *, complete: bool 
     anchor = _folded_list(data.get("anchor", []), "anchor", where)
     if complete and not anchor:
         raise MarkerFileError(where, "anchor: no markers")
-    veto_except = _parse_section(data, "veto_except", VETO_FAMILIES, where, False)
-    for family, words in veto_except.items():
-        for number, word in enumerate(words, 1):
-            if GAP in word:
-                why = f"veto_except.{family} entry {number}: {word!r}: a gap ('...') is not allowed here"
-                raise MarkerFileError(where, why)
-    return MarkerLists(veto=veto, term=term, anchor=anchor, veto_except=veto_except)
+    excepts = []
+    for key, names in (("veto_except", VETO_FAMILIES), ("term_except", TERM_RULES)):
+        section = _parse_section(data, key, names, where, False)
+        for family, words in section.items():
+            for number, word in enumerate(words, 1):
+                if GAP in word:
+                    why = f"{key}.{family} entry {number}: {word!r}: a gap ('...') is not allowed here"
+                    raise MarkerFileError(where, why)
+        excepts.append(section)
+    return MarkerLists(veto=veto, term=term, anchor=anchor, veto_except=excepts[0], term_except=excepts[1])
 
 
 def read_marker_file(path: str | os.PathLike[str], *, complete: bool = False) -> MarkerLists:
@@ -897,7 +936,7 @@ def _decode_markers(raw: bytes, path: str | os.PathLike[str], *, complete: bool 
 def shipped_markers() -> Markers:
     """The markers shipped in ``md_cg/data/retention_markers.json`` (loaded once)."""
     lists = read_marker_file(_SHIPPED_PATH, complete=True)
-    return Markers(lists.veto, lists.term, lists.anchor, None, lists.veto_except)
+    return Markers(lists.veto, lists.term, lists.anchor, None, lists.veto_except, lists.term_except)
 
 
 def load_markers(extra_path: str | os.PathLike[str] | None = None) -> Markers:

@@ -68,6 +68,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from copy import copy as shallow_copy
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, NamedTuple
@@ -196,6 +197,12 @@ class ImportReport:
     #: this store, as this clone's audit log tells: an old backup does not bring back what
     #: was forgotten on purpose, nor a second copy of a renamed memory (``overwrite`` does)
     departed: list[BadRecord] = field(default_factory=list)
+    #: the ids written (to be written, on a dry run) as temporary memories: they expire
+    #: after the store's TTL (7 days) and ``mdcg sweep`` deletes them; ``temporary_why``:
+    #: how many for each cause (a one-off marker, the extractor's one_off, the record's own
+    #: tier or expiry), so a bulk import does not make memories temporary silently
+    temporary: list[str] = field(default_factory=list)
+    temporary_why: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
@@ -213,6 +220,8 @@ class ImportReport:
             "kept": [r.to_dict() for r in self.kept],
             "warned": [r.to_dict() for r in self.warned],
             "departed": [r.to_dict() for r in self.departed],
+            "temporary": list(self.temporary),
+            "temporary_why": dict(self.temporary_why),
             "seconds": round(self.seconds, 3),
         }
 
@@ -234,6 +243,8 @@ class ImportReport:
             parts.append(f"{len(self.departed)} forgotten or renamed here (not brought back)")
         if self.warned:
             parts.append(f"{len(self.warned)} with a time outside the years 1-9999 (warned)")
+        if self.temporary:
+            parts.append(temporary_text(len(self.temporary), self.temporary_why))
         dry = "; dry run: nothing was written" if self.dry_run else ""
         return f"{self.source}: {self.records} record(s): {', '.join(parts)} ({self.seconds:.2f} s{dry})"
 
@@ -587,6 +598,7 @@ def import_nodes(
         store.sync()
         plan = writer.write(_planned(writer, nodes, report), batch, progress)
         _note_kept(report, plan)
+    note_temporary(report, store, plan, decided=not dry_run)
     for _where, _node, status in plan:
         report.unchanged += status == "unchanged"
         report.created += status == "created"
@@ -594,6 +606,54 @@ def import_nodes(
         report.moved += status == "moved"
     report.seconds = time.perf_counter() - started
     return report
+
+
+#: A reason :meth:`md_cg.retention.Retention.decide` writes for a term rule: its marker and rule.
+_TERM_REASON = re.compile(r"the one-off marker '(.*?)' \((\w+)\)")
+#: How many causes of temporary memories an import's summary line names.
+_WHY_SHOWN = 3
+
+
+def note_temporary(report: ImportReport, store: MdCG, plan: Planned, *, decided: bool) -> None:
+    """The ids of ``plan`` written as temporary memories, and why, into ``report``
+    (``temporary``, ``temporary_why``). ``decided``: the write decided the nodes (it sets
+    their tier and reason); else (a dry run) each is decided on a copy as the write would.
+    Before session 39 a bulk import made memories temporary silently: 27 of 54k (an
+    encyclopedia chunk holding 日本周刊, a conversation turn saying "yesterday")."""
+    now = time.time()
+    why: dict[str, int] = {}
+    for _where, node, status in plan:
+        if status not in ("created", "updated", "moved"):
+            continue
+        if not decided:
+            node = shallow_copy(node)
+            retention.imply_tier(node)
+            store._ret.decide(node, now=now, kept=None, explicit=node.retention_tier is not None)
+        if node.retention_tier != "temp":
+            continue
+        report.temporary.append(node.id)
+        cause = _cause(node.retention_reason or "")
+        why[cause] = why.get(cause, 0) + 1
+    report.temporary_why = dict(sorted(why.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _cause(reason: str) -> str:
+    """A temporary memory's cause, briefly, from its ``retention_reason``."""
+    found = _TERM_REASON.match(reason)
+    if found:
+        return f"one-off marker {found.group(1)!r}"
+    if reason.startswith("the extractor marked it one_off"):
+        return "temporal one_off"
+    return "the record's tier or expiry"
+
+
+def temporary_text(count: int, why: dict[str, int]) -> str:
+    """The summary's part on temporary memories: how many, their causes, how to keep one."""
+    shown = ", ".join(f"{cause} {n}" for cause, n in list(why.items())[:_WHY_SHOWN])
+    more = f", {len(why) - _WHY_SHOWN} other cause(s)" if len(why) > _WHY_SHOWN else ""
+    return (
+        f"{count} temporary, expiring after the TTL ({shown}{more}; `mdcg update ID --tier long` keeps one)"
+    )
 
 
 def checked_tags(tags: Any, name: str = "tags") -> tuple[str, ...]:

@@ -529,7 +529,10 @@ def test_anchors_can_be_added() -> None:
         (b"{not json", "not valid JSON"),
         (b"[]", "expected a JSON object, got list"),
         (b'{"version": 2}', "unsupported version 2 (this md-cg reads 1)"),
-        (b'{"vetos": {}}', "unknown key 'vetos' (expected version, veto, term, anchor, veto_except)"),
+        (
+            b'{"vetos": {}}',
+            "unknown key 'vetos' (expected version, veto, term, anchor, veto_except, term_except)",
+        ),
         (b'{"veto": {"weather": ["rain"]}}', "veto: unknown name 'weather'; expected one of: remember,"),
         (b'{"veto": {"habit": "daily"}}', "veto.habit must be a list of strings"),
         (b'{"veto": {"habit": ["every 2 days"]}}', "veto.habit entry 1: 'every 2 days' contains a digit"),
