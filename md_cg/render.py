@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from .access import readable_hits
 from .errors import InvalidArgumentError, recorded_note
 from .script import (
     WORD_CHAR,
@@ -651,6 +650,8 @@ def shown_results(results: Sequence[Any], *, fill: bool) -> tuple[list[Any], int
     were left out (unless ``fill``), and the ids of the hits left out because a hand edit
     broke their files since the index read them (:func:`md_cg.access.readable_hits`: each
     shown hit's file is read, and each such hit warned of)."""
+    from .access import readable_hits  # the store's modules: not loaded by `mdcg --help`
+
     shown = [r for r in results if fill or not r.filler]
     kept, unreadable = readable_hits(shown)
     return kept, len(results) - len(shown), unreadable
