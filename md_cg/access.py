@@ -379,11 +379,15 @@ def _recalled_at(entry: Any, now: float) -> float | None:
     ``access_count`` and no ``last_access`` that can be one (absent, 0 -- the time was not
     recorded -- or after ``now``), the file's mtime, the latest those accesses can have
     been; None when it records none. Right after a migration every memory was a zombie,
-    recalled the day before or not (session 38)."""
+    recalled the day before or not (session 38). A ``last_access`` before 1970 or after
+    ``now`` without a positive ``access_count`` records no recall (attack atk8 of session
+    39: ``last_access: -5`` or ``2999-01-01`` alone hid a never-recalled memory from the
+    zombie count)."""
     last = entry.last_access
     if last is not None and 0 < last <= now:
         return float(last)
-    return entry.mtime_ns / 1e9 if entry.access_count or last else None
+    count = entry.access_count
+    return entry.mtime_ns / 1e9 if isinstance(count, int) and count > 0 else None
 
 
 def _age_from(entry: Any, now: float) -> float:
