@@ -39,7 +39,7 @@ from typing import Any
 import orjson
 
 from .node import MAX_DEPTH, MAX_FILE_BYTES, MAX_FRONTMATTER_BYTES, Node, build_node
-from .nodefile import LONG_DIGITS
+from .nodefile import LONG_DIGITS, yaml_reads_text_otherwise
 from .nodefile import loads as full_loads
 
 __all__ = ["fast_node", "fast_nodes", "loads"]
@@ -88,10 +88,14 @@ def fast_nodes(texts: Sequence[str], defaults: Sequence[tuple[str | None, str | 
         # every line `key: value`, no value that may nest deeper than the limit, and
         # no run of 19+ digits (orjson reads an integer beyond 64 bits as a float;
         # the full reader keeps it whole and refuses it: md_cg.node.number_problem)
+        # (and no character or number a YAML reader reads otherwise: the full reader leaves
+        # such a frontmatter to its YAML reader; a number in a string field -- `id: 2025`,
+        # YAML's "2025" -- is refused by the node model, and the full reader reads it)
         if (
             len(found) == fm.count("\n") + 1
             and fm.count("[") + fm.count("{") <= MAX_DEPTH
             and not LONG_DIGITS.search(fm)
+            and not yaml_reads_text_otherwise(fm)
         ):
             parsed.append((i, found, body))
     for i, found, body in parsed:

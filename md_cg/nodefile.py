@@ -10,8 +10,11 @@ File layout::
     ---
     <body>
 
-* The first line is exactly ``---``; the frontmatter ends at the **first**
-  following line that is exactly ``---`` (a trailing ``\\r`` is tolerated).
+* The first line is ``---`` (spaces or tabs may follow); the frontmatter ends
+  at the **first** following line of three or more ``-`` and whitespace, which
+  must be ``---`` (spaces or tabs may follow; a trailing ``\\r`` is tolerated
+  on both). A line python-frontmatter takes for a fence and md-cg does not
+  makes the file malformed (:func:`fence_end`).
   Everything after that line is the body, unchanged, even when it contains
   ``---`` lines of its own, except for the **final newline**: it belongs to
   the file, not to the body. The writer ends a non-empty body with one
@@ -20,10 +23,12 @@ File layout::
   A file whose first line ends in ``\\r\\n`` (an editor on Windows, a git
   checkout with ``core.autocrlf``) is read with ``\\n`` line ends in its
   body too (:func:`lf_lines`).
-* Each frontmatter line is ``key: <JSON value>``. JSON is a subset of YAML's
-  flow style, and the writer only produces JSON that YAML 1.1 readers
-  (PyYAML, Obsidian) read to the same values: floats always have a dot and a
-  signed exponent (``1.0e-07``), characters YAML does not accept raw (DEL,
+* Each frontmatter line is ``key: <JSON value>``, read so only when YAML reads
+  it the same (:func:`_json_lines`; anything else goes to the YAML reader).
+  JSON is a subset of YAML's flow style, and the writer only produces JSON
+  that YAML 1.1 readers (PyYAML, Obsidian) read to the same values: floats
+  always have a dot and a signed exponent (``1.0e-07``), characters YAML does
+  not accept raw (DEL,
   C1 controls, U+2028/U+2029, U+FEFF, U+FFFE/U+FFFF) are ``\\u`` escaped, and
   keys YAML would read as something other than a plain string (``on``,
   ``null``, ``yes``, keys with spaces or colons, ...) are double-quoted.
@@ -62,6 +67,7 @@ from yaml.constructor import SafeConstructor
 from yaml.events import AliasEvent, CollectionStartEvent
 from yaml.nodes import MappingNode, ScalarNode, SequenceNode
 from yaml.nodes import Node as YamlNode
+from yaml.reader import ReaderError
 from yaml.resolver import Resolver
 from yaml.scanner import ScannerError
 
@@ -245,6 +251,86 @@ _loads = orjson.loads
 LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
+# Fields whose plain scalars are taken as written (`id: 2024` is "2024").
+_STRING_FIELDS = frozenset(["id", "layer", "modality", "verification_basis"])
+_STRING_LIST_FIELDS = frozenset(["tags", "non_applicable_conditions"])
+_RAW_FIELDS = _STRING_FIELDS | _STRING_LIST_FIELDS
+#: Raw characters YAML reads otherwise than JSON on a ``key: <JSON>`` line: a tab (JSON
+#: whitespace; YAML refuses it in places), DEL and C1 controls (YAML refuses them), U+0085,
+#: U+2028 and U+2029 (YAML line breaks: ``"b\x85ob"`` is ``"b ob"`` to YAML), U+FEFF, U+FFFE,
+#: U+FFFF. Other C0 controls: JSON refuses them raw, and a blank line is spaces only.
+_NOT_AS_IN_JSON = re.compile("[\t\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]")
+#: A C1 control in UTF-8 (``\xc2`` then ``\x80``-``\x9f``).
+_C1_UTF8 = re.compile(b"\xc2[\x80-\x9f]")
+#: A ``\\u`` escape of a UTF-16 surrogate: JSON joins a pair into one character
+#: (``"\\ud83d\\ude00"``), libyaml refuses it, PyYAML keeps two lone surrogates.
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB]")
+#: An ``e`` or ``E`` after a digit that is not a word's (``kp_0e8a``) and before a digit or
+#: a sign: where a JSON number has its exponent. The letter comes first, so that the search
+#: runs at the speed of a ``find`` of it (~1 µs a frontmatter; ``[0-9][eE]`` takes ~10).
+_DIGIT_E = (
+    re.compile("e(?<=[0-9]e)(?<![A-Za-z_][0-9]e)(?=[0-9+-])"),
+    re.compile("E(?<=[0-9]E)(?<![A-Za-z_][0-9]E)(?=[0-9+-])"),
+)
+_NUMBER_CHARS = frozenset("0123456789.")
+
+
+def yaml_reads_text_otherwise(fm: str) -> bool:
+    """Whether ``fm`` holds a character or a number that makes a YAML reader read a
+    ``key: <JSON>`` line otherwise than JSON does: a character of :data:`_NOT_AS_IN_JSON`, a
+    :data:`_SURROGATE_ESCAPE`, or a number YAML 1.1 reads as a string
+    (:func:`_yaml_string_number`). A frontmatter that does is read by the YAML reader alone
+    (:func:`parse_frontmatter`), as every YAML tool reads it. About 1.5 µs for a frontmatter
+    of the writer's in ASCII, 3.5 with CJK text (on a loaded 2-core VM, where the fast reader
+    takes ~32 µs a file; one regular expression over the text took ~10 µs)."""
+    if "\t" in fm or "\x7f" in fm:
+        return True
+    if not fm.isascii():
+        if "\u2028" in fm or "\u2029" in fm or "\ufeff" in fm or "\ufffe" in fm or "\uffff" in fm:
+            return True
+        # C1 controls: in UTF-8 they follow a \xc2, a find (a regular expression over the text
+        # takes ~10 µs; the encoding ~1)
+        data = fm.encode("utf-8", "surrogatepass")
+        if b"\xc2" in data and _C1_UTF8.search(data) is not None:
+            return True
+    if "\\u" in fm and _SURROGATE_ESCAPE.search(fm) is not None:
+        return True
+    return _yaml_string_number(fm)
+
+
+def _yaml_string_number(fm: str) -> bool:
+    """Whether ``fm`` may hold a JSON number YAML 1.1 reads as a string (``1e5``, ``1E-5``,
+    ``1.5e5``: an exponent after no dot, or without its sign; the writer writes
+    ``1.0e+05``). An ``e`` inside a word (``kp_0e8a``) is no number; one inside a string that
+    looks like one (``"x 1e5"``) counts: that frontmatter is then read by the YAML reader, to
+    the same values."""
+    for letter, pattern in zip("eE", _DIGIT_E, strict=True):
+        found = pattern.search(fm) if letter in fm else None
+        while found is not None:
+            at = start = found.start()
+            while start and fm[start - 1] in _NUMBER_CHARS:
+                start -= 1
+            word = start and (fm[start - 1].isalnum() or fm[start - 1] == "_")  # in a string
+            if not word and ("." not in fm[start:at] or fm[at + 1].isdigit()):
+                return True
+            found = pattern.search(fm, at + 1)
+    return False
+
+
+def _raw_field_differs(key: str, value: Any) -> bool:
+    """Whether the YAML reader reads the JSON ``value`` of a string field or string list
+    (``id``, ``tags``, ...; not a string itself) otherwise: it takes their plain scalars as
+    written, so ``id: 2025`` is the id ``"2025"`` and ``tags: [1, 2.50]`` is
+    ``["1", "2.50"]``, where JSON reads numbers (before session 39 a frontmatter whose every
+    line was JSON was refused for it, ``docs/format.md`` notwithstanding). The fast reader
+    needs no such look: the node model refuses any value of those fields but a string, a
+    list of strings or null, and the full reader then reads the file."""
+    if key in _STRING_FIELDS:
+        return value is not None
+    strings = type(value) is list and all(type(x) is str or x is None for x in value)
+    return not (value is None or strings)
+
+
 class Frontmatter(NamedTuple):
     """A parsed frontmatter: the mapping, the line of each key, and what is wrong.
 
@@ -264,45 +350,46 @@ class Frontmatter(NamedTuple):
 
 
 def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
-    """Parse ``key: <JSON>`` lines (see :class:`Frontmatter`).
+    """Parse ``key: <JSON>`` lines (see :class:`Frontmatter`) that YAML reads the same.
 
-    Raises ``ValueError(line, reason)`` at the first line that is not ``key: <JSON>``.
+    Raises ``ValueError(line, reason)`` at the first line that is not ``key: <JSON>``
+    or that a YAML reader could read otherwise (:func:`yaml_reads_text_otherwise`,
+    :func:`_line_key`, :func:`_raw_field_differs`): the caller then reads the
+    whole frontmatter as YAML, so that md-cg reads a file as every YAML tool does.
     """
+    if yaml_reads_text_otherwise(fm):
+        at = _NOT_AS_IN_JSON.search(fm) or _SURROGATE_ESCAPE.search(fm)
+        number = first_line + (fm.count("\n", 0, at.start()) if at else 0)
+        raise ValueError(number, "a character, escape or number YAML reads otherwise than JSON")
     meta: dict[str, Any] = {}
     lines: dict[str, int] = {}
     problems: list[FileProblem] = []
     unbounded = set()
     crlf = "\r" in fm
-    # split("\n"), not splitlines(): U+2028 & co may appear raw in values.
+    # split("\n"), not splitlines(): a YAML line break other than \n is refused above.
     for number, raw in enumerate(fm.split("\n"), start=first_line):
         line = raw[:-1] if crlf and raw.endswith("\r") else raw
-        if not line or line.isspace():
-            continue
-        if line[0] == '"':
-            try:
-                key, end = _KEY_DECODER.raw_decode(line)
-            except json.JSONDecodeError:
-                raise ValueError(number, "unterminated quoted key") from None
-            rest = line[end:]
-            if not rest.startswith(":"):
-                raise ValueError(number, "expected ':' after the quoted key")
-            value_text = rest[1:]
-        else:
-            key, sep, value_text = line.partition(":")
-            if not sep or not key or key != key.strip():
-                raise ValueError(number, "expected 'key: value'")
-            if _yaml_reads_otherwise(key):  # the YAML reader takes the frontmatter as a person's tools do
-                raise ValueError(number, f"the key {key!r} means something else in YAML")
+        if crlf and "\r" in line:
+            raise ValueError(number, "a '\\r' inside the line (YAML reads a line break)")
+        key, _, value_text = line.partition(":")
+        if key not in _PLAIN_KEYS or not value_text.startswith(" "):
+            read = _line_key(line, number)  # the rest: blank lines, quoted keys, new keys, errors
+            if read is None:
+                continue
+            key, value_text = read
         try:
             value = _loads(value_text)
         except orjson.JSONDecodeError:
             raise ValueError(number, f"value of {key!r} is not JSON") from None
-        if type(value) is not str and LONG_DIGITS.search(value_text):
-            # orjson reads an integer beyond 64 bits as a float, silently; the
-            # standard parser keeps it whole, and the node model refuses it by
-            # its field (what a YAML frontmatter gets too).
-            value = json.loads(value_text)
-            unbounded.add(key)
+        if type(value) is not str:
+            if key in _RAW_FIELDS and _raw_field_differs(key, value):
+                raise ValueError(number, f"the YAML reader reads the value of {key!r} as written")
+            if LONG_DIGITS.search(value_text):
+                # orjson reads an integer beyond 64 bits as a float, silently; the
+                # standard parser keeps it whole, and the node model refuses it by
+                # its field (what a YAML frontmatter gets too).
+                value = json.loads(value_text)
+                unbounded.add(key)
         if key in meta:
             problems.append(FileProblem(number, f"key {key!r} appears again (first on line {lines[key]})"))
         if len(value_text) > MAX_DEPTH and value_text.count("[") + value_text.count("{") > MAX_DEPTH:
@@ -312,46 +399,42 @@ def _json_lines(fm: str, first_line: int = 1) -> Frontmatter:
     return Frontmatter(meta, lines, problems, frozenset(unbounded))
 
 
-#: Bare keys :func:`_yaml_reads_otherwise` found plain names (a field's, an extra key's).
-_READ_AS_IS: set[str] = set()
+#: Bare keys :func:`_line_key` found plain names (a field's, an extra key's): every line of
+#: a cold open asks, and a set lookup (42 ns) is cheaper than a regular expression (212 ns).
+_PLAIN_KEYS: set[str] = set()
 
 
-def _yaml_reads_otherwise(key: str) -> bool:
-    """Whether YAML reads the bare key ``key`` of a ``key: <JSON>`` line as something other
-    than that string: a merge key (``<<``, refused: :class:`_BoundedComposer`), a tag
-    (``!!str agent_scope`` is the key ``agent_scope``), a quote (``'agent_scope'``), an
-    anchor or alias, a complex key, a list item, a comment. Such a line is left to the YAML reader,
-    so that md-cg reads the file as YAML tools do: before session 38 ``<<: {"agent_scope":
-    "bob"}``, ``!!merge <<: ...``, ``!!str agent_scope: "bob"`` and ``'agent_scope': "bob"``
-    were extra keys to md-cg -- the memory shared -- and ``agent_scope: bob`` to PyYAML and
-    Obsidian. A name such as every field's is what it says (no YAML read); a key YAML
-    cannot read at all (``@type``) stays a key of its own, as before."""
-    if key in _READ_AS_IS:
-        return False
-    if _SAFE_KEY.match(key):
-        if len(_READ_AS_IS) < 10_000:
-            _READ_AS_IS.add(key)  # every line of a cold open asks: a set lookup, not a match
-        return False
-    if key == "<<":
-        return True
-    loader = YAML_LOADER(f"{key}: 0")  # bounded: a key of 100,000 '[' is no RecursionError
-    try:
-        root = loader.get_single_node()
-    except ComposerError:
-        return True  # an anchor, an alias, a merge key: the YAML reader refuses the file, naming it
-    except yaml.YAMLError:
-        return False  # no YAML reading to differ from
-    finally:
-        loader.dispose()
-    if not isinstance(root, MappingNode) or len(root.value) != 1:
-        return True
-    read = root.value[0][0]
-    return (
-        not isinstance(read, ScalarNode)
-        or read.value != key
-        or read.tag == _MERGE_TAG
-        or bool(read.style)  # quoted (a plain scalar: None, or "" from libyaml)
-    )
+def _line_key(line: str, number: int) -> tuple[str, str] | None:
+    """The key of a ``key: <JSON>`` line and the text of its value, when YAML reads that key as
+    the same string; else ``ValueError(number, reason)``. A bare key must be a plain name
+    (``[A-Za-z_][A-Za-z0-9_]*``, at the start of the line) and a quoted one a JSON string, each
+    followed by ``": "``. Any other key is left to the YAML reader: a merge key (``<<``,
+    refused: :class:`_BoundedComposer`), a tag (``!!str agent_scope`` is ``agent_scope``), a
+    single-quoted key, an anchor, a complex key, a list item, a comment, an indented line (the
+    line before continues), a flow mapping over several lines (``{agent_scope: "bob"`` then
+    ``,sensitivity: "secret"`` then ``}``: each line failed to parse as YAML alone, and before
+    session 39 md-cg read three odd keys -- the memory shared -- where YAML reads
+    ``agent_scope: bob``), a document marker, a directive. None for a blank line (empty or
+    spaces: blank to both; a form feed is not blank to YAML)."""
+    if not line.strip(" "):
+        return None
+    if line[0] == '"':
+        try:
+            key, end = _KEY_DECODER.raw_decode(line)
+        except json.JSONDecodeError:
+            raise ValueError(number, "unterminated quoted key") from None
+        if not line.startswith(": ", end):
+            raise ValueError(number, "expected ': ' after the quoted key")
+        return key, line[end + 2 :]
+    key, _, value_text = line.partition(":")
+    if key not in _PLAIN_KEYS:
+        if not _SAFE_KEY.match(key):
+            raise ValueError(number, f"the key {key!r} is not a plain name: the YAML reader reads the line")
+        if len(_PLAIN_KEYS) < 10_000:
+            _PLAIN_KEYS.add(key)
+    if not value_text.startswith(" "):
+        raise ValueError(number, f"expected ': ' after the key {key!r}")
+    return key, value_text
 
 
 def parse_frontmatter_lines(fm: str) -> dict[str, Any]:
@@ -445,13 +528,18 @@ except ImportError:  # pragma: no cover - PyYAML built without libyaml
 _NULL_TAG = "tag:yaml.org,2002:null"
 _SEQ_TAG = "tag:yaml.org,2002:seq"
 _MAP_TAG = "tag:yaml.org,2002:map"
-# Fields whose plain scalars are taken as written (`id: 2024` is "2024").
-_STRING_FIELDS = frozenset(["id", "layer", "modality", "verification_basis"])
-_STRING_LIST_FIELDS = frozenset(["tags", "non_applicable_conditions"])
 
 
-def _yaml_problem(exc: yaml.YAMLError, first_line: int) -> tuple[int, str]:
+def _yaml_problem(exc: yaml.YAMLError, first_line: int, fm: str = "") -> tuple[int, str]:
     """(line, reason) of a YAML error: what is wrong, the column, and the context."""
+    if isinstance(exc, ReaderError) and isinstance(exc.character, int) and chr(exc.character) in fm:
+        # a character YAML refuses (DEL, C1, a form feed): its first one is the culprit (the
+        # error's position counts bytes with libyaml, characters with PyYAML)
+        at = fm.index(chr(exc.character))
+        column = at - fm.rfind("\n", 0, at)
+        return first_line + fm.count("\n", 0, at), (
+            f"the YAML frontmatter does not parse: {exc.reason}: U+{exc.character:04X} (column {column})"
+        )
     mark = getattr(exc, "problem_mark", None)
     context, context_mark = getattr(exc, "context", None), getattr(exc, "context_mark", None)
     problem = getattr(exc, "problem", None) or str(exc)
@@ -504,7 +592,7 @@ def _yaml(fm: str, first_line: int) -> Frontmatter:
     try:
         root = loader.get_single_node()
     except yaml.YAMLError as exc:
-        raise ValueError(*_yaml_problem(exc, first_line)) from None
+        raise ValueError(*_yaml_problem(exc, first_line, fm)) from None
     finally:
         loader.dispose()
     if root is None:
@@ -553,6 +641,62 @@ def parse_frontmatter(fm: str, first_line: int = 1) -> Frontmatter:
         return _yaml(fm, first_line)
 
 
+#: A line python-frontmatter's default YAML handler (and Jekyll, Hugo) takes for a fence:
+#: three or more ``-``, then whitespace (Python's, which holds ``\\r``, ``\\x0c``, U+00A0 ...).
+_FENCE_LIKE = re.compile(r"^-{3,}[^\S\n]*$", re.MULTILINE)
+#: A fence to md-cg: ``---``, then spaces or tabs (and the ``\\r`` of a CRLF line end).
+_FENCE = re.compile(r"---[ \t]*\r?\Z")
+#: :data:`_FENCE_LIKE` from the newline before the line (``\\n---``: a prefix the search finds
+#: as fast as a ``find``, where ``^`` makes it try every character): the dashes after the
+#: third, and the blanks after them.
+_CLOSE_LIKE = re.compile(r"\n---(-*)([^\S\n]*)(?=\n|\Z)")
+_FENCE_TAIL = re.compile(r"[ \t]*\r?\Z")
+
+
+class FenceError(ValueError):
+    """A line that other tools take for a fence but md-cg does not (``line``: 1-based)."""
+
+    def __init__(self, reason: str, line: int) -> None:
+        super().__init__(reason)
+        self.line = line
+
+
+def fence_end(text: str) -> int:
+    """Where the frontmatter of ``text`` (no byte-order mark) starts: after its opening fence,
+    a first line ``---`` followed by nothing but spaces or tabs (python-frontmatter's, Jekyll's
+    reading: before session 39 a ``--- `` line opened no frontmatter to md-cg, and the memory
+    -- ``agent_scope: bob`` in its body -- was shared). Raises ``ValueError`` when there is
+    none, :class:`FenceError` when the first line only looks like one (``----``, ``---\\x0c``)
+    or when one follows blank space (python-frontmatter strips the text): other tools read a
+    frontmatter there, md-cg refuses the file rather than read none."""
+    if text.startswith("---\n"):
+        return 4
+    first = text.partition("\n")[0]
+    if _FENCE.match(first):
+        if len(first) == len(text):
+            raise ValueError("the frontmatter has no closing '---' line")
+        return len(first) + 1
+    if _FENCE_LIKE.match(first):
+        seen = first.rstrip("\r")
+        raise FenceError(
+            f"line 1 is {seen!r}, which other tools (python-frontmatter, Jekyll) take "
+            "for a frontmatter fence; md-cg opens a frontmatter only with '---' (spaces or tabs may "
+            "follow): write '---', or start the note with another line",
+            1,
+        )
+    rest = text.lstrip()  # python-frontmatter strips the text first (Hugo skips blank lines too)
+    fence = _FENCE_LIKE.match(rest) if len(rest) < len(text) else None
+    if fence is not None:
+        line, seen = text.count("\n", 0, len(text) - len(rest)) + 1, fence.group().rstrip("\r")
+        raise FenceError(
+            f"line {line} is {seen!r} after blank space, which python-frontmatter takes for a "
+            "frontmatter fence; md-cg opens a frontmatter only on line 1: remove the blank space "
+            "before it, or start the note with another line",
+            line,
+        )
+    raise ValueError("the file does not start with a '---' line")
+
+
 class MdcgHandler(YAMLHandler):
     """python-frontmatter handler for md-cg files.
 
@@ -562,31 +706,39 @@ class MdcgHandler(YAMLHandler):
     loader for hand-written frontmatter).
     """
 
-    FM_BOUNDARY = re.compile(r"^---\r?$", re.MULTILINE)
+    #: A line python-frontmatter's default handler takes for a fence (``^-{3,}\\s*$``).
+    FM_BOUNDARY = _FENCE_LIKE
     START_DELIMITER = END_DELIMITER = "---"
 
     def detect(self, text: str) -> bool:
-        return text.startswith(("---\n", "---\r\n")) or text in ("---", "---\r")
+        """Whether the first line looks like a fence, as python-frontmatter's YAML handler
+        sees it (``----`` and ``---\\x0c`` included: :meth:`split` refuses those)."""
+        return _FENCE_LIKE.match(text) is not None
 
     def split(self, text: str) -> tuple[str, str]:
         """Return ``(frontmatter, body)``; raise ``ValueError`` without a proper fence.
 
-        The body loses one final ``\\n`` (the file's, see the module docstring).
+        The body loses one final ``\\n`` (the file's, see the module docstring). Fences
+        are :func:`fence_end`'s.
         """
         if text.startswith("\ufeff"):
             text = text[1:]
-        crlf = False
-        if text.startswith("---\n"):
-            start = 4
-        elif text.startswith("---\r\n"):
-            start, crlf = 5, True
-        else:
-            raise ValueError("the file does not start with a '---' line")
+        start = fence_end(text)
+        crlf = text[start - 2 : start] == "\r\n"
         # The text is at most MAX_FILE_BYTES (see loads), so this search is bounded.
-        end = self.FM_BOUNDARY.search(text, start)
+        end = _CLOSE_LIKE.search(text, start - 1)
         if end is None:
             raise ValueError("the frontmatter has no closing '---' line")
-        fm = text[start : end.start()].removesuffix("\n")
+        dashes, blank = end.groups()
+        if dashes or (blank and not _FENCE_TAIL.match(blank)):
+            line, seen = text.count("\n", 0, end.start()) + 2, end.group()[1:].rstrip("\r")
+            raise FenceError(
+                f"line {line} is {seen!r}, which other tools (python-frontmatter, Jekyll) take for the "
+                "closing fence of the frontmatter; md-cg closes it only with '---' (spaces or tabs "
+                "may follow): write '---' there",
+                line,
+            )
+        fm = text[start : end.start()]
         size = _utf8_size(fm, MAX_FRONTMATTER_BYTES)
         if size > MAX_FRONTMATTER_BYTES:
             raise ValueError(
@@ -616,11 +768,14 @@ def lf_lines(text: str) -> str:
     return text.replace("\r\n", "\n")
 
 
+_CRLF_FENCE = re.compile(rb"---[ \t]*\r\n")
+
+
 def lf_file(data: bytes) -> bytes:
     """The bytes of a node file with ``\n`` line ends when its first line ends in ``\r\n``
     (:func:`lf_lines`' rule; the fences and frontmatter read the same either way), so that
     they compare with what md-cg writes for the memory the file holds; any other as it is."""
-    return data.replace(b"\r\n", b"\n") if data.startswith(b"---\r\n") else data
+    return data.replace(b"\r\n", b"\n") if _CRLF_FENCE.match(data) else data
 
 
 def _file_text(fm: str, body: str) -> str:
@@ -884,8 +1039,9 @@ def loads(
     try:
         fm, body = HANDLER.split(text)
     except ValueError as exc:
-        if HANDLER.detect(text.removeprefix("\ufeff")) or (default_id is None and default_layer is None):
-            raise MalformedNodeFileError(path, str(exc)) from None
+        fenced = isinstance(exc, FenceError) or HANDLER.detect(text.removeprefix("\ufeff"))
+        if fenced or (default_id is None and default_layer is None):
+            raise MalformedNodeFileError(path, str(exc), line=getattr(exc, "line", None)) from None
         if "\x00" in text:
             # 5,000 NUL bytes are valid UTF-8 but no note: git, editors and grep take
             # such a file for binary (a memory md-cg wrote always has frontmatter)

@@ -121,10 +121,15 @@ def test_the_fast_path_reads_what_it_recognises():
         '---\nid: "n1"\nlayer: "knowledge"\n---',
         '---\nid: "n1"\nlayer: "knowledge"\n---\n---\nmore\n---\n',
         '---\nid: "n1"\nlayer: "knowledge"\ntags: "solo"\nx_1: {"a": [1, 2.5e-07, null]}\n---\nb\n',
-        '---\nid: "n1"\nlayer: "knowledge"\nnote: "line\\u2028sep \u2028 raw"\n---\nb\n',
+        '---\nid: "n1"\nlayer: "knowledge"\nnote: "line\\u2028sep"\n---\nb\n',
     ):
         fast = fastread.fast_node(text)
         assert fast is not None and fast == nodefile.loads(text), text
+    # a raw U+2028 is a line break to YAML (folded, the spaces around it dropped): since
+    # session 39 such a frontmatter is the YAML reader's (it was kept raw, JSON's reading)
+    text = '---\nid: "n1"\nlayer: "knowledge"\nnote: "line\\u2028sep \u2028 raw"\n---\nb\n'
+    assert fastread.fast_node(text) is None
+    assert nodefile.loads(text).extra == {"note": "line\u2028sep\u2028raw"}
     assert fastread.fast_node('---\nid: "n1"\nlayer: "knowledge"\ntags: "solo"\n---\n').tags == ["solo"]
     # no id in the file: the defaults stand in, as in the full reader
     text = '---\nlayer: "knowledge"\n---\nbody\n'

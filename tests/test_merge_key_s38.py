@@ -118,16 +118,32 @@ def test_an_anchored_key_on_a_json_line_is_refused_as_anchors_are() -> None:
     )
 
 
-@pytest.mark.parametrize("key", ["my-key", "x.y", "@type", "on", "日本"])
+@pytest.mark.parametrize("key", ["my-key", "x.y", "on", "日本"])
 def test_other_bare_keys_stay_keys_of_their_own(key: str) -> None:
-    """Keys YAML reads as written, or cannot read at all, are read as before (no YAML)."""
+    """Keys YAML reads as written stay keys of their own. Since session 39 a bare key that is
+    not a plain name takes the YAML reader (tests/test_fastpath_s39.py): ``1e5`` is YAML's
+    string, no longer JSON's float."""
     node = nodefile.loads(f"{HEAD}{key}: 1e5\n---\nbody\n", "a.md")
-    assert node.extra == {key: 100000.0}  # JSON's 1e5 (YAML 1.1 would read the string '1e5')
+    assert node.extra == {key: "1e5"}
+
+
+def test_a_key_yaml_cannot_read_is_refused() -> None:
+    """``@type`` was a key of its own (JSON lines) before session 39; YAML reads no such
+    key, and md-cg reads a file as YAML does or refuses it."""
+    with pytest.raises(MalformedNodeFileError) as err:
+        nodefile.loads(f"{HEAD}@type: 1\n---\nbody\n", "a.md")
+    assert str(err.value) == (
+        "a.md:4: the YAML frontmatter does not parse: found character that cannot start any "
+        "token (column 1), while scanning for the next token"
+    )
 
 
 def test_a_deep_bracket_key_is_no_recursion_error() -> None:
-    """The look at an unusual key uses the bounded YAML loader: a key of 100,000 ``[`` is
-    refused by its length, as before, not a RecursionError."""
+    """A key of 100,000 ``[`` goes to the bounded YAML loader, which refuses it at level 65,
+    not with a RecursionError."""
     with pytest.raises(MalformedNodeFileError) as err:
         nodefile.loads(f"{HEAD}{'[' * 100_000}: 1\n---\nbody\n", "a.md")
-    assert str(err.value).startswith("a.md: node 'a': field 'extra' has an invalid key (1..200 chars")
+    assert str(err.value) == (
+        "a.md:4: the YAML frontmatter does not parse: nested deeper than 64 levels of lists and "
+        "objects (column 1000), while increasing flow level"
+    )

@@ -282,8 +282,9 @@ INSERT_REFUSED = "No insertion was performed: "
 
 
 def _has_fence(text: str) -> bool:
-    first = text.removeprefix("\ufeff").split("\n", 1)[0]
-    return first.rstrip("\r") == "---"
+    """Whether the first line opens a frontmatter (``---``, spaces or tabs may follow) or
+    looks like a fence to other tools (``----``: the reader refuses that file)."""
+    return nodefile.HANDLER.detect(text.removeprefix("\ufeff"))
 
 
 def _cannot_read(rel: str, why: str, what: str = "folder") -> str:
