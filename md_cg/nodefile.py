@@ -1043,8 +1043,7 @@ def loads(
         if fenced or (default_id is None and default_layer is None):
             raise MalformedNodeFileError(path, str(exc), line=getattr(exc, "line", None)) from None
         if "\x00" in text:
-            # 5,000 NUL bytes are valid UTF-8 but no note: git, editors and grep take
-            # such a file for binary (a memory md-cg wrote always has frontmatter)
+            # valid UTF-8 but no note: git, editors and grep take NUL bytes for binary
             at = len(text[: text.index("\x00")].encode("utf-8"))
             raise MalformedNodeFileError(
                 path, f"a binary file, not a note: no frontmatter and a NUL byte at byte {at}"

@@ -78,9 +78,14 @@ def test_a_memory_narrowed_with_a_merge_key_is_not_served_as_shared(tmp_path: Pa
     f.write_text(f.read_text(encoding="utf-8").replace("\n---\n", "\n<<: {agent_scope: bob}\n---\n", 1))
     message = f"contextual/plan.md:6: {REFUSED} (column 1)"
     with MdCG(root, scope=Scope(agent="alice"), refresh_interval=None) as a:
-        with pytest.raises(MalformedNodeFileError) as err:  # before a sync: the file's error
+        with pytest.raises(MalformedNodeFileError) as err:  # before a sync: the file, not its problem
             a.get("plan")
-        assert str(err.value) == message
+        assert str(err.value) == (  # session 39: a scoped handle is not told the problem
+            "contextual/plan.md:6: memory 'plan' no longer reads as a memory: its file was changed by "
+            "hand since the index read it; what is wrong is not told to a scoped handle (it may quote "
+            "the file's values) -- `mdcg health` without a scope names it; fix the file, then run "
+            "`mdcg sync`"
+        )
     with MdCG(root) as u:
         report = u.sync()
         assert report.malformed == (("contextual/plan.md", message.split(":", 2)[2].strip()),)
