@@ -150,10 +150,10 @@ def _hand_file(root: Path, node_id: str, created_at: str, age_days: float) -> No
 def test_a_created_at_after_the_year_9999_does_not_exempt_a_memory_for_ever(tmp_path: Path) -> None:
     root = tmp_path / "m"
     MdCG(root).close()
-    _hand_file(root, "far_old", "1e30", 30)  # a file of 30 days: its age
-    _hand_file(root, "far_new", "1e30", 1)  # a file of a day: too new to judge
+    _hand_file(root, "far_old", "1.0e+30", 30)  # a file of 30 days: its age
+    _hand_file(root, "far_new", "1.0e+30", 1)  # a file of a day: too new to judge
     _hand_file(root, "ms_old", "1700000000123", 30)  # milliseconds for seconds: year 55,800
-    _hand_file(root, "before_1", "-1e30", 1)  # before the year 1: as old as its file
+    _hand_file(root, "before_1", "-1.0e+30", 1)  # before the year 1: as old as its file
     _hand_file(root, "dated", "2020-01-01T00:00:00Z", 1)  # a real time wins over the file's
     with MdCG(root) as s:
         assert s.sync().malformed == ()

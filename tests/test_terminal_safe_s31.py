@@ -141,8 +141,8 @@ def test_sync_and_health_lines_show_controls_escaped(runner: CliRunner, node: Pa
     (node / "knowledge" / "bad\x1b]0;T\x07.md").write_text("x\n", encoding="utf-8")
     out = run(runner, "--root", node, "sync", code=1).stdout
     assert out.splitlines() == [
-        "malformed (1): knowledge/m1.md: the YAML frontmatter does not parse: unacceptable character "
-        '#x001b: control characters are not allowed\\n  in "<unicode string>", position 41',
+        "malformed (1): knowledge/m1.md: the YAML frontmatter does not parse: control characters are "
+        "not allowed: U+001B (column 14)",
         "refused (never followed) (1): knowledge/bad\\x1b]0;T\\x07.md: not a usable node path: "
         "component 'bad\\x1b]0;T\\x07': it contains the character '\\x1b'",
     ]
