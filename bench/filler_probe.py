@@ -13,8 +13,10 @@ mark as filler (the MCP server leaves filler out of its replies). The kept rule
 is ``rel < 0.05`` (``md_cg.search.RELATIVE_FLOOR``); results marked filler by
 it now are read as they were before it (``weak`` in their evidence). The
 ``thin`` lines count the results a thin-evidence rule would defer
-(``md_cg.search.THIN_WORDS``, session 28): covering at most one of two or more
-query words, weighing less than a share of the query's idf.
+(``md_cg.search.THIN_WORDS``, session 28): covering one of two or more query
+words, weighing less than a share of the query's idf; the last line, the rule
+kept in session 39 (none of the words, or at most half of them weighing little;
+bench/judge_irrelevant.py chose its thresholds).
 """
 
 from __future__ import annotations
@@ -78,6 +80,8 @@ def _rows(name: str, docs: list[tuple[str, str]], questions: list, dates: list |
                             "cov": sum(idf(t) for t in held) / mass,
                             "weak": r.filler,
                             "thin": r.evidence.get("thin", {}).get("of", 0),
+                            "holds": r.evidence.get("thin", {}).get("holds", 0),
+                            "thin_now": _kept(r.evidence.get("thin")),
                             "share": r.evidence.get("thin", {}).get("share", 1.0),
                             "similar": r.tier in ("T1", "T3"),
                         }
@@ -85,6 +89,16 @@ def _rows(name: str, docs: list[tuple[str, str]], questions: list, dates: list |
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     return out
+
+
+def _kept(thin: dict | None) -> bool:
+    """Whether ``evidence["thin"]`` (measured with no share limit) is thin by the kept
+    thresholds (``md_cg.search._thin``: the stores here hold more than THIN_MIN_DOCS)."""
+    if thin is None:
+        return False
+    if not thin["of"] or not thin["holds"]:
+        return True
+    return bool(thin["share"] < (KEPT_ONE if thin["holds"] == 1 else KEPT_SHARE))
 
 
 def _line(rows: list[Row], name: str, rule: Callable[[Row], bool]) -> str:
@@ -102,8 +116,12 @@ def _line(rows: list[Row], name: str, rule: Callable[[Row], bool]) -> str:
     return f"| {name} | {' | '.join(cells)} |"
 
 
+#: The kept thresholds (read before main() lifts them to see every candidate).
+KEPT_SHARE, KEPT_ONE = search.THIN_SHARE, search.THIN_SHARE_ONE
+
+
 def main() -> None:
-    search.THIN_SHARE, search.THIN_SHARE_WORDS = 1.01, 0.0  # every candidate, with its share
+    search.THIN_SHARE = search.THIN_SHARE_ONE = 1.01  # every candidate, with its share
     rows: list[Row] = []
     for conv in quality.load_locomo(quality.DATA / "locomo" / "locomo_dev.json"):
         rows += _rows("locomo", conv["docs"], conv["questions"], quality.conv_dates(conv))
@@ -111,21 +129,27 @@ def main() -> None:
     rows += _rows("cmrc", docs, [(q, rel, 1) for q, rel, _ in questions], None)
     print("| rule | LoCoMo answers marked | LoCoMo others | CMRC answers marked | CMRC others |")
     print("|---|---|---|---|---|")
+
+    def one(r: Row) -> bool:
+        return not r["weak"] and r["thin"] >= 2 and r["holds"] == 1
+
     rules: list[tuple[str, Callable[[Row], bool]]] = [
         *((f"rel < {a}", lambda r, a=a: r["rel"] < a) for a in (0.02, 0.05, 0.1)),
         *((f"cov < {b}", lambda r, b=b: r["cov"] < b) for b in (0.2, 0.3, 0.5)),
         *((f"rel < {a} and cov < {b}", lambda r, a=a, b=b: r["rel"] < a and r["cov"] < b)
           for a, b in ((0.1, 0.3), (0.2, 0.3), (0.2, 0.5))),
-        # search.THIN_*: a hit (not filler) covering at most one of >= 2 query words that
+        # session 28's thin rule: a hit (not filler) covering one of >= 2 query words that
         # weigh (idf) less than a share of the query's ("share"; measured with no limit)
-        ("thin, any share", lambda r: not r["weak"] and r["thin"] >= 2),
-        ("thin, share < 0.2", lambda r: not r["weak"] and r["thin"] >= 2 and r["share"] < 0.2),
-        *((f"thin, share < {c} / words",
-           lambda r, c=c: not r["weak"] and r["thin"] >= 2 and r["share"] * r["thin"] < c)
+        ("thin, any share", one),
+        ("thin, share < 0.2", lambda r: one(r) and r["share"] < 0.2),
+        *((f"thin, share < {c} / words", lambda r, c=c: one(r) and r["share"] * r["thin"] < c)
           for c in (0.6, 0.8)),
-        *((f"thin, share < max(0.2, {c} / words){' (kept)' if c == 0.8 else ''}",
-           lambda r, c=c: not r["weak"] and r["thin"] >= 2 and r["share"] < max(0.2, c / r["thin"]))
+        *((f"thin, share < max(0.2, {c} / words){' (session 28)' if c == 0.8 else ''}",
+           lambda r, c=c: one(r) and r["share"] < max(0.2, c / r["thin"]))
           for c in (0.6, 0.8, 1.0)),
+        # session 39 (kept, search.THIN_SHARE / THIN_SHARE_ONE): none of the words, or at
+        # most half of them weighing less than 0.4 -- 0.7 for one word
+        ("thin (session 39, kept)", lambda r: not r["weak"] and r["thin_now"]),
     ]  # fmt: skip
     for name, rule in rules:
         print(_line(rows, name, rule))

@@ -34,11 +34,15 @@ def test_a_word_no_memory_holds_does_not_defer_the_answers(tmp_path: Path) -> No
     """Review session 26 (rev4): counting a query word no memory holds as one a hit lacks
     made filler words ("please", 请问, 平时) defer every answer sharing only common words:
     with "likes" in 12 of 40 memories, "please, what does the user like" got no ACCEPT and
-    inject returned nothing. Such a word changes nothing again."""
+    inject returned nothing. Such a word changes nothing again -- but for thin evidence
+    (session 39): "what does the user usually like nowadays" has two words no memory holds
+    besides "user" and "like", held by many; a hit holding only those two covers half of
+    the query's words, weighing little (search._thin), as "Taylor Swift tour dates" is
+    covered by a note on Taylor & Francis over a store without Swift."""
     en = [f"The user likes {x}." for x in LIKES] + [f"The user {x}." for x in OTHERS]
     zh = [f"用户喜欢{x}。" for x in ZH_LIKES] + [f"用户{x}。" for x in ZH_OTHERS]
     for name, bodies, queries in (
-        ("en", en, ["please, what does the user like", "what does the user usually like nowadays, thanks"]),
+        ("en", en, ["please, what does the user like", "what does the user like, thanks"]),
         ("zh", zh, ["请问用户喜欢什么", "用户平时喜欢什么", "用户最喜欢什么", "用户喜欢什么？谢谢"]),
     ):
         likes = {f"{name}{i:02d}" for i in range(12)}
@@ -54,6 +58,14 @@ def test_a_word_no_memory_holds_does_not_defer_the_answers(tmp_path: Path) -> No
                 assert not any(r.evidence.get("common_only") for r in results), query
                 injected = {i.id for i in s.inject(query)}
                 assert injected and injected <= likes, query
+            if name == "en":
+                query = "what does the user usually like nowadays, thanks"
+                results, _ = s.search(query, k=12, record=False)
+                thin = "DEFER: holds 2 of 4 query words ('user', 'like'); ACCEPT"
+                assert {(r.id, r.state, r.basis.startswith(thin)) for r in results} == {
+                    (i, "DEFER", True) for i in likes
+                }
+                assert s.inject(query) == []
 
 
 FACTS = [
@@ -155,7 +167,14 @@ def test_a_stemmed_synonym_is_evidence_where_the_title_shows_a_word_of_it(
             evidence = {
                 i: (by_id[i].state, stem in by_id[i].evidence["synonyms"]) for i, stem in stems.items()
             }
-            assert evidence == dict.fromkeys(stems, ("ACCEPT", True)), query
+            # session 39: a hit covering, by a synonym, only "appointment" (预约) of the query's
+            # words is thin evidence (DEFER: "reserved a table at Nopa"), the stem evidence all the same
+            assert evidence == {
+                "booked": ("ACCEPT", True),
+                "reserved": ("DEFER", True),
+                "slot": ("DEFER", True),
+            }
+            assert by_id["slot"].evidence["thin"]["holds"] == 1, query
             assert by_id["reserved"].evidence["words"] == {"reserv": "reserved"}
             assert "words" not in by_id["slot"].evidence  # the title does not show it
             matched = {item["id"]: item.get("matched") for item in search_reply(s, results, meta)["results"]}
@@ -163,11 +182,16 @@ def test_a_stemmed_synonym_is_evidence_where_the_title_shows_a_word_of_it(
             assert (matched["reserved"], matched["slot"]) == (["reserved"], ["booking"]), query
             assert {"book-rec", "keiko-book", "club"}.isdisjoint(matched)
             injected = {i.id for i in s.inject(query, max_items=10)}
-            assert {"booked", "reserved"} <= injected and not {"book-rec", "keiko-book", "club"} & injected
+            assert (
+                "booked" in injected and not {"book-rec", "keiko-book", "club", "reserved", "slot"} & injected
+            )
         by_id = {r.id: r for r in searched[queries[0]][0]}
+        # a dentist's book tip holds one of the two words, "dentist", weighing under
+        # search.THIN_SHARE_ONE of the query's: thin (session 39), DEFER
+        thin = {"holds": 1, "of": 2, "words": ["dentist"], "share": 0.457}
         assert (by_id["lee"].state, by_id["lee"].evidence) == (
-            "ACCEPT",
-            {"terms": ["dentist"], "synonyms": []},
+            "DEFER",
+            {"terms": ["dentist"], "synonyms": [], "thin": thin},
         )
         assert by_id["booked"].evidence == {
             "terms": ["dentist"],

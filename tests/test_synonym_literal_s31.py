@@ -126,7 +126,9 @@ def test_a_synonym_only_hit_ranked_first_sets_no_filler_floor_for_literal_hits()
     terms = [("笔记", 1.0), ("笔", 1.0), ("记", 1.0), ("记录", 0.6)]
     held = {"syn": ["记录"], "lit": ["笔记", "笔", "记"], "lit2": ["笔记", "笔", "记"], "syn2": ["记录"]}
     hits = [("syn", (10.0, "T2")), ("lit", (0.2, "T2")), ("lit2", (0.005, "T2")), ("syn2", (0.1, "T2"))]
-    out = _evidence(_Terms(held), "笔记", terms, hits, groups=[frozenset({"记录"})])
+    # the synonym covers the query's word (session 39: search.Expansion.covers)
+    covers = [((), "笔记", ("记录",))]
+    out = _evidence(_Terms(held), "笔记", terms, hits, groups=[frozenset({"记录"})], covers=covers)
     assert out["syn"] == ({"terms": [], "synonyms": ["记录"]}, False)
     assert out["lit"] == ({"terms": ["笔记", "笔", "记"], "synonyms": []}, False)  # was: weak 0.02, filler
     # below 5% of the best literal hit: still filler, its share of that hit
