@@ -29,6 +29,9 @@ reported on the fifth; "off" is always a candidate):
   question word followed, within g characters, by the two after it; a
   re-rank of the best 30 by score x (1 + λ) for the chunks that hold it.
 
+It also counts, where the answer is in the best 30 but not first, how often
+the chunk ranked first holds more of the question's idf mass than the answer.
+
 Figures are in docs/ranking.md, "Tried and not kept". Data is read in place,
 never copied.
 """
@@ -254,10 +257,32 @@ def combined(probe: Probe) -> None:
     pool.post = saved
 
 
+def ceiling(probe: Probe) -> None:
+    """Where the answer is in the best 30 but a wrong chunk ranks first: which holds more of the
+    question's idf mass (the share coordination uses)?"""
+    pool = probe.pool
+    more = same = less = 0
+    for (_, rel, _), qw, cand in zip(probe.questions, probe.qws, probe.cand, strict=True):
+        answers = [d for d in cand if pool.ids[d] in rel]
+        if not answers or answers[0] == cand[0]:
+            continue
+        total = sum(w * pool.idf(t) for t, w in qw)
+        a, n = (
+            sum(w * pool.idf(t) for t, w in qw if t in pool.terms[d]) / total for d in (answers[0], cand[0])
+        )
+        more, same, less = more + (n > a), same + (n == a), less + (n < a)
+    print(
+        f"answer in the best {len(probe.cand[0])} but not first: {more + same + less} questions; the chunk"
+        f" ranked first holds more of the question's idf mass in {more}, as much in {same}, less in {less}",
+        flush=True,
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     probe, docs = cp.probe_from_args(__doc__, argv)
     probe.emit(cp.check_against_index(probe, docs))
     probe.ranked("kept ranking (prototype: BM25 x share)", probe.cand)
+    ceiling(probe)
     unique_norm(probe)
     rare_unigrams(probe)
     rare_trigrams(probe)
