@@ -455,14 +455,19 @@ def _minmax(x: np.ndarray) -> np.ndarray:
     return (x - x.min()) / (x.max() - x.min() + 1e-12)
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def probe_from_args(doc: str | None, argv: list[str] | None) -> tuple[Probe, list[tuple[str, str]]]:
+    """The kept ranking of the CMRC dev questions (``--cmrc PATH``), and the chunks."""
+    ap = argparse.ArgumentParser(description=(doc or "").split("\n\n")[0])
     ap.add_argument("--cmrc", type=Path, default=DATA / "cmrc" / "cmrc2018_zh_dev.json")
     args = ap.parse_args(argv)
     docs, questions = load_cmrc(args.cmrc)
-    probe = Probe(Pool(docs), questions)
+    return Probe(Pool(docs), questions), docs
+
+
+def main(argv: list[str] | None = None) -> int:
+    probe, docs = probe_from_args(__doc__, argv)
     reference = check_against_index(probe, docs)
-    print(f"CMRC dev: {len(docs)} chunks, {len(questions)} questions; re-ranks over the best {POOL}\n")
+    print(f"CMRC dev: {len(docs)} chunks, {len(probe.questions)} questions; re-ranks over the best {POOL}\n")
     print("\n".join(probe.lines), flush=True)
     probe.emit(reference)
     run(probe)
