@@ -471,7 +471,7 @@ def _thin(cover: list | None, share: float, one: float) -> bool:
         return bool(asks_nothing)
     if not held:
         return True
-    if total < 2 or 2 * held > total:
+    if total < 2 or 2 * held > total or held >= 4:  # md_cg.search.THIN_COVERS_ENOUGH
         return False
     if few:
         return held == 1 and weight < max(0.2, 0.8 / total)
