@@ -884,7 +884,12 @@ def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
 
 
 def _changed_since(guard: Mapping[str, Stamp], dirs: fsops.FolderCache) -> list[str]:
-    """The paths of ``guard`` whose file's :func:`stamp` is no longer the one read (gone too)."""
+    """The paths of ``guard`` whose file is another than the one read: its :func:`stamp` is
+    no longer the one read. A file gone from its path (moved or removed by hand while the
+    write was open) is not an edit to keep: the commit goes on as it did before the guard
+    -- its put lands, its del finds nothing (``read``) -- and a pick-up after the write
+    tells the hand's move (``duplicates``) or removal (session 40: the guard of session 39
+    refused it, and a retry found no file, NodeNotFoundError)."""
     out: list[str] = []
     for rel, was in guard.items():
         parent, name = _split(rel)
@@ -892,7 +897,7 @@ def _changed_since(guard: Mapping[str, Stamp], dirs: fsops.FolderCache) -> list[
             now = _stamp_at(dirs.get(parent), name)
         except (FileNotFoundError, NotADirectoryError):
             now = None
-        if now != was:
+        if now is not None and now != was:
             out.append(rel)
     return out
 
