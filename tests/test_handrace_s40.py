@@ -14,23 +14,33 @@ moves, removes or rewrites the file."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from md_cg import MdCG, Node
 
 HAND = "knowledge/by_hand.md"
 
-CHILD = textwrap.dedent(
+# Both children's start: the store at argv[1], the op to run argv[2], their own argument argv[3].
+OPEN = textwrap.dedent(
     """
     import json, subprocess, sys, warnings
     from md_cg import MdCG
     warnings.simplefilter("ignore")
-    root, person, op = sys.argv[1], sys.argv[2], sys.argv[3]
+    root, op, arg = sys.argv[1], sys.argv[2], sys.argv[3]
     s = MdCG(root)
     path = str(s.path_of("x"))
+    """
+)
+
+CHILD = OPEN + textwrap.dedent(
+    """
+    person = arg
     done = [False]
     def fault(step):
         if step == "logged" and not done[0]:
@@ -64,7 +74,7 @@ def _store(root: Path) -> str:
 
 def _child(root: Path, person: str, op: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root), person, op], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", CHILD, str(root), op, person], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
@@ -127,3 +137,102 @@ def test_an_editors_save_in_the_same_window_is_still_kept(tmp_path: Path) -> Non
     with MdCG(tmp_path) as s:
         node = s.get("x")
         assert (node.body, node.importance) == ("edited", 0.3)
+
+
+# The child of the late-append tests: at the step after the commit line is logged, a person
+# process opens the file for appending (``open(path, "a")``, as ``echo >>`` does) and waits;
+# after the rename (step ``at``: ``rename-1``; ``deleted`` after a move's del) it writes its
+# line through that descriptor -- into the file the commit replaced or removed -- and closes it.
+LATE = OPEN + textwrap.dedent(
+    """
+    at = arg
+    person = [None]
+    code = (
+        "import sys; f = open(sys.argv[1], 'a'); print('open', flush=True); "
+        "sys.stdin.readline(); f.write('HAND-late\\\\n'); f.close(); print('written', flush=True)"
+    )
+    def fault(step):
+        if step == "logged" and person[0] is None:
+            p = subprocess.Popen([sys.executable, "-c", code, path], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            assert p.stdout.readline() == "open\\n"
+            person[0] = p
+        elif step == at and person[0] is not None and person[0].poll() is None:
+            p = person[0]
+            p.stdin.write("go\\n"); p.stdin.flush()
+            assert p.stdout.readline() == "written\\n"
+            p.wait()
+    s._engine.journal.fault = fault
+    exec(op, {"s": s})
+    s.close()
+    print(json.dumps({"person": person[0] is not None and person[0].returncode == 0}))
+    """
+)
+
+
+def _late(root: Path, op: str, at: str = "rename-1") -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", LATE, str(root), op, at], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_line_appended_through_a_descriptor_opened_before_the_rename_is_carried(tmp_path: Path) -> None:
+    """Session 39's guard cannot see this write (it lands after the check, in the file the
+    rename replaced): it was lost. The commit now holds the file it checked open and, after
+    its rename, carries what was appended to it into the new file."""
+    rel = _store(tmp_path)
+    assert _late(tmp_path, "s.update('x', importance=0.3)") == {"person": True}
+    assert _files(tmp_path) == [rel]
+    with MdCG(tmp_path) as s:
+        node = s.get("x")
+        assert (node.body, node.importance) == ("base\nHAND-late", 0.3)
+    assert (tmp_path / rel).read_text().endswith("\nbase\nHAND-late\n")
+
+
+def test_a_late_append_to_a_file_a_move_removed_is_carried_to_the_new_file(tmp_path: Path) -> None:
+    rel = _store(tmp_path)
+    assert _late(tmp_path, "s.move('x', 'contextual')", "deleted") == {"person": True}
+    with MdCG(tmp_path) as s:
+        node = s.get("x")
+        assert (node.layer, node.body) == ("contextual", "base\nHAND-late")
+        new = s.path_of("x").relative_to(tmp_path).as_posix()
+    assert new != rel and _files(tmp_path) == [new]
+
+
+FD_CHILD = textwrap.dedent(
+    """
+    import json, os, sys
+    from md_cg import Edge, MdCG, Node
+    root, n = sys.argv[1], int(sys.argv[2])
+    with MdCG(root) as s:
+        s.add(Node(id="x", layer="knowledge", body="base"))
+        links = [Edge(target="x", type="similar")]
+        s.add_many([Node(id=f"a{i}", layer="knowledge", body=f"links {i}", edges=links) for i in range(n)])
+    fds = {}
+    def fault(step):
+        if step in ("logged", "renamed"):
+            fds[step] = len(os.listdir("/proc/self/fd"))
+    with MdCG(root) as s:
+        s._engine.journal.fault = fault
+        s.rename("x", "y")
+        targets = sorted({e.target for i in range(n) for e in s.get(f"a{i}").edges})
+    print(json.dumps({"held": fds["renamed"] - fds["logged"], "targets": targets}))
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_a_rename_rewriting_many_linking_files_holds_a_bounded_few_open(tmp_path: Path) -> None:
+    """The guard holds at most journal.HOLD_MAX (16) of the files it checked open; a rename
+    rewriting 100 linking files held all 101 (row 24: a process needs about 150 descriptors
+    at most -- under a limit of 128 the opens past it fell back to lstat)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FD_CHILD, str(tmp_path / "s"), "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"held": 16, "targets": ["y"]}
