@@ -12,6 +12,7 @@ Imports the engine and the modules below it.
 
 from __future__ import annotations
 
+import functools
 import heapq
 import time
 import warnings
@@ -24,15 +25,19 @@ from . import audit as audit_mod
 from . import index, merge, paths, visibility
 from .engine import (
     Engine,
+    First,
+    Reads,
     Staged,
     admits_held,
     check_move,
+    check_redone,
     copies_of,
     dropped_file,
     lost_file,
     moved_away,
     narrowed,
     read_entry,
+    retried,
     scoped_read,
     stage,
 )
@@ -45,6 +50,7 @@ from .errors import (
     was_applied,
 )
 from .index import Columns, Entry
+from .journal import stamp as journal_stamp
 from .logs import AppendLog
 from .node import (
     LAYERS,
@@ -99,7 +105,7 @@ def read_text(engine: Engine, node_id: str, *, checked: bool = False) -> str:
     and one narrowed in place by hand out of the caller's scope
     (:func:`~md_cg.engine.narrowed`) an unknown id's."""
     entry = engine.entry(check_id(node_id))
-    data = _file_of(engine, entry)
+    data = _file_of(engine, entry, {})
     if checked:
         held = _read_or_none(engine, data, entry)
         if held is not None and held.id != entry.id:
@@ -124,13 +130,15 @@ def _read_or_none(engine: Engine, data: bytes, entry: Entry) -> Node | None:
         return None
 
 
-def _file_of(engine: Engine, entry: Entry) -> bytes:
-    """The bytes of ``entry``'s file (one the caller sees); gone from its path by hand:
-    :func:`~md_cg.errors.lost_file_error` (was a bare FileNotFoundError)."""
+def _file_of(engine: Engine, entry: Entry, reads: Reads) -> bytes:
+    """The bytes of ``entry``'s file (one the caller sees), added to ``reads`` with its
+    stamp; gone from its path by hand: :func:`~md_cg.errors.lost_file_error` (was a bare
+    FileNotFoundError)."""
     try:
-        data, _ = index.read_limited(engine.root_str, entry.path)
+        data, st = index.read_limited(engine.root_str, entry.path)
     except (FileNotFoundError, NotADirectoryError):
         raise lost_file(engine, entry) or NodeNotFoundError(entry.id) from None
+    reads[entry.path] = (journal_stamp(st), data)
     return data
 
 
@@ -162,51 +170,74 @@ def edit_text(
     """
     check_id(node_id)
     with engine.lock, engine.hold([node_id]):
-        current = engine.state.entries.get(node_id)
-        if current is None:
-            raise NodeNotFoundError(node_id)
-        if refuse is not None:
-            refuse(current)
-        data = _file_of(engine, current)
-        held = _read_or_none(engine, data, current)
-        if held is not None and held.id != node_id:  # another memory's file: ``change`` never sees it
-            raise moved_away(engine, current, held)  # (attack a3 of session 36: a scoped edit did)
-        if held is not None and narrowed(engine.scope, current, held):  # nor one narrowed by hand
-            raise NodeNotFoundError(node_id)  # (attack a4 of session 37)
-        stored = read_bytes_as_text(data, current.path)
-        text = change(stored)
-        if not isinstance(text, str):
-            raise InvalidArgumentError("the edit must produce text", name="change", value=text)
-        if text == stored:
-            return read_entry(engine, current)
-        try:
-            node = loads(text, current.path, default_id=node_id, default_layer=current.layer)
-        except MalformedNodeFileError as exc:
-            raise InvalidNodeError(
-                f"node {node_id!r}: the edited file would not be a valid node: {exc.reason}", node_id=node_id
-            ) from None
-        if node.id != node_id:
-            raise InvalidNodeError(
-                f"the id of node {node_id!r} cannot change in an edit (got {node.id!r}); rename it instead",
-                field="id",
-                node_id=node_id,
-            )
-        require_text(validate(node))
-        if node.created_at is None:
-            node.created_at = current.created_at
-        old = read_entry(engine, current)
-        node.updated_at = old.updated_at  # the text's is never stored: a write stamps it now
-        if dumps(node) == stored:  # a final newline dropped, a value requoted: md-cg would
-            return old  # write the file it holds (node == old took 1 for true; r7: a comment
-            # removed from a hand-written file was "no change", and stayed)
-        if check is not None:
-            check(node, old, current)
-        node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
-        s = stage(node)
-        check_move(engine, node_id, current.path, s.rel)  # a changed layer: not onto another file
-        engine.commit([s], [(node_id, current.path)] if current.path != s.rel else [], durable=durable)
-    warn_if_expired(node, time.time(), stacklevel=4)
+        node, wrote = retried(
+            engine, lambda first: _edit_once(engine, node_id, change, check, refuse, durable, first)
+        )
+    if wrote:
+        warn_if_expired(node, time.time(), stacklevel=4)
     return node
+
+
+def _edit_once(
+    engine: Engine,
+    node_id: str,
+    change: Callable[[str], str],
+    check: Callable[[Node, Node, Entry], None] | None,
+    refuse: Callable[[Entry], None] | None,
+    durable: bool | None,
+    first: First,
+) -> tuple[Node, bool]:
+    """One run of :func:`edit_text` (:func:`~md_cg.engine.retried`): the node as stored
+    or written, and whether it was written. A run after the file changed by hand refuses
+    a text given whole that would overwrite the edit (:func:`~md_cg.engine.overrides_edit`)."""
+    current = engine.state.entries.get(node_id)
+    if current is None:
+        raise NodeNotFoundError(node_id)
+    if refuse is not None:
+        refuse(current)
+    reads: Reads = {}
+    data = _file_of(engine, current, reads)
+    held = _read_or_none(engine, data, current)
+    if held is not None and held.id != node_id:  # another memory's file: ``change`` never sees it
+        raise moved_away(engine, current, held)  # (attack a3 of session 36: a scoped edit did)
+    if held is not None and narrowed(engine.scope, current, held):  # nor one narrowed by hand
+        raise NodeNotFoundError(node_id)  # (attack a4 of session 37)
+    stored = read_bytes_as_text(data, current.path)
+    text = change(stored)
+    if not isinstance(text, str):
+        raise InvalidArgumentError("the edit must produce text", name="change", value=text)
+    if text == stored:
+        return read_entry(engine, current), False
+    try:
+        node = loads(text, current.path, default_id=node_id, default_layer=current.layer)
+    except MalformedNodeFileError as exc:
+        raise InvalidNodeError(
+            f"node {node_id!r}: the edited file would not be a valid node: {exc.reason}", node_id=node_id
+        ) from None
+    if node.id != node_id:
+        raise InvalidNodeError(
+            f"the id of node {node_id!r} cannot change in an edit (got {node.id!r}); rename it instead",
+            field="id",
+            node_id=node_id,
+        )
+    require_text(validate(node))
+    if node.created_at is None:
+        node.created_at = current.created_at
+    old = read_entry(engine, current)
+    node.updated_at = old.updated_at  # the text's is never stored: a write stamps it now
+    if dumps(node) == stored:  # a final newline dropped, a value requoted: md-cg would
+        return old, False  # write the file it holds (node == old took 1 for true; r7: a comment
+        # removed from a hand-written file was "no change", and stayed)
+    if check is not None:
+        check(node, old, current)
+    check_redone(first, node_id, current.path, data, node)  # a text given whole: the edit is kept
+    node.updated_at = quantise_instant(max(time.time(), (current.updated_at or 0.0) + 1e-6))
+    s = stage(node)
+    check_move(engine, node_id, current.path, s.rel)  # a changed layer: not onto another file
+    engine.commit(
+        [s], [(node_id, current.path)] if current.path != s.rel else [], durable=durable, guard=reads
+    )
+    return node, True
 
 
 def warn_if_expired(node: Node, now: float, *, stacklevel: int) -> None:
@@ -282,7 +313,12 @@ def rename(
                 if refuse is not None:
                     refuse(current)
                 try:
-                    node = _rename_locked(engine, old_id, new_id, layer, mine, durable, scope)
+                    # a file edited by hand meanwhile: done again over the edit (all it changes
+                    # is made of the files: their ids, edges, layer)
+                    once = functools.partial(
+                        _rename_locked, engine, old_id, new_id, layer, mine, durable, scope
+                    )
+                    node = retried(engine, once)
                 except BaseException as exc:  # done, only not known durable: recorded all the same
                     if audit is not None and old_id != new_id and was_applied(exc):
                         _record_rename(engine, audit, engine.get(new_id), old_id, durable)
@@ -318,6 +354,7 @@ def _rename_locked(
     sources: Sequence[str],
     durable: bool | None,
     scope: visibility.Scope | None = None,
+    _first: First | None = None,
 ) -> Node:
     current = engine.state.entries.get(old_id)
     if current is None:
@@ -334,7 +371,8 @@ def _rename_locked(
             value=old_id,
         )
     sees = scope.admits if scope is not None else None
-    node = read_entry(engine, current)
+    reads: Reads = {}  # the files read: the commit is undone if one changes before its rename
+    node = read_entry(engine, current, reads)
     if old_id != new_id:  # the file says what it was called: a clone that never saw the rename can tell
         earlier = [*audit_mod.earlier_ids(node), old_id]  # in order, repeats and all: a -> b -> a is [a, b]
         cap = index.MAX_RENAMED_FROM
@@ -373,7 +411,7 @@ def _rename_locked(
     puts = [renamed]
     for src in sources:
         entry = engine.state.entries[src]
-        other = read_entry(engine, entry)
+        other = read_entry(engine, entry, reads)
         for edge in other.edges:
             if edge.target == old_id:
                 edge.target = new_id
@@ -383,7 +421,7 @@ def _rename_locked(
         # note, an archived one), never copied to its canonical path.
         puts.append(Staged(s.node, entry.path, s.data, s.domain))
     dels = [(old_id, current.path)] if (old_id != new_id or current.path != renamed.rel) else []
-    engine.commit(puts, dels, durable=durable)
+    engine.commit(puts, dels, durable=durable, guard=reads)
     return node
 
 

@@ -36,12 +36,13 @@ import time
 import warnings
 import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from . import coldbuild, fsops, index, journal, layout, merge, nodefile, paths, snapshot
 from .errors import (
+    ChangedOnDiskError,
     DuplicateIdError,
     IdCollisionError,
     InvalidNodeError,
@@ -77,9 +78,18 @@ STRIPES = 64
 MOVE_WAIT = 2.0
 
 #: (id, path) of each file a commit removes
+T = TypeVar("T")
 Dels = Sequence[tuple[str, str]]
 #: path -> the :func:`~md_cg.journal.stamp` of a file to remove as it was read (None: none checked)
 Read = Mapping[str, journal.Stamp] | None
+#: path -> (stamp, bytes) of the node files a read-modify-write read (:func:`read_entry`)
+Reads = dict[str, tuple[journal.Stamp, bytes]]
+#: how many times a read-modify-write runs when a file it read changes before its rename
+#: (an edit by hand: :func:`retried`)
+HAND_EDIT_TRIES = 3
+#: id -> (the bytes a read-modify-write's first run read, the node it made of them): what a
+#: later run (:func:`retried`) checks its own against (:func:`redone`)
+First = dict[str, tuple[bytes, Node]]
 
 GITIGNORE = """\
 # md-cg: the .md files are canonical. Everything under .mdcg/ is derived
@@ -629,16 +639,24 @@ class Engine:
     # -- writing --------------------------------------------------------------------
 
     def commit(
-        self, staged: Sequence[Staged], dels: Dels, *, durable: bool | None, read: Read = None
+        self,
+        staged: Sequence[Staged],
+        dels: Dels,
+        *,
+        durable: bool | None,
+        read: Read = None,
+        guard: Reads | None = None,
     ) -> list[str]:
         """Write ``staged`` and remove ``dels`` through the journal; update the index.
         ``read`` (path -> stamp as read): a del whose file changed since is not done, its
-        path returned (:meth:`Journal.commit`). The caller holds the ids' locks (:meth:`hold`).
+        path returned (:meth:`Journal.commit`); ``guard``: the files a read-modify-write read
+        (:func:`retried`). The caller holds the ids' locks (:meth:`hold`).
         """
         if not staged and not dels:
             return []
         self.changes += len(staged) + len(dels)
         by_id = {s.node.id: s for s in staged}
+        stamps = None if guard is None else {rel: st for rel, (st, _) in guard.items()}
 
         def applied(put: Put, st: os.stat_result) -> None:
             s = by_id[put.node_id]
@@ -654,7 +672,8 @@ class Engine:
                 durable=self.durable if durable is None else durable,
                 applied=applied,
                 advance=self.advance,
-                read=read,
+                read=read if stamps is None else {**stamps, **(read or {})},  # a guarded del too
+                guard=stamps,
             )
         except BaseException:
             # Stopped midway: an open commit is rolled forward by the next recovery;
@@ -868,28 +887,11 @@ class Engine:
         for node_id in changes:
             check_id(node_id)
         with self.hold(list(changes)):
-            currents = [self._held(node_id, check) for node_id in changes]
-            staged: list[Staged] = []
-            dels: list[tuple[str, str]] = []
-            out: list[Node] = []
-            for current, change in zip(currents, changes.values(), strict=True):
-                node = self._changed(current, change)
-                s = stage(node, archived=current.archived)
-                if node.layer == current.layer and current.path != index.canonical_path(current):
-                    # A file a person placed stays where it is while its layer does not change.
-                    s = Staged(s.node, current.path, s.data, s.domain)
-                if current.path != s.rel:  # a move: not onto another memory's file
-                    _overwritten(self, current.id, current.path, s.rel)
-                    dels.append((current.id, current.path))
-                staged.append(s)
-                out.append(node)
-            self.commit(staged, dels, durable=durable)
-            return out
+            return retried(self, functools.partial(_modify_once, self, changes, durable, check))
 
-    def _changed(self, current: Entry, change: Callable[[Node], Node | None]) -> Node:
-        """The node of ``current`` read from its file and passed through ``change``,
-        checked and stamped."""
-        node = read_entry(self, current)
+    def _changed(self, current: Entry, change: Callable[[Node], Node | None], node: Node) -> Node:
+        """``node`` (``current``'s, read from its file) passed through ``change``, checked
+        and stamped."""
         result = change(node)
         if result is not None:
             if not isinstance(result, Node):
@@ -1513,13 +1515,17 @@ def hold_stripes(engine: Engine, node_ids: Iterable[str]) -> Iterator[None]:
                 lock.release()
 
 
-def read_entry(engine: Engine, entry: Entry) -> Node:
+def read_entry(engine: Engine, entry: Entry, reads: Reads | None = None) -> Node:
     """The node in ``entry``'s file, which must still hold ``entry.id`` (call under the
     id's lock before removing or rewriting the file). A file whose id was changed by
     hand since it was indexed -- or removed -- is settled against the disk (in memory),
-    and NodeNotFoundError is raised for the id, as :meth:`Engine.get` raises it."""
+    and NodeNotFoundError is raised for the id, as :meth:`Engine.get` raises it.
+    ``reads``: the file's stamp and bytes are added to it (a guarded commit's: :meth:`Engine.commit`)."""
+    read: Callable[[str], Node] = (
+        engine.read_node if reads is None else functools.partial(_read_into, engine, reads)
+    )
     try:
-        node = scoped_read(engine, entry.id, engine.read_node, entry.path)
+        node = scoped_read(engine, entry.id, read, entry.path)
     except (FileNotFoundError, NotADirectoryError):
         raise moved_away(engine, entry, None) from None
     if node.id != entry.id:
@@ -1527,6 +1533,94 @@ def read_entry(engine: Engine, entry: Entry) -> Node:
     if narrowed(engine.scope, entry, node):
         raise NodeNotFoundError(entry.id)
     return node
+
+
+def _modify_once(
+    engine: Engine,
+    changes: dict[str, Callable[[Node], Node | None]],
+    durable: bool | None,
+    check: Callable[[Entry], None] | None,
+    first: First,
+) -> list[Node]:
+    """One run of :meth:`Engine.modify_many` (:func:`retried`); ``first``: the nodes the first
+    run read and made (:func:`redone`)."""
+    currents = [engine._held(node_id, check) for node_id in changes]
+    reads: Reads = {}
+    staged: list[Staged] = []
+    dels: list[tuple[str, str]] = []
+    out: list[Node] = []
+    for current, change in zip(currents, changes.values(), strict=True):
+        node = redone(engine, current, reads, first, functools.partial(engine._changed, current, change))
+        s = stage(node, archived=current.archived)
+        if node.layer == current.layer and current.path != index.canonical_path(current):
+            # A file a person placed stays where it is while its layer does not change.
+            s = Staged(s.node, current.path, s.data, s.domain)
+        if current.path != s.rel:  # a move: not onto another memory's file
+            _overwritten(engine, current.id, current.path, s.rel)
+            dels.append((current.id, current.path))
+        staged.append(s)
+        out.append(node)
+    engine.commit(staged, dels, durable=durable, guard=reads)
+    return out
+
+
+def _read_into(engine: Engine, reads: Reads, rel: str) -> Node:
+    """The node file at ``rel``, parsed, its stamp and bytes added to ``reads``."""
+    data, st = index.read_limited(engine.root_str, rel)
+    reads[rel] = (journal.stamp(st), data)
+    return index.decode_node(data, rel)
+
+
+def retried(engine: Engine, run: Callable[[First], T]) -> T:
+    """``run(first)`` -- one read-modify-write under the ids' locks, its commit guarded
+    (:meth:`Engine.commit`) -- again when a file it read changed before its rename (an edit
+    by hand: the commit undid itself), :data:`HAND_EDIT_TRIES` times in all, then
+    :class:`~md_cg.errors.ChangedOnDiskError`. The edit is never overwritten: each run reads
+    the file as it is then and applies the change to it (:func:`redone`). Before session 39
+    an append landing between the read and the rename was lost (attack 7: 47 of 300)."""
+    first: First = {}
+    for attempt in range(HAND_EDIT_TRIES):
+        try:
+            return run(first)
+        except journal.ChangedSinceRead as exc:
+            if attempt == HAND_EDIT_TRIES - 1:
+                raise ChangedOnDiskError(*exc.changed[0]) from None
+    raise AssertionError("unreachable")
+
+
+def redone(engine: Engine, current: Entry, reads: Reads, first: First, make: Callable[[Node], Node]) -> Node:
+    """``make`` of the node in ``current``'s file, read into ``reads`` (:func:`read_entry`).
+    On a later run (:func:`retried`) the file changed since the first run read it: a change
+    that sets a field the edit changed too, to the value it set the first time whatever the
+    file held (a body given whole), would overwrite the edit -- refused,
+    :class:`~md_cg.errors.ChangedOnDiskError`; a change made of the file's content (a
+    field set, a text edited, a link re-pointed) is applied again to the edit."""
+    node = make(read_entry(engine, current, reads))
+    check_redone(first, current.id, current.path, reads[current.path][1], node)
+    return node
+
+
+def check_redone(first: First, node_id: str, rel: str, data: bytes, node: Node) -> None:
+    """Keep ``data`` (the file ``rel`` as read) and ``node`` (made of it) in ``first`` on the
+    first run; on a later one after an edit, refuse a ``node`` that overwrites the edit
+    (:func:`overrides_edit`): :class:`~md_cg.errors.ChangedOnDiskError`."""
+    was = first.setdefault(node_id, (data, node))
+    if was[0] != data and overrides_edit(index.decode_node(was[0], rel), was[1], data, node, rel):
+        raise ChangedOnDiskError(node_id, rel)
+
+
+def overrides_edit(then: Node, made: Node, data: bytes, node: Node, rel: str) -> bool:
+    """Whether ``node`` (made of the file as it is now, ``data``) sets a field that the edit
+    since ``then`` (the file as first read) changed, to the value ``made`` (made of
+    ``then``) has, other than the edit's: the change set it whatever the file held."""
+    now = index.decode_node(data, rel)
+    for f in fields(Node):
+        if f.name == "updated_at":
+            continue
+        a, b, c, d = (getattr(n, f.name) for n in (then, made, now, node))
+        if c != a and b != a and d == b and d != c:
+            return True
+    return False
 
 
 def narrowed(scope: Scope | None, entry: Entry, node: Node) -> bool:

@@ -445,6 +445,23 @@ class EditConflictError(MdcgError):
         self.kept = kept
 
 
+class ChangedOnDiskError(MdcgError):
+    """A node's file changed on disk (an edit by hand, another program) between md-cg's
+    read of it and the write of the change, and the change could not be applied again to
+    the file as it is now -- it sets a value the edit changed too (a body given whole), or
+    the file kept changing: nothing was written, the edit is kept. ``node_id`` names the
+    node, ``path`` its file (relative to the store)."""
+
+    def __init__(self, node_id: str, path: str) -> None:
+        super().__init__(
+            f"node {node_id!r}: its file {path} changed on disk since it was read (an edit by hand or "
+            "another program); nothing was written and the edit is kept -- read the node again and "
+            "repeat the change"
+        )
+        self.node_id = node_id
+        self.path = path
+
+
 class ImportSourceError(MdcgError):
     """A source of :func:`md_cg.transfer.import_nodes` cannot be imported: unreadable,
     bad records, or ids taken. ``problems`` lists the records at fault

@@ -438,6 +438,23 @@ class Dir:
     def lstat(self, name: str) -> os.stat_result:
         return os.lstat(name, dir_fd=self.fd)
 
+    def append(self, name: str, data: bytes) -> bool:
+        """Append ``data`` to the regular file ``name`` (``O_APPEND``, never through a
+        symlink, never creating it); False if no file is there."""
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _NONBLOCK, dir_fd=self.fd)
+        except FileNotFoundError:
+            return False
+        except OSError as exc:
+            raise _refuse(self.fd, name, self._rel(name), exc) from None
+        try:
+            if not statmod.S_ISREG(os.fstat(fd).st_mode):
+                return False
+            _write_all(fd, memoryview(data))
+        finally:
+            os.close(fd)
+        return True
+
     def exists(self, name: str) -> bool:
         try:
             os.lstat(name, dir_fd=self.fd)

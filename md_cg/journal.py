@@ -85,6 +85,16 @@ def stamp(st: os.stat_result) -> Stamp:
     return st.st_ino, st.st_mtime_ns, st.st_size
 
 
+class ChangedSinceRead(Exception):
+    """A guarded commit (:meth:`Journal.commit`'s ``guard``) found a file it was to replace
+    or remove changed since it was read: nothing was written (the commit was undone).
+    ``changed``: (id, path) of those files."""
+
+    def __init__(self, changed: list[tuple[str, str]]) -> None:
+        super().__init__(", ".join(rel for _, rel in changed))
+        self.changed = changed
+
+
 @dataclass(frozen=True)
 class Put:
     """A file to write: the node id, its path and its bytes."""
@@ -233,11 +243,12 @@ class Journal:
         applied: Callable[[Put, os.stat_result], None],
         advance: Callable[[str, int], None],
         read: Mapping[str, Stamp] | None = None,
+        guard: Mapping[str, Stamp] | None = None,
     ) -> list[str]:
         """Run the four steps for ``puts`` and ``dels`` (see the module docstring).
         Returns the paths of the dels not done because their file's :func:`stamp` is no
         longer the one ``read`` gives (path -> stamp as read; a path not in it is removed
-        as it is).
+        as it is). ``guard`` (path -> stamp as read): :meth:`_guarded`.
 
         ``applied(put, stat)`` is called as each file lands; ``advance(shard,
         nbytes)`` after each append, so the caller's cursor skips its own records.
@@ -257,6 +268,7 @@ class Journal:
         # thousands of bucket folders: fsops.FolderCache).
         dirs = fsops.FolderCache(self.root)
         order = _folder_order([p.rel for p in puts], dirs.size)
+        held: dict[str, _Held] = {}  # the guarded files, open (:func:`_carry_late_appends`)
         try:
             made: list[str] = []
             temps, stats, replaces = self._write_temps(puts, order, dirs, made)
@@ -284,8 +296,9 @@ class Journal:
                     self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
                     raise
             self._step("logged")
+            checked = self._guarded(guard, read, puts, dels, temps, dirs, (shard, seq, record), advance, held)
             try:
-                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, read or {})
+                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, checked)
             except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -296,9 +309,40 @@ class Journal:
                 self._sync_applied(dirs, seq, record, shard, advance)
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)
+            _carry_late_appends(held, puts, dels, dirs)
             return spared
         finally:
+            _close_held(held)
             dirs.close()
+
+    def _guarded(
+        self,
+        guard: Mapping[str, Stamp] | None,
+        read: Mapping[str, Stamp] | None,
+        puts: Sequence[Put],
+        dels: Sequence[tuple[str, str]],
+        temps: list[str],
+        dirs: fsops.FolderCache,
+        logged: tuple[str, int, dict[str, Any]],
+        advance: Callable[[str, int], None],
+        held: dict[str, _Held],
+    ) -> dict[str, Stamp]:
+        """:meth:`commit`'s ``guard`` (path -> stamp as read, of the files a read-modify-write
+        read), checked just before the renames: should a file it names have changed since
+        it was read, undo the logged commit (``logged``: its shard, number and record; temp
+        files removed, closed ``undone``) and raise :class:`ChangedSinceRead` -- a hand edit
+        landing after the read is not overwritten (attack 7 of session 39: 47 of 300
+        appended lines lost). The caller gives the guarded paths in ``read`` too, so that a
+        guarded del is done only while its file has the stamp: returned, ``guard`` and
+        ``read`` in one. The files checked are left open in ``held`` (the caller closes
+        them: :func:`_carry_late_appends`)."""
+        changed = _changed_since(guard or {}, dirs, held)
+        if changed:
+            shard, seq, record = logged
+            self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
+            ids = {p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels}
+            raise ChangedSinceRead([(ids.get(rel, ""), rel) for rel in changed])
+        return {**(guard or {}), **(read or {})}
 
     def _sync_applied(
         self,
@@ -843,6 +887,98 @@ def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
     except FileNotFoundError:
         return None
     return stamp(st) if statmod.S_ISREG(st.st_mode) else None
+
+
+#: the most guarded files a commit holds open (:class:`_Held`); the others are checked by
+#: ``lstat`` alone -- a batch stays within the descriptors docs/reliability.md row 24 counts
+HOLD_MAX = 16
+
+
+@dataclass(frozen=True)
+class _Held:
+    """A guarded file as the guard found it unchanged: an open descriptor of it, its size
+    and its first ``size`` bytes (what the read-modify-write read)."""
+
+    fd: int
+    size: int
+    head: bytes
+
+
+def _open_checked(d: fsops.Dir, name: str, was: Stamp) -> tuple[Stamp | None, _Held | None]:
+    """The :func:`stamp` of the file ``name`` of ``d`` (None: no regular file there) and,
+    when it is ``was``, the file held open (:class:`_Held`; its bytes read before the stamp
+    is taken, so a change between the two shows in the stamp). A file that cannot be
+    opened is stamped by ``lstat`` alone and not held."""
+    try:
+        fd, _ = d.open_read(name)
+    except (OSError, UnsafePathError):
+        return _stamp_at(d, name), None
+    try:
+        head = os.pread(fd, was[2], 0)
+        now = stamp(os.fstat(fd))
+    except BaseException:
+        os.close(fd)
+        raise
+    if now != was:
+        os.close(fd)
+        return now, None
+    return was, _Held(fd, was[2], head)
+
+
+def _close_held(held: Mapping[str, _Held]) -> None:
+    for h in held.values():
+        os.close(h.fd)
+
+
+def _carry_late_appends(
+    held: Mapping[str, _Held], puts: Sequence[Put], dels: Sequence[tuple[str, str]], dirs: fsops.FolderCache
+) -> None:
+    """Carry into the new file what a person appended to a guarded file after the guard's
+    check, through a descriptor opened before the rename (an ``open(..., "a")`` then a
+    ``write``): the write landed in the file the commit replaced or removed, which no path
+    names any more (session 40: 10-44 of 3,000 appended lines lost so). For each file of
+    ``held`` no longer linked anywhere (a file a person moved, or a del spared, still is)
+    that grew past what was read, its first bytes still those read: the bytes past them
+    are appended to the file the commit put for its id (at its path then; none when it is
+    gone). Runs after the commit's ``done`` line, under the ids' locks; what a person
+    writes through such a descriptor later still lands in the old file (docs/reliability.md,
+    Known limits)."""
+    where = {p.node_id: p.rel for p in puts}
+    ids = {p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels}
+    for rel, h in held.items():
+        st = os.fstat(h.fd)
+        if st.st_nlink or st.st_size <= h.size:
+            continue
+        target = where.get(ids.get(rel, ""))
+        data = os.pread(h.fd, st.st_size, 0)
+        if target is None or data[: h.size] != h.head:
+            continue
+        parent, name = _split(target)
+        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
+            dirs.get(parent).append(name, data[h.size :])
+
+
+def _changed_since(guard: Mapping[str, Stamp], dirs: fsops.FolderCache, held: dict[str, _Held]) -> list[str]:
+    """The paths of ``guard`` whose file is another than the one read: its :func:`stamp` is
+    no longer the one read. A file gone from its path (moved or removed by hand while the
+    write was open) is not an edit to keep: the commit goes on as it did before the guard
+    -- its put lands, its del finds nothing (``read``) -- and a pick-up after the write
+    tells the hand's move (``duplicates``) or removal (session 40: the guard of session 39
+    refused it, and a retry found no file, NodeNotFoundError). Each file found unchanged
+    is left open in ``held`` (:func:`_open_checked`), the first :data:`HOLD_MAX` of them."""
+    out: list[str] = []
+    for rel, was in guard.items():
+        parent, name = _split(rel)
+        try:
+            d = dirs.get(parent)
+            now, h = _open_checked(d, name, was) if len(held) < HOLD_MAX else (_stamp_at(d, name), None)
+        except (FileNotFoundError, NotADirectoryError):
+            now, h = None, None
+        if h is not None:
+            held[rel] = h
+        if now is not None and now != was:
+            out.append(rel)
+    return out
 
 
 def _stamp_item(st: Stamp | None) -> list[int] | None:

@@ -299,6 +299,7 @@ ERRORS = [
     errors_mod.MergeError("/g", "bad"),
     errors_mod.DemoError("demo"),
     errors_mod.EditConflictError("a", "/kept.md"),
+    errors_mod.ChangedOnDiskError("a", "knowledge/orphan/a.md"),
     errors_mod.ImportSourceError("src", [1, 2]),
     errors_mod.OrganizeApplyError("r1", "msg"),
     MigrationError("migration"),

@@ -1,0 +1,238 @@
+"""Session 40: the hand-edit guard of session 39 (a read-modify-write checks, just before
+its rename, that each file it read still has the stamp read) refused a write whose file a
+person had moved away -- or removed -- while the write was open: it undid the commit,
+ran again, found no file and raised NodeNotFoundError (CI: test_pickup_wait_s35's mover
+died, and the merge was reverted). A file gone from its path is not an edit to keep: the
+write goes on as before the guard, and a pick-up after it tells the person's copy under
+``duplicates``. A file still there but changed (an editor's save, an append) is still
+never overwritten.
+
+A child process runs the write; its journal hook, at the step after the commit line is
+logged (after the read, before the rename), runs another process -- the person -- that
+moves, removes or rewrites the file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from md_cg import MdCG, Node
+
+HAND = "knowledge/by_hand.md"
+
+# Both children's start: the store at argv[1], the op to run argv[2], their own argument argv[3].
+OPEN = textwrap.dedent(
+    """
+    import json, subprocess, sys, warnings
+    from md_cg import MdCG
+    warnings.simplefilter("ignore")
+    root, op, arg = sys.argv[1], sys.argv[2], sys.argv[3]
+    s = MdCG(root)
+    path = str(s.path_of("x"))
+    """
+)
+
+CHILD = OPEN + textwrap.dedent(
+    """
+    person = arg
+    done = [False]
+    def fault(step):
+        if step == "logged" and not done[0]:
+            done[0] = True
+            subprocess.run([sys.executable, "-c", person, root, path], check=True)
+    s._engine.journal.fault = fault
+    try:
+        exec(op, {"s": s})
+        out = {"ok": True}
+    except Exception as exc:
+        out = {"ok": False, "type": type(exc).__name__, "message": str(exc)}
+    s.close()
+    print(json.dumps({**out, "person": done[0]}))
+    """
+)
+
+MOVE = f"import os, sys; os.rename(sys.argv[2], os.path.join(sys.argv[1], {HAND!r}))"
+REMOVE = "import os, sys; os.unlink(sys.argv[2])"
+# an editor's save: the file read whole, written to a temp file, renamed over it
+SAVE = (
+    "import os, sys; p = sys.argv[2]; data = open(p).read(); "
+    "open(p + '.swp', 'w').write(data.replace('base', 'edited')); os.rename(p + '.swp', p)"
+)
+
+
+def _store(root: Path) -> str:
+    with MdCG(root) as s:
+        s.add(Node(id="x", layer="knowledge", body="base", importance=0.5))
+        return s.path_of("x").relative_to(root).as_posix()
+
+
+def _child(root: Path, person: str, op: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(root), op, person], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def _files(root: Path) -> list[str]:
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*.md") if ".mdcg" not in p.parts)
+
+
+def test_update_while_a_person_moves_the_file_away_writes_and_the_copy_is_told(tmp_path: Path) -> None:
+    rel = _store(tmp_path)
+    assert _child(tmp_path, MOVE, "s.update('x', importance=0.3)") == {"ok": True, "person": True}
+    assert _files(tmp_path) == sorted([rel, HAND])
+    with MdCG(tmp_path) as s:
+        report = s.sync()
+        assert (report.added, report.changed, report.deleted, report.moved) == ((), (), (), ())
+        assert report.duplicates == (("x", HAND),)
+        node = s.get("x")
+        assert (node.body, node.importance) == ("base", 0.3)
+        assert s.path_of("x").relative_to(tmp_path).as_posix() == rel
+    assert "importance: 0.5" in (tmp_path / HAND).read_text()
+
+
+def test_a_move_to_another_layer_while_a_person_moves_the_file_away(tmp_path: Path) -> None:
+    rel = _store(tmp_path)
+    assert _child(tmp_path, MOVE, "s.move('x', 'contextual')") == {"ok": True, "person": True}
+    with MdCG(tmp_path) as s:
+        report = s.sync()
+        assert (report.added, report.changed, report.deleted, report.moved) == ((), (), (), ())
+        assert report.duplicates == (("x", HAND),)
+        node = s.get("x")
+        assert (node.layer, node.body) == ("contextual", "base")
+        new = s.path_of("x").relative_to(tmp_path).as_posix()
+    assert new != rel and _files(tmp_path) == sorted([new, HAND])
+
+
+def test_update_while_a_person_removes_the_file_writes_it_as_before_the_guard(tmp_path: Path) -> None:
+    rel = _store(tmp_path)
+    assert _child(tmp_path, REMOVE, "s.update('x', importance=0.3)") == {"ok": True, "person": True}
+    assert _files(tmp_path) == [rel]
+    with MdCG(tmp_path) as s:
+        report = s.sync()
+        assert (report.added, report.changed, report.deleted, report.moved, report.duplicates) == (
+            (),
+            (),
+            (),
+            (),
+            (),
+        )
+        node = s.get("x")
+        assert (node.body, node.importance) == ("base", 0.3)
+
+
+def test_an_editors_save_in_the_same_window_is_still_kept(tmp_path: Path) -> None:
+    """The narrowing leaves the guard whole for a file still at its path: the save (a new
+    file renamed over it) is read again and the update applied to it."""
+    rel = _store(tmp_path)
+    assert _child(tmp_path, SAVE, "s.update('x', importance=0.3)") == {"ok": True, "person": True}
+    assert _files(tmp_path) == [rel]
+    with MdCG(tmp_path) as s:
+        node = s.get("x")
+        assert (node.body, node.importance) == ("edited", 0.3)
+
+
+# The child of the late-append tests: at the step after the commit line is logged, a person
+# process opens the file for appending (``open(path, "a")``, as ``echo >>`` does) and waits;
+# after the rename (step ``at``: ``rename-1``; ``deleted`` after a move's del) it writes its
+# line through that descriptor -- into the file the commit replaced or removed -- and closes it.
+LATE = OPEN + textwrap.dedent(
+    """
+    at = arg
+    person = [None]
+    code = (
+        "import sys; f = open(sys.argv[1], 'a'); print('open', flush=True); "
+        "sys.stdin.readline(); f.write('HAND-late\\\\n'); f.close(); print('written', flush=True)"
+    )
+    def fault(step):
+        if step == "logged" and person[0] is None:
+            p = subprocess.Popen([sys.executable, "-c", code, path], stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE, text=True)
+            assert p.stdout.readline() == "open\\n"
+            person[0] = p
+        elif step == at and person[0] is not None and person[0].poll() is None:
+            p = person[0]
+            p.stdin.write("go\\n"); p.stdin.flush()
+            assert p.stdout.readline() == "written\\n"
+            p.wait()
+    s._engine.journal.fault = fault
+    exec(op, {"s": s})
+    s.close()
+    print(json.dumps({"person": person[0] is not None and person[0].returncode == 0}))
+    """
+)
+
+
+def _late(root: Path, op: str, at: str = "rename-1") -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", LATE, str(root), op, at], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+def test_a_line_appended_through_a_descriptor_opened_before_the_rename_is_carried(tmp_path: Path) -> None:
+    """Session 39's guard cannot see this write (it lands after the check, in the file the
+    rename replaced): it was lost. The commit now holds the file it checked open and, after
+    its rename, carries what was appended to it into the new file."""
+    rel = _store(tmp_path)
+    assert _late(tmp_path, "s.update('x', importance=0.3)") == {"person": True}
+    assert _files(tmp_path) == [rel]
+    with MdCG(tmp_path) as s:
+        node = s.get("x")
+        assert (node.body, node.importance) == ("base\nHAND-late", 0.3)
+    assert (tmp_path / rel).read_text().endswith("\nbase\nHAND-late\n")
+
+
+def test_a_late_append_to_a_file_a_move_removed_is_carried_to_the_new_file(tmp_path: Path) -> None:
+    rel = _store(tmp_path)
+    assert _late(tmp_path, "s.move('x', 'contextual')", "deleted") == {"person": True}
+    with MdCG(tmp_path) as s:
+        node = s.get("x")
+        assert (node.layer, node.body) == ("contextual", "base\nHAND-late")
+        new = s.path_of("x").relative_to(tmp_path).as_posix()
+    assert new != rel and _files(tmp_path) == [new]
+
+
+FD_CHILD = textwrap.dedent(
+    """
+    import json, os, sys
+    from md_cg import Edge, MdCG, Node
+    root, n = sys.argv[1], int(sys.argv[2])
+    with MdCG(root) as s:
+        s.add(Node(id="x", layer="knowledge", body="base"))
+        links = [Edge(target="x", type="similar")]
+        s.add_many([Node(id=f"a{i}", layer="knowledge", body=f"links {i}", edges=links) for i in range(n)])
+    fds = {}
+    def fault(step):
+        if step in ("logged", "renamed"):
+            fds[step] = len(os.listdir("/proc/self/fd"))
+    with MdCG(root) as s:
+        s._engine.journal.fault = fault
+        s.rename("x", "y")
+        targets = sorted({e.target for i in range(n) for e in s.get(f"a{i}").edges})
+    print(json.dumps({"held": fds["renamed"] - fds["logged"], "targets": targets}))
+    """
+)
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="counts descriptors in /proc")
+def test_a_rename_rewriting_many_linking_files_holds_a_bounded_few_open(tmp_path: Path) -> None:
+    """The guard holds at most journal.HOLD_MAX (16) of the files it checked open; a rename
+    rewriting 100 linking files held all 101 (row 24: a process needs about 150 descriptors
+    at most -- under a limit of 128 the opens past it fell back to lstat)."""
+    done = subprocess.run(
+        [sys.executable, "-c", FD_CHILD, str(tmp_path / "s"), "100"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout) == {"held": 16, "targets": ["y"]}
