@@ -644,7 +644,9 @@ def _settle_touched(
     had: Collection[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them;
-    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`). ``had``
+    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`), and only
+    the changes of memories it admits logged -- the others are noted for a sync that may
+    tell them (:func:`_leave_untold`). ``had``
     (a pick-up's: the (id, path) of each copy recorded before it): a look that fell inside
     another process's write is made again once that write closed (:func:`_looked_again`).
 
@@ -668,12 +670,14 @@ def _settle_touched(
     broken = _broken_in_place(root, held, engine.hand_after, state.problems)
     changes = _hand_made(engine, changes, late, records if scope is None else None, scope)
     changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
+    kept: set[str] = set()
     if scope is not None:
-        changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
+        kept = _leave_untold(engine, scope, held, changes, records)
     if records["put"] or records["del"]:
         line = journal.sync_record(root, records, state.entries)
-        if log:
-            shard, nbytes, _ = engine.journal.append([line])
+        told = _line_without(line, kept) if kept else line
+        if log and (told["put"] or told["del"]):
+            shard, nbytes, _ = engine.journal.append([told])
             engine.advance(shard, nbytes)
         _took_in(engine, line)
     return {
@@ -823,6 +827,95 @@ def _took_in(engine: Engine, line: dict[str, Any]) -> None:
         engine.took_in.pop(node_id, None)
 
 
+def _leave_untold(
+    engine: Engine,
+    scope: Scope,
+    held: Mapping[str, Entry | None],
+    changes: dict[str, list[Any]],
+    records: dict[str, list[Any]],
+) -> set[str]:
+    """A scoped sync's changes (``changes``, ``deleted`` left with those it may be told:
+    :func:`_told_deletions`) and the ids of its sync line's ``records`` it keeps out of
+    the line: those of memories its scope does not admit (:func:`_admits_now`). Each
+    change it does not tell -- another scope's memory its look at the files found removed,
+    changed, moved or new by hand, or one narrowed by hand out of the scope -- is noted
+    (:attr:`md_cg.engine.Engine.hand_after`: ``"gone"`` with the entry held before,
+    ``"changed"``, ``"moved"`` from the path held, ``"added"``), as a follow notes a hand
+    change after a write, for the next sync of a scope that admits it (or an unscoped
+    one) and for a compaction (:func:`_gone_notes`); other processes find it by their own
+    look. Until session 39 the line logged every change the look found: every process
+    following it took another scope's change in as told, and it was told to no one (the
+    scoped sync's own report leaves it out). ``held``: the entries before the sync
+    (:func:`_held_before`)."""
+    entries = engine.state.entries
+    told = _told_deletions(scope, held, changes["deleted"], engine.state.problems)
+    untold: dict[str, Noted] = {}
+    for node_id in changes["deleted"]:
+        was = held.get(node_id)
+        if node_id not in told and was is not None:
+            untold[node_id] = ("gone", was.path, was)
+    for kind in ("added", "changed"):
+        for node_id in changes[kind]:
+            e = entries.get(node_id)
+            if e is not None and not scope.admits(e):
+                untold[node_id] = (kind, e.path, held.get(node_id))
+    for m in changes["moved"]:
+        e = entries.get(m.node_id)
+        if e is not None and not scope.admits(e):
+            untold[m.node_id] = ("moved", m.old_path, held.get(m.node_id))
+    changes["deleted"] = told
+    notes = engine.hand_after
+    for node_id, noted in untold.items():
+        after = _noted_after(notes.get(node_id), noted, entries.get(node_id))
+        if after is not None:
+            notes[node_id] = after
+        elif node_id in notes:
+            del notes[node_id]
+    ids = {pair[0] for pair in (*records["put"], *records["del"])}
+    return set(untold).union(i for i in ids if not _admits_now(scope, entries.get(i), held.get(i)))
+
+
+def _noted_after(prior: Noted | None, noted: Noted, now: Entry | None) -> Noted | None:
+    """The note of an untold change ``noted`` (:func:`_leave_untold`) of an id already
+    noted ``prior`` (untold too: the other processes hold the memory as that note says):
+    one the others do not hold (``"added"``) is ``"added"`` still, or nothing once gone
+    again -- a file made and removed by hand between two syncs of theirs is no change to
+    them, and a ``gone`` note of it refused an ``add`` of the id and told a deletion of a
+    memory never told --; one they hold at the noted path is ``"gone"`` from there, or
+    ``"changed"`` or ``"moved"`` as the file is there or elsewhere now (``now``)."""
+    if prior is None:
+        return noted
+    kind, rel, was = prior
+    if kind == "added":
+        return None if now is None else ("added", now.path, was)
+    if kind not in ("gone", "moved", "changed"):
+        return noted
+    was = was if was is not None else noted[2]
+    if now is None:
+        return ("gone", rel, was)
+    return ("changed" if now.path == rel else "moved", rel, was)
+
+
+def _admits_now(scope: Scope, now: Entry | None, was: Entry | None) -> bool:
+    """Whether ``scope`` is told of a memory, as a scoped sync's report tells it
+    (:func:`md_cg.reports.scoped_sync`): by the entry held now, or, for a memory gone,
+    the one held before (:func:`_told_deletions`)."""
+    e = now if now is not None else was
+    return e is not None and scope.admits(e)
+
+
+def _line_without(line: dict[str, Any], ids: Collection[str]) -> dict[str, Any]:
+    """The sync ``line`` (:func:`md_cg.journal.sync_record`) without the records of ``ids``."""
+    keep = [k for k, (node_id, _rel) in enumerate(line["put"]) if node_id not in ids]
+    return {
+        **line,
+        "put": [line["put"][k] for k in keep],
+        "del": [pair for pair in line["del"] if pair[0] not in ids],
+        "stat": [line["stat"][k] for k in keep],
+        "crc": [line["crc"][k] for k in keep],
+    }
+
+
 def _held_before(before: Mapping[str, Entry | None], noted: Mapping[str, Noted]) -> dict[str, Entry | None]:
     """``before`` (the entries this sync resolves, as the index held them), with, for an
     id it held none of, the entry a follow dropped when it noted the id's file gone after
@@ -960,8 +1053,10 @@ def _taken_notes(engine: Engine, scope: Scope | None, added: Collection[str]) ->
     """The notes of files changed by hand after another process's write
     (:attr:`md_cg.engine.Engine.hand_after`) a sync takes to tell (:func:`_hand_made`),
     taken out of the engine's: every note, without a ``scope``; with one, those of the ids
-    it admits -- by the entry the index held before the note (``was``) or the one it holds
-    now -- as it is told of them (:func:`_told_deletions`, :func:`md_cg.reports.scoped_sync`).
+    it admits -- by the entry the index holds now, or, for a memory gone, the one it held
+    before the note (``was``): :func:`_admitted` -- as it is told of them
+    (:func:`_told_deletions`, :func:`md_cg.reports.scoped_sync`; the notes of the changes
+    its look finds and does not tell join them: :func:`_leave_untold`).
     The other notes stay, for the next sync of a scope that admits them (or an unscoped
     one) and for a compaction to keep (:func:`_gone_notes`): until session 38 a scoped sync
     took every note, and the other scopes' changes were told to no one -- the same
@@ -986,9 +1081,11 @@ def _taken_notes(engine: Engine, scope: Scope | None, added: Collection[str]) ->
 
 
 def _admitted(scope: Scope, noted: Noted, now: Entry | None) -> bool:
-    """Whether ``scope`` admits the memory of a note (:func:`_taken_notes`)."""
-    was = noted[2]
-    return (was is not None and scope.admits(was)) or (now is not None and scope.admits(now))
+    """Whether ``scope`` admits the memory of a note (:func:`_taken_notes`): by the entry
+    held now, or, for a memory gone, the one held before the note (:func:`_admits_now`).
+    Until session 39 either did: a memory narrowed by hand out of the scope was taken by
+    its sync, which did not tell it (the report names what the scope sees now)."""
+    return _admits_now(scope, now, noted[2])
 
 
 def _notes_to_tell(engine: Engine, scope: Scope | None) -> bool:
