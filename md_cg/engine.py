@@ -1838,7 +1838,8 @@ def new_id(engine: Engine, node_id: str) -> None:
     check_new_id(node_id)
     lost = dropped_file(engine, node_id, named=False) or dropped_twin(engine, node_id, named=False)
     if lost is not None:
-        raise lost
+        noted = engine.hand_after.get(node_id) if node_id not in engine.state.entries else None
+        raise _taken_outside(engine, noted[2] if noted is not None and noted[0] == "gone" else None) or lost
 
 
 def _notes(engine: Engine) -> Notes:
@@ -1914,10 +1915,25 @@ def taken_back(engine: Engine, keys: Iterable[str] | None = None) -> list[str]:
     return back
 
 
-def _lost_at(engine: Engine, node_id: str, rel: str) -> NodeNotFoundError | None:
-    """:func:`lost_file` of ``node_id`` when the index holds it at ``rel``."""
+def _lost_at(engine: Engine, node_id: str, rel: str) -> DuplicateIdError | NodeNotFoundError | None:
+    """:func:`lost_file` of ``node_id`` when the index holds it at ``rel`` -- to a caller
+    whose scope does not admit it, :func:`_taken_outside`."""
     entry = engine.state.entries.get(node_id)
-    return lost_file(engine, entry) if entry is not None and entry.path == rel else None
+    lost = lost_file(engine, entry) if entry is not None and entry.path == rel else None
+    return _taken_outside(engine, entry) or lost if lost is not None else None
+
+
+def _taken_outside(engine: Engine, entry: Entry | None) -> DuplicateIdError | None:
+    """The refusal of a new file for ``entry``'s id to a scoped caller its scope does not
+    admit -- a memory of another scope whose file a person removed or moved, which that
+    scope has not been told (attack atk8 of session 39: alice's ``add`` of bob's removed
+    ``b1`` was told its file "was moved, deleted or changed outside md-cg" and to run a
+    sync, which her scoped syncs never settle). The id stays taken, as while the file was
+    there, until a sync of a scope that admits it (or an unscoped one) tells the change;
+    nothing of the memory's file or fate is said."""
+    if engine.scope is None or entry is None or engine.scope.admits(entry):
+        return None
+    return DuplicateIdError(entry.id, "", f"node {taken_outside_scope(entry.id)}")
 
 
 def lost_file(engine: Engine, entry: Entry) -> NodeNotFoundError | None:
