@@ -1396,7 +1396,45 @@ def _resolved(
         for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
+    note_untold(engine, [(i, (kind, rel, was.get(i))) for i, kind, rel in journal.untold_in(tail)])
     return changed
+
+
+def note_untold(engine: Engine, untold: Iterable[tuple[str, Noted]]) -> None:
+    """Note changes a scoped sync took in and told no one (id, :data:`Noted`: the entry
+    held before it), for a sync of a scope that admits the memory -- the scoped process's
+    own (:func:`md_cg.maintenance._leave_untold`), or those a followed tail's sync lines
+    list (:func:`md_cg.journal.untold_in`, with the entry this process held before the
+    follow: a memory removed is told to the scope it had, :func:`md_cg.maintenance._taken_notes`).
+    Successive ones add up (:func:`noted_after`)."""
+    notes, entries = engine.hand_after, engine.state.entries
+    for node_id, noted in untold:
+        after = noted_after(notes.get(node_id), noted, entries.get(node_id))
+        if after is not None:
+            notes[node_id] = after
+        elif node_id in notes:
+            del notes[node_id]
+
+
+def noted_after(prior: Noted | None, noted: Noted, now: Entry | None) -> Noted | None:
+    """The note of an untold change ``noted`` (:func:`md_cg.maintenance._leave_untold`) of
+    an id already noted ``prior`` (untold too: the other processes hold the memory as that
+    note says): one the others do not hold (``"added"``) is ``"added"`` still, or nothing
+    once gone again -- a file made and removed by hand between two syncs of theirs is no
+    change to them, and a ``gone`` note of it refused an ``add`` of the id and told a
+    deletion of a memory never told --; one they hold at the noted path is ``"gone"`` from
+    there, or ``"changed"`` or ``"moved"`` as the file is there or elsewhere now (``now``)."""
+    if prior is None:
+        return noted
+    kind, rel, was = prior
+    if kind == "added":
+        return None if now is None else ("added", now.path, was)
+    if kind not in ("gone", "moved", "changed"):
+        return noted
+    was = was if was is not None else noted[2]
+    if now is None:
+        return ("gone", rel, was)
+    return ("changed" if now.path == rel else "moved", rel, was)
 
 
 def _unread_as_logged(engine: Engine, tail: journal.Tail, touched: Mapping[str, list[str]]) -> None:

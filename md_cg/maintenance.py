@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import MOVE_WAIT, Engine, Noted, idle_commits, unplaced, waited_once
+from .engine import MOVE_WAIT, Engine, Noted, idle_commits, note_untold, unplaced, waited_once
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -644,9 +644,9 @@ def _settle_touched(
     had: Collection[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them;
-    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`), and only
-    the changes of memories it admits logged -- the others are noted for a sync that may
-    tell them (:func:`_leave_untold`). ``had``
+    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`); the
+    changes of memories it does not admit are logged as untold, for a sync that may tell
+    them (:func:`_leave_untold`). ``had``
     (a pick-up's: the (id, path) of each copy recorded before it): a look that fell inside
     another process's write is made again once that write closed (:func:`_looked_again`).
 
@@ -668,16 +668,15 @@ def _settle_touched(
     state = engine.state
     held = _held_before(before, engine.hand_after)
     broken = _broken_in_place(root, held, engine.hand_after, state.problems)
-    changes = _hand_made(engine, changes, late, records if scope is None else None, scope)
+    changes = _hand_made(engine, changes, late, records, scope)
     changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
-    kept: set[str] = set()
-    if scope is not None:
-        kept = _leave_untold(engine, scope, held, changes, records)
+    untold = _leave_untold(engine, scope, held, changes) if scope is not None else {}
     if records["put"] or records["del"]:
         line = journal.sync_record(root, records, state.entries)
-        told = _line_without(line, kept) if kept else line
-        if log and (told["put"] or told["del"]):
-            shard, nbytes, _ = engine.journal.append([told])
+        if untold:
+            line[journal.UNTOLD] = [[i, kind, rel] for i, (kind, rel, _was) in untold.items()]
+        if log:
+            shard, nbytes, _ = engine.journal.append([line])
             engine.advance(shard, nbytes)
         _took_in(engine, line)
     return {
@@ -828,24 +827,21 @@ def _took_in(engine: Engine, line: dict[str, Any]) -> None:
 
 
 def _leave_untold(
-    engine: Engine,
-    scope: Scope,
-    held: Mapping[str, Entry | None],
-    changes: dict[str, list[Any]],
-    records: dict[str, list[Any]],
-) -> set[str]:
+    engine: Engine, scope: Scope, held: Mapping[str, Entry | None], changes: dict[str, list[Any]]
+) -> dict[str, Noted]:
     """A scoped sync's changes (``changes``, ``deleted`` left with those it may be told:
-    :func:`_told_deletions`) and the ids of its sync line's ``records`` it keeps out of
-    the line: those of memories its scope does not admit (:func:`_admits_now`). Each
-    change it does not tell -- another scope's memory its look at the files found removed,
-    changed, moved or new by hand, or one narrowed by hand out of the scope -- is noted
-    (:attr:`md_cg.engine.Engine.hand_after`: ``"gone"`` with the entry held before,
-    ``"changed"``, ``"moved"`` from the path held, ``"added"``), as a follow notes a hand
-    change after a write, for the next sync of a scope that admits it (or an unscoped
-    one) and for a compaction (:func:`_gone_notes`); other processes find it by their own
-    look. Until session 39 the line logged every change the look found: every process
-    following it took another scope's change in as told, and it was told to no one (the
-    scoped sync's own report leaves it out). ``held``: the entries before the sync
+    :func:`_told_deletions`) it does not tell -- another scope's memory its look at the
+    files found removed, changed, moved or new by hand, or one narrowed by hand out of the
+    scope --: each is noted (:attr:`md_cg.engine.Engine.hand_after`: ``"gone"`` with the
+    entry held before, ``"changed"``, ``"moved"`` from the path held, ``"added"``), as a
+    follow notes a hand change after a write, for the next sync of a scope that admits it
+    (or an unscoped one) and for a compaction (:func:`_gone_notes`), and returned: the
+    sync line lists them (:data:`md_cg.journal.UNTOLD`), so that every process following
+    it takes the change in and notes it too (:func:`md_cg.engine.note_untold`). Until
+    session 39 the line logged them as told: every process following it took another
+    scope's change in as told to no one; session 39 left them out of the line, and a
+    process of the memory's scope knew nothing of them before its own sync looked (a
+    rename pulled by git had no departure there). ``held``: the entries before the sync
     (:func:`_held_before`)."""
     entries = engine.state.entries
     told = _told_deletions(scope, held, changes["deleted"], engine.state.problems)
@@ -864,36 +860,8 @@ def _leave_untold(
         if e is not None and not scope.admits(e):
             untold[m.node_id] = ("moved", m.old_path, held.get(m.node_id))
     changes["deleted"] = told
-    notes = engine.hand_after
-    for node_id, noted in untold.items():
-        after = _noted_after(notes.get(node_id), noted, entries.get(node_id))
-        if after is not None:
-            notes[node_id] = after
-        elif node_id in notes:
-            del notes[node_id]
-    ids = {pair[0] for pair in (*records["put"], *records["del"])}
-    return set(untold).union(i for i in ids if not _admits_now(scope, entries.get(i), held.get(i)))
-
-
-def _noted_after(prior: Noted | None, noted: Noted, now: Entry | None) -> Noted | None:
-    """The note of an untold change ``noted`` (:func:`_leave_untold`) of an id already
-    noted ``prior`` (untold too: the other processes hold the memory as that note says):
-    one the others do not hold (``"added"``) is ``"added"`` still, or nothing once gone
-    again -- a file made and removed by hand between two syncs of theirs is no change to
-    them, and a ``gone`` note of it refused an ``add`` of the id and told a deletion of a
-    memory never told --; one they hold at the noted path is ``"gone"`` from there, or
-    ``"changed"`` or ``"moved"`` as the file is there or elsewhere now (``now``)."""
-    if prior is None:
-        return noted
-    kind, rel, was = prior
-    if kind == "added":
-        return None if now is None else ("added", now.path, was)
-    if kind not in ("gone", "moved", "changed"):
-        return noted
-    was = was if was is not None else noted[2]
-    if now is None:
-        return ("gone", rel, was)
-    return ("changed" if now.path == rel else "moved", rel, was)
+    note_untold(engine, untold.items())
+    return untold
 
 
 def _admits_now(scope: Scope, now: Entry | None, was: Entry | None) -> bool:
@@ -902,18 +870,6 @@ def _admits_now(scope: Scope, now: Entry | None, was: Entry | None) -> bool:
     the one held before (:func:`_told_deletions`)."""
     e = now if now is not None else was
     return e is not None and scope.admits(e)
-
-
-def _line_without(line: dict[str, Any], ids: Collection[str]) -> dict[str, Any]:
-    """The sync ``line`` (:func:`md_cg.journal.sync_record`) without the records of ``ids``."""
-    keep = [k for k, (node_id, _rel) in enumerate(line["put"]) if node_id not in ids]
-    return {
-        **line,
-        "put": [line["put"][k] for k in keep],
-        "del": [pair for pair in line["del"] if pair[0] not in ids],
-        "stat": [line["stat"][k] for k in keep],
-        "crc": [line["crc"][k] for k in keep],
-    }
 
 
 def _held_before(before: Mapping[str, Entry | None], noted: Mapping[str, Noted]) -> dict[str, Entry | None]:
@@ -996,9 +952,11 @@ def _hand_made(
     longer holds the bytes the sync line logged (its CRC-32). Each is
     added to the sync's ``records``, so that a process following the log after this one
     knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
-    it again -- not by a scoped handle's sync (``records`` None), which tells only its
-    scope's: a line of it made every other process drop a change no one was told (r7).
-    A ``scope``'s sync takes only the notes it may tell (:func:`_taken_notes`)."""
+    it again. A ``scope``'s sync takes only the notes it may tell (:func:`_taken_notes`),
+    and logs them too: until session 40 it logged none (``records`` None: a line of it
+    made every other process drop a change no one was told, r7, when it took every
+    note), and a removal a scoped compaction kept a note of was told by every fresh
+    process of the memory's scope (attack atk8 of session 39, finding 1)."""
     records = records if records is not None else {"put": [], "del": []}
     root, entries = engine.root_str, engine.state.entries
 

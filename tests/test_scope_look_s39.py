@@ -4,10 +4,11 @@ What a scoped sync finds by looking at the files -- a memory it held whose file 
 removed, edited or moved, a file made by hand, no write of md-cg between -- it took in for
 every scope and logged in its sync line, telling only its scope's. Every process following
 that line took another scope's change in as told: agent b's sync, and an unscoped one,
-told nothing, and the change was told to no one. Now the line names only the changes of
-memories the scope admits (by the entry held now; a removal by the entry held before);
-the others are noted in the process (``Engine.hand_after``) for a sync that may tell them
-and for its compaction, and every other process finds them by its own look. The person,
+told nothing, and the change was told to no one. Now the line logs as told only the
+changes of memories the scope admits (by the entry held now; a removal by the entry held
+before); the others are noted in the process (``Engine.hand_after``) for a sync that may
+tell them and for its compaction, and (session 40) listed in the line as untold, so that
+every process following it takes them in and notes them too. The person,
 the writers and the other handles' syncs are processes of their own where the test says.
 """
 
@@ -126,9 +127,9 @@ def test_the_same_engines_next_sync_tells_them_from_its_notes(tmp_path: Path) ->
         assert _lists(a.sync()) == ((), ("a2",), ("a1",), ())
         assert _lists(maintenance.sync(a._engine, None, Scope(agent="b"))) == B_TOLD
         assert _lists(maintenance.sync(a._engine, None, None)) == NOTHING
-    # a scoped sync logs no line for the notes it tells (session 38): another process
-    # finds b's changes by its own look, as it would have without a's sync
-    assert _told(root, "-") == B_TOLD
+    # the scoped sync of b logs the notes it tells (session 40; session 38 logged none, and
+    # every other process told them again): told once
+    assert _told(root, "-") == NOTHING
     assert _told(root, "b") == NOTHING
 
 
@@ -225,10 +226,12 @@ def test_reads_before_any_sync_tells_them_serve_no_removed_file_and_write_nothin
         assert _lists(a.sync()) == ((), ("a2",), ("a1",), ())
         before = listing()
         assert {r.id for r in a.search("okapis", record=False)[0]} == {"a2", "s", "s2"}
-        assert {r.id for r in b.search("okapis", record=False)[0]} == {"b2", "s", "s2"}
-        assert {r.id for r in full.search("okapis", record=False)[0]} == {"a2", "b2", "s", "s2"}
+        # a's line took b's changes in, untold (session 40): b3 at its new path, b4
+        assert {r.id for r in b.search("okapis", record=False)[0]} == {"b2", "b3", "b4", "s", "s2"}
+        everyone = {"a2", "b2", "b3", "b4", "s", "s2"}
+        assert {r.id for r in full.search("okapis", record=False)[0]} == everyone
         with MdCG(root, read_only=True) as fresh:
-            assert {r.id for r in fresh.search("okapis", record=False)[0]} == {"a2", "b2", "s", "s2"}
+            assert {r.id for r in fresh.search("okapis", record=False)[0]} == everyone
         assert listing() == before
         assert _lists(b.sync()) == B_TOLD
         assert os.path.exists(Path(root) / "contextual" / "b3_moved.md")

@@ -19,11 +19,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import md_cg
 from md_cg import MdCG, Scope
-from md_cg.engine import HeldNow
 from md_cg.reports import Moved, SyncReport
 
 _ENV = {**os.environ, "PYTHONPATH": str(Path(md_cg.__file__).resolve().parent.parent)}
@@ -158,9 +155,9 @@ def test_a_swap_with_a_hand_edit_keeps_the_edit(tmp_path: Path) -> None:
 def test_a_scoped_handle_is_told_its_moves_and_no_deletion(tmp_path: Path) -> None:
     """Agent a's memories swapped with each other, a shared one with agent b's: a's sync
     tells a's and the shared one moved, never b's, and deletes nothing; a reads them. b's
-    move is left to b's sync (session 39: a's sync line took it in untold, and b's sync
-    told nothing): until then b holds b1 as before any sync -- its file holds s1 now --,
-    then b's sync tells b1 moved, and b reads both."""
+    move is left to b's sync (session 39: a's sync line took it in as told, and b's sync
+    told nothing): a's line takes it in untold (session 40), b reads both, and b's sync
+    tells b1 moved, once."""
     root = tmp_path / "s"
     with MdCG(root) as s:
         s.add(id="xa", body="x of agent a", agent_scope="a")
@@ -191,15 +188,11 @@ def test_a_scoped_handle_is_told_its_moves_and_no_deletion(tmp_path: Path) -> No
             "ya": ("knowledge/orphan/xa.md", "y of agent a, a longer one"),
             "s1": ("knowledge/orphan/b1.md", "shared one"),
         }
-        with pytest.raises(HeldNow):
-            b.get("b1")
-        assert _readable(b, ["s1"]) == {"s1": ("knowledge/orphan/b1.md", "shared one")}
+        both = {"b1": ("knowledge/orphan/s1.md", "b one"), "s1": ("knowledge/orphan/b1.md", "shared one")}
+        assert _readable(b, ["b1", "s1"]) == both
         moved_b1 = Moved("b1", "knowledge/orphan/b1.md", "knowledge/orphan/s1.md")
         assert _told(b.sync()) == ((), (), (), (moved_b1,))
-        assert _readable(b, ["b1", "s1"]) == {
-            "b1": ("knowledge/orphan/s1.md", "b one"),
-            "s1": ("knowledge/orphan/b1.md", "shared one"),
-        }
+        assert _readable(b, ["b1", "s1"]) == both
         assert _told(b.sync()) == EMPTY
         assert _told(a.sync()) == EMPTY  # b's line told it
     finally:
