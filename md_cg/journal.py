@@ -1004,6 +1004,8 @@ def untold_in(tail: Tail) -> list[tuple[str, str, str]]:
     id), and the telling is left to the memory's scope (session 40; session 39 left such
     changes out of the line, and a process of the memory's scope knew nothing of them
     until its own sync looked)."""
+    if not any(rec.get("op") == "sync" and UNTOLD in rec for recs in tail.by_shard.values() for rec in recs):
+        return []  # the common case: no scoped sync found another scope's change
     told = synced_ids(tail)
     found: list[tuple[float, str, str, str]] = []
     for shard, records in tail.by_shard.items():
