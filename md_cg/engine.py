@@ -1398,7 +1398,45 @@ def _resolved(
         for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
+    note_untold(engine, [(i, (kind, rel, was.get(i))) for i, kind, rel in journal.untold_in(tail)])
     return changed
+
+
+def note_untold(engine: Engine, untold: Iterable[tuple[str, Noted]]) -> None:
+    """Note changes a scoped sync took in and told no one (id, :data:`Noted`: the entry
+    held before it), for a sync of a scope that admits the memory -- the scoped process's
+    own (:func:`md_cg.maintenance._leave_untold`), or those a followed tail's sync lines
+    list (:func:`md_cg.journal.untold_in`, with the entry this process held before the
+    follow: a memory removed is told to the scope it had, :func:`md_cg.maintenance._taken_notes`).
+    Successive ones add up (:func:`noted_after`)."""
+    notes, entries = engine.hand_after, engine.state.entries
+    for node_id, noted in untold:
+        after = noted_after(notes.get(node_id), noted, entries.get(node_id))
+        if after is not None:
+            notes[node_id] = after
+        elif node_id in notes:
+            del notes[node_id]
+
+
+def noted_after(prior: Noted | None, noted: Noted, now: Entry | None) -> Noted | None:
+    """The note of an untold change ``noted`` (:func:`md_cg.maintenance._leave_untold`) of
+    an id already noted ``prior`` (untold too: the other processes hold the memory as that
+    note says): one the others do not hold (``"added"``) is ``"added"`` still, or nothing
+    once gone again -- a file made and removed by hand between two syncs of theirs is no
+    change to them, and a ``gone`` note of it refused an ``add`` of the id and told a
+    deletion of a memory never told --; one they hold at the noted path is ``"gone"`` from
+    there, or ``"changed"`` or ``"moved"`` as the file is there or elsewhere now (``now``)."""
+    if prior is None:
+        return noted
+    kind, rel, was = prior
+    if kind == "added":
+        return None if now is None else ("added", now.path, was)
+    if kind not in ("gone", "moved", "changed"):
+        return noted
+    was = was if was is not None else noted[2]
+    if now is None:
+        return ("gone", rel, was)
+    return ("changed" if now.path == rel else "moved", rel, was)
 
 
 def _unread_as_logged(engine: Engine, tail: journal.Tail, touched: Mapping[str, list[str]]) -> None:
@@ -1932,7 +1970,8 @@ def new_id(engine: Engine, node_id: str) -> None:
     check_new_id(node_id)
     lost = dropped_file(engine, node_id, named=False) or dropped_twin(engine, node_id, named=False)
     if lost is not None:
-        raise lost
+        noted = engine.hand_after.get(node_id) if node_id not in engine.state.entries else None
+        raise _taken_outside(engine, noted[2] if noted is not None and noted[0] == "gone" else None) or lost
 
 
 def _notes(engine: Engine) -> Notes:
@@ -2008,10 +2047,25 @@ def taken_back(engine: Engine, keys: Iterable[str] | None = None) -> list[str]:
     return back
 
 
-def _lost_at(engine: Engine, node_id: str, rel: str) -> NodeNotFoundError | None:
-    """:func:`lost_file` of ``node_id`` when the index holds it at ``rel``."""
+def _lost_at(engine: Engine, node_id: str, rel: str) -> DuplicateIdError | NodeNotFoundError | None:
+    """:func:`lost_file` of ``node_id`` when the index holds it at ``rel`` -- to a caller
+    whose scope does not admit it, :func:`_taken_outside`."""
     entry = engine.state.entries.get(node_id)
-    return lost_file(engine, entry) if entry is not None and entry.path == rel else None
+    lost = lost_file(engine, entry) if entry is not None and entry.path == rel else None
+    return _taken_outside(engine, entry) or lost if lost is not None else None
+
+
+def _taken_outside(engine: Engine, entry: Entry | None) -> DuplicateIdError | None:
+    """The refusal of a new file for ``entry``'s id to a scoped caller its scope does not
+    admit -- a memory of another scope whose file a person removed or moved, which that
+    scope has not been told (attack atk8 of session 39: alice's ``add`` of bob's removed
+    ``b1`` was told its file "was moved, deleted or changed outside md-cg" and to run a
+    sync, which her scoped syncs never settle). The id stays taken, as while the file was
+    there, until a sync of a scope that admits it (or an unscoped one) tells the change;
+    nothing of the memory's file or fate is said."""
+    if engine.scope is None or entry is None or engine.scope.admits(entry):
+        return None
+    return DuplicateIdError(entry.id, "", f"node {taken_outside_scope(entry.id)}")
 
 
 def lost_file(engine: Engine, entry: Entry) -> NodeNotFoundError | None:

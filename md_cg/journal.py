@@ -1091,16 +1091,71 @@ def logged_writes(tail: Tail) -> list[LoggedWrite]:
 
 def synced_ids(tail: Tail) -> dict[str, float]:
     """id -> the time of the last ``sync`` line of ``tail`` naming it: a process took in a
-    change of its file made outside md-cg, and told it."""
+    change of its file made outside md-cg, and told it. An id the line lists as
+    :data:`UNTOLD` (a scoped sync took the change in and told no one) is not counted."""
     out: dict[str, float] = {}
     for shard, records in tail.by_shard.items():
         for rec in records:
             c = parse_commit(shard, rec) if rec.get("op") == "sync" else None
             if c is not None:
                 stamp = c.ts if c.ts is not None else float("inf")
-                for node_id in {*(p[0] for p in c.puts), *(d[0] for d in c.dels)}:
+                untold = _untold_of(rec)
+                for node_id in {*(p[0] for p in c.puts), *(d[0] for d in c.dels)} - untold.keys():
                     out[node_id] = max(out.get(node_id, stamp), stamp)
     return out
+
+
+#: The key of a scoped sync line listing the changes it took in and told no one:
+#: ``[[id, kind, path], ...]`` (kind ``gone``, ``changed``, ``moved`` or ``added``; path
+#: the one held before for ``gone`` and ``moved``, else the file's), written by
+#: :func:`md_cg.maintenance._settle_touched` (session 40).
+UNTOLD = "untold"
+_UNTOLD_KINDS = frozenset({"gone", "changed", "moved", "added"})
+
+
+def _untold_of(rec: Mapping[str, Any]) -> dict[str, tuple[str, str]]:
+    """The usable :data:`UNTOLD` entries of a sync line: id -> (kind, path)."""
+    raw = rec.get(UNTOLD)
+    out: dict[str, tuple[str, str]] = {}
+    if not isinstance(raw, list):
+        return out
+    for item in raw:
+        if (
+            isinstance(item, list)
+            and len(item) == 3
+            and all(isinstance(x, str) for x in item)
+            and item[1] in _UNTOLD_KINDS
+            and paths.rel_problem(item[2]) is None
+        ):
+            out[item[0]] = (item[1], item[2])
+    return out
+
+
+def untold_in(tail: Tail) -> list[tuple[str, str, str]]:
+    """The changes the scoped sync lines of ``tail`` took in and told no one
+    (:data:`UNTOLD`), in log order, as (id, kind, path) -- each not told by a later sync
+    line of the tail (:func:`synced_ids`). A process following them notes each for a sync
+    of a scope that admits the memory (:attr:`md_cg.engine.Engine.hand_after`): the line
+    takes the change into every index (a memory renamed by hand is found under its new
+    id), and the telling is left to the memory's scope (session 40; session 39 left such
+    changes out of the line, and a process of the memory's scope knew nothing of them
+    until its own sync looked)."""
+    if not any(rec.get("op") == "sync" and UNTOLD in rec for recs in tail.by_shard.values() for rec in recs):
+        return []  # the common case: no scoped sync found another scope's change
+    told = synced_ids(tail)
+    found: list[tuple[float, str, str, str]] = []
+    for shard, records in tail.by_shard.items():
+        for rec in records:
+            if rec.get("op") != "sync" or UNTOLD not in rec:
+                continue
+            c = parse_commit(shard, rec)
+            if c is None:
+                continue
+            stamp = c.ts if c.ts is not None else float("inf")
+            for node_id, (kind, rel) in _untold_of(rec).items():
+                if told.get(node_id, -1.0) < stamp:
+                    found.append((stamp, node_id, kind, rel))
+    return [(i, kind, rel) for _stamp, i, kind, rel in sorted(found)]
 
 
 def closed_ids(tail: Tail, cursor: Cursor) -> set[str]:

@@ -36,7 +36,7 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import MOVE_WAIT, Engine, Noted, idle_commits, unplaced, waited_once
+from .engine import MOVE_WAIT, Engine, Noted, idle_commits, note_untold, unplaced, waited_once
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -644,7 +644,9 @@ def _settle_touched(
     had: Collection[tuple[str, str]] | None = None,
 ) -> dict[str, Any]:
     """Resolve ``touched`` against the disk; log the changes (if ``log``) and sort them;
-    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`). ``had``
+    for a ``scope``, only the deletions it may be told (:func:`_told_deletions`); the
+    changes of memories it does not admit are logged as untold, for a sync that may tell
+    them (:func:`_leave_untold`). ``had``
     (a pick-up's: the (id, path) of each copy recorded before it): a look that fell inside
     another process's write is made again once that write closed (:func:`_looked_again`).
 
@@ -666,12 +668,13 @@ def _settle_touched(
     state = engine.state
     held = _held_before(before, engine.hand_after)
     broken = _broken_in_place(root, held, engine.hand_after, state.problems)
-    changes = _hand_made(engine, changes, late, records if scope is None else None, scope)
+    changes = _hand_made(engine, changes, late, records, scope)
     changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
-    if scope is not None:
-        changes["deleted"] = _told_deletions(scope, held, changes["deleted"], state.problems)
+    untold = _leave_untold(engine, scope, held, changes) if scope is not None else {}
     if records["put"] or records["del"]:
         line = journal.sync_record(root, records, state.entries)
+        if untold:
+            line[journal.UNTOLD] = [[i, kind, rel] for i, (kind, rel, _was) in untold.items()]
         if log:
             shard, nbytes, _ = engine.journal.append([line])
             engine.advance(shard, nbytes)
@@ -823,6 +826,52 @@ def _took_in(engine: Engine, line: dict[str, Any]) -> None:
         engine.took_in.pop(node_id, None)
 
 
+def _leave_untold(
+    engine: Engine, scope: Scope, held: Mapping[str, Entry | None], changes: dict[str, list[Any]]
+) -> dict[str, Noted]:
+    """A scoped sync's changes (``changes``, ``deleted`` left with those it may be told:
+    :func:`_told_deletions`) it does not tell -- another scope's memory its look at the
+    files found removed, changed, moved or new by hand, or one narrowed by hand out of the
+    scope --: each is noted (:attr:`md_cg.engine.Engine.hand_after`: ``"gone"`` with the
+    entry held before, ``"changed"``, ``"moved"`` from the path held, ``"added"``), as a
+    follow notes a hand change after a write, for the next sync of a scope that admits it
+    (or an unscoped one) and for a compaction (:func:`_gone_notes`), and returned: the
+    sync line lists them (:data:`md_cg.journal.UNTOLD`), so that every process following
+    it takes the change in and notes it too (:func:`md_cg.engine.note_untold`). Until
+    session 39 the line logged them as told: every process following it took another
+    scope's change in as told to no one; session 39 left them out of the line, and a
+    process of the memory's scope knew nothing of them before its own sync looked (a
+    rename pulled by git had no departure there). ``held``: the entries before the sync
+    (:func:`_held_before`)."""
+    entries = engine.state.entries
+    told = _told_deletions(scope, held, changes["deleted"], engine.state.problems)
+    untold: dict[str, Noted] = {}
+    for node_id in changes["deleted"]:
+        was = held.get(node_id)
+        if node_id not in told and was is not None:
+            untold[node_id] = ("gone", was.path, was)
+    for kind in ("added", "changed"):
+        for node_id in changes[kind]:
+            e = entries.get(node_id)
+            if e is not None and not scope.admits(e):
+                untold[node_id] = (kind, e.path, held.get(node_id))
+    for m in changes["moved"]:
+        e = entries.get(m.node_id)
+        if e is not None and not scope.admits(e):
+            untold[m.node_id] = ("moved", m.old_path, held.get(m.node_id))
+    changes["deleted"] = told
+    note_untold(engine, untold.items())
+    return untold
+
+
+def _admits_now(scope: Scope, now: Entry | None, was: Entry | None) -> bool:
+    """Whether ``scope`` is told of a memory, as a scoped sync's report tells it
+    (:func:`md_cg.reports.scoped_sync`): by the entry held now, or, for a memory gone,
+    the one held before (:func:`_told_deletions`)."""
+    e = now if now is not None else was
+    return e is not None and scope.admits(e)
+
+
 def _held_before(before: Mapping[str, Entry | None], noted: Mapping[str, Noted]) -> dict[str, Entry | None]:
     """``before`` (the entries this sync resolves, as the index held them), with, for an
     id it held none of, the entry a follow dropped when it noted the id's file gone after
@@ -903,9 +952,11 @@ def _hand_made(
     longer holds the bytes the sync line logged (its CRC-32). Each is
     added to the sync's ``records``, so that a process following the log after this one
     knows the change was told (:func:`md_cg.journal.hand_edits_after`) and does not tell
-    it again -- not by a scoped handle's sync (``records`` None), which tells only its
-    scope's: a line of it made every other process drop a change no one was told (r7).
-    A ``scope``'s sync takes only the notes it may tell (:func:`_taken_notes`)."""
+    it again. A ``scope``'s sync takes only the notes it may tell (:func:`_taken_notes`),
+    and logs them too: until session 40 it logged none (``records`` None: a line of it
+    made every other process drop a change no one was told, r7, when it took every
+    note), and a removal a scoped compaction kept a note of was told by every fresh
+    process of the memory's scope (attack atk8 of session 39, finding 1)."""
     records = records if records is not None else {"put": [], "del": []}
     root, entries = engine.root_str, engine.state.entries
 
@@ -960,8 +1011,10 @@ def _taken_notes(engine: Engine, scope: Scope | None, added: Collection[str]) ->
     """The notes of files changed by hand after another process's write
     (:attr:`md_cg.engine.Engine.hand_after`) a sync takes to tell (:func:`_hand_made`),
     taken out of the engine's: every note, without a ``scope``; with one, those of the ids
-    it admits -- by the entry the index held before the note (``was``) or the one it holds
-    now -- as it is told of them (:func:`_told_deletions`, :func:`md_cg.reports.scoped_sync`).
+    it admits -- by the entry the index holds now, or, for a memory gone, the one it held
+    before the note (``was``): :func:`_admitted` -- as it is told of them
+    (:func:`_told_deletions`, :func:`md_cg.reports.scoped_sync`; the notes of the changes
+    its look finds and does not tell join them: :func:`_leave_untold`).
     The other notes stay, for the next sync of a scope that admits them (or an unscoped
     one) and for a compaction to keep (:func:`_gone_notes`): until session 38 a scoped sync
     took every note, and the other scopes' changes were told to no one -- the same
@@ -986,9 +1039,11 @@ def _taken_notes(engine: Engine, scope: Scope | None, added: Collection[str]) ->
 
 
 def _admitted(scope: Scope, noted: Noted, now: Entry | None) -> bool:
-    """Whether ``scope`` admits the memory of a note (:func:`_taken_notes`)."""
-    was = noted[2]
-    return (was is not None and scope.admits(was)) or (now is not None and scope.admits(now))
+    """Whether ``scope`` admits the memory of a note (:func:`_taken_notes`): by the entry
+    held now, or, for a memory gone, the one held before the note (:func:`_admits_now`).
+    Until session 39 either did: a memory narrowed by hand out of the scope was taken by
+    its sync, which did not tell it (the report names what the scope sees now)."""
+    return _admits_now(scope, now, noted[2])
 
 
 def _notes_to_tell(engine: Engine, scope: Scope | None) -> bool:

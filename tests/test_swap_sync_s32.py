@@ -154,7 +154,10 @@ def test_a_swap_with_a_hand_edit_keeps_the_edit(tmp_path: Path) -> None:
 
 def test_a_scoped_handle_is_told_its_moves_and_no_deletion(tmp_path: Path) -> None:
     """Agent a's memories swapped with each other, a shared one with agent b's: a's sync
-    tells a's and the shared one moved, never b's, and deletes nothing; both read them."""
+    tells a's and the shared one moved, never b's, and deletes nothing; a reads them. b's
+    move is left to b's sync (session 39: a's sync line took it in as told, and b's sync
+    told nothing): a's line takes it in untold (session 40), b reads both, and b's sync
+    tells b1 moved, once."""
     root = tmp_path / "s"
     with MdCG(root) as s:
         s.add(id="xa", body="x of agent a", agent_scope="a")
@@ -185,11 +188,13 @@ def test_a_scoped_handle_is_told_its_moves_and_no_deletion(tmp_path: Path) -> No
             "ya": ("knowledge/orphan/xa.md", "y of agent a, a longer one"),
             "s1": ("knowledge/orphan/b1.md", "shared one"),
         }
-        assert _readable(b, ["b1", "s1"]) == {
-            "b1": ("knowledge/orphan/s1.md", "b one"),
-            "s1": ("knowledge/orphan/b1.md", "shared one"),
-        }
-        assert _told(b.sync()) == EMPTY  # taken in by a's sync line: no deletion, no add
+        both = {"b1": ("knowledge/orphan/s1.md", "b one"), "s1": ("knowledge/orphan/b1.md", "shared one")}
+        assert _readable(b, ["b1", "s1"]) == both
+        moved_b1 = Moved("b1", "knowledge/orphan/b1.md", "knowledge/orphan/s1.md")
+        assert _told(b.sync()) == ((), (), (), (moved_b1,))
+        assert _readable(b, ["b1", "s1"]) == both
+        assert _told(b.sync()) == EMPTY
+        assert _told(a.sync()) == EMPTY  # b's line told it
     finally:
         a.close()
         b.close()

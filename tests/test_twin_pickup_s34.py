@@ -171,6 +171,8 @@ def test_a_scoped_pick_up_counts_the_twin_as_sync_and_health_do(tmp_path: Path, 
     # each twin id counted, as health counts its twin_id findings (docs/api.md, scope)
     assert _told(made["picked"]) == {"withheld": 2}
     assert made["again"] is None
+    # agent a3's file is logged untold by a1's pick-up (session 40): a process opening
+    # after holds it, and a sync of a3's scope tells it
     assert made["view"] == ["mine"] and made["held"] == ["Alpha-Note", "alpha-note", "mine"]
     assert _told(made["sync"]) == {"withheld": 2}
     assert made["health"] == [
