@@ -10,13 +10,14 @@ from typing import Any
 import pytest
 
 from md_cg import MdCG, Node, judge
+from md_cg import engine as engine_mod
 from md_cg import node as node_mod
-from md_cg.errors import InvalidNodeError
+from md_cg.errors import IdCollisionError, InvalidNodeError
 
 
 def _counted(monkeypatch: pytest.MonkeyPatch, module: object, name: str) -> list[Any]:
     """The last argument of each call of ``module.name`` from now on, in order (the text of
-    a function of one text)."""
+    a function of one text; the keys of ``Notes.keyed``)."""
     calls: list[Any] = []
     real = getattr(module, name)
 
@@ -106,3 +107,37 @@ def test_the_condition_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     for text in ("A", "B", "C", long):
         assert judge._condition_key(text) == text.lower()
     assert judge._CONDITION_KEYS == {"C": "c"}
+
+
+def test_a_new_id_looks_up_no_twin_when_nothing_is_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With no file noted gone by hand (the usual case), a new id's twin among the notes is
+    not looked for (its key not computed); with one noted, it is, and a twin is refused."""
+    keyed = _counted(monkeypatch, engine_mod.Notes, "keyed")
+    with MdCG(tmp_path / "s") as store:
+        engine_mod._notes(store._engine)  # the notes as a write finds them after a sync
+        store.add(id="n1", body="one")
+        store.add_many([Node(id="n2", body="two"), Node(id="n3", body="three")])
+        assert keyed == []
+        store._engine.hand_after["gone1"] = ("gone", "contextual/gone1.md", None)
+        with pytest.raises(IdCollisionError) as err:
+            store.add(id="GONE1", body="four")
+        assert err.value.node_id == "GONE1"
+        assert str(err.value) == (
+            "node id 'GONE1' collides with the existing id 'gone1' (contextual/gone1.md): ids that "
+            "differ only by letter case or Unicode normalisation are the same file on macOS and "
+            "Windows; choose another id or change the existing node"
+        )
+        assert ("gone1",) in keyed
+        assert store.ids() == ["n1", "n2", "n3"]
+
+
+def test_notes_get_answers_as_a_mapping() -> None:
+    notes = engine_mod.Notes({"a": ("gone", "contextual/a.md", None)})
+    assert notes.get("a") == ("gone", "contextual/a.md", None)
+    assert notes.get("b") is None
+    assert notes.get("b", 7) == 7
+    del notes["a"]
+    assert notes.get("a") is None
+    assert notes.keyed(["a"]) == []
