@@ -318,6 +318,11 @@ class Notes(MutableMapping[str, Noted]):
     def __contains__(self, node_id: object) -> bool:
         return node_id in self._notes
 
+    def get(self, node_id: str, default: Any = None) -> Any:
+        # the mapping's own lookup: Mapping.get raised and caught a KeyError for every id
+        # not noted (each new id of a write: dropped_file)
+        return self._notes.get(node_id, default)
+
     def keyed(self, keys: Iterable[str]) -> list[str]:
         """The noted ids whose uniqueness key is one of ``keys``, sorted."""
         return sorted(i for k in keys for i in self._by_key.get(k, ()))
@@ -1990,6 +1995,8 @@ def dropped_twin(engine: Engine, node_id: str, *, named: bool) -> IdCollisionErr
     id alone, ``add('X1')`` after a search dropped ``x1`` wrote a second file of the memory
     (review s32 r5: sync then told twins; without the search it was refused). ``named``:
     the error names the id and its file, as before the drop (an unscoped caller's)."""
+    if not engine.hand_after:
+        return None  # nothing noted (the usual case): no key to compute
     entries, notes = engine.state.entries, _notes(engine)
     for other in notes.keyed((paths.id_key(node_id),)):
         kind, rel, _was = notes[other]

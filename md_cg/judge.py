@@ -532,6 +532,28 @@ def is_fact(ccg_missing: Sequence[str]) -> bool:
 # -- from a node ---------------------------------------------------------------------
 
 
+#: Conditions :func:`node_conditions` normalised lately -> their normal form. Agents write
+#: the same few conditions again and again ("样本量过小"), and each write's index entry
+#: normalises them (NFKC, case, accents: ~1 us each); short texts only, emptied when full.
+_CONDITION_KEYS: dict[str, str] = {}
+_CONDITION_KEYS_MAX = 4096
+_CONDITION_KEY_CHARS = 256
+
+
+def _condition_key(text: str) -> str:
+    """:func:`normalize_text` of a condition, remembered."""
+    if type(text) is not str:
+        return normalize_text(text)
+    key = _CONDITION_KEYS.get(text)
+    if key is None:
+        key = normalize_text(text)
+        if len(text) <= _CONDITION_KEY_CHARS:
+            if len(_CONDITION_KEYS) >= _CONDITION_KEYS_MAX:
+                _CONDITION_KEYS.clear()
+            _CONDITION_KEYS[text] = key
+    return key
+
+
 def node_conditions(node: Node, elems: Mapping[str, str] | None = None) -> tuple[str, ...]:
     """The not-applicable conditions of a node, deduplicated, order kept.
 
@@ -551,7 +573,7 @@ def node_conditions(node: Node, elems: Mapping[str, str] | None = None) -> tuple
     out: list[str] = []
     for condition in candidates:
         text = condition.strip()
-        key = normalize_text(text)
+        key = _condition_key(text)
         if key and key not in seen:
             seen.add(key)
             out.append(text)
