@@ -942,20 +942,24 @@ def _carry_late_appends(
     are appended to the file the commit put for its id (at its path then; none when it is
     gone). Runs after the commit's ``done`` line, under the ids' locks; what a person
     writes through such a descriptor later still lands in the old file (docs/reliability.md,
-    Known limits)."""
+    Known limits). Best effort: the write is done and acknowledged, so an error here (out
+    of descriptors, a full disk, the new file swapped for a symlink) leaves those bytes
+    where they landed and is not raised -- raised, it told the caller a write that had
+    happened had failed, and a retry applied it twice (attack atk9 of session 40, F1)."""
     where = {p.node_id: p.rel for p in puts}
     ids = {p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels}
     for rel, h in held.items():
-        st = os.fstat(h.fd)
-        if st.st_nlink or st.st_size <= h.size:
-            continue
         target = where.get(ids.get(rel, ""))
-        data = os.pread(h.fd, st.st_size, 0)
-        if target is None or data[: h.size] != h.head:
+        if target is None:
             continue
-        parent, name = _split(target)
-        with contextlib.suppress(FileNotFoundError, NotADirectoryError):
-            dirs.get(parent).append(name, data[h.size :])
+        with contextlib.suppress(OSError, UnsafePathError):
+            st = os.fstat(h.fd)
+            if st.st_nlink or st.st_size <= h.size:
+                continue
+            data = os.pread(h.fd, st.st_size, 0)
+            if data[: h.size] == h.head:
+                parent, name = _split(target)
+                dirs.get(parent).append(name, data[h.size :])
 
 
 def _changed_since(guard: Mapping[str, Stamp], dirs: fsops.FolderCache, held: dict[str, _Held]) -> list[str]:

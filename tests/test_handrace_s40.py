@@ -201,6 +201,28 @@ def test_a_late_append_to_a_file_a_move_removed_is_carried_to_the_new_file(tmp_p
     assert new != rel and _files(tmp_path) == [new]
 
 
+# Appending the late bytes fails (a full disk): the edit_text is done and acknowledged.
+FAILING_CARRY = (
+    "import errno, md_cg.fsops as F\n"
+    "def full(self, name, data): raise OSError(errno.ENOSPC, 'No space left on device', name)\n"
+    "F.Dir.append = full\n"
+    "s.edit_text('x', lambda t: t + 'AGENT\\n')\n"
+)
+
+
+def test_a_carry_that_fails_does_not_turn_the_done_write_into_an_error(tmp_path: Path) -> None:
+    """Attack atk9 of session 40, F1: the carry runs after the commit's ``done`` line; an
+    error there (ENOSPC, EMFILE) reached the caller as a plain OSError -- ``was_applied``
+    False -- for a write that had happened, and a caller repeating it applied it twice.
+    Now the carry is best effort: the write returns, its change is in the file once, and
+    the person's late line stays where it landed (lost from the file, as before the carry)."""
+    rel = _store(tmp_path)
+    assert _late(tmp_path, FAILING_CARRY) == {"person": True}
+    assert _files(tmp_path) == [rel]
+    with MdCG(tmp_path) as s:
+        assert s.get("x").body == "base\nAGENT"
+
+
 FD_CHILD = textwrap.dedent(
     """
     import json, os, sys
