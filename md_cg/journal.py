@@ -335,10 +335,17 @@ class Journal:
         appended lines lost). The caller gives the guarded paths in ``read`` too, so that a
         guarded del is done only while its file has the stamp: returned, ``guard`` and
         ``read`` in one. The files checked are left open in ``held`` (the caller closes
-        them: :func:`_carry_late_appends`)."""
-        changed = _changed_since(guard or {}, dirs, held)
+        them: :func:`_carry_late_appends`). Interrupted while checking (Ctrl-C, out of
+        descriptors), the commit is undone too -- nothing is renamed yet: left open, its
+        temp files stayed and the next recovery rolled it forward, or, over a file edited
+        since, left them (attack atk9 of session 40, F4)."""
+        shard, seq, record = logged
+        try:
+            changed = _changed_since(guard or {}, dirs, held)
+        except BaseException:
+            self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
+            raise
         if changed:
-            shard, seq, record = logged
             self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
             ids = {p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels}
             raise ChangedSinceRead([(ids.get(rel, ""), rel) for rel in changed])

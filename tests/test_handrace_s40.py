@@ -258,3 +258,46 @@ def test_a_rename_rewriting_many_linking_files_holds_a_bounded_few_open(tmp_path
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert json.loads(done.stdout) == {"held": 16, "targets": ["y"]}
+
+
+def test_ctrl_c_while_the_guard_checks_undoes_the_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack atk9 of session 40, F4: a Ctrl-C landing while the guard checks the files
+    (after the commit line, before any rename) left the commit open and its temp file
+    beside the node; the next process rolled it forward, or, the file edited since, left
+    the temp file. Now the commit is closed ``undone`` at once: no temp file, the file as
+    it was, nothing for a recovery to do."""
+    import md_cg.journal as journal
+
+    rel = _store(tmp_path)
+    before = (tmp_path / rel).read_bytes()
+    checked = journal._changed_since
+
+    def interrupted(*args: object) -> list[str]:
+        checked(*args)  # type: ignore[arg-type]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(journal, "_changed_since", interrupted)
+    with MdCG(tmp_path) as s:
+        with pytest.raises(KeyboardInterrupt):
+            s.update("x", importance=0.3)
+        assert s._engine.journal.failed == []
+    monkeypatch.undo()
+    assert sorted(p.name for p in (tmp_path / rel).parent.iterdir()) == ["x.md"]
+    assert (tmp_path / rel).read_bytes() == before
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            OPEN + "r = s.sync(); print(json.dumps([r.recovered, s.get('x').importance]))",
+            str(tmp_path),
+            "-",
+            "-",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, 0.5]
