@@ -517,7 +517,36 @@ def _symlinked_archive(root: str) -> bool:
         return False
 
 
-def winner(candidates: list[Parsed], prefer: Callable[[Entry], int] | None = None) -> Parsed:
+class CopyFields(NamedTuple):
+    """The scope fields of a losing copy of a duplicated id (:attr:`IndexState.copy_fields`),
+    named as :class:`Entry` names them: a scoped handle's ``prefer`` ranks either."""
+
+    agent_scope: str | None
+    workspace_scope: str | None
+    sensitivity: str | None
+
+
+#: how a handle ranks the copies of a duplicated id, lowest first (:attr:`IndexState.prefer`)
+Prefer = Callable[[Entry | CopyFields], int]
+
+
+def fields_of(entry: Entry) -> CopyFields:
+    """The scope fields of ``entry``."""
+    return CopyFields(entry.agent_scope, entry.workspace_scope, entry.sensitivity)
+
+
+def note_copies(state: IndexState, node_id: str, copies: list[Parsed], best: Parsed) -> None:
+    """Record the losing copies of ``node_id`` (all of ``copies`` but ``best``) and their
+    scope fields (:attr:`IndexState.copy_fields`)."""
+    losers = sorted((p for p in copies if p is not best), key=lambda p: p.entry.path)
+    if not losers:
+        state.duplicates.pop(node_id, None)
+        return
+    state.duplicates[node_id] = [p.entry.path for p in losers]
+    state.copy_fields.update((p.entry.path, fields_of(p.entry)) for p in losers)
+
+
+def winner(candidates: list[Parsed], prefer: Prefer | None = None) -> Parsed:
     """The copy that stands when one id has several files (deterministic).
 
     Latest ``updated_at`` first (every write stamps it), then a copy at its
@@ -858,7 +887,12 @@ class IndexState:
     #: how this process ranks the copies of a duplicated id (:func:`winner`'s ``prefer``):
     #: None (every scope) or a scoped handle's own (:func:`md_cg.engine.take_scope`).
     #: Never written: a snapshot holds the copies every scope ranks alike
-    prefer: Callable[[Entry], int] | None = field(default=None, repr=False, compare=False)
+    prefer: Prefer | None = field(default=None, repr=False, compare=False)
+    #: the scope fields of the losing copies in :attr:`duplicates`, by path, as last read
+    #: (a snapshot keeps them: a scoped open ranks the copies by them, reading only the
+    #: files of the ids whose standing copy its scope changes, :func:`md_cg.engine.take_scope`).
+    #: A path absent here is read.
+    copy_fields: dict[str, CopyFields] = field(default_factory=dict, repr=False, compare=False)
     #: ids the index log names (written since the snapshot) whose file this process may not
     #: read -- in a folder it may not read, or of mode 000 -- and that no entry holds: id ->
     #: the path the log names. Neither confirmed nor dropped: kept as the log says, out of
@@ -1239,7 +1273,7 @@ class Builder:
         state = self.state
         for node_id, copies in self._copies.items():
             best = winner(copies, state.prefer)
-            state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
+            note_copies(state, node_id, copies, best)
             if best is not copies[0]:
                 state.put(best.entry, best.text)
         if self._flush:
@@ -1408,11 +1442,7 @@ def _resolve_id(
         state.duplicates.pop(node_id, None)
         return state.drop(node_id) is not None
     best = winner(parsed, state.prefer) if len(parsed) > 1 else parsed[0]
-    losers = sorted(p.entry.path for p in parsed if p is not best)
-    if losers:
-        state.duplicates[node_id] = losers
-    else:
-        state.duplicates.pop(node_id, None)
+    note_copies(state, node_id, parsed, best)
     if current is None or current != best.entry:
         state.put(best.entry, best.text)
         return True

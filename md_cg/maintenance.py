@@ -1995,6 +1995,7 @@ class HandEdits:
             kept = [rel for rel in losers if rel not in state.problems and keep(rel)]
             if kept and node_id in state.entries:
                 state.duplicates[node_id] = sorted({*state.duplicates.get(node_id, ()), *kept})
+                state.copy_fields.update((r, old.copy_fields[r]) for r in kept if r in old.copy_fields)
         for rel, why in old.problems.items():
             if keep(rel):
                 state.problems.setdefault(rel, why)
