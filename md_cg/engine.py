@@ -1983,9 +1983,25 @@ def settle_copies(engine: Engine, prefer: index.Prefer | None) -> None:
     if was is None and prefer is None:
         return  # every scope's ranking already
     entries = state.entries
-    ids = [i for i in state.duplicates if i in entries and (prefer is None or _outranked(state, prefer, i))]
+    if prefer is not None:
+        ids = [i for i in state.duplicates if i in entries and _outranked(state, prefer, i)]
+    elif was is not None:  # back to every scope's ranking: where ``was`` ranked the copies apart
+        ids = [i for i in state.duplicates if i in entries and _ranked_apart(state, was, i)]
     if ids:
         index.resolve_ids(engine.root_str, state, {i: [entries[i].path] for i in ids})
+
+
+def _ranked_apart(state: index.IndexState, prefer: index.Prefer, node_id: str) -> bool:
+    """Whether ``prefer`` may have ranked the copies of ``node_id`` apart (so that its
+    standing copy may not be the one every scope ranks first): a copy ranks otherwise than
+    the standing one, or is unknown. Copies it ranks alike stand as for every scope (a
+    scoped handle's compaction, :func:`plain_winners`, read every duplicated id's files)."""
+    fields = state.copy_fields
+    losers = state.duplicates[node_id]
+    if any(rel not in fields for rel in losers):
+        return True
+    rank = prefer(state.entries[node_id] if node_id in state.restricted else _PLAIN)
+    return any(prefer(fields[rel]) != rank for rel in losers)
 
 
 #: the scope fields of a memory every caller may see

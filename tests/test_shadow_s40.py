@@ -224,8 +224,8 @@ def _open_reads(root: Path, agent: str) -> dict[str, Any]:
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
-def test_a_scoped_open_reads_only_the_copies_its_scope_ranks_first(tmp_path: Path) -> None:
-    root = tmp_path / "m"
+def _copied_store(root: Path) -> None:
+    """Six shared memories each copied by hand, and bob's b1 with alice's newer copy."""
     code = "s.add_many([Node(id=f'd{i}', body=f'shared note {i}', layer='contextual') for i in range(6)])"
     _as(root, "", code + "\ns.add(id='b1', body='Bob note.', agent_scope='bob', layer='contextual')")
     for i in range(6):  # a copy by hand of every shared memory
@@ -233,6 +233,11 @@ def test_a_scoped_open_reads_only_the_copies_its_scope_ranks_first(tmp_path: Pat
         (root / "knowledge" / "copied" / f"d{i}.md").write_bytes((root / f"contextual/d{i}.md").read_bytes())
     _copy_as(root, "contextual/b1.md", "knowledge/copied/b1.md", "alice", "Alice note.")
     _as(root, "", "s.rebuild_index()")
+
+
+def test_a_scoped_open_reads_only_the_copies_its_scope_ranks_first(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _copied_store(root)
     # before session 40: every copied id's files were read (13 of them) at every scoped open
     assert _open_reads(root, "alice") == {"read": [], "d3": "shared note 3"}
     assert _open_reads(root, "carol") == {"read": [], "d3": "shared note 3"}
@@ -243,6 +248,24 @@ def test_a_scoped_open_reads_only_the_copies_its_scope_ranks_first(tmp_path: Pat
     }
     assert _as(root, "bob", "out['b'] = s.get('b1').body")["b"] == "Bob note."
     assert b'"copy_scopes"' in (root / ".mdcg" / "index.snapshot").read_bytes()
+
+
+def test_a_scoped_compaction_reads_only_the_copies_its_scope_ranked_apart(tmp_path: Path) -> None:
+    root = tmp_path / "m"
+    _copied_store(root)
+    code = (
+        "import json, sys\nfrom md_cg import MdCG, Scope\n"
+        "s = MdCG(sys.argv[1], scope=Scope(agent='bob'))\n" + _COUNT + "s.compact_index()\n"
+        "s.close()\nprint(json.dumps(sorted(read)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(root)], env=_ENV, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # b1 is put back as every scope ranks it for the snapshot, then bob's again; before
+    # session 40 the copies of every duplicated id were read twice (26 reads)
+    both = ["contextual/b1.md", "knowledge/copied/b1.md"]
+    assert json.loads(done.stdout) == sorted(both * 2)
+    assert _as(root, "", "out['b'] = s.get('b1').body")["b"] == "Alice note."
+    assert _as(root, "bob", "out['b'] = s.get('b1').body")["b"] == "Bob note."
 
 
 def test_a_copy_given_a_scope_by_hand_is_ranked_so_after_a_sync(tmp_path: Path) -> None:
