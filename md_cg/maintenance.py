@@ -948,17 +948,25 @@ def _seen_first(
 ) -> dict[str, list[Any]]:
     """``changes`` as a ``scope`` sees them, where one copy of a duplicated id stands for
     another (:func:`md_cg.engine.take_scope`): an id whose entry before the sync
-    (``entries[0]``) the scope does not admit is ``added`` (its own copy stands now), and
-    one that had other copies (``copies``) whose entry after it (``entries[1]``) the scope
-    does not admit is ``deleted`` (its own copy is gone) -- not ``changed`` or ``moved``
-    between the two copies' files: session 39, a scoped sync told "moved" from another
-    scope's path. (One memory narrowed out of the scope by hand is still not told.)"""
+    (``entries[0]``) the scope does not admit and whose entry after it (``entries[1]``) it
+    does is ``added`` (its own copy stands now), and one that had other copies
+    (``copies``) whose entry before it the scope admits (or none) and whose entry after it
+    does not is ``deleted`` (its own copy is gone) -- not ``changed`` or ``moved`` between
+    the two copies' files: session 39, a scoped sync told "moved" from another scope's
+    path. A change of a memory the scope admits neither before nor after stays as it is,
+    for :func:`_leave_untold` to note as such: taken for ``added``, another scope's memory
+    edited or moved by hand was noted ``added``, and told so to its own scope (session 40,
+    the merge of s40-shadow and s40-scopelook). (One memory narrowed out of the scope by
+    hand is still not told.)"""
     before, after = entries
+
+    def admits(entry: Entry | None) -> bool | None:
+        return None if entry is None else scope.admits(entry)
+
     ids = [*changes["changed"], *(m.node_id for m in changes["moved"])]
-    came = {i for i in ids if (was := before.get(i)) is not None and not scope.admits(was)}
-    went = {
-        i for i in ids if i not in came and copies.get(i) and (now := after.get(i)) and not scope.admits(now)
-    }
+    seen = {i: (admits(before.get(i)), admits(after.get(i))) for i in ids}
+    came = {i for i, (was, now) in seen.items() if was is False and now}
+    went = {i for i, (was, now) in seen.items() if copies.get(i) and was is not False and now is False}
     if not came and not went:
         return changes
     told = came | went
