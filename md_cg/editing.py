@@ -29,6 +29,7 @@ from .engine import (
     Reads,
     Staged,
     admits_held,
+    broken_file_of,
     check_move,
     check_redone,
     copies_of,
@@ -40,8 +41,10 @@ from .engine import (
     retried,
     scoped_read,
     stage,
+    unreadable_why,
 )
 from .errors import (
+    DuplicateIdError,
     InvalidArgumentError,
     InvalidNodeError,
     MalformedNodeFileError,
@@ -400,7 +403,7 @@ def _rename_locked(
                 name="new_id",
                 value=new_id,
             )
-        existing = engine.check_new(node, renamed.rel)
+        existing = _new_id_path(engine, node, old_id, renamed.rel)
         if existing is not None:
             why = _occupied(engine, old_id, new_id, existing, scope)
             raise InvalidArgumentError(
@@ -425,6 +428,21 @@ def _rename_locked(
     return node
 
 
+def _new_id_path(engine: Engine, node: Node, old_id: str, rel: str) -> str | None:
+    """:meth:`~md_cg.engine.Engine.check_new` of the renamed ``node`` (its file to be at
+    ``rel``), a file named for its new id that cannot be read refused in a rename's words
+    (:func:`md_cg.engine.unreadable_why`: whose it is cannot be told)."""
+    try:
+        return engine.check_new(node, rel)
+    except DuplicateIdError as exc:
+        if not exc.unreadable:
+            raise
+        why = unreadable_why(engine, broken_file_of(engine, node.id) or rel, there=False)
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r} to {node.id!r}: {why}", name="new_id", value=node.id
+        ) from None
+
+
 def _occupied(
     engine: Engine, old_id: str, new_id: str, rel: str, scope: visibility.Scope | None = None
 ) -> str:
@@ -438,6 +456,8 @@ def _occupied(
         data, _ = index.read_limited(engine.root_str, rel)
         held = index.decode_node(data, rel)
     except MalformedNodeFileError:
+        if scope is not None:  # whose file it is cannot be told; its own health only counts it
+            return unreadable_why(engine, rel)
         return (
             f"the file {rel} is there and cannot be read as a memory (health lists it); fix or move it first"
         )

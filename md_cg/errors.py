@@ -187,10 +187,22 @@ def lost_file_error(node_id: str, path: str | None, reason: str = "") -> NodeNot
         told = f"its file {path} was changed outside md-cg and is unusable: {reason}"
     else:
         told = f"its file {path} was moved or deleted outside md-cg since the last sync"
-    fix = "run `mdcg sync` (MdCG.sync()) to take that in, then try again"
+    fix = SYNC_FIX
     if reason and path is not None:
-        fix = "fix it, then run `mdcg sync` (MdCG.sync())"
+        fix = FIX_THEN_SYNC
     return NodeNotFoundError(node_id, told, hidden="lost", fix=fix)
+
+
+#: The ``fix`` of a :func:`lost_file_error`: the MCP server says it with its own tools
+#: (:data:`md_cg.mcp_server.LOST_FIXES`)
+SYNC_FIX = "run `mdcg sync` (MdCG.sync()) to take that in, then try again"
+#: The ``fix`` of a :func:`lost_file_error` that names the unusable file
+FIX_THEN_SYNC = "fix it, then run `mdcg sync` (MdCG.sync())"
+#: The ``fix`` of a :func:`lost_file_error` to a scoped caller whose own sync does not take
+#: the change in: the memory's scope is not known to be its own
+UNSCOPED_SYNC_FIX = (
+    "a sync without a scope takes that in (`mdcg sync`, MdCG.sync() on an unscoped handle), then try again"
+)
 
 
 def left_out_unreadable(what: str, node_id: str, exc: MalformedNodeFileError, *, stacklevel: int) -> None:
@@ -234,7 +246,9 @@ class DuplicateIdError(MdcgError):
     index does not know yet -- copied in, or brought by git without a hook -- which
     ``sync`` takes in). ``plain``: the refusal without a message of its own -- the id is
     a memory at ``path`` that an update changes and an overwrite replaces; any other
-    (a file there holding another id, or one that cannot be read) carries its own."""
+    (a file there holding another id, or one that cannot be read) carries its own.
+    ``unreadable``: a file of the id (at ``path``; ``""`` to a scoped caller, who is not
+    told whose it is) cannot be read as a memory, and may be any scope's."""
 
     def __init__(
         self,
@@ -244,6 +258,7 @@ class DuplicateIdError(MdcgError):
         *,
         archived: bool = False,
         untracked: bool = False,
+        unreadable: bool = False,
     ) -> None:
         if message is None and untracked:
             message = (
@@ -260,6 +275,7 @@ class DuplicateIdError(MdcgError):
         self.path = path
         self.archived = archived
         self.untracked = untracked
+        self.unreadable = unreadable
         self.plain = message is None and not untracked and not archived
 
 

@@ -39,7 +39,16 @@ from dataclasses import replace
 from typing import Any
 
 from . import audit, fsops, index, journal, maintenance, paths, retention, visibility
-from .engine import Engine, commit_dels, commit_removal, copies_of, copies_read, read_entry
+from .engine import (
+    Engine,
+    commit_dels,
+    commit_removal,
+    copies_known,
+    copies_of,
+    copies_read,
+    read_entry,
+    settle_left,
+)
 from .errors import (
     OPEN_NOTE,
     InvalidNodeError,
@@ -140,6 +149,7 @@ def forget_many(
                 durable=True,
             )
             late: list[BaseException] = []  # an error once the files were all in place
+            others = copies_known(engine, ids)  # another scope's copies stay (settle_left)
             if kept is None:
                 copies = commit_removal(engine, dels, found, durable, late)  # a copy changed since: left
             else:
@@ -147,8 +157,7 @@ def forget_many(
                 entries, nodes = _remove_as_read(
                     engine, tombstones, (entries, nodes), read, kept, durable, late
                 )
-            for e in entries:
-                state.duplicates.pop(e.id, None)
+            settle_left(engine, others)
         if entries:  # (the sweep's may all have been edited meanwhile: nothing was removed)
             _scrub_then_raise(
                 engine, [e.id for e in entries], {rel.rsplit("/", 1)[0] for _, rel in dels}, scope, late

@@ -517,17 +517,49 @@ def _symlinked_archive(root: str) -> bool:
         return False
 
 
-def winner(candidates: list[Parsed]) -> Parsed:
+class CopyFields(NamedTuple):
+    """The scope fields of a losing copy of a duplicated id (:attr:`IndexState.copy_fields`),
+    named as :class:`Entry` names them: a scoped handle's ``prefer`` ranks either."""
+
+    agent_scope: str | None
+    workspace_scope: str | None
+    sensitivity: str | None
+
+
+#: how a handle ranks the copies of a duplicated id, lowest first (:attr:`IndexState.prefer`)
+Prefer = Callable[[Entry | CopyFields], int]
+
+
+def fields_of(entry: Entry) -> CopyFields:
+    """The scope fields of ``entry``."""
+    return CopyFields(entry.agent_scope, entry.workspace_scope, entry.sensitivity)
+
+
+def note_copies(state: IndexState, node_id: str, copies: list[Parsed], best: Parsed) -> None:
+    """Record the losing copies of ``node_id`` (all of ``copies`` but ``best``) and their
+    scope fields (:attr:`IndexState.copy_fields`)."""
+    losers = sorted((p for p in copies if p is not best), key=lambda p: p.entry.path)
+    if not losers:
+        state.duplicates.pop(node_id, None)
+        return
+    state.duplicates[node_id] = [p.entry.path for p in losers]
+    state.copy_fields.update((p.entry.path, fields_of(p.entry)) for p in losers)
+
+
+def winner(candidates: list[Parsed], prefer: Prefer | None = None) -> Parsed:
     """The copy that stands when one id has several files (deterministic).
 
     Latest ``updated_at`` first (every write stamps it), then a copy at its
-    canonical location, then the smallest path.
+    canonical location, then the smallest path. ``prefer`` (a scoped handle's
+    :attr:`IndexState.prefer`) ranks the copies before all that, lowest first: the copy
+    its scope admits stands for it, so that another scope's file of the id never hides
+    the handle's own memory (session 39).
     """
 
-    def key(p: Parsed) -> tuple[float, int, str]:
+    def key(p: Parsed) -> tuple[int, float, int, str]:
         e = p.entry
         updated = e.updated_at if e.updated_at is not None else float("-inf")
-        return (-updated, 0 if e.path == canonical_path(e) else 1, e.path)
+        return (0 if prefer is None else prefer(e), -updated, 0 if e.path == canonical_path(e) else 1, e.path)
 
     return min(candidates, key=key)
 
@@ -852,6 +884,15 @@ class IndexState:
     problems: dict[str, str] = field(default_factory=dict)
     #: ids with more than one file: id -> losing paths
     duplicates: dict[str, list[str]] = field(default_factory=dict)
+    #: how this process ranks the copies of a duplicated id (:func:`winner`'s ``prefer``):
+    #: None (every scope) or a scoped handle's own (:func:`md_cg.engine.take_scope`).
+    #: Never written: a snapshot holds the copies every scope ranks alike
+    prefer: Prefer | None = field(default=None, repr=False, compare=False)
+    #: the scope fields of the losing copies in :attr:`duplicates`, by path, as last read
+    #: (a snapshot keeps them: a scoped open ranks the copies by them, reading only the
+    #: files of the ids whose standing copy its scope changes, :func:`md_cg.engine.take_scope`).
+    #: A path absent here is read.
+    copy_fields: dict[str, CopyFields] = field(default_factory=dict, repr=False, compare=False)
     #: ids the index log names (written since the snapshot) whose file this process may not
     #: read -- in a folder it may not read, or of mode 000 -- and that no entry holds: id ->
     #: the path the log names. Neither confirmed nor dropped: kept as the log says, out of
@@ -1231,8 +1272,8 @@ class Builder:
         """The state, with the winner of each duplicated id in place."""
         state = self.state
         for node_id, copies in self._copies.items():
-            best = winner(copies)
-            state.duplicates[node_id] = sorted(p.entry.path for p in copies if p is not best)
+            best = winner(copies, state.prefer)
+            note_copies(state, node_id, copies, best)
             if best is not copies[0]:
                 state.put(best.entry, best.text)
         if self._flush:
@@ -1367,7 +1408,11 @@ def _resolve_id(
     own does. A candidate holding another id is appended to ``strays`` as (id, path,
     what it holds)."""
     current = state.entries.get(node_id)
-    own = list(dict.fromkeys([*rels[0], *([current.path] if current else [])]))
+    # The losing copies known are candidates too: settled without them, a write of the
+    # standing copy forgot them (health no longer named the duplicate), and its removal
+    # by a scoped delete (which leaves another scope's copy) dropped the id untold
+    losers = state.duplicates.get(node_id, ())
+    own = list(dict.fromkeys([*rels[0], *([current.path] if current else []), *losers]))
     parsed: list[Parsed] = []
     denied: list[str] = []  # candidates this process may not read: whether they hold it is unknown
     for candidates in (own, [rel for rel in rels[1] if rel not in own]):
@@ -1396,12 +1441,8 @@ def _resolve_id(
         state.unread.pop(node_id, None)
         state.duplicates.pop(node_id, None)
         return state.drop(node_id) is not None
-    best = winner(parsed) if len(parsed) > 1 else parsed[0]
-    losers = sorted(p.entry.path for p in parsed if p is not best)
-    if losers:
-        state.duplicates[node_id] = losers
-    else:
-        state.duplicates.pop(node_id, None)
+    best = winner(parsed, state.prefer) if len(parsed) > 1 else parsed[0]
+    note_copies(state, node_id, parsed, best)
     if current is None or current != best.entry:
         state.put(best.entry, best.text)
         return True

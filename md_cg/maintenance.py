@@ -36,7 +36,17 @@ from dataclasses import replace
 from typing import IO, Any
 
 from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
-from .engine import MOVE_WAIT, Engine, Noted, idle_commits, note_untold, unplaced, waited_once
+from .engine import (
+    MOVE_WAIT,
+    Engine,
+    Noted,
+    idle_commits,
+    note_untold,
+    plain_winners,
+    take_scope,
+    unplaced,
+    waited_once,
+)
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
@@ -168,10 +178,11 @@ def _settle(engine: Engine) -> None:
 
 def _write_snapshot(engine: Engine, started: float, shards_before: int) -> MaintenanceReport:
     covered = dict(engine.cursor.offsets)
-    # one postings segment in the snapshot: every later query reads each term in one piece
-    engine.state.flush_text()
-    engine.state.text.merge_segments()
-    written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine))
+    with plain_winners(engine):  # a scoped handle's pick of a duplicated id is its own
+        # one postings segment in the snapshot: every later query reads each term in one piece
+        engine.state.flush_text()
+        engine.state.text.merge_segments()
+        written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine))
     engine.snap_ident, engine.snap_gen = written.identity, written.generation
     engine.journal.copied = False  # stamped for this place now (every open commit settled)
     # what was found damaged in the old snapshot is not in the new one (rebuilt from the files)
@@ -283,7 +294,9 @@ def rebuild(
         engine.cursor = cursor
         if log is not None:
             audit.detect(log, list(engine.state.entries.values()), audit.renamed_reader(engine.root_str))
-        return _write_snapshot(engine, started, shards_before)
+        report = _write_snapshot(engine, started, shards_before)
+        take_scope(engine)  # a scoped handle's own copy of a duplicated id
+        return report
 
 
 def _restore(engine: Engine) -> None:
@@ -661,15 +674,19 @@ def _settle_touched(
     root = engine.root_str
     engine.refresh()
     before: dict[str, Entry | None] = {i: engine.state.entries.get(i) for i in touched}
+    copies = {i: set(engine.state.duplicates.get(i, ())) for i in touched}
     changes, records, late = _look(engine, touched, before, malformed)
     if had is not None:
         look = (changes, records, late)
         changes, records, late = _looked_again(engine, touched, before, malformed, had, look)
     state = engine.state
+    _log_copies(state, copies, records)
     held = _held_before(before, engine.hand_after)
     broken = _broken_in_place(root, held, engine.hand_after, state.problems)
     changes = _hand_made(engine, changes, late, records, scope)
     changes["deleted"] = [i for i in changes["deleted"] if i not in broken]
+    if scope is not None:  # one copy of a duplicated id standing for another, as the scope sees them
+        changes = _seen_first(scope, (held, state.entries), copies, changes)
     untold = _leave_untold(engine, scope, held, changes) if scope is not None else {}
     if records["put"] or records["del"]:
         line = journal.sync_record(root, records, state.entries)
@@ -906,6 +923,60 @@ def _told_deletions(
         if was is not None and scope.admits(was) and was.path not in problems:
             out.append(node_id)
     return out
+
+
+def _log_copies(state: IndexState, had: Mapping[str, set[str]], records: dict[str, list[Any]]) -> None:
+    """Name in the sync line the copies of a duplicated id this sync found (``had``: the
+    copies known before it), before the copy that stands here: a process following the
+    line learns of them and settles the id with its own ranking -- a scoped one serves its
+    scope's copy (:func:`md_cg.engine.take_scope`). Unlogged, another scope's handle
+    opened after the sync never knew its own copy was there, and served nothing."""
+    found = [(i, rel) for i, was in had.items() for rel in state.duplicates.get(i, ()) if rel not in was]
+    if not found:
+        return
+    standing = {i for i, _rel in records["put"]}
+    later = [[i, state.entries[i].path] for i in dict.fromkeys(i for i, _rel in found) if i not in standing]
+    records["put"][:0] = [[i, rel] for i, rel in found]  # the standing copy's put last: it stands
+    records["put"].extend(later)
+
+
+def _seen_first(
+    scope: Scope,
+    entries: tuple[Mapping[str, Entry | None], Mapping[str, Entry]],
+    copies: Mapping[str, set[str]],
+    changes: dict[str, list[Any]],
+) -> dict[str, list[Any]]:
+    """``changes`` as a ``scope`` sees them, where one copy of a duplicated id stands for
+    another (:func:`md_cg.engine.take_scope`): an id whose entry before the sync
+    (``entries[0]``) the scope does not admit and whose entry after it (``entries[1]``) it
+    does is ``added`` (its own copy stands now), and one that had other copies
+    (``copies``) whose entry before it the scope admits (or none) and whose entry after it
+    does not is ``deleted`` (its own copy is gone) -- not ``changed`` or ``moved`` between
+    the two copies' files: session 39, a scoped sync told "moved" from another scope's
+    path. A change of a memory the scope admits neither before nor after stays as it is,
+    for :func:`_leave_untold` to note as such: taken for ``added``, another scope's memory
+    edited or moved by hand was noted ``added``, and told so to its own scope (session 40,
+    the merge of s40-shadow and s40-scopelook). (One memory narrowed out of the scope by
+    hand is still not told.)"""
+    before, after = entries
+
+    def admits(entry: Entry | None) -> bool | None:
+        return None if entry is None else scope.admits(entry)
+
+    ids = [*changes["changed"], *(m.node_id for m in changes["moved"])]
+    seen = {i: (admits(before.get(i)), admits(after.get(i))) for i in ids}
+    came = {i for i, (was, now) in seen.items() if was is False and now}
+    went = {i for i, (was, now) in seen.items() if copies.get(i) and was is not False and now is False}
+    if not came and not went:
+        return changes
+    told = came | went
+    return {
+        **changes,
+        "added": [*changes["added"], *sorted(came)],
+        "deleted": [*changes["deleted"], *sorted(went)],
+        "changed": [i for i in changes["changed"] if i not in told],
+        "moved": [m for m in changes["moved"] if m.node_id not in told],
+    }
 
 
 def _broken_in_place(
@@ -1998,6 +2069,7 @@ class HandEdits:
             kept = [rel for rel in losers if rel not in state.problems and keep(rel)]
             if kept and node_id in state.entries:
                 state.duplicates[node_id] = sorted({*state.duplicates.get(node_id, ()), *kept})
+                state.copy_fields.update((r, old.copy_fields[r]) for r in kept if r in old.copy_fields)
         for rel, why in old.problems.items():
             if keep(rel):
                 state.problems.setdefault(rel, why)

@@ -91,6 +91,7 @@ from md_cg import (
 from md_cg.pickups import PickUps
 from md_cg.render import (
     LOGGED_WRITE,
+    LOST_FIXES,
     RECOVERING_WRITE,
     SNIPPET_CHARS,
     applied_write,
@@ -391,6 +392,12 @@ def _hinted(exc: Exception) -> str:
             "the `sync` tool takes it in if it can be read (then `update` it; `health` names a file "
             "that cannot), or call `remember` with overwrite=true to replace it"
         )
+    if isinstance(exc, DuplicateIdError) and exc.unreadable and not exc.path:  # a scoped server's
+        return (
+            f"id {exc.node_id!r} is taken by a file that cannot be read as a memory, whose owner this "
+            "server's scope is not told (a person should run `mdcg health` on the store: it names the "
+            "file); choose another id"
+        )
     if isinstance(exc, DuplicateIdError) and not exc.path and not exc.archived:
         return f"id {exc.node_id!r} is taken by a memory outside this server's scope; choose another id"
     if isinstance(exc, DuplicateIdError) and exc.plain:  # else the library's own words
@@ -411,6 +418,9 @@ def _hinted(exc: Exception) -> str:
             f"memory {exc.node_id!r} is archived: out of every read until a person runs "
             f"`mdcg unarchive {exc.node_id}`"
         )
+    if isinstance(exc, NodeNotFoundError) and exc.hidden == "lost" and exc.fix in LOST_FIXES:
+        # said with this server's tool, not the command line's or the library's (session 39, F4)
+        return str(exc).replace(exc.fix, LOST_FIXES[exc.fix])
     if isinstance(exc, NodeNotFoundError) and exc.hidden == "expired" and exc.fix:
         # a write to it: say how to renew it with this server's tools
         return (

@@ -29,7 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, date, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
-from .errors import InvalidArgumentError, recorded_note
+from .errors import FIX_THEN_SYNC, SYNC_FIX, UNSCOPED_SYNC_FIX, InvalidArgumentError, recorded_note
 from .script import (
     WORD_CHAR,
     cut_back,
@@ -925,6 +925,21 @@ RECOVERING_WRITE = (
     "changed nothing: run the sync once the store is writable (it finishes that write), then this "
     "command again"
 )
+
+
+#: What the MCP server says for the ``fix`` of a :func:`~md_cg.errors.lost_file_error`
+#: (an id whose file was moved, deleted or broken by hand since the last sync): its own
+#: ``sync`` tool, not the command line's or the library's call (docs/mcp.md: a tool
+#: error's hints name only the server's tools). Session 39 (F4): a ``remember`` of such an
+#: id replied "run `mdcg sync` (MdCG.sync())".
+LOST_FIXES = {
+    SYNC_FIX: "the `sync` tool takes that in; then try again",
+    FIX_THEN_SYNC: "a person fixes it, then the `sync` tool takes it in",
+    UNSCOPED_SYNC_FIX: (
+        "this server's `sync` tells its own scope's files alone: a person should run `mdcg sync` "
+        "on the store, then try again"
+    ),
+}
 
 
 def applied_write(error: str, command: str | None = None) -> str:

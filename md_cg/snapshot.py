@@ -68,7 +68,7 @@ import orjson
 from . import fsops, index, paths
 from . import textindex_codec as codec
 from .errors import MalformedNodeFileError, SnapshotDamageError, UnsafePathError
-from .index import Entries, Entry, IndexState, canonical_path, no_gc
+from .index import CopyFields, Entries, Entry, IndexState, canonical_path, no_gc
 from .node import LAYERS
 from .text import analyze, query_terms
 from .textindex import TextIndex, lazy_regions, read_postings, slot_order
@@ -419,6 +419,9 @@ def _sections(state: IndexState, notes: Mapping[str, Noted]) -> tuple[bytes, tup
         "bucket_codes": state.bucket_codes,
         "problems": state.problems,
         "duplicates": state.duplicates,
+        # the losing copies' scope fields (a scoped open ranks them without reading them);
+        # an earlier version's reader ignores this key, and without it the copies are read
+        COPY_SCOPES: _copy_scopes(state),
         "negative_terms": {k: sorted(v) for k, v in state.negative_terms.items()},
     }
     if notes:
@@ -828,6 +831,29 @@ def _snapshot(
     )
 
 
+#: the entries section's key of :attr:`IndexState.copy_fields` (added in session 40,
+#: optional: a snapshot without it is read as before, the copies read at a scoped open)
+COPY_SCOPES = "copy_scopes"
+
+
+def _copy_scopes(state: IndexState) -> dict[str, list[str | None]]:
+    """The scope fields known of the losing copies in ``state.duplicates``, by path."""
+    fields = state.copy_fields
+    return {rel: list(fields[rel]) for rels in state.duplicates.values() for rel in rels if rel in fields}
+
+
+def _copy_fields(raw: object) -> dict[str, CopyFields]:
+    """:func:`_copy_scopes` read back; a value of another shape is left out (its copy is
+    then read, as without the key)."""
+    if not isinstance(raw, dict):
+        return {}
+    fields = {rel: CopyFields._make(v) for rel, v in raw.items() if type(v) is list and len(v) == 3}
+    return {rel: f for rel, f in fields.items() if _FIELD_TYPES.issuperset(map(type, f))}
+
+
+_FIELD_TYPES = frozenset({str, type(None)})
+
+
 def _state(body: dict[str, Any], table: _Table, text: TextIndex, damage: list[str]) -> IndexState:
     """The state of a snapshot's entries section and text index (entries not filled in yet)."""
     return IndexState(
@@ -835,6 +861,7 @@ def _state(body: dict[str, Any], table: _Table, text: TextIndex, damage: list[st
         bucket_codes=dict(body["bucket_codes"]),
         problems=dict(body["problems"]),
         duplicates={k: list(v) for k, v in body["duplicates"].items()},
+        copy_fields=_copy_fields(body.get(COPY_SCOPES)),
         negative_terms={k: frozenset(v) for k, v in body.get("negative_terms", {}).items()},
         bucket_domains=table.domains,
         snapshot_damage=damage,

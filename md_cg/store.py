@@ -39,7 +39,7 @@ from . import (
     visibility,
 )
 from . import search as search_mod
-from .engine import Engine, check_not_nested, taken_back
+from .engine import Engine, check_not_nested, take_scope, taken_back
 from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
@@ -163,6 +163,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             self._engine.root_str, paths.meta("remember.lock"), what="remember"
         )
         self._scope = self._engine.scope = scope
+        take_scope(self._engine)  # a duplicated id: the copy of this scope stands for it
         self._filter = visibility.Filter(scope)
         self._ttl_seconds = ttl_seconds
         self._retention: retention.Retention | None = None
