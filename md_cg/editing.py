@@ -424,7 +424,8 @@ def _rename_locked(
         # note, an archived one), never copied to its canonical path.
         puts.append(Staged(s.node, entry.path, s.data, s.domain))
     dels = [(old_id, current.path)] if (old_id != new_id or current.path != renamed.rel) else []
-    engine.commit(puts, dels, durable=durable, guard=reads)
+    # the old file's late appends go to the new id's (journal._carry_late_appends)
+    engine.commit(puts, dels, durable=durable, guard=reads, renamed={old_id: new_id})
     return node
 
 

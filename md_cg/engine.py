@@ -653,11 +653,13 @@ class Engine:
         durable: bool | None,
         read: Read = None,
         guard: Reads | None = None,
+        renamed: Mapping[str, str] | None = None,
     ) -> list[str]:
         """Write ``staged`` and remove ``dels`` through the journal; update the index.
         ``read`` (path -> stamp as read): a del whose file changed since is not done, its
         path returned (:meth:`Journal.commit`); ``guard``: the files a read-modify-write read
-        (:func:`retried`). The caller holds the ids' locks (:meth:`hold`).
+        (:func:`retried`); ``renamed``: a del's id -> the staged id its file became (a
+        rename's). The caller holds the ids' locks (:meth:`hold`).
         """
         if not staged and not dels:
             return []
@@ -681,6 +683,7 @@ class Engine:
                 advance=self.advance,
                 read=read if stamps is None else {**stamps, **(read or {})},  # a guarded del too
                 guard=stamps,
+                renamed=renamed,
             )
         except BaseException:
             # Stopped midway: an open commit is rolled forward by the next recovery;

@@ -244,11 +244,13 @@ class Journal:
         advance: Callable[[str, int], None],
         read: Mapping[str, Stamp] | None = None,
         guard: Mapping[str, Stamp] | None = None,
+        renamed: Mapping[str, str] | None = None,
     ) -> list[str]:
         """Run the four steps for ``puts`` and ``dels`` (see the module docstring).
         Returns the paths of the dels not done because their file's :func:`stamp` is no
         longer the one ``read`` gives (path -> stamp as read; a path not in it is removed
-        as it is). ``guard`` (path -> stamp as read): :meth:`_guarded`.
+        as it is). ``guard`` (path -> stamp as read): :meth:`_guarded`; ``renamed`` (a
+        del's id -> the id of the put its file became): :func:`_carry_late_appends`.
 
         ``applied(put, stat)`` is called as each file lands; ``advance(shard,
         nbytes)`` after each append, so the caller's cursor skips its own records.
@@ -264,9 +266,7 @@ class Journal:
         after them fails, the commit is closed before the error goes up
         (:meth:`_sync_applied`).
         """
-        # The folders written to, a bounded number open at once (a batch may span
-        # thousands of bucket folders: fsops.FolderCache).
-        dirs = fsops.FolderCache(self.root)
+        dirs = fsops.FolderCache(self.root)  # the folders written to, a bounded few open
         order = _folder_order([p.rel for p in puts], dirs.size)
         held: dict[str, _Held] = {}  # the guarded files, open (:func:`_carry_late_appends`)
         try:
@@ -309,7 +309,7 @@ class Journal:
                 self._sync_applied(dirs, seq, record, shard, advance)
             shard, nbytes, _ = self.append([{"op": "done", "c": seq}])
             advance(shard, nbytes)
-            _carry_late_appends(held, puts, dels, dirs)
+            _carry_late_appends(held, puts, dels, dirs, renamed or {})
             return spared
         finally:
             _close_held(held)
@@ -938,7 +938,11 @@ def _close_held(held: Mapping[str, _Held]) -> None:
 
 
 def _carry_late_appends(
-    held: Mapping[str, _Held], puts: Sequence[Put], dels: Sequence[tuple[str, str]], dirs: fsops.FolderCache
+    held: Mapping[str, _Held],
+    puts: Sequence[Put],
+    dels: Sequence[tuple[str, str]],
+    dirs: fsops.FolderCache,
+    renamed: Mapping[str, str],
 ) -> None:
     """Carry into the new file what a person appended to a guarded file after the guard's
     check, through a descriptor opened before the rename (an ``open(..., "a")`` then a
@@ -946,15 +950,17 @@ def _carry_late_appends(
     names any more (session 40: 10-44 of 3,000 appended lines lost so). For each file of
     ``held`` no longer linked anywhere (a file a person moved, or a del spared, still is)
     that grew past what was read, its first bytes still those read: the bytes past them
-    are appended to the file the commit put for its id (at its path then; none when it is
-    gone). Runs after the commit's ``done`` line, under the ids' locks; what a person
+    are appended to the file the commit put for its id -- for a del's file, for the id
+    ``renamed`` gives its id (a rename: the old id's file to the new id's; atk9 of session
+    40, F2: the old id has no put, and the line was lost) -- at its path then (none when it
+    is gone). Runs after the commit's ``done`` line, under the ids' locks; what a person
     writes through such a descriptor later still lands in the old file (docs/reliability.md,
     Known limits). Best effort: the write is done and acknowledged, so an error here (out
     of descriptors, a full disk, the new file swapped for a symlink) leaves those bytes
     where they landed and is not raised -- raised, it told the caller a write that had
     happened had failed, and a retry applied it twice (attack atk9 of session 40, F1)."""
     where = {p.node_id: p.rel for p in puts}
-    ids = {p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels}
+    ids = {p.rel: p.node_id for p in puts} | {rel: renamed.get(i, i) for i, rel in dels}
     for rel, h in held.items():
         target = where.get(ids.get(rel, ""))
         if target is None:

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from md_cg import MdCG, Node
+from md_cg import Edge, MdCG, Node
 
 HAND = "knowledge/by_hand.md"
 
@@ -143,17 +143,14 @@ def test_an_editors_save_in_the_same_window_is_still_kept(tmp_path: Path) -> Non
 # process opens the file for appending (``open(path, "a")``, as ``echo >>`` does) and waits;
 # after the rename (step ``at``: ``rename-1``; ``deleted`` after a move's del) it writes its
 # line through that descriptor -- into the file the commit replaced or removed -- and closes it.
-LATE = OPEN + textwrap.dedent(
+# The end of both: the person process (``code``, given ``target``) is started at ``logged``
+# and told to write at step ``at``.
+LATE_END = textwrap.dedent(
     """
-    at = arg
     person = [None]
-    code = (
-        "import sys; f = open(sys.argv[1], 'a'); print('open', flush=True); "
-        "sys.stdin.readline(); f.write('HAND-late\\\\n'); f.close(); print('written', flush=True)"
-    )
     def fault(step):
         if step == "logged" and person[0] is None:
-            p = subprocess.Popen([sys.executable, "-c", code, path], stdin=subprocess.PIPE,
+            p = subprocess.Popen([sys.executable, "-c", code, target], stdin=subprocess.PIPE,
                                  stdout=subprocess.PIPE, text=True)
             assert p.stdout.readline() == "open\\n"
             person[0] = p
@@ -167,6 +164,19 @@ LATE = OPEN + textwrap.dedent(
     s.close()
     print(json.dumps({"person": person[0] is not None and person[0].returncode == 0}))
     """
+)
+LATE = (
+    OPEN
+    + textwrap.dedent(
+        """
+        at, target = arg, path
+        code = (
+            "import sys; f = open(sys.argv[1], 'a'); print('open', flush=True); "
+            "sys.stdin.readline(); f.write('HAND-late\\\\n'); f.close(); print('written', flush=True)"
+        )
+        """
+    )
+    + LATE_END
 )
 
 
@@ -301,3 +311,62 @@ def test_ctrl_c_while_the_guard_checks_undoes_the_commit(
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == [0, 0.5]
+
+
+# LATE for several files: the person opens the file of each id of argv[3] (a JSON list) for
+# appending at ``logged`` and, after the commit's del (``deleted``), writes ``HAND-late-<id>``
+# through each.
+LATE_FILES = (
+    OPEN
+    + textwrap.dedent(
+        """
+        at, target = "deleted", json.dumps({i: str(s.path_of(i)) for i in json.loads(arg)})
+        code = (
+            "import json, sys; fs = {i: open(p, 'a') for i, p in json.loads(sys.argv[1]).items()}; "
+            "print('open', flush=True); sys.stdin.readline()\\n"
+            "for i, f in fs.items(): f.write('HAND-late-%s\\\\n' % i); f.close()\\n"
+            "print('written', flush=True)"
+        )
+        """
+    )
+    + LATE_END
+)
+
+
+@pytest.mark.parametrize(
+    ("op", "layer"),
+    [("s.rename('x', 'z')", "knowledge"), ("s.rename('x', 'z', layer='contextual')", "contextual")],
+)
+def test_a_late_append_to_the_file_a_rename_removed_is_carried_to_the_new_ids_file(
+    tmp_path: Path, op: str, layer: str
+) -> None:
+    """Attack atk9 of session 40, F2: the carry looked for a put of the old file's id -- a
+    rename puts the new id's file, not the old one's -- and the person's line, written
+    through a descriptor opened on x's file before the rename, was lost (the linking file
+    ``a`` rewritten by the same commit was carried). The rename now tells the commit its
+    old id's file became the new id's: the line is in z's file once, and a's line in a's."""
+    with MdCG(tmp_path) as s:
+        s.add(Node(id="x", layer="knowledge", body="base", importance=0.5))
+        s.add(Node(id="a", layer="knowledge", body="links", edges=[Edge(target="x", type="similar")]))
+        a_rel = s.path_of("a").relative_to(tmp_path).as_posix()
+    done = subprocess.run(
+        [sys.executable, "-c", LATE_FILES, str(tmp_path), op, json.dumps(["x", "a"])],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {"person": True}
+    with MdCG(tmp_path) as s:
+        z, a = s.get("z"), s.get("a")
+        assert (z.layer, z.body, [e.target for e in a.edges], a.body) == (
+            layer,
+            "base\nHAND-late-x",
+            ["z"],
+            "links\nHAND-late-a",
+        )
+        z_rel = s.path_of("z").relative_to(tmp_path).as_posix()
+    assert _files(tmp_path) == sorted([a_rel, z_rel])
+    texts = {rel: (tmp_path / rel).read_text() for rel in (a_rel, z_rel)}
+    assert [texts[z_rel].count("HAND-late"), texts[a_rel].count("HAND-late")] == [1, 1]
+    assert texts[z_rel].count("HAND-late-x") == 1 and texts[a_rel].count("HAND-late-a") == 1
