@@ -1371,6 +1371,23 @@ def _last_syncs(tail: Tail) -> _LastSync:
     return out
 
 
+def _synced_copies(tail: Tail) -> dict[tuple[str, float], set[str]]:
+    """(id, time) -> the paths a ``sync`` line of ``tail`` at that time put the id at, for
+    each id it put at more than one (the copies of a duplicated id the line names)."""
+    out: dict[tuple[str, float], set[str]] = {}
+    for records in tail.by_shard.values():
+        for rec in records:
+            puts = _pairs(rec.get("put", []), 2) if rec.get("op") == "sync" else None
+            ts = _seconds(rec.get("ts"))
+            if puts is None or ts is None:
+                continue
+            rels: dict[str, set[str]] = {}
+            for node_id, rel in puts:
+                rels.setdefault(node_id, set()).add(rel)
+            out.update({(i, ts): r for i, r in rels.items() if len(r) > 1})
+    return out
+
+
 def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -> dict[str, tuple[str, str]]:
     """The files a ``sync`` line of ``tail`` (just followed: ``entries`` holds the files as
     they are now) took in that changed after -- a ``git pull`` without hooks, an edit:
@@ -1384,7 +1401,11 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
     so no change shows: a sync tells them, as :func:`hand_edits_after` does for commit
     lines. An id a commit line of the tail writes at or after the sync line (or one still
     open) is left to that line; so is one of a line of an earlier version (no time or
-    stats). No file is read here: the follow stat'ed them."""
+    stats), and one standing now at another path the line put it at too -- another copy
+    of a duplicated id (:func:`_synced_copies`): the line logs the stat of the copy
+    standing in its writer alone, so a copy gone or changed is told to no process opened
+    after it (docs/reliability.md, Known limits). No file is read here: the follow
+    stat'ed them."""
     last = _last_syncs(tail)
     if not last:
         return {}
@@ -1392,6 +1413,7 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
     written: dict[str, float] = {}
     for w in logged_writes(tail):
         written[w.id] = max(written.get(w.id, -1.0), float("inf") if w.logged[1] is None else w.logged[1])
+    named = _synced_copies(tail)
     out: dict[str, tuple[str, str]] = {}
     for node_id, (ts, rel, stat) in last.items():
         if written.get(node_id, -1.0) >= ts or node_id in still_open:
@@ -1402,6 +1424,10 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
                 out[node_id] = ("added", e.path)
         elif e is None:
             out[node_id] = ("gone", rel)
+        elif e.path != rel and e.path in named.get((node_id, ts), ()):
+            # another copy of the id the line put too: one copy's file gone is no move onto
+            # the other (session 40: a fresh process told one), nor its stat this file's
+            continue
         elif stat is not None and e.path != rel:
             out[node_id] = ("moved", rel)
         elif stat is not None and stat[:2] != (e.mtime_ns, e.size):
