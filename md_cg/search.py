@@ -150,6 +150,46 @@ QUERY_FILLER_TERMS = frozenset(
 )
 #: CJK characters of a request that say nothing of what is asked (请问, 告诉我, 谢谢).
 QUERY_FILLER_CHARS = frozenset("请问告诉谢")
+#: Whole replies that acknowledge and ask for nothing ("ok thanks", "got it", 好的, 收到,
+#: 没问题): a query made of these alone (punctuation and spaces aside, any number of
+#: them) is request-only, every hit thin. Session 40's MCP user simulation: "好的" got 5
+#: ACCEPT hits (a football player's 很好的预感, an aircraft, a plant) and filled ``inject``;
+#: "sure" -> "Jon: Sure, I am always there for you!"; 17 of 17 such replies had an ACCEPT hit.
+ACKNOWLEDGEMENTS = (
+    "ok okay kk sure yes yeah yep yup nope got_it noted understood sounds_good great cool alright "
+    "all_right fine nice perfect thanks thank_you thx ty np no_problem will_do roger "
+    "好 好的 好吧 好啊 行 行吧 可以 收到 明白 明白了 知道了 了解 没问题 嗯 嗯嗯 对的 是的 谢谢 "
+    "谢谢你 多谢 谢了 感谢 辛苦了"
+)
+_ACK_WORDS = frozenset(tuple(w.split("_")) for w in ACKNOWLEDGEMENTS.split() if w.isascii())
+_ACK_CJK = sorted((re.escape(w) for w in ACKNOWLEDGEMENTS.split() if not w.isascii()), key=len, reverse=True)
+_ACK_CJK_RE = re.compile("(?:" + "|".join(_ACK_CJK) + ")+")
+_ACK_PIECES_RE = re.compile(r"[a-z0-9]+|[^\W\da-z_]+")
+
+
+def is_acknowledgement(query: str) -> bool:
+    """Whether ``query`` is only acknowledgements (:data:`ACKNOWLEDGEMENTS`, any number,
+    punctuation and spaces aside), as an agent passes a user's "ok, thanks!" or "好的" on
+    to a search: it asks for nothing."""
+    if len(query) > 80:
+        return False
+    pieces = _ACK_PIECES_RE.findall(query.casefold())
+    if not pieces:
+        return False
+    i = 0
+    while i < len(pieces):  # English words by phrase (longest first), CJK runs whole
+        if not pieces[i].isascii():
+            if _ACK_CJK_RE.fullmatch(pieces[i]) is None:
+                return False
+            i += 1
+            continue
+        step = next((n for n in (2, 1) if tuple(pieces[i : i + n]) in _ACK_WORDS), 0)
+        if not step:
+            return False
+        i += step
+    return True
+
+
 _SIMILARITY_TIERS = ("T1", "T3")
 #: Results list the sure routed hits (:meth:`_Ladder.climb`), the other term
 #: hits (routed T0 and whole-store T2 together, by score), then the routed
@@ -914,7 +954,7 @@ def _evidence(
         if unknown:  # a word the vocabulary lacks: only a hit holding a typo of it is evidence
             typo_only = text.terms_of(similar, near) if near else {}
     out: dict[str, tuple[dict[str, Any], bool]] = {}
-    thin = _Thinness(text, terms, hidden, entries, covers)
+    thin = _Thinness(text, terms, hidden, entries, covers, ack=is_acknowledgement(query))
     shown: dict[str, str]
     for doc_id, (score, tier) in hits:
         has = contained.get(doc_id, [])
@@ -1020,9 +1060,11 @@ class _Thinness:
         hidden: Collection[str],
         entries: Any,
         covers: Sequence[tuple[tuple[str, ...], str, tuple[str, ...]]] = (),
+        ack: bool = False,
     ) -> None:
         self.text, self.hidden, self.entries, self.covers = text, hidden, entries, covers
-        self.units = _query_units(terms)
+        # an acknowledgement ("ok thanks", 好的: :func:`is_acknowledgement`) has no content
+        self.units = _Units([], [], [], [], True) if ack else _query_units(terms)
         self.df: dict[str, int] = {}
         self.n = self.seen = 0
 
