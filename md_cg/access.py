@@ -40,7 +40,7 @@ from .errors import (
     check_query,
     left_out_unreadable,
 )
-from .node import FIRST_INSTANT, LOW_CONFIDENCE
+from .node import FIRST_INSTANT, LOW_CONFIDENCE, TITLE_MAX
 
 ACCESS_REL = paths.meta(paths.ACCESS_DIR)
 COUNTS = "counts.json"
@@ -412,8 +412,16 @@ def compact_text(body: str, limit: int = INJECT_TEXT_CHARS, conditions: Sequence
     and its ``non_applicable_conditions`` field): those it does not show end it
     (``… Not applicable when: a; b`` after a cut, `` Not applicable when: a; b``
     otherwise; at most :data:`CONDITIONS_CHARS` of them), so an agent acting on
-    the memory sees when it must not."""
-    text = " ".join((recall.content_of(body) or body).split())
+    the memory sees when it must not.
+
+    A title line longer than the title (:data:`md_cg.node.TITLE_MAX` characters) is
+    kept in the text, whole: session 40's MCP simulation, a chat turn's 150-character
+    line was cut in the title and the text held only its date line, the answer in
+    neither."""
+    content = recall.content_of(body)
+    if content and len(body.strip().split("\n", 1)[0].lstrip("#").strip()) > TITLE_MAX:
+        content = body
+    text = " ".join((content or body).split())
     wanted = [" ".join(c.split()) for c in conditions if c and c.strip()]
     kept, tail = (text, "") if len(text) <= limit else (text[: limit - 1].rstrip(), "…")
     for _ in range(len(wanted) + 1):  # a shorter cut may lose a condition it showed

@@ -46,7 +46,7 @@ from .errors import PERMISSION_DENIED as DENIED
 from .errors import MalformedNodeFileError, UnsafePathError
 from .judge import node_conditions
 from .merge import CONFLICT_KEY, has_conflict_markers
-from .node import LAYERS, NEGATIVE_LAYERS, Node
+from .node import LAYERS, NEGATIVE_LAYERS, TITLE_MAX, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import read_bytes_as_text
 from .script import cut_back
@@ -56,7 +56,6 @@ from .textindex import TextIndex
 if TYPE_CHECKING:
     import numpy as np
 
-TITLE_MAX = 120
 #: The text index stores term frequencies as uint16.
 TF_MAX = 0xFFFF
 #: Largest node file read (the format's limit); a larger one is reported as

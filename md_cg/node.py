@@ -107,6 +107,8 @@ MAX_ID_BYTES = 200
 #: Longest frontmatter key accepted (YAML readers refuse keys over 1,024).
 MAX_KEY_CHARS = 200
 
+#: A memory's title (its body's first line) is cut at this many characters (index, inject).
+TITLE_MAX = 120
 #: Largest node file, in bytes (frontmatter, fences and body). A larger file
 #: is malformed; a node that would need one is refused.
 MAX_FILE_BYTES = 4 * 1024 * 1024

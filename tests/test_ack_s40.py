@@ -92,3 +92,35 @@ def test_a_question_after_an_acknowledgement_is_judged_as_before(store: MdCG, qu
 )
 def test_what_counts_as_an_acknowledgement(query: str, ack: bool) -> None:
     assert is_acknowledgement(query) is ack
+
+
+def test_inject_keeps_a_title_line_longer_than_the_title(tmp_path: Path) -> None:
+    """MCP user simulation F3: a chat turn whose first line is longer than the title
+    (index.TITLE_MAX, 120) was cut in the title and its text held only the date line --
+    the answer ("clear my mind") in neither. The text now holds that line whole."""
+    line = (
+        "Melanie: Running has been a great way to destress and clear my mind after long days "
+        "at work, and it gives me time to think about what really matters to me."
+    )
+    assert len(line) > 120
+    with MdCG(tmp_path / "m") as s:
+        s.add(
+            Node(
+                id="run",
+                layer="knowledge",
+                body=f"{line}\n(4:33 pm on 12 July, 2023)",
+                verification_basis="data",
+            )
+        )
+        s.add(
+            Node(
+                id="short",
+                layer="knowledge",
+                body="Melanie runs.\nShe runs to destress.",
+                verification_basis="data",
+            )
+        )
+        items = {i.id: i for i in s.inject("why does Melanie run to destress")}
+    assert items["run"].text == f"{line} (4:33 pm on 12 July, 2023)"
+    assert items["run"].title.endswith("…") and "really matters" not in items["run"].title
+    assert items["short"].text == "She runs to destress."
