@@ -41,6 +41,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import functools
+import hashlib
 import inspect
 import itertools
 import os
@@ -48,6 +49,7 @@ import re
 import sys
 import threading
 import traceback
+from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import date
@@ -1436,7 +1438,60 @@ def node_reply(reply: Any) -> Any:
     return out
 
 
-def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+#: Most ids a server remembers the body it gave of (:class:`ReadBodies`), the least recently
+#: read or written forgotten first: an id forgotten is updated as one never read.
+READ_BODIES = 4096
+
+
+def body_digest(body: str) -> bytes:
+    """A body's fingerprint as :class:`ReadBodies` keeps it (16 bytes)."""
+    return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class ReadBodies:
+    """Per server: for each id whose body this server last gave the agent whole (a ``get``
+    from the body's start) or wrote from the agent's own words (``remember``, an ``update``
+    of the body), that body's :func:`body_digest`. An ``update`` that sets the body whole
+    is refused when the memory's body is another now (:func:`check_read`): the agent built
+    it on a read a person's edit (or another agent's) has overtaken. At most ``limit`` ids."""
+
+    def __init__(self, limit: int = READ_BODIES) -> None:
+        self.limit = limit
+        self._held: OrderedDict[str, bytes] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def note(self, node_id: str, body: str) -> None:
+        with self._lock:
+            self._held.pop(node_id, None)
+            self._held[node_id] = body_digest(body)
+            while len(self._held) > self.limit:
+                self._held.popitem(last=False)
+
+    def held(self, node_id: str) -> bytes | None:
+        with self._lock:
+            return self._held.get(node_id)
+
+
+def check_read(store: MdCG, reads: ReadBodies, node_id: str) -> None:
+    """Refuse an update that sets ``node_id``'s body whole when the body the agent last had
+    of it (:class:`ReadBodies`) is not the memory's body now: :class:`ToolError` naming the
+    id, nothing written. An id never read goes on as before; so does one this server does
+    not see now (moved out of its scope, forgotten: the update's own error says so)."""
+    held = reads.held(node_id)
+    if held is None:
+        return
+    try:
+        now = store.get(node_id).body
+    except MdcgError:
+        return
+    if body_digest(now) != held:
+        raise ToolError(
+            f"memory {node_id!r} changed since you read it (an edit by hand or another agent); "
+            "nothing was written: get it again and repeat the change"
+        )
+
+
+def _write_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def remember(
         body: Annotated[
             str,
@@ -1480,7 +1535,10 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
             given["tier"] = tier
         _check_lists(store, None, given)  # an overwrite replaces the memory: all new input
         unique = not (duplicate or overwrite or id is not None)
-        return _unknown_targets(store, _remember(store, given, unique=unique, overwrite=overwrite), edges)
+        reply = _remember(store, given, unique=unique, overwrite=overwrite)
+        if not reply.get("existing"):  # the agent wrote this body: it knows it whole
+            reads.note(reply["id"], body)
+        return _unknown_targets(store, reply, edges)
 
     return [
         (remember, "Store a memory (one Markdown file). A procedure should carry the marks "
@@ -1488,11 +1546,16 @@ def _write_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]
          "a plain fact needs none. Replies with its id, path, kind (fact or procedure) and the marks a "
          "procedure lacks. Without an id, an identical memory already in the layer is not stored "
          "twice: the reply names it, with existing: true."),
-        _update_tool(store),
+        _update_tool(store, reads),
     ]  # fmt: skip
 
 
-def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
+def _update_tool(
+    store: MdCG, reads: ReadBodies, *, checked: bool = True
+) -> tuple[Callable[..., dict[str, Any]], str]:
+    """The ``update`` tool; ``checked=False``: the aliases', whose body is built on a read
+    of their own under the node's lock (:class:`ReadBodies` neither checked nor told)."""
+
     def update(
         id: NodeId,
         body: Annotated[
@@ -1531,8 +1594,13 @@ def _update_tool(store: MdCG) -> tuple[Callable[..., dict[str, Any]], str]:
             raise ValueError(
                 f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
             )
+        told = checked and body is not None  # a body given whole: built on the agent's last read
+        if told:
+            check_read(store, reads, id)
         # unlinked: the successors whose supersedes edge went, as the commit found them
         _, unlinked, changed = store.update_report(id, **changes)
+        if told and body is not None:  # other fields leave the body the agent has (or has not) read
+            reads.note(id, body)
         named = sorted(k for k, v in given.items() if v is not None) if changed else []
         reply = _superseded(
             store, _written(store, id, updated=named, **({} if changed else {"changed": False}))
@@ -1603,7 +1671,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
     ]  # fmt: skip
 
 
-def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
+def _read_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def search(
         query: Query,
         k: K = 5,
@@ -1636,7 +1704,10 @@ def _read_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]]:
             int, Field(description="Most characters of the body returned.", ge=1, le=MAX_GET_CHARS)
         ] = GET_CHARS,
     ) -> dict[str, Any]:
-        reply = _body_window(_get_reply(store, id), offset, max_chars)
+        whole = _get_reply(store, id)
+        if offset == 0:  # the body from its start: what an update of the body builds on
+            reads.note(id, whole["body"])
+        reply = _body_window(whole, offset, max_chars)
         if offset == 0:  # an agent read it: a recall (docs/recall.md), once for its windows
             store.record_access([id], mode="get")
         return reply
@@ -1954,7 +2025,10 @@ def create_server(
         log_level="WARNING",
     )
     maintenance = functools.partial(_maintenance_tools, picks=server.picks)
-    groups = (_write_tools, _forget_tools, _read_tools, _loop_tools, _lifecycle_tools, maintenance)
+    reads = ReadBodies()  # the bodies this server gave the agent (an update of a body checks it)
+    writes = functools.partial(_write_tools, reads=reads)
+    readers = functools.partial(_read_tools, reads=reads)
+    groups = (writes, _forget_tools, readers, _loop_tools, _lifecycle_tools, maintenance)
     withheld = set()
     for group in groups:
         for fn, description in group(store):
@@ -1967,7 +2041,10 @@ def create_server(
     if aliases:
         from md_cg.integrations.aliases import ALIASES, register_aliases
 
-        register_aliases(server, dict(server.tools), tuple(aliases), annotate=tool_annotations)
+        given = dict(server.tools)
+        if "update" in given:  # an alias reads the body again under the node's lock, then writes
+            given["update"] = _tool_errors(_update_tool(store, reads, checked=False)[0], store)
+        register_aliases(server, given, tuple(aliases), annotate=tool_annotations)
         # an alias left out because a tool it calls is withheld is withheld too
         withheld.update(
             a.name
