@@ -2039,10 +2039,12 @@ def create_server(
                 continue
             server.add_tool(_tool_errors(fn, store), name=name, description=description)
     if aliases:
-        from md_cg.integrations.aliases import ALIASES, register_aliases
+        from md_cg.integrations.aliases import ALIASES, CHECKED_UPDATE, register_aliases
 
         given = dict(server.tools)
         if "update" in given:  # an alias reads the body again under the node's lock, then writes
+            # mem0's update_memory sets the body the agent wrote whole: checked, as ``update``
+            given[CHECKED_UPDATE] = given["update"]
             given["update"] = _tool_errors(_update_tool(store, reads, checked=False)[0], store)
         register_aliases(server, given, tuple(aliases), annotate=tool_annotations)
         # an alias left out because a tool it calls is withheld is withheld too

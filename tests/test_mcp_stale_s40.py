@@ -209,3 +209,33 @@ def test_an_alias_write_between_a_get_and_an_update_of_the_body(tmp_path: Path) 
         assert store.get("E").body == got["body"] + "\n- plays chess"
 
     _serve(root, work, aliases=("mcp-memory",))
+
+
+def test_mem0s_update_memory_after_get_memory_is_checked_too(tmp_path: Path) -> None:
+    """mem0's ``update_memory`` sets the text whole, built on the agent's ``get_memory``:
+    a person's edit in between makes it refused, nothing written (before: it went through
+    the aliases' unchecked ``update`` and erased the edit); with no edit it is taken."""
+    root = tmp_path / "m"
+
+    async def work(client: Any, store: MdCG) -> None:
+        _ok(await client.call_tool("remember", {"id": "groceries", "body": "Shopping list\n\n- milk"}))
+        got = _ok(await client.call_tool("get_memory", {"memory_id": "groceries"}))
+        _append(got["path"])
+        before = Path(got["path"]).read_bytes()
+        refused = await client.call_tool(
+            "update_memory", {"memory_id": "groceries", "text": got["body"] + "\n- bread"}
+        )
+        assert _err(refused) == STALE.format(id="groceries")
+        assert Path(got["path"]).read_bytes() == before
+        again = _ok(await client.call_tool("get_memory", {"memory_id": "groceries"}))
+        _ok(
+            await client.call_tool(
+                "update_memory", {"memory_id": "groceries", "text": again["body"] + "\n- bread"}
+            )
+        )
+        assert (
+            store.get("groceries").body
+            == "Shopping list\n\n- milk\n- eggs (added by hand in the editor)\n- bread"
+        )
+
+    _serve(root, work, aliases=("mem0",))

@@ -79,6 +79,12 @@ __all__ = [
 ]
 
 Tools = Mapping[str, Callable[..., Any]]
+#: The name under which the server hands the aliases its ``update`` tool that checks a
+#: body given whole against the agent's last read (``md_cg.mcp_server.check_read``): mem0's
+#: ``update_memory`` writes the text the agent built on its ``get_memory`` (session 40).
+#: The plain ``update`` the aliases get is not checked: ``add_observations`` and the like
+#: read the body again under the node's lock and build on that read.
+CHECKED_UPDATE = "update (checked)"
 FAMILIES = ("mcp-memory", "mem0")
 #: Edge type of a relation whose type is not one of md-cg's.
 RELATION_EDGE_TYPE = "similar"
@@ -935,7 +941,9 @@ def _update_memory(tools: Tools) -> Callable[..., dict[str, Any]]:
     def update_memory(
         memory_id: MemoryId, text: Annotated[str, Field(description="The new text.")]
     ) -> dict[str, Any]:
-        return tools["update"](id=memory_id, body=text)
+        # the text given whole, built on the agent's read: refused once a person's edit (or
+        # another agent's) has overtaken that read (``update``'s check, session 40)
+        return tools.get(CHECKED_UPDATE, tools["update"])(id=memory_id, body=text)
 
     return update_memory
 
