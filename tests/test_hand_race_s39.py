@@ -26,11 +26,26 @@ from md_cg import Edge, MdCG, Node
 # absent before session 39 (the run on the code before the fix fails in the tests, not at import)
 ChangedOnDiskError: type[Exception] = getattr(md_cg, "ChangedOnDiskError", LookupError)
 
+# The end of a child: its journal hook ``fault`` set, it runs ``op`` and keeps the outcome
+# in ``out`` (tests/test_handrace_s40.py's children end the same way).
+RUN_OP = textwrap.dedent(
+    """
+    s._engine.journal.fault = fault
+    try:
+        exec(op, {"s": s})
+        out = {"ok": True}
+    except Exception as exc:
+        out = {"ok": False, "type": type(exc).__name__, "message": str(exc)}
+    s.close()
+    """
+)
+
 # The child: opens the store, makes the journal hook append HAND<k> to ``target``'s file (by
 # another process) at the first ``times`` commits' "logged" step, runs ``op``, prints the
 # outcome as JSON.
-CHILD = textwrap.dedent(
-    """
+CHILD = (
+    textwrap.dedent(
+        """
     import json, subprocess, sys, warnings
     from md_cg import MdCG
     warnings.simplefilter("ignore")
@@ -44,15 +59,10 @@ CHILD = textwrap.dedent(
             count[0] += 1
             append = "import sys; open(sys.argv[1], 'a').write(sys.argv[2])"
             subprocess.run([sys.executable, "-c", append, path, line], check=True)
-    s._engine.journal.fault = fault
-    try:
-        exec(op, {"s": s})
-        out = {"ok": True}
-    except Exception as exc:
-        out = {"ok": False, "type": type(exc).__name__, "message": str(exc)}
-    s.close()
-    print(json.dumps({**out, "appended": count[0]}))
     """
+    )
+    + RUN_OP
+    + 'print(json.dumps({**out, "appended": count[0]}))\n'
 )
 
 

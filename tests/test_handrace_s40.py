@@ -21,6 +21,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from test_hand_race_s39 import RUN_OP
 
 from md_cg import Edge, MdCG, Node
 
@@ -38,24 +39,22 @@ OPEN = textwrap.dedent(
     """
 )
 
-CHILD = OPEN + textwrap.dedent(
-    """
+CHILD = (
+    OPEN
+    + textwrap.dedent(
+        """
     person = arg
     done = [False]
     def fault(step):
         if step == "logged" and not done[0]:
             done[0] = True
             subprocess.run([sys.executable, "-c", person, root, path], check=True)
-    s._engine.journal.fault = fault
-    try:
-        exec(op, {"s": s})
-        out = {"ok": True}
-    except Exception as exc:
-        out = {"ok": False, "type": type(exc).__name__, "message": str(exc)}
-    s.close()
-    print(json.dumps({**out, "person": done[0]}))
     """
+    )
+    + RUN_OP
+    + 'print(json.dumps({**out, "person": done[0]}))\n'
 )
+
 
 MOVE = f"import os, sys; os.rename(sys.argv[2], os.path.join(sys.argv[1], {HAND!r}))"
 REMOVE = "import os, sys; os.unlink(sys.argv[2])"
