@@ -90,9 +90,11 @@ _EXPORTS = {
     "SweepReport": "retention",
     "Departure": "audit",
     "with_departure": "store",
+    "resurface_readable": "views",
     # the types of what MdCG's calls return, for annotations
     "Reopened": "views",
     "Updated": "views",
+    "ReadablePick": "views",
     "InjectItem": "recall",
     "RecallStats": "recall",
     "Resurfaced": "resurface",
@@ -150,6 +152,7 @@ __all__ = [
     "Page",
     "ProtectedNodeError",
     "ReadOnlyStoreError",
+    "ReadablePick",
     "RecallStats",
     "Reflection",
     "Reopened",
@@ -182,6 +185,7 @@ __all__ = [
     "migrate",
     "new_id",
     "record_failed",
+    "resurface_readable",
     "route_key",
     "slug_id",
     "tracked_warning",
@@ -253,5 +257,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs
     from .search import SearchResult
     from .store import MdCG, new_id, with_departure
     from .transfer import BadRecord, ExportReport, ImportReport, export_nodes, import_nodes
-    from .views import Reopened, Updated
+    from .views import ReadablePick, Reopened, Updated, resurface_readable
     from .visibility import Scope

@@ -33,6 +33,7 @@ from . import resurface as resurface_mod
 from .errors import (
     PERMISSION_DENIED,
     DataFileError,
+    InvalidArgumentError,
     InvalidNodeError,
     MalformedNodeFileError,
     NodeNotFoundError,
@@ -565,6 +566,20 @@ def _resurface_index(
     index = resurface_mod.ResurfaceIndex(days)
     _INDEX_CACHE[root] = (key, index)
     return index
+
+
+def skip_set(skip: Iterable[str]) -> frozenset[str]:
+    """``resurface``'s ``skip`` as a set of ids; a bare string or a non-string id is refused
+    (``skip="old0"`` would skip the ids 'o', 'l', 'd' and '0')."""
+    if isinstance(skip, str | bytes) or not isinstance(skip, Iterable):
+        raise InvalidArgumentError(
+            f"skip must be a collection of node ids, got {type(skip).__name__}", name="skip", value=skip
+        )
+    ids = list(skip)
+    for value in ids:
+        if not isinstance(value, str):
+            raise InvalidArgumentError(f"skip holds {value!r}, not a node id", name="skip", value=value)
+    return frozenset(ids)
 
 
 def resurface_pick(

@@ -63,6 +63,7 @@ from md_cg import (
     ProtectedNodeError,
     is_out_of_room,
     record_failed,
+    resurface_readable,
     was_applied,
     was_logged,
     was_recovering,
@@ -1610,14 +1611,17 @@ def stats(
 def today(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
     """One old memory brought back "on this day" (the show is recorded)."""
     with _open(ctx, root) as store:
-        picked = store.resurface(record=True)
-        node = store.get(picked.id) if picked is not None else None
+        picked, node, unreadable = resurface_readable(store)
         title = store.entry(picked.id).title if picked is not None else None
+    for node_id, exc in unreadable:  # passed over, never shown: a person should repair the file
+        why = f"warning: passed over {node_id!r}, whose file cannot be read: {exc}"
+        typer.echo(terminal_safe(" ".join(why.split())), err=True)
     if json_out:
-        _print_json({"memory": None if picked is None else {**picked.to_dict(), "title": title}})
+        skipped = {"unreadable_skipped": len(unreadable)} if unreadable else {}
+        _print_json({"memory": None if picked is None else {**picked.to_dict(), "title": title}, **skipped})
         return
     if picked is None or node is None:
-        typer.echo("nothing to bring back yet")
+        typer.echo("nothing readable to bring back" if unreadable else "nothing to bring back yet")
         return
     if picked.years_ago or picked.months_ago:
         ago = f"{picked.years_ago} year(s) ago" if picked.years_ago else f"{picked.months_ago} month(s) ago"

@@ -77,14 +77,15 @@ from md_cg import (
     Node,
     NodeNotFoundError,
     ProtectedNodeError,
+    ReadablePick,
     ReadOnlyStoreError,
-    Resurfaced,
     Scope,
     SearchResult,
     __version__,
     is_fact,
     is_out_of_room,
     record_failed,
+    resurface_readable,
     was_applied,
     was_logged,
     was_recovering,
@@ -1896,7 +1897,7 @@ def _lifecycle_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], s
 
     def on_this_day() -> dict[str, Any]:
         today = date.today()  # the local day, as resurface's default; the note counts from it
-        return on_this_day_reply(store, store.resurface(today, record=True), today)
+        return on_this_day_reply(store, resurface_readable(store, today), today)
 
     def inject(
         query: Query,
@@ -1943,7 +1944,7 @@ LAST_RESORT_NOTE = (
 )
 
 
-def on_this_day_reply(store: MdCG, picked: Resurfaced | None, today: date) -> dict[str, Any]:
+def on_this_day_reply(store: MdCG, pick: ReadablePick, today: date) -> dict[str, Any]:
     """``on_this_day``'s reply: the memory picked on ``today`` with its title and a snippet,
     or ``{"memory": null}``. Its fields are :class:`~md_cg.Resurfaced`'s but ``tier``, left
     out when None (the last resort) as every empty field of a reply is; a last-resort pick
@@ -1951,18 +1952,17 @@ def on_this_day_reply(store: MdCG, picked: Resurfaced | None, today: date) -> di
     (:data:`LAST_RESORT_NOTE`). Before session 37's MCP review the reply sent ``"tier":
     null`` and said nothing of a last resort: a memory made seconds before came back as
     "one old memory", with ``years_ago`` 0. A pick whose file a hand edit broke since the
-    index read it (no pick-up since) is left out, ``{"memory": null, "meta":
-    {"unreadable_omitted": 1}}``, as ``search`` and ``inject`` leave such a memory out --
-    one whose file holds another memory now, or was narrowed out of the scope, unsaid:
-    before session 39 the call failed with the file's error."""
-    if picked is None:
-        return {"memory": None}
-    try:
-        body = store.get(picked.id).body
-    except NodeNotFoundError:
-        return {"memory": None}  # its file holds another memory now, or was narrowed: as search
-    except MalformedNodeFileError:
-        return {"memory": None, "meta": {"unreadable_omitted": 1}}
+    index read it (no pick-up since) is passed over for the next one
+    (:func:`md_cg.views.resurface_readable`) and counted, ``"meta": {"unreadable_omitted":
+    1}``, as ``search`` and ``inject`` leave such a memory out -- one whose file holds
+    another memory now, or was narrowed out of the scope, unsaid: before session 39 the
+    call failed with the file's error, before session 41 it answered null all day."""
+    broken = sum(isinstance(exc, MalformedNodeFileError) for _, exc in pick.unreadable)
+    meta = {"meta": {"unreadable_omitted": broken}} if broken else {}
+    picked, node = pick.picked, pick.node
+    if picked is None or node is None:
+        return {"memory": None, **meta}
+    body = node.body
     out = {k: v for k, v in picked.to_dict().items() if v is not None}
     out["title"] = clip(store.entry(picked.id).title, TITLE_CHARS)
     out["snippet"] = clip(snippet(body), SNIPPET_CHARS)
@@ -1970,7 +1970,7 @@ def on_this_day_reply(store: MdCG, picked: Resurfaced | None, today: date) -> di
         days = (today - picked.date).days
         age = {0: "today", 1: "yesterday"}.get(days, f"{days:,} days ago")
         out["note"] = LAST_RESORT_NOTE.format(age=age)
-    return {"memory": out}
+    return {"memory": out, **meta}
 
 
 def _clipped(data: Any) -> Any:

@@ -1506,16 +1506,28 @@ class Recall(_Handle):
         return items
 
     def resurface(
-        self, today: date | None = None, seed: int | None = None, *, record: bool = False
+        self,
+        today: date | None = None,
+        seed: int | None = None,
+        *,
+        record: bool = False,
+        skip: Iterable[str] = (),
     ) -> Resurfaced | None:
-        """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show."""
+        """One old memory brought back "on this day" (docs/recall.md); ``record=True`` logs the show.
+        ``skip``: ids not to pick (memories whose files the caller found it cannot read:
+        :func:`resurface_readable`)."""
         hidden = self._hidden(visibility.SEARCH)
+        skipped = access.skip_set(skip)
         state = self._engine.state
-        version = (id(state), state.generation, hidden)  # the candidates change only with these
+        version = (id(state), state.generation, hidden, skipped)  # the candidates change only with these
 
         def active() -> list[Entry]:  # as recall_stats counts them: no negative memory
             out = state.entries.values()
-            return [e for e in out if e.id not in hidden and e.layer not in NEGATIVE_LAYERS]
+            return [
+                e
+                for e in out
+                if e.id not in hidden and e.layer not in NEGATIVE_LAYERS and e.id not in skipped
+            ]
 
         keep = self._write_statistics if record and not self.read_only and not self._access_broken else None
         return access.resurface_pick(self, version, active, today, seed, record=keep)
@@ -1693,3 +1705,47 @@ def _held_gone(fresh: Engine, node_id: str) -> bool:
         except (MdcgError, OSError):  # cannot be told: the refusal stands, as before
             return True
     return True
+
+
+#: How many picks in a row :func:`resurface_readable` lets fail to read before it gives up.
+RESURFACE_TRIES = 20
+
+
+class ReadablePick(NamedTuple):
+    """:func:`resurface_readable`'s answer: the day's pick and its node (both None when there is
+    nothing readable to bring back), and the picks passed over, each with why its file could
+    not be read (a :class:`MalformedNodeFileError` naming file and line, or the
+    :class:`NodeNotFoundError` of a file that holds another memory now)."""
+
+    picked: Resurfaced | None
+    node: Node | None
+    unreadable: list[tuple[str, MdcgError]]
+
+
+def resurface_readable(store: Any, today: date | None = None, *, record: bool = True) -> ReadablePick:
+    """The memory to bring back on ``today`` whose file reads, its show recorded (``record``).
+
+    ``MdCG.resurface`` picks from the index; a file a person broke (or replaced) since the
+    index read it cannot be shown. Before session 41 `mdcg today` then failed with the
+    file's error -- all day, since a day shows one memory -- and the MCP ``on_this_day``
+    answered null all day. Now such a pick is passed over (not recorded as shown) and the
+    next one is taken, at most :data:`RESURFACE_TRIES` of them."""
+    unreadable: list[tuple[str, MdcgError]] = []
+    for _ in range(RESURFACE_TRIES):
+        skip = [node_id for node_id, _ in unreadable]
+        picked = store.resurface(today, skip=skip)
+        if picked is None:
+            break
+        try:
+            node = store.get(picked.id)
+        except (MalformedNodeFileError, NodeNotFoundError) as exc:
+            unreadable.append((picked.id, exc))
+            continue
+        if not record:
+            return ReadablePick(picked, node, unreadable)
+        shown = store.resurface(today, record=True, skip=skip)
+        if shown is not None and shown.id == picked.id:
+            return ReadablePick(shown, node, unreadable)
+        # the store changed between the two picks: pick again (a show recorded meanwhile
+        # is the day's pick now, as every later call sees it)
+    return ReadablePick(None, None, unreadable)

@@ -589,26 +589,26 @@ def _noon(day: date) -> float:
 
 
 def test_store_resurface_is_deterministic_and_records_only_when_asked(tmp_path: Path) -> None:
-    store = MdCG(tmp_path / "s")
-    dated = {"kp_a": D(2019, 2, 12), "kp_b": D(2023, 2, 12), "kp_c": D(2025, 12, 10)}
-    for node_id, day in dated.items():
-        store.add(id=node_id, layer="knowledge", body=f"# {node_id}\n\nnote\n", created_at=_noon(day))
-    today = D(2026, 2, 12)
-    expected = resurface(list(dated.items()), today=today, seed=3)
-    pick = store.resurface(today, seed=3)
-    assert pick == expected and pick is not None
-    assert store.resurface(today, seed=3) == pick
-    assert store.log(SHOW_LOG).read() == []  # record=False writes nothing
-    shown = store.resurface(today, seed=3, record=True)
-    assert shown == pick
-    assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
-    # one day shows one memory: the same one again, and no second record (session 30)
-    assert store.resurface(today, seed=3) == pick
-    assert store.resurface(today, seed=3, record=True) == pick
-    assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
-    after = store.resurface(today + timedelta(days=1), seed=3)
-    assert after is not None and after.id != pick.id  # 90 days of cooldown from the next day
-    assert store.resurface(D(2000, 1, 1), seed=3) is None  # nothing dated that early
+    with MdCG(tmp_path / "s") as store:  # closed: its files were left to the collector
+        dated = {"kp_a": D(2019, 2, 12), "kp_b": D(2023, 2, 12), "kp_c": D(2025, 12, 10)}
+        for node_id, day in dated.items():
+            store.add(id=node_id, layer="knowledge", body=f"# {node_id}\n\nnote\n", created_at=_noon(day))
+        today = D(2026, 2, 12)
+        expected = resurface(list(dated.items()), today=today, seed=3)
+        pick = store.resurface(today, seed=3)
+        assert pick == expected and pick is not None
+        assert store.resurface(today, seed=3) == pick
+        assert store.log(SHOW_LOG).read() == []  # record=False writes nothing
+        shown = store.resurface(today, seed=3, record=True)
+        assert shown == pick
+        assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
+        # one day shows one memory: the same one again, and no second record (session 30)
+        assert store.resurface(today, seed=3) == pick
+        assert store.resurface(today, seed=3, record=True) == pick
+        assert store.log(SHOW_LOG).read() == [show_record(pick.id, today, tier=pick.tier)]
+        after = store.resurface(today + timedelta(days=1), seed=3)
+        assert after is not None and after.id != pick.id  # 90 days of cooldown from the next day
+        assert store.resurface(D(2000, 1, 1), seed=3) is None  # nothing dated that early
 
 
 def _tree(root: Path) -> dict[str, tuple[int, int]]:
