@@ -228,6 +228,7 @@ def _edit_once(
         node.created_at = current.created_at
     old = read_entry(engine, current)
     node.updated_at = old.updated_at  # the text's is never stored: a write stamps it now
+    merge.settle_edit(node, old)  # markers taken out of the body: that conflict is resolved
     if dumps(node) == stored:  # a final newline dropped, a value requoted: md-cg would
         return old, False  # write the file it holds (node == old took 1 for true; r7: a comment
         # removed from a hand-written file was "no change", and stayed)

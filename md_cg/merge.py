@@ -58,7 +58,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -862,6 +862,29 @@ def settle(node: Node, changed: Collection[str]) -> None:
         node.extra[CONFLICT_KEY] = {**kept, "fields": left, "body": body}
     else:
         del node.extra[CONFLICT_KEY]
+
+
+def settle_edit(node: Node, old: Node) -> None:
+    """:func:`settle` for a memory edited as a whole text (``edit_text``, ``mdcg edit``): the
+    fields whose values differ from ``old`` (the memory as stored) and the body count as
+    changed, as :meth:`md_cg.MdCG.update` of them would. Before session 41 an edit that took
+    the markers out of the body but left the ``merge_conflict`` line (as an editor shows it)
+    kept the memory "unresolved": ``sync`` exited 1 and ``health`` said both versions were
+    in a file that held one (attack atk10 F9)."""
+    if CONFLICT_KEY not in node.extra:
+        return
+    changed = {
+        f.name
+        for f in fields(Node)
+        if f.name not in _NOT_EDITS and getattr(node, f.name) != getattr(old, f.name)
+    }
+    if changed:
+        settle(node, changed)
+
+
+#: Fields an edit of the whole text does not settle by changing: the write stamps
+#: ``updated_at``; ``extra`` holds the record itself.
+_NOT_EDITS = frozenset({"updated_at", "extra", "id"})
 
 
 def text_problem(node: Node) -> InvalidNodeError | None:

@@ -58,7 +58,7 @@ from typing import Any
 
 from . import nodefile
 from .errors import InvalidNodeError, MdcgError
-from .merge import has_conflict_markers
+from .merge import CONFLICT_KEY, has_conflict_markers
 from .node import (
     EDGE_TYPES,
     FIELD_ORDER,
@@ -874,6 +874,14 @@ CONFLICT_TEXT = (
     "md-cg would take it for an unresolved git merge; put such text in a fenced code block"
 )
 
+#: Why a row naming ``merge_conflict`` (an ``extra`` key or a column) is a bad row: it is
+#: md-cg's own record of a git merge left unresolved, which no source row can hold; stored,
+#: the memory counted as an unresolved merge for ever (attack atk10 F10, session 41).
+CONFLICT_RECORD_TEXT = (
+    f"the row names '{CONFLICT_KEY}', md-cg's record of an unresolved git merge (docs/git.md): "
+    "a migrated memory cannot carry one; rename that key or column in the source"
+)
+
 
 def iter_storable_rows(conn: sqlite3.Connection) -> Iterator[RowResult]:
     """:func:`iter_rows`, where a node that cannot be stored as a file is a bad row too:
@@ -894,4 +902,6 @@ def _unstorable(node: Node) -> str | None:
         nodefile.dump_bytes(node)
     except (InvalidNodeError, UnicodeError) as exc:
         return f"cannot be written to a node file: {exc}"
+    if CONFLICT_KEY in node.extra:
+        return CONFLICT_RECORD_TEXT
     return CONFLICT_TEXT if has_conflict_markers(node.body) else None
