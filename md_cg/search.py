@@ -121,15 +121,6 @@ COMMON_HIDDEN_LIMIT = 200
 #: whose first result is an answer and ACCEPT 42.6 / 82.2 / 68.8% -> 40.1 / 79.3 / 66.2%
 #: (the others DEFER; ranks unchanged). The two shares were chosen by cross-validation
 #: over five folds (conversations, article groups, request templates).
-THIN_WORDS = 2
-THIN_SHARE = 0.4
-THIN_SHARE_ONE = 0.7
-#: A hit covering at least this many of the query's words is never thin, whatever they
-#: weigh: "Which popular music composer's tunes does Tim enjoy playing on the piano?" is
-#: answered by Tim's "I love playing different songs on the piano" (4 of 8; review, session
-#: 40). Chosen by 5-fold cross-validation among 3, 4, 5, 6 and none (bench/judge_irrelevant.py:
-#: every fold chose 4 at lambda 1); no unrelated request of the bench has such a hit.
-THIN_COVERS_ENOUGH = 4
 #: Session 41 (MCP user simulation, session 40: unrelated requests with ACCEPT hits, each
 #: covering "more than half" of the request, its weight never asked): in "more than half"
 #: (:meth:`_Coverage.most`) a number held counts for no word ("what is 17 times 23?" -> turns
@@ -139,6 +130,15 @@ THIN_COVERS_ENOUGH = 4
 #: :data:`THIN_SHARE_ONE`; a hit holding only numbers of a request that names a word is thin
 #: (:meth:`_Coverage.numbers_only`). bench/judge_rules_cv.py; figures over 155 held-out
 #: requests (bench/judge_broad.py) in docs/ranking.md.
+THIN_WORDS = 2
+THIN_SHARE = 0.4
+THIN_SHARE_ONE = 0.7
+#: A hit covering at least this many of the query's words is never thin, whatever they
+#: weigh: "Which popular music composer's tunes does Tim enjoy playing on the piano?" is
+#: answered by Tim's "I love playing different songs on the piano" (4 of 8; review, session
+#: 40). Chosen by 5-fold cross-validation among 3, 4, 5, 6 and none (bench/judge_irrelevant.py:
+#: every fold chose 4 at lambda 1); no unrelated request of the bench has such a hit.
+THIN_COVERS_ENOUGH = 4
 #: Over fewer memories the caller sees than this, an idf cannot tell a rare word from a
 #: common one, nor a word none holds from one all would: only a hit covering one word of
 #: ``m`` is thin, weighing less than :data:`THIN_SHARE_FEW` or :data:`THIN_SHARE_WORDS` /
