@@ -11,8 +11,12 @@ agent that no memory answers (:func:`irrelevant_queries`: English and Chinese,
 from templates, with a fixed seed), run against the same stores, a mixed store
 (every LoCoMo turn and every CMRC chunk) and a store shaped like the session 39
 MCP user simulation's (CMRC chunks under their article's title, LoCoMo
-observations). The 40 queries of that simulation (:data:`HELD_OUT`) are a
-separate check, never used to choose a rule or a threshold. Every memory
+observations) and one of every LoCoMo turn prefixed with its session's date (numbers
+beside dates). The 40 queries of that simulation (:data:`HELD_OUT`) and the 155 broader
+requests of bench/judge_broad.py (:func:`broad`: arithmetic, speakers' names, Chinese
+terms holding a shorter word, stored titles with a character changed, everyday requests;
+session 41) are separate checks, never used to choose a rule or a threshold
+(bench/judge_rules_cv.py chose session 41's rules on the templates). Every memory
 declares a verification basis (``data``), so the judge itself says ACCEPT and
 only the search's evidence rules (filler, common words, thin evidence) can
 make a hit DEFER.
@@ -24,8 +28,8 @@ a second process), in the same run:
 * relevant: the share of questions whose first result is an answer (gold) and
   ACCEPT, and an answer and DEFER; whose answers in the top 10 include an ACCEPT
   one; whose ``inject`` items include an answer;
-* irrelevant and held out: the share of queries with at least one ACCEPT hit in
-  the top 10, and with at least one ``inject`` item.
+* irrelevant, held out and broad: the share of queries with at least one ACCEPT hit
+  in the top 10, and with at least one ``inject`` item.
 
 ``--cv`` also chooses :data:`md_cg.search.THIN_SHARE` and ``THIN_SHARE_ONE`` by
 cross-validation: five folds (LoCoMo: the conversations; CMRC: article groups,
@@ -49,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import judge_broad
 import quality
 
 REPO = Path(__file__).resolve().parent.parent
@@ -378,7 +383,18 @@ def _stores() -> list[tuple[str, list[dict[str, Any]], list[tuple[str, set[str],
     out.append(("cmrc", cmrc, cq))
     out.append(("mixed", cmrc + turns, cq + lq))
     out.append(("mcp-sim shaped", _sim_shaped(), []))
+    dated = quality.load_locomo(quality.DATA / "locomo" / "locomo_dev.json", date_prefix=True)
+    bodies = [t for c in dated for _, t in c["docs"]]
+    out.append(("dated locomo", [{"id": f"d{i}", "body": t} for i, t in enumerate(bodies)], []))
     return out
+
+
+def broad() -> list[tuple[str, str]]:
+    """:func:`judge_broad.broad_queries` with the LoCoMo speakers and the CMRC titles."""
+    convs = json.loads((quality.DATA / "locomo" / "locomo_dev.json").read_text(encoding="utf-8"))
+    names = [c["conversation"][k] for c in convs for k in ("speaker_a", "speaker_b")]
+    data = json.loads((quality.DATA / "cmrc" / "cmrc2018_zh_dev.json").read_text(encoding="utf-8"))
+    return judge_broad.broad_queries(names, [d["title"] for d in data["docs"]])
 
 
 def _sim_shaped() -> list[dict[str, Any]]:
@@ -408,11 +424,14 @@ def measure(cv: bool) -> dict[str, Any]:
         def recording(self: Any, doc_id: str, why: dict, held: set, typos: Any, typo_only: bool) -> None:
             cover = self.coverage(why, held, typos)
             share = search._share(cover, self.idf) if cover.held else 0.0
+            numbers = cover.held < search.THIN_COVERS_ENOUGH and cover.numbers_only()
             seen[doc_id] = [cover.held, cover.total, share, cover.units.asks_nothing, self.few()]
+            seen[doc_id] += [cover.most(), numbers, cover.counted]
             mark(self, doc_id, why, held, typos, typo_only)
 
         search._Thinness.mark = recording  # type: ignore[method-assign]
     irrelevant = irrelevant_queries()
+    wide = broad()
     figures: dict[str, Any] = {}
     for name, memories, relevant in _stores():
         folder = tempfile.mkdtemp(prefix="mdcg-irrelevant-")
@@ -423,6 +442,7 @@ def measure(cv: bool) -> dict[str, Any]:
             asked = [(q, gold, fold, "relevant") for q, gold, fold in relevant]
             asked += [(q, set(), fold, "irrelevant") for q, fold in irrelevant]
             asked += [(q, set(), -1, "held out") for q in HELD_OUT]
+            asked += [(q, set(), -1, "broad") for q, _ in wide]
             for q, gold, fold, kind in asked:
                 seen.clear()
                 results, _ = store.search(q, k=10, record=False)
@@ -438,7 +458,7 @@ def measure(cv: bool) -> dict[str, Any]:
                 else:
                     counts[f"{kind} accept"] += bool(accepted)
                     counts[f"{kind} inject"] += bool(injected)
-                if cv and kind != "held out":
+                if cv and kind in ("relevant", "irrelevant"):
                     hits.append(_hits(results, gold, fold, kind, seen))
         figures[name] = {"counts": dict(counts), "hits": hits}
     return figures
@@ -466,16 +486,16 @@ def _thin(cover: list | None, share: float, one: float) -> bool:
     """``md_cg.search._thin`` of a recorded coverage with the thresholds ``share``, ``one``."""
     if cover is None:
         return False
-    held, total, weight, asks_nothing, few = cover
+    held, total, weight, asks_nothing, few, most, numbers, counted = cover
     if not total:
         return bool(asks_nothing)
     if not held:
         return True
-    if total < 2 or 2 * held > total or held >= 4:  # md_cg.search.THIN_COVERS_ENOUGH
+    if not numbers and (total < 2 or most or held >= 4):  # md_cg.search.THIN_COVERS_ENOUGH
         return False
     if few:
         return held == 1 and weight < max(0.2, 0.8 / total)
-    return weight < (one if held == 1 else share)
+    return numbers or weight < (one if min(held, counted) == 1 else share)
 
 
 def _score(figures: dict[str, Any], pair: tuple[float, float], folds: set[int]) -> tuple[float, float]:
@@ -539,8 +559,8 @@ def table(runs: dict[str, dict[str, Any]]) -> str:
     lines = [
         "| store | judge | answer first, ACCEPT | answer first, DEFER | an answer ACCEPT in the top 10 | "
         "inject holds an answer | irrelevant: an ACCEPT hit | irrelevant: inject items | "
-        "held out: an ACCEPT hit | held out: inject items |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "held out: an ACCEPT hit | held out: inject items | broad: an ACCEPT hit | broad: inject items |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     groups: dict[tuple[str, str], Counter[str]] = defaultdict(Counter)
     for judge, figures in runs.items():
@@ -556,6 +576,8 @@ def table(runs: dict[str, dict[str, Any]]) -> str:
             _pct(c, "irrelevant inject", "irrelevant"),
             _pct(c, "held out accept", "held out"),
             _pct(c, "held out inject", "held out"),
+            _pct(c, "broad accept", "broad"),
+            _pct(c, "broad inject", "broad"),
         ]
         label = f"{name} ({c['relevant']} questions)" if c["relevant"] else name
         lines.append(f"| {label} | {judge} | " + " | ".join(cells) + " |")
@@ -617,7 +639,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 1
             runs[judge] = json.loads(out)
     print(table({j: runs[j] for j in sorted(runs, reverse=True)}))
-    print(f"\n{len(irrelevant_queries())} irrelevant queries, {len(HELD_OUT)} held out")
+    print(f"\n{len(irrelevant_queries())} irrelevant queries, {len(HELD_OUT)} held out, {len(broad())} broad")
     if args.cv:
         print()
         print(cross_validate(runs["new"]))

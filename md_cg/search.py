@@ -105,11 +105,12 @@ COMMON_HIDDEN_LIMIT = 200
 #: A hit with evidence is ``thin`` (:func:`_thin`; session 28, redone in session 39) when
 #: the query has no content word but request words ("thanks", :data:`QUERY_FILLER_TERMS`),
 #: when it covers none of the query's content words, or when it covers at most half of at
-#: least this many and what it covers weighs (idf) less than :data:`THIN_SHARE` of the
-#: query's words -- :data:`THIN_SHARE_ONE` when it covers one. A word is covered by the hit
-#: holding it, a typo of it (T1/T3) or a whole synonym of it; two CJK characters count as a
-#: word, and a character counts only with a bigram of the query holding it (你 and 好 apart
-#: are no 你好) but as the one character of a one-word query (车 of 汽车) (:func:`_covered`).
+#: least this many (numbers not counted) and what it covers weighs (idf) less than
+#: :data:`THIN_SHARE` of the query's words -- :data:`THIN_SHARE_ONE` when it covers one.
+#: A word is covered by the hit holding it, a typo of it (T1/T3) or a whole synonym of it;
+#: two CJK characters count as a word (rounded up and, since session 41, exactly), and a character counts
+#: only with a bigram of the query holding it (你 and 好 apart are no 你好) but as the one
+#: character of a one-word query (车 of 汽车) (:func:`_covered`).
 #: The judge says DEFER, not ACCEPT; the hit keeps its rank and inject leaves it out.
 #: Session 39's MCP simulation (a 54k mixed store) found 8 of 40 unrelated requests with
 #: ACCEPT hits: "how do I reset my router password" for "Maria acknowledges nature as a
@@ -120,6 +121,15 @@ COMMON_HIDDEN_LIMIT = 200
 #: whose first result is an answer and ACCEPT 42.6 / 82.2 / 68.8% -> 40.1 / 79.3 / 66.2%
 #: (the others DEFER; ranks unchanged). The two shares were chosen by cross-validation
 #: over five folds (conversations, article groups, request templates).
+#: Session 41 (MCP user simulation, session 40: unrelated requests with ACCEPT hits, each
+#: covering "more than half" of the request, its weight never asked): in "more than half"
+#: (:meth:`_Coverage.most`) a number held counts for no word ("what is 17 times 23?" -> turns
+#: dated 17 October holding "time") and two CJK characters count as a word exactly too ("灰凤
+#: 冠雉又名什么" -> another bird of the family holding 凤冠雉: 3 of 6 characters, rounded up
+#: to 2 of 3 words before), so such hits are judged by weight, numbers not counted when choosing
+#: :data:`THIN_SHARE_ONE`; a hit holding only numbers of a request that names a word is thin
+#: (:meth:`_Coverage.numbers_only`). bench/judge_rules_cv.py; figures over 155 held-out
+#: requests (bench/judge_broad.py) in docs/ranking.md.
 THIN_WORDS = 2
 THIN_SHARE = 0.4
 THIN_SHARE_ONE = 0.7
@@ -1150,6 +1160,42 @@ class _Coverage(NamedTuple):
         """The content words the hit covers, counted as :attr:`total` counts them."""
         return len(self.words) + len(self.near) + math.ceil(len(self.chars) / 2)
 
+    @property
+    def numbers(self) -> int:
+        """The numbers (:func:`_number`) among the content words the hit holds."""
+        return sum(map(_number, self.words))
+
+    @property
+    def counted(self) -> int:
+        """:attr:`held` without the numbers: what picks :data:`THIN_SHARE_ONE`."""
+        return self.held - self.numbers
+
+    def most(self) -> bool:
+        """Whether the hit covers more than half of the query's content words, numbers not
+        counted, with two CJK characters a word both rounded up (:attr:`held`) and exactly:
+        3 of 6 characters is half, not 2 of 3 words (凤冠雉 of 灰凤冠雉又名), nor is 2 of
+        3 (天气 of 今天天气) one of 2."""
+        mine = 4 * (len(self.words) + len(self.near) - self.numbers) + 2 * len(self.chars)
+        exact = mine > 2 * len(self.units.words) + len(self.units.chars)
+        return exact and 2 * self.counted > self.total
+
+    def numbers_only(self) -> bool:
+        """Whether the hit holds numbers of the query and nothing else of it, the query
+        naming a word too ("what is 17 times 23" -> a turn dated 17 October)."""
+        words = self.units.words
+        return (
+            bool(self.words)
+            and self.numbers == len(self.words)
+            and not self.chars
+            and not self.near
+            and (not all(map(_number, words)))
+        )
+
+
+def _number(term: str) -> bool:
+    """Whether a query term is a number (ASCII digits): a date, an amount, a count."""
+    return term.isascii() and term.isdigit()
+
 
 def _covered(
     units: _Units,
@@ -1201,25 +1247,30 @@ def _thin(cover: _Coverage, idf: Callable[[str], float], few: Callable[[], bool]
     """``{"holds": n, "of": m, "words": [...], "share": s}`` when a hit's evidence is thin,
     else None: the query has no content word but request words (``m`` = 0, "thanks"), the
     hit covers none of its ``m`` content words (``cover``: :func:`_covered`), or at most
-    half of ``m`` >= :data:`THIN_WORDS` of them, fewer than :data:`THIN_COVERS_ENOUGH`,
-    weighing less than :data:`THIN_SHARE` of the query's -- :data:`THIN_SHARE_ONE` when
-    it covers one word (``idf``:
-    a term's inverse document frequency; a typo weighs as the hit's term). Over fewer than
-    :data:`THIN_MIN_DOCS` memories (``few()``, asked once ``idf`` has counted) only one word
-    of ``m`` is, weighing less than :data:`THIN_SHARE_FEW` or :data:`THIN_SHARE_WORDS` / ``m``."""
+    half of ``m`` >= :data:`THIN_WORDS` of them (:meth:`_Coverage.most`), fewer than
+    :data:`THIN_COVERS_ENOUGH`, weighing less than :data:`THIN_SHARE` of the query's --
+    :data:`THIN_SHARE_ONE` when it covers one word but numbers (``idf``: a term's inverse
+    document frequency; a typo weighs as the hit's term),
+    or only numbers of a query naming a word (:meth:`_Coverage.numbers_only`). Over fewer
+    than :data:`THIN_MIN_DOCS` memories (``few()``, asked once ``idf`` has counted) only one
+    word of ``m`` is, weighing less than :data:`THIN_SHARE_FEW` or :data:`THIN_SHARE_WORDS` / ``m``."""
     total, covered = cover.total, cover.held
     said = [*cover.words, *cover.near, *(["".join(cover.chars)] if cover.chars else [])]
     if not total and not cover.units.asks_nothing:
         return None  # a query of particles only (他们) asks for them
-    if total and covered and (total < THIN_WORDS or 2 * covered > total or covered >= THIN_COVERS_ENOUGH):
+    numbers = covered < THIN_COVERS_ENOUGH and cover.numbers_only()
+    enough = total < THIN_WORDS or cover.most() or covered >= THIN_COVERS_ENOUGH
+    if total and covered and not numbers and enough:
         return None
     share = 0.0
     if covered:
         share = _share(cover, idf)
         if few():
             least = max(THIN_SHARE_FEW, THIN_SHARE_WORDS / total) if covered == 1 else 0.0
+        elif numbers:
+            least = math.inf
         else:
-            least = THIN_SHARE_ONE if covered == 1 else THIN_SHARE
+            least = THIN_SHARE_ONE if min(covered, cover.counted) == 1 else THIN_SHARE
         if share >= least:
             return None
     return {"holds": covered, "of": total, "words": said, "share": round(share, 3)}
