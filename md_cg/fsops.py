@@ -506,12 +506,6 @@ class Dir:
             finally:
                 os.close(fd)
 
-    def rename_new(self, src: str, dst: str) -> bool:
-        """Rename ``src`` to ``dst`` only while nothing is at ``dst`` (``RENAME_NOREPLACE``):
-        True when done, False where that cannot be asked; ``FileExistsError`` when
-        something is there."""
-        return rename2(self.fd, src, dst, RENAME_NOREPLACE)
-
     def unlink(self, name: str) -> bool:
         """Remove ``name`` (a file or symlink, never what it points to); False if absent.
 
