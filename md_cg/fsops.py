@@ -42,6 +42,7 @@ import itertools
 import os
 import re
 import stat as statmod
+import sys
 import threading
 import time
 import uuid
@@ -329,6 +330,68 @@ def temp_is_abandoned(name: str, mtime: float, now: float | None = None) -> bool
 # -- folders and files ----------------------------------------------------------
 
 
+#: ``renameat2`` flags (Linux): swap two names; fail rather than replace a file
+RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
+#: errnos by which ``renameat2`` says it cannot (no such call, a file system without the flag)
+_NO_RENAME2 = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP}
+
+
+@functools.cache
+def _libc(name: str) -> Any:
+    """The C library's function ``name`` through ctypes (Linux only); None where there is none."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        return getattr(ctypes.CDLL(None, use_errno=True), name)
+    except (OSError, AttributeError):
+        return None
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    """glibc's ``renameat2`` (2.28 and later); None elsewhere."""
+    import ctypes
+
+    fn = _libc("renameat2")
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+    return fn
+
+
+@functools.cache
+def _sync_file_range() -> Callable[..., int] | None:
+    import ctypes
+
+    fn = _libc("sync_file_range")
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_longlong, ctypes.c_longlong, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+    return fn
+
+
+#: ``sync_file_range`` flag: start writing the dirty pages back, do not wait
+_SYNC_FILE_RANGE_WRITE = 2
+
+
+def rename2(dirfd: int, src: str, dst: str, flags: int) -> bool:
+    """``renameat2(dirfd, src, dirfd, dst, flags)``: True when done; False when this system
+    or file system cannot do it (nothing changed); any other error raised as ``OSError``."""
+    fn = _renameat2()
+    if fn is None:
+        return False
+    if fn(dirfd, os.fsencode(src), dirfd, os.fsencode(dst), flags) == 0:
+        return True
+    import ctypes
+
+    err = ctypes.get_errno()
+    if err in _NO_RENAME2:
+        return False
+    raise OSError(err, os.strerror(err), dst)
+
+
 def _write_all(fd: int, view: memoryview) -> None:
     while view:
         n = os.write(fd, view)
@@ -420,6 +483,28 @@ class Dir:
     def replace(self, src: str, dst: str) -> None:
         """Rename ``src`` over ``dst`` in this folder (atomic)."""
         os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def exchange(self, a: str, b: str) -> bool:
+        """Swap ``a`` and ``b`` in this folder in one step (:func:`rename2`,
+        ``RENAME_EXCHANGE``): True when done, False where the system or the file system
+        cannot (then nothing changed). ``FileNotFoundError`` when either is missing."""
+        return rename2(self.fd, a, b, RENAME_EXCHANGE)
+
+    def start_writeback(self, name: str) -> None:
+        """Start writing the file ``name`` back to disk, without waiting (Linux
+        ``sync_file_range(SYNC_FILE_RANGE_WRITE)``; best effort, nothing elsewhere). Before an
+        exchange over a file: ext4 does so itself for a rename over a file (``auto_da_alloc``),
+        so that after a power cut the path holds the old bytes or the new -- an exchange it
+        does not (the path could be left empty)."""
+        fn = _sync_file_range()
+        if fn is None:
+            return
+        with contextlib.suppress(OSError):
+            fd = os.open(name, _READ_FLAGS, dir_fd=self.fd)
+            try:
+                fn(fd, 0, 0, _SYNC_FILE_RANGE_WRITE)
+            finally:
+                os.close(fd)
 
     def unlink(self, name: str) -> bool:
         """Remove ``name`` (a file or symlink, never what it points to); False if absent.

@@ -14,7 +14,9 @@ owns it (holding the store lock shared and the stripe locks of its ids):
    the process's own log shard as a single line -- a line torn by a crash
    is ignored, so the commit either exists whole or not at all. Durable:
    the temp files and the line are then fsynced, all at once;
-3. the temp files are renamed over their targets, then the dels unlinked
+3. the temp files are renamed over their targets -- a file a read-modify-write
+   read, by an exchange checked against the stamp read (:func:`_swap_in`) --
+   then the dels unlinked
    (durable: then their folders are fsynced) -- a del given the stamp of its
    file as read (:func:`stamp`) only when the file still has it, so that a
    file replaced since (another memory saved over a copy) is not removed;
@@ -24,7 +26,9 @@ Killed before step 2, the commit never happened: its temp files are
 garbage that maintenance removes. Killed after step 2, the commit is
 *rolled forward* by the next process that needs its ids (:func:`recover`):
 every temp file still present is renamed into place and the dels are done,
-then a ``recovered`` record closes it. So a batch is all or nothing once
+then a ``recovered`` record closes it (a file an exchange displaced to a temp
+name is removed when it is the one read, put back when it is a person's save:
+:func:`_settle_exchanges`). So a batch is all or nothing once
 recovered -- except an id whose file is no longer the one the line logged
 (another stamp: saved again by another process while a failed writer lived
 on, or by hand) or changed after the line (its ctime, with 2 s of slack:
@@ -67,8 +71,8 @@ import os
 import stat as statmod
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from . import fsops, paths
@@ -127,6 +131,10 @@ class Commit:
     #: the :func:`stamp` of the file each del removes, in order (None: no file was there);
     #: None in lines of earlier versions (``removes``)
     removes: tuple[Stamp | None, ...] | None = None
+    #: the inode of each put's temp file, in order (``made``; None in lines of earlier
+    #: versions): a file at a temp name with another inode is the one a put displaced by
+    #: an exchange (:func:`_settle_exchanges`)
+    made: tuple[int, ...] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -143,6 +151,30 @@ class Commit:
         for node_id, rel in self.dels:
             out.setdefault(node_id, []).append(rel)
         return out
+
+
+def _commit_record(
+    puts: Sequence[Put],
+    temps: list[str],
+    stats: list[os.stat_result],
+    replaces: list[Stamp | None],
+    dels: Sequence[tuple[str, str]],
+    removes: list[Stamp | None],
+) -> dict[str, Any]:
+    """The ``commit`` line of :meth:`Journal.commit` (see the module docstring)."""
+    return {
+        "op": "commit",
+        "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
+        "del": [[i, rel] for i, rel in dels],
+        "check": [[len(p.data), zlib.crc32(p.data)] for p in puts],
+        # the files the commit means to replace and remove: a recovery leaves an id
+        # whose file is another by then (:func:`_later_ids`)
+        "replaces": [_stamp_item(st) for st in replaces],
+        "removes": [_stamp_item(st) for st in removes],
+        # the temp files' inodes: a file at a temp name with another is one an exchange
+        # displaced (:func:`_settle_exchanges`)
+        "made": [st.st_ino for st in stats],
+    }
 
 
 @dataclass
@@ -177,7 +209,9 @@ class Journal:
         self.writer = fsops.ShardWriter(root, LOG_REL)
         #: called between the steps of a commit with the step's name (tests
         #: inject crashes here): ``temps`` (temp files written), ``logged``
-        #: (commit line appended), ``rename-<k>`` (k files renamed into place),
+        #: (commit line appended), ``exchanged-<k>`` (k guarded files exchanged into
+        #: place, the k-th not checked yet: :func:`_swap_in`), ``rename-<k>`` (k files
+        #: in place),
         #: ``renamed`` (all of them), ``deleted`` (dels done, ``done`` not yet)
         self.fault: Callable[[str], None] | None = None
         #: this process's commits interrupted after being logged (to roll forward)
@@ -272,17 +306,10 @@ class Journal:
         try:
             made: list[str] = []
             temps, stats, replaces = self._write_temps(puts, order, dirs, made)
+            if not durable and guard:
+                _start_writebacks(puts, temps, guard, dirs)
             self._step("temps")
-            record = {
-                "op": "commit",
-                "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
-                "del": [[i, rel] for i, rel in dels],
-                "check": [[len(p.data), zlib.crc32(p.data)] for p in puts],
-                # the files the commit means to replace and remove: a recovery leaves an id
-                # whose file is another by then (:func:`_later_ids`)
-                "replaces": [_stamp_item(st) for st in replaces],
-                "removes": [_stamp_item(st) for st in _del_stamps(dels, dirs, read or {})],
-            }
+            record = _commit_record(puts, temps, stats, replaces, dels, _del_stamps(dels, dirs, read or {}))
             try:
                 shard, nbytes, seq = self.append([record])
             except BaseException:
@@ -298,7 +325,14 @@ class Journal:
             self._step("logged")
             checked = self._guarded(guard, read, puts, dels, temps, dirs, (shard, seq, record), advance, held)
             try:
-                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, checked)
+                swapped = _swap_in(puts, order, temps, stats, guard or {}, dirs, self._step)
+                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, checked, swapped)
+            except _SaveLanded as landed:
+                # a person's save renamed over the file after the guard's check: put back at
+                # its path, nothing of this commit in place -- refused as the guard refuses
+                self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
+                ids = {p.rel: p.node_id for p in puts}
+                raise ChangedSinceRead([(ids[landed.rel], landed.rel)]) from None
             except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -474,9 +508,11 @@ class Journal:
         dirs: fsops.FolderCache,
         applied: Callable[[Put, os.stat_result], None],
         read: Mapping[str, Stamp],
+        swapped: Collection[int] = (),
     ) -> list[str]:
-        """Rename the temp files into place in ``order``, then do the dels, except those
-        whose file changed since it was ``read`` (returned).
+        """Rename the temp files into place in ``order`` (those of ``swapped`` are in place
+        already: :func:`_swap_in`), then do the dels, except those whose file changed
+        since it was ``read`` (returned).
 
         ``applied`` is called as each file lands; when ``order`` is not the puts' own
         (a batch over many folders), once all have landed, in the puts' order (the
@@ -485,7 +521,8 @@ class Journal:
         for n, i in enumerate(order):
             put = puts[i]
             parent, name = _split(put.rel)
-            dirs.get(parent).replace(temps[i], name)
+            if i not in swapped:
+                dirs.get(parent).replace(temps[i], name)
             if inline:
                 applied(put, stats[i])
             if self.fault is not None:
@@ -613,10 +650,12 @@ def roll_forward(
     atk7) such a copy's recovery put a batch's new ids in place and left all its
     overwrites (``left_as_edited``), removing their temp files.
     """
+    c = replace(c, made=None) if copied else c  # a copy's files have other inodes
+    settled = _settle_exchanges(root, c)
     states = _put_states(root, c)
     stamp = _written_by(root, c)
     limit = None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9)
-    later = _later_ids(root, c, states, limit, copied)
+    later = _later_ids(root, c, states, limit, copied) | settled
     back = "bad" in states and "landed" not in states
     if copied and later and "landed" not in states:
         back = True  # all or nothing: nothing (the ids are told, left_as_edited)
@@ -702,6 +741,7 @@ def edited_since(root: str, c: Commit, copied: bool = False) -> set[str]:
     """The ids of dead commit ``c`` that :func:`roll_forward` would leave as their files have
     them, a file of theirs changed after the line was written (read-only: for ``health()``;
     ``copied`` as there: a copy's commit it would roll back whole leaves every id)."""
+    c = replace(c, made=None) if copied else c
     states = _put_states(root, c)
     if "bad" in states and "landed" not in states:
         return set()  # rolled back: nothing is left undone for an edit
@@ -875,7 +915,7 @@ def _put_states(root: str, c: Commit) -> list[str]:
             with fsops.Dir(root, parent) as d:
                 if not _safe_temp(tmp, name):
                     pass  # a record this version did not write: never acted on
-                elif d.exists(tmp):
+                elif d.exists(tmp) and not _displaced(d, tmp, c.made, i):
                     # a regular file only: a symlink is never renamed into place
                     if statmod.S_ISREG(d.lstat(tmp).st_mode) and _holds(d, tmp, check):
                         state = "temp"
@@ -885,6 +925,12 @@ def _put_states(root: str, c: Commit) -> list[str]:
             pass
         states.append(state)
     return states
+
+
+def _displaced(d: fsops.Dir, tmp: str, made: tuple[int, ...] | None, i: int) -> bool:
+    """Whether the file at put ``i``'s temp name is not its temp file but the one an
+    exchange displaced (:func:`_settle_exchanges`)."""
+    return made is not None and d.lstat(tmp).st_ino != made[i]
 
 
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
@@ -995,6 +1041,130 @@ def _changed_since(guard: Mapping[str, Stamp], dirs: fsops.FolderCache, held: di
             held[rel] = h
         if now is not None and now != was:
             out.append(rel)
+    return out
+
+
+class _SaveLanded(Exception):
+    """:func:`_swap_in` found a file saved over ``rel`` after the guard's check, and put it back."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(rel)
+        self.rel = rel
+
+
+def _swap_in(
+    puts: Sequence[Put],
+    order: Sequence[int],
+    temps: list[str],
+    stats: list[os.stat_result],
+    guard: Mapping[str, Stamp],
+    dirs: fsops.FolderCache,
+    step: Callable[[str], None],
+) -> list[int]:
+    """Put each guarded put's file in place by exchanging it with the file at its path
+    (``renameat2(RENAME_EXCHANGE)``: :meth:`md_cg.fsops.Dir.exchange`), before any other
+    rename, and check the file so displaced -- now at the temp name -- is the one the guard
+    checked (its :func:`stamp`). Another: a person's save (an editor writes a temp file and
+    renames it over the path) landed between the check and the rename, which replaced it
+    (session 40: 57 of 6,012 lines lost so). Then every exchange made is undone
+    (:func:`_put_back`) and :class:`_SaveLanded` raised: the commit is refused like one
+    the guard refuses. Once all are checked the displaced files are removed (a late append
+    through a descriptor of one is carried: :func:`_carry_late_appends`). Returns the
+    indexes of the puts now in place. A put whose file is gone from its path, and all of
+    them where the system or file system cannot exchange (not Linux, EINVAL), are left to
+    :meth:`Journal._apply`'s rename -- the behaviour before (that window stays there).
+    A kill between an exchange and the removal leaves the displaced file at the temp name,
+    for recovery (:func:`_settle_exchanges`). What this does not close: from the exchange
+    to its undoing md-cg's file is at the path -- microseconds, a millisecond or more on a
+    busy ext4 -- and a program that reads the file then and saves what it read over it
+    again builds on md-cg's file, not on the save (docs/reliability.md, Known limits)."""
+    swapped: list[int] = []
+    for i in [i for i in order if guard.get(puts[i].rel) is not None]:
+        put = puts[i]
+        was = guard[put.rel]
+        parent, name = _split(put.rel)
+        d = dirs.get(parent)
+        if _stamp_at(d, name) not in (was, None):  # saved since the check: refused unseen
+            _put_back(puts, temps, stats, swapped, dirs)
+            raise _SaveLanded(put.rel)
+        try:
+            if not d.exchange(temps[i], name):
+                break
+        except FileNotFoundError:
+            continue  # moved or removed by hand: the put lands as before the guard
+        swapped.append(i)
+        step(f"exchanged-{len(swapped)}")
+        if _stamp_at(d, temps[i]) != was:
+            _put_back(puts, temps, stats, swapped, dirs)
+            raise _SaveLanded(put.rel)
+    for i in swapped:
+        dirs.get(_split(puts[i].rel)[0]).unlink(temps[i])
+    return swapped
+
+
+def _start_writebacks(
+    puts: Sequence[Put], temps: list[str], guard: Mapping[str, Stamp], dirs: fsops.FolderCache
+) -> None:
+    """Start writing back the temp files :func:`_swap_in` will exchange over a file, as ext4
+    does itself for a rename over a file (``auto_da_alloc``) and not for an exchange: after a
+    power cut the path then holds the old bytes or the new, never an empty file (a durable
+    commit has fsynced them). Done as the temp files are written, well before the exchange:
+    it may wait on the disk."""
+    for put, tmp in zip(puts, temps, strict=True):
+        if guard.get(put.rel) is not None:
+            dirs.get(_split(put.rel)[0]).start_writeback(tmp)
+
+
+def _put_back(
+    puts: Sequence[Put],
+    temps: list[str],
+    stats: list[os.stat_result],
+    swapped: list[int],
+    dirs: fsops.FolderCache,
+) -> None:
+    """Undo :func:`_swap_in`'s exchanges, the last first: each displaced file back at its
+    path, this commit's file at its temp name. Should the file exchanged back not be this
+    commit's (a person saved over the path again meanwhile), that newer save is renamed
+    back over the path; should the path be empty (the file removed meanwhile), the
+    displaced file is renamed back to it."""
+    for i in reversed(swapped):
+        parent, name = _split(puts[i].rel)
+        d = dirs.get(parent)
+        try:
+            d.exchange(temps[i], name)
+        except FileNotFoundError:
+            d.replace(temps[i], name)
+            continue
+        st = d.lstat(temps[i])
+        if st.st_ino != stats[i].st_ino:
+            d.replace(temps[i], name)
+
+
+def _settle_exchanges(root: str, c: Commit) -> set[str]:
+    """Before a dead commit is rolled forward: a put's temp name holding a file that is not
+    its temp file (``made``: another inode) holds the file an exchange displaced
+    (:func:`_swap_in`), the writer killed before it checked or removed it. The file read
+    (the put's ``replaces`` stamp) is removed: the put landed. Any other is a person's
+    save that landed in the window: renamed back over the path when the put's file is
+    still there (or nothing is), and its id returned -- left as the person saved it; when
+    a later save is at the path, the displaced one (older) is removed."""
+    out: set[str] = set()
+    if c.made is None or c.replaces is None or c.checks is None:
+        return out
+    for i, (node_id, rel, tmp) in enumerate(c.puts):
+        parent, name = _split(rel)
+        if not _safe_temp(tmp, name):
+            continue
+        gone = (FileNotFoundError, NotADirectoryError, UnsafePathError)
+        with contextlib.suppress(*gone), fsops.Dir(root, parent) as d:
+            st = d.lstat(tmp)
+            if not statmod.S_ISREG(st.st_mode) or st.st_ino == c.made[i]:
+                continue
+            if stamp(st) == c.replaces[i] or (d.exists(name) and not _holds(d, name, c.checks[i])):
+                d.unlink(tmp)
+                continue
+            d.replace(tmp, name)
+            out.add(node_id)
     return out
 
 
@@ -1788,7 +1958,17 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
         _seconds(rec.get("ts")),
         replaces=_stamps(rec.get("replaces"), len(full)) if commit else None,
         removes=_stamps(rec.get("removes"), len(dels)) if commit else None,
+        made=_inodes(rec.get("made"), len(full)) if commit else None,
     )
+
+
+def _inodes(value: Any, count: int) -> tuple[int, ...] | None:
+    """A commit line's ``made`` list (an inode per put); None when absent or malformed."""
+    if not isinstance(value, list) or len(value) != count:
+        return None
+    if not all(type(x) is int and x >= 0 for x in value):
+        return None
+    return tuple(value)
 
 
 def _seconds(ts: Any) -> float | None:

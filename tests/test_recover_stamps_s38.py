@@ -147,7 +147,8 @@ def left_open(
 
 def _failing_rename(w: MdCG, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every rename into place fails (EIO) once the commit line is written: the commit
-    stays open with its temp files, its process alive."""
+    stays open with its temp files, its process alive. (Session 41: a file an update read
+    is put in place by an exchange, which fails alike.)"""
     real, armed = fsops.Dir.replace, []
 
     def replace(self: fsops.Dir, src: str, dst: str) -> None:
@@ -155,8 +156,16 @@ def _failing_rename(w: MdCG, monkeypatch: pytest.MonkeyPatch) -> None:
             raise OSError(errno.EIO, "EIO (injected)")
         real(self, src, dst)
 
+    real_exchange = fsops.Dir.exchange
+
+    def exchange(self: fsops.Dir, a: str, b: str) -> bool:
+        if armed:
+            raise OSError(errno.EIO, "EIO (injected)")
+        return real_exchange(self, a, b)
+
     w._engine.journal.fault = lambda step: armed.append(step) if step == "logged" else None
     monkeypatch.setattr(fsops.Dir, "replace", replace)
+    monkeypatch.setattr(fsops.Dir, "exchange", exchange)
 
 
 @pytest.mark.parametrize("then", ["update", "forget"])
