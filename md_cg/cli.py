@@ -63,7 +63,6 @@ from md_cg import (
     ProtectedNodeError,
     is_out_of_room,
     record_failed,
-    resurface_readable,
     was_applied,
     was_logged,
     was_recovering,
@@ -1610,6 +1609,8 @@ def stats(
 @app.command()
 def today(ctx: typer.Context, root: RootOpt = None, json_out: JsonOpt = False) -> None:
     """One old memory brought back "on this day" (the show is recorded)."""
+    from md_cg import resurface_readable  # here: importing the CLI loads no heavy module
+
     with _open(ctx, root) as store:
         picked, node, unreadable = resurface_readable(store)
         title = store.entry(picked.id).title if picked is not None else None
