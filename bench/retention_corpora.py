@@ -14,6 +14,9 @@ no temporal kind (:func:`md_cg.temporal.decide_retention`, temporal unset):
   ``"<speaker>: <text>"``: a conversation's turns, each one a memory of what was said.
 * ``tests/data/retention_zh_s39.jsonl``: 72 Chinese and 10 English agent-memory notes
   labelled temp or long (written for session 39 before the ``term_except`` rules).
+* ``tests/data/retention_events_s41.jsonl``: 104 English/Chinese pairs, lasting life events
+  and one-off texts opened by the same time words (session 41), decided unset and as
+  ``one_off``: right, lasting decided temp, one-off decided long, pairs decided apart.
 
 The data sets are read where they are, never copied (absent: their lines are skipped).
 docs/retention.md has the figures; tests/test_retention_zh_s39.py asserts them.
@@ -34,6 +37,7 @@ DATA = next(
 CMRC = DATA / "cmrc" / "cmrc2018_zh_dev.json"
 LOCOMO = DATA / "locomo" / "locomo_dev.json"
 FIXTURE = REPO / "tests" / "data" / "retention_zh_s39.jsonl"
+EVENTS = REPO / "tests" / "data" / "retention_events_s41.jsonl"
 sys.path.insert(0, str(REPO))
 
 from md_cg.temporal import decide_retention  # noqa: E402
@@ -80,6 +84,20 @@ def fixture_scores(lang: str) -> dict:
     }
 
 
+def event_scores(kind: str = "") -> dict:
+    """The lasting-event set (session 41) decided with ``kind``: accuracy, lasting texts decided
+    temp, one-off texts decided long, and the en/zh pairs decided apart."""
+    rows = [json.loads(line) for line in EVENTS.read_text(encoding="utf-8").splitlines() if line.strip()]
+    got = {r["id"]: decide_retention(text=r["text"], temporal=kind, now=0.0).tier for r in rows}
+    wrong = [r for r in rows if got[r["id"]] != r["expected_tier"]]
+    return {
+        "right": (len(rows) - len(wrong), len(rows)),
+        "false_temp": [r["id"] for r in wrong if r["expected_tier"] == "long"],
+        "false_long": [r["id"] for r in wrong if r["expected_tier"] == "temp"],
+        "apart": sorted({r["pair"] for r in rows if got[r["pair"] + "e"] != got[r["pair"] + "z"]}),
+    }
+
+
 def main() -> int:
     verbose = "-v" in sys.argv[1:]
     for name, path, load in (("CMRC chunks", CMRC, cmrc_texts), ("LoCoMo turns", LOCOMO, locomo_texts)):
@@ -98,6 +116,13 @@ def main() -> int:
         print(
             f"fixture {lang}: temp recall {s['recall'][0]}/{s['recall'][1]}, false temp {s['false_temp']}, "
             f"missed {s['missed']} ({s['rows']} rows)"
+        )
+    for kind in ("", "one_off"):
+        e = event_scores(kind)
+        print(
+            f"events s41 ({kind or 'unset'}): right {e['right'][0]}/{e['right'][1]}, lasting decided temp "
+            f"{len(e['false_temp'])} {e['false_temp']}, one-off decided long {len(e['false_long'])} "
+            f"{e['false_long']}, en/zh pairs apart {e['apart']}"
         )
     return 0
 

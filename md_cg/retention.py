@@ -175,6 +175,19 @@ def imply_tier(node: Node) -> None:
         node.retention_tier = "temp"
 
 
+def was_lasting(held: Entry | None, changes: Mapping[str, Any]) -> bool:
+    """Whether an ``update`` with ``changes`` edits a memory that was kept (``held``, its
+    entry: long, or no tier and no expiry) without asking for a one-off: its new text
+    alone then never makes it temporary (:func:`md_cg.temporal.kept_on_edit`). A
+    ``temporal`` given in the same update is the caller's word and decides as in ``add``."""
+    return (
+        held is not None
+        and held.retention_tier != "temp"
+        and held.expires_at is None
+        and "temporal" not in changes
+    )
+
+
 def kept_expiry(held: Entry | None, now: float, same: Callable[[Entry], bool] | None = None) -> float | None:
     """The expiry a write keeps from the memory it replaces (``held``, its entry): the
     stored one while still ahead of ``now`` -- an edit does not extend a temporary
@@ -240,7 +253,14 @@ class Retention:
         return self._markers
 
     def decide(
-        self, node: Node, *, now: float, kept: float | None, explicit: bool, keep: bool = False
+        self,
+        node: Node,
+        *,
+        now: float,
+        kept: float | None,
+        explicit: bool,
+        keep: bool = False,
+        lasting: bool = False,
     ) -> temporal.RetentionDecision:
         """Decide ``node``'s tier and set its retention fields (see the module docstring).
 
@@ -250,7 +270,9 @@ class Retention:
         re-import of the same text: :func:`kept_expiry`); used only while still
         ahead of ``now``, else a temporary node gets ``now`` + the TTL. ``keep``:
         never made temporary unless asked (as in ``anchor/``): the node stands in
-        for facts it superseded, which would stay hidden once it went.
+        for facts it superseded, which would stay hidden once it went. ``lasting``: an
+        edit of a memory that was kept (:func:`temporal.kept_on_edit`): its new text alone
+        never makes it temporary.
         """
         d = temporal.decide_retention(
             text=node.body,
@@ -261,6 +283,8 @@ class Retention:
             markers=self.markers,
             protected=keep or node.layer == ANCHOR_LAYER,
         )
+        if lasting and not explicit:
+            d = temporal.kept_on_edit(d)
         if d.rule == "default_long":
             # No evidence either way: the node stays unassigned (absent = long), so a
             # plain note is stored as written; the decision log still has the rule.

@@ -15,9 +15,12 @@ resolves to ``long``:
   ``unknown``, never a guessed ``one_off``.
 * ``one_off`` is the only kind that makes a node temporary, and a *veto*
   keeps it long when the text itself says it is not a one-off event over
-  within the TTL: nine marker families (remember, agreement, habit,
+  within the TTL: ten marker families (remember, agreement, habit,
   durable fact, permanence, state change, far future, learned, reported:
-  "the user said ..." with no moment named after it). A one-off verdict on
+  "the user said ..." with no moment named after it, lasting event: a death,
+  birth, marriage, diagnosis, surgery, job lost or begun, move, breakup...,
+  which a time word in front only dates -- session 41: "Yesterday my father
+  passed away." was temporary). A one-off verdict on
   an extractor's rewritten sentence such as "两人约好明天一起晒太阳" would
   otherwise delete the agreement itself. A change of habit that starts at a
   named time is a state change, not a one-off ("今天开始主人不吃猪肉了", "The
@@ -99,6 +102,7 @@ VETO_FAMILIES: tuple[str, ...] = (
     "far_future",
     "learned",
     "reported",
+    "lasting_event",
 )
 #: Term rules for unknown/unset kinds, in precedence order.
 TERM_RULES: tuple[str, ...] = (
@@ -127,6 +131,7 @@ RULE_CODES: tuple[str, ...] = (
     *(f"term_guard_{family}" for family in VETO_FAMILIES),
     *(f"term_{rule}" for rule in TERM_RULES),
     "anchor_layer",
+    "edit_kept_long",
     "default_long",
 )
 
@@ -141,6 +146,8 @@ _FAMILY_LABELS = {
     "learned": "something learned, found out or corrected (it holds after the day it was learned)",
     "reported": "what the user said about something, with no moment named after it (it holds after the day"
     " it was said)",
+    "lasting_event": "an event after which a lasting state holds (a death, birth, marriage, diagnosis,"
+    " surgery, job lost or begun, move, breakup...: a time word only dates it)",
 }
 _SHIPPED_PATH = Path(__file__).parent / "data" / STORE_FILE
 
@@ -395,6 +402,10 @@ class Markers:
     _compiled: dict[str, list[tuple[str, _Matcher]]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
+    #: (kind, family) -> the openings of its markers (:meth:`_excepted`), filled on first use
+    _heads_of: dict[tuple[str, str], frozenset[str]] = field(
+        init=False, repr=False, compare=False, default_factory=dict
+    )
 
     def __post_init__(self) -> None:
         def folded(markers: Sequence[str]) -> tuple[str, ...]:
@@ -527,7 +538,12 @@ class Markers:
         markers = self.veto if kind == "veto" else self.term
         exceptions = dict(self._patterns(f"{kind}_except"))[family]
         found = match.group()
-        opening = max((len(h) for h in _openings(markers[family]) if found.startswith(h)), default=len(found))
+        heads = self._heads_of.get((kind, family))
+        if heads is None:
+            heads = self._heads_of[(kind, family)] = frozenset(_openings(markers[family]))
+        # the longest opening the match begins with: its longest prefix that is one (a look-up
+        # per prefix; a startswith per marker was a third of a decision once a family had 250)
+        opening = next((n for n in range(len(found), 0, -1) if found[:n] in heads), len(found))
         start = match.start()
         for word in exceptions.finditer(folded, max(0, start - max(map(len, words[family])) + 1)):
             if word.start() >= start + opening:
@@ -724,6 +740,24 @@ def asked_reason(tier: str) -> str:
     return f"the caller asked for the {tier} tier"
 
 
+#: How the reason of ``edit_kept_long`` opens (:func:`kept_on_edit`, session 41).
+EDIT_KEPT_OPENING = "an edit of a lasting memory "
+
+
+def kept_on_edit(d: RetentionDecision) -> RetentionDecision:
+    """``d`` for an edit of a memory that was lasting (long, or no tier: an ``update`` of
+    its body): a temp verdict the caller did not ask for becomes long, rule
+    ``edit_kept_long``, the reason quoting the rule it overrode. Session 41: "The user's
+    father is called John Smith." edited into "Yesterday the user's father, John Smith,
+    died." became temporary and was hidden a week later, the name with it: the edit's text
+    is a guess (a time word), the memory it replaces was kept, and every doubt resolves to
+    long. ``update(id, retention_tier="temp")`` makes it temporary."""
+    if d.tier != "temp" or d.rule == "explicit_tier":
+        return d
+    why = f"{EDIT_KEPT_OPENING}stays long: an edit's text does not make it temporary ({d.reason})"
+    return RetentionDecision("long", None, "edit_kept_long", why, d.temporal, d.marker)
+
+
 #: How every sentence :func:`decide_retention` writes itself opens (unchanged since the
 #: first version that wrote one): a stored reason opening otherwise is not the decider's.
 _DECIDED_OPENINGS = (
@@ -732,6 +766,7 @@ _DECIDED_OPENINGS = (
     "no temporal kind ",
     "temporal kind unknown ",
     "anchor/ holds what must not be forgotten",
+    EDIT_KEPT_OPENING,
 )
 
 

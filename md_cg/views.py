@@ -1039,8 +1039,14 @@ class Lifecycle(_Handle):
         if "expires_at" not in changes:
             node.expires_at = None  # the stored one is kept while still ahead, never once past
         kept = retention.kept_expiry(before, now)
+        lasting = retention.was_lasting(before, changes)
         decided.append(
-            (node, self._ret.decide(node, now=now, kept=kept, explicit=explicit, keep=bool(closed)))
+            (
+                node,
+                self._ret.decide(
+                    node, now=now, kept=kept, explicit=explicit, keep=bool(closed), lasting=lasting
+                ),
+            )
         )
 
 

@@ -694,7 +694,9 @@ def test_rule_hits_on_the_labelled_set() -> None:
         "veto_far_future": 1,
         "veto_habit": 17,
         "veto_learned": 8,  # review 25c: errands s02 s12 s16, facts u07 u08 u09 u13 u14
-        "veto_no_anchor": 36,
+        "veto_no_anchor": 35,
+        # session 41: g12 "The user is diabetic ..." (was veto_no_anchor, long either way)
+        "veto_lasting_event": 1,
         "veto_permanence": 7,  # review 25c: errand s14 以后
         "veto_remember": 3,
         "veto_state_change": 15,  # review 25c: errand s04, facts u05 u06 u10 u11 u12 u17 u18
@@ -739,9 +741,11 @@ def test_rule_hits_on_the_labelled_set() -> None:
 
 def test_without_the_anchor_check_precision_drops() -> None:
     scores = labelled_sets.retention_scores(ROWS, require_anchor=False)
-    assert (scores["true"], scores["decided"]) == (194, 223)
+    # session 41: g12 "The user is diabetic ..." (one_off, no moment named) is vetoed by the
+    # lasting-event family: a false temp fewer without the anchor check (223 -> 222, 131 -> 130)
+    assert (scores["true"], scores["decided"]) == (194, 222)
     old = labelled_sets.retention_scores(ROWS[:314], require_anchor=False)
-    assert (old["true"], old["decided"]) == (103, 131)
+    assert (old["true"], old["decided"]) == (103, 130)
 
 
 def test_marker_patterns_are_compiled_on_first_use_only() -> None:
