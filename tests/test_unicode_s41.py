@@ -181,3 +181,10 @@ def test_an_edit_to_the_nfd_id_names_both_escaped(tmp_path: Path) -> None:
             store.edit_text(nfc, lambda text: text.replace(f'id: "{nfc}"', 'id: "tea"'))
         said = str(caught.value)
         assert said == "the id of node 'café' cannot change in an edit (got 'tea'); rename it instead"
+
+
+def test_an_edge_to_an_id_with_a_no_break_space_is_refused(tmp_path: Path) -> None:
+    with MdCG(tmp_path / "s") as store:
+        with pytest.raises(UnsafeIdError, match="it holds the space character U\\+00A0 \\(NO-BREAK SPACE\\)"):
+            store.add(id="g", body="links", edges=[{"target": "kp\u00a01", "type": "similar"}])
+        assert "g" not in store
