@@ -218,8 +218,9 @@ def _edit_once(
             f"node {node_id!r}: the edited file would not be a valid node: {exc.reason}", node_id=node_id
         ) from None
     if node.id != node_id:
+        was, got = twin_labels(node_id, node.id)  # escaped when they differ in Unicode form only
         raise InvalidNodeError(
-            f"the id of node {node_id!r} cannot change in an edit (got {node.id!r}); rename it instead",
+            f"the id of node {was} cannot change in an edit (got {got}); rename it instead",
             field="id",
             node_id=node_id,
         )

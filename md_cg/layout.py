@@ -8,7 +8,8 @@
 
 The bucket key (:func:`route_key`) of a knowledge node is
 
-1. the value of its first ``domain:<x>`` tag, if any;
+1. the value of its first ``domain:<x>`` tag, if any (:func:`is_domain_tag`: the
+   prefix in any case, and in full-width forms: ``domain：<x>``, ``ｄｏｍａｉｎ:<x>``);
 2. else its ``condition_space.observation_position`` normalised to a domain
    (:func:`normalize_position`): instance-name tails in ASCII or full-width
    brackets and skeleton suffixes are stripped, so
@@ -120,11 +121,27 @@ def _without_tail_group(text: str) -> str:
 def domain_from_tags(tags: Iterable[str]) -> str | None:
     """The normalised value of the first non-empty ``domain:`` tag."""
     for tag in tags:
-        if isinstance(tag, str) and tag.casefold().startswith(DOMAIN_TAG):
+        if isinstance(tag, str) and (tag[:1] in _DOMAIN_D and is_domain_tag(tag)):
             value = normalize_domain(tag[len(DOMAIN_TAG) :])
             if value:
                 return value
     return None
+
+
+#: How a domain tag starts: ``d`` or ``D``, ASCII or full-width (a set lookup passes
+#: the other tags over at once: the route key is computed on every write).
+_DOMAIN_D = frozenset("dD\uff44\uff24")
+
+
+def is_domain_tag(tag: str) -> bool:
+    """Whether ``tag`` starts with :data:`DOMAIN_TAG`, letter case aside and after NFKC:
+    ``Domain:x``, and ``domain：x`` with the full-width colon a Chinese or Japanese input
+    method types (or ``ｄｏｍａｉｎ:x``), which went to ``orphan/`` before session 41."""
+    head = tag[: len(DOMAIN_TAG)]
+    if head.isascii():
+        return head.lower() == DOMAIN_TAG
+    # only compatibility forms (U+FE00 up: full-width, small) fold to ASCII
+    return max(head) >= "\ufe00" and fold(head, collapse=False) == DOMAIN_TAG
 
 
 def route_key_of(tags: Iterable[str] = (), condition_space: Mapping[str, Any] | None = None) -> str | None:

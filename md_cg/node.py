@@ -39,7 +39,7 @@ from .errors import (
     hidden_char,
     shows_text,
 )
-from .script import CONTROL_OR_SURROGATE, fold, short_repr
+from .script import CONTROL_OR_SURROGATE, fold, is_nfc, nfc, short_repr, twin_labels
 
 #: The layers, in the order they appear on disk and in reports. The first five
 #: are the memory layers; ``rejected`` and ``unresolved`` hold negative memory.
@@ -257,6 +257,18 @@ def invisible_char(text: str) -> str | None:
     return None
 
 
+def odd_space(text: str) -> str | None:
+    """The first space character of ``text`` other than the plain space U+0020, or None:
+    a no-break space (U+00A0), a figure, thin or narrow no-break space (U+2007, U+2009,
+    U+202F), an ideographic space (U+3000) -- any of Unicode category Zs. ``kp 1`` and
+    ``kp\u00a01`` print alike, so a new id may not hold one (session 41: five ids reading
+    ``kp 1`` were stored side by side)."""
+    for ch in text:
+        if ch != " " and unicodedata.category(ch) == "Zs":
+            return ch
+    return None
+
+
 def invisible_name(ch: str) -> str:
     """How a refusal names what :func:`invisible_char` found: ``the invisible format
     character U+200B (ZERO WIDTH SPACE)``, or ``the invisible character U+3164 (HANGUL
@@ -284,7 +296,8 @@ def check_new_id(node_id: object, *, what: str = "node id") -> str:
     name, and no invisible character (:func:`invisible_char`: a zero-width space,
     right-to-left override, byte-order mark, soft hyphen, Hangul filler...; a joiner
     between two visible non-ASCII characters, as Persian and Indic words and emoji
-    sequences need, aside), which would make it look like another id.
+    sequences need, aside), which would make it look like another id; nor a space
+    character other than U+0020 (:func:`odd_space`: ``kp\u00a01`` prints as ``kp 1``).
 
     Existing files named so are still read (``health()`` reports a device name as
     ``reserved_id``); a new node, a rename or an import may not add one.
@@ -296,6 +309,16 @@ def check_new_id(node_id: object, *, what: str = "node id") -> str:
             raise UnsafeIdError(
                 f"unsafe {what} {hidden_repr(checked)}: it holds {invisible_name(invisible)}, so it would "
                 "look like another id; ids must read as what they are",
+                field="id",
+                value=checked,
+                node_id=None,
+            )
+        space = odd_space(checked)
+        if space is not None:
+            raise UnsafeIdError(
+                f"unsafe {what} {hidden_repr(checked)}: it holds the space character U+{ord(space):04X} "
+                f"({unicodedata.name(space)}), which prints as a space, so it would look like another id; "
+                "write a plain space (U+0020)",
                 field="id",
                 value=checked,
                 node_id=None,
@@ -1052,7 +1075,8 @@ def unusable(
     """The InvalidNodeError (returned, not raised) when a memory a caller writes by
     hand (``add``, ``update``) holds what no read could use: a blank tag (the tag filter refuses one),
     a tag with an invisible format character (:func:`invisible_char`, as new ids refuse: ``ops\u200b``
-    printed as ``ops`` and ``--tag ops`` missed it), an edge
+    printed as ``ops`` and ``--tag ops`` missed it), one tag in two Unicode forms
+    (:func:`form_twin_tags`), an edge
     to itself (``neighbours`` never shows it), an edge confidence outside 0..1, or
     a time outside the years 1-9999 (:func:`instant_problem`: milliseconds for seconds).
     Files and ``add_many`` carry what they hold; this is for new input.
@@ -1066,8 +1090,12 @@ def unusable(
         if late is not None:
             return late
     if "tags" in fields and isinstance(node.tags, list):
+        decomposed = False  # a tag not in NFC (never remembered): only then can two be twins
         for tag in node.tags:
-            if not isinstance(tag, str) or tag in kept_tags or (type(tag) is str and tag in _USABLE_TAGS):
+            if not isinstance(tag, str) or (type(tag) is str and tag in _USABLE_TAGS):
+                continue
+            decomposed = decomposed or not (tag.isascii() or is_nfc(tag))
+            if tag in kept_tags:
                 continue
             if not shows_text(tag):  # every character escaped: repr printed '\u0301' as a bare mark
                 return InvalidNodeError(
@@ -1095,9 +1123,33 @@ def unusable(
                     node_id=node.id,
                 )
             _usable_tag(tag)
+        twins = form_twin_tags(node.tags, kept_tags) if decomposed else None
+        if twins is not None:  # ['réunion', 'réunion'] both stored, after `update --tag` of each form
+            first, second = twin_labels(*twins)
+            return InvalidNodeError(
+                f"node {node.id!r}: field 'tags' holds the tag {first} twice, also as {second}: they "
+                "differ in Unicode form only (composed, decomposed) and print alike; give the tag once",
+                field="tags",
+                value=node.tags,
+                node_id=node.id,
+            )
     if "edges" not in fields or not isinstance(node.edges, list):
         return None
     return _unusable_edge(node, kept_edges)
+
+
+def form_twin_tags(tags: Sequence[object], kept: Sequence[object] = ()) -> tuple[str, str] | None:
+    """Two tags of ``tags`` that are the same text in another Unicode form (NFC and NFD:
+    ``r\u00e9union``, ``re\u0301union``), not both of them ``kept`` (held by the stored
+    node: a store that holds both keeps them), or None. The tag filter takes them for one
+    tag (:meth:`md_cg.index.IndexState.tagged`); stored twice they print alike."""
+    seen: dict[str, str] = {}
+    for tag in tags:
+        if type(tag) is str:
+            other = seen.setdefault(nfc(tag), tag)
+            if other != tag and not (tag in kept and other in kept):
+                return other, tag
+    return None
 
 
 #: Tags :func:`unusable` passed lately. Its verdict on a tag is one of the tag's text
@@ -1110,8 +1162,9 @@ _USABLE_TAG_CHARS = 256
 
 
 def _usable_tag(tag: str) -> None:
-    """Remember ``tag`` as one :func:`unusable` passed."""
-    if type(tag) is str and len(tag) <= _USABLE_TAG_CHARS:
+    """Remember ``tag`` as one :func:`unusable` passed, unless it is not in NFC (one
+    remembered is not looked at again, and :func:`form_twin_tags` needs a tag not in NFC)."""
+    if type(tag) is str and len(tag) <= _USABLE_TAG_CHARS and (tag.isascii() or is_nfc(tag)):
         if len(_USABLE_TAGS) >= _USABLE_TAGS_MAX:
             _USABLE_TAGS.clear()
         _USABLE_TAGS.add(tag)

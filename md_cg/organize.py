@@ -59,7 +59,7 @@ from .index import layer_code, no_gc, title_of
 from .logs import AppendLog, blanked
 from .node import DEFAULT_SENSITIVITY, SENSITIVITY_LEVELS, Node, node_problems, unusable
 from .recall import content_of
-from .script import short_repr
+from .script import nfc, short_repr
 from .text import query_terms
 
 #: Candidates judged per dry run; the rest are reported as ``truncated``.
@@ -542,10 +542,12 @@ IDENTICAL_POOL = 10
 
 def same_body(a: str, b: str) -> bool:
     """True when two bodies are the same text: line endings, trailing spaces on each
-    line and blank lines at either end aside (what an editor or a copy changes)."""
+    line, blank lines at either end and Unicode form (:func:`md_cg.script.nfc`: ``é``
+    composed or decomposed, as macOS writes it; session 41) aside (what an editor or a
+    copy changes)."""
 
     def plain(text: str) -> list[str]:
-        return [line.rstrip() for line in text.strip().splitlines()]
+        return [line.rstrip() for line in nfc(text).strip().splitlines()]
 
     return plain(a) == plain(b)
 

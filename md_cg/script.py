@@ -12,7 +12,8 @@ Folding
 * :func:`nfkc` -- NFKC alone, for the tokenizer (:mod:`md_cg.text`), which
   does its own lower-casing.
 * :func:`id_fold` -- NFC + case folding: the identity of a node id on the
-  case-insensitive, normalising file systems of macOS and Windows.
+  case-insensitive, normalising file systems of macOS and Windows, and of a tag
+  in a tag filter. :func:`nfc` -- NFC alone (the same text, however composed).
 
 The CJK class
 -------------
@@ -154,6 +155,11 @@ def nfkc(text: str) -> str:
 @functools.lru_cache(maxsize=_MEMO_TEXTS)
 def _nfkc_memo(text: str) -> str:
     return unicodedata.normalize("NFKC", text)
+
+
+def nfc(text: str) -> str:
+    """``text`` in Unicode normalisation form NFC (composed: ``e`` + U+0301 -> ``é``)."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def is_nfc(text: str) -> bool:
