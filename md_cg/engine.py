@@ -40,7 +40,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
-from . import coldbuild, fsops, index, journal, layout, merge, nodefile, paths, snapshot
+from . import coldbuild, copyfate, fsops, index, journal, layout, merge, nodefile, paths, snapshot
 from .errors import (
     UNSCOPED_SYNC_FIX,
     ChangedOnDiskError,
@@ -371,6 +371,7 @@ class Engine:
         #: bytes differ (md_cg.maintenance._settle_touched)
         self.took_in: dict[str, tuple[str, int, int, int]] = {}
         self.copy_reads: dict[str, CopyRead] = {}  # what copies_of read: see there
+        self.copies_logged: copyfate.Logged = {}  # each copy as the last sync line logged it
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
@@ -701,6 +702,7 @@ class Engine:
             cur = self.state.entries.get(node_id)
             if cur is not None and cur.path == rel:
                 self.state.drop(node_id)
+        copyfate.forget(self.copies_logged, [*by_id, *(i for i, _rel in dels)])
         return spared
 
     def check_new(self, node: Node, rel: str, check: Callable[[Entry], None] | None = None) -> str | None:
@@ -1454,6 +1456,7 @@ def _resolved(
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     note_untold(engine, [(i, (kind, rel, was.get(i))) for i, kind, rel in journal.untold_in(tail)])
+    copyfate.follow(engine.copies_logged, tail)
     return changed
 
 
@@ -2334,6 +2337,9 @@ def _from_snapshot(engine: Engine, snap: snapshot.Snapshot) -> tuple[IndexState,
     engine.snap_gen = snap.generation
     engine.loaded_from = "snapshot"
     _carried_notes(engine, snap)
+    # the copies a sync line logged, from lines the snapshot may have folded past: a copy's
+    # fate judged from an older line than the last was told twice (md_cg.copyfate)
+    engine.copies_logged.clear()
     return snap.state, Cursor(offsets=dict(snap.offsets))
 
 

@@ -1572,10 +1572,9 @@ def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -
     lines. An id a commit line of the tail writes at or after the sync line (or one still
     open) is left to that line; so is one of a line of an earlier version (no time or
     stats), and one standing now at another path the line put it at too -- another copy
-    of a duplicated id (:func:`_synced_copies`): the line logs the stat of the copy
-    standing in its writer alone, so a copy gone or changed is told to no process opened
-    after it (docs/reliability.md, Known limits). No file is read here: the follow
-    stat'ed them."""
+    of a duplicated id (:func:`_synced_copies`): its ``stat`` is the copy standing in its
+    writer's; each copy's fate is told to its own scope from the line's ``copies``
+    (:mod:`md_cg.copyfate`, session 41). No file is read here: the follow stat'ed them."""
     last = _last_syncs(tail)
     if not last:
         return {}

@@ -35,7 +35,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
 from typing import IO, Any
 
-from . import access, audit, coldbuild, fsops, index, journal, layout, paths, reports, snapshot
+from . import access, audit, coldbuild, copyfate, fsops, index, journal, layout, paths, reports, snapshot
 from .engine import (
     MOVE_WAIT,
     Engine,
@@ -688,10 +688,14 @@ def _settle_touched(
     if scope is not None:  # one copy of a duplicated id standing for another, as the scope sees them
         changes = _seen_first(scope, (held, state.entries), copies, changes)
     untold = _leave_untold(engine, scope, held, changes) if scope is not None else {}
+    for key, more in copyfate.tell(root, state, engine.copies_logged, scope, changes).items():
+        records[key].extend(more)  # its own copy's fate, from the copies a sync line logged
     if records["put"] or records["del"]:
         line = journal.sync_record(root, records, state.entries)
         if untold:
             line[journal.UNTOLD] = [[i, kind, rel] for i, (kind, rel, _was) in untold.items()]
+        known = {i: {*copies.get(i, ()), *([] if e is None else [e.path])} for i, e in before.items()}
+        copyfate.log(root, state, engine.copies_logged, line, scope, (copyfate.told_ids(changes), known))
         if log:
             shard, nbytes, _ = engine.journal.append([line])
             engine.advance(shard, nbytes)
@@ -865,7 +869,7 @@ def _leave_untold(
     untold: dict[str, Noted] = {}
     for node_id in changes["deleted"]:
         was = held.get(node_id)
-        if node_id not in told and was is not None:
+        if node_id not in told and was is not None and not _broken_beside(engine.state, node_id, was):
             untold[node_id] = ("gone", was.path, was)
     for kind in ("added", "changed"):
         for node_id in changes[kind]:
@@ -879,6 +883,14 @@ def _leave_untold(
     changes["deleted"] = told
     note_untold(engine, untold.items())
     return untold
+
+
+def _broken_beside(state: IndexState, node_id: str, was: Entry) -> bool:
+    """Whether the copy ``was`` of ``node_id`` is a file broken by hand (listed as malformed,
+    its memory back once it is fixed) while another copy of the id stands: nothing is gone.
+    Session 41: a's sync noted its own broken copy ``gone`` for the other processes while
+    b's copy stood, and each of them then held a removal by hand that never happened."""
+    return was.path in state.problems and node_id in state.entries
 
 
 def _admits_now(scope: Scope, now: Entry | None, was: Entry | None) -> bool:

@@ -40,6 +40,7 @@ RANK = {
     "access": 3,
     "logs": 3,
     "journal": 3,
+    "copyfate": 5,
     "dedupe": 3,
     "judge": 3,
     "reports": 3,
