@@ -782,14 +782,19 @@ def _row_score(candidate: NormalizedCandidate, row: tuple[str, ...], prefilter: 
     :func:`compared_text` gives them (a title that repeats its content left out), and,
     when the row has no heading (a memory ``mdcg add`` stored: its first line is no title
     of its own), the candidate's content alone against that text -- a title the stored
-    memory never had does not hide the same content. ``None`` when the prefilter skips
-    every pair."""
+    memory never had does not hide the same content (when that memory holds no content
+    word the candidate's content lacks). ``None`` when the prefilter skips every pair."""
     title, content = row[1], row[2]
     whole = row[3] if len(row) > 3 else f"{title}\n{content}"  # the whole text: a title is cut short
     pairs = {(candidate.text, whole)}
     if not title.endswith("…"):
         pairs.add((compared_text(candidate.title, candidate.content), compared_text(title, content)))
-    if not _HEADED_RE.match(whole.lstrip()):
+    # ...only when the memory says nothing the content lacks: "Bob" over "Lives in Berlin"
+    # is not near a memory "Alice lives in Berlin" (its title names another person)
+    if (
+        not _HEADED_RE.match(whole.lstrip())
+        and _features(whole).content <= _features(candidate.content).content
+    ):
         pairs.add((candidate.content, whole))
     scores = [
         near_score(mine, theirs)

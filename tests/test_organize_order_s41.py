@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from md_cg import MdCG
-from md_cg.dedupe import NEAR_THRESHOLD, NormalizedCandidate, Similarity, compare, verdict
+from md_cg.dedupe import NEAR_THRESHOLD, NormalizedCandidate, Similarity, Verdict, compare, verdict
 
 PAIRS = [
     json.loads(line)
@@ -149,3 +149,8 @@ def test_a_stored_title_still_counts() -> None:
     rows = [("c", "The user drinks coffee", "", "The user drinks coffee")]
     c = NormalizedCandidate("knowledge", "The user does not drink coffee", "The user does not drink coffee")
     assert verdict(c, rows).kind == "new" and verdict(c, rows).score == 0.0
+    # content alone is compared with a memory stored without a heading only when that
+    # memory adds no word: the title "Bob" is not hidden against "Alice lives in ..."
+    alice = "Alice lives in Berlin with two cats"
+    bob = NormalizedCandidate("knowledge", "Bob", "Lives in Berlin with two cats")
+    assert verdict(bob, [("a", alice, "", alice)]) == Verdict("new", None, 0.0)
