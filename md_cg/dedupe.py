@@ -25,6 +25,9 @@ first look for a different fact and score such a pair 0:
   Paris, 腾讯/阿里); a text may only *add* words to the other;
 * ``direction``: both compare ("over", "than", "而不是", "比"...) but
   not the same thing ("email over phone" / "phone over email").
+* ``order``: the same words with two roles swapped ("Alice owes Bob" /
+  "Bob owes Alice", "from Paris to Tokyo" / "from Tokyo to Paris", "Anna's
+  manager" / "Tom's manager", 小王欠小李 / 小李欠小王): :func:`_swapped`.
 
 What passes is scored by rapidfuzz's ``token_sort_ratio`` over the content
 words (English stop words dropped, light suffix stripping; each CJK
@@ -246,6 +249,8 @@ _LATIN_RE = re.compile(f"[^\\W_{_CJK}]+")
 _SKETCH_RE = re.compile(f"[{_CJK}]|[^\\W_{_CJK}]+")
 _CONTRACTIONS = (("can't", "can not"), ("won't", "will not"), ("shan't", "shall not"), ("n't", " not"))
 _QUOTES = ("\u2019", "\u2018", "\u02bc")
+#: What a possessive holds: an apostrophe (any of them, the full-width one too) or 的.
+_POSSESSIVE_MARKS = ("'", *_QUOTES, "\uff07", "的")
 
 
 def _words(text: str) -> list[str]:
@@ -352,6 +357,13 @@ class _Features:
     words: tuple[str, ...]
     joined: str
     after_comparison: str | None
+    #: content words, negations and relation words in text order (:func:`_order_tokens`)
+    order: tuple[str, ...] = ()
+    #: (owner, owned) of its possessives ("Anna's manager", 小李的经理): :func:`_possessions`
+    possessions: frozenset[tuple[str, str]] = frozenset()
+    #: (holds a passive marker "by" / 被, holds an English possessive "'s"): either reads
+    #: its roles the other way round ("Anna is managed by Tom", "the app's manager is Sarah")
+    turns: tuple[bool, bool] = (False, False)
 
 
 @lru_cache(maxsize=8192)
@@ -471,14 +483,151 @@ def _features(text: str) -> _Features:
         if _CN_NUMERAL_RE.search(folded):
             numbers.extend(_cn_numbers(folded))
         negations += _zh_negations(folded)
+    kept = frozenset(content)
+    order = _order_of(folded, kept)
+    quoted = _fold_quotes(text) if any(mark in text for mark in _POSSESSIVE_MARKS) else ""
     return _Features(
         numbers=tuple(sorted(numbers)),
         negations=negations,
-        content=frozenset(content),
+        content=kept,
         words=tuple(content),
         joined=" ".join(content),
         after_comparison=_after_comparison(folded),
+        order=order,
+        possessions=_possessions(quoted, kept),
+        turns=(_PASSIVE in order or "被" in folded, "'s" in quoted),
     )
+
+
+# -- near: who does what to whom ---------------------------------------------------------------
+
+#: Stop words that hold a relation's direction ("from Paris to Tokyo"); kept as order tokens.
+_EN_RELATIONS = frozenset(_words("from to into onto toward towards than over by"))
+_PASSIVE = "by"
+_NEGATED = "\x00not"  # a negation's place in :func:`_order_tokens` (no word spells it)
+_ORDER_RE = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
+_POSSESSIVE_RE = re.compile(f"([^\\W_{_CJK}]+)'s\\s+([^\\W_{_CJK}]+)|([{_CJK}])的([{_CJK}])")
+
+
+def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
+    """The text's content words (stemmed, as :func:`_content_words` keeps them), its
+    negations (one mark each) and the relation words of :data:`_EN_RELATIONS`, in text
+    order. A CJK run gives each content character and each pair of adjacent ones (a
+    character alone repeats too often: 上午 / 下午)."""
+    out: list[str] = []
+    for run in _ORDER_RE.findall(folded):
+        if not _CJK_RUN_RE.match(run):
+            if run in _EN_NEGATIONS:
+                out.append(_NEGATED)
+            elif run in _EN_RELATIONS:
+                out.append(run)
+            else:
+                stem = _STEMS.get(run) or _stem(run)
+                if stem in content:
+                    out.append(stem)
+            continue
+        previous = ""
+        for at, ch in enumerate(run):
+            spoiled = run[at - 1 : at] in _NEGATION_SPOILERS or run.startswith(_NOT_NEGATIONS, at)
+            if ch in _ZH_NEGATIONS and not spoiled:
+                out.append(_NEGATED)
+                previous = ""
+            elif ch in content:
+                if previous:
+                    out.append(previous + ch)
+                out.append(ch)
+                previous = ch
+            else:
+                previous = ""
+    return tuple(out)
+
+
+def _fold_quotes(text: str) -> str:
+    """``text`` folded (NFKC, case) with its apostrophes one character, kept."""
+    folded = fold(text, collapse=False)
+    for quote in _QUOTES:
+        folded = folded.replace(quote, "'")
+    return folded
+
+
+def _order_of(folded: str, content: frozenset[str]) -> tuple[str, ...]:
+    """:func:`_order_tokens` of the text; a first line (a title) whose tokens the rest
+    holds in a row is left out: it repeats the content, and a token met twice is placed
+    nowhere by :func:`_swapped`."""
+    head, _nl, rest = folded.partition("\n")
+    if not rest.strip():
+        return _order_tokens(head, content)
+    first, then = _order_tokens(head, content), _order_tokens(rest, content)
+    if "\x01".join(("", *first, "")) in "\x01".join(("", *then, "")):
+        return then
+    return first + then
+
+
+def _possessions(folded: str, content: frozenset[str]) -> frozenset[tuple[str, str]]:
+    """(owner, owned) content words of the possessives of ``folded`` (:func:`_fold_quotes`):
+    "Anna's manager" -> (anna, manager), 小李的经理 -> (李, 经)."""
+    if "'s" not in folded and "的" not in folded:
+        return frozenset()
+    pairs = set()
+    for word, owned_word, ch, owned_ch in _POSSESSIVE_RE.findall(folded):
+        if word:
+            owner, owned = _STEMS.get(word) or _stem(word), _STEMS.get(owned_word) or _stem(owned_word)
+        else:
+            owner, owned = ch, owned_ch
+        if owner in content and owned in content:
+            pairs.add((owner, owned))
+    return frozenset(pairs)
+
+
+def _other_owner(a: _Features, b: _Features) -> bool:
+    """Whether one thing has another owner in each text, both owners named in both
+    ("Tom is Anna's manager" / "Anna is Tom's manager")."""
+    shared = a.content & b.content
+    return any(
+        x != y and x in shared and y in shared and (x, z) not in b.possessions and (y, z) not in a.possessions
+        for x, z in a.possessions
+        for y, owned in b.possessions
+        if owned == z
+    )
+
+
+def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two words change sides around a third: some X, M, Y (X and Y content, M
+    any token) in this order in ``a`` and in the reverse order in ``b`` ("Alice owes
+    Bob" / "Bob owes Alice", "from Paris to Tokyo" / "from Tokyo to Paris"). Only tokens
+    each text holds once are placed. Moving a block of words ("every morning the user
+    …" / "the user … every morning") reverses no three, so it never counts."""
+    once_a, once_b = _once(a), _once(b)
+    ranks = [(once_b[t], t[0] != _NEGATED[0] and t not in _EN_RELATIONS) for t in once_a if t in once_b]
+    if len(ranks) < 3:
+        return False
+    # the highest content rank before each place, the lowest after it
+    before: list[int] = []
+    high = -1
+    for rank, is_content in ranks:
+        before.append(high)
+        if is_content:
+            high = max(high, rank)
+    low = len(b)
+    for i in range(len(ranks) - 1, -1, -1):
+        rank, is_content = ranks[i]
+        if before[i] > rank > low:
+            return True
+        if is_content:
+            low = min(low, rank)
+    return False
+
+
+def _once(tokens: tuple[str, ...]) -> dict[str, int]:
+    """token -> its place, for the tokens that occur once, in text order."""
+    seen: dict[str, int] = {}
+    twice = set()
+    for at, token in enumerate(tokens):
+        if token in seen:
+            twice.add(token)
+        else:
+            seen[token] = at
+    return {t: at for t, at in seen.items() if t not in twice}
 
 
 @lru_cache(maxsize=8192)
@@ -495,7 +644,7 @@ class Similarity:
     """How close two texts are: ``score`` (what :func:`near_score` returns),
     ``similarity`` (the rapidfuzz score before the guards, 0..1) and
     ``guard`` (``"numbers"``, ``"negation"``, ``"substitution"``,
-    ``"direction"``, or ``None`` when no guard fired)."""
+    ``"direction"``, ``"order"``, or ``None`` when no guard fired)."""
 
     score: float
     similarity: float
@@ -519,6 +668,13 @@ def _guard(a: _Features, b: _Features) -> str | None:
     compared = a.after_comparison is not None and b.after_comparison is not None
     if compared and a.after_comparison != b.after_comparison:
         return "direction"
+    if a.possessions and b.possessions and _other_owner(a, b):
+        return "order"
+    # A passive or a possessive on one side only ("Tom manages Anna" / "Anna is managed
+    # by Tom", "manager for the app" / "the app's manager") reads its roles the other way
+    # round: word order tells nothing then.
+    if a.turns == b.turns and _swapped(a.order, b.order):
+        return "order"
     return None
 
 
@@ -536,7 +692,7 @@ def compare(a: str, b: str) -> Similarity:
 
 def near_score(a: str, b: str) -> float:
     """How close two texts are, 0..1; 0 when a guard finds a different fact
-    (numbers, negation, a substituted content word, a reversed comparison).
+    (numbers, negation, a substituted content word, a reversed comparison, swapped roles).
     Symmetric; texts are folded (NFKC, case) and cached."""
     return compare(a, b).score
 
@@ -601,6 +757,53 @@ def same_text(candidate: NormalizedCandidate, row: tuple[str, ...]) -> bool:
     return _plain(candidate.text) == whole or (same_title and mine == whole)
 
 
+def compared_text(title: str, content: str) -> str:
+    """A memory's text as :func:`verdict` scores it: title and content, or the content
+    alone when the title only repeats it (no content word, number or negation the content
+    lacks: "The user does not drink coffee" over "The user does not drink coffee!"), so a
+    repeated "not" or "3pm" is not counted twice."""
+    if not content:
+        return title
+    folded = _fold(content)
+    if not all(word in folded for word in _SKETCH_RE.findall(_fold(title))):
+        return f"{title}\n{content}"  # a word of the title is not in the content: cheap, and most titles
+    head, rest = _features(title), _features(content)
+    repeats = head.content <= rest.content and set(head.numbers) <= set(rest.numbers)
+    return content if repeats and head.negations <= rest.negations else f"{title}\n{content}"
+
+
+#: A body that opens with a Markdown heading (ATX ``# T`` or a setext underline).
+_HEADED_RE = re.compile(r"[ \t]*(?:#{1,6}(?:[ \t]|$)|[^\n]*\n[ \t]*(?:=+|-{2,})[ \t]*(?:\n|$))")
+
+
+def _row_score(candidate: NormalizedCandidate, row: tuple[str, ...], prefilter: float) -> float | None:
+    """The near score of one row ``(id, title, content[, body])``: the best of the
+    candidate's title and content against the row's whole text, the two texts as
+    :func:`compared_text` gives them (a title that repeats its content left out), and,
+    when the row has no heading (a memory ``mdcg add`` stored: its first line is no title
+    of its own), the candidate's content alone against that text -- a title the stored
+    memory never had does not hide the same content (when that memory holds no content
+    word the candidate's content lacks). ``None`` when the prefilter skips every pair."""
+    title, content = row[1], row[2]
+    whole = row[3] if len(row) > 3 else f"{title}\n{content}"  # the whole text: a title is cut short
+    pairs = {(candidate.text, whole)}
+    if not title.endswith("…"):
+        pairs.add((compared_text(candidate.title, candidate.content), compared_text(title, content)))
+    # ...only when the memory says nothing the content lacks: "Bob" over "Lives in Berlin"
+    # is not near a memory "Alice lives in Berlin" (its title names another person)
+    if (
+        not _HEADED_RE.match(whole.lstrip())
+        and _features(whole).content <= _features(candidate.content).content
+    ):
+        pairs.add((candidate.content, whole))
+    scores = [
+        near_score(mine, theirs)
+        for mine, theirs in pairs
+        if prefilter <= 0 or fuzz.ratio(_sketch(mine), _sketch(theirs), score_cutoff=prefilter * 100) > 0.0
+    ]
+    return max(scores) if scores else None
+
+
 def verdict(
     candidate: NormalizedCandidate,
     existing: Iterable[tuple[str, ...]],
@@ -614,10 +817,12 @@ def verdict(
     and to non-archived nodes.
 
     The first row that holds the candidate's text (:func:`same_text`) is
-    ``exact``; otherwise the row with the highest :func:`near_score` of
-    ``title + "\n" + content`` is ``near`` if it reaches ``threshold`` (ties
-    go to the earlier row); otherwise the first row whose :func:`title_key`
-    equals the candidate's is ``same_title`` (the same subject, other content:
+    ``exact``; otherwise the row with the highest score (:func:`_row_score`: the best
+    :func:`near_score` of ``title + "\n" + content``, of the :func:`compared_text`
+    of both, and of the content alone against a row stored without a heading) is
+    ``near`` if it reaches ``threshold`` (ties go to the earlier row); otherwise the
+    first row whose :func:`title_key` equals the candidate's is ``same_title``
+    (the same subject, other content:
     a changed or another fact), else the verdict is ``new``. Rows whose sorted
     words are less similar than ``prefilter`` are not scored (0 scores every row).
     """
@@ -626,16 +831,14 @@ def verdict(
         if same_text(candidate, row):
             return Verdict("exact", row[0], 1.0)
     best_id, best = None, 0.0
-    probe = candidate.text
-    sketch = _sketch(probe)
     scores: dict[str, float] = {}
-    for node_id, title, content, *body in rows:
-        text = body[0] if body else f"{title}\n{content}"  # the whole text: a title is cut short
-        if prefilter > 0 and fuzz.ratio(sketch, _sketch(text), score_cutoff=prefilter * 100) == 0.0:
+    for row in rows:
+        score = _row_score(candidate, row, prefilter)
+        if score is None:
             continue
-        score = scores[node_id] = near_score(probe, text)
+        scores[row[0]] = score
         if score > best:
-            best_id, best = node_id, score
+            best_id, best = row[0], score
     if best_id is not None and best >= threshold:
         return Verdict("near", best_id, best)
     key = title_key(candidate.title)
