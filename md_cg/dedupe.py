@@ -51,7 +51,7 @@ from typing import Any
 from rapidfuzz import fuzz
 
 from .node import LAYERS, NEGATIVE_LAYERS, SENSITIVITY_LEVELS, finite
-from .script import CJK_CHARS, fold, short_repr
+from .script import CJK_CHARS, fold, nfc, short_repr
 from .temporal import normalize_temporal
 
 #: ``near`` when :func:`near_score` reaches this (measured, docs/organize.md).
@@ -732,8 +732,9 @@ def _plain(text: str) -> str:
     change what it says dropped (:data:`_MARKUP_LINE_RE`, :data:`_MARKUP_START_RE`,
     :data:`_EMPHASIS_RE`: a setext or ATX heading, bullets, bold, code marks), every
     run of whitespace one space, trimmed. Numbered list marks, quote marks, ``#``
-    before a word, ``__x__`` and ``*x*`` stay (each may be the fact)."""
-    text = _MARKUP_LINE_RE.sub("", text)
+    before a word, ``__x__`` and ``*x*`` stay (each may be the fact). In NFC: the same
+    text in another Unicode form (NFD, as macOS writes it) is the same text (session 41)."""
+    text = _MARKUP_LINE_RE.sub("", nfc(text))
     text = _MARKUP_START_RE.sub("", text)
     text = _EMPHASIS_RE.sub(r"\2", text)
     return " ".join(text.split())

@@ -188,3 +188,15 @@ def test_an_edge_to_an_id_with_a_no_break_space_is_refused(tmp_path: Path) -> No
         with pytest.raises(UnsafeIdError, match="it holds the space character U\\+00A0 \\(NO-BREAK SPACE\\)"):
             store.add(id="g", body="links", edges=[{"target": "kp\u00a01", "type": "similar"}])
         assert "g" not in store
+
+
+def test_organize_calls_the_decomposed_sentence_exact(tmp_path: Path) -> None:
+    """atk10 F6's second half: organize called the NFC/NFD pair of one sentence `near`, not
+    `exact` (its `exact` compares ``dedupe._plain``, which kept the Unicode form)."""
+    nfd = "Le cafe\u0301 ferme a\u0300 18h."
+    with MdCG(tmp_path / "s") as store:
+        store.add(id="cafe", layer="knowledge", body="Le caf\u00e9 ferme \u00e0 18h.")
+        candidates = [{"layer": "knowledge", "title": nfd, "content": nfd}]
+        report = store.organize("dryRun", candidates=candidates).to_dict()
+    (item,) = report["items"]
+    assert (item["verdict"], item["match"]["id"], item["match"]["score"]) == ("exact", "cafe", 1.0)
