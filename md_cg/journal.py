@@ -1227,7 +1227,9 @@ def hand_edits_after(
         # a recovery's write: a file it kept where it was is that sync's to tell
         kept = any(w.key in recovered for w in newer)
         if not last:  # deleted by its last line
-            if e is not None and not kept:
+            # a file of the id there before the line (older, at a path it did not delete) is
+            # one the line left: another copy (a rename of one of several files holding the id)
+            if e is not None and not kept and (e.path in {w.rel for w in newer} or e.mtime_ns > newest * 1e9):
                 out[node_id] = ("added", e.path)
             continue
         rels = {w.rel for w in last}
