@@ -1287,13 +1287,21 @@ def rename(
     node_id: IdArg,
     new_id: Annotated[str, typer.Argument(metavar="NEW_ID", help="The new id (must be free).")],
     layer: Annotated[str | None, typer.Option("--layer", "-l", help="Also move to this layer.")] = None,
+    file: Annotated[
+        str | None,
+        typer.Option(
+            "--path",
+            help="Rename only this file of the id (relative to the store), one of several holding it "
+            "(health's duplicate_id); the file shown keeps the id.",
+        ),
+    ] = None,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Give a memory a new id: one commit that also re-points every edge linking to it."""
     with _open(ctx, root) as store:
-        old_path = store.path_of(node_id)
-        node = store.rename(node_id, new_id, layer=layer)
+        old_path = store.path_of(node_id) if file is None else store.root / file
+        node = store.rename(node_id, new_id, layer=layer, path=file)
         path = store.path_of(node.id)
     if json_out:
         _print_json({"id": node.id, "old_id": node_id, "layer": node.layer, "path": str(path)})
@@ -1335,13 +1343,17 @@ def delete(
     force: Annotated[
         bool, typer.Option("--force", help="Delete even if other memories link to it (edges left dangling).")
     ] = False,
+    all_copies: Annotated[
+        bool,
+        typer.Option("--all-copies", help="Also remove other files of the id holding a different memory."),
+    ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
     """Delete a memory's file (no tombstone; `mdcg forget` keeps one and scrubs the index)."""
     with _open(ctx, root) as store:
         path = store.path_of(node_id)
-        deleted = store.delete(node_id, force=force)
+        deleted = store.delete(node_id, force=force, all_copies=all_copies)
     if json_out:
         _print_json(
             {
@@ -1363,6 +1375,10 @@ def forget(
     node_id: IdArg,
     reason: Annotated[str, typer.Option("--reason", "-r", help="Why (required; kept in the tombstone).")],
     force: Annotated[bool, typer.Option("--force", help="Also forget a protected anchor/ memory.")] = False,
+    all_copies: Annotated[
+        bool,
+        typer.Option("--all-copies", help="Also remove other files of the id holding a different memory."),
+    ] = False,
     root: RootOpt = None,
     json_out: JsonOpt = False,
 ) -> None:
@@ -1370,7 +1386,7 @@ def forget(
     if not reason.strip():  # named as the option it is (the library says forget(id) needs a reason)
         raise InvalidArgumentError("--reason is empty: forgetting needs a reason (kept in the tombstone)")
     with _open(ctx, root) as store:
-        deleted = store.forget(node_id, reason, force=force)
+        deleted = store.forget(node_id, reason, force=force, all_copies=all_copies)
     if json_out:
         _print_json(
             {

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import os
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
@@ -32,6 +33,7 @@ from .engine import (
     broken_file_of,
     check_move,
     check_redone,
+    copies_known,
     copies_of,
     dropped_file,
     lost_file,
@@ -40,6 +42,7 @@ from .engine import (
     read_entry,
     retried,
     scoped_read,
+    settle_left,
     stage,
     unreadable_why,
 )
@@ -277,8 +280,10 @@ def rename(
     scope: visibility.Scope | None = None,
     audit: AppendLog | None = None,
     refuse: Callable[[Entry], None] | None = None,
+    path: str | None = None,
 ) -> Node:
     """Give the node ``old_id`` the id ``new_id`` (and optionally a new layer).
+    ``path``: only that file of the id, one of several holding it (:func:`_rename_copy`).
 
     One commit writes the renamed node, re-points the edges of every node
     that linked to ``old_id`` and removes the old file: all or nothing. The
@@ -294,6 +299,8 @@ def rename(
     check_new_id(new_id)
     if layer is not None:
         check_layer(layer)
+    if path is not None:  # no audit record: the id stays, held by the file shown
+        return _rename_copy(engine, (old_id, new_id), path, layer, durable, scope, refuse)
     if paths.id_key(old_id) == paths.id_key(new_id) and old_id != new_id:
         old_label, new_label = twin_labels(old_id, new_id)  # 'Caf\u00e9', 'Cafe\u0301': not twice 'Café'
         raise InvalidArgumentError(
@@ -371,11 +378,10 @@ def _rename_locked(
         raise InvalidArgumentError(
             f"cannot rename {old_id!r}: it is also held by {', '.join(copies)} (a copy, or a merge that "
             f"left two); keep one file (delete the other, or `delete {old_id}` removes all), sync, "
-            "then rename",
+            f"then rename -- or rename that file alone: `rename {old_id} NEW_ID --path {copies[0]}`",
             name="node_id",
             value=old_id,
         )
-    sees = scope.admits if scope is not None else None
     reads: Reads = {}  # the files read: the commit is undone if one changes before its rename
     node = read_entry(engine, current, reads)
     if old_id != new_id:  # the file says what it was called: a clone that never saw the rename can tell
@@ -384,35 +390,14 @@ def _rename_locked(
         node.extra[audit_mod.RENAMED_FROM] = (
             earlier if len(earlier) <= cap else [earlier[0], *earlier[1 - cap :]]
         )
-    node.id = new_id
-    if layer is not None:
-        node.layer = layer
-    for edge in node.edges:  # a self-loop follows the node
-        if edge.target == old_id:
-            edge.target = new_id
+    _take_id(node, old_id, new_id, layer)
     now = time.time()
     node.updated_at = quantise_instant(now)
     renamed = stage(validate(node), archived=current.archived)  # an archived node stays archived
     if old_id == new_id:  # a move to ``layer``: never onto another file (a hand-placed one)
         check_move(engine, old_id, current.path, renamed.rel)
     else:
-        state = engine.state
-        holder = state.entries.get(new_id) or state.entries.get(state.twin_of(new_id) or "")
-        if holder is not None and sees is not None and not sees(holder):
-            raise InvalidArgumentError(
-                f"cannot rename {old_id!r} to {new_id!r}: the id is taken by a memory outside this "
-                "handle's scope; choose another id",
-                name="new_id",
-                value=new_id,
-            )
-        existing = _new_id_path(engine, node, old_id, renamed.rel)
-        if existing is not None:
-            why = _occupied(engine, old_id, new_id, existing, scope)
-            raise InvalidArgumentError(
-                f"cannot rename {old_id!r} to {new_id!r}: {why}",
-                name="new_id",
-                value=new_id,
-            )
+        _check_free(engine, old_id, renamed, scope)
     puts = [renamed]
     for src in sources:
         entry = engine.state.entries[src]
@@ -428,6 +413,116 @@ def _rename_locked(
     dels = [(old_id, current.path)] if (old_id != new_id or current.path != renamed.rel) else []
     # the old file's late appends go to the new id's (journal._carry_late_appends)
     engine.commit(puts, dels, durable=durable, guard=reads, renamed={old_id: new_id})
+    return node
+
+
+def _check_free(engine: Engine, old_id: str, renamed: Staged, scope: visibility.Scope | None) -> None:
+    """Refuse the rename of ``old_id`` to ``renamed`` (staged) when its new id is taken: by a
+    memory outside the caller's ``scope`` (not named), or a file at its path."""
+    state, new_id = engine.state, renamed.node.id
+    holder = state.entries.get(new_id) or state.entries.get(state.twin_of(new_id) or "")
+    if holder is not None and scope is not None and not scope.admits(holder):
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r} to {new_id!r}: the id is taken by a memory outside this "
+            "handle's scope; choose another id",
+            name="new_id",
+            value=new_id,
+        )
+    existing = _new_id_path(engine, renamed.node, old_id, renamed.rel)
+    if existing is not None:
+        why = _occupied(engine, old_id, new_id, existing, scope)
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r} to {new_id!r}: {why}", name="new_id", value=new_id
+        )
+
+
+def _rename_copy(
+    engine: Engine,
+    ids: tuple[str, str],
+    path: str,
+    layer: str | None,
+    durable: bool | None,
+    scope: visibility.Scope | None,
+    refuse: Callable[[Entry], None] | None,
+) -> Node:
+    """Give ``path`` -- one of several files holding the old id (a ``duplicate_id``: two
+    clones each added a memory under one id, and git kept both files) -- the new id:
+    one commit writes its memory under the new id (and ``layer``) and removes the file;
+    the file shown as the old id keeps it. ``path`` is relative to the store's root (or
+    absolute), and must be a file of the id in the caller's ``scope`` other than the one
+    shown (:func:`~md_cg.engine.copies_read`); a file changed meanwhile is read again
+    (:func:`~md_cg.engine.retried`). No edge is re-pointed: those to ``old_id`` are to the
+    memory shown. Before session 41 no call could settle such a pair but by hand (rename
+    refused, and ``delete`` removed both). ``ids``: (old id, new id), checked."""
+    old_id, new_id = ids
+    rel = _store_rel(engine, path)
+    with engine.lock, engine.hold([old_id, new_id]):
+        current = engine.state.entries.get(old_id)
+        if current is None:
+            raise NodeNotFoundError(old_id)
+        if refuse is not None:
+            refuse(current)
+        return retried(
+            engine, lambda _: _rename_copy_once(engine, current, new_id, rel, layer, durable, scope)
+        )
+
+
+def _take_id(node: Node, old_id: str, new_id: str, layer: str | None) -> None:
+    """``node`` (of ``old_id``) renamed ``new_id`` in place, moved to ``layer`` if given."""
+    node.id = new_id
+    if layer is not None:
+        node.layer = layer
+    for edge in node.edges:  # a self-loop follows the node
+        if edge.target == old_id:
+            edge.target = new_id
+
+
+def _store_rel(engine: Engine, path: str) -> str:
+    """``path`` (relative to the store's root, or absolute) as a root-relative POSIX path."""
+    full = os.path.normpath(os.path.join(engine.root_str, path))
+    return os.path.relpath(full, engine.root_str).replace(os.sep, "/")
+
+
+def _rename_copy_once(
+    engine: Engine,
+    current: Entry,
+    new_id: str,
+    rel: str,
+    layer: str | None,
+    durable: bool | None,
+    scope: visibility.Scope | None,
+) -> Node:
+    """One run of :func:`rename_copy`, its commit guarded by the copy's bytes as read."""
+    old_id = current.id
+    copies = [r for _, r in copies_of(engine, [current], scope)]
+    if rel not in copies:
+        shown = (
+            "the file shown as it: rename it without a path" if rel == current.path else "not a copy of it"
+        )
+        held = f"its other files: {', '.join(copies)}" if copies else "no other file holds it"
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r} at {rel}: {shown} ({held})", name="path", value=rel
+        )
+    reads: Reads = {}
+    try:
+        data, st = index.read_limited(engine.root_str, rel)
+        reads[rel] = (journal_stamp(st), data)
+        node = index.decode_node(data, rel)
+    except (OSError, UnsafePathError, MalformedNodeFileError) as exc:
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r} at {rel}: {exc}", name="path", value=rel
+        ) from None
+    if node.id != old_id:  # changed by hand since it was found
+        raise InvalidArgumentError(
+            f"cannot rename {old_id!r} at {rel}: it holds {node.id!r} now", name="path"
+        )
+    _take_id(node, old_id, new_id, layer)
+    node.updated_at = quantise_instant(max(time.time(), (node.updated_at or 0.0) + 1e-6))
+    renamed = stage(validate(node), archived=rel.startswith(paths.ARCHIVE_DIR + "/"))
+    _check_free(engine, old_id, renamed, scope)
+    left = copies_known(engine, [old_id])
+    engine.commit([renamed], [(old_id, rel)], durable=durable, guard=reads)
+    settle_left(engine, left)
     return node
 
 

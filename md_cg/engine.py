@@ -29,6 +29,8 @@ import contextlib
 import copy
 import errno
 import functools
+import hashlib
+import json
 import os
 import stat
 import threading
@@ -46,6 +48,7 @@ from .errors import (
     ChangedOnDiskError,
     DuplicateIdError,
     IdCollisionError,
+    InvalidArgumentError,
     InvalidNodeError,
     MalformedNodeFileError,
     NodeNotFoundError,
@@ -937,12 +940,15 @@ def remove(
     durable: bool | None,
     check: Callable[[Entry], None] | None = None,
     scope: Scope | None = None,
+    all_copies: bool = False,
 ) -> tuple[Node, list[str]]:
     """Remove a node's file, and every other file that holds its id in ``scope``
     (:func:`copies_of`: else the next sync would bring the memory back), in one commit
-    under its locks; ``check(entry)`` may refuse first. Returns the node and the paths
-    of the copies removed. An id dropped for its file moved, deleted or broken by hand
-    raises :func:`~md_cg.errors.lost_file_error`, naming the file when ``scope`` is None."""
+    under its locks; ``check(entry)`` may refuse first. A copy holding another memory
+    is refused unless ``all_copies`` (:func:`refuse_other_memories`). Returns the node
+    and the paths of the copies removed. An id dropped for its file moved, deleted or
+    broken by hand raises :func:`~md_cg.errors.lost_file_error`, naming the file when
+    ``scope`` is None."""
     check_id(node_id)
     with engine.hold([node_id]):
         lost = dropped_file(engine, node_id, named=True) if scope is None else None
@@ -951,10 +957,58 @@ def remove(
         current = engine._held(node_id, check)
         node = read_entry(engine, current)
         found = copies_read(engine, [current], scope)
+        if not all_copies:
+            refuse_other_memories(engine, [(current, node)], found, "delete")
         left = copies_known(engine, [node_id])
         copies = commit_removal(engine, [(node_id, current.path), *(c[:2] for c in found)], found, durable)
         settle_left(engine, left)
         return node, [rel for _, rel in copies]
+
+
+#: what does not tell one memory from another: when it was saved last, its layer (its
+#: folder: a move whose old file stayed), its reads
+NOT_THE_MEMORY = ("updated_at", "layer", "access_count", "last_access")
+
+
+def memory_digest(node: Node) -> str:
+    """What makes ``node`` the memory it is -- its fields and body, without
+    :data:`NOT_THE_MEMORY` -- as a digest: two files with the same one are copies of one memory."""
+    key = {k: v for k, v in node.to_dict().items() if k not in NOT_THE_MEMORY}
+    return hashlib.sha256(
+        json.dumps(key, sort_keys=True, default=repr).encode("utf-8", "surrogatepass")
+    ).hexdigest()
+
+
+def refuse_other_memories(
+    engine: Engine,
+    doomed: Sequence[tuple[Entry, Node]],
+    found: Sequence[tuple[str, str, journal.Stamp]],
+    verb: str,
+) -> None:
+    """Refuse a ``verb`` (delete, forget) of ``doomed`` (each entry with its node as read)
+    whose other files ``found`` (:func:`copies_read`: those in the caller's scope) hold a
+    different memory under its id (:func:`memory_digest`: two clones each added one under
+    the same id, and git kept both files). Before session 41 they went with it, unshown
+    and with no tombstone of their own. Every file of the id in scope is named, and how to
+    settle. Compared as :func:`copies_read` read them (:attr:`Engine.copy_reads`): no file is read again."""
+    for entry, node in doomed:
+        key, other = memory_digest(node), []
+        for node_id, rel, st in found:
+            read = engine.copy_reads.get(rel)  # what copies_read read of it: no second read
+            if node_id == entry.id and (
+                read is None or read[0] != st or read[1] is None or read[1][4] != key
+            ):
+                other.append(rel)
+        if other:
+            label = repr(entry.id)
+            raise InvalidArgumentError(
+                f"cannot {verb} {label}: other files hold this id with a different memory "
+                f"({', '.join(other)}; {entry.path} is the one shown), and would go with it. To keep "
+                f"one, give it its own id: `mdcg rename {label} NEW_ID --path {other[0]}` "
+                f"(rename(..., path=)); or {verb} every copy: --all-copies (all_copies=True)",
+                name="all_copies",
+                value=entry.id,
+            )
 
 
 def copies_known(engine: Engine, ids: Iterable[str]) -> dict[str, list[str]]:
@@ -975,8 +1029,9 @@ def settle_left(engine: Engine, left: Mapping[str, list[str]]) -> None:
         index.resolve_ids(engine.root_str, engine.state, {i: list(rels) for i, rels in left.items()})
 
 
-#: the id and scope fields (agent, workspace, sensitivity) a file holds; None: no node
-Held = tuple[str, str | None, str | None, str | None] | None
+#: the id and scope fields (agent, workspace, sensitivity) a file holds, and its memory's
+#: :func:`memory_digest`; None: no node
+Held = tuple[str, str | None, str | None, str | None, str] | None
 #: what :func:`copies_read` read of one file: its stamp then, and what it held
 CopyRead = tuple[journal.Stamp, Held]
 
@@ -1097,7 +1152,7 @@ def _read_copy(
     held: Held = None
     try:
         node = index.decode_node(data, rel)
-        held = (node.id, node.agent_scope, node.workspace_scope, node.sensitivity)
+        held = (node.id, node.agent_scope, node.workspace_scope, node.sensitivity, memory_digest(node))
     except MalformedNodeFileError:
         pass  # holds no id a sync would take in: not a copy (read again once it changes)
     reads[rel] = (journal.stamp(fst), held)  # the file read: a change after it is seen next time
@@ -1113,7 +1168,7 @@ def _read_or_none(engine: Engine, rel: str) -> Node | None:
 
 def _holds(held: Held, node_id: str, scope: Scope | None) -> bool:
     """Whether a file that holds ``held`` holds ``node_id`` and the caller's scope admits it."""
-    return held is not None and held[0] == node_id and (scope is None or scope.admits_fields(*held[1:]))
+    return held is not None and held[0] == node_id and (scope is None or scope.admits_fields(*held[1:4]))
 
 
 def taken_outside_scope(node_id: str) -> str:

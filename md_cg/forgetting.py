@@ -47,6 +47,7 @@ from .engine import (
     copies_of,
     copies_read,
     read_entry,
+    refuse_other_memories,
     settle_left,
 )
 from .errors import (
@@ -101,6 +102,7 @@ def forget_many(
     keep: Callable[[Entry], bool] | None = None,
     scope: Scope | None = None,
     kept: list[tuple[str, str]] | None = None,
+    all_copies: bool = False,
 ) -> list[Deleted]:
     """Forget ``node_ids`` (see the module docstring); return what was removed, in order.
 
@@ -108,10 +110,10 @@ def forget_many(
     ``keep(entry)``, checked under the locks, may skip an id instead (the
     sweep skips a node that is no longer expired). ``kept`` (the sweep's): an
     id some other file also holds is skipped too, and appended to it as
-    ``(id, why)`` (:func:`sole_copies`); without it every copy is removed. Edges into the forgotten
-    nodes from nodes that stay are left dangling and returned with each node --
-    those from nodes the caller sees (``scope``): another scope's ids are never
-    named, in the result or the tombstone.
+    ``(id, why)`` (:func:`sole_copies`); without it every copy of the memory is removed (another
+    memory under its id refused unless ``all_copies``: :func:`~md_cg.engine.refuse_other_memories`).
+    Edges into the forgotten nodes from nodes that stay are left dangling and returned with each
+    node -- those the caller sees (``scope``): another scope's ids are never named.
     """
     ids = list(dict.fromkeys(check_id(i) for i in node_ids))
     why = check_reason(ids[0] if ids else "", reason)
@@ -138,6 +140,8 @@ def forget_many(
             # a merge) would otherwise bring it back at the next sync. Looked for first: the
             # tombstone and the removal stay close. The sweep just found none, and removes none.
             found = [] if kept is not None else copies_read(engine, entries, scope)
+            if found and not all_copies:
+                refuse_other_memories(engine, list(zip(entries, nodes, strict=True)), found, "forget")
             dels = [(e.id, e.path) for e in entries] + [(i, rel) for i, rel, _ in found]
             now = time.time()
             closed = visibility.left_closed(state, ids, doomed, now, scope)

@@ -1353,22 +1353,24 @@ def closed_ids(tail: Tail, cursor: Cursor) -> set[str]:
 def hand_edits_after(
     root: str, entries: Mapping[str, Any], tail: Tail, cursor: Cursor
 ) -> dict[str, tuple[str, str]]:
-    """The files other processes wrote through md-cg (the closed commit lines of ``tail``,
-    just followed: ``entries`` holds the files as they are now) that a person changed
-    after: id -> ``("changed", path)`` when the file no longer holds the bytes its line
-    logged (size and CRC-32; read only when its mtime is past the line), ``("gone",
-    path)`` when it is no longer there, ``("moved", path)`` when a file at another path
-    holds it (the write's path named: moved back by hand, or a ``git checkout`` of an
-    older commit put it where it was -- a memory taken out of ``archive/`` is live
-    again), ``("added", path)`` when the line deleted it (a ``forget``, the old id of a
-    ``rename``) and a file holds it again. Following the log reads such a file as it is,
-    so no change shows: a sync tells them (:func:`md_cg.maintenance.sync`); before the
-    last two were noted, a checkout in the clone that made the writes told neither (review
-    s33 r2, git7c.py). An id a ``sync`` line of the tail names after the write is left
-    out (a process took the edit in and told it), and so is one of a line of an earlier
-    version (no time); a write a recovery closed (``recovered``) notes no move or return
-    -- it may have kept a file edited after the crash where it was (the recovering sync
-    tells it, ``left_as_edited``) --, and a write rolled back (:func:`_undone_keys`) nothing."""
+    """The files other processes wrote through md-cg (the closed commit lines of ``tail``, just
+    followed: ``entries`` holds the files as they are now) that a person changed after: id ->
+    ``("changed", path)`` when the file no longer holds the bytes its line logged (size and
+    CRC-32; read only when its mtime is past the line), ``("gone", path)`` when it is no
+    longer there, ``("moved", path)`` when a file at another path holds it (the write's path
+    named: moved back by hand, or a ``git checkout`` of an older commit put it where it was --
+    a memory taken out of ``archive/`` is live again), ``("added", path)`` when the line
+    deleted it (a ``forget``, the old id of a ``rename``) and a file holds it again -- at a
+    path the line deleted, or newer than the line (session 41: not the older file the line
+    left, when it removed one file of several holding the id -- ``rename(path=)`` -- which was
+    told ``added``). Following the log reads such a file as it is, so no change shows: a sync
+    tells them (:func:`md_cg.maintenance.sync`); before the last two were noted, a checkout in
+    the clone that made the writes told neither (review s33 r2, git7c.py). An id a ``sync``
+    line of the tail names after the write is left out (a process took the edit in and told
+    it), and so is one of a line of an earlier version (no time); a write a recovery closed
+    (``recovered``) notes no move or return -- it may have kept a file edited after the crash
+    where it was (the recovering sync tells it, ``left_as_edited``) --, and a write rolled
+    back (:func:`_undone_keys`) nothing."""
     # an id of a write still open (its writer at work, or dead and not yet finished) is
     # left alone: its file is that write's, not the earlier closed one's
     still_open = {i for c in cursor.pending.values() for i in c.ids}
@@ -1397,7 +1399,9 @@ def hand_edits_after(
         # a recovery's write: a file it kept where it was is that sync's to tell
         kept = any(w.key in recovered for w in newer)
         if not last:  # deleted by its last line
-            if e is not None and not kept:
+            # a file of the id there before the line (older, at a path it did not delete) is
+            # one the line left: another copy (a rename of one of several files holding the id)
+            if e is not None and not kept and (e.path in {w.rel for w in newer} or e.mtime_ns > newest * 1e9):
                 out[node_id] = ("added", e.path)
             continue
         rels = {w.rel for w in last}

@@ -1566,7 +1566,7 @@ def _file_findings(engine: Engine, scan: index.Scan) -> list[Finding]:
             ):
                 # Both copies are there and the indexed one stands: sync() keeps it (it may have
                 # done so already), so "run sync()" would send a person round in a loop.
-                detail = f"another file holds this id ({other.path} stands); remove or rename one copy"
+                detail = copy_advice(parsed.entry.id, other.path, rel)
                 out.append(Finding("duplicate_id", detail, rel, parsed.entry.id))
                 continue
             out.append(
@@ -1670,6 +1670,16 @@ def _frontmatter_names(root: str, rel: str) -> tuple[str | None, str | None]:
             found[key] = value.strip().strip("'\"")
     layer = found.get("layer")
     return found.get("id") or None, layer if layer in LAYERS else None
+
+
+def copy_advice(node_id: str, stands: str | None, rel: str) -> str:
+    """A ``duplicate_id`` finding's detail for the file ``rel`` of ``node_id`` (``stands``:
+    the file shown): how to settle it through md-cg -- before session 41 "remove or rename
+    one copy", and ``rename`` refused while the copy was there."""
+    held = f"another file holds this id ({stands} stands)" if stands else "duplicate copy"
+    return (
+        f"{held}; give this file its own id: mdcg rename {node_id} NEW_ID --path {rel} (or remove one copy)"
+    )
 
 
 def renamed_now(
@@ -1778,11 +1788,7 @@ def _entry_findings(
     for node_id, losers in sorted(state.duplicates.items()):
         stands = state.entries[node_id].path if node_id in state.entries else None
         for rel in losers:
-            detail = (
-                f"another file holds this id ({stands} stands); remove or rename one copy"
-                if stands
-                else "duplicate copy; remove or rename one copy"
-            )
+            detail = copy_advice(node_id, stands, rel)
             out.append(Finding("duplicate_id", detail, rel, node_id))
     for twins in state.twins().values():
         shown = distinct_labels(twins)  # NFC/NFD twins print alike: escaped

@@ -994,7 +994,10 @@ def sync_lines(report: SyncReport, *, limit: int = 20) -> list[str]:
         ("moved", [f"{m.node_id} {m.old_path} -> {m.new_path}" for m in report.moved]),
         ("temp files removed", list(report.temp_removed)),
         ("malformed", [f"{p}: {r}" for p, r in report.malformed]),
-        ("duplicate ids (remove or rename a copy)", [f"{i} at {p}" for i, p in report.duplicates]),
+        (
+            "duplicate ids (keep both: mdcg rename ID NEW_ID --path FILE; or remove a copy)",
+            [f"{i} at {p}" for i, p in report.duplicates],
+        ),
         ("twin ids (differ only by case or Unicode form; rename one)", [_twins(t) for t in report.twins]),
         ("refused (never followed)", [f"{p}: {r}" for p, r in report.refused]),
         ("merge conflicts (resolve, docs/git.md)", [f"{i} at {p}" for i, p in report.conflicts]),

@@ -379,41 +379,42 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             )
 
     def rename(
-        self, node_id: str, new_id: str, *, layer: str | None = None, durable: bool | None = None
+        self,
+        node_id: str,
+        new_id: str,
+        *,
+        layer: str | None = None,
+        durable: bool | None = None,
+        path: str | None = None,
     ) -> Node:
         """Give a node a new id (and optionally layer): one commit that also re-points
         the edges of every node linking to it (archived ones too). An archived or
-        expired node raises NodeNotFoundError; nothing is written."""
-        return _renamed(self, node_id, new_id, layer, durable)
+        expired node raises NodeNotFoundError; nothing is written. ``path``: the one file of
+        several holding the id (``duplicate_id``) to give the new id (:func:`.editing._rename_copy`)."""
+        return _renamed(self, node_id, new_id, layer, durable, path)
 
     def move(self, node_id: str, layer: str, *, durable: bool | None = None) -> Node:
         """Move a node to another layer (crash-safe); refused as :meth:`update` refuses."""
         check_layer(layer)
         return self.update(node_id, layer=layer, durable=durable)
 
-    def delete(self, node_id: str, *, force: bool = False, durable: bool | None = None) -> Deleted:
+    def delete(
+        self, node_id: str, *, force: bool = False, durable: bool | None = None, all_copies: bool = False
+    ) -> Deleted:
         """Remove a node's file and return it (:class:`~md_cg.reports.Deleted`). Other
         nodes' edges to it raise NodeHasIncomingEdgesError listing them, unless
-        ``force=True`` (the edges are left dangling and returned in the result)."""
-        eng = self._engine
-        incoming: list[tuple[str, str]] = []
-        closed: list[str] = []
-
-        def refuse(entry: Entry) -> None:
-            self._check_scope(entry)  # and below: another scope's ids are never named
-            scope, entries = self._scope, eng.state.entries
-            incoming.extend(e for e in eng.incoming(entry.id) if scope is None or scope.admits(entries[e[0]]))
-            if incoming and not force:
-                raise NodeHasIncomingEdgesError(entry.id, incoming)
-            left = visibility.left_closed(eng.state, [entry.id], [entry.id], time.time(), self._scope)
-            closed.extend(left[entry.id])
-
-        with self._naming_lost():  # an id typed in another letter case: told, as by get
-            node, copies = remove_node(eng, node_id, durable=durable, check=refuse, scope=self._scope)
-        return Deleted(node, tuple(incoming), tuple(closed), tuple(copies))
+        ``force=True`` (the edges are left dangling and returned in the result). Its copies
+        go too; another memory under its id is refused unless ``all_copies=True``."""
+        return _deleted(self, node_id, force, durable, all_copies)
 
     def forget(
-        self, node_id: str, reason: str, *, force: bool = False, durable: bool | None = None
+        self,
+        node_id: str,
+        reason: str,
+        *,
+        force: bool = False,
+        durable: bool | None = None,
+        all_copies: bool = False,
     ) -> Deleted:
         """Remove a node for good and leave a payload-free tombstone (see :mod:`md_cg.forgetting`).
 
@@ -422,21 +423,21 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         never neither; then the derived copies of its content are scrubbed
         (the snapshot is rewritten). ``anchor/`` nodes refuse unless
         ``force=True``. Edges pointing at it are left dangling and returned.
+        ``all_copies``: as :meth:`delete`'s.
         """
-        return self.forget_many([node_id], reason, force=force, durable=durable)[0]
+        return _forgotten(self, [node_id], reason, force, durable, all_copies)[0]
 
     def forget_many(
-        self, node_ids: Iterable[str], reason: str, *, force: bool = False, durable: bool | None = None
+        self,
+        node_ids: Iterable[str],
+        reason: str,
+        *,
+        force: bool = False,
+        durable: bool | None = None,
+        all_copies: bool = False,
     ) -> list[Deleted]:
         """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
-        node_ids = list(node_ids)
-        for e in filter(None, map(self._engine.state.entries.get, node_ids)):
-            self._check_scope(e)
-        with self._naming_lost():  # a file moved or deleted by hand is named, as by every write
-            log, scope = self.log(paths.AUDIT_DIR), self._scope
-            return forgetting.forget_many(
-                self._engine, log, node_ids, reason, force=force, durable=durable, scope=scope
-            )
+        return _forgotten(self, list(node_ids), reason, force, durable, all_copies)
 
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
@@ -827,7 +828,51 @@ def _refreshed(eng: Engine, scope: Scope | None) -> list[str]:
         return [i for i, e in told if e is not None and scope.admits(e)]
 
 
-def _renamed(store: MdCG, node_id: str, new_id: str, layer: str | None, durable: bool | None) -> Node:
+def _forgotten(
+    store: MdCG, node_ids: list[str], reason: str, force: bool, durable: bool | None, all_copies: bool
+) -> list[Deleted]:
+    """:meth:`MdCG.forget_many`."""
+    for e in filter(None, map(store._engine.state.entries.get, node_ids)):
+        store._check_scope(e)
+    with store._naming_lost():  # a file moved or deleted by hand is named, as by every write
+        log, scope = store.log(paths.AUDIT_DIR), store._scope
+        return forgetting.forget_many(
+            store._engine,
+            log,
+            node_ids,
+            reason,
+            force=force,
+            durable=durable,
+            scope=scope,
+            all_copies=all_copies,
+        )
+
+
+def _deleted(store: MdCG, node_id: str, force: bool, durable: bool | None, all_copies: bool) -> Deleted:
+    """:meth:`MdCG.delete`."""
+    eng = store._engine
+    incoming: list[tuple[str, str]] = []
+    closed: list[str] = []
+
+    def refuse(entry: Entry) -> None:
+        store._check_scope(entry)  # and below: another scope's ids are never named
+        scope, entries = store._scope, eng.state.entries
+        incoming.extend(e for e in eng.incoming(entry.id) if scope is None or scope.admits(entries[e[0]]))
+        if incoming and not force:
+            raise NodeHasIncomingEdgesError(entry.id, incoming)
+        left = visibility.left_closed(eng.state, [entry.id], [entry.id], time.time(), store._scope)
+        closed.extend(left[entry.id])
+
+    with store._naming_lost():  # an id typed in another letter case: told, as by get
+        node, copies = remove_node(
+            eng, node_id, durable=durable, check=refuse, scope=store._scope, all_copies=all_copies
+        )
+    return Deleted(node, tuple(incoming), tuple(closed), tuple(copies))
+
+
+def _renamed(
+    store: MdCG, node_id: str, new_id: str, layer: str | None, durable: bool | None, path: str | None = None
+) -> Node:
     """:meth:`MdCG.rename`: refused for a new id noted gone by hand, the note is checked as
     for an add (:func:`md_cg.views.past_stale_notes`): a stale one (another process forgot
     the id) is dropped and the rename goes ahead -- before session 36 it raised "no node
@@ -835,4 +880,4 @@ def _renamed(store: MdCG, node_id: str, new_id: str, layer: str | None, durable:
     eng, scope, audit, refuse = store._engine, store.scope, store.log(paths.AUDIT_DIR), store._check_writable
     go = functools.partial(editing.rename, eng, node_id, new_id, layer=layer, durable=durable, scope=scope)
     with store._naming_lost(added=[new_id]):  # a new id of a file moved or deleted by hand: as by add
-        return views.past_stale_notes(eng, [new_id], lambda: go(audit=audit, refuse=refuse))
+        return views.past_stale_notes(eng, [new_id], lambda: go(audit=audit, refuse=refuse, path=path))

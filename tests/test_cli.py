@@ -1317,7 +1317,10 @@ def test_sync_leaves_a_duplicate_in_place_and_exits_1(runner: CliRunner, root: P
     copy = root / "contextual" / "kp_sorting.md"
     copy.write_text('---\nid: "kp_sorting"\nlayer: "contextual"\n---\nan older copy\n', encoding="utf-8")
     out = run(runner, "sync", "--root", root, code=1).stdout
-    assert "duplicate ids (remove or rename a copy) (1): kp_sorting at contextual/kp_sorting.md\n" in out
+    assert (
+        "duplicate ids (keep both: mdcg rename ID NEW_ID --path FILE; or remove a copy) (1): "
+        "kp_sorting at contextual/kp_sorting.md\n" in out
+    )
     assert copy.exists() and path.exists() and not (root / ".mdcg" / "trash").exists()
     assert run(runner, "sync", "--root", root, code=1).stdout.startswith("duplicate ids")  # still there
 

@@ -31,7 +31,7 @@ import md_cg
 CODE = str(Path(md_cg.__file__).resolve().parents[1])
 BODY = "秘密 secret-text-xyzzy must be forgotten"
 SECRET = b"secret-text-xyzzy"
-DUPLICATE = "duplicate ids (remove or rename a copy) (1): r at {copy}"
+DUPLICATE = "duplicate ids (keep both: mdcg rename ID NEW_ID --path FILE; or remove a copy) (1): r at {copy}"
 
 
 def _env() -> dict[str, str]:
@@ -159,7 +159,8 @@ def test_cli_rename_in_a_new_process_is_refused_and_names_the_copy(tmp_path: Pat
         2,
         "",
         f"error: cannot rename 'r': it is also held by {copy} (a copy, or a merge that left two); keep "
-        "one file (delete the other, or `delete r` removes all), sync, then rename\n",
+        "one file (delete the other, or `delete r` removes all), sync, then rename -- or rename that "
+        f"file alone: `rename r NEW_ID --path {copy}`\n",
     )
     assert {rel: (root / rel).read_bytes() for rel in _node_files(root)} == before
     done = _cli(root, "sync")  # still the one memory r, its copy still reported; no r2
@@ -245,7 +246,8 @@ def test_a_scoped_rename_names_only_the_copy_it_sees(tmp_path: Path) -> None:
     before = {rel: (root / rel).read_bytes() for rel in _node_files(root)}
     assert json.loads(_py(SCOPED, str(root), "rename").stdout) == (
         f"cannot rename 'r': it is also held by {mine} (a copy, or a merge that left two); keep one "
-        "file (delete the other, or `delete r` removes all), sync, then rename"
+        "file (delete the other, or `delete r` removes all), sync, then rename -- or rename that file "
+        f"alone: `rename r NEW_ID --path {mine}`"
     )
     assert {rel: (root / rel).read_bytes() for rel in _node_files(root)} == before
 
@@ -310,7 +312,11 @@ def test_forget_after_a_rename_rename_merge(tmp_path: Path) -> None:
     files = sorted(p.relative_to(b).as_posix() for p in b.glob("knowledge/*/*.md"))
     assert [f.rsplit("/", 1)[1] for f in files] == ["r_a.md", "r_b.md"]
     done = _cli(b, "sync")
-    assert done.stdout.split("\n")[1] == f"duplicate ids (remove or rename a copy) (1): r_b at {files[0]}"
+    assert (
+        done.stdout.split("\n")[1]
+        == "duplicate ids (keep both: mdcg rename ID NEW_ID --path FILE; or remove a copy) (1): "
+        f"r_b at {files[0]}"
+    )
     done = _cli(b, "forget", "r_b", "--reason", "user asked")
     assert (done.returncode, done.stdout, done.stderr) == (
         0,

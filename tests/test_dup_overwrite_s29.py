@@ -147,7 +147,10 @@ def test_cli_update_and_verify_refuse_with_exit_2(tmp_path: Path) -> None:
     assert got.stderr == f"error: {_message('pref', standing, 'rejected/pref.md')}\n"
     _unchanged(files)
     got = runner.invoke(app, ["sync", "--root", str(root)])
-    assert "duplicate ids (remove or rename a copy) (1): pref at rejected/pref.md" in got.output
+    assert (
+        "duplicate ids (keep both: mdcg rename ID NEW_ID --path FILE; or remove a copy) (1): "
+        "pref at rejected/pref.md" in got.output
+    )
 
 
 def test_an_overwrite_whose_indexed_file_was_moved_by_hand_still_writes(tmp_path: Path) -> None:

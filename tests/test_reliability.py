@@ -572,7 +572,8 @@ def test_health_names_a_duplicate_copy_after_sync_chose_the_other(tmp_path: Path
             "duplicate_id",
             "self/d.md",
             "d",
-            "another file holds this id (knowledge/orphan/d.md stands); remove or rename one copy",
+            "another file holds this id (knowledge/orphan/d.md stands); give this file its own id: "
+            "mdcg rename d NEW_ID --path self/d.md (or remove one copy)",
         )
     ]
 
