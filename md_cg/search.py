@@ -160,6 +160,12 @@ QUERY_FILLER_TERMS = frozenset(
 )
 #: CJK characters of a request that say nothing of what is asked (请问, 告诉我, 谢谢).
 QUERY_FILLER_CHARS = frozenset("请问告诉谢")
+#: CJK modal verbs: how a request asks (can, should, must), not what it asks about. Their
+#: characters are no content of a query holding one of them beside other content
+#: (:func:`_query_units`). Session 41's MCP check: "附近哪里可以充电" (where nearby can I
+#: charge) got two ACCEPT hits, a history paragraph and a metro station holding 附近 and
+#: 可以 -- 4 of its 6 content characters, "2 of 3 words", so no weight test ran.
+CJK_MODAL_WORDS = frozenset({"可以", "能够", "应该", "应当", "必须"})
 #: Whole replies that acknowledge and ask for nothing ("ok thanks", "got it", 好的, 收到,
 #: 没问题): a query made of these alone (punctuation and spaces aside, any number of
 #: them) is request-only, every hit thin. Session 40's MCP user simulation: "好的" got 5
@@ -1131,6 +1137,10 @@ def _query_units(terms: Sequence[tuple[str, float]]) -> _Units:
     skip = CJK_FUNCTION_CHARS | QUERY_FILLER_CHARS
     chars = [t for t in own if len(t) == 1 and is_cjk(t) and t not in skip]
     bigrams = [t for t in own if len(t) == 2 and is_cjk(t)]
+    modal = {c for t in bigrams if t in CJK_MODAL_WORDS for c in t}
+    if modal and (words or any(c not in modal for c in chars)):  # a modal alone stays content
+        skip |= modal
+        chars = [c for c in chars if c not in modal]
     pairs = [t for t in bigrams if not skip.intersection(t)]
     paired = set("".join(pairs))
     asks = not words and not chars and any(t in QUERY_FILLER_TERMS or t in QUERY_FILLER_CHARS for t in own)
