@@ -11,38 +11,34 @@ from pathlib import Path
 
 import pytest
 from test_judge_irrelevant_s39 import ACCEPT, _judged
+from test_thin_numbers_s41 import MEMORIES as NUMBER_MEMORIES
 
 from md_cg import MdCG, Node
 from md_cg.search import _query_units
 from md_cg.text import query_terms
 
+#: Two hits holding 附近 and 可以, an answer, and 附近 made common; the English memories of
+#: test_thin_numbers_s41 make the store larger than search.THIN_MIN_DOCS.
 MEMORIES = [
     ("history", "蜀汉军队已到，并在骆谷附近依山而守，李胜认为可以继续前进。"),
     ("metro", "大沙地站附近有商场，乘客可以乘搭往滘口的列车。"),
     ("charger", "公司楼下的停车场有电动车充电桩，员工可以免费充电。"),
-    ("paint", "Melanie painted a lake at sunrise last year."),
-    ("zoo", "The kids loved the zoo trip last summer."),
-    ("bank", "The bank password changes every month."),
-    ("dog", "Buddy the dog is afraid of thunder."),
     ("weather", "今天天气很好，适合去附近的公园散步。"),
     ("car", "我的汽车停在公司附近。"),
     ("school", "孩子的学校就在家附近。"),
     ("shop", "附近新开了一家面包店。"),
-    ("tea", "用户每天早上喝绿茶。"),
-    ("order", "Order PRJ-4471 was shipped on March 3."),
-    ("phone", "Mom's phone number is 555-0142."),
+    *((i, b) for i, b in NUMBER_MEMORIES if b.isascii()),
 ]
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> MdCG:
+def _store(tmp_path: Path) -> MdCG:
     s = MdCG(tmp_path / "m")
     s.add_many([Node(id=i, body=b, verification_basis="data") for i, b in MEMORIES])
     return s
 
 
-def test_a_hit_holding_nearby_and_can_is_thin(store: MdCG) -> None:
-    with store:
+def test_a_hit_holding_nearby_and_can_is_thin(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
         judged = _judged(store, "附近哪里可以充电")
     assert judged["history"][0] == judged["metro"][0] == "DEFER"
     assert judged["history"][1].startswith("DEFER: holds 1 of 2 query words")
