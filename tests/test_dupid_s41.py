@@ -202,6 +202,30 @@ def test_copies_of_the_same_memory_still_go_without_all_copies(tmp_path: Path) -
     assert _files(root) == {}
 
 
+def test_files_differing_only_in_their_text_are_different_memories(tmp_path: Path) -> None:
+    """Before-stop review: the digest left the body out (``Node.to_dict`` holds none), so a
+    file of the id in another layer (or folder) with other text and the same fields was a
+    "copy": forget removed it, unshown. Now refused; the text held by neither is lost."""
+    root = tmp_path / "m"
+    with MdCG(root, create=True) as s:
+        s.add(id="meeting", body="work meeting on Monday", tags=["domain:work"])
+        rel = s.path_of("meeting").relative_to(root).as_posix()
+    text = (root / rel).read_text("utf-8")
+    other = text.replace("work meeting on Monday", "family dinner on Sunday")
+    other = other.replace('layer: "knowledge"', 'layer: "contextual"')
+    (root / "contextual").mkdir(exist_ok=True)
+    (root / "contextual" / "meeting.md").write_text(other, "utf-8")
+    before = _files(root)
+    with MdCG(root) as s:
+        s.sync()
+        for call in (lambda: s.forget("meeting", "x"), lambda: s.delete("meeting")):
+            with pytest.raises(InvalidArgumentError) as err:
+                call()
+            assert err.value.name == "all_copies"
+            assert "other files hold this id with a different memory" in str(err.value)
+    assert _files(root) == before
+
+
 @needs_git
 def test_mcp_forget_is_refused_with_the_files_named(tmp_path: Path) -> None:
     """No schema change: the MCP forget answers the refusal as its error text."""

@@ -615,7 +615,11 @@ def test_delete_removes_the_copies_and_rename_refuses_an_id_held_twice(tmp_path:
         with pytest.raises(InvalidArgumentError, match=held):
             s.rename("cache", "cache2")
         assert s.ids() == ["cache", "other"] and copy.exists()
-        gone = s.delete("cache")
+        # the copy's text differs ("login"): another memory, not removed unasked (session 41)
+        with pytest.raises(InvalidArgumentError, match="other files hold this id with a different memory"):
+            s.delete("cache")
+        assert copy.exists() and (root / "self" / "cache.md").exists()
+        gone = s.delete("cache", all_copies=True)
         assert gone.copies == ("knowledge/cond_infra_eb0de251/cache.md",) and gone.node.body.startswith(
             "Redis"
         )
