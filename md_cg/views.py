@@ -851,12 +851,26 @@ class Lifecycle(_Handle):
         done = self._update_reporting(node_id, {**changes, "valid_until": None}, durable, stacklevel=4)
         return Reopened(done.node, done.unlinked)
 
-    def update_report(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Updated:
+    def update_report(
+        self,
+        node_id: str,
+        /,
+        *,
+        durable: bool | None = None,
+        require: Callable[[Node], None] | None = None,
+        **changes: Any,
+    ) -> Updated:
         """``update`` (a reopen when ``valid_until=None`` is given, as :meth:`reopen`), and
         what it did: ``Updated(node, unlinked, changed)``; ``changed`` False when the
         changes left the file as it was (nothing written, ``updated_at`` kept). What
-        ``mdcg update`` and MCP ``update`` report."""
-        return self._update_reporting(node_id, changes, durable, stacklevel=4)
+        ``mdcg update`` and MCP ``update`` report.
+
+        ``require``: called with the node as its file holds it, under the node's lock, before
+        the changes are made (again on each retry after a write overtook the read); what it
+        raises refuses the update, nothing written. How a read-then-write checks what it
+        read with no other write landing between the check and the commit (MCP ``update``
+        refuses a body built on a read another agent's write has overtaken)."""
+        return self._update_reporting(node_id, changes, durable, stacklevel=4, require=require)
 
     def modify(
         self,
@@ -889,7 +903,13 @@ class Lifecycle(_Handle):
         return self._update_reporting(node_id, changes, durable, stacklevel=5).node
 
     def _update_reporting(
-        self, node_id: str, changes: dict[str, Any], durable: bool | None, *, stacklevel: int
+        self,
+        node_id: str,
+        changes: dict[str, Any],
+        durable: bool | None,
+        *,
+        stacklevel: int,
+        require: Callable[[Node], None] | None = None,
     ) -> Updated:
         """``update``, the successors a reopen (``valid_until=None``) unlinked, and whether
         it changed the file (:func:`_unless_same`: a change that leaves the file's bytes
@@ -898,7 +918,7 @@ class Lifecycle(_Handle):
         check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
-        change = self._changer(node_id, changes, now, decided)
+        change = _required(require, self._changer(node_id, changes, now, decided))
         # an archived node is refused; an expired one only renewed (its tier or a new
         # expiry given: _changer refuses a result still expired), never revived by an edit
         check = self._writable_check(expired_ok=renews(changes))
@@ -1305,6 +1325,20 @@ class Updated(NamedTuple):
     node: Node
     unlinked: list[str]
     changed: bool
+
+
+def _required(
+    require: Callable[[Node], None] | None, change: Callable[[Node], Node]
+) -> Callable[[Node], Node]:
+    """``change``, calling ``require`` on the node as read first (``update_report``'s check)."""
+    if require is None:
+        return change
+
+    def checked(node: Node) -> Node:
+        require(node)
+        return change(node)
+
+    return checked
 
 
 class _Same(Exception):
