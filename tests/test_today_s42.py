@@ -66,7 +66,8 @@ def test_on_this_day_counts_the_broken_pick_on_every_call(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("mcp")
-    real, broke, root = MdCG.sync_if_changed, [], tmp_path / "m"
+    real, root = MdCG.sync_if_changed, tmp_path / "m"
+    broke: list[str] = []
 
     def then_broken(self: MdCG, *args: Any, **kw: Any) -> Any:  # after the server's first pick-up
         report = real(self, *args, **kw)
