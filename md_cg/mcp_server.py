@@ -1975,7 +1975,7 @@ def on_this_day_reply(store: MdCG, pick: ReadablePick, today: date) -> dict[str,
     1}``, as ``search`` and ``inject`` leave such a memory out -- one whose file holds
     another memory now, or was narrowed out of the scope, unsaid: before session 39 the
     call failed with the file's error, before session 41 it answered null all day."""
-    broken = sum(isinstance(exc, MalformedNodeFileError) for _, exc in pick.unreadable)
+    broken = pick.broken()
     meta = {"meta": {"unreadable_omitted": broken}} if broken else {}
     picked, node = pick.picked, pick.node
     if picked is None or node is None:

@@ -1570,7 +1570,7 @@ class Recall(_Handle):
             ]
 
         keep = self._write_statistics if record and not self.read_only and not self._access_broken else None
-        return access.resurface_pick(self, version, active, today, seed, record=keep)
+        return access.resurface_pick(self, version, active, today, seed, record=keep, passed_over=skipped)
 
     def _active_entries(self) -> list[Entry]:
         """Entries the caller sees that are active: not archived, expired or superseded, and
@@ -1761,6 +1761,11 @@ class ReadablePick(NamedTuple):
     node: Node | None
     unreadable: list[tuple[str, MdcgError]]
 
+    def broken(self) -> int:
+        """How many of ``unreadable`` are files that cannot be read (:func:`file_unusable`),
+        not memories whose files hold another one now."""
+        return sum(file_unusable(exc) for _, exc in self.unreadable)
+
 
 def resurface_readable(store: Any, today: date | None = None, *, record: bool = True) -> ReadablePick:
     """The memory to bring back on ``today`` whose file reads, its show recorded (``record``).
@@ -1769,7 +1774,10 @@ def resurface_readable(store: Any, today: date | None = None, *, record: bool = 
     index read it cannot be shown. Before session 41 `mdcg today` then failed with the
     file's error -- all day, since a day shows one memory -- and the MCP ``on_this_day``
     answered null all day. Now such a pick is passed over (not recorded as shown) and the
-    next one is taken, at most :data:`RESURFACE_TRIES` of them."""
+    next one is taken, at most :data:`RESURFACE_TRIES` of them. The picks passed over are
+    kept in the show's record: a later call of the day, which shows the same memory again,
+    reads each of their files again and lists those still broken (:func:`_still_broken`;
+    before session 42 only the first call of the day told)."""
     unreadable: list[tuple[str, MdcgError]] = []
     for _ in range(RESURFACE_TRIES):
         skip = [node_id for node_id, _ in unreadable]
@@ -1782,10 +1790,39 @@ def resurface_readable(store: Any, today: date | None = None, *, record: bool = 
             unreadable.append((picked.id, exc))
             continue
         if not record:
-            return ReadablePick(picked, node, unreadable)
+            return ReadablePick(picked, node, _still_broken(store, today, picked.id, unreadable))
         shown = store.resurface(today, record=True, skip=skip)
         if shown is not None and shown.id == picked.id:
-            return ReadablePick(shown, node, unreadable)
+            return ReadablePick(shown, node, _still_broken(store, today, picked.id, unreadable))
         # the store changed between the two picks: pick again (a show recorded meanwhile
         # is the day's pick now, as every later call sees it)
     return ReadablePick(None, None, unreadable)
+
+
+def _still_broken(
+    store: Any, today: date | None, node_id: str, unreadable: list[tuple[str, MdcgError]]
+) -> list[tuple[str, MdcgError]]:
+    """``unreadable`` and, after it, the picks the day's show of ``node_id`` records as
+    passed over (:func:`md_cg.access.passed_over_on`) whose files still cannot be read
+    (:func:`file_unusable`). One read again fine, or forgotten since, is left."""
+    known = {i for i, _ in unreadable}
+    day = date.today() if today is None else today  # the local day, as resurface
+    for passed in access.passed_over_on(store, day, node_id):
+        if passed in known:
+            continue
+        try:
+            store.get(passed)
+        except (MalformedNodeFileError, NodeNotFoundError) as exc:
+            if file_unusable(exc):
+                unreadable.append((passed, exc))
+    return unreadable
+
+
+def file_unusable(exc: MdcgError) -> bool:
+    """Whether a read's error says the memory's file cannot be read: a
+    :class:`MalformedNodeFileError`, or the :class:`NodeNotFoundError` of a file a sync
+    dropped as unusable or lost (``hidden`` ``"lost"``, or a hint naming the file as
+    unusable: an unscoped handle's) -- not one of a memory forgotten or out of scope."""
+    if isinstance(exc, NodeNotFoundError):
+        return exc.hidden == "lost" or " is unusable: " in exc.hint
+    return isinstance(exc, MalformedNodeFileError)
