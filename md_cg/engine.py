@@ -2037,8 +2037,8 @@ def _read_held(
         node = scoped_read(engine, node_id, engine.read_node, e.path)
     except (FileNotFoundError, NotADirectoryError):
         return None, lost_file_error(node_id, e.path)
-    except UnsafePathError:
-        return None, None
+    except UnsafePathError as exc:  # a symlink or no regular file put there by hand: named
+        return None, lost_file_error(node_id, e.path, f"it {exc.reason}")
     if node.id != node_id:
         return None, HeldNow(node_id, e.path, node)
     if narrowed(engine.scope, e, node):
