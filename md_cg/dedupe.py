@@ -590,6 +590,10 @@ def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
                 out.append(_NEGATED)
             elif run in _EN_RELATIONS:
                 out.append(run)
+            elif run in _WORD_NUMBERS or run[0].isdigit():
+                number = _order_number(run)
+                if number:
+                    out.append(number)
             else:
                 stem = _STEMS.get(run) or _stem(run)
                 if stem in content:
@@ -608,6 +612,16 @@ def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
             else:
                 previous = ""
     return tuple(out)
+
+
+def _order_number(word: str) -> str:
+    """A number's order token ("3pm", "three" -> "#3"; "#" spells no word), so that two
+    numbers changing sides count as names do ("moved from 3pm to 5pm" / "from 5pm to
+    3pm", atk11 F6); "" for a name starting with a digit that is not one ("1password")."""
+    if word in _WORD_NUMBERS:
+        return "#" + _WORD_NUMBERS[word]
+    match = _NUMBER_SUFFIX_RE.fullmatch(word)
+    return "#" + str(int(match.group(1))) if match else ""
 
 
 def _fold_quotes(text: str) -> str:
@@ -659,14 +673,25 @@ def _other_owner(a: _Features, b: _Features) -> bool:
     )
 
 
-def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+def _swapped(a: tuple[str, ...], b: tuple[str, ...], *, numbers: bool = False) -> bool:
     """Whether two words change sides around a third: some X, M, Y (X and Y content, M
     any token) in this order in ``a`` and in the reverse order in ``b`` ("Alice owes
     Bob" / "Bob owes Alice", "from Paris to Tokyo" / "from Tokyo to Paris"). Only tokens
     each text holds once are placed. Moving a block of words ("every morning the user
-    …" / "the user … every morning") reverses no three, so it never counts."""
+    …" / "the user … every morning") reverses no three, so it never counts.
+
+    Numbers (:func:`_order_number`) are left out, unless ``numbers``: then X and Y are
+    two numbers ("from 3pm to 5pm" / "from 5pm to 3pm", "port 8080 for dev and 8443 for
+    prod" / the ports swapped). A number never stands in for a word: "The team meets at
+    9am every Monday" / "Every Monday at 9am the team meets" moves a block whose words
+    swap inside it, which would reverse team, 9am, Monday."""
+    if not numbers:
+        a, b = tuple(t for t in a if t[0] != "#"), tuple(t for t in b if t[0] != "#")
     once_a, once_b = _once(a), _once(b)
-    ranks = [(once_b[t], t[0] != _NEGATED[0] and t not in _EN_RELATIONS) for t in once_a if t in once_b]
+    if numbers:
+        ranks = [(once_b[t], t[0] == "#") for t in once_a if t in once_b]
+    else:
+        ranks = [(once_b[t], t[0] != _NEGATED[0] and t not in _EN_RELATIONS) for t in once_a if t in once_b]
     if len(ranks) < 3:
         return False
     # the highest content rank before each place, the lowest after it
@@ -684,6 +709,11 @@ def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
         if is_content:
             low = min(low, rank)
     return False
+
+
+def _reversed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Two words, or two numbers, change sides around a third (:func:`_swapped`)."""
+    return _swapped(a, b) or _swapped(a, b, numbers=True)
 
 
 def _once(tokens: tuple[str, ...]) -> dict[str, int]:
@@ -741,12 +771,12 @@ def _guard(a: _Features, b: _Features) -> str | None:
     # A passive or a possessive on one side only ("Tom manages Anna" / "Anna is managed
     # by Tom", "manager for the app" / "the app's manager") reads its roles the other way
     # round: word order tells nothing then.
-    if a.turns == b.turns and _swapped(a.order, b.order):
+    if a.turns == b.turns and _reversed(a.order, b.order):
         return "order"
     # ...unless the passive is a simple one, read actively: "Alice was paid by Bob" is
     # "Bob paid Alice", the reverse of "Alice paid Bob" (session 42; before, a passive on
     # one side let every such reversal through as near 1.0)
-    if a.active_turns == b.active_turns and _swapped(a.active_order, b.active_order):
+    if a.active_turns == b.active_turns and _reversed(a.active_order, b.active_order):
         return "order"
     return None
 
