@@ -18,8 +18,10 @@ save landing meanwhile:
   ``duplicate_id`` by path (a symlink: ``refused`` / ``unsafe_path``) -- the person
   settles it; nothing is removed.
 
-Functions here take the folder (:class:`md_cg.fsops.Dir`) and two tests from the caller,
-so that this module needs nothing of :mod:`md_cg.journal`.
+The same holds for a live commit undoing its exchange that finds a newer save where its
+own file was to come back (:func:`newer_back`). Functions here take the folder
+(:class:`md_cg.fsops.Dir`) and the caller's tests of a file (:class:`Known`), so that
+this module needs nothing of :mod:`md_cg.journal`.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 from . import fsops
 
@@ -76,26 +79,57 @@ def keep_aside(d: fsops.Dir, tmp: str, name: str) -> str:
             return out
 
 
-def settle(
-    d: fsops.Dir,
-    tmp: str,
-    name: str,
-    ours: Callable[[str], bool],
-    was_read: Callable[[os.stat_result], bool],
-    made_here: Callable[[str], bool] | None = None,
-) -> str:
+def _exchange(d: fsops.Dir, tmp: str, name: str) -> bool:
+    """Exchange ``tmp`` and ``name``: True. Where this system or file system cannot (a store
+    copied to one without ``RENAME_EXCHANGE``), ``tmp`` is renamed over ``name`` -- the
+    rename of before -- and False returned. ``FileNotFoundError`` when either is missing."""
+    if d.exchange(tmp, name):
+        return True
+    d.replace(tmp, name)
+    return False
+
+
+def newer_back(d: fsops.Dir, tmp: str, name: str) -> str | None:
+    """A live commit undoing its exchange (:func:`md_cg.journal._put_back`) found at ``tmp``
+    -- where its own file was to come back -- a person's save made over the path while
+    md-cg's file was there, the displaced save now back at ``name``: the newer save goes to
+    the path by an exchange, and what that brings back (the earlier save, or saves made on
+    it since) is kept beside it (:func:`keep_aside`). Before (session 41) the newer save was
+    renamed over the path: the earlier save was lost, and so was every save made on it
+    between the exchange and that rename. Returns the name kept under; None when the path
+    had emptied (the newer save put there)."""
+    try:
+        if not _exchange(d, tmp, name):
+            return None
+    except FileNotFoundError:
+        if put_new(d, tmp, name):
+            return None
+    return keep_aside(d, tmp, name)
+
+
+@dataclass(frozen=True)
+class Known:
+    """How recovery tells a put's files (:func:`settle`, :func:`place`). ``ours(n)``: the
+    file at ``n`` is the commit's own file, whole (may be removed); ``was_read(st)``: a file
+    of that stat is the one the commit read and replaced (None: no file was there);
+    ``made_here(n)``: the file at ``n`` is the commit's own file, changed or not (its
+    inode; ``ours`` when not given)."""
+
+    ours: Callable[[str], bool]
+    was_read: Callable[[os.stat_result], bool] | None
+    made_here: Callable[[str], bool] | None = None
+
+
+def settle(d: fsops.Dir, tmp: str, name: str, known: Known) -> str:
     """Settle the file at ``tmp`` -- not md-cg's temp file: the one an exchange displaced
-    from ``name`` -- the commit's writer gone. ``ours(n)``: the file at ``n`` is the
-    commit's own file, whole (may be removed); ``was_read(st)``: a file of that stat is the
-    one the commit read and replaced; ``made_here(n)``: the file at ``n`` is the commit's
-    own file, changed or not (its inode; ``ours`` when not given). Returns :data:`LANDED`
+    from ``name`` -- the commit's writer gone, its files told by ``known``. Returns :data:`LANDED`
     (the file read removed: the put stands, or a person's later file at the path does),
     :data:`AT_PATH` (a person's file put back at ``name``, md-cg's file there removed) or
     the name it was kept under beside a file at ``name`` holding a person's change (a
     later save; md-cg's file changed in place) -- or, for the file read, beside md-cg's file
     not whole (torn by a power cut)."""
-    made_here = made_here or ours
-    if was_read(d.lstat(tmp)):
+    ours, made_here = known.ours, known.made_here or known.ours
+    if known.was_read is not None and known.was_read(d.lstat(tmp)):
         if not d.exists(name) or ours(name) or not made_here(name):
             d.unlink(tmp)
             return LANDED
@@ -108,8 +142,7 @@ def settle(
         if not ours(name):
             break  # a person's later file at the path: both kept
         try:
-            if not d.exchange(tmp, name):
-                d.replace(tmp, name)  # no exchange here (a copy on another file system): as before
+            if not _exchange(d, tmp, name):
                 return AT_PATH
         except FileNotFoundError:
             continue  # the path emptied meanwhile: look again
@@ -118,36 +151,24 @@ def settle(
             return AT_PATH
         # A save landed at the path between the look and the exchange (or md-cg's file was
         # written in place): now at ``tmp``, the displaced file at the path. The newer one
-        # goes back to the path.
-        try:
-            d.exchange(tmp, name)
-        except FileNotFoundError:
-            pass  # the path emptied meanwhile: what is at ``tmp`` is kept aside
-        break
+        # goes back to the path, the displaced one beside it.
+        return newer_back(d, tmp, name) or AT_PATH
     return keep_aside(d, tmp, name)
 
 
-def place(
-    d: fsops.Dir,
-    tmp: str,
-    name: str,
-    ours: Callable[[str], bool],
-    was_read: Callable[[os.stat_result], bool] | None,
-    made_here: Callable[[str], bool] | None = None,
-) -> bool:
+def place(d: fsops.Dir, tmp: str, name: str, known: Known) -> bool:
     """Put the commit's temp file ``tmp`` in place at ``name`` during recovery, which has
-    checked the file there is the one read (``was_read``; None: no file was there). By an
+    checked the file there is the one read (``known.was_read``; None: no file was there). By an
     exchange, the file displaced checked after it (a save landing after the check is put
     back: :func:`settle`); a new file only where nothing is. True when it is in place."""
-    if was_read is None:
+    if known.was_read is None:
         if put_new(d, tmp, name):
             return True
         d.unlink(tmp)  # a file made there since the check: left; this unacknowledged one goes
         return False
     try:
-        if not d.exchange(tmp, name):
-            d.replace(tmp, name)  # no exchange on this system: the rename of before
+        if not _exchange(d, tmp, name):
             return True
     except FileNotFoundError:
-        return place(d, tmp, name, ours, None, made_here) if d.exists(tmp) else False
-    return settle(d, tmp, name, ours, was_read, made_here) == LANDED
+        return place(d, tmp, name, replace(known, was_read=None)) if d.exists(tmp) else False
+    return settle(d, tmp, name, known) == LANDED

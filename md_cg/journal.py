@@ -991,7 +991,7 @@ def _place(d: fsops.Dir, c: Commit, i: int, copied: bool) -> bool:
     def made_here(n: str) -> bool:
         return _ours(d, n, c, i, copied, whole=False)
 
-    return exchanged.place(d, tmp, name, ours, None if logged is None else read, made_here)
+    return exchanged.place(d, tmp, name, exchanged.Known(ours, None if logged is None else read, made_here))
 
 
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
@@ -1185,9 +1185,10 @@ def _put_back(
 ) -> None:
     """Undo :func:`_swap_in`'s exchanges, the last first: each displaced file back at its
     path, this commit's file at its temp name. Should the file exchanged back not be this
-    commit's (a person saved over the path again meanwhile), that newer save is renamed
-    back over the path; should the path be empty (the file removed meanwhile), the
-    displaced file is renamed back to it."""
+    commit's (a person saved over the path again meanwhile), that newer save goes back to
+    the path and the earlier one is kept beside it (:func:`md_cg.exchanged.newer_back`);
+    should the path be empty (the file removed meanwhile), the displaced file is renamed
+    back to it."""
     for i in reversed(swapped):
         parent, name = _split(puts[i].rel)
         d = dirs.get(parent)
@@ -1198,7 +1199,7 @@ def _put_back(
             continue
         st = d.lstat(temps[i])
         if st.st_ino != stats[i].st_ino:
-            d.replace(temps[i], name)
+            exchanged.newer_back(d, temps[i], name)
 
 
 def _settle_exchanges(root: str, c: Commit, copied: bool = False) -> set[str]:
@@ -1234,7 +1235,7 @@ def _settle_exchanges(root: str, c: Commit, copied: bool = False) -> set[str]:
             def made_here(n: str, d: fsops.Dir = d, i: int = i) -> bool:
                 return _ours(d, n, c, i, copied, whole=False)
 
-            if exchanged.settle(d, tmp, name, ours, read, made_here) != exchanged.LANDED:
+            if exchanged.settle(d, tmp, name, exchanged.Known(ours, read, made_here)) != exchanged.LANDED:
                 out.add(node_id)
     return out
     for i, (node_id, rel, tmp) in enumerate(c.puts):

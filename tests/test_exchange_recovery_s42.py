@@ -271,3 +271,57 @@ _KILL = textwrap.dedent(
     s.update("x", importance=0.3)
     """
 )
+
+
+# A live update (no kill): the person saves HAND0 just before md-cg's exchange (found
+# displaced: the exchange is undone), HAND1 just before that undoing exchange (read from
+# md-cg's file, then at the path) and HAND2 just after it (read from HAND0's file, back at
+# the path).
+LIVE = (
+    textwrap.dedent(
+        """
+    import json, subprocess, sys, warnings
+    warnings.simplefilter("ignore")
+    import md_cg.fsops as F
+    from md_cg import MdCG
+    root = sys.argv[1]
+    s = MdCG(root)
+    path = str(s.path_of("x"))
+    calls = [0]
+    def save(k):
+        subprocess.run([sys.executable, "-c", SAVE, root, path, str(k)], check=True)
+    exchange = F.Dir.exchange
+    def hooked(self, a, b):
+        calls[0] += 1
+        if calls[0] <= 2:
+            save(calls[0] - 1)
+        out = exchange(self, a, b)
+        if calls[0] == 2:
+            save(2)
+        return out
+    F.Dir.exchange = hooked
+    s.update("x", importance=0.3)
+    s.close()
+    print(json.dumps({"ok": True}))
+    """
+    )
+).replace("SAVE, root", f"{SAVE!r}, root")
+
+
+def test_saves_around_the_undoing_of_an_exchange_are_all_kept(tmp_path: Path) -> None:
+    """md-cg undoes its exchange (a save, HAND0, was displaced) and finds a newer save
+    (HAND1, made on its own file) where its file was to come back: HAND1 goes to the path
+    (the update retried over it) and HAND0's file -- with HAND2, saved on it meanwhile --
+    is kept beside it. Before, HAND1's file was renamed over the path: HAND0 and HAND2 in
+    no file."""
+    rel = _store(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-c", LIVE, str(tmp_path)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    files = _files(tmp_path)
+    assert len(files) == 2 and rel in files, files
+    kept = next(f for f in files if f != rel)
+    assert re.fullmatch(r"knowledge/orphan/x\.saved-\d{8}T\d{6}\.md", kept), kept
+    assert _node(tmp_path / rel) == ("base\nHAND1\n", "0.3")
+    assert _node(tmp_path / kept) == ("base\nHAND0\nHAND2\n", "0.5")
