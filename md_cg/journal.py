@@ -72,10 +72,10 @@ import stat as statmod
 import time
 import zlib
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, cast
 
-from . import fsops, paths
+from . import exchanged, fsops, paths
 from .errors import APPLIED_NOTE, LOGGED_NOTE, OPEN_NOTE, RECOVERY_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
@@ -650,9 +650,8 @@ def roll_forward(
     atk7) such a copy's recovery put a batch's new ids in place and left all its
     overwrites (``left_as_edited``), removing their temp files.
     """
-    c = replace(c, made=None) if copied else c  # a copy's files have other inodes
-    settled = _settle_exchanges(root, c)
-    states = _put_states(root, c)
+    settled = _settle_exchanges(root, c, copied)
+    states = _put_states(root, c, copied)
     stamp = _written_by(root, c)
     limit = None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9)
     later = _later_ids(root, c, states, limit, copied) | settled
@@ -671,7 +670,7 @@ def roll_forward(
     # skipped together (a move half done would leave two copies of it).
     if skipped is not None and not back:
         skipped.update(later)
-    for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
+    for i, ((node_id, rel, tmp), state) in enumerate(zip(c.puts, states, strict=True)):
         parent, name = _split(rel)
         if state == "landed":
             landed.add(node_id)
@@ -679,11 +678,12 @@ def roll_forward(
             continue
         try:
             with fsops.Dir(root, parent) as d:
-                if state == "temp" and not back and node_id not in later:
-                    d.replace(tmp, name)
-                    landed.add(node_id)
-                else:
+                if state != "temp" or back or node_id in later:
                     d.unlink(tmp)
+                elif _place(d, c, i, copied):
+                    landed.add(node_id)
+                elif skipped is not None:
+                    skipped.add(node_id)  # a save landed after the look: it stands
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
     if back:
@@ -741,8 +741,7 @@ def edited_since(root: str, c: Commit, copied: bool = False) -> set[str]:
     """The ids of dead commit ``c`` that :func:`roll_forward` would leave as their files have
     them, a file of theirs changed after the line was written (read-only: for ``health()``;
     ``copied`` as there: a copy's commit it would roll back whole leaves every id)."""
-    c = replace(c, made=None) if copied else c
-    states = _put_states(root, c)
+    states = _put_states(root, c, copied)
     if "bad" in states and "landed" not in states:
         return set()  # rolled back: nothing is left undone for an edit
     stamp = _written_by(root, c)
@@ -902,10 +901,11 @@ def _newer(d: fsops.Dir, name: str, limit: int | None) -> bool:
         return False
 
 
-def _put_states(root: str, c: Commit) -> list[str]:
+def _put_states(root: str, c: Commit, copied: bool = False) -> list[str]:
     """Per put: ``temp`` (its temp file is there, and whole when checked),
     ``landed`` (no temp file; the target is there, holding the logged bytes
-    when checked), ``bad`` (checked, and neither), ``gone`` (unchecked, neither)."""
+    when checked), ``bad`` (checked, and neither), ``gone`` (unchecked, neither).
+    A file an exchange displaced to the temp name is no temp file (:func:`_displaced`)."""
     states = []
     for i, (_, rel, tmp) in enumerate(c.puts):
         check = c.checks[i] if c.checks is not None else None
@@ -915,7 +915,7 @@ def _put_states(root: str, c: Commit) -> list[str]:
             with fsops.Dir(root, parent) as d:
                 if not _safe_temp(tmp, name):
                     pass  # a record this version did not write: never acted on
-                elif d.exists(tmp) and not _displaced(d, tmp, c.made, i):
+                elif d.exists(tmp) and not _displaced(d, tmp, c, i, copied):
                     # a regular file only: a symlink is never renamed into place
                     if statmod.S_ISREG(d.lstat(tmp).st_mode) and _holds(d, tmp, check):
                         state = "temp"
@@ -927,10 +927,71 @@ def _put_states(root: str, c: Commit) -> list[str]:
     return states
 
 
-def _displaced(d: fsops.Dir, tmp: str, made: tuple[int, ...] | None, i: int) -> bool:
-    """Whether the file at put ``i``'s temp name is not its temp file but the one an
-    exchange displaced (:func:`_settle_exchanges`)."""
-    return made is not None and d.lstat(tmp).st_ino != made[i]
+def _displaced(d: fsops.Dir, tmp: str, c: Commit, i: int, copied: bool = False) -> bool:
+    """Whether what is at put ``i``'s temp name is not its temp file but the file an
+    exchange displaced (:func:`_settle_exchanges`): another inode than ``made``; in a copied
+    store (every inode new) other bytes than the put's -- anything there, a torn temp file
+    included, is then kept rather than removed, since a person's save cannot be told from
+    it (session 42, atk11 F2: the copy's recovery removed the save as a damaged temp file).
+    Only a put that replaced a file of a line that logs ``made`` (this version exchanges)."""
+    if c.made is None or c.replaces is None or c.replaces[i] is None:
+        return False
+    if not copied:
+        return d.lstat(tmp).st_ino != c.made[i]
+    return not _ours(d, tmp, c, i, copied)
+
+
+def _ours(d: fsops.Dir, name: str, c: Commit, i: int, copied: bool, whole: bool = True) -> bool:
+    """Whether the file ``name`` of ``d`` is put ``i``'s own file, which recovery may remove:
+    its temp file's inode (``made``) and, unless ``whole=False``, its logged bytes
+    (``check``: a file md-cg wrote and a person then wrote to in place is theirs too); in
+    a copied store, or a line without ``made``, its bytes alone. False when no regular file
+    is there."""
+    try:
+        st = d.lstat(name)
+    except FileNotFoundError:
+        return False
+    if not statmod.S_ISREG(st.st_mode):
+        return False
+    if not copied and c.made is not None and st.st_ino != c.made[i]:
+        return False
+    if not whole and not copied and c.made is not None:
+        return True
+    return _holds(d, name, c.checks[i] if c.checks is not None else None)
+
+
+def _was_read(st: os.stat_result, logged: Stamp | None, copied: bool) -> bool:
+    """Whether a file of stat ``st`` is the one a put replaced (``logged``: its
+    ``replaces`` stamp; a copy's by its (mtime, size): ``cp -r`` keeps no mtime, so there a
+    file is never taken for the one read)."""
+    if logged is None or not statmod.S_ISREG(st.st_mode):
+        return False
+    now = stamp(st)
+    return now[1:] == logged[1:] if copied else now == logged
+
+
+def _place(d: fsops.Dir, c: Commit, i: int, copied: bool) -> bool:
+    """Rename put ``i``'s temp file into place, its target checked (:func:`_later_ids`) --
+    by an exchange whose displaced file is checked again, so that a save landing after the
+    check is put back, not replaced (:func:`md_cg.exchanged.place`; session 42, atk11 F3:
+    a plain rename replaced it). True when the put is in place."""
+    _, rel, tmp = c.puts[i]
+    name = _split(rel)[1]
+    if c.replaces is None:  # a line of an earlier version: the rename of before
+        d.replace(tmp, name)
+        return True
+    logged = c.replaces[i]
+
+    def read(st: os.stat_result) -> bool:
+        return _was_read(st, logged, copied)
+
+    def ours(n: str, whole: bool = True) -> bool:
+        return _ours(d, n, c, i, copied, whole)
+
+    def made_here(n: str) -> bool:
+        return _ours(d, n, c, i, copied, whole=False)
+
+    return exchanged.place(d, tmp, name, exchanged.Known(ours, None if logged is None else read, made_here))
 
 
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
@@ -1124,9 +1185,10 @@ def _put_back(
 ) -> None:
     """Undo :func:`_swap_in`'s exchanges, the last first: each displaced file back at its
     path, this commit's file at its temp name. Should the file exchanged back not be this
-    commit's (a person saved over the path again meanwhile), that newer save is renamed
-    back over the path; should the path be empty (the file removed meanwhile), the
-    displaced file is renamed back to it."""
+    commit's (a person saved over the path again meanwhile), that newer save goes back to
+    the path and the earlier one is kept beside it (:func:`md_cg.exchanged.newer_back`);
+    should the path be empty (the file removed meanwhile), the displaced file is renamed
+    back to it."""
     for i in reversed(swapped):
         parent, name = _split(puts[i].rel)
         d = dirs.get(parent)
@@ -1137,20 +1199,45 @@ def _put_back(
             continue
         st = d.lstat(temps[i])
         if st.st_ino != stats[i].st_ino:
-            d.replace(temps[i], name)
+            exchanged.newer_back(d, temps[i], name)
 
 
-def _settle_exchanges(root: str, c: Commit) -> set[str]:
-    """Before a dead commit is rolled forward: a put's temp name holding a file that is not
-    its temp file (``made``: another inode) holds the file an exchange displaced
-    (:func:`_swap_in`), the writer killed before it checked or removed it. The file read
-    (the put's ``replaces`` stamp) is removed: the put landed. Any other is a person's
-    save that landed in the window: renamed back over the path when the put's file is
-    still there (or nothing is), and its id returned -- left as the person saved it; when
-    a later save is at the path, the displaced one (older) is removed."""
+def _settle_exchanges(root: str, c: Commit, copied: bool = False) -> set[str]:
+    """Before a dead commit is rolled forward: a put's temp name holding what is not its
+    temp file (:func:`_displaced`) holds the file an exchange displaced (:func:`_swap_in`),
+    the writer killed before it checked or removed it. The file read (the put's
+    ``replaces`` stamp) is removed: the put landed. Anything else is a person's (a save
+    landing in the window, a symlink put there) and is never removed
+    (:func:`md_cg.exchanged.settle`): put back at the path by an exchange with md-cg's file
+    there, checked; when a person's later file is at the path (saved after the kill, built
+    on md-cg's file), both are kept, the displaced one as ``<stem>.saved-<time>.md`` beside
+    it, which ``sync`` and ``health`` name as a duplicate (session 42, atk11 F1: it was
+    removed as "older", its change in no file). Returns the ids so left as saved."""
     out: set[str] = set()
     if c.made is None or c.replaces is None or c.checks is None:
         return out
+    for i, (node_id, rel, tmp) in enumerate(c.puts):
+        parent, name = _split(rel)
+        if not _safe_temp(tmp, name):
+            continue
+        gone = (FileNotFoundError, NotADirectoryError, UnsafePathError)
+        with contextlib.suppress(*gone), fsops.Dir(root, parent) as d:
+            if not d.exists(tmp) or not _displaced(d, tmp, c, i, copied):
+                continue
+            logged = c.replaces[i]
+
+            def read(st: os.stat_result, logged: Stamp | None = logged) -> bool:
+                return _was_read(st, logged, copied)
+
+            def ours(n: str, d: fsops.Dir = d, i: int = i, whole: bool = True) -> bool:
+                return _ours(d, n, c, i, copied, whole)
+
+            def made_here(n: str, d: fsops.Dir = d, i: int = i) -> bool:
+                return _ours(d, n, c, i, copied, whole=False)
+
+            if exchanged.settle(d, tmp, name, exchanged.Known(ours, read, made_here)) != exchanged.LANDED:
+                out.add(node_id)
+    return out
     for i, (node_id, rel, tmp) in enumerate(c.puts):
         parent, name = _split(rel)
         if not _safe_temp(tmp, name):
