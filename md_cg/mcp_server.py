@@ -1511,6 +1511,17 @@ def read_check(reads: ReadBodies, node_id: str) -> Callable[[Node], None] | None
     return check
 
 
+def _superseded_reply(store: MdCG, old: str, new: str, reason: str) -> dict[str, Any]:
+    """``supersede``'s reply: the reason its edge holds -- a repeat keeps the first one
+    (before session 42 a repeat without a reason replied ``"reason": ""``)."""
+    edges = [e for e in store.get(new).edges if e.type == "supersedes" and e.target == old]
+    kept = edges[0].extra.get("reason", "") if edges else reason
+    reply = {"old": old, "new": new, "reason": clip(str(kept), REASON_CHARS), "superseded": True}
+    if reason and kept != reason:
+        reply["note"] = f"{new!r} already superseded {old!r}: the reason given first is kept"
+    return reply
+
+
 def _write_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict[str, Any]], str]]:
     def remember(
         body: Annotated[
@@ -1680,7 +1691,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
             )
         _check_supersedes_edge(store, old, new, reason)
         store.supersede(old, new, reason)
-        return {"old": old, "new": new, "reason": clip(reason, REASON_CHARS), "superseded": True}
+        return _superseded_reply(store, old, new, reason)
 
     return [
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
