@@ -76,6 +76,7 @@ from md_cg import (
     Neighbour,
     Node,
     NodeNotFoundError,
+    OtherMemoriesError,
     ProtectedNodeError,
     ReadablePick,
     ReadOnlyStoreError,
@@ -389,6 +390,16 @@ def _message(exc: Exception) -> str:
 
 
 def _hinted(exc: Exception) -> str:
+    if isinstance(exc, OtherMemoriesError):  # the library's words name the CLI's flags and calls
+        label, verb = repr(exc.node_id), exc.verb
+        why = " --reason WHY" if verb == "forget" else ""
+        return (
+            f"cannot {verb} {label}: other files hold this id with a different memory "
+            f"({', '.join(exc.others)}; {exc.shown} is the one shown), and would go with it: nothing "
+            "was changed. No tool here removes a memory you were not shown: tell the user, who can "
+            f"give that file its own id (`mdcg rename {label} NEW_ID --path {exc.others[0]}`; then "
+            f"{verb} {label} again) or {verb} every file of the id (`mdcg {verb} {label} --all-copies{why}`)"
+        )
     if isinstance(exc, DuplicateIdError) and exc.untracked:
         return (
             f"the file {exc.path} holds id {exc.node_id!r} and the index does not know it: "
