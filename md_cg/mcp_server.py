@@ -1198,7 +1198,7 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
     they are there). A fact lacks nothing."""
     entry = store.entry(node_id)
     missing = list(entry.ccg_missing)
-    out = {"id": node_id, "layer": entry.layer, "path": str(store.path_of(node_id)), **extra}
+    out = {"id": entry.id, "layer": entry.layer, "path": str(store.path_of(node_id)), **extra}
     out["kind"] = "fact" if is_fact(missing) else "procedure"
     if missing and out["kind"] == "procedure":
         out["ccg_missing"] = missing
@@ -1454,7 +1454,9 @@ class ReadBodies:
     from the body's start) or wrote from the agent's own words (``remember``, an ``update``
     of the body), that body's :func:`body_digest`. An ``update`` that sets the body whole
     is refused when the memory's body is another now (:func:`check_read`): the agent built
-    it on a read a person's edit (or another agent's) has overtaken. At most ``limit`` ids."""
+    it on a read a person's edit (or another agent's) has overtaken. At most ``limit`` ids,
+    each as the memory spells it (a ``get`` of ``cafe\u0301`` finds ``caf\u00e9``: noted
+    as that)."""
 
     def __init__(self, limit: int = READ_BODIES) -> None:
         self.limit = limit
@@ -1477,15 +1479,17 @@ def check_read(store: MdCG, reads: ReadBodies, node_id: str) -> None:
     """Refuse an update that sets ``node_id``'s body whole when the body the agent last had
     of it (:class:`ReadBodies`) is not the memory's body now: :class:`ToolError` naming the
     id, nothing written. An id never read goes on as before; so does one this server does
-    not see now (moved out of its scope, forgotten: the update's own error says so)."""
+    not see now (moved out of its scope, forgotten: the update's own error says so). An id
+    typed in another Unicode form than the memory's is looked up as the memory's."""
     held = reads.held(node_id)
-    if held is None:
+    if held is None and node_id.isascii():
         return
     try:
-        now = store.get(node_id).body
+        node = store.get(node_id)
     except MdcgError:
         return
-    if body_digest(now) != held:
+    held = held if held is not None else reads.held(node.id)
+    if held is not None and body_digest(node.body) != held:
         raise ToolError(
             f"memory {node_id!r} changed since you read it (an edit by hand or another agent); "
             "nothing was written: get it again and repeat the change"
@@ -1599,9 +1603,9 @@ def _update_tool(
         if told:
             check_read(store, reads, id)
         # unlinked: the successors whose supersedes edge went, as the commit found them
-        _, unlinked, changed = store.update_report(id, **changes)
+        done, unlinked, changed = store.update_report(id, **changes)
         if told and body is not None:  # other fields leave the body the agent has (or has not) read
-            reads.note(id, body)
+            reads.note(done.id, body)  # as stored: the id typed may be its other Unicode form
         named = sorted(k for k, v in given.items() if v is not None) if changed else []
         reply = _superseded(
             store, _written(store, id, updated=named, **({} if changed else {"changed": False}))
@@ -1630,7 +1634,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
         deleted = store.forget(id, reason, force=force)
         dangling = [{"source": src, "type": etype} for src, etype in deleted.incoming]
         reply: dict[str, Any] = {
-            "id": id,
+            "id": deleted.node.id,  # as stored: the id typed may be its other Unicode form
             "forgotten": True,
             "layer": deleted.node.layer,
             "dangling_edges": _capped(dangling),
@@ -1707,10 +1711,10 @@ def _read_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict
     ) -> dict[str, Any]:
         whole = _get_reply(store, id)
         if offset == 0:  # the body from its start: what an update of the body builds on
-            reads.note(id, whole["body"])
+            reads.note(whole["id"], whole["body"])  # as stored: the id typed may be its other form
         reply = _body_window(whole, offset, max_chars)
         if offset == 0:  # an agent read it: a recall (docs/recall.md), once for its windows
-            store.record_access([id], mode="get")
+            store.record_access([whole["id"]], mode="get")  # the id as stored (any Unicode form typed)
         return reply
 
     def list_(
