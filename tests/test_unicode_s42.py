@@ -6,6 +6,7 @@ by NFC/NFD were no ``repeat``; tags differing only by their space character or w
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,13 @@ from typer.testing import CliRunner
 
 from md_cg import MdCG, Scope
 from md_cg.cli import app
-from md_cg.errors import NodeNotFoundError
+from md_cg.errors import InvalidNodeError, NodeNotFoundError
+from md_cg.transfer import export_nodes
 
 CAFE_NFC, CAFE_NFD = "caf\u00e9", "cafe\u0301"
 BRULEE = "Cr\u00e8me br\u00fbl\u00e9e recipe uses Grand Marnier"
 BRULEE_NFD = "Cre\u0300me bru\u0302le\u0301e recipe uses Grand Marnier"
+WIDE_PROJECT = "\uff50\uff52\uff4f\uff4a\uff45\uff43\uff54"  # ｐｒｏｊｅｃｔ, from a Chinese IME
 
 
 # -- organise: one text in two Unicode forms within one run ---------------------------------------
@@ -164,3 +167,152 @@ def test_cli_get_and_mcp_get_update_forget_take_the_other_form(tmp_path: Path) -
     with MdCG(root) as store:
         assert store.ids() == []
         assert store.access_counts() == {}
+
+
+# -- tags: width and space variants are one tag; a tag given twice in another case -----------------
+
+
+def _hand_written(root: Path, node_id: str, tags: list[str], body: str) -> None:
+    folder = root / "knowledge" / "orphan"
+    folder.mkdir(parents=True, exist_ok=True)
+    listed = ", ".join(json.dumps(t) for t in tags)
+    (folder / f"{node_id}.md").write_text(
+        f"---\nid: {node_id}\nlayer: knowledge\ntags: [{listed}]\n---\n{body}\n"
+    )
+
+
+def test_tag_filters_fold_width_and_space_variants_everywhere(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    MdCG(root).close()
+    _hand_written(root, "old", ["kp\u00a01", "project"], "espresso notes old")  # before s42: no refusal
+    _hand_written(root, "ideo", ["kp\u30001"], "espresso notes ideographic")
+    with MdCG(root) as store:
+        store.add(id="wide", tags=[WIDE_PROJECT, "kp 1"], body="espresso notes wide")
+        store.add(id="other", tags=["kp 2", "projects"], body="espresso notes other")
+        for tag, want in (
+            ("kp 1", {"old", "ideo", "wide"}),
+            ("kp\u00a01", {"old", "ideo", "wide"}),
+            ("\uff4b\uff50\u30001", {"old", "ideo", "wide"}),  # ｋｐ　1
+            ("project", {"old", "wide"}),
+            (WIDE_PROJECT, {"old", "wide"}),
+            ("PROJECT", {"old", "wide"}),
+            (["kp 1", WIDE_PROJECT], {"old", "wide"}),
+        ):
+            assert {e.id for e in store.list_nodes(tag=tag)} == want, tag
+            assert {r.id for r in store.search("espresso", tag=tag)[0]} == want, tag
+            assert {i.id for i in store.inject("espresso", max_items=10, tag=tag)} == want, tag
+            out = io.BytesIO()
+            export_nodes(store, out, tag=tag)
+            assert {json.loads(line)["id"] for line in out.getvalue().splitlines()} == want, tag
+        assert store.list_nodes(tag="kp1") == []  # a space is still a character
+
+
+def test_mcp_list_takes_a_full_width_tag(tmp_path: Path) -> None:
+    pytest.importorskip("mcp")
+    from mcp import Client
+
+    from md_cg.mcp_server import create_server
+
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        store.add(id="p1", tags=["project"], body="one")
+        store.add(id="p2", tags=["other"], body="two")
+    server = create_server(root)
+    out: list[Any] = []
+
+    async def run() -> None:
+        async with Client(server) as client:
+            got = await client.call_tool("list", {"tag": WIDE_PROJECT})
+            out.append(json.loads(got.content[0].text))
+
+    anyio.run(run)
+    server.store.close()
+    assert [i["id"] for i in out[0]["items"]] == ["p1"]
+
+
+@pytest.mark.parametrize(
+    ("space", "named"),
+    [("\u00a0", "'kp\\xa01' with the space character U+00A0 (NO-BREAK SPACE)"),
+     ("\u3000", "'kp\\u30001' with the space character U+3000 (IDEOGRAPHIC SPACE)")],
+)  # fmt: skip
+def test_a_new_tag_may_hold_no_space_but_u0020(tmp_path: Path, space: str, named: str) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        store.add(id="m", tags=["ops"], body="x")
+        for node, write in (
+            ("n", lambda: store.add(id="n", tags=[f"kp{space}1"], body="y")),
+            ("m", lambda: store.update("m", tags=["ops", f"kp{space}1"])),
+        ):
+            with pytest.raises(InvalidNodeError) as caught:
+                write()
+            assert str(caught.value) == (
+                f"node {node!r}: field 'tags' holds the tag {named}, which prints as a space, so it would "
+                "look like another tag; write a plain space (U+0020)"
+            )
+        assert (store.ids(), store.get("m").tags) == (["m"], ["ops"])
+    _hand_written(root, "old", [f"kp{space}1"], "written before")
+    with MdCG(root) as store:  # a tag the file holds is not new input: kept through an update
+        store.sync()
+        assert store.update("old", body="updated").tags == [f"kp{space}1"]
+
+
+def test_update_tag_a_tag_capital_a_is_refused_naming_both(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    with MdCG(root) as store:
+        store.add(id="m", tags=["ops"], body="x")
+    before = next(root.rglob("m.md")).read_bytes()
+    runner = CliRunner(env={"MDCG_ROOT": None, "COLUMNS": "120"})
+    for tags in (["a", "A"], [WIDE_PROJECT, "Project"]):
+        args = ["--root", str(root), "update", "m", *(x for t in tags for x in ("--tag", t))]
+        done = runner.invoke(app, args)
+        assert (done.exit_code, done.stdout) == (2, "")
+        assert done.stderr.splitlines() == [
+            f"error: node 'm': field 'tags' holds the tag {tags[0]!r} twice, also as {tags[1]!r}: a tag "
+            "filter takes them for one tag (letter case, width and Unicode form aside); give the tag once"
+        ]
+    assert next(root.rglob("m.md")).read_bytes() == before
+    _hand_written(root, "both", ["a", "A"], "written before")
+    with MdCG(root) as store:  # a store that holds both keeps them
+        store.sync()
+        assert store.update("both", body="updated").tags == ["a", "A"]
+        assert store.update("both", tags=["a", "b", "A"]).tags == ["a", "b", "A"]
+        with pytest.raises(InvalidNodeError, match="holds the tag 'B' twice, also as 'b'"):
+            store.update("both", tags=["a", "B", "A", "b"])
+
+
+# -- health: an existing id with an odd space -----------------------------------------------------
+
+
+def test_health_names_an_existing_id_with_an_odd_space_and_the_rename_settles_it(tmp_path: Path) -> None:
+    root = tmp_path / "s"
+    MdCG(root).close()
+    folder = root / "knowledge" / "orphan"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "kp\u00a01.md").write_text("written before ids were restricted\n")
+    (folder / "kp\u30002.md").write_text("another\n")
+    (folder / "kp 3.md").write_text("a plain space\n")
+    with MdCG(root) as store:
+        found = [(f.kind, f.severity, f.node_id, f.path, f.detail) for f in store.health().findings]
+        assert found == [
+            (
+                "odd_space_id",
+                "warning",
+                "kp\u00a01",
+                "knowledge/orphan/kp\u00a01.md",
+                "the id 'kp\\u00a01' holds the space character U+00A0 (NO-BREAK SPACE), which prints as a "
+                "space, so it looks like another id ('kp 1'); rename it with a plain space (U+0020): "
+                "mdcg rename $'kp\\u00a01' 'kp 1'",
+            ),
+            (
+                "odd_space_id",
+                "warning",
+                "kp\u30002",
+                "knowledge/orphan/kp\u30002.md",
+                "the id 'kp\\u30002' holds the space character U+3000 (IDEOGRAPHIC SPACE), which prints as a "
+                "space, so it looks like another id ('kp 2'); rename it with a plain space (U+0020): "
+                "mdcg rename $'kp\\u30002' 'kp 2'",
+            ),
+        ]
+        store.rename("kp\u00a01", "kp 1")
+        store.rename("kp\u30002", "kp 2")
+        assert store.health().findings == ()
