@@ -2396,9 +2396,10 @@ def _from_snapshot(engine: Engine, snap: snapshot.Snapshot) -> tuple[IndexState,
     engine.snap_gen = snap.generation
     engine.loaded_from = "snapshot"
     _carried_notes(engine, snap)
-    # the copies a sync line logged, from lines the snapshot may have folded past: a copy's
-    # fate judged from an older line than the last was told twice (md_cg.copyfate)
+    # the copies the last sync line naming each id logged, as the compaction held them:
+    # those this process followed may be older than the snapshot's (a fate told twice)
     engine.copies_logged.clear()
+    engine.copies_logged.update(copyfate.copies_in({copyfate.COPIES: snap.copies}))
     return snap.state, Cursor(offsets=dict(snap.offsets))
 
 
@@ -2418,7 +2419,7 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
     built from the files (15 s at 100k instead of 0.75). A stat walk (0.75 s at 100k files
     on tmpfs). No problem is recorded either way: a copy is no damage."""
     engine.snapshot_problem = None
-    notes = dict(engine.hand_after)
+    notes, copies = dict(engine.hand_after), dict(engine.copies_logged)
     engine.state, engine.cursor = _from_snapshot(engine, snap)
     engine.changes = 0
     engine.catch_up()
@@ -2428,6 +2429,8 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
         return True
     engine.hand_after.clear()
     engine.hand_after.update(notes)
+    engine.copies_logged.clear()
+    engine.copies_logged.update(copies)
     engine.snap_ident = engine.snap_gen = None
     engine.snap_refused = snap.identity
     snapshot.close(snap.state)
