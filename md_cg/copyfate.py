@@ -85,10 +85,18 @@ def copies_in(rec: Mapping[str, Any]) -> Logged:
     return out
 
 
-def items(logged: Logged) -> list[list[Any]]:
+def items(logged: Logged, limit: int) -> list[list[Any]]:
     """``logged`` as :data:`COPIES` items (by id and path): what a compaction keeps
-    (:data:`md_cg.snapshot.COPIES`), read back by :func:`copies_in`."""
-    return [logged[i][rel].item(i) for i in sorted(logged) for rel in sorted(logged[i])]
+    (:data:`md_cg.snapshot.COPIES`), read back by :func:`copies_in` -- at most ``limit``,
+    each id's copies whole (the ids sorted last left out: their fates are told to no
+    process opened after the compaction, as before session 42)."""
+    out: list[list[Any]] = []
+    for node_id in sorted(logged):
+        copies = logged[node_id]
+        if len(out) + len(copies) > limit:
+            break
+        out.extend(copies[rel].item(node_id) for rel in sorted(copies))
+    return out
 
 
 def follow(logged: Logged, tail: journal.Tail) -> None:

@@ -858,7 +858,10 @@ def _snapshot(
 #: checked by :func:`md_cg.copyfate.copies_in`; a value that is no list, or one longer than
 #: :data:`COPIES_MAX`, is left out whole (no fate is then told from it: nothing false).
 COPIES = "copies"
-COPIES_MAX = 100_000
+#: At most this many :data:`COPIES` items are kept by a compaction (10,000 ids of two copies:
+#: :func:`md_cg.copyfate.items`), and more are not read: checking one costs ~5-70 µs (a
+#: loaded VM), so a crafted million would make every open take a minute.
+COPIES_MAX = 20_000
 
 
 def _copies(raw: object) -> list[Any]:

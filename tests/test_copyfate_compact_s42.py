@@ -150,3 +150,30 @@ def _strip_copies(path: Path) -> None:
     blob = orjson.dumps(body)
     header.update(entries_len=len(blob), crc32=zlib.crc32(blob))
     path.write_bytes(snapshot.MAGIC + orjson.dumps(header) + b"\n" + blob + data[end:])
+
+
+def test_a_compaction_keeps_at_most_copies_max_items_each_id_whole() -> None:
+    """``copyfate.items`` stops before the id that would pass the limit (its copies whole),
+    and a snapshot value longer than ``COPIES_MAX`` is not read (a crafted one would make
+    every open check each item)."""
+    from md_cg import copyfate
+
+    def copy(rel: str) -> copyfate.LoggedCopy:
+        return copyfate.LoggedCopy(rel, 1, 2, 3, copyfate.CopyFields("a", None, None), False)
+
+    logged = {
+        i: {
+            f"contextual/{i}.md": copy(f"contextual/{i}.md"),
+            f"knowledge/c/{i}.md": copy(f"knowledge/c/{i}.md"),
+        }
+        for i in ("p", "q", "r")
+    }
+    assert [c[:2] for c in copyfate.items(logged, 5)] == [
+        ["p", "contextual/p.md"],
+        ["p", "knowledge/c/p.md"],
+        ["q", "contextual/q.md"],
+        ["q", "knowledge/c/q.md"],
+    ]
+    assert copyfate.copies_in({copyfate.COPIES: copyfate.items(logged, 6)}) == logged
+    assert snapshot._copies([["p"]] * (snapshot.COPIES_MAX + 1)) == []
+    assert snapshot._copies({"p": []}) == []
