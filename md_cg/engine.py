@@ -2135,6 +2135,41 @@ def broken_file_of(engine: Engine, node_id: str) -> str | None:
     return min(found) if found else None
 
 
+def broken_copy(engine: Engine, node_id: str) -> MalformedNodeFileError | None:
+    """For an unscoped single read of ``node_id`` (``get``, ``read_text``): the error naming
+    another file of the id that cannot be read as a memory -- a losing copy the index
+    recorded, read now (a fresh process: no sync has looked at it since it broke), or a
+    file named for the id a sync found broken (:func:`broken_file_of`) --, else None.
+    Which copy holds the memory cannot be told while one cannot be read (its
+    ``updated_at`` may be the newest, or its scope another), so none is picked: session 42,
+    an unscoped process served b's copy of ``d`` while a's was broken by hand, and a's
+    copy when b's (the newest) was -- a scoped handle is served no other scope's copy when
+    its own is broken. A scoped handle is not told whose the broken file may be."""
+    e = engine.state.entries.get(node_id)
+    if e is None:
+        return None
+    problems = engine.state.problems
+    found: list[tuple[str, int | None, str]] = []
+    for rel in engine.state.duplicates.get(node_id, ()):
+        try:
+            index.parse_file(engine.root_str, rel)
+        except MalformedNodeFileError as exc:
+            found.append((rel, exc.line, exc.reason))
+        except (OSError, UnsafePathError):
+            continue
+    named = broken_file_of(engine, node_id)
+    if named is not None and named != e.path:
+        found.append((named, None, problems[named]))
+    if not found:
+        return None
+    rel, line, why = min(found, key=lambda f: f[0])
+    hint = (
+        f"; memory {node_id!r} is also in {e.path}, which reads, but which file holds it cannot be "
+        f"told while this one cannot be read -- fix or remove {rel}, then run `mdcg sync` (MdCG.sync())"
+    )
+    return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+
+
 def _problem_stems(engine: Engine) -> dict[str, list[str]]:
     """The paths of :attr:`IndexState.problems <md_cg.index.IndexState.problems>` by the
     id key of their stem, kept while the problems stay the same paths (told by their
