@@ -20,6 +20,12 @@ only copy of its scope is one the line found. The sync's own line logs the copie
 (:func:`log`): those whose fate it told as they are now, the others as they were logged
 -- so that each scope's process tells its own copy's fate once, whichever scope's sync
 comes first. A line without :data:`COPIES` (an earlier version's) is read as before.
+
+A compaction folds those lines into the snapshot: it keeps what its process holds
+(:func:`items`, :data:`md_cg.snapshot.COPIES`), and a process loading the snapshot starts
+from it (session 42: before, it started from nothing, and a fate not yet told to a scope's
+process before a compaction was told to no process opened after it). A snapshot without
+them (an earlier version's) is read as before.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ from .errors import UnsafePathError
 from .index import CopyFields, Entry, IndexState, fields_of
 
 #: A sync line's key listing every copy of each duplicated id it names (see the module)
-COPIES = "copies"
+COPIES = journal.COPIES
 
 
 class LoggedCopy(NamedTuple):
@@ -76,6 +82,20 @@ def copies_in(rec: Mapping[str, Any]) -> Logged:
         if _usable(item):
             copy = LoggedCopy(item[1], item[2], item[3], item[4], CopyFields(*item[5:8]), item[8])
             out.setdefault(item[0], {})[item[1]] = copy
+    return out
+
+
+def items(logged: Logged, limit: int) -> list[list[Any]]:
+    """``logged`` as :data:`COPIES` items (by id and path): what a compaction keeps
+    (:data:`md_cg.snapshot.COPIES`), read back by :func:`copies_in` -- at most ``limit``,
+    each id's copies whole (the ids sorted last left out: their fates are told to no
+    process opened after the compaction, as before session 42)."""
+    out: list[list[Any]] = []
+    for node_id in sorted(logged):
+        copies = logged[node_id]
+        if len(out) + len(copies) > limit:
+            break
+        out.extend(copies[rel].item(node_id) for rel in sorted(copies))
     return out
 
 

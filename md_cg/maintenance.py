@@ -183,7 +183,8 @@ def _write_snapshot(engine: Engine, started: float, shards_before: int) -> Maint
         # one postings segment in the snapshot: every later query reads each term in one piece
         engine.state.flush_text()
         engine.state.text.merge_segments()
-        written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine))
+        copies = copyfate.items(engine.copies_logged, snapshot.COPIES_MAX)  # fates not told yet: kept
+        written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine), copies)
     engine.snap_ident, engine.snap_gen = written.identity, written.generation
     engine.journal.copied = False  # stamped for this place now (every open commit settled)
     # what was found damaged in the old snapshot is not in the new one (rebuilt from the files)

@@ -449,7 +449,17 @@ class Reads(_Handle):
         An id typed in another Unicode form finds the memory (:func:`as_stored`)."""
         node_id = self._as_stored(node_id)
         self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
-        return read_hiding(self._engine, self._scope, node_id)
+        node = read_hiding(self._engine, self._scope, node_id)
+        self._no_broken_copy(node_id)
+        return node
+
+    def _no_broken_copy(self, node_id: str) -> None:
+        """An unscoped handle's single read of an id one of whose other files cannot be read
+        as a memory is refused, naming it (:func:`md_cg.engine.broken_copy`)."""
+        if self._scope is None:
+            broken = engine_mod.broken_copy(self._engine, node_id)
+            if broken is not None:
+                raise broken
 
     def superseded_by(self, node_id: str) -> str | None:
         """The id of the node that supersedes ``node_id``, or None."""
@@ -621,9 +631,11 @@ class Reads(_Handle):
         node_id = self._as_stored(node_id)
         self._visible(check_id(node_id), Show(include_expired, include_archived))
         try:
-            return editing.read_text(self._engine, node_id, checked=self._scope is not None)
+            text = editing.read_text(self._engine, node_id, checked=self._scope is not None)
         except engine_mod.HeldNow as exc:
             raise held_hidden(self._engine, self._scope, exc) from None
+        self._no_broken_copy(node_id)
+        return text
 
     def bucket_sizes(self) -> dict[str, int]:
         """Knowledge bucket folder -> number of nodes the caller sees (``orphan`` included)."""
