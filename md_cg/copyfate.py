@@ -33,7 +33,7 @@ from .errors import UnsafePathError
 from .index import CopyFields, Entry, IndexState, fields_of
 
 #: A sync line's key listing every copy of each duplicated id it names (see the module)
-COPIES = "copies"
+COPIES = journal.COPIES
 
 
 class LoggedCopy(NamedTuple):
