@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 from . import fsops, journal, paths
 from .errors import UnsafePathError
 from .index import CopyFields, Entry, IndexState, fields_of
+from .reports import Moved
 
 #: A sync line's key listing every copy of each duplicated id it names (see the module)
 COPIES = journal.COPIES
@@ -128,10 +129,14 @@ def tell(
     told = told_ids(changes)
     for node_id, copies in logged.items():
         now = state.entries.get(node_id)
-        if node_id in told:
-            continue
         own = {c.rel: c for c in copies.values() if not c.found and _admitted(scope, c.fields)}
         mine = now is not None and scope.admits(now)
+        if own and now is not None and mine and now.path not in own and not _left(state, node_id, own):
+            if node_id not in told or node_id in changes["added"]:
+                _moved(changes, records, node_id, sorted(own), now.path)
+            continue
+        if node_id in told:
+            continue
         if not own:
             if mine and now is not None and now.path in copies:
                 changes["added"].append(node_id)
@@ -146,6 +151,20 @@ def tell(
                 records["put"].append([node_id, now.path])
             records["del"].extend([node_id, rel] for rel in sorted(own))
     return records
+
+
+def _moved(
+    changes: dict[str, list[Any]], records: dict[str, list[Any]], node_id: str, was: list[str], rel: str
+) -> None:
+    """Tell ``node_id`` moved from its own copy's file (``was``: the paths logged, all gone)
+    to ``rel``, another file of the scope holding it now -- not ``added`` (session 42:
+    a's copy moved by hand to another folder was told ``added`` to a's process syncing
+    first, since the copy standing for it at its open was b's, and nothing in the other
+    orders), and its sync line's records of it."""
+    changes["added"] = [i for i in changes["added"] if i != node_id]
+    changes["moved"].append(Moved(node_id, was[0], rel))
+    records["del"].extend([node_id, old] for old in was)
+    records["put"].append([node_id, rel])
 
 
 def _left(state: IndexState, node_id: str, own: Collection[str]) -> bool:
