@@ -16,7 +16,8 @@ process following the log keeps the last such record of each id
 own copy's fate from it (:func:`tell`): ``changed`` when the file no longer holds the
 bytes logged, ``deleted`` when no copy of its scope is left and another scope's stands
 (not when the file is there but broken: it is listed as malformed), ``added`` when the
-only copy of its scope is one the line found. The sync's own line logs the copies again
+only copy of its scope is one the line found, ``moved`` when its own copies' files are
+gone and another file of its scope holds the id (session 42). The sync's own line logs the copies again
 (:func:`log`): those whose fate it told as they are now, the others as they were logged
 -- so that each scope's process tells its own copy's fate once, whichever scope's sync
 comes first. A line without :data:`COPIES` (an earlier version's) is read as before.
@@ -122,7 +123,8 @@ def tell(
     each id (``logged``), as it stands now (``state``), added to ``changes`` (an id they
     hold already is told there); returns the sync line's records of them. Its own copies
     are those the line logged that the scope admits, not found by the line; with none,
-    one found that stands here now is ``added``."""
+    one found that stands here now is ``added``; with all of them gone and another file
+    of the scope holding the id now, it ``moved`` (:func:`_moved`)."""
     records: dict[str, list[Any]] = {"put": [], "del": []}
     if scope is None:
         return records  # an unscoped handle's standing copy is told as before
@@ -161,10 +163,11 @@ def _moved(
     a's copy moved by hand to another folder was told ``added`` to a's process syncing
     first, since the copy standing for it at its open was b's, and nothing in the other
     orders), and its sync line's records of it."""
+    if node_id not in changes["added"]:  # (told added, its look put it at ``rel`` already)
+        records["put"].append([node_id, rel])
     changes["added"] = [i for i in changes["added"] if i != node_id]
     changes["moved"].append(Moved(node_id, was[0], rel))
     records["del"].extend([node_id, old] for old in was)
-    records["put"].append([node_id, rel])
 
 
 def _left(state: IndexState, node_id: str, own: Collection[str]) -> bool:
