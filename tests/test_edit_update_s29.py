@@ -274,6 +274,7 @@ ERRORS = [
     errors_mod.FileError("/a/b", "bad"),
     errors_mod.InvalidNodeError("m", field="f", value=[1], node_id="n"),
     errors_mod.InvalidArgumentError("m", name="x", value=3),
+    errors_mod.OtherMemoriesError("m", node_id="n", verb="forget", shown="a/n.md", others=("b/n.md",)),
     errors_mod.UnsafeIdError("m", field="id"),
     errors_mod.UnknownLayerError("m", node_id="z"),
     errors_mod.MalformedNodeFileError("p.md", "oops", line=3),

@@ -249,11 +249,22 @@ def test_edits_refuse_conflict_markers_and_nul_as_create_does(tool: MdCGMemoryTo
 # -- 3. case and normalisation twins are named --------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("stored", "asked"),
-    [("Project", "project"), ("café", unicodedata.normalize("NFD", "café"))],
-    ids=["case", "nfd"],
-)
+def test_a_name_in_its_other_unicode_form_is_the_memory(tool: MdCGMemoryTool) -> None:
+    """Session 42 (``views.as_stored``): ``café`` typed decomposed (NFD, as macOS writes
+    file names) is the stored ``café`` -- one file on macOS and Windows too -- so create
+    says it exists, view reads it and delete removes it (before, each named it a twin)."""
+    tool.execute(Create(command="create", path="/memories/café.md", file_text="the stored one"))
+    path = f"/memories/{unicodedata.normalize('NFD', 'café')}.md"
+    assert error(tool, Create(command="create", path=path, file_text="another")) == (
+        f"File {path} already exists (as /memories/contextual/café.md: file names are unique in /memories)"
+    )
+    shown = tool.execute(View(command="view", path=path))
+    assert shown.startswith(f"Here's the content of {path} (stored as /memories/contextual/café.md) with")
+    assert tool.execute(Delete(command="delete", path=path)) == f"Successfully deleted {path}"
+    assert tool.store.ids() == []
+
+
+@pytest.mark.parametrize(("stored", "asked"), [("Project", "project")], ids=["case"])
 def test_a_twin_name_is_named_by_create_and_by_does_not_exist(
     tool: MdCGMemoryTool, stored: str, asked: str
 ) -> None:

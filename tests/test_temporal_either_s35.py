@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import random
 import re
+import unicodedata
 
 import pytest
 
@@ -101,7 +102,8 @@ def test_term_starts_lists_every_place_a_first_literal_begins_overlapping_ones_t
 
 def test_letters_keep_exactly_what_isalnum_keeps() -> None:
     text = "".join(chr(c) for c in range(0, 0x3100) if not 0xD800 <= c <= 0xDFFF) + "_x_9٣²"
-    assert organize._letters(text) == "".join(ch for ch in text if ch.isalnum())
+    # in NFC (session 42: a combining mark is no letter, so NFD text lost its accents)
+    assert organize._letters(text) == "".join(ch for ch in unicodedata.normalize("NFC", text) if ch.isalnum())
 
 
 def test_searches_in_any_order_answer_as_fresh_searches() -> None:
