@@ -590,6 +590,7 @@ def resurface_pick(
     seed: int | None,
     *,
     record: Callable[[Callable[[], None]], None] | None,
+    passed_over: Iterable[str] = (),
 ) -> resurface_mod.Resurfaced | None:
     """One memory to bring back on ``today`` (default: the local today) among
     ``entries()``, the caller's visible active nodes (``version`` says when
@@ -597,7 +598,9 @@ def resurface_pick(
     ``record(write)``, when given, runs ``write``, which appends the show to
     the history (``.mdcg/resurface/``) -- or does not (a read-only store). A show
     carries the caller's ``agent``/``workspace`` (``store.scope``), and only the
-    caller's own shows count for its cooldown and show counts (:func:`_own_show`)."""
+    caller's own shows count for its cooldown and show counts (:func:`_own_show`).
+    ``passed_over``: ids the caller passed over for files it could not read (``skip``),
+    kept in the show's record as ``passed_over`` (:func:`passed_over_on`)."""
     day = date.today() if today is None else today  # the local day
     log = store.log(SHOW_LOG)
     index = _resurface_index(str(store.root), version, entries)
@@ -618,12 +621,31 @@ def resurface_pick(
         pick = resurface_mod.resurface(index, today=day, seed=seed, history=history)
     if pick is not None and record is not None and pick.id not in today_shows:
         line = resurface_mod.show_record(pick.id, day, tier=pick.tier)
+        if passed_over:
+            line["passed_over"] = sorted(passed_over)
         if agent is not None:
             line["agent"] = agent
         if workspace is not None:
             line["workspace"] = workspace
         record(functools.partial(_append_once, log, line, agent, workspace, store.lock_timeout))
     return pick
+
+
+def passed_over_on(store: Any, day: date, node_id: str) -> list[str]:
+    """The ids the caller's shows of ``node_id`` on ``day`` record as passed over (their
+    files could not be read when the day's memory was picked: :func:`resurface_pick`'s
+    ``passed_over``), in order, each once. A later call of the day shows that memory
+    again without picking, so only the record tells it what was passed over."""
+    scope = getattr(store, "scope", None)
+    agent, workspace = getattr(scope, "agent", None), getattr(scope, "workspace", None)
+    on, out = day.isoformat(), {}
+    for rec in store.log(SHOW_LOG).read():
+        if not isinstance(rec, Mapping) or rec.get("id") != node_id or rec.get("shown_on") != on:
+            continue
+        ids = rec.get("passed_over")
+        if _own_show(rec, agent, workspace) and isinstance(ids, list):
+            out.update(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+    return list(out)
 
 
 def _shown_again(

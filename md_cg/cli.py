@@ -1556,13 +1556,16 @@ def organize(
         match = item.get("match") or {}
         where = f" (matches {match['id']}, score {match['score']})" if match else ""
         if item.get("repeats") is not None:  # an earlier candidate of the run holds the text
-            where = f" (of #{item['repeats']})"
+            said = f", score {item['score']}" if item.get("score") is not None else ""  # in other words
+            where = f" (of #{item['repeats']}{said})"
         typer.echo(f"  #{item['index']} {item['verdict']}{where}: {clip(item['title'], 60)}")
     for key in ("saved_ids", "archived_ids"):
         if data.get(key):
             typer.echo(f"  {key.split('_')[0]}: {', '.join(data[key])}")
     for skip in data.get("skipped", []):
         typer.echo(f"  skipped: {skip['reason']}")
+    for note in data.get("notes", []):  # saved beside what the dry run judged it near
+        typer.echo(terminal_safe(f"  note: {note}"))
     if data["mode"] == "dryRun" and data.get("items"):
         typer.echo(f"apply with: mdcg organize --apply {data['run_id']} --decisions FILE.json")
 

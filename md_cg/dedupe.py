@@ -274,6 +274,10 @@ _ZH_NEGATION_RE = re.compile(f"[{_ZH_NEGATIONS}]")
 # ...except inside 非常 特别 别人 区别 差别 无论 不过 差不多, which negate nothing.
 _NEGATION_SPOILERS = frozenset("特区差")
 _NOT_NEGATIONS = ("非常", "别人", "无论", "不过")
+# ...but 不过 is 不 + a word of 过 (不过敏 "not allergic", 不过期 "not expired") before these,
+# unless they start another word ("不过期间" is "but during", "不过关于" "but about").
+_GUO_WORDS = frozenset("敏期关夜度量载滤")
+_NOT_GUO_WORDS = ("期间", "关于", "关系", "关注", "关心", "度假", "夜里", "夜晚", "量子")
 _CN_DIGITS = dict(zip("零〇一二两三四五六七八九", (0, 0, 1, 2, 2, 3, 4, 5, 6, 7, 8, 9), strict=True))
 _CN_NUMERALS = "零〇一二两三四五六七八九十百千万"
 # CJK characters that are not content: particles, negations (counted apart), numerals (numbers apart).
@@ -364,6 +368,10 @@ class _Features:
     #: (holds a passive marker "by" / 被, holds an English possessive "'s"): either reads
     #: its roles the other way round ("Anna is managed by Tom", "the app's manager is Sarah")
     turns: tuple[bool, bool] = (False, False)
+    #: ``order`` and ``turns`` with simple English passives read actively
+    #: (:func:`_active_voice`: "Bob was paid by Alice" -> "Alice paid Bob")
+    active_order: tuple[str, ...] = ()
+    active_turns: tuple[bool, bool] = (False, False)
 
 
 @lru_cache(maxsize=8192)
@@ -389,7 +397,15 @@ def _stem(word: str) -> str:
     return stem
 
 
+#: Words whose last letters are no suffix: "https" is not the plural of "http", nor "news"
+#: of "new" (stemmed alike, "from http to https" and "from https to http" placed neither
+#: word, and the two were ``near`` 1.0; session 42).
+_UNSTEMMED = frozenset(_words("https ftps sftps imaps pops smtps news"))
+
+
 def _stem_uncached(word: str) -> str:
+    if word in _UNSTEMMED:
+        return word
     for suffix, shortest in (("ing", 6), ("ed", 5), ("es", 5), ("s", 4)):
         if word.endswith(suffix) and len(word) >= shortest and not word.endswith("ss"):
             word = word[: -len(suffix)]
@@ -466,13 +482,21 @@ def _after_comparison(folded: str) -> str | None:
     return after[0] if after else ""
 
 
+def _spoiled(text: str, at: int) -> bool:
+    """Whether the negation character at ``text[at]`` is part of a word that negates
+    nothing (:data:`_NEGATION_SPOILERS`, :data:`_NOT_NEGATIONS`). 不过 ("but") before
+    :data:`_GUO_WORDS` is a negation (不过敏: before session 42 "对狗不过敏", "not
+    allergic to dogs", counted no negation, and a paraphrase was ``new``)."""
+    if text[at - 1 : at] in _NEGATION_SPOILERS:
+        return True
+    if not text.startswith(_NOT_NEGATIONS, at):
+        return False
+    guo = text.startswith("不过", at) and text[at + 2 : at + 3] in _GUO_WORDS
+    return not (guo and not text.startswith(_NOT_GUO_WORDS, at + 2))
+
+
 def _zh_negations(folded: str) -> int:
-    count = 0
-    for match in _ZH_NEGATION_RE.finditer(folded):
-        at = match.start()
-        if folded[at - 1 : at] not in _NEGATION_SPOILERS and not folded.startswith(_NOT_NEGATIONS, at):
-            count += 1
-    return count
+    return sum(not _spoiled(folded, match.start()) for match in _ZH_NEGATION_RE.finditer(folded))
 
 
 @lru_cache(maxsize=8192)
@@ -486,6 +510,9 @@ def _features(text: str) -> _Features:
     kept = frozenset(content)
     order = _order_of(folded, kept)
     quoted = _fold_quotes(text) if any(mark in text for mark in _POSSESSIVE_MARKS) else ""
+    turns = (_PASSIVE in order or "被" in folded, "'s" in quoted)
+    active = _active_voice(folded)
+    active_order = order if active == folded else _order_of(active, kept)
     return _Features(
         numbers=tuple(sorted(numbers)),
         negations=negations,
@@ -495,7 +522,9 @@ def _features(text: str) -> _Features:
         after_comparison=_after_comparison(folded),
         order=order,
         possessions=_possessions(quoted, kept),
-        turns=(_PASSIVE in order or "被" in folded, "'s" in quoted),
+        turns=turns,
+        active_order=active_order,
+        active_turns=(_PASSIVE in active_order or "被" in folded, turns[1]),
     )
 
 
@@ -507,6 +536,46 @@ _PASSIVE = "by"
 _NEGATED = "\x00not"  # a negation's place in :func:`_order_tokens` (no word spells it)
 _ORDER_RE = re.compile(f"[{_CJK}]+|[^\\W_{_CJK}]+")
 _POSSESSIVE_RE = re.compile(f"([^\\W_{_CJK}]+)'s\\s+([^\\W_{_CJK}]+)|([{_CJK}])的([{_CJK}])")
+
+
+#: "X [has|will ...] [not] is|was|been|got ... PARTICIPLE by [the] Y": a simple English passive.
+_PASSIVE_RE = re.compile(
+    r"\b([^\W_]+)\s+(?:(?:has|have|had|will|would|shall|should|can|could|may|might|must)\s+)?"
+    r"((?:(?:not|never)\s+)?)(?:is|are|was|were|am|be|been|being|get|gets|got|gotten)\s+"
+    r"((?:(?:not|never)\s+)?)([^\W_]+)\s+by\s+(?:(?:the|a|an|my|our|his|her|their|your|its)\s+)?"
+    r"([^\W_]+)"
+)
+#: Participles that do not end in -ed, -en, -wn or -ne ("paid by", "sent by", "built by").
+_IRREGULAR_PARTICIPLES = frozenset(
+    _words(
+        """paid made sent built bought sold taught told held led met kept left lost won hit hurt set
+        put read run cut found brought caught thought said heard felt fed bred shot spent lent
+        struck hung dug won sought fought bound wound ground meant understood stood"""
+    )
+)
+
+
+def _participle(word: str) -> bool:
+    return word.endswith(("ed", "en", "wn", "ne")) or word in _IRREGULAR_PARTICIPLES
+
+
+def _active_voice(folded: str) -> str:
+    """``folded`` with each simple passive "X was VERBed by Y" read as "Y VERBed X" (a
+    negation kept: "X was not paid by Y" -> "Y not paid X"); the same text when it holds
+    none (``by`` after a word that is no participle -- "due by Friday" -- is left). The
+    subject and agent are one word each (the last before the verb, the first after ``by``
+    and an article): a longer phrase keeps its other words where they were, which moves a
+    block and reverses no three (:func:`_swapped`)."""
+    if " by " not in folded:
+        return folded
+
+    def turned(m: re.Match[str]) -> str:
+        subject, neg1, neg2, verb, agent = m.groups()
+        if not _participle(verb) or subject in _EN_SKIP:
+            return m.group()
+        return f"{agent} {neg1}{neg2}{verb} {subject}"
+
+    return _PASSIVE_RE.sub(turned, folded)
 
 
 def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
@@ -521,6 +590,10 @@ def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
                 out.append(_NEGATED)
             elif run in _EN_RELATIONS:
                 out.append(run)
+            elif run in _WORD_NUMBERS or run[0].isdigit():
+                number = _order_number(run)
+                if number:
+                    out.append(number)
             else:
                 stem = _STEMS.get(run) or _stem(run)
                 if stem in content:
@@ -528,8 +601,7 @@ def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
             continue
         previous = ""
         for at, ch in enumerate(run):
-            spoiled = run[at - 1 : at] in _NEGATION_SPOILERS or run.startswith(_NOT_NEGATIONS, at)
-            if ch in _ZH_NEGATIONS and not spoiled:
+            if ch in _ZH_NEGATIONS and not _spoiled(run, at):
                 out.append(_NEGATED)
                 previous = ""
             elif ch in content:
@@ -540,6 +612,16 @@ def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
             else:
                 previous = ""
     return tuple(out)
+
+
+def _order_number(word: str) -> str:
+    """A number's order token ("3pm", "three" -> "#3"; "#" spells no word), so that two
+    numbers changing sides count as names do ("moved from 3pm to 5pm" / "from 5pm to
+    3pm", atk11 F6); "" for a name starting with a digit that is not one ("1password")."""
+    if word in _WORD_NUMBERS:
+        return "#" + _WORD_NUMBERS[word]
+    match = _NUMBER_SUFFIX_RE.fullmatch(word)
+    return "#" + str(int(match.group(1))) if match else ""
 
 
 def _fold_quotes(text: str) -> str:
@@ -591,14 +673,25 @@ def _other_owner(a: _Features, b: _Features) -> bool:
     )
 
 
-def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+def _swapped(a: tuple[str, ...], b: tuple[str, ...], *, numbers: bool = False) -> bool:
     """Whether two words change sides around a third: some X, M, Y (X and Y content, M
     any token) in this order in ``a`` and in the reverse order in ``b`` ("Alice owes
     Bob" / "Bob owes Alice", "from Paris to Tokyo" / "from Tokyo to Paris"). Only tokens
     each text holds once are placed. Moving a block of words ("every morning the user
-    …" / "the user … every morning") reverses no three, so it never counts."""
+    …" / "the user … every morning") reverses no three, so it never counts.
+
+    Numbers (:func:`_order_number`) are left out, unless ``numbers``: then X and Y are
+    two numbers ("from 3pm to 5pm" / "from 5pm to 3pm", "port 8080 for dev and 8443 for
+    prod" / the ports swapped). A number never stands in for a word: "The team meets at
+    9am every Monday" / "Every Monday at 9am the team meets" moves a block whose words
+    swap inside it, which would reverse team, 9am, Monday."""
+    if not numbers:
+        a, b = tuple(t for t in a if t[0] != "#"), tuple(t for t in b if t[0] != "#")
     once_a, once_b = _once(a), _once(b)
-    ranks = [(once_b[t], t[0] != _NEGATED[0] and t not in _EN_RELATIONS) for t in once_a if t in once_b]
+    if numbers:
+        ranks = [(once_b[t], t[0] == "#") for t in once_a if t in once_b]
+    else:
+        ranks = [(once_b[t], t[0] != _NEGATED[0] and t not in _EN_RELATIONS) for t in once_a if t in once_b]
     if len(ranks) < 3:
         return False
     # the highest content rank before each place, the lowest after it
@@ -616,6 +709,11 @@ def _swapped(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
         if is_content:
             low = min(low, rank)
     return False
+
+
+def _reversed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Two words, or two numbers, change sides around a third (:func:`_swapped`)."""
+    return _swapped(a, b) or _swapped(a, b, numbers=True)
 
 
 def _once(tokens: tuple[str, ...]) -> dict[str, int]:
@@ -673,7 +771,12 @@ def _guard(a: _Features, b: _Features) -> str | None:
     # A passive or a possessive on one side only ("Tom manages Anna" / "Anna is managed
     # by Tom", "manager for the app" / "the app's manager") reads its roles the other way
     # round: word order tells nothing then.
-    if a.turns == b.turns and _swapped(a.order, b.order):
+    if a.turns == b.turns and _reversed(a.order, b.order):
+        return "order"
+    # ...unless the passive is a simple one, read actively: "Alice was paid by Bob" is
+    # "Bob paid Alice", the reverse of "Alice paid Bob" (session 42; before, a passive on
+    # one side let every such reversal through as near 1.0)
+    if a.active_turns == b.active_turns and _reversed(a.active_order, b.active_order):
         return "order"
     return None
 

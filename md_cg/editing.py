@@ -448,12 +448,16 @@ def _rename_copy(
     """Give ``path`` -- one of several files holding the old id (a ``duplicate_id``: two
     clones each added a memory under one id, and git kept both files) -- the new id:
     one commit writes its memory under the new id (and ``layer``) and removes the file;
-    the file shown as the old id keeps it. ``path`` is relative to the store's root (or
-    absolute), and must be a file of the id in the caller's ``scope`` other than the one
-    shown (:func:`~md_cg.engine.copies_read`); a file changed meanwhile is read again
-    (:func:`~md_cg.engine.retried`). No edge is re-pointed: those to ``old_id`` are to the
-    memory shown. Before session 41 no call could settle such a pair but by hand (rename
-    refused, and ``delete`` removed both). ``ids``: (old id, new id), checked."""
+    the other files keep it. ``path`` is relative to the store's root (or absolute), and
+    must be a file of the id in the caller's ``scope`` (:func:`~md_cg.engine.copies_read`):
+    one not shown, or the one shown while another file holds the id -- that one is shown
+    then (session 42: the shown file was refused, "rename it without a path", and a rename
+    without one was refused for the other files, so the memory a person was shown could
+    not be the one given a new id). A file changed meanwhile is read again
+    (:func:`~md_cg.engine.retried`). No edge is re-pointed: the id is still a memory here,
+    and which of its files an edge meant cannot be told. Before session 41 no call could
+    settle such a pair but by hand (rename refused, and ``delete`` removed both). ``ids``:
+    (old id, new id), checked."""
     old_id, new_id = ids
     rel = _store_rel(engine, path)
     with engine.lock, engine.hold([old_id, new_id]):
@@ -495,7 +499,7 @@ def _rename_copy_once(
     """One run of :func:`rename_copy`, its commit guarded by the copy's bytes as read."""
     old_id = current.id
     copies = [r for _, r in copies_of(engine, [current], scope)]
-    if rel not in copies:
+    if rel not in copies and not (rel == current.path and copies):
         shown = (
             "the file shown as it: rename it without a path" if rel == current.path else "not a copy of it"
         )
@@ -521,6 +525,8 @@ def _rename_copy_once(
     renamed = stage(validate(node), archived=rel.startswith(paths.ARCHIVE_DIR + "/"))
     _check_free(engine, old_id, renamed, scope)
     left = copies_known(engine, [old_id])
+    if rel == current.path:  # the file shown: the id stays with its other files, one of them shown now
+        left[old_id] = list(dict.fromkeys([*left.get(old_id, ()), *copies]))
     engine.commit([renamed], [(old_id, rel)], durable=durable, guard=reads)
     settle_left(engine, left)
     return node

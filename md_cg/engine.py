@@ -48,11 +48,11 @@ from .errors import (
     ChangedOnDiskError,
     DuplicateIdError,
     IdCollisionError,
-    InvalidArgumentError,
     InvalidNodeError,
     MalformedNodeFileError,
     NodeNotFoundError,
     NotAStoreError,
+    OtherMemoriesError,
     ReadOnlyStoreError,
     StoreClosedError,
     UnsafePathError,
@@ -1005,13 +1005,15 @@ def refuse_other_memories(
                 other.append(rel)
         if other:
             label = repr(entry.id)
-            raise InvalidArgumentError(
+            raise OtherMemoriesError(
                 f"cannot {verb} {label}: other files hold this id with a different memory "
                 f"({', '.join(other)}; {entry.path} is the one shown), and would go with it. To keep "
                 f"one, give it its own id: `mdcg rename {label} NEW_ID --path {other[0]}` "
                 f"(rename(..., path=)); or {verb} every copy: --all-copies (all_copies=True)",
-                name="all_copies",
-                value=entry.id,
+                node_id=entry.id,
+                verb=verb,
+                shown=entry.path,
+                others=tuple(other),
             )
 
 
@@ -2037,8 +2039,8 @@ def _read_held(
         node = scoped_read(engine, node_id, engine.read_node, e.path)
     except (FileNotFoundError, NotADirectoryError):
         return None, lost_file_error(node_id, e.path)
-    except UnsafePathError:
-        return None, None
+    except UnsafePathError as exc:  # a symlink or no regular file put there by hand: named
+        return None, lost_file_error(node_id, e.path, f"it {exc.reason}")
     if node.id != node_id:
         return None, HeldNow(node_id, e.path, node)
     if narrowed(engine.scope, e, node):

@@ -87,6 +87,18 @@ class InvalidArgumentError(MdcgError, ValueError):
         self.value = value
 
 
+class OtherMemoriesError(InvalidArgumentError):
+    """A ``verb`` (``delete``, ``forget``) of ``node_id`` refused: ``others``, files of the
+    id in the caller's scope, hold a different memory than ``shown`` (the file ``get``
+    serves), and would go with it (``name == "all_copies"``). What it says names the
+    library's and the CLI's ways to settle it; the MCP server says it to an agent, who has
+    neither (session 42)."""
+
+    def __init__(self, message: str, *, node_id: str, verb: str, shown: str, others: tuple[str, ...]) -> None:
+        super().__init__(message, name="all_copies", value=node_id)
+        self.node_id, self.verb, self.shown, self.others = node_id, verb, shown, others
+
+
 class UnsafeIdError(InvalidNodeError):
     """A node id that is not a safe file-name stem."""
 

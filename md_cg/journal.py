@@ -77,7 +77,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from . import fsops, paths
+from . import exchanged, fsops, paths
 from .errors import APPLIED_NOTE, LOGGED_NOTE, OPEN_NOTE, RECOVERY_NOTE, UnsafePathError
 
 LOG_REL = paths.meta(paths.LOG_DIR)
@@ -669,11 +669,10 @@ def roll_forward(
     crash cannot be told from the copy), never applied in part: until session 39 (attack
     atk7) such a copy's recovery put a batch's new ids in place and left all its
     overwrites (``left_as_edited``), removing their temp files."""
-    c = replace(c, made=None) if copied else c  # a copy's files have other inodes
     if _settle_asides(root, c, copied):  # a person's save set aside: undone whole (:func:`_unswap`)
         return False
-    settled = _settle_exchanges(root, c)
-    states = _put_states(root, c)
+    settled = _settle_exchanges(root, c, copied)
+    states = _put_states(root, c, copied)
     limit = None if (stamp := _written_by(root, c)) is None else stamp + int(_CLOCK_SLACK * 1e9)
     later = _later_ids(root, c, states, limit, copied) | settled
     back = "bad" in states and "landed" not in states
@@ -691,7 +690,7 @@ def roll_forward(
     # skipped together (a move half done would leave two copies of it).
     if skipped is not None and not back:
         skipped.update(later)
-    for (node_id, rel, tmp), state in zip(c.puts, states, strict=True):
+    for i, ((node_id, rel, tmp), state) in enumerate(zip(c.puts, states, strict=True)):
         parent, name = _split(rel)
         if state == "landed":
             landed.add(node_id)
@@ -699,11 +698,12 @@ def roll_forward(
             continue
         try:
             with fsops.Dir(root, parent) as d:
-                if state == "temp" and not back and node_id not in later:
-                    d.replace(tmp, name)
-                    landed.add(node_id)
-                else:
+                if state != "temp" or back or node_id in later:
                     d.unlink(tmp)
+                elif _place(d, c, i, copied):
+                    landed.add(node_id)
+                elif skipped is not None:
+                    skipped.add(node_id)  # a save landed after the look: it stands
         except (FileNotFoundError, NotADirectoryError, UnsafePathError):
             continue
     if back:
@@ -761,8 +761,7 @@ def edited_since(root: str, c: Commit, copied: bool = False) -> set[str]:
     """The ids of dead commit ``c`` that :func:`roll_forward` would leave as their files have
     them, a file of theirs changed after the line was written (read-only: for ``health()``;
     ``copied`` as there: a copy's commit it would roll back whole leaves every id)."""
-    c = replace(c, made=None) if copied else c
-    states = _put_states(root, c)
+    states = _put_states(root, c, copied)
     if "bad" in states and "landed" not in states:
         return set()  # rolled back: nothing is left undone for an edit
     stamp = _written_by(root, c)
@@ -922,10 +921,11 @@ def _newer(d: fsops.Dir, name: str, limit: int | None) -> bool:
         return False
 
 
-def _put_states(root: str, c: Commit) -> list[str]:
+def _put_states(root: str, c: Commit, copied: bool = False) -> list[str]:
     """Per put: ``temp`` (its temp file is there, and whole when checked),
     ``landed`` (no temp file; the target is there, holding the logged bytes
-    when checked), ``bad`` (checked, and neither), ``gone`` (unchecked, neither)."""
+    when checked), ``bad`` (checked, and neither), ``gone`` (unchecked, neither).
+    A file an exchange displaced to the temp name is no temp file (:func:`_displaced`)."""
     states = []
     for i, (_, rel, tmp) in enumerate(c.puts):
         check = c.checks[i] if c.checks is not None else None
@@ -935,7 +935,7 @@ def _put_states(root: str, c: Commit) -> list[str]:
             with fsops.Dir(root, parent) as d:
                 if not _safe_temp(tmp, name):
                     pass  # a record this version did not write: never acted on
-                elif d.exists(tmp) and not _displaced(d, tmp, c.made, i):
+                elif d.exists(tmp) and not _displaced(d, tmp, c, i, copied):
                     # a regular file only: a symlink is never renamed into place
                     if statmod.S_ISREG(d.lstat(tmp).st_mode) and _holds(d, tmp, check):
                         state = "temp"
@@ -947,10 +947,78 @@ def _put_states(root: str, c: Commit) -> list[str]:
     return states
 
 
-def _displaced(d: fsops.Dir, tmp: str, made: tuple[int, ...] | None, i: int) -> bool:
-    """Whether the file at put ``i``'s temp name is not its temp file but the one an
-    exchange displaced (:func:`_settle_exchanges`)."""
-    return made is not None and d.lstat(tmp).st_ino != made[i]
+def _displaced(d: fsops.Dir, tmp: str, c: Commit, i: int, copied: bool = False) -> bool:
+    """Whether what is at put ``i``'s temp name is not its temp file but the file an
+    exchange displaced (:func:`_settle_exchanges`): another inode than ``made``; in a copied
+    store (every inode new) other bytes than the put's -- anything there, a torn temp file
+    included, is then kept rather than removed, since a person's save cannot be told from
+    it (session 42, atk11 F2: the copy's recovery removed the save as a damaged temp file).
+    Only a put that replaced a file of a line that logs ``made`` (this version exchanges)."""
+    if c.made is None or c.replaces is None or c.replaces[i] is None:
+        return False
+    if not copied:
+        return d.lstat(tmp).st_ino != c.made[i]
+    return not _ours(d, tmp, c, i, copied)
+
+
+def _ours(d: fsops.Dir, name: str, c: Commit, i: int, copied: bool, whole: bool = True) -> bool:
+    """Whether the file ``name`` of ``d`` is put ``i``'s own file, which recovery may remove:
+    its temp file's inode (``made``) and, unless ``whole=False``, its logged bytes
+    (``check``: a file md-cg wrote and a person then wrote to in place is theirs too); in
+    a copied store, or a line without ``made``, its bytes alone. False when no regular file
+    is there."""
+    try:
+        st = d.lstat(name)
+    except FileNotFoundError:
+        return False
+    if not statmod.S_ISREG(st.st_mode):
+        return False
+    if not copied and c.made is not None and st.st_ino != c.made[i]:
+        return False
+    if not whole and not copied and c.made is not None:
+        return True
+    return _holds(d, name, c.checks[i] if c.checks is not None else None)
+
+
+def _was_read(st: os.stat_result, logged: Stamp | None, copied: bool) -> bool:
+    """Whether a file of stat ``st`` is the one a put replaced (``logged``: its
+    ``replaces`` stamp; a copy's by its (mtime, size): ``cp -r`` keeps no mtime, so there a
+    file is never taken for the one read)."""
+    if logged is None or not statmod.S_ISREG(st.st_mode):
+        return False
+    now = stamp(st)
+    return now[1:] == logged[1:] if copied else now == logged
+
+
+def _place(d: fsops.Dir, c: Commit, i: int, copied: bool) -> bool:
+    """Rename put ``i``'s temp file into place, its target checked (:func:`_later_ids`) --
+    by an exchange whose displaced file is checked again, so that a save landing after the
+    check is put back, not replaced (:func:`md_cg.exchanged.place`; session 42, atk11 F3:
+    a plain rename replaced it). True when the put is in place."""
+    _, rel, tmp = c.puts[i]
+    name = _split(rel)[1]
+    if c.replaces is None:  # a line of an earlier version: the rename of before
+        d.replace(tmp, name)
+        return True
+    return exchanged.place(d, tmp, name, _known(d, c, i, copied))
+
+
+def _known(d: fsops.Dir, c: Commit, i: int, copied: bool) -> exchanged.Known:
+    """How recovery tells put ``i``'s files in ``d`` (:class:`md_cg.exchanged.Known`): its
+    own file (:func:`_ours`), whole or not, and the file it read (its ``replaces`` stamp,
+    :func:`_was_read`; None when it replaced none, or the line logs no stamps)."""
+    logged = None if c.replaces is None else c.replaces[i]
+
+    def read(st: os.stat_result) -> bool:
+        return _was_read(st, logged, copied)
+
+    def ours(n: str) -> bool:
+        return _ours(d, n, c, i, copied)
+
+    def made_here(n: str) -> bool:
+        return _ours(d, n, c, i, copied, whole=False)
+
+    return exchanged.Known(ours, None if logged is None else read, made_here)
 
 
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
@@ -1170,7 +1238,7 @@ def _remove_checked(
     try:
         _set_asides(dels, read, dirs, step, placed)
     except _SaveLanded:
-        _put_back(puts, temps, stats, placed, dirs, dels)
+        _put_back(puts, temps, stats, placed, dirs, dels, read)
         raise
     for i in placed.swapped:
         dirs.get(_split(puts[i].rel)[0]).unlink(temps[i])
@@ -1225,19 +1293,23 @@ def _put_back(
     placed: _Placed,
     dirs: fsops.FolderCache,
     dels: Sequence[tuple[str, str]] = (),
+    read: Mapping[str, Stamp] | None = None,
 ) -> None:
     """Undo what :func:`_swap_in` and :meth:`Journal._apply` did, the last first. Each
-    file set aside goes back to its path, unless a file is there by then (a newer save:
-    the one set aside, older, is removed). A put renamed in goes back to its temp name
-    (should the file there be another's, it is put back). Each exchange is undone: the displaced file back
-    at its path, this commit's file at its temp name; should the file exchanged back not be
-    this commit's (a person saved over the path again meanwhile), that newer save is
-    renamed back over the path; should the path be empty (the file removed meanwhile), the
-    displaced file is renamed back to it."""
+    file set aside goes back to its path while nothing is there; a file there by then (a
+    newer save) stays, and the one set aside is removed only while it is the file read
+    (``read``), kept beside it otherwise (:func:`_aside_back`). A put renamed in goes back
+    to its temp name; should the file there be a person's (saved over it since), it goes
+    back to the path, or beside a newer file there (:func:`md_cg.exchanged.keep_aside`).
+    Each exchange is undone: the displaced file back at its path, this commit's file at its
+    temp name; should the file exchanged back not be this commit's (a person saved over the
+    path again meanwhile), that newer save goes back to the path and the earlier one is kept
+    beside it (:func:`md_cg.exchanged.newer_back`); should the path be empty (the file
+    removed meanwhile), the displaced file is renamed back to it."""
     for k, tmp in reversed(placed.asides.items()):
-        d = dirs.get(_split(dels[k][1])[0])
-        if not d.rename_new(tmp, _split(dels[k][1])[1]):
-            d.unlink(tmp)
+        parent, name = _split(dels[k][1])
+        logged = None if read is None else read.get(dels[k][1])
+        _aside_back(dirs.get(parent), tmp, name, functools.partial(_was_read, logged=logged, copied=False))
     for i in reversed(placed.landed + placed.plain):
         parent, name = _split(puts[i].rel)
         d = dirs.get(parent)
@@ -1246,7 +1318,7 @@ def _put_back(
         except FileNotFoundError:
             continue  # removed meanwhile: nothing of this commit there
         if d.lstat(temps[i]).st_ino != stats[i].st_ino and not d.rename_new(temps[i], name):
-            d.unlink(temps[i])
+            exchanged.keep_aside(d, temps[i], name)
     for i in reversed(placed.swapped):
         parent, name = _split(puts[i].rel)
         d = dirs.get(parent)
@@ -1257,31 +1329,29 @@ def _put_back(
             continue
         st = d.lstat(temps[i])
         if st.st_ino != stats[i].st_ino:
-            d.replace(temps[i], name)
+            exchanged.newer_back(d, temps[i], name)
 
 
-def _settle_exchanges(root: str, c: Commit) -> set[str]:
-    """Before a dead commit is rolled forward: a put's temp name holding a file that is not
-    its temp file (``made``: another inode) holds the file an exchange displaced
-    (:func:`_swap_in`), the writer killed before it checked or removed it. The file read
-    (the put's ``replaces`` stamp) is removed: the put landed. Any other is a person's
-    save that landed in the window: renamed back over the path when the put's file is
-    still there (or nothing is), and its id returned -- left as the person saved it; when
-    a later save is at the path, the displaced one (older) is removed."""
+def _settle_exchanges(root: str, c: Commit, copied: bool = False) -> set[str]:
+    """Before a dead commit is rolled forward: a put's temp name holding what is not its
+    temp file (:func:`_displaced`) holds the file an exchange displaced (:func:`_swap_in`),
+    the writer killed before it checked or removed it. The file read (the put's
+    ``replaces`` stamp) is removed: the put landed. Anything else is a person's (a save
+    landing in the window, a symlink put there) and is never removed
+    (:func:`md_cg.exchanged.settle`): put back at the path by an exchange with md-cg's file
+    there, checked; when a person's later file is at the path (saved after the kill, built
+    on md-cg's file), both are kept, the displaced one as ``<stem>.saved-<time>.md`` beside
+    it, which ``sync`` and ``health`` name as a duplicate (session 42, atk11 F1: it was
+    removed as "older", its change in no file). Returns the ids so left as saved."""
     out: set[str] = set()
     if c.made is None or c.replaces is None or c.checks is None:
         return out
-    made, replaces, checks = c.made, c.replaces, c.checks
 
     def settle(i: int, d: fsops.Dir, tmp: str, name: str) -> None:
-        st = d.lstat(tmp)
-        if not statmod.S_ISREG(st.st_mode) or st.st_ino == made[i]:
+        if not d.exists(tmp) or not _displaced(d, tmp, c, i, copied):
             return
-        if stamp(st) == replaces[i] or (d.exists(name) and not _holds(d, name, checks[i])):
-            d.unlink(tmp)
-            return
-        d.replace(tmp, name)
-        out.add(c.puts[i][0])
+        if exchanged.settle(d, tmp, name, _known(d, c, i, copied)) != exchanged.LANDED:
+            out.add(c.puts[i][0])
 
     _at_temps(root, [(rel, tmp) for _, rel, tmp in c.puts], settle)
     return out
@@ -1300,41 +1370,57 @@ def _settle_asides(root: str, c: Commit, copied: bool) -> bool:
     saved: list[int] = []
 
     def settle(k: int, d: fsops.Dir, tmp: str, name: str) -> None:
-        st = d.lstat(tmp)
-        if not statmod.S_ISREG(st.st_mode):
-            return
         logged = None if c.removes is None else c.removes[k]
-        now = stamp(st)
-        if logged is None or (now[1:] != logged[1:] if copied else now != logged):
+
+        def read(st: os.stat_result) -> bool:
+            return _was_read(st, logged, copied)
+
+        if not read(d.lstat(tmp)):
             saved.append(k)
-        if not d.rename_new(tmp, name):
-            d.unlink(tmp)
+        _aside_back(d, tmp, name, read)
 
     _at_temps(root, list(zip([rel for _, rel in c.dels], c.aside or (), strict=False)), settle)
     if saved:
-        _unswap(root, c)
+        _unswap(root, c, copied)
     return bool(saved)
 
 
-def _unswap(root: str, c: Commit) -> None:
+def _aside_back(d: fsops.Dir, tmp: str, name: str, read: Callable[[os.stat_result], bool]) -> None:
+    """Put a del's file set aside at ``tmp`` back at its path ``name`` while nothing is
+    there. A file there by then (saved meanwhile) stays; the one set aside is removed when
+    it is the file read (``read``: that save replaced it), and a person's (a save landing
+    before it was set aside) is kept beside it (:func:`md_cg.exchanged.keep_aside`): until
+    the merge of session 42 it was removed as "older"."""
+    if d.rename_new(tmp, name):
+        return
+    if read(d.lstat(tmp)):
+        d.unlink(tmp)
+    else:
+        exchanged.keep_aside(d, tmp, name)
+
+
+def _unswap(root: str, c: Commit, copied: bool) -> None:
     """Undo a dead commit whose guarded del found a person's save (a file set aside that is
     not the one read: :func:`_settle_asides`): each file an exchange displaced to a put's
-    temp name goes back to the path (this commit's file there, exchanged back, is removed;
-    another there -- saved after the kill -- is kept and the displaced one, older, removed);
-    a put renamed in (a move's new file) is removed while the file at its path is this
-    put's; every temp file of the commit is removed."""
+    temp name goes back to the path by an exchange with this commit's file there, checked
+    (:func:`md_cg.exchanged.settle`: a save landing meanwhile is put back; beside a
+    person's later file at the path it is kept as ``<stem>.saved-<time>.md``); a put
+    renamed in (a move's new file) is taken back -- removed while it is this put's file
+    whole, else put back or kept beside a file there; this commit's temp files are
+    removed. Nothing a person saved is removed."""
 
     def undo(i: int, d: fsops.Dir, tmp: str, name: str) -> None:
-        if not _present_in(d, tmp):  # landed by a rename: taken back while it is this put's
+        known = _known(d, c, i, copied)
+        if not d.exists(tmp):  # landed by a rename: taken back
             d.set_aside(name, tmp)
-            if not _made_here(d, tmp, c, i) and d.rename_new(tmp, name):
-                return
-        elif not _made_here(d, tmp, c, i):
-            if _made_here(d, name, c, i):
-                d.exchange(tmp, name)
-            elif d.rename_new(tmp, name):
-                return
-        d.unlink(tmp)
+            if known.ours(tmp):
+                d.unlink(tmp)
+            elif not d.rename_new(tmp, name):
+                exchanged.keep_aside(d, tmp, name)
+        elif known.made_here is not None and known.made_here(tmp):
+            d.unlink(tmp)  # this put's temp file, never placed
+        else:
+            exchanged.settle(d, tmp, name, replace(known, was_read=None))
 
     _at_temps(root, [(rel, tmp) for _, rel, tmp in c.puts], undo)
 
@@ -1353,26 +1439,6 @@ def _at_temps(
             fsops.Dir(root, parent) as d,
         ):
             act(k, d, tmp, name)
-
-
-def _present_in(d: fsops.Dir, name: str) -> bool:
-    try:
-        d.lstat(name)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def _made_here(d: fsops.Dir, name: str, c: Commit, i: int) -> bool:
-    """Whether file ``name`` of ``d`` is put ``i``'s own (its inode, ``made``; a line
-    without them: its bytes); False when nothing is there."""
-    try:
-        st = d.lstat(name)
-    except FileNotFoundError:
-        return False
-    if c.made is not None:
-        return st.st_ino == c.made[i]
-    return _holds(d, name, c.checks[i] if c.checks is not None else None)
 
 
 def _stamp_item(st: Stamp | None) -> list[int] | None:

@@ -76,6 +76,7 @@ from md_cg import (
     Neighbour,
     Node,
     NodeNotFoundError,
+    OtherMemoriesError,
     ProtectedNodeError,
     ReadablePick,
     ReadOnlyStoreError,
@@ -389,6 +390,16 @@ def _message(exc: Exception) -> str:
 
 
 def _hinted(exc: Exception) -> str:
+    if isinstance(exc, OtherMemoriesError):  # the library's words name the CLI's flags and calls
+        label, verb = repr(exc.node_id), exc.verb
+        why = " --reason WHY" if verb == "forget" else ""
+        return (
+            f"cannot {verb} {label}: other files hold this id with a different memory "
+            f"({', '.join(exc.others)}; {exc.shown} is the one shown), and would go with it: nothing "
+            "was changed. No tool here removes a memory you were not shown: tell the user, who can "
+            f"give that file its own id (`mdcg rename {label} NEW_ID --path {exc.others[0]}`; then "
+            f"{verb} {label} again) or {verb} every file of the id (`mdcg {verb} {label} --all-copies{why}`)"
+        )
     if isinstance(exc, DuplicateIdError) and exc.untracked:
         return (
             f"the file {exc.path} holds id {exc.node_id!r} and the index does not know it: "
@@ -1450,46 +1461,76 @@ def body_digest(body: str) -> bytes:
 
 
 class ReadBodies:
-    """Per server: for each id whose body this server last gave the agent whole (a ``get``
-    from the body's start) or wrote from the agent's own words (``remember``, an ``update``
-    of the body), that body's :func:`body_digest`. An ``update`` that sets the body whole
-    is refused when the memory's body is another now (:func:`check_read`): the agent built
-    it on a read a person's edit (or another agent's) has overtaken. At most ``limit`` ids."""
+    """Per server: for each id whose body this server last gave the agent (a ``get``) or
+    wrote from the agent's own words (``remember``, an ``update`` of the body), that body's
+    :func:`body_digest` and how much of it, from its start, the agent has had: ``get``
+    windows read in turn (``offset`` at most what was read) add up. An ``update`` that
+    sets the body whole is refused when the memory's body is another now, or when the
+    agent had only part of it (:func:`read_check`): it built the body on a read another
+    write has overtaken, or on a cut-off text whose rest the update would erase. At most
+    ``limit`` ids."""
 
     def __init__(self, limit: int = READ_BODIES) -> None:
         self.limit = limit
-        self._held: OrderedDict[str, bytes] = OrderedDict()
+        self._held: OrderedDict[str, tuple[bytes, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def note(self, node_id: str, body: str) -> None:
+    def note(self, node_id: str, body: str, start: int = 0, end: int | None = None) -> None:
+        """The agent had ``body[start:end]`` (all of it by default)."""
+        digest = body_digest(body)
+        end = len(body) if end is None else end
         with self._lock:
-            self._held.pop(node_id, None)
-            self._held[node_id] = body_digest(body)
+            held = self._held.pop(node_id, None)
+            if start > 0:  # a later window: it adds to what was read of this same body
+                start_read = held[1] if held is not None and held[0] == digest else 0
+                end = max(start_read, end) if start <= start_read else start_read
+            self._held[node_id] = (digest, end)
             while len(self._held) > self.limit:
                 self._held.popitem(last=False)
 
-    def held(self, node_id: str) -> bytes | None:
+    def held(self, node_id: str) -> tuple[bytes, int] | None:
+        """The digest of the body last had and the characters of it read from its start."""
         with self._lock:
             return self._held.get(node_id)
 
 
-def check_read(store: MdCG, reads: ReadBodies, node_id: str) -> None:
-    """Refuse an update that sets ``node_id``'s body whole when the body the agent last had
-    of it (:class:`ReadBodies`) is not the memory's body now: :class:`ToolError` naming the
-    id, nothing written. An id never read goes on as before; so does one this server does
-    not see now (moved out of its scope, forgotten: the update's own error says so)."""
+def read_check(reads: ReadBodies, node_id: str) -> Callable[[Node], None] | None:
+    """The check an ``update`` setting ``node_id``'s body whole runs on the node as its file
+    holds it, under the node's lock (``MdCG.update_report(require=...)``): :class:`ToolError`
+    naming the id, nothing written, when the body the agent last had of it
+    (:class:`ReadBodies`) is not the memory's body now, or was had only in part. None for
+    an id never read: updated as before."""
     held = reads.held(node_id)
     if held is None:
-        return
-    try:
-        now = store.get(node_id).body
-    except MdcgError:
-        return
-    if body_digest(now) != held:
-        raise ToolError(
-            f"memory {node_id!r} changed since you read it (an edit by hand or another agent); "
-            "nothing was written: get it again and repeat the change"
-        )
+        return None
+    digest, read = held
+
+    def check(node: Node) -> None:
+        if body_digest(node.body) != digest:
+            raise ToolError(
+                f"memory {node_id!r} changed since you read it (an edit by hand or another agent); "
+                "nothing was written: get it again and repeat the change"
+            )
+        if read < len(node.body):
+            raise ToolError(
+                f"memory {node_id!r}: you read only the first {read:,} of its {len(node.body):,} "
+                "characters, and a body given to update replaces the whole text (the rest would "
+                f"be lost); nothing was written: get it with offset={read} (and on, while a reply "
+                "has next_offset), then send the whole body"
+            )
+
+    return check
+
+
+def _superseded_reply(store: MdCG, old: str, new: str, reason: str) -> dict[str, Any]:
+    """``supersede``'s reply: the reason its edge holds -- a repeat keeps the first one
+    (before session 42 a repeat without a reason replied ``"reason": ""``)."""
+    edges = [e for e in store.get(new).edges if e.type == "supersedes" and e.target == old]
+    kept = edges[0].extra.get("reason", "") if edges else reason
+    reply = {"old": old, "new": new, "reason": clip(str(kept), REASON_CHARS), "superseded": True}
+    if reason and kept != reason:
+        reply["note"] = f"{new!r} already superseded {old!r}: the reason given first is kept"
+    return reply
 
 
 def _write_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict[str, Any]], str]]:
@@ -1596,10 +1637,9 @@ def _update_tool(
                 f"update of {id!r}: nothing to change (give body, tags, layer, tier, reopen, ...)"
             )
         told = checked and body is not None  # a body given whole: built on the agent's last read
-        if told:
-            check_read(store, reads, id)
+        require = read_check(reads, id) if told else None
         # unlinked: the successors whose supersedes edge went, as the commit found them
-        _, unlinked, changed = store.update_report(id, **changes)
+        _, unlinked, changed = store.update_report(id, require=require, **changes)
         if told and body is not None:  # other fields leave the body the agent has (or has not) read
             reads.note(id, body)
         named = sorted(k for k, v in given.items() if v is not None) if changed else []
@@ -1662,7 +1702,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
             )
         _check_supersedes_edge(store, old, new, reason)
         store.supersede(old, new, reason)
-        return {"old": old, "new": new, "reason": clip(reason, REASON_CHARS), "superseded": True}
+        return _superseded_reply(store, old, new, reason)
 
     return [
         (forget, "Delete a memory for good, with a reason (a content-free tombstone stays). "
@@ -1706,9 +1746,9 @@ def _read_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict
         ] = GET_CHARS,
     ) -> dict[str, Any]:
         whole = _get_reply(store, id)
-        if offset == 0:  # the body from its start: what an update of the body builds on
-            reads.note(id, whole["body"])
+        body = whole["body"]  # what an update of the body builds on: windows read in turn add up
         reply = _body_window(whole, offset, max_chars)
+        reads.note(id, body, offset, min(len(body), offset + max_chars))
         if offset == 0:  # an agent read it: a recall (docs/recall.md), once for its windows
             store.record_access([id], mode="get")
         return reply
@@ -1957,7 +1997,7 @@ def on_this_day_reply(store: MdCG, pick: ReadablePick, today: date) -> dict[str,
     1}``, as ``search`` and ``inject`` leave such a memory out -- one whose file holds
     another memory now, or was narrowed out of the scope, unsaid: before session 39 the
     call failed with the file's error, before session 41 it answered null all day."""
-    broken = sum(isinstance(exc, MalformedNodeFileError) for _, exc in pick.unreadable)
+    broken = pick.broken()
     meta = {"meta": {"unreadable_omitted": broken}} if broken else {}
     picked, node = pick.picked, pick.node
     if picked is None or node is None:

@@ -120,7 +120,9 @@ class OrganizeItem:
     ``verdict`` is one of :data:`VERDICTS`: a store verdict (:data:`md_cg.dedupe.VERDICTS`,
     with its ``match``) or ``repeat``: an earlier candidate of this run, ``repeats`` (its
     index), would store the very text (:func:`holds_text`) where everyone who would see
-    this one sees it; ``match`` is None then, and ``to_dict`` has ``repeats`` only then."""
+    this one sees it; ``match`` is None then, and ``to_dict`` has ``repeats`` only then. A
+    ``repeat`` in other words (the earlier candidate's text would make this one ``near``,
+    were it stored: :func:`_near_repeat`) has its near ``score`` too."""
 
     index: int
     layer: str
@@ -128,6 +130,8 @@ class OrganizeItem:
     verdict: str
     match: Match | None
     repeats: int | None = None
+    #: a repeat in other words: the near score against the candidate it repeats (else None)
+    score: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         m = self.match
@@ -141,6 +145,8 @@ class OrganizeItem:
         }
         if self.repeats is not None:
             out["repeats"] = self.repeats
+            if self.score is not None:
+                out["score"] = round(self.score, 4)
         return out
 
 
@@ -188,6 +194,9 @@ class OrganizeResult:
     archived_ids: tuple[str, ...] = ()
     discarded: tuple[int, ...] = ()
     error: str | None = None
+    #: apply: saves made beside a memory or a candidate the dry run judged them near
+    #: (:func:`_near_notes`); in ``to_dict`` only when there is one
+    notes: tuple[str, ...] = ()
 
     @property
     def degraded(self) -> bool:
@@ -213,6 +222,8 @@ class OrganizeResult:
                 archived_ids=list(self.archived_ids),
                 discarded=list(self.discarded),
             )
+        if self.notes:
+            out["notes"] = list(self.notes)
         if self.error is not None:
             out["error"] = self.error
         return out
@@ -423,9 +434,34 @@ def _judge_all(matcher: _Matcher, accepted: Sequence[_Accepted]) -> list[Organiz
             )
             if first is not None:
                 item = OrganizeItem(index, c.layer, c.title, "repeat", None, first)
+            elif item.verdict == "new":
+                item = _near_repeat(item, c, earlier) or item
         earlier.append((index, body, scope, (_letters(content_of(body)), whole)))
         items.append(item)
     return items
+
+
+def _near_repeat(
+    item: OrganizeItem,
+    c: dedupe.NormalizedCandidate,
+    earlier: Sequence[tuple[int, str, tuple[object, object, object], tuple[str, str]]],
+) -> OrganizeItem | None:
+    """A ``new`` candidate as a ``repeat`` of the earlier candidate of the run whose text,
+    were it stored, would make it ``near`` (:func:`md_cg.dedupe.verdict` against that
+    candidate's body, where everyone who would see this one sees it), with the score; None
+    when there is none. Before session 42 one content under two titles that only repeat
+    it ("Coffee" / "Drinks coffee") was ``new`` twice, and the second is ``near`` the first
+    once that is stored."""
+    scope = _candidate_scope(c)
+    rows = [
+        (str(k), title_of(body), content_of(body), body)
+        for k, body, held_scope, _keys in earlier
+        if _covers(held_scope, scope)
+    ]
+    v = dedupe.verdict(c, rows)
+    if v.kind not in ("exact", "near") or v.match_id is None:
+        return None
+    return OrganizeItem(item.index, item.layer, item.title, "repeat", None, int(v.match_id), v.score)
 
 
 def _repeats(
@@ -805,6 +841,8 @@ class _Plan:
     archive: list[str] = field(default_factory=list)
     discarded: list[int] = field(default_factory=list)
     skipped: list[SkippedInput] = field(default_factory=list)
+    #: saves made beside what the dry run judged them near (:func:`_near_notes`)
+    notes: list[str] = field(default_factory=list)
 
 
 def _find_report(records: list[dict[str, Any]], run_id: str, caller: Caller) -> dict[str, Any]:
@@ -1026,7 +1064,33 @@ def _plan(report: Mapping[str, Any], decisions: Sequence[object], store: Organiz
             plan.nodes.append(node)
             plan.saved.append(node.id)
             plan.saved_from.append(index)
+    plan.notes = _near_notes(plan, report.get("items", []), leaving)
     return plan
+
+
+def _near_notes(plan: _Plan, items: Iterable[object], leaving: Collection[str]) -> list[str]:
+    """What the receipt says of each save made beside what the dry run judged it near: a
+    memory (``near``) this apply does not archive, or a candidate this apply saves too (a
+    ``repeat`` in other words). The caller decided to save it, so it is saved -- and said:
+    before session 42 the receipt was ``ok`` and silent."""
+    judged = {i.get("index"): i for i in items if isinstance(i, dict) and type(i.get("index")) is int}
+    saved_by = dict(zip(plan.saved_from, plan.saved_by, strict=True))
+    notes = []
+    for index, decision in saved_by.items():
+        item = judged.get(index) or {}
+        match, score = item.get("match"), item.get("score")
+        if item.get("verdict") == "near" and isinstance(match, dict) and match.get("id") not in leaving:
+            notes.append(
+                f"decision {decision}: candidate {index} saved beside {match.get('id')!r}, judged near "
+                f"it (score {match.get('score')}): archive or forget one if it repeats the other"
+            )
+        elif item.get("verdict") == "repeat" and score is not None and item.get("repeats") in saved_by:
+            k = item["repeats"]
+            notes.append(
+                f"decision {decision}: candidate {index} saved beside candidate {k} (decision "
+                f"{saved_by[k]}), judged a repeat of it in other words (score {score})"
+            )
+    return notes
 
 
 def _candidate_of(entry: Mapping[str, Any]) -> dedupe.NormalizedCandidate:
@@ -1114,6 +1178,7 @@ def _receipt_result(
         saved_ids=tuple(plan.saved),
         archived_ids=tuple(plan.archive),
         discarded=tuple(plan.discarded),
+        notes=tuple(plan.notes) if applied else (),
     )
 
 
@@ -1156,6 +1221,7 @@ def apply(
             "archived": plan.archive if applied else [],
             "discarded": plan.discarded if applied else [],
             "skipped": [s.to_dict() for s in plan.skipped],
+            "notes": plan.notes if applied else [],
         }
 
     plan = _Plan()
@@ -1166,8 +1232,7 @@ def apply(
             raise OrganizeApplyError(run_id, f"decisions must be a list, got {type(decisions).__name__}")
         recorded = _recordable(run_id, decisions)
         with log.locked(timeout=store.lock_timeout):
-            # Re-read under the lock (another process may have applied this run meanwhile),
-            # only the records naming the run: the log holds every run's candidates.
+            # Re-read under the lock (applied meanwhile?), only the records naming the run
             records = log.read_holding([orjson.dumps(run_id)])
             report = _find_report(records, run_id, caller)
             _check_not_applied(records, run_id, store)

@@ -166,6 +166,10 @@ QUERY_FILLER_CHARS = frozenset("请问告诉谢")
 #: charge) got two ACCEPT hits, a history paragraph and a metro station holding 附近 and
 #: 可以 -- 4 of its 6 content characters, "2 of 3 words", so no weight test ran.
 CJK_MODAL_WORDS = frozenset({"可以", "能够", "应该", "应当", "必须"})
+#: CJK particles that make no word with the character beside them (的天 of 今天的天气): a
+#: query bigram joining a content character to one of them covers nothing (:func:`_covered`),
+#: one joining it to another function character (住在, 现在) covers it.
+CJK_PARTICLE_CHARS = frozenset("的了之么吗呢吧啊")
 #: Whole replies that acknowledge and ask for nothing ("ok thanks", "got it", 好的, 收到,
 #: 没问题): a query made of these alone (punctuation and spaces aside, any number of
 #: them) is request-only, every hit thin. Session 40's MCP user simulation: "好的" got 5
@@ -873,24 +877,35 @@ def _results(
         if judge:
             state_, basis = judge_entry(entry, judged_query, prepared)
             if filler and state_ == "ACCEPT":
-                state_, basis = "DEFER", f"DEFER: no evidence it is about the query (filler); {basis}"
+                state_, basis = "DEFER", _deferred("no evidence it is about the query (filler)", basis)
             elif why.get("common_only") and state_ == "ACCEPT":
                 shared = ", ".join(map(repr, why["terms"] + why["synonyms"]))
-                state_, basis = "DEFER", f"DEFER: only words most memories share match ({shared}); {basis}"
+                state_, basis = "DEFER", _deferred(f"only words most memories share match ({shared})", basis)
             elif why.get("tag_typo") and state_ == "ACCEPT":
                 said = ", ".join(map(repr, why["tag_typo"]))
-                state_, basis = "DEFER", f"DEFER: only a typo of a word of its tags matches ({said}); {basis}"
+                state_, basis = (
+                    "DEFER",
+                    _deferred(f"only a typo of a word of its tags matches ({said})", basis),
+                )
             elif (thin := why.get("thin")) and state_ == "ACCEPT":
-                state_, basis = "DEFER", f"DEFER: {_thin_says(thin)}; {basis}"
+                state_, basis = "DEFER", _deferred(_thin_says(thin), basis)
         newer = superseded_by(doc_id) if superseded_by is not None else None
         if newer is not None and state_ == "ACCEPT":  # include_superseded: an outdated fact
-            state_, basis = "DEFER", f"DEFER: superseded by {newer!r} (a newer memory replaced it); {basis}"
+            state_, basis = "DEFER", _deferred(f"superseded by {newer!r} (a newer memory replaced it)", basis)
         result = SearchResult(
             doc_id, score, tier, state_, basis, entry, evidence=why, filler=filler, _loader=loader
         )
         result.superseded_by = newer
         results.append(result)
     return results
+
+
+def _deferred(why: str, basis: str | None) -> str:
+    """The basis of a hit the judge said ACCEPT for (``basis``) and the search defers
+    (``why``): ``DEFER: <why>; the memory itself: <the judge's reason>`` -- no "ACCEPT:"
+    inside a DEFER reason, which read to an agent as a verdict (session 42)."""
+    said = (basis or "").removeprefix("ACCEPT: ")
+    return f"DEFER: {why}; the memory itself: {said}"
 
 
 def _thin_says(thin: Mapping[str, Any]) -> str:
@@ -1159,6 +1174,8 @@ class _Coverage(NamedTuple):
     chars: list[str]
     #: the CJK words (:attr:`_Units.cjk`) it covers
     cjk: list[str]
+    #: :attr:`chars` as the words a reason shows (:func:`_pieces`)
+    pieces: list[str]
 
     @property
     def total(self) -> int:
@@ -1227,12 +1244,14 @@ def _covered(
     synonyms = set(why["synonyms"])
     said_words: set[str] = set()
     said_chars: set[str] = set()
+    said_groups: list[Collection[str]] = []
     for words, chars, phrase in covers:
         # a whole phrase held, a synonym term of it evidence: "hash table" covers "hash map"
         # though "hash" is a term of the query too (session 40: it covered "hash" only)
         if held.issuperset(phrase) and not synonyms.isdisjoint(phrase):
             said_words.update(words)
             said_chars.update(chars)
+            said_groups.append(chars)
     pairs = [t for t in units.cjk if len(t) == 2]
     one_word = not units.words and len(units.chars) <= 2
 
@@ -1242,6 +1261,10 @@ def _covered(
         near = [p for p in pairs if c in p] or [b for b in units.bigrams if c in b]
         if c not in held or not near or any(p in held for p in near):
             return c in held
+        # a bigram of the query joining it to a function character that is no particle
+        # (住在 of 用户住在哪里: 用户现在住在上海 lacks 户住, session 42)
+        if any(b in held for b in units.bigrams if c in b and CJK_PARTICLE_CHARS.isdisjoint(b)):
+            return True
         # one character of a query of one word (车 of 汽车), not held apart from the other
         return one_word and not any(held.intersection(p.replace(c, "")) for p in near)
 
@@ -1250,7 +1273,21 @@ def _covered(
     near = [t for t in typos if any(within_a_typo(w, t) for w in lacked)][:1]
     got = [c for c in units.chars if char(c)]
     cjk = [t for t in units.cjk if (t in held or said_chars.issuperset(t) if len(t) == 2 else char(t))]
-    return _Coverage(units, mine, near, got, cjk)
+    return _Coverage(units, mine, near, got, cjk, _pieces(got, held, said_groups))
+
+
+def _pieces(chars: Sequence[str], held: Collection[str], said: Sequence[Collection[str]]) -> list[str]:
+    """The covered CJK characters ``chars`` (in the query's order) as the words a reason
+    shows: two next to each other joined when the hit holds them together (a bigram in
+    ``held``) or one synonym phrase covers both (``said``: the characters each covers):
+    用户 and 生日 apart, not '用户生日'."""
+    out: list[str] = []
+    for c in chars:
+        if out and (out[-1][-1] + c in held or any(out[-1][-1] in g and c in g for g in said)):
+            out[-1] += c
+        else:
+            out.append(c)
+    return out
 
 
 def _thin(cover: _Coverage, idf: Callable[[str], float], few: Callable[[], bool]) -> dict[str, Any] | None:
@@ -1265,7 +1302,7 @@ def _thin(cover: _Coverage, idf: Callable[[str], float], few: Callable[[], bool]
     than :data:`THIN_MIN_DOCS` memories (``few()``, asked once ``idf`` has counted) only one
     word of ``m`` is, weighing less than :data:`THIN_SHARE_FEW` or :data:`THIN_SHARE_WORDS` / ``m``."""
     total, covered = cover.total, cover.held
-    said = [*cover.words, *cover.near, *(["".join(cover.chars)] if cover.chars else [])]
+    said = [*cover.words, *cover.near, *cover.pieces]
     if not total and not cover.units.asks_nothing:
         return None  # a query of particles only (他们) asks for them
     numbers = covered < THIN_COVERS_ENOUGH and cover.numbers_only()

@@ -228,8 +228,9 @@ class DocTable:
         live_slots = np.flatnonzero(self.alive[:n_old])
         slot_map = None
         if self.dead:
-            slot_map = np.full(n_old, -1, dtype=np.int64)
-            slot_map[live_slots] = np.arange(len(live_slots))
+            # int32, as the postings' slots are: the renumbering gathers into int32 directly
+            slot_map = np.full(n_old, -1, dtype=np.int32)
+            slot_map[live_slots] = np.arange(len(live_slots), dtype=np.int32)
         ids = [self.ids[s] for s in live_slots.tolist()]
         n = len(ids)
         self._resize(max(64, n + n // 4), live_slots)

@@ -851,12 +851,26 @@ class Lifecycle(_Handle):
         done = self._update_reporting(node_id, {**changes, "valid_until": None}, durable, stacklevel=4)
         return Reopened(done.node, done.unlinked)
 
-    def update_report(self, node_id: str, /, *, durable: bool | None = None, **changes: Any) -> Updated:
+    def update_report(
+        self,
+        node_id: str,
+        /,
+        *,
+        durable: bool | None = None,
+        require: Callable[[Node], None] | None = None,
+        **changes: Any,
+    ) -> Updated:
         """``update`` (a reopen when ``valid_until=None`` is given, as :meth:`reopen`), and
         what it did: ``Updated(node, unlinked, changed)``; ``changed`` False when the
         changes left the file as it was (nothing written, ``updated_at`` kept). What
-        ``mdcg update`` and MCP ``update`` report."""
-        return self._update_reporting(node_id, changes, durable, stacklevel=4)
+        ``mdcg update`` and MCP ``update`` report.
+
+        ``require``: called with the node as its file holds it, under the node's lock, before
+        the changes are made (again on each retry after a write overtook the read); what it
+        raises refuses the update, nothing written. How a read-then-write checks what it
+        read with no other write landing between the check and the commit (MCP ``update``
+        refuses a body built on a read another agent's write has overtaken)."""
+        return self._update_reporting(node_id, changes, durable, stacklevel=4, require=require)
 
     def modify(
         self,
@@ -889,7 +903,13 @@ class Lifecycle(_Handle):
         return self._update_reporting(node_id, changes, durable, stacklevel=5).node
 
     def _update_reporting(
-        self, node_id: str, changes: dict[str, Any], durable: bool | None, *, stacklevel: int
+        self,
+        node_id: str,
+        changes: dict[str, Any],
+        durable: bool | None,
+        *,
+        stacklevel: int,
+        require: Callable[[Node], None] | None = None,
     ) -> Updated:
         """``update``, the successors a reopen (``valid_until=None``) unlinked, and whether
         it changed the file (:func:`_unless_same`: a change that leaves the file's bytes
@@ -898,7 +918,7 @@ class Lifecycle(_Handle):
         check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
-        change = self._changer(node_id, changes, now, decided)
+        change = _required(require, self._changer(node_id, changes, now, decided))
         # an archived node is refused; an expired one only renewed (its tier or a new
         # expiry given: _changer refuses a result still expired), never revived by an edit
         check = self._writable_check(expired_ok=renews(changes))
@@ -1307,6 +1327,20 @@ class Updated(NamedTuple):
     changed: bool
 
 
+def _required(
+    require: Callable[[Node], None] | None, change: Callable[[Node], Node]
+) -> Callable[[Node], Node]:
+    """``change``, calling ``require`` on the node as read first (``update_report``'s check)."""
+    if require is None:
+        return change
+
+    def checked(node: Node) -> Node:
+        require(node)
+        return change(node)
+
+    return checked
+
+
 class _Same(Exception):
     """A change of ``update`` that leaves the node's file as it was: nothing is written."""
 
@@ -1536,7 +1570,7 @@ class Recall(_Handle):
             ]
 
         keep = self._write_statistics if record and not self.read_only and not self._access_broken else None
-        return access.resurface_pick(self, version, active, today, seed, record=keep)
+        return access.resurface_pick(self, version, active, today, seed, record=keep, passed_over=skipped)
 
     def _active_entries(self) -> list[Entry]:
         """Entries the caller sees that are active: not archived, expired or superseded, and
@@ -1727,6 +1761,11 @@ class ReadablePick(NamedTuple):
     node: Node | None
     unreadable: list[tuple[str, MdcgError]]
 
+    def broken(self) -> int:
+        """How many of ``unreadable`` are files that cannot be read (:func:`file_unusable`),
+        not memories whose files hold another one now."""
+        return sum(file_unusable(exc) for _, exc in self.unreadable)
+
 
 def resurface_readable(store: Any, today: date | None = None, *, record: bool = True) -> ReadablePick:
     """The memory to bring back on ``today`` whose file reads, its show recorded (``record``).
@@ -1735,7 +1774,10 @@ def resurface_readable(store: Any, today: date | None = None, *, record: bool = 
     index read it cannot be shown. Before session 41 `mdcg today` then failed with the
     file's error -- all day, since a day shows one memory -- and the MCP ``on_this_day``
     answered null all day. Now such a pick is passed over (not recorded as shown) and the
-    next one is taken, at most :data:`RESURFACE_TRIES` of them."""
+    next one is taken, at most :data:`RESURFACE_TRIES` of them. The picks passed over are
+    kept in the show's record: a later call of the day, which shows the same memory again,
+    reads each of their files again and lists those still broken (:func:`_still_broken`;
+    before session 42 only the first call of the day told)."""
     unreadable: list[tuple[str, MdcgError]] = []
     for _ in range(RESURFACE_TRIES):
         skip = [node_id for node_id, _ in unreadable]
@@ -1748,10 +1790,39 @@ def resurface_readable(store: Any, today: date | None = None, *, record: bool = 
             unreadable.append((picked.id, exc))
             continue
         if not record:
-            return ReadablePick(picked, node, unreadable)
+            return ReadablePick(picked, node, _still_broken(store, today, picked.id, unreadable))
         shown = store.resurface(today, record=True, skip=skip)
         if shown is not None and shown.id == picked.id:
-            return ReadablePick(shown, node, unreadable)
+            return ReadablePick(shown, node, _still_broken(store, today, picked.id, unreadable))
         # the store changed between the two picks: pick again (a show recorded meanwhile
         # is the day's pick now, as every later call sees it)
     return ReadablePick(None, None, unreadable)
+
+
+def _still_broken(
+    store: Any, today: date | None, node_id: str, unreadable: list[tuple[str, MdcgError]]
+) -> list[tuple[str, MdcgError]]:
+    """``unreadable`` and, after it, the picks the day's show of ``node_id`` records as
+    passed over (:func:`md_cg.access.passed_over_on`) whose files still cannot be read
+    (:func:`file_unusable`). One read again fine, or forgotten since, is left."""
+    known = {i for i, _ in unreadable}
+    day = date.today() if today is None else today  # the local day, as resurface
+    for passed in access.passed_over_on(store, day, node_id):
+        if passed in known:
+            continue
+        try:
+            store.get(passed)
+        except (MalformedNodeFileError, NodeNotFoundError) as exc:
+            if file_unusable(exc):
+                unreadable.append((passed, exc))
+    return unreadable
+
+
+def file_unusable(exc: MdcgError) -> bool:
+    """Whether a read's error says the memory's file cannot be read: a
+    :class:`MalformedNodeFileError`, or the :class:`NodeNotFoundError` of a file a sync
+    dropped as unusable or lost (``hidden`` ``"lost"``, or a hint naming the file as
+    unusable: an unscoped handle's) -- not one of a memory forgotten or out of scope."""
+    if isinstance(exc, NodeNotFoundError):
+        return exc.hidden == "lost" or " is unusable: " in exc.hint
+    return isinstance(exc, MalformedNodeFileError)

@@ -19,6 +19,7 @@ RANK = {
     "node": 1,
     "ccg": 1,
     "fsops": 1,
+    "exchanged": 2,
     "text": 1,
     "textindex_postings": 1,
     "textindex_docs": 1,

@@ -21,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_judge_irrelevant_s39 import ACCEPT, _judged
+from test_judge_irrelevant_s39 import ACCEPT, ITSELF, _judged
 
 from md_cg import MdCG, Node, Scope
 
@@ -71,7 +71,7 @@ def test_a_hit_holding_only_the_shared_word_stays_thin(store: MdCG) -> None:
     """The city map holds "map" of "hash map" and no synonym: 1 of 2, deferred."""
     with store:
         judged = _judged(store, "hash map")
-        assert judged["citymap"] == ("DEFER", f"DEFER: holds 1 of 2 query words ('map'); {ACCEPT}")
+        assert judged["citymap"] == ("DEFER", f"DEFER: holds 1 of 2 query words ('map'); {ITSELF}")
 
 
 @pytest.mark.parametrize(
@@ -102,7 +102,7 @@ def test_exact_names_ids_numbers_and_mixed_queries_stay_accept(
 def test_the_name_alone_of_a_mixed_query_is_thin(store: MdCG) -> None:
     """ "Caroline 的生日": the memory with her name but not 生日 covers 1 of 2 words."""
     with store:
-        basis = f"DEFER: holds 1 of 2 query words ('carolin'); {ACCEPT}"
+        basis = f"DEFER: holds 1 of 2 query words ('carolin'); {ITSELF}"
         assert _judged(store, "Caroline 的生日")["caroline"] == ("DEFER", basis)
 
 

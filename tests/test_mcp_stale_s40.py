@@ -189,7 +189,7 @@ def test_the_read_bodies_are_bounded() -> None:
     reads.note("a", "three")  # read again: the most recent
     reads.note("c", "four")
     digest = mcp_server.body_digest
-    assert [reads.held(i) for i in "abc"] == [digest("three"), None, digest("four")]
+    assert [reads.held(i) for i in "abc"] == [(digest("three"), 5), None, (digest("four"), 4)]
     assert mcp_server.READ_BODIES == 4096
 
 

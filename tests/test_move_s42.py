@@ -342,3 +342,59 @@ def test_real_race_of_editor_saves_against_moves_loses_at_most_a_bounded_few(tmp
         present |= {int(line[4:]) for line in p.read_text().splitlines() if line.startswith("HAND")}
     lost = sorted(saved - present)
     assert len(saved) > n // 2 and len(lost) <= n // 100, (lost, len(saved), moves, refused)
+
+
+# The merge with the recovery fix (tests/test_exchange_recovery_s42.py): a save set aside
+# (not the file read) whose path holds a newer file by the time it goes back is kept beside
+# it, as ``x.saved-<time>.md`` -- before the merge it was removed as "older", its line in
+# no file. SAVE lands HAND0 just before the setting aside; just after it, with the path
+# empty, another editor process writes the text it had read, HAND1 added, at the path.
+TWO_SAVES = textwrap.dedent(
+    """
+    real = F.Dir.set_aside
+    WRITE = ("import os, sys; p = sys.argv[1]; "
+             "open(p + '.swp', 'w').write(sys.argv[2]); os.rename(p + '.swp', p)")
+    def twice(self, name, tmp):
+        if os.path.join(root, self.rel, name) != tpath or saves[0]:
+            return real(self, name, tmp)
+        had = open(tpath).read()
+        subprocess.run([sys.executable, "-c", SAVE, root, tpath, "0"], check=True)
+        out = real(self, name, tmp)
+        subprocess.run([sys.executable, "-c", WRITE, tpath, had + "HAND1\\n"], check=True)
+        saves[0] = 2
+        return out
+    F.Dir.set_aside = twice
+    """
+)
+
+
+def _kept(root: Path, rel: str) -> list[str]:
+    """The texts of the files kept beside ``rel`` (``<stem>.saved-<time>.md``)."""
+    return [p.read_text() for p in sorted((root / rel).parent.glob("x.saved-*.md"))]
+
+
+def test_a_save_set_aside_is_kept_beside_a_newer_save_when_the_move_is_undone(store: Path) -> None:
+    """Live: the check finds HAND0 set aside, the move is undone, and the path holds HAND1:
+    HAND0 is kept beside it; the move then runs again over HAND1."""
+    rel = _store(store)
+    old = (store / rel).read_text()
+    assert _run(store, TWO_SAVES, MOVES["layer"]) == {"ok": True, "saves": 2}
+    assert _kept(store, rel) == [old + "HAND0\n"]
+    moved = [f for f in _files(store) if f.startswith("contextual/")]
+    assert len(moved) == 1 and (store / moved[0]).read_text().endswith("base\nHAND1\n")
+    assert not (store / rel).exists() and len(_files(store)) == 2
+
+
+def test_killed_after_a_save_was_set_aside_recovery_keeps_it_beside_a_newer_save(store: Path) -> None:
+    """Killed at ``aside-1`` with HAND0 set aside; a person writes the path again (HAND1)
+    before the next process's recovery, which undoes the move: HAND1 at the path, HAND0
+    kept beside it, the moved file removed."""
+    rel = _store(store)
+    old = (store / rel).read_text()
+    assert _child(store, MOVES["layer"], kill="aside-1") == {"killed": True}
+    (store / rel).write_text(old + "HAND1\n")
+    _, recovered = _state(store)
+    assert recovered == 1
+    assert (store / rel).read_text() == old + "HAND1\n"
+    assert _kept(store, rel) == [old + "HAND0\n"]
+    assert len(_files(store)) == 2

@@ -68,9 +68,10 @@ def test_the_pair_set_before_and_after() -> None:
     said = {r["id"]: compare(r["a"], r["b"]).score >= NEAR_THRESHOLD for r in PAIRS}
     false_near = sorted(i for i, s in said.items() if s and not _label(i))
     missed = sorted(i for i, s in said.items() if not s and _label(i))
-    # https/http stem alike; "Anna manages Tom" / "Anna is managed by Tom": a passive on
-    # one side only leaves word order unread. 不过 reads as "but" (a negation spoiler).
-    assert (false_near, missed) == (["en012", "en017"], ["zh054"])
+    # session 41 left en012, en017 near and zh054 missed: https stemmed as http; a passive
+    # on one side left word order unread; 不过敏 read as 不过 "but". Session 42: none left
+    # (tests/test_organize_s42.py).
+    assert (false_near, missed) == ([], [])
 
 
 def _label(pair_id: str) -> bool:

@@ -264,7 +264,7 @@ def test_judge_is_orthogonal_to_tier(store: MdCG) -> None:
     results, meta = store.search("夸克禁闭", k=3)
     far = next(r for r in results if r.id == "far")
     assert (far.tier, far.state, far.filler) == ("T3", "DEFER", True)
-    assert far.basis.startswith("DEFER: no evidence it is about the query (filler); ACCEPT:")
+    assert far.basis.startswith("DEFER: no evidence it is about the query (filler); the memory itself:")
     assert meta["filler"] == 3
 
 
@@ -638,7 +638,8 @@ def test_a_hit_matching_only_words_most_memories_share_is_deferred_not_hidden(tm
         assert user_only and all(r.id.startswith("u") for r in user_only)
         for r in user_only:
             assert (r.state, r.filler, r.evidence["common_only"]) == ("DEFER", False, True)
-            assert r.basis.startswith("DEFER: only words most memories share match ('user'); ACCEPT:")
+            said = "DEFER: only words most memories share match ('user'); the memory itself:"
+            assert r.basis.startswith(said)
         assert not any(i.id.startswith("u") for i in s.inject("where does the user live in Lisbon"))
         # a query word no memory holds ("reside") is not one they lack (review session 26:
         # counting it so deferred answers to "please, ..."), but a hit holding only "user"

@@ -61,7 +61,7 @@ def test_a_superseded_fact_shown_on_request_is_never_accept(tmp_path: Path) -> N
         assert shown["old"] == (
             "DEFER",
             "DEFER: superseded by 'new' (a newer memory replaced it); "
-            'ACCEPT: fact with no applicability conditions, verification basis "data"',
+            'the memory itself: fact with no applicability conditions, verification basis "data"',
         )
         assert shown["new"] == (
             "ACCEPT",

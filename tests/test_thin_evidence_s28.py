@@ -9,6 +9,7 @@ from pathlib import Path
 from md_cg import MdCG, Node
 
 ACCEPT_DATA = 'ACCEPT: fact with no applicability conditions, verification basis "data"'
+ITSELF = 'the memory itself: fact with no applicability conditions, verification basis "data"'
 
 
 def _alice(root: Path) -> MdCG:
@@ -38,7 +39,7 @@ def test_a_typo_of_a_tag_word_is_no_accept(tmp_path: Path) -> None:
                 "pref",
                 "T3",
                 "DEFER",
-                f"DEFER: only a typo of a word of its tags matches ('alic', 'user'); {ACCEPT_DATA}",
+                f"DEFER: only a typo of a word of its tags matches ('alic', 'user'); {ITSELF}",
             )
         ]
         for query in ("malice", "Alicia"):
@@ -47,7 +48,7 @@ def test_a_typo_of_a_tag_word_is_no_accept(tmp_path: Path) -> None:
                     "pref",
                     "T3",
                     "DEFER",
-                    f"DEFER: only a typo of a word of its tags matches ('alic'); {ACCEPT_DATA}",
+                    f"DEFER: only a typo of a word of its tags matches ('alic'); {ITSELF}",
                 )
             ], query
         results, _ = s.search("is my server alive", k=5, record=False)
@@ -62,14 +63,14 @@ def test_a_typo_of_a_tag_word_is_no_accept(tmp_path: Path) -> None:
 def test_one_word_of_a_longer_query_is_no_accept(tmp_path: Path) -> None:
     """D2: "user password for the bank" got ACCEPT hits matched only on "user"."""
     with _alice(tmp_path / "s") as s:
-        thin = f"DEFER: holds 1 of 3 query words ('user'); {ACCEPT_DATA}"
+        thin = f"DEFER: holds 1 of 3 query words ('user'); {ITSELF}"
         for query in ("user password for the bank", "what is the user's favourite colour"):
             assert _states(s, query) == [("pref", "T2", "DEFER", thin), ("berlin", "T2", "DEFER", thin)], (
                 query
             )
         assert _states(s, "what time zone does the user live in") == [
-            ("pref", "T2", "DEFER", f"DEFER: holds 1 of 4 query words ('user'); {ACCEPT_DATA}"),
-            ("berlin", "T2", "DEFER", f"DEFER: holds 1 of 4 query words ('user'); {ACCEPT_DATA}"),
+            ("pref", "T2", "DEFER", f"DEFER: holds 1 of 4 query words ('user'); {ITSELF}"),
+            ("berlin", "T2", "DEFER", f"DEFER: holds 1 of 4 query words ('user'); {ITSELF}"),
         ]
         results, _ = s.search("user password for the bank", k=5, record=False)
         thin_of = {"holds": 1, "of": 3, "words": ["user"], "share": 0.116}
@@ -88,12 +89,12 @@ def test_one_word_of_a_longer_english_and_chinese_query(tmp_path: Path) -> None:
                   for i, b in enumerate(["用户去年在北京出差。", "用户在北京工作。", "北京有很多公园。"])),
             ]
         )  # fmt: skip
-        thin = f"DEFER: holds 1 of 4 query words ('memori'); {ACCEPT_DATA}"
+        thin = f"DEFER: holds 1 of 4 query words ('memori'); {ITSELF}"
         assert _states(s, "memory leak in the kernel driver") == [
             ("mem0", "T2", "DEFER", thin), ("mem1", "T2", "DEFER", thin), ("mem2", "T2", "DEFER", thin)
         ]  # fmt: skip
         assert {x[1:] for x in _states(s, "北京的天气怎么样")} == {
-            ("T2", "DEFER", f"DEFER: holds 1 of 2 query words ('北京'); {ACCEPT_DATA}")
+            ("T2", "DEFER", f"DEFER: holds 1 of 2 query words ('北京'); {ITSELF}")
         }
         s.add(Node(id="weather", body="北京的天气今天很冷。", verification_basis="data"))
         assert _states(s, "北京的天气怎么样")[0] == ("weather", "T2", "ACCEPT", ACCEPT_DATA)

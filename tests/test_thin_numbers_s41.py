@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from test_judge_irrelevant_s39 import ACCEPT, _judged
+from test_judge_irrelevant_s39 import ACCEPT, ITSELF, _judged
 
 from md_cg import MdCG, Node
 
@@ -54,21 +54,21 @@ def test_a_number_held_beside_one_word_is_not_most_of_the_request(store: MdCG) -
     """17 (a date) and "time" of "17 times 23": 2 of 3 words, but the number counts for none."""
     with store:
         judged = _judged(store, "what is 17 times 23?")
-    basis = "DEFER: holds 2 of 3 query words ('17', 'time'); " + ACCEPT
+    basis = "DEFER: holds 2 of 3 query words ('17', 'time'); " + ITSELF
     assert [judged["dated-a"], judged["dated-b"]] == [("DEFER", basis), ("DEFER", basis)]
 
 
 def test_a_hit_holding_only_numbers_of_the_request_is_thin(store: MdCG) -> None:
     with store:
         judged = _judged(store, "what is 17 times 23?")
-    assert judged["routes"] == ("DEFER", f"DEFER: holds 2 of 3 query words ('17', '23'); {ACCEPT}")
+    assert judged["routes"] == ("DEFER", f"DEFER: holds 2 of 3 query words ('17', '23'); {ITSELF}")
 
 
 def test_three_of_six_characters_is_half_not_two_of_three_words(store: MdCG) -> None:
     """Other birds of the family hold 凤冠雉 of 灰凤冠雉又名: DEFER; the answer stays ACCEPT."""
     with store:
         judged = _judged(store, "灰凤冠雉又名什么")
-    thin = "DEFER: holds 2 of 3 query words ('凤冠雉'); " + ACCEPT
+    thin = "DEFER: holds 2 of 3 query words ('凤冠雉'); " + ITSELF
     assert {i: judged.get(i) for i in ("grey", "razor", "wattled")} == {
         "grey": ("ACCEPT", ACCEPT),
         "razor": ("DEFER", thin),
@@ -96,4 +96,4 @@ def test_two_of_three_characters_stay_one_word_of_two(store: MdCG) -> None:
     with store:
         store.add(Node(id="climate", body="那里的天气四季如春。", verification_basis="data"))
         judged = _judged(store, "今天天气怎么样")
-    assert judged["climate"] == ("DEFER", f"DEFER: holds 1 of 2 query words ('天气'); {ACCEPT}")
+    assert judged["climate"] == ("DEFER", f"DEFER: holds 1 of 2 query words ('天气'); {ITSELF}")

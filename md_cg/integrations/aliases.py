@@ -80,7 +80,7 @@ __all__ = [
 
 Tools = Mapping[str, Callable[..., Any]]
 #: The name under which the server hands the aliases its ``update`` tool that checks a
-#: body given whole against the agent's last read (``md_cg.mcp_server.check_read``): mem0's
+#: body given whole against the agent's last read (``md_cg.mcp_server.read_check``): mem0's
 #: ``update_memory`` writes the text the agent built on its ``get_memory`` (session 40).
 #: The plain ``update`` the aliases get is not checked: ``add_observations`` and the like
 #: read the body again under the node's lock and build on that read.
