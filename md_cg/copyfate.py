@@ -16,10 +16,17 @@ process following the log keeps the last such record of each id
 own copy's fate from it (:func:`tell`): ``changed`` when the file no longer holds the
 bytes logged, ``deleted`` when no copy of its scope is left and another scope's stands
 (not when the file is there but broken: it is listed as malformed), ``added`` when the
-only copy of its scope is one the line found. The sync's own line logs the copies again
+only copy of its scope is one the line found, ``moved`` when its own copies' files are
+gone and another file of its scope holds the id (session 42). The sync's own line logs the copies again
 (:func:`log`): those whose fate it told as they are now, the others as they were logged
 -- so that each scope's process tells its own copy's fate once, whichever scope's sync
 comes first. A line without :data:`COPIES` (an earlier version's) is read as before.
+
+A compaction folds those lines into the snapshot: it keeps what its process holds
+(:func:`items`, :data:`md_cg.snapshot.COPIES`), and a process loading the snapshot starts
+from it (session 42: before, it started from nothing, and a fate not yet told to a scope's
+process before a compaction was told to no process opened after it). A snapshot without
+them (an earlier version's) is read as before.
 """
 
 from __future__ import annotations
@@ -31,9 +38,10 @@ from typing import Any, NamedTuple
 from . import fsops, journal, paths
 from .errors import UnsafePathError
 from .index import CopyFields, Entry, IndexState, fields_of
+from .reports import Moved
 
 #: A sync line's key listing every copy of each duplicated id it names (see the module)
-COPIES = "copies"
+COPIES = journal.COPIES
 
 
 class LoggedCopy(NamedTuple):
@@ -79,6 +87,20 @@ def copies_in(rec: Mapping[str, Any]) -> Logged:
     return out
 
 
+def items(logged: Logged, limit: int) -> list[list[Any]]:
+    """``logged`` as :data:`COPIES` items (by id and path): what a compaction keeps
+    (:data:`md_cg.snapshot.COPIES`), read back by :func:`copies_in` -- at most ``limit``,
+    each id's copies whole (the ids sorted last left out: their fates are told to no
+    process opened after the compaction, as before session 42)."""
+    out: list[list[Any]] = []
+    for node_id in sorted(logged):
+        copies = logged[node_id]
+        if len(out) + len(copies) > limit:
+            break
+        out.extend(copies[rel].item(node_id) for rel in sorted(copies))
+    return out
+
+
 def follow(logged: Logged, tail: journal.Tail) -> None:
     """Keep in ``logged`` the copies the last sync line of ``tail`` naming each id logged
     (none, for a line that logs none of it: an earlier version's, or one id left with one
@@ -121,17 +143,22 @@ def tell(
     each id (``logged``), as it stands now (``state``), added to ``changes`` (an id they
     hold already is told there); returns the sync line's records of them. Its own copies
     are those the line logged that the scope admits, not found by the line; with none,
-    one found that stands here now is ``added``."""
+    one found that stands here now is ``added``; with all of them gone and another file
+    of the scope holding the id now, it ``moved`` (:func:`_moved`)."""
     records: dict[str, list[Any]] = {"put": [], "del": []}
     if scope is None:
         return records  # an unscoped handle's standing copy is told as before
     told = told_ids(changes)
     for node_id, copies in logged.items():
         now = state.entries.get(node_id)
-        if node_id in told:
-            continue
         own = {c.rel: c for c in copies.values() if not c.found and _admitted(scope, c.fields)}
         mine = now is not None and scope.admits(now)
+        if own and now is not None and mine and now.path not in own and not _left(state, node_id, own):
+            if node_id not in told or node_id in changes["added"]:
+                _moved(changes, records, node_id, sorted(own), now.path)
+            continue
+        if node_id in told:
+            continue
         if not own:
             if mine and now is not None and now.path in copies:
                 changes["added"].append(node_id)
@@ -146,6 +173,21 @@ def tell(
                 records["put"].append([node_id, now.path])
             records["del"].extend([node_id, rel] for rel in sorted(own))
     return records
+
+
+def _moved(
+    changes: dict[str, list[Any]], records: dict[str, list[Any]], node_id: str, was: list[str], rel: str
+) -> None:
+    """Tell ``node_id`` moved from its own copy's file (``was``: the paths logged, all gone)
+    to ``rel``, another file of the scope holding it now -- not ``added`` (session 42:
+    a's copy moved by hand to another folder was told ``added`` to a's process syncing
+    first, since the copy standing for it at its open was b's, and nothing in the other
+    orders), and its sync line's records of it."""
+    if node_id not in changes["added"]:  # (told added, its look put it at ``rel`` already)
+        records["put"].append([node_id, rel])
+    changes["added"] = [i for i in changes["added"] if i != node_id]
+    changes["moved"].append(Moved(node_id, was[0], rel))
+    records["del"].extend([node_id, old] for old in was)
 
 
 def _left(state: IndexState, node_id: str, own: Collection[str]) -> bool:

@@ -651,7 +651,7 @@ def select_columns(
     return Page(int(keep.sum()) + len(extra), [entry_of(node_id) for _, node_id in top[offset:end]])
 
 
-#: A tag filter: one tag, or several that a node must all carry (letter case aside).
+#: A tag filter: one tag, or several that a node must all carry (:func:`md_cg.script.tag_fold`).
 TagFilter = str | Sequence[str]
 
 

@@ -2137,6 +2137,41 @@ def broken_file_of(engine: Engine, node_id: str) -> str | None:
     return min(found) if found else None
 
 
+def broken_copy(engine: Engine, node_id: str) -> MalformedNodeFileError | None:
+    """For an unscoped single read of ``node_id`` (``get``, ``read_text``): the error naming
+    another file of the id that cannot be read as a memory -- a losing copy the index
+    recorded, read now (a fresh process: no sync has looked at it since it broke), or a
+    file named for the id a sync found broken (:func:`broken_file_of`) --, else None.
+    Which copy holds the memory cannot be told while one cannot be read (its
+    ``updated_at`` may be the newest, or its scope another), so none is picked: session 42,
+    an unscoped process served b's copy of ``d`` while a's was broken by hand, and a's
+    copy when b's (the newest) was -- a scoped handle is served no other scope's copy when
+    its own is broken. A scoped handle is not told whose the broken file may be."""
+    e = engine.state.entries.get(node_id)
+    if e is None:
+        return None
+    problems = engine.state.problems
+    found: list[tuple[str, int | None, str]] = []
+    for rel in engine.state.duplicates.get(node_id, ()):
+        try:
+            index.parse_file(engine.root_str, rel)
+        except MalformedNodeFileError as exc:
+            found.append((rel, exc.line, exc.reason))
+        except (OSError, UnsafePathError):
+            continue
+    named = broken_file_of(engine, node_id)
+    if named is not None and named != e.path:
+        found.append((named, None, problems[named]))
+    if not found:
+        return None
+    rel, line, why = min(found, key=lambda f: f[0])
+    hint = (
+        f"; memory {node_id!r} is also in {e.path}, which reads, but which file holds it cannot be "
+        f"told while this one cannot be read -- fix or remove {rel}, then run `mdcg sync` (MdCG.sync())"
+    )
+    return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+
+
 def _problem_stems(engine: Engine) -> dict[str, list[str]]:
     """The paths of :attr:`IndexState.problems <md_cg.index.IndexState.problems>` by the
     id key of their stem, kept while the problems stay the same paths (told by their
@@ -2398,9 +2433,10 @@ def _from_snapshot(engine: Engine, snap: snapshot.Snapshot) -> tuple[IndexState,
     engine.snap_gen = snap.generation
     engine.loaded_from = "snapshot"
     _carried_notes(engine, snap)
-    # the copies a sync line logged, from lines the snapshot may have folded past: a copy's
-    # fate judged from an older line than the last was told twice (md_cg.copyfate)
+    # the copies the last sync line naming each id logged, as the compaction held them:
+    # those this process followed may be older than the snapshot's (a fate told twice)
     engine.copies_logged.clear()
+    engine.copies_logged.update(copyfate.copies_in({copyfate.COPIES: snap.copies}))
     return snap.state, Cursor(offsets=dict(snap.offsets))
 
 
@@ -2420,7 +2456,7 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
     built from the files (15 s at 100k instead of 0.75). A stat walk (0.75 s at 100k files
     on tmpfs). No problem is recorded either way: a copy is no damage."""
     engine.snapshot_problem = None
-    notes = dict(engine.hand_after)
+    notes, copies = dict(engine.hand_after), dict(engine.copies_logged)
     engine.state, engine.cursor = _from_snapshot(engine, snap)
     engine.changes = 0
     engine.catch_up()
@@ -2430,6 +2466,8 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
         return True
     engine.hand_after.clear()
     engine.hand_after.update(notes)
+    engine.copies_logged.clear()
+    engine.copies_logged.update(copies)
     engine.snap_ident = engine.snap_gen = None
     engine.snap_refused = snap.identity
     snapshot.close(snap.state)

@@ -49,7 +49,7 @@ from .merge import CONFLICT_KEY, has_conflict_markers
 from .node import LAYERS, NEGATIVE_LAYERS, TITLE_MAX, Node
 from .node import MAX_FILE_BYTES as NODE_MAX_FILE_BYTES
 from .nodefile import read_bytes_as_text
-from .script import cut_back, id_fold
+from .script import cut_back, tag_fold
 from .text import analyze, analyze_batch, date_words, query_terms
 from .textindex import TextIndex
 
@@ -950,9 +950,10 @@ class IndexState:
         return other if other is not None and other != node_id else None
 
     def tagged(self, tag: str) -> frozenset[str]:
-        """The ids whose tags hold ``tag``, letter case and Unicode form aside
-        (:func:`md_cg.script.id_fold`, as ids: ``réunion`` typed composed finds a tag
-        written decomposed, as macOS writes it; session 41, before: letter case only).
+        """The ids whose tags hold ``tag``, letter case, Unicode form, width and space
+        characters aside (:func:`md_cg.script.tag_fold`: ``réunion`` typed composed finds a
+        tag written decomposed, as macOS writes it; ``ｐｒｏｊｅｃｔ`` finds ``project``, and
+        ``kp 1`` a stored ``kp\u00a01``; session 42, before: letter case and Unicode form).
 
         The first call reads every entry's tags (from the snapshot's rows
         without building entries: ~0.4 s at 100k); later ones are dictionary
@@ -962,12 +963,12 @@ class IndexState:
             by_tag: dict[str, set[str]] = {}
             for node_id, tags in self.entries.tag_pairs():
                 for t in tags:
-                    by_tag.setdefault(id_fold(t), set()).add(node_id)
+                    by_tag.setdefault(tag_fold(t), set()).add(node_id)
             self._tags = (self.generation, by_tag)
         # one set object per tag and generation: the text index keeps its slots by identity
         if self._tag_sets[0] != self.generation:
             self._tag_sets = (self.generation, {})
-        key = id_fold(tag)
+        key = tag_fold(tag)
         found = self._tag_sets[1].get(key)
         if found is None:
             found = self._tag_sets[1][key] = frozenset(self._tags[1].get(key, ()))
@@ -982,12 +983,12 @@ class IndexState:
         by_tag = self._tags[1]
         if old is not None:
             for t in old.tags:
-                ids = by_tag.get(id_fold(t))
+                ids = by_tag.get(tag_fold(t))
                 if ids is not None:
                     ids.discard(old.id)
         if new is not None:
             for t in new.tags:
-                by_tag.setdefault(id_fold(t), set()).add(new.id)
+                by_tag.setdefault(tag_fold(t), set()).add(new.id)
         self._tags = (nxt, by_tag)
 
     def put(self, entry: Entry, text: str | None) -> None:

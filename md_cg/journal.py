@@ -1818,9 +1818,17 @@ def _last_syncs(tail: Tail) -> _LastSync:
     return out
 
 
+#: A sync line's key listing every copy of each duplicated id it names (:mod:`md_cg.copyfate`)
+COPIES = "copies"
+
+
 def _synced_copies(tail: Tail) -> dict[tuple[str, float], set[str]]:
-    """(id, time) -> the paths a ``sync`` line of ``tail`` at that time put the id at, for
-    each id it put at more than one (the copies of a duplicated id the line names)."""
+    """(id, time) -> the paths a ``sync`` line of ``tail`` at that time put the id at, or
+    logged a copy of it at (:data:`COPIES`), for each id with more than one (the copies of
+    a duplicated id the line names). Session 42: a line putting the id at one path alone
+    (a scope's sync telling its own copy) and logging the other copy under :data:`COPIES`
+    made every process opening after the standing copy's removal hold a ``moved`` note
+    onto the other copy's file, told to every scope -- naming another scope's file."""
     out: dict[tuple[str, float], set[str]] = {}
     for records in tail.by_shard.values():
         for rec in records:
@@ -1829,10 +1837,20 @@ def _synced_copies(tail: Tail) -> dict[tuple[str, float], set[str]]:
             if puts is None or ts is None:
                 continue
             rels: dict[str, set[str]] = {}
-            for node_id, rel in puts:
+            for node_id, rel in [*puts, *_copy_pairs(rec.get(COPIES))]:
                 rels.setdefault(node_id, set()).add(rel)
             out.update({(i, ts): r for i, r in rels.items() if len(r) > 1})
     return out
+
+
+def _copy_pairs(raw: object) -> list[tuple[str, str]]:
+    """(id, path) of each :data:`COPIES` item of a sync line (of the shape it is logged in)."""
+    items = raw if isinstance(raw, list) else ()
+    return [
+        (item[0], item[1])
+        for item in items
+        if isinstance(item, list) and len(item) > 1 and type(item[0]) is str and type(item[1]) is str
+    ]
 
 
 def synced_edits_after(entries: Mapping[str, Any], tail: Tail, cursor: Cursor) -> dict[str, tuple[str, str]]:

@@ -30,6 +30,7 @@ import math
 import os
 import stat
 import time
+import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import replace
@@ -50,10 +51,10 @@ from .engine import (
 from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
-from .node import LAYERS, Node, windows_device_name
+from .node import LAYERS, Node, odd_space, windows_device_name
 from .reports import Finding, HealthReport, MaintenanceReport, Moved, SyncReport
 from .routing import bucket_health
-from .script import distinct_labels
+from .script import distinct_labels, escaped
 from .visibility import Scope, linked_successors, scope_fields, successors
 from .watch import ChangeWatch
 
@@ -182,7 +183,8 @@ def _write_snapshot(engine: Engine, started: float, shards_before: int) -> Maint
         # one postings segment in the snapshot: every later query reads each term in one piece
         engine.state.flush_text()
         engine.state.text.merge_segments()
-        written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine))
+        copies = copyfate.items(engine.copies_logged, snapshot.COPIES_MAX)  # fates not told yet: kept
+        written = snapshot.write(engine.root_str, engine.state, covered, _gone_notes(engine), copies)
     engine.snap_ident, engine.snap_gen = written.identity, written.generation
     engine.journal.copied = False  # stamped for this place now (every open commit settled)
     # what was found damaged in the old snapshot is not in the new one (rebuilt from the files)
@@ -1735,6 +1737,40 @@ def _dangling_detail(etype: str, target: str, now_at: Callable[[str], str | None
     )
 
 
+def _id_findings(e: Entry) -> list[Finding]:
+    """What ``health()`` says of an entry's id that no new id may be (:func:`md_cg.node.check_new_id`)
+    but an older file holds: a Windows device name (``reserved_id``), a space character other
+    than U+0020 (``odd_space_id``: ``kp\u00a01`` prints as ``kp 1``; new ids refuse one since
+    session 41, and before session 42 health said nothing of one). One ``isascii`` for most ids."""
+    out: list[Finding] = []
+    device = windows_device_name(e.id)
+    if device is not None:
+        out.append(
+            Finding(
+                "reserved_id",
+                f"Windows reserves the name {device} for a device: a clone there cannot hold this "
+                "file; rename the node (mdcg rename)",
+                e.path,
+                e.id,
+            )
+        )
+    space = None if e.id.isascii() else odd_space(e.id)
+    if space is not None:
+        plain = "".join(" " if ch.isspace() else ch for ch in e.id)
+        out.append(
+            Finding(
+                "odd_space_id",
+                f"the id {escaped(e.id)} holds the space character U+{ord(space):04X} "
+                f"({unicodedata.name(space)}), which prints as a space, so it looks like another id "
+                f"({escaped(plain)}); rename it with a plain space (U+0020): "
+                f"mdcg rename ${escaped(e.id)} {escaped(plain)}",
+                e.path,
+                e.id,
+            )
+        )
+    return out
+
+
 def _entry_findings(
     state: IndexState,
     scan: index.Scan,
@@ -1763,17 +1799,7 @@ def _entry_findings(
                     e.id,
                 )
             )
-        device = windows_device_name(e.id)
-        if device is not None:
-            out.append(
-                Finding(
-                    "reserved_id",
-                    f"Windows reserves the name {device} for a device: a clone there cannot hold this "
-                    "file; rename the node (mdcg rename)",
-                    e.path,
-                    e.id,
-                )
-            )
+        out.extend(_id_findings(e))
         for target, etype in e.edges:
             if target == e.id:
                 out.append(

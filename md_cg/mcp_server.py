@@ -1209,7 +1209,7 @@ def _written(store: MdCG, node_id: str, **extra: Any) -> dict[str, Any]:
     they are there). A fact lacks nothing."""
     entry = store.entry(node_id)
     missing = list(entry.ccg_missing)
-    out = {"id": node_id, "layer": entry.layer, "path": str(store.path_of(node_id)), **extra}
+    out = {"id": entry.id, "layer": entry.layer, "path": str(store.path_of(node_id)), **extra}
     out["kind"] = "fact" if is_fact(missing) else "procedure"
     if missing and out["kind"] == "procedure":
         out["ccg_missing"] = missing
@@ -1468,7 +1468,8 @@ class ReadBodies:
     sets the body whole is refused when the memory's body is another now, or when the
     agent had only part of it (:func:`read_check`): it built the body on a read another
     write has overtaken, or on a cut-off text whose rest the update would erase. At most
-    ``limit`` ids."""
+    ``limit`` ids, each as the memory spells it (a ``get`` of ``cafe\u0301`` finds
+    ``caf\u00e9``: noted as that)."""
 
     def __init__(self, limit: int = READ_BODIES) -> None:
         self.limit = limit
@@ -1499,13 +1500,17 @@ def read_check(reads: ReadBodies, node_id: str) -> Callable[[Node], None] | None
     holds it, under the node's lock (``MdCG.update_report(require=...)``): :class:`ToolError`
     naming the id, nothing written, when the body the agent last had of it
     (:class:`ReadBodies`) is not the memory's body now, or was had only in part. None for
-    an id never read: updated as before."""
-    held = reads.held(node_id)
-    if held is None:
+    an id never read: updated as before. An id typed in another Unicode form than the
+    memory's is looked up as the memory's (``node.id``)."""
+    typed = reads.held(node_id)
+    if typed is None and node_id.isascii():
         return None
-    digest, read = held
 
     def check(node: Node) -> None:
+        held = typed if typed is not None else reads.held(node.id)
+        if held is None:
+            return
+        digest, read = held
         if body_digest(node.body) != digest:
             raise ToolError(
                 f"memory {node_id!r} changed since you read it (an edit by hand or another agent); "
@@ -1639,9 +1644,9 @@ def _update_tool(
         told = checked and body is not None  # a body given whole: built on the agent's last read
         require = read_check(reads, id) if told else None
         # unlinked: the successors whose supersedes edge went, as the commit found them
-        _, unlinked, changed = store.update_report(id, require=require, **changes)
+        done, unlinked, changed = store.update_report(id, require=require, **changes)
         if told and body is not None:  # other fields leave the body the agent has (or has not) read
-            reads.note(id, body)
+            reads.note(done.id, body)  # as stored: the id typed may be its other Unicode form
         named = sorted(k for k, v in given.items() if v is not None) if changed else []
         reply = _superseded(
             store, _written(store, id, updated=named, **({} if changed else {"changed": False}))
@@ -1670,7 +1675,7 @@ def _forget_tools(store: MdCG) -> list[tuple[Callable[..., dict[str, Any]], str]
         deleted = store.forget(id, reason, force=force)
         dangling = [{"source": src, "type": etype} for src, etype in deleted.incoming]
         reply: dict[str, Any] = {
-            "id": id,
+            "id": deleted.node.id,  # as stored: the id typed may be its other Unicode form
             "forgotten": True,
             "layer": deleted.node.layer,
             "dangling_edges": _capped(dangling),
@@ -1748,9 +1753,9 @@ def _read_tools(store: MdCG, reads: ReadBodies) -> list[tuple[Callable[..., dict
         whole = _get_reply(store, id)
         body = whole["body"]  # what an update of the body builds on: windows read in turn add up
         reply = _body_window(whole, offset, max_chars)
-        reads.note(id, body, offset, min(len(body), offset + max_chars))
+        reads.note(whole["id"], body, offset, min(len(body), offset + max_chars))  # as stored
         if offset == 0:  # an agent read it: a recall (docs/recall.md), once for its windows
-            store.record_access([id], mode="get")
+            store.record_access([whole["id"]], mode="get")  # the id as stored (any Unicode form typed)
         return reply
 
     def list_(

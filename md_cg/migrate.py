@@ -698,6 +698,16 @@ def forgotten_ids(store: MdCG) -> Departed:
     return audit.departed(store.log(paths.AUDIT_DIR).read())
 
 
+def _twin_held(node_id: str, twin: str) -> str:
+    """:func:`kept_reason` of a row whose id the store holds in another letter case or
+    Unicode form: a second memory, one file on macOS and Windows."""
+    label, twin_label = twin_labels(node_id, twin)
+    return (
+        f"the store holds {twin_label}, which differs from {label} only by letter case or Unicode "
+        "normalisation (one file on macOS and Windows); rename one of them"
+    )
+
+
 def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -> str | None:
     """Why a run leaves the store's memory under ``node.id`` as it is, or None to write it.
 
@@ -718,14 +728,12 @@ def kept_reason(store: MdCG, node: Node, forgotten: Departed, overwrite: bool) -
             return f"{hint}; fix it, then run again (it is not written over)"
         twin = store._engine.state.twin_of(node.id)
         if twin is not None:
-            label, twin_label = twin_labels(node.id, twin)
-            return (
-                f"the store holds {twin_label}, which differs from {label} only by letter case or Unicode "
-                "normalisation (one file on macOS and Windows); rename one of them"
-            )
+            return _twin_held(node.id, twin)
         if node.id in forgotten and not overwrite:
             return audit.not_brought_back(node.id, forgotten, store._engine.state.entries.__contains__)
         return foreign_file(store._engine, node)
+    if entry.id != node.id:  # found under its other Unicode form (a read by id takes either)
+        return _twin_held(node.id, entry.id)
     if entry.archived:
         return f"archived in this store ({entry.path}); unarchive it to let the migration replace it"
     # A copy md-cg has stamped later than the row's time (or than a row without one) is

@@ -39,7 +39,7 @@ from .errors import (
     hidden_char,
     shows_text,
 )
-from .script import CONTROL_OR_SURROGATE, fold, is_nfc, nfc, short_repr, twin_labels
+from .script import CONTROL_OR_SURROGATE, fold, is_nfc, nfc, short_repr, tag_fold, twin_labels
 
 #: The layers, in the order they appear on disk and in reports. The first five
 #: are the memory layers; ``rejected`` and ``unresolved`` hold negative memory.
@@ -1076,7 +1076,8 @@ def unusable(
     hand (``add``, ``update``) holds what no read could use: a blank tag (the tag filter refuses one),
     a tag with an invisible format character (:func:`invisible_char`, as new ids refuse: ``ops\u200b``
     printed as ``ops`` and ``--tag ops`` missed it), one tag in two Unicode forms
-    (:func:`form_twin_tags`), an edge
+    (:func:`twin_tags`: letter case, width or Unicode form apart),
+    a tag with a space character other than U+0020 (:func:`odd_space`), an edge
     to itself (``neighbours`` never shows it), an edge confidence outside 0..1, or
     a time outside the years 1-9999 (:func:`instant_problem`: milliseconds for seconds).
     Files and ``add_many`` carry what they hold; this is for new input.
@@ -1090,12 +1091,8 @@ def unusable(
         if late is not None:
             return late
     if "tags" in fields and isinstance(node.tags, list):
-        decomposed = False  # a tag not in NFC (never remembered): only then can two be twins
         for tag in node.tags:
-            if not isinstance(tag, str) or (type(tag) is str and tag in _USABLE_TAGS):
-                continue
-            decomposed = decomposed or not (tag.isascii() or is_nfc(tag))
-            if tag in kept_tags:
+            if not isinstance(tag, str) or (type(tag) is str and tag in _USABLE_TAGS) or tag in kept_tags:
                 continue
             if not shows_text(tag):  # every character escaped: repr printed '\u0301' as a bare mark
                 return InvalidNodeError(
@@ -1122,34 +1119,55 @@ def unusable(
                     value=node.tags,
                     node_id=node.id,
                 )
+            space = odd_space(tag)
+            if space is not None:  # 'kp\u00a01' printed as 'kp 1', another tag to a filter before s42
+                return InvalidNodeError(
+                    f"node {node.id!r}: field 'tags' holds the tag {hidden_repr(tag)} with the space "
+                    f"character U+{ord(space):04X} ({unicodedata.name(space)}), which prints as a space, "
+                    "so it would look like another tag; write a plain space (U+0020)",
+                    field="tags",
+                    value=node.tags,
+                    node_id=node.id,
+                )
             _usable_tag(tag)
-        twins = form_twin_tags(node.tags, kept_tags) if decomposed else None
+        twins = twin_tags(node.tags, kept_tags) if len(node.tags) > 1 else None
         if twins is not None:  # ['réunion', 'réunion'] both stored, after `update --tag` of each form
-            first, second = twin_labels(*twins)
-            return InvalidNodeError(
-                f"node {node.id!r}: field 'tags' holds the tag {first} twice, also as {second}: they "
-                "differ in Unicode form only (composed, decomposed) and print alike; give the tag once",
-                field="tags",
-                value=node.tags,
-                node_id=node.id,
-            )
+            return _twin_tags_error(node, twins)
     if "edges" not in fields or not isinstance(node.edges, list):
         return None
     return _unusable_edge(node, kept_edges)
 
 
-def form_twin_tags(tags: Sequence[object], kept: Sequence[object] = ()) -> tuple[str, str] | None:
-    """Two tags of ``tags`` that are the same text in another Unicode form (NFC and NFD:
-    ``r\u00e9union``, ``re\u0301union``), not both of them ``kept`` (held by the stored
-    node: a store that holds both keeps them), or None. The tag filter takes them for one
-    tag (:meth:`md_cg.index.IndexState.tagged`); stored twice they print alike."""
+def twin_tags(tags: Sequence[object], kept: Sequence[object] = ()) -> tuple[str, str] | None:
+    """Two tags of ``tags`` that a tag filter takes for one (:func:`md_cg.script.tag_fold`:
+    the same text in another Unicode form, ``r\u00e9union`` and ``re\u0301union``, letter
+    case, ``a`` and ``A``, or width, ``ｐｒｏｊｅｃｔ`` and ``project``), not both of them
+    ``kept`` (held by the stored node: a store that holds both keeps them), or None."""
     seen: dict[str, str] = {}
     for tag in tags:
         if type(tag) is str:
-            other = seen.setdefault(nfc(tag), tag)
+            other = seen.setdefault(tag_fold(tag), tag)
             if other != tag and not (tag in kept and other in kept):
                 return other, tag
     return None
+
+
+def _twin_tags_error(node: Node, twins: tuple[str, str]) -> InvalidNodeError:
+    """:func:`unusable`'s refusal of two tags :func:`twin_tags` found, naming both: those
+    differing in Unicode form only print alike (escaped, session 41); others (letter case,
+    width: ``--tag a --tag A`` stored both before session 42) are one tag to every filter."""
+    first, second = twin_labels(*twins)
+    if nfc(twins[0]) == nfc(twins[1]):
+        why = "they differ in Unicode form only (composed, decomposed) and print alike"
+    else:
+        why = "a tag filter takes them for one tag (letter case, width and Unicode form aside)"
+    return InvalidNodeError(
+        f"node {node.id!r}: field 'tags' holds the tag {first} twice, also as {second}: {why}; "
+        "give the tag once",
+        field="tags",
+        value=node.tags,
+        node_id=node.id,
+    )
 
 
 #: Tags :func:`unusable` passed lately. Its verdict on a tag is one of the tag's text
@@ -1162,8 +1180,8 @@ _USABLE_TAG_CHARS = 256
 
 
 def _usable_tag(tag: str) -> None:
-    """Remember ``tag`` as one :func:`unusable` passed, unless it is not in NFC (one
-    remembered is not looked at again, and :func:`form_twin_tags` needs a tag not in NFC)."""
+    """Remember ``tag`` as one :func:`unusable` passed, unless it is not in NFC (a tag not in
+    NFC is looked at each time, as before session 42)."""
     if type(tag) is str and len(tag) <= _USABLE_TAG_CHARS and (tag.isascii() or is_nfc(tag)):
         if len(_USABLE_TAGS) >= _USABLE_TAGS_MAX:
             _USABLE_TAGS.clear()

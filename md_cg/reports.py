@@ -30,6 +30,7 @@ FINDING_KINDS: dict[str, str] = {
     "unsafe_path": "error",  # a symlink, special file or bad name below the root (never followed)
     "twin_id": "error",  # ids that differ only by case/normalisation (collide on macOS/Windows)
     "reserved_id": "warning",  # an id Windows reserves for a device (con, nul, com1...): no clone there
+    "odd_space_id": "warning",  # an id holding a space other than U+0020 (kp\u00a01 reads kp 1): rename it
     "open_commit": "warning",  # a write interrupted by a crash; sync() finishes it
     "synonyms_file": "warning",  # the store's synonyms.json is unusable; the shipped table is used
     "retention_file": "error",  # retention.json (writes that decide fail) or retention_markers.json unusable

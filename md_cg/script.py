@@ -12,8 +12,10 @@ Folding
 * :func:`nfkc` -- NFKC alone, for the tokenizer (:mod:`md_cg.text`), which
   does its own lower-casing.
 * :func:`id_fold` -- NFC + case folding: the identity of a node id on the
-  case-insensitive, normalising file systems of macOS and Windows, and of a tag
-  in a tag filter. :func:`nfc` -- NFC alone (the same text, however composed).
+  case-insensitive, normalising file systems of macOS and Windows.
+  :func:`nfc` -- NFC alone (the same text, however composed).
+* :func:`tag_fold` -- NFKC + case folding, whitespace kept: the identity of a tag
+  in a tag filter and in a write's one-tag-once check (width and space variants too).
 
 The CJK class
 -------------
@@ -95,6 +97,7 @@ __all__ = [
     "singulars",
     "splits_cluster",
     "stem",
+    "tag_fold",
     "terminal_safe",
 ]
 
@@ -242,6 +245,18 @@ def id_fold(text: str) -> str:
     if text.isascii():
         return text.lower()  # NFC leaves ASCII as it is; its case folding is lower()
     return unicodedata.normalize("NFC", text).casefold()
+
+
+def tag_fold(tag: str) -> str:
+    """The identity of a tag: NFKC and case folding (:func:`fold` without collapsing
+    whitespace). Letter case, Unicode form (``re\u0301union``, NFD as macOS writes it),
+    width (``\uff50\uff52\uff4f\uff4a\uff45\uff43\uff54``, full-width from a Chinese
+    or Japanese input method) and space characters (U+00A0, U+3000 and the other spaces
+    NFKC makes U+0020) aside: what a tag filter matches by, for stored tags and filter
+    strings alike (session 42; session 41 folded case and Unicode form only)."""
+    if tag.isascii():
+        return tag.lower()  # NFKC leaves ASCII as it is; its case folding is lower()
+    return fold(tag, collapse=False)
 
 
 def escaped(text: str) -> str:

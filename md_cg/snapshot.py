@@ -58,7 +58,7 @@ import time
 import weakref
 import zlib
 from bisect import bisect_left
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -111,6 +111,9 @@ class Snapshot:
     #: the compacting process's notes of files a person changed after md-cg wrote them
     #: (:attr:`md_cg.engine.Engine.hand_after`), for the next sync to tell: see :data:`NOTES`
     notes: dict[str, Noted] = field(default_factory=dict)
+    #: the copies of duplicated ids as the last sync line naming each logged them, undecoded
+    #: (:attr:`md_cg.engine.Engine.copies_logged`): see :data:`COPIES`
+    copies: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -379,9 +382,11 @@ class _Columns:
 Parts = list[bytes | memoryview]
 
 
-def _sections(state: IndexState, notes: Mapping[str, Noted]) -> tuple[bytes, tuple[Parts, Parts]]:
-    """The entries section (JSON; with ``notes``: :data:`NOTES`) and the rows image (a split
-    image: eager part, lazy region) of ``state``."""
+def _sections(
+    state: IndexState, notes: Mapping[str, Noted], copies: Sequence[Any] = ()
+) -> tuple[bytes, tuple[Parts, Parts]]:
+    """The entries section (JSON; with ``notes``: :data:`NOTES`, with ``copies``:
+    :data:`COPIES`) and the rows image (a split image: eager part, lazy region) of ``state``."""
     out = _Columns()
     entries = state.entries
     table = entries.source if isinstance(entries.source, _Table) else None
@@ -426,6 +431,8 @@ def _sections(state: IndexState, notes: Mapping[str, Noted]) -> tuple[bytes, tup
     }
     if notes:
         body[NOTES] = _encode_notes(notes)
+    if copies:
+        body[COPIES] = list(copies)
     entries_blob = orjson.dumps(body)
     ptr = np.zeros(len(out.ends) + 1, dtype=np.uint64)
     ptr[1:] = out.ends
@@ -446,16 +453,17 @@ def encode_parts(
     generation: int | None = None,
     token: str | None = None,
     notes: Mapping[str, Noted] | None = None,
+    copies: Sequence[Any] = (),
 ) -> list[bytes | memoryview]:
     """The snapshot of ``state`` covering the log up to ``offsets`` (and keeping ``notes``:
-    :data:`NOTES`), as buffers to write in order.
+    :data:`NOTES`, and ``copies``: :data:`COPIES`), as buffers to write in order.
 
     The sections are not joined (the text image is mostly views of the index's
     own arrays): writing them one after the other needs no second copy.
     """
     state.flush_text()
     with no_gc():
-        entries_blob, (rows_parts, rows_lazy) = _sections(state, notes or {})
+        entries_blob, (rows_parts, rows_lazy) = _sections(state, notes or {}, copies)
     text_parts, text_lazy = state.text.to_split()
     header = orjson.dumps(
         {
@@ -482,16 +490,22 @@ def encode(
     generation: int | None = None,
     token: str | None = None,
     notes: Mapping[str, Noted] | None = None,
+    copies: Sequence[Any] = (),
 ) -> bytes:
-    """The snapshot bytes for ``state`` covering the log up to ``offsets`` (keeping ``notes``)."""
-    return b"".join(encode_parts(state, offsets, generation, token, notes))
+    """The snapshot bytes for ``state`` covering the log up to ``offsets`` (keeping ``notes``
+    and ``copies``)."""
+    return b"".join(encode_parts(state, offsets, generation, token, notes, copies))
 
 
 def write(
-    root: str, state: IndexState, offsets: dict[str, int], notes: Mapping[str, Noted] | None = None
+    root: str,
+    state: IndexState,
+    offsets: dict[str, int],
+    notes: Mapping[str, Noted] | None = None,
+    copies: Sequence[Any] = (),
 ) -> Header:
     """Write the snapshot atomically (the caller holds the exclusive store lock), keeping
-    ``notes`` (:data:`NOTES`).
+    ``notes`` (:data:`NOTES`) and ``copies`` (:data:`COPIES`).
 
     Its generation is one more than that of the snapshot it replaces (1 when
     there is none, or none of this version), read under the same lock.
@@ -510,7 +524,7 @@ def write(
     if old is not None and (held is None or old in held):
         was = held.get(old) if held is not None else None
         fsops.atomic_write(root, TOKEN_REL, f"{_line(old, was)}\n{_line(token, COMING)}".encode("ascii"))
-    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token, notes))
+    st = fsops.atomic_write(root, REL, encode_parts(state, offsets, generation, token, notes, copies))
     # the stamp: the file as it lies now (renamed into place under the lock held)
     fsops.atomic_write(root, TOKEN_REL, _line(token, identity(root)).encode("ascii"))
     return Header((st.st_ino, st.st_mtime_ns, st.st_size), dict(offsets), generation, token)
@@ -811,14 +825,18 @@ def _decode(
         return "damaged (the text index does not match the entries)"
     if root is not None:
         state.text.repair = _text_repair(root, state)
-    return _snapshot(state, header, ident, _unheld(notes, state, table, rows))
+    return _snapshot(state, header, ident, _unheld(notes, state, table, rows), _copies(body.get(COPIES)))
 
 
 def _snapshot(
-    state: IndexState, header: dict[str, Any], ident: tuple[int, int, int], notes: dict[str, Noted]
+    state: IndexState,
+    header: dict[str, Any],
+    ident: tuple[int, int, int],
+    notes: dict[str, Noted],
+    copies: list[Any],
 ) -> Snapshot:
     """The snapshot of ``state`` with what its header says of it (offsets, generation,
-    token), keeping ``notes``."""
+    token), keeping ``notes`` and ``copies``."""
     offsets = {str(k): int(v) for k, v in header["offsets"].items()}
     generation, token = header.get("generation"), header.get("token")
     return Snapshot(
@@ -828,7 +846,27 @@ def _snapshot(
         generation if isinstance(generation, int) else None,
         token if isinstance(token, str) else None,
         notes,
+        copies,
     )
+
+
+#: The entries section's key of the copies of duplicated ids as the last sync line naming
+#: each logged them (:mod:`md_cg.copyfate`; session 42): a compaction folds those lines, and
+#: without them a copy's fate not yet told to its scope's process was told to no process
+#: opened after it. Optional: a snapshot without it (an earlier version's) is read as
+#: before -- no copy logged --, and an earlier version's reader ignores it. Each item is
+#: checked by :func:`md_cg.copyfate.copies_in`; a value that is no list, or one longer than
+#: :data:`COPIES_MAX`, is left out whole (no fate is then told from it: nothing false).
+COPIES = "copies"
+#: At most this many :data:`COPIES` items are kept by a compaction (10,000 ids of two copies:
+#: :func:`md_cg.copyfate.items`), and more are not read: checking one costs ~5-70 µs (a
+#: loaded VM), so a crafted million would make every open take a minute.
+COPIES_MAX = 20_000
+
+
+def _copies(raw: object) -> list[Any]:
+    """:data:`COPIES` of an entries section, undecoded ([] when absent or unusable)."""
+    return raw if type(raw) is list and len(raw) <= COPIES_MAX else []
 
 
 #: the entries section's key of :attr:`IndexState.copy_fields` (added in session 40,

@@ -375,7 +375,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         check, refuse = self._edited_check(), self._check_writable
         with self._naming_lost():
             return editing.edit_text(
-                self._engine, node_id, change, durable=durable, check=check, refuse=refuse
+                self._engine, self._as_stored(node_id), change, durable=durable, check=check, refuse=refuse
             )
 
     def rename(
@@ -594,7 +594,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
     def verify(self, node_id: str, evidence: str, verdict: str) -> Node:
         """Apply evidence: ``confirmed`` (+0.05), ``weakened`` (-0.10) or ``falsified`` (to ``rejected/``)."""
-        self._visible(check_id(node_id))  # an archived or expired node says so (and how to get it back)
+        self._visible(check_id(node_id := self._as_stored(node_id)))  # an archived or expired node says so
         return loop.verify(self, node_id, evidence, verdict)
 
     def reflect(
@@ -831,7 +831,8 @@ def _refreshed(eng: Engine, scope: Scope | None) -> list[str]:
 def _forgotten(
     store: MdCG, node_ids: list[str], reason: str, force: bool, durable: bool | None, all_copies: bool
 ) -> list[Deleted]:
-    """:meth:`MdCG.forget_many`."""
+    """:meth:`MdCG.forget_many`; ids as :func:`md_cg.views.as_stored` spells them."""
+    node_ids = [store._as_stored(i) for i in node_ids]
     for e in filter(None, map(store._engine.state.entries.get, node_ids)):
         store._check_scope(e)
     with store._naming_lost():  # a file moved or deleted by hand is named, as by every write
@@ -850,7 +851,7 @@ def _forgotten(
 
 def _deleted(store: MdCG, node_id: str, force: bool, durable: bool | None, all_copies: bool) -> Deleted:
     """:meth:`MdCG.delete`."""
-    eng = store._engine
+    eng, node_id = store._engine, store._as_stored(node_id)
     incoming: list[tuple[str, str]] = []
     closed: list[str] = []
 
@@ -878,6 +879,7 @@ def _renamed(
     the id) is dropped and the rename goes ahead -- before session 36 it raised "no node
     with id" naming the new id (attack a2: 1-2 % of renames racing adds and forgets)."""
     eng, scope, audit, refuse = store._engine, store.scope, store.log(paths.AUDIT_DIR), store._check_writable
+    node_id = store._as_stored(node_id)  # the old id typed in another Unicode form: its memory
     go = functools.partial(editing.rename, eng, node_id, new_id, layer=layer, durable=durable, scope=scope)
     with store._naming_lost(added=[new_id]):  # a new id of a file moved or deleted by hand: as by add
         return views.past_stale_notes(eng, [new_id], lambda: go(audit=audit, refuse=refuse, path=path))

@@ -1114,11 +1114,14 @@ def _taken_elsewhere(store: MdCG, node_id: str) -> str | None:
 
 
 def _held(store: MdCG, node_id: str) -> Entry | None:
-    """The index entry of the node ``node_id`` in any state, or None."""
+    """The index entry of the node ``node_id`` in any state, or None -- also when the
+    store holds it in another Unicode form only (a read by id finds that one: a record
+    of it is told a twin, :func:`_taken_elsewhere`)."""
     try:
-        return store.entry(node_id, include_archived=True, include_expired=True)
+        e = store.entry(node_id, include_archived=True, include_expired=True)
     except NodeNotFoundError:
         return None
+    return e if e.id == node_id else None
 
 
 def _expired_here(held: Entry) -> bool:

@@ -77,7 +77,7 @@ from .node import (
 from .recall import InjectList, RecallStats
 from .reports import Finding
 from .resurface import Resurfaced
-from .script import distinct_labels, short_repr
+from .script import distinct_labels, nfc, short_repr
 from .visibility import Scope, Show
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only
@@ -104,6 +104,29 @@ def filter_meta(
     return {"tag": tags, "since": since, "until": until, "matching": matching}
 
 
+def as_stored(engine: Engine, scope: Scope | None, node_id: str) -> str:
+    """``node_id``, or the id of the memory the caller sees that it spells in another
+    Unicode normalisation form (``cafe\u0301``, NFD as macOS writes it, for a memory
+    stored as ``caf\u00e9``, or the other way round): a lookup by id finds the memory
+    under any canonically equivalent spelling, as tag filters do (session 42; before,
+    ``get`` answered "did you mean"). An id held itself is its own (two stored ids of one
+    spelling are two memories); one differing by letter case is not resolved (the
+    unknown-id error names it). An ASCII id, or anything not a string, is returned at
+    once: the common path pays one ``isascii`` (~40 ns)."""
+    if node_id.__class__ is not str or node_id.isascii():
+        return node_id
+    engine.fresh()
+    state = engine.state
+    if node_id in state.entries:
+        return node_id
+    spelled = nfc(node_id)
+    other = spelled if spelled in state.entries else state.keys.get(paths.id_key(node_id))
+    if other is None or nfc(other) != spelled:
+        return node_id
+    e = state.entries.get(other)
+    return other if e is not None and (scope is None or scope.admits(e)) else node_id
+
+
 class _Handle:
     """What the mixins use of the facade (set up by ``MdCG.__init__``)."""
 
@@ -122,6 +145,10 @@ class _Handle:
         def log(self, name: str) -> AppendLog: ...
 
         def _unknown(self, node_id: str, show: Show) -> NodeNotFoundError: ...  # Reads'
+
+    def _as_stored(self, node_id: str) -> str:
+        """``node_id`` as the memory the caller sees spells it (:func:`as_stored`)."""
+        return as_stored(self._engine, self._scope, node_id)
 
     @contextmanager
     def _naming_lost(
@@ -389,7 +416,7 @@ class Reads(_Handle):
 
     def entry(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Entry:
         """The index entry of a node (path, layer, bucket, judge inputs...)."""
-        return self._visible(node_id, Show(include_expired, include_archived))
+        return self._visible(self._as_stored(node_id), Show(include_expired, include_archived))
 
     def entries(
         self, layer: str | None = None, *, include_expired: bool = False, include_archived: bool = False
@@ -413,16 +440,30 @@ class Reads(_Handle):
 
     def path_of(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Path:
         """Absolute path of a node's file."""
-        return self.root / self._visible(node_id, Show(include_expired, include_archived)).path
+        show = Show(include_expired, include_archived)
+        return self.root / self._visible(self._as_stored(node_id), show).path
 
     def get(self, node_id: str, *, include_expired: bool = False, include_archived: bool = False) -> Node:
         """Read a node from its file. Raises NodeNotFoundError for an unknown id (and, with
-        the same text, for an out-of-scope one; an archived or expired one's error says so)."""
+        the same text, for an out-of-scope one; an archived or expired one's error says so).
+        An id typed in another Unicode form finds the memory (:func:`as_stored`)."""
+        node_id = self._as_stored(node_id)
         self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
-        return read_hiding(self._engine, self._scope, node_id)
+        node = read_hiding(self._engine, self._scope, node_id)
+        self._no_broken_copy(node_id)
+        return node
+
+    def _no_broken_copy(self, node_id: str) -> None:
+        """An unscoped handle's single read of an id one of whose other files cannot be read
+        as a memory is refused, naming it (:func:`md_cg.engine.broken_copy`)."""
+        if self._scope is None:
+            broken = engine_mod.broken_copy(self._engine, node_id)
+            if broken is not None:
+                raise broken
 
     def superseded_by(self, node_id: str) -> str | None:
         """The id of the node that supersedes ``node_id``, or None."""
+        node_id = self._as_stored(node_id)
         self._visible(node_id)
         return visibility.superseded_by(self._engine.state, node_id, self._scope)
 
@@ -443,6 +484,7 @@ class Reads(_Handle):
         ``valid_until``. A reopen (``update(node_id, valid_until=None)``, :meth:`reopen`)
         removes their edges, and those of the archived or expired nodes the caller sees
         that have one. An archived or expired ``node_id`` is looked at too."""
+        node_id = self._as_stored(node_id)
         self._visible(node_id, Show(include_expired=True, include_archived=True))
         return visibility.successors(self._engine.state, node_id, self._scope, time.time())
 
@@ -471,6 +513,8 @@ class Reads(_Handle):
             if node.id in self._engine:
                 return "created"
             previous = None
+        if previous is not None and previous.id != node.id:  # its other Unicode form: a twin
+            return "created"
         if previous is not None and previous.path != rel:
             return "moved"
         same = holds_as_written(self, node, rel, previous)
@@ -584,11 +628,14 @@ class Reads(_Handle):
         self, node_id: str, *, include_expired: bool = False, include_archived: bool = False
     ) -> str:
         """The node's file exactly as stored: frontmatter and body."""
+        node_id = self._as_stored(node_id)
         self._visible(check_id(node_id), Show(include_expired, include_archived))
         try:
-            return editing.read_text(self._engine, node_id, checked=self._scope is not None)
+            text = editing.read_text(self._engine, node_id, checked=self._scope is not None)
         except engine_mod.HeldNow as exc:
             raise held_hidden(self._engine, self._scope, exc) from None
+        self._no_broken_copy(node_id)
+        return text
 
     def bucket_sizes(self) -> dict[str, int]:
         """Knowledge bucket folder -> number of nodes the caller sees (``orphan`` included)."""
@@ -604,7 +651,7 @@ class Reads(_Handle):
         self, node_id: str, direction: str = "out", types: Iterable[str] | None = None, depth: int = 1
     ) -> list[graph.Neighbour]:
         """Nodes linked to ``node_id`` within ``depth`` edges (see :mod:`md_cg.graph`)."""
-        eng = self._engine
+        eng, node_id = self._engine, self._as_stored(node_id)
         with eng.lock:
             self._visible(check_id(node_id))  # an archived or expired node says so
             return graph.neighbours(
@@ -704,7 +751,7 @@ class Lifecycle(_Handle):
         shows them); nothing is deleted. Ids already archived are skipped; an
         unknown or out-of-scope id raises NodeNotFoundError before anything moves.
         """
-        wanted = retention.ids_of(ids)
+        wanted = [self._as_stored(i) for i in retention.ids_of(ids)]
         with self._naming_lost():
             moved, _ = self._engine.change_many(archive=wanted, durable=None, check=self._check_scope)
         self._note_archive("archive", moved, reason)
@@ -712,7 +759,7 @@ class Lifecycle(_Handle):
 
     def unarchive(self, ids: str | Sequence[str]) -> list[str]:
         """Move archived nodes back to where they were, byte for byte; return the ids moved."""
-        wanted = retention.ids_of(ids)
+        wanted = [self._as_stored(i) for i in retention.ids_of(ids)]
         with self._naming_lost(Show(include_archived=True)):  # a typed id: its archived twin named
             _, moved = self._engine.change_many(unarchive=wanted, durable=None, check=self._check_scope)
         self._note_archive("unarchive", moved, "")
@@ -765,6 +812,7 @@ class Lifecycle(_Handle):
         (either side) raises :class:`NodeNotFoundError` (:func:`md_cg.visibility.refuse_write`),
         a ``new_id`` that is itself superseded (a cycle, or a stale successor)
         :class:`InvalidArgumentError`; nothing is written."""
+        old_id, new_id = self._as_stored(old_id), self._as_stored(new_id)
         with self._engine.lock, self._naming_lost():
             self._engine.fresh()
             retention.supersede(
@@ -777,7 +825,7 @@ class Lifecycle(_Handle):
         record in the audit log, so it is no longer reported. Raises
         :class:`NodeNotFoundError` for an id the caller does not see, and
         :class:`InvalidArgumentError` for one that is not such a memory."""
-        eng = self._engine
+        eng, node_id = self._engine, self._as_stored(node_id)
         eng.ensure_writable()
         # under the id's lock, the index caught up: a forget since (another process) is seen
         with self._naming_lost(), eng.lock, eng.hold([check_id(node_id)]):
@@ -896,7 +944,7 @@ class Lifecycle(_Handle):
         guarded = held_to_scope(self._scope, change, self._engine.state.entries.get)
         check = self._writable_check(archived_ok=include_archived, expired_ok=include_expired)
         with self._naming_lost(Show(include_expired, include_archived)):
-            return self._engine.modify(node_id, guarded, durable=durable, check=check)
+            return self._engine.modify(self._as_stored(node_id), guarded, durable=durable, check=check)
 
     def _update(self, node_id: str, changes: dict[str, Any], durable: bool | None) -> Node:
         """``update`` (see :meth:`md_cg.store.MdCG.update`)."""
@@ -915,6 +963,7 @@ class Lifecycle(_Handle):
         it changed the file (:func:`_unless_same`: a change that leaves the file's bytes
         as they were writes nothing); warns, as ``add`` does, of an expiry given already
         past (the memory is hidden at once)."""
+        node_id = self._as_stored(node_id)
         check_changes(check_id(node_id), changes)
         now = time.time()
         decided: list[tuple[Node, temporal.RetentionDecision]] = []
@@ -1446,7 +1495,7 @@ class Recall(_Handle):
                 name="mode",
                 value=mode,
             )
-        ids = [check_id(i) for i in node_ids]
+        ids = [check_id(self._as_stored(i)) for i in node_ids]
         for node_id in ids:  # an id the caller does not see is absent, as for every write
             self._visible(node_id)
         self._record_event(mode, ids)
