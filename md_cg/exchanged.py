@@ -41,21 +41,6 @@ _KEPT_TAG = ".saved-"
 LANDED, AT_PATH = "landed", ""
 
 
-def put_new(d: fsops.Dir, src: str, dst: str) -> bool:
-    """Rename ``src`` to ``dst`` only while nothing is at ``dst`` (``RENAME_NOREPLACE``);
-    False when something is there. Where the flag cannot be asked, a look then a rename
-    (the window of before). ``FileNotFoundError`` when ``src`` is missing."""
-    try:
-        if fsops.rename2(d.fd, src, dst, fsops.RENAME_NOREPLACE):
-            return True
-    except FileExistsError:
-        return False
-    if d.exists(dst):
-        return False
-    d.replace(src, dst)
-    return True
-
-
 def kept_name(d: fsops.Dir, name: str, mtime: float) -> str:
     """A visible name beside ``name`` for a person's file kept there: ``<stem>.saved-<its
     mtime, UTC>.md`` (``-2``, ``-3``... when taken)."""
@@ -75,7 +60,7 @@ def keep_aside(d: fsops.Dir, tmp: str, name: str) -> str:
     ``name`` (:func:`kept_name`), never replacing a file there; returns that name."""
     while True:  # a name taken between the look and the rename: the next one
         out = kept_name(d, name, d.lstat(tmp).st_mtime)
-        if put_new(d, tmp, out):
+        if d.rename_new(tmp, out):
             return out
 
 
@@ -102,7 +87,7 @@ def newer_back(d: fsops.Dir, tmp: str, name: str) -> str | None:
         if not _exchange(d, tmp, name):
             return None
     except FileNotFoundError:
-        if put_new(d, tmp, name):
+        if d.rename_new(tmp, name):
             return None
     return keep_aside(d, tmp, name)
 
@@ -136,7 +121,7 @@ def settle(d: fsops.Dir, tmp: str, name: str, known: Known) -> str:
         return keep_aside(d, tmp, name)
     for _ in range(3):
         if not d.exists(name):
-            if put_new(d, tmp, name):
+            if d.rename_new(tmp, name):
                 return AT_PATH
             continue  # a file put there meanwhile: look again
         if not ours(name):
@@ -162,7 +147,7 @@ def place(d: fsops.Dir, tmp: str, name: str, known: Known) -> bool:
     exchange, the file displaced checked after it (a save landing after the check is put
     back: :func:`settle`); a new file only where nothing is. True when it is in place."""
     if known.was_read is None:
-        if put_new(d, tmp, name):
+        if d.rename_new(tmp, name):
             return True
         d.unlink(tmp)  # a file made there since the check: left; this unacknowledged one goes
         return False

@@ -334,6 +334,8 @@ def temp_is_abandoned(name: str, mtime: float, now: float | None = None) -> bool
 RENAME_NOREPLACE, RENAME_EXCHANGE = 1, 2
 #: errnos by which ``renameat2`` says it cannot (no such call, a file system without the flag)
 _NO_RENAME2 = {errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP, errno.ENOTSUP}
+#: errnos by which ``link`` says the file system has no hard links
+_NO_LINK = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.ENOSYS, errno.EMLINK, errno.EXDEV}
 
 
 @functools.cache
@@ -489,6 +491,42 @@ class Dir:
         ``RENAME_EXCHANGE``): True when done, False where the system or the file system
         cannot (then nothing changed). ``FileNotFoundError`` when either is missing."""
         return rename2(self.fd, a, b, RENAME_EXCHANGE)
+
+    def set_aside(self, name: str, tmp: str) -> None:
+        """Rename the file ``name`` to ``tmp``, a fresh temp name (:func:`temp_name`), to be
+        checked before it is removed: whatever is at ``name`` at that instant is what is
+        moved, and nothing saved over ``name`` after it can be removed by mistake (a check
+        then an unlink removed a save landing between the two). ``FileNotFoundError``
+        when nothing is there."""
+        os.rename(name, tmp, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+
+    def rename_new(self, src: str, dst: str) -> bool:
+        """Rename ``src`` (a name of md-cg's own: a temp file) to ``dst`` only while nothing
+        is at ``dst``: True when done, False when something is there (nothing changed).
+        ``renameat2(RENAME_NOREPLACE)``; where the system or file system cannot, a hard
+        link then the unlink of ``src`` (``link`` never replaces); where neither can, a
+        look then a plain rename (the window of before). ``FileNotFoundError`` when
+        ``src`` is missing."""
+        try:
+            if rename2(self.fd, src, dst, RENAME_NOREPLACE):
+                return True
+        except FileExistsError:
+            return False
+        try:
+            os.link(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd, follow_symlinks=False)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            if exc.errno not in _NO_LINK:
+                raise
+            try:
+                os.lstat(dst, dir_fd=self.fd)
+            except FileNotFoundError:
+                os.replace(src, dst, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+                return True
+            return False
+        os.unlink(src, dir_fd=self.fd)
+        return True
 
     def start_writeback(self, name: str) -> None:
         """Start writing the file ``name`` back to disk, without waiting (Linux

@@ -16,7 +16,9 @@ owns it (holding the store lock shared and the stripe locks of its ids):
    the temp files and the line are then fsynced, all at once;
 3. the temp files are renamed over their targets -- a file a read-modify-write
    read, by an exchange checked against the stamp read (:func:`_swap_in`) --
-   then the dels unlinked
+   then the dels unlinked (a guarded del's file -- a move's old file -- is renamed
+   aside to a temp name logged in the line and checked there once the puts are in
+   place, then removed: :func:`_remove_checked`)
    (durable: then their folders are fsynced) -- a del given the stamp of its
    file as read (:func:`stamp`) only when the file still has it, so that a
    file replaced since (another memory saved over a copy) is not removed;
@@ -71,8 +73,8 @@ import os
 import stat as statmod
 import time
 import zlib
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from . import exchanged, fsops, paths
@@ -135,6 +137,10 @@ class Commit:
     #: versions): a file at a temp name with another inode is the one a put displaced by
     #: an exchange (:func:`_settle_exchanges`)
     made: tuple[int, ...] | None = None
+    #: per del, the temp name its file is renamed to before it is checked and removed (a
+    #: guarded del: a move's old file; :func:`_set_aside`), None for the others; None in
+    #: lines that log none (``aside``)
+    aside: tuple[str | None, ...] | None = None
 
     @property
     def key(self) -> tuple[str, int]:
@@ -160,8 +166,12 @@ def _commit_record(
     replaces: list[Stamp | None],
     dels: Sequence[tuple[str, str]],
     removes: list[Stamp | None],
+    asides: Sequence[str | None] = (),
 ) -> dict[str, Any]:
     """The ``commit`` line of :meth:`Journal.commit` (see the module docstring)."""
+    # the temp name each guarded del's file is set aside to before it is checked: a
+    # recovery puts it back (:func:`_settle_asides`)
+    aside = {"aside": list(asides)} if any(a is not None for a in asides) else {}
     return {
         "op": "commit",
         "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
@@ -174,6 +184,7 @@ def _commit_record(
         # the temp files' inodes: a file at a temp name with another is one an exchange
         # displaced (:func:`_settle_exchanges`)
         "made": [st.st_ino for st in stats],
+        **aside,
     }
 
 
@@ -210,7 +221,8 @@ class Journal:
         #: called between the steps of a commit with the step's name (tests
         #: inject crashes here): ``temps`` (temp files written), ``logged``
         #: (commit line appended), ``exchanged-<k>`` (k guarded files exchanged into
-        #: place, the k-th not checked yet: :func:`_swap_in`), ``rename-<k>`` (k files
+        #: place, the k-th not checked yet: :func:`_swap_in`), ``aside-<k>`` (k guarded
+        #: dels' files set aside, the k-th not checked yet: :func:`_set_asides`), ``rename-<k>`` (k files
         #: in place),
         #: ``renamed`` (all of them), ``deleted`` (dels done, ``done`` not yet)
         self.fault: Callable[[str], None] | None = None
@@ -309,7 +321,9 @@ class Journal:
             if not durable and guard:
                 _start_writebacks(puts, temps, guard, dirs)
             self._step("temps")
-            record = _commit_record(puts, temps, stats, replaces, dels, _del_stamps(dels, dirs, read or {}))
+            asides = [fsops.temp_name(_split(rel)[1]) if rel in (guard or {}) else None for _, rel in dels]
+            removes = _del_stamps(dels, dirs, read or {})
+            record = _commit_record(puts, temps, stats, replaces, dels, removes, asides)
             try:
                 shard, nbytes, seq = self.append([record])
             except BaseException:
@@ -325,14 +339,11 @@ class Journal:
             self._step("logged")
             checked = self._guarded(guard, read, puts, dels, temps, dirs, (shard, seq, record), advance, held)
             try:
-                swapped = _swap_in(puts, order, temps, stats, guard or {}, dirs, self._step)
-                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, checked, swapped)
-            except _SaveLanded as landed:
-                # a person's save renamed over the file after the guard's check: put back at
-                # its path, nothing of this commit in place -- refused as the guard refuses
+                placed = _swap_in(puts, order, temps, stats, guard or {}, dirs, self._step, (dels, asides))
+                spared = self._apply(puts, order, temps, stats, dels, dirs, applied, checked, placed)
+            except _SaveLanded as landed:  # a person's save, put back: refused as the guard refuses
                 self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
-                ids = {p.rel: p.node_id for p in puts}
-                raise ChangedSinceRead([(ids[landed.rel], landed.rel)]) from None
+                raise ChangedSinceRead([(landed.node_id(puts, dels), landed.rel)]) from None
             except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -508,21 +519,25 @@ class Journal:
         dirs: fsops.FolderCache,
         applied: Callable[[Put, os.stat_result], None],
         read: Mapping[str, Stamp],
-        swapped: Collection[int] = (),
+        placed: _Placed | None = None,
     ) -> list[str]:
-        """Rename the temp files into place in ``order`` (those of ``swapped`` are in place
+        """Rename the temp files into place in ``order`` (those ``placed`` are in place
         already: :func:`_swap_in`), then do the dels, except those whose file changed
-        since it was ``read`` (returned).
+        since it was ``read`` (returned); a del ``placed`` set aside (checked already) is
+        done by removing the file set aside.
 
         ``applied`` is called as each file lands; when ``order`` is not the puts' own
         (a batch over many folders), once all have landed, in the puts' order (the
         index gets its entries in the same order either way)."""
         inline = isinstance(order, range)
+        placed = placed or _Placed()
+        done = {*placed.swapped, *placed.landed}
         for n, i in enumerate(order):
             put = puts[i]
             parent, name = _split(put.rel)
-            if i not in swapped:
+            if i not in done:
                 dirs.get(parent).replace(temps[i], name)
+                placed.plain.append(i)
             if inline:
                 applied(put, stats[i])
             if self.fault is not None:
@@ -531,10 +546,15 @@ class Journal:
             for put, st in zip(puts, stats, strict=True):
                 applied(put, st)
         self._step("renamed")
+        _remove_checked(puts, temps, stats, dels, placed, dirs, read, self._step)
         spared: list[str] = []
         for k in _folder_order([rel for _, rel in dels], dirs.size):
             rel = dels[k][1]
             parent, name = _split(rel)
+            if k in placed.gone or k in placed.asides:
+                if k in placed.gone or not dirs.get(parent).unlink(placed.asides[k]):
+                    spared.append(rel)  # moved or removed by hand before it was set aside
+                continue
             try:
                 d = dirs.get(parent)
             except (FileNotFoundError, NotADirectoryError):
@@ -648,12 +668,12 @@ def roll_forward(
     whole when a file of it is not (a ``cp -r`` keeps no mtime: a hand edit since the
     crash cannot be told from the copy), never applied in part: until session 39 (attack
     atk7) such a copy's recovery put a batch's new ids in place and left all its
-    overwrites (``left_as_edited``), removing their temp files.
-    """
+    overwrites (``left_as_edited``), removing their temp files."""
+    if _settle_asides(root, c, copied):  # a person's save set aside: undone whole (:func:`_unswap`)
+        return False
     settled = _settle_exchanges(root, c, copied)
     states = _put_states(root, c, copied)
-    stamp = _written_by(root, c)
-    limit = None if stamp is None else stamp + int(_CLOCK_SLACK * 1e9)
+    limit = None if (stamp := _written_by(root, c)) is None else stamp + int(_CLOCK_SLACK * 1e9)
     later = _later_ids(root, c, states, limit, copied) | settled
     back = "bad" in states and "landed" not in states
     if copied and later and "landed" not in states:
@@ -980,18 +1000,25 @@ def _place(d: fsops.Dir, c: Commit, i: int, copied: bool) -> bool:
     if c.replaces is None:  # a line of an earlier version: the rename of before
         d.replace(tmp, name)
         return True
-    logged = c.replaces[i]
+    return exchanged.place(d, tmp, name, _known(d, c, i, copied))
+
+
+def _known(d: fsops.Dir, c: Commit, i: int, copied: bool) -> exchanged.Known:
+    """How recovery tells put ``i``'s files in ``d`` (:class:`md_cg.exchanged.Known`): its
+    own file (:func:`_ours`), whole or not, and the file it read (its ``replaces`` stamp,
+    :func:`_was_read`; None when it replaced none, or the line logs no stamps)."""
+    logged = None if c.replaces is None else c.replaces[i]
 
     def read(st: os.stat_result) -> bool:
         return _was_read(st, logged, copied)
 
-    def ours(n: str, whole: bool = True) -> bool:
-        return _ours(d, n, c, i, copied, whole)
+    def ours(n: str) -> bool:
+        return _ours(d, n, c, i, copied)
 
     def made_here(n: str) -> bool:
         return _ours(d, n, c, i, copied, whole=False)
 
-    return exchanged.place(d, tmp, name, exchanged.Known(ours, None if logged is None else read, made_here))
+    return exchanged.Known(ours, None if logged is None else read, made_here)
 
 
 def _stamp_at(d: fsops.Dir, name: str) -> Stamp | None:
@@ -1112,6 +1139,27 @@ class _SaveLanded(Exception):
         super().__init__(rel)
         self.rel = rel
 
+    def node_id(self, puts: Sequence[Put], dels: Sequence[tuple[str, str]]) -> str:
+        """The id of the put or del at the path."""
+        return ({p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels})[self.rel]
+
+
+@dataclass
+class _Placed:
+    """What :func:`_swap_in` did before the other renames -- the puts exchanged into place
+    (``swapped``), the guarded puts whose file had gone renamed in without replacing
+    (``landed``) -- and :func:`_set_asides` after them: the dels whose file it set aside
+    and checked (del index -> temp name: ``asides``) and the guarded dels whose file had
+    gone (``gone``)."""
+
+    swapped: list[int] = field(default_factory=list)
+    landed: list[int] = field(default_factory=list)
+    asides: dict[int, str] = field(default_factory=dict)
+    gone: set[int] = field(default_factory=set)
+    #: the puts :meth:`Journal._apply` renamed in; the temp name of each del to set aside
+    plain: list[int] = field(default_factory=list)
+    planned: Sequence[str | None] = ()
+
 
 def _swap_in(
     puts: Sequence[Put],
@@ -1121,46 +1169,108 @@ def _swap_in(
     guard: Mapping[str, Stamp],
     dirs: fsops.FolderCache,
     step: Callable[[str], None],
-) -> list[int]:
+    dels: tuple[Sequence[tuple[str, str]], Sequence[str | None]] = ((), ()),
+) -> _Placed:
     """Put each guarded put's file in place by exchanging it with the file at its path
     (``renameat2(RENAME_EXCHANGE)``: :meth:`md_cg.fsops.Dir.exchange`), before any other
     rename, and check the file so displaced -- now at the temp name -- is the one the guard
     checked (its :func:`stamp`). Another: a person's save (an editor writes a temp file and
     renames it over the path) landed between the check and the rename, which replaced it
-    (session 40: 57 of 6,012 lines lost so). Then every exchange made is undone
-    (:func:`_put_back`) and :class:`_SaveLanded` raised: the commit is refused like one
-    the guard refuses. Once all are checked the displaced files are removed (a late append
-    through a descriptor of one is carried: :func:`_carry_late_appends`). Returns the
-    indexes of the puts now in place. A put whose file is gone from its path, and all of
-    them where the system or file system cannot exchange (not Linux, EINVAL), are left to
-    :meth:`Journal._apply`'s rename -- the behaviour before (that window stays there).
+    (session 40: 57 of 6,012 lines lost so). Then each guarded put whose file had gone from
+    its path is renamed in only while nothing is there (:meth:`md_cg.fsops.Dir.rename_new`:
+    a file a person put there meanwhile is not replaced). On either, every step done is
+    undone (:func:`_put_back`) and :class:`_SaveLanded` raised: the commit is refused like
+    one the guard refuses. Once the other puts are in place, each guarded del's file (a
+    move's old file; ``dels``: the dels and their temp names) is set aside and checked the
+    same way (:func:`_remove_checked`), and only then are the displaced files removed (a
+    late append through a descriptor of one is carried: :func:`_carry_late_appends`).
+    Returns what is in place (:class:`_Placed`). Where the system or file system cannot exchange (not
+    Linux, EINVAL) the guarded puts are left to :meth:`Journal._apply`'s rename -- the
+    behaviour before (that window stays there).
     A kill between an exchange and the removal leaves the displaced file at the temp name,
-    for recovery (:func:`_settle_exchanges`). What this does not close: from the exchange
+    for recovery (:func:`_settle_exchanges`); one after a del's file was set aside leaves it
+    there (:func:`_settle_asides`). What this does not close: from the exchange
     to its undoing md-cg's file is at the path -- microseconds, a millisecond or more on a
     busy ext4 -- and a program that reads the file then and saves what it read over it
     again builds on md-cg's file, not on the save (docs/reliability.md, Known limits)."""
-    swapped: list[int] = []
-    for i in [i for i in order if guard.get(puts[i].rel) is not None]:
-        put = puts[i]
-        was = guard[put.rel]
-        parent, name = _split(put.rel)
-        d = dirs.get(parent)
-        if _stamp_at(d, name) not in (was, None):  # saved since the check: refused unseen
-            _put_back(puts, temps, stats, swapped, dirs)
-            raise _SaveLanded(put.rel)
-        try:
-            if not d.exchange(temps[i], name):
-                break
-        except FileNotFoundError:
-            continue  # moved or removed by hand: the put lands as before the guard
-        swapped.append(i)
-        step(f"exchanged-{len(swapped)}")
-        if _stamp_at(d, temps[i]) != was:
-            _put_back(puts, temps, stats, swapped, dirs)
-            raise _SaveLanded(put.rel)
-    for i in swapped:
+    placed, gone = _Placed(planned=dels[1]), []
+    try:
+        for i in [i for i in order if guard.get(puts[i].rel) is not None]:
+            put = puts[i]
+            was = guard[put.rel]
+            parent, name = _split(put.rel)
+            d = dirs.get(parent)
+            if _stamp_at(d, name) not in (was, None):  # saved since the check: refused unseen
+                raise _SaveLanded(put.rel)
+            try:
+                if not d.exchange(temps[i], name):
+                    break
+            except FileNotFoundError:
+                gone.append(i)  # moved or removed by hand: the put lands if nothing is there
+                continue
+            placed.swapped.append(i)
+            step(f"exchanged-{len(placed.swapped)}")
+            if _stamp_at(d, temps[i]) != was:
+                raise _SaveLanded(put.rel)
+        for i in gone:
+            if not dirs.get(_split(puts[i].rel)[0]).rename_new(temps[i], _split(puts[i].rel)[1]):
+                raise _SaveLanded(puts[i].rel)  # a file put at the path since the check
+            placed.landed.append(i)
+    except _SaveLanded:
+        _put_back(puts, temps, stats, placed, dirs, dels[0])
+        raise
+    return placed
+
+
+def _remove_checked(
+    puts: Sequence[Put],
+    temps: list[str],
+    stats: list[os.stat_result],
+    dels: Sequence[tuple[str, str]],
+    placed: _Placed,
+    dirs: fsops.FolderCache,
+    read: Mapping[str, Stamp],
+    step: Callable[[str], None],
+) -> None:
+    """Every put in place: set the file of each guarded del aside and check it
+    (:func:`_set_asides`), then remove the files the exchanges displaced. A save found
+    there: every put and exchange undone (:func:`_put_back`), :class:`_SaveLanded`."""
+    try:
+        _set_asides(dels, read, dirs, step, placed)
+    except _SaveLanded:
+        _put_back(puts, temps, stats, placed, dirs, dels, read)
+        raise
+    for i in placed.swapped:
         dirs.get(_split(puts[i].rel)[0]).unlink(temps[i])
-    return swapped
+
+
+def _set_asides(
+    rels: Sequence[tuple[str, str]],
+    read: Mapping[str, Stamp],
+    dirs: fsops.FolderCache,
+    step: Callable[[str], None],
+    placed: _Placed,
+) -> None:
+    """Set the file of each guarded del (a move's, a rename's old file) aside to its temp
+    name (``placed.planned``, logged in the commit line) and check that the file so moved
+    is the one read (``read``, the guard's stamps): another is a person's save landing
+    after the check, which a look then an unlink removed (session 41) --
+    :class:`_SaveLanded`. A file gone from its path is nothing to remove (``gone``)."""
+    for k in _folder_order([rel for _, rel in rels], dirs.size):
+        tmp, rel = placed.planned[k] if placed.planned else None, rels[k][1]
+        if tmp is None:
+            continue
+        parent, name = _split(rel)
+        try:
+            d = dirs.get(parent)
+            d.set_aside(name, tmp)
+        except (FileNotFoundError, NotADirectoryError):
+            placed.gone.add(k)
+            continue
+        placed.asides[k] = tmp
+        step(f"aside-{len(placed.asides)}")
+        if _stamp_at(d, tmp) != read[rel]:
+            raise _SaveLanded(rel)
 
 
 def _start_writebacks(
@@ -1180,16 +1290,36 @@ def _put_back(
     puts: Sequence[Put],
     temps: list[str],
     stats: list[os.stat_result],
-    swapped: list[int],
+    placed: _Placed,
     dirs: fsops.FolderCache,
+    dels: Sequence[tuple[str, str]] = (),
+    read: Mapping[str, Stamp] | None = None,
 ) -> None:
-    """Undo :func:`_swap_in`'s exchanges, the last first: each displaced file back at its
-    path, this commit's file at its temp name. Should the file exchanged back not be this
-    commit's (a person saved over the path again meanwhile), that newer save goes back to
-    the path and the earlier one is kept beside it (:func:`md_cg.exchanged.newer_back`);
-    should the path be empty (the file removed meanwhile), the displaced file is renamed
-    back to it."""
-    for i in reversed(swapped):
+    """Undo what :func:`_swap_in` and :meth:`Journal._apply` did, the last first. Each
+    file set aside goes back to its path while nothing is there; a file there by then (a
+    newer save) stays, and the one set aside is removed only while it is the file read
+    (``read``), kept beside it otherwise (:func:`_aside_back`). A put renamed in goes back
+    to its temp name; should the file there be a person's (saved over it since), it goes
+    back to the path, or beside a newer file there (:func:`md_cg.exchanged.keep_aside`).
+    Each exchange is undone: the displaced file back at its path, this commit's file at its
+    temp name; should the file exchanged back not be this commit's (a person saved over the
+    path again meanwhile), that newer save goes back to the path and the earlier one is kept
+    beside it (:func:`md_cg.exchanged.newer_back`); should the path be empty (the file
+    removed meanwhile), the displaced file is renamed back to it."""
+    for k, tmp in reversed(placed.asides.items()):
+        parent, name = _split(dels[k][1])
+        logged = None if read is None else read.get(dels[k][1])
+        _aside_back(dirs.get(parent), tmp, name, functools.partial(_was_read, logged=logged, copied=False))
+    for i in reversed(placed.landed + placed.plain):
+        parent, name = _split(puts[i].rel)
+        d = dirs.get(parent)
+        try:
+            d.set_aside(name, temps[i])
+        except FileNotFoundError:
+            continue  # removed meanwhile: nothing of this commit there
+        if d.lstat(temps[i]).st_ino != stats[i].st_ino and not d.rename_new(temps[i], name):
+            exchanged.keep_aside(d, temps[i], name)
+    for i in reversed(placed.swapped):
         parent, name = _split(puts[i].rel)
         d = dirs.get(parent)
         try:
@@ -1216,43 +1346,99 @@ def _settle_exchanges(root: str, c: Commit, copied: bool = False) -> set[str]:
     out: set[str] = set()
     if c.made is None or c.replaces is None or c.checks is None:
         return out
-    for i, (node_id, rel, tmp) in enumerate(c.puts):
-        parent, name = _split(rel)
-        if not _safe_temp(tmp, name):
-            continue
-        gone = (FileNotFoundError, NotADirectoryError, UnsafePathError)
-        with contextlib.suppress(*gone), fsops.Dir(root, parent) as d:
-            if not d.exists(tmp) or not _displaced(d, tmp, c, i, copied):
-                continue
-            logged = c.replaces[i]
 
-            def read(st: os.stat_result, logged: Stamp | None = logged) -> bool:
-                return _was_read(st, logged, copied)
+    def settle(i: int, d: fsops.Dir, tmp: str, name: str) -> None:
+        if not d.exists(tmp) or not _displaced(d, tmp, c, i, copied):
+            return
+        if exchanged.settle(d, tmp, name, _known(d, c, i, copied)) != exchanged.LANDED:
+            out.add(c.puts[i][0])
 
-            def ours(n: str, d: fsops.Dir = d, i: int = i, whole: bool = True) -> bool:
-                return _ours(d, n, c, i, copied, whole)
-
-            def made_here(n: str, d: fsops.Dir = d, i: int = i) -> bool:
-                return _ours(d, n, c, i, copied, whole=False)
-
-            if exchanged.settle(d, tmp, name, exchanged.Known(ours, read, made_here)) != exchanged.LANDED:
-                out.add(node_id)
+    _at_temps(root, [(rel, tmp) for _, rel, tmp in c.puts], settle)
     return out
-    for i, (node_id, rel, tmp) in enumerate(c.puts):
-        parent, name = _split(rel)
-        if not _safe_temp(tmp, name):
-            continue
-        gone = (FileNotFoundError, NotADirectoryError, UnsafePathError)
-        with contextlib.suppress(*gone), fsops.Dir(root, parent) as d:
-            st = d.lstat(tmp)
-            if not statmod.S_ISREG(st.st_mode) or st.st_ino == c.made[i]:
-                continue
-            if stamp(st) == c.replaces[i] or (d.exists(name) and not _holds(d, name, c.checks[i])):
+
+
+def _settle_asides(root: str, c: Commit, copied: bool) -> bool:
+    """Before a dead commit is rolled forward: each file a guarded del set aside
+    (:func:`_set_asides`; ``aside``) is renamed back to its path, the writer killed before
+    it checked or removed it -- the roll-forward then removes it as any del, after the puts
+    are in place, when it is the one logged (``removes``). Should a file be at the path by
+    then (saved after the kill), that one stays and the one set aside, older, is removed.
+    Returns whether one set aside is not the file logged: a person's save landed between
+    the guard's check and the setting aside, and the commit is then undone whole
+    (:func:`_unswap`), as its writer would have undone it -- rolled forward, a move left
+    the save beside the moved memory, a rename the old id beside the new."""
+    saved: list[int] = []
+
+    def settle(k: int, d: fsops.Dir, tmp: str, name: str) -> None:
+        logged = None if c.removes is None else c.removes[k]
+
+        def read(st: os.stat_result) -> bool:
+            return _was_read(st, logged, copied)
+
+        if not read(d.lstat(tmp)):
+            saved.append(k)
+        _aside_back(d, tmp, name, read)
+
+    _at_temps(root, list(zip([rel for _, rel in c.dels], c.aside or (), strict=False)), settle)
+    if saved:
+        _unswap(root, c, copied)
+    return bool(saved)
+
+
+def _aside_back(d: fsops.Dir, tmp: str, name: str, read: Callable[[os.stat_result], bool]) -> None:
+    """Put a del's file set aside at ``tmp`` back at its path ``name`` while nothing is
+    there. A file there by then (saved meanwhile) stays; the one set aside is removed when
+    it is the file read (``read``: that save replaced it), and a person's (a save landing
+    before it was set aside) is kept beside it (:func:`md_cg.exchanged.keep_aside`): until
+    the merge of session 42 it was removed as "older"."""
+    if d.rename_new(tmp, name):
+        return
+    if read(d.lstat(tmp)):
+        d.unlink(tmp)
+    else:
+        exchanged.keep_aside(d, tmp, name)
+
+
+def _unswap(root: str, c: Commit, copied: bool) -> None:
+    """Undo a dead commit whose guarded del found a person's save (a file set aside that is
+    not the one read: :func:`_settle_asides`): each file an exchange displaced to a put's
+    temp name goes back to the path by an exchange with this commit's file there, checked
+    (:func:`md_cg.exchanged.settle`: a save landing meanwhile is put back; beside a
+    person's later file at the path it is kept as ``<stem>.saved-<time>.md``); a put
+    renamed in (a move's new file) is taken back -- removed while it is this put's file
+    whole, else put back or kept beside a file there; this commit's temp files are
+    removed. Nothing a person saved is removed."""
+
+    def undo(i: int, d: fsops.Dir, tmp: str, name: str) -> None:
+        known = _known(d, c, i, copied)
+        if not d.exists(tmp):  # landed by a rename: taken back
+            d.set_aside(name, tmp)
+            if known.ours(tmp):
                 d.unlink(tmp)
-                continue
-            d.replace(tmp, name)
-            out.add(node_id)
-    return out
+            elif not d.rename_new(tmp, name):
+                exchanged.keep_aside(d, tmp, name)
+        elif known.made_here is not None and known.made_here(tmp):
+            d.unlink(tmp)  # this put's temp file, never placed
+        else:
+            exchanged.settle(d, tmp, name, replace(known, was_read=None))
+
+    _at_temps(root, [(rel, tmp) for _, rel, tmp in c.puts], undo)
+
+
+def _at_temps(
+    root: str, items: Sequence[tuple[str, str | None]], act: Callable[[int, fsops.Dir, str, str], None]
+) -> None:
+    """``act(k, folder, temp name, name)`` for each (path, temp name) of ``items`` whose temp
+    name is one of md-cg's beside it; a folder or file gone (or unsafe) ends its ``act``."""
+    for k, (rel, tmp) in enumerate(items):
+        parent, name = _split(rel)
+        if tmp is None or not _safe_temp(tmp, name):
+            continue
+        with (
+            contextlib.suppress(FileNotFoundError, NotADirectoryError, UnsafePathError),
+            fsops.Dir(root, parent) as d,
+        ):
+            act(k, d, tmp, name)
 
 
 def _stamp_item(st: Stamp | None) -> list[int] | None:
@@ -2067,7 +2253,18 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
         replaces=_stamps(rec.get("replaces"), len(full)) if commit else None,
         removes=_stamps(rec.get("removes"), len(dels)) if commit else None,
         made=_inodes(rec.get("made"), len(full)) if commit else None,
+        aside=_asides(rec.get("aside"), dels) if commit else None,
     )
+
+
+def _asides(value: Any, dels: list[tuple[str, ...]]) -> tuple[str | None, ...] | None:
+    """A commit line's ``aside`` list (a temp name or null per del); None when absent or
+    malformed -- a name that is not a temp name beside its del's file included."""
+    if not isinstance(value, list) or len(value) != len(dels):
+        return None
+    if not all(a is None or _safe_temp(a, _split(d[1])[1]) for a, d in zip(value, dels, strict=True)):
+        return None
+    return tuple(value)
 
 
 def _inodes(value: Any, count: int) -> tuple[int, ...] | None:

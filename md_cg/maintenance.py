@@ -375,6 +375,7 @@ def _remove_abandoned_temps(
         return []
     engine.catch_up()
     named = {tmp for c in engine.cursor.pending.values() for _, _, tmp in c.puts}
+    named |= {tmp for c in engine.cursor.pending.values() for tmp in c.aside or () if tmp is not None}
     return [
         rel
         for rel in candidates

@@ -38,6 +38,20 @@ SAVE = (
     "open(p + '.swp', 'w').write(data + 'HAND%s\\n' % sys.argv[3]); os.rename(p + '.swp', p)"
 )
 
+# A child's end (tests/test_move_s42.py's too): killed at the journal step ``kill``, else
+# ``op`` run and its outcome printed with the count of saves made.
+END = (
+    textwrap.dedent(
+        """
+    def fault(step):
+        if step == kill:
+            os.kill(os.getpid(), signal.SIGKILL)
+    """
+    )
+    + RUN_OP
+    + 'print(json.dumps({**out, "saves": saves[0]}))\n'
+)
+
 # The child (argv[3]: "target mode k kill"): with mode ``check``, after the guard has
 # checked the files of each of the first ``k`` commits, the person saves ``target``'s file
 # (SAVE); with mode ``exchange``, just before md-cg's ``k``-th exchange (the step after the
@@ -72,13 +86,9 @@ CHILD = (
         J._changed_since = after_check
     else:
         F.Dir.exchange = before_exchange
-    def fault(step):
-        if step == kill:
-            os.kill(os.getpid(), signal.SIGKILL)
     """
     )
-    + RUN_OP
-    + 'print(json.dumps({**out, "saves": saves[0]}))\n'
+    + END
 )
 
 
@@ -91,13 +101,16 @@ def _store(root: Path) -> str:
 def _child(
     root: Path, op: str, *, target: str = "x", mode: str = "check", k: int = 1, kill: str = "-"
 ) -> dict[str, object]:
+    return spawn(CHILD, root, op, f"{target} {mode} {k} {kill}", kill != "-")
+
+
+def spawn(child: str, root: Path, op: str, arg: str, kill: bool = False) -> dict[str, object]:
+    """Run ``child`` (the store ``root``, ``op``, ``arg``): its outcome, or {"killed": True}
+    when it is to die by SIGKILL (tests/test_move_s42.py's children too)."""
     done = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root), op, f"{target} {mode} {k} {kill}"],
-        capture_output=True,
-        text=True,
-        timeout=120,
+        [sys.executable, "-c", child, str(root), op, arg], capture_output=True, text=True, timeout=120
     )
-    if kill != "-":
+    if kill:
         assert done.returncode == -signal.SIGKILL, done.stderr
         return {"killed": True}
     assert done.returncode == 0, done.stderr

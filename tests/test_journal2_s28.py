@@ -152,6 +152,15 @@ def _unlink_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         return real(self, name)
 
     monkeypatch.setattr(fsops.Dir, "unlink", unlink)
+    aside = getattr(fsops.Dir, "set_aside", None)  # a move's old file is renamed aside first (s42)
+    if aside is not None:
+
+        def set_aside(self: fsops.Dir, name: str, tmp: str) -> None:
+            if name.endswith(".md") and not name.startswith("."):
+                raise OSError(errno.EROFS, "Read-only file system", name)
+            aside(self, name, tmp)
+
+        monkeypatch.setattr(fsops.Dir, "set_aside", set_aside)
 
 
 def _cli(root: Path, *args: str) -> tuple[int, str]:

@@ -78,9 +78,10 @@ def test_health_names_an_open_commit_that_is_a_rename(
             f"these ids finishes it: writes r1, src; removes the old files of r0 ({OLD})"
         ]
         # r1's and src's temp files; src's file, which the rename read, is put in place
-        # first, by an exchange (session 41): the old src file at its temp name until checked
+        # first, by an exchange (session 41): the old src file at its temp name until checked,
+        # and removed only once r0's old file is set aside and checked (session 42)
         # src's new file is there before r1's: its edge to r1 dangles until the commit is done
-        temps = {"logged": 2, "exchanged-1": 2, "rename-1": 0, "renamed": 0}[step]
+        temps = {"logged": 2, "exchanged-1": 2, "rename-1": 1, "renamed": 1}[step]
         dangling = ["dangling_edge"] if step == "exchanged-1" else []
         assert [f.kind for f in report.findings] == dangling + ["open_commit"] + ["temp_file"] * temps
     assert _tree(root) == before
