@@ -398,3 +398,18 @@ def test_killed_after_a_save_was_set_aside_recovery_keeps_it_beside_a_newer_save
     assert (store / rel).read_text() == old + "HAND1\n"
     assert _kept(store, rel) == [old + "HAND0\n"]
     assert len(_files(store)) == 2
+
+
+def test_killed_after_a_save_was_set_aside_then_the_moved_file_removed_recovery_goes_on(store: Path) -> None:
+    """Checked in the lead's review of the merge (``_unswap`` takes a landed put back with
+    ``set_aside``, which raises when nothing is there): killed at ``aside-1`` with HAND0 set
+    aside, then a person removes the moved file (at its new path) before any recovery --
+    recovery goes on, and the save goes back to its path."""
+    rel = _store(store)
+    assert _child(store, MOVES["layer"], kill="aside-1") == {"killed": True}
+    moved = [f for f in _files(store) if not Path(f).name.startswith(".")]
+    assert len(moved) == 1 and moved[0] != rel
+    (store / moved[0]).unlink()
+    memories, recovered = _state(store)
+    assert (memories, recovered) == ({"x": (rel, "base\nHAND0", 0.5, ["domain:work"])}, 1)
+    assert _files(store) == [rel]
