@@ -78,7 +78,7 @@ from .visibility import Scope
 
 STRIPES = 64
 #: Longest wait (seconds) of a read for a write of a memory another process has in hand
-#: (:func:`still_gone`, :func:`read_by_id`, :func:`_moved_on`): a move takes milliseconds
+#: (:func:`still_gone`, :func:`read_by_id`, :func:`moved_on`): a move takes milliseconds
 MOVE_WAIT = 2.0
 
 #: (id, path) of each file a commit removes
@@ -1513,7 +1513,7 @@ def _resolved(
     if lost and (undone := journal.undone_only_ids(tail).difference(closed)):  # rolled back: a hand's
         noted.update({i: ("gone", was[i].path) for i in lost if i in undone and i not in noted})  # type: ignore[union-attr]
     if noted or lost:
-        for node_id in _moved_on(engine, [*noted, *lost], touched, changed):
+        for node_id in moved_on(engine, [*noted, *lost], touched, changed):
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     note_untold(engine, [(i, (kind, rel, was.get(i))) for i, kind, rel in journal.untold_in(tail)])
@@ -1613,7 +1613,7 @@ def _unread_as_logged(engine: Engine, tail: journal.Tail, touched: Mapping[str, 
         )
 
 
-def _moved_on(
+def moved_on(
     engine: Engine, node_ids: list[str], touched: dict[str, list[str]], changed: list[str]
 ) -> set[str]:
     """:func:`_resolved`'s check of the ids it dropped or was about to note as changed by

@@ -1510,13 +1510,18 @@ class UnreadWrites:
     ids: frozenset[str]
 
 
-def unread_writes(root: str, offsets: dict[str, int]) -> UnreadWrites:
+def unread_writes(root: str, offsets: dict[str, int], still_open: Iterable[Commit] = ()) -> UnreadWrites:
     """The puts and ids of the commit lines past ``offsets`` (the log a process has not
     followed yet): what another process wrote through md-cg, which a scan of the files may
-    see before the line is read -- so that a sync tells those files from hand edits."""
+    see before the line is read -- so that a sync tells those files from hand edits.
+    ``still_open``: commits the process followed while they were open (their files may
+    land after the follow), counted as unread: a look finding the file one of them put,
+    holding what it logged, found md-cg's write too (session 43)."""
     puts: dict[str, list[Logged]] = {}
     ids: set[str] = set()
-    for line in logged_writes(read_tail(root, offsets)):
+    lines = logged_writes(read_tail(root, offsets))
+    lines += [w for c in still_open for w in commit_writes(c)]
+    for line in lines:
         if line.put:
             puts.setdefault(line.rel, []).append(line.logged)
         ids.add(line.id)
@@ -1540,12 +1545,18 @@ def logged_writes(tail: Tail) -> list[LoggedWrite]:
     for shard, records in tail.by_shard.items():
         for rec in records:
             c = parse_commit(shard, rec) if rec.get("op") == "commit" else None
-            if c is None:
-                continue
-            for i, (node_id, rel, _tmp) in enumerate(c.puts):
-                check = c.checks[i] if c.checks is not None else None
-                out.append(LoggedWrite(node_id, rel, True, (check, c.ts), c.key))
-            out.extend(LoggedWrite(node_id, rel, False, (None, c.ts), c.key) for node_id, rel in c.dels)
+            if c is not None:
+                out += commit_writes(c)
+    return out
+
+
+def commit_writes(c: Commit) -> list[LoggedWrite]:
+    """Each put and delete of commit ``c`` (:func:`logged_writes`)."""
+    out: list[LoggedWrite] = []
+    for i, (node_id, rel, _tmp) in enumerate(c.puts):
+        check = c.checks[i] if c.checks is not None else None
+        out.append(LoggedWrite(node_id, rel, True, (check, c.ts), c.key))
+    out.extend(LoggedWrite(node_id, rel, False, (None, c.ts), c.key) for node_id, rel in c.dels)
     return out
 
 
