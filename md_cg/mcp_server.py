@@ -38,6 +38,7 @@ add the tool names of the MCP reference memory server and of mem0
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import errno
 import functools
@@ -570,7 +571,7 @@ class MemoryServer(MCPServer):
         self.tools[tool_name] = fn
         self._params[tool_name] = frozenset(inspect.signature(fn).parameters)
         super().add_tool(
-            self._served(fn),
+            self._served(fn, tool_name),
             name=tool_name,
             title=title,
             description=description,
@@ -580,12 +581,16 @@ class MemoryServer(MCPServer):
             structured_output=False,
         )
 
-    def _served(self, fn: Callable[..., dict[str, Any]]) -> Callable[..., CallToolResult]:
+    def _served(self, fn: Callable[..., dict[str, Any]], name: str) -> Callable[..., CallToolResult]:
         @functools.wraps(fn)
         def tool(**kwargs: Any) -> CallToolResult:
             with self._lock:
                 self.picks.note(_tool_errors(self.store.sync_if_changed)())
-                data = _plain_strings(node_reply(_tool_errors(fn)(**kwargs)))
+                serving = _SERVING.set(name)  # what the agent called (an alias calls others)
+                try:
+                    data = _plain_strings(node_reply(_tool_errors(fn)(**kwargs)))
+                finally:
+                    _SERVING.reset(serving)
             text = orjson.dumps(data).decode()
             return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
@@ -1460,6 +1465,16 @@ def body_digest(body: str) -> bytes:
     return hashlib.blake2b(body.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
+#: The tool the agent called, while the server runs it (:meth:`MemoryServer._served`). An alias
+#: (:mod:`md_cg.integrations.aliases`) calls other tools' functions: a body one of them reads
+#: or writes inside is not one the agent had (:meth:`ReadBodies.note`).
+_SERVING: contextvars.ContextVar[str | None] = contextvars.ContextVar("mdcg_serving", default=None)
+#: The tools whose reads and writes of a body are the agent's own (:class:`ReadBodies`):
+#: ours, and mem0's ``get_memory`` / ``update_memory``, which are ``get`` (its reply
+#: whole) and the checked ``update`` under another name.
+_NOTED_BY = frozenset({"get", "remember", "update", "get_memory", "update_memory"})
+
+
 class ReadBodies:
     """Per server: for each id whose body this server last gave the agent (a ``get``) or
     wrote from the agent's own words (``remember``, an ``update`` of the body), that body's
@@ -1477,7 +1492,16 @@ class ReadBodies:
         self._lock = threading.Lock()
 
     def note(self, node_id: str, body: str, start: int = 0, end: int | None = None) -> None:
-        """The agent had ``body[start:end]`` (all of it by default)."""
+        """The agent had ``body[start:end]`` (all of it by default) -- unless the tool the
+        agent called is an alias calling ``get``, ``remember`` or ``update`` inside: its
+        reply may not show the body (``open_nodes`` leaving it out to stay in budget,
+        ``create_entities`` skipping an entity that exists, ``add_observations`` writing
+        lines into it), and an ``update`` built on the agent's older read then passed the
+        check and erased another agent's acknowledged update (attack atk12 of session 43,
+        F2). Nothing noted: an ``update`` after it is checked against the agent's own last
+        read, as before the alias's call."""
+        if _SERVING.get() not in (None, *_NOTED_BY):
+            return
         digest = body_digest(body)
         end = len(body) if end is None else end
         with self._lock:
