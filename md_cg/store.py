@@ -623,13 +623,15 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     # -- maintenance (see md_cg.maintenance) ------------------------------------------------------
 
     def compact_index(self) -> MaintenanceReport:
-        """Fold the log into a new snapshot and remove the shards it covers."""
-        return maintenance.compact(self._engine, timeout=self.lock_timeout)
+        """Fold the log into a new snapshot and remove the shards it covers (scoped: see sync)."""
+        report = maintenance.compact(self._engine, timeout=self.lock_timeout)
+        return reports.scoped_maintenance(report, self._scope)
 
     def rebuild_index(self, progress: Callable[[int], Any] | None = None) -> MaintenanceReport:
         """Rebuild the index from the ``.md`` files alone and write a new snapshot."""
         log = self.log(paths.AUDIT_DIR)
-        return maintenance.rebuild(self._engine, timeout=self.lock_timeout, progress=progress, log=log)
+        report = maintenance.rebuild(self._engine, timeout=self.lock_timeout, progress=progress, log=log)
+        return reports.scoped_maintenance(report, self._scope)
 
     def sync(self) -> SyncReport:
         """Reconcile the index with files changed outside the engine; finish interrupted writes.
