@@ -510,7 +510,7 @@ def _zh_negations(folded: str) -> int:
 
 @lru_cache(maxsize=8192)
 def _features(text: str) -> _Features:
-    if "A" in text or ("a" in text and not text.isascii()):
+    if " A" in text or (not text.isascii() and ("A" in text or "a" in text)):
         text = _LABEL_A_RE.sub(_label_a, text)
     folded = _fold(text)
     content, numbers, negations = _content_words(folded)

@@ -75,16 +75,17 @@ def test_a_is_still_the_article_where_it_is_one() -> None:
 
 def test_swaps_through_organize_are_new_and_the_same_fact_near(tmp_path: Path) -> None:
     store = MdCG(tmp_path / "s")
-    store.add(id="meeting", body="会议从三点改到五点。", layer="knowledge")
-    store.add(id="servers", body="Server A replaced server B.", layer="knowledge")
-    store.add(id="chase", body="猫被狗追。", layer="knowledge")
-    candidates = [
-        {"layer": "knowledge", "title": "会议", "content": "会议从五点改到三点。"},
-        {"layer": "knowledge", "title": "Servers", "content": "Server B replaced server A."},
-        {"layer": "knowledge", "title": "追", "content": "狗被猫追。"},
-        {"layer": "knowledge", "title": "追赶", "content": "猫追狗。"},
-        {"layer": "knowledge", "title": "追逐", "content": "狗追猫。"},
-    ]
+    held = {"meeting": "会议从三点改到五点。", "servers": "Server A replaced server B.", "chase": "猫被狗追"}
+    for node_id, body in held.items():
+        store.add(id=node_id, body=body, layer="knowledge")
+    said_now = {
+        "会议": "会议从五点改到三点。",
+        "Servers": "Server B replaced server A.",
+        "追": "狗被猫追。",
+        "追赶": "猫追狗。",
+        "追逐": "狗追猫。",
+    }
+    candidates = [{"layer": "knowledge", "title": t, "content": c} for t, c in said_now.items()]
     items = store.organize("dryRun", candidates=candidates).to_dict()["items"]
     said = [(i["verdict"], i["match"] and i["match"]["id"], i.get("repeats")) for i in items]
     # 猫追狗 is the fact of the candidate before it (狗被猫追, "the dog is chased by the cat")
