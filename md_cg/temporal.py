@@ -168,7 +168,7 @@ def _wordlist(words: str) -> frozenset[str]:
 #: bracket, the text's end), one of these words or an -ly word, never before an object
 #: ("my dad passed the exam"). Session 43: "Last night my grandfather passed." was temp.
 _INTRANSITIVE_FOLLOWERS = _wordlist(
-    "yesterday today tonight last this early earlier overnight at in after surrounded from of on"
+    "yesterday today tonight last this early earlier overnight at in after surrounded from of"
 )
 _CLAUSE_END_AHEAD = (
     f"(?=\\s*(?:[.!?;,:)。！？；]|$)|\\s+(?:{'|'.join(sorted(_INTRANSITIVE_FOLLOWERS))}|{_LATIN_WORDCHAR}+ly)"

@@ -44,6 +44,7 @@ ONE_OFF = [
     "Yesterday I lost the cat toy.",
     "Today my dad passed the exam.",
     "Today the build passed.",
+    "Yesterday my grandfather passed on the farm to my dad.",
 ]
 
 
