@@ -436,13 +436,22 @@ def _cn_numbers(folded: str) -> list[str]:
     A lone 一 in 一起 or 统一 is not a number."""
     out: list[str] = []
     for match in _CN_RUN_RE.finditer(folded):
-        run, start, end = match.group(), match.start(), match.end()
-        if folded.endswith(("周", "星期", "礼拜"), 0, start):
-            out.append(f"wd{_cn_value(run)}")
-        elif len(run) > 1 or folded.endswith(("第", "点"), 0, start) or folded[end : end + 1] in _CN_UNITS:
-            out.append(str(_cn_value(run)))
+        number = _cn_number(folded, match.start(), match.end())
+        if number is not None:
+            out.append(number)
     out.extend("wd7" for _ in _CN_SUNDAY_RE.finditer(folded))
     return out
+
+
+def _cn_number(folded: str, start: int, end: int) -> str | None:
+    """The number the numeral run ``folded[start:end]`` names (``"3"``, ``"wd3"`` for
+    周三), or None when it names none (:func:`_cn_numbers`)."""
+    run = folded[start:end]
+    if folded.endswith(("周", "星期", "礼拜"), 0, start):
+        return f"wd{_cn_value(run)}"
+    if len(run) > 1 or folded.endswith(("第", "点"), 0, start) or folded[end : end + 1] in _CN_UNITS:
+        return str(_cn_value(run))
+    return None
 
 
 def _content_words(folded: str) -> tuple[list[str], list[str], int]:
@@ -501,6 +510,8 @@ def _zh_negations(folded: str) -> int:
 
 @lru_cache(maxsize=8192)
 def _features(text: str) -> _Features:
+    if " A" in text or (not text.isascii() and ("A" in text or "a" in text)):
+        text = _LABEL_A_RE.sub(_label_a, text)
     folded = _fold(text)
     content, numbers, negations = _content_words(folded)
     if not folded.isascii():
@@ -513,6 +524,8 @@ def _features(text: str) -> _Features:
     turns = (_PASSIVE in order or "被" in folded, "'s" in quoted)
     active = _active_voice(folded)
     active_order = order if active == folded else _order_of(active, kept)
+    # a 被 read actively (:func:`_zh_active_voice`) no longer turns the roles round
+    active_passive = _PASSIVE in active_order or ("被" in folded and "被" in active)
     return _Features(
         numbers=tuple(sorted(numbers)),
         negations=negations,
@@ -524,7 +537,7 @@ def _features(text: str) -> _Features:
         possessions=_possessions(quoted, kept),
         turns=turns,
         active_order=active_order,
-        active_turns=(_PASSIVE in active_order or "被" in folded, turns[1]),
+        active_turns=(active_passive, turns[1]),
     )
 
 
@@ -555,6 +568,49 @@ _IRREGULAR_PARTICIPLES = frozenset(
 )
 
 
+#: An upper-case "A" that names a thing, not the article: after a word that is no stop
+#: word ("server A", "Plan A.", "option A or") and not before a capitalised word ("Buying
+#: A Car" is a title's article), or an "A" or "a" right after a CJK character (服务器A).
+_LABEL_A_RE = re.compile(
+    f"(?:(?<=[{_CJK}])[Aa]|(?<![^\\W_])([^\\W\\d_]+)(\\s+)A(?!\\s+[A-Z]))(?![^\\W_{_CJK}]|['\u2019])"
+)
+#: What such an "A" is read as: a letter no text is folded into (NFKC and case folding
+#: keep U+0251), so it is a content word of its own where the article "a" is a stop word.
+_LABEL_A = "\u0251"
+
+
+def _label_a(m: re.Match[str]) -> str:
+    """:data:`_LABEL_A_RE`'s "A" as :data:`_LABEL_A` when it names a thing (before session
+    43 "server A replaced server B" / "server B replaced server A" was ``near`` 1.0: the
+    "A" was the stop word "a", and "server" twice is placed nowhere)."""
+    word = m.group(1)
+    if word is not None and word.casefold() in _EN_SKIP:
+        return m.group()
+    return (word or "") + (m.group(2) or "") + _LABEL_A
+
+
+_ZH_CLAUSE_ENDS = "，。；！？、：,.;!?:\n"
+#: "X被Y V": a Chinese passive, X the clause before 被 (from the clause's start: a search
+#: from every place of a long clause would read it again each time) and "Y V" the rest of
+#: the clause. Not 被 in 被子 被褥 被告 被窝 被单 被面 棉被 (quilt, defendant ...).
+_ZH_PASSIVE_RE = re.compile(
+    f"(?<![^{_ZH_CLAUSE_ENDS}])([^{_ZH_CLAUSE_ENDS}被]*)(?<!棉)被(?![子褥告窝单面])([^{_ZH_CLAUSE_ENDS}]+)"
+)
+
+
+def _zh_active_voice(folded: str) -> str:
+    """``folded`` with each Chinese passive clause "X被Y V…" read as "Y V… X" (猫被狗追 ->
+    狗追猫, 小明被老师批评了 -> 老师批评了小明; only the first 被 of a clause). Before
+    session 43 a 被 on either side left word order unread: 猫被狗追 / 狗被猫追 (who chased
+    whom swapped) and 猫被狗追 / 猫追狗 were ``near`` 1.0."""
+
+    def turned(m: re.Match[str]) -> str:
+        before, rest = m.groups()
+        return rest + before if before.strip() else rest
+
+    return _ZH_PASSIVE_RE.sub(turned, folded)
+
+
 def _participle(word: str) -> bool:
     return word.endswith(("ed", "en", "wn", "ne")) or word in _IRREGULAR_PARTICIPLES
 
@@ -566,6 +622,8 @@ def _active_voice(folded: str) -> str:
     subject and agent are one word each (the last before the verb, the first after ``by``
     and an article): a longer phrase keeps its other words where they were, which moves a
     block and reverses no three (:func:`_swapped`)."""
+    if "被" in folded:
+        folded = _zh_active_voice(folded)
     if " by " not in folded:
         return folded
 
@@ -599,19 +657,40 @@ def _order_tokens(folded: str, content: frozenset[str]) -> tuple[str, ...]:
                 if stem in content:
                     out.append(stem)
             continue
-        previous = ""
-        for at, ch in enumerate(run):
-            if ch in _ZH_NEGATIONS and not _spoiled(run, at):
-                out.append(_NEGATED)
-                previous = ""
-            elif ch in content:
-                if previous:
-                    out.append(previous + ch)
-                out.append(ch)
-                previous = ch
-            else:
-                previous = ""
+        _cjk_order_tokens(run, content, out)
     return tuple(out)
+
+
+def _cjk_order_tokens(run: str, content: frozenset[str], out: list[str]) -> None:
+    """:func:`_order_tokens` of a CJK run, appended to ``out``: each content character and
+    each pair of adjacent ones, a negation mark, and a numeral run that names a number
+    (:func:`_cn_number`: 三点, 第二, 周三) as the number's token, as "3pm" gives one
+    (before session 43 Chinese numerals gave none: "从三点改到五点" / "从五点改到三点"
+    was ``near`` 1.0)."""
+    at = 0
+    for numeral in _CN_RUN_RE.finditer(run) if _CN_NUMERAL_RE.search(run) else ():
+        _cjk_chars(run, at, numeral.start(), content, out)
+        number = _cn_number(run, numeral.start(), numeral.end())
+        if number is not None:
+            out.append("#" + number)
+        at = numeral.end()
+    _cjk_chars(run, at, len(run), content, out)
+
+
+def _cjk_chars(run: str, start: int, end: int, content: frozenset[str], out: list[str]) -> None:
+    """The order tokens of ``run[start:end]``, no numeral in it (:func:`_cjk_order_tokens`)."""
+    previous = ""
+    for at, ch in enumerate(run[start:end], start):
+        if ch in _ZH_NEGATIONS and not _spoiled(run, at):
+            out.append(_NEGATED)
+            previous = ""
+        elif ch in content:
+            if previous:
+                out.append(previous + ch)
+            out.append(ch)
+            previous = ch
+        else:
+            previous = ""
 
 
 def _order_number(word: str) -> str:

@@ -155,6 +155,41 @@ _CJK = CJK_CHARS
 _CJK_RE = re.compile(f"[{_CJK}]")
 _LATIN_WORDCHAR = f"[^\\W_{_CJK}]"
 _UNIT_RE = re.compile(f"[{_CJK}]|{_LATIN_WORDCHAR}+")
+
+
+def _wordlist(words: str) -> frozenset[str]:
+    """The words of ``words`` (separated by whitespace)."""
+    return frozenset(words.split())
+
+
+#: Words that may follow a verb that takes no object ("my grandfather passed last night",
+#: "passed peacefully", "passed in his sleep"): a Latin marker part ending in ``.``
+#: (``grand*...passed.``) matches only before a clause's end (. , ; : ! ? a closing
+#: bracket, the text's end), one of these words or an -ly word, never before an object
+#: ("my dad passed the exam"). Session 43: "Last night my grandfather passed." was temp.
+_INTRANSITIVE_FOLLOWERS = _wordlist(
+    "yesterday today tonight last this early earlier overnight at in after surrounded from of"
+)
+_CLAUSE_END_AHEAD = (
+    f"(?=\\s*(?:[.!?;,:)。！？；]|$)|\\s+(?:{'|'.join(sorted(_INTRANSITIVE_FOLLOWERS))}|{_LATIN_WORDCHAR}+ly)"
+    f"(?!{_LATIN_WORDCHAR}))"
+)
+#: Words after a marker's closing noun that do not make it the first noun of a compound
+#: (:func:`_compound_head`): function words, time and place words, days and months.
+_NOT_HEADS = _wordlist(
+    """a an the this that these those my your his her its our their and or but nor so yet for
+    of in on at to from by with without into onto over under near about after before during
+    since until while as than like per via i you he she it we they me him us them who whom
+    whose which what where when why how is are was were be been being am has have had do does
+    did will would can could shall should may might must not no never yesterday today tonight
+    tomorrow last next morning afternoon evening night week weekend month year ago now then
+    soon already finally again still just too also even only back home there here together
+    outright cash online abroad overseas downtown upstate nearby instead anyway though
+    although because if new used second secondhand first enough monday tuesday wednesday
+    thursday friday saturday sunday january february march april june july august september
+    october november december"""
+)
+_NEXT_WORD_RE = re.compile(f"(?:'s)? ({_LATIN_WORDCHAR}+)")
 # A clock time or a day of the month anchors a one_off verdict (it never
 # decides temp on its own): 7pm, 6:30, 7 o'clock, 3点, 八点半, the 14th, 14号.
 _CLOCK_RE = re.compile(
@@ -274,9 +309,12 @@ class RetentionDecision:
 
 
 def _part_pattern(part: str, *, left: bool = True, right: bool = True) -> str:
-    """One part of a marker: CJK as is; Latin with the word boundaries asked for."""
+    """One part of a marker: CJK as is; Latin with the word boundaries asked for. A Latin
+    part ending in ``.`` (``passed.``) ends its clause (:data:`_CLAUSE_END_AHEAD`)."""
     if _CJK_RE.search(part):
         return re.escape(part)
+    if len(part) > 1 and part.endswith("."):
+        return _part_pattern(part[:-1], left=left, right=True) + _CLAUSE_END_AHEAD
     body = re.escape(part[:-1]) + f"{_LATIN_WORDCHAR}*" if part.endswith("*") else re.escape(part)
     before = f"(?<!{_LATIN_WORDCHAR})" if left else ""
     after = f"(?!{_LATIN_WORDCHAR})" if right else ""
@@ -402,7 +440,8 @@ class Markers:
     _compiled: dict[str, list[tuple[str, _Matcher]]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
-    #: (kind, family) -> the openings of its markers (:meth:`_excepted`), filled on first use
+    #: (kind, family) -> the openings of its markers (:meth:`_excepted`), and ("tails", family) ->
+    #: its closing nouns (:func:`_noun_tails`), filled on first use
     _heads_of: dict[tuple[str, str], frozenset[str]] = field(
         init=False, repr=False, compare=False, default_factory=dict
     )
@@ -507,18 +546,30 @@ class Markers:
                 return True
         return False
 
-    def veto_hit(self, text: str, *, folded: bool = False) -> Hit | None:
+    def veto_hit(self, text: str, *, folded: bool = False, original: str | None = None) -> Hit | None:
         """The first veto family (in :data:`VETO_FAMILIES` order) found
         anywhere in ``text``. A ``reported`` frame ("the user said", 主人说) counts only
         when the words after it name no moment: "主人说晚上想吃面条" reports a one-off.
         A marker does not count where a word its family lists in :attr:`veto_except`
         overlaps its opening words (起床 in 今日起床晚了 for 今日起, 开始的 in
-        今天开始的会议主人都迟到了 for 天开始...都); the search goes on from the next character."""
+        今天开始的会议主人都迟到了 for 天开始...都); the search goes on from the next character.
+        Nor where the noun it closes with only modifies the next word (:func:`_compound_head`:
+        "bought a car charger"); ``original``: the text before folding (with ``folded``),
+        which tells a name ("our dog Max") from such a head."""
         folded_text = text if folded else _fold(text)
+        if not folded:
+            original = text
         for family, pattern in self._patterns("veto"):
+            tails = self._heads_of.get(("tails", family))
+            if tails is None:
+                tails = self._heads_of[("tails", family)] = _noun_tails(self.veto[family])
             match = pattern.search(folded_text)
             while match is not None:
-                if family in self.veto_except and self._excepted("veto", family, match, folded_text):
+                if (family in self.veto_except and self._excepted("veto", family, match, folded_text)) or (
+                    tails
+                    and match.group().rpartition(" ")[2] in tails
+                    and _compound_head(folded_text, match.end(), original)
+                ):
                     match = pattern.search(folded_text, match.start() + 1)
                     continue
                 if family == "reported" and self._moment_after(folded_text, match.end()):
@@ -604,9 +655,9 @@ def _heads(groups: Mapping[str, tuple[str, ...]]) -> tuple[re.Pattern[str], int]
     for markers in groups.values():
         for marker in markers:
             part = marker.split(GAP)[0].strip()
-            # As _part_pattern: a CJK part is literal as is, a Latin one up to its '*'.
+            # As _part_pattern: a CJK part is literal as is, a Latin one up to its '*' or '.'.
             cjk = _CJK_RE.search(part) is not None
-            literals.add(part[:-1] if part.endswith("*") and not cjk else part)
+            literals.add(part[:-1] if part.endswith(("*", ".")) and len(part) > 1 and not cjk else part)
     if not literals:
         return None
     ordered = sorted(literals, key=len, reverse=True)
@@ -639,9 +690,45 @@ def _ends_the_same_day(folded: str, start: int) -> bool:
 @lru_cache(maxsize=64)
 def _openings(markers: tuple[str, ...]) -> tuple[str, ...]:
     """The literal each marker's match begins with (its part before the first gap, a Latin
-    part up to its '*')."""
+    part up to its '*' or its clause-ending '.')."""
     heads = (m.split(GAP)[0].strip() for m in markers)
-    return tuple(h[:-1] if h.endswith("*") and not _CJK_RE.search(h) else h for h in heads)
+    return tuple(
+        h[:-1] if h.endswith(("*", ".")) and len(h) > 1 and not _CJK_RE.search(h) else h for h in heads
+    )
+
+
+def _noun_tails(markers: tuple[str, ...]) -> frozenset[str]:
+    """The closing words of the Latin markers whose last part, after a gap, is one plain
+    word that is no function word and no participle (``bought...car`` -> car, not
+    ``had...removed``): the nouns :func:`_compound_head` reads."""
+    tails = set()
+    for marker in markers:
+        parts = marker.split(GAP)
+        last = parts[-1].strip()
+        plain = len(parts) > 1 and not _CJK_RE.search(marker) and last.isalpha()
+        if plain and last not in _NOT_HEADS and not last.endswith("ed"):
+            tails.add(last)
+    return frozenset(tails)
+
+
+def _compound_head(folded: str, end: int, original: str | None) -> bool:
+    """Whether the noun a veto marker's match ends with (at ``end``) only modifies the noun
+    after it, the head of a compound that decides what the text is about: "bought a car
+    wash voucher", "a car charger", "a house plant", "lost the cat's toy" are no car, house
+    or cat (session 43: they read lasting through ``bought...car``). The next word is no
+    head when it is in :data:`_NOT_HEADS`, ends in -ly, -ing or -ed, is a number, or a
+    name: written with a capital in ``original`` ("our dog Max"; with no ``original`` no
+    word is taken for a name)."""
+    nxt = _NEXT_WORD_RE.match(folded, end)
+    if nxt is None:
+        return False
+    word = nxt.group(1)
+    if word in _NOT_HEADS or word.endswith(("ly", "ing", "ed")) or not word.isalpha():
+        return False
+    if original is None:
+        return True
+    spelled = re.finditer(f"(?<!{_LATIN_WORDCHAR}){re.escape(word)}(?!{_LATIN_WORDCHAR})", original, re.I)
+    return not any(m.group()[0].isupper() for m in spelled)
 
 
 def _units_before(folded: str, offset: int) -> int:
@@ -721,9 +808,9 @@ def decide_retention(
     elif kind in ("durable", "recurring"):
         verdict = ("long", f"temporal_{kind}", f"the extractor marked it {kind}: not a one-off event", None)
     elif kind == "one_off":
-        verdict = _one_off_verdict(_fold(text or ""), found, require_anchor)
+        verdict = _one_off_verdict(_fold(text or ""), found, require_anchor, text or "")
     else:
-        verdict = _term_verdict(_fold(text or ""), kind, found)
+        verdict = _term_verdict(_fold(text or ""), kind, found, text or "")
     if protected and not asked and verdict[0] == "temp":
         why = f"anchor/ holds what must not be forgotten: never made temporary ({verdict[2]})"
         verdict = ("long", "anchor_layer", why, verdict[3])
@@ -785,7 +872,7 @@ def was_asked(reason: object) -> bool:
     return not reason.startswith(_DECIDED_OPENINGS)
 
 
-def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | None:
+def _vetoed(origin: str, found: Markers, text: str, prefix: str, original: str | None) -> _Verdict | None:
     """The long verdict when the markers are incomplete or a veto family is in ``text``."""
     if found.problem:
         return (
@@ -794,7 +881,7 @@ def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | N
             f"{origin}, but the marker lists are incomplete: {found.problem}",
             None,
         )
-    veto = found.veto_hit(text, folded=True)
+    veto = found.veto_hit(text, folded=True, original=original)
     if veto is None:
         return None
     label = _FAMILY_LABELS[veto.family]
@@ -802,9 +889,9 @@ def _vetoed(origin: str, found: Markers, text: str, prefix: str) -> _Verdict | N
     return ("long", f"{prefix}{veto.family}", reason, veto.marker)
 
 
-def _one_off_verdict(text: str, found: Markers, require_anchor: bool) -> _Verdict:
+def _one_off_verdict(text: str, found: Markers, require_anchor: bool, original: str) -> _Verdict:
     origin = "the extractor marked it one_off"
-    vetoed = _vetoed(origin, found, text, "veto_")
+    vetoed = _vetoed(origin, found, text, "veto_", original)
     if vetoed:
         return vetoed
     anchor = found.anchor_hit(text, folded=True)
@@ -824,14 +911,14 @@ def _where(unit: int) -> str:
     )
 
 
-def _term_verdict(text: str, kind: str, found: Markers) -> _Verdict:
+def _term_verdict(text: str, kind: str, found: Markers, original: str) -> _Verdict:
     head = found.term_hit(text, folded=True)
     if head is None:
         said = "no temporal kind" if kind == UNSET else "temporal kind unknown"
         why = f"{said} and no one-off marker is in its first {TERM_WINDOW} words"
         return ("long", "default_long", why, None)
     origin = f"the one-off marker {head.marker!r} ({head.family}) {_where(head.unit)}"
-    vetoed = _vetoed(origin, found, text, "term_guard_")
+    vetoed = _vetoed(origin, found, text, "term_guard_", original)
     if vetoed:
         return vetoed
     return ("temp", f"term_{head.family}", f"{origin} and no veto marker is in the text", head.marker)
