@@ -177,9 +177,21 @@ EXPECTED = [
 ]
 
 
+#: Every note's ``created_at``: its date words ("7 december 2026") are indexed with its text
+#: (``md_cg.text.date_words``), and a note's number equal to the day of the month changes its
+#: length norm -- created now, the ranks of EXPECTED held on the 7th and moved on the 8th
+#: (``f08`` rose into the top 8). Pinned, the ranks no longer depend on the day the test runs.
+CREATED = 1796644800.0  # 2026-12-07T12:00:00Z
+
+
 def _notes_store(root: Path) -> MdCG:
     s = MdCG(root)
-    s.add_many([Node(id=i, body=b, tags=[f"domain:{d}"], verification_basis="data") for i, b, d in NOTES])
+    s.add_many(
+        [
+            Node(id=i, body=b, tags=[f"domain:{d}"], verification_basis="data", created_at=CREATED)
+            for i, b, d in NOTES
+        ]
+    )
     return s
 
 
