@@ -139,3 +139,6 @@ def test_asked_words() -> None:
     # 为什么 asks why, not for the word after it; 又叫 is no word the query asks for
     assert _asked("葵扇为什么又叫芭蕉扇？") == {}
     assert _asked("thanks") == {}
+    # only a question asks for a word; a participle in -ed is no attribute asked for
+    assert _asked("binary search on an array") == {}
+    assert _asked("how do I deploy the service? where is the timeout documented") == {"timeout": "timeout"}
