@@ -39,7 +39,7 @@ from .index import TITLE_MAX, Entry, IndexState, layer_code
 from .judge import clauses, prepare_context
 from .judge import judge as judge_node
 from .node import LAYERS, NEGATIVE_LAYERS, Node, check_layer
-from .script import CJK_SPLIT_RE, fold_accents, is_cjk, short_repr, singulars
+from .script import CJK_CHARS, CJK_SPLIT_RE, fold, fold_accents, is_cjk, short_repr, singulars
 from .synonyms import SynonymTable
 from .synonyms import normalize as table_form
 from .text import CJK_FUNCTION_CHARS, analyze, expand_query, normalize, query_terms, synonym_terms, term_words
@@ -153,6 +153,29 @@ THIN_SHARE_WORDS = 0.8
 #: sprint or release there); with 0 it was. Over thousands of memories such a
 #: word weighs the most: a hit lacking it covers little ("asdf qwerty zxcv").
 UNKNOWN_DF = 1
+#: The word a question asks for (:func:`asked_words`): a hit covering fewer than
+#: :data:`THIN_COVERS_ENOUGH` of the query's words, not all, that lacks it while no
+#: memory the caller sees holds it is thin (session 43). "The user's favourite
+#: programming language is Rust" holds 'user' and 'favourite' of "What is the user's
+#: favourite colour?" (2 of 3: more than half, no weight test) and was ACCEPT; no memory
+#: says colour, so none can say which one. English: the word after "what"/"which" ("what
+#: kind of" skipped: "which city does the user live in" asks for a city), else the last
+#: content word but a participle in -ed ("...favourite colour", "the exchange rate from CAD
+#: to MXN"; "where is the timeout documented": timeout), in a question only (:data:`ASKING`).
+#: Chinese: the two characters after 什么/哪 (a measure word after 哪 skipped; 为什么 is
+#: "why"), else the two before 是什么/是多少/是哪/是谁/有多 (最喜欢什么颜色, 苹果的热量是多少).
+#: Over fewer than :data:`THIN_MIN_DOCS` memories only a hit covering more than half is
+#: judged so ("The Atlas project ships on March 3" stays ACCEPT for "when is the Atlas
+#: sprint release", session 28's rule).
+ASKED_AFTER = frozenset({"what", "which"})
+#: Words that make an English query a question (or a final "?"): only a question asks for a
+#: word ("binary search on an array" names a topic; its last word is no attribute asked for).
+ASKING = frozenset({"what", "which", "who", "whom", "whose", "where", "when", "why", "how"})
+#: Words of "what kind of X" that are not what is asked for: X is.
+ASKED_KIND = frozenset({"kind", "kinds", "type", "types", "sort", "sorts"})
+_ASKED_AFTER_RE = re.compile(f"(?:(?<!为)什么|哪[个种些类部条位家本只一]?)(?=([{CJK_CHARS}]{{2}}))")
+_ASKED_BEFORE_RE = re.compile(f"([{CJK_CHARS}]{{2}})(?:是什么|是多少|是哪|是谁|有多)")
+_NOT_CJK_WORD_RE = re.compile(f"[^\\W_{CJK_CHARS}]+")
 #: Words of a request that say nothing of what is asked ("please tell me"): not
 #: content words of a query for :data:`THIN_WORDS` (query terms: stemmed).
 QUERY_FILLER_TERMS = frozenset(
@@ -913,6 +936,12 @@ def _thin_says(thin: Mapping[str, Any]) -> str:
     if not thin["of"]:
         return "the query names nothing to look for (only request words)"
     said = ", ".join(map(repr, thin["words"])) or "none"
+    if lacks := thin.get("lacks"):
+        asked = ", ".join(map(repr, lacks))
+        return (
+            f"no memory holds {asked}, what the query asks for; "
+            f"this one holds {thin['holds']} of {thin['of']} query words ({said})"
+        )
     return f"holds {thin['holds']} of {thin['of']} query words ({said})"
 
 
@@ -985,7 +1014,7 @@ def _evidence(
         if unknown:  # a word the vocabulary lacks: only a hit holding a typo of it is evidence
             typo_only = text.terms_of(similar, near) if near else {}
     out: dict[str, tuple[dict[str, Any], bool]] = {}
-    thin = _Thinness(text, terms, hidden, entries, covers, ack=is_acknowledgement(query))
+    thin = _Thinness(text, terms, hidden, entries, covers, ack=is_acknowledgement(query), query=query)
     shown: dict[str, str]
     for doc_id, (score, tier) in hits:
         has = contained.get(doc_id, [])
@@ -1092,12 +1121,15 @@ class _Thinness:
         entries: Any,
         covers: Sequence[tuple[tuple[str, ...], str, tuple[str, ...]]] = (),
         ack: bool = False,
+        query: str = "",
     ) -> None:
         self.text, self.hidden, self.entries, self.covers = text, hidden, entries, covers
         # an acknowledgement ("ok thanks", 好的: :func:`is_acknowledgement`) has no content
         self.units = _Units([], [], [], [], True) if ack else _query_units(terms)
         self.df: dict[str, int] = {}
         self.n = self.seen = 0
+        self.query = query
+        self.asked: dict[str, str] | None = None  # asked_words(query), on first use
 
     def idf(self, term: str) -> float:
         """``term``'s BM25 inverse document frequency (its count at least :data:`UNKNOWN_DF`)."""
@@ -1127,12 +1159,77 @@ class _Thinness:
         entry = self.entries[doc_id] if typo_only and self.entries is not None else None
         if entry is not None and (tagged := _tag_typos(entry, typos)):
             why["tag_typo"] = tagged
-        elif thin := _thin(self.coverage(why, held, typos), self.idf, self.few):
+            return
+        cover = self.coverage(why, held, typos)
+        if thin := _thin(cover, self.idf, self.few) or self.unasked(cover):
             why["thin"] = thin
+
+    def unasked(self, cover: _Coverage) -> dict[str, Any] | None:
+        """``evidence["thin"]`` with ``lacks`` when a hit covering fewer than
+        :data:`THIN_COVERS_ENOUGH` of the query's words, not all, lacks a word the query asks
+        for (:func:`asked_words`) that no memory the caller sees holds (:data:`ASKED_AFTER`)."""
+        if not cover.held or cover.held >= THIN_COVERS_ENOUGH or cover.held >= cover.total:
+            return None
+        if self.few() and not cover.most():
+            return None  # session 28's rule: over few memories one rare word held is enough
+        if self.asked is None:
+            self.asked = asked_words(self.query, self.units)
+        lacks = [shown for t, shown in self.asked.items() if _lacks(cover, t) and self.held_by(t) == 0]
+        if not lacks:
+            return None
+        said = [*cover.words, *cover.near, *cover.pieces]
+        share = round(_share(cover, self.idf), 3)
+        return {"holds": cover.held, "of": cover.total, "words": said, "share": share, "lacks": lacks}
+
+    def held_by(self, term: str) -> int:
+        """How many memories the caller sees hold ``term`` (counted as :meth:`idf` counts)."""
+        self.idf(term)
+        return self.df[term]
 
     def coverage(self, why: Mapping[str, Any], held: set[str], typos: Sequence[str]) -> _Coverage:
         """What of the query a hit covers (:func:`_covered`)."""
         return _covered(self.units, held, why, typos, self.covers)
+
+
+def asked_words(query: str, units: _Units) -> dict[str, str]:
+    """The content words of ``query`` (``units``: :func:`_query_units`) it asks for, as
+    term -> the word the query shows (:data:`ASKED_AFTER`): one English word, one CJK
+    word (a bigram of ``units.cjk``), either missing when the query shows none."""
+    text = fold(query)
+    toks = _NOT_CJK_WORD_RE.findall(text)
+    out: dict[str, str] = {}
+    if text.endswith("?") or not ASKING.isdisjoint(toks):
+        out.update(_asked_english(toks, set(units.words)))
+    cjk = set(units.cjk)
+    found = [m.group(1) for m in _ASKED_AFTER_RE.finditer(text) if m.group(1) in cjk]
+    found = found or [m.group(1) for m in _ASKED_BEFORE_RE.finditer(text) if m.group(1) in cjk]
+    if found:
+        out[found[0]] = found[0]
+    return out
+
+
+def _asked_english(toks: Sequence[str], words: Collection[str]) -> dict[str, str]:
+    """:func:`asked_words` of the words ``toks`` of a question (``words``: its content
+    terms): the one after "what"/"which", else the last one but a participle in -ed."""
+    held = [[t for t in analyze(tok) if t in words] for tok in toks]
+    for at, tok in enumerate(toks):
+        if tok in ASKED_AFTER:
+            nxt = at + 1
+            if toks[nxt : nxt + 1] and toks[nxt] in ASKED_KIND and toks[nxt + 1 : nxt + 2] == ["of"]:
+                nxt += 2  # what kind of X: X
+            if nxt < len(toks) and held[nxt]:
+                return {held[nxt][0]: toks[nxt]}
+            break
+    last = [i for i, h in enumerate(held) if h and not toks[i].endswith("ed")]
+    return {held[last[-1]][0]: toks[last[-1]]} if last else {}
+
+
+def _lacks(cover: _Coverage, term: str) -> bool:
+    """Whether a hit (``cover``) lacks a content word of the query: a word it does not
+    cover nor hold a typo of, a CJK word none of whose characters it covers."""
+    if is_cjk(term[0]):
+        return term not in cover.cjk and not set(term).intersection(cover.chars)
+    return term not in cover.words and not any(within_a_typo(term, t) for t in cover.near)
 
 
 def _tag_typos(entry: Entry, typos: Sequence[str]) -> list[str]:
