@@ -40,7 +40,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import coldbuild, copyfate, fsops, index, journal, layout, merge, nodefile, paths, snapshot
 from .errors import (
@@ -2139,37 +2139,104 @@ def broken_file_of(engine: Engine, node_id: str) -> str | None:
 
 def broken_copy(engine: Engine, node_id: str) -> MalformedNodeFileError | None:
     """For an unscoped single read of ``node_id`` (``get``, ``read_text``): the error naming
-    another file of the id that cannot be read as a memory -- a losing copy the index
-    recorded, read now (a fresh process: no sync has looked at it since it broke), or a
-    file named for the id a sync found broken (:func:`broken_file_of`) --, else None.
-    Which copy holds the memory cannot be told while one cannot be read (its
+    another file of the id that cannot be read as a memory (:func:`broken_files_of`), else
+    None. Which copy holds the memory cannot be told while one cannot be read (its
     ``updated_at`` may be the newest, or its scope another), so none is picked: session 42,
     an unscoped process served b's copy of ``d`` while a's was broken by hand, and a's
     copy when b's (the newest) was -- a scoped handle is served no other scope's copy when
-    its own is broken. A scoped handle is not told whose the broken file may be."""
+    its own is broken (:func:`own_broken_copy` names it)."""
     e = engine.state.entries.get(node_id)
     if e is None:
         return None
+    found = broken_files_of(engine, node_id, e.path)
+    if not found:
+        return None
+    rel, line, why, held = found[0]
+    hint = (
+        f"; {_id_read(held)}, and memory {node_id!r} is also in {e.path}, which reads, but which file "
+        f"holds it cannot be told while this one cannot be read -- fix or remove {rel}, then run "
+        "`mdcg sync` (MdCG.sync())"
+    )
+    return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+
+
+def own_broken_copy(engine: Engine, scope: Scope, node_id: str) -> MalformedNodeFileError | None:
+    """For a scoped single read of ``node_id`` it does not see: the error naming its own copy
+    of the id that cannot be read as a memory -- a file of :func:`broken_files_of` whose
+    scope fields, as the index (:attr:`IndexState.copy_fields
+    <md_cg.index.IndexState.copy_fields>`) or the last sync line naming the id
+    (:attr:`Engine.copies_logged`) last read them, the scope admits --, else None. Session
+    43: a's copy of ``d`` broken by hand beside b's, a's ``get`` said "no node with id 'd'"
+    (an unscoped one names the file). Another scope's file, or one whose scope was never
+    read, is not named: a scoped caller learns of no file outside its scope."""
+    e = engine.state.entries.get(node_id)
+    if e is not None and scope.admits(e):
+        return None
+    logged = engine.copies_logged.get(node_id, {})
+    for rel, line, why, held in broken_files_of(engine, node_id, None if e is None else e.path):
+        fields = engine.state.copy_fields.get(rel) or (logged[rel].fields if rel in logged else None)
+        if fields is not None and scope.admits_fields(*fields):
+            hint = (
+                f"; {_id_read(held)}, and it held this scope's memory {node_id!r} when last read -- fix "
+                f"or remove {rel}, then run `mdcg sync` (MdCG.sync())"
+            )
+            return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+    return None
+
+
+class BrokenFile(NamedTuple):
+    """A file of an id that cannot be read as a memory (:func:`broken_files_of`)."""
+
+    rel: str
+    line: int | None
+    why: str
+    #: the id it names, read by :func:`md_cg.nodefile.tolerant_id` (None: it cannot be told)
+    held: str | None
+
+
+def broken_files_of(engine: Engine, node_id: str, standing: str | None) -> list[BrokenFile]:
+    """The files of ``node_id`` but ``standing`` (the file the index serves) that cannot be
+    read as a memory, by path: a losing copy the index recorded, read now (a fresh process:
+    no sync has looked at it since it broke), and a file named for the id a sync found
+    broken (as :func:`broken_file_of` finds them) -- each but one whose id can still be read
+    and is another (:func:`md_cg.nodefile.tolerant_id`; session 43: a person's broken
+    ``notes/x.md`` holding ``id: notes-x``, or another memory's half-written file, refused
+    every unscoped ``get`` of ``x``)."""
     problems = engine.state.problems
-    found: list[tuple[str, int | None, str]] = []
+    found: dict[str, tuple[int | None, str]] = {}
     for rel in engine.state.duplicates.get(node_id, ()):
         try:
             index.parse_file(engine.root_str, rel)
         except MalformedNodeFileError as exc:
-            found.append((rel, exc.line, exc.reason))
+            found[rel] = (exc.line, exc.reason)
         except (OSError, UnsafePathError):
             continue
-    named = broken_file_of(engine, node_id)
-    if named is not None and named != e.path:
-        found.append((named, None, problems[named]))
-    if not found:
+    if problems:
+        for rel in _problem_stems(engine).get(paths.id_key(node_id), ()):
+            if rel in problems and rel not in found:
+                found[rel] = (None, problems[rel])
+    out: list[BrokenFile] = []
+    for rel in sorted(found):
+        held = _tolerant_id(engine, rel) if rel != standing else node_id
+        if rel != standing and (held is None or paths.id_key(held) == paths.id_key(node_id)):
+            out.append(BrokenFile(rel, *found[rel], held))
+    return out
+
+
+def _tolerant_id(engine: Engine, rel: str) -> str | None:
+    """The id the file at ``rel`` names though it cannot be read as a memory, or None
+    (:func:`md_cg.nodefile.tolerant_id`; a file that cannot be read or decoded: None)."""
+    try:
+        data, _ = index.read_limited(engine.root_str, rel)
+        text = nodefile.read_bytes_as_text(data, rel)
+    except (OSError, UnsafePathError, MalformedNodeFileError):
         return None
-    rel, line, why = min(found, key=lambda f: f[0])
-    hint = (
-        f"; memory {node_id!r} is also in {e.path}, which reads, but which file holds it cannot be "
-        f"told while this one cannot be read -- fix or remove {rel}, then run `mdcg sync` (MdCG.sync())"
-    )
-    return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+    return nodefile.tolerant_id(text.removeprefix("\ufeff"), paths.stem_of(rel))
+
+
+def _id_read(held: str | None) -> str:
+    """What a refusal naming a broken file says of the id it holds."""
+    return "its id cannot be read" if held is None else f"its frontmatter names id {held!r}"
 
 
 def _problem_stems(engine: Engine) -> dict[str, list[str]]:
