@@ -374,7 +374,8 @@ class Engine:
         #: bytes differ (md_cg.maintenance._settle_touched)
         self.took_in: dict[str, tuple[str, int, int, int]] = {}
         self.copy_reads: dict[str, CopyRead] = {}  # what copies_of read: see there
-        self.copies_logged: copyfate.Logged = {}  # each copy as the last sync line logged it
+        self.copies_held: copyfate.Logged = {}  # what copies_logged returns (see there)
+        self.copies_pending = copyfate.NOTHING_PENDING  # the snapshot's, not decoded yet
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
@@ -521,6 +522,11 @@ class Engine:
                 changed = self.catch_up(tail, prior)
             self._last_refresh = time.monotonic()
             return changed
+
+    @property
+    def copies_logged(self) -> copyfate.Logged:
+        """Each copy as the last sync line naming its id logged it: :func:`copies_logged`."""
+        return copies_logged(self)
 
     def fresh(self) -> None:
         """The freshness rule of every read: refresh when ``refresh_interval`` has passed."""
@@ -705,7 +711,8 @@ class Engine:
             cur = self.state.entries.get(node_id)
             if cur is not None and cur.path == rel:
                 self.state.drop(node_id)
-        copyfate.forget(self.copies_logged, [*by_id, *(i for i, _rel in dels)])
+        gone = [*by_id, *(i for i, _rel in dels)]
+        copyfate.forget(copies_logged(self, lambda: gone), gone)
         return spared
 
     def check_new(self, node: Node, rel: str, check: Callable[[Entry], None] | None = None) -> str | None:
@@ -1517,8 +1524,27 @@ def _resolved(
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     note_untold(engine, [(i, (kind, rel, was.get(i))) for i, kind, rel in journal.untold_in(tail)])
-    copyfate.follow(engine.copies_logged, tail)
+    copyfate.follow(copies_logged(engine, functools.partial(copyfate.ids_written, tail)), tail)
     return changed
+
+
+def copies_logged(engine: Engine, touching: Callable[[], Collection[str]] | None = None) -> copyfate.Logged:
+    """:attr:`Engine.copies_logged`: each copy of a duplicated id as the last sync line naming
+    the id logged it (:mod:`md_cg.copyfate`). The snapshot's (:data:`md_cg.snapshot.COPIES`)
+    are decoded and checked (:func:`md_cg.copyfate.copies_in`) at their first use, not at
+    the open (session 43). ``touching``: the ids whose records the caller is about to change
+    (None: any, or it reads them) -- when the undecoded ones name none of them, they are left
+    undecoded and the records held otherwise (``copies_held``, ids apart from theirs) are
+    returned: what is logged is the two together, and decoding them later gives the same
+    records, in the same order, as decoding them first."""
+    pending = engine.copies_pending
+    if pending.raw and (touching is None or not pending.ids.isdisjoint(touching())):
+        decoded = copyfate.copies_in({copyfate.COPIES: pending.raw})
+        decoded.update(engine.copies_held)  # ids none of the snapshot's (see above)
+        engine.copies_held.clear()
+        engine.copies_held.update(decoded)
+        engine.copies_pending = copyfate.NOTHING_PENDING
+    return engine.copies_held
 
 
 def note_untold(engine: Engine, untold: Iterable[tuple[str, Noted]]) -> None:
@@ -2502,8 +2528,8 @@ def _from_snapshot(engine: Engine, snap: snapshot.Snapshot) -> tuple[IndexState,
     _carried_notes(engine, snap)
     # the copies the last sync line naming each id logged, as the compaction held them:
     # those this process followed may be older than the snapshot's (a fate told twice)
-    engine.copies_logged.clear()
-    engine.copies_logged.update(copyfate.copies_in({copyfate.COPIES: snap.copies}))
+    engine.copies_held.clear()
+    engine.copies_pending = copyfate.pending(snap.copies)  # decoded at first use (copies_logged)
     return snap.state, Cursor(offsets=dict(snap.offsets))
 
 
@@ -2523,7 +2549,7 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
     built from the files (15 s at 100k instead of 0.75). A stat walk (0.75 s at 100k files
     on tmpfs). No problem is recorded either way: a copy is no damage."""
     engine.snapshot_problem = None
-    notes, copies = dict(engine.hand_after), dict(engine.copies_logged)
+    notes, copies = dict(engine.hand_after), (dict(engine.copies_held), engine.copies_pending)
     engine.state, engine.cursor = _from_snapshot(engine, snap)
     engine.changes = 0
     engine.catch_up()
@@ -2533,8 +2559,9 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
         return True
     engine.hand_after.clear()
     engine.hand_after.update(notes)
-    engine.copies_logged.clear()
-    engine.copies_logged.update(copies)
+    engine.copies_held.clear()
+    engine.copies_held.update(copies[0])
+    engine.copies_pending = copies[1]
     engine.snap_ident = engine.snap_gen = None
     engine.snap_refused = snap.identity
     snapshot.close(snap.state)
