@@ -24,6 +24,7 @@ from test_copyfate_s41 import BROKEN
 from test_shadow_s40 import _as
 
 from md_cg import MdCG
+from md_cg.errors import MalformedNodeFileError
 
 NOTES = "knowledge/notes/x.md"
 TYPO = (
@@ -180,3 +181,38 @@ def test_copy_rewritten_as_another_memory_blocks_nothing(tmp_path: Path, synced:
         "": {"get": "d of agent b", "text": "\nd of agent b\n", "ids": ["d", "x"]},
         "a": {"get": NOT_HERE, "text": NOT_HERE, "ids": ["x"]},
     }
+
+
+def test_a_copy_is_parsed_again_only_once_changed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unscoped ``get`` of a duplicated id checks the other copy (session 42) by its
+    stamp: parsed once while it stays as it was (before: at every ``get``, 46.9 µs of a
+    96 µs ``get``), again once broken or fixed by hand."""
+    from md_cg import engine as engine_mod
+    from md_cg import index
+
+    root = _two_copies(tmp_path)
+    # every stamp kept (a file just written too); raising=False: the code before has no such rule
+    monkeypatch.setattr(engine_mod, "_SETTLED_NS", -(10**12), raising=False)
+    parsed: list[str] = []
+    real = index.parse_file
+
+    def counted(root_str: str, rel: str, dirs: object = None) -> object:
+        parsed.append(rel)
+        return real(root_str, rel, dirs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(index, "parse_file", counted)
+    with MdCG(str(root)) as h:
+        assert [h.get("d").body for _ in range(3)] == ["d of agent b"] * 3
+        assert parsed.count(A_FILE) == 1  # before: 3
+        whole = (root / A_FILE).read_text(encoding="utf-8")
+        (root / A_FILE).write_text(BROKEN, encoding="utf-8")
+        with pytest.raises(MalformedNodeFileError) as caught:
+            h.get("d")
+        assert str(caught.value) == (
+            f"{A_FILE}:3: {D_TYPO}; its id cannot be read, and memory 'd' is also in knowledge/copied/d.md, "
+            "which reads, but which file holds it cannot be told while this one cannot be read -- fix or "
+            f"remove {A_FILE}, then run `mdcg sync` (MdCG.sync())"
+        )
+        (root / A_FILE).write_text(whole, encoding="utf-8")
+        assert h.get("d").body == "d of agent b"
+        assert parsed.count(A_FILE) == 3
