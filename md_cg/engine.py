@@ -2198,8 +2198,9 @@ def own_broken_copy(engine: Engine, scope: Scope, node_id: str) -> MalformedNode
     e = engine.state.entries.get(node_id)
     if e is not None and scope.admits(e):
         return None
-    logged = engine.copies_logged.get(node_id, {})
-    for rel, line, why, held in broken_files_of(engine, node_id, None if e is None else e.path):
+    found = broken_files_of(engine, node_id, None if e is None else e.path)
+    logged = engine.copies_logged.get(node_id, {}) if found else {}  # (decoded only then)
+    for rel, line, why, held in found:
         fields = engine.state.copy_fields.get(rel) or (logged[rel].fields if rel in logged else None)
         if fields is not None and scope.admits_fields(*fields):
             hint = (
@@ -2240,7 +2241,7 @@ def broken_files_of(engine: Engine, node_id: str, standing: str | None) -> list[
                 found[rel] = (None, problems[rel])
     out: list[BrokenFile] = []
     for rel in sorted(found):
-        held = _tolerant_id(engine, rel) if rel != standing else node_id
+        held = None if rel == standing else _tolerant_id(engine, rel)
         if rel != standing and (held is None or paths.id_key(held) == paths.id_key(node_id)):
             out.append(BrokenFile(rel, *found[rel], held))
     return out
