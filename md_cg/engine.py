@@ -40,7 +40,7 @@ import zlib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from . import coldbuild, copyfate, fsops, index, journal, layout, merge, nodefile, paths, snapshot
 from .errors import (
@@ -374,7 +374,8 @@ class Engine:
         #: bytes differ (md_cg.maintenance._settle_touched)
         self.took_in: dict[str, tuple[str, int, int, int]] = {}
         self.copy_reads: dict[str, CopyRead] = {}  # what copies_of read: see there
-        self.copies_logged: copyfate.Logged = {}  # each copy as the last sync line logged it
+        self.copies_held: copyfate.Logged = {}  # what copies_logged returns (see there)
+        self.copies_pending = copyfate.NOTHING_PENDING  # the snapshot's, not decoded yet
         self.changes = 0
         self.lock = threading.RLock()
         self.maint = fsops.MaintenanceLock(self.root_str, *map(paths.meta, paths.MAINTENANCE_LOCKS))
@@ -521,6 +522,11 @@ class Engine:
                 changed = self.catch_up(tail, prior)
             self._last_refresh = time.monotonic()
             return changed
+
+    @property
+    def copies_logged(self) -> copyfate.Logged:
+        """Each copy as the last sync line naming its id logged it: :func:`copies_logged`."""
+        return copies_logged(self)
 
     def fresh(self) -> None:
         """The freshness rule of every read: refresh when ``refresh_interval`` has passed."""
@@ -705,7 +711,8 @@ class Engine:
             cur = self.state.entries.get(node_id)
             if cur is not None and cur.path == rel:
                 self.state.drop(node_id)
-        copyfate.forget(self.copies_logged, [*by_id, *(i for i, _rel in dels)])
+        gone = [*by_id, *(i for i, _rel in dels)]
+        copyfate.forget(copies_logged(self, lambda: gone), gone)
         return spared
 
     def check_new(self, node: Node, rel: str, check: Callable[[Entry], None] | None = None) -> str | None:
@@ -1517,8 +1524,27 @@ def _resolved(
             noted.pop(node_id, None)  # md-cg is moving it: not a person's change
     engine.hand_after.update({i: (kind, rel, was.get(i)) for i, (kind, rel) in noted.items()})
     note_untold(engine, [(i, (kind, rel, was.get(i))) for i, kind, rel in journal.untold_in(tail)])
-    copyfate.follow(engine.copies_logged, tail)
+    copyfate.follow(copies_logged(engine, functools.partial(copyfate.ids_written, tail)), tail)
     return changed
+
+
+def copies_logged(engine: Engine, touching: Callable[[], Collection[str]] | None = None) -> copyfate.Logged:
+    """:attr:`Engine.copies_logged`: each copy of a duplicated id as the last sync line naming
+    the id logged it (:mod:`md_cg.copyfate`). The snapshot's (:data:`md_cg.snapshot.COPIES`)
+    are decoded and checked (:func:`md_cg.copyfate.copies_in`) at their first use, not at
+    the open (session 43). ``touching``: the ids whose records the caller is about to change
+    (None: any, or it reads them) -- when the undecoded ones name none of them, they are left
+    undecoded and the records held otherwise (``copies_held``, ids apart from theirs) are
+    returned: what is logged is the two together, and decoding them later gives the same
+    records, in the same order, as decoding them first."""
+    pending = engine.copies_pending
+    if pending.raw and (touching is None or not pending.ids.isdisjoint(touching())):
+        decoded = copyfate.copies_in({copyfate.COPIES: pending.raw})
+        decoded.update(engine.copies_held)  # ids none of the snapshot's (see above)
+        engine.copies_held.clear()
+        engine.copies_held.update(decoded)
+        engine.copies_pending = copyfate.NOTHING_PENDING
+    return engine.copies_held
 
 
 def note_untold(engine: Engine, untold: Iterable[tuple[str, Noted]]) -> None:
@@ -2139,37 +2165,136 @@ def broken_file_of(engine: Engine, node_id: str) -> str | None:
 
 def broken_copy(engine: Engine, node_id: str) -> MalformedNodeFileError | None:
     """For an unscoped single read of ``node_id`` (``get``, ``read_text``): the error naming
-    another file of the id that cannot be read as a memory -- a losing copy the index
-    recorded, read now (a fresh process: no sync has looked at it since it broke), or a
-    file named for the id a sync found broken (:func:`broken_file_of`) --, else None.
-    Which copy holds the memory cannot be told while one cannot be read (its
+    another file of the id that cannot be read as a memory (:func:`broken_files_of`), else
+    None. Which copy holds the memory cannot be told while one cannot be read (its
     ``updated_at`` may be the newest, or its scope another), so none is picked: session 42,
     an unscoped process served b's copy of ``d`` while a's was broken by hand, and a's
     copy when b's (the newest) was -- a scoped handle is served no other scope's copy when
-    its own is broken. A scoped handle is not told whose the broken file may be."""
+    its own is broken (:func:`own_broken_copy` names it)."""
     e = engine.state.entries.get(node_id)
     if e is None:
         return None
-    problems = engine.state.problems
-    found: list[tuple[str, int | None, str]] = []
-    for rel in engine.state.duplicates.get(node_id, ()):
-        try:
-            index.parse_file(engine.root_str, rel)
-        except MalformedNodeFileError as exc:
-            found.append((rel, exc.line, exc.reason))
-        except (OSError, UnsafePathError):
-            continue
-    named = broken_file_of(engine, node_id)
-    if named is not None and named != e.path:
-        found.append((named, None, problems[named]))
+    found = broken_files_of(engine, node_id, e.path)
     if not found:
         return None
-    rel, line, why = min(found, key=lambda f: f[0])
+    rel, line, why, held = found[0]
     hint = (
-        f"; memory {node_id!r} is also in {e.path}, which reads, but which file holds it cannot be "
-        f"told while this one cannot be read -- fix or remove {rel}, then run `mdcg sync` (MdCG.sync())"
+        f"; {_id_read(held)}, and memory {node_id!r} is also in {e.path}, which reads, but which file "
+        f"holds it cannot be told while this one cannot be read -- fix or remove {rel}, then run "
+        "`mdcg sync` (MdCG.sync())"
     )
     return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+
+
+def own_broken_copy(engine: Engine, scope: Scope, node_id: str) -> MalformedNodeFileError | None:
+    """For a scoped single read of ``node_id`` it does not see: the error naming its own copy
+    of the id that cannot be read as a memory -- a file of :func:`broken_files_of` whose
+    scope fields, as the index (:attr:`IndexState.copy_fields
+    <md_cg.index.IndexState.copy_fields>`) or the last sync line naming the id
+    (:attr:`Engine.copies_logged`) last read them, the scope admits --, else None. Session
+    43: a's copy of ``d`` broken by hand beside b's, a's ``get`` said "no node with id 'd'"
+    (an unscoped one names the file). Another scope's file, or one whose scope was never
+    read, is not named: a scoped caller learns of no file outside its scope."""
+    e = engine.state.entries.get(node_id)
+    if e is not None and scope.admits(e):
+        return None
+    found = broken_files_of(engine, node_id, None if e is None else e.path)
+    logged = engine.copies_logged.get(node_id, {}) if found else {}  # (decoded only then)
+    for rel, line, why, held in found:
+        fields = engine.state.copy_fields.get(rel) or (logged[rel].fields if rel in logged else None)
+        if fields is not None and scope.admits_fields(*fields):
+            hint = (
+                f"; {_id_read(held)}, and it held this scope's memory {node_id!r} when last read -- fix "
+                f"or remove {rel}, then run `mdcg sync` (MdCG.sync())"
+            )
+            return MalformedNodeFileError(rel, why + hint, line=line, node_id=node_id)
+    return None
+
+
+class BrokenFile(NamedTuple):
+    """A file of an id that cannot be read as a memory (:func:`broken_files_of`)."""
+
+    rel: str
+    line: int | None
+    why: str
+    #: the id it names, read by :func:`md_cg.nodefile.tolerant_id` (None: it cannot be told)
+    held: str | None
+
+
+def broken_files_of(engine: Engine, node_id: str, standing: str | None) -> list[BrokenFile]:
+    """The files of ``node_id`` but ``standing`` (the file the index serves) that cannot be
+    read as a memory, by path: a losing copy the index recorded, read now (a fresh process:
+    no sync has looked at it since it broke), and a file named for the id a sync found
+    broken (as :func:`broken_file_of` finds them) -- each but one whose id can still be read
+    and is another (:func:`md_cg.nodefile.tolerant_id`; session 43: a person's broken
+    ``notes/x.md`` holding ``id: notes-x``, or another memory's half-written file, refused
+    every unscoped ``get`` of ``x``)."""
+    problems = engine.state.problems
+    found: dict[str, tuple[int | None, str]] = {}
+    for rel in engine.state.duplicates.get(node_id, ()):
+        problem = _copy_problem(engine, rel)
+        if problem is not None:
+            found[rel] = problem
+    if problems:
+        for rel in _problem_stems(engine).get(paths.id_key(node_id), ()):
+            if rel in problems and rel not in found:
+                found[rel] = (None, problems[rel])
+    out: list[BrokenFile] = []
+    for rel in sorted(found):
+        held = None if rel == standing else _tolerant_id(engine, rel)
+        if rel != standing and (held is None or paths.id_key(held) == paths.id_key(node_id)):
+            out.append(BrokenFile(rel, *found[rel], held))
+    return out
+
+
+#: A file changed less than this long ago (ns) is read again at every look: a write within
+#: the file system's timestamp tick (a few ms) may leave its stamp as it was
+_SETTLED_NS = 2_000_000_000
+
+
+def _copy_problem(engine: Engine, rel: str) -> tuple[int | None, str] | None:
+    """Why the copy at ``rel`` cannot be read as a memory (its line, the reason), or None
+    (it reads, or is gone or unsafe). Kept by the file's stamp (inode, mtime, ctime, size)
+    once it is :data:`_SETTLED_NS` old (session 43: every unscoped ``get`` of a duplicated
+    id parsed each other copy again -- 46.9 µs of a 96 µs ``get``)."""
+    kept: dict[str, tuple[tuple[int, ...], tuple[int | None, str] | None]]
+    kept = engine.__dict__.setdefault("_copy_problems", {})
+    try:
+        st = os.lstat(os.path.join(engine.root_str, rel))
+        stamp: tuple[int, ...] | None = (st.st_ino, st.st_mtime_ns, st.st_ctime_ns, st.st_size)
+    except (OSError, ValueError):
+        stamp = None
+    held = kept.get(rel)
+    if held is not None and held[0] == stamp:
+        return held[1]
+    try:
+        index.parse_file(engine.root_str, rel)
+        problem = None
+    except MalformedNodeFileError as exc:
+        problem = (exc.line, exc.reason)
+    except (OSError, UnsafePathError):
+        return None
+    if stamp is not None and time.time_ns() - max(stamp[1], stamp[2]) > _SETTLED_NS:
+        if len(kept) >= 10_000:
+            kept.clear()
+        kept[rel] = (stamp, problem)
+    return problem
+
+
+def _tolerant_id(engine: Engine, rel: str) -> str | None:
+    """The id the file at ``rel`` names though it cannot be read as a memory, or None
+    (:func:`md_cg.nodefile.tolerant_id`; a file that cannot be read or decoded: None)."""
+    try:
+        data, _ = index.read_limited(engine.root_str, rel)
+        text = nodefile.read_bytes_as_text(data, rel)
+    except (OSError, UnsafePathError, MalformedNodeFileError):
+        return None
+    return nodefile.tolerant_id(text.removeprefix("\ufeff"), paths.stem_of(rel))
+
+
+def _id_read(held: str | None) -> str:
+    """What a refusal naming a broken file says of the id it holds."""
+    return "its id cannot be read" if held is None else f"its frontmatter names id {held!r}"
 
 
 def _problem_stems(engine: Engine) -> dict[str, list[str]]:
@@ -2435,8 +2560,8 @@ def _from_snapshot(engine: Engine, snap: snapshot.Snapshot) -> tuple[IndexState,
     _carried_notes(engine, snap)
     # the copies the last sync line naming each id logged, as the compaction held them:
     # those this process followed may be older than the snapshot's (a fate told twice)
-    engine.copies_logged.clear()
-    engine.copies_logged.update(copyfate.copies_in({copyfate.COPIES: snap.copies}))
+    engine.copies_held.clear()
+    engine.copies_pending = copyfate.pending(snap.copies)  # decoded at first use (copies_logged)
     return snap.state, Cursor(offsets=dict(snap.offsets))
 
 
@@ -2456,7 +2581,7 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
     built from the files (15 s at 100k instead of 0.75). A stat walk (0.75 s at 100k files
     on tmpfs). No problem is recorded either way: a copy is no damage."""
     engine.snapshot_problem = None
-    notes, copies = dict(engine.hand_after), dict(engine.copies_logged)
+    notes, copies = dict(engine.hand_after), (dict(engine.copies_held), engine.copies_pending)
     engine.state, engine.cursor = _from_snapshot(engine, snap)
     engine.changes = 0
     engine.catch_up()
@@ -2466,8 +2591,9 @@ def _placed(engine: Engine, snap: snapshot.Snapshot) -> bool:
         return True
     engine.hand_after.clear()
     engine.hand_after.update(notes)
-    engine.copies_logged.clear()
-    engine.copies_logged.update(copies)
+    engine.copies_held.clear()
+    engine.copies_held.update(copies[0])
+    engine.copies_pending = copies[1]
     engine.snap_ident = engine.snap_gen = None
     engine.snap_refused = snap.identity
     snapshot.close(snap.state)

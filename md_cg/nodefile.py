@@ -697,6 +697,43 @@ def fence_end(text: str) -> int:
     raise ValueError("the file does not start with a '---' line")
 
 
+#: A top-level ``id:`` line of a frontmatter (:func:`tolerant_id`)
+_ID_LINE = re.compile(r"^id:(.*)$", re.MULTILINE)
+
+
+def tolerant_id(text: str, stem: str) -> str | None:
+    """The id a node file's ``text`` (no byte-order mark) names although the file cannot be
+    read as a memory, or None when that cannot be told (session 43: an unscoped ``get`` of
+    ``x`` refused while any broken file named ``x.md`` stood, whatever memory it held --
+    :func:`md_cg.engine.broken_copy`). When its frontmatter parses (another field is what
+    is wrong), its ``id`` -- ``stem`` without one --; else the value of its one top-level
+    ``id:`` line, that line read alone as YAML. No fence, no closing fence, two ``id:``
+    lines, or a value that is no string: None."""
+    try:
+        start = fence_end(text)
+    except ValueError:
+        return None
+    end = _CLOSE_LIKE.search(text, start - 1)
+    if end is None:
+        return None
+    fm = text[start : end.start()]
+    value: Any = None
+    try:
+        parsed = parse_frontmatter(fm)
+        value = None if parsed.problems else parsed.meta.get("id", stem)
+    except ValueError:
+        pass
+    if value is None:
+        lines = _ID_LINE.findall(fm)
+        if len(lines) != 1:
+            return None
+        try:
+            value = _yaml("id:" + lines[0], 1).meta.get("id")
+        except ValueError:
+            return None
+    return value if isinstance(value, str) and value else None
+
+
 class MdcgHandler(YAMLHandler):
     """python-frontmatter handler for md-cg files.
 

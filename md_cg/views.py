@@ -448,10 +448,23 @@ class Reads(_Handle):
         the same text, for an out-of-scope one; an archived or expired one's error says so).
         An id typed in another Unicode form finds the memory (:func:`as_stored`)."""
         node_id = self._as_stored(node_id)
-        self._visible(check_id(node_id), Show(include_expired, include_archived), retry=True)
+        self._seen_single(check_id(node_id), Show(include_expired, include_archived), retry=True)
         node = read_hiding(self._engine, self._scope, node_id)
         self._no_broken_copy(node_id)
         return node
+
+    def _seen_single(self, node_id: str, show: Show, *, retry: bool = False) -> None:
+        """:meth:`_visible` for a single read (``get``, ``read_text``): a scoped handle's own
+        copy of an id it does not see, broken by hand, is named, not "no node"
+        (:func:`md_cg.engine.own_broken_copy`)."""
+        try:
+            self._visible(node_id, show, retry=retry)
+        except NodeNotFoundError:
+            scope = self._scope
+            broken = None if scope is None else engine_mod.own_broken_copy(self._engine, scope, node_id)
+            if broken is None:
+                raise
+            raise broken from None
 
     def _no_broken_copy(self, node_id: str) -> None:
         """An unscoped handle's single read of an id one of whose other files cannot be read
@@ -629,7 +642,7 @@ class Reads(_Handle):
     ) -> str:
         """The node's file exactly as stored: frontmatter and body."""
         node_id = self._as_stored(node_id)
-        self._visible(check_id(node_id), Show(include_expired, include_archived))
+        self._seen_single(check_id(node_id), Show(include_expired, include_archived))
         try:
             text = editing.read_text(self._engine, node_id, checked=self._scope is not None)
         except engine_mod.HeldNow as exc:

@@ -8,7 +8,8 @@ a word -- b's while a's was broken, and a's (the older) while b's, the newest, w
 whereas a scoped handle is served no other scope's copy when its own is broken. Now an
 unscoped ``get`` / ``read_text`` is refused naming the broken file (as for an id whose only
 file is broken), in a fresh process (the losing copy is read) and after a sync (the file
-listed as malformed); scoped handles answer as before; once the file is fixed, the memory
+listed as malformed); scoped handles answer as before (session 43: the broken copy's own scope
+is told its file); once the file is fixed, the memory
 is served again.
 """
 
@@ -33,14 +34,22 @@ WHY = (
     "the YAML frontmatter does not parse: did not find expected ',' or ']' (column 1), "
     "while parsing a flow sequence from line 2, column 5"
 )
-NOT_HERE = "NodeNotFoundError: no node with id 'd' in this store"
 
 
 def _refused(broken: str, other: str) -> str:
     return (
-        f"MalformedNodeFileError: {broken}: {WHY}; memory 'd' is also in {other}, which reads, but which "
+        f"MalformedNodeFileError: {broken}: {WHY}; its id cannot be read, and memory 'd' is also in {other}, "
+        "which reads, but which "
         f"file holds it cannot be told while this one cannot be read -- fix or remove {broken}, then run "
         "`mdcg sync` (MdCG.sync())"
+    )
+
+
+def _named(broken: str) -> str:
+    """What a scoped handle whose own copy is broken is told (session 43: tests/test_brokenname_s43.py)."""
+    return (
+        f"MalformedNodeFileError: {broken}: {WHY}; its id cannot be read, and it held this scope's memory "
+        f"'d' when last read -- fix or remove {broken}, then run `mdcg sync` (MdCG.sync())"
     )
 
 
@@ -59,7 +68,7 @@ def test_unscoped_read_names_the_broken_copy(tmp_path: Path, broken: str, other:
     own = "a" if broken == A_FILE else "b"
     expected = {
         "": {"get": refused, "text": refused, "ids": ["d", "x"]},  # before: the other copy
-        own: {"get": NOT_HERE, "text": NOT_HERE, "ids": ["x"]},
+        own: {"get": _named(broken), "text": _named(broken), "ids": ["x"]},  # session 43 (was 'no node')
         ("b" if own == "a" else "a"): {
             "get": served["b" if own == "a" else "a"].strip(),
             "text": "\n" + served["b" if own == "a" else "a"],

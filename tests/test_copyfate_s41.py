@@ -63,10 +63,11 @@ def test_own_copy_broken_by_hand_while_another_scope_copy_stands(tmp_path: Path)
     hidden = {"get": NOT_HERE, "add": OUTSIDE, "upd": NOT_HERE, "del": NOT_HERE, "notes": []}
     seen = {"get": "d of agent b", "add": AT_B, "notes": []}
     # session 42: an unscoped get picks no copy while one is broken (test_brokencopy_s42)
-    from test_brokencopy_s42 import _refused
+    from test_brokencopy_s42 import _named, _refused
 
     unscoped = {**seen, "get": _refused(A_FILE, B_FILE)}
-    expected = {"a": hidden, "b": seen, "": unscoped, "c": hidden}
+    # session 43: a's get names its own broken copy (test_brokenname_s43)
+    expected = {"a": {**hidden, "get": _named(A_FILE)}, "b": seen, "": unscoped, "c": hidden}
     assert _answers(plain) == expected
     assert _answers(root) == expected  # before: c's and a's processes held d noted gone
     log = [
