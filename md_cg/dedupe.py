@@ -248,10 +248,16 @@ class _Dropped(dict[int, int | None]):
     time in Python was a third of a cold first dry run at 45k memories, session 43)."""
 
     def __missing__(self, code: int) -> int | None:
+        if len(self) >= _DROPPED_MAX:
+            self.clear()  # titles in every script of Unicode: kept bounded
         ch = chr(code)
         value = None if ch.isspace() or unicodedata.category(ch)[0] == "P" else code
         self[code] = value
         return value
+
+
+#: Characters :data:`_DROPPED` keeps before it starts again.
+_DROPPED_MAX = 65_536
 
 
 _DROPPED = _Dropped()

@@ -372,3 +372,15 @@ def test_title_key_is_what_it_was(title: str) -> None:
 )
 def test_title_key_of_awkward_titles(title: str) -> None:
     test_title_key_is_what_it_was.hypothesis.inner_test(title)  # type: ignore[attr-defined]
+
+
+def test_the_title_key_table_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    from md_cg import dedupe
+
+    monkeypatch.setattr(dedupe, "_DROPPED_MAX", 4)
+    monkeypatch.setattr(dedupe, "_DROPPED", dedupe._Dropped())
+    key = dedupe.title_key.__wrapped__  # type: ignore[attr-defined]
+    assert key("北京，天气 晴！") == "北京天气晴"
+    assert len(dedupe._DROPPED) <= 4
+    assert key("東京、天気。") == "東京天気"
+    assert len(dedupe._DROPPED) <= 4
