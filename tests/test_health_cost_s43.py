@@ -304,6 +304,11 @@ def test_the_columns_say_what_the_built_entries_say(store_root: Path) -> None:
         s.get("a1")
         s.get("dangler")
         touched = seen()
+        s.add(Node(id="fresh", body="put since the open", edges=[Edge("a1", "similar")]))
+        s.update("p3", body="a self memory, changed")  # its snapshot row retired
+        s.delete("a2")  # and this one's
+        assert "a2" not in entries and entries.lazy
+        changed = seen()
         built = list(entries.values())
         assert not entries.lazy
         want = (
@@ -312,8 +317,10 @@ def test_the_columns_say_what_the_built_entries_say(store_root: Path) -> None:
             sorted((e.id, t) for e in built for t, _ in e.edges),
             sorted((e.id, e.layer, e.title) for e in built),
         )
-        assert lazy == touched == seen() == want
-        assert ("dangler", "ghost") in want[2] and ("loop", "loop") in want[2]
+        assert changed == seen() == want
+        assert lazy == touched
+        assert ("dangler", "ghost") in want[2] and ("loop", "loop") in want[2] and ("fresh", "a1") in want[2]
+        assert len(lazy[0]) == 20 and len(want[0]) == 20
 
 
 # -- organize: the first dry run ------------------------------------------------------------
