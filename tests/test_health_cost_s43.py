@@ -391,3 +391,23 @@ def test_the_title_key_table_stays_bounded(monkeypatch: pytest.MonkeyPatch) -> N
     assert len(dedupe._DROPPED) <= 4
     assert key("東京、天気。") == "東京天気"
     assert len(dedupe._DROPPED) <= 4
+
+
+def test_a_damaged_rows_chunk_gives_no_titles_and_the_entries_are_built_as_before(tmp_path: Path) -> None:
+    """titles_of_all() hands out no byte of a damaged chunk: organize then builds the
+    entries, each damaged row rebuilt from its file, as before session 43."""
+    from test_snapshot_chunks import CHUNK, _chunked_store, _damaged_copy, _layout
+
+    sound = _chunked_store(tmp_path / "sound", 60)
+    _, rows_at, _ = _layout(sound)
+    root = _damaged_copy(sound, tmp_path / "damaged", rows_at + CHUNK // 2)
+    with MdCG(sound, refresh_interval=None) as s:
+        ids, layers, titles = _entries(s).titled()
+        want = sorted(zip(ids, layers, titles, strict=True))
+    with MdCG(root, refresh_interval=None) as s:
+        entries = _entries(s)
+        assert entries.source.titles_of_all() is None
+        ids, layers, titles = entries.titled()
+        assert sorted(zip(ids, layers, titles, strict=True)) == want
+        assert not entries.lazy
+        assert s._engine.state.snapshot_damage == ["rows section, chunk 0: checksum mismatch"]
