@@ -785,9 +785,11 @@ class Entries(MutableMapping[str, Entry]):
             return [e.id for e in values], [e.layer for e in values], [e.title for e in values]
         source = self.source
         ids, layers = source.ids, source.layer_names()
-        if self._untouched():
-            return ids, layers, titles
         live, rows = self._live, self._rows
+        if len(rows) == len(ids) and not self._extra:
+            # every row stands and nothing was put since: an entry built from a row holds the
+            # row's title (a damaged chunk's is built from its file, but then there are no titles)
+            return ids, layers, titles
         keep = [node_id not in live and rows.get(node_id) == row for row, node_id in enumerate(ids)]
         pick = itertools.compress
         ids, layers, titles = list(pick(ids, keep)), list(pick(layers, keep)), list(pick(titles, keep))
