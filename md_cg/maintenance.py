@@ -1608,7 +1608,7 @@ def _files_to_look_at(
         st = files.get(rel)
         if (
             st is not None
-            and (mtime_ns, size) != (st.st_mtime_ns, st.st_size)
+            and (st.st_mtime_ns != mtime_ns or st.st_size != size)
             and by_path.get(rel) == node_id
         ):
             out.add(rel)
