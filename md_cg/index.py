@@ -740,11 +740,78 @@ class Entries(MutableMapping[str, Entry]):
         # every row's path and stat at once (~0.2 us a row; a sync at 1M asks for all)
         rels = source.all_paths()
         mtimes, sizes = source.stat_of_all()
+        if self._untouched():
+            yield from zip(source.ids, rels, mtimes, sizes, strict=True)
+            return
         for node_id, e, row in self.walk():
             if e is not None:
                 yield node_id, e.path, e.mtime_ns, e.size
             else:
                 yield node_id, rels[row], mtimes[row], sizes[row]
+
+    def brief(self) -> Iterator[tuple[str, str, str, str | None, bool]]:
+        """``(id, path, layer, bucket, conflict)`` of every entry, in :meth:`walk`'s order,
+        building none: a row not materialised answers from the snapshot's columns (``health``
+        looks at every entry; building them all was most of its first call, session 43)."""
+        if not self._rows:
+            for node_id, live in self._live.items():
+                yield node_id, live.path, live.layer, live.bucket, live.conflict
+            return
+        table = self.source.brief_rows()
+        if self._untouched():
+            yield from table
+            return
+        for node_id, e, row in self.walk():
+            if e is not None:
+                yield node_id, e.path, e.layer, e.bucket, e.conflict
+            else:
+                assert row is not None
+                yield table[row]
+
+    def _untouched(self) -> bool:
+        """True while every row of the snapshot stands, none built, none put or dropped
+        since: :meth:`walk` is then the rows in order, and a column is the answer."""
+        return not self._live and self._ids is not None and len(self._rows) == len(self._ids)
+
+    def titled(self) -> tuple[list[str], list[str], list[str]]:
+        """The ids, layers and titles of every entry (three lists, in no set order), building
+        none when the snapshot's rows can say (:meth:`~md_cg.snapshot._Table.titles_of_all`):
+        organize looks for a candidate's title among every entry (building them all was half
+        of its first dry run at 45k memories, session 43); otherwise every entry is built, as
+        before. Lists, not a tuple per entry: 45k new tuples woke the garbage collector."""
+        titles = self.source.titles_of_all() if self._rows else None
+        if titles is None:
+            values = list(self.values())
+            return [e.id for e in values], [e.layer for e in values], [e.title for e in values]
+        source = self.source
+        ids, layers = source.ids, source.layer_names()
+        live, rows = self._live, self._rows
+        if len(rows) == len(ids) and not self._extra:
+            # every row stands and nothing was put since: an entry built from a row holds the
+            # row's title (a damaged chunk's is built from its file, but then there are no titles)
+            return ids, layers, titles
+        keep = [node_id not in live and rows.get(node_id) == row for row, node_id in enumerate(ids)]
+        pick = itertools.compress
+        ids, layers, titles = list(pick(ids, keep)), list(pick(layers, keep)), list(pick(titles, keep))
+        for node_id, e in live.items():
+            ids.append(node_id)
+            layers.append(e.layer)
+            titles.append(e.title)
+        return ids, layers, titles
+
+    def edge_targets(self) -> Iterator[tuple[str, str]]:
+        """``(id, target)`` of every edge of every entry, building none: a row not
+        materialised answers from the snapshot's edge column, a built entry from its edges."""
+        live, rows = self._live, self._rows
+        if rows:
+            ids = self.source.ids
+            for n, target, _etype in self.source.edges:
+                node_id = ids[n]
+                if rows.get(node_id) == n and node_id not in live:
+                    yield node_id, target
+        for node_id, e in live.items():
+            for target, _etype in e.edges:
+                yield node_id, target
 
     def listed(self) -> Iterator[tuple[str, str, float]]:
         """``(id, layer, changed)`` of every entry (:attr:`Entry.changed`), building none.

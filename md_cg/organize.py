@@ -347,12 +347,12 @@ class _Matcher:
             keys.clear()
         layers = frozenset(dedupe.CANDIDATE_LAYERS)
         with no_gc():  # one pass over every entry: the collector would rescan them
-            for e in _all_entries(store):
-                key = keys.get(e.title)
+            for node_id, layer, title in zip(*_all_titles(store), strict=True):
+                key = keys.get(title)
                 if key is None:
-                    key = keys[e.title] = dedupe.title_key(e.title)
-                if key in wanted and e.layer in layers:
-                    wanted[key].append(e.id)
+                    key = keys[title] = dedupe.title_key(title)
+                if key in wanted and layer in layers:
+                    wanted[key].append(node_id)
         self.same_title = wanted
 
     def node(self, node_id: str) -> Node | None:
@@ -535,16 +535,18 @@ def _doc_freqs(text_index: Any, tids: list[int]) -> np.ndarray:
     return df
 
 
-def _all_entries(store: Any) -> Iterable[Any]:
-    """Every index entry, unsorted (sorting 100k ids costs more than the scan).
-    It may include nodes the caller cannot see: a match is only used after
-    ``store.get`` read it, and ``get`` treats such nodes as absent."""
+def _all_titles(store: Any) -> tuple[list[str], list[str], list[str]]:
+    """The ids, layers and titles of every index entry, unsorted (sorting 100k ids costs more
+    than the scan), building no entry when the index's snapshot can say
+    (:meth:`md_cg.index.Entries.titled`). It may include nodes the caller cannot see: a
+    match is only used after ``store.get`` read it, and ``get`` treats such nodes as absent."""
     engine = getattr(store, "_engine", None)
     if engine is None:
-        return store.entries()
+        entries = store.entries()
+        return [e.id for e in entries], [e.layer for e in entries], [e.title for e in entries]
     with engine.lock:
         engine.fresh()
-        return list(engine.state.entries.values())
+        return engine.state.entries.titled()
 
 
 def _text_index(store: object) -> Any:

@@ -91,6 +91,7 @@ assert (*EAGER[:6], *LAZY, *EAGER[6:]) == COLUMNS, "_Table.entry builds entries 
 _SEQUENCES = tuple(LAZY.index(name) for name in ("tags", "ccg_missing", "conditions", "renamed_from"))
 _EDGES = LAZY.index("edges")
 _TAGS = LAZY.index("tags")
+_TITLE = LAZY.index("title")
 #: A layer's code in the entries section's ``layers`` string: one digit per row.
 _LAYER_DIGIT = {name: chr(48 + i) for i, name in enumerate(LAYERS)}
 _LAYER_DIGITS = re.compile(f"[0-{len(LAYERS) - 1}]*")
@@ -1030,6 +1031,9 @@ class _Table:
         self.mtimes = np.zeros(0, dtype=_INT_COLUMN)
         self.sizes = np.zeros(0, dtype=_INT_COLUMN)
         self._stats: tuple[list[int], list[int]] | None = None
+        self._all_paths: list[str] | None = None
+        self._titles: list[str] | None = None
+        self._layer_names: list[str] | None = None
         #: each row's Entry.changed (float64 column of the rows section)
         self.changed = np.zeros(0, dtype=np.float64)
         self._changed: list[float] | None = None
@@ -1202,7 +1206,10 @@ class _Table:
 
     def all_paths(self) -> list[str]:
         """:meth:`path_of` of every row, in row order, in one pass (a sync asks for all of them):
-        the folder part comes from a table of (layer, bucket) codes, not from a call per row."""
+        the folder part comes from a table of (layer, bucket) codes, not from a call per row.
+        Made once (read it, do not change it)."""
+        if self._all_paths is not None:
+            return self._all_paths
         n_buckets = len(self.bucket_names)
         folders = [
             paths.node_rel(layer, None if b < 0 else self.bucket_names[b], "")[: -len(paths.NODE_SUFFIX)]
@@ -1217,7 +1224,20 @@ class _Table:
             out[row] = paths.archived_rel(out[row])
         for row, rel in self.paths.items():
             out[row] = rel
+        self._all_paths = out  # made once: the table never changes (its strings are by_path's keys)
         return out
+
+    def brief_rows(self) -> list[tuple[str, str, str, str | None, bool]]:
+        """``(id, path, layer, bucket, conflict)`` of every row, in row order, in one pass
+        (:meth:`md_cg.index.Entries.brief`): no row's JSON is decoded."""
+        names = self.bucket_names
+        conflicts = self.conflicts
+        return [
+            (node_id, rel, LAYERS[ord(code) - 48], None if b < 0 else names[b], n in conflicts)
+            for n, (node_id, rel, code, b) in enumerate(
+                zip(self.ids, self.all_paths(), self.layers, self.buckets, strict=True)
+            )
+        ]
 
     def stat_of(self, row: int) -> tuple[int, int]:
         """``(mtime_ns, size)`` of ``row``'s file when it was indexed, without building its entry."""
@@ -1236,11 +1256,40 @@ class _Table:
             self._layer_codes = np.frombuffer(self.layers.encode("ascii"), dtype=np.uint8) - 48
         return self._layer_codes
 
+    def layer_names(self) -> list[str]:
+        """Each row's layer name, in row order (made once)."""
+        if self._layer_names is None:
+            self._layer_names = [LAYERS[code] for code in self.layer_codes().tolist()]
+        return self._layer_names
+
     def changed_of_all(self) -> list[float]:
         """The rows' :attr:`~md_cg.index.Entry.changed` times as a list (made once)."""
         if self._changed is None:
             self._changed = self.changed.tolist()
         return self._changed
+
+    def titles_of_all(self) -> list[str] | None:
+        """Each row's title, in row order, from its JSON without building its entry (made
+        once: organize looks for a title among all of them); None when a chunk is damaged
+        or a row is not as the header says -- the entries, built, say why or are rebuilt
+        from their files."""
+        if self._titles is None:
+            n, ptr = len(self.ids), self.ptr
+            try:
+                blob = self.raw_span(0, n) if n else b""
+            except SnapshotDamageError:
+                return None
+            base, out, loads, width = (ptr[0] if n else 0), [], orjson.loads, len(LAZY)
+            for row in range(n):
+                try:
+                    values = loads(blob[ptr[row] - base : ptr[row + 1] - base])
+                except orjson.JSONDecodeError:
+                    return None
+                if type(values) is not list or len(values) != width or type(values[_TITLE]) is not str:
+                    return None
+                out.append(values[_TITLE])
+            self._titles = out
+        return self._titles
 
     def tags_of(self, row: int) -> tuple[str, ...]:
         """The tags of ``row``, decoded from its JSON without building its entry."""
