@@ -19,7 +19,8 @@ lives in Paris" (one word apart, like many true paraphrases), so guards
 first look for a different fact and score such a pair 0:
 
 * ``numbers``: the numbers differ (digits, Chinese and English number
-  words, ordinals, weekdays, months: "3pm"/"5pm", "三点"/"五点", "周三"/"周五");
+  words, ordinals, weekdays, months: "3pm"/"5pm", "三点"/"五点", "周三"/"周五";
+  a date, time, decimal or version is one value: :func:`_values`);
 * ``negation``: a different count of negations ("likes"/"does not like");
 * ``substitution``: each text has a content word the other lacks (Berlin /
   Paris, 腾讯/阿里); a text may only *add* words to the other;
@@ -27,7 +28,9 @@ first look for a different fact and score such a pair 0:
   not the same thing ("email over phone" / "phone over email").
 * ``order``: the same words with two roles swapped ("Alice owes Bob" /
   "Bob owes Alice", "from Paris to Tokyo" / "from Tokyo to Paris", "Anna's
-  manager" / "Tom's manager", 小王欠小李 / 小李欠小王): :func:`_swapped`.
+  manager" / "Tom's manager", 小王欠小李 / 小李欠小王): :func:`_swapped`; or two
+  numbers with the words they go with exchanged ("Bob at 3, Alice at 5" / "Alice at
+  3, Bob at 5"): :func:`_crossed`.
 
 What passes is scored by rapidfuzz's ``token_sort_ratio`` over the content
 words (English stop words dropped, light suffix stripping; each CJK
@@ -396,6 +399,106 @@ class _Features:
     active_turns: tuple[bool, bool] = (False, False)
 
 
+# -- near: number-like values ----------------------------------------------------------------
+
+#: A clock time with am/pm ("8am", "8:30 p.m.") and a 24-hour time ("20:30"): read as one
+#: value each, the hour in 24-hour form (:func:`_clock`).
+_AMPM_RE = re.compile(r"(?<![0-9a-z.:])([0-9]{1,2})(?::([0-9]{2}))?\s*([ap])\.?m(?![0-9a-z])\.?")
+_TIME_RE = re.compile(r"(?<![0-9a-z.:])([0-9]{1,2}):([0-9]{2})(?::([0-9]{2}))?(?![0-9a-z:]|[.,][0-9])")
+_MONTH_NAMES = (
+    r"(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+#: A date: year first ("2024-03-05", "2024/3/5"), spelled ("5 March 2024", "March 5th,
+#: 2024") or day and month in the order written ("03/05/2024", "5.3.2024").
+_ISO_DATE_RE = re.compile(
+    r"(?<![0-9a-z.,/-])([0-9]{4})([-/.])([0-9]{1,2})\2([0-9]{1,2})(?![0-9a-z]|[-/.:,][0-9])"
+)
+_DAY_MONTH_RE = re.compile(
+    rf"(?<![0-9a-z.,])([0-9]{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MONTH_NAMES},?\s+([0-9]{{4}})(?![0-9a-z])"
+)
+_MONTH_DAY_RE = re.compile(
+    rf"(?<![0-9a-z])\b{_MONTH_NAMES}\s+([0-9]{{1,2}})(?:st|nd|rd|th)?,?\s+([0-9]{{4}})(?![0-9a-z])"
+)
+_OTHER_DATE_RE = re.compile(
+    r"(?<![0-9a-z.,/-])([0-9]{1,2})([-/.])([0-9]{1,2})\2([0-9]{4}|[0-9]{2})(?![0-9a-z]|[-/.:,][0-9])"
+)
+#: Digits with decimal points or separators ("1.5", "1,5", "1,000", "1.2.3").
+_GROUPED_RE = re.compile(r"(?<![0-9a-z.,])([0-9]+)((?:[.,][0-9]+)+)(?![0-9]|[.,][0-9])")
+_THOUSANDS_RE = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]+)?")
+#: A number glued to a unit of up to four letters ("5mg", "50ml", "2kg"); not the
+#: suffixes :data:`_NUMBER_SUFFIX_RE` reads (3rd, 30s, 24h) nor a name ("1password").
+_GLUED_UNIT_RE = re.compile(r"(?<![0-9a-z.])([0-9]+(?:p[0-9]+)?)([a-z]{1,4})(?![0-9a-z])")
+_READ_SUFFIXES = frozenset(("st", "nd", "rd", "th", "s", "h", "am", "pm"))
+#: What :func:`_values` makes of a value: digits joined by d (date), h (time) or p
+#: (a decimal point, a version's dots), one word that spells no other.
+_VALUE_RE = re.compile(r"[0-9]+(?:[dhpq][0-9]+)+")
+_DIGIT_RE = re.compile("[0-9]")
+_MONTH_NUMBER = {
+    name[:3]: i for i, name in enumerate(_words("jan feb mar apr may jun jul aug sep oct nov dec"), 1)
+}
+
+
+def _digits(run: str) -> str:
+    """A run of digits as a number, without its leading zeros ("03" is "3"); not through
+    ``int``, which refuses more than 4300 digits (before session 43 such a number in a
+    memory made every organize run that compared it raise ``ValueError``)."""
+    return run.lstrip("0") or "0"
+
+
+def _clock(hour: int, minute: str | None, second: str | None = None) -> str:
+    """A time's value: the hour, then ``h`` and the minutes unless they are 00."""
+    tail = f"h{minute}" if second else ("" if minute in (None, "00") else f"h{minute}")
+    return f"{hour}{tail}{f'h{second}' if second else ''}"
+
+
+def _ampm(m: re.Match[str]) -> str:
+    hour = int(m.group(1))
+    if not 1 <= hour <= 12:
+        return m.group()
+    return _clock(hour % 12 + (12 if m.group(3) == "p" else 0), m.group(2)) + " "
+
+
+def _date(year: str, month: int, day: str) -> str:
+    return f"{int(year)}d{month}d{int(day)}"
+
+
+def _grouped(m: re.Match[str]) -> str:
+    whole = m.group()
+    if _THOUSANDS_RE.fullmatch(whole):
+        whole = whole.replace(",", "")
+        if "." not in whole:
+            return whole
+    elif whole.count(",") > 1 or ("," in whole and "." in whole):
+        return whole  # "1,2,3": a list, each number its own
+    return whole.replace(".", "p").replace(",", "p")
+
+
+def _glued(m: re.Match[str]) -> str:
+    return m.group() if m.group(2) in _READ_SUFFIXES else f"{m.group(1)} {m.group(2)}"
+
+
+def _values(folded: str) -> str:
+    """``folded`` with each number-like run one value word (:data:`_VALUE_RE`), read as one
+    number by the ``numbers`` guard and placed as one token by ``order`` (session 43,
+    attack atk12: "2024-03-05" / "2024-05-03", "1.5" / "5.1", "1:05" / "5:01" held the
+    same digits and were ``near`` 1.0; "8am" / "8pm" were both 8): a date (year, month,
+    day: "2024-03-05", "5 March 2024" and "March 5th, 2024" are one value; day and month
+    written otherwise keep their order), a time (24-hour: "8pm", "8:00 p.m." and "20:00"
+    are one value), a decimal or version ("1.5", "1,5"; "1,000" is 1000), and a number
+    glued to a short unit apart from it ("5mg" is "5 mg")."""
+    if "m" in folded:
+        folded = _AMPM_RE.sub(_ampm, folded)
+    if ":" in folded:
+        folded = _TIME_RE.sub(lambda m: _clock(int(m.group(1)), m.group(2), m.group(3)), folded)
+    folded = _ISO_DATE_RE.sub(lambda m: _date(m.group(1), int(m.group(3)), m.group(4)), folded)
+    folded = _DAY_MONTH_RE.sub(lambda m: _date(m.group(3), _MONTH_NUMBER[m.group(2)[:3]], m.group(1)), folded)
+    folded = _MONTH_DAY_RE.sub(lambda m: _date(m.group(3), _MONTH_NUMBER[m.group(1)[:3]], m.group(2)), folded)
+    folded = _OTHER_DATE_RE.sub(lambda m: f"{int(m.group(1))}q{int(m.group(3))}q{int(m.group(4))}", folded)
+    folded = _GROUPED_RE.sub(_grouped, folded)
+    return _GLUED_UNIT_RE.sub(_glued, folded)
+
+
 @lru_cache(maxsize=8192)
 def _fold(text: str) -> str:
     if text.isascii():
@@ -408,7 +511,7 @@ def _fold(text: str) -> str:
         for short, long in _CONTRACTIONS:
             folded = folded.replace(short, long)
         folded = folded.replace("'", "")
-    return folded
+    return _values(folded) if _DIGIT_RE.search(folded) else folded
 
 
 def _stem(word: str) -> str:
@@ -491,7 +594,9 @@ def _content_words(folded: str) -> tuple[list[str], list[str], int]:
         if word[0].isdigit():
             match = _NUMBER_SUFFIX_RE.fullmatch(word)
             if match:
-                numbers.append(str(int(match.group(1))))
+                numbers.append(_digits(match.group(1)))
+            elif _VALUE_RE.fullmatch(word):
+                numbers.append(word)  # a date, time, decimal or version (:func:`_values`)
             else:
                 content.append(word)  # "1password", "4s": a name, not a number
     if not folded.isascii():
@@ -722,7 +827,9 @@ def _order_number(word: str) -> str:
     if word in _WORD_NUMBERS:
         return "#" + _WORD_NUMBERS[word]
     match = _NUMBER_SUFFIX_RE.fullmatch(word)
-    return "#" + str(int(match.group(1))) if match else ""
+    if match:
+        return "#" + _digits(match.group(1))
+    return "#" + word if _VALUE_RE.fullmatch(word) else ""
 
 
 def _fold_quotes(text: str) -> str:
@@ -813,8 +920,43 @@ def _swapped(a: tuple[str, ...], b: tuple[str, ...], *, numbers: bool = False) -
 
 
 def _reversed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
-    """Two words, or two numbers, change sides around a third (:func:`_swapped`)."""
-    return _swapped(a, b) or _swapped(a, b, numbers=True)
+    """Two words, or two numbers, change sides around a third (:func:`_swapped`), or two
+    numbers change the words they go with (:func:`_crossed`)."""
+    return _swapped(a, b) or _swapped(a, b, numbers=True) or _crossed(a, b)
+
+
+def _value_pairs(tokens: Iterable[str]) -> set[tuple[str, str]]:
+    """(word, number) for each number of ``tokens`` and the nearest content word before it."""
+    pairs, word = set(), ""
+    for token in tokens:
+        if token[0] == "#":
+            if word:
+                pairs.add((word, token))
+        elif token != _NEGATED and token not in _EN_RELATIONS:
+            word = token
+    return pairs
+
+
+def _crossed(a: tuple[str, ...], b: tuple[str, ...]) -> bool:
+    """Whether two numbers change the words they go with: X before v and Y before w in one
+    text, X before w and Y before v in the other, neither pairing in both ("call Bob at 3,
+    Alice at 5" / "call Alice at 3, Bob at 5"; session 43, attack atk12: with only the
+    numbers between the two names, no three tokens reverse and :func:`_swapped` saw
+    nothing). The nearest word after a number is read the same way ("at 3 Bob, at 5
+    Alice"). A block moved keeps its pairs ("Bob at 3 and Alice at 5" / "Alice at 5 and
+    Bob at 3"; "2 cats and 1 dog" / "1 dog and 2 cats" pair no word both ways)."""
+    if not any(t[0] == "#" for t in a):
+        return False
+    for pa, pb in (
+        (_value_pairs(a), _value_pairs(b)),
+        (_value_pairs(reversed(a)), _value_pairs(reversed(b))),
+    ):
+        only_a, only_b = pa - pb, pb - pa
+        if any(
+            x != y and v != w and (x, w) in only_b and (y, v) in only_b for x, v in only_a for y, w in only_a
+        ):
+            return True
+    return False
 
 
 def _once(tokens: tuple[str, ...]) -> dict[str, int]:
