@@ -311,3 +311,22 @@ def test_healths_plan_of_a_removal_killed_with_its_file_set_aside(store: Path, s
         assert plan == f"removes x ({rel})"
     memories, recovered = _state(store)
     assert (sorted(memories), recovered) == ((["x", "y"] if saved else ["y"]), 1)
+
+
+def test_killed_after_a_save_on_a_copy_was_set_aside_the_forget_is_undone_whole(store: Path) -> None:
+    """Known limits (2): the line does not say which dels were guarded, so the recovery of a
+    forget killed with a copy's save set aside undoes it whole -- x and the copy (with the
+    save) stay, and health names the memory kept beside its tombstone."""
+    rel = _store(store, copy=True)
+    child = CHILD.replace("str(s.path_of(target))", "os.path.join(root, 'contextual', 'x.md')")
+    # the dels in order: x's file (set aside first), then the copy (the save, then aside-2)
+    assert spawn(child, store, OPS["forget"], "x 1 aside-2", True) == {"killed": True}
+    _, recovered = _state(store)
+    assert recovered == 1
+    assert (store / "contextual" / "x.md").read_text().endswith("base\nHAND0\n")
+    assert (store / rel).read_text().endswith("base\n")
+    with MdCG(store) as s:
+        assert sorted(f.kind for f in s.health().findings if f.node_id == "x") == [
+            "duplicate_id",
+            "forgotten_returned",
+        ]
