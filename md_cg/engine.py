@@ -50,6 +50,7 @@ from .errors import (
     IdCollisionError,
     InvalidNodeError,
     MalformedNodeFileError,
+    MdcgError,
     NodeNotFoundError,
     NotAStoreError,
     OtherMemoriesError,
@@ -664,12 +665,14 @@ class Engine:
         read: Read = None,
         guard: Reads | None = None,
         renamed: Mapping[str, str] | None = None,
+        fresh: Collection[str] | None = None,
     ) -> list[str]:
         """Write ``staged`` and remove ``dels`` through the journal; update the index.
         ``read`` (path -> stamp as read): a del whose file changed since is not done, its
         path returned (:meth:`Journal.commit`); ``guard``: the files a read-modify-write read
         (:func:`retried`); ``renamed``: a del's id -> the staged id its file became (a
-        rename's). The caller holds the ids' locks (:meth:`hold`).
+        rename's); ``fresh``: the paths that must be empty (:func:`new_paths` when None, ``()``
+        for an overwrite). The caller holds the ids' locks (:meth:`hold`).
         """
         if not staged and not dels:
             return []
@@ -694,8 +697,9 @@ class Engine:
                 read=read if stamps is None else {**stamps, **(read or {})},  # a guarded del too
                 guard=stamps,
                 renamed=renamed,
+                fresh=new_paths(self.state, staged, stamps) if fresh is None else fresh,
             )
-        except BaseException:
+        except BaseException as exc:
             # Stopped midway: an open commit is rolled forward by the next recovery;
             # meanwhile the files decide what the index shows.
             for c in self.journal.failed:
@@ -706,6 +710,8 @@ class Engine:
             for node_id, rel in dels:
                 touched.setdefault(node_id, []).append(rel)
             index.resolve_ids(self.root_str, self.state, touched)
+            if isinstance(exc, journal.PathTaken):
+                raise path_taken(self, exc) from None
             raise
         for node_id, rel in dels:
             cur = self.state.entries.get(node_id)
@@ -760,7 +766,7 @@ class Engine:
         it (the caller's scope: a twin outside it is refused without being named)."""
         with self.hold(n.id for n in batch):
             staged, dels, out = self._stage_batch(batch, overwrite=overwrite, stamp=stamp, check=check)
-            self.commit(staged, dels, durable=durable)
+            self.commit(staged, dels, durable=durable, fresh=() if overwrite else None)  # overwrite: asked
             return out
 
     def _stage_batch(
@@ -962,12 +968,14 @@ def remove(
         if lost is not None:
             raise lost
         current = engine._held(node_id, check)
-        node = read_entry(engine, current)
+        reads: Reads = {}  # the file as read: removed only while it is that one (commit_dels)
+        node = read_entry(engine, current, reads)
         found = copies_read(engine, [current], scope)
         if not all_copies:
             refuse_other_memories(engine, [(current, node)], found, "delete")
         left = copies_known(engine, [node_id])
-        copies = commit_removal(engine, [(node_id, current.path), *(c[:2] for c in found)], found, durable)
+        dels = [(node_id, current.path), *(c[:2] for c in found)]
+        copies = commit_removal(engine, dels, found, durable, guard=reads)
         settle_left(engine, left)
         return node, [rel for _, rel in copies]
 
@@ -1024,6 +1032,34 @@ def refuse_other_memories(
             )
 
 
+def new_paths(
+    state: IndexState, staged: Sequence[Staged], guard: Mapping[str, journal.Stamp] | None
+) -> set[str]:
+    """The paths of ``staged`` that no file of the index holds for the put's id, nor the
+    guard read -- an ``add``'s, a move's or a rename's new path, checked empty (or refused)
+    before: :meth:`Journal.commit` renames a file there only while nothing is there
+    (:class:`md_cg.journal.PathTaken`: a person's file made there since the check is kept)."""
+    entries, read = state.entries, guard or {}
+    out = set()
+    for s in staged:
+        e = entries.get(s.node.id)
+        if (e is None or e.path != s.rel) and s.rel not in read:
+            out.add(s.rel)
+    return out
+
+
+def path_taken(engine: Engine, exc: journal.PathTaken) -> MdcgError:
+    """The refusal of a commit whose put to a path found empty found a file there when it
+    came to rename its own in (:class:`md_cg.journal.PathTaken`: a person's, made since; not
+    replaced): the error an ``add`` gets for a file at its path that nobody indexed yet
+    (:func:`_taken`), as had it been there at the check."""
+    node_id, rel = exc.changed[0]
+    try:
+        return _taken(engine, node_id, rel, False)
+    except MdcgError as refused:  # the file holds another memory, or one out of scope
+        return refused
+
+
 def copies_known(engine: Engine, ids: Iterable[str]) -> dict[str, list[str]]:
     """The losing copies the index knows of ``ids`` (:attr:`IndexState.duplicates
     <md_cg.index.IndexState.duplicates>`), looked at before a removal of them."""
@@ -1061,13 +1097,14 @@ def commit_removal(
     found: Sequence[tuple[str, str, journal.Stamp]],
     durable: bool | None,
     late: list[BaseException] | None = None,
+    guard: Reads | None = None,
 ) -> list[tuple[str, str]]:
     """Remove ``dels`` -- among them the copies ``found`` (:func:`copies_read`) -- in one
     commit; return (id, path) of the copies removed. One whose file changed since it was
     read (another memory saved over it, an edit) is left, and not returned: the commit
     removes a copy only when its file has the stamp read (:meth:`Engine.commit`).
-    ``late``: as :func:`commit_dels`."""
-    spared = commit_dels(engine, dels, {rel: st for _, rel, st in found}, durable, late)
+    ``late``, ``guard``: as :func:`commit_dels`."""
+    spared = commit_dels(engine, dels, {rel: st for _, rel, st in found}, durable, late, guard)
     return [(i, rel) for i, rel, _ in found if rel not in spared]
 
 
@@ -1077,16 +1114,24 @@ def commit_dels(
     read: Mapping[str, journal.Stamp],
     durable: bool | None,
     late: list[BaseException] | None = None,
+    guard: Reads | None = None,
 ) -> list[str]:
     """:meth:`Engine.commit` of ``dels`` alone; returns the paths of ``read`` left (changed
-    since read). With ``late``, an error raised once every file was in place -- only the
-    fsync of their folders failed or was interrupted (:func:`~md_cg.errors.was_applied`:
-    the commit is closed, or left open when its ``done`` line failed too, for a recovery to
-    close) -- is appended to it instead of going up, and the paths of
-    ``read`` still there are returned as the ones left (the commit removed the others):
-    the caller finishes its work (a ``forget``'s scrub), then raises it."""
+    since read). ``guard``: the files of the memories removed, as read (:func:`read_entry`):
+    one that is not that file any more when it is set aside -- a person's save landed after
+    md-cg read it -- refuses the removal whole, nothing removed, the save at its path:
+    :class:`~md_cg.errors.ChangedOnDiskError` (session 43: a look then an unlink removed
+    it, unread; a copy's file is left instead, the others removed). With ``late``, an
+    error raised once every file was in place -- only the fsync of their folders failed or
+    was interrupted (:func:`~md_cg.errors.was_applied`: the commit is closed, or left open
+    when its ``done`` line failed too, for a recovery to close) -- is appended to it
+    instead of going up, and the paths of ``read`` still there are returned as the ones
+    left (the commit removed the others): the caller finishes its work (a ``forget``'s
+    scrub), then raises it."""
     try:
-        return engine.commit([], dels, durable=durable, read=read)
+        return engine.commit([], dels, durable=durable, read=read, guard=guard)
+    except journal.ChangedSinceRead as exc:
+        raise ChangedOnDiskError(*exc.changed[0]) from None
     except BaseException as exc:
         if late is None or not was_applied(exc):
             raise

@@ -40,7 +40,9 @@ from typing import Any
 
 from . import audit, fsops, index, journal, maintenance, paths, retention, visibility
 from .engine import (
+    Dels,
     Engine,
+    Reads,
     commit_dels,
     commit_removal,
     copies_known,
@@ -52,6 +54,7 @@ from .engine import (
 )
 from .errors import (
     OPEN_NOTE,
+    ChangedOnDiskError,
     InvalidNodeError,
     LockTimeoutError,
     MalformedNodeFileError,
@@ -133,9 +136,9 @@ def forget_many(
             if not entries:
                 return []
             ids = [e.id for e in entries]
-            state = engine.state
             incoming = _dangling(engine, ids, doomed, scope)
-            nodes = [read[e.id][0] if e.id in read else read_entry(engine, e) for e in entries]
+            reads: Reads = {}  # each file as read: removed only while it is that one
+            nodes = [read[e.id][0] if e.id in read else read_entry(engine, e, reads) for e in entries]
             # Every copy of a forgotten memory goes: the losing copies of a duplicated id (a cp,
             # a merge) would otherwise bring it back at the next sync. Looked for first: the
             # tombstone and the removal stay close. The sweep just found none, and removes none.
@@ -144,18 +147,18 @@ def forget_many(
                 refuse_other_memories(engine, list(zip(entries, nodes, strict=True)), found, "forget")
             dels = [(e.id, e.path) for e in entries] + [(i, rel) for i, rel, _ in found]
             now = time.time()
-            closed = visibility.left_closed(state, ids, doomed, now, scope)
+            closed = visibility.left_closed(engine.state, ids, doomed, now, scope)
+            pairs = list(zip(entries, nodes, strict=True))
             tombstones.append(
-                [
-                    _record(event, e, n, why, now, [list(x) for x in incoming[e.id]])
-                    for e, n in zip(entries, nodes, strict=True)
-                ],
+                [_record(event, e, n, why, now, [list(x) for x in incoming[e.id]]) for e, n in pairs],
                 durable=True,
             )
             late: list[BaseException] = []  # an error once the files were all in place
             others = copies_known(engine, ids)  # another scope's copies stay (settle_left)
             if kept is None:
-                copies = commit_removal(engine, dels, found, durable, late)  # a copy changed since: left
+                copies = _removed_or_restored(
+                    engine, tombstones, (entries, nodes), (dels, found, reads), durable, late
+                )
             else:
                 copies = []
                 entries, nodes = _remove_as_read(
@@ -170,6 +173,33 @@ def forget_many(
         Deleted(node, incoming[node.id], closed[node.id], tuple(rel for i, rel in copies if i == node.id))
         for node in nodes
     ]
+
+
+def _removed_or_restored(
+    engine: Engine,
+    tombstones: AppendLog,
+    doomed: tuple[list[Entry], list[Node]],
+    removal: tuple[Dels, list[tuple[str, str, journal.Stamp]], Reads],
+    durable: bool | None,
+    late: list[BaseException],
+) -> list[tuple[str, str]]:
+    """A forget's removal (:func:`~md_cg.engine.commit_removal`): the copies removed (a copy
+    changed since it was read is left). A memory's file that is not the one read when it is
+    set aside -- a person's save landed after the read -- refuses the forget whole: nothing
+    is removed, the save stays at its path, the tombstones are taken back by ``restored``
+    records (as the sweep's, :func:`_remove_as_read`), and
+    :class:`~md_cg.errors.ChangedOnDiskError` goes up -- forget again to forget the memory
+    as it is now. Before session 43 a look then an unlink removed that save unread."""
+    dels, found, reads = removal
+    try:
+        return commit_removal(engine, dels, found, durable, late, guard=reads)
+    except ChangedOnDiskError:
+        why = "changed on disk while it was forgotten: kept, not forgotten"
+        now = time.time()
+        tombstones.append(
+            [_record(audit.RESTORED, e, n, why, now) for e, n in zip(*doomed, strict=True)], durable=True
+        )
+        raise
 
 
 def _dangling(

@@ -73,7 +73,7 @@ import os
 import stat as statmod
 import time
 import zlib
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
@@ -99,6 +99,13 @@ class ChangedSinceRead(Exception):
     def __init__(self, changed: list[tuple[str, str]]) -> None:
         super().__init__(", ".join(rel for _, rel in changed))
         self.changed = changed
+
+
+class PathTaken(ChangedSinceRead):
+    """A put to a path that nothing was at when its temp file was written (an ``add``, a
+    move's new path) found a file there -- a person's, put there since -- and was not
+    renamed over it (:meth:`md_cg.fsops.Dir.rename_new`): nothing of the commit is in place.
+    ``changed``: the (id, path) of that put."""
 
 
 @dataclass(frozen=True)
@@ -141,6 +148,9 @@ class Commit:
     #: guarded del: a move's old file; :func:`_set_aside`), None for the others; None in
     #: lines that log none (``aside``)
     aside: tuple[str | None, ...] | None = None
+    #: a durable commit (its line says ``"durable": true``): its recovery fsyncs the folders
+    #: it renamed in, as the commit does (:func:`_sync_recovered`)
+    durable: bool = False
 
     @property
     def key(self) -> tuple[str, int]:
@@ -159,6 +169,13 @@ class Commit:
         return out
 
 
+def _aside_names(dels: Sequence[tuple[str, str]], read: Mapping[str, Stamp]) -> list[str | None]:
+    """Per del, the temp name its file is set aside to before it is checked and removed
+    (:func:`_set_asides`): a del of a file as read (``read``: a move's old file, a
+    forgotten or deleted memory's, a copy's, the sweep's); None for the others."""
+    return [fsops.temp_name(_split(rel)[1]) if rel in read else None for _, rel in dels]
+
+
 def _commit_record(
     puts: Sequence[Put],
     temps: list[str],
@@ -167,11 +184,14 @@ def _commit_record(
     dels: Sequence[tuple[str, str]],
     removes: list[Stamp | None],
     asides: Sequence[str | None] = (),
+    durable: bool = False,
 ) -> dict[str, Any]:
     """The ``commit`` line of :meth:`Journal.commit` (see the module docstring)."""
     # the temp name each guarded del's file is set aside to before it is checked: a
     # recovery puts it back (:func:`_settle_asides`)
-    aside = {"aside": list(asides)} if any(a is not None for a in asides) else {}
+    aside: dict[str, Any] = {"aside": list(asides)} if any(a is not None for a in asides) else {}
+    if durable:
+        aside["durable"] = True  # its recovery fsyncs its folders (:func:`_sync_recovered`)
     return {
         "op": "commit",
         "put": [[p.node_id, p.rel, t] for p, t in zip(puts, temps, strict=True)],
@@ -291,26 +311,23 @@ class Journal:
         read: Mapping[str, Stamp] | None = None,
         guard: Mapping[str, Stamp] | None = None,
         renamed: Mapping[str, str] | None = None,
+        fresh: Collection[str] = (),
     ) -> list[str]:
-        """Run the four steps for ``puts`` and ``dels`` (see the module docstring).
-        Returns the paths of the dels not done because their file's :func:`stamp` is no
-        longer the one ``read`` gives (path -> stamp as read; a path not in it is removed
-        as it is). ``guard`` (path -> stamp as read): :meth:`_guarded`; ``renamed`` (a
-        del's id -> the id of the put its file became): :func:`_carry_late_appends`.
+        """Run the four steps for ``puts`` and ``dels`` (see the module docstring). Returns the paths of the
+        dels not done because their file's :func:`stamp` is no longer the one ``read`` gives (path -> stamp as
+        read; a path not in it is removed as it is). ``guard`` (path -> stamp as read): :meth:`_guarded`;
+        ``renamed`` (a del's id -> the id of the put its file became): :func:`_carry_late_appends`; ``fresh``:
+        the paths of puts the caller found empty (:func:`_rename_in`).
 
-        ``applied(put, stat)`` is called as each file lands; ``advance(shard,
-        nbytes)`` after each append, so the caller's cursor skips its own records.
-        Durable: the temp files and the commit line are fsynced together (the
-        line's checks let recovery tell a torn temp file), then, after the
-        renames, their folders. If an fsync fails (or the call is interrupted)
-        before the renames, the temp files are removed and the commit is closed:
-        nothing changed. If a rename or unlink fails (or the call is interrupted),
-        no ``done`` is written: the commit stays open, is added to :attr:`failed`,
-        and is rolled forward by the next recovery, exactly like the commit of a
-        crashed process (not over a file saved or edited since: :func:`_later_ids`;
-        the error is noted :data:`LOGGED_NOTE`). If only the fsync of the folders
-        after them fails, the commit is closed before the error goes up
-        (:meth:`_sync_applied`).
+        ``applied(put, stat)`` is called as each file lands; ``advance(shard, nbytes)`` after each append, so
+        the caller's cursor skips its own records. Durable: the temp files and the commit line are fsynced
+        together (the line's checks let recovery tell a torn temp file), then, after the renames, their
+        folders. If an fsync fails (or the call is interrupted) before the renames, the temp files are removed
+        and the commit is closed: nothing changed. If a rename or unlink fails (or the call is interrupted),
+        no ``done`` is written: the commit stays open, is added to :attr:`failed`, and is rolled forward by
+        the next recovery, exactly like the commit of a crashed process (not over a file saved or edited
+        since: :func:`_later_ids`; the error is noted :data:`LOGGED_NOTE`). If only the fsync of the folders
+        after them fails, the commit is closed before the error goes up (:meth:`_sync_applied`).
         """
         dirs = fsops.FolderCache(self.root)  # the folders written to, a bounded few open
         order = _folder_order([p.rel for p in puts], dirs.size)
@@ -321,9 +338,9 @@ class Journal:
             if not durable and guard:
                 _start_writebacks(puts, temps, guard, dirs)
             self._step("temps")
-            asides = [fsops.temp_name(_split(rel)[1]) if rel in (guard or {}) else None for _, rel in dels]
+            asides = _aside_names(dels, {**(guard or {}), **(read or {})})
             removes = _del_stamps(dels, dirs, read or {})
-            record = _commit_record(puts, temps, stats, replaces, dels, removes, asides)
+            record = _commit_record(puts, temps, stats, replaces, dels, removes, asides, durable)
             try:
                 shard, nbytes, seq = self.append([record])
             except BaseException:
@@ -340,10 +357,11 @@ class Journal:
             checked = self._guarded(guard, read, puts, dels, temps, dirs, (shard, seq, record), advance, held)
             try:
                 placed = _swap_in(puts, order, temps, stats, guard or {}, dirs, self._step, (dels, asides))
+                placed.fresh = {i for i, was in enumerate(replaces) if was is None or puts[i].rel in fresh}
                 spared = self._apply(puts, order, temps, stats, dels, dirs, applied, checked, placed)
             except _SaveLanded as landed:  # a person's save, put back: refused as the guard refuses
                 self._undo(puts, temps, dirs, parse_commit(shard, {**record, "seq": seq}), advance)
-                raise ChangedSinceRead([(landed.node_id(puts, dels), landed.rel)]) from None
+                raise landed.refusal(puts, dels) from None
             except BaseException as exc:
                 # Interrupted (an I/O error, Ctrl-C): the commit stays open with its
                 # temp files, and is rolled forward like a crashed one.
@@ -536,8 +554,7 @@ class Journal:
             put = puts[i]
             parent, name = _split(put.rel)
             if i not in done:
-                dirs.get(parent).replace(temps[i], name)
-                placed.plain.append(i)
+                _rename_in(puts, temps, stats, (i, dels), placed, dirs)
             if inline:
                 applied(put, stats[i])
             if self.fault is not None:
@@ -606,6 +623,7 @@ class Journal:
             records.append(record)
             done.append(c)
         if records:
+            _sync_recovered(self.root, done)
             shard, nbytes, _ = self.append(records)
             advance(shard, nbytes)
         if (self.moved or self.kept) and self.on_moved is not None:
@@ -613,6 +631,22 @@ class Journal:
             kept, self.kept = self.kept, []
             self.on_moved(moved, kept)
         return done
+
+
+def _sync_recovered(root: str, commits: Sequence[Commit]) -> None:
+    """fsync the folders of the durable ones of ``commits`` just rolled forward or back, before
+    their ``recovered`` lines: as a durable commit fsyncs its folders after its renames
+    (:meth:`Journal._sync_applied`). Before session 43 recovery's renames and unlinks were
+    not: a power cut after the ``recovered`` line could undo them with the commit closed.
+    A non-durable commit's recovery fsyncs nothing, as the commit did not. A folder gone
+    (a forget's emptied bucket) or unsafe needs none."""
+    folders = {
+        _split(rel)[0]
+        for c in commits
+        if c.durable
+        for rel in (*(p[1] for p in c.puts), *(d[1] for d in c.dels))
+    }
+    fsops.fsync_all([functools.partial(_fsync_folder, root, f, missing_ok=True) for f in sorted(folders)])
 
 
 def _moved(c: Commit, kept: set[str]) -> list[Moves]:
@@ -713,7 +747,7 @@ def roll_forward(
         later = later | kept
         if skipped is not None:
             skipped.update(kept)
-    _do_dels(root, c, later, landed, id_of, Outcome() if outcome is None else outcome)
+    _do_dels(root, c, (later, landed), id_of, Outcome() if outcome is None else outcome, copied)
     return True
 
 
@@ -735,26 +769,55 @@ def _renamed_away(c: Commit, unplaced: set[str]) -> set[str]:
 def _do_dels(
     root: str,
     c: Commit,
-    later: set[str],
-    landed: set[str],
+    left: tuple[set[str], set[str]],
     id_of: Callable[[str], str | None] | None,
     outcome: Outcome,
+    copied: bool = False,
 ) -> None:
-    """The dels of a commit rolled forward (see :func:`roll_forward`)."""
+    """The dels of a commit rolled forward (see :func:`roll_forward`; ``left``: the ids
+    left as their files have them, and the ids whose puts landed). A del whose line logs
+    the name its file is set aside to (``aside``) and the file's stamp (``removes``) is
+    done as its writer does it (:func:`_remove_aside`); the others by an unlink."""
+    later, landed = left
     put_ids = {p[0] for p in c.puts}
-    for node_id, rel in c.dels:
+    for k, (node_id, rel) in enumerate(c.dels):
         # The old copy of a moved node goes only once the new copy is in place.
         if node_id in later or (node_id in put_ids and node_id not in landed):
             continue
         if holds_other(root, node_id, rel, id_of):
             outcome.foreign.append((node_id, rel))
             continue
+        tmp, logged = None, None
+        if c.aside is not None and c.removes is not None and c.removes[k] is not None:
+            tmp, logged = c.aside[k], c.removes[k]
         try:
-            gone = fsops.remove(root, rel)
+            gone = fsops.remove(root, rel) if tmp is None else _remove_aside(root, rel, tmp, logged, copied)
         except UnsafePathError:
             continue
         if gone and node_id not in put_ids:
             (outcome.replaced if c.puts else outcome.removed).append((node_id, rel))
+
+
+def _remove_aside(root: str, rel: str, tmp: str, logged: Stamp | None, copied: bool) -> bool:
+    """Recovery's removal of a del's file (:func:`_do_dels`): renamed aside to the temp name
+    its line logs (``tmp``) and removed only while it is the file logged (``logged``) -- a
+    save landing after recovery's look at it (:func:`_later_ids`) is put back, or kept beside
+    a newer file (:func:`_aside_back`; before session 43 the look then an unlink removed
+    it). Killed in between, the file is at ``tmp``, where the next recovery looks first
+    (:func:`_settle_asides`). True when a file was removed."""
+    parent, name = _split(rel)
+    if not _safe_temp(tmp, name):
+        return fsops.remove(root, rel)
+    read = functools.partial(_was_read, logged=logged, copied=copied)
+    try:
+        with fsops.Dir(root, parent) as d:
+            d.set_aside(name, tmp)
+            if read(d.lstat(tmp)):
+                return d.unlink(tmp)
+            _aside_back(d, tmp, name, read)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return False
 
 
 def edited_since(root: str, c: Commit, copied: bool = False) -> set[str]:
@@ -851,6 +914,9 @@ def _later_ids(
             todo.append((p[0], p[1], True, UNSAID if c.replaces is None else c.replaces[i]))
     for k, (node_id, rel) in enumerate(c.dels):
         todo.append((node_id, rel, False, UNSAID if c.removes is None else c.removes[k]))
+    # a del's file set aside and back (by its writer's undoing, by :func:`_settle_asides`) has
+    # a new change time from those renames, not from an edit: told by its stamp alone
+    aside = {rel for (_, rel), tmp in zip(c.dels, c.aside or (), strict=False) if tmp is not None}
     out = set()
     for node_id, rel, put, logged in todo:
         if limit is None and logged is UNSAID:
@@ -858,7 +924,7 @@ def _later_ids(
         parent, name = _split(rel)
         try:
             with fsops.Dir(root, parent) as d:
-                stamped = copied and logged is not UNSAID
+                stamped = (copied or (not put and rel in aside)) and logged is not UNSAID
                 if (not stamped and _newer(d, name, limit)) or _not_as_logged(d, name, put, logged, copied):
                     out.add(node_id)
         except (FileNotFoundError, NotADirectoryError):
@@ -1135,13 +1201,20 @@ def _changed_since(guard: Mapping[str, Stamp], dirs: fsops.FolderCache, held: di
 class _SaveLanded(Exception):
     """:func:`_swap_in` found a file saved over ``rel`` after the guard's check, and put it back."""
 
-    def __init__(self, rel: str) -> None:
+    def __init__(self, rel: str, taken: bool = False) -> None:
         super().__init__(rel)
         self.rel = rel
+        #: a put's path, empty when it was written, holds a file put there since (not a save
+        #: over a file read): :class:`PathTaken`
+        self.taken = taken
 
     def node_id(self, puts: Sequence[Put], dels: Sequence[tuple[str, str]]) -> str:
         """The id of the put or del at the path."""
         return ({p.rel: p.node_id for p in puts} | {rel: i for i, rel in dels})[self.rel]
+
+    def refusal(self, puts: Sequence[Put], dels: Sequence[tuple[str, str]]) -> ChangedSinceRead:
+        """What :meth:`Journal.commit` raises for it: :class:`PathTaken` when ``taken``."""
+        return (PathTaken if self.taken else ChangedSinceRead)([(self.node_id(puts, dels), self.rel)])
 
 
 @dataclass
@@ -1159,6 +1232,11 @@ class _Placed:
     #: the puts :meth:`Journal._apply` renamed in; the temp name of each del to set aside
     plain: list[int] = field(default_factory=list)
     planned: Sequence[str | None] = ()
+    #: the guarded paths (a del's file not the one read refuses the commit; another del's is
+    #: left, put back: :func:`_set_asides`); the puts to a path nothing was at when their
+    #: temp file was written (renamed in only while nothing is there: :func:`_rename_in`)
+    strict: Collection[str] = ()
+    fresh: set[int] = field(default_factory=set)
 
 
 def _swap_in(
@@ -1193,7 +1271,7 @@ def _swap_in(
     to its undoing md-cg's file is at the path -- microseconds, a millisecond or more on a
     busy ext4 -- and a program that reads the file then and saves what it read over it
     again builds on md-cg's file, not on the save (docs/reliability.md, Known limits)."""
-    placed, gone = _Placed(planned=dels[1]), []
+    placed, gone = _Placed(planned=dels[1], strict=set(guard)), []
     try:
         for i in [i for i in order if guard.get(puts[i].rel) is not None]:
             put = puts[i]
@@ -1220,6 +1298,36 @@ def _swap_in(
         _put_back(puts, temps, stats, placed, dirs, dels[0])
         raise
     return placed
+
+
+def _rename_in(
+    puts: Sequence[Put],
+    temps: list[str],
+    stats: list[os.stat_result],
+    at: tuple[int, Sequence[tuple[str, str]]],
+    placed: _Placed,
+    dirs: fsops.FolderCache,
+) -> None:
+    """Rename put ``at[0]``'s temp file into place (:meth:`Journal._apply`; ``at[1]``: the
+    commit's dels). A put to a path nothing was at when its temp file was written
+    (``placed.fresh``: an ``add``, a move's or a rename's new path) only while nothing is
+    there (:meth:`md_cg.fsops.Dir.rename_new`): a file a person made there since -- an
+    editor's save of a memory just deleted, a new note -- was replaced by the plain rename
+    before session 43. Such a file found there: every step done is undone
+    (:func:`_put_back`), :class:`_SaveLanded` (``taken``: :class:`PathTaken`). Something
+    there that is no regular file (a symlink, made before the temp file too: its stamp is
+    None) is replaced as before."""
+    i, dels = at
+    parent, name = _split(puts[i].rel)
+    d = dirs.get(parent)
+    if i not in placed.fresh:
+        d.replace(temps[i], name)
+    elif not d.rename_new(temps[i], name):
+        if _stamp_at(d, name) is not None:
+            _put_back(puts, temps, stats, placed, dirs, dels)
+            raise _SaveLanded(puts[i].rel, taken=True)
+        d.replace(temps[i], name)
+    placed.plain.append(i)
 
 
 def _remove_checked(
@@ -1269,8 +1377,16 @@ def _set_asides(
             continue
         placed.asides[k] = tmp
         step(f"aside-{len(placed.asides)}")
-        if _stamp_at(d, tmp) != read[rel]:
+        if _stamp_at(d, tmp) == read[rel]:
+            continue
+        if rel in placed.strict:
             raise _SaveLanded(rel)
+        # a del given its stamp as read alone (a forgotten memory's copy, the sweep's file):
+        # left, as the stamp check before the unlink left it, but by a rename that cannot
+        # remove a save landing after the look -- put back (or beside a newer file)
+        del placed.asides[k]
+        placed.gone.add(k)
+        _aside_back(d, tmp, name, functools.partial(_was_read, logged=read[rel], copied=False))
 
 
 def _start_writebacks(
@@ -1383,6 +1499,21 @@ def _settle_asides(root: str, c: Commit, copied: bool) -> bool:
     if saved:
         _unswap(root, c, copied)
     return bool(saved)
+
+
+def saved_asides(root: str, c: Commit, copied: bool = False) -> list[str]:
+    """The paths of dead commit ``c``'s dels whose file is set aside (at its logged ``aside``
+    name) and is not the file logged -- a person's save landed before the setting aside --
+    for which its recovery undoes the commit whole (:func:`_settle_asides`). Read-only: for
+    ``health()``'s plan of an open commit."""
+    out: list[str] = []
+
+    def look(k: int, d: fsops.Dir, tmp: str, name: str) -> None:
+        if not _was_read(d.lstat(tmp), None if c.removes is None else c.removes[k], copied):
+            out.append(c.dels[k][1])
+
+    _at_temps(root, list(zip([rel for _, rel in c.dels], c.aside or (), strict=False)), look)
+    return out
 
 
 def _aside_back(d: fsops.Dir, tmp: str, name: str, read: Callable[[os.stat_result], bool]) -> None:
@@ -1956,8 +2087,14 @@ def _folder_order(rels: Sequence[str], size: int) -> Sequence[int]:
     return sorted(range(len(rels)), key=parents.__getitem__)
 
 
-def _fsync_folder(root: str, rel: str) -> None:
-    with fsops.Dir(root, rel) as d:
+def _fsync_folder(root: str, rel: str, missing_ok: bool = False) -> None:
+    try:
+        d = fsops.Dir(root, rel)
+    except (FileNotFoundError, NotADirectoryError, UnsafePathError):
+        if not missing_ok:
+            raise
+        return
+    with d:
         d.fsync()
 
 
@@ -2265,6 +2402,7 @@ def parse_commit(shard: str, rec: dict[str, Any]) -> Commit | None:
         removes=_stamps(rec.get("removes"), len(dels)) if commit else None,
         made=_inodes(rec.get("made"), len(full)) if commit else None,
         aside=_asides(rec.get("aside"), dels) if commit else None,
+        durable=rec.get("durable") is True,
     )
 
 

@@ -2039,6 +2039,9 @@ def _commit_plan(c: journal.Commit, engine: Engine, edited: set[str]) -> str:
         more = f", ... (+{len(items) - PLAN_IDS} more)" if len(items) > PLAN_IDS else ""
         return ", ".join(items[:PLAN_IDS]) + more
 
+    saved = journal.saved_asides(engine.root_str, c, engine.journal.copied)
+    if saved:  # a save set aside: the recovery puts it back and undoes the commit (session 43)
+        return f"undoes it, putting back at its path a save made after the write read it: {named(saved)}"
     put_ids = list(dict.fromkeys(p[0] for p in c.puts))
     moved = set(put_ids)
     parts = []

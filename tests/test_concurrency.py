@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from conftest import python_env
 
-from md_cg import MdCG, nodefile
+from md_cg import MdCG, fsops, nodefile
 from md_cg.maintenance import BUCKET_HEALTH_MIN_NODES
 
 WRITER = r"""
@@ -203,12 +203,21 @@ def test_interrupted_move_keeps_the_node_in_one_place_at_least(tmp_path: Path, s
                 real_replace(src, dst, **kw)
             raise Crash
 
+        real_new = fsops.Dir.rename_new
+
+        def crashing_new(self, src, dst):  # type: ignore[no-untyped-def]
+            if stage == "after_new_file":  # (a move's new path: renamed in only while empty, session 43)
+                real_new(self, src, dst)
+            raise Crash
+
         os.replace = crashing_replace  # type: ignore[assignment]
+        fsops.Dir.rename_new = crashing_new  # type: ignore[method-assign]
         try:
             with pytest.raises(Crash):
                 s.update("x", layer="contextual")
         finally:
             os.replace = real_replace
+            fsops.Dir.rename_new = real_new  # type: ignore[method-assign]
     with MdCG(root) as fresh:
         meanwhile = "contextual/x.md" if stage == "after_new_file" else old_path
         assert fresh.entry("x").path == meanwhile

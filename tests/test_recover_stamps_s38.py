@@ -163,9 +163,17 @@ def _failing_rename(w: MdCG, monkeypatch: pytest.MonkeyPatch) -> None:
             raise OSError(errno.EIO, "EIO (injected)")
         return real_exchange(self, a, b)
 
+    real_new = fsops.Dir.rename_new
+
+    def rename_new(self: fsops.Dir, src: str, dst: str) -> bool:  # a put to a new path (session 43)
+        if armed:
+            raise OSError(errno.EIO, "EIO (injected)")
+        return real_new(self, src, dst)
+
     w._engine.journal.fault = lambda step: armed.append(step) if step == "logged" else None
     monkeypatch.setattr(fsops.Dir, "replace", replace)
     monkeypatch.setattr(fsops.Dir, "exchange", exchange)
+    monkeypatch.setattr(fsops.Dir, "rename_new", rename_new)
 
 
 @pytest.mark.parametrize("then", ["update", "forget"])
