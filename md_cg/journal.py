@@ -1433,7 +1433,10 @@ def _put_back(
             d.set_aside(name, temps[i])
         except FileNotFoundError:
             continue  # removed meanwhile: nothing of this commit there
-        if d.lstat(temps[i]).st_ino != stats[i].st_ino and not d.rename_new(temps[i], name):
+        if d.lstat(temps[i]).st_ino != stats[i].st_ino:
+            if not d.rename_new(temps[i], name):  # a person's file saved over it: back, or beside
+                exchanged.keep_aside(d, temps[i], name)
+        elif _edited_own(d, temps[i], stats[i], puts[i].data):  # md-cg's, edited in place: kept
             exchanged.keep_aside(d, temps[i], name)
     for i in reversed(placed.swapped):
         parent, name = _split(puts[i].rel)
@@ -1446,6 +1449,24 @@ def _put_back(
         st = d.lstat(temps[i])
         if st.st_ino != stats[i].st_ino:
             exchanged.newer_back(d, temps[i], name)
+        elif _edited_own(d, temps[i], stats[i], puts[i].data):
+            exchanged.keep_aside(d, temps[i], name)
+
+
+def _edited_own(d: fsops.Dir, tmp: str, st: os.stat_result, data: bytes) -> bool:
+    """Whether the file at ``tmp`` -- md-cg's own put, taken back by :func:`_put_back`: its
+    inode, ``st`` its stat as written -- was written to in place while it was at its path
+    (a person's editor saving without a rename keeps the inode): its :func:`stamp` or its
+    bytes are no longer those written (``data``). Such a file is a person's save, kept beside
+    the path (:func:`md_cg.exchanged.keep_aside`), not removed with this commit's temp files.
+    Before session 43 (atk12 F3) the inode alone was compared, and the edit was removed."""
+    try:
+        now = d.lstat(tmp)
+    except FileNotFoundError:
+        return False
+    if not statmod.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
+        return False
+    return stamp(now) != stamp(st) or not _holds(d, tmp, (len(data), zlib.crc32(data)))
 
 
 def _settle_exchanges(root: str, c: Commit, copied: bool = False) -> set[str]:
