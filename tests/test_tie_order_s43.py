@@ -17,6 +17,7 @@ import textwrap
 from pathlib import Path
 
 import numpy as np
+import orjson
 import pytest
 
 from md_cg import MdCG, Node, snapshot
@@ -242,3 +243,26 @@ def test_another_process_changes_the_order_a_long_lived_handle_sees(tmp_path: Pa
         subprocess.run([sys.executable, "-c", _WRITER, str(root), "add"], check=True, timeout=120)
         store.refresh()
         assert _ids(store) == ["fact-0", "fact-a", "fact-b"]
+
+
+def test_the_snapshot_bytes_do_not_hold_the_column(tmp_path: Path) -> None:
+    """The snapshot is the same to the byte with or without the times in the text index: a
+    snapshot the code before this wrote is one this code writes (and reads with the times,
+    from the rows), and the code before reads this code's snapshots as its own."""
+    root = tmp_path / "m"
+    _facts(root)
+    with MdCG(root) as store:
+        state = store._engine.state
+        state.flush_text()
+        with_times = _unstamped(b"".join(snapshot.encode_parts(state, {"a": 0})))
+        assert state.text.doc_changed("fact-b") == T0 + 1
+        state.text._docs.changed[:] = 0.0
+        assert _unstamped(b"".join(snapshot.encode_parts(state, {"a": 0}))) == with_times
+
+
+def _unstamped(data: bytes) -> tuple[dict, bytes]:
+    """A snapshot's header without the time it was written, and the rest."""
+    magic, head, rest = data.split(b"\n", 2)
+    header = orjson.loads(head)
+    assert magic + b"\n" == snapshot.MAGIC and header.pop("created") > 0
+    return header, rest
