@@ -966,8 +966,8 @@ class IndexState:
     #: read the file (:func:`resolve_ids`); a read of it raises the permission error
     #: naming the file, and a compaction refuses to write a snapshot without it
     unread: dict[str, str] = field(default_factory=dict)
-    #: text waiting to be indexed: id -> (text, layer code, bucket code, prior)
-    pending_text: dict[str, tuple[str, int, int, float]] = field(default_factory=dict)
+    #: text waiting to be indexed: id -> (text, layer code, bucket code, prior, time of last change)
+    pending_text: dict[str, tuple[str, int, int, float, float]] = field(default_factory=dict)
     #: characters of the texts in ``pending_text`` (kept by put, drop and flush)
     pending_chars: int = 0
     #: the terms of negative-memory nodes (rejected/, unresolved/), for covered_neg
@@ -1089,7 +1089,8 @@ class IndexState:
                 self.bucket_domains[entry.bucket] = entry.domain
         self.link(entry)
         prior = entry.importance if entry.importance is not None else 0.5
-        meta = (_LAYER_CODE[entry.layer], self.bucket_code(entry.bucket), prior)
+        # the time of the last change orders ties after the importance (TextIndex.add)
+        meta = (_LAYER_CODE[entry.layer], self.bucket_code(entry.bucket), prior, entry.changed)
         if text is not None:
             waiting = self.pending_text.get(entry.id)
             self.pending_text[entry.id] = (text, *meta)
@@ -1097,7 +1098,7 @@ class IndexState:
         elif entry.id in self.pending_text:
             self.pending_text[entry.id] = (self.pending_text[entry.id][0], *meta)
         elif entry.id in self.text:
-            self.text.set_meta(entry.id, layer=meta[0], bucket=meta[1], prior=meta[2])
+            self.text.set_meta(entry.id, layer=meta[0], bucket=meta[1], prior=meta[2], changed=meta[3])
         else:
             self.pending_text[entry.id] = ("", *meta)
         self.problems.pop(entry.path, None)
@@ -1146,22 +1147,22 @@ class IndexState:
                 self._index_batch(batch)
             return len(pending)
         add = self.text.add
-        for node_id, (text, layer, bucket, prior) in pending.items():
+        for node_id, (text, layer, bucket, prior, changed) in pending.items():
             terms = analyze(text)
-            add(node_id, terms, layer=layer, bucket=bucket, prior=prior)
+            add(node_id, terms, layer=layer, bucket=bucket, prior=prior, changed=changed)
             if layer in _NEGATIVE_CODES:
                 self.negative_terms[node_id] = frozenset(terms)
             else:
                 self.negative_terms.pop(node_id, None)
         return len(pending)
 
-    def _index_batch(self, batch: list[tuple[str, tuple[str, int, int, float]]]) -> None:
+    def _index_batch(self, batch: list[tuple[str, tuple[str, int, int, float, float]]]) -> None:
         """Index a batch of pending texts at once (the same index as one by one)."""
         ids = [node_id for node_id, _ in batch]
         texts = [v[0] for _, v in batch]
         self.text.add_many(ids, analyze_batch(texts), [v[1:] for _, v in batch])
         negative = self.negative_terms
-        for node_id, (text, layer, _b, _p) in batch:
+        for node_id, (text, layer, *_) in batch:
             if layer in _NEGATIVE_CODES:
                 negative[node_id] = frozenset(analyze(text))
             elif negative:
@@ -1235,11 +1236,11 @@ class IndexState:
 
 
 def _text_batches(
-    items: list[tuple[str, tuple[str, int, int, float]]],
-) -> Iterator[list[tuple[str, tuple[str, int, int, float]]]]:
+    items: list[tuple[str, tuple[str, int, int, float, float]]],
+) -> Iterator[list[tuple[str, tuple[str, int, int, float, float]]]]:
     """``items`` in order, cut into batches of :data:`TEXT_BATCH_DOCS` texts and
     :data:`TEXT_BATCH_CHARS` characters (a longer text is a batch of its own)."""
-    batch: list[tuple[str, tuple[str, int, int, float]]] = []
+    batch: list[tuple[str, tuple[str, int, int, float, float]]] = []
     chars = 0
     for item in items:
         size = len(item[1][0])

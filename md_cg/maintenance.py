@@ -2158,6 +2158,8 @@ def _text_problem(state: IndexState, e: index.Entry, terms: dict[str, int] | Non
     meta = (index.layer_code(e.layer), state.bucket_codes.get(e.bucket, -2) if e.bucket else -1, prior)
     if state.text.doc_meta(e.id) != meta:
         return f"layer/bucket/prior codes {state.text.doc_meta(e.id)} instead of {meta}"
+    if state.text.doc_changed(e.id) != e.changed:
+        return f"time of last change {state.text.doc_changed(e.id)} instead of {e.changed}"
     return None
 
 

@@ -71,7 +71,7 @@ from .errors import MalformedNodeFileError, SnapshotDamageError, UnsafePathError
 from .index import CopyFields, Entries, Entry, IndexState, canonical_path, no_gc
 from .node import LAYERS
 from .text import analyze, query_terms
-from .textindex import TextIndex, lazy_regions, read_postings, slot_order
+from .textindex import TextIndex, lazy_regions, read_postings, slot_order, take_changed
 
 MAGIC = b"MDCG-SNAPSHOT 1\n"
 #: The format version. Bump it when the meaning of a section changes.
@@ -817,9 +817,7 @@ def _decode(
     rows = table.row_map()
     if len(rows) != len(table.ids):
         return "damaged (an id on two rows)"
-    text = TextIndex.from_bytes(
-        view[rows_end:eager_end], analyzer=query_terms, region=region(1, "text"), known=(table.ids, rows)
-    )
+    text = _text_of(view[rows_end:eager_end], region(1, "text"), table, rows)
     state = _state(body, table, text, damage)
     table.fill(state, rows)
     if len(state.text) != len(state.entries):
@@ -827,6 +825,19 @@ def _decode(
     if root is not None:
         state.text.repair = _text_repair(root, state)
     return _snapshot(state, header, ident, _unheld(notes, state, table, rows), _copies(body.get(COPIES)))
+
+
+def _text_of(
+    data: memoryview,
+    region: Callable[[int, int, np.ndarray], codec.LazyRegion],
+    table: _Table,
+    rows: dict[str, int],
+) -> TextIndex:
+    """The text index of a snapshot's eager text image ``data``, with each document's time of
+    last change from the rows (the image holds none: :func:`md_cg.textindex.take_changed`)."""
+    text = TextIndex.from_bytes(data, analyzer=query_terms, region=region, known=(table.ids, rows))
+    take_changed(text, table.ids, rows, table.changed)
+    return text
 
 
 def _snapshot(
@@ -937,9 +948,9 @@ def close(state: IndexState) -> None:
 def _text_repair(root: str, state: IndexState) -> Callable[[TextIndex], TextIndex]:
     """What rebuilds the text index of ``state`` from the files when a chunk of its postings is damaged.
 
-    The new index holds the same documents with the same layer, bucket and
-    prior, each with the text of its file now (none when the file cannot be
-    read: the file's problem is ``health()``'s to report).
+    The new index holds the same documents with the same layer, bucket,
+    prior and time of last change, each with the text of its file now (none
+    when the file cannot be read: the file's problem is ``health()``'s to report).
     """
     ref = weakref.ref(state)
 
@@ -952,6 +963,7 @@ def _text_repair(root: str, state: IndexState) -> Callable[[TextIndex], TextInde
         with no_gc():
             for doc_id in old.doc_ids():
                 layer, bucket, prior = old.doc_meta(doc_id)
+                changed = old.doc_changed(doc_id)
                 text = ""
                 rel = where.get(doc_id)
                 if rel is not None:
@@ -959,7 +971,7 @@ def _text_repair(root: str, state: IndexState) -> Callable[[TextIndex], TextInde
                         text = index.parse_file(root, rel).text or ""
                     except (MalformedNodeFileError, UnsafePathError, OSError):
                         pass
-                new.add(doc_id, analyze(text), layer=layer, bucket=bucket, prior=prior)
+                new.add(doc_id, analyze(text), layer=layer, bucket=bucket, prior=prior, changed=changed)
             new.merge_segments()
         if live is not None:
             live.snapshot_damage.append("text section: the text index was rebuilt from the files")

@@ -2,7 +2,8 @@
 
 Documents are string ids carrying their terms (from :func:`md_cg.text.analyze`),
 two small integer codes (``layer``, ``bucket``) that define search scopes, and
-a ``prior`` (the node's importance) that only breaks ties.
+a ``prior`` (the node's importance) and ``changed`` (the time of its last
+change) that only break ties: importance first, then the most recently changed.
 
 Two ways to find documents:
 
@@ -54,14 +55,11 @@ from . import textindex_codec as codec
 from .errors import SnapshotDamageError
 from .script import is_cjk
 from .text import KEY_BITS, TermBatch
-from .textindex_docs import DocTable, Scope, idf_of, kth_largest
+from .textindex_docs import DocMeta, DocTable, Scope, full_meta, idf_of, kth_largest
 from .textindex_postings import SEARCH_RATIO as _SEARCH_RATIO
 from .textindex_postings import Postings, Segment, Span, Vocab, search_ranges
 from .textindex_scope import PRUNE_SCOPE_MIN, PRUNE_SCOPE_RATIO, SCOPE_RATIO, ScopeSlots
 from .textindex_similar import SimilarityKeys, Unit, near_terms, plain_query_terms, unit_scores
-
-#: A document's (layer code, bucket code, prior), as :meth:`TextIndex.add_many` takes them.
-DocMeta = tuple[int, int, float]
 
 _EMPTY_TIDS = np.zeros(0, dtype=np.int32)
 _T = TypeVar("_T")
@@ -261,16 +259,19 @@ class TextIndex:
         layer: int,
         bucket: int,
         prior: float = 0.5,
+        changed: float = 0.0,
     ) -> None:
         """Index ``doc_id`` with ``terms`` (repeats count), replacing any earlier version.
 
         ``terms`` come from :func:`md_cg.text.analyze`; a document without
-        terms is still in its scope (for :meth:`similar`'s fill).
+        terms is still in its scope (for :meth:`similar`'s fill). ``prior``
+        (importance), then ``changed`` (the time of its last change, newest
+        first), then the id order documents of equal score.
         """
         if not isinstance(doc_id, str) or "\x00" in doc_id:
             raise ValueError(f"a document id must be a str without NUL, not {doc_id!r}")
         ids = list(map(self._vocab.__getitem__, terms))
-        slot = self._docs.add(doc_id, len(ids), layer, bucket, prior)
+        slot = self._docs.add(doc_id, len(ids), layer, bucket, prior, changed)
         self._postings.append(slot, ids)
         if self._postings.full:
             self._flush()
@@ -291,9 +292,10 @@ class TextIndex:
         layer: int | None = None,
         bucket: int | None = None,
         prior: float | None = None,
+        changed: float | None = None,
     ) -> None:
-        """Change a document's codes or prior, keeping its terms (KeyError if absent)."""
-        self._docs.set_meta(doc_id, layer, bucket, prior)
+        """Change a document's codes, prior or time of last change, keeping its terms (KeyError if absent)."""
+        self._docs.set_meta(doc_id, layer, bucket, prior, changed)
 
     @_healing
     def compact(self) -> None:
@@ -359,6 +361,10 @@ class TextIndex:
         table = self._docs
         return int(table.layer[slot]), int(table.bucket[slot]), float(table.prior[slot])
 
+    def doc_changed(self, doc_id: str) -> float:
+        """The time of a document's last change, as given to :meth:`add` (KeyError if absent)."""
+        return float(self._docs.changed[self._docs.slot[doc_id]])
+
     # -------------------------------------------------------------- scopes
 
     def scope(
@@ -412,7 +418,7 @@ class TextIndex:
         documents of the first pass lend it terms (:class:`Feedback`; ``feedback=False``
         skips it, for lookups that are not questions). Returns the best ``k`` (all
         when None) as (id, score) with score > 0, ordered by score desc, prior
-        desc, id asc; every candidate is scored before the cut.
+        desc, last change desc, id asc; every candidate is scored before the cut.
         """
         self._prepare()
         if k is not None and k <= 0:
@@ -613,8 +619,8 @@ class TextIndex:
         and document length are ignored.
 
         Returns exactly min(k, documents in scope not excluded) pairs
-        (id, score): positive scores first (score desc, prior desc, id asc),
-        then zero-score documents (prior desc, id asc).
+        (id, score): positive scores first (score desc, prior desc, last change
+        desc, id asc), then zero-score documents (prior desc, last change desc, id asc).
         """
         self._prepare()
         if k <= 0:
@@ -709,7 +715,9 @@ class TextIndex:
         length, layer, bucket, prior; NUL-joined UTF-8 ids and vocabulary;
         per document and per term: is it CJK), and a CRC-32 of everything
         before it. Images without the last two arrays (written before they
-        existed) still load; the flags are then recomputed.
+        existed) still load; the flags are then recomputed. The times of the
+        last change are not in the image (a snapshot's rows hold them: see
+        :func:`take_changed`); a loaded index has 0 for each until then.
         """
         return codec.encode_parts(*_image_of(self))
 
@@ -831,9 +839,7 @@ def _match_terms(
         _QUERY_CJK.reset(token)
 
 
-def _add_batch(
-    index: TextIndex, doc_ids: Sequence[str], batch: TermBatch, meta: Sequence[tuple[int, int, float]]
-) -> None:
+def _add_batch(index: TextIndex, doc_ids: Sequence[str], batch: TermBatch, meta: Sequence[DocMeta]) -> None:
     """:meth:`TextIndex.add_many`: the same index as one :meth:`~TextIndex.add` per document.
 
     The same to the byte of :meth:`~TextIndex.to_bytes`: new terms get ids
@@ -855,8 +861,9 @@ def _add_batch(
     total = len(batch.keys)
     pos_bits = max(1, total.bit_length())
     if KEY_BITS + pos_bits > 63:  # too many terms for one sort key: one document at a time
-        for doc_id, terms, (layer, bucket, prior) in zip(doc_ids, batch.all_terms(), meta, strict=True):
-            index.add(doc_id, terms, layer=layer, bucket=bucket, prior=prior)
+        for doc_id, terms, m in zip(doc_ids, batch.all_terms(), meta, strict=True):
+            layer, bucket, prior, changed = full_meta(m)
+            index.add(doc_id, terms, layer=layer, bucket=bucket, prior=prior, changed=changed)
         return
     tids = _batch_tids(index._vocab, batch.keys, batch.term, pos_bits)
     counts = batch.counts
@@ -1551,6 +1558,21 @@ class _Pruner:
 def slot_order(index: TextIndex) -> list[str]:
     """The ids of the live documents of ``index`` in slot order: the order of an image's id table."""
     return [i for i in index._docs.ids if i is not None]
+
+
+def take_changed(index: TextIndex, ids: list[str], where: dict[str, int], changed: np.ndarray) -> None:
+    """Set every document's time of last change in ``index`` at once: ``changed[i]`` is that of
+    ``ids[i]`` (``where``: id -> i; a snapshot's rows, which hold them); 0 for an id not among
+    them. A snapshot's rows are in slot order, so usually no lookup is made."""
+    table = index._docs
+    if table.ids == ids:  # the same string objects (TextIndex.from_bytes ``known``): one pass
+        table.set_changed(changed)
+        return
+    pos = np.fromiter((where.get(d, -1) for d in table.ids), dtype=np.int64, count=len(table.ids))  # type: ignore[arg-type]
+    found = pos >= 0
+    out = np.zeros(len(pos), dtype=np.float64)
+    out[found] = changed[pos[found]]
+    table.set_changed(out)
 
 
 def read_postings(index: TextIndex) -> None:

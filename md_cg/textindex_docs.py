@@ -6,7 +6,7 @@ Removing or replacing a document leaves a dead slot until compaction
 renumbers the live ones. :class:`DocTable` also answers the questions every
 ranking asks of the documents: which slots a :class:`Scope` selects (cached
 masks), which slots a caller excluded, the BM25 idf over live documents, and
-the final order of results (score desc, prior desc, id asc).
+the final order of results (score desc, prior desc, last change desc, id asc).
 
 Imports only numpy and the standard library.
 """
@@ -19,11 +19,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DocTable", "Exclusion", "Scope", "kth_largest"]
+__all__ = ["DocMeta", "DocTable", "Exclusion", "Scope", "full_meta", "kth_largest"]
+
+#: A document's (layer code, bucket code, prior) and, optionally, the time of its last
+#: change (:attr:`md_cg.index.Entry.changed`; 0 when left out), as :meth:`DocTable.add_many` takes them.
+DocMeta = tuple[int, int, float] | tuple[int, int, float, float]
 
 _SCOPE_CACHE = 16
-_TIE_PYTHON = 2048  # larger ties on (score, prior) are ordered through a cached id rank
-_COLUMNS = ("len", "layer", "bucket", "prior", "alive", "cjk")
+_TIE_PYTHON = 2048  # larger ties on (score, prior, changed) are ordered through a cached id rank
+_COLUMNS = ("len", "layer", "bucket", "prior", "changed", "alive", "cjk")
 # kth_largest: from this many values, a partition of every 16th gives a floor first
 _SAMPLE_FROM = 8192
 _SAMPLE_STEP = 16
@@ -67,8 +71,10 @@ class DocTable:
     """Slots of the indexed documents (see the module docstring).
 
     ``slot``: live id -> slot; ``ids``: slot -> id (None when dead);
-    ``len``/``layer``/``bucket``/``prior``/``alive``/``cjk``: per-slot arrays
-    with spare capacity (``cjk``: the document is CJK text, see
+    ``len``/``layer``/``bucket``/``prior``/``changed``/``alive``/``cjk``:
+    per-slot arrays with spare capacity (``changed``: the time of the
+    document's last change, :attr:`md_cg.index.Entry.changed`, which orders
+    ties after the prior; ``cjk``: the document is CJK text, see
     :meth:`add`); ``live_len``: total terms of live documents; ``dead``:
     number of dead slots; ``version`` changes whenever a scope mask may.
     ``n_cjk`` and ``len_cjk``: number and total terms of the live CJK
@@ -82,6 +88,7 @@ class DocTable:
         self.layer = np.zeros(64, dtype=np.int32)
         self.bucket = np.zeros(64, dtype=np.int32)
         self.prior = np.zeros(64, dtype=np.float64)
+        self.changed = np.zeros(64, dtype=np.float64)
         self.alive = np.zeros(64, dtype=bool)
         self.cjk = np.zeros(64, dtype=np.uint8)
         self.live_len = 0
@@ -119,7 +126,9 @@ class DocTable:
 
     # -------------------------------------------------------------- writes
 
-    def add(self, doc_id: str, n_terms: int, layer: int, bucket: int, prior: float) -> int:
+    def add(
+        self, doc_id: str, n_terms: int, layer: int, bucket: int, prior: float, changed: float = 0.0
+    ) -> int:
         """Give ``doc_id`` a new slot (killing its old one) and return the slot.
 
         The slot starts non-CJK; :meth:`classify` sets its class once its
@@ -137,6 +146,7 @@ class DocTable:
         self.layer[slot] = layer
         self.bucket[slot] = bucket
         self.prior[slot] = prior
+        self.changed[slot] = changed
         self.alive[slot] = True
         self.cjk[slot] = 0
         self.live_len += n_terms
@@ -144,16 +154,17 @@ class DocTable:
         return slot
 
     def add_many(
-        self, doc_ids: Sequence[str], n_terms: list[int], meta: Sequence[tuple[int, int, float]]
+        self, doc_ids: Sequence[str], n_terms: list[int], meta: Sequence[DocMeta]
     ) -> range | list[int]:
-        """:meth:`add` of each document in order (``meta``: layer, bucket, prior); their slots.
+        """:meth:`add` of each document in order (``meta``: layer, bucket, prior and, optionally,
+        the time of the last change: 0 when left out); their slots.
 
         New, distinct ids (the usual batch) are stored with one slice
         assignment per column; otherwise one :meth:`add` each.
         """
         slot_of = self.slot
         if len(set(doc_ids)) != len(doc_ids) or not slot_of.keys().isdisjoint(doc_ids):
-            return [self.add(d, n, *m) for d, n, m in zip(doc_ids, n_terms, meta, strict=True)]
+            return [self.add(d, n, *full_meta(m)) for d, n, m in zip(doc_ids, n_terms, meta, strict=True)]
         first = len(self.ids)
         end = first + len(doc_ids)
         cap = len(self.len)
@@ -164,11 +175,12 @@ class DocTable:
         self.ids.extend(doc_ids)
         slot_of.update(zip(doc_ids, range(first, end), strict=True))
         if doc_ids:
-            layers, buckets, priors = zip(*meta, strict=True)
+            layers, buckets, priors, changed = zip(*map(full_meta, meta), strict=True)
             self.len[first:end] = n_terms
             self.layer[first:end] = layers
             self.bucket[first:end] = buckets
             self.prior[first:end] = priors
+            self.changed[first:end] = changed
             self.alive[first:end] = True
             self.cjk[first:end] = 0
         self.live_len += sum(n_terms)
@@ -207,9 +219,18 @@ class DocTable:
         self.ids[slot] = None
         self.dead += 1
 
-    def set_meta(self, doc_id: str, layer: int | None, bucket: int | None, prior: float | None) -> None:
-        """Change a document's codes or prior (KeyError if absent)."""
+    def set_meta(
+        self,
+        doc_id: str,
+        layer: int | None,
+        bucket: int | None,
+        prior: float | None,
+        changed: float | None = None,
+    ) -> None:
+        """Change a document's codes, prior or time of last change (KeyError if absent)."""
         slot = self.slot[doc_id]
+        if changed is not None:
+            self.changed[slot] = changed
         if layer is not None:
             self.layer[slot] = layer
         if bucket is not None:
@@ -254,7 +275,9 @@ class DocTable:
         """Fill an empty table with live documents (from a saved image).
 
         ``slot``: the id -> slot map of ``ids``, already built by the caller
-        (it becomes the table's own); else it is built here.
+        (it becomes the table's own); else it is built here. The times of
+        the last change start at 0 (an image does not hold them: the
+        snapshot's rows do: :meth:`set_changed`).
         """
         n = len(ids)
         cap = max(64, n + n // 4)
@@ -263,6 +286,7 @@ class DocTable:
             arr = np.zeros(cap, dtype=getattr(self, name).dtype)
             arr[:n] = src
             setattr(self, name, arr)
+        self.changed = np.zeros(cap, dtype=np.float64)
         self.alive = np.zeros(cap, dtype=bool)
         self.alive[:n] = True
         self.ids = list(ids)
@@ -271,6 +295,14 @@ class DocTable:
         is_cjk = cjk.astype(bool)
         self.n_cjk = int(np.count_nonzero(is_cjk))
         self.len_cjk = int(doc_len[is_cjk].sum(dtype=np.int64))
+        self.version += 1
+
+    def set_changed(self, changed: np.ndarray) -> None:
+        """Set every slot's time of last change (``changed``: one per slot, in slot order)."""
+        n = len(self.ids)
+        if len(changed) != n:
+            raise ValueError(f"{len(changed)} change times for {n} slots")
+        self.changed[:n] = changed
         self.version += 1
 
     def _resize(self, cap: int, keep: np.ndarray) -> None:
@@ -379,7 +411,12 @@ class DocTable:
         return idx
 
     def ranked(self, cand: np.ndarray, score: np.ndarray, k: int | None) -> list[tuple[str, float]]:
-        """(id, score) of slots ``cand``: score desc, prior desc, id asc; the first ``k``."""
+        """(id, score) of slots ``cand``: score desc, prior desc, last change desc (the
+        most recently changed first), id asc; the first ``k``.
+
+        The order is total (ids are unique), so the first ``k`` are the first
+        ``k`` of any larger ``k``: the cut below keeps every candidate tied with
+        the k-th on (score, prior) and orders them before cutting."""
         if len(cand) == 0:
             return []
         prior = self.prior[cand]
@@ -393,12 +430,14 @@ class DocTable:
             cut = np.partition(prior_at, len(prior_at) - need)[len(prior_at) - need]
             keep = (score > kth) | (at & (prior >= cut))
             cand, score, prior = cand[keep], score[keep], prior[keep]
-        order = np.lexsort((-prior, -score))
-        cand, score, prior = cand[order], score[order], prior[order]
+        changed = self.changed[cand]
+        order = np.lexsort((-changed, -prior, -score))
+        cand, score, prior, changed = cand[order], score[order], prior[order], changed[order]
         n = len(cand)
         limit = n if k is None else min(k, n)
-        # Runs of equal (score, prior) are ordered by id.
-        bounds = np.flatnonzero((score[1:] != score[:-1]) | (prior[1:] != prior[:-1])) + 1
+        # Runs of equal (score, prior, changed) are ordered by id.
+        differs = (score[1:] != score[:-1]) | (prior[1:] != prior[:-1]) | (changed[1:] != changed[:-1])
+        bounds = np.flatnonzero(differs) + 1
         out: list[tuple[str, float]] = []
         start = 0
         for end in [*bounds.tolist(), n]:
@@ -410,7 +449,7 @@ class DocTable:
         return out
 
     def _tie_run(self, slots: np.ndarray, value: float, need: int) -> list[tuple[str, float]]:
-        """The first ``need`` of ``slots`` (equal score and prior) in id order."""
+        """The first ``need`` of ``slots`` (equal score, prior and last change) in id order."""
         ids = self.ids
         if len(slots) == 1:
             return [(ids[int(slots[0])], value)]  # type: ignore[list-item]
@@ -434,6 +473,11 @@ class DocTable:
             rank[order] = np.arange(len(ids))
             self._rank, self._rank_key = rank, key
         return self._rank
+
+
+def full_meta(m: DocMeta) -> tuple[int, int, float, float]:
+    """A document's (layer, bucket, prior, changed) from ``m``: the same, or (layer, bucket, prior)."""
+    return m if len(m) == 4 else (*m, 0.0)
 
 
 def kth_largest(values: np.ndarray, k: int, floor: float = -np.inf) -> float:

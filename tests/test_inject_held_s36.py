@@ -20,7 +20,7 @@ from md_cg import MdCG, Node, Scope
 def test_inject_leaves_out_a_hit_whose_file_holds_another_memory(tmp_path: Path, scope: Scope | None) -> None:
     root = tmp_path / "s"
     with MdCG(root, create=True) as s:
-        for i in range(5):
+        for i in reversed(range(5)):  # the notes tie: the most recently changed first (session 43)
             s.add(Node(id=f"n{i}", layer="contextual", body=f"apples note {i}"))
         s.add(Node(id="other", layer="contextual", body="unrelated pears"))
         assert [i.id for i in s.inject("apples", max_items=5)] == ["n0", "n1", "n2"]

@@ -74,9 +74,9 @@ def test_list_shows_controls_escaped(runner: CliRunner, root: Path) -> None:
 def test_search_shows_controls_escaped(runner: CliRunner, root: Path) -> None:
     out = run(runner, "--root", root, "search", "deploy production").stdout
     rows = [line for line in out.splitlines() if "esc" in line]
-    assert rows == [
-        "│ 1 │ T2   │ DEFER  │  0.18 │ esc1 │ deploy notes \\x1b]0;PWNED\\x07 \\x1b[31mred\\x1b[0m end     │",
-        "│ 2 │ T2   │ REJECT │  0.18 │ esc2 │ deploy with force push\\x1b[25D\\x1b[1;32mACCEPT-ME\\x1b[0m │",
+    assert rows == [  # a tie: the most recently changed first (session 43; was by id)
+        "│ 1 │ T2   │ REJECT │  0.18 │ esc2 │ deploy with force push\\x1b[25D\\x1b[1;32mACCEPT-ME\\x1b[0m │",
+        "│ 2 │ T2   │ DEFER  │  0.18 │ esc1 │ deploy notes \\x1b]0;PWNED\\x07 \\x1b[31mred\\x1b[0m end     │",
     ]
     assert "\x1b" not in out and "\x07" not in out
     found = json.loads(run(runner, "--root", root, "search", "deploy production", "--json").stdout)
