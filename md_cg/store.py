@@ -315,7 +315,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         ``decide`` (default: ``stamp``) runs the retention decision -- a
         migration stores verbatim but still decides (``decide=True``).
         """
-        batch = list(nodes)
+        batch = retention.nodes_of(nodes)
         decide = stamp if decide is None else decide
         out = self._add_batch(batch, overwrite, durable, stamp, decide, check=self._check_live)
         if progress is not None:
@@ -436,8 +436,10 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         durable: bool | None = None,
         all_copies: bool = False,
     ) -> list[Deleted]:
-        """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
-        return _forgotten(self, list(node_ids), reason, force, durable, all_copies)
+        """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing).
+
+        A bare string is one id, as for :meth:`archive` (never its characters)."""
+        return _forgotten(self, retention.ids_of(node_ids, "node_ids"), reason, force, durable, all_copies)
 
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
@@ -556,8 +558,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def access_counts(self, node_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Accesses per node: the count in the file (migrated), the local fold and the log since.
 
-        With ``node_ids``, exactly those ids (0 for none); otherwise every node
-        with at least one access.
+        With ``node_ids``, exactly those ids (0 for none; a bare string is one id);
+        otherwise every node with at least one access.
         """
         eng = self._engine
         eng.fresh()
@@ -570,7 +572,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
         hidden = self._filter.hidden(eng.state)
         if node_ids is not None:
-            return {i: 0 if i in hidden else count(i) for i in node_ids}
+            return {i: 0 if i in hidden else count(i) for i in retention.ids_of(node_ids, "node_ids")}
         candidates = {i for i, e in entries.items() if e.access_count} | set(folded) | set(tail)
         return {i: count(i) for i in sorted(candidates) if i in entries and i not in hidden and count(i)}
 

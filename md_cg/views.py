@@ -773,7 +773,7 @@ class Lifecycle(_Handle):
         be both added and archived. A crash
         leaves all of it or none of it once recovered (see md_cg.journal).
         """
-        batch = list(add)
+        batch = retention.nodes_of(add, "add")
         wanted = retention.ids_of(archive, "archive")
         clash = sorted({n.id for n in batch if isinstance(n, Node)} & set(wanted))
         if clash:
@@ -1495,7 +1495,7 @@ class Recall(_Handle):
                 name="mode",
                 value=mode,
             )
-        ids = [check_id(self._as_stored(i)) for i in node_ids]
+        ids = [check_id(self._as_stored(i)) for i in retention.ids_of(node_ids, "node_ids")]
         for node_id in ids:  # an id the caller does not see is absent, as for every write
             self._visible(node_id)
         self._record_event(mode, ids)
