@@ -303,11 +303,11 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         stamp: bool = True,
         progress: Callable[[int], Any] | None = None,
         decide: bool | None = None,
-        checked: bool = True,
+        checked: bool = False,
     ) -> list[Node]:
         """Store many nodes as one commit: all or nothing, even across a crash.
 
-        Every node is validated first (``checked``: also as :meth:`add` checks new input,
+        Every node is validated first (``checked=True``: also as :meth:`add` checks new input,
         the error naming ``nodes[i]`` and its id; ``checked=False`` carries sources as they
         are: import, migrate); a bad node raises and nothing is stored. With ``overwrite=True``
         a node whose file would change only in ``updated_at`` (or its ``\r\n`` line ends) is

@@ -32,7 +32,7 @@ def test_add_many_refuses_what_add_refuses_and_writes_nothing(tmp_path: Path, ca
         good = Node(id="good", layer="knowledge", body="a fine memory")
         bad = Node(id="bad", layer="knowledge", **CASES[case])  # type: ignore[arg-type]
         with pytest.raises(InvalidNodeError) as by_many:
-            s.add_many([good, bad])
+            s.add_many([good, bad], checked=True)
         assert (
             str(by_many.value)
             == f"add_many: nodes[1] (id 'bad'), nothing of the batch written: {by_add.value}"
