@@ -572,7 +572,11 @@ def init(
     if git:
         _check_work_tree(resolve_root(ctx, root))
     with _open(ctx, root, create=True) as store:
-        store.init_folder()
+        ignore = store.root / ".gitignore"
+        had = ignore.read_bytes() if ignore.is_file() else None
+        store.init_folder()  # a .gitignore the folder had gets md-cg's lines first: told here
+        if had is not None and ignore.is_file() and ignore.read_bytes() != had:
+            typer.echo(f"{store.root / '.gitignore'}: md-cg's lines put first (.mdcg/* ignored), yours kept")
         if store.loaded_from == "files":
             _save_index(store)
         how = install(store.root)

@@ -18,7 +18,8 @@ import os
 import time
 import warnings
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from typing import NamedTuple
+from datetime import datetime
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -653,6 +654,25 @@ def select_columns(
 
 #: A tag filter: one tag, or several that a node must all carry (:func:`md_cg.script.tag_fold`).
 TagFilter = str | Sequence[str]
+
+
+def window_of(since: Any, until: Any) -> tuple[Any, Any]:
+    """``since`` and ``until`` with a time-zone-aware :class:`~datetime.datetime` as its epoch
+    seconds (as ``add(created_at=...)`` takes one; session 43); a naive one is refused
+    (InvalidArgumentError: which zone it means cannot be told); anything else as given."""
+    out = []
+    for name, value in (("since", since), ("until", until)):
+        if isinstance(value, datetime):
+            if value.tzinfo is None or value.utcoffset() is None:
+                raise InvalidArgumentError(
+                    f"{name} is a datetime without a time zone ({value.isoformat()}): give it tzinfo "
+                    "(datetime.now(timezone.utc), or .astimezone() for local time), or epoch seconds",
+                    name=name,
+                    value=value,
+                )
+            value = value.timestamp()
+        out.append(value)
+    return out[0], out[1]
 
 
 def check_window(tag: TagFilter | None, since: float | None, until: float | None) -> None:

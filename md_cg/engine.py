@@ -113,6 +113,27 @@ GITIGNORE = """\
 _GITIGNORE_HEAD = GITIGNORE.split("\n", 1)[0].encode("utf-8")
 
 
+#: Lines of a ``.gitignore`` that already keep a store's ``.mdcg/`` out of git.
+_IGNORES_STATE = frozenset(f"{lead}.mdcg{tail}" for lead in ("", "/") for tail in ("", "/", "/*", "/**"))
+
+
+def ignore_state(root: str) -> bool:
+    """Put md-cg's lines (:data:`GITIGNORE`) first in a ``.gitignore`` the folder ``root``
+    already had (a store made in a folder of its own, or its clone), keeping every line of
+    it, unless one of its lines ignores ``.mdcg/`` already; return whether it was changed.
+    Without it ``git add -A`` commits the index, locks and logs (session 43). First, so
+    :func:`is_store_folder` knows a fresh clone of it; idempotent."""
+    try:
+        data, _ = fsops.read_file(root, ".gitignore", max_bytes=1 << 20)
+    except (OSError, UnsafePathError):  # none, or not a regular file: left alone
+        return False
+    text = data.decode("utf-8", "surrogateescape")
+    if any(line.strip() in _IGNORES_STATE for line in text.splitlines()):
+        return False
+    fsops.atomic_write(root, ".gitignore", (GITIGNORE + "\n" + text).encode("utf-8", "surrogateescape"))
+    return True
+
+
 def is_store_folder(folder: str | os.PathLike[str]) -> bool:
     """Whether ``folder`` is an md-cg store: it holds ``.mdcg/lock`` (made with the
     layout) or the ``.gitignore`` md-cg writes (a fresh clone has no ``.mdcg/``).

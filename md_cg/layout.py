@@ -25,6 +25,7 @@ Imports only :mod:`md_cg.node`, :mod:`md_cg.paths`, :mod:`md_cg.script` and :mod
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from collections.abc import Iterable, Mapping
@@ -225,6 +226,11 @@ def context_route_key(context: Any) -> str | None:
     )
 
 
+#: The keys of a search context md-cg reads; a key a letter or two from one (``tag``,
+#: ``domains``, ``conditions_space``) is refused as a misspelling of it (session 43).
+CONTEXT_KEYS = ("tags", "domain", "condition_space", "big_domain", "observation_position")
+
+
 def check_context_fields(context: Mapping[str, Any]) -> None:
     """Refuse a context mapping whose routing fields have the wrong type, naming the field.
 
@@ -235,6 +241,19 @@ def check_context_fields(context: Mapping[str, Any]) -> None:
     ``condition_space`` an object. ``None`` is "not given". The other keys are free
     text for the judge.
     """
+    for key in context:
+        close = (
+            difflib.get_close_matches(key.casefold(), CONTEXT_KEYS, n=1, cutoff=0.8)
+            if isinstance(key, str)
+            else []
+        )
+        if close and key not in CONTEXT_KEYS:  # {"tag": [...]} routed nowhere without a word
+            raise InvalidArgumentError(
+                f"context key {key!r} is not one md-cg reads: did you mean {close[0]!r}? (it reads "
+                f"{', '.join(CONTEXT_KEYS)}; other keys are text for the judge)",
+                name=f"context.{key}",
+                value=context,
+            )
     tags = context.get("tags")
     if tags is not None and not isinstance(tags, str):
         # a list's bad element, found as a list: a null element ([null]) is one too

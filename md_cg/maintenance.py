@@ -28,15 +28,30 @@ import errno
 import functools
 import math
 import os
+import shutil
 import stat
 import time
 import unicodedata
 import warnings
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import replace
+from pathlib import Path
 from typing import IO, Any
 
-from . import access, audit, coldbuild, copyfate, fsops, index, journal, layout, paths, reports, snapshot
+from . import (
+    access,
+    audit,
+    coldbuild,
+    copyfate,
+    fsops,
+    index,
+    journal,
+    layout,
+    merge,
+    paths,
+    reports,
+    snapshot,
+)
 from .engine import (
     MOVE_WAIT,
     Engine,
@@ -49,7 +64,7 @@ from .engine import (
     unplaced,
     waited_once,
 )
-from .errors import LockTimeoutError, MalformedNodeFileError, UnsafePathError
+from .errors import LockTimeoutError, MalformedNodeFileError, MdcgError, ReadOnlyStoreError, UnsafePathError
 from .index import Entry, IndexState, Parsed
 from .logs import AppendLog
 from .node import LAYERS, WINDOWS_DEVICE_NAMES, Node, odd_space, windows_device_name
@@ -395,6 +410,12 @@ def sync(engine: Engine, log: AppendLog | None = None, scope: Scope | None = Non
     read) is reported as ``returned`` -- by every sync until it is forgotten again or
     kept, as ``health()`` names it. With a ``scope``, ``deleted`` lists only what the
     scope may be told (:func:`_told_deletions`)."""
+    engine.check_open()
+    if engine.read_only:  # a sync writes (the index, finished writes): say what reads instead
+        raise ReadOnlyStoreError(
+            f"store {engine.root} was opened read-only: sync() writes the index; a read-only handle "
+            "picks up other processes' changes with refresh() or sync_if_changed() (they write nothing)"
+        )
     engine.ensure_writable()
     with engine.lock:
         engine.refresh()
@@ -1399,12 +1420,13 @@ def health(
         brief = list(state.entries.brief())
         now_at = _renamed_finder(state, records, absent)
         findings += _entry_findings(state, scan, forgotten, absent, now_at, brief)
+        findings = [_two_memories(engine, f) if f.kind == "merge_conflict" else f for f in findings]
         findings += supersession_findings(state, time.time(), absent)
         named = {f.node_id for f in extra if f.kind == "renamed_returned" and f.node_id}
         interrupted = interrupted_findings(state, records, absent)
         named |= {f.node_id for f in interrupted if f.node_id}
         findings += interrupted + twin_findings(state, records, named, absent)
-        findings += _stray_findings(engine.root_str)
+        findings += _stray_findings(engine.root_str) + tracked_findings(engine.root_str)
         meta = _meta_findings(engine)
         if not (meta and meta[0].path == paths.META_DIR):
             findings = _log_findings(engine, findings)
@@ -1418,7 +1440,7 @@ def health(
         layers, nodes, sizes = _counts(state, uncounted, brief)
         buckets = bucket_health({b: n for b, n in sizes.items() if n > 0})
         if buckets.degraded and buckets.nodes >= BUCKET_HEALTH_MIN_NODES:
-            findings.append(Finding("bucket_degraded", "; ".join(buckets.reasons)))
+            findings.append(Finding("bucket_degraded", "; ".join(buckets.reasons) + BUCKET_ADVICE))
         return HealthReport(layers=layers, nodes=nodes, buckets=buckets, findings=tuple(findings))
 
 
@@ -1438,6 +1460,49 @@ def _counts(
         layers[layer] += 1
         nodes += 1
     return layers, nodes, sizes
+
+
+def _two_memories(engine: Engine, finding: Finding) -> Finding:
+    """A ``merge_conflict`` finding whose file's record says two different memories met in
+    it (:data:`md_cg.merge.MEMORIES_KEY`: git paired two memories' files, or one id was
+    added in two clones) with the driver's words naming both; else ``finding``. Reads the
+    file (only conflicted ones are)."""
+    try:
+        node = engine.read_node(finding.path or "")
+    except (MdcgError, OSError):
+        return finding
+    record = node.extra.get(merge.CONFLICT_KEY)
+    if not (isinstance(record, dict) and isinstance(record.get(merge.MEMORIES_KEY), dict)):
+        return finding
+    try:
+        detail = merge.describe_conflict(finding.path or "", record)
+    except (KeyError, TypeError):  # a record edited by hand
+        return finding
+    return replace(finding, detail=detail)
+
+
+#: What a ``bucket_degraded`` finding advises (advisory: ``HealthReport.ok`` stays True).
+BUCKET_ADVICE = (
+    ". Advice, nothing is wrong: searches scan more memories than they would if the memories "
+    "were spread over domains; tag memories by topic (mdcg update ID --tag domain:work, "
+    "add --tag domain:NAME) so a search with a context scans only its domain's bucket"
+)
+
+
+def tracked_findings(root: str) -> list[Finding]:
+    """A ``tracked_state`` finding when git tracks files of the store's ``.mdcg/`` that are
+    each clone's own state (:func:`md_cg.merge.tracked_warning`'s text, which names them and
+    the ``git rm --cached`` that untracks exactly them). Asked of git only when a folder
+    at or above ``root`` holds ``.git`` and git is on PATH (local calls, no network)."""
+    here = os.path.abspath(root)
+    while not os.path.lexists(os.path.join(here, ".git")):
+        if os.path.dirname(here) == here:
+            return []
+        here = os.path.dirname(here)
+    if shutil.which("git") is None:
+        return []
+    warning = merge.tracked_warning(Path(root))
+    return [Finding("tracked_state", warning, path=paths.META_DIR)] if warning else []
 
 
 def supersession_findings(

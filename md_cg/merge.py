@@ -682,6 +682,8 @@ def merge_node_files(base: bytes, ours: bytes, theirs: bytes, *, path: str = "<n
         # not versions of the base's memory (git paired two memories' files): an add/add
         apart = _memories(base_node, *nodes, path=path)
         base, base_node = b"", None
+    elif base_node is None and _added_apart(*nodes):  # one id added in two clones (session 43)
+        apart = _memories(None, *nodes, path=path)
     scoped = _scope_conflict(base_node, nodes[0], nodes[1])
     if scoped is not None:
         return _whole_versions(ours, theirs, f"{path}: {scoped}")
@@ -722,24 +724,35 @@ def _from_base(base: Node, side: Node) -> bool:
     return not gained or base.id in gained
 
 
+def _added_apart(ours: Node, theirs: Node) -> bool:
+    """Whether two versions of a file added on both sides (no base) are two memories: each
+    has a ``created_at``, they differ, and so do the bodies -- one id given to two memories
+    in two clones (``add --id todo``). The same memory imported or added in both clones
+    holds the same body (a different ``created_at`` alone is merged, the earlier kept)."""
+    made = (ours.created_at, theirs.created_at)
+    return None not in made and made[0] != made[1] and ours.body != theirs.body
+
+
 def _renamed_from(node: Node) -> list[str]:
     value = node.extra.get(RENAMED_FROM)
     return [i for i in value if isinstance(i, str)] if isinstance(value, list) else []
 
 
-def _memories(base: Node, ours: Node, theirs: Node, *, path: str) -> dict[str, Any]:
-    """The :data:`MEMORIES_KEY` record: the id and creation time of each version, and what to do."""
+def _memories(base: Node | None, ours: Node, theirs: Node, *, path: str) -> dict[str, Any]:
+    """The :data:`MEMORIES_KEY` record: the id and creation time of each version, and what to
+    do (``base`` None: both sides added the file, its ``base`` null)."""
 
     def which(node: Node) -> dict[str, Any]:
         made = None if node.created_at is None else format_instant(node.created_at)
         return {"id": node.id, "created_at": made}
 
+    how = "git paired their files" if base is not None else "one id added in two clones"
     return {
         "ours": which(ours),
-        "base": which(base),
+        "base": None if base is None else which(base),
         "theirs": which(theirs),
         "resolve": (
-            "two different memories met in this file (git paired their files): keep each whole "
+            f"two different memories met in this file ({how}): keep each whole "
             f"under its own id (git show :2:{path} is ours, git show :3:{path} theirs) or keep one; "
             "docs/git.md, Two memories in one file"
         ),

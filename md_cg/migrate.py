@@ -1009,7 +1009,7 @@ def _write_held(
     moved = [n for n, b in zip(pending, before, strict=True) if b == "moved"]
     batch = [n.copy() if b == "moved" else n for n, b in zip(pending, before, strict=True)]
     try:
-        store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True)
+        store.add_many(batch, overwrite=True, stamp=False, durable=report.durable, decide=True, checked=False)
     except IdCollisionError:
         # another process (a second migration, an agent) took a twin id meanwhile
         store.refresh()
@@ -1022,7 +1022,7 @@ def _write_held(
         return _write_held(store, dest, src, pending, forgotten, report)
     if moved:
         # A move stamps updated_at; put the source's value back.
-        store.add_many(moved, overwrite=True, stamp=False, durable=report.durable, decide=True)
+        store.add_many(moved, overwrite=True, stamp=False, durable=report.durable, decide=True, checked=False)
     wrote = False
     for n, b in zip(pending, before, strict=True):
         status = _status_after(dest, n, b)

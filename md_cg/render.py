@@ -696,7 +696,8 @@ def meta_summary(meta: dict[str, Any], *, omitted: int = 0, unreadable: int = 0)
 
 def _health_line(report: HealthReport) -> Text:
     b = report.buckets
-    verdict = "OK" if report.ok else f"{len(report.findings)} finding(s)"
+    n = len(report.findings)
+    verdict = f"{n} finding(s)" if not report.ok else f"OK, {n} advisory finding(s)" if n else "OK"
     layers = ", ".join(f"{k} {v}" for k, v in report.layers.items() if v)
     nodes = f"{report.nodes} nodes ({layers})" if layers else f"{report.nodes} nodes"
     if not report.nodes:
@@ -751,7 +752,7 @@ def health_table(report: HealthReport, *, width: int | None = None) -> Group:
     from rich.table import Table
 
     line = _health_line(report)
-    if report.ok:
+    if not report.findings:
         return Group(line)
     rows = health_rows(report)
     heads = ("severity", "kind", "node")

@@ -42,6 +42,7 @@ FINDING_KINDS: dict[str, str] = {
     "expired": "warning",
     "forgotten_returned": "warning",  # a node forgotten in this clone whose file git brought back
     "renamed_returned": "warning",  # an id renamed in this clone whose old file git brought back
+    "tracked_state": "warning",  # git tracks files of .mdcg/ that are each clone's own state (session 43)
     "merge_conflict": "error",  # a git merge left both versions in the file (docs/git.md)
     "supersede_cycle": "error",  # memories superseding each other (two clones' supersedes): search hides all
     "closed_orphan": "warning",  # closed by a supersede whose successors are archived/expired
@@ -74,9 +75,15 @@ class Finding:
         return {**asdict(self), "severity": self.severity}
 
 
+#: Finding kinds that advise, never fail ``HealthReport.ok``: nothing is wrong with a memory
+#: or a file (``bucket_degraded``: searches scan more than they could; session 43).
+ADVISORY_KINDS = frozenset({"bucket_degraded"})
+
+
 @dataclass(frozen=True)
 class HealthReport:
-    """What :meth:`MdCG.health` found. ``ok`` is True when there is no finding."""
+    """What :meth:`MdCG.health` found. ``ok`` is True when there is no finding but advice
+    (:data:`ADVISORY_KINDS`)."""
 
     layers: dict[str, int]
     nodes: int
@@ -85,7 +92,7 @@ class HealthReport:
 
     @property
     def ok(self) -> bool:
-        return not self.findings
+        return all(f.kind in ADVISORY_KINDS for f in self.findings)
 
     def by_kind(self, kind: str) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]

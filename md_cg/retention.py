@@ -33,7 +33,7 @@ Imports the engine, temporal, visibility and the modules below them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -469,14 +469,28 @@ def supersede(
     engine.modify_many({new_id: link, old_id: close}, durable=durable, check=usable)
 
 
-def ids_of(ids: str | Sequence[str], name: str = "ids") -> list[str]:
-    """A list of ids from one id or a sequence of them (a bare string is one id)."""
+def ids_of(ids: str | Iterable[str], name: str = "ids") -> list[str]:
+    """A list of ids from one id or a sequence of them (a bare string is one id: never its
+    characters); bytes are refused (InvalidArgumentError naming ``name``)."""
     if isinstance(ids, str):
         return [ids]
-    if not isinstance(ids, Iterable):
+    if isinstance(ids, bytes | bytearray | memoryview) or not isinstance(ids, Iterable):
         raise InvalidArgumentError(f"{name} must be a node id or ids, got {ids!r}", name=name, value=ids)
     out = list(ids)
     bad = [i for i in out if not isinstance(i, str)]
     if bad:
         raise InvalidArgumentError(f"{name} must be node ids (strings), got {bad[0]!r}", name=name)
     return out
+
+
+def nodes_of(nodes: Iterable[Any], name: str = "nodes") -> list[Any]:
+    """A batch of nodes as a list; a bare string, bytes or one node is refused
+    (InvalidArgumentError naming ``name``): ``add_many("text")`` would add each character."""
+    if isinstance(nodes, str | bytes | bytearray | memoryview) or not isinstance(nodes, Iterable):
+        raise InvalidArgumentError(
+            f"{name} must be a list of Node objects, got {type(nodes).__name__}"
+            + (" (one node: use add)" if type(nodes).__name__ == "Node" else ""),
+            name=name,
+            value=nodes,
+        )
+    return list(nodes)

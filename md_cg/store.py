@@ -39,16 +39,17 @@ from . import (
     visibility,
 )
 from . import search as search_mod
-from .engine import Engine, check_not_nested, take_scope, taken_back
+from .engine import Engine, check_not_nested, ignore_state, take_scope, taken_back
 from .engine import remove as remove_node
 from .errors import (
     InvalidArgumentError,
+    InvalidNodeError,
     NodeHasIncomingEdgesError,
     NodeNotFoundError,
 )
 from .index import Entry
 from .logs import AppendLog
-from .node import Node, check_id, check_layer, finite, validate
+from .node import Node, check_id, check_layer, finite, refuse_naive_times, validate
 from .reports import Deleted, Finding, HealthReport, MaintenanceReport, SyncReport
 from .retention import SweepReport
 from .script import short_repr
@@ -212,8 +213,9 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         return self._engine.loaded_from
 
     def init_folder(self) -> None:
-        """Create the layer folders, ``.mdcg/`` and ``.gitignore`` (idempotent)."""
+        """Create the layer folders, ``.mdcg/`` and ``.gitignore`` (one there: md-cg's lines put first)."""
         self._engine.ensure_writable()
+        ignore_state(self._engine.root_str)
 
     def close(self) -> None:
         """Compact if due (see ``auto_compact``), release this process's files and locks."""
@@ -301,23 +303,22 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         stamp: bool = True,
         progress: Callable[[int], Any] | None = None,
         decide: bool | None = None,
+        checked: bool = False,
     ) -> list[Node]:
         """Store many nodes as one commit: all or nothing, even across a crash.
 
-        Every node is validated first; a bad node raises and nothing is
-        stored. With ``overwrite=True`` a node whose file would change only in
-        ``updated_at`` (or in its ``\r\n`` line ends: a ``core.autocrlf`` checkout) is left
-        untouched (mtime included), so re-running an import is idempotent; an archived node is never replaced
-        (DuplicateIdError: unarchive it first). A batch interrupted by a crash is finished by
-        the next write of its ids or by :meth:`sync`. Each node is put in the
-        caller's scope and gets its retention decision (docs/retention.md).
-        ``stamp=False`` stores times exactly as given (the import path);
-        ``decide`` (default: ``stamp``) runs the retention decision -- a
-        migration stores verbatim but still decides (``decide=True``).
+        Every node is validated first (``checked=True``: also as :meth:`add` checks new input,
+        naming ``nodes[i]`` and its id); a bad node raises and nothing is stored. With
+        ``overwrite=True`` a node whose file would change only in ``updated_at`` (or its line
+        ends) is left untouched: re-running an import is idempotent; an archived node is never
+        replaced (DuplicateIdError). A crash mid-batch is finished by the next write of its ids
+        or :meth:`sync`. Each node gets the caller's scope and its retention decision
+        (docs/retention.md); ``stamp=False`` stores times as given, ``decide`` (default: ``stamp``).
         """
-        batch = list(nodes)
+        batch = retention.nodes_of(nodes)
         decide = stamp if decide is None else decide
-        out = self._add_batch(batch, overwrite, durable, stamp, decide, check=self._check_live)
+        ok = _check_batch(self, batch, overwrite, checked)
+        out = self._add_batch(batch, overwrite, durable, stamp, decide, validated=ok, check=self._check_live)
         if progress is not None:
             progress(len(batch))
         return out
@@ -436,8 +437,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
         durable: bool | None = None,
         all_copies: bool = False,
     ) -> list[Deleted]:
-        """:meth:`forget` several nodes at once: one commit, one scrub (all or nothing)."""
-        return _forgotten(self, list(node_ids), reason, force, durable, all_copies)
+        """:meth:`forget` several nodes: one commit, one scrub (all or nothing); a str is one id."""
+        return _forgotten(self, retention.ids_of(node_ids, "node_ids"), reason, force, durable, all_copies)
 
     def tombstones(self) -> list[dict[str, Any]]:
         """Every forget tombstone, oldest first (id, layer, reason, time; no content); a
@@ -556,8 +557,8 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
     def access_counts(self, node_ids: Iterable[str] | None = None) -> dict[str, int]:
         """Accesses per node: the count in the file (migrated), the local fold and the log since.
 
-        With ``node_ids``, exactly those ids (0 for none); otherwise every node
-        with at least one access.
+        With ``node_ids``, exactly those ids (0 for none; a bare string is one id);
+        otherwise every node with at least one access.
         """
         eng = self._engine
         eng.fresh()
@@ -570,7 +571,7 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
 
         hidden = self._filter.hidden(eng.state)
         if node_ids is not None:
-            return {i: 0 if i in hidden else count(i) for i in node_ids}
+            return {i: 0 if i in hidden else count(i) for i in retention.ids_of(node_ids, "node_ids")}
         candidates = {i for i, e in entries.items() if e.access_count} | set(folded) | set(tail)
         return {i: count(i) for i in sorted(candidates) if i in entries and i not in hidden and count(i)}
 
@@ -699,6 +700,24 @@ class MdCG(views.Reads, views.Lifecycle, views.Recall):
             )
         seen = self._seer()
         return report if seen is None else reports.scoped_health(report, seen)
+
+
+def _check_batch(store: MdCG, batch: list[Node], overwrite: bool, checked: bool) -> bool:
+    """``add_many(checked=True)``: each node as :meth:`MdCG.add` checks it, before anything is
+    written; the error raised names the node's place in the batch and its id. Returns
+    ``checked`` (every node validated)."""
+    for i, node in enumerate(batch if checked else ()):
+        if not isinstance(node, Node):
+            raise TypeError(f"add_many expects Node objects, got {type(node).__name__}")
+        try:
+            refuse_naive_times(node, node.id if isinstance(node.id, str) else None)
+            editing.require_text(validate(node))
+            store._require_usable(node, overwrite=overwrite)
+        except InvalidNodeError as exc:
+            where = f"add_many: nodes[{i}] (id {short_repr(node.id)}), nothing of the batch written"
+            exc.args = (f"{where}: {exc}",)
+            raise
+    return checked
 
 
 def _written(

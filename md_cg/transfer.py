@@ -1018,7 +1018,7 @@ def _add_batch(
     ones moved under ``archive/`` before the commit; one an unindexed file holds there is
     refused as taken (the batch is planned again)."""
     if not any(n.id in archived for n in nodes):
-        store.add_many(nodes, overwrite=overwrite, durable=durable, stamp=False, decide=True)
+        store.add_many(nodes, overwrite=overwrite, durable=durable, stamp=False, decide=True, checked=False)
         return
     eng, now = store._engine, time.time()
     live = [n for n in nodes if n.id not in archived]

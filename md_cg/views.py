@@ -101,6 +101,7 @@ def filter_meta(
     """A search's ``meta["filter"]``: the filter, and how many memories the caller sees pass it."""
     matching = len(only) - sum(1 for i in hidden if i in only)
     tags = tag if tag is None or isinstance(tag, str) else list(tag)
+    since, until = editing.window_of(since, until)
     return {"tag": tags, "since": since, "until": until, "matching": matching}
 
 
@@ -596,6 +597,7 @@ class Reads(_Handle):
         entries are built (2-14 ms for 50 of a 100k store opened from its snapshot);
         with ``tag``, the ids come from the state's tag map (the first use reads every
         node's tags, later ones look the tag up: see ``IndexState.tagged``)."""
+        since, until = editing.window_of(since, until)
         editing.check_window(tag, since, until)
         hidden = self._hidden(Show(include_expired, include_archived, include_superseded))
         eng = self._engine
@@ -626,6 +628,7 @@ class Reads(_Handle):
         """The ids a search filter lets through (None: no filter), visible or not."""
         if tag is None and since is None and until is None:
             return None
+        since, until = editing.window_of(since, until)
         editing.check_window(tag, since, until)
         state = self._engine.state
         chosen = self._tagged(tag) if tag is not None else None
@@ -786,7 +789,7 @@ class Lifecycle(_Handle):
         be both added and archived. A crash
         leaves all of it or none of it once recovered (see md_cg.journal).
         """
-        batch = list(add)
+        batch = retention.nodes_of(add, "add")
         wanted = retention.ids_of(archive, "archive")
         clash = sorted({n.id for n in batch if isinstance(n, Node)} & set(wanted))
         if clash:
@@ -1508,7 +1511,7 @@ class Recall(_Handle):
                 name="mode",
                 value=mode,
             )
-        ids = [check_id(self._as_stored(i)) for i in node_ids]
+        ids = [check_id(self._as_stored(i)) for i in retention.ids_of(node_ids, "node_ids")]
         for node_id in ids:  # an id the caller does not see is absent, as for every write
             self._visible(node_id)
         self._record_event(mode, ids)

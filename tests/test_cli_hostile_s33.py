@@ -334,7 +334,9 @@ def test_a_stored_tag_with_an_invisible_character_still_opens_and_is_kept(
 ) -> None:
     root = tmp_path / "s"
     with MdCG(root) as store:  # add_many carries what it is given, as a file does
-        store.add_many([Node(id="a", layer="knowledge", body="deploy checklist", tags=["ops\u200b"])])
+        store.add_many(
+            [Node(id="a", layer="knowledge", body="deploy checklist", tags=["ops\u200b"])], checked=False
+        )
     listed = json.loads(invoke(runner, "--root", root, "list", "--tag", "ops\u200b", "--json").stdout)
     assert [(i["id"], i["tags"]) for i in listed["items"]] == [("a", ["ops\u200b"])]
     invoke(runner, "--root", root, "update", "a", "--importance", "0.3")

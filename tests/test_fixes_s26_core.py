@@ -285,7 +285,7 @@ def test_add_and_update_refuse_a_time_in_milliseconds(tmp_path: Path) -> None:
         ):
             s.update("ok", expires_at=MS)
         # add_many, the bulk path, carries what it is given (as files and golden data do)
-        s.add_many([Node(id="z", layer="knowledge", body="b", expires_at=1e12)])
+        s.add_many([Node(id="z", layer="knowledge", body="b", expires_at=1e12)], checked=False)
         assert s.get("z").expires_at == 1e12
         s.forget("z", "test")
         assert s.ids() == ["ok"] and s.get("ok").expires_at is None

@@ -136,7 +136,7 @@ def test_export_then_import_carries_a_time_in_milliseconds_with_a_warning(tmp_pa
             created_at=1700000000123,
             updated_at=1700000000456,
         )
-        s.add_many([legacy], stamp=False)
+        s.add_many([legacy], stamp=False, checked=False)
         legacy_file = (root / s.entry("legacy").path).read_bytes()
     cli("--root", root, "export", "--out", dump)
     result = cli("--root", copy, "import", dump)
@@ -395,7 +395,7 @@ def test_a_write_corrects_an_updated_at_in_milliseconds(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
         legacy = Node(id="legacy", layer="knowledge", body="legacy note", updated_at=1700000000456)
-        s.add_many([legacy], stamp=False)
+        s.add_many([legacy], stamp=False, checked=False)
         before = time.time()
         first = s.update("legacy", importance=0.5).updated_at
         assert first is not None and before <= first <= time.time()

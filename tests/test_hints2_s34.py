@@ -47,7 +47,8 @@ def _legacy(root: Path) -> None:
                     tags=["\u0301", "\u200b", "ok"],
                     edges=[Edge(target="CON", type="similar"), Edge(target="n1\u200b", type="similar")],
                 )
-            ]
+            ],
+            checked=False,
         )
 
 
@@ -97,7 +98,10 @@ def test_add_without_overwrite_keeps_nothing(tmp_path: Path) -> None:
 def test_a_scoped_overwrite_keeps_nothing_of_a_memory_out_of_scope(tmp_path: Path) -> None:
     root = tmp_path / "m"
     with MdCG(root) as s:
-        s.add_many([Node(id="a", body="theirs", agent_scope="b", edges=[Edge(target="CON", type="similar")])])
+        s.add_many(
+            [Node(id="a", body="theirs", agent_scope="b", edges=[Edge(target="CON", type="similar")])],
+            checked=False,
+        )
     with (
         MdCG(root, scope=Scope(agent="x")) as mine,
         pytest.raises(UnsafeIdError, match=UNSAFE_CON.format("a")),

@@ -167,7 +167,7 @@ def test_concurrent_verify_and_falsify_never_lose_the_node(tmp_path: Path) -> No
     env = python_env()
     for rnd in range(5):
         with MdCG(root) as s:
-            s.add_many([knowledge(f"r{rnd}_{i}", confidence=0.5) for i in range(10)])
+            s.add_many([knowledge(f"r{rnd}_{i}", confidence=0.5) for i in range(10)], checked=False)
         procs = [
             subprocess.Popen([sys.executable, "-c", VERIFIER, str(root), verdict, "3"], env=env)
             for verdict in ("confirmed", "falsified", "weakened")
@@ -317,7 +317,8 @@ def graph_store(store: MdCG) -> MdCG:
                 edges=[{"target": "a", "type": "similar"}, {"target": "zz", "type": "similar"}],
             ),
             Node(id="d", layer="self", edges=[{"target": "a", "type": "hierarchical"}]),
-        ]
+        ],
+        checked=False,
     )
     return store
 
