@@ -1,12 +1,13 @@
-"""The wall time of an ``update`` and of a move, in microseconds (medians).
+"""The wall time of an ``update``, a move, an ``archive`` and an ``unarchive``, in microseconds (medians).
 
     python bench/movecost.py --work /dev/shm/mc --n 300
     PYTHONPATH=/path/to/other/version python bench/movecost.py --work /tmp/mc
 
 One memory, updated ``--n`` times in place (``importance``), then moved ``--n`` times
-between two layers (``update(layer=...)``, knowledge and contextual in turn): prints one
-JSON line with the median of each. Compare versions by running it with ``PYTHONPATH``
-pointing at each, alternating (session 42: a move's old file set aside and checked).
+between two layers (``update(layer=...)``, knowledge and contextual in turn), then archived
+and unarchived ``--n`` times in turn: prints one JSON line with the median of each. Compare
+versions by running it with ``PYTHONPATH`` pointing at each, alternating (session 42: a
+move's old file set aside and checked; session 43: an archive's too).
 """
 
 from __future__ import annotations
@@ -42,6 +43,12 @@ def main() -> int:
             t = time.perf_counter()
             s.update("x", layer="contextual" if k % 2 == 0 else "knowledge")
             took["move"].append(time.perf_counter() - t)
+        took.update(archive=[], unarchive=[])
+        for _ in range(args.n):
+            for kind, op in (("archive", s.archive), ("unarchive", s.unarchive)):
+                t = time.perf_counter()
+                op("x")
+                took[kind].append(time.perf_counter() - t)
     out = {
         "label": args.label,
         "md_cg": str(Path(md_cg.__file__).parent),
