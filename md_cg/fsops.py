@@ -497,8 +497,15 @@ class Dir:
         checked before it is removed: whatever is at ``name`` at that instant is what is
         moved, and nothing saved over ``name`` after it can be removed by mistake (a check
         then an unlink removed a save landing between the two). ``FileNotFoundError``
-        when nothing is there."""
-        os.rename(name, tmp, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        when nothing is there; any other error names the file relative to the store, as
+        :meth:`unlink`'s (a sweep refused by a read-only folder named ``e1.md -> .e1.md.<pid>...tmp``)."""
+        try:
+            os.rename(name, tmp, src_dir_fd=self.fd, dst_dir_fd=self.fd)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            exc.filename, exc.filename2 = self._rel(name), None
+            raise
 
     def rename_new(self, src: str, dst: str) -> bool:
         """Rename ``src`` (a name of md-cg's own: a temp file) to ``dst`` only while nothing
